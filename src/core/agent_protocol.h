@@ -1,0 +1,73 @@
+// The head <-> agent protocol (DESIGN §7): register once, then a long-poll sync where the
+// agent reports what it actually runs and the head answers what it should run. Both sides
+// reconcile desired against actual, so lost or repeated messages change nothing.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/job.h"
+#include "core/node.h"
+
+namespace corral {
+
+struct RegisterRequest {
+  std::string name;
+  std::string address;
+  int32_t cpu_milli = 0;
+  int64_t memory_mb = 0;
+  std::vector<Gpu> gpus;
+  std::map<std::string, std::string> labels;
+};
+
+struct RegisterResponse {
+  std::string node_token;   // the agent's own credential for sync
+  uint64_t head_epoch = 0;  // leadership epoch; agents refuse orders from an older one
+  uint64_t agent_epoch = 0;
+};
+
+// What the agent runs for one run id on this node (one replica of a run).
+struct RunReport {
+  std::string run_id;  // "job.attempt"
+  int32_t replica = 0;
+  bool running = false;  // false: exited, exit_code valid
+  int32_t exit_code = 0;  // -N: killed by signal N
+  TimeMs started_at = 0;
+  TimeMs ended_at = 0;
+  bool operator==(const RunReport&) const = default;
+};
+
+struct SyncRequest {
+  std::string node;
+  uint64_t agent_epoch = 0;
+  uint64_t desired_version = 0;  // last version the agent received; the head holds if unchanged
+  int64_t wait_ms = 0;           // how long the head may hold the call
+  std::vector<RunReport> runs;   // everything alive or exited-but-not-yet-released
+};
+
+// What the head wants on this node for one replica of one run.
+struct RunOrder {
+  std::string run_id;
+  JobId job_id = 0;
+  int32_t attempt = 0;
+  int32_t replica = 0;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;  // the full job environment (DESIGN §8), set by the head
+  std::string workdir;
+  std::vector<int32_t> gpus;
+  bool stop = false;  // stop it: signal, grace, then SIGKILL
+  int32_t stop_signal = 15;
+  int64_t grace_ms = 10000;
+  bool operator==(const RunOrder&) const = default;
+};
+
+struct SyncResponse {
+  uint64_t head_epoch = 0;
+  uint64_t desired_version = 0;
+  std::vector<RunOrder> runs;  // desired runs; a reported run absent here may be forgotten
+  bool reregister = false;     // the head does not know this agent (epoch mismatch)
+};
+
+}  // namespace corral

@@ -1,0 +1,351 @@
+#include "core/codec.h"
+
+namespace corral {
+namespace {
+
+// Internal decoders throw nlohmann exceptions; the public *FromJson functions turn them into
+// a Status so that nothing throws across the module boundary.
+template <typename T>
+T Get(const Json& j, const char* key, T fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  return it->get<T>();
+}
+
+JobSpec DecodeSpec(const Json& j) {
+  JobSpec s;
+  s.name = Get<std::string>(j, "name", "");
+  s.command = Get<std::vector<std::string>>(j, "command", {});
+  s.env = Get<std::map<std::string, std::string>>(j, "env", {});
+  s.workdir = Get<std::string>(j, "workdir", "");
+  s.queue = Get<std::string>(j, "queue", "default");
+  s.replicas = Get<int32_t>(j, "replicas", 1);
+  s.per_replica.gpu_milli = Get<int32_t>(j, "gpu_milli", 0);
+  s.per_replica.cpu_milli = Get<int32_t>(j, "cpu_milli", 1000);
+  s.per_replica.memory_mb = Get<int64_t>(j, "memory_mb", 0);
+  s.gpu_model = Get<std::string>(j, "gpu_model", "");
+  s.node_labels = Get<std::map<std::string, std::string>>(j, "node_labels", {});
+  s.time_limit_ms = Get<int64_t>(j, "time_limit_ms", 0);
+  s.priority = Get<int32_t>(j, "priority", 0);
+  s.preemptible = Get<bool>(j, "preemptible", false);
+  s.max_restarts = Get<int32_t>(j, "max_restarts", 0);
+  s.checkpoint_signal = Get<int32_t>(j, "checkpoint_signal", 15);
+  s.grace_ms = Get<int64_t>(j, "grace_ms", 10000);
+  return s;
+}
+
+ReplicaPlacement DecodePlacement(const Json& j) {
+  return {j.at("node").get<std::string>(), j.at("gpus").get<std::vector<int32_t>>()};
+}
+
+Run DecodeRun(const Json& j) {
+  Run r;
+  r.attempt = j.at("attempt").get<int32_t>();
+  for (const Json& p : j.at("placement")) r.placement.push_back(DecodePlacement(p));
+  if (!ParseRunState(j.at("state").get<std::string>(), &r.state)) {
+    throw std::runtime_error("bad run state");
+  }
+  r.scheduled_at = Get<int64_t>(j, "scheduled_at", 0);
+  r.started_at = Get<int64_t>(j, "started_at", 0);
+  r.ended_at = Get<int64_t>(j, "ended_at", 0);
+  r.exit_codes = Get<std::vector<int32_t>>(j, "exit_codes", {});
+  r.reason = Get<std::string>(j, "reason", "");
+  r.stop_requested = Get<bool>(j, "stop_requested", false);
+  r.stop_requested_at = Get<int64_t>(j, "stop_requested_at", 0);
+  return r;
+}
+
+Gpu DecodeGpu(const Json& j) {
+  Gpu g;
+  g.index = j.at("index").get<int32_t>();
+  g.uuid = Get<std::string>(j, "uuid", "");
+  g.model = Get<std::string>(j, "model", "");
+  g.memory_mb = Get<int64_t>(j, "memory_mb", 0);
+  g.group = Get<int32_t>(j, "group", 0);
+  g.healthy = Get<bool>(j, "healthy", true);
+  return g;
+}
+
+std::vector<Gpu> DecodeGpus(const Json& j) {
+  std::vector<Gpu> out;
+  if (j.is_array()) {
+    for (const Json& g : j) out.push_back(DecodeGpu(g));
+  }
+  return out;
+}
+
+template <typename T, typename F>
+Result<T> Decode(const Json& j, const char* what, F f) {
+  try {
+    if (!j.is_object()) return InvalidArgument(std::string(what) + ": expected a JSON object");
+    return f(j);
+  } catch (const std::exception& e) {
+    return InvalidArgument(std::string(what) + ": " + e.what());
+  }
+}
+
+Json EncodeGpus(const std::vector<Gpu>& gpus) {
+  Json a = Json::array();
+  for (const Gpu& g : gpus) a.push_back(ToJson(g));
+  return a;
+}
+
+}  // namespace
+
+Json ToJson(const JobSpec& s) {
+  return Json{{"name", s.name},
+              {"command", s.command},
+              {"env", s.env},
+              {"workdir", s.workdir},
+              {"queue", s.queue},
+              {"replicas", s.replicas},
+              {"gpu_milli", s.per_replica.gpu_milli},
+              {"cpu_milli", s.per_replica.cpu_milli},
+              {"memory_mb", s.per_replica.memory_mb},
+              {"gpu_model", s.gpu_model},
+              {"node_labels", s.node_labels},
+              {"time_limit_ms", s.time_limit_ms},
+              {"priority", s.priority},
+              {"preemptible", s.preemptible},
+              {"max_restarts", s.max_restarts},
+              {"checkpoint_signal", s.checkpoint_signal},
+              {"grace_ms", s.grace_ms}};
+}
+
+Json ToJson(const Run& r) {
+  Json placement = Json::array();
+  for (const ReplicaPlacement& p : r.placement) {
+    placement.push_back({{"node", p.node}, {"gpus", p.gpus}});
+  }
+  return Json{{"attempt", r.attempt},
+              {"placement", placement},
+              {"state", RunStateName(r.state)},
+              {"scheduled_at", r.scheduled_at},
+              {"started_at", r.started_at},
+              {"ended_at", r.ended_at},
+              {"exit_codes", r.exit_codes},
+              {"reason", r.reason},
+              {"stop_requested", r.stop_requested},
+              {"stop_requested_at", r.stop_requested_at}};
+}
+
+Json ToJson(const Job& j) {
+  Json runs = Json::array();
+  for (const Run& r : j.runs) runs.push_back(ToJson(r));
+  Json events = Json::array();
+  for (const JobEvent& e : j.events) {
+    events.push_back({{"at", e.at}, {"what", e.what}, {"reason", e.reason}});
+  }
+  return Json{{"id", j.id},
+              {"owner", j.owner},
+              {"spec", ToJson(j.spec)},
+              {"state", JobStateName(j.state)},
+              {"submitted_at", j.submitted_at},
+              {"ended_at", j.ended_at},
+              {"runs", runs},
+              {"events", events},
+              {"pending_reason", j.pending_reason},
+              {"exit_code", j.exit_code}};
+}
+
+Json ToJson(const Gpu& g) {
+  return Json{{"index", g.index},         {"uuid", g.uuid},   {"model", g.model},
+              {"memory_mb", g.memory_mb}, {"group", g.group}, {"healthy", g.healthy}};
+}
+
+Json ToJson(const Node& n) {
+  return Json{{"name", n.name},
+              {"address", n.address},
+              {"labels", n.labels},
+              {"state", NodeStateName(n.state)},
+              {"cpu_milli", n.cpu_milli},
+              {"memory_mb", n.memory_mb},
+              {"gpus", EncodeGpus(n.gpus)},
+              {"agent_epoch", n.agent_epoch},
+              {"last_heartbeat", n.last_heartbeat},
+              {"registered_at", n.registered_at}};
+}
+
+Json ToJson(const QueueConfig& q) {
+  return Json{{"name", q.name},
+              {"quota_gpus", q.quota_gpus},
+              {"limit_gpus", q.limit_gpus},
+              {"weight", q.weight}};
+}
+
+Json ToJson(const RegisterRequest& r) {
+  return Json{{"name", r.name},           {"address", r.address},
+              {"cpu_milli", r.cpu_milli}, {"memory_mb", r.memory_mb},
+              {"gpus", EncodeGpus(r.gpus)}, {"labels", r.labels}};
+}
+
+Json ToJson(const RegisterResponse& r) {
+  return Json{{"node_token", r.node_token},
+              {"head_epoch", r.head_epoch},
+              {"agent_epoch", r.agent_epoch}};
+}
+
+Json ToJson(const RunReport& r) {
+  return Json{{"run_id", r.run_id},         {"replica", r.replica},
+              {"running", r.running},       {"exit_code", r.exit_code},
+              {"started_at", r.started_at}, {"ended_at", r.ended_at}};
+}
+
+Json ToJson(const SyncRequest& r) {
+  Json runs = Json::array();
+  for (const RunReport& x : r.runs) runs.push_back(ToJson(x));
+  return Json{{"node", r.node},
+              {"agent_epoch", r.agent_epoch},
+              {"desired_version", r.desired_version},
+              {"wait_ms", r.wait_ms},
+              {"runs", runs}};
+}
+
+Json ToJson(const RunOrder& r) {
+  return Json{{"run_id", r.run_id},   {"job_id", r.job_id},   {"attempt", r.attempt},
+              {"replica", r.replica}, {"command", r.command}, {"env", r.env},
+              {"workdir", r.workdir}, {"gpus", r.gpus},       {"stop", r.stop},
+              {"stop_signal", r.stop_signal}, {"grace_ms", r.grace_ms}};
+}
+
+Json ToJson(const SyncResponse& r) {
+  Json runs = Json::array();
+  for (const RunOrder& x : r.runs) runs.push_back(ToJson(x));
+  return Json{{"head_epoch", r.head_epoch},
+              {"desired_version", r.desired_version},
+              {"runs", runs},
+              {"reregister", r.reregister}};
+}
+
+Result<JobSpec> JobSpecFromJson(const Json& j) {
+  return Decode<JobSpec>(j, "job spec", DecodeSpec);
+}
+
+Result<Run> RunFromJson(const Json& j) { return Decode<Run>(j, "run", DecodeRun); }
+
+Result<Job> JobFromJson(const Json& j) {
+  return Decode<Job>(j, "job", [](const Json& j) {
+    Job job;
+    job.id = j.at("id").get<JobId>();
+    job.owner = Get<std::string>(j, "owner", "");
+    job.spec = DecodeSpec(j.at("spec"));
+    if (!ParseJobState(j.at("state").get<std::string>(), &job.state)) {
+      throw std::runtime_error("bad job state");
+    }
+    job.submitted_at = Get<int64_t>(j, "submitted_at", 0);
+    job.ended_at = Get<int64_t>(j, "ended_at", 0);
+    for (const Json& r : j.at("runs")) job.runs.push_back(DecodeRun(r));
+    if (j.contains("events")) {
+      for (const Json& e : j.at("events")) {
+        job.events.push_back({e.at("at").get<int64_t>(), e.at("what").get<std::string>(),
+                              Get<std::string>(e, "reason", "")});
+      }
+    }
+    job.pending_reason = Get<std::string>(j, "pending_reason", "");
+    job.exit_code = Get<int32_t>(j, "exit_code", 0);
+    return job;
+  });
+}
+
+Result<Gpu> GpuFromJson(const Json& j) { return Decode<Gpu>(j, "gpu", DecodeGpu); }
+
+Result<Node> NodeFromJson(const Json& j) {
+  return Decode<Node>(j, "node", [](const Json& j) {
+    Node n;
+    n.name = j.at("name").get<std::string>();
+    n.address = Get<std::string>(j, "address", "");
+    n.labels = Get<std::map<std::string, std::string>>(j, "labels", {});
+    if (!ParseNodeState(j.at("state").get<std::string>(), &n.state)) {
+      throw std::runtime_error("bad node state");
+    }
+    n.cpu_milli = Get<int32_t>(j, "cpu_milli", 0);
+    n.memory_mb = Get<int64_t>(j, "memory_mb", 0);
+    n.gpus = DecodeGpus(j.value("gpus", Json::array()));
+    n.agent_epoch = Get<uint64_t>(j, "agent_epoch", 0);
+    n.last_heartbeat = Get<int64_t>(j, "last_heartbeat", 0);
+    n.registered_at = Get<int64_t>(j, "registered_at", 0);
+    return n;
+  });
+}
+
+Result<QueueConfig> QueueFromJson(const Json& j) {
+  return Decode<QueueConfig>(j, "queue", [](const Json& j) {
+    QueueConfig q;
+    q.name = j.at("name").get<std::string>();
+    q.quota_gpus = Get<int32_t>(j, "quota_gpus", 0);
+    q.limit_gpus = Get<int32_t>(j, "limit_gpus", -1);
+    q.weight = Get<double>(j, "weight", 1.0);
+    return q;
+  });
+}
+
+Result<RegisterRequest> RegisterRequestFromJson(const Json& j) {
+  return Decode<RegisterRequest>(j, "register request", [](const Json& j) {
+    RegisterRequest r;
+    r.name = j.at("name").get<std::string>();
+    r.address = Get<std::string>(j, "address", "");
+    r.cpu_milli = Get<int32_t>(j, "cpu_milli", 0);
+    r.memory_mb = Get<int64_t>(j, "memory_mb", 0);
+    r.gpus = DecodeGpus(j.value("gpus", Json::array()));
+    r.labels = Get<std::map<std::string, std::string>>(j, "labels", {});
+    return r;
+  });
+}
+
+Result<RegisterResponse> RegisterResponseFromJson(const Json& j) {
+  return Decode<RegisterResponse>(j, "register response", [](const Json& j) {
+    RegisterResponse r;
+    r.node_token = j.at("node_token").get<std::string>();
+    r.head_epoch = j.at("head_epoch").get<uint64_t>();
+    r.agent_epoch = j.at("agent_epoch").get<uint64_t>();
+    return r;
+  });
+}
+
+Result<SyncRequest> SyncRequestFromJson(const Json& j) {
+  return Decode<SyncRequest>(j, "sync request", [](const Json& j) {
+    SyncRequest r;
+    r.node = j.at("node").get<std::string>();
+    r.agent_epoch = j.at("agent_epoch").get<uint64_t>();
+    r.desired_version = Get<uint64_t>(j, "desired_version", 0);
+    r.wait_ms = Get<int64_t>(j, "wait_ms", 0);
+    for (const Json& x : j.value("runs", Json::array())) {
+      RunReport rr;
+      rr.run_id = x.at("run_id").get<std::string>();
+      rr.replica = Get<int32_t>(x, "replica", 0);
+      rr.running = x.at("running").get<bool>();
+      rr.exit_code = Get<int32_t>(x, "exit_code", 0);
+      rr.started_at = Get<int64_t>(x, "started_at", 0);
+      rr.ended_at = Get<int64_t>(x, "ended_at", 0);
+      r.runs.push_back(rr);
+    }
+    return r;
+  });
+}
+
+Result<SyncResponse> SyncResponseFromJson(const Json& j) {
+  return Decode<SyncResponse>(j, "sync response", [](const Json& j) {
+    SyncResponse r;
+    r.head_epoch = j.at("head_epoch").get<uint64_t>();
+    r.desired_version = j.at("desired_version").get<uint64_t>();
+    r.reregister = Get<bool>(j, "reregister", false);
+    for (const Json& x : j.value("runs", Json::array())) {
+      RunOrder o;
+      o.run_id = x.at("run_id").get<std::string>();
+      o.job_id = x.at("job_id").get<JobId>();
+      o.attempt = x.at("attempt").get<int32_t>();
+      o.replica = Get<int32_t>(x, "replica", 0);
+      o.command = x.at("command").get<std::vector<std::string>>();
+      o.env = Get<std::map<std::string, std::string>>(x, "env", {});
+      o.workdir = Get<std::string>(x, "workdir", "");
+      o.gpus = Get<std::vector<int32_t>>(x, "gpus", {});
+      o.stop = Get<bool>(x, "stop", false);
+      o.stop_signal = Get<int32_t>(x, "stop_signal", 15);
+      o.grace_ms = Get<int64_t>(x, "grace_ms", 10000);
+      r.runs.push_back(std::move(o));
+    }
+    return r;
+  });
+}
+
+}  // namespace corral

@@ -1,0 +1,41 @@
+// JSON encoding of the core types, shared by the store, the API and the agent protocol.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "core/agent_protocol.h"
+#include "core/job.h"
+#include "core/node.h"
+#include "core/status.h"
+
+namespace corral {
+
+using Json = nlohmann::json;
+
+Json ToJson(const JobSpec& s);
+Json ToJson(const Run& r);
+Json ToJson(const Job& j);
+Json ToJson(const Gpu& g);
+Json ToJson(const Node& n);
+Json ToJson(const QueueConfig& q);
+Json ToJson(const RegisterRequest& r);
+Json ToJson(const RegisterResponse& r);
+Json ToJson(const RunReport& r);
+Json ToJson(const SyncRequest& r);
+Json ToJson(const RunOrder& r);
+Json ToJson(const SyncResponse& r);
+
+// Decoders of trusted data (the store, the other daemon): a malformed document is an error,
+// not a crash. User-facing specs go through ParseJobSpec (spec.h), which explains itself.
+Result<JobSpec> JobSpecFromJson(const Json& j);
+Result<Run> RunFromJson(const Json& j);
+Result<Job> JobFromJson(const Json& j);
+Result<Gpu> GpuFromJson(const Json& j);
+Result<Node> NodeFromJson(const Json& j);
+Result<QueueConfig> QueueFromJson(const Json& j);
+Result<RegisterRequest> RegisterRequestFromJson(const Json& j);
+Result<RegisterResponse> RegisterResponseFromJson(const Json& j);
+Result<SyncRequest> SyncRequestFromJson(const Json& j);
+Result<SyncResponse> SyncResponseFromJson(const Json& j);
+
+}  // namespace corral

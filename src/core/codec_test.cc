@@ -1,0 +1,46 @@
+#include "core/codec.h"
+
+#include <gtest/gtest.h>
+
+namespace corral {
+namespace {
+
+TEST(Codec, JobRoundTrips) {
+  Job j;
+  j.id = 42;
+  j.owner = "ana";
+  j.spec.command = {"sleep", "1"};
+  j.spec.per_replica.gpu_milli = 2000;
+  j.spec.replicas = 2;
+  j.state = JobState::kRunning;
+  corral::Run r;
+  r.attempt = 1;
+  r.placement = {{"n1", {0, 1}}, {"n2", {2, 3}}};
+  r.state = RunState::kRunning;
+  r.exit_codes = {0, -9};
+  j.runs.push_back(r);
+  j.events.push_back({5, "submitted", ""});
+  auto back = JobFromJson(ToJson(j));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(ToJson(*back), ToJson(j));
+  EXPECT_EQ(back->runs[0].placement[1].gpus, (std::vector<int32_t>{2, 3}));
+}
+
+TEST(Codec, MalformedIsAnErrorNotACrash) {
+  EXPECT_FALSE(JobFromJson(Json::parse(R"({"id":"x"})")).ok());
+  EXPECT_FALSE(NodeFromJson(Json::parse(R"([1,2])")).ok());
+  EXPECT_FALSE(SyncRequestFromJson(Json::parse(R"({"node":"a"})")).ok());
+}
+
+TEST(RunId, ParsesOnlyWellFormed) {
+  RunId id;
+  ASSERT_TRUE(ParseRunId("17.3", &id));
+  EXPECT_EQ(id.job, 17u);
+  EXPECT_EQ(id.attempt, 3);
+  EXPECT_FALSE(ParseRunId("17", &id));
+  EXPECT_FALSE(ParseRunId("17.x", &id));
+  EXPECT_EQ(ToString(RunId{5, 2}), "5.2");
+}
+
+}  // namespace
+}  // namespace corral

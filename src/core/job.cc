@@ -1,0 +1,69 @@
+#include "core/job.h"
+
+#include <charconv>
+
+namespace corral {
+
+std::string ToString(const RunId& id) {
+  return std::to_string(id.job) + "." + std::to_string(id.attempt);
+}
+
+bool ParseRunId(const std::string& text, RunId* out) {
+  auto dot = text.find('.');
+  if (dot == std::string::npos) return false;
+  const char* b = text.data();
+  auto r1 = std::from_chars(b, b + dot, out->job);
+  auto r2 = std::from_chars(b + dot + 1, b + text.size(), out->attempt);
+  return r1.ec == std::errc{} && r1.ptr == b + dot && r2.ec == std::errc{} &&
+         r2.ptr == b + text.size();
+}
+
+const char* JobStateName(JobState s) {
+  switch (s) {
+    case JobState::kPending: return "pending";
+    case JobState::kScheduled: return "scheduled";
+    case JobState::kRunning: return "running";
+    case JobState::kSucceeded: return "succeeded";
+    case JobState::kFailed: return "failed";
+    case JobState::kCancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+bool ParseJobState(const std::string& text, JobState* out) {
+  for (JobState s : {JobState::kPending, JobState::kScheduled, JobState::kRunning,
+                     JobState::kSucceeded, JobState::kFailed, JobState::kCancelled}) {
+    if (text == JobStateName(s)) {
+      *out = s;
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* RunStateName(RunState s) {
+  switch (s) {
+    case RunState::kScheduled: return "scheduled";
+    case RunState::kRunning: return "running";
+    case RunState::kSucceeded: return "succeeded";
+    case RunState::kFailed: return "failed";
+    case RunState::kCancelled: return "cancelled";
+    case RunState::kPreempted: return "preempted";
+    case RunState::kLost: return "lost";
+  }
+  return "unknown";
+}
+
+bool ParseRunState(const std::string& text, RunState* out) {
+  for (RunState s : {RunState::kScheduled, RunState::kRunning, RunState::kSucceeded,
+                     RunState::kFailed, RunState::kCancelled, RunState::kPreempted,
+                     RunState::kLost}) {
+    if (text == RunStateName(s)) {
+      *out = s;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace corral

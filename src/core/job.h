@@ -1,0 +1,98 @@
+// Jobs, their specs and their runs (attempts): the data model of DESIGN §4 and §5.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/resources.h"
+#include "core/time.h"
+
+namespace corral {
+
+using JobId = uint64_t;
+
+// A run id is "job.attempt"; an agent starts a run id at most once.
+struct RunId {
+  JobId job = 0;
+  int32_t attempt = 0;
+  bool operator==(const RunId&) const = default;
+  auto operator<=>(const RunId&) const = default;
+};
+std::string ToString(const RunId& id);
+bool ParseRunId(const std::string& text, RunId* out);
+
+enum class JobState { kPending, kScheduled, kRunning, kSucceeded, kFailed, kCancelled };
+const char* JobStateName(JobState s);
+bool ParseJobState(const std::string& text, JobState* out);
+inline bool IsTerminal(JobState s) {
+  return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
+}
+
+struct JobSpec {
+  std::string name;
+  std::vector<std::string> command;  // argv; command[0] is looked up on PATH
+  std::map<std::string, std::string> env;
+  std::string workdir;
+  std::string queue = "default";
+  int32_t replicas = 1;     // gang size: all or nothing
+  Resources per_replica{kGpuMilli * 0, 1000, 0};
+  std::string gpu_model;    // empty: any
+  std::map<std::string, std::string> node_labels;  // all must match
+  DurationMs time_limit_ms = 0;  // 0: none
+  int32_t priority = 0;          // higher first
+  bool preemptible = false;
+  int32_t max_restarts = 0;      // restarts after node loss or failure
+  int32_t checkpoint_signal = 15;  // SIGTERM
+  DurationMs grace_ms = 10 * kSecond;
+};
+
+enum class RunState { kScheduled, kRunning, kSucceeded, kFailed, kCancelled, kPreempted, kLost };
+const char* RunStateName(RunState s);
+bool ParseRunState(const std::string& text, RunState* out);
+inline bool IsRunOver(RunState s) { return s != RunState::kScheduled && s != RunState::kRunning; }
+
+struct ReplicaPlacement {
+  std::string node;
+  std::vector<int32_t> gpus;  // GPU indices on that node
+  bool operator==(const ReplicaPlacement&) const = default;
+};
+
+struct Run {
+  int32_t attempt = 0;
+  std::vector<ReplicaPlacement> placement;  // one per replica
+  RunState state = RunState::kScheduled;
+  TimeMs scheduled_at = 0;
+  TimeMs started_at = 0;  // 0 until the first replica reports running
+  TimeMs ended_at = 0;
+  std::vector<int32_t> exit_codes;  // per replica; -N: killed by signal N
+  std::string reason;               // why it ended, in words
+  bool stop_requested = false;      // cancel/preempt/time limit sent to the agents
+  TimeMs stop_requested_at = 0;
+};
+
+struct JobEvent {
+  TimeMs at = 0;
+  std::string what;  // "submitted", "scheduled", "running", "preempted", ...
+  std::string reason;
+};
+
+struct Job {
+  JobId id = 0;
+  std::string owner;
+  JobSpec spec;
+  JobState state = JobState::kPending;
+  TimeMs submitted_at = 0;
+  TimeMs ended_at = 0;
+  std::vector<Run> runs;
+  std::vector<JobEvent> events;
+  std::string pending_reason;  // why it waits, as the scheduler last said
+  int32_t exit_code = 0;       // of the final run: first non-zero replica code
+
+  const Run* CurrentRun() const { return runs.empty() ? nullptr : &runs.back(); }
+  Run* CurrentRun() { return runs.empty() ? nullptr : &runs.back(); }
+};
+
+}  // namespace corral

@@ -1,0 +1,48 @@
+// Nodes and their GPUs (DESIGN §4).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/time.h"
+
+namespace corral {
+
+enum class NodeState { kReady, kDraining, kDrained, kUnreachable, kDown };
+const char* NodeStateName(NodeState s);
+bool ParseNodeState(const std::string& text, NodeState* out);
+
+struct Gpu {
+  int32_t index = 0;
+  std::string uuid;
+  std::string model;
+  int64_t memory_mb = 0;
+  int32_t group = 0;  // NVLink/NUMA group: GPUs in one group talk fastest
+  bool healthy = true;
+  bool operator==(const Gpu&) const = default;
+};
+
+struct Node {
+  std::string name;
+  std::string address;
+  std::map<std::string, std::string> labels;  // rack, zone, gpu_model, ...
+  NodeState state = NodeState::kReady;
+  int32_t cpu_milli = 0;
+  int64_t memory_mb = 0;
+  std::vector<Gpu> gpus;
+  uint64_t agent_epoch = 0;  // bumps on every agent (re)registration
+  TimeMs last_heartbeat = 0;
+  TimeMs registered_at = 0;
+};
+
+struct QueueConfig {
+  std::string name;        // hierarchical: "org/team"
+  int32_t quota_gpus = 0;  // guaranteed
+  int32_t limit_gpus = -1; // -1: no limit
+  double weight = 1.0;
+  bool operator==(const QueueConfig&) const = default;
+};
+
+}  // namespace corral

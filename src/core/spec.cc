@@ -1,0 +1,319 @@
+#include "core/spec.h"
+
+#include <charconv>
+#include <csignal>
+#include <cstring>
+#include <functional>
+#include <set>
+
+namespace corral {
+namespace {
+
+Status FieldError(const std::string& field, const Json& value, const std::string& want) {
+  return InvalidArgument("field '" + field + "': got " + value.dump() + ", want " + want);
+}
+
+bool ParseInt64(std::string_view s, int64_t* out) {
+  if (s.empty()) return false;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return r.ec == std::errc{} && r.ptr == s.data() + s.size();
+}
+
+Result<int64_t> IntField(const std::string& field, const Json& v, int64_t lo, int64_t hi) {
+  int64_t x = 0;
+  if (v.is_number_integer()) {
+    x = v.get<int64_t>();
+  } else if (v.is_number_float() && v.get<double>() == static_cast<double>(
+                                                           static_cast<int64_t>(v.get<double>()))) {
+    x = static_cast<int64_t>(v.get<double>());
+  } else if (!(v.is_string() && ParseInt64(v.get<std::string>(), &x))) {
+    return FieldError(field, v, "an integer");
+  }
+  if (x < lo || x > hi) {
+    return FieldError(field, v,
+                      "an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
+  }
+  return x;
+}
+
+Result<std::string> StringField(const std::string& field, const Json& v) {
+  if (!v.is_string()) return FieldError(field, v, "a string");
+  return v.get<std::string>();
+}
+
+Result<std::map<std::string, std::string>> StringMapField(const std::string& field,
+                                                          const Json& v) {
+  if (!v.is_object()) return FieldError(field, v, "an object of strings");
+  std::map<std::string, std::string> out;
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    if (it.key().empty()) return FieldError(field, v, "non-empty keys");
+    if (it->is_string()) {
+      out[it.key()] = it->get<std::string>();
+    } else if (it->is_number() || it->is_boolean()) {
+      out[it.key()] = it->dump();
+    } else {
+      return FieldError(field + "." + it.key(), *it, "a string");
+    }
+  }
+  return out;
+}
+
+// A duration or memory size may come as a number or a string with a unit.
+std::string ScalarText(const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+}  // namespace
+
+Result<DurationMs> ParseDuration(const std::string& field, const std::string& text) {
+  auto bad = [&] {
+    return InvalidArgument("field '" + field + "': got \"" + text +
+                           "\", want a duration such as 90, 90s, 15m, 2h, 1d or 1:30:00");
+  };
+  if (text.empty()) return bad();
+  int64_t days = 0;
+  std::string rest = text;
+  if (rest.find(':') != std::string::npos) {
+    auto dash = rest.find('-');
+    if (dash != std::string::npos) {
+      if (!ParseInt64(rest.substr(0, dash), &days) || days < 0) return bad();
+      rest = rest.substr(dash + 1);
+    }
+    std::vector<int64_t> parts;
+    size_t start = 0;
+    while (true) {
+      auto colon = rest.find(':', start);
+      int64_t x = 0;
+      if (!ParseInt64(rest.substr(start, colon - start), &x) || x < 0) return bad();
+      parts.push_back(x);
+      if (colon == std::string::npos) break;
+      start = colon + 1;
+    }
+    if (parts.size() > 3) return bad();
+    // Slurm's forms: MM:SS, HH:MM:SS; after "D-": HH, HH:MM, HH:MM:SS.
+    int64_t secs = 0;
+    if (days > 0 || text.find('-') != std::string::npos) {
+      const int64_t scale[] = {3600, 60, 1};
+      for (size_t i = 0; i < parts.size(); ++i) secs += parts[i] * scale[i];
+    } else {
+      for (int64_t p : parts) secs = secs * 60 + p;
+    }
+    return (days * 86400 + secs) * kSecond;
+  }
+  int64_t mult = kSecond;
+  char unit = text.back();
+  std::string digits = text;
+  if (!std::isdigit(static_cast<unsigned char>(unit))) {
+    digits.pop_back();
+    switch (unit) {
+      case 's': mult = kSecond; break;
+      case 'm': mult = kMinute; break;
+      case 'h': mult = kHour; break;
+      case 'd': mult = 24 * kHour; break;
+      default: return bad();
+    }
+  }
+  int64_t x = 0;
+  if (!ParseInt64(digits, &x) || x < 0 || x > 366LL * 24 * 3600) return bad();
+  return x * mult;
+}
+
+Result<int64_t> ParseMemoryMb(const std::string& field, const std::string& text) {
+  auto bad = [&] {
+    return InvalidArgument("field '" + field + "': got \"" + text +
+                           "\", want a size such as 512 (MB), 512M, 16G or 1T");
+  };
+  if (text.empty()) return bad();
+  int64_t mult = 1;
+  std::string digits = text;
+  char unit = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+  if (unit == 'B' && text.size() >= 2) {  // "16GB"
+    digits.pop_back();
+    unit = static_cast<char>(std::toupper(static_cast<unsigned char>(digits.back())));
+  }
+  if (!std::isdigit(static_cast<unsigned char>(unit))) {
+    digits.pop_back();
+    switch (unit) {
+      case 'M': mult = 1; break;
+      case 'G': mult = 1024; break;
+      case 'T': mult = 1024 * 1024; break;
+      default: return bad();
+    }
+  }
+  int64_t x = 0;
+  if (!ParseInt64(digits, &x) || x < 0 || x > (int64_t{1} << 40) / mult) return bad();
+  return x * mult;
+}
+
+Result<int32_t> ParseSignal(const std::string& field, const std::string& text) {
+  int64_t n = 0;
+  if (ParseInt64(text, &n)) {
+    if (n >= 1 && n <= 64) return static_cast<int32_t>(n);
+  } else {
+    std::string name = text.rfind("SIG", 0) == 0 ? text.substr(3) : text;
+    static const std::pair<const char*, int> kNames[] = {
+        {"TERM", SIGTERM}, {"INT", SIGINT},   {"HUP", SIGHUP},   {"USR1", SIGUSR1},
+        {"USR2", SIGUSR2}, {"QUIT", SIGQUIT}, {"KILL", SIGKILL}};
+    for (const auto& [s, v] : kNames) {
+      if (name == s) return v;
+    }
+  }
+  return InvalidArgument("field '" + field + "': got \"" + text +
+                         "\", want a signal such as SIGTERM, SIGUSR1 or a number 1-64");
+}
+
+std::string FormatDuration(DurationMs ms) {
+  int64_t s = ms / 1000;
+  char buf[64];
+  if (s >= 86400) {
+    std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", static_cast<long long>(s / 86400),
+                  static_cast<long long>(s % 86400 / 3600), static_cast<long long>(s % 3600 / 60),
+                  static_cast<long long>(s % 60));
+  } else {
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s % 3600 / 60), static_cast<long long>(s % 60));
+  }
+  return buf;
+}
+
+Result<JobSpec> ParseJobSpec(const Json& j) {
+  if (!j.is_object()) return InvalidArgument("job spec: want a JSON/YAML object, got " + j.dump());
+  static const std::set<std::string> kKnown = {
+      "name",     "command",     "env",        "workdir",     "queue",
+      "replicas", "gpus",        "cpus",       "memory",      "gpu_model",
+      "node_labels", "time_limit", "priority", "preemptible", "max_restarts",
+      "checkpoint_signal", "grace_period"};
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (!kKnown.count(it.key())) {
+      return InvalidArgument("unknown field '" + it.key() +
+                             "'; known fields: name, command, env, workdir, queue, replicas, "
+                             "gpus, cpus, memory, gpu_model, node_labels, time_limit, priority, "
+                             "preemptible, max_restarts, checkpoint_signal, grace_period");
+    }
+  }
+  JobSpec s;
+  if (auto it = j.find("name"); it != j.end()) {
+    auto v = StringField("name", *it);
+    if (!v.ok()) return v.status();
+    if (v->size() > 200) return FieldError("name", *it, "at most 200 characters");
+    s.name = *v;
+  }
+  auto cmd = j.find("command");
+  if (cmd == j.end()) return InvalidArgument("field 'command': required, want an array of strings");
+  if (cmd->is_string()) {
+    s.command = {"/bin/sh", "-c", cmd->get<std::string>()};
+  } else if (cmd->is_array() && !cmd->empty()) {
+    for (const Json& a : *cmd) {
+      if (!a.is_string()) return FieldError("command", *cmd, "an array of strings");
+      s.command.push_back(a.get<std::string>());
+    }
+  } else {
+    return FieldError("command", *cmd, "a non-empty array of strings");
+  }
+  if (s.command[0].empty()) return FieldError("command", *cmd, "a non-empty program name");
+  if (auto it = j.find("env"); it != j.end()) {
+    auto v = StringMapField("env", *it);
+    if (!v.ok()) return v.status();
+    s.env = *v;
+  }
+  if (auto it = j.find("workdir"); it != j.end()) {
+    auto v = StringField("workdir", *it);
+    if (!v.ok()) return v.status();
+    if (!v->empty() && (*v)[0] != '/') return FieldError("workdir", *it, "an absolute path");
+    s.workdir = *v;
+  }
+  if (auto it = j.find("queue"); it != j.end()) {
+    auto v = StringField("queue", *it);
+    if (!v.ok()) return v.status();
+    if (v->empty() || v->front() == '/' || v->back() == '/' ||
+        v->find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_/.") !=
+            std::string::npos) {
+      return FieldError("queue", *it, "a queue name like 'default' or 'org/team'");
+    }
+    s.queue = *v;
+  }
+  struct IntSpec {
+    const char* field;
+    int64_t lo, hi;
+    std::function<void(int64_t)> set;
+  };
+  const IntSpec ints[] = {
+      {"replicas", 1, 4096, [&](int64_t x) { s.replicas = static_cast<int32_t>(x); }},
+      {"priority", -1000000, 1000000, [&](int64_t x) { s.priority = static_cast<int32_t>(x); }},
+      {"max_restarts", 0, 1000, [&](int64_t x) { s.max_restarts = static_cast<int32_t>(x); }},
+  };
+  for (const IntSpec& f : ints) {
+    if (auto it = j.find(f.field); it != j.end()) {
+      auto v = IntField(f.field, *it, f.lo, f.hi);
+      if (!v.ok()) return v.status();
+      f.set(*v);
+    }
+  }
+  if (auto it = j.find("gpus"); it != j.end()) {
+    if (it->is_number_float() && it->get<double>() != static_cast<int64_t>(it->get<double>())) {
+      return FieldError("gpus", *it, "a whole number of GPUs (fractional GPUs are not supported yet)");
+    }
+    auto v = IntField("gpus", *it, 0, 64);
+    if (!v.ok()) return v.status();
+    s.per_replica.gpu_milli = static_cast<int32_t>(*v * kGpuMilli);
+  }
+  if (auto it = j.find("cpus"); it != j.end()) {
+    double c = -1;
+    if (it->is_number()) c = it->get<double>();
+    else if (it->is_string()) {
+      try {
+        size_t pos = 0;
+        c = std::stod(it->get<std::string>(), &pos);
+        if (pos != it->get<std::string>().size()) c = -1;
+      } catch (...) {
+        c = -1;
+      }
+    }
+    if (!(c >= 0 && c <= 4096)) return FieldError("cpus", *it, "a number of cores from 0 to 4096");
+    s.per_replica.cpu_milli = static_cast<int32_t>(c * 1000 + 0.5);
+  }
+  if (auto it = j.find("memory"); it != j.end()) {
+    if (!it->is_string() && !it->is_number_integer()) {
+      return FieldError("memory", *it, "a size such as 512 (MB), 512M or 16G");
+    }
+    auto v = ParseMemoryMb("memory", ScalarText(*it));
+    if (!v.ok()) return v.status();
+    s.per_replica.memory_mb = *v;
+  }
+  if (auto it = j.find("gpu_model"); it != j.end()) {
+    auto v = StringField("gpu_model", *it);
+    if (!v.ok()) return v.status();
+    s.gpu_model = *v;
+  }
+  if (auto it = j.find("node_labels"); it != j.end()) {
+    auto v = StringMapField("node_labels", *it);
+    if (!v.ok()) return v.status();
+    s.node_labels = *v;
+  }
+  if (auto it = j.find("time_limit"); it != j.end()) {
+    if (!it->is_string() && !it->is_number_integer()) {
+      return FieldError("time_limit", *it, "a duration such as 90s, 15m, 2h or 1:30:00");
+    }
+    auto v = ParseDuration("time_limit", ScalarText(*it));
+    if (!v.ok()) return v.status();
+    s.time_limit_ms = *v;
+  }
+  if (auto it = j.find("grace_period"); it != j.end()) {
+    if (!it->is_string() && !it->is_number_integer()) {
+      return FieldError("grace_period", *it, "a duration such as 10s or 2m");
+    }
+    auto v = ParseDuration("grace_period", ScalarText(*it));
+    if (!v.ok()) return v.status();
+    s.grace_ms = *v;
+  }
+  if (auto it = j.find("preemptible"); it != j.end()) {
+    if (!it->is_boolean()) return FieldError("preemptible", *it, "true or false");
+    s.preemptible = it->get<bool>();
+  }
+  if (auto it = j.find("checkpoint_signal"); it != j.end()) {
+    auto v = ParseSignal("checkpoint_signal", ScalarText(*it));
+    if (!v.ok()) return v.status();
+    s.checkpoint_signal = *v;
+  }
+  return s;
+}
+
+}  // namespace corral

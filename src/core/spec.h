@@ -1,0 +1,28 @@
+// The user-facing job spec: the JSON that `corral submit` builds from flags or YAML and that
+// POST /v1/jobs accepts. Strict: an unknown field, a wrong type or a value out of range is an
+// error that names the field, the value and what would be accepted.
+#pragma once
+
+#include <string>
+
+#include "core/codec.h"
+#include "core/job.h"
+#include "core/status.h"
+
+namespace corral {
+
+// Accepted fields: name, command (array of strings, required), env (object), workdir, queue,
+// replicas, gpus, cpus, memory, gpu_model, node_labels, time_limit, priority, preemptible,
+// max_restarts, checkpoint_signal, grace_period.
+Result<JobSpec> ParseJobSpec(const Json& j);
+
+// "90", "90s", "15m", "2h", "1d", "1:30:00" (Slurm's H:MM:SS), "2-00:00:00" (D-HH:MM:SS).
+Result<DurationMs> ParseDuration(const std::string& field, const std::string& text);
+// "512" (MB), "512M", "16G", "1T".
+Result<int64_t> ParseMemoryMb(const std::string& field, const std::string& text);
+// "SIGTERM", "TERM", "15".
+Result<int32_t> ParseSignal(const std::string& field, const std::string& text);
+
+std::string FormatDuration(DurationMs ms);
+
+}  // namespace corral

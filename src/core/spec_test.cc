@@ -1,0 +1,70 @@
+#include "core/spec.h"
+
+#include <gtest/gtest.h>
+
+namespace corral {
+namespace {
+
+TEST(ParseJobSpec, AcceptsFullSpec) {
+  auto s = ParseJobSpec(Json::parse(R"({"name":"train","command":["python","t.py"],
+    "gpus":4,"cpus":2.5,"memory":"16G","replicas":2,"time_limit":"1:30:00","queue":"org/team",
+    "preemptible":true,"checkpoint_signal":"SIGUSR1","grace_period":"30s","priority":5,
+    "env":{"A":"1"},"node_labels":{"rack":"r1"}})"));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->per_replica.gpu_milli, 4000);
+  EXPECT_EQ(s->per_replica.cpu_milli, 2500);
+  EXPECT_EQ(s->per_replica.memory_mb, 16 * 1024);
+  EXPECT_EQ(s->replicas, 2);
+  EXPECT_EQ(s->time_limit_ms, 90 * kMinute);
+  EXPECT_EQ(s->queue, "org/team");
+  EXPECT_TRUE(s->preemptible);
+  EXPECT_EQ(s->checkpoint_signal, 10);
+  EXPECT_EQ(s->grace_ms, 30 * kSecond);
+  EXPECT_EQ(s->env.at("A"), "1");
+}
+
+struct BadCase {
+  const char* json;
+  const char* must_mention;
+};
+
+class ParseJobSpecRejects : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(ParseJobSpecRejects, NamesTheField) {
+  auto s = ParseJobSpec(Json::parse(GetParam().json));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find(GetParam().must_mention), std::string::npos)
+      << s.status().message();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ParseJobSpecRejects,
+    ::testing::Values(BadCase{R"({"gpus":1})", "command"},
+                      BadCase{R"({"command":["x"],"gpus":-1})", "gpus"},
+                      BadCase{R"({"command":["x"],"gpus":"two"})", "\"two\""},
+                      BadCase{R"({"command":["x"],"gpus":0.5})", "fractional"},
+                      BadCase{R"({"command":["x"],"replicas":0})", "replicas"},
+                      BadCase{R"({"command":["x"],"memory":"12Q"})", "memory"},
+                      BadCase{R"({"command":["x"],"cpus":-2})", "cpus"},
+                      BadCase{R"({"command":["x"],"time_limit":"soon"})", "time_limit"},
+                      BadCase{R"({"command":["x"],"colour":"red"})", "colour"},
+                      BadCase{R"({"command":["x"],"queue":"/bad"})", "queue"},
+                      BadCase{R"({"command":["x"],"preemptible":"yes"})", "preemptible"},
+                      BadCase{R"({"command":["x"],"checkpoint_signal":"SIGFOO"})",
+                              "checkpoint_signal"},
+                      BadCase{R"({"command":[]})", "command"}));
+
+TEST(ParseDuration, Forms) {
+  EXPECT_EQ(*ParseDuration("t", "90"), 90 * kSecond);
+  EXPECT_EQ(*ParseDuration("t", "15m"), 15 * kMinute);
+  EXPECT_EQ(*ParseDuration("t", "2h"), 2 * kHour);
+  EXPECT_EQ(*ParseDuration("t", "1:30:00"), 90 * kMinute);
+  EXPECT_EQ(*ParseDuration("t", "5:00"), 5 * kMinute);
+  EXPECT_EQ(*ParseDuration("t", "1-02:00:00"), 26 * kHour);
+  EXPECT_FALSE(ParseDuration("t", "-5").ok());
+  EXPECT_FALSE(ParseDuration("t", "1:2:3:4").ok());
+}
+
+}  // namespace
+}  // namespace corral

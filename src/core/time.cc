@@ -1,0 +1,12 @@
+#include "core/time.h"
+
+#include <chrono>
+
+namespace corral {
+
+TimeMs SystemClock::Now() const {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace corral

@@ -1,0 +1,27 @@
+// Time as a value: milliseconds since the Unix epoch. The scheduler takes it as a parameter;
+// only SystemClock reads the wall clock.
+#pragma once
+
+#include <cstdint>
+
+namespace corral {
+
+using TimeMs = int64_t;  // milliseconds since epoch (or since simulation start)
+using DurationMs = int64_t;
+
+constexpr DurationMs kSecond = 1000;
+constexpr DurationMs kMinute = 60 * kSecond;
+constexpr DurationMs kHour = 60 * kMinute;
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual TimeMs Now() const = 0;
+};
+
+class SystemClock final : public Clock {
+ public:
+  TimeMs Now() const override;
+};
+
+}  // namespace corral
