@@ -1,0 +1,174 @@
+#include <sqlite3.h>
+
+#include "core/codec.h"
+#include "store/store.h"
+
+namespace corral::store {
+namespace {
+
+// RAII for a prepared statement.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) { sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  sqlite3_stmt* get() const { return stmt_; }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+class SqliteStore final : public Store {
+ public:
+  explicit SqliteStore(sqlite3* db) : db_(db) {}
+  ~SqliteStore() override { sqlite3_close(db_); }
+
+  Status Init() {
+    const char* schema = R"(
+      PRAGMA journal_mode=WAL;
+      PRAGMA synchronous=FULL;
+      CREATE TABLE IF NOT EXISTS jobs (id INTEGER PRIMARY KEY, state TEXT NOT NULL, doc TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, doc TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS queues (name TEXT PRIMARY KEY, doc TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    )";
+    return Exec(schema);
+  }
+
+  Result<StoredState> Load() override {
+    StoredState state;
+    auto rows = [&](const char* sql, auto&& fn) -> Status {
+      Statement st(db_, sql);
+      if (!st.get()) return Internal(std::string("sqlite prepare: ") + sqlite3_errmsg(db_));
+      int rc;
+      while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
+        CORRAL_RETURN_IF_ERROR(fn(st.get()));
+      }
+      if (rc != SQLITE_DONE) return Internal(std::string("sqlite load: ") + sqlite3_errmsg(db_));
+      return Status::Ok();
+    };
+    auto text = [](sqlite3_stmt* s, int col) {
+      const unsigned char* t = sqlite3_column_text(s, col);
+      return std::string(t ? reinterpret_cast<const char*>(t) : "");
+    };
+    auto parse = [](const std::string& doc) -> Result<Json> {
+      Json j = Json::parse(doc, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded()) return Internal("corrupt document in store: " + doc.substr(0, 80));
+      return j;
+    };
+    CORRAL_RETURN_IF_ERROR(rows("SELECT doc FROM jobs ORDER BY id", [&](sqlite3_stmt* s) {
+      auto j = parse(text(s, 0));
+      if (!j.ok()) return j.status();
+      auto job = JobFromJson(*j);
+      if (!job.ok()) return job.status();
+      state.jobs.push_back(std::move(*job));
+      return Status::Ok();
+    }));
+    CORRAL_RETURN_IF_ERROR(rows("SELECT doc FROM nodes ORDER BY name", [&](sqlite3_stmt* s) {
+      auto j = parse(text(s, 0));
+      if (!j.ok()) return j.status();
+      auto node = NodeFromJson(*j);
+      if (!node.ok()) return node.status();
+      state.nodes.push_back(std::move(*node));
+      return Status::Ok();
+    }));
+    CORRAL_RETURN_IF_ERROR(rows("SELECT doc FROM queues ORDER BY name", [&](sqlite3_stmt* s) {
+      auto j = parse(text(s, 0));
+      if (!j.ok()) return j.status();
+      auto q = QueueFromJson(*j);
+      if (!q.ok()) return q.status();
+      state.queues.push_back(std::move(*q));
+      return Status::Ok();
+    }));
+    CORRAL_RETURN_IF_ERROR(rows("SELECT key, value FROM meta", [&](sqlite3_stmt* s) {
+      state.meta[text(s, 0)] = text(s, 1);
+      return Status::Ok();
+    }));
+    return state;
+  }
+
+  Status Commit(const std::vector<StateEdit>& edits) override {
+    if (edits.empty()) return Status::Ok();
+    CORRAL_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    Status st = ApplyAll(edits);
+    if (!st.ok()) {
+      (void)Exec("ROLLBACK");
+      return st;
+    }
+    return Exec("COMMIT");
+  }
+
+ private:
+  Status ApplyAll(const std::vector<StateEdit>& edits) {
+    Statement put_job(db_, "INSERT OR REPLACE INTO jobs (id, state, doc) VALUES (?, ?, ?)");
+    Statement put_node(db_, "INSERT OR REPLACE INTO nodes (name, doc) VALUES (?, ?)");
+    Statement put_queue(db_, "INSERT OR REPLACE INTO queues (name, doc) VALUES (?, ?)");
+    Statement put_meta(db_, "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)");
+    Statement del_node(db_, "DELETE FROM nodes WHERE name = ?");
+    for (const StateEdit& edit : edits) {
+      sqlite3_stmt* s = nullptr;
+      if (const auto* e = std::get_if<PutJob>(&edit)) {
+        s = put_job.get();
+        sqlite3_bind_int64(s, 1, static_cast<sqlite3_int64>(e->job.id));
+        BindText(s, 2, JobStateName(e->job.state));
+        BindText(s, 3, ToJson(e->job).dump());
+      } else if (const auto* e = std::get_if<PutNode>(&edit)) {
+        s = put_node.get();
+        BindText(s, 1, e->node.name);
+        BindText(s, 2, ToJson(e->node).dump());
+      } else if (const auto* e = std::get_if<PutQueue>(&edit)) {
+        s = put_queue.get();
+        BindText(s, 1, e->queue.name);
+        BindText(s, 2, ToJson(e->queue).dump());
+      } else if (const auto* e = std::get_if<PutMeta>(&edit)) {
+        s = put_meta.get();
+        BindText(s, 1, e->key);
+        BindText(s, 2, e->value);
+      } else if (const auto* e = std::get_if<DeleteNode>(&edit)) {
+        s = del_node.get();
+        BindText(s, 1, e->name);
+      }
+      if (!s) return Internal(std::string("sqlite prepare: ") + sqlite3_errmsg(db_));
+      int rc = sqlite3_step(s);
+      sqlite3_reset(s);
+      sqlite3_clear_bindings(s);
+      if (rc != SQLITE_DONE) return Internal(std::string("sqlite write: ") + sqlite3_errmsg(db_));
+    }
+    return Status::Ok();
+  }
+
+  static void BindText(sqlite3_stmt* s, int i, const std::string& v) {
+    sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
+
+  Status Exec(const char* sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string msg = err ? err : "unknown";
+      sqlite3_free(err);
+      return Internal("sqlite: " + msg);
+    }
+    return Status::Ok();
+  }
+
+  sqlite3* db_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
+      SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return Unavailable("cannot open store " + path + ": " + msg);
+  }
+  sqlite3_busy_timeout(db, 5000);
+  auto store = std::make_unique<SqliteStore>(db);
+  CORRAL_RETURN_IF_ERROR(store->Init());
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace corral::store
