@@ -54,6 +54,8 @@ const char* RunStateName(RunState s);
 bool ParseRunState(const std::string& text, RunState* out);
 inline bool IsRunOver(RunState s) { return s != RunState::kScheduled && s != RunState::kRunning; }
 
+constexpr int32_t kNotExited = -1000;  // exit code slot of a replica that has not exited
+
 struct ReplicaPlacement {
   std::string node;
   std::vector<int32_t> gpus;  // GPU indices on that node
@@ -67,7 +69,7 @@ struct Run {
   TimeMs scheduled_at = 0;
   TimeMs started_at = 0;  // 0 until the first replica reports running
   TimeMs ended_at = 0;
-  std::vector<int32_t> exit_codes;  // per replica; -N: killed by signal N
+  std::vector<int32_t> exit_codes;  // per replica; -N: killed by signal N; kNotExited while alive
   std::string reason;               // why it ended, in words
   bool stop_requested = false;      // cancel/preempt/time limit sent to the agents
   TimeMs stop_requested_at = 0;
