@@ -1,0 +1,147 @@
+#include <charconv>
+#include <map>
+#include <ostream>
+
+#include "cli/commands.h"
+
+namespace corral::cli {
+namespace {
+
+struct CommandInfo {
+  const char* name;
+  int (*run)(const std::vector<std::string>&, CliContext&);
+  const char* usage;
+  const char* summary;
+};
+
+const CommandInfo kCommands[] = {
+    {"submit", RunSubmit,
+     "corral submit [-f SPEC.yaml] [--gpus N] [--cpus C] [--memory M] [--replicas R] [--name S]\n"
+     "              [--queue Q] [--time-limit T] [--priority P] [--preemptible] [--max-restarts N]\n"
+     "              [--checkpoint-signal SIG] [--grace-period D] [--env K=V]... [--workdir D]\n"
+     "              [--gpu-model M] [--label K=V]... [--parsable] [--dry-run] [--] CMD [ARGS...]",
+     "submit a job"},
+    {"jobs", RunJobs,
+     "corral jobs [--state S1,S2] [--queue Q] [--user U] [--all] [--limit N] [-o json]",
+     "list jobs, newest last"},
+    {"show", RunShow, "corral show ID [-o json]", "show one job: spec, runs, events"},
+    {"wait", RunWait, "corral wait ID... [--timeout D]",
+     "wait until jobs finish; exit 0 only if all succeeded (124 on timeout)"},
+    {"cancel", RunCancel, "corral cancel ID...", "cancel jobs"},
+    {"logs", RunLogs, "corral logs ID [-f] [--stderr] [--replica N]",
+     "print a job's output; -f follows it until the job ends"},
+    {"nodes", RunNodes, "corral nodes [-o json] | corral nodes drain|undrain NAME",
+     "list nodes; drain or undrain one"},
+    {"queues", RunQueues,
+     "corral queues [-o json] | corral queues set NAME [--quota N] [--limit M] [--weight W]",
+     "list queues; set a queue's quota, limit and weight"},
+};
+
+const CommandInfo* FindCommand(const std::string& name) {
+  for (const CommandInfo& c : kCommands) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
+
+std::string ErrorMessageFromBody(const ApiReply& reply) {
+  Json j = Json::parse(reply.body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object()) {
+    auto e = j.find("error");
+    if (e != j.end() && e->is_object()) {
+      auto m = e->find("message");
+      if (m != e->end() && m->is_string()) return m->get<std::string>();
+    }
+  }
+  std::string text = reply.body.substr(0, 200);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return "the head answered HTTP " + std::to_string(reply.status) + (text.empty() ? "" : ": " + text);
+}
+
+ErrorCode CodeForStatus(int status) {
+  switch (status) {
+    case 400: return ErrorCode::kInvalidArgument;
+    case 401: return ErrorCode::kUnauthenticated;
+    case 403: return ErrorCode::kPermissionDenied;
+    case 404: return ErrorCode::kNotFound;
+    case 409: return ErrorCode::kFailedPrecondition;
+    case 503: return ErrorCode::kUnavailable;
+    default: return ErrorCode::kInternal;
+  }
+}
+
+}  // namespace
+
+bool IsCliCommand(const std::string& command) { return FindCommand(command) != nullptr; }
+
+std::string CliUsage() {
+  std::string out;
+  for (const CommandInfo& c : kCommands) {
+    std::string name = c.name;
+    out += "  " + name + std::string(name.size() < 10 ? 10 - name.size() : 1, ' ') + c.summary + "\n";
+  }
+  return out;
+}
+
+std::string CommandUsage(const std::string& command) {
+  const CommandInfo* c = FindCommand(command);
+  return c == nullptr ? "" : std::string("usage: ") + c->usage;
+}
+
+void PrintError(CliContext& ctx, const std::string& command, const std::string& message) {
+  *ctx.err << "corral " << command << ": " << message << "\n";
+}
+
+int UsageError(CliContext& ctx, const std::string& command, const std::string& message) {
+  PrintError(ctx, command, message);
+  *ctx.err << CommandUsage(command) << "\n";
+  return kExitUsage;
+}
+
+std::optional<JobId> ParseJobId(const std::string& text) {
+  JobId id = 0;
+  auto r = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (text.empty() || r.ec != std::errc{} || r.ptr != text.data() + text.size() || id == 0) {
+    return std::nullopt;
+  }
+  return id;
+}
+
+Result<ApiReply> ApiClient::Call(const std::string& method, const std::string& path,
+                                 const std::string& body) {
+  if (!transport_) {
+    auto t = ctx_.connect();
+    if (!t.ok()) return t.status();
+    transport_ = *t;
+  }
+  auto reply = transport_->Call(method, path, body);
+  if (!reply.ok()) {
+    return Status(ErrorCode::kUnavailable,
+                  "cannot reach the head at " + ctx_.addr + ": " + reply.status().message());
+  }
+  if (reply->status >= 400) return Status(CodeForStatus(reply->status), ErrorMessageFromBody(*reply));
+  return reply;
+}
+
+Result<Json> ApiClient::CallJson(const std::string& method, const std::string& path,
+                                 const std::string& body) {
+  auto reply = Call(method, path, body);
+  if (!reply.ok()) return reply.status();
+  Json j = Json::parse(reply->body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) {
+    return Internal("the head at " + ctx_.addr + " answered " + method + " " + path +
+                    " with something that is not a JSON object: " + reply->body.substr(0, 200));
+  }
+  return j;
+}
+
+int RunCommand(const std::string& command, const std::vector<std::string>& args, CliContext& ctx) {
+  const CommandInfo* c = FindCommand(command);
+  if (c == nullptr) {
+    *ctx.err << "corral: unknown command '" << command << "'; client commands:\n" << CliUsage();
+    return kExitUsage;
+  }
+  return c->run(args, ctx);
+}
+
+}  // namespace corral::cli

@@ -1,0 +1,236 @@
+// corral nodes, corral queues.
+#include <cmath>
+#include <ostream>
+#include <set>
+
+#include "cli/commands.h"
+#include "cli/table.h"
+
+namespace corral::cli {
+namespace {
+
+std::string Str(const Json& j, const char* key, const std::string& fallback = "-") {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+int64_t Int(const Json& j, const char* key, int64_t fallback = 0) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return fallback;
+  return it->get<int64_t>();
+}
+
+std::string Number(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
+bool OutputJson(const ParsedArgs& args, CliContext& ctx, const std::string& command, int* code) {
+  if (!args.Has("output")) return false;
+  const std::string o = args.Get("output");
+  if (o == "json") return true;
+  if (o != "table" && o != "wide") {
+    *code = UsageError(ctx, command, "flag -o: got \"" + o + "\", want json or table");
+  }
+  return false;
+}
+
+Result<Json> ListOf(ApiClient& api, const std::string& path, const char* key) {
+  auto reply = api.CallJson("GET", path);
+  if (!reply.ok()) return reply.status();
+  auto it = reply->find(key);
+  if (it == reply->end() || !it->is_array()) {
+    return Internal(std::string("the head's answer has no '") + key + "' array");
+  }
+  return *it;
+}
+
+int NodeAction(const std::string& action, const std::vector<std::string>& names, CliContext& ctx) {
+  if (names.size() != 1) return UsageError(ctx, "nodes", action + " wants exactly one node name");
+  ApiClient api(ctx);
+  auto reply = api.CallJson("POST", "/v1/nodes/" + names[0] + "/" + action);
+  if (!reply.ok()) {
+    PrintError(ctx, "nodes", action + " " + names[0] + ": " + reply.status().message());
+    return kExitError;
+  }
+  std::string state = "?";
+  if (auto n = reply->find("node"); n != reply->end() && n->is_object()) state = Str(*n, "state");
+  *ctx.out << "Node " << names[0] << ": " << state << "\n";
+  return kExitOk;
+}
+
+Result<double> ParseNumberFlag(const std::string& flag, const std::string& text, double lo) {
+  try {
+    size_t pos = 0;
+    double x = std::stod(text, &pos);
+    if (pos == text.size() && std::isfinite(x) && x >= lo) return x;
+  } catch (...) {
+  }
+  return InvalidArgument("flag --" + flag + ": got \"" + text + "\", want a number >= " + Number(lo));
+}
+
+int QueueSet(const ParsedArgs& args, CliContext& ctx) {
+  if (args.positional.size() != 2) return UsageError(ctx, "queues", "set wants exactly one queue name");
+  const std::string name = args.positional[1];
+  if (!args.Has("quota") && !args.Has("limit") && !args.Has("weight")) {
+    return UsageError(ctx, "queues", "set " + name + ": give at least one of --quota, --limit, --weight");
+  }
+  Json body = Json::object();
+  if (args.Has("quota")) {
+    auto x = ParseNumberFlag("quota", args.Get("quota"), 0);
+    if (!x.ok() || *x != std::floor(*x)) {
+      return UsageError(ctx, "queues", "flag --quota: got \"" + args.Get("quota") +
+                                           "\", want a whole number of GPUs >= 0");
+    }
+    body["quota_gpus"] = static_cast<int64_t>(*x);
+  }
+  if (args.Has("limit")) {
+    const std::string l = args.Get("limit");
+    if (l == "none" || l == "-1" || l == "unlimited") {
+      body["limit_gpus"] = -1;
+    } else {
+      auto x = ParseNumberFlag("limit", l, 0);
+      if (!x.ok() || *x != std::floor(*x)) {
+        return UsageError(ctx, "queues", "flag --limit: got \"" + l +
+                                             "\", want a whole number of GPUs >= 0, or none");
+      }
+      body["limit_gpus"] = static_cast<int64_t>(*x);
+    }
+  }
+  if (args.Has("weight")) {
+    auto x = ParseNumberFlag("weight", args.Get("weight"), 0);
+    if (!x.ok() || *x <= 0) {
+      return UsageError(ctx, "queues", "flag --weight: got \"" + args.Get("weight") +
+                                           "\", want a number > 0");
+    }
+    body["weight"] = *x;
+  }
+  ApiClient api(ctx);
+  // The PUT sets the whole queue: fill what was not given from the queue as it is now.
+  auto queues = ListOf(api, "/v1/queues", "queues");
+  if (!queues.ok()) {
+    PrintError(ctx, "queues", queues.status().message());
+    return kExitError;
+  }
+  for (const Json& q : *queues) {
+    if (Str(q, "name") != name) continue;
+    for (const char* k : {"quota_gpus", "limit_gpus", "weight"}) {
+      if (!body.contains(k) && q.contains(k)) body[k] = q[k];
+    }
+  }
+  auto reply = api.CallJson("PUT", "/v1/queues/" + name, body.dump());
+  if (!reply.ok()) {
+    PrintError(ctx, "queues", "set " + name + ": " + reply.status().message());
+    return kExitError;
+  }
+  Json arr = Json::array();
+  if (auto q = reply->find("queue"); q != reply->end() && q->is_object()) arr.push_back(*q);
+  *ctx.out << RenderQueuesTable(arr);
+  return kExitOk;
+}
+
+}  // namespace
+
+std::string RenderNodesTable(const Json& nodes) {
+  Table t({"NAME", "STATE", "GPUS", "MODEL", "CPUS", "MEMORY", "LABELS"});
+  for (const Json& n : nodes) {
+    std::vector<std::string> models;
+    size_t total = 0;
+    if (auto g = n.find("gpus"); g != n.end() && g->is_array()) {
+      total = g->size();
+      std::set<std::string> seen;
+      for (const Json& gpu : *g) {
+        std::string m = Str(gpu, "model", "");
+        if (!m.empty() && seen.insert(m).second) models.push_back(m);
+      }
+    }
+    std::map<std::string, std::string> labels;
+    if (auto l = n.find("labels"); l != n.end() && l->is_object()) {
+      for (auto it = l->begin(); it != l->end(); ++it) {
+        labels[it.key()] = it->is_string() ? it->get<std::string>() : it->dump();
+      }
+    }
+    t.AddRow({Str(n, "name"), Str(n, "state"),
+              std::to_string(Int(n, "gpus_used")) + "/" + std::to_string(total),
+              models.empty() ? "-" : Join(models, ","),
+              FormatCpus(static_cast<int32_t>(Int(n, "cpu_milli"))),
+              FormatMemoryMb(Int(n, "memory_mb")), FormatLabels(labels)});
+  }
+  return t.Render();
+}
+
+std::string RenderQueuesTable(const Json& queues) {
+  Table t({"NAME", "QUOTA", "LIMIT", "WEIGHT", "USED", "PENDING", "RUNNING"});
+  for (const Json& q : queues) {
+    int64_t limit = Int(q, "limit_gpus", -1);
+    double weight = 1;
+    if (auto w = q.find("weight"); w != q.end() && w->is_number()) weight = w->get<double>();
+    t.AddRow({Str(q, "name"), std::to_string(Int(q, "quota_gpus")),
+              limit < 0 ? "-" : std::to_string(limit), Number(weight),
+              std::to_string(Int(q, "used_gpus")), std::to_string(Int(q, "pending")),
+              std::to_string(Int(q, "running"))});
+  }
+  return t.Render();
+}
+
+int RunNodes(const std::vector<std::string>& argv, CliContext& ctx) {
+  auto parsed = ParseArgs(argv, {{"output", 'o', true}}, false);
+  if (!parsed.ok()) return UsageError(ctx, "nodes", parsed.status().message());
+  const ParsedArgs& args = *parsed;
+  if (args.Has("help")) {
+    *ctx.out << CommandUsage("nodes") << "\n";
+    return kExitOk;
+  }
+  if (!args.positional.empty()) {
+    const std::string& sub = args.positional[0];
+    if (sub == "drain" || sub == "undrain") {
+      return NodeAction(sub, {args.positional.begin() + 1, args.positional.end()}, ctx);
+    }
+    return UsageError(ctx, "nodes", "unknown subcommand '" + sub + "'");
+  }
+  int code = kExitOk;
+  bool json = OutputJson(args, ctx, "nodes", &code);
+  if (code != kExitOk) return code;
+  ApiClient api(ctx);
+  auto nodes = ListOf(api, "/v1/nodes", "nodes");
+  if (!nodes.ok()) {
+    PrintError(ctx, "nodes", nodes.status().message());
+    return kExitError;
+  }
+  *ctx.out << (json ? nodes->dump(2) + "\n" : RenderNodesTable(*nodes));
+  return kExitOk;
+}
+
+int RunQueues(const std::vector<std::string>& argv, CliContext& ctx) {
+  static const std::vector<FlagDef> kFlags = {
+      {"output", 'o', true}, {"quota", 0, true}, {"limit", 0, true}, {"weight", 0, true}};
+  auto parsed = ParseArgs(argv, kFlags, false);
+  if (!parsed.ok()) return UsageError(ctx, "queues", parsed.status().message());
+  const ParsedArgs& args = *parsed;
+  if (args.Has("help")) {
+    *ctx.out << CommandUsage("queues") << "\n";
+    return kExitOk;
+  }
+  if (!args.positional.empty()) {
+    if (args.positional[0] == "set") return QueueSet(args, ctx);
+    return UsageError(ctx, "queues", "unknown subcommand '" + args.positional[0] + "'");
+  }
+  if (args.Has("quota") || args.Has("limit") || args.Has("weight")) {
+    return UsageError(ctx, "queues", "--quota, --limit and --weight go with `queues set NAME`");
+  }
+  int code = kExitOk;
+  bool json = OutputJson(args, ctx, "queues", &code);
+  if (code != kExitOk) return code;
+  ApiClient api(ctx);
+  auto queues = ListOf(api, "/v1/queues", "queues");
+  if (!queues.ok()) {
+    PrintError(ctx, "queues", queues.status().message());
+    return kExitError;
+  }
+  *ctx.out << (json ? queues->dump(2) + "\n" : RenderQueuesTable(*queues));
+  return kExitOk;
+}
+
+}  // namespace corral::cli

@@ -1,0 +1,67 @@
+// Internal to src/cli: the commands behind RunCommand, and the helper they share to call the
+// API and turn its errors into messages.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "core/codec.h"
+
+namespace corral::cli {
+
+constexpr int kExitOk = 0;
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitTimeout = 124;
+
+// Calls the head on behalf of one command. Errors come back as a Status whose message is
+// ready to print: "cannot reach the head at ADDR: ...", or the server's own error message.
+class ApiClient {
+ public:
+  explicit ApiClient(CliContext& ctx) : ctx_(ctx) {}
+  // Connects lazily on the first call.
+  Result<ApiReply> Call(const std::string& method, const std::string& path,
+                        const std::string& body = "");
+  // Call and parse a JSON object body.
+  Result<Json> CallJson(const std::string& method, const std::string& path,
+                        const std::string& body = "");
+
+ private:
+  CliContext& ctx_;
+  std::shared_ptr<ApiTransport> transport_;
+};
+
+// Prints "corral CMD: message" to err.
+void PrintError(CliContext& ctx, const std::string& command, const std::string& message);
+// Prints the usage error and the command's usage line; returns kExitUsage.
+int UsageError(CliContext& ctx, const std::string& command, const std::string& message);
+std::string CommandUsage(const std::string& command);
+// Parses "7" as a job id.
+std::optional<JobId> ParseJobId(const std::string& text);
+
+// Builds the user-facing spec JSON (docs/api.md) from submit's flags, a -f file and the
+// command; validates nothing (ParseJobSpec does). Errors name the flag or the file.
+Result<Json> BuildSubmitSpec(const ParsedArgs& args, const std::string& cwd, const EnvLookup& env);
+// Reads a YAML or JSON job spec file into JSON.
+Result<Json> ReadSpecFile(const std::string& path);
+
+int RunSubmit(const std::vector<std::string>& args, CliContext& ctx);
+int RunJobs(const std::vector<std::string>& args, CliContext& ctx);
+int RunShow(const std::vector<std::string>& args, CliContext& ctx);
+int RunWait(const std::vector<std::string>& args, CliContext& ctx);
+int RunCancel(const std::vector<std::string>& args, CliContext& ctx);
+int RunLogs(const std::vector<std::string>& args, CliContext& ctx);
+int RunNodes(const std::vector<std::string>& args, CliContext& ctx);
+int RunQueues(const std::vector<std::string>& args, CliContext& ctx);
+
+// Renderers, shared with tests.
+std::string RenderJobsTable(const std::vector<Job>& jobs, TimeMs now);
+std::string RenderJob(const Job& job, TimeMs now, bool utc);
+std::string RenderNodesTable(const Json& nodes);
+std::string RenderQueuesTable(const Json& queues);
+
+}  // namespace corral::cli

@@ -1,0 +1,38 @@
+// Where the CLI finds the head: CORRAL_ADDR / CORRAL_TOKEN, else a JSON config file
+// ($CORRAL_CONFIG or $HOME/.config/corral/config.json) that `corral up` writes.
+// Environment variables override the file field by field.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/status.h"
+
+namespace corral::cli {
+
+struct ClientConfig {
+  std::string addr;   // e.g. http://127.0.0.1:7070
+  std::string token;  // bearer token
+  std::string source; // where addr came from, for messages ("CORRAL_ADDR", a file path)
+};
+
+// Looks up an environment variable; nullopt when unset.
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+EnvLookup ProcessEnv();
+
+// The config file path: $CORRAL_CONFIG, else $HOME/.config/corral/config.json ("" if no HOME).
+std::string DefaultConfigPath(const EnvLookup& env);
+
+// Reads the environment and the config file. A missing file is fine when the environment
+// gives the address; an unreadable or malformed file, or no address at all, is an error
+// that says how to set one.
+Result<ClientConfig> LoadClientConfig(const EnvLookup& env);
+Result<ClientConfig> LoadClientConfig();  // with the process environment
+
+// Writes {"addr","token"} to path with mode 0600, creating parent directories (0700).
+// Replaces the file atomically (write to a temporary file, then rename).
+Status WriteClientConfig(const std::string& path, const std::string& addr,
+                         const std::string& token);
+
+}  // namespace corral::cli

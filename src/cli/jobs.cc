@@ -1,0 +1,473 @@
+// corral jobs, show, wait, cancel, logs.
+#include <algorithm>
+#include <deque>
+#include <ostream>
+#include <set>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/table.h"
+#include "core/spec.h"
+
+namespace corral::cli {
+namespace {
+
+std::string QueryEscape(const std::string& s) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == ',') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+bool WantsJson(const ParsedArgs& args, CliContext& ctx, const std::string& command, int* exit_code) {
+  if (!args.Has("output")) return false;
+  const std::string o = args.Get("output");
+  if (o == "json") return true;
+  if (o == "table" || o == "wide") return false;
+  *exit_code = UsageError(ctx, command, "flag -o: got \"" + o + "\", want json or table");
+  return false;
+}
+
+std::string NodesOf(const Run* run) {
+  if (run == nullptr || run->placement.empty()) return "-";
+  std::vector<std::string> names;
+  for (const ReplicaPlacement& p : run->placement) {
+    if (std::find(names.begin(), names.end(), p.node) == names.end()) names.push_back(p.node);
+  }
+  if (names.size() > 3) {
+    size_t more = names.size() - 2;
+    names.resize(2);
+    names.push_back("+" + std::to_string(more));
+  }
+  return Join(names, ",");
+}
+
+// Pending: how long it has waited; running: how long it has run; finished: how long it ran.
+std::string TimeOf(const Job& j, TimeMs now) {
+  const Run* run = j.CurrentRun();
+  if (j.state == JobState::kPending || run == nullptr) {
+    if (IsTerminal(j.state)) return "-";
+    return FormatAge(now - j.submitted_at);
+  }
+  TimeMs start = run->started_at > 0 ? run->started_at : run->scheduled_at;
+  if (start <= 0) return "-";
+  TimeMs end = IsTerminal(j.state) ? (run->ended_at > 0 ? run->ended_at : j.ended_at) : now;
+  if (end <= 0) return "-";
+  return FormatAge(end - start);
+}
+
+std::string ReasonOf(const Job& j) {
+  const Run* run = j.CurrentRun();
+  switch (j.state) {
+    case JobState::kPending:
+      return j.pending_reason;
+    case JobState::kFailed: {
+      std::string r = run != nullptr ? run->reason : "";
+      if (j.exit_code != 0) r = "exit " + std::to_string(j.exit_code) + (r.empty() ? "" : ": " + r);
+      return r;
+    }
+    case JobState::kCancelled:
+    case JobState::kSucceeded:
+      return run != nullptr ? run->reason : "";
+    default:
+      return "";
+  }
+}
+
+std::string SignalName(int32_t sig) {
+  switch (sig) {
+    case 1: return "SIGHUP";
+    case 2: return "SIGINT";
+    case 3: return "SIGQUIT";
+    case 9: return "SIGKILL";
+    case 10: return "SIGUSR1";
+    case 12: return "SIGUSR2";
+    case 15: return "SIGTERM";
+    default: return std::to_string(sig);
+  }
+}
+
+std::string ExitCodeText(int32_t code) {
+  if (code < 0) return "killed by " + SignalName(-code);
+  return std::to_string(code);
+}
+
+Result<Job> DecodeJobReply(const Json& reply) {
+  auto it = reply.find("job");
+  if (it == reply.end()) return Internal("the head's answer has no 'job': " + reply.dump());
+  return JobFromJson(*it);
+}
+
+}  // namespace
+
+std::string RenderJobsTable(const std::vector<Job>& jobs, TimeMs now) {
+  Table t({"ID", "NAME", "USER", "QUEUE", "STATE", "GPUS", "NODES", "TIME", "REASON"});
+  for (const Job& j : jobs) {
+    int64_t gpus = static_cast<int64_t>(j.spec.replicas) * j.spec.per_replica.gpu_milli;
+    std::string gpu_text = gpus % kGpuMilli == 0 ? std::to_string(gpus / kGpuMilli)
+                                                 : FormatCpus(static_cast<int32_t>(gpus));
+    t.AddRow({std::to_string(j.id), j.spec.name.empty() ? "-" : j.spec.name, j.owner, j.spec.queue,
+              JobStateName(j.state), gpu_text, NodesOf(j.CurrentRun()), TimeOf(j, now),
+              ReasonOf(j)});
+  }
+  return t.Render();
+}
+
+std::string RenderJob(const Job& j, TimeMs now, bool utc) {
+  std::ostringstream o;
+  const JobSpec& s = j.spec;
+  auto kv = [&](const std::string& k, const std::string& v) {
+    o << "  " << k << ":" << std::string(k.size() < 18 ? 18 - k.size() : 1, ' ') << v << "\n";
+  };
+  auto when = [&](TimeMs t) {
+    if (t <= 0) return std::string("-");
+    return FormatTimestamp(t, utc) + " (" + FormatAge(now - t) + " ago)";
+  };
+  o << "Job " << j.id << (s.name.empty() ? "" : " (" + s.name + ")") << ": " << JobStateName(j.state)
+    << "\n";
+  kv("owner", j.owner);
+  kv("queue", s.queue);
+  kv("submitted", when(j.submitted_at));
+  if (j.ended_at > 0) kv("ended", when(j.ended_at));
+  if (IsTerminal(j.state)) kv("exit code", ExitCodeText(j.exit_code));
+  if (j.state == JobState::kPending && !j.pending_reason.empty()) kv("pending reason", j.pending_reason);
+  kv("command", FormatCommand(s.command));
+  kv("workdir", s.workdir.empty() ? "-" : s.workdir);
+  std::string res = std::to_string(s.replicas) + (s.replicas == 1 ? " replica" : " replicas") +
+                    " x (" + FormatCpus(s.per_replica.gpu_milli) + " GPU" +
+                    (s.per_replica.gpu_milli == kGpuMilli ? "" : "s") + ", " +
+                    FormatCpus(s.per_replica.cpu_milli) + " CPU" +
+                    (s.per_replica.cpu_milli == 1000 ? "" : "s") + ", memory " +
+                    (s.per_replica.memory_mb > 0 ? FormatMemoryMb(s.per_replica.memory_mb) : "-") +
+                    ")";
+  kv("resources", res);
+  if (!s.gpu_model.empty()) kv("gpu model", s.gpu_model);
+  if (!s.node_labels.empty()) kv("node labels", FormatLabels(s.node_labels));
+  kv("time limit", s.time_limit_ms > 0 ? FormatDuration(s.time_limit_ms) : "none");
+  kv("priority", std::to_string(s.priority));
+  kv("preemptible", s.preemptible ? "yes" : "no");
+  kv("max restarts", std::to_string(s.max_restarts));
+  kv("checkpoint", SignalName(s.checkpoint_signal) + ", then SIGKILL after " +
+                       FormatAge(s.grace_ms));
+  for (const auto& [k, v] : s.env) kv("env", k + "=" + v);
+  if (!j.runs.empty()) {
+    o << "Runs:\n";
+    for (const Run& r : j.runs) {
+      o << "  " << j.id << "." << r.attempt << "  " << RunStateName(r.state);
+      if (r.started_at > 0) o << "  started " << FormatTimestamp(r.started_at, utc);
+      else if (r.scheduled_at > 0) o << "  scheduled " << FormatTimestamp(r.scheduled_at, utc);
+      if (r.ended_at > 0) {
+        o << "  ended " << FormatTimestamp(r.ended_at, utc);
+        TimeMs start = r.started_at > 0 ? r.started_at : r.scheduled_at;
+        if (start > 0) o << " (ran " << FormatAge(r.ended_at - start) << ")";
+      }
+      if (!r.reason.empty()) o << "  reason: " << r.reason;
+      o << "\n";
+      for (size_t i = 0; i < r.placement.size(); ++i) {
+        const ReplicaPlacement& p = r.placement[i];
+        std::vector<std::string> g;
+        for (int32_t x : p.gpus) g.push_back(std::to_string(x));
+        o << "    replica " << i << ": " << p.node << "  GPUs " << (g.empty() ? "-" : Join(g, ","));
+        if (i < r.exit_codes.size()) o << "  exit " << ExitCodeText(r.exit_codes[i]);
+        o << "\n";
+      }
+    }
+  }
+  if (!j.events.empty()) {
+    o << "Events:\n";
+    for (const JobEvent& e : j.events) {
+      o << "  " << FormatTimestamp(e.at, utc) << "  " << e.what;
+      if (!e.reason.empty()) o << "  " << e.reason;
+      o << "\n";
+    }
+  }
+  return o.str();
+}
+
+int RunJobs(const std::vector<std::string>& argv, CliContext& ctx) {
+  static const std::vector<FlagDef> kFlags = {
+      {"state", 's', true}, {"queue", 'q', true}, {"user", 'u', true},
+      {"all", 'a', false},  {"limit", 'n', true}, {"output", 'o', true}};
+  auto parsed = ParseArgs(argv, kFlags, false);
+  if (!parsed.ok()) return UsageError(ctx, "jobs", parsed.status().message());
+  const ParsedArgs& args = *parsed;
+  if (args.Has("help")) {
+    *ctx.out << CommandUsage("jobs") << "\n";
+    return kExitOk;
+  }
+  if (!args.positional.empty()) {
+    return UsageError(ctx, "jobs", "unexpected argument '" + args.positional[0] + "'");
+  }
+  int code = kExitOk;
+  bool json = WantsJson(args, ctx, "jobs", &code);
+  if (code != kExitOk) return code;
+  std::string query;
+  if (args.Has("state")) {
+    std::stringstream ss(args.Get("state"));
+    std::string s;
+    while (std::getline(ss, s, ',')) {
+      JobState st;
+      if (!ParseJobState(s, &st)) {
+        return UsageError(ctx, "jobs", "flag --state: got \"" + s +
+                                           "\", want pending, scheduled, running, succeeded, "
+                                           "failed or cancelled (comma-separated)");
+      }
+    }
+    query += "&state=" + QueryEscape(args.Get("state"));
+  }
+  if (args.Has("queue")) query += "&queue=" + QueryEscape(args.Get("queue"));
+  if (args.Has("user")) query += "&user=" + QueryEscape(args.Get("user"));
+  size_t limit = 0;
+  if (args.Has("limit")) {
+    auto n = ParseJobId(args.Get("limit"));
+    if (!n) return UsageError(ctx, "jobs", "flag --limit: got \"" + args.Get("limit") +
+                                               "\", want a positive integer");
+    limit = static_cast<size_t>(*n);
+  }
+  // Page through all matching jobs (ascending id) and keep the newest `limit`.
+  ApiClient api(ctx);
+  std::deque<Json> raw;
+  std::string after;
+  for (int page = 0; page < 100000; ++page) {
+    std::string path = "/v1/jobs?limit=1000" + query + (after.empty() ? "" : "&after=" + after);
+    auto reply = api.CallJson("GET", path);
+    if (!reply.ok()) {
+      PrintError(ctx, "jobs", reply.status().message());
+      return kExitError;
+    }
+    auto jobs = reply->find("jobs");
+    if (jobs == reply->end() || !jobs->is_array()) {
+      PrintError(ctx, "jobs", "the head's answer has no 'jobs' array");
+      return kExitError;
+    }
+    for (Json& j : *jobs) {
+      raw.push_back(std::move(j));
+      if (limit > 0 && raw.size() > limit) raw.pop_front();
+    }
+    auto next = reply->find("next_after");
+    if (next == reply->end() || next->is_null() || jobs->empty()) break;
+    std::string n = next->is_string() ? next->get<std::string>() : next->dump();
+    if (n == after) break;
+    after = n;
+  }
+  if (json) {
+    Json arr = Json::array();
+    for (Json& j : raw) arr.push_back(std::move(j));
+    *ctx.out << arr.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::vector<Job> jobs;
+  for (const Json& j : raw) {
+    auto job = JobFromJson(j);
+    if (!job.ok()) {
+      PrintError(ctx, "jobs", "cannot read a job from the head: " + job.status().message());
+      return kExitError;
+    }
+    jobs.push_back(std::move(*job));
+  }
+  *ctx.out << RenderJobsTable(jobs, ctx.now());
+  return kExitOk;
+}
+
+int RunShow(const std::vector<std::string>& argv, CliContext& ctx) {
+  auto parsed = ParseArgs(argv, {{"output", 'o', true}}, false);
+  if (!parsed.ok()) return UsageError(ctx, "show", parsed.status().message());
+  const ParsedArgs& args = *parsed;
+  if (args.Has("help")) {
+    *ctx.out << CommandUsage("show") << "\n";
+    return kExitOk;
+  }
+  if (args.positional.size() != 1) return UsageError(ctx, "show", "want exactly one job ID");
+  auto id = ParseJobId(args.positional[0]);
+  if (!id) return UsageError(ctx, "show", "not a job ID: '" + args.positional[0] + "'");
+  int code = kExitOk;
+  bool json = WantsJson(args, ctx, "show", &code);
+  if (code != kExitOk) return code;
+  ApiClient api(ctx);
+  auto reply = api.CallJson("GET", "/v1/jobs/" + std::to_string(*id));
+  if (!reply.ok()) {
+    PrintError(ctx, "show", reply.status().message());
+    return kExitError;
+  }
+  if (json) {
+    auto it = reply->find("job");
+    *ctx.out << (it == reply->end() ? *reply : *it).dump(2) << "\n";
+    return kExitOk;
+  }
+  auto job = DecodeJobReply(*reply);
+  if (!job.ok()) {
+    PrintError(ctx, "show", "cannot read the job from the head: " + job.status().message());
+    return kExitError;
+  }
+  *ctx.out << RenderJob(*job, ctx.now(), ctx.utc_times);
+  return kExitOk;
+}
+
+int RunWait(const std::vector<std::string>& argv, CliContext& ctx) {
+  auto parsed = ParseArgs(argv, {{"timeout", 't', true}}, false);
+  if (!parsed.ok()) return UsageError(ctx, "wait", parsed.status().message());
+  const ParsedArgs& args = *parsed;
+  if (args.Has("help")) {
+    *ctx.out << CommandUsage("wait") << "\n";
+    return kExitOk;
+  }
+  if (args.positional.empty()) return UsageError(ctx, "wait", "want one or more job IDs");
+  std::vector<JobId> waiting;
+  for (const std::string& a : args.positional) {
+    auto id = ParseJobId(a);
+    if (!id) return UsageError(ctx, "wait", "not a job ID: '" + a + "'");
+    if (std::find(waiting.begin(), waiting.end(), *id) == waiting.end()) waiting.push_back(*id);
+  }
+  DurationMs timeout = -1;
+  if (args.Has("timeout")) {
+    auto d = ParseDuration("--timeout", args.Get("timeout"));
+    if (!d.ok()) return UsageError(ctx, "wait", d.status().message());
+    timeout = *d;
+  }
+  const TimeMs deadline = timeout >= 0 ? ctx.now() + timeout : 0;
+  ApiClient api(ctx);
+  bool all_ok = true;
+  while (true) {
+    std::vector<JobId> still;
+    for (JobId id : waiting) {
+      auto reply = api.CallJson("GET", "/v1/jobs/" + std::to_string(id));
+      if (!reply.ok()) {
+        PrintError(ctx, "wait", "job " + std::to_string(id) + ": " + reply.status().message());
+        if (reply.status().code() == ErrorCode::kUnavailable &&
+            reply.status().message().rfind("cannot reach", 0) == 0) {
+          return kExitError;  // the head is gone: waiting longer would not tell us more
+        }
+        all_ok = false;
+        continue;
+      }
+      auto job = DecodeJobReply(*reply);
+      if (!job.ok()) {
+        PrintError(ctx, "wait", "job " + std::to_string(id) + ": " + job.status().message());
+        all_ok = false;
+        continue;
+      }
+      if (!IsTerminal(job->state)) {
+        still.push_back(id);
+        continue;
+      }
+      *ctx.out << "job " << id << " " << JobStateName(job->state);
+      if (job->state == JobState::kFailed) *ctx.out << " (exit code " << ExitCodeText(job->exit_code) << ")";
+      const Run* run = job->CurrentRun();
+      if (job->state != JobState::kSucceeded && run != nullptr && !run->reason.empty()) {
+        *ctx.out << ": " << run->reason;
+      }
+      *ctx.out << "\n";
+      ctx.out->flush();
+      if (job->state != JobState::kSucceeded) all_ok = false;
+    }
+    waiting = std::move(still);
+    if (waiting.empty()) break;
+    if (timeout >= 0 && ctx.now() >= deadline) {
+      std::vector<std::string> ids;
+      for (JobId id : waiting) ids.push_back(std::to_string(id));
+      PrintError(ctx, "wait", "timed out after " + FormatAge(timeout) + "; still not finished: " +
+                                  Join(ids, " "));
+      return kExitTimeout;
+    }
+    DurationMs nap = ctx.poll_interval;
+    if (timeout >= 0) nap = std::max<DurationMs>(1, std::min(nap, deadline - ctx.now()));
+    ctx.sleep(nap);
+  }
+  return all_ok ? kExitOk : kExitError;
+}
+
+int RunCancel(const std::vector<std::string>& argv, CliContext& ctx) {
+  auto parsed = ParseArgs(argv, {}, false);
+  if (!parsed.ok()) return UsageError(ctx, "cancel", parsed.status().message());
+  if (parsed->Has("help")) {
+    *ctx.out << CommandUsage("cancel") << "\n";
+    return kExitOk;
+  }
+  if (parsed->positional.empty()) return UsageError(ctx, "cancel", "want one or more job IDs");
+  std::vector<JobId> ids;
+  for (const std::string& a : parsed->positional) {
+    auto id = ParseJobId(a);
+    if (!id) return UsageError(ctx, "cancel", "not a job ID: '" + a + "'");
+    ids.push_back(*id);
+  }
+  ApiClient api(ctx);
+  int code = kExitOk;
+  for (JobId id : ids) {
+    auto reply = api.CallJson("POST", "/v1/jobs/" + std::to_string(id) + "/cancel");
+    if (!reply.ok()) {
+      PrintError(ctx, "cancel", "job " + std::to_string(id) + ": " + reply.status().message());
+      code = kExitError;
+      continue;
+    }
+    *ctx.out << "Cancelled job " << id << "\n";
+  }
+  return code;
+}
+
+int RunLogs(const std::vector<std::string>& argv, CliContext& ctx) {
+  static const std::vector<FlagDef> kFlags = {
+      {"follow", 'f', false}, {"stderr", 0, false}, {"replica", 'r', true}};
+  auto parsed = ParseArgs(argv, kFlags, false);
+  if (!parsed.ok()) return UsageError(ctx, "logs", parsed.status().message());
+  const ParsedArgs& args = *parsed;
+  if (args.Has("help")) {
+    *ctx.out << CommandUsage("logs") << "\n";
+    return kExitOk;
+  }
+  if (args.positional.size() != 1) return UsageError(ctx, "logs", "want exactly one job ID");
+  auto id = ParseJobId(args.positional[0]);
+  if (!id) return UsageError(ctx, "logs", "not a job ID: '" + args.positional[0] + "'");
+  int64_t replica = 0;
+  if (args.Has("replica")) {
+    const std::string r = args.Get("replica");
+    auto n = r == "0" ? std::optional<JobId>(0) : ParseJobId(r);
+    if (!n || *n > 4096) {
+      return UsageError(ctx, "logs", "flag --replica: got \"" + r + "\", want 0 to 4095");
+    }
+    replica = static_cast<int64_t>(*n);
+  }
+  const bool follow = args.Has("follow");
+  const std::string base = "/v1/jobs/" + std::to_string(*id) + "/logs?stream=" +
+                           (args.Has("stderr") ? "stderr" : "stdout") +
+                           "&replica=" + std::to_string(replica) + "&max=65536&offset=";
+  ApiClient api(ctx);
+  int64_t offset = 0;
+  while (true) {
+    auto reply = api.Call("GET", base + std::to_string(offset));
+    if (!reply.ok()) {
+      ctx.out->flush();
+      PrintError(ctx, "logs", "job " + std::to_string(*id) + ": " + reply.status().message());
+      return kExitError;
+    }
+    int64_t next = offset + static_cast<int64_t>(reply->body.size());
+    if (std::string h = reply->Header("x-corral-next-offset"); !h.empty()) {
+      try {
+        next = std::stoll(h);
+      } catch (...) {
+      }
+    }
+    if (!reply->body.empty()) {
+      *ctx.out << reply->body;
+      ctx.out->flush();
+    }
+    const bool advanced = next > offset;
+    offset = std::max(offset, next);
+    if (advanced) continue;  // there may be more right away
+    if (!follow) break;
+    JobState st;
+    const std::string state = reply->Header("x-corral-job-state");
+    if (ParseJobState(state, &st) && IsTerminal(st)) break;
+    ctx.sleep(ctx.poll_interval);
+  }
+  return kExitOk;
+}
+
+}  // namespace corral::cli
