@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs, builds and runs every test: the unit and integration tests (warnings are errors),
+# then the same tests again under ASan+UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+JOBS="${JOBS:-$(nproc)}"
+
+echo "== build (RelWithDebInfo, -Werror)"
+BUILD_DIR=build ./scripts/build.sh -DCORRAL_WERROR=ON
+echo "== tests"
+(cd build && ctest --output-on-failure -j "$JOBS" -L 'unit|integration' --timeout 600)
+
+echo "== build (ASan+UBSan)"
+BUILD_DIR=build-asan BUILD_TYPE=Debug ./scripts/build.sh -DCORRAL_WERROR=ON -DCORRAL_SANITIZE=ON \
+  -DCORRAL_BENCH=OFF
+echo "== tests under ASan+UBSan"
+export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+(cd build-asan && ctest --output-on-failure -j "$JOBS" -L 'unit|integration' --timeout 900)
+echo "== all tests passed"
