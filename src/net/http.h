@@ -1,0 +1,50 @@
+// Plain HTTP request/response values shared by HttpServer and HttpClient (DESIGN §10).
+// No Boost in this header: api/ and head/ code handles requests without seeing Beast.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+
+namespace corral::net {
+
+struct HttpRequest {
+  std::string method;  // "GET", "POST", ... as sent
+  std::string target;  // raw request target, e.g. "/v1/jobs?state=running"
+  std::string path;    // target without the query, percent-decoded
+  std::map<std::string, std::string> query;    // url-decoded; last value wins on repeats
+  std::map<std::string, std::string> headers;  // lower-case names; repeats joined with ", "
+  std::string body;
+  std::string remote;  // peer "ip:port"
+
+  // The token of an "Authorization: Bearer <token>" header (scheme case-insensitive,
+  // surrounding spaces trimmed); "" when there is none or the scheme is not Bearer.
+  std::string BearerToken() const;
+  // Header value by lower-case name, or "" when absent.
+  std::string Header(const std::string& lower_name) const;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  // Extra headers. The server sets Content-Type, Content-Length, Connection and Server
+  // itself; on the client side this holds every response header, lower-case names.
+  std::map<std::string, std::string> headers;
+};
+
+// {"error":{"code":<code>,"message":<message>}} with the given status: the one error
+// shape of the API (DESIGN §10). code is stable and machine-readable ("not_found"),
+// message is for humans.
+HttpResponse JsonError(int status, std::string code, std::string message);
+
+// Answers one request. Safe to call from any thread, exactly once; later calls are
+// ignored. If the client has gone away (or the server stopped) the call is a no-op.
+// Dropping every copy without calling it answers 500, so a request is never left hanging.
+using Responder = std::function<void(HttpResponse)>;
+
+// Called on an I/O thread for every request; must not block (hand slow work to another
+// thread and answer through the Responder, which may be called later, from any thread).
+using Handler = std::function<void(HttpRequest, Responder)>;
+
+}  // namespace corral::net

@@ -1,0 +1,246 @@
+#include "net/http_client.h"
+
+// <utility> before any Boost.Asio header: Boost 1.74's awaitable.hpp needs std::exchange.
+#include <utility>
+
+#include <sys/socket.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cerrno>
+#include <optional>
+#include <vector>
+
+namespace corral::net {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+using Clock = std::chrono::steady_clock;
+
+// Boost 1.74's beast::string_view is boost::string_view, not std::string_view.
+std::string_view SV(boost::beast::string_view s) { return {s.data(), s.size()}; }
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// A closed connection that may not have seen the request: safe to retry on a new one.
+bool IsStaleConnectionError(const error_code& ec) {
+  return ec == http::error::end_of_stream || ec == asio::error::eof ||
+         ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
+         ec == asio::error::connection_aborted;
+}
+
+}  // namespace
+
+// The one kept connection and the io_context its blocking calls run on (in the caller's
+// thread). TLS will add an ssl::stream alternative here.
+struct HttpClient::Conn {
+  asio::io_context ioc{1};
+  std::optional<beast::tcp_stream> stream;
+  beast::flat_buffer buffer;
+  int opened = 0;
+
+  bool connected() const { return stream.has_value() && stream->socket().is_open(); }
+
+  void Close() {
+    if (stream) {
+      error_code ignored;
+      stream->socket().shutdown(tcp::socket::shutdown_both, ignored);
+      stream->close();
+      stream.reset();
+    }
+    buffer.clear();
+  }
+
+  // True when the server closed the idle connection (or sent something unasked for):
+  // then it cannot carry the next request.
+  bool PeerClosed() {
+    char c;
+    const ssize_t n = ::recv(stream->socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+    return true;  // 0: orderly close; >0: stray bytes
+  }
+
+  // Runs the queued operation to completion (tcp_stream's expiry bounds it).
+  void Run() {
+    ioc.restart();
+    ioc.run();
+  }
+
+  error_code Connect(const ParsedUrl& url, Clock::time_point deadline) {
+    Close();
+    error_code ec;
+    std::vector<tcp::endpoint> endpoints;
+    const auto addr = asio::ip::make_address(url.host, ec);
+    if (!ec) {
+      endpoints.emplace_back(addr, static_cast<unsigned short>(url.port));
+    } else {
+      // Synchronous getaddrinfo: no resolver thread, but not bounded by the deadline.
+      tcp::resolver resolver(ioc);
+      auto results = resolver.resolve(url.host, std::to_string(url.port), ec);
+      if (ec) return ec;
+      for (const auto& r : results) endpoints.push_back(r.endpoint());
+      if (endpoints.empty()) return asio::error::host_not_found;
+    }
+    stream.emplace(ioc);
+    stream->expires_at(deadline);
+    error_code result;
+    stream->async_connect(endpoints, [&result](error_code e, const tcp::endpoint&) { result = e; });
+    Run();
+    if (result) {
+      stream.reset();
+      return result;
+    }
+    ++opened;
+    stream->socket().set_option(tcp::no_delay(true), ec);
+    return {};
+  }
+};
+
+HttpClient::HttpClient(std::string base_url, std::string bearer_token, HttpClientOptions options)
+    : base_url_(std::move(base_url)),
+      bearer_token_(std::move(bearer_token)),
+      options_(std::move(options)),
+      url_(ParseUrl(base_url_)),
+      conn_(std::make_unique<Conn>()) {}
+
+HttpClient::~HttpClient() = default;
+
+void HttpClient::CloseConnection() {
+  std::lock_guard<std::mutex> lock(mu_);
+  conn_->Close();
+}
+
+int HttpClient::connections_opened() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return conn_->opened;
+}
+
+Result<HttpResponse> HttpClient::Request(std::string method, std::string path_and_query,
+                                         std::string body, std::chrono::milliseconds timeout,
+                                         const std::map<std::string, std::string>& headers) {
+  if (!url_.ok()) return url_.status();
+  const ParsedUrl& url = *url_;
+  if (url.scheme != "http") {
+    return FailedPrecondition("cannot reach " + base_url_ + ": " + url.scheme +
+                              " is not supported yet (use http://)");
+  }
+  if (method.empty() || method.find_first_of(" \r\n") != std::string::npos) {
+    return InvalidArgument("invalid HTTP method '" + method + "'");
+  }
+  if (path_and_query.find_first_of(" \r\n") != std::string::npos) {
+    return InvalidArgument("invalid request path '" + path_and_query +
+                           "': encode spaces and line breaks (UrlEncode)");
+  }
+  if (path_and_query.empty() || path_and_query.front() != '/') path_and_query.insert(0, "/");
+  const std::string target = url.path + path_and_query;
+  const std::string what = method + " " + url.scheme + "://" + url.HostPort() + target;
+
+  http::request<http::string_body> req;
+  req.version(11);
+  const http::verb verb = http::string_to_verb(method);
+  if (verb == http::verb::unknown) {
+    req.method_string(method);
+  } else {
+    req.method(verb);
+  }
+  req.target(target);
+  req.set(http::field::host, url.HostPort());
+  req.set(http::field::user_agent, options_.user_agent);
+  if (!bearer_token_.empty()) req.set(http::field::authorization, "Bearer " + bearer_token_);
+  if (!body.empty()) req.set(http::field::content_type, "application/json");
+  for (const auto& [name, value] : headers) {
+    if (name.find_first_of("\r\n") != std::string::npos ||
+        value.find_first_of("\r\n") != std::string::npos) {
+      return InvalidArgument("invalid header '" + name + "': contains a line break");
+    }
+    req.set(name, value);
+  }
+  req.keep_alive(true);
+  req.body() = std::move(body);
+  req.prepare_payload();
+
+  const auto deadline = Clock::now() + timeout;
+  std::lock_guard<std::mutex> lock(mu_);
+  Conn& c = *conn_;
+  for (int attempt = 0;; ++attempt) {
+    bool reused = c.connected();
+    if (reused && c.PeerClosed()) {
+      c.Close();
+      reused = false;
+    }
+    if (!reused) {
+      const error_code ec = c.Connect(url, deadline);
+      if (ec == beast::error::timeout) {
+        return Unavailable("cannot connect to " + base_url_ + ": no connection within " +
+                           std::to_string(timeout.count()) + " ms");
+      }
+      if (ec) return Unavailable("cannot connect to " + base_url_ + ": " + ec.message());
+    }
+
+    c.stream->expires_at(deadline);
+    error_code write_ec;
+    http::async_write(*c.stream, req, [&write_ec](error_code e, size_t) { write_ec = e; });
+    c.Run();
+
+    // Read even after a failed write: a server that rejects a request early (413) may
+    // have closed its side with the answer already sent.
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(options_.max_response_body_bytes);
+    parser.header_limit(64u << 10);
+    if (verb == http::verb::head) parser.skip(true);
+    error_code read_ec = write_ec == beast::error::timeout ? write_ec : error_code{};
+    if (!read_ec && c.connected()) {
+      c.stream->expires_at(deadline);
+      http::async_read(*c.stream, c.buffer, parser, [&read_ec](error_code e, size_t) { read_ec = e; });
+      c.Run();
+    } else if (!read_ec) {
+      read_ec = write_ec;
+    }
+
+    if (!read_ec) {
+      auto res = parser.release();
+      HttpResponse out;
+      out.status = static_cast<int>(res.result_int());
+      out.content_type = std::string(SV(res[http::field::content_type]));
+      for (const auto& field : res) {
+        auto [it, inserted] = out.headers.try_emplace(Lower(SV(field.name_string())), SV(field.value()));
+        if (!inserted) {
+          it->second += ", ";
+          it->second += SV(field.value());
+        }
+      }
+      if (!res.keep_alive()) c.Close();
+      out.body = std::move(res.body());
+      return out;
+    }
+
+    const bool got_response_bytes = parser.got_some() || c.buffer.size() > 0;
+    c.Close();
+    if (read_ec == beast::error::timeout) {
+      return Unavailable(what + ": no response within " + std::to_string(timeout.count()) + " ms");
+    }
+    if (read_ec == http::error::body_limit) {
+      return Internal(what + ": response body exceeds " +
+                      std::to_string(options_.max_response_body_bytes) + " bytes");
+    }
+    if (reused && attempt == 0 && !got_response_bytes && IsStaleConnectionError(read_ec)) {
+      continue;  // the server closed the kept connection: once more on a new one
+    }
+    if (got_response_bytes && read_ec.category() == http::make_error_code(http::error::bad_method).category() &&
+        read_ec != http::error::end_of_stream && read_ec != http::error::partial_message) {
+      return Internal(what + ": malformed response: " + read_ec.message());
+    }
+    return Unavailable(what + ": " + read_ec.message());
+  }
+}
+
+}  // namespace corral::net

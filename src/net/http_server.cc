@@ -1,0 +1,580 @@
+#include "net/http_server.h"
+
+// <utility> before any Boost.Asio header: Boost 1.74's awaitable.hpp needs std::exchange.
+#include <utility>
+
+#include <pthread.h>
+
+#include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <condition_variable>
+#include <cstdio>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "net/url.h"
+
+namespace corral::net {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+// After a response that ends the connection (or a rejected request) the server
+// half-closes and reads until the client closes, for at most this long and this much:
+// closing with unread input would send a RST that can destroy the response in flight.
+constexpr auto kLingerTime = std::chrono::seconds(2);
+constexpr size_t kLingerMaxBytes = 64u << 20;
+// While a response is pending, bytes the client sends (a pipelined request) are buffered
+// up to this much; past it the server stops watching the socket until it has answered.
+constexpr size_t kWatchMaxBuffered = 64u << 10;
+// How long Stop() lets the I/O threads finish closing before it stops them outright.
+constexpr auto kStopGrace = std::chrono::seconds(3);
+
+std::string EndpointString(const tcp::endpoint& ep) {
+  const auto addr = ep.address();
+  const std::string a = addr.is_v6() ? "[" + addr.to_string() + "]" : addr.to_string();
+  return a + ":" + std::to_string(ep.port());
+}
+
+bool IsHttpParseError(const error_code& ec) {
+  return ec.category() == http::make_error_code(http::error::bad_method).category();
+}
+
+// Boost 1.74's beast::string_view is boost::string_view, not std::string_view.
+std::string_view SV(boost::beast::string_view s) { return {s.data(), s.size()}; }
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool HasCrLf(std::string_view s) { return s.find_first_of("\r\n") != std::string_view::npos; }
+
+HttpRequest ToHttpRequest(http::request<http::string_body>&& r, const std::string& remote) {
+  HttpRequest out;
+  out.method = std::string(SV(r.method_string()));
+  out.target = std::string(SV(r.target()));
+  const auto q = out.target.find('?');
+  out.path = UrlDecode(std::string_view(out.target).substr(0, q), /*plus_as_space=*/false);
+  if (q != std::string::npos) out.query = ParseQuery(std::string_view(out.target).substr(q + 1));
+  for (const auto& field : r) {
+    std::string name = Lower(SV(field.name_string()));
+    auto [it, inserted] = out.headers.try_emplace(std::move(name), std::string(SV(field.value())));
+    if (!inserted) {
+      it->second += ", ";
+      it->second += SV(field.value());
+    }
+  }
+  out.body = std::move(r.body());
+  out.remote = remote;
+  return out;
+}
+
+}  // namespace
+
+class Session;
+class Listener;
+
+// Guards posting into the io_context from foreign threads (Responders): Stop() closes it
+// first, so no Responder touches a session or the io_context once stopping has begun.
+struct Gate {
+  std::mutex mu;
+  bool open = true;  // GUARDED_BY(mu)
+};
+
+struct HttpServer::Impl {
+  Handler handler;
+  HttpServerOptions options;
+  std::shared_ptr<Gate> gate = std::make_shared<Gate>();
+
+  // Declared before ioc: sessions destroyed while the io_context is torn down
+  // deregister themselves here.
+  mutable std::mutex mu;
+  bool stopping = false;                                     // GUARDED_BY(mu)
+  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;  // GUARDED_BY(mu)
+  int running_threads = 0;                                   // GUARDED_BY(mu)
+  std::condition_variable threads_done;
+
+  asio::io_context ioc;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  std::vector<std::shared_ptr<Listener>> listeners;  // owner thread only
+  std::vector<std::thread> threads;                  // owner thread only
+  bool started = false;                              // owner thread only
+  bool stopped = false;                              // owner thread only
+
+  explicit Impl(Handler h, HttpServerOptions o) : handler(std::move(h)), options(o) {}
+
+  // Called on an accepting strand. Returns false when the server is stopping.
+  bool Register(const std::shared_ptr<Session>& s);
+  void Deregister(Session* s) {
+    std::lock_guard<std::mutex> lock(mu);
+    sessions.erase(s);
+  }
+};
+
+// One accepted connection. Lives as long as an operation or a pending response holds
+// it; all its state is touched only on its strand.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(HttpServer::Impl* server, tcp::socket socket)
+      : server_(server), strand_(socket.get_executor()), stream_(std::move(socket)) {
+    error_code ec;
+    const auto ep = stream_.socket().remote_endpoint(ec);
+    if (!ec) remote_ = EndpointString(ep);
+  }
+  ~Session() { server_->Deregister(this); }
+
+  void Start() {
+    asio::dispatch(strand_, [self = shared_from_this()] { self->ReadHeader(); });
+  }
+  // Any thread.
+  void Close() {
+    asio::post(strand_, [self = shared_from_this()] { self->CloseNow(); });
+  }
+  // Any thread, at most once per request (the ResponderState guarantees it).
+  void PostResponse(uint64_t seq, HttpResponse response) {
+    asio::post(strand_, [self = shared_from_this(), seq, r = std::move(response)]() mutable {
+      self->Deliver(seq, std::move(r));
+    });
+  }
+
+ private:
+  enum class AfterWatch { kNothing, kReadNext, kLinger };
+
+  const HttpServerOptions& opts() const { return server_->options; }
+
+  void ReadHeader() {
+    if (closed_) return;
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(opts().max_header_bytes));
+    parser_->body_limit(opts().max_body_bytes);
+    stream_.expires_after(opts().read_timeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&Session::OnHeader, shared_from_this()));
+  }
+
+  void OnHeader(error_code ec, size_t) {
+    if (closed_) return;
+    if (ec) return OnReadError(ec);
+    const auto& req = parser_->get();
+    if (req.version() >= 11 && beast::iequals(req[http::field::expect], "100-continue")) {
+      continue_.emplace(http::status::continue_, req.version());
+      stream_.expires_after(opts().write_timeout);
+      http::async_write(stream_, *continue_, [self = shared_from_this()](error_code ec2, size_t) {
+        if (self->closed_) return;
+        if (ec2) return self->CloseNow();
+        self->ReadBody();
+      });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    stream_.expires_after(opts().read_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+  }
+
+  void OnReadError(const error_code& ec) {
+    if (ec == http::error::body_limit) {
+      return Reject(413, "payload_too_large",
+                    "request body exceeds the limit of " + std::to_string(opts().max_body_bytes) +
+                        " bytes");
+    }
+    if (ec == http::error::header_limit) {
+      return Reject(431, "headers_too_large",
+                    "request headers exceed the limit of " +
+                        std::to_string(opts().max_header_bytes) + " bytes");
+    }
+    // A client that closed between requests, a read timeout or a socket error: nothing
+    // to answer.
+    if (ec == http::error::end_of_stream || !IsHttpParseError(ec)) return CloseNow();
+    if (ec == http::error::partial_message) return CloseNow();
+    Reject(400, "bad_request", "malformed HTTP request: " + ec.message());
+  }
+
+  void OnRead(error_code ec, size_t) {
+    if (closed_) return;
+    if (ec) return OnReadError(ec);
+    auto msg = parser_->release();
+    parser_.reset();
+    keep_alive_ = msg.keep_alive();
+    version_ = msg.version();
+    ++seq_;
+    pending_ = true;
+    hold_ = shared_from_this();  // a held request keeps its connection until answered
+    stream_.expires_never();
+    Watch();
+    InvokeHandler(ToHttpRequest(std::move(msg), remote_));
+  }
+
+  void InvokeHandler(HttpRequest req);  // below: needs ResponderState
+
+  // While the response is pending, keep a read outstanding so that a client that goes
+  // away is noticed (and its socket freed) without waiting for the handler.
+  void Watch() {
+    if (closed_ || watching_ || buffer_.size() >= kWatchMaxBuffered) return;
+    watching_ = true;
+    stream_.async_read_some(buffer_.prepare(4096),
+                            beast::bind_front_handler(&Session::OnWatch, shared_from_this()));
+  }
+
+  void OnWatch(error_code ec, size_t n) {
+    watching_ = false;
+    buffer_.commit(n);
+    if (closed_) return;
+    if (ec && ec != asio::error::operation_aborted) return CloseNow();  // client gone
+    const AfterWatch next = std::exchange(after_watch_, AfterWatch::kNothing);
+    switch (next) {
+      case AfterWatch::kReadNext:
+        return ReadHeader();
+      case AfterWatch::kLinger:
+        return Linger();
+      case AfterWatch::kNothing:
+        break;
+    }
+    if (pending_ || writing_) Watch();
+  }
+
+  void Deliver(uint64_t seq, HttpResponse r) {
+    if (closed_ || !pending_ || seq != seq_) return;
+    pending_ = false;
+    auto self = std::exchange(hold_, nullptr);
+    Write(std::move(r));
+  }
+
+  void Reject(int status, std::string code, std::string message) {
+    keep_alive_ = false;
+    version_ = 11;
+    Write(JsonError(status, std::move(code), std::move(message)));
+  }
+
+  void Write(HttpResponse r) {
+    int status = r.status;
+    if (status < 100 || status > 999) status = 500;
+    res_ = {};
+    res_.version(version_);
+    res_.result(static_cast<unsigned>(status));
+    res_.set(http::field::server, "corral");
+    for (const auto& [name, value] : r.headers) {
+      const std::string lname = Lower(name);
+      if (lname == "content-length" || lname == "connection" || lname == "transfer-encoding" ||
+          lname.empty() || HasCrLf(name) || HasCrLf(value)) {
+        continue;  // ours to set; CR/LF would allow header injection
+      }
+      res_.set(name, value);
+    }
+    if (!r.content_type.empty() && !HasCrLf(r.content_type)) {
+      res_.set(http::field::content_type, r.content_type);
+    }
+    const bool bodyless = status < 200 || status == 204 || status == 304;
+    if (!bodyless) res_.body() = std::move(r.body);
+    res_.keep_alive(keep_alive_);
+    res_.prepare_payload();
+    writing_ = true;
+    stream_.expires_after(opts().write_timeout);
+    http::async_write(stream_, res_, beast::bind_front_handler(&Session::OnWrite, shared_from_this()));
+  }
+
+  void OnWrite(error_code ec, size_t) {
+    writing_ = false;
+    if (closed_) return;
+    if (ec) return CloseNow();
+    const AfterWatch next = keep_alive_ ? AfterWatch::kReadNext : AfterWatch::kLinger;
+    if (watching_) {
+      after_watch_ = next;
+      error_code ignored;
+      stream_.socket().cancel(ignored);  // only the watch read is outstanding
+      return;
+    }
+    if (next == AfterWatch::kReadNext) return ReadHeader();
+    Linger();
+  }
+
+  void Linger() {
+    error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    linger_deadline_ = std::chrono::steady_clock::now() + kLingerTime;
+    Drain();
+  }
+
+  void Drain() {
+    if (closed_) return;
+    stream_.expires_at(linger_deadline_);
+    buffer_.clear();
+    stream_.async_read_some(buffer_.prepare(16384), [self = shared_from_this()](error_code ec, size_t n) {
+      self->drained_ += n;
+      if (ec || self->drained_ > kLingerMaxBytes) return self->CloseNow();
+      self->Drain();
+    });
+  }
+
+  void CloseNow() {
+    if (closed_) return;
+    closed_ = true;
+    pending_ = false;
+    error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+    hold_.reset();  // may be the last reference but for the running handler's own
+  }
+
+  HttpServer::Impl* const server_;
+  const asio::any_io_executor strand_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::string remote_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::response<http::empty_body>> continue_;
+  http::response<http::string_body> res_;
+  unsigned version_ = 11;
+  bool keep_alive_ = true;
+  uint64_t seq_ = 0;       // the request being answered; a stale Responder never matches
+  bool pending_ = false;   // the handler has not answered yet
+  bool writing_ = false;
+  bool watching_ = false;  // a Watch() read is outstanding
+  bool closed_ = false;
+  AfterWatch after_watch_ = AfterWatch::kNothing;
+  std::shared_ptr<Session> hold_;  // self-reference while a response is pending
+  std::chrono::steady_clock::time_point linger_deadline_;
+  size_t drained_ = 0;
+};
+
+// Shared by all copies of one Responder. Answers at most once; answers 500 if dropped.
+class ResponderState {
+ public:
+  ResponderState(std::shared_ptr<Gate> gate, std::weak_ptr<Session> session, uint64_t seq)
+      : gate_(std::move(gate)), session_(std::move(session)), seq_(seq) {}
+  ~ResponderState() {
+    if (!done_.load(std::memory_order_acquire)) {
+      Send(JsonError(500, "internal", "the server dropped the request without answering"));
+    }
+  }
+  ResponderState(const ResponderState&) = delete;
+  ResponderState& operator=(const ResponderState&) = delete;
+
+  void Send(HttpResponse r) {
+    if (done_.exchange(true, std::memory_order_acq_rel)) return;
+    std::lock_guard<std::mutex> lock(gate_->mu);
+    if (!gate_->open) return;
+    if (auto s = session_.lock()) s->PostResponse(seq_, std::move(r));
+  }
+
+ private:
+  std::shared_ptr<Gate> gate_;
+  std::weak_ptr<Session> session_;
+  const uint64_t seq_;
+  std::atomic<bool> done_{false};
+};
+
+void Session::InvokeHandler(HttpRequest req) {
+  auto state = std::make_shared<ResponderState>(server_->gate, weak_from_this(), seq_);
+  Responder responder = [state](HttpResponse r) { state->Send(std::move(r)); };
+  try {
+    server_->handler(std::move(req), std::move(responder));
+  } catch (const std::exception& e) {
+    state->Send(JsonError(500, "internal", std::string("handler failed: ") + e.what()));
+  } catch (...) {
+    state->Send(JsonError(500, "internal", "handler failed"));
+  }
+}
+
+// Accepts connections on one address, each onto its own strand.
+class Listener : public std::enable_shared_from_this<Listener> {
+ public:
+  Listener(HttpServer::Impl* server, tcp::acceptor acceptor)
+      : server_(server), acceptor_(std::move(acceptor)), retry_(acceptor_.get_executor()) {}
+
+  void Start() {
+    asio::dispatch(acceptor_.get_executor(), [self = shared_from_this()] { self->Accept(); });
+  }
+  // Any thread.
+  void Close() {
+    asio::post(acceptor_.get_executor(), [self = shared_from_this()] { self->CloseNow(); });
+  }
+  // Only when no I/O thread runs.
+  void CloseNow() {
+    closed_ = true;
+    error_code ignored;
+    acceptor_.close(ignored);
+    retry_.cancel();
+  }
+  int port() const { return acceptor_.local_endpoint().port(); }
+
+ private:
+  void Accept() {
+    if (closed_) return;
+    acceptor_.async_accept(asio::make_strand(server_->ioc),
+                           beast::bind_front_handler(&Listener::OnAccept, shared_from_this()));
+  }
+
+  void OnAccept(error_code ec, tcp::socket socket) {
+    if (closed_) return;
+    if (ec) {
+      if (ec == asio::error::operation_aborted) return;
+      // EMFILE and friends: back off instead of spinning; the listen queue holds clients.
+      std::fprintf(stderr, "corral http: accept failed: %s\n", ec.message().c_str());
+      retry_.expires_after(std::chrono::milliseconds(100));
+      retry_.async_wait([self = shared_from_this()](error_code wait_ec) {
+        if (!wait_ec) self->Accept();
+      });
+      return;
+    }
+    error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    auto session = std::make_shared<Session>(server_, std::move(socket));
+    if (server_->Register(session)) session->Start();
+    Accept();
+  }
+
+  HttpServer::Impl* const server_;
+  tcp::acceptor acceptor_;
+  asio::steady_timer retry_;
+  bool closed_ = false;
+};
+
+bool HttpServer::Impl::Register(const std::shared_ptr<Session>& s) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (stopping) return false;  // the session closes as it is dropped
+  sessions.emplace(s.get(), s);
+  return true;
+}
+
+HttpServer::HttpServer(Handler handler, int io_threads)
+    : HttpServer(std::move(handler), HttpServerOptions{.io_threads = io_threads}) {}
+
+HttpServer::HttpServer(Handler handler, HttpServerOptions options)
+    : impl_(std::make_shared<Impl>(std::move(handler), options)) {
+  CORRAL_CHECK(options.io_threads >= 1, "HttpServer needs at least one I/O thread");
+  CORRAL_CHECK(impl_->handler != nullptr, "HttpServer needs a handler");
+}
+
+HttpServer::~HttpServer() { Stop(); }
+
+Result<int> HttpServer::Listen(const std::string& host, int port) {
+  Impl& s = *impl_;
+  CORRAL_CHECK(!s.stopped, "Listen after Stop");
+  if (port < 0 || port > 65535) {
+    return InvalidArgument("listen port " + std::to_string(port) + " is not in 0..65535");
+  }
+  const std::string where = host + ":" + std::to_string(port);
+  error_code ec;
+  tcp::endpoint endpoint;
+  const auto addr = asio::ip::make_address(host, ec);
+  if (!ec) {
+    endpoint = tcp::endpoint(addr, static_cast<unsigned short>(port));
+  } else {
+    // A name (e.g. "localhost"): resolve synchronously (no resolver thread), first match.
+    tcp::resolver resolver(s.ioc);
+    auto results = resolver.resolve(host, std::to_string(port), tcp::resolver::passive, ec);
+    if (ec || results.empty()) {
+      return Unavailable("cannot listen on " + where + ": cannot resolve host: " +
+                         (ec ? ec.message() : "no addresses"));
+    }
+    endpoint = results.begin()->endpoint();
+  }
+  tcp::acceptor acceptor(asio::make_strand(s.ioc));
+  auto fail = [&](const char* step) -> Status {
+    return Unavailable("cannot listen on " + where + ": " + step + ": " + ec.message());
+  };
+  acceptor.open(endpoint.protocol(), ec);
+  if (ec) return fail("open");
+  acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (ec) return fail("SO_REUSEADDR");
+  acceptor.bind(endpoint, ec);
+  if (ec) return fail("bind");
+  acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return fail("listen");
+  auto listener = std::make_shared<Listener>(impl_.get(), std::move(acceptor));
+  s.listeners.push_back(listener);
+  if (s.started) listener->Start();
+  return listener->port();
+}
+
+void HttpServer::Start() {
+  Impl& s = *impl_;
+  if (s.started || s.stopped) return;
+  s.started = true;
+  s.work.emplace(s.ioc.get_executor());
+  for (const auto& l : s.listeners) l->Start();
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.running_threads = s.options.io_threads;
+  }
+  for (int i = 0; i < s.options.io_threads; ++i) {
+    s.threads.emplace_back([&s, i] {
+      const std::string name = "corral-http-" + std::to_string(i);
+      pthread_setname_np(pthread_self(), name.c_str());
+      for (;;) {
+        try {
+          s.ioc.run();
+          break;
+        } catch (const std::exception& e) {  // a bug in a completion handler; keep serving
+          std::fprintf(stderr, "corral http: I/O thread caught: %s\n", e.what());
+        }
+      }
+      std::lock_guard<std::mutex> lock(s.mu);
+      --s.running_threads;
+      s.threads_done.notify_all();
+    });
+  }
+}
+
+void HttpServer::Stop() {
+  Impl& s = *impl_;
+  if (s.stopped) return;
+  s.stopped = true;
+  {
+    std::lock_guard<std::mutex> lock(s.gate->mu);
+    s.gate->open = false;  // from here on Responders are no-ops
+  }
+  std::vector<std::shared_ptr<Session>> sessions;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.stopping = true;
+    for (auto& [ptr, weak] : s.sessions) {
+      if (auto session = weak.lock()) sessions.push_back(std::move(session));
+    }
+  }
+  if (!s.started) {
+    for (const auto& l : s.listeners) l->CloseNow();
+    s.listeners.clear();
+    return;
+  }
+  for (const auto& l : s.listeners) l->Close();
+  for (const auto& session : sessions) session->Close();
+  sessions.clear();
+  s.work.reset();
+  {
+    // Let the threads run the closes to completion; whatever is still queued after the
+    // grace period is destroyed with the io_context.
+    std::unique_lock<std::mutex> lock(s.mu);
+    s.threads_done.wait_for(lock, kStopGrace, [&s] { return s.running_threads == 0; });
+  }
+  s.ioc.stop();
+  for (auto& t : s.threads) t.join();
+  s.threads.clear();
+  s.listeners.clear();
+}
+
+size_t HttpServer::ConnectionCount() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->sessions.size();
+}
+
+}  // namespace corral::net

@@ -1,0 +1,67 @@
+// HttpServer: an asynchronous HTTP/1.1 server (Boost.Beast) with keep-alive, on a small
+// fixed pool of I/O threads. Owned by the process that serves (the head); one instance
+// may listen on several addresses.
+//
+// Threading: the Handler runs on an I/O thread, never two at once for one connection.
+// It may keep the Responder and call it later from any thread: a held request (a
+// long-poll) costs a socket and a few hundred bytes, not a thread, so thousands can wait.
+// While a response is pending the connection has no read timeout, and the server keeps
+// watching the socket: if the client disconnects, the connection is closed at once and
+// the Responder becomes a no-op.
+//
+// Lifecycle: construct, Listen() one or more times, Start(), ..., Stop() (or destroy).
+// Listen/Start/Stop are called from the owning thread, not from a Handler.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "net/http.h"
+
+namespace corral::net {
+
+struct HttpServerOptions {
+  int io_threads = 2;
+  size_t max_body_bytes = 8u << 20;   // larger -> 413
+  size_t max_header_bytes = 16u << 10;  // larger -> 431
+  // Time to receive a whole request header once the connection is idle, and again for
+  // its body; an idle keep-alive connection is closed after it. Not applied while a
+  // response is pending (long-polls wait as long as the handler takes).
+  std::chrono::milliseconds read_timeout{30'000};
+  std::chrono::milliseconds write_timeout{30'000};  // to send one response
+};
+
+class HttpServer {
+ public:
+  // REQUIRES: io_threads >= 1.
+  explicit HttpServer(Handler handler, int io_threads = 2);
+  HttpServer(Handler handler, HttpServerOptions options);
+  ~HttpServer();  // Stop()s
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds and listens on host:port (port 0: an ephemeral port). Returns the bound port.
+  // REQUIRES: before Start().
+  Result<int> Listen(const std::string& host, int port);
+
+  // Starts the I/O threads and begins accepting. Idempotent.
+  void Start();
+
+  // Graceful stop: closes the listeners and every connection (held requests get no
+  // answer; their Responders become no-ops), then joins the I/O threads. Idempotent;
+  // after it, the server cannot be restarted.
+  void Stop();
+
+  // Number of open connections (for metrics and tests). Any thread.
+  size_t ConnectionCount() const;
+
+  struct Impl;  // public only so that the .cc's session classes can name it
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace corral::net

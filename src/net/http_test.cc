@@ -1,0 +1,531 @@
+// HttpServer + HttpClient over real sockets on 127.0.0.1.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <gtest/gtest.h>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
+
+#include "net/http.h"
+#include "net/http_client.h"
+#include "net/http_server.h"
+
+namespace corral::net {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr auto kTimeout = 5s;
+
+// Holds Responders that a test answers later, from its own thread.
+class Held {
+ public:
+  void Add(HttpRequest req, Responder r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    reqs_.push_back(std::move(req));
+    responders_.push_back(std::move(r));
+    cv_.notify_all();
+  }
+  bool WaitFor(size_t n, std::chrono::milliseconds timeout = 5s) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return responders_.size() >= n; });
+  }
+  std::vector<Responder> Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(responders_, {});
+  }
+  std::vector<HttpRequest> Requests() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return reqs_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<HttpRequest> reqs_;
+  std::vector<Responder> responders_;
+};
+
+HttpResponse Text(int status, std::string body) {
+  HttpResponse r;
+  r.status = status;
+  r.content_type = "text/plain";
+  r.body = std::move(body);
+  return r;
+}
+
+// Echoes the request as JSON; /hold/... is kept in `held`; /drop is dropped unanswered.
+Handler EchoHandler(Held* held = nullptr) {
+  return [held](HttpRequest req, Responder respond) {
+    if (req.path.rfind("/hold", 0) == 0 && held != nullptr) return held->Add(std::move(req), std::move(respond));
+    if (req.path == "/drop") return;
+    if (req.path == "/missing") return respond(JsonError(404, "not_found", "no such thing: " + req.path));
+    nlohmann::json j;
+    j["method"] = req.method;
+    j["target"] = req.target;
+    j["path"] = req.path;
+    j["query"] = req.query;
+    j["headers"] = req.headers;
+    j["body"] = req.body;
+    j["remote"] = req.remote;
+    j["token"] = req.BearerToken();
+    HttpResponse r;
+    r.body = j.dump();
+    r.headers["X-Corral-Test"] = "yes";
+    respond(std::move(r));
+  };
+}
+
+struct TestServer {
+  explicit TestServer(Handler h, HttpServerOptions o = {}) : server(std::move(h), o) {
+    auto p = server.Listen("127.0.0.1", 0);
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    port = p.ok() ? *p : 0;
+    server.Start();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
+  HttpServer server;
+  int port = 0;
+};
+
+bool WaitUntil(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 5s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+// A raw blocking socket, for what HttpClient will not send.
+class RawConn {
+ public:
+  explicit RawConn(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    timeval tv{.tv_sec = 5, .tv_usec = 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  }
+  ~RawConn() { Close(); }
+  void Close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  bool connected() const { return connected_; }
+  bool Send(std::string_view s) {
+    while (!s.empty()) {
+      const ssize_t n = ::send(fd_, s.data(), s.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      s.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+  }
+  // Reads until `needle` has been seen `count` times, or EOF/timeout; returns all read.
+  std::string ReadUntil(std::string_view needle, int count = 1) {
+    while (Count(needle) < count) {
+      char buf[4096];
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      data_.append(buf, static_cast<size_t>(n));
+    }
+    return data_;
+  }
+  // True when the server closed the connection (recv returns 0) within the timeout.
+  bool ReadsEof() {
+    char buf[4096];
+    for (;;) {
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n == 0) return true;
+      if (n < 0) return errno == ECONNRESET;
+      data_.append(buf, static_cast<size_t>(n));
+    }
+  }
+  const std::string& data() const { return data_; }
+
+ private:
+  int Count(std::string_view needle) const {
+    int c = 0;
+    for (size_t pos = data_.find(needle); pos != std::string::npos; pos = data_.find(needle, pos + 1)) ++c;
+    return c;
+  }
+  int fd_ = -1;
+  bool connected_ = false;
+  std::string data_;
+};
+
+TEST(HttpTest, RoundTripMethodPathQueryHeadersBody) {
+  TestServer ts(EchoHandler());
+  HttpClient client(ts.url(), "s3cret-token");
+  auto r = client.Request("PUT", "/v1/jobs/a%20b?state=running&owner=al+ice&x=%26", R"({"k":1})", kTimeout,
+                          {{"X-Extra", "42"}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->content_type, "application/json");
+  EXPECT_EQ(r->headers["x-corral-test"], "yes");
+  EXPECT_EQ(r->headers["server"], "corral");
+  auto j = nlohmann::json::parse(r->body);
+  EXPECT_EQ(j["method"], "PUT");
+  EXPECT_EQ(j["target"], "/v1/jobs/a%20b?state=running&owner=al+ice&x=%26");
+  EXPECT_EQ(j["path"], "/v1/jobs/a b");
+  EXPECT_EQ(j["query"]["state"], "running");
+  EXPECT_EQ(j["query"]["owner"], "al ice");
+  EXPECT_EQ(j["query"]["x"], "&");
+  EXPECT_EQ(j["headers"]["x-extra"], "42");
+  EXPECT_EQ(j["headers"]["content-type"], "application/json");
+  EXPECT_EQ(j["headers"]["authorization"], "Bearer s3cret-token");
+  EXPECT_EQ(j["token"], "s3cret-token");
+  EXPECT_EQ(j["body"], R"({"k":1})");
+  EXPECT_EQ(j["remote"].get<std::string>().rfind("127.0.0.1:", 0), 0u);
+}
+
+TEST(HttpTest, BaseUrlPathPrefixAndNoToken) {
+  TestServer ts(EchoHandler());
+  HttpClient client(ts.url() + "/corral/", "");
+  auto r = client.Get("v1/x", kTimeout);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto j = nlohmann::json::parse(r->body);
+  EXPECT_EQ(j["path"], "/corral/v1/x");
+  EXPECT_FALSE(j["headers"].contains("authorization"));
+  EXPECT_EQ(j["token"], "");
+}
+
+TEST(HttpTest, BearerTokenParsing) {
+  HttpRequest req;
+  EXPECT_EQ(req.BearerToken(), "");
+  req.headers["authorization"] = "Bearer abc.def";
+  EXPECT_EQ(req.BearerToken(), "abc.def");
+  req.headers["authorization"] = "  bearer \t tok  ";
+  EXPECT_EQ(req.BearerToken(), "tok");
+  req.headers["authorization"] = "BEARER x";
+  EXPECT_EQ(req.BearerToken(), "x");
+  req.headers["authorization"] = "Basic dXNlcjpwYXNz";
+  EXPECT_EQ(req.BearerToken(), "");
+  req.headers["authorization"] = "Bearer";
+  EXPECT_EQ(req.BearerToken(), "");
+  req.headers["authorization"] = "Bearerx y";
+  EXPECT_EQ(req.BearerToken(), "");
+}
+
+TEST(HttpTest, JsonErrorShape) {
+  auto e = JsonError(404, "not_found", "job \"7\" \xff not found");
+  EXPECT_EQ(e.status, 404);
+  EXPECT_EQ(e.content_type, "application/json");
+  auto j = nlohmann::json::parse(e.body);
+  EXPECT_EQ(j["error"]["code"], "not_found");
+  EXPECT_NE(j["error"]["message"].get<std::string>().find("job \"7\""), std::string::npos);
+}
+
+TEST(HttpTest, HandlerErrorRepliesReachTheClient) {
+  TestServer ts(EchoHandler());
+  HttpClient client(ts.url(), "t");
+  auto r = client.Get("/missing", kTimeout);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 404);
+  auto j = nlohmann::json::parse(r->body);
+  EXPECT_EQ(j["error"]["code"], "not_found");
+  EXPECT_EQ(j["error"]["message"], "no such thing: /missing");
+  // The connection survives an error reply.
+  ASSERT_TRUE(client.Get("/ok", kTimeout).ok());
+  EXPECT_EQ(client.connections_opened(), 1);
+}
+
+TEST(HttpTest, DroppedResponderAnswers500) {
+  TestServer ts(EchoHandler());
+  HttpClient client(ts.url(), "t");
+  auto r = client.Get("/drop", kTimeout);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 500);
+  EXPECT_EQ(nlohmann::json::parse(r->body)["error"]["code"], "internal");
+}
+
+TEST(HttpTest, ThrowingHandlerAnswers500) {
+  TestServer ts([](HttpRequest, Responder) { throw std::runtime_error("boom"); });
+  HttpClient client(ts.url(), "t");
+  auto r = client.Get("/", kTimeout);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 500);
+  EXPECT_NE(r->body.find("boom"), std::string::npos);
+}
+
+TEST(HttpTest, LargeBodyRejectedWith413) {
+  TestServer ts(EchoHandler());
+  HttpClient client(ts.url(), "t");
+  std::string big(9u << 20, 'x');  // default limit: 8 MiB
+  auto r = client.Post("/v1/jobs", big, kTimeout);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 413);
+  EXPECT_EQ(nlohmann::json::parse(r->body)["error"]["code"], "payload_too_large");
+  // A body just under the limit passes, on a new connection.
+  auto ok = client.Post("/v1/jobs", std::string(8u << 20, 'y'), kTimeout);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_EQ(nlohmann::json::parse(ok->body)["body"].get<std::string>().size(), 8u << 20);
+}
+
+TEST(HttpTest, OversizedHeaderRejectedWith431) {
+  HttpServerOptions o;
+  o.max_header_bytes = 1024;
+  TestServer ts(EchoHandler(), o);
+  HttpClient client(ts.url(), "t");
+  auto r = client.Request("GET", "/", "", kTimeout, {{"X-Big", std::string(2000, 'h')}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 431);
+}
+
+TEST(HttpTest, MalformedRequestGets400) {
+  TestServer ts(EchoHandler());
+  RawConn c(ts.port);
+  ASSERT_TRUE(c.connected());
+  ASSERT_TRUE(c.Send("THIS IS NOT HTTP\r\n\r\n"));
+  EXPECT_TRUE(c.ReadsEof());
+  EXPECT_EQ(c.data().rfind("HTTP/1.1 400", 0), 0u) << c.data();
+}
+
+TEST(HttpTest, KeepAliveReusesOneConnection) {
+  TestServer ts(EchoHandler());
+  HttpClient client(ts.url(), "t");
+  std::set<std::string> remotes;
+  for (int i = 0; i < 10; ++i) {
+    auto r = client.Post("/n?i=" + std::to_string(i), "{}", kTimeout);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    auto j = nlohmann::json::parse(r->body);
+    EXPECT_EQ(j["query"]["i"], std::to_string(i));
+    remotes.insert(j["remote"].get<std::string>());
+  }
+  EXPECT_EQ(client.connections_opened(), 1);
+  EXPECT_EQ(remotes.size(), 1u);  // the server saw one client port
+  EXPECT_EQ(ts.server.ConnectionCount(), 1u);
+}
+
+TEST(HttpTest, ReconnectsWhenServerClosedIdleConnection) {
+  HttpServerOptions o;
+  o.read_timeout = 150ms;  // the server drops idle keep-alive connections after this
+  TestServer ts(EchoHandler(), o);
+  HttpClient client(ts.url(), "t");
+  ASSERT_TRUE(client.Get("/a", kTimeout).ok());
+  ASSERT_TRUE(WaitUntil([&] { return ts.server.ConnectionCount() == 0; }));
+  auto r = client.Get("/b", kTimeout);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(client.connections_opened(), 2);
+}
+
+TEST(HttpTest, ResponderCalledLaterFromAnotherThread) {
+  Held held;
+  TestServer ts(EchoHandler(&held));
+  std::thread answerer([&] {
+    ASSERT_TRUE(held.WaitFor(1));
+    std::this_thread::sleep_for(100ms);
+    auto rs = held.Take();
+    rs[0](Text(202, "later"));
+    rs[0](Text(500, "twice"));  // a second call is ignored
+  });
+  HttpClient client(ts.url(), "t");
+  const auto start = std::chrono::steady_clock::now();
+  auto r = client.Get("/hold/1", kTimeout);
+  answerer.join();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 202);
+  EXPECT_EQ(r->body, "later");
+  EXPECT_EQ(r->content_type, "text/plain");
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 100ms);
+  // The connection carries on after a late answer.
+  auto next = client.Get("/x", kTimeout);
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->status, 200);
+  EXPECT_EQ(client.connections_opened(), 1);
+}
+
+TEST(HttpTest, HeldRequestOutlivesTheReadTimeout) {
+  HttpServerOptions o;
+  o.read_timeout = 100ms;
+  Held held;
+  TestServer ts(EchoHandler(&held), o);
+  std::thread answerer([&] {
+    ASSERT_TRUE(held.WaitFor(1));
+    std::this_thread::sleep_for(400ms);
+    held.Take()[0](Text(200, "long-poll"));
+  });
+  HttpClient client(ts.url(), "t");
+  auto r = client.Get("/hold/lp", kTimeout);
+  answerer.join();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->body, "long-poll");
+}
+
+TEST(HttpTest, SlowClientIsDisconnected) {
+  HttpServerOptions o;
+  o.read_timeout = 150ms;
+  TestServer ts(EchoHandler(), o);
+  RawConn c(ts.port);
+  ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\nHost: x\r\n"));  // never finishes the header
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(c.ReadsEof());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+  EXPECT_TRUE(WaitUntil([&] { return ts.server.ConnectionCount() == 0; }));
+}
+
+TEST(HttpTest, ResponderAfterClientWentAwayIsANoOp) {
+  Held held;
+  TestServer ts(EchoHandler(&held));
+  {
+    RawConn c(ts.port);
+    ASSERT_TRUE(c.Send("GET /hold/gone HTTP/1.1\r\nHost: x\r\n\r\n"));
+    ASSERT_TRUE(held.WaitFor(1));
+    EXPECT_EQ(ts.server.ConnectionCount(), 1u);
+  }  // the client closes
+  // The server notices the disconnect while the request is still held.
+  EXPECT_TRUE(WaitUntil([&] { return ts.server.ConnectionCount() == 0; }));
+  auto rs = held.Take();
+  std::thread t([&] { rs[0](Text(200, "nobody listens")); });
+  t.join();
+  rs.clear();
+  // The server still serves.
+  HttpClient client(ts.url(), "t");
+  auto r = client.Get("/x", kTimeout);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+}
+
+TEST(HttpTest, ResponderAfterStopIsANoOp) {
+  Held held;
+  std::vector<Responder> rs;
+  {
+    TestServer ts(EchoHandler(&held));
+    RawConn c(ts.port);
+    ASSERT_TRUE(c.Send("GET /hold/stop HTTP/1.1\r\nHost: x\r\n\r\n"));
+    ASSERT_TRUE(held.WaitFor(1));
+    const auto start = std::chrono::steady_clock::now();
+    ts.server.Stop();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+    EXPECT_TRUE(c.ReadsEof());  // the held connection was closed
+    rs = held.Take();
+    rs[0](Text(200, "after stop"));
+  }  // server destroyed
+  std::thread t([&] { rs.clear(); });  // dropping it after destruction: no 500 attempt crashes
+  t.join();
+}
+
+TEST(HttpTest, PipelinedRequestsAnsweredInOrder) {
+  Held held;
+  TestServer ts(EchoHandler(&held));
+  RawConn c(ts.port);
+  ASSERT_TRUE(c.Send("GET /hold/1 HTTP/1.1\r\nHost: x\r\n\r\nGET /second HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(held.WaitFor(1));
+  std::this_thread::sleep_for(50ms);  // the second request sits buffered meanwhile
+  held.Take()[0](Text(200, "first"));
+  const std::string got = c.ReadUntil("HTTP/1.1 200", 2);
+  ASSERT_NE(got.find("first"), std::string::npos) << got;
+  const auto second = got.find("/second");
+  ASSERT_NE(second, std::string::npos) << got;
+  EXPECT_LT(got.find("first"), second);
+}
+
+TEST(HttpTest, ExpectContinue) {
+  TestServer ts(EchoHandler());
+  RawConn c(ts.port);
+  ASSERT_TRUE(c.Send("POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"));
+  ASSERT_NE(c.ReadUntil("\r\n\r\n").find("HTTP/1.1 100 Continue"), std::string::npos) << c.data();
+  ASSERT_TRUE(c.Send("hello"));
+  const std::string got = c.ReadUntil("HTTP/1.1 200");
+  EXPECT_NE(got.find("HTTP/1.1 200"), std::string::npos) << got;
+}
+
+TEST(HttpTest, HttpTenCloseAfterResponse) {
+  TestServer ts(EchoHandler());
+  RawConn c(ts.port);
+  ASSERT_TRUE(c.Send("GET /old HTTP/1.0\r\n\r\n"));
+  EXPECT_TRUE(c.ReadsEof());
+  EXPECT_EQ(c.data().rfind("HTTP/1.0 200", 0), 0u) << c.data();
+  EXPECT_NE(c.data().find("/old"), std::string::npos);
+}
+
+TEST(HttpTest, ClientTimeoutIsUnavailable) {
+  Held held;
+  TestServer ts(EchoHandler(&held));
+  HttpClient client(ts.url(), "t");
+  const auto start = std::chrono::steady_clock::now();
+  auto r = client.Get("/hold/never", 200ms);
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kUnavailable);
+  EXPECT_NE(r.status().message().find(ts.url() + "/hold/never"), std::string::npos) << r.status().message();
+  EXPECT_GE(took, 200ms);
+  EXPECT_LT(took, 2s);
+  // The client recovers on a fresh connection.
+  auto ok = client.Get("/fine", kTimeout);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->status, 200);
+}
+
+TEST(HttpTest, ConnectionRefusedIsUnavailable) {
+  int port = 0;
+  {
+    HttpServer s(EchoHandler());
+    port = *s.Listen("127.0.0.1", 0);
+  }  // closed: nothing listens there now
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  HttpClient client(url, "t");
+  auto r = client.Get("/x", kTimeout);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kUnavailable);
+  EXPECT_NE(r.status().message().find(url), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("refused"), std::string::npos) << r.status().message();
+}
+
+TEST(HttpTest, BadUrlAndHttps) {
+  HttpClient bad("localhost:80", "t");
+  auto r = bad.Get("/", kTimeout);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+  HttpClient tls("https://127.0.0.1:1", "t");
+  auto t = tls.Get("/", kTimeout);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), ErrorCode::kFailedPrecondition);
+}
+
+TEST(HttpTest, ListenErrors) {
+  HttpServer a(EchoHandler());
+  auto p = a.Listen("127.0.0.1", 0);
+  ASSERT_TRUE(p.ok());
+  HttpServer b(EchoHandler());
+  auto again = b.Listen("127.0.0.1", *p);
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.status().message().find("127.0.0.1:" + std::to_string(*p)), std::string::npos);
+  EXPECT_FALSE(b.Listen("127.0.0.1", 70000).ok());
+  auto local = b.Listen("localhost", 0);
+  EXPECT_TRUE(local.ok()) << local.status().ToString();
+}
+
+TEST(HttpTest, ConcurrentClientsOnSeveralThreads) {
+  TestServer ts(EchoHandler(), HttpServerOptions{.io_threads = 2});
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      HttpClient client(ts.url(), "t");
+      for (int i = 0; i < 50; ++i) {
+        auto r = client.Post("/c?t=" + std::to_string(t), std::to_string(i), kTimeout);
+        if (r.ok() && r->status == 200 && nlohmann::json::parse(r->body)["body"] == std::to_string(i)) ++ok;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(ok.load(), 8 * 50);
+}
+
+}  // namespace
+}  // namespace corral::net
