@@ -1,0 +1,357 @@
+#include "api/api_service.h"
+
+#include <charconv>
+
+#include "core/codec.h"
+#include "core/spec.h"
+#include "head/tokens.h"
+#include "net/http_client.h"
+#include "net/url.h"
+
+namespace corral::api {
+namespace {
+
+using net::HttpRequest;
+using net::HttpResponse;
+using net::Responder;
+
+HttpResponse JsonResponse(int status, const Json& body) {
+  HttpResponse r;
+  r.status = status;
+  r.body = body.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return r;
+}
+
+int HttpStatusFor(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kOk: return 200;
+    case ErrorCode::kInvalidArgument: return 400;
+    case ErrorCode::kUnauthenticated: return 401;
+    case ErrorCode::kPermissionDenied: return 403;
+    case ErrorCode::kNotFound: return 404;
+    case ErrorCode::kAlreadyExists:
+    case ErrorCode::kFailedPrecondition: return 409;
+    case ErrorCode::kUnavailable: return 503;
+    case ErrorCode::kInternal: return 500;
+  }
+  return 500;
+}
+
+std::vector<std::string> SplitPath(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    if (j > i) parts.push_back(path.substr(i, j - i));
+    i = j + 1;
+  }
+  return parts;
+}
+
+bool ParseU64(const std::string& s, uint64_t* out) {
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return !s.empty() && r.ec == std::errc{} && r.ptr == s.data() + s.size();
+}
+
+Result<int64_t> QueryInt(const HttpRequest& req, const std::string& key, int64_t def, int64_t lo,
+                         int64_t hi) {
+  auto it = req.query.find(key);
+  if (it == req.query.end()) return def;
+  uint64_t v = 0;
+  if (!ParseU64(it->second, &v) || static_cast<int64_t>(v) < lo || static_cast<int64_t>(v) > hi) {
+    return InvalidArgument("query '" + key + "': got \"" + it->second + "\", want an integer from " +
+                           std::to_string(lo) + " to " + std::to_string(hi));
+  }
+  return static_cast<int64_t>(v);
+}
+
+Json NodeViewJson(const head::NodeView& v) {
+  Json j = ToJson(v.node);
+  j["gpus_used"] = v.gpus_used;
+  j["runs"] = v.runs;
+  return j;
+}
+
+Json QueueViewJson(const head::QueueView& v) {
+  Json j = ToJson(v.config);
+  j["used_gpus"] = v.used_gpus;
+  j["pending"] = v.pending;
+  j["running"] = v.running;
+  return j;
+}
+
+// Adapts a head callback to an HTTP answer.
+template <typename T, typename F>
+head::Head::Callback<T> Answer(Responder respond, F to_json, int ok_status = 200) {
+  return [respond = std::move(respond), to_json, ok_status](Result<T> r) {
+    if (!r.ok()) return respond(ErrorResponse(r.status()));
+    respond(JsonResponse(ok_status, to_json(*r)));
+  };
+}
+
+}  // namespace
+
+HttpResponse ErrorResponse(const Status& st) {
+  return net::JsonError(HttpStatusFor(st.code()), ErrorCodeName(st.code()), st.message());
+}
+
+ApiService::ApiService(head::Head* head)
+    : head_(head), blocking_(std::make_shared<BlockingPool>(4)) {}
+
+void ApiService::Handle(HttpRequest req, Responder respond) {
+  if (req.path == "/healthz") return respond(JsonResponse(200, Json{{"ok", true}}));
+  std::vector<std::string> parts = SplitPath(req.path);
+  if (parts.size() < 2 || parts[0] != "v1") {
+    return respond(ErrorResponse(NotFound("no such path: " + req.path)));
+  }
+  if (parts[1] == "agent") return HandleAgent(req, parts, std::move(respond));
+  if (!head::TokensEqual(req.BearerToken(), head_->tokens().admin)) {
+    return respond(ErrorResponse(Status(ErrorCode::kUnauthenticated,
+                                        "missing or invalid bearer token (see STATE_DIR/admin.token)")));
+  }
+  if (parts[1] == "jobs") return HandleJobs(req, parts, std::move(respond));
+  if (parts[1] == "nodes") return HandleNodes(req, parts, std::move(respond));
+  if (parts[1] == "queues") return HandleQueues(req, parts, std::move(respond));
+  respond(ErrorResponse(NotFound("no such path: " + req.path)));
+}
+
+void ApiService::HandleJobs(const HttpRequest& req, const std::vector<std::string>& parts,
+                            Responder respond) {
+  auto job_json = [](const Job& j) { return Json{{"job", ToJson(j)}}; };
+  if (parts.size() == 2 && req.method == "POST") {
+    Json body = Json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) {
+      return respond(ErrorResponse(InvalidArgument("body: want a JSON object {\"spec\": ..., \"user\": ...}")));
+    }
+    for (auto it = body.begin(); it != body.end(); ++it) {
+      if (it.key() != "spec" && it.key() != "user") {
+        return respond(ErrorResponse(InvalidArgument("unknown field '" + it.key() + "'; want spec, user")));
+      }
+    }
+    auto spec = ParseJobSpec(body.value("spec", Json()));
+    if (!spec.ok()) return respond(ErrorResponse(spec.status()));
+    std::string user;
+    if (auto u = body.find("user"); u != body.end()) {
+      if (!u->is_string()) return respond(ErrorResponse(InvalidArgument("field 'user': want a string")));
+      user = u->get<std::string>();
+    }
+    return head_->Submit(std::move(*spec), std::move(user),
+                         Answer<Job>(std::move(respond), job_json, 201));
+  }
+  if (parts.size() == 2 && req.method == "GET") {
+    head::JobFilter f;
+    if (auto it = req.query.find("state"); it != req.query.end() && !it->second.empty()) {
+      size_t i = 0;
+      const std::string& v = it->second;
+      while (i <= v.size()) {
+        size_t j = v.find(',', i);
+        if (j == std::string::npos) j = v.size();
+        std::string name = v.substr(i, j - i);
+        JobState st;
+        if (!ParseJobState(name, &st)) {
+          return respond(ErrorResponse(InvalidArgument(
+              "query 'state': got \"" + name +
+              "\", want pending, scheduled, running, succeeded, failed or cancelled")));
+        }
+        f.states.insert(st);
+        i = j + 1;
+      }
+    }
+    if (auto it = req.query.find("queue"); it != req.query.end()) f.queue = it->second;
+    if (auto it = req.query.find("user"); it != req.query.end()) f.user = it->second;
+    auto limit = QueryInt(req, "limit", 1000, 1, 100000);
+    auto after = QueryInt(req, "after", 0, 0, INT64_MAX);
+    if (!limit.ok()) return respond(ErrorResponse(limit.status()));
+    if (!after.ok()) return respond(ErrorResponse(after.status()));
+    f.limit = static_cast<int32_t>(*limit);
+    f.after = static_cast<JobId>(*after);
+    int32_t lim = f.limit;
+    return head_->ListJobs(f, Answer<std::vector<Job>>(std::move(respond), [lim](const std::vector<Job>& jobs) {
+      Json arr = Json::array();
+      for (const Job& j : jobs) arr.push_back(ToJson(j));
+      Json next = static_cast<int32_t>(jobs.size()) == lim && !jobs.empty() ? Json(jobs.back().id) : Json();
+      return Json{{"jobs", arr}, {"next_after", next}};
+    }));
+  }
+  uint64_t id = 0;
+  if (parts.size() >= 3 && !ParseU64(parts[2], &id)) {
+    return respond(ErrorResponse(InvalidArgument("job id: got \"" + parts[2] + "\", want a number")));
+  }
+  if (parts.size() == 3 && req.method == "GET") {
+    return head_->GetJob(id, Answer<Job>(std::move(respond), job_json));
+  }
+  if (parts.size() == 4 && parts[3] == "cancel" && req.method == "POST") {
+    return head_->Cancel(id, Answer<Job>(std::move(respond), job_json));
+  }
+  if (parts.size() == 4 && parts[3] == "logs" && req.method == "GET") {
+    return HandleLogs(id, req, std::move(respond));
+  }
+  respond(ErrorResponse(NotFound("no such path: " + req.method + " " + req.path)));
+}
+
+void ApiService::HandleLogs(JobId id, const HttpRequest& req, Responder respond) {
+  std::string stream = req.query.count("stream") ? req.query.at("stream") : "stdout";
+  if (stream != "stdout" && stream != "stderr") {
+    return respond(ErrorResponse(InvalidArgument("query 'stream': got \"" + stream + "\", want stdout or stderr")));
+  }
+  auto replica = QueryInt(req, "replica", 0, 0, 4095);
+  auto offset = QueryInt(req, "offset", 0, 0, INT64_MAX);
+  auto max = QueryInt(req, "max", 1 << 16, 1, 1 << 22);
+  for (const auto* r : {&replica, &offset, &max}) {
+    if (!r->ok()) return respond(ErrorResponse(r->status()));
+  }
+  head_->GetJob(id, [this, respond, stream, replica = *replica, offset = *offset,
+                     max = *max](Result<Job> job) mutable {
+    if (!job.ok()) return respond(ErrorResponse(job.status()));
+    const Run* run = nullptr;
+    for (auto it = job->runs.rbegin(); it != job->runs.rend(); ++it) {
+      if (!it->placement.empty()) {
+        run = &*it;
+        break;
+      }
+    }
+    std::string state = JobStateName(job->state);
+    if (!run) {
+      HttpResponse r;
+      r.content_type = "text/plain";
+      r.headers["X-Corral-Next-Offset"] = std::to_string(offset);
+      r.headers["X-Corral-Job-State"] = state;
+      return respond(std::move(r));
+    }
+    if (replica >= static_cast<int64_t>(run->placement.size())) {
+      return respond(ErrorResponse(InvalidArgument("query 'replica': the job has " +
+                                                   std::to_string(run->placement.size()) + " replica(s)")));
+    }
+    std::string node = run->placement[replica].node;
+    std::string run_id = ToString(RunId{job->id, run->attempt});
+    head_->ListNodes([this, respond, node, run_id, stream, replica, offset, max,
+                      state](Result<std::vector<head::NodeView>> nodes) mutable {
+      std::string address;
+      if (nodes.ok()) {
+        for (const auto& v : *nodes) {
+          if (v.node.name == node) address = v.node.address;
+        }
+      }
+      if (address.empty()) {
+        return respond(ErrorResponse(Unavailable("node " + node + " has no address for logs")));
+      }
+      std::string token = head_->tokens().join;
+      blocking_->Run([respond, address, token, run_id, stream, replica, offset, max, state] {
+        net::HttpClient client("http://" + address, token);
+        auto r = client.Get("/v1/runs/" + run_id + "/logs?" +
+                                net::EncodeQuery({{"replica", std::to_string(replica)},
+                                                  {"stream", stream},
+                                                  {"offset", std::to_string(offset)},
+                                                  {"max", std::to_string(max)}}),
+                            std::chrono::seconds(10));
+        if (!r.ok()) return respond(ErrorResponse(r.status()));
+        HttpResponse out;
+        out.status = r->status;
+        out.content_type = r->status == 200 ? "text/plain" : "application/json";
+        out.body = std::move(r->body);
+        auto next = r->headers.find("x-corral-next-offset");
+        out.headers["X-Corral-Next-Offset"] =
+            next != r->headers.end() ? next->second : std::to_string(offset);
+        out.headers["X-Corral-Job-State"] = state;
+        respond(std::move(out));
+      });
+    });
+  });
+}
+
+void ApiService::HandleNodes(const HttpRequest& req, const std::vector<std::string>& parts,
+                             Responder respond) {
+  if (parts.size() == 2 && req.method == "GET") {
+    return head_->ListNodes(Answer<std::vector<head::NodeView>>(
+        std::move(respond), [](const std::vector<head::NodeView>& nodes) {
+          Json arr = Json::array();
+          for (const auto& v : nodes) arr.push_back(NodeViewJson(v));
+          return Json{{"nodes", arr}};
+        }));
+  }
+  if (parts.size() == 4 && req.method == "POST" && (parts[3] == "drain" || parts[3] == "undrain")) {
+    return head_->SetDrain(parts[2], parts[3] == "drain",
+                           Answer<head::NodeView>(std::move(respond), [](const head::NodeView& v) {
+                             return Json{{"node", NodeViewJson(v)}};
+                           }));
+  }
+  respond(ErrorResponse(NotFound("no such path: " + req.method + " " + req.path)));
+}
+
+void ApiService::HandleQueues(const HttpRequest& req, const std::vector<std::string>& parts,
+                              Responder respond) {
+  if (parts.size() == 2 && req.method == "GET") {
+    return head_->ListQueues(Answer<std::vector<head::QueueView>>(
+        std::move(respond), [](const std::vector<head::QueueView>& qs) {
+          Json arr = Json::array();
+          for (const auto& q : qs) arr.push_back(QueueViewJson(q));
+          return Json{{"queues", arr}};
+        }));
+  }
+  if (parts.size() >= 3 && req.method == "PUT") {
+    std::string name;
+    for (size_t i = 2; i < parts.size(); ++i) name += (i > 2 ? "/" : "") + parts[i];
+    Json body = Json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) {
+      return respond(ErrorResponse(InvalidArgument("body: want a JSON object")));
+    }
+    QueueConfig q{name, 0, -1, 1.0};
+    for (auto it = body.begin(); it != body.end(); ++it) {
+      const std::string& k = it.key();
+      if (k == "quota_gpus" || k == "limit_gpus") {
+        int64_t lo = k == "limit_gpus" ? -1 : 0;
+        if (!it->is_number_integer() || it->get<int64_t>() < lo || it->get<int64_t>() > 10000000) {
+          return respond(ErrorResponse(InvalidArgument("field '" + k + "': got " + it->dump() +
+                                                       ", want an integer >= " + std::to_string(lo))));
+        }
+        (k == "quota_gpus" ? q.quota_gpus : q.limit_gpus) = it->get<int32_t>();
+      } else if (k == "weight") {
+        if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() > 1e6) {
+          return respond(ErrorResponse(InvalidArgument("field 'weight': got " + it->dump() +
+                                                       ", want a number > 0")));
+        }
+        q.weight = it->get<double>();
+      } else {
+        return respond(ErrorResponse(
+            InvalidArgument("unknown field '" + k + "'; want quota_gpus, limit_gpus, weight")));
+      }
+    }
+    if (q.limit_gpus >= 0 && q.limit_gpus < q.quota_gpus) {
+      return respond(ErrorResponse(InvalidArgument("field 'limit_gpus': " + std::to_string(q.limit_gpus) +
+                                                   " is below quota_gpus " + std::to_string(q.quota_gpus))));
+    }
+    return head_->SetQueue(q, Answer<QueueConfig>(std::move(respond), [](const QueueConfig& q) {
+                             return Json{{"queue", ToJson(q)}};
+                           }));
+  }
+  respond(ErrorResponse(NotFound("no such path: " + req.method + " " + req.path)));
+}
+
+void ApiService::HandleAgent(const HttpRequest& req, const std::vector<std::string>& parts,
+                             Responder respond) {
+  if (req.method != "POST" || parts.size() != 3) {
+    return respond(ErrorResponse(NotFound("no such path: " + req.method + " " + req.path)));
+  }
+  Json body = Json::parse(req.body, nullptr, false);
+  if (body.is_discarded()) return respond(ErrorResponse(InvalidArgument("body: not JSON")));
+  if (parts[2] == "register") {
+    if (!head::TokensEqual(req.BearerToken(), head_->tokens().join)) {
+      return respond(ErrorResponse(Status(ErrorCode::kUnauthenticated, "bad join token")));
+    }
+    auto r = RegisterRequestFromJson(body);
+    if (!r.ok()) return respond(ErrorResponse(r.status()));
+    return head_->Register(std::move(*r), Answer<RegisterResponse>(std::move(respond), [](const auto& x) {
+                             return ToJson(x);
+                           }));
+  }
+  if (parts[2] == "sync") {
+    auto r = SyncRequestFromJson(body);
+    if (!r.ok()) return respond(ErrorResponse(r.status()));
+    return head_->Sync(std::move(*r), req.BearerToken(),
+                       Answer<SyncResponse>(std::move(respond), [](const auto& x) { return ToJson(x); }));
+  }
+  respond(ErrorResponse(NotFound("no such path: " + req.path)));
+}
+
+}  // namespace corral::api

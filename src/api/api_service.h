@@ -1,0 +1,37 @@
+// The REST handlers of docs/api.md: authenticate, validate, turn a request into a head
+// command, and the head's answer into JSON. Owned by the head process; Handle() is called on
+// the HTTP server's I/O threads and never blocks (the head answers through callbacks).
+#pragma once
+
+#include <memory>
+
+#include "api/blocking_pool.h"
+#include "head/head.h"
+#include "net/http.h"
+
+namespace corral::api {
+
+class ApiService {
+ public:
+  explicit ApiService(head::Head* head);
+  void Handle(net::HttpRequest req, net::Responder respond);
+
+ private:
+  void HandleJobs(const net::HttpRequest& req, const std::vector<std::string>& parts,
+                  net::Responder respond);
+  void HandleLogs(JobId id, const net::HttpRequest& req, net::Responder respond);
+  void HandleNodes(const net::HttpRequest& req, const std::vector<std::string>& parts,
+                   net::Responder respond);
+  void HandleQueues(const net::HttpRequest& req, const std::vector<std::string>& parts,
+                    net::Responder respond);
+  void HandleAgent(const net::HttpRequest& req, const std::vector<std::string>& parts,
+                   net::Responder respond);
+
+  head::Head* head_;
+  std::shared_ptr<BlockingPool> blocking_;
+};
+
+// Maps a Status to its HTTP status and the JSON error body of docs/api.md.
+net::HttpResponse ErrorResponse(const Status& st);
+
+}  // namespace corral::api
