@@ -1,0 +1,249 @@
+#include "agent/gpu_probe.h"
+
+#include <dlfcn.h>
+
+#include <cctype>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+namespace corral::agent {
+namespace {
+
+// The few NVML types and entry points we use, declared here so that nvml.h is not needed.
+using nvmlReturn_t = int;
+constexpr nvmlReturn_t kNvmlSuccess = 0;
+struct nvmlDevice_st;
+using nvmlDevice_t = nvmlDevice_st*;
+struct nvmlMemory_t {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+struct nvmlPciInfo_t {  // nvmlPciInfo_v3
+  char bus_id_legacy[16];
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pci_device_id;
+  unsigned int pci_subsystem_id;
+  char bus_id[32];
+};
+constexpr unsigned kNvmlStringBuffer = 96;  // >= NVML_DEVICE_NAME_V2_BUFFER_SIZE, UUID size
+
+struct Nvml {
+  nvmlReturn_t (*init)() = nullptr;
+  nvmlReturn_t (*shutdown)() = nullptr;
+  const char* (*error_string)(nvmlReturn_t) = nullptr;  // optional
+  nvmlReturn_t (*count)(unsigned*) = nullptr;
+  nvmlReturn_t (*handle)(unsigned, nvmlDevice_t*) = nullptr;
+  nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned) = nullptr;
+  nvmlReturn_t (*uuid)(nvmlDevice_t, char*, unsigned) = nullptr;
+  nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
+  nvmlReturn_t (*numa)(nvmlDevice_t, unsigned*) = nullptr;       // optional (newer drivers)
+  nvmlReturn_t (*pci)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;  // optional
+
+  std::string Error(const char* call, nvmlReturn_t rc) const {
+    std::string text = error_string != nullptr ? error_string(rc) : "";
+    return std::string("NVML ") + call + " failed: error " + std::to_string(rc) +
+           (text.empty() ? "" : " (" + text + ")");
+  }
+};
+
+template <typename F>
+bool Resolve(void* lib, const char* symbol, F* out) {
+  *out = reinterpret_cast<F>(dlsym(lib, symbol));
+  return *out != nullptr;
+}
+
+// NUMA node of a PCI device from sysfs; NVML's bus id is "00000000:3B:00.0", sysfs'
+// "0000:3b:00.0".
+int32_t NumaFromSysfs(const char* nvml_bus_id) {
+  std::string id = nvml_bus_id;
+  auto colon = id.find(':');
+  if (colon == std::string::npos || colon < 4) return -1;
+  id = id.substr(colon - 4);
+  for (char& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::ifstream in("/sys/bus/pci/devices/" + id + "/numa_node");
+  int32_t node = -1;
+  if (!(in >> node)) return -1;
+  return node;
+}
+
+class DlHandle {
+ public:
+  explicit DlHandle(void* h) : h_(h) {}
+  ~DlHandle() {
+    if (h_ != nullptr) dlclose(h_);
+  }
+  DlHandle(const DlHandle&) = delete;
+  DlHandle& operator=(const DlHandle&) = delete;
+  void* get() const { return h_; }
+
+ private:
+  void* h_;
+};
+
+}  // namespace
+
+NvmlGpuProbe::NvmlGpuProbe(std::string library) : library_(std::move(library)) {}
+
+Result<std::vector<Gpu>> NvmlGpuProbe::Probe() {
+  std::vector<std::string> candidates;
+  if (library_.empty()) {
+    candidates = {"libnvidia-ml.so.1", "libnvidia-ml.so"};
+  } else {
+    candidates = {library_};
+  }
+  void* raw = nullptr;
+  std::string errors;
+  for (const std::string& c : candidates) {
+    raw = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (raw != nullptr) break;
+    const char* e = dlerror();
+    errors += std::string(errors.empty() ? "" : "; ") + (e != nullptr ? e : c);
+  }
+  if (raw == nullptr) {
+    return NotFound("cannot load NVML (is the NVIDIA driver installed? use --simulate-gpus "
+                    "on a machine without GPUs): " + errors);
+  }
+  DlHandle lib(raw);
+
+  Nvml n;
+  const char* missing = nullptr;
+  if (!Resolve(lib.get(), "nvmlInit_v2", &n.init)) missing = "nvmlInit_v2";
+  else if (!Resolve(lib.get(), "nvmlShutdown", &n.shutdown)) missing = "nvmlShutdown";
+  else if (!Resolve(lib.get(), "nvmlDeviceGetCount_v2", &n.count)) missing = "nvmlDeviceGetCount_v2";
+  else if (!Resolve(lib.get(), "nvmlDeviceGetHandleByIndex_v2", &n.handle)) missing = "nvmlDeviceGetHandleByIndex_v2";
+  else if (!Resolve(lib.get(), "nvmlDeviceGetName", &n.name)) missing = "nvmlDeviceGetName";
+  else if (!Resolve(lib.get(), "nvmlDeviceGetUUID", &n.uuid)) missing = "nvmlDeviceGetUUID";
+  else if (!Resolve(lib.get(), "nvmlDeviceGetMemoryInfo", &n.memory)) missing = "nvmlDeviceGetMemoryInfo";
+  if (missing != nullptr) {
+    return Internal(std::string("NVML library ") + (library_.empty() ? "libnvidia-ml" : library_) +
+                    " lacks " + missing + " (driver too old?)");
+  }
+  (void)Resolve(lib.get(), "nvmlErrorString", &n.error_string);
+  (void)Resolve(lib.get(), "nvmlDeviceGetNumaNodeId", &n.numa);
+  (void)Resolve(lib.get(), "nvmlDeviceGetPciInfo_v3", &n.pci);
+
+  if (nvmlReturn_t rc = n.init(); rc != kNvmlSuccess) return Unavailable(n.Error("nvmlInit_v2", rc));
+  std::vector<Gpu> gpus;
+  Status status;
+  unsigned count = 0;
+  if (nvmlReturn_t rc = n.count(&count); rc != kNvmlSuccess) {
+    status = Unavailable(n.Error("nvmlDeviceGetCount_v2", rc));
+  }
+  for (unsigned i = 0; status.ok() && i < count; ++i) {
+    nvmlDevice_t dev = nullptr;
+    char name[kNvmlStringBuffer] = {};
+    char uuid[kNvmlStringBuffer] = {};
+    nvmlMemory_t mem{};
+    nvmlReturn_t rc = n.handle(i, &dev);
+    const char* call = "nvmlDeviceGetHandleByIndex_v2";
+    if (rc == kNvmlSuccess) rc = n.name(dev, name, sizeof(name) - 1), call = "nvmlDeviceGetName";
+    if (rc == kNvmlSuccess) rc = n.uuid(dev, uuid, sizeof(uuid) - 1), call = "nvmlDeviceGetUUID";
+    if (rc == kNvmlSuccess) rc = n.memory(dev, &mem), call = "nvmlDeviceGetMemoryInfo";
+    if (rc != kNvmlSuccess) {
+      status = Unavailable(n.Error(call, rc) + " for GPU " + std::to_string(i));
+      break;
+    }
+    Gpu g;
+    g.index = static_cast<int32_t>(i);
+    g.uuid = uuid;
+    g.model = ShortGpuModel(name);
+    g.memory_mb = static_cast<int64_t>(mem.total / (1024ULL * 1024ULL));
+    int32_t numa = -1;
+    unsigned numa_id = 0;
+    if (n.numa != nullptr && n.numa(dev, &numa_id) == kNvmlSuccess) numa = static_cast<int32_t>(numa_id);
+    nvmlPciInfo_t pci{};
+    if (numa < 0 && n.pci != nullptr && n.pci(dev, &pci) == kNvmlSuccess) {
+      pci.bus_id[sizeof(pci.bus_id) - 1] = '\0';
+      numa = NumaFromSysfs(pci.bus_id);
+    }
+    g.group = numa < 0 ? 0 : numa;
+    gpus.push_back(std::move(g));
+  }
+  (void)n.shutdown();
+  if (!status.ok()) return status;
+  return gpus;
+}
+
+SimulatedGpuProbe::SimulatedGpuProbe(int32_t count, std::string model, std::string uuid_prefix)
+    : count_(count), model_(std::move(model)), uuid_prefix_(std::move(uuid_prefix)) {}
+
+Result<std::vector<Gpu>> SimulatedGpuProbe::Probe() {
+  std::vector<Gpu> gpus;
+  int32_t half = (count_ + 1) / 2;
+  for (int32_t i = 0; i < count_; ++i) {
+    Gpu g;
+    g.index = i;
+    g.uuid = "GPU-" + uuid_prefix_ + "-" + std::to_string(i);
+    g.model = model_;
+    g.memory_mb = SimulatedGpuMemoryMb(model_);
+    g.group = count_ > 1 && i >= half ? 1 : 0;
+    gpus.push_back(std::move(g));
+  }
+  return gpus;
+}
+
+Result<SimulatedGpus> ParseSimulateGpus(std::string_view text) {
+  auto bad = [&](const std::string& why) {
+    return InvalidArgument("--simulate-gpus: invalid value \"" + std::string(text) + "\": " + why +
+                           "; expected N or NxMODEL with 0 <= N <= 1024, e.g. 4 or 8xH100");
+  };
+  SimulatedGpus out;
+  std::string_view count = text;
+  auto x = text.find_first_of("xX");
+  if (x != std::string_view::npos) {
+    count = text.substr(0, x);
+    std::string_view model = text.substr(x + 1);
+    if (model.empty()) return bad("the model after 'x' is empty");
+    for (char c : model) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
+        return bad("the model may hold only letters, digits, '-', '_' and '.'");
+      }
+    }
+    out.model = std::string(model);
+  } else {
+    out.model = "SimGPU";
+  }
+  if (count.empty()) return bad("the GPU count is missing");
+  int32_t n = -1;
+  auto [ptr, ec] = std::from_chars(count.data(), count.data() + count.size(), n);
+  if (ec != std::errc() || ptr != count.data() + count.size()) return bad("the GPU count is not a number");
+  if (n < 0 || n > 1024) return bad("the GPU count is out of range");
+  out.count = n;
+  return out;
+}
+
+int64_t SimulatedGpuMemoryMb(std::string_view model) {
+  struct Known {
+    std::string_view model;
+    int64_t mb;
+  };
+  static constexpr Known kKnown[] = {{"H200", 143771}, {"H100", 81559}, {"A100", 81920},
+                                     {"A100-40GB", 40960}, {"L40S", 46068}, {"L4", 23034},
+                                     {"A10", 23028}, {"V100", 16384}, {"T4", 15360}};
+  for (const Known& k : kKnown) {
+    if (k.model == model) return k.mb;
+  }
+  return 16384;
+}
+
+std::string ShortGpuModel(std::string_view nvml_name) {
+  std::istringstream in{std::string(nvml_name)};
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) {
+    if (w == "NVIDIA" || w == "Tesla" || w == "GeForce" || w == "Quadro") continue;
+    words.push_back(w);
+  }
+  if (words.empty()) return std::string(nvml_name);
+  auto first_part = [](const std::string& w) { return w.substr(0, w.find('-')); };
+  std::string head = first_part(words[0]);
+  if ((head == "RTX" || head == "GTX" || head == "TITAN") && words.size() > 1) {
+    return head + "-" + first_part(words[1]);
+  }
+  return head.empty() ? words[0] : head;
+}
+
+}  // namespace corral::agent

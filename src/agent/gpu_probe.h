@@ -1,0 +1,62 @@
+// GPU discovery on a node (DESIGN §7): NVML loaded at run time, or simulated GPUs for
+// `corral up` and tests. A probe is owned by the Agent and called from its thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/node.h"
+#include "core/status.h"
+
+namespace corral::agent {
+
+class GpuProbe {
+ public:
+  virtual ~GpuProbe() = default;
+  // The node's GPUs, ordered by index (NVML order = PCI bus order).
+  virtual Result<std::vector<Gpu>> Probe() = 0;
+};
+
+// Reads GPUs through NVML. libnvidia-ml is dlopen()ed on each Probe() — never linked — so the
+// agent binary starts on machines without an NVIDIA driver and says why it found no GPUs.
+class NvmlGpuProbe final : public GpuProbe {
+ public:
+  // `library`: a path or soname to dlopen; empty tries libnvidia-ml.so.1 then libnvidia-ml.so.
+  explicit NvmlGpuProbe(std::string library = "");
+  Result<std::vector<Gpu>> Probe() override;
+
+ private:
+  std::string library_;
+};
+
+// `count` identical GPUs of `model`, split in two NVLink/NUMA groups (first half, second half).
+// UUIDs are "GPU-<uuid_prefix>-<index>": give each simulated node its own prefix.
+class SimulatedGpuProbe final : public GpuProbe {
+ public:
+  SimulatedGpuProbe(int32_t count, std::string model, std::string uuid_prefix = "sim");
+  Result<std::vector<Gpu>> Probe() override;
+
+ private:
+  int32_t count_;
+  std::string model_;
+  std::string uuid_prefix_;
+};
+
+struct SimulatedGpus {
+  int32_t count = 0;
+  std::string model;  // "SimGPU" unless given
+};
+
+// Parses the value of `--simulate-gpus`: "N" or "NxMODEL" (e.g. "4", "8xH100"), 0 <= N <= 1024.
+Result<SimulatedGpus> ParseSimulateGpus(std::string_view text);
+
+// Memory of a simulated GPU of `model` in MiB (known data-centre models; 16384 otherwise).
+int64_t SimulatedGpuMemoryMb(std::string_view model);
+
+// The short model name that job specs ask for: "NVIDIA H100 80GB HBM3" -> "H100",
+// "Tesla V100-SXM2-16GB" -> "V100", "NVIDIA GeForce RTX 4090" -> "RTX-4090".
+std::string ShortGpuModel(std::string_view nvml_name);
+
+}  // namespace corral::agent

@@ -1,0 +1,101 @@
+#include "agent/gpu_probe.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+namespace corral::agent {
+namespace {
+
+TEST(NvmlGpuProbeTest, ReadsExactlyWhatTheFakeLibraryReports) {
+  setenv("FAKE_NVML_GPUS", "A100-SXM4-40GB:40960,A100-SXM4-40GB:40960:1,H100 80GB HBM3:81559", 1);
+  unsetenv("FAKE_NVML_INIT_ERROR");
+  NvmlGpuProbe probe(FAKE_NVML_PATH);
+  Result<std::vector<Gpu>> gpus = probe.Probe();
+  ASSERT_TRUE(gpus.ok()) << gpus.status().ToString();
+  ASSERT_EQ(gpus->size(), 3u);
+  EXPECT_EQ((*gpus)[0], (Gpu{0, "GPU-fake-0", "A100", 40960, 0, true}));
+  EXPECT_EQ((*gpus)[1], (Gpu{1, "GPU-fake-1", "A100", 40960, 1, true}));
+  EXPECT_EQ((*gpus)[2], (Gpu{2, "GPU-fake-2", "H100", 81559, 0, true}));
+}
+
+TEST(NvmlGpuProbeTest, ZeroGpus) {
+  setenv("FAKE_NVML_GPUS", "", 1);
+  unsetenv("FAKE_NVML_INIT_ERROR");
+  Result<std::vector<Gpu>> gpus = NvmlGpuProbe(FAKE_NVML_PATH).Probe();
+  ASSERT_TRUE(gpus.ok()) << gpus.status().ToString();
+  EXPECT_TRUE(gpus->empty());
+}
+
+TEST(NvmlGpuProbeTest, InitFailureIsAnErrorNamingTheCall) {
+  setenv("FAKE_NVML_GPUS", "A100:40960", 1);
+  setenv("FAKE_NVML_INIT_ERROR", "9", 1);
+  Result<std::vector<Gpu>> gpus = NvmlGpuProbe(FAKE_NVML_PATH).Probe();
+  unsetenv("FAKE_NVML_INIT_ERROR");
+  ASSERT_FALSE(gpus.ok());
+  EXPECT_NE(gpus.status().message().find("nvmlInit_v2"), std::string::npos) << gpus.status().message();
+  EXPECT_NE(gpus.status().message().find("Driver Not Loaded"), std::string::npos);
+}
+
+TEST(NvmlGpuProbeTest, MissingLibraryIsAClearError) {
+  Result<std::vector<Gpu>> gpus = NvmlGpuProbe("/nonexistent/libnvidia-ml.so.1").Probe();
+  ASSERT_FALSE(gpus.ok());
+  EXPECT_EQ(gpus.status().code(), ErrorCode::kNotFound);
+  EXPECT_NE(gpus.status().message().find("cannot load NVML"), std::string::npos);
+  EXPECT_NE(gpus.status().message().find("/nonexistent/libnvidia-ml.so.1"), std::string::npos);
+}
+
+TEST(NvmlGpuProbeTest, LibraryWithoutNvmlSymbolsIsAnError) {
+  Result<std::vector<Gpu>> gpus = NvmlGpuProbe("libm.so.6").Probe();
+  ASSERT_FALSE(gpus.ok());
+  EXPECT_NE(gpus.status().message().find("lacks nvmlInit_v2"), std::string::npos)
+      << gpus.status().message();
+}
+
+TEST(SimulatedGpuProbeTest, TwoGroupsOfHalf) {
+  Result<std::vector<Gpu>> gpus = SimulatedGpuProbe(4, "H100", "n1").Probe();
+  ASSERT_TRUE(gpus.ok());
+  ASSERT_EQ(gpus->size(), 4u);
+  EXPECT_EQ((*gpus)[0], (Gpu{0, "GPU-n1-0", "H100", 81559, 0, true}));
+  EXPECT_EQ((*gpus)[1].group, 0);
+  EXPECT_EQ((*gpus)[2].group, 1);
+  EXPECT_EQ((*gpus)[3], (Gpu{3, "GPU-n1-3", "H100", 81559, 1, true}));
+  EXPECT_EQ(SimulatedGpuProbe(1, "X").Probe()->at(0).group, 0);
+}
+
+TEST(ParseSimulateGpusTest, AcceptsCountAndModel) {
+  struct Case {
+    const char* text;
+    int32_t count;
+    const char* model;
+  };
+  for (const Case& c : {Case{"4", 4, "SimGPU"}, Case{"8xH100", 8, "H100"}, Case{"0", 0, "SimGPU"},
+                        Case{"2XA100-40GB", 2, "A100-40GB"}}) {
+    Result<SimulatedGpus> r = ParseSimulateGpus(c.text);
+    ASSERT_TRUE(r.ok()) << c.text << ": " << r.status().message();
+    EXPECT_EQ(r->count, c.count) << c.text;
+    EXPECT_EQ(r->model, c.model) << c.text;
+  }
+}
+
+TEST(ParseSimulateGpusTest, RejectsBadInputNamingFlagAndValue) {
+  for (const char* text : {"", "x", "abc", "-1", "8x", "4.5", "2000", "8xH 100", "x8"}) {
+    Result<SimulatedGpus> r = ParseSimulateGpus(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("--simulate-gpus"), std::string::npos);
+    EXPECT_NE(r.status().message().find(std::string("\"") + text + "\""), std::string::npos)
+        << r.status().message();
+  }
+}
+
+TEST(ShortGpuModelTest, StripsVendorAndVariant) {
+  EXPECT_EQ(ShortGpuModel("NVIDIA H100 80GB HBM3"), "H100");
+  EXPECT_EQ(ShortGpuModel("NVIDIA A100-SXM4-40GB"), "A100");
+  EXPECT_EQ(ShortGpuModel("Tesla V100-SXM2-16GB"), "V100");
+  EXPECT_EQ(ShortGpuModel("NVIDIA GeForce RTX 4090"), "RTX-4090");
+  EXPECT_EQ(ShortGpuModel("NVIDIA L4"), "L4");
+}
+
+}  // namespace
+}  // namespace corral::agent

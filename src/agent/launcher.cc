@@ -1,0 +1,615 @@
+#include "agent/launcher.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <csignal>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "core/codec.h"
+
+namespace corral::agent {
+namespace {
+
+// ---- Files ---------------------------------------------------------------------------------
+
+std::string ErrnoText(const std::string& what, int err) {
+  return what + ": " + std::strerror(err);
+}
+
+bool ReadFile(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  return true;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st{};
+  return stat(path.c_str(), &st) == 0;
+}
+
+void FsyncPath(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    (void)fsync(fd);
+    close(fd);
+  }
+}
+
+Status WriteFileAtomic(const std::string& path, const std::string& data) {
+  std::string tmp = path + ".tmp";
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Internal(ErrnoText("open " + tmp, errno));
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      close(fd);
+      return Internal(ErrnoText("write " + tmp, err));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0 || close(fd) != 0) return Internal(ErrnoText("fsync " + tmp, errno));
+  if (rename(tmp.c_str(), path.c_str()) != 0) return Internal(ErrnoText("rename " + tmp, errno));
+  return Status::Ok();
+}
+
+Status MakeDirs(const std::string& path) {
+  std::string partial;
+  std::istringstream in(path);
+  if (!path.empty() && path[0] == '/') partial = "/";
+  for (std::string part; std::getline(in, part, '/');) {
+    if (part.empty()) continue;
+    partial += part + "/";
+    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Internal(ErrnoText("mkdir " + partial, errno));
+    }
+  }
+  return Status::Ok();
+}
+
+// starttime (field 22) of /proc/<pid>/stat; 0 if there is no such live process.
+uint64_t ProcStartTime(int32_t pid) {
+  std::string stat;
+  if (pid <= 0 || !ReadFile("/proc/" + std::to_string(pid) + "/stat", &stat)) return 0;
+  auto paren = stat.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::istringstream in(stat.substr(paren + 1));
+  std::string state;
+  in >> state;
+  if (state == "Z" || state == "X") return 0;
+  std::string field;
+  for (int i = 4; i < 22 && in >> field; ++i) {
+  }
+  uint64_t start = 0;
+  in >> start;
+  return start;
+}
+
+bool ProcessAlive(int32_t pid, uint64_t start) {
+  if (pid <= 0) return false;
+  if (start == 0) return kill(pid, 0) == 0;
+  return ProcStartTime(pid) == start;
+}
+
+// True if some process of group `pgid` is alive (zombies do not count: under an init that
+// does not reap, an orphaned job's zombie would otherwise look alive forever).
+bool GroupAlive(int32_t pgid) {
+  if (pgid <= 0 || kill(-pgid, 0) != 0) return false;
+  DIR* d = opendir("/proc");
+  if (d == nullptr) return true;
+  bool alive = false;
+  while (struct dirent* e = readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    std::string stat;
+    if (!ReadFile(std::string("/proc/") + e->d_name + "/stat", &stat)) continue;
+    auto paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream in(stat.substr(paren + 1));
+    std::string state;
+    int64_t ppid = 0, pgrp = 0;
+    if (in >> state >> ppid >> pgrp && pgrp == pgid && state != "Z" && state != "X") {
+      alive = true;
+      break;
+    }
+  }
+  closedir(d);
+  return alive;
+}
+
+TimeMs NowMs() { return SystemClock().Now(); }
+
+std::string EncodeExit(int32_t code, TimeMs ended_at) {
+  return std::to_string(code) + " " + std::to_string(ended_at) + "\n";
+}
+
+bool ParseExit(const std::string& path, RunStatus* out) {
+  std::string text;
+  if (!ReadFile(path, &text)) return false;
+  std::istringstream in(text);
+  int32_t code = 0;
+  TimeMs ended = 0;
+  if (!(in >> code >> ended)) return false;
+  *out = {false, code, ended};
+  return true;
+}
+
+Json EncodeRun(const LaunchedRun& r) {
+  return Json{{"order", ToJson(r.order)},
+              {"started_at", r.started_at},
+              {"monitor_pid", r.monitor_pid},
+              {"monitor_start", r.monitor_start},
+              {"pgid", r.pgid}};
+}
+
+bool DecodeRun(const std::string& text, LaunchedRun* out) {
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("order")) return false;
+  // Reuse the protocol decoder for the order rather than duplicating it.
+  auto resp = SyncResponseFromJson(
+      Json{{"head_epoch", 0}, {"desired_version", 0}, {"runs", Json::array({j["order"]})}});
+  if (!resp.ok() || resp->runs.size() != 1) return false;
+  out->order = resp->runs[0];
+  out->started_at = j.value("started_at", int64_t{0});
+  out->monitor_pid = j.value("monitor_pid", int32_t{0});
+  out->monitor_start = j.value("monitor_start", uint64_t{0});
+  out->pgid = j.value("pgid", int32_t{0});
+  return true;
+}
+
+std::string ResolveExecutable(const std::string& name, const std::string& path_env) {
+  if (name.find('/') != std::string::npos) return name;
+  std::istringstream in(path_env);
+  for (std::string dir; std::getline(in, dir, ':');) {
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    struct stat st{};
+    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+  }
+  return name;  // execve fails with ENOENT: the job exits 127 with a message on stderr
+}
+
+// ---- Between fork and exec: async-signal-safe code only ------------------------------------
+
+// Fixed descriptor numbers in the forked children.
+constexpr int kFdOut = 3, kFdErr = 4, kFdNull = 5, kFdPipe = 6, kFirstFreeFd = 7;
+
+// Everything the children need, prepared before fork (no allocation after it).
+struct ChildPlan {
+  const char* path;
+  char* const* argv;
+  char* const* envp;
+  const char* workdir;
+  const char* pids_path;
+  const char* pids_tmp;
+  const char* exit_path;
+  const char* exit_tmp;
+  const char* exec_error;   // "corral: cannot execute <cmd>: errno "
+  const char* chdir_error;  // "corral: cannot change to workdir <dir>: errno "
+  int max_fd;
+};
+
+size_t Len(const char* s) {
+  size_t n = 0;
+  while (s[n] != '\0') ++n;
+  return n;
+}
+
+void WriteAll(int fd, const char* data, size_t len) {
+  while (len > 0) {
+    ssize_t n = write(fd, data, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    data += n;
+    len -= static_cast<size_t>(n);
+  }
+}
+
+// Appends the decimal form of v to buf at *pos.
+void AppendInt(char* buf, size_t* pos, int64_t v) {
+  char digits[24];
+  int n = 0;
+  bool neg = v < 0;
+  uint64_t u = neg ? static_cast<uint64_t>(-(v + 1)) + 1 : static_cast<uint64_t>(v);
+  do {
+    digits[n++] = static_cast<char>('0' + u % 10);
+    u /= 10;
+  } while (u != 0);
+  if (neg) buf[(*pos)++] = '-';
+  while (n > 0) buf[(*pos)++] = digits[--n];
+}
+
+void WriteFileAtomicRaw(const char* tmp, const char* path, const char* data, size_t len) {
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  WriteAll(fd, data, len);
+  (void)fsync(fd);
+  close(fd);
+  (void)rename(tmp, path);
+}
+
+void WriteExitRaw(const ChildPlan& p, int64_t code) {
+  struct timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  char buf[64];
+  size_t pos = 0;
+  AppendInt(buf, &pos, code);
+  buf[pos++] = ' ';
+  AppendInt(buf, &pos, static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000);
+  buf[pos++] = '\n';
+  WriteFileAtomicRaw(p.exit_tmp, p.exit_path, buf, pos);
+}
+
+void CloseFrom(int first, int max_fd) {
+  if (close_range(static_cast<unsigned>(first), ~0U, 0) == 0) return;
+  for (int fd = first; fd < max_fd; ++fd) close(fd);
+}
+
+void ResetSignals() {
+  struct sigaction dfl{};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  for (int s = 1; s < NSIG; ++s) (void)sigaction(s, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  (void)sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+void WriteErrnoLine(int fd, const char* prefix, int err) {
+  char buf[32];
+  size_t pos = 0;
+  AppendInt(buf, &pos, err);
+  buf[pos++] = '\n';
+  WriteAll(fd, prefix, Len(prefix));
+  WriteAll(fd, buf, pos);
+}
+
+[[noreturn]] void JobMain(const ChildPlan& p) {
+  (void)setpgid(0, 0);
+  ResetSignals();
+  dup2(kFdNull, 0);
+  dup2(kFdOut, 1);
+  dup2(kFdErr, 2);
+  CloseFrom(3, p.max_fd);
+  if (chdir(p.workdir) != 0) {
+    WriteErrnoLine(2, p.chdir_error, errno);
+    _exit(kExitCannotExec);
+  }
+  execve(p.path, p.argv, p.envp);
+  WriteErrnoLine(2, p.exec_error, errno);
+  _exit(kExitCannotExec);
+}
+
+[[noreturn]] void MonitorMain(const ChildPlan& p) {
+  ResetSignals();  // SIGCHLD must not be ignored, or waitid would find no child
+  for (int s : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE, SIGUSR1, SIGUSR2}) signal(s, SIG_IGN);
+  dup2(kFdNull, 0);
+  dup2(kFdNull, 1);
+  dup2(kFdNull, 2);
+  (void)chdir("/");
+  (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+  pid_t job = fork();
+  if (job < 0) {
+    WriteExitRaw(p, kExitCannotExec);
+    _exit(0);
+  }
+  if (job == 0) JobMain(p);
+  (void)setpgid(job, job);  // also done by the job: whichever runs first
+  char buf[64];
+  size_t pos = 0;
+  AppendInt(buf, &pos, getpid());
+  buf[pos++] = ' ';
+  AppendInt(buf, &pos, job);
+  buf[pos++] = '\n';
+  WriteFileAtomicRaw(p.pids_tmp, p.pids_path, buf, pos);
+  WriteAll(kFdPipe, buf, pos);
+  close(kFdPipe);
+  close(kFdOut);
+  close(kFdErr);
+  // Orphaned descendants of the job are re-parented here (we are a subreaper) and reaped as
+  // they die: under a container init that does not reap, they would stay zombies forever.
+  // WNOWAIT on the job itself: it stays a zombie, so its pid (= the pgid) cannot be reused
+  // while we kill what is left of its group and record the status.
+  siginfo_t info{};
+  for (;;) {
+    info = {};
+    if (waitid(P_ALL, 0, &info, WEXITED | WNOWAIT) != 0) {
+      if (errno == EINTR) continue;
+      WriteExitRaw(p, kExitLost);
+      _exit(0);
+    }
+    if (info.si_pid == job) break;
+    (void)waitpid(info.si_pid, nullptr, 0);
+  }
+  (void)kill(-job, SIGKILL);
+  int64_t code = info.si_code == CLD_EXITED ? info.si_status : -static_cast<int64_t>(info.si_status);
+  WriteExitRaw(p, code);
+  // Reap the job, the group members just killed, and any orphan still alive.
+  while (waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
+  }
+  _exit(0);
+}
+
+// The first child: leaves the agent's session and forks the monitor, so that the monitor is
+// re-parented away from the agent when this process exits.
+[[noreturn]] void DetachMain(const ChildPlan& p, const int fds[4]) {
+  (void)setsid();
+  int high[4];
+  for (int i = 0; i < 4; ++i) high[i] = fcntl(fds[i], F_DUPFD, 64);
+  for (int i = 0; i < 4; ++i) {
+    if (high[i] < 0 || dup2(high[i], kFdOut + i) < 0) _exit(1);
+  }
+  CloseFrom(kFirstFreeFd, p.max_fd);
+  pid_t monitor = fork();
+  if (monitor == 0) MonitorMain(p);
+  if (monitor < 0) WriteExitRaw(p, kExitCannotExec);
+  _exit(0);
+}
+
+std::vector<char*> CStrings(const std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (const std::string& s : v) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+bool ValidStream(const std::string& s) { return s == "stdout" || s == "stderr"; }
+
+}  // namespace
+
+Status ValidateRunId(const std::string& run_id) {
+  bool ok = !run_id.empty() && run_id.size() <= 200 && run_id != "." && run_id != "..";
+  for (char c : run_id) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') ok = false;
+  }
+  if (!ok) {
+    return InvalidArgument("run_id \"" + run_id +
+                           "\" is not valid: expected 1-200 letters, digits, '.', '-' or '_'");
+  }
+  return Status::Ok();
+}
+
+std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string& node_name) {
+  std::map<std::string, std::string> env = order.env;
+  env.try_emplace("CORRAL_JOB_ID", std::to_string(order.job_id));
+  env.try_emplace("CORRAL_RUN", order.run_id);
+  env.try_emplace("CORRAL_NODE", node_name);
+  env.try_emplace("CORRAL_REPLICA", std::to_string(order.replica));
+  const char* path = std::getenv("PATH");
+  env.try_emplace("PATH", path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin");
+  if (const char* home = std::getenv("HOME")) env.try_emplace("HOME", home);
+  // NVML and CUDA_VISIBLE_DEVICES indices agree only in PCI bus order.
+  env.try_emplace("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+  std::string gpus;
+  for (int32_t g : order.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
+  env["CUDA_VISIBLE_DEVICES"] = gpus;  // "" hides every GPU from a job that asked for none
+  std::vector<std::string> out;
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+PosixLauncher::PosixLauncher(std::string state_dir, std::string node_name)
+    : runs_dir_(std::move(state_dir) + "/runs"), node_name_(std::move(node_name)) {}
+
+std::string PosixLauncher::RunDir(const RunKey& key) const {
+  return runs_dir_ + "/" + key.DirName();
+}
+
+Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
+  CORRAL_RETURN_IF_ERROR(ValidateRunId(order.run_id));
+  if (order.replica < 0) return InvalidArgument("replica " + std::to_string(order.replica) + " < 0");
+  CORRAL_RETURN_IF_ERROR(MakeDirs(runs_dir_));
+  LaunchedRun run;
+  run.order = order;
+  run.started_at = NowMs();
+  const std::string dir = RunDir(run.key());
+  if (mkdir(dir.c_str(), 0755) != 0) {
+    if (errno == EEXIST) {
+      return Status(ErrorCode::kAlreadyExists, "run " + dir + " was already started on this node");
+    }
+    return Internal(ErrnoText("mkdir " + dir, errno));
+  }
+  // The durable "started" record comes before the fork: a crash from here on leaves a run
+  // that is reported as lost, never one that is started again.
+  CORRAL_RETURN_IF_ERROR(WriteFileAtomic(dir + "/run.json", EncodeRun(run).dump()));
+  FsyncPath(dir);
+  FsyncPath(runs_dir_);
+
+  auto fail = [&](Status st) -> Result<LaunchedRun> {
+    std::string msg = "corral: " + st.message() + "\n";
+    int fd = open((dir + "/stderr").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      WriteAll(fd, msg.data(), msg.size());
+      close(fd);
+    }
+    (void)WriteFileAtomic(dir + "/exit", EncodeExit(kExitCannotExec, NowMs()));
+    return st;
+  };
+  if (order.command.empty()) return fail(InvalidArgument("run " + order.run_id + " has an empty command"));
+
+  // Prepare everything the children use: after fork they may not allocate.
+  std::vector<std::string> env = JobEnvironment(order, node_name_);
+  std::string path_env;
+  for (const std::string& kv : env) {
+    if (kv.rfind("PATH=", 0) == 0) path_env = kv.substr(5);
+  }
+  const std::string exe = ResolveExecutable(order.command[0], path_env);
+  const std::string workdir = order.workdir.empty() ? dir : order.workdir;
+  const std::string pids_path = dir + "/pids", pids_tmp = pids_path + ".tmp";
+  const std::string exit_path = dir + "/exit", exit_tmp = exit_path + ".tmp";
+  const std::string exec_error = "corral: cannot execute " + order.command[0] + ": errno ";
+  const std::string chdir_error = "corral: cannot change to workdir " + workdir + ": errno ";
+  std::vector<char*> argv = CStrings(order.command);
+  std::vector<char*> envp = CStrings(env);
+  long open_max = sysconf(_SC_OPEN_MAX);
+  ChildPlan plan{exe.c_str(),       argv.data(),      envp.data(),      workdir.c_str(),
+                 pids_path.c_str(), pids_tmp.c_str(), exit_path.c_str(), exit_tmp.c_str(),
+                 exec_error.c_str(), chdir_error.c_str(),
+                 static_cast<int>(open_max > 0 && open_max < 65536 ? open_max : 65536)};
+
+  const int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
+  int out = open((dir + "/stdout").c_str(), flags, 0644);
+  int err = open((dir + "/stderr").c_str(), flags, 0644);
+  int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  int pipe_fds[2] = {-1, -1};
+  bool ok = out >= 0 && err >= 0 && null >= 0 && pipe2(pipe_fds, O_CLOEXEC) == 0;
+  int saved_errno = errno;
+  auto close_all = [&] {
+    for (int fd : {out, err, null, pipe_fds[0], pipe_fds[1]}) {
+      if (fd >= 0) close(fd);
+    }
+  };
+  if (!ok) {
+    close_all();
+    return fail(Internal(ErrnoText("cannot open the log files or pipe in " + dir, saved_errno)));
+  }
+  const int child_fds[4] = {out, err, null, pipe_fds[1]};
+  pid_t detacher = fork();
+  if (detacher == 0) DetachMain(plan, child_fds);
+  saved_errno = errno;
+  int read_end = pipe_fds[0];
+  pipe_fds[0] = -1;
+  close_all();
+  if (detacher < 0) {
+    close(read_end);
+    return fail(Internal(ErrnoText("fork", saved_errno)));
+  }
+  while (waitpid(detacher, nullptr, 0) < 0 && errno == EINTR) {
+  }
+
+  // The monitor reports "<monitor_pid> <job_pid>" and closes the pipe.
+  std::string reply;
+  TimeMs deadline = NowMs() + 10 * kSecond;
+  for (;;) {
+    struct pollfd pfd{read_end, POLLIN, 0};
+    int left = static_cast<int>(std::max<TimeMs>(0, deadline - NowMs()));
+    int rc = poll(&pfd, 1, left);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc <= 0) break;
+    char buf[128];
+    ssize_t n = read(read_end, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    reply.append(buf, static_cast<size_t>(n));
+  }
+  close(read_end);
+  std::istringstream in(reply);
+  if (in >> run.monitor_pid >> run.pgid) {
+    run.monitor_start = ProcStartTime(run.monitor_pid);
+    CORRAL_RETURN_IF_ERROR(WriteFileAtomic(dir + "/run.json", EncodeRun(run).dump()));
+  }
+  // Otherwise the monitor failed early (its `exit` says so) or is slow: Check() reads `pids`.
+  return run;
+}
+
+RunStatus PosixLauncher::Check(LaunchedRun& run) {
+  const std::string dir = RunDir(run.key());
+  RunStatus st;
+  if (ParseExit(dir + "/exit", &st)) return st;
+  if (run.monitor_pid == 0) {
+    std::string text;
+    if (ReadFile(dir + "/pids", &text)) {
+      std::istringstream in(text);
+      if (in >> run.monitor_pid >> run.pgid) run.monitor_start = ProcStartTime(run.monitor_pid);
+    }
+  }
+  if (ProcessAlive(run.monitor_pid, run.monitor_start)) return st;
+  if (ParseExit(dir + "/exit", &st)) return st;  // the monitor finished since the first look
+  // No monitor (killed, or the launch was interrupted): watch the process group directly.
+  if (GroupAlive(run.pgid)) return st;
+  st = {false, kExitLost, NowMs()};
+  (void)WriteFileAtomic(dir + "/exit", EncodeExit(st.exit_code, st.ended_at));
+  return st;
+}
+
+void PosixLauncher::Signal(const LaunchedRun& run, int signal) {
+  if (run.pgid <= 0 || Exists(RunDir(run.key()) + "/exit")) return;
+  (void)kill(-run.pgid, signal);
+}
+
+void PosixLauncher::Release(const RunKey& key) {
+  int fd = open((RunDir(key) + "/released").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd >= 0) close(fd);
+}
+
+std::vector<RecoveredRun> PosixLauncher::Recover() {
+  std::vector<RecoveredRun> out;
+  DIR* d = opendir(runs_dir_.c_str());
+  if (d == nullptr) return out;
+  while (struct dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == ".." || name.find(".tmp") != std::string::npos) continue;
+    const std::string dir = runs_dir_ + "/" + name;
+    RecoveredRun r;
+    std::string text;
+    if (!ReadFile(dir + "/run.json", &text) || !DecodeRun(text, &r.run)) {
+      // Crashed between mkdir and the record: never forked, but counts as started.
+      auto dot = name.rfind('.');
+      if (dot == std::string::npos) continue;
+      r.run.order.run_id = name.substr(0, dot);
+      r.run.order.replica = std::atoi(name.c_str() + dot + 1);
+    }
+    r.released = Exists(dir + "/released");
+    out.push_back(std::move(r));
+  }
+  closedir(d);
+  return out;
+}
+
+Result<std::string> PosixLauncher::ReadLog(const RunKey& key, const std::string& stream,
+                                           int64_t offset, int64_t max_bytes) {
+  CORRAL_RETURN_IF_ERROR(ValidateRunId(key.run_id));
+  if (!ValidStream(stream)) {
+    return InvalidArgument("stream \"" + stream + "\" is not valid: expected stdout or stderr");
+  }
+  if (offset < 0) return InvalidArgument("offset " + std::to_string(offset) + " must be >= 0");
+  if (max_bytes <= 0) return InvalidArgument("max_bytes " + std::to_string(max_bytes) + " must be > 0");
+  max_bytes = std::min<int64_t>(max_bytes, 16 << 20);
+  const std::string path = RunDir(key) + "/" + stream;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) {
+      return NotFound("no " + stream + " log for run " + key.run_id + " replica " +
+                      std::to_string(key.replica) + " on this node");
+    }
+    return Internal(ErrnoText("open " + path, errno));
+  }
+  std::string data(static_cast<size_t>(max_bytes), '\0');
+  size_t got = 0;
+  while (got < data.size()) {
+    ssize_t n = pread(fd, data.data() + got, data.size() - got, static_cast<off_t>(offset + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(fd);
+  data.resize(got);
+  return data;
+}
+
+Result<std::string> ReadRunLog(const std::string& state_dir, const std::string& run_id,
+                               int32_t replica, const std::string& stream, int64_t offset,
+                               int64_t max_bytes) {
+  return PosixLauncher(state_dir, "").ReadLog({run_id, replica}, stream, offset, max_bytes);
+}
+
+}  // namespace corral::agent

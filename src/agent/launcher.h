@@ -1,0 +1,120 @@
+// Launching job processes and finding them again after an agent restart (DESIGN §7).
+//
+// Layout of the state directory, one directory per replica of a run:
+//   STATE/runs/<run_id>.<replica>/
+//     run.json   the order, start time, pids; written (and fsynced) BEFORE the fork, so a
+//                directory's existence means "started once": a run id is never started twice
+//     pids       "<monitor_pid> <job_pid>", written by the monitor once the job is forked
+//     exit       "<exit_code> <ended_at_ms>", written atomically (rename) when the job ends
+//     released   the head has acknowledged the exit; the run is only remembered as started
+//     stdout, stderr   the job's output
+//
+// PosixLauncher forks, per replica, a small monitor process detached from the agent (setsid,
+// double fork: not the agent's child, so it outlives a kill -9 of the agent). The monitor
+// forks the job in a process group of its own (pgid = job pid), waits for it, kills what is
+// left of the group when the job's main process ends, and writes `exit`. Between fork and
+// exec only async-signal-safe calls are made, so the agent may be multithreaded.
+//
+// Exit codes: 0..255 a normal exit, -N killed by signal N, kExitLost when the job vanished
+// without a recorded status (its monitor was killed, or the launch was interrupted).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/agent_protocol.h"
+#include "core/status.h"
+#include "core/time.h"
+
+namespace corral::agent {
+
+constexpr int32_t kExitLost = -9;       // reported as if SIGKILLed
+constexpr int32_t kExitCannotExec = 127;  // command not found, workdir missing, fork failed
+
+struct RunKey {
+  std::string run_id;
+  int32_t replica = 0;
+  auto operator<=>(const RunKey&) const = default;
+  std::string DirName() const { return run_id + "." + std::to_string(replica); }
+};
+
+// A launched replica: what the agent needs to watch and signal it. Persisted in run.json.
+struct LaunchedRun {
+  RunOrder order;
+  TimeMs started_at = 0;
+  int32_t monitor_pid = 0;
+  uint64_t monitor_start = 0;  // /proc/<pid>/stat starttime: guards against pid reuse
+  int32_t pgid = 0;            // = the job's pid
+  RunKey key() const { return {order.run_id, order.replica}; }
+};
+
+struct RunStatus {
+  bool running = true;
+  int32_t exit_code = 0;
+  TimeMs ended_at = 0;
+};
+
+struct RecoveredRun {
+  LaunchedRun run;
+  bool released = false;
+};
+
+// Starts, watches and signals job processes; owns the runs/ part of the state directory.
+// Not thread-safe: the Supervisor serialises calls.
+class Launcher {
+ public:
+  virtual ~Launcher() = default;
+  // Records the run as started, then launches it. Fails with kAlreadyExists if it was ever
+  // started. On other failures after the record is written, the run is recorded as exited
+  // with kExitCannotExec and the error is returned (so it is still reported, never retried).
+  virtual Result<LaunchedRun> Launch(const RunOrder& order) = 0;
+  // Fills in the pids if the launch could not learn them in time.
+  virtual RunStatus Check(LaunchedRun& run) = 0;
+  // Sends `signal` to the run's whole process group. No-op once the run has exited.
+  virtual void Signal(const LaunchedRun& run, int signal) = 0;
+  // The head has acknowledged the end of the run: remember it only as started.
+  virtual void Release(const RunKey& key) = 0;
+  // Every run ever started here, from the state directory.
+  virtual std::vector<RecoveredRun> Recover() = 0;
+  virtual Result<std::string> ReadLog(const RunKey& key, const std::string& stream, int64_t offset,
+                                      int64_t max_bytes) = 0;
+};
+
+class PosixLauncher final : public Launcher {
+ public:
+  // `node_name` is put in CORRAL_NODE when the order's env lacks it.
+  // REQUIRES: state_dir exists or can be created.
+  PosixLauncher(std::string state_dir, std::string node_name);
+
+  Result<LaunchedRun> Launch(const RunOrder& order) override;
+  RunStatus Check(LaunchedRun& run) override;
+  void Signal(const LaunchedRun& run, int signal) override;
+  void Release(const RunKey& key) override;
+  std::vector<RecoveredRun> Recover() override;
+  Result<std::string> ReadLog(const RunKey& key, const std::string& stream, int64_t offset,
+                              int64_t max_bytes) override;
+
+  std::string RunDir(const RunKey& key) const;
+
+ private:
+  std::string runs_dir_;
+  std::string node_name_;
+};
+
+// The environment a replica sees: the order's env, plus (where the order lacks them)
+// CORRAL_JOB_ID, CORRAL_RUN, CORRAL_NODE, CORRAL_REPLICA, PATH and HOME from the agent, and
+// CUDA_DEVICE_ORDER=PCI_BUS_ID; CUDA_VISIBLE_DEVICES is always the order's GPUs ("" for none).
+std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string& node_name);
+
+// Reads up to `max_bytes` (capped at 16 MiB) of `STATE/runs/<run_id>.<replica>/<stream>` from
+// `offset`; empty at or past the end. `stream`: "stdout" or "stderr". For `corral logs -f`,
+// clients poll with the offset advanced by the bytes received.
+Result<std::string> ReadRunLog(const std::string& state_dir, const std::string& run_id,
+                               int32_t replica, const std::string& stream, int64_t offset,
+                               int64_t max_bytes);
+
+// A run id becomes a directory name: letters, digits, '.', '-', '_' only; not "." or "..".
+Status ValidateRunId(const std::string& run_id);
+
+}  // namespace corral::agent

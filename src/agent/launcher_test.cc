@@ -1,0 +1,166 @@
+#include "agent/launcher.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "agent/test_util.h"
+
+namespace corral::agent {
+namespace {
+
+using testing::ReadFileOr;
+using testing::ShellOrder;
+using testing::TempDir;
+using testing::WaitFor;
+
+// Launches `order` and waits for it to end.
+RunStatus RunToEnd(PosixLauncher& launcher, const RunOrder& order) {
+  Result<LaunchedRun> run = launcher.Launch(order);
+  EXPECT_TRUE(run.ok()) << run.status().ToString();
+  if (!run.ok()) return {};
+  RunStatus st;
+  EXPECT_TRUE(WaitFor([&] { return !(st = launcher.Check(*run)).running; }));
+  return st;
+}
+
+TEST(LauncherTest, EnvironmentWorkdirAndLogs) {
+  TempDir state, work;
+  PosixLauncher launcher(state.path(), "node-1");
+  RunOrder o = ShellOrder("7.0", "pwd; env; echo to-stderr >&2", /*replica=*/2);
+  o.job_id = 7;
+  o.env = {{"FOO", "bar baz"}, {"CORRAL_NODE_RANK", "1"}};
+  o.gpus = {1, 3};
+  o.workdir = work.path();
+  RunStatus st = RunToEnd(launcher, o);
+  EXPECT_EQ(st.exit_code, 0);
+  EXPECT_GT(st.ended_at, 0);
+  std::string dir = state.path() + "/runs/7.0.2";
+  std::string out = ReadFileOr(dir + "/stdout");
+  EXPECT_EQ(out.substr(0, out.find('\n')), work.path());
+  for (const char* want : {"\nFOO=bar baz\n", "\nCUDA_VISIBLE_DEVICES=1,3\n", "\nCORRAL_JOB_ID=7\n",
+                           "\nCORRAL_RUN=7.0\n", "\nCORRAL_NODE=node-1\n", "\nCORRAL_REPLICA=2\n",
+                           "\nCORRAL_NODE_RANK=1\n", "\nCUDA_DEVICE_ORDER=PCI_BUS_ID\n"}) {
+    EXPECT_NE(out.find(want), std::string::npos) << "missing " << want << " in:\n" << out;
+  }
+  EXPECT_EQ(ReadFileOr(dir + "/stderr"), "to-stderr\n");
+}
+
+TEST(LauncherTest, OrderEnvWinsAndNoGpusHidesAll) {
+  TempDir state;
+  PosixLauncher launcher(state.path(), "node-1");
+  RunOrder o = ShellOrder("8.1", "echo \"[$CORRAL_NODE][$CUDA_VISIBLE_DEVICES][${CUDA_VISIBLE_DEVICES+set}]\"");
+  o.env = {{"CORRAL_NODE", "from-head"}, {"CUDA_VISIBLE_DEVICES", "0,1,2"}};
+  EXPECT_EQ(RunToEnd(launcher, o).exit_code, 0);
+  EXPECT_EQ(ReadFileOr(state.path() + "/runs/8.1.0/stdout"), "[from-head][][set]\n");
+}
+
+TEST(LauncherTest, ExitCodes) {
+  TempDir state;
+  PosixLauncher launcher(state.path(), "n");
+  EXPECT_EQ(RunToEnd(launcher, ShellOrder("1.0", "exit 0")).exit_code, 0);
+  EXPECT_EQ(RunToEnd(launcher, ShellOrder("2.0", "exit 3")).exit_code, 3);
+  EXPECT_EQ(RunToEnd(launcher, ShellOrder("3.0", "exit 255")).exit_code, 255);
+  EXPECT_EQ(RunToEnd(launcher, ShellOrder("4.0", "kill -USR1 $$")).exit_code, -SIGUSR1);
+  EXPECT_EQ(RunToEnd(launcher, ShellOrder("5.0", "kill -KILL $$")).exit_code, -SIGKILL);
+}
+
+TEST(LauncherTest, MissingCommandAndWorkdirExit127WithAMessage) {
+  TempDir state;
+  PosixLauncher launcher(state.path(), "n");
+  RunOrder o = ShellOrder("1.0", "");
+  o.command = {"no-such-command-corral"};
+  EXPECT_EQ(RunToEnd(launcher, o).exit_code, kExitCannotExec);
+  EXPECT_NE(ReadFileOr(state.path() + "/runs/1.0.0/stderr").find("cannot execute no-such-command-corral"),
+            std::string::npos);
+  o = ShellOrder("2.0", "true");
+  o.workdir = "/nonexistent/dir";
+  EXPECT_EQ(RunToEnd(launcher, o).exit_code, kExitCannotExec);
+  EXPECT_NE(ReadFileOr(state.path() + "/runs/2.0.0/stderr").find("workdir /nonexistent/dir"),
+            std::string::npos);
+  o = ShellOrder("3.0", "");
+  o.command.clear();
+  Result<LaunchedRun> r = launcher.Launch(o);
+  EXPECT_FALSE(r.ok());
+  LaunchedRun rec;
+  rec.order = o;
+  EXPECT_EQ(launcher.Check(rec).exit_code, kExitCannotExec);  // recorded, so it is reported
+}
+
+TEST(LauncherTest, ARunIsStartedAtMostOnce) {
+  TempDir state;
+  PosixLauncher launcher(state.path(), "n");
+  RunOrder o = ShellOrder("9.0", "echo once >> " + state.path() + "/starts");
+  RunToEnd(launcher, o);
+  Result<LaunchedRun> again = launcher.Launch(o);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), ErrorCode::kAlreadyExists);
+  EXPECT_EQ(ReadFileOr(state.path() + "/starts"), "once\n");
+}
+
+TEST(LauncherTest, RejectsRunIdsThatAreNotDirectoryNames) {
+  TempDir state;
+  PosixLauncher launcher(state.path(), "n");
+  for (const char* id : {"", "..", "a/b", "x y"}) {
+    Result<LaunchedRun> r = launcher.Launch(ShellOrder(id, "true"));
+    ASSERT_FALSE(r.ok()) << id;
+    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+  }
+}
+
+TEST(LauncherTest, ReadRunLogWithOffsets) {
+  TempDir state;
+  PosixLauncher launcher(state.path(), "n");
+  RunToEnd(launcher, ShellOrder("3.0", "printf 0123456789; printf oops >&2"));
+  auto read = [&](const char* stream, int64_t off, int64_t max) {
+    return ReadRunLog(state.path(), "3.0", 0, stream, off, max);
+  };
+  EXPECT_EQ(*read("stdout", 0, 1 << 20), "0123456789");
+  EXPECT_EQ(*read("stdout", 4, 3), "456");
+  EXPECT_EQ(*read("stdout", 10, 100), "");
+  EXPECT_EQ(*read("stdout", 50, 100), "");
+  EXPECT_EQ(*read("stderr", 0, 100), "oops");
+  EXPECT_EQ(read("stdin", 0, 100).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(read("stdout", -1, 100).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(ReadRunLog(state.path(), "4.0", 0, "stdout", 0, 10).status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(ReadRunLog(state.path(), "../x", 0, "stdout", 0, 10).status().code(),
+            ErrorCode::kInvalidArgument);
+}
+
+TEST(LauncherTest, JobRunsInItsOwnProcessGroupAndSession) {
+  TempDir state;
+  PosixLauncher launcher(state.path(), "n");
+  Result<LaunchedRun> run = launcher.Launch(ShellOrder("1.0", "sleep 30"));
+  ASSERT_TRUE(run.ok());
+  EXPECT_GT(run->pgid, 0);
+  EXPECT_EQ(getpgid(run->pgid), run->pgid);
+  EXPECT_NE(getpgid(run->pgid), getpgrp());
+  EXPECT_NE(getsid(run->pgid), getsid(0));
+  std::string monitor_stat = ReadFileOr("/proc/" + std::to_string(run->monitor_pid) + "/stat");
+  ASSERT_NE(monitor_stat.find(')'), std::string::npos);
+  int monitor_ppid = std::atoi(monitor_stat.c_str() + monitor_stat.rfind(')') + 4);
+  EXPECT_NE(monitor_ppid, getpid());  // not the agent's child: it survives the agent
+  EXPECT_TRUE(launcher.Check(*run).running);
+  launcher.Signal(*run, SIGKILL);
+  RunStatus st;
+  ASSERT_TRUE(WaitFor([&] { return !(st = launcher.Check(*run)).running; }));
+  EXPECT_EQ(st.exit_code, -SIGKILL);
+}
+
+TEST(LauncherTest, KilledMonitorMeansTheRunIsWatchedByGroupThenLost) {
+  TempDir state;
+  PosixLauncher launcher(state.path(), "n");
+  std::string go = state.path() + "/go";
+  Result<LaunchedRun> run =
+      launcher.Launch(ShellOrder("1.0", "while [ ! -f " + go + " ]; do sleep 0.02; done"));
+  ASSERT_TRUE(run.ok());
+  ASSERT_EQ(kill(run->monitor_pid, SIGKILL), 0);
+  ASSERT_TRUE(WaitFor([&] { return !testing::Alive(run->monitor_pid); }));
+  EXPECT_TRUE(launcher.Check(*run).running);  // the job lives on without its monitor
+  testing::Touch(go);
+  RunStatus st;
+  ASSERT_TRUE(WaitFor([&] { return !(st = launcher.Check(*run)).running; }));
+  EXPECT_EQ(st.exit_code, kExitLost);
+}
+
+}  // namespace
+}  // namespace corral::agent

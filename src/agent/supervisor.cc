@@ -1,0 +1,142 @@
+#include "agent/supervisor.h"
+
+#include <csignal>
+
+#include <spdlog/spdlog.h>
+
+namespace corral::agent {
+
+Supervisor::Supervisor(std::unique_ptr<Launcher> launcher) : launcher_(std::move(launcher)) {
+  std::lock_guard lock(mu_);
+  for (RecoveredRun& r : launcher_->Recover()) {
+    RunKey key = r.run.key();
+    if (r.released) {
+      released_.insert(key);
+      continue;
+    }
+    Entry e;
+    e.run = std::move(r.run);
+    e.status = launcher_->Check(e.run);
+    spdlog::info("re-adopted run {} replica {}: {}", key.run_id, key.replica,
+                 e.status.running ? "running" : "exited " + std::to_string(e.status.exit_code));
+    runs_.emplace(key, std::move(e));
+  }
+}
+
+TimeMs Supervisor::Now() const { return SystemClock().Now(); }
+
+void Supervisor::BeginStop(Entry& e, int signal, int64_t grace_ms, TimeMs now) {
+  if (e.stopping || !e.status.running) return;
+  e.stopping = true;
+  e.kill_at = now + std::max<int64_t>(0, grace_ms);
+  spdlog::info("stopping run {} replica {}: signal {}, grace {} ms", e.run.order.run_id,
+               e.run.order.replica, signal, grace_ms);
+  launcher_->Signal(e.run, signal);
+}
+
+void Supervisor::Reconcile(const SyncResponse& desired) {
+  std::lock_guard lock(mu_);
+  const TimeMs now = Now();
+  std::set<RunKey> listed;
+  for (const RunOrder& order : desired.runs) {
+    RunKey key{order.run_id, order.replica};
+    listed.insert(key);
+    auto it = runs_.find(key);
+    if (it == runs_.end()) {
+      if (order.stop || released_.count(key) > 0) continue;  // never (re)start these
+      Result<LaunchedRun> launched = launcher_->Launch(order);
+      Entry e;
+      if (launched.ok()) {
+        e.run = std::move(launched.value());  // running: Poll() notices when it ends
+        spdlog::info("started run {} replica {} (pgid {})", key.run_id, key.replica, e.run.pgid);
+      } else if (launched.status().code() == ErrorCode::kAlreadyExists) {
+        spdlog::error("not starting run {} again: {}", key.run_id, launched.status().message());
+        continue;
+      } else {
+        spdlog::error("cannot start run {} replica {}: {}", key.run_id, key.replica,
+                      launched.status().message());
+        e.run.order = order;
+        e.run.started_at = now;
+        e.status = {false, kExitCannotExec, now};
+        exited_since_poll_ = true;
+      }
+      it = runs_.emplace(key, std::move(e)).first;
+    }
+    if (order.stop) BeginStop(it->second, order.stop_signal, order.grace_ms, now);
+  }
+  for (auto it = runs_.begin(); it != runs_.end();) {
+    Entry& e = it->second;
+    if (listed.count(it->first) > 0) {
+      ++it;
+    } else if (e.status.running) {
+      BeginStop(e, SIGTERM, e.run.order.grace_ms, now);
+      ++it;
+    } else if (e.exit_reported) {
+      launcher_->Release(it->first);
+      released_.insert(it->first);
+      it = runs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+std::vector<RunReport> Supervisor::Report() {
+  std::lock_guard lock(mu_);
+  std::vector<RunReport> out;
+  for (auto& [key, e] : runs_) {
+    if (!e.status.running) e.exit_reported = true;
+    out.push_back({key.run_id, key.replica, e.status.running, e.status.exit_code,
+                   e.run.started_at, e.status.ended_at});
+  }
+  return out;
+}
+
+bool Supervisor::Poll() {
+  std::lock_guard lock(mu_);
+  const TimeMs now = Now();
+  bool changed = exited_since_poll_;
+  exited_since_poll_ = false;
+  for (auto& [key, e] : runs_) {
+    if (!e.status.running) continue;
+    e.status = launcher_->Check(e.run);
+    if (!e.status.running) {
+      spdlog::info("run {} replica {} exited with {}", key.run_id, key.replica, e.status.exit_code);
+      changed = true;
+    } else if (e.stopping && !e.killed && now >= e.kill_at) {
+      spdlog::warn("run {} replica {} outlived its grace: SIGKILL", key.run_id, key.replica);
+      launcher_->Signal(e.run, SIGKILL);
+      e.killed = true;
+    }
+  }
+  return changed;
+}
+
+int Supervisor::StopAll() {
+  std::lock_guard lock(mu_);
+  const TimeMs now = Now();
+  int n = 0;
+  for (auto& [key, e] : runs_) {
+    if (e.status.running && !e.stopping) {
+      BeginStop(e, SIGTERM, e.run.order.grace_ms, now);
+      ++n;
+    }
+  }
+  return n;
+}
+
+int Supervisor::RunningCount() {
+  std::lock_guard lock(mu_);
+  int n = 0;
+  for (const auto& [key, e] : runs_) n += e.status.running ? 1 : 0;
+  return n;
+}
+
+Result<std::string> Supervisor::ReadRunLog(const std::string& run_id, int32_t replica,
+                                           const std::string& stream, int64_t offset,
+                                           int64_t max_bytes) {
+  std::lock_guard lock(mu_);
+  return launcher_->ReadLog({run_id, replica}, stream, offset, max_bytes);
+}
+
+}  // namespace corral::agent

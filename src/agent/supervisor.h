@@ -1,0 +1,79 @@
+// The Supervisor owns the runs on this node (DESIGN §7): it reconciles the head's desired runs
+// against what runs, starts each run id at most once ever, stops runs (signal, grace, SIGKILL)
+// and reports what is alive or exited-but-unacknowledged.
+//
+// Owned by the Agent. Thread-safe: the agent's sync loop calls Report/Reconcile, its poller
+// thread calls Poll/StopAll, and log readers call ReadRunLog, concurrently.
+//
+// Protocol: call Report(), send it to the head, and pass the head's answer to Reconcile().
+// An exited run is forgotten only when the head no longer lists it AND its exit was in a
+// report taken before that Reconcile — so the head has seen every exit.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/launcher.h"
+#include "core/agent_protocol.h"
+
+#ifndef GUARDED_BY
+#define GUARDED_BY(x)  // documentation: the member is accessed only with `x` held
+#endif
+
+namespace corral::agent {
+
+class Supervisor {
+ public:
+  // Re-adopts every run the launcher recovers from the state directory: alive ones are watched
+  // again, exited ones are reported, released ones are only remembered as started.
+  explicit Supervisor(std::unique_ptr<Launcher> launcher);
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  // Start desired runs never started here; stop runs with stop=true (their signal and grace);
+  // stop (SIGTERM, the run's grace, SIGKILL) running runs the head no longer lists; forget
+  // reported exited runs the head no longer lists.
+  void Reconcile(const SyncResponse& desired);
+
+  // Everything alive or exited-but-unacknowledged, ordered by (run_id, replica).
+  std::vector<RunReport> Report();
+
+  // Notices exits and sends SIGKILL to runs whose grace has passed. Call every ~100 ms.
+  // Returns true if a run exited since the last call.
+  bool Poll();
+
+  // Self-fencing: stop every running run (SIGTERM, its grace, then SIGKILL via Poll).
+  // Returns how many runs were told to stop.
+  int StopAll();
+
+  int RunningCount();
+
+  Result<std::string> ReadRunLog(const std::string& run_id, int32_t replica,
+                                 const std::string& stream, int64_t offset, int64_t max_bytes);
+
+ private:
+  struct Entry {
+    LaunchedRun run;
+    RunStatus status;
+    bool exit_reported = false;  // an exited status went out in a Report()
+    bool stopping = false;
+    TimeMs kill_at = 0;  // SIGKILL the group at this time if still running
+    bool killed = false;
+  };
+
+  void BeginStop(Entry& e, int signal, int64_t grace_ms, TimeMs now);
+  TimeMs Now() const;
+
+  std::mutex mu_;
+  std::unique_ptr<Launcher> launcher_ GUARDED_BY(mu_);
+  std::map<RunKey, Entry> runs_ GUARDED_BY(mu_);  // alive, or exited and not yet released
+  std::set<RunKey> released_ GUARDED_BY(mu_);     // started once, acknowledged, forgotten
+  bool exited_since_poll_ GUARDED_BY(mu_) = false;  // a run failed to launch: Poll says so
+};
+
+}  // namespace corral::agent

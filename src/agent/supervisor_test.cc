@@ -1,0 +1,188 @@
+#include "agent/supervisor.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+
+#include "agent/test_util.h"
+
+namespace corral::agent {
+namespace {
+
+using testing::Alive;
+using testing::ReadFileOr;
+using testing::ShellOrder;
+using testing::TempDir;
+using testing::Touch;
+using testing::WaitFor;
+
+std::unique_ptr<Supervisor> MakeSupervisor(const TempDir& state) {
+  return std::make_unique<Supervisor>(std::make_unique<PosixLauncher>(state.path(), "n1"));
+}
+
+SyncResponse Desired(std::vector<RunOrder> runs) {
+  SyncResponse r;
+  r.head_epoch = 1;
+  r.runs = std::move(runs);
+  return r;
+}
+
+// A job that counts its starts and exits 5 once `go` exists.
+RunOrder WaitingJob(const TempDir& dir, const std::string& run_id) {
+  return ShellOrder(run_id, "echo start >> " + dir.path() + "/starts; while [ ! -f " + dir.path() +
+                                "/go ]; do sleep 0.02; done; exit 5");
+}
+
+// Polls until a run exits; returns the reports then.
+std::vector<RunReport> PollUntilExit(Supervisor& s) {
+  EXPECT_TRUE(WaitFor([&] { return s.Poll(); }));
+  return s.Report();
+}
+
+TEST(SupervisorTest, StartsReportsAndForgetsAfterTheHeadAcknowledges) {
+  TempDir state, dir;
+  auto sup = MakeSupervisor(state);
+  RunOrder o = WaitingJob(dir, "1.0");
+  sup->Reconcile(Desired({o}));
+  sup->Reconcile(Desired({o}));  // a repeated answer changes nothing
+  std::vector<RunReport> r = sup->Report();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_TRUE(r[0].running);
+  EXPECT_GT(r[0].started_at, 0);
+  Touch(dir.path() + "/go");
+  r = PollUntilExit(*sup);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_FALSE(r[0].running);
+  EXPECT_EQ(r[0].exit_code, 5);
+  sup->Reconcile(Desired({}));
+  EXPECT_TRUE(sup->Report().empty());
+  sup->Reconcile(Desired({o}));  // even if the head lists it again: never a second start
+  EXPECT_TRUE(sup->Report().empty());
+  EXPECT_EQ(ReadFileOr(dir.path() + "/starts"), "start\n");
+}
+
+TEST(SupervisorTest, AnExitNotYetReportedIsKeptWhenTheHeadDropsTheRun) {
+  TempDir state, dir;
+  auto sup = MakeSupervisor(state);
+  sup->Reconcile(Desired({ShellOrder("1.0", "exit 2")}));
+  ASSERT_TRUE(WaitFor([&] { return sup->Poll(); }));
+  sup->Reconcile(Desired({}));  // no Report() since the exit: the head has not seen it
+  std::vector<RunReport> r = sup->Report();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].exit_code, 2);
+  sup->Reconcile(Desired({}));
+  EXPECT_TRUE(sup->Report().empty());
+}
+
+TEST(SupervisorTest, ReadoptsRunsAfterARestartAndNeverStartsThemTwice) {
+  TempDir state, dir;
+  RunOrder running = WaitingJob(dir, "1.0");
+  RunOrder exits_while_down = ShellOrder("2.0", "while [ ! -f " + dir.path() + "/go2 ]; do sleep 0.02; done; kill -TERM $$");
+  RunReport first;
+  {
+    auto sup = MakeSupervisor(state);
+    sup->Reconcile(Desired({running, exits_while_down}));
+    ASSERT_EQ(sup->Report().size(), 2u);
+    first = sup->Report()[0];
+  }  // the agent dies; its jobs do not
+  Touch(dir.path() + "/go2");
+  ASSERT_TRUE(WaitFor([&] { return !ReadFileOr(state.path() + "/runs/2.0.0/exit").empty(); }));
+
+  auto sup = MakeSupervisor(state);
+  std::vector<RunReport> r = sup->Report();
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0], first);  // same run, same start: adopted, not restarted
+  EXPECT_TRUE(r[0].running);
+  EXPECT_FALSE(r[1].running);
+  EXPECT_EQ(r[1].exit_code, -SIGTERM);
+  sup->Reconcile(Desired({running, exits_while_down}));
+  Touch(dir.path() + "/go");
+  r = PollUntilExit(*sup);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_FALSE(r[0].running);
+  EXPECT_EQ(r[0].exit_code, 5);
+  EXPECT_EQ(ReadFileOr(dir.path() + "/starts"), "start\n");
+  sup->Reconcile(Desired({}));
+  EXPECT_TRUE(sup->Report().empty());
+
+  auto again = MakeSupervisor(state);  // released runs stay "started" across restarts
+  again->Reconcile(Desired({running, exits_while_down}));
+  EXPECT_TRUE(again->Report().empty());
+  EXPECT_EQ(ReadFileOr(dir.path() + "/starts"), "start\n");
+}
+
+TEST(SupervisorTest, StopSignalsTheGroupThenKillsItAfterGraceIncludingGrandchildren) {
+  TempDir state, dir;
+  auto sup = MakeSupervisor(state);
+  const std::string d = dir.path();
+  // Records SIGTERM and ignores it; a background grandchild ignores SIGTERM too.
+  RunOrder o = ShellOrder("1.0", "trap 'echo term >> " + d + "/got' TERM; "
+                                 "sh -c 'trap \"\" TERM; echo $$ > " + d + "/child.tmp; mv " + d + "/child.tmp " + d + "/child; exec sleep 60' & "
+                                 "while true; do sleep 0.02; done");
+  o.stop_signal = SIGTERM;
+  o.grace_ms = 600;
+  sup->Reconcile(Desired({o}));
+  ASSERT_TRUE(WaitFor([&] { return !ReadFileOr(d + "/child").empty(); }));
+  int child = std::stoi(ReadFileOr(d + "/child"));
+  ASSERT_TRUE(Alive(child));
+
+  o.stop = true;
+  auto t0 = std::chrono::steady_clock::now();
+  sup->Reconcile(Desired({o}));
+  ASSERT_TRUE(WaitFor([&] { return !ReadFileOr(d + "/got").empty(); }));  // the signal first
+  EXPECT_FALSE(sup->Poll());
+  EXPECT_TRUE(sup->Report()[0].running);  // it ignores SIGTERM: alive during the grace
+  EXPECT_TRUE(Alive(child));
+  std::vector<RunReport> r = PollUntilExit(*sup);
+  auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(waited, std::chrono::milliseconds(550));
+  EXPECT_LT(waited, std::chrono::milliseconds(3000));
+  EXPECT_EQ(r[0].exit_code, -SIGKILL);
+  EXPECT_TRUE(WaitFor([&] { return !Alive(child); }, std::chrono::seconds(2)));
+}
+
+TEST(SupervisorTest, ARunTheHeadNoLongerListsIsTerminated) {
+  TempDir state, dir;
+  auto sup = MakeSupervisor(state);
+  sup->Reconcile(Desired({ShellOrder("1.0", "sleep 60")}));
+  sup->Reconcile(Desired({}));
+  std::vector<RunReport> r = PollUntilExit(*sup);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].exit_code, -SIGTERM);
+  EXPECT_EQ(sup->RunningCount(), 0);
+}
+
+TEST(SupervisorTest, AStopOrderForARunNeverStartedStartsNothing) {
+  TempDir state, dir;
+  auto sup = MakeSupervisor(state);
+  RunOrder o = WaitingJob(dir, "1.0");
+  o.stop = true;
+  sup->Reconcile(Desired({o}));
+  EXPECT_TRUE(sup->Report().empty());
+  EXPECT_EQ(ReadFileOr(dir.path() + "/starts"), "");
+}
+
+TEST(SupervisorTest, StopAllFencesEveryRun) {
+  TempDir state, dir;
+  auto sup = MakeSupervisor(state);
+  sup->Reconcile(Desired({ShellOrder("1.0", "sleep 60"), ShellOrder("2.0", "sleep 60")}));
+  EXPECT_EQ(sup->StopAll(), 2);
+  ASSERT_TRUE(WaitFor([&] { sup->Poll(); return sup->RunningCount() == 0; }));
+  for (const RunReport& r : sup->Report()) EXPECT_EQ(r.exit_code, -SIGTERM);
+}
+
+TEST(SupervisorTest, ALaunchFailureIsReportedAsAnExit) {
+  TempDir state;
+  auto sup = MakeSupervisor(state);
+  RunOrder o = ShellOrder("1.0", "");
+  o.command.clear();
+  sup->Reconcile(Desired({o}));
+  std::vector<RunReport> r = sup->Report();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_FALSE(r[0].running);
+  EXPECT_EQ(r[0].exit_code, kExitCannotExec);
+}
+
+}  // namespace
+}  // namespace corral::agent
