@@ -153,11 +153,11 @@ TEST(SubmitTest, YamlFileWithOverridingFlags) {
   {
     std::ofstream f(path);
     f << "name: from-file\n"
-         "command: [python, a.py]\n"
+         "command: [python, a.py, --epochs, 10]\n"
          "gpus: 1\n"
          "queue: research\n"
          "preemptible: true\n"
-         "env:\n  X: \"007\"\n  Z: 3\n"
+         "env:\n  X: \"007\"\n  Z: 3\n  LR: 1e-3\n  V: 1.10\n"
          "time_limit: 1:30:00\n"
          "workdir: /data/run\n";
   }
@@ -168,11 +168,11 @@ TEST(SubmitTest, YamlFileWithOverridingFlags) {
   std::filesystem::remove(path);
   Json s = Json::parse(h.fake->sent.at(0).body)["spec"];
   EXPECT_EQ(s["name"], "from-file");
-  EXPECT_EQ(s["command"], (Json{"python", "a.py"}));
+  EXPECT_EQ(s["command"], (Json{"python", "a.py", "--epochs", "10"}));
   EXPECT_EQ(s["gpus"], 8);
   EXPECT_EQ(s["queue"], "research");
   EXPECT_EQ(s["preemptible"], true);
-  EXPECT_EQ(s["env"], (Json{{"X", "007"}, {"Y", "2"}, {"Z", 3}}));
+  EXPECT_EQ(s["env"], (Json{{"LR", "1e-3"}, {"V", "1.10"}, {"X", "007"}, {"Y", "2"}, {"Z", "3"}}));
   EXPECT_EQ(s["time_limit"], "1:30:00");
   EXPECT_EQ(s["workdir"], "/data/run");
 }
@@ -551,6 +551,31 @@ TEST(LogsTest, WithoutFollowStopsWhenNoMoreData) {
   EXPECT_EQ(h.out.str(), "abc");
   EXPECT_EQ(h.fake->sent.size(), 2u);
   EXPECT_TRUE(h.sleeps.empty());
+}
+
+TEST(LogsTest, FollowRidesOutATransientOutage) {
+  Harness h;
+  int calls = 0;
+  h.fake->handler = [&](const FakeTransport::Sent&) {
+    ++calls;
+    if (calls == 1) return Result<ApiReply>(Unavailable("connection reset"));
+    if (calls == 2) {
+      return Result<ApiReply>(JsonReply(
+          503, {{"error", {{"code", "unavailable"}, {"message", "node n1 has no address"}}}}));
+    }
+    ApiReply r{200, "text/plain", calls == 3 ? "ok\n" : "",
+               {{"x-corral-next-offset", "3"}, {"x-corral-job-state", "succeeded"}}};
+    return Result<ApiReply>(r);
+  };
+  ASSERT_EQ(h.Run("logs", {"-f", "4"}), 0) << h.err.str();
+  EXPECT_EQ(h.out.str(), "ok\n");
+  EXPECT_EQ(h.sleeps.size(), 2u);
+  Harness once;  // without -f an outage is an error at once
+  once.fake->handler = [](const FakeTransport::Sent&) {
+    return Result<ApiReply>(Unavailable("connection refused"));
+  };
+  EXPECT_EQ(once.Run("logs", {"4"}), 1);
+  EXPECT_THAT(once.err.str(), HasSubstr("cannot reach the head at http://head:7070"));
 }
 
 // ---- usage ----

@@ -12,6 +12,9 @@
 namespace corral::cli {
 namespace {
 
+// How many consecutive "unavailable" answers `logs -f` rides out (about that many seconds).
+constexpr int kFollowRetries = 30;
+
 std::string QueryEscape(const std::string& s) {
   static const char* kHex = "0123456789ABCDEF";
   std::string out;
@@ -440,8 +443,15 @@ int RunLogs(const std::vector<std::string>& argv, CliContext& ctx) {
                            "&replica=" + std::to_string(replica) + "&max=65536&offset=";
   ApiClient api(ctx);
   int64_t offset = 0;
+  int failures = 0;  // consecutive transient errors while following
   while (true) {
     auto reply = api.Call("GET", base + std::to_string(offset));
+    if (!reply.ok() && follow && reply.status().code() == ErrorCode::kUnavailable &&
+        ++failures <= kFollowRetries) {
+      ctx.sleep(ctx.poll_interval);  // a node or the head restarting: try again
+      continue;
+    }
+    failures = 0;
     if (!reply.ok()) {
       ctx.out->flush();
       PrintError(ctx, "logs", "job " + std::to_string(*id) + ": " + reply.status().message());

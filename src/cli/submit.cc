@@ -26,10 +26,11 @@ const std::vector<FlagDef> kSubmitFlags = {
 };
 
 // A plain (untagged, unquoted) YAML scalar becomes a bool, null, integer or number when it
-// reads as one; a quoted one stays a string.
-Json ScalarToJson(const YAML::Node& n) {
+// reads as one; a quoted one, or any scalar under a field of strings, stays a string (so that
+// `env: {LR: 1e-3, V: 1.10}` keeps its text and `command: [train, --epochs, 10]` stays argv).
+Json ScalarToJson(const YAML::Node& n, bool text) {
   const std::string& s = n.Scalar();
-  if (n.Tag() == "?") {
+  if (!text && n.Tag() == "?") {
     if (s == "true" || s == "True" || s == "TRUE") return true;
     if (s == "false" || s == "False" || s == "FALSE") return false;
     if (s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
@@ -43,21 +44,35 @@ Json ScalarToJson(const YAML::Node& n) {
   return s;
 }
 
-Json YamlToJson(const YAML::Node& n) {
+// Spec fields whose values are text however they look.
+bool IsTextField(const std::string& key) {
+  static const char* const kText[] = {"name",      "command",     "env",        "workdir",
+                                      "queue",     "gpu_model",   "node_labels", "time_limit",
+                                      "grace_period", "checkpoint_signal", "memory"};
+  for (const char* k : kText) {
+    if (key == k) return true;
+  }
+  return false;
+}
+
+Json YamlToJson(const YAML::Node& n, bool text, int depth) {
   switch (n.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:
       return nullptr;
     case YAML::NodeType::Scalar:
-      return ScalarToJson(n);
+      return ScalarToJson(n, text);
     case YAML::NodeType::Sequence: {
       Json a = Json::array();
-      for (const auto& e : n) a.push_back(YamlToJson(e));
+      for (const auto& e : n) a.push_back(YamlToJson(e, text, depth + 1));
       return a;
     }
     case YAML::NodeType::Map: {
       Json o = Json::object();
-      for (const auto& kv : n) o[kv.first.as<std::string>()] = YamlToJson(kv.second);
+      for (const auto& kv : n) {
+        const std::string key = kv.first.as<std::string>();
+        o[key] = YamlToJson(kv.second, text || (depth == 0 && IsTextField(key)), depth + 1);
+      }
       return o;
     }
   }
@@ -119,12 +134,12 @@ Result<Json> ReadSpecFile(const std::string& path) {
   size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] == '{') {
     Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return InvalidArgument("job spec file " + path + ": not valid JSON");
-    return j;
+    if (j.is_object()) return j;
+    // Not JSON: perhaps a YAML flow mapping such as {command: x}; YAML says if it is neither.
   }
   try {
     YAML::Node n = YAML::Load(text);
-    Json j = YamlToJson(n);
+    Json j = YamlToJson(n, /*text=*/false, /*depth=*/0);
     if (!j.is_object()) {
       return InvalidArgument("job spec file " + path + ": want a mapping of spec fields at the top");
     }
