@@ -1,0 +1,258 @@
+#include "sim/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace corral::sim {
+
+namespace {
+
+double Percentile(const std::vector<double>& sorted, double p) {  // nearest rank
+  if (sorted.empty()) return 0;
+  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size())));
+  rank = std::clamp<size_t>(rank, 1, sorted.size());
+  return sorted[rank - 1];
+}
+
+std::string Num(double v, int decimals = 3) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string Escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else if (c == '"') out += "&quot;";
+    else out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string FormatSeconds(int64_t ms) {
+  char buf[48];
+  const char* sign = ms < 0 ? "-" : "";
+  int64_t a = ms < 0 ? -ms : ms;
+  std::snprintf(buf, sizeof buf, "%s%lld.%03lld", sign, static_cast<long long>(a / 1000),
+                static_cast<long long>(a % 1000));
+  return buf;
+}
+
+Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
+                  const SimResult& result) {
+  Summary s;
+  s.policy = policy;
+  s.total_gpus = result.total_gpus;
+  s.schedule_calls = result.schedule_calls;
+  double delay_sum = 0, jct_sum = 0;
+  TimeMs first_submit = INT64_MAX, last_end = INT64_MIN;
+  std::map<std::string, std::pair<double, int64_t>> slow;  // queue -> (sum, count)
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const JobOutcome& o = result.jobs[i];
+    if (o.rejected) {
+      ++s.rejected;
+      continue;
+    }
+    if (o.end < 0) continue;
+    ++s.jobs;
+    double jct = static_cast<double>(o.end - jobs[i].submit_ms) / 1000.0;
+    s.jcts.push_back(jct);
+    jct_sum += jct;
+    delay_sum += static_cast<double>(o.first_start - jobs[i].submit_ms) / 1000.0;
+    first_submit = std::min(first_submit, jobs[i].submit_ms);
+    last_end = std::max(last_end, o.end);
+    s.preemptions += o.preemptions;
+    double dur = std::max(10.0, static_cast<double>(jobs[i].duration_ms) / 1000.0);
+    auto& [sum, n] = slow[jobs[i].queue];
+    sum += std::max(1.0, jct / dur);
+    ++n;
+  }
+  std::sort(s.jcts.begin(), s.jcts.end());
+  if (s.jobs > 0) {
+    s.avg_jct = jct_sum / static_cast<double>(s.jobs);
+    s.avg_queue_delay = delay_sum / static_cast<double>(s.jobs);
+    s.p50_jct = Percentile(s.jcts, 50);
+    s.p95_jct = Percentile(s.jcts, 95);
+    s.p99_jct = Percentile(s.jcts, 99);
+    s.makespan = static_cast<double>(last_end - first_submit) / 1000.0;
+  }
+  double busy = 0;
+  for (const RunRecord& r : result.runs) {
+    busy += static_cast<double>(r.end - r.start) / 1000.0 * r.gpus;
+  }
+  if (s.makespan > 0 && s.total_gpus > 0) {
+    s.utilization = busy / (static_cast<double>(s.total_gpus) * s.makespan);
+  }
+  double sx = 0, sxx = 0;
+  for (const auto& [q, p] : slow) {
+    double x = p.first / static_cast<double>(p.second);
+    s.queue_slowdown[q] = x;
+    sx += x;
+    sxx += x * x;
+  }
+  s.jain_fairness = slow.empty() || sxx == 0 ? 1.0 : sx * sx / (slow.size() * sxx);
+  return s;
+}
+
+std::string SummaryJson(const Summary& s) {
+  std::ostringstream o;
+  o << "{\n";
+  o << "  \"policy\": \"" << s.policy << "\",\n";
+  o << "  \"trace_rows\": " << s.trace_rows << ",\n";
+  o << "  \"bad_rows\": " << s.bad_rows << ",\n";
+  o << "  \"jobs\": " << s.jobs << ",\n";
+  o << "  \"rejected\": " << s.rejected << ",\n";
+  o << "  \"gpus\": " << s.total_gpus << ",\n";
+  o << "  \"avg_jct\": " << Num(s.avg_jct) << ",\n";
+  o << "  \"p50_jct\": " << Num(s.p50_jct) << ",\n";
+  o << "  \"p95_jct\": " << Num(s.p95_jct) << ",\n";
+  o << "  \"p99_jct\": " << Num(s.p99_jct) << ",\n";
+  o << "  \"avg_queue_delay\": " << Num(s.avg_queue_delay) << ",\n";
+  o << "  \"makespan\": " << Num(s.makespan) << ",\n";
+  o << "  \"utilization\": " << Num(s.utilization, 6) << ",\n";
+  o << "  \"preemptions\": " << s.preemptions << ",\n";
+  o << "  \"jain_fairness\": " << Num(s.jain_fairness, 6) << ",\n";
+  o << "  \"queue_slowdown\": {";
+  bool first = true;
+  for (const auto& [q, x] : s.queue_slowdown) {
+    o << (first ? "" : ", ") << "\"" << q << "\": " << Num(x, 4);
+    first = false;
+  }
+  o << "},\n";
+  o << "  \"schedule_calls\": " << s.schedule_calls;
+  if (s.sim_wall_time_s >= 0) {
+    o << ",\n  \"sim_wall_time_s\": " << Num(s.sim_wall_time_s);
+    if (s.schedule_wall_time_s >= 0) {
+      o << ",\n  \"schedule_wall_time_s\": " << Num(s.schedule_wall_time_s);
+    }
+  }
+  o << "\n}\n";
+  return o.str();
+}
+
+std::string SummaryTable(const std::vector<Summary>& rows) {
+  std::ostringstream o;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%-8s %7s %4s %10s %10s %10s %10s %10s %10s %6s %6s %6s %8s\n",
+                "policy", "jobs", "rej", "avg_jct_h", "p50_jct_h", "p95_jct_h", "p99_jct_h",
+                "avg_wait_h", "makespan_h", "util", "preem", "jain", "wall_s");
+  o << buf;
+  for (const Summary& s : rows) {
+    std::string wall = s.sim_wall_time_s >= 0 ? Num(s.sim_wall_time_s, 2) : "-";
+    std::snprintf(buf, sizeof buf,
+                  "%-8s %7lld %4lld %10.3f %10.3f %10.3f %10.3f %10.3f %10.1f %6.3f %6lld %6.3f "
+                  "%8s\n",
+                  s.policy.c_str(), static_cast<long long>(s.jobs),
+                  static_cast<long long>(s.rejected), s.avg_jct / 3600, s.p50_jct / 3600,
+                  s.p95_jct / 3600, s.p99_jct / 3600, s.avg_queue_delay / 3600,
+                  s.makespan / 3600, s.utilization, static_cast<long long>(s.preemptions),
+                  s.jain_fairness, wall.c_str());
+    o << buf;
+  }
+  return o.str();
+}
+
+std::string RunsCsv(const std::vector<TraceJob>& jobs, const SimResult& result) {
+  std::string out = "job_id,start,end,gpus,nodes\n";
+  for (const RunRecord& r : result.runs) {
+    std::map<std::string, int32_t> per_node;
+    for (const ReplicaPlacement& p : r.placement) {
+      per_node[p.node] += static_cast<int32_t>(p.gpus.size());
+    }
+    out += jobs[r.job].id + "," + FormatSeconds(r.start) + "," + FormatSeconds(r.end) + "," +
+           std::to_string(r.gpus) + ",";
+    bool first = true;
+    for (const auto& [node, n] : per_node) {
+      out += (first ? "" : ";") + node + ":" + std::to_string(n);
+      first = false;
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string JctCdfSvg(const std::vector<Summary>& rows, const std::string& title) {
+  const double w = 720, h = 440, left = 70, right = 150, top = 40, bottom = 60;
+  const double pw = w - left - right, ph = h - top - bottom;
+  double lo = 1e300, hi = 0;
+  for (const Summary& s : rows) {
+    for (double x : s.jcts) {
+      double v = std::max(x, 1.0);
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+  }
+  if (hi <= 0) lo = 1, hi = 10;
+  double llo = std::floor(std::log10(lo)), lhi = std::ceil(std::log10(hi));
+  if (lhi <= llo) lhi = llo + 1;
+  auto X = [&](double v) {
+    return left + (std::log10(std::max(v, 1.0)) - llo) / (lhi - llo) * pw;
+  };
+  auto Y = [&](double f) { return top + (1.0 - f) * ph; };
+  static const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+                                  "#8c564b", "#e377c2", "#7f7f7f"};
+  std::ostringstream o;
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << Num(w, 0) << "\" height=\""
+    << Num(h, 0) << "\" viewBox=\"0 0 " << Num(w, 0) << " " << Num(h, 0)
+    << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  o << "<text x=\"" << Num(left + pw / 2, 1) << "\" y=\"22\" text-anchor=\"middle\" "
+    << "font-size=\"14\">" << Escape(title) << "</text>\n";
+  // Grid and axes.
+  for (double e = llo; e <= lhi; e += 1) {
+    double x = X(std::pow(10.0, e));
+    o << "<line x1=\"" << Num(x, 1) << "\" y1=\"" << Num(top, 1) << "\" x2=\"" << Num(x, 1)
+      << "\" y2=\"" << Num(top + ph, 1) << "\" stroke=\"#ddd\"/>\n";
+    o << "<text x=\"" << Num(x, 1) << "\" y=\"" << Num(top + ph + 18, 1)
+      << "\" text-anchor=\"middle\">1e" << static_cast<int>(e) << "</text>\n";
+  }
+  for (int i = 0; i <= 4; ++i) {
+    double f = i / 4.0;
+    o << "<line x1=\"" << Num(left, 1) << "\" y1=\"" << Num(Y(f), 1) << "\" x2=\""
+      << Num(left + pw, 1) << "\" y2=\"" << Num(Y(f), 1) << "\" stroke=\"#ddd\"/>\n";
+    o << "<text x=\"" << Num(left - 8, 1) << "\" y=\"" << Num(Y(f) + 4, 1)
+      << "\" text-anchor=\"end\">" << Num(f, 2) << "</text>\n";
+  }
+  o << "<rect x=\"" << Num(left, 1) << "\" y=\"" << Num(top, 1) << "\" width=\"" << Num(pw, 1)
+    << "\" height=\"" << Num(ph, 1) << "\" fill=\"none\" stroke=\"black\"/>\n";
+  o << "<text x=\"" << Num(left + pw / 2, 1) << "\" y=\"" << Num(h - 15, 1)
+    << "\" text-anchor=\"middle\">job completion time (s, log scale)</text>\n";
+  o << "<text transform=\"translate(18," << Num(top + ph / 2, 1)
+    << ") rotate(-90)\" text-anchor=\"middle\">fraction of jobs</text>\n";
+  for (size_t k = 0; k < rows.size(); ++k) {
+    const Summary& s = rows[k];
+    const char* color = kColors[k % 8];
+    // A step CDF, thinned to at most ~400 points so the file stays small.
+    std::ostringstream pts;
+    size_t n = s.jcts.size();
+    size_t step = std::max<size_t>(1, n / 400);
+    double prev_f = 0;
+    for (size_t i = 0; i < n; i += step) {
+      size_t j = std::min(n - 1, i + step - 1);
+      double x = X(s.jcts[j]);
+      double f = static_cast<double>(j + 1) / static_cast<double>(n);
+      pts << Num(x, 1) << "," << Num(Y(prev_f), 1) << " " << Num(x, 1) << "," << Num(Y(f), 1)
+          << " ";
+      prev_f = f;
+    }
+    o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"1.5\" points=\""
+      << pts.str() << "\"/>\n";
+    double ly = top + 10 + 20 * static_cast<double>(k);
+    o << "<line x1=\"" << Num(left + pw + 12, 1) << "\" y1=\"" << Num(ly, 1) << "\" x2=\""
+      << Num(left + pw + 36, 1) << "\" y2=\"" << Num(ly, 1) << "\" stroke=\"" << color
+      << "\" stroke-width=\"2\"/>\n";
+    o << "<text x=\"" << Num(left + pw + 42, 1) << "\" y=\"" << Num(ly + 4, 1) << "\">"
+      << Escape(s.policy) << " (avg " << Num(s.avg_jct / 3600, 2) << " h)</text>\n";
+  }
+  o << "</svg>\n";
+  return o.str();
+}
+
+}  // namespace corral::sim

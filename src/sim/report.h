@@ -1,0 +1,59 @@
+// What a simulation produced, as numbers (Summary), as a runs file (one row per contiguous
+// run) and as a hand-written SVG plot of JCT distributions. Pure functions of a trace and a
+// SimResult: the same inputs give byte-identical text.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/simulator.h"
+#include "sim/trace.h"
+
+namespace corral::sim {
+
+// Definitions (docs/simulation.md):
+//  jct          = end - submit of a finished job, seconds
+//  queue delay  = first start - submit, seconds
+//  makespan     = last end - first submit, seconds
+//  utilization  = GPU-seconds held by runs / (GPUs * makespan)
+//  slowdown     = max(1, jct / max(duration, 10 s)) (bounded slowdown)
+//  jain_fairness = Jain's index over queues of each queue's mean slowdown:
+//                  (sum x)^2 / (n * sum x^2); 1 when every queue is slowed alike.
+struct Summary {
+  std::string policy;
+  int64_t jobs = 0;       // finished
+  int64_t rejected = 0;   // could never fit the cluster
+  int64_t total_gpus = 0;
+  double avg_jct = 0, p50_jct = 0, p95_jct = 0, p99_jct = 0;
+  double avg_queue_delay = 0;
+  double makespan = 0;
+  double utilization = 0;
+  int64_t preemptions = 0;
+  double jain_fairness = 0;
+  std::map<std::string, double> queue_slowdown;  // mean slowdown per queue
+  int64_t schedule_calls = 0;
+  int64_t trace_rows = 0;  // rows read from the trace file
+  int64_t bad_rows = 0;    // of which malformed and skipped
+  double sim_wall_time_s = -1;  // < 0: not measured (--no-timing)
+  double schedule_wall_time_s = -1;
+  std::vector<double> jcts;  // sorted, seconds; for the plot
+};
+
+Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
+                  const SimResult& result);
+
+// JSON object; keys in a fixed order.
+std::string SummaryJson(const Summary& s);
+// A fixed-width table, one row per summary.
+std::string SummaryTable(const std::vector<Summary>& rows);
+// job_id,start,end,gpus,nodes  (seconds with millisecond precision; nodes "name:count;...")
+std::string RunsCsv(const std::vector<TraceJob>& jobs, const SimResult& result);
+// CDF of JCT per policy on a log x axis.
+std::string JctCdfSvg(const std::vector<Summary>& rows, const std::string& title);
+
+// Seconds (from ms) with exactly three decimals, e.g. "12.345".
+std::string FormatSeconds(int64_t ms);
+
+}  // namespace corral::sim

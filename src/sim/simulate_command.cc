@@ -1,0 +1,327 @@
+#include "sim/simulate_command.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "core/spec.h"
+#include "sim/checker.h"
+#include "sim/report.h"
+#include "sim/simulator.h"
+#include "sim/trace.h"
+
+namespace corral::sim {
+
+namespace {
+
+struct Flags {
+  std::string trace;
+  std::string format = "auto";
+  std::string max_bad_rows = "1%";
+  double gavel_steps_per_second = 1.0;
+  int32_t nodes = 0;
+  int32_t gpus_per_node = 8;
+  int32_t racks = 1;
+  int64_t gpus = 0;
+  std::string policy = "corral";
+  std::string compare;
+  std::string output = "table";
+  std::string out_runs;
+  std::string plot;
+  std::string title;
+  int64_t limit = 0;
+  std::string start, end;
+  int64_t sample = 0;
+  uint64_t seed = 1;
+  double load_scale = 1.0;
+  std::string restart_overhead = "0s";
+  std::string checkpoint_interval = "0s";
+  std::string preempt_grace = "0s";
+  std::string tick = "60s";
+  bool no_timing = false;
+  bool check = false;
+  bool profile = false;
+};
+
+Status Duration(const std::string& flag, const std::string& text, DurationMs* out) {
+  Result<DurationMs> d = ParseDuration(flag, text);
+  if (!d.ok()) return d.status();
+  *out = *d;
+  return Status::Ok();
+}
+
+Status ParseFraction(const std::string& text, double* out) {
+  std::string t = text;
+  bool percent = !t.empty() && t.back() == '%';
+  if (percent) t.pop_back();
+  char* end = nullptr;
+  double v = std::strtod(t.c_str(), &end);
+  if (t.empty() || *end != '\0' || !(v >= 0) || v > 100) {
+    return InvalidArgument("--max-bad-rows '" + text +
+                           "' is not a percentage of rows between 0 and 100 (e.g. 1%)");
+  }
+  *out = v / 100.0;
+  return Status::Ok();
+}
+
+// Window, sample, limit and load scale, in that order; then the first job submits at 0.
+Status Select(const Flags& f, std::vector<TraceJob>* jobs) {
+  DurationMs start = 0, end = 0;
+  if (!f.start.empty()) CORRAL_RETURN_IF_ERROR(Duration("--start", f.start, &start));
+  if (!f.end.empty()) CORRAL_RETURN_IF_ERROR(Duration("--end", f.end, &end));
+  if (!f.start.empty() || !f.end.empty()) {
+    std::vector<TraceJob> kept;
+    for (TraceJob& j : *jobs) {
+      if (j.submit_ms >= start && (f.end.empty() || j.submit_ms < end)) kept.push_back(j);
+    }
+    *jobs = std::move(kept);
+  }
+  if (f.sample > 0 && static_cast<size_t>(f.sample) < jobs->size()) {
+    // Partial Fisher-Yates on indices with the raw mt19937_64 stream (whose output the C++
+    // standard fixes), so a seed samples the same jobs everywhere.
+    std::mt19937_64 rng(f.seed);
+    std::vector<size_t> idx(jobs->size());
+    for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+    for (size_t i = 0; i < static_cast<size_t>(f.sample); ++i) {
+      size_t j = i + static_cast<size_t>(rng() % (idx.size() - i));
+      std::swap(idx[i], idx[j]);
+    }
+    idx.resize(static_cast<size_t>(f.sample));
+    std::sort(idx.begin(), idx.end());
+    std::vector<TraceJob> kept;
+    for (size_t i : idx) kept.push_back((*jobs)[i]);
+    *jobs = std::move(kept);
+  }
+  if (f.limit > 0 && static_cast<size_t>(f.limit) < jobs->size()) jobs->resize(f.limit);
+  if (jobs->empty()) return InvalidArgument("no jobs left after --start/--end/--sample/--limit");
+  if (!(f.load_scale > 0)) return InvalidArgument("--load-scale must be > 0");
+  TimeMs t0 = jobs->front().submit_ms;
+  for (TraceJob& j : *jobs) {
+    j.submit_ms = static_cast<TimeMs>(std::llround(static_cast<double>(j.submit_ms - t0) /
+                                                   f.load_scale));
+  }
+  return Status::Ok();
+}
+
+Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream o(path, std::ios::binary | std::ios::trunc);
+  if (!o) return InvalidArgument("cannot write " + path);
+  o << text;
+  o.close();
+  if (!o) return Internal("writing " + path + " failed");
+  return Status::Ok();
+}
+
+// "runs.csv" + "fifo" -> "runs.fifo.csv"
+std::string WithPolicy(const std::string& path, const std::string& policy) {
+  size_t slash = path.find_last_of('/');
+  size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) {
+    return path + "." + policy;
+  }
+  return path.substr(0, dot) + "." + policy + path.substr(dot);
+}
+
+Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
+  TraceOptions topt;
+  if (!ParseTraceFormat(f.format, &topt.format)) {
+    return InvalidArgument("--format '" + f.format +
+                           "' is not one of auto, csv, philly, gavel, tiresias, helios, alibaba");
+  }
+  CORRAL_RETURN_IF_ERROR(ParseFraction(f.max_bad_rows, &topt.max_bad_fraction));
+  topt.gavel_steps_per_second = f.gavel_steps_per_second;
+  Result<Trace> trace = ReadTraceFile(f.trace, topt);
+  if (!trace.ok()) return trace.status();
+  if (!trace->bad.empty()) {
+    err << f.trace << ": skipped " << trace->bad.size() << " malformed row(s) of "
+        << trace->rows << " (" << TraceFormatName(trace->format) << "):\n";
+    for (size_t i = 0; i < trace->bad.size() && i < 20; ++i) {
+      err << "  line " << trace->bad[i].line << ": " << trace->bad[i].why << "\n";
+    }
+    if (trace->bad.size() > 20) err << "  ... and " << trace->bad.size() - 20 << " more\n";
+  }
+  std::vector<TraceJob> jobs = trace->jobs;
+  CORRAL_RETURN_IF_ERROR(Select(f, &jobs));
+
+  SimConfig cfg;
+  if (f.gpus_per_node <= 0) return InvalidArgument("--gpus-per-node must be > 0");
+  cfg.cluster.gpus_per_node = f.gpus_per_node;
+  cfg.cluster.racks = f.racks;
+  if (f.gpus > 0) {
+    if (f.nodes > 0) return InvalidArgument("give either --gpus or --nodes, not both");
+    if (f.gpus % f.gpus_per_node != 0) {
+      return InvalidArgument("--gpus " + std::to_string(f.gpus) + " is not a multiple of " +
+                             "--gpus-per-node " + std::to_string(f.gpus_per_node));
+    }
+    cfg.cluster.nodes = static_cast<int32_t>(f.gpus / f.gpus_per_node);
+  } else {
+    cfg.cluster.nodes = f.nodes;
+  }
+  if (cfg.cluster.nodes <= 0) return InvalidArgument("give the cluster size: --nodes N or --gpus N");
+  CORRAL_RETURN_IF_ERROR(Duration("--restart-overhead", f.restart_overhead,
+                                  &cfg.restart_overhead_ms));
+  CORRAL_RETURN_IF_ERROR(Duration("--checkpoint-interval", f.checkpoint_interval,
+                                  &cfg.checkpoint_interval_ms));
+  CORRAL_RETURN_IF_ERROR(Duration("--preempt-grace", f.preempt_grace, &cfg.preempt_grace_ms));
+  CORRAL_RETURN_IF_ERROR(Duration("--tick", f.tick, &cfg.tick_ms));
+  cfg.profile = f.profile && !f.no_timing;
+
+  std::vector<std::string> policies;
+  if (!f.compare.empty()) {
+    std::stringstream ss(f.compare);
+    std::string p;
+    while (std::getline(ss, p, ',')) policies.push_back(p);
+  } else {
+    policies.push_back(f.policy);
+  }
+  for (const std::string& p : policies) {
+    sched::OrderPolicy op;
+    if (!sched::ParseOrderPolicy(p, &op)) {
+      return InvalidArgument("policy '" + p + "' is not one of fifo, sjf, srtf, las, corral");
+    }
+  }
+  if (f.output != "table" && f.output != "json") {
+    return InvalidArgument("-o '" + f.output + "' is not one of table, json");
+  }
+
+  std::vector<Summary> summaries;
+  for (const std::string& p : policies) {
+    sched::ParseOrderPolicy(p, &cfg.policy);
+    auto t0 = std::chrono::steady_clock::now();
+    Result<SimResult> r = Simulate(jobs, cfg);
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!r.ok()) return r.status();
+    Summary s = Summarize(p, jobs, *r);
+    s.trace_rows = trace->rows;
+    s.bad_rows = static_cast<int64_t>(trace->bad.size());
+    if (!f.no_timing) {
+      s.sim_wall_time_s = wall;
+      if (cfg.profile) s.schedule_wall_time_s = r->schedule_seconds;
+    }
+    std::string runs;
+    if (!f.out_runs.empty() || f.check) runs = RunsCsv(jobs, *r);
+    if (!f.out_runs.empty()) {
+      CORRAL_RETURN_IF_ERROR(
+          WriteFile(policies.size() > 1 ? WithPolicy(f.out_runs, p) : f.out_runs, runs));
+    }
+    if (f.check) {
+      CheckOptions co;
+      co.nodes = cfg.cluster.nodes;
+      co.gpus_per_node = cfg.cluster.gpus_per_node;
+      co.restart_overhead_ms = cfg.restart_overhead_ms;
+      co.preempt_grace_ms = cfg.preempt_grace_ms;
+      co.checkpoint_interval_ms = cfg.checkpoint_interval_ms;
+      for (size_t i = 0; i < jobs.size(); ++i) {
+        if (r->jobs[i].rejected) co.rejected.insert(jobs[i].id);
+      }
+      Status st = CheckRuns(jobs, runs, co);
+      if (!st.ok()) return Internal("--check failed for policy " + p + ": " + st.message());
+    }
+    if (s.rejected > 0) {
+      size_t shown = 0;
+      for (size_t i = 0; i < jobs.size() && shown < 1; ++i) {
+        if (!r->jobs[i].rejected) continue;
+        err << p << ": " << s.rejected << " job(s) can never fit this cluster and were "
+            << "rejected at submit, e.g. job " << jobs[i].id << " (" << jobs[i].num_gpus
+            << " GPUs): " << r->jobs[i].why_rejected << "\n";
+        ++shown;
+      }
+    }
+    summaries.push_back(std::move(s));
+  }
+
+  if (f.output == "json") {
+    if (summaries.size() == 1) {
+      out << SummaryJson(summaries[0]);
+    } else {
+      out << "[\n";
+      for (size_t i = 0; i < summaries.size(); ++i) {
+        out << SummaryJson(summaries[i]) << (i + 1 < summaries.size() ? ",\n" : "");
+      }
+      out << "]\n";
+    }
+  } else {
+    out << "trace " << f.trace << " (" << TraceFormatName(trace->format) << "): " << jobs.size()
+        << " jobs; cluster " << cfg.cluster.nodes << " nodes x " << cfg.cluster.gpus_per_node
+        << " GPUs\n";
+    out << SummaryTable(summaries);
+  }
+  if (!f.plot.empty()) {
+    std::string title = f.title;
+    if (title.empty()) {
+      title = "JCT CDF, " + std::to_string(jobs.size()) + " jobs on " +
+              std::to_string(static_cast<int64_t>(cfg.cluster.nodes) * cfg.cluster.gpus_per_node) +
+              " GPUs";
+    }
+    CORRAL_RETURN_IF_ERROR(WriteFile(f.plot, JctCdfSvg(summaries, title)));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+int SimulateMain(const std::vector<std::string>& args) {
+  return SimulateMain(args, std::cout, std::cerr);
+}
+
+int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{"corral simulate: replay a job trace through the Corral scheduler in simulated "
+               "time",
+               "corral simulate"};
+  Flags f;
+  app.add_option("--trace", f.trace, "trace file")->required();
+  app.add_option("--format", f.format,
+                 "auto|csv|philly|gavel|tiresias|helios|alibaba (auto: from the header)");
+  app.add_option("--max-bad-rows", f.max_bad_rows,
+                 "fail when more than this percentage of rows are malformed (default 1%)");
+  app.add_option("--gavel-steps-per-second", f.gavel_steps_per_second,
+                 "Gavel traces count steps: duration = total_steps / this (default 1)");
+  app.add_option("--nodes", f.nodes, "simulated nodes");
+  app.add_option("--gpus-per-node", f.gpus_per_node, "GPUs per node (default 8)");
+  app.add_option("--racks", f.racks, "racks the nodes are spread over (default 1)");
+  app.add_option("--gpus", f.gpus, "total GPUs (instead of --nodes)");
+  app.add_option("--policy", f.policy, "fifo|sjf|srtf|las|corral (default corral)");
+  app.add_option("--compare", f.compare, "comma-separated policies to run and compare");
+  app.add_option("-o,--output", f.output, "table|json (default table)");
+  app.add_option("--out-runs", f.out_runs,
+                 "write job_id,start,end,gpus,nodes per run (with --compare: FILE.<policy>.csv)");
+  app.add_option("--plot", f.plot, "write an SVG of the JCT CDF per policy");
+  app.add_option("--title", f.title, "title of the plot");
+  app.add_option("--limit", f.limit, "keep the first N jobs (after --start/--end/--sample)");
+  app.add_option("--start", f.start, "keep jobs submitted at or after this offset (e.g. 30d)");
+  app.add_option("--end", f.end, "keep jobs submitted before this offset");
+  app.add_option("--sample", f.sample, "keep a random sample of N jobs (see --seed)");
+  app.add_option("--seed", f.seed, "seed of any sampling (default 1)");
+  app.add_option("--load-scale", f.load_scale,
+                 "divide inter-arrival times by this (2: twice the load)");
+  app.add_option("--restart-overhead", f.restart_overhead,
+                 "time a resumed run spends before progressing (default 0s)");
+  app.add_option("--checkpoint-interval", f.checkpoint_interval,
+                 "progress is saved every this much work; 0: on preemption (default)");
+  app.add_option("--preempt-grace", f.preempt_grace,
+                 "a victim keeps its GPUs this long after the preempt decision (default 0s)");
+  app.add_option("--tick", f.tick, "periodic pass for preemptive policies (default 60s)");
+  app.add_flag("--no-timing", f.no_timing, "leave wall-clock times out of the output");
+  app.add_flag("--check", f.check, "validate the runs against the trace; fail if wrong");
+  app.add_flag("--profile", f.profile, "report wall time spent inside Scheduler::Schedule");
+  try {
+    std::vector<std::string> rev(args.rbegin(), args.rend());
+    app.parse(rev);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e, out, err);
+  }
+  Status st = Run(f, out, err);
+  if (!st.ok()) {
+    err << "corral simulate: " << st.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace corral::sim

@@ -1,0 +1,330 @@
+#include "sim/simulator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <queue>
+#include <tuple>
+
+namespace corral::sim {
+
+bool IsPreemptivePolicy(sched::OrderPolicy p) {
+  return p == sched::OrderPolicy::kSrtf || p == sched::OrderPolicy::kLas ||
+         p == sched::OrderPolicy::kCorral;
+}
+
+std::map<std::string, int32_t> QuotasByDemand(const std::vector<TraceJob>& jobs,
+                                              int64_t total_gpus) {
+  std::map<std::string, double> demand;
+  double sum = 0;
+  for (const TraceJob& j : jobs) {
+    double d = static_cast<double>(j.duration_ms) * j.num_gpus;
+    demand[j.queue] += d;
+    sum += d;
+  }
+  std::map<std::string, int32_t> out;
+  if (demand.empty()) return out;
+  if (sum <= 0) {  // only zero-length jobs: split evenly
+    for (auto& [q, d] : demand) d = 1, sum += 1;
+  }
+  int64_t given = 0;
+  std::vector<std::tuple<double, std::string>> rest;  // (-remainder, name)
+  for (const auto& [q, d] : demand) {
+    double exact = d / sum * static_cast<double>(total_gpus);
+    auto whole = static_cast<int32_t>(exact);
+    out[q] = whole;
+    given += whole;
+    rest.emplace_back(-(exact - whole), q);
+  }
+  std::sort(rest.begin(), rest.end());
+  for (size_t i = 0; given < total_gpus && i < rest.size(); ++i, ++given) {
+    ++out[std::get<1>(rest[i])];
+  }
+  return out;
+}
+
+namespace {
+
+enum class JobPhase { kFuture, kPending, kRunning, kStopping, kDone, kRejected };
+
+struct SimJob {
+  JobPhase phase = JobPhase::kFuture;
+  DurationMs progress_ms = 0;  // checkpointed useful work
+  TimeMs run_start = 0;
+  bool resumed = false;        // this run follows a preemption: it pays the restart overhead
+  uint64_t generation = 0;     // invalidates a stale completion event
+  size_t run_record = 0;       // index of the current run in SimResult::runs
+  int32_t replicas = 1;
+  int32_t gpus_per_replica = 0;
+};
+
+enum class EventKind { kEnd = 0, kRelease = 1 };
+
+struct Event {
+  TimeMs at = 0;
+  uint64_t seq = 0;
+  EventKind kind = EventKind::kEnd;
+  size_t job = 0;
+  uint64_t generation = 0;
+  bool operator>(const Event& o) const { return std::tie(at, seq) > std::tie(o.at, o.seq); }
+};
+
+// Splits a request into a gang of whole-node-sized replicas: the fewest replicas r such that
+// r divides the GPU count and each replica fits one node.
+void Shape(int32_t gpus, int32_t per_node, int32_t* replicas, int32_t* per_replica) {
+  if (gpus <= per_node) {
+    *replicas = 1, *per_replica = gpus;
+    return;
+  }
+  for (int32_t r = (gpus + per_node - 1) / per_node; r <= gpus; ++r) {
+    if (gpus % r == 0 && gpus / r <= per_node) {
+      *replicas = r, *per_replica = gpus / r;
+      return;
+    }
+  }
+  *replicas = gpus, *per_replica = 1;
+}
+
+class Loop {
+ public:
+  Loop(const std::vector<TraceJob>& jobs, const SimConfig& config)
+      : jobs_(jobs), config_(config), sched_(MakeConfig(config)), state_(jobs.size()) {
+    result_.jobs.resize(jobs.size());
+  }
+
+  Result<SimResult> Run() {
+    const ClusterSpec& c = config_.cluster;
+    if (c.nodes <= 0 || c.gpus_per_node <= 0) {
+      return InvalidArgument("the cluster needs --nodes > 0 and --gpus-per-node > 0");
+    }
+    int32_t racks = std::max(1, std::min(c.racks, c.nodes));
+    int32_t nodes_per_rack = (c.nodes + racks - 1) / racks;
+    for (int32_t n = 0; n < c.nodes; ++n) {
+      sched::NodeInfo node;
+      char name[32];
+      std::snprintf(name, sizeof name, "n%05d", n);
+      node.name = name;
+      char rack[32];
+      std::snprintf(rack, sizeof rack, "r%03d", n / nodes_per_rack);
+      node.labels["rack"] = rack;
+      node.labels["gpu_model"] = "V100";
+      node.cpu_milli = 64 * 1000;
+      node.memory_mb = 512 * 1024;
+      for (int32_t g = 0; g < c.gpus_per_node; ++g) {
+        Gpu gpu;
+        gpu.index = g;
+        gpu.uuid = node.name + "-gpu" + std::to_string(g);
+        gpu.model = "V100";
+        gpu.memory_mb = 32 * 1024;
+        gpu.group = c.gpus_per_node >= 8 ? g / (c.gpus_per_node / 2) : 0;
+        node.gpus.push_back(gpu);
+      }
+      sched_.UpsertNode(node);
+    }
+    result_.total_gpus = static_cast<int64_t>(c.nodes) * c.gpus_per_node;
+    if (config_.policy == sched::OrderPolicy::kCorral) {
+      result_.quotas =
+          config_.quotas.empty() ? QuotasByDemand(jobs_, result_.total_gpus) : config_.quotas;
+      for (const auto& [name, quota] : result_.quotas) {
+        QueueConfig q;
+        q.name = name;
+        q.quota_gpus = quota;
+        sched_.SetQueue(q);
+      }
+    }
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      Shape(jobs_[i].num_gpus, c.gpus_per_node, &state_[i].replicas, &state_[i].gpus_per_replica);
+    }
+
+    size_t next_arrival = 0;
+    while (true) {
+      TimeMs now = kNever;
+      if (next_arrival < jobs_.size()) now = jobs_[next_arrival].submit_ms;
+      if (!events_.empty()) now = std::min(now, events_.top().at);
+      if (next_tick_ != kNever) now = std::min(now, next_tick_);
+      if (now == kNever) break;
+      next_tick_ = kNever;
+      while (!events_.empty() && events_.top().at == now) {
+        Event e = events_.top();
+        events_.pop();
+        if (e.kind == EventKind::kEnd) {
+          if (e.generation == state_[e.job].generation) Finish(e.job, now);
+        } else {
+          Release(e.job, now);
+        }
+      }
+      while (next_arrival < jobs_.size() && jobs_[next_arrival].submit_ms == now) {
+        Arrive(next_arrival++, now);
+      }
+      CORRAL_RETURN_IF_ERROR(SchedulePass(now));
+      if (IsPreemptivePolicy(config_.policy) && config_.tick_ms > 0 && pending_ > 0 &&
+          running_ > 0) {
+        next_tick_ = (now / config_.tick_ms + 1) * config_.tick_ms;
+      }
+    }
+    if (pending_ > 0 || running_ > 0) {
+      return Internal("the simulation stopped with " + std::to_string(pending_) +
+                      " job(s) pending and " + std::to_string(running_) +
+                      " running: the scheduler placed nothing on an idle cluster");
+    }
+    std::stable_sort(result_.runs.begin(), result_.runs.end(),
+                     [](const RunRecord& a, const RunRecord& b) {
+                       return std::tie(a.start, a.job) < std::tie(b.start, b.job);
+                     });
+    return std::move(result_);
+  }
+
+ private:
+  static constexpr TimeMs kNever = INT64_MAX;
+
+  static sched::SchedulerConfig MakeConfig(const SimConfig& c) {
+    sched::SchedulerConfig s;
+    s.policy = c.policy;
+    s.preemption = IsPreemptivePolicy(c.policy);
+    return s;
+  }
+
+  sched::PendingJob Pending(size_t i) const {
+    const TraceJob& t = jobs_[i];
+    sched::PendingJob p;
+    p.id = i + 1;
+    p.queue = t.queue;
+    p.user = t.user;
+    p.submitted_at = t.submit_ms;
+    p.replicas = state_[i].replicas;
+    p.per_replica.gpu_milli = state_[i].gpus_per_replica * kGpuMilli;
+    p.preemptible = true;
+    if (config_.policy != sched::OrderPolicy::kCorral) {  // the production policy has no oracle
+      p.oracle_duration_ms = t.duration_ms;
+      p.attained_ms = state_[i].progress_ms * t.num_gpus;
+    }
+    return p;
+  }
+
+  void Arrive(size_t i, TimeMs now) {
+    (void)now;
+    sched::PendingJob p = Pending(i);
+    std::string why;
+    if (sched_.Admit(p, &why) == sched::Fit::kInfeasible) {
+      state_[i].phase = JobPhase::kRejected;
+      result_.jobs[i].rejected = true;
+      result_.jobs[i].why_rejected = why;
+      return;
+    }
+    state_[i].phase = JobPhase::kPending;
+    ++pending_;
+    sched_.AddPending(p);
+  }
+
+  void Finish(size_t i, TimeMs now) {
+    SimJob& s = state_[i];
+    CORRAL_CHECK(s.phase == JobPhase::kRunning, "completion of a job that is not running");
+    sched_.RemoveRunning(i + 1);
+    s.phase = JobPhase::kDone;
+    s.progress_ms = jobs_[i].duration_ms;
+    --running_;
+    result_.runs[s.run_record].end = now;
+    result_.jobs[i].end = now;
+  }
+
+  void Release(size_t i, TimeMs now) {
+    SimJob& s = state_[i];
+    CORRAL_CHECK(s.phase == JobPhase::kStopping, "release of a job that is not stopping");
+    sched_.RemoveRunning(i + 1);
+    result_.runs[s.run_record].end = now;
+    result_.runs[s.run_record].preempted = true;
+    ++result_.jobs[i].preemptions;
+    --running_;
+    ++pending_;
+    s.phase = JobPhase::kPending;
+    s.resumed = true;
+    sched_.AddPending(Pending(i));
+  }
+
+  Status SchedulePass(TimeMs now) {
+    std::chrono::steady_clock::time_point t0;
+    if (config_.profile) t0 = std::chrono::steady_clock::now();
+    sched::Decisions d = sched_.Schedule(now);
+    if (config_.profile) {
+      result_.schedule_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    ++result_.schedule_calls;
+    for (const sched::PreemptDecision& p : d.preempt) {
+      size_t i = p.job - 1;
+      if (p.job == 0 || i >= state_.size() || state_[i].phase != JobPhase::kRunning) {
+        return Internal("the scheduler preempted job " + std::to_string(p.job) +
+                        ", which is not running");
+      }
+      Preempt(i, now);
+    }
+    for (sched::PlaceDecision& pl : d.place) {
+      size_t i = pl.job - 1;
+      if (pl.job == 0 || i >= state_.size() || state_[i].phase != JobPhase::kPending) {
+        return Internal("the scheduler placed job " + std::to_string(pl.job) +
+                        ", which is not pending");
+      }
+      Start(i, now, std::move(pl.placement));
+    }
+    return Status::Ok();
+  }
+
+  void Start(size_t i, TimeMs now, std::vector<ReplicaPlacement> placement) {
+    SimJob& s = state_[i];
+    s.phase = JobPhase::kRunning;
+    s.run_start = now;
+    ++s.generation;
+    --pending_;
+    ++running_;
+    JobOutcome& o = result_.jobs[i];
+    if (o.first_start < 0) o.first_start = now;
+    s.run_record = result_.runs.size();
+    RunRecord r;
+    r.job = i;
+    r.start = now;
+    r.end = -1;
+    r.gpus = jobs_[i].num_gpus;
+    r.placement = std::move(placement);
+    result_.runs.push_back(std::move(r));
+    DurationMs left = jobs_[i].duration_ms - s.progress_ms;
+    TimeMs end = now + (s.resumed ? config_.restart_overhead_ms : 0) + left;
+    events_.push({end, seq_++, EventKind::kEnd, i, s.generation});
+  }
+
+  void Preempt(size_t i, TimeMs now) {
+    SimJob& s = state_[i];
+    DurationMs ran = now - s.run_start - (s.resumed ? config_.restart_overhead_ms : 0);
+    DurationMs total = s.progress_ms + std::max<DurationMs>(0, ran);
+    total = std::min(total, jobs_[i].duration_ms);
+    if (config_.checkpoint_interval_ms > 0) {
+      DurationMs kept = total / config_.checkpoint_interval_ms * config_.checkpoint_interval_ms;
+      total = std::max(s.progress_ms, kept);
+    }
+    s.progress_ms = total;
+    s.phase = JobPhase::kStopping;
+    ++s.generation;  // the pending completion event is void
+    events_.push({now + config_.preempt_grace_ms, seq_++, EventKind::kRelease, i, s.generation});
+  }
+
+  const std::vector<TraceJob>& jobs_;
+  SimConfig config_;
+  sched::Scheduler sched_;
+  std::vector<SimJob> state_;
+  SimResult result_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  uint64_t seq_ = 0;
+  int64_t pending_ = 0;
+  int64_t running_ = 0;
+  TimeMs next_tick_ = kNever;
+};
+
+}  // namespace
+
+Result<SimResult> Simulate(const std::vector<TraceJob>& jobs, const SimConfig& config) {
+  for (size_t i = 1; i < jobs.size(); ++i) {
+    CORRAL_CHECK(jobs[i - 1].submit_ms <= jobs[i].submit_ms, "jobs must be sorted by submit");
+  }
+  Loop loop(jobs, config);
+  return loop.Run();
+}
+
+}  // namespace corral::sim

@@ -1,0 +1,274 @@
+#include "sim/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "sim/checker.h"
+#include "sim/report.h"
+#include "sim/simulate_command.h"
+
+namespace corral::sim {
+namespace {
+
+std::string Data(const std::string& name) { return std::string(CORRAL_SIM_TESTDATA) + "/" + name; }
+
+std::vector<TraceJob> Jobs(const std::string& csv) {
+  Result<Trace> t = ParseTrace(csv, "test", {});
+  CORRAL_CHECK(t.ok(), t.status().message());
+  return t->jobs;
+}
+
+std::map<std::string, double> Jcts(const std::vector<TraceJob>& jobs, const SimResult& r) {
+  std::map<std::string, double> out;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    out[jobs[i].id] = static_cast<double>(r.jobs[i].end - jobs[i].submit_ms) / 1000.0;
+  }
+  return out;
+}
+
+SimResult Sim(const std::vector<TraceJob>& jobs, sched::OrderPolicy p, int32_t nodes,
+              int32_t gpus_per_node) {
+  SimConfig c;
+  c.cluster = {nodes, gpus_per_node, 1};
+  c.policy = p;
+  Result<SimResult> r = Simulate(jobs, c);
+  CORRAL_CHECK(r.ok(), r.status().message());
+  return std::move(*r);
+}
+
+// One GPU, four jobs queued behind a long one. By hand:
+//   FIFO: A 0-100, B 100-160, C 160-200, D 200-210 -> JCT A 100, B 159, C 198, D 207.
+//   SJF:  A 0-100, D 100-110, C 110-150, B 150-210 -> JCT A 100, D 107, C 148, B 209.
+const char* kOneGpu =
+    "job_id,submit_time,duration,num_gpus\n"
+    "A,0,100,1\n"
+    "B,1,60,1\n"
+    "C,2,40,1\n"
+    "D,3,10,1\n";
+
+TEST(SimulatorTest, FifoOneGpuByHand) {
+  auto jobs = Jobs(kOneGpu);
+  auto jct = Jcts(jobs, Sim(jobs, sched::OrderPolicy::kFifo, 1, 1));
+  EXPECT_EQ(jct["A"], 100);
+  EXPECT_EQ(jct["B"], 159);
+  EXPECT_EQ(jct["C"], 198);
+  EXPECT_EQ(jct["D"], 207);
+}
+
+// DISABLED_ until src/sched implements OrderPolicy::kSjf (issue 3, in progress); the numbers
+// above are by hand and do not depend on the implementation.
+TEST(SimulatorTest, DISABLED_SjfOneGpuByHand) {
+  auto jobs = Jobs(kOneGpu);
+  SimResult r = Sim(jobs, sched::OrderPolicy::kSjf, 1, 1);
+  auto jct = Jcts(jobs, r);
+  EXPECT_EQ(jct["A"], 100);
+  EXPECT_EQ(jct["D"], 107);
+  EXPECT_EQ(jct["C"], 148);
+  EXPECT_EQ(jct["B"], 209);
+  Summary s = Summarize("sjf", jobs, r);
+  EXPECT_DOUBLE_EQ(s.avg_jct, (100 + 107 + 148 + 209) / 4.0);
+  EXPECT_DOUBLE_EQ(s.makespan, 210);
+  EXPECT_DOUBLE_EQ(s.utilization, 1.0);
+}
+
+// Two nodes of two GPUs; A and D are 4-GPU gangs (2 replicas of 2). By hand:
+//   FIFO: A 0-50; at 50 B 50-80 and C 50-70; D is next and needs all 4: 80-90.
+//         JCT A 50, B 70, C 60, D 70.
+//   SJF:  A 0-50; at 50 D (10 s) is shortest and fits the idle cluster: 50-60; then
+//         C 60-80 and B 60-90. JCT A 50, D 40, C 70, B 80.
+const char* kGang =
+    "job_id,submit_time,duration,num_gpus\n"
+    "A,0,50,4\n"
+    "B,10,30,2\n"
+    "C,10,20,2\n"
+    "D,20,10,4\n";
+
+TEST(SimulatorTest, FifoGangByHand) {
+  auto jobs = Jobs(kGang);
+  SimResult r = Sim(jobs, sched::OrderPolicy::kFifo, 2, 2);
+  auto jct = Jcts(jobs, r);
+  EXPECT_EQ(jct["A"], 50);
+  EXPECT_EQ(jct["B"], 70);
+  EXPECT_EQ(jct["C"], 60);
+  EXPECT_EQ(jct["D"], 70);
+  // A runs as two replicas on both nodes.
+  ASSERT_EQ(r.runs[0].placement.size(), 2u);
+  EXPECT_NE(r.runs[0].placement[0].node, r.runs[0].placement[1].node);
+}
+
+// DISABLED_ until src/sched implements OrderPolicy::kSjf (see above).
+TEST(SimulatorTest, DISABLED_SjfGangByHand) {
+  auto jobs = Jobs(kGang);
+  auto jct = Jcts(jobs, Sim(jobs, sched::OrderPolicy::kSjf, 2, 2));
+  EXPECT_EQ(jct["A"], 50);
+  EXPECT_EQ(jct["D"], 40);
+  EXPECT_EQ(jct["C"], 70);
+  EXPECT_EQ(jct["B"], 80);
+}
+
+TEST(SimulatorTest, JobTooBigIsRejected) {
+  auto jobs = Jobs("job_id,submit_time,duration,num_gpus\nA,0,50,8\nB,0,5,1\n");
+  SimResult r = Sim(jobs, sched::OrderPolicy::kFifo, 1, 4);
+  EXPECT_TRUE(r.jobs[0].rejected);
+  EXPECT_FALSE(r.jobs[1].rejected);
+  EXPECT_EQ(r.jobs[1].end, 5000);
+}
+
+TEST(SimulatorTest, QuotasByDemandSumToTheCluster) {
+  auto jobs = Jobs(
+      "job_id,submit_time,duration,num_gpus,queue\n"
+      "1,0,100,1,a\n2,0,200,1,b\n3,0,100,1,c\n");
+  auto q = QuotasByDemand(jobs, 10);
+  EXPECT_EQ(q["a"] + q["b"] + q["c"], 10);
+  EXPECT_EQ(q["b"], 5);
+}
+
+struct CheckCase {
+  const char* policy;
+  DurationMs overhead_ms;
+  DurationMs grace_ms;
+  DurationMs checkpoint_ms;
+};
+
+class CheckerTest : public ::testing::TestWithParam<CheckCase> {};
+
+// Every policy over the first 400 jobs of the Philly trace on a small cluster (so jobs
+// queue and the preemptive policies preempt), validated by the independent checker.
+TEST_P(CheckerTest, RunsAreConsistentWithThePhillySlice) {
+  const CheckCase& c = GetParam();
+  Result<Trace> t = ReadTraceFile(Data("philly_slice.csv"), {});
+  ASSERT_TRUE(t.ok());
+  SimConfig cfg;
+  cfg.cluster = {4, 8, 2};
+  ASSERT_TRUE(sched::ParseOrderPolicy(c.policy, &cfg.policy));
+  cfg.restart_overhead_ms = c.overhead_ms;
+  cfg.preempt_grace_ms = c.grace_ms;
+  cfg.checkpoint_interval_ms = c.checkpoint_ms;
+  cfg.tick_ms = 5 * kMinute;
+  Result<SimResult> r = Simulate(t->jobs, cfg);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  CheckOptions co;
+  co.nodes = 4;
+  co.gpus_per_node = 8;
+  co.restart_overhead_ms = c.overhead_ms;
+  co.preempt_grace_ms = c.grace_ms;
+  co.checkpoint_interval_ms = c.checkpoint_ms;
+  int64_t preemptions = 0;
+  for (size_t i = 0; i < t->jobs.size(); ++i) {
+    if (r->jobs[i].rejected) co.rejected.insert(t->jobs[i].id);
+    preemptions += r->jobs[i].preemptions;
+    // Every job but the rejected finishes.
+    EXPECT_TRUE(r->jobs[i].rejected || r->jobs[i].end >= t->jobs[i].submit_ms);
+  }
+  EXPECT_LE(co.rejected.size(), 2u);  // a 64-GPU job does not fit 32 GPUs
+  std::string runs = RunsCsv(t->jobs, *r);
+  Status st = CheckRuns(t->jobs, runs, co);
+  EXPECT_TRUE(st.ok()) << st.message();
+  RecordProperty("preemptions", std::to_string(preemptions));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Policies, CheckerTest,
+    ::testing::Values(CheckCase{"fifo", 0, 0, 0}, CheckCase{"sjf", 0, 0, 0},
+                      CheckCase{"srtf", 30 * kSecond, 10 * kSecond, 0},
+                      CheckCase{"las", 30 * kSecond, 0, 15 * kMinute},
+                      CheckCase{"corral", 60 * kSecond, 10 * kSecond, 0}),
+    [](const auto& info) { return std::string(info.param.policy); });
+
+TEST(CheckerTest, CatchesBrokenRuns) {
+  auto jobs = Jobs(kGang);
+  CheckOptions co;
+  co.nodes = 2;
+  co.gpus_per_node = 2;
+  const std::string header = "job_id,start,end,gpus,nodes\n";
+  const std::string good =
+      "A,0.000,50.000,4,n0:2;n1:2\nB,50.000,80.000,2,n0:2\nC,50.000,70.000,2,n1:2\n"
+      "D,80.000,90.000,4,n0:2;n1:2\n";
+  EXPECT_TRUE(CheckRuns(jobs, header + good, co).ok());
+  // Over-committed node.
+  EXPECT_FALSE(CheckRuns(jobs,
+                         header + "A,0.000,50.000,4,n0:2;n1:2\nB,40.000,70.000,2,n0:2\n"
+                                  "C,50.000,70.000,2,n1:2\nD,80.000,90.000,4,n0:2;n1:2\n",
+                         co)
+                   .ok());
+  // Too little service.
+  EXPECT_FALSE(CheckRuns(jobs,
+                         header + "A,0.000,49.000,4,n0:2;n1:2\nB,50.000,80.000,2,n0:2\n"
+                                  "C,50.000,70.000,2,n1:2\nD,80.000,90.000,4,n0:2;n1:2\n",
+                         co)
+                   .ok());
+  // Before submit.
+  EXPECT_FALSE(CheckRuns(jobs,
+                         header + "A,0.000,50.000,4,n0:2;n1:2\nB,5.000,35.000,2,n0:2\n"
+                                  "C,50.000,70.000,2,n1:2\nD,80.000,90.000,4,n0:2;n1:2\n",
+                         co)
+                   .ok());
+  // A job missing.
+  EXPECT_FALSE(CheckRuns(jobs,
+                         header + "A,0.000,50.000,4,n0:2;n1:2\nB,50.000,80.000,2,n0:2\n"
+                                  "C,50.000,70.000,2,n1:2\n",
+                         co)
+                   .ok());
+}
+
+std::string RunCommand(const std::vector<std::string>& args, int* rc) {
+  std::ostringstream out, err;
+  *rc = SimulateMain(args, out, err);
+  return out.str() + err.str();
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(SimulateCommandTest, SameInputsGiveByteIdenticalOutputs) {
+  std::string dir = ::testing::TempDir();
+  std::vector<std::string> outputs;
+  for (int k = 0; k < 2; ++k) {
+    std::string runs = dir + "/runs" + std::to_string(k) + ".csv";
+    std::string plot = dir + "/plot" + std::to_string(k) + ".svg";
+    int rc = 0;
+    std::string out = RunCommand({"--trace", Data("philly_slice.csv"), "--nodes", "4",
+                                  "--racks", "2", "--compare", "fifo,sjf,srtf,las,corral",
+                                  "-o", "json", "--no-timing", "--out-runs", runs, "--plot",
+                                  plot, "--sample", "300", "--seed", "7", "--check",
+                                  "--restart-overhead", "30s"},
+                                 &rc);
+    ASSERT_EQ(rc, 0) << out;
+    std::string all = out;
+    for (const char* p : {"fifo", "sjf", "srtf", "las", "corral"}) {
+      all += Slurp(dir + "/runs" + std::to_string(k) + "." + p + ".csv");
+    }
+    all += Slurp(plot);
+    outputs.push_back(all);
+  }
+  EXPECT_GT(outputs[0].size(), 1000u);
+  EXPECT_EQ(outputs[0], outputs[1]);
+  EXPECT_EQ(outputs[0].find("sim_wall_time_s"), std::string::npos);
+}
+
+TEST(SimulateCommandTest, ClearErrors) {
+  int rc = 0;
+  std::string out = RunCommand({"--trace", Data("philly_slice.csv")}, &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("--nodes"), std::string::npos) << out;
+  out = RunCommand({"--trace", Data("philly_slice.csv"), "--gpus", "30"}, &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("multiple"), std::string::npos) << out;
+  out = RunCommand({"--trace", Data("philly_slice.csv"), "--gpus", "64", "--policy", "drf"}, &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("drf"), std::string::npos) << out;
+  out = RunCommand({"--trace", Data("tiresias_60_job.csv"), "--gpus", "64", "-o", "json",
+                    "--no-timing", "--policy", "fifo"},
+                   &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("\"jobs\": 60"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace corral::sim

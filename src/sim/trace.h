@@ -1,0 +1,58 @@
+// Job traces for the simulator (DESIGN §12): one reader per trace format, all producing the
+// same TraceJob rows. Readers are strict about what they accept and count what they reject:
+// a malformed row is recorded with its line number, and the read fails when more than
+// `max_bad_fraction` of the rows are bad, so a broken file never silently shrinks the
+// workload. Pure functions; no state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/time.h"
+
+namespace corral::sim {
+
+enum class TraceFormat { kAuto, kCsv, kPhilly, kGavel, kTiresias, kHelios, kAlibaba };
+const char* TraceFormatName(TraceFormat f);
+bool ParseTraceFormat(const std::string& text, TraceFormat* out);
+
+struct TraceJob {
+  std::string id;          // the trace's own id, or "L<line>" where the format has none
+  TimeMs submit_ms = 0;    // relative to the trace's first submission after reading
+  DurationMs duration_ms = 0;  // run time on num_gpus GPUs, never restarted
+  int32_t num_gpus = 0;
+  std::string queue;       // virtual cluster / queue; "default" where the format has none
+  std::string user;
+  int64_t line = 0;        // line of the source file, for error messages
+};
+
+struct BadRow {
+  int64_t line = 0;
+  std::string why;
+};
+
+struct Trace {
+  TraceFormat format = TraceFormat::kAuto;  // the format actually read
+  std::vector<TraceJob> jobs;  // sorted by (submit_ms, line)
+  int64_t rows = 0;            // data rows seen (good + bad), blank lines excluded
+  std::vector<BadRow> bad;     // every rejected row, in file order
+};
+
+struct TraceOptions {
+  TraceFormat format = TraceFormat::kAuto;
+  double max_bad_fraction = 0.01;  // fail when bad rows exceed this share of all rows
+  // Gavel traces give training steps, not seconds; duration = total_steps / this rate.
+  double gavel_steps_per_second = 1.0;
+};
+
+// Reads `text` (the whole file) named `source` in error messages.
+Result<Trace> ParseTrace(const std::string& text, const std::string& source,
+                         const TraceOptions& options);
+Result<Trace> ReadTraceFile(const std::string& path, const TraceOptions& options);
+
+// "HH:MM" style checks aside, parses "YYYY-MM-DD HH:MM:SS" as UTC seconds since the epoch.
+bool ParseDateTime(const std::string& text, int64_t* seconds);
+
+}  // namespace corral::sim
