@@ -75,6 +75,7 @@ Status Head::Recover(store::StoredState state) {
       scheduler_.AddPending(ToPending(job));
     } else if (job.state == JobState::kScheduled || job.state == JobState::kRunning) {
       const Run& run = *job.CurrentRun();
+      active_jobs_.insert(job.id);
       for (const ReplicaPlacement& p : run.placement) node_runs_[p.node].insert(job.id);
       scheduler_.AddRunning({ToPending(job), run.placement,
                              run.started_at ? run.started_at : run.scheduled_at});
@@ -165,13 +166,6 @@ void Head::OnDurable(Status st) {
   inflight_callbacks_.clear();
   for (auto& fn : callbacks) fn();
   FlushEdits();
-}
-
-template <typename T>
-void Head::Reply(Callback<T> done, Result<T> result) {
-  AfterDurable([done = std::move(done), result = std::move(result)]() mutable {
-    done(std::move(result));
-  });
 }
 
 // --- queries and admin commands ---

@@ -175,4 +175,11 @@ class Head {
   bool stopped_ = false;
 };
 
+template <typename T>
+void Head::Reply(Callback<T> done, Result<T> result) {
+  AfterDurable([done = std::move(done), result = std::move(result)]() mutable {
+    done(std::move(result));
+  });
+}
+
 }  // namespace corral::head
