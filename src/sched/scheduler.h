@@ -6,11 +6,42 @@
 // same decisions.
 //
 // Contract with the driver:
-//  - Place decisions are "assumed": the scheduler binds the resources in its model at once.
-//    The driver makes them durable and acts on them; if it cannot, it calls RemoveRunning.
+//  - Place decisions are "assumed": the scheduler binds the resources in its model at once
+//    (the run's started_at is the `now` of that pass). The driver makes them durable and acts
+//    on them; if it cannot, it calls RemoveRunning.
 //  - Preempt decisions leave the victim's resources bound until the driver reports the run
-//    over with RemoveRunning, then re-adds the job with AddPending (a new run).
+//    over with RemoveRunning, then re-adds the job with AddPending (a new run). A victim is
+//    named at most once while it is being preempted. The job it makes room for waits (with
+//    the room held for it) until the victims are removed; it is then placed by a later pass.
 //  - A finished or cancelled job: RemovePending or RemoveRunning.
+//  - Attained service (SRTF, LAS): PendingJob::attained_ms is the GPU-ms the job received
+//    before its current run. For a running job the scheduler adds gpus * (now - started_at)
+//    itself, so the driver only re-adds a preempted job with the new total (or calls
+//    UpdateAttained).
+//
+// Order (SchedulerConfig::policy):
+//  - kCorral: priority (higher first), then queue fair share (queues under their quota first,
+//    then dominant-resource share of current allocation plus decayed usage against the
+//    queue's quota, divided by its weight), then user fair share inside the queue, then
+//    submit time, then id. Reclaims borrowed quota and lets higher priority preempt lower.
+//  - kFifo: submit time, then id; strict head of line: nothing starts behind a blocked job;
+//    never preempts.
+//  - kSjf: oracle_duration_ms ascending; non-preemptive; backfills like kCorral.
+//  - kSrtf: remaining = oracle_duration_ms - attained_ms / gpus ascending; preemptive: a
+//    running preemptible job with a strictly longer remaining time may be preempted.
+//  - kLas: Tiresias-style discretized least attained service: level = number of
+//    las_thresholds_gpu_ms at or below the attained GPU-ms, lower level first, FIFO inside a
+//    level; preemptive: a running preemptible job in a strictly higher level may be preempted.
+//  The baselines ignore priority, quotas and fair share; queue limits hold for every policy.
+//
+// Blocked jobs and backfill: the first `reservation_depth` jobs (in order) that cannot start
+// get a reservation: the earliest time and nodes at which they fit, computed from running
+// jobs' expected ends (started_at + time_limit_ms; unknown when the limit is 0). A lower job
+// starts only if it does not delay a reservation: it ends before the reservation starts, or
+// it leaves the reserved resources free. With an unknown start the reserved resources are
+// never lent, so a large job is not starved by a stream of small ones. With backfill = false
+// nothing starts behind the first blocked job.
+//
 // Owned by one thread (the head's state machine strand, or the simulator loop).
 #pragma once
 
@@ -27,10 +58,13 @@
 
 namespace corral::sched {
 
+// A time that is not known (a reservation behind jobs without a time limit).
+constexpr TimeMs kUnknownTime = INT64_MAX;
+
 struct NodeInfo {
   std::string name;
   std::map<std::string, std::string> labels;  // "rack", "gpu_model", ...
-  bool schedulable = true;                     // false: draining, unreachable, down
+  bool schedulable = true;                    // false: draining, unreachable, down
   int32_t cpu_milli = 0;
   int64_t memory_mb = 0;
   std::vector<Gpu> gpus;  // healthy ones are allocatable
@@ -57,7 +91,7 @@ struct PendingJob {
   bool preemptible = false;
   // Simulator-only inputs of the baseline policies.
   DurationMs oracle_duration_ms = 0;
-  DurationMs attained_ms = 0;  // GPU-time already received, in GPU-ms
+  DurationMs attained_ms = 0;  // GPU-time received before the current run, in GPU-ms
 };
 
 struct RunningJob {
@@ -68,11 +102,21 @@ struct RunningJob {
 
 struct SchedulerConfig {
   OrderPolicy policy = OrderPolicy::kCorral;
-  DurationMs fair_share_half_life_ms = 7 * 24 * kHour;
+  DurationMs fair_share_half_life_ms = 7 * 24 * kHour;  // <= 0: only current allocation
   DurationMs min_runtime_before_preempt_ms = 5 * kMinute;
   bool backfill = true;
   bool preemption = true;
   int32_t max_placements_per_pass = 1 << 30;
+  // Added for issue 3.
+  // How many blocked jobs (in order) get a reservation that lower jobs must not delay.
+  // 0: none (work-conserving greedy skipping; large jobs may starve).
+  int32_t reservation_depth = 1;
+  // The budget of one pass, in work units (one unit: one node examined by placement, one
+  // pending job visited, one running job considered as a victim or released in a
+  // reservation scan). When spent, the pass stops; the rest waits for the next pass.
+  int64_t max_work_per_pass = 20'000'000;
+  // kLas level boundaries, in attained GPU-ms, ascending.
+  std::vector<DurationMs> las_thresholds_gpu_ms = {1 * kHour, 10 * kHour};
 };
 
 struct PlaceDecision {
@@ -81,9 +125,9 @@ struct PlaceDecision {
 };
 
 struct PreemptDecision {
-  JobId job = 0;        // victim
-  JobId for_job = 0;    // the job it makes room for
-  std::string reason;   // shown by `corral show`
+  JobId job = 0;       // victim
+  JobId for_job = 0;   // the job it makes room for
+  std::string reason;  // shown by `corral show`
 };
 
 // Why a pending job did not start in this pass.
@@ -92,10 +136,18 @@ struct WaitReason {
   std::string reason;
 };
 
+// Where and when a blocked job is expected to start; lower jobs do not delay it.
+struct Reservation {
+  JobId job = 0;
+  TimeMs start = kUnknownTime;     // kUnknownTime: behind runs without a time limit
+  std::vector<std::string> nodes;  // sorted
+};
+
 struct Decisions {
   std::vector<PlaceDecision> place;
   std::vector<PreemptDecision> preempt;
-  std::vector<WaitReason> waiting;  // only for jobs whose reason changed since the last pass
+  std::vector<WaitReason> waiting;        // only for jobs whose reason changed since the last pass
+  std::vector<Reservation> reservations;  // this pass's reservations, in order
 };
 
 enum class Fit { kPlaced, kWait, kInfeasible };
@@ -111,13 +163,16 @@ class Scheduler {
   void RemoveNode(const std::string& name);
   void SetQueue(const QueueConfig& queue);
 
-  void AddPending(const PendingJob& job);
+  void AddPending(const PendingJob& job);  // replaces a pending job with the same id
   void RemovePending(JobId id);
   void AddRunning(const RunningJob& run);  // binds resources (recovery, or the simulator)
   void RemoveRunning(JobId id);            // frees them
 
-  // Could this request ever fit, on an empty cluster of the current nodes? If not, says why
-  // (admission, DESIGN §6.1).
+  // Sets the GPU-ms a job attained before its current run (SRTF, LAS). Pending or running.
+  void UpdateAttained(JobId id, DurationMs attained_gpu_ms);
+
+  // Could this request ever fit, on an empty cluster of the current nodes, within its queue's
+  // limit? If not, says why (admission, DESIGN §6.1).
   Fit Admit(const PendingJob& job, std::string* why) const;
 
   [[nodiscard]] Decisions Schedule(TimeMs now);
@@ -127,8 +182,18 @@ class Scheduler {
     int64_t running = 0;
     int64_t free_gpus = 0;
     int64_t total_gpus = 0;
+    // Of the last pass.
+    int64_t last_pass_work = 0;
+    int64_t last_pass_attempts = 0;  // placement attempts
+    int64_t last_pass_skipped = 0;   // jobs skipped by equivalence class
+    bool last_pass_budget_exhausted = false;
   };
   Stats GetStats() const;
+
+  // Allocated GPUs of a queue (its own runs, and its sub-queues' runs), for tests and metrics.
+  int64_t QueueAllocatedGpus(const std::string& queue) const;
+  // True while a Preempt decision for this running job has not been followed by RemoveRunning.
+  bool IsBeingPreempted(JobId id) const;
 
  private:
   struct Impl;

@@ -1,0 +1,255 @@
+#include "sched/cluster_model.h"
+
+#include <algorithm>
+
+namespace corral::sched {
+
+Shape ShapeOf(const PendingJob& job) {
+  Shape s;
+  s.replicas = std::max(1, job.replicas);
+  s.gpus = std::max(0, job.per_replica.gpu_milli + kGpuMilli - 1) / kGpuMilli;  // round up
+  s.cpu = std::max(0, job.per_replica.cpu_milli);
+  s.mem = std::max<int64_t>(0, job.per_replica.memory_mb);
+  s.gpu_model = &job.gpu_model;
+  s.node_labels = &job.node_labels;
+  return s;
+}
+
+bool Matches(const NodeSlot& n, const Shape& s) {
+  if (!n.live) return false;
+  if (s.gpu_model && !s.gpu_model->empty() && n.common_model != *s.gpu_model) return false;
+  if (s.node_labels) {
+    for (const auto& [k, v] : *s.node_labels) {
+      auto it = n.info.labels.find(k);
+      if (it == n.info.labels.end() || it->second != v) return false;
+    }
+  }
+  return true;
+}
+
+int32_t ClusterModel::Find(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? -1 : it->second;
+}
+
+void ClusterModel::EnsureBuckets(int32_t k) {
+  if (static_cast<int32_t>(buckets_.size()) <= k) buckets_.resize(k + 1);
+  for (auto& rb : rack_buckets_) {
+    if (static_cast<int32_t>(rb.size()) <= k) rb.resize(k + 1);
+  }
+}
+
+void ClusterModel::Unindex(int32_t i) {
+  NodeSlot& n = slots_[i];
+  if (n.indexed_at < 0) return;
+  buckets_[n.indexed_at].erase(i);
+  if (n.rack >= 0) {
+    rack_buckets_[n.rack][n.indexed_at].erase(i);
+    rack_free_[n.rack] -= n.free_gpus;
+  }
+  free_gpus_ -= n.free_gpus;
+  total_gpus_ -= n.healthy_gpus;
+  total_cpu_ -= n.info.cpu_milli;
+  total_mem_ -= n.info.memory_mb;
+  n.indexed_at = -1;
+}
+
+void ClusterModel::Index(int32_t i) {
+  NodeSlot& n = slots_[i];
+  if (!n.live || !n.info.schedulable) return;
+  int32_t k = std::max(0, n.free_gpus);
+  EnsureBuckets(k);
+  n.indexed_at = k;
+  buckets_[k].insert(i);
+  if (n.rack >= 0) {
+    rack_buckets_[n.rack][k].insert(i);
+    rack_free_[n.rack] += n.free_gpus;
+  }
+  free_gpus_ += n.free_gpus;
+  total_gpus_ += n.healthy_gpus;
+  total_cpu_ += n.info.cpu_milli;
+  total_mem_ += n.info.memory_mb;
+}
+
+int32_t ClusterModel::Upsert(const NodeInfo& info) {
+  int32_t i = Find(info.name);
+  std::vector<uint8_t> busy(info.gpus.size(), 0);
+  int32_t used_cpu = 0;
+  int64_t used_mem = 0;
+  if (i < 0) {
+    if (!free_slots_.empty()) {
+      i = free_slots_.back();
+      free_slots_.pop_back();
+    } else {
+      i = static_cast<int32_t>(slots_.size());
+      slots_.emplace_back();
+    }
+    by_name_[info.name] = i;
+  } else {
+    NodeSlot& old = slots_[i];
+    Unindex(i);
+    for (size_t a = 0; a < info.gpus.size(); ++a) {
+      for (size_t b = 0; b < old.info.gpus.size(); ++b) {
+        if (old.info.gpus[b].index == info.gpus[a].index) busy[a] = old.busy[b];
+      }
+    }
+    used_cpu = old.info.cpu_milli - old.free_cpu;
+    used_mem = old.info.memory_mb - old.free_mem;
+  }
+  NodeSlot& n = slots_[i];
+  TimeMs hold_start = n.hold_start;
+  int32_t hg = n.hold_gpus, hc = n.hold_cpu;
+  int64_t hm = n.hold_mem;
+  n = NodeSlot{};
+  n.info = info;
+  n.live = true;
+  n.busy = std::move(busy);
+  n.free_cpu = info.cpu_milli - used_cpu;
+  n.free_mem = info.memory_mb - used_mem;
+  n.hold_start = hold_start;
+  n.hold_gpus = hg;
+  n.hold_cpu = hc;
+  n.hold_mem = hm;
+  for (size_t g = 0; g < info.gpus.size(); ++g) {
+    n.healthy_gpus += info.gpus[g].healthy;
+    n.free_gpus += info.gpus[g].healthy && !n.busy[g];
+  }
+  if (!info.gpus.empty()) {
+    n.common_model = info.gpus[0].model;
+    for (const Gpu& g : info.gpus) {
+      if (g.model != n.common_model) n.common_model.clear();
+    }
+  }
+  auto rack_it = info.labels.find("rack");
+  if (rack_it != info.labels.end()) {
+    auto [it, added] = rack_ids_.emplace(rack_it->second, static_cast<int32_t>(rack_names_.size()));
+    if (added) {
+      rack_names_.push_back(rack_it->second);
+      rack_buckets_.emplace_back(buckets_.size());
+      rack_free_.push_back(0);
+    }
+    n.rack = it->second;
+  }
+  Index(i);
+  return i;
+}
+
+void ClusterModel::Remove(const std::string& name) {
+  int32_t i = Find(name);
+  if (i < 0) return;
+  Unindex(i);
+  slots_[i] = NodeSlot{};
+  by_name_.erase(name);
+  free_slots_.push_back(i);
+}
+
+void ClusterModel::Adjust(int32_t i, const std::vector<int32_t>& gpu_indices, int32_t cpu,
+                          int64_t mem, int sign) {
+  NodeSlot& n = slots_[i];
+  if (!n.live) return;
+  bool indexed = n.indexed_at >= 0;
+  if (indexed) Unindex(i);
+  for (int32_t idx : gpu_indices) {
+    for (size_t g = 0; g < n.info.gpus.size(); ++g) {
+      if (n.info.gpus[g].index != idx) continue;
+      uint8_t want = sign > 0 ? 1 : 0;
+      if (n.busy[g] != want) {
+        n.busy[g] = want;
+        if (n.info.gpus[g].healthy) n.free_gpus += sign > 0 ? -1 : 1;
+      }
+    }
+  }
+  n.free_cpu -= sign * cpu;
+  n.free_mem -= sign * mem;
+  if (indexed) Index(i);
+}
+
+void ClusterModel::AdjustPlacement(const std::vector<ReplicaPlacement>& placement,
+                                   const Resources& r, int sign) {
+  for (const ReplicaPlacement& p : placement) {
+    int32_t i = Find(p.node);
+    if (i >= 0) Adjust(i, p.gpus, r.cpu_milli, r.memory_mb, sign);
+  }
+}
+
+int32_t ClusterModel::Capacity(int32_t i, const Shape& s, TimeMs end, int32_t want) const {
+  const NodeSlot& n = slots_[i];
+  if (!n.live || !n.info.schedulable || !Matches(n, s)) return 0;
+  int64_t g = n.free_gpus, c = n.free_cpu, m = n.free_mem;
+  if (end > n.hold_start) {
+    g -= n.hold_gpus;
+    c -= n.hold_cpu;
+    m -= n.hold_mem;
+  }
+  int64_t k = want;
+  if (s.gpus > 0) k = std::min<int64_t>(k, g / s.gpus);
+  if (s.cpu > 0) k = std::min<int64_t>(k, c / s.cpu);
+  if (s.mem > 0) k = std::min<int64_t>(k, m / s.mem);
+  if (g < 0 || c < 0 || m < 0) return 0;
+  return static_cast<int32_t>(std::max<int64_t>(0, k));
+}
+
+std::vector<int32_t> ClusterModel::PickGpus(int32_t i, int32_t gpus) const {
+  const NodeSlot& n = slots_[i];
+  std::vector<int32_t> out;
+  if (gpus <= 0) return out;
+  // Free GPUs per group, groups in ascending id (few per node).
+  std::vector<std::pair<int32_t, int32_t>> groups;  // (group, free)
+  for (size_t g = 0; g < n.info.gpus.size(); ++g) {
+    if (n.busy[g] || !n.info.gpus[g].healthy) continue;
+    int32_t id = n.info.gpus[g].group;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](auto& p) { return p.first == id; });
+    if (it == groups.end()) {
+      groups.push_back({id, 1});
+    } else {
+      ++it->second;
+    }
+  }
+  std::sort(groups.begin(), groups.end());
+  // Best fit: the group with the fewest free GPUs that still holds the replica.
+  int32_t best = -1;
+  for (size_t k = 0; k < groups.size(); ++k) {
+    if (groups[k].second >= gpus && (best < 0 || groups[k].second < groups[best].second)) {
+      best = static_cast<int32_t>(k);
+    }
+  }
+  std::vector<int32_t> order;  // groups to draw from
+  if (best >= 0) {
+    order.push_back(groups[best].first);
+  } else {
+    std::stable_sort(groups.begin(), groups.end(),
+                     [](auto& a, auto& b) { return a.second > b.second; });
+    for (auto& [id, free] : groups) order.push_back(id);
+  }
+  for (int32_t group : order) {
+    for (size_t g = 0; g < n.info.gpus.size() && static_cast<int32_t>(out.size()) < gpus; ++g) {
+      if (n.busy[g] || !n.info.gpus[g].healthy || n.info.gpus[g].group != group) continue;
+      out.push_back(n.info.gpus[g].index);
+    }
+  }
+  return out;
+}
+
+void ClusterModel::AddHold(int32_t i, int32_t gpus, int32_t cpu, int64_t mem, TimeMs start) {
+  NodeSlot& n = slots_[i];
+  if (n.hold_gpus == 0 && n.hold_cpu == 0 && n.hold_mem == 0 && n.hold_start == kUnknownTime) {
+    held_.push_back(i);
+  }
+  n.hold_gpus += gpus;
+  n.hold_cpu += cpu;
+  n.hold_mem += mem;
+  n.hold_start = std::min(n.hold_start, start);
+}
+
+void ClusterModel::ClearHolds() {
+  for (int32_t i : held_) {
+    if (i >= slot_count()) continue;
+    NodeSlot& n = slots_[i];
+    n.hold_gpus = n.hold_cpu = 0;
+    n.hold_mem = 0;
+    n.hold_start = kUnknownTime;
+  }
+  held_.clear();
+}
+
+}  // namespace corral::sched

@@ -1,0 +1,112 @@
+// The scheduler's model of the cluster's nodes: what is free on each node, indexed by free
+// GPU count (for best-fit placement) globally and per rack. Pure data; owned by the Scheduler.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/job.h"
+#include "sched/scheduler.h"
+
+namespace corral::sched {
+
+// What one replica needs (whole GPUs; DESIGN §6.8 fractions come later), and the constraints
+// every node of the job must meet.
+struct Shape {
+  int32_t replicas = 1;
+  int32_t gpus = 0;
+  int32_t cpu = 0;
+  int64_t mem = 0;
+  const std::string* gpu_model = nullptr;                           // empty: any
+  const std::map<std::string, std::string>* node_labels = nullptr;  // all must match
+
+  int64_t TotalGpus() const { return int64_t{replicas} * gpus; }
+};
+Shape ShapeOf(const PendingJob& job);
+
+struct NodeSlot {
+  NodeInfo info;
+  bool live = false;
+  std::vector<uint8_t> busy;  // by position in info.gpus
+  int32_t healthy_gpus = 0;
+  int32_t free_gpus = 0;  // healthy and not busy
+  int32_t free_cpu = 0;
+  int64_t free_mem = 0;
+  int32_t rack = -1;         // id of its "rack" label; -1: none
+  int32_t indexed_at = -1;   // free-GPU bucket it is indexed in; -1: not indexed
+  std::string common_model;  // the model of all its GPUs; empty if mixed or none
+  // Pass-local holds for reservations: a job ending after hold_start may not use them.
+  int32_t hold_gpus = 0;
+  int32_t hold_cpu = 0;
+  int64_t hold_mem = 0;
+  TimeMs hold_start = kUnknownTime;
+};
+
+// A job's end as seen by holds: kUnknownTime when it has no time limit.
+bool Matches(const NodeSlot& n, const Shape& s);
+
+class ClusterModel {
+ public:
+  // Returns the slot. Keeps what is bound on GPUs that stay (by index).
+  int32_t Upsert(const NodeInfo& info);
+  void Remove(const std::string& name);
+  int32_t Find(const std::string& name) const;  // -1: unknown
+
+  NodeSlot& slot(int32_t i) { return slots_[i]; }
+  const NodeSlot& slot(int32_t i) const { return slots_[i]; }
+  int32_t slot_count() const { return static_cast<int32_t>(slots_.size()); }
+
+  // Binds (sign +1) or frees (-1) GPUs (by index) and cpu/memory on one node.
+  void Adjust(int32_t slot, const std::vector<int32_t>& gpu_indices, int32_t cpu, int64_t mem,
+              int sign);
+  // Binds or frees a whole placement of a job with this per-replica shape.
+  void AdjustPlacement(const std::vector<ReplicaPlacement>& placement, const Resources& r,
+                       int sign);
+
+  // How many replicas of `s` (up to `want`) fit on node i now, for a job ending at `end`.
+  int32_t Capacity(int32_t i, const Shape& s, TimeMs end, int32_t want) const;
+  // Picks `gpus` free GPUs on node i: within one NVLink/NUMA group when one has room (the
+  // group with the fewest free that fits), else from the fullest-free groups first.
+  std::vector<int32_t> PickGpus(int32_t i, int32_t gpus) const;
+
+  void AddHold(int32_t i, int32_t gpus, int32_t cpu, int64_t mem, TimeMs start);
+  void ClearHolds();
+
+  // Free-GPU buckets of schedulable nodes: bucket(k) holds the slots with k free GPUs.
+  int32_t max_gpus() const { return static_cast<int32_t>(buckets_.size()) - 1; }
+  const std::set<int32_t>& bucket(int32_t k) const { return buckets_[k]; }
+  int32_t rack_count() const { return static_cast<int32_t>(rack_names_.size()); }
+  const std::set<int32_t>& rack_bucket(int32_t rack, int32_t k) const {
+    return rack_buckets_[rack][k];
+  }
+  int64_t rack_free_gpus(int32_t rack) const { return rack_free_[rack]; }
+
+  int64_t total_gpus() const { return total_gpus_; }
+  int64_t total_cpu() const { return total_cpu_; }
+  int64_t total_mem() const { return total_mem_; }
+  int64_t free_gpus() const { return free_gpus_; }
+
+ private:
+  void Unindex(int32_t i);
+  void Index(int32_t i);
+  void EnsureBuckets(int32_t k);
+
+  std::vector<NodeSlot> slots_;
+  std::map<std::string, int32_t> by_name_;
+  std::vector<int32_t> free_slots_;
+  std::vector<std::set<int32_t>> buckets_;
+  std::map<std::string, int32_t> rack_ids_;
+  std::vector<std::string> rack_names_;
+  std::vector<std::vector<std::set<int32_t>>> rack_buckets_;
+  std::vector<int64_t> rack_free_;
+  std::vector<int32_t> held_;  // slots with holds
+  int64_t total_gpus_ = 0;     // healthy GPUs of schedulable nodes
+  int64_t total_cpu_ = 0;
+  int64_t total_mem_ = 0;
+  int64_t free_gpus_ = 0;  // on schedulable nodes
+};
+
+}  // namespace corral::sched

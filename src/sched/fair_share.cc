@@ -1,0 +1,130 @@
+#include "sched/fair_share.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace corral::sched {
+
+void QueueBook::Set(const QueueConfig& config) {
+  int32_t q = Id(config.name);
+  queues_[q].config = config;
+}
+
+int32_t QueueBook::FindId(const std::string& name) const {
+  auto it = ids_.find(name);
+  return it == ids_.end() ? -1 : it->second;
+}
+
+int32_t QueueBook::Id(const std::string& name) {
+  auto it = ids_.find(name);
+  if (it != ids_.end()) return it->second;
+  int32_t parent = -1;
+  size_t slash = name.rfind('/');
+  if (slash != std::string::npos && slash > 0) parent = Id(name.substr(0, slash));
+  int32_t q = static_cast<int32_t>(queues_.size());
+  queues_.emplace_back();
+  queues_[q].config.name = name;
+  queues_[q].parent = parent;
+  ids_[name] = q;
+  return q;
+}
+
+int32_t QueueBook::UserId(int32_t q, const std::string& user) {
+  Queue& queue = queues_[q];
+  auto [it, added] = queue.user_ids.emplace(user, static_cast<int32_t>(queue.users.size()));
+  if (added) queue.users.emplace_back();
+  return it->second;
+}
+
+void QueueBook::Charge(int32_t q, int32_t user, int64_t gpus, int64_t cpu, int64_t mem, int sign) {
+  if (user >= 0) {
+    Usage& u = queues_[q].users[user];
+    u.gpus += sign * gpus;
+    u.cpu += sign * cpu;
+    u.mem += sign * mem;
+  }
+  for (int32_t a = q; a >= 0; a = queues_[a].parent) {
+    queues_[a].gpus += sign * gpus;
+    queues_[a].cpu += sign * cpu;
+    queues_[a].mem += sign * mem;
+  }
+}
+
+void QueueBook::Integrate(Usage& u, double decay, double frac_new) {
+  // Usage is kept in units of "allocation * tau": a constant allocation a converges to a.
+  // With decay d over the interval, the exact integral of a constant a adds a * (1 - d).
+  double g = 0.5 * static_cast<double>(u.last_gpus + u.gpus);
+  double c = 0.5 * static_cast<double>(u.last_cpu + u.cpu);
+  double m = 0.5 * static_cast<double>(u.last_mem + u.mem);
+  u.u_gpus = u.u_gpus * decay + g * frac_new;
+  u.u_cpu = u.u_cpu * decay + c * frac_new;
+  u.u_mem = u.u_mem * decay + m * frac_new;
+  u.last_gpus = u.gpus;
+  u.last_cpu = u.cpu;
+  u.last_mem = u.mem;
+}
+
+void QueueBook::Advance(TimeMs now, int64_t cluster_gpus, int64_t cluster_cpu,
+                        int64_t cluster_mem) {
+  cpu_per_gpu_ = cluster_gpus > 0 ? static_cast<double>(cluster_cpu) / cluster_gpus : 0;
+  mem_per_gpu_ = cluster_gpus > 0 ? static_cast<double>(cluster_mem) / cluster_gpus : 0;
+  if (!advanced_) {
+    advanced_ = true;
+    last_advance_ = now;
+  }
+  DurationMs dt = std::max<DurationMs>(0, now - last_advance_);
+  last_advance_ = std::max(last_advance_, now);
+  double decay = 1.0, frac_new = 0.0;
+  if (half_life_ms_ > 0 && dt > 0) {
+    decay = std::exp2(-static_cast<double>(dt) / static_cast<double>(half_life_ms_));
+    frac_new = 1.0 - decay;
+  }
+  for (Queue& q : queues_) {
+    Integrate(q, decay, frac_new);
+    for (Usage& u : q.users) Integrate(u, decay, frac_new);
+  }
+}
+
+bool QueueBook::WithinLimit(int32_t q, int64_t gpus) const { return LimitingQueue(q, gpus) < 0; }
+
+int32_t QueueBook::LimitingQueue(int32_t q, int64_t gpus) const {
+  for (int32_t a = q; a >= 0; a = queues_[a].parent) {
+    const Queue& queue = queues_[a];
+    if (queue.config.limit_gpus >= 0 && queue.gpus + gpus > queue.config.limit_gpus) return a;
+  }
+  return -1;
+}
+
+int64_t QueueBook::EffectiveLimit(int32_t q) const {
+  int64_t limit = -1;
+  for (int32_t a = q; a >= 0; a = queues_[a].parent) {
+    int64_t l = queues_[a].config.limit_gpus;
+    if (l >= 0 && (limit < 0 || l < limit)) limit = l;
+  }
+  return limit;
+}
+
+double QueueBook::Dominant(const Usage& u, double entitlement) const {
+  double gpu = (static_cast<double>(u.gpus) + u.u_gpus) / entitlement;
+  double share = gpu;
+  if (cpu_per_gpu_ > 0) {
+    share = std::max(share, (static_cast<double>(u.cpu) + u.u_cpu) / (entitlement * cpu_per_gpu_));
+  }
+  if (mem_per_gpu_ > 0) {
+    share = std::max(share, (static_cast<double>(u.mem) + u.u_mem) / (entitlement * mem_per_gpu_));
+  }
+  return share;
+}
+
+double QueueBook::Share(int32_t q) const {
+  const Queue& queue = queues_[q];
+  double weight = queue.config.weight > 0 ? queue.config.weight : 1.0;
+  double entitlement = std::max(1, queue.config.quota_gpus);
+  return Dominant(queue, entitlement) / weight;
+}
+
+double QueueBook::UserShare(int32_t q, int32_t user) const {
+  return Dominant(queues_[q].users[user], 1.0);
+}
+
+}  // namespace corral::sched

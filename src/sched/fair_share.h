@@ -1,0 +1,81 @@
+// Queues and fair share (DESIGN §6.2, §6.3): quota, limit and weight per hierarchical queue
+// ("org/team"), current allocation per queue and per user, and usage decayed with a
+// half-life. Pure data; owned by the Scheduler.
+//
+// A queue's share is dominant-resource: for GPUs, cpus and memory, (allocation + decayed
+// usage / tau) divided by its entitlement (its quota in GPUs, at least 1, and the cluster's
+// cpus and memory per GPU times that), the largest of the three, divided by its weight; tau
+// is half_life / ln 2, so a constant allocation a converges to a share of 2a / entitlement.
+// Usage integrates the allocation over time with the trapezoid rule between passes (the
+// driver reports run ends without a time).
+//
+// Limits and allocations are hierarchical: a run counts against its queue and every
+// ancestor ("a/b" counts in "a"); a configured limit on any of them caps the run. Quota and
+// fair share are per leaf queue. Unknown queues behave like default-configured ones (quota
+// 0, no limit, weight 1).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/node.h"
+#include "core/resources.h"
+#include "core/time.h"
+
+namespace corral::sched {
+
+class QueueBook {
+ public:
+  explicit QueueBook(DurationMs half_life_ms) : half_life_ms_(half_life_ms) {}
+
+  void Set(const QueueConfig& config);
+  int32_t Id(const std::string& name);  // creates the queue (and its ancestors) if unknown
+  int32_t FindId(const std::string& name) const;  // -1: unknown
+  const std::string& Name(int32_t q) const { return queues_[q].config.name; }
+  int32_t UserId(int32_t q, const std::string& user);
+  int32_t size() const { return static_cast<int32_t>(queues_.size()); }
+
+  // Adds (sign +1) or removes a run's total resources: queue, ancestors, user.
+  void Charge(int32_t q, int32_t user, int64_t gpus, int64_t cpu, int64_t mem, int sign);
+
+  // Integrates usage up to `now` and decays it.
+  void Advance(TimeMs now, int64_t cluster_gpus, int64_t cluster_cpu, int64_t cluster_mem);
+
+  int64_t AllocGpus(int32_t q) const { return queues_[q].gpus; }
+  int32_t Quota(int32_t q) const { return queues_[q].config.quota_gpus; }
+  bool BelowQuota(int32_t q) const { return queues_[q].gpus < queues_[q].config.quota_gpus; }
+  // Would `gpus` more stay within the limits of the queue and its ancestors?
+  bool WithinLimit(int32_t q, int64_t gpus) const;
+  // The smallest limit over the queue and its ancestors; -1: none.
+  int64_t EffectiveLimit(int32_t q) const;
+  int32_t LimitingQueue(int32_t q, int64_t gpus) const;  // the one that says no; -1: none
+
+  double Share(int32_t q) const;
+  double UserShare(int32_t q, int32_t user) const;
+
+ private:
+  struct Usage {
+    int64_t gpus = 0, cpu = 0, mem = 0;  // current allocation (GPUs whole, cpu milli, MB)
+    int64_t last_gpus = 0, last_cpu = 0, last_mem = 0;  // at the previous Advance
+    double u_gpus = 0, u_cpu = 0, u_mem = 0;  // decayed integrals, in resource * tau units
+  };
+  struct Queue : Usage {
+    QueueConfig config;
+    int32_t parent = -1;
+    std::map<std::string, int32_t> user_ids;
+    std::vector<Usage> users;
+  };
+  static void Integrate(Usage& u, double decay, double frac_new);
+  double Dominant(const Usage& u, double entitlement) const;
+
+  DurationMs half_life_ms_;
+  std::vector<Queue> queues_;
+  std::map<std::string, int32_t> ids_;
+  TimeMs last_advance_ = 0;
+  bool advanced_ = false;
+  double cpu_per_gpu_ = 0, mem_per_gpu_ = 0;
+};
+
+}  // namespace corral::sched

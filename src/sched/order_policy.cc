@@ -1,0 +1,76 @@
+#include "sched/order_policy.h"
+
+#include <algorithm>
+
+namespace corral::sched {
+
+const char* OrderPolicyName(OrderPolicy p) {
+  switch (p) {
+    case OrderPolicy::kCorral:
+      return "corral";
+    case OrderPolicy::kFifo:
+      return "fifo";
+    case OrderPolicy::kSjf:
+      return "sjf";
+    case OrderPolicy::kSrtf:
+      return "srtf";
+    case OrderPolicy::kLas:
+      return "las";
+  }
+  return "unknown";
+}
+
+bool ParseOrderPolicy(const std::string& text, OrderPolicy* out) {
+  for (OrderPolicy p : {OrderPolicy::kCorral, OrderPolicy::kFifo, OrderPolicy::kSjf,
+                        OrderPolicy::kSrtf, OrderPolicy::kLas}) {
+    if (text == OrderPolicyName(p)) {
+      *out = p;
+      return true;
+    }
+  }
+  return false;
+}
+
+int64_t TotalGpus(const PendingJob& job) {
+  int64_t per = (std::max(0, job.per_replica.gpu_milli) + kGpuMilli - 1) / kGpuMilli;
+  return int64_t{std::max(1, job.replicas)} * per;
+}
+
+int64_t RemainingMs(const PendingJob& job, DurationMs attained_gpu_ms) {
+  int64_t gpus = std::max<int64_t>(1, TotalGpus(job));
+  return job.oracle_duration_ms - attained_gpu_ms / gpus;
+}
+
+int64_t LasLevel(const SchedulerConfig& config, DurationMs attained_gpu_ms) {
+  int64_t level = 0;
+  for (DurationMs t : config.las_thresholds_gpu_ms) level += attained_gpu_ms >= t;
+  return level;
+}
+
+JobKey StaticKey(const SchedulerConfig& config, const PendingJob& job, DurationMs attained_gpu_ms) {
+  switch (config.policy) {
+    case OrderPolicy::kCorral:
+      return {-int64_t{job.priority}, job.submitted_at, job.id};
+    case OrderPolicy::kFifo:
+      return {job.submitted_at, 0, job.id};
+    case OrderPolicy::kSjf:
+      return {job.oracle_duration_ms, job.submitted_at, job.id};
+    case OrderPolicy::kSrtf:
+      return {RemainingMs(job, attained_gpu_ms), job.submitted_at, job.id};
+    case OrderPolicy::kLas:
+      return {LasLevel(config, attained_gpu_ms), job.submitted_at, job.id};
+  }
+  return {0, 0, job.id};
+}
+
+bool BaselinePreempts(OrderPolicy policy, const JobKey& pending, const JobKey& running) {
+  if (policy != OrderPolicy::kSrtf && policy != OrderPolicy::kLas) return false;
+  return running.a > pending.a;
+}
+
+bool IsPreemptive(OrderPolicy policy) {
+  return policy == OrderPolicy::kCorral || policy == OrderPolicy::kSrtf ||
+         policy == OrderPolicy::kLas;
+}
+
+}  // namespace corral::sched

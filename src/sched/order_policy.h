@@ -1,0 +1,35 @@
+// Order policies (DESIGN §6.3, §12): the static part of a job's place in line, and which
+// running jobs a blocked job may displace under the preemptive baselines. The dynamic part
+// of kCorral (queue and user fair share) lives in the pass order (pass_order.h).
+#pragma once
+
+#include <compare>
+#include <cstdint>
+
+#include "sched/scheduler.h"
+
+namespace corral::sched {
+
+// Smaller comes first. `id` last makes every key unique.
+struct JobKey {
+  int64_t a = 0;
+  int64_t b = 0;
+  JobId id = 0;
+  auto operator<=>(const JobKey&) const = default;
+};
+
+int64_t TotalGpus(const PendingJob& job);
+// Remaining run time for kSrtf: oracle duration minus attained GPU-ms per GPU.
+int64_t RemainingMs(const PendingJob& job, DurationMs attained_gpu_ms);
+// kLas level: how many thresholds are at or below the attained GPU-ms.
+int64_t LasLevel(const SchedulerConfig& config, DurationMs attained_gpu_ms);
+
+// The key of a pending job that has attained `attained_gpu_ms` so far.
+JobKey StaticKey(const SchedulerConfig& config, const PendingJob& job, DurationMs attained_gpu_ms);
+
+// True if the policy lets a blocked job with key `pending` preempt a running job whose key
+// (computed from its attained service now) is `running` (kSrtf, kLas only).
+bool BaselinePreempts(OrderPolicy policy, const JobKey& pending, const JobKey& running);
+bool IsPreemptive(OrderPolicy policy);
+
+}  // namespace corral::sched

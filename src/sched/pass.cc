@@ -1,0 +1,207 @@
+// One scheduling pass (DESIGN §6): jobs in order; each starts now, or preempts to start
+// soon, or gets a reservation that later jobs may not delay, or waits.
+#include <algorithm>
+#include <string>
+
+#include "sched/pass_order.h"
+#include "sched/state.h"
+
+namespace corral::sched {
+
+namespace {
+
+std::string NodeList(const std::vector<std::string>& nodes) {
+  std::string out;
+  for (size_t i = 0; i < nodes.size() && i < 4; ++i) out += (i ? "," : "") + nodes[i];
+  if (nodes.size() > 4) out += ",... (" + std::to_string(nodes.size()) + " nodes)";
+  return out;
+}
+
+std::string Describe(const PendingJob& j) {
+  Shape s = ShapeOf(j);
+  return std::to_string(s.replicas) + " x " + std::to_string(s.gpus) + " GPU(s)";
+}
+
+}  // namespace
+
+PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs now, Decisions* d) {
+  PassResult res;
+  ++st.pass;
+  st.now = now;
+  st.work = 0;
+  st.queues.Advance(now, st.model.total_gpus(), st.model.total_cpu(), st.model.total_mem());
+  st.model.ClearHolds();
+  class_failed.assign(st.pending.class_count(), 0);
+  int64_t failed_live = 0;
+
+  auto report = [&](PendingEntry* e, WaitCode code, std::string text) {
+    if (e->last_code == code && e->last_reason == text) return;
+    e->last_code = code;
+    e->last_reason = text;
+    d->waiting.push_back({e->job.id, std::move(text)});
+  };
+  auto fail_class = [&](int32_t k) {
+    if (!class_failed[k]) {
+      class_failed[k] = 1;
+      if (st.pending.class_members(k) > 0) ++failed_live;
+    }
+  };
+  PassOrder order(st.pending, st.queues, class_failed, [&](PendingEntry* e) {
+    ++res.skipped;
+    ++st.work;
+    if (e->last_code != WaitCode::kSameClass) {
+      report(e, WaitCode::kSameClass,
+             "waiting for free GPUs: an identical request ahead of it could not start");
+    }
+  });
+
+  Placer placer(st.model, &st.work);
+  const SchedulerConfig& cfg = st.config;
+  bool strict = cfg.policy == OrderPolicy::kFifo || !cfg.backfill;
+  bool may_preempt = cfg.preemption && IsPreemptive(cfg.policy);
+  int32_t reservations = 0;
+  int64_t placements = 0;
+  while (PendingEntry* e = order.Next()) {
+    if (st.work > cfg.max_work_per_pass) {
+      res.exhausted = true;
+      break;
+    }
+    if (placements >= cfg.max_placements_per_pass || failed_live >= st.pending.live_classes()) {
+      break;
+    }
+    if (class_failed[e->klass]) {  // failed after its group's cursor reached it
+      ++res.skipped;
+      order.Done(false);
+      continue;
+    }
+    ++st.work;
+    ++res.attempts;
+    const PendingJob& j = e->job;
+    Shape s = ShapeOf(j);
+    int64_t gpus = TotalGpus(j);
+    if (int32_t q = st.queues.LimitingQueue(e->queue, gpus); q >= 0) {
+      report(e, WaitCode::kQueueLimit,
+             "queue " + st.queues.Name(q) + " is at its limit (" +
+                 std::to_string(st.queues.AllocGpus(q)) + " GPUs in use)");
+      fail_class(e->klass);
+      order.Done(false);
+      continue;
+    }
+    TimeMs end = j.time_limit_ms > 0 ? now + j.time_limit_ms : kUnknownTime;
+    std::vector<ReplicaPlacement> placement;
+    if (placer.Place(s, end, /*keep=*/true, &placement)) {
+      RunEntry r;
+      r.job = j;
+      r.placement = placement;
+      r.started_at = now;
+      r.queue = e->queue;
+      r.user = e->user;
+      r.gpus = gpus;
+      r.cpu = int64_t{s.replicas} * j.per_replica.cpu_milli;
+      r.mem = int64_t{s.replicas} * j.per_replica.memory_mb;
+      r.expected_end = end;
+      r.placed_in_pass = st.pass;
+      st.queues.Charge(r.queue, r.user, r.gpus, r.cpu, r.mem, +1);
+      st.by_end.insert({r.expected_end, j.id});
+      st.RunsOfQueue(r.queue).insert(j.id);
+      for (const ReplicaPlacement& p : r.placement) st.runs_on_node[p.node].insert(j.id);
+      JobId id = j.id;
+      st.running[id] = std::move(r);
+      d->place.push_back({id, std::move(placement)});
+      ++placements;
+      st.victims_of.erase(id);
+      order.Done(true);
+      st.pending.Remove(id);
+      continue;
+    }
+    // Blocked.
+    auto own = st.victims_of.find(j.id);
+    if (own != st.victims_of.end()) {
+      Reservation rv;
+      if (Reserve(st, *e, &rv)) d->reservations.push_back(rv);
+      report(e, WaitCode::kPreempting,
+             "waiting for " + std::to_string(own->second.size()) +
+                 " preempted run(s) to end; then starts on " + NodeList(rv.nodes));
+      order.Done(false);
+      if (strict) break;
+      continue;
+    }
+    std::vector<JobId> victims;
+    if (may_preempt && FindVictims(st, *e, &victims, &placement)) {
+      std::vector<NodeDemand> freed;
+      for (JobId v : victims) {
+        RunEntry& r = st.running.at(v);
+        r.preempted_for = j.id;
+        st.Freeing(r.queue) += r.gpus;
+        st.being_preempted.insert(v);
+        std::string why;
+        if (cfg.policy != OrderPolicy::kCorral) {
+          why = std::string("preempted by ") + OrderPolicyName(cfg.policy) + " for job " +
+                std::to_string(j.id);
+        } else if (r.queue == e->queue || r.job.priority < j.priority) {
+          why = "preempted for job " + std::to_string(j.id) + " of priority " +
+                std::to_string(j.priority) + " (this run has priority " +
+                std::to_string(r.job.priority) + ")";
+        } else {
+          why = "queue " + st.queues.Name(e->queue) + " reclaims its quota of " +
+                std::to_string(st.queues.Quota(e->queue)) + " GPUs for job " +
+                std::to_string(j.id) + "; queue " + st.queues.Name(r.queue) + " was over its quota";
+        }
+        d->preempt.push_back({v, j.id, std::move(why)});
+        for (const ReplicaPlacement& p : r.placement) {
+          int32_t slot = st.model.Find(p.node);
+          if (slot < 0) continue;
+          freed.push_back({slot, static_cast<int32_t>(p.gpus.size()), r.job.per_replica.cpu_milli,
+                           r.job.per_replica.memory_mb});
+        }
+      }
+      st.victims_of[j.id] = victims;
+      // Merge per node and hold the free part of the placement for this job.
+      std::sort(freed.begin(), freed.end(), [](auto& a, auto& b) { return a.slot < b.slot; });
+      std::vector<NodeDemand> merged;
+      for (const NodeDemand& f : freed) {
+        if (!merged.empty() && merged.back().slot == f.slot) {
+          merged.back().gpus += f.gpus;
+          merged.back().cpu += f.cpu;
+          merged.back().mem += f.mem;
+        } else {
+          merged.push_back(f);
+        }
+      }
+      HoldFor(st, s, placement, merged, now);
+      report(e, WaitCode::kPreempting,
+             "preempting " + std::to_string(victims.size()) + " run(s) to start " + Describe(j) +
+                 " on " + NodeList([&] {
+                   std::vector<std::string> n;
+                   for (auto& p : placement) n.push_back(p.node);
+                   std::sort(n.begin(), n.end());
+                   n.erase(std::unique(n.begin(), n.end()), n.end());
+                   return n;
+                 }()));
+      order.Done(false);
+      if (strict) break;
+      continue;
+    }
+    Reservation rv;
+    if (reservations < cfg.reservation_depth && Reserve(st, *e, &rv)) {
+      ++reservations;
+      std::string when = rv.start == kUnknownTime ? "when running jobs without a time limit end"
+                                                  : "at t=" + std::to_string(rv.start) + " ms";
+      report(e, WaitCode::kReserved,
+             "waiting for " + Describe(j) + "; reserved to start " + when + " on " +
+                 NodeList(rv.nodes) + "; later jobs may not delay it");
+      d->reservations.push_back(std::move(rv));
+    } else if (reservations < cfg.reservation_depth) {
+      report(e, WaitCode::kNoFit,
+             "waiting: " + Describe(j) + " does not fit the schedulable nodes even when idle");
+    } else {
+      report(e, WaitCode::kNoRoom, "waiting for free GPUs for " + Describe(j));
+    }
+    fail_class(e->klass);
+    order.Done(false);
+    if (strict) break;
+  }
+  return res;
+}
+
+}  // namespace corral::sched

@@ -1,0 +1,43 @@
+// Placement (DESIGN §6.4, §6.5): where a job's replicas go, all or nothing.
+//
+// A single node that holds the whole job, best fit (the fewest free GPUs that suffice), so
+// whole nodes stay free for big jobs. Otherwise a gang goes to the fewest nodes: repeatedly
+// the best-fit node for all remaining replicas, else the node with the most room. A gang
+// that needs several nodes is tried inside one rack first (the racks with the least free
+// GPUs that could hold it), then across racks. Inside a node, each replica's GPUs come from
+// one NVLink/NUMA group when one has room.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sched/cluster_model.h"
+
+namespace corral::sched {
+
+class Placer {
+ public:
+  // `work` counts nodes examined (the pass budget).
+  Placer(ClusterModel& model, int64_t* work) : model_(model), work_(work) {}
+
+  // Finds a placement for a job of shape `s` ending at `end` (kUnknownTime: no limit). With
+  // `keep` the resources stay bound in the model on success; otherwise the model is left as
+  // it was. Never binds anything on failure.
+  bool Place(const Shape& s, TimeMs end, bool keep, std::vector<ReplicaPlacement>* out);
+
+ private:
+  // Places the remaining replicas using the buckets of one rack (rack >= 0) or of all nodes.
+  bool PlaceIn(const Shape& s, TimeMs end, int32_t rack, std::vector<ReplicaPlacement>* out);
+  int32_t BestFit(const Shape& s, TimeMs end, int32_t rack, int32_t replicas);
+  int32_t Largest(const Shape& s, TimeMs end, int32_t rack, int32_t replicas, int32_t* cap);
+  void Take(int32_t slot, const Shape& s, int32_t replicas, std::vector<ReplicaPlacement>* out);
+  void Undo(const Shape& s, std::vector<ReplicaPlacement>* out);
+  const std::set<int32_t>& Bucket(int32_t rack, int32_t k) const {
+    return rack >= 0 ? model_.rack_bucket(rack, k) : model_.bucket(k);
+  }
+
+  ClusterModel& model_;
+  int64_t* work_;
+};
+
+}  // namespace corral::sched

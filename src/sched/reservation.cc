@@ -1,0 +1,125 @@
+// Reservations for blocked jobs (DESIGN §6.6): when and where the job would start if running
+// jobs ended at their expected ends, and holds that keep later jobs from delaying it.
+#include <algorithm>
+
+#include "sched/state.h"
+
+namespace corral::sched {
+
+std::vector<NodeDemand> DemandOf(const ClusterModel& model, const Shape& s,
+                                 const std::vector<ReplicaPlacement>& placement) {
+  std::vector<NodeDemand> out;
+  for (const ReplicaPlacement& p : placement) {
+    int32_t slot = model.Find(p.node);
+    if (slot < 0) continue;
+    auto it = std::find_if(out.begin(), out.end(), [&](auto& d) { return d.slot == slot; });
+    if (it == out.end()) {
+      out.push_back({slot, 0, 0, 0});
+      it = out.end() - 1;
+    }
+    it->gpus += s.gpus;
+    it->cpu += s.cpu;
+    it->mem += s.mem;
+  }
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.slot < b.slot; });
+  return out;
+}
+
+namespace {
+
+// Adds what a run frees on each node to `acc`.
+void Accumulate(const SchedState& st, const RunEntry& r, std::vector<NodeDemand>* acc) {
+  for (const ReplicaPlacement& p : r.placement) {
+    int32_t slot = st.model.Find(p.node);
+    if (slot < 0) continue;
+    auto it = std::find_if(acc->begin(), acc->end(), [&](auto& d) { return d.slot == slot; });
+    if (it == acc->end()) {
+      acc->push_back({slot, 0, 0, 0});
+      it = acc->end() - 1;
+    }
+    it->gpus += static_cast<int32_t>(p.gpus.size());
+    it->cpu += r.job.per_replica.cpu_milli;
+    it->mem += r.job.per_replica.memory_mb;
+  }
+}
+
+}  // namespace
+
+void HoldFor(SchedState& st, const Shape& s, const std::vector<ReplicaPlacement>& placement,
+             const std::vector<NodeDemand>& released, TimeMs hold_start) {
+  for (const NodeDemand& d : DemandOf(st.model, s, placement)) {
+    NodeDemand rel{d.slot, 0, 0, 0};
+    for (const NodeDemand& r : released) {
+      if (r.slot == d.slot) rel = r;
+    }
+    const NodeSlot& n = st.model.slot(d.slot);
+    int32_t g = std::clamp(d.gpus - rel.gpus, 0, std::max(0, n.free_gpus));
+    int32_t c = std::clamp(d.cpu - rel.cpu, 0, std::max(0, n.free_cpu));
+    int64_t m = std::clamp<int64_t>(d.mem - rel.mem, 0, std::max<int64_t>(0, n.free_mem));
+    st.model.AddHold(d.slot, g, c, m, hold_start);
+  }
+}
+
+bool Reserve(SchedState& st, const PendingEntry& job, Reservation* out) {
+  Shape s = ShapeOf(job.job);
+  Placer placer(st.model, &st.work);
+  std::vector<const RunEntry*> order;
+  // The job's own victims end first; runs preempted for other jobs are theirs, never ours.
+  if (auto it = st.victims_of.find(job.job.id); it != st.victims_of.end()) {
+    for (JobId v : it->second) {
+      if (auto r = st.running.find(v); r != st.running.end()) order.push_back(&r->second);
+    }
+  }
+  std::vector<const RunEntry*> released;
+  std::vector<NodeDemand> acc;
+  std::vector<ReplicaPlacement> placement;
+  bool ok = false;
+  TimeMs start = st.now;
+  auto release = [&](const RunEntry* r) {
+    st.BindRun(*r, -1);
+    released.push_back(r);
+    Accumulate(st, *r, &acc);
+    ++st.work;
+  };
+  for (const RunEntry* r : order) release(r);
+  if (!released.empty()) ok = placer.Place(s, kUnknownTime, false, &placement);
+  if (!ok) {
+    size_t next_try = released.size() + 1;
+    auto it = st.by_end.begin();
+    while (it != st.by_end.end() && st.work <= st.config.max_work_per_pass) {
+      // Release every run with this expected end, then try.
+      TimeMs end = it->first;
+      // Runs without a time limit have no order of ending: release them one at a time.
+      do {
+        const RunEntry& r = st.running.at(it->second);
+        ++it;
+        if (r.preempted_for == 0) release(&r);
+      } while (end != kUnknownTime && it != st.by_end.end() && it->first == end);
+      if (st.model.free_gpus() < s.TotalGpus() || released.size() < next_try) continue;
+      if (placer.Place(s, kUnknownTime, false, &placement)) {
+        ok = true;
+        start = end;
+        break;
+      }
+      next_try = released.size() + std::max<size_t>(1, released.size() / 8);
+    }
+    if (!ok && it == st.by_end.end() && released.size() >= 1 &&
+        st.work <= st.config.max_work_per_pass) {
+      ok = placer.Place(s, kUnknownTime, false, &placement);
+      if (ok) start = st.by_end.empty() ? st.now : std::prev(st.by_end.end())->first;
+    }
+  }
+  for (const RunEntry* r : released) st.BindRun(*r, +1);
+  if (!ok) return false;
+  if (start != kUnknownTime) start = std::max(start, st.now);
+  HoldFor(st, s, placement, acc, start == kUnknownTime ? st.now : start);
+  out->job = job.job.id;
+  out->start = start;
+  out->nodes.clear();
+  for (const ReplicaPlacement& p : placement) out->nodes.push_back(p.node);
+  std::sort(out->nodes.begin(), out->nodes.end());
+  out->nodes.erase(std::unique(out->nodes.begin(), out->nodes.end()), out->nodes.end());
+  return true;
+}
+
+}  // namespace corral::sched

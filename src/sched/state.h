@@ -1,0 +1,107 @@
+// The Scheduler's whole state, shared by the pieces of a pass (scheduler.cc, preemption.cc,
+// reservation.cc). Owned by Scheduler::Impl; one thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sched/cluster_model.h"
+#include "sched/fair_share.h"
+#include "sched/order_policy.h"
+#include "sched/pending_set.h"
+#include "sched/placement.h"
+#include "sched/scheduler.h"
+
+namespace corral::sched {
+
+struct RunEntry {
+  PendingJob job;
+  std::vector<ReplicaPlacement> placement;
+  TimeMs started_at = 0;
+  int32_t queue = -1;
+  int32_t user = -1;
+  int64_t gpus = 0;  // totals over replicas
+  int64_t cpu = 0;
+  int64_t mem = 0;
+  TimeMs expected_end = kUnknownTime;  // started_at + time limit
+  JobId preempted_for = 0;             // non-zero while being preempted
+  uint64_t placed_in_pass = 0;         // the pass that placed it (never a victim in it)
+};
+
+struct SchedState {
+  explicit SchedState(const SchedulerConfig& c)
+      : config(c), queues(c.fair_share_half_life_ms), pending(config, queues) {}
+
+  SchedulerConfig config;
+  ClusterModel model;
+  QueueBook queues;
+  PendingSet pending;
+  std::map<JobId, RunEntry> running;
+  std::set<std::pair<TimeMs, JobId>> by_end;      // running, by expected end
+  std::vector<std::set<JobId>> running_by_queue;  // by queue id
+  std::map<std::string, std::set<JobId>> runs_on_node;
+  std::vector<int64_t> freeing_gpus;               // by queue: GPUs of runs being preempted
+  std::set<JobId> being_preempted;                 // running, with a Preempt decision out
+  std::map<JobId, std::vector<JobId>> victims_of;  // pending job -> its victims still running
+  uint64_t pass = 0;
+
+  // Per pass.
+  TimeMs now = 0;
+  int64_t work = 0;
+
+  std::set<JobId>& RunsOfQueue(int32_t q) {
+    if (static_cast<int32_t>(running_by_queue.size()) <= q) running_by_queue.resize(q + 1);
+    return running_by_queue[q];
+  }
+  int64_t& Freeing(int32_t q) {
+    if (static_cast<int32_t>(freeing_gpus.size()) <= q) freeing_gpus.resize(q + 1, 0);
+    return freeing_gpus[q];
+  }
+  // When a run is expected to end: now if it is being preempted, else its time limit.
+  TimeMs ExpectedEnd(const RunEntry& r) const {
+    if (r.preempted_for != 0) return now;
+    return r.expected_end == kUnknownTime ? kUnknownTime : std::max(now, r.expected_end);
+  }
+  // Binds (+1) or frees (-1) a run's resources in the model only (not in the queue book).
+  void BindRun(const RunEntry& r, int sign) {
+    model.AdjustPlacement(r.placement, r.job.per_replica, sign);
+  }
+};
+
+// Per-node demand of a placement: (slot, gpus, cpu, mem), slots ascending.
+struct NodeDemand {
+  int32_t slot;
+  int32_t gpus;
+  int32_t cpu;
+  int64_t mem;
+};
+std::vector<NodeDemand> DemandOf(const ClusterModel& model, const Shape& s,
+                                 const std::vector<ReplicaPlacement>& placement);
+
+// Preemption (preemption.cc): finds the victims that let `job` be placed now, losing the
+// least work. On success the victims are returned (their resources stay bound) with the
+// placement the job will get once they are gone.
+bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* victims,
+                 std::vector<ReplicaPlacement>* placement);
+
+// Reservation (reservation.cc): the earliest time and nodes at which `job` fits, scanning
+// running jobs by expected end. On success holds the reserved resources in the model for
+// the rest of the pass.
+bool Reserve(SchedState& st, const PendingEntry& job, Reservation* out);
+// Holds the resources of `placement` that are free now (the rest comes from runs ending by
+// `start`), so that jobs ending after `start` cannot take them.
+void HoldFor(SchedState& st, const Shape& s, const std::vector<ReplicaPlacement>& placement,
+             const std::vector<NodeDemand>& released, TimeMs hold_start);
+
+// One pass (pass.cc).
+struct PassResult {
+  int64_t attempts = 0;
+  int64_t skipped = 0;
+  bool exhausted = false;
+};
+PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs now, Decisions* d);
+
+}  // namespace corral::sched

@@ -1,0 +1,141 @@
+// Builders for scheduler tests: MakeNode("n1").Gpus(8).Rack("r1"), MakeJob(1).Gpus(4).Queue("a").
+// Test-only; header-only.
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "sched/scheduler.h"
+
+namespace corral::sched::testing {
+
+class NodeBuilder {
+ public:
+  explicit NodeBuilder(std::string name) {
+    n_.name = std::move(name);
+    n_.cpu_milli = 64'000;
+    n_.memory_mb = 512 * 1024;
+  }
+  // `count` GPUs of `model`, in NVLink groups of `group_size` (0: one group).
+  NodeBuilder& Gpus(int count, const std::string& model = "A100", int group_size = 0) {
+    n_.gpus.clear();
+    for (int i = 0; i < count; ++i) {
+      Gpu g;
+      g.index = i;
+      g.uuid = n_.name + "-gpu" + std::to_string(i);
+      g.model = model;
+      g.memory_mb = 80 * 1024;
+      g.group = group_size > 0 ? i / group_size : 0;
+      n_.gpus.push_back(g);
+    }
+    return *this;
+  }
+  NodeBuilder& Cpus(int cores) {
+    n_.cpu_milli = cores * 1000;
+    return *this;
+  }
+  NodeBuilder& MemoryMb(int64_t mb) {
+    n_.memory_mb = mb;
+    return *this;
+  }
+  NodeBuilder& Rack(const std::string& rack) { return Label("rack", rack); }
+  NodeBuilder& Label(const std::string& k, const std::string& v) {
+    n_.labels[k] = v;
+    return *this;
+  }
+  NodeBuilder& Unhealthy(int index) {
+    n_.gpus.at(index).healthy = false;
+    return *this;
+  }
+  NodeBuilder& Unschedulable() {
+    n_.schedulable = false;
+    return *this;
+  }
+  const NodeInfo& Build() const { return n_; }
+  operator NodeInfo() const { return n_; }  // NOLINT: builder
+
+ private:
+  NodeInfo n_;
+};
+inline NodeBuilder MakeNode(std::string name) { return NodeBuilder(std::move(name)); }
+
+class JobBuilder {
+ public:
+  explicit JobBuilder(JobId id) {
+    j_.id = id;
+    j_.submitted_at = static_cast<TimeMs>(id);
+    j_.per_replica.cpu_milli = 1000;
+    j_.per_replica.memory_mb = 1024;
+    j_.user = "u";
+  }
+  JobBuilder& Gpus(int per_replica) {
+    j_.per_replica.gpu_milli = per_replica * kGpuMilli;
+    return *this;
+  }
+  JobBuilder& Replicas(int n) {
+    j_.replicas = n;
+    return *this;
+  }
+  JobBuilder& Cpus(int cores) {
+    j_.per_replica.cpu_milli = cores * 1000;
+    return *this;
+  }
+  JobBuilder& MemoryMb(int64_t mb) {
+    j_.per_replica.memory_mb = mb;
+    return *this;
+  }
+  JobBuilder& Queue(const std::string& q) {
+    j_.queue = q;
+    return *this;
+  }
+  JobBuilder& User(const std::string& u) {
+    j_.user = u;
+    return *this;
+  }
+  JobBuilder& Priority(int p) {
+    j_.priority = p;
+    return *this;
+  }
+  JobBuilder& Submit(TimeMs t) {
+    j_.submitted_at = t;
+    return *this;
+  }
+  JobBuilder& Limit(DurationMs ms) {
+    j_.time_limit_ms = ms;
+    return *this;
+  }
+  JobBuilder& Preemptible(bool p = true) {
+    j_.preemptible = p;
+    return *this;
+  }
+  JobBuilder& Model(const std::string& m) {
+    j_.gpu_model = m;
+    return *this;
+  }
+  JobBuilder& Label(const std::string& k, const std::string& v) {
+    j_.node_labels[k] = v;
+    return *this;
+  }
+  JobBuilder& Oracle(DurationMs ms) {
+    j_.oracle_duration_ms = ms;
+    return *this;
+  }
+  JobBuilder& Attained(DurationMs gpu_ms) {
+    j_.attained_ms = gpu_ms;
+    return *this;
+  }
+  const PendingJob& Build() const { return j_; }
+  operator PendingJob() const { return j_; }  // NOLINT: builder
+
+ private:
+  PendingJob j_;
+};
+inline JobBuilder MakeJob(JobId id) { return JobBuilder(id); }
+
+// A running job on explicit GPUs: Running(MakeJob(1).Gpus(2), {{"n1", {0, 1}}}, started_at).
+inline RunningJob Running(const PendingJob& job, std::vector<ReplicaPlacement> placement,
+                          TimeMs started_at = 0) {
+  return RunningJob{job, std::move(placement), started_at};
+}
+
+}  // namespace corral::sched::testing
