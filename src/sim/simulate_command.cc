@@ -38,6 +38,10 @@ struct Flags {
   int64_t limit = 0;
   std::string start, end;
   int64_t sample = 0;
+  std::string min_duration;
+  std::string max_gpu_time;
+  std::string time_of_day;
+  std::string quotas;
   uint64_t seed = 1;
   double load_scale = 1.0;
   std::string restart_overhead = "0s";
@@ -70,8 +74,53 @@ Status ParseFraction(const std::string& text, double* out) {
   return Status::Ok();
 }
 
-// Window, sample, limit and load scale, in that order; then the first job submits at 0.
+// "2h-10h" -> [2h, 10h) of the day.
+Status ParseTimeOfDay(const std::string& text, DurationMs* from, DurationMs* to) {
+  size_t dash = text.find('-');
+  if (dash == std::string::npos) {
+    return InvalidArgument("--time-of-day '" + text + "' is not FROM-TO, e.g. 2h-10h");
+  }
+  CORRAL_RETURN_IF_ERROR(Duration("--time-of-day", text.substr(0, dash), from));
+  CORRAL_RETURN_IF_ERROR(Duration("--time-of-day", text.substr(dash + 1), to));
+  if (!(*from < *to && *to <= 24 * kHour)) {
+    return InvalidArgument("--time-of-day '" + text + "' needs FROM < TO <= 24h");
+  }
+  return Status::Ok();
+}
+
+// Filters (duration, GPU-time, time of day), window, sample, limit and load scale, in that
+// order; then the first job submits at 0.
 Status Select(const Flags& f, std::vector<TraceJob>* jobs) {
+  if (!f.min_duration.empty() || !f.max_gpu_time.empty() || !f.time_of_day.empty()) {
+    DurationMs min_d = 0, max_gt = 0, from = 0, to = 0;
+    if (!f.min_duration.empty()) {
+      CORRAL_RETURN_IF_ERROR(Duration("--min-duration", f.min_duration, &min_d));
+    }
+    if (!f.max_gpu_time.empty()) {
+      CORRAL_RETURN_IF_ERROR(Duration("--max-gpu-time", f.max_gpu_time, &max_gt));
+    }
+    if (!f.time_of_day.empty()) CORRAL_RETURN_IF_ERROR(ParseTimeOfDay(f.time_of_day, &from, &to));
+    std::vector<TraceJob> kept;
+    for (TraceJob& j : *jobs) {
+      if (j.duration_ms < min_d) continue;
+      if (!f.max_gpu_time.empty() && j.duration_ms * j.num_gpus >= max_gt) continue;
+      if (!f.time_of_day.empty()) {
+        // Pollux's recipe: jobs from any day whose submit time of day falls in [from, to),
+        // arriving at that offset into the window.
+        DurationMs tod = ((j.epoch_ms % (24 * kHour)) + 24 * kHour) % (24 * kHour);
+        if (tod < from || tod >= to) continue;
+        j.submit_ms = tod - from;
+      }
+      kept.push_back(j);
+    }
+    std::stable_sort(kept.begin(), kept.end(), [](const TraceJob& a, const TraceJob& b) {
+      return a.submit_ms < b.submit_ms;
+    });
+    *jobs = std::move(kept);
+    if (jobs->empty()) {
+      return InvalidArgument("no jobs pass --min-duration/--max-gpu-time/--time-of-day");
+    }
+  }
   DurationMs start = 0, end = 0;
   if (!f.start.empty()) CORRAL_RETURN_IF_ERROR(Duration("--start", f.start, &start));
   if (!f.end.empty()) CORRAL_RETURN_IF_ERROR(Duration("--end", f.end, &end));
@@ -93,7 +142,7 @@ Status Select(const Flags& f, std::vector<TraceJob>* jobs) {
       std::swap(idx[i], idx[j]);
     }
     idx.resize(static_cast<size_t>(f.sample));
-    std::sort(idx.begin(), idx.end());
+    std::sort(idx.begin(), idx.end());  // jobs stay in submit order
     std::vector<TraceJob> kept;
     for (size_t i : idx) kept.push_back((*jobs)[i]);
     *jobs = std::move(kept);
@@ -106,6 +155,47 @@ Status Select(const Flags& f, std::vector<TraceJob>* jobs) {
     j.submit_ms = static_cast<TimeMs>(std::llround(static_cast<double>(j.submit_ms - t0) /
                                                    f.load_scale));
   }
+  return Status::Ok();
+}
+
+// A CSV of `queue,size` rows (a header without a number in column 2 is skipped), e.g.
+// Helios' philly_vc_nodes.csv (vc,node num). Sizes are scaled to the cluster's GPUs.
+Status ReadQuotas(const std::string& path, const std::vector<TraceJob>& jobs, int64_t gpus,
+                  std::map<std::string, int32_t>* out) {
+  std::ifstream in(path);
+  if (!in) return InvalidArgument("--quotas " + path + ": cannot open the file");
+  std::map<std::string, double> size;
+  double sum = 0;
+  std::string line;
+  int64_t n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    size_t comma = line.find(',');
+    char* end = nullptr;
+    double v = comma == std::string::npos ? -1 : std::strtod(line.c_str() + comma + 1, &end);
+    if (comma == std::string::npos || end == line.c_str() + comma + 1 || v < 0) {
+      if (n == 1) continue;  // header
+      return InvalidArgument("--quotas " + path + " line " + std::to_string(n) +
+                             ": expected queue,size");
+    }
+    size[line.substr(0, comma)] += v;
+    sum += v;
+  }
+  if (sum <= 0) return InvalidArgument("--quotas " + path + ": no positive sizes");
+  int64_t given = 0;
+  std::vector<std::pair<double, std::string>> rest;
+  for (const auto& [q, v] : size) {
+    double exact = v / sum * static_cast<double>(gpus);
+    auto whole = static_cast<int32_t>(exact);
+    (*out)[q] = whole;
+    given += whole;
+    rest.emplace_back(-(exact - whole), q);
+  }
+  std::sort(rest.begin(), rest.end());
+  for (size_t i = 0; given < gpus && i < rest.size(); ++i, ++given) ++(*out)[rest[i].second];
+  for (const TraceJob& j : jobs) out->emplace(j.queue, 0);  // queues without a size: no quota
   return Status::Ok();
 }
 
@@ -171,6 +261,11 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
   CORRAL_RETURN_IF_ERROR(Duration("--preempt-grace", f.preempt_grace, &cfg.preempt_grace_ms));
   CORRAL_RETURN_IF_ERROR(Duration("--tick", f.tick, &cfg.tick_ms));
   cfg.profile = f.profile && !f.no_timing;
+  if (!f.quotas.empty()) {
+    CORRAL_RETURN_IF_ERROR(ReadQuotas(
+        f.quotas, jobs, static_cast<int64_t>(cfg.cluster.nodes) * cfg.cluster.gpus_per_node,
+        &cfg.quotas));
+  }
 
   std::vector<std::string> policies;
   if (!f.compare.empty()) {
@@ -297,6 +392,15 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
   app.add_option("--start", f.start, "keep jobs submitted at or after this offset (e.g. 30d)");
   app.add_option("--end", f.end, "keep jobs submitted before this offset");
   app.add_option("--sample", f.sample, "keep a random sample of N jobs (see --seed)");
+  app.add_option("--min-duration", f.min_duration, "drop jobs shorter than this (e.g. 60s)");
+  app.add_option("--max-gpu-time", f.max_gpu_time,
+                 "drop jobs with at least this much GPU-time (e.g. 1000h)");
+  app.add_option("--time-of-day", f.time_of_day,
+                 "keep jobs submitted in this time of day (any day), e.g. 2h-10h, arriving at "
+                 "their offset into it (Pollux's sampling)");
+  app.add_option("--quotas", f.quotas,
+                 "corral policy: CSV queue,size (e.g. VC node counts), scaled to the cluster; "
+                 "default: quotas proportional to each queue's GPU-time in the trace");
   app.add_option("--seed", f.seed, "seed of any sampling (default 1)");
   app.add_option("--load-scale", f.load_scale,
                  "divide inter-arrival times by this (2: twice the load)");

@@ -448,7 +448,10 @@ Result<Trace> ParseTrace(const std::string& text, const std::string& source,
     return a.submit_ms < b.submit_ms;
   });
   TimeMs t0 = t.jobs.front().submit_ms;
-  for (TraceJob& j : t.jobs) j.submit_ms -= t0;
+  for (TraceJob& j : t.jobs) {
+    j.epoch_ms = j.submit_ms;
+    j.submit_ms -= t0;
+  }
   return std::move(r.trace);
 }
 

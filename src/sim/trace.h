@@ -21,6 +21,7 @@ bool ParseTraceFormat(const std::string& text, TraceFormat* out);
 struct TraceJob {
   std::string id;          // the trace's own id, or "L<line>" where the format has none
   TimeMs submit_ms = 0;    // relative to the trace's first submission after reading
+  TimeMs epoch_ms = 0;     // as written in the trace (Unix time for dated traces)
   DurationMs duration_ms = 0;  // run time on num_gpus GPUs, never restarted
   int32_t num_gpus = 0;
   std::string queue;       // virtual cluster / queue; "default" where the format has none
