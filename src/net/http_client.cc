@@ -8,6 +8,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <optional>
 #include <vector>
@@ -168,7 +169,9 @@ Result<HttpResponse> HttpClient::Request(std::string method, std::string path_an
   req.body() = std::move(body);
   req.prepare_payload();
 
-  const auto deadline = Clock::now() + timeout;
+  // A huge timeout ("forever") must not overflow the clock: cap it at a year.
+  const auto deadline = Clock::now() + std::min<std::chrono::milliseconds>(
+                                           timeout, std::chrono::hours(24 * 365));
   std::lock_guard<std::mutex> lock(mu_);
   Conn& c = *conn_;
   for (int attempt = 0;; ++attempt) {

@@ -145,9 +145,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void Close() {
     asio::post(strand_, [self = shared_from_this()] { self->CloseNow(); });
   }
-  // Any thread, at most once per request (the ResponderState guarantees it).
+  // Any thread, at most once per request (the ResponderState guarantees it). Runs inline
+  // when called on this connection's strand (a handler answering at once), else posts.
   void PostResponse(uint64_t seq, HttpResponse response) {
-    asio::post(strand_, [self = shared_from_this(), seq, r = std::move(response)]() mutable {
+    asio::dispatch(strand_, [self = shared_from_this(), seq, r = std::move(response)]() mutable {
       self->Deliver(seq, std::move(r));
     });
   }
@@ -215,12 +216,15 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.reset();
     keep_alive_ = msg.keep_alive();
     version_ = msg.version();
+    head_request_ = msg.method() == http::verb::head;
     ++seq_;
     pending_ = true;
     hold_ = shared_from_this();  // a held request keeps its connection until answered
     stream_.expires_never();
-    Watch();
     InvokeHandler(ToHttpRequest(std::move(msg), remote_));
+    // After the handler: one that answered at once is already writing (no race between
+    // its answer and a client that half-closes after its request).
+    if (pending_ || writing_) Watch();
   }
 
   void InvokeHandler(HttpRequest req);  // below: needs ResponderState
@@ -238,7 +242,17 @@ class Session : public std::enable_shared_from_this<Session> {
     watching_ = false;
     buffer_.commit(n);
     if (closed_) return;
-    if (ec && ec != asio::error::operation_aborted) return CloseNow();  // client gone
+    if (ec && ec != asio::error::operation_aborted) {
+      // EOF while the answer is pending: the client went away (as Go's net/http decides),
+      // free the socket now. EOF while writing: finish the answer for a client that only
+      // half-closed, then close. Anything else (a reset): gone.
+      if (writing_ && (ec == asio::error::eof || ec == http::error::end_of_stream)) {
+        keep_alive_ = false;
+        peer_eof_ = true;
+        return;
+      }
+      return CloseNow();
+    }
     const AfterWatch next = std::exchange(after_watch_, AfterWatch::kNothing);
     switch (next) {
       case AfterWatch::kReadNext:
@@ -248,7 +262,7 @@ class Session : public std::enable_shared_from_this<Session> {
       case AfterWatch::kNothing:
         break;
     }
-    if (pending_ || writing_) Watch();
+    if ((pending_ || writing_) && !peer_eof_) Watch();
   }
 
   void Deliver(uint64_t seq, HttpResponse r) {
@@ -261,6 +275,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void Reject(int status, std::string code, std::string message) {
     keep_alive_ = false;
     version_ = 11;
+    head_request_ = false;
     Write(JsonError(status, std::move(code), std::move(message)));
   }
 
@@ -286,6 +301,11 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!bodyless) res_.body() = std::move(r.body);
     res_.keep_alive(keep_alive_);
     res_.prepare_payload();
+    if (head_request_ && !bodyless) {  // HEAD: the length of the body it would get, no body
+      const auto length = res_.body().size();
+      res_.body().clear();
+      res_.content_length(length);
+    }
     writing_ = true;
     stream_.expires_after(opts().write_timeout);
     http::async_write(stream_, res_, beast::bind_front_handler(&Session::OnWrite, shared_from_this()));
@@ -295,6 +315,7 @@ class Session : public std::enable_shared_from_this<Session> {
     writing_ = false;
     if (closed_) return;
     if (ec) return CloseNow();
+    if (peer_eof_) return CloseNow();
     const AfterWatch next = keep_alive_ ? AfterWatch::kReadNext : AfterWatch::kLinger;
     if (watching_) {
       after_watch_ = next;
@@ -349,6 +370,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool writing_ = false;
   bool watching_ = false;  // a Watch() read is outstanding
   bool closed_ = false;
+  bool peer_eof_ = false;      // the client half-closed while its answer was being written
+  bool head_request_ = false;  // the request being answered is a HEAD
   AfterWatch after_watch_ = AfterWatch::kNothing;
   std::shared_ptr<Session> hold_;  // self-reference while a response is pending
   std::chrono::steady_clock::time_point linger_deadline_;
@@ -459,7 +482,7 @@ HttpServer::HttpServer(Handler handler, int io_threads)
     : HttpServer(std::move(handler), HttpServerOptions{.io_threads = io_threads}) {}
 
 HttpServer::HttpServer(Handler handler, HttpServerOptions options)
-    : impl_(std::make_shared<Impl>(std::move(handler), options)) {
+    : impl_(std::make_unique<Impl>(std::move(handler), options)) {
   CORRAL_CHECK(options.io_threads >= 1, "HttpServer needs at least one I/O thread");
   CORRAL_CHECK(impl_->handler != nullptr, "HttpServer needs a handler");
 }
@@ -538,6 +561,10 @@ void HttpServer::Start() {
 void HttpServer::Stop() {
   Impl& s = *impl_;
   if (s.stopped) return;
+  for (const auto& t : s.threads) {
+    CORRAL_CHECK(t.get_id() != std::this_thread::get_id(),
+                 "HttpServer::Stop called from its own I/O thread (e.g. inside a Handler)");
+  }
   s.stopped = true;
   {
     std::lock_guard<std::mutex> lock(s.gate->mu);

@@ -2,12 +2,14 @@
 // fixed pool of I/O threads. Owned by the process that serves (the head); one instance
 // may listen on several addresses.
 //
-// Threading: the Handler runs on an I/O thread, never two at once for one connection.
-// It may keep the Responder and call it later from any thread: a held request (a
+// Threading: the Handler runs on an I/O thread, never two at once for one connection,
+// but concurrently for different connections when io_threads > 1: it must be
+// thread-safe, and must not block (post the work to the owner's thread). It may keep the Responder and call it later from any thread: a held request (a
 // long-poll) costs a socket and a few hundred bytes, not a thread, so thousands can wait.
 // While a response is pending the connection has no read timeout, and the server keeps
-// watching the socket: if the client disconnects, the connection is closed at once and
-// the Responder becomes a no-op.
+// watching the socket: if the client disconnects (EOF or reset), the connection is
+// closed at once and the Responder becomes a no-op. (So a client that half-closes
+// its side after sending a request counts as gone, as in Go's net/http.)
 //
 // Lifecycle: construct, Listen() one or more times, Start(), ..., Stop() (or destroy).
 // Listen/Start/Stop are called from the owning thread, not from a Handler.
@@ -61,7 +63,7 @@ class HttpServer {
   struct Impl;  // public only so that the .cc's session classes can name it
 
  private:
-  std::shared_ptr<Impl> impl_;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace corral::net

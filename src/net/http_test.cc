@@ -126,6 +126,7 @@ class RawConn {
     fd_ = -1;
   }
   bool connected() const { return connected_; }
+  void ShutdownWrite() { ::shutdown(fd_, SHUT_WR); }
   bool Send(std::string_view s) {
     while (!s.empty()) {
       const ssize_t n = ::send(fd_, s.data(), s.size(), MSG_NOSIGNAL);
@@ -166,6 +167,109 @@ class RawConn {
   bool connected_ = false;
   std::string data_;
 };
+
+// A scripted one-thread TCP server: for the i-th accepted connection, script(i, fd)
+// runs the conversation. Lets tests misbehave in ways HttpServer never would.
+class ScriptedServer {
+ public:
+  explicit ScriptedServer(std::function<void(int, int)> script) : script_(std::move(script)) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    ::listen(listen_fd_, 16);
+    socklen_t len = sizeof(addr);
+    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] {
+      for (int i = 0;; ++i) {
+        const int fd = ::accept(listen_fd_, nullptr, nullptr);
+        if (fd < 0) return;
+        script_(i, fd);
+        ::close(fd);
+      }
+    });
+  }
+  ~ScriptedServer() {
+    ::shutdown(listen_fd_, SHUT_RDWR);
+    ::close(listen_fd_);
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  // Reads one header-only request; false on EOF.
+  static bool ReadRequest(int fd) {
+    std::string got;
+    char c;
+    while (got.size() < 4 || got.compare(got.size() - 4, 4, "\r\n\r\n") != 0) {
+      if (::recv(fd, &c, 1, 0) != 1) return false;
+      got.push_back(c);
+    }
+    return true;
+  }
+  static void Send(int fd, std::string_view s) { ::send(fd, s.data(), s.size(), MSG_NOSIGNAL); }
+  static std::string Ok(std::string_view body) {
+    return "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+           std::string(body);
+  }
+
+ private:
+  std::function<void(int, int)> script_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+TEST(HttpClientTest, RetriesOnceWhenAKeptConnectionDiesUnanswered) {
+  ScriptedServer server([](int conn, int fd) {
+    if (conn == 0) {
+      if (!ScriptedServer::ReadRequest(fd)) return;
+      ScriptedServer::Send(fd, ScriptedServer::Ok("first"));
+      ScriptedServer::ReadRequest(fd);  // the second request: dropped unanswered
+      return;
+    }
+    while (ScriptedServer::ReadRequest(fd)) ScriptedServer::Send(fd, ScriptedServer::Ok("again"));
+  });
+  HttpClient client(server.url(), "");
+  auto a = client.Get("/1", kTimeout);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->body, "first");
+  auto b = client.Get("/2", kTimeout);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(b->body, "again");
+  EXPECT_EQ(client.connections_opened(), 2);
+}
+
+TEST(HttpClientTest, NoRetryOnAFreshConnection) {
+  ScriptedServer server([](int, int fd) { ScriptedServer::ReadRequest(fd); });  // never answers
+  HttpClient client(server.url(), "");
+  auto r = client.Post("/submit", "{}", kTimeout);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("POST " + server.url() + "/submit"), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(client.connections_opened(), 1);
+}
+
+TEST(HttpClientTest, NoRetryOncePartOfTheAnswerArrived) {
+  ScriptedServer server([](int conn, int fd) {
+    if (conn > 0) {
+      while (ScriptedServer::ReadRequest(fd)) ScriptedServer::Send(fd, ScriptedServer::Ok("retried!"));
+      return;
+    }
+    if (!ScriptedServer::ReadRequest(fd)) return;
+    ScriptedServer::Send(fd, ScriptedServer::Ok("first"));
+    if (!ScriptedServer::ReadRequest(fd)) return;
+    ScriptedServer::Send(fd, "HTTP/1.1 200 OK\r\nContent-Le");  // and dies
+  });
+  HttpClient client(server.url(), "");
+  ASSERT_TRUE(client.Get("/1", kTimeout).ok());
+  auto r = client.Post("/2", "{}", kTimeout);
+  ASSERT_FALSE(r.ok()) << r->body;
+  EXPECT_EQ(r.status().code(), ErrorCode::kUnavailable);
+  EXPECT_EQ(client.connections_opened(), 1);
+}
 
 TEST(HttpTest, RoundTripMethodPathQueryHeadersBody) {
   TestServer ts(EchoHandler());
@@ -451,6 +555,31 @@ TEST(HttpTest, HttpTenCloseAfterResponse) {
   EXPECT_TRUE(c.ReadsEof());
   EXPECT_EQ(c.data().rfind("HTTP/1.0 200", 0), 0u) << c.data();
   EXPECT_NE(c.data().find("/old"), std::string::npos);
+}
+
+TEST(HttpTest, HalfClosingClientStillGetsAnImmediateAnswer) {
+  TestServer ts(EchoHandler());
+  RawConn c(ts.port);
+  ASSERT_TRUE(c.Send("GET /half HTTP/1.1\r\nHost: x\r\n\r\n"));
+  c.ShutdownWrite();  // as `nc -N` does
+  EXPECT_TRUE(c.ReadsEof());
+  EXPECT_EQ(c.data().rfind("HTTP/1.1 200", 0), 0u) << c.data();
+  EXPECT_NE(c.data().find("/half"), std::string::npos);
+}
+
+TEST(HttpTest, HeadGetsLengthWithoutBody) {
+  TestServer ts([](HttpRequest, Responder respond) { respond(Text(200, "0123456789")); });
+  HttpClient client(ts.url(), "t");
+  auto r = client.Request("HEAD", "/h", "", kTimeout);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->headers["content-length"], "10");
+  EXPECT_EQ(r->body, "");
+  // The framing stayed right: the next request on the same connection works.
+  auto g = client.Get("/g", kTimeout);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(g->body, "0123456789");
+  EXPECT_EQ(client.connections_opened(), 1);
 }
 
 TEST(HttpTest, ClientTimeoutIsUnavailable) {
