@@ -1,0 +1,282 @@
+#include "agent/agent.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+namespace corral::agent {
+
+int32_t MachineCpuMilli() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int n = 0;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) n = CPU_COUNT(&set);
+  if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
+  return std::max(1, n) * 1000;
+}
+
+int64_t MachineMemoryMb() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit) {
+    if (key == "MemTotal:") return kb / 1024;
+  }
+  return 0;
+}
+
+Agent::Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_ptr<HeadChannel> head)
+    : config_(std::move(config)),
+      probe_(std::move(probe)),
+      head_(std::move(head)),
+      supervisor_(std::make_unique<Supervisor>(
+          std::make_unique<PosixLauncher>(config_.state_dir, config_.name))) {
+  std::lock_guard lock(mu_);
+  last_contact_ = std::chrono::steady_clock::now();
+}
+
+Agent::~Agent() = default;
+
+Status Agent::Init() {
+  std::error_code ec;
+  std::filesystem::create_directories(config_.state_dir, ec);
+  if (ec) {
+    return Internal("cannot create --state-dir " + config_.state_dir + ": " + ec.message());
+  }
+  Result<std::vector<Gpu>> gpus = probe_->Probe();
+  if (!gpus.ok()) return Status(gpus.status().code(), "GPU discovery failed: " + gpus.status().message());
+  gpus_ = std::move(gpus.value());
+  cpu_milli_ = config_.cpu_milli > 0 ? config_.cpu_milli : MachineCpuMilli();
+  memory_mb_ = config_.memory_mb > 0 ? config_.memory_mb : MachineMemoryMb();
+  std::ifstream in(config_.state_dir + "/head_epoch");
+  uint64_t epoch = 0;
+  if (in >> epoch) {
+    std::lock_guard lock(mu_);
+    max_head_epoch_ = epoch;
+  }
+  spdlog::info("agent {}: {} GPUs, {} mCPU, {} MiB, state in {}", config_.name, gpus_.size(),
+               cpu_milli_, memory_mb_, config_.state_dir);
+  return Status::Ok();
+}
+
+void Agent::SaveHeadEpoch(uint64_t epoch) {
+  const std::string path = config_.state_dir + "/head_epoch";
+  {
+    std::ofstream out(path + ".tmp", std::ios::trunc);
+    out << epoch << "\n";
+    if (!out.flush()) {
+      spdlog::warn("cannot write {}.tmp", path);
+      return;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(path + ".tmp", path, ec);
+}
+
+bool Agent::SleepFor(int64_t ms) {
+  std::unique_lock lock(mu_);
+  return !cv_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return stopping_; });
+}
+
+Status Agent::DoRegister() {
+  RegisterRequest req;
+  req.name = config_.name;
+  req.address = config_.address;
+  req.cpu_milli = cpu_milli_;
+  req.memory_mb = memory_mb_;
+  req.gpus = gpus_;
+  req.labels = config_.labels;
+  if (!gpus_.empty() && std::all_of(gpus_.begin(), gpus_.end(),
+                                    [&](const Gpu& g) { return g.model == gpus_[0].model; })) {
+    req.labels.try_emplace("gpu_model", gpus_[0].model);
+  }
+  Result<RegisterResponse> resp = head_->Register(req);
+  if (!resp.ok()) return resp.status();
+  uint64_t save = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (resp->head_epoch < max_head_epoch_) {
+      return FailedPrecondition("head epoch " + std::to_string(resp->head_epoch) +
+                                " is older than " + std::to_string(max_head_epoch_) +
+                                " already seen: a deposed leader");
+    }
+    if (resp->head_epoch > max_head_epoch_) save = max_head_epoch_ = resp->head_epoch;
+    agent_epoch_ = resp->agent_epoch;
+    registered_ = true;
+    applied_epoch_ = resp->head_epoch;
+    applied_version_ = 0;      // the first sync must not be held: get the desired state
+    unreported_exit_ = true;
+    last_contact_ = std::chrono::steady_clock::now();
+    fenced_ = false;
+  }
+  if (save != 0) SaveHeadEpoch(save);
+  spdlog::info("registered with the head: head epoch {}, agent epoch {}", resp->head_epoch,
+               resp->agent_epoch);
+  return Status::Ok();
+}
+
+Status Agent::SyncOnce(int64_t wait_ms) {
+  SyncRequest req;
+  {
+    std::lock_guard lock(mu_);
+    req.agent_epoch = agent_epoch_;
+    req.desired_version = applied_version_;
+  }
+  req.node = config_.name;
+  req.wait_ms = wait_ms;
+  req.runs = supervisor_->Report();
+  Result<SyncResponse> resp = head_->Sync(req);
+  if (!resp.ok()) return resp.status();
+
+  std::lock_guard apply_lock(apply_mu_);
+  uint64_t save = 0;
+  bool apply = false;
+  {
+    std::lock_guard lock(mu_);
+    if (resp->head_epoch < max_head_epoch_) {
+      return FailedPrecondition("refusing orders of head epoch " + std::to_string(resp->head_epoch) +
+                                ": epoch " + std::to_string(max_head_epoch_) + " already seen");
+    }
+    if (resp->head_epoch > max_head_epoch_) save = max_head_epoch_ = resp->head_epoch;
+    last_contact_ = std::chrono::steady_clock::now();
+    if (fenced_) spdlog::info("the head is reachable again");
+    fenced_ = false;
+    if (resp->reregister) {
+      registered_ = false;  // and never reconcile against this answer: it lists nothing
+    } else if (resp->head_epoch != applied_epoch_ || resp->desired_version >= applied_version_) {
+      // (An older version of the same epoch means two syncs crossed: ignore that answer.)
+      applied_epoch_ = resp->head_epoch;
+      applied_version_ = resp->desired_version;
+      apply = true;
+    }
+  }
+  if (save != 0) SaveHeadEpoch(save);
+  if (resp->reregister) spdlog::info("the head asks this agent to register again");
+  if (apply) supervisor_->Reconcile(*resp);
+  return Status::Ok();
+}
+
+void Agent::SyncLoop() {
+  int64_t backoff = config_.retry_min_ms;
+  auto failed = [&](const Status& st, const char* what) {
+    spdlog::warn("{} failed: {}; retrying in {} ms", what, st.ToString(), backoff);
+    bool go_on = SleepFor(backoff);
+    backoff = std::min(backoff * 2, config_.retry_max_ms);
+    return go_on;
+  };
+  for (;;) {
+    bool registered = false;
+    int64_t wait_ms = 0;
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+      registered = registered_;
+      wait_ms = unreported_exit_ ? 0 : config_.sync_wait_ms;
+      unreported_exit_ = false;
+      in_long_poll_ = registered && wait_ms > 0;
+    }
+    if (!registered) {
+      Status st = DoRegister();
+      if (st.ok()) {
+        backoff = config_.retry_min_ms;
+      } else if (!failed(st, "register")) {
+        return;
+      }
+      continue;
+    }
+    Status st = SyncOnce(wait_ms);
+    {
+      std::lock_guard lock(mu_);
+      in_long_poll_ = false;
+      if (!st.ok()) unreported_exit_ = true;  // after the backoff, sync without waiting
+    }
+    if (st.ok()) {
+      backoff = config_.retry_min_ms;
+    } else if (!failed(st, "sync")) {
+      return;
+    }
+  }
+}
+
+void Agent::PollLoop() {
+  while (SleepFor(config_.poll_interval_ms)) {
+    bool exited = supervisor_->Poll();
+    bool fence = false;
+    {
+      std::lock_guard lock(mu_);
+      auto silent = std::chrono::steady_clock::now() - last_contact_;
+      if (!fenced_ && silent > std::chrono::milliseconds(config_.lease_ms)) {
+        fenced_ = fence = true;
+      }
+      if (exited) {
+        if (in_long_poll_) {
+          urgent_ = true;
+        } else {
+          unreported_exit_ = true;
+        }
+        cv_.notify_all();
+      }
+    }
+    if (fence) {
+      int n = supervisor_->StopAll();
+      spdlog::error("the head has been unreachable for more than {} ms: fencing, stopping {} runs",
+                    config_.lease_ms, n);
+    }
+  }
+}
+
+void Agent::ReportLoop() {
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || urgent_; });
+      if (stopping_) return;
+      urgent_ = false;
+    }
+    Status st = SyncOnce(0);
+    if (!st.ok()) {
+      spdlog::warn("immediate sync after an exit failed: {}", st.ToString());
+      std::lock_guard lock(mu_);
+      unreported_exit_ = true;
+    }
+  }
+}
+
+int Agent::Run() {
+  if (Status st = Init(); !st.ok()) {
+    spdlog::error("agent {} cannot start: {}", config_.name, st.ToString());
+    return 1;
+  }
+  std::thread poller([this] { PollLoop(); });
+  std::thread reporter([this] { ReportLoop(); });
+  SyncLoop();
+  Stop();  // SyncLoop returns only when stopping; make sure the helpers see it
+  poller.join();
+  reporter.join();
+  spdlog::info("agent {} stopped; its runs keep running", config_.name);
+  return 0;
+}
+
+void Agent::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  head_->Cancel();
+}
+
+Result<std::string> Agent::ReadRunLog(const std::string& run_id, int32_t replica,
+                                      const std::string& stream, int64_t offset, int64_t max_bytes) {
+  return supervisor_->ReadRunLog(run_id, replica, stream, offset, max_bytes);
+}
+
+}  // namespace corral::agent

@@ -1,0 +1,117 @@
+// The node agent (DESIGN §7): discovers GPUs, registers with the head, then keeps one
+// long-poll sync open — reporting what runs here, receiving what should — and reconciles.
+//
+// Threads (all owned by Agent, started by Run(), joined before it returns):
+//  - the caller of Run(): registration and the long-poll sync loop;
+//  - the poller: every poll_interval_ms notices exits, sends SIGKILL after grace, and fences
+//    (stops every run) when the head has been unreachable for longer than lease_ms;
+//  - the reporter: when a run exits while the long poll is held, sends an extra sync with
+//    wait_ms = 0 at once, so that the head learns of an exit within ~poll_interval_ms.
+// Stop() may be called from any thread (not from a signal handler).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "agent/gpu_probe.h"
+#include "agent/supervisor.h"
+#include "core/agent_protocol.h"
+#include "core/status.h"
+
+namespace corral::agent {
+
+// The agent's side of the head protocol; the lead implements it over HTTP (the join token and
+// the node_token of the RegisterResponse are the channel's business).
+class HeadChannel {
+ public:
+  virtual ~HeadChannel() = default;
+  virtual Result<RegisterResponse> Register(const RegisterRequest& request) = 0;
+  // May be held by the head for up to request.wait_ms. Called from two threads at once (the
+  // long poll and the reporter's immediate sync), so it must be thread-safe.
+  virtual Result<SyncResponse> Sync(const SyncRequest& request) = 0;
+  // Makes calls in flight return soon with an error (used by Agent::Stop). The default does
+  // nothing: Stop then waits for a held sync to end.
+  virtual void Cancel() {}
+};
+
+struct AgentConfig {
+  std::string name;       // this node's name (CORRAL_NODE)
+  std::string state_dir;  // created if missing; holds runs/ and head_epoch
+  std::string address;    // how the head and other nodes reach this one (MASTER_ADDR)
+  std::map<std::string, std::string> labels;  // gpu_model is added when all GPUs agree
+  int32_t cpu_milli = 0;  // 0: the CPUs this process may run on
+  int64_t memory_mb = 0;  // 0: MemTotal of /proc/meminfo
+  int64_t sync_wait_ms = 20000;  // long-poll hold asked of the head
+  int64_t lease_ms = 60000;      // stop every run after this long without reaching the head
+  int64_t poll_interval_ms = 100;
+  int64_t retry_min_ms = 200;  // backoff between failed calls, doubling up to retry_max_ms
+  int64_t retry_max_ms = 5000;
+};
+
+// CPUs this process may run on (sched_getaffinity), in milli-CPUs.
+int32_t MachineCpuMilli();
+// MemTotal from /proc/meminfo, in MiB; 0 if unreadable.
+int64_t MachineMemoryMb();
+
+class Agent {
+ public:
+  Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_ptr<HeadChannel> head);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Runs until Stop(). Returns 0 after Stop(), 1 if the agent cannot start (GPU probe or state
+  // directory failed; the reason is logged). Job processes are left running on return: a
+  // restarted agent re-adopts them.
+  int Run();
+  void Stop();
+
+  // A replica's log (see ReadRunLog in launcher.h). Usable before, during and after Run().
+  Result<std::string> ReadRunLog(const std::string& run_id, int32_t replica,
+                                 const std::string& stream, int64_t offset, int64_t max_bytes);
+
+ private:
+  using SteadyTime = std::chrono::steady_clock::time_point;
+
+  Status Init();
+  Status DoRegister();
+  Status SyncOnce(int64_t wait_ms);
+  void SyncLoop();
+  void PollLoop();
+  void ReportLoop();
+  // Sleeps up to `ms`; returns false if stopping.
+  bool SleepFor(int64_t ms);
+  void SaveHeadEpoch(uint64_t epoch);
+
+  const AgentConfig config_;
+  std::unique_ptr<GpuProbe> probe_;
+  std::unique_ptr<HeadChannel> head_;
+  std::unique_ptr<Supervisor> supervisor_;  // thread-safe itself
+  std::vector<Gpu> gpus_;                   // set by Init, then read-only
+  int32_t cpu_milli_ = 0;
+  int64_t memory_mb_ = 0;
+
+  std::mutex apply_mu_;  // serialises applying sync responses (two syncs may be in flight)
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool registered_ GUARDED_BY(mu_) = false;
+  uint64_t agent_epoch_ GUARDED_BY(mu_) = 0;
+  uint64_t max_head_epoch_ GUARDED_BY(mu_) = 0;   // persisted: refuse older leaders' orders
+  uint64_t applied_epoch_ GUARDED_BY(mu_) = 0;    // head epoch and version of the last
+  uint64_t applied_version_ GUARDED_BY(mu_) = 0;  // desired state applied
+  bool in_long_poll_ GUARDED_BY(mu_) = false;
+  bool unreported_exit_ GUARDED_BY(mu_) = false;  // the next sync must not be held
+  bool urgent_ GUARDED_BY(mu_) = false;           // the reporter should sync now
+  SteadyTime last_contact_ GUARDED_BY(mu_);
+  bool fenced_ GUARDED_BY(mu_) = false;
+};
+
+}  // namespace corral::agent

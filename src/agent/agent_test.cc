@@ -1,0 +1,180 @@
+#include "agent/agent.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <thread>
+
+#include "agent/test_util.h"
+
+namespace corral::agent {
+namespace {
+
+using testing::ReadFileOr;
+using testing::ShellOrder;
+using testing::TempDir;
+using testing::Touch;
+using testing::WaitFor;
+
+// An in-memory head: answers syncs with `desired`, holding them until it changes.
+struct FakeHead : HeadChannel {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool reachable = true, reregister = false, cancelled = false;
+  uint64_t head_epoch = 5, version = 1, agent_epochs = 0;
+  std::vector<RunOrder> desired;
+  std::vector<RegisterRequest> registers;
+  std::vector<SyncRequest> syncs;
+
+  Result<RegisterResponse> Register(const RegisterRequest& r) override {
+    std::lock_guard lock(mu);
+    if (!reachable) return Unavailable("head down");
+    registers.push_back(r);
+    return RegisterResponse{"token", head_epoch, ++agent_epochs};
+  }
+  Result<SyncResponse> Sync(const SyncRequest& r) override {
+    std::unique_lock lock(mu);
+    if (!reachable) return Unavailable("head down");
+    syncs.push_back(r);
+    if (std::exchange(reregister, false)) return SyncResponse{head_epoch, version, {}, true};
+    cv.wait_for(lock, std::chrono::milliseconds(r.wait_ms),
+                [&] { return version != r.desired_version || cancelled || !reachable; });
+    if (!reachable || cancelled) return Unavailable("head down");
+    return SyncResponse{head_epoch, version, desired, false};
+  }
+  void Cancel() override { Set([&] { cancelled = true; }); }
+  template <typename F>
+  void Set(F f) {
+    std::lock_guard lock(mu);
+    f();
+    ++version;
+    cv.notify_all();
+  }
+  template <typename F>
+  bool Saw(F pred) {
+    std::lock_guard lock(mu);
+    return std::any_of(syncs.begin(), syncs.end(), pred);
+  }
+};
+
+struct AgentUnderTest {
+  FakeHead* head;
+  std::unique_ptr<Agent> agent;
+  std::thread thread;
+  int rc = -1;
+  AgentUnderTest(const std::string& state, AgentConfig config = {}) {
+    auto h = std::make_unique<FakeHead>();
+    head = h.get();
+    config.name = "n1";
+    config.state_dir = state;
+    config.sync_wait_ms = 10000;  // an exit must be reported long before the hold ends
+    config.retry_min_ms = 20;
+    config.retry_max_ms = 100;
+    agent = std::make_unique<Agent>(config, std::make_unique<SimulatedGpuProbe>(2, "H100", "n1"),
+                                    std::move(h));
+    thread = std::thread([this] { rc = agent->Run(); });
+  }
+  ~AgentUnderTest() { StopAndJoin(); }
+  void StopAndJoin() {
+    if (!thread.joinable()) return;
+    agent->Stop();
+    thread.join();
+    EXPECT_EQ(rc, 0);
+  }
+};
+
+bool Reports(const SyncRequest& s, const std::string& run_id, bool running, int32_t code = 0) {
+  return std::any_of(s.runs.begin(), s.runs.end(), [&](const RunReport& r) {
+    return r.run_id == run_id && r.running == running && (running || r.exit_code == code);
+  });
+}
+
+TEST(AgentTest, RegistersRunsOrdersAndReportsAnExitAtOnce) {
+  TempDir state, dir;
+  AgentUnderTest t(state.path());
+  ASSERT_TRUE(WaitFor([&] { std::lock_guard l(t.head->mu); return !t.head->registers.empty(); }));
+  {
+    std::lock_guard l(t.head->mu);
+    const RegisterRequest& r = t.head->registers[0];
+    EXPECT_EQ(r.name, "n1");
+    EXPECT_EQ(r.gpus.size(), 2u);
+    EXPECT_EQ(r.labels.at("gpu_model"), "H100");
+    EXPECT_GE(r.cpu_milli, 1000);
+    EXPECT_GT(r.memory_mb, 0);
+  }
+  std::string go = dir.path() + "/go";
+  t.head->Set([&] {
+    t.head->desired = {ShellOrder("1.0", "while [ ! -f " + go + " ]; do sleep 0.01; done; exit 4")};
+  });
+  ASSERT_TRUE(WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", true); }); }));
+  Touch(go);  // the agent is now inside a 10 s long poll
+  auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", false, 4); }); }));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+  EXPECT_EQ(ReadFileOr(state.path() + "/head_epoch"), "5\n");
+}
+
+TEST(AgentTest, RefusesOrdersFromAnOlderHeadEpochAndReregistersWhenAsked) {
+  TempDir state, dir;
+  AgentUnderTest t(state.path());
+  ASSERT_TRUE(WaitFor([&] { return t.head->Saw([](auto&) { return true; }); }));
+  t.head->Set([&] {
+    t.head->head_epoch = 4;  // a deposed leader
+    t.head->desired = {ShellOrder("1.0", "touch " + dir.path() + "/started")};
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(ReadFileOr(dir.path() + "/started", "absent"), "absent");
+  t.head->Set([&] { t.head->head_epoch = 6; t.head->reregister = true; });
+  ASSERT_TRUE(WaitFor([&] { std::lock_guard l(t.head->mu); return t.head->registers.size() == 2; }));
+  ASSERT_TRUE(WaitFor([&] { return !ReadFileOr(dir.path() + "/started", "absent").empty(); }));
+}
+
+TEST(AgentTest, RetriesRegistrationThenFencesItsRunsWhenTheHeadIsGone) {
+  TempDir state;
+  AgentConfig config;
+  config.lease_ms = 400;
+  AgentUnderTest t(state.path(), config);
+  t.head->Set([&] { t.head->reachable = false; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  t.head->Set([&] { t.head->reachable = true; t.head->desired = {ShellOrder("1.0", "sleep 60")}; });
+  ASSERT_TRUE(WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", true); }); }));
+  auto t0 = std::chrono::steady_clock::now();
+  t.head->Set([&] { t.head->reachable = false; });
+  // Fenced after the lease: the run gets SIGTERM; its exit is reported when the head is back.
+  ASSERT_TRUE(WaitFor([&] { return !ReadFileOr(state.path() + "/runs/1.0.0/exit").empty(); }));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(350));
+  t.head->Set([&] { t.head->reachable = true; });
+  ASSERT_TRUE(WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", false, -SIGTERM); }); }));
+}
+
+TEST(AgentTest, ARestartedAgentReportsTheRunsOfThePreviousOne) {
+  TempDir state, dir;
+  std::string go = dir.path() + "/go";
+  RunOrder o = ShellOrder("1.0", "echo started >> " + dir.path() + "/starts; while [ ! -f " + go +
+                                     " ]; do sleep 0.01; done; exit 7");
+  {
+    AgentUnderTest t(state.path());
+    t.head->Set([&] { t.head->desired = {o}; });
+    ASSERT_TRUE(WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", true); }); }));
+  }
+  AgentUnderTest t(state.path());
+  t.head->Set([&] { t.head->desired = {o}; });
+  ASSERT_TRUE(WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", true); }); }));
+  Touch(go);
+  ASSERT_TRUE(WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", false, 7); }); }));
+  EXPECT_EQ(ReadFileOr(dir.path() + "/starts"), "started\n");
+  EXPECT_EQ(*t.agent->ReadRunLog("1.0", 0, "stdout", 0, 100), "");
+}
+
+TEST(AgentTest, AFailedGpuProbeStopsTheAgentWithAnError) {
+  TempDir state;
+  AgentConfig config;
+  config.name = "n1";
+  config.state_dir = state.path();
+  Agent agent(config, std::make_unique<NvmlGpuProbe>("/nonexistent/libnvidia-ml.so.1"),
+              std::make_unique<FakeHead>());
+  EXPECT_EQ(agent.Run(), 1);
+}
+
+}  // namespace
+}  // namespace corral::agent
