@@ -58,10 +58,9 @@ Status Agent::Init() {
   memory_mb_ = config_.memory_mb > 0 ? config_.memory_mb : MachineMemoryMb();
   std::ifstream in(config_.state_dir + "/head_epoch");
   uint64_t epoch = 0;
-  if (in >> epoch) {
-    std::lock_guard lock(mu_);
-    max_head_epoch_ = epoch;
-  }
+  std::lock_guard lock(mu_);
+  if (in >> epoch) max_head_epoch_ = epoch;
+  last_contact_ = std::chrono::steady_clock::now();  // the lease runs from the start, too
   spdlog::info("agent {}: {} GPUs, {} mCPU, {} MiB, state in {}", config_.name, gpus_.size(),
                cpu_milli_, memory_mb_, config_.state_dir);
   return Status::Ok();

@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,10 +17,14 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/monitor.h"
 #include "core/codec.h"
 
 namespace corral::agent {
 namespace {
+
+using internal::ChildPlan;
+using internal::WriteAll;
 
 // ---- Files ---------------------------------------------------------------------------------
 
@@ -188,183 +191,6 @@ std::string ResolveExecutable(const std::string& name, const std::string& path_e
   return name;  // execve fails with ENOENT: the job exits 127 with a message on stderr
 }
 
-// ---- Between fork and exec: async-signal-safe code only ------------------------------------
-
-// Fixed descriptor numbers in the forked children.
-constexpr int kFdOut = 3, kFdErr = 4, kFdNull = 5, kFdPipe = 6, kFirstFreeFd = 7;
-
-// Everything the children need, prepared before fork (no allocation after it).
-struct ChildPlan {
-  const char* path;
-  char* const* argv;
-  char* const* envp;
-  const char* workdir;
-  const char* pids_path;
-  const char* pids_tmp;
-  const char* exit_path;
-  const char* exit_tmp;
-  const char* exec_error;   // "corral: cannot execute <cmd>: errno "
-  const char* chdir_error;  // "corral: cannot change to workdir <dir>: errno "
-  int max_fd;
-};
-
-size_t Len(const char* s) {
-  size_t n = 0;
-  while (s[n] != '\0') ++n;
-  return n;
-}
-
-void WriteAll(int fd, const char* data, size_t len) {
-  while (len > 0) {
-    ssize_t n = write(fd, data, len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    data += n;
-    len -= static_cast<size_t>(n);
-  }
-}
-
-// Appends the decimal form of v to buf at *pos.
-void AppendInt(char* buf, size_t* pos, int64_t v) {
-  char digits[24];
-  int n = 0;
-  bool neg = v < 0;
-  uint64_t u = neg ? static_cast<uint64_t>(-(v + 1)) + 1 : static_cast<uint64_t>(v);
-  do {
-    digits[n++] = static_cast<char>('0' + u % 10);
-    u /= 10;
-  } while (u != 0);
-  if (neg) buf[(*pos)++] = '-';
-  while (n > 0) buf[(*pos)++] = digits[--n];
-}
-
-void WriteFileAtomicRaw(const char* tmp, const char* path, const char* data, size_t len) {
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  WriteAll(fd, data, len);
-  (void)fsync(fd);
-  close(fd);
-  (void)rename(tmp, path);
-}
-
-void WriteExitRaw(const ChildPlan& p, int64_t code) {
-  struct timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  char buf[64];
-  size_t pos = 0;
-  AppendInt(buf, &pos, code);
-  buf[pos++] = ' ';
-  AppendInt(buf, &pos, static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000);
-  buf[pos++] = '\n';
-  WriteFileAtomicRaw(p.exit_tmp, p.exit_path, buf, pos);
-}
-
-void CloseFrom(int first, int max_fd) {
-  if (close_range(static_cast<unsigned>(first), ~0U, 0) == 0) return;
-  for (int fd = first; fd < max_fd; ++fd) close(fd);
-}
-
-void ResetSignals() {
-  struct sigaction dfl{};
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  for (int s = 1; s < NSIG; ++s) (void)sigaction(s, &dfl, nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  (void)sigprocmask(SIG_SETMASK, &none, nullptr);
-}
-
-void WriteErrnoLine(int fd, const char* prefix, int err) {
-  char buf[32];
-  size_t pos = 0;
-  AppendInt(buf, &pos, err);
-  buf[pos++] = '\n';
-  WriteAll(fd, prefix, Len(prefix));
-  WriteAll(fd, buf, pos);
-}
-
-[[noreturn]] void JobMain(const ChildPlan& p) {
-  (void)setpgid(0, 0);
-  ResetSignals();
-  dup2(kFdNull, 0);
-  dup2(kFdOut, 1);
-  dup2(kFdErr, 2);
-  CloseFrom(3, p.max_fd);
-  if (chdir(p.workdir) != 0) {
-    WriteErrnoLine(2, p.chdir_error, errno);
-    _exit(kExitCannotExec);
-  }
-  execve(p.path, p.argv, p.envp);
-  WriteErrnoLine(2, p.exec_error, errno);
-  _exit(kExitCannotExec);
-}
-
-[[noreturn]] void MonitorMain(const ChildPlan& p) {
-  ResetSignals();  // SIGCHLD must not be ignored, or waitid would find no child
-  for (int s : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE, SIGUSR1, SIGUSR2}) signal(s, SIG_IGN);
-  dup2(kFdNull, 0);
-  dup2(kFdNull, 1);
-  dup2(kFdNull, 2);
-  (void)chdir("/");
-  (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
-  pid_t job = fork();
-  if (job < 0) {
-    WriteExitRaw(p, kExitCannotExec);
-    _exit(0);
-  }
-  if (job == 0) JobMain(p);
-  (void)setpgid(job, job);  // also done by the job: whichever runs first
-  char buf[64];
-  size_t pos = 0;
-  AppendInt(buf, &pos, getpid());
-  buf[pos++] = ' ';
-  AppendInt(buf, &pos, job);
-  buf[pos++] = '\n';
-  WriteFileAtomicRaw(p.pids_tmp, p.pids_path, buf, pos);
-  WriteAll(kFdPipe, buf, pos);
-  close(kFdPipe);
-  close(kFdOut);
-  close(kFdErr);
-  // Orphaned descendants of the job are re-parented here (we are a subreaper) and reaped as
-  // they die: under a container init that does not reap, they would stay zombies forever.
-  // WNOWAIT on the job itself: it stays a zombie, so its pid (= the pgid) cannot be reused
-  // while we kill what is left of its group and record the status.
-  siginfo_t info{};
-  for (;;) {
-    info = {};
-    if (waitid(P_ALL, 0, &info, WEXITED | WNOWAIT) != 0) {
-      if (errno == EINTR) continue;
-      WriteExitRaw(p, kExitLost);
-      _exit(0);
-    }
-    if (info.si_pid == job) break;
-    (void)waitpid(info.si_pid, nullptr, 0);
-  }
-  (void)kill(-job, SIGKILL);
-  int64_t code = info.si_code == CLD_EXITED ? info.si_status : -static_cast<int64_t>(info.si_status);
-  WriteExitRaw(p, code);
-  // Reap the job, the group members just killed, and any orphan still alive.
-  while (waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
-  }
-  _exit(0);
-}
-
-// The first child: leaves the agent's session and forks the monitor, so that the monitor is
-// re-parented away from the agent when this process exits.
-[[noreturn]] void DetachMain(const ChildPlan& p, const int fds[4]) {
-  (void)setsid();
-  int high[4];
-  for (int i = 0; i < 4; ++i) high[i] = fcntl(fds[i], F_DUPFD, 64);
-  for (int i = 0; i < 4; ++i) {
-    if (high[i] < 0 || dup2(high[i], kFdOut + i) < 0) _exit(1);
-  }
-  CloseFrom(kFirstFreeFd, p.max_fd);
-  pid_t monitor = fork();
-  if (monitor == 0) MonitorMain(p);
-  if (monitor < 0) WriteExitRaw(p, kExitCannotExec);
-  _exit(0);
-}
-
 std::vector<char*> CStrings(const std::vector<std::string>& v) {
   std::vector<char*> out;
   for (const std::string& s : v) out.push_back(const_cast<char*>(s.c_str()));
@@ -484,7 +310,7 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
   }
   const int child_fds[4] = {out, err, null, pipe_fds[1]};
   pid_t detacher = fork();
-  if (detacher == 0) DetachMain(plan, child_fds);
+  if (detacher == 0) internal::DetachMain(plan, child_fds);
   saved_errno = errno;
   int read_end = pipe_fds[0];
   pipe_fds[0] = -1;

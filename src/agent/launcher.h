@@ -12,8 +12,10 @@
 // PosixLauncher forks, per replica, a small monitor process detached from the agent (setsid,
 // double fork: not the agent's child, so it outlives a kill -9 of the agent). The monitor
 // forks the job in a process group of its own (pgid = job pid), waits for it, kills what is
-// left of the group when the job's main process ends, and writes `exit`. Between fork and
-// exec only async-signal-safe calls are made, so the agent may be multithreaded.
+// left of the group when the job's main process ends, and writes `exit` (monitor.h). Between
+// fork and exec only async-signal-safe calls are made, so the agent may be multithreaded.
+// The monitor is a child subreaper: the job's orphaned descendants are reaped, not left as
+// zombies under a container init that does not reap.
 //
 // Exit codes: 0..255 a normal exit, -N killed by signal N, kExitLost when the job vanished
 // without a recorded status (its monitor was killed, or the launch was interrupted).
