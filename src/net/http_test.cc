@@ -615,6 +615,14 @@ TEST(HttpTest, ConnectionRefusedIsUnavailable) {
   EXPECT_NE(r.status().message().find("refused"), std::string::npos) << r.status().message();
 }
 
+TEST(HttpTest, ClientResolvesHostNames) {
+  TestServer ts(EchoHandler());
+  HttpClient client("http://localhost:" + std::to_string(ts.port), "t");
+  auto r = client.Get("/named", kTimeout);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+}
+
 TEST(HttpTest, BadUrlAndHttps) {
   HttpClient bad("localhost:80", "t");
   auto r = bad.Get("/", kTimeout);
