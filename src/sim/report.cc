@@ -51,7 +51,7 @@ Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
   s.policy = policy;
   s.total_gpus = result.total_gpus;
   s.schedule_calls = result.schedule_calls;
-  double delay_sum = 0, jct_sum = 0;
+  double delay_sum = 0, jct_sum = 0, dur_sum = 0;
   TimeMs first_submit = INT64_MAX, last_end = INT64_MIN;
   std::map<std::string, std::pair<double, int64_t>> slow;  // queue -> (sum, count)
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -65,6 +65,7 @@ Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
     double jct = static_cast<double>(o.end - jobs[i].submit_ms) / 1000.0;
     s.jcts.push_back(jct);
     jct_sum += jct;
+    dur_sum += static_cast<double>(jobs[i].duration_ms) / 1000.0;
     delay_sum += static_cast<double>(o.first_start - jobs[i].submit_ms) / 1000.0;
     first_submit = std::min(first_submit, jobs[i].submit_ms);
     last_end = std::max(last_end, o.end);
@@ -78,6 +79,7 @@ Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
   if (s.jobs > 0) {
     s.avg_jct = jct_sum / static_cast<double>(s.jobs);
     s.avg_queue_delay = delay_sum / static_cast<double>(s.jobs);
+    s.avg_duration = dur_sum / static_cast<double>(s.jobs);
     s.p50_jct = Percentile(s.jcts, 50);
     s.p95_jct = Percentile(s.jcts, 95);
     s.p99_jct = Percentile(s.jcts, 99);
@@ -115,6 +117,7 @@ std::string SummaryJson(const Summary& s) {
   o << "  \"p95_jct\": " << Num(s.p95_jct) << ",\n";
   o << "  \"p99_jct\": " << Num(s.p99_jct) << ",\n";
   o << "  \"avg_queue_delay\": " << Num(s.avg_queue_delay) << ",\n";
+  o << "  \"avg_duration\": " << Num(s.avg_duration) << ",\n";
   o << "  \"makespan\": " << Num(s.makespan) << ",\n";
   o << "  \"utilization\": " << Num(s.utilization, 6) << ",\n";
   o << "  \"preemptions\": " << s.preemptions << ",\n";
@@ -140,19 +143,20 @@ std::string SummaryJson(const Summary& s) {
 std::string SummaryTable(const std::vector<Summary>& rows) {
   std::ostringstream o;
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%-8s %7s %4s %10s %10s %10s %10s %10s %10s %6s %6s %6s %8s\n",
-                "policy", "jobs", "rej", "avg_jct_h", "p50_jct_h", "p95_jct_h", "p99_jct_h",
-                "avg_wait_h", "makespan_h", "util", "preem", "jain", "wall_s");
+  std::snprintf(buf, sizeof buf,
+                "%-8s %7s %4s %10s %10s %10s %10s %10s %8s %10s %6s %6s %6s %8s\n", "policy", "jobs",
+                "rej", "avg_jct_h", "p50_jct_h", "p95_jct_h", "p99_jct_h", "avg_wait_h", "lb_h",
+                "makespan_h", "util", "preem", "jain", "wall_s");
   o << buf;
   for (const Summary& s : rows) {
     std::string wall = s.sim_wall_time_s >= 0 ? Num(s.sim_wall_time_s, 2) : "-";
     std::snprintf(buf, sizeof buf,
-                  "%-8s %7lld %4lld %10.3f %10.3f %10.3f %10.3f %10.3f %10.1f %6.3f %6lld %6.3f "
-                  "%8s\n",
+                  "%-8s %7lld %4lld %10.3f %10.3f %10.3f %10.3f %10.3f %8.3f %10.1f %6.3f %6lld "
+                  "%6.3f %8s\n",
                   s.policy.c_str(), static_cast<long long>(s.jobs),
                   static_cast<long long>(s.rejected), s.avg_jct / 3600, s.p50_jct / 3600,
                   s.p95_jct / 3600, s.p99_jct / 3600, s.avg_queue_delay / 3600,
-                  s.makespan / 3600, s.utilization, static_cast<long long>(s.preemptions),
+                  s.avg_duration / 3600, s.makespan / 3600, s.utilization, static_cast<long long>(s.preemptions),
                   s.jain_fairness, wall.c_str());
     o << buf;
   }

@@ -15,6 +15,7 @@ namespace corral::sim {
 
 // Definitions (docs/simulation.md):
 //  jct          = end - submit of a finished job, seconds
+//  avg_duration = mean trace duration of the finished jobs: the avg_jct with no queueing
 //  queue delay  = first start - submit, seconds
 //  makespan     = last end - first submit, seconds
 //  utilization  = GPU-seconds held by runs / (GPUs * makespan)
@@ -28,6 +29,7 @@ struct Summary {
   int64_t total_gpus = 0;
   double avg_jct = 0, p50_jct = 0, p95_jct = 0, p99_jct = 0;
   double avg_queue_delay = 0;
+  double avg_duration = 0;  // lower bound of avg_jct: every job starts at its submit
   double makespan = 0;
   double utilization = 0;
   int64_t preemptions = 0;

@@ -57,9 +57,7 @@ TEST(SimulatorTest, FifoOneGpuByHand) {
   EXPECT_EQ(jct["D"], 207);
 }
 
-// DISABLED_ until src/sched implements OrderPolicy::kSjf (issue 3, in progress); the numbers
-// above are by hand and do not depend on the implementation.
-TEST(SimulatorTest, DISABLED_SjfOneGpuByHand) {
+TEST(SimulatorTest, SjfOneGpuByHand) {
   auto jobs = Jobs(kOneGpu);
   SimResult r = Sim(jobs, sched::OrderPolicy::kSjf, 1, 1);
   auto jct = Jcts(jobs, r);
@@ -98,8 +96,7 @@ TEST(SimulatorTest, FifoGangByHand) {
   EXPECT_NE(r.runs[0].placement[0].node, r.runs[0].placement[1].node);
 }
 
-// DISABLED_ until src/sched implements OrderPolicy::kSjf (see above).
-TEST(SimulatorTest, DISABLED_SjfGangByHand) {
+TEST(SimulatorTest, SjfGangByHand) {
   auto jobs = Jobs(kGang);
   auto jct = Jcts(jobs, Sim(jobs, sched::OrderPolicy::kSjf, 2, 2));
   EXPECT_EQ(jct["A"], 50);

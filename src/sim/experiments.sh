@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Reproduces every number and plot in docs/simulation.md. Usage, from the repository root:
+#   cmake -S . -B build-sim -G Ninja -DCORRAL_ONLY="core;sched;sim" && ninja -C build-sim corral_simulate
+#   src/sim/experiments.sh [build-sim/src/sim/corral_simulate] [/work/shared/traces] > results.txt
+# Tables go to stdout; SVGs to docs/img/. Deterministic except the wall_s column.
+set -euo pipefail
+SIM=${1:-build-sim/src/sim/corral_simulate}
+T=${2:-/work/shared/traces}
+IMG=docs/img
+mkdir -p "$IMG"
+ALL=fifo,sjf,srtf,las,corral
+
+run() { echo; echo "\$ corral simulate $*"; "$SIM" "$@"; }
+
+echo "## Philly (philly-pollux/philly.csv, 82,247 jobs), whole trace"
+for n in 64 80 96; do
+  run --trace "$T/philly-pollux/philly.csv" --nodes $n --gpus-per-node 8 --compare $ALL \
+      --plot "$IMG/philly-$((n * 8))gpus.svg" --title "Philly, 82,247 jobs, $((n * 8)) GPUs"
+done
+echo; echo "## Philly, corral with Philly VC sizes as quotas (helios-aggregates/philly_vc_nodes.csv)"
+run --trace "$T/philly-pollux/philly.csv" --nodes 80 --policy corral \
+    --quotas "$T/helios-aggregates/philly_vc_nodes.csv"
+echo; echo "## Philly with a 5-minute restart overhead and hourly checkpoints (640 GPUs)"
+run --trace "$T/philly-pollux/philly.csv" --nodes 80 --compare srtf,las,corral \
+    --restart-overhead 5m --checkpoint-interval 1h --preempt-grace 30s
+
+echo; echo "## Pollux's sampling of Philly (160 jobs, 02:00-10:00 window), 16 nodes x 4 GPUs"
+echo "(per seed: policy, avg JCT h, p99 JCT h, preemptions; the flags are those of the run below)"
+for seed in 1 2 3 4 5 6 7 8; do
+  "$SIM" --trace "$T/philly-pollux/philly.csv" --min-duration 60s --max-gpu-time 1000h \
+      --time-of-day 2h-10h --sample 160 --seed $seed --nodes 16 --gpus-per-node 4 \
+      --compare $ALL -o json --no-timing |
+    jq -r '.[] | [.policy, (.avg_jct/3600), (.p99_jct/3600), .preemptions] | @tsv' |
+    sed "s/^/seed $seed\t/"
+done
+run --trace "$T/philly-pollux/philly.csv" --min-duration 60s --max-gpu-time 1000h \
+    --time-of-day 2h-10h --sample 160 --seed 1 --nodes 16 --gpus-per-node 4 --compare $ALL \
+    --plot "$IMG/pollux-sample-64gpus.svg" --title "Philly, Pollux sampling (seed 1), 64 GPUs"
+
+echo; echo "## Tiresias 60_job.csv"
+run --trace "$T/tiresias/60_job.csv" --nodes 16 --gpus-per-node 4 --compare $ALL
+run --trace "$T/tiresias/60_job.csv" --nodes 2 --gpus-per-node 4 --compare $ALL \
+    --plot "$IMG/tiresias-60job-8gpus.svg" --title "Tiresias 60_job.csv, 8 GPUs"
+
+echo; echo "## Gavel per-VC traces (steps at 10 steps/s), each on its Philly VC size"
+for vc in 6214e9:64 ee9e8c:64 b436b2:64 2869ce:16; do
+  f=${vc%%:*}; nodes=${vc##*:}
+  run --trace "$T/philly-gavel/msr-seed0/$f.trace" --gavel-steps-per-second 10 --nodes $nodes \
+      --compare $ALL
+done
+f=b436b2
+run --trace "$T/philly-gavel/msr-seed0/$f.trace" --gavel-steps-per-second 10 --nodes 64 \
+    --compare $ALL --plot "$IMG/gavel-$f-512gpus.svg" --title "Gavel VC $f, 512 GPUs"
+
+echo; echo "## Helios and Alibaba PAI: no job-level data here"
+for f in helios-aggregates/helios_cluster_summary.csv helios-aggregates/philly_vc_nodes.csv \
+         alibaba-pai-2020/pai_machine_spec.csv; do
+  run --trace "$T/$f" --nodes 8 --policy fifo || true
+done
