@@ -236,6 +236,7 @@ void ClusterModel::AddHold(int32_t i, int32_t gpus, int32_t cpu, int64_t mem, Ti
     held_.push_back(i);
   }
   n.hold_gpus += gpus;
+  held_gpus_ += gpus;
   n.hold_cpu += cpu;
   n.hold_mem += mem;
   n.hold_start = std::min(n.hold_start, start);
@@ -250,6 +251,7 @@ void ClusterModel::ClearHolds() {
     n.hold_start = kUnknownTime;
   }
   held_.clear();
+  held_gpus_ = 0;
 }
 
 }  // namespace corral::sched

@@ -88,6 +88,7 @@ class ClusterModel {
   int64_t total_cpu() const { return total_cpu_; }
   int64_t total_mem() const { return total_mem_; }
   int64_t free_gpus() const { return free_gpus_; }
+  int64_t held_gpus() const { return held_gpus_; }
 
  private:
   void Unindex(int32_t i);
@@ -107,6 +108,7 @@ class ClusterModel {
   int64_t total_cpu_ = 0;
   int64_t total_mem_ = 0;
   int64_t free_gpus_ = 0;  // on schedulable nodes
+  int64_t held_gpus_ = 0;  // by holds of this pass
 };
 
 }  // namespace corral::sched

@@ -22,6 +22,20 @@ std::string Describe(const PendingJob& j) {
   return std::to_string(s.replicas) + " x " + std::to_string(s.gpus) + " GPU(s)";
 }
 
+// Could any pending job preempt? A cheap, conservative test.
+bool MayPreempt(SchedState& st) {
+  const SchedulerConfig& cfg = st.config;
+  if (!cfg.preemption || !IsPreemptive(cfg.policy) || st.preemptible_priorities.empty()) {
+    return false;
+  }
+  if (cfg.policy != OrderPolicy::kCorral) return true;
+  if (st.pending.MaxPriority() > st.preemptible_priorities.begin()->first) return true;
+  for (int32_t q = 0; q < st.queues.size(); ++q) {
+    if (st.queues.BelowQuota(q) && st.pending.PendingInQueue(q) > 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs now, Decisions* d) {
@@ -32,6 +46,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
   st.queues.Advance(now, st.model.total_gpus(), st.model.total_cpu(), st.model.total_mem());
   st.model.ClearHolds();
   class_failed.assign(st.pending.class_count(), 0);
+  st.placed_preemptible_gpus.assign(st.placed_preemptible_gpus.size(), 0);
   int64_t failed_live = 0;
 
   auto report = [&](PendingEntry* e, WaitCode code, std::string text) {
@@ -40,26 +55,26 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     e->last_reason = text;
     d->waiting.push_back({e->job.id, std::move(text)});
   };
+  // A failed class is hidden for the rest of the pass: its other members are not visited
+  // (they keep the reason they had).
   auto fail_class = [&](int32_t k) {
     if (!class_failed[k]) {
       class_failed[k] = 1;
-      if (st.pending.class_members(k) > 0) ++failed_live;
+      if (st.pending.class_members(k) > 0) {
+        ++failed_live;
+        res.skipped += st.pending.class_members(k) - 1;
+      }
+      st.pending.HideClass(k);
     }
   };
-  PassOrder order(st.pending, st.queues, class_failed, [&](PendingEntry* e) {
-    ++res.skipped;
-    ++st.work;
-    if (e->last_code != WaitCode::kSameClass) {
-      report(e, WaitCode::kSameClass,
-             "waiting for free GPUs: an identical request ahead of it could not start");
-    }
-  });
+  PassOrder order(st.pending, st.queues);
 
   Placer placer(st.model, &st.work);
   const SchedulerConfig& cfg = st.config;
   bool strict = cfg.policy == OrderPolicy::kFifo || !cfg.backfill;
   bool may_preempt = cfg.preemption && IsPreemptive(cfg.policy);
   int32_t reservations = 0;
+  bool finite_hold = false;  // short jobs may still use held GPUs
   int64_t placements = 0;
   while (PendingEntry* e = order.Next()) {
     if (st.work > cfg.max_work_per_pass) {
@@ -69,10 +84,13 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     if (placements >= cfg.max_placements_per_pass || failed_live >= st.pending.live_classes()) {
       break;
     }
-    if (class_failed[e->klass]) {  // failed after its group's cursor reached it
-      ++res.skipped;
-      order.Done(false);
-      continue;
+    // Nothing left to do: no room for the smallest request, every reservation given out, and
+    // no blocked job could preempt. Stops a pass over a full cluster early.
+    if (reservations >= cfg.reservation_depth &&
+        st.model.free_gpus() - (finite_hold ? 0 : st.model.held_gpus()) <
+            st.pending.MinTotalGpus() &&
+        !MayPreempt(st)) {
+      break;
     }
     ++st.work;
     ++res.attempts;
@@ -84,7 +102,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
              "queue " + st.queues.Name(q) + " is at its limit (" +
                  std::to_string(st.queues.AllocGpus(q)) + " GPUs in use)");
       fail_class(e->klass);
-      order.Done(false);
+      order.Done();
       continue;
     }
     TimeMs end = j.time_limit_ms > 0 ? now + j.time_limit_ms : kUnknownTime;
@@ -102,6 +120,8 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       r.expected_end = end;
       r.placed_in_pass = st.pass;
       st.queues.Charge(r.queue, r.user, r.gpus, r.cpu, r.mem, +1);
+      st.CountVictim(r, +1);
+      if (j.preemptible) st.PlacedPreemptible(r.queue) += r.gpus;
       st.by_end.insert({r.expected_end, j.id});
       st.RunsOfQueue(r.queue).insert(j.id);
       for (const ReplicaPlacement& p : r.placement) st.runs_on_node[p.node].insert(j.id);
@@ -110,19 +130,23 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       d->place.push_back({id, std::move(placement)});
       ++placements;
       st.victims_of.erase(id);
-      order.Done(true);
       st.pending.Remove(id);
+      order.Done();
       continue;
     }
     // Blocked.
     auto own = st.victims_of.find(j.id);
     if (own != st.victims_of.end()) {
       Reservation rv;
-      if (Reserve(st, *e, &rv)) d->reservations.push_back(rv);
+      if (Reserve(st, *e, &rv)) {
+        finite_hold |= rv.start != kUnknownTime && rv.start > now;
+        d->reservations.push_back(rv);
+      }
       report(e, WaitCode::kPreempting,
              "waiting for " + std::to_string(own->second.size()) +
                  " preempted run(s) to end; then starts on " + NodeList(rv.nodes));
-      order.Done(false);
+      st.pending.HideJob(e);
+      order.Done();
       if (strict) break;
       continue;
     }
@@ -131,6 +155,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       std::vector<NodeDemand> freed;
       for (JobId v : victims) {
         RunEntry& r = st.running.at(v);
+        st.CountVictim(r, -1);
         r.preempted_for = j.id;
         st.Freeing(r.queue) += r.gpus;
         st.being_preempted.insert(v);
@@ -178,13 +203,15 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
                    n.erase(std::unique(n.begin(), n.end()), n.end());
                    return n;
                  }()));
-      order.Done(false);
+      st.pending.HideJob(e);
+      order.Done();
       if (strict) break;
       continue;
     }
     Reservation rv;
     if (reservations < cfg.reservation_depth && Reserve(st, *e, &rv)) {
       ++reservations;
+      finite_hold |= rv.start != kUnknownTime && rv.start > now;
       std::string when = rv.start == kUnknownTime ? "when running jobs without a time limit end"
                                                   : "at t=" + std::to_string(rv.start) + " ms";
       report(e, WaitCode::kReserved,
@@ -198,9 +225,10 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       report(e, WaitCode::kNoRoom, "waiting for free GPUs for " + Describe(j));
     }
     fail_class(e->klass);
-    order.Done(false);
+    order.Done();
     if (strict) break;
   }
+  st.pending.RestoreAll();
   return res;
 }
 

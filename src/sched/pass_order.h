@@ -2,13 +2,18 @@
 // then the queue with the least fair share (queues under quota first), then the user with
 // the least share inside it, then submit time and id; shares are re-read after every
 // placement, so queues and users interleave within a pass. For the baselines: one group in
-// static key order. Jobs whose equivalence class already failed in this pass are skipped
-// without being returned. Lives for one pass; the pending set must not change under it
-// except by removing the job just returned (after Done).
+// static key order.
+//
+// Each group (queue, user) exposes only the head of each visible equivalence class
+// (PendingSet::Group::heads), so a class that failed in this pass is hidden with all its
+// members at once and costs nothing more. Keys of other groups can go stale when a class is
+// hidden; they only ever grow, so they are re-validated lazily when they reach the top.
+// Lives for one pass. The caller changes the pending set (Remove, HideJob, HideClass) and
+// then calls Done.
 #pragma once
 
 #include <cstdint>
-#include <functional>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <vector>
@@ -20,40 +25,28 @@ namespace corral::sched {
 
 class PassOrder {
  public:
-  // `class_failed` is indexed by class id and may grow (by failures) during the pass.
-  // `on_skip` is called for each job skipped by class.
-  PassOrder(PendingSet& pending, const QueueBook& queues, const std::vector<uint8_t>& class_failed,
-            std::function<void(PendingEntry*)> on_skip);
+  PassOrder(PendingSet& pending, const QueueBook& queues);
 
   // The next job in order, or nullptr when every group is exhausted.
   PendingEntry* Next();
-  // Moves past the job Next returned. Call before removing that job from the pending set;
-  // `placed` says whether its queue's and user's shares changed.
-  void Done(bool placed);
+  // After the caller removed or hid the job Next returned (or hid its class): re-reads that
+  // group's head and shares.
+  void Done();
 
  private:
   using UserKey = std::tuple<int64_t, double, int64_t, JobId, int32_t>;
   using QueueKey = std::tuple<int64_t, int, double, int64_t, JobId, int32_t>;
-  struct Cursor {
-    std::map<JobKey, PendingEntry*>::iterator it;
-    UserKey key;
-    bool in_set = false;
-  };
 
-  void Skip(int32_t g);
-  void InsertUser(int32_t g);
-  void EraseUser(int32_t g);
-  void InsertQueue(int32_t sel);
-  void EraseQueue(int32_t sel);
+  std::optional<UserKey> MakeUserKey(int32_t g) const;
+  std::optional<QueueKey> MakeQueueKey(int32_t sel) const;
+  void RekeyUser(int32_t g);
+  void RekeyQueue(int32_t sel);
 
   PendingSet& pending_;
   const QueueBook& queues_;
-  const std::vector<uint8_t>& failed_;
-  std::function<void(PendingEntry*)> on_skip_;
-  std::vector<Cursor> cursors_;           // by group
-  std::vector<std::set<UserKey>> users_;  // by selection queue
-  std::vector<QueueKey> queue_keys_;
-  std::vector<uint8_t> queue_in_set_;
+  std::vector<std::optional<UserKey>> user_keys_;    // by group: its key in users_
+  std::vector<std::set<UserKey>> users_;             // by selection queue
+  std::vector<std::optional<QueueKey>> queue_keys_;  // by selection queue
   std::set<QueueKey> queue_set_;
   int32_t current_ = -1;
 };

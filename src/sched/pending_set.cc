@@ -29,8 +29,65 @@ int32_t PendingSet::ClassOf(const PendingEntry& e) {
     k += lv;
   }
   auto [it, added] = class_ids_.emplace(std::move(k), static_cast<int32_t>(class_members_.size()));
-  if (added) class_members_.push_back(0);
+  if (added) {
+    class_totals_.push_back(TotalGpus(e.job));
+    class_members_.push_back(0);
+    class_groups_.emplace_back();
+  }
   return it->second;
+}
+
+void PendingSet::Count(const PendingEntry& e, int sign) {
+  int64_t& members = class_members_[e.klass];
+  if (sign > 0 && members++ == 0) {
+    ++live_classes_;
+    ++live_totals_[class_totals_[e.klass]];
+  }
+  if (sign < 0 && --members == 0) {
+    --live_classes_;
+    if (--live_totals_[class_totals_[e.klass]] == 0) live_totals_.erase(class_totals_[e.klass]);
+  }
+  int64_t& p = priorities_[e.job.priority];
+  p += sign;
+  if (p == 0) priorities_.erase(e.job.priority);
+  if (static_cast<int32_t>(per_queue_.size()) <= e.queue) per_queue_.resize(e.queue + 1, 0);
+  per_queue_[e.queue] += sign;
+}
+
+void PendingSet::Reseat(int32_t g, int32_t klass) {
+  Group& group = groups_[g];
+  auto it = group.classes.find(klass);
+  if (it == group.classes.end()) return;
+  ClassList& cl = it->second;
+  if (cl.in_heads) {
+    group.heads.erase({cl.head_key, klass});
+    cl.in_heads = false;
+  }
+  if (cl.jobs.empty() && !cl.hidden) {
+    group.classes.erase(it);
+    class_groups_[klass].erase(g);
+    return;
+  }
+  if (!cl.jobs.empty() && !cl.hidden) {
+    cl.head_key = cl.jobs.begin()->first;
+    group.heads.insert({cl.head_key, klass});
+    cl.in_heads = true;
+  }
+}
+
+void PendingSet::Insert(PendingEntry* e) {
+  Group& g = groups_[e->group];
+  g.classes[e->klass].jobs.emplace(e->key, e);
+  class_groups_[e->klass].insert(e->group);
+  Reseat(e->group, e->klass);
+}
+
+void PendingSet::Erase(PendingEntry* e) {
+  Group& g = groups_[e->group];
+  auto it = g.classes.find(e->klass);
+  if (it == g.classes.end()) return;
+  it->second.jobs.erase(e->key);
+  Reseat(e->group, e->klass);
 }
 
 PendingEntry* PendingSet::Add(const PendingJob& job) {
@@ -42,8 +99,8 @@ PendingEntry* PendingSet::Add(const PendingJob& job) {
   e.user = queues_.UserId(e.queue, job.user);
   e.group = GroupOf(e.queue, e.user);
   e.klass = ClassOf(e);
-  if (class_members_[e.klass]++ == 0) ++live_classes_;
-  groups_[e.group].members.emplace(e.key, &e);
+  Count(e, +1);
+  Insert(&e);
   return &e;
 }
 
@@ -51,8 +108,9 @@ void PendingSet::Remove(JobId id) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
   PendingEntry& e = it->second;
-  groups_[e.group].members.erase(e.key);
-  if (--class_members_[e.klass] == 0) --live_classes_;
+  Erase(&e);
+  std::erase(hidden_jobs_, &e);
+  Count(e, -1);
   jobs_.erase(it);
 }
 
@@ -64,11 +122,36 @@ PendingEntry* PendingSet::Find(JobId id) {
 void PendingSet::SetAttained(JobId id, DurationMs attained_gpu_ms) {
   PendingEntry* e = Find(id);
   if (!e) return;
-  Group& g = groups_[e->group];
-  g.members.erase(e->key);
+  Erase(e);
   e->job.attained_ms = attained_gpu_ms;
   e->key = StaticKey(config_, e->job, attained_gpu_ms);
-  g.members.emplace(e->key, e);
+  Insert(e);
+}
+
+void PendingSet::HideJob(PendingEntry* e) {
+  Erase(e);
+  hidden_jobs_.push_back(e);
+}
+
+void PendingSet::HideClass(int32_t klass) {
+  hidden_classes_.push_back(klass);
+  for (int32_t g : class_groups_[klass]) {
+    groups_[g].classes.at(klass).hidden = true;
+    Reseat(g, klass);
+  }
+}
+
+void PendingSet::RestoreAll() {
+  for (int32_t k : hidden_classes_) {
+    std::vector<int32_t> gs(class_groups_[k].begin(), class_groups_[k].end());
+    for (int32_t g : gs) {
+      groups_[g].classes.at(k).hidden = false;
+      Reseat(g, k);
+    }
+  }
+  hidden_classes_.clear();
+  for (PendingEntry* e : hidden_jobs_) Insert(e);
+  hidden_jobs_.clear();
 }
 
 }  // namespace corral::sched

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -41,11 +42,19 @@ struct PendingEntry {
 
 class PendingSet {
  public:
+  // The jobs of one group in one class, in key order.
+  struct ClassList {
+    std::map<JobKey, PendingEntry*> jobs;
+    JobKey head_key;  // the key in Group::heads while in_heads
+    bool in_heads = false;
+    bool hidden = false;  // pass-local: the class failed in this pass
+  };
   struct Group {
     int32_t sel = 0;  // the selection queue: the QueueBook id (kCorral) or 0 (baselines)
     int32_t queue = -1;
     int32_t user = -1;
-    std::map<JobKey, PendingEntry*> members;
+    std::map<int32_t, ClassList> classes;        // by class id
+    std::set<std::pair<JobKey, int32_t>> heads;  // first job of each visible class
   };
 
   PendingSet(const SchedulerConfig& config, QueueBook& queues) : config_(config), queues_(queues) {}
@@ -55,17 +64,43 @@ class PendingSet {
   PendingEntry* Find(JobId id);
   void SetAttained(JobId id, DurationMs attained_gpu_ms);
 
+  // Pass-local hiding, undone by RestoreAll at the end of the pass: a job that was visited
+  // but stays pending, and a class whose members are all skipped for the rest of the pass.
+  void HideJob(PendingEntry* e);
+  void HideClass(int32_t klass);
+  void RestoreAll();
+
+  // The first visible job of a group, or nullptr.
+  PendingEntry* Head(int32_t g) {
+    Group& group = groups_[g];
+    if (group.heads.empty()) return nullptr;
+    return group.classes.at(group.heads.begin()->second).jobs.begin()->second;
+  }
+
   size_t size() const { return jobs_.size(); }
   std::vector<Group>& groups() { return groups_; }
   int32_t class_count() const { return static_cast<int32_t>(class_members_.size()); }
   int32_t live_classes() const { return live_classes_; }
   int64_t class_members(int32_t k) const { return class_members_[k]; }
-  // Selection queues: QueueBook ids for kCorral, {0} otherwise.
   bool fair() const { return config_.policy == OrderPolicy::kCorral; }
+  // The fewest GPUs any pending job asks for; INT64_MAX when none is pending.
+  int64_t MinTotalGpus() const {
+    return live_totals_.empty() ? INT64_MAX : live_totals_.begin()->first;
+  }
+  int32_t MaxPriority() const {
+    return priorities_.empty() ? INT32_MIN : priorities_.rbegin()->first;
+  }
+  int64_t PendingInQueue(int32_t q) const {
+    return q < static_cast<int32_t>(per_queue_.size()) ? per_queue_[q] : 0;
+  }
 
  private:
+  void Count(const PendingEntry& e, int sign);
   int32_t ClassOf(const PendingEntry& e);
   int32_t GroupOf(int32_t queue, int32_t user);
+  void Reseat(int32_t g, int32_t klass);  // makes Group::heads agree with the class list
+  void Insert(PendingEntry* e);
+  void Erase(PendingEntry* e);
 
   const SchedulerConfig& config_;
   QueueBook& queues_;
@@ -74,7 +109,14 @@ class PendingSet {
   std::map<std::pair<int32_t, int32_t>, int32_t> group_ids_;
   std::map<std::string, int32_t> class_ids_;
   std::vector<int64_t> class_members_;
+  std::vector<std::set<int32_t>> class_groups_;  // groups holding members of each class
   int32_t live_classes_ = 0;
+  std::vector<int64_t> class_totals_;       // TotalGpus of each class
+  std::map<int64_t, int64_t> live_totals_;  // TotalGpus -> live classes
+  std::map<int32_t, int64_t> priorities_;   // priority -> pending jobs
+  std::vector<int64_t> per_queue_;          // pending jobs by queue
+  std::vector<PendingEntry*> hidden_jobs_;
+  std::vector<int32_t> hidden_classes_;
 };
 
 }  // namespace corral::sched

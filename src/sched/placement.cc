@@ -68,6 +68,13 @@ bool Placer::PlaceIn(const Shape& s, TimeMs end, int32_t rack, std::vector<Repli
 bool Placer::Place(const Shape& s, TimeMs end, bool keep, std::vector<ReplicaPlacement>* out) {
   out->clear();
   if (model_.max_gpus() < 0) return false;
+  // Cheap bounds first: a full cluster fails every request without looking at a node.
+  if (s.TotalGpus() > model_.free_gpus()) return false;
+  if (s.gpus > 0) {
+    int32_t top = model_.max_gpus();
+    while (top >= s.gpus && model_.bucket(top).empty()) --top;
+    if (top < s.gpus) return false;
+  }
   bool ok = false;
   int32_t one = BestFit(s, end, -1, s.replicas);
   if (one >= 0) {

@@ -66,6 +66,13 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
   OrderPolicy policy = st.config.policy;
   std::vector<RunEntry*> cands;
   bool reclaim = false;
+  // Upper bounds first: most blocked jobs have no possible victims at all.
+  if (st.preemptible_priorities.empty()) return false;
+  int64_t bound = st.model.free_gpus();
+  for (int32_t q = 0; q < static_cast<int32_t>(st.preemptible_gpus.size()); ++q) {
+    bound += st.preemptible_gpus[q] - st.PlacedPreemptible(q);
+  }
+  if (bound < gpus) return false;
   if (policy == OrderPolicy::kCorral) {
     int64_t incoming = 0;
     for (const auto& [id, vs] : st.victims_of) {
@@ -75,6 +82,7 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
       }
     }
     reclaim = st.queues.AllocGpus(job.queue) + incoming + gpus <= st.queues.Quota(job.queue);
+    if (!reclaim && st.preemptible_priorities.begin()->first >= j.priority) return false;
     for (int32_t q = 0; q < static_cast<int32_t>(st.running_by_queue.size()); ++q) {
       bool over = st.queues.AllocGpus(q) - st.Freeing(q) > st.queues.Quota(q);
       if (q != job.queue && !over) continue;

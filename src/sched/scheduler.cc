@@ -36,6 +36,7 @@ void Scheduler::Impl::AddRun(const PendingJob& job, std::vector<ReplicaPlacement
   if (job.time_limit_ms > 0) r.expected_end = started_at + job.time_limit_ms;
   r.placed_in_pass = 0;
   st.BindRun(r, +1);
+  st.CountVictim(r, +1);
   st.queues.Charge(r.queue, r.user, r.gpus, r.cpu, r.mem, +1);
   st.by_end.insert({r.expected_end, job.id});
   st.RunsOfQueue(r.queue).insert(job.id);
@@ -48,6 +49,7 @@ void Scheduler::Impl::RemoveRun(JobId id) {
   if (it == st.running.end()) return;
   RunEntry& r = it->second;
   st.BindRun(r, -1);
+  st.CountVictim(r, -1);
   st.queues.Charge(r.queue, r.user, r.gpus, r.cpu, r.mem, -1);
   st.by_end.erase({r.expected_end, id});
   st.RunsOfQueue(r.queue).erase(id);

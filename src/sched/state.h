@@ -47,6 +47,11 @@ struct SchedState {
   std::set<JobId> being_preempted;                 // running, with a Preempt decision out
   std::map<JobId, std::vector<JobId>> victims_of;  // pending job -> its victims still running
   uint64_t pass = 0;
+  // Preemptible runs not being preempted: GPUs by queue, and how many runs per priority.
+  // Cheap upper bounds that let a blocked job skip the victim search.
+  std::vector<int64_t> preemptible_gpus;
+  std::map<int32_t, int64_t> preemptible_priorities;
+  std::vector<int64_t> placed_preemptible_gpus;  // by queue, placed in this pass
 
   // Per pass.
   TimeMs now = 0;
@@ -59,6 +64,24 @@ struct SchedState {
   int64_t& Freeing(int32_t q) {
     if (static_cast<int32_t>(freeing_gpus.size()) <= q) freeing_gpus.resize(q + 1, 0);
     return freeing_gpus[q];
+  }
+  int64_t& PreemptibleGpus(int32_t q) {
+    if (static_cast<int32_t>(preemptible_gpus.size()) <= q) preemptible_gpus.resize(q + 1, 0);
+    return preemptible_gpus[q];
+  }
+  int64_t& PlacedPreemptible(int32_t q) {
+    if (static_cast<int32_t>(placed_preemptible_gpus.size()) <= q) {
+      placed_preemptible_gpus.resize(q + 1, 0);
+    }
+    return placed_preemptible_gpus[q];
+  }
+  // Counts (+1) or uncounts (-1) a run as a possible victim.
+  void CountVictim(const RunEntry& r, int sign) {
+    if (!r.job.preemptible || r.preempted_for != 0) return;
+    PreemptibleGpus(r.queue) += sign * r.gpus;
+    int64_t& n = preemptible_priorities[r.job.priority];
+    n += sign;
+    if (n == 0) preemptible_priorities.erase(r.job.priority);
   }
   // When a run is expected to end: now if it is being preempted, else its time limit.
   TimeMs ExpectedEnd(const RunEntry& r) const {
