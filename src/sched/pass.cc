@@ -140,6 +140,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       Reservation rv;
       if (Reserve(st, *e, &rv)) {
         finite_hold |= rv.start != kUnknownTime && rv.start > now;
+        rv.after_place = static_cast<int32_t>(d->place.size());
         d->reservations.push_back(rv);
       }
       report(e, WaitCode::kPreempting,
@@ -217,6 +218,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       report(e, WaitCode::kReserved,
              "waiting for " + Describe(j) + "; reserved to start " + when + " on " +
                  NodeList(rv.nodes) + "; later jobs may not delay it");
+      rv.after_place = static_cast<int32_t>(d->place.size());
       d->reservations.push_back(std::move(rv));
     } else if (reservations < cfg.reservation_depth) {
       report(e, WaitCode::kNoFit,

@@ -114,6 +114,7 @@ bool Reserve(SchedState& st, const PendingEntry& job, Reservation* out) {
   if (start != kUnknownTime) start = std::max(start, st.now);
   HoldFor(st, s, placement, acc, start == kUnknownTime ? st.now : start);
   out->job = job.job.id;
+  out->after_place = 0;
   out->start = start;
   out->nodes.clear();
   for (const ReplicaPlacement& p : placement) out->nodes.push_back(p.node);

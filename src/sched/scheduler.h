@@ -141,6 +141,9 @@ struct Reservation {
   JobId job = 0;
   TimeMs start = kUnknownTime;     // kUnknownTime: behind runs without a time limit
   std::vector<std::string> nodes;  // sorted
+  // How many of this pass's Place decisions were made before it: those runs were counted as
+  // ending by their expected end like any other; later ones do not delay it.
+  int32_t after_place = 0;
 };
 
 struct Decisions {
