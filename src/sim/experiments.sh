@@ -57,3 +57,10 @@ for f in helios-aggregates/helios_cluster_summary.csv helios-aggregates/philly_v
          alibaba-pai-2020/pai_machine_spec.csv; do
   run --trace "$T/$f" --nodes 8 --policy fifo || true
 done
+
+echo; echo "## Speed: 20,000 jobs on 2,048 GPUs (first 20,000 Philly jobs; x1 and x6 load)"
+run --trace "$T/philly-pollux/philly.csv" --limit 20000 --nodes 256 --compare $ALL
+run --trace "$T/philly-pollux/philly.csv" --limit 20000 --nodes 256 --load-scale 6 --compare $ALL
+echo; echo "## Speed: where the time goes (wall time inside Scheduler::Schedule), 512 GPUs"
+run --trace "$T/philly-pollux/philly.csv" --nodes 64 --compare srtf,corral --profile -o json |
+  grep -E '"policy"|schedule_calls|wall_time'

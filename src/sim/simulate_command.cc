@@ -48,6 +48,7 @@ struct Flags {
   std::string checkpoint_interval = "0s";
   std::string preempt_grace = "0s";
   std::string tick = "60s";
+  std::string min_preempt_runtime;
   bool no_timing = false;
   bool check = false;
   bool profile = false;
@@ -260,6 +261,10 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
                                   &cfg.checkpoint_interval_ms));
   CORRAL_RETURN_IF_ERROR(Duration("--preempt-grace", f.preempt_grace, &cfg.preempt_grace_ms));
   CORRAL_RETURN_IF_ERROR(Duration("--tick", f.tick, &cfg.tick_ms));
+  if (!f.min_preempt_runtime.empty()) {
+    CORRAL_RETURN_IF_ERROR(Duration("--min-preempt-runtime", f.min_preempt_runtime,
+                                    &cfg.min_runtime_before_preempt_ms));
+  }
   cfg.profile = f.profile && !f.no_timing;
   if (!f.quotas.empty()) {
     CORRAL_RETURN_IF_ERROR(ReadQuotas(
@@ -411,6 +416,8 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
   app.add_option("--preempt-grace", f.preempt_grace,
                  "a victim keeps its GPUs this long after the preempt decision (default 0s)");
   app.add_option("--tick", f.tick, "periodic pass for preemptive policies (default 60s)");
+  app.add_option("--min-preempt-runtime", f.min_preempt_runtime,
+                 "a run is not preempted before this (default: the scheduler's, 5m)");
   app.add_flag("--no-timing", f.no_timing, "leave wall-clock times out of the output");
   app.add_flag("--check", f.check, "validate the runs against the trace; fail if wrong");
   app.add_flag("--profile", f.profile, "report wall time spent inside Scheduler::Schedule");

@@ -180,6 +180,9 @@ class Loop {
     sched::SchedulerConfig s;
     s.policy = c.policy;
     s.preemption = IsPreemptivePolicy(c.policy);
+    if (c.min_runtime_before_preempt_ms >= 0) {
+      s.min_runtime_before_preempt_ms = c.min_runtime_before_preempt_ms;
+    }
     return s;
   }
 

@@ -39,6 +39,8 @@ struct SimConfig {
   DurationMs checkpoint_interval_ms = 0;  // 0: checkpoint on preempt, nothing lost
   DurationMs preempt_grace_ms = 0;
   DurationMs tick_ms = kMinute;  // periodic passes for preemptive policies; 0: none
+  // SchedulerConfig::min_runtime_before_preempt_ms; < 0: the scheduler's default.
+  DurationMs min_runtime_before_preempt_ms = -1;
   // Queues for the corral policy: name -> guaranteed GPUs. Empty: one queue per trace queue
   // with a quota proportional to its share of the trace's GPU-time (QuotasByDemand).
   std::map<std::string, int32_t> quotas;
