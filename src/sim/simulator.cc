@@ -156,6 +156,17 @@ class Loop {
         Arrive(next_arrival++, now);
       }
       CORRAL_RETURN_IF_ERROR(SchedulePass(now));
+      if (sched_.GetStats().last_pass_budget_exhausted && pending_ > 0) {
+        // The pass stopped on its work budget; the head would run the next one at once.
+        if (++budget_passes_ > kMaxBudgetPassesPerInstant) {
+          return Internal("the scheduler exhausted its work budget " +
+                          std::to_string(kMaxBudgetPassesPerInstant) + " times at t=" +
+                          std::to_string(now) + " ms without finishing a pass");
+        }
+        next_tick_ = now;
+        continue;
+      }
+      budget_passes_ = 0;
       if (IsPreemptivePolicy(config_.policy) && config_.tick_ms > 0 && pending_ > 0 &&
           running_ > 0) {
         next_tick_ = (now / config_.tick_ms + 1) * config_.tick_ms;
@@ -175,6 +186,7 @@ class Loop {
 
  private:
   static constexpr TimeMs kNever = INT64_MAX;
+  static constexpr int64_t kMaxBudgetPassesPerInstant = 1000;
 
   static sched::SchedulerConfig MakeConfig(const SimConfig& c) {
     sched::SchedulerConfig s;
@@ -318,6 +330,7 @@ class Loop {
   int64_t pending_ = 0;
   int64_t running_ = 0;
   TimeMs next_tick_ = kNever;
+  int64_t budget_passes_ = 0;  // consecutive passes cut short by the work budget
 };
 
 }  // namespace

@@ -267,5 +267,26 @@ TEST(SimulateCommandTest, ClearErrors) {
   EXPECT_NE(out.find("\"jobs\": 60"), std::string::npos) << out;
 }
 
+TEST(SimulateCommandTest, MalformedRowsAreReportedAndCapped) {
+  std::string path = ::testing::TempDir() + "/bad_rows.csv";
+  {
+    std::ofstream o(path);
+    o << "job_id,submit_time,duration,num_gpus\n";
+    for (int i = 0; i < 49; ++i) o << i << "," << i << ",10,1\n";
+    o << "bad,7,ten,1\n";  // line 51
+  }
+  int rc = 0;
+  std::string out = RunCommand({"--trace", path, "--gpus", "8", "--policy", "fifo"}, &rc);
+  EXPECT_EQ(rc, 1);  // 1 of 50 rows is 2% > 1%
+  EXPECT_NE(out.find("line 51"), std::string::npos) << out;
+  out = RunCommand({"--trace", path, "--gpus", "8", "--policy", "fifo", "--max-bad-rows", "5%",
+                    "-o", "json", "--no-timing"},
+                   &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("line 51"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"bad_rows\": 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"jobs\": 49"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace corral::sim
