@@ -25,7 +25,7 @@ struct HttpRequest {
 };
 
 struct HttpResponse {
-  int status = 200;
+  int status = 200;  // the server sends 500 for one outside 200..999
   std::string content_type = "application/json";
   std::string body;
   // Extra headers. The server sets Content-Type, Content-Length, Connection and Server

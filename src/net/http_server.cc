@@ -281,7 +281,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Write(HttpResponse r) {
     int status = r.status;
-    if (status < 100 || status > 999) status = 500;
+    // 1xx would be taken as an interim answer and leave the client waiting.
+    if (status < 200 || status > 999) status = 500;
     res_ = {};
     res_.version(version_);
     res_.result(static_cast<unsigned>(status));
@@ -297,7 +298,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!r.content_type.empty() && !HasCrLf(r.content_type)) {
       res_.set(http::field::content_type, r.content_type);
     }
-    const bool bodyless = status < 200 || status == 204 || status == 304;
+    const bool bodyless = status == 204 || status == 304;
     if (!bodyless) res_.body() = std::move(r.body);
     res_.keep_alive(keep_alive_);
     res_.prepare_payload();

@@ -567,6 +567,28 @@ TEST(HttpTest, HalfClosingClientStillGetsAnImmediateAnswer) {
   EXPECT_NE(c.data().find("/half"), std::string::npos);
 }
 
+TEST(HttpTest, InvalidStatusAndInjectedHeadersAreSanitized) {
+  TestServer ts([](HttpRequest req, Responder respond) {
+    HttpResponse r;
+    r.status = req.path == "/interim" ? 100 : 204;
+    r.body = "dropped for 204";
+    r.headers["X-Evil"] = "a\r\nSet-Cookie: x=1";
+    r.headers["Content-Length"] = "999";
+    respond(std::move(r));
+  });
+  HttpClient client(ts.url(), "t");
+  auto a = client.Get("/interim", kTimeout);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->status, 500);
+  auto b = client.Get("/empty", kTimeout);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(b->status, 204);
+  EXPECT_EQ(b->body, "");
+  EXPECT_EQ(b->headers.count("x-evil"), 0u);
+  EXPECT_EQ(b->headers.count("set-cookie"), 0u);
+  EXPECT_EQ(client.connections_opened(), 1);
+}
+
 TEST(HttpTest, HeadGetsLengthWithoutBody) {
   TestServer ts([](HttpRequest, Responder respond) { respond(Text(200, "0123456789")); });
   HttpClient client(ts.url(), "t");
