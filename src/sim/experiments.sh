@@ -20,6 +20,10 @@ done
 echo; echo "## Philly, corral with Philly VC sizes as quotas (helios-aggregates/philly_vc_nodes.csv)"
 run --trace "$T/philly-pollux/philly.csv" --nodes 80 --policy corral \
     --quotas "$T/helios-aggregates/philly_vc_nodes.csv"
+echo; echo "## Philly, corral with other fair-share half-lives (640 GPUs)"
+for hl in 1h 1d; do
+  run --trace "$T/philly-pollux/philly.csv" --nodes 80 --policy corral --fair-share-half-life $hl
+done
 echo; echo "## Philly with a 5-minute restart overhead and hourly checkpoints (640 GPUs)"
 run --trace "$T/philly-pollux/philly.csv" --nodes 80 --compare srtf,las,corral \
     --restart-overhead 5m --checkpoint-interval 1h --preempt-grace 30s
@@ -41,6 +45,11 @@ echo; echo "## Tiresias 60_job.csv"
 run --trace "$T/tiresias/60_job.csv" --nodes 16 --gpus-per-node 4 --compare $ALL
 run --trace "$T/tiresias/60_job.csv" --nodes 2 --gpus-per-node 4 --compare $ALL \
     --plot "$IMG/tiresias-60job-8gpus.svg" --title "Tiresias 60_job.csv, 8 GPUs"
+
+run --trace "$T/tiresias/60_job.csv" --nodes 2 --gpus-per-node 4 --compare las \
+    --las-thresholds 5m,1h --min-preempt-runtime 0s
+run --trace "$T/tiresias/60_job.csv" --nodes 2 --gpus-per-node 4 --compare srtf \
+    --min-preempt-runtime 0s
 
 echo; echo "## Gavel per-VC traces (steps at 10 steps/s), each on its Philly VC size"
 for vc in 6214e9:64 ee9e8c:64 b436b2:64 2869ce:16; do

@@ -49,6 +49,8 @@ struct Flags {
   std::string preempt_grace = "0s";
   std::string tick = "60s";
   std::string min_preempt_runtime;
+  std::string fair_share_half_life;
+  std::string las_thresholds;
   bool no_timing = false;
   bool check = false;
   bool profile = false;
@@ -261,6 +263,25 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
                                   &cfg.checkpoint_interval_ms));
   CORRAL_RETURN_IF_ERROR(Duration("--preempt-grace", f.preempt_grace, &cfg.preempt_grace_ms));
   CORRAL_RETURN_IF_ERROR(Duration("--tick", f.tick, &cfg.tick_ms));
+  if (!f.fair_share_half_life.empty()) {
+    CORRAL_RETURN_IF_ERROR(Duration("--fair-share-half-life", f.fair_share_half_life,
+                                    &cfg.fair_share_half_life_ms));
+    if (cfg.fair_share_half_life_ms <= 0) {
+      return InvalidArgument("--fair-share-half-life must be > 0");
+    }
+  }
+  if (!f.las_thresholds.empty()) {
+    std::stringstream ss(f.las_thresholds);
+    std::string part;
+    while (std::getline(ss, part, ',')) {
+      DurationMs t = 0;
+      CORRAL_RETURN_IF_ERROR(Duration("--las-thresholds", part, &t));
+      if (!cfg.las_thresholds_gpu_ms.empty() && t <= cfg.las_thresholds_gpu_ms.back()) {
+        return InvalidArgument("--las-thresholds '" + f.las_thresholds + "' must be ascending");
+      }
+      cfg.las_thresholds_gpu_ms.push_back(t);
+    }
+  }
   if (!f.min_preempt_runtime.empty()) {
     CORRAL_RETURN_IF_ERROR(Duration("--min-preempt-runtime", f.min_preempt_runtime,
                                     &cfg.min_runtime_before_preempt_ms));
@@ -418,6 +439,11 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
   app.add_option("--tick", f.tick, "periodic pass for preemptive policies (default 60s)");
   app.add_option("--min-preempt-runtime", f.min_preempt_runtime,
                  "a run is not preempted before this (default: the scheduler's, 5m)");
+  app.add_option("--fair-share-half-life", f.fair_share_half_life,
+                 "corral policy: half-life of decayed queue usage (default: the scheduler's, 7d)");
+  app.add_option("--las-thresholds", f.las_thresholds,
+                 "las policy: attained GPU-time level boundaries, ascending (default: the "
+                 "scheduler's, 1h,10h)");
   app.add_flag("--no-timing", f.no_timing, "leave wall-clock times out of the output");
   app.add_flag("--check", f.check, "validate the runs against the trace; fail if wrong");
   app.add_flag("--profile", f.profile, "report wall time spent inside Scheduler::Schedule");

@@ -195,6 +195,8 @@ class Loop {
     if (c.min_runtime_before_preempt_ms >= 0) {
       s.min_runtime_before_preempt_ms = c.min_runtime_before_preempt_ms;
     }
+    if (c.fair_share_half_life_ms != 0) s.fair_share_half_life_ms = c.fair_share_half_life_ms;
+    if (!c.las_thresholds_gpu_ms.empty()) s.las_thresholds_gpu_ms = c.las_thresholds_gpu_ms;
     return s;
   }
 

@@ -41,6 +41,10 @@ struct SimConfig {
   DurationMs tick_ms = kMinute;  // periodic passes for preemptive policies; 0: none
   // SchedulerConfig::min_runtime_before_preempt_ms; < 0: the scheduler's default.
   DurationMs min_runtime_before_preempt_ms = -1;
+  // SchedulerConfig::fair_share_half_life_ms; 0: the scheduler's default.
+  DurationMs fair_share_half_life_ms = 0;
+  // SchedulerConfig::las_thresholds_gpu_ms; empty: the scheduler's default.
+  std::vector<DurationMs> las_thresholds_gpu_ms;
   // Queues for the corral policy: name -> guaranteed GPUs. Empty: one queue per trace queue
   // with a quota proportional to its share of the trace's GPU-time (QuotasByDemand).
   std::map<std::string, int32_t> quotas;
