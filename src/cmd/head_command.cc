@@ -1,0 +1,98 @@
+// `corral head --state-dir DIR --listen HOST:PORT`
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "api/api_service.h"
+#include "cmd/commands.h"
+#include "cmd/signals.h"
+#include "core/spec.h"
+#include "net/http_server.h"
+
+namespace corral::cmd {
+
+Result<std::pair<std::string, int>> ParseHostPort(const std::string& flag, const std::string& text) {
+  auto colon = text.rfind(':');
+  int port = -1;
+  if (colon != std::string::npos) {
+    try {
+      size_t pos = 0;
+      port = std::stoi(text.substr(colon + 1), &pos);
+      if (pos != text.size() - colon - 1) port = -1;
+    } catch (...) {
+      port = -1;
+    }
+  }
+  if (colon == std::string::npos || colon == 0 || port < 0 || port > 65535) {
+    return InvalidArgument("flag '" + flag + "': got \"" + text +
+                           "\", want HOST:PORT such as 127.0.0.1:7070");
+  }
+  return std::make_pair(text.substr(0, colon), port);
+}
+
+int HeadMain(std::vector<std::string> args) {
+  CLI::App app{"corral head: the control plane"};
+  std::string state_dir, listen = "127.0.0.1:7070", checkpoint_root;
+  int64_t unreachable_s = 15, down_s = 60;
+  std::string min_runtime = "5m", half_life = "7d";
+  app.add_option("--state-dir", state_dir, "directory for corral.db and tokens")->required();
+  app.add_option("--listen", listen, "HOST:PORT to serve the API on");
+  app.add_option("--checkpoint-root", checkpoint_root, "root of CORRAL_CHECKPOINT_DIR");
+  app.add_option("--unreachable-after", unreachable_s, "seconds without a sync before unreachable");
+  app.add_option("--down-after", down_s, "seconds without a sync before down (runs lost)");
+  app.add_option("--min-runtime-before-preempt", min_runtime,
+                 "a run is not preempted before it ran this long (anti-thrashing)");
+  app.add_option("--fair-share-half-life", half_life, "half-life of the usage behind fair share");
+  std::reverse(args.begin(), args.end());
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  auto hp = ParseHostPort("--listen", listen);
+  if (!hp.ok()) {
+    std::cerr << "corral head: " << hp.status().message() << "\n";
+    return 2;
+  }
+  auto min_runtime_ms = ParseDuration("--min-runtime-before-preempt", min_runtime);
+  auto half_life_ms = ParseDuration("--fair-share-half-life", half_life);
+  for (const auto* d : {&min_runtime_ms, &half_life_ms}) {
+    if (!d->ok()) {
+      std::cerr << "corral head: " << d->status().message() << "\n";
+      return 2;
+    }
+  }
+  BlockStopSignals();
+  SystemClock clock;
+  head::HeadConfig config;
+  config.state_dir = state_dir;
+  config.checkpoint_root = checkpoint_root;
+  config.unreachable_after_ms = unreachable_s * kSecond;
+  config.down_after_ms = down_s * kSecond;
+  config.scheduler.min_runtime_before_preempt_ms = *min_runtime_ms;
+  config.scheduler.fair_share_half_life_ms = *half_life_ms;
+  auto head = head::Head::Open(config, &clock);
+  if (!head.ok()) {
+    std::cerr << "corral head: " << head.status().ToString() << "\n";
+    return 1;
+  }
+  api::ApiService api(head->get());
+  net::HttpServer server([&api](net::HttpRequest req, net::Responder r) {
+    api.Handle(std::move(req), std::move(r));
+  }, 2);
+  auto port = server.Listen(hp->first, hp->second);
+  if (!port.ok()) {
+    std::cerr << "corral head: " << port.status().ToString() << "\n";
+    return 1;
+  }
+  (*head)->Start();
+  server.Start();
+  std::cout << "corral head: listening on http://" << hp->first << ":" << *port << " (epoch "
+            << (*head)->epoch() << ", state " << state_dir << ")" << std::endl;
+  int sig = WaitForStopSignal();
+  std::cout << "corral head: stopping on signal " << sig << std::endl;
+  server.Stop();
+  (*head)->Stop();
+  return 0;
+}
+
+}  // namespace corral::cmd

@@ -1,0 +1,46 @@
+// corral: one binary, many subcommands (DESIGN §2). Flag wiring only.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/cli.h"
+#include "cmd/commands.h"
+#include "sim/simulate_command.h"
+
+namespace {
+
+void Usage() {
+  std::cerr << "usage: corral COMMAND [FLAGS]\n\n"
+               "daemons:\n"
+               "  up         a local cluster: head + agents with simulated GPUs\n"
+               "  head       the control plane\n"
+               "  agent      a node agent\n"
+               "  simulate   replay a job trace through the scheduler\n\n"
+               "client:\n"
+            << corral::cli::CliUsage() << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    Usage();
+    return 2;
+  }
+  std::string command = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "head") return corral::cmd::HeadMain(args);
+  if (command == "agent") return corral::cmd::AgentMain(args);
+  if (command == "up") return corral::cmd::UpMain(args);
+  if (command == "simulate") return corral::sim::SimulateMain(args);
+  if (command == "-h" || command == "--help" || command == "help") {
+    Usage();
+    return 0;
+  }
+  if (corral::cli::IsCliCommand(command)) {
+    return corral::cli::CliMain(command, args, std::cout, std::cerr);
+  }
+  std::cerr << "corral: unknown command '" << command << "'\n";
+  Usage();
+  return 2;
+}

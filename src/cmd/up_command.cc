@@ -1,0 +1,229 @@
+// `corral up`: a whole cluster on one machine (DESIGN §2): the head and N agents with
+// simulated GPUs as real child processes, in one foreground command. With --demo it runs a
+// few sample jobs, prints their outcome, and stops.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "cli/config.h"
+#include "cmd/child_process.h"
+#include "cmd/commands.h"
+#include "cmd/signals.h"
+#include "core/codec.h"
+#include "net/http_client.h"
+
+namespace corral::cmd {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string ReadToken(const std::string& path) {
+  std::ifstream in(path);
+  std::string t;
+  std::getline(in, t);
+  return t;
+}
+
+// Polls `probe` every 100 ms until it returns true or `timeout` passes.
+template <typename F>
+bool WaitFor(std::chrono::milliseconds timeout, F probe) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (probe()) return true;
+    std::this_thread::sleep_for(100ms);
+  }
+  return false;
+}
+
+struct SampleJob {
+  const char* name;
+  Json spec;
+  bool should_succeed;
+};
+
+std::vector<SampleJob> SampleJobs() {
+  const char* report =
+      "echo \"job $CORRAL_JOB_ID run $CORRAL_RUN replica $CORRAL_REPLICA/$CORRAL_NUM_REPLICAS on "
+      "$CORRAL_NODE GPUs $CUDA_VISIBLE_DEVICES\"";
+  return {
+      {"hello", {{"name", "hello"}, {"gpus", 1}, {"command", std::string(report) + "; sleep 1"}}, true},
+      {"train-4gpu",
+       {{"name", "train-4gpu"},
+        {"gpus", 4},
+        {"command", std::string(report) + "; for e in 1 2 3; do echo epoch $e; sleep 0.5; done"}},
+       true},
+      {"ddp-gang",
+       {{"name", "ddp-gang"},
+        {"gpus", 2},
+        {"replicas", 2},
+        {"command", std::string(report) + "; echo rank $RANK of $WORLD_SIZE master $MASTER_ADDR:$MASTER_PORT"}},
+       true},
+      {"fails", {{"name", "fails"}, {"gpus", 1}, {"command", "echo about to fail >&2; exit 3"}}, false},
+  };
+}
+
+int RunDemo(net::HttpClient& client) {
+  std::vector<std::pair<SampleJob, JobId>> submitted;
+  for (SampleJob& s : SampleJobs()) {
+    auto r = client.Post("/v1/jobs", Json{{"spec", s.spec}, {"user", "demo"}}.dump(), 10s);
+    if (!r.ok() || r->status != 201) {
+      std::cerr << "corral up: submitting sample " << s.name << " failed: "
+                << (r.ok() ? r->body : r.status().ToString()) << "\n";
+      return 1;
+    }
+    JobId id = Json::parse(r->body)["job"]["id"].get<JobId>();
+    std::cout << "submitted sample job " << id << " (" << s.name << ")" << std::endl;
+    submitted.push_back({s, id});
+  }
+  std::map<JobId, Job> final_state;
+  bool done = WaitFor(120s, [&] {
+    for (auto& [s, id] : submitted) {
+      if (final_state.count(id)) continue;
+      auto r = client.Get("/v1/jobs/" + std::to_string(id), 10s);
+      if (!r.ok() || r->status != 200) continue;
+      auto job = JobFromJson(Json::parse(r->body)["job"]);
+      if (job.ok() && IsTerminal(job->state)) final_state[id] = *job;
+    }
+    return final_state.size() == submitted.size();
+  });
+  if (!done) {
+    std::cerr << "corral up: sample jobs did not finish within 120 s\n";
+    return 1;
+  }
+  bool as_expected = true;
+  std::cout << "\nsample job outcomes:\n";
+  for (auto& [s, id] : submitted) {
+    const Job& job = final_state[id];
+    const Run& run = job.runs.back();
+    std::string where;
+    for (const ReplicaPlacement& p : run.placement) {
+      where += (where.empty() ? "" : " ") + p.node + ":[";
+      for (size_t i = 0; i < p.gpus.size(); ++i) where += (i ? "," : "") + std::to_string(p.gpus[i]);
+      where += "]";
+    }
+    auto logs = client.Get("/v1/jobs/" + std::to_string(id) + "/logs?stream=" +
+                               (s.should_succeed ? "stdout" : "stderr"),
+                           10s);
+    std::string first_line = logs.ok() && logs->status == 200 ? logs->body : "";
+    first_line = first_line.substr(0, first_line.find('\n'));
+    bool ok = (job.state == JobState::kSucceeded) == s.should_succeed;
+    as_expected &= ok;
+    std::cout << "  job " << id << " " << s.name << ": " << JobStateName(job.state) << " (exit "
+              << job.exit_code << ") on " << where << " in "
+              << (run.ended_at - run.started_at) << " ms"
+              << (ok ? "" : "  <-- unexpected") << "\n      log: " << first_line << "\n";
+  }
+  std::cout << (as_expected ? "\nall sample jobs ended as expected\n"
+                            : "\nsome sample jobs did not end as expected\n");
+  return as_expected ? 0 : 1;
+}
+
+}  // namespace
+
+int UpMain(std::vector<std::string> args) {
+  CLI::App app{"corral up: a local cluster (head + agents with simulated GPUs)"};
+  int agents = 2, gpus = 4;
+  std::string state_dir = ".corral", listen = "127.0.0.1:7070", model = "SimGPU";
+  bool demo = false, no_user_config = false;
+  app.add_option("--agents", agents, "number of node agents")->check(CLI::Range(1, 256));
+  app.add_option("--gpus-per-agent", gpus, "simulated GPUs per agent")->check(CLI::Range(0, 64));
+  app.add_option("--gpu-model", model, "model name of the simulated GPUs");
+  app.add_option("--state-dir", state_dir, "where the head and agents keep their state");
+  app.add_option("--listen", listen, "HOST:PORT of the head's API");
+  app.add_flag("--demo", demo, "run sample jobs, print their outcome, then stop");
+  app.add_flag("--no-user-config", no_user_config,
+               "do not write ~/.config/corral/config.json (only STATE_DIR/client.json)");
+  std::reverse(args.begin(), args.end());
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  auto hp = ParseHostPort("--listen", listen);
+  if (!hp.ok()) {
+    std::cerr << "corral up: " << hp.status().message() << "\n";
+    return 2;
+  }
+  BlockStopSignals();
+  std::error_code ec;
+  std::filesystem::create_directories(state_dir + "/agents", ec);
+  state_dir = std::filesystem::absolute(state_dir).lexically_normal().string();
+  if (!state_dir.empty() && state_dir.back() == '/') state_dir.pop_back();
+  std::string exe = SelfExe();
+  std::string addr = "http://" + listen;
+
+  auto head = std::make_unique<ChildProcess>(
+      std::vector<std::string>{exe, "head", "--state-dir", state_dir, "--listen", listen},
+      state_dir + "/head.log");
+  net::HttpClient probe(addr, "");
+  if (!WaitFor(20s, [&] {
+        auto r = probe.Get("/healthz", 1s);
+        return r.ok() && r->status == 200;
+      })) {
+    std::cerr << "corral up: the head did not come up; see " << state_dir << "/head.log\n";
+    return 1;
+  }
+  std::string token = ReadToken(state_dir + "/admin.token");
+  std::vector<std::unique_ptr<ChildProcess>> agent_procs;
+  for (int i = 1; i <= agents; ++i) {
+    std::string name = "node" + std::to_string(i);
+    agent_procs.push_back(std::make_unique<ChildProcess>(
+        std::vector<std::string>{exe, "agent", "--head", addr, "--join-token-file",
+                                 state_dir + "/join.token", "--name", name, "--state-dir",
+                                 state_dir + "/agents/" + name, "--simulate-gpus",
+                                 std::to_string(gpus) + "x" + model,
+                                 // Simulated nodes share this machine's CPUs: offer a typical
+                                 // GPU server's ratio so that CPUs do not cap the GPUs.
+                                 "--cpus", std::to_string(std::max(gpus, 1) * 8), "--memory",
+                                 std::to_string(std::max(gpus, 1) * 64) + "G"},
+        state_dir + "/agents/" + name + ".log"));
+  }
+  net::HttpClient client(addr, token);
+  std::string last_error;
+  if (!WaitFor(30s, [&] {
+        auto r = client.Get("/v1/nodes", 2s);
+        if (!r.ok() || r->status != 200) {
+          last_error = r.ok() ? r->body : r.status().ToString();
+          return false;
+        }
+        int ready = 0;
+        Json body = Json::parse(r->body, nullptr, false);
+        if (!body.is_object() || !body.contains("nodes")) return false;
+        for (const Json& n : body["nodes"]) ready += n.value("state", "") == "ready";
+        return ready >= agents;
+      })) {
+    std::cerr << "corral up: the agents did not register (" << last_error << "); see " << state_dir
+              << "/agents/*.log\n";
+    return 1;
+  }
+  std::string config_path = state_dir + "/client.json";
+  (void)cli::WriteClientConfig(config_path, addr, token);
+  if (!no_user_config) {
+    auto user_config = cli::DefaultConfigPath(cli::ProcessEnv());
+    Status st = cli::WriteClientConfig(user_config, addr, token);
+    if (st.ok()) config_path = user_config;
+  }
+  std::cout << "corral up: head on " << addr << ", " << agents << " agent(s) x " << gpus << " "
+            << model << " GPU(s); state in " << state_dir << "\n"
+            << "the CLI reads " << config_path << "; or set:\n"
+            << "  export CORRAL_ADDR=" << addr << " CORRAL_TOKEN=$(cat " << state_dir
+            << "/admin.token)\n"
+            << "try: corral submit --gpus 2 -- nvidia-smi; corral jobs; corral nodes" << std::endl;
+  int rc = 0;
+  if (demo) {
+    rc = RunDemo(client);
+  } else {
+    std::cout << "press Ctrl-C to stop" << std::endl;
+    WaitForStopSignal();
+  }
+  std::cout << "corral up: stopping" << std::endl;
+  for (auto& a : agent_procs) a->Stop();
+  head->Stop();
+  return rc;
+}
+
+}  // namespace corral::cmd

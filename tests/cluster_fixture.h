@@ -1,0 +1,71 @@
+// A real local cluster for integration tests: `corral head` and `corral agent` processes on
+// loopback, each in its own state dir under a fresh temp dir, plus a way to run the CLI.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace corral::testing {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs argv to completion with extra environment; captures stdout and stderr.
+CommandResult RunCommand(const std::vector<std::string>& argv,
+                         const std::map<std::string, std::string>& env = {});
+
+// A background process; SIGKILLed (with its process group) when destroyed unless stopped.
+class Daemon {
+ public:
+  Daemon(const std::vector<std::string>& argv, const std::string& log_path);
+  ~Daemon();
+  void Kill(int sig = 9);  // and reap
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+class LocalCluster {
+ public:
+  // Starts a head and `agents` agents with `gpus` simulated GPUs each; waits until ready.
+  LocalCluster(const std::string& name, int agents, int gpus,
+               std::vector<std::string> head_flags = {});
+  ~LocalCluster();
+
+  std::string addr() const { return addr_; }
+  const std::string& dir() const { return dir_; }
+  std::string token() const { return token_; }
+
+  // `corral ARGS...` against this cluster.
+  CommandResult Corral(const std::vector<std::string>& args) const;
+  // Submits with --parsable; returns the id (fails the test on error).
+  std::string Submit(const std::vector<std::string>& args) const;
+
+  void StartAgent(int i);  // (re)starts agent i (1-based)
+  void KillAgent(int i, int sig = 9);
+  void KillHead(int sig = 9);
+  void StartHead();
+
+ private:
+  std::string dir_;
+  std::string addr_;
+  std::string token_;
+  int gpus_;
+  std::vector<std::string> head_flags_;
+  std::unique_ptr<Daemon> head_;
+  std::map<int, std::unique_ptr<Daemon>> agents_;
+};
+
+std::string CorralBin();
+bool WaitUntil(int timeout_ms, const std::function<bool()>& probe);
+
+}  // namespace corral::testing

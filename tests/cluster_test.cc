@@ -1,0 +1,195 @@
+// End to end on a real local cluster: a head and two agents (4 simulated GPUs each) as
+// separate processes on loopback, driven through the real CLI.
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cluster_fixture.h"
+
+namespace corral::testing {
+namespace {
+
+using Json = nlohmann::json;
+
+Json ShowJob(const LocalCluster& c, const std::string& id) {
+  auto r = c.Corral({"show", id, "-o", "json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return Json::parse(r.out, nullptr, false);
+}
+
+bool ProcessGone(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return true;
+  std::string line;
+  std::getline(stat, line);
+  auto close = line.rfind(')');
+  return close != std::string::npos && line.size() > close + 2 && line[close + 2] == 'Z';
+}
+
+pid_t ReadPid(const std::string& path) {
+  std::ifstream in(path);
+  pid_t pid = 0;
+  in >> pid;
+  return pid;
+}
+
+struct Usage {
+  std::string job;
+  std::string node;
+  std::vector<int> gpus;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
+// Each job logs "START node gpus t0" and "END t1"; from the jobs' own records, no GPU may be
+// held by two jobs at overlapping times.
+TEST(Cluster, TwentyFourJobsNeverShareAGpu) {
+  LocalCluster c("share", 2, 4);
+  const std::string script =
+      "echo START $CORRAL_NODE $CUDA_VISIBLE_DEVICES $(date +%s%N); sleep 0.4; "
+      "echo END $(date +%s%N)";
+  std::vector<std::pair<std::string, int>> jobs;  // id, replicas
+  const int sizes[] = {1, 2, 4};
+  for (int i = 0; i < 24; ++i) {
+    int gpus = sizes[i % 3];
+    int replicas = (i % 8 == 7) ? 2 : 1;
+    jobs.push_back({c.Submit({"--gpus", std::to_string(gpus), "--replicas", std::to_string(replicas),
+                              "--name", "j" + std::to_string(i), "--", "/bin/sh", "-c", script}),
+                    replicas});
+  }
+  std::vector<std::string> wait_args = {"wait", "--timeout", "120s"};
+  for (auto& [id, r] : jobs) wait_args.push_back(id);
+  auto w = c.Corral(wait_args);
+  ASSERT_EQ(w.exit_code, 0) << w.out << w.err;
+
+  std::vector<Usage> usages;
+  for (auto& [id, replicas] : jobs) {
+    Json job = ShowJob(c, id);
+    ASSERT_EQ(job["state"], "succeeded") << job.dump();
+    const Json& placement = job["runs"].back()["placement"];
+    ASSERT_EQ(placement.size(), static_cast<size_t>(replicas));
+    for (int rep = 0; rep < replicas; ++rep) {
+      auto logs = c.Corral({"logs", id, "--replica", std::to_string(rep)});
+      ASSERT_EQ(logs.exit_code, 0) << logs.err;
+      std::istringstream in(logs.out);
+      std::string word, gpus_csv;
+      Usage u;
+      u.job = id;
+      in >> word >> u.node >> gpus_csv >> u.start_ns >> word >> u.end_ns;
+      ASSERT_EQ(word, "END") << "job " << id << " log: " << logs.out;
+      std::stringstream gs(gpus_csv);
+      for (std::string g; std::getline(gs, g, ',');) u.gpus.push_back(std::stoi(g));
+      // The job saw exactly what the head recorded.
+      EXPECT_EQ(u.node, placement[rep]["node"].get<std::string>());
+      EXPECT_EQ(u.gpus, placement[rep]["gpus"].get<std::vector<int>>());
+      EXPECT_EQ(u.gpus.size(), job["spec"]["gpu_milli"].get<size_t>() / 1000);
+      usages.push_back(u);
+    }
+  }
+  int overlaps = 0;
+  for (size_t a = 0; a < usages.size(); ++a) {
+    for (size_t b = a + 1; b < usages.size(); ++b) {
+      const Usage &x = usages[a], &y = usages[b];
+      if (x.node != y.node || x.job == y.job) continue;
+      bool shared = false;
+      for (int g : x.gpus) shared |= std::find(y.gpus.begin(), y.gpus.end(), g) != y.gpus.end();
+      if (shared && x.start_ns < y.end_ns && y.start_ns < x.end_ns) {
+        ++overlaps;
+        ADD_FAILURE() << "jobs " << x.job << " and " << y.job << " overlap on " << x.node;
+      }
+    }
+  }
+  EXPECT_EQ(overlaps, 0);
+}
+
+TEST(Cluster, FailingJobReportsExitCodeAndLogs) {
+  LocalCluster c("fail", 1, 2);
+  std::string id = c.Submit({"--gpus", "1", "--", "/bin/sh", "-c", "echo to-out; echo to-err >&2; exit 7"});
+  auto w = c.Corral({"wait", id, "--timeout", "60s"});
+  EXPECT_EQ(w.exit_code, 1) << w.out << w.err;
+  Json job = ShowJob(c, id);
+  EXPECT_EQ(job["state"], "failed");
+  EXPECT_EQ(job["exit_code"], 7);
+  auto out = c.Corral({"logs", id});
+  EXPECT_EQ(out.out, "to-out\n");
+  auto err = c.Corral({"logs", id, "--stderr"});
+  EXPECT_EQ(err.out, "to-err\n");
+}
+
+TEST(Cluster, CancelKillsTheWholeProcessGroup) {
+  LocalCluster c("cancel", 1, 2);
+  std::string dir = c.dir();
+  std::string id = c.Submit({"--gpus", "1", "--grace-period", "2s", "--", "/bin/sh", "-c",
+                             "sleep 300 & echo $! > " + dir + "/child.pid; echo $$ > " + dir +
+                                 "/main.pid; wait"});
+  ASSERT_TRUE(WaitUntil(30000, [&] {
+    return ReadPid(dir + "/child.pid") > 0 && ReadPid(dir + "/main.pid") > 0;
+  }));
+  pid_t child = ReadPid(dir + "/child.pid"), main = ReadPid(dir + "/main.pid");
+  EXPECT_FALSE(ProcessGone(child));
+  auto r = c.Corral({"cancel", id});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(WaitUntil(20000, [&] { return ShowJob(c, id)["state"] == "cancelled"; }));
+  EXPECT_TRUE(WaitUntil(5000, [&] { return ProcessGone(main) && ProcessGone(child); }))
+      << "main " << main << " or background child " << child << " survived cancel";
+  auto again = c.Corral({"cancel", id});
+  EXPECT_NE(again.exit_code, 0) << "cancelling a finished job must fail";
+}
+
+TEST(Cluster, AgentRestartKeepsARunningJob) {
+  LocalCluster c("restart", 1, 2);
+  std::string dir = c.dir();
+  std::string id = c.Submit({"--gpus", "1", "--", "/bin/sh", "-c",
+                             "echo $$ > " + dir + "/job.pid; sleep 4; echo done; exit 5"});
+  ASSERT_TRUE(WaitUntil(30000, [&] { return ShowJob(c, id)["state"] == "running"; }));
+  ASSERT_TRUE(WaitUntil(5000, [&] { return ReadPid(dir + "/job.pid") > 0; }));
+  pid_t pid = ReadPid(dir + "/job.pid");
+  c.KillAgent(1, SIGKILL);
+  EXPECT_FALSE(ProcessGone(pid)) << "the job died with its agent";
+  c.StartAgent(1);
+  auto w = c.Corral({"wait", id, "--timeout", "60s"});
+  Json job = ShowJob(c, id);
+  EXPECT_EQ(job["state"], "failed") << job.dump();
+  EXPECT_EQ(job["exit_code"], 5) << "the re-adopted job's own exit code must be reported";
+  EXPECT_EQ(job["runs"].size(), 1u) << "the job must not be started twice";
+  EXPECT_EQ(c.Corral({"logs", id}).out, "done\n");
+}
+
+TEST(Cluster, BadSpecsAreRejectedAndNothingIsStored) {
+  LocalCluster c("bad", 2, 4);
+  struct Case {
+    std::vector<std::string> args;
+    std::string mention;
+  };
+  std::string spec_file = c.dir() + "/bad.yaml";
+  std::ofstream(spec_file) << "command: [\"true\"]\ngpus: 1\ncolour: red\n";
+  std::vector<Case> cases = {
+      {{"--gpus", "5", "--", "true"}, "never fit"},
+      {{"--gpus", "4", "--replicas", "3", "--", "true"}, "never fit"},
+      {{"--gpus", "-1", "--", "true"}, "gpus"},
+      {{"--memory", "12Q", "--", "true"}, "memory"},
+      {{"--time-limit", "soon", "--", "true"}, "time_limit"},
+      {{"-f", spec_file}, "colour"},
+  };
+  for (const Case& k : cases) {
+    std::vector<std::string> argv = {"submit"};
+    argv.insert(argv.end(), k.args.begin(), k.args.end());
+    auto r = c.Corral(argv);
+    EXPECT_NE(r.exit_code, 0) << k.args[0] << " " << k.args[1];
+    EXPECT_NE((r.err + r.out).find(k.mention), std::string::npos)
+        << "error should mention '" << k.mention << "': " << r.err << r.out;
+  }
+  auto jobs = c.Corral({"jobs", "-o", "json"});
+  ASSERT_EQ(jobs.exit_code, 0);
+  EXPECT_EQ(Json::parse(jobs.out).size(), 0u) << jobs.out;
+}
+
+}  // namespace
+}  // namespace corral::testing
