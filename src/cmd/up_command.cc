@@ -122,6 +122,25 @@ int RunDemo(net::HttpClient& client) {
   return as_expected ? 0 : 1;
 }
 
+// Job processes outlive their agents by design; a local cluster that stops takes its jobs
+// with it, so cancel what still runs and give the agents a moment to stop it.
+void CancelActiveJobs(net::HttpClient& client) {
+  auto active = [&] {
+    std::vector<JobId> ids;
+    auto r = client.Get("/v1/jobs?state=pending,scheduled,running", 5s);
+    if (!r.ok() || r->status != 200) return ids;
+    Json body = Json::parse(r->body, nullptr, false);
+    if (!body.is_object()) return ids;
+    for (const Json& j : body["jobs"]) ids.push_back(j["id"].get<JobId>());
+    return ids;
+  };
+  std::vector<JobId> ids = active();
+  if (ids.empty()) return;
+  std::cout << "corral up: cancelling " << ids.size() << " unfinished job(s)" << std::endl;
+  for (JobId id : ids) (void)client.Post("/v1/jobs/" + std::to_string(id) + "/cancel", "", 5s);
+  WaitFor(15s, [&] { return active().empty(); });
+}
+
 }  // namespace
 
 int UpMain(std::vector<std::string> args) {
@@ -219,6 +238,7 @@ int UpMain(std::vector<std::string> args) {
   } else {
     std::cout << "press Ctrl-C to stop" << std::endl;
     WaitForStopSignal();
+    CancelActiveJobs(client);
   }
   std::cout << "corral up: stopping" << std::endl;
   for (auto& a : agent_procs) a->Stop();
