@@ -1,6 +1,7 @@
 // End to end on a real local cluster: a head and two agents (4 simulated GPUs each) as
 // separate processes on loopback, driven through the real CLI.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -189,6 +190,22 @@ TEST(Cluster, BadSpecsAreRejectedAndNothingIsStored) {
   auto jobs = c.Corral({"jobs", "-o", "json"});
   ASSERT_EQ(jobs.exit_code, 0);
   EXPECT_EQ(Json::parse(jobs.out).size(), 0u) << jobs.out;
+}
+
+TEST(Cluster, EveryCallNeedsTheTokenAndTokensArePrivate) {
+  LocalCluster c("auth", 1, 1);
+  for (const char* name : {"admin.token", "join.token"}) {
+    struct stat st {};
+    ASSERT_EQ(stat((c.dir() + "/" + name).c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << name;
+  }
+  auto r = RunCommand({CorralBin(), "submit", "--", "true"},
+                      {{"CORRAL_ADDR", c.addr()}, {"CORRAL_TOKEN", "wrong"},
+                       {"CORRAL_CONFIG", c.dir() + "/none.json"}});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("token"), std::string::npos) << r.err;
+  auto jobs = c.Corral({"jobs", "-o", "json"});
+  EXPECT_EQ(Json::parse(jobs.out).size(), 0u) << "a refused submit stored a job";
 }
 
 }  // namespace
