@@ -11,6 +11,7 @@
 #include "agent/gpu_probe.h"
 #include "agent/launcher.h"
 #include "cmd/commands.h"
+#include "cmd/flags.h"
 #include "cmd/http_head_channel.h"
 #include "cmd/signals.h"
 #include "core/spec.h"
@@ -78,17 +79,9 @@ int AgentMain(std::vector<std::string> args) {
   app.add_option("--lease", lease_s, "seconds without the head before stopping all runs");
   app.add_option("--cpus", cpus, "CPUs to offer (default: what this process may use)");
   app.add_option("--memory", memory, "memory to offer, e.g. 64G (default: MemTotal)");
-  std::reverse(args.begin(), args.end());
-  try {
-    app.parse(args);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  auto hp = ParseHostPort("--listen", listen);
-  if (!hp.ok()) {
-    std::cerr << "corral agent: " << hp.status().message() << "\n";
-    return 2;
-  }
+  if (auto code = ParseFlags(app, std::move(args))) return *code;
+  auto hp = ListenFlag("agent", listen);
+  if (!hp) return 2;
   std::string join_token;
   {
     std::ifstream in(join_token_file);

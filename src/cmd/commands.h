@@ -13,6 +13,4 @@ int HeadMain(std::vector<std::string> args);
 int AgentMain(std::vector<std::string> args);
 int UpMain(std::vector<std::string> args);
 
-Result<std::pair<std::string, int>> ParseHostPort(const std::string& flag, const std::string& text);
-
 }  // namespace corral::cmd

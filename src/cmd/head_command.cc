@@ -4,30 +4,12 @@
 
 #include "api/api_service.h"
 #include "cmd/commands.h"
+#include "cmd/flags.h"
 #include "cmd/signals.h"
 #include "core/spec.h"
 #include "net/http_server.h"
 
 namespace corral::cmd {
-
-Result<std::pair<std::string, int>> ParseHostPort(const std::string& flag, const std::string& text) {
-  auto colon = text.rfind(':');
-  int port = -1;
-  if (colon != std::string::npos) {
-    try {
-      size_t pos = 0;
-      port = std::stoi(text.substr(colon + 1), &pos);
-      if (pos != text.size() - colon - 1) port = -1;
-    } catch (...) {
-      port = -1;
-    }
-  }
-  if (colon == std::string::npos || colon == 0 || port < 0 || port > 65535) {
-    return InvalidArgument("flag '" + flag + "': got \"" + text +
-                           "\", want HOST:PORT such as 127.0.0.1:7070");
-  }
-  return std::make_pair(text.substr(0, colon), port);
-}
 
 int HeadMain(std::vector<std::string> args) {
   CLI::App app{"corral head: the control plane"};
@@ -42,17 +24,9 @@ int HeadMain(std::vector<std::string> args) {
   app.add_option("--min-runtime-before-preempt", min_runtime,
                  "a run is not preempted before it ran this long (anti-thrashing)");
   app.add_option("--fair-share-half-life", half_life, "half-life of the usage behind fair share");
-  std::reverse(args.begin(), args.end());
-  try {
-    app.parse(args);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  auto hp = ParseHostPort("--listen", listen);
-  if (!hp.ok()) {
-    std::cerr << "corral head: " << hp.status().message() << "\n";
-    return 2;
-  }
+  if (auto code = ParseFlags(app, std::move(args))) return *code;
+  auto hp = ListenFlag("head", listen);
+  if (!hp) return 2;
   auto min_runtime_ms = ParseDuration("--min-runtime-before-preempt", min_runtime);
   auto half_life_ms = ParseDuration("--fair-share-half-life", half_life);
   for (const auto* d : {&min_runtime_ms, &half_life_ms}) {

@@ -12,6 +12,7 @@
 #include "cli/config.h"
 #include "cmd/child_process.h"
 #include "cmd/commands.h"
+#include "cmd/flags.h"
 #include "cmd/signals.h"
 #include "core/codec.h"
 #include "net/http_client.h"
@@ -156,17 +157,9 @@ int UpMain(std::vector<std::string> args) {
   app.add_flag("--demo", demo, "run sample jobs, print their outcome, then stop");
   app.add_flag("--no-user-config", no_user_config,
                "do not write ~/.config/corral/config.json (only STATE_DIR/client.json)");
-  std::reverse(args.begin(), args.end());
-  try {
-    app.parse(args);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  auto hp = ParseHostPort("--listen", listen);
-  if (!hp.ok()) {
-    std::cerr << "corral up: " << hp.status().message() << "\n";
-    return 2;
-  }
+  if (auto code = ParseFlags(app, std::move(args))) return *code;
+  auto hp = ListenFlag("up", listen);
+  if (!hp) return 2;
   BlockStopSignals();
   std::error_code ec;
   std::filesystem::create_directories(state_dir + "/agents", ec);
