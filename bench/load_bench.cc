@@ -2,7 +2,7 @@
 // threads and reports acknowledged submissions per second, then waits for every job and
 // reports submit-to-start latency (p50, p99) from the head's own job records.
 //
-//   corral_load --addr http://127.0.0.1:7070 --token $(cat DIR/admin.token) --jobs 1000 \
+//   corral_load --addr http://127.0.0.1:7070 --token $(cat DIR/admin.token) --jobs 1000
 //               --concurrency 8 --gpus 1 [--cmd true] [--idle 1]
 #include <algorithm>
 #include <atomic>
