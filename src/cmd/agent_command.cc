@@ -66,7 +66,7 @@ int AgentMain(std::vector<std::string> args) {
   CLI::App app{"corral agent: runs jobs on this node"};
   std::string head_url, join_token_file, name, state_dir, simulate, listen = "127.0.0.1:0";
   std::vector<std::string> labels;
-  int64_t lease_s = 60;
+  int64_t lease_s = 40;  // below the head's --down-after (60 s): a run is stopped here before it is requeued there
   double cpus = 0;
   std::string memory;
   app.add_option("--head", head_url, "the head's URL, e.g. http://10.0.0.1:7070")->required();
