@@ -4,10 +4,24 @@
 //
 //   corral_load --addr http://127.0.0.1:7070 --token $(cat DIR/admin.token) --jobs 1000
 //               --concurrency 8 --gpus 1 [--cmd true] [--idle 1]
+//
+// Besides the headline numbers it prints where the time goes, from the head's records
+// (all times are the same machine's wall clock, in ms):
+//   ack          client-side time of each POST /v1/jobs (includes the fsync'd group commit)
+//   queued       submitted_at -> run scheduled_at (the head's scheduling pass)
+//   dispatch     scheduled_at -> started_at (durable commit, long-poll answer, agent launch)
+//   exit seen    run started_at -> job ended_at (job runtime + the agent noticing the exit
+//                and reporting it)
+// "all done (records)" is the last job's ended_at minus the wall-clock time before the first
+// POST, so it does not depend on this tool's own polling period.
+// With --idle 1 it also prints "client submit-to-start": started_at minus the wall-clock time
+// just before the POST, i.e. including the HTTP round trip, as the Slurm anchor measures
+// (its clock starts before sbatch).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,6 +48,21 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::min(i, v.size() - 1)];
 }
 
+void PrintDist(const char* what, const std::vector<double>& v) {
+  std::printf("  %-24s p50 %6.0f ms  p99 %6.0f ms  max %6.0f ms  (n=%zu)\n", what,
+              Percentile(v, 0.5), Percentile(v, 0.99), Percentile(v, 1.0), v.size());
+}
+
+int64_t WallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool Terminal(const std::string& st) {
+  return st == "succeeded" || st == "failed" || st == "cancelled";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -57,24 +86,39 @@ int main(int argc, char** argv) {
   if (idle) concurrency = 1;
   std::atomic<int> next{0}, failed{0};
   std::vector<std::vector<corral::JobId>> ids(concurrency);
+  std::vector<std::vector<double>> ack_ms(concurrency);
+  std::vector<std::pair<corral::JobId, int64_t>> client_submit;  // idle: wall ms before POST
+  std::mutex first_error_mu;
+  std::string first_error;
+  int64_t wall0 = WallMs();
   auto t0 = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
   for (int t = 0; t < concurrency; ++t) {
     threads.emplace_back([&, t] {
       corral::net::HttpClient client(addr, token);
       while (next.fetch_add(1) < jobs) {
+        int64_t before_wall = WallMs();
+        auto before = std::chrono::steady_clock::now();
         auto r = client.Post("/v1/jobs", body, 30s);
         if (!r.ok() || r->status != 201) {
           ++failed;
+          std::lock_guard lock(first_error_mu);
+          if (first_error.empty()) {
+            first_error = r.ok() ? "HTTP " + std::to_string(r->status) + ": " + r->body
+                                 : r.status().ToString();
+          }
           continue;
         }
+        ack_ms[t].push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - before)
+                .count());
         corral::JobId id = Json::parse(r->body)["job"]["id"].get<corral::JobId>();
         ids[t].push_back(id);
+        if (idle) client_submit.emplace_back(id, before_wall);
         while (idle) {
           auto j = client.Get("/v1/jobs/" + std::to_string(id), 30s);
           if (!j.ok()) break;
-          std::string st = Json::parse(j->body)["job"]["state"];
-          if (st == "succeeded" || st == "failed" || st == "cancelled") break;
+          if (Terminal(Json::parse(j->body)["job"]["state"])) break;
           std::this_thread::sleep_for(20ms);
         }
       }
@@ -83,16 +127,26 @@ int main(int argc, char** argv) {
   for (auto& th : threads) th.join();
   double submit_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::vector<corral::JobId> all;
+  std::vector<double> acks;
   for (auto& v : ids) all.insert(all.end(), v.begin(), v.end());
+  for (auto& v : ack_ms) acks.insert(acks.end(), v.begin(), v.end());
   std::sort(all.begin(), all.end());
   std::printf("submitted %zu jobs (%d failed) in %.2f s: %.0f acknowledged jobs/s\n", all.size(),
               failed.load(), submit_s, static_cast<double>(all.size()) / submit_s);
+  if (!first_error.empty()) std::printf("first failure: %s\n", first_error.c_str());
 
   // Wait until every job is over, then read the head's records.
   corral::net::HttpClient client(addr, token);
-  std::vector<double> latency_ms;
+  std::vector<double> latency_ms, queued_ms, dispatch_ms, exit_ms;
+  std::vector<std::pair<corral::JobId, int64_t>> started;  // id, started_at
+  int64_t last_end = 0;
   while (true) {
     latency_ms.clear();
+    queued_ms.clear();
+    dispatch_ms.clear();
+    exit_ms.clear();
+    started.clear();
+    last_end = 0;
     size_t done = 0;
     corral::JobId after = all.empty() ? 0 : all.front() - 1;
     while (true) {
@@ -102,24 +156,56 @@ int main(int argc, char** argv) {
       for (const Json& j : page["jobs"]) {
         corral::JobId id = j["id"].get<corral::JobId>();
         if (!std::binary_search(all.begin(), all.end(), id)) continue;
-        std::string st = j["state"];
-        if (st == "succeeded" || st == "failed" || st == "cancelled") ++done;
-        if (!j["runs"].empty() && j["runs"][0]["started_at"].get<int64_t>() > 0) {
-          latency_ms.push_back(static_cast<double>(j["runs"][0]["started_at"].get<int64_t>() -
-                                                   j["submitted_at"].get<int64_t>()));
+        if (Terminal(j["state"])) {
+          ++done;
+          last_end = std::max(last_end, j["ended_at"].get<int64_t>());
+        }
+        if (j["runs"].empty()) continue;
+        const Json& run = j["runs"][0];
+        int64_t submitted = j["submitted_at"].get<int64_t>();
+        int64_t scheduled = run["scheduled_at"].get<int64_t>();
+        int64_t start = run["started_at"].get<int64_t>();
+        if (scheduled > 0) queued_ms.push_back(static_cast<double>(scheduled - submitted));
+        if (start > 0) {
+          latency_ms.push_back(static_cast<double>(start - submitted));
+          started.emplace_back(id, start);
+          if (scheduled > 0) dispatch_ms.push_back(static_cast<double>(start - scheduled));
+          int64_t ended = j["ended_at"].get<int64_t>();
+          if (ended > 0) exit_ms.push_back(static_cast<double>(ended - start));
         }
       }
       if (page["next_after"].is_null()) break;
       after = page["next_after"].get<corral::JobId>();
     }
     if (done >= all.size()) break;
-    std::this_thread::sleep_for(500ms);
+    std::this_thread::sleep_for(100ms);
   }
   double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("all %zu jobs done in %.2f s: %.0f jobs/s end to end\n", all.size(), total_s,
               static_cast<double>(all.size()) / total_s);
+  if (last_end > 0) {
+    double rec_s = static_cast<double>(last_end - wall0) / 1000.0;
+    std::printf("all done (records): last job ended %.2f s after the first POST: %.0f jobs/s\n",
+                rec_s, static_cast<double>(all.size()) / rec_s);
+  }
   std::printf("submit-to-start latency: p50 %.0f ms, p99 %.0f ms, max %.0f ms\n",
               Percentile(latency_ms, 0.5), Percentile(latency_ms, 0.99),
               Percentile(latency_ms, 1.0));
+  std::printf("breakdown:\n");
+  PrintDist("ack (POST round trip)", acks);
+  PrintDist("queued (submit->sched)", queued_ms);
+  PrintDist("dispatch (sched->start)", dispatch_ms);
+  PrintDist("exit seen (start->end)", exit_ms);
+  if (idle) {
+    std::vector<double> client_lat;
+    std::sort(started.begin(), started.end());
+    for (const auto& [id, before] : client_submit) {
+      auto it = std::lower_bound(started.begin(), started.end(), std::make_pair(id, int64_t{0}));
+      if (it != started.end() && it->first == id) {
+        client_lat.push_back(static_cast<double>(it->second - before));
+      }
+    }
+    PrintDist("client submit-to-start", client_lat);
+  }
   return failed.load() == 0 ? 0 : 1;
 }
