@@ -85,6 +85,7 @@ int32_t ClusterModel::Upsert(const NodeInfo& info) {
       slots_.emplace_back();
     }
     by_name_[info.name] = i;
+    ++layout_version_;
   } else {
     NodeSlot& old = slots_[i];
     Unindex(i);
@@ -141,6 +142,7 @@ void ClusterModel::Remove(const std::string& name) {
   slots_[i] = NodeSlot{};
   by_name_.erase(name);
   free_slots_.push_back(i);
+  ++layout_version_;
 }
 
 void ClusterModel::Adjust(int32_t i, const std::vector<int32_t>& gpu_indices, int32_t cpu,
@@ -175,7 +177,11 @@ void ClusterModel::AdjustPlacement(const std::vector<ReplicaPlacement>& placemen
 int32_t ClusterModel::Capacity(int32_t i, const Shape& s, TimeMs end, int32_t want) const {
   const NodeSlot& n = slots_[i];
   if (!n.live || !n.info.schedulable || !Matches(n, s)) return 0;
-  int64_t g = n.free_gpus, c = n.free_cpu, m = n.free_mem;
+  return CapacityWith(n, s, end, want, n.free_gpus, n.free_cpu, n.free_mem);
+}
+
+int32_t ClusterModel::CapacityWith(const NodeSlot& n, const Shape& s, TimeMs end, int32_t want,
+                                   int64_t g, int64_t c, int64_t m) {
   if (end > n.hold_start) {
     g -= n.hold_gpus;
     c -= n.hold_cpu;
@@ -187,6 +193,18 @@ int32_t ClusterModel::Capacity(int32_t i, const Shape& s, TimeMs end, int32_t wa
   if (s.mem > 0) k = std::min<int64_t>(k, m / s.mem);
   if (g < 0 || c < 0 || m < 0) return 0;
   return static_cast<int32_t>(std::max<int64_t>(0, k));
+}
+
+void ClusterModel::SetUsage(int32_t i, const std::vector<uint8_t>& busy, int32_t free_gpus,
+                            int32_t free_cpu, int64_t free_mem) {
+  NodeSlot& n = slots_[i];
+  bool indexed = n.indexed_at >= 0;
+  if (indexed) Unindex(i);
+  n.busy = busy;
+  n.free_gpus = free_gpus;
+  n.free_cpu = free_cpu;
+  n.free_mem = free_mem;
+  if (indexed) Index(i);
 }
 
 std::vector<int32_t> ClusterModel::PickGpus(int32_t i, int32_t gpus) const {

@@ -68,6 +68,15 @@ class ClusterModel {
 
   // How many replicas of `s` (up to `want`) fit on node i now, for a job ending at `end`.
   int32_t Capacity(int32_t i, const Shape& s, TimeMs end, int32_t want) const;
+  // The same for node n with the given free resources (holds apply), n assumed to match.
+  static int32_t CapacityWith(const NodeSlot& n, const Shape& s, TimeMs end, int32_t want,
+                              int64_t free_gpus, int64_t free_cpu, int64_t free_mem);
+  // Sets what is bound on node i (busy GPUs by position, and the free counts that go with
+  // them), re-indexing it once. What-if searches (what_if.h) write their result with it.
+  void SetUsage(int32_t i, const std::vector<uint8_t>& busy, int32_t free_gpus, int32_t free_cpu,
+                int64_t free_mem);
+  // Changes whenever a node name gets or loses a slot: slot numbers cached by name are stale.
+  uint64_t layout_version() const { return layout_version_; }
   // Picks `gpus` free GPUs on node i: within one NVLink/NUMA group when one has room (the
   // group with the fewest free that fits), else from the fullest-free groups first.
   std::vector<int32_t> PickGpus(int32_t i, int32_t gpus) const;
@@ -109,6 +118,7 @@ class ClusterModel {
   int64_t total_mem_ = 0;
   int64_t free_gpus_ = 0;  // on schedulable nodes
   int64_t held_gpus_ = 0;  // by holds of this pass
+  uint64_t layout_version_ = 1;
 };
 
 }  // namespace corral::sched

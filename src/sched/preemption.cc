@@ -5,10 +5,16 @@
 // min_runtime_before_preempt_ms, were placed in this pass or are already being preempted are
 // spared. Candidates are released from the least lost work (GPU-ms since started_at) up
 // until the job fits; then every released run that the found placement does not need is
-// given back, the most lost work first. The placement is simulated on the model, so a
-// victim is only named when the job then fits.
+// given back, the most lost work first. The placement is simulated, so a victim is only
+// named when the job then fits.
+//
+// The search runs on a WhatIf scratch (what_if.h), not on the model: releasing a candidate
+// costs its replicas, and "does the job fit now?" is one comparison. The model is touched
+// only once the job fits, to find the placement itself.
 #include <algorithm>
+#include <string>
 
+#include "core/status.h"
 #include "sched/state.h"
 
 namespace corral::sched {
@@ -21,8 +27,7 @@ bool Spared(const SchedState& st, const RunEntry& r) {
 }
 
 bool TouchesMatching(const SchedState& st, const RunEntry& r, const Shape& s) {
-  for (const ReplicaPlacement& p : r.placement) {
-    int32_t slot = st.model.Find(p.node);
+  for (int32_t slot : st.SlotsOf(r)) {
     if (slot < 0) continue;
     const NodeSlot& n = st.model.slot(slot);
     if (n.info.schedulable && Matches(n, s)) return true;
@@ -31,8 +36,7 @@ bool TouchesMatching(const SchedState& st, const RunEntry& r, const Shape& s) {
 }
 
 bool TouchesAny(const SchedState& st, const RunEntry& r, const std::vector<NodeDemand>& nodes) {
-  for (const ReplicaPlacement& p : r.placement) {
-    int32_t slot = st.model.Find(p.node);
+  for (int32_t slot : st.SlotsOf(r)) {
     for (const NodeDemand& d : nodes) {
       if (d.slot == slot) return true;
     }
@@ -40,20 +44,44 @@ bool TouchesAny(const SchedState& st, const RunEntry& r, const std::vector<NodeD
   return false;
 }
 
-// Does every node still have room for its part of the placement (holds apply)?
-bool Satisfied(const SchedState& st, const std::vector<NodeDemand>& demand) {
-  for (const NodeDemand& d : demand) {
-    const NodeSlot& n = st.model.slot(d.slot);
-    if (n.free_gpus - n.hold_gpus < d.gpus || n.free_cpu - n.hold_cpu < d.cpu ||
-        n.free_mem - n.hold_mem < d.mem) {
-      return false;
-    }
-  }
-  return true;
-}
-
 DurationMs LostWork(const SchedState& st, const RunEntry& r) {
   return r.gpus * std::max<DurationMs>(0, st.now - r.started_at);
+}
+
+// The order victims are tried in: the least lost work first (a total order).
+bool Cheaper(const SchedState& st, const RunEntry& a, const RunEntry& b) {
+  DurationMs la = LostWork(st, a), lb = LostWork(st, b);
+  if (la != lb) return la < lb;
+  if (a.job.priority != b.job.priority) return a.job.priority < b.job.priority;
+  if (a.started_at != b.started_at) return a.started_at > b.started_at;
+  return a.job.id > b.job.id;
+}
+
+// Orders a pass's possible victims (see SchedState::victim_order).
+void BuildVictimOrder(SchedState& st) {
+  st.victim_order_pass = st.pass;
+  st.victim_order.clear();
+  st.victim_max_key_a = INT64_MIN;
+  for (auto& [id, r] : st.running) {
+    if (Spared(st, r)) continue;
+    int64_t key_a = 0;
+    if (st.config.policy != OrderPolicy::kCorral) {
+      DurationMs attained =
+          r.job.attained_ms + r.gpus * std::max<DurationMs>(0, st.now - r.started_at);
+      key_a = StaticKey(st.config, r.job, attained).a;
+      st.victim_max_key_a = std::max(st.victim_max_key_a, key_a);
+    }
+    st.victim_order.push_back({&r, key_a, LostWork(st, r)});
+  }
+  // Cheaper(), with the lost work computed once.
+  std::sort(st.victim_order.begin(), st.victim_order.end(), [](const auto& x, const auto& y) {
+    if (x.lost != y.lost) return x.lost < y.lost;
+    const RunEntry& a = *x.run;
+    const RunEntry& b = *y.run;
+    if (a.job.priority != b.job.priority) return a.job.priority < b.job.priority;
+    if (a.started_at != b.started_at) return a.started_at > b.started_at;
+    return a.job.id > b.job.id;
+  });
 }
 
 }  // namespace
@@ -73,6 +101,9 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
     bound += st.preemptible_gpus[q] - st.PlacedPreemptible(q);
   }
   if (bound < gpus) return false;
+  if (policy != OrderPolicy::kCorral && !IsPreemptive(policy)) return false;
+  if (st.victim_order_pass != st.pass) BuildVictimOrder(st);
+  // Candidates: the pass's possible victims that this job may displace, in victim order.
   if (policy == OrderPolicy::kCorral) {
     int64_t incoming = 0;
     for (const auto& [id, vs] : st.victims_of) {
@@ -83,39 +114,45 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
     }
     reclaim = st.queues.AllocGpus(job.queue) + incoming + gpus <= st.queues.Quota(job.queue);
     if (!reclaim && st.preemptible_priorities.begin()->first >= j.priority) return false;
+    // By queue: 0 not searched, 1 searched and not over its quota, 2 searched and over.
+    std::vector<uint8_t> searched(st.running_by_queue.size(), 0);
     for (int32_t q = 0; q < static_cast<int32_t>(st.running_by_queue.size()); ++q) {
       bool over = st.queues.AllocGpus(q) - st.Freeing(q) > st.queues.Quota(q);
       if (q != job.queue && !over) continue;
-      for (JobId id : st.running_by_queue[q]) {
-        ++st.work;
-        RunEntry& r = st.running.at(id);
-        if (Spared(st, r)) continue;
-        bool lower = r.job.priority < j.priority;
-        if (q == job.queue ? !(lower || (over && reclaim)) : !(lower || reclaim)) continue;
-        if (TouchesMatching(st, r, s)) cands.push_back(&r);
-      }
+      searched[q] = over ? 2 : 1;
+      st.work += static_cast<int64_t>(st.running_by_queue[q].size());
     }
-  } else if (IsPreemptive(policy)) {
-    for (auto& [id, r] : st.running) {
-      ++st.work;
-      if (Spared(st, r)) continue;
-      DurationMs attained =
-          r.job.attained_ms + r.gpus * std::max<DurationMs>(0, st.now - r.started_at);
-      if (!BaselinePreempts(policy, job.key, StaticKey(st.config, r.job, attained))) continue;
+    for (const SchedState::VictimEntry& v : st.victim_order) {
+      RunEntry& r = *v.run;
+      int32_t q = r.queue;
+      if (q < 0 || q >= static_cast<int32_t>(searched.size()) || !searched[q]) continue;
+      if (r.preempted_for != 0) continue;  // spared since the order was built
+      bool over = searched[q] == 2;
+      bool lower = r.job.priority < j.priority;
+      if (q == job.queue ? !(lower || (over && reclaim)) : !(lower || reclaim)) continue;
       if (TouchesMatching(st, r, s)) cands.push_back(&r);
+    }
+  } else {
+    st.work += static_cast<int64_t>(st.running.size());
+    // Only runs with a strictly worse key may be displaced.
+    if (st.victim_max_key_a <= job.key.a) return false;
+    for (const SchedState::VictimEntry& v : st.victim_order) {
+      if (v.key_a <= job.key.a || v.run->preempted_for != 0) continue;
+      if (TouchesMatching(st, *v.run, s)) cands.push_back(v.run);
     }
   }
   if (cands.empty()) return false;
-  auto cheaper = [&](const RunEntry* a, const RunEntry* b) {
-    DurationMs la = LostWork(st, *a), lb = LostWork(st, *b);
-    if (la != lb) return la < lb;
-    if (a->job.priority != b->job.priority) return a->job.priority < b->job.priority;
-    if (a->started_at != b->started_at) return a->started_at > b->started_at;
-    return a->job.id > b->job.id;
-  };
-  std::sort(cands.begin(), cands.end(), cheaper);
+  // Even releasing every candidate would leave too few free GPUs: no try could succeed.
+  int64_t cand_gpus = 0;
+  for (const RunEntry* r : cands) cand_gpus += r->gpus;
+  if (st.model.free_gpus() + cand_gpus < s.TotalGpus()) return false;
+  auto cheaper = [&](const RunEntry* a, const RunEntry* b) { return Cheaper(st, *a, *b); };
 
-  Placer placer(st.model, &st.work);
+  WhatIf& w = st.what_if;
+  w.Reset(&st.model, s);
+  auto release = [&](const RunEntry& r, int sign) {
+    w.Release(r.placement, st.SlotsOf(r), r.job.per_replica, sign);
+  };
   std::vector<RunEntry*> released;
   std::map<int32_t, int64_t> taken;  // queue -> GPUs released from it here
   bool ok = false;
@@ -128,47 +165,45 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
             st.queues.Quota(r->queue)) {
       continue;  // its queue is no longer over quota
     }
-    st.BindRun(*r, -1);
+    release(*r, -1);
     released.push_back(r);
     taken[r->queue] += r->gpus;
     ++st.work;
-    if (st.model.free_gpus() < s.TotalGpus() || released.size() < next_try) continue;
-    if (placer.Place(s, kUnknownTime, false, placement)) {
+    // Trying after every release would make the search quadratic; the tries thin out.
+    if (w.free_gpus() < s.TotalGpus() || released.size() < next_try) continue;
+    ++st.work;
+    if (w.Fits()) {
       ok = true;
       break;
     }
     next_try = released.size() + std::max<size_t>(1, released.size() / 8);
   }
-  if (!ok && !released.empty() && released.size() < next_try) {
-    ok = placer.Place(s, kUnknownTime, false, placement);
-  }
-  if (!ok) {
-    for (RunEntry* r : released) st.BindRun(*r, +1);
-    return false;
-  }
-  // Give back what the placement does not need: first runs off its nodes (no check needed),
-  // then the costliest runs on its nodes while the placement still fits.
+  if (!ok && !released.empty() && released.size() < next_try) ok = w.Fits();
+  if (!ok) return false;
+  Placer placer(st.model, &st.work);
+  w.Apply();
+  bool placed = placer.Place(s, kUnknownTime, false, placement);
+  w.Restore();
+  CORRAL_CHECK(placed, "WhatIf::Fits disagrees with Placer::Place for job " + std::to_string(j.id));
+  // Give back what the placement does not need: runs off its nodes need no check (they
+  // cannot change its nodes' room), then the costliest runs on its nodes while the placement
+  // still fits. Only the scratch changes: the model still has every run bound.
   std::vector<NodeDemand> demand = DemandOf(st.model, s, *placement);
   std::vector<RunEntry*> needed;
   for (RunEntry* r : released) {
-    if (TouchesAny(st, *r, demand)) {
-      needed.push_back(r);
-    } else {
-      st.BindRun(*r, +1);
-    }
+    if (TouchesAny(st, *r, demand)) needed.push_back(r);
   }
   std::sort(needed.begin(), needed.end(), [&](auto* a, auto* b) { return cheaper(b, a); });
   std::vector<RunEntry*> chosen;
   for (RunEntry* r : needed) {
     ++st.work;
-    st.BindRun(*r, +1);
-    if (!Satisfied(st, demand)) {
-      st.BindRun(*r, -1);
+    release(*r, +1);
+    if (!w.Satisfied(demand)) {
+      release(*r, -1);
       chosen.push_back(r);
     }
   }
   // The victims keep their resources until the driver removes them.
-  for (RunEntry* r : chosen) st.BindRun(*r, +1);
   std::sort(chosen.begin(), chosen.end(), [](auto* a, auto* b) { return a->job.id < b->job.id; });
   victims->clear();
   for (RunEntry* r : chosen) victims->push_back(r->job.id);

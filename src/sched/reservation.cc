@@ -1,7 +1,9 @@
 // Reservations for blocked jobs (DESIGN §6.6): when and where the job would start if running
 // jobs ended at their expected ends, and holds that keep later jobs from delaying it.
 #include <algorithm>
+#include <string>
 
+#include "core/status.h"
 #include "sched/state.h"
 
 namespace corral::sched {
@@ -29,8 +31,10 @@ namespace {
 
 // Adds what a run frees on each node to `acc`.
 void Accumulate(const SchedState& st, const RunEntry& r, std::vector<NodeDemand>* acc) {
-  for (const ReplicaPlacement& p : r.placement) {
-    int32_t slot = st.model.Find(p.node);
+  const std::vector<int32_t>& slots = st.SlotsOf(r);
+  for (size_t k = 0; k < r.placement.size(); ++k) {
+    const ReplicaPlacement& p = r.placement[k];
+    int32_t slot = slots[k];
     if (slot < 0) continue;
     auto it = std::find_if(acc->begin(), acc->end(), [&](auto& d) { return d.slot == slot; });
     if (it == acc->end()) {
@@ -60,9 +64,10 @@ void HoldFor(SchedState& st, const Shape& s, const std::vector<ReplicaPlacement>
   }
 }
 
+// The release scan runs on a WhatIf scratch (what_if.h): the model is touched only to find
+// the placement once the job fits.
 bool Reserve(SchedState& st, const PendingEntry& job, Reservation* out) {
   Shape s = ShapeOf(job.job);
-  Placer placer(st.model, &st.work);
   std::vector<const RunEntry*> order;
   // The job's own victims end first; runs preempted for other jobs are theirs, never ours.
   if (auto it = st.victims_of.find(job.job.id); it != st.victims_of.end()) {
@@ -70,21 +75,25 @@ bool Reserve(SchedState& st, const PendingEntry& job, Reservation* out) {
       if (auto r = st.running.find(v); r != st.running.end()) order.push_back(&r->second);
     }
   }
-  std::vector<const RunEntry*> released;
+  WhatIf& w = st.what_if;
+  w.Reset(&st.model, s);
+  size_t released = 0;
   std::vector<NodeDemand> acc;
-  std::vector<ReplicaPlacement> placement;
   bool ok = false;
   TimeMs start = st.now;
   auto release = [&](const RunEntry* r) {
-    st.BindRun(*r, -1);
-    released.push_back(r);
+    w.Release(r->placement, st.SlotsOf(*r), r->job.per_replica, -1);
+    ++released;
     Accumulate(st, *r, &acc);
     ++st.work;
   };
   for (const RunEntry* r : order) release(r);
-  if (!released.empty()) ok = placer.Place(s, kUnknownTime, false, &placement);
+  if (released > 0) {
+    ++st.work;
+    ok = w.Fits();
+  }
   if (!ok) {
-    size_t next_try = released.size() + 1;
+    size_t next_try = released + 1;
     auto it = st.by_end.begin();
     while (it != st.by_end.end() && st.work <= st.config.max_work_per_pass) {
       // Release every run with this expected end, then try.
@@ -95,22 +104,28 @@ bool Reserve(SchedState& st, const PendingEntry& job, Reservation* out) {
         ++it;
         if (r.preempted_for == 0) release(&r);
       } while (end != kUnknownTime && it != st.by_end.end() && it->first == end);
-      if (st.model.free_gpus() < s.TotalGpus() || released.size() < next_try) continue;
-      if (placer.Place(s, kUnknownTime, false, &placement)) {
+      if (w.free_gpus() < s.TotalGpus() || released < next_try) continue;
+      ++st.work;
+      if (w.Fits()) {
         ok = true;
         start = end;
         break;
       }
-      next_try = released.size() + std::max<size_t>(1, released.size() / 8);
+      next_try = released + std::max<size_t>(1, released / 8);
     }
-    if (!ok && it == st.by_end.end() && released.size() >= 1 &&
-        st.work <= st.config.max_work_per_pass) {
-      ok = placer.Place(s, kUnknownTime, false, &placement);
+    if (!ok && it == st.by_end.end() && released >= 1 && st.work <= st.config.max_work_per_pass) {
+      ok = w.Fits();
       if (ok) start = st.by_end.empty() ? st.now : std::prev(st.by_end.end())->first;
     }
   }
-  for (const RunEntry* r : released) st.BindRun(*r, +1);
   if (!ok) return false;
+  std::vector<ReplicaPlacement> placement;
+  Placer placer(st.model, &st.work);
+  w.Apply();
+  bool placed = placer.Place(s, kUnknownTime, false, &placement);
+  w.Restore();
+  CORRAL_CHECK(placed, "WhatIf::Fits disagrees with Placer::Place for job " +
+                           std::to_string(job.job.id));
   if (start != kUnknownTime) start = std::max(start, st.now);
   HoldFor(st, s, placement, acc, start == kUnknownTime ? st.now : start);
   out->job = job.job.id;

@@ -14,6 +14,7 @@
 #include "sched/pending_set.h"
 #include "sched/placement.h"
 #include "sched/scheduler.h"
+#include "sched/what_if.h"
 
 namespace corral::sched {
 
@@ -29,6 +30,10 @@ struct RunEntry {
   TimeMs expected_end = kUnknownTime;  // started_at + time limit
   JobId preempted_for = 0;             // non-zero while being preempted
   uint64_t placed_in_pass = 0;         // the pass that placed it (never a victim in it)
+  // Model slot of each replica's node (-1: unknown), valid while the model's layout_version
+  // is slots_version; see SchedState::SlotsOf.
+  mutable std::vector<int32_t> slots;
+  mutable uint64_t slots_version = 0;
 };
 
 struct SchedState {
@@ -56,6 +61,18 @@ struct SchedState {
   // Per pass.
   TimeMs now = 0;
   int64_t work = 0;
+  WhatIf what_if;  // scratch of victim searches and reservation scans
+  // Built by the first victim search of a pass (preemption.cc): the runs that may be victims
+  // in this pass, in the order victims are tried (least lost work first). A run's lost work
+  // and baseline key do not change during a pass, and one spared stays spared.
+  struct VictimEntry {
+    RunEntry* run;
+    int64_t key_a;  // StaticKey(...).a of the run now (kSrtf, kLas)
+    DurationMs lost;  // GPU-ms since it started
+  };
+  std::vector<VictimEntry> victim_order;
+  int64_t victim_max_key_a = 0;  // over victim_order
+  uint64_t victim_order_pass = 0;  // the pass they were built in
 
   std::set<JobId>& RunsOfQueue(int32_t q) {
     if (static_cast<int32_t>(running_by_queue.size()) <= q) running_by_queue.resize(q + 1);
@@ -90,7 +107,22 @@ struct SchedState {
   }
   // Binds (+1) or frees (-1) a run's resources in the model only (not in the queue book).
   void BindRun(const RunEntry& r, int sign) {
-    model.AdjustPlacement(r.placement, r.job.per_replica, sign);
+    const std::vector<int32_t>& slots = SlotsOf(r);
+    for (size_t k = 0; k < r.placement.size(); ++k) {
+      if (slots[k] >= 0) {
+        model.Adjust(slots[k], r.placement[k].gpus, r.job.per_replica.cpu_milli,
+                     r.job.per_replica.memory_mb, sign);
+      }
+    }
+  }
+  // The model slots of a run's replicas, by position in its placement (-1: unknown node).
+  const std::vector<int32_t>& SlotsOf(const RunEntry& r) const {
+    if (r.slots_version != model.layout_version()) {
+      r.slots.clear();
+      for (const ReplicaPlacement& p : r.placement) r.slots.push_back(model.Find(p.node));
+      r.slots_version = model.layout_version();
+    }
+    return r.slots;
   }
 };
 
