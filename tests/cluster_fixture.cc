@@ -1,6 +1,7 @@
 #include "cluster_fixture.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -9,12 +10,10 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 #include <thread>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 namespace corral::testing {
 namespace {
@@ -137,9 +136,16 @@ LocalCluster::~LocalCluster() {
 void LocalCluster::StartHead() {
   std::string log = dir_ + "/head.log";
   // Port 0: the head prints the port it bound; read it from the log.
-  std::vector<std::string> argv = {CorralBin(), "head", "--state-dir", dir_, "--listen",
+  std::vector<std::string> argv = {CorralBin(),
+                                   "head",
+                                   "--state-dir",
+                                   dir_,
+                                   "--listen",
                                    addr_.empty() ? "127.0.0.1:0" : addr_.substr(7),
-                                   "--unreachable-after", "3", "--down-after", "6"};
+                                   "--unreachable-after",
+                                   "3",
+                                   "--down-after",
+                                   "6"};
   argv.insert(argv.end(), head_flags_.begin(), head_flags_.end());
   head_ = std::make_unique<Daemon>(argv, log);
   std::regex re("listening on (http://[0-9.:]+)");
@@ -168,8 +174,8 @@ void LocalCluster::StartAgent(int i) {
   agents_[i] = std::make_unique<Daemon>(
       std::vector<std::string>{CorralBin(), "agent", "--head", addr_, "--join-token-file",
                                dir_ + "/join.token", "--name", name, "--state-dir",
-                               dir_ + "/agents/" + name, "--simulate-gpus",
-                               std::to_string(gpus_), "--cpus", "64", "--memory", "256G"},
+                               dir_ + "/agents/" + name, "--simulate-gpus", std::to_string(gpus_),
+                               "--cpus", "64", "--memory", "256G"},
       dir_ + "/agents/" + name + ".log");
 }
 
@@ -184,7 +190,8 @@ void LocalCluster::KillHead(int sig) {
 CommandResult LocalCluster::Corral(const std::vector<std::string>& args) const {
   std::vector<std::string> argv = {CorralBin()};
   argv.insert(argv.end(), args.begin(), args.end());
-  return RunCommand(argv, {{"CORRAL_ADDR", addr_}, {"CORRAL_TOKEN", token_},
+  return RunCommand(argv, {{"CORRAL_ADDR", addr_},
+                           {"CORRAL_TOKEN", token_},
                            {"CORRAL_CONFIG", dir_ + "/no-such-config.json"}});
 }
 

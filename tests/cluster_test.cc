@@ -1,5 +1,6 @@
 // End to end on a real local cluster: a head and two agents (4 simulated GPUs each) as
 // separate processes on loopback, driven through the real CLI.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,10 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cluster_fixture.h"
 
@@ -61,9 +60,10 @@ TEST(Cluster, TwentyFourJobsNeverShareAGpu) {
   for (int i = 0; i < 24; ++i) {
     int gpus = sizes[i % 3];
     int replicas = (i % 8 == 7) ? 2 : 1;
-    jobs.push_back({c.Submit({"--gpus", std::to_string(gpus), "--replicas", std::to_string(replicas),
-                              "--name", "j" + std::to_string(i), "--", "/bin/sh", "-c", script}),
-                    replicas});
+    jobs.push_back(
+        {c.Submit({"--gpus", std::to_string(gpus), "--replicas", std::to_string(replicas), "--name",
+                   "j" + std::to_string(i), "--", "/bin/sh", "-c", script}),
+         replicas});
   }
   std::vector<std::string> wait_args = {"wait", "--timeout", "120s"};
   for (auto& [id, r] : jobs) wait_args.push_back(id);
@@ -112,7 +112,8 @@ TEST(Cluster, TwentyFourJobsNeverShareAGpu) {
 
 TEST(Cluster, FailingJobReportsExitCodeAndLogs) {
   LocalCluster c("fail", 1, 2);
-  std::string id = c.Submit({"--gpus", "1", "--", "/bin/sh", "-c", "echo to-out; echo to-err >&2; exit 7"});
+  std::string id =
+      c.Submit({"--gpus", "1", "--", "/bin/sh", "-c", "echo to-out; echo to-err >&2; exit 7"});
   auto w = c.Corral({"wait", id, "--timeout", "60s"});
   EXPECT_EQ(w.exit_code, 1) << w.out << w.err;
   Json job = ShowJob(c, id);
@@ -127,12 +128,11 @@ TEST(Cluster, FailingJobReportsExitCodeAndLogs) {
 TEST(Cluster, CancelKillsTheWholeProcessGroup) {
   LocalCluster c("cancel", 1, 2);
   std::string dir = c.dir();
-  std::string id = c.Submit({"--gpus", "1", "--grace-period", "2s", "--", "/bin/sh", "-c",
-                             "sleep 300 & echo $! > " + dir + "/child.pid; echo $$ > " + dir +
-                                 "/main.pid; wait"});
-  ASSERT_TRUE(WaitUntil(30000, [&] {
-    return ReadPid(dir + "/child.pid") > 0 && ReadPid(dir + "/main.pid") > 0;
-  }));
+  std::string id = c.Submit(
+      {"--gpus", "1", "--grace-period", "2s", "--", "/bin/sh", "-c",
+       "sleep 300 & echo $! > " + dir + "/child.pid; echo $$ > " + dir + "/main.pid; wait"});
+  ASSERT_TRUE(WaitUntil(
+      30000, [&] { return ReadPid(dir + "/child.pid") > 0 && ReadPid(dir + "/main.pid") > 0; }));
   pid_t child = ReadPid(dir + "/child.pid"), main = ReadPid(dir + "/main.pid");
   EXPECT_FALSE(ProcessGone(child));
   auto r = c.Corral({"cancel", id});
@@ -200,7 +200,8 @@ TEST(Cluster, EveryCallNeedsTheTokenAndTokensArePrivate) {
     EXPECT_EQ(st.st_mode & 0777, 0600u) << name;
   }
   auto r = RunCommand({CorralBin(), "submit", "--", "true"},
-                      {{"CORRAL_ADDR", c.addr()}, {"CORRAL_TOKEN", "wrong"},
+                      {{"CORRAL_ADDR", c.addr()},
+                       {"CORRAL_TOKEN", "wrong"},
                        {"CORRAL_CONFIG", c.dir() + "/none.json"}});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("token"), std::string::npos) << r.err;

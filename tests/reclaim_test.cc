@@ -2,11 +2,11 @@
 // with preemptible jobs; queue B submits four 1-GPU jobs. B's jobs start; A's victims get
 // SIGTERM (they trap it and keep running) and then SIGKILL after the grace period, are
 // requeued as new runs keeping CORRAL_CHECKPOINT_DIR, and later complete.
-#include <fstream>
-#include <sstream>
-
 #include <gtest/gtest.h>
+
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cluster_fixture.h"
 
@@ -28,7 +28,8 @@ TEST(Reclaim, QueueUnderQuotaGetsItsGpusBackByPreemption) {
       "mkdir -p $CORRAL_CHECKPOINT_DIR; "
       "if [ -f $CORRAL_CHECKPOINT_DIR/term ]; then echo resumed run $CORRAL_RUN; exit 0; fi; "
       "trap 'echo TERM $(date +%s%N) >> $CORRAL_CHECKPOINT_DIR/term' TERM; "
-      "while [ ! -f " + release + " ]; do sleep 0.1; done; echo released";
+      "while [ ! -f " +
+      release + " ]; do sleep 0.1; done; echo released";
   std::vector<std::string> a_jobs, b_jobs;
   for (int i = 0; i < 8; ++i) {
     a_jobs.push_back(c.Submit({"--queue", "a", "--gpus", "1", "--preemptible", "--grace-period",
@@ -40,7 +41,8 @@ TEST(Reclaim, QueueUnderQuotaGetsItsGpusBackByPreemption) {
   })) << "queue a did not fill the cluster";
 
   for (int i = 0; i < 4; ++i) {
-    b_jobs.push_back(c.Submit({"--queue", "b", "--gpus", "1", "--", "/bin/sh", "-c", "sleep 1; echo b done"}));
+    b_jobs.push_back(
+        c.Submit({"--queue", "b", "--gpus", "1", "--", "/bin/sh", "-c", "sleep 1; echo b done"}));
   }
   std::vector<std::string> wait_b = {"wait", "--timeout", "60s"};
   wait_b.insert(wait_b.end(), b_jobs.begin(), b_jobs.end());

@@ -24,15 +24,23 @@ HttpResponse JsonResponse(int status, const Json& body) {
 
 int HttpStatusFor(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kOk: return 200;
-    case ErrorCode::kInvalidArgument: return 400;
-    case ErrorCode::kUnauthenticated: return 401;
-    case ErrorCode::kPermissionDenied: return 403;
-    case ErrorCode::kNotFound: return 404;
+    case ErrorCode::kOk:
+      return 200;
+    case ErrorCode::kInvalidArgument:
+      return 400;
+    case ErrorCode::kUnauthenticated:
+      return 401;
+    case ErrorCode::kPermissionDenied:
+      return 403;
+    case ErrorCode::kNotFound:
+      return 404;
     case ErrorCode::kAlreadyExists:
-    case ErrorCode::kFailedPrecondition: return 409;
-    case ErrorCode::kUnavailable: return 503;
-    case ErrorCode::kInternal: return 500;
+    case ErrorCode::kFailedPrecondition:
+      return 409;
+    case ErrorCode::kUnavailable:
+      return 503;
+    case ErrorCode::kInternal:
+      return 500;
   }
   return 500;
 }
@@ -60,8 +68,9 @@ Result<int64_t> QueryInt(const HttpRequest& req, const std::string& key, int64_t
   if (it == req.query.end()) return def;
   uint64_t v = 0;
   if (!ParseU64(it->second, &v) || static_cast<int64_t>(v) < lo || static_cast<int64_t>(v) > hi) {
-    return InvalidArgument("query '" + key + "': got \"" + it->second + "\", want an integer from " +
-                           std::to_string(lo) + " to " + std::to_string(hi));
+    return InvalidArgument("query '" + key + "': got \"" + it->second +
+                           "\", want an integer from " + std::to_string(lo) + " to " +
+                           std::to_string(hi));
   }
   return static_cast<int64_t>(v);
 }
@@ -107,8 +116,9 @@ void ApiService::Handle(HttpRequest req, Responder respond) {
   }
   if (parts[1] == "agent") return HandleAgent(req, parts, std::move(respond));
   if (!head::TokensEqual(req.BearerToken(), head_->tokens().admin)) {
-    return respond(ErrorResponse(Status(ErrorCode::kUnauthenticated,
-                                        "missing or invalid bearer token (see STATE_DIR/admin.token)")));
+    return respond(
+        ErrorResponse(Status(ErrorCode::kUnauthenticated,
+                             "missing or invalid bearer token (see STATE_DIR/admin.token)")));
   }
   if (parts[1] == "jobs") return HandleJobs(req, parts, std::move(respond));
   if (parts[1] == "nodes") return HandleNodes(req, parts, std::move(respond));
@@ -122,18 +132,21 @@ void ApiService::HandleJobs(const HttpRequest& req, const std::vector<std::strin
   if (parts.size() == 2 && req.method == "POST") {
     Json body = Json::parse(req.body, nullptr, false);
     if (body.is_discarded() || !body.is_object()) {
-      return respond(ErrorResponse(InvalidArgument("body: want a JSON object {\"spec\": ..., \"user\": ...}")));
+      return respond(ErrorResponse(
+          InvalidArgument("body: want a JSON object {\"spec\": ..., \"user\": ...}")));
     }
     for (auto it = body.begin(); it != body.end(); ++it) {
       if (it.key() != "spec" && it.key() != "user") {
-        return respond(ErrorResponse(InvalidArgument("unknown field '" + it.key() + "'; want spec, user")));
+        return respond(
+            ErrorResponse(InvalidArgument("unknown field '" + it.key() + "'; want spec, user")));
       }
     }
     auto spec = ParseJobSpec(body.value("spec", Json()));
     if (!spec.ok()) return respond(ErrorResponse(spec.status()));
     std::string user;
     if (auto u = body.find("user"); u != body.end()) {
-      if (!u->is_string()) return respond(ErrorResponse(InvalidArgument("field 'user': want a string")));
+      if (!u->is_string())
+        return respond(ErrorResponse(InvalidArgument("field 'user': want a string")));
       user = u->get<std::string>();
     }
     return head_->Submit(std::move(*spec), std::move(user),
@@ -167,16 +180,20 @@ void ApiService::HandleJobs(const HttpRequest& req, const std::vector<std::strin
     f.limit = static_cast<int32_t>(*limit);
     f.after = static_cast<JobId>(*after);
     int32_t lim = f.limit;
-    return head_->ListJobs(f, Answer<std::vector<Job>>(std::move(respond), [lim](const std::vector<Job>& jobs) {
-      Json arr = Json::array();
-      for (const Job& j : jobs) arr.push_back(ToJson(j));
-      Json next = static_cast<int32_t>(jobs.size()) == lim && !jobs.empty() ? Json(jobs.back().id) : Json();
-      return Json{{"jobs", arr}, {"next_after", next}};
-    }));
+    return head_->ListJobs(
+        f, Answer<std::vector<Job>>(std::move(respond), [lim](const std::vector<Job>& jobs) {
+          Json arr = Json::array();
+          for (const Job& j : jobs) arr.push_back(ToJson(j));
+          Json next = static_cast<int32_t>(jobs.size()) == lim && !jobs.empty()
+                          ? Json(jobs.back().id)
+                          : Json();
+          return Json{{"jobs", arr}, {"next_after", next}};
+        }));
   }
   uint64_t id = 0;
   if (parts.size() >= 3 && !ParseU64(parts[2], &id)) {
-    return respond(ErrorResponse(InvalidArgument("job id: got \"" + parts[2] + "\", want a number")));
+    return respond(
+        ErrorResponse(InvalidArgument("job id: got \"" + parts[2] + "\", want a number")));
   }
   if (parts.size() == 3 && req.method == "GET") {
     return head_->GetJob(id, Answer<Job>(std::move(respond), job_json));
@@ -193,7 +210,8 @@ void ApiService::HandleJobs(const HttpRequest& req, const std::vector<std::strin
 void ApiService::HandleLogs(JobId id, const HttpRequest& req, Responder respond) {
   std::string stream = req.query.count("stream") ? req.query.at("stream") : "stdout";
   if (stream != "stdout" && stream != "stderr") {
-    return respond(ErrorResponse(InvalidArgument("query 'stream': got \"" + stream + "\", want stdout or stderr")));
+    return respond(ErrorResponse(
+        InvalidArgument("query 'stream': got \"" + stream + "\", want stdout or stderr")));
   }
   auto replica = QueryInt(req, "replica", 0, 0, 4095);
   auto offset = QueryInt(req, "offset", 0, 0, INT64_MAX);
@@ -220,8 +238,9 @@ void ApiService::HandleLogs(JobId id, const HttpRequest& req, Responder respond)
       return respond(std::move(r));
     }
     if (replica >= static_cast<int64_t>(run->placement.size())) {
-      return respond(ErrorResponse(InvalidArgument("query 'replica': the job has " +
-                                                   std::to_string(run->placement.size()) + " replica(s)")));
+      return respond(
+          ErrorResponse(InvalidArgument("query 'replica': the job has " +
+                                        std::to_string(run->placement.size()) + " replica(s)")));
     }
     std::string node = run->placement[replica].node;
     std::string run_id = ToString(RunId{job->id, run->attempt});
@@ -302,14 +321,15 @@ void ApiService::HandleQueues(const HttpRequest& req, const std::vector<std::str
       if (k == "quota_gpus" || k == "limit_gpus") {
         int64_t lo = k == "limit_gpus" ? -1 : 0;
         if (!it->is_number_integer() || it->get<int64_t>() < lo || it->get<int64_t>() > 10000000) {
-          return respond(ErrorResponse(InvalidArgument("field '" + k + "': got " + it->dump() +
-                                                       ", want an integer >= " + std::to_string(lo))));
+          return respond(
+              ErrorResponse(InvalidArgument("field '" + k + "': got " + it->dump() +
+                                            ", want an integer >= " + std::to_string(lo))));
         }
         (k == "quota_gpus" ? q.quota_gpus : q.limit_gpus) = it->get<int32_t>();
       } else if (k == "weight") {
         if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() > 1e6) {
-          return respond(ErrorResponse(InvalidArgument("field 'weight': got " + it->dump() +
-                                                       ", want a number > 0")));
+          return respond(ErrorResponse(
+              InvalidArgument("field 'weight': got " + it->dump() + ", want a number > 0")));
         }
         q.weight = it->get<double>();
       } else {
@@ -318,8 +338,9 @@ void ApiService::HandleQueues(const HttpRequest& req, const std::vector<std::str
       }
     }
     if (q.limit_gpus >= 0 && q.limit_gpus < q.quota_gpus) {
-      return respond(ErrorResponse(InvalidArgument("field 'limit_gpus': " + std::to_string(q.limit_gpus) +
-                                                   " is below quota_gpus " + std::to_string(q.quota_gpus))));
+      return respond(
+          ErrorResponse(InvalidArgument("field 'limit_gpus': " + std::to_string(q.limit_gpus) +
+                                        " is below quota_gpus " + std::to_string(q.quota_gpus))));
     }
     return head_->SetQueue(q, Answer<QueueConfig>(std::move(respond), [](const QueueConfig& q) {
                              return Json{{"queue", ToJson(q)}};
@@ -341,15 +362,16 @@ void ApiService::HandleAgent(const HttpRequest& req, const std::vector<std::stri
     }
     auto r = RegisterRequestFromJson(body);
     if (!r.ok()) return respond(ErrorResponse(r.status()));
-    return head_->Register(std::move(*r), Answer<RegisterResponse>(std::move(respond), [](const auto& x) {
-                             return ToJson(x);
-                           }));
+    return head_->Register(
+        std::move(*r),
+        Answer<RegisterResponse>(std::move(respond), [](const auto& x) { return ToJson(x); }));
   }
   if (parts[2] == "sync") {
     auto r = SyncRequestFromJson(body);
     if (!r.ok()) return respond(ErrorResponse(r.status()));
-    return head_->Sync(std::move(*r), req.BearerToken(),
-                       Answer<SyncResponse>(std::move(respond), [](const auto& x) { return ToJson(x); }));
+    return head_->Sync(
+        std::move(*r), req.BearerToken(),
+        Answer<SyncResponse>(std::move(respond), [](const auto& x) { return ToJson(x); }));
   }
   respond(ErrorResponse(NotFound("no such path: " + req.path)));
 }

@@ -1,10 +1,10 @@
 // `corral agent --head URL --join-token-file F --name NAME --state-dir DIR
 //               [--simulate-gpus N[xMODEL]] [--listen HOST:PORT] [--label k=v]...`
 #include <CLI/CLI.hpp>
-#include <fstream>
-#include <iostream>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
 #include <thread>
 
 #include "agent/agent.h"
@@ -66,7 +66,8 @@ int AgentMain(std::vector<std::string> args) {
   CLI::App app{"corral agent: runs jobs on this node"};
   std::string head_url, join_token_file, name, state_dir, simulate, listen = "127.0.0.1:0";
   std::vector<std::string> labels;
-  int64_t lease_s = 40;  // below the head's --down-after (60 s): a run is stopped here before it is requeued there
+  int64_t lease_s = 40;  // below the head's --down-after (60 s): a run is stopped here before it is
+                         // requeued there
   double cpus = 0;
   std::string memory;
   app.add_option("--head", head_url, "the head's URL, e.g. http://10.0.0.1:7070")->required();
@@ -131,9 +132,11 @@ int AgentMain(std::vector<std::string> args) {
   BlockStopSignals();
   std::error_code ec;
   std::filesystem::create_directories(state_dir, ec);
-  net::HttpServer logs([state_dir, join_token](net::HttpRequest req, net::Responder respond) {
-    respond(ServeLog(state_dir, join_token, req));
-  }, 1);
+  net::HttpServer logs(
+      [state_dir, join_token](net::HttpRequest req, net::Responder respond) {
+        respond(ServeLog(state_dir, join_token, req));
+      },
+      1);
   auto port = logs.Listen(hp->first, hp->second);
   if (!port.ok()) {
     std::cerr << "corral agent: " << port.status().ToString() << "\n";

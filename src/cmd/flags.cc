@@ -16,7 +16,8 @@ std::optional<int> ParseFlags(CLI::App& app, std::vector<std::string> args) {
   return std::nullopt;
 }
 
-Result<std::pair<std::string, int>> ParseHostPort(const std::string& flag, const std::string& text) {
+Result<std::pair<std::string, int>> ParseHostPort(const std::string& flag,
+                                                  const std::string& text) {
   auto colon = text.rfind(':');
   int port = -1;
   if (colon != std::string::npos) {

@@ -50,9 +50,9 @@ int HeadMain(std::vector<std::string> args) {
     return 1;
   }
   api::ApiService api(head->get());
-  net::HttpServer server([&api](net::HttpRequest req, net::Responder r) {
-    api.Handle(std::move(req), std::move(r));
-  }, 2);
+  net::HttpServer server(
+      [&api](net::HttpRequest req, net::Responder r) { api.Handle(std::move(req), std::move(r)); },
+      2);
   auto port = server.Listen(hp->first, hp->second);
   if (!port.ok()) {
     std::cerr << "corral head: " << port.status().ToString() << "\n";

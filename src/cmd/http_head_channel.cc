@@ -14,7 +14,7 @@ Result<Json> JsonReply(const Result<net::HttpResponse>& r) {
     std::string msg = body.is_object() && body.contains("error")
                           ? body["error"].value("message", r->body)
                           : r->body;
-    ErrorCode code = r->status == 401 ? ErrorCode::kUnauthenticated
+    ErrorCode code = r->status == 401   ? ErrorCode::kUnauthenticated
                      : r->status >= 500 ? ErrorCode::kUnavailable
                                         : ErrorCode::kFailedPrecondition;
     return Status(code, "head answered " + std::to_string(r->status) + ": " + msg);

@@ -26,8 +26,8 @@ class HttpHeadChannel final : public agent::HeadChannel {
   std::string head_url_;
   net::HttpClient register_client_;
   std::mutex mu_;
-  std::string node_token_;                                   // GUARDED_BY(mu_)
-  std::vector<std::unique_ptr<net::HttpClient>> idle_;       // GUARDED_BY(mu_)
+  std::string node_token_;                              // GUARDED_BY(mu_)
+  std::vector<std::unique_ptr<net::HttpClient>> idle_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace corral::cmd

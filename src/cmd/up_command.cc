@@ -51,7 +51,9 @@ std::vector<SampleJob> SampleJobs() {
       "echo \"job $CORRAL_JOB_ID run $CORRAL_RUN replica $CORRAL_REPLICA/$CORRAL_NUM_REPLICAS on "
       "$CORRAL_NODE GPUs $CUDA_VISIBLE_DEVICES\"";
   return {
-      {"hello", {{"name", "hello"}, {"gpus", 1}, {"command", std::string(report) + "; sleep 1"}}, true},
+      {"hello",
+       {{"name", "hello"}, {"gpus", 1}, {"command", std::string(report) + "; sleep 1"}},
+       true},
       {"train-4gpu",
        {{"name", "train-4gpu"},
         {"gpus", 4},
@@ -61,9 +63,12 @@ std::vector<SampleJob> SampleJobs() {
        {{"name", "ddp-gang"},
         {"gpus", 2},
         {"replicas", 2},
-        {"command", std::string(report) + "; echo rank $RANK of $WORLD_SIZE master $MASTER_ADDR:$MASTER_PORT"}},
+        {"command", std::string(report) +
+                        "; echo rank $RANK of $WORLD_SIZE master $MASTER_ADDR:$MASTER_PORT"}},
        true},
-      {"fails", {{"name", "fails"}, {"gpus", 1}, {"command", "echo about to fail >&2; exit 3"}}, false},
+      {"fails",
+       {{"name", "fails"}, {"gpus", 1}, {"command", "echo about to fail >&2; exit 3"}},
+       false},
   };
 }
 
@@ -72,8 +77,8 @@ int RunDemo(net::HttpClient& client) {
   for (SampleJob& s : SampleJobs()) {
     auto r = client.Post("/v1/jobs", Json{{"spec", s.spec}, {"user", "demo"}}.dump(), 10s);
     if (!r.ok() || r->status != 201) {
-      std::cerr << "corral up: submitting sample " << s.name << " failed: "
-                << (r.ok() ? r->body : r.status().ToString()) << "\n";
+      std::cerr << "corral up: submitting sample " << s.name
+                << " failed: " << (r.ok() ? r->body : r.status().ToString()) << "\n";
       return 1;
     }
     JobId id = Json::parse(r->body)["job"]["id"].get<JobId>();
@@ -103,20 +108,20 @@ int RunDemo(net::HttpClient& client) {
     std::string where;
     for (const ReplicaPlacement& p : run.placement) {
       where += (where.empty() ? "" : " ") + p.node + ":[";
-      for (size_t i = 0; i < p.gpus.size(); ++i) where += (i ? "," : "") + std::to_string(p.gpus[i]);
+      for (size_t i = 0; i < p.gpus.size(); ++i)
+        where += (i ? "," : "") + std::to_string(p.gpus[i]);
       where += "]";
     }
-    auto logs = client.Get("/v1/jobs/" + std::to_string(id) + "/logs?stream=" +
-                               (s.should_succeed ? "stdout" : "stderr"),
+    auto logs = client.Get("/v1/jobs/" + std::to_string(id) +
+                               "/logs?stream=" + (s.should_succeed ? "stdout" : "stderr"),
                            10s);
     std::string first_line = logs.ok() && logs->status == 200 ? logs->body : "";
     first_line = first_line.substr(0, first_line.find('\n'));
     bool ok = (job.state == JobState::kSucceeded) == s.should_succeed;
     as_expected &= ok;
     std::cout << "  job " << id << " " << s.name << ": " << JobStateName(job.state) << " (exit "
-              << job.exit_code << ") on " << where << " in "
-              << (run.ended_at - run.started_at) << " ms"
-              << (ok ? "" : "  <-- unexpected") << "\n      log: " << first_line << "\n";
+              << job.exit_code << ") on " << where << " in " << (run.ended_at - run.started_at)
+              << " ms" << (ok ? "" : "  <-- unexpected") << "\n      log: " << first_line << "\n";
   }
   std::cout << (as_expected ? "\nall sample jobs ended as expected\n"
                             : "\nsome sample jobs did not end as expected\n");

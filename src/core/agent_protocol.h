@@ -32,7 +32,7 @@ struct RegisterResponse {
 struct RunReport {
   std::string run_id;  // "job.attempt"
   int32_t replica = 0;
-  bool running = false;  // false: exited, exit_code valid
+  bool running = false;   // false: exited, exit_code valid
   int32_t exit_code = 0;  // -N: killed by signal N
   TimeMs started_at = 0;
   TimeMs ended_at = 0;

@@ -174,21 +174,18 @@ Json ToJson(const QueueConfig& q) {
 }
 
 Json ToJson(const RegisterRequest& r) {
-  return Json{{"name", r.name},           {"address", r.address},
-              {"cpu_milli", r.cpu_milli}, {"memory_mb", r.memory_mb},
-              {"gpus", EncodeGpus(r.gpus)}, {"labels", r.labels}};
+  return Json{{"name", r.name},           {"address", r.address},       {"cpu_milli", r.cpu_milli},
+              {"memory_mb", r.memory_mb}, {"gpus", EncodeGpus(r.gpus)}, {"labels", r.labels}};
 }
 
 Json ToJson(const RegisterResponse& r) {
-  return Json{{"node_token", r.node_token},
-              {"head_epoch", r.head_epoch},
-              {"agent_epoch", r.agent_epoch}};
+  return Json{
+      {"node_token", r.node_token}, {"head_epoch", r.head_epoch}, {"agent_epoch", r.agent_epoch}};
 }
 
 Json ToJson(const RunReport& r) {
-  return Json{{"run_id", r.run_id},         {"replica", r.replica},
-              {"running", r.running},       {"exit_code", r.exit_code},
-              {"started_at", r.started_at}, {"ended_at", r.ended_at}};
+  return Json{{"run_id", r.run_id},       {"replica", r.replica},       {"running", r.running},
+              {"exit_code", r.exit_code}, {"started_at", r.started_at}, {"ended_at", r.ended_at}};
 }
 
 Json ToJson(const SyncRequest& r) {
@@ -202,9 +199,9 @@ Json ToJson(const SyncRequest& r) {
 }
 
 Json ToJson(const RunOrder& r) {
-  return Json{{"run_id", r.run_id},   {"job_id", r.job_id},   {"attempt", r.attempt},
-              {"replica", r.replica}, {"command", r.command}, {"env", r.env},
-              {"workdir", r.workdir}, {"gpus", r.gpus},       {"stop", r.stop},
+  return Json{{"run_id", r.run_id},           {"job_id", r.job_id},    {"attempt", r.attempt},
+              {"replica", r.replica},         {"command", r.command},  {"env", r.env},
+              {"workdir", r.workdir},         {"gpus", r.gpus},        {"stop", r.stop},
               {"stop_signal", r.stop_signal}, {"grace_ms", r.grace_ms}};
 }
 

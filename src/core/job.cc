@@ -20,12 +20,18 @@ bool ParseRunId(const std::string& text, RunId* out) {
 
 const char* JobStateName(JobState s) {
   switch (s) {
-    case JobState::kPending: return "pending";
-    case JobState::kScheduled: return "scheduled";
-    case JobState::kRunning: return "running";
-    case JobState::kSucceeded: return "succeeded";
-    case JobState::kFailed: return "failed";
-    case JobState::kCancelled: return "cancelled";
+    case JobState::kPending:
+      return "pending";
+    case JobState::kScheduled:
+      return "scheduled";
+    case JobState::kRunning:
+      return "running";
+    case JobState::kSucceeded:
+      return "succeeded";
+    case JobState::kFailed:
+      return "failed";
+    case JobState::kCancelled:
+      return "cancelled";
   }
   return "unknown";
 }
@@ -43,21 +49,28 @@ bool ParseJobState(const std::string& text, JobState* out) {
 
 const char* RunStateName(RunState s) {
   switch (s) {
-    case RunState::kScheduled: return "scheduled";
-    case RunState::kRunning: return "running";
-    case RunState::kSucceeded: return "succeeded";
-    case RunState::kFailed: return "failed";
-    case RunState::kCancelled: return "cancelled";
-    case RunState::kPreempted: return "preempted";
-    case RunState::kLost: return "lost";
+    case RunState::kScheduled:
+      return "scheduled";
+    case RunState::kRunning:
+      return "running";
+    case RunState::kSucceeded:
+      return "succeeded";
+    case RunState::kFailed:
+      return "failed";
+    case RunState::kCancelled:
+      return "cancelled";
+    case RunState::kPreempted:
+      return "preempted";
+    case RunState::kLost:
+      return "lost";
   }
   return "unknown";
 }
 
 bool ParseRunState(const std::string& text, RunState* out) {
-  for (RunState s : {RunState::kScheduled, RunState::kRunning, RunState::kSucceeded,
-                     RunState::kFailed, RunState::kCancelled, RunState::kPreempted,
-                     RunState::kLost}) {
+  for (RunState s :
+       {RunState::kScheduled, RunState::kRunning, RunState::kSucceeded, RunState::kFailed,
+        RunState::kCancelled, RunState::kPreempted, RunState::kLost}) {
     if (text == RunStateName(s)) {
       *out = s;
       return true;

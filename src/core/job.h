@@ -37,14 +37,14 @@ struct JobSpec {
   std::map<std::string, std::string> env;
   std::string workdir;
   std::string queue = "default";
-  int32_t replicas = 1;     // gang size: all or nothing
+  int32_t replicas = 1;  // gang size: all or nothing
   Resources per_replica{kGpuMilli * 0, 1000, 0};
-  std::string gpu_model;    // empty: any
+  std::string gpu_model;                           // empty: any
   std::map<std::string, std::string> node_labels;  // all must match
-  DurationMs time_limit_ms = 0;  // 0: none
-  int32_t priority = 0;          // higher first
+  DurationMs time_limit_ms = 0;                    // 0: none
+  int32_t priority = 0;                            // higher first
   bool preemptible = false;
-  int32_t max_restarts = 0;      // restarts after node loss or failure
+  int32_t max_restarts = 0;        // restarts after node loss or failure
   int32_t checkpoint_signal = 15;  // SIGTERM
   DurationMs grace_ms = 10 * kSecond;
 };

@@ -4,11 +4,16 @@ namespace corral {
 
 const char* NodeStateName(NodeState s) {
   switch (s) {
-    case NodeState::kReady: return "ready";
-    case NodeState::kDraining: return "draining";
-    case NodeState::kDrained: return "drained";
-    case NodeState::kUnreachable: return "unreachable";
-    case NodeState::kDown: return "down";
+    case NodeState::kReady:
+      return "ready";
+    case NodeState::kDraining:
+      return "draining";
+    case NodeState::kDrained:
+      return "drained";
+    case NodeState::kUnreachable:
+      return "unreachable";
+    case NodeState::kDown:
+      return "down";
   }
   return "unknown";
 }

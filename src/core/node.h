@@ -38,9 +38,9 @@ struct Node {
 };
 
 struct QueueConfig {
-  std::string name;        // hierarchical: "org/team"
-  int32_t quota_gpus = 0;  // guaranteed
-  int32_t limit_gpus = -1; // -1: no limit
+  std::string name;         // hierarchical: "org/team"
+  int32_t quota_gpus = 0;   // guaranteed
+  int32_t limit_gpus = -1;  // -1: no limit
   double weight = 1.0;
   bool operator==(const QueueConfig&) const = default;
 };

@@ -9,8 +9,8 @@ namespace corral {
 constexpr int32_t kGpuMilli = 1000;
 
 struct Resources {
-  int32_t gpu_milli = 0;    // 1000 per whole GPU
-  int32_t cpu_milli = 0;    // 1000 per core
+  int32_t gpu_milli = 0;  // 1000 per whole GPU
+  int32_t cpu_milli = 0;  // 1000 per core
   int64_t memory_mb = 0;
 
   int32_t WholeGpus() const { return gpu_milli / kGpuMilli; }

@@ -23,8 +23,8 @@ Result<int64_t> IntField(const std::string& field, const Json& v, int64_t lo, in
   int64_t x = 0;
   if (v.is_number_integer()) {
     x = v.get<int64_t>();
-  } else if (v.is_number_float() && v.get<double>() == static_cast<double>(
-                                                           static_cast<int64_t>(v.get<double>()))) {
+  } else if (v.is_number_float() &&
+             v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>()))) {
     x = static_cast<int64_t>(v.get<double>());
   } else if (!(v.is_string() && ParseInt64(v.get<std::string>(), &x))) {
     return FieldError(field, v, "an integer");
@@ -41,8 +41,7 @@ Result<std::string> StringField(const std::string& field, const Json& v) {
   return v.get<std::string>();
 }
 
-Result<std::map<std::string, std::string>> StringMapField(const std::string& field,
-                                                          const Json& v) {
+Result<std::map<std::string, std::string>> StringMapField(const std::string& field, const Json& v) {
   if (!v.is_object()) return FieldError(field, v, "an object of strings");
   std::map<std::string, std::string> out;
   for (auto it = v.begin(); it != v.end(); ++it) {
@@ -104,11 +103,20 @@ Result<DurationMs> ParseDuration(const std::string& field, const std::string& te
   if (!std::isdigit(static_cast<unsigned char>(unit))) {
     digits.pop_back();
     switch (unit) {
-      case 's': mult = kSecond; break;
-      case 'm': mult = kMinute; break;
-      case 'h': mult = kHour; break;
-      case 'd': mult = 24 * kHour; break;
-      default: return bad();
+      case 's':
+        mult = kSecond;
+        break;
+      case 'm':
+        mult = kMinute;
+        break;
+      case 'h':
+        mult = kHour;
+        break;
+      case 'd':
+        mult = 24 * kHour;
+        break;
+      default:
+        return bad();
     }
   }
   int64_t x = 0;
@@ -132,10 +140,17 @@ Result<int64_t> ParseMemoryMb(const std::string& field, const std::string& text)
   if (!std::isdigit(static_cast<unsigned char>(unit))) {
     digits.pop_back();
     switch (unit) {
-      case 'M': mult = 1; break;
-      case 'G': mult = 1024; break;
-      case 'T': mult = 1024 * 1024; break;
-      default: return bad();
+      case 'M':
+        mult = 1;
+        break;
+      case 'G':
+        mult = 1024;
+        break;
+      case 'T':
+        mult = 1024 * 1024;
+        break;
+      default:
+        return bad();
     }
   }
   int64_t x = 0;
@@ -150,7 +165,7 @@ Result<int32_t> ParseSignal(const std::string& field, const std::string& text) {
   } else {
     std::string name = text.rfind("SIG", 0) == 0 ? text.substr(3) : text;
     static const std::pair<const char*, int> kNames[] = {
-        {"TERM", SIGTERM}, {"INT", SIGINT},   {"HUP", SIGHUP},   {"USR1", SIGUSR1},
+        {"TERM", SIGTERM}, {"INT", SIGINT},   {"HUP", SIGHUP},  {"USR1", SIGUSR1},
         {"USR2", SIGUSR2}, {"QUIT", SIGQUIT}, {"KILL", SIGKILL}};
     for (const auto& [s, v] : kNames) {
       if (name == s) return v;
@@ -177,10 +192,9 @@ std::string FormatDuration(DurationMs ms) {
 Result<JobSpec> ParseJobSpec(const Json& j) {
   if (!j.is_object()) return InvalidArgument("job spec: want a JSON/YAML object, got " + j.dump());
   static const std::set<std::string> kKnown = {
-      "name",     "command",     "env",        "workdir",     "queue",
-      "replicas", "gpus",        "cpus",       "memory",      "gpu_model",
-      "node_labels", "time_limit", "priority", "preemptible", "max_restarts",
-      "checkpoint_signal", "grace_period"};
+      "name",     "command",     "env",          "workdir",           "queue",       "replicas",
+      "gpus",     "cpus",        "memory",       "gpu_model",         "node_labels", "time_limit",
+      "priority", "preemptible", "max_restarts", "checkpoint_signal", "grace_period"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!kKnown.count(it.key())) {
       return InvalidArgument("unknown field '" + it.key() +
@@ -224,7 +238,8 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
     auto v = StringField("queue", *it);
     if (!v.ok()) return v.status();
     if (v->empty() || v->front() == '/' || v->back() == '/' ||
-        v->find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_/.") !=
+        v->find_first_not_of(
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_/.") !=
             std::string::npos) {
       return FieldError("queue", *it, "a queue name like 'default' or 'org/team'");
     }
@@ -249,7 +264,8 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
   }
   if (auto it = j.find("gpus"); it != j.end()) {
     if (it->is_number_float() && it->get<double>() != static_cast<int64_t>(it->get<double>())) {
-      return FieldError("gpus", *it, "a whole number of GPUs (fractional GPUs are not supported yet)");
+      return FieldError("gpus", *it,
+                        "a whole number of GPUs (fractional GPUs are not supported yet)");
     }
     auto v = IntField("gpus", *it, 0, 64);
     if (!v.ok()) return v.status();
@@ -257,7 +273,8 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
   }
   if (auto it = j.find("cpus"); it != j.end()) {
     double c = -1;
-    if (it->is_number()) c = it->get<double>();
+    if (it->is_number())
+      c = it->get<double>();
     else if (it->is_string()) {
       try {
         size_t pos = 0;

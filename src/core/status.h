@@ -52,7 +52,7 @@ inline Status Internal(std::string m) { return {ErrorCode::kInternal, std::move(
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT
     if (status_.ok()) status_ = Internal("Result constructed from an ok Status");
   }
@@ -77,13 +77,13 @@ class [[nodiscard]] Result {
 }  // namespace corral
 
 // A broken invariant aborts with a message: it is a bug, not an error to handle.
-#define CORRAL_CHECK(cond, ...)                                                 \
-  do {                                                                          \
+#define CORRAL_CHECK(cond, ...)                                                              \
+  do {                                                                                       \
     if (!(cond)) ::corral::CheckFailed(__FILE__, __LINE__, #cond, std::string{__VA_ARGS__}); \
   } while (0)
 
-#define CORRAL_RETURN_IF_ERROR(expr)        \
-  do {                                      \
-    ::corral::Status _st = (expr);          \
-    if (!_st.ok()) return _st;              \
+#define CORRAL_RETURN_IF_ERROR(expr) \
+  do {                               \
+    ::corral::Status _st = (expr);   \
+    if (!_st.ok()) return _st;       \
   } while (0)

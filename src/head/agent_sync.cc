@@ -33,7 +33,8 @@ void Head::DoRegister(RegisterRequest req, Callback<RegisterResponse> done) {
   n.gpus = req.gpus;
   n.labels = req.labels;
   if (!n.gpus.empty() && !n.labels.count("gpu_model")) n.labels["gpu_model"] = n.gpus[0].model;
-  if (n.state == NodeState::kUnreachable || n.state == NodeState::kDown) n.state = NodeState::kReady;
+  if (n.state == NodeState::kUnreachable || n.state == NodeState::kDown)
+    n.state = NodeState::kReady;
   n.agent_epoch += 1;
   n.registered_at = now;
   n.last_heartbeat = now;
@@ -58,8 +59,8 @@ void Head::DoSync(SyncRequest req, std::string token, Callback<SyncResponse> don
   }
   auto tok = node_tokens_.find(req.node);
   if (tok == node_tokens_.end() || !TokensEqual(tok->second, token)) {
-    return Reply<SyncResponse>(std::move(done),
-                               Status(ErrorCode::kUnauthenticated, "bad node token for " + req.node));
+    return Reply<SyncResponse>(
+        std::move(done), Status(ErrorCode::kUnauthenticated, "bad node token for " + req.node));
   }
   Node& node = it->second;
   TimeMs now = clock_->Now();
@@ -91,8 +92,8 @@ void Head::DoSync(SyncRequest req, std::string token, Callback<SyncResponse> don
     parked.req = std::move(req);
     parked.done = std::move(done);
     parked.timer = std::make_unique<boost::asio::steady_timer>(io_);
-    parked.timer->expires_after(std::chrono::milliseconds(
-        std::min<int64_t>(parked.req.wait_ms, config_.max_sync_hold_ms)));
+    parked.timer->expires_after(
+        std::chrono::milliseconds(std::min<int64_t>(parked.req.wait_ms, config_.max_sync_hold_ms)));
     std::string name = parked.req.node;
     parked.timer->async_wait([this, name](const boost::system::error_code& ec) {
       if (!ec) AnswerParked(name);
@@ -191,9 +192,11 @@ std::map<std::string, std::string> Head::RunEnv(const Job& job, const Run& run,
   int32_t n = static_cast<int32_t>(run.placement.size());
   std::string nodes, gpus;
   for (const ReplicaPlacement& p : run.placement) nodes += (nodes.empty() ? "" : ",") + p.node;
-  for (int32_t g : run.placement[replica].gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
+  for (int32_t g : run.placement[replica].gpus)
+    gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
   std::string master = "127.0.0.1";
-  if (auto it = nodes_.find(run.placement[0].node); it != nodes_.end() && !it->second.address.empty()) {
+  if (auto it = nodes_.find(run.placement[0].node);
+      it != nodes_.end() && !it->second.address.empty()) {
     master = it->second.address.substr(0, it->second.address.rfind(':'));
   }
   std::string id = std::to_string(job.id);

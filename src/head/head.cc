@@ -77,8 +77,8 @@ Status Head::Recover(store::StoredState state) {
       const Run& run = *job.CurrentRun();
       active_jobs_.insert(job.id);
       for (const ReplicaPlacement& p : run.placement) node_runs_[p.node].insert(job.id);
-      scheduler_.AddRunning({ToPending(job), run.placement,
-                             run.started_at ? run.started_at : run.scheduled_at});
+      scheduler_.AddRunning(
+          {ToPending(job), run.placement, run.started_at ? run.started_at : run.scheduled_at});
     }
     JobId id = job.id;
     jobs_[id] = std::move(job);
@@ -183,7 +183,8 @@ void Head::Cancel(JobId id, Callback<Job> done) {
 void Head::GetJob(JobId id, Callback<Job> done) {
   Post([this, id, done = std::move(done)]() mutable {
     auto it = jobs_.find(id);
-    if (it == jobs_.end()) return Reply<Job>(std::move(done), NotFound("no job " + std::to_string(id)));
+    if (it == jobs_.end())
+      return Reply<Job>(std::move(done), NotFound("no job " + std::to_string(id)));
     Reply<Job>(std::move(done), it->second);
   });
 }

@@ -8,8 +8,6 @@
 // on the state-machine thread once everything the request changed (or saw) is durable.
 #pragma once
 
-#include <utility>  // before Boost.Asio (DESIGN §13)
-
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <functional>
@@ -18,6 +16,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>  // before Boost.Asio (DESIGN §13)
 #include <vector>
 
 #include "core/agent_protocol.h"
@@ -159,8 +158,8 @@ class Head {
   std::map<std::string, std::set<JobId>> node_runs_;  // node -> jobs with an active run there
   std::map<std::string, uint64_t> node_version_;      // desired-state version per node
   std::map<std::string, Parked> parked_;
-  std::set<JobId> active_jobs_;                       // scheduled or running
-  std::set<std::string> nodes_to_answer_;             // parked syncs whose desired state changed
+  std::set<JobId> active_jobs_;            // scheduled or running
+  std::set<std::string> nodes_to_answer_;  // parked syncs whose desired state changed
   JobId next_job_id_ = 1;
   bool schedule_requested_ = false;
 
@@ -177,9 +176,8 @@ class Head {
 
 template <typename T>
 void Head::Reply(Callback<T> done, Result<T> result) {
-  AfterDurable([done = std::move(done), result = std::move(result)]() mutable {
-    done(std::move(result));
-  });
+  AfterDurable(
+      [done = std::move(done), result = std::move(result)]() mutable { done(std::move(result)); });
 }
 
 }  // namespace corral::head

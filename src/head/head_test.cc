@@ -49,7 +49,8 @@ class HeadTest : public ::testing::Test {
     req.address = "127.0.0.1:1";
     req.cpu_milli = 8000;
     req.memory_mb = 16000;
-    for (int i = 0; i < gpus; ++i) req.gpus.push_back({i, "GPU-" + std::to_string(i), "Sim", 1000, 0, true});
+    for (int i = 0; i < gpus; ++i)
+      req.gpus.push_back({i, "GPU-" + std::to_string(i), "Sim", 1000, 0, true});
     auto r = Call<RegisterResponse>([&](auto cb) { head_->Register(req, cb); });
     EXPECT_TRUE(r.ok());
     return *r;

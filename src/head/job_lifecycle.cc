@@ -54,11 +54,11 @@ void Head::DoSubmit(JobSpec spec, std::string user, Callback<Job> done) {
   int32_t total_gpus = job.spec.replicas * job.spec.per_replica.WholeGpus();
   if (auto q = queues_.find(job.spec.queue);
       q != queues_.end() && q->second.limit_gpus >= 0 && total_gpus > q->second.limit_gpus) {
-    return Reply<Job>(std::move(done),
-                      InvalidArgument("field 'gpus': the job needs " + std::to_string(total_gpus) +
-                                      " GPUs, more than queue '" + job.spec.queue +
-                                      "' may ever use (limit " +
-                                      std::to_string(q->second.limit_gpus) + ")"));
+    return Reply<Job>(
+        std::move(done),
+        InvalidArgument("field 'gpus': the job needs " + std::to_string(total_gpus) +
+                        " GPUs, more than queue '" + job.spec.queue + "' may ever use (limit " +
+                        std::to_string(q->second.limit_gpus) + ")"));
   }
   std::string why;
   if (scheduler_.Admit(pending, &why) == sched::Fit::kInfeasible) {
@@ -81,7 +81,8 @@ void Head::DoSubmit(JobSpec spec, std::string user, Callback<Job> done) {
 
 void Head::DoCancel(JobId id, Callback<Job> done) {
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) return Reply<Job>(std::move(done), NotFound("no job " + std::to_string(id)));
+  if (it == jobs_.end())
+    return Reply<Job>(std::move(done), NotFound("no job " + std::to_string(id)));
   Job& job = it->second;
   TimeMs now = clock_->Now();
   if (IsTerminal(job.state)) {
@@ -242,9 +243,15 @@ void Head::FinishRun(Job& job, RunState state, const std::string& reason, TimeMs
     AddEvent(job, now, what, run.reason);
   };
   switch (state) {
-    case RunState::kSucceeded: end(JobState::kSucceeded, "succeeded"); break;
-    case RunState::kCancelled: end(JobState::kCancelled, "cancelled"); break;
-    case RunState::kPreempted: requeue("run " + std::to_string(run.attempt) + " preempted: " + run.reason); break;
+    case RunState::kSucceeded:
+      end(JobState::kSucceeded, "succeeded");
+      break;
+    case RunState::kCancelled:
+      end(JobState::kCancelled, "cancelled");
+      break;
+    case RunState::kPreempted:
+      requeue("run " + std::to_string(run.attempt) + " preempted: " + run.reason);
+      break;
     case RunState::kLost:
       if (lost_runs <= job.spec.max_restarts) {
         requeue("run " + std::to_string(run.attempt) + " lost: " + run.reason);
@@ -276,8 +283,10 @@ void Head::EnforceTimeLimits(TimeMs now) {
     const Run& run = *job.CurrentRun();
     if (job.spec.time_limit_ms > 0 && run.started_at > 0 && !run.stop_requested &&
         now - run.started_at > job.spec.time_limit_ms) {
-      RequestStop(job, std::string(kReasonTimeLimit) + " " + FormatDuration(job.spec.time_limit_ms) +
-                           " exceeded", now);
+      RequestStop(job,
+                  std::string(kReasonTimeLimit) + " " + FormatDuration(job.spec.time_limit_ms) +
+                      " exceeded",
+                  now);
     }
   }
 }

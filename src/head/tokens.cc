@@ -35,8 +35,8 @@ Result<std::string> LoadOrCreateToken(const std::string& path) {
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Unavailable("cannot write " + tmp);
   std::string line = token + "\n";
-  bool ok = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
-            fsync(fd) == 0;
+  bool ok =
+      write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && fsync(fd) == 0;
   close(fd);
   if (!ok || rename(tmp.c_str(), path.c_str()) != 0) return Unavailable("cannot write " + path);
   return token;
