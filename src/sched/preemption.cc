@@ -61,6 +61,7 @@ bool Cheaper(const SchedState& st, const RunEntry& a, const RunEntry& b) {
 void BuildVictimOrder(SchedState& st) {
   st.victim_order_pass = st.pass;
   st.victim_order.clear();
+  st.failed_searches.clear();
   st.victim_max_key_a = INT64_MIN;
   for (auto& [id, r] : st.running) {
     if (Spared(st, r)) continue;
@@ -136,16 +137,31 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
     st.work += static_cast<int64_t>(st.running.size());
     // Only runs with a strictly worse key may be displaced.
     if (st.victim_max_key_a <= job.key.a) return false;
+    for (const SchedState::FailedSearch& f : st.failed_searches) {
+      if (job.key.a >= f.key_a && s.replicas >= f.replicas && s.gpus >= f.gpus &&
+          s.cpu >= f.cpu && s.mem >= f.mem && j.gpu_model == f.gpu_model &&
+          j.node_labels == f.node_labels) {
+        return false;
+      }
+    }
     for (const SchedState::VictimEntry& v : st.victim_order) {
       if (v.key_a <= job.key.a || v.run->preempted_for != 0) continue;
       if (TouchesMatching(st, *v.run, s)) cands.push_back(v.run);
     }
   }
-  if (cands.empty()) return false;
+  // The job does not fit even with every candidate gone (see SchedState::failed_searches).
+  auto infeasible = [&] {
+    if (policy != OrderPolicy::kCorral) {
+      st.failed_searches.push_back(
+          {s.replicas, s.gpus, s.cpu, s.mem, j.gpu_model, j.node_labels, job.key.a});
+    }
+    return false;
+  };
+  if (cands.empty()) return infeasible();
   // Even releasing every candidate would leave too few free GPUs: no try could succeed.
   int64_t cand_gpus = 0;
   for (const RunEntry* r : cands) cand_gpus += r->gpus;
-  if (st.model.free_gpus() + cand_gpus < s.TotalGpus()) return false;
+  if (st.model.free_gpus() + cand_gpus < s.TotalGpus()) return infeasible();
   auto cheaper = [&](const RunEntry* a, const RunEntry* b) { return Cheaper(st, *a, *b); };
 
   WhatIf& w = st.what_if;
@@ -156,9 +172,13 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
   std::vector<RunEntry*> released;
   std::map<int32_t, int64_t> taken;  // queue -> GPUs released from it here
   bool ok = false;
+  bool all_released = true;  // not cut short by the pass budget
   size_t next_try = 1;
   for (RunEntry* r : cands) {
-    if (st.work > st.config.max_work_per_pass) break;
+    if (st.work > st.config.max_work_per_pass) {
+      all_released = false;
+      break;
+    }
     bool own_lower = r->queue == job.queue && r->job.priority < j.priority;
     if (policy == OrderPolicy::kCorral && !own_lower &&
         st.queues.AllocGpus(r->queue) - st.Freeing(r->queue) - taken[r->queue] <=
@@ -179,7 +199,8 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
     next_try = released.size() + std::max<size_t>(1, released.size() / 8);
   }
   if (!ok && !released.empty() && released.size() < next_try) ok = w.Fits();
-  if (!ok) return false;
+  // Capacity only grows as runs are released, so a failed last try means no set fits.
+  if (!ok) return all_released && (released.empty() || !w.Fits()) ? infeasible() : false;
   Placer placer(st.model, &st.work);
   w.Apply();
   bool placed = placer.Place(s, kUnknownTime, false, placement);

@@ -73,6 +73,17 @@ struct SchedState {
   std::vector<VictimEntry> victim_order;
   int64_t victim_max_key_a = 0;  // over victim_order
   uint64_t victim_order_pass = 0;  // the pass they were built in
+  // kSrtf, kLas, this pass: shapes whose victim search failed with every run of a key above
+  // key_a released. Within a pass resources are only bound, never freed, and runs only
+  // become spared, so a job of such a shape (or a larger one) with a key >= key_a fails too.
+  struct FailedSearch {
+    int32_t replicas, gpus, cpu;
+    int64_t mem;
+    std::string gpu_model;
+    std::map<std::string, std::string> node_labels;
+    int64_t key_a;
+  };
+  std::vector<FailedSearch> failed_searches;
 
   std::set<JobId>& RunsOfQueue(int32_t q) {
     if (static_cast<int32_t>(running_by_queue.size()) <= q) running_by_queue.resize(q + 1);
