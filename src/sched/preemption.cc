@@ -138,9 +138,8 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
     // Only runs with a strictly worse key may be displaced.
     if (st.victim_max_key_a <= job.key.a) return false;
     for (const SchedState::FailedSearch& f : st.failed_searches) {
-      if (job.key.a >= f.key_a && s.replicas >= f.replicas && s.gpus >= f.gpus &&
-          s.cpu >= f.cpu && s.mem >= f.mem && j.gpu_model == f.gpu_model &&
-          j.node_labels == f.node_labels) {
+      if (job.key.a >= f.key_a && s.replicas >= f.replicas && s.gpus >= f.gpus && s.cpu >= f.cpu &&
+          s.mem >= f.mem && j.gpu_model == f.gpu_model && j.node_labels == f.node_labels) {
         return false;
       }
     }

@@ -124,8 +124,8 @@ bool Reserve(SchedState& st, const PendingEntry& job, Reservation* out) {
   w.Apply();
   bool placed = placer.Place(s, kUnknownTime, false, &placement);
   w.Restore();
-  CORRAL_CHECK(placed, "WhatIf::Fits disagrees with Placer::Place for job " +
-                           std::to_string(job.job.id));
+  CORRAL_CHECK(placed,
+               "WhatIf::Fits disagrees with Placer::Place for job " + std::to_string(job.job.id));
   if (start != kUnknownTime) start = std::max(start, st.now);
   HoldFor(st, s, placement, acc, start == kUnknownTime ? st.now : start);
   out->job = job.job.id;

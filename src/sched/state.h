@@ -67,11 +67,11 @@ struct SchedState {
   // and baseline key do not change during a pass, and one spared stays spared.
   struct VictimEntry {
     RunEntry* run;
-    int64_t key_a;  // StaticKey(...).a of the run now (kSrtf, kLas)
+    int64_t key_a;    // StaticKey(...).a of the run now (kSrtf, kLas)
     DurationMs lost;  // GPU-ms since it started
   };
   std::vector<VictimEntry> victim_order;
-  int64_t victim_max_key_a = 0;  // over victim_order
+  int64_t victim_max_key_a = 0;    // over victim_order
   uint64_t victim_order_pass = 0;  // the pass they were built in
   // kSrtf, kLas, this pass: shapes whose victim search failed with every run of a key above
   // key_a released. Within a pass resources are only bound, never freed, and runs only

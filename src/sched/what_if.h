@@ -66,7 +66,7 @@ class WhatIf {
   ClusterModel* model_ = nullptr;
   Shape shape_;
   uint64_t epoch_ = 0;
-  std::vector<Node> nodes_;      // by slot
+  std::vector<Node> nodes_;       // by slot
   std::vector<int32_t> touched_;  // slots touched in this question
   int64_t free_delta_ = 0;
   int64_t capacity_ = 0;
