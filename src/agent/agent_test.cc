@@ -126,7 +126,7 @@ TEST(AgentTest, RefusesOrdersFromAnOlderHeadEpochAndReregistersWhenAsked) {
   EXPECT_EQ(ReadFileOr(dir.path() + "/started", "absent"), "absent");
   t.head->Set([&] { t.head->head_epoch = 6; t.head->reregister = true; });
   ASSERT_TRUE(WaitFor([&] { std::lock_guard l(t.head->mu); return t.head->registers.size() == 2; }));
-  ASSERT_TRUE(WaitFor([&] { return !ReadFileOr(dir.path() + "/started", "absent").empty(); }));
+  ASSERT_TRUE(WaitFor([&] { return ReadFileOr(dir.path() + "/started", "absent") != "absent"; }));
 }
 
 TEST(AgentTest, RetriesRegistrationThenFencesItsRunsWhenTheHeadIsGone) {
