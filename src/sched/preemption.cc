@@ -59,10 +59,15 @@ bool Cheaper(const SchedState& st, const RunEntry& a, const RunEntry& b) {
 
 // Orders a pass's possible victims (see SchedState::victim_order).
 void BuildVictimOrder(SchedState& st) {
+  uint64_t last_pass = st.victim_order_pass;
+  size_t last_size = st.victim_order.size();
   st.victim_order_pass = st.pass;
   st.victim_order.clear();
   st.failed_searches.clear();
   st.victim_max_key_a = INT64_MIN;
+  // Runs of the last order by their place in it, then the others.
+  std::vector<SchedState::VictimEntry> fresh;
+  std::vector<SchedState::VictimEntry> by_rank(last_size, {nullptr, 0, 0});
   for (auto& [id, r] : st.running) {
     if (Spared(st, r)) continue;
     int64_t key_a = 0;
@@ -72,17 +77,50 @@ void BuildVictimOrder(SchedState& st) {
       key_a = StaticKey(st.config, r.job, attained).a;
       st.victim_max_key_a = std::max(st.victim_max_key_a, key_a);
     }
-    st.victim_order.push_back({&r, key_a, LostWork(st, r)});
+    SchedState::VictimEntry e{&r, key_a, LostWork(st, r)};
+    bool ranked = r.victim_rank_pass == last_pass && r.victim_rank >= 0 &&
+                  static_cast<size_t>(r.victim_rank) < last_size;
+    if (ranked) {
+      by_rank[r.victim_rank] = e;
+    } else {
+      fresh.push_back(e);
+    }
   }
+  for (const auto& e : by_rank) {
+    if (e.run) st.victim_order.push_back(e);
+  }
+  st.victim_order.insert(st.victim_order.end(), fresh.begin(), fresh.end());
   // Cheaper(), with the lost work computed once.
-  std::sort(st.victim_order.begin(), st.victim_order.end(), [](const auto& x, const auto& y) {
+  auto less = [](const SchedState::VictimEntry& x, const SchedState::VictimEntry& y) {
     if (x.lost != y.lost) return x.lost < y.lost;
     const RunEntry& a = *x.run;
     const RunEntry& b = *y.run;
     if (a.job.priority != b.job.priority) return a.job.priority < b.job.priority;
     if (a.started_at != b.started_at) return a.started_at > b.started_at;
     return a.job.id > b.job.id;
-  });
+  };
+  // Insertion sort: lost work grows with time at a rate of each run's GPUs, so from one
+  // pass to the next few pairs swap. Falls back to a full sort when many do. Either way the
+  // result is the one order `less` defines (it is total: ids are unique).
+  std::vector<SchedState::VictimEntry>& v = st.victim_order;
+  int64_t moves_left = 8 * static_cast<int64_t>(v.size()) + 64;
+  bool sorted = true;
+  for (size_t i = 1; i < v.size() && sorted; ++i) {
+    SchedState::VictimEntry e = v[i];
+    size_t k = i;
+    while (k > 0 && less(e, v[k - 1])) {
+      v[k] = v[k - 1];
+      --k;
+      if (--moves_left < 0) break;
+    }
+    v[k] = e;
+    sorted = moves_left >= 0;
+  }
+  if (!sorted) std::sort(v.begin(), v.end(), less);
+  for (size_t i = 0; i < v.size(); ++i) {
+    v[i].run->victim_rank = static_cast<int32_t>(i);
+    v[i].run->victim_rank_pass = st.pass;
+  }
 }
 
 }  // namespace

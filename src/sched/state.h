@@ -30,6 +30,10 @@ struct RunEntry {
   TimeMs expected_end = kUnknownTime;  // started_at + time limit
   JobId preempted_for = 0;             // non-zero while being preempted
   uint64_t placed_in_pass = 0;         // the pass that placed it (never a victim in it)
+  // Its place in SchedState::victim_order when that was built in pass victim_rank_pass: the
+  // next build starts from the last order, which mostly still holds.
+  mutable int32_t victim_rank = -1;
+  mutable uint64_t victim_rank_pass = 0;
   // Model slot of each replica's node (-1: unknown), valid while the model's layout_version
   // is slots_version; see SchedState::SlotsOf.
   mutable std::vector<int32_t> slots;
