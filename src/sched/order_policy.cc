@@ -47,20 +47,27 @@ int64_t LasLevel(const SchedulerConfig& config, DurationMs attained_gpu_ms) {
   return level;
 }
 
+DurationMs AttainedNow(const PendingJob& job, int64_t gpus, TimeMs started_at, TimeMs now) {
+  return job.attained_ms + gpus * std::max<DurationMs>(0, now - started_at);
+}
+
 JobKey StaticKey(const SchedulerConfig& config, const PendingJob& job, DurationMs attained_gpu_ms) {
   switch (config.policy) {
     case OrderPolicy::kCorral:
-      return {-int64_t{job.priority}, job.submitted_at, job.id};
+      return {.a = -int64_t{job.priority},
+              .level = config.las_within_queue ? LasLevel(config, attained_gpu_ms) : 0,
+              .b = job.submitted_at,
+              .id = job.id};
     case OrderPolicy::kFifo:
-      return {job.submitted_at, 0, job.id};
+      return {.a = job.submitted_at, .b = 0, .id = job.id};
     case OrderPolicy::kSjf:
-      return {job.oracle_duration_ms, job.submitted_at, job.id};
+      return {.a = job.oracle_duration_ms, .b = job.submitted_at, .id = job.id};
     case OrderPolicy::kSrtf:
-      return {RemainingMs(job, attained_gpu_ms), job.submitted_at, job.id};
+      return {.a = RemainingMs(job, attained_gpu_ms), .b = job.submitted_at, .id = job.id};
     case OrderPolicy::kLas:
-      return {LasLevel(config, attained_gpu_ms), job.submitted_at, job.id};
+      return {.a = LasLevel(config, attained_gpu_ms), .b = job.submitted_at, .id = job.id};
   }
-  return {0, 0, job.id};
+  return {.id = job.id};
 }
 
 bool BaselinePreempts(OrderPolicy policy, const JobKey& pending, const JobKey& running) {

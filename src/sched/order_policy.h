@@ -10,9 +10,12 @@
 
 namespace corral::sched {
 
-// Smaller comes first. `id` last makes every key unique.
+// Smaller comes first. `id` last makes every key unique. `level` is kCorral's LAS level
+// inside a queue (SchedulerConfig::las_within_queue; 0 otherwise): the pass order puts it
+// after the queue's fair share and before the user's (pass_order.h).
 struct JobKey {
   int64_t a = 0;
+  int64_t level = 0;
   int64_t b = 0;
   JobId id = 0;
   auto operator<=>(const JobKey&) const = default;
@@ -26,6 +29,10 @@ int64_t LasLevel(const SchedulerConfig& config, DurationMs attained_gpu_ms);
 
 // The key of a pending job that has attained `attained_gpu_ms` so far.
 JobKey StaticKey(const SchedulerConfig& config, const PendingJob& job, DurationMs attained_gpu_ms);
+
+// The GPU-ms a job running on `gpus` GPUs since `started_at` has attained by `now`: before
+// this run (job.attained_ms), plus this run so far.
+DurationMs AttainedNow(const PendingJob& job, int64_t gpus, TimeMs started_at, TimeMs now);
 
 // True if the policy lets a blocked job with key `pending` preempt a running job whose key
 // (computed from its attained service now) is `running` (kSrtf, kLas only).

@@ -31,7 +31,10 @@ bool MayPreempt(SchedState& st) {
   if (cfg.policy != OrderPolicy::kCorral) return true;
   if (st.pending.MaxPriority() > st.preemptible_priorities.begin()->first) return true;
   for (int32_t q = 0; q < st.queues.size(); ++q) {
-    if (st.queues.BelowQuota(q) && st.pending.PendingInQueue(q) > 0) return true;
+    if (st.pending.PendingInQueue(q) == 0) continue;
+    if (st.queues.BelowQuota(q)) return true;
+    // A run of the queue in a higher LAS level than a pending job of it.
+    if (cfg.las_within_queue && st.PreemptibleGpus(q) > 0) return true;
   }
   return false;
 }
@@ -164,6 +167,13 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
         if (cfg.policy != OrderPolicy::kCorral) {
           why = std::string("preempted by ") + OrderPolicyName(cfg.policy) + " for job " +
                 std::to_string(j.id);
+        } else if (r.queue == e->queue && r.job.priority == j.priority) {
+          DurationMs attained = AttainedNow(r.job, r.gpus, r.started_at, now);
+          why = "preempted for job " + std::to_string(j.id) + " of queue " +
+                st.queues.Name(e->queue) + ", which has attained less service (LAS level " +
+                std::to_string(e->key.level) + "; this run has " +
+                std::to_string(attained / kHour) + " GPU-hours, level " +
+                std::to_string(LasLevel(cfg, attained)) + ")";
         } else if (r.queue == e->queue || r.job.priority < j.priority) {
           why = "preempted for job " + std::to_string(j.id) + " of priority " +
                 std::to_string(j.priority) + " (this run has priority " +

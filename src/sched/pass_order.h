@@ -1,6 +1,7 @@
 // The order of one pass over the pending jobs (DESIGN §6.3). For kCorral: priority first,
-// then the queue with the least fair share (queues under quota first), then the user with
-// the least share inside it, then submit time and id; shares are re-read after every
+// then the queue with the least fair share (queues under quota first), then inside it the
+// lowest LAS level (JobKey::level; 0 unless las_within_queue), then the user with the least
+// share at that level, then submit time and id; shares are re-read after every
 // placement, so queues and users interleave within a pass. For the baselines: one group in
 // static key order.
 //
@@ -34,8 +35,10 @@ class PassOrder {
   void Done();
 
  private:
-  using UserKey = std::tuple<int64_t, double, int64_t, JobId, int32_t>;
-  using QueueKey = std::tuple<int64_t, int, double, int64_t, JobId, int32_t>;
+  // (priority, level, user share, submit, id, group).
+  using UserKey = std::tuple<int64_t, int64_t, double, int64_t, JobId, int32_t>;
+  // (priority, below quota, queue share, level, submit, id, selection queue).
+  using QueueKey = std::tuple<int64_t, int, double, int64_t, int64_t, JobId, int32_t>;
 
   std::optional<UserKey> MakeUserKey(int32_t g) const;
   std::optional<QueueKey> MakeQueueKey(int32_t sel) const;

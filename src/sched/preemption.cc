@@ -1,5 +1,6 @@
 // Victim selection (DESIGN §6.7). A blocked job may displace preemptible runs that
-// (kCorral) are lower priority in its own queue, or belong to a queue over its quota when
+// (kCorral) are lower priority in its own queue, or of its own queue and priority in a
+// strictly higher LAS level (las_within_queue), or belong to a queue over its quota when
 // the job is higher priority or its queue reclaims its quota (the job fits within the
 // quota); or (kSrtf, kLas) have a strictly worse key. Runs that ran less than
 // min_runtime_before_preempt_ms, were placed in this pass or are already being preempted are
@@ -42,6 +43,13 @@ bool TouchesAny(const SchedState& st, const RunEntry& r, const std::vector<NodeD
     }
   }
   return false;
+}
+
+// las_within_queue: `r` is of `job`'s queue and priority, in a strictly higher LAS level.
+bool LasVictim(const SchedState& st, const RunEntry& r, const PendingEntry& job) {
+  return st.config.policy == OrderPolicy::kCorral && st.config.las_within_queue &&
+         r.queue == job.queue && r.job.priority == job.job.priority &&
+         LasLevel(st.config, AttainedNow(r.job, r.gpus, r.started_at, st.now)) > job.key.level;
 }
 
 DurationMs LostWork(const SchedState& st, const RunEntry& r) {
@@ -152,7 +160,8 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
       }
     }
     reclaim = st.queues.AllocGpus(job.queue) + incoming + gpus <= st.queues.Quota(job.queue);
-    if (!reclaim && st.preemptible_priorities.begin()->first >= j.priority) return false;
+    bool las = st.config.las_within_queue && st.PreemptibleGpus(job.queue) > 0;
+    if (!reclaim && !las && st.preemptible_priorities.begin()->first >= j.priority) return false;
     // By queue: 0 not searched, 1 searched and not over its quota, 2 searched and over.
     std::vector<uint8_t> searched(st.running_by_queue.size(), 0);
     for (int32_t q = 0; q < static_cast<int32_t>(st.running_by_queue.size()); ++q) {
@@ -168,7 +177,10 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
       if (r.preempted_for != 0) continue;  // spared since the order was built
       bool over = searched[q] == 2;
       bool lower = r.job.priority < j.priority;
-      if (q == job.queue ? !(lower || (over && reclaim)) : !(lower || reclaim)) continue;
+      if (q == job.queue ? !(lower || (over && reclaim) || (las && LasVictim(st, r, job)))
+                         : !(lower || reclaim)) {
+        continue;
+      }
       if (TouchesMatching(st, r, s)) cands.push_back(&r);
     }
   } else {
@@ -217,7 +229,7 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
       break;
     }
     bool own_lower = r->queue == job.queue && r->job.priority < j.priority;
-    if (policy == OrderPolicy::kCorral && !own_lower &&
+    if (policy == OrderPolicy::kCorral && !own_lower && !LasVictim(st, *r, job) &&
         st.queues.AllocGpus(r->queue) - st.Freeing(r->queue) - taken[r->queue] <=
             st.queues.Quota(r->queue)) {
       continue;  // its queue is no longer over quota

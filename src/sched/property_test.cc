@@ -47,9 +47,12 @@ struct Harness {
     s.RemoveRunning(id);
     running.erase(id);
   }
-  // A preempted run ends and its job is pending again.
-  void Requeue(JobId id) {
-    PendingJob j = running.at(id).job;
+  // A preempted run ends at `now` and its job is pending again, with the service it attained.
+  void Requeue(JobId id, TimeMs now) {
+    const Run& r = running.at(id);
+    PendingJob j = r.job;
+    j.attained_ms += int64_t{j.replicas} * (j.per_replica.gpu_milli / kGpuMilli) *
+                     std::max<TimeMs>(0, now - r.started);
     End(id);
     pending[id] = j;
     s.AddPending(j);
@@ -208,6 +211,8 @@ std::string RunScenario(uint64_t seed, OrderPolicy policy) {
   c.min_runtime_before_preempt_ms = static_cast<DurationMs>(rng() % 2) * 1000;
   c.reservation_depth = static_cast<int32_t>(rng() % 3);
   c.backfill = rng() % 4 != 0;
+  // Half the kCorral scenarios with LAS levels small enough to be reached (steps are < 1.5 s).
+  if (seed % 2 == 0) c.las_thresholds_gpu_ms = {1500, 6000};
   Harness h(c);
   int nodes = static_cast<int>(2 + rng() % 7);
   for (int i = 0; i < nodes; ++i) h.Node(RandomNode(rng, i));
@@ -229,7 +234,7 @@ std::string RunScenario(uint64_t seed, OrderPolicy policy) {
         done.push_back(id);
       }
     }
-    for (JobId id : victims) h.Requeue(id);
+    for (JobId id : victims) h.Requeue(id, now);
     for (JobId id : done) h.End(id);
     now += static_cast<TimeMs>(rng() % 1500);
   }

@@ -22,8 +22,12 @@
 // Order (SchedulerConfig::policy):
 //  - kCorral: priority (higher first), then queue fair share (queues under their quota first,
 //    then dominant-resource share of current allocation plus decayed usage against the
-//    queue's quota, divided by its weight), then user fair share inside the queue, then
-//    submit time, then id. Reclaims borrowed quota and lets higher priority preempt lower.
+//    queue's quota, divided by its weight), then (las_within_queue) the LAS level of attained
+//    service, lower first, then user fair share inside the queue, then submit time, then id.
+//    Reclaims borrowed quota and lets higher priority preempt lower; with las_within_queue a
+//    job may also preempt a preemptible run of its own queue and priority that sits in a
+//    strictly higher LAS level (Tiresias' 2D-LAS inside a queue: it needs no durations, only
+//    the attained service the driver passes in attained_ms).
 //  - kFifo: submit time, then id; strict head of line: nothing starts behind a blocked job;
 //    never preempts.
 //  - kSjf: oracle_duration_ms ascending; non-preemptive; backfills like kCorral.
@@ -115,8 +119,18 @@ struct SchedulerConfig {
   // pending job visited, one running job considered as a victim or released in a
   // reservation scan). When spent, the pass stops; the rest waits for the next pass.
   int64_t max_work_per_pass = 20'000'000;
-  // kLas level boundaries, in attained GPU-ms, ascending.
+  // kLas level boundaries, in attained GPU-ms, ascending (also kCorral's with
+  // las_within_queue).
   std::vector<DurationMs> las_thresholds_gpu_ms = {1 * kHour, 10 * kHour};
+  // Added for issue 4. kCorral: inside a queue, order by LAS level (attained GPU-ms against
+  // las_thresholds_gpu_ms) before user fair share and submit time, and let a blocked job
+  // preempt a preemptible run of the same queue and priority in a strictly higher level
+  // (after min_runtime_before_preempt_ms; victims losing the least work, gangs whole).
+  // Non-preemptible runs are never victims, so without preemptible jobs a queue stays FIFO
+  // apart from requeued jobs, which wait behind jobs of lower levels. REQUIRES of the driver:
+  // re-add a requeued job with its attained_ms (else it returns at level 0 and it and the
+  // job that displaced it may take turns every level's worth of service).
+  bool las_within_queue = true;
 };
 
 struct PlaceDecision {

@@ -49,6 +49,7 @@ enum class JobPhase { kFuture, kPending, kRunning, kStopping, kDone, kRejected }
 struct SimJob {
   JobPhase phase = JobPhase::kFuture;
   DurationMs progress_ms = 0;  // checkpointed useful work
+  DurationMs held_ms = 0;      // time its ended runs held their GPUs (the head's view)
   TimeMs run_start = 0;
   bool resumed = false;        // this run follows a preemption: it pays the restart overhead
   uint64_t generation = 0;     // invalidates a stale completion event
@@ -213,6 +214,10 @@ class Loop {
     if (config_.policy != sched::OrderPolicy::kCorral) {  // the production policy has no oracle
       p.oracle_duration_ms = t.duration_ms;
       p.attained_ms = state_[i].progress_ms * t.num_gpus;
+    } else {
+      // What the head knows: the GPU-time its earlier runs held (restart overhead, grace and
+      // work lost to the checkpoint interval included), not the progress they made.
+      p.attained_ms = state_[i].held_ms * t.num_gpus;
     }
     return p;
   }
@@ -249,6 +254,7 @@ class Loop {
     sched_.RemoveRunning(i + 1);
     result_.runs[s.run_record].end = now;
     result_.runs[s.run_record].preempted = true;
+    s.held_ms += now - s.run_start;
     ++result_.jobs[i].preemptions;
     --running_;
     ++pending_;
