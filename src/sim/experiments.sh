@@ -18,8 +18,10 @@ for n in 64 80 96; do
       --plot "$IMG/philly-$((n * 8))gpus.svg" --title "Philly, 82,247 jobs, $((n * 8)) GPUs"
 done
 echo; echo "## Philly, corral with Philly VC sizes as quotas (helios-aggregates/philly_vc_nodes.csv)"
-run --trace "$T/philly-pollux/philly.csv" --nodes 80 --policy corral \
-    --quotas "$T/helios-aggregates/philly_vc_nodes.csv"
+for n in 80 64; do
+  run --trace "$T/philly-pollux/philly.csv" --nodes $n --policy corral \
+      --quotas "$T/helios-aggregates/philly_vc_nodes.csv"
+done
 echo; echo "## Philly, corral with other fair-share half-lives (640 GPUs)"
 for hl in 1h 1d; do
   run --trace "$T/philly-pollux/philly.csv" --nodes 80 --policy corral --fair-share-half-life $hl
