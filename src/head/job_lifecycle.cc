@@ -43,6 +43,14 @@ sched::PendingJob Head::ToPending(const Job& job) const {
   p.node_labels = job.spec.node_labels;
   p.time_limit_ms = job.spec.time_limit_ms;
   p.preemptible = job.spec.preemptible;
+  // GPU-time the job's finished runs held: the scheduler orders a queue by attained service
+  // (and adds the current run itself), so a requeued job keeps the level it reached.
+  const DurationMs gpus = job.spec.replicas * job.spec.per_replica.WholeGpus();
+  for (const Run& r : job.runs) {
+    if (IsRunOver(r.state) && r.started_at > 0 && r.ended_at > r.started_at) {
+      p.attained_ms += gpus * (r.ended_at - r.started_at);
+    }
+  }
   return p;
 }
 
