@@ -6,10 +6,12 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 JOBS="${JOBS:-$(nproc)}"
 
-# Release and -g1: CI builds everything twice on two cores, and full debug info costs more
-# compile time than anything else here.
-echo "== build (Release, -Werror)"
-BUILD_DIR=build BUILD_TYPE=Release ./scripts/build.sh -DCORRAL_WERROR=ON
+# -O2 without debug info, and -g1 under ASan: CI builds everything twice on two cores, and
+# full debug info costs more compile time than anything else here. (Not -O3: GCC 12 reports a
+# false -Werror=restrict inside std::string there.)
+echo "== build (-O2, -Werror)"
+BUILD_DIR=build BUILD_TYPE=RelWithDebInfo ./scripts/build.sh -DCORRAL_WERROR=ON \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG"
 echo "== tests"
 (cd build && ctest --output-on-failure -j "$JOBS" -L 'unit|integration' --timeout 600)
 
