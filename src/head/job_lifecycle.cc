@@ -238,16 +238,17 @@ void Head::FinishRun(Job& job, RunState state, const std::string& reason, TimeMs
     AddEvent(job, now, "requeued", why);
     scheduler_.AddPending(ToPending(job));
   };
+  int32_t first_failure = 0;  // the job's exit code: its first replica that did not exit 0
+  for (int32_t code : run.exit_codes) {
+    if (code != 0 && code != kNotExited) {
+      first_failure = code;
+      break;
+    }
+  }
   auto end = [&](JobState s, const std::string& what) {
     job.state = s;
     job.ended_at = now;
-    job.exit_code = 0;
-    for (int32_t code : run.exit_codes) {
-      if (code != 0 && code != kNotExited) {
-        job.exit_code = code;
-        break;
-      }
-    }
+    job.exit_code = first_failure;
     AddEvent(job, now, what, run.reason);
   };
   switch (state) {
@@ -269,14 +270,8 @@ void Head::FinishRun(Job& job, RunState state, const std::string& reason, TimeMs
       break;
     default:
       if (run.reason.empty()) {
-        run.reason = "exit code " + std::to_string(job.exit_code);
-        for (int32_t code : run.exit_codes) {
-          if (code != 0) {
-            run.reason = code < 0 ? "killed by signal " + std::to_string(-code)
-                                  : "exit code " + std::to_string(code);
-            break;
-          }
-        }
+        run.reason = first_failure < 0 ? "killed by signal " + std::to_string(-first_failure)
+                                       : "exit code " + std::to_string(first_failure);
       }
       end(JobState::kFailed, "failed");
       break;
