@@ -244,14 +244,9 @@ void ApiService::HandleLogs(JobId id, const HttpRequest& req, Responder respond)
     }
     std::string node = run->placement[replica].node;
     std::string run_id = ToString(RunId{job->id, run->attempt});
-    head_->ListNodes([this, respond, node, run_id, stream, replica, offset, max,
-                      state](Result<std::vector<head::NodeView>> nodes) mutable {
-      std::string address;
-      if (nodes.ok()) {
-        for (const auto& v : *nodes) {
-          if (v.node.name == node) address = v.node.address;
-        }
-      }
+    head_->GetNode(node, [this, respond, node, run_id, stream, replica, offset, max,
+                          state](Result<Node> found) mutable {
+      std::string address = found.ok() ? found->address : "";
       if (address.empty()) {
         return respond(ErrorResponse(Unavailable("node " + node + " has no address for logs")));
       }

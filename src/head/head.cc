@@ -223,6 +223,14 @@ void Head::ListNodes(Callback<std::vector<NodeView>> done) {
   });
 }
 
+void Head::GetNode(std::string name, Callback<Node> done) {
+  Post([this, name = std::move(name), done = std::move(done)]() mutable {
+    auto it = nodes_.find(name);
+    if (it == nodes_.end()) return Reply<Node>(std::move(done), NotFound("no node " + name));
+    Reply<Node>(std::move(done), it->second);
+  });
+}
+
 void Head::SetDrain(std::string name, bool drain, Callback<NodeView> done) {
   Post([this, name = std::move(name), drain, done = std::move(done)]() mutable {
     auto it = nodes_.find(name);

@@ -85,6 +85,7 @@ class Head {
   void GetJob(JobId id, Callback<Job> done);
   void ListJobs(JobFilter filter, Callback<std::vector<Job>> done);
   void ListNodes(Callback<std::vector<NodeView>> done);
+  void GetNode(std::string name, Callback<Node> done);
   void SetDrain(std::string node, bool drain, Callback<NodeView> done);
   void ListQueues(Callback<std::vector<QueueView>> done);
   void SetQueue(QueueConfig queue, Callback<QueueConfig> done);
