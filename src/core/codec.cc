@@ -35,7 +35,13 @@ JobSpec DecodeSpec(const Json& j) {
 }
 
 ReplicaPlacement DecodePlacement(const Json& j) {
-  return {j.at("node").get<std::string>(), j.at("gpus").get<std::vector<int32_t>>()};
+  ReplicaPlacement p;
+  p.node = j.at("node").get<std::string>();
+  p.gpus = j.at("gpus").get<std::vector<int32_t>>();
+  p.gpu_milli = Get<std::vector<int32_t>>(j, "gpu_milli", {});
+  p.gpu_memory_mb = Get<int64_t>(j, "gpu_memory_mb", 0);
+  p.tasks = Get<int32_t>(j, "tasks", 1);
+  return p;
 }
 
 Run DecodeRun(const Json& j) {
@@ -52,6 +58,7 @@ Run DecodeRun(const Json& j) {
   r.reason = Get<std::string>(j, "reason", "");
   r.stop_requested = Get<bool>(j, "stop_requested", false);
   r.stop_requested_at = Get<int64_t>(j, "stop_requested_at", 0);
+  r.last_checkpoint_at = Get<int64_t>(j, "last_checkpoint_at", 0);
   return r;
 }
 
@@ -115,7 +122,10 @@ Json ToJson(const JobSpec& s) {
 Json ToJson(const Run& r) {
   Json placement = Json::array();
   for (const ReplicaPlacement& p : r.placement) {
-    placement.push_back({{"node", p.node}, {"gpus", p.gpus}});
+    Json pj{{"node", p.node}, {"gpus", p.gpus}, {"tasks", p.tasks}};
+    if (!p.gpu_milli.empty()) pj["gpu_milli"] = p.gpu_milli;
+    if (p.gpu_memory_mb) pj["gpu_memory_mb"] = p.gpu_memory_mb;
+    placement.push_back(std::move(pj));
   }
   return Json{{"attempt", r.attempt},
               {"placement", placement},
@@ -126,7 +136,8 @@ Json ToJson(const Run& r) {
               {"exit_codes", r.exit_codes},
               {"reason", r.reason},
               {"stop_requested", r.stop_requested},
-              {"stop_requested_at", r.stop_requested_at}};
+              {"stop_requested_at", r.stop_requested_at},
+              {"last_checkpoint_at", r.last_checkpoint_at}};
 }
 
 Json ToJson(const Job& j) {

@@ -56,11 +56,25 @@ inline bool IsRunOver(RunState s) { return s != RunState::kScheduled && s != Run
 
 constexpr int32_t kNotExited = -1000;  // exit code slot of a replica that has not exited
 
+// Where one replica of a run lives. The scheduler fills node and gpus (whole GPUs); a share
+// below a whole GPU (gpu_milli) and the number of tasks are what let fractional GPUs and
+// several processes per replica use the same placement.
 struct ReplicaPlacement {
   std::string node;
-  std::vector<int32_t> gpus;  // GPU indices on that node
+  std::vector<int32_t> gpus;        // GPU indices on that node
+  std::vector<int32_t> gpu_milli;   // share of each GPU in milli-GPUs; empty: whole GPUs
+  int64_t gpu_memory_mb = 0;        // memory of each shared GPU it may use; 0: all
+  int32_t tasks = 1;                // processes started for this replica
   bool operator==(const ReplicaPlacement&) const = default;
 };
+
+// One GPU of a placement with its share.
+struct GpuShare {
+  int32_t index = 0;
+  int32_t milli = kGpuMilli;
+  int64_t memory_mb = 0;
+};
+std::vector<GpuShare> Shares(const ReplicaPlacement& p);
 
 struct Run {
   int32_t attempt = 0;
@@ -73,6 +87,7 @@ struct Run {
   std::string reason;               // why it ended, in words
   bool stop_requested = false;      // cancel/preempt/time limit sent to the agents
   TimeMs stop_requested_at = 0;
+  TimeMs last_checkpoint_at = 0;    // when the job last reported a checkpoint in this run
 };
 
 struct JobEvent {
