@@ -1,5 +1,7 @@
 #include <sqlite3.h>
 
+#include <limits>
+
 #include "core/codec.h"
 #include "store/store.h"
 
@@ -32,6 +34,7 @@ class SqliteStore final : public Store {
       CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, doc TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS queues (name TEXT PRIMARY KEY, doc TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS changes (revision INTEGER PRIMARY KEY, doc TEXT NOT NULL);
     )";
     return Exec(schema);
   }
@@ -85,7 +88,30 @@ class SqliteStore final : public Store {
       state.meta[text(s, 0)] = text(s, 1);
       return Status::Ok();
     }));
+    uint64_t snapshot = 0;
+    if (auto it = state.meta.find(kSnapshotRevisionKey); it != state.meta.end()) {
+      snapshot = std::stoull(it->second);
+    }
+    auto tail = ReadChanges(snapshot, std::numeric_limits<int32_t>::max());
+    if (!tail.ok()) return tail.status();
+    state.changes = std::move(*tail);
     return state;
+  }
+
+  Result<std::vector<ChangeRecord>> ReadChanges(uint64_t after, int32_t limit) override {
+    std::vector<ChangeRecord> out;
+    Statement st(db_, "SELECT revision, doc FROM changes WHERE revision > ? ORDER BY revision LIMIT ?");
+    if (!st.get()) return Internal(std::string("sqlite prepare: ") + sqlite3_errmsg(db_));
+    sqlite3_bind_int64(st.get(), 1, static_cast<sqlite3_int64>(after));
+    sqlite3_bind_int64(st.get(), 2, limit);
+    int rc;
+    while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
+      const unsigned char* t = sqlite3_column_text(st.get(), 1);
+      out.push_back({static_cast<uint64_t>(sqlite3_column_int64(st.get(), 0)),
+                     std::string(t ? reinterpret_cast<const char*>(t) : "")});
+    }
+    if (rc != SQLITE_DONE) return Internal(std::string("sqlite read: ") + sqlite3_errmsg(db_));
+    return out;
   }
 
   Status Commit(const std::vector<StateEdit>& edits) override {
@@ -106,6 +132,8 @@ class SqliteStore final : public Store {
     Statement put_queue(db_, "INSERT OR REPLACE INTO queues (name, doc) VALUES (?, ?)");
     Statement put_meta(db_, "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)");
     Statement del_node(db_, "DELETE FROM nodes WHERE name = ?");
+    Statement put_change(db_, "INSERT INTO changes (revision, doc) VALUES (?, ?)");
+    Statement del_changes(db_, "DELETE FROM changes WHERE revision < ?");
     for (const StateEdit& edit : edits) {
       sqlite3_stmt* s = nullptr;
       if (const auto* e = std::get_if<PutJob>(&edit)) {
@@ -128,6 +156,13 @@ class SqliteStore final : public Store {
       } else if (const auto* e = std::get_if<DeleteNode>(&edit)) {
         s = del_node.get();
         BindText(s, 1, e->name);
+      } else if (const auto* e = std::get_if<AppendChange>(&edit)) {
+        s = put_change.get();
+        sqlite3_bind_int64(s, 1, static_cast<sqlite3_int64>(e->change.revision));
+        BindText(s, 2, e->change.doc);
+      } else if (const auto* e = std::get_if<TruncateChanges>(&edit)) {
+        s = del_changes.get();
+        sqlite3_bind_int64(s, 1, static_cast<sqlite3_int64>(e->below));
       }
       if (!s) return Internal(std::string("sqlite prepare: ") + sqlite3_errmsg(db_));
       int rc = sqlite3_step(s);

@@ -54,6 +54,30 @@ TEST(SqliteStore, CommitThenReloadSeesEverything) {
   EXPECT_EQ(st->meta.at("epoch"), "3");
 }
 
+TEST(SqliteStore, ChangeLogAboveTheSnapshotIsLoadedAndTruncated) {
+  std::string path = TempDb("changes");
+  auto s = OpenSqliteStore(path);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE((*s)->Commit({AppendChange{{1, "a"}}, AppendChange{{2, "b"}}}).ok());
+  ASSERT_TRUE((*s)->Commit({AppendChange{{3, "c"}}, PutMeta{kSnapshotRevisionKey, "2"},
+                            TruncateChanges{2}})
+                  .ok());
+  auto st = (*s)->Load();
+  ASSERT_TRUE(st.ok());
+  ASSERT_EQ(st->changes, (std::vector<ChangeRecord>{{3, "c"}}));
+  auto all = (*s)->ReadChanges(0, 10);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(*all, (std::vector<ChangeRecord>{{2, "b"}, {3, "c"}}));  // 1 truncated
+  auto one = (*s)->ReadChanges(1, 1);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(*one, (std::vector<ChangeRecord>{{2, "b"}}));
+  // A revision is written once: a second commit of the same one fails and changes nothing.
+  EXPECT_FALSE((*s)->Commit({PutMeta{"x", "1"}, AppendChange{{3, "again"}}}).ok());
+  auto after = (*s)->Load();
+  ASSERT_TRUE(after.ok());
+  EXPECT_FALSE(after->meta.count("x"));
+}
+
 // Acknowledged data survives SIGKILL of the writer: a child commits, reports the count over a
 // pipe after each commit returns, and is killed mid-stream; everything it reported is there.
 TEST(SqliteStore, AcknowledgedCommitsSurviveSigkill) {

@@ -31,14 +31,32 @@ struct PutMeta {
 struct DeleteNode {
   std::string name;
 };
-using StateEdit = std::variant<PutJob, PutNode, PutQueue, PutMeta, DeleteNode>;
+// One numbered change of the head's state (its JSON document; the store does not read it).
+struct ChangeRecord {
+  uint64_t revision = 0;
+  std::string doc;
+  bool operator==(const ChangeRecord&) const = default;
+};
+struct AppendChange {
+  ChangeRecord change;
+};
+// Drops changes with a revision below `below` (they are covered by the rows).
+struct TruncateChanges {
+  uint64_t below = 0;
+};
+using StateEdit =
+    std::variant<PutJob, PutNode, PutQueue, PutMeta, DeleteNode, AppendChange, TruncateChanges>;
 
+// The rows are a snapshot of the state at revision meta["snapshot_revision"]; `changes` are
+// the changes after it, to be applied on top in revision order.
 struct StoredState {
   std::vector<Job> jobs;  // ascending id
   std::vector<Node> nodes;
   std::vector<QueueConfig> queues;
   std::map<std::string, std::string> meta;
+  std::vector<ChangeRecord> changes;  // ascending revision, all above the snapshot
 };
+constexpr char kSnapshotRevisionKey[] = "snapshot_revision";
 
 // Not thread-safe: one caller at a time (the head's commit thread).
 class Store {
@@ -47,6 +65,8 @@ class Store {
   virtual Result<StoredState> Load() = 0;
   // Applies all edits in one transaction; returns once they are durable.
   virtual Status Commit(const std::vector<StateEdit>& edits) = 0;
+  // Changes with revision > after, ascending, at most `limit` (watchers and standbys).
+  virtual Result<std::vector<ChangeRecord>> ReadChanges(uint64_t after, int32_t limit) = 0;
 };
 
 // Opens (creating if needed) DIR/corral.db in WAL mode with full fsync on commit.
