@@ -4,7 +4,6 @@
 
 #include "core/codec.h"
 #include "core/spec.h"
-#include "head/tokens.h"
 #include "net/http_client.h"
 #include "net/url.h"
 
@@ -90,16 +89,19 @@ Json QueueViewJson(const head::QueueView& v) {
   return j;
 }
 
-// Adapts a head callback to an HTTP answer.
+}  // namespace
+
+// Adapts a head callback to an HTTP answer that says which revision it reflects.
 template <typename T, typename F>
-head::Head::Callback<T> Answer(Responder respond, F to_json, int ok_status = 200) {
-  return [respond = std::move(respond), to_json, ok_status](Result<T> r) {
-    if (!r.ok()) return respond(ErrorResponse(r.status()));
-    respond(JsonResponse(ok_status, to_json(*r)));
+head::Head::Callback<T> ApiService::Answer(Responder respond, F to_json, int ok_status) {
+  return [head = head_, respond = std::move(respond), to_json, ok_status](Result<T> r) {
+    HttpResponse out = r.ok() ? JsonResponse(ok_status, to_json(*r)) : ErrorResponse(r.status());
+    out.headers[kRevisionHeader] = std::to_string(head->ReplyRevision());
+    respond(std::move(out));
   };
 }
 
-}  // namespace
+namespace {}  // namespace
 
 HttpResponse ErrorResponse(const Status& st) {
   return net::JsonError(HttpStatusFor(st.code()), ErrorCodeName(st.code()), st.message());
@@ -115,11 +117,6 @@ void ApiService::Handle(HttpRequest req, Responder respond) {
     return respond(ErrorResponse(NotFound("no such path: " + req.path)));
   }
   if (parts[1] == "agent") return HandleAgent(req, parts, std::move(respond));
-  if (!head::TokensEqual(req.BearerToken(), head_->tokens().admin)) {
-    return respond(
-        ErrorResponse(Status(ErrorCode::kUnauthenticated,
-                             "missing or invalid bearer token (see STATE_DIR/admin.token)")));
-  }
   if (parts[1] == "jobs") return HandleJobs(req, parts, std::move(respond));
   if (parts[1] == "nodes") return HandleNodes(req, parts, std::move(respond));
   if (parts[1] == "queues") return HandleQueues(req, parts, std::move(respond));
@@ -149,7 +146,7 @@ void ApiService::HandleJobs(const HttpRequest& req, const std::vector<std::strin
         return respond(ErrorResponse(InvalidArgument("field 'user': want a string")));
       user = u->get<std::string>();
     }
-    return head_->Submit(std::move(*spec), std::move(user),
+    return head_->Submit(req.BearerToken(), std::move(*spec), std::move(user),
                          Answer<Job>(std::move(respond), job_json, 201));
   }
   if (parts.size() == 2 && req.method == "GET") {
@@ -181,7 +178,8 @@ void ApiService::HandleJobs(const HttpRequest& req, const std::vector<std::strin
     f.after = static_cast<JobId>(*after);
     int32_t lim = f.limit;
     return head_->ListJobs(
-        f, Answer<std::vector<Job>>(std::move(respond), [lim](const std::vector<Job>& jobs) {
+        req.BearerToken(), f,
+        Answer<std::vector<Job>>(std::move(respond), [lim](const std::vector<Job>& jobs) {
           Json arr = Json::array();
           for (const Job& j : jobs) arr.push_back(ToJson(j));
           Json next = static_cast<int32_t>(jobs.size()) == lim && !jobs.empty()
@@ -196,10 +194,14 @@ void ApiService::HandleJobs(const HttpRequest& req, const std::vector<std::strin
         ErrorResponse(InvalidArgument("job id: got \"" + parts[2] + "\", want a number")));
   }
   if (parts.size() == 3 && req.method == "GET") {
-    return head_->GetJob(id, Answer<Job>(std::move(respond), job_json));
+    return head_->GetJob(req.BearerToken(), id, Answer<Job>(std::move(respond), job_json));
   }
   if (parts.size() == 4 && parts[3] == "cancel" && req.method == "POST") {
-    return head_->Cancel(id, Answer<Job>(std::move(respond), job_json));
+    return head_->Cancel(req.BearerToken(), id, Answer<Job>(std::move(respond), job_json));
+  }
+  if (parts.size() == 4 && parts[3] == "checkpoint" && req.method == "POST") {
+    return head_->ReportCheckpoint(req.BearerToken(), id,
+                                   Answer<Job>(std::move(respond), job_json));
   }
   if (parts.size() == 4 && parts[3] == "logs" && req.method == "GET") {
     return HandleLogs(id, req, std::move(respond));
@@ -219,73 +221,81 @@ void ApiService::HandleLogs(JobId id, const HttpRequest& req, Responder respond)
   for (const auto* r : {&replica, &offset, &max}) {
     if (!r->ok()) return respond(ErrorResponse(r->status()));
   }
-  head_->GetJob(id, [this, respond, stream, replica = *replica, offset = *offset,
-                     max = *max](Result<Job> job) mutable {
-    if (!job.ok()) return respond(ErrorResponse(job.status()));
-    const Run* run = nullptr;
-    for (auto it = job->runs.rbegin(); it != job->runs.rend(); ++it) {
-      if (!it->placement.empty()) {
-        run = &*it;
-        break;
-      }
-    }
-    std::string state = JobStateName(job->state);
-    if (!run) {
-      HttpResponse r;
-      r.content_type = "text/plain";
-      r.headers["X-Corral-Next-Offset"] = std::to_string(offset);
-      r.headers["X-Corral-Job-State"] = state;
-      return respond(std::move(r));
-    }
-    if (replica >= static_cast<int64_t>(run->placement.size())) {
-      return respond(
-          ErrorResponse(InvalidArgument("query 'replica': the job has " +
-                                        std::to_string(run->placement.size()) + " replica(s)")));
-    }
-    std::string node = run->placement[replica].node;
-    std::string run_id = ToString(RunId{job->id, run->attempt});
-    head_->GetNode(node, [this, respond, node, run_id, stream, replica, offset, max,
-                          state](Result<Node> found) mutable {
-      std::string address = found.ok() ? found->address : "";
-      if (address.empty()) {
-        return respond(ErrorResponse(Unavailable("node " + node + " has no address for logs")));
-      }
-      std::string token = head_->tokens().join;
-      blocking_->Run([respond, address, token, run_id, stream, replica, offset, max, state] {
-        net::HttpClient client("http://" + address, token);
-        auto r = client.Get("/v1/runs/" + run_id + "/logs?" +
-                                net::EncodeQuery({{"replica", std::to_string(replica)},
-                                                  {"stream", stream},
-                                                  {"offset", std::to_string(offset)},
-                                                  {"max", std::to_string(max)}}),
-                            std::chrono::seconds(10));
-        if (!r.ok()) return respond(ErrorResponse(r.status()));
-        HttpResponse out;
-        out.status = r->status;
-        out.content_type = r->status == 200 ? "text/plain" : "application/json";
-        out.body = std::move(r->body);
-        auto next = r->headers.find("x-corral-next-offset");
-        out.headers["X-Corral-Next-Offset"] =
-            next != r->headers.end() ? next->second : std::to_string(offset);
-        out.headers["X-Corral-Job-State"] = state;
-        respond(std::move(out));
+  std::string bearer = req.BearerToken();
+  head_->GetJob(
+      bearer, id,
+      [this, bearer, respond, stream, replica = *replica, offset = *offset,
+       max = *max](Result<Job> job) mutable {
+        if (!job.ok()) return respond(ErrorResponse(job.status()));
+        const Run* run = nullptr;
+        for (auto it = job->runs.rbegin(); it != job->runs.rend(); ++it) {
+          if (!it->placement.empty()) {
+            run = &*it;
+            break;
+          }
+        }
+        std::string state = JobStateName(job->state);
+        if (!run) {
+          HttpResponse r;
+          r.content_type = "text/plain";
+          r.headers["X-Corral-Next-Offset"] = std::to_string(offset);
+          r.headers["X-Corral-Job-State"] = state;
+          return respond(std::move(r));
+        }
+        if (replica >= static_cast<int64_t>(run->placement.size())) {
+          return respond(ErrorResponse(InvalidArgument("query 'replica': the job has " +
+                                                       std::to_string(run->placement.size()) +
+                                                       " replica(s)")));
+        }
+        std::string node = run->placement[replica].node;
+        std::string run_id = ToString(RunId{job->id, run->attempt});
+        head_->GetNode(
+            bearer, node,
+            [this, respond, node, run_id, stream, replica, offset, max,
+             state](Result<Node> found) mutable {
+              std::string address = found.ok() ? found->address : "";
+              if (address.empty()) {
+                return respond(
+                    ErrorResponse(Unavailable("node " + node + " has no address for logs")));
+              }
+              std::string token = head_->tokens().join;
+              blocking_->Run(
+                  [respond, address, token, run_id, stream, replica, offset, max, state] {
+                    net::HttpClient client("http://" + address, token);
+                    auto r = client.Get("/v1/runs/" + run_id + "/logs?" +
+                                            net::EncodeQuery({{"replica", std::to_string(replica)},
+                                                              {"stream", stream},
+                                                              {"offset", std::to_string(offset)},
+                                                              {"max", std::to_string(max)}}),
+                                        std::chrono::seconds(10));
+                    if (!r.ok()) return respond(ErrorResponse(r.status()));
+                    HttpResponse out;
+                    out.status = r->status;
+                    out.content_type = r->status == 200 ? "text/plain" : "application/json";
+                    out.body = std::move(r->body);
+                    auto next = r->headers.find("x-corral-next-offset");
+                    out.headers["X-Corral-Next-Offset"] =
+                        next != r->headers.end() ? next->second : std::to_string(offset);
+                    out.headers["X-Corral-Job-State"] = state;
+                    respond(std::move(out));
+                  });
+            });
       });
-    });
-  });
 }
 
 void ApiService::HandleNodes(const HttpRequest& req, const std::vector<std::string>& parts,
                              Responder respond) {
   if (parts.size() == 2 && req.method == "GET") {
-    return head_->ListNodes(Answer<std::vector<head::NodeView>>(
-        std::move(respond), [](const std::vector<head::NodeView>& nodes) {
-          Json arr = Json::array();
-          for (const auto& v : nodes) arr.push_back(NodeViewJson(v));
-          return Json{{"nodes", arr}};
-        }));
+    return head_->ListNodes(req.BearerToken(),
+                            Answer<std::vector<head::NodeView>>(
+                                std::move(respond), [](const std::vector<head::NodeView>& nodes) {
+                                  Json arr = Json::array();
+                                  for (const auto& v : nodes) arr.push_back(NodeViewJson(v));
+                                  return Json{{"nodes", arr}};
+                                }));
   }
   if (parts.size() == 4 && req.method == "POST" && (parts[3] == "drain" || parts[3] == "undrain")) {
-    return head_->SetDrain(parts[2], parts[3] == "drain",
+    return head_->SetDrain(req.BearerToken(), parts[2], parts[3] == "drain",
                            Answer<head::NodeView>(std::move(respond), [](const head::NodeView& v) {
                              return Json{{"node", NodeViewJson(v)}};
                            }));
@@ -296,12 +306,13 @@ void ApiService::HandleNodes(const HttpRequest& req, const std::vector<std::stri
 void ApiService::HandleQueues(const HttpRequest& req, const std::vector<std::string>& parts,
                               Responder respond) {
   if (parts.size() == 2 && req.method == "GET") {
-    return head_->ListQueues(Answer<std::vector<head::QueueView>>(
-        std::move(respond), [](const std::vector<head::QueueView>& qs) {
-          Json arr = Json::array();
-          for (const auto& q : qs) arr.push_back(QueueViewJson(q));
-          return Json{{"queues", arr}};
-        }));
+    return head_->ListQueues(req.BearerToken(),
+                             Answer<std::vector<head::QueueView>>(
+                                 std::move(respond), [](const std::vector<head::QueueView>& qs) {
+                                   Json arr = Json::array();
+                                   for (const auto& q : qs) arr.push_back(QueueViewJson(q));
+                                   return Json{{"queues", arr}};
+                                 }));
   }
   if (parts.size() >= 3 && req.method == "PUT") {
     std::string name;
@@ -332,12 +343,8 @@ void ApiService::HandleQueues(const HttpRequest& req, const std::vector<std::str
             InvalidArgument("unknown field '" + k + "'; want quota_gpus, limit_gpus, weight")));
       }
     }
-    if (q.limit_gpus >= 0 && q.limit_gpus < q.quota_gpus) {
-      return respond(
-          ErrorResponse(InvalidArgument("field 'limit_gpus': " + std::to_string(q.limit_gpus) +
-                                        " is below quota_gpus " + std::to_string(q.quota_gpus))));
-    }
-    return head_->SetQueue(q, Answer<QueueConfig>(std::move(respond), [](const QueueConfig& q) {
+    return head_->SetQueue(req.BearerToken(), q,
+                           Answer<QueueConfig>(std::move(respond), [](const QueueConfig& q) {
                              return Json{{"queue", ToJson(q)}};
                            }));
   }
@@ -352,20 +359,17 @@ void ApiService::HandleAgent(const HttpRequest& req, const std::vector<std::stri
   Json body = Json::parse(req.body, nullptr, false);
   if (body.is_discarded()) return respond(ErrorResponse(InvalidArgument("body: not JSON")));
   if (parts[2] == "register") {
-    if (!head::TokensEqual(req.BearerToken(), head_->tokens().join)) {
-      return respond(ErrorResponse(Status(ErrorCode::kUnauthenticated, "bad join token")));
-    }
     auto r = RegisterRequestFromJson(body);
     if (!r.ok()) return respond(ErrorResponse(r.status()));
     return head_->Register(
-        std::move(*r),
+        req.BearerToken(), std::move(*r),
         Answer<RegisterResponse>(std::move(respond), [](const auto& x) { return ToJson(x); }));
   }
   if (parts[2] == "sync") {
     auto r = SyncRequestFromJson(body);
     if (!r.ok()) return respond(ErrorResponse(r.status()));
     return head_->Sync(
-        std::move(*r), req.BearerToken(),
+        req.BearerToken(), std::move(*r),
         Answer<SyncResponse>(std::move(respond), [](const auto& x) { return ToJson(x); }));
   }
   respond(ErrorResponse(NotFound("no such path: " + req.path)));

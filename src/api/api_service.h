@@ -27,9 +27,15 @@ class ApiService {
   void HandleAgent(const net::HttpRequest& req, const std::vector<std::string>& parts,
                    net::Responder respond);
 
+  template <typename T, typename F>
+  head::Head::Callback<T> Answer(net::Responder respond, F to_json, int ok_status = 200);
+
   head::Head* head_;
   std::shared_ptr<BlockingPool> blocking_;
 };
+
+// Every answer of the API carries the revision of the head's state it reflects.
+constexpr char kRevisionHeader[] = "X-Corral-Revision";
 
 // Maps a Status to its HTTP status and the JSON error body of docs/api.md.
 net::HttpResponse ErrorResponse(const Status& st);

@@ -59,6 +59,7 @@ Run DecodeRun(const Json& j) {
   r.stop_requested = Get<bool>(j, "stop_requested", false);
   r.stop_requested_at = Get<int64_t>(j, "stop_requested_at", 0);
   r.last_checkpoint_at = Get<int64_t>(j, "last_checkpoint_at", 0);
+  r.master_port = Get<int32_t>(j, "master_port", 0);
   return r;
 }
 
@@ -119,13 +120,17 @@ Json ToJson(const JobSpec& s) {
               {"grace_ms", s.grace_ms}};
 }
 
+Json ToJson(const ReplicaPlacement& p) {
+  Json pj{{"node", p.node}, {"gpus", p.gpus}, {"tasks", p.tasks}};
+  if (!p.gpu_milli.empty()) pj["gpu_milli"] = p.gpu_milli;
+  if (p.gpu_memory_mb) pj["gpu_memory_mb"] = p.gpu_memory_mb;
+  return pj;
+}
+
 Json ToJson(const Run& r) {
   Json placement = Json::array();
   for (const ReplicaPlacement& p : r.placement) {
-    Json pj{{"node", p.node}, {"gpus", p.gpus}, {"tasks", p.tasks}};
-    if (!p.gpu_milli.empty()) pj["gpu_milli"] = p.gpu_milli;
-    if (p.gpu_memory_mb) pj["gpu_memory_mb"] = p.gpu_memory_mb;
-    placement.push_back(std::move(pj));
+    placement.push_back(ToJson(p));
   }
   return Json{{"attempt", r.attempt},
               {"placement", placement},
@@ -137,7 +142,8 @@ Json ToJson(const Run& r) {
               {"reason", r.reason},
               {"stop_requested", r.stop_requested},
               {"stop_requested_at", r.stop_requested_at},
-              {"last_checkpoint_at", r.last_checkpoint_at}};
+              {"last_checkpoint_at", r.last_checkpoint_at},
+              {"master_port", r.master_port}};
 }
 
 Json ToJson(const Job& j) {
@@ -174,7 +180,9 @@ Json ToJson(const Node& n) {
               {"gpus", EncodeGpus(n.gpus)},
               {"agent_epoch", n.agent_epoch},
               {"last_heartbeat", n.last_heartbeat},
-              {"registered_at", n.registered_at}};
+              {"registered_at", n.registered_at},
+              {"port_lo", n.port_lo},
+              {"port_hi", n.port_hi}};
 }
 
 Json ToJson(const QueueConfig& q) {
@@ -231,6 +239,10 @@ Result<JobSpec> JobSpecFromJson(const Json& j) {
 
 Result<Run> RunFromJson(const Json& j) { return Decode<Run>(j, "run", DecodeRun); }
 
+Result<ReplicaPlacement> PlacementFromJson(const Json& j) {
+  return Decode<ReplicaPlacement>(j, "placement", [](const Json& j) { return DecodePlacement(j); });
+}
+
 Result<Job> JobFromJson(const Json& j) {
   return Decode<Job>(j, "job", [](const Json& j) {
     Job job;
@@ -272,6 +284,8 @@ Result<Node> NodeFromJson(const Json& j) {
     n.agent_epoch = Get<uint64_t>(j, "agent_epoch", 0);
     n.last_heartbeat = Get<int64_t>(j, "last_heartbeat", 0);
     n.registered_at = Get<int64_t>(j, "registered_at", 0);
+    n.port_lo = Get<int32_t>(j, "port_lo", 0);
+    n.port_hi = Get<int32_t>(j, "port_hi", 0);
     return n;
   });
 }

@@ -13,6 +13,7 @@ namespace corral {
 using Json = nlohmann::json;
 
 Json ToJson(const JobSpec& s);
+Json ToJson(const ReplicaPlacement& p);
 Json ToJson(const Run& r);
 Json ToJson(const Job& j);
 Json ToJson(const Gpu& g);
@@ -28,6 +29,7 @@ Json ToJson(const SyncResponse& r);
 // Decoders of trusted data (the store, the other daemon): a malformed document is an error,
 // not a crash. User-facing specs go through ParseJobSpec (spec.h), which explains itself.
 Result<JobSpec> JobSpecFromJson(const Json& j);
+Result<ReplicaPlacement> PlacementFromJson(const Json& j);
 Result<Run> RunFromJson(const Json& j);
 Result<Job> JobFromJson(const Json& j);
 Result<Gpu> GpuFromJson(const Json& j);

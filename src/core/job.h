@@ -88,6 +88,7 @@ struct Run {
   bool stop_requested = false;      // cancel/preempt/time limit sent to the agents
   TimeMs stop_requested_at = 0;
   TimeMs last_checkpoint_at = 0;    // when the job last reported a checkpoint in this run
+  int32_t master_port = 0;          // MASTER_PORT on replica 0's node; 0: none
 };
 
 struct JobEvent {

@@ -35,6 +35,8 @@ struct Node {
   uint64_t agent_epoch = 0;  // bumps on every agent (re)registration
   TimeMs last_heartbeat = 0;
   TimeMs registered_at = 0;
+  int32_t port_lo = 0;  // the agent's MASTER_PORT range; 0: the head's default
+  int32_t port_hi = 0;
 };
 
 struct QueueConfig {

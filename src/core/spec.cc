@@ -1,5 +1,6 @@
 #include "core/spec.h"
 
+#include <cctype>
 #include <charconv>
 #include <csignal>
 #include <cstring>
@@ -331,6 +332,38 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
     s.checkpoint_signal = *v;
   }
   return s;
+}
+
+Status ValidateQueue(const QueueConfig& q) {
+  if (q.name.empty() || q.name.size() > 128 || q.name.front() == '/' || q.name.back() == '/' ||
+      q.name.find("//") != std::string::npos) {
+    return InvalidArgument("queue name: got \"" + q.name +
+                           "\", want path segments like org/team (at most 128 characters)");
+  }
+  for (char c : q.name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '/' && c != '-' && c != '_' &&
+        c != '.') {
+      return InvalidArgument("queue name: got \"" + q.name +
+                             "\", want letters, digits, '-', '_', '.' and '/'");
+    }
+  }
+  if (q.quota_gpus < 0) {
+    return InvalidArgument("field 'quota_gpus': got " + std::to_string(q.quota_gpus) +
+                           ", want an integer >= 0");
+  }
+  if (q.limit_gpus < -1) {
+    return InvalidArgument("field 'limit_gpus': got " + std::to_string(q.limit_gpus) +
+                           ", want -1 (no limit) or an integer >= 0");
+  }
+  if (q.limit_gpus >= 0 && q.limit_gpus < q.quota_gpus) {
+    return InvalidArgument("field 'limit_gpus': " + std::to_string(q.limit_gpus) +
+                           " is below quota_gpus " + std::to_string(q.quota_gpus));
+  }
+  if (!(q.weight > 0) || q.weight > 1e6) {
+    return InvalidArgument("field 'weight': got " + std::to_string(q.weight) +
+                           ", want a number > 0");
+  }
+  return Status::Ok();
 }
 
 }  // namespace corral

@@ -7,6 +7,7 @@
 
 #include "core/codec.h"
 #include "core/job.h"
+#include "core/node.h"
 #include "core/status.h"
 
 namespace corral {
@@ -24,5 +25,9 @@ Result<int64_t> ParseMemoryMb(const std::string& field, const std::string& text)
 Result<int32_t> ParseSignal(const std::string& field, const std::string& text);
 
 std::string FormatDuration(DurationMs ms);
+
+// A queue's settings as an operator may set them: a name of path segments
+// ("org/team"), quota >= 0, limit -1 (none) or >= quota, weight > 0.
+Status ValidateQueue(const QueueConfig& q);
 
 }  // namespace corral

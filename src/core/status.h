@@ -47,6 +47,12 @@ inline Status FailedPrecondition(std::string m) {
 }
 inline Status Unavailable(std::string m) { return {ErrorCode::kUnavailable, std::move(m)}; }
 inline Status Internal(std::string m) { return {ErrorCode::kInternal, std::move(m)}; }
+inline Status PermissionDenied(std::string m) {
+  return {ErrorCode::kPermissionDenied, std::move(m)};
+}
+inline Status Unauthenticated(std::string m) {
+  return {ErrorCode::kUnauthenticated, std::move(m)};
+}
 
 // Result<T> holds a value or a non-ok Status.
 template <typename T>

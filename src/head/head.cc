@@ -1,18 +1,29 @@
 #include "head/head.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <boost/asio/post.hpp>
 #include <filesystem>
-#include <fstream>
-
-#include "head/tokens.h"
 
 namespace corral::head {
 
 namespace asio = boost::asio;
+
+namespace {
+
+CoreConfig ToCoreConfig(const HeadConfig& c) {
+  CoreConfig core;
+  core.checkpoint_root = c.checkpoint_root;
+  core.unreachable_after_ms = c.unreachable_after_ms;
+  core.down_after_ms = c.down_after_ms;
+  core.scheduler = c.scheduler;
+  return core;
+}
+
+Status StoreFailed(const Status& st) {
+  return Unavailable("the head's store failed a commit (" + st.message() +
+                     "); nothing of this request is durable; the head must restart");
+}
+
+}  // namespace
 
 Result<std::unique_ptr<Head>> Head::Open(HeadConfig config, const Clock* clock) {
   std::error_code ec;
@@ -21,78 +32,63 @@ Result<std::unique_ptr<Head>> Head::Open(HeadConfig config, const Clock* clock) 
   if (config.checkpoint_root.empty()) config.checkpoint_root = config.state_dir + "/checkpoints";
   auto store = store::OpenSqliteStore(config.state_dir + "/corral.db");
   if (!store.ok()) return store.status();
-  auto loaded = (*store)->Load();
-  if (!loaded.ok()) return loaded.status();
-  std::unique_ptr<Head> head(new Head(std::move(config), clock, std::move(*store)));
-  auto admin = LoadOrCreateToken(head->config_.state_dir + "/admin.token");
+  auto random = std::make_unique<UrandomSource>();
+  auto admin = LoadOrCreateToken(config.state_dir + "/admin.token", random->Secret());
   if (!admin.ok()) return admin.status();
-  auto join = LoadOrCreateToken(head->config_.state_dir + "/join.token");
+  auto join = LoadOrCreateToken(config.state_dir + "/join.token", random->Secret());
   if (!join.ok()) return join.status();
-  head->tokens_ = {*admin, *join};
-  CORRAL_RETURN_IF_ERROR(head->Recover(std::move(*loaded)));
+  auto head = Create(std::move(config), std::move(*store), clock, random.get(), {*admin, *join});
+  if (head.ok()) (*head)->owned_random_ = std::move(random);
   return head;
 }
 
-Head::Head(HeadConfig config, const Clock* clock, std::unique_ptr<store::Store> store)
+Result<std::unique_ptr<Head>> Head::Create(HeadConfig config, std::unique_ptr<store::Store> store,
+                                           const Clock* clock, RandomSource* random,
+                                           Tokens bootstrap) {
+  auto loaded = store->Load();
+  if (!loaded.ok()) return loaded.status();
+  auto decoded = DecodeStoredState(std::move(*loaded));
+  if (!decoded.ok()) return decoded.status();
+  uint64_t snapshot_revision = decoded->snapshot.revision;
+  std::unique_ptr<Head> head(new Head(std::move(config), std::move(store), clock, random));
+  head->log_ = EditLog(head->config_.durability, snapshot_revision);
+  HeadCore& core = head->core_;
+  TimeMs now = clock->Now();
+  CORRAL_RETURN_IF_ERROR(core.Recover(std::move(decoded->snapshot), decoded->tail, now));
+  if (!bootstrap.admin.empty() && !core.HasCredentialFor(Caller::Kind::kUser, Role::kAdmin)) {
+    TokenRequest admin{"admin", Role::kAdmin, {}, 0};
+    CORRAL_RETURN_IF_ERROR(core.IssueToken(Caller::System(), admin, bootstrap.admin, now).status());
+  }
+  if (!bootstrap.join.empty() && !core.HasCredentialFor(Caller::Kind::kJoin, Role::kUser)) {
+    TokenRequest join{"@join", Role::kUser, {}, 0};
+    CORRAL_RETURN_IF_ERROR(core.IssueToken(Caller::System(), join, bootstrap.join, now).status());
+  }
+  // A new leadership; it is durable before any answer (answers wait for the first batch).
+  core.Start(now);
+  head->epoch_ = core.state().epoch;
+  head->tokens_ = std::move(bootstrap);
+  head->Drain();
+  return head;
+}
+
+Head::Head(HeadConfig config, std::unique_ptr<store::Store> store, const Clock* clock,
+           RandomSource* random)
     : config_(std::move(config)),
-      clock_(clock),
       store_(std::move(store)),
-      scheduler_(config_.scheduler) {}
+      clock_(clock),
+      random_(random),
+      core_(ToCoreConfig(config_)),
+      log_(config_.durability) {}
 
 Head::~Head() { Stop(); }
-
-// Rebuilds memory from the store; the agents' next syncs reconcile what actually runs.
-Status Head::Recover(store::StoredState state) {
-  TimeMs now = clock_->Now();
-  epoch_ = 1;
-  if (auto it = state.meta.find("head_epoch"); it != state.meta.end()) {
-    epoch_ = std::stoull(it->second) + 1;
-  }
-  // The epoch must be durable before any agent sees it, or two leaderships could share one.
-  CORRAL_RETURN_IF_ERROR(store_->Commit({store::PutMeta{"head_epoch", std::to_string(epoch_)}}));
-  for (auto& [key, value] : state.meta) {
-    if (key.rfind("node_token/", 0) == 0) node_tokens_[key.substr(11)] = value;
-  }
-  for (QueueConfig& q : state.queues) {
-    scheduler_.SetQueue(q);
-    queues_[q.name] = q;
-  }
-  if (!queues_.count("default")) {
-    QueueConfig def{"default", 0, -1, 1.0};
-    queues_["default"] = def;
-    scheduler_.SetQueue(def);
-    CORRAL_RETURN_IF_ERROR(store_->Commit({store::PutQueue{def}}));
-  }
-  for (Node& n : state.nodes) {
-    n.last_heartbeat = now;  // give every agent a full timeout to reconnect
-    scheduler_.UpsertNode(ToNodeInfo(n));
-    node_version_[n.name] = epoch_ << 32;
-    nodes_[n.name] = std::move(n);
-  }
-  for (Job& job : state.jobs) {
-    next_job_id_ = std::max(next_job_id_, job.id + 1);
-    if (job.state == JobState::kPending) {
-      scheduler_.AddPending(ToPending(job));
-    } else if (job.state == JobState::kScheduled || job.state == JobState::kRunning) {
-      const Run& run = *job.CurrentRun();
-      active_jobs_.insert(job.id);
-      for (const ReplicaPlacement& p : run.placement) node_runs_[p.node].insert(job.id);
-      scheduler_.AddRunning(
-          {ToPending(job), run.placement, run.started_at ? run.started_at : run.scheduled_at});
-    }
-    JobId id = job.id;
-    jobs_[id] = std::move(job);
-  }
-  return Status::Ok();
-}
 
 void Head::Start() {
   pipeline_ = std::make_unique<CommitPipeline>(
       store_.get(), [this](Status st) { Post([this, st] { OnDurable(st); }); });
   tick_timer_ = std::make_unique<asio::steady_timer>(io_);
   Post([this] {
+    FlushEdits();
     Tick();
-    RequestSchedule();
   });
   thread_ = std::thread([this] {
     auto guard = asio::make_work_guard(io_);
@@ -108,13 +104,13 @@ void Head::Stop() {
   pipeline_.reset();  // finishes an in-flight commit
 }
 
+bool Head::failed() const { return failed_.load(); }
+
 void Head::Post(std::function<void()> fn) { asio::post(io_, std::move(fn)); }
 
 void Head::Tick() {
-  TimeMs now = clock_->Now();
-  CheckLiveness(now);
-  EnforceTimeLimits(now);
-  RequestSchedule();
+  core_.Tick(clock_->Now());
+  Drain();
   tick_timer_->expires_after(std::chrono::milliseconds(config_.tick_ms));
   tick_timer_->async_wait([this](const boost::system::error_code& ec) {
     if (!ec) Tick();
@@ -123,32 +119,58 @@ void Head::Tick() {
 
 // --- durability ---
 
-void Head::Edit(store::StateEdit edit) {
-  next_edits_.push_back(std::move(edit));
-  if (!flush_posted_) {
-    flush_posted_ = true;
+void Head::Drain() {
+  CoreOutput out = core_.TakeOutput();
+  if (!out.changes.empty()) {
+    log_.Append(out.changes, &next_edits_);
+    if (!flush_posted_) {
+      flush_posted_ = true;
+      Post([this] {
+        flush_posted_ = false;
+        FlushEdits();
+      });
+    }
+  }
+  bool first = nodes_to_answer_.empty();
+  for (const std::string& n : out.nodes_to_notify) {
+    if (parked_.count(n)) nodes_to_answer_.insert(n);
+  }
+  // Answer once per turn, after every change of this turn is in the desired state.
+  if (first && !nodes_to_answer_.empty()) {
     Post([this] {
-      flush_posted_ = false;
-      FlushEdits();
+      auto names = std::move(nodes_to_answer_);
+      nodes_to_answer_.clear();
+      for (const std::string& n : names) AnswerParked(n);
     });
+  }
+  if (core_.schedule_wanted()) RequestSchedule();
+}
+
+void Head::AfterDurable(std::function<void()> ok, std::function<void(const Status&)> fail) {
+  if (!next_edits_.empty()) {
+    next_callbacks_.push_back({std::move(ok), std::move(fail)});
+  } else if (inflight_) {
+    inflight_callbacks_.push_back({std::move(ok), std::move(fail)});
+  } else {
+    ok();
   }
 }
 
-void Head::PersistJob(const Job& job) { Edit(store::PutJob{job}); }
-void Head::PersistNode(const Node& node) { Edit(store::PutNode{node}); }
-
-void Head::AfterDurable(std::function<void()> fn) {
-  if (!next_edits_.empty()) {
-    next_callbacks_.push_back(std::move(fn));
-  } else if (inflight_) {
-    inflight_callbacks_.push_back(std::move(fn));
-  } else {
-    fn();
-  }
+template <typename T>
+void Head::Reply(Callback<T> done, Result<T> result) {
+  uint64_t revision = core_.revision();
+  auto shared = std::make_shared<Callback<T>>(std::move(done));
+  AfterDurable(
+      [this, shared, revision, result = std::move(result)]() mutable {
+        reply_revision_ = revision;
+        (*shared)(std::move(result));
+      },
+      [shared](const Status& st) { (*shared)(StoreFailed(st)); });
 }
 
 void Head::FlushEdits() {
-  if (inflight_ || next_edits_.empty()) return;
+  if (inflight_ || next_edits_.empty() || failed_) return;
+  log_.MaybeSnapshot(core_, false, &next_edits_);
   inflight_ = true;
   inflight_callbacks_ = std::move(next_callbacks_);
   next_callbacks_.clear();
@@ -158,139 +180,190 @@ void Head::FlushEdits() {
 }
 
 void Head::OnDurable(Status st) {
-  // Memory already holds the change; if the store refused it, memory and disk disagree and
-  // the only safe move is to crash and recover from what is durable.
-  CORRAL_CHECK(st.ok(), "store commit failed: " + st.ToString());
   inflight_ = false;
+  if (!st.ok()) {
+    // Memory holds changes the store refused: answer nothing more, and let the process
+    // restart from what is durable.
+    failed_ = true;
+    auto waiting = std::move(inflight_callbacks_);
+    for (Waiting& w : next_callbacks_) waiting.push_back(std::move(w));
+    inflight_callbacks_.clear();
+    next_callbacks_.clear();
+    next_edits_.clear();
+    for (auto& [name, p] : parked_) p.timer->cancel();
+    for (auto& [name, p] : parked_) p.done(StoreFailed(st));
+    parked_.clear();
+    for (Waiting& w : waiting) w.fail(st);
+    if (config_.on_store_failure) config_.on_store_failure(st);
+    return;
+  }
   auto callbacks = std::move(inflight_callbacks_);
   inflight_callbacks_.clear();
-  for (auto& fn : callbacks) fn();
+  for (Waiting& w : callbacks) w.ok();
   FlushEdits();
 }
 
-// --- queries and admin commands ---
+// --- commands ---
 
-void Head::Submit(JobSpec spec, std::string user, Callback<Job> done) {
-  Post([this, spec = std::move(spec), user = std::move(user), done = std::move(done)]() mutable {
-    DoSubmit(std::move(spec), std::move(user), std::move(done));
+template <typename T>
+void Head::Command(std::string bearer, Callback<T> done,
+                   std::function<Result<T>(const Caller&, TimeMs)> fn) {
+  Post([this, bearer = std::move(bearer), done = std::move(done), fn = std::move(fn)]() mutable {
+    if (failed_) return done(StoreFailed(Unavailable("an earlier commit failed")));
+    TimeMs now = clock_->Now();
+    auto who = core_.Authenticate(bearer, now);
+    Result<T> r = who.ok() ? fn(*who, now) : Result<T>(who.status());
+    Drain();
+    Reply<T>(std::move(done), std::move(r));
   });
 }
 
-void Head::Cancel(JobId id, Callback<Job> done) {
-  Post([this, id, done = std::move(done)]() mutable { DoCancel(id, std::move(done)); });
-}
-
-void Head::GetJob(JobId id, Callback<Job> done) {
-  Post([this, id, done = std::move(done)]() mutable {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end())
-      return Reply<Job>(std::move(done), NotFound("no job " + std::to_string(id)));
-    Reply<Job>(std::move(done), it->second);
+void Head::RequestSchedule() {
+  if (schedule_posted_) return;
+  schedule_posted_ = true;
+  Post([this] {
+    schedule_posted_ = false;
+    if (failed_) return;
+    core_.Schedule(clock_->Now());
+    Drain();
   });
 }
 
-void Head::ListJobs(JobFilter f, Callback<std::vector<Job>> done) {
-  Post([this, f = std::move(f), done = std::move(done)]() mutable {
-    std::vector<Job> out;
-    for (auto it = jobs_.upper_bound(f.after); it != jobs_.end(); ++it) {
-      const Job& j = it->second;
-      if (!f.states.empty() && !f.states.count(j.state)) continue;
-      if (!f.queue.empty() && j.spec.queue != f.queue) continue;
-      if (!f.user.empty() && j.owner != f.user) continue;
-      out.push_back(j);
-      if (static_cast<int32_t>(out.size()) >= f.limit) break;
+void Head::Submit(std::string bearer, JobSpec spec, std::string owner, Callback<Job> done) {
+  Command<Job>(std::move(bearer), std::move(done),
+               [this, spec = std::move(spec), owner = std::move(owner)](const Caller& by,
+                                                                        TimeMs now) mutable {
+                 return core_.Submit(by, std::move(spec), std::move(owner), now);
+               });
+}
+
+void Head::Cancel(std::string bearer, JobId id, Callback<Job> done) {
+  Command<Job>(std::move(bearer), std::move(done),
+               [this, id](const Caller& by, TimeMs now) { return core_.Cancel(by, id, now); });
+}
+
+void Head::ReportCheckpoint(std::string bearer, JobId id, Callback<Job> done) {
+  Command<Job>(std::move(bearer), std::move(done), [this, id](const Caller& by, TimeMs now) {
+    return core_.ReportCheckpoint(by, id, now);
+  });
+}
+
+void Head::GetJob(std::string bearer, JobId id, Callback<Job> done) {
+  Command<Job>(std::move(bearer), std::move(done),
+               [this, id](const Caller& by, TimeMs) { return core_.GetJob(by, id); });
+}
+
+void Head::ListJobs(std::string bearer, JobFilter f, Callback<std::vector<Job>> done) {
+  Command<std::vector<Job>>(std::move(bearer), std::move(done),
+                            [this, f = std::move(f)](const Caller& by, TimeMs) {
+                              return Result<std::vector<Job>>(core_.ListJobs(by, f));
+                            });
+}
+
+void Head::ListNodes(std::string bearer, Callback<std::vector<NodeView>> done) {
+  Command<std::vector<NodeView>>(std::move(bearer), std::move(done), [this](const Caller&, TimeMs) {
+    return Result<std::vector<NodeView>>(core_.ListNodes());
+  });
+}
+
+void Head::GetNode(std::string bearer, std::string name, Callback<Node> done) {
+  Command<Node>(
+      std::move(bearer), std::move(done),
+      [this, name = std::move(name)](const Caller&, TimeMs) { return core_.GetNode(name); });
+}
+
+void Head::SetDrain(std::string bearer, std::string name, bool drain, Callback<NodeView> done) {
+  Command<NodeView>(std::move(bearer), std::move(done),
+                    [this, name = std::move(name), drain](const Caller& by, TimeMs now) {
+                      return core_.SetDrain(by, name, drain, now);
+                    });
+}
+
+void Head::ListQueues(std::string bearer, Callback<std::vector<QueueView>> done) {
+  Command<std::vector<QueueView>>(
+      std::move(bearer), std::move(done),
+      [this](const Caller&, TimeMs) { return Result<std::vector<QueueView>>(core_.ListQueues()); });
+}
+
+void Head::SetQueue(std::string bearer, QueueConfig q, Callback<QueueConfig> done) {
+  Command<QueueConfig>(std::move(bearer), std::move(done),
+                       [this, q = std::move(q)](const Caller& by, TimeMs now) {
+                         return core_.SetQueue(by, q, now);
+                       });
+}
+
+void Head::CreateToken(std::string bearer, TokenRequest req, Callback<NewToken> done) {
+  Command<NewToken>(std::move(bearer), std::move(done),
+                    [this, req = std::move(req)](const Caller& by, TimeMs now) -> Result<NewToken> {
+                      std::string secret = random_->Secret();
+                      auto c = core_.IssueToken(by, req, secret, now);
+                      if (!c.ok()) return c.status();
+                      return NewToken{*c, secret};
+                    });
+}
+
+void Head::RevokeToken(std::string bearer, std::string id, Callback<Credential> done) {
+  Command<Credential>(std::move(bearer), std::move(done),
+                      [this, id = std::move(id)](const Caller& by, TimeMs now) {
+                        return core_.RevokeToken(by, id, now);
+                      });
+}
+
+void Head::ListTokens(std::string bearer, Callback<std::vector<Credential>> done) {
+  Command<std::vector<Credential>>(std::move(bearer), std::move(done),
+                                   [this](const Caller& by, TimeMs) {
+                                     return Result<std::vector<Credential>>(core_.ListTokens(by));
+                                   });
+}
+
+void Head::Register(std::string bearer, RegisterRequest req, Callback<RegisterResponse> done) {
+  Command<RegisterResponse>(std::move(bearer), std::move(done),
+                            [this, req = std::move(req)](const Caller& by, TimeMs now) mutable {
+                              return core_.Register(by, std::move(req), random_->Secret(), now);
+                            });
+}
+
+void Head::Sync(std::string bearer, SyncRequest req, Callback<SyncResponse> done) {
+  Post([this, bearer = std::move(bearer), req = std::move(req), done = std::move(done)]() mutable {
+    if (failed_) return done(StoreFailed(Unavailable("an earlier commit failed")));
+    TimeMs now = clock_->Now();
+    auto who = core_.Authenticate(bearer, now);
+    Result<bool> known = who.ok() ? core_.Report(*who, req, now) : Result<bool>(who.status());
+    Drain();
+    if (!known.ok()) return Reply<SyncResponse>(std::move(done), known.status());
+    if (!*known) {
+      SyncResponse r;
+      r.head_epoch = core_.state().epoch;
+      r.reregister = true;
+      return Reply<SyncResponse>(std::move(done), r);
     }
-    Reply<std::vector<Job>>(std::move(done), std::move(out));
-  });
-}
-
-void Head::ListNodes(Callback<std::vector<NodeView>> done) {
-  Post([this, done = std::move(done)]() mutable {
-    std::vector<NodeView> out;
-    for (const auto& [name, node] : nodes_) {
-      NodeView v{node, 0, {}};
-      for (JobId id : node_runs_[name]) {
-        const Job& job = jobs_.at(id);
-        const Run& run = *job.CurrentRun();
-        v.runs.push_back(ToString(RunId{id, run.attempt}));
-        for (const ReplicaPlacement& p : run.placement) {
-          if (p.node == name) v.gpus_used += static_cast<int32_t>(p.gpus.size());
-        }
-      }
-      out.push_back(std::move(v));
+    // A newer call supersedes a held one.
+    if (auto p = parked_.find(req.node); p != parked_.end()) AnswerParked(req.node);
+    if (req.desired_version != core_.NodeVersion(req.node) || req.wait_ms <= 0) {
+      return Reply<SyncResponse>(std::move(done), core_.DesiredFor(req.node));
     }
-    Reply<std::vector<NodeView>>(std::move(done), std::move(out));
+    // Liveness counts what the head hears, so a held call must come back well inside the
+    // unreachable timeout.
+    DurationMs hold = std::min<DurationMs>(
+        {req.wait_ms, config_.max_sync_hold_ms, config_.unreachable_after_ms / 3});
+    Parked& parked = parked_[req.node];
+    parked.done = std::move(done);
+    parked.timer = std::make_unique<asio::steady_timer>(io_);
+    parked.timer->expires_after(std::chrono::milliseconds(std::max<DurationMs>(hold, 1)));
+    parked.timer->async_wait([this, name = req.node](const boost::system::error_code& ec) {
+      if (!ec) AnswerParked(name);
+    });
   });
 }
 
-void Head::GetNode(std::string name, Callback<Node> done) {
-  Post([this, name = std::move(name), done = std::move(done)]() mutable {
-    auto it = nodes_.find(name);
-    if (it == nodes_.end()) return Reply<Node>(std::move(done), NotFound("no node " + name));
-    Reply<Node>(std::move(done), it->second);
-  });
-}
-
-void Head::SetDrain(std::string name, bool drain, Callback<NodeView> done) {
-  Post([this, name = std::move(name), drain, done = std::move(done)]() mutable {
-    auto it = nodes_.find(name);
-    if (it == nodes_.end()) return Reply<NodeView>(std::move(done), NotFound("no node " + name));
-    Node& n = it->second;
-    if (drain) {
-      if (n.state == NodeState::kReady) {
-        n.state = node_runs_[name].empty() ? NodeState::kDrained : NodeState::kDraining;
-      }
-    } else if (n.state == NodeState::kDraining || n.state == NodeState::kDrained) {
-      n.state = NodeState::kReady;
-    }
-    PersistNode(n);
-    scheduler_.UpsertNode(ToNodeInfo(n));
-    RequestSchedule();
-    Reply<NodeView>(std::move(done), NodeView{n, 0, {}});
-  });
-}
-
-void Head::ListQueues(Callback<std::vector<QueueView>> done) {
-  Post([this, done = std::move(done)]() mutable {
-    std::map<std::string, QueueView> views;
-    for (const auto& [name, q] : queues_) views[name].config = q;
-    for (const auto& [id, job] : jobs_) {
-      if (IsTerminal(job.state)) continue;
-      QueueView& v = views[job.spec.queue];
-      if (v.config.name.empty()) v.config = {job.spec.queue, 0, -1, 1.0};
-      if (job.state == JobState::kPending) {
-        ++v.pending;
-      } else {
-        ++v.running;
-        v.used_gpus += job.spec.replicas * job.spec.per_replica.WholeGpus();
-      }
-    }
-    std::vector<QueueView> out;
-    for (auto& [name, v] : views) out.push_back(std::move(v));
-    Reply<std::vector<QueueView>>(std::move(done), std::move(out));
-  });
-}
-
-void Head::SetQueue(QueueConfig q, Callback<QueueConfig> done) {
-  Post([this, q = std::move(q), done = std::move(done)]() mutable {
-    queues_[q.name] = q;
-    scheduler_.SetQueue(q);
-    Edit(store::PutQueue{q});
-    RequestSchedule();
-    Reply<QueueConfig>(std::move(done), q);
-  });
-}
-
-void Head::Register(RegisterRequest req, Callback<RegisterResponse> done) {
-  Post([this, req = std::move(req), done = std::move(done)]() mutable {
-    DoRegister(std::move(req), std::move(done));
-  });
-}
-
-void Head::Sync(SyncRequest req, std::string token, Callback<SyncResponse> done) {
-  Post([this, req = std::move(req), token = std::move(token), done = std::move(done)]() mutable {
-    DoSync(std::move(req), std::move(token), std::move(done));
-  });
+void Head::AnswerParked(const std::string& node) {
+  auto p = parked_.find(node);
+  if (p == parked_.end()) return;
+  Parked parked = std::move(p->second);
+  parked_.erase(p);
+  parked.timer->cancel();
+  // The desired state is taken now and sent once everything it reflects is durable.
+  Reply<SyncResponse>(std::move(parked.done), core_.DesiredFor(node));
 }
 
 }  // namespace corral::head

@@ -1,45 +1,24 @@
 #include "head/tokens.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <fstream>
-#include <random>
+#include <openssl/sha.h>
 
 namespace corral::head {
 
-std::string RandomToken() {
-  unsigned char buf[24];
-  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  CORRAL_CHECK(fd >= 0, "cannot open /dev/urandom");
-  ssize_t n = read(fd, buf, sizeof buf);
-  close(fd);
-  CORRAL_CHECK(n == static_cast<ssize_t>(sizeof buf), "short read from /dev/urandom");
+std::string HexBytes(const unsigned char* data, size_t n) {
   static const char kHex[] = "0123456789abcdef";
   std::string out;
-  for (unsigned char c : buf) {
-    out.push_back(kHex[c >> 4]);
-    out.push_back(kHex[c & 15]);
+  out.reserve(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back(kHex[data[i] >> 4]);
+    out.push_back(kHex[data[i] & 15]);
   }
   return out;
 }
 
-Result<std::string> LoadOrCreateToken(const std::string& path) {
-  {
-    std::ifstream in(path);
-    std::string token;
-    if (in && std::getline(in, token) && !token.empty()) return token;
-  }
-  std::string token = RandomToken();
-  std::string tmp = path + ".tmp";
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Unavailable("cannot write " + tmp);
-  std::string line = token + "\n";
-  bool ok =
-      write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && fsync(fd) == 0;
-  close(fd);
-  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) return Unavailable("cannot write " + path);
-  return token;
+std::string Sha256Hex(std::string_view data) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
+  return HexBytes(digest, sizeof digest);
 }
 
 bool TokensEqual(const std::string& a, const std::string& b) {

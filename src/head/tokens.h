@@ -1,15 +1,30 @@
-// Bearer tokens: random, hex, kept in files of mode 0600 under the state dir.
+// Bearer secrets: random 256-bit values, kept by the head only as their SHA-256; the files
+// of mode 0600 under the state dir hand the admin and join secrets to the operator.
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "core/status.h"
 
 namespace corral::head {
 
-std::string RandomToken();
-// Reads the token at `path`, or creates it (mode 0600) on first start.
-Result<std::string> LoadOrCreateToken(const std::string& path);
+// Where secrets come from; injected so the head's tests control it.
+class RandomSource {
+ public:
+  virtual ~RandomSource() = default;
+  virtual std::string Secret() = 0;  // 256 bits, hex
+};
+
+class UrandomSource final : public RandomSource {
+ public:
+  std::string Secret() override;
+};
+
+std::string Sha256Hex(std::string_view data);
+std::string HexBytes(const unsigned char* data, size_t n);
+// Reads the secret at `path`, or writes `fresh` there (mode 0600) on first start.
+Result<std::string> LoadOrCreateToken(const std::string& path, const std::string& fresh);
 // Compares in time independent of where the strings differ.
 bool TokensEqual(const std::string& a, const std::string& b);
 

@@ -100,7 +100,8 @@ class SqliteStore final : public Store {
 
   Result<std::vector<ChangeRecord>> ReadChanges(uint64_t after, int32_t limit) override {
     std::vector<ChangeRecord> out;
-    Statement st(db_, "SELECT revision, doc FROM changes WHERE revision > ? ORDER BY revision LIMIT ?");
+    Statement st(db_,
+                 "SELECT revision, doc FROM changes WHERE revision > ? ORDER BY revision LIMIT ?");
     if (!st.get()) return Internal(std::string("sqlite prepare: ") + sqlite3_errmsg(db_));
     sqlite3_bind_int64(st.get(), 1, static_cast<sqlite3_int64>(after));
     sqlite3_bind_int64(st.get(), 2, limit);

@@ -59,9 +59,9 @@ TEST(SqliteStore, ChangeLogAboveTheSnapshotIsLoadedAndTruncated) {
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok());
   ASSERT_TRUE((*s)->Commit({AppendChange{{1, "a"}}, AppendChange{{2, "b"}}}).ok());
-  ASSERT_TRUE((*s)->Commit({AppendChange{{3, "c"}}, PutMeta{kSnapshotRevisionKey, "2"},
-                            TruncateChanges{2}})
-                  .ok());
+  ASSERT_TRUE(
+      (*s)->Commit({AppendChange{{3, "c"}}, PutMeta{kSnapshotRevisionKey, "2"}, TruncateChanges{2}})
+          .ok());
   auto st = (*s)->Load();
   ASSERT_TRUE(st.ok());
   ASSERT_EQ(st->changes, (std::vector<ChangeRecord>{{3, "c"}}));

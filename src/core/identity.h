@@ -1,0 +1,31 @@
+// Who sends a request. Every command into the head carries one: a user with a role, an
+// agent speaking for its node, or the head itself (timers, recovery).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace corral {
+
+enum class Role { kUser, kQueueAdmin, kAdmin };
+const char* RoleName(Role r);
+bool ParseRole(const std::string& text, Role* out);
+
+struct Caller {
+  enum class Kind { kUser, kNode, kJoin, kSystem };
+  Kind kind = Kind::kSystem;
+  std::string name;                 // user name, or node name for kNode
+  Role role = Role::kUser;          // for kUser
+  std::vector<std::string> queues;  // queues a queue admin manages
+
+  static Caller System() { return {Kind::kSystem, "corral", Role::kAdmin, {}}; }
+  static Caller User(std::string name, Role role = Role::kUser) {
+    return {Kind::kUser, std::move(name), role, {}};
+  }
+  static Caller Node(std::string name) { return {Kind::kNode, std::move(name), Role::kUser, {}}; }
+  bool IsAdmin() const {
+    return kind == Kind::kSystem || (kind == Kind::kUser && role == Role::kAdmin);
+  }
+};
+
+}  // namespace corral

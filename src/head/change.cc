@@ -1,0 +1,219 @@
+#include "head/change.h"
+
+namespace corral::head {
+namespace {
+
+template <typename T>
+T Get(const Json& j, const char* key, T fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  return it->get<T>();
+}
+
+// Decoders throw on malformed documents; ChangeFromJson turns that into a Status.
+template <typename T>
+T Must(Result<T> r) {
+  if (!r.ok()) throw std::runtime_error(r.status().message());
+  return std::move(*r);
+}
+
+const char* KindName(Caller::Kind k) {
+  switch (k) {
+    case Caller::Kind::kUser:
+      return "user";
+    case Caller::Kind::kNode:
+      return "node";
+    case Caller::Kind::kJoin:
+      return "join";
+    case Caller::Kind::kSystem:
+      return "system";
+  }
+  return "system";
+}
+
+Caller DecodeCaller(const Json& j) {
+  Caller c;
+  std::string kind = Get<std::string>(j, "kind", "system");
+  c.kind = kind == "user"   ? Caller::Kind::kUser
+           : kind == "node" ? Caller::Kind::kNode
+           : kind == "join" ? Caller::Kind::kJoin
+                            : Caller::Kind::kSystem;
+  c.name = Get<std::string>(j, "name", "");
+  if (!ParseRole(Get<std::string>(j, "role", "user"), &c.role)) throw std::runtime_error("role");
+  c.queues = Get<std::vector<std::string>>(j, "queues", {});
+  return c;
+}
+
+Credential DecodeCredential(const Json& j) {
+  Credential c;
+  c.id = j.at("id").get<std::string>();
+  c.hash = j.at("hash").get<std::string>();
+  c.who = DecodeCaller(j.at("who"));
+  c.created_at = Get<int64_t>(j, "created_at", 0);
+  c.expires_at = Get<int64_t>(j, "expires_at", 0);
+  return c;
+}
+
+std::vector<ReplicaPlacement> DecodePlacements(const Json& j) {
+  std::vector<ReplicaPlacement> out;
+  for (const Json& p : j) out.push_back(Must(PlacementFromJson(p)));
+  return out;
+}
+
+template <typename E>
+E EnumFrom(const Json& j, const char* key, bool (*parse)(const std::string&, E*)) {
+  E e{};
+  if (!parse(j.at(key).get<std::string>(), &e)) throw std::runtime_error(std::string("bad ") + key);
+  return e;
+}
+
+struct Encoder {
+  Json& j;
+  void operator()(const HeadStarted& c) { j["epoch"] = c.epoch; }
+  void operator()(const JobSubmitted& c) { j["job"] = ToJson(c.job); }
+  void operator()(const RunPlaced& c) {
+    Json p = Json::array();
+    for (const ReplicaPlacement& r : c.placement) p.push_back(ToJson(r));
+    j.update(
+        {{"job", c.job}, {"attempt", c.attempt}, {"placement", p}, {"master_port", c.master_port}});
+  }
+  void operator()(const RunStarted& c) {
+    j.update({{"job", c.job}, {"attempt", c.attempt}, {"started_at", c.started_at}});
+  }
+  void operator()(const ReplicaExited& c) {
+    j.update({{"job", c.job},
+              {"attempt", c.attempt},
+              {"replica", c.replica},
+              {"exit_code", c.exit_code}});
+  }
+  void operator()(const StopRequested& c) {
+    j.update({{"job", c.job}, {"attempt", c.attempt}, {"reason", c.reason}});
+  }
+  void operator()(const RunEnded& c) {
+    j.update({{"job", c.job},
+              {"attempt", c.attempt},
+              {"run_state", RunStateName(c.run_state)},
+              {"reason", c.reason},
+              {"job_state", JobStateName(c.job_state)},
+              {"exit_code", c.exit_code}});
+  }
+  void operator()(const JobEnded& c) {
+    j.update({{"job", c.job}, {"state", JobStateName(c.state)}, {"reason", c.reason}});
+  }
+  void operator()(const CheckpointReported& c) {
+    j.update({{"job", c.job}, {"attempt", c.attempt}});
+  }
+  void operator()(const NodeRegistered& c) {
+    j["node"] = ToJson(c.node);
+    j["credential"] = ToJson(c.credential);
+  }
+  void operator()(const NodeStateSet& c) {
+    j.update({{"node", c.node}, {"state", NodeStateName(c.state)}, {"reason", c.reason}});
+  }
+  void operator()(const QueueSet& c) { j["queue"] = ToJson(c.queue); }
+  void operator()(const TokenIssued& c) { j["credential"] = ToJson(c.credential); }
+  void operator()(const TokenRevoked& c) { j["id"] = c.id; }
+};
+
+ChangeKind DecodeKind(const std::string& type, const Json& j) {
+  auto job = [&] { return j.at("job").get<JobId>(); };
+  auto attempt = [&] { return j.at("attempt").get<int32_t>(); };
+  if (type == "head_started") return HeadStarted{j.at("epoch").get<uint64_t>()};
+  if (type == "job_submitted") return JobSubmitted{Must(JobFromJson(j.at("job")))};
+  if (type == "run_placed") {
+    return RunPlaced{job(), attempt(), DecodePlacements(j.at("placement")),
+                     Get<int32_t>(j, "master_port", 0)};
+  }
+  if (type == "run_started") return RunStarted{job(), attempt(), j.at("started_at").get<int64_t>()};
+  if (type == "replica_exited") {
+    return ReplicaExited{job(), attempt(), j.at("replica").get<int32_t>(),
+                         j.at("exit_code").get<int32_t>()};
+  }
+  if (type == "stop_requested")
+    return StopRequested{job(), attempt(), j.at("reason").get<std::string>()};
+  if (type == "run_ended") {
+    return RunEnded{job(),
+                    attempt(),
+                    EnumFrom<RunState>(j, "run_state", ParseRunState),
+                    j.at("reason").get<std::string>(),
+                    EnumFrom<JobState>(j, "job_state", ParseJobState),
+                    j.at("exit_code").get<int32_t>()};
+  }
+  if (type == "job_ended") {
+    return JobEnded{job(), EnumFrom<JobState>(j, "state", ParseJobState),
+                    j.at("reason").get<std::string>()};
+  }
+  if (type == "checkpoint_reported") return CheckpointReported{job(), attempt()};
+  if (type == "node_registered") {
+    return NodeRegistered{Must(NodeFromJson(j.at("node"))), DecodeCredential(j.at("credential"))};
+  }
+  if (type == "node_state_set") {
+    return NodeStateSet{j.at("node").get<std::string>(),
+                        EnumFrom<NodeState>(j, "state", ParseNodeState),
+                        j.at("reason").get<std::string>()};
+  }
+  if (type == "queue_set") return QueueSet{Must(QueueFromJson(j.at("queue")))};
+  if (type == "token_issued") return TokenIssued{DecodeCredential(j.at("credential"))};
+  if (type == "token_revoked") return TokenRevoked{j.at("id").get<std::string>()};
+  throw std::runtime_error("unknown change type '" + type + "'");
+}
+
+}  // namespace
+
+bool Credential::operator==(const Credential& o) const {
+  return id == o.id && hash == o.hash && who.kind == o.who.kind && who.name == o.who.name &&
+         who.role == o.who.role && who.queues == o.who.queues && created_at == o.created_at &&
+         expires_at == o.expires_at;
+}
+
+const char* ChangeName(const ChangeKind& what) {
+  static const char* const kNames[] = {
+      "head_started",   "job_submitted", "run_placed",   "run_started",         "replica_exited",
+      "stop_requested", "run_ended",     "job_ended",    "checkpoint_reported", "node_registered",
+      "node_state_set", "queue_set",     "token_issued", "token_revoked"};
+  static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
+  return kNames[what.index()];
+}
+
+Json ToJson(const Caller& c) {
+  Json j{{"kind", KindName(c.kind)}, {"name", c.name}, {"role", RoleName(c.role)}};
+  if (!c.queues.empty()) j["queues"] = c.queues;
+  return j;
+}
+
+Json ToJson(const Credential& c) {
+  return Json{{"id", c.id},
+              {"hash", c.hash},
+              {"who", ToJson(c.who)},
+              {"created_at", c.created_at},
+              {"expires_at", c.expires_at}};
+}
+
+Result<Credential> CredentialFromJson(const Json& j) {
+  try {
+    return DecodeCredential(j);
+  } catch (const std::exception& e) {
+    return InvalidArgument(std::string("credential: ") + e.what());
+  }
+}
+
+Json ToJson(const Change& c) {
+  Json j{{"rev", c.revision}, {"at", c.at}, {"type", ChangeName(c.what)}, {"by", ToJson(c.by)}};
+  std::visit(Encoder{j}, c.what);
+  return j;
+}
+
+Result<Change> ChangeFromJson(const Json& j) {
+  try {
+    Change c;
+    c.revision = j.at("rev").get<uint64_t>();
+    c.at = j.at("at").get<int64_t>();
+    c.by = DecodeCaller(j.at("by"));
+    c.what = DecodeKind(j.at("type").get<std::string>(), j);
+    return c;
+  } catch (const std::exception& e) {
+    return InvalidArgument(std::string("change: ") + e.what());
+  }
+}
+
+}  // namespace corral::head

@@ -1,0 +1,111 @@
+// The typed changes of the head's state (DESIGN §9). Every change of durable state is one of
+// these, numbered with the next revision, written to the store's change log and applied by
+// ApplyChange (cluster_state.h), live and on recovery alike. A change records a decision
+// already taken (the core decided it); applying it never decides anything.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/codec.h"
+#include "core/identity.h"
+#include "core/job.h"
+#include "core/node.h"
+
+namespace corral::head {
+
+// A bearer credential as the head keeps it: only the SHA-256 of the secret is stored.
+struct Credential {
+  std::string id;    // short public name ("t-3f9a2c1b"), for list and revoke
+  std::string hash;  // hex SHA-256 of the secret
+  Caller who;        // user + role, a node, or the join credential
+  TimeMs created_at = 0;
+  TimeMs expires_at = 0;  // 0: never
+  bool operator==(const Credential&) const;
+};
+
+struct HeadStarted {  // a new leadership: agents refuse orders from an older epoch
+  uint64_t epoch = 0;
+};
+struct JobSubmitted {  // the job as accepted: id, owner, spec, submit time, state pending
+  Job job;
+};
+struct RunPlaced {
+  JobId job = 0;
+  int32_t attempt = 0;
+  std::vector<ReplicaPlacement> placement;
+  int32_t master_port = 0;
+};
+struct RunStarted {  // the first replica reported running
+  JobId job = 0;
+  int32_t attempt = 0;
+  TimeMs started_at = 0;
+};
+struct ReplicaExited {
+  JobId job = 0;
+  int32_t attempt = 0;
+  int32_t replica = 0;
+  int32_t exit_code = 0;  // -N: killed by signal N
+};
+struct StopRequested {  // cancel, preemption, time limit, a failed gang member
+  JobId job = 0;
+  int32_t attempt = 0;
+  std::string reason;
+};
+struct RunEnded {  // the run is over; the job is requeued (job_state pending) or ends
+  JobId job = 0;
+  int32_t attempt = 0;
+  RunState run_state = RunState::kSucceeded;
+  std::string reason;
+  JobState job_state = JobState::kSucceeded;
+  int32_t exit_code = 0;
+};
+struct JobEnded {  // ended without a live run (cancelled while pending)
+  JobId job = 0;
+  JobState state = JobState::kCancelled;
+  std::string reason;
+};
+struct CheckpointReported {
+  JobId job = 0;
+  int32_t attempt = 0;
+};
+struct NodeRegistered {  // the node as registered (agent epoch bumped) and its new credential
+  Node node;
+  Credential credential;
+};
+struct NodeStateSet {
+  std::string node;
+  NodeState state = NodeState::kReady;
+  std::string reason;
+};
+struct QueueSet {
+  QueueConfig queue;
+};
+struct TokenIssued {
+  Credential credential;
+};
+struct TokenRevoked {
+  std::string id;
+};
+
+using ChangeKind = std::variant<HeadStarted, JobSubmitted, RunPlaced, RunStarted, ReplicaExited,
+                                StopRequested, RunEnded, JobEnded, CheckpointReported,
+                                NodeRegistered, NodeStateSet, QueueSet, TokenIssued, TokenRevoked>;
+
+struct Change {
+  uint64_t revision = 0;
+  TimeMs at = 0;
+  Caller by;  // who caused it
+  ChangeKind what;
+};
+
+const char* ChangeName(const ChangeKind& what);
+Json ToJson(const Change& c);
+Result<Change> ChangeFromJson(const Json& j);
+Json ToJson(const Credential& c);
+Result<Credential> CredentialFromJson(const Json& j);
+Json ToJson(const Caller& c);
+
+}  // namespace corral::head

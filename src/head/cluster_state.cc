@@ -1,0 +1,165 @@
+#include "head/cluster_state.h"
+
+namespace corral::head {
+namespace {
+
+std::string DescribePlacement(const std::vector<ReplicaPlacement>& placement) {
+  std::string out;
+  for (const ReplicaPlacement& p : placement) {
+    if (!out.empty()) out += " ";
+    out += p.node + "[";
+    for (size_t i = 0; i < p.gpus.size(); ++i) out += (i ? "," : "") + std::to_string(p.gpus[i]);
+    out += "]";
+    if (p.tasks > 1) out += "x" + std::to_string(p.tasks) + " tasks";
+  }
+  return out;
+}
+
+Job& JobAt(ClusterState& s, JobId id) {
+  auto it = s.jobs.find(id);
+  CORRAL_CHECK(it != s.jobs.end(), "change names unknown job " + std::to_string(id));
+  return it->second;
+}
+
+Run& RunAt(ClusterState& s, JobId id, int32_t attempt) {
+  Job& job = JobAt(s, id);
+  CORRAL_CHECK(attempt >= 1 && attempt <= static_cast<int32_t>(job.runs.size()),
+               "change names unknown run " + ToString(RunId{id, attempt}));
+  return job.runs[attempt - 1];
+}
+
+struct Applier {
+  ClusterState& s;
+  TimeMs at;
+
+  void Event(Job& job, std::string what, std::string reason) {
+    job.events.push_back({at, std::move(what), std::move(reason)});
+  }
+
+  void operator()(const HeadStarted& c) { s.epoch = c.epoch; }
+  void operator()(const JobSubmitted& c) {
+    Job job = c.job;
+    job.state = JobState::kPending;
+    Event(job, "submitted", "by " + job.owner + " to queue " + job.spec.queue);
+    s.next_job_id = std::max(s.next_job_id, job.id + 1);
+    s.jobs[job.id] = std::move(job);
+  }
+  void operator()(const RunPlaced& c) {
+    Job& job = JobAt(s, c.job);
+    Run run;
+    run.attempt = c.attempt;
+    run.placement = c.placement;
+    run.state = RunState::kScheduled;
+    run.scheduled_at = at;
+    run.exit_codes.assign(c.placement.size(), kNotExited);
+    run.master_port = c.master_port;
+    job.runs.push_back(std::move(run));
+    job.state = JobState::kScheduled;
+    job.pending_reason.clear();
+    Event(job, "scheduled", DescribePlacement(c.placement));
+  }
+  void operator()(const RunStarted& c) {
+    Job& job = JobAt(s, c.job);
+    Run& run = RunAt(s, c.job, c.attempt);
+    run.state = RunState::kRunning;
+    run.started_at = c.started_at;
+    job.state = JobState::kRunning;
+    job.events.push_back({c.started_at, "running", ""});
+  }
+  void operator()(const ReplicaExited& c) {
+    Run& run = RunAt(s, c.job, c.attempt);
+    CORRAL_CHECK(c.replica >= 0 && c.replica < static_cast<int32_t>(run.exit_codes.size()),
+                 "replica out of range");
+    run.exit_codes[c.replica] = c.exit_code;
+  }
+  void operator()(const StopRequested& c) {
+    Run& run = RunAt(s, c.job, c.attempt);
+    run.stop_requested = true;
+    run.stop_requested_at = at;
+    run.reason = c.reason;
+    Event(JobAt(s, c.job), "stopping", c.reason);
+  }
+  void operator()(const RunEnded& c) {
+    Job& job = JobAt(s, c.job);
+    Run& run = RunAt(s, c.job, c.attempt);
+    run.state = c.run_state;
+    run.ended_at = at;
+    if (!c.reason.empty()) run.reason = c.reason;
+    job.state = c.job_state;
+    if (c.job_state == JobState::kPending) {
+      Event(job, "requeued",
+            "run " + std::to_string(run.attempt) + " " + RunStateName(c.run_state) + ": " +
+                run.reason);
+      return;
+    }
+    job.ended_at = at;
+    job.exit_code = c.exit_code;
+    Event(job, JobStateName(c.job_state), run.reason);
+  }
+  void operator()(const JobEnded& c) {
+    Job& job = JobAt(s, c.job);
+    job.state = c.state;
+    job.ended_at = at;
+    Event(job, JobStateName(c.state), c.reason);
+  }
+  void operator()(const CheckpointReported& c) {
+    RunAt(s, c.job, c.attempt).last_checkpoint_at = at;
+  }
+  void operator()(const NodeRegistered& c) {
+    for (auto it = s.credentials.begin(); it != s.credentials.end();) {
+      bool old = it->second.who.kind == Caller::Kind::kNode && it->second.who.name == c.node.name;
+      it = old ? s.credentials.erase(it) : std::next(it);
+    }
+    s.credentials[c.credential.hash] = c.credential;
+    s.nodes[c.node.name] = c.node;
+  }
+  void operator()(const NodeStateSet& c) {
+    auto it = s.nodes.find(c.node);
+    CORRAL_CHECK(it != s.nodes.end(), "change names unknown node " + c.node);
+    it->second.state = c.state;
+  }
+  void operator()(const QueueSet& c) { s.queues[c.queue.name] = c.queue; }
+  void operator()(const TokenIssued& c) { s.credentials[c.credential.hash] = c.credential; }
+  void operator()(const TokenRevoked& c) {
+    for (auto it = s.credentials.begin(); it != s.credentials.end(); ++it) {
+      if (it->second.id == c.id) {
+        s.credentials.erase(it);
+        return;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+void ApplyChange(ClusterState& state, const Change& change) {
+  CORRAL_CHECK(change.revision == state.revision + 1, "change " + std::to_string(change.revision) +
+                                                          " applied at revision " +
+                                                          std::to_string(state.revision));
+  std::visit(Applier{state, change.at}, change.what);
+  state.revision = change.revision;
+}
+
+Json StateToJson(const ClusterState& s) {
+  Json jobs = Json::array();
+  for (const auto& [id, job] : s.jobs) {
+    Json j = ToJson(job);
+    j.erase("pending_reason");
+    jobs.push_back(std::move(j));
+  }
+  Json nodes = Json::array();
+  for (const auto& [name, node] : s.nodes) {
+    Json j = ToJson(node);
+    j.erase("last_heartbeat");
+    nodes.push_back(std::move(j));
+  }
+  Json queues = Json::array();
+  for (const auto& [name, q] : s.queues) queues.push_back(ToJson(q));
+  Json creds = Json::array();
+  for (const auto& [hash, c] : s.credentials) creds.push_back(ToJson(c));
+  return Json{{"revision", s.revision}, {"epoch", s.epoch}, {"next_job_id", s.next_job_id},
+              {"jobs", jobs},           {"nodes", nodes},   {"queues", queues},
+              {"credentials", creds}};
+}
+
+}  // namespace corral::head

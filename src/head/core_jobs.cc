@@ -1,0 +1,280 @@
+// Jobs through their lifecycle (DESIGN §5) in the head's core: submit, schedule, stop,
+// finish, requeue. Every change goes through Emit.
+#include "core/spec.h"
+#include "head/head_core.h"
+#include "sched/job_input.h"
+
+namespace corral::head {
+namespace {
+
+constexpr char kReasonCancelled[] = "cancelled";
+constexpr char kReasonPreempted[] = "preempted";
+constexpr char kReasonTimeLimit[] = "time limit";
+
+bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+}  // namespace
+
+HeadCore::HeadCore(CoreConfig config)
+    : config_(std::move(config)),
+      scheduler_(std::make_unique<sched::Scheduler>(config_.scheduler)) {}
+
+void HeadCore::Emit(const Caller& by, TimeMs now, ChangeKind what) {
+  Change c{state_.revision + 1, now, by, std::move(what)};
+  ApplyChange(state_, c);
+  Index(c);
+  out_.changes.push_back(std::move(c));
+}
+
+bool HeadCore::MayManageJob(const Caller& by, const Job& job) const {
+  if (by.IsAdmin()) return true;
+  if (by.kind != Caller::Kind::kUser) return false;
+  if (by.name == job.owner) return true;
+  if (by.role == Role::kQueueAdmin) {
+    for (const std::string& q : by.queues) {
+      if (job.spec.queue == q || job.spec.queue.rfind(q + "/", 0) == 0) return true;
+    }
+  }
+  return false;
+}
+
+Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, TimeMs now) {
+  if (by.kind != Caller::Kind::kUser && by.kind != Caller::Kind::kSystem) {
+    return PermissionDenied("only users submit jobs");
+  }
+  if (owner.empty()) owner = by.name;
+  if (owner != by.name && !by.IsAdmin()) {
+    return PermissionDenied("user '" + by.name + "' may not submit jobs as '" + owner + "'");
+  }
+  Job job;
+  job.spec = std::move(spec);
+  job.owner = std::move(owner);
+  int32_t total_gpus = job.spec.replicas * job.spec.per_replica.WholeGpus();
+  if (auto q = state_.queues.find(job.spec.queue);
+      q != state_.queues.end() && q->second.limit_gpus >= 0 && total_gpus > q->second.limit_gpus) {
+    return InvalidArgument("field 'gpus': the job needs " + std::to_string(total_gpus) +
+                           " GPUs, more than queue '" + job.spec.queue + "' may ever use (limit " +
+                           std::to_string(q->second.limit_gpus) + ")");
+  }
+  // Only against nodes the cluster knows: with none yet, the job waits for them.
+  std::string why;
+  if (!state_.nodes.empty() &&
+      scheduler_->Admit(sched::ToPendingJob(job), &why) == sched::Fit::kInfeasible) {
+    return InvalidArgument("job can never fit: " + why);
+  }
+  job.id = state_.next_job_id;
+  job.submitted_at = now;
+  job.state = JobState::kPending;
+  Emit(by, now, JobSubmitted{job});
+  return state_.jobs.at(job.id);
+}
+
+Result<Job> HeadCore::Cancel(const Caller& by, JobId id, TimeMs now) {
+  auto it = state_.jobs.find(id);
+  if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  const Job& job = it->second;
+  if (!MayManageJob(by, job)) {
+    return PermissionDenied("user '" + by.name + "' may not cancel job " + std::to_string(id) +
+                            " of '" + job.owner + "'");
+  }
+  if (IsTerminal(job.state)) {
+    return FailedPrecondition("job " + std::to_string(id) + " already " + JobStateName(job.state));
+  }
+  if (job.state == JobState::kPending) {
+    Emit(by, now, JobEnded{id, JobState::kCancelled, "by " + by.name + " while pending"});
+  } else {
+    RequestStop(job, std::string(kReasonCancelled) + " by " + by.name, now);
+  }
+  return state_.jobs.at(id);
+}
+
+Result<Job> HeadCore::ReportCheckpoint(const Caller& by, JobId id, TimeMs now) {
+  auto it = state_.jobs.find(id);
+  if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  if (!MayManageJob(by, it->second)) return PermissionDenied("not your job");
+  const Run* run = it->second.CurrentRun();
+  if (!run || !active_jobs_.count(id)) {
+    return FailedPrecondition("job " + std::to_string(id) + " has no live run");
+  }
+  Emit(by, now, CheckpointReported{id, run->attempt});
+  return state_.jobs.at(id);
+}
+
+Result<Job> HeadCore::GetJob(const Caller& by, JobId id) const {
+  (void)by;  // every caller sees every job (like squeue); the API hides what is private
+  auto it = state_.jobs.find(id);
+  if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  Job job = it->second;
+  if (auto r = pending_reason_.find(id); r != pending_reason_.end()) job.pending_reason = r->second;
+  return job;
+}
+
+std::vector<Job> HeadCore::ListJobs(const Caller& by, const JobFilter& f) const {
+  std::vector<Job> out;
+  for (auto it = state_.jobs.upper_bound(f.after); it != state_.jobs.end(); ++it) {
+    const Job& j = it->second;
+    if (!f.states.empty() && !f.states.count(j.state)) continue;
+    if (!f.queue.empty() && j.spec.queue != f.queue) continue;
+    if (!f.user.empty() && j.owner != f.user) continue;
+    out.push_back(*GetJob(by, j.id));
+    if (static_cast<int32_t>(out.size()) >= f.limit) break;
+  }
+  return out;
+}
+
+void HeadCore::Schedule(TimeMs now) {
+  schedule_wanted_ = false;
+  sched::Decisions d = scheduler_->Schedule(now);
+  for (const sched::PlaceDecision& p : d.place) PlaceRun(p, now);
+  for (const sched::PreemptDecision& p : d.preempt) {
+    auto it = state_.jobs.find(p.job);
+    if (it == state_.jobs.end() || !active_jobs_.count(p.job)) continue;
+    RequestStop(it->second, std::string(kReasonPreempted) + ": " + p.reason, now);
+  }
+  for (const sched::WaitReason& w : d.waiting) pending_reason_[w.job] = w.reason;
+}
+
+int32_t HeadCore::PickMasterPort(const std::string& node) const {
+  int32_t lo = config_.master_port_lo, hi = config_.master_port_hi;
+  if (auto n = state_.nodes.find(node); n != state_.nodes.end() && n->second.port_lo > 0) {
+    lo = n->second.port_lo;
+    hi = n->second.port_hi;
+  }
+  std::set<int32_t> used;
+  if (auto runs = node_runs_.find(node); runs != node_runs_.end()) {
+    for (JobId id : runs->second) {
+      const Run& r = *state_.jobs.at(id).CurrentRun();
+      if (!r.placement.empty() && r.placement[0].node == node) used.insert(r.master_port);
+    }
+  }
+  for (int32_t p = lo; p <= hi; ++p) {
+    if (!used.count(p)) return p;
+  }
+  return 0;  // range exhausted: the run starts without a rendezvous port
+}
+
+void HeadCore::PlaceRun(const sched::PlaceDecision& d, TimeMs now) {
+  auto it = state_.jobs.find(d.job);
+  if (it == state_.jobs.end() || it->second.state != JobState::kPending) {
+    scheduler_->RemoveRunning(d.job);  // stale decision: give the resources back
+    return;
+  }
+  const Job& job = it->second;
+  std::vector<ReplicaPlacement> placement = d.placement;
+  int32_t attempt = static_cast<int32_t>(job.runs.size()) + 1;
+  int32_t port = placement.empty() ? 0 : PickMasterPort(placement[0].node);
+  Emit(Caller::System(), now, RunPlaced{job.id, attempt, std::move(placement), port});
+}
+
+void HeadCore::RequestStop(const Job& job, const std::string& reason, TimeMs now) {
+  const Run* run = job.CurrentRun();
+  if (!run || run->stop_requested || IsRunOver(run->state)) return;
+  Emit(Caller::System(), now, StopRequested{job.id, run->attempt, reason});
+}
+
+void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const RunReport& r,
+                               TimeMs now) {
+  const Run& run = *job.CurrentRun();
+  if (r.replica < 0 || r.replica >= static_cast<int32_t>(run.placement.size()) ||
+      run.placement[r.replica].node != node || IsRunOver(run.state)) {
+    return;
+  }
+  if (run.state == RunState::kScheduled) {
+    Emit(Caller::Node(node), now,
+         RunStarted{job.id, run.attempt, r.started_at ? r.started_at : now});
+  }
+  if (!r.running && run.exit_codes[r.replica] == kNotExited) {
+    Emit(Caller::Node(node), now, ReplicaExited{job.id, run.attempt, r.replica, r.exit_code});
+    const Run& after = *state_.jobs.at(job.id).CurrentRun();
+    if (r.exit_code != 0 && !after.stop_requested && after.placement.size() > 1) {
+      RequestStop(state_.jobs.at(job.id),
+                  "replica " + std::to_string(r.replica) + " exited with code " +
+                      std::to_string(r.exit_code) + "; stopping the gang",
+                  now);
+    }
+    MaybeFinishRun(state_.jobs.at(job.id), now);
+  }
+}
+
+void HeadCore::MaybeFinishRun(const Job& job, TimeMs now) {
+  const Run& run = *job.CurrentRun();
+  for (int32_t code : run.exit_codes) {
+    if (code == kNotExited) return;
+  }
+  bool all_zero = true;
+  for (int32_t code : run.exit_codes) all_zero &= code == 0;
+  if (run.stop_requested && StartsWith(run.reason, kReasonPreempted)) {
+    FinishRun(job, RunState::kPreempted, "", now);
+  } else if (run.stop_requested && StartsWith(run.reason, kReasonCancelled)) {
+    FinishRun(job, RunState::kCancelled, "", now);
+  } else if (all_zero) {
+    FinishRun(job, RunState::kSucceeded, "", now);
+  } else {
+    FinishRun(job, RunState::kFailed, "", now);
+  }
+}
+
+void HeadCore::FinishRun(const Job& job, RunState state, const std::string& reason, TimeMs now) {
+  const Run& run = *job.CurrentRun();
+  int32_t first_failure = 0;  // the job's exit code: its first replica that did not exit 0
+  for (int32_t code : run.exit_codes) {
+    if (code != 0 && code != kNotExited) {
+      first_failure = code;
+      break;
+    }
+  }
+  int32_t failed_runs = 1;  // this one, if it failed
+  for (const Run& r : job.runs) failed_runs += r.state == RunState::kFailed;
+  std::string why = reason;
+  if (why.empty() && state == RunState::kFailed && run.reason.empty()) {
+    why = first_failure < 0 ? "killed by signal " + std::to_string(-first_failure)
+                            : "exit code " + std::to_string(first_failure);
+  }
+  JobState next = JobState::kFailed;
+  switch (state) {
+    case RunState::kSucceeded:
+      next = JobState::kSucceeded;
+      break;
+    case RunState::kCancelled:
+      next = JobState::kCancelled;
+      break;
+    case RunState::kPreempted:
+    case RunState::kLost:  // neither counts against the job's restarts
+      next = JobState::kPending;
+      break;
+    default:
+      next = failed_runs <= job.spec.max_restarts ? JobState::kPending : JobState::kFailed;
+      break;
+  }
+  JobId id = job.id;
+  Emit(Caller::System(), now, RunEnded{id, run.attempt, state, why, next, first_failure});
+  // A draining node whose last run ended is drained.
+  for (const ReplicaPlacement& p : state_.jobs.at(id).CurrentRun()->placement) {
+    auto n = state_.nodes.find(p.node);
+    if (n != state_.nodes.end() && n->second.state == NodeState::kDraining &&
+        node_runs_[p.node].empty()) {
+      SetNodeState(p.node, NodeState::kDrained, "drained: its last run ended", now);
+    }
+  }
+}
+
+void HeadCore::EnforceTimeLimits(TimeMs now) {
+  std::vector<JobId> over;
+  for (JobId id : active_jobs_) {
+    const Job& job = state_.jobs.at(id);
+    const Run& run = *job.CurrentRun();
+    if (job.spec.time_limit_ms > 0 && run.started_at > 0 && !run.stop_requested &&
+        now - run.started_at > job.spec.time_limit_ms) {
+      over.push_back(id);
+    }
+  }
+  for (JobId id : over) {
+    const Job& job = state_.jobs.at(id);
+    RequestStop(
+        job,
+        std::string(kReasonTimeLimit) + " " + FormatDuration(job.spec.time_limit_ms) + " exceeded",
+        now);
+  }
+}
+
+}  // namespace corral::head

@@ -1,0 +1,253 @@
+// The head core's bookkeeping: the indexes and the scheduler kept in step with each change,
+// recovery, queues, and identities.
+#include "core/spec.h"
+#include "head/head_core.h"
+#include "head/tokens.h"
+#include "sched/job_input.h"
+
+namespace corral::head {
+namespace {
+
+sched::RunningJob ToRunning(const Job& job) {
+  const Run& run = *job.CurrentRun();
+  return {sched::ToPendingJob(job), run.placement,
+          run.started_at ? run.started_at : run.scheduled_at};
+}
+
+}  // namespace
+
+void HeadCore::Index(const Change& c) {
+  struct Visitor {
+    HeadCore& core;
+    const Change& c;
+    void Job(JobId id) { core.dirty_.jobs.insert(id); }
+    void operator()(const HeadStarted&) {
+      core.dirty_.meta = true;
+      for (const auto& [name, node] : core.state_.nodes)
+        core.node_version_[name] = core.state_.epoch << 32;
+    }
+    void operator()(const JobSubmitted& e) {
+      Job(e.job.id);
+      core.scheduler_->AddPending(sched::ToPendingJob(core.state_.jobs.at(e.job.id)));
+      core.dirty_.meta = true;  // next_job_id
+      core.WantSchedule();
+    }
+    void operator()(const RunPlaced& e) {
+      Job(e.job);
+      core.active_jobs_.insert(e.job);
+      core.pending_reason_.erase(e.job);
+      for (const ReplicaPlacement& p : e.placement) {
+        core.node_runs_[p.node].insert(e.job);
+        core.Bump(p.node);
+      }
+    }
+    void operator()(const RunStarted& e) { Job(e.job); }
+    void operator()(const ReplicaExited& e) {
+      Job(e.job);
+      core.Bump(core.state_.jobs.at(e.job).runs[e.attempt - 1].placement[e.replica].node);
+    }
+    void operator()(const StopRequested& e) {
+      Job(e.job);
+      for (const ReplicaPlacement& p : core.state_.jobs.at(e.job).runs[e.attempt - 1].placement) {
+        core.Bump(p.node);
+      }
+    }
+    void operator()(const RunEnded& e) {
+      Job(e.job);
+      const corral::Job& job = core.state_.jobs.at(e.job);
+      for (const ReplicaPlacement& p : job.runs[e.attempt - 1].placement) {
+        core.node_runs_[p.node].erase(e.job);
+        core.Bump(p.node);
+      }
+      core.active_jobs_.erase(e.job);
+      core.scheduler_->RemoveRunning(e.job);
+      if (e.job_state == JobState::kPending) core.scheduler_->AddPending(sched::ToPendingJob(job));
+      core.WantSchedule();
+    }
+    void operator()(const JobEnded& e) {
+      Job(e.job);
+      core.scheduler_->RemovePending(e.job);
+      core.pending_reason_.erase(e.job);
+      core.WantSchedule();
+    }
+    void operator()(const CheckpointReported& e) { Job(e.job); }
+    void operator()(const NodeRegistered& e) {
+      const std::string& name = e.node.name;
+      core.dirty_.nodes.insert(name);
+      core.dirty_.meta = true;  // credentials
+      if (!core.node_version_.count(name)) core.node_version_[name] = core.state_.epoch << 32;
+      core.last_heard_[name] = c.at;
+      core.scheduler_->UpsertNode(core.ToNodeInfo(core.state_.nodes.at(name)));
+      core.Bump(name);
+      core.WantSchedule();
+    }
+    void operator()(const NodeStateSet& e) {
+      core.dirty_.nodes.insert(e.node);
+      core.scheduler_->UpsertNode(core.ToNodeInfo(core.state_.nodes.at(e.node)));
+      core.WantSchedule();
+    }
+    void operator()(const QueueSet& e) {
+      core.dirty_.queues.insert(e.queue.name);
+      core.scheduler_->SetQueue(e.queue);
+      core.WantSchedule();
+    }
+    void operator()(const TokenIssued&) { core.dirty_.meta = true; }
+    void operator()(const TokenRevoked&) { core.dirty_.meta = true; }
+  };
+  std::visit(Visitor{*this, c}, c.what);
+}
+
+Status HeadCore::Recover(ClusterState snapshot, const std::vector<Change>& tail, TimeMs now) {
+  state_ = std::move(snapshot);
+  for (const Change& c : tail) {
+    if (c.revision != state_.revision + 1) {
+      return Internal("change log has a gap: revision " + std::to_string(c.revision) + " after " +
+                      std::to_string(state_.revision));
+    }
+    ApplyChange(state_, c);
+  }
+  RebuildIndexes(now);
+  return Status::Ok();
+}
+
+void HeadCore::RebuildIndexes(TimeMs now) {
+  scheduler_ = std::make_unique<sched::Scheduler>(config_.scheduler);
+  node_runs_.clear();
+  active_jobs_.clear();
+  node_version_.clear();
+  last_heard_.clear();
+  pending_reason_.clear();
+  for (const auto& [name, q] : state_.queues) scheduler_->SetQueue(q);
+  for (const auto& [name, node] : state_.nodes) {
+    scheduler_->UpsertNode(ToNodeInfo(node));
+    node_version_[name] = state_.epoch << 32;
+    last_heard_[name] = now;  // give every agent a full timeout to reconnect
+  }
+  for (const auto& [id, job] : state_.jobs) {
+    if (job.state == JobState::kPending) {
+      scheduler_->AddPending(sched::ToPendingJob(job));
+    } else if (job.state == JobState::kScheduled || job.state == JobState::kRunning) {
+      active_jobs_.insert(id);
+      for (const ReplicaPlacement& p : job.CurrentRun()->placement) node_runs_[p.node].insert(id);
+      scheduler_->AddRunning(ToRunning(job));
+    }
+  }
+  WantSchedule();
+}
+
+void HeadCore::Start(TimeMs now) {
+  Emit(Caller::System(), now, HeadStarted{state_.epoch + 1});
+  if (!state_.queues.count("default")) {
+    Emit(Caller::System(), now, QueueSet{QueueConfig{"default", 0, -1, 1.0}});
+  }
+  WantSchedule();
+}
+
+CoreOutput HeadCore::TakeOutput() {
+  CoreOutput o = std::move(out_);
+  out_ = {};
+  return o;
+}
+
+HeadCore::Dirty HeadCore::TakeDirty() {
+  Dirty d = std::move(dirty_);
+  dirty_ = {};
+  return d;
+}
+
+// --- queues ---
+
+std::vector<QueueView> HeadCore::ListQueues() const {
+  std::map<std::string, QueueView> views;
+  for (const auto& [name, q] : state_.queues) views[name].config = q;
+  for (const auto& [id, job] : state_.jobs) {
+    if (IsTerminal(job.state)) continue;
+    QueueView& v = views[job.spec.queue];
+    if (v.config.name.empty()) v.config = {job.spec.queue, 0, -1, 1.0};
+    if (job.state == JobState::kPending) {
+      ++v.pending;
+    } else {
+      ++v.running;
+      v.used_gpus += job.spec.replicas * job.spec.per_replica.WholeGpus();
+    }
+  }
+  std::vector<QueueView> out;
+  for (auto& [name, v] : views) out.push_back(std::move(v));
+  return out;
+}
+
+Result<QueueConfig> HeadCore::SetQueue(const Caller& by, QueueConfig q, TimeMs now) {
+  bool allowed = by.IsAdmin();
+  if (by.kind == Caller::Kind::kUser && by.role == Role::kQueueAdmin) {
+    for (const std::string& mine : by.queues) {
+      allowed |= q.name == mine || q.name.rfind(mine + "/", 0) == 0;
+    }
+  }
+  if (!allowed)
+    return PermissionDenied("user '" + by.name + "' may not set queue '" + q.name + "'");
+  CORRAL_RETURN_IF_ERROR(ValidateQueue(q));
+  Emit(by, now, QueueSet{q});
+  return q;
+}
+
+// --- identities ---
+
+Result<Caller> HeadCore::Authenticate(const std::string& bearer, TimeMs now) const {
+  if (bearer.empty()) return Unauthenticated("missing bearer token");
+  auto it = state_.credentials.find(Sha256Hex(bearer));
+  if (it == state_.credentials.end()) return Unauthenticated("invalid or revoked token");
+  if (it->second.expires_at > 0 && now >= it->second.expires_at) {
+    return Unauthenticated("token " + it->second.id + " expired");
+  }
+  return it->second.who;
+}
+
+bool HeadCore::HasCredentialFor(Caller::Kind kind, Role role) const {
+  for (const auto& [hash, c] : state_.credentials) {
+    if (c.who.kind == kind && (kind != Caller::Kind::kUser || c.who.role == role)) return true;
+  }
+  return false;
+}
+
+Result<Credential> HeadCore::IssueToken(const Caller& by, const TokenRequest& req,
+                                        const std::string& secret, TimeMs now) {
+  if (!by.IsAdmin()) return PermissionDenied("creating tokens needs an admin");
+  Credential c;
+  c.hash = Sha256Hex(secret);
+  c.id = "t-" + c.hash.substr(0, 8);
+  c.created_at = now;
+  c.expires_at = req.expires_after_ms > 0 ? now + req.expires_after_ms : 0;
+  if (req.user == "@join") {
+    c.who = Caller{Caller::Kind::kJoin, "join", Role::kUser, {}};
+  } else {
+    if (req.user.empty()) return InvalidArgument("field 'user': a token needs a user name");
+    c.who = Caller::User(req.user, req.role);
+    c.who.queues = req.queues;
+  }
+  Emit(by, now, TokenIssued{c});
+  return c;
+}
+
+Result<Credential> HeadCore::RevokeToken(const Caller& by, const std::string& id, TimeMs now) {
+  if (!by.IsAdmin()) return PermissionDenied("revoking tokens needs an admin");
+  for (const auto& [hash, c] : state_.credentials) {
+    if (c.id == id) {
+      Credential copy = c;
+      Emit(by, now, TokenRevoked{id});
+      return copy;
+    }
+  }
+  return NotFound("no token " + id);
+}
+
+std::vector<Credential> HeadCore::ListTokens(const Caller& by) const {
+  std::vector<Credential> out;
+  for (const auto& [hash, c] : state_.credentials) {
+    if (by.IsAdmin() || (c.who.kind == Caller::Kind::kUser && c.who.name == by.name)) {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace corral::head

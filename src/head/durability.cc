@@ -1,0 +1,107 @@
+#include "head/durability.h"
+
+#include <charconv>
+
+namespace corral::head {
+namespace {
+
+constexpr char kCredentialsKey[] = "credentials";
+
+bool ParseU64(const std::string& s, uint64_t* out) {
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return r.ec == std::errc{} && r.ptr == s.data() + s.size();
+}
+
+}  // namespace
+
+void EditLog::Append(const std::vector<Change>& changes,
+                     std::vector<store::StateEdit>* batch) const {
+  for (const Change& c : changes) {
+    batch->push_back(store::AppendChange{{c.revision, ToJson(c).dump()}});
+  }
+}
+
+void EditLog::MaybeSnapshot(HeadCore& core, bool force, std::vector<store::StateEdit>* batch) {
+  uint64_t rev = core.revision();
+  if (rev == snapshot_revision_ || (!force && rev - snapshot_revision_ < config_.snapshot_every)) {
+    return;
+  }
+  HeadCore::Dirty dirty = core.TakeDirty();
+  const ClusterState& s = core.state();
+  for (JobId id : dirty.jobs) {
+    Job job = s.jobs.at(id);
+    job.pending_reason.clear();
+    batch->push_back(store::PutJob{std::move(job)});
+  }
+  for (const std::string& n : dirty.nodes) batch->push_back(store::PutNode{s.nodes.at(n)});
+  for (const std::string& q : dirty.queues) batch->push_back(store::PutQueue{s.queues.at(q)});
+  if (dirty.meta) {
+    Json creds = Json::array();
+    for (const auto& [hash, c] : s.credentials) creds.push_back(ToJson(c));
+    batch->push_back(store::PutMeta{kCredentialsKey, creds.dump()});
+    batch->push_back(store::PutMeta{SnapshotMeta::kEpoch, std::to_string(s.epoch)});
+    batch->push_back(store::PutMeta{SnapshotMeta::kNextJobId, std::to_string(s.next_job_id)});
+  }
+  batch->push_back(store::PutMeta{store::kSnapshotRevisionKey, std::to_string(rev)});
+  if (rev > config_.keep_changes)
+    batch->push_back(store::TruncateChanges{rev - config_.keep_changes});
+  snapshot_revision_ = rev;
+}
+
+Result<LoadedState> DecodeStoredState(store::StoredState stored) {
+  LoadedState out;
+  ClusterState& s = out.snapshot;
+  auto meta = [&](const char* key) -> Result<uint64_t> {
+    auto it = stored.meta.find(key);
+    if (it == stored.meta.end()) return uint64_t{0};
+    uint64_t v = 0;
+    if (!ParseU64(it->second, &v)) {
+      return Internal(std::string("store meta '") + key + "': not a number: " + it->second);
+    }
+    return v;
+  };
+  auto rev = meta(store::kSnapshotRevisionKey);
+  auto epoch = meta(SnapshotMeta::kEpoch);
+  auto next = meta(SnapshotMeta::kNextJobId);
+  for (const auto* r : {&rev, &epoch, &next}) {
+    if (!r->ok()) return r->status();
+  }
+  s.revision = *rev;
+  s.epoch = *epoch;
+  s.next_job_id = std::max<uint64_t>(1, *next);
+  for (Job& j : stored.jobs) {
+    s.next_job_id = std::max(s.next_job_id, j.id + 1);
+    JobId id = j.id;
+    s.jobs[id] = std::move(j);
+  }
+  for (Node& n : stored.nodes) {
+    std::string name = n.name;
+    s.nodes[name] = std::move(n);
+  }
+  for (QueueConfig& q : stored.queues) s.queues[q.name] = q;
+  if (auto it = stored.meta.find(kCredentialsKey); it != stored.meta.end()) {
+    Json arr = Json::parse(it->second, nullptr, false);
+    if (!arr.is_array()) return Internal("store meta 'credentials': not a JSON array");
+    for (const Json& j : arr) {
+      auto c = CredentialFromJson(j);
+      if (!c.ok()) return c.status();
+      s.credentials[c->hash] = *c;
+    }
+  }
+  for (const store::ChangeRecord& rec : stored.changes) {
+    Json j = Json::parse(rec.doc, nullptr, false);
+    if (j.is_discarded()) {
+      return Internal("change " + std::to_string(rec.revision) + " in the store is not JSON");
+    }
+    auto c = ChangeFromJson(j);
+    if (!c.ok()) return c.status();
+    if (c->revision != rec.revision) {
+      return Internal("change " + std::to_string(rec.revision) + " names revision " +
+                      std::to_string(c->revision));
+    }
+    out.tail.push_back(std::move(*c));
+  }
+  return out;
+}
+
+}  // namespace corral::head

@@ -1,0 +1,46 @@
+// Between the core and the store: turns the core's changes into store edits (the change log,
+// plus snapshot rows of what changed every `snapshot_every` changes), and turns what the
+// store loaded back into a snapshot state and the changes to apply on top of it.
+//
+// Pure (no I/O); used by the Head shell on its state-machine thread and by tests that play
+// the shell's part with a fake store.
+#pragma once
+
+#include <vector>
+
+#include "head/cluster_state.h"
+#include "head/head_core.h"
+#include "store/store.h"
+
+namespace corral::head {
+
+struct DurabilityConfig {
+  uint64_t snapshot_every = 5000;  // changes between two snapshots
+  uint64_t keep_changes = 100000;  // changes kept below the snapshot, for watchers
+};
+
+class EditLog {
+ public:
+  explicit EditLog(DurabilityConfig config, uint64_t snapshot_revision = 0)
+      : config_(config), snapshot_revision_(snapshot_revision) {}
+
+  // Appends the changes to `batch` as change-log records.
+  void Append(const std::vector<Change>& changes, std::vector<store::StateEdit>* batch) const;
+  // When a snapshot is due (or `force`), appends rows for everything the core changed since
+  // the last snapshot, the snapshot revision, and a truncation of the old log.
+  // REQUIRES: every change up to core.revision() is in this batch or an earlier one.
+  void MaybeSnapshot(HeadCore& core, bool force, std::vector<store::StateEdit>* batch);
+  uint64_t snapshot_revision() const { return snapshot_revision_; }
+
+ private:
+  DurabilityConfig config_;
+  uint64_t snapshot_revision_;
+};
+
+struct LoadedState {
+  ClusterState snapshot;
+  std::vector<Change> tail;
+};
+Result<LoadedState> DecodeStoredState(store::StoredState stored);
+
+}  // namespace corral::head

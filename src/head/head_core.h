@@ -1,0 +1,171 @@
+// The head's core (DESIGN §7, §9): the pure, synchronous state machine of the control plane.
+// It owns the durable ClusterState, the scheduler and the indexes derived from them, takes
+// one command at a time with the time as an argument, and answers it directly. Every change
+// it makes is a Change applied through ApplyChange and queued for the shell, which commits
+// the queued changes (group commit) and only then sends replies and agent orders.
+//
+// No I/O, no threads, no clock, no randomness: secrets arrive as arguments. Owned by the
+// Head shell and used only on its state-machine thread; tests drive it directly.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/agent_protocol.h"
+#include "core/identity.h"
+#include "head/cluster_state.h"
+#include "sched/scheduler.h"
+
+namespace corral::head {
+
+struct CoreConfig {
+  std::string checkpoint_root = "/tmp/corral-checkpoints";
+  DurationMs unreachable_after_ms = 15 * kSecond;
+  DurationMs down_after_ms = 60 * kSecond;
+  int32_t master_port_lo = 29500;  // MASTER_PORT range on a node
+  int32_t master_port_hi = 29999;
+  sched::SchedulerConfig scheduler;
+};
+
+struct JobFilter {
+  std::set<JobState> states;  // empty: all
+  std::string queue;
+  std::string user;
+  JobId after = 0;
+  int32_t limit = 1000;
+};
+
+struct NodeView {
+  Node node;
+  int32_t gpus_used = 0;
+  std::vector<std::string> runs;
+};
+
+struct QueueView {
+  QueueConfig config;
+  int32_t used_gpus = 0;
+  int32_t pending = 0;
+  int32_t running = 0;
+};
+
+struct TokenRequest {
+  std::string user;
+  Role role = Role::kUser;
+  std::vector<std::string> queues;
+  DurationMs expires_after_ms = 0;  // 0: never
+};
+
+// What the shell must do after a command: commit these changes, then answer parked syncs
+// of these nodes.
+struct CoreOutput {
+  std::vector<Change> changes;
+  std::set<std::string> nodes_to_notify;
+};
+
+class HeadCore {
+ public:
+  explicit HeadCore(CoreConfig config);
+
+  // --- recovery and start ---
+  // Takes the state of the snapshot rows, applies the changes after it, and rebuilds the
+  // scheduler and indexes. Emits nothing.
+  Status Recover(ClusterState snapshot, const std::vector<Change>& tail, TimeMs now);
+  // Begins a leadership: emits HeadStarted with the next epoch and the default queue.
+  void Start(TimeMs now);
+
+  // --- identity ---
+  Result<Caller> Authenticate(const std::string& bearer, TimeMs now) const;
+  // Issues a credential for `secret` (a random 256-bit value from the shell).
+  Result<Credential> IssueToken(const Caller& by, const TokenRequest& req,
+                                const std::string& secret, TimeMs now);
+  Result<Credential> RevokeToken(const Caller& by, const std::string& id, TimeMs now);
+  std::vector<Credential> ListTokens(const Caller& by) const;
+  bool HasCredentialFor(Caller::Kind kind, Role role) const;
+
+  // --- jobs ---
+  // `owner` empty: the caller. Naming another owner needs an admin.
+  Result<Job> Submit(const Caller& by, JobSpec spec, std::string owner, TimeMs now);
+  Result<Job> Cancel(const Caller& by, JobId id, TimeMs now);
+  Result<Job> ReportCheckpoint(const Caller& by, JobId id, TimeMs now);
+  Result<Job> GetJob(const Caller& by, JobId id) const;
+  std::vector<Job> ListJobs(const Caller& by, const JobFilter& filter) const;
+
+  // --- cluster ---
+  std::vector<NodeView> ListNodes() const;
+  Result<Node> GetNode(const std::string& name) const;
+  Result<NodeView> SetDrain(const Caller& by, const std::string& node, bool drain, TimeMs now);
+  std::vector<QueueView> ListQueues() const;
+  Result<QueueConfig> SetQueue(const Caller& by, QueueConfig queue, TimeMs now);
+
+  // --- agents ---
+  Result<RegisterResponse> Register(const Caller& by, RegisterRequest req,
+                                    const std::string& secret, TimeMs now);
+  // Takes an agent's reports. Returns false (answer: re-register) if the head does not know
+  // this agent incarnation.
+  Result<bool> Report(const Caller& by, const SyncRequest& req, TimeMs now);
+  SyncResponse DesiredFor(const std::string& node) const;
+  uint64_t NodeVersion(const std::string& node) const;
+
+  // --- time ---
+  void Tick(TimeMs now);      // liveness and time limits
+  void Schedule(TimeMs now);  // one scheduling pass
+  bool schedule_wanted() const { return schedule_wanted_; }
+
+  // --- output ---
+  CoreOutput TakeOutput();
+  // Entities changed since the last call (for the shell's snapshot rows).
+  struct Dirty {
+    std::set<JobId> jobs;
+    std::set<std::string> nodes, queues;
+    bool meta = false;
+  };
+  Dirty TakeDirty();
+
+  const ClusterState& state() const { return state_; }
+  uint64_t revision() const { return state_.revision; }
+  const CoreConfig& config() const { return config_; }
+
+ private:
+  // Applies a change, keeps the indexes and the scheduler in step, and queues it.
+  void Emit(const Caller& by, TimeMs now, ChangeKind what);
+  void Index(const Change& c);
+  void RebuildIndexes(TimeMs now);
+
+  void PlaceRun(const sched::PlaceDecision& d, TimeMs now);
+  void RequestStop(const Job& job, const std::string& reason, TimeMs now);
+  void OnReplicaReport(const Job& job, const std::string& node, const RunReport& r, TimeMs now);
+  void MaybeFinishRun(const Job& job, TimeMs now);
+  void FinishRun(const Job& job, RunState state, const std::string& reason, TimeMs now);
+  void EnforceTimeLimits(TimeMs now);
+  void CheckLiveness(TimeMs now);
+  void LoseNode(const Node& node, TimeMs now);
+  void SetNodeState(const std::string& node, NodeState state, const std::string& reason,
+                    TimeMs now);
+  int32_t PickMasterPort(const std::string& node) const;
+  sched::NodeInfo ToNodeInfo(const Node& node) const;
+  std::map<std::string, std::string> RunEnv(const Job& job, const Run& run, int32_t replica) const;
+  bool MayManageJob(const Caller& by, const Job& job) const;
+  void Bump(const std::string& node);
+  void WantSchedule() { schedule_wanted_ = true; }
+
+  CoreConfig config_;
+  ClusterState state_;
+  std::unique_ptr<sched::Scheduler> scheduler_;
+
+  // Derived from state_ (rebuilt on recovery), or not durable at all.
+  std::map<std::string, std::set<JobId>> node_runs_;  // node -> jobs with an active run there
+  std::set<JobId> active_jobs_;                       // scheduled or running
+  std::map<std::string, uint64_t> node_version_;      // desired-state version per node
+  std::map<std::string, TimeMs> last_heard_;          // liveness: the last sync received
+  std::map<JobId, std::string> pending_reason_;       // as the scheduler last said
+  bool schedule_wanted_ = false;
+
+  CoreOutput out_;
+  Dirty dirty_;
+};
+
+}  // namespace corral::head

@@ -1,0 +1,29 @@
+#include "sched/job_input.h"
+
+namespace corral::sched {
+
+PendingJob ToPendingJob(const Job& job) {
+  PendingJob p;
+  p.id = job.id;
+  p.queue = job.spec.queue;
+  p.user = job.owner;
+  p.priority = job.spec.priority;
+  p.submitted_at = job.submitted_at;
+  p.replicas = job.spec.replicas;
+  p.per_replica = job.spec.per_replica;
+  p.gpu_model = job.spec.gpu_model;
+  p.node_labels = job.spec.node_labels;
+  p.time_limit_ms = job.spec.time_limit_ms;
+  p.preemptible = job.spec.preemptible;
+  // GPU-time the job's finished runs held: the scheduler orders a queue by attained service
+  // (and adds the current run itself), so a requeued job keeps the level it reached.
+  const DurationMs gpus = job.spec.replicas * job.spec.per_replica.WholeGpus();
+  for (const Run& r : job.runs) {
+    if (IsRunOver(r.state) && r.started_at > 0 && r.ended_at > r.started_at) {
+      p.attained_ms += gpus * (r.ended_at - r.started_at);
+    }
+  }
+  return p;
+}
+
+}  // namespace corral::sched
