@@ -60,6 +60,7 @@ Run DecodeRun(const Json& j) {
   r.stop_requested_at = Get<int64_t>(j, "stop_requested_at", 0);
   r.last_checkpoint_at = Get<int64_t>(j, "last_checkpoint_at", 0);
   r.master_port = Get<int32_t>(j, "master_port", 0);
+  r.failed_replica = Get<int32_t>(j, "failed_replica", -1);
   return r;
 }
 
@@ -143,7 +144,8 @@ Json ToJson(const Run& r) {
               {"stop_requested", r.stop_requested},
               {"stop_requested_at", r.stop_requested_at},
               {"last_checkpoint_at", r.last_checkpoint_at},
-              {"master_port", r.master_port}};
+              {"master_port", r.master_port},
+              {"failed_replica", r.failed_replica}};
 }
 
 Json ToJson(const Job& j) {

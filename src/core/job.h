@@ -61,10 +61,10 @@ constexpr int32_t kNotExited = -1000;  // exit code slot of a replica that has n
 // several processes per replica use the same placement.
 struct ReplicaPlacement {
   std::string node;
-  std::vector<int32_t> gpus;        // GPU indices on that node
-  std::vector<int32_t> gpu_milli;   // share of each GPU in milli-GPUs; empty: whole GPUs
-  int64_t gpu_memory_mb = 0;        // memory of each shared GPU it may use; 0: all
-  int32_t tasks = 1;                // processes started for this replica
+  std::vector<int32_t> gpus;       // GPU indices on that node
+  std::vector<int32_t> gpu_milli;  // share of each GPU in milli-GPUs; empty: whole GPUs
+  int64_t gpu_memory_mb = 0;       // memory of each shared GPU it may use; 0: all
+  int32_t tasks = 1;               // processes started for this replica
   bool operator==(const ReplicaPlacement&) const = default;
 };
 
@@ -87,8 +87,9 @@ struct Run {
   std::string reason;               // why it ended, in words
   bool stop_requested = false;      // cancel/preempt/time limit sent to the agents
   TimeMs stop_requested_at = 0;
-  TimeMs last_checkpoint_at = 0;    // when the job last reported a checkpoint in this run
-  int32_t master_port = 0;          // MASTER_PORT on replica 0's node; 0: none
+  TimeMs last_checkpoint_at = 0;  // when the job last reported a checkpoint in this run
+  int32_t master_port = 0;        // MASTER_PORT on replica 0's node; 0: none
+  int32_t failed_replica = -1;    // the first replica to exit non-zero unasked; -1: none
 };
 
 struct JobEvent {

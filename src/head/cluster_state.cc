@@ -71,6 +71,10 @@ struct Applier {
     CORRAL_CHECK(c.replica >= 0 && c.replica < static_cast<int32_t>(run.exit_codes.size()),
                  "replica out of range");
     run.exit_codes[c.replica] = c.exit_code;
+    // The cause of a failed run: the first replica to fail before anyone asked it to stop.
+    if (c.exit_code != 0 && !run.stop_requested && run.failed_replica < 0) {
+      run.failed_replica = c.replica;
+    }
   }
   void operator()(const StopRequested& c) {
     Run& run = RunAt(s, c.job, c.attempt);

@@ -216,17 +216,25 @@ void HeadCore::MaybeFinishRun(const Job& job, TimeMs now) {
 
 void HeadCore::FinishRun(const Job& job, RunState state, const std::string& reason, TimeMs now) {
   const Run& run = *job.CurrentRun();
-  int32_t first_failure = 0;  // the job's exit code: its first replica that did not exit 0
-  for (int32_t code : run.exit_codes) {
-    if (code != 0 && code != kNotExited) {
-      first_failure = code;
-      break;
+  // The job's exit code: the replica that failed first, else the first that did not exit 0.
+  int32_t first_failure = 0;
+  if (run.failed_replica >= 0) {
+    first_failure = run.exit_codes[run.failed_replica];
+  } else {
+    for (int32_t code : run.exit_codes) {
+      if (code != 0 && code != kNotExited) {
+        first_failure = code;
+        break;
+      }
     }
   }
   int32_t failed_runs = 1;  // this one, if it failed
   for (const Run& r : job.runs) failed_runs += r.state == RunState::kFailed;
   std::string why = reason;
-  if (why.empty() && state == RunState::kFailed && run.reason.empty()) {
+  if (why.empty() && state == RunState::kFailed && run.failed_replica >= 0) {
+    why = "replica " + std::to_string(run.failed_replica) + " exited with code " +
+          std::to_string(first_failure);
+  } else if (why.empty() && state == RunState::kFailed && run.reason.empty()) {
     why = first_failure < 0 ? "killed by signal " + std::to_string(-first_failure)
                             : "exit code " + std::to_string(first_failure);
   }

@@ -1,0 +1,378 @@
+// The head's core driven step by step: a fake clock, an in-memory store, no threads. Every
+// scenario runs twice: straight through, and with the head killed and recovered from the
+// store after every step (a restart in the middle of each).
+#include <gtest/gtest.h>
+
+#include "head/core_test_harness.h"
+
+namespace corral::head {
+namespace {
+
+using testing::CoreHarness;
+
+const Caller kAdmin = Caller::User("root", Role::kAdmin);
+const Caller kAna = Caller::User("ana");
+const Caller kBob = Caller::User("bob");
+const Caller kJoin{Caller::Kind::kJoin, "join", Role::kUser, {}};
+
+CoreConfig Config() {
+  CoreConfig c;
+  c.scheduler.min_runtime_before_preempt_ms = 0;
+  return c;
+}
+
+class Scenario : public ::testing::TestWithParam<bool> {
+ protected:
+  Scenario() : h_(Config()) {}
+  HeadCore& core() { return h_.core(); }
+  TimeMs& now() { return h_.now; }
+
+  // One step: commit what the command changed; with the parameter set, crash and recover.
+  void Step() {
+    h_.Commit();
+    if (GetParam()) h_.Crash();
+  }
+  uint64_t Register(const std::string& name, int gpus) {
+    RegisterRequest req;
+    req.name = name;
+    req.address = name + ".example:7071";
+    req.cpu_milli = 16000;
+    req.memory_mb = 64000;
+    for (int i = 0; i < gpus; ++i)
+      req.gpus.push_back({i, name + "-gpu" + std::to_string(i), "Sim", 1000, 0, true});
+    auto r = core().Register(kJoin, req, "secret-" + name, now());
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    epochs_[name] = r->agent_epoch;
+    Step();
+    return r->agent_epoch;
+  }
+  Result<bool> Report(const std::string& node, std::vector<RunReport> runs, uint64_t epoch = 0) {
+    SyncRequest req;
+    req.node = node;
+    req.agent_epoch = epoch ? epoch : epochs_[node];
+    req.runs = std::move(runs);
+    auto r = core().Report(Caller::Node(node), req, now());
+    Step();
+    return r;
+  }
+  static RunReport Running(const Job& j, int replica = 0) {
+    return {ToString(RunId{j.id, j.CurrentRun()->attempt}), replica, true, 0, 0, 0};
+  }
+  static RunReport Exited(const Job& j, int replica, int code) {
+    return {ToString(RunId{j.id, j.CurrentRun()->attempt}), replica, false, code, 0, 0};
+  }
+  JobSpec Spec(int gpus, int replicas = 1) {
+    JobSpec s;
+    s.command = {"train"};
+    s.replicas = replicas;
+    s.per_replica.gpu_milli = gpus * kGpuMilli;
+    return s;
+  }
+  Job Submit(JobSpec spec, const Caller& by = kAna) {
+    auto r = core().Submit(by, std::move(spec), "", now());
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    Step();
+    return r.ok() ? *r : Job{};
+  }
+  void Schedule() {
+    core().Schedule(now());
+    Step();
+  }
+  Job Get(JobId id) { return *core().GetJob(kAna, id); }
+  std::vector<RunOrder> Desired(const std::string& node) { return core().DesiredFor(node).runs; }
+
+  CoreHarness h_;
+  std::map<std::string, uint64_t> epochs_;
+};
+
+TEST_P(Scenario, JobRunsAndSucceeds) {
+  Register("n1", 4);
+  Job job = Submit(Spec(2));
+  EXPECT_EQ(job.owner, "ana");
+  Schedule();
+  ASSERT_EQ(Get(job.id).state, JobState::kScheduled);
+  auto orders = Desired("n1");
+  ASSERT_EQ(orders.size(), 1u);
+  EXPECT_EQ(orders[0].gpus.size(), 2u);
+  EXPECT_EQ(orders[0].env.at("MASTER_PORT"), "29500");
+  ASSERT_TRUE(*Report("n1", {Running(Get(job.id))}));
+  EXPECT_EQ(Get(job.id).state, JobState::kRunning);
+  ASSERT_TRUE(*Report("n1", {Exited(Get(job.id), 0, 0)}));
+  EXPECT_EQ(Get(job.id).state, JobState::kSucceeded);
+  EXPECT_TRUE(Desired("n1").empty());
+}
+
+TEST_P(Scenario, PreemptionStopsTheBorrowerAndRequeuesIt) {
+  ASSERT_TRUE(core().SetQueue(kAdmin, {"a", 0, -1, 1.0}, now()).ok());
+  ASSERT_TRUE(core().SetQueue(kAdmin, {"b", 2, -1, 1.0}, now()).ok());
+  Step();
+  Register("n1", 2);
+  JobSpec borrow = Spec(2);
+  borrow.queue = "a";
+  borrow.preemptible = true;
+  Job a = Submit(borrow);
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(a.id))}));
+  now() += kMinute;
+  JobSpec owner = Spec(2);
+  owner.queue = "b";
+  Job b = Submit(owner, kBob);
+  Schedule();
+  Job va = Get(a.id);
+  const corral::Run& victim = *va.CurrentRun();
+  ASSERT_TRUE(victim.stop_requested);
+  EXPECT_EQ(victim.reason.rfind("preempted", 0), 0u) << victim.reason;
+  EXPECT_EQ(Get(b.id).state, JobState::kPending) << "the victim holds its GPUs until it exits";
+  auto orders = Desired("n1");
+  ASSERT_EQ(orders.size(), 1u);
+  EXPECT_TRUE(orders[0].stop);
+  ASSERT_TRUE(*Report("n1", {Exited(Get(a.id), 0, -15)}));
+  Job after = Get(a.id);
+  EXPECT_EQ(after.state, JobState::kPending);
+  EXPECT_EQ(after.runs[0].state, RunState::kPreempted);
+  Schedule();
+  EXPECT_EQ(Get(b.id).state, JobState::kScheduled);
+  EXPECT_EQ(Get(a.id).state, JobState::kPending);
+}
+
+TEST_P(Scenario, CancelAtEveryStage) {
+  Register("n1", 4);
+  Job pending = Submit(Spec(4));
+  auto cancelled = core().Cancel(kAna, pending.id, now());
+  ASSERT_TRUE(cancelled.ok());
+  Step();
+  EXPECT_EQ(Get(pending.id).state, JobState::kCancelled);
+  EXPECT_EQ(core().Cancel(kAna, pending.id, now()).status().code(), ErrorCode::kFailedPrecondition);
+
+  Job scheduled = Submit(Spec(1));
+  Job running = Submit(Spec(1));
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(running.id))}));
+  // Another user may not cancel; a queue admin of the job's queue may.
+  EXPECT_EQ(core().Cancel(kBob, running.id, now()).status().code(), ErrorCode::kPermissionDenied);
+  Caller lead = Caller::User("lead", Role::kQueueAdmin);
+  lead.queues = {"default"};
+  ASSERT_TRUE(core().Cancel(lead, running.id, now()).ok());
+  ASSERT_TRUE(core().Cancel(kAna, scheduled.id, now()).ok());
+  Step();
+  for (const RunOrder& o : Desired("n1")) EXPECT_TRUE(o.stop) << o.run_id;
+  EXPECT_EQ(Desired("n1").size(), 2u);
+  ASSERT_TRUE(*Report("n1", {Exited(Get(scheduled.id), 0, -15), Exited(Get(running.id), 0, -15)}));
+  EXPECT_EQ(Get(scheduled.id).state, JobState::kCancelled);
+  EXPECT_EQ(Get(running.id).state, JobState::kCancelled);
+  EXPECT_TRUE(Desired("n1").empty());
+}
+
+TEST_P(Scenario, GangFailureStopsEveryReplicaAndRestartsThenFails) {
+  Register("n1", 2);
+  Register("n2", 2);
+  JobSpec spec = Spec(2, 2);
+  spec.max_restarts = 1;
+  Job job = Submit(spec);
+  Schedule();
+  ASSERT_EQ(Get(job.id).state, JobState::kScheduled);
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    Job j = Get(job.id);
+    ASSERT_EQ(j.CurrentRun()->attempt, attempt);
+    const std::string n0 = j.CurrentRun()->placement[0].node,
+                      n1 = j.CurrentRun()->placement[1].node;
+    ASSERT_NE(n0, n1);
+    ASSERT_TRUE(*Report(n0, {Running(j, 0)}));
+    ASSERT_TRUE(*Report(n1, {Running(j, 1)}));
+    ASSERT_TRUE(*Report(n1, {Exited(j, 1, 3)}));  // one replica fails...
+    Job now_job = Get(job.id);
+    const corral::Run& run = *now_job.CurrentRun();
+    EXPECT_TRUE(run.stop_requested) << "...and the whole gang is stopped";
+    EXPECT_NE(run.reason.find("replica 1 exited with code 3"), std::string::npos) << run.reason;
+    ASSERT_EQ(Desired(n0).size(), 1u);
+    EXPECT_TRUE(Desired(n0)[0].stop);
+    ASSERT_TRUE(*Report(n0, {Exited(j, 0, -15)}));
+    if (attempt == 1) {
+      EXPECT_EQ(Get(job.id).state, JobState::kPending) << "one restart left";
+      Schedule();
+    }
+  }
+  Job done = Get(job.id);
+  EXPECT_EQ(done.state, JobState::kFailed);
+  EXPECT_EQ(done.exit_code, 3);
+  EXPECT_EQ(done.runs.size(), 2u);
+}
+
+TEST_P(Scenario, TimeLimitStopsTheRunAndFailsTheJob) {
+  Register("n1", 1);
+  JobSpec spec = Spec(1);
+  spec.time_limit_ms = 10 * kSecond;
+  Job job = Submit(spec);
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(job.id))}));
+  now() += 9 * kSecond;
+  core().Tick(now());
+  Step();
+  EXPECT_FALSE(Get(job.id).CurrentRun()->stop_requested);
+  now() += 2 * kSecond;
+  core().Tick(now());
+  Step();
+  ASSERT_TRUE(Get(job.id).CurrentRun()->stop_requested);
+  ASSERT_TRUE(*Report("n1", {Exited(Get(job.id), 0, -15)}));
+  Job done = Get(job.id);
+  EXPECT_EQ(done.state, JobState::kFailed);
+  EXPECT_NE(done.CurrentRun()->reason.find("time limit"), std::string::npos);
+}
+
+TEST_P(Scenario, DrainWaitsForTheLastRun) {
+  Register("n1", 2);
+  Job job = Submit(Spec(1));
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(job.id))}));
+  EXPECT_EQ(core().SetDrain(kAna, "n1", true, now()).status().code(), ErrorCode::kPermissionDenied);
+  ASSERT_TRUE(core().SetDrain(kAdmin, "n1", true, now()).ok());
+  Step();
+  EXPECT_EQ(core().GetNode("n1")->state, NodeState::kDraining);
+  Job next = Submit(Spec(1));
+  Schedule();
+  EXPECT_EQ(Get(next.id).state, JobState::kPending) << "nothing new lands on a draining node";
+  ASSERT_TRUE(*Report("n1", {Exited(Get(job.id), 0, 0)}));
+  EXPECT_EQ(core().GetNode("n1")->state, NodeState::kDrained);
+  ASSERT_TRUE(core().SetDrain(kAdmin, "n1", false, now()).ok());
+  Step();
+  Schedule();
+  EXPECT_EQ(Get(next.id).state, JobState::kScheduled);
+}
+
+TEST_P(Scenario, NodeLossRequeuesWithoutSpendingARestart) {
+  Register("n1", 1);
+  Job job = Submit(Spec(1));  // max_restarts 0: a loss is not the job's failure
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(job.id))}));
+  now() += 16 * kSecond;
+  core().Tick(now());
+  Step();
+  EXPECT_EQ(core().GetNode("n1")->state, NodeState::kUnreachable);
+  now() += 61 * kSecond;
+  core().Tick(now());
+  Step();
+  EXPECT_EQ(core().GetNode("n1")->state, NodeState::kDown);
+  Job lost = Get(job.id);
+  EXPECT_EQ(lost.state, JobState::kPending);
+  EXPECT_EQ(lost.runs[0].state, RunState::kLost);
+  Register("n2", 1);
+  Schedule();
+  Job again = Get(job.id);
+  EXPECT_EQ(again.state, JobState::kScheduled);
+  EXPECT_EQ(again.CurrentRun()->placement[0].node, "n2");
+  // The lost node comes back: it is ready again and its stale report changes nothing.
+  ASSERT_TRUE(*Report("n1", {Exited(lost, 0, -9)}));
+  EXPECT_EQ(core().GetNode("n1")->state, NodeState::kReady);
+  EXPECT_EQ(Get(job.id).state, JobState::kScheduled);
+}
+
+TEST_P(Scenario, AgentRestartKeepsItsRunsAndRefusesTheOldIncarnation) {
+  uint64_t first = Register("n1", 1);
+  Job job = Submit(Spec(1));
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(job.id))}));
+  uint64_t second = Register("n1", 1);
+  EXPECT_EQ(second, first + 1);
+  EXPECT_EQ(Get(job.id).state, JobState::kRunning);
+  EXPECT_FALSE(*Report("n1", {}, first)) << "the old incarnation must re-register";
+  ASSERT_TRUE(*Report("n1", {Exited(Get(job.id), 0, 0)}, second));
+  EXPECT_EQ(Get(job.id).state, JobState::kSucceeded);
+}
+
+TEST_P(Scenario, JobsWaitForNodesAndAreRefusedOnlyAgainstKnownOnes) {
+  Job early = Submit(Spec(4));
+  EXPECT_EQ(early.state, JobState::kPending) << "no node known yet: the job waits";
+  Register("n1", 4);
+  auto big = core().Submit(kAna, Spec(8), "", now());
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.status().message().find("never fit"), std::string::npos);
+  Schedule();
+  EXPECT_EQ(Get(early.id).state, JobState::kScheduled);
+}
+
+TEST_P(Scenario, MasterPortsAreUniqueAmongANodesLiveRuns) {
+  Register("n1", 4);
+  Job a = Submit(Spec(1));
+  Job b = Submit(Spec(1));
+  Schedule();
+  int32_t pa = Get(a.id).CurrentRun()->master_port, pb = Get(b.id).CurrentRun()->master_port;
+  EXPECT_NE(pa, pb);
+  ASSERT_TRUE(*Report("n1", {Exited(Get(a.id), 0, 0)}));
+  Job c = Submit(Spec(1));
+  Schedule();
+  EXPECT_EQ(Get(c.id).CurrentRun()->master_port, pa) << "a freed port is reused";
+}
+
+INSTANTIATE_TEST_SUITE_P(Head, Scenario, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "RestartEveryStep" : "Live"; });
+
+// --- identity ---
+
+TEST(CoreIdentity, OwnersComeFromTheCallerNotTheRequest) {
+  CoreHarness h(Config());
+  auto& core = h.core();
+  auto own = core.Submit(kAna, JobSpec{.command = {"x"}}, "", h.now);
+  ASSERT_TRUE(own.ok());
+  EXPECT_EQ(own->owner, "ana");
+  auto forged = core.Submit(kAna, JobSpec{.command = {"x"}}, "mallory", h.now);
+  EXPECT_EQ(forged.status().code(), ErrorCode::kPermissionDenied);
+  auto on_behalf = core.Submit(kAdmin, JobSpec{.command = {"x"}}, "mallory", h.now);
+  ASSERT_TRUE(on_behalf.ok());
+  EXPECT_EQ(on_behalf->owner, "mallory");
+  EXPECT_EQ(core.Submit(Caller::Node("n1"), JobSpec{.command = {"x"}}, "", h.now).status().code(),
+            ErrorCode::kPermissionDenied);
+}
+
+TEST(CoreIdentity, TokensAuthenticateUntilRevokedOrExpired) {
+  CoreHarness h(Config());
+  auto& core = h.core();
+  EXPECT_EQ(core.IssueToken(kAna, {"eve", Role::kAdmin, {}, 0}, "s0", h.now).status().code(),
+            ErrorCode::kPermissionDenied);
+  auto t = core.IssueToken(kAdmin, {"eve", Role::kUser, {}, kHour}, "s1", h.now);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->hash.size(), 64u);
+  EXPECT_NE(t->hash, "s1") << "only the hash is kept";
+  auto who = core.Authenticate("s1", h.now);
+  ASSERT_TRUE(who.ok());
+  EXPECT_EQ(who->name, "eve");
+  EXPECT_EQ(core.Authenticate("s2", h.now).status().code(), ErrorCode::kUnauthenticated);
+  EXPECT_EQ(core.Authenticate("s1", h.now + kHour).status().code(), ErrorCode::kUnauthenticated);
+  h.Commit();
+  h.Crash();  // credentials are durable
+  ASSERT_TRUE(h.core().Authenticate("s1", h.now).ok());
+  ASSERT_TRUE(h.core().RevokeToken(kAdmin, t->id, h.now).ok());
+  EXPECT_EQ(h.core().Authenticate("s1", h.now).status().code(), ErrorCode::kUnauthenticated);
+}
+
+TEST(CoreIdentity, ANodeReportsOnlyOnItself) {
+  CoreHarness h(Config());
+  RegisterRequest req;
+  req.name = "n1";
+  ASSERT_TRUE(h.core().Register(kJoin, req, "node-secret", h.now).ok());
+  EXPECT_EQ(h.core().Register(kAna, req, "x", h.now).status().code(), ErrorCode::kPermissionDenied);
+  auto who = h.core().Authenticate("node-secret", h.now);
+  ASSERT_TRUE(who.ok());
+  EXPECT_EQ(who->kind, Caller::Kind::kNode);
+  SyncRequest other;
+  other.node = "n2";
+  EXPECT_EQ(h.core().Report(*who, other, h.now).status().code(), ErrorCode::kPermissionDenied);
+  // Re-registering replaces the node's credential.
+  ASSERT_TRUE(h.core().Register(kJoin, req, "node-secret-2", h.now).ok());
+  EXPECT_FALSE(h.core().Authenticate("node-secret", h.now).ok());
+}
+
+TEST(CoreQueues, ValidationIsTheCoresAndNamesTheField) {
+  CoreHarness h(Config());
+  auto bad = h.core().SetQueue(kAdmin, {"a", 4, 2, 1.0}, h.now);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("limit_gpus"), std::string::npos);
+  EXPECT_FALSE(h.core().SetQueue(kAdmin, {"a//b", 0, -1, 1.0}, h.now).ok());
+  Caller lead = Caller::User("lead", Role::kQueueAdmin);
+  lead.queues = {"org"};
+  EXPECT_TRUE(h.core().SetQueue(lead, {"org/team", 1, -1, 1.0}, h.now).ok());
+  EXPECT_EQ(h.core().SetQueue(lead, {"other", 1, -1, 1.0}, h.now).status().code(),
+            ErrorCode::kPermissionDenied);
+}
+
+}  // namespace
+}  // namespace corral::head
