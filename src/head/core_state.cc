@@ -20,16 +20,14 @@ void HeadCore::Index(const Change& c) {
   struct Visitor {
     HeadCore& core;
     const Change& c;
-    void Job(JobId id) { core.dirty_.jobs.insert(id); }
+    void Job(JobId) {}
     void operator()(const HeadStarted&) {
-      core.dirty_.meta = true;
       for (const auto& [name, node] : core.state_.nodes)
         core.node_version_[name] = core.state_.epoch << 32;
     }
     void operator()(const JobSubmitted& e) {
       Job(e.job.id);
       core.scheduler_->AddPending(sched::ToPendingJob(core.state_.jobs.at(e.job.id)));
-      core.dirty_.meta = true;  // next_job_id
       core.WantSchedule();
     }
     void operator()(const RunPlaced& e) {
@@ -73,8 +71,6 @@ void HeadCore::Index(const Change& c) {
     void operator()(const CheckpointReported& e) { Job(e.job); }
     void operator()(const NodeRegistered& e) {
       const std::string& name = e.node.name;
-      core.dirty_.nodes.insert(name);
-      core.dirty_.meta = true;  // credentials
       if (!core.node_version_.count(name)) core.node_version_[name] = core.state_.epoch << 32;
       core.last_heard_[name] = c.at;
       core.scheduler_->UpsertNode(core.ToNodeInfo(core.state_.nodes.at(name)));
@@ -82,19 +78,45 @@ void HeadCore::Index(const Change& c) {
       core.WantSchedule();
     }
     void operator()(const NodeStateSet& e) {
-      core.dirty_.nodes.insert(e.node);
       core.scheduler_->UpsertNode(core.ToNodeInfo(core.state_.nodes.at(e.node)));
       core.WantSchedule();
     }
     void operator()(const QueueSet& e) {
-      core.dirty_.queues.insert(e.queue.name);
       core.scheduler_->SetQueue(e.queue);
       core.WantSchedule();
     }
-    void operator()(const TokenIssued&) { core.dirty_.meta = true; }
-    void operator()(const TokenRevoked&) { core.dirty_.meta = true; }
+    void operator()(const TokenIssued&) {}
+    void operator()(const TokenRevoked&) {}
   };
+  MarkDirty(c);
   std::visit(Visitor{*this, c}, c.what);
+}
+
+void HeadCore::MarkDirty(const Change& c) {
+  struct Visitor {
+    Dirty& d;
+    void operator()(const HeadStarted&) { d.meta = true; }
+    void operator()(const JobSubmitted& e) {
+      d.jobs.insert(e.job.id);
+      d.meta = true;  // next_job_id
+    }
+    void operator()(const RunPlaced& e) { d.jobs.insert(e.job); }
+    void operator()(const RunStarted& e) { d.jobs.insert(e.job); }
+    void operator()(const ReplicaExited& e) { d.jobs.insert(e.job); }
+    void operator()(const StopRequested& e) { d.jobs.insert(e.job); }
+    void operator()(const RunEnded& e) { d.jobs.insert(e.job); }
+    void operator()(const JobEnded& e) { d.jobs.insert(e.job); }
+    void operator()(const CheckpointReported& e) { d.jobs.insert(e.job); }
+    void operator()(const NodeRegistered& e) {
+      d.nodes.insert(e.node.name);
+      d.meta = true;  // credentials
+    }
+    void operator()(const NodeStateSet& e) { d.nodes.insert(e.node); }
+    void operator()(const QueueSet& e) { d.queues.insert(e.queue.name); }
+    void operator()(const TokenIssued&) { d.meta = true; }
+    void operator()(const TokenRevoked&) { d.meta = true; }
+  };
+  std::visit(Visitor{dirty_}, c.what);
 }
 
 Status HeadCore::Recover(ClusterState snapshot, const std::vector<Change>& tail, TimeMs now) {
@@ -105,6 +127,7 @@ Status HeadCore::Recover(ClusterState snapshot, const std::vector<Change>& tail,
                       std::to_string(state_.revision));
     }
     ApplyChange(state_, c);
+    MarkDirty(c);  // not in the snapshot rows yet: the next snapshot must write it
   }
   RebuildIndexes(now);
   return Status::Ok();

@@ -133,6 +133,7 @@ class HeadCore {
   // Applies a change, keeps the indexes and the scheduler in step, and queues it.
   void Emit(const Caller& by, TimeMs now, ChangeKind what);
   void Index(const Change& c);
+  void MarkDirty(const Change& c);
   void RebuildIndexes(TimeMs now);
 
   void PlaceRun(const sched::PlaceDecision& d, TimeMs now);

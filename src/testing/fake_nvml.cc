@@ -96,7 +96,8 @@ int nvmlDeviceGetName(void* device, char* name, unsigned length) {
 int nvmlDeviceGetUUID(void* device, char* uuid, unsigned length) {
   unsigned i = 0;
   if (!Index(device, &i)) return kInvalidArgument;
-  if (std::snprintf(uuid, length, "GPU-fake-%u", i) >= static_cast<int>(length)) return kInsufficientSize;
+  if (std::snprintf(uuid, length, "GPU-fake-%u", i) >= static_cast<int>(length))
+    return kInsufficientSize;
   return kSuccess;
 }
 
