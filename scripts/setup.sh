@@ -9,7 +9,7 @@ PACKAGES=(
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libsqlite3-dev sqlite3
   libgtest-dev libgmock-dev libbenchmark-dev
-  procps iproute2
+  procps iproute2 curl
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

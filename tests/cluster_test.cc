@@ -209,5 +209,59 @@ TEST(Cluster, EveryCallNeedsTheTokenAndTokensArePrivate) {
   EXPECT_EQ(Json::parse(jobs.out).size(), 0u) << "a refused submit stored a job";
 }
 
+// Identities end to end: an admin creates user tokens; each job belongs to its token's user;
+// another user may see it but not cancel it; a revoked token is refused; every answer says
+// which revision it reflects.
+TEST(Cluster, UserTokensOwnTheirJobsAndRevokedTokensAreRefused) {
+  LocalCluster c("tokens", 1, 2);
+  auto as = [&](const std::string& token, const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {CorralBin()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv, {{"CORRAL_ADDR", c.addr()},
+                             {"CORRAL_TOKEN", token},
+                             {"CORRAL_CONFIG", c.dir() + "/none.json"}});
+  };
+  auto ana = c.Corral({"token", "create", "--user", "ana"});
+  ASSERT_EQ(ana.exit_code, 0) << ana.err;
+  std::string ana_token = ana.out.substr(0, ana.out.find('\n'));
+  ASSERT_EQ(ana_token.size(), 64u) << ana.out;
+  auto bob = c.Corral({"token", "create", "--user", "bob"});
+  std::string bob_token = bob.out.substr(0, bob.out.find('\n'));
+  // A user may not create tokens.
+  auto refused = as(ana_token, {"token", "create", "--user", "eve", "--role", "admin"});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("permission denied"), std::string::npos) << refused.err;
+
+  auto sub = as(ana_token, {"submit", "--parsable", "--", "sleep", "30"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  std::string id = sub.out.substr(0, sub.out.find('\n'));
+  auto show = as(bob_token, {"show", id, "-o", "json"});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_EQ(Json::parse(show.out)["owner"], "ana");
+  auto cancel = as(bob_token, {"cancel", id});
+  EXPECT_EQ(cancel.exit_code, 1);
+  EXPECT_NE(cancel.err.find("permission denied"), std::string::npos) << cancel.err;
+  EXPECT_EQ(as(ana_token, {"cancel", id}).exit_code, 0);
+
+  auto list = c.Corral({"token", "list"});
+  ASSERT_EQ(list.exit_code, 0);
+  EXPECT_NE(list.out.find("bob"), std::string::npos) << list.out;
+  EXPECT_EQ(list.out.find(ana_token), std::string::npos) << "secrets are never listed";
+  std::string bob_id;
+  std::istringstream rows(list.out);
+  for (std::string line; std::getline(rows, line);) {
+    if (line.find(" bob ") != std::string::npos) bob_id = line.substr(0, line.find(' '));
+  }
+  ASSERT_EQ(bob_id.rfind("t-", 0), 0u) << list.out;
+  ASSERT_EQ(c.Corral({"token", "revoke", bob_id}).exit_code, 0);
+  auto gone = as(bob_token, {"jobs"});
+  EXPECT_EQ(gone.exit_code, 1);
+  EXPECT_NE(gone.err.find("revoked"), std::string::npos) << gone.err;
+
+  auto headers = RunCommand({"/usr/bin/curl", "-s", "-D", "-", "-o", "/dev/null", "-H",
+                             "Authorization: Bearer " + c.token(), c.addr() + "/v1/jobs"});
+  EXPECT_NE(headers.out.find("X-Corral-Revision: "), std::string::npos) << headers.out;
+}
+
 }  // namespace
 }  // namespace corral::testing

@@ -81,6 +81,13 @@ Json NodeViewJson(const head::NodeView& v) {
   return j;
 }
 
+// A credential as the API shows it: never its hash.
+Json CredentialJson(const head::Credential& c) {
+  Json j = head::ToJson(c);
+  j.erase("hash");
+  return j;
+}
+
 Json QueueViewJson(const head::QueueView& v) {
   Json j = ToJson(v.config);
   j["used_gpus"] = v.used_gpus;
@@ -120,6 +127,7 @@ void ApiService::Handle(HttpRequest req, Responder respond) {
   if (parts[1] == "jobs") return HandleJobs(req, parts, std::move(respond));
   if (parts[1] == "nodes") return HandleNodes(req, parts, std::move(respond));
   if (parts[1] == "queues") return HandleQueues(req, parts, std::move(respond));
+  if (parts[1] == "tokens") return HandleTokens(req, parts, std::move(respond));
   respond(ErrorResponse(NotFound("no such path: " + req.path)));
 }
 
@@ -347,6 +355,69 @@ void ApiService::HandleQueues(const HttpRequest& req, const std::vector<std::str
                            Answer<QueueConfig>(std::move(respond), [](const QueueConfig& q) {
                              return Json{{"queue", ToJson(q)}};
                            }));
+  }
+  respond(ErrorResponse(NotFound("no such path: " + req.method + " " + req.path)));
+}
+
+void ApiService::HandleTokens(const HttpRequest& req, const std::vector<std::string>& parts,
+                              Responder respond) {
+  if (parts.size() == 2 && req.method == "GET") {
+    return head_->ListTokens(req.BearerToken(),
+                             Answer<std::vector<head::Credential>>(
+                                 std::move(respond), [](const std::vector<head::Credential>& cs) {
+                                   Json arr = Json::array();
+                                   for (const auto& c : cs) arr.push_back(CredentialJson(c));
+                                   return Json{{"tokens", arr}};
+                                 }));
+  }
+  if (parts.size() == 2 && req.method == "POST") {
+    Json body = Json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) {
+      return respond(ErrorResponse(InvalidArgument("body: want a JSON object {\"user\": ...}")));
+    }
+    head::TokenRequest t;
+    for (auto it = body.begin(); it != body.end(); ++it) {
+      const std::string& k = it.key();
+      if (k == "user" && it->is_string()) {
+        t.user = it->get<std::string>();
+      } else if (k == "role" && it->is_string()) {
+        if (!ParseRole(it->get<std::string>(), &t.role)) {
+          return respond(ErrorResponse(InvalidArgument("field 'role': got " + it->dump() +
+                                                       ", want user, queue-admin or admin")));
+        }
+      } else if (k == "queues" && it->is_array()) {
+        for (const Json& q : *it) {
+          if (!q.is_string()) {
+            return respond(ErrorResponse(InvalidArgument("field 'queues': want queue names")));
+          }
+          t.queues.push_back(q.get<std::string>());
+        }
+      } else if (k == "expires" && it->is_string()) {
+        auto d = ParseDuration("expires", it->get<std::string>());
+        if (!d.ok()) return respond(ErrorResponse(d.status()));
+        t.expires_after_ms = *d;
+      } else {
+        return respond(ErrorResponse(InvalidArgument(
+            "field '" + k + "': unknown or of the wrong type; want user, role, queues, expires")));
+      }
+    }
+    if (t.user.empty() || t.user.front() == '@') {
+      return respond(ErrorResponse(InvalidArgument("field 'user': want a user name")));
+    }
+    return head_->CreateToken(
+        req.BearerToken(), t,
+        Answer<head::Head::NewToken>(
+            std::move(respond),
+            [](const head::Head::NewToken& n) {
+              return Json{{"token", n.secret}, {"credential", CredentialJson(n.credential)}};
+            },
+            201));
+  }
+  if (parts.size() == 3 && req.method == "DELETE") {
+    return head_->RevokeToken(req.BearerToken(), parts[2],
+                              Answer<head::Credential>(std::move(respond), [](const auto& c) {
+                                return Json{{"revoked", CredentialJson(c)}};
+                              }));
   }
   respond(ErrorResponse(NotFound("no such path: " + req.method + " " + req.path)));
 }

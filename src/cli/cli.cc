@@ -17,9 +17,11 @@ struct CommandInfo {
 const CommandInfo kCommands[] = {
     {"submit", RunSubmit,
      "corral submit [-f SPEC.yaml] [--gpus N] [--cpus C] [--memory M] [--replicas R] [--name S]\n"
-     "              [--queue Q] [--time-limit T] [--priority P] [--preemptible] [--max-restarts N]\n"
+     "              [--queue Q] [--time-limit T] [--priority P] [--preemptible] [--max-restarts "
+     "N]\n"
      "              [--checkpoint-signal SIG] [--grace-period D] [--env K=V]... [--workdir D]\n"
-     "              [--gpu-model M] [--label K=V]... [--parsable] [--dry-run] [--] CMD [ARGS...]",
+     "              [--gpu-model M] [--label K=V]... [--user U (admins)] [--parsable] [--dry-run]\n"
+     "              [--] CMD [ARGS...]",
      "submit a job"},
     {"jobs", RunJobs,
      "corral jobs [--state S1,S2] [--queue Q] [--user U] [--all] [--limit N] [-o json]",
@@ -35,6 +37,11 @@ const CommandInfo kCommands[] = {
     {"queues", RunQueues,
      "corral queues [-o json] | corral queues set NAME [--quota N] [--limit M] [--weight W]",
      "list queues; set a queue's quota, limit and weight"},
+    {"token", RunToken,
+     "corral token create --user NAME [--role user|queue-admin|admin] [--queue Q]... [--expires "
+     "D]\n"
+     "       corral token list | corral token revoke ID...",
+     "create, list and revoke access tokens (admins)"},
 };
 
 const CommandInfo* FindCommand(const std::string& name) {
@@ -55,18 +62,26 @@ std::string ErrorMessageFromBody(const ApiReply& reply) {
   }
   std::string text = reply.body.substr(0, 200);
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  return "the head answered HTTP " + std::to_string(reply.status) + (text.empty() ? "" : ": " + text);
+  return "the head answered HTTP " + std::to_string(reply.status) +
+         (text.empty() ? "" : ": " + text);
 }
 
 ErrorCode CodeForStatus(int status) {
   switch (status) {
-    case 400: return ErrorCode::kInvalidArgument;
-    case 401: return ErrorCode::kUnauthenticated;
-    case 403: return ErrorCode::kPermissionDenied;
-    case 404: return ErrorCode::kNotFound;
-    case 409: return ErrorCode::kFailedPrecondition;
-    case 503: return ErrorCode::kUnavailable;
-    default: return ErrorCode::kInternal;
+    case 400:
+      return ErrorCode::kInvalidArgument;
+    case 401:
+      return ErrorCode::kUnauthenticated;
+    case 403:
+      return ErrorCode::kPermissionDenied;
+    case 404:
+      return ErrorCode::kNotFound;
+    case 409:
+      return ErrorCode::kFailedPrecondition;
+    case 503:
+      return ErrorCode::kUnavailable;
+    default:
+      return ErrorCode::kInternal;
   }
 }
 
@@ -78,7 +93,8 @@ std::string CliUsage() {
   std::string out;
   for (const CommandInfo& c : kCommands) {
     std::string name = c.name;
-    out += "  " + name + std::string(name.size() < 10 ? 10 - name.size() : 1, ' ') + c.summary + "\n";
+    out +=
+        "  " + name + std::string(name.size() < 10 ? 10 - name.size() : 1, ' ') + c.summary + "\n";
   }
   return out;
 }
@@ -119,7 +135,12 @@ Result<ApiReply> ApiClient::Call(const std::string& method, const std::string& p
     return Status(ErrorCode::kUnavailable,
                   "cannot reach the head at " + ctx_.addr + ": " + reply.status().message());
   }
-  if (reply->status >= 400) return Status(CodeForStatus(reply->status), ErrorMessageFromBody(*reply));
+  if (reply->status == 403) {
+    return Status(ErrorCode::kPermissionDenied,
+                  "permission denied: " + ErrorMessageFromBody(*reply));
+  }
+  if (reply->status >= 400)
+    return Status(CodeForStatus(reply->status), ErrorMessageFromBody(*reply));
   return reply;
 }
 

@@ -1,12 +1,11 @@
 // CliMain end to end over real HTTP on loopback: the HttpTransport adapter (token, headers,
 // error bodies) and the "cannot reach" message. The head is a canned net::HttpServer.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <mutex>
 #include <sstream>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "cli/cli.h"
 #include "net/http_server.h"
@@ -58,7 +57,9 @@ class CliHttpTest : public ::testing::Test {
 
 TEST_F(CliHttpTest, SubmitLogsAndErrors) {
   std::ostringstream out, err;
-  ASSERT_EQ(CliMain("submit", {"--parsable", "--gpus", "2", "--", "echo", "hi"}, out, err), 0)
+  ASSERT_EQ(CliMain("submit", {"--parsable", "--gpus", "2", "--user", "ana", "--", "echo", "hi"},
+                    out, err),
+            0)
       << err.str();
   EXPECT_EQ(out.str(), "11\n");
   {

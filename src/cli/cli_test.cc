@@ -1,6 +1,8 @@
 // Client commands against a fake transport: what they send, what they print, how they exit.
 #include "cli/cli.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,9 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "cli/commands.h"
 #include "core/codec.h"
@@ -36,7 +35,8 @@ class FakeTransport : public ApiTransport {
   }
   std::vector<Sent> sent;
   std::function<Result<ApiReply>(const Sent&)> handler = [](const Sent&) {
-    return Result<ApiReply>(ApiReply{404, "application/json", R"({"error":{"code":"not_found","message":"nothing here"}})", {}});
+    return Result<ApiReply>(ApiReply{
+        404, "application/json", R"({"error":{"code":"not_found","message":"nothing here"}})", {}});
   };
 };
 
@@ -61,7 +61,9 @@ struct Harness {
       return it->second;
     };
     ctx.addr = "http://head:7070";
-    ctx.connect = [this]() -> Result<std::shared_ptr<ApiTransport>> { return std::shared_ptr<ApiTransport>(fake); };
+    ctx.connect = [this]() -> Result<std::shared_ptr<ApiTransport>> {
+      return std::shared_ptr<ApiTransport>(fake);
+    };
     ctx.now = [this] { return now; };
     ctx.sleep = [this](DurationMs d) {
       sleeps.push_back(d);
@@ -100,12 +102,45 @@ TEST(SubmitTest, FlagsMapToSpecFields) {
   h.fake->handler = [](const FakeTransport::Sent&) {
     return Result<ApiReply>(JsonReply(201, {{"job", {{"id", 7}}}}));
   };
-  int code = h.Run("submit", {"--gpus", "4", "--cpus", "2.5", "--memory", "16G", "--replicas", "2",
-                              "--name", "t", "--queue", "org/team", "--time-limit", "2h",
-                              "--priority", "5", "--preemptible", "--max-restarts", "3",
-                              "--checkpoint-signal", "SIGUSR1", "--grace-period=30s", "--env",
-                              "A=1", "--env", "B=x=y", "--workdir", "sub", "--gpu-model", "H100",
-                              "--label", "zone=a", "--", "python", "train.py", "--lr", "3"});
+  int code = h.Run("submit", {"--gpus",
+                              "4",
+                              "--cpus",
+                              "2.5",
+                              "--memory",
+                              "16G",
+                              "--replicas",
+                              "2",
+                              "--name",
+                              "t",
+                              "--queue",
+                              "org/team",
+                              "--time-limit",
+                              "2h",
+                              "--priority",
+                              "5",
+                              "--preemptible",
+                              "--max-restarts",
+                              "3",
+                              "--checkpoint-signal",
+                              "SIGUSR1",
+                              "--grace-period=30s",
+                              "--env",
+                              "A=1",
+                              "--env",
+                              "B=x=y",
+                              "--workdir",
+                              "sub",
+                              "--gpu-model",
+                              "H100",
+                              "--label",
+                              "zone=a",
+                              "--user",
+                              "ana",
+                              "--",
+                              "python",
+                              "train.py",
+                              "--lr",
+                              "3"});
   ASSERT_EQ(code, 0) << h.err.str();
   EXPECT_EQ(h.out.str(), "Submitted job 7\n");
   ASSERT_EQ(h.fake->sent.size(), 1u);
@@ -226,10 +261,10 @@ TEST(SubmitTest, BadValuesAreRejectedLocallyNamingTheField) {
 TEST(SubmitTest, ServerErrorIsPrintedAndExitsOne) {
   Harness h;
   h.fake->handler = [](const FakeTransport::Sent&) {
-    return Result<ApiReply>(JsonReply(
-        400, {{"error",
-               {{"code", "invalid_argument"},
-                {"message", "needs 16 GPUs per replica; the largest node has 8"}}}}));
+    return Result<ApiReply>(
+        JsonReply(400, {{"error",
+                         {{"code", "invalid_argument"},
+                          {"message", "needs 16 GPUs per replica; the largest node has 8"}}}}));
   };
   EXPECT_EQ(h.Run("submit", {"--gpus", "16", "--", "x"}), 1);
   EXPECT_THAT(h.err.str(), HasSubstr("needs 16 GPUs per replica; the largest node has 8"));
@@ -313,11 +348,12 @@ TEST(JobsTest, TableFromCannedJson) {
 }
 
 TEST(JobsTest, RenderedTableIsAligned) {
-  EXPECT_EQ(RenderJobsTable(SampleJobs(), kT0 + 10 * kMinute),
-            "ID  NAME   USER  QUEUE     STATE    GPUS  NODES  TIME    REASON\n"
-            "1   sweep  ana   default   pending  8     -      10m00s  waiting for 8 GPUs on one node\n"
-            "2   ddp    bo    org/team  running  8     n1,n2  8m00s\n"
-            "3   -      ana   default   failed   0     n3     1m15s   exit 3\n");
+  EXPECT_EQ(
+      RenderJobsTable(SampleJobs(), kT0 + 10 * kMinute),
+      "ID  NAME   USER  QUEUE     STATE    GPUS  NODES  TIME    REASON\n"
+      "1   sweep  ana   default   pending  8     -      10m00s  waiting for 8 GPUs on one node\n"
+      "2   ddp    bo    org/team  running  8     n1,n2  8m00s\n"
+      "3   -      ana   default   failed   0     n3     1m15s   exit 3\n");
 }
 
 TEST(JobsTest, LimitKeepsNewestAndJsonOutput) {
@@ -390,7 +426,8 @@ TEST(NodesTest, TableFromCannedJson) {
   n1.cpu_milli = 64000;
   n1.memory_mb = 512 * 1024;
   n1.labels = {{"rack", "r1"}, {"zone", "a"}};
-  for (int i = 0; i < 8; ++i) n1.gpus.push_back({i, "u" + std::to_string(i), "H100", 81920, i / 4, true});
+  for (int i = 0; i < 8; ++i)
+    n1.gpus.push_back({i, "u" + std::to_string(i), "H100", 81920, i / 4, true});
   Json j1 = ToJson(n1);
   j1["gpus_used"] = 5;
   Node n2;
@@ -414,10 +451,20 @@ TEST(NodesTest, TableFromCannedJson) {
 
 TEST(QueuesTest, TableAndSetMergesCurrentValues) {
   Harness h;
-  Json queues = {{{"name", "default"}, {"quota_gpus", 0}, {"limit_gpus", -1}, {"weight", 1},
-                  {"used_gpus", 2}, {"pending", 1}, {"running", 1}},
-                 {{"name", "org/team"}, {"quota_gpus", 16}, {"limit_gpus", 32}, {"weight", 2.5},
-                  {"used_gpus", 12}, {"pending", 40}, {"running", 3}}};
+  Json queues = {{{"name", "default"},
+                  {"quota_gpus", 0},
+                  {"limit_gpus", -1},
+                  {"weight", 1},
+                  {"used_gpus", 2},
+                  {"pending", 1},
+                  {"running", 1}},
+                 {{"name", "org/team"},
+                  {"quota_gpus", 16},
+                  {"limit_gpus", 32},
+                  {"weight", 2.5},
+                  {"used_gpus", 12},
+                  {"pending", 40},
+                  {"running", 3}}};
   h.fake->handler = [&](const FakeTransport::Sent& s) {
     if (s.method == "PUT") {
       Json q = queues[1];
@@ -498,9 +545,11 @@ TEST(WaitTest, TimeoutExits124) {
 TEST(CancelTest, ReportsEachIdAndFailsIfAnyFailed) {
   Harness h;
   h.fake->handler = [](const FakeTransport::Sent& s) {
-    if (s.path == "/v1/jobs/5/cancel") return Result<ApiReply>(JsonReply(200, {{"job", ToJson(MakeJob(5, JobState::kCancelled))}}));
+    if (s.path == "/v1/jobs/5/cancel")
+      return Result<ApiReply>(JsonReply(200, {{"job", ToJson(MakeJob(5, JobState::kCancelled))}}));
     return Result<ApiReply>(JsonReply(
-        409, {{"error", {{"code", "failed_precondition"}, {"message", "job 6 already succeeded"}}}}));
+        409,
+        {{"error", {{"code", "failed_precondition"}, {"message", "job 6 already succeeded"}}}}));
   };
   EXPECT_EQ(h.Run("cancel", {"5", "6"}), 1);
   EXPECT_EQ(h.out.str(), "Cancelled job 5\n");
@@ -520,7 +569,9 @@ TEST(LogsTest, FollowUsesNextOffsetUntilTerminalAndDrained) {
     std::string state;
   };
   std::deque<Chunk> script = {
-      {0, "hello\n", 6, "running"}, {6, "", 6, "running"},   {6, "world\n", 12, "running"},
+      {0, "hello\n", 6, "running"},
+      {6, "", 6, "running"},
+      {6, "world\n", 12, "running"},
       {12, "", 12, "succeeded"},
   };
   h.fake->handler = [&](const FakeTransport::Sent& s) {
@@ -529,7 +580,9 @@ TEST(LogsTest, FollowUsesNextOffsetUntilTerminalAndDrained) {
     script.pop_front();
     EXPECT_EQ(s.path, "/v1/jobs/9/logs?stream=stderr&replica=1&max=65536&offset=" +
                           std::to_string(c.offset));
-    ApiReply r{200, "text/plain", c.body,
+    ApiReply r{200,
+               "text/plain",
+               c.body,
                {{"x-corral-next-offset", std::to_string(c.next)}, {"x-corral-job-state", c.state}}};
     return Result<ApiReply>(r);
   };
@@ -543,7 +596,9 @@ TEST(LogsTest, WithoutFollowStopsWhenNoMoreData) {
   Harness h;
   h.fake->handler = [](const FakeTransport::Sent& s) {
     bool first = s.path.ends_with("offset=0");
-    ApiReply r{200, "text/plain", first ? "abc" : "",
+    ApiReply r{200,
+               "text/plain",
+               first ? "abc" : "",
                {{"x-corral-next-offset", first ? "3" : "3"}, {"x-corral-job-state", "running"}}};
     return Result<ApiReply>(r);
   };
@@ -563,7 +618,9 @@ TEST(LogsTest, FollowRidesOutATransientOutage) {
       return Result<ApiReply>(JsonReply(
           503, {{"error", {{"code", "unavailable"}, {"message", "node n1 has no address"}}}}));
     }
-    ApiReply r{200, "text/plain", calls == 3 ? "ok\n" : "",
+    ApiReply r{200,
+               "text/plain",
+               calls == 3 ? "ok\n" : "",
                {{"x-corral-next-offset", "3"}, {"x-corral-job-state", "succeeded"}}};
     return Result<ApiReply>(r);
   };
@@ -597,7 +654,7 @@ TEST(ConfigTest, EnvOverridesFileFieldByField) {
   const std::string dir = TempPath("cfg");
   const std::string path = dir + "/nested/config.json";
   ASSERT_TRUE(WriteClientConfig(path, "http://file:1", "file-token").ok());
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 
@@ -625,7 +682,8 @@ TEST(ConfigTest, EnvOverridesFileFieldByField) {
 
   // HOME's default path is used when CORRAL_CONFIG is unset.
   env = {{"HOME", dir + "/home"}};
-  ASSERT_TRUE(WriteClientConfig(dir + "/home/.config/corral/config.json", "http://home:3", "t").ok());
+  ASSERT_TRUE(
+      WriteClientConfig(dir + "/home/.config/corral/config.json", "http://home:3", "t").ok());
   cfg = LoadClientConfig(lookup);
   ASSERT_TRUE(cfg.ok());
   EXPECT_EQ(cfg->addr, "http://home:3");

@@ -68,21 +68,25 @@ Result<double> ParseNumberFlag(const std::string& flag, const std::string& text,
     if (pos == text.size() && std::isfinite(x) && x >= lo) return x;
   } catch (...) {
   }
-  return InvalidArgument("flag --" + flag + ": got \"" + text + "\", want a number >= " + Number(lo));
+  return InvalidArgument("flag --" + flag + ": got \"" + text +
+                         "\", want a number >= " + Number(lo));
 }
 
 int QueueSet(const ParsedArgs& args, CliContext& ctx) {
-  if (args.positional.size() != 2) return UsageError(ctx, "queues", "set wants exactly one queue name");
+  if (args.positional.size() != 2)
+    return UsageError(ctx, "queues", "set wants exactly one queue name");
   const std::string name = args.positional[1];
   if (!args.Has("quota") && !args.Has("limit") && !args.Has("weight")) {
-    return UsageError(ctx, "queues", "set " + name + ": give at least one of --quota, --limit, --weight");
+    return UsageError(ctx, "queues",
+                      "set " + name + ": give at least one of --quota, --limit, --weight");
   }
   Json body = Json::object();
   if (args.Has("quota")) {
     auto x = ParseNumberFlag("quota", args.Get("quota"), 0);
     if (!x.ok() || *x != std::floor(*x)) {
-      return UsageError(ctx, "queues", "flag --quota: got \"" + args.Get("quota") +
-                                           "\", want a whole number of GPUs >= 0");
+      return UsageError(
+          ctx, "queues",
+          "flag --quota: got \"" + args.Get("quota") + "\", want a whole number of GPUs >= 0");
     }
     body["quota_gpus"] = static_cast<int64_t>(*x);
   }
@@ -93,8 +97,9 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
     } else {
       auto x = ParseNumberFlag("limit", l, 0);
       if (!x.ok() || *x != std::floor(*x)) {
-        return UsageError(ctx, "queues", "flag --limit: got \"" + l +
-                                             "\", want a whole number of GPUs >= 0, or none");
+        return UsageError(
+            ctx, "queues",
+            "flag --limit: got \"" + l + "\", want a whole number of GPUs >= 0, or none");
       }
       body["limit_gpus"] = static_cast<int64_t>(*x);
     }
@@ -102,8 +107,8 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
   if (args.Has("weight")) {
     auto x = ParseNumberFlag("weight", args.Get("weight"), 0);
     if (!x.ok() || *x <= 0) {
-      return UsageError(ctx, "queues", "flag --weight: got \"" + args.Get("weight") +
-                                           "\", want a number > 0");
+      return UsageError(ctx, "queues",
+                        "flag --weight: got \"" + args.Get("weight") + "\", want a number > 0");
     }
     body["weight"] = *x;
   }

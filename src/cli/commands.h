@@ -57,6 +57,7 @@ int RunCancel(const std::vector<std::string>& args, CliContext& ctx);
 int RunLogs(const std::vector<std::string>& args, CliContext& ctx);
 int RunNodes(const std::vector<std::string>& args, CliContext& ctx);
 int RunQueues(const std::vector<std::string>& args, CliContext& ctx);
+int RunToken(const std::vector<std::string>& args, CliContext& ctx);
 
 // Renderers, shared with tests.
 std::string RenderJobsTable(const std::vector<Job>& jobs, TimeMs now);

@@ -9,9 +9,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 namespace corral::cli {
 
@@ -35,7 +34,8 @@ Result<ClientConfig> LoadClientConfig(const EnvLookup& env) {
   std::error_code ec;
   if (!path.empty() && std::filesystem::exists(path, ec)) {
     std::ifstream in(path);
-    if (!in) return InvalidArgument("cannot read config file " + path + ": " + std::strerror(errno));
+    if (!in)
+      return InvalidArgument("cannot read config file " + path + ": " + std::strerror(errno));
     std::stringstream ss;
     ss << in.rdbuf();
     nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
@@ -63,7 +63,8 @@ Result<ClientConfig> LoadClientConfig(const EnvLookup& env) {
   if (auto t = env("CORRAL_TOKEN"); t && !t->empty()) cfg.token = *t;
   if (cfg.addr.empty()) {
     return FailedPrecondition(
-        "no head address configured: set CORRAL_ADDR (e.g. export CORRAL_ADDR=http://127.0.0.1:7070) "
+        "no head address configured: set CORRAL_ADDR (e.g. export "
+        "CORRAL_ADDR=http://127.0.0.1:7070) "
         "and CORRAL_TOKEN, or write " +
         (path.empty() ? std::string("$HOME/.config/corral/config.json") : path) +
         " as {\"addr\": \"http://HOST:PORT\", \"token\": \"...\"} (corral up writes it)");

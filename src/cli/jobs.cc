@@ -30,7 +30,8 @@ std::string QueryEscape(const std::string& s) {
   return out;
 }
 
-bool WantsJson(const ParsedArgs& args, CliContext& ctx, const std::string& command, int* exit_code) {
+bool WantsJson(const ParsedArgs& args, CliContext& ctx, const std::string& command,
+               int* exit_code) {
   if (!args.Has("output")) return false;
   const std::string o = args.Get("output");
   if (o == "json") return true;
@@ -87,14 +88,22 @@ std::string ReasonOf(const Job& j) {
 
 std::string SignalName(int32_t sig) {
   switch (sig) {
-    case 1: return "SIGHUP";
-    case 2: return "SIGINT";
-    case 3: return "SIGQUIT";
-    case 9: return "SIGKILL";
-    case 10: return "SIGUSR1";
-    case 12: return "SIGUSR2";
-    case 15: return "SIGTERM";
-    default: return std::to_string(sig);
+    case 1:
+      return "SIGHUP";
+    case 2:
+      return "SIGINT";
+    case 3:
+      return "SIGQUIT";
+    case 9:
+      return "SIGKILL";
+    case 10:
+      return "SIGUSR1";
+    case 12:
+      return "SIGUSR2";
+    case 15:
+      return "SIGTERM";
+    default:
+      return std::to_string(sig);
   }
 }
 
@@ -134,14 +143,15 @@ std::string RenderJob(const Job& j, TimeMs now, bool utc) {
     if (t <= 0) return std::string("-");
     return FormatTimestamp(t, utc) + " (" + FormatAge(now - t) + " ago)";
   };
-  o << "Job " << j.id << (s.name.empty() ? "" : " (" + s.name + ")") << ": " << JobStateName(j.state)
-    << "\n";
+  o << "Job " << j.id << (s.name.empty() ? "" : " (" + s.name + ")") << ": "
+    << JobStateName(j.state) << "\n";
   kv("owner", j.owner);
   kv("queue", s.queue);
   kv("submitted", when(j.submitted_at));
   if (j.ended_at > 0) kv("ended", when(j.ended_at));
   if (IsTerminal(j.state)) kv("exit code", ExitCodeText(j.exit_code));
-  if (j.state == JobState::kPending && !j.pending_reason.empty()) kv("pending reason", j.pending_reason);
+  if (j.state == JobState::kPending && !j.pending_reason.empty())
+    kv("pending reason", j.pending_reason);
   kv("command", FormatCommand(s.command));
   kv("workdir", s.workdir.empty() ? "-" : s.workdir);
   std::string res = std::to_string(s.replicas) + (s.replicas == 1 ? " replica" : " replicas") +
@@ -158,15 +168,17 @@ std::string RenderJob(const Job& j, TimeMs now, bool utc) {
   kv("priority", std::to_string(s.priority));
   kv("preemptible", s.preemptible ? "yes" : "no");
   kv("max restarts", std::to_string(s.max_restarts));
-  kv("checkpoint", SignalName(s.checkpoint_signal) + ", then SIGKILL after " +
-                       FormatAge(s.grace_ms));
+  kv("checkpoint",
+     SignalName(s.checkpoint_signal) + ", then SIGKILL after " + FormatAge(s.grace_ms));
   for (const auto& [k, v] : s.env) kv("env", k + "=" + v);
   if (!j.runs.empty()) {
     o << "Runs:\n";
     for (const Run& r : j.runs) {
       o << "  " << j.id << "." << r.attempt << "  " << RunStateName(r.state);
-      if (r.started_at > 0) o << "  started " << FormatTimestamp(r.started_at, utc);
-      else if (r.scheduled_at > 0) o << "  scheduled " << FormatTimestamp(r.scheduled_at, utc);
+      if (r.started_at > 0)
+        o << "  started " << FormatTimestamp(r.started_at, utc);
+      else if (r.scheduled_at > 0)
+        o << "  scheduled " << FormatTimestamp(r.scheduled_at, utc);
       if (r.ended_at > 0) {
         o << "  ended " << FormatTimestamp(r.ended_at, utc);
         TimeMs start = r.started_at > 0 ? r.started_at : r.scheduled_at;
@@ -196,9 +208,9 @@ std::string RenderJob(const Job& j, TimeMs now, bool utc) {
 }
 
 int RunJobs(const std::vector<std::string>& argv, CliContext& ctx) {
-  static const std::vector<FlagDef> kFlags = {
-      {"state", 's', true}, {"queue", 'q', true}, {"user", 'u', true},
-      {"all", 'a', false},  {"limit", 'n', true}, {"output", 'o', true}};
+  static const std::vector<FlagDef> kFlags = {{"state", 's', true}, {"queue", 'q', true},
+                                              {"user", 'u', true},  {"all", 'a', false},
+                                              {"limit", 'n', true}, {"output", 'o', true}};
   auto parsed = ParseArgs(argv, kFlags, false);
   if (!parsed.ok()) return UsageError(ctx, "jobs", parsed.status().message());
   const ParsedArgs& args = *parsed;
@@ -219,9 +231,10 @@ int RunJobs(const std::vector<std::string>& argv, CliContext& ctx) {
     while (std::getline(ss, s, ',')) {
       JobState st;
       if (!ParseJobState(s, &st)) {
-        return UsageError(ctx, "jobs", "flag --state: got \"" + s +
-                                           "\", want pending, scheduled, running, succeeded, "
-                                           "failed or cancelled (comma-separated)");
+        return UsageError(ctx, "jobs",
+                          "flag --state: got \"" + s +
+                              "\", want pending, scheduled, running, succeeded, "
+                              "failed or cancelled (comma-separated)");
       }
     }
     query += "&state=" + QueryEscape(args.Get("state"));
@@ -231,8 +244,9 @@ int RunJobs(const std::vector<std::string>& argv, CliContext& ctx) {
   size_t limit = 0;
   if (args.Has("limit")) {
     auto n = ParseJobId(args.Get("limit"));
-    if (!n) return UsageError(ctx, "jobs", "flag --limit: got \"" + args.Get("limit") +
-                                               "\", want a positive integer");
+    if (!n)
+      return UsageError(ctx, "jobs",
+                        "flag --limit: got \"" + args.Get("limit") + "\", want a positive integer");
     limit = static_cast<size_t>(*n);
   }
   // Page through all matching jobs (ascending id) and keep the newest `limit`.
@@ -362,7 +376,8 @@ int RunWait(const std::vector<std::string>& argv, CliContext& ctx) {
         continue;
       }
       *ctx.out << "job " << id << " " << JobStateName(job->state);
-      if (job->state == JobState::kFailed) *ctx.out << " (exit code " << ExitCodeText(job->exit_code) << ")";
+      if (job->state == JobState::kFailed)
+        *ctx.out << " (exit code " << ExitCodeText(job->exit_code) << ")";
       const Run* run = job->CurrentRun();
       if (job->state != JobState::kSucceeded && run != nullptr && !run->reason.empty()) {
         *ctx.out << ": " << run->reason;
@@ -376,8 +391,9 @@ int RunWait(const std::vector<std::string>& argv, CliContext& ctx) {
     if (timeout >= 0 && ctx.now() >= deadline) {
       std::vector<std::string> ids;
       for (JobId id : waiting) ids.push_back(std::to_string(id));
-      PrintError(ctx, "wait", "timed out after " + FormatAge(timeout) + "; still not finished: " +
-                                  Join(ids, " "));
+      PrintError(
+          ctx, "wait",
+          "timed out after " + FormatAge(timeout) + "; still not finished: " + Join(ids, " "));
       return kExitTimeout;
     }
     DurationMs nap = ctx.poll_interval;
@@ -438,8 +454,8 @@ int RunLogs(const std::vector<std::string>& argv, CliContext& ctx) {
     replica = static_cast<int64_t>(*n);
   }
   const bool follow = args.Has("follow");
-  const std::string base = "/v1/jobs/" + std::to_string(*id) + "/logs?stream=" +
-                           (args.Has("stderr") ? "stderr" : "stdout") +
+  const std::string base = "/v1/jobs/" + std::to_string(*id) +
+                           "/logs?stream=" + (args.Has("stderr") ? "stderr" : "stdout") +
                            "&replica=" + std::to_string(replica) + "&max=65536&offset=";
   ApiClient api(ctx);
   int64_t offset = 0;

@@ -1,13 +1,12 @@
 // corral submit: flags and/or a YAML/JSON file -> the user-facing spec -> POST /v1/jobs.
 #include <pwd.h>
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include <charconv>
 #include <fstream>
 #include <ostream>
 #include <sstream>
-
-#include <yaml-cpp/yaml.h>
 
 #include "cli/commands.h"
 #include "core/spec.h"
@@ -16,13 +15,13 @@ namespace corral::cli {
 namespace {
 
 const std::vector<FlagDef> kSubmitFlags = {
-    {"file", 'f', true},         {"gpus", 0, true},          {"cpus", 0, true},
-    {"memory", 0, true},         {"replicas", 0, true},      {"name", 0, true},
-    {"queue", 0, true},          {"time-limit", 0, true},    {"priority", 0, true},
-    {"preemptible", 0, false},   {"max-restarts", 0, true},  {"checkpoint-signal", 0, true},
-    {"grace-period", 0, true},   {"env", 0, true},           {"workdir", 0, true},
-    {"gpu-model", 0, true},      {"label", 0, true},         {"parsable", 0, false},
-    {"dry-run", 0, false},
+    {"file", 'f', true},       {"gpus", 0, true},         {"cpus", 0, true},
+    {"memory", 0, true},       {"replicas", 0, true},     {"name", 0, true},
+    {"queue", 0, true},        {"time-limit", 0, true},   {"priority", 0, true},
+    {"preemptible", 0, false}, {"max-restarts", 0, true}, {"checkpoint-signal", 0, true},
+    {"grace-period", 0, true}, {"env", 0, true},          {"workdir", 0, true},
+    {"gpu-model", 0, true},    {"label", 0, true},        {"parsable", 0, false},
+    {"dry-run", 0, false},     {"user", 0, true},
 };
 
 // A plain (untagged, unquoted) YAML scalar becomes a bool, null, integer or number when it
@@ -46,9 +45,9 @@ Json ScalarToJson(const YAML::Node& n, bool text) {
 
 // Spec fields whose values are text however they look.
 bool IsTextField(const std::string& key) {
-  static const char* const kText[] = {"name",      "command",     "env",        "workdir",
-                                      "queue",     "gpu_model",   "node_labels", "time_limit",
-                                      "grace_period", "checkpoint_signal", "memory"};
+  static const char* const kText[] = {
+      "name",        "command",    "env",          "workdir",           "queue", "gpu_model",
+      "node_labels", "time_limit", "grace_period", "checkpoint_signal", "memory"};
   for (const char* k : kText) {
     if (key == k) return true;
   }
@@ -97,8 +96,7 @@ Status AddPairs(Json* spec, const char* field, const char* flag,
   for (const std::string& p : pairs) {
     auto eq = p.find('=');
     if (eq == 0 || p.empty()) {
-      return InvalidArgument(std::string("flag --") + flag + ": got \"" + p +
-                             "\", want KEY=VALUE");
+      return InvalidArgument(std::string("flag --") + flag + ": got \"" + p + "\", want KEY=VALUE");
     }
     if (eq == std::string::npos) {
       // Like `docker run -e NAME`: pass the variable through from this environment.
@@ -113,14 +111,6 @@ Status AddPairs(Json* spec, const char* field, const char* flag,
     }
   }
   return Status::Ok();
-}
-
-std::string CurrentUser(const EnvLookup& env) {
-  if (auto u = env("USER"); u && !u->empty()) return *u;
-  if (const passwd* pw = ::getpwuid(::getuid()); pw != nullptr && pw->pw_name != nullptr) {
-    return pw->pw_name;
-  }
-  return "uid" + std::to_string(::getuid());
 }
 
 }  // namespace
@@ -141,7 +131,8 @@ Result<Json> ReadSpecFile(const std::string& path) {
     YAML::Node n = YAML::Load(text);
     Json j = YamlToJson(n, /*text=*/false, /*depth=*/0);
     if (!j.is_object()) {
-      return InvalidArgument("job spec file " + path + ": want a mapping of spec fields at the top");
+      return InvalidArgument("job spec file " + path +
+                             ": want a mapping of spec fields at the top");
     }
     return j;
   } catch (const YAML::Exception& e) {
@@ -204,21 +195,25 @@ int RunSubmit(const std::vector<std::string>& argv, CliContext& ctx) {
     return kExitOk;
   }
   if (args.rest.empty() && !args.Has("file")) {
-    return UsageError(ctx, "submit", "no command given: put it after the flags, e.g. "
-                                     "`corral submit --gpus 1 -- python train.py`, or use -f SPEC.yaml");
+    return UsageError(ctx, "submit",
+                      "no command given: put it after the flags, e.g. "
+                      "`corral submit --gpus 1 -- python train.py`, or use -f SPEC.yaml");
   }
   auto spec = BuildSubmitSpec(args, ctx.cwd, ctx.env);
   if (!spec.ok()) return UsageError(ctx, "submit", spec.status().message());
   if (!spec->contains("command")) {
-    return UsageError(ctx, "submit", "no command given: the spec file " + args.Get("file") +
-                                         " has no 'command' and none follows the flags");
+    return UsageError(ctx, "submit",
+                      "no command given: the spec file " + args.Get("file") +
+                          " has no 'command' and none follows the flags");
   }
   auto valid = ParseJobSpec(*spec);
   if (!valid.ok()) {
     PrintError(ctx, "submit", valid.status().message());
     return kExitUsage;
   }
-  Json body = {{"spec", *spec}, {"user", CurrentUser(ctx.env)}};
+  // The owner is whoever the token names; only an admin may submit for someone else.
+  Json body = {{"spec", *spec}};
+  if (args.Has("user")) body["user"] = args.Get("user");
   if (args.Has("dry-run")) {
     *ctx.out << body.dump(2) << "\n";
     return kExitOk;
@@ -231,8 +226,8 @@ int RunSubmit(const std::vector<std::string>& argv, CliContext& ctx) {
   }
   auto job = reply->find("job");
   if (job == reply->end() || !job->is_object() || !job->contains("id")) {
-    PrintError(ctx, "submit", "the head accepted the job but its answer has no job id: " +
-                                  reply->dump());
+    PrintError(ctx, "submit",
+               "the head accepted the job but its answer has no job id: " + reply->dump());
     return kExitError;
   }
   const std::string id = (*job)["id"].dump();

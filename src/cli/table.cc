@@ -124,9 +124,9 @@ std::string FormatCommand(const std::vector<std::string>& argv) {
   std::string out;
   for (const std::string& a : argv) {
     if (!out.empty()) out += ' ';
-    bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP"
-                                                   "QRSTUVWXYZ0123456789-_./=:,+@%") ==
-                                   std::string::npos;
+    bool plain = !a.empty() && a.find_first_not_of(
+                                   "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP"
+                                   "QRSTUVWXYZ0123456789-_./=:,+@%") == std::string::npos;
     if (plain) {
       out += a;
       continue;

@@ -19,6 +19,9 @@ int HeadMain(std::vector<std::string> args) {
   app.add_option("--state-dir", state_dir, "directory for corral.db and tokens")->required();
   app.add_option("--listen", listen, "HOST:PORT to serve the API on");
   app.add_option("--checkpoint-root", checkpoint_root, "root of CORRAL_CHECKPOINT_DIR");
+  std::string admin_user = "admin";
+  app.add_option("--admin-user", admin_user,
+                 "the user named by the first admin token (STATE_DIR/admin.token)");
   app.add_option("--unreachable-after", unreachable_s, "seconds without a sync before unreachable");
   app.add_option("--down-after", down_s, "seconds without a sync before down (runs lost)");
   app.add_option("--min-runtime-before-preempt", min_runtime,
@@ -40,6 +43,7 @@ int HeadMain(std::vector<std::string> args) {
   head::HeadConfig config;
   config.state_dir = state_dir;
   config.checkpoint_root = checkpoint_root;
+  config.admin_user = admin_user;
   config.unreachable_after_ms = unreachable_s * kSecond;
   config.down_after_ms = down_s * kSecond;
   config.scheduler.min_runtime_before_preempt_ms = *min_runtime_ms;

@@ -1,6 +1,9 @@
 // `corral up`: a whole cluster on one machine (DESIGN §2): the head and N agents with
 // simulated GPUs as real child processes, in one foreground command. With --demo it runs a
 // few sample jobs, prints their outcome, and stops.
+#include <pwd.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <filesystem>
@@ -173,8 +176,12 @@ int UpMain(std::vector<std::string> args) {
   std::string exe = SelfExe();
   std::string addr = "http://" + listen;
 
+  // A single-user cluster: its admin is the user who started it, so jobs are theirs.
+  const passwd* pw = ::getpwuid(::getuid());
+  std::string me = pw != nullptr && pw->pw_name != nullptr ? pw->pw_name : "admin";
   auto head = std::make_unique<ChildProcess>(
-      std::vector<std::string>{exe, "head", "--state-dir", state_dir, "--listen", listen},
+      std::vector<std::string>{exe, "head", "--state-dir", state_dir, "--listen", listen,
+                               "--admin-user", me},
       state_dir + "/head.log");
   net::HttpClient probe(addr, "");
   if (!WaitFor(20s, [&] {

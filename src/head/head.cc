@@ -56,7 +56,7 @@ Result<std::unique_ptr<Head>> Head::Create(HeadConfig config, std::unique_ptr<st
   TimeMs now = clock->Now();
   CORRAL_RETURN_IF_ERROR(core.Recover(std::move(decoded->snapshot), decoded->tail, now));
   if (!bootstrap.admin.empty() && !core.HasCredentialFor(Caller::Kind::kUser, Role::kAdmin)) {
-    TokenRequest admin{"admin", Role::kAdmin, {}, 0};
+    TokenRequest admin{head->config_.admin_user, Role::kAdmin, {}, 0};
     CORRAL_RETURN_IF_ERROR(core.IssueToken(Caller::System(), admin, bootstrap.admin, now).status());
   }
   if (!bootstrap.join.empty() && !core.HasCredentialFor(Caller::Kind::kJoin, Role::kUser)) {

@@ -32,8 +32,9 @@
 namespace corral::head {
 
 struct HeadConfig {
-  std::string state_dir;        // SQLite store and the admin/join secret files (Open)
-  std::string checkpoint_root;  // default STATE_DIR/checkpoints; CORRAL_CHECKPOINT_DIR below
+  std::string state_dir;             // SQLite store and the admin/join secret files (Open)
+  std::string checkpoint_root;       // default STATE_DIR/checkpoints; CORRAL_CHECKPOINT_DIR below
+  std::string admin_user = "admin";  // the user the first admin token names
   DurationMs unreachable_after_ms = 15 * kSecond;
   DurationMs down_after_ms = 60 * kSecond;
   DurationMs max_sync_hold_ms = 20 * kSecond;  // also held to a third of unreachable_after

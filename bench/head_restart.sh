@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Head restart at scale: time from `corral head` start to its first answered API call, and
+# its RSS then, over a store filled with N jobs by corral_fill_store (most of them finished).
+# Give it several corral binaries to compare them side by side, in alternation, on the same
+# store (each run gets a fresh copy).
+#
+#   bench/head_restart.sh [-n JOBS] [-r RUNS] CORRAL_BIN [CORRAL_BIN...]
+set -euo pipefail
+JOBS=100000
+RUNS=3
+while getopts "n:r:" o; do
+  case $o in
+    n) JOBS=$OPTARG ;;
+    r) RUNS=$OPTARG ;;
+    *) exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+[ $# -ge 1 ] || { echo "usage: $0 [-n JOBS] [-r RUNS] CORRAL_BIN..." >&2; exit 2; }
+here="$(cd "$(dirname "$0")/.." && pwd)"
+fill="${FILL:-$here/build/corral_fill_store}"
+work=$(mktemp -d /tmp/corral-restart.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+"$fill" --db "$work/seed.db" --jobs "$JOBS"
+port=$((20000 + RANDOM % 20000))
+for run in $(seq "$RUNS"); do
+  for bin in "$@"; do
+    dir="$work/state"
+    rm -rf "$dir" && mkdir -p "$dir"
+    cp "$work/seed.db" "$dir/corral.db"
+    start=$(date +%s%N)
+    "$bin" head --state-dir "$dir" --listen "127.0.0.1:$port" >"$work/head.log" 2>&1 &
+    pid=$!
+    until [ -s "$dir/admin.token" ] &&
+      curl -sf -o /dev/null -H "Authorization: Bearer $(cat "$dir/admin.token")" \
+        "http://127.0.0.1:$port/v1/jobs?limit=1"; do
+      sleep 0.01
+      kill -0 $pid 2>/dev/null || { cat "$work/head.log"; exit 1; }
+    done
+    end=$(date +%s%N)
+    rss=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
+    kill -9 $pid
+    wait $pid 2>/dev/null || true
+    printf '%s run %d: %d jobs, serving after %d ms, RSS %d MB\n' "$bin" "$run" "$JOBS" \
+      $(((end - start) / 1000000)) $((rss / 1024))
+  done
+done

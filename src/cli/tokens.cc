@@ -1,0 +1,87 @@
+// `corral token create|list|revoke`: identities on the cluster (admins only, except that
+// anyone may list their own tokens).
+#include "cli/commands.h"
+#include "cli/table.h"
+
+namespace corral::cli {
+namespace {
+
+std::string Str(const Json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+int Create(const ParsedArgs& args, CliContext& ctx) {
+  if (!args.Has("user")) return UsageError(ctx, "token", "token create needs --user NAME");
+  Json body{{"user", args.Get("user")}, {"role", args.Get("role", "user")}};
+  if (args.Has("queue")) body["queues"] = args.All("queue");
+  if (args.Has("expires")) body["expires"] = args.Get("expires");
+  ApiClient api(ctx);
+  auto r = api.CallJson("POST", "/v1/tokens", body.dump());
+  if (!r.ok()) {
+    PrintError(ctx, "token", r.status().message());
+    return kExitError;
+  }
+  *ctx.out << Str(*r, "token") << "\n";  // alone on stdout, so `$(corral token create ...)` works
+  return kExitOk;
+}
+
+int List(CliContext& ctx) {
+  ApiClient api(ctx);
+  auto r = api.CallJson("GET", "/v1/tokens");
+  if (!r.ok()) {
+    PrintError(ctx, "token", r.status().message());
+    return kExitError;
+  }
+  Table t({"ID", "KIND", "USER", "ROLE", "QUEUES", "EXPIRES"});
+  for (const Json& c : r->value("tokens", Json::array())) {
+    const Json& who = c.value("who", Json::object());
+    std::string queues;
+    for (const Json& q : who.value("queues", Json::array())) {
+      queues += (queues.empty() ? "" : ",") + q.get<std::string>();
+    }
+    int64_t expires = c.value("expires_at", int64_t{0});
+    t.AddRow({Str(c, "id"), Str(who, "kind"), Str(who, "name"), Str(who, "role"),
+              queues.empty() ? "-" : queues, expires ? FormatTimestamp(expires, false) : "never"});
+  }
+  *ctx.out << t.Render();
+  return kExitOk;
+}
+
+int Revoke(const std::vector<std::string>& ids, CliContext& ctx) {
+  if (ids.empty())
+    return UsageError(ctx, "token", "token revoke needs an ID (see corral token list)");
+  ApiClient api(ctx);
+  int code = kExitOk;
+  for (const std::string& id : ids) {
+    auto r = api.CallJson("DELETE", "/v1/tokens/" + id);
+    if (!r.ok()) {
+      PrintError(ctx, "token", r.status().message());
+      code = kExitError;
+    } else {
+      *ctx.out << "revoked " << id << "\n";
+    }
+  }
+  return code;
+}
+
+}  // namespace
+
+int RunToken(const std::vector<std::string>& argv, CliContext& ctx) {
+  static const std::vector<FlagDef> kFlags = {
+      {"user", 0, true}, {"role", 0, true}, {"queue", 0, true}, {"expires", 0, true}};
+  auto parsed = ParseArgs(argv, kFlags, false);
+  if (!parsed.ok()) return UsageError(ctx, "token", parsed.status().message());
+  const ParsedArgs& args = *parsed;
+  if (args.Has("help") || args.positional.empty()) {
+    *ctx.out << CommandUsage("token") << "\n";
+    return args.Has("help") ? kExitOk : kExitUsage;
+  }
+  const std::string& sub = args.positional[0];
+  if (sub == "create") return Create(args, ctx);
+  if (sub == "list") return List(ctx);
+  if (sub == "revoke") return Revoke({args.positional.begin() + 1, args.positional.end()}, ctx);
+  return UsageError(ctx, "token", "unknown subcommand '" + sub + "'");
+}
+
+}  // namespace corral::cli
