@@ -263,5 +263,39 @@ TEST(Cluster, UserTokensOwnTheirJobsAndRevokedTokensAreRefused) {
   EXPECT_NE(headers.out.find("X-Corral-Revision: "), std::string::npos) << headers.out;
 }
 
+// The event stream over real HTTP, as a browser's EventSource reads it: server-sent events,
+// resumed with Last-Event-ID from exactly the next change.
+TEST(Cluster, EventStreamSpeaksServerSentEventsAndResumes) {
+  LocalCluster c("events", 1, 1);
+  c.Submit({"--", "true"});
+  c.Submit({"--", "true"});
+  auto sse = [&](const std::string& last_id) {
+    std::vector<std::string> argv = {"/usr/bin/curl",
+                                     "-s",
+                                     "-H",
+                                     "Accept: text/event-stream",
+                                     "-H",
+                                     "Authorization: Bearer " + c.token()};
+    if (!last_id.empty()) argv.insert(argv.end(), {"-H", "Last-Event-ID: " + last_id});
+    argv.push_back(c.addr() + "/v1/events?wait=0");
+    return RunCommand(argv).out;
+  };
+  std::string all = sse("0");
+  EXPECT_EQ(all.rfind("retry: ", 0), 0u) << all;
+  EXPECT_NE(all.find("\nid: 1\n"), std::string::npos) << all;
+  EXPECT_NE(all.find("event: job\ndata: {"), std::string::npos) << all;
+  std::vector<uint64_t> ids;
+  std::istringstream lines(all);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("id: ", 0) == 0) ids.push_back(std::stoull(line.substr(4)));
+  }
+  ASSERT_GE(ids.size(), 4u);
+  for (size_t i = 1; i < ids.size(); ++i) EXPECT_EQ(ids[i], ids[i - 1] + 1);
+  std::string rest = sse(std::to_string(ids[1]));
+  size_t first = rest.find("id: ");
+  ASSERT_NE(first, std::string::npos) << rest;
+  EXPECT_EQ(std::stoull(rest.substr(first + 4)), ids[2]) << "resumed at the next change";
+}
+
 }  // namespace
 }  // namespace corral::testing

@@ -128,6 +128,9 @@ void ApiService::Handle(HttpRequest req, Responder respond) {
   if (parts[1] == "nodes") return HandleNodes(req, parts, std::move(respond));
   if (parts[1] == "queues") return HandleQueues(req, parts, std::move(respond));
   if (parts[1] == "tokens") return HandleTokens(req, parts, std::move(respond));
+  if (parts[1] == "events" && parts.size() == 2 && req.method == "GET") {
+    return HandleEvents(req, std::move(respond));
+  }
   respond(ErrorResponse(NotFound("no such path: " + req.path)));
 }
 
@@ -420,6 +423,59 @@ void ApiService::HandleTokens(const HttpRequest& req, const std::vector<std::str
                               }));
   }
   respond(ErrorResponse(NotFound("no such path: " + req.method + " " + req.path)));
+}
+
+// GET /v1/events?since=REV[&max=N][&wait=MS]: the changes after REV. As server-sent events
+// (Accept: text/event-stream, or format=sse) each answer ends after a batch or the wait, and
+// the browser's EventSource comes back with Last-Event-ID: a resumable stream over plain
+// long polls, which the server holds as cheaply as an agent's sync.
+void ApiService::HandleEvents(const HttpRequest& req, Responder respond) {
+  bool sse = req.Header("accept").find("text/event-stream") != std::string::npos ||
+             (req.query.count("format") && req.query.at("format") == "sse");
+  auto since = QueryInt(req, "since", -1, 0, INT64_MAX);
+  auto max = QueryInt(req, "max", 1000, 1, 10000);
+  auto wait = QueryInt(req, "wait", sse ? 25000 : 0, 0, 60000);
+  for (const auto* r : {&since, &max, &wait}) {
+    if (!r->ok()) return respond(ErrorResponse(r->status()));
+  }
+  int64_t from = *since;
+  if (from < 0) {
+    uint64_t last = 0;
+    std::string id = req.Header("last-event-id");
+    if (!id.empty() && !ParseU64(id, &last)) {
+      return respond(ErrorResponse(
+          InvalidArgument("header 'Last-Event-ID': got \"" + id + "\", want a revision")));
+    }
+    from = static_cast<int64_t>(last);
+  }
+  head_->WatchEvents(
+      req.BearerToken(), static_cast<uint64_t>(from), static_cast<int32_t>(*max), *wait,
+      [head = head_, respond = std::move(respond), sse](Result<head::Head::Events> r) {
+        if (!r.ok()) return respond(ErrorResponse(r.status()));
+        HttpResponse out;
+        out.headers[kRevisionHeader] = std::to_string(head->ReplyRevision());
+        if (!sse) {
+          Json arr = Json::array();
+          for (Json& c : r->changes) arr.push_back(std::move(c));
+          out.body = Json{{"events", arr}, {"revision", r->revision}, {"reset", r->reset}}.dump();
+          return respond(std::move(out));
+        }
+        out.content_type = "text/event-stream";
+        out.headers["Cache-Control"] = "no-cache";
+        std::string body = "retry: 250\n";
+        if (r->reset) {
+          body += "id: " + std::to_string(r->revision) +
+                  "\nevent: reset\ndata: " + Json{{"revision", r->revision}}.dump() + "\n\n";
+        }
+        for (const Json& c : r->changes) {
+          body += "id: " + std::to_string(c.value("rev", uint64_t{0})) +
+                  "\nevent: " + c.value("kind", std::string("change")) + "\ndata: " + c.dump() +
+                  "\n\n";
+        }
+        if (r->changes.empty() && !r->reset) body += ": nothing new\n\n";
+        out.body = std::move(body);
+        respond(std::move(out));
+      });
 }
 
 void ApiService::HandleAgent(const HttpRequest& req, const std::vector<std::string>& parts,

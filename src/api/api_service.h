@@ -24,6 +24,7 @@ class ApiService {
                    net::Responder respond);
   void HandleQueues(const net::HttpRequest& req, const std::vector<std::string>& parts,
                     net::Responder respond);
+  void HandleEvents(const net::HttpRequest& req, net::Responder respond);
   void HandleTokens(const net::HttpRequest& req, const std::vector<std::string>& parts,
                     net::Responder respond);
   void HandleAgent(const net::HttpRequest& req, const std::vector<std::string>& parts,

@@ -11,9 +11,9 @@
 namespace corral::cli {
 
 struct FlagDef {
-  std::string name;        // long name without dashes: "gpus"
-  char short_name = 0;     // 'f' for -f, 0 for none
-  bool takes_value = true; // false: a boolean switch
+  std::string name;         // long name without dashes: "gpus"
+  char short_name = 0;      // 'f' for -f, 0 for none
+  bool takes_value = true;  // false: a boolean switch
 };
 
 struct ParsedArgs {

@@ -24,7 +24,7 @@ const CommandInfo kCommands[] = {
      "              [--] CMD [ARGS...]",
      "submit a job"},
     {"jobs", RunJobs,
-     "corral jobs [--state S1,S2] [--queue Q] [--user U] [--all] [--limit N] [-o json]",
+     "corral jobs [--state S1,S2] [--queue Q] [--user U] [--all] [--limit N] [-o json] [--watch]",
      "list jobs, newest last"},
     {"show", RunShow, "corral show ID [-o json]", "show one job: spec, runs, events"},
     {"wait", RunWait, "corral wait ID... [--timeout D]",
@@ -37,6 +37,8 @@ const CommandInfo kCommands[] = {
     {"queues", RunQueues,
      "corral queues [-o json] | corral queues set NAME [--quota N] [--limit M] [--weight W]",
      "list queues; set a queue's quota, limit and weight"},
+    {"events", RunEvents, "corral events [-f] [--since REV] [-o json]",
+     "print the cluster's changes; -f follows them as they happen"},
     {"token", RunToken,
      "corral token create --user NAME [--role user|queue-admin|admin] [--queue Q]... [--expires "
      "D]\n"

@@ -30,8 +30,8 @@ struct CliContext {
   std::string addr;
   std::function<TimeMs()> now;
   std::function<void(DurationMs)> sleep;
-  std::string cwd;             // submit's default workdir
-  bool utc_times = false;      // show: timestamps in UTC rather than local time
+  std::string cwd;                  // submit's default workdir
+  bool utc_times = false;           // show: timestamps in UTC rather than local time
   DurationMs poll_interval = 1000;  // wait and logs -f
 };
 

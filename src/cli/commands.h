@@ -2,6 +2,7 @@
 // API and turn its errors into messages.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -58,6 +59,15 @@ int RunLogs(const std::vector<std::string>& args, CliContext& ctx);
 int RunNodes(const std::vector<std::string>& args, CliContext& ctx);
 int RunQueues(const std::vector<std::string>& args, CliContext& ctx);
 int RunToken(const std::vector<std::string>& args, CliContext& ctx);
+int RunEvents(const std::vector<std::string>& args, CliContext& ctx);
+
+// `corral jobs` without the flag parsing: the matching jobs as JSON on out, or as a table.
+int ListJobsJson(CliContext& ctx, const std::string& query, size_t limit);
+int ListJobsTable(CliContext& ctx, const std::string& query, size_t limit, std::string* table);
+// Draws `render`'s table, then again after every change the event stream reports, until
+// `updates` redraws (-1: until interrupted) or an error.
+int WatchTable(CliContext& ctx, const std::string& command, int64_t updates,
+               const std::function<int(std::string*)>& render);
 
 // Renderers, shared with tests.
 std::string RenderJobsTable(const std::vector<Job>& jobs, TimeMs now);

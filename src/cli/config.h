@@ -12,9 +12,9 @@
 namespace corral::cli {
 
 struct ClientConfig {
-  std::string addr;   // e.g. http://127.0.0.1:7070
-  std::string token;  // bearer token
-  std::string source; // where addr came from, for messages ("CORRAL_ADDR", a file path)
+  std::string addr;    // e.g. http://127.0.0.1:7070
+  std::string token;   // bearer token
+  std::string source;  // where addr came from, for messages ("CORRAL_ADDR", a file path)
 };
 
 // Looks up an environment variable; nullopt when unset.

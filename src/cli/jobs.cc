@@ -208,9 +208,9 @@ std::string RenderJob(const Job& j, TimeMs now, bool utc) {
 }
 
 int RunJobs(const std::vector<std::string>& argv, CliContext& ctx) {
-  static const std::vector<FlagDef> kFlags = {{"state", 's', true}, {"queue", 'q', true},
-                                              {"user", 'u', true},  {"all", 'a', false},
-                                              {"limit", 'n', true}, {"output", 'o', true}};
+  static const std::vector<FlagDef> kFlags = {
+      {"state", 's', true}, {"queue", 'q', true},  {"user", 'u', true},   {"all", 'a', false},
+      {"limit", 'n', true}, {"output", 'o', true}, {"watch", 'w', false}, {"updates", 0, true}};
   auto parsed = ParseArgs(argv, kFlags, false);
   if (!parsed.ok()) return UsageError(ctx, "jobs", parsed.status().message());
   const ParsedArgs& args = *parsed;
@@ -249,21 +249,40 @@ int RunJobs(const std::vector<std::string>& argv, CliContext& ctx) {
                         "flag --limit: got \"" + args.Get("limit") + "\", want a positive integer");
     limit = static_cast<size_t>(*n);
   }
-  // Page through all matching jobs (ascending id) and keep the newest `limit`.
+  if (args.Has("watch")) {
+    if (json) return UsageError(ctx, "jobs", "--watch draws a table; it does not go with -o json");
+    int64_t updates = -1;
+    if (args.Has("updates")) {
+      auto n = ParseJobId(args.Get("updates"));
+      if (!n) return UsageError(ctx, "jobs", "flag --updates: want a positive integer");
+      updates = static_cast<int64_t>(*n);
+    }
+    return WatchTable(ctx, "jobs", updates,
+                      [&](std::string* table) { return ListJobsTable(ctx, query, limit, table); });
+  }
+  std::string table;
+  if (int rc = json ? ListJobsJson(ctx, query, limit) : ListJobsTable(ctx, query, limit, &table);
+      rc != kExitOk) {
+    return rc;
+  }
+  *ctx.out << table;
+  return kExitOk;
+}
+
+namespace {
+
+// Pages through all matching jobs (ascending id) and keeps the newest `limit`.
+Result<std::deque<Json>> FetchJobs(CliContext& ctx, const std::string& query, size_t limit) {
   ApiClient api(ctx);
   std::deque<Json> raw;
   std::string after;
   for (int page = 0; page < 100000; ++page) {
     std::string path = "/v1/jobs?limit=1000" + query + (after.empty() ? "" : "&after=" + after);
     auto reply = api.CallJson("GET", path);
-    if (!reply.ok()) {
-      PrintError(ctx, "jobs", reply.status().message());
-      return kExitError;
-    }
+    if (!reply.ok()) return reply.status();
     auto jobs = reply->find("jobs");
     if (jobs == reply->end() || !jobs->is_array()) {
-      PrintError(ctx, "jobs", "the head's answer has no 'jobs' array");
-      return kExitError;
+      return Internal("the head's answer has no 'jobs' array");
     }
     for (Json& j : *jobs) {
       raw.push_back(std::move(j));
@@ -275,14 +294,31 @@ int RunJobs(const std::vector<std::string>& argv, CliContext& ctx) {
     if (n == after) break;
     after = n;
   }
-  if (json) {
-    Json arr = Json::array();
-    for (Json& j : raw) arr.push_back(std::move(j));
-    *ctx.out << arr.dump(2) << "\n";
-    return kExitOk;
+  return raw;
+}
+
+}  // namespace
+
+int ListJobsJson(CliContext& ctx, const std::string& query, size_t limit) {
+  auto raw = FetchJobs(ctx, query, limit);
+  if (!raw.ok()) {
+    PrintError(ctx, "jobs", raw.status().message());
+    return kExitError;
+  }
+  Json arr = Json::array();
+  for (Json& j : *raw) arr.push_back(std::move(j));
+  *ctx.out << arr.dump(2) << "\n";
+  return kExitOk;
+}
+
+int ListJobsTable(CliContext& ctx, const std::string& query, size_t limit, std::string* table) {
+  auto raw = FetchJobs(ctx, query, limit);
+  if (!raw.ok()) {
+    PrintError(ctx, "jobs", raw.status().message());
+    return kExitError;
   }
   std::vector<Job> jobs;
-  for (const Json& j : raw) {
+  for (const Json& j : *raw) {
     auto job = JobFromJson(j);
     if (!job.ok()) {
       PrintError(ctx, "jobs", "cannot read a job from the head: " + job.status().message());
@@ -290,7 +326,7 @@ int RunJobs(const std::vector<std::string>& argv, CliContext& ctx) {
     }
     jobs.push_back(std::move(*job));
   }
-  *ctx.out << RenderJobsTable(jobs, ctx.now());
+  *table = RenderJobsTable(jobs, ctx.now());
   return kExitOk;
 }
 

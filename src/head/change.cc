@@ -158,6 +158,18 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
   throw std::runtime_error("unknown change type '" + type + "'");
 }
 
+struct KeyOf {
+  Json& j;
+  void operator()(const HeadStarted&) { j.update({{"kind", "head"}, {"key", ""}}); }
+  void operator()(const NodeRegistered& e) { j.update({{"kind", "node"}, {"key", e.node.name}}); }
+  void operator()(const NodeStateSet& e) { j.update({{"kind", "node"}, {"key", e.node}}); }
+  void operator()(const QueueSet& e) { j.update({{"kind", "queue"}, {"key", e.queue.name}}); }
+  void operator()(const TokenIssued& e) { j.update({{"kind", "token"}, {"key", e.credential.id}}); }
+  void operator()(const TokenRevoked& e) { j.update({{"kind", "token"}, {"key", e.id}}); }
+  void operator()(const JobSubmitted& e) { j.update({{"kind", "job"}, {"key", e.job.id}}); }
+  void operator()(const auto& e) { j.update({{"kind", "job"}, {"key", e.job}}); }
+};
+
 }  // namespace
 
 bool Credential::operator==(const Credential& o) const {
@@ -200,6 +212,18 @@ Result<Credential> CredentialFromJson(const Json& j) {
 Json ToJson(const Change& c) {
   Json j{{"rev", c.revision}, {"at", c.at}, {"type", ChangeName(c.what)}, {"by", ToJson(c.by)}};
   std::visit(Encoder{j}, c.what);
+  return j;
+}
+
+Json EventJson(const Change& c, const Caller& who) {
+  Json j = ToJson(c);
+  if (j.contains("credential")) j["credential"].erase("hash");
+  if (const auto* s = std::get_if<JobSubmitted>(&c.what)) {
+    bool may_see_env =
+        who.IsAdmin() || (who.kind == Caller::Kind::kUser && who.name == s->job.owner);
+    if (!may_see_env) j["job"]["spec"].erase("env");
+  }
+  std::visit(KeyOf{j}, c.what);
   return j;
 }
 

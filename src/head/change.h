@@ -107,5 +107,9 @@ Result<Change> ChangeFromJson(const Json& j);
 Json ToJson(const Credential& c);
 Result<Credential> CredentialFromJson(const Json& j);
 Json ToJson(const Caller& c);
+// A change as the event stream shows it to `who`: never a credential's hash, and a job's
+// environment only to its owner and admins. Adds "kind" (job, node, queue, token, head) and
+// the entity's "key".
+Json EventJson(const Change& c, const Caller& who);
 
 }  // namespace corral::head

@@ -55,6 +55,17 @@ Result<std::unique_ptr<Head>> Head::Create(HeadConfig config, std::unique_ptr<st
   HeadCore& core = head->core_;
   TimeMs now = clock->Now();
   CORRAL_RETURN_IF_ERROR(core.Recover(std::move(decoded->snapshot), decoded->tail, now));
+  // The event stream resumes across a restart from the changes the store still holds.
+  head->durable_revision_ = core.revision();
+  uint64_t keep = head->config_.event_buffer;
+  auto recent = head->store_->ReadChanges(core.revision() > keep ? core.revision() - keep : 0,
+                                          static_cast<int32_t>(keep));
+  if (!recent.ok()) return recent.status();
+  for (const store::ChangeRecord& rec : *recent) {
+    auto c = ChangeFromJson(Json::parse(rec.doc, nullptr, false));
+    if (!c.ok()) return c.status();
+    head->recent_.push_back(std::move(*c));
+  }
   if (!bootstrap.admin.empty() && !core.HasCredentialFor(Caller::Kind::kUser, Role::kAdmin)) {
     TokenRequest admin{head->config_.admin_user, Role::kAdmin, {}, 0};
     CORRAL_RETURN_IF_ERROR(core.IssueToken(Caller::System(), admin, bootstrap.admin, now).status());
@@ -123,6 +134,7 @@ void Head::Drain() {
   CoreOutput out = core_.TakeOutput();
   if (!out.changes.empty()) {
     log_.Append(out.changes, &next_edits_);
+    for (Change& c : out.changes) next_changes_.push_back(std::move(c));
     if (!flush_posted_) {
       flush_posted_ = true;
       Post([this] {
@@ -174,6 +186,8 @@ void Head::FlushEdits() {
   inflight_ = true;
   inflight_callbacks_ = std::move(next_callbacks_);
   next_callbacks_.clear();
+  inflight_changes_ = std::move(next_changes_);
+  next_changes_.clear();
   std::vector<store::StateEdit> batch = std::move(next_edits_);
   next_edits_.clear();
   pipeline_->Submit(std::move(batch));
@@ -193,14 +207,86 @@ void Head::OnDurable(Status st) {
     for (auto& [name, p] : parked_) p.timer->cancel();
     for (auto& [name, p] : parked_) p.done(StoreFailed(st));
     parked_.clear();
+    for (auto& [id, w] : watchers_) w.timer->cancel();
+    for (auto& [id, w] : watchers_) w.done(StoreFailed(st));
+    watchers_.clear();
     for (Waiting& w : waiting) w.fail(st);
     if (config_.on_store_failure) config_.on_store_failure(st);
     return;
   }
   auto callbacks = std::move(inflight_callbacks_);
   inflight_callbacks_.clear();
+  for (Change& c : inflight_changes_) {
+    durable_revision_ = c.revision;
+    recent_.push_back(std::move(c));
+  }
+  inflight_changes_.clear();
+  while (recent_.size() > config_.event_buffer) recent_.pop_front();
   for (Waiting& w : callbacks) w.ok();
+  AnswerWatchers();
   FlushEdits();
+}
+
+// --- the event stream ---
+
+Head::Events Head::EventsFor(const Caller& who, uint64_t since, int32_t max) const {
+  Events e;
+  e.revision = durable_revision_;
+  if (since >= durable_revision_) return e;
+  // The oldest change kept must directly follow `since`, or the caller missed some.
+  if (recent_.empty() || recent_.front().revision > since + 1) {
+    e.reset = true;
+    return e;
+  }
+  auto it = std::lower_bound(recent_.begin(), recent_.end(), since + 1,
+                             [](const Change& c, uint64_t rev) { return c.revision < rev; });
+  for (; it != recent_.end() && static_cast<int32_t>(e.changes.size()) < max; ++it) {
+    e.changes.push_back(EventJson(*it, who));
+  }
+  return e;
+}
+
+void Head::AnswerWatchers() {
+  for (auto it = watchers_.begin(); it != watchers_.end();) {
+    if (it->second.since >= durable_revision_) {
+      ++it;
+      continue;
+    }
+    Watcher w = std::move(it->second);
+    it = watchers_.erase(it);
+    w.timer->cancel();
+    reply_revision_ = durable_revision_;
+    w.done(EventsFor(w.who, w.since, w.max));
+  }
+}
+
+void Head::WatchEvents(std::string bearer, uint64_t since, int32_t max, DurationMs wait_ms,
+                       Callback<Events> done) {
+  Post([this, bearer = std::move(bearer), since, max, wait_ms, done = std::move(done)]() mutable {
+    if (failed_) return done(StoreFailed(Unavailable("an earlier commit failed")));
+    auto who = core_.Authenticate(bearer, clock_->Now());
+    if (!who.ok()) return done(who.status());
+    if (since < durable_revision_ || wait_ms <= 0) {
+      reply_revision_ = durable_revision_;
+      return done(EventsFor(*who, since, max));
+    }
+    uint64_t id = next_watch_++;
+    Watcher& w = watchers_[id];
+    w.who = *who;
+    w.since = since;
+    w.max = max;
+    w.done = std::move(done);
+    w.timer = std::make_unique<asio::steady_timer>(io_);
+    w.timer->expires_after(std::chrono::milliseconds(wait_ms));
+    w.timer->async_wait([this, id](const boost::system::error_code& ec) {
+      auto it = watchers_.find(id);
+      if (ec || it == watchers_.end()) return;
+      Watcher w = std::move(it->second);
+      watchers_.erase(it);
+      reply_revision_ = durable_revision_;
+      w.done(EventsFor(w.who, w.since, w.max));
+    });
+  });
 }
 
 // --- commands ---

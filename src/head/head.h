@@ -12,6 +12,7 @@
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -41,6 +42,7 @@ struct HeadConfig {
   DurationMs tick_ms = 500;
   sched::SchedulerConfig scheduler;
   DurabilityConfig durability;
+  size_t event_buffer = 20000;  // durable changes kept in memory for the event stream
   // Called on the state-machine thread when the store fails a commit: memory then holds
   // changes that are not durable, so the head answers nothing more (503) and the process
   // should restart from what is durable. Default: nothing (tests look at failed()).
@@ -100,11 +102,29 @@ class Head {
   // The answer may be held up to req.wait_ms (bounded by the config).
   void Sync(std::string bearer, SyncRequest req, Callback<SyncResponse> done);
 
+  // The event stream (DESIGN §9, §11): durable changes after revision `since`, as the caller
+  // may see them, at most `max`; held up to `wait_ms` when there are none yet. `reset` says
+  // the caller fell behind what the head keeps and must list again from `revision`.
+  struct Events {
+    std::vector<Json> changes;
+    uint64_t revision = 0;  // the last durable revision
+    bool reset = false;
+  };
+  void WatchEvents(std::string bearer, uint64_t since, int32_t max, DurationMs wait_ms,
+                   Callback<Events> done);
+
   bool failed() const;  // the store failed a commit; see HeadConfig::on_store_failure
 
  private:
   struct Parked {
     Callback<SyncResponse> done;
+    std::unique_ptr<boost::asio::steady_timer> timer;
+  };
+  struct Watcher {
+    Caller who;
+    uint64_t since = 0;
+    int32_t max = 0;
+    Callback<Events> done;
     std::unique_ptr<boost::asio::steady_timer> timer;
   };
 
@@ -125,6 +145,8 @@ class Head {
   void OnDurable(Status st);
   void RequestSchedule();
   void AnswerParked(const std::string& node);
+  Events EventsFor(const Caller& who, uint64_t since, int32_t max) const;
+  void AnswerWatchers();
   void Tick();
   void Post(std::function<void()> fn);
 
@@ -142,6 +164,12 @@ class Head {
   HeadCore core_;
   EditLog log_;
   std::map<std::string, Parked> parked_;
+  std::map<uint64_t, Watcher> watchers_;  // by watch id
+  uint64_t next_watch_ = 1;
+  std::deque<Change> recent_;             // durable changes, oldest first
+  std::vector<Change> next_changes_;      // in next_edits_
+  std::vector<Change> inflight_changes_;  // in the batch being written
+  uint64_t durable_revision_ = 0;
   uint64_t reply_revision_ = 0;
   bool schedule_posted_ = false;
 

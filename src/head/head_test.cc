@@ -146,3 +146,104 @@ TEST_F(HeadShell, ALostAcknowledgementIsNotAnAcknowledgement) {
 
 }  // namespace
 }  // namespace corral::head
+
+namespace corral::head {
+namespace {
+
+class HeadEvents : public HeadShell {
+ protected:
+  Answer<Head::Events> Watch(const std::string& bearer, uint64_t since, int32_t max = 1000,
+                             DurationMs wait = 0) {
+    return Async<Head::Events>([&](auto cb) { head_->WatchEvents(bearer, since, max, wait, cb); })
+        .get();
+  }
+  // Reads the whole stream after `since` in chunks of `max`, as a client that reconnects
+  // after every answer would.
+  std::vector<uint64_t> ReadAll(uint64_t since, int32_t max) {
+    std::vector<uint64_t> revs;
+    for (;;) {
+      auto e = Watch(kAdmin, since, max);
+      EXPECT_TRUE(e.result.ok());
+      EXPECT_FALSE(e.result->reset);
+      if (e.result->changes.empty()) return revs;
+      for (const Json& c : e.result->changes) revs.push_back(c["rev"].get<uint64_t>());
+      since = revs.back();
+    }
+  }
+};
+
+TEST_F(HeadEvents, TheStreamResumesWithoutLosingOrRepeatingAChange) {
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(Submit().result.ok());
+  std::vector<uint64_t> revs = ReadAll(0, 2);
+  ASSERT_FALSE(revs.empty());
+  for (size_t i = 0; i < revs.size(); ++i) EXPECT_EQ(revs[i], i + 1) << "gap or repeat";
+  // A held watch is answered by the next durable change, and only by it.
+  uint64_t last = revs.back();
+  auto held =
+      Async<Head::Events>([&](auto cb) { head_->WatchEvents(kAdmin, last, 1000, 10000, cb); });
+  EXPECT_EQ(held.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
+  ASSERT_TRUE(Submit().result.ok());
+  auto e = held.get();
+  ASSERT_TRUE(e.result.ok());
+  ASSERT_EQ(e.result->changes.size(), 1u);
+  EXPECT_EQ(e.result->changes[0]["rev"], last + 1);
+  EXPECT_EQ(e.result->changes[0]["type"], "job_submitted");
+  EXPECT_EQ(e.result->changes[0]["kind"], "job");
+  // ...and across a restart of the head, from the changes its store still holds.
+  head_.reset();
+  Open();
+  ASSERT_TRUE(List().result.ok());  // the new leadership's first change is durable
+  std::vector<uint64_t> after = ReadAll(last + 1, 3);
+  ASSERT_FALSE(after.empty());
+  EXPECT_EQ(after.front(), last + 2);
+  for (size_t i = 1; i < after.size(); ++i) EXPECT_EQ(after[i], after[i - 1] + 1);
+}
+
+TEST_F(HeadEvents, OthersSeeAJobButNotItsEnvironmentAndNoSecrets) {
+  auto ana = Async<Head::NewToken>([&](auto cb) {
+               head_->CreateToken(kAdmin, {"ana", Role::kUser, {}, 0}, cb);
+             }).get();
+  auto bob = Async<Head::NewToken>([&](auto cb) {
+               head_->CreateToken(kAdmin, {"bob", Role::kUser, {}, 0}, cb);
+             }).get();
+  JobSpec spec;
+  spec.command = {"true"};
+  spec.env = {{"WANDB_API_KEY", "hush"}};
+  ASSERT_TRUE(Async<Job>([&](auto cb) { head_->Submit(ana.result->secret, spec, "", cb); })
+                  .get()
+                  .result.ok());
+  auto seen = [&](const std::string& bearer) {
+    auto e = Watch(bearer, 0);
+    EXPECT_TRUE(e.result.ok());
+    return Json(e.result->changes).dump();
+  };
+  EXPECT_NE(seen(ana.result->secret).find("hush"), std::string::npos);
+  std::string as_bob = seen(bob.result->secret);
+  EXPECT_NE(as_bob.find("job_submitted"), std::string::npos);
+  EXPECT_EQ(as_bob.find("hush"), std::string::npos);
+  EXPECT_EQ(as_bob.find("\"hash\""), std::string::npos);
+  EXPECT_EQ(Watch("nobody", 0).result.status().code(), ErrorCode::kUnauthenticated);
+}
+
+TEST_F(HeadEvents, AClientTooFarBehindIsToldToListAgain) {
+  head_.reset();
+  auto store = std::make_unique<FaultStore>(std::make_unique<MemoryStore>(disk_));
+  HeadConfig config;
+  config.event_buffer = 3;
+  auto h = Head::Create(config, std::move(store), &clock_, &random_, {kAdmin, "j"});
+  ASSERT_TRUE(h.ok());
+  head_ = std::move(*h);
+  head_->Start();
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(Submit().result.ok());
+  auto e = Watch(kAdmin, 0);
+  ASSERT_TRUE(e.result.ok());
+  EXPECT_TRUE(e.result->reset);
+  EXPECT_GE(e.result->revision, 6u);
+  auto recent = Watch(kAdmin, e.result->revision - 2);
+  ASSERT_TRUE(recent.result.ok());
+  EXPECT_FALSE(recent.result->reset);
+  EXPECT_EQ(recent.result->changes.size(), 2u);
+}
+
+}  // namespace
+}  // namespace corral::head

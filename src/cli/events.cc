@@ -1,0 +1,129 @@
+// `corral events [-f] [--since REV]` prints the head's changes; `corral jobs --watch` redraws
+// its table when they come. Both read GET /v1/events, held by the head until something
+// changes, so nothing polls on a timer.
+#include "cli/commands.h"
+#include "cli/table.h"
+
+namespace corral::cli {
+namespace {
+
+constexpr int64_t kHoldMs = 25000;
+
+std::string Summary(const Json& e) {
+  std::string type = e.value("type", "");
+  auto s = [&](const char* k) {
+    return e.contains(k) && e[k].is_string() ? e[k].get<std::string>() : "";
+  };
+  if (type == "job_submitted") {
+    const Json& job = e["job"];
+    return "by " + job.value("owner", "") + " to " + job["spec"].value("queue", "");
+  }
+  if (type == "run_placed") {
+    std::string out;
+    for (const Json& p : e.value("placement", Json::array())) {
+      out += (out.empty() ? "" : " ") + p.value("node", "") + p["gpus"].dump();
+    }
+    return "run " + std::to_string(e.value("attempt", 0)) + " on " + out;
+  }
+  if (type == "run_ended") return s("run_state") + " -> " + s("job_state") + " " + s("reason");
+  if (type == "replica_exited") {
+    return "replica " + std::to_string(e.value("replica", 0)) + " exit " +
+           std::to_string(e.value("exit_code", 0));
+  }
+  if (type == "node_state_set") return s("state") + " " + s("reason");
+  if (type == "queue_set") return e["queue"].dump();
+  return s("reason");
+}
+
+}  // namespace
+
+int RunEvents(const std::vector<std::string>& argv, CliContext& ctx) {
+  static const std::vector<FlagDef> kFlags = {
+      {"follow", 'f', false}, {"since", 0, true}, {"output", 'o', true}, {"updates", 0, true}};
+  auto parsed = ParseArgs(argv, kFlags, false);
+  if (!parsed.ok()) return UsageError(ctx, "events", parsed.status().message());
+  const ParsedArgs& args = *parsed;
+  if (args.Has("help")) {
+    *ctx.out << CommandUsage("events") << "\n";
+    return kExitOk;
+  }
+  std::string out_format = args.Get("output", "table");
+  if (out_format != "table" && out_format != "json") {
+    return UsageError(ctx, "events", "flag -o: got \"" + out_format + "\", want json");
+  }
+  uint64_t since = 0;
+  if (args.Has("since")) {
+    auto n = ParseJobId(args.Get("since"));
+    if (!n && args.Get("since") != "0") {
+      return UsageError(ctx, "events",
+                        "flag --since: got \"" + args.Get("since") + "\", want a revision");
+    }
+    since = n.value_or(0);
+  }
+  int64_t batches =
+      args.Has("updates") ? static_cast<int64_t>(ParseJobId(args.Get("updates")).value_or(1)) : -1;
+  bool follow = args.Has("follow");
+  ApiClient api(ctx);
+  for (int64_t n = 0; batches < 0 || n < batches; ++n) {
+    std::string path = "/v1/events?since=" + std::to_string(since) +
+                       "&wait=" + std::to_string(follow ? kHoldMs : 0);
+    auto r = api.CallJson("GET", path);
+    if (!r.ok()) {
+      PrintError(ctx, "events", r.status().message());
+      return kExitError;
+    }
+    if (r->value("reset", false)) {
+      *ctx.err << "corral events: the head no longer keeps changes after " << since
+               << "; continuing from revision " << r->value("revision", uint64_t{0}) << "\n";
+      since = r->value("revision", uint64_t{0});
+      continue;
+    }
+    for (const Json& e : r->value("events", Json::array())) {
+      since = e.value("rev", since);
+      if (out_format == "json") {
+        *ctx.out << e.dump() << "\n";
+      } else {
+        std::string key = e["key"].is_string() ? e["key"].get<std::string>() : e["key"].dump();
+        *ctx.out << since << "  " << FormatTimestamp(e.value("at", int64_t{0}), false) << "  "
+                 << e.value("type", "") << "  " << e.value("kind", "") << " " << key << "  "
+                 << Summary(e) << "\n";
+      }
+    }
+    ctx.out->flush();
+    if (!follow && r->value("events", Json::array()).empty()) break;
+  }
+  return kExitOk;
+}
+
+int WatchTable(CliContext& ctx, const std::string& command, int64_t updates,
+               const std::function<int(std::string*)>& render) {
+  ApiClient api(ctx);
+  auto now = api.CallJson("GET", "/v1/events?since=" + std::to_string(INT64_MAX) + "&wait=0");
+  if (!now.ok()) {
+    PrintError(ctx, command, now.status().message());
+    return kExitError;
+  }
+  uint64_t since = now->value("revision", uint64_t{0});
+  for (int64_t drawn = 0; updates < 0 || drawn < updates; ++drawn) {
+    std::string table;
+    if (int rc = render(&table); rc != kExitOk) return rc;
+    *ctx.out << "\x1b[H\x1b[2J" << table;  // home, clear: redraw in place
+    ctx.out->flush();
+    if (updates >= 0 && drawn + 1 >= updates) break;
+    for (;;) {  // until something changed
+      auto r = api.CallJson("GET", "/v1/events?max=10000&since=" + std::to_string(since) +
+                                       "&wait=" + std::to_string(kHoldMs));
+      if (!r.ok()) {
+        PrintError(ctx, command, r.status().message());
+        return kExitError;
+      }
+      uint64_t rev = r->value("revision", since);
+      bool changed = r->value("reset", false) || !r->value("events", Json::array()).empty();
+      since = std::max(since, rev);
+      if (changed) break;
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace corral::cli

@@ -1,0 +1,118 @@
+// `corral events` and `corral jobs --watch` against a fake head.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "cli/commands.h"
+
+namespace corral::cli {
+namespace {
+
+class Fake : public ApiTransport {
+ public:
+  Result<ApiReply> Call(const std::string& method, const std::string& path,
+                        const std::string&) override {
+    paths.push_back(method + " " + path);
+    return handler(path);
+  }
+  std::vector<std::string> paths;
+  std::function<Result<ApiReply>(const std::string&)> handler;
+};
+
+ApiReply Reply(const Json& body) { return ApiReply{200, "application/json", body.dump(), {}}; }
+
+struct Harness {
+  std::shared_ptr<Fake> fake = std::make_shared<Fake>();
+  std::ostringstream out, err;
+  CliContext ctx;
+  Harness() {
+    ctx.out = &out;
+    ctx.err = &err;
+    ctx.env = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
+    ctx.addr = "http://head:7070";
+    ctx.connect = [this]() -> Result<std::shared_ptr<ApiTransport>> {
+      return std::shared_ptr<ApiTransport>(fake);
+    };
+    ctx.now = [] { return TimeMs{1'700'000'000'000}; };
+    ctx.sleep = [](DurationMs) {};
+    ctx.utc_times = true;
+  }
+};
+
+Json Submitted(uint64_t rev) {
+  return {{"rev", rev},
+          {"at", 1'700'000'000'000},
+          {"type", "job_submitted"},
+          {"kind", "job"},
+          {"key", rev},
+          {"job", {{"owner", "ana"}, {"spec", {{"queue", "org/team"}}}}}};
+}
+
+TEST(CliEvents, PrintsEachChangeOnceAndResumesFromTheLast) {
+  Harness h;
+  h.fake->handler = [](const std::string& path) -> Result<ApiReply> {
+    if (path.find("since=0&") != std::string::npos) {
+      return Reply({{"events", {Submitted(1), Submitted(2)}}, {"revision", 3}});
+    }
+    if (path.find("since=2&") != std::string::npos) {
+      return Reply({{"events", {Submitted(3)}}, {"revision", 3}});
+    }
+    return Reply({{"events", Json::array()}, {"revision", 3}});
+  };
+  ASSERT_EQ(RunEvents({}, h.ctx), 0) << h.err.str();
+  std::string out = h.out.str();
+  EXPECT_NE(out.find("1  "), std::string::npos);
+  EXPECT_NE(out.find("job_submitted  job 3  by ana to org/team"), std::string::npos) << out;
+  ASSERT_EQ(h.fake->paths.size(), 3u);
+  EXPECT_EQ(h.fake->paths[1], "GET /v1/events?since=2&wait=0") << "resumes after the last seen";
+}
+
+TEST(CliEvents, FollowHoldsTheCallAndReportsAReset) {
+  Harness h;
+  h.fake->handler = [](const std::string& path) -> Result<ApiReply> {
+    if (path.find("since=0&") != std::string::npos) {
+      return Reply({{"events", Json::array()}, {"revision", 40}, {"reset", true}});
+    }
+    return Reply({{"events", {Submitted(41)}}, {"revision", 41}});
+  };
+  ASSERT_EQ(RunEvents({"-f", "--updates", "2"}, h.ctx), 0) << h.err.str();
+  EXPECT_NE(h.err.str().find("continuing from revision 40"), std::string::npos) << h.err.str();
+  EXPECT_EQ(h.fake->paths[1], "GET /v1/events?since=40&wait=25000");
+  EXPECT_NE(h.out.str().find("41  "), std::string::npos);
+}
+
+TEST(CliJobsWatch, RedrawsOnlyWhenTheStreamSaysSomethingChanged) {
+  Harness h;
+  int lists = 0;
+  int waits = 0;
+  h.fake->handler = [&](const std::string& path) -> Result<ApiReply> {
+    if (path.rfind("/v1/jobs", 0) == 0) {
+      ++lists;
+      Json jobs = Json::array();
+      for (int i = 1; i <= lists; ++i) {
+        jobs.push_back({{"id", i},
+                        {"owner", "ana"},
+                        {"state", "pending"},
+                        {"spec", {{"command", {"true"}}}},
+                        {"runs", Json::array()}});
+      }
+      return Reply({{"jobs", jobs}, {"next_after", nullptr}});
+    }
+    if (path.find("wait=0") != std::string::npos)
+      return Reply({{"revision", 7}, {"events", Json::array()}});
+    // First hold: nothing happened (timed out); second: a change.
+    ++waits;
+    if (waits == 1) return Reply({{"revision", 7}, {"events", Json::array()}});
+    return Reply({{"revision", 8}, {"events", {Submitted(8)}}});
+  };
+  ASSERT_EQ(RunJobs({"--watch", "--updates", "2"}, h.ctx), 0) << h.err.str();
+  EXPECT_EQ(lists, 2) << "an empty hold must not redraw";
+  EXPECT_EQ(waits, 2);
+  std::string out = h.out.str();
+  size_t last = out.rfind("\x1b[H\x1b[2J");
+  ASSERT_NE(last, std::string::npos);
+  EXPECT_NE(out.substr(last).find("2 "), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace corral::cli
