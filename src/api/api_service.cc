@@ -1,6 +1,8 @@
 #include "api/api_service.h"
 
 #include <charconv>
+#include <chrono>
+#include <set>
 
 #include "core/codec.h"
 #include "core/spec.h"
@@ -117,9 +119,57 @@ HttpResponse ErrorResponse(const Status& st) {
 ApiService::ApiService(head::Head* head)
     : head_(head), blocking_(std::make_shared<BlockingPool>(4)) {}
 
+// The route of a request with its variable parts named, for a bounded metrics label.
+std::string RouteOf(const std::string& method, const std::vector<std::string>& parts) {
+  static const std::set<std::string> kTop = {"metrics", "healthz"};
+  static const std::set<std::string> kResources = {"jobs",   "nodes",  "queues",
+                                                   "tokens", "events", "agent"};
+  if (parts.size() == 1 && kTop.count(parts[0])) return method + " /" + parts[0];
+  if (parts.size() < 2 || parts[0] != "v1" || !kResources.count(parts[1])) return method + " other";
+  std::string route = method + " /v1/" + parts[1];
+  if (parts.size() >= 3) {
+    if (parts[1] == "jobs")
+      route += "/{id}";
+    else if (parts[1] == "queues")
+      return route + "/{queue}";
+    else if (parts[1] == "agent")
+      route += "/" + parts[2];
+    else
+      route += "/{name}";
+  }
+  if (parts.size() >= 4)
+    route += parts[3] == "logs" || parts[3] == "cancel" || parts[3] == "checkpoint" ||
+                     parts[3] == "drain" || parts[3] == "undrain"
+                 ? "/" + parts[3]
+                 : "/other";
+  return route;
+}
+
 void ApiService::Handle(HttpRequest req, Responder respond) {
-  if (req.path == "/healthz") return respond(JsonResponse(200, Json{{"ok", true}}));
+  auto t0 = std::chrono::steady_clock::now();
   std::vector<std::string> parts = SplitPath(req.path);
+  respond = [head = head_, route = RouteOf(req.method, parts), t0,
+             respond = std::move(respond)](HttpResponse r) {
+    head->metrics().Observe(
+        "corral_api_request_duration_seconds",
+        {{"route", route}, {"code", std::to_string(r.status)}},
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    respond(std::move(r));
+  };
+  Route(std::move(req), parts, std::move(respond));
+}
+
+void ApiService::Route(HttpRequest req, const std::vector<std::string>& parts, Responder respond) {
+  if (req.path == "/healthz") return respond(JsonResponse(200, Json{{"ok", true}}));
+  if (req.path == "/metrics" && req.method == "GET") {
+    // Unauthenticated, like most exporters: it holds counts, never job ids or user names.
+    return head_->RenderMetrics([respond](Result<std::string> text) {
+      HttpResponse r;
+      r.content_type = "text/plain; version=0.0.4";
+      r.body = text.ok() ? *text : "";
+      respond(std::move(r));
+    });
+  }
   if (parts.size() < 2 || parts[0] != "v1") {
     return respond(ErrorResponse(NotFound("no such path: " + req.path)));
   }

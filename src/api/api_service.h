@@ -17,6 +17,7 @@ class ApiService {
   void Handle(net::HttpRequest req, net::Responder respond);
 
  private:
+  void Route(net::HttpRequest req, const std::vector<std::string>& parts, net::Responder respond);
   void HandleJobs(const net::HttpRequest& req, const std::vector<std::string>& parts,
                   net::Responder respond);
   void HandleLogs(JobId id, const net::HttpRequest& req, net::Responder respond);

@@ -89,7 +89,9 @@ Head::Head(HeadConfig config, std::unique_ptr<store::Store> store, const Clock* 
       clock_(clock),
       random_(random),
       core_(ToCoreConfig(config_)),
-      log_(config_.durability) {}
+      log_(config_.durability) {
+  DescribeMetrics();
+}
 
 Head::~Head() { Stop(); }
 
@@ -190,6 +192,7 @@ void Head::FlushEdits() {
   next_changes_.clear();
   std::vector<store::StateEdit> batch = std::move(next_edits_);
   next_edits_.clear();
+  commit_started_ = std::chrono::steady_clock::now();
   pipeline_->Submit(std::move(batch));
 }
 
@@ -214,9 +217,13 @@ void Head::OnDurable(Status st) {
     if (config_.on_store_failure) config_.on_store_failure(st);
     return;
   }
+  metrics_.Observe(
+      "corral_store_commit_duration_seconds", {},
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - commit_started_).count());
   auto callbacks = std::move(inflight_callbacks_);
   inflight_callbacks_.clear();
   for (Change& c : inflight_changes_) {
+    CountDurable(c);
     durable_revision_ = c.revision;
     recent_.push_back(std::move(c));
   }
@@ -310,7 +317,10 @@ void Head::RequestSchedule() {
   Post([this] {
     schedule_posted_ = false;
     if (failed_) return;
+    auto t0 = std::chrono::steady_clock::now();
     core_.Schedule(clock_->Now());
+    metrics_.Observe("corral_schedule_pass_duration_seconds", {},
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     Drain();
   });
 }
@@ -450,6 +460,143 @@ void Head::AnswerParked(const std::string& node) {
   parked.timer->cancel();
   // The desired state is taken now and sent once everything it reflects is durable.
   Reply<SyncResponse>(std::move(parked.done), core_.DesiredFor(node));
+}
+
+// --- metrics ---
+
+namespace {
+
+// Bounded label values for free-text reasons (Prometheus: no unbounded labels).
+std::string PreemptClass(const std::string& reason) {
+  if (reason.find("attained less service") != std::string::npos) return "las";
+  if (reason.find("reclaims its quota") != std::string::npos) return "quota";
+  if (reason.find("of priority") != std::string::npos) return "priority";
+  return "other";
+}
+
+std::string WaitClass(const std::string& reason) {
+  if (reason.empty()) return "new";
+  if (reason.find("reserved") != std::string::npos) return "reserved";
+  if (reason.find("even when idle") != std::string::npos) return "no_fitting_node";
+  if (reason.find("preempt") != std::string::npos) return "preempting";
+  if (reason.find("limit") != std::string::npos) return "queue_limit";
+  if (reason.find("free GPUs") != std::string::npos) return "resources";
+  return "other";
+}
+
+}  // namespace
+
+void Head::DescribeMetrics() {
+  using T = MetricsRegistry::Type;
+  auto& m = metrics_;
+  m.Describe("corral_build_info", T::kGauge, "Always 1; the labels say which Corral this is.");
+  m.Set("corral_build_info", {{"version", "0.3.0"}}, 1);
+  m.Describe("corral_head_epoch", T::kGauge, "Leadership epoch of this head.");
+  m.Describe("corral_state_revision", T::kGauge, "Revision of the last durable change.");
+  m.Describe("corral_jobs", T::kGauge, "Jobs by state.");
+  m.Describe("corral_pending_jobs", T::kGauge, "Pending jobs by queue and reason.");
+  m.Describe("corral_queue_gpus_allocated", T::kGauge, "GPUs held by the runs of each queue.");
+  m.Describe("corral_queue_gpu_quota", T::kGauge, "Guaranteed GPUs of each queue.");
+  m.Describe("corral_nodes", T::kGauge, "Nodes by state.");
+  m.Describe("corral_gpus", T::kGauge, "GPUs by state (allocated, idle, unavailable).");
+  m.Describe("corral_queue_gpu_seconds_total", T::kCounter,
+             "GPU-seconds used by each queue's finished runs.");
+  m.Describe("corral_jobs_submitted_total", T::kCounter, "Jobs accepted.");
+  m.Describe("corral_jobs_finished_total", T::kCounter, "Jobs ended, by final state.");
+  m.Describe("corral_preemptions_total", T::kCounter,
+             "Runs asked to stop by preemption, by reason.");
+  m.Describe("corral_schedule_pass_duration_seconds", T::kHistogram, "Scheduling pass duration.",
+             MetricsRegistry::LatencyBuckets());
+  m.Describe("corral_job_wait_seconds", T::kHistogram, "Submit-to-start wait of first runs.",
+             MetricsRegistry::WaitBuckets());
+  m.Describe("corral_store_commit_duration_seconds", T::kHistogram,
+             "Group commit duration, hand-off to durable.", MetricsRegistry::LatencyBuckets());
+  m.Describe("corral_api_request_duration_seconds", T::kHistogram,
+             "API request duration by route and HTTP code.", MetricsRegistry::LatencyBuckets());
+}
+
+void Head::CountDurable(const Change& c) {
+  const ClusterState& s = core_.state();
+  if (std::holds_alternative<JobSubmitted>(c.what)) {
+    metrics_.Add("corral_jobs_submitted_total", {}, 1);
+  } else if (const auto* e = std::get_if<RunStarted>(&c.what); e && e->attempt == 1) {
+    const Job& job = s.jobs.at(e->job);
+    metrics_.Observe("corral_job_wait_seconds", {{"queue", job.spec.queue}},
+                     std::max<double>(0, (e->started_at - job.submitted_at) / 1000.0));
+  } else if (const auto* e = std::get_if<StopRequested>(&c.what);
+             e && e->reason.rfind("preempted", 0) == 0) {
+    metrics_.Add("corral_preemptions_total", {{"reason", PreemptClass(e->reason)}}, 1);
+  } else if (const auto* e = std::get_if<RunEnded>(&c.what)) {
+    const Job& job = s.jobs.at(e->job);
+    const Run& run = job.runs[e->attempt - 1];
+    if (run.started_at > 0 && run.ended_at > run.started_at) {
+      double gpus = job.spec.replicas * job.spec.per_replica.gpu_milli / double(kGpuMilli);
+      metrics_.Add("corral_queue_gpu_seconds_total", {{"queue", job.spec.queue}},
+                   gpus * (run.ended_at - run.started_at) / 1000.0);
+    }
+    if (IsTerminal(e->job_state)) {
+      metrics_.Add("corral_jobs_finished_total", {{"state", JobStateName(e->job_state)}}, 1);
+    }
+  } else if (const auto* e = std::get_if<JobEnded>(&c.what)) {
+    metrics_.Add("corral_jobs_finished_total", {{"state", JobStateName(e->state)}}, 1);
+  }
+}
+
+void Head::RenderMetrics(Callback<std::string> done) {
+  Post([this, done = std::move(done)] {
+    const ClusterState& s = core_.state();
+    auto& m = metrics_;
+    for (const char* g : {"corral_jobs", "corral_pending_jobs", "corral_queue_gpus_allocated",
+                          "corral_queue_gpu_quota", "corral_nodes", "corral_gpus"}) {
+      m.Clear(g);
+    }
+    m.Set("corral_head_epoch", {}, static_cast<double>(s.epoch));
+    m.Set("corral_state_revision", {}, static_cast<double>(durable_revision_));
+    std::map<std::string, int64_t> by_state;
+    std::map<std::pair<std::string, std::string>, int64_t> pending;
+    for (const auto& [id, job] : s.jobs) {
+      ++by_state[JobStateName(job.state)];
+      if (job.state == JobState::kPending) {
+        auto r = core_.pending_reasons().find(id);
+        ++pending[{job.spec.queue, WaitClass(r == core_.pending_reasons().end() ? "" : r->second)}];
+      }
+    }
+    for (JobState st : {JobState::kPending, JobState::kScheduled, JobState::kRunning,
+                        JobState::kSucceeded, JobState::kFailed, JobState::kCancelled}) {
+      m.Set("corral_jobs", {{"state", JobStateName(st)}}, by_state[JobStateName(st)]);
+    }
+    for (const auto& [key, n] : pending) {
+      m.Set("corral_pending_jobs", {{"queue", key.first}, {"reason", key.second}}, n);
+    }
+    std::map<std::string, double> allocated;
+    int64_t gpus_allocated = 0;
+    for (JobId id : core_.active_jobs()) {
+      const Job& job = s.jobs.at(id);
+      for (const ReplicaPlacement& p : job.CurrentRun()->placement) {
+        allocated[job.spec.queue] += p.gpus.size();
+        gpus_allocated += p.gpus.size();
+      }
+    }
+    for (const auto& [name, q] : s.queues) {
+      m.Set("corral_queue_gpu_quota", {{"queue", name}}, q.quota_gpus);
+      m.Set("corral_queue_gpus_allocated", {{"queue", name}}, allocated[name]);
+    }
+    std::map<std::string, int64_t> nodes;
+    int64_t usable = 0, unusable = 0;
+    for (const auto& [name, node] : s.nodes) {
+      ++nodes[NodeStateName(node.state)];
+      bool ok = node.state == NodeState::kReady || node.state == NodeState::kDraining;
+      for (const Gpu& g : node.gpus) (ok && g.healthy ? usable : unusable) += 1;
+    }
+    for (NodeState st : {NodeState::kReady, NodeState::kDraining, NodeState::kDrained,
+                         NodeState::kUnreachable, NodeState::kDown}) {
+      m.Set("corral_nodes", {{"state", NodeStateName(st)}}, nodes[NodeStateName(st)]);
+    }
+    m.Set("corral_gpus", {{"state", "allocated"}}, gpus_allocated);
+    m.Set("corral_gpus", {{"state", "idle"}}, std::max<int64_t>(0, usable - gpus_allocated));
+    m.Set("corral_gpus", {{"state", "unavailable"}}, unusable);
+    done(m.Render());
+  });
 }
 
 }  // namespace corral::head

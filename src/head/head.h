@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/agent_protocol.h"
+#include "core/metrics.h"
 #include "core/time.h"
 #include "head/commit_pipeline.h"
 #include "head/durability.h"
@@ -115,6 +116,11 @@ class Head {
 
   bool failed() const;  // the store failed a commit; see HeadConfig::on_store_failure
 
+  // Prometheus text of the head's metrics (DESIGN §11); gauges are taken from the state now.
+  void RenderMetrics(Callback<std::string> done);
+  // Where other parts of the head process (the API) record their own metrics. Thread-safe.
+  MetricsRegistry& metrics() { return metrics_; }
+
  private:
   struct Parked {
     Callback<SyncResponse> done;
@@ -146,6 +152,8 @@ class Head {
   void RequestSchedule();
   void AnswerParked(const std::string& node);
   Events EventsFor(const Caller& who, uint64_t since, int32_t max) const;
+  void DescribeMetrics();
+  void CountDurable(const Change& c);  // counters and histograms fed by committed changes
   void AnswerWatchers();
   void Tick();
   void Post(std::function<void()> fn);
@@ -170,6 +178,8 @@ class Head {
   std::vector<Change> next_changes_;      // in next_edits_
   std::vector<Change> inflight_changes_;  // in the batch being written
   uint64_t durable_revision_ = 0;
+  std::chrono::steady_clock::time_point commit_started_;
+  MetricsRegistry metrics_;
   uint64_t reply_revision_ = 0;
   bool schedule_posted_ = false;
 

@@ -126,6 +126,8 @@ class HeadCore {
   Dirty TakeDirty();
 
   const ClusterState& state() const { return state_; }
+  const std::map<JobId, std::string>& pending_reasons() const { return pending_reason_; }
+  const std::set<JobId>& active_jobs() const { return active_jobs_; }
   uint64_t revision() const { return state_.revision; }
   const CoreConfig& config() const { return config_; }
 
