@@ -1,5 +1,6 @@
 // `corral head --state-dir DIR --listen HOST:PORT`
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
 
 #include "api/api_service.h"
@@ -44,6 +45,12 @@ int HeadMain(std::vector<std::string> args) {
   config.state_dir = state_dir;
   config.checkpoint_root = checkpoint_root;
   config.admin_user = admin_user;
+  // Memory then holds changes the store refused: exit and let the supervisor (systemd,
+  // corral up) start a head that recovers from what is durable.
+  config.on_store_failure = [](const Status& st) {
+    std::cerr << "corral head: the store failed a commit, exiting: " << st.ToString() << std::endl;
+    std::_Exit(75);
+  };
   config.unreachable_after_ms = unreachable_s * kSecond;
   config.down_after_ms = down_s * kSecond;
   config.scheduler.min_runtime_before_preempt_ms = *min_runtime_ms;

@@ -213,8 +213,8 @@ void Head::OnDurable(Status st) {
     for (auto& [id, w] : watchers_) w.timer->cancel();
     for (auto& [id, w] : watchers_) w.done(StoreFailed(st));
     watchers_.clear();
-    for (Waiting& w : waiting) w.fail(st);
     if (config_.on_store_failure) config_.on_store_failure(st);
+    for (Waiting& w : waiting) w.fail(st);
     return;
   }
   metrics_.Observe(
