@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "cluster_fixture.h"
@@ -295,6 +296,54 @@ TEST(Cluster, EventStreamSpeaksServerSentEventsAndResumes) {
   size_t first = rest.find("id: ");
   ASSERT_NE(first, std::string::npos) << rest;
   EXPECT_EQ(std::stoull(rest.substr(first + 4)), ids[2]) << "resumed at the next change";
+}
+
+// Arrays and dependencies through the real CLI: one submission, elements that know their
+// index, at most %P at once, `jobs` folding the array, `wait` on all of it; a dependency on a
+// failed job cancels the dependent with the reason, afterany lets it run.
+TEST(Cluster, ArraysRunAtMostPAtOnceAndDependenciesFollowOutcomes) {
+  LocalCluster c("arrays", 2, 4);
+  std::string out = c.dir() + "/array.out";
+  std::string id = c.Submit({"--array", "0-5%2", "--", "sh", "-c",
+                             "s=$(date +%s%N); sleep 0.3; echo \"$SLURM_ARRAY_JOB_ID "
+                             "$SLURM_ARRAY_TASK_ID $s $(date +%s%N)\" >> " +
+                                 out});
+  auto jobs = c.Corral({"jobs"});
+  EXPECT_NE(jobs.out.find(id + "_[0-5]"), std::string::npos) << jobs.out;
+  auto wait = c.Corral({"wait", id, "--timeout", "60s"});
+  ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  EXPECT_NE(wait.out.find(id + "_5 succeeded"), std::string::npos) << wait.out;
+  std::ifstream in(out);
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  std::set<int> indices;
+  std::string array;
+  int index;
+  int64_t start, end;
+  while (in >> array >> index >> start >> end) {
+    EXPECT_EQ(array, id);
+    indices.insert(index);
+    spans.push_back({start, end});
+  }
+  EXPECT_EQ(indices, (std::set<int>{0, 1, 2, 3, 4, 5}));
+  for (const auto& s : spans) {
+    int overlapping = 0;
+    for (const auto& o : spans) overlapping += o.first <= s.first && s.first < o.second;
+    EXPECT_LE(overlapping, 2) << "more than 2 elements ran at once";
+  }
+
+  std::string bad = c.Submit({"--", "false"});
+  std::string ok_dep = c.Submit({"--dependency", "afterok:" + bad, "--", "true"});
+  std::string any_dep = c.Submit({"--dependency", "afterany:" + bad, "--", "true"});
+  EXPECT_EQ(c.Corral({"wait", any_dep, "--timeout", "30s"}).exit_code, 0);
+  auto dead = c.Corral({"wait", ok_dep, "--timeout", "30s"});
+  EXPECT_EQ(dead.exit_code, 1);
+  auto show = c.Corral({"show", ok_dep});
+  EXPECT_NE(show.out.find("cancelled"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("can never be met"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("waits for:"), std::string::npos) << show.out;
+  auto refused = c.Corral({"submit", "--dependency", "afterok:99999", "--", "true"});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("does not exist"), std::string::npos) << refused.err;
 }
 
 }  // namespace

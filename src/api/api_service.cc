@@ -231,6 +231,9 @@ void ApiService::HandleJobs(const HttpRequest& req, const std::vector<std::strin
     }
     if (auto it = req.query.find("queue"); it != req.query.end()) f.queue = it->second;
     if (auto it = req.query.find("user"); it != req.query.end()) f.user = it->second;
+    auto array = QueryInt(req, "array", 0, 0, INT64_MAX);
+    if (!array.ok()) return respond(ErrorResponse(array.status()));
+    f.array_id = static_cast<JobId>(*array);
     auto limit = QueryInt(req, "limit", 1000, 1, 100000);
     auto after = QueryInt(req, "after", 0, 0, INT64_MAX);
     if (!limit.ok()) return respond(ErrorResponse(limit.status()));
@@ -258,7 +261,9 @@ void ApiService::HandleJobs(const HttpRequest& req, const std::vector<std::strin
     return head_->GetJob(req.BearerToken(), id, Answer<Job>(std::move(respond), job_json));
   }
   if (parts.size() == 4 && parts[3] == "cancel" && req.method == "POST") {
-    return head_->Cancel(req.BearerToken(), id, Answer<Job>(std::move(respond), job_json));
+    bool element_only = req.query.count("element") && req.query.at("element") != "0";
+    return head_->Cancel(req.BearerToken(), id, element_only,
+                         Answer<Job>(std::move(respond), job_json));
   }
   if (parts.size() == 4 && parts[3] == "checkpoint" && req.method == "POST") {
     return head_->ReportCheckpoint(req.BearerToken(), id,

@@ -21,15 +21,18 @@ const CommandInfo kCommands[] = {
      "N]\n"
      "              [--checkpoint-signal SIG] [--grace-period D] [--env K=V]... [--workdir D]\n"
      "              [--gpu-model M] [--label K=V]... [--user U (admins)] [--parsable] [--dry-run]\n"
+     "              [--array 0-999[:STEP][%P]] [--dependency afterok:ID[:ID...],singleton]\n"
      "              [--] CMD [ARGS...]",
      "submit a job"},
     {"jobs", RunJobs,
-     "corral jobs [--state S1,S2] [--queue Q] [--user U] [--all] [--limit N] [-o json] [--watch]",
+     "corral jobs [--state S1,S2] [--queue Q] [--user U] [--all] [--limit N] [-o json] [--watch]\n"
+     "            [--expand]  (arrays fold into one line unless --expand)",
      "list jobs, newest last"},
     {"show", RunShow, "corral show ID [-o json]", "show one job: spec, runs, events"},
     {"wait", RunWait, "corral wait ID... [--timeout D]",
      "wait until jobs finish; exit 0 only if all succeeded (124 on timeout)"},
-    {"cancel", RunCancel, "corral cancel ID...", "cancel jobs"},
+    {"cancel", RunCancel, "corral cancel ID|ARRAYID_INDEX...",
+     "cancel jobs (an array's id: all of it)"},
     {"logs", RunLogs, "corral logs ID [-f] [--stderr] [--replica N]",
      "print a job's output; -f follows it until the job ends"},
     {"nodes", RunNodes, "corral nodes [-o json] | corral nodes drain|undrain NAME",

@@ -63,14 +63,24 @@ int RunEvents(const std::vector<std::string>& args, CliContext& ctx);
 
 // `corral jobs` without the flag parsing: the matching jobs as JSON on out, or as a table.
 int ListJobsJson(CliContext& ctx, const std::string& query, size_t limit);
-int ListJobsTable(CliContext& ctx, const std::string& query, size_t limit, std::string* table);
+int ListJobsTable(CliContext& ctx, const std::string& query, size_t limit, bool expand,
+                  std::string* table);
 // Draws `render`'s table, then again after every change the event stream reports, until
 // `updates` redraws (-1: until interrupted) or an error.
 int WatchTable(CliContext& ctx, const std::string& command, int64_t updates,
                const std::function<int(std::string*)>& render);
 
 // Renderers, shared with tests.
-std::string RenderJobsTable(const std::vector<Job>& jobs, TimeMs now);
+// Arrays fold into one line per array unless `expand`.
+std::string RenderJobsTable(const std::vector<Job>& jobs, TimeMs now, bool expand = false);
+// "12" or, for an array element, "12_5".
+std::string JobRef(const Job& j);
+// A job reference as users write it: "ID" (an array's id means the array) or "ARRAYID_INDEX".
+struct JobRefId {
+  JobId id = 0;
+  bool element = false;  // named as ARRAYID_INDEX
+};
+Result<JobRefId> ResolveJobRef(ApiClient& api, const std::string& text);
 std::string RenderJob(const Job& job, TimeMs now, bool utc);
 std::string RenderNodesTable(const Json& nodes);
 std::string RenderQueuesTable(const Json& queues);

@@ -120,17 +120,70 @@ Result<Job> DecodeJobReply(const Json& reply) {
 
 }  // namespace
 
-std::string RenderJobsTable(const std::vector<Job>& jobs, TimeMs now) {
+std::string JobRef(const Job& j) {
+  return j.IsArrayElement() ? std::to_string(j.array_id) + "_" + std::to_string(j.array_index)
+                            : std::to_string(j.id);
+}
+
+std::string RenderJobsTable(const std::vector<Job>& jobs, TimeMs now, bool expand) {
   Table t({"ID", "NAME", "USER", "QUEUE", "STATE", "GPUS", "NODES", "TIME", "REASON"});
-  for (const Job& j : jobs) {
+  auto gpu_text = [](const Job& j) {
     int64_t gpus = static_cast<int64_t>(j.spec.replicas) * j.spec.per_replica.gpu_milli;
-    std::string gpu_text = gpus % kGpuMilli == 0 ? std::to_string(gpus / kGpuMilli)
-                                                 : FormatCpus(static_cast<int32_t>(gpus));
-    t.AddRow({std::to_string(j.id), j.spec.name.empty() ? "-" : j.spec.name, j.owner, j.spec.queue,
-              JobStateName(j.state), gpu_text, NodesOf(j.CurrentRun()), TimeOf(j, now),
-              ReasonOf(j)});
+    return gpus % kGpuMilli == 0 ? std::to_string(gpus / kGpuMilli)
+                                 : FormatCpus(static_cast<int32_t>(gpus));
+  };
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Job& j = jobs[i];
+    if (expand || !j.IsArrayElement()) {
+      t.AddRow({JobRef(j), j.spec.name.empty() ? "-" : j.spec.name, j.owner, j.spec.queue,
+                JobStateName(j.state), gpu_text(j), NodesOf(j.CurrentRun()), TimeOf(j, now),
+                ReasonOf(j)});
+      continue;
+    }
+    // One line per array: its index range and how many elements are in each state.
+    size_t end = i;
+    std::map<std::string, int> by_state;
+    int32_t lo = j.array_index, hi = j.array_index;
+    while (end < jobs.size() && jobs[end].array_id == j.array_id) {
+      ++by_state[JobStateName(jobs[end].state)];
+      lo = std::min(lo, jobs[end].array_index);
+      hi = std::max(hi, jobs[end].array_index);
+      ++end;
+    }
+    std::string states;
+    for (const char* st : {"running", "scheduled", "pending", "succeeded", "failed", "cancelled"}) {
+      if (by_state.count(st))
+        states += (states.empty() ? "" : ",") + std::to_string(by_state[st]) + " " + st;
+    }
+    t.AddRow(
+        {std::to_string(j.array_id) + "_[" + std::to_string(lo) + "-" + std::to_string(hi) + "]",
+         j.spec.name.empty() ? "-" : j.spec.name, j.owner, j.spec.queue, states,
+         gpu_text(j) + " each", "-", "-", std::to_string(end - i) + " elements"});
+    i = end - 1;
   }
   return t.Render();
+}
+
+Result<JobRefId> ResolveJobRef(ApiClient& api, const std::string& text) {
+  auto us = text.find('_');
+  if (us == std::string::npos) {
+    auto id = ParseJobId(text);
+    if (!id) return InvalidArgument("not a job ID: '" + text + "'");
+    return JobRefId{*id, false};
+  }
+  auto array = ParseJobId(text.substr(0, us));
+  auto index = ParseJobId("1" + text.substr(us + 1));  // "1" keeps index 0 parseable
+  if (!array || !index || us + 1 >= text.size()) {
+    return InvalidArgument("not a job ID: '" + text + "' (want ID or ARRAYID_INDEX)");
+  }
+  auto reply = api.CallJson("GET", "/v1/jobs?limit=100000&array=" + std::to_string(*array));
+  if (!reply.ok()) return reply.status();
+  std::string want = text.substr(us + 1);
+  for (const Json& j : reply->value("jobs", Json::array())) {
+    if (std::to_string(j.value("array_index", -1)) == want)
+      return JobRefId{j.value("id", JobId{0}), true};
+  }
+  return NotFound("array " + std::to_string(*array) + " has no element " + want);
 }
 
 std::string RenderJob(const Job& j, TimeMs now, bool utc) {
@@ -152,6 +205,13 @@ std::string RenderJob(const Job& j, TimeMs now, bool utc) {
   if (IsTerminal(j.state)) kv("exit code", ExitCodeText(j.exit_code));
   if (j.state == JobState::kPending && !j.pending_reason.empty())
     kv("pending reason", j.pending_reason);
+  if (j.IsArrayElement()) {
+    kv("array",
+       std::to_string(j.array_id) + " index " + std::to_string(j.array_index) +
+           (j.array_max_running ? " (at most " + std::to_string(j.array_max_running) + " running)"
+                                : ""));
+  }
+  if (!s.dependencies.empty()) kv("waits for", FormatDependencies(s.dependencies));
   kv("command", FormatCommand(s.command));
   kv("workdir", s.workdir.empty() ? "-" : s.workdir);
   std::string res = std::to_string(s.replicas) + (s.replicas == 1 ? " replica" : " replicas") +
@@ -257,11 +317,13 @@ int RunJobs(const std::vector<std::string>& argv, CliContext& ctx) {
       if (!n) return UsageError(ctx, "jobs", "flag --updates: want a positive integer");
       updates = static_cast<int64_t>(*n);
     }
-    return WatchTable(ctx, "jobs", updates,
-                      [&](std::string* table) { return ListJobsTable(ctx, query, limit, table); });
+    return WatchTable(ctx, "jobs", updates, [&](std::string* table) {
+      return ListJobsTable(ctx, query, limit, args.Has("expand"), table);
+    });
   }
   std::string table;
-  if (int rc = json ? ListJobsJson(ctx, query, limit) : ListJobsTable(ctx, query, limit, &table);
+  if (int rc = json ? ListJobsJson(ctx, query, limit)
+                    : ListJobsTable(ctx, query, limit, args.Has("expand"), &table);
       rc != kExitOk) {
     return rc;
   }
@@ -311,7 +373,8 @@ int ListJobsJson(CliContext& ctx, const std::string& query, size_t limit) {
   return kExitOk;
 }
 
-int ListJobsTable(CliContext& ctx, const std::string& query, size_t limit, std::string* table) {
+int ListJobsTable(CliContext& ctx, const std::string& query, size_t limit, bool expand,
+                  std::string* table) {
   auto raw = FetchJobs(ctx, query, limit);
   if (!raw.ok()) {
     PrintError(ctx, "jobs", raw.status().message());
@@ -326,7 +389,7 @@ int ListJobsTable(CliContext& ctx, const std::string& query, size_t limit, std::
     }
     jobs.push_back(std::move(*job));
   }
-  *table = RenderJobsTable(jobs, ctx.now());
+  *table = RenderJobsTable(jobs, ctx.now(), expand);
   return kExitOk;
 }
 
@@ -374,10 +437,32 @@ int RunWait(const std::vector<std::string>& argv, CliContext& ctx) {
   }
   if (args.positional.empty()) return UsageError(ctx, "wait", "want one or more job IDs");
   std::vector<JobId> waiting;
+  ApiClient api(ctx);
   for (const std::string& a : args.positional) {
-    auto id = ParseJobId(a);
-    if (!id) return UsageError(ctx, "wait", "not a job ID: '" + a + "'");
-    if (std::find(waiting.begin(), waiting.end(), *id) == waiting.end()) waiting.push_back(*id);
+    if (a.find('_') == std::string::npos && !ParseJobId(a)) {
+      return UsageError(ctx, "wait", "not a job ID: '" + a + "'");
+    }
+    auto ref = ResolveJobRef(api, a);
+    if (!ref.ok()) {
+      PrintError(ctx, "wait", ref.status().message());
+      return kExitError;
+    }
+    std::vector<JobId> ids = {ref->id};
+    if (!ref->element) {  // an array's id stands for every element
+      auto one = api.CallJson("GET", "/v1/jobs/" + std::to_string(ref->id));
+      bool is_array =
+          one.ok() && one->value("job", Json::object()).value("array_id", JobId{0}) == ref->id;
+      auto elems =
+          is_array ? api.CallJson("GET", "/v1/jobs?limit=100000&array=" + std::to_string(ref->id))
+                   : Result<Json>(Json::object());
+      if (elems.ok() && !elems->value("jobs", Json::array()).empty()) {
+        ids.clear();
+        for (const Json& j : (*elems)["jobs"]) ids.push_back(j.value("id", JobId{0}));
+      }
+    }
+    for (JobId id : ids) {
+      if (std::find(waiting.begin(), waiting.end(), id) == waiting.end()) waiting.push_back(id);
+    }
   }
   DurationMs timeout = -1;
   if (args.Has("timeout")) {
@@ -386,7 +471,6 @@ int RunWait(const std::vector<std::string>& argv, CliContext& ctx) {
     timeout = *d;
   }
   const TimeMs deadline = timeout >= 0 ? ctx.now() + timeout : 0;
-  ApiClient api(ctx);
   bool all_ok = true;
   while (true) {
     std::vector<JobId> still;
@@ -411,7 +495,7 @@ int RunWait(const std::vector<std::string>& argv, CliContext& ctx) {
         still.push_back(id);
         continue;
       }
-      *ctx.out << "job " << id << " " << JobStateName(job->state);
+      *ctx.out << "job " << JobRef(*job) << " " << JobStateName(job->state);
       if (job->state == JobState::kFailed)
         *ctx.out << " (exit code " << ExitCodeText(job->exit_code) << ")";
       const Run* run = job->CurrentRun();
@@ -447,22 +531,29 @@ int RunCancel(const std::vector<std::string>& argv, CliContext& ctx) {
     return kExitOk;
   }
   if (parsed->positional.empty()) return UsageError(ctx, "cancel", "want one or more job IDs");
-  std::vector<JobId> ids;
   for (const std::string& a : parsed->positional) {
-    auto id = ParseJobId(a);
-    if (!id) return UsageError(ctx, "cancel", "not a job ID: '" + a + "'");
-    ids.push_back(*id);
+    if (a.find('_') == std::string::npos && !ParseJobId(a)) {
+      return UsageError(ctx, "cancel", "not a job ID: '" + a + "'");
+    }
   }
   ApiClient api(ctx);
   int code = kExitOk;
-  for (JobId id : ids) {
-    auto reply = api.CallJson("POST", "/v1/jobs/" + std::to_string(id) + "/cancel");
-    if (!reply.ok()) {
-      PrintError(ctx, "cancel", "job " + std::to_string(id) + ": " + reply.status().message());
+  for (const std::string& a : parsed->positional) {
+    auto ref = ResolveJobRef(api, a);
+    if (!ref.ok()) {
+      PrintError(ctx, "cancel", "job " + a + ": " + ref.status().message());
       code = kExitError;
       continue;
     }
-    *ctx.out << "Cancelled job " << id << "\n";
+    // An array's id cancels the whole array (as scancel does); ID_INDEX one element.
+    auto reply = api.CallJson("POST", "/v1/jobs/" + std::to_string(ref->id) + "/cancel" +
+                                          (ref->element ? "?element=1" : ""));
+    if (!reply.ok()) {
+      PrintError(ctx, "cancel", "job " + a + ": " + reply.status().message());
+      code = kExitError;
+      continue;
+    }
+    *ctx.out << "Cancelled job " << a << "\n";
   }
   return code;
 }

@@ -21,7 +21,8 @@ const std::vector<FlagDef> kSubmitFlags = {
     {"preemptible", 0, false}, {"max-restarts", 0, true}, {"checkpoint-signal", 0, true},
     {"grace-period", 0, true}, {"env", 0, true},          {"workdir", 0, true},
     {"gpu-model", 0, true},    {"label", 0, true},        {"parsable", 0, false},
-    {"dry-run", 0, false},     {"user", 0, true},
+    {"dry-run", 0, false},     {"user", 0, true},         {"array", 'a', true},
+    {"dependency", 'd', true},
 };
 
 // A plain (untagged, unquoted) YAML scalar becomes a bool, null, integer or number when it
@@ -46,8 +47,9 @@ Json ScalarToJson(const YAML::Node& n, bool text) {
 // Spec fields whose values are text however they look.
 bool IsTextField(const std::string& key) {
   static const char* const kText[] = {
-      "name",        "command",    "env",          "workdir",           "queue", "gpu_model",
-      "node_labels", "time_limit", "grace_period", "checkpoint_signal", "memory"};
+      "name",      "command",     "env",        "workdir",      "queue",
+      "gpu_model", "node_labels", "time_limit", "grace_period", "checkpoint_signal",
+      "memory",    "array",       "dependency"};
   for (const char* k : kText) {
     if (key == k) return true;
   }
@@ -165,6 +167,8 @@ Result<Json> BuildSubmitSpec(const ParsedArgs& args, const std::string& cwd, con
       {"checkpoint-signal", "checkpoint_signal", false},
       {"grace-period", "grace_period", false},
       {"gpu-model", "gpu_model", false},
+      {"array", "array", false},
+      {"dependency", "dependency", false},
   };
   for (const Mapping& m : kScalars) {
     if (!args.Has(m.flag)) continue;
@@ -233,6 +237,8 @@ int RunSubmit(const std::vector<std::string>& argv, CliContext& ctx) {
   const std::string id = (*job)["id"].dump();
   if (args.Has("parsable")) {
     *ctx.out << id << "\n";
+  } else if (job->value("array_id", 0) != 0) {
+    *ctx.out << "Submitted array job " << id << "\n";
   } else {
     *ctx.out << "Submitted job " << id << "\n";
   }

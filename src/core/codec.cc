@@ -31,6 +31,12 @@ JobSpec DecodeSpec(const Json& j) {
   s.max_restarts = Get<int32_t>(j, "max_restarts", 0);
   s.checkpoint_signal = Get<int32_t>(j, "checkpoint_signal", 15);
   s.grace_ms = Get<int64_t>(j, "grace_ms", 10000);
+  s.array = Get<std::string>(j, "array", "");
+  if (auto deps = ParseDependencies(Get<std::string>(j, "dependency", "")); deps.ok()) {
+    s.dependencies = *deps;
+  } else {
+    throw std::runtime_error(deps.status().message());
+  }
   return s;
 }
 
@@ -118,7 +124,9 @@ Json ToJson(const JobSpec& s) {
               {"preemptible", s.preemptible},
               {"max_restarts", s.max_restarts},
               {"checkpoint_signal", s.checkpoint_signal},
-              {"grace_ms", s.grace_ms}};
+              {"grace_ms", s.grace_ms},
+              {"array", s.array},
+              {"dependency", FormatDependencies(s.dependencies)}};
 }
 
 Json ToJson(const ReplicaPlacement& p) {
@@ -164,7 +172,10 @@ Json ToJson(const Job& j) {
               {"runs", runs},
               {"events", events},
               {"pending_reason", j.pending_reason},
-              {"exit_code", j.exit_code}};
+              {"exit_code", j.exit_code},
+              {"array_id", j.array_id},
+              {"array_index", j.array_index},
+              {"array_max_running", j.array_max_running}};
 }
 
 Json ToJson(const Gpu& g) {
@@ -265,6 +276,9 @@ Result<Job> JobFromJson(const Json& j) {
     }
     job.pending_reason = Get<std::string>(j, "pending_reason", "");
     job.exit_code = Get<int32_t>(j, "exit_code", 0);
+    job.array_id = Get<JobId>(j, "array_id", 0);
+    job.array_index = Get<int32_t>(j, "array_index", -1);
+    job.array_max_running = Get<int32_t>(j, "array_max_running", 0);
     return job;
   });
 }

@@ -82,8 +82,8 @@ bool ParseRunState(const std::string& text, RunState* out) {
 std::vector<GpuShare> Shares(const ReplicaPlacement& p) {
   std::vector<GpuShare> out;
   for (size_t i = 0; i < p.gpus.size(); ++i) {
-    out.push_back({p.gpus[i], i < p.gpu_milli.size() ? p.gpu_milli[i] : kGpuMilli,
-                   p.gpu_memory_mb});
+    out.push_back(
+        {p.gpus[i], i < p.gpu_milli.size() ? p.gpu_milli[i] : kGpuMilli, p.gpu_memory_mb});
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/array_deps.h"
 #include "core/resources.h"
 #include "core/time.h"
 
@@ -47,6 +48,8 @@ struct JobSpec {
   int32_t max_restarts = 0;        // restarts after node loss or failure
   int32_t checkpoint_signal = 15;  // SIGTERM
   DurationMs grace_ms = 10 * kSecond;
+  std::string array;                     // "0-999%8": submit one job per index (ArraySpec)
+  std::vector<Dependency> dependencies;  // all must hold before the job may start
 };
 
 enum class RunState { kScheduled, kRunning, kSucceeded, kFailed, kCancelled, kPreempted, kLost };
@@ -109,6 +112,11 @@ struct Job {
   std::vector<JobEvent> events;
   std::string pending_reason;  // why it waits, as the scheduler last said
   int32_t exit_code = 0;       // of the final run: first non-zero replica code
+  JobId array_id = 0;          // an array element: the array's id (its first element's)
+  int32_t array_index = -1;
+  int32_t array_max_running = 0;  // at most this many elements of the array run at once
+
+  bool IsArrayElement() const { return array_id != 0; }
 
   const Run* CurrentRun() const { return runs.empty() ? nullptr : &runs.back(); }
   Run* CurrentRun() { return runs.empty() ? nullptr : &runs.back(); }

@@ -193,15 +193,17 @@ std::string FormatDuration(DurationMs ms) {
 Result<JobSpec> ParseJobSpec(const Json& j) {
   if (!j.is_object()) return InvalidArgument("job spec: want a JSON/YAML object, got " + j.dump());
   static const std::set<std::string> kKnown = {
-      "name",     "command",     "env",          "workdir",           "queue",       "replicas",
-      "gpus",     "cpus",        "memory",       "gpu_model",         "node_labels", "time_limit",
-      "priority", "preemptible", "max_restarts", "checkpoint_signal", "grace_period"};
+      "name",      "command",     "env",          "workdir",           "queue",        "replicas",
+      "gpus",      "cpus",        "memory",       "gpu_model",         "node_labels",  "time_limit",
+      "priority",  "preemptible", "max_restarts", "checkpoint_signal", "grace_period", "array",
+      "dependency"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!kKnown.count(it.key())) {
       return InvalidArgument("unknown field '" + it.key() +
                              "'; known fields: name, command, env, workdir, queue, replicas, "
                              "gpus, cpus, memory, gpu_model, node_labels, time_limit, priority, "
-                             "preemptible, max_restarts, checkpoint_signal, grace_period");
+                             "preemptible, max_restarts, checkpoint_signal, grace_period, "
+                             "array, dependency");
     }
   }
   JobSpec s;
@@ -330,6 +332,20 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
     auto v = ParseSignal("checkpoint_signal", ScalarText(*it));
     if (!v.ok()) return v.status();
     s.checkpoint_signal = *v;
+  }
+  if (auto it = j.find("array"); it != j.end()) {
+    if (!it->is_string() && !it->is_number_integer()) {
+      return FieldError("array", *it, "indices like \"0-999%8\"");
+    }
+    auto a = ParseArray(ScalarText(*it));
+    if (!a.ok()) return a.status();
+    s.array = ScalarText(*it);
+  }
+  if (auto it = j.find("dependency"); it != j.end()) {
+    if (!it->is_string()) return FieldError("dependency", *it, "a string like \"afterok:12\"");
+    auto d = ParseDependencies(it->get<std::string>());
+    if (!d.ok()) return d.status();
+    s.dependencies = *d;
   }
   return s;
 }

@@ -50,9 +50,7 @@ inline Status Internal(std::string m) { return {ErrorCode::kInternal, std::move(
 inline Status PermissionDenied(std::string m) {
   return {ErrorCode::kPermissionDenied, std::move(m)};
 }
-inline Status Unauthenticated(std::string m) {
-  return {ErrorCode::kUnauthenticated, std::move(m)};
-}
+inline Status Unauthenticated(std::string m) { return {ErrorCode::kUnauthenticated, std::move(m)}; }
 
 // Result<T> holds a value or a non-ok Status.
 template <typename T>

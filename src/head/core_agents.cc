@@ -225,6 +225,10 @@ std::map<std::string, std::string> HeadCore::RunEnv(const Job& job, const Run& r
   env["SLURM_NODEID"] = std::to_string(replica);
   env["SLURM_JOB_NUM_NODES"] = std::to_string(n);
   env["SLURMD_NODENAME"] = node;
+  if (job.IsArrayElement()) {
+    env["CORRAL_ARRAY_JOB_ID"] = env["SLURM_ARRAY_JOB_ID"] = std::to_string(job.array_id);
+    env["CORRAL_ARRAY_INDEX"] = env["SLURM_ARRAY_TASK_ID"] = std::to_string(job.array_index);
+  }
   return env;
 }
 

@@ -24,6 +24,7 @@ void HeadCore::Emit(const Caller& by, TimeMs now, ChangeKind what) {
   ApplyChange(state_, c);
   Index(c);
   out_.changes.push_back(std::move(c));
+  Settle(now);  // what this change released (held jobs, array room) follows it
 }
 
 bool HeadCore::MayManageJob(const Caller& by, const Job& job) const {
@@ -62,16 +63,55 @@ Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, 
       scheduler_->Admit(sched::ToPendingJob(job), &why) == sched::Fit::kInfeasible) {
     return InvalidArgument("job can never fit: " + why);
   }
-  job.id = state_.next_job_id;
+  for (const Dependency& d : job.spec.dependencies) {
+    for (JobId t : d.jobs) {
+      if (!state_.jobs.count(t)) {
+        return InvalidArgument("field 'dependency': job " + std::to_string(t) + " does not exist");
+      }
+    }
+  }
   job.submitted_at = now;
   job.state = JobState::kPending;
-  Emit(by, now, JobSubmitted{job});
-  return state_.jobs.at(job.id);
+  if (job.spec.array.empty()) {
+    job.id = state_.next_job_id;
+    Emit(by, now, JobSubmitted{job});
+    return state_.jobs.at(job.id);
+  }
+  auto array = ParseArray(job.spec.array);
+  if (!array.ok()) return array.status();
+  // One request, one commit: every element is an ordinary job with consecutive ids.
+  JobId first = state_.next_job_id;
+  job.array_id = first;
+  job.array_max_running = array->max_running;
+  for (size_t i = 0; i < array->indices.size(); ++i) {
+    job.id = first + i;
+    job.array_index = array->indices[i];
+    Emit(by, now, JobSubmitted{job});
+  }
+  return state_.jobs.at(first);
 }
 
-Result<Job> HeadCore::Cancel(const Caller& by, JobId id, TimeMs now) {
+Result<Job> HeadCore::Cancel(const Caller& by, JobId id, TimeMs now, bool element_only) {
   auto it = state_.jobs.find(id);
   if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  if (!element_only && it->second.array_id == id) {
+    if (!MayManageJob(by, it->second)) {
+      return PermissionDenied("user '" + by.name + "' may not cancel array " + std::to_string(id) +
+                              " of '" + it->second.owner + "'");
+    }
+    bool any = false;
+    for (const Job* e : DependencyTargets(id)) {
+      if (IsTerminal(e->state)) continue;
+      any = true;
+      if (e->state == JobState::kPending) {
+        Emit(by, now, JobEnded{e->id, JobState::kCancelled, "array cancelled by " + by.name});
+      } else {
+        RequestStop(*e, std::string(kReasonCancelled) + " by " + by.name, now);
+      }
+    }
+    if (!any) return FailedPrecondition("array " + std::to_string(id) + " already ended");
+    return state_.jobs.at(id);
+  }
   const Job& job = it->second;
   if (!MayManageJob(by, job)) {
     return PermissionDenied("user '" + by.name + "' may not cancel job " + std::to_string(id) +
@@ -116,6 +156,7 @@ std::vector<Job> HeadCore::ListJobs(const Caller& by, const JobFilter& f) const 
     if (!f.states.empty() && !f.states.count(j.state)) continue;
     if (!f.queue.empty() && j.spec.queue != f.queue) continue;
     if (!f.user.empty() && j.owner != f.user) continue;
+    if (f.array_id != 0 && j.array_id != f.array_id) continue;
     out.push_back(*GetJob(by, j.id));
     if (static_cast<int32_t>(out.size()) >= f.limit) break;
   }

@@ -27,8 +27,7 @@ void HeadCore::Index(const Change& c) {
     }
     void operator()(const JobSubmitted& e) {
       Job(e.job.id);
-      core.scheduler_->AddPending(sched::ToPendingJob(core.state_.jobs.at(e.job.id)));
-      core.WantSchedule();
+      core.AdmitPending(core.state_.jobs.at(e.job.id));
     }
     void operator()(const RunPlaced& e) {
       Job(e.job);
@@ -59,13 +58,24 @@ void HeadCore::Index(const Change& c) {
       }
       core.active_jobs_.erase(e.job);
       core.scheduler_->RemoveRunning(e.job);
-      if (e.job_state == JobState::kPending) core.scheduler_->AddPending(sched::ToPendingJob(job));
+      if (e.job_state == JobState::kPending) {
+        core.scheduler_->AddPending(sched::ToPendingJob(job));  // a requeue stays admitted
+      } else {
+        core.OnTerminal(job, /*was_live=*/true);
+      }
       core.WantSchedule();
     }
     void operator()(const JobEnded& e) {
       Job(e.job);
-      core.scheduler_->RemovePending(e.job);
+      const corral::Job& job = core.state_.jobs.at(e.job);
+      bool live = !core.held_.count(e.job);
+      if (live) {
+        core.scheduler_->RemovePending(e.job);
+      } else {
+        core.Unhold(job);
+      }
       core.pending_reason_.erase(e.job);
+      core.OnTerminal(job, live);
       core.WantSchedule();
     }
     void operator()(const CheckpointReported& e) { Job(e.job); }
@@ -140,6 +150,14 @@ void HeadCore::RebuildIndexes(TimeMs now) {
   node_version_.clear();
   last_heard_.clear();
   pending_reason_.clear();
+  held_.clear();
+  array_held_.clear();
+  array_live_.clear();
+  waiting_on_.clear();
+  singletons_.clear();
+  recheck_.clear();
+  release_arrays_.clear();
+  doomed_.clear();
   for (const auto& [name, q] : state_.queues) scheduler_->SetQueue(q);
   for (const auto& [name, node] : state_.nodes) {
     scheduler_->UpsertNode(ToNodeInfo(node));
@@ -147,12 +165,20 @@ void HeadCore::RebuildIndexes(TimeMs now) {
     last_heard_[name] = now;  // give every agent a full timeout to reconnect
   }
   for (const auto& [id, job] : state_.jobs) {
-    if (job.state == JobState::kPending) {
-      scheduler_->AddPending(sched::ToPendingJob(job));
-    } else if (job.state == JobState::kScheduled || job.state == JobState::kRunning) {
+    if (job.state == JobState::kScheduled || job.state == JobState::kRunning) {
       active_jobs_.insert(id);
       for (const ReplicaPlacement& p : job.CurrentRun()->placement) node_runs_[p.node].insert(id);
       scheduler_->AddRunning(ToRunning(job));
+      if (job.IsArrayElement()) ++array_live_[job.array_id];
+    }
+  }
+  for (const auto& [id, job] : state_.jobs) {
+    // A requeued job was admitted before; only one that never ran waits again for room.
+    if (job.state == JobState::kPending && !job.runs.empty()) {
+      scheduler_->AddPending(sched::ToPendingJob(job));
+      if (job.IsArrayElement()) ++array_live_[job.array_id];
+    } else if (job.state == JobState::kPending) {
+      AdmitPending(job);
     }
   }
   WantSchedule();

@@ -303,6 +303,111 @@ TEST_P(Scenario, MasterPortsAreUniqueAmongANodesLiveRuns) {
   EXPECT_EQ(Get(c.id).CurrentRun()->master_port, pa) << "a freed port is reused";
 }
 
+TEST_P(Scenario, ArrayElementsAreJobsAndAtMostPRunAtOnce) {
+  Register("n1", 8);
+  JobSpec spec = Spec(1);
+  spec.array = "0-10:2%2";  // 0,2,4,6,8,10
+  Job first = Submit(spec);
+  ASSERT_EQ(first.array_id, first.id);
+  std::vector<JobId> ids;
+  for (const Job& j : core().ListJobs(kAna, {.array_id = first.id})) {
+    ids.push_back(j.id);
+    EXPECT_EQ(j.array_index, 2 * static_cast<int32_t>(ids.size() - 1));
+  }
+  ASSERT_EQ(ids.size(), 6u);
+  EXPECT_EQ(ids.back(), first.id + 5);
+  auto active = [&] {
+    int n = 0;
+    for (JobId id : ids)
+      n += Get(id).state == JobState::kScheduled || Get(id).state == JobState::kRunning;
+    return n;
+  };
+  Schedule();
+  EXPECT_EQ(active(), 2);
+  EXPECT_NE(Get(ids[3]).pending_reason.find("at most 2"), std::string::npos)
+      << Get(ids[3]).pending_reason;
+  auto orders = Desired("n1");
+  ASSERT_EQ(orders.size(), 2u);
+  EXPECT_EQ(orders[0].env.at("SLURM_ARRAY_JOB_ID"), std::to_string(first.id));
+  EXPECT_EQ(orders[1].env.at("CORRAL_ARRAY_INDEX"), "2");
+  ASSERT_TRUE(*Report("n1", {Exited(Get(ids[0]), 0, 0)}));
+  Schedule();
+  EXPECT_EQ(active(), 2) << "one ended, the next took its place";
+  EXPECT_EQ(Get(ids[2]).state, JobState::kScheduled);
+  // Cancelling the array's id cancels every element that has not ended.
+  ASSERT_TRUE(core().Cancel(kAna, first.id, now()).ok());
+  Step();
+  EXPECT_EQ(Get(ids[0]).state, JobState::kSucceeded);
+  EXPECT_EQ(Get(ids[5]).state, JobState::kCancelled);
+  EXPECT_TRUE(Get(ids[1]).CurrentRun()->stop_requested);
+  Schedule();
+  EXPECT_EQ(active(), 2) << "nothing new starts after the cancel";
+}
+
+TEST_P(Scenario, DependenciesHoldJobsThenReleaseOrCancelThem) {
+  Register("n1", 8);
+  Job a = Submit(Spec(1));
+  auto dep = [&](const std::string& text) {
+    JobSpec s = Spec(1);
+    s.dependencies = *ParseDependencies(text);
+    return Submit(s);
+  };
+  Job ok = dep("afterok:" + std::to_string(a.id));
+  Job notok = dep("afternotok:" + std::to_string(a.id));
+  Job any = dep("afterany:" + std::to_string(a.id));
+  EXPECT_EQ(core()
+                .Submit(
+                    kAna,
+                    [&] {
+                      JobSpec s = Spec(1);
+                      s.dependencies = *ParseDependencies("afterok:999");
+                      return s;
+                    }(),
+                    "", now())
+                .status()
+                .code(),
+            ErrorCode::kInvalidArgument);
+  Schedule();
+  EXPECT_EQ(Get(a.id).state, JobState::kScheduled);
+  for (const Job& j : {ok, notok, any}) {
+    EXPECT_EQ(Get(j.id).state, JobState::kPending);
+    EXPECT_NE(Get(j.id).pending_reason.find("waiting for dependency"), std::string::npos);
+  }
+  ASSERT_TRUE(*Report("n1", {Exited(Get(a.id), 0, 0)}));
+  EXPECT_EQ(Get(notok.id).state, JobState::kCancelled);
+  EXPECT_NE(Get(notok.id).events.back().reason.find("can never be met"), std::string::npos);
+  Schedule();
+  EXPECT_EQ(Get(ok.id).state, JobState::kScheduled);
+  EXPECT_EQ(Get(any.id).state, JobState::kScheduled);
+}
+
+TEST_P(Scenario, AfterOkOnAnArrayWaitsForEveryElementAndSingletonForItsNamesakes) {
+  Register("n1", 8);
+  JobSpec arr = Spec(1);
+  arr.array = "0-2";
+  Job first = Submit(arr);
+  JobSpec after = Spec(1);
+  after.dependencies = *ParseDependencies("afterok:" + std::to_string(first.id));
+  Job next = Submit(after);
+  JobSpec single = Spec(1);
+  single.name = "nightly";
+  single.dependencies = *ParseDependencies("singleton");
+  Job s1 = Submit(single);
+  Job s2 = Submit(single);
+  Schedule();
+  EXPECT_EQ(Get(s1.id).state, JobState::kScheduled);
+  EXPECT_EQ(Get(s2.id).state, JobState::kPending) << "a namesake has not ended";
+  for (JobId id = first.id; id < first.id + 3; ++id) {
+    EXPECT_EQ(Get(next.id).state, JobState::kPending);
+    ASSERT_TRUE(*Report("n1", {Exited(Get(id), 0, 0)}));
+    Schedule();
+  }
+  EXPECT_EQ(Get(next.id).state, JobState::kScheduled);
+  ASSERT_TRUE(*Report("n1", {Exited(Get(s1.id), 0, 1)}));
+  Schedule();
+  EXPECT_EQ(Get(s2.id).state, JobState::kScheduled) << "singleton waits for the end, not success";
+}
+
 INSTANTIATE_TEST_SUITE_P(Head, Scenario, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "RestartEveryStep" : "Live"; });
 

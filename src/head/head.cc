@@ -333,9 +333,11 @@ void Head::Submit(std::string bearer, JobSpec spec, std::string owner, Callback<
                });
 }
 
-void Head::Cancel(std::string bearer, JobId id, Callback<Job> done) {
+void Head::Cancel(std::string bearer, JobId id, bool element_only, Callback<Job> done) {
   Command<Job>(std::move(bearer), std::move(done),
-               [this, id](const Caller& by, TimeMs now) { return core_.Cancel(by, id, now); });
+               [this, id, element_only](const Caller& by, TimeMs now) {
+                 return core_.Cancel(by, id, now, element_only);
+               });
 }
 
 void Head::ReportCheckpoint(std::string bearer, JobId id, Callback<Job> done) {

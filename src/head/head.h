@@ -82,7 +82,7 @@ class Head {
 
   // Every call names its caller by bearer secret; a bad one is answered 401.
   void Submit(std::string bearer, JobSpec spec, std::string owner, Callback<Job> done);
-  void Cancel(std::string bearer, JobId id, Callback<Job> done);
+  void Cancel(std::string bearer, JobId id, bool element_only, Callback<Job> done);
   void ReportCheckpoint(std::string bearer, JobId id, Callback<Job> done);
   void GetJob(std::string bearer, JobId id, Callback<Job> done);
   void ListJobs(std::string bearer, JobFilter filter, Callback<std::vector<Job>> done);

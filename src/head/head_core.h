@@ -37,6 +37,7 @@ struct JobFilter {
   std::string user;
   JobId after = 0;
   int32_t limit = 1000;
+  JobId array_id = 0;  // only this array's elements
 };
 
 struct NodeView {
@@ -89,7 +90,8 @@ class HeadCore {
   // --- jobs ---
   // `owner` empty: the caller. Naming another owner needs an admin.
   Result<Job> Submit(const Caller& by, JobSpec spec, std::string owner, TimeMs now);
-  Result<Job> Cancel(const Caller& by, JobId id, TimeMs now);
+  // Cancels a job; an array's id cancels every element unless `element_only`.
+  Result<Job> Cancel(const Caller& by, JobId id, TimeMs now, bool element_only = false);
   Result<Job> ReportCheckpoint(const Caller& by, JobId id, TimeMs now);
   Result<Job> GetJob(const Caller& by, JobId id) const;
   std::vector<Job> ListJobs(const Caller& by, const JobFilter& filter) const;
@@ -135,6 +137,17 @@ class HeadCore {
   // Applies a change, keeps the indexes and the scheduler in step, and queues it.
   void Emit(const Caller& by, TimeMs now, ChangeKind what);
   void Index(const Change& c);
+  // Pending jobs held back from the scheduler (core_holds.cc).
+  void AdmitPending(const Job& job);
+  void Unhold(const Job& job);
+  void OnTerminal(const Job& job, bool was_live);
+  void Settle(TimeMs now);
+
+ public:
+  std::vector<const Job*> DependencyTargets(JobId id) const;
+  bool IsHeld(JobId id) const { return held_.count(id) > 0; }
+
+ private:
   void MarkDirty(const Change& c);
   void RebuildIndexes(TimeMs now);
 
@@ -165,6 +178,15 @@ class HeadCore {
   std::map<std::string, uint64_t> node_version_;      // desired-state version per node
   std::map<std::string, TimeMs> last_heard_;          // liveness: the last sync received
   std::map<JobId, std::string> pending_reason_;       // as the scheduler last said
+  std::set<JobId> held_;                              // pending, not in the scheduler
+  std::map<JobId, std::set<JobId>> array_held_;       // array -> elements over its %P
+  std::map<JobId, int32_t> array_live_;               // array -> elements pending or active
+  std::map<JobId, std::set<JobId>> waiting_on_;       // job -> held jobs depending on it
+  std::set<JobId> singletons_;                        // held by singleton
+  std::set<JobId> recheck_;                           // held jobs to evaluate again
+  std::set<JobId> release_arrays_;                    // arrays with room again
+  std::map<JobId, std::string> doomed_;               // held jobs whose dependency failed
+  bool settling_ = false;
   bool schedule_wanted_ = false;
 
   CoreOutput out_;

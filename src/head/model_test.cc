@@ -92,6 +92,11 @@ class Model {
     s.max_restarts = Pick(3);
     s.queue = Chance(50) ? "default" : (Chance(50) ? "a" : "b");
     if (Chance(30)) s.time_limit_ms = (10 + Pick(100)) * kSecond;
+    if (Chance(15)) s.array = Chance(50) ? "0-3%2" : "0-5:2";
+    if (JobId dep = AnyJob(); dep != 0 && Chance(15)) {
+      const char* kTypes[] = {"afterok", "afterany", "afternotok"};
+      s.dependencies = *ParseDependencies(std::string(kTypes[Pick(3)]) + ":" + std::to_string(dep));
+    }
     (void)h_.core().Submit(Caller::User(Chance(50) ? "ana" : "bob"), s, "", h_.now);
   }
   JobId AnyJob() {
@@ -141,6 +146,14 @@ class Model {
     }
   }
   void CheckNoSharedGpu() {
+    std::map<JobId, int32_t> live;  // active elements per array
+    for (const auto& [id, job] : h_.core().state().jobs) {
+      if (job.IsArrayElement() &&
+          (job.state == JobState::kScheduled || job.state == JobState::kRunning)) {
+        ASSERT_TRUE(job.array_max_running == 0 || ++live[job.array_id] <= job.array_max_running)
+            << "array " << job.array_id << " runs more than its limit";
+      }
+    }
     std::set<std::pair<std::string, int32_t>> held;
     for (const auto& [id, job] : h_.core().state().jobs) {
       if (job.state != JobState::kScheduled && job.state != JobState::kRunning) continue;
