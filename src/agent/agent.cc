@@ -1,6 +1,7 @@
 #include "agent/agent.h"
 
 #include <sched.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -8,8 +9,6 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
-
-#include <spdlog/spdlog.h>
 
 namespace corral::agent {
 
@@ -52,7 +51,8 @@ Status Agent::Init() {
     return Internal("cannot create --state-dir " + config_.state_dir + ": " + ec.message());
   }
   Result<std::vector<Gpu>> gpus = probe_->Probe();
-  if (!gpus.ok()) return Status(gpus.status().code(), "GPU discovery failed: " + gpus.status().message());
+  if (!gpus.ok())
+    return Status(gpus.status().code(), "GPU discovery failed: " + gpus.status().message());
   gpus_ = std::move(gpus.value());
   cpu_milli_ = config_.cpu_milli > 0 ? config_.cpu_milli : MachineCpuMilli();
   memory_mb_ = config_.memory_mb > 0 ? config_.memory_mb : MachineMemoryMb();
@@ -111,7 +111,7 @@ Status Agent::DoRegister() {
     agent_epoch_ = resp->agent_epoch;
     registered_ = true;
     applied_epoch_ = resp->head_epoch;
-    applied_version_ = 0;      // the first sync must not be held: get the desired state
+    applied_version_ = 0;  // the first sync must not be held: get the desired state
     unreported_exit_ = true;
     last_contact_ = std::chrono::steady_clock::now();
     fenced_ = false;
@@ -141,8 +141,9 @@ Status Agent::SyncOnce(int64_t wait_ms) {
   {
     std::lock_guard lock(mu_);
     if (resp->head_epoch < max_head_epoch_) {
-      return FailedPrecondition("refusing orders of head epoch " + std::to_string(resp->head_epoch) +
-                                ": epoch " + std::to_string(max_head_epoch_) + " already seen");
+      return FailedPrecondition("refusing orders of head epoch " +
+                                std::to_string(resp->head_epoch) + ": epoch " +
+                                std::to_string(max_head_epoch_) + " already seen");
     }
     if (resp->head_epoch > max_head_epoch_) save = max_head_epoch_ = resp->head_epoch;
     last_contact_ = std::chrono::steady_clock::now();
@@ -178,7 +179,9 @@ void Agent::SyncLoop() {
       std::lock_guard lock(mu_);
       if (stopping_) return;
       registered = registered_;
-      wait_ms = unreported_exit_ ? 0 : config_.sync_wait_ms;
+      // A held sync must come back well inside the lease, or a quiet head looks like a dead one.
+      wait_ms =
+          unreported_exit_ ? 0 : std::min<int64_t>(config_.sync_wait_ms, config_.lease_ms / 3);
       unreported_exit_ = false;
       in_long_poll_ = registered && wait_ms > 0;
     }
@@ -274,7 +277,8 @@ void Agent::Stop() {
 }
 
 Result<std::string> Agent::ReadRunLog(const std::string& run_id, int32_t replica,
-                                      const std::string& stream, int64_t offset, int64_t max_bytes) {
+                                      const std::string& stream, int64_t offset,
+                                      int64_t max_bytes) {
   return supervisor_->ReadRunLog(run_id, replica, stream, offset, max_bytes);
 }
 

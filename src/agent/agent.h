@@ -45,10 +45,10 @@ struct AgentConfig {
   std::string state_dir;  // created if missing; holds runs/ and head_epoch
   std::string address;    // how the head and other nodes reach this one (MASTER_ADDR)
   std::map<std::string, std::string> labels;  // gpu_model is added when all GPUs agree
-  int32_t cpu_milli = 0;  // 0: the CPUs this process may run on
-  int64_t memory_mb = 0;  // 0: MemTotal of /proc/meminfo
-  int64_t sync_wait_ms = 20000;  // long-poll hold asked of the head
-  int64_t lease_ms = 60000;      // stop every run after this long without reaching the head
+  int32_t cpu_milli = 0;                      // 0: the CPUs this process may run on
+  int64_t memory_mb = 0;                      // 0: MemTotal of /proc/meminfo
+  int64_t sync_wait_ms = 20000;               // long-poll hold asked of the head
+  int64_t lease_ms = 60000;  // stop every run after this long without reaching the head
   int64_t poll_interval_ms = 100;
   int64_t retry_min_ms = 200;  // backoff between failed calls, doubling up to retry_max_ms
   int64_t retry_max_ms = 5000;

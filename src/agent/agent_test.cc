@@ -42,7 +42,9 @@ struct FakeHead : HeadChannel {
     if (!reachable || cancelled) return Unavailable("head down");
     return SyncResponse{head_epoch, version, desired, false};
   }
-  void Cancel() override { Set([&] { cancelled = true; }); }
+  void Cancel() override {
+    Set([&] { cancelled = true; });
+  }
   template <typename F>
   void Set(F f) {
     std::lock_guard lock(mu);
@@ -92,7 +94,10 @@ bool Reports(const SyncRequest& s, const std::string& run_id, bool running, int3
 TEST(AgentTest, RegistersRunsOrdersAndReportsAnExitAtOnce) {
   TempDir state, dir;
   AgentUnderTest t(state.path());
-  ASSERT_TRUE(WaitFor([&] { std::lock_guard l(t.head->mu); return !t.head->registers.empty(); }));
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard l(t.head->mu);
+    return !t.head->registers.empty();
+  }));
   {
     std::lock_guard l(t.head->mu);
     const RegisterRequest& r = t.head->registers[0];
@@ -106,10 +111,12 @@ TEST(AgentTest, RegistersRunsOrdersAndReportsAnExitAtOnce) {
   t.head->Set([&] {
     t.head->desired = {ShellOrder("1.0", "while [ ! -f " + go + " ]; do sleep 0.01; done; exit 4")};
   });
-  ASSERT_TRUE(WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", true); }); }));
+  ASSERT_TRUE(
+      WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", true); }); }));
   Touch(go);  // the agent is now inside a 10 s long poll
   auto t0 = std::chrono::steady_clock::now();
-  ASSERT_TRUE(WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", false, 4); }); }));
+  ASSERT_TRUE(
+      WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", false, 4); }); }));
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
   EXPECT_EQ(ReadFileOr(state.path() + "/head_epoch"), "5\n");
 }
@@ -124,8 +131,14 @@ TEST(AgentTest, RefusesOrdersFromAnOlderHeadEpochAndReregistersWhenAsked) {
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(ReadFileOr(dir.path() + "/started", "absent"), "absent");
-  t.head->Set([&] { t.head->head_epoch = 6; t.head->reregister = true; });
-  ASSERT_TRUE(WaitFor([&] { std::lock_guard l(t.head->mu); return t.head->registers.size() == 2; }));
+  t.head->Set([&] {
+    t.head->head_epoch = 6;
+    t.head->reregister = true;
+  });
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard l(t.head->mu);
+    return t.head->registers.size() == 2;
+  }));
   ASSERT_TRUE(WaitFor([&] { return ReadFileOr(dir.path() + "/started", "absent") != "absent"; }));
 }
 
@@ -136,15 +149,20 @@ TEST(AgentTest, RetriesRegistrationThenFencesItsRunsWhenTheHeadIsGone) {
   AgentUnderTest t(state.path(), config);
   t.head->Set([&] { t.head->reachable = false; });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  t.head->Set([&] { t.head->reachable = true; t.head->desired = {ShellOrder("1.0", "sleep 60")}; });
-  ASSERT_TRUE(WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", true); }); }));
+  t.head->Set([&] {
+    t.head->reachable = true;
+    t.head->desired = {ShellOrder("1.0", "sleep 60")};
+  });
+  ASSERT_TRUE(
+      WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", true); }); }));
   auto t0 = std::chrono::steady_clock::now();
   t.head->Set([&] { t.head->reachable = false; });
   // Fenced after the lease: the run gets SIGTERM; its exit is reported when the head is back.
   ASSERT_TRUE(WaitFor([&] { return !ReadFileOr(state.path() + "/runs/1.0.0/exit").empty(); }));
   EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(350));
   t.head->Set([&] { t.head->reachable = true; });
-  ASSERT_TRUE(WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", false, -SIGTERM); }); }));
+  ASSERT_TRUE(WaitFor(
+      [&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", false, -SIGTERM); }); }));
 }
 
 TEST(AgentTest, ARestartedAgentReportsTheRunsOfThePreviousOne) {
@@ -155,13 +173,16 @@ TEST(AgentTest, ARestartedAgentReportsTheRunsOfThePreviousOne) {
   {
     AgentUnderTest t(state.path());
     t.head->Set([&] { t.head->desired = {o}; });
-    ASSERT_TRUE(WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", true); }); }));
+    ASSERT_TRUE(
+        WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", true); }); }));
   }
   AgentUnderTest t(state.path());
   t.head->Set([&] { t.head->desired = {o}; });
-  ASSERT_TRUE(WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", true); }); }));
+  ASSERT_TRUE(
+      WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", true); }); }));
   Touch(go);
-  ASSERT_TRUE(WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", false, 7); }); }));
+  ASSERT_TRUE(
+      WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", false, 7); }); }));
   EXPECT_EQ(ReadFileOr(dir.path() + "/starts"), "started\n");
   EXPECT_EQ(*t.agent->ReadRunLog("1.0", 0, "stdout", 0, 100), "");
 }

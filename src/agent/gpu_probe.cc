@@ -40,7 +40,7 @@ struct Nvml {
   nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned) = nullptr;
   nvmlReturn_t (*uuid)(nvmlDevice_t, char*, unsigned) = nullptr;
   nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
-  nvmlReturn_t (*numa)(nvmlDevice_t, unsigned*) = nullptr;       // optional (newer drivers)
+  nvmlReturn_t (*numa)(nvmlDevice_t, unsigned*) = nullptr;      // optional (newer drivers)
   nvmlReturn_t (*pci)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;  // optional
 
   std::string Error(const char* call, nvmlReturn_t rc) const {
@@ -104,20 +104,29 @@ Result<std::vector<Gpu>> NvmlGpuProbe::Probe() {
     errors += std::string(errors.empty() ? "" : "; ") + (e != nullptr ? e : c);
   }
   if (raw == nullptr) {
-    return NotFound("cannot load NVML (is the NVIDIA driver installed? use --simulate-gpus "
-                    "on a machine without GPUs): " + errors);
+    return NotFound(
+        "cannot load NVML (is the NVIDIA driver installed? use --simulate-gpus "
+        "on a machine without GPUs): " +
+        errors);
   }
   DlHandle lib(raw);
 
   Nvml n;
   const char* missing = nullptr;
-  if (!Resolve(lib.get(), "nvmlInit_v2", &n.init)) missing = "nvmlInit_v2";
-  else if (!Resolve(lib.get(), "nvmlShutdown", &n.shutdown)) missing = "nvmlShutdown";
-  else if (!Resolve(lib.get(), "nvmlDeviceGetCount_v2", &n.count)) missing = "nvmlDeviceGetCount_v2";
-  else if (!Resolve(lib.get(), "nvmlDeviceGetHandleByIndex_v2", &n.handle)) missing = "nvmlDeviceGetHandleByIndex_v2";
-  else if (!Resolve(lib.get(), "nvmlDeviceGetName", &n.name)) missing = "nvmlDeviceGetName";
-  else if (!Resolve(lib.get(), "nvmlDeviceGetUUID", &n.uuid)) missing = "nvmlDeviceGetUUID";
-  else if (!Resolve(lib.get(), "nvmlDeviceGetMemoryInfo", &n.memory)) missing = "nvmlDeviceGetMemoryInfo";
+  if (!Resolve(lib.get(), "nvmlInit_v2", &n.init))
+    missing = "nvmlInit_v2";
+  else if (!Resolve(lib.get(), "nvmlShutdown", &n.shutdown))
+    missing = "nvmlShutdown";
+  else if (!Resolve(lib.get(), "nvmlDeviceGetCount_v2", &n.count))
+    missing = "nvmlDeviceGetCount_v2";
+  else if (!Resolve(lib.get(), "nvmlDeviceGetHandleByIndex_v2", &n.handle))
+    missing = "nvmlDeviceGetHandleByIndex_v2";
+  else if (!Resolve(lib.get(), "nvmlDeviceGetName", &n.name))
+    missing = "nvmlDeviceGetName";
+  else if (!Resolve(lib.get(), "nvmlDeviceGetUUID", &n.uuid))
+    missing = "nvmlDeviceGetUUID";
+  else if (!Resolve(lib.get(), "nvmlDeviceGetMemoryInfo", &n.memory))
+    missing = "nvmlDeviceGetMemoryInfo";
   if (missing != nullptr) {
     return Internal(std::string("NVML library ") + (library_.empty() ? "libnvidia-ml" : library_) +
                     " lacks " + missing + " (driver too old?)");
@@ -126,7 +135,8 @@ Result<std::vector<Gpu>> NvmlGpuProbe::Probe() {
   (void)Resolve(lib.get(), "nvmlDeviceGetNumaNodeId", &n.numa);
   (void)Resolve(lib.get(), "nvmlDeviceGetPciInfo_v3", &n.pci);
 
-  if (nvmlReturn_t rc = n.init(); rc != kNvmlSuccess) return Unavailable(n.Error("nvmlInit_v2", rc));
+  if (nvmlReturn_t rc = n.init(); rc != kNvmlSuccess)
+    return Unavailable(n.Error("nvmlInit_v2", rc));
   std::vector<Gpu> gpus;
   Status status;
   unsigned count = 0;
@@ -154,7 +164,8 @@ Result<std::vector<Gpu>> NvmlGpuProbe::Probe() {
     g.memory_mb = static_cast<int64_t>(mem.total / (1024ULL * 1024ULL));
     int32_t numa = -1;
     unsigned numa_id = 0;
-    if (n.numa != nullptr && n.numa(dev, &numa_id) == kNvmlSuccess) numa = static_cast<int32_t>(numa_id);
+    if (n.numa != nullptr && n.numa(dev, &numa_id) == kNvmlSuccess)
+      numa = static_cast<int32_t>(numa_id);
     nvmlPciInfo_t pci{};
     if (numa < 0 && n.pci != nullptr && n.pci(dev, &pci) == kNvmlSuccess) {
       pci.bus_id[sizeof(pci.bus_id) - 1] = '\0';
@@ -210,7 +221,8 @@ Result<SimulatedGpus> ParseSimulateGpus(std::string_view text) {
   if (count.empty()) return bad("the GPU count is missing");
   int32_t n = -1;
   auto [ptr, ec] = std::from_chars(count.data(), count.data() + count.size(), n);
-  if (ec != std::errc() || ptr != count.data() + count.size()) return bad("the GPU count is not a number");
+  if (ec != std::errc() || ptr != count.data() + count.size())
+    return bad("the GPU count is not a number");
   if (n < 0 || n > 1024) return bad("the GPU count is out of range");
   out.count = n;
   return out;
@@ -221,9 +233,9 @@ int64_t SimulatedGpuMemoryMb(std::string_view model) {
     std::string_view model;
     int64_t mb;
   };
-  static constexpr Known kKnown[] = {{"H200", 143771}, {"H100", 81559}, {"A100", 81920},
+  static constexpr Known kKnown[] = {{"H200", 143771},     {"H100", 81559}, {"A100", 81920},
                                      {"A100-40GB", 40960}, {"L40S", 46068}, {"L4", 23034},
-                                     {"A10", 23028}, {"V100", 16384}, {"T4", 15360}};
+                                     {"A10", 23028},       {"V100", 16384}, {"T4", 15360}};
   for (const Known& k : kKnown) {
     if (k.model == model) return k.mb;
   }

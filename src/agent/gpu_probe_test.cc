@@ -33,7 +33,8 @@ TEST(NvmlGpuProbeTest, InitFailureIsAnErrorNamingTheCall) {
   Result<std::vector<Gpu>> gpus = NvmlGpuProbe(FAKE_NVML_PATH).Probe();
   unsetenv("FAKE_NVML_INIT_ERROR");
   ASSERT_FALSE(gpus.ok());
-  EXPECT_NE(gpus.status().message().find("nvmlInit_v2"), std::string::npos) << gpus.status().message();
+  EXPECT_NE(gpus.status().message().find("nvmlInit_v2"), std::string::npos)
+      << gpus.status().message();
   EXPECT_NE(gpus.status().message().find("Driver Not Loaded"), std::string::npos);
 }
 

@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <cstdlib>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -28,9 +28,7 @@ using internal::WriteAll;
 
 // ---- Files ---------------------------------------------------------------------------------
 
-std::string ErrnoText(const std::string& what, int err) {
-  return what + ": " + std::strerror(err);
-}
+std::string ErrnoText(const std::string& what, int err) { return what + ": " + std::strerror(err); }
 
 bool ReadFile(const std::string& path, std::string* out) {
   std::ifstream in(path, std::ios::binary);
@@ -42,7 +40,7 @@ bool ReadFile(const std::string& path, std::string* out) {
 }
 
 bool Exists(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return stat(path.c_str(), &st) == 0;
 }
 
@@ -182,7 +180,7 @@ std::string ResolveExecutable(const std::string& name, const std::string& path_e
   std::istringstream in(path_env);
   for (std::string dir; std::getline(in, dir, ':');) {
     std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    struct stat st{};
+    struct stat st {};
     if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
         access(candidate.c_str(), X_OK) == 0) {
       return candidate;
@@ -205,7 +203,8 @@ bool ValidStream(const std::string& s) { return s == "stdout" || s == "stderr"; 
 Status ValidateRunId(const std::string& run_id) {
   bool ok = !run_id.empty() && run_id.size() <= 200 && run_id != "." && run_id != "..";
   for (char c : run_id) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') ok = false;
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_')
+      ok = false;
   }
   if (!ok) {
     return InvalidArgument("run_id \"" + run_id +
@@ -242,7 +241,8 @@ std::string PosixLauncher::RunDir(const RunKey& key) const {
 
 Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
   CORRAL_RETURN_IF_ERROR(ValidateRunId(order.run_id));
-  if (order.replica < 0) return InvalidArgument("replica " + std::to_string(order.replica) + " < 0");
+  if (order.replica < 0)
+    return InvalidArgument("replica " + std::to_string(order.replica) + " < 0");
   CORRAL_RETURN_IF_ERROR(MakeDirs(runs_dir_));
   LaunchedRun run;
   run.order = order;
@@ -270,7 +270,8 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
     (void)WriteFileAtomic(dir + "/exit", EncodeExit(kExitCannotExec, NowMs()));
     return st;
   };
-  if (order.command.empty()) return fail(InvalidArgument("run " + order.run_id + " has an empty command"));
+  if (order.command.empty())
+    return fail(InvalidArgument("run " + order.run_id + " has an empty command"));
 
   // Prepare everything the children use: after fork they may not allocate.
   std::vector<std::string> env = JobEnvironment(order, node_name_);
@@ -287,9 +288,16 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
   std::vector<char*> argv = CStrings(order.command);
   std::vector<char*> envp = CStrings(env);
   long open_max = sysconf(_SC_OPEN_MAX);
-  ChildPlan plan{exe.c_str(),       argv.data(),      envp.data(),      workdir.c_str(),
-                 pids_path.c_str(), pids_tmp.c_str(), exit_path.c_str(), exit_tmp.c_str(),
-                 exec_error.c_str(), chdir_error.c_str(),
+  ChildPlan plan{exe.c_str(),
+                 argv.data(),
+                 envp.data(),
+                 workdir.c_str(),
+                 pids_path.c_str(),
+                 pids_tmp.c_str(),
+                 exit_path.c_str(),
+                 exit_tmp.c_str(),
+                 exec_error.c_str(),
+                 chdir_error.c_str(),
                  static_cast<int>(open_max > 0 && open_max < 65536 ? open_max : 65536)};
 
   const int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
@@ -326,7 +334,9 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
   std::string reply;
   TimeMs deadline = NowMs() + 10 * kSecond;
   for (;;) {
-    struct pollfd pfd{read_end, POLLIN, 0};
+    struct pollfd pfd {
+      read_end, POLLIN, 0
+    };
     int left = static_cast<int>(std::max<TimeMs>(0, deadline - NowMs()));
     int rc = poll(&pfd, 1, left);
     if (rc < 0 && errno == EINTR) continue;
@@ -408,7 +418,8 @@ Result<std::string> PosixLauncher::ReadLog(const RunKey& key, const std::string&
     return InvalidArgument("stream \"" + stream + "\" is not valid: expected stdout or stderr");
   }
   if (offset < 0) return InvalidArgument("offset " + std::to_string(offset) + " must be >= 0");
-  if (max_bytes <= 0) return InvalidArgument("max_bytes " + std::to_string(max_bytes) + " must be > 0");
+  if (max_bytes <= 0)
+    return InvalidArgument("max_bytes " + std::to_string(max_bytes) + " must be > 0");
   max_bytes = std::min<int64_t>(max_bytes, 16 << 20);
   const std::string path = RunDir(key) + "/" + stream;
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -31,7 +31,7 @@
 
 namespace corral::agent {
 
-constexpr int32_t kExitLost = -9;       // reported as if SIGKILLed
+constexpr int32_t kExitLost = -9;         // reported as if SIGKILLed
 constexpr int32_t kExitCannotExec = 127;  // command not found, workdir missing, fork failed
 
 struct RunKey {

@@ -48,7 +48,8 @@ TEST(LauncherTest, EnvironmentWorkdirAndLogs) {
 TEST(LauncherTest, OrderEnvWinsAndNoGpusHidesAll) {
   TempDir state;
   PosixLauncher launcher(state.path(), "node-1");
-  RunOrder o = ShellOrder("8.1", "echo \"[$CORRAL_NODE][$CUDA_VISIBLE_DEVICES][${CUDA_VISIBLE_DEVICES+set}]\"");
+  RunOrder o = ShellOrder(
+      "8.1", "echo \"[$CORRAL_NODE][$CUDA_VISIBLE_DEVICES][${CUDA_VISIBLE_DEVICES+set}]\"");
   o.env = {{"CORRAL_NODE", "from-head"}, {"CUDA_VISIBLE_DEVICES", "0,1,2"}};
   EXPECT_EQ(RunToEnd(launcher, o).exit_code, 0);
   EXPECT_EQ(ReadFileOr(state.path() + "/runs/8.1.0/stdout"), "[from-head][][set]\n");
@@ -70,8 +71,9 @@ TEST(LauncherTest, MissingCommandAndWorkdirExit127WithAMessage) {
   RunOrder o = ShellOrder("1.0", "");
   o.command = {"no-such-command-corral"};
   EXPECT_EQ(RunToEnd(launcher, o).exit_code, kExitCannotExec);
-  EXPECT_NE(ReadFileOr(state.path() + "/runs/1.0.0/stderr").find("cannot execute no-such-command-corral"),
-            std::string::npos);
+  EXPECT_NE(
+      ReadFileOr(state.path() + "/runs/1.0.0/stderr").find("cannot execute no-such-command-corral"),
+      std::string::npos);
   o = ShellOrder("2.0", "true");
   o.workdir = "/nonexistent/dir";
   EXPECT_EQ(RunToEnd(launcher, o).exit_code, kExitCannotExec);
@@ -121,7 +123,8 @@ TEST(LauncherTest, ReadRunLogWithOffsets) {
   EXPECT_EQ(*read("stderr", 0, 100), "oops");
   EXPECT_EQ(read("stdin", 0, 100).status().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(read("stdout", -1, 100).status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(ReadRunLog(state.path(), "4.0", 0, "stdout", 0, 10).status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(ReadRunLog(state.path(), "4.0", 0, "stdout", 0, 10).status().code(),
+            ErrorCode::kNotFound);
   EXPECT_EQ(ReadRunLog(state.path(), "../x", 0, "stdout", 0, 10).status().code(),
             ErrorCode::kInvalidArgument);
 }

@@ -61,7 +61,7 @@ void WriteFileAtomicRaw(const char* tmp, const char* path, const char* data, siz
 }
 
 void WriteExitRaw(const ChildPlan& p, int64_t code) {
-  struct timespec ts{};
+  struct timespec ts {};
   clock_gettime(CLOCK_REALTIME, &ts);
   char buf[64];
   size_t pos = 0;
@@ -78,7 +78,7 @@ void CloseFrom(int first, int max_fd) {
 }
 
 void ResetSignals() {
-  struct sigaction dfl{};
+  struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
   for (int s = 1; s < NSIG; ++s) (void)sigaction(s, &dfl, nullptr);
@@ -154,7 +154,8 @@ void WriteErrnoLine(int fd, const char* prefix, int err) {
     (void)waitpid(info.si_pid, nullptr, 0);
   }
   (void)kill(-job, SIGKILL);
-  int64_t code = info.si_code == CLD_EXITED ? info.si_status : -static_cast<int64_t>(info.si_status);
+  int64_t code =
+      info.si_code == CLD_EXITED ? info.si_status : -static_cast<int64_t>(info.si_status);
   WriteExitRaw(p, code);
   // Reap the job, the group members just killed, and any orphan still alive.
   while (waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {

@@ -1,8 +1,8 @@
 #include "agent/supervisor.h"
 
-#include <csignal>
-
 #include <spdlog/spdlog.h>
+
+#include <csignal>
 
 namespace corral::agent {
 
@@ -86,8 +86,10 @@ std::vector<RunReport> Supervisor::Report() {
   std::vector<RunReport> out;
   for (auto& [key, e] : runs_) {
     if (!e.status.running) e.exit_reported = true;
-    out.push_back({key.run_id, key.replica, e.status.running, e.status.exit_code,
-                   e.run.started_at, e.status.ended_at});
+    RunReport r{key.run_id,         key.replica,      e.status.running,
+                e.status.exit_code, e.run.started_at, e.status.ended_at};
+    r.fenced = e.fenced;
+    out.push_back(std::move(r));
   }
   return out;
 }
@@ -118,6 +120,7 @@ int Supervisor::StopAll() {
   int n = 0;
   for (auto& [key, e] : runs_) {
     if (e.status.running && !e.stopping) {
+      e.fenced = true;  // the head learns it was stopped for this, not by the job's own doing
       BeginStop(e, SIGTERM, e.run.order.grace_ms, now);
       ++n;
     }

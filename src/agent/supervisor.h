@@ -61,6 +61,7 @@ class Supervisor {
     LaunchedRun run;
     RunStatus status;
     bool exit_reported = false;  // an exited status went out in a Report()
+    bool fenced = false;         // stopped by StopAll (self-fencing)
     bool stopping = false;
     TimeMs kill_at = 0;  // SIGKILL the group at this time if still running
     bool killed = false;
@@ -71,8 +72,8 @@ class Supervisor {
 
   std::mutex mu_;
   std::unique_ptr<Launcher> launcher_ GUARDED_BY(mu_);
-  std::map<RunKey, Entry> runs_ GUARDED_BY(mu_);  // alive, or exited and not yet released
-  std::set<RunKey> released_ GUARDED_BY(mu_);     // started once, acknowledged, forgotten
+  std::map<RunKey, Entry> runs_ GUARDED_BY(mu_);    // alive, or exited and not yet released
+  std::set<RunKey> released_ GUARDED_BY(mu_);       // started once, acknowledged, forgotten
   bool exited_since_poll_ GUARDED_BY(mu_) = false;  // a run failed to launch: Poll says so
 };
 

@@ -78,7 +78,8 @@ TEST(SupervisorTest, AnExitNotYetReportedIsKeptWhenTheHeadDropsTheRun) {
 TEST(SupervisorTest, ReadoptsRunsAfterARestartAndNeverStartsThemTwice) {
   TempDir state, dir;
   RunOrder running = WaitingJob(dir, "1.0");
-  RunOrder exits_while_down = ShellOrder("2.0", "while [ ! -f " + dir.path() + "/go2 ]; do sleep 0.02; done; kill -TERM $$");
+  RunOrder exits_while_down = ShellOrder(
+      "2.0", "while [ ! -f " + dir.path() + "/go2 ]; do sleep 0.02; done; kill -TERM $$");
   RunReport first;
   {
     auto sup = MakeSupervisor(state);
@@ -117,9 +118,12 @@ TEST(SupervisorTest, StopSignalsTheGroupThenKillsItAfterGraceIncludingGrandchild
   auto sup = MakeSupervisor(state);
   const std::string d = dir.path();
   // Records SIGTERM and ignores it; a background grandchild ignores SIGTERM too.
-  RunOrder o = ShellOrder("1.0", "trap 'echo term >> " + d + "/got' TERM; "
-                                 "sh -c 'trap \"\" TERM; echo $$ > " + d + "/child.tmp; mv " + d + "/child.tmp " + d + "/child; exec sleep 60' & "
-                                 "while true; do sleep 0.02; done");
+  RunOrder o = ShellOrder("1.0", "trap 'echo term >> " + d +
+                                     "/got' TERM; "
+                                     "sh -c 'trap \"\" TERM; echo $$ > " +
+                                     d + "/child.tmp; mv " + d + "/child.tmp " + d +
+                                     "/child; exec sleep 60' & "
+                                     "while true; do sleep 0.02; done");
   o.stop_signal = SIGTERM;
   o.grace_ms = 600;
   sup->Reconcile(Desired({o}));
@@ -168,8 +172,14 @@ TEST(SupervisorTest, StopAllFencesEveryRun) {
   auto sup = MakeSupervisor(state);
   sup->Reconcile(Desired({ShellOrder("1.0", "sleep 60"), ShellOrder("2.0", "sleep 60")}));
   EXPECT_EQ(sup->StopAll(), 2);
-  ASSERT_TRUE(WaitFor([&] { sup->Poll(); return sup->RunningCount() == 0; }));
-  for (const RunReport& r : sup->Report()) EXPECT_EQ(r.exit_code, -SIGTERM);
+  ASSERT_TRUE(WaitFor([&] {
+    sup->Poll();
+    return sup->RunningCount() == 0;
+  }));
+  for (const RunReport& r : sup->Report()) {
+    EXPECT_EQ(r.exit_code, -SIGTERM);
+    EXPECT_TRUE(r.fenced) << "the head must learn the agent stopped it, not the job";
+  }
 }
 
 TEST(SupervisorTest, ALaunchFailureIsReportedAsAnExit) {

@@ -36,6 +36,7 @@ struct RunReport {
   int32_t exit_code = 0;  // -N: killed by signal N
   TimeMs started_at = 0;
   TimeMs ended_at = 0;
+  bool fenced = false;  // the agent stopped it itself after losing the head (a loss, not a failure)
   bool operator==(const RunReport&) const = default;
 };
 

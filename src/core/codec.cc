@@ -216,8 +216,10 @@ Json ToJson(const RegisterResponse& r) {
 }
 
 Json ToJson(const RunReport& r) {
-  return Json{{"run_id", r.run_id},       {"replica", r.replica},       {"running", r.running},
-              {"exit_code", r.exit_code}, {"started_at", r.started_at}, {"ended_at", r.ended_at}};
+  Json j{{"run_id", r.run_id},       {"replica", r.replica},       {"running", r.running},
+         {"exit_code", r.exit_code}, {"started_at", r.started_at}, {"ended_at", r.ended_at}};
+  if (r.fenced) j["fenced"] = true;
+  return j;
 }
 
 Json ToJson(const SyncRequest& r) {
@@ -355,6 +357,7 @@ Result<SyncRequest> SyncRequestFromJson(const Json& j) {
       rr.exit_code = Get<int32_t>(x, "exit_code", 0);
       rr.started_at = Get<int64_t>(x, "started_at", 0);
       rr.ended_at = Get<int64_t>(x, "ended_at", 0);
+      rr.fenced = Get<bool>(x, "fenced", false);
       r.runs.push_back(rr);
     }
     return r;

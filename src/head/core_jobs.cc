@@ -224,6 +224,13 @@ void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const Ru
     Emit(Caller::Node(node), now,
          RunStarted{job.id, run.attempt, r.started_at ? r.started_at : now});
   }
+  if (!r.running && r.fenced && run.exit_codes[r.replica] == kNotExited && !run.stop_requested) {
+    // Its agent stopped it after losing the head: the run is lost, as if its node had been,
+    // and the job goes back to the queue without spending a restart.
+    FinishRun(job, RunState::kLost,
+              "node " + node + " stopped it after losing contact with the head (fenced)", now);
+    return;
+  }
   if (!r.running && run.exit_codes[r.replica] == kNotExited) {
     Emit(Caller::Node(node), now, ReplicaExited{job.id, run.attempt, r.replica, r.exit_code});
     const Run& after = *state_.jobs.at(job.id).CurrentRun();

@@ -266,6 +266,26 @@ TEST_P(Scenario, NodeLossRequeuesWithoutSpendingARestart) {
   EXPECT_EQ(Get(job.id).state, JobState::kScheduled);
 }
 
+TEST_P(Scenario, ARunItsAgentFencedIsLostAndRequeuedNotFailed) {
+  Register("n1", 1);
+  Register("n2", 1);
+  Job job = Submit(Spec(1));  // max_restarts 0: still requeued, a fence is not its failure
+  Schedule();
+  Job placed = Get(job.id);
+  std::string node = placed.CurrentRun()->placement[0].node;
+  ASSERT_TRUE(*Report(node, {Running(placed)}));
+  RunReport fenced = Exited(placed, 0, -15);
+  fenced.fenced = true;
+  ASSERT_TRUE(*Report(node, {fenced}));
+  Job after = Get(job.id);
+  EXPECT_EQ(after.state, JobState::kPending);
+  EXPECT_EQ(after.runs[0].state, RunState::kLost);
+  EXPECT_NE(after.runs[0].reason.find("fenced"), std::string::npos) << after.runs[0].reason;
+  Schedule();
+  EXPECT_EQ(Get(job.id).state, JobState::kScheduled);
+  EXPECT_EQ(Get(job.id).runs.size(), 2u);
+}
+
 TEST_P(Scenario, AgentRestartKeepsItsRunsAndRefusesTheOldIncarnation) {
   uint64_t first = Register("n1", 1);
   Job job = Submit(Spec(1));
