@@ -55,7 +55,9 @@ struct RunOrder {
   int32_t attempt = 0;
   int32_t replica = 0;
   std::vector<std::string> command;
-  std::map<std::string, std::string> env;  // the full job environment (DESIGN §8), set by the head
+  std::map<std::string, std::string> env;  // task 0's full environment (DESIGN §8), set by the head
+  // With several tasks per replica, one full environment per task (task_envs[0] == env).
+  std::vector<std::map<std::string, std::string>> task_envs;
   std::string workdir;
   std::vector<int32_t> gpus;
   bool stop = false;  // stop it: signal, grace, then SIGKILL

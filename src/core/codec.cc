@@ -20,6 +20,7 @@ JobSpec DecodeSpec(const Json& j) {
   s.workdir = Get<std::string>(j, "workdir", "");
   s.queue = Get<std::string>(j, "queue", "default");
   s.replicas = Get<int32_t>(j, "replicas", 1);
+  s.tasks_per_replica = Get<int32_t>(j, "tasks_per_replica", 1);
   s.per_replica.gpu_milli = Get<int32_t>(j, "gpu_milli", 0);
   s.per_replica.cpu_milli = Get<int32_t>(j, "cpu_milli", 1000);
   s.per_replica.memory_mb = Get<int64_t>(j, "memory_mb", 0);
@@ -126,6 +127,7 @@ Json ToJson(const JobSpec& s) {
               {"checkpoint_signal", s.checkpoint_signal},
               {"grace_ms", s.grace_ms},
               {"array", s.array},
+              {"tasks_per_replica", s.tasks_per_replica},
               {"dependency", FormatDependencies(s.dependencies)}};
 }
 
@@ -233,10 +235,12 @@ Json ToJson(const SyncRequest& r) {
 }
 
 Json ToJson(const RunOrder& r) {
-  return Json{{"run_id", r.run_id},           {"job_id", r.job_id},    {"attempt", r.attempt},
-              {"replica", r.replica},         {"command", r.command},  {"env", r.env},
-              {"workdir", r.workdir},         {"gpus", r.gpus},        {"stop", r.stop},
-              {"stop_signal", r.stop_signal}, {"grace_ms", r.grace_ms}};
+  Json j{{"run_id", r.run_id},           {"job_id", r.job_id},    {"attempt", r.attempt},
+         {"replica", r.replica},         {"command", r.command},  {"env", r.env},
+         {"workdir", r.workdir},         {"gpus", r.gpus},        {"stop", r.stop},
+         {"stop_signal", r.stop_signal}, {"grace_ms", r.grace_ms}};
+  if (!r.task_envs.empty()) j["task_envs"] = r.task_envs;
+  return j;
 }
 
 Json ToJson(const SyncResponse& r) {
@@ -378,6 +382,7 @@ Result<SyncResponse> SyncResponseFromJson(const Json& j) {
       o.replica = Get<int32_t>(x, "replica", 0);
       o.command = x.at("command").get<std::vector<std::string>>();
       o.env = Get<std::map<std::string, std::string>>(x, "env", {});
+      o.task_envs = Get<std::vector<std::map<std::string, std::string>>>(x, "task_envs", {});
       o.workdir = Get<std::string>(x, "workdir", "");
       o.gpus = Get<std::vector<int32_t>>(x, "gpus", {});
       o.stop = Get<bool>(x, "stop", false);

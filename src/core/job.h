@@ -39,6 +39,7 @@ struct JobSpec {
   std::string workdir;
   std::string queue = "default";
   int32_t replicas = 1;  // gang size: all or nothing
+  int32_t tasks_per_replica = 1;  // processes per replica; -1: one per GPU ("gpu")
   Resources per_replica{kGpuMilli * 0, 1000, 0};
   std::string gpu_model;                           // empty: any
   std::map<std::string, std::string> node_labels;  // all must match

@@ -203,7 +203,7 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
                              "'; known fields: name, command, env, workdir, queue, replicas, "
                              "gpus, cpus, memory, gpu_model, node_labels, time_limit, priority, "
                              "preemptible, max_restarts, checkpoint_signal, grace_period, "
-                             "array, dependency");
+                             "array, dependency, tasks_per_replica");
     }
   }
   JobSpec s;
@@ -332,6 +332,18 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
     auto v = ParseSignal("checkpoint_signal", ScalarText(*it));
     if (!v.ok()) return v.status();
     s.checkpoint_signal = *v;
+  }
+  if (auto it = j.find("tasks_per_replica"); it != j.end()) {
+    if (it->is_string() && it->get<std::string>() == "gpu") {
+      s.tasks_per_replica = -1;
+    } else {
+      auto v = IntField("tasks_per_replica", *it, 1, 1024);
+      if (!v.ok()) {
+        return FieldError("tasks_per_replica", *it,
+                          "an integer from 1 to 1024, or \"gpu\" (one per GPU)");
+      }
+      s.tasks_per_replica = static_cast<int32_t>(*v);
+    }
   }
   if (auto it = j.find("array"); it != j.end()) {
     if (!it->is_string() && !it->is_number_integer()) {

@@ -1,6 +1,7 @@
 // The head core's side of the agent protocol (DESIGN §7): registration, reports,
 // each node's desired runs, liveness, drain, and each run's environment (DESIGN §8).
 #include "core/spec.h"
+#include "core/task_env.h"
 #include "head/head_core.h"
 #include "head/tokens.h"
 
@@ -102,7 +103,12 @@ SyncResponse HeadCore::DesiredFor(const std::string& node) const {
       o.attempt = run.attempt;
       o.replica = replica;
       o.command = job.spec.command;
-      o.env = RunEnv(job, run, replica);
+      RunLayout layout = LayoutFor(job, run);
+      o.env = TaskEnv(layout, replica, 0);
+      for (int32_t t = 1; t < run.placement[replica].tasks; ++t) {
+        if (t == 1) o.task_envs.push_back(o.env);
+        o.task_envs.push_back(TaskEnv(layout, replica, t));
+      }
       o.workdir = job.spec.workdir;
       o.gpus = run.placement[replica].gpus;
       o.stop = run.stop_requested;
@@ -188,48 +194,15 @@ Result<Node> HeadCore::GetNode(const std::string& name) const {
   return it->second;
 }
 
-std::map<std::string, std::string> HeadCore::RunEnv(const Job& job, const Run& run,
-                                                    int32_t replica) const {
-  std::map<std::string, std::string> env = job.spec.env;
-  const std::string node = run.placement[replica].node;
-  int32_t n = static_cast<int32_t>(run.placement.size());
-  std::string nodes, gpus;
-  for (const ReplicaPlacement& p : run.placement) nodes += (nodes.empty() ? "" : ",") + p.node;
-  for (int32_t g : run.placement[replica].gpus)
-    gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
-  std::string master = "127.0.0.1";
-  if (auto it = state_.nodes.find(run.placement[0].node);
-      it != state_.nodes.end() && !it->second.address.empty()) {
-    master = it->second.address.substr(0, it->second.address.rfind(':'));
+RunLayout HeadCore::LayoutFor(const Job& job, const Run& run) const {
+  std::vector<std::string> hosts;
+  for (const ReplicaPlacement& p : run.placement) {
+    auto it = state_.nodes.find(p.node);
+    std::string addr = it == state_.nodes.end() ? "" : it->second.address;
+    hosts.push_back(addr.substr(0, addr.rfind(':')));
   }
-  std::string id = std::to_string(job.id);
-  env["CORRAL_JOB_ID"] = id;
-  env["CORRAL_RUN"] = ToString(RunId{job.id, run.attempt});
-  env["CORRAL_NODE"] = node;
-  env["CORRAL_REPLICA"] = std::to_string(replica);
-  env["CORRAL_NUM_REPLICAS"] = std::to_string(n);
-  env["CORRAL_NODES"] = nodes;
-  env["CORRAL_CHECKPOINT_DIR"] = config_.checkpoint_root + "/job-" + id;
-  env["CUDA_VISIBLE_DEVICES"] = gpus;
-  env["MASTER_ADDR"] = master;
-  env["MASTER_PORT"] = std::to_string(run.master_port);
-  env["WORLD_SIZE"] = std::to_string(n);
-  env["RANK"] = std::to_string(replica);
-  env["LOCAL_RANK"] = "0";
-  env["LOCAL_WORLD_SIZE"] = "1";
-  env["NODE_RANK"] = std::to_string(replica);
-  env["NNODES"] = std::to_string(n);
-  env["SLURM_JOB_ID"] = id;
-  env["SLURM_PROCID"] = std::to_string(replica);
-  env["SLURM_NTASKS"] = std::to_string(n);
-  env["SLURM_NODEID"] = std::to_string(replica);
-  env["SLURM_JOB_NUM_NODES"] = std::to_string(n);
-  env["SLURMD_NODENAME"] = node;
-  if (job.IsArrayElement()) {
-    env["CORRAL_ARRAY_JOB_ID"] = env["SLURM_ARRAY_JOB_ID"] = std::to_string(job.array_id);
-    env["CORRAL_ARRAY_INDEX"] = env["SLURM_ARRAY_TASK_ID"] = std::to_string(job.array_index);
-  }
-  return env;
+  return LayoutOf(job, run, std::move(hosts),
+                  config_.checkpoint_root + "/job-" + std::to_string(job.id));
 }
 
 }  // namespace corral::head

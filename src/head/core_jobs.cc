@@ -1,6 +1,7 @@
 // Jobs through their lifecycle (DESIGN §5) in the head's core: submit, schedule, stop,
 // finish, requeue. Every change goes through Emit.
 #include "core/spec.h"
+#include "core/task_env.h"
 #include "head/head_core.h"
 #include "sched/job_input.h"
 
@@ -202,6 +203,7 @@ void HeadCore::PlaceRun(const sched::PlaceDecision& d, TimeMs now) {
   }
   const Job& job = it->second;
   std::vector<ReplicaPlacement> placement = d.placement;
+  for (ReplicaPlacement& p : placement) p.tasks = TasksFor(job.spec, p);
   int32_t attempt = static_cast<int32_t>(job.runs.size()) + 1;
   int32_t port = placement.empty() ? 0 : PickMasterPort(placement[0].node);
   Emit(Caller::System(), now, RunPlaced{job.id, attempt, std::move(placement), port});

@@ -17,6 +17,7 @@
 
 #include "core/agent_protocol.h"
 #include "core/identity.h"
+#include "core/task_env.h"
 #include "head/cluster_state.h"
 #include "sched/scheduler.h"
 
@@ -163,7 +164,7 @@ class HeadCore {
                     TimeMs now);
   int32_t PickMasterPort(const std::string& node) const;
   sched::NodeInfo ToNodeInfo(const Node& node) const;
-  std::map<std::string, std::string> RunEnv(const Job& job, const Run& run, int32_t replica) const;
+  RunLayout LayoutFor(const Job& job, const Run& run) const;
   bool MayManageJob(const Caller& by, const Job& job) const;
   void Bump(const std::string& node);
   void WantSchedule() { schedule_wanted_ = true; }

@@ -1,0 +1,150 @@
+#include "core/task_env.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/hostlist.h"
+
+namespace corral {
+namespace {
+
+std::string Join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+// Slurm's SLURM_NTASKS_PER_NODE / SLURM_TASKS_PER_NODE form: "2(x3),1".
+std::string CountsForm(const std::vector<int32_t>& counts) {
+  std::string out;
+  for (size_t i = 0; i < counts.size();) {
+    size_t j = i;
+    while (j + 1 < counts.size() && counts[j + 1] == counts[i]) ++j;
+    if (!out.empty()) out += ",";
+    out += std::to_string(counts[i]);
+    if (j > i) out += "(x" + std::to_string(j - i + 1) + ")";
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int32_t TasksFor(const JobSpec& spec, const ReplicaPlacement& p) {
+  if (spec.tasks_per_replica < 0) return std::max<int32_t>(1, static_cast<int32_t>(p.gpus.size()));
+  return std::max<int32_t>(1, spec.tasks_per_replica);
+}
+
+RunLayout LayoutOf(const Job& job, const Run& run, std::vector<std::string> replica_hosts,
+                   const std::string& checkpoint_dir) {
+  RunLayout l;
+  l.job_id = job.id;
+  l.attempt = run.attempt;
+  l.job_name = job.spec.name;
+  l.owner = job.owner;
+  l.user_env = job.spec.env;
+  l.placement = run.placement;
+  l.replica_hosts = std::move(replica_hosts);
+  l.master_port = run.master_port;
+  l.task_per_gpu = job.spec.tasks_per_replica < 0;
+  l.checkpoint_dir = checkpoint_dir;
+  l.workdir = job.spec.workdir;
+  l.array_id = job.array_id;
+  l.array_index = job.array_index;
+  return l;
+}
+
+std::map<std::string, std::string> TaskEnv(const RunLayout& run, int32_t replica, int32_t task) {
+  std::map<std::string, std::string> env = run.user_env;
+  const int32_t replicas = static_cast<int32_t>(run.placement.size());
+  // Nodes in first-appearance order: two replicas on one node are one node to torch and Slurm.
+  std::vector<std::string> nodes;
+  std::vector<int32_t> tasks_on_node;
+  int32_t world = 0, rank = 0, node_rank = 0, local_rank = 0;
+  for (int32_t r = 0; r < replicas; ++r) {
+    const ReplicaPlacement& p = run.placement[r];
+    auto it = std::find(nodes.begin(), nodes.end(), p.node);
+    size_t n = it - nodes.begin();
+    if (it == nodes.end()) {
+      nodes.push_back(p.node);
+      tasks_on_node.push_back(0);
+    }
+    if (r == replica) {
+      rank = world + task;
+      node_rank = static_cast<int32_t>(n);
+      local_rank = tasks_on_node[n] + task;
+    }
+    tasks_on_node[n] += p.tasks;
+    world += p.tasks;
+  }
+  const ReplicaPlacement& mine = run.placement[replica];
+  std::vector<std::string> gpus;
+  if (run.task_per_gpu && task < static_cast<int32_t>(mine.gpus.size())) {
+    gpus.push_back(std::to_string(mine.gpus[task]));
+  } else {
+    for (int32_t g : mine.gpus) gpus.push_back(std::to_string(g));
+  }
+  auto host = [&](int32_t r) {
+    return r < static_cast<int32_t>(run.replica_hosts.size()) && !run.replica_hosts[r].empty()
+               ? run.replica_hosts[r]
+               : std::string("127.0.0.1");
+  };
+  std::string id = std::to_string(run.job_id);
+  int32_t local_world = tasks_on_node[node_rank];
+
+  env["CORRAL_JOB_ID"] = id;
+  env["CORRAL_RUN"] = id + "." + std::to_string(run.attempt);
+  env["CORRAL_NODE"] = mine.node;
+  env["CORRAL_REPLICA"] = std::to_string(replica);
+  env["CORRAL_NUM_REPLICAS"] = std::to_string(replicas);
+  env["CORRAL_TASK"] = std::to_string(task);
+  env["CORRAL_NODES"] = Join(nodes, ",");
+  env["CORRAL_CHECKPOINT_DIR"] = run.checkpoint_dir;
+  env["CUDA_VISIBLE_DEVICES"] = Join(gpus, ",");
+
+  env["MASTER_ADDR"] = host(0);
+  env["MASTER_PORT"] = std::to_string(run.master_port);
+  env["WORLD_SIZE"] = std::to_string(world);
+  env["RANK"] = std::to_string(rank);
+  env["LOCAL_RANK"] = std::to_string(local_rank);
+  env["LOCAL_WORLD_SIZE"] = std::to_string(local_world);
+  env["NODE_RANK"] = std::to_string(node_rank);
+  env["NNODES"] = std::to_string(nodes.size());
+
+  // TF_CONFIG: one worker per task; task i listens on MASTER_PORT + 1 + i of its node.
+  nlohmann::json workers = nlohmann::json::array();
+  int32_t i = 0;
+  for (int32_t r = 0; r < replicas; ++r) {
+    for (int32_t t = 0; t < run.placement[r].tasks; ++t, ++i) {
+      workers.push_back(host(r) + ":" + std::to_string(run.master_port + 1 + i));
+    }
+  }
+  env["TF_CONFIG"] = nlohmann::json{{"cluster", {{"worker", workers}}},
+                                    {"task", {{"type", "worker"}, {"index", rank}}}}
+                         .dump();
+
+  env["SLURM_JOB_ID"] = id;
+  env["SLURM_JOBID"] = id;
+  env["SLURM_JOB_NAME"] = run.job_name.empty() ? "corral-" + id : run.job_name;
+  env["SLURM_JOB_USER"] = run.owner;
+  env["SLURM_PROCID"] = std::to_string(rank);
+  env["SLURM_LOCALID"] = std::to_string(local_rank);
+  env["SLURM_NODEID"] = std::to_string(node_rank);
+  env["SLURM_NTASKS"] = std::to_string(world);
+  env["SLURM_NPROCS"] = std::to_string(world);
+  env["SLURM_NTASKS_PER_NODE"] = CountsForm(tasks_on_node);
+  env["SLURM_TASKS_PER_NODE"] = CountsForm(tasks_on_node);
+  env["SLURM_NNODES"] = std::to_string(nodes.size());
+  env["SLURM_JOB_NUM_NODES"] = std::to_string(nodes.size());
+  env["SLURM_JOB_NODELIST"] = CompressHostlist(nodes);
+  env["SLURM_NODELIST"] = env["SLURM_JOB_NODELIST"];
+  env["SLURM_GPUS_ON_NODE"] = std::to_string(mine.gpus.size());
+  env["SLURMD_NODENAME"] = mine.node;
+  if (!run.workdir.empty()) env["SLURM_SUBMIT_DIR"] = run.workdir;
+  if (run.array_id != 0) {
+    env["CORRAL_ARRAY_JOB_ID"] = env["SLURM_ARRAY_JOB_ID"] = std::to_string(run.array_id);
+    env["CORRAL_ARRAY_INDEX"] = env["SLURM_ARRAY_TASK_ID"] = std::to_string(run.array_index);
+  }
+  return env;
+}
+
+}  // namespace corral
