@@ -276,10 +276,10 @@ void Agent::Stop() {
   head_->Cancel();
 }
 
-Result<std::string> Agent::ReadRunLog(const std::string& run_id, int32_t replica,
+Result<std::string> Agent::ReadRunLog(const std::string& run_id, int32_t replica, int32_t task,
                                       const std::string& stream, int64_t offset,
                                       int64_t max_bytes) {
-  return supervisor_->ReadRunLog(run_id, replica, stream, offset, max_bytes);
+  return supervisor_->ReadRunLog(run_id, replica, task, stream, offset, max_bytes);
 }
 
 }  // namespace corral::agent

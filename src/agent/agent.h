@@ -73,7 +73,7 @@ class Agent {
   void Stop();
 
   // A replica's log (see ReadRunLog in launcher.h). Usable before, during and after Run().
-  Result<std::string> ReadRunLog(const std::string& run_id, int32_t replica,
+  Result<std::string> ReadRunLog(const std::string& run_id, int32_t replica, int32_t task,
                                  const std::string& stream, int64_t offset, int64_t max_bytes);
 
  private:

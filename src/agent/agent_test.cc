@@ -184,7 +184,7 @@ TEST(AgentTest, ARestartedAgentReportsTheRunsOfThePreviousOne) {
   ASSERT_TRUE(
       WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", false, 7); }); }));
   EXPECT_EQ(ReadFileOr(dir.path() + "/starts"), "started\n");
-  EXPECT_EQ(*t.agent->ReadRunLog("1.0", 0, "stdout", 0, 100), "");
+  EXPECT_EQ(*t.agent->ReadRunLog("1.0", 0, 0, "stdout", 0, 100), "");
 }
 
 TEST(AgentTest, AFailedGpuProbeStopsTheAgentWithAnError) {

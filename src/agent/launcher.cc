@@ -145,10 +145,26 @@ bool ParseExit(const std::string& path, RunStatus* out) {
   std::string text;
   if (!ReadFile(path, &text)) return false;
   std::istringstream in(text);
-  int32_t code = 0;
+  int32_t code = 0, failed_task = -1;
   TimeMs ended = 0;
   if (!(in >> code >> ended)) return false;
-  *out = {false, code, ended};
+  if (!(in >> failed_task)) failed_task = code == 0 ? -1 : 0;  // written by one-task monitors
+  *out = {false, code, ended, failed_task};
+  return true;
+}
+
+// "<monitor_pid> <task_pid>..." from the monitor's pipe or its pids file.
+bool ParsePids(const std::string& text, LaunchedRun* run) {
+  std::istringstream in(text);
+  int32_t monitor = 0;
+  std::vector<int32_t> pgids;
+  if (!(in >> monitor)) return false;
+  for (int32_t pid; in >> pid;) pgids.push_back(pid);
+  if (pgids.empty()) return false;
+  run->monitor_pid = monitor;
+  run->pgid = pgids[0];
+  run->pgids = std::move(pgids);
+  run->monitor_start = ProcStartTime(monitor);
   return true;
 }
 
@@ -157,7 +173,8 @@ Json EncodeRun(const LaunchedRun& r) {
               {"started_at", r.started_at},
               {"monitor_pid", r.monitor_pid},
               {"monitor_start", r.monitor_start},
-              {"pgid", r.pgid}};
+              {"pgid", r.pgid},
+              {"pgids", r.pgids}};
 }
 
 bool DecodeRun(const std::string& text, LaunchedRun* out) {
@@ -172,6 +189,8 @@ bool DecodeRun(const std::string& text, LaunchedRun* out) {
   out->monitor_pid = j.value("monitor_pid", int32_t{0});
   out->monitor_start = j.value("monitor_start", uint64_t{0});
   out->pgid = j.value("pgid", int32_t{0});
+  out->pgids = j.value("pgids", std::vector<int32_t>{});
+  if (out->pgids.empty() && out->pgid > 0) out->pgids = {out->pgid};
   return true;
 }
 
@@ -213,8 +232,19 @@ Status ValidateRunId(const std::string& run_id) {
   return Status::Ok();
 }
 
-std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string& node_name) {
-  std::map<std::string, std::string> env = order.env;
+int32_t TaskCount(const RunOrder& order) {
+  return std::max<int32_t>(1, static_cast<int32_t>(order.task_envs.size()));
+}
+
+std::string LogFileName(const std::string& stream, int32_t task) {
+  return task == 0 ? stream : stream + "." + std::to_string(task);
+}
+
+std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string& node_name,
+                                        int32_t task) {
+  std::map<std::string, std::string> env =
+      task > 0 && task < static_cast<int32_t>(order.task_envs.size()) ? order.task_envs[task]
+                                                                      : order.env;
   env.try_emplace("CORRAL_JOB_ID", std::to_string(order.job_id));
   env.try_emplace("CORRAL_RUN", order.run_id);
   env.try_emplace("CORRAL_NODE", node_name);
@@ -226,7 +256,18 @@ std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string
   env.try_emplace("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
   std::string gpus;
   for (int32_t g : order.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
-  env["CUDA_VISIBLE_DEVICES"] = gpus;  // "" hides every GPU from a job that asked for none
+  // "" hides every GPU from a job that asked for none; a task never sees a GPU not its run's.
+  auto chosen = env.find("CUDA_VISIBLE_DEVICES");
+  bool within = chosen != env.end() && !chosen->second.empty();
+  if (within) {
+    std::istringstream in(chosen->second);
+    for (std::string g; std::getline(in, g, ',');) {
+      bool mine = false;
+      for (int32_t o : order.gpus) mine = mine || g == std::to_string(o);
+      within = within && mine;
+    }
+  }
+  if (!within) env["CUDA_VISIBLE_DEVICES"] = gpus;
   std::vector<std::string> out;
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
   return out;
@@ -274,9 +315,22 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
     return fail(InvalidArgument("run " + order.run_id + " has an empty command"));
 
   // Prepare everything the children use: after fork they may not allocate.
-  std::vector<std::string> env = JobEnvironment(order, node_name_);
+  const int32_t tasks = TaskCount(order);
+  std::vector<std::vector<std::string>> envs;
+  std::vector<std::vector<char*>> envps;
+  std::vector<std::string> out_paths, err_paths;
+  for (int32_t t = 0; t < tasks; ++t) {
+    envs.push_back(JobEnvironment(order, node_name_, t));
+    out_paths.push_back(dir + "/" + LogFileName("stdout", t));
+    err_paths.push_back(dir + "/" + LogFileName("stderr", t));
+  }
+  std::vector<internal::TaskPlan> task_plans;
+  for (int32_t t = 0; t < tasks; ++t) {
+    envps.push_back(CStrings(envs[t]));
+    task_plans.push_back({envps[t].data(), out_paths[t].c_str(), err_paths[t].c_str()});
+  }
   std::string path_env;
-  for (const std::string& kv : env) {
+  for (const std::string& kv : envs[0]) {
     if (kv.rfind("PATH=", 0) == 0) path_env = kv.substr(5);
   }
   const std::string exe = ResolveExecutable(order.command[0], path_env);
@@ -286,29 +340,50 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
   const std::string exec_error = "corral: cannot execute " + order.command[0] + ": errno ";
   const std::string chdir_error = "corral: cannot change to workdir " + workdir + ": errno ";
   std::vector<char*> argv = CStrings(order.command);
-  std::vector<char*> envp = CStrings(env);
+  std::vector<int> task_pids(static_cast<size_t>(tasks), 0);
+  std::string report(24 * (static_cast<size_t>(tasks) + 2), '\0');
   long open_max = sysconf(_SC_OPEN_MAX);
-  ChildPlan plan{exe.c_str(),
-                 argv.data(),
-                 envp.data(),
-                 workdir.c_str(),
-                 pids_path.c_str(),
-                 pids_tmp.c_str(),
-                 exit_path.c_str(),
-                 exit_tmp.c_str(),
-                 exec_error.c_str(),
-                 chdir_error.c_str(),
-                 static_cast<int>(open_max > 0 && open_max < 65536 ? open_max : 65536)};
+  ChildPlan plan{};
+  plan.path = exe.c_str();
+  plan.argv = argv.data();
+  plan.tasks = task_plans.data();
+  plan.task_count = tasks;
+  plan.task_pids = task_pids.data();
+  plan.report = report.data();
+  plan.report_cap = report.size();
+  plan.stop_signal = order.stop_signal > 0 ? order.stop_signal : SIGTERM;
+  plan.grace_s = static_cast<int>((std::max<int64_t>(order.grace_ms, 0) + 999) / 1000);
+  plan.workdir = workdir.c_str();
+  plan.pids_path = pids_path.c_str();
+  plan.pids_tmp = pids_tmp.c_str();
+  plan.exit_path = exit_path.c_str();
+  plan.exit_tmp = exit_tmp.c_str();
+  plan.exec_error = exec_error.c_str();
+  plan.chdir_error = chdir_error.c_str();
+  plan.max_fd = static_cast<int>(open_max > 0 && open_max < 65536 ? open_max : 65536);
 
-  const int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
-  int out = open((dir + "/stdout").c_str(), flags, 0644);
-  int err = open((dir + "/stderr").c_str(), flags, 0644);
+  // Create every log file now, so that a failure to is reported here, not by a task.
+  bool ok = true;
+  int saved_errno = 0;
+  for (int32_t t = 0; t < tasks && ok; ++t) {
+    for (const std::string& path : {out_paths[t], err_paths[t]}) {
+      int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (fd < 0) {
+        ok = false;
+        saved_errno = errno;
+      } else {
+        close(fd);
+      }
+    }
+  }
   int null = open("/dev/null", O_RDWR | O_CLOEXEC);
   int pipe_fds[2] = {-1, -1};
-  bool ok = out >= 0 && err >= 0 && null >= 0 && pipe2(pipe_fds, O_CLOEXEC) == 0;
-  int saved_errno = errno;
+  if (ok && (null < 0 || pipe2(pipe_fds, O_CLOEXEC) != 0)) {
+    ok = false;
+    saved_errno = errno;
+  }
   auto close_all = [&] {
-    for (int fd : {out, err, null, pipe_fds[0], pipe_fds[1]}) {
+    for (int fd : {null, pipe_fds[0], pipe_fds[1]}) {
       if (fd >= 0) close(fd);
     }
   };
@@ -316,7 +391,7 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
     close_all();
     return fail(Internal(ErrnoText("cannot open the log files or pipe in " + dir, saved_errno)));
   }
-  const int child_fds[4] = {out, err, null, pipe_fds[1]};
+  const int child_fds[2] = {null, pipe_fds[1]};
   pid_t detacher = fork();
   if (detacher == 0) internal::DetachMain(plan, child_fds);
   saved_errno = errno;
@@ -330,7 +405,7 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
   while (waitpid(detacher, nullptr, 0) < 0 && errno == EINTR) {
   }
 
-  // The monitor reports "<monitor_pid> <job_pid>" and closes the pipe.
+  // The monitor reports "<monitor_pid> <task_pid>..." and closes the pipe.
   std::string reply;
   TimeMs deadline = NowMs() + 10 * kSecond;
   for (;;) {
@@ -341,16 +416,14 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
     int rc = poll(&pfd, 1, left);
     if (rc < 0 && errno == EINTR) continue;
     if (rc <= 0) break;
-    char buf[128];
+    char buf[256];
     ssize_t n = read(read_end, buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     reply.append(buf, static_cast<size_t>(n));
   }
   close(read_end);
-  std::istringstream in(reply);
-  if (in >> run.monitor_pid >> run.pgid) {
-    run.monitor_start = ProcStartTime(run.monitor_pid);
+  if (ParsePids(reply, &run)) {
     CORRAL_RETURN_IF_ERROR(WriteFileAtomic(dir + "/run.json", EncodeRun(run).dump()));
   }
   // Otherwise the monitor failed early (its `exit` says so) or is slow: Check() reads `pids`.
@@ -363,23 +436,24 @@ RunStatus PosixLauncher::Check(LaunchedRun& run) {
   if (ParseExit(dir + "/exit", &st)) return st;
   if (run.monitor_pid == 0) {
     std::string text;
-    if (ReadFile(dir + "/pids", &text)) {
-      std::istringstream in(text);
-      if (in >> run.monitor_pid >> run.pgid) run.monitor_start = ProcStartTime(run.monitor_pid);
-    }
+    if (ReadFile(dir + "/pids", &text)) (void)ParsePids(text, &run);
   }
   if (ProcessAlive(run.monitor_pid, run.monitor_start)) return st;
   if (ParseExit(dir + "/exit", &st)) return st;  // the monitor finished since the first look
-  // No monitor (killed, or the launch was interrupted): watch the process group directly.
-  if (GroupAlive(run.pgid)) return st;
-  st = {false, kExitLost, NowMs()};
+  // No monitor (killed, or the launch was interrupted): watch the process groups directly.
+  for (int32_t pgid : run.pgids) {
+    if (GroupAlive(pgid)) return st;
+  }
+  st = {false, kExitLost, NowMs(), -1};
   (void)WriteFileAtomic(dir + "/exit", EncodeExit(st.exit_code, st.ended_at));
   return st;
 }
 
 void PosixLauncher::Signal(const LaunchedRun& run, int signal) {
-  if (run.pgid <= 0 || Exists(RunDir(run.key()) + "/exit")) return;
-  (void)kill(-run.pgid, signal);
+  if (Exists(RunDir(run.key()) + "/exit")) return;
+  for (int32_t pgid : run.pgids) {
+    if (pgid > 0) (void)kill(-pgid, signal);
+  }
 }
 
 void PosixLauncher::Release(const RunKey& key) {
@@ -411,22 +485,25 @@ std::vector<RecoveredRun> PosixLauncher::Recover() {
   return out;
 }
 
-Result<std::string> PosixLauncher::ReadLog(const RunKey& key, const std::string& stream,
-                                           int64_t offset, int64_t max_bytes) {
+Result<std::string> PosixLauncher::ReadLog(const RunKey& key, int32_t task,
+                                           const std::string& stream, int64_t offset,
+                                           int64_t max_bytes) {
   CORRAL_RETURN_IF_ERROR(ValidateRunId(key.run_id));
   if (!ValidStream(stream)) {
     return InvalidArgument("stream \"" + stream + "\" is not valid: expected stdout or stderr");
   }
   if (offset < 0) return InvalidArgument("offset " + std::to_string(offset) + " must be >= 0");
+  if (task < 0) return InvalidArgument("task " + std::to_string(task) + " must be >= 0");
   if (max_bytes <= 0)
     return InvalidArgument("max_bytes " + std::to_string(max_bytes) + " must be > 0");
   max_bytes = std::min<int64_t>(max_bytes, 16 << 20);
-  const std::string path = RunDir(key) + "/" + stream;
+  const std::string path = RunDir(key) + "/" + LogFileName(stream, task);
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) {
       return NotFound("no " + stream + " log for run " + key.run_id + " replica " +
-                      std::to_string(key.replica) + " on this node");
+                      std::to_string(key.replica) + " task " + std::to_string(task) +
+                      " on this node");
     }
     return Internal(ErrnoText("open " + path, errno));
   }
@@ -444,9 +521,9 @@ Result<std::string> PosixLauncher::ReadLog(const RunKey& key, const std::string&
 }
 
 Result<std::string> ReadRunLog(const std::string& state_dir, const std::string& run_id,
-                               int32_t replica, const std::string& stream, int64_t offset,
-                               int64_t max_bytes) {
-  return PosixLauncher(state_dir, "").ReadLog({run_id, replica}, stream, offset, max_bytes);
+                               int32_t replica, int32_t task, const std::string& stream,
+                               int64_t offset, int64_t max_bytes) {
+  return PosixLauncher(state_dir, "").ReadLog({run_id, replica}, task, stream, offset, max_bytes);
 }
 
 }  // namespace corral::agent

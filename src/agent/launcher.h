@@ -4,15 +4,17 @@
 //   STATE/runs/<run_id>.<replica>/
 //     run.json   the order, start time, pids; written (and fsynced) BEFORE the fork, so a
 //                directory's existence means "started once": a run id is never started twice
-//     pids       "<monitor_pid> <job_pid>", written by the monitor once the job is forked
-//     exit       "<exit_code> <ended_at_ms>", written atomically (rename) when the job ends
+//     pids       "<monitor_pid> <task_pid>...", written by the monitor once the tasks are forked
+//     exit       "<exit_code> <ended_at_ms> <failed_task>", written atomically (rename) when
+//                every task has ended (failed_task -1: none failed)
 //     released   the head has acknowledged the exit; the run is only remembered as started
-//     stdout, stderr   the job's output
+//     stdout, stderr   task 0's output; stdout.T, stderr.T task T's
 //
 // PosixLauncher forks, per replica, a small monitor process detached from the agent (setsid,
 // double fork: not the agent's child, so it outlives a kill -9 of the agent). The monitor
-// forks the job in a process group of its own (pgid = job pid), waits for it, kills what is
-// left of the group when the job's main process ends, and writes `exit` (monitor.h). Between
+// forks the replica's tasks, each in a process group of its own (pgid = task pid), waits for
+// them, kills what is left of a task's group when its main process ends, stops the other
+// tasks when one fails, and writes `exit` (monitor.h). Between
 // fork and exec only async-signal-safe calls are made, so the agent may be multithreaded.
 // The monitor is a child subreaper: the job's orphaned descendants are reaped, not left as
 // zombies under a container init that does not reap.
@@ -47,7 +49,8 @@ struct LaunchedRun {
   TimeMs started_at = 0;
   int32_t monitor_pid = 0;
   uint64_t monitor_start = 0;  // /proc/<pid>/stat starttime: guards against pid reuse
-  int32_t pgid = 0;            // = the job's pid
+  int32_t pgid = 0;            // = task 0's pid
+  std::vector<int32_t> pgids;  // every task's process group, task order (pgids[0] == pgid)
   RunKey key() const { return {order.run_id, order.replica}; }
 };
 
@@ -55,6 +58,7 @@ struct RunStatus {
   bool running = true;
   int32_t exit_code = 0;
   TimeMs ended_at = 0;
+  int32_t failed_task = -1;  // the first task that failed (its exit code is exit_code)
 };
 
 struct RecoveredRun {
@@ -79,8 +83,8 @@ class Launcher {
   virtual void Release(const RunKey& key) = 0;
   // Every run ever started here, from the state directory.
   virtual std::vector<RecoveredRun> Recover() = 0;
-  virtual Result<std::string> ReadLog(const RunKey& key, const std::string& stream, int64_t offset,
-                                      int64_t max_bytes) = 0;
+  virtual Result<std::string> ReadLog(const RunKey& key, int32_t task, const std::string& stream,
+                                      int64_t offset, int64_t max_bytes) = 0;
 };
 
 class PosixLauncher final : public Launcher {
@@ -94,8 +98,8 @@ class PosixLauncher final : public Launcher {
   void Signal(const LaunchedRun& run, int signal) override;
   void Release(const RunKey& key) override;
   std::vector<RecoveredRun> Recover() override;
-  Result<std::string> ReadLog(const RunKey& key, const std::string& stream, int64_t offset,
-                              int64_t max_bytes) override;
+  Result<std::string> ReadLog(const RunKey& key, int32_t task, const std::string& stream,
+                              int64_t offset, int64_t max_bytes) override;
 
   std::string RunDir(const RunKey& key) const;
 
@@ -104,17 +108,25 @@ class PosixLauncher final : public Launcher {
   std::string node_name_;
 };
 
-// The environment a replica sees: the order's env, plus (where the order lacks them)
-// CORRAL_JOB_ID, CORRAL_RUN, CORRAL_NODE, CORRAL_REPLICA, PATH and HOME from the agent, and
-// CUDA_DEVICE_ORDER=PCI_BUS_ID; CUDA_VISIBLE_DEVICES is always the order's GPUs ("" for none).
-std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string& node_name);
+// How many tasks an order runs: one per entry of task_envs, or one.
+int32_t TaskCount(const RunOrder& order);
 
-// Reads up to `max_bytes` (capped at 16 MiB) of `STATE/runs/<run_id>.<replica>/<stream>` from
-// `offset`; empty at or past the end. `stream`: "stdout" or "stderr". For `corral logs -f`,
-// clients poll with the offset advanced by the bytes received.
+// The environment task `task` sees: its env from the order, plus (where the order lacks them)
+// CORRAL_JOB_ID, CORRAL_RUN, CORRAL_NODE, CORRAL_REPLICA, PATH and HOME from the agent, and
+// CUDA_DEVICE_ORDER=PCI_BUS_ID. CUDA_VISIBLE_DEVICES is the head's choice when it names only
+// GPUs of the order (a task's own GPU), else all of the order's GPUs ("" for none).
+std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string& node_name,
+                                        int32_t task = 0);
+
+// A task's log file in its run directory: "stdout" for task 0, "stdout.T" for task T.
+std::string LogFileName(const std::string& stream, int32_t task);
+
+// Reads up to `max_bytes` (capped at 16 MiB) of a task's `stream` from `offset`; empty at or
+// past the end. `stream`: "stdout" or "stderr". For `corral logs -f`, clients poll with the
+// offset advanced by the bytes received.
 Result<std::string> ReadRunLog(const std::string& state_dir, const std::string& run_id,
-                               int32_t replica, const std::string& stream, int64_t offset,
-                               int64_t max_bytes);
+                               int32_t replica, int32_t task, const std::string& stream,
+                               int64_t offset, int64_t max_bytes);
 
 // A run id becomes a directory name: letters, digits, '.', '-', '_' only; not "." or "..".
 Status ValidateRunId(const std::string& run_id);

@@ -114,7 +114,7 @@ TEST(LauncherTest, ReadRunLogWithOffsets) {
   PosixLauncher launcher(state.path(), "n");
   RunToEnd(launcher, ShellOrder("3.0", "printf 0123456789; printf oops >&2"));
   auto read = [&](const char* stream, int64_t off, int64_t max) {
-    return ReadRunLog(state.path(), "3.0", 0, stream, off, max);
+    return ReadRunLog(state.path(), "3.0", 0, 0, stream, off, max);
   };
   EXPECT_EQ(*read("stdout", 0, 1 << 20), "0123456789");
   EXPECT_EQ(*read("stdout", 4, 3), "456");
@@ -123,9 +123,9 @@ TEST(LauncherTest, ReadRunLogWithOffsets) {
   EXPECT_EQ(*read("stderr", 0, 100), "oops");
   EXPECT_EQ(read("stdin", 0, 100).status().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(read("stdout", -1, 100).status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(ReadRunLog(state.path(), "4.0", 0, "stdout", 0, 10).status().code(),
+  EXPECT_EQ(ReadRunLog(state.path(), "4.0", 0, 0, "stdout", 0, 10).status().code(),
             ErrorCode::kNotFound);
-  EXPECT_EQ(ReadRunLog(state.path(), "../x", 0, "stdout", 0, 10).status().code(),
+  EXPECT_EQ(ReadRunLog(state.path(), "../x", 0, 0, "stdout", 0, 10).status().code(),
             ErrorCode::kInvalidArgument);
 }
 
@@ -163,6 +163,93 @@ TEST(LauncherTest, KilledMonitorMeansTheRunIsWatchedByGroupThenLost) {
   RunStatus st;
   ASSERT_TRUE(WaitFor([&] { return !(st = launcher.Check(*run)).running; }));
   EXPECT_EQ(st.exit_code, kExitLost);
+}
+
+// A replica of T tasks: T processes, each in its own process group, with its own environment
+// and its own log files.
+RunOrder TaskOrder(const std::string& run_id, const std::string& script, int tasks) {
+  RunOrder o = ShellOrder(run_id, script);
+  o.gpus = {0, 1, 2};
+  for (int t = 0; t < tasks; ++t) {
+    o.task_envs.push_back({{"CORRAL_TASK", std::to_string(t)},
+                           {"RANK", std::to_string(10 + t)},
+                           {"CUDA_VISIBLE_DEVICES", std::to_string(t)}});
+  }
+  o.env = o.task_envs[0];
+  return o;
+}
+
+TEST(LauncherTest, TasksEachGetTheirEnvironmentGroupAndLogs) {
+  TempDir state;
+  PosixLauncher launcher(state.path(), "n");
+  std::string go = state.path() + "/go";
+  RunOrder o = TaskOrder("5.1",
+                         "echo rank=$RANK task=$CORRAL_TASK gpus=$CUDA_VISIBLE_DEVICES; "
+                         "echo err$CORRAL_TASK >&2; while [ ! -f " +
+                             go + " ]; do sleep 0.02; done",
+                         3);
+  Result<LaunchedRun> run = launcher.Launch(o);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_EQ(run->pgids.size(), 3u);
+  EXPECT_EQ(run->pgids[0], run->pgid);
+  for (int32_t pgid : run->pgids) {
+    EXPECT_EQ(getpgid(pgid), pgid);  // each task leads its own group
+  }
+  EXPECT_NE(run->pgids[0], run->pgids[1]);
+  EXPECT_TRUE(launcher.Check(*run).running);
+  testing::Touch(go);
+  RunStatus st;
+  ASSERT_TRUE(WaitFor([&] { return !(st = launcher.Check(*run)).running; }));
+  EXPECT_EQ(st.exit_code, 0);
+  EXPECT_EQ(st.failed_task, -1);
+  const std::string dir = state.path() + "/runs/5.1.0";
+  EXPECT_EQ(ReadFileOr(dir + "/stdout"), "rank=10 task=0 gpus=0\n");
+  EXPECT_EQ(ReadFileOr(dir + "/stdout.1"), "rank=11 task=1 gpus=1\n");
+  EXPECT_EQ(ReadFileOr(dir + "/stdout.2"), "rank=12 task=2 gpus=2\n");
+  EXPECT_EQ(ReadFileOr(dir + "/stderr.2"), "err2\n");
+  EXPECT_EQ(*ReadRunLog(state.path(), "5.1", 0, 1, "stdout", 0, 100), "rank=11 task=1 gpus=1\n");
+  EXPECT_EQ(ReadRunLog(state.path(), "5.1", 0, 7, "stdout", 0, 100).status().code(),
+            ErrorCode::kNotFound);
+}
+
+// A task that ends 0 while others run is normal (rank 0 often ends last): the replica runs on.
+TEST(LauncherTest, ATaskEndingCleanlyLeavesTheOthersRunning) {
+  TempDir state;
+  PosixLauncher launcher(state.path(), "n");
+  std::string go = state.path() + "/go";
+  Result<LaunchedRun> run = launcher.Launch(TaskOrder(
+      "6.1", "[ $CORRAL_TASK = 0 ] && exit 0; while [ ! -f " + go + " ]; do sleep 0.02; done", 2));
+  ASSERT_TRUE(run.ok());
+  ASSERT_TRUE(
+      WaitFor([&] { return getpgid(run->pgids[0]) < 0 || !testing::Alive(run->pgids[0]); }));
+  EXPECT_TRUE(launcher.Check(*run).running);
+  EXPECT_TRUE(testing::Alive(run->pgids[1]));
+  testing::Touch(go);
+  RunStatus st;
+  ASSERT_TRUE(WaitFor([&] { return !(st = launcher.Check(*run)).running; }));
+  EXPECT_EQ(st.exit_code, 0);
+}
+
+// The first task to fail stops the others: the stop signal, then SIGKILL after the grace for
+// one that ignores it. The replica's exit code and failed task are the first failure's.
+TEST(LauncherTest, AFailingTaskStopsTheOthers) {
+  TempDir state;
+  PosixLauncher launcher(state.path(), "n");
+  RunOrder o = TaskOrder("7.1",
+                         "case $CORRAL_TASK in 1) sleep 0.2; exit 3;; 2) trap '' TERM;; esac; "
+                         "sleep 60 & wait; sleep 60",
+                         3);
+  o.stop_signal = SIGTERM;
+  o.grace_ms = 1000;
+  Result<LaunchedRun> run = launcher.Launch(o);
+  ASSERT_TRUE(run.ok());
+  RunStatus st;
+  ASSERT_TRUE(WaitFor([&] { return !(st = launcher.Check(*run)).running; }));
+  EXPECT_EQ(st.exit_code, 3);
+  EXPECT_EQ(st.failed_task, 1);
+  for (int32_t pgid : run->pgids) {
+    EXPECT_NE(kill(-pgid, 0), 0) << "group " << pgid << " outlived the replica";
+  }
 }
 
 }  // namespace

@@ -15,7 +15,7 @@ namespace corral::agent::internal {
 namespace {
 
 // Fixed descriptor numbers in the forked children.
-constexpr int kFdOut = 3, kFdErr = 4, kFdNull = 5, kFdPipe = 6, kFirstFreeFd = 7;
+constexpr int kFdNull = 3, kFdPipe = 4, kFirstFreeFd = 5;
 
 size_t Len(const char* s) {
   size_t n = 0;
@@ -60,14 +60,16 @@ void WriteFileAtomicRaw(const char* tmp, const char* path, const char* data, siz
   (void)rename(tmp, path);
 }
 
-void WriteExitRaw(const ChildPlan& p, int64_t code) {
+void WriteExitRaw(const ChildPlan& p, int64_t code, int64_t failed_task) {
   struct timespec ts {};
   clock_gettime(CLOCK_REALTIME, &ts);
-  char buf[64];
+  char buf[96];
   size_t pos = 0;
   AppendInt(buf, &pos, code);
   buf[pos++] = ' ';
   AppendInt(buf, &pos, static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000);
+  buf[pos++] = ' ';
+  AppendInt(buf, &pos, failed_task);
   buf[pos++] = '\n';
   WriteFileAtomicRaw(p.exit_tmp, p.exit_path, buf, pos);
 }
@@ -96,68 +98,109 @@ void WriteErrnoLine(int fd, const char* prefix, int err) {
   WriteAll(fd, buf, pos);
 }
 
-[[noreturn]] void JobMain(const ChildPlan& p) {
+[[noreturn]] void TaskMain(const ChildPlan& p, const TaskPlan& t) {
   (void)setpgid(0, 0);
   ResetSignals();
+  const int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
+  int out = open(t.out_path, flags, 0644);
+  int err = open(t.err_path, flags, 0644);
+  if (out < 0 || err < 0) _exit(kExitCannotExec);
   dup2(kFdNull, 0);
-  dup2(kFdOut, 1);
-  dup2(kFdErr, 2);
+  dup2(out, 1);
+  dup2(err, 2);
   CloseFrom(3, p.max_fd);
   if (chdir(p.workdir) != 0) {
     WriteErrnoLine(2, p.chdir_error, errno);
     _exit(kExitCannotExec);
   }
-  execve(p.path, p.argv, p.envp);
+  execve(p.path, p.argv, t.envp);
   WriteErrnoLine(2, p.exec_error, errno);
   _exit(kExitCannotExec);
+}
+
+void SignalLiveTasks(const ChildPlan& p, int sig) {
+  for (int t = 0; t < p.task_count; ++t) {
+    if (p.task_pids[t] > 0) (void)kill(-p.task_pids[t], sig);
+  }
+}
+
+// The monitor's plan, for its SIGALRM handler: when the grace given to the other tasks after
+// one failed is over, they are killed from the handler (kill is async-signal-safe), so no
+// wake-up of the wait loop can be missed. A task's pid is cleared before it is reaped, so the
+// handler never signals a pid that may have been reused.
+const ChildPlan* g_plan = nullptr;
+void OnGraceOver(int) {
+  if (g_plan != nullptr) SignalLiveTasks(*g_plan, SIGKILL);
 }
 
 [[noreturn]] void MonitorMain(const ChildPlan& p) {
   ResetSignals();  // SIGCHLD must not be ignored, or waitid would find no child
   for (int s : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE, SIGUSR1, SIGUSR2}) signal(s, SIG_IGN);
+  g_plan = &p;
+  struct sigaction alarm_action {};
+  alarm_action.sa_handler = OnGraceOver;
+  alarm_action.sa_flags = SA_RESTART;
+  sigemptyset(&alarm_action.sa_mask);
+  (void)sigaction(SIGALRM, &alarm_action, nullptr);
   dup2(kFdNull, 0);
   dup2(kFdNull, 1);
   dup2(kFdNull, 2);
   (void)chdir("/");
   (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
-  pid_t job = fork();
-  if (job < 0) {
-    WriteExitRaw(p, kExitCannotExec);
-    _exit(0);
-  }
-  if (job == 0) JobMain(p);
-  (void)setpgid(job, job);  // also done by the job: whichever runs first
-  char buf[64];
   size_t pos = 0;
-  AppendInt(buf, &pos, getpid());
-  buf[pos++] = ' ';
-  AppendInt(buf, &pos, job);
-  buf[pos++] = '\n';
-  WriteFileAtomicRaw(p.pids_tmp, p.pids_path, buf, pos);
-  WriteAll(kFdPipe, buf, pos);
-  close(kFdPipe);
-  close(kFdOut);
-  close(kFdErr);
-  // Orphaned descendants of the job are re-parented here (we are a subreaper) and reaped as
-  // they die: under a container init that does not reap, they would stay zombies forever.
-  // WNOWAIT on the job itself: it stays a zombie, so its pid (= the pgid) cannot be reused
-  // while we kill what is left of its group and record the status.
-  siginfo_t info{};
-  for (;;) {
-    info = {};
-    if (waitid(P_ALL, 0, &info, WEXITED | WNOWAIT) != 0) {
-      if (errno == EINTR) continue;
-      WriteExitRaw(p, kExitLost);
+  AppendInt(p.report, &pos, getpid());
+  for (int t = 0; t < p.task_count; ++t) {
+    pid_t pid = fork();
+    if (pid < 0) {  // the replica cannot run whole: take down the tasks already started
+      SignalLiveTasks(p, SIGKILL);
+      WriteExitRaw(p, kExitCannotExec, t);
       _exit(0);
     }
-    if (info.si_pid == job) break;
-    (void)waitpid(info.si_pid, nullptr, 0);
+    if (pid == 0) TaskMain(p, p.tasks[t]);
+    (void)setpgid(pid, pid);  // also done by the task: whichever runs first
+    p.task_pids[t] = pid;
+    p.report[pos++] = ' ';
+    AppendInt(p.report, &pos, pid);
   }
-  (void)kill(-job, SIGKILL);
-  int64_t code =
-      info.si_code == CLD_EXITED ? info.si_status : -static_cast<int64_t>(info.si_status);
-  WriteExitRaw(p, code);
-  // Reap the job, the group members just killed, and any orphan still alive.
+  p.report[pos++] = '\n';
+  WriteFileAtomicRaw(p.pids_tmp, p.pids_path, p.report, pos);
+  WriteAll(kFdPipe, p.report, pos);
+  close(kFdPipe);
+  // Orphaned descendants of the tasks are re-parented here (we are a subreaper) and reaped as
+  // they die: under a container init that does not reap, they would stay zombies forever.
+  // WNOWAIT on a task itself: it stays a zombie, so its pid (= its pgid) cannot be reused
+  // while we kill what is left of its group.
+  int remaining = p.task_count;
+  int64_t code = 0, failed_task = -1;
+  while (remaining > 0) {
+    siginfo_t info{};
+    if (waitid(P_ALL, 0, &info, WEXITED | WNOWAIT) != 0) {
+      if (errno == EINTR) continue;
+      WriteExitRaw(p, kExitLost, failed_task);
+      _exit(0);
+    }
+    int t = 0;
+    while (t < p.task_count && p.task_pids[t] != info.si_pid) ++t;
+    if (t < p.task_count) {
+      (void)kill(-info.si_pid, SIGKILL);  // what is left of the task's group
+      p.task_pids[t] = 0;
+      --remaining;
+    }
+    (void)waitpid(info.si_pid, nullptr, 0);
+    if (t == p.task_count) continue;  // an orphan, reaped
+    int64_t c = info.si_code == CLD_EXITED ? info.si_status : -static_cast<int64_t>(info.si_status);
+    if (c != 0 && failed_task < 0) {
+      code = c;
+      failed_task = t;
+      if (remaining > 0) {
+        SignalLiveTasks(p, p.stop_signal);
+        alarm(static_cast<unsigned>(p.grace_s > 0 ? p.grace_s : 1));
+      }
+    }
+  }
+  alarm(0);
+  WriteExitRaw(p, code, failed_task);
+  // Reap any orphan still alive.
   while (waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
   }
   _exit(0);
@@ -167,17 +210,17 @@ void WriteErrnoLine(int fd, const char* prefix, int err) {
 // re-parented away from the agent when this process exits.
 }  // namespace
 
-[[noreturn]] void DetachMain(const ChildPlan& p, const int fds[4]) {
+[[noreturn]] void DetachMain(const ChildPlan& p, const int fds[2]) {
   (void)setsid();
-  int high[4];
-  for (int i = 0; i < 4; ++i) high[i] = fcntl(fds[i], F_DUPFD, 64);
-  for (int i = 0; i < 4; ++i) {
-    if (high[i] < 0 || dup2(high[i], kFdOut + i) < 0) _exit(1);
+  int high[2];
+  for (int i = 0; i < 2; ++i) high[i] = fcntl(fds[i], F_DUPFD, 64);
+  for (int i = 0; i < 2; ++i) {
+    if (high[i] < 0 || dup2(high[i], kFdNull + i) < 0) _exit(1);
   }
   CloseFrom(kFirstFreeFd, p.max_fd);
   pid_t monitor = fork();
   if (monitor == 0) MonitorMain(p);
-  if (monitor < 0) WriteExitRaw(p, kExitCannotExec);
+  if (monitor < 0) WriteExitRaw(p, kExitCannotExec, -1);
   _exit(0);
 }
 

@@ -1,6 +1,11 @@
 // The processes between the agent and a job (see launcher.h): internal to PosixLauncher.
 //
-//   agent --fork--> detacher (setsid; exits at once) --fork--> monitor --fork--> job (own pgid)
+//   agent --fork--> detacher (setsid; exits at once) --fork--> monitor --fork--> task 0..T-1
+//                                                                     (each its own pgid)
+//
+// The replica ends when all its tasks have ended. A task that exits 0 is normal (rank 0 often
+// ends last); the first one that fails stops the others (the stop signal, grace, SIGKILL), and
+// the replica's exit code is that task's.
 //
 // Everything here runs in a child forked from a possibly multithreaded agent, so it makes only
 // async-signal-safe calls and never allocates: the parent prepares a ChildPlan beforehand.
@@ -11,24 +16,38 @@
 
 namespace corral::agent::internal {
 
+// One task (process) of the replica: its environment and where its output goes.
+struct TaskPlan {
+  char* const* envp;
+  const char* out_path;  // opened O_APPEND by the task itself, before exec
+  const char* err_path;
+};
+
 // Everything the children need, prepared before fork.
 struct ChildPlan {
   const char* path;  // the executable, resolved against the job's PATH
   char* const* argv;
-  char* const* envp;
+  const TaskPlan* tasks;
+  int task_count;
+  int* task_pids;  // scratch, task_count entries: the monitor's copy after fork
+  char* report;    // scratch, report_cap bytes, for "<monitor_pid> <pgid>..."
+  size_t report_cap;
+  int stop_signal;  // sent to the other tasks when one fails, SIGKILL after grace_s
+  int grace_s;
   const char* workdir;
-  const char* pids_path;  // the monitor writes "<monitor_pid> <job_pid>" here (and to the pipe)
+  const char*
+      pids_path;  // the monitor writes "<monitor_pid> <task pgid>..." here (and to the pipe)
   const char* pids_tmp;
-  const char* exit_path;  // and "<exit_code> <ended_at_ms>" here when the job ends
+  const char* exit_path;  // and "<exit_code> <ended_at_ms> <failed_task>" here when all tasks end
   const char* exit_tmp;
   const char* exec_error;   // "corral: cannot execute <cmd>: errno "
   const char* chdir_error;  // "corral: cannot change to workdir <dir>: errno "
   int max_fd;
 };
 
-// The first child: `fds` are the job's stdout, stderr, /dev/null and the write end of the pipe
-// on which the monitor reports its pid and the job's. Never returns.
-[[noreturn]] void DetachMain(const ChildPlan& plan, const int fds[4]);
+// The first child: `fds` are /dev/null and the write end of the pipe on which the monitor
+// reports its pid and the tasks'. Never returns.
+[[noreturn]] void DetachMain(const ChildPlan& plan, const int fds[2]);
 
 // write(2) until done or an error; async-signal-safe.
 void WriteAll(int fd, const char* data, size_t len);

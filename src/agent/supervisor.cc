@@ -89,6 +89,7 @@ std::vector<RunReport> Supervisor::Report() {
     RunReport r{key.run_id,         key.replica,      e.status.running,
                 e.status.exit_code, e.run.started_at, e.status.ended_at};
     r.fenced = e.fenced;
+    r.failed_task = e.status.running ? -1 : e.status.failed_task;
     out.push_back(std::move(r));
   }
   return out;
@@ -135,11 +136,11 @@ int Supervisor::RunningCount() {
   return n;
 }
 
-Result<std::string> Supervisor::ReadRunLog(const std::string& run_id, int32_t replica,
+Result<std::string> Supervisor::ReadRunLog(const std::string& run_id, int32_t replica, int32_t task,
                                            const std::string& stream, int64_t offset,
                                            int64_t max_bytes) {
   std::lock_guard lock(mu_);
-  return launcher_->ReadLog({run_id, replica}, stream, offset, max_bytes);
+  return launcher_->ReadLog({run_id, replica}, task, stream, offset, max_bytes);
 }
 
 }  // namespace corral::agent

@@ -53,7 +53,7 @@ class Supervisor {
 
   int RunningCount();
 
-  Result<std::string> ReadRunLog(const std::string& run_id, int32_t replica,
+  Result<std::string> ReadRunLog(const std::string& run_id, int32_t replica, int32_t task,
                                  const std::string& stream, int64_t offset, int64_t max_bytes);
 
  private:

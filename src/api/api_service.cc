@@ -282,15 +282,16 @@ void ApiService::HandleLogs(JobId id, const HttpRequest& req, Responder respond)
         InvalidArgument("query 'stream': got \"" + stream + "\", want stdout or stderr")));
   }
   auto replica = QueryInt(req, "replica", 0, 0, 4095);
+  auto task = QueryInt(req, "task", 0, 0, 1023);
   auto offset = QueryInt(req, "offset", 0, 0, INT64_MAX);
   auto max = QueryInt(req, "max", 1 << 16, 1, 1 << 22);
-  for (const auto* r : {&replica, &offset, &max}) {
+  for (const auto* r : {&replica, &task, &offset, &max}) {
     if (!r->ok()) return respond(ErrorResponse(r->status()));
   }
   std::string bearer = req.BearerToken();
   head_->GetJob(
       bearer, id,
-      [this, bearer, respond, stream, replica = *replica, offset = *offset,
+      [this, bearer, respond, stream, replica = *replica, task = *task, offset = *offset,
        max = *max](Result<Job> job) mutable {
         if (!job.ok()) return respond(ErrorResponse(job.status()));
         const Run* run = nullptr;
@@ -313,11 +314,16 @@ void ApiService::HandleLogs(JobId id, const HttpRequest& req, Responder respond)
                                                        std::to_string(run->placement.size()) +
                                                        " replica(s)")));
         }
+        if (task >= std::max<int64_t>(1, run->placement[replica].tasks)) {
+          return respond(ErrorResponse(InvalidArgument(
+              "query 'task': replica " + std::to_string(replica) + " has " +
+              std::to_string(std::max<int32_t>(1, run->placement[replica].tasks)) + " task(s)")));
+        }
         std::string node = run->placement[replica].node;
         std::string run_id = ToString(RunId{job->id, run->attempt});
         head_->GetNode(
             bearer, node,
-            [this, respond, node, run_id, stream, replica, offset, max,
+            [this, respond, node, run_id, stream, replica, task, offset, max,
              state](Result<Node> found) mutable {
               std::string address = found.ok() ? found->address : "";
               if (address.empty()) {
@@ -326,10 +332,11 @@ void ApiService::HandleLogs(JobId id, const HttpRequest& req, Responder respond)
               }
               std::string token = head_->tokens().join;
               blocking_->Run(
-                  [respond, address, token, run_id, stream, replica, offset, max, state] {
+                  [respond, address, token, run_id, stream, replica, task, offset, max, state] {
                     net::HttpClient client("http://" + address, token);
                     auto r = client.Get("/v1/runs/" + run_id + "/logs?" +
                                             net::EncodeQuery({{"replica", std::to_string(replica)},
+                                                              {"task", std::to_string(task)},
                                                               {"stream", stream},
                                                               {"offset", std::to_string(offset)},
                                                               {"max", std::to_string(max)}}),

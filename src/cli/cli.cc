@@ -17,6 +17,7 @@ struct CommandInfo {
 const CommandInfo kCommands[] = {
     {"submit", RunSubmit,
      "corral submit [-f SPEC.yaml] [--gpus N] [--cpus C] [--memory M] [--replicas R] [--name S]\n"
+     "              [--tasks-per-replica T|gpu]\n"
      "              [--queue Q] [--time-limit T] [--priority P] [--preemptible] [--max-restarts "
      "N]\n"
      "              [--checkpoint-signal SIG] [--grace-period D] [--env K=V]... [--workdir D]\n"
@@ -33,7 +34,7 @@ const CommandInfo kCommands[] = {
      "wait until jobs finish; exit 0 only if all succeeded (124 on timeout)"},
     {"cancel", RunCancel, "corral cancel ID|ARRAYID_INDEX...",
      "cancel jobs (an array's id: all of it)"},
-    {"logs", RunLogs, "corral logs ID [-f] [--stderr] [--replica N]",
+    {"logs", RunLogs, "corral logs ID [-f] [--stderr] [--replica R] [--task T]",
      "print a job's output; -f follows it until the job ends"},
     {"nodes", RunNodes, "corral nodes [-o json] | corral nodes drain|undrain NAME",
      "list nodes; drain or undrain one"},

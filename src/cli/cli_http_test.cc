@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli/cli.h"
+#include "core/codec.h"
 #include "net/http_server.h"
 
 namespace corral::cli {
@@ -38,6 +39,18 @@ class CliHttpTest : public ::testing::Test {
       std::lock_guard<std::mutex> lock(mu_);
       last_body_ = req.body;
       return {201, "application/json", R"({"job": {"id": 11}})", {}};
+    }
+    if (req.method == "GET" && req.path == "/v1/jobs/11") {
+      Job job;
+      job.id = 11;
+      job.state = JobState::kRunning;
+      corral::Run run;
+      run.attempt = 1;
+      run.placement = {ReplicaPlacement{}};
+      run.placement[0].node = "n1";
+      run.exit_codes = {kNotExited};
+      job.runs = {run};
+      return {200, "application/json", Json{{"job", ToJson(job)}}.dump(), {}};
     }
     if (req.path == "/v1/jobs/11/logs") {
       int64_t offset = std::stoll(req.query.at("offset"));

@@ -579,7 +579,7 @@ TEST(LogsTest, FollowUsesNextOffsetUntilTerminalAndDrained) {
     EXPECT_FALSE(script.empty());
     Chunk c = script.front();
     script.pop_front();
-    EXPECT_EQ(s.path, "/v1/jobs/9/logs?stream=stderr&replica=1&max=65536&offset=" +
+    EXPECT_EQ(s.path, "/v1/jobs/9/logs?stream=stderr&replica=1&task=0&max=65536&offset=" +
                           std::to_string(c.offset));
     ApiReply r{200,
                "text/plain",
@@ -593,9 +593,27 @@ TEST(LogsTest, FollowUsesNextOffsetUntilTerminalAndDrained) {
   EXPECT_EQ(h.sleeps.size(), 1u);
 }
 
+// GET /v1/jobs/ID: a running job whose run has replicas of the given task counts.
+Result<ApiReply> RunningJobReply(JobId id, const std::vector<int32_t>& tasks) {
+  Job j = MakeJob(id, JobState::kRunning);
+  Run run;
+  run.attempt = 1;
+  run.state = RunState::kRunning;
+  for (size_t r = 0; r < tasks.size(); ++r) {
+    ReplicaPlacement p;
+    p.node = "n" + std::to_string(r);
+    p.tasks = tasks[r];
+    run.placement.push_back(p);
+    run.exit_codes.push_back(kNotExited);
+  }
+  j.runs.push_back(run);
+  return JsonReply(200, {{"job", ToJson(j)}});
+}
+
 TEST(LogsTest, WithoutFollowStopsWhenNoMoreData) {
   Harness h;
   h.fake->handler = [](const FakeTransport::Sent& s) {
+    if (s.path == "/v1/jobs/9") return RunningJobReply(9, {1});
     bool first = s.path.ends_with("offset=0");
     ApiReply r{200,
                "text/plain",
@@ -605,14 +623,47 @@ TEST(LogsTest, WithoutFollowStopsWhenNoMoreData) {
   };
   ASSERT_EQ(h.Run("logs", {"9"}), 0);
   EXPECT_EQ(h.out.str(), "abc");
-  EXPECT_EQ(h.fake->sent.size(), 2u);
+  EXPECT_EQ(h.fake->sent.size(), 3u);
   EXPECT_TRUE(h.sleeps.empty());
+}
+
+// Every task of every replica, line by line with its prefix; a line split across two answers
+// is printed whole.
+TEST(LogsTest, InterleavesEveryTaskWithAPrefix) {
+  Harness h;
+  std::map<std::string, std::deque<std::string>> chunks = {
+      {"replica=0&task=0", {"a1\na", "2\n"}},
+      {"replica=0&task=1", {"b1\n"}},
+      {"replica=1&task=0", {"c1\nc2"}},
+  };
+  std::map<std::string, int64_t> offsets;
+  h.fake->handler = [&](const FakeTransport::Sent& s) {
+    if (s.path == "/v1/jobs/9") return RunningJobReply(9, {2, 1});
+    auto from = s.path.find("replica=");
+    std::string key = s.path.substr(from, s.path.find("&max") - from);
+    auto& q = chunks.at(key);
+    std::string body = q.empty() ? "" : q.front();
+    if (!q.empty()) q.pop_front();
+    offsets[key] += static_cast<int64_t>(body.size());
+    ApiReply r{200,
+               "text/plain",
+               body,
+               {{"x-corral-next-offset", std::to_string(offsets[key])},
+                {"x-corral-job-state", "succeeded"}}};
+    return Result<ApiReply>(r);
+  };
+  ASSERT_EQ(h.Run("logs", {"9"}), 0) << h.err.str();
+  EXPECT_EQ(h.out.str(), "[r0.t0] a1\n[r0.t0] a2\n[r0.t1] b1\n[r1.t0] c1\n[r1.t0] c2\n");
+  Harness bad;
+  EXPECT_EQ(bad.Run("logs", {"9", "--task", "x"}), 2);
+  EXPECT_THAT(bad.err.str(), HasSubstr("--task"));
 }
 
 TEST(LogsTest, FollowRidesOutATransientOutage) {
   Harness h;
   int calls = 0;
-  h.fake->handler = [&](const FakeTransport::Sent&) {
+  h.fake->handler = [&](const FakeTransport::Sent& s) {
+    if (s.path == "/v1/jobs/4") return RunningJobReply(4, {1});
     ++calls;
     if (calls == 1) return Result<ApiReply>(Unavailable("connection reset"));
     if (calls == 2) {

@@ -12,8 +12,6 @@
 namespace corral::cli {
 namespace {
 
-// How many consecutive "unavailable" answers `logs -f` rides out (about that many seconds).
-constexpr int kFollowRetries = 30;
 
 std::string QueryEscape(const std::string& s) {
   static const char* kHex = "0123456789ABCDEF";
@@ -556,71 +554,6 @@ int RunCancel(const std::vector<std::string>& argv, CliContext& ctx) {
     *ctx.out << "Cancelled job " << a << "\n";
   }
   return code;
-}
-
-int RunLogs(const std::vector<std::string>& argv, CliContext& ctx) {
-  static const std::vector<FlagDef> kFlags = {
-      {"follow", 'f', false}, {"stderr", 0, false}, {"replica", 'r', true}};
-  auto parsed = ParseArgs(argv, kFlags, false);
-  if (!parsed.ok()) return UsageError(ctx, "logs", parsed.status().message());
-  const ParsedArgs& args = *parsed;
-  if (args.Has("help")) {
-    *ctx.out << CommandUsage("logs") << "\n";
-    return kExitOk;
-  }
-  if (args.positional.size() != 1) return UsageError(ctx, "logs", "want exactly one job ID");
-  auto id = ParseJobId(args.positional[0]);
-  if (!id) return UsageError(ctx, "logs", "not a job ID: '" + args.positional[0] + "'");
-  int64_t replica = 0;
-  if (args.Has("replica")) {
-    const std::string r = args.Get("replica");
-    auto n = r == "0" ? std::optional<JobId>(0) : ParseJobId(r);
-    if (!n || *n > 4096) {
-      return UsageError(ctx, "logs", "flag --replica: got \"" + r + "\", want 0 to 4095");
-    }
-    replica = static_cast<int64_t>(*n);
-  }
-  const bool follow = args.Has("follow");
-  const std::string base = "/v1/jobs/" + std::to_string(*id) +
-                           "/logs?stream=" + (args.Has("stderr") ? "stderr" : "stdout") +
-                           "&replica=" + std::to_string(replica) + "&max=65536&offset=";
-  ApiClient api(ctx);
-  int64_t offset = 0;
-  int failures = 0;  // consecutive transient errors while following
-  while (true) {
-    auto reply = api.Call("GET", base + std::to_string(offset));
-    if (!reply.ok() && follow && reply.status().code() == ErrorCode::kUnavailable &&
-        ++failures <= kFollowRetries) {
-      ctx.sleep(ctx.poll_interval);  // a node or the head restarting: try again
-      continue;
-    }
-    failures = 0;
-    if (!reply.ok()) {
-      ctx.out->flush();
-      PrintError(ctx, "logs", "job " + std::to_string(*id) + ": " + reply.status().message());
-      return kExitError;
-    }
-    int64_t next = offset + static_cast<int64_t>(reply->body.size());
-    if (std::string h = reply->Header("x-corral-next-offset"); !h.empty()) {
-      try {
-        next = std::stoll(h);
-      } catch (...) {
-      }
-    }
-    if (!reply->body.empty()) {
-      *ctx.out << reply->body;
-      ctx.out->flush();
-    }
-    const bool advanced = next > offset;
-    offset = std::max(offset, next);
-    if (advanced) continue;  // there may be more right away
-    if (!follow) break;
-    JobState st;
-    const std::string state = reply->Header("x-corral-job-state");
-    if (ParseJobState(state, &st) && IsTerminal(st)) break;
-    ctx.sleep(ctx.poll_interval);
-  }
-  return kExitOk;
 }
 
 }  // namespace corral::cli

@@ -15,14 +15,29 @@ namespace corral::cli {
 namespace {
 
 const std::vector<FlagDef> kSubmitFlags = {
-    {"file", 'f', true},       {"gpus", 0, true},         {"cpus", 0, true},
-    {"memory", 0, true},       {"replicas", 0, true},     {"name", 0, true},
-    {"queue", 0, true},        {"time-limit", 0, true},   {"priority", 0, true},
-    {"preemptible", 0, false}, {"max-restarts", 0, true}, {"checkpoint-signal", 0, true},
-    {"grace-period", 0, true}, {"env", 0, true},          {"workdir", 0, true},
-    {"gpu-model", 0, true},    {"label", 0, true},        {"parsable", 0, false},
-    {"dry-run", 0, false},     {"user", 0, true},         {"array", 'a', true},
+    {"file", 'f', true},
+    {"gpus", 0, true},
+    {"cpus", 0, true},
+    {"memory", 0, true},
+    {"replicas", 0, true},
+    {"name", 0, true},
+    {"queue", 0, true},
+    {"time-limit", 0, true},
+    {"priority", 0, true},
+    {"preemptible", 0, false},
+    {"max-restarts", 0, true},
+    {"checkpoint-signal", 0, true},
+    {"grace-period", 0, true},
+    {"env", 0, true},
+    {"workdir", 0, true},
+    {"gpu-model", 0, true},
+    {"label", 0, true},
+    {"parsable", 0, false},
+    {"dry-run", 0, false},
+    {"user", 0, true},
+    {"array", 'a', true},
     {"dependency", 'd', true},
+    {"tasks-per-replica", 0, true},
 };
 
 // A plain (untagged, unquoted) YAML scalar becomes a bool, null, integer or number when it
@@ -169,6 +184,7 @@ Result<Json> BuildSubmitSpec(const ParsedArgs& args, const std::string& cwd, con
       {"gpu-model", "gpu_model", false},
       {"array", "array", false},
       {"dependency", "dependency", false},
+      {"tasks-per-replica", "tasks_per_replica", true},
   };
   for (const Mapping& m : kScalars) {
     if (!args.Has(m.flag)) continue;

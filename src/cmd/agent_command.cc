@@ -1,5 +1,6 @@
 // `corral agent --head URL --join-token-file F --name NAME --state-dir DIR
-//               [--simulate-gpus N[xMODEL]] [--listen HOST:PORT] [--label k=v]...`
+//               [--simulate-gpus N[xMODEL]] [--advertise-addr ADDR] [--listen HOST:PORT]
+//               [--label k=v]...`
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <filesystem>
@@ -10,61 +11,21 @@
 #include "agent/agent.h"
 #include "agent/gpu_probe.h"
 #include "agent/launcher.h"
+#include "agentnet/advertise.h"
+#include "agentnet/head_channel.h"
+#include "agentnet/log_server.h"
 #include "cmd/commands.h"
 #include "cmd/flags.h"
-#include "cmd/http_head_channel.h"
 #include "cmd/signals.h"
 #include "core/spec.h"
-#include "head/tokens.h"
 #include "net/http_server.h"
+#include "net/url.h"
 
 namespace corral::cmd {
-namespace {
-
-// Serves GET /v1/runs/RUN_ID/logs to the head (join token), reading the run's log files.
-net::HttpResponse ServeLog(const std::string& state_dir, const std::string& join_token,
-                           const net::HttpRequest& req) {
-  if (!head::TokensEqual(req.BearerToken(), join_token)) {
-    return net::JsonError(401, "unauthenticated", "bad token");
-  }
-  const std::string prefix = "/v1/runs/";
-  if (req.method != "GET" || req.path.rfind(prefix, 0) != 0 ||
-      req.path.size() < prefix.size() + 6 || req.path.substr(req.path.size() - 5) != "/logs") {
-    return net::JsonError(404, "not_found", "no such path: " + req.path);
-  }
-  std::string run_id = req.path.substr(prefix.size(), req.path.size() - prefix.size() - 5);
-  auto num = [&](const char* key, int64_t def) {
-    auto it = req.query.find(key);
-    if (it == req.query.end()) return def;
-    try {
-      return static_cast<int64_t>(std::stoll(it->second));
-    } catch (...) {
-      return int64_t{-1};
-    }
-  };
-  int64_t replica = num("replica", 0), offset = num("offset", 0), max = num("max", 65536);
-  std::string stream = req.query.count("stream") ? req.query.at("stream") : "stdout";
-  if (replica < 0 || offset < 0 || max <= 0) {
-    return net::JsonError(400, "invalid_argument", "replica, offset and max must be >= 0");
-  }
-  auto data = agent::ReadRunLog(state_dir, run_id, static_cast<int32_t>(replica), stream, offset,
-                                std::min<int64_t>(max, 4 << 20));
-  if (!data.ok()) {
-    return net::JsonError(data.status().code() == ErrorCode::kNotFound ? 404 : 400,
-                          ErrorCodeName(data.status().code()), data.status().message());
-  }
-  net::HttpResponse r;
-  r.content_type = "text/plain";
-  r.headers["X-Corral-Next-Offset"] = std::to_string(offset + static_cast<int64_t>(data->size()));
-  r.body = std::move(*data);
-  return r;
-}
-
-}  // namespace
 
 int AgentMain(std::vector<std::string> args) {
   CLI::App app{"corral agent: runs jobs on this node"};
-  std::string head_url, join_token_file, name, state_dir, simulate, listen = "127.0.0.1:0";
+  std::string head_url, join_token_file, name, state_dir, simulate, listen, advertise;
   std::vector<std::string> labels;
   int64_t lease_s = 40;  // below the head's --down-after (60 s): a run is stopped here before it is
                          // requeued there
@@ -75,12 +36,31 @@ int AgentMain(std::vector<std::string> args) {
   app.add_option("--name", name, "this node's name")->required();
   app.add_option("--state-dir", state_dir, "where runs, logs and records are kept")->required();
   app.add_option("--simulate-gpus", simulate, "N or NxMODEL: simulated GPUs instead of NVML");
-  app.add_option("--listen", listen, "HOST:PORT to serve logs to the head on");
+  app.add_option("--advertise-addr", advertise,
+                 "the address the head and other nodes reach this node on (MASTER_ADDR of its "
+                 "runs); default: the local address of the route toward the head");
+  app.add_option("--listen", listen,
+                 "HOST:PORT to serve logs to the head on (default: the advertised address, any "
+                 "port)");
   app.add_option("--label", labels, "node label k=v (repeatable), e.g. rack=r1");
   app.add_option("--lease", lease_s, "seconds without the head before stopping all runs");
   app.add_option("--cpus", cpus, "CPUs to offer (default: what this process may use)");
   app.add_option("--memory", memory, "memory to offer, e.g. 64G (default: MemTotal)");
   if (auto code = ParseFlags(app, std::move(args))) return *code;
+  auto head = net::ParseUrl(head_url);
+  if (!head.ok()) {
+    std::cerr << "corral agent: flag '--head': " << head.status().message() << "\n";
+    return 2;
+  }
+  auto advertised = agentnet::AdvertiseAddress(advertise, head->host, head->port);
+  if (!advertised.ok()) {
+    std::cerr << "corral agent: " << advertised.status().message() << "\n";
+    return 2;
+  }
+  if (listen.empty()) {
+    listen =
+        (advertised->find(':') != std::string::npos ? "[" + *advertised + "]" : *advertised) + ":0";
+  }
   auto hp = ListenFlag("agent", listen);
   if (!hp) return 2;
   std::string join_token;
@@ -137,7 +117,7 @@ int AgentMain(std::vector<std::string> args) {
   std::filesystem::create_directories(state_dir, ec);
   net::HttpServer logs(
       [state_dir, join_token](net::HttpRequest req, net::Responder respond) {
-        respond(ServeLog(state_dir, join_token, req));
+        respond(agentnet::ServeLog(state_dir, join_token, req));
       },
       1);
   auto port = logs.Listen(hp->first, hp->second);
@@ -146,9 +126,11 @@ int AgentMain(std::vector<std::string> args) {
     return 1;
   }
   logs.Start();
-  config.address = hp->first + ":" + std::to_string(*port);
+  config.address =
+      (advertised->find(':') != std::string::npos ? "[" + *advertised + "]" : *advertised) + ":" +
+      std::to_string(*port);
   agent::Agent node(config, std::move(probe),
-                    std::make_unique<HttpHeadChannel>(head_url, join_token));
+                    std::make_unique<agentnet::HttpHeadChannel>(head_url, join_token));
   int rc = 0;
   std::thread runner([&] { rc = node.Run(); });
   std::thread stopper([&] {

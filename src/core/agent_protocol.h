@@ -37,6 +37,7 @@ struct RunReport {
   TimeMs started_at = 0;
   TimeMs ended_at = 0;
   bool fenced = false;  // the agent stopped it itself after losing the head (a loss, not a failure)
+  int32_t failed_task = -1;  // exited: the first task that failed (exit_code is its code)
   bool operator==(const RunReport&) const = default;
 };
 

@@ -68,6 +68,7 @@ Run DecodeRun(const Json& j) {
   r.last_checkpoint_at = Get<int64_t>(j, "last_checkpoint_at", 0);
   r.master_port = Get<int32_t>(j, "master_port", 0);
   r.failed_replica = Get<int32_t>(j, "failed_replica", -1);
+  r.failed_task = Get<int32_t>(j, "failed_task", -1);
   return r;
 }
 
@@ -155,7 +156,8 @@ Json ToJson(const Run& r) {
               {"stop_requested_at", r.stop_requested_at},
               {"last_checkpoint_at", r.last_checkpoint_at},
               {"master_port", r.master_port},
-              {"failed_replica", r.failed_replica}};
+              {"failed_replica", r.failed_replica},
+              {"failed_task", r.failed_task}};
 }
 
 Json ToJson(const Job& j) {
@@ -221,6 +223,7 @@ Json ToJson(const RunReport& r) {
   Json j{{"run_id", r.run_id},       {"replica", r.replica},       {"running", r.running},
          {"exit_code", r.exit_code}, {"started_at", r.started_at}, {"ended_at", r.ended_at}};
   if (r.fenced) j["fenced"] = true;
+  if (r.failed_task >= 0) j["failed_task"] = r.failed_task;
   return j;
 }
 
@@ -362,6 +365,7 @@ Result<SyncRequest> SyncRequestFromJson(const Json& j) {
       rr.started_at = Get<int64_t>(x, "started_at", 0);
       rr.ended_at = Get<int64_t>(x, "ended_at", 0);
       rr.fenced = Get<bool>(x, "fenced", false);
+      rr.failed_task = Get<int32_t>(x, "failed_task", -1);
       r.runs.push_back(rr);
     }
     return r;

@@ -94,6 +94,7 @@ struct Run {
   TimeMs last_checkpoint_at = 0;  // when the job last reported a checkpoint in this run
   int32_t master_port = 0;        // MASTER_PORT on replica 0's node; 0: none
   int32_t failed_replica = -1;    // the first replica to exit non-zero unasked; -1: none
+  int32_t failed_task = -1;       // and its first failing task
 };
 
 struct JobEvent {

@@ -84,7 +84,8 @@ struct Encoder {
     j.update({{"job", c.job},
               {"attempt", c.attempt},
               {"replica", c.replica},
-              {"exit_code", c.exit_code}});
+              {"exit_code", c.exit_code},
+              {"task", c.task}});
   }
   void operator()(const StopRequested& c) {
     j.update({{"job", c.job}, {"attempt", c.attempt}, {"reason", c.reason}});
@@ -127,7 +128,7 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
   if (type == "run_started") return RunStarted{job(), attempt(), j.at("started_at").get<int64_t>()};
   if (type == "replica_exited") {
     return ReplicaExited{job(), attempt(), j.at("replica").get<int32_t>(),
-                         j.at("exit_code").get<int32_t>()};
+                         j.at("exit_code").get<int32_t>(), j.value("task", int32_t{-1})};
   }
   if (type == "stop_requested")
     return StopRequested{job(), attempt(), j.at("reason").get<std::string>()};

@@ -48,6 +48,7 @@ struct ReplicaExited {
   int32_t attempt = 0;
   int32_t replica = 0;
   int32_t exit_code = 0;  // -N: killed by signal N
+  int32_t task = -1;      // the replica's first failing task; -1: none failed
 };
 struct StopRequested {  // cancel, preemption, time limit, a failed gang member
   JobId job = 0;

@@ -74,6 +74,7 @@ struct Applier {
     // The cause of a failed run: the first replica to fail before anyone asked it to stop.
     if (c.exit_code != 0 && !run.stop_requested && run.failed_replica < 0) {
       run.failed_replica = c.replica;
+      run.failed_task = c.task;
     }
   }
   void operator()(const StopRequested& c) {

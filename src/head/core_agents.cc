@@ -199,7 +199,9 @@ RunLayout HeadCore::LayoutFor(const Job& job, const Run& run) const {
   for (const ReplicaPlacement& p : run.placement) {
     auto it = state_.nodes.find(p.node);
     std::string addr = it == state_.nodes.end() ? "" : it->second.address;
-    hosts.push_back(addr.substr(0, addr.rfind(':')));
+    std::string host = addr.substr(0, addr.rfind(':'));
+    if (host.size() > 1 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    hosts.push_back(host);
   }
   return LayoutOf(job, run, std::move(hosts),
                   config_.checkpoint_root + "/job-" + std::to_string(job.id));

@@ -14,6 +14,13 @@ constexpr char kReasonTimeLimit[] = "time limit";
 
 bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
+// "replica 1" for a one-task replica, "replica 1 task 3" otherwise: what `corral show` names.
+std::string TaskName(const ReplicaPlacement& p, int32_t replica, int32_t task) {
+  std::string name = "replica " + std::to_string(replica);
+  if (p.tasks > 1 && task >= 0) name += " task " + std::to_string(task);
+  return name;
+}
+
 }  // namespace
 
 HeadCore::HeadCore(CoreConfig config)
@@ -234,11 +241,12 @@ void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const Ru
     return;
   }
   if (!r.running && run.exit_codes[r.replica] == kNotExited) {
-    Emit(Caller::Node(node), now, ReplicaExited{job.id, run.attempt, r.replica, r.exit_code});
+    int32_t task = r.exit_code == 0 ? -1 : std::max(0, r.failed_task);
+    Emit(Caller::Node(node), now, ReplicaExited{job.id, run.attempt, r.replica, r.exit_code, task});
     const Run& after = *state_.jobs.at(job.id).CurrentRun();
     if (r.exit_code != 0 && !after.stop_requested && after.placement.size() > 1) {
       RequestStop(state_.jobs.at(job.id),
-                  "replica " + std::to_string(r.replica) + " exited with code " +
+                  TaskName(after.placement[r.replica], r.replica, task) + " exited with code " +
                       std::to_string(r.exit_code) + "; stopping the gang",
                   now);
     }
@@ -282,8 +290,8 @@ void HeadCore::FinishRun(const Job& job, RunState state, const std::string& reas
   for (const Run& r : job.runs) failed_runs += r.state == RunState::kFailed;
   std::string why = reason;
   if (why.empty() && state == RunState::kFailed && run.failed_replica >= 0) {
-    why = "replica " + std::to_string(run.failed_replica) + " exited with code " +
-          std::to_string(first_failure);
+    why = TaskName(run.placement[run.failed_replica], run.failed_replica, run.failed_task) +
+          " exited with code " + std::to_string(first_failure);
   } else if (why.empty() && state == RunState::kFailed && run.reason.empty()) {
     why = first_failure < 0 ? "killed by signal " + std::to_string(-first_failure)
                             : "exit code " + std::to_string(first_failure);

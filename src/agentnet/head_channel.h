@@ -11,7 +11,7 @@
 #include "agent/agent.h"
 #include "net/http_client.h"
 
-namespace corral::cmd {
+namespace corral::agentnet {
 
 class HttpHeadChannel final : public agent::HeadChannel {
  public:
@@ -30,4 +30,4 @@ class HttpHeadChannel final : public agent::HeadChannel {
   std::vector<std::unique_ptr<net::HttpClient>> idle_;  // GUARDED_BY(mu_)
 };
 
-}  // namespace corral::cmd
+}  // namespace corral::agentnet

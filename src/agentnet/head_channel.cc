@@ -1,8 +1,8 @@
-#include "cmd/http_head_channel.h"
+#include "agentnet/head_channel.h"
 
 #include "core/codec.h"
 
-namespace corral::cmd {
+namespace corral::agentnet {
 namespace {
 
 using namespace std::chrono_literals;
@@ -64,4 +64,4 @@ Result<SyncResponse> HttpHeadChannel::Sync(const SyncRequest& req) {
   return SyncResponseFromJson(*body);
 }
 
-}  // namespace corral::cmd
+}  // namespace corral::agentnet

@@ -1,0 +1,53 @@
+#include "agentnet/log_server.h"
+
+#include <algorithm>
+
+#include "agent/launcher.h"
+#include "head/tokens.h"
+
+namespace corral::agentnet {
+
+net::HttpResponse ServeLog(const std::string& state_dir, const std::string& join_token,
+                           const net::HttpRequest& req) {
+  if (!head::TokensEqual(req.BearerToken(), join_token)) {
+    return net::JsonError(401, "unauthenticated", "bad token");
+  }
+  const std::string prefix = "/v1/runs/";
+  if (req.method != "GET" || req.path.rfind(prefix, 0) != 0 ||
+      req.path.size() < prefix.size() + 6 || req.path.substr(req.path.size() - 5) != "/logs") {
+    return net::JsonError(404, "not_found", "no such path: " + req.path);
+  }
+  std::string run_id = req.path.substr(prefix.size(), req.path.size() - prefix.size() - 5);
+  std::string bad;
+  auto num = [&](const char* key, int64_t def) {
+    auto it = req.query.find(key);
+    if (it == req.query.end()) return def;
+    try {
+      size_t used = 0;
+      int64_t v = std::stoll(it->second, &used);
+      if (used == it->second.size() && v >= 0) return v;
+    } catch (...) {
+    }
+    if (bad.empty()) bad = std::string(key) + " \"" + it->second + "\": want an integer >= 0";
+    return def;
+  };
+  int64_t replica = num("replica", 0), task = num("task", 0), offset = num("offset", 0);
+  int64_t max = num("max", 65536);
+  if (!bad.empty()) return net::JsonError(400, "invalid_argument", bad);
+  if (max == 0) return net::JsonError(400, "invalid_argument", "max must be > 0");
+  std::string stream = req.query.count("stream") ? req.query.at("stream") : "stdout";
+  auto data = agent::ReadRunLog(state_dir, run_id, static_cast<int32_t>(replica),
+                                static_cast<int32_t>(task), stream, offset,
+                                std::min<int64_t>(max, 4 << 20));
+  if (!data.ok()) {
+    return net::JsonError(data.status().code() == ErrorCode::kNotFound ? 404 : 400,
+                          ErrorCodeName(data.status().code()), data.status().message());
+  }
+  net::HttpResponse r;
+  r.content_type = "text/plain";
+  r.headers["X-Corral-Next-Offset"] = std::to_string(offset + static_cast<int64_t>(data->size()));
+  r.body = std::move(*data);
+  return r;
+}
+
+}  // namespace corral::agentnet
