@@ -11,6 +11,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   procps iproute2 curl
   prometheus
+  python3-torch
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

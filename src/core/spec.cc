@@ -196,7 +196,7 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
       "name",      "command",     "env",          "workdir",           "queue",        "replicas",
       "gpus",      "cpus",        "memory",       "gpu_model",         "node_labels",  "time_limit",
       "priority",  "preemptible", "max_restarts", "checkpoint_signal", "grace_period", "array",
-      "dependency"};
+      "dependency", "tasks_per_replica"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!kKnown.count(it.key())) {
       return InvalidArgument("unknown field '" + it.key() +

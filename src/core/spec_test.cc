@@ -9,7 +9,7 @@ TEST(ParseJobSpec, AcceptsFullSpec) {
   auto s = ParseJobSpec(Json::parse(R"({"name":"train","command":["python","t.py"],
     "gpus":4,"cpus":2.5,"memory":"16G","replicas":2,"time_limit":"1:30:00","queue":"org/team",
     "preemptible":true,"checkpoint_signal":"SIGUSR1","grace_period":"30s","priority":5,
-    "env":{"A":"1"},"node_labels":{"rack":"r1"}})"));
+    "env":{"A":"1"},"node_labels":{"rack":"r1"},"tasks_per_replica":4})"));
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->per_replica.gpu_milli, 4000);
   EXPECT_EQ(s->per_replica.cpu_milli, 2500);
@@ -21,6 +21,10 @@ TEST(ParseJobSpec, AcceptsFullSpec) {
   EXPECT_EQ(s->checkpoint_signal, 10);
   EXPECT_EQ(s->grace_ms, 30 * kSecond);
   EXPECT_EQ(s->env.at("A"), "1");
+  EXPECT_EQ(s->tasks_per_replica, 4);
+  auto per_gpu = ParseJobSpec(Json::parse(R"({"command":["x"],"tasks_per_replica":"gpu"})"));
+  ASSERT_TRUE(per_gpu.ok()) << per_gpu.status().ToString();
+  EXPECT_EQ(per_gpu->tasks_per_replica, -1);
 }
 
 struct BadCase {
@@ -53,6 +57,9 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{R"({"command":["x"],"preemptible":"yes"})", "preemptible"},
                       BadCase{R"({"command":["x"],"checkpoint_signal":"SIGFOO"})",
                               "checkpoint_signal"},
+                      BadCase{R"({"command":["x"],"tasks_per_replica":0})", "tasks_per_replica"},
+                      BadCase{R"({"command":["x"],"tasks_per_replica":"cpu"})",
+                              "tasks_per_replica"},
                       BadCase{R"({"command":[]})", "command"}));
 
 TEST(ParseDuration, Forms) {
