@@ -10,6 +10,8 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/ports.h"
+
 namespace corral::agent {
 
 int32_t MachineCpuMilli() {
@@ -37,7 +39,7 @@ Agent::Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_pt
       probe_(std::move(probe)),
       head_(std::move(head)),
       supervisor_(std::make_unique<Supervisor>(
-          std::make_unique<PosixLauncher>(config_.state_dir, config_.name))) {
+          std::make_unique<PosixLauncher>(config_.state_dir, config_.name, config_.job_env))) {
   std::lock_guard lock(mu_);
   last_contact_ = std::chrono::steady_clock::now();
 }
@@ -89,6 +91,8 @@ Status Agent::DoRegister() {
   RegisterRequest req;
   req.name = config_.name;
   req.address = config_.address;
+  req.port_lo = config_.port_lo;
+  req.port_hi = config_.port_hi;
   req.cpu_milli = cpu_milli_;
   req.memory_mb = memory_mb_;
   req.gpus = gpus_;
@@ -132,6 +136,7 @@ Status Agent::SyncOnce(int64_t wait_ms) {
   req.node = config_.name;
   req.wait_ms = wait_ms;
   req.runs = supervisor_->Report();
+  req.busy_ports = ListeningPorts(config_.port_lo, config_.port_hi);
   Result<SyncResponse> resp = head_->Sync(req);
   if (!resp.ok()) return resp.status();
 

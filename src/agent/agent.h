@@ -52,6 +52,9 @@ struct AgentConfig {
   int64_t poll_interval_ms = 100;
   int64_t retry_min_ms = 200;  // backoff between failed calls, doubling up to retry_max_ms
   int64_t retry_max_ms = 5000;
+  std::map<std::string, std::string> job_env;  // defaults in every task's environment
+  int32_t port_lo = 29500;                     // MASTER_PORT range of runs whose replica 0 is here
+  int32_t port_hi = 29999;
 };
 
 // CPUs this process may run on (sched_getaffinity), in milli-CPUs.

@@ -241,10 +241,12 @@ std::string LogFileName(const std::string& stream, int32_t task) {
 }
 
 std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string& node_name,
-                                        int32_t task) {
+                                        int32_t task,
+                                        const std::map<std::string, std::string>& defaults) {
   std::map<std::string, std::string> env =
       task > 0 && task < static_cast<int32_t>(order.task_envs.size()) ? order.task_envs[task]
                                                                       : order.env;
+  for (const auto& [k, v] : defaults) env.try_emplace(k, v);
   env.try_emplace("CORRAL_JOB_ID", std::to_string(order.job_id));
   env.try_emplace("CORRAL_RUN", order.run_id);
   env.try_emplace("CORRAL_NODE", node_name);
@@ -273,8 +275,11 @@ std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string
   return out;
 }
 
-PosixLauncher::PosixLauncher(std::string state_dir, std::string node_name)
-    : runs_dir_(std::move(state_dir) + "/runs"), node_name_(std::move(node_name)) {}
+PosixLauncher::PosixLauncher(std::string state_dir, std::string node_name,
+                             std::map<std::string, std::string> env_defaults)
+    : runs_dir_(std::move(state_dir) + "/runs"),
+      node_name_(std::move(node_name)),
+      env_defaults_(std::move(env_defaults)) {}
 
 std::string PosixLauncher::RunDir(const RunKey& key) const {
   return runs_dir_ + "/" + key.DirName();
@@ -320,7 +325,7 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
   std::vector<std::vector<char*>> envps;
   std::vector<std::string> out_paths, err_paths;
   for (int32_t t = 0; t < tasks; ++t) {
-    envs.push_back(JobEnvironment(order, node_name_, t));
+    envs.push_back(JobEnvironment(order, node_name_, t, env_defaults_));
     out_paths.push_back(dir + "/" + LogFileName("stdout", t));
     err_paths.push_back(dir + "/" + LogFileName("stderr", t));
   }

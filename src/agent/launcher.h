@@ -89,9 +89,11 @@ class Launcher {
 
 class PosixLauncher final : public Launcher {
  public:
-  // `node_name` is put in CORRAL_NODE when the order's env lacks it.
+  // `node_name` is put in CORRAL_NODE when the order's env lacks it; `env_defaults` in every
+  // task's environment where the order lacks them (the node's own settings).
   // REQUIRES: state_dir exists or can be created.
-  PosixLauncher(std::string state_dir, std::string node_name);
+  PosixLauncher(std::string state_dir, std::string node_name,
+                std::map<std::string, std::string> env_defaults = {});
 
   Result<LaunchedRun> Launch(const RunOrder& order) override;
   RunStatus Check(LaunchedRun& run) override;
@@ -106,6 +108,7 @@ class PosixLauncher final : public Launcher {
  private:
   std::string runs_dir_;
   std::string node_name_;
+  std::map<std::string, std::string> env_defaults_;
 };
 
 // How many tasks an order runs: one per entry of task_envs, or one.
@@ -116,7 +119,8 @@ int32_t TaskCount(const RunOrder& order);
 // CUDA_DEVICE_ORDER=PCI_BUS_ID. CUDA_VISIBLE_DEVICES is the head's choice when it names only
 // GPUs of the order (a task's own GPU), else all of the order's GPUs ("" for none).
 std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string& node_name,
-                                        int32_t task = 0);
+                                        int32_t task = 0,
+                                        const std::map<std::string, std::string>& defaults = {});
 
 // A task's log file in its run directory: "stdout" for task 0, "stdout.T" for task T.
 std::string LogFileName(const std::string& stream, int32_t task);

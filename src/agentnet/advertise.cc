@@ -1,6 +1,7 @@
 #include "agentnet/advertise.h"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -40,6 +41,27 @@ Result<std::string> LocalAddressToward(const std::string& host, int port) {
   }
   freeaddrinfo(found);
   return Unavailable("no route toward the head at " + host + ": " + error);
+}
+
+std::string InterfaceOf(const std::string& address) {
+  ifaddrs* all = nullptr;
+  if (getifaddrs(&all) != 0) return "";
+  std::string found;
+  for (ifaddrs* i = all; i != nullptr && found.empty(); i = i->ifa_next) {
+    if (i->ifa_addr == nullptr) continue;
+    int family = i->ifa_addr->sa_family;
+    if (family != AF_INET && family != AF_INET6) continue;
+    char text[INET6_ADDRSTRLEN] = {};
+    const void* addr =
+        family == AF_INET6
+            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr)
+            : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr);
+    if (inet_ntop(family, addr, text, sizeof(text)) != nullptr && address == text) {
+      found = i->ifa_name;
+    }
+  }
+  freeifaddrs(all);
+  return found;
 }
 
 Result<std::string> AdvertiseAddress(const std::string& flag, const std::string& head_host,

@@ -13,6 +13,8 @@ TEST(Advertise, LoopbackHeadMeansLoopbackAddress) {
   auto a = LocalAddressToward("127.0.0.1", 7070);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   EXPECT_EQ(*a, "127.0.0.1");
+  EXPECT_EQ(InterfaceOf("127.0.0.1"), "lo");
+  EXPECT_EQ(InterfaceOf("192.0.2.55"), "");  // TEST-NET-1: on no interface here
 }
 
 TEST(Advertise, FlagWinsAndIsValidated) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include "agent/agent.h"
@@ -44,6 +45,9 @@ int AgentMain(std::vector<std::string> args) {
                  "port)");
   app.add_option("--label", labels, "node label k=v (repeatable), e.g. rack=r1");
   app.add_option("--lease", lease_s, "seconds without the head before stopping all runs");
+  std::string port_range = "29500-29999";
+  app.add_option("--port-range", port_range,
+                 "LO-HI: MASTER_PORT range for runs whose replica 0 is on this node");
   app.add_option("--cpus", cpus, "CPUs to offer (default: what this process may use)");
   app.add_option("--memory", memory, "memory to offer, e.g. 64G (default: MemTotal)");
   if (auto code = ParseFlags(app, std::move(args))) return *code;
@@ -91,6 +95,19 @@ int AgentMain(std::vector<std::string> args) {
   // Exits are noticed by polling the monitors' exit files: 25 ms keeps a short job from
   // holding its GPUs ~100 ms longer than it runs (docs/benchmarks.md), for a few stat()s.
   config.poll_interval_ms = 25;
+  {
+    int lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream in(port_range);
+    if (!(in >> lo >> dash >> hi) || dash != '-' || !in.eof() || lo < 1024 || hi > 65535 ||
+        lo > hi) {
+      std::cerr << "corral agent: flag '--port-range': got \"" << port_range
+                << "\", want LO-HI within 1024-65535\n";
+      return 2;
+    }
+    config.port_lo = lo;
+    config.port_hi = hi;
+  }
   if (cpus < 0) {
     std::cerr << "corral agent: flag '--cpus': must be >= 0\n";
     return 2;
@@ -111,6 +128,11 @@ int AgentMain(std::vector<std::string> args) {
       return 2;
     }
     config.labels[l.substr(0, eq)] = l.substr(eq + 1);
+  }
+  // torch.distributed's gloo and NCCL pick their interface from the host name, which often
+  // resolves to loopback: point them at the one peers reach this node on.
+  if (std::string iface = agentnet::InterfaceOf(*advertised); !iface.empty()) {
+    config.job_env = {{"GLOO_SOCKET_IFNAME", iface}, {"NCCL_SOCKET_IFNAME", iface}};
   }
   BlockStopSignals();
   std::error_code ec;

@@ -20,6 +20,8 @@ struct RegisterRequest {
   int64_t memory_mb = 0;
   std::vector<Gpu> gpus;
   std::map<std::string, std::string> labels;
+  int32_t port_lo = 0;  // the MASTER_PORT range the head picks from on this node; 0: its default
+  int32_t port_hi = 0;
 };
 
 struct RegisterResponse {
@@ -44,9 +46,10 @@ struct RunReport {
 struct SyncRequest {
   std::string node;
   uint64_t agent_epoch = 0;
-  uint64_t desired_version = 0;  // last version the agent received; the head holds if unchanged
-  int64_t wait_ms = 0;           // how long the head may hold the call
-  std::vector<RunReport> runs;   // everything alive or exited-but-not-yet-released
+  uint64_t desired_version = 0;     // last version the agent received; the head holds if unchanged
+  int64_t wait_ms = 0;              // how long the head may hold the call
+  std::vector<RunReport> runs;      // everything alive or exited-but-not-yet-released
+  std::vector<int32_t> busy_ports;  // ports of the MASTER_PORT range something listens on
 };
 
 // What the head wants on this node for one replica of one run.

@@ -211,7 +211,8 @@ Json ToJson(const QueueConfig& q) {
 
 Json ToJson(const RegisterRequest& r) {
   return Json{{"name", r.name},           {"address", r.address},       {"cpu_milli", r.cpu_milli},
-              {"memory_mb", r.memory_mb}, {"gpus", EncodeGpus(r.gpus)}, {"labels", r.labels}};
+              {"memory_mb", r.memory_mb}, {"gpus", EncodeGpus(r.gpus)}, {"labels", r.labels},
+              {"port_lo", r.port_lo},     {"port_hi", r.port_hi}};
 }
 
 Json ToJson(const RegisterResponse& r) {
@@ -234,7 +235,8 @@ Json ToJson(const SyncRequest& r) {
               {"agent_epoch", r.agent_epoch},
               {"desired_version", r.desired_version},
               {"wait_ms", r.wait_ms},
-              {"runs", runs}};
+              {"runs", runs},
+              {"busy_ports", r.busy_ports}};
 }
 
 Json ToJson(const RunOrder& r) {
@@ -335,6 +337,8 @@ Result<RegisterRequest> RegisterRequestFromJson(const Json& j) {
     r.memory_mb = Get<int64_t>(j, "memory_mb", 0);
     r.gpus = DecodeGpus(j.value("gpus", Json::array()));
     r.labels = Get<std::map<std::string, std::string>>(j, "labels", {});
+    r.port_lo = Get<int32_t>(j, "port_lo", 0);
+    r.port_hi = Get<int32_t>(j, "port_hi", 0);
     return r;
   });
 }
@@ -356,6 +360,7 @@ Result<SyncRequest> SyncRequestFromJson(const Json& j) {
     r.agent_epoch = j.at("agent_epoch").get<uint64_t>();
     r.desired_version = Get<uint64_t>(j, "desired_version", 0);
     r.wait_ms = Get<int64_t>(j, "wait_ms", 0);
+    r.busy_ports = Get<std::vector<int32_t>>(j, "busy_ports", {});
     for (const Json& x : j.value("runs", Json::array())) {
       RunReport rr;
       rr.run_id = x.at("run_id").get<std::string>();

@@ -42,6 +42,10 @@ Result<RegisterResponse> HeadCore::Register(const Caller& by, RegisterRequest re
   n.memory_mb = req.memory_mb;
   n.gpus = req.gpus;
   n.labels = req.labels;
+  if (req.port_lo > 0 && req.port_hi >= req.port_lo && req.port_hi <= 65535) {
+    n.port_lo = req.port_lo;
+    n.port_hi = req.port_hi;
+  }
   if (!n.gpus.empty() && !n.labels.count("gpu_model")) n.labels["gpu_model"] = n.gpus[0].model;
   if (n.state == NodeState::kUnreachable || n.state == NodeState::kDown) {
     n.state = NodeState::kReady;
@@ -66,6 +70,7 @@ Result<bool> HeadCore::Report(const Caller& by, const SyncRequest& req, TimeMs n
   auto it = state_.nodes.find(req.node);
   if (it == state_.nodes.end() || req.agent_epoch != it->second.agent_epoch) return false;
   last_heard_[req.node] = now;
+  busy_ports_[req.node] = std::set<int32_t>(req.busy_ports.begin(), req.busy_ports.end());
   NodeState st = it->second.state;
   if (st == NodeState::kUnreachable || st == NodeState::kDown) {
     SetNodeState(req.node, NodeState::kReady, "agent heard from again", now);

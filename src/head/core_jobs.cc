@@ -196,6 +196,9 @@ int32_t HeadCore::PickMasterPort(const std::string& node) const {
       if (!r.placement.empty() && r.placement[0].node == node) used.insert(r.master_port);
     }
   }
+  if (auto busy = busy_ports_.find(node); busy != busy_ports_.end()) {
+    used.insert(busy->second.begin(), busy->second.end());
+  }
   for (int32_t p = lo; p <= hi; ++p) {
     if (!used.count(p)) return p;
   }

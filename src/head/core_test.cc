@@ -46,9 +46,11 @@ class Scenario : public ::testing::TestWithParam<bool> {
     Step();
     return r->agent_epoch;
   }
-  Result<bool> Report(const std::string& node, std::vector<RunReport> runs, uint64_t epoch = 0) {
+  Result<bool> Report(const std::string& node, std::vector<RunReport> runs, uint64_t epoch = 0,
+                      std::vector<int32_t> busy_ports = {}) {
     SyncRequest req;
     req.node = node;
+    req.busy_ports = std::move(busy_ports);
     req.agent_epoch = epoch ? epoch : epochs_[node];
     req.runs = std::move(runs);
     auto r = core().Report(Caller::Node(node), req, now());
@@ -321,6 +323,33 @@ TEST_P(Scenario, MasterPortsAreUniqueAmongANodesLiveRuns) {
   Job c = Submit(Spec(1));
   Schedule();
   EXPECT_EQ(Get(c.id).CurrentRun()->master_port, pa) << "a freed port is reused";
+}
+
+// A port something else on the node listens on (as its agent reported) is never handed out.
+TEST_P(Scenario, MasterPortsAvoidPortsTheNodeReportsBusy) {
+  RegisterRequest req;
+  req.name = "n1";
+  req.port_lo = 31000;
+  req.port_hi = 31003;
+  req.cpu_milli = 16000;
+  req.memory_mb = 64000;
+  req.gpus.push_back({0, "n1-gpu0", "Sim", 1000, 0, true});
+  req.gpus.push_back({1, "n1-gpu1", "Sim", 1000, 0, true});
+  auto r = core().Register(kJoin, req, "secret-n1", now());
+  ASSERT_TRUE(r.ok());
+  Step();
+  Job a = Submit(Spec(1));
+  Job b = Submit(Spec(1));
+  // What a node reports is an observation, not state: a restarted head learns it again from
+  // the next sync, so the report and the pass come together here.
+  SyncRequest sync;
+  sync.node = "n1";
+  sync.agent_epoch = r->agent_epoch;
+  sync.busy_ports = {31000, 31002};
+  ASSERT_TRUE(*core().Report(Caller::Node("n1"), sync, now()));
+  Schedule();
+  EXPECT_EQ(Get(a.id).CurrentRun()->master_port, 31001);
+  EXPECT_EQ(Get(b.id).CurrentRun()->master_port, 31003);
 }
 
 TEST_P(Scenario, ArrayElementsAreJobsAndAtMostPRunAtOnce) {

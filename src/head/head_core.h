@@ -177,6 +177,8 @@ class HeadCore {
   std::map<std::string, std::set<JobId>> node_runs_;  // node -> jobs with an active run there
   std::set<JobId> active_jobs_;                       // scheduled or running
   std::map<std::string, uint64_t> node_version_;      // desired-state version per node
+  // Observations, not state: ports something listens on, per node, from its last sync.
+  std::map<std::string, std::set<int32_t>> busy_ports_;
   std::map<std::string, TimeMs> last_heard_;          // liveness: the last sync received
   std::map<JobId, std::string> pending_reason_;       // as the scheduler last said
   std::set<JobId> held_;                              // pending, not in the scheduler

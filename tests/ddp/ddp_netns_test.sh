@@ -103,7 +103,7 @@ wait_job() {  # wait_job ID WANT_STATE
   st=$(corral show "$1" -o json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["state"])')
   [ "$st" = "$2" ] || { corral show "$1"; corral logs "$1" --stderr | tail -20; fail "job $1 is $st, want $2"; }
 }
-ENV_OPTS=(--env GLOO_SOCKET_IFNAME=eth0 --cpus 1)
+ENV_OPTS=(--cpus 1)  # GLOO_SOCKET_IFNAME: the agent sets it to its advertised interface
 
 # ---- 1. 2 replicas x 2 tasks
 job=$(corral submit --parsable --name ddp --replicas 2 --tasks-per-replica 2 --gpus 2 "${ENV_OPTS[@]}" \
