@@ -19,7 +19,11 @@ PendingJob ToPendingJob(const Job& job) {
   // (and adds the current run itself), so a requeued job keeps the level it reached.
   const DurationMs gpus = job.spec.replicas * job.spec.per_replica.WholeGpus();
   for (const Run& r : job.runs) {
-    if (IsRunOver(r.state) && r.started_at > 0 && r.ended_at > r.started_at) {
+    // started_at 0 means "never reported running" to the head; the simulator's clock starts
+    // at 0, where a run placed at t = 0 also starts at 0 (scheduled_at == 0 never happens in
+    // the head, whose times are Unix times).
+    bool ran = r.started_at > 0 || r.scheduled_at == 0;
+    if (IsRunOver(r.state) && ran && r.ended_at > r.started_at) {
       p.attained_ms += gpus * (r.ended_at - r.started_at);
     }
   }
