@@ -15,6 +15,10 @@ PendingJob ToPendingJob(const Job& job) {
   p.node_labels = job.spec.node_labels;
   p.time_limit_ms = job.spec.time_limit_ms;
   p.preemptible = job.spec.preemptible;
+  p.name = job.spec.name;
+  if (const Run* r = job.CurrentRun(); r && !IsRunOver(r->state)) {
+    p.last_checkpoint_at = r->last_checkpoint_at;
+  }
   // GPU-time the job's finished runs held: the scheduler orders a queue by attained service
   // (and adds the current run itself), so a requeued job keeps the level it reached.
   const DurationMs gpus = job.spec.replicas * job.spec.per_replica.WholeGpus();

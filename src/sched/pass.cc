@@ -29,12 +29,14 @@ bool MayPreempt(SchedState& st) {
     return false;
   }
   if (cfg.policy != OrderPolicy::kCorral) return true;
-  if (st.pending.MaxPriority() > st.preemptible_priorities.begin()->first) return true;
+  // Priority and LAS preemption need the cluster budget; reclaim does not.
+  bool open = st.ClusterBudgetOpen();
+  if (open && st.pending.MaxPriority() > st.preemptible_priorities.begin()->first) return true;
   for (int32_t q = 0; q < st.queues.size(); ++q) {
     if (st.pending.PendingInQueue(q) == 0) continue;
     if (st.queues.BelowQuota(q)) return true;
     // A run of the queue in a higher LAS level than a pending job of it.
-    if (cfg.las_within_queue && st.PreemptibleGpus(q) > 0) return true;
+    if (open && cfg.las_within_queue && st.PreemptibleGpus(q) > 0) return true;
   }
   return false;
 }
@@ -46,6 +48,8 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
   ++st.pass;
   st.now = now;
   st.work = 0;
+  st.budget_denied = 0;
+  st.budget.Advance(now);
   st.queues.Advance(now, st.model.total_gpus(), st.model.total_cpu(), st.model.total_mem());
   st.model.ClearHolds();
   class_failed.assign(st.pending.class_count(), 0);
@@ -159,6 +163,8 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       std::vector<NodeDemand> freed;
       for (JobId v : victims) {
         RunEntry& r = st.running.at(v);
+        DurationMs lost = st.LostWork(r);
+        st.budget.Record(now, r.queue, lost);
         st.CountVictim(r, -1);
         r.preempted_for = j.id;
         st.Freeing(r.queue) += r.gpus;
@@ -183,6 +189,8 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
                 std::to_string(st.queues.Quota(e->queue)) + " GPUs for job " +
                 std::to_string(j.id) + "; queue " + st.queues.Name(r.queue) + " was over its quota";
         }
+        why += "; loses " + std::to_string(lost / kMinute) + " GPU-minutes of work since " +
+               (r.job.last_checkpoint_at > r.started_at ? "its last checkpoint" : "it started");
         d->preempt.push_back({v, j.id, std::move(why)});
         for (const ReplicaPlacement& p : r.placement) {
           int32_t slot = st.model.Find(p.node);

@@ -118,6 +118,13 @@ void Scheduler::UpdateAttained(JobId id, DurationMs attained_gpu_ms) {
   if (it != impl_->st.running.end()) it->second.job.attained_ms = attained_gpu_ms;
 }
 
+void Scheduler::ReportCheckpoint(JobId id, TimeMs at) {
+  auto it = impl_->st.running.find(id);
+  if (it != impl_->st.running.end()) {
+    it->second.job.last_checkpoint_at = std::max(it->second.job.last_checkpoint_at, at);
+  }
+}
+
 Fit Scheduler::Admit(const PendingJob& job, std::string* why) const {
   const SchedState& st = impl_->st;
   Shape s = ShapeOf(job);
@@ -170,6 +177,7 @@ Decisions Scheduler::Impl::Pass(TimeMs now) {
   last.last_pass_work = st.work;
   last.last_pass_attempts = r.attempts;
   last.last_pass_skipped = r.skipped;
+  last.last_pass_budget_denied = st.budget_denied;
   last.last_pass_budget_exhausted = r.exhausted;
   return d;
 }
