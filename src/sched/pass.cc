@@ -22,19 +22,42 @@ std::string Describe(const PendingJob& j) {
   return std::to_string(s.replicas) + " x " + std::to_string(s.gpus) + " GPU(s)";
 }
 
+// The most free GPUs on one schedulable node, with held ones (`held` true) or without them.
+// Held nodes are few (one reservation's), so the scan stops soon.
+int64_t MaxFreeOnANode(const ClusterModel& m, bool held) {
+  int64_t best = 0;
+  for (int32_t k = m.max_gpus(); k > best; --k) {
+    for (int32_t i : m.bucket(k)) {
+      int64_t f = held ? k : k - m.slot(i).hold_gpus;
+      best = std::max(best, f);
+      if (f == k) break;
+    }
+  }
+  return best;
+}
+
 // Could any pending job preempt? A cheap, conservative test.
 bool MayPreempt(SchedState& st) {
   const SchedulerConfig& cfg = st.config;
-  if (!cfg.preemption || !IsPreemptive(cfg.policy) || st.preemptible_priorities.empty()) {
-    return false;
-  }
+  if (!cfg.preemption || !IsPreemptive(cfg.policy) || st.NoVictimYet()) return false;
   if (cfg.policy != OrderPolicy::kCorral) return true;
   // Priority and LAS preemption need the cluster budget; reclaim does not.
   bool open = st.ClusterBudgetOpen();
   if (open && st.pending.MaxPriority() > st.preemptible_priorities.begin()->first) return true;
+  // Reclaim needs a preemptible run in a queue over its quota.
+  bool lender = false;
+  for (int32_t q = 0; q < st.queues.size() && !lender; ++q) {
+    lender =
+        st.PreemptibleGpus(q) > 0 && st.queues.AllocGpus(q) - st.Freeing(q) > st.queues.Quota(q);
+  }
   for (int32_t q = 0; q < st.queues.size(); ++q) {
     if (st.pending.PendingInQueue(q) == 0) continue;
-    if (st.queues.BelowQuota(q)) return true;
+    // Reclaim: the queue's smallest pending job fits within its quota.
+    int64_t smallest = st.pending.MinTotalGpusInQueue(q);
+    if (lender && smallest != INT64_MAX &&
+        st.queues.AllocGpus(q) + smallest <= st.queues.Quota(q)) {
+      return true;
+    }
     // A run of the queue in a higher LAS level than a pending job of it.
     if (open && cfg.las_within_queue && st.PreemptibleGpus(q) > 0) return true;
   }
@@ -81,7 +104,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
   bool strict = cfg.policy == OrderPolicy::kFifo || !cfg.backfill;
   bool may_preempt = cfg.preemption && IsPreemptive(cfg.policy);
   int32_t reservations = 0;
-  bool finite_hold = false;  // short jobs may still use held GPUs
+  TimeMs hold_until = now;  // the latest finite reservation start: shorter jobs may use held GPUs
   int64_t placements = 0;
   while (PendingEntry* e = order.Next()) {
     if (st.work > cfg.max_work_per_pass) {
@@ -91,11 +114,14 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     if (placements >= cfg.max_placements_per_pass || failed_live >= st.pending.live_classes()) {
       break;
     }
-    // Nothing left to do: no room for the smallest request, every reservation given out, and
-    // no blocked job could preempt. Stops a pass over a full cluster early.
+    // Nothing left to do: no room for any class still to visit (held GPUs only for jobs that
+    // end before a reservation starts), every reservation given out, and no blocked job could
+    // preempt. Stops a pass over a full cluster early.
     if (reservations >= cfg.reservation_depth &&
-        st.model.free_gpus() - (finite_hold ? 0 : st.model.held_gpus()) <
-            st.pending.MinTotalGpus() &&
+        !st.pending.AnyVisibleFits(st.model.free_gpus() - st.model.held_gpus(),
+                                   MaxFreeOnANode(st.model, false), st.model.free_gpus(),
+                                   MaxFreeOnANode(st.model, true),
+                                   hold_until > now ? hold_until - now : -1) &&
         !MayPreempt(st)) {
       break;
     }
@@ -146,7 +172,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     if (own != st.victims_of.end()) {
       Reservation rv;
       if (Reserve(st, *e, &rv)) {
-        finite_hold |= rv.start != kUnknownTime && rv.start > now;
+        if (rv.start != kUnknownTime) hold_until = std::max(hold_until, rv.start);
         rv.after_place = static_cast<int32_t>(d->place.size());
         d->reservations.push_back(rv);
       }
@@ -230,7 +256,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     Reservation rv;
     if (reservations < cfg.reservation_depth && Reserve(st, *e, &rv)) {
       ++reservations;
-      finite_hold |= rv.start != kUnknownTime && rv.start > now;
+      if (rv.start != kUnknownTime) hold_until = std::max(hold_until, rv.start);
       std::string when = rv.start == kUnknownTime ? "when running jobs without a time limit end"
                                                   : "at t=" + std::to_string(rv.start) + " ms";
       report(e, WaitCode::kReserved,

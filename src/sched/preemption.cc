@@ -167,7 +167,7 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
   }
   if (bound < gpus) return false;
   if (policy != OrderPolicy::kCorral && !IsPreemptive(policy)) return false;
-  if (st.victim_order_pass != st.pass) BuildVictimOrder(st);
+  if (st.NoVictimYet()) return false;
   // Candidates: the pass's possible victims that this job may displace, in victim order.
   if (policy == OrderPolicy::kCorral) {
     int64_t incoming = 0;
@@ -186,6 +186,7 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
       if (!open) ++st.budget_denied;
       return false;
     }
+    if (st.victim_order_pass != st.pass) BuildVictimOrder(st);
     std::vector<int8_t> queue_open(st.running_by_queue.size(), -1);  // -1: not asked yet
     auto budget_allows = [&](int32_t q) {
       if (queue_open[q] < 0) queue_open[q] = st.QueueBudgetOpen(q) ? 1 : 0;
@@ -198,8 +199,8 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
       bool over = st.queues.AllocGpus(q) - st.Freeing(q) > st.queues.Quota(q);
       if (q != job.queue && !over) continue;
       searched[q] = over ? 2 : 1;
-      st.work += static_cast<int64_t>(st.running_by_queue[q].size());
     }
+    st.work += static_cast<int64_t>(st.victim_order.size());  // the scan below
     for (const SchedState::VictimEntry& v : st.victim_order) {
       RunEntry& r = *v.run;
       int32_t q = r.queue;
@@ -218,6 +219,7 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
     }
     if (denied && cands.empty()) ++st.budget_denied;
   } else {
+    if (st.victim_order_pass != st.pass) BuildVictimOrder(st);
     st.work += static_cast<int64_t>(st.running.size());
     // Only runs with a strictly worse key may be displaced.
     if (st.victim_max_key_a <= job.key.a) return false;

@@ -61,6 +61,7 @@ struct SchedState {
   // Cheap upper bounds that let a blocked job skip the victim search.
   std::vector<int64_t> preemptible_gpus;
   std::map<int32_t, int64_t> preemptible_priorities;
+  std::multiset<TimeMs> preemptible_starts;      // started_at of the same runs
   std::vector<int64_t> placed_preemptible_gpus;  // by queue, placed in this pass
   PreemptBudget budget;                          // kCorral: preemptions of the last minute and hour
   int64_t budget_denied = 0;                     // this pass: victim searches the budgets cut short
@@ -117,6 +118,16 @@ struct SchedState {
     int64_t& n = preemptible_priorities[r.job.priority];
     n += sign;
     if (n == 0) preemptible_priorities.erase(r.job.priority);
+    if (sign > 0) {
+      preemptible_starts.insert(r.started_at);
+    } else {
+      preemptible_starts.erase(preemptible_starts.find(r.started_at));
+    }
+  }
+  // No preemptible run has reached the minimum runtime yet: nothing can be a victim now.
+  bool NoVictimYet() const {
+    return preemptible_starts.empty() ||
+           *preemptible_starts.begin() > now - config.min_runtime_before_preempt_ms;
   }
   // kCorral budgets (preempt_budget.h): may this pass still preempt for priority or LAS, and
   // may it take victims from queue q?
