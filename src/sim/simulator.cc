@@ -203,6 +203,9 @@ class Loop {
     }
     if (c.fair_share_half_life_ms != 0) s.fair_share_half_life_ms = c.fair_share_half_life_ms;
     if (!c.las_thresholds_gpu_ms.empty()) s.las_thresholds_gpu_ms = c.las_thresholds_gpu_ms;
+    if (c.las_preempt_hysteresis >= 0) s.las_preempt_hysteresis = c.las_preempt_hysteresis;
+    s.cluster_budget = c.cluster_budget;
+    s.queue_budget = c.queue_budget;
     return s;
   }
 
