@@ -24,6 +24,9 @@ class PreemptBudget {
   // True while the cluster-wide windows are below their limits for a cluster of
   // `running_runs` runs on `total_gpus` GPUs.
   bool ClusterAllows(const PreemptionBudget& b, int64_t running_runs, int64_t total_gpus) const;
+  // May one decision preempt `runs` more runs now: the minute's window is empty, or they fit
+  // the runs-per-minute limit?
+  bool ClusterTakes(const PreemptionBudget& b, int64_t running_runs, int64_t runs) const;
   // The same for one victim queue, with its running runs and max(quota, allocated GPUs).
   bool QueueAllows(const PreemptionBudget& b, int32_t queue, int64_t queue_runs,
                    int64_t queue_gpus) const;

@@ -16,6 +16,7 @@
 // costs its replicas, and "does the job fit now?" is one comparison. The model is touched
 // only once the job fits, to find the placement itself.
 #include <algorithm>
+#include <set>
 #include <string>
 
 #include "core/status.h"
@@ -158,6 +159,7 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
   int64_t gpus = TotalGpus(j);
   OrderPolicy policy = st.config.policy;
   std::vector<RunEntry*> cands;
+  std::set<const RunEntry*> budgeted_runs;  // kCorral: candidates taken for priority or LAS
   bool reclaim = false;
   // Upper bounds first: most blocked jobs have no possible victims at all.
   if (st.preemptible_priorities.empty()) return false;
@@ -209,6 +211,7 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
       bool over = searched[q] == 2;
       bool lower = by_priority && r.job.priority < j.priority;
       bool reclaims = q == job.queue ? over && reclaim : reclaim;
+      if (!reclaims) budgeted_runs.insert(&r);
       bool budgeted = lower || (q == job.queue && las && LasVictim(st, r, job));
       if (!reclaims && !budgeted) continue;
       if (!reclaims && !budget_allows(q)) {
@@ -307,6 +310,17 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
     if (!w.Satisfied(demand)) {
       release(*r, -1);
       chosen.push_back(r);
+    }
+  }
+  // A decision may overshoot the cluster's runs-per-minute budget only when it is the first
+  // in the window (so a gang needing many victims is delayed, never starved): otherwise the
+  // budgeted victims must fit what is left.
+  if (policy == OrderPolicy::kCorral && !budgeted_runs.empty()) {
+    int64_t budgeted = 0;
+    for (const RunEntry* r : chosen) budgeted += budgeted_runs.count(r) ? 1 : 0;
+    if (budgeted > 0 && !st.ClusterBudgetTakes(budgeted)) {
+      ++st.budget_denied;
+      return false;
     }
   }
   // The victims keep their resources until the driver removes them.

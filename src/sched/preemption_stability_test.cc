@@ -89,6 +89,29 @@ TEST(BudgetTest, ClusterRunsPerMinute) {
   EXPECT_EQ(Victims(s.Schedule(t + kMinute)).size(), 1u);
 }
 
+TEST(BudgetTest, ADecisionOvershootsOnlyAnEmptyWindow) {
+  SchedulerConfig c = Unlimited();
+  c.cluster_budget.runs_per_minute = 2;
+  Scheduler s(c);
+  for (const char* n : {"n1", "n2", "n3"}) s.UpsertNode(MakeNode(n).Gpus(2));
+  for (int k = 0; k < 6; ++k) {
+    std::string node = "n" + std::to_string(1 + k / 2);
+    s.AddRunning(Running(MakeJob(100 + k).Gpus(1).Preemptible(), {{node, {k % 2}}}, 0));
+  }
+  s.AddPending(MakeJob(1).Gpus(1).Priority(2));  // one victim
+  std::vector<JobId> first = Victims(s.Schedule(kHour));
+  ASSERT_EQ(first.size(), 1u);
+  s.RemoveRunning(first[0]);
+  EXPECT_EQ(s.Schedule(kHour).place.size(), 1u);
+  s.AddPending(MakeJob(2).Gpus(2).Priority(1));  // two victims: 1 + 2 > 2 this minute
+  EXPECT_TRUE(s.Schedule(kHour + 30 * kSecond).preempt.empty());
+  EXPECT_EQ(s.GetStats().last_pass_budget_denied, 1);
+  // With the window empty again, a gang of two full nodes takes its 4 victims at once.
+  s.RemovePending(2);
+  s.AddPending(MakeJob(3).Replicas(2).Gpus(2).Priority(1));
+  EXPECT_EQ(Victims(s.Schedule(kHour + kMinute)).size(), 4u);
+}
+
 TEST(BudgetTest, ClusterLostWorkPerHourMayBeOvershotByOneDecision) {
   SchedulerConfig c = Unlimited();
   c.cluster_budget.lost_gpu_seconds_per_hour = 60;  // one GPU-minute
@@ -151,16 +174,16 @@ TEST(BudgetTest, DefaultsScaleWithTheCluster) {
   PreemptionBudget b;  // defaults
   EXPECT_EQ(PreemptBudget::RunsLimit(b, 100, 2), 2);
   EXPECT_EQ(PreemptBudget::RunsLimit(b, 10'000, 2), 5);
-  EXPECT_EQ(PreemptBudget::LostLimitGpuMs(b, 1000, 0.02), 20 * kHour);
+  EXPECT_EQ(PreemptBudget::LostLimitGpuMs(b, 1000, 1.0), 1000 * kHour);
   EXPECT_EQ(PreemptBudget::RunsLimit({7, 0}, 10'000, 2), 7);
   EXPECT_EQ(PreemptBudget::RunsLimit({-1, 0}, 10'000, 2), -1);
-  // On a 3-GPU cluster the default lost-work budget is 2% of 3 GPU-hours an hour (3.6
-  // GPU-minutes): the first victim (an hour of work) is allowed, the next waits an hour.
+  // On a 3-GPU cluster with three runs in one queue: the queue's default is one run a minute
+  // (and lost work up to its 3 GPU-hours an hour).
   Scheduler s;
   ThreeVictims(s);
   EXPECT_EQ(Victims(s.Schedule(kHour)).size(), 1u);
-  EXPECT_TRUE(s.Schedule(kHour + 59 * kMinute).preempt.empty());
-  EXPECT_EQ(Victims(s.Schedule(2 * kHour)).size(), 1u);
+  EXPECT_TRUE(s.Schedule(kHour + 59 * kSecond).preempt.empty());
+  EXPECT_EQ(Victims(s.Schedule(kHour + kMinute)).size(), 1u);
 }
 
 TEST(BudgetTest, WindowsForget) {

@@ -117,7 +117,7 @@ struct PreemptionBudget {
   // of the queue), at least 2 (cluster) or 1 (queue).
   int64_t runs_per_minute = 0;
   // GPU-seconds of work lost (since each victim's last checkpoint, or its start) in the last
-  // hour. Default: 2% of the GPUs' hour (cluster), 5% of max(quota, allocation) (queue).
+  // hour. Default: the GPUs' hour (of the cluster; of max(quota, allocation) for a queue).
   int64_t lost_gpu_seconds_per_hour = 0;
 };
 

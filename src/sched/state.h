@@ -135,6 +135,9 @@ struct SchedState {
     return budget.ClusterAllows(config.cluster_budget, static_cast<int64_t>(running.size()),
                                 model.total_gpus());
   }
+  bool ClusterBudgetTakes(int64_t runs) const {
+    return budget.ClusterTakes(config.cluster_budget, static_cast<int64_t>(running.size()), runs);
+  }
   bool QueueBudgetOpen(int32_t q) const {
     int64_t runs = q < static_cast<int32_t>(running_by_queue.size())
                        ? static_cast<int64_t>(running_by_queue[q].size())
