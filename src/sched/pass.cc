@@ -1,6 +1,7 @@
 // One scheduling pass (DESIGN §6): jobs in order; each starts now, or preempts to start
 // soon, or gets a reservation that later jobs may not delay, or waits.
 #include <algorithm>
+#include <set>
 #include <string>
 
 #include "sched/pass_order.h"
@@ -97,15 +98,56 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       st.pending.HideClass(k);
     }
   };
-  PassOrder order(st.pending, st.queues);
-
   Placer placer(st.model, &st.work);
   const SchedulerConfig& cfg = st.config;
+  int64_t placements = 0;
+  // Binds a placement of pending job e (the scheduler's assumed placement, DESIGN §6).
+  auto bind = [&](PendingEntry* e, std::vector<ReplicaPlacement> placement, TimeMs end) {
+    const PendingJob& j = e->job;
+    Shape s = ShapeOf(j);
+    RunEntry r;
+    r.job = j;
+    r.placement = placement;
+    r.started_at = now;
+    r.queue = e->queue;
+    r.user = e->user;
+    r.gpus = TotalGpus(j);
+    r.cpu = int64_t{s.replicas} * j.per_replica.cpu_milli;
+    r.mem = int64_t{s.replicas} * j.per_replica.memory_mb;
+    r.expected_end = end;
+    r.placed_in_pass = st.pass;
+    st.queues.Charge(r.queue, r.user, r.gpus, r.cpu, r.mem, +1);
+    st.CountVictim(r, +1);
+    if (j.preemptible) st.PlacedPreemptible(r.queue) += r.gpus;
+    st.by_end.insert({r.expected_end, j.id});
+    st.RunsOfQueue(r.queue).insert(j.id);
+    for (const ReplicaPlacement& p : r.placement) st.runs_on_node[p.node].insert(j.id);
+    JobId id = j.id;
+    st.running[id] = std::move(r);
+    d->place.push_back({id, std::move(placement)});
+    ++placements;
+    st.victims_of.erase(id);
+    st.pending.Remove(id);
+  };
+  // Jobs whose victims have all ended start first, on the room made for them: a job earlier
+  // in this pass's order could take it otherwise, and the job would preempt again.
+  std::set<JobId> ready;
+  ready.swap(st.room_made);
+  for (JobId id : ready) {
+    PendingEntry* e = st.pending.Find(id);
+    if (!e || st.victims_of.count(id)) continue;
+    ++st.work;
+    std::vector<ReplicaPlacement> placement;
+    TimeMs end = e->job.time_limit_ms > 0 ? now + e->job.time_limit_ms : kUnknownTime;
+    if (placer.Place(ShapeOf(e->job), end, /*keep=*/true, &placement)) {
+      bind(e, std::move(placement), end);
+    }
+  }
+  PassOrder order(st.pending, st.queues);
   bool strict = cfg.policy == OrderPolicy::kFifo || !cfg.backfill;
   bool may_preempt = cfg.preemption && IsPreemptive(cfg.policy);
   int32_t reservations = 0;
   TimeMs hold_until = now;  // the latest finite reservation start: shorter jobs may use held GPUs
-  int64_t placements = 0;
   while (PendingEntry* e = order.Next()) {
     if (st.work > cfg.max_work_per_pass) {
       res.exhausted = true;
@@ -141,29 +183,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     TimeMs end = j.time_limit_ms > 0 ? now + j.time_limit_ms : kUnknownTime;
     std::vector<ReplicaPlacement> placement;
     if (placer.Place(s, end, /*keep=*/true, &placement)) {
-      RunEntry r;
-      r.job = j;
-      r.placement = placement;
-      r.started_at = now;
-      r.queue = e->queue;
-      r.user = e->user;
-      r.gpus = gpus;
-      r.cpu = int64_t{s.replicas} * j.per_replica.cpu_milli;
-      r.mem = int64_t{s.replicas} * j.per_replica.memory_mb;
-      r.expected_end = end;
-      r.placed_in_pass = st.pass;
-      st.queues.Charge(r.queue, r.user, r.gpus, r.cpu, r.mem, +1);
-      st.CountVictim(r, +1);
-      if (j.preemptible) st.PlacedPreemptible(r.queue) += r.gpus;
-      st.by_end.insert({r.expected_end, j.id});
-      st.RunsOfQueue(r.queue).insert(j.id);
-      for (const ReplicaPlacement& p : r.placement) st.runs_on_node[p.node].insert(j.id);
-      JobId id = j.id;
-      st.running[id] = std::move(r);
-      d->place.push_back({id, std::move(placement)});
-      ++placements;
-      st.victims_of.erase(id);
-      st.pending.Remove(id);
+      bind(e, std::move(placement), end);
       order.Done();
       continue;
     }

@@ -65,7 +65,10 @@ void Scheduler::Impl::RemoveRun(JobId id) {
     auto v = st.victims_of.find(r.preempted_for);
     if (v != st.victims_of.end()) {
       std::erase(v->second, id);
-      if (v->second.empty()) st.victims_of.erase(v);
+      if (v->second.empty()) {
+        st.room_made.insert(r.preempted_for);
+        st.victims_of.erase(v);
+      }
     }
   }
   st.running.erase(it);

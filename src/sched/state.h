@@ -56,6 +56,7 @@ struct SchedState {
   std::vector<int64_t> freeing_gpus;               // by queue: GPUs of runs being preempted
   std::set<JobId> being_preempted;                 // running, with a Preempt decision out
   std::map<JobId, std::vector<JobId>> victims_of;  // pending job -> its victims still running
+  std::set<JobId> room_made;  // pending jobs whose victims have all ended since the last pass
   uint64_t pass = 0;
   // Preemptible runs not being preempted: GPUs by queue, and how many runs per priority.
   // Cheap upper bounds that let a blocked job skip the victim search.
