@@ -4,11 +4,16 @@
 //  - BM_FullPass: one pass over the whole pending set on an idle cluster; reports
 //    placements_per_s.
 //  - BM_Incremental: after the cluster is full, 1% of the runs end, then one pass; reports
-//    the median pass time (median_ms).
+//    the median pass time (median_ms) and preemptions per pass beside placements.
+//  - BM_IncrementalPriorityMix: the same with a priority mix (10% priority 1, 2% priority 2):
+//    higher classes preempt lower ones, and LAS levels inside queues.
+// All with the default SchedulerConfig (las_within_queue, hysteresis, preemption budgets). The
+// driver behaves like the head: a preempted run is requeued with the service it attained.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -48,12 +53,16 @@ void AddCluster(Scheduler& s) {
   }
 }
 
-PendingJob RandomJob(std::mt19937_64& rng, JobId id) {
+PendingJob RandomJob(std::mt19937_64& rng, JobId id, bool priority_mix) {
   PendingJob j;
   j.id = id;
   j.queue = "org" + std::to_string(id % kQueues % 5) + "/team" + std::to_string(id % kQueues);
   j.user = "user" + std::to_string(rng() % 8);
-  j.priority = 0;  // one class: a priority mix would measure a preemption storm
+  j.priority = 0;
+  if (priority_mix) {
+    uint64_t r = rng() % 100;
+    j.priority = r < 2 ? 2 : r < 12 ? 1 : 0;
+  }
   j.submitted_at = static_cast<TimeMs>(id);
   if (rng() % 100 < 85) {
     j.replicas = 1;
@@ -70,11 +79,11 @@ PendingJob RandomJob(std::mt19937_64& rng, JobId id) {
   return j;
 }
 
-SchedulerConfig BenchConfig() {
-  SchedulerConfig c;
-  c.max_work_per_pass = 50'000'000;
-  return c;
+int64_t TotalGpusOf(const PendingJob& j) {
+  return int64_t{j.replicas} * (j.per_replica.gpu_milli / kGpuMilli);
 }
+
+SchedulerConfig BenchConfig() { return SchedulerConfig{}; }  // the defaults
 
 void BM_FullPass(benchmark::State& state) {
   int64_t placements = 0;
@@ -83,7 +92,7 @@ void BM_FullPass(benchmark::State& state) {
     Scheduler s(BenchConfig());
     AddCluster(s);
     std::mt19937_64 rng(42);
-    for (JobId id = 1; id <= kPending; ++id) s.AddPending(RandomJob(rng, id));
+    for (JobId id = 1; id <= kPending; ++id) s.AddPending(RandomJob(rng, id, false));
     state.ResumeTiming();
     Decisions d = s.Schedule(kHour);
     benchmark::DoNotOptimize(d);
@@ -101,30 +110,45 @@ void BM_FullPass(benchmark::State& state) {
 }
 BENCHMARK(BM_FullPass)->Unit(benchmark::kMillisecond)->Iterations(3);
 
-void BM_Incremental(benchmark::State& state) {
+void Incremental(benchmark::State& state, bool priority_mix) {
   Scheduler s(BenchConfig());
   AddCluster(s);
   std::mt19937_64 rng(42);
-  for (JobId id = 1; id <= kPending; ++id) s.AddPending(RandomJob(rng, id));
-  TimeMs now = kHour;
-  std::vector<JobId> running;
-  {
-    Decisions d = s.Schedule(now);
-    for (const PlaceDecision& p : d.place) running.push_back(p.job);
+  std::map<JobId, PendingJob> jobs;  // every job, as submitted
+  for (JobId id = 1; id <= kPending; ++id) {
+    PendingJob j = RandomJob(rng, id, priority_mix);
+    jobs[id] = j;
+    s.AddPending(j);
   }
+  TimeMs now = kHour;
+  struct Live {
+    JobId id;
+    TimeMs started;
+  };
+  std::vector<Live> running;
+  auto place = [&](const Decisions& d) {
+    for (const PlaceDecision& p : d.place) running.push_back({p.job, now});
+  };
+  place(s.Schedule(now));
   JobId next_id = kPending + 1;
   std::vector<double> times_ms;
-  int64_t placed = 0, preempted = 0, attempts = 0, work = 0;
+  int64_t placed = 0, preempted = 0, attempts = 0, work = 0, denied = 0;
   for (auto _ : state) {
-    // 1% of the runs end (and the driver replaces ended victims of the previous pass).
+    // 1% of the runs end.
     size_t ends = std::max<size_t>(1, running.size() / 100);
     for (size_t k = 0; k < ends && !running.empty(); ++k) {
       size_t i = rng() % running.size();
-      s.RemoveRunning(running[i]);
+      s.RemoveRunning(running[i].id);
+      jobs.erase(running[i].id);
       running[i] = running.back();
       running.pop_back();
     }
-    for (int k = 0; k < 100; ++k) s.AddPending(RandomJob(rng, next_id++));  // new arrivals
+    for (int k = 0; k < 100; ++k) {  // new arrivals
+      PendingJob j = RandomJob(rng, next_id++, priority_mix);
+      j.submitted_at = now;
+      jobs[j.id] = j;
+      s.AddPending(j);
+    }
     now += kMinute;
     auto t0 = std::chrono::steady_clock::now();
     Decisions d = s.Schedule(now);
@@ -132,31 +156,48 @@ void BM_Incremental(benchmark::State& state) {
     double secs = std::chrono::duration<double>(t1 - t0).count();
     state.SetIterationTime(secs);
     times_ms.push_back(secs * 1e3);
-    for (const PlaceDecision& p : d.place) running.push_back(p.job);
+    place(d);
+    // The driver stops each victim and requeues it with the service it attained (the next
+    // pass places the job it made room for).
     for (const PreemptDecision& p : d.preempt) {
+      auto it = std::find_if(running.begin(), running.end(),
+                             [&](const Live& l) { return l.id == p.job; });
+      PendingJob& j = jobs.at(p.job);
+      j.attained_ms += TotalGpusOf(j) * (now - it->started);
       s.RemoveRunning(p.job);
-      std::erase(running, p.job);
+      s.AddPending(j);
+      *it = running.back();
+      running.pop_back();
       ++preempted;
     }
     placed += static_cast<int64_t>(d.place.size());
     attempts += s.GetStats().last_pass_attempts;
     work += s.GetStats().last_pass_work;
+    denied += s.GetStats().last_pass_budget_denied;
   }
-  state.counters["attempts_per_pass"] =
-      static_cast<double>(attempts) / std::max<size_t>(1, times_ms.size());
-  state.counters["work_per_pass"] =
-      static_cast<double>(work) / std::max<size_t>(1, times_ms.size());
+  double passes = static_cast<double>(std::max<size_t>(1, times_ms.size()));
+  state.counters["attempts_per_pass"] = static_cast<double>(attempts) / passes;
+  state.counters["work_per_pass"] = static_cast<double>(work) / passes;
   std::sort(times_ms.begin(), times_ms.end());
   state.counters["median_ms"] = times_ms.empty() ? 0 : times_ms[times_ms.size() / 2];
   state.counters["p99_ms"] = times_ms.empty() ? 0 : times_ms[times_ms.size() * 99 / 100];
-  state.counters["placed_per_pass"] =
-      static_cast<double>(placed) / std::max<size_t>(1, times_ms.size());
-  state.counters["preempted_per_pass"] =
-      static_cast<double>(preempted) / std::max<size_t>(1, times_ms.size());
+  state.counters["placed_per_pass"] = static_cast<double>(placed) / passes;
+  state.counters["preempted_per_pass"] = static_cast<double>(preempted) / passes;
+  state.counters["preempted_per_placed"] =
+      static_cast<double>(preempted) / static_cast<double>(std::max<int64_t>(1, placed));
+  state.counters["budget_denied_per_pass"] = static_cast<double>(denied) / passes;
   state.counters["running"] = static_cast<double>(running.size());
   state.counters["pending"] = static_cast<double>(s.GetStats().pending);
 }
-BENCHMARK(BM_Incremental)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(50);
+
+void BM_Incremental(benchmark::State& state) { Incremental(state, false); }
+BENCHMARK(BM_Incremental)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(100);
+
+void BM_IncrementalPriorityMix(benchmark::State& state) { Incremental(state, true); }
+BENCHMARK(BM_IncrementalPriorityMix)
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime()
+    ->Iterations(100);
 
 }  // namespace
 }  // namespace corral::sched

@@ -15,11 +15,19 @@ PendingJob ToPendingJob(const Job& job) {
   p.node_labels = job.spec.node_labels;
   p.time_limit_ms = job.spec.time_limit_ms;
   p.preemptible = job.spec.preemptible;
+  p.name = job.spec.name;
+  if (const Run* r = job.CurrentRun(); r && !IsRunOver(r->state)) {
+    p.last_checkpoint_at = r->last_checkpoint_at;
+  }
   // GPU-time the job's finished runs held: the scheduler orders a queue by attained service
   // (and adds the current run itself), so a requeued job keeps the level it reached.
   const DurationMs gpus = job.spec.replicas * job.spec.per_replica.WholeGpus();
   for (const Run& r : job.runs) {
-    if (IsRunOver(r.state) && r.started_at > 0 && r.ended_at > r.started_at) {
+    // started_at 0 means "never reported running" to the head; the simulator's clock starts
+    // at 0, where a run placed at t = 0 also starts at 0 (scheduled_at == 0 never happens in
+    // the head, whose times are Unix times).
+    bool ran = r.started_at > 0 || r.scheduled_at == 0;
+    if (IsRunOver(r.state) && ran && r.ended_at > r.started_at) {
       p.attained_ms += gpus * (r.ended_at - r.started_at);
     }
   }

@@ -1,7 +1,8 @@
 // Unit tests of kCorral's least-attained-service order inside a queue
-// (SchedulerConfig::las_within_queue, issue 4): levels at the default 1 and 10 GPU-hours,
-// preemption only of preemptible runs of the same queue and priority in a strictly higher
-// level, after the minimum runtime.
+// (SchedulerConfig::las_within_queue): levels at the default 1 and 10 GPU-hours, preemption
+// only of preemptible runs of the same queue and priority in a strictly higher level, after
+// the minimum runtime, with the default hysteresis (the run past twice the threshold between
+// the levels, the job below half of it).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -36,15 +37,18 @@ std::vector<JobId> Placed(const Decisions& d) {
   return out;
 }
 
-TEST(LasWithinQueueTest, LongRunPreemptedForNewJobOfItsQueueOncePastTheThreshold) {
+TEST(LasWithinQueueTest, LongRunPreemptedForNewJobOfItsQueueOnceWellPastTheThreshold) {
   Scheduler s;
   OneNodeTwoQueues(s, 1);
   s.AddRunning(Running(MakeJob(100).Gpus(1).Queue("q").Preemptible(), {{"n1", {0}}}, 0));
   s.AddPending(MakeJob(1).Gpus(1).Queue("q").Submit(30 * kMinute));
   // 50 GPU-minutes attained: still level 0, like the new job.
   EXPECT_TRUE(s.Schedule(50 * kMinute).preempt.empty());
-  // 61 GPU-minutes: level 1.
-  Decisions d = s.Schedule(61 * kMinute);
+  // 61 GPU-minutes: level 1, but within the hysteresis (below 2 x 1 GPU-hour).
+  EXPECT_TRUE(s.Schedule(61 * kMinute).preempt.empty());
+  EXPECT_TRUE(s.Schedule(119 * kMinute).preempt.empty());
+  // 120 GPU-minutes: twice the threshold.
+  Decisions d = s.Schedule(120 * kMinute);
   ASSERT_EQ(Victims(d), std::vector<JobId>{100});
   EXPECT_EQ(d.preempt[0].for_job, 1u);
   EXPECT_NE(d.preempt[0].reason.find("attained less service"), std::string::npos)
@@ -52,9 +56,9 @@ TEST(LasWithinQueueTest, LongRunPreemptedForNewJobOfItsQueueOncePastTheThreshold
   // The driver requeues the victim with its attained service; the new job starts and the
   // victim, in a higher level, waits behind it without preempting it back.
   s.RemoveRunning(100);
-  s.AddPending(MakeJob(100).Gpus(1).Queue("q").Preemptible().Attained(61 * kMinute));
-  EXPECT_EQ(Placed(s.Schedule(61 * kMinute)), std::vector<JobId>{1});
-  EXPECT_TRUE(s.Schedule(3 * kHour).preempt.empty());
+  s.AddPending(MakeJob(100).Gpus(1).Queue("q").Preemptible().Attained(120 * kMinute));
+  EXPECT_EQ(Placed(s.Schedule(120 * kMinute)), std::vector<JobId>{1});
+  EXPECT_TRUE(s.Schedule(5 * kHour).preempt.empty());
 }
 
 TEST(LasWithinQueueTest, NonPreemptibleRunIsNeverAVictim) {
@@ -73,8 +77,10 @@ TEST(LasWithinQueueTest, RunBelowTheThresholdIsNotPreempted) {
                        {{"n1", {0, 1, 2, 3, 4, 5, 6, 7}}}, 0));
   s.AddPending(MakeJob(1).Gpus(8).Queue("q"));
   EXPECT_TRUE(s.Schedule(7 * kMinute).preempt.empty());
-  // 8 GPUs x 8 minutes = 64 GPU-minutes: level 1.
-  EXPECT_EQ(Victims(s.Schedule(8 * kMinute)), std::vector<JobId>{100});
+  // 8 GPUs x 8 minutes = 64 GPU-minutes: level 1, within the hysteresis.
+  EXPECT_TRUE(s.Schedule(8 * kMinute).preempt.empty());
+  // 8 GPUs x 15 minutes = 2 GPU-hours.
+  EXPECT_EQ(Victims(s.Schedule(15 * kMinute)), std::vector<JobId>{100});
 }
 
 TEST(LasWithinQueueTest, MinimumRuntimeHoldsForServiceAttainedInEarlierRuns) {
@@ -107,25 +113,27 @@ TEST(LasWithinQueueTest, OnlyTheSameQueueAndPriority) {
     EXPECT_TRUE(s.Schedule(20 * kHour).preempt.empty());
   }
   {
-    // A pending job in level 1 may displace only runs in level 2.
+    // A pending job in level 1 may displace only runs in level 2 (10 GPU-hours), and those
+    // only from 20 GPU-hours on (hysteresis).
     Scheduler s;
     OneNodeTwoQueues(s, 1);
     s.AddRunning(Running(MakeJob(100).Gpus(1).Queue("q").Preemptible(), {{"n1", {0}}}, 0));
     s.AddPending(MakeJob(1).Gpus(1).Queue("q").Attained(2 * kHour));
     EXPECT_TRUE(s.Schedule(9 * kHour).preempt.empty());
-    EXPECT_EQ(Victims(s.Schedule(11 * kHour)), std::vector<JobId>{100});
+    EXPECT_TRUE(s.Schedule(11 * kHour).preempt.empty());
+    EXPECT_EQ(Victims(s.Schedule(20 * kHour)), std::vector<JobId>{100});
   }
 }
 
 TEST(LasWithinQueueTest, VictimsLoseTheLeastWork) {
   Scheduler s;
   OneNodeTwoQueues(s, 2);
-  // Both in level 1 at 70 minutes; 101 has lost 40 GPU-minutes of this run, 100 70.
+  // Both past 2 GPU-hours at 130 minutes; 101 has lost 100 GPU-minutes of this run, 100 130.
   s.AddRunning(Running(MakeJob(100).Gpus(1).Queue("q").Preemptible(), {{"n1", {0}}}, 0));
   s.AddRunning(Running(MakeJob(101).Gpus(1).Queue("q").Preemptible().Attained(kHour), {{"n1", {1}}},
                        30 * kMinute));
   s.AddPending(MakeJob(1).Gpus(1).Queue("q"));
-  EXPECT_EQ(Victims(s.Schedule(70 * kMinute)), std::vector<JobId>{101});
+  EXPECT_EQ(Victims(s.Schedule(130 * kMinute)), std::vector<JobId>{101});
 }
 
 TEST(LasWithinQueueTest, LevelBeforeUserShareBeforeSubmitTime) {

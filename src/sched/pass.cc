@@ -1,6 +1,7 @@
 // One scheduling pass (DESIGN §6): jobs in order; each starts now, or preempts to start
 // soon, or gets a reservation that later jobs may not delay, or waits.
 #include <algorithm>
+#include <set>
 #include <string>
 
 #include "sched/pass_order.h"
@@ -22,19 +23,44 @@ std::string Describe(const PendingJob& j) {
   return std::to_string(s.replicas) + " x " + std::to_string(s.gpus) + " GPU(s)";
 }
 
+// The most free GPUs on one schedulable node, with held ones (`held` true) or without them.
+// Held nodes are few (one reservation's), so the scan stops soon.
+int64_t MaxFreeOnANode(const ClusterModel& m, bool held) {
+  int64_t best = 0;
+  for (int32_t k = m.max_gpus(); k > best; --k) {
+    for (int32_t i : m.bucket(k)) {
+      int64_t f = held ? k : k - m.slot(i).hold_gpus;
+      best = std::max(best, f);
+      if (f == k) break;
+    }
+  }
+  return best;
+}
+
 // Could any pending job preempt? A cheap, conservative test.
 bool MayPreempt(SchedState& st) {
   const SchedulerConfig& cfg = st.config;
-  if (!cfg.preemption || !IsPreemptive(cfg.policy) || st.preemptible_priorities.empty()) {
-    return false;
-  }
+  if (!cfg.preemption || !IsPreemptive(cfg.policy) || st.NoVictimYet()) return false;
   if (cfg.policy != OrderPolicy::kCorral) return true;
-  if (st.pending.MaxPriority() > st.preemptible_priorities.begin()->first) return true;
+  // Priority and LAS preemption need the cluster budget; reclaim does not.
+  bool open = st.ClusterBudgetOpen();
+  if (open && st.pending.MaxPriority() > st.preemptible_priorities.begin()->first) return true;
+  // Reclaim needs a preemptible run in a queue over its quota.
+  bool lender = false;
+  for (int32_t q = 0; q < st.queues.size() && !lender; ++q) {
+    lender =
+        st.PreemptibleGpus(q) > 0 && st.queues.AllocGpus(q) - st.Freeing(q) > st.queues.Quota(q);
+  }
   for (int32_t q = 0; q < st.queues.size(); ++q) {
     if (st.pending.PendingInQueue(q) == 0) continue;
-    if (st.queues.BelowQuota(q)) return true;
+    // Reclaim: the queue's smallest pending job fits within its quota.
+    int64_t smallest = st.pending.MinTotalGpusInQueue(q);
+    if (lender && smallest != INT64_MAX &&
+        st.queues.AllocGpus(q) + smallest <= st.queues.Quota(q)) {
+      return true;
+    }
     // A run of the queue in a higher LAS level than a pending job of it.
-    if (cfg.las_within_queue && st.PreemptibleGpus(q) > 0) return true;
+    if (open && cfg.las_within_queue && st.PreemptibleGpus(q) > 0) return true;
   }
   return false;
 }
@@ -46,6 +72,8 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
   ++st.pass;
   st.now = now;
   st.work = 0;
+  st.budget_denied = 0;
+  st.budget.Advance(now);
   st.queues.Advance(now, st.model.total_gpus(), st.model.total_cpu(), st.model.total_mem());
   st.model.ClearHolds();
   class_failed.assign(st.pending.class_count(), 0);
@@ -70,15 +98,56 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       st.pending.HideClass(k);
     }
   };
-  PassOrder order(st.pending, st.queues);
-
   Placer placer(st.model, &st.work);
   const SchedulerConfig& cfg = st.config;
+  int64_t placements = 0;
+  // Binds a placement of pending job e (the scheduler's assumed placement, DESIGN §6).
+  auto bind = [&](PendingEntry* e, std::vector<ReplicaPlacement> placement, TimeMs end) {
+    const PendingJob& j = e->job;
+    Shape s = ShapeOf(j);
+    RunEntry r;
+    r.job = j;
+    r.placement = placement;
+    r.started_at = now;
+    r.queue = e->queue;
+    r.user = e->user;
+    r.gpus = TotalGpus(j);
+    r.cpu = int64_t{s.replicas} * j.per_replica.cpu_milli;
+    r.mem = int64_t{s.replicas} * j.per_replica.memory_mb;
+    r.expected_end = end;
+    r.placed_in_pass = st.pass;
+    st.queues.Charge(r.queue, r.user, r.gpus, r.cpu, r.mem, +1);
+    st.CountVictim(r, +1);
+    if (j.preemptible) st.PlacedPreemptible(r.queue) += r.gpus;
+    st.by_end.insert({r.expected_end, j.id});
+    st.RunsOfQueue(r.queue).insert(j.id);
+    for (const ReplicaPlacement& p : r.placement) st.runs_on_node[p.node].insert(j.id);
+    JobId id = j.id;
+    st.running[id] = std::move(r);
+    d->place.push_back({id, std::move(placement)});
+    ++placements;
+    st.victims_of.erase(id);
+    st.pending.Remove(id);
+  };
+  // Jobs whose victims have all ended start first, on the room made for them: a job earlier
+  // in this pass's order could take it otherwise, and the job would preempt again.
+  std::set<JobId> ready;
+  ready.swap(st.room_made);
+  for (JobId id : ready) {
+    PendingEntry* e = st.pending.Find(id);
+    if (!e || st.victims_of.count(id)) continue;
+    ++st.work;
+    std::vector<ReplicaPlacement> placement;
+    TimeMs end = e->job.time_limit_ms > 0 ? now + e->job.time_limit_ms : kUnknownTime;
+    if (placer.Place(ShapeOf(e->job), end, /*keep=*/true, &placement)) {
+      bind(e, std::move(placement), end);
+    }
+  }
+  PassOrder order(st.pending, st.queues);
   bool strict = cfg.policy == OrderPolicy::kFifo || !cfg.backfill;
   bool may_preempt = cfg.preemption && IsPreemptive(cfg.policy);
   int32_t reservations = 0;
-  bool finite_hold = false;  // short jobs may still use held GPUs
-  int64_t placements = 0;
+  TimeMs hold_until = now;  // the latest finite reservation start: shorter jobs may use held GPUs
   while (PendingEntry* e = order.Next()) {
     if (st.work > cfg.max_work_per_pass) {
       res.exhausted = true;
@@ -87,11 +156,14 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     if (placements >= cfg.max_placements_per_pass || failed_live >= st.pending.live_classes()) {
       break;
     }
-    // Nothing left to do: no room for the smallest request, every reservation given out, and
-    // no blocked job could preempt. Stops a pass over a full cluster early.
+    // Nothing left to do: no room for any class still to visit (held GPUs only for jobs that
+    // end before a reservation starts), every reservation given out, and no blocked job could
+    // preempt. Stops a pass over a full cluster early.
     if (reservations >= cfg.reservation_depth &&
-        st.model.free_gpus() - (finite_hold ? 0 : st.model.held_gpus()) <
-            st.pending.MinTotalGpus() &&
+        !st.pending.AnyVisibleFits(st.model.free_gpus() - st.model.held_gpus(),
+                                   MaxFreeOnANode(st.model, false), st.model.free_gpus(),
+                                   MaxFreeOnANode(st.model, true),
+                                   hold_until > now ? hold_until - now : -1) &&
         !MayPreempt(st)) {
       break;
     }
@@ -111,29 +183,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     TimeMs end = j.time_limit_ms > 0 ? now + j.time_limit_ms : kUnknownTime;
     std::vector<ReplicaPlacement> placement;
     if (placer.Place(s, end, /*keep=*/true, &placement)) {
-      RunEntry r;
-      r.job = j;
-      r.placement = placement;
-      r.started_at = now;
-      r.queue = e->queue;
-      r.user = e->user;
-      r.gpus = gpus;
-      r.cpu = int64_t{s.replicas} * j.per_replica.cpu_milli;
-      r.mem = int64_t{s.replicas} * j.per_replica.memory_mb;
-      r.expected_end = end;
-      r.placed_in_pass = st.pass;
-      st.queues.Charge(r.queue, r.user, r.gpus, r.cpu, r.mem, +1);
-      st.CountVictim(r, +1);
-      if (j.preemptible) st.PlacedPreemptible(r.queue) += r.gpus;
-      st.by_end.insert({r.expected_end, j.id});
-      st.RunsOfQueue(r.queue).insert(j.id);
-      for (const ReplicaPlacement& p : r.placement) st.runs_on_node[p.node].insert(j.id);
-      JobId id = j.id;
-      st.running[id] = std::move(r);
-      d->place.push_back({id, std::move(placement)});
-      ++placements;
-      st.victims_of.erase(id);
-      st.pending.Remove(id);
+      bind(e, std::move(placement), end);
       order.Done();
       continue;
     }
@@ -142,7 +192,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     if (own != st.victims_of.end()) {
       Reservation rv;
       if (Reserve(st, *e, &rv)) {
-        finite_hold |= rv.start != kUnknownTime && rv.start > now;
+        if (rv.start != kUnknownTime) hold_until = std::max(hold_until, rv.start);
         rv.after_place = static_cast<int32_t>(d->place.size());
         d->reservations.push_back(rv);
       }
@@ -159,6 +209,8 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       std::vector<NodeDemand> freed;
       for (JobId v : victims) {
         RunEntry& r = st.running.at(v);
+        DurationMs lost = st.LostWork(r);
+        st.budget.Record(now, r.queue, lost);
         st.CountVictim(r, -1);
         r.preempted_for = j.id;
         st.Freeing(r.queue) += r.gpus;
@@ -183,6 +235,8 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
                 std::to_string(st.queues.Quota(e->queue)) + " GPUs for job " +
                 std::to_string(j.id) + "; queue " + st.queues.Name(r.queue) + " was over its quota";
         }
+        why += "; loses " + std::to_string(lost / kMinute) + " GPU-minutes of work since " +
+               (r.job.last_checkpoint_at > r.started_at ? "its last checkpoint" : "it started");
         d->preempt.push_back({v, j.id, std::move(why)});
         for (const ReplicaPlacement& p : r.placement) {
           int32_t slot = st.model.Find(p.node);
@@ -222,7 +276,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     Reservation rv;
     if (reservations < cfg.reservation_depth && Reserve(st, *e, &rv)) {
       ++reservations;
-      finite_hold |= rv.start != kUnknownTime && rv.start > now;
+      if (rv.start != kUnknownTime) hold_until = std::max(hold_until, rv.start);
       std::string when = rv.start == kUnknownTime ? "when running jobs without a time limit end"
                                                   : "at t=" + std::to_string(rv.start) + " ms";
       report(e, WaitCode::kReserved,

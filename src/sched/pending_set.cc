@@ -1,5 +1,7 @@
 #include "sched/pending_set.h"
 
+#include "sched/cluster_model.h"
+
 namespace corral::sched {
 
 int32_t PendingSet::GroupOf(int32_t queue, int32_t user) {
@@ -31,6 +33,9 @@ int32_t PendingSet::ClassOf(const PendingEntry& e) {
   auto [it, added] = class_ids_.emplace(std::move(k), static_cast<int32_t>(class_members_.size()));
   if (added) {
     class_totals_.push_back(TotalGpus(e.job));
+    class_limits_.push_back(e.job.time_limit_ms);
+    class_replica_gpus_.push_back(ShapeOf(e.job).gpus);
+    class_hidden_.push_back(0);
     class_members_.push_back(0);
     class_groups_.emplace_back();
   }
@@ -42,9 +47,11 @@ void PendingSet::Count(const PendingEntry& e, int sign) {
   if (sign > 0 && members++ == 0) {
     ++live_classes_;
     ++live_totals_[class_totals_[e.klass]];
+    if (!class_hidden_[e.klass]) CountVisible(e.klass, +1);
   }
   if (sign < 0 && --members == 0) {
     --live_classes_;
+    if (!class_hidden_[e.klass]) CountVisible(e.klass, -1);
     if (--live_totals_[class_totals_[e.klass]] == 0) live_totals_.erase(class_totals_[e.klass]);
   }
   int64_t& p = priorities_[e.job.priority];
@@ -52,6 +59,30 @@ void PendingSet::Count(const PendingEntry& e, int sign) {
   if (p == 0) priorities_.erase(e.job.priority);
   if (static_cast<int32_t>(per_queue_.size()) <= e.queue) per_queue_.resize(e.queue + 1, 0);
   per_queue_[e.queue] += sign;
+  if (static_cast<int32_t>(queue_totals_.size()) <= e.queue) queue_totals_.resize(e.queue + 1);
+  int64_t& n = queue_totals_[e.queue][class_totals_[e.klass]];
+  n += sign;
+  if (n == 0) queue_totals_[e.queue].erase(class_totals_[e.klass]);
+}
+
+void PendingSet::CountVisible(int32_t klass, int sign) {
+  std::tuple<int64_t, DurationMs, int32_t> k{class_totals_[klass], class_limits_[klass],
+                                             class_replica_gpus_[klass]};
+  int64_t& n = visible_[k];
+  n += sign;
+  if (n == 0) visible_.erase(k);
+}
+
+bool PendingSet::AnyVisibleFits(int64_t free_unheld, int64_t node_unheld, int64_t free_all,
+                                int64_t node_all, DurationMs max_limit) const {
+  for (const auto& [k, n] : visible_) {
+    (void)n;
+    const auto& [total, limit, per_replica] = k;
+    if (total > free_all) break;  // ordered by GPUs
+    if (total <= free_unheld && per_replica <= node_unheld) return true;
+    if (max_limit >= 0 && limit > 0 && limit <= max_limit && per_replica <= node_all) return true;
+  }
+  return false;
 }
 
 void PendingSet::Reseat(int32_t g, int32_t klass) {
@@ -134,6 +165,9 @@ void PendingSet::HideJob(PendingEntry* e) {
 }
 
 void PendingSet::HideClass(int32_t klass) {
+  if (class_hidden_[klass]) return;
+  class_hidden_[klass] = 1;
+  if (class_members_[klass] > 0) CountVisible(klass, -1);
   hidden_classes_.push_back(klass);
   for (int32_t g : class_groups_[klass]) {
     groups_[g].classes.at(klass).hidden = true;
@@ -143,6 +177,8 @@ void PendingSet::HideClass(int32_t klass) {
 
 void PendingSet::RestoreAll() {
   for (int32_t k : hidden_classes_) {
+    class_hidden_[k] = 0;
+    if (class_members_[k] > 0) CountVisible(k, +1);
     std::vector<int32_t> gs(class_groups_[k].begin(), class_groups_[k].end());
     for (int32_t g : gs) {
       groups_[g].classes.at(k).hidden = false;

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -83,12 +84,25 @@ class PendingSet {
   int32_t live_classes() const { return live_classes_; }
   int64_t class_members(int32_t k) const { return class_members_[k]; }
   bool fair() const { return config_.policy == OrderPolicy::kCorral; }
+  // Could a job of a class not hidden in this pass fit `free_unheld` GPUs with at most
+  // `node_unheld` on one node, or (held GPUs included) `free_all` with at most `node_all` on
+  // one node when its time limit is at most `max_limit` (< 0: none may)? The pass stops when
+  // none could. Classes are few shapes x limits, so this is cheap.
+  bool AnyVisibleFits(int64_t free_unheld, int64_t node_unheld, int64_t free_all, int64_t node_all,
+                      DurationMs max_limit) const;
   // The fewest GPUs any pending job asks for; INT64_MAX when none is pending.
   int64_t MinTotalGpus() const {
     return live_totals_.empty() ? INT64_MAX : live_totals_.begin()->first;
   }
   int32_t MaxPriority() const {
     return priorities_.empty() ? INT32_MIN : priorities_.rbegin()->first;
+  }
+  // The fewest GPUs a pending job of queue q asks for; INT64_MAX when none is pending.
+  int64_t MinTotalGpusInQueue(int32_t q) const {
+    if (q >= static_cast<int32_t>(queue_totals_.size()) || queue_totals_[q].empty()) {
+      return INT64_MAX;
+    }
+    return queue_totals_[q].begin()->first;
   }
   int64_t PendingInQueue(int32_t q) const {
     return q < static_cast<int32_t>(per_queue_.size()) ? per_queue_[q] : 0;
@@ -111,10 +125,17 @@ class PendingSet {
   std::vector<int64_t> class_members_;
   std::vector<std::set<int32_t>> class_groups_;  // groups holding members of each class
   int32_t live_classes_ = 0;
-  std::vector<int64_t> class_totals_;       // TotalGpus of each class
-  std::map<int64_t, int64_t> live_totals_;  // TotalGpus -> live classes
-  std::map<int32_t, int64_t> priorities_;   // priority -> pending jobs
-  std::vector<int64_t> per_queue_;          // pending jobs by queue
+  std::vector<int64_t> class_totals_;        // TotalGpus of each class
+  std::vector<DurationMs> class_limits_;     // time limit of each class (0: none)
+  std::vector<uint8_t> class_hidden_;        // hidden in this pass (HideClass)
+  std::vector<int32_t> class_replica_gpus_;  // GPUs of one replica of each class
+  // (TotalGpus, time limit, GPUs per replica) -> live classes not hidden in this pass.
+  std::map<std::tuple<int64_t, DurationMs, int32_t>, int64_t> visible_;
+  void CountVisible(int32_t klass, int sign);
+  std::map<int64_t, int64_t> live_totals_;                // TotalGpus -> live classes
+  std::map<int32_t, int64_t> priorities_;                 // priority -> pending jobs
+  std::vector<int64_t> per_queue_;                        // pending jobs by queue
+  std::vector<std::map<int64_t, int64_t>> queue_totals_;  // by queue: TotalGpus -> jobs
   std::vector<PendingEntry*> hidden_jobs_;
   std::vector<int32_t> hidden_classes_;
 };

@@ -4,7 +4,10 @@
 // the job is higher priority or its queue reclaims its quota (the job fits within the
 // quota); or (kSrtf, kLas) have a strictly worse key. Runs that ran less than
 // min_runtime_before_preempt_ms, were placed in this pass or are already being preempted are
-// spared. Candidates are released from the least lost work (GPU-ms since started_at) up
+// spared; kCorral takes priority and LAS victims only within the preemption budgets
+// (preempt_budget.h), quota reclaim always. Candidates are released from the least lost work
+// (GPU-ms since the run's last checkpoint, or its start: a run that just checkpointed loses
+// least) up
 // until the job fits; then every released run that the found placement does not need is
 // given back, the most lost work first. The placement is simulated, so a victim is only
 // named when the job then fits.
@@ -13,6 +16,7 @@
 // costs its replicas, and "does the job fit now?" is one comparison. The model is touched
 // only once the job fits, to find the placement itself.
 #include <algorithm>
+#include <set>
 #include <string>
 
 #include "core/status.h"
@@ -45,16 +49,31 @@ bool TouchesAny(const SchedState& st, const RunEntry& r, const std::vector<NodeD
   return false;
 }
 
-// las_within_queue: `r` is of `job`'s queue and priority, in a strictly higher LAS level.
+// las_within_queue: `r` is of `job`'s queue and priority, in a strictly higher LAS level, and
+// far enough from the job across the threshold between them.
+//
+// Hysteresis. A level is a guess at remaining service from attained service (long jobs have
+// attained more); a run just past a threshold T and a job just below it are nearly the same
+// guess, and swapping them throws the run's work away for nothing: the job crosses T soon
+// after and both wait in one level, where the order is FIFO again. So the run must have
+// attained at least h x T and the job less than T / h (h = las_preempt_hysteresis, 2 by
+// default): the job then gets at least T (1 - 1/h) of service before it reaches the level it
+// displaced, and the run it displaced, requeued at h x T or more, never preempts it back (LAS
+// displaces only strictly higher levels). With h = 1 this is plain Tiresias LAS.
 bool LasVictim(const SchedState& st, const RunEntry& r, const PendingEntry& job) {
-  return st.config.policy == OrderPolicy::kCorral && st.config.las_within_queue &&
-         r.queue == job.queue && r.job.priority == job.job.priority &&
-         LasLevel(st.config, AttainedNow(r.job, r.gpus, r.started_at, st.now)) > job.key.level;
+  const SchedulerConfig& c = st.config;
+  if (c.policy != OrderPolicy::kCorral || !c.las_within_queue || r.queue != job.queue ||
+      r.job.priority != job.job.priority) {
+    return false;
+  }
+  DurationMs attained = AttainedNow(r.job, r.gpus, r.started_at, st.now);
+  if (LasLevel(c, attained) <= job.key.level) return false;
+  const double t = static_cast<double>(c.las_thresholds_gpu_ms[job.key.level]);
+  const double h = std::max(1.0, c.las_preempt_hysteresis);
+  return static_cast<double>(attained) >= h * t && static_cast<double>(job.job.attained_ms) * h < t;
 }
 
-DurationMs LostWork(const SchedState& st, const RunEntry& r) {
-  return r.gpus * std::max<DurationMs>(0, st.now - r.started_at);
-}
+DurationMs LostWork(const SchedState& st, const RunEntry& r) { return st.LostWork(r); }
 
 // The order victims are tried in: the least lost work first (a total order).
 bool Cheaper(const SchedState& st, const RunEntry& a, const RunEntry& b) {
@@ -140,6 +159,7 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
   int64_t gpus = TotalGpus(j);
   OrderPolicy policy = st.config.policy;
   std::vector<RunEntry*> cands;
+  std::set<const RunEntry*> budgeted_runs;  // kCorral: candidates taken for priority or LAS
   bool reclaim = false;
   // Upper bounds first: most blocked jobs have no possible victims at all.
   if (st.preemptible_priorities.empty()) return false;
@@ -149,7 +169,7 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
   }
   if (bound < gpus) return false;
   if (policy != OrderPolicy::kCorral && !IsPreemptive(policy)) return false;
-  if (st.victim_order_pass != st.pass) BuildVictimOrder(st);
+  if (st.NoVictimYet()) return false;
   // Candidates: the pass's possible victims that this job may displace, in victim order.
   if (policy == OrderPolicy::kCorral) {
     int64_t incoming = 0;
@@ -160,30 +180,49 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
       }
     }
     reclaim = st.queues.AllocGpus(job.queue) + incoming + gpus <= st.queues.Quota(job.queue);
-    bool las = st.config.las_within_queue && st.PreemptibleGpus(job.queue) > 0;
-    if (!reclaim && !las && st.preemptible_priorities.begin()->first >= j.priority) return false;
+    // Priority and LAS preemption spend the budgets; reclaim does not need them.
+    bool open = st.ClusterBudgetOpen();
+    bool las = open && st.config.las_within_queue && st.PreemptibleGpus(job.queue) > 0;
+    bool by_priority = open && st.preemptible_priorities.begin()->first < j.priority;
+    if (!reclaim && !las && !by_priority) {
+      if (!open) ++st.budget_denied;
+      return false;
+    }
+    if (st.victim_order_pass != st.pass) BuildVictimOrder(st);
+    std::vector<int8_t> queue_open(st.running_by_queue.size(), -1);  // -1: not asked yet
+    auto budget_allows = [&](int32_t q) {
+      if (queue_open[q] < 0) queue_open[q] = st.QueueBudgetOpen(q) ? 1 : 0;
+      return queue_open[q] == 1;
+    };
+    bool denied = false;
     // By queue: 0 not searched, 1 searched and not over its quota, 2 searched and over.
     std::vector<uint8_t> searched(st.running_by_queue.size(), 0);
     for (int32_t q = 0; q < static_cast<int32_t>(st.running_by_queue.size()); ++q) {
       bool over = st.queues.AllocGpus(q) - st.Freeing(q) > st.queues.Quota(q);
       if (q != job.queue && !over) continue;
       searched[q] = over ? 2 : 1;
-      st.work += static_cast<int64_t>(st.running_by_queue[q].size());
     }
+    st.work += static_cast<int64_t>(st.victim_order.size());  // the scan below
     for (const SchedState::VictimEntry& v : st.victim_order) {
       RunEntry& r = *v.run;
       int32_t q = r.queue;
       if (q < 0 || q >= static_cast<int32_t>(searched.size()) || !searched[q]) continue;
       if (r.preempted_for != 0) continue;  // spared since the order was built
       bool over = searched[q] == 2;
-      bool lower = r.job.priority < j.priority;
-      if (q == job.queue ? !(lower || (over && reclaim) || (las && LasVictim(st, r, job)))
-                         : !(lower || reclaim)) {
+      bool lower = by_priority && r.job.priority < j.priority;
+      bool reclaims = q == job.queue ? over && reclaim : reclaim;
+      if (!reclaims) budgeted_runs.insert(&r);
+      bool budgeted = lower || (q == job.queue && las && LasVictim(st, r, job));
+      if (!reclaims && !budgeted) continue;
+      if (!reclaims && !budget_allows(q)) {
+        denied = true;
         continue;
       }
       if (TouchesMatching(st, r, s)) cands.push_back(&r);
     }
+    if (denied && cands.empty()) ++st.budget_denied;
   } else {
+    if (st.victim_order_pass != st.pass) BuildVictimOrder(st);
     st.work += static_cast<int64_t>(st.running.size());
     // Only runs with a strictly worse key may be displaced.
     if (st.victim_max_key_a <= job.key.a) return false;
@@ -271,6 +310,17 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
     if (!w.Satisfied(demand)) {
       release(*r, -1);
       chosen.push_back(r);
+    }
+  }
+  // A decision may overshoot the cluster's runs-per-minute budget only when it is the first
+  // in the window (so a gang needing many victims is delayed, never starved): otherwise the
+  // budgeted victims must fit what is left.
+  if (policy == OrderPolicy::kCorral && !budgeted_runs.empty()) {
+    int64_t budgeted = 0;
+    for (const RunEntry* r : chosen) budgeted += budgeted_runs.count(r) ? 1 : 0;
+    if (budgeted > 0 && !st.ClusterBudgetTakes(budgeted)) {
+      ++st.budget_denied;
+      return false;
     }
   }
   // The victims keep their resources until the driver removes them.

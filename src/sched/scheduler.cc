@@ -65,7 +65,10 @@ void Scheduler::Impl::RemoveRun(JobId id) {
     auto v = st.victims_of.find(r.preempted_for);
     if (v != st.victims_of.end()) {
       std::erase(v->second, id);
-      if (v->second.empty()) st.victims_of.erase(v);
+      if (v->second.empty()) {
+        st.room_made.insert(r.preempted_for);
+        st.victims_of.erase(v);
+      }
     }
   }
   st.running.erase(it);
@@ -116,6 +119,13 @@ void Scheduler::UpdateAttained(JobId id, DurationMs attained_gpu_ms) {
   impl_->st.pending.SetAttained(id, attained_gpu_ms);
   auto it = impl_->st.running.find(id);
   if (it != impl_->st.running.end()) it->second.job.attained_ms = attained_gpu_ms;
+}
+
+void Scheduler::ReportCheckpoint(JobId id, TimeMs at) {
+  auto it = impl_->st.running.find(id);
+  if (it != impl_->st.running.end()) {
+    it->second.job.last_checkpoint_at = std::max(it->second.job.last_checkpoint_at, at);
+  }
 }
 
 Fit Scheduler::Admit(const PendingJob& job, std::string* why) const {
@@ -170,6 +180,7 @@ Decisions Scheduler::Impl::Pass(TimeMs now) {
   last.last_pass_work = st.work;
   last.last_pass_attempts = r.attempts;
   last.last_pass_skipped = r.skipped;
+  last.last_pass_budget_denied = st.budget_denied;
   last.last_pass_budget_exhausted = r.exhausted;
   return d;
 }

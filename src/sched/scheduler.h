@@ -93,6 +93,10 @@ struct PendingJob {
   std::map<std::string, std::string> node_labels;
   DurationMs time_limit_ms = 0;  // 0: unknown; backfill treats it as infinite
   bool preemptible = false;
+  std::string name;  // the job's name (JobSpec::name); with `user`, keys its run-time history
+  // A running job's last checkpoint in its current run (0: none reported): work before it is
+  // not lost by a preemption, so victims that just checkpointed are preferred.
+  TimeMs last_checkpoint_at = 0;
   // Simulator-only inputs of the baseline policies.
   DurationMs oracle_duration_ms = 0;
   DurationMs attained_ms = 0;  // GPU-time received before the current run, in GPU-ms
@@ -102,6 +106,19 @@ struct RunningJob {
   PendingJob job;
   std::vector<ReplicaPlacement> placement;
   TimeMs started_at = 0;  // of this run; the minimum runtime and lost work count from here
+};
+
+// How much preemption a pass may add, over sliding windows (kCorral; see preempt_budget.h).
+// A decision is allowed while the window's total is below the limit, so one decision may
+// overshoot it (a gang needing many victims is delayed, never starved). 0: the default named
+// beside each field; < 0: unlimited.
+struct PreemptionBudget {
+  // Runs preempted in the last minute. Default: 1 per 2,000 running runs (of the cluster, or
+  // of the queue), at least 2 (cluster) or 1 (queue).
+  int64_t runs_per_minute = 0;
+  // GPU-seconds of work lost (since each victim's last checkpoint, or its start) in the last
+  // hour. Default: the GPUs' hour (of the cluster; of max(quota, allocation) for a queue).
+  int64_t lost_gpu_seconds_per_hour = 0;
 };
 
 struct SchedulerConfig {
@@ -131,6 +148,15 @@ struct SchedulerConfig {
   // re-add a requeued job with its attained_ms (else it returns at level 0 and it and the
   // job that displaced it may take turns every level's worth of service).
   bool las_within_queue = true;
+  // kCorral, LAS preemption inside a queue: a run in a higher level is displaced only if it has
+  // attained at least this factor times the threshold between the two levels, and the job
+  // less than that threshold divided by it (see preemption.cc, "Hysteresis").
+  double las_preempt_hysteresis = 2.0;
+  // kCorral: budgets of priority and LAS preemption, cluster-wide and per victim queue. Quota
+  // reclaim is not limited (it converges: it takes only what a queue holds over its quota and
+  // gives only up to the other's quota) but counts against them.
+  PreemptionBudget cluster_budget;
+  PreemptionBudget queue_budget;
 };
 
 struct PlaceDecision {
@@ -187,6 +213,9 @@ class Scheduler {
 
   // Sets the GPU-ms a job attained before its current run (SRTF, LAS). Pending or running.
   void UpdateAttained(JobId id, DurationMs attained_gpu_ms);
+  // A running job reported a checkpoint at `at` (`corral checkpoint-done`): a preemption now
+  // loses only the work since then.
+  void ReportCheckpoint(JobId id, TimeMs at);
 
   // Could this request ever fit, on an empty cluster of the current nodes, within its queue's
   // limit? If not, says why (admission, DESIGN §6.1).
@@ -201,8 +230,9 @@ class Scheduler {
     int64_t total_gpus = 0;
     // Of the last pass.
     int64_t last_pass_work = 0;
-    int64_t last_pass_attempts = 0;  // placement attempts
-    int64_t last_pass_skipped = 0;   // jobs skipped by equivalence class
+    int64_t last_pass_attempts = 0;       // placement attempts
+    int64_t last_pass_skipped = 0;        // jobs skipped by equivalence class
+    int64_t last_pass_budget_denied = 0;  // preemptions the budgets held back (blocked jobs)
     bool last_pass_budget_exhausted = false;
   };
   Stats GetStats() const;

@@ -307,8 +307,14 @@ TEST(PreemptTest, EligibilityTable) {
       // 8 GPUs x 5 minutes: below the first LAS level (1 GPU-hour); x 10 minutes: above.
       {"same priority, same LAS level", MakeJob(100).Gpus(8).Preemptible(), 5 * kMinute,
        MakeJob(1).Gpus(8), false},
-      {"same priority, higher LAS level", MakeJob(100).Gpus(8).Preemptible(), 0, MakeJob(1).Gpus(8),
-       true},
+      // 1 GPU-hour from earlier runs + 80 GPU-minutes: past twice the threshold (hysteresis).
+      {"same priority, higher LAS level", MakeJob(100).Gpus(8).Preemptible().Attained(kHour), 0,
+       MakeJob(1).Gpus(8), true},
+      {"same priority, higher LAS level within the hysteresis", MakeJob(100).Gpus(8).Preemptible(),
+       0, MakeJob(1).Gpus(8), false},
+      {"higher LAS level, job close to the threshold",
+       MakeJob(100).Gpus(8).Preemptible().Attained(kHour), 0,
+       MakeJob(1).Gpus(8).Attained(40 * kMinute), false},
       {"higher priority, higher LAS level", MakeJob(100).Gpus(8).Preemptible().Priority(1), 0,
        MakeJob(1).Gpus(8), false},
       {"higher LAS level, other queue", MakeJob(100).Gpus(8).Preemptible().Queue("q8"), 0,

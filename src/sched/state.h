@@ -13,6 +13,7 @@
 #include "sched/order_policy.h"
 #include "sched/pending_set.h"
 #include "sched/placement.h"
+#include "sched/preempt_budget.h"
 #include "sched/scheduler.h"
 #include "sched/what_if.h"
 
@@ -55,12 +56,16 @@ struct SchedState {
   std::vector<int64_t> freeing_gpus;               // by queue: GPUs of runs being preempted
   std::set<JobId> being_preempted;                 // running, with a Preempt decision out
   std::map<JobId, std::vector<JobId>> victims_of;  // pending job -> its victims still running
+  std::set<JobId> room_made;  // pending jobs whose victims have all ended since the last pass
   uint64_t pass = 0;
   // Preemptible runs not being preempted: GPUs by queue, and how many runs per priority.
   // Cheap upper bounds that let a blocked job skip the victim search.
   std::vector<int64_t> preemptible_gpus;
   std::map<int32_t, int64_t> preemptible_priorities;
+  std::multiset<TimeMs> preemptible_starts;      // started_at of the same runs
   std::vector<int64_t> placed_preemptible_gpus;  // by queue, placed in this pass
+  PreemptBudget budget;                          // kCorral: preemptions of the last minute and hour
+  int64_t budget_denied = 0;                     // this pass: victim searches the budgets cut short
 
   // Per pass.
   TimeMs now = 0;
@@ -114,6 +119,37 @@ struct SchedState {
     int64_t& n = preemptible_priorities[r.job.priority];
     n += sign;
     if (n == 0) preemptible_priorities.erase(r.job.priority);
+    if (sign > 0) {
+      preemptible_starts.insert(r.started_at);
+    } else {
+      preemptible_starts.erase(preemptible_starts.find(r.started_at));
+    }
+  }
+  // No preemptible run has reached the minimum runtime yet: nothing can be a victim now.
+  bool NoVictimYet() const {
+    return preemptible_starts.empty() ||
+           *preemptible_starts.begin() > now - config.min_runtime_before_preempt_ms;
+  }
+  // kCorral budgets (preempt_budget.h): may this pass still preempt for priority or LAS, and
+  // may it take victims from queue q?
+  bool ClusterBudgetOpen() const {
+    return budget.ClusterAllows(config.cluster_budget, static_cast<int64_t>(running.size()),
+                                model.total_gpus());
+  }
+  bool ClusterBudgetTakes(int64_t runs) const {
+    return budget.ClusterTakes(config.cluster_budget, static_cast<int64_t>(running.size()), runs);
+  }
+  bool QueueBudgetOpen(int32_t q) const {
+    int64_t runs = q < static_cast<int32_t>(running_by_queue.size())
+                       ? static_cast<int64_t>(running_by_queue[q].size())
+                       : 0;
+    return budget.QueueAllows(config.queue_budget, q, runs,
+                              std::max<int64_t>(queues.Quota(q), queues.AllocGpus(q)));
+  }
+  // The work a preemption of `r` now loses: GPU-ms since its last checkpoint, or its start.
+  DurationMs LostWork(const RunEntry& r) const {
+    TimeMs since = std::max(r.started_at, r.job.last_checkpoint_at);
+    return r.gpus * std::max<DurationMs>(0, now - since);
   }
   // When a run is expected to end: now if it is being preempted, else its time limit.
   TimeMs ExpectedEnd(const RunEntry& r) const {

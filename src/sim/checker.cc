@@ -92,8 +92,9 @@ Status CheckRuns(const std::vector<TraceJob>& jobs, const std::string& runs_csv,
       r.nodes[part.substr(0, colon)] += n;
       sum += n;
     }
-    if (sum != r.gpus) return Err(line, "node GPU counts add to " + std::to_string(sum) +
-                                            ", not gpus=" + std::to_string(r.gpus));
+    if (sum != r.gpus)
+      return Err(line, "node GPU counts add to " + std::to_string(sum) +
+                           ", not gpus=" + std::to_string(r.gpus));
     if (r.end < r.start) return Err(line, "ends before it starts");
     auto it = by_id.find(r.job);
     if (it == by_id.end()) return Err(line, "job '" + r.job + "' is not in the trace");
@@ -132,8 +133,8 @@ Status CheckRuns(const std::vector<TraceJob>& jobs, const std::string& runs_csv,
     }
   }
   if (static_cast<int64_t>(busy.size()) > o.nodes) {
-    return Internal("runs use " + std::to_string(busy.size()) + " distinct nodes; the cluster has " +
-                    std::to_string(o.nodes));
+    return Internal("runs use " + std::to_string(busy.size()) +
+                    " distinct nodes; the cluster has " + std::to_string(o.nodes));
   }
 
   // Service: per job, in start order.

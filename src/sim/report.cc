@@ -25,11 +25,16 @@ std::string Num(double v, int decimals = 3) {
 std::string Escape(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out += c;
   }
   return out;
 }
@@ -143,10 +148,9 @@ std::string SummaryJson(const Summary& s) {
 std::string SummaryTable(const std::vector<Summary>& rows) {
   std::ostringstream o;
   char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "%-8s %7s %4s %10s %10s %10s %10s %10s %8s %10s %6s %6s %6s %8s\n", "policy", "jobs",
-                "rej", "avg_jct_h", "p50_jct_h", "p95_jct_h", "p99_jct_h", "avg_wait_h", "lb_h",
-                "makespan_h", "util", "preem", "jain", "wall_s");
+  std::snprintf(buf, sizeof buf, "%-8s %7s %4s %10s %10s %10s %10s %10s %8s %10s %6s %6s %6s %8s\n",
+                "policy", "jobs", "rej", "avg_jct_h", "p50_jct_h", "p95_jct_h", "p99_jct_h",
+                "avg_wait_h", "lb_h", "makespan_h", "util", "preem", "jain", "wall_s");
   o << buf;
   for (const Summary& s : rows) {
     std::string wall = s.sim_wall_time_s >= 0 ? Num(s.sim_wall_time_s, 2) : "-";
@@ -156,8 +160,8 @@ std::string SummaryTable(const std::vector<Summary>& rows) {
                   s.policy.c_str(), static_cast<long long>(s.jobs),
                   static_cast<long long>(s.rejected), s.avg_jct / 3600, s.p50_jct / 3600,
                   s.p95_jct / 3600, s.p99_jct / 3600, s.avg_queue_delay / 3600,
-                  s.avg_duration / 3600, s.makespan / 3600, s.utilization, static_cast<long long>(s.preemptions),
-                  s.jain_fairness, wall.c_str());
+                  s.avg_duration / 3600, s.makespan / 3600, s.utilization,
+                  static_cast<long long>(s.preemptions), s.jain_fairness, wall.c_str());
     o << buf;
   }
   return o.str();
@@ -196,12 +200,10 @@ std::string JctCdfSvg(const std::vector<Summary>& rows, const std::string& title
   if (hi <= 0) lo = 1, hi = 10;
   double llo = std::floor(std::log10(lo)), lhi = std::ceil(std::log10(hi));
   if (lhi <= llo) lhi = llo + 1;
-  auto X = [&](double v) {
-    return left + (std::log10(std::max(v, 1.0)) - llo) / (lhi - llo) * pw;
-  };
+  auto X = [&](double v) { return left + (std::log10(std::max(v, 1.0)) - llo) / (lhi - llo) * pw; };
   auto Y = [&](double f) { return top + (1.0 - f) * ph; };
-  static const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-                                  "#8c564b", "#e377c2", "#7f7f7f"};
+  static const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
+                                  "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << Num(w, 0) << "\" height=\""
     << Num(h, 0) << "\" viewBox=\"0 0 " << Num(w, 0) << " " << Num(h, 0)

@@ -24,8 +24,8 @@ namespace corral::sim {
 //                  (sum x)^2 / (n * sum x^2); 1 when every queue is slowed alike.
 struct Summary {
   std::string policy;
-  int64_t jobs = 0;       // finished
-  int64_t rejected = 0;   // could never fit the cluster
+  int64_t jobs = 0;      // finished
+  int64_t rejected = 0;  // could never fit the cluster
   int64_t total_gpus = 0;
   double avg_jct = 0, p50_jct = 0, p95_jct = 0, p99_jct = 0;
   double avg_queue_delay = 0;
@@ -36,8 +36,8 @@ struct Summary {
   double jain_fairness = 0;
   std::map<std::string, double> queue_slowdown;  // mean slowdown per queue
   int64_t schedule_calls = 0;
-  int64_t trace_rows = 0;  // rows read from the trace file
-  int64_t bad_rows = 0;    // of which malformed and skipped
+  int64_t trace_rows = 0;       // rows read from the trace file
+  int64_t bad_rows = 0;         // of which malformed and skipped
   double sim_wall_time_s = -1;  // < 0: not measured (--no-timing)
   double schedule_wall_time_s = -1;
   std::vector<double> jcts;  // sorted, seconds; for the plot

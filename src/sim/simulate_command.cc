@@ -51,6 +51,8 @@ struct Flags {
   std::string min_preempt_runtime;
   std::string fair_share_half_life;
   std::string las_thresholds;
+  double las_hysteresis = -1;
+  std::string cluster_budget, queue_budget;
   bool no_timing = false;
   bool check = false;
   bool profile = false;
@@ -74,6 +76,28 @@ Status ParseFraction(const std::string& text, double* out) {
                            "' is not a percentage of rows between 0 and 100 (e.g. 1%)");
   }
   *out = v / 100.0;
+  return Status::Ok();
+}
+
+// "RUNS,GPU_SECONDS" (runs preempted per minute, GPU-seconds lost per hour; 0: the scheduler's
+// default, -1: unlimited) -> a preemption budget. Empty: the defaults.
+Status ParseBudget(const std::string& flag, const std::string& text, sched::PreemptionBudget* out) {
+  if (text.empty()) return Status::Ok();
+  size_t comma = text.find(',');
+  char* end1 = nullptr;
+  char* end2 = nullptr;
+  std::string a = text.substr(0, comma);
+  std::string b = comma == std::string::npos ? "" : text.substr(comma + 1);
+  long long runs = std::strtoll(a.c_str(), &end1, 10);
+  long long lost = std::strtoll(b.c_str(), &end2, 10);
+  if (comma == std::string::npos || a.empty() || b.empty() || *end1 != '\0' || *end2 != '\0' ||
+      runs < -1 || lost < -1) {
+    return InvalidArgument(flag + " '" + text +
+                           "' is not RUNS,GPU_SECONDS (runs preempted per minute, GPU-seconds "
+                           "of work lost per hour; 0: default, -1: unlimited), e.g. 10,36000");
+  }
+  out->runs_per_minute = runs;
+  out->lost_gpu_seconds_per_hour = lost;
   return Status::Ok();
 }
 
@@ -155,8 +179,8 @@ Status Select(const Flags& f, std::vector<TraceJob>* jobs) {
   if (!(f.load_scale > 0)) return InvalidArgument("--load-scale must be > 0");
   TimeMs t0 = jobs->front().submit_ms;
   for (TraceJob& j : *jobs) {
-    j.submit_ms = static_cast<TimeMs>(std::llround(static_cast<double>(j.submit_ms - t0) /
-                                                   f.load_scale));
+    j.submit_ms =
+        static_cast<TimeMs>(std::llround(static_cast<double>(j.submit_ms - t0) / f.load_scale));
   }
   return Status::Ok();
 }
@@ -232,8 +256,8 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
   Result<Trace> trace = ReadTraceFile(f.trace, topt);
   if (!trace.ok()) return trace.status();
   if (!trace->bad.empty()) {
-    err << f.trace << ": skipped " << trace->bad.size() << " malformed row(s) of "
-        << trace->rows << " (" << TraceFormatName(trace->format) << "):\n";
+    err << f.trace << ": skipped " << trace->bad.size() << " malformed row(s) of " << trace->rows
+        << " (" << TraceFormatName(trace->format) << "):\n";
     for (size_t i = 0; i < trace->bad.size() && i < 20; ++i) {
       err << "  line " << trace->bad[i].line << ": " << trace->bad[i].why << "\n";
     }
@@ -256,16 +280,17 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
   } else {
     cfg.cluster.nodes = f.nodes;
   }
-  if (cfg.cluster.nodes <= 0) return InvalidArgument("give the cluster size: --nodes N or --gpus N");
-  CORRAL_RETURN_IF_ERROR(Duration("--restart-overhead", f.restart_overhead,
-                                  &cfg.restart_overhead_ms));
-  CORRAL_RETURN_IF_ERROR(Duration("--checkpoint-interval", f.checkpoint_interval,
-                                  &cfg.checkpoint_interval_ms));
+  if (cfg.cluster.nodes <= 0)
+    return InvalidArgument("give the cluster size: --nodes N or --gpus N");
+  CORRAL_RETURN_IF_ERROR(
+      Duration("--restart-overhead", f.restart_overhead, &cfg.restart_overhead_ms));
+  CORRAL_RETURN_IF_ERROR(
+      Duration("--checkpoint-interval", f.checkpoint_interval, &cfg.checkpoint_interval_ms));
   CORRAL_RETURN_IF_ERROR(Duration("--preempt-grace", f.preempt_grace, &cfg.preempt_grace_ms));
   CORRAL_RETURN_IF_ERROR(Duration("--tick", f.tick, &cfg.tick_ms));
   if (!f.fair_share_half_life.empty()) {
-    CORRAL_RETURN_IF_ERROR(Duration("--fair-share-half-life", f.fair_share_half_life,
-                                    &cfg.fair_share_half_life_ms));
+    CORRAL_RETURN_IF_ERROR(
+        Duration("--fair-share-half-life", f.fair_share_half_life, &cfg.fair_share_half_life_ms));
     if (cfg.fair_share_half_life_ms <= 0) {
       return InvalidArgument("--fair-share-half-life must be > 0");
     }
@@ -282,6 +307,12 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
       cfg.las_thresholds_gpu_ms.push_back(t);
     }
   }
+  if (f.las_hysteresis >= 0) {
+    if (f.las_hysteresis < 1) return InvalidArgument("--las-hysteresis must be >= 1");
+    cfg.las_preempt_hysteresis = f.las_hysteresis;
+  }
+  CORRAL_RETURN_IF_ERROR(ParseBudget("--cluster-budget", f.cluster_budget, &cfg.cluster_budget));
+  CORRAL_RETURN_IF_ERROR(ParseBudget("--queue-budget", f.queue_budget, &cfg.queue_budget));
   if (!f.min_preempt_runtime.empty()) {
     CORRAL_RETURN_IF_ERROR(Duration("--min-preempt-runtime", f.min_preempt_runtime,
                                     &cfg.min_runtime_before_preempt_ms));
@@ -392,9 +423,10 @@ int SimulateMain(const std::vector<std::string>& args) {
 }
 
 int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  CLI::App app{"corral simulate: replay a job trace through the Corral scheduler in simulated "
-               "time",
-               "corral simulate"};
+  CLI::App app{
+      "corral simulate: replay a job trace through the Corral scheduler in simulated "
+      "time",
+      "corral simulate"};
   Flags f;
   app.add_option("--trace", f.trace, "trace file")->required();
   app.add_option("--format", f.format,
@@ -445,6 +477,15 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
                  "las policy: attained GPU-time level boundaries, ascending (default: the "
                  "scheduler's, 1h,10h)");
   app.add_flag("--no-timing", f.no_timing, "leave wall-clock times out of the output");
+  app.add_option("--las-hysteresis", f.las_hysteresis,
+                 "corral policy: a run is preempted for a lower LAS level only past this times "
+                 "the threshold between them, the job below threshold / this (default: the "
+                 "scheduler's, 2; 1: plain LAS)");
+  app.add_option("--cluster-budget", f.cluster_budget,
+                 "corral policy: RUNS,GPU_SECONDS: runs preempted per minute and GPU-seconds "
+                 "lost per hour, cluster-wide (0: the scheduler's default, -1: unlimited)");
+  app.add_option("--queue-budget", f.queue_budget,
+                 "corral policy: RUNS,GPU_SECONDS as --cluster-budget, per victim queue");
   app.add_flag("--check", f.check, "validate the runs against the trace; fail if wrong");
   app.add_flag("--profile", f.profile, "report wall time spent inside Scheduler::Schedule");
   try {

@@ -5,6 +5,8 @@
 #include <queue>
 #include <tuple>
 
+#include "sched/job_input.h"
+
 namespace corral::sim {
 
 bool IsPreemptivePolicy(sched::OrderPolicy p) {
@@ -48,12 +50,14 @@ enum class JobPhase { kFuture, kPending, kRunning, kStopping, kDone, kRejected }
 
 struct SimJob {
   JobPhase phase = JobPhase::kFuture;
+  // The job as the head would hold it (spec and run history): the scheduler's input is made
+  // from it by sched::ToPendingJob, the head's own translation.
+  Job job;
   DurationMs progress_ms = 0;  // checkpointed useful work
-  DurationMs held_ms = 0;      // time its ended runs held their GPUs (the head's view)
   TimeMs run_start = 0;
-  bool resumed = false;        // this run follows a preemption: it pays the restart overhead
-  uint64_t generation = 0;     // invalidates a stale completion event
-  size_t run_record = 0;       // index of the current run in SimResult::runs
+  bool resumed = false;     // this run follows a preemption: it pays the restart overhead
+  uint64_t generation = 0;  // invalidates a stale completion event
+  size_t run_record = 0;    // index of the current run in SimResult::runs
   int32_t replicas = 1;
   int32_t gpus_per_replica = 0;
 };
@@ -134,6 +138,7 @@ class Loop {
     }
     for (size_t i = 0; i < jobs_.size(); ++i) {
       Shape(jobs_[i].num_gpus, c.gpus_per_node, &state_[i].replicas, &state_[i].gpus_per_replica);
+      state_[i].job = MakeJob(i);
     }
 
     size_t next_arrival = 0;
@@ -161,8 +166,8 @@ class Loop {
         // The pass stopped on its work budget; the head would run the next one at once.
         if (++budget_passes_ > kMaxBudgetPassesPerInstant) {
           return Internal("the scheduler exhausted its work budget " +
-                          std::to_string(kMaxBudgetPassesPerInstant) + " times at t=" +
-                          std::to_string(now) + " ms without finishing a pass");
+                          std::to_string(kMaxBudgetPassesPerInstant) +
+                          " times at t=" + std::to_string(now) + " ms without finishing a pass");
         }
         next_tick_ = now;
         continue;
@@ -198,26 +203,35 @@ class Loop {
     }
     if (c.fair_share_half_life_ms != 0) s.fair_share_half_life_ms = c.fair_share_half_life_ms;
     if (!c.las_thresholds_gpu_ms.empty()) s.las_thresholds_gpu_ms = c.las_thresholds_gpu_ms;
+    if (c.las_preempt_hysteresis >= 0) s.las_preempt_hysteresis = c.las_preempt_hysteresis;
+    s.cluster_budget = c.cluster_budget;
+    s.queue_budget = c.queue_budget;
     return s;
   }
 
-  sched::PendingJob Pending(size_t i) const {
+  // The job as the head would record it at submit: the trace row's queue, user and GPUs as
+  // a gang of equal replicas, preemptible, no time limit.
+  Job MakeJob(size_t i) const {
     const TraceJob& t = jobs_[i];
-    sched::PendingJob p;
-    p.id = i + 1;
-    p.queue = t.queue;
-    p.user = t.user;
-    p.submitted_at = t.submit_ms;
-    p.replicas = state_[i].replicas;
-    p.per_replica.gpu_milli = state_[i].gpus_per_replica * kGpuMilli;
-    p.preemptible = true;
+    Job j;
+    j.id = i + 1;
+    j.owner = t.user;
+    j.submitted_at = t.submit_ms;
+    j.spec.queue = t.queue;
+    j.spec.replicas = state_[i].replicas;
+    j.spec.per_replica.gpu_milli = state_[i].gpus_per_replica * kGpuMilli;
+    j.spec.per_replica.cpu_milli = 0;
+    j.spec.preemptible = true;
+    return j;
+  }
+
+  sched::PendingJob Pending(size_t i) const {
+    // As the head: attained_ms is the GPU-time its earlier runs held (restart overhead, grace
+    // and work lost to the checkpoint interval included), not the progress they made.
+    sched::PendingJob p = sched::ToPendingJob(state_[i].job);
     if (config_.policy != sched::OrderPolicy::kCorral) {  // the production policy has no oracle
-      p.oracle_duration_ms = t.duration_ms;
-      p.attained_ms = state_[i].progress_ms * t.num_gpus;
-    } else {
-      // What the head knows: the GPU-time its earlier runs held (restart overhead, grace and
-      // work lost to the checkpoint interval included), not the progress they made.
-      p.attained_ms = state_[i].held_ms * t.num_gpus;
+      p.oracle_duration_ms = jobs_[i].duration_ms;
+      p.attained_ms = state_[i].progress_ms * jobs_[i].num_gpus;
     }
     return p;
   }
@@ -243,6 +257,7 @@ class Loop {
     sched_.RemoveRunning(i + 1);
     s.phase = JobPhase::kDone;
     s.progress_ms = jobs_[i].duration_ms;
+    EndRun(s, RunState::kSucceeded, now);
     --running_;
     result_.runs[s.run_record].end = now;
     result_.jobs[i].end = now;
@@ -254,7 +269,7 @@ class Loop {
     sched_.RemoveRunning(i + 1);
     result_.runs[s.run_record].end = now;
     result_.runs[s.run_record].preempted = true;
-    s.held_ms += now - s.run_start;
+    EndRun(s, RunState::kPreempted, now);
     ++result_.jobs[i].preemptions;
     --running_;
     ++pending_;
@@ -300,6 +315,12 @@ class Loop {
     ++running_;
     JobOutcome& o = result_.jobs[i];
     if (o.first_start < 0) o.first_start = now;
+    corral::Run run;
+    run.attempt = static_cast<int32_t>(s.job.runs.size()) + 1;
+    run.state = RunState::kRunning;
+    run.scheduled_at = now;
+    run.started_at = now;
+    s.job.runs.push_back(std::move(run));
     s.run_record = result_.runs.size();
     RunRecord r;
     r.job = i;
@@ -311,6 +332,12 @@ class Loop {
     DurationMs left = jobs_[i].duration_ms - s.progress_ms;
     TimeMs end = now + (s.resumed ? config_.restart_overhead_ms : 0) + left;
     events_.push({end, seq_++, EventKind::kEnd, i, s.generation});
+  }
+
+  static void EndRun(SimJob& s, RunState state, TimeMs now) {
+    corral::Run& run = *s.job.CurrentRun();
+    run.state = state;
+    run.ended_at = now;
   }
 
   void Preempt(size_t i, TimeMs now) {

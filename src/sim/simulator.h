@@ -45,6 +45,11 @@ struct SimConfig {
   DurationMs fair_share_half_life_ms = 0;
   // SchedulerConfig::las_thresholds_gpu_ms; empty: the scheduler's default.
   std::vector<DurationMs> las_thresholds_gpu_ms;
+  // SchedulerConfig::las_preempt_hysteresis; < 0: the scheduler's default.
+  double las_preempt_hysteresis = -1;
+  // SchedulerConfig::cluster_budget and queue_budget (0 fields: the scheduler's defaults).
+  sched::PreemptionBudget cluster_budget;
+  sched::PreemptionBudget queue_budget;
   // Queues for the corral policy: name -> guaranteed GPUs. Empty: one queue per trace queue
   // with a quota proportional to its share of the trace's GPU-time (QuotasByDemand).
   std::map<std::string, int32_t> quotas;
@@ -74,8 +79,8 @@ struct JobOutcome {
 };
 
 struct SimResult {
-  std::vector<JobOutcome> jobs;  // parallel to the input jobs
-  std::vector<RunRecord> runs;   // ordered by (start, job)
+  std::vector<JobOutcome> jobs;           // parallel to the input jobs
+  std::vector<RunRecord> runs;            // ordered by (start, job)
   std::map<std::string, int32_t> quotas;  // as set (corral policy)
   int64_t total_gpus = 0;
   int64_t schedule_calls = 0;

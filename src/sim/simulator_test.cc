@@ -166,13 +166,12 @@ TEST_P(CheckerTest, RunsAreConsistentWithThePhillySlice) {
   RecordProperty("preemptions", std::to_string(preemptions));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Policies, CheckerTest,
-    ::testing::Values(CheckCase{"fifo", 0, 0, 0}, CheckCase{"sjf", 0, 0, 0},
-                      CheckCase{"srtf", 30 * kSecond, 10 * kSecond, 0},
-                      CheckCase{"las", 30 * kSecond, 0, 15 * kMinute},
-                      CheckCase{"corral", 60 * kSecond, 10 * kSecond, 0}),
-    [](const auto& info) { return std::string(info.param.policy); });
+INSTANTIATE_TEST_SUITE_P(Policies, CheckerTest,
+                         ::testing::Values(CheckCase{"fifo", 0, 0, 0}, CheckCase{"sjf", 0, 0, 0},
+                                           CheckCase{"srtf", 30 * kSecond, 10 * kSecond, 0},
+                                           CheckCase{"las", 30 * kSecond, 0, 15 * kMinute},
+                                           CheckCase{"corral", 60 * kSecond, 10 * kSecond, 0}),
+                         [](const auto& info) { return std::string(info.param.policy); });
 
 TEST(CheckerTest, CatchesBrokenRuns) {
   auto jobs = Jobs(kGang);
@@ -230,11 +229,28 @@ TEST(SimulateCommandTest, SameInputsGiveByteIdenticalOutputs) {
     std::string runs = dir + "/runs" + std::to_string(k) + ".csv";
     std::string plot = dir + "/plot" + std::to_string(k) + ".svg";
     int rc = 0;
-    std::string out = RunCommand({"--trace", Data("philly_slice.csv"), "--nodes", "4",
-                                  "--racks", "2", "--compare", "fifo,sjf,srtf,las,corral",
-                                  "-o", "json", "--no-timing", "--out-runs", runs, "--plot",
-                                  plot, "--sample", "300", "--seed", "7", "--check",
-                                  "--restart-overhead", "30s"},
+    std::string out = RunCommand({"--trace",
+                                  Data("philly_slice.csv"),
+                                  "--nodes",
+                                  "4",
+                                  "--racks",
+                                  "2",
+                                  "--compare",
+                                  "fifo,sjf,srtf,las,corral",
+                                  "-o",
+                                  "json",
+                                  "--no-timing",
+                                  "--out-runs",
+                                  runs,
+                                  "--plot",
+                                  plot,
+                                  "--sample",
+                                  "300",
+                                  "--seed",
+                                  "7",
+                                  "--check",
+                                  "--restart-overhead",
+                                  "30s"},
                                  &rc);
     ASSERT_EQ(rc, 0) << out;
     std::string all = out;
@@ -265,6 +281,36 @@ TEST(SimulateCommandTest, ClearErrors) {
                    &rc);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("\"jobs\": 60"), std::string::npos) << out;
+}
+
+TEST(SimulateCommandTest, PreemptionBudgetsAndHysteresisReachTheScheduler) {
+  int rc = 0;
+  std::string out = RunCommand(
+      {"--trace", Data("philly_slice.csv"), "--gpus", "64", "--cluster-budget", "5"}, &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("RUNS,GPU_SECONDS"), std::string::npos) << out;
+  out = RunCommand({"--trace", Data("philly_slice.csv"), "--gpus", "64", "--las-hysteresis", "0.5"},
+                   &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("--las-hysteresis"), std::string::npos) << out;
+  // A budget of one run per minute and no lost work at all preempts no more than unlimited.
+  auto preemptions = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"--trace",     Data("philly_slice.csv"),
+                                     "--nodes",     "4",
+                                     "-o",          "json",
+                                     "--no-timing", "--policy",
+                                     "corral"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::string o = RunCommand(args, &rc);
+    EXPECT_EQ(rc, 0) << o;
+    size_t at = o.find("\"preemptions\": ");
+    return at == std::string::npos ? -1L : std::stol(o.substr(at + 15));
+  };
+  long unlimited = preemptions(
+      {"--cluster-budget", "-1,-1", "--queue-budget", "-1,-1", "--las-hysteresis", "1"});
+  long tight = preemptions({"--cluster-budget", "1,1", "--queue-budget", "1,1"});
+  EXPECT_GT(unlimited, 0);
+  EXPECT_LT(tight, unlimited);
 }
 
 TEST(SimulateCommandTest, MalformedRowsAreReportedAndCapped) {

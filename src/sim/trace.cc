@@ -11,21 +11,28 @@ namespace corral::sim {
 
 const char* TraceFormatName(TraceFormat f) {
   switch (f) {
-    case TraceFormat::kAuto: return "auto";
-    case TraceFormat::kCsv: return "csv";
-    case TraceFormat::kPhilly: return "philly";
-    case TraceFormat::kGavel: return "gavel";
-    case TraceFormat::kTiresias: return "tiresias";
-    case TraceFormat::kHelios: return "helios";
-    case TraceFormat::kAlibaba: return "alibaba";
+    case TraceFormat::kAuto:
+      return "auto";
+    case TraceFormat::kCsv:
+      return "csv";
+    case TraceFormat::kPhilly:
+      return "philly";
+    case TraceFormat::kGavel:
+      return "gavel";
+    case TraceFormat::kTiresias:
+      return "tiresias";
+    case TraceFormat::kHelios:
+      return "helios";
+    case TraceFormat::kAlibaba:
+      return "alibaba";
   }
   return "unknown";
 }
 
 bool ParseTraceFormat(const std::string& text, TraceFormat* out) {
-  for (TraceFormat f : {TraceFormat::kAuto, TraceFormat::kCsv, TraceFormat::kPhilly,
-                        TraceFormat::kGavel, TraceFormat::kTiresias, TraceFormat::kHelios,
-                        TraceFormat::kAlibaba}) {
+  for (TraceFormat f :
+       {TraceFormat::kAuto, TraceFormat::kCsv, TraceFormat::kPhilly, TraceFormat::kGavel,
+        TraceFormat::kTiresias, TraceFormat::kHelios, TraceFormat::kAlibaba}) {
     if (text == TraceFormatName(f)) {
       *out = f;
       return true;
@@ -215,9 +222,9 @@ Status RejectAggregates(TraceFormat format, const std::string& first, const std:
   if (format == TraceFormat::kHelios) return Status::Ok();
   if (format == TraceFormat::kAlibaba || format == TraceFormat::kAuto) {
     std::vector<std::string> f = Split(first, ',');
-    if (f.size() == 5 && !f[0].empty() && (f[1] == "P100" || f[1] == "T4" || f[1] == "V100" ||
-                                            f[1] == "V100M32" || f[1] == "MISC" ||
-                                            f[1] == "CPU")) {
+    if (f.size() == 5 && !f[0].empty() &&
+        (f[1] == "P100" || f[1] == "T4" || f[1] == "V100" || f[1] == "V100M32" || f[1] == "MISC" ||
+         f[1] == "CPU")) {
       return InvalidArgument(
           source +
           " is the Alibaba PAI machine spec (machine,gpu_type,cap_cpu,cap_mem,cap_gpu), not "
@@ -268,23 +275,24 @@ Result<Trace> ParseTrace(const std::string& text, const std::string& source,
         begin = 1;
         for (const char* need : {"job_id", "submit_time", "duration", "num_gpus"}) {
           if (Col(idx, need) < 0) {
-            return InvalidArgument(source + ": the CSV header '" + first + "' lacks column '" +
-                                   need +
-                                   "'; expected job_id,submit_time,duration,num_gpus[,queue]"
-                                   "[,user] (or use --format philly|gavel|tiresias|helios|alibaba)");
+            return InvalidArgument(
+                source + ": the CSV header '" + first + "' lacks column '" + need +
+                "'; expected job_id,submit_time,duration,num_gpus[,queue]"
+                "[,user] (or use --format philly|gavel|tiresias|helios|alibaba)");
           }
         }
       } else {
-        idx = {{"job_id", 0}, {"submit_time", 1}, {"duration", 2}, {"num_gpus", 3},
-               {"queue", 4}, {"user", 5}};
+        idx = {{"job_id", 0},   {"submit_time", 1}, {"duration", 2},
+               {"num_gpus", 3}, {"queue", 4},       {"user", 5}};
       }
       for (size_t i = begin; i < lines.rows.size(); ++i) {
         const auto& [line, l] = lines.rows[i];
         std::vector<std::string> f = Split(l, ',');
         ++r.trace.rows;
         if (f.size() < 4) {
-          r.Bad(line, "has " + std::to_string(f.size()) +
-                          " field(s); expected job_id,submit_time,duration,num_gpus[,queue][,user]");
+          r.Bad(line,
+                "has " + std::to_string(f.size()) +
+                    " field(s); expected job_id,submit_time,duration,num_gpus[,queue][,user]");
           continue;
         }
         r.Add(line, Field(f, Col(idx, "job_id")), Field(f, Col(idx, "submit_time")),
@@ -296,8 +304,9 @@ Result<Trace> ParseTrace(const std::string& text, const std::string& source,
     case TraceFormat::kPhilly: {
       // timestamp,duration,num_gpus,gpu_time,cluster (pollux's philly.csv); no job id.
       if (!StartsWith(first, "timestamp,")) {
-        return InvalidArgument(source + ": a Philly trace starts with the header "
-                                        "'timestamp,duration,num_gpus,gpu_time,cluster', not '" +
+        return InvalidArgument(source +
+                               ": a Philly trace starts with the header "
+                               "'timestamp,duration,num_gpus,gpu_time,cluster', not '" +
                                first + "'");
       }
       for (size_t i = 1; i < lines.rows.size(); ++i) {
@@ -374,8 +383,9 @@ Result<Trace> ParseTrace(const std::string& text, const std::string& source,
       std::map<std::string, int> idx = HeaderIndex(Split(first, ','));
       for (const char* need : {"job_id", "gpu_num", "submit_time", "duration"}) {
         if (Col(idx, need) < 0) {
-          return InvalidArgument(source + ": a Helios job log has a header with job_id, "
-                                          "gpu_num, submit_time and duration; '" +
+          return InvalidArgument(source +
+                                 ": a Helios job log has a header with job_id, "
+                                 "gpu_num, submit_time and duration; '" +
                                  first + "' lacks '" + need +
                                  "' (only Helios aggregates are available in "
                                  "shared/traces/helios-aggregates, and they cannot be replayed)");
@@ -444,9 +454,8 @@ Result<Trace> ParseTrace(const std::string& text, const std::string& source,
     return InvalidArgument(msg);
   }
   if (t.jobs.empty()) return InvalidArgument(source + ": no GPU jobs in the trace");
-  std::stable_sort(t.jobs.begin(), t.jobs.end(), [](const TraceJob& a, const TraceJob& b) {
-    return a.submit_ms < b.submit_ms;
-  });
+  std::stable_sort(t.jobs.begin(), t.jobs.end(),
+                   [](const TraceJob& a, const TraceJob& b) { return a.submit_ms < b.submit_ms; });
   TimeMs t0 = t.jobs.front().submit_ms;
   for (TraceJob& j : t.jobs) {
     j.epoch_ms = j.submit_ms;

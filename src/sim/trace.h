@@ -19,14 +19,14 @@ const char* TraceFormatName(TraceFormat f);
 bool ParseTraceFormat(const std::string& text, TraceFormat* out);
 
 struct TraceJob {
-  std::string id;          // the trace's own id, or "L<line>" where the format has none
-  TimeMs submit_ms = 0;    // relative to the trace's first submission after reading
-  TimeMs epoch_ms = 0;     // as written in the trace (Unix time for dated traces)
+  std::string id;              // the trace's own id, or "L<line>" where the format has none
+  TimeMs submit_ms = 0;        // relative to the trace's first submission after reading
+  TimeMs epoch_ms = 0;         // as written in the trace (Unix time for dated traces)
   DurationMs duration_ms = 0;  // run time on num_gpus GPUs, never restarted
   int32_t num_gpus = 0;
-  std::string queue;       // virtual cluster / queue; "default" where the format has none
+  std::string queue;  // virtual cluster / queue; "default" where the format has none
   std::string user;
-  int64_t line = 0;        // line of the source file, for error messages
+  int64_t line = 0;  // line of the source file, for error messages
 };
 
 struct BadRow {
@@ -36,9 +36,9 @@ struct BadRow {
 
 struct Trace {
   TraceFormat format = TraceFormat::kAuto;  // the format actually read
-  std::vector<TraceJob> jobs;  // sorted by (submit_ms, line)
-  int64_t rows = 0;            // data rows seen (good + bad), blank lines excluded
-  std::vector<BadRow> bad;     // every rejected row, in file order
+  std::vector<TraceJob> jobs;               // sorted by (submit_ms, line)
+  int64_t rows = 0;                         // data rows seen (good + bad), blank lines excluded
+  std::vector<BadRow> bad;                  // every rejected row, in file order
 };
 
 struct TraceOptions {

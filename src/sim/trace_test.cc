@@ -45,9 +45,9 @@ TEST(TraceTest, GenericCsvWithoutHeaderDefaultsQueue) {
 TEST(TraceTest, MalformedRowsAreCountedWithLineNumbers) {
   std::string text = "job_id,submit_time,duration,num_gpus\n";
   for (int i = 0; i < 200; ++i) text += std::to_string(i) + "," + std::to_string(i) + ",10,1\n";
-  text += "x,abc,10,1\n";   // line 202: bad submit
-  text += "\n";             // blank: ignored
-  text += "y,5,10,0\n";     // line 204: zero GPUs
+  text += "x,abc,10,1\n";         // line 202: bad submit
+  text += "\n";                   // blank: ignored
+  text += "y,5,10,0\n";           // line 204: zero GPUs
   Result<Trace> t = Parse(text);  // 2 bad of 202 rows: just under 1%
   ASSERT_TRUE(t.ok()) << t.status().message();
   EXPECT_EQ(t->rows, 202);
@@ -61,7 +61,7 @@ TEST(TraceTest, MalformedRowsAreCountedWithLineNumbers) {
 TEST(TraceTest, TooManyMalformedRowsFailTheRead) {
   std::string text = "job_id,submit_time,duration,num_gpus\n";
   for (int i = 0; i < 50; ++i) text += std::to_string(i) + ",0,10,1\n";
-  text += "x,0,-3,1\n";  // line 52
+  text += "x,0,-3,1\n";           // line 52
   Result<Trace> t = Parse(text);  // 1 of 51 rows = 2% > 1%
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("line 52"), std::string::npos) << t.status().message();
