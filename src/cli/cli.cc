@@ -36,6 +36,8 @@ const CommandInfo kCommands[] = {
      "cancel jobs (an array's id: all of it)"},
     {"logs", RunLogs, "corral logs ID [-f] [--stderr] [--replica R] [--task T]",
      "print a job's output; -f follows it until the job ends"},
+    {"checkpoint-done", RunCheckpointDone, "corral checkpoint-done [ID]  (default $CORRAL_JOB_ID)",
+     "from inside a job: it just saved a checkpoint (preemption then loses less)"},
     {"nodes", RunNodes, "corral nodes [-o json] | corral nodes drain|undrain NAME",
      "list nodes; drain or undrain one"},
     {"queues", RunQueues,

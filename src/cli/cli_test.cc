@@ -543,6 +543,22 @@ TEST(WaitTest, TimeoutExits124) {
 
 // ---- cancel ----
 
+TEST(CheckpointDoneTest, ReportsForTheJobItRunsIn) {
+  Harness h;
+  h.env["CORRAL_JOB_ID"] = "42";
+  h.fake->handler = [](const FakeTransport::Sent&) {
+    return JsonReply(200, {{"job", ToJson(MakeJob(42, JobState::kRunning))}});
+  };
+  ASSERT_EQ(h.Run("checkpoint-done", {}), 0) << h.err.str();
+  ASSERT_EQ(h.fake->sent.size(), 1u);
+  EXPECT_EQ(h.fake->sent[0].method, "POST");
+  EXPECT_EQ(h.fake->sent[0].path, "/v1/jobs/42/checkpoint");
+  Harness outside;  // not in a job and no ID: a usage error, nothing sent
+  EXPECT_EQ(outside.Run("checkpoint-done", {}), 2);
+  EXPECT_THAT(outside.err.str(), HasSubstr("CORRAL_JOB_ID"));
+  EXPECT_TRUE(outside.fake->sent.empty());
+}
+
 TEST(CancelTest, ReportsEachIdAndFailsIfAnyFailed) {
   Harness h;
   h.fake->handler = [](const FakeTransport::Sent& s) {

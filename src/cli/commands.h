@@ -55,6 +55,7 @@ int RunJobs(const std::vector<std::string>& args, CliContext& ctx);
 int RunShow(const std::vector<std::string>& args, CliContext& ctx);
 int RunWait(const std::vector<std::string>& args, CliContext& ctx);
 int RunCancel(const std::vector<std::string>& args, CliContext& ctx);
+int RunCheckpointDone(const std::vector<std::string>& args, CliContext& ctx);
 int RunLogs(const std::vector<std::string>& args, CliContext& ctx);
 int RunNodes(const std::vector<std::string>& args, CliContext& ctx);
 int RunQueues(const std::vector<std::string>& args, CliContext& ctx);

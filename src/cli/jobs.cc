@@ -12,7 +12,6 @@
 namespace corral::cli {
 namespace {
 
-
 std::string QueryEscape(const std::string& s) {
   static const char* kHex = "0123456789ABCDEF";
   std::string out;
@@ -554,6 +553,36 @@ int RunCancel(const std::vector<std::string>& argv, CliContext& ctx) {
     *ctx.out << "Cancelled job " << a << "\n";
   }
   return code;
+}
+
+int RunCheckpointDone(const std::vector<std::string>& argv, CliContext& ctx) {
+  auto parsed = ParseArgs(argv, {}, false);
+  if (!parsed.ok()) return UsageError(ctx, "checkpoint-done", parsed.status().message());
+  if (parsed->Has("help")) {
+    *ctx.out << CommandUsage("checkpoint-done") << "\n";
+    return kExitOk;
+  }
+  std::string text;
+  if (parsed->positional.size() == 1) {
+    text = parsed->positional[0];
+  } else if (parsed->positional.empty()) {
+    text = ctx.env("CORRAL_JOB_ID").value_or("");
+    if (text.empty()) {
+      return UsageError(ctx, "checkpoint-done", "want a job ID (CORRAL_JOB_ID is not set)");
+    }
+  } else {
+    return UsageError(ctx, "checkpoint-done", "want at most one job ID");
+  }
+  auto id = ParseJobId(text);
+  if (!id) return UsageError(ctx, "checkpoint-done", "not a job ID: '" + text + "'");
+  ApiClient api(ctx);
+  auto reply = api.CallJson("POST", "/v1/jobs/" + std::to_string(*id) + "/checkpoint");
+  if (!reply.ok()) {
+    PrintError(ctx, "checkpoint-done",
+               "job " + std::to_string(*id) + ": " + reply.status().message());
+    return kExitError;
+  }
+  return kExitOk;
 }
 
 }  // namespace corral::cli

@@ -78,7 +78,11 @@ void HeadCore::Index(const Change& c) {
       core.OnTerminal(job, live);
       core.WantSchedule();
     }
-    void operator()(const CheckpointReported& e) { Job(e.job); }
+    void operator()(const CheckpointReported& e) {
+      Job(e.job);
+      // Victims that just checkpointed lose least: the scheduler prefers them.
+      core.scheduler_->ReportCheckpoint(e.job, c.at);
+    }
     void operator()(const NodeRegistered& e) {
       const std::string& name = e.node.name;
       if (!core.node_version_.count(name)) core.node_version_[name] = core.state_.epoch << 32;

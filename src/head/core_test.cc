@@ -312,6 +312,32 @@ TEST_P(Scenario, JobsWaitForNodesAndAreRefusedOnlyAgainstKnownOnes) {
   EXPECT_EQ(Get(early.id).state, JobState::kScheduled);
 }
 
+// Of two borrowers that ran as long, the one that just reported a checkpoint loses least and
+// is the one preempted (corral checkpoint-done reaches the scheduler, live and on recovery).
+TEST_P(Scenario, PreemptionPrefersTheVictimThatJustCheckpointed) {
+  ASSERT_TRUE(core().SetQueue(kAdmin, {"a", 0, -1, 1.0}, now()).ok());
+  ASSERT_TRUE(core().SetQueue(kAdmin, {"b", 1, -1, 1.0}, now()).ok());
+  Step();
+  Register("n1", 2);
+  JobSpec borrow = Spec(1);
+  borrow.queue = "a";
+  borrow.preemptible = true;
+  Job first = Submit(borrow);
+  Job second = Submit(borrow);
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(first.id)), Running(Get(second.id))}));
+  now() += 30 * kMinute;
+  ASSERT_TRUE(core().ReportCheckpoint(kAna, first.id, now()).ok());
+  Step();
+  now() += kMinute;
+  JobSpec owner = Spec(1);
+  owner.queue = "b";
+  Submit(owner, kBob);
+  Schedule();
+  EXPECT_TRUE(Get(first.id).CurrentRun()->stop_requested);
+  EXPECT_FALSE(Get(second.id).CurrentRun()->stop_requested);
+}
+
 TEST_P(Scenario, MasterPortsAreUniqueAmongANodesLiveRuns) {
   Register("n1", 4);
   Job a = Submit(Spec(1));
