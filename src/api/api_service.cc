@@ -117,7 +117,7 @@ HttpResponse ErrorResponse(const Status& st) {
 }
 
 ApiService::ApiService(head::Head* head)
-    : head_(head), blocking_(std::make_shared<BlockingPool>(4)) {}
+    : head_(head), proxy_(std::make_shared<net::AsyncHttpClient>()) {}
 
 // The route of a request with its variable parts named, for a bounded metrics label.
 std::string RouteOf(const std::string& method, const std::vector<std::string>& parts) {
@@ -331,16 +331,17 @@ void ApiService::HandleLogs(JobId id, const HttpRequest& req, Responder respond)
                     ErrorResponse(Unavailable("node " + node + " has no address for logs")));
               }
               std::string token = head_->tokens().join;
-              blocking_->Run(
-                  [respond, address, token, run_id, stream, replica, task, offset, max, state] {
-                    net::HttpClient client("http://" + address, token);
-                    auto r = client.Get("/v1/runs/" + run_id + "/logs?" +
-                                            net::EncodeQuery({{"replica", std::to_string(replica)},
-                                                              {"task", std::to_string(task)},
-                                                              {"stream", stream},
-                                                              {"offset", std::to_string(offset)},
-                                                              {"max", std::to_string(max)}}),
-                                        std::chrono::seconds(10));
+              // Asynchronous: a slow or unreachable agent holds a socket, not a thread.
+              proxy_->Request(
+                  "http://" + address, token, "GET",
+                  "/v1/runs/" + run_id + "/logs?" +
+                      net::EncodeQuery({{"replica", std::to_string(replica)},
+                                        {"task", std::to_string(task)},
+                                        {"stream", stream},
+                                        {"offset", std::to_string(offset)},
+                                        {"max", std::to_string(max)}}),
+                  std::chrono::seconds(10),
+                  [respond, offset, state](Result<net::HttpResponse> r) mutable {
                     if (!r.ok()) return respond(ErrorResponse(r.status()));
                     HttpResponse out;
                     out.status = r->status;

@@ -5,8 +5,8 @@
 
 #include <memory>
 
-#include "api/blocking_pool.h"
 #include "head/head.h"
+#include "net/async_http_client.h"
 #include "net/http.h"
 
 namespace corral::api {
@@ -35,7 +35,7 @@ class ApiService {
   head::Head::Callback<T> Answer(net::Responder respond, F to_json, int ok_status = 200);
 
   head::Head* head_;
-  std::shared_ptr<BlockingPool> blocking_;
+  std::shared_ptr<net::AsyncHttpClient> proxy_;  // the log proxy's connections to agents
 };
 
 // Every answer of the API carries the revision of the head's state it reflects.
