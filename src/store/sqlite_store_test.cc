@@ -114,5 +114,40 @@ TEST(SqliteStore, UnopenablePathIsAnError) {
   EXPECT_FALSE(s.ok());
 }
 
+// A torn write: the machine died while the last commit's WAL frames were being written. The
+// copy below is what the disk held (the store still open, so the WAL is not checkpointed away),
+// with the last frame cut short. SQLite ignores the torn transaction: the store opens and
+// holds every earlier commit whole, and of the torn one nothing (it was never acknowledged,
+// since Commit returns only after the fsync).
+TEST(SqliteStore, ATornLastWriteLosesOnlyThatCommitAndNothingElse) {
+  std::string path = TempDb("torn");
+  auto s = OpenSqliteStore(path);
+  ASSERT_TRUE(s.ok());
+  for (JobId id = 1; id <= 5; ++id) {
+    ASSERT_TRUE(
+        (*s)->Commit({PutJob{MakeJob(id, JobState::kPending)}, AppendChange{{id, "{}"}}}).ok());
+  }
+  const std::string wal = path + "-wal";
+  auto full = std::filesystem::file_size(wal);
+  ASSERT_TRUE((*s)->Commit({PutJob{MakeJob(6, JobState::kPending)}, AppendChange{{6, "{}"}}}).ok());
+  auto with_last = std::filesystem::file_size(wal);
+  ASSERT_GT(with_last, full);
+  std::string copy = TempDb("torn-copy");
+  std::filesystem::copy_file(path, copy, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(wal, copy + "-wal", std::filesystem::copy_options::overwrite_existing);
+  // Cut inside the last commit's frames: past its first frame header, before its end.
+  std::filesystem::resize_file(copy + "-wal", full + (with_last - full) / 2);
+  auto torn = OpenSqliteStore(copy);
+  ASSERT_TRUE(torn.ok()) << torn.status().ToString();
+  auto st = (*torn)->Load();
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  ASSERT_EQ(st->jobs.size(), 5u);
+  EXPECT_EQ(st->jobs.back().id, 5u);
+  auto changes = (*torn)->ReadChanges(0, 100);
+  ASSERT_TRUE(changes.ok());
+  ASSERT_EQ(changes->size(), 5u);
+  EXPECT_EQ(changes->back().revision, 5u);
+}
+
 }  // namespace
 }  // namespace corral::store
