@@ -3,10 +3,11 @@
 //
 // Threads (all owned by Agent, started by Run(), joined before it returns):
 //  - the caller of Run(): registration and the long-poll sync loop;
-//  - the poller: every poll_interval_ms notices exits, sends SIGKILL after grace, and fences
-//    (stops every run) when the head has been unreachable for longer than lease_ms;
+//  - the poller: woken at once when a run exits (the monitors write to a FIFO), and every
+//    poll_interval_ms otherwise, notices exits, sends SIGKILL after grace, and fences (stops
+//    every run) when the head has been unreachable for longer than lease_ms;
 //  - the reporter: when a run exits while the long poll is held, sends an extra sync with
-//    wait_ms = 0 at once, so that the head learns of an exit within ~poll_interval_ms.
+//    wait_ms = 0 at once, so that the head learns of an exit as soon as it happens.
 // Stop() may be called from any thread (not from a signal handler).
 #pragma once
 
@@ -90,6 +91,9 @@ class Agent {
   void ReportLoop();
   // Sleeps up to `ms`; returns false if stopping.
   bool SleepFor(int64_t ms);
+  // Waits up to `ms` or until a run exits (the supervisor's exit descriptor) or Stop();
+  // returns false if stopping.
+  bool WaitForExit(int64_t ms);
   void SaveHeadEpoch(uint64_t epoch);
 
   const AgentConfig config_;
@@ -115,6 +119,7 @@ class Agent {
   bool urgent_ GUARDED_BY(mu_) = false;           // the reporter should sync now
   SteadyTime last_contact_ GUARDED_BY(mu_);
   bool fenced_ GUARDED_BY(mu_) = false;
+  int wake_pipe_[2] = {-1, -1};  // Stop() writes here: wakes WaitForExit's poll()
 };
 
 }  // namespace corral::agent

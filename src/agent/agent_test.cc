@@ -121,6 +121,28 @@ TEST(AgentTest, RegistersRunsOrdersAndReportsAnExitAtOnce) {
   EXPECT_EQ(ReadFileOr(state.path() + "/head_epoch"), "5\n");
 }
 
+// Exits are events, not something a timer finds: with a poll interval of a minute, an exit
+// is still reported at once (the monitor wakes the agent through its FIFO), and Stop() wakes
+// the waiting poller too.
+TEST(AgentTest, AnExitWakesTheAgentWithoutAPollingInterval) {
+  TempDir state, dir;
+  AgentConfig config;
+  config.poll_interval_ms = 60000;
+  AgentUnderTest t(state.path(), config);
+  std::string go = dir.path() + "/go";
+  t.head->Set([&] {
+    t.head->desired = {ShellOrder("2.0", "while [ ! -f " + go + " ]; do sleep 0.01; done; exit 3")};
+  });
+  ASSERT_TRUE(
+      WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "2.0", true); }); }));
+  Touch(go);
+  ASSERT_TRUE(
+      WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "2.0", false, 3); }); }));
+  auto t0 = std::chrono::steady_clock::now();
+  t.StopAndJoin();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+}
+
 TEST(AgentTest, RefusesOrdersFromAnOlderHeadEpochAndReregistersWhenAsked) {
   TempDir state, dir;
   AgentUnderTest t(state.path());

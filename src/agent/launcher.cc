@@ -277,9 +277,29 @@ std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string
 
 PosixLauncher::PosixLauncher(std::string state_dir, std::string node_name,
                              std::map<std::string, std::string> env_defaults)
-    : runs_dir_(std::move(state_dir) + "/runs"),
+    : runs_dir_(state_dir + "/runs"),
       node_name_(std::move(node_name)),
-      env_defaults_(std::move(env_defaults)) {}
+      env_defaults_(std::move(env_defaults)),
+      notify_path_(state_dir + "/exit-notify") {
+  (void)MakeDirs(state_dir);
+  if (mkfifo(notify_path_.c_str(), 0600) != 0 && errno != EEXIST) return;  // polling only
+  exit_read_fd_ = open(notify_path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (exit_read_fd_ >= 0) {
+    exit_write_fd_ = open(notify_path_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  }
+}
+
+PosixLauncher::~PosixLauncher() {
+  for (int fd : {exit_read_fd_, exit_write_fd_}) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+void PosixLauncher::DrainExitFd() {
+  char buf[256];
+  while (exit_read_fd_ >= 0 && read(exit_read_fd_, buf, sizeof(buf)) > 0) {
+  }
+}
 
 std::string PosixLauncher::RunDir(const RunKey& key) const {
   return runs_dir_ + "/" + key.DirName();
@@ -363,6 +383,7 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
   plan.pids_tmp = pids_tmp.c_str();
   plan.exit_path = exit_path.c_str();
   plan.exit_tmp = exit_tmp.c_str();
+  plan.notify_path = notify_path_.c_str();
   plan.exec_error = exec_error.c_str();
   plan.chdir_error = chdir_error.c_str();
   plan.max_fd = static_cast<int>(open_max > 0 && open_max < 65536 ? open_max : 65536);
@@ -490,9 +511,12 @@ std::vector<RecoveredRun> PosixLauncher::Recover() {
   return out;
 }
 
-Result<std::string> PosixLauncher::ReadLog(const RunKey& key, int32_t task,
-                                           const std::string& stream, int64_t offset,
-                                           int64_t max_bytes) {
+namespace {
+
+// Reads one task's log of a run directory under `runs_dir` (no launcher needed: the agent's
+// log endpoint serves it from any thread).
+Result<std::string> ReadLogIn(const std::string& runs_dir, const RunKey& key, int32_t task,
+                              const std::string& stream, int64_t offset, int64_t max_bytes) {
   CORRAL_RETURN_IF_ERROR(ValidateRunId(key.run_id));
   if (!ValidStream(stream)) {
     return InvalidArgument("stream \"" + stream + "\" is not valid: expected stdout or stderr");
@@ -502,7 +526,7 @@ Result<std::string> PosixLauncher::ReadLog(const RunKey& key, int32_t task,
   if (max_bytes <= 0)
     return InvalidArgument("max_bytes " + std::to_string(max_bytes) + " must be > 0");
   max_bytes = std::min<int64_t>(max_bytes, 16 << 20);
-  const std::string path = RunDir(key) + "/" + LogFileName(stream, task);
+  const std::string path = runs_dir + "/" + key.DirName() + "/" + LogFileName(stream, task);
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) {
@@ -525,10 +549,18 @@ Result<std::string> PosixLauncher::ReadLog(const RunKey& key, int32_t task,
   return data;
 }
 
+}  // namespace
+
+Result<std::string> PosixLauncher::ReadLog(const RunKey& key, int32_t task,
+                                           const std::string& stream, int64_t offset,
+                                           int64_t max_bytes) {
+  return ReadLogIn(runs_dir_, key, task, stream, offset, max_bytes);
+}
+
 Result<std::string> ReadRunLog(const std::string& state_dir, const std::string& run_id,
                                int32_t replica, int32_t task, const std::string& stream,
                                int64_t offset, int64_t max_bytes) {
-  return PosixLauncher(state_dir, "").ReadLog({run_id, replica}, task, stream, offset, max_bytes);
+  return ReadLogIn(state_dir + "/runs", {run_id, replica}, task, stream, offset, max_bytes);
 }
 
 }  // namespace corral::agent

@@ -85,6 +85,10 @@ class Launcher {
   virtual std::vector<RecoveredRun> Recover() = 0;
   virtual Result<std::string> ReadLog(const RunKey& key, int32_t task, const std::string& stream,
                                       int64_t offset, int64_t max_bytes) = 0;
+  // A descriptor that becomes readable when a run has exited (-1: none; poll instead), and
+  // a call that empties it.
+  virtual int ExitFd() const { return -1; }
+  virtual void DrainExitFd() {}
 };
 
 class PosixLauncher final : public Launcher {
@@ -102,6 +106,11 @@ class PosixLauncher final : public Launcher {
   std::vector<RecoveredRun> Recover() override;
   Result<std::string> ReadLog(const RunKey& key, int32_t task, const std::string& stream,
                               int64_t offset, int64_t max_bytes) override;
+  int ExitFd() const override { return exit_read_fd_; }
+  void DrainExitFd() override;
+  ~PosixLauncher() override;
+  PosixLauncher(const PosixLauncher&) = delete;
+  PosixLauncher& operator=(const PosixLauncher&) = delete;
 
   std::string RunDir(const RunKey& key) const;
 
@@ -109,6 +118,11 @@ class PosixLauncher final : public Launcher {
   std::string runs_dir_;
   std::string node_name_;
   std::map<std::string, std::string> env_defaults_;
+  // STATE/exit-notify, a FIFO the monitors write a byte to after each exit. The launcher holds
+  // a write end too, so the read end never reports end-of-file when no monitor has it open.
+  std::string notify_path_;
+  int exit_read_fd_ = -1;
+  int exit_write_fd_ = -1;
 };
 
 // How many tasks an order runs: one per entry of task_envs, or one.

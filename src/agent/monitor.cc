@@ -72,6 +72,13 @@ void WriteExitRaw(const ChildPlan& p, int64_t code, int64_t failed_task) {
   AppendInt(buf, &pos, failed_task);
   buf[pos++] = '\n';
   WriteFileAtomicRaw(p.exit_tmp, p.exit_path, buf, pos);
+  // Wake the agent (if one reads the FIFO; with none, open fails with ENXIO and that is fine:
+  // an agent that starts later reads every exit file anyway).
+  int fd = open(p.notify_path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd >= 0) {
+    (void)write(fd, "x", 1);
+    close(fd);
+  }
 }
 
 void CloseFrom(int first, int max_fd) {

@@ -40,6 +40,7 @@ struct ChildPlan {
   const char* pids_tmp;
   const char* exit_path;  // and "<exit_code> <ended_at_ms> <failed_task>" here when all tasks end
   const char* exit_tmp;
+  const char* notify_path;  // a FIFO: one byte written after `exit`, waking the agent at once
   const char* exec_error;   // "corral: cannot execute <cmd>: errno "
   const char* chdir_error;  // "corral: cannot change to workdir <dir>: errno "
   int max_fd;

@@ -8,6 +8,7 @@ namespace corral::agent {
 
 Supervisor::Supervisor(std::unique_ptr<Launcher> launcher) : launcher_(std::move(launcher)) {
   std::lock_guard lock(mu_);
+  exit_fd_ = launcher_->ExitFd();
   for (RecoveredRun& r : launcher_->Recover()) {
     RunKey key = r.run.key();
     if (r.released) {
@@ -100,6 +101,7 @@ bool Supervisor::Poll() {
   const TimeMs now = Now();
   bool changed = exited_since_poll_;
   exited_since_poll_ = false;
+  launcher_->DrainExitFd();  // before looking: an exit after this wakes the next wait
   for (auto& [key, e] : runs_) {
     if (!e.status.running) continue;
     e.status = launcher_->Check(e.run);

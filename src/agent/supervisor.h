@@ -53,6 +53,9 @@ class Supervisor {
 
   int RunningCount();
 
+  // Readable when a run has exited since the last Poll (-1: none, poll on a timer). Any thread.
+  int ExitFd() const { return exit_fd_; }
+
   Result<std::string> ReadRunLog(const std::string& run_id, int32_t replica, int32_t task,
                                  const std::string& stream, int64_t offset, int64_t max_bytes);
 
@@ -72,6 +75,7 @@ class Supervisor {
 
   std::mutex mu_;
   std::unique_ptr<Launcher> launcher_ GUARDED_BY(mu_);
+  int exit_fd_ = -1;                                // the launcher's, fixed at construction
   std::map<RunKey, Entry> runs_ GUARDED_BY(mu_);    // alive, or exited and not yet released
   std::set<RunKey> released_ GUARDED_BY(mu_);       // started once, acknowledged, forgotten
   bool exited_since_poll_ GUARDED_BY(mu_) = false;  // a run failed to launch: Poll says so

@@ -92,9 +92,9 @@ int AgentMain(std::vector<std::string> args) {
   config.name = name;
   config.state_dir = state_dir;
   config.lease_ms = lease_s * kSecond;
-  // Exits are noticed by polling the monitors' exit files: 25 ms keeps a short job from
-  // holding its GPUs ~100 ms longer than it runs (docs/benchmarks.md), for a few stat()s.
-  config.poll_interval_ms = 25;
+  // Exits wake the agent at once (the monitors' FIFO); this interval only paces grace-period
+  // kills and the lease check.
+  config.poll_interval_ms = 100;
   {
     int lo = 0, hi = 0;
     char dash = 0;
