@@ -60,6 +60,10 @@ class SqliteStore final : public Store {
       if (j.is_discarded()) return Internal("corrupt document in store: " + doc.substr(0, 80));
       return j;
     };
+    CORRAL_RETURN_IF_ERROR(rows("SELECT count(*) FROM jobs", [&](sqlite3_stmt* s) {
+      state.jobs.reserve(static_cast<size_t>(sqlite3_column_int64(s, 0)));
+      return Status::Ok();
+    }));
     CORRAL_RETURN_IF_ERROR(rows("SELECT doc FROM jobs ORDER BY id", [&](sqlite3_stmt* s) {
       auto j = parse(text(s, 0));
       if (!j.ok()) return j.status();
@@ -95,7 +99,7 @@ class SqliteStore final : public Store {
     auto tail = ReadChanges(snapshot, std::numeric_limits<int32_t>::max());
     if (!tail.ok()) return tail.status();
     state.changes = std::move(*tail);
-    return state;
+    return Result<StoredState>(std::move(state));  // spelled out: GCC 12 copied 100k jobs here
   }
 
   Result<std::vector<ChangeRecord>> ReadChanges(uint64_t after, int32_t limit) override {
