@@ -97,8 +97,9 @@ void Daemon::Kill(int sig) {
 }
 
 LocalCluster::LocalCluster(const std::string& name, int agents, int gpus,
-                           std::vector<std::string> head_flags)
-    : gpus_(gpus), head_flags_(std::move(head_flags)) {
+                           std::vector<std::string> head_flags,
+                           std::vector<std::string> agent_flags)
+    : gpus_(gpus), head_flags_(std::move(head_flags)), agent_flags_(std::move(agent_flags)) {
   dir_ = (std::filesystem::temp_directory_path() /
           ("corral-it-" + name + "-" + std::to_string(getpid())))
              .string();
@@ -171,12 +172,24 @@ void LocalCluster::StartHead() {
 
 void LocalCluster::StartAgent(int i) {
   std::string name = "node" + std::to_string(i);
-  agents_[i] = std::make_unique<Daemon>(
-      std::vector<std::string>{CorralBin(), "agent", "--head", addr_, "--join-token-file",
-                               dir_ + "/join.token", "--name", name, "--state-dir",
-                               dir_ + "/agents/" + name, "--simulate-gpus", std::to_string(gpus_),
-                               "--cpus", "64", "--memory", "256G"},
-      dir_ + "/agents/" + name + ".log");
+  std::vector<std::string> argv{CorralBin(),
+                                "agent",
+                                "--head",
+                                addr_,
+                                "--join-token-file",
+                                dir_ + "/join.token",
+                                "--name",
+                                name,
+                                "--state-dir",
+                                dir_ + "/agents/" + name,
+                                "--simulate-gpus",
+                                std::to_string(gpus_),
+                                "--cpus",
+                                "64",
+                                "--memory",
+                                "256G"};
+  argv.insert(argv.end(), agent_flags_.begin(), agent_flags_.end());
+  agents_[i] = std::make_unique<Daemon>(argv, dir_ + "/agents/" + name + ".log");
 }
 
 void LocalCluster::KillAgent(int i, int sig) {

@@ -37,8 +37,10 @@ class Daemon {
 class LocalCluster {
  public:
   // Starts a head and `agents` agents with `gpus` simulated GPUs each; waits until ready.
+  // Agents run jobs as their own user unless `agent_flags` says otherwise.
   LocalCluster(const std::string& name, int agents, int gpus,
-               std::vector<std::string> head_flags = {});
+               std::vector<std::string> head_flags = {},
+               std::vector<std::string> agent_flags = {"--run-as", "agent"});
   ~LocalCluster();
 
   std::string addr() const { return addr_; }
@@ -61,6 +63,7 @@ class LocalCluster {
   std::string token_;
   int gpus_;
   std::vector<std::string> head_flags_;
+  std::vector<std::string> agent_flags_;
   std::unique_ptr<Daemon> head_;
   std::map<int, std::unique_ptr<Daemon>> agents_;
 };

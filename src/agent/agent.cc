@@ -41,8 +41,8 @@ Agent::Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_pt
     : config_(std::move(config)),
       probe_(std::move(probe)),
       head_(std::move(head)),
-      supervisor_(std::make_unique<Supervisor>(
-          std::make_unique<PosixLauncher>(config_.state_dir, config_.name, config_.job_env))) {
+      supervisor_(std::make_unique<Supervisor>(std::make_unique<PosixLauncher>(
+          config_.state_dir, config_.name, config_.job_env, config_.run_as, config_.cgroups))) {
   std::lock_guard lock(mu_);
   last_contact_ = std::chrono::steady_clock::now();
   if (pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) wake_pipe_[0] = wake_pipe_[1] = -1;
@@ -73,6 +73,8 @@ Status Agent::Init() {
   last_contact_ = std::chrono::steady_clock::now();  // the lease runs from the start, too
   spdlog::info("agent {}: {} GPUs, {} mCPU, {} MiB, state in {}", config_.name, gpus_.size(),
                cpu_milli_, memory_mb_, config_.state_dir);
+  spdlog::info("runs are isolated with {}; tasks run as {}", config_.cgroups.Describe(),
+               config_.run_as.as_owner ? "their owners" : "this agent's user");
   return Status::Ok();
 }
 

@@ -20,7 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "agent/cgroup.h"
 #include "agent/gpu_probe.h"
+#include "agent/run_as.h"
 #include "agent/supervisor.h"
 #include "core/agent_protocol.h"
 #include "core/status.h"
@@ -54,6 +56,8 @@ struct AgentConfig {
   int64_t retry_min_ms = 200;  // backoff between failed calls, doubling up to retry_max_ms
   int64_t retry_max_ms = 5000;
   std::map<std::string, std::string> job_env;  // defaults in every task's environment
+  RunAsPolicy run_as;                          // whose identity tasks take
+  Cgroups cgroups = Cgroups::None();           // where each replica gets its own group
   int32_t port_lo = 29500;                     // MASTER_PORT range of runs whose replica 0 is here
   int32_t port_hi = 29999;
 };

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -54,7 +55,8 @@ void FsyncPath(const std::string& path) {
 
 Status WriteFileAtomic(const std::string& path, const std::string& data) {
   std::string tmp = path + ".tmp";
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // 0600: run.json holds the job's environment, which may carry its secrets.
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Internal(ErrnoText("open " + tmp, errno));
   size_t done = 0;
   while (done < data.size()) {
@@ -194,6 +196,22 @@ bool DecodeRun(const std::string& text, LaunchedRun* out) {
   return true;
 }
 
+// Creates `path` (and its parents, 0755) as a directory of the job's own, 0700, unless it exists:
+// an existing one (a restarted job's checkpoints) is left as it is.
+Status MakeOwnedDir(const std::string& path, bool chown_it, uid_t uid, gid_t gid) {
+  auto slash = path.find_last_of('/');
+  if (slash != std::string::npos && slash > 0)
+    CORRAL_RETURN_IF_ERROR(MakeDirs(path.substr(0, slash)));
+  if (mkdir(path.c_str(), 0700) != 0) {
+    if (errno == EEXIST) return Status::Ok();
+    return Internal(ErrnoText("mkdir " + path, errno));
+  }
+  if (chown_it && chown(path.c_str(), uid, gid) != 0) {
+    return Internal(ErrnoText("chown " + path, errno));
+  }
+  return Status::Ok();
+}
+
 std::string ResolveExecutable(const std::string& name, const std::string& path_env) {
   if (name.find('/') != std::string::npos) return name;
   std::istringstream in(path_env);
@@ -276,10 +294,13 @@ std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string
 }
 
 PosixLauncher::PosixLauncher(std::string state_dir, std::string node_name,
-                             std::map<std::string, std::string> env_defaults)
+                             std::map<std::string, std::string> env_defaults, RunAsPolicy run_as,
+                             Cgroups cgroups)
     : runs_dir_(state_dir + "/runs"),
       node_name_(std::move(node_name)),
       env_defaults_(std::move(env_defaults)),
+      run_as_(run_as),
+      cgroups_(std::move(cgroups)),
       notify_path_(state_dir + "/exit-notify") {
   (void)MakeDirs(state_dir);
   if (mkfifo(notify_path_.c_str(), 0600) != 0 && errno != EEXIST) return;  // polling only
@@ -305,6 +326,14 @@ std::string PosixLauncher::RunDir(const RunKey& key) const {
   return runs_dir_ + "/" + key.DirName();
 }
 
+std::string PosixLauncher::CgroupName(const RunKey& key) const {
+  std::string node = node_name_;
+  for (char& c : node) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  }
+  return node + "/" + key.DirName();
+}
+
 Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
   CORRAL_RETURN_IF_ERROR(ValidateRunId(order.run_id));
   if (order.replica < 0)
@@ -314,7 +343,8 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
   run.order = order;
   run.started_at = NowMs();
   const std::string dir = RunDir(run.key());
-  if (mkdir(dir.c_str(), 0755) != 0) {
+  const std::string logs = dir + "/logs";
+  if (mkdir(dir.c_str(), 0711) != 0) {
     if (errno == EEXIST) {
       return Status(ErrorCode::kAlreadyExists, "run " + dir + " was already started on this node");
     }
@@ -325,10 +355,15 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
   CORRAL_RETURN_IF_ERROR(WriteFileAtomic(dir + "/run.json", EncodeRun(run).dump()));
   FsyncPath(dir);
   FsyncPath(runs_dir_);
+  (void)chmod(dir.c_str(), 0711);  // whatever the umask
+  if (mkdir(logs.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Internal(ErrnoText("mkdir " + logs, errno));
+  }
 
   auto fail = [&](Status st) -> Result<LaunchedRun> {
     std::string msg = "corral: " + st.message() + "\n";
-    int fd = open((dir + "/stderr").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int fd = open((logs + "/stderr").c_str(),
+                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0) {
       WriteAll(fd, msg.data(), msg.size());
       close(fd);
@@ -338,6 +373,16 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
   };
   if (order.command.empty())
     return fail(InvalidArgument("run " + order.run_id + " has an empty command"));
+  std::map<std::string, std::string> defaults = env_defaults_;
+  UnixIdentity who;
+  if (run_as_.as_owner) {
+    auto id = IdentityForJob(order.user, node_name_, run_as_.allow_root);
+    if (!id.ok()) return fail(id.status());
+    who = std::move(id.value());
+    defaults["HOME"] = who.home;
+    defaults["USER"] = who.name;
+    defaults["LOGNAME"] = who.name;
+  }
 
   // Prepare everything the children use: after fork they may not allocate.
   const int32_t tasks = TaskCount(order);
@@ -345,9 +390,9 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
   std::vector<std::vector<char*>> envps;
   std::vector<std::string> out_paths, err_paths;
   for (int32_t t = 0; t < tasks; ++t) {
-    envs.push_back(JobEnvironment(order, node_name_, t, env_defaults_));
-    out_paths.push_back(dir + "/" + LogFileName("stdout", t));
-    err_paths.push_back(dir + "/" + LogFileName("stderr", t));
+    envs.push_back(JobEnvironment(order, node_name_, t, defaults));
+    out_paths.push_back(logs + "/" + LogFileName("stdout", t));
+    err_paths.push_back(logs + "/" + LogFileName("stderr", t));
   }
   std::vector<internal::TaskPlan> task_plans;
   for (int32_t t = 0; t < tasks; ++t) {
@@ -359,7 +404,7 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
     if (kv.rfind("PATH=", 0) == 0) path_env = kv.substr(5);
   }
   const std::string exe = ResolveExecutable(order.command[0], path_env);
-  const std::string workdir = order.workdir.empty() ? dir : order.workdir;
+  const std::string workdir = order.workdir.empty() ? logs : order.workdir;
   const std::string pids_path = dir + "/pids", pids_tmp = pids_path + ".tmp";
   const std::string exit_path = dir + "/exit", exit_tmp = exit_path + ".tmp";
   const std::string exec_error = "corral: cannot execute " + order.command[0] + ": errno ";
@@ -379,6 +424,11 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
   plan.stop_signal = order.stop_signal > 0 ? order.stop_signal : SIGTERM;
   plan.grace_s = static_cast<int>((std::max<int64_t>(order.grace_ms, 0) + 999) / 1000);
   plan.workdir = workdir.c_str();
+  plan.switch_user = run_as_.as_owner;
+  plan.uid = who.uid;
+  plan.gid = who.gid;
+  plan.groups = who.groups.data();
+  plan.group_count = who.groups.size();
   plan.pids_path = pids_path.c_str();
   plan.pids_tmp = pids_tmp.c_str();
   plan.exit_path = exit_path.c_str();
@@ -388,18 +438,42 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
   plan.chdir_error = chdir_error.c_str();
   plan.max_fd = static_cast<int>(open_max > 0 && open_max < 65536 ? open_max : 65536);
 
-  // Create every log file now, so that a failure to is reported here, not by a task.
+  // Create every log file now, so that a failure to is reported here, not by a task; then hand
+  // the logs (and a new checkpoint directory) to the job's user.
   bool ok = true;
   int saved_errno = 0;
   for (int32_t t = 0; t < tasks && ok; ++t) {
     for (const std::string& path : {out_paths[t], err_paths[t]}) {
-      int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-      if (fd < 0) {
+      int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+      if (fd < 0 || (run_as_.as_owner && fchown(fd, who.uid, who.gid) != 0)) {
         ok = false;
         saved_errno = errno;
-      } else {
-        close(fd);
       }
+      if (fd >= 0) close(fd);
+    }
+  }
+  if (ok && run_as_.as_owner && chown(logs.c_str(), who.uid, who.gid) != 0) {
+    ok = false;
+    saved_errno = errno;
+  }
+  std::vector<std::string> cgroup_procs;
+  if (ok && !cgroups_.none()) {
+    CgroupLimits limits{order.cpu_milli, order.memory_mb * 1024 * 1024, kPidsPerReplica};
+    auto made = cgroups_.Create(CgroupName(run.key()), limits);
+    if (!made.ok()) {
+      return fail(FailedPrecondition("cannot make the run's cgroup: " + made.status().message()));
+    }
+    cgroup_procs = std::move(made.value());
+  }
+  std::vector<const char*> cgroup_cstrs;
+  for (const std::string& s : cgroup_procs) cgroup_cstrs.push_back(s.c_str());
+  plan.cgroup_procs = cgroup_cstrs.data();
+  plan.cgroup_count = static_cast<int>(cgroup_cstrs.size());
+  if (auto ckpt = order.env.find("CORRAL_CHECKPOINT_DIR");
+      ok && ckpt != order.env.end() && !ckpt->second.empty()) {
+    Status made = MakeOwnedDir(ckpt->second, run_as_.as_owner, who.uid, who.gid);
+    if (!made.ok()) {
+      return fail(FailedPrecondition("cannot make the checkpoint directory: " + made.message()));
     }
   }
   int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -456,23 +530,46 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
   return run;
 }
 
+RunStatus PosixLauncher::Finish(const LaunchedRun& run, RunStatus st) {
+  const std::string usage_path = RunDir(run.key()) + "/usage";
+  const std::string group = CgroupName(run.key());
+  if (!cgroups_.none() && cgroups_.Exists(group)) {
+    // The replica is over: whatever it left behind (a daemon that escaped its process group)
+    // goes with it, and its group with them.
+    CgroupUsage u = cgroups_.Usage(group);
+    cgroups_.KillAll(group);
+    cgroups_.Remove(group);
+    (void)WriteFileAtomic(usage_path, std::to_string(u.peak_memory_bytes) + " " +
+                                          std::to_string(u.cpu_ns) + " " +
+                                          std::to_string(u.oom_killed ? 1 : 0) + "\n");
+  }
+  std::string text;
+  if (ReadFile(usage_path, &text)) {
+    std::istringstream in(text);
+    int oom = 0;
+    in >> st.usage.peak_memory_bytes >> st.usage.cpu_ns >> oom;
+    st.usage.oom_killed = oom != 0;
+  }
+  return st;
+}
+
 RunStatus PosixLauncher::Check(LaunchedRun& run) {
   const std::string dir = RunDir(run.key());
   RunStatus st;
-  if (ParseExit(dir + "/exit", &st)) return st;
+  if (ParseExit(dir + "/exit", &st)) return Finish(run, st);
   if (run.monitor_pid == 0) {
     std::string text;
     if (ReadFile(dir + "/pids", &text)) (void)ParsePids(text, &run);
   }
   if (ProcessAlive(run.monitor_pid, run.monitor_start)) return st;
-  if (ParseExit(dir + "/exit", &st)) return st;  // the monitor finished since the first look
+  if (ParseExit(dir + "/exit", &st)) return Finish(run, st);  // finished since the first look
   // No monitor (killed, or the launch was interrupted): watch the process groups directly.
   for (int32_t pgid : run.pgids) {
     if (GroupAlive(pgid)) return st;
   }
-  st = {false, kExitLost, NowMs(), -1};
+  st = {false, kExitLost, NowMs(), -1, {}};
   (void)WriteFileAtomic(dir + "/exit", EncodeExit(st.exit_code, st.ended_at));
-  return st;
+  return Finish(run, st);
 }
 
 void PosixLauncher::Signal(const LaunchedRun& run, int signal) {
@@ -480,6 +577,7 @@ void PosixLauncher::Signal(const LaunchedRun& run, int signal) {
   for (int32_t pgid : run.pgids) {
     if (pgid > 0) (void)kill(-pgid, signal);
   }
+  if (signal == SIGKILL && !cgroups_.none()) cgroups_.KillAll(CgroupName(run.key()));
 }
 
 void PosixLauncher::Release(const RunKey& key) {
@@ -526,8 +624,11 @@ Result<std::string> ReadLogIn(const std::string& runs_dir, const RunKey& key, in
   if (max_bytes <= 0)
     return InvalidArgument("max_bytes " + std::to_string(max_bytes) + " must be > 0");
   max_bytes = std::min<int64_t>(max_bytes, 16 << 20);
-  const std::string path = runs_dir + "/" + key.DirName() + "/" + LogFileName(stream, task);
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const std::string run_dir = runs_dir + "/" + key.DirName();
+  std::string path = run_dir + "/logs/" + LogFileName(stream, task);
+  if (!Exists(run_dir + "/logs")) path = run_dir + "/" + LogFileName(stream, task);  // older agents
+  // O_NOFOLLOW: the job owns logs/ and could put a symlink to any file there.
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
     if (errno == ENOENT) {
       return NotFound("no " + stream + " log for run " + key.run_id + " replica " +

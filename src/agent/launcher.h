@@ -1,14 +1,18 @@
 // Launching job processes and finding them again after an agent restart (DESIGN §7).
 //
 // Layout of the state directory, one directory per replica of a run:
-//   STATE/runs/<run_id>.<replica>/
+//   STATE/runs/<run_id>.<replica>/     the agent's (0711: tasks may only pass through)
 //     run.json   the order, start time, pids; written (and fsynced) BEFORE the fork, so a
 //                directory's existence means "started once": a run id is never started twice
 //     pids       "<monitor_pid> <task_pid>...", written by the monitor once the tasks are forked
 //     exit       "<exit_code> <ended_at_ms> <failed_task>", written atomically (rename) when
 //                every task has ended (failed_task -1: none failed)
 //     released   the head has acknowledged the exit; the run is only remembered as started
-//     stdout, stderr   task 0's output; stdout.T, stderr.T task T's
+//     logs/      the job's (owned by the user its tasks run as, 0700), its default workdir:
+//       stdout, stderr   task 0's output; stdout.T, stderr.T task T's
+//
+// The job's files live apart from the agent's: a task could otherwise replace `exit` or plant
+// a symlink where the agent (root) writes. Tasks switch user before opening their logs.
 //
 // PosixLauncher forks, per replica, a small monitor process detached from the agent (setsid,
 // double fork: not the agent's child, so it outlives a kill -9 of the agent). The monitor
@@ -27,14 +31,17 @@
 #include <string>
 #include <vector>
 
+#include "agent/cgroup.h"
+#include "agent/run_as.h"
 #include "core/agent_protocol.h"
 #include "core/status.h"
 #include "core/time.h"
 
 namespace corral::agent {
 
-constexpr int32_t kExitLost = -9;         // reported as if SIGKILLed
-constexpr int32_t kExitCannotExec = 127;  // command not found, workdir missing, fork failed
+constexpr int32_t kExitLost = -9;           // reported as if SIGKILLed
+constexpr int32_t kExitCannotExec = 127;    // command not found, workdir missing, fork failed
+constexpr int64_t kPidsPerReplica = 32768;  // a fork bomb's ceiling, far above any real job
 
 struct RunKey {
   std::string run_id;
@@ -59,6 +66,7 @@ struct RunStatus {
   int32_t exit_code = 0;
   TimeMs ended_at = 0;
   int32_t failed_task = -1;  // the first task that failed (its exit code is exit_code)
+  CgroupUsage usage;         // exited, where runs have cgroups
 };
 
 struct RecoveredRun {
@@ -96,8 +104,11 @@ class PosixLauncher final : public Launcher {
   // `node_name` is put in CORRAL_NODE when the order's env lacks it; `env_defaults` in every
   // task's environment where the order lacks them (the node's own settings).
   // REQUIRES: state_dir exists or can be created.
+  // `run_as`: whose identity tasks take (see run_as.h); `cgroups`: where each replica gets a
+  // group of its own, capped by the order's CPUs and memory and kPidsPerReplica processes.
   PosixLauncher(std::string state_dir, std::string node_name,
-                std::map<std::string, std::string> env_defaults = {});
+                std::map<std::string, std::string> env_defaults = {}, RunAsPolicy run_as = {},
+                Cgroups cgroups = Cgroups::None());
 
   Result<LaunchedRun> Launch(const RunOrder& order) override;
   RunStatus Check(LaunchedRun& run) override;
@@ -113,11 +124,17 @@ class PosixLauncher final : public Launcher {
   PosixLauncher& operator=(const PosixLauncher&) = delete;
 
   std::string RunDir(const RunKey& key) const;
+  std::string CgroupName(const RunKey& key) const;
 
  private:
+  // An exited replica's status with its usage; removes its cgroup (killing what is left).
+  RunStatus Finish(const LaunchedRun& run, RunStatus st);
+
   std::string runs_dir_;
   std::string node_name_;
   std::map<std::string, std::string> env_defaults_;
+  RunAsPolicy run_as_;
+  Cgroups cgroups_;
   // STATE/exit-notify, a FIFO the monitors write a byte to after each exit. The launcher holds
   // a write end too, so the read end never reports end-of-file when no monitor has it open.
   std::string notify_path_;
@@ -136,7 +153,7 @@ std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string
                                         int32_t task = 0,
                                         const std::map<std::string, std::string>& defaults = {});
 
-// A task's log file in its run directory: "stdout" for task 0, "stdout.T" for task T.
+// A task's log file in its run's logs/ directory: "stdout" for task 0, "stdout.T" for task T.
 std::string LogFileName(const std::string& stream, int32_t task);
 
 // Reads up to `max_bytes` (capped at 16 MiB) of a task's `stream` from `offset`; empty at or

@@ -35,14 +35,14 @@ TEST(LauncherTest, EnvironmentWorkdirAndLogs) {
   EXPECT_EQ(st.exit_code, 0);
   EXPECT_GT(st.ended_at, 0);
   std::string dir = state.path() + "/runs/7.0.2";
-  std::string out = ReadFileOr(dir + "/stdout");
+  std::string out = ReadFileOr(dir + "/logs/stdout");
   EXPECT_EQ(out.substr(0, out.find('\n')), work.path());
   for (const char* want : {"\nFOO=bar baz\n", "\nCUDA_VISIBLE_DEVICES=1,3\n", "\nCORRAL_JOB_ID=7\n",
                            "\nCORRAL_RUN=7.0\n", "\nCORRAL_NODE=node-1\n", "\nCORRAL_REPLICA=2\n",
                            "\nCORRAL_NODE_RANK=1\n", "\nCUDA_DEVICE_ORDER=PCI_BUS_ID\n"}) {
     EXPECT_NE(out.find(want), std::string::npos) << "missing " << want << " in:\n" << out;
   }
-  EXPECT_EQ(ReadFileOr(dir + "/stderr"), "to-stderr\n");
+  EXPECT_EQ(ReadFileOr(dir + "/logs/stderr"), "to-stderr\n");
 }
 
 TEST(LauncherTest, OrderEnvWinsAndNoGpusHidesAll) {
@@ -52,7 +52,7 @@ TEST(LauncherTest, OrderEnvWinsAndNoGpusHidesAll) {
       "8.1", "echo \"[$CORRAL_NODE][$CUDA_VISIBLE_DEVICES][${CUDA_VISIBLE_DEVICES+set}]\"");
   o.env = {{"CORRAL_NODE", "from-head"}, {"CUDA_VISIBLE_DEVICES", "0,1,2"}};
   EXPECT_EQ(RunToEnd(launcher, o).exit_code, 0);
-  EXPECT_EQ(ReadFileOr(state.path() + "/runs/8.1.0/stdout"), "[from-head][][set]\n");
+  EXPECT_EQ(ReadFileOr(state.path() + "/runs/8.1.0/logs/stdout"), "[from-head][][set]\n");
 }
 
 TEST(LauncherTest, ExitCodes) {
@@ -71,13 +71,13 @@ TEST(LauncherTest, MissingCommandAndWorkdirExit127WithAMessage) {
   RunOrder o = ShellOrder("1.0", "");
   o.command = {"no-such-command-corral"};
   EXPECT_EQ(RunToEnd(launcher, o).exit_code, kExitCannotExec);
-  EXPECT_NE(
-      ReadFileOr(state.path() + "/runs/1.0.0/stderr").find("cannot execute no-such-command-corral"),
-      std::string::npos);
+  EXPECT_NE(ReadFileOr(state.path() + "/runs/1.0.0/logs/stderr")
+                .find("cannot execute no-such-command-corral"),
+            std::string::npos);
   o = ShellOrder("2.0", "true");
   o.workdir = "/nonexistent/dir";
   EXPECT_EQ(RunToEnd(launcher, o).exit_code, kExitCannotExec);
-  EXPECT_NE(ReadFileOr(state.path() + "/runs/2.0.0/stderr").find("workdir /nonexistent/dir"),
+  EXPECT_NE(ReadFileOr(state.path() + "/runs/2.0.0/logs/stderr").find("workdir /nonexistent/dir"),
             std::string::npos);
   o = ShellOrder("3.0", "");
   o.command.clear();
@@ -203,10 +203,10 @@ TEST(LauncherTest, TasksEachGetTheirEnvironmentGroupAndLogs) {
   EXPECT_EQ(st.exit_code, 0);
   EXPECT_EQ(st.failed_task, -1);
   const std::string dir = state.path() + "/runs/5.1.0";
-  EXPECT_EQ(ReadFileOr(dir + "/stdout"), "rank=10 task=0 gpus=0\n");
-  EXPECT_EQ(ReadFileOr(dir + "/stdout.1"), "rank=11 task=1 gpus=1\n");
-  EXPECT_EQ(ReadFileOr(dir + "/stdout.2"), "rank=12 task=2 gpus=2\n");
-  EXPECT_EQ(ReadFileOr(dir + "/stderr.2"), "err2\n");
+  EXPECT_EQ(ReadFileOr(dir + "/logs/stdout"), "rank=10 task=0 gpus=0\n");
+  EXPECT_EQ(ReadFileOr(dir + "/logs/stdout.1"), "rank=11 task=1 gpus=1\n");
+  EXPECT_EQ(ReadFileOr(dir + "/logs/stdout.2"), "rank=12 task=2 gpus=2\n");
+  EXPECT_EQ(ReadFileOr(dir + "/logs/stderr.2"), "err2\n");
   EXPECT_EQ(*ReadRunLog(state.path(), "5.1", 0, 1, "stdout", 0, 100), "rank=11 task=1 gpus=1\n");
   EXPECT_EQ(ReadRunLog(state.path(), "5.1", 0, 7, "stdout", 0, 100).status().code(),
             ErrorCode::kNotFound);

@@ -1,6 +1,7 @@
 #include "agent/monitor.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -108,6 +109,22 @@ void WriteErrnoLine(int fd, const char* prefix, int err) {
 [[noreturn]] void TaskMain(const ChildPlan& p, const TaskPlan& t) {
   (void)setpgid(0, 0);
   ResetSignals();
+  // Into the replica's cgroup while still privileged; everything the task forks stays there.
+  for (int i = 0; i < p.cgroup_count; ++i) {
+    char pid[24];
+    size_t len = 0;
+    AppendInt(pid, &len, getpid());
+    int fd = open(p.cgroup_procs[i], O_WRONLY | O_CLOEXEC);
+    if (fd < 0) _exit(kExitCannotExec);
+    bool joined = write(fd, pid, len) == static_cast<ssize_t>(len);
+    close(fd);
+    if (!joined) _exit(kExitCannotExec);
+  }
+  // Groups first, then gid, then uid: after setuid there is no privilege left to set the others.
+  if (p.switch_user && (setgroups(p.group_count, p.groups) != 0 || setgid(p.gid) != 0 ||
+                        setuid(p.uid) != 0 || (p.uid != 0 && setuid(0) == 0))) {
+    _exit(kExitCannotExec);
+  }
   const int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
   int out = open(t.out_path, flags, 0644);
   int err = open(t.err_path, flags, 0644);

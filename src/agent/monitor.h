@@ -11,6 +11,8 @@
 // async-signal-safe calls and never allocates: the parent prepares a ChildPlan beforehand.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -35,8 +37,17 @@ struct ChildPlan {
   int stop_signal;  // sent to the other tasks when one fails, SIGKILL after grace_s
   int grace_s;
   const char* workdir;
+  // Each task takes this identity before it opens its logs or executes anything.
+  bool switch_user;
+  uid_t uid;
+  gid_t gid;
+  const gid_t* groups;
+  size_t group_count;
+  const char* const* cgroup_procs;  // each task writes its pid to these before anything else
+  int cgroup_count;
   const char*
       pids_path;  // the monitor writes "<monitor_pid> <task pgid>..." here (and to the pipe)
+  // the monitor writes "<monitor_pid> <task pgid>..." to pids_path (and to the pipe)
   const char* pids_tmp;
   const char* exit_path;  // and "<exit_code> <ended_at_ms> <failed_task>" here when all tasks end
   const char* exit_tmp;

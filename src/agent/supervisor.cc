@@ -59,6 +59,9 @@ void Supervisor::Reconcile(const SyncResponse& desired) {
         e.run.order = order;
         e.run.started_at = now;
         e.status = {false, kExitCannotExec, now};
+        if (launched.status().code() == ErrorCode::kFailedPrecondition) {
+          e.error = launched.status().message();  // refused, not a crash: say why
+        }
         exited_since_poll_ = true;
       }
       it = runs_.emplace(key, std::move(e)).first;
@@ -91,6 +94,12 @@ std::vector<RunReport> Supervisor::Report() {
                 e.status.exit_code, e.run.started_at, e.status.ended_at};
     r.fenced = e.fenced;
     r.failed_task = e.status.running ? -1 : e.status.failed_task;
+    r.error = e.error;
+    if (!e.status.running) {
+      r.oom_killed = e.status.usage.oom_killed;
+      r.peak_memory_bytes = e.status.usage.peak_memory_bytes;
+      r.cpu_ms = e.status.usage.cpu_ns / 1000000;
+    }
     out.push_back(std::move(r));
   }
   return out;

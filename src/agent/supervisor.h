@@ -68,6 +68,7 @@ class Supervisor {
     bool stopping = false;
     TimeMs kill_at = 0;  // SIGKILL the group at this time if still running
     bool killed = false;
+    std::string error;  // why it could not start (refused by the node's policy)
   };
 
   void BeginStop(Entry& e, int signal, int64_t grace_ms, TimeMs now);

@@ -289,7 +289,7 @@ void ApiService::HandleLogs(JobId id, const HttpRequest& req, Responder respond)
     if (!r->ok()) return respond(ErrorResponse(r->status()));
   }
   std::string bearer = req.BearerToken();
-  head_->GetJob(
+  head_->GetJobForLogs(
       bearer, id,
       [this, bearer, respond, stream, replica = *replica, task = *task, offset = *offset,
        max = *max](Result<Job> job) mutable {

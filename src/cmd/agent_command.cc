@@ -1,6 +1,8 @@
 // `corral agent --head URL --join-token-file F --name NAME --state-dir DIR
 //               [--simulate-gpus N[xMODEL]] [--advertise-addr ADDR] [--listen HOST:PORT]
 //               [--label k=v]...`
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <filesystem>
@@ -50,6 +52,21 @@ int AgentMain(std::vector<std::string> args) {
                  "LO-HI: MASTER_PORT range for runs whose replica 0 is on this node");
   app.add_option("--cpus", cpus, "CPUs to offer (default: what this process may use)");
   app.add_option("--memory", memory, "memory to offer, e.g. 64G (default: MemTotal)");
+  // Like slurmd: a root agent runs each job as its owner; `corral up` (one user) runs jobs as
+  // whoever started it.
+  std::string run_as = geteuid() == 0 ? "owner" : "agent";
+  app.add_option("--run-as", run_as,
+                 "owner: each task runs as its job owner's Unix user (needs root); agent: as "
+                 "this agent's user (default: owner when root)")
+      ->check(CLI::IsMember({"owner", "agent"}));
+  std::string cgroups = "auto";
+  app.add_option("--cgroups", cgroups,
+                 "auto: a cgroup per replica (v2, else v1) capping its CPUs, memory and "
+                 "processes, where this agent may make them (root); off: none")
+      ->check(CLI::IsMember({"auto", "off"}));
+  bool allow_root_jobs = false;
+  app.add_flag("--allow-root-jobs", allow_root_jobs,
+               "with --run-as owner, also run jobs owned by root");
   if (auto code = ParseFlags(app, std::move(args))) return *code;
   auto head = net::ParseUrl(head_url);
   if (!head.ok()) {
@@ -108,6 +125,13 @@ int AgentMain(std::vector<std::string> args) {
     config.port_lo = lo;
     config.port_hi = hi;
   }
+  if (run_as == "owner" && geteuid() != 0) {
+    std::cerr << "corral agent: flag '--run-as': owner needs the agent to run as root; use "
+                 "--run-as agent\n";
+    return 2;
+  }
+  config.run_as = {run_as == "owner", allow_root_jobs};
+  if (cgroups == "auto" && geteuid() == 0) config.cgroups = agent::Cgroups::Detect();
   if (cpus < 0) {
     std::cerr << "corral agent: flag '--cpus': must be >= 0\n";
     return 2;

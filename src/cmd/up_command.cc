@@ -203,7 +203,9 @@ int UpMain(std::vector<std::string> args) {
                                  // Simulated nodes share this machine's CPUs: offer a typical
                                  // GPU server's ratio so that CPUs do not cap the GPUs.
                                  "--cpus", std::to_string(std::max(gpus, 1) * 8), "--memory",
-                                 std::to_string(std::max(gpus, 1) * 64) + "G"},
+                                 std::to_string(std::max(gpus, 1) * 64) + "G",
+                                 // One user's cluster: jobs run as whoever started it.
+                                 "--run-as", "agent"},
         state_dir + "/agents/" + name + ".log"));
   }
   net::HttpClient client(addr, token);

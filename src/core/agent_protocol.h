@@ -40,6 +40,11 @@ struct RunReport {
   TimeMs ended_at = 0;
   bool fenced = false;  // the agent stopped it itself after losing the head (a loss, not a failure)
   int32_t failed_task = -1;  // exited: the first task that failed (exit_code is its code)
+  std::string error;         // exited without starting: why (e.g. the owner has no account here)
+  // Exited, from the run's cgroup (0 where the node has none):
+  bool oom_killed = false;  // the kernel killed it for exceeding its memory limit
+  int64_t peak_memory_bytes = 0;
+  int64_t cpu_ms = 0;
   bool operator==(const RunReport&) const = default;
 };
 
@@ -63,6 +68,9 @@ struct RunOrder {
   // With several tasks per replica, one full environment per task (task_envs[0] == env).
   std::vector<std::map<std::string, std::string>> task_envs;
   std::string workdir;
+  std::string user;       // the job's owner: an agent running as root runs the tasks as this user
+  int32_t cpu_milli = 0;  // the replica's CPU cap (its cgroup's); 0: none
+  int64_t memory_mb = 0;  // the replica's memory cap; 0: none
   std::vector<int32_t> gpus;
   bool stop = false;  // stop it: signal, grace, then SIGKILL
   int32_t stop_signal = 15;

@@ -69,6 +69,8 @@ Run DecodeRun(const Json& j) {
   r.master_port = Get<int32_t>(j, "master_port", 0);
   r.failed_replica = Get<int32_t>(j, "failed_replica", -1);
   r.failed_task = Get<int32_t>(j, "failed_task", -1);
+  r.peak_memory_bytes = Get<int64_t>(j, "peak_memory_bytes", 0);
+  r.cpu_ms = Get<int64_t>(j, "cpu_ms", 0);
   return r;
 }
 
@@ -157,7 +159,9 @@ Json ToJson(const Run& r) {
               {"last_checkpoint_at", r.last_checkpoint_at},
               {"master_port", r.master_port},
               {"failed_replica", r.failed_replica},
-              {"failed_task", r.failed_task}};
+              {"failed_task", r.failed_task},
+              {"peak_memory_bytes", r.peak_memory_bytes},
+              {"cpu_ms", r.cpu_ms}};
 }
 
 Json ToJson(const Job& j) {
@@ -225,6 +229,10 @@ Json ToJson(const RunReport& r) {
          {"exit_code", r.exit_code}, {"started_at", r.started_at}, {"ended_at", r.ended_at}};
   if (r.fenced) j["fenced"] = true;
   if (r.failed_task >= 0) j["failed_task"] = r.failed_task;
+  if (!r.error.empty()) j["error"] = r.error;
+  if (r.oom_killed) j["oom_killed"] = true;
+  if (r.peak_memory_bytes > 0) j["peak_memory_bytes"] = r.peak_memory_bytes;
+  if (r.cpu_ms > 0) j["cpu_ms"] = r.cpu_ms;
   return j;
 }
 
@@ -245,6 +253,9 @@ Json ToJson(const RunOrder& r) {
          {"workdir", r.workdir},         {"gpus", r.gpus},        {"stop", r.stop},
          {"stop_signal", r.stop_signal}, {"grace_ms", r.grace_ms}};
   if (!r.task_envs.empty()) j["task_envs"] = r.task_envs;
+  if (!r.user.empty()) j["user"] = r.user;
+  if (r.cpu_milli > 0) j["cpu_milli"] = r.cpu_milli;
+  if (r.memory_mb > 0) j["memory_mb"] = r.memory_mb;
   return j;
 }
 
@@ -371,6 +382,10 @@ Result<SyncRequest> SyncRequestFromJson(const Json& j) {
       rr.ended_at = Get<int64_t>(x, "ended_at", 0);
       rr.fenced = Get<bool>(x, "fenced", false);
       rr.failed_task = Get<int32_t>(x, "failed_task", -1);
+      rr.error = Get<std::string>(x, "error", "");
+      rr.oom_killed = Get<bool>(x, "oom_killed", false);
+      rr.peak_memory_bytes = Get<int64_t>(x, "peak_memory_bytes", 0);
+      rr.cpu_ms = Get<int64_t>(x, "cpu_ms", 0);
       r.runs.push_back(rr);
     }
     return r;
@@ -393,6 +408,9 @@ Result<SyncResponse> SyncResponseFromJson(const Json& j) {
       o.env = Get<std::map<std::string, std::string>>(x, "env", {});
       o.task_envs = Get<std::vector<std::map<std::string, std::string>>>(x, "task_envs", {});
       o.workdir = Get<std::string>(x, "workdir", "");
+      o.user = Get<std::string>(x, "user", "");
+      o.cpu_milli = Get<int32_t>(x, "cpu_milli", 0);
+      o.memory_mb = Get<int64_t>(x, "memory_mb", 0);
       o.gpus = Get<std::vector<int32_t>>(x, "gpus", {});
       o.stop = Get<bool>(x, "stop", false);
       o.stop_signal = Get<int32_t>(x, "stop_signal", 15);

@@ -38,7 +38,7 @@ struct JobSpec {
   std::map<std::string, std::string> env;
   std::string workdir;
   std::string queue = "default";
-  int32_t replicas = 1;  // gang size: all or nothing
+  int32_t replicas = 1;           // gang size: all or nothing
   int32_t tasks_per_replica = 1;  // processes per replica; -1: one per GPU ("gpu")
   Resources per_replica{kGpuMilli * 0, 1000, 0};
   std::string gpu_model;                           // empty: any
@@ -95,6 +95,8 @@ struct Run {
   int32_t master_port = 0;        // MASTER_PORT on replica 0's node; 0: none
   int32_t failed_replica = -1;    // the first replica to exit non-zero unasked; -1: none
   int32_t failed_task = -1;       // and its first failing task
+  int64_t peak_memory_bytes = 0;  // the largest replica's peak (from its cgroup; 0: unknown)
+  int64_t cpu_ms = 0;             // CPU time of all replicas together
 };
 
 struct JobEvent {

@@ -86,6 +86,8 @@ struct Encoder {
               {"replica", c.replica},
               {"exit_code", c.exit_code},
               {"task", c.task}});
+    if (c.peak_memory_bytes > 0) j["peak_memory_bytes"] = c.peak_memory_bytes;
+    if (c.cpu_ms > 0) j["cpu_ms"] = c.cpu_ms;
   }
   void operator()(const StopRequested& c) {
     j.update({{"job", c.job}, {"attempt", c.attempt}, {"reason", c.reason}});
@@ -127,8 +129,13 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
   }
   if (type == "run_started") return RunStarted{job(), attempt(), j.at("started_at").get<int64_t>()};
   if (type == "replica_exited") {
-    return ReplicaExited{job(), attempt(), j.at("replica").get<int32_t>(),
-                         j.at("exit_code").get<int32_t>(), j.value("task", int32_t{-1})};
+    return ReplicaExited{job(),
+                         attempt(),
+                         j.at("replica").get<int32_t>(),
+                         j.at("exit_code").get<int32_t>(),
+                         j.value("task", int32_t{-1}),
+                         j.value("peak_memory_bytes", int64_t{0}),
+                         j.value("cpu_ms", int64_t{0})};
   }
   if (type == "stop_requested")
     return StopRequested{job(), attempt(), j.at("reason").get<std::string>()};

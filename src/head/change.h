@@ -47,8 +47,10 @@ struct ReplicaExited {
   JobId job = 0;
   int32_t attempt = 0;
   int32_t replica = 0;
-  int32_t exit_code = 0;  // -N: killed by signal N
-  int32_t task = -1;      // the replica's first failing task; -1: none failed
+  int32_t exit_code = 0;          // -N: killed by signal N
+  int32_t task = -1;              // the replica's first failing task; -1: none failed
+  int64_t peak_memory_bytes = 0;  // from the replica's cgroup; 0: unknown
+  int64_t cpu_ms = 0;
 };
 struct StopRequested {  // cancel, preemption, time limit, a failed gang member
   JobId job = 0;

@@ -1,5 +1,7 @@
 #include "head/cluster_state.h"
 
+#include <algorithm>
+
 namespace corral::head {
 namespace {
 
@@ -71,6 +73,8 @@ struct Applier {
     CORRAL_CHECK(c.replica >= 0 && c.replica < static_cast<int32_t>(run.exit_codes.size()),
                  "replica out of range");
     run.exit_codes[c.replica] = c.exit_code;
+    run.peak_memory_bytes = std::max(run.peak_memory_bytes, c.peak_memory_bytes);
+    run.cpu_ms += c.cpu_ms;
     // The cause of a failed run: the first replica to fail before anyone asked it to stop.
     if (c.exit_code != 0 && !run.stop_requested && run.failed_replica < 0) {
       run.failed_replica = c.replica;

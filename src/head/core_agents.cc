@@ -91,6 +91,19 @@ uint64_t HeadCore::NodeVersion(const std::string& node) const {
   return it == node_version_.end() ? state_.epoch << 32 : it->second;
 }
 
+// A replica's memory cap: what its job asked for, else its node's memory in proportion to the
+// GPUs it holds there (a 2-GPU replica on an 8-GPU node may use a quarter); none for a replica
+// that asked for neither memory nor GPUs.
+int64_t HeadCore::ReplicaMemoryCapMb(const Job& job, const ReplicaPlacement& p) const {
+  if (job.spec.per_replica.memory_mb > 0) return job.spec.per_replica.memory_mb;
+  auto node = state_.nodes.find(p.node);
+  if (node == state_.nodes.end() || node->second.gpus.empty() || p.gpus.empty()) return 0;
+  int64_t held_milli = 0;
+  for (const GpuShare& s : Shares(p)) held_milli += s.milli;
+  return node->second.memory_mb * held_milli /
+         (static_cast<int64_t>(node->second.gpus.size()) * kGpuMilli);
+}
+
 SyncResponse HeadCore::DesiredFor(const std::string& node) const {
   SyncResponse r;
   r.head_epoch = state_.epoch;
@@ -115,6 +128,9 @@ SyncResponse HeadCore::DesiredFor(const std::string& node) const {
         o.task_envs.push_back(TaskEnv(layout, replica, t));
       }
       o.workdir = job.spec.workdir;
+      o.user = job.owner;
+      o.cpu_milli = job.spec.per_replica.cpu_milli;
+      o.memory_mb = ReplicaMemoryCapMb(job, run.placement[replica]);
       o.gpus = run.placement[replica].gpus;
       o.stop = run.stop_requested;
       o.stop_signal = job.spec.checkpoint_signal;

@@ -10,6 +10,11 @@ namespace {
 
 constexpr char kReasonCancelled[] = "cancelled";
 constexpr char kReasonPreempted[] = "preempted";
+// A replica the agent refused to start (its owner has no account there, a root job): the
+// reason says why, rather than "exited with code 127".
+constexpr char kReasonCannotStart[] = "cannot start";
+// A replica the kernel killed for exceeding its memory limit (Slurm's OUT_OF_MEMORY).
+constexpr char kReasonOutOfMemory[] = "out of memory";
 constexpr char kReasonTimeLimit[] = "time limit";
 
 bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
@@ -149,12 +154,24 @@ Result<Job> HeadCore::ReportCheckpoint(const Caller& by, JobId id, TimeMs now) {
 }
 
 Result<Job> HeadCore::GetJob(const Caller& by, JobId id) const {
-  (void)by;  // every caller sees every job (like squeue); the API hides what is private
+  // Every caller sees every job (like squeue), but a job's environment (tokens, keys) only
+  // its owner and those who may manage it.
   auto it = state_.jobs.find(id);
   if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
   Job job = it->second;
+  if (!MayManageJob(by, job)) job.spec.env.clear();
   if (auto r = pending_reason_.find(id); r != pending_reason_.end()) job.pending_reason = r->second;
   return job;
+}
+
+Result<Job> HeadCore::GetJobForLogs(const Caller& by, JobId id) const {
+  auto it = state_.jobs.find(id);
+  if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  if (!MayManageJob(by, it->second)) {
+    return PermissionDenied("the output of job " + std::to_string(id) + " is for its owner (" +
+                            it->second.owner + ") and admins");
+  }
+  return GetJob(by, id);
 }
 
 std::vector<Job> HeadCore::ListJobs(const Caller& by, const JobFilter& f) const {
@@ -243,9 +260,25 @@ void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const Ru
               "node " + node + " stopped it after losing contact with the head (fenced)", now);
     return;
   }
+  if (!r.running && !r.error.empty() && run.exit_codes[r.replica] == kNotExited &&
+      !run.stop_requested) {
+    RequestStop(job,
+                std::string(kReasonCannotStart) + " replica " + std::to_string(r.replica) +
+                    " on node " + node + ": " + r.error,
+                now);
+  }
+  if (!r.running && r.oom_killed && run.exit_codes[r.replica] == kNotExited &&
+      !run.stop_requested) {
+    RequestStop(job,
+                std::string(kReasonOutOfMemory) + ": replica " + std::to_string(r.replica) +
+                    " on node " + node + " exceeded its memory limit",
+                now);
+  }
   if (!r.running && run.exit_codes[r.replica] == kNotExited) {
     int32_t task = r.exit_code == 0 ? -1 : std::max(0, r.failed_task);
-    Emit(Caller::Node(node), now, ReplicaExited{job.id, run.attempt, r.replica, r.exit_code, task});
+    Emit(Caller::Node(node), now,
+         ReplicaExited{job.id, run.attempt, r.replica, r.exit_code, task, r.peak_memory_bytes,
+                       r.cpu_ms});
     const Run& after = *state_.jobs.at(job.id).CurrentRun();
     if (r.exit_code != 0 && !after.stop_requested && after.placement.size() > 1) {
       RequestStop(state_.jobs.at(job.id),
@@ -292,7 +325,10 @@ void HeadCore::FinishRun(const Job& job, RunState state, const std::string& reas
   int32_t failed_runs = 1;  // this one, if it failed
   for (const Run& r : job.runs) failed_runs += r.state == RunState::kFailed;
   std::string why = reason;
-  if (why.empty() && state == RunState::kFailed && run.failed_replica >= 0) {
+  if (why.empty() && state == RunState::kFailed &&
+      (StartsWith(run.reason, kReasonCannotStart) || StartsWith(run.reason, kReasonOutOfMemory))) {
+    why = run.reason;
+  } else if (why.empty() && state == RunState::kFailed && run.failed_replica >= 0) {
     why = TaskName(run.placement[run.failed_replica], run.failed_replica, run.failed_task) +
           " exited with code " + std::to_string(first_failure);
   } else if (why.empty() && state == RunState::kFailed && run.reason.empty()) {

@@ -483,6 +483,33 @@ TEST_P(Scenario, AfterOkOnAnArrayWaitsForEveryElementAndSingletonForItsNamesakes
   EXPECT_EQ(Get(s2.id).state, JobState::kScheduled) << "singleton waits for the end, not success";
 }
 
+// An agent that refuses to start a replica (its owner has no account on the node, a root job)
+// says why; the job's reason carries it, the gang is stopped, and orders name the owner.
+TEST_P(Scenario, ARefusedStartEndsTheRunWithTheAgentsReason) {
+  Register("n1", 1);
+  Register("n2", 1);
+  JobSpec spec = Spec(1, 2);
+  Job job = Submit(spec);
+  Schedule();
+  Job placed = Get(job.id);
+  ASSERT_EQ(placed.state, JobState::kScheduled);
+  const std::string n0 = placed.CurrentRun()->placement[0].node,
+                    n1 = placed.CurrentRun()->placement[1].node;
+  ASSERT_EQ(Desired(n0).size(), 1u);
+  EXPECT_EQ(Desired(n0)[0].user, "ana");
+  ASSERT_TRUE(*Report(n0, {Running(placed, 0)}));
+  RunReport refused = Exited(placed, 1, 127);
+  refused.error = "user \"ana\" does not exist on node " + n1;
+  ASSERT_TRUE(*Report(n1, {refused}));
+  ASSERT_EQ(Desired(n0).size(), 1u);
+  EXPECT_TRUE(Desired(n0)[0].stop) << "the rest of the gang is stopped";
+  ASSERT_TRUE(*Report(n0, {Exited(placed, 0, -15)}));
+  Job ended = Get(job.id);
+  EXPECT_EQ(ended.state, JobState::kFailed);
+  EXPECT_EQ(ended.CurrentRun()->reason,
+            "cannot start replica 1 on node " + n1 + ": user \"ana\" does not exist on node " + n1);
+}
+
 INSTANTIATE_TEST_SUITE_P(Head, Scenario, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "RestartEveryStep" : "Live"; });
 
@@ -501,6 +528,27 @@ TEST(CoreIdentity, OwnersComeFromTheCallerNotTheRequest) {
   EXPECT_EQ(on_behalf->owner, "mallory");
   EXPECT_EQ(core.Submit(Caller::Node("n1"), JobSpec{.command = {"x"}}, "", h.now).status().code(),
             ErrorCode::kPermissionDenied);
+}
+
+TEST(CoreIdentity, OnlyTheOwnerAndAdminsSeeAJobsEnvironmentAndOutput) {
+  CoreHarness h(Config());
+  auto& core = h.core();
+  JobSpec spec{.command = {"x"}};
+  spec.env = {{"WANDB_API_KEY", "secret"}};
+  auto job = core.Submit(kAna, spec, "", h.now);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(core.GetJob(kAna, job->id)->spec.env.at("WANDB_API_KEY"), "secret");
+  EXPECT_EQ(core.GetJob(kAdmin, job->id)->spec.env.at("WANDB_API_KEY"), "secret");
+  auto seen = core.GetJob(kBob, job->id);
+  ASSERT_TRUE(seen.ok()) << "every user sees every job, like squeue";
+  EXPECT_TRUE(seen->spec.env.empty());
+  EXPECT_EQ(seen->owner, "ana");
+  for (const auto& j : core.ListJobs(kBob, {})) EXPECT_TRUE(j.spec.env.empty()) << j.id;
+  EXPECT_TRUE(core.GetJobForLogs(kAna, job->id).ok());
+  EXPECT_TRUE(core.GetJobForLogs(kAdmin, job->id).ok());
+  auto denied = core.GetJobForLogs(kBob, job->id);
+  EXPECT_EQ(denied.status().code(), ErrorCode::kPermissionDenied);
+  EXPECT_NE(denied.status().message().find("owner (ana)"), std::string::npos);
 }
 
 TEST(CoreIdentity, TokensAuthenticateUntilRevokedOrExpired) {

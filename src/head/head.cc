@@ -351,6 +351,11 @@ void Head::GetJob(std::string bearer, JobId id, Callback<Job> done) {
                [this, id](const Caller& by, TimeMs) { return core_.GetJob(by, id); });
 }
 
+void Head::GetJobForLogs(std::string bearer, JobId id, Callback<Job> done) {
+  Command<Job>(std::move(bearer), std::move(done),
+               [this, id](const Caller& by, TimeMs) { return core_.GetJobForLogs(by, id); });
+}
+
 void Head::ListJobs(std::string bearer, JobFilter f, Callback<std::vector<Job>> done) {
   Command<std::vector<Job>>(std::move(bearer), std::move(done),
                             [this, f = std::move(f)](const Caller& by, TimeMs) {

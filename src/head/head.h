@@ -85,6 +85,7 @@ class Head {
   void Cancel(std::string bearer, JobId id, bool element_only, Callback<Job> done);
   void ReportCheckpoint(std::string bearer, JobId id, Callback<Job> done);
   void GetJob(std::string bearer, JobId id, Callback<Job> done);
+  void GetJobForLogs(std::string bearer, JobId id, Callback<Job> done);
   void ListJobs(std::string bearer, JobFilter filter, Callback<std::vector<Job>> done);
   void ListNodes(std::string bearer, Callback<std::vector<NodeView>> done);
   void GetNode(std::string bearer, std::string name, Callback<Node> done);

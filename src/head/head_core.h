@@ -95,6 +95,8 @@ class HeadCore {
   Result<Job> Cancel(const Caller& by, JobId id, TimeMs now, bool element_only = false);
   Result<Job> ReportCheckpoint(const Caller& by, JobId id, TimeMs now);
   Result<Job> GetJob(const Caller& by, JobId id) const;
+  // The job, if `by` may read its output (its owner, its queue's admins, admins).
+  Result<Job> GetJobForLogs(const Caller& by, JobId id) const;
   std::vector<Job> ListJobs(const Caller& by, const JobFilter& filter) const;
 
   // --- cluster ---
@@ -163,6 +165,7 @@ class HeadCore {
   void SetNodeState(const std::string& node, NodeState state, const std::string& reason,
                     TimeMs now);
   int32_t PickMasterPort(const std::string& node) const;
+  int64_t ReplicaMemoryCapMb(const Job& job, const ReplicaPlacement& p) const;
   sched::NodeInfo ToNodeInfo(const Node& node) const;
   RunLayout LayoutFor(const Job& job, const Run& run) const;
   bool MayManageJob(const Caller& by, const Job& job) const;
@@ -179,16 +182,16 @@ class HeadCore {
   std::map<std::string, uint64_t> node_version_;      // desired-state version per node
   // Observations, not state: ports something listens on, per node, from its last sync.
   std::map<std::string, std::set<int32_t>> busy_ports_;
-  std::map<std::string, TimeMs> last_heard_;          // liveness: the last sync received
-  std::map<JobId, std::string> pending_reason_;       // as the scheduler last said
-  std::set<JobId> held_;                              // pending, not in the scheduler
-  std::map<JobId, std::set<JobId>> array_held_;       // array -> elements over its %P
-  std::map<JobId, int32_t> array_live_;               // array -> elements pending or active
-  std::map<JobId, std::set<JobId>> waiting_on_;       // job -> held jobs depending on it
-  std::set<JobId> singletons_;                        // held by singleton
-  std::set<JobId> recheck_;                           // held jobs to evaluate again
-  std::set<JobId> release_arrays_;                    // arrays with room again
-  std::map<JobId, std::string> doomed_;               // held jobs whose dependency failed
+  std::map<std::string, TimeMs> last_heard_;     // liveness: the last sync received
+  std::map<JobId, std::string> pending_reason_;  // as the scheduler last said
+  std::set<JobId> held_;                         // pending, not in the scheduler
+  std::map<JobId, std::set<JobId>> array_held_;  // array -> elements over its %P
+  std::map<JobId, int32_t> array_live_;          // array -> elements pending or active
+  std::map<JobId, std::set<JobId>> waiting_on_;  // job -> held jobs depending on it
+  std::set<JobId> singletons_;                   // held by singleton
+  std::set<JobId> recheck_;                      // held jobs to evaluate again
+  std::set<JobId> release_arrays_;               // arrays with room again
+  std::map<JobId, std::string> doomed_;          // held jobs whose dependency failed
   bool settling_ = false;
   bool schedule_wanted_ = false;
 

@@ -70,9 +70,9 @@ for _ in $(seq 100); do [ -s "$W/head/admin.token" ] && break; sleep 0.1; done
 export CORRAL_ADDR="http://$NET.1:7070" CORRAL_TOKEN="$(cat "$W/head/admin.token")"
 export CORRAL_CONFIG="$W/no-config.json"
 ip netns exec "$A" "$CORRAL" agent --head "$CORRAL_ADDR" --join-token-file "$W/head/join.token" \
-  --name node01 --state-dir "$W/node01" --simulate-gpus 2 --cpus 8 --memory 8G >"$W/node01.log" 2>&1 &
+  --name node01 --run-as agent --state-dir "$W/node01" --simulate-gpus 2 --cpus 8 --memory 8G >"$W/node01.log" 2>&1 &
 ip netns exec "$B" "$CORRAL" agent --head "$CORRAL_ADDR" --join-token-file "$W/head/join.token" \
-  --name node02 --advertise-addr "$NET.3" --state-dir "$W/node02" --simulate-gpus 2 --cpus 8 \
+  --name node02 --run-as agent --advertise-addr "$NET.3" --state-dir "$W/node02" --simulate-gpus 2 --cpus 8 \
   --memory 8G >"$W/node02.log" 2>&1 &
 corral() { ip netns exec "$H" "$CORRAL" "$@"; }
 for _ in $(seq 100); do

@@ -1,0 +1,219 @@
+// Multi-tenancy on a real local cluster whose agent runs as root: jobs run as their owners'
+// Unix users (two users created by the test), their files are theirs alone, and one user can
+// neither cancel another's job nor read its output or environment. Needs root (useradd, setuid).
+#include <gtest/gtest.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "cluster_fixture.h"
+
+namespace corral::testing {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr char kUserA[] = "corral-sec-ana";
+constexpr char kUserB[] = "corral-sec-bob";
+
+// Creates the Unix user if missing; false (with a message) when that is impossible here.
+bool EnsureUnixUser(const std::string& name) {
+  if (getpwnam(name.c_str()) != nullptr) return true;
+  auto r = RunCommand({"/usr/sbin/useradd", "--create-home", "--shell", "/bin/sh", name});
+  return r.exit_code == 0 && getpwnam(name.c_str()) != nullptr;
+}
+
+class Security : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root: creates Unix users and runs jobs as them";
+    if (!EnsureUnixUser(kUserA) || !EnsureUnixUser(kUserB)) {
+      GTEST_SKIP() << "cannot create Unix users with useradd";
+    }
+  }
+};
+
+std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+CommandResult As(const LocalCluster& c, const std::string& token,
+                 const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {CorralBin()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv, {{"CORRAL_ADDR", c.addr()},
+                           {"CORRAL_TOKEN", token},
+                           {"CORRAL_CONFIG", c.dir() + "/none.json"}});
+}
+
+std::string NewToken(const LocalCluster& c, const std::string& user) {
+  auto r = c.Corral({"token", "create", "--user", user});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return FirstLine(r.out);
+}
+
+Json Show(const LocalCluster& c, const std::string& token, const std::string& id) {
+  auto r = As(c, token, {"show", id, "-o", "json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return Json::parse(r.out, nullptr, false);
+}
+
+std::string RunReason(const Json& job) {
+  if (!job.contains("runs") || job["runs"].empty()) return "";
+  return job["runs"].back().value("reason", "");
+}
+
+// The logs/ directory of replica 0 of the job's first run (attempt 1), on node1.
+std::string LogsDir(const LocalCluster& c, const std::string& id) {
+  return c.dir() + "/agents/node1/runs/" + id + ".1.0/logs";
+}
+
+TEST_F(Security, JobsRunAsTheirOwnersWhoseFilesAndOutputAreTheirsAlone) {
+  LocalCluster c("security-owner", 1, 2, {}, {});  // the agent's default as root: run as owner
+  const std::string ana = NewToken(c, kUserA), bob = NewToken(c, kUserB);
+  auto sub = As(c, ana,
+                {"submit", "--parsable", "--env", "SECRET=ana-only", "--", "/bin/sh", "-c",
+                 "id -un; echo \"$HOME $USER $LOGNAME\"; test -d \"$CORRAL_CHECKPOINT_DIR\" "
+                 "&& stat -c %U:%a \"$CORRAL_CHECKPOINT_DIR\""});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  const std::string id = FirstLine(sub.out);
+  auto waited = As(c, ana, {"wait", id, "--timeout", "60s"});
+  ASSERT_EQ(waited.exit_code, 0) << waited.out << waited.err << Show(c, ana, id).dump();
+
+  struct passwd* pw = getpwnam(kUserA);
+  ASSERT_NE(pw, nullptr);
+  auto logs = As(c, ana, {"logs", id});
+  ASSERT_EQ(logs.exit_code, 0) << logs.err;
+  std::string expected =
+      std::string(kUserA) + "\n" + pw->pw_dir + " " + kUserA + " " + kUserA + "\n";
+  EXPECT_EQ(logs.out.substr(0, expected.size()), expected);
+  EXPECT_NE(logs.out.find(std::string(kUserA) + ":700"), std::string::npos)
+      << "the checkpoint directory is the owner's, 0700: " << logs.out;
+
+  struct stat st {};
+  ASSERT_EQ(stat(LogsDir(c, id).c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, pw->pw_uid);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(stat((LogsDir(c, id) + "/stdout").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, pw->pw_uid);
+  // The other user cannot reach it on the node either.
+  auto peek =
+      RunCommand({"/usr/sbin/runuser", "-u", kUserB, "--", "/bin/cat", LogsDir(c, id) + "/stdout"});
+  EXPECT_NE(peek.exit_code, 0) << peek.out;
+
+  // Through the API: bob sees that the job exists, but not its environment or its output.
+  EXPECT_EQ(Show(c, ana, id)["spec"]["env"]["SECRET"], "ana-only");
+  Json seen_by_bob = Show(c, bob, id);
+  EXPECT_EQ(seen_by_bob["owner"], kUserA);
+  EXPECT_FALSE(seen_by_bob["spec"].contains("env") && seen_by_bob["spec"]["env"].contains("SECRET"))
+      << seen_by_bob.dump();
+  auto bob_logs = As(c, bob, {"logs", id});
+  EXPECT_EQ(bob_logs.exit_code, 1);
+  EXPECT_NE(bob_logs.err.find("permission denied"), std::string::npos) << bob_logs.err;
+  EXPECT_EQ(bob_logs.out, "");
+  auto admin_logs = c.Corral({"logs", id});
+  EXPECT_EQ(admin_logs.exit_code, 0) << admin_logs.err;
+  EXPECT_EQ(FirstLine(admin_logs.out), kUserA);
+
+  // Bob's own job runs as bob, and ana cannot cancel it.
+  auto bob_sub = As(c, bob, {"submit", "--parsable", "--", "/bin/sh", "-c", "id -un; sleep 30"});
+  ASSERT_EQ(bob_sub.exit_code, 0) << bob_sub.err;
+  const std::string bob_id = FirstLine(bob_sub.out);
+  ASSERT_TRUE(WaitUntil(30000, [&] {
+    return As(c, bob, {"logs", bob_id}).out == kUserB + std::string("\n");
+  }));
+  auto cancel = As(c, ana, {"cancel", bob_id});
+  EXPECT_EQ(cancel.exit_code, 1);
+  EXPECT_NE(cancel.err.find("permission denied"), std::string::npos) << cancel.err;
+  EXPECT_EQ(Show(c, bob, bob_id)["state"], "running");
+  EXPECT_EQ(As(c, bob, {"cancel", bob_id}).exit_code, 0);
+}
+
+TEST_F(Security, JobsOfRootOrOfUnknownUsersAreRefusedWithTheReason) {
+  LocalCluster c("security-refuse", 1, 2, {}, {});
+  const std::string root = NewToken(c, "root"), ghost = NewToken(c, "corral-no-such-user-here");
+  auto run = [&](const std::string& token) {
+    auto sub = As(c, token, {"submit", "--parsable", "--", "/bin/sh", "-c", "id -un"});
+    EXPECT_EQ(sub.exit_code, 0) << sub.err;
+    const std::string id = FirstLine(sub.out);
+    EXPECT_TRUE(WaitUntil(30000, [&] { return Show(c, token, id)["state"] == "failed"; }))
+        << Show(c, token, id).dump();
+    return Show(c, token, id);
+  };
+  Json as_root = run(root);
+  EXPECT_NE(RunReason(as_root).find("does not run jobs as root"), std::string::npos)
+      << as_root.dump();
+  Json unknown = run(ghost);
+  EXPECT_NE(
+      RunReason(unknown).find("user \"corral-no-such-user-here\" does not exist on node node1"),
+      std::string::npos)
+      << unknown.dump();
+}
+
+TEST_F(Security, AClusterThatAllowsRootJobsRunsThem) {
+  LocalCluster c("security-root", 1, 2, {}, {"--allow-root-jobs"});
+  const std::string root = NewToken(c, "root");
+  auto sub = As(c, root, {"submit", "--parsable", "--", "/bin/sh", "-c", "id -un"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  const std::string id = FirstLine(sub.out);
+  auto waited = As(c, root, {"wait", id, "--timeout", "60s"});
+  EXPECT_EQ(waited.exit_code, 0) << Show(c, root, id).dump();
+  EXPECT_EQ(As(c, root, {"logs", id}).out, "root\n");
+}
+
+// Each replica gets its own cgroup: a job past its memory limit is killed and says so; a
+// process that left the job's process group is still found and killed on cancel.
+TEST_F(Security, CgroupsCapMemoryAndLeaveNothingBehindACancel) {
+  if (!std::filesystem::exists("/sys/fs/cgroup/memory/memory.limit_in_bytes") &&
+      !std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers")) {
+    GTEST_SKIP() << "no cgroup memory controller mounted";
+  }
+  LocalCluster c("security-cgroup", 1, 2, {}, {});
+  const std::string ana = NewToken(c, kUserA);
+  auto hog = As(c, ana,
+                {"submit", "--parsable", "--memory", "64M", "--", "/usr/bin/python3", "-c",
+                 "x = bytearray(512 * 1024 * 1024); print(len(x))"});
+  ASSERT_EQ(hog.exit_code, 0) << hog.err;
+  const std::string hog_id = FirstLine(hog.out);
+  ASSERT_TRUE(WaitUntil(60000, [&] { return Show(c, ana, hog_id)["state"] == "failed"; }))
+      << Show(c, ana, hog_id).dump();
+  Json hog_job = Show(c, ana, hog_id);
+  EXPECT_EQ(RunReason(hog_job).rfind("out of memory", 0), 0u) << hog_job.dump();
+  EXPECT_GT(hog_job["runs"].back().value("peak_memory_bytes", int64_t{0}), 32 << 20)
+      << "the run's record carries its peak memory";
+  EXPECT_LE(hog_job["runs"].back().value("peak_memory_bytes", int64_t{0}), 64 << 20);
+
+  // The background process starts a session of its own: no process-group kill reaches it.
+  auto sub = As(c, ana,
+                {"submit", "--parsable", "--grace-period", "1s", "--", "/bin/sh", "-c",
+                 "setsid /bin/sh -c 'echo $$; exec sleep 300' & sleep 300"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  const std::string id = FirstLine(sub.out);
+  pid_t escaped = 0;
+  ASSERT_TRUE(WaitUntil(30000, [&] {
+    std::istringstream in(As(c, ana, {"logs", id}).out);
+    return static_cast<bool>(in >> escaped) && escaped > 0;
+  }));
+  ASSERT_EQ(kill(escaped, 0), 0);
+  ASSERT_EQ(As(c, ana, {"cancel", id}).exit_code, 0);
+  ASSERT_TRUE(WaitUntil(30000, [&] { return Show(c, ana, id)["state"] == "cancelled"; }));
+  EXPECT_TRUE(WaitUntil(10000,
+                        [&] {
+                          std::ifstream stat("/proc/" + std::to_string(escaped) + "/stat");
+                          std::string line;
+                          std::getline(stat, line);
+                          return !stat || line.find(") Z") != std::string::npos;
+                        }))
+      << "process " << escaped << " outlived its job's cancel";
+  EXPECT_FALSE(std::filesystem::exists("/sys/fs/cgroup/memory/corral/node1/" + id + ".1.0"))
+      << "the run's cgroup is removed";
+  EXPECT_FALSE(std::filesystem::exists("/sys/fs/cgroup/corral/node1/" + id + ".1.0"));
+}
+
+}  // namespace
+}  // namespace corral::testing
