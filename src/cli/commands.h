@@ -61,6 +61,7 @@ int RunNodes(const std::vector<std::string>& args, CliContext& ctx);
 int RunQueues(const std::vector<std::string>& args, CliContext& ctx);
 int RunToken(const std::vector<std::string>& args, CliContext& ctx);
 int RunEvents(const std::vector<std::string>& args, CliContext& ctx);
+int RunUsage(const std::vector<std::string>& args, CliContext& ctx);
 
 // `corral jobs` without the flag parsing: the matching jobs as JSON on out, or as a table.
 int ListJobsJson(CliContext& ctx, const std::string& query, size_t limit);
@@ -85,5 +86,8 @@ Result<JobRefId> ResolveJobRef(ApiClient& api, const std::string& text);
 std::string RenderJob(const Job& job, TimeMs now, bool utc);
 std::string RenderNodesTable(const Json& nodes);
 std::string RenderQueuesTable(const Json& queues);
+// A GET /v1/usage answer as a table (a TOTAL row last) or as CSV with a header line.
+std::string RenderUsageTable(const Json& report);
+std::string RenderUsageCsv(const Json& report);
 
 }  // namespace corral::cli

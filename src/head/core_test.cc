@@ -554,5 +554,33 @@ TEST(CoreQueues, ValidationIsTheCoresAndNamesTheField) {
             ErrorCode::kPermissionDenied);
 }
 
+TEST_P(Scenario, UsageIsComputedFromTheCoresRuns) {
+  Register("n1", 2);
+  TimeMs t0 = now();
+  Job job = Submit(Spec(2));
+  now() += 2 * kMinute;
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(job.id))}));
+  now() += kHour;
+  auto running = core().Usage(kBob, UsageBy::kUser, 2 * kHour, now());
+  ASSERT_TRUE(running.ok());
+  ASSERT_EQ(running->rows.size(), 1u);
+  EXPECT_EQ(running->rows[0].key, "ana");
+  EXPECT_DOUBLE_EQ(running->rows[0].gpu_seconds, 2 * 3600.0);  // counted up to now
+  ASSERT_TRUE(*Report("n1", {Exited(Get(job.id), 0, 0)}));
+  now() += kHour;
+  auto done = core().Usage(kBob, UsageBy::kQueue, 2 * kHour, now());
+  ASSERT_TRUE(done.ok());
+  ASSERT_EQ(done->rows.size(), 1u);
+  EXPECT_EQ(done->rows[0].key, "default");
+  EXPECT_DOUBLE_EQ(done->rows[0].gpu_seconds, 2 * 3600.0);  // no more after it ended
+  EXPECT_DOUBLE_EQ(done->rows[0].AverageWaitSeconds(), 120.0);
+  // A window that ends before the job was submitted holds nothing of it.
+  auto before = core().Usage(kBob, UsageBy::kUser, kMinute, t0 - 1);
+  ASSERT_TRUE(before.ok());
+  EXPECT_TRUE(before->rows.empty());
+  EXPECT_FALSE(core().Usage(kJoin, UsageBy::kUser, kHour, now()).ok());
+}
+
 }  // namespace
 }  // namespace corral::head

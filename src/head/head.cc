@@ -358,6 +358,14 @@ void Head::ListJobs(std::string bearer, JobFilter f, Callback<std::vector<Job>> 
                             });
 }
 
+void Head::Usage(std::string bearer, UsageBy group, DurationMs since_ms,
+                 Callback<UsageReport> done) {
+  Command<UsageReport>(std::move(bearer), std::move(done),
+                       [this, group, since_ms](const Caller& by, TimeMs now) {
+                         return core_.Usage(by, group, since_ms, now);
+                       });
+}
+
 void Head::ListNodes(std::string bearer, Callback<std::vector<NodeView>> done) {
   Command<std::vector<NodeView>>(std::move(bearer), std::move(done), [this](const Caller&, TimeMs) {
     return Result<std::vector<NodeView>>(core_.ListNodes());

@@ -87,6 +87,7 @@ class Head {
   void GetJob(std::string bearer, JobId id, Callback<Job> done);
   void ListJobs(std::string bearer, JobFilter filter, Callback<std::vector<Job>> done);
   void ListNodes(std::string bearer, Callback<std::vector<NodeView>> done);
+  void Usage(std::string bearer, UsageBy group, DurationMs since_ms, Callback<UsageReport> done);
   void GetNode(std::string bearer, std::string name, Callback<Node> done);
   void SetDrain(std::string bearer, std::string node, bool drain, Callback<NodeView> done);
   void ListQueues(std::string bearer, Callback<std::vector<QueueView>> done);

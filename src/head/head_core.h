@@ -18,6 +18,7 @@
 #include "core/agent_protocol.h"
 #include "core/identity.h"
 #include "core/task_env.h"
+#include "core/usage.h"
 #include "head/cluster_state.h"
 #include "sched/scheduler.h"
 
@@ -96,6 +97,9 @@ class HeadCore {
   Result<Job> ReportCheckpoint(const Caller& by, JobId id, TimeMs now);
   Result<Job> GetJob(const Caller& by, JobId id) const;
   std::vector<Job> ListJobs(const Caller& by, const JobFilter& filter) const;
+  // GPU-hours, jobs, wait and preemptions per user or queue over [now - since, now]
+  // (core_usage.cc).
+  Result<UsageReport> Usage(const Caller& by, UsageBy group, DurationMs since_ms, TimeMs now) const;
 
   // --- cluster ---
   std::vector<NodeView> ListNodes() const;
