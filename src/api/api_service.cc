@@ -80,6 +80,14 @@ Result<int64_t> QueryInt(const HttpRequest& req, const std::string& key, int64_t
 Json NodeViewJson(const head::NodeView& v) {
   Json j = ToJson(v.node);
   j["gpus_used"] = v.gpus_used;
+  // Each GPU's use beside its description, where the agent measured it.
+  for (Json& gpu : j["gpus"]) {
+    for (const GpuSample& s : v.gpu_samples) {
+      if (gpu.value("index", -1) != s.index) continue;
+      gpu["utilization_percent"] = s.utilization_percent;
+      gpu["memory_used_bytes"] = s.memory_used_bytes;
+    }
+  }
   j["runs"] = v.runs;
   return j;
 }

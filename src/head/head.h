@@ -41,6 +41,8 @@ struct HeadConfig {
   DurationMs down_after_ms = 60 * kSecond;
   DurationMs max_sync_hold_ms = 20 * kSecond;  // also held to a third of unreachable_after
   DurationMs tick_ms = 500;
+  int32_t idle_threshold_percent = 1;  // see CoreConfig
+  DurationMs idle_after_ms = 30 * kMinute;
   sched::SchedulerConfig scheduler;
   DurabilityConfig durability;
   size_t event_buffer = 20000;  // durable changes kept in memory for the event stream

@@ -30,6 +30,9 @@ struct CoreConfig {
   DurationMs down_after_ms = 60 * kSecond;
   int32_t master_port_lo = 29500;  // MASTER_PORT range on a node
   int32_t master_port_hi = 29999;
+  // A running run whose GPUs all stay under this utilisation for idle_after_ms is idle.
+  int32_t idle_threshold_percent = 1;
+  DurationMs idle_after_ms = 30 * kMinute;
   sched::SchedulerConfig scheduler;
 };
 
@@ -46,6 +49,7 @@ struct NodeView {
   Node node;
   int32_t gpus_used = 0;
   std::vector<std::string> runs;
+  std::vector<GpuSample> gpu_samples;  // as the agent last reported; empty: not measured
 };
 
 struct QueueView {
@@ -135,6 +139,8 @@ class HeadCore {
   const ClusterState& state() const { return state_; }
   const std::map<JobId, std::string>& pending_reasons() const { return pending_reason_; }
   const std::set<JobId>& active_jobs() const { return active_jobs_; }
+  // Runs flagged idle at the last Tick or report (core_idle.cc), by job.
+  const std::map<JobId, TimeMs>& idle_runs() const { return idle_; }
   uint64_t revision() const { return state_.revision; }
   const CoreConfig& config() const { return config_; }
 
@@ -162,6 +168,10 @@ class HeadCore {
   void MaybeFinishRun(const Job& job, TimeMs now);
   void FinishRun(const Job& job, RunState state, const std::string& reason, TimeMs now);
   void EnforceTimeLimits(TimeMs now);
+  // Idle GPUs (core_idle.cc): what a node's samples say of each run there, then which runs
+  // have been idle long enough to flag.
+  void ObserveUse(const std::string& node, TimeMs now);
+  void FlagIdle(TimeMs now);
   void CheckLiveness(TimeMs now);
   void LoseNode(const Node& node, TimeMs now);
   void SetNodeState(const std::string& node, NodeState state, const std::string& reason,
@@ -193,6 +203,12 @@ class HeadCore {
   std::set<JobId> recheck_;                           // held jobs to evaluate again
   std::set<JobId> release_arrays_;                    // arrays with room again
   std::map<JobId, std::string> doomed_;               // held jobs whose dependency failed
+
+  // Observations of GPU use (core_idle.cc): each node's last samples; per run and node, since
+  // when the run's GPUs there have all been under the threshold; runs idle long enough.
+  std::map<std::string, std::vector<GpuSample>> gpu_samples_;
+  std::map<RunId, std::map<std::string, TimeMs>> low_since_;
+  std::map<JobId, TimeMs> idle_;  // job -> idle since
   bool settling_ = false;
   bool schedule_wanted_ = false;
 
