@@ -84,6 +84,11 @@ TEST(Observability, AgentMetricsPassPromtoolAndGpuUseReachesNodes) {
   EXPECT_EQ(node["gpus"][1]["utilization_percent"], 3);
   auto table = c.Corral({"nodes"});
   EXPECT_NE(table.out.find("37%,3%"), std::string::npos) << table.out;
+  // `corral top` draws the same from a snapshot: 0 of 2 GPUs allocated, (37 + 3) / 2 busy.
+  auto top = c.Corral({"top", "--once"});
+  EXPECT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_NE(top.out.find("0/2 GPUs allocated  20% busy"), std::string::npos) << top.out;
+  EXPECT_NE(top.out.find("node1"), std::string::npos) << top.out;
 
   std::string text = RunCommand({"/usr/bin/curl", "-sf",
                                  "http://" + node["address"].get<std::string>() + "/metrics"})
