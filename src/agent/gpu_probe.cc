@@ -188,9 +188,17 @@ Result<std::vector<Gpu>> NvmlGpuProbe::Probe() {
 Result<std::vector<GpuSample>> NvmlGpuProbe::Sample() {
   // Loaded per call like Probe(): a sample every few seconds costs far less than keeping a
   // driver handle open across driver upgrades.
-  std::string lib_name = library_.empty() ? "libnvidia-ml.so.1" : library_;
-  DlHandle lib(dlopen(lib_name.c_str(), RTLD_NOW | RTLD_LOCAL));
-  if (lib.get() == nullptr) return NotFound("cannot load NVML " + lib_name);
+  std::string lib_name = library_;
+  void* raw = nullptr;
+  for (const char* c : {"libnvidia-ml.so.1", "libnvidia-ml.so"}) {  // as Probe() tries them
+    if (!lib_name.empty()) break;
+    if ((raw = dlopen(c, RTLD_NOW | RTLD_LOCAL)) != nullptr) lib_name = c;
+  }
+  if (raw == nullptr && !lib_name.empty()) raw = dlopen(lib_name.c_str(), RTLD_NOW | RTLD_LOCAL);
+  DlHandle lib(raw);
+  if (lib.get() == nullptr) {
+    return NotFound("cannot load NVML " + (lib_name.empty() ? "libnvidia-ml" : lib_name));
+  }
   Nvml n;
   if (!Resolve(lib.get(), "nvmlInit_v2", &n.init) ||
       !Resolve(lib.get(), "nvmlShutdown", &n.shutdown) ||
