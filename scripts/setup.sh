@@ -10,6 +10,7 @@ PACKAGES=(
   libsqlite3-dev sqlite3
   libgtest-dev libgmock-dev libbenchmark-dev
   procps iproute2 curl
+  libncurses-dev
   prometheus
   python3-torch
 )

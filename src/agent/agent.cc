@@ -42,7 +42,8 @@ Agent::Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_pt
       probe_(std::move(probe)),
       head_(std::move(head)),
       supervisor_(std::make_unique<Supervisor>(std::make_unique<PosixLauncher>(
-          config_.state_dir, config_.name, config_.job_env, config_.run_as, config_.cgroups))) {
+          config_.state_dir, config_.name, config_.job_env, config_.run_as, config_.cgroups))),
+      monitor_(std::make_unique<GpuMonitor>(probe_.get(), config_.job_map_dir)) {
   std::lock_guard lock(mu_);
   last_contact_ = std::chrono::steady_clock::now();
   if (pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) wake_pipe_[0] = wake_pipe_[1] = -1;
@@ -64,6 +65,7 @@ Status Agent::Init() {
   if (!gpus.ok())
     return Status(gpus.status().code(), "GPU discovery failed: " + gpus.status().message());
   gpus_ = std::move(gpus.value());
+  monitor_->SetGpus(gpus_);
   cpu_milli_ = config_.cpu_milli > 0 ? config_.cpu_milli : MachineCpuMilli();
   memory_mb_ = config_.memory_mb > 0 ? config_.memory_mb : MachineMemoryMb();
   std::ifstream in(config_.state_dir + "/head_epoch");
@@ -154,6 +156,8 @@ Status Agent::SyncOnce(int64_t wait_ms) {
   req.wait_ms = wait_ms;
   req.runs = supervisor_->Report();
   req.busy_ports = ListeningPorts(config_.port_lo, config_.port_hi);
+  req.gpu_samples = monitor_->Sample();
+  monitor_->MapJobs(supervisor_->GpuHolders());  // exits: a GPU's file goes with its run
   Result<SyncResponse> resp = head_->Sync(req);
   if (!resp.ok()) return resp.status();
 
@@ -182,7 +186,10 @@ Status Agent::SyncOnce(int64_t wait_ms) {
   }
   if (save != 0) SaveHeadEpoch(save);
   if (resp->reregister) spdlog::info("the head asks this agent to register again");
-  if (apply) supervisor_->Reconcile(*resp);
+  if (apply) {
+    supervisor_->Reconcile(*resp);
+    monitor_->MapJobs(supervisor_->GpuHolders());  // starts
+  }
   return Status::Ok();
 }
 

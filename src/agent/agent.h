@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "agent/cgroup.h"
+#include "agent/gpu_monitor.h"
 #include "agent/gpu_probe.h"
 #include "agent/run_as.h"
 #include "agent/supervisor.h"
@@ -60,6 +61,8 @@ struct AgentConfig {
   Cgroups cgroups = Cgroups::None();           // where each replica gets its own group
   int32_t port_lo = 29500;                     // MASTER_PORT range of runs whose replica 0 is here
   int32_t port_hi = 29999;
+  // Where the DCGM exporter's HPC job mapping files go (gpu_monitor.h); empty: none.
+  std::string job_map_dir;
 };
 
 // CPUs this process may run on (sched_getaffinity), in milli-CPUs.
@@ -83,6 +86,8 @@ class Agent {
   // A replica's log (see ReadRunLog in launcher.h). Usable before, during and after Run().
   Result<std::string> ReadRunLog(const std::string& run_id, int32_t replica, int32_t task,
                                  const std::string& stream, int64_t offset, int64_t max_bytes);
+  // The agent's Prometheus metrics (per-GPU use). Any thread, before or during Run().
+  std::string RenderMetrics() { return monitor_->RenderMetrics(); }
 
  private:
   using SteadyTime = std::chrono::steady_clock::time_point;
@@ -104,6 +109,7 @@ class Agent {
   std::unique_ptr<GpuProbe> probe_;
   std::unique_ptr<HeadChannel> head_;
   std::unique_ptr<Supervisor> supervisor_;  // thread-safe itself
+  std::unique_ptr<GpuMonitor> monitor_;     // thread-safe itself
   std::vector<Gpu> gpus_;                   // set by Init, then read-only
   int32_t cpu_milli_ = 0;
   int64_t memory_mb_ = 0;

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <fstream>
@@ -29,6 +30,10 @@ struct nvmlPciInfo_t {  // nvmlPciInfo_v3
   unsigned int pci_subsystem_id;
   char bus_id[32];
 };
+struct nvmlUtilization_t {
+  unsigned int gpu;     // percent of the sample period a kernel ran
+  unsigned int memory;  // percent of it device memory was read or written
+};
 constexpr unsigned kNvmlStringBuffer = 96;  // >= NVML_DEVICE_NAME_V2_BUFFER_SIZE, UUID size
 
 struct Nvml {
@@ -42,6 +47,7 @@ struct Nvml {
   nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
   nvmlReturn_t (*numa)(nvmlDevice_t, unsigned*) = nullptr;      // optional (newer drivers)
   nvmlReturn_t (*pci)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;  // optional
+  nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;  // Sample() only
 
   std::string Error(const char* call, nvmlReturn_t rc) const {
     std::string text = error_string != nullptr ? error_string(rc) : "";
@@ -179,8 +185,85 @@ Result<std::vector<Gpu>> NvmlGpuProbe::Probe() {
   return gpus;
 }
 
-SimulatedGpuProbe::SimulatedGpuProbe(int32_t count, std::string model, std::string uuid_prefix)
-    : count_(count), model_(std::move(model)), uuid_prefix_(std::move(uuid_prefix)) {}
+Result<std::vector<GpuSample>> NvmlGpuProbe::Sample() {
+  // Loaded per call like Probe(): a sample every few seconds costs far less than keeping a
+  // driver handle open across driver upgrades.
+  std::string lib_name = library_;
+  void* raw = nullptr;
+  for (const char* c : {"libnvidia-ml.so.1", "libnvidia-ml.so"}) {  // as Probe() tries them
+    if (!lib_name.empty()) break;
+    if ((raw = dlopen(c, RTLD_NOW | RTLD_LOCAL)) != nullptr) lib_name = c;
+  }
+  if (raw == nullptr && !lib_name.empty()) raw = dlopen(lib_name.c_str(), RTLD_NOW | RTLD_LOCAL);
+  DlHandle lib(raw);
+  if (lib.get() == nullptr) {
+    return NotFound("cannot load NVML " + (lib_name.empty() ? "libnvidia-ml" : lib_name));
+  }
+  Nvml n;
+  if (!Resolve(lib.get(), "nvmlInit_v2", &n.init) ||
+      !Resolve(lib.get(), "nvmlShutdown", &n.shutdown) ||
+      !Resolve(lib.get(), "nvmlDeviceGetCount_v2", &n.count) ||
+      !Resolve(lib.get(), "nvmlDeviceGetHandleByIndex_v2", &n.handle) ||
+      !Resolve(lib.get(), "nvmlDeviceGetMemoryInfo", &n.memory) ||
+      !Resolve(lib.get(), "nvmlDeviceGetUtilizationRates", &n.utilization)) {
+    return Internal("NVML library " + lib_name + " lacks a sampling call (driver too old?)");
+  }
+  (void)Resolve(lib.get(), "nvmlErrorString", &n.error_string);
+  if (nvmlReturn_t rc = n.init(); rc != kNvmlSuccess) {
+    return Unavailable(n.Error("nvmlInit_v2", rc));
+  }
+  std::vector<GpuSample> out;
+  Status status;
+  unsigned count = 0;
+  if (nvmlReturn_t rc = n.count(&count); rc != kNvmlSuccess) {
+    status = Unavailable(n.Error("nvmlDeviceGetCount_v2", rc));
+  }
+  for (unsigned i = 0; status.ok() && i < count; ++i) {
+    nvmlDevice_t dev = nullptr;
+    nvmlMemory_t mem{};
+    nvmlUtilization_t util{};
+    nvmlReturn_t rc = n.handle(i, &dev);
+    const char* call = "nvmlDeviceGetHandleByIndex_v2";
+    if (rc == kNvmlSuccess) rc = n.memory(dev, &mem), call = "nvmlDeviceGetMemoryInfo";
+    if (rc == kNvmlSuccess) {
+      rc = n.utilization(dev, &util), call = "nvmlDeviceGetUtilizationRates";
+    }
+    if (rc != kNvmlSuccess) {
+      status = Unavailable(n.Error(call, rc) + " for GPU " + std::to_string(i));
+      break;
+    }
+    out.push_back({static_cast<int32_t>(i), static_cast<int32_t>(std::min(util.gpu, 100u)),
+                   static_cast<int64_t>(mem.used)});
+  }
+  (void)n.shutdown();
+  if (!status.ok()) return status;
+  return out;
+}
+
+SimulatedGpuProbe::SimulatedGpuProbe(int32_t count, std::string model, std::string uuid_prefix,
+                                     std::string use_file)
+    : count_(count),
+      model_(std::move(model)),
+      uuid_prefix_(std::move(uuid_prefix)),
+      use_file_(std::move(use_file)) {}
+
+Result<std::vector<GpuSample>> SimulatedGpuProbe::Sample() {
+  std::vector<GpuSample> out;
+  for (int32_t i = 0; i < count_; ++i) out.push_back({i, 0, 0});
+  if (use_file_.empty()) return out;
+  std::ifstream in(use_file_);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    int32_t index = -1, util = 0;
+    int64_t used_mib = 0;
+    if (!(fields >> index >> util) || index < 0 || index >= count_) continue;
+    fields >> used_mib;  // optional
+    out[index].utilization_percent = std::clamp(util, 0, 100);
+    out[index].memory_used_bytes = std::max<int64_t>(0, used_mib) * 1024 * 1024;
+  }
+  return out;
+}
 
 Result<std::vector<Gpu>> SimulatedGpuProbe::Probe() {
   std::vector<Gpu> gpus;

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/agent_protocol.h"
 #include "core/node.h"
 #include "core/status.h"
 
@@ -17,6 +18,8 @@ class GpuProbe {
   virtual ~GpuProbe() = default;
   // The node's GPUs, ordered by index (NVML order = PCI bus order).
   virtual Result<std::vector<Gpu>> Probe() = 0;
+  // Each GPU's utilisation and memory in use now, by index. Default: not measured.
+  virtual Result<std::vector<GpuSample>> Sample() { return std::vector<GpuSample>{}; }
 };
 
 // Reads GPUs through NVML. libnvidia-ml is dlopen()ed on each Probe() — never linked — so the
@@ -26,6 +29,8 @@ class NvmlGpuProbe final : public GpuProbe {
   // `library`: a path or soname to dlopen; empty tries libnvidia-ml.so.1 then libnvidia-ml.so.
   explicit NvmlGpuProbe(std::string library = "");
   Result<std::vector<Gpu>> Probe() override;
+  // nvmlDeviceGetUtilizationRates and nvmlDeviceGetMemoryInfo of every GPU.
+  Result<std::vector<GpuSample>> Sample() override;
 
  private:
   std::string library_;
@@ -33,15 +38,20 @@ class NvmlGpuProbe final : public GpuProbe {
 
 // `count` identical GPUs of `model`, split in two NVLink/NUMA groups (first half, second half).
 // UUIDs are "GPU-<uuid_prefix>-<index>": give each simulated node its own prefix.
+// Their use is what `use_file` says, read at each Sample(), so that a test can set it: one line
+// per GPU, "INDEX UTILIZATION_PERCENT [MEMORY_USED_MIB]"; GPUs not listed (or no file) are idle.
 class SimulatedGpuProbe final : public GpuProbe {
  public:
-  SimulatedGpuProbe(int32_t count, std::string model, std::string uuid_prefix = "sim");
+  SimulatedGpuProbe(int32_t count, std::string model, std::string uuid_prefix = "sim",
+                    std::string use_file = "");
   Result<std::vector<Gpu>> Probe() override;
+  Result<std::vector<GpuSample>> Sample() override;
 
  private:
   int32_t count_;
   std::string model_;
   std::string uuid_prefix_;
+  std::string use_file_;
 };
 
 struct SimulatedGpus {

@@ -1,8 +1,11 @@
 #include "agent/gpu_probe.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 
 namespace corral::agent {
 namespace {
@@ -17,6 +20,44 @@ TEST(NvmlGpuProbeTest, ReadsExactlyWhatTheFakeLibraryReports) {
   EXPECT_EQ((*gpus)[0], (Gpu{0, "GPU-fake-0", "A100", 40960, 0, true}));
   EXPECT_EQ((*gpus)[1], (Gpu{1, "GPU-fake-1", "A100", 40960, 1, true}));
   EXPECT_EQ((*gpus)[2], (Gpu{2, "GPU-fake-2", "H100", 81559, 0, true}));
+}
+
+TEST(NvmlGpuProbeTest, SamplesUtilizationAndMemoryInUse) {
+  setenv("FAKE_NVML_GPUS", "A100:40960,H100:81559", 1);
+  setenv("FAKE_NVML_USE", "35:1024,100:0", 1);
+  unsetenv("FAKE_NVML_INIT_ERROR");
+  Result<std::vector<GpuSample>> s = NvmlGpuProbe(FAKE_NVML_PATH).Sample();
+  unsetenv("FAKE_NVML_USE");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(s->size(), 2u);
+  EXPECT_EQ((*s)[0], (GpuSample{0, 35, 1024LL * 1024 * 1024}));
+  EXPECT_EQ((*s)[1], (GpuSample{1, 100, 0}));
+}
+
+TEST(NvmlGpuProbeTest, SampleInitFailureIsAnError) {
+  setenv("FAKE_NVML_INIT_ERROR", "9", 1);
+  Result<std::vector<GpuSample>> s = NvmlGpuProbe(FAKE_NVML_PATH).Sample();
+  unsetenv("FAKE_NVML_INIT_ERROR");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("nvmlInit_v2"), std::string::npos);
+}
+
+TEST(SimulatedGpuProbeTest, UseComesFromItsFileAndIgnoresBadLines) {
+  std::string file = ::testing::TempDir() + "/sim-use-" + std::to_string(getpid());
+  SimulatedGpuProbe probe(3, "SimGPU", "n", file);
+  auto none = probe.Sample();  // no file yet: idle GPUs
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, (std::vector<GpuSample>{{0, 0, 0}, {1, 0, 0}, {2, 0, 0}}));
+  {
+    std::ofstream out(file);
+    out << "1 80 512\nbanana\n7 50\n2 250\n";
+  }
+  auto s = probe.Sample();
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((*s)[1], (GpuSample{1, 80, 512LL * 1024 * 1024}));
+  EXPECT_EQ((*s)[2].utilization_percent, 100) << "clamped to 100";
+  EXPECT_EQ((*s)[0].utilization_percent, 0);
+  std::remove(file.c_str());
 }
 
 TEST(NvmlGpuProbeTest, ZeroGpus) {

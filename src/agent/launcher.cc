@@ -12,6 +12,7 @@
 #include <cctype>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -331,7 +332,13 @@ std::string PosixLauncher::CgroupName(const RunKey& key) const {
   for (char& c : node) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
   }
-  return node + "/" + key.DirName();
+  // Two agents on one machine may share a node name (test clusters, a re-registered node):
+  // their state directories tell them apart. FNV-1a, so the name survives a rebuild.
+  uint32_t h = 2166136261u;
+  for (char c : runs_dir_) h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
+  char hex[9];
+  snprintf(hex, sizeof(hex), "%08x", h);
+  return node + "." + hex + "/" + key.DirName();
 }
 
 Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {

@@ -105,6 +105,16 @@ std::vector<RunReport> Supervisor::Report() {
   return out;
 }
 
+std::map<int32_t, std::set<JobId>> Supervisor::GpuHolders() {
+  std::lock_guard lock(mu_);
+  std::map<int32_t, std::set<JobId>> out;
+  for (const auto& [key, e] : runs_) {
+    if (!e.status.running) continue;
+    for (int32_t gpu : e.run.order.gpus) out[gpu].insert(e.run.order.job_id);
+  }
+  return out;
+}
+
 bool Supervisor::Poll() {
   std::lock_guard lock(mu_);
   const TimeMs now = Now();

@@ -52,6 +52,8 @@ class Supervisor {
   int StopAll();
 
   int RunningCount();
+  // The jobs of the running runs on each GPU index (several with shared GPUs).
+  std::map<int32_t, std::set<JobId>> GpuHolders();
 
   // Readable when a run has exited since the last Poll (-1: none, poll on a timer). Any thread.
   int ExitFd() const { return exit_fd_; }

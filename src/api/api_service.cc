@@ -6,6 +6,7 @@
 
 #include "core/codec.h"
 #include "core/spec.h"
+#include "core/usage.h"
 #include "net/http_client.h"
 #include "net/url.h"
 
@@ -79,6 +80,14 @@ Result<int64_t> QueryInt(const HttpRequest& req, const std::string& key, int64_t
 Json NodeViewJson(const head::NodeView& v) {
   Json j = ToJson(v.node);
   j["gpus_used"] = v.gpus_used;
+  // Each GPU's use beside its description, where the agent measured it.
+  for (Json& gpu : j["gpus"]) {
+    for (const GpuSample& s : v.gpu_samples) {
+      if (gpu.value("index", -1) != s.index) continue;
+      gpu["utilization_percent"] = s.utilization_percent;
+      gpu["memory_used_bytes"] = s.memory_used_bytes;
+    }
+  }
   j["runs"] = v.runs;
   return j;
 }
@@ -122,8 +131,8 @@ ApiService::ApiService(head::Head* head)
 // The route of a request with its variable parts named, for a bounded metrics label.
 std::string RouteOf(const std::string& method, const std::vector<std::string>& parts) {
   static const std::set<std::string> kTop = {"metrics", "healthz"};
-  static const std::set<std::string> kResources = {"jobs",   "nodes",  "queues",
-                                                   "tokens", "events", "agent"};
+  static const std::set<std::string> kResources = {"jobs",   "nodes", "queues", "tokens",
+                                                   "events", "agent", "usage"};
   if (parts.size() == 1 && kTop.count(parts[0])) return method + " /" + parts[0];
   if (parts.size() < 2 || parts[0] != "v1" || !kResources.count(parts[1])) return method + " other";
   std::string route = method + " /v1/" + parts[1];
@@ -180,6 +189,9 @@ void ApiService::Route(HttpRequest req, const std::vector<std::string>& parts, R
   if (parts[1] == "tokens") return HandleTokens(req, parts, std::move(respond));
   if (parts[1] == "events" && parts.size() == 2 && req.method == "GET") {
     return HandleEvents(req, std::move(respond));
+  }
+  if (parts[1] == "usage" && parts.size() == 2 && req.method == "GET") {
+    return HandleUsage(req, std::move(respond));
   }
   respond(ErrorResponse(NotFound("no such path: " + req.path)));
 }
@@ -273,6 +285,20 @@ void ApiService::HandleJobs(const HttpRequest& req, const std::vector<std::strin
     return HandleLogs(id, req, std::move(respond));
   }
   respond(ErrorResponse(NotFound("no such path: " + req.method + " " + req.path)));
+}
+
+// GET /v1/usage?by=user|queue&since=SECONDS: GPU-hours, jobs, wait and preemptions per user
+// or queue over the last SECONDS (default 7 days).
+void ApiService::HandleUsage(const HttpRequest& req, Responder respond) {
+  auto it = req.query.find("by");
+  auto by = ParseUsageBy("query 'by'", it == req.query.end() ? "user" : it->second);
+  if (!by.ok()) return respond(ErrorResponse(by.status()));
+  constexpr int64_t kWeek = 7 * 86400;
+  auto since = QueryInt(req, "since", kWeek, 1, int64_t{100} * 365 * 86400);
+  if (!since.ok()) return respond(ErrorResponse(since.status()));
+  head_->Usage(
+      req.BearerToken(), *by, *since * kSecond,
+      Answer<UsageReport>(std::move(respond), [](const UsageReport& r) { return ToJson(r); }));
 }
 
 void ApiService::HandleLogs(JobId id, const HttpRequest& req, Responder respond) {

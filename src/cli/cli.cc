@@ -45,6 +45,10 @@ const CommandInfo kCommands[] = {
      "list queues; set a queue's quota, limit and weight"},
     {"events", RunEvents, "corral events [-f] [--since REV] [-o json]",
      "print the cluster's changes; -f follows them as they happen"},
+    {"top", RunTop, "corral top [--once]",
+     "full-screen view of nodes, GPUs and queues, live from the event stream; q quits"},
+    {"usage", RunUsage, "corral usage [--by user|queue] [--since 7d] [-o table|json|csv]",
+     "GPU-hours, jobs, average wait and preemptions per user or queue over a period"},
     {"token", RunToken,
      "corral token create --user NAME [--role user|queue-admin|admin] [--queue Q]... [--expires "
      "D]\n"

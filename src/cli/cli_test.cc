@@ -426,10 +426,12 @@ TEST(NodesTest, TableFromCannedJson) {
   n1.cpu_milli = 64000;
   n1.memory_mb = 512 * 1024;
   n1.labels = {{"rack", "r1"}, {"zone", "a"}};
-  for (int i = 0; i < 8; ++i)
-    n1.gpus.push_back({i, "u" + std::to_string(i), "H100", 81920, i / 4, true});
+  for (int i = 0; i < 4; ++i)
+    n1.gpus.push_back({i, "u" + std::to_string(i), "H100", 81920, i / 2, true});
   Json j1 = ToJson(n1);
-  j1["gpus_used"] = 5;
+  j1["gpus_used"] = 3;
+  // What the API adds where an agent measured its GPUs.
+  for (int i = 0; i < 4; ++i) j1["gpus"][i]["utilization_percent"] = i * 30;
   Node n2;
   n2.name = "cpu1";
   n2.state = NodeState::kDraining;
@@ -444,9 +446,9 @@ TEST(NodesTest, TableFromCannedJson) {
   };
   ASSERT_EQ(h.Run("nodes", {}), 0) << h.err.str();
   EXPECT_EQ(h.out.str(),
-            "NAME        STATE     GPUS  MODEL  CPUS  MEMORY  LABELS\n"
-            "gpu-node-1  ready     5/8   H100   64    512G    rack=r1,zone=a\n"
-            "cpu1        draining  0/0   -      8.5   1.5G    -\n");
+            "NAME        STATE     GPUS  MODEL  GPU-UTIL        CPUS  MEMORY  LABELS\n"
+            "gpu-node-1  ready     3/4   H100   0%,30%,60%,90%  64    512G    rack=r1,zone=a\n"
+            "cpu1        draining  0/0   -      -               8.5   1.5G    -\n");
 }
 
 TEST(QueuesTest, TableAndSetMergesCurrentValues) {

@@ -1,4 +1,5 @@
 // corral nodes, corral queues.
+#include <algorithm>
 #include <cmath>
 #include <ostream>
 #include <set>
@@ -139,9 +140,9 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
 }  // namespace
 
 std::string RenderNodesTable(const Json& nodes) {
-  Table t({"NAME", "STATE", "GPUS", "MODEL", "CPUS", "MEMORY", "LABELS"});
+  Table t({"NAME", "STATE", "GPUS", "MODEL", "GPU-UTIL", "CPUS", "MEMORY", "LABELS"});
   for (const Json& n : nodes) {
-    std::vector<std::string> models;
+    std::vector<std::string> models, util;
     size_t total = 0;
     if (auto g = n.find("gpus"); g != n.end() && g->is_array()) {
       total = g->size();
@@ -149,6 +150,11 @@ std::string RenderNodesTable(const Json& nodes) {
       for (const Json& gpu : *g) {
         std::string m = Str(gpu, "model", "");
         if (!m.empty() && seen.insert(m).second) models.push_back(m);
+        if (gpu.contains("utilization_percent")) {
+          util.push_back(std::to_string(Int(gpu, "utilization_percent")) + "%");
+        } else {
+          util.push_back("-");
+        }
       }
     }
     std::map<std::string, std::string> labels;
@@ -160,6 +166,10 @@ std::string RenderNodesTable(const Json& nodes) {
     t.AddRow({Str(n, "name"), Str(n, "state"),
               std::to_string(Int(n, "gpus_used")) + "/" + std::to_string(total),
               models.empty() ? "-" : Join(models, ","),
+              util.empty() || std::all_of(util.begin(), util.end(),
+                                          [](const std::string& u) { return u == "-"; })
+                  ? "-"
+                  : Join(util, ","),
               FormatCpus(static_cast<int32_t>(Int(n, "cpu_milli"))),
               FormatMemoryMb(Int(n, "memory_mb")), FormatLabels(labels)});
   }

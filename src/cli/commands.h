@@ -61,6 +61,8 @@ int RunNodes(const std::vector<std::string>& args, CliContext& ctx);
 int RunQueues(const std::vector<std::string>& args, CliContext& ctx);
 int RunToken(const std::vector<std::string>& args, CliContext& ctx);
 int RunEvents(const std::vector<std::string>& args, CliContext& ctx);
+int RunUsage(const std::vector<std::string>& args, CliContext& ctx);
+int RunTop(const std::vector<std::string>& args, CliContext& ctx);
 
 // `corral jobs` without the flag parsing: the matching jobs as JSON on out, or as a table.
 int ListJobsJson(CliContext& ctx, const std::string& query, size_t limit);
@@ -85,5 +87,17 @@ Result<JobRefId> ResolveJobRef(ApiClient& api, const std::string& text);
 std::string RenderJob(const Job& job, TimeMs now, bool utc);
 std::string RenderNodesTable(const Json& nodes);
 std::string RenderQueuesTable(const Json& queues);
+// A GET /v1/usage answer as a table (a TOTAL row last) or as CSV with a header line.
+std::string RenderUsageTable(const Json& report);
+std::string RenderUsageCsv(const Json& report);
+// What `corral top` shows: the head's answers to GET /v1/nodes and /v1/queues.
+struct TopSnapshot {
+  Json nodes = Json::array();
+  Json queues = Json::array();
+  uint64_t revision = 0;  // the last change seen on the event stream
+  std::string error;      // why the last refresh failed; empty: it did not
+};
+// One screen of `corral top`, cut to `width` columns and `height` lines (-1: no limit).
+std::vector<std::string> RenderTop(const TopSnapshot& snapshot, int width, int height);
 
 }  // namespace corral::cli

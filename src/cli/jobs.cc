@@ -78,6 +78,8 @@ std::string ReasonOf(const Job& j) {
     case JobState::kCancelled:
     case JobState::kSucceeded:
       return run != nullptr ? run->reason : "";
+    case JobState::kRunning:
+      return j.idle_since > 0 ? "idle" : "";  // its GPUs stayed under the head's threshold
     default:
       return "";
   }
@@ -202,6 +204,8 @@ std::string RenderJob(const Job& j, TimeMs now, bool utc) {
   if (IsTerminal(j.state)) kv("exit code", ExitCodeText(j.exit_code));
   if (j.state == JobState::kPending && !j.pending_reason.empty())
     kv("pending reason", j.pending_reason);
+  if (j.idle_since > 0)
+    kv("idle", "its GPUs have stayed under the threshold since " + when(j.idle_since));
   if (j.IsArrayElement()) {
     kv("array",
        std::to_string(j.array_id) + " index " + std::to_string(j.array_index) +

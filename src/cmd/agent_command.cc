@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -67,6 +68,10 @@ int AgentMain(std::vector<std::string> args) {
   bool allow_root_jobs = false;
   app.add_flag("--allow-root-jobs", allow_root_jobs,
                "with --run-as owner, also run jobs owned by root");
+  std::string job_map_dir;
+  app.add_option("--hpc-job-map-dir", job_map_dir,
+                 "where to write one file per GPU naming the jobs on it, for dcgm-exporter's "
+                 "--hpc-job-mapping-dir (default STATE_DIR/hpc-job-map; \"none\": off)");
   if (auto code = ParseFlags(app, std::move(args))) return *code;
   auto head = net::ParseUrl(head_url);
   if (!head.ok()) {
@@ -101,7 +106,9 @@ int AgentMain(std::vector<std::string> args) {
       std::cerr << "corral agent: " << sim.status().message() << "\n";
       return 2;
     }
-    probe = std::make_unique<agent::SimulatedGpuProbe>(sim->count, sim->model, name);
+    // Simulated GPUs report the use written to STATE_DIR/simulated-gpu-use (tests set it).
+    probe = std::make_unique<agent::SimulatedGpuProbe>(sim->count, sim->model, name,
+                                                       state_dir + "/simulated-gpu-use");
   } else {
     probe = std::make_unique<agent::NvmlGpuProbe>();
   }
@@ -109,6 +116,8 @@ int AgentMain(std::vector<std::string> args) {
   config.name = name;
   config.state_dir = state_dir;
   config.lease_ms = lease_s * kSecond;
+  if (job_map_dir.empty()) job_map_dir = state_dir + "/hpc-job-map";
+  config.job_map_dir = job_map_dir == "none" ? "" : job_map_dir;
   // Exits wake the agent at once (the monitors' FIFO); this interval only paces grace-period
   // kills and the lease check.
   config.poll_interval_ms = 100;
@@ -161,8 +170,17 @@ int AgentMain(std::vector<std::string> args) {
   BlockStopSignals();
   std::error_code ec;
   std::filesystem::create_directories(state_dir, ec);
+  // The agent serves its /metrics here too; it exists once the port is known (its address).
+  std::atomic<agent::Agent*> metrics_of{nullptr};
   net::HttpServer logs(
-      [state_dir, join_token](net::HttpRequest req, net::Responder respond) {
+      [state_dir, join_token, &metrics_of](net::HttpRequest req, net::Responder respond) {
+        if (req.path == "/metrics" && req.method == "GET") {
+          agent::Agent* a = metrics_of.load();
+          net::HttpResponse r;
+          r.content_type = "text/plain; version=0.0.4";
+          if (a != nullptr) r.body = a->RenderMetrics();
+          return respond(std::move(r));
+        }
         respond(agentnet::ServeLog(state_dir, join_token, req));
       },
       1);
@@ -177,6 +195,7 @@ int AgentMain(std::vector<std::string> args) {
       std::to_string(*port);
   agent::Agent node(config, std::move(probe),
                     std::make_unique<agentnet::HttpHeadChannel>(head_url, join_token));
+  metrics_of = &node;
   int rc = 0;
   std::thread runner([&] { rc = node.Run(); });
   std::thread stopper([&] {
@@ -188,6 +207,7 @@ int AgentMain(std::vector<std::string> args) {
   kill(getpid(), SIGTERM);
   stopper.join();
   logs.Stop();
+  metrics_of = nullptr;
   return rc;
 }
 

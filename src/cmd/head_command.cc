@@ -28,12 +28,24 @@ int HeadMain(std::vector<std::string> args) {
   app.add_option("--min-runtime-before-preempt", min_runtime,
                  "a run is not preempted before it ran this long (anti-thrashing)");
   app.add_option("--fair-share-half-life", half_life, "half-life of the usage behind fair share");
+  int32_t idle_threshold = 1;
+  std::string idle_after = "30m";
+  app.add_option("--idle-threshold", idle_threshold,
+                 "GPU utilisation percent under which a run's GPUs count as idle (0-100)");
+  app.add_option("--idle-after", idle_after,
+                 "a run whose GPUs all stay idle this long is flagged idle");
   if (auto code = ParseFlags(app, std::move(args))) return *code;
   auto hp = ListenFlag("head", listen);
   if (!hp) return 2;
   auto min_runtime_ms = ParseDuration("--min-runtime-before-preempt", min_runtime);
   auto half_life_ms = ParseDuration("--fair-share-half-life", half_life);
-  for (const auto* d : {&min_runtime_ms, &half_life_ms}) {
+  auto idle_after_ms = ParseDuration("--idle-after", idle_after);
+  if (idle_threshold < 0 || idle_threshold > 100) {
+    std::cerr << "corral head: flag '--idle-threshold': got " << idle_threshold
+              << ", want a percent from 0 to 100\n";
+    return 2;
+  }
+  for (const auto* d : {&min_runtime_ms, &half_life_ms, &idle_after_ms}) {
     if (!d->ok()) {
       std::cerr << "corral head: " << d->status().message() << "\n";
       return 2;
@@ -55,6 +67,8 @@ int HeadMain(std::vector<std::string> args) {
   config.down_after_ms = down_s * kSecond;
   config.scheduler.min_runtime_before_preempt_ms = *min_runtime_ms;
   config.scheduler.fair_share_half_life_ms = *half_life_ms;
+  config.idle_threshold_percent = idle_threshold;
+  config.idle_after_ms = *idle_after_ms;
   auto head = head::Head::Open(config, &clock);
   if (!head.ok()) {
     std::cerr << "corral head: " << head.status().ToString() << "\n";

@@ -48,6 +48,14 @@ struct RunReport {
   bool operator==(const RunReport&) const = default;
 };
 
+// One GPU's use as the agent last sampled it (NVML, or what a simulated GPU is told).
+struct GpuSample {
+  int32_t index = 0;
+  int32_t utilization_percent = 0;  // of the last sample period a kernel ran, 0-100
+  int64_t memory_used_bytes = 0;
+  bool operator==(const GpuSample&) const = default;
+};
+
 struct SyncRequest {
   std::string node;
   uint64_t agent_epoch = 0;
@@ -55,6 +63,7 @@ struct SyncRequest {
   int64_t wait_ms = 0;              // how long the head may hold the call
   std::vector<RunReport> runs;      // everything alive or exited-but-not-yet-released
   std::vector<int32_t> busy_ports;  // ports of the MASTER_PORT range something listens on
+  std::vector<GpuSample> gpu_samples;  // empty: not measured (an older agent sends none)
 };
 
 // What the head wants on this node for one replica of one run.

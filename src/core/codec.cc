@@ -171,19 +171,21 @@ Json ToJson(const Job& j) {
   for (const JobEvent& e : j.events) {
     events.push_back({{"at", e.at}, {"what", e.what}, {"reason", e.reason}});
   }
-  return Json{{"id", j.id},
-              {"owner", j.owner},
-              {"spec", ToJson(j.spec)},
-              {"state", JobStateName(j.state)},
-              {"submitted_at", j.submitted_at},
-              {"ended_at", j.ended_at},
-              {"runs", runs},
-              {"events", events},
-              {"pending_reason", j.pending_reason},
-              {"exit_code", j.exit_code},
-              {"array_id", j.array_id},
-              {"array_index", j.array_index},
-              {"array_max_running", j.array_max_running}};
+  Json out{{"id", j.id},
+           {"owner", j.owner},
+           {"spec", ToJson(j.spec)},
+           {"state", JobStateName(j.state)},
+           {"submitted_at", j.submitted_at},
+           {"ended_at", j.ended_at},
+           {"runs", runs},
+           {"events", events},
+           {"pending_reason", j.pending_reason},
+           {"exit_code", j.exit_code},
+           {"array_id", j.array_id},
+           {"array_index", j.array_index},
+           {"array_max_running", j.array_max_running}};
+  if (j.idle_since > 0) out["idle_since"] = j.idle_since;  // an observation, shown when set
+  return out;
 }
 
 Json ToJson(const Gpu& g) {
@@ -239,12 +241,19 @@ Json ToJson(const RunReport& r) {
 Json ToJson(const SyncRequest& r) {
   Json runs = Json::array();
   for (const RunReport& x : r.runs) runs.push_back(ToJson(x));
-  return Json{{"node", r.node},
-              {"agent_epoch", r.agent_epoch},
-              {"desired_version", r.desired_version},
-              {"wait_ms", r.wait_ms},
-              {"runs", runs},
-              {"busy_ports", r.busy_ports}};
+  Json j{{"node", r.node},
+         {"agent_epoch", r.agent_epoch},
+         {"desired_version", r.desired_version},
+         {"wait_ms", r.wait_ms},
+         {"runs", runs},
+         {"busy_ports", r.busy_ports}};
+  // Optional, so that heads and agents of either version understand each other.
+  for (const GpuSample& g : r.gpu_samples) {
+    j["gpu_samples"].push_back(Json{{"index", g.index},
+                                    {"utilization_percent", g.utilization_percent},
+                                    {"memory_used_bytes", g.memory_used_bytes}});
+  }
+  return j;
 }
 
 Json ToJson(const RunOrder& r) {
@@ -297,6 +306,7 @@ Result<Job> JobFromJson(const Json& j) {
       }
     }
     job.pending_reason = Get<std::string>(j, "pending_reason", "");
+    job.idle_since = Get<int64_t>(j, "idle_since", 0);
     job.exit_code = Get<int32_t>(j, "exit_code", 0);
     job.array_id = Get<JobId>(j, "array_id", 0);
     job.array_index = Get<int32_t>(j, "array_index", -1);
@@ -387,6 +397,11 @@ Result<SyncRequest> SyncRequestFromJson(const Json& j) {
       rr.peak_memory_bytes = Get<int64_t>(x, "peak_memory_bytes", 0);
       rr.cpu_ms = Get<int64_t>(x, "cpu_ms", 0);
       r.runs.push_back(rr);
+    }
+    for (const Json& x : j.value("gpu_samples", Json::array())) {
+      r.gpu_samples.push_back({x.at("index").get<int32_t>(),
+                               Get<int32_t>(x, "utilization_percent", 0),
+                               Get<int64_t>(x, "memory_used_bytes", 0)});
     }
     return r;
   });

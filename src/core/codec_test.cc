@@ -42,5 +42,31 @@ TEST(RunId, ParsesOnlyWellFormed) {
   EXPECT_EQ(ToString(RunId{5, 2}), "5.2");
 }
 
+TEST(Codec, SyncRequestGpuSamplesRoundTripAndAreOptional) {
+  SyncRequest r;
+  r.node = "n1";
+  r.agent_epoch = 3;
+  r.gpu_samples = {{0, 97, int64_t{70} << 30}, {1, 0, 0}};
+  auto back = SyncRequestFromJson(ToJson(r));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->gpu_samples, r.gpu_samples);
+  // An older agent sends none; an older head never looks: both still understand each other.
+  auto old = SyncRequestFromJson(Json::parse(R"({"node":"n1","agent_epoch":3})"));
+  ASSERT_TRUE(old.ok());
+  EXPECT_TRUE(old->gpu_samples.empty());
+  r.gpu_samples.clear();
+  EXPECT_FALSE(ToJson(r).contains("gpu_samples"));
+}
+
+TEST(Codec, IdleSinceIsShownOnlyWhenSet) {
+  Job j;
+  j.id = 1;
+  EXPECT_FALSE(ToJson(j).contains("idle_since"));
+  j.idle_since = 12345;
+  auto back = JobFromJson(ToJson(j));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->idle_since, 12345);
+}
+
 }  // namespace
 }  // namespace corral

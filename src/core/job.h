@@ -119,6 +119,8 @@ struct Job {
   JobId array_id = 0;          // an array element: the array's id (its first element's)
   int32_t array_index = -1;
   int32_t array_max_running = 0;  // at most this many elements of the array run at once
+  // Not durable, like pending_reason: its run's GPUs have all been idle since (0: not idle).
+  TimeMs idle_since = 0;
 
   bool IsArrayElement() const { return array_id != 0; }
 

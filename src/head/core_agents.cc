@@ -71,6 +71,10 @@ Result<bool> HeadCore::Report(const Caller& by, const SyncRequest& req, TimeMs n
   if (it == state_.nodes.end() || req.agent_epoch != it->second.agent_epoch) return false;
   last_heard_[req.node] = now;
   busy_ports_[req.node] = std::set<int32_t>(req.busy_ports.begin(), req.busy_ports.end());
+  if (!req.gpu_samples.empty()) {
+    gpu_samples_[req.node] = req.gpu_samples;
+    ObserveUse(req.node, now);
+  }
   NodeState st = it->second.state;
   if (st == NodeState::kUnreachable || st == NodeState::kDown) {
     SetNodeState(req.node, NodeState::kReady, "agent heard from again", now);
@@ -144,6 +148,7 @@ SyncResponse HeadCore::DesiredFor(const std::string& node) const {
 void HeadCore::Tick(TimeMs now) {
   CheckLiveness(now);
   EnforceTimeLimits(now);
+  FlagIdle(now);
   WantSchedule();
 }
 
@@ -193,8 +198,9 @@ Result<NodeView> HeadCore::SetDrain(const Caller& by, const std::string& name, b
 std::vector<NodeView> HeadCore::ListNodes() const {
   std::vector<NodeView> out;
   for (const auto& [name, node] : state_.nodes) {
-    NodeView v{node, 0, {}};
+    NodeView v{node, 0, {}, {}};
     if (auto h = last_heard_.find(name); h != last_heard_.end()) v.node.last_heartbeat = h->second;
+    if (auto g = gpu_samples_.find(name); g != gpu_samples_.end()) v.gpu_samples = g->second;
     if (auto runs = node_runs_.find(name); runs != node_runs_.end()) {
       for (JobId id : runs->second) {
         const Run& run = *state_.jobs.at(id).CurrentRun();

@@ -161,6 +161,9 @@ Result<Job> HeadCore::GetJob(const Caller& by, JobId id) const {
   Job job = it->second;
   if (!MayManageJob(by, job)) job.spec.env.clear();
   if (auto r = pending_reason_.find(id); r != pending_reason_.end()) job.pending_reason = r->second;
+  if (auto i = idle_.find(id); i != idle_.end() && job.state == JobState::kRunning) {
+    job.idle_since = i->second;
+  }
   return job;
 }
 

@@ -602,5 +602,82 @@ TEST(CoreQueues, ValidationIsTheCoresAndNamesTheField) {
             ErrorCode::kPermissionDenied);
 }
 
+TEST_P(Scenario, UsageIsComputedFromTheCoresRuns) {
+  Register("n1", 2);
+  TimeMs t0 = now();
+  Job job = Submit(Spec(2));
+  now() += 2 * kMinute;
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(job.id))}));
+  now() += kHour;
+  auto running = core().Usage(kBob, UsageBy::kUser, 2 * kHour, now());
+  ASSERT_TRUE(running.ok());
+  ASSERT_EQ(running->rows.size(), 1u);
+  EXPECT_EQ(running->rows[0].key, "ana");
+  EXPECT_DOUBLE_EQ(running->rows[0].gpu_seconds, 2 * 3600.0);  // counted up to now
+  ASSERT_TRUE(*Report("n1", {Exited(Get(job.id), 0, 0)}));
+  now() += kHour;
+  auto done = core().Usage(kBob, UsageBy::kQueue, 2 * kHour, now());
+  ASSERT_TRUE(done.ok());
+  ASSERT_EQ(done->rows.size(), 1u);
+  EXPECT_EQ(done->rows[0].key, "default");
+  EXPECT_DOUBLE_EQ(done->rows[0].gpu_seconds, 2 * 3600.0);  // no more after it ended
+  EXPECT_DOUBLE_EQ(done->rows[0].AverageWaitSeconds(), 120.0);
+  // A window that ends before the job was submitted holds nothing of it.
+  auto before = core().Usage(kBob, UsageBy::kUser, kMinute, t0 - 1);
+  ASSERT_TRUE(before.ok());
+  EXPECT_TRUE(before->rows.empty());
+  EXPECT_FALSE(core().Usage(kJoin, UsageBy::kUser, kHour, now()).ok());
+}
+
+TEST_P(Scenario, RunWhoseGpusStayIdleIsFlaggedUntilOneGetsBusy) {
+  if (GetParam()) GTEST_SKIP() << "GPU samples are observations: a recovered head starts over";
+  Register("n1", 4);
+  Job job = Submit(Spec(2));
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(job.id))}));
+  std::vector<int32_t> held = Desired("n1").at(0).gpus;
+  // One sync with its GPUs at `mine` percent and the node's other GPUs at `others`.
+  auto sample = [&](int32_t mine, int32_t others) {
+    SyncRequest req;
+    req.node = "n1";
+    req.agent_epoch = epochs_["n1"];
+    req.runs = {Running(Get(job.id))};
+    for (int32_t i = 0; i < 4; ++i) {
+      bool its = std::find(held.begin(), held.end(), i) != held.end();
+      req.gpu_samples.push_back({i, its ? mine : others, 0});
+    }
+    ASSERT_TRUE(*core().Report(Caller::Node("n1"), req, now()));
+    Step();
+  };
+  const DurationMs after = core().config().idle_after_ms;
+  ASSERT_GT(after, 0);
+  TimeMs t0 = now();
+  sample(0, 90);  // its GPUs idle, the others busy: its clock starts
+  now() += after - kSecond;
+  sample(0, 90);
+  core().Tick(now());
+  EXPECT_EQ(Get(job.id).idle_since, 0) << "not idle for long enough yet";
+  EXPECT_TRUE(core().idle_runs().empty());
+  now() += 2 * kSecond;
+  core().Tick(now());
+  EXPECT_EQ(Get(job.id).idle_since, t0);
+  EXPECT_EQ(core().idle_runs().size(), 1u);
+  // At the threshold is not under it: busy again, and the clock starts over.
+  sample(core().config().idle_threshold_percent, 0);
+  EXPECT_EQ(Get(job.id).idle_since, 0);
+  TimeMs t1 = now();
+  sample(0, 0);
+  now() += after;
+  sample(0, 0);  // still idle (and the node still heard from: liveness is checked, too)
+  core().Tick(now());
+  EXPECT_EQ(Get(job.id).idle_since, t1);
+  // A run that ends is idle no more.
+  ASSERT_TRUE(*Report("n1", {Exited(Get(job.id), 0, 0)}));
+  core().Tick(now());
+  EXPECT_EQ(Get(job.id).idle_since, 0);
+  EXPECT_TRUE(core().idle_runs().empty());
+}
+
 }  // namespace
 }  // namespace corral::head

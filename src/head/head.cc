@@ -14,6 +14,8 @@ CoreConfig ToCoreConfig(const HeadConfig& c) {
   core.checkpoint_root = c.checkpoint_root;
   core.unreachable_after_ms = c.unreachable_after_ms;
   core.down_after_ms = c.down_after_ms;
+  core.idle_threshold_percent = c.idle_threshold_percent;
+  core.idle_after_ms = c.idle_after_ms;
   core.scheduler = c.scheduler;
   return core;
 }
@@ -363,6 +365,14 @@ void Head::ListJobs(std::string bearer, JobFilter f, Callback<std::vector<Job>> 
                             });
 }
 
+void Head::Usage(std::string bearer, UsageBy group, DurationMs since_ms,
+                 Callback<UsageReport> done) {
+  Command<UsageReport>(std::move(bearer), std::move(done),
+                       [this, group, since_ms](const Caller& by, TimeMs now) {
+                         return core_.Usage(by, group, since_ms, now);
+                       });
+}
+
 void Head::ListNodes(std::string bearer, Callback<std::vector<NodeView>> done) {
   Command<std::vector<NodeView>>(std::move(bearer), std::move(done), [this](const Caller&, TimeMs) {
     return Result<std::vector<NodeView>>(core_.ListNodes());
@@ -505,6 +515,8 @@ void Head::DescribeMetrics() {
   m.Describe("corral_queue_gpus_allocated", T::kGauge, "GPUs held by the runs of each queue.");
   m.Describe("corral_queue_gpu_quota", T::kGauge, "Guaranteed GPUs of each queue.");
   m.Describe("corral_nodes", T::kGauge, "Nodes by state.");
+  m.Describe("corral_idle_runs", T::kGauge,
+             "Running runs whose GPUs have all stayed under the idle threshold long enough.");
   m.Describe("corral_gpus", T::kGauge, "GPUs by state (allocated, idle, unavailable).");
   m.Describe("corral_queue_gpu_seconds_total", T::kCounter,
              "GPU-seconds used by each queue's finished runs.");
@@ -558,6 +570,7 @@ void Head::RenderMetrics(Callback<std::string> done) {
       m.Clear(g);
     }
     m.Set("corral_head_epoch", {}, static_cast<double>(s.epoch));
+    m.Set("corral_idle_runs", {}, static_cast<double>(core_.idle_runs().size()));
     m.Set("corral_state_revision", {}, static_cast<double>(durable_revision_));
     std::map<std::string, int64_t> by_state;
     std::map<std::pair<std::string, std::string>, int64_t> pending;

@@ -41,6 +41,8 @@ struct HeadConfig {
   DurationMs down_after_ms = 60 * kSecond;
   DurationMs max_sync_hold_ms = 20 * kSecond;  // also held to a third of unreachable_after
   DurationMs tick_ms = 500;
+  int32_t idle_threshold_percent = 1;  // see CoreConfig
+  DurationMs idle_after_ms = 30 * kMinute;
   sched::SchedulerConfig scheduler;
   DurabilityConfig durability;
   size_t event_buffer = 20000;  // durable changes kept in memory for the event stream
@@ -88,6 +90,7 @@ class Head {
   void GetJobForLogs(std::string bearer, JobId id, Callback<Job> done);
   void ListJobs(std::string bearer, JobFilter filter, Callback<std::vector<Job>> done);
   void ListNodes(std::string bearer, Callback<std::vector<NodeView>> done);
+  void Usage(std::string bearer, UsageBy group, DurationMs since_ms, Callback<UsageReport> done);
   void GetNode(std::string bearer, std::string name, Callback<Node> done);
   void SetDrain(std::string bearer, std::string node, bool drain, Callback<NodeView> done);
   void ListQueues(std::string bearer, Callback<std::vector<QueueView>> done);

@@ -18,6 +18,7 @@
 #include "core/agent_protocol.h"
 #include "core/identity.h"
 #include "core/task_env.h"
+#include "core/usage.h"
 #include "head/cluster_state.h"
 #include "sched/scheduler.h"
 
@@ -29,6 +30,9 @@ struct CoreConfig {
   DurationMs down_after_ms = 60 * kSecond;
   int32_t master_port_lo = 29500;  // MASTER_PORT range on a node
   int32_t master_port_hi = 29999;
+  // A running run whose GPUs all stay under this utilisation for idle_after_ms is idle.
+  int32_t idle_threshold_percent = 1;
+  DurationMs idle_after_ms = 30 * kMinute;
   sched::SchedulerConfig scheduler;
 };
 
@@ -45,6 +49,7 @@ struct NodeView {
   Node node;
   int32_t gpus_used = 0;
   std::vector<std::string> runs;
+  std::vector<GpuSample> gpu_samples;  // as the agent last reported; empty: not measured
 };
 
 struct QueueView {
@@ -98,6 +103,9 @@ class HeadCore {
   // The job, if `by` may read its output (its owner, its queue's admins, admins).
   Result<Job> GetJobForLogs(const Caller& by, JobId id) const;
   std::vector<Job> ListJobs(const Caller& by, const JobFilter& filter) const;
+  // GPU-hours, jobs, wait and preemptions per user or queue over [now - since, now]
+  // (core_usage.cc).
+  Result<UsageReport> Usage(const Caller& by, UsageBy group, DurationMs since_ms, TimeMs now) const;
 
   // --- cluster ---
   std::vector<NodeView> ListNodes() const;
@@ -133,6 +141,8 @@ class HeadCore {
   const ClusterState& state() const { return state_; }
   const std::map<JobId, std::string>& pending_reasons() const { return pending_reason_; }
   const std::set<JobId>& active_jobs() const { return active_jobs_; }
+  // Runs flagged idle at the last Tick or report (core_idle.cc), by job.
+  const std::map<JobId, TimeMs>& idle_runs() const { return idle_; }
   uint64_t revision() const { return state_.revision; }
   const CoreConfig& config() const { return config_; }
 
@@ -160,6 +170,10 @@ class HeadCore {
   void MaybeFinishRun(const Job& job, TimeMs now);
   void FinishRun(const Job& job, RunState state, const std::string& reason, TimeMs now);
   void EnforceTimeLimits(TimeMs now);
+  // Idle GPUs (core_idle.cc): what a node's samples say of each run there, then which runs
+  // have been idle long enough to flag.
+  void ObserveUse(const std::string& node, TimeMs now);
+  void FlagIdle(TimeMs now);
   void CheckLiveness(TimeMs now);
   void LoseNode(const Node& node, TimeMs now);
   void SetNodeState(const std::string& node, NodeState state, const std::string& reason,
@@ -182,16 +196,22 @@ class HeadCore {
   std::map<std::string, uint64_t> node_version_;      // desired-state version per node
   // Observations, not state: ports something listens on, per node, from its last sync.
   std::map<std::string, std::set<int32_t>> busy_ports_;
-  std::map<std::string, TimeMs> last_heard_;     // liveness: the last sync received
-  std::map<JobId, std::string> pending_reason_;  // as the scheduler last said
-  std::set<JobId> held_;                         // pending, not in the scheduler
-  std::map<JobId, std::set<JobId>> array_held_;  // array -> elements over its %P
-  std::map<JobId, int32_t> array_live_;          // array -> elements pending or active
-  std::map<JobId, std::set<JobId>> waiting_on_;  // job -> held jobs depending on it
-  std::set<JobId> singletons_;                   // held by singleton
-  std::set<JobId> recheck_;                      // held jobs to evaluate again
-  std::set<JobId> release_arrays_;               // arrays with room again
-  std::map<JobId, std::string> doomed_;          // held jobs whose dependency failed
+  std::map<std::string, TimeMs> last_heard_;          // liveness: the last sync received
+  std::map<JobId, std::string> pending_reason_;       // as the scheduler last said
+  std::set<JobId> held_;                              // pending, not in the scheduler
+  std::map<JobId, std::set<JobId>> array_held_;       // array -> elements over its %P
+  std::map<JobId, int32_t> array_live_;               // array -> elements pending or active
+  std::map<JobId, std::set<JobId>> waiting_on_;       // job -> held jobs depending on it
+  std::set<JobId> singletons_;                        // held by singleton
+  std::set<JobId> recheck_;                           // held jobs to evaluate again
+  std::set<JobId> release_arrays_;                    // arrays with room again
+  std::map<JobId, std::string> doomed_;               // held jobs whose dependency failed
+
+  // Observations of GPU use (core_idle.cc): each node's last samples; per run and node, since
+  // when the run's GPUs there have all been under the threshold; runs idle long enough.
+  std::map<std::string, std::vector<GpuSample>> gpu_samples_;
+  std::map<RunId, std::map<std::string, TimeMs>> low_since_;
+  std::map<JobId, TimeMs> idle_;  // job -> idle since
   bool settling_ = false;
   bool schedule_wanted_ = false;
 

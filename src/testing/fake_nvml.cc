@@ -2,6 +2,7 @@
 // read at nvmlInit_v2:
 //   FAKE_NVML_GPUS="A100:40960,H100:81559:1"   NAME:MEMORY_MIB[:NUMA_NODE], comma separated
 //   FAKE_NVML_INIT_ERROR=N                      nvmlInit_v2 returns N (e.g. 9: driver not loaded)
+//   FAKE_NVML_USE="35:1024,0:0"                 UTIL_PERCENT:USED_MIB per GPU (default 0:0)
 // Device names are reported as "NVIDIA <NAME>", UUIDs as "GPU-fake-<index>".
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,8 @@ struct FakeGpu {
   char name[64];
   unsigned long long memory_mib;
   unsigned numa;
+  unsigned util;
+  unsigned long long used_mib;
 };
 FakeGpu g_gpus[kMaxGpus];
 unsigned g_count = 0;
@@ -40,7 +43,20 @@ void Load() {
     std::snprintf(g.name, sizeof(g.name), "NVIDIA %s", item);
     g.memory_mib = mem != nullptr ? std::strtoull(mem, nullptr, 10) : 0;
     g.numa = numa != nullptr ? static_cast<unsigned>(std::strtoul(numa, nullptr, 10)) : 0;
+    g.util = 0;
+    g.used_mib = 0;
     ++g_count;
+  }
+  const char* use = std::getenv("FAKE_NVML_USE");
+  if (use == nullptr) return;
+  std::snprintf(buf, sizeof(buf), "%s", use);
+  unsigned i = 0;
+  for (char* item = strtok_r(buf, ",", &save); item != nullptr && i < g_count;
+       item = strtok_r(nullptr, ",", &save), ++i) {
+    char* used = std::strchr(item, ':');
+    if (used != nullptr) *used++ = '\0';
+    g_gpus[i].util = static_cast<unsigned>(std::strtoul(item, nullptr, 10));
+    g_gpus[i].used_mib = used != nullptr ? std::strtoull(used, nullptr, 10) : 0;
   }
 }
 
@@ -105,8 +121,20 @@ int nvmlDeviceGetMemoryInfo(void* device, Memory* memory) {
   unsigned i = 0;
   if (!Index(device, &i)) return kInvalidArgument;
   memory->total = g_gpus[i].memory_mib * 1024ULL * 1024ULL;
-  memory->used = 0;
-  memory->free = memory->total;
+  memory->used = g_gpus[i].used_mib * 1024ULL * 1024ULL;
+  memory->free = memory->total - memory->used;
+  return kSuccess;
+}
+
+struct Utilization {
+  unsigned gpu, memory;
+};
+
+int nvmlDeviceGetUtilizationRates(void* device, Utilization* util) {
+  unsigned i = 0;
+  if (!Index(device, &i)) return kInvalidArgument;
+  util->gpu = g_gpus[i].util;
+  util->memory = 0;
   return kSuccess;
 }
 

@@ -1,0 +1,112 @@
+#include "agent/gpu_monitor.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace corral::agent {
+namespace {
+
+constexpr double kBytesPerMib = 1024.0 * 1024.0;
+
+}  // namespace
+
+GpuMonitor::GpuMonitor(GpuProbe* probe, std::string job_map_dir)
+    : probe_(probe), job_map_dir_(std::move(job_map_dir)) {
+  using T = MetricsRegistry::Type;
+  metrics_.Describe("corral_gpu_utilization_ratio", T::kGauge,
+                    "Fraction of the last sample period a kernel ran on the GPU (NVML).");
+  metrics_.Describe("corral_gpu_memory_used_bytes", T::kGauge, "GPU memory in use.");
+  metrics_.Describe("corral_gpu_memory_total_bytes", T::kGauge, "GPU memory in all.");
+  metrics_.Describe("corral_gpu_runs", T::kGauge, "Runs this agent placed on the GPU.");
+}
+
+void GpuMonitor::SetGpus(std::vector<Gpu> gpus) {
+  std::lock_guard lock(mu_);
+  gpus_ = std::move(gpus);
+}
+
+std::vector<GpuSample> GpuMonitor::Sample() {
+  std::lock_guard lock(mu_);
+  if (gpus_.empty()) return {};
+  Result<std::vector<GpuSample>> samples = probe_->Sample();
+  if (!samples.ok()) {
+    spdlog::warn("GPU sample failed: {}", samples.status().ToString());
+    return {};
+  }
+  UpdateGauges(*samples);
+  return std::move(*samples);
+}
+
+void GpuMonitor::UpdateGauges(const std::vector<GpuSample>& samples) {
+  // Recomputed from scratch: a GPU that stopped answering drops out rather than keeping its
+  // last value.
+  for (const char* name : {"corral_gpu_utilization_ratio", "corral_gpu_memory_used_bytes",
+                           "corral_gpu_memory_total_bytes", "corral_gpu_runs"}) {
+    metrics_.Clear(name);
+  }
+  for (const Gpu& g : gpus_) {
+    MetricLabels labels = {{"gpu", std::to_string(g.index)}, {"uuid", g.uuid}};
+    metrics_.Set("corral_gpu_memory_total_bytes", labels,
+                 static_cast<double>(g.memory_mb) * kBytesPerMib);
+    auto held = runs_per_gpu_.find(g.index);
+    metrics_.Set("corral_gpu_runs", labels, held == runs_per_gpu_.end() ? 0 : held->second);
+    for (const GpuSample& s : samples) {
+      if (s.index != g.index) continue;
+      metrics_.Set("corral_gpu_utilization_ratio", labels, s.utilization_percent / 100.0);
+      metrics_.Set("corral_gpu_memory_used_bytes", labels,
+                   static_cast<double>(s.memory_used_bytes));
+    }
+  }
+}
+
+std::string GpuMonitor::RenderMetrics() {
+  (void)Sample();
+  return metrics_.Render();
+}
+
+void GpuMonitor::MapJobs(const std::map<int32_t, std::set<JobId>>& holders) {
+  std::lock_guard lock(mu_);
+  runs_per_gpu_.clear();
+  for (const auto& [index, jobs] : holders)
+    runs_per_gpu_[index] = static_cast<int32_t>(jobs.size());
+  if (job_map_dir_.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(job_map_dir_, ec);
+  if (ec) {
+    spdlog::warn("cannot create the job mapping directory {}: {}", job_map_dir_, ec.message());
+    return;
+  }
+  for (const Gpu& g : gpus_) {
+    std::string path = job_map_dir_ + "/" + std::to_string(g.index);
+    auto held = holders.find(g.index);
+    if (held == holders.end() || held->second.empty()) {
+      if (mapped_.erase(g.index) > 0 || !map_cleaned_) std::filesystem::remove(path, ec);
+      continue;
+    }
+    std::string content;
+    for (JobId id : held->second) content += std::to_string(id) + "\n";
+    auto it = mapped_.find(g.index);
+    if (it != mapped_.end() && it->second == content) continue;
+    // A dot name, so that an exporter listing the directory never takes it for a GPU.
+    std::string tmp = job_map_dir_ + "/." + std::to_string(g.index) + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::trunc);
+      out << content;
+      if (!out.flush()) {
+        spdlog::warn("cannot write {}", tmp);
+        continue;
+      }
+    }
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) {
+      spdlog::warn("cannot rename {}: {}", tmp, ec.message());
+      continue;
+    }
+    mapped_[g.index] = content;
+  }
+  map_cleaned_ = true;
+}
+
+}  // namespace corral::agent

@@ -1,0 +1,103 @@
+#include "core/usage.h"
+
+#include <algorithm>
+
+namespace corral {
+
+const char* UsageByName(UsageBy by) { return by == UsageBy::kUser ? "user" : "queue"; }
+
+Result<UsageBy> ParseUsageBy(const std::string& field, const std::string& text) {
+  if (text == "user") return UsageBy::kUser;
+  if (text == "queue") return UsageBy::kQueue;
+  return InvalidArgument(field + ": got \"" + text + "\", want user or queue");
+}
+
+double RunGpuSecondsIn(const Run& run, TimeMs from, TimeMs to) {
+  if (run.started_at <= 0) return 0;  // never ran: it held GPUs only while being set up
+  TimeMs end = IsRunOver(run.state) ? run.ended_at : to;
+  TimeMs lo = std::max(run.started_at, from);
+  TimeMs hi = std::min(end, to);
+  if (hi <= lo) return 0;
+  int64_t milli = 0;
+  for (const ReplicaPlacement& p : run.placement) {
+    for (const GpuShare& s : Shares(p)) milli += s.milli;
+  }
+  return static_cast<double>(milli) / kGpuMilli * static_cast<double>(hi - lo) / kSecond;
+}
+
+void UsageAccumulator::Add(const Job& job) {
+  auto in = [&](TimeMs t) { return t > 0 && t >= from_ && t <= to_; };
+  double gpu_seconds = 0;
+  int64_t preemptions = 0;
+  bool ran_in = false;
+  TimeMs first_start = 0;
+  for (const Run& r : job.runs) {
+    if (r.started_at > 0 && first_start == 0) first_start = r.started_at;
+    if (r.started_at > 0 && r.started_at <= to_ && (!IsRunOver(r.state) || r.ended_at >= from_)) {
+      ran_in = true;
+    }
+    gpu_seconds += RunGpuSecondsIn(r, from_, to_);
+    if (r.state == RunState::kPreempted && in(r.ended_at)) ++preemptions;
+  }
+  bool submitted_in = in(job.submitted_at);
+  bool started_in = in(first_start);
+  if (!submitted_in && !ran_in && preemptions == 0) return;
+  const std::string& key = by_ == UsageBy::kUser ? job.owner : job.spec.queue;
+  UsageRow& row = rows_[key];
+  row.key = key;
+  row.gpu_seconds += gpu_seconds;
+  row.jobs += 1;
+  row.preemptions += preemptions;
+  if (started_in) {
+    row.started += 1;
+    row.wait_seconds += static_cast<double>(first_start - job.submitted_at) / kSecond;
+  }
+}
+
+UsageReport UsageAccumulator::Finish() const {
+  UsageReport out;
+  out.by = by_;
+  out.from = from_;
+  out.to = to_;
+  out.total.key = "total";
+  for (const auto& [key, row] : rows_) {
+    out.rows.push_back(row);
+    out.total.gpu_seconds += row.gpu_seconds;
+    out.total.jobs += row.jobs;
+    out.total.started += row.started;
+    out.total.wait_seconds += row.wait_seconds;
+    out.total.preemptions += row.preemptions;
+  }
+  std::stable_sort(out.rows.begin(), out.rows.end(), [](const UsageRow& a, const UsageRow& b) {
+    return a.gpu_seconds > b.gpu_seconds;  // ties keep the map's order: by key
+  });
+  return out;
+}
+
+UsageReport ComputeUsage(const std::vector<Job>& jobs, UsageBy by, TimeMs from, TimeMs to) {
+  UsageAccumulator acc(by, from, to);
+  for (const Job& j : jobs) acc.Add(j);
+  return acc.Finish();
+}
+
+Json ToJson(const UsageRow& row) {
+  return Json{{"key", row.key},
+              {"gpu_seconds", row.gpu_seconds},
+              {"gpu_hours", row.gpu_seconds / 3600.0},
+              {"jobs", row.jobs},
+              {"started", row.started},
+              {"avg_wait_seconds", row.AverageWaitSeconds()},
+              {"preemptions", row.preemptions}};
+}
+
+Json ToJson(const UsageReport& report) {
+  Json rows = Json::array();
+  for (const UsageRow& r : report.rows) rows.push_back(ToJson(r));
+  return Json{{"by", UsageByName(report.by)},
+              {"from", report.from},
+              {"to", report.to},
+              {"rows", rows},
+              {"total", ToJson(report.total)}};
+}
+
+}  // namespace corral

@@ -1,0 +1,68 @@
+// Usage accounting (DESIGN §11, like Slurm's `sreport`): GPU-hours, jobs, average wait and
+// preemptions per user or per queue over a period, computed from the jobs' runs. A pure
+// function of the jobs and the period: the head feeds it its jobs, tests feed it hand-built
+// ones. Any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/codec.h"
+#include "core/job.h"
+#include "core/status.h"
+
+namespace corral {
+
+enum class UsageBy { kUser, kQueue };
+const char* UsageByName(UsageBy by);
+// "user" or "queue"; an InvalidArgument naming `field` otherwise.
+Result<UsageBy> ParseUsageBy(const std::string& field, const std::string& text);
+
+// The figures of one user or queue over the period [from, to].
+struct UsageRow {
+  std::string key;  // the user or the queue
+  // GPU-seconds: each run's GPUs (milli-GPUs / 1000) times the part of the run that lies in
+  // the period. A run still going counts up to `to`.
+  double gpu_seconds = 0;
+  int64_t jobs = 0;         // jobs submitted in the period, or that ran in it
+  int64_t started = 0;      // jobs whose first run started in the period
+  double wait_seconds = 0;  // summed over `started`: first start minus submit
+  int64_t preemptions = 0;  // runs preempted (ended) in the period
+
+  double AverageWaitSeconds() const { return started ? wait_seconds / started : 0; }
+  bool operator==(const UsageRow&) const = default;
+};
+
+struct UsageReport {
+  UsageBy by = UsageBy::kUser;
+  TimeMs from = 0;
+  TimeMs to = 0;
+  std::vector<UsageRow> rows;  // most GPU-seconds first, then by key
+  UsageRow total;              // key "total"
+};
+
+// Adds up jobs one at a time, so a caller holding jobs in a map need not copy them.
+class UsageAccumulator {
+ public:
+  // REQUIRES: from <= to.
+  UsageAccumulator(UsageBy by, TimeMs from, TimeMs to) : by_(by), from_(from), to_(to) {}
+  void Add(const Job& job);
+  UsageReport Finish() const;
+
+ private:
+  UsageBy by_;
+  TimeMs from_, to_;
+  std::map<std::string, UsageRow> rows_;
+};
+
+UsageReport ComputeUsage(const std::vector<Job>& jobs, UsageBy by, TimeMs from, TimeMs to);
+
+// GPU-seconds of one run inside [from, to]; a run not over counts up to `to`.
+double RunGpuSecondsIn(const Run& run, TimeMs from, TimeMs to);
+
+Json ToJson(const UsageRow& row);
+Json ToJson(const UsageReport& report);
+
+}  // namespace corral
