@@ -116,6 +116,29 @@ TEST_F(Security, JobsRunAsTheirOwnersWhoseFilesAndOutputAreTheirsAlone) {
   EXPECT_EQ(bob_logs.exit_code, 1);
   EXPECT_NE(bob_logs.err.find("permission denied"), std::string::npos) << bob_logs.err;
   EXPECT_EQ(bob_logs.out, "");
+  // Both refusals and the admin's token grants are in the audit log, one JSON object a line.
+  {
+    std::ifstream audit(c.dir() + "/audit.log");
+    int refusals = 0, grants = 0;
+    for (std::string line; std::getline(audit, line);) {
+      Json rec = Json::parse(line, nullptr, false);
+      ASSERT_TRUE(rec.is_object()) << line;
+      if (rec.value("status", 0) == 403 &&
+          rec.value("request", "") == "GET /v1/jobs/" + id + "/logs") {
+        ++refusals;
+        EXPECT_EQ(rec.value("from", "").rfind("127.0.0.1:", 0), 0u) << line;
+        EXPECT_NE(rec.value("reason", "").find("owner (" + std::string(kUserA) + ")"),
+                  std::string::npos)
+            << line;
+      }
+      if (rec.value("what", "") == "token_issued" && rec.value("role", "") == "admin") ++grants;
+    }
+    EXPECT_GE(refusals, 1);
+    EXPECT_GE(grants, 2) << "both tokens the admin created are audited";
+  }
+  struct stat audit_st {};
+  ASSERT_EQ(stat((c.dir() + "/audit.log").c_str(), &audit_st), 0);
+  EXPECT_EQ(audit_st.st_mode & 0777, 0600u);
   auto admin_logs = c.Corral({"logs", id});
   EXPECT_EQ(admin_logs.exit_code, 0) << admin_logs.err;
   EXPECT_EQ(FirstLine(admin_logs.out), kUserA);

@@ -158,11 +158,23 @@ void ApiService::Handle(HttpRequest req, Responder respond) {
   auto t0 = std::chrono::steady_clock::now();
   std::vector<std::string> parts = SplitPath(req.path);
   respond = [head = head_, route = RouteOf(req.method, parts), t0,
+             request = req.method + " " + req.path, from = req.remote,
              respond = std::move(respond)](HttpResponse r) {
     head->metrics().Observe(
         "corral_api_request_duration_seconds",
         {{"route", route}, {"code", std::to_string(r.status)}},
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (r.status == 401 || r.status == 403) {  // every refusal is audited, with where it came from
+      Json body = Json::parse(r.body, nullptr, false);
+      std::string why = body.is_object() && body.contains("error") && body["error"].is_object()
+                            ? body["error"].value("message", "")
+                            : "";
+      head->Audit(Json{{"at", SystemClock().Now()},
+                       {"from", from},
+                       {"request", request},
+                       {"status", r.status},
+                       {"reason", why}});
+    }
     respond(std::move(r));
   };
   Route(std::move(req), parts, std::move(respond));

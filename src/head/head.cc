@@ -39,8 +39,13 @@ Result<std::unique_ptr<Head>> Head::Open(HeadConfig config, const Clock* clock) 
   if (!admin.ok()) return admin.status();
   auto join = LoadOrCreateToken(config.state_dir + "/join.token", random->Secret());
   if (!join.ok()) return join.status();
+  auto audit = AuditLog::Open(config.state_dir + "/audit.log");
+  if (!audit.ok()) return audit.status();
   auto head = Create(std::move(config), std::move(*store), clock, random.get(), {*admin, *join});
-  if (head.ok()) (*head)->owned_random_ = std::move(random);
+  if (head.ok()) {
+    (*head)->owned_random_ = std::move(random);
+    (*head)->audit_ = std::move(*audit);
+  }
   return head;
 }
 
@@ -134,8 +139,28 @@ void Head::Tick() {
 
 // --- durability ---
 
+// What an admin or a queue admin changed: who, what, when, which revision. Their reads and
+// everyone else's changes are in the change log already; this is the short list to review.
+void Head::AuditIfPrivileged(const Change& c) {
+  if (!audit_ || c.by.kind != Caller::Kind::kUser || c.by.role == Role::kUser) return;
+  Json change = EventJson(c, Caller::System());
+  Json record{{"at", c.at},
+              {"rev", c.revision},
+              {"who", c.by.name},
+              {"role", RoleName(c.by.role)},
+              {"what", ChangeName(c.what)},
+              {change.value("kind", "object"), change.value("key", Json())}};
+  if (change.contains("reason")) record["reason"] = change["reason"];
+  if (const auto* t = std::get_if<TokenIssued>(&c.what)) {
+    record["for"] = t->credential.who.name;
+    record["role_granted"] = RoleName(t->credential.who.role);
+  }
+  audit_->Write(record);
+}
+
 void Head::Drain() {
   CoreOutput out = core_.TakeOutput();
+  for (const Change& c : out.changes) AuditIfPrivileged(c);
   if (!out.changes.empty()) {
     log_.Append(out.changes, &next_edits_);
     for (Change& c : out.changes) next_changes_.push_back(std::move(c));

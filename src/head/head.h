@@ -25,6 +25,7 @@
 #include "core/agent_protocol.h"
 #include "core/metrics.h"
 #include "core/time.h"
+#include "head/audit_log.h"
 #include "head/commit_pipeline.h"
 #include "head/durability.h"
 #include "head/head_core.h"
@@ -124,6 +125,10 @@ class Head {
   void RenderMetrics(Callback<std::string> done);
   // Where other parts of the head process (the API) record their own metrics. Thread-safe.
   MetricsRegistry& metrics() { return metrics_; }
+  // Appends to the audit log, where the head keeps one (Open does); any thread.
+  void Audit(const Json& record) {
+    if (audit_) audit_->Write(record);
+  }
 
  private:
   struct Parked {
@@ -159,6 +164,7 @@ class Head {
   void DescribeMetrics();
   void CountDurable(const Change& c);  // counters and histograms fed by committed changes
   void AnswerWatchers();
+  void AuditIfPrivileged(const Change& c);
   void Tick();
   void Post(std::function<void()> fn);
 
@@ -167,6 +173,7 @@ class Head {
   const Clock* clock_;
   RandomSource* random_;
   std::unique_ptr<RandomSource> owned_random_;  // Open's /dev/urandom
+  std::unique_ptr<AuditLog> audit_;             // Open's STATE_DIR/audit.log
   Tokens tokens_;
   uint64_t epoch_ = 0;
 
