@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cluster_fixture.h"
 
@@ -247,6 +248,78 @@ TEST_F(Security, CgroupsCapMemoryAndLeaveNothingBehindACancel) {
   for (const char* root : {"/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids", "/sys/fs/cgroup"}) {
     EXPECT_FALSE(std::filesystem::exists(root + group)) << "the run's cgroup is removed";
   }
+}
+
+// Limits: over them, a clear error with its HTTP status, and nothing stored.
+TEST(Limits, OversizedSpecsPendingCapsAndFloodsAreRefusedAndChangeNothing) {
+  LocalCluster c("limits", 1, 2);
+  std::vector<std::string> env_flags;
+  for (int i = 0; i < 1100; ++i) {
+    env_flags.push_back("--env");
+    env_flags.push_back("V" + std::to_string(i) + "=x");
+  }
+  std::vector<std::string> submit = {"submit"};
+  submit.insert(submit.end(), env_flags.begin(), env_flags.end());
+  submit.insert(submit.end(), {"--", "true"});
+  auto big = c.Corral(submit);
+  EXPECT_EQ(big.exit_code, 2) << "the CLI checks the spec before sending it";
+  EXPECT_NE(big.err.find("field 'env': 1100 variables"), std::string::npos) << big.err;
+  // The head refuses it too, whoever sends it.
+  Json env = Json::object();
+  for (int i = 0; i < 1100; ++i) env["V" + std::to_string(i)] = "x";
+  std::string spec = Json{{"spec", {{"command", {"true"}}, {"env", env}}}}.dump();
+  auto direct = RunCommand(
+      {"/usr/bin/curl", "-s", "-w", "\n%{http_code}", "-H", "Authorization: Bearer " + c.token(),
+       "-H", "Content-Type: application/json", "--data-binary", spec, c.addr() + "/v1/jobs"});
+  EXPECT_NE(direct.out.find("field 'env': 1100 variables"), std::string::npos) << direct.out;
+  EXPECT_EQ(direct.out.substr(direct.out.rfind('\n') + 1), "400") << direct.out;
+  {
+    std::ofstream body(c.dir() + "/huge.json");
+    body << Json{{"spec", {{"command", {"echo", std::string(200 << 10, 'x')}}}}}.dump();
+  }
+  auto huge = RunCommand({"/usr/bin/curl", "-s", "-w", "\n%{http_code}", "-H",
+                          "Authorization: Bearer " + c.token(), "--data-binary",
+                          "@" + c.dir() + "/huge.json", c.addr() + "/v1/jobs"});
+  EXPECT_NE(huge.out.find("field 'command'"), std::string::npos) << huge.out.substr(0, 300);
+  EXPECT_EQ(huge.out.substr(huge.out.rfind('\n') + 1), "400");
+  auto jobs = c.Corral({"jobs", "-o", "json"});
+  EXPECT_EQ(Json::parse(jobs.out, nullptr, false).size(), 0u) << jobs.out;
+
+  ASSERT_EQ(c.Corral({"queues", "set", "default", "--max-pending-per-user", "2"}).exit_code, 0);
+  c.Submit({"--gpus", "2", "--", "sleep", "60"});  // runs
+  ASSERT_TRUE(WaitUntil(30000, [&] {
+    return c.Corral({"jobs", "--state", "running", "-o", "json"}).out.find("\"id\"") !=
+           std::string::npos;
+  }));
+  c.Submit({"--gpus", "2", "--", "true"});  // pending
+  c.Submit({"--gpus", "2", "--", "true"});  // pending
+  auto third = c.Corral({"submit", "--gpus", "2", "--", "true"});
+  EXPECT_EQ(third.exit_code, 1);
+  EXPECT_NE(third.err.find("has 2 jobs pending in queue 'default'"), std::string::npos)
+      << third.err;
+  auto bad_flag = c.Corral({"queues", "set", "default", "--max-pending-per-user", "lots"});
+  EXPECT_EQ(bad_flag.exit_code, 2);
+  EXPECT_NE(bad_flag.err.find("--max-pending-per-user"), std::string::npos) << bad_flag.err;
+}
+
+TEST(Limits, AFloodFromOneTokenGets429WithAJsonError) {
+  LocalCluster c("ratelimit", 1, 2, {"--rate-limit", "5"});
+  std::vector<std::string> argv = {
+      "/usr/bin/curl", "-s", "-H", "Authorization: Bearer " + c.token(), "-w", "\n%{http_code}\n"};
+  for (int i = 0; i < 40; ++i) argv.push_back(c.addr() + "/v1/nodes");
+  auto r = RunCommand(argv);
+  int ok = 0, limited = 0;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    ok += line == "200";
+    limited += line == "429";
+  }
+  EXPECT_GE(limited, 20) << r.out;
+  EXPECT_GE(ok, 5);
+  EXPECT_NE(r.out.find("\"resource_exhausted\""), std::string::npos) << r.out;
+  auto health = RunCommand(
+      {"/usr/bin/curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", c.addr() + "/healthz"});
+  EXPECT_EQ(health.out, "200") << "health checks are never limited";
 }
 
 }  // namespace

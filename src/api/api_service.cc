@@ -39,6 +39,8 @@ int HttpStatusFor(ErrorCode code) {
     case ErrorCode::kAlreadyExists:
     case ErrorCode::kFailedPrecondition:
       return 409;
+    case ErrorCode::kResourceExhausted:
+      return 429;
     case ErrorCode::kUnavailable:
       return 503;
     case ErrorCode::kInternal:
@@ -125,8 +127,10 @@ HttpResponse ErrorResponse(const Status& st) {
   return net::JsonError(HttpStatusFor(st.code()), ErrorCodeName(st.code()), st.message());
 }
 
-ApiService::ApiService(head::Head* head)
-    : head_(head), proxy_(std::make_shared<net::AsyncHttpClient>()) {}
+ApiService::ApiService(head::Head* head, double requests_per_second)
+    : head_(head),
+      rate_(requests_per_second, 2 * requests_per_second),
+      proxy_(std::make_shared<net::AsyncHttpClient>()) {}
 
 // The route of a request with its variable parts named, for a bounded metrics label.
 std::string RouteOf(const std::string& method, const std::vector<std::string>& parts) {
@@ -193,6 +197,12 @@ void ApiService::Route(HttpRequest req, const std::vector<std::string>& parts, R
   }
   if (parts.size() < 2 || parts[0] != "v1") {
     return respond(ErrorResponse(NotFound("no such path: " + req.path)));
+  }
+  std::string bearer = req.BearerToken();
+  if (!rate_.Allow(bearer.empty() ? "peer " + req.remote.substr(0, req.remote.rfind(':'))
+                                  : bearer)) {
+    return respond(ErrorResponse(
+        Status(ErrorCode::kResourceExhausted, "too many requests with this token; slow down")));
   }
   if (parts[1] == "agent") return HandleAgent(req, parts, std::move(respond));
   if (parts[1] == "jobs") return HandleJobs(req, parts, std::move(respond));
@@ -436,7 +446,13 @@ void ApiService::HandleQueues(const HttpRequest& req, const std::vector<std::str
     QueueConfig q{name, 0, -1, 1.0};
     for (auto it = body.begin(); it != body.end(); ++it) {
       const std::string& k = it.key();
-      if (k == "quota_gpus" || k == "limit_gpus") {
+      if (k == "max_pending_per_user") {
+        if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 10000000) {
+          return respond(ErrorResponse(InvalidArgument("field 'max_pending_per_user': got " +
+                                                       it->dump() + ", want an integer >= 0")));
+        }
+        q.max_pending_per_user = it->get<int32_t>();
+      } else if (k == "quota_gpus" || k == "limit_gpus") {
         int64_t lo = k == "limit_gpus" ? -1 : 0;
         if (!it->is_number_integer() || it->get<int64_t>() < lo || it->get<int64_t>() > 10000000) {
           return respond(
@@ -452,7 +468,8 @@ void ApiService::HandleQueues(const HttpRequest& req, const std::vector<std::str
         q.weight = it->get<double>();
       } else {
         return respond(ErrorResponse(
-            InvalidArgument("unknown field '" + k + "'; want quota_gpus, limit_gpus, weight")));
+            InvalidArgument("unknown field '" + k +
+                            "'; want quota_gpus, limit_gpus, weight, max_pending_per_user")));
       }
     }
     return head_->SetQueue(req.BearerToken(), q,

@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "api/rate_limiter.h"
 #include "head/head.h"
 #include "net/async_http_client.h"
 #include "net/http.h"
@@ -13,7 +14,9 @@ namespace corral::api {
 
 class ApiService {
  public:
-  explicit ApiService(head::Head* head);
+  // `requests_per_second` per token (or per peer address without one), bursts up to twice
+  // that; <= 0: no limit.
+  explicit ApiService(head::Head* head, double requests_per_second = 0);
   void Handle(net::HttpRequest req, net::Responder respond);
 
  private:
@@ -36,6 +39,7 @@ class ApiService {
   head::Head::Callback<T> Answer(net::Responder respond, F to_json, int ok_status = 200);
 
   head::Head* head_;
+  RateLimiter rate_;
   std::shared_ptr<net::AsyncHttpClient> proxy_;  // the log proxy's connections to agents
 };
 

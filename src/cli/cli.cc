@@ -90,6 +90,8 @@ ErrorCode CodeForStatus(int status) {
       return ErrorCode::kNotFound;
     case 409:
       return ErrorCode::kFailedPrecondition;
+    case 429:
+      return ErrorCode::kResourceExhausted;
     case 503:
       return ErrorCode::kUnavailable;
     default:

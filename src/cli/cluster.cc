@@ -77,9 +77,12 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
   if (args.positional.size() != 2)
     return UsageError(ctx, "queues", "set wants exactly one queue name");
   const std::string name = args.positional[1];
-  if (!args.Has("quota") && !args.Has("limit") && !args.Has("weight")) {
+  if (!args.Has("quota") && !args.Has("limit") && !args.Has("weight") &&
+      !args.Has("max-pending-per-user")) {
     return UsageError(ctx, "queues",
-                      "set " + name + ": give at least one of --quota, --limit, --weight");
+                      "set " + name +
+                          ": give at least one of --quota, --limit, --weight, "
+                          "--max-pending-per-user");
   }
   Json body = Json::object();
   if (args.Has("quota")) {
@@ -113,6 +116,15 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
     }
     body["weight"] = *x;
   }
+  if (args.Has("max-pending-per-user")) {
+    auto x = ParseNumberFlag("max-pending-per-user", args.Get("max-pending-per-user"), 0);
+    if (!x.ok() || *x != std::floor(*x)) {
+      return UsageError(ctx, "queues",
+                        "flag --max-pending-per-user: got \"" + args.Get("max-pending-per-user") +
+                            "\", want a whole number >= 0 (0: no limit)");
+    }
+    body["max_pending_per_user"] = static_cast<int64_t>(*x);
+  }
   ApiClient api(ctx);
   // The PUT sets the whole queue: fill what was not given from the queue as it is now.
   auto queues = ListOf(api, "/v1/queues", "queues");
@@ -122,7 +134,7 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
   }
   for (const Json& q : *queues) {
     if (Str(q, "name") != name) continue;
-    for (const char* k : {"quota_gpus", "limit_gpus", "weight"}) {
+    for (const char* k : {"quota_gpus", "limit_gpus", "weight", "max_pending_per_user"}) {
       if (!body.contains(k) && q.contains(k)) body[k] = q[k];
     }
   }
@@ -219,8 +231,11 @@ int RunNodes(const std::vector<std::string>& argv, CliContext& ctx) {
 }
 
 int RunQueues(const std::vector<std::string>& argv, CliContext& ctx) {
-  static const std::vector<FlagDef> kFlags = {
-      {"output", 'o', true}, {"quota", 0, true}, {"limit", 0, true}, {"weight", 0, true}};
+  static const std::vector<FlagDef> kFlags = {{"output", 'o', true},
+                                              {"quota", 0, true},
+                                              {"limit", 0, true},
+                                              {"weight", 0, true},
+                                              {"max-pending-per-user", 0, true}};
   auto parsed = ParseArgs(argv, kFlags, false);
   if (!parsed.ok()) return UsageError(ctx, "queues", parsed.status().message());
   const ParsedArgs& args = *parsed;

@@ -18,6 +18,12 @@ int HeadMain(std::vector<std::string> args) {
   int64_t unreachable_s = 15, down_s = 60;
   std::string min_runtime = "5m", half_life = "7d";
   app.add_option("--state-dir", state_dir, "directory for corral.db and tokens")->required();
+  // Far above what people and agents send (a CLI call is ~14 ms to start), low enough that one
+  // runaway script cannot monopolise the head's strand.
+  double rate_limit = 2000;
+  app.add_option("--rate-limit", rate_limit,
+                 "API requests per second per token (bursts of twice that); 0: no limit")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--listen", listen, "HOST:PORT to serve the API on");
   app.add_option("--checkpoint-root", checkpoint_root, "root of CORRAL_CHECKPOINT_DIR");
   std::string admin_user = "admin";
@@ -74,7 +80,7 @@ int HeadMain(std::vector<std::string> args) {
     std::cerr << "corral head: " << head.status().ToString() << "\n";
     return 1;
   }
-  api::ApiService api(head->get());
+  api::ApiService api(head->get(), rate_limit);
   net::HttpServer server(
       [&api](net::HttpRequest req, net::Responder r) { api.Handle(std::move(req), std::move(r)); },
       2);

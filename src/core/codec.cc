@@ -212,7 +212,8 @@ Json ToJson(const QueueConfig& q) {
   return Json{{"name", q.name},
               {"quota_gpus", q.quota_gpus},
               {"limit_gpus", q.limit_gpus},
-              {"weight", q.weight}};
+              {"weight", q.weight},
+              {"max_pending_per_user", q.max_pending_per_user}};
 }
 
 Json ToJson(const RegisterRequest& r) {
@@ -345,6 +346,7 @@ Result<QueueConfig> QueueFromJson(const Json& j) {
     q.quota_gpus = Get<int32_t>(j, "quota_gpus", 0);
     q.limit_gpus = Get<int32_t>(j, "limit_gpus", -1);
     q.weight = Get<double>(j, "weight", 1.0);
+    q.max_pending_per_user = Get<int32_t>(j, "max_pending_per_user", 0);
     return q;
   });
 }

@@ -44,6 +44,7 @@ struct QueueConfig {
   int32_t quota_gpus = 0;   // guaranteed
   int32_t limit_gpus = -1;  // -1: no limit
   double weight = 1.0;
+  int32_t max_pending_per_user = 0;  // a user's jobs waiting in the queue at most; 0: no limit
   bool operator==(const QueueConfig&) const = default;
 };
 

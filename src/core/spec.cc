@@ -193,10 +193,11 @@ std::string FormatDuration(DurationMs ms) {
 Result<JobSpec> ParseJobSpec(const Json& j) {
   if (!j.is_object()) return InvalidArgument("job spec: want a JSON/YAML object, got " + j.dump());
   static const std::set<std::string> kKnown = {
-      "name",      "command",     "env",          "workdir",           "queue",        "replicas",
-      "gpus",      "cpus",        "memory",       "gpu_model",         "node_labels",  "time_limit",
-      "priority",  "preemptible", "max_restarts", "checkpoint_signal", "grace_period", "array",
-      "dependency", "tasks_per_replica"};
+      "name",         "command",     "env",          "workdir",
+      "queue",        "replicas",    "gpus",         "cpus",
+      "memory",       "gpu_model",   "node_labels",  "time_limit",
+      "priority",     "preemptible", "max_restarts", "checkpoint_signal",
+      "grace_period", "array",       "dependency",   "tasks_per_replica"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!kKnown.count(it.key())) {
       return InvalidArgument("unknown field '" + it.key() +
@@ -226,9 +227,27 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
     return FieldError("command", *cmd, "a non-empty array of strings");
   }
   if (s.command[0].empty()) return FieldError("command", *cmd, "a non-empty program name");
+  // Sizes a head must hold for every job it keeps (and send to agents): generous for any real
+  // command line, small enough that one request cannot bloat the cluster's state.
+  size_t command_bytes = 0;
+  for (const std::string& a : s.command) command_bytes += a.size();
+  if (s.command.size() > kMaxCommandArgs || command_bytes > kMaxCommandBytes) {
+    return InvalidArgument("field 'command': " + std::to_string(s.command.size()) + " arguments, " +
+                           std::to_string(command_bytes) + " bytes; want at most " +
+                           std::to_string(kMaxCommandArgs) + " arguments and " +
+                           std::to_string(kMaxCommandBytes) + " bytes");
+  }
   if (auto it = j.find("env"); it != j.end()) {
     auto v = StringMapField("env", *it);
     if (!v.ok()) return v.status();
+    size_t env_bytes = 0;
+    for (const auto& [k, val] : *v) env_bytes += k.size() + val.size();
+    if (v->size() > kMaxEnvVars || env_bytes > kMaxEnvBytes) {
+      return InvalidArgument("field 'env': " + std::to_string(v->size()) + " variables, " +
+                             std::to_string(env_bytes) + " bytes; want at most " +
+                             std::to_string(kMaxEnvVars) + " variables and " +
+                             std::to_string(kMaxEnvBytes) + " bytes");
+    }
     s.env = *v;
   }
   if (auto it = j.find("workdir"); it != j.end()) {

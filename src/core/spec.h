@@ -17,6 +17,12 @@ namespace corral {
 // max_restarts, checkpoint_signal, grace_period.
 Result<JobSpec> ParseJobSpec(const Json& j);
 
+// Limits on what one job may carry (ParseJobSpec refuses more, naming the field).
+constexpr size_t kMaxCommandArgs = 4096;
+constexpr size_t kMaxCommandBytes = 128 << 10;
+constexpr size_t kMaxEnvVars = 1024;
+constexpr size_t kMaxEnvBytes = 256 << 10;
+
 // "90", "90s", "15m", "2h", "1d", "1:30:00" (Slurm's H:MM:SS), "2-00:00:00" (D-HH:MM:SS).
 Result<DurationMs> ParseDuration(const std::string& field, const std::string& text);
 // "512" (MB), "512M", "16G", "1T".

@@ -18,6 +18,8 @@ const char* ErrorCodeName(ErrorCode code) {
       return "unauthenticated";
     case ErrorCode::kPermissionDenied:
       return "permission_denied";
+    case ErrorCode::kResourceExhausted:
+      return "resource_exhausted";
     case ErrorCode::kUnavailable:
       return "unavailable";
     case ErrorCode::kInternal:

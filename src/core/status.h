@@ -18,7 +18,8 @@ enum class ErrorCode {
   kFailedPrecondition,  // valid request, wrong state (e.g. cancel a finished job)
   kUnauthenticated,
   kPermissionDenied,
-  kUnavailable,  // transient: retry
+  kResourceExhausted,  // over a limit (pending jobs per user, request rate): later, or less
+  kUnavailable,        // transient: retry
   kInternal,
 };
 

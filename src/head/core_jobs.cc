@@ -70,6 +70,22 @@ Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, 
                            " GPUs, more than queue '" + job.spec.queue + "' may ever use (limit " +
                            std::to_string(q->second.limit_gpus) + ")");
   }
+  if (auto q = state_.queues.find(job.spec.queue);
+      q != state_.queues.end() && q->second.max_pending_per_user > 0) {
+    int64_t adding = job.spec.array.empty() ? 1 : 0;
+    if (!job.spec.array.empty()) {
+      auto a = ParseArray(job.spec.array);
+      if (a.ok()) adding = static_cast<int64_t>(a->indices.size());
+    }
+    auto counted = pending_count_.find({job.spec.queue, job.owner});
+    int64_t pending = counted == pending_count_.end() ? 0 : counted->second;
+    if (pending + adding > q->second.max_pending_per_user) {
+      return Status(ErrorCode::kResourceExhausted,
+                    "user '" + job.owner + "' has " + std::to_string(pending) +
+                        " jobs pending in queue '" + job.spec.queue + "'; its limit is " +
+                        std::to_string(q->second.max_pending_per_user) + " (max_pending_per_user)");
+    }
+  }
   // Only against nodes the cluster knows: with none yet, the job waits for them.
   std::string why;
   if (!state_.nodes.empty() &&

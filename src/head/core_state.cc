@@ -25,12 +25,17 @@ void HeadCore::Index(const Change& c) {
       for (const auto& [name, node] : core.state_.nodes)
         core.node_version_[name] = core.state_.epoch << 32;
     }
+    void Pending(const corral::Job& job, int32_t delta) {
+      core.pending_count_[{job.spec.queue, job.owner}] += delta;
+    }
     void operator()(const JobSubmitted& e) {
       Job(e.job.id);
+      Pending(core.state_.jobs.at(e.job.id), +1);
       core.AdmitPending(core.state_.jobs.at(e.job.id));
     }
     void operator()(const RunPlaced& e) {
       Job(e.job);
+      Pending(core.state_.jobs.at(e.job), -1);
       core.active_jobs_.insert(e.job);
       core.pending_reason_.erase(e.job);
       for (const ReplicaPlacement& p : e.placement) {
@@ -59,6 +64,7 @@ void HeadCore::Index(const Change& c) {
       core.active_jobs_.erase(e.job);
       core.scheduler_->RemoveRunning(e.job);
       if (e.job_state == JobState::kPending) {
+        Pending(job, +1);
         core.scheduler_->AddPending(sched::ToPendingJob(job));  // a requeue stays admitted
       } else {
         core.OnTerminal(job, /*was_live=*/true);
@@ -68,6 +74,7 @@ void HeadCore::Index(const Change& c) {
     void operator()(const JobEnded& e) {
       Job(e.job);
       const corral::Job& job = core.state_.jobs.at(e.job);
+      Pending(job, -1);  // it ended while pending
       bool live = !core.held_.count(e.job);
       if (live) {
         core.scheduler_->RemovePending(e.job);
@@ -162,6 +169,10 @@ void HeadCore::RebuildIndexes(TimeMs now) {
   recheck_.clear();
   release_arrays_.clear();
   doomed_.clear();
+  pending_count_.clear();
+  for (const auto& [id, job] : state_.jobs) {
+    if (job.state == JobState::kPending) ++pending_count_[{job.spec.queue, job.owner}];
+  }
   for (const auto& [name, q] : state_.queues) scheduler_->SetQueue(q);
   for (const auto& [name, node] : state_.nodes) {
     scheduler_->UpsertNode(ToNodeInfo(node));

@@ -193,19 +193,21 @@ class HeadCore {
   // Derived from state_ (rebuilt on recovery), or not durable at all.
   std::map<std::string, std::set<JobId>> node_runs_;  // node -> jobs with an active run there
   std::set<JobId> active_jobs_;                       // scheduled or running
-  std::map<std::string, uint64_t> node_version_;      // desired-state version per node
+  // Pending jobs per (queue, owner), for the queues' max_pending_per_user.
+  std::map<std::pair<std::string, std::string>, int32_t> pending_count_;
+  std::map<std::string, uint64_t> node_version_;  // desired-state version per node
   // Observations, not state: ports something listens on, per node, from its last sync.
   std::map<std::string, std::set<int32_t>> busy_ports_;
-  std::map<std::string, TimeMs> last_heard_;          // liveness: the last sync received
-  std::map<JobId, std::string> pending_reason_;       // as the scheduler last said
-  std::set<JobId> held_;                              // pending, not in the scheduler
-  std::map<JobId, std::set<JobId>> array_held_;       // array -> elements over its %P
-  std::map<JobId, int32_t> array_live_;               // array -> elements pending or active
-  std::map<JobId, std::set<JobId>> waiting_on_;       // job -> held jobs depending on it
-  std::set<JobId> singletons_;                        // held by singleton
-  std::set<JobId> recheck_;                           // held jobs to evaluate again
-  std::set<JobId> release_arrays_;                    // arrays with room again
-  std::map<JobId, std::string> doomed_;               // held jobs whose dependency failed
+  std::map<std::string, TimeMs> last_heard_;     // liveness: the last sync received
+  std::map<JobId, std::string> pending_reason_;  // as the scheduler last said
+  std::set<JobId> held_;                         // pending, not in the scheduler
+  std::map<JobId, std::set<JobId>> array_held_;  // array -> elements over its %P
+  std::map<JobId, int32_t> array_live_;          // array -> elements pending or active
+  std::map<JobId, std::set<JobId>> waiting_on_;  // job -> held jobs depending on it
+  std::set<JobId> singletons_;                   // held by singleton
+  std::set<JobId> recheck_;                      // held jobs to evaluate again
+  std::set<JobId> release_arrays_;               // arrays with room again
+  std::map<JobId, std::string> doomed_;          // held jobs whose dependency failed
 
   // Observations of GPU use (core_idle.cc): each node's last samples; per run and node, since
   // when the run's GPUs there have all been under the threshold; runs idle long enough.
