@@ -21,6 +21,10 @@ std::string Describe(PGconn* conn) {
 Result<Conn> Connect(const std::string& conninfo) {
   Conn conn(PQconnectdb(conninfo.c_str()));
   if (!conn) return Unavailable("cannot connect to PostgreSQL: out of memory");
+  // libpq prints the server's notices (e.g. "relation already exists, skipping" from an
+  // idempotent migration step) to stderr; none of them is an error.
+  PQsetNoticeProcessor(
+      conn.get(), [](void*, const char*) {}, nullptr);
   if (PQstatus(conn.get()) != CONNECTION_OK) {
     return Unavailable("cannot connect to PostgreSQL at " + Describe(conn.get()) + ": " +
                        Trimmed(PQerrorMessage(conn.get())));
