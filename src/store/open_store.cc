@@ -28,7 +28,9 @@ Result<std::unique_ptr<Store>> OpenStore(const std::string& url, const std::stri
     return OpenSqliteStore(path);
   }
   if (u.starts_with("postgres://") || u.starts_with("postgresql://")) {
-    return OpenPostgresStore(url);
+    auto pg = OpenPostgresStore(url);
+    if (!pg.ok()) return pg.status();
+    return std::unique_ptr<Store>(std::move(*pg));
   }
   // Not echoed whole: a URL can carry a password.
   std::string scheme(u.substr(0, u.find(':')));

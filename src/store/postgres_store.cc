@@ -19,11 +19,18 @@ constexpr const char* kMigrations[kSchemaVersion] = {
       CREATE TABLE IF NOT EXISTS changes (revision BIGINT PRIMARY KEY, doc TEXT NOT NULL);
     )",
     "CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state);",
+    R"(
+      CREATE TABLE IF NOT EXISTS leadership (id INTEGER PRIMARY KEY CHECK (id = 1),
+                                             term BIGINT NOT NULL);
+      INSERT INTO leadership (id, term) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
+    )",
 };
 
 // Serialises migrations of one database across heads that start at once (a transaction-level
 // advisory lock: released by COMMIT or ROLLBACK). The value is arbitrary but fixed.
 constexpr char kMigrationLock[] = "SELECT pg_advisory_xact_lock(7414050172)";
+// The leader's lock: session-level, so it is held exactly as long as the leader's connection.
+constexpr char kLeaderLock[] = "SELECT pg_try_advisory_lock(7414050173)";
 
 Result<Json> Parse(const std::string& doc) {
   Json j = Json::parse(doc, nullptr, /*allow_exceptions=*/false);
@@ -31,9 +38,9 @@ Result<Json> Parse(const std::string& doc) {
   return j;
 }
 
-class PostgresStore final : public Store {
+class PgStore final : public PostgresStore {
  public:
-  explicit PostgresStore(pg::Conn conn) : conn_(std::move(conn)) {}
+  explicit PgStore(pg::Conn conn) : conn_(std::move(conn)) {}
 
   Status Migrate() {
     while (true) {
@@ -123,12 +130,50 @@ class PostgresStore final : public Store {
   Status Commit(const std::vector<StateEdit>& edits) override {
     if (edits.empty()) return Status::Ok();
     return InTransaction("BEGIN", [&]() -> Status {
+      if (term_ != 0) CORRAL_RETURN_IF_ERROR(CheckTerm());
       for (const StateEdit& edit : edits) CORRAL_RETURN_IF_ERROR(Apply(edit));
       return Status::Ok();
     });
   }
 
+  Result<std::optional<uint64_t>> TryLead() override {
+    CORRAL_RETURN_IF_ERROR(EnsureConnected());
+    auto locked = pg::Exec(conn_.get(), kLeaderLock);
+    if (!locked.ok()) return locked.status();
+    if (pg::Value(locked->get(), 0, 0) != "t") return std::optional<uint64_t>();
+    uint64_t term = 0;
+    Status st = InTransaction("BEGIN", [&]() -> Status {
+      auto r = pg::Exec(conn_.get(),
+                        "UPDATE leadership SET term = term + 1 WHERE id = 1 RETURNING term");
+      if (!r.ok()) return r.status();
+      if (PQntuples(r->get()) != 1) return Internal("postgres store: no leadership row");
+      term = std::stoull(pg::Value(r->get(), 0, 0));
+      return Status::Ok();
+    });
+    if (!st.ok()) {
+      // Without a new term this session must not keep the lock either.
+      if (PQstatus(conn_.get()) == CONNECTION_OK) {
+        (void)pg::Exec(conn_.get(), "SELECT pg_advisory_unlock_all()");
+      }
+      return st;
+    }
+    term_ = term;
+    return std::optional<uint64_t>(term);
+  }
+
+  uint64_t term() const override { return term_; }
+
  private:
+  Status CheckTerm() {
+    auto r = pg::Exec(conn_.get(), "SELECT term FROM leadership WHERE id = 1 FOR SHARE");
+    if (!r.ok()) return r.status();
+    uint64_t stored = PQntuples(r->get()) == 1 ? std::stoull(pg::Value(r->get(), 0, 0)) : 0;
+    if (stored == term_) return Status::Ok();
+    return FailedPrecondition("deposed: the store's leadership term is " + std::to_string(stored) +
+                              ", this head led term " + std::to_string(term_) +
+                              "; its writes are refused");
+  }
+
   // Runs `body` between `begin` and COMMIT; any failure rolls back (if the connection is
   // still there) and is returned. COMMIT returning ok means durable: synchronous_commit is
   // the server's, and its default (on) flushes the WAL before answering.
@@ -220,16 +265,17 @@ class PostgresStore final : public Store {
   }
 
   pg::Conn conn_;
+  uint64_t term_ = 0;  // 0 until TryLead succeeds; then every Commit checks it
 };
 
 }  // namespace
 
-Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& conninfo) {
+Result<std::unique_ptr<PostgresStore>> OpenPostgresStore(const std::string& conninfo) {
   auto conn = pg::Connect(conninfo);
   if (!conn.ok()) return conn.status();
-  auto store = std::make_unique<PostgresStore>(std::move(*conn));
+  auto store = std::make_unique<PgStore>(std::move(*conn));
   CORRAL_RETURN_IF_ERROR(store->Migrate());
-  return std::unique_ptr<Store>(std::move(store));
+  return std::unique_ptr<PostgresStore>(std::move(store));
 }
 
 }  // namespace corral::store

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "store/store_conformance_test.h"
@@ -55,7 +57,7 @@ class PostgresBackend final : public StoreBackend {
     url_ = *url;
     return Status::Ok();
   }
-  Result<std::unique_ptr<Store>> Open() override { return OpenPostgresStore(url_); }
+  Result<std::unique_ptr<Store>> Open() override { return OpenStore(url_, ""); }
   Result<std::string> Sql(const std::string& sql) override { return server_->Query(db_, sql); }
   std::string SchemaV1() override {
     return R"(
@@ -148,7 +150,7 @@ TEST_F(PostgresStoreTest, AMissingDatabaseIsAClearError) {
 
 // Two heads starting at once on a fresh database migrate it once (the advisory lock).
 TEST_F(PostgresStoreTest, ConcurrentOpensMigrateOnce) {
-  std::vector<Result<std::unique_ptr<Store>>> opened;
+  std::vector<Result<std::unique_ptr<PostgresStore>>> opened;
   std::vector<std::thread> threads;
   std::mutex mu;
   for (int i = 0; i < 4; ++i) {
@@ -162,6 +164,54 @@ TEST_F(PostgresStoreTest, ConcurrentOpensMigrateOnce) {
   for (auto& s : opened) EXPECT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(*backend_.Sql("SELECT count(*) FROM schema_version"), "1");
   EXPECT_EQ(*backend_.Sql("SELECT version FROM schema_version"), std::to_string(kSchemaVersion));
+}
+
+// Two heads on one database: the first leads term 1 and the second cannot lead while it holds
+// the lock. When the first one's session is cut, the second takes the lock and term 2; the
+// first one's late commits (after it reconnects) are refused, and nothing of them is stored.
+TEST_F(PostgresStoreTest, ADeposedLeadersLateCommitIsRefused) {
+  auto a = OpenPostgresStore(backend_.url() + "?application_name=head_a");
+  auto b = OpenPostgresStore(backend_.url() + "?application_name=head_b");
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto ta = (*a)->TryLead();
+  ASSERT_TRUE(ta.ok()) << ta.status().ToString();
+  ASSERT_EQ(*ta, std::optional<uint64_t>(1));
+  auto tb = (*b)->TryLead();
+  ASSERT_TRUE(tb.ok()) << tb.status().ToString();
+  EXPECT_FALSE(tb->has_value()) << "two leaders at once";
+  ASSERT_TRUE((*a)->Commit({PutJob{MakeJob(1)}}).ok());
+
+  auto cut = backend_.Sql(
+      "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = "
+      "'head_a'");
+  ASSERT_TRUE(cut.ok());
+  ASSERT_EQ(*cut, "1");
+  // The lock is freed with the session (asynchronously: the backend exits after the signal).
+  std::optional<uint64_t> took;
+  for (int i = 0; i < 100 && !took; ++i) {
+    auto t = (*b)->TryLead();
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    took = *t;
+    if (!took) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(took, std::optional<uint64_t>(2));
+  ASSERT_TRUE((*b)->Commit({PutJob{MakeJob(2)}}).ok());
+
+  Status lost = (*a)->Commit({PutJob{MakeJob(3)}});
+  EXPECT_EQ(lost.code(), ErrorCode::kUnavailable) << lost.ToString();
+  Status late = (*a)->Commit({PutJob{MakeJob(3)}});
+  EXPECT_EQ(late.code(), ErrorCode::kFailedPrecondition) << late.ToString();
+  EXPECT_EQ(late.message(),
+            "deposed: the store's leadership term is 2, this head led term 1; its writes are "
+            "refused");
+  auto again = (*a)->TryLead();
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->has_value()) << "the new leader still holds the lock";
+  auto st = (*b)->Load();
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  ASSERT_EQ(st->jobs.size(), 2u);
+  EXPECT_EQ(st->jobs[1].id, 2u);
+  EXPECT_EQ(*backend_.Sql("SELECT term FROM leadership"), "2");
 }
 
 }  // namespace

@@ -34,6 +34,12 @@ constexpr const char* kMigrations[kSchemaVersion] = {
     )",
     // Active jobs without a scan over every finished one.
     "CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state);",
+    // One schema for both backends; only PostgreSQL's heads take turns leading.
+    R"(
+      CREATE TABLE IF NOT EXISTS leadership (id INTEGER PRIMARY KEY CHECK (id = 1),
+                                             term INTEGER NOT NULL);
+      INSERT OR IGNORE INTO leadership (id, term) VALUES (1, 0);
+    )",
 };
 
 class SqliteStore final : public Store {

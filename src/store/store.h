@@ -72,7 +72,7 @@ class Store {
 // The schema version this corral writes. Both backends keep it in a one-row table
 // `schema_version`, migrate an older store up to it at open (one transaction per step, in
 // order) and refuse a store that a newer corral wrote (CheckSchemaVersion).
-constexpr int64_t kSchemaVersion = 2;
+constexpr int64_t kSchemaVersion = 3;
 // Ok for a stored version this corral can migrate or use; otherwise the error to show.
 Status CheckSchemaVersion(int64_t stored);
 

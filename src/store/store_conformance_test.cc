@@ -197,6 +197,7 @@ TEST_P(StoreConformance, AnOldStoreIsMigratedAndKeepsItsData) {
     EXPECT_EQ(*backend_->Sql("SELECT count(*) FROM schema_version"), "1");
     EXPECT_EQ(*backend_->Sql("SELECT version FROM schema_version"), std::to_string(kSchemaVersion));
     EXPECT_EQ(*backend_->Sql(backend_->IndexExists("jobs_by_state")), "1");
+    EXPECT_EQ(*backend_->Sql("SELECT term FROM leadership"), "0");
   }
 }
 
