@@ -148,9 +148,15 @@ void LocalCluster::StartHead() {
                                    "--down-after",
                                    "6"};
   argv.insert(argv.end(), head_flags_.begin(), head_flags_.end());
-  head_ = std::make_unique<Daemon>(argv, log);
   std::regex re("listening on (http://[0-9.:]+)");
-  std::smatch m;
+  auto starts = [&](const std::string& text) {
+    size_t count = 0;
+    for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it) ++count;
+    return count;
+  };
+  // A restarted head appends to the same log: wait for a line this start printed.
+  size_t before = starts(ReadFile(log));
+  head_ = std::make_unique<Daemon>(argv, log);
   std::string found;
   bool up = WaitUntil(20000, [&] {
     std::string text = ReadFile(log);
@@ -158,9 +164,7 @@ void LocalCluster::StartHead() {
     for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it) {
       last = (*it)[1].str();
     }
-    size_t count = 0;
-    for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it) ++count;
-    if (count == 0) return false;
+    if (starts(text) <= before) return false;
     found = last;
     return true;
   });

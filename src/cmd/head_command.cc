@@ -1,6 +1,7 @@
-// `corral head --state-dir DIR --listen HOST:PORT`
+// `corral head --state-dir DIR --listen HOST:PORT [--store URL] [--migrate-only]`
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "api/api_service.h"
@@ -9,8 +10,25 @@
 #include "cmd/signals.h"
 #include "core/spec.h"
 #include "net/http_server.h"
+#include "store/store.h"
 
 namespace corral::cmd {
+namespace {
+
+// Opening a store migrates it (every head start does the same); this only stops there.
+int MigrateOnly(const std::string& store_url, const std::string& state_dir) {
+  std::error_code ec;
+  if (store_url.empty()) std::filesystem::create_directories(state_dir, ec);
+  auto store = store::OpenStore(store_url, state_dir);
+  if (!store.ok()) {
+    std::cerr << "corral head: " << store.status().ToString() << "\n";
+    return 1;
+  }
+  std::cout << "corral head: store schema is at version " << store::kSchemaVersion << std::endl;
+  return 0;
+}
+
+}  // namespace
 
 int HeadMain(std::vector<std::string> args) {
   CLI::App app{"corral head: the control plane"};
@@ -24,6 +42,13 @@ int HeadMain(std::vector<std::string> args) {
   app.add_option("--rate-limit", rate_limit,
                  "API requests per second per token (bursts of twice that); 0: no limit")
       ->check(CLI::NonNegativeNumber);
+  std::string store_url;
+  bool migrate_only = false;
+  app.add_option("--store", store_url,
+                 "where state is kept: sqlite:PATH (default STATE_DIR/corral.db) or "
+                 "postgres://USER@HOST:PORT/DB");
+  app.add_flag("--migrate-only", migrate_only,
+               "bring the store's schema up to this corral's version, then exit");
   app.add_option("--listen", listen, "HOST:PORT to serve the API on");
   app.add_option("--checkpoint-root", checkpoint_root, "root of CORRAL_CHECKPOINT_DIR");
   std::string admin_user = "admin";
@@ -41,6 +66,7 @@ int HeadMain(std::vector<std::string> args) {
   app.add_option("--idle-after", idle_after,
                  "a run whose GPUs all stay idle this long is flagged idle");
   if (auto code = ParseFlags(app, std::move(args))) return *code;
+  if (migrate_only) return MigrateOnly(store_url, state_dir);
   auto hp = ListenFlag("head", listen);
   if (!hp) return 2;
   auto min_runtime_ms = ParseDuration("--min-runtime-before-preempt", min_runtime);
@@ -61,6 +87,7 @@ int HeadMain(std::vector<std::string> args) {
   SystemClock clock;
   head::HeadConfig config;
   config.state_dir = state_dir;
+  config.store_url = store_url;
   config.checkpoint_root = checkpoint_root;
   config.admin_user = admin_user;
   // Memory then holds changes the store refused: exit and let the supervisor (systemd,

@@ -32,7 +32,7 @@ Result<std::unique_ptr<Head>> Head::Open(HeadConfig config, const Clock* clock) 
   std::filesystem::create_directories(config.state_dir, ec);
   if (ec) return Unavailable("cannot create state dir " + config.state_dir + ": " + ec.message());
   if (config.checkpoint_root.empty()) config.checkpoint_root = config.state_dir + "/checkpoints";
-  auto store = store::OpenSqliteStore(config.state_dir + "/corral.db");
+  auto store = store::OpenStore(config.store_url, config.state_dir);
   if (!store.ok()) return store.status();
   auto random = std::make_unique<UrandomSource>();
   auto admin = LoadOrCreateToken(config.state_dir + "/admin.token", random->Secret());

@@ -36,6 +36,7 @@ namespace corral::head {
 
 struct HeadConfig {
   std::string state_dir;             // SQLite store and the admin/join secret files (Open)
+  std::string store_url;             // "" = STATE_DIR/corral.db; see store::OpenStore
   std::string checkpoint_root;       // default STATE_DIR/checkpoints; CORRAL_CHECKPOINT_DIR below
   std::string admin_user = "admin";  // the user the first admin token names
   DurationMs unreachable_after_ms = 15 * kSecond;
@@ -64,7 +65,7 @@ class Head {
   template <typename T>
   using Callback = std::function<void(Result<T>)>;
 
-  // The production head: SQLite in config.state_dir, /dev/urandom, and the admin and join
+  // The production head: the store config.store_url names, /dev/urandom, and the admin and join
   // secrets in STATE_DIR/admin.token and join.token (created on first start, mode 0600).
   static Result<std::unique_ptr<Head>> Open(HeadConfig config, const Clock* clock);
   // Any store, clock and random source (tests). `bootstrap` are the admin and join secrets

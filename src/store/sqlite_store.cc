@@ -21,22 +21,56 @@ class Statement {
   sqlite3_stmt* stmt_ = nullptr;
 };
 
-class SqliteStore final : public Store {
- public:
-  explicit SqliteStore(sqlite3* db) : db_(db) {}
-  ~SqliteStore() override { sqlite3_close(db_); }
-
-  Status Init() {
-    const char* schema = R"(
-      PRAGMA journal_mode=WAL;
-      PRAGMA synchronous=FULL;
+// kMigrations[v] takes the schema from version v to v + 1. Version 0 is an empty file or one
+// written before versioning (its tables are exactly those of step 1, hence IF NOT EXISTS).
+// Append only: a released step never changes.
+constexpr const char* kMigrations[kSchemaVersion] = {
+    R"(
       CREATE TABLE IF NOT EXISTS jobs (id INTEGER PRIMARY KEY, state TEXT NOT NULL, doc TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, doc TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS queues (name TEXT PRIMARY KEY, doc TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS changes (revision INTEGER PRIMARY KEY, doc TEXT NOT NULL);
-    )";
-    return Exec(schema);
+    )",
+    // Active jobs without a scan over every finished one.
+    "CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state);",
+    // One schema for both backends; only PostgreSQL's heads take turns leading.
+    R"(
+      CREATE TABLE IF NOT EXISTS leadership (id INTEGER PRIMARY KEY CHECK (id = 1),
+                                             term INTEGER NOT NULL);
+      INSERT OR IGNORE INTO leadership (id, term) VALUES (1, 0);
+    )",
+};
+
+class SqliteStore final : public Store {
+ public:
+  explicit SqliteStore(sqlite3* db) : db_(db) {}
+  ~SqliteStore() override { sqlite3_close(db_); }
+
+  // Brings the schema up to kSchemaVersion, one transaction per step, and refuses a store a
+  // newer corral wrote. BEGIN IMMEDIATE takes the write lock first, so two processes opening
+  // one file at once migrate it once.
+  Status Init() {
+    CORRAL_RETURN_IF_ERROR(Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"));
+    while (true) {
+      CORRAL_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+      Status st = Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+      int64_t version = 0;
+      if (st.ok()) st = QueryVersion(&version);
+      if (st.ok()) st = CheckSchemaVersion(version);
+      if (st.ok() && version == kSchemaVersion) return Exec("COMMIT");
+      if (st.ok()) st = Exec(kMigrations[static_cast<size_t>(version)]);
+      if (st.ok()) {
+        std::string set = "DELETE FROM schema_version; INSERT INTO schema_version VALUES (" +
+                          std::to_string(version + 1) + ")";
+        st = Exec(set.c_str());
+      }
+      if (!st.ok()) {
+        (void)Exec("ROLLBACK");
+        return st;
+      }
+      CORRAL_RETURN_IF_ERROR(Exec("COMMIT"));
+    }
   }
 
   Result<StoredState> Load() override {
@@ -175,6 +209,16 @@ class SqliteStore final : public Store {
       sqlite3_clear_bindings(s);
       if (rc != SQLITE_DONE) return Internal(std::string("sqlite write: ") + sqlite3_errmsg(db_));
     }
+    return Status::Ok();
+  }
+
+  Status QueryVersion(int64_t* version) {
+    Statement st(db_, "SELECT coalesce(max(version), 0) FROM schema_version");
+    if (!st.get()) return Internal(std::string("sqlite prepare: ") + sqlite3_errmsg(db_));
+    if (sqlite3_step(st.get()) != SQLITE_ROW) {
+      return Internal(std::string("sqlite schema version: ") + sqlite3_errmsg(db_));
+    }
+    *version = sqlite3_column_int64(st.get(), 0);
     return Status::Ok();
   }
 

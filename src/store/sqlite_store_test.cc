@@ -1,10 +1,12 @@
+// The SQLite backend: the conformance suite, and what only a file-backed store has.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <filesystem>
 
 #include "store/store.h"
+#include "store/store_conformance_test.h"
 
 namespace corral::store {
 namespace {
@@ -17,6 +19,84 @@ std::string TempDb(const char* name) {
   return (dir / "corral.db").string();
 }
 
+class SqliteBackend final : public StoreBackend {
+ public:
+  std::string SkipReason() override { return ""; }
+  Status Prepare(const std::string& name) override {
+    path_ = TempDb(name.c_str());
+    return Status::Ok();
+  }
+  Result<std::unique_ptr<Store>> Open() override { return OpenSqliteStore(path_); }
+  Result<std::string> Sql(const std::string& sql) override {
+    sqlite3* db = nullptr;
+    if (sqlite3_open(path_.c_str(), &db) != SQLITE_OK) {
+      sqlite3_close(db);
+      return Internal("cannot open " + path_);
+    }
+    std::string first;
+    bool seen = false;
+    auto row = [](void* ctx, int, char** values, char**) {
+      auto* out = static_cast<std::pair<std::string*, bool*>*>(ctx);
+      if (!*out->second) *out->first = values[0] ? values[0] : "";
+      *out->second = true;
+      return 0;
+    };
+    std::pair<std::string*, bool*> ctx{&first, &seen};
+    char* err = nullptr;
+    int rc = sqlite3_exec(db, sql.c_str(), row, &ctx, &err);
+    std::string msg = err ? err : "";
+    sqlite3_free(err);
+    sqlite3_close(db);
+    if (rc != SQLITE_OK) return Internal(sql + ": " + msg);
+    return first;
+  }
+  std::string SchemaV1() override {
+    return R"(
+      CREATE TABLE jobs (id INTEGER PRIMARY KEY, state TEXT NOT NULL, doc TEXT NOT NULL);
+      CREATE TABLE nodes (name TEXT PRIMARY KEY, doc TEXT NOT NULL);
+      CREATE TABLE queues (name TEXT PRIMARY KEY, doc TEXT NOT NULL);
+      CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE changes (revision INTEGER PRIMARY KEY, doc TEXT NOT NULL);
+    )";
+  }
+  std::string IndexExists(const std::string& name) override {
+    return "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = '" + name + "'";
+  }
+
+ private:
+  std::string path_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Sqlite, StoreConformance,
+                         ::testing::Values(BackendParam{
+                             "sqlite", [] { return std::make_unique<SqliteBackend>(); }}),
+                         BackendName);
+
+TEST(OpenStore, TheUrlPicksTheBackend) {
+  std::string dir = std::filesystem::path(TempDb("url")).parent_path().string();
+  auto plain = OpenStore("", dir);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_TRUE(std::filesystem::exists(dir + "/corral.db"));
+  auto sqlite = OpenStore("sqlite:" + dir + "/other.db", dir);
+  ASSERT_TRUE(sqlite.ok()) << sqlite.status().ToString();
+  EXPECT_TRUE(std::filesystem::exists(dir + "/other.db"));
+  auto empty = OpenStore("sqlite:", dir);
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.status().message(), "--store: 'sqlite:' needs a path, as in sqlite:PATH");
+  // The password is not echoed back.
+  auto bad = OpenStore("mysql://root:hunter2@db/corral", dir);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("unsupported store 'mysql'"), std::string::npos);
+  EXPECT_EQ(bad.status().message().find("hunter2"), std::string::npos);
+  // postgres:// reaches libpq: nothing listens on port 1, and the error says where it tried.
+  auto pg = OpenStore("postgresql://corral@127.0.0.1:1/corral?connect_timeout=2", dir);
+  ASSERT_FALSE(pg.ok());
+  EXPECT_NE(pg.status().message().find("cannot connect to PostgreSQL at 127.0.0.1:1/corral"),
+            std::string::npos)
+      << pg.status().message();
+}
+
 Job MakeJob(JobId id, JobState state) {
   Job j;
   j.id = id;
@@ -24,89 +104,6 @@ Job MakeJob(JobId id, JobState state) {
   j.spec.command = {"true"};
   j.state = state;
   return j;
-}
-
-TEST(SqliteStore, CommitThenReloadSeesEverything) {
-  std::string path = TempDb("reload");
-  {
-    auto s = OpenSqliteStore(path);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    Node n;
-    n.name = "n1";
-    n.gpus = {{0, "GPU-0", "sim", 1000, 0, true}};
-    ASSERT_TRUE((*s)->Commit({PutJob{MakeJob(2, JobState::kPending)},
-                              PutJob{MakeJob(1, JobState::kRunning)}, PutNode{n},
-                              PutQueue{{"org/team", 4, 8, 2.0}}, PutMeta{"epoch", "3"}})
-                    .ok());
-    ASSERT_TRUE((*s)->Commit({PutJob{MakeJob(2, JobState::kSucceeded)}}).ok());
-  }
-  auto s = OpenSqliteStore(path);
-  ASSERT_TRUE(s.ok());
-  auto st = (*s)->Load();
-  ASSERT_TRUE(st.ok()) << st.status().ToString();
-  ASSERT_EQ(st->jobs.size(), 2u);
-  EXPECT_EQ(st->jobs[0].id, 1u);
-  EXPECT_EQ(st->jobs[1].state, JobState::kSucceeded);
-  ASSERT_EQ(st->nodes.size(), 1u);
-  EXPECT_EQ(st->nodes[0].gpus[0].uuid, "GPU-0");
-  ASSERT_EQ(st->queues.size(), 1u);
-  EXPECT_EQ(st->queues[0].limit_gpus, 8);
-  EXPECT_EQ(st->meta.at("epoch"), "3");
-}
-
-TEST(SqliteStore, ChangeLogAboveTheSnapshotIsLoadedAndTruncated) {
-  std::string path = TempDb("changes");
-  auto s = OpenSqliteStore(path);
-  ASSERT_TRUE(s.ok());
-  ASSERT_TRUE((*s)->Commit({AppendChange{{1, "a"}}, AppendChange{{2, "b"}}}).ok());
-  ASSERT_TRUE(
-      (*s)->Commit({AppendChange{{3, "c"}}, PutMeta{kSnapshotRevisionKey, "2"}, TruncateChanges{2}})
-          .ok());
-  auto st = (*s)->Load();
-  ASSERT_TRUE(st.ok());
-  ASSERT_EQ(st->changes, (std::vector<ChangeRecord>{{3, "c"}}));
-  auto all = (*s)->ReadChanges(0, 10);
-  ASSERT_TRUE(all.ok());
-  EXPECT_EQ(*all, (std::vector<ChangeRecord>{{2, "b"}, {3, "c"}}));  // 1 truncated
-  auto one = (*s)->ReadChanges(1, 1);
-  ASSERT_TRUE(one.ok());
-  EXPECT_EQ(*one, (std::vector<ChangeRecord>{{2, "b"}}));
-  // A revision is written once: a second commit of the same one fails and changes nothing.
-  EXPECT_FALSE((*s)->Commit({PutMeta{"x", "1"}, AppendChange{{3, "again"}}}).ok());
-  auto after = (*s)->Load();
-  ASSERT_TRUE(after.ok());
-  EXPECT_FALSE(after->meta.count("x"));
-}
-
-// Acknowledged data survives SIGKILL of the writer: a child commits, reports the count over a
-// pipe after each commit returns, and is killed mid-stream; everything it reported is there.
-TEST(SqliteStore, AcknowledgedCommitsSurviveSigkill) {
-  std::string path = TempDb("kill");
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    auto s = OpenSqliteStore(path);
-    if (!s.ok()) _exit(3);
-    for (JobId id = 1;; ++id) {
-      if (!(*s)->Commit({PutJob{MakeJob(id, JobState::kPending)}}).ok()) _exit(4);
-      if (write(fds[1], &id, sizeof id) != sizeof id) _exit(5);
-    }
-  }
-  close(fds[1]);
-  JobId acked = 0, id = 0;
-  while (acked < 50 && read(fds[0], &id, sizeof id) == sizeof id) acked = id;
-  kill(pid, SIGKILL);
-  waitpid(pid, nullptr, 0);
-  close(fds[0]);
-  ASSERT_GE(acked, 50u);
-  auto s = OpenSqliteStore(path);
-  ASSERT_TRUE(s.ok());
-  auto st = (*s)->Load();
-  ASSERT_TRUE(st.ok());
-  ASSERT_GE(st->jobs.size(), acked);
-  for (JobId i = 1; i <= acked; ++i) EXPECT_EQ(st->jobs[i - 1].id, i);
 }
 
 TEST(SqliteStore, UnopenablePathIsAnError) {

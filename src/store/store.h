@@ -1,6 +1,6 @@
 // Durable state behind one interface (DESIGN §9). The head is the only writer: it builds
 // StateEdits, commits them, and only then acts on them (write-ahead). SQLite is the embedded
-// default; PostgreSQL comes with the HA issue behind the same interface.
+// default; PostgreSQL (postgres_store.h) serves several heads behind the same interface.
 #pragma once
 
 #include <map>
@@ -69,7 +69,18 @@ class Store {
   virtual Result<std::vector<ChangeRecord>> ReadChanges(uint64_t after, int32_t limit) = 0;
 };
 
-// Opens (creating if needed) DIR/corral.db in WAL mode with full fsync on commit.
+// The schema version this corral writes. Both backends keep it in a one-row table
+// `schema_version`, migrate an older store up to it at open (one transaction per step, in
+// order) and refuse a store that a newer corral wrote (CheckSchemaVersion).
+constexpr int64_t kSchemaVersion = 3;
+// Ok for a stored version this corral can migrate or use; otherwise the error to show.
+Status CheckSchemaVersion(int64_t stored);
+
+// Opens (creating if needed) the SQLite file at `path` in WAL mode with full fsync on commit.
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path);
+
+// Opens the store `url` names, migrating its schema: "" (STATE_DIR/corral.db), "sqlite:PATH",
+// or "postgres://USER@HOST:PORT/DB" / "postgresql://..." (any libpq connection URI).
+Result<std::unique_ptr<Store>> OpenStore(const std::string& url, const std::string& state_dir);
 
 }  // namespace corral::store

@@ -1,0 +1,281 @@
+#include "store/postgres_store.h"
+
+#include <limits>
+
+#include "core/codec.h"
+#include "store/pg_conn.h"
+
+namespace corral::store {
+namespace {
+
+// kMigrations[v] takes the schema from version v to v + 1, with the same meaning as the
+// SQLite store's steps. Append only: a released step never changes.
+constexpr const char* kMigrations[kSchemaVersion] = {
+    R"(
+      CREATE TABLE IF NOT EXISTS jobs (id BIGINT PRIMARY KEY, state TEXT NOT NULL, doc TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, doc TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS queues (name TEXT PRIMARY KEY, doc TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS changes (revision BIGINT PRIMARY KEY, doc TEXT NOT NULL);
+    )",
+    "CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state);",
+    R"(
+      CREATE TABLE IF NOT EXISTS leadership (id INTEGER PRIMARY KEY CHECK (id = 1),
+                                             term BIGINT NOT NULL);
+      INSERT INTO leadership (id, term) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
+    )",
+};
+
+// Serialises migrations of one database across heads that start at once (a transaction-level
+// advisory lock: released by COMMIT or ROLLBACK). The value is arbitrary but fixed.
+constexpr char kMigrationLock[] = "SELECT pg_advisory_xact_lock(7414050172)";
+// The leader's lock: session-level, so it is held exactly as long as the leader's connection.
+constexpr char kLeaderLock[] = "SELECT pg_try_advisory_lock(7414050173)";
+
+Result<Json> Parse(const std::string& doc) {
+  Json j = Json::parse(doc, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Internal("corrupt document in store: " + doc.substr(0, 80));
+  return j;
+}
+
+class PgStore final : public PostgresStore {
+ public:
+  explicit PgStore(pg::Conn conn) : conn_(std::move(conn)) {}
+
+  Status Migrate() {
+    while (true) {
+      bool done = false;
+      CORRAL_RETURN_IF_ERROR(InTransaction("BEGIN", [&]() -> Status {
+        CORRAL_RETURN_IF_ERROR(pg::Exec(conn_.get(), kMigrationLock).status());
+        CORRAL_RETURN_IF_ERROR(
+            pg::Exec(conn_.get(),
+                     "CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)")
+                .status());
+        auto r = pg::Exec(conn_.get(), "SELECT coalesce(max(version), 0) FROM schema_version");
+        if (!r.ok()) return r.status();
+        int64_t version = std::stoll(pg::Value(r->get(), 0, 0));
+        CORRAL_RETURN_IF_ERROR(CheckSchemaVersion(version));
+        if (version == kSchemaVersion) {
+          done = true;
+          return Status::Ok();
+        }
+        CORRAL_RETURN_IF_ERROR(
+            pg::Exec(conn_.get(), kMigrations[static_cast<size_t>(version)]).status());
+        CORRAL_RETURN_IF_ERROR(pg::Exec(conn_.get(), "DELETE FROM schema_version").status());
+        return pg::Exec(conn_.get(), "INSERT INTO schema_version VALUES ($1)",
+                        {std::to_string(version + 1)})
+            .status();
+      }));
+      if (done) return Status::Ok();
+    }
+  }
+
+  Result<StoredState> Load() override {
+    StoredState state;
+    // One snapshot for all tables: another head may be writing meanwhile.
+    Status st = InTransaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", [&]() -> Status {
+      auto jobs = pg::Exec(conn_.get(), "SELECT doc FROM jobs ORDER BY id");
+      if (!jobs.ok()) return jobs.status();
+      int n = PQntuples(jobs->get());
+      state.jobs.reserve(static_cast<size_t>(n));
+      for (int i = 0; i < n; ++i) {
+        auto j = Parse(pg::Value(jobs->get(), i, 0));
+        if (!j.ok()) return j.status();
+        auto job = JobFromJson(*j);
+        if (!job.ok()) return job.status();
+        state.jobs.push_back(std::move(*job));
+      }
+      jobs->reset();
+      auto nodes = pg::Exec(conn_.get(), "SELECT doc FROM nodes ORDER BY name COLLATE \"C\"");
+      if (!nodes.ok()) return nodes.status();
+      for (int i = 0; i < PQntuples(nodes->get()); ++i) {
+        auto j = Parse(pg::Value(nodes->get(), i, 0));
+        if (!j.ok()) return j.status();
+        auto node = NodeFromJson(*j);
+        if (!node.ok()) return node.status();
+        state.nodes.push_back(std::move(*node));
+      }
+      auto queues = pg::Exec(conn_.get(), "SELECT doc FROM queues ORDER BY name COLLATE \"C\"");
+      if (!queues.ok()) return queues.status();
+      for (int i = 0; i < PQntuples(queues->get()); ++i) {
+        auto j = Parse(pg::Value(queues->get(), i, 0));
+        if (!j.ok()) return j.status();
+        auto q = QueueFromJson(*j);
+        if (!q.ok()) return q.status();
+        state.queues.push_back(std::move(*q));
+      }
+      auto meta = pg::Exec(conn_.get(), "SELECT key, value FROM meta");
+      if (!meta.ok()) return meta.status();
+      for (int i = 0; i < PQntuples(meta->get()); ++i) {
+        state.meta[pg::Value(meta->get(), i, 0)] = pg::Value(meta->get(), i, 1);
+      }
+      uint64_t snapshot = 0;
+      if (auto it = state.meta.find(kSnapshotRevisionKey); it != state.meta.end()) {
+        snapshot = std::stoull(it->second);
+      }
+      auto tail = ReadChangesNow(snapshot, std::numeric_limits<int32_t>::max());
+      if (!tail.ok()) return tail.status();
+      state.changes = std::move(*tail);
+      return Status::Ok();
+    });
+    if (!st.ok()) return st;
+    return Result<StoredState>(std::move(state));
+  }
+
+  Result<std::vector<ChangeRecord>> ReadChanges(uint64_t after, int32_t limit) override {
+    CORRAL_RETURN_IF_ERROR(EnsureConnected());
+    return ReadChangesNow(after, limit);
+  }
+
+  Status Commit(const std::vector<StateEdit>& edits) override {
+    if (edits.empty()) return Status::Ok();
+    return InTransaction("BEGIN", [&]() -> Status {
+      if (term_ != 0) CORRAL_RETURN_IF_ERROR(CheckTerm());
+      for (const StateEdit& edit : edits) CORRAL_RETURN_IF_ERROR(Apply(edit));
+      return Status::Ok();
+    });
+  }
+
+  Result<std::optional<uint64_t>> TryLead() override {
+    CORRAL_RETURN_IF_ERROR(EnsureConnected());
+    auto locked = pg::Exec(conn_.get(), kLeaderLock);
+    if (!locked.ok()) return locked.status();
+    if (pg::Value(locked->get(), 0, 0) != "t") return std::optional<uint64_t>();
+    uint64_t term = 0;
+    Status st = InTransaction("BEGIN", [&]() -> Status {
+      auto r = pg::Exec(conn_.get(),
+                        "UPDATE leadership SET term = term + 1 WHERE id = 1 RETURNING term");
+      if (!r.ok()) return r.status();
+      if (PQntuples(r->get()) != 1) return Internal("postgres store: no leadership row");
+      term = std::stoull(pg::Value(r->get(), 0, 0));
+      return Status::Ok();
+    });
+    if (!st.ok()) {
+      // Without a new term this session must not keep the lock either.
+      if (PQstatus(conn_.get()) == CONNECTION_OK) {
+        (void)pg::Exec(conn_.get(), "SELECT pg_advisory_unlock_all()");
+      }
+      return st;
+    }
+    term_ = term;
+    return std::optional<uint64_t>(term);
+  }
+
+  uint64_t term() const override { return term_; }
+
+ private:
+  Status CheckTerm() {
+    auto r = pg::Exec(conn_.get(), "SELECT term FROM leadership WHERE id = 1 FOR SHARE");
+    if (!r.ok()) return r.status();
+    uint64_t stored = PQntuples(r->get()) == 1 ? std::stoull(pg::Value(r->get(), 0, 0)) : 0;
+    if (stored == term_) return Status::Ok();
+    return FailedPrecondition("deposed: the store's leadership term is " + std::to_string(stored) +
+                              ", this head led term " + std::to_string(term_) +
+                              "; its writes are refused");
+  }
+
+  // Runs `body` between `begin` and COMMIT; any failure rolls back (if the connection is
+  // still there) and is returned. COMMIT returning ok means durable: synchronous_commit is
+  // the server's, and its default (on) flushes the WAL before answering.
+  template <typename Body>
+  Status InTransaction(const char* begin, Body&& body) {
+    CORRAL_RETURN_IF_ERROR(EnsureConnected());
+    CORRAL_RETURN_IF_ERROR(pg::Exec(conn_.get(), begin).status());
+    Status st = body();
+    if (st.ok()) st = pg::Exec(conn_.get(), "COMMIT").status();
+    if (!st.ok() && PQstatus(conn_.get()) == CONNECTION_OK) {
+      (void)pg::Exec(conn_.get(), "ROLLBACK");
+    }
+    return st;
+  }
+
+  // A connection the server or network dropped is reset here, on the call after the one that
+  // failed: that call already reported the loss.
+  Status EnsureConnected() {
+    if (PQstatus(conn_.get()) == CONNECTION_OK) return Status::Ok();
+    PQreset(conn_.get());
+    if (PQstatus(conn_.get()) != CONNECTION_OK) {
+      std::string why = PQerrorMessage(conn_.get());
+      while (!why.empty() && why.back() == '\n') why.pop_back();
+      return Unavailable("cannot reconnect to PostgreSQL at " + pg::Describe(conn_.get()) + ": " +
+                         why);
+    }
+    return Status::Ok();
+  }
+
+  Result<std::vector<ChangeRecord>> ReadChangesNow(uint64_t after, int32_t limit) {
+    auto r = pg::Exec(conn_.get(),
+                      "SELECT revision, doc FROM changes WHERE revision > $1 ORDER BY revision "
+                      "LIMIT $2",
+                      {std::to_string(after), std::to_string(limit)});
+    if (!r.ok()) return r.status();
+    std::vector<ChangeRecord> out;
+    int n = PQntuples(r->get());
+    out.reserve(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      out.push_back({std::stoull(pg::Value(r->get(), i, 0)), pg::Value(r->get(), i, 1)});
+    }
+    return out;
+  }
+
+  Status Apply(const StateEdit& edit) {
+    PGconn* c = conn_.get();
+    if (const auto* e = std::get_if<PutJob>(&edit)) {
+      return pg::Exec(
+                 c,
+                 "INSERT INTO jobs (id, state, doc) VALUES ($1, $2, $3) ON CONFLICT (id) DO "
+                 "UPDATE SET state = EXCLUDED.state, doc = EXCLUDED.doc",
+                 {std::to_string(e->job.id), JobStateName(e->job.state), ToJson(e->job).dump()})
+          .status();
+    }
+    if (const auto* e = std::get_if<PutNode>(&edit)) {
+      return pg::Exec(c,
+                      "INSERT INTO nodes (name, doc) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE "
+                      "SET doc = EXCLUDED.doc",
+                      {e->node.name, ToJson(e->node).dump()})
+          .status();
+    }
+    if (const auto* e = std::get_if<PutQueue>(&edit)) {
+      return pg::Exec(c,
+                      "INSERT INTO queues (name, doc) VALUES ($1, $2) ON CONFLICT (name) DO "
+                      "UPDATE SET doc = EXCLUDED.doc",
+                      {e->queue.name, ToJson(e->queue).dump()})
+          .status();
+    }
+    if (const auto* e = std::get_if<PutMeta>(&edit)) {
+      return pg::Exec(c,
+                      "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE "
+                      "SET value = EXCLUDED.value",
+                      {e->key, e->value})
+          .status();
+    }
+    if (const auto* e = std::get_if<DeleteNode>(&edit)) {
+      return pg::Exec(c, "DELETE FROM nodes WHERE name = $1", {e->name}).status();
+    }
+    if (const auto* e = std::get_if<AppendChange>(&edit)) {
+      return pg::Exec(c, "INSERT INTO changes (revision, doc) VALUES ($1, $2)",
+                      {std::to_string(e->change.revision), e->change.doc})
+          .status();
+    }
+    if (const auto* e = std::get_if<TruncateChanges>(&edit)) {
+      return pg::Exec(c, "DELETE FROM changes WHERE revision < $1", {std::to_string(e->below)})
+          .status();
+    }
+    return Internal("postgres store: unknown edit");
+  }
+
+  pg::Conn conn_;
+  uint64_t term_ = 0;  // 0 until TryLead succeeds; then every Commit checks it
+};
+
+}  // namespace
+
+Result<std::unique_ptr<PostgresStore>> OpenPostgresStore(const std::string& conninfo) {
+  auto conn = pg::Connect(conninfo);
+  if (!conn.ok()) return conn.status();
+  auto store = std::make_unique<PgStore>(std::move(*conn));
+  CORRAL_RETURN_IF_ERROR(store->Migrate());
+  return std::unique_ptr<PostgresStore>(std::move(store));
+}
+
+}  // namespace corral::store

@@ -1,0 +1,33 @@
+// The PostgreSQL backend of Store (DESIGN §9): the same tables and JSON documents as the SQLite
+// store, for heads that share one database. One connection, used by one thread at a time.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "store/store.h"
+
+namespace corral::store {
+
+class PostgresStore : public Store {
+ public:
+  // Leadership of several heads on one database. Tries (without waiting) to take the
+  // session-level advisory lock that only the leader holds; holding it, increments the term
+  // row and returns the new term, or nullopt while another session holds the lock. From then
+  // on every Commit first reads the term row inside its transaction (FOR SHARE, so a new
+  // leader's increment waits for it) and is refused unless the term is still this one: a
+  // leader whose session was lost and whose lock another head took can never commit again,
+  // even after this store reconnects. A store that never led commits unfenced (one head).
+  // REQUIRES: the caller loads state only after this returns a term.
+  virtual Result<std::optional<uint64_t>> TryLead() = 0;
+  // The term this store took with TryLead (0: it never led).
+  virtual uint64_t term() const = 0;
+};
+
+// Connects with a libpq connection string or URI (postgresql://USER@HOST:PORT/DB) and
+// migrates the schema. A Commit that loses the connection fails naming the cause (its
+// outcome is then unknown, as with any lost COMMIT); the next call reconnects.
+Result<std::unique_ptr<PostgresStore>> OpenPostgresStore(const std::string& conninfo);
+
+}  // namespace corral::store

@@ -1,0 +1,236 @@
+#include "store/store_conformance_test.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/codec.h"
+
+namespace corral::store {
+
+void StoreConformance::SetUp() {
+  backend_ = GetParam().make();
+  if (std::string why = backend_->SkipReason(); !why.empty()) GTEST_SKIP() << why;
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = info->name();
+  name = name.substr(0, name.find('/'));
+  Status st = backend_->Prepare(name);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+}
+
+std::string BackendName(const ::testing::TestParamInfo<BackendParam>& info) {
+  return info.param.name;
+}
+
+namespace {
+
+Job MakeJob(JobId id, JobState state) {
+  Job j;
+  j.id = id;
+  j.owner = "ana";
+  j.spec.command = {"true"};
+  j.state = state;
+  return j;
+}
+
+Node MakeNode(const std::string& name) {
+  Node n;
+  n.name = name;
+  n.gpus = {{0, "GPU-" + name, "sim", 1000, 0, true}};
+  return n;
+}
+
+TEST_P(StoreConformance, AnEmptyStoreLoadsEmpty) {
+  auto s = backend_->Open();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_TRUE((*s)->Commit({}).ok());
+  auto st = (*s)->Load();
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_TRUE(st->jobs.empty());
+  EXPECT_TRUE(st->nodes.empty());
+  EXPECT_TRUE(st->queues.empty());
+  EXPECT_TRUE(st->meta.empty());
+  EXPECT_TRUE(st->changes.empty());
+}
+
+TEST_P(StoreConformance, CommitThenReopenSeesEverything) {
+  {
+    auto s = backend_->Open();
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    ASSERT_TRUE((*s)->Commit({PutJob{MakeJob(2, JobState::kPending)},
+                              PutJob{MakeJob(1, JobState::kRunning)}, PutNode{MakeNode("n2")},
+                              PutNode{MakeNode("n1")}, PutNode{MakeNode("gone")},
+                              PutQueue{{"org/team", 4, 8, 2.0}}, PutMeta{"epoch", "3"}})
+                    .ok());
+    // Puts overwrite; a delete removes.
+    Status st = (*s)->Commit({PutJob{MakeJob(2, JobState::kSucceeded)}, PutMeta{"epoch", "4"},
+                              DeleteNode{"gone"}, PutQueue{{"org/team", 4, 16, 2.0}}});
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+  auto s = backend_->Open();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto st = (*s)->Load();
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  ASSERT_EQ(st->jobs.size(), 2u);
+  EXPECT_EQ(st->jobs[0].id, 1u);  // ascending id
+  EXPECT_EQ(st->jobs[0].state, JobState::kRunning);
+  EXPECT_EQ(st->jobs[1].id, 2u);
+  EXPECT_EQ(st->jobs[1].state, JobState::kSucceeded);
+  EXPECT_EQ(st->jobs[1].owner, "ana");
+  EXPECT_EQ(st->jobs[1].spec.command, std::vector<std::string>{"true"});
+  ASSERT_EQ(st->nodes.size(), 2u);
+  EXPECT_EQ(st->nodes[0].name, "n1");
+  EXPECT_EQ(st->nodes[0].gpus[0].uuid, "GPU-n1");
+  EXPECT_EQ(st->nodes[1].name, "n2");
+  ASSERT_EQ(st->queues.size(), 1u);
+  EXPECT_EQ(st->queues[0].limit_gpus, 16);
+  EXPECT_EQ(st->meta, (std::map<std::string, std::string>{{"epoch", "4"}}));
+}
+
+TEST_P(StoreConformance, ChangeLogIsOrderedLimitedAndTruncated) {
+  auto s = backend_->Open();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  // Written out of order within a commit: read back by revision.
+  ASSERT_TRUE((*s)->Commit({AppendChange{{2, "b"}}, AppendChange{{1, "a"}}}).ok());
+  ASSERT_TRUE(
+      (*s)->Commit({AppendChange{{3, "c"}}, PutMeta{kSnapshotRevisionKey, "2"}, TruncateChanges{2}})
+          .ok());
+  ASSERT_TRUE((*s)->Commit({AppendChange{{4, "{\"k\": \"d\\u00e9\"}"}}}).ok());
+  auto st = (*s)->Load();
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  // Load hands back only the changes above the snapshot.
+  EXPECT_EQ(st->changes, (std::vector<ChangeRecord>{{3, "c"}, {4, "{\"k\": \"d\\u00e9\"}"}}));
+  auto all = (*s)->ReadChanges(0, 10);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_EQ(all->size(), 3u);  // 1 truncated
+  EXPECT_EQ((*all)[0], (ChangeRecord{2, "b"}));
+  EXPECT_EQ((*all)[2].revision, 4u);
+  auto one = (*s)->ReadChanges(1, 1);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(*one, (std::vector<ChangeRecord>{{2, "b"}}));
+  auto two = (*s)->ReadChanges(2, 2);
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(*two, (std::vector<ChangeRecord>{{3, "c"}, {4, "{\"k\": \"d\\u00e9\"}"}}));
+  auto none = (*s)->ReadChanges(4, 10);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+// A revision is written once: a commit that repeats one fails, and nothing of it stays,
+// not even the edits before the failing one.
+TEST_P(StoreConformance, AFailedCommitLeavesNothing) {
+  auto s = backend_->Open();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_TRUE((*s)->Commit({AppendChange{{1, "a"}}, PutJob{MakeJob(1, JobState::kPending)}}).ok());
+  Status failed =
+      (*s)->Commit({PutMeta{"x", "1"}, PutJob{MakeJob(1, JobState::kFailed)},
+                    PutJob{MakeJob(7, JobState::kPending)}, AppendChange{{1, "again"}}});
+  EXPECT_FALSE(failed.ok());
+  auto after = (*s)->Load();
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_FALSE(after->meta.count("x"));
+  ASSERT_EQ(after->jobs.size(), 1u);
+  EXPECT_EQ(after->jobs[0].state, JobState::kPending);
+  EXPECT_EQ(after->changes, (std::vector<ChangeRecord>{{1, "a"}}));
+  // The store is still usable after the failure.
+  ASSERT_TRUE((*s)->Commit({AppendChange{{2, "b"}}}).ok());
+  auto again = backend_->Open();
+  ASSERT_TRUE(again.ok());
+  auto reloaded = (*again)->Load();
+  ASSERT_TRUE(reloaded.ok());
+  EXPECT_EQ(reloaded->changes.size(), 2u);
+  EXPECT_FALSE(reloaded->meta.count("x"));
+}
+
+// Acknowledged data survives SIGKILL of the writer: a child commits, reports the count over a
+// pipe after each commit returns, and is killed mid-stream; everything it reported is there.
+TEST_P(StoreConformance, AcknowledgedCommitsSurviveSigkillOfTheWriter) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    auto s = backend_->Open();
+    if (!s.ok()) _exit(3);
+    for (JobId id = 1;; ++id) {
+      if (!(*s)->Commit({PutJob{MakeJob(id, JobState::kPending)}, AppendChange{{id, "{}"}}}).ok()) {
+        _exit(4);
+      }
+      if (write(fds[1], &id, sizeof id) != sizeof id) _exit(5);
+    }
+  }
+  close(fds[1]);
+  JobId acked = 0, id = 0;
+  while (acked < 50 && read(fds[0], &id, sizeof id) == sizeof id) acked = id;
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  close(fds[0]);
+  ASSERT_GE(acked, 50u);
+  auto s = backend_->Open();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto st = (*s)->Load();
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  ASSERT_GE(st->jobs.size(), acked);
+  ASSERT_EQ(st->changes.size(), st->jobs.size());  // each commit whole or not at all
+  for (JobId i = 1; i <= acked; ++i) EXPECT_EQ(st->jobs[i - 1].id, i);
+}
+
+// A store written before schema versioning (the version-1 tables, no schema_version) is
+// migrated at open, keeps its rows, and then opens again without migrating twice.
+TEST_P(StoreConformance, AnOldStoreIsMigratedAndKeepsItsData) {
+  Job job = MakeJob(5, JobState::kRunning);
+  ASSERT_TRUE(backend_->Sql(backend_->SchemaV1()).ok());
+  std::string doc = ToJson(job).dump();
+  auto ins =
+      backend_->Sql("INSERT INTO jobs (id, state, doc) VALUES (5, 'running', '" + doc + "')");
+  ASSERT_TRUE(ins.ok()) << ins.status().ToString();
+  ASSERT_TRUE(backend_->Sql("INSERT INTO meta (key, value) VALUES ('epoch', '9')").ok());
+  ASSERT_EQ(*backend_->Sql(backend_->IndexExists("jobs_by_state")), "0");
+  for (int open = 0; open < 2; ++open) {
+    auto s = backend_->Open();
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    auto st = (*s)->Load();
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    ASSERT_EQ(st->jobs.size(), 1u);
+    EXPECT_EQ(st->jobs[0].id, 5u);
+    EXPECT_EQ(st->jobs[0].state, JobState::kRunning);
+    EXPECT_EQ(st->meta.at("epoch"), "9");
+    EXPECT_EQ(*backend_->Sql("SELECT count(*) FROM schema_version"), "1");
+    EXPECT_EQ(*backend_->Sql("SELECT version FROM schema_version"), std::to_string(kSchemaVersion));
+    EXPECT_EQ(*backend_->Sql(backend_->IndexExists("jobs_by_state")), "1");
+    EXPECT_EQ(*backend_->Sql("SELECT term FROM leadership"), "0");
+  }
+}
+
+// A store stamped at version 1 (after the first step) is taken through the remaining steps.
+TEST_P(StoreConformance, AStoreAtAnEarlierVersionRunsOnlyTheLaterSteps) {
+  ASSERT_TRUE(backend_->Sql(backend_->SchemaV1()).ok());
+  ASSERT_TRUE(backend_->Sql("CREATE TABLE schema_version (version INTEGER NOT NULL)").ok());
+  ASSERT_TRUE(backend_->Sql("INSERT INTO schema_version VALUES (1)").ok());
+  auto s = backend_->Open();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(*backend_->Sql("SELECT version FROM schema_version"), std::to_string(kSchemaVersion));
+  EXPECT_EQ(*backend_->Sql(backend_->IndexExists("jobs_by_state")), "1");
+}
+
+TEST_P(StoreConformance, AStoreANewerCorralWroteIsRefused) {
+  {
+    auto s = backend_->Open();
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    ASSERT_TRUE((*s)->Commit({PutJob{MakeJob(1, JobState::kPending)}}).ok());
+  }
+  ASSERT_TRUE(
+      backend_->Sql("UPDATE schema_version SET version = " + std::to_string(kSchemaVersion + 1))
+          .ok());
+  auto s = backend_->Open();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(), "store schema version " + std::to_string(kSchemaVersion + 1) +
+                                      " is newer than this corral (" +
+                                      std::to_string(kSchemaVersion) + "); upgrade corral");
+  // Refusing changed nothing.
+  EXPECT_EQ(*backend_->Sql("SELECT version FROM schema_version"),
+            std::to_string(kSchemaVersion + 1));
+  EXPECT_EQ(*backend_->Sql("SELECT count(*) FROM jobs"), "1");
+}
+
+}  // namespace
+}  // namespace corral::store
