@@ -38,7 +38,7 @@ struct JobSpec {
   std::map<std::string, std::string> env;
   std::string workdir;
   std::string queue = "default";
-  int32_t replicas = 1;  // gang size: all or nothing
+  int32_t replicas = 1;           // gang size: all or nothing
   int32_t tasks_per_replica = 1;  // processes per replica; -1: one per GPU ("gpu")
   Resources per_replica{kGpuMilli * 0, 1000, 0};
   std::string gpu_model;                           // empty: any
@@ -51,6 +51,9 @@ struct JobSpec {
   DurationMs grace_ms = 10 * kSecond;
   std::string array;                     // "0-999%8": submit one job per index (ArraySpec)
   std::vector<Dependency> dependencies;  // all must hold before the job may start
+  // A Slurm batch job: replica 0 runs the script and the others only hold their nodes, so
+  // replica 0's end stops the rest and its exit code alone decides the outcome.
+  bool batch = false;
 };
 
 enum class RunState { kScheduled, kRunning, kSucceeded, kFailed, kCancelled, kPreempted, kLost };
