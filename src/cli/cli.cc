@@ -49,6 +49,10 @@ const CommandInfo kCommands[] = {
      "full-screen view of nodes, GPUs and queues, live from the event stream; q quits"},
     {"usage", RunUsage, "corral usage [--by user|queue] [--since 7d] [-o table|json|csv]",
      "GPU-hours, jobs, average wait and preemptions per user or queue over a period"},
+    {"slurm", RunSlurm,
+     "corral slurm install-shims DIR  (then sbatch, srun, squeue, scancel, sacct, scontrol,\n"
+     "       sinfo in DIR run Corral's Slurm-compatible commands; also `corral sbatch ...`)",
+     "Slurm compatibility: install sbatch, squeue, ... as commands"},
     {"token", RunToken,
      "corral token create --user NAME [--role user|queue-admin|admin] [--queue Q]... [--expires "
      "D]\n"
@@ -101,7 +105,9 @@ ErrorCode CodeForStatus(int status) {
 
 }  // namespace
 
-bool IsCliCommand(const std::string& command) { return FindCommand(command) != nullptr; }
+bool IsCliCommand(const std::string& command) {
+  return FindCommand(command) != nullptr || IsSlurmCommand(command);
+}
 
 std::string CliUsage() {
   std::string out;
@@ -172,6 +178,13 @@ Result<Json> ApiClient::CallJson(const std::string& method, const std::string& p
 
 int RunCommand(const std::string& command, const std::vector<std::string>& args, CliContext& ctx) {
   const CommandInfo* c = FindCommand(command);
+  if (c == nullptr && IsSlurmCommand(command)) {
+    static const std::map<std::string, int (*)(const std::vector<std::string>&, CliContext&)>
+        kSlurm = {{"sbatch", RunSbatch},   {"srun", RunSrun},   {"squeue", RunSqueue},
+                  {"scancel", RunScancel}, {"sacct", RunSacct}, {"scontrol", RunScontrol},
+                  {"sinfo", RunSinfo}};
+    return kSlurm.at(command)(args, ctx);
+  }
   if (c == nullptr) {
     *ctx.err << "corral: unknown command '" << command << "'; client commands:\n" << CliUsage();
     return kExitUsage;

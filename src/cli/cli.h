@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,8 @@ struct CliContext {
   std::ostream* out = nullptr;
   std::ostream* err = nullptr;
   EnvLookup env;
+  // The whole environment (sbatch --export=ALL carries it into the job).
+  std::function<std::map<std::string, std::string>()> environment;
   // Called after a command has parsed its flags (so a usage error never needs a head):
   // the transport to the head, or why there is none (no config). `addr` names the head in
   // "cannot reach" messages.
@@ -37,6 +40,9 @@ struct CliContext {
 
 // True for the commands RunCommand knows.
 bool IsCliCommand(const std::string& command);
+// True for sbatch, srun, squeue, scancel, sacct, scontrol, sinfo (main answers to them as
+// argv[0]; RunCommand runs them too).
+bool IsSlurmCommand(const std::string& name);
 // One line per client command, for the top-level `corral --help`.
 std::string CliUsage();
 

@@ -1,5 +1,7 @@
 // CliMain: the client commands wired to the real world (environment, wall clock, current
 // directory, HTTP). Part of corral_cli_http.
+#include <unistd.h>
+
 #include <chrono>
 #include <filesystem>
 #include <ostream>
@@ -16,6 +18,15 @@ int CliMain(const std::string& command, const std::vector<std::string>& args, st
   ctx.out = &out;
   ctx.err = &err;
   ctx.env = ProcessEnv();
+  ctx.environment = [] {
+    std::map<std::string, std::string> all;
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+      std::string kv = *e;
+      auto eq = kv.find('=');
+      if (eq != std::string::npos) all[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    return all;
+  };
   std::error_code ec;
   ctx.cwd = std::filesystem::current_path(ec).string();
   ctx.now = [] {

@@ -2,6 +2,7 @@
 // API and turn its errors into messages.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <optional>
 #include <ostream>
@@ -11,6 +12,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "core/codec.h"
+#include "slurm/options.h"
 
 namespace corral::cli {
 
@@ -63,6 +65,25 @@ int RunToken(const std::vector<std::string>& args, CliContext& ctx);
 int RunEvents(const std::vector<std::string>& args, CliContext& ctx);
 int RunUsage(const std::vector<std::string>& args, CliContext& ctx);
 int RunTop(const std::vector<std::string>& args, CliContext& ctx);
+
+// Pages through the jobs matching `query` ("&state=...&user=..."), ascending id; keeps the
+// newest `limit` (0: all).
+Result<std::deque<Json>> FetchJobs(CliContext& ctx, const std::string& query, size_t limit);
+
+// The Slurm commands (slurm_submit.cc, slurm_query.cc), run as `sbatch ...` through a shim
+// or as `corral sbatch ...`.
+int RunSlurm(const std::vector<std::string>& args, CliContext& ctx);  // corral slurm install-shims
+int RunSbatch(const std::vector<std::string>& args, CliContext& ctx);
+int RunSrun(const std::vector<std::string>& args, CliContext& ctx);
+int RunSqueue(const std::vector<std::string>& args, CliContext& ctx);
+int RunScancel(const std::vector<std::string>& args, CliContext& ctx);
+int RunSacct(const std::vector<std::string>& args, CliContext& ctx);
+int RunScontrol(const std::vector<std::string>& args, CliContext& ctx);
+int RunSinfo(const std::vector<std::string>& args, CliContext& ctx);
+// srun inside an allocation: a step of one node, run here (slurm_step.cc).
+int RunLocalStep(const slurm::ParsedOptions& opts, CliContext& ctx);
+// Jobs decoded from the head's JSON; errors name the job.
+Result<std::vector<Job>> DecodeJobs(const std::deque<Json>& raw);
 
 // `corral jobs` without the flag parsing: the matching jobs as JSON on out, or as a table.
 int ListJobsJson(CliContext& ctx, const std::string& query, size_t limit);

@@ -332,8 +332,6 @@ int RunJobs(const std::vector<std::string>& argv, CliContext& ctx) {
   return kExitOk;
 }
 
-namespace {
-
 // Pages through all matching jobs (ascending id) and keeps the newest `limit`.
 Result<std::deque<Json>> FetchJobs(CliContext& ctx, const std::string& query, size_t limit) {
   ApiClient api(ctx);
@@ -359,8 +357,6 @@ Result<std::deque<Json>> FetchJobs(CliContext& ctx, const std::string& query, si
   }
   return raw;
 }
-
-}  // namespace
 
 int ListJobsJson(CliContext& ctx, const std::string& query, size_t limit) {
   auto raw = FetchJobs(ctx, query, limit);

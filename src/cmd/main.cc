@@ -23,6 +23,13 @@ void Usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Installed as sbatch, squeue, ... (`corral slurm install-shims`): answer as that command.
+  std::string self = argc > 0 ? argv[0] : "";
+  if (auto slash = self.rfind('/'); slash != std::string::npos) self = self.substr(slash + 1);
+  if (corral::cli::IsSlurmCommand(self)) {
+    return corral::cli::CliMain(self, std::vector<std::string>(argv + 1, argv + argc), std::cout,
+                                std::cerr);
+  }
   if (argc < 2) {
     Usage();
     return 2;

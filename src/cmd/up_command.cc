@@ -238,7 +238,9 @@ int UpMain(std::vector<std::string> args) {
             << "the CLI reads " << config_path << "; or set:\n"
             << "  export CORRAL_ADDR=" << addr << " CORRAL_TOKEN=$(cat " << state_dir
             << "/admin.token)\n"
-            << "try: corral submit --gpus 2 -- nvidia-smi; corral jobs; corral nodes" << std::endl;
+            << "try: corral submit --gpus 2 -- nvidia-smi; corral jobs; corral nodes\n"
+            << "Slurm's commands: corral slurm install-shims " << state_dir
+            << "/bin && export PATH=" << state_dir << "/bin:$PATH" << std::endl;
   int rc = 0;
   if (demo) {
     rc = RunDemo(client);

@@ -29,6 +29,7 @@ JobSpec DecodeSpec(const Json& j) {
   s.time_limit_ms = Get<int64_t>(j, "time_limit_ms", 0);
   s.priority = Get<int32_t>(j, "priority", 0);
   s.preemptible = Get<bool>(j, "preemptible", false);
+  s.batch = Get<bool>(j, "batch", false);
   s.max_restarts = Get<int32_t>(j, "max_restarts", 0);
   s.checkpoint_signal = Get<int32_t>(j, "checkpoint_signal", 15);
   s.grace_ms = Get<int64_t>(j, "grace_ms", 10000);
@@ -131,6 +132,7 @@ Json ToJson(const JobSpec& s) {
               {"grace_ms", s.grace_ms},
               {"array", s.array},
               {"tasks_per_replica", s.tasks_per_replica},
+              {"batch", s.batch},
               {"dependency", FormatDependencies(s.dependencies)}};
 }
 

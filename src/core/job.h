@@ -51,6 +51,9 @@ struct JobSpec {
   DurationMs grace_ms = 10 * kSecond;
   std::string array;                     // "0-999%8": submit one job per index (ArraySpec)
   std::vector<Dependency> dependencies;  // all must hold before the job may start
+  // A Slurm batch job: replica 0 runs the script and the others only hold their nodes, so
+  // replica 0's end stops the rest and its exit code alone decides the outcome.
+  bool batch = false;
 };
 
 enum class RunState { kScheduled, kRunning, kSucceeded, kFailed, kCancelled, kPreempted, kLost };

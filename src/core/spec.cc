@@ -197,14 +197,15 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
       "queue",        "replicas",    "gpus",         "cpus",
       "memory",       "gpu_model",   "node_labels",  "time_limit",
       "priority",     "preemptible", "max_restarts", "checkpoint_signal",
-      "grace_period", "array",       "dependency",   "tasks_per_replica"};
+      "grace_period", "array",       "dependency",   "tasks_per_replica",
+      "batch"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!kKnown.count(it.key())) {
       return InvalidArgument("unknown field '" + it.key() +
                              "'; known fields: name, command, env, workdir, queue, replicas, "
                              "gpus, cpus, memory, gpu_model, node_labels, time_limit, priority, "
                              "preemptible, max_restarts, checkpoint_signal, grace_period, "
-                             "array, dependency, tasks_per_replica");
+                             "array, dependency, tasks_per_replica, batch");
     }
   }
   JobSpec s;
@@ -346,6 +347,10 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
   if (auto it = j.find("preemptible"); it != j.end()) {
     if (!it->is_boolean()) return FieldError("preemptible", *it, "true or false");
     s.preemptible = it->get<bool>();
+  }
+  if (auto it = j.find("batch"); it != j.end()) {
+    if (!it->is_boolean()) return FieldError("batch", *it, "true or false");
+    s.batch = it->get<bool>();
   }
   if (auto it = j.find("checkpoint_signal"); it != j.end()) {
     auto v = ParseSignal("checkpoint_signal", ScalarText(*it));

@@ -299,7 +299,12 @@ void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const Ru
          ReplicaExited{job.id, run.attempt, r.replica, r.exit_code, task, r.peak_memory_bytes,
                        r.cpu_ms});
     const Run& after = *state_.jobs.at(job.id).CurrentRun();
-    if (r.exit_code != 0 && !after.stop_requested && after.placement.size() > 1) {
+    if (job.spec.batch && r.replica == 0 && !after.stop_requested && after.placement.size() > 1) {
+      // The batch script is the job; the other replicas only held their nodes for it.
+      RequestStop(state_.jobs.at(job.id),
+                  "the batch script (replica 0) ended with code " + std::to_string(r.exit_code),
+                  now);
+    } else if (r.exit_code != 0 && !after.stop_requested && after.placement.size() > 1) {
       RequestStop(state_.jobs.at(job.id),
                   TaskName(after.placement[r.replica], r.replica, task) + " exited with code " +
                       std::to_string(r.exit_code) + "; stopping the gang",
@@ -316,6 +321,7 @@ void HeadCore::MaybeFinishRun(const Job& job, TimeMs now) {
   }
   bool all_zero = true;
   for (int32_t code : run.exit_codes) all_zero &= code == 0;
+  if (job.spec.batch) all_zero = run.exit_codes[0] == 0 && run.failed_replica <= 0;
   if (run.stop_requested && StartsWith(run.reason, kReasonPreempted)) {
     FinishRun(job, RunState::kPreempted, "", now);
   } else if (run.stop_requested && StartsWith(run.reason, kReasonCancelled)) {
@@ -333,6 +339,8 @@ void HeadCore::FinishRun(const Job& job, RunState state, const std::string& reas
   int32_t first_failure = 0;
   if (run.failed_replica >= 0) {
     first_failure = run.exit_codes[run.failed_replica];
+  } else if (job.spec.batch && !run.exit_codes.empty() && run.exit_codes[0] != kNotExited) {
+    first_failure = run.exit_codes[0];  // the holders' codes say nothing about the job
   } else {
     for (int32_t code : run.exit_codes) {
       if (code != 0 && code != kNotExited) {

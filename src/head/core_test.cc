@@ -200,6 +200,37 @@ TEST_P(Scenario, GangFailureStopsEveryReplicaAndRestartsThenFails) {
   EXPECT_EQ(done.runs.size(), 2u);
 }
 
+// A Slurm batch job: replica 0 runs the script, the others only hold their nodes. Replica 0's
+// end stops them, and its code alone is the job's (the holders' -15 says nothing).
+TEST_P(Scenario, BatchJobEndsWithReplicaZeroAndTakesItsCode) {
+  Register("n1", 2);
+  Register("n2", 2);
+  for (int code : {0, 7}) {
+    JobSpec spec = Spec(1, 2);
+    spec.batch = true;
+    Job job = Submit(spec);
+    Schedule();
+    Job j = Get(job.id);
+    ASSERT_EQ(j.state, JobState::kScheduled);
+    const std::string n0 = j.CurrentRun()->placement[0].node,
+                      n1 = j.CurrentRun()->placement[1].node;
+    ASSERT_TRUE(*Report(n0, {Running(j, 0)}));
+    ASSERT_TRUE(*Report(n1, {Running(j, 1)}));
+    ASSERT_TRUE(*Report(n0, {Exited(j, 0, code)}));
+    const corral::Run run = *Get(job.id).CurrentRun();
+    EXPECT_TRUE(run.stop_requested) << "the holder is stopped when the script ends";
+    EXPECT_NE(run.reason.find("batch script (replica 0) ended with code " + std::to_string(code)),
+              std::string::npos)
+        << run.reason;
+    ASSERT_EQ(Desired(n1).size(), 1u);
+    EXPECT_TRUE(Desired(n1)[0].stop);
+    ASSERT_TRUE(*Report(n1, {Exited(j, 1, -15)}));
+    Job done = Get(job.id);
+    EXPECT_EQ(done.state, code == 0 ? JobState::kSucceeded : JobState::kFailed);
+    EXPECT_EQ(done.exit_code, code);
+  }
+}
+
 TEST_P(Scenario, TimeLimitStopsTheRunAndFailsTheJob) {
   Register("n1", 1);
   JobSpec spec = Spec(1);

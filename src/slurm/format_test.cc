@@ -1,0 +1,199 @@
+// Golden tests: squeue/sacct/scontrol/sinfo output for a fixed set of jobs, compared with the
+// committed files in testdata/ (regenerate with CORRAL_UPDATE_GOLDEN=1 and review the diff).
+#include "slurm/format.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace corral::slurm {
+namespace {
+
+constexpr TimeMs kT0 = 1'800'000'000'000;  // 2027-01-15T08:00:00Z
+
+Job MakeJob(JobId id, const std::string& name, JobState state) {
+  Job j;
+  j.id = id;
+  j.owner = "alice";
+  j.spec.name = name;
+  j.spec.queue = "gpu";
+  j.spec.batch = true;
+  j.spec.workdir = "/home/alice";
+  j.state = state;
+  j.submitted_at = kT0;
+  return j;
+}
+
+Run StartedRun(std::vector<std::string> nodes, TimeMs start, TimeMs end) {
+  Run r;
+  r.attempt = 1;
+  for (const std::string& n : nodes) r.placement.push_back({n, {0}});
+  r.state = end > 0 ? RunState::kSucceeded : RunState::kRunning;
+  r.scheduled_at = start;
+  r.started_at = start;
+  r.ended_at = end;
+  return r;
+}
+
+std::vector<Job> Jobs() {
+  std::vector<Job> jobs;
+  Job running = MakeJob(7, "train-ddp", JobState::kRunning);
+  running.spec.replicas = 2;
+  running.spec.per_replica.gpu_milli = 4 * kGpuMilli;
+  running.spec.per_replica.cpu_milli = 8000;
+  running.spec.time_limit_ms = 2 * 3600 * 1000;
+  running.runs.push_back(StartedRun({"node01", "node02"}, kT0 + 5000, 0));
+  jobs.push_back(running);
+
+  Job pending = MakeJob(8, "eval", JobState::kPending);
+  pending.pending_reason = "waits for afterok:7";
+  pending.spec.dependencies = {{DependencyType::kAfterOk, {7}}};
+  jobs.push_back(pending);
+
+  Job done = MakeJob(9, "sweep", JobState::kSucceeded);
+  done.array_id = 9;
+  done.array_index = 0;
+  done.runs.push_back(StartedRun({"node03"}, kT0 + 1000, kT0 + 66'000));
+  jobs.push_back(done);
+
+  Job failed = MakeJob(10, "sweep", JobState::kFailed);
+  failed.array_id = 9;
+  failed.array_index = 1;
+  failed.exit_code = 3;
+  failed.runs.push_back(StartedRun({"node03"}, kT0 + 1000, kT0 + 2000));
+  failed.runs.back().state = RunState::kFailed;
+  jobs.push_back(failed);
+
+  Job timeout = MakeJob(11, "long", JobState::kFailed);
+  timeout.exit_code = -15;
+  timeout.spec.time_limit_ms = 60'000;
+  timeout.runs.push_back(StartedRun({"node04"}, kT0, kT0 + 61'000));
+  timeout.runs.back().state = RunState::kFailed;
+  timeout.runs.back().reason = "time limit 0:01:00 exceeded";
+  jobs.push_back(timeout);
+
+  Job cancelled = MakeJob(12, "oops", JobState::kCancelled);
+  cancelled.spec.batch = false;
+  cancelled.spec.command = {"python3", "x.py"};
+  jobs.push_back(cancelled);
+  return jobs;
+}
+
+void ExpectGolden(const std::string& name, const std::string& actual) {
+  const std::string path = std::string(CORRAL_SLURM_TESTDATA) + "/" + name;
+  if (std::getenv("CORRAL_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(path) << actual;
+  }
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "missing golden file " << path;
+  std::stringstream want;
+  want << in.rdbuf();
+  EXPECT_EQ(actual, want.str()) << "golden file " << path;
+}
+
+class SlurmFormat : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("TZ", "UTC", 1);
+    tzset();
+  }
+};
+
+TEST_F(SlurmFormat, SqueueDefault) {
+  auto out = RenderSqueue(Jobs(), kSqueueDefaultFormat, true, kT0 + 3'725'000);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ExpectGolden("squeue_default.txt", *out);
+}
+
+TEST_F(SlurmFormat, SqueueCustomFormatAndNoHeader) {
+  auto out = RenderSqueue(Jobs(), "%i|%A|%a|%T|%l|%C|%b|%N|%S|%o|%Z|%%", false, kT0 + 70'000);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ExpectGolden("squeue_custom.txt", *out);
+  auto bad = RenderSqueue(Jobs(), "%i %w", true, kT0);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message().rfind("option --format: unknown field %w; known: %i", 0), 0u);
+}
+
+TEST_F(SlurmFormat, SacctParsable2AndTable) {
+  SacctOptions p;
+  p.fields = {"JobID", "State", "ExitCode", "Elapsed"};
+  p.parsable2 = true;
+  auto out = RenderSacct(Jobs(), p, kT0 + 70'000);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ExpectGolden("sacct_parsable2.txt", *out);
+
+  SacctOptions t;  // the default fields, as a table, allocations only
+  t.allocations_only = true;
+  auto table = RenderSacct(Jobs(), t, kT0 + 70'000);
+  ASSERT_TRUE(table.ok());
+  ExpectGolden("sacct_table.txt", *table);
+
+  SacctOptions bad;
+  bad.fields = {"JobID", "MaxRSS"};
+  auto err = RenderSacct(Jobs(), bad, kT0);
+  ASSERT_FALSE(err.ok());
+  EXPECT_EQ(
+      err.status().message().rfind("option --format: unknown field \"MaxRSS\"; known: JobID", 0),
+      0u);
+}
+
+TEST_F(SlurmFormat, ScontrolShowJob) {
+  std::vector<Job> jobs = Jobs();
+  ExpectGolden("scontrol_show_job.txt",
+               RenderScontrolJob(jobs[0], kT0 + 70'000) + RenderScontrolJob(jobs[3], kT0));
+}
+
+TEST_F(SlurmFormat, Sinfo) {
+  Json nodes = Json::array();
+  auto node = [](const std::string& name, const std::string& state, int used) {
+    return Json{
+        {"name", name},
+        {"state", state},
+        {"cpu_milli", 32000},
+        {"memory_mb", 256000},
+        {"gpus_used", used},
+        {"gpus", Json::array({Json::object(), Json::object(), Json::object(), Json::object()})}};
+  };
+  nodes.push_back(node("node01", "ready", 4));
+  nodes.push_back(node("node02", "ready", 4));
+  nodes.push_back(node("node03", "ready", 1));
+  nodes.push_back(node("node04", "ready", 0));
+  nodes.push_back(node("node05", "drained", 0));
+  ExpectGolden("sinfo_default.txt", RenderSinfo(nodes, {"default", "gpu"}, false));
+  ExpectGolden("sinfo_long.txt", RenderSinfo(nodes, {"default"}, true));
+}
+
+TEST(SlurmStates, EveryEndMapsToSlurmsName) {
+  Job j;
+  j.state = JobState::kPending;
+  EXPECT_EQ(SlurmState(j), "PENDING");
+  j.state = JobState::kScheduled;
+  EXPECT_EQ(SlurmState(j), "RUNNING");
+  j.state = JobState::kSucceeded;
+  EXPECT_EQ(SlurmState(j), "COMPLETED");
+  j.state = JobState::kCancelled;
+  EXPECT_EQ(SlurmState(j), "CANCELLED");
+  j.state = JobState::kFailed;
+  EXPECT_EQ(SlurmState(j), "FAILED");
+  j.runs.push_back(corral::Run{});
+  j.runs.back().state = RunState::kLost;
+  EXPECT_EQ(SlurmState(j), "NODE_FAIL");
+  j.runs.back().state = RunState::kPreempted;
+  EXPECT_EQ(SlurmState(j), "PREEMPTED");
+  j.runs.back().state = RunState::kFailed;
+  j.runs.back().reason = "replica 0 was killed: out of memory";
+  EXPECT_EQ(SlurmState(j), "OUT_OF_MEMORY");
+  j.runs.back().reason = "time limit 1:00:00 exceeded";
+  EXPECT_EQ(SlurmState(j), "TIMEOUT");
+  EXPECT_EQ(CompactState("TIMEOUT"), "TO");
+  EXPECT_EQ(CompactState("PENDING"), "PD");
+  EXPECT_EQ(SqueueTime(65'000), "1:05");
+  EXPECT_EQ(SqueueTime(3'725'000), "1:02:05");
+  EXPECT_EQ(SqueueTime(90'061'000), "1-01:01:01");
+  EXPECT_EQ(SacctTime(65'000), "00:01:05");
+}
+
+}  // namespace
+}  // namespace corral::slurm

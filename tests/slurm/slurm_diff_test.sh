@@ -1,0 +1,175 @@
+#!/bin/bash
+# Differential test: the same batch scripts through a real Slurm (Debian's slurm-wlm, started
+# here on private ports) and through Corral's shims (`corral up`, 2 agents), then compare what
+# the scripts saw (SLURM_* variables, ids and host names normalised), their output files, and
+# each job's JobState and ExitCode from `scontrol show job`. Needs root and slurm-wlm + munge
+# (apt-get install slurm-wlm munge); exits 77 (skipped) without them.
+# Env: CORRAL (the binary). The Slurm setup follows ../shared/tools/slurm-local.sh, copied here
+# in the small part needed so that the test carries what it runs.
+set -u
+CORRAL=${CORRAL:?set CORRAL to the corral binary}
+skip() { echo "SKIP: $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "needs root (munge and slurmd run as root)"
+command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null ||
+  skip "slurm-wlm and munge are not installed (apt-get install slurm-wlm munge)"
+
+T=$(mktemp -d /tmp/corral-slurm-diff.XXXXXX)
+S=$T/slurm
+mkdir -p "$S"/{state,log,spool/node1,spool/node2,fakedev} "$T/corral" "$T/shims" "$T/work-slurm" \
+  "$T/work-corral"
+PIDS=()
+cleanup() {
+  for f in "$S"/slurmd-*.pid "$S"/slurmctld.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
+  if [ -f "$S/munged.ours" ] && [ -f /run/munge/munged.pid ]; then kill "$(cat /run/munge/munged.pid)"; fi
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  [ "${KEEP:-0}" = 1 ] || rm -rf "$T"
+}
+trap cleanup EXIT
+fail=0
+check() {  # check NAME WANT GOT
+  if [ "$2" != "$3" ]; then
+    echo "DIFFERS: $1"; echo "  slurm:  $2" | head -20; echo "  corral: $3" | head -20; fail=1
+  else
+    echo "same: $1"
+  fi
+}
+
+# --- Slurm: munge, one slurmctld, two slurmd on private ports ---------------------------------
+if ! { [ -f /run/munge/munged.pid ] && kill -0 "$(cat /run/munge/munged.pid)" 2>/dev/null; }; then
+  mkdir -p /run/munge /var/lib/munge /var/log/munge
+  chown munge:munge /run/munge /var/lib/munge /var/log/munge
+  [ -f /etc/munge/munge.key ] || { /usr/sbin/mungekey -c -f; chown munge:munge /etc/munge/munge.key; }
+  runuser -u munge -- /usr/sbin/munged && touch "$S/munged.ours"
+  sleep 0.3
+fi
+export SLURM_CONF=$S/slurm.conf
+CTLD_PORT=$((7800 + RANDOM % 100)); D1=$((18100 + RANDOM % 400)); D2=$((D1 + 1))
+cat > "$SLURM_CONF" <<EOF
+ClusterName=diff
+SlurmctldHost=localhost
+SlurmUser=root
+SlurmctldPort=$CTLD_PORT
+AuthType=auth/munge
+CredType=cred/munge
+StateSaveLocation=$S/state
+SlurmdSpoolDir=$S/spool/%n
+SlurmctldPidFile=$S/slurmctld.pid
+SlurmdPidFile=$S/slurmd-%n.pid
+SlurmctldLogFile=$S/log/slurmctld.log
+SlurmdLogFile=$S/log/slurmd-%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+MpiDefault=none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+GresTypes=gpu
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
+SlurmdParameters=config_overrides
+ReturnToService=2
+MinJobAge=300
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+KillWait=5
+NodeName=node[1-2] NodeHostname=localhost NodeAddr=127.0.0.1 Port=$D1,$D2 CPUs=16 RealMemory=16000 Gres=gpu:8 State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+EOF
+: > "$S/gres.conf"
+for i in 1 2; do
+  mkdir -p "$S/fakedev/node$i"
+  for g in 0 1 2 3 4 5 6 7; do mknod "$S/fakedev/node$i/nvidia$g" c 1 3; done
+  echo "NodeName=node$i Name=gpu File=$S/fakedev/node$i/nvidia[0-7]" >> "$S/gres.conf"
+done
+echo "CgroupPlugin=cgroup/v1" > "$S/cgroup.conf"
+(cd "$S" && slurmctld -i) || skip "slurmctld did not start: $(tail -5 "$S/log/slurmctld.log")"
+for i in 1 2; do (cd "$S" && slurmd -N "node$i") || skip "slurmd node$i did not start"; done
+SLURM_BIN=$(dirname "$(command -v sbatch)")
+for _ in $(seq 1 100); do
+  [ "$(PATH=$SLURM_BIN:$PATH sinfo -h -N -o '%T' 2>/dev/null | grep -c idle)" = 2 ] && break
+  sleep 0.2
+done
+
+# --- Corral: a head and two agents with 8 simulated GPUs each, shims in $T/shims ----------------
+CPORT=$((7900 + RANDOM % 100))
+"$CORRAL" up --agents 2 --gpus-per-agent 8 --state-dir "$T/corral" --listen "127.0.0.1:$CPORT" \
+  --no-user-config > "$T/corral-up.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 1 100); do [ -s "$T/corral/admin.token" ] && grep -q "head on" "$T/corral-up.log" && break; sleep 0.2; done
+export CORRAL_ADDR=http://127.0.0.1:$CPORT CORRAL_TOKEN=$(cat "$T/corral/admin.token") \
+  CORRAL_CONFIG=$T/no-config.json
+"$CORRAL" slurm install-shims "$T/shims" >/dev/null || { echo "install-shims failed"; exit 1; }
+
+# --- The scripts --------------------------------------------------------------------------------
+cat > "$T/env.sh" <<'EOF'
+#!/bin/bash
+#SBATCH --job-name=envdump
+#SBATCH --nodes=1
+#SBATCH --ntasks-per-node=2
+#SBATCH --cpus-per-task=2
+#SBATCH --output=%x-%j.out
+echo "args: $*"
+env | grep -E '^SLURM_(JOB_NAME|NNODES|JOB_NUM_NODES|NTASKS|NPROCS|NTASKS_PER_NODE|TASKS_PER_NODE|CPUS_PER_TASK|JOB_NODELIST|NODELIST|SUBMIT_DIR|PROCID|LOCALID|NODEID|JOB_ID|JOBID|JOB_CPUS_PER_NODE|CPUS_ON_NODE|JOB_PARTITION|ARRAY_JOB_ID|ARRAY_TASK_ID)=' | sort
+srun -l sh -c 'echo task $SLURM_PROCID local $SLURM_LOCALID of $SLURM_NTASKS' | sort
+EOF
+cat > "$T/fail.sh" <<'EOF'
+#!/bin/bash
+#SBATCH -o fail-%j.out
+echo before
+exit 3
+EOF
+cat > "$T/array.sh" <<'EOF'
+#!/bin/bash
+#SBATCH --array=0-2
+#SBATCH -o arr-%A_%a.out
+echo "element $SLURM_ARRAY_TASK_ID of array"
+[ "$SLURM_ARRAY_TASK_ID" = 1 ] && exit 7
+exit 0
+EOF
+
+# run SIDE: submits the scripts with that side's commands; prints "name id" lines.
+run() {
+  local side=$1 bin=$2
+  (
+    cd "$T/work-$side" || exit 1
+    export PATH=$bin:$PATH
+    echo "env $(sbatch --parsable "$T/env.sh" a1 | cut -d';' -f1)"
+    echo "fail $(sbatch --parsable "$T/fail.sh" | cut -d';' -f1)"
+    echo "array $(sbatch --parsable "$T/array.sh" | cut -d';' -f1)"
+    for _ in $(seq 1 300); do [ -z "$(squeue -h -o %i)" ] && break; sleep 0.2; done
+  )
+}
+run slurm "$SLURM_BIN" > "$T/ids-slurm"
+run corral "$T/shims" > "$T/ids-corral"
+
+# Normalises what differs by construction: ids, the submit dir, the partition name.
+norm() {  # norm SIDE FILE
+  local side=$1 id
+  sed -e "s#$T/work-$side#SUBMITDIR#g" "$2" | {
+    local text; text=$(cat)
+    while read -r name id; do text=${text//$id/ID_$name}; done < "$T/ids-$side"
+    echo "$text"
+  }
+}
+state() {  # state SIDE JOBREF -> "JobState=X ExitCode=Y"
+  PATH=$2:$PATH scontrol show job "$3" | tr ' ' '\n' | grep -E '^(JobState|ExitCode)=' | tr '\n' ' '
+}
+sid() { awk -v n="$2" '$1==n {print $2}' "$T/ids-$1"; }
+
+check "env.sh output" "$(norm slurm "$T/work-slurm/envdump-$(sid slurm env).out")" \
+  "$(norm corral "$T/work-corral/envdump-$(sid corral env).out")"
+check "fail.sh output" "$(cat "$T/work-slurm/fail-$(sid slurm fail).out")" \
+  "$(cat "$T/work-corral/fail-$(sid corral fail).out")"
+for i in 0 1 2; do
+  check "array element $i output" "$(cat "$T/work-slurm/arr-$(sid slurm array)_$i.out")" \
+    "$(cat "$T/work-corral/arr-$(sid corral array)_$i.out")"
+done
+check "env.sh state" "$(state slurm "$SLURM_BIN" "$(sid slurm env)")" \
+  "$(state corral "$T/shims" "$(sid corral env)")"
+check "fail.sh state" "$(state slurm "$SLURM_BIN" "$(sid slurm fail)")" \
+  "$(state corral "$T/shims" "$(sid corral fail)")"
+for i in 0 1 2; do
+  check "array element $i state" "$(state slurm "$SLURM_BIN" "$(sid slurm array)_$i")" \
+    "$(state corral "$T/shims" "$(sid corral array)_$i")"
+done
+[ "$fail" = 0 ] && echo "PASS: Slurm and Corral agree" || echo "FAIL: see DIFFERS above"
+exit "$fail"

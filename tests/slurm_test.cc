@@ -1,0 +1,245 @@
+// Slurm compatibility end to end: shims installed into a temp dir, run as `sbatch`, `squeue`,
+// `sacct`, ... against a real local cluster (a head and two agents on loopback).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "cluster_fixture.h"
+
+namespace corral::testing {
+namespace {
+
+using Json = nlohmann::json;
+namespace fs = std::filesystem;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::map<std::string, std::string> EnvLines(const std::string& text) {
+  std::map<std::string, std::string> env;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto eq = line.find('=');
+    if (eq != std::string::npos && line.rfind("SLURM", 0) == 0)
+      env[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return env;
+}
+
+class SlurmShims : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cluster_ = new LocalCluster("slurm", 2, 4);
+    shims_ = cluster_->dir() + "/shims";
+    work_ = cluster_->dir() + "/work";
+    fs::create_directories(work_);
+    auto r = cluster_->Corral({"slurm", "install-shims", shims_});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+
+  // Runs a shell command line in the work dir with the shims first on PATH.
+  CommandResult Sh(const std::string& line) const {
+    return RunCommand({"/bin/sh", "-c", "cd " + work_ + " && " + line},
+                      {{"CORRAL_ADDR", cluster_->addr()},
+                       {"CORRAL_TOKEN", cluster_->token()},
+                       {"CORRAL_CONFIG", cluster_->dir() + "/no-such-config.json"},
+                       {"PATH", shims_ + ":/usr/local/bin:/usr/bin:/bin"}});
+  }
+
+  std::string SbatchId(const std::string& args) const {
+    auto r = Sh("sbatch " + args);
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(r.out, m, std::regex("^Submitted batch job ([0-9]+)\n$")))
+        << r.out;
+    return m.size() > 1 ? m[1].str() : "";
+  }
+
+  void Wait(const std::string& id) const {
+    auto w = cluster_->Corral({"wait", "--timeout", "60s", id});
+    (void)w;  // a failed job is a result here, not an error
+  }
+
+  static LocalCluster* cluster_;
+  static std::string shims_;
+  static std::string work_;
+};
+LocalCluster* SlurmShims::cluster_ = nullptr;
+std::string SlurmShims::shims_;
+std::string SlurmShims::work_;
+
+TEST_F(SlurmShims, InstallsEveryCommandAsALinkToCorral) {
+  for (const char* name : {"sbatch", "srun", "squeue", "scancel", "sacct", "scontrol", "sinfo"}) {
+    fs::path p = fs::path(shims_) / name;
+    ASSERT_TRUE(fs::is_symlink(p)) << p;
+    EXPECT_EQ(fs::canonical(p), fs::canonical(CorralBin()));
+  }
+  auto h = Sh("scontrol show hostnames 'node[01-02],gpu7'");
+  EXPECT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_EQ(h.out, "node01\nnode02\ngpu7\n");
+}
+
+TEST_F(SlurmShims, BatchScriptOnTwoNodesSeesTheAllocationAndWritesItsOutputPattern) {
+  std::ofstream(work_ + "/env.sh") << "#!/bin/bash\n"
+                                      "#SBATCH --job-name=envcheck\n"
+                                      "#SBATCH -N 2\n"
+                                      "#SBATCH --gpus-per-node=4\n"
+                                      "#SBATCH --ntasks-per-node=2\n"
+                                      "#SBATCH --cpus-per-task=1\n"
+                                      "#SBATCH --output=out-%x-%j.txt\n"
+                                      "#SBATCH --time=5\n"
+                                      "#SBATCH --mail-type=END\n"
+                                      "echo \"hello from batch $1\"\n"
+                                      "env | grep ^SLURM | sort\n";
+  auto r = Sh("sbatch env.sh arg1");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("sbatch: warning: ignoring unknown option(s): --mail-type=END"),
+            std::string::npos)
+      << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("Submitted batch job ([0-9]+)"))) << r.out;
+  const std::string id = m[1].str();
+  Wait(id);
+  auto acct = Sh("sacct -j " + id + " -o JobID,State,ExitCode --parsable2 -n");
+  EXPECT_EQ(acct.out, id + "|COMPLETED|0:0\n" + id + ".batch|COMPLETED|0:0\n") << acct.err;
+
+  const std::string out = ReadAll(work_ + "/out-envcheck-" + id + ".txt");
+  EXPECT_NE(out.find("hello from batch arg1\n"), std::string::npos) << out;
+  auto env = EnvLines(out);
+  EXPECT_EQ(env["SLURM_JOB_ID"], id);
+  EXPECT_EQ(env["SLURM_JOB_NAME"], "envcheck");
+  EXPECT_EQ(env["SLURM_NNODES"], "2");
+  EXPECT_EQ(env["SLURM_JOB_NUM_NODES"], "2");
+  EXPECT_EQ(env["SLURM_NTASKS"], "4");
+  EXPECT_EQ(env["SLURM_NTASKS_PER_NODE"], "2(x2)");
+  EXPECT_EQ(env["SLURM_CPUS_PER_TASK"], "1");
+  EXPECT_EQ(env["SLURM_JOB_NODELIST"], "node[1-2]");
+  EXPECT_EQ(env["SLURM_NODELIST"], "node[1-2]");
+  EXPECT_EQ(env["SLURM_SUBMIT_DIR"], work_);
+  EXPECT_EQ(env["SLURM_PROCID"], "0");
+  EXPECT_EQ(env.count("SLURM_ARRAY_TASK_ID"), 0u);
+  // The script ran once, on the allocation's first node.
+  size_t runs = 0;
+  for (size_t p = out.find("hello from batch"); p != std::string::npos;
+       p = out.find("hello from batch", p + 1)) {
+    ++runs;
+  }
+  EXPECT_EQ(runs, 1u);
+}
+
+TEST_F(SlurmShims, ArrayElementsWriteTheirOwnFiles) {
+  const std::string id = SbatchId(
+      "--array=0-2 -o 'arr-%A_%a.out' --wrap 'echo element $SLURM_ARRAY_TASK_ID of "
+      "$SLURM_ARRAY_JOB_ID'");
+  ASSERT_FALSE(id.empty());
+  Wait(id);
+  for (int i = 0; i < 3; ++i) {
+    std::string f = work_ + "/arr-" + id + "_" + std::to_string(i) + ".out";
+    EXPECT_EQ(ReadAll(f), "element " + std::to_string(i) + " of " + id + "\n") << f;
+  }
+  auto acct = Sh("sacct -j " + id + " -o JobID,State -X -P -n");
+  EXPECT_EQ(acct.out, id + "_0|COMPLETED\n" + id + "_1|COMPLETED\n" + id + "_2|COMPLETED\n");
+}
+
+TEST_F(SlurmShims, FailureExitCodeAndCancellationInSacct) {
+  const std::string failed = SbatchId("-o fail.out --wrap 'echo oops >&2; exit 3'");
+  Wait(failed);
+  auto acct = Sh("sacct -j " + failed + " -o JobID,State,ExitCode --parsable2 -X");
+  EXPECT_EQ(acct.out, "JobID|State|ExitCode\n" + failed + "|FAILED|3:0\n") << acct.err;
+  EXPECT_EQ(ReadAll(work_ + "/fail.out"), "oops\n");
+
+  auto p = Sh("sbatch --parsable -J sleeper -o /dev/null --wrap 'sleep 60'");
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const std::string id = p.out.substr(0, p.out.find('\n'));
+  ASSERT_TRUE(WaitUntil(20000, [&] {
+    return Sh("squeue -h -j " + id + " -o '%i %t %j'").out == id + " R sleeper\n";
+  }));
+  auto q = Sh("squeue");
+  EXPECT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_EQ(q.out.substr(0, q.out.find('\n')),
+            "             JOBID PARTITION     NAME     USER ST       TIME  NODES "
+            "NODELIST(REASON)");
+  EXPECT_NE(q.out.find(" sleeper "), std::string::npos) << q.out;
+  auto c = Sh("scancel " + id);
+  EXPECT_EQ(c.exit_code, 0) << c.err;
+  ASSERT_TRUE(WaitUntil(
+      20000, [&] { return Sh("sacct -j " + id + " -o State -n -X -P").out == "CANCELLED\n"; }));
+  EXPECT_EQ(Sh("squeue -h -j " + id + " -o %t").out, "CA\n");
+  EXPECT_EQ(("\n" + Sh("squeue -h -o %i").out).find("\n" + id + "\n"), std::string::npos);
+  auto missing = Sh("scancel 999999");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("scancel: error: Kill job error on job id 999999"), std::string::npos)
+      << missing.err;
+}
+
+TEST_F(SlurmShims, BadOptionsSubmitNothing) {
+  auto before = cluster_->Corral({"jobs", "--all", "-o", "json"});
+  size_t count = Json::parse(before.out).size();
+  auto r = Sh("sbatch --time=abc --wrap true");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "sbatch: error: option --time: got \"abc\", want MINUTES, MM:SS, HH:MM:SS, D-HH, "
+            "D-HH:MM, D-HH:MM:SS or UNLIMITED, e.g. 90 or 1-12:00:00\n");
+  auto strict = Sh("sbatch --strict --mail-user=x --wrap true");
+  EXPECT_EQ(strict.exit_code, 1);
+  EXPECT_NE(strict.err.find("unknown option(s): --mail-user=x"), std::string::npos);
+  auto after = cluster_->Corral({"jobs", "--all", "-o", "json"});
+  EXPECT_EQ(Json::parse(after.out).size(), count);
+}
+
+TEST_F(SlurmShims, SrunOutsideAnAllocationRunsTheTasksAndReturnsTheCode) {
+  auto r = Sh("srun -n 2 sh -c 'echo task $SLURM_PROCID; exit 0'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("task 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("task 1"), std::string::npos) << r.out;
+  auto f = Sh("srun sh -c 'exit 5'");
+  EXPECT_EQ(f.exit_code, 5) << f.err;
+}
+
+TEST_F(SlurmShims, SrunInsideAOneNodeAllocationRunsAStepHere) {
+  std::ofstream(work_ + "/step.sh") << "#!/bin/bash\n"
+                                       "#SBATCH --ntasks-per-node=2\n"
+                                       "#SBATCH -o step-%j.out\n"
+                                       "srun -l sh -c 'echo rank $SLURM_PROCID of $SLURM_NTASKS "
+                                       "step $SLURM_STEP_ID'\n"
+                                       "srun -n 1 --output=task-%j-%t.out sh -c 'echo solo'\n"
+                                       "srun -n 2 sh -c 'exit $((SLURM_PROCID * 4))'\n";
+  const std::string id = SbatchId("step.sh");
+  Wait(id);
+  const std::string out = ReadAll(work_ + "/step-" + id + ".out");
+  EXPECT_NE(out.find("0: rank 0 of 2 step 0\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("1: rank 1 of 2 step 0\n"), std::string::npos) << out;
+  EXPECT_EQ(ReadAll(work_ + "/task-" + id + "-0.out"), "solo\n");
+  // The last step's worst task exited 4: so did the script, and the job.
+  auto acct = Sh("sacct -j " + id + " -o State,ExitCode -X -P -n");
+  EXPECT_EQ(acct.out, "FAILED|4:0\n") << out;
+}
+
+TEST_F(SlurmShims, SinfoListsTheNodes) {
+  auto s = Sh("sinfo");
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_EQ(s.out.substr(0, s.out.find('\n')), "PARTITION AVAIL  TIMELIMIT  NODES STATE NODELIST");
+  EXPECT_NE(s.out.find("node"), std::string::npos) << s.out;
+  auto l = Sh("sinfo -N -l");
+  EXPECT_EQ(l.exit_code, 0) << l.err;
+  EXPECT_NE(l.out.find("node1 "), std::string::npos) << l.out;
+  EXPECT_NE(l.out.find("node2 "), std::string::npos) << l.out;
+}
+
+}  // namespace
+}  // namespace corral::testing
