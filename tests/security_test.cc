@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -320,6 +321,138 @@ TEST(Limits, AFloodFromOneTokenGets429WithAJsonError) {
   auto health = RunCommand(
       {"/usr/bin/curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", c.addr() + "/healthz"});
   EXPECT_EQ(health.out, "200") << "health checks are never limited";
+}
+
+// The authorization matrix, from one table: every endpoint for every kind of caller. A cell
+// is the HTTP status class the call must get ("2" any 2xx; otherwise the exact code).
+TEST(AuthMatrix, EveryEndpointForEveryKindOfCaller) {
+  LocalCluster c("matrix", 1, 2);
+  auto token_for = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"token", "create"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = c.Corral(argv);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return FirstLine(r.out);
+  };
+  ASSERT_EQ(c.Corral({"queues", "set", "team", "--quota", "0"}).exit_code, 0);
+  std::map<std::string, std::string> who = {
+      {"none", ""},
+      {"bad", std::string(64, '0')},
+      {"revoked", token_for({"--user", "carl"})},
+      {"user", token_for({"--user", "ana"})},
+      {"other", token_for({"--user", "bob"})},
+      {"qadmin", token_for({"--user", "lead", "--role", "queue-admin", "--queue", "team"})},
+      {"admin", c.token()},
+  };
+  {
+    auto list = RunCommand({"/usr/bin/curl", "-s", "-H", "Authorization: Bearer " + c.token(),
+                            c.addr() + "/v1/tokens"});
+    Json tokens = Json::parse(list.out, nullptr, false);
+    ASSERT_TRUE(tokens.is_object()) << list.out;
+    for (const Json& t : tokens.value("tokens", Json::array())) {
+      if (t["who"].value("name", "") == "carl") {
+        ASSERT_EQ(c.Corral({"token", "revoke", t.value("id", "")}).exit_code, 0);
+      }
+    }
+  }
+  auto curl = [&](const std::string& method, const std::string& path, const std::string& token,
+                  const std::string& body) {
+    std::vector<std::string> argv = {"/usr/bin/curl", "-s", "-o",   "/dev/null",  "-w",
+                                     "%{http_code}",  "-X", method, "--max-time", "10"};
+    if (!token.empty()) argv.insert(argv.end(), {"-H", "Authorization: Bearer " + token});
+    if (!body.empty())
+      argv.insert(argv.end(), {"-H", "Content-Type: application/json", "--data-binary", body});
+    argv.push_back(c.addr() + path);
+    return RunCommand(argv).out;
+  };
+  {  // a node credential, as an agent gets one at registration
+    std::ifstream join_file(c.dir() + "/join.token");
+    std::string join;
+    std::getline(join_file, join);
+    auto r = RunCommand({"/usr/bin/curl", "-s", "-H", "Authorization: Bearer " + join, "-d",
+                         R"({"name":"matrix-node","cpu_milli":1000,"memory_mb":1024})",
+                         c.addr() + "/v1/agent/register"});
+    who["node"] = Json::parse(r.out, nullptr, false).value("node_token", "");
+    ASSERT_FALSE(who["node"].empty()) << r.out;
+  }
+  // A fresh job of the user's in queue "team", so that each cell finds it as it was.
+  auto fresh_job = [&] {
+    auto r =
+        RunCommand({CorralBin(), "submit", "--parsable", "--queue", "team", "--", "sleep", "300"},
+                   {{"CORRAL_ADDR", c.addr()},
+                    {"CORRAL_TOKEN", who["user"]},
+                    {"CORRAL_CONFIG", c.dir() + "/none.json"}});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return FirstLine(r.out);
+  };
+  const std::vector<std::string> kCallers = {"none",  "bad",    "revoked", "user",
+                                             "other", "qadmin", "admin",   "node"};
+  struct Row {
+    std::string method, path, body;
+    std::vector<std::string> want;  // in kCallers order
+  };
+  const std::string spec = R"({"spec":{"command":["true"],"queue":"team"}})";
+  const std::vector<Row> table = {
+      // method  path                       body            none   bad    revoked user   other
+      // qadmin admin  node
+      {"POST", "/v1/jobs", spec, {"401", "401", "401", "2", "2", "2", "2", "403"}},
+      {"GET", "/v1/jobs", "", {"401", "401", "401", "2", "2", "2", "2", "403"}},
+      {"GET", "/v1/jobs/{job}", "", {"401", "401", "401", "2", "2", "2", "2", "403"}},
+      {"GET", "/v1/jobs/{job}/logs", "", {"401", "401", "401", "2", "403", "2", "2", "403"}},
+      {"POST",
+       "/v1/jobs/{job}/checkpoint",
+       "{}",
+       {"401", "401", "401", "2", "403", "2", "2", "403"}},
+      {"POST", "/v1/jobs/{job}/cancel", "{}", {"401", "401", "401", "2", "403", "2", "2", "403"}},
+      {"GET", "/v1/nodes", "", {"401", "401", "401", "2", "2", "2", "2", "403"}},
+      {"POST",
+       "/v1/nodes/node1/drain",
+       "{}",
+       {"401", "401", "401", "403", "403", "403", "2", "403"}},
+      {"POST",
+       "/v1/nodes/node1/undrain",
+       "{}",
+       {"401", "401", "401", "403", "403", "403", "2", "403"}},
+      {"GET", "/v1/queues", "", {"401", "401", "401", "2", "2", "2", "2", "403"}},
+      {"PUT",
+       "/v1/queues/team",
+       R"({"quota_gpus":0})",
+       {"401", "401", "401", "403", "403", "2", "2", "403"}},
+      {"PUT",
+       "/v1/queues/other",
+       R"({"quota_gpus":0})",
+       {"401", "401", "401", "403", "403", "403", "2", "403"}},
+      {"GET", "/v1/tokens", "", {"401", "401", "401", "2", "2", "2", "2", "403"}},
+      {"POST",
+       "/v1/tokens",
+       R"({"user":"eve","role":"user"})",
+       {"401", "401", "401", "403", "403", "403", "2", "403"}},
+      {"GET", "/v1/events?since=0&wait=0", "", {"401", "401", "401", "2", "2", "2", "2", "403"}},
+      {"GET", "/v1/usage", "", {"401", "401", "401", "2", "2", "2", "2", "403"}},
+      {"POST",
+       "/v1/agent/register",
+       R"({"name":"x"})",
+       {"401", "401", "401", "403", "403", "403", "2", "403"}},
+      {"POST",
+       "/v1/agent/sync",
+       R"({"node":"matrix-node","agent_epoch":1,"wait_ms":0})",
+       {"401", "401", "401", "403", "403", "403", "403", "2"}},
+  };
+  std::string mismatches;
+  for (const Row& row : table) {
+    ASSERT_EQ(row.want.size(), kCallers.size()) << row.method << " " << row.path;
+    for (size_t i = 0; i < kCallers.size(); ++i) {
+      std::string path = row.path;
+      if (auto at = path.find("{job}"); at != std::string::npos) path.replace(at, 5, fresh_job());
+      std::string got = curl(row.method, path, who[kCallers[i]], row.body);
+      bool ok = row.want[i] == "2" ? got.size() == 3 && got[0] == '2' : got == row.want[i];
+      if (!ok) {
+        mismatches += row.method + " " + path + " as " + kCallers[i] + ": got " + got + ", want " +
+                      row.want[i] + (row.want[i] == "2" ? "xx" : "") + "\n";
+      }
+    }
+  }
+  EXPECT_EQ(mismatches, "");
 }
 
 }  // namespace

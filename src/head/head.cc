@@ -298,7 +298,7 @@ void Head::WatchEvents(std::string bearer, uint64_t since, int32_t max, Duration
                        Callback<Events> done) {
   Post([this, bearer = std::move(bearer), since, max, wait_ms, done = std::move(done)]() mutable {
     if (failed_) return done(StoreFailed(Unavailable("an earlier commit failed")));
-    auto who = core_.Authenticate(bearer, clock_->Now());
+    auto who = AuthenticateFor(bearer, clock_->Now(), /*for_agents=*/false);
     if (!who.ok()) return done(who.status());
     if (since < durable_revision_ || wait_ms <= 0) {
       reply_revision_ = durable_revision_;
@@ -327,15 +327,25 @@ void Head::WatchEvents(std::string bearer, uint64_t since, int32_t max, Duration
 
 template <typename T>
 void Head::Command(std::string bearer, Callback<T> done,
-                   std::function<Result<T>(const Caller&, TimeMs)> fn) {
-  Post([this, bearer = std::move(bearer), done = std::move(done), fn = std::move(fn)]() mutable {
+                   std::function<Result<T>(const Caller&, TimeMs)> fn, bool for_agents) {
+  Post([this, bearer = std::move(bearer), done = std::move(done), fn = std::move(fn),
+        for_agents]() mutable {
     if (failed_) return done(StoreFailed(Unavailable("an earlier commit failed")));
     TimeMs now = clock_->Now();
-    auto who = core_.Authenticate(bearer, now);
+    auto who = AuthenticateFor(bearer, now, for_agents);
     Result<T> r = who.ok() ? fn(*who, now) : Result<T>(who.status());
     Drain();
     Reply<T>(std::move(done), std::move(r));
   });
+}
+
+Result<Caller> Head::AuthenticateFor(const std::string& bearer, TimeMs now, bool for_agents) const {
+  auto who = core_.Authenticate(bearer, now);
+  if (who.ok() && !for_agents &&
+      (who->kind == Caller::Kind::kNode || who->kind == Caller::Kind::kJoin)) {
+    return PermissionDenied("an agent's credential only registers and syncs its node");
+  }
+  return who;
 }
 
 void Head::RequestSchedule() {
@@ -455,10 +465,12 @@ void Head::ListTokens(std::string bearer, Callback<std::vector<Credential>> done
 }
 
 void Head::Register(std::string bearer, RegisterRequest req, Callback<RegisterResponse> done) {
-  Command<RegisterResponse>(std::move(bearer), std::move(done),
-                            [this, req = std::move(req)](const Caller& by, TimeMs now) mutable {
-                              return core_.Register(by, std::move(req), random_->Secret(), now);
-                            });
+  Command<RegisterResponse>(
+      std::move(bearer), std::move(done),
+      [this, req = std::move(req)](const Caller& by, TimeMs now) mutable {
+        return core_.Register(by, std::move(req), random_->Secret(), now);
+      },
+      /*for_agents=*/true);
 }
 
 void Head::Sync(std::string bearer, SyncRequest req, Callback<SyncResponse> done) {

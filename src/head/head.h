@@ -149,9 +149,11 @@ class Head {
 
   // Runs `fn` on the state machine as the caller named by `bearer`, then commits what it
   // changed and answers once that is durable.
+  // Runs `fn` for the caller `bearer` names. Agents' credentials (join, node) are refused
+  // unless `for_agents`: a node reports on itself and reads nothing else.
   template <typename T>
   void Command(std::string bearer, Callback<T> done,
-               std::function<Result<T>(const Caller&, TimeMs)> fn);
+               std::function<Result<T>(const Caller&, TimeMs)> fn, bool for_agents = false);
   template <typename T>
   void Reply(Callback<T> done, Result<T> result);
   void Drain();  // moves the core's output into the next batch
@@ -166,6 +168,7 @@ class Head {
   void CountDurable(const Change& c);  // counters and histograms fed by committed changes
   void AnswerWatchers();
   void AuditIfPrivileged(const Change& c);
+  Result<Caller> AuthenticateFor(const std::string& bearer, TimeMs now, bool for_agents) const;
   void Tick();
   void Post(std::function<void()> fn);
 
