@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/dirs.h"
+
 namespace corral::agent {
 namespace {
 
@@ -37,20 +39,6 @@ Status WriteValue(const std::string& path, const std::string& value) {
   out << value;
   out.flush();
   if (!out) return Internal("cannot write \"" + value + "\" to " + path);
-  return Status::Ok();
-}
-
-// mkdir -p below an existing hierarchy root.
-Status MakeDirs(const std::string& path) {
-  std::string partial;
-  std::istringstream in(path);
-  for (std::string part; std::getline(in, part, '/');) {
-    if (part.empty()) continue;
-    partial += "/" + part;
-    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
-      return Internal("mkdir " + partial + ": " + std::strerror(errno));
-    }
-  }
   return Status::Ok();
 }
 

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/dirs.h"
 #include "agent/monitor.h"
 #include "core/codec.h"
 
@@ -72,20 +73,6 @@ Status WriteFileAtomic(const std::string& path, const std::string& data) {
   }
   if (fsync(fd) != 0 || close(fd) != 0) return Internal(ErrnoText("fsync " + tmp, errno));
   if (rename(tmp.c_str(), path.c_str()) != 0) return Internal(ErrnoText("rename " + tmp, errno));
-  return Status::Ok();
-}
-
-Status MakeDirs(const std::string& path) {
-  std::string partial;
-  std::istringstream in(path);
-  if (!path.empty() && path[0] == '/') partial = "/";
-  for (std::string part; std::getline(in, part, '/');) {
-    if (part.empty()) continue;
-    partial += part + "/";
-    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
-      return Internal(ErrnoText("mkdir " + partial, errno));
-    }
-  }
   return Status::Ok();
 }
 
