@@ -1,5 +1,6 @@
 // The agent's HeadChannel over HTTP (docs/api.md, "Agents"): register with the join token,
-// then sync with the node token the head returned. Sync may be called from two threads at
+// then sync with the node token the head returned. `head_urls` may name several heads
+// ("http://a:7070,http://b:7070"): calls follow the leader (net::HeadClient). Sync may be called from two threads at
 // once (the long poll and an immediate report), so each call borrows its own connection.
 #pragma once
 
@@ -9,25 +10,25 @@
 #include <vector>
 
 #include "agent/agent.h"
-#include "net/http_client.h"
+#include "net/head_client.h"
 
 namespace corral::agentnet {
 
 class HttpHeadChannel final : public agent::HeadChannel {
  public:
-  HttpHeadChannel(std::string head_url, std::string join_token);
+  HttpHeadChannel(std::vector<std::string> head_urls, std::string join_token);
   Result<RegisterResponse> Register(const RegisterRequest& req) override;
   Result<SyncResponse> Sync(const SyncRequest& req) override;
 
  private:
-  std::unique_ptr<net::HttpClient> Borrow();
-  void Return(std::unique_ptr<net::HttpClient> client);
+  std::unique_ptr<net::HeadClient> Borrow();
+  void Return(std::unique_ptr<net::HeadClient> client);
 
-  std::string head_url_;
-  net::HttpClient register_client_;
+  std::vector<std::string> head_urls_;
+  net::HeadClient register_client_;
   std::mutex mu_;
   std::string node_token_;                              // GUARDED_BY(mu_)
-  std::vector<std::unique_ptr<net::HttpClient>> idle_;  // GUARDED_BY(mu_)
+  std::vector<std::unique_ptr<net::HeadClient>> idle_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace corral::agentnet

@@ -228,9 +228,9 @@ void ApiService::HandleJobs(const HttpRequest& req, const std::vector<std::strin
           InvalidArgument("body: want a JSON object {\"spec\": ..., \"user\": ...}")));
     }
     for (auto it = body.begin(); it != body.end(); ++it) {
-      if (it.key() != "spec" && it.key() != "user") {
-        return respond(
-            ErrorResponse(InvalidArgument("unknown field '" + it.key() + "'; want spec, user")));
+      if (it.key() != "spec" && it.key() != "user" && it.key() != "request_id") {
+        return respond(ErrorResponse(
+            InvalidArgument("unknown field '" + it.key() + "'; want spec, user, request_id")));
       }
     }
     auto spec = ParseJobSpec(body.value("spec", Json()));
@@ -241,7 +241,13 @@ void ApiService::HandleJobs(const HttpRequest& req, const std::vector<std::strin
         return respond(ErrorResponse(InvalidArgument("field 'user': want a string")));
       user = u->get<std::string>();
     }
-    return head_->Submit(req.BearerToken(), std::move(*spec), std::move(user),
+    std::string request_id;
+    if (auto r = body.find("request_id"); r != body.end()) {
+      if (!r->is_string())
+        return respond(ErrorResponse(InvalidArgument("field 'request_id': want a string")));
+      request_id = r->get<std::string>();
+    }
+    return head_->Submit(req.BearerToken(), std::move(*spec), std::move(user), std::move(request_id),
                          Answer<Job>(std::move(respond), job_json, 201));
   }
   if (parts.size() == 2 && req.method == "GET") {

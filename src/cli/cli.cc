@@ -1,4 +1,6 @@
 #include <charconv>
+#include <cstdint>
+#include <random>
 #include <map>
 #include <ostream>
 
@@ -139,6 +141,17 @@ std::optional<JobId> ParseJobId(const std::string& text) {
   auto r = std::from_chars(text.data(), text.data() + text.size(), id);
   if (text.empty() || r.ec != std::errc{} || r.ptr != text.data() + text.size() || id == 0) {
     return std::nullopt;
+  }
+  return id;
+}
+
+std::string NewRequestId() {
+  std::random_device rd;  // /dev/urandom on Linux
+  std::string id;
+  constexpr char kHex[] = "0123456789abcdef";
+  for (int i = 0; i < 8; ++i) {
+    uint32_t v = rd();
+    for (int b = 0; b < 4; ++b) id.push_back(kHex[(v >> (b * 8)) & 0xf]);
   }
   return id;
 }

@@ -45,6 +45,9 @@ int UsageError(CliContext& ctx, const std::string& command, const std::string& m
 std::string CommandUsage(const std::string& command);
 // Parses "7" as a job id.
 std::optional<JobId> ParseJobId(const std::string& text);
+// A fresh id for one submission (128 random bits, hex): retries of the call carry the same
+// one, so a head that already took it answers the job it made (HeadCore::Submit).
+std::string NewRequestId();
 
 // Builds the user-facing spec JSON (docs/api.md) from submit's flags, a -f file and the
 // command; validates nothing (ParseJobSpec does). Errors name the flag or the file.

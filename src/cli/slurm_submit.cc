@@ -40,7 +40,8 @@ Result<std::string> PostSpec(CliContext& ctx, const std::string& command, const 
   auto valid = ParseJobSpec(spec);
   if (!valid.ok()) return InvalidArgument(valid.status().message());
   ApiClient api(ctx);
-  auto reply = api.CallJson("POST", "/v1/jobs", Json{{"spec", spec}}.dump());
+  auto reply =
+      api.CallJson("POST", "/v1/jobs", Json{{"spec", spec}, {"request_id", NewRequestId()}}.dump());
   if (!reply.ok()) return reply.status();
   auto job = reply->find("job");
   if (job == reply->end() || !job->is_object() || !job->contains("id")) {

@@ -238,6 +238,7 @@ int RunSubmit(const std::vector<std::string>& argv, CliContext& ctx) {
     *ctx.out << body.dump(2) << "\n";
     return kExitOk;
   }
+  body["request_id"] = NewRequestId();
   ApiClient api(ctx);
   auto reply = api.CallJson("POST", "/v1/jobs", body.dump());
   if (!reply.ok()) {

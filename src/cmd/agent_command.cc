@@ -23,6 +23,7 @@
 #include "cmd/signals.h"
 #include "core/spec.h"
 #include "net/http_server.h"
+#include "net/head_client.h"
 #include "net/url.h"
 
 namespace corral::cmd {
@@ -35,7 +36,10 @@ int AgentMain(std::vector<std::string> args) {
                          // requeued there
   double cpus = 0;
   std::string memory;
-  app.add_option("--head", head_url, "the head's URL, e.g. http://10.0.0.1:7070")->required();
+  app.add_option("--head", head_url,
+                 "the head's URL, e.g. http://10.0.0.1:7070, or several heads' URLs separated "
+                 "by commas (the agent follows the leader)")
+      ->required();
   app.add_option("--join-token-file", join_token_file, "file holding the join token")->required();
   app.add_option("--name", name, "this node's name")->required();
   app.add_option("--state-dir", state_dir, "where runs, logs and records are kept")->required();
@@ -73,11 +77,12 @@ int AgentMain(std::vector<std::string> args) {
                  "where to write one file per GPU naming the jobs on it, for dcgm-exporter's "
                  "--hpc-job-mapping-dir (default STATE_DIR/hpc-job-map; \"none\": off)");
   if (auto code = ParseFlags(app, std::move(args))) return *code;
-  auto head = net::ParseUrl(head_url);
-  if (!head.ok()) {
-    std::cerr << "corral agent: flag '--head': " << head.status().message() << "\n";
+  auto heads = net::ParseHeadList(head_url);
+  if (!heads.ok()) {
+    std::cerr << "corral agent: flag '--head': " << heads.status().message() << "\n";
     return 2;
   }
+  auto head = net::ParseUrl(heads->front());  // ParseHeadList checked it
   auto advertised = agentnet::AdvertiseAddress(advertise, head->host, head->port);
   if (!advertised.ok()) {
     std::cerr << "corral agent: " << advertised.status().message() << "\n";
@@ -194,7 +199,7 @@ int AgentMain(std::vector<std::string> args) {
       (advertised->find(':') != std::string::npos ? "[" + *advertised + "]" : *advertised) + ":" +
       std::to_string(*port);
   agent::Agent node(config, std::move(probe),
-                    std::make_unique<agentnet::HttpHeadChannel>(head_url, join_token));
+                    std::make_unique<agentnet::HttpHeadChannel>(*heads, join_token));
   metrics_of = &node;
   int rc = 0;
   std::thread runner([&] { rc = node.Run(); });

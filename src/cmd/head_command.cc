@@ -3,13 +3,18 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <memory>
+#include <optional>
 
 #include "api/api_service.h"
+#include "api/leader_gate.h"
 #include "cmd/commands.h"
 #include "cmd/flags.h"
 #include "cmd/signals.h"
 #include "core/spec.h"
+#include "head/warm_state.h"
 #include "net/http_server.h"
+#include "store/postgres_store.h"
 #include "store/store.h"
 
 namespace corral::cmd {
@@ -26,6 +31,46 @@ int MigrateOnly(const std::string& store_url, const std::string& state_dir) {
   }
   std::cout << "corral head: store schema is at version " << store::kSchemaVersion << std::endl;
   return 0;
+}
+
+// Several heads on one PostgreSQL: until this one takes the leader's lock it stands by,
+// keeping a warm copy of the state and sending clients to the leader. Returns the warm
+// state once it leads, or nullopt when a stop signal came first (`*stopped`) or the store
+// failed.
+std::optional<head::ClusterState> StandBy(store::PostgresStore& store, api::LeaderGate& gate,
+                                          const std::string& self_url, bool* stopped) {
+  auto warm = head::WarmState::Load(store);
+  if (!warm.ok()) {
+    std::cerr << "corral head: " << warm.status().ToString() << "\n";
+    return std::nullopt;
+  }
+  bool said = false;
+  for (;;) {
+    auto term = store.TryLead();
+    if (term.ok() && term->has_value()) break;
+    if (!term.ok()) std::cerr << "corral head: " << term.status().ToString() << std::endl;
+    if (Status st = warm->CatchUp(store); !st.ok()) {
+      std::cerr << "corral head: standby cannot follow the store: " << st.ToString() << std::endl;
+    }
+    auto leader = store.ReadMeta(store::kLeaderUrlKey);
+    if (leader.ok()) gate.SetLeaderUrl(*leader);
+    if (!said) {
+      std::cout << "corral head: standby on " << self_url << " (revision " << warm->revision()
+                << "), leader " << (leader.ok() && !leader->empty() ? *leader : "unknown")
+                << std::endl;
+      said = true;
+    }
+    if (PollStopSignal(500) != 0) {
+      *stopped = true;
+      return std::nullopt;
+    }
+  }
+  // The lock is ours and the term moved on: the old leader can commit nothing more.
+  if (Status st = warm->CatchUp(store); !st.ok()) {
+    std::cerr << "corral head: " << st.ToString() << "\n";
+    return std::nullopt;
+  }
+  return std::move(*warm).Take();
 }
 
 }  // namespace
@@ -50,6 +95,10 @@ int HeadMain(std::vector<std::string> args) {
   app.add_flag("--migrate-only", migrate_only,
                "bring the store's schema up to this corral's version, then exit");
   app.add_option("--listen", listen, "HOST:PORT to serve the API on");
+  std::string advertise;
+  app.add_option("--advertise", advertise,
+                 "this head's URL as clients and agents reach it, where standbys send them "
+                 "(default http://LISTEN)");
   app.add_option("--checkpoint-root", checkpoint_root, "root of CORRAL_CHECKPOINT_DIR");
   std::string admin_user = "admin";
   app.add_option("--admin-user", admin_user,
@@ -102,24 +151,46 @@ int HeadMain(std::vector<std::string> args) {
   config.scheduler.fair_share_half_life_ms = *half_life_ms;
   config.idle_threshold_percent = idle_threshold;
   config.idle_after_ms = *idle_after_ms;
-  auto head = head::Head::Open(config, &clock);
-  if (!head.ok()) {
-    std::cerr << "corral head: " << head.status().ToString() << "\n";
+  std::error_code ec;
+  std::filesystem::create_directories(state_dir, ec);
+  auto store = store::OpenStore(store_url, state_dir);
+  if (!store.ok()) {
+    std::cerr << "corral head: " << store.status().ToString() << "\n";
     return 1;
   }
-  api::ApiService api(head->get(), rate_limit);
+  std::unique_ptr<api::LeaderGate> gate;
   net::HttpServer server(
-      [&api](net::HttpRequest req, net::Responder r) { api.Handle(std::move(req), std::move(r)); },
+      [&gate](net::HttpRequest req, net::Responder r) { gate->Handle(std::move(req), std::move(r)); },
       2);
   auto port = server.Listen(hp->first, hp->second);
   if (!port.ok()) {
     std::cerr << "corral head: " << port.status().ToString() << "\n";
     return 1;
   }
-  (*head)->Start();
+  std::string self_url =
+      advertise.empty() ? "http://" + hp->first + ":" + std::to_string(*port) : advertise;
+  gate = std::make_unique<api::LeaderGate>(self_url);
   server.Start();
-  std::cout << "corral head: listening on http://" << hp->first << ":" << *port << " (epoch "
-            << (*head)->epoch() << ", state " << state_dir << ")" << std::endl;
+  std::optional<head::ClusterState> warm;
+  if (auto* pg = dynamic_cast<store::PostgresStore*>(store->get())) {
+    bool stopped = false;
+    warm = StandBy(*pg, *gate, self_url, &stopped);
+    if (!warm) {
+      server.Stop();
+      return stopped ? 0 : 1;
+    }
+    config.advertise_url = self_url;
+  }
+  auto head = head::Head::Open(config, &clock, std::move(*store), std::move(warm));
+  if (!head.ok()) {
+    std::cerr << "corral head: " << head.status().ToString() << "\n";
+    return 1;
+  }
+  api::ApiService api(head->get(), rate_limit);
+  (*head)->Start();
+  gate->Lead(&api);
+  std::cout << "corral head: listening on " << self_url << " (epoch " << (*head)->epoch()
+            << ", state " << state_dir << ")" << std::endl;
   int sig = WaitForStopSignal();
   std::cout << "corral head: stopping on signal " << sig << std::endl;
   server.Stop();

@@ -27,4 +27,11 @@ int WaitForStopSignal() {
   return sig;
 }
 
+int PollStopSignal(int timeout_ms) {
+  sigset_t set = StopSet();
+  timespec ts{timeout_ms / 1000, static_cast<long>(timeout_ms % 1000) * 1000000L};
+  int sig = sigtimedwait(&set, nullptr, &ts);
+  return sig > 0 ? sig : 0;
+}
+
 }  // namespace corral::cmd

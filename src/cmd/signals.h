@@ -6,5 +6,7 @@ namespace corral::cmd {
 
 void BlockStopSignals();
 int WaitForStopSignal();  // returns the signal number
+// A stop signal that arrives within `timeout_ms`, or 0.
+int PollStopSignal(int timeout_ms);
 
 }  // namespace corral::cmd

@@ -186,6 +186,7 @@ Json ToJson(const Job& j) {
            {"array_id", j.array_id},
            {"array_index", j.array_index},
            {"array_max_running", j.array_max_running}};
+  if (!j.request_id.empty()) out["request_id"] = j.request_id;
   if (j.idle_since > 0) out["idle_since"] = j.idle_since;  // an observation, shown when set
   return out;
 }
@@ -314,6 +315,7 @@ Result<Job> JobFromJson(const Json& j) {
     job.array_id = Get<JobId>(j, "array_id", 0);
     job.array_index = Get<int32_t>(j, "array_index", -1);
     job.array_max_running = Get<int32_t>(j, "array_max_running", 0);
+    job.request_id = Get<std::string>(j, "request_id", "");
     return job;
   });
 }

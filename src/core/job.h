@@ -119,6 +119,9 @@ struct Job {
   std::vector<JobEvent> events;
   std::string pending_reason;  // why it waits, as the scheduler last said
   int32_t exit_code = 0;       // of the final run: first non-zero replica code
+  // The submitting client's id for this request: a retry with the same id (after a lost
+  // answer or a failover) gets this job back instead of a second one. "" when none was sent.
+  std::string request_id;
   JobId array_id = 0;          // an array element: the array's id (its first element's)
   int32_t array_index = -1;
   int32_t array_max_running = 0;  // at most this many elements of the array run at once

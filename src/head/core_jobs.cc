@@ -26,6 +26,17 @@ std::string TaskName(const ReplicaPlacement& p, int32_t replica, int32_t task) {
   return name;
 }
 
+// A client's request id: short, printable, and safe in logs.
+Status CheckRequestId(const std::string& id) {
+  if (id.size() > 128) return InvalidArgument("field 'request_id': longer than 128 characters");
+  for (char ch : id) {
+    bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '-' || ch == '_' || ch == '.';
+    if (!ok) return InvalidArgument("field 'request_id': want letters, digits, '-', '_' or '.'");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 HeadCore::HeadCore(CoreConfig config)
@@ -52,7 +63,8 @@ bool HeadCore::MayManageJob(const Caller& by, const Job& job) const {
   return false;
 }
 
-Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, TimeMs now) {
+Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, TimeMs now,
+                             std::string request_id) {
   if (by.kind != Caller::Kind::kUser && by.kind != Caller::Kind::kSystem) {
     return PermissionDenied("only users submit jobs");
   }
@@ -60,9 +72,16 @@ Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, 
   if (owner != by.name && !by.IsAdmin()) {
     return PermissionDenied("user '" + by.name + "' may not submit jobs as '" + owner + "'");
   }
+  CORRAL_RETURN_IF_ERROR(CheckRequestId(request_id));
+  if (!request_id.empty()) {
+    if (auto seen = requests_.find({owner, request_id}); seen != requests_.end()) {
+      return state_.jobs.at(seen->second);
+    }
+  }
   Job job;
   job.spec = std::move(spec);
   job.owner = std::move(owner);
+  job.request_id = std::move(request_id);
   int32_t total_gpus = job.spec.replicas * job.spec.per_replica.WholeGpus();
   if (auto q = state_.queues.find(job.spec.queue);
       q != state_.queues.end() && q->second.limit_gpus >= 0 && total_gpus > q->second.limit_gpus) {

@@ -30,6 +30,7 @@ void HeadCore::Index(const Change& c) {
     }
     void operator()(const JobSubmitted& e) {
       Job(e.job.id);
+      if (!e.job.request_id.empty()) core.requests_.emplace(std::pair(e.job.owner, e.job.request_id), e.job.id);
       Pending(core.state_.jobs.at(e.job.id), +1);
       core.AdmitPending(core.state_.jobs.at(e.job.id));
     }
@@ -143,6 +144,10 @@ void HeadCore::MarkDirty(const Change& c) {
 Status HeadCore::Recover(ClusterState snapshot, const std::vector<Change>& tail, TimeMs now) {
   state_ = std::move(snapshot);
   for (const Change& c : tail) {
+    if (c.revision <= state_.revision) {  // a warm state holds it already
+      MarkDirty(c);
+      continue;
+    }
     if (c.revision != state_.revision + 1) {
       return Internal("change log has a gap: revision " + std::to_string(c.revision) + " after " +
                       std::to_string(state_.revision));
@@ -170,7 +175,9 @@ void HeadCore::RebuildIndexes(TimeMs now) {
   release_arrays_.clear();
   doomed_.clear();
   pending_count_.clear();
+  requests_.clear();
   for (const auto& [id, job] : state_.jobs) {
+    if (!job.request_id.empty()) requests_.emplace(std::pair(job.owner, job.request_id), id);
     if (job.state == JobState::kPending) ++pending_count_[{job.spec.queue, job.owner}];
   }
   for (const auto& [name, q] : state_.queues) scheduler_->SetQueue(q);

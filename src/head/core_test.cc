@@ -561,6 +561,31 @@ TEST(CoreIdentity, OwnersComeFromTheCallerNotTheRequest) {
             ErrorCode::kPermissionDenied);
 }
 
+TEST(CoreIdentity, ARetriedRequestIdGetsTheSameJobEvenAfterACrash) {
+  CoreHarness h(Config());
+  auto first = h.core().Submit(kAna, JobSpec{.command = {"x"}}, "", h.now, "req-1");
+  ASSERT_TRUE(first.ok());
+  h.Commit();
+  uint64_t rev = h.core().revision();
+  auto retry = h.core().Submit(kAna, JobSpec{.command = {"x"}}, "", h.now, "req-1");
+  ASSERT_TRUE(retry.ok());
+  EXPECT_EQ(retry->id, first->id);
+  h.Commit();
+  EXPECT_EQ(h.core().revision(), rev) << "a retry changes nothing";
+  // Another owner's id, and another id, are other requests.
+  auto bobs = h.core().Submit(kBob, JobSpec{.command = {"x"}}, "", h.now, "req-1");
+  ASSERT_TRUE(bobs.ok());
+  EXPECT_NE(bobs->id, first->id);
+  h.Commit();
+  h.Crash();  // the new leader knows the ids from the store
+  auto after = h.core().Submit(kAna, JobSpec{.command = {"x"}}, "", h.now, "req-1");
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->id, first->id);
+  auto bad = h.core().Submit(kAna, JobSpec{.command = {"x"}}, "", h.now, "a b");
+  EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("request_id"), std::string::npos);
+}
+
 TEST(CoreIdentity, OnlyTheOwnerAndAdminsSeeAJobsEnvironmentAndOutput) {
   CoreHarness h(Config());
   auto& core = h.core();

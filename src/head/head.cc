@@ -1,7 +1,9 @@
 #include "head/head.h"
 
 #include <boost/asio/post.hpp>
+#include <algorithm>
 #include <filesystem>
+#include <limits>
 
 namespace corral::head {
 
@@ -20,6 +22,41 @@ CoreConfig ToCoreConfig(const HeadConfig& c) {
   return core;
 }
 
+// What a head starts from: a state, the changes to apply on top (some of which a warm
+// state may hold already), and the revision of the store's snapshot rows.
+struct StartingState {
+  ClusterState state;
+  std::vector<Change> tail;
+  uint64_t snapshot_revision = 0;
+};
+
+Result<StartingState> LoadAll(store::Store& store) {
+  auto loaded = store.Load();
+  if (!loaded.ok()) return loaded.status();
+  auto decoded = DecodeStoredState(std::move(*loaded));
+  if (!decoded.ok()) return decoded.status();
+  uint64_t rev = decoded->snapshot.revision;
+  return StartingState{std::move(decoded->snapshot), std::move(decoded->tail), rev};
+}
+
+// A standby taking over: its warm state, and the changes since the snapshot rows (they must
+// go into the next rows this head writes), read from the older of the two revisions.
+Result<StartingState> TailSinceSnapshot(store::Store& store, ClusterState warm) {
+  auto meta = store.ReadMeta(store::kSnapshotRevisionKey);
+  if (!meta.ok()) return meta.status();
+  uint64_t snapshot = meta->empty() ? 0 : std::stoull(*meta);
+  auto recs = store.ReadChanges(std::min(snapshot, warm.revision),
+                                std::numeric_limits<int32_t>::max());
+  if (!recs.ok()) return recs.status();
+  StartingState s{std::move(warm), {}, snapshot};
+  for (const store::ChangeRecord& rec : *recs) {
+    auto c = ChangeFromJson(Json::parse(rec.doc, nullptr, false));
+    if (!c.ok()) return c.status();
+    s.tail.push_back(std::move(*c));
+  }
+  return s;
+}
+
 Status StoreFailed(const Status& st) {
   return Unavailable("the head's store failed a commit (" + st.message() +
                      "); nothing of this request is durable; the head must restart");
@@ -27,13 +64,18 @@ Status StoreFailed(const Status& st) {
 
 }  // namespace
 
-Result<std::unique_ptr<Head>> Head::Open(HeadConfig config, const Clock* clock) {
+Result<std::unique_ptr<Head>> Head::Open(HeadConfig config, const Clock* clock,
+                                         std::unique_ptr<store::Store> store,
+                                         std::optional<ClusterState> warm) {
   std::error_code ec;
   std::filesystem::create_directories(config.state_dir, ec);
   if (ec) return Unavailable("cannot create state dir " + config.state_dir + ": " + ec.message());
   if (config.checkpoint_root.empty()) config.checkpoint_root = config.state_dir + "/checkpoints";
-  auto store = store::OpenStore(config.store_url, config.state_dir);
-  if (!store.ok()) return store.status();
+  if (!store) {
+    auto opened = store::OpenStore(config.store_url, config.state_dir);
+    if (!opened.ok()) return opened.status();
+    store = std::move(*opened);
+  }
   auto random = std::make_unique<UrandomSource>();
   auto admin = LoadOrCreateToken(config.state_dir + "/admin.token", random->Secret());
   if (!admin.ok()) return admin.status();
@@ -41,7 +83,8 @@ Result<std::unique_ptr<Head>> Head::Open(HeadConfig config, const Clock* clock) 
   if (!join.ok()) return join.status();
   auto audit = AuditLog::Open(config.state_dir + "/audit.log");
   if (!audit.ok()) return audit.status();
-  auto head = Create(std::move(config), std::move(*store), clock, random.get(), {*admin, *join});
+  auto head = Create(std::move(config), std::move(store), clock, random.get(), {*admin, *join},
+                     std::move(warm));
   if (head.ok()) {
     (*head)->owned_random_ = std::move(random);
     (*head)->audit_ = std::move(*audit);
@@ -51,17 +94,15 @@ Result<std::unique_ptr<Head>> Head::Open(HeadConfig config, const Clock* clock) 
 
 Result<std::unique_ptr<Head>> Head::Create(HeadConfig config, std::unique_ptr<store::Store> store,
                                            const Clock* clock, RandomSource* random,
-                                           Tokens bootstrap) {
-  auto loaded = store->Load();
-  if (!loaded.ok()) return loaded.status();
-  auto decoded = DecodeStoredState(std::move(*loaded));
+                                           Tokens bootstrap, std::optional<ClusterState> warm) {
+  auto decoded = warm ? TailSinceSnapshot(*store, std::move(*warm)) : LoadAll(*store);
   if (!decoded.ok()) return decoded.status();
-  uint64_t snapshot_revision = decoded->snapshot.revision;
+  uint64_t snapshot_revision = decoded->snapshot_revision;
   std::unique_ptr<Head> head(new Head(std::move(config), std::move(store), clock, random));
   head->log_ = EditLog(head->config_.durability, snapshot_revision);
   HeadCore& core = head->core_;
   TimeMs now = clock->Now();
-  CORRAL_RETURN_IF_ERROR(core.Recover(std::move(decoded->snapshot), decoded->tail, now));
+  CORRAL_RETURN_IF_ERROR(core.Recover(std::move(decoded->state), decoded->tail, now));
   // The event stream resumes across a restart from the changes the store still holds.
   head->durable_revision_ = core.revision();
   uint64_t keep = head->config_.event_buffer;
@@ -86,6 +127,9 @@ Result<std::unique_ptr<Head>> Head::Create(HeadConfig config, std::unique_ptr<st
   head->epoch_ = core.state().epoch;
   head->tokens_ = std::move(bootstrap);
   head->Drain();
+  if (!head->config_.advertise_url.empty()) {
+    head->next_edits_.push_back(store::PutMeta{store::kLeaderUrlKey, head->config_.advertise_url});
+  }
   return head;
 }
 
@@ -362,11 +406,13 @@ void Head::RequestSchedule() {
   });
 }
 
-void Head::Submit(std::string bearer, JobSpec spec, std::string owner, Callback<Job> done) {
+void Head::Submit(std::string bearer, JobSpec spec, std::string owner, std::string request_id,
+                  Callback<Job> done) {
   Command<Job>(std::move(bearer), std::move(done),
-               [this, spec = std::move(spec), owner = std::move(owner)](const Caller& by,
-                                                                        TimeMs now) mutable {
-                 return core_.Submit(by, std::move(spec), std::move(owner), now);
+               [this, spec = std::move(spec), owner = std::move(owner),
+                request_id = std::move(request_id)](const Caller& by, TimeMs now) mutable {
+                 return core_.Submit(by, std::move(spec), std::move(owner), now,
+                                     std::move(request_id));
                });
 }
 

@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -37,6 +38,9 @@ namespace corral::head {
 struct HeadConfig {
   std::string state_dir;             // SQLite store and the admin/join secret files (Open)
   std::string store_url;             // "" = STATE_DIR/corral.db; see store::OpenStore
+  // This head's API address as clients reach it ("http://10.0.0.1:7070"): written to the
+  // store when it leads, so that standbys send clients here. "" writes nothing (one head).
+  std::string advertise_url;
   std::string checkpoint_root;       // default STATE_DIR/checkpoints; CORRAL_CHECKPOINT_DIR below
   std::string admin_user = "admin";  // the user the first admin token names
   DurationMs unreachable_after_ms = 15 * kSecond;
@@ -67,13 +71,19 @@ class Head {
 
   // The production head: the store config.store_url names, /dev/urandom, and the admin and join
   // secrets in STATE_DIR/admin.token and join.token (created on first start, mode 0600).
-  static Result<std::unique_ptr<Head>> Open(HeadConfig config, const Clock* clock);
+  // `store`, when given, is used instead of opening store_url (a standby that took the lead
+  // with it); `warm`, when given, is the state that standby kept (WarmState), so that only
+  // the changes since the store's last snapshot rows are read, not the whole store.
+  static Result<std::unique_ptr<Head>> Open(HeadConfig config, const Clock* clock,
+                                            std::unique_ptr<store::Store> store = nullptr,
+                                            std::optional<ClusterState> warm = std::nullopt);
   // Any store, clock and random source (tests). `bootstrap` are the admin and join secrets
   // to register if the store has none yet.
   static Result<std::unique_ptr<Head>> Create(HeadConfig config,
                                               std::unique_ptr<store::Store> store,
                                               const Clock* clock, RandomSource* random,
-                                              Tokens bootstrap);
+                                              Tokens bootstrap,
+                                              std::optional<ClusterState> warm = std::nullopt);
   ~Head();
 
   void Start();  // starts the state-machine thread
@@ -85,7 +95,9 @@ class Head {
   uint64_t ReplyRevision() const { return reply_revision_; }
 
   // Every call names its caller by bearer secret; a bad one is answered 401.
-  void Submit(std::string bearer, JobSpec spec, std::string owner, Callback<Job> done);
+  // `request_id` (may be ""): see HeadCore::Submit.
+  void Submit(std::string bearer, JobSpec spec, std::string owner, std::string request_id,
+              Callback<Job> done);
   void Cancel(std::string bearer, JobId id, bool element_only, Callback<Job> done);
   void ReportCheckpoint(std::string bearer, JobId id, Callback<Job> done);
   void GetJob(std::string bearer, JobId id, Callback<Job> done);

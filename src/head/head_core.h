@@ -79,7 +79,9 @@ class HeadCore {
 
   // --- recovery and start ---
   // Takes the state of the snapshot rows, applies the changes after it, and rebuilds the
-  // scheduler and indexes. Emits nothing.
+  // scheduler and indexes. Emits nothing. `snapshot` may be newer than the rows (a standby's
+  // WarmState): changes it holds already are not applied again, only marked for the next
+  // snapshot rows.
   Status Recover(ClusterState snapshot, const std::vector<Change>& tail, TimeMs now);
   // Begins a leadership: emits HeadStarted with the next epoch and the default queue.
   void Start(TimeMs now);
@@ -94,8 +96,11 @@ class HeadCore {
   bool HasCredentialFor(Caller::Kind kind, Role role) const;
 
   // --- jobs ---
-  // `owner` empty: the caller. Naming another owner needs an admin.
-  Result<Job> Submit(const Caller& by, JobSpec spec, std::string owner, TimeMs now);
+  // `owner` empty: the caller. Naming another owner needs an admin. A `request_id` already
+  // used by the same owner answers that job (an array: its first element) and changes
+  // nothing: a client's retry after a lost answer never makes a second job.
+  Result<Job> Submit(const Caller& by, JobSpec spec, std::string owner, TimeMs now,
+                     std::string request_id = "");
   // Cancels a job; an array's id cancels every element unless `element_only`.
   Result<Job> Cancel(const Caller& by, JobId id, TimeMs now, bool element_only = false);
   Result<Job> ReportCheckpoint(const Caller& by, JobId id, TimeMs now);
@@ -195,6 +200,7 @@ class HeadCore {
   std::set<JobId> active_jobs_;                       // scheduled or running
   // Pending jobs per (queue, owner), for the queues' max_pending_per_user.
   std::map<std::pair<std::string, std::string>, int32_t> pending_count_;
+  std::map<std::pair<std::string, std::string>, JobId> requests_;  // (owner, request id)
   std::map<std::string, uint64_t> node_version_;  // desired-state version per node
   // Observations, not state: ports something listens on, per node, from its last sync.
   std::map<std::string, std::set<int32_t>> busy_ports_;

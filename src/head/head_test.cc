@@ -48,7 +48,7 @@ class HeadShell : public ::testing::Test {
   Answer<Job> Submit(const std::string& bearer = kAdmin) {
     JobSpec spec;
     spec.command = {"true"};
-    return Async<Job>([&](auto cb) { head_->Submit(bearer, spec, "", cb); }).get();
+    return Async<Job>([&](auto cb) { head_->Submit(bearer, spec, "", "", cb); }).get();
   }
   Answer<std::vector<Job>> List() {
     return Async<std::vector<Job>>([&](auto cb) { head_->ListJobs(kAdmin, {}, cb); }).get();
@@ -121,7 +121,7 @@ TEST_F(HeadShell, AStalledCommitHoldsTheAnswerUntilItIsDurable) {
   fault_->SetMode(FaultStore::Mode::kStall);
   JobSpec spec;
   spec.command = {"true"};
-  auto pending = Async<Job>([&](auto cb) { head_->Submit(kAdmin, spec, "", cb); });
+  auto pending = Async<Job>([&](auto cb) { head_->Submit(kAdmin, spec, "", "", cb); });
   for (int i = 0; i < 500 && !fault_->stalled(); ++i) usleep(1000);
   ASSERT_TRUE(fault_->stalled());
   EXPECT_EQ(pending.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout)
@@ -209,7 +209,7 @@ TEST_F(HeadEvents, OthersSeeAJobButNotItsEnvironmentAndNoSecrets) {
   JobSpec spec;
   spec.command = {"true"};
   spec.env = {{"WANDB_API_KEY", "hush"}};
-  ASSERT_TRUE(Async<Job>([&](auto cb) { head_->Submit(ana.result->secret, spec, "", cb); })
+  ASSERT_TRUE(Async<Job>([&](auto cb) { head_->Submit(ana.result->secret, spec, "", "", cb); })
                   .get()
                   .result.ok());
   auto seen = [&](const std::string& bearer) {

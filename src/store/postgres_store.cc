@@ -127,6 +127,14 @@ class PgStore final : public PostgresStore {
     return ReadChangesNow(after, limit);
   }
 
+  Result<std::string> ReadMeta(const std::string& key) override {
+    CORRAL_RETURN_IF_ERROR(EnsureConnected());
+    auto r = pg::Exec(conn_.get(), "SELECT value FROM meta WHERE key = $1", {key});
+    if (!r.ok()) return r.status();
+    if (PQntuples(r->get()) == 0) return std::string();
+    return pg::Value(r->get(), 0, 0);
+  }
+
   Status Commit(const std::vector<StateEdit>& edits) override {
     if (edits.empty()) return Status::Ok();
     return InTransaction("BEGIN", [&]() -> Status {

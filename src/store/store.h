@@ -67,7 +67,18 @@ class Store {
   virtual Status Commit(const std::vector<StateEdit>& edits) = 0;
   // Changes with revision > after, ascending, at most `limit` (watchers and standbys).
   virtual Result<std::vector<ChangeRecord>> ReadChanges(uint64_t after, int32_t limit) = 0;
+  // One meta value ("" when absent). The default loads everything; the PostgreSQL store,
+  // which standbys poll, reads the one row.
+  virtual Result<std::string> ReadMeta(const std::string& key) {
+    auto all = Load();
+    if (!all.ok()) return all.status();
+    auto it = all->meta.find(key);
+    return it == all->meta.end() ? std::string() : it->second;
+  }
 };
+// Meta: the API address of the head that leads (written in its first commit), where
+// standbys send clients.
+constexpr char kLeaderUrlKey[] = "leader_url";
 
 // The schema version this corral writes. Both backends keep it in a one-row table
 // `schema_version`, migrate an older store up to it at open (one transaction per step, in

@@ -1,0 +1,37 @@
+// LeaderGate: the front of a head that may be a standby (DESIGN §7, HA). While another head
+// leads, every request is answered 307 with a Location at the leader (or 503 "no_leader"
+// while none is known), so that clients and agents follow it (net::HeadClient); once this
+// head leads, requests go to its ApiService. `GET /v1/leader` is answered in both roles.
+// Thread-safe: the HTTP server's threads call Handle, the election loop the setters.
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <string>
+
+#include "net/http.h"
+#include "net/http_server.h"
+
+namespace corral::api {
+
+class ApiService;
+
+class LeaderGate {
+ public:
+  explicit LeaderGate(std::string self_url) : self_url_(std::move(self_url)) {}
+
+  void Handle(net::HttpRequest req, net::Responder respond);
+
+  void SetLeaderUrl(std::string url);  // as the store names it; "" when unknown
+  // From now on this head leads: requests go to `api` (which must outlive the gate's use).
+  void Lead(ApiService* api);
+  bool leading() const { return api_.load() != nullptr; }
+
+ private:
+  const std::string self_url_;
+  std::atomic<ApiService*> api_{nullptr};
+  mutable std::mutex mu_;
+  std::string leader_url_;  // GUARDED_BY(mu_)
+};
+
+}  // namespace corral::api
