@@ -20,6 +20,8 @@ if ! "$PY" -c 'import torch' 2>/dev/null; then
   echo "SKIP: $PY has no torch (apt-get install python3-torch)"; exit 77
 fi
 
+# shellcheck source=../lib/netns_hosts.sh
+. "$(dirname "$0")/../lib/netns_hosts.sh"
 ID=$(( $$ % 200 + 20 ))
 NET=10.77.$ID
 W=$(mktemp -d /tmp/corral-ddp.XXXXXX)
@@ -29,11 +31,7 @@ PASS=0
 
 cleanup() {
   local rc=$?
-  for ns in "${NS[@]}"; do
-    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
-  done
-  sleep 0.2
-  for ns in "${NS[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+  netns_cleanup
   if [ "$rc" -ne 0 ]; then
     echo "---- logs ($W)"
     tail -n 30 "$W"/*.log 2>/dev/null || true
@@ -46,22 +44,10 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 # ---- hosts
-ip netns add "$SW"
-ip -n "$SW" link add br0 type bridge
-ip -n "$SW" link set br0 up
-host() {  # host NS IP
-  local ns=$1 ip=$2 veth=cv$ID${1: -1}
-  ip netns add "$ns"
-  ip link add "$veth" type veth peer name eth0 netns "$ns"
-  ip link set "$veth" netns "$SW"
-  ip -n "$SW" link set "$veth" master br0 up
-  ip -n "$ns" addr add "$ip/24" dev eth0
-  ip -n "$ns" link set eth0 up
-  ip -n "$ns" link set lo up
-}
-host "$H" "$NET.1"
-host "$A" "$NET.2"
-host "$B" "$NET.3"
+netns_init "$SW"
+netns_host "$H" "$NET.1"
+netns_host "$A" "$NET.2"
+netns_host "$B" "$NET.3"
 
 # ---- the cluster
 ip netns exec "$H" "$CORRAL" head --state-dir "$W/head" --listen "$NET.1:7070" \

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# A network partition (ctest label chaos; needs root and iproute2). Three hosts made of network
+# namespaces: the head on .1, agents node01 on .2 and node02 on .3, 2 simulated GPUs each. A
+# 2-GPU job with --max-restarts 0 runs on one node; that node's link is cut past the agent's
+# lease, then restored. It must go as DESIGN §7 says:
+#   - the cut-off agent stops the run itself once its lease expires (self-fencing), before the
+#     head declares the node down and requeues the job;
+#   - the requeued job starts on the other node only after the first copy stopped (never in
+#     two places) and succeeds: a lost run is not the job's failure, nor one of its restarts;
+#   - after the link is back the agent rejoins and its node is ready again;
+#   - the agent whose link stayed up never fences.
+# TIMINGS=short (default: lease 6 s, unreachable 3 s, down 12 s, cut 25 s) or TIMINGS=default
+# (the daemons' defaults: lease 40 s, unreachable 15 s, down 60 s; cut 75 s; bench/chaos).
+set -euo pipefail
+CORRAL=${CORRAL:?path of the corral binary}
+if [ "$(id -u)" -ne 0 ]; then
+  echo "SKIP: needs root for network namespaces"; exit 77
+fi
+# shellcheck source=../lib/netns_hosts.sh
+. "$(dirname "$0")/../lib/netns_hosts.sh"
+
+case "${TIMINGS:-short}" in
+  short) AGENT_T=(--lease 6); HEAD_T=(--unreachable-after 3 --down-after 12); LEASE=6; DOWN=12; CUT=25 ;;
+  default) AGENT_T=(); HEAD_T=(); LEASE=40; DOWN=60; CUT=75 ;;
+  *) echo "TIMINGS: want short or default"; exit 2 ;;
+esac
+
+ID=$(( $$ % 200 + 20 ))
+NET=10.78.$ID
+W=$(mktemp -d /tmp/corral-partition.XXXXXX)
+SW=cpt$ID-sw H=cpt$ID-h A=cpt$ID-a B=cpt$ID-b
+cleanup() {
+  local rc=$?
+  netns_cleanup
+  if [ "$rc" -ne 0 ]; then echo "---- logs ($W)"; tail -n 25 "$W"/*.log 2>/dev/null || true; else rm -rf "$W"; fi
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+netns_init "$SW"
+netns_host "$H" "$NET.1"
+netns_host "$A" "$NET.2"
+netns_host "$B" "$NET.3"
+
+ip netns exec "$H" "$CORRAL" head --state-dir "$W/head" --listen "$NET.1:7070" "${HEAD_T[@]}" \
+  >"$W/head.log" 2>&1 &
+for _ in $(seq 100); do [ -s "$W/head/admin.token" ] && break; sleep 0.1; done
+export CORRAL_ADDR="http://$NET.1:7070" CORRAL_TOKEN="$(cat "$W/head/admin.token")"
+export CORRAL_CONFIG="$W/no-config.json"
+for n in 1 2; do
+  ns=$([ $n = 1 ] && echo "$A" || echo "$B")
+  ip netns exec "$ns" "$CORRAL" agent --head "$CORRAL_ADDR" --join-token-file "$W/head/join.token" \
+    --name node0$n --run-as agent --state-dir "$W/node0$n" --simulate-gpus 2 --cpus 8 --memory 8G \
+    "${AGENT_T[@]}" >"$W/node0$n.log" 2>&1 &
+done
+corral() { ip netns exec "$H" "$CORRAL" "$@"; }
+for _ in $(seq 150); do
+  [ "$(corral nodes -o json 2>/dev/null | grep -o '"ready"' | wc -l)" -ge 2 ] && break
+  sleep 0.2
+done
+[ "$(corral nodes -o json | grep -o '"ready"' | wc -l)" -ge 2 ] || fail "agents did not join"
+
+# Each run of the job appends "start|stop|end NODE TIME" to $W/runs.
+cat >"$W/job.sh" <<JOB
+#!/bin/sh
+echo "start \$CORRAL_NODE \$(date +%s.%N)" >> $W/runs
+trap 'echo "stop \$CORRAL_NODE \$(date +%s.%N)" >> $W/runs; exit 143' TERM
+sleep 15 &
+wait
+echo "end \$CORRAL_NODE \$(date +%s.%N)" >> $W/runs
+JOB
+chmod +x "$W/job.sh"
+job=$(corral submit --parsable --gpus 2 --max-restarts 0 -- "$W/job.sh")
+for _ in $(seq 100); do grep -q '^start' "$W/runs" 2>/dev/null && break; sleep 0.1; done
+first=$(awk '/^start/ { print $2; exit }' "$W/runs")
+[ -n "$first" ] || fail "job $job did not start"
+if [ "$first" = node01 ]; then cut=$A other=node02; else cut=$B other=node01; fi
+
+echo "cutting $first off for $CUT s (lease $LEASE s, down after $DOWN s)"
+t0=$(now)
+netns_cut "$cut"
+fenced_at=""
+for _ in $(seq $((CUT * 10))); do
+  if [ -z "$fenced_at" ] && grep -q fencing "$W/$first.log"; then fenced_at=$(elapsed "$t0"); fi
+  sleep 0.1
+done
+netns_heal "$cut"
+echo "healed after $(elapsed "$t0") s; $first fenced after ${fenced_at:-never} s"
+[ -n "$fenced_at" ] || fail "$first never fenced itself"
+
+corral wait "$job" --timeout 120s >/dev/null 2>&1 || true
+state=$(corral show "$job" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+[ "$state" = succeeded ] || { corral show "$job"; cat "$W/runs"; fail "job $job is $state, want succeeded"; }
+cat "$W/runs"
+# The first copy stopped before the second started, and the second ran on the other node.
+python3 - "$W/runs" "$first" "$other" <<'PY'
+import sys
+lines = [l.split() for l in open(sys.argv[1])]
+first, other = sys.argv[2], sys.argv[3]
+starts = [l for l in lines if l[0] == "start"]
+assert len(starts) == 2, f"want 2 starts, got {lines}"
+stop = [l for l in lines if l[0] == "stop" and l[1] == first]
+assert stop, f"the fenced copy on {first} never stopped: {lines}"
+assert starts[1][1] == other, f"the requeued run is on {starts[1][1]}, want {other}"
+assert float(stop[0][2]) < float(starts[1][2]), f"two copies ran at once: {lines}"
+assert any(l[0] == "end" and l[1] == other for l in lines), lines
+print("ok: one copy at a time, the requeued run finished on", other)
+PY
+reason=$(corral show "$job" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["runs"][0]["reason"])')
+echo "first run's reason: $reason"
+grep -q fencing "$W/$other.log" && fail "$other fenced although its link stayed up"
+for _ in $(seq 100); do
+  [ "$(corral nodes -o json | grep -o '"ready"' | wc -l)" -ge 2 ] && break
+  sleep 0.2
+done
+[ "$(corral nodes -o json | grep -o '"ready"' | wc -l)" -ge 2 ] || fail "$first did not rejoin: $(corral nodes)"
+echo "PASS: partition of $first with ${TIMINGS:-short} timings"
