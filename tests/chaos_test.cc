@@ -1,0 +1,123 @@
+// Crashes at random moments (ctest label chaos): while jobs flow in through the CLI, the head
+// and the agents are SIGKILLed and restarted on a seeded random schedule. Every acknowledged
+// job must end, succeeded, having started exactly once (each run appends its job id to a
+// file when it starts): nothing acknowledged is lost and nothing runs twice. CHAOS_SECONDS
+// and CHAOS_SEED change the schedule (bench/chaos runs it longer).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "cluster_fixture.h"
+
+namespace corral::testing {
+namespace {
+
+using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+int EnvInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+TEST(Chaos, HeadAndAgentSigkillsLoseNoAcknowledgedJobAndRunNoneTwice) {
+  const int seconds = EnvInt("CHAOS_SECONDS", 30);
+  const unsigned seed = static_cast<unsigned>(EnvInt("CHAOS_SEED", 1));
+  constexpr int kAgents = 2;
+  LocalCluster c("chaos", kAgents, 4);
+  const std::string starts = c.dir() + "/starts";
+
+  std::mutex mu;
+  std::vector<std::string> acked;
+  int refused = 0;
+  std::atomic<bool> stop{false};
+  std::thread submitter([&] {
+    while (!stop.load()) {
+      auto r = c.Corral({"submit", "--parsable", "--gpus", "1", "--", "/bin/sh", "-c",
+                         "echo $CORRAL_JOB_ID >> " + starts + "; sleep 0.3"});
+      std::string id = r.out.substr(0, r.out.find('\n'));
+      std::lock_guard lock(mu);
+      if (r.exit_code == 0 && !id.empty()) {
+        acked.push_back(id);
+      } else {
+        ++refused;  // not acknowledged: the CLI said so, nothing is owed
+      }
+    }
+  });
+
+  std::mt19937 rng(seed);
+  std::map<std::string, int> faults;
+  std::vector<double> head_recovery_s;
+  auto end = Clock::now() + std::chrono::seconds(seconds);
+  while (Clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500 + rng() % 2500));
+    int victim = static_cast<int>(rng() % (kAgents + 1));  // 0: the head
+    auto down_for = std::chrono::milliseconds(200 + rng() % 2000);
+    if (victim == 0) {
+      c.KillHead(SIGKILL);
+      std::this_thread::sleep_for(down_for);
+      auto t0 = Clock::now();
+      c.StartHead();
+      head_recovery_s.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      ++faults["head"];
+    } else {
+      c.KillAgent(victim, SIGKILL);
+      std::this_thread::sleep_for(down_for);
+      c.StartAgent(victim);
+      ++faults["agent"];
+    }
+  }
+  stop = true;
+  submitter.join();
+
+  std::map<std::string, std::string> state;
+  bool done = WaitUntil(120000, [&] {
+    auto r = c.Corral({"jobs", "--all", "-o", "json"});
+    Json jobs = Json::parse(r.out, nullptr, false);
+    if (!jobs.is_array()) return false;
+    state.clear();
+    for (const auto& j : jobs) state[std::to_string(j["id"].get<uint64_t>())] = j["state"];
+    for (const auto& id : acked) {
+      if (state[id] != "succeeded") return false;
+    }
+    return true;
+  });
+  std::map<std::string, int> runs;
+  std::ifstream in(starts);
+  for (std::string line; std::getline(in, line);) ++runs[line];
+  int twice = 0, lost = 0;
+  for (const auto& id : acked) {
+    if (state[id] != "succeeded") ++lost;
+    if (runs[id] > 1) ++twice;
+  }
+  double worst = 0;
+  for (double s : head_recovery_s) worst = std::max(worst, s);
+  std::cout << "[chaos] seed " << seed << ", " << seconds << " s: " << faults["head"]
+            << " head and " << faults["agent"] << " agent SIGKILLs; " << acked.size()
+            << " jobs acknowledged (" << refused << " submissions refused), " << lost
+            << " lost, " << twice << " started twice; head back in at most " << worst << " s"
+            << std::endl;
+  EXPECT_TRUE(done) << "not every acknowledged job succeeded; see " << c.dir();
+  EXPECT_EQ(lost, 0);
+  EXPECT_EQ(twice, 0);
+  EXPECT_GT(acked.size(), 20u);
+  EXPECT_GT(faults["head"] + faults["agent"], 3);
+  for (const auto& [id, st] : state) {
+    (void)st;
+    EXPECT_TRUE(std::find(acked.begin(), acked.end(), id) != acked.end() || refused > 0)
+        << "job " << id << " exists but no submission was acknowledged for it";
+  }
+}
+
+}  // namespace
+}  // namespace corral::testing
