@@ -274,6 +274,9 @@ void ApiService::HandleJobs(const HttpRequest& req, const std::vector<std::strin
     auto array = QueryInt(req, "array", 0, 0, INT64_MAX);
     if (!array.ok()) return respond(ErrorResponse(array.status()));
     f.array_id = static_cast<JobId>(*array);
+    auto ended_since = QueryInt(req, "ended_since", 0, 0, INT64_MAX);
+    if (!ended_since.ok()) return respond(ErrorResponse(ended_since.status()));
+    f.ended_since = *ended_since;
     auto limit = QueryInt(req, "limit", 1000, 1, 100000);
     auto after = QueryInt(req, "after", 0, 0, INT64_MAX);
     if (!limit.ok()) return respond(ErrorResponse(limit.status()));

@@ -372,6 +372,23 @@ TEST(JobsTest, LimitKeepsNewestAndJsonOutput) {
   EXPECT_THAT(h.fake->sent.at(0).path, HasSubstr("state=running,failed"));
 }
 
+TEST(JobsTest, ListsRecentlyEndedJobsUnlessAskedForAllOrAnotherWindow) {
+  Harness h;
+  h.fake->handler = [](const FakeTransport::Sent&) {
+    return Result<ApiReply>(JsonReply(200, {{"jobs", Json::array()}, {"next_after", nullptr}}));
+  };
+  ASSERT_EQ(h.Run("jobs", {}), 0) << h.err.str();
+  EXPECT_THAT(h.fake->sent.at(0).path, HasSubstr("ended_since=" + std::to_string(h.now - kHour)));
+  ASSERT_EQ(h.Run("jobs", {"--since", "2d"}), 0) << h.err.str();
+  EXPECT_THAT(h.fake->sent.at(1).path,
+              HasSubstr("ended_since=" + std::to_string(h.now - 48 * kHour)));
+  ASSERT_EQ(h.Run("jobs", {"--all"}), 0) << h.err.str();
+  EXPECT_THAT(h.fake->sent.at(2).path, Not(HasSubstr("ended_since")));
+  EXPECT_EQ(h.Run("jobs", {"--all", "--since", "1h"}), 2);
+  EXPECT_EQ(h.Run("jobs", {"--since", "soon"}), 2);
+  EXPECT_EQ(h.fake->sent.size(), 3u);
+}
+
 TEST(JobsTest, BadStateIsAUsageError) {
   Harness h;
   EXPECT_EQ(h.Run("jobs", {"--state", "runing"}), 2);

@@ -271,7 +271,8 @@ std::string RenderJob(const Job& j, TimeMs now, bool utc) {
 int RunJobs(const std::vector<std::string>& argv, CliContext& ctx) {
   static const std::vector<FlagDef> kFlags = {
       {"state", 's', true}, {"queue", 'q', true},  {"user", 'u', true},   {"all", 'a', false},
-      {"limit", 'n', true}, {"output", 'o', true}, {"watch", 'w', false}, {"updates", 0, true}};
+      {"limit", 'n', true}, {"output", 'o', true}, {"watch", 'w', false}, {"updates", 0, true},
+      {"since", 0, true}};
   auto parsed = ParseArgs(argv, kFlags, false);
   if (!parsed.ok()) return UsageError(ctx, "jobs", parsed.status().message());
   const ParsedArgs& args = *parsed;
@@ -299,6 +300,16 @@ int RunJobs(const std::vector<std::string>& argv, CliContext& ctx) {
       }
     }
     query += "&state=" + QueryEscape(args.Get("state"));
+  }
+  // Like squeue: live jobs, and those that ended lately (an hour, or --since); --all: every
+  // job the head keeps.
+  if (args.Has("all") && args.Has("since")) {
+    return UsageError(ctx, "jobs", "--all and --since do not go together");
+  }
+  if (!args.Has("all")) {
+    auto since = ParseDuration("--since", args.Get("since", "1h"));
+    if (!since.ok()) return UsageError(ctx, "jobs", since.status().message());
+    query += "&ended_since=" + std::to_string(std::max<TimeMs>(1, ctx.now() - *since));
   }
   if (args.Has("queue")) query += "&queue=" + QueryEscape(args.Get("queue"));
   if (args.Has("user")) query += "&user=" + QueryEscape(args.Get("user"));

@@ -220,6 +220,7 @@ std::vector<Job> HeadCore::ListJobs(const Caller& by, const JobFilter& f) const 
     if (!f.queue.empty() && j.spec.queue != f.queue) continue;
     if (!f.user.empty() && j.owner != f.user) continue;
     if (f.array_id != 0 && j.array_id != f.array_id) continue;
+    if (f.ended_since > 0 && IsTerminal(j.state) && j.ended_at < f.ended_since) continue;
     out.push_back(*GetJob(by, j.id));
     if (static_cast<int32_t>(out.size()) >= f.limit) break;
   }

@@ -586,6 +586,22 @@ TEST(CoreIdentity, ARetriedRequestIdGetsTheSameJobEvenAfterACrash) {
   EXPECT_NE(bad.status().message().find("request_id"), std::string::npos);
 }
 
+TEST(CoreJobs, ListingCanLeaveOutJobsThatEndedBeforeAGivenTime) {
+  CoreHarness h(Config());
+  auto old = h.core().Submit(kAna, JobSpec{.command = {"x"}}, "", h.now);
+  ASSERT_TRUE(old.ok());
+  ASSERT_TRUE(h.core().Cancel(kAna, old->id, h.now).ok());
+  h.now += kHour;
+  auto live = h.core().Submit(kAna, JobSpec{.command = {"x"}}, "", h.now);
+  ASSERT_TRUE(live.ok());
+  JobFilter recent;
+  recent.ended_since = h.now - kMinute;
+  auto listed = h.core().ListJobs(kAna, recent);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].id, live->id);
+  EXPECT_EQ(h.core().ListJobs(kAna, {}).size(), 2u);  // without the filter: every job
+}
+
 TEST(CoreIdentity, OnlyTheOwnerAndAdminsSeeAJobsEnvironmentAndOutput) {
   CoreHarness h(Config());
   auto& core = h.core();

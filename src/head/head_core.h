@@ -43,6 +43,7 @@ struct JobFilter {
   JobId after = 0;
   int32_t limit = 1000;
   JobId array_id = 0;  // only this array's elements
+  TimeMs ended_since = 0;  // > 0: only jobs still live or that ended at or after this time
 };
 
 struct NodeView {
