@@ -70,7 +70,17 @@ bool LasVictim(const SchedState& st, const RunEntry& r, const PendingEntry& job)
   if (LasLevel(c, attained) <= job.key.level) return false;
   const double t = static_cast<double>(c.las_thresholds_gpu_ms[job.key.level]);
   const double h = std::max(1.0, c.las_preempt_hysteresis);
-  return static_cast<double>(attained) >= h * t && static_cast<double>(job.job.attained_ms) * h < t;
+  if (static_cast<double>(attained) < h * t || static_cast<double>(job.job.attained_ms) * h >= t) {
+    return false;
+  }
+  // Predictions (use_predictions): a run predicted to end before the job would is spared;
+  // displacing it loses its work and frees its GPUs no sooner than waiting would. Only when
+  // both have a prediction; a run that outlived its own is guessed to run as long again.
+  if (c.use_predictions && r.job.predicted_ms > 0 && job.job.predicted_ms > 0 &&
+      PredictedRemainingMs(r.job, attained) <= job.key.pred) {
+    return false;
+  }
+  return true;
 }
 
 DurationMs LostWork(const SchedState& st, const RunEntry& r) { return st.LostWork(r); }
