@@ -1,5 +1,6 @@
 // Run-time predictions from what a scheduler knows at submit time (issue 11): the history of
-// jobs that ended in the cluster, per (user, job name), per user and per (queue, GPU count),
+// jobs that ended in the cluster, per (user, job name), per user and per queue (or (queue, GPU
+// count)),
 // as Helios' QSSF and Lucid learn them, and the job's own time limit. Never a job's true
 // duration: the estimator sees a job only once it has ended.
 //
@@ -32,16 +33,19 @@ struct EndedJob {
 EndedJob EndedJobOf(const Job& job);
 
 // Which histories to consult, most specific first; the first with any history answers.
+// Defaults from the whole Philly trace at 640 GPUs (docs/simulation.md, "Predicted
+// durations"; Philly has only queues): the queue's history beat (queue, GPU count)'s, whose
+// keys see fewer jobs, and a weight of 0.5 beat 0.05, 0.25, 0.75 and 1.
 struct EstimatorConfig {
-  bool by_user_name = true;   // (user, job name); jobs without a name skip it
-  bool by_user = true;        // user; jobs without a user skip it
-  bool by_queue_gpus = true;  // (queue, GPU count): teams' jobs of one size
-  bool by_queue = false;      // queue
+  bool by_user_name = true;    // (user, job name); jobs without a name skip it
+  bool by_user = true;         // user; jobs without a user skip it
+  bool by_queue_gpus = false;  // (queue, GPU count): a team's jobs of one size
+  bool by_queue = true;        // queue: a team's jobs
   // Weight of the newest job in the running (exponentially weighted) mean of log run times;
   // the first 1/weight jobs of a key are averaged equally. The log makes the estimate a
   // geometric mean: run times span seconds to months, and one long outlier must not make a
   // user's next hundred short jobs look long.
-  double weight = 0.25;
+  double weight = 0.5;
 };
 
 class RuntimeEstimator {

@@ -34,7 +34,7 @@ TEST(RuntimeEstimatorTest, NoHistoryNoPrediction) {
 }
 
 TEST(RuntimeEstimatorTest, MostSpecificHistoryAnswers) {
-  RuntimeEstimator e;
+  RuntimeEstimator e(EstimatorConfig{.by_queue_gpus = true, .by_queue = false, .weight = 0.25});
   e.Observe(Ended("alice", "train", "q", 1, 10 * kHour));
   e.Observe(Ended("alice", "eval", "q", 1, 10 * kMinute));
   e.Observe(Ended("bob", "", "q", 8, 2 * kHour));
@@ -52,8 +52,19 @@ TEST(RuntimeEstimatorTest, MostSpecificHistoryAnswers) {
   EXPECT_EQ(e.Predict("alice", "eval", "q", 1, 3 * kHour), 10 * kMinute);
 }
 
+TEST(RuntimeEstimatorTest, DefaultsFallBackFromUserToQueueAndWeighTheNewestJobHalf) {
+  RuntimeEstimator e;
+  e.Observe(Ended("alice", "train", "q", 1, kHour));
+  e.Observe(Ended("bob", "eval", "q", 8, 4 * kHour));
+  // A new user's job of any size: the queue's history, the newest job half: sqrt(1 h x 4 h).
+  EXPECT_EQ(e.Estimate("carol", "x", "q", 2), 2 * kHour);
+  e.Observe(Ended("bob", "eval", "q", 8, 16 * kHour));  // (2 h x 16 h)^0.5 = 5.66 h
+  EXPECT_NEAR(static_cast<double>(e.Estimate("carol", "x", "q", 2)), 5.657 * kHour, 0.01 * kHour);
+  EXPECT_EQ(e.Estimate("alice", "train", "q", 1), kHour);  // her own history first
+}
+
 TEST(RuntimeEstimatorTest, RecentJobsWeighMoreAndOneOutlierDoesNotDominate) {
-  RuntimeEstimator e;  // weight 0.25: the first four jobs averaged equally
+  RuntimeEstimator e(EstimatorConfig{.weight = 0.25});  // the first four jobs averaged equally
   for (int i = 0; i < 4; ++i) e.Observe(Ended("u", "n", "q", 1, kMinute));
   EXPECT_EQ(e.Estimate("u", "n", "q", 1), kMinute);
   // One job 1,000x longer moves the estimate by 1000^0.25 = 5.6x, not 250x (a plain mean).

@@ -53,7 +53,8 @@ struct Flags {
   std::string las_thresholds;
   double las_hysteresis = -1;
   std::string cluster_budget, queue_budget;
-  std::string predict = "user-name,user,queue-gpus,time-limit";
+  std::string predict = "user-name,user,queue,time-limit";
+  double predict_weight = -1;
   std::string node_mtbf = "0s";
   std::string node_repair = "1h";
   bool no_timing = false;
@@ -360,6 +361,12 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
                                     &cfg.min_runtime_before_preempt_ms));
   }
   CORRAL_RETURN_IF_ERROR(ParsePredict(f.predict, &cfg));
+  if (f.predict_weight >= 0) {
+    if (f.predict_weight <= 0 || f.predict_weight > 1) {
+      return InvalidArgument("--predict-weight must be in (0, 1]");
+    }
+    cfg.predict.estimator.weight = f.predict_weight;
+  }
   CORRAL_RETURN_IF_ERROR(Duration("--node-mtbf", f.node_mtbf, &cfg.node_mtbf_ms));
   CORRAL_RETURN_IF_ERROR(Duration("--node-repair", f.node_repair, &cfg.node_repair_ms));
   if (cfg.node_mtbf_ms > 0 && cfg.node_repair_ms <= 0) {
@@ -543,7 +550,10 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
                  "corral policy: what run-time predictions may use: a list of user-name, user, "
                  "queue-gpus, queue, time-limit (history of ended jobs by those keys, and time "
                  "limits), or none, or oracle (the true durations: an upper bound, not a real "
-                 "input); default user-name,user,queue-gpus,time-limit");
+                 "input); default user-name,user,queue,time-limit");
+  app.add_option("--predict-weight", f.predict_weight,
+                 "weight of the newest ended job in each history's running mean of log run times "
+                 "(default: the estimator's, 0.5)");
   app.add_option("--node-mtbf", f.node_mtbf,
                  "mean time between failures of a node (e.g. 2000h; exponential, seeded by "
                  "--seed); its runs are lost and requeued (default 0s: nodes never fail)");
