@@ -3,10 +3,12 @@
 // predictions learned from ended jobs, and the lost-work and preemption-rate report.
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "sim/report.h"
+#include "sim/simulate_command.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
 
@@ -190,6 +192,49 @@ TEST(ReportTest, PreemptionsPerHourAndLostWork) {
   EXPECT_DOUBLE_EQ(s.lost_gpu_hours, 1.5);
   EXPECT_DOUBLE_EQ(s.p99_slowdown, 2.0);
   EXPECT_NE(SummaryJson(s).find("\"lost_gpu_hours\": 1.500"), std::string::npos);
+}
+
+std::string Command(std::vector<std::string> args, int* rc) {
+  std::ostringstream out, err;
+  *rc = SimulateMain(args, out, err);
+  return out.str() + err.str();
+}
+
+TEST(SimulateCommandTest, BadPredictionAndFailureFlagsAreNamed) {
+  std::string trace = std::string(CORRAL_SIM_TESTDATA) + "/philly_slice.csv";
+  int rc = 0;
+  std::string out =
+      Command({"--trace", trace, "--nodes", "4", "--predict", "user,crystal-ball"}, &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("--predict 'user,crystal-ball': 'crystal-ball' is not one of"),
+            std::string::npos)
+      << out;
+  out = Command({"--trace", trace, "--nodes", "4", "--node-mtbf", "often"}, &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("--node-mtbf"), std::string::npos) << out;
+  out =
+      Command({"--trace", trace, "--nodes", "4", "--node-mtbf", "10h", "--node-repair", "0s"}, &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("--node-repair must be > 0"), std::string::npos) << out;
+  out = Command({"--trace", trace, "--nodes", "4", "--predict-weight", "2"}, &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("--predict-weight must be in (0, 1]"), std::string::npos) << out;
+}
+
+TEST(SimulateCommandTest, FailuresAndSyntheticLimitsPassTheCheckerAndAreReported) {
+  std::string trace = std::string(CORRAL_SIM_TESTDATA) + "/philly_slice.csv";
+  int rc = 0;
+  std::string out =
+      Command({"--trace", trace, "--nodes", "4", "--sample", "200", "--compare", "fifo,srtf,corral",
+               "--node-mtbf", "200h", "--node-repair", "2h", "--synth-time-limits",
+               "--checkpoint-interval", "30m", "--check", "-o", "json", "--no-timing"},
+              &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("\"node_failures\": "), std::string::npos) << out;
+  EXPECT_EQ(out.find("\"node_failures\": 0,"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"lost_gpu_hours\": "), std::string::npos);
+  EXPECT_NE(out.find("\"preemptions_per_hour\": "), std::string::npos);
+  EXPECT_NE(out.find("\"timeouts\": 0,"), std::string::npos);  // limits >= durations
 }
 
 }  // namespace

@@ -55,6 +55,7 @@ struct Flags {
   std::string cluster_budget, queue_budget;
   std::string predict = "user-name,user,queue,time-limit";
   double predict_weight = -1;
+  bool synth_time_limits = false;
   std::string node_mtbf = "0s";
   std::string node_repair = "1h";
   bool no_timing = false;
@@ -160,6 +161,15 @@ Status ParseTimeOfDay(const std::string& text, DurationMs* from, DurationMs* to)
 
 // Filters (duration, GPU-time, time of day), window, sample, limit and load scale, in that
 // order; then the first job submits at 0.
+// --synth-time-limits: the limit a user who knows roughly how long the job runs might ask for:
+// its duration rounded up to a power of two hours, at least 1 h. A what-if for traces without
+// limits (never kills: the limit is at least the duration).
+DurationMs SynthTimeLimit(DurationMs duration) {
+  DurationMs limit = kHour;
+  while (limit < duration) limit *= 2;
+  return limit;
+}
+
 Status Select(const Flags& f, std::vector<TraceJob>* jobs) {
   if (!f.min_duration.empty() || !f.max_gpu_time.empty() || !f.time_of_day.empty()) {
     DurationMs min_d = 0, max_gt = 0, from = 0, to = 0;
@@ -224,6 +234,11 @@ Status Select(const Flags& f, std::vector<TraceJob>* jobs) {
   for (TraceJob& j : *jobs) {
     j.submit_ms =
         static_cast<TimeMs>(std::llround(static_cast<double>(j.submit_ms - t0) / f.load_scale));
+  }
+  if (f.synth_time_limits) {
+    for (TraceJob& j : *jobs) {
+      if (j.time_limit_ms == 0) j.time_limit_ms = SynthTimeLimit(j.duration_ms);
+    }
   }
   return Status::Ok();
 }
@@ -554,6 +569,9 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
   app.add_option("--predict-weight", f.predict_weight,
                  "weight of the newest ended job in each history's running mean of log run times "
                  "(default: the estimator's, 0.5)");
+  app.add_flag("--synth-time-limits", f.synth_time_limits,
+               "give jobs without a time limit the one a user might ask for: the duration rounded "
+               "up to a power of two hours, at least 1h (a what-if for traces without limits)");
   app.add_option("--node-mtbf", f.node_mtbf,
                  "mean time between failures of a node (e.g. 2000h; exponential, seeded by "
                  "--seed); its runs are lost and requeued (default 0s: nodes never fail)");
