@@ -38,19 +38,30 @@ void RuntimeEstimator::Observe(const EndedJob& e) {
   Update(by_queue_[e.queue], x);
 }
 
-DurationMs RuntimeEstimator::Estimate(const std::string& user, const std::string& name,
-                                      const std::string& queue, int64_t gpus) const {
-  auto answer = [](const Mean& m) {
-    return std::max<DurationMs>(1, static_cast<DurationMs>(std::llround(std::exp(m.log_ms))));
-  };
+namespace {
+
+DurationMs Answer(double log_ms) {
+  return std::max<DurationMs>(1, static_cast<DurationMs>(std::llround(std::exp(log_ms))));
+}
+
+}  // namespace
+
+DurationMs RuntimeEstimator::OwnEstimate(const std::string& user, const std::string& name) const {
   if (config_.by_user_name && !user.empty() && !name.empty()) {
     auto it = by_user_name_.find({user, name});
-    if (it != by_user_name_.end()) return answer(it->second);
+    if (it != by_user_name_.end()) return Answer(it->second.log_ms);
   }
   if (config_.by_user && !user.empty()) {
     auto it = by_user_.find(user);
-    if (it != by_user_.end()) return answer(it->second);
+    if (it != by_user_.end()) return Answer(it->second.log_ms);
   }
+  return 0;
+}
+
+DurationMs RuntimeEstimator::Estimate(const std::string& user, const std::string& name,
+                                      const std::string& queue, int64_t gpus) const {
+  auto answer = [](const Mean& m) { return Answer(m.log_ms); };
+  if (DurationMs own = OwnEstimate(user, name); own > 0) return own;
   if (config_.by_queue_gpus) {
     auto it = by_queue_gpus_.find({queue, gpus});
     if (it != by_queue_gpus_.end()) return answer(it->second);
@@ -65,9 +76,12 @@ DurationMs RuntimeEstimator::Estimate(const std::string& user, const std::string
 DurationMs RuntimeEstimator::Predict(const std::string& user, const std::string& name,
                                      const std::string& queue, int64_t gpus,
                                      DurationMs time_limit_ms) const {
-  DurationMs e = Estimate(user, name, queue, gpus);
-  if (time_limit_ms <= 0) return e;
-  return e > 0 ? std::min(e, time_limit_ms) : time_limit_ms;
+  if (time_limit_ms <= 0) return Estimate(user, name, queue, gpus);
+  // The limit is the job's own word; a queue's history is other people's jobs. Only the
+  // owner's own history refines it (Philly at 640 GPUs with limits: 4.72 h with the limit
+  // alone, 4.90 h when the queue's history could undercut it).
+  DurationMs own = OwnEstimate(user, name);
+  return own > 0 ? std::min(own, time_limit_ms) : time_limit_ms;
 }
 
 }  // namespace corral::sched

@@ -60,8 +60,9 @@ class RuntimeEstimator {
   DurationMs Estimate(const std::string& user, const std::string& name, const std::string& queue,
                       int64_t gpus) const;
 
-  // Estimate(...) bounded by the time limit (a run is killed there): min of the two; the
-  // limit alone without history; 0 with neither.
+  // With a time limit: the owner's own history ((user, name), else user) bounded by the limit
+  // (a run is killed there), else the limit alone: a queue's history (other people's jobs)
+  // never undercuts the job's own limit. Without a limit: Estimate(...).
   DurationMs Predict(const std::string& user, const std::string& name, const std::string& queue,
                      int64_t gpus, DurationMs time_limit_ms) const;
 
@@ -73,6 +74,7 @@ class RuntimeEstimator {
     int64_t n = 0;
   };
   void Update(Mean& m, double log_ms) const;
+  DurationMs OwnEstimate(const std::string& user, const std::string& name) const;
 
   EstimatorConfig config_;
   std::map<std::pair<std::string, std::string>, Mean> by_user_name_;

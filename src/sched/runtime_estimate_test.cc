@@ -50,6 +50,10 @@ TEST(RuntimeEstimatorTest, MostSpecificHistoryAnswers) {
   // Bounded by the time limit.
   EXPECT_EQ(e.Predict("alice", "train", "q", 1, 3 * kHour), 3 * kHour);
   EXPECT_EQ(e.Predict("alice", "eval", "q", 1, 3 * kHour), 10 * kMinute);
+  // The queue's history (bob's 2 h) does not undercut carol's own limit; her own history would.
+  EXPECT_EQ(e.Predict("carol", "x", "q", 8, 5 * kHour), 5 * kHour);
+  e.Observe(Ended("carol", "y", "q", 8, kHour));
+  EXPECT_EQ(e.Predict("carol", "x", "q", 8, 5 * kHour), kHour);
 }
 
 TEST(RuntimeEstimatorTest, DefaultsFallBackFromUserToQueueAndWeighTheNewestJobHalf) {
