@@ -225,14 +225,15 @@ BENCHMARK(BM_IncrementalNoPredictions)
     ->Iterations(100);
 
 void BM_IncrementalPriorityMix(benchmark::State& state) { Incremental(state, true); }
+BENCHMARK(BM_IncrementalPriorityMix)
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime()
+    ->Iterations(100);
+
 void BM_IncrementalPriorityMixNoPredictions(benchmark::State& state) {
   Incremental(state, true, false);
 }
 BENCHMARK(BM_IncrementalPriorityMixNoPredictions)
-    ->Unit(benchmark::kMillisecond)
-    ->UseManualTime()
-    ->Iterations(100);
-BENCHMARK(BM_IncrementalPriorityMix)
     ->Unit(benchmark::kMillisecond)
     ->UseManualTime()
     ->Iterations(100);
