@@ -203,6 +203,11 @@ class Loop {
         continue;
       }
       budget_passes_ = 0;
+      // Node events never run out: a scheduler that places nothing on an idle, whole cluster
+      // would otherwise keep the loop going forever (without failures, the loop ends below).
+      if (pending_ > 0 && running_ == 0 && down_nodes_ == 0 && next_arrival >= jobs_.size()) {
+        break;
+      }
       if (IsPreemptivePolicy(config_.policy) && config_.tick_ms > 0 && pending_ > 0 &&
           running_ > 0) {
         next_tick_ = (now / config_.tick_ms + 1) * config_.tick_ms;
@@ -347,12 +352,14 @@ class Loop {
     }
     for (size_t i : hit) Lose(i, now);
     node.schedulable = false;
+    ++down_nodes_;
     sched_.UpsertNode(node);
     events_.push({now + config_.node_repair_ms, seq_++, EventKind::kNodeRepair, n, 0});
   }
 
   void RepairNode(size_t n, TimeMs now) {
     nodes_[n].schedulable = true;
+    --down_nodes_;
     sched_.UpsertNode(nodes_[n]);
     events_.push({UpTime(now), seq_++, EventKind::kNodeFail, n, 0});
   }
@@ -504,6 +511,7 @@ class Loop {
   int64_t running_ = 0;
   TimeMs next_tick_ = kNever;
   int64_t budget_passes_ = 0;  // consecutive passes cut short by the work budget
+  int64_t down_nodes_ = 0;     // failed, not yet repaired
 };
 
 }  // namespace
