@@ -198,6 +198,22 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
       if (!open) ++st.budget_denied;
       return false;
     }
+    // Without reclaim every victim spends its queue's budget, and victims come only from the
+    // job's own queue or (lower priority) queues over their quota: when all of those budgets
+    // are closed, the scan below could only be denied. Skipping it keeps a pass that visits
+    // many blocked jobs while the budgets are spent from scanning every run for each of them.
+    if (!reclaim) {
+      bool any = (las || by_priority) && st.QueueBudgetOpen(job.queue);
+      for (int32_t q = 0;
+           !any && by_priority && q < static_cast<int32_t>(st.preemptible_gpus.size()); ++q) {
+        any = q != job.queue && st.preemptible_gpus[q] > 0 &&
+              st.queues.AllocGpus(q) - st.Freeing(q) > st.queues.Quota(q) && st.QueueBudgetOpen(q);
+      }
+      if (!any) {
+        ++st.budget_denied;
+        return false;
+      }
+    }
     if (st.victim_order_pass != st.pass) BuildVictimOrder(st);
     std::vector<int8_t> queue_open(st.running_by_queue.size(), -1);  // -1: not asked yet
     auto budget_allows = [&](int32_t q) {
