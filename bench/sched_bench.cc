@@ -7,12 +7,14 @@
 //    the median pass time (median_ms) and preemptions per pass beside placements.
 //  - BM_IncrementalPriorityMix: the same with a priority mix (10% priority 1, 2% priority 2):
 //    higher classes preempt lower ones, and LAS levels inside queues.
-// All with the default SchedulerConfig (las_within_queue, hysteresis, preemption budgets). The
+// All with the default SchedulerConfig (las_within_queue, hysteresis, preemption budgets,
+// run-time predictions: jobs carry PendingJob::predicted_ms as ToPendingJob gives it). The
 // driver behaves like the head: a preempted run is requeued with the service it attained.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <random>
 #include <string>
@@ -53,6 +55,13 @@ void AddCluster(Scheduler& s) {
   }
 }
 
+uint64_t SplitMix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
 PendingJob RandomJob(std::mt19937_64& rng, JobId id, bool priority_mix) {
   PendingJob j;
   j.id = id;
@@ -76,6 +85,18 @@ PendingJob RandomJob(std::mt19937_64& rng, JobId id, bool priority_mix) {
   static const DurationMs kLimits[] = {0, 0, kHour, 4 * kHour, 24 * kHour};
   j.time_limit_ms = kLimits[rng() % 5];
   j.preemptible = rng() % 2 == 0;
+  // Run-time predictions as ToPendingJob makes them: half the jobs have a history (a log-
+  // uniform guess between a minute and a day), bounded by the time limit; the others only
+  // their time limit. Drawn from the id, not rng, so the jobs' shapes are those of the runs
+  // before predictions existed.
+  uint64_t h = SplitMix(id);
+  if (h % 2 == 0) {
+    double u = static_cast<double>(h >> 11) * 0x1.0p-53;
+    auto guess = static_cast<DurationMs>(kMinute * std::exp(u * std::log(1440.0)));
+    j.predicted_ms = j.time_limit_ms > 0 ? std::min(guess, j.time_limit_ms) : guess;
+  } else {
+    j.predicted_ms = j.time_limit_ms;
+  }
   return j;
 }
 
@@ -110,8 +131,10 @@ void BM_FullPass(benchmark::State& state) {
 }
 BENCHMARK(BM_FullPass)->Unit(benchmark::kMillisecond)->Iterations(3);
 
-void Incremental(benchmark::State& state, bool priority_mix) {
-  Scheduler s(BenchConfig());
+void Incremental(benchmark::State& state, bool priority_mix, bool predictions = true) {
+  SchedulerConfig config = BenchConfig();
+  config.use_predictions = predictions;
+  Scheduler s(config);
   AddCluster(s);
   std::mt19937_64 rng(42);
   std::map<JobId, PendingJob> jobs;  // every job, as submitted
@@ -193,8 +216,24 @@ void Incremental(benchmark::State& state, bool priority_mix) {
 void BM_Incremental(benchmark::State& state) { Incremental(state, false); }
 BENCHMARK(BM_Incremental)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(100);
 
+// The same as BM_Incremental with SchedulerConfig::use_predictions off: what predictions
+// cost or save, side by side in one run.
+void BM_IncrementalNoPredictions(benchmark::State& state) { Incremental(state, false, false); }
+BENCHMARK(BM_IncrementalNoPredictions)
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime()
+    ->Iterations(100);
+
 void BM_IncrementalPriorityMix(benchmark::State& state) { Incremental(state, true); }
 BENCHMARK(BM_IncrementalPriorityMix)
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime()
+    ->Iterations(100);
+
+void BM_IncrementalPriorityMixNoPredictions(benchmark::State& state) {
+  Incremental(state, true, false);
+}
+BENCHMARK(BM_IncrementalPriorityMixNoPredictions)
     ->Unit(benchmark::kMillisecond)
     ->UseManualTime()
     ->Iterations(100);

@@ -1,8 +1,10 @@
 #include "sched/job_input.h"
 
+#include "sched/order_policy.h"
+
 namespace corral::sched {
 
-PendingJob ToPendingJob(const Job& job) {
+PendingJob ToPendingJob(const Job& job, const RuntimeEstimator* estimator) {
   PendingJob p;
   p.id = job.id;
   p.queue = job.spec.queue;
@@ -16,6 +18,9 @@ PendingJob ToPendingJob(const Job& job) {
   p.time_limit_ms = job.spec.time_limit_ms;
   p.preemptible = job.spec.preemptible;
   p.name = job.spec.name;
+  p.predicted_ms = estimator ? estimator->Predict(job.owner, job.spec.name, job.spec.queue,
+                                                  TotalGpus(p), job.spec.time_limit_ms)
+                             : job.spec.time_limit_ms;
   if (const Run* r = job.CurrentRun(); r && !IsRunOver(r->state)) {
     p.last_checkpoint_at = r->last_checkpoint_at;
   }

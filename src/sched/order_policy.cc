@@ -47,6 +47,12 @@ int64_t LasLevel(const SchedulerConfig& config, DurationMs attained_gpu_ms) {
   return level;
 }
 
+DurationMs PredictedRemainingMs(const PendingJob& job, DurationMs attained_gpu_ms) {
+  if (job.predicted_ms <= 0) return 0;
+  DurationMs done = attained_gpu_ms / std::max<int64_t>(1, TotalGpus(job));
+  return done < job.predicted_ms ? job.predicted_ms - done : done;
+}
+
 DurationMs AttainedNow(const PendingJob& job, int64_t gpus, TimeMs started_at, TimeMs now) {
   return job.attained_ms + gpus * std::max<DurationMs>(0, now - started_at);
 }
@@ -56,6 +62,7 @@ JobKey StaticKey(const SchedulerConfig& config, const PendingJob& job, DurationM
     case OrderPolicy::kCorral:
       return {.a = -int64_t{job.priority},
               .level = config.las_within_queue ? LasLevel(config, attained_gpu_ms) : 0,
+              .pred = config.use_predictions ? PredictedRemainingMs(job, attained_gpu_ms) : 0,
               .b = job.submitted_at,
               .id = job.id};
     case OrderPolicy::kFifo:

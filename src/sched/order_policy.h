@@ -12,10 +12,13 @@ namespace corral::sched {
 
 // Smaller comes first. `id` last makes every key unique. `level` is kCorral's LAS level
 // inside a queue (SchedulerConfig::las_within_queue; 0 otherwise): the pass order puts it
-// after the queue's fair share and before the user's (pass_order.h).
+// after the queue's fair share and before the user's (pass_order.h). `pred` is kCorral's
+// predicted remaining run time (SchedulerConfig::use_predictions; 0 otherwise), right after
+// the level.
 struct JobKey {
   int64_t a = 0;
   int64_t level = 0;
+  int64_t pred = 0;
   int64_t b = 0;
   JobId id = 0;
   auto operator<=>(const JobKey&) const = default;
@@ -26,6 +29,11 @@ int64_t TotalGpus(const PendingJob& job);
 int64_t RemainingMs(const PendingJob& job, DurationMs attained_gpu_ms);
 // kLas level: how many thresholds are at or below the attained GPU-ms.
 int64_t LasLevel(const SchedulerConfig& config, DurationMs attained_gpu_ms);
+// kCorral's guess of a job's remaining run time from its prediction and the GPU-ms it has
+// attained, with done = attained / GPUs: predicted - done while done < predicted, else done
+// (it outlived its prediction: guessed to run as long again); 0 without a prediction (see
+// SchedulerConfig::use_predictions).
+DurationMs PredictedRemainingMs(const PendingJob& job, DurationMs attained_gpu_ms);
 
 // The key of a pending job that has attained `attained_gpu_ms` so far.
 JobKey StaticKey(const SchedulerConfig& config, const PendingJob& job, DurationMs attained_gpu_ms);

@@ -19,7 +19,7 @@ std::optional<PassOrder::UserKey> PassOrder::MakeUserKey(int32_t g) const {
   if (group.heads.empty()) return std::nullopt;
   const JobKey& k = group.heads.begin()->first;
   double share = pending_.fair() ? queues_.UserShare(group.queue, group.user) : 0.0;
-  return UserKey{k.a, k.level, share, k.b, k.id, g};
+  return UserKey{k.a, k.level, k.pred, share, k.b, k.id, g};
 }
 
 std::optional<PassOrder::QueueKey> PassOrder::MakeQueueKey(int32_t sel) const {
@@ -31,8 +31,9 @@ std::optional<PassOrder::QueueKey> PassOrder::MakeQueueKey(int32_t sel) const {
     below = queues_.BelowQuota(sel) ? 0 : 1;
     share = queues_.Share(sel);
   }
-  return QueueKey{std::get<0>(head), below, share, std::get<1>(head), std::get<3>(head),
-                  std::get<4>(head), sel};
+  return QueueKey{
+      std::get<0>(head), below, share, std::get<1>(head), std::get<2>(head), std::get<4>(head),
+      std::get<5>(head), sel};
 }
 
 void PassOrder::RekeyUser(int32_t g) {
@@ -50,11 +51,11 @@ void PassOrder::RekeyQueue(int32_t sel) {
 
 PendingEntry* PassOrder::Next() {
   while (!queue_set_.empty()) {
-    int32_t sel = std::get<6>(*queue_set_.begin());
+    int32_t sel = std::get<7>(*queue_set_.begin());
     // Re-validate the best user of the best queue: a hidden class may have moved its head.
     bool changed = false;
     while (!users_[sel].empty()) {
-      int32_t g = std::get<5>(*users_[sel].begin());
+      int32_t g = std::get<6>(*users_[sel].begin());
       std::optional<UserKey> fresh = MakeUserKey(g);
       if (fresh && *fresh == *user_keys_[g]) break;
       RekeyUser(g);
@@ -64,7 +65,7 @@ PendingEntry* PassOrder::Next() {
       RekeyQueue(sel);
       continue;
     }
-    current_ = std::get<5>(*users_[sel].begin());
+    current_ = std::get<6>(*users_[sel].begin());
     return pending_.Head(current_);
   }
   return nullptr;

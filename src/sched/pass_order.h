@@ -35,10 +35,11 @@ class PassOrder {
   void Done();
 
  private:
-  // (priority, level, user share, submit, id, group).
-  using UserKey = std::tuple<int64_t, int64_t, double, int64_t, JobId, int32_t>;
-  // (priority, below quota, queue share, level, submit, id, selection queue).
-  using QueueKey = std::tuple<int64_t, int, double, int64_t, int64_t, JobId, int32_t>;
+  // (priority, level, predicted remaining, user share, submit, id, group).
+  using UserKey = std::tuple<int64_t, int64_t, int64_t, double, int64_t, JobId, int32_t>;
+  // (priority, below quota, queue share, level, predicted remaining, submit, id, selection
+  // queue).
+  using QueueKey = std::tuple<int64_t, int, double, int64_t, int64_t, int64_t, JobId, int32_t>;
 
   std::optional<UserKey> MakeUserKey(int32_t g) const;
   std::optional<QueueKey> MakeQueueKey(int32_t sel) const;

@@ -70,7 +70,17 @@ bool LasVictim(const SchedState& st, const RunEntry& r, const PendingEntry& job)
   if (LasLevel(c, attained) <= job.key.level) return false;
   const double t = static_cast<double>(c.las_thresholds_gpu_ms[job.key.level]);
   const double h = std::max(1.0, c.las_preempt_hysteresis);
-  return static_cast<double>(attained) >= h * t && static_cast<double>(job.job.attained_ms) * h < t;
+  if (static_cast<double>(attained) < h * t || static_cast<double>(job.job.attained_ms) * h >= t) {
+    return false;
+  }
+  // Predictions (use_predictions): a run predicted to end before the job would is spared;
+  // displacing it loses its work and frees its GPUs no sooner than waiting would. Only when
+  // both have a prediction; a run that outlived its own is guessed to run as long again.
+  if (c.use_predictions && r.job.predicted_ms > 0 && job.job.predicted_ms > 0 &&
+      PredictedRemainingMs(r.job, attained) <= job.key.pred) {
+    return false;
+  }
+  return true;
 }
 
 DurationMs LostWork(const SchedState& st, const RunEntry& r) { return st.LostWork(r); }
@@ -187,6 +197,22 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
     if (!reclaim && !las && !by_priority) {
       if (!open) ++st.budget_denied;
       return false;
+    }
+    // Without reclaim every victim spends its queue's budget, and victims come only from the
+    // job's own queue or (lower priority) queues over their quota: when all of those budgets
+    // are closed, the scan below could only be denied. Skipping it keeps a pass that visits
+    // many blocked jobs while the budgets are spent from scanning every run for each of them.
+    if (!reclaim) {
+      bool any = (las || by_priority) && st.QueueBudgetOpen(job.queue);
+      for (int32_t q = 0;
+           !any && by_priority && q < static_cast<int32_t>(st.preemptible_gpus.size()); ++q) {
+        any = q != job.queue && st.preemptible_gpus[q] > 0 &&
+              st.queues.AllocGpus(q) - st.Freeing(q) > st.queues.Quota(q) && st.QueueBudgetOpen(q);
+      }
+      if (!any) {
+        ++st.budget_denied;
+        return false;
+      }
     }
     if (st.victim_order_pass != st.pass) BuildVictimOrder(st);
     std::vector<int8_t> queue_open(st.running_by_queue.size(), -1);  // -1: not asked yet

@@ -97,6 +97,9 @@ struct PendingJob {
   // A running job's last checkpoint in its current run (0: none reported): work before it is
   // not lost by a preemption, so victims that just checkpointed are preferred.
   TimeMs last_checkpoint_at = 0;
+  // Predicted run time of the whole job in wall ms (RuntimeEstimator::Predict: its owner's and
+  // its name's history, its time limit; never its true duration); 0: no prediction.
+  DurationMs predicted_ms = 0;
   // Simulator-only inputs of the baseline policies.
   DurationMs oracle_duration_ms = 0;
   DurationMs attained_ms = 0;  // GPU-time received before the current run, in GPU-ms
@@ -148,6 +151,13 @@ struct SchedulerConfig {
   // re-add a requeued job with its attained_ms (else it returns at level 0 and it and the
   // job that displaced it may take turns every level's worth of service).
   bool las_within_queue = true;
+  // Added for issue 11. kCorral: inside a LAS level (and priority, queue), order by predicted
+  // remaining run time, shortest first: predicted_ms - done while done < predicted_ms, else
+  // done (a job that outlived its prediction is guessed to run as long again), where done is
+  // the attained GPU-ms per GPU; 0 (first) without a prediction, so that without predictions
+  // the order is as before. And spare a LAS victim predicted to end before the job that
+  // would displace it (see preemption.cc, LasVictim).
+  bool use_predictions = true;
   // kCorral, LAS preemption inside a queue: a run in a higher level is displaced only if it has
   // attained at least this factor times the threshold between the two levels, and the job
   // less than that threshold divided by it (see preemption.cc, "Hysteresis").

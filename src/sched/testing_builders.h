@@ -120,6 +120,10 @@ class JobBuilder {
     j_.oracle_duration_ms = ms;
     return *this;
   }
+  JobBuilder& Predicted(DurationMs ms) {
+    j_.predicted_ms = ms;
+    return *this;
+  }
   JobBuilder& Attained(DurationMs gpu_ms) {
     j_.attained_ms = gpu_ms;
     return *this;

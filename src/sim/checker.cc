@@ -156,6 +156,7 @@ Status CheckRuns(const std::vector<TraceJob>& jobs, const std::string& runs_csv,
       if (k > 0 && r.start < runs[k - 1]->end) {
         return Err(r.line, "job " + j.id + " overlaps its previous run");
       }
+      if (!o.exact_service) continue;
       DurationMs len = r.end - r.start;
       DurationMs overhead = k > 0 ? o.restart_overhead_ms : 0;
       if (k + 1 == runs.size()) {

@@ -20,6 +20,9 @@ struct CheckOptions {
   DurationMs preempt_grace_ms = 0;
   DurationMs checkpoint_interval_ms = 0;
   std::set<std::string> rejected;  // job ids allowed to be absent (could never fit)
+  // Check that each job's runs add up to its service. Off where runs may end short of it
+  // (node failures, time limits): the other checks still hold.
+  bool exact_service = true;
 };
 
 // Verifies: every job (but the rejected) has runs, none starts before its submit, runs of a

@@ -30,6 +30,28 @@ echo; echo "## Philly with a 5-minute restart overhead and hourly checkpoints (6
 run --trace "$T/philly-pollux/philly.csv" --nodes 80 --compare srtf,las,corral \
     --restart-overhead 5m --checkpoint-interval 1h --preempt-grace 30s
 
+echo; echo "## Issue 11: predicted durations (corral), every policy at 512/640/768 GPUs and 1.2x load"
+P="$T/philly-pollux/philly.csv"
+for g in 512 640 768; do
+  run --trace "$P" --gpus $g --compare $ALL
+  for pr in none oracle; do run --trace "$P" --gpus $g --policy corral --predict $pr; done
+done
+run --trace "$P" --gpus 640 --load-scale 1.2 --compare $ALL
+for pr in none oracle; do run --trace "$P" --gpus 640 --load-scale 1.2 --policy corral --predict $pr; done
+echo; echo "## Issue 11: what each input buys, 640 GPUs"
+for w in 0.05 0.25 0.75 1; do run --trace "$P" --gpus 640 --policy corral --predict-weight $w; done
+for w in 0.25 0.5; do
+  run --trace "$P" --gpus 640 --policy corral --predict queue-gpus --predict-weight $w
+done
+for pr in none time-limit user-name,user,queue,time-limit; do
+  run --trace "$P" --gpus 640 --policy corral --synth-time-limits --predict $pr
+done
+for g in 512 768; do run --trace "$P" --gpus $g --policy corral --synth-time-limits; done
+run --trace "$P" --gpus 640 --load-scale 1.2 --policy corral --synth-time-limits
+echo; echo "## Issue 11: node failures and restart costs, 640 GPUs"
+run --trace "$P" --gpus 640 --compare srtf,las,corral --node-mtbf 1000h --restart-overhead 5m \
+    --checkpoint-interval 1h
+
 echo; echo "## Pollux's sampling of Philly (160 jobs, 02:00-10:00 window), 16 nodes x 4 GPUs"
 echo "(per seed: policy, avg JCT h, p99 JCT h, preemptions; the flags are those of the run below)"
 for seed in 1 2 3 4 5 6 7 8; do

@@ -59,6 +59,7 @@ Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
   double delay_sum = 0, jct_sum = 0, dur_sum = 0;
   TimeMs first_submit = INT64_MAX, last_end = INT64_MIN;
   std::map<std::string, std::pair<double, int64_t>> slow;  // queue -> (sum, count)
+  std::vector<double> slowdowns;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const JobOutcome& o = result.jobs[i];
     if (o.rejected) {
@@ -75,9 +76,12 @@ Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
     first_submit = std::min(first_submit, jobs[i].submit_ms);
     last_end = std::max(last_end, o.end);
     s.preemptions += o.preemptions;
+    s.lost_runs += o.lost_runs;
+    s.timeouts += o.timeout ? 1 : 0;
     double dur = std::max(10.0, static_cast<double>(jobs[i].duration_ms) / 1000.0);
     auto& [sum, n] = slow[jobs[i].queue];
     sum += std::max(1.0, jct / dur);
+    slowdowns.push_back(std::max(1.0, jct / dur));
     ++n;
   }
   std::sort(s.jcts.begin(), s.jcts.end());
@@ -89,7 +93,13 @@ Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
     s.p95_jct = Percentile(s.jcts, 95);
     s.p99_jct = Percentile(s.jcts, 99);
     s.makespan = static_cast<double>(last_end - first_submit) / 1000.0;
+    std::sort(slowdowns.begin(), slowdowns.end());
+    s.p99_slowdown = Percentile(slowdowns, 99);
   }
+  if (s.makespan > 0)
+    s.preemptions_per_hour = static_cast<double>(s.preemptions) / (s.makespan / 3600);
+  s.lost_gpu_hours = static_cast<double>(result.lost_gpu_ms) / 1000.0 / 3600.0;
+  s.node_failures = result.node_failures;
   double busy = 0;
   for (const RunRecord& r : result.runs) {
     busy += static_cast<double>(r.end - r.start) / 1000.0 * r.gpus;
@@ -126,6 +136,12 @@ std::string SummaryJson(const Summary& s) {
   o << "  \"makespan\": " << Num(s.makespan) << ",\n";
   o << "  \"utilization\": " << Num(s.utilization, 6) << ",\n";
   o << "  \"preemptions\": " << s.preemptions << ",\n";
+  o << "  \"preemptions_per_hour\": " << Num(s.preemptions_per_hour) << ",\n";
+  o << "  \"lost_gpu_hours\": " << Num(s.lost_gpu_hours) << ",\n";
+  o << "  \"p99_slowdown\": " << Num(s.p99_slowdown) << ",\n";
+  o << "  \"timeouts\": " << s.timeouts << ",\n";
+  o << "  \"lost_runs\": " << s.lost_runs << ",\n";
+  o << "  \"node_failures\": " << s.node_failures << ",\n";
   o << "  \"jain_fairness\": " << Num(s.jain_fairness, 6) << ",\n";
   o << "  \"queue_slowdown\": {";
   bool first = true;
@@ -148,20 +164,23 @@ std::string SummaryJson(const Summary& s) {
 std::string SummaryTable(const std::vector<Summary>& rows) {
   std::ostringstream o;
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%-8s %7s %4s %10s %10s %10s %10s %10s %8s %10s %6s %6s %6s %8s\n",
+  std::snprintf(buf, sizeof buf,
+                "%-8s %7s %4s %10s %10s %10s %10s %10s %8s %10s %6s %6s %7s %9s %8s %6s %8s\n",
                 "policy", "jobs", "rej", "avg_jct_h", "p50_jct_h", "p95_jct_h", "p99_jct_h",
-                "avg_wait_h", "lb_h", "makespan_h", "util", "preem", "jain", "wall_s");
+                "avg_wait_h", "lb_h", "makespan_h", "util", "preem", "preem/h", "lost_gpuh",
+                "p99_sd", "jain", "wall_s");
   o << buf;
   for (const Summary& s : rows) {
     std::string wall = s.sim_wall_time_s >= 0 ? Num(s.sim_wall_time_s, 2) : "-";
     std::snprintf(buf, sizeof buf,
                   "%-8s %7lld %4lld %10.3f %10.3f %10.3f %10.3f %10.3f %8.3f %10.1f %6.3f %6lld "
-                  "%6.3f %8s\n",
+                  "%7.2f %9.1f %8.1f %6.3f %8s\n",
                   s.policy.c_str(), static_cast<long long>(s.jobs),
                   static_cast<long long>(s.rejected), s.avg_jct / 3600, s.p50_jct / 3600,
                   s.p95_jct / 3600, s.p99_jct / 3600, s.avg_queue_delay / 3600,
                   s.avg_duration / 3600, s.makespan / 3600, s.utilization,
-                  static_cast<long long>(s.preemptions), s.jain_fairness, wall.c_str());
+                  static_cast<long long>(s.preemptions), s.preemptions_per_hour, s.lost_gpu_hours,
+                  s.p99_slowdown, s.jain_fairness, wall.c_str());
     o << buf;
   }
   return o.str();

@@ -20,6 +20,11 @@ namespace corral::sim {
 //  makespan     = last end - first submit, seconds
 //  utilization  = GPU-seconds held by runs / (GPUs * makespan)
 //  slowdown     = max(1, jct / max(duration, 10 s)) (bounded slowdown)
+//  p99_slowdown = 99th percentile (nearest rank) of the slowdown
+//  preemptions_per_hour = preemptions / makespan in hours
+//  lost_gpu_hours = GPU time held by runs beyond the progress they kept (work lost to
+//                   preemptions and node failures since the last checkpoint, restart
+//                   overhead, grace)
 //  jain_fairness = Jain's index over queues of each queue's mean slowdown:
 //                  (sum x)^2 / (n * sum x^2); 1 when every queue is slowed alike.
 struct Summary {
@@ -33,6 +38,12 @@ struct Summary {
   double makespan = 0;
   double utilization = 0;
   int64_t preemptions = 0;
+  double preemptions_per_hour = 0;
+  double lost_gpu_hours = 0;
+  double p99_slowdown = 0;
+  int64_t timeouts = 0;   // jobs killed at their time limit
+  int64_t lost_runs = 0;  // runs ended by node failures
+  int64_t node_failures = 0;
   double jain_fairness = 0;
   std::map<std::string, double> queue_slowdown;  // mean slowdown per queue
   int64_t schedule_calls = 0;

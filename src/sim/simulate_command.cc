@@ -53,6 +53,11 @@ struct Flags {
   std::string las_thresholds;
   double las_hysteresis = -1;
   std::string cluster_budget, queue_budget;
+  std::string predict = "user-name,user,queue,time-limit";
+  double predict_weight = -1;
+  bool synth_time_limits = false;
+  std::string node_mtbf = "0s";
+  std::string node_repair = "1h";
   bool no_timing = false;
   bool check = false;
   bool profile = false;
@@ -62,6 +67,45 @@ Status Duration(const std::string& flag, const std::string& text, DurationMs* ou
   Result<DurationMs> d = ParseDuration(flag, text);
   if (!d.ok()) return d.status();
   *out = *d;
+  return Status::Ok();
+}
+
+// --predict: "none", "oracle", or a comma-separated list of the inputs the corral policy's
+// predictions may use.
+Status ParsePredict(const std::string& text, SimConfig* cfg) {
+  PredictionInputs& in = cfg->predict;
+  in = PredictionInputs{};
+  if (text == "none") {
+    cfg->use_predictions = false;
+    return Status::Ok();
+  }
+  if (text == "oracle") {
+    in.oracle = true;
+    return Status::Ok();
+  }
+  in.history = false;
+  in.time_limit = false;
+  in.estimator.by_user_name = in.estimator.by_user = false;
+  in.estimator.by_queue_gpus = in.estimator.by_queue = false;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item == "user-name") {
+      in.history = in.estimator.by_user_name = true;
+    } else if (item == "user") {
+      in.history = in.estimator.by_user = true;
+    } else if (item == "queue-gpus") {
+      in.history = in.estimator.by_queue_gpus = true;
+    } else if (item == "queue") {
+      in.history = in.estimator.by_queue = true;
+    } else if (item == "time-limit") {
+      in.time_limit = true;
+    } else {
+      return InvalidArgument("--predict '" + text + "': '" + item +
+                             "' is not one of user-name, user, queue-gpus, queue, time-limit "
+                             "(or give none or oracle alone)");
+    }
+  }
   return Status::Ok();
 }
 
@@ -117,6 +161,15 @@ Status ParseTimeOfDay(const std::string& text, DurationMs* from, DurationMs* to)
 
 // Filters (duration, GPU-time, time of day), window, sample, limit and load scale, in that
 // order; then the first job submits at 0.
+// --synth-time-limits: the limit a user who knows roughly how long the job runs might ask for:
+// its duration rounded up to a power of two hours, at least 1 h. A what-if for traces without
+// limits (never kills: the limit is at least the duration).
+DurationMs SynthTimeLimit(DurationMs duration) {
+  DurationMs limit = kHour;
+  while (limit < duration) limit *= 2;
+  return limit;
+}
+
 Status Select(const Flags& f, std::vector<TraceJob>* jobs) {
   if (!f.min_duration.empty() || !f.max_gpu_time.empty() || !f.time_of_day.empty()) {
     DurationMs min_d = 0, max_gt = 0, from = 0, to = 0;
@@ -181,6 +234,11 @@ Status Select(const Flags& f, std::vector<TraceJob>* jobs) {
   for (TraceJob& j : *jobs) {
     j.submit_ms =
         static_cast<TimeMs>(std::llround(static_cast<double>(j.submit_ms - t0) / f.load_scale));
+  }
+  if (f.synth_time_limits) {
+    for (TraceJob& j : *jobs) {
+      if (j.time_limit_ms == 0) j.time_limit_ms = SynthTimeLimit(j.duration_ms);
+    }
   }
   return Status::Ok();
 }
@@ -317,6 +375,19 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
     CORRAL_RETURN_IF_ERROR(Duration("--min-preempt-runtime", f.min_preempt_runtime,
                                     &cfg.min_runtime_before_preempt_ms));
   }
+  CORRAL_RETURN_IF_ERROR(ParsePredict(f.predict, &cfg));
+  if (f.predict_weight >= 0) {
+    if (f.predict_weight <= 0 || f.predict_weight > 1) {
+      return InvalidArgument("--predict-weight must be in (0, 1]");
+    }
+    cfg.predict.estimator.weight = f.predict_weight;
+  }
+  CORRAL_RETURN_IF_ERROR(Duration("--node-mtbf", f.node_mtbf, &cfg.node_mtbf_ms));
+  CORRAL_RETURN_IF_ERROR(Duration("--node-repair", f.node_repair, &cfg.node_repair_ms));
+  if (cfg.node_mtbf_ms > 0 && cfg.node_repair_ms <= 0) {
+    return InvalidArgument("--node-repair must be > 0 when nodes fail (--node-mtbf)");
+  }
+  cfg.failure_seed = f.seed;
   cfg.profile = f.profile && !f.no_timing;
   if (!f.quotas.empty()) {
     CORRAL_RETURN_IF_ERROR(ReadQuotas(
@@ -369,6 +440,10 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
       co.restart_overhead_ms = cfg.restart_overhead_ms;
       co.preempt_grace_ms = cfg.preempt_grace_ms;
       co.checkpoint_interval_ms = cfg.checkpoint_interval_ms;
+      // Runs lost to node failures or killed at a time limit end short of the job's service.
+      co.exact_service = cfg.node_mtbf_ms <= 0 &&
+                         std::none_of(jobs.begin(), jobs.end(),
+                                      [](const TraceJob& j) { return j.time_limit_ms > 0; });
       for (size_t i = 0; i < jobs.size(); ++i) {
         if (r->jobs[i].rejected) co.rejected.insert(jobs[i].id);
       }
@@ -486,6 +561,21 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
                  "lost per hour, cluster-wide (0: the scheduler's default, -1: unlimited)");
   app.add_option("--queue-budget", f.queue_budget,
                  "corral policy: RUNS,GPU_SECONDS as --cluster-budget, per victim queue");
+  app.add_option("--predict", f.predict,
+                 "corral policy: what run-time predictions may use: a list of user-name, user, "
+                 "queue-gpus, queue, time-limit (history of ended jobs by those keys, and time "
+                 "limits), or none, or oracle (the true durations: an upper bound, not a real "
+                 "input); default user-name,user,queue,time-limit");
+  app.add_option("--predict-weight", f.predict_weight,
+                 "weight of the newest ended job in each history's running mean of log run times "
+                 "(default: the estimator's, 0.5)");
+  app.add_flag("--synth-time-limits", f.synth_time_limits,
+               "give jobs without a time limit the one a user might ask for: the duration rounded "
+               "up to a power of two hours, at least 1h (a what-if for traces without limits)");
+  app.add_option("--node-mtbf", f.node_mtbf,
+                 "mean time between failures of a node (e.g. 2000h; exponential, seeded by "
+                 "--seed); its runs are lost and requeued (default 0s: nodes never fail)");
+  app.add_option("--node-repair", f.node_repair, "how long a failed node stays down (default 1h)");
   app.add_flag("--check", f.check, "validate the runs against the trace; fail if wrong");
   app.add_flag("--profile", f.profile, "report wall time spent inside Scheduler::Schedule");
   try {

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <queue>
+#include <random>
+#include <set>
 #include <tuple>
 
 #include "sched/job_input.h"
@@ -53,7 +56,8 @@ struct SimJob {
   // The job as the head would hold it (spec and run history): the scheduler's input is made
   // from it by sched::ToPendingJob, the head's own translation.
   Job job;
-  DurationMs progress_ms = 0;  // checkpointed useful work
+  DurationMs progress_ms = 0;         // checkpointed useful work
+  DurationMs run_progress_start = 0;  // progress_ms when the current run started
   TimeMs run_start = 0;
   bool resumed = false;     // this run follows a preemption: it pays the restart overhead
   uint64_t generation = 0;  // invalidates a stale completion event
@@ -62,13 +66,14 @@ struct SimJob {
   int32_t gpus_per_replica = 0;
 };
 
-enum class EventKind { kEnd = 0, kRelease = 1 };
+// At one instant: ends and timeouts, releases, then node failures and repairs (by seq).
+enum class EventKind { kEnd = 0, kRelease = 1, kTimeout = 2, kNodeFail = 3, kNodeRepair = 4 };
 
 struct Event {
   TimeMs at = 0;
   uint64_t seq = 0;
   EventKind kind = EventKind::kEnd;
-  size_t job = 0;
+  size_t job = 0;  // the node's index for node events
   uint64_t generation = 0;
   bool operator>(const Event& o) const { return std::tie(at, seq) > std::tie(o.at, o.seq); }
 };
@@ -92,7 +97,12 @@ void Shape(int32_t gpus, int32_t per_node, int32_t* replicas, int32_t* per_repli
 class Loop {
  public:
   Loop(const std::vector<TraceJob>& jobs, const SimConfig& config)
-      : jobs_(jobs), config_(config), sched_(MakeConfig(config)), state_(jobs.size()) {
+      : jobs_(jobs),
+        config_(config),
+        sched_(MakeConfig(config)),
+        state_(jobs.size()),
+        estimator_(config.predict.estimator),
+        rng_(config.failure_seed) {
     result_.jobs.resize(jobs.size());
   }
 
@@ -124,6 +134,12 @@ class Loop {
         node.gpus.push_back(gpu);
       }
       sched_.UpsertNode(node);
+      nodes_.push_back(std::move(node));
+    }
+    if (config_.node_mtbf_ms > 0) {
+      for (size_t n = 0; n < nodes_.size(); ++n) {
+        events_.push({UpTime(0), seq_++, EventKind::kNodeFail, n, 0});
+      }
     }
     result_.total_gpus = static_cast<int64_t>(c.nodes) * c.gpus_per_node;
     if (config_.policy == sched::OrderPolicy::kCorral) {
@@ -143,6 +159,8 @@ class Loop {
 
     size_t next_arrival = 0;
     while (true) {
+      // Node events go on forever; the simulation ends with its jobs.
+      if (next_arrival >= jobs_.size() && pending_ == 0 && running_ == 0) break;
       TimeMs now = kNever;
       if (next_arrival < jobs_.size()) now = jobs_[next_arrival].submit_ms;
       if (!events_.empty()) now = std::min(now, events_.top().at);
@@ -152,10 +170,22 @@ class Loop {
       while (!events_.empty() && events_.top().at == now) {
         Event e = events_.top();
         events_.pop();
-        if (e.kind == EventKind::kEnd) {
-          if (e.generation == state_[e.job].generation) Finish(e.job, now);
-        } else {
-          Release(e.job, now);
+        switch (e.kind) {
+          case EventKind::kEnd:
+            if (e.generation == state_[e.job].generation) Finish(e.job, now, false);
+            break;
+          case EventKind::kTimeout:
+            if (e.generation == state_[e.job].generation) Finish(e.job, now, true);
+            break;
+          case EventKind::kRelease:
+            if (e.generation == state_[e.job].generation) Release(e.job, now);
+            break;
+          case EventKind::kNodeFail:
+            FailNode(e.job, now);
+            break;
+          case EventKind::kNodeRepair:
+            RepairNode(e.job, now);
+            break;
         }
       }
       while (next_arrival < jobs_.size() && jobs_[next_arrival].submit_ms == now) {
@@ -173,6 +203,11 @@ class Loop {
         continue;
       }
       budget_passes_ = 0;
+      // Node events never run out: a scheduler that places nothing on an idle, whole cluster
+      // would otherwise keep the loop going forever (without failures, the loop ends below).
+      if (pending_ > 0 && running_ == 0 && down_nodes_ == 0 && next_arrival >= jobs_.size()) {
+        break;
+      }
       if (IsPreemptivePolicy(config_.policy) && config_.tick_ms > 0 && pending_ > 0 &&
           running_ > 0) {
         next_tick_ = (now / config_.tick_ms + 1) * config_.tick_ms;
@@ -206,16 +241,19 @@ class Loop {
     if (c.las_preempt_hysteresis >= 0) s.las_preempt_hysteresis = c.las_preempt_hysteresis;
     s.cluster_budget = c.cluster_budget;
     s.queue_budget = c.queue_budget;
+    s.use_predictions = c.use_predictions;
     return s;
   }
 
   // The job as the head would record it at submit: the trace row's queue, user and GPUs as
-  // a gang of equal replicas, preemptible, no time limit.
+  // a gang of equal replicas, preemptible, with its name and time limit where it has them.
   Job MakeJob(size_t i) const {
     const TraceJob& t = jobs_[i];
     Job j;
     j.id = i + 1;
     j.owner = t.user;
+    j.spec.name = t.name;
+    j.spec.time_limit_ms = t.time_limit_ms;
     j.submitted_at = t.submit_ms;
     j.spec.queue = t.queue;
     j.spec.replicas = state_[i].replicas;
@@ -228,10 +266,18 @@ class Loop {
   sched::PendingJob Pending(size_t i) const {
     // As the head: attained_ms is the GPU-time its earlier runs held (restart overhead, grace
     // and work lost to the checkpoint interval included), not the progress they made.
-    sched::PendingJob p = sched::ToPendingJob(state_[i].job);
+    // The prediction as the head would make it: ToPendingJob with the estimator fed with every
+    // job that ended so far.
+    const PredictionInputs& in = config_.predict;
+    sched::PendingJob p = sched::ToPendingJob(state_[i].job, in.history ? &estimator_ : nullptr);
     if (config_.policy != sched::OrderPolicy::kCorral) {  // the production policy has no oracle
       p.oracle_duration_ms = jobs_[i].duration_ms;
       p.attained_ms = state_[i].progress_ms * jobs_[i].num_gpus;
+    } else if (in.oracle) {
+      p.predicted_ms = jobs_[i].duration_ms;  // an upper bound of what predictions buy
+    } else if (!in.time_limit) {
+      p.predicted_ms =
+          in.history ? estimator_.Estimate(p.user, p.name, p.queue, jobs_[i].num_gpus) : 0;
     }
     return p;
   }
@@ -251,16 +297,106 @@ class Loop {
     sched_.AddPending(p);
   }
 
-  void Finish(size_t i, TimeMs now) {
+  // The job's run ends with the job: done (timeout = false) or killed at its time limit.
+  void Finish(size_t i, TimeMs now, bool timeout) {
     SimJob& s = state_[i];
     CORRAL_CHECK(s.phase == JobPhase::kRunning, "completion of a job that is not running");
     sched_.RemoveRunning(i + 1);
     s.phase = JobPhase::kDone;
-    s.progress_ms = jobs_[i].duration_ms;
-    EndRun(s, RunState::kSucceeded, now);
+    if (timeout) {
+      DurationMs ran = now - s.run_start - (s.resumed ? config_.restart_overhead_ms : 0);
+      s.progress_ms = std::min(jobs_[i].duration_ms, s.progress_ms + std::max<DurationMs>(0, ran));
+    } else {
+      s.progress_ms = jobs_[i].duration_ms;
+    }
+    EndRun(s, timeout ? RunState::kFailed : RunState::kSucceeded, now);
+    CountLost(i, now);
+    active_.erase(i);
     --running_;
     result_.runs[s.run_record].end = now;
+    result_.runs[s.run_record].timeout = timeout;
     result_.jobs[i].end = now;
+    result_.jobs[i].timeout = timeout;
+    estimator_.Observe(sched::EndedJobOf(s.job));  // as the head, when a job ends
+  }
+
+  // GPU time the run that ends now held beyond the progress it kept.
+  void CountLost(size_t i, TimeMs now) {
+    const SimJob& s = state_[i];
+    DurationMs gain = s.progress_ms - s.run_progress_start;
+    result_.lost_gpu_ms +=
+        int64_t{jobs_[i].num_gpus} * std::max<DurationMs>(0, now - s.run_start - gain);
+  }
+
+  // A uniformly distributed double in [0, 1) from the raw mt19937_64 stream (the same on
+  // every platform, unlike std::exponential_distribution).
+  double Uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
+  TimeMs UpTime(TimeMs from) {
+    auto up = static_cast<DurationMs>(-std::log(1.0 - Uniform()) *
+                                      static_cast<double>(config_.node_mtbf_ms));
+    return from + std::max<DurationMs>(1, up);
+  }
+
+  void FailNode(size_t n, TimeMs now) {
+    ++result_.node_failures;
+    sched::NodeInfo& node = nodes_[n];
+    // Its runs are lost: in job order, so the requeue order does not depend on the set.
+    std::vector<size_t> hit;
+    for (size_t i : active_) {
+      for (const ReplicaPlacement& p : result_.runs[state_[i].run_record].placement) {
+        if (p.node == node.name) {
+          hit.push_back(i);
+          break;
+        }
+      }
+    }
+    for (size_t i : hit) Lose(i, now);
+    node.schedulable = false;
+    ++down_nodes_;
+    sched_.UpsertNode(node);
+    events_.push({now + config_.node_repair_ms, seq_++, EventKind::kNodeRepair, n, 0});
+  }
+
+  void RepairNode(size_t n, TimeMs now) {
+    nodes_[n].schedulable = true;
+    --down_nodes_;
+    sched_.UpsertNode(nodes_[n]);
+    events_.push({UpTime(now), seq_++, EventKind::kNodeFail, n, 0});
+  }
+
+  // A run on a failed node ends now, lost: requeued, not the job's failure. A run being
+  // preempted keeps what its preemption saved; a running one only its last checkpoint.
+  void Lose(size_t i, TimeMs now) {
+    SimJob& s = state_[i];
+    bool stopping = s.phase == JobPhase::kStopping;
+    if (!stopping && config_.checkpoint_interval_ms > 0) {
+      DurationMs ran = now - s.run_start - (s.resumed ? config_.restart_overhead_ms : 0);
+      DurationMs total =
+          std::min(jobs_[i].duration_ms, s.progress_ms + std::max<DurationMs>(0, ran));
+      DurationMs kept = total / config_.checkpoint_interval_ms * config_.checkpoint_interval_ms;
+      s.progress_ms = std::max(s.progress_ms, kept);
+    }
+    sched_.RemoveRunning(i + 1);
+    RunRecord& r = result_.runs[s.run_record];
+    r.end = now;
+    r.lost = true;
+    r.preempted = stopping;
+    EndRun(s, stopping ? RunState::kPreempted : RunState::kLost, now);
+    CountLost(i, now);
+    if (stopping) ++result_.jobs[i].preemptions;
+    ++result_.jobs[i].lost_runs;
+    Requeue(i);
+  }
+
+  void Requeue(size_t i) {
+    SimJob& s = state_[i];
+    ++s.generation;  // any completion, timeout or release event of the run is void
+    active_.erase(i);
+    --running_;
+    ++pending_;
+    s.phase = JobPhase::kPending;
+    s.resumed = true;
+    sched_.AddPending(Pending(i));
   }
 
   void Release(size_t i, TimeMs now) {
@@ -270,12 +406,9 @@ class Loop {
     result_.runs[s.run_record].end = now;
     result_.runs[s.run_record].preempted = true;
     EndRun(s, RunState::kPreempted, now);
+    CountLost(i, now);
     ++result_.jobs[i].preemptions;
-    --running_;
-    ++pending_;
-    s.phase = JobPhase::kPending;
-    s.resumed = true;
-    sched_.AddPending(Pending(i));
+    Requeue(i);
   }
 
   Status SchedulePass(TimeMs now) {
@@ -310,6 +443,8 @@ class Loop {
     SimJob& s = state_[i];
     s.phase = JobPhase::kRunning;
     s.run_start = now;
+    s.run_progress_start = s.progress_ms;
+    active_.insert(i);
     ++s.generation;
     --pending_;
     ++running_;
@@ -331,7 +466,13 @@ class Loop {
     result_.runs.push_back(std::move(r));
     DurationMs left = jobs_[i].duration_ms - s.progress_ms;
     TimeMs end = now + (s.resumed ? config_.restart_overhead_ms : 0) + left;
-    events_.push({end, seq_++, EventKind::kEnd, i, s.generation});
+    // As the head: a run is killed once it has run its job's time limit.
+    const DurationMs limit = s.job.spec.time_limit_ms;
+    if (limit > 0 && now + limit < end) {
+      events_.push({now + limit, seq_++, EventKind::kTimeout, i, s.generation});
+    } else {
+      events_.push({end, seq_++, EventKind::kEnd, i, s.generation});
+    }
   }
 
   static void EndRun(SimJob& s, RunState state, TimeMs now) {
@@ -359,6 +500,10 @@ class Loop {
   SimConfig config_;
   sched::Scheduler sched_;
   std::vector<SimJob> state_;
+  sched::RuntimeEstimator estimator_;  // fed with every job that ends
+  std::vector<sched::NodeInfo> nodes_;
+  std::set<size_t> active_;  // jobs running or stopping
+  std::mt19937_64 rng_;      // node up times
   SimResult result_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   uint64_t seq_ = 0;
@@ -366,6 +511,7 @@ class Loop {
   int64_t running_ = 0;
   TimeMs next_tick_ = kNever;
   int64_t budget_passes_ = 0;  // consecutive passes cut short by the work budget
+  int64_t down_nodes_ = 0;     // failed, not yet repaired
 };
 
 }  // namespace

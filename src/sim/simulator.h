@@ -10,6 +10,18 @@
 // entirely when checkpoint_interval is 0 (checkpoint on preempt), else only up to the last
 // multiple of checkpoint_interval. Every run after the first spends `restart_overhead`
 // before it makes progress again.
+//
+// Added for issue 11, so that the simulated runs are what the head would do:
+//  - Predictions (corral policy): the scheduler gets PendingJob::predicted_ms from a
+//    sched::RuntimeEstimator fed with every job that ends (EndedJobOf its run history), as the
+//    head would feed it, and from the job's time limit; `oracle` gives the true duration
+//    instead (an upper bound of what predictions can buy; simulator only).
+//  - Time limits that kill: a run that reaches its job's time limit ends there and the job
+//    ends `timeout` (as the head, the limit counts per run from its start).
+//  - Node failures: each node fails after an exponentially distributed up time (mean
+//    node_mtbf, seeded), is unschedulable for node_repair, and comes back. Its runs are lost
+//    and requeued (not the job's failure); their work since the last checkpoint is lost (with
+//    checkpoint_interval 0, the whole run's: a failure does not checkpoint).
 // Not thread-safe; one Simulate call owns its scheduler.
 #pragma once
 
@@ -21,6 +33,7 @@
 #include "core/job.h"
 #include "core/status.h"
 #include "core/time.h"
+#include "sched/runtime_estimate.h"
 #include "sched/scheduler.h"
 #include "sim/trace.h"
 
@@ -30,6 +43,14 @@ struct ClusterSpec {
   int32_t nodes = 0;
   int32_t gpus_per_node = 8;
   int32_t racks = 1;
+};
+
+// What the corral policy's predictions may use (SimConfig::predict).
+struct PredictionInputs {
+  bool history = true;  // a RuntimeEstimator over ended jobs, with `estimator`'s keys
+  sched::EstimatorConfig estimator;
+  bool time_limit = true;  // the trace's time limits bound the prediction
+  bool oracle = false;     // the trace's true duration (overrides the others; not a real input)
 };
 
 struct SimConfig {
@@ -53,6 +74,14 @@ struct SimConfig {
   // Queues for the corral policy: name -> guaranteed GPUs. Empty: one queue per trace queue
   // with a quota proportional to its share of the trace's GPU-time (QuotasByDemand).
   std::map<std::string, int32_t> quotas;
+  // Corral policy: run-time predictions (SchedulerConfig::use_predictions is on unless
+  // use_predictions is false).
+  PredictionInputs predict;
+  bool use_predictions = true;
+  // Node failures: mean up time of a node (0: nodes never fail), and how long it stays down.
+  DurationMs node_mtbf_ms = 0;
+  DurationMs node_repair_ms = kHour;
+  uint64_t failure_seed = 1;
   // Measure wall time spent inside Scheduler::Schedule (reads the wall clock around that one
   // call; never feeds back into the simulation).
   bool profile = false;
@@ -68,12 +97,16 @@ struct RunRecord {
   int32_t gpus = 0;
   std::vector<ReplicaPlacement> placement;
   bool preempted = false;
+  bool lost = false;     // ended by a node failure
+  bool timeout = false;  // ended at the job's time limit
 };
 
 struct JobOutcome {
   TimeMs first_start = -1;
   TimeMs end = -1;  // -1: never finished (rejected)
   int32_t preemptions = 0;
+  int32_t lost_runs = 0;  // runs ended by node failures
+  bool timeout = false;   // killed at its time limit
   bool rejected = false;
   std::string why_rejected;
 };
@@ -84,6 +117,10 @@ struct SimResult {
   std::map<std::string, int32_t> quotas;  // as set (corral policy)
   int64_t total_gpus = 0;
   int64_t schedule_calls = 0;
+  int64_t node_failures = 0;
+  // GPU-ms of work thrown away: held by preempted or lost runs beyond the progress they kept
+  // (restart overhead and grace included).
+  int64_t lost_gpu_ms = 0;
   double schedule_seconds = 0;  // wall time inside Scheduler::Schedule (profiling only)
 };
 

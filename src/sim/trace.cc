@@ -149,6 +149,21 @@ struct Reader {
     trace.jobs.push_back(std::move(j));
     return true;
   }
+
+  // The optional name and time limit (seconds; empty or 0: none) of the job Add just added;
+  // drops it (and records why) if the limit is bad.
+  void SetExtras(int64_t line, std::string name, const std::string& time_limit) {
+    TraceJob& j = trace.jobs.back();
+    j.name = std::move(name);
+    if (time_limit.empty()) return;
+    double t = 0;
+    if (!ParseDouble(time_limit, &t) || t < 0) {
+      trace.jobs.pop_back();
+      Bad(line, "time_limit '" + time_limit + "' is not a non-negative number of seconds");
+      return;
+    }
+    j.time_limit_ms = std::llround(t * 1000.0);
+  }
 };
 
 struct Lines {
@@ -267,7 +282,7 @@ Result<Trace> ParseTrace(const std::string& text, const std::string& source,
     case TraceFormat::kAuto:
     case TraceFormat::kCsv: {
       // job_id,submit_time,duration,num_gpus[,queue][,user]; the header is optional and, when
-      // present, may order the columns differently.
+      // present, may order the columns differently and add name and time_limit (seconds).
       std::vector<std::string> h = Split(first, ',');
       std::map<std::string, int> idx;
       if (!h.empty() && h[0] == "job_id") {
@@ -295,9 +310,11 @@ Result<Trace> ParseTrace(const std::string& text, const std::string& source,
                     " field(s); expected job_id,submit_time,duration,num_gpus[,queue][,user]");
           continue;
         }
-        r.Add(line, Field(f, Col(idx, "job_id")), Field(f, Col(idx, "submit_time")),
-              Field(f, Col(idx, "duration")), Field(f, Col(idx, "num_gpus")),
-              Field(f, Col(idx, "queue")), Field(f, Col(idx, "user")), 1.0);
+        if (r.Add(line, Field(f, Col(idx, "job_id")), Field(f, Col(idx, "submit_time")),
+                  Field(f, Col(idx, "duration")), Field(f, Col(idx, "num_gpus")),
+                  Field(f, Col(idx, "queue")), Field(f, Col(idx, "user")), 1.0)) {
+          r.SetExtras(line, Field(f, Col(idx, "name")), Field(f, Col(idx, "time_limit")));
+        }
       }
       break;
     }
@@ -401,9 +418,11 @@ Result<Trace> ParseTrace(const std::string& text, const std::string& source,
           continue;
         }
         if (Field(f, Col(idx, "gpu_num")) == "0") continue;  // a CPU job
-        r.Add(line, Field(f, Col(idx, "job_id")), Field(f, Col(idx, "submit_time")),
-              Field(f, Col(idx, "duration")), Field(f, Col(idx, "gpu_num")),
-              Field(f, Col(idx, "vc")), Field(f, Col(idx, "user")), 1.0);
+        if (r.Add(line, Field(f, Col(idx, "job_id")), Field(f, Col(idx, "submit_time")),
+                  Field(f, Col(idx, "duration")), Field(f, Col(idx, "gpu_num")),
+                  Field(f, Col(idx, "vc")), Field(f, Col(idx, "user")), 1.0)) {
+          r.SetExtras(line, Field(f, Col(idx, "jobname")), "");
+        }
       }
       break;
     }

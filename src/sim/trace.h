@@ -26,7 +26,9 @@ struct TraceJob {
   int32_t num_gpus = 0;
   std::string queue;  // virtual cluster / queue; "default" where the format has none
   std::string user;
-  int64_t line = 0;  // line of the source file, for error messages
+  std::string name;              // the job's name where the format has one (Helios jobname)
+  DurationMs time_limit_ms = 0;  // where the format has one; 0: none
+  int64_t line = 0;              // line of the source file, for error messages
 };
 
 struct BadRow {

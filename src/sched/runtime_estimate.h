@@ -1,0 +1,87 @@
+// Run-time predictions from what a scheduler knows at submit time (issue 11): the history of
+// jobs that ended in the cluster, per (user, job name), per user and per queue (or (queue, GPU
+// count)),
+// as Helios' QSSF and Lucid learn them, and the job's own time limit. Never a job's true
+// duration: the estimator sees a job only once it has ended.
+//
+// Pure data, fed by its driver: the head calls Observe(EndedJobOf(job)) when a job ends and
+// passes the estimator to ToPendingJob (job_input.h) when it (re)queues a job; the simulator
+// does the same. No clock, no I/O; the same sequence of calls gives the same estimates.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "core/job.h"
+#include "core/time.h"
+
+namespace corral::sched {
+
+// What the estimator learns from: one ended job.
+struct EndedJob {
+  std::string user;
+  std::string name;
+  std::string queue;
+  int64_t gpus = 0;
+  DurationMs run_ms = 0;  // wall time its runs held their GPUs, summed over runs
+};
+
+// The history entry of a job that is over (any terminal state): its runs' summed wall time
+// (ended_at - started_at of every run that started and ended). A job that never ran has 0.
+EndedJob EndedJobOf(const Job& job);
+
+// Which histories to consult, most specific first; the first with any history answers.
+// Defaults from the whole Philly trace at 640 GPUs (docs/simulation.md, "Predicted
+// durations"; Philly has only queues): the queue's history beat (queue, GPU count)'s, whose
+// keys see fewer jobs, and a weight of 0.5 beat 0.05, 0.25, 0.75 and 1.
+struct EstimatorConfig {
+  bool by_user_name = true;    // (user, job name); jobs without a name skip it
+  bool by_user = true;         // user; jobs without a user skip it
+  bool by_queue_gpus = false;  // (queue, GPU count): a team's jobs of one size
+  bool by_queue = true;        // queue: a team's jobs
+  // Weight of the newest job in the running (exponentially weighted) mean of log run times;
+  // the first 1/weight jobs of a key are averaged equally. The log makes the estimate a
+  // geometric mean: run times span seconds to months, and one long outlier must not make a
+  // user's next hundred short jobs look long.
+  double weight = 0.5;
+};
+
+class RuntimeEstimator {
+ public:
+  explicit RuntimeEstimator(EstimatorConfig config = {}) : config_(config) {}
+
+  // Learns from an ended job. Jobs that held no GPU time (run_ms <= 0) teach nothing.
+  void Observe(const EndedJob& ended);
+
+  // The predicted run time (wall ms) of a job of this user, name, queue and size; 0: no
+  // history applies.
+  DurationMs Estimate(const std::string& user, const std::string& name, const std::string& queue,
+                      int64_t gpus) const;
+
+  // With a time limit: the owner's own history ((user, name), else user) bounded by the limit
+  // (a run is killed there), else the limit alone: a queue's history (other people's jobs)
+  // never undercuts the job's own limit. Without a limit: Estimate(...).
+  DurationMs Predict(const std::string& user, const std::string& name, const std::string& queue,
+                     int64_t gpus, DurationMs time_limit_ms) const;
+
+  int64_t observed() const { return observed_; }
+
+ private:
+  struct Mean {
+    double log_ms = 0;
+    int64_t n = 0;
+  };
+  void Update(Mean& m, double log_ms) const;
+  DurationMs OwnEstimate(const std::string& user, const std::string& name) const;
+
+  EstimatorConfig config_;
+  std::map<std::pair<std::string, std::string>, Mean> by_user_name_;
+  std::map<std::string, Mean> by_user_;
+  std::map<std::pair<std::string, int64_t>, Mean> by_queue_gpus_;
+  std::map<std::string, Mean> by_queue_;
+  int64_t observed_ = 0;
+};
+
+}  // namespace corral::sched
