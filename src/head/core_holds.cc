@@ -99,7 +99,7 @@ void HeadCore::AdmitPending(const Job& job) {
   }
   held_.erase(job.id);
   if (job.IsArrayElement()) ++array_live_[job.array_id];
-  scheduler_->AddPending(sched::ToPendingJob(job));
+  scheduler_->AddPending(sched::ToPendingJob(job, &estimator_));
   WantSchedule();
 }
 
@@ -112,6 +112,7 @@ void HeadCore::Unhold(const Job& job) {
 }
 
 void HeadCore::OnTerminal(const Job& job, bool was_live) {
+  estimator_.Observe(sched::EndedJobOf(job));
   if (job.IsArrayElement() && was_live) {
     --array_live_[job.array_id];
     release_arrays_.insert(job.array_id);
@@ -157,7 +158,7 @@ void HeadCore::Settle(TimeMs now) {
       held_.erase(next.id);
       pending_reason_.erase(next.id);
       ++array_live_[array];
-      scheduler_->AddPending(sched::ToPendingJob(next));
+      scheduler_->AddPending(sched::ToPendingJob(next, &estimator_));
       WantSchedule();
     }
   }

@@ -108,7 +108,7 @@ Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, 
   // Only against nodes the cluster knows: with none yet, the job waits for them.
   std::string why;
   if (!state_.nodes.empty() &&
-      scheduler_->Admit(sched::ToPendingJob(job), &why) == sched::Fit::kInfeasible) {
+      scheduler_->Admit(sched::ToPendingJob(job, &estimator_), &why) == sched::Fit::kInfeasible) {
     return InvalidArgument("job can never fit: " + why);
   }
   for (const Dependency& d : job.spec.dependencies) {

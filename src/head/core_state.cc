@@ -1,5 +1,8 @@
 // The head core's bookkeeping: the indexes and the scheduler kept in step with each change,
 // recovery, queues, and identities.
+#include <algorithm>
+#include <vector>
+
 #include "core/spec.h"
 #include "head/head_core.h"
 #include "head/tokens.h"
@@ -8,9 +11,9 @@
 namespace corral::head {
 namespace {
 
-sched::RunningJob ToRunning(const Job& job) {
+sched::RunningJob ToRunning(const Job& job, const sched::RuntimeEstimator& estimator) {
   const Run& run = *job.CurrentRun();
-  return {sched::ToPendingJob(job), run.placement,
+  return {sched::ToPendingJob(job, &estimator), run.placement,
           run.started_at ? run.started_at : run.scheduled_at};
 }
 
@@ -66,7 +69,8 @@ void HeadCore::Index(const Change& c) {
       core.scheduler_->RemoveRunning(e.job);
       if (e.job_state == JobState::kPending) {
         Pending(job, +1);
-        core.scheduler_->AddPending(sched::ToPendingJob(job));  // a requeue stays admitted
+        core.scheduler_->AddPending(
+            sched::ToPendingJob(job, &core.estimator_));  // a requeue stays admitted
       } else {
         core.OnTerminal(job, /*was_live=*/true);
       }
@@ -176,6 +180,14 @@ void HeadCore::RebuildIndexes(TimeMs now) {
   doomed_.clear();
   pending_count_.clear();
   requests_.clear();
+  estimator_ = sched::RuntimeEstimator();
+  std::vector<const Job*> ended;
+  for (const auto& [id, job] : state_.jobs) {
+    if (IsTerminal(job.state)) ended.push_back(&job);
+  }
+  std::stable_sort(ended.begin(), ended.end(),
+                   [](const Job* a, const Job* b) { return a->ended_at < b->ended_at; });
+  for (const Job* j : ended) estimator_.Observe(sched::EndedJobOf(*j));
   for (const auto& [id, job] : state_.jobs) {
     if (!job.request_id.empty()) requests_.emplace(std::pair(job.owner, job.request_id), id);
     if (job.state == JobState::kPending) ++pending_count_[{job.spec.queue, job.owner}];
@@ -190,14 +202,14 @@ void HeadCore::RebuildIndexes(TimeMs now) {
     if (job.state == JobState::kScheduled || job.state == JobState::kRunning) {
       active_jobs_.insert(id);
       for (const ReplicaPlacement& p : job.CurrentRun()->placement) node_runs_[p.node].insert(id);
-      scheduler_->AddRunning(ToRunning(job));
+      scheduler_->AddRunning(ToRunning(job, estimator_));
       if (job.IsArrayElement()) ++array_live_[job.array_id];
     }
   }
   for (const auto& [id, job] : state_.jobs) {
     // A requeued job was admitted before; only one that never ran waits again for room.
     if (job.state == JobState::kPending && !job.runs.empty()) {
-      scheduler_->AddPending(sched::ToPendingJob(job));
+      scheduler_->AddPending(sched::ToPendingJob(job, &estimator_));
       if (job.IsArrayElement()) ++array_live_[job.array_id];
     } else if (job.state == JobState::kPending) {
       AdmitPending(job);

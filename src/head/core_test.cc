@@ -104,6 +104,38 @@ TEST_P(Scenario, JobRunsAndSucceeds) {
   EXPECT_TRUE(Desired("n1").empty());
 }
 
+// The head learns run times from ended jobs (sched::RuntimeEstimator) and, among equals,
+// starts the job predicted to be shortest first; a restarted head learns them again.
+TEST_P(Scenario, AJobWhoseNameRanShortStartsBeforeOneThatRanLong) {
+  Register("n1", 1);
+  auto run = [&](const std::string& name, DurationMs for_ms) {
+    JobSpec s = Spec(1);
+    s.name = name;
+    Job j = Submit(s);
+    Schedule();
+    ASSERT_EQ(Get(j.id).state, JobState::kScheduled) << name;
+    ASSERT_TRUE(*Report("n1", {Running(Get(j.id))}));
+    now() += for_ms;
+    ASSERT_TRUE(*Report("n1", {Exited(Get(j.id), 0, 0)}));
+  };
+  run("long", 2 * kHour);
+  run("short", kMinute);
+  JobSpec busy = Spec(1);
+  Job blocker = Submit(busy);
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(blocker.id))}));
+  JobSpec l = Spec(1), s = Spec(1);
+  l.name = "long";
+  s.name = "short";
+  Job first = Submit(l);  // submitted first, predicted 2 h
+  Job second = Submit(s);  // predicted 1 min
+  now() += kSecond;
+  ASSERT_TRUE(*Report("n1", {Exited(Get(blocker.id), 0, 0)}));
+  Schedule();
+  EXPECT_EQ(Get(second.id).state, JobState::kScheduled);
+  EXPECT_EQ(Get(first.id).state, JobState::kPending);
+}
+
 TEST_P(Scenario, PreemptionStopsTheBorrowerAndRequeuesIt) {
   ASSERT_TRUE(core().SetQueue(kAdmin, {"a", 0, -1, 1.0}, now()).ok());
   ASSERT_TRUE(core().SetQueue(kAdmin, {"b", 2, -1, 1.0}, now()).ok());

@@ -20,6 +20,7 @@
 #include "core/task_env.h"
 #include "core/usage.h"
 #include "head/cluster_state.h"
+#include "sched/runtime_estimate.h"
 #include "sched/scheduler.h"
 
 namespace corral::head {
@@ -202,6 +203,9 @@ class HeadCore {
   // Pending jobs per (queue, owner), for the queues' max_pending_per_user.
   std::map<std::pair<std::string, std::string>, int32_t> pending_count_;
   std::map<std::pair<std::string, std::string>, JobId> requests_;  // (owner, request id)
+  // Run times of ended jobs, per user and name and queue: the predictions the scheduler
+  // orders by (sched/runtime_estimate.h). Rebuilt from the ended jobs on recovery.
+  sched::RuntimeEstimator estimator_;
   std::map<std::string, uint64_t> node_version_;  // desired-state version per node
   // Observations, not state: ports something listens on, per node, from its last sync.
   std::map<std::string, std::set<int32_t>> busy_ports_;
