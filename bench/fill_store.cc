@@ -23,10 +23,11 @@ int main(int argc, char** argv) {
     if (k == "--pending") pending = std::stod(argv[i + 1]);
   }
   if (db.empty()) {
-    std::fprintf(stderr, "usage: corral_fill_store --db PATH [--jobs N] [--pending F]\n");
+    std::fprintf(stderr, "usage: corral_fill_store --db PATH|postgres://... [--jobs N] [--pending F]\n");
     return 2;
   }
-  auto store = store::OpenSqliteStore(db);
+  // A SQLite path, or any store URL (postgres://...) that `corral head --store` takes.
+  auto store = db.rfind("postgres", 0) == 0 ? store::OpenStore(db, "") : store::OpenSqliteStore(db);
   if (!store.ok()) {
     std::fprintf(stderr, "%s\n", store.status().ToString().c_str());
     return 1;

@@ -4,14 +4,18 @@
 # Give it several corral binaries to compare them side by side, in alternation, on the same
 # store (each run gets a fresh copy).
 #
-#   bench/head_restart.sh [-n JOBS] [-r RUNS] CORRAL_BIN [CORRAL_BIN...]
+#   bench/head_restart.sh [-n JOBS] [-r RUNS] [-s postgres://...] CORRAL_BIN [CORRAL_BIN...]
+#
+# -s: the store is that (empty) PostgreSQL database, filled once; every run uses it as it is.
 set -euo pipefail
 JOBS=100000
 RUNS=3
-while getopts "n:r:" o; do
+STORE=""
+while getopts "n:r:s:" o; do
   case $o in
     n) JOBS=$OPTARG ;;
     r) RUNS=$OPTARG ;;
+    s) STORE=$OPTARG ;;
     *) exit 2 ;;
   esac
 done
@@ -21,15 +25,16 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 fill="${FILL:-$here/build/corral_fill_store}"
 work=$(mktemp -d /tmp/corral-restart.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-"$fill" --db "$work/seed.db" --jobs "$JOBS"
+"$fill" --db "${STORE:-$work/seed.db}" --jobs "$JOBS"
 port=$((20000 + RANDOM % 20000))
 for run in $(seq "$RUNS"); do
   for bin in "$@"; do
     dir="$work/state"
     rm -rf "$dir" && mkdir -p "$dir"
-    cp "$work/seed.db" "$dir/corral.db"
+    [ -n "$STORE" ] || cp "$work/seed.db" "$dir/corral.db"
     start=$(date +%s%N)
-    "$bin" head --state-dir "$dir" --listen "127.0.0.1:$port" >"$work/head.log" 2>&1 &
+    "$bin" head --state-dir "$dir" --listen "127.0.0.1:$port" ${STORE:+--store "$STORE"} \
+      >"$work/head.log" 2>&1 &
     pid=$!
     until [ -s "$dir/admin.token" ] &&
       curl -sf -o /dev/null -H "Authorization: Bearer $(cat "$dir/admin.token")" \
