@@ -1,11 +1,12 @@
 // `corral agent --head URL --join-token-file F --name NAME --state-dir DIR
 //               [--simulate-gpus N[xMODEL]] [--advertise-addr ADDR] [--listen HOST:PORT]
-//               [--label k=v]...`
+//               [--label k=v]... [--ca FILE]`
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -17,12 +18,14 @@
 #include "agent/launcher.h"
 #include "agentnet/advertise.h"
 #include "agentnet/head_channel.h"
+#include "agentnet/log_cert_channel.h"
 #include "agentnet/log_server.h"
 #include "cmd/commands.h"
 #include "cmd/flags.h"
 #include "cmd/signals.h"
 #include "core/spec.h"
 #include "net/http_server.h"
+#include "net/tls_context.h"
 #include "net/url.h"
 
 namespace corral::cmd {
@@ -35,7 +38,11 @@ int AgentMain(std::vector<std::string> args) {
                          // requeued there
   double cpus = 0;
   std::string memory;
-  app.add_option("--head", head_url, "the head's URL, e.g. http://10.0.0.1:7070")->required();
+  app.add_option("--head", head_url, "the head's URL, e.g. https://10.0.0.1:7070")->required();
+  std::string ca_file;
+  app.add_option("--ca", ca_file,
+                 "with an https --head: the CA that signed the head's certificate (the head's "
+                 "STATE_DIR/tls/ca.pem; default $CORRAL_CA, else the system's CA store)");
   app.add_option("--join-token-file", join_token_file, "file holding the join token")->required();
   app.add_option("--name", name, "this node's name")->required();
   app.add_option("--state-dir", state_dir, "where runs, logs and records are kept")->required();
@@ -76,6 +83,25 @@ int AgentMain(std::vector<std::string> args) {
   auto head = net::ParseUrl(head_url);
   if (!head.ok()) {
     std::cerr << "corral agent: flag '--head': " << head.status().message() << "\n";
+    return 2;
+  }
+  // An https head: verify it, and serve logs over TLS with the certificate it issues.
+  std::shared_ptr<net::TlsServerContext> log_tls;
+  if (head->scheme == "https") {
+    if (ca_file.empty()) {
+      if (const char* env = std::getenv("CORRAL_CA"); env != nullptr) ca_file = env;
+    }
+    if (!ca_file.empty()) {
+      auto trust = net::TlsClientContext::FromCaFile(ca_file);
+      if (!trust.ok()) {
+        std::cerr << "corral agent: flag '--ca': " << trust.status().message() << "\n";
+        return 2;
+      }
+      net::SetDefaultClientTls(*trust);
+    }
+    log_tls = net::TlsServerContext::WithoutCertificate();
+  } else if (!ca_file.empty()) {
+    std::cerr << "corral agent: flag '--ca': the head's URL is http://, not https://\n";
     return 2;
   }
   auto advertised = agentnet::AdvertiseAddress(advertise, head->host, head->port);
@@ -183,7 +209,7 @@ int AgentMain(std::vector<std::string> args) {
         }
         respond(agentnet::ServeLog(state_dir, join_token, req));
       },
-      1);
+      net::HttpServerOptions{.io_threads = 1, .tls = log_tls});
   auto port = logs.Listen(hp->first, hp->second);
   if (!port.ok()) {
     std::cerr << "corral agent: " << port.status().ToString() << "\n";
@@ -193,8 +219,12 @@ int AgentMain(std::vector<std::string> args) {
   config.address =
       (advertised->find(':') != std::string::npos ? "[" + *advertised + "]" : *advertised) + ":" +
       std::to_string(*port);
-  agent::Agent node(config, std::move(probe),
-                    std::make_unique<agentnet::HttpHeadChannel>(head_url, join_token));
+  std::unique_ptr<agent::HeadChannel> channel =
+      std::make_unique<agentnet::HttpHeadChannel>(head_url, join_token);
+  if (log_tls) {
+    channel = std::make_unique<agentnet::LogCertChannel>(std::move(channel), log_tls, name);
+  }
+  agent::Agent node(config, std::move(probe), std::move(channel));
   metrics_of = &node;
   int rc = 0;
   std::thread runner([&] { rc = node.Run(); });
