@@ -48,7 +48,7 @@ class HttpClient {
   // Any HTTP status is a successful Result: the caller reads response.status.
   // Errors: kUnavailable for connection refused, timeouts, resets (message names the
   // method and URL; the connection is dropped and the next call reconnects);
-  // (a failed TLS handshake too, saying why: "TLS certificate verify failed: Hostname
+  // (a failed TLS handshake too, saying why: "TLS certificate verify failed: hostname
   // mismatch (trusting CA file F)"); kInvalidArgument for a bad base URL; kInternal for a
   // malformed or oversized response.
   //

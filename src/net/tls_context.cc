@@ -155,7 +155,11 @@ Status TlsServerContext::Replace(const std::string& cert_pem, const std::string&
   ctx->use_certificate_chain(boost::asio::buffer(cert_pem), ec);
   if (ec) return InvalidArgument("not a PEM certificate (" + ec.message() + ")");
   ctx->use_private_key(boost::asio::buffer(key_pem), ssl::context::pem, ec);
-  if (ec) return InvalidArgument("not a PEM private key (" + ec.message() + ")");
+  // OpenSSL checks the key against the certificate as it loads it.
+  if (ec) {
+    return InvalidArgument("the private key is not PEM or does not match the certificate (" +
+                           ec.message() + ")");
+  }
   if (SSL_CTX_check_private_key(ctx->native_handle()) != 1) {
     ERR_clear_error();
     return InvalidArgument("the private key does not match the certificate");

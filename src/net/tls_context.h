@@ -48,7 +48,7 @@ void SetDefaultClientTls(std::shared_ptr<const TlsClientContext> tls);
 std::shared_ptr<const TlsClientContext> DefaultClientTls();
 
 // Why a client handshake failed, in words: the verification error when there was one
-// ("certificate verify failed: Hostname mismatch"), else the TLS error.
+// ("TLS certificate verify failed: hostname mismatch"), else the TLS error.
 std::string HandshakeFailure(ssl_st* ssl, const std::string& tls_error, const std::string& trust);
 
 class TlsServerContext {

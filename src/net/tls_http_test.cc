@@ -92,12 +92,12 @@ TEST(Tls, ACertificateForAnotherNameIsRefused) {
   HttpClient by_ip(ts.Url("127.0.0.1"), "", {.tls = pki.trust});
   auto r = by_ip.Get("/x", 5s);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("IP address mismatch"), std::string::npos)
+  EXPECT_NE(r.status().message().find("address mismatch"), std::string::npos)
       << r.status().message();
   HttpClient by_name(ts.Url("localhost"), "", {.tls = pki.trust});
   r = by_name.Get("/x", 5s);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("Hostname mismatch"), std::string::npos)
+  EXPECT_NE(r.status().message().find("hostname mismatch"), std::string::npos)
       << r.status().message();
 }
 
