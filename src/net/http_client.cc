@@ -1,6 +1,8 @@
 #include "net/http_client.h"
 
 // <utility> before any Boost.Asio header: Boost 1.74's awaitable.hpp needs std::exchange.
+#include <utility>
+
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -10,7 +12,6 @@
 #include <boost/beast/ssl.hpp>
 #include <cerrno>
 #include <optional>
-#include <utility>
 #include <vector>
 
 #include "net/tls_context.h"

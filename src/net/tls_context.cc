@@ -1,6 +1,8 @@
 #include "net/tls_context.h"
 
 // <utility> before any Boost.Asio header: Boost 1.74's awaitable.hpp needs std::exchange.
+#include <utility>
+
 #include <arpa/inet.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -10,7 +12,6 @@
 #include <boost/asio/ssl/context.hpp>
 #include <fstream>
 #include <sstream>
-#include <utility>
 
 namespace corral::net {
 namespace {
