@@ -87,16 +87,16 @@ TEST(Tls, AClusterOverTlsRunsAJobAndServesItsLogThroughTheHead) {
   std::smatch m;
   std::regex addr_re("\"address\":\\s*\"([0-9.]+:[0-9]+)\"");
   ASSERT_TRUE(std::regex_search(nodes.out, m, addr_re)) << nodes.out;
-  auto agent_plain = RunCommand({"/usr/bin/curl", "-sS", "--max-time", "5",
-                                 "http://" + m[1].str() + "/metrics"});
+  auto agent_plain =
+      RunCommand({"/usr/bin/curl", "-sS", "--max-time", "5", "http://" + m[1].str() + "/metrics"});
   EXPECT_NE(agent_plain.exit_code, 0) << agent_plain.out;
 }
 
 // An operator's own certificate (--tls-cert/--tls-key) is served, and a client that reaches
 // the head by a name the certificate does not carry is refused.
 TEST(Tls, AnOperatorsCertificateIsServedAndItsNamesAreChecked) {
-  const std::string dir = std::filesystem::temp_directory_path() /
-                          ("corral-it-tls-own-" + std::to_string(getpid()));
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("corral-it-tls-own-" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   auto ca = net::MakeCa("operator CA");
@@ -128,7 +128,8 @@ TEST(Tls, AnOperatorsCertificateIsServedAndItsNamesAreChecked) {
     };
     auto ok = run(addr);
     EXPECT_EQ(ok.exit_code, 0) << ok.err;
-    auto wrong_name = run("https://localhost:" + HostPort(addr).substr(HostPort(addr).find(':') + 1));
+    auto wrong_name =
+        run("https://localhost:" + HostPort(addr).substr(HostPort(addr).find(':') + 1));
     EXPECT_NE(wrong_name.exit_code, 0) << wrong_name.out;
     EXPECT_NE(wrong_name.err.find("hostname mismatch"), std::string::npos) << wrong_name.err;
     // The head's own CA still exists, for the certificates it issues to agents.
@@ -139,12 +140,12 @@ TEST(Tls, AnOperatorsCertificateIsServedAndItsNamesAreChecked) {
 }
 
 TEST(Tls, BadTlsFlagsAreRefusedNamingTheFlag) {
-  auto half = RunCommand({CorralBin(), "head", "--state-dir", "/tmp/corral-never-made",
-                          "--listen", "127.0.0.1:0", "--tls-cert", "/dev/null"});
+  auto half = RunCommand({CorralBin(), "head", "--state-dir", "/tmp/corral-never-made", "--listen",
+                          "127.0.0.1:0", "--tls-cert", "/dev/null"});
   EXPECT_EQ(half.exit_code, 2);
   EXPECT_NE(half.err.find("--tls-key"), std::string::npos) << half.err;
-  auto both = RunCommand({CorralBin(), "head", "--state-dir", "/tmp/corral-never-made",
-                          "--listen", "127.0.0.1:0", "--tls", "--no-tls"});
+  auto both = RunCommand({CorralBin(), "head", "--state-dir", "/tmp/corral-never-made", "--listen",
+                          "127.0.0.1:0", "--tls", "--no-tls"});
   EXPECT_EQ(both.exit_code, 2);
   EXPECT_NE(both.err.find("--no-tls"), std::string::npos) << both.err;
   EXPECT_FALSE(std::filesystem::exists("/tmp/corral-never-made"));

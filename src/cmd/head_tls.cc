@@ -11,8 +11,9 @@ void HeadTlsFlags::AddTo(CLI::App& app) {
   app.add_flag("--tls", tls,
                "serve HTTPS (the default when --listen is not a loopback address); the head's "
                "CA and certificate are made in STATE_DIR/tls on first start");
-  app.add_flag("--no-tls", no_tls, "serve plain HTTP even on a non-loopback address (tokens in "
-                                   "clear: only on a network you trust)");
+  app.add_flag("--no-tls", no_tls,
+               "serve plain HTTP even on a non-loopback address (tokens in "
+               "clear: only on a network you trust)");
   app.add_option("--tls-san", sans,
                  "another name or address the head's certificate must cover (repeatable); "
                  "localhost, 127.0.0.1, this host's names and the listen address always are");
@@ -38,7 +39,8 @@ Result<HeadTls> SetUpHeadTls(const HeadTlsFlags& flags, const std::string& state
   }
   const bool own = !flags.cert.empty();
   if (flags.no_tls && (flags.tls || own || !flags.sans.empty())) {
-    return InvalidArgument("flag '--no-tls': cannot be combined with --tls, --tls-cert or --tls-san");
+    return InvalidArgument(
+        "flag '--no-tls': cannot be combined with --tls, --tls-cert or --tls-san");
   }
   out.enabled = !flags.no_tls && (flags.tls || own || !IsLoopbackHost(listen_host));
   if (!out.enabled) {
@@ -58,7 +60,8 @@ Result<HeadTls> SetUpHeadTls(const HeadTlsFlags& flags, const std::string& state
   auto pki = net::EnsureHeadTls(state_dir + "/tls", sans);
   if (!pki.ok()) return pki.status();
   if (pki->created_ca) out.notes.push_back("made a new CA: " + pki->ca_path);
-  if (pki->issued_server) out.notes.push_back("issued the head's certificate " + pki->server_cert_path);
+  if (pki->issued_server)
+    out.notes.push_back("issued the head's certificate " + pki->server_cert_path);
   if (own) {
     auto server = net::TlsServerContext::FromFiles(flags.cert, flags.key);
     if (!server.ok()) return InvalidArgument("flag '--tls-cert': " + server.status().message());
