@@ -82,6 +82,16 @@ TEST(Tls, AClusterOverTlsRunsAJobAndServesItsLogThroughTheHead) {
   auto system_ca = CorralWith(c, c.addr(), "", {"jobs"});
   EXPECT_NE(system_ca.exit_code, 0) << system_ca.out;
 
+  // A TLS head issues log endpoint certificates, so a registration without a CSR (an older
+  // agent) is refused, naming the field, and registers nothing.
+  auto no_csr = RunCommand(
+      {"/usr/bin/curl", "-sS", "--max-time", "5", "--cacert", c.ca_path(), "-w", "\n%{http_code}",
+       "-H", "Authorization: Bearer " + Trim(Slurp(c.dir() + "/join.token")), "-d",
+       R"({"name":"intruder","address":"127.0.0.1:1"})", c.addr() + "/v1/agent/register"});
+  EXPECT_NE(no_csr.out.find("csr_pem"), std::string::npos) << no_csr.out << no_csr.err;
+  EXPECT_NE(no_csr.out.find("\n400"), std::string::npos) << no_csr.out;
+  EXPECT_EQ(c.Corral({"nodes"}).out.find("intruder"), std::string::npos);
+
   // The agent's log endpoint refuses plain HTTP too.
   auto nodes = c.Corral({"nodes", "-o", "json"});
   std::smatch m;
