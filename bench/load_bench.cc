@@ -4,6 +4,11 @@
 //
 //   corral_load --addr http://127.0.0.1:7070 --token $(cat DIR/admin.token) --jobs 1000
 //               --concurrency 8 --gpus 1 [--cmd true] [--idle 1]
+//               [--ca STATE_DIR/tls/ca.pem] [--fresh-connections 1]
+//
+// --ca: an https head's CA (bench/tls_bench.sh compares HTTP and HTTPS side by side);
+// --fresh-connections 1: a new connection (and TLS handshake) for every submission, as each
+// `corral submit` process makes.
 //
 // Besides the headline numbers it prints where the time goes, from the head's records
 // (all times are the same machine's wall clock, in ms):
@@ -28,6 +33,7 @@
 
 #include "core/codec.h"
 #include "net/http_client.h"
+#include "net/tls_context.h"
 
 using namespace std::chrono_literals;
 using corral::Json;
@@ -76,6 +82,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "corral_load: --token is required\n");
     return 2;
   }
+  if (std::string ca = Arg(argc, argv, "--ca", ""); !ca.empty()) {
+    auto trust = corral::net::TlsClientContext::FromCaFile(ca);
+    if (!trust.ok()) {
+      std::fprintf(stderr, "corral_load: --ca: %s\n", trust.status().message().c_str());
+      return 2;
+    }
+    corral::net::SetDefaultClientTls(*trust);
+  }
+  const bool fresh = Arg(argc, argv, "--fresh-connections", "0") == "1";
   std::string body =
       Json{{"spec", {{"command", {"/bin/sh", "-c", cmd}}, {"gpus", gpus}, {"name", "load"}}},
            {"user", "load"}}
@@ -99,6 +114,7 @@ int main(int argc, char** argv) {
       while (next.fetch_add(1) < jobs) {
         int64_t before_wall = WallMs();
         auto before = std::chrono::steady_clock::now();
+        if (fresh) client.CloseConnection();
         auto r = client.Post("/v1/jobs", body, 30s);
         if (!r.ok() || r->status != 201) {
           ++failed;
@@ -133,6 +149,8 @@ int main(int argc, char** argv) {
   std::sort(all.begin(), all.end());
   std::printf("submitted %zu jobs (%d failed) in %.2f s: %.0f acknowledged jobs/s\n", all.size(),
               failed.load(), submit_s, static_cast<double>(all.size()) / submit_s);
+  std::printf("ack (POST round trip): p50 %.2f ms, p99 %.2f ms\n", Percentile(acks, 0.5),
+              Percentile(acks, 0.99));
   if (!first_error.empty()) std::printf("first failure: %s\n", first_error.c_str());
 
   // Wait until every job is over, then read the head's records.

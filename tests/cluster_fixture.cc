@@ -142,13 +142,13 @@ void LocalCluster::StartHead() {
                                    "--state-dir",
                                    dir_,
                                    "--listen",
-                                   addr_.empty() ? "127.0.0.1:0" : addr_.substr(7),
+                                   addr_.empty() ? "127.0.0.1:0" : addr_.substr(addr_.find("://") + 3),
                                    "--unreachable-after",
                                    "3",
                                    "--down-after",
                                    "6"};
   argv.insert(argv.end(), head_flags_.begin(), head_flags_.end());
-  std::regex re("listening on (http://[0-9.:]+)");
+  std::regex re("listening on (https?://[0-9.:]+)");
   auto starts = [&](const std::string& text) {
     size_t count = 0;
     for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it) ++count;
@@ -192,6 +192,7 @@ void LocalCluster::StartAgent(int i) {
                                 "64",
                                 "--memory",
                                 "256G"};
+  if (tls()) argv.insert(argv.end(), {"--ca", ca_path()});
   argv.insert(argv.end(), agent_flags_.begin(), agent_flags_.end());
   agents_[i] = std::make_unique<Daemon>(argv, dir_ + "/agents/" + name + ".log");
 }
@@ -207,9 +208,11 @@ void LocalCluster::KillHead(int sig) {
 CommandResult LocalCluster::Corral(const std::vector<std::string>& args) const {
   std::vector<std::string> argv = {CorralBin()};
   argv.insert(argv.end(), args.begin(), args.end());
-  return RunCommand(argv, {{"CORRAL_ADDR", addr_},
-                           {"CORRAL_TOKEN", token_},
-                           {"CORRAL_CONFIG", dir_ + "/no-such-config.json"}});
+  std::map<std::string, std::string> env = {{"CORRAL_ADDR", addr_},
+                                            {"CORRAL_TOKEN", token_},
+                                            {"CORRAL_CONFIG", dir_ + "/no-such-config.json"}};
+  if (tls()) env["CORRAL_CA"] = ca_path();
+  return RunCommand(argv, env);
 }
 
 std::string LocalCluster::Submit(const std::vector<std::string>& args) const {

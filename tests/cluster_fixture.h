@@ -46,6 +46,9 @@ class LocalCluster {
   std::string addr() const { return addr_; }
   const std::string& dir() const { return dir_; }
   std::string token() const { return token_; }
+  // A head serving HTTPS (--tls): agents and Corral() trust its CA, STATE_DIR/tls/ca.pem.
+  bool tls() const { return addr_.rfind("https://", 0) == 0; }
+  std::string ca_path() const { return dir_ + "/tls/ca.pem"; }
 
   // `corral ARGS...` against this cluster.
   CommandResult Corral(const std::vector<std::string>& args) const;

@@ -127,10 +127,11 @@ HttpResponse ErrorResponse(const Status& st) {
   return net::JsonError(HttpStatusFor(st.code()), ErrorCodeName(st.code()), st.message());
 }
 
-ApiService::ApiService(head::Head* head, double requests_per_second)
+ApiService::ApiService(head::Head* head, double requests_per_second, AgentTls agent_tls)
     : head_(head),
       rate_(requests_per_second, 2 * requests_per_second),
-      proxy_(std::make_shared<net::AsyncHttpClient>()) {}
+      agent_tls_(std::move(agent_tls)),
+      proxy_(std::make_shared<net::AsyncHttpClient>(agent_tls_.log_trust)) {}
 
 // The route of a request with its variable parts named, for a bounded metrics label.
 std::string RouteOf(const std::string& method, const std::vector<std::string>& parts) {
@@ -390,7 +391,7 @@ void ApiService::HandleLogs(JobId id, const HttpRequest& req, Responder respond)
               std::string token = head_->tokens().join;
               // Asynchronous: a slow or unreachable agent holds a socket, not a thread.
               proxy_->Request(
-                  "http://" + address, token, "GET",
+                  (agent_tls_.issue_log_cert ? "https://" : "http://") + address, token, "GET",
                   "/v1/runs/" + run_id + "/logs?" +
                       net::EncodeQuery({{"replica", std::to_string(replica)},
                                         {"task", std::to_string(task)},
@@ -615,9 +616,24 @@ void ApiService::HandleAgent(const HttpRequest& req, const std::vector<std::stri
   if (parts[2] == "register") {
     auto r = RegisterRequestFromJson(body);
     if (!r.ok()) return respond(ErrorResponse(r.status()));
+    auto answer =
+        Answer<RegisterResponse>(std::move(respond), [](const auto& x) { return ToJson(x); });
+    if (!agent_tls_.issue_log_cert) return head_->Register(req.BearerToken(), std::move(*r), answer);
+    // Signed before registering, so that a bad CSR changes nothing; handed out only to an
+    // agent whose registration the head accepted.
+    if (r->csr_pem.empty()) {
+      return answer(InvalidArgument(
+          "csr_pem: this head serves TLS and issues the agent's log endpoint a certificate; "
+          "the agent must send a certificate request (an older corral agent?)"));
+    }
+    auto cert = agent_tls_.issue_log_cert(*r);
+    if (!cert.ok()) return answer(cert.status());
     return head_->Register(
         req.BearerToken(), std::move(*r),
-        Answer<RegisterResponse>(std::move(respond), [](const auto& x) { return ToJson(x); }));
+        [answer, cert = std::move(*cert)](Result<RegisterResponse> registered) mutable {
+          if (registered.ok()) registered->log_cert_pem = std::move(cert);
+          answer(std::move(registered));
+        });
   }
   if (parts[2] == "sync") {
     auto r = SyncRequestFromJson(body);

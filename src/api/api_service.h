@@ -3,6 +3,7 @@
 // the HTTP server's I/O threads and never blocks (the head answers through callbacks).
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "api/rate_limiter.h"
@@ -12,11 +13,20 @@
 
 namespace corral::api {
 
+// A head that serves TLS issues each agent's log endpoint a certificate at registration and
+// talks to those endpoints over https, trusting only its own CA.
+struct AgentTls {
+  // Signs the registering agent's CSR for the address it registers; kInvalidArgument for a bad
+  // CSR. Set: registration requires a CSR.
+  std::function<Result<std::string>(const RegisterRequest&)> issue_log_cert;
+  std::shared_ptr<const net::TlsClientContext> log_trust;  // the head's CA
+};
+
 class ApiService {
  public:
   // `requests_per_second` per token (or per peer address without one), bursts up to twice
-  // that; <= 0: no limit.
-  explicit ApiService(head::Head* head, double requests_per_second = 0);
+  // that; <= 0: no limit. `agent_tls` unset: agents' log endpoints are plain HTTP.
+  explicit ApiService(head::Head* head, double requests_per_second = 0, AgentTls agent_tls = {});
   void Handle(net::HttpRequest req, net::Responder respond);
 
  private:
@@ -40,6 +50,7 @@ class ApiService {
 
   head::Head* head_;
   RateLimiter rate_;
+  AgentTls agent_tls_;
   std::shared_ptr<net::AsyncHttpClient> proxy_;  // the log proxy's connections to agents
 };
 

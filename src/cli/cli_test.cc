@@ -737,6 +737,27 @@ TEST(UsageTest, UnknownCommandAndFlag) {
 
 // ---- config ----
 
+TEST(ConfigTest, TheCaComesFromTheFileOrCorralCa) {
+  const std::string dir = TempPath("cfg-ca");
+  const std::string path = dir + "/config.json";
+  ASSERT_TRUE(WriteClientConfig(path, "https://h:1", "t", "/state/tls/ca.pem").ok());
+  std::map<std::string, std::string> env = {{"CORRAL_CONFIG", path}};
+  EnvLookup lookup = [&](const std::string& k) -> std::optional<std::string> {
+    auto it = env.find(k);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  };
+  auto cfg = LoadClientConfig(lookup);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_EQ(cfg->addr, "https://h:1");
+  EXPECT_EQ(cfg->ca, "/state/tls/ca.pem");
+  env["CORRAL_CA"] = "/elsewhere/ca.pem";
+  cfg = LoadClientConfig(lookup);
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_EQ(cfg->ca, "/elsewhere/ca.pem");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ConfigTest, EnvOverridesFileFieldByField) {
   const std::string dir = TempPath("cfg");
   const std::string path = dir + "/nested/config.json";

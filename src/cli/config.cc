@@ -44,13 +44,14 @@ Result<ClientConfig> LoadClientConfig(const EnvLookup& env) {
                              " is not a JSON object like {\"addr\": \"http://HOST:PORT\", "
                              "\"token\": \"...\"}");
     }
-    for (const char* key : {"addr", "token"}) {
+    for (const char* key : {"addr", "token", "ca"}) {
       auto it = j.find(key);
       if (it == j.end() || it->is_null()) continue;
       if (!it->is_string()) {
         return InvalidArgument("config file " + path + ": field '" + key + "' must be a string");
       }
-      (std::string(key) == "addr" ? cfg.addr : cfg.token) = it->get<std::string>();
+      const std::string k = key;
+      (k == "addr" ? cfg.addr : k == "token" ? cfg.token : cfg.ca) = it->get<std::string>();
     }
     if (!cfg.addr.empty()) cfg.source = path;
   } else if (env("CORRAL_CONFIG") && !env("CORRAL_ADDR")) {
@@ -61,6 +62,7 @@ Result<ClientConfig> LoadClientConfig(const EnvLookup& env) {
     cfg.source = "CORRAL_ADDR";
   }
   if (auto t = env("CORRAL_TOKEN"); t && !t->empty()) cfg.token = *t;
+  if (auto c = env("CORRAL_CA"); c && !c->empty()) cfg.ca = *c;
   if (cfg.addr.empty()) {
     return FailedPrecondition(
         "no head address configured: set CORRAL_ADDR (e.g. export "
@@ -76,7 +78,7 @@ Result<ClientConfig> LoadClientConfig(const EnvLookup& env) {
 Result<ClientConfig> LoadClientConfig() { return LoadClientConfig(ProcessEnv()); }
 
 Status WriteClientConfig(const std::string& path, const std::string& addr,
-                         const std::string& token) {
+                         const std::string& token, const std::string& ca) {
   namespace fs = std::filesystem;
   fs::path p(path);
   if (p.has_parent_path()) {
@@ -90,7 +92,9 @@ Status WriteClientConfig(const std::string& path, const std::string& addr,
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Internal("cannot write " + tmp + ": " + std::strerror(errno));
   ::fchmod(fd, 0600);  // in case the umask or an old file left other bits
-  const std::string text = nlohmann::json{{"addr", addr}, {"token", token}}.dump(2) + "\n";
+  nlohmann::json j{{"addr", addr}, {"token", token}};
+  if (!ca.empty()) j["ca"] = ca;
+  const std::string text = j.dump(2) + "\n";
   size_t done = 0;
   while (done < text.size()) {
     ssize_t n = ::write(fd, text.data() + done, text.size() - done);

@@ -1,4 +1,4 @@
-// Where the CLI finds the head: CORRAL_ADDR / CORRAL_TOKEN, else a JSON config file
+// Where the CLI finds the head: CORRAL_ADDR / CORRAL_TOKEN / CORRAL_CA, else a JSON config file
 // ($CORRAL_CONFIG or $HOME/.config/corral/config.json) that `corral up` writes.
 // Environment variables override the file field by field.
 #pragma once
@@ -14,6 +14,7 @@ namespace corral::cli {
 struct ClientConfig {
   std::string addr;    // e.g. http://127.0.0.1:7070
   std::string token;   // bearer token
+  std::string ca;      // PEM file of the CA that signed an https head's certificate ("": system)
   std::string source;  // where addr came from, for messages ("CORRAL_ADDR", a file path)
 };
 
@@ -30,9 +31,9 @@ std::string DefaultConfigPath(const EnvLookup& env);
 Result<ClientConfig> LoadClientConfig(const EnvLookup& env);
 Result<ClientConfig> LoadClientConfig();  // with the process environment
 
-// Writes {"addr","token"} to path with mode 0600, creating parent directories (0700).
+// Writes {"addr","token"[,"ca"]} to path with mode 0600, creating parent directories (0700).
 // Replaces the file atomically (write to a temporary file, then rename).
 Status WriteClientConfig(const std::string& path, const std::string& addr,
-                         const std::string& token);
+                         const std::string& token, const std::string& ca = "");
 
 }  // namespace corral::cli

@@ -1,11 +1,12 @@
 // `corral agent --head URL --join-token-file F --name NAME --state-dir DIR
 //               [--simulate-gpus N[xMODEL]] [--advertise-addr ADDR] [--listen HOST:PORT]
-//               [--label k=v]...`
+//               [--label k=v]... [--ca FILE]`
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -17,6 +18,7 @@
 #include "agent/launcher.h"
 #include "agentnet/advertise.h"
 #include "agentnet/head_channel.h"
+#include "agentnet/log_cert_channel.h"
 #include "agentnet/log_server.h"
 #include "cmd/commands.h"
 #include "cmd/flags.h"
@@ -24,6 +26,7 @@
 #include "core/spec.h"
 #include "net/http_server.h"
 #include "net/head_client.h"
+#include "net/tls_context.h"
 #include "net/url.h"
 
 namespace corral::cmd {
@@ -37,9 +40,13 @@ int AgentMain(std::vector<std::string> args) {
   double cpus = 0;
   std::string memory;
   app.add_option("--head", head_url,
-                 "the head's URL, e.g. http://10.0.0.1:7070, or several heads' URLs separated "
+                 "the head's URL, e.g. https://10.0.0.1:7070, or several heads' URLs separated "
                  "by commas (the agent follows the leader)")
       ->required();
+  std::string ca_file;
+  app.add_option("--ca", ca_file,
+                 "with an https --head: the CA that signed the head's certificate (the head's "
+                 "STATE_DIR/tls/ca.pem; default $CORRAL_CA, else the system's CA store)");
   app.add_option("--join-token-file", join_token_file, "file holding the join token")->required();
   app.add_option("--name", name, "this node's name")->required();
   app.add_option("--state-dir", state_dir, "where runs, logs and records are kept")->required();
@@ -83,6 +90,25 @@ int AgentMain(std::vector<std::string> args) {
     return 2;
   }
   auto head = net::ParseUrl(heads->front());  // ParseHeadList checked it
+  // An https head: verify it, and serve logs over TLS with the certificate it issues.
+  std::shared_ptr<net::TlsServerContext> log_tls;
+  if (head->scheme == "https") {
+    if (ca_file.empty()) {
+      if (const char* env = std::getenv("CORRAL_CA"); env != nullptr) ca_file = env;
+    }
+    if (!ca_file.empty()) {
+      auto trust = net::TlsClientContext::FromCaFile(ca_file);
+      if (!trust.ok()) {
+        std::cerr << "corral agent: flag '--ca': " << trust.status().message() << "\n";
+        return 2;
+      }
+      net::SetDefaultClientTls(*trust);
+    }
+    log_tls = net::TlsServerContext::WithoutCertificate();
+  } else if (!ca_file.empty()) {
+    std::cerr << "corral agent: flag '--ca': the head's URL is http://, not https://\n";
+    return 2;
+  }
   auto advertised = agentnet::AdvertiseAddress(advertise, head->host, head->port);
   if (!advertised.ok()) {
     std::cerr << "corral agent: " << advertised.status().message() << "\n";
@@ -188,7 +214,7 @@ int AgentMain(std::vector<std::string> args) {
         }
         respond(agentnet::ServeLog(state_dir, join_token, req));
       },
-      1);
+      net::HttpServerOptions{.io_threads = 1, .tls = log_tls});
   auto port = logs.Listen(hp->first, hp->second);
   if (!port.ok()) {
     std::cerr << "corral agent: " << port.status().ToString() << "\n";
@@ -198,8 +224,12 @@ int AgentMain(std::vector<std::string> args) {
   config.address =
       (advertised->find(':') != std::string::npos ? "[" + *advertised + "]" : *advertised) + ":" +
       std::to_string(*port);
-  agent::Agent node(config, std::move(probe),
-                    std::make_unique<agentnet::HttpHeadChannel>(*heads, join_token));
+  std::unique_ptr<agent::HeadChannel> channel =
+      std::make_unique<agentnet::HttpHeadChannel>(*heads, join_token);
+  if (log_tls) {
+    channel = std::make_unique<agentnet::LogCertChannel>(std::move(channel), log_tls, name);
+  }
+  agent::Agent node(config, std::move(probe), std::move(channel));
   metrics_of = &node;
   int rc = 0;
   std::thread runner([&] { rc = node.Run(); });

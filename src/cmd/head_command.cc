@@ -1,4 +1,5 @@
-// `corral head --state-dir DIR --listen HOST:PORT [--store URL] [--migrate-only]`
+// `corral head --state-dir DIR --listen HOST:PORT [--store URL] [--migrate-only]
+//              [--tls | --no-tls] [--tls-san NAME]... [--tls-cert F --tls-key F]`
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include "api/leader_gate.h"
 #include "cmd/commands.h"
 #include "cmd/flags.h"
+#include "cmd/head_tls.h"
 #include "cmd/signals.h"
 #include "core/spec.h"
 #include "head/warm_state.h"
@@ -114,10 +116,18 @@ int HeadMain(std::vector<std::string> args) {
                  "GPU utilisation percent under which a run's GPUs count as idle (0-100)");
   app.add_option("--idle-after", idle_after,
                  "a run whose GPUs all stay idle this long is flagged idle");
+  HeadTlsFlags tls_flags;
+  tls_flags.AddTo(app);
   if (auto code = ParseFlags(app, std::move(args))) return *code;
   if (migrate_only) return MigrateOnly(store_url, state_dir);
   auto hp = ListenFlag("head", listen);
   if (!hp) return 2;
+  auto tls = SetUpHeadTls(tls_flags, state_dir, hp->first);
+  if (!tls.ok()) {
+    std::cerr << "corral head: " << tls.status().message() << "\n";
+    return tls.status().code() == ErrorCode::kInvalidArgument ? 2 : 1;
+  }
+  for (const auto& note : tls->notes) std::cerr << "corral head: " << note << "\n";
   auto min_runtime_ms = ParseDuration("--min-runtime-before-preempt", min_runtime);
   auto half_life_ms = ParseDuration("--fair-share-half-life", half_life);
   auto idle_after_ms = ParseDuration("--idle-after", idle_after);
@@ -161,14 +171,16 @@ int HeadMain(std::vector<std::string> args) {
   std::unique_ptr<api::LeaderGate> gate;
   net::HttpServer server(
       [&gate](net::HttpRequest req, net::Responder r) { gate->Handle(std::move(req), std::move(r)); },
-      2);
+      net::HttpServerOptions{.io_threads = 2, .tls = tls->server});
   auto port = server.Listen(hp->first, hp->second);
   if (!port.ok()) {
     std::cerr << "corral head: " << port.status().ToString() << "\n";
     return 1;
   }
   std::string self_url =
-      advertise.empty() ? "http://" + hp->first + ":" + std::to_string(*port) : advertise;
+      advertise.empty()
+          ? (tls->enabled ? "https://" : "http://") + hp->first + ":" + std::to_string(*port)
+          : advertise;
   gate = std::make_unique<api::LeaderGate>(self_url);
   server.Start();
   std::optional<head::ClusterState> warm;
@@ -186,11 +198,13 @@ int HeadMain(std::vector<std::string> args) {
     std::cerr << "corral head: " << head.status().ToString() << "\n";
     return 1;
   }
-  api::ApiService api(head->get(), rate_limit);
+  api::ApiService api(head->get(), rate_limit, tls->agents);
   (*head)->Start();
   gate->Lead(&api);
   std::cout << "corral head: listening on " << self_url << " (epoch " << (*head)->epoch()
-            << ", state " << state_dir << ")" << std::endl;
+            << ", state " << state_dir << ")"
+            << (tls->ca_path.empty() ? "" : "; clients trust " + tls->ca_path + " (--ca)")
+            << std::endl;
   int sig = WaitForStopSignal();
   std::cout << "corral head: stopping on signal " << sig << std::endl;
   server.Stop();

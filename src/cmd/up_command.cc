@@ -16,9 +16,11 @@
 #include "cmd/child_process.h"
 #include "cmd/commands.h"
 #include "cmd/flags.h"
+#include "cmd/head_tls.h"
 #include "cmd/signals.h"
 #include "core/codec.h"
 #include "net/http_client.h"
+#include "net/tls_context.h"
 
 namespace corral::cmd {
 namespace {
@@ -165,26 +167,39 @@ int UpMain(std::vector<std::string> args) {
   app.add_flag("--demo", demo, "run sample jobs, print their outcome, then stop");
   app.add_flag("--no-user-config", no_user_config,
                "do not write ~/.config/corral/config.json (only STATE_DIR/client.json)");
+  bool tls = false;
+  app.add_flag("--tls", tls,
+               "HTTPS between the CLI, the head and the agents (the head's CA in STATE_DIR/tls; "
+               "the default when --listen is not a loopback address)");
   if (auto code = ParseFlags(app, std::move(args))) return *code;
   auto hp = ListenFlag("up", listen);
   if (!hp) return 2;
+  tls = tls || !IsLoopbackHost(hp->first);
   BlockStopSignals();
   std::error_code ec;
   std::filesystem::create_directories(state_dir + "/agents", ec);
   state_dir = std::filesystem::absolute(state_dir).lexically_normal().string();
   if (!state_dir.empty() && state_dir.back() == '/') state_dir.pop_back();
   std::string exe = SelfExe();
-  std::string addr = "http://" + listen;
+  std::string addr = (tls ? "https://" : "http://") + listen;
+  const std::string ca_path = tls ? state_dir + "/tls/ca.pem" : "";
 
   // A single-user cluster: its admin is the user who started it, so jobs are theirs.
   const passwd* pw = ::getpwuid(::getuid());
   std::string me = pw != nullptr && pw->pw_name != nullptr ? pw->pw_name : "admin";
   auto head = std::make_unique<ChildProcess>(
       std::vector<std::string>{exe, "head", "--state-dir", state_dir, "--listen", listen,
-                               "--admin-user", me},
+                               "--admin-user", me, tls ? "--tls" : "--no-tls"},
       state_dir + "/head.log");
   net::HttpClient probe(addr, "");
+  bool trusted = !tls;
   if (!WaitFor(20s, [&] {
+        if (!trusted) {  // the head makes its CA as it starts; every client here trusts it
+          auto ca = net::TlsClientContext::FromCaFile(ca_path);
+          if (!ca.ok()) return false;
+          net::SetDefaultClientTls(*ca);
+          trusted = true;
+        }
         auto r = probe.Get("/healthz", 1s);
         return r.ok() && r->status == 200;
       })) {
@@ -195,8 +210,7 @@ int UpMain(std::vector<std::string> args) {
   std::vector<std::unique_ptr<ChildProcess>> agent_procs;
   for (int i = 1; i <= agents; ++i) {
     std::string name = "node" + std::to_string(i);
-    agent_procs.push_back(std::make_unique<ChildProcess>(
-        std::vector<std::string>{exe, "agent", "--head", addr, "--join-token-file",
+    std::vector<std::string> argv{exe, "agent", "--head", addr, "--join-token-file",
                                  state_dir + "/join.token", "--name", name, "--state-dir",
                                  state_dir + "/agents/" + name, "--simulate-gpus",
                                  std::to_string(gpus) + "x" + model,
@@ -205,8 +219,10 @@ int UpMain(std::vector<std::string> args) {
                                  "--cpus", std::to_string(std::max(gpus, 1) * 8), "--memory",
                                  std::to_string(std::max(gpus, 1) * 64) + "G",
                                  // One user's cluster: jobs run as whoever started it.
-                                 "--run-as", "agent"},
-        state_dir + "/agents/" + name + ".log"));
+                                 "--run-as", "agent"};
+    if (tls) argv.insert(argv.end(), {"--ca", ca_path});
+    agent_procs.push_back(
+        std::make_unique<ChildProcess>(argv, state_dir + "/agents/" + name + ".log"));
   }
   net::HttpClient client(addr, token);
   std::string last_error;
@@ -227,17 +243,17 @@ int UpMain(std::vector<std::string> args) {
     return 1;
   }
   std::string config_path = state_dir + "/client.json";
-  (void)cli::WriteClientConfig(config_path, addr, token);
+  (void)cli::WriteClientConfig(config_path, addr, token, ca_path);
   if (!no_user_config) {
     auto user_config = cli::DefaultConfigPath(cli::ProcessEnv());
-    Status st = cli::WriteClientConfig(user_config, addr, token);
+    Status st = cli::WriteClientConfig(user_config, addr, token, ca_path);
     if (st.ok()) config_path = user_config;
   }
   std::cout << "corral up: head on " << addr << ", " << agents << " agent(s) x " << gpus << " "
             << model << " GPU(s); state in " << state_dir << "\n"
             << "the CLI reads " << config_path << "; or set:\n"
             << "  export CORRAL_ADDR=" << addr << " CORRAL_TOKEN=$(cat " << state_dir
-            << "/admin.token)\n"
+            << "/admin.token)" << (tls ? " CORRAL_CA=" + ca_path : "") << "\n"
             << "try: corral submit --gpus 2 -- nvidia-smi; corral jobs; corral nodes\n"
             << "Slurm's commands: corral slurm install-shims " << state_dir
             << "/bin && export PATH=" << state_dir << "/bin:$PATH" << std::endl;

@@ -22,12 +22,16 @@ struct RegisterRequest {
   std::map<std::string, std::string> labels;
   int32_t port_lo = 0;  // the MASTER_PORT range the head picks from on this node; 0: its default
   int32_t port_hi = 0;
+  // A PEM certificate signing request for the agent's log endpoint; a head that serves TLS
+  // answers with the certificate (log_cert_pem) and requires it.
+  std::string csr_pem;
 };
 
 struct RegisterResponse {
   std::string node_token;   // the agent's own credential for sync
   uint64_t head_epoch = 0;  // leadership epoch; agents refuse orders from an older one
   uint64_t agent_epoch = 0;
+  std::string log_cert_pem;  // TLS heads: the log endpoint's certificate, signed by the head's CA
 };
 
 // What the agent runs for one run id on this node (one replica of a run).

@@ -220,14 +220,17 @@ Json ToJson(const QueueConfig& q) {
 }
 
 Json ToJson(const RegisterRequest& r) {
-  return Json{{"name", r.name},           {"address", r.address},       {"cpu_milli", r.cpu_milli},
-              {"memory_mb", r.memory_mb}, {"gpus", EncodeGpus(r.gpus)}, {"labels", r.labels},
-              {"port_lo", r.port_lo},     {"port_hi", r.port_hi}};
+  Json j{{"name", r.name},           {"address", r.address},       {"cpu_milli", r.cpu_milli},
+         {"memory_mb", r.memory_mb}, {"gpus", EncodeGpus(r.gpus)}, {"labels", r.labels},
+         {"port_lo", r.port_lo},     {"port_hi", r.port_hi}};
+  if (!r.csr_pem.empty()) j["csr_pem"] = r.csr_pem;
+  return j;
 }
 
 Json ToJson(const RegisterResponse& r) {
-  return Json{
-      {"node_token", r.node_token}, {"head_epoch", r.head_epoch}, {"agent_epoch", r.agent_epoch}};
+  Json j{{"node_token", r.node_token}, {"head_epoch", r.head_epoch}, {"agent_epoch", r.agent_epoch}};
+  if (!r.log_cert_pem.empty()) j["log_cert_pem"] = r.log_cert_pem;
+  return j;
 }
 
 Json ToJson(const RunReport& r) {
@@ -366,6 +369,7 @@ Result<RegisterRequest> RegisterRequestFromJson(const Json& j) {
     r.labels = Get<std::map<std::string, std::string>>(j, "labels", {});
     r.port_lo = Get<int32_t>(j, "port_lo", 0);
     r.port_hi = Get<int32_t>(j, "port_hi", 0);
+    r.csr_pem = Get<std::string>(j, "csr_pem", "");
     return r;
   });
 }
@@ -376,6 +380,7 @@ Result<RegisterResponse> RegisterResponseFromJson(const Json& j) {
     r.node_token = j.at("node_token").get<std::string>();
     r.head_epoch = j.at("head_epoch").get<uint64_t>();
     r.agent_epoch = j.at("agent_epoch").get<uint64_t>();
+    r.log_cert_pem = Get<std::string>(j, "log_cert_pem", "");
     return r;
   });
 }

@@ -10,8 +10,12 @@
 namespace corral {
 namespace {
 
+// dump() replacing invalid UTF-8 instead of throwing: a YAML spec file can carry any bytes
+// (found by fuzz/job_spec_yaml_fuzz.cc).
+std::string Dump(const Json& v) { return v.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
 Status FieldError(const std::string& field, const Json& value, const std::string& want) {
-  return InvalidArgument("field '" + field + "': got " + value.dump() + ", want " + want);
+  return InvalidArgument("field '" + field + "': got " + Dump(value) + ", want " + want);
 }
 
 bool ParseInt64(std::string_view s, int64_t* out) {
@@ -50,7 +54,7 @@ Result<std::map<std::string, std::string>> StringMapField(const std::string& fie
     if (it->is_string()) {
       out[it.key()] = it->get<std::string>();
     } else if (it->is_number() || it->is_boolean()) {
-      out[it.key()] = it->dump();
+      out[it.key()] = Dump(*it);
     } else {
       return FieldError(field + "." + it.key(), *it, "a string");
     }
@@ -59,7 +63,7 @@ Result<std::map<std::string, std::string>> StringMapField(const std::string& fie
 }
 
 // A duration or memory size may come as a number or a string with a unit.
-std::string ScalarText(const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+std::string ScalarText(const Json& v) { return v.is_string() ? v.get<std::string>() : Dump(v); }
 
 }  // namespace
 
@@ -191,7 +195,7 @@ std::string FormatDuration(DurationMs ms) {
 }
 
 Result<JobSpec> ParseJobSpec(const Json& j) {
-  if (!j.is_object()) return InvalidArgument("job spec: want a JSON/YAML object, got " + j.dump());
+  if (!j.is_object()) return InvalidArgument("job spec: want a JSON/YAML object, got " + Dump(j));
   static const std::set<std::string> kKnown = {
       "name",         "command",     "env",          "workdir",
       "queue",        "replicas",    "gpus",         "cpus",

@@ -5,6 +5,17 @@
 namespace corral {
 namespace {
 
+// Found by fuzz/job_spec_yaml_fuzz.cc: a YAML spec file's bytes need not be UTF-8, and the
+// error naming the field quoted them with a throwing dump().
+TEST(ParseJobSpec, InvalidUtf8IsAnErrorNotAnException) {
+  Json spec = {{"command", {"true"}}, {"gpus", "1\xff\xff"}};
+  auto r = ParseJobSpec(spec);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("field 'gpus'"), std::string::npos) << r.status().message();
+  auto not_object = ParseJobSpec(Json("\xfe"));
+  ASSERT_FALSE(not_object.ok());
+}
+
 TEST(ParseJobSpec, AcceptsFullSpec) {
   auto s = ParseJobSpec(Json::parse(R"({"name":"train","command":["python","t.py"],
     "gpus":4,"cpus":2.5,"memory":"16G","replicas":2,"time_limit":"1:30:00","queue":"org/team",

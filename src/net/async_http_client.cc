@@ -7,9 +7,11 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <thread>
 #include <utility>
 
+#include "net/tls_context.h"
 #include "net/url.h"
 
 namespace corral::net {
@@ -20,6 +22,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
 std::string Lower(std::string_view s) {
   std::string out(s);
@@ -27,14 +30,20 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-// One exchange: resolve, connect, write, read; owns itself through the handlers it queues.
-class Exchange : public std::enable_shared_from_this<Exchange> {
+// One exchange: resolve, connect, (TLS handshake,) write, read; owns itself through the
+// handlers it queues. Stream: beast::tcp_stream or TlsStream.
+template <typename Stream>
+class Exchange : public std::enable_shared_from_this<Exchange<Stream>> {
  public:
-  Exchange(asio::io_context& ioc, ParsedUrl url, http::request<http::string_body> req,
-           std::chrono::milliseconds timeout, AsyncHttpClient::Done done,
-           std::atomic<int>* in_flight)
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+  using std::enable_shared_from_this<Exchange<Stream>>::shared_from_this;
+
+  Exchange(asio::io_context& ioc, std::shared_ptr<const TlsClientContext> tls, ParsedUrl url,
+           http::request<http::string_body> req, std::chrono::milliseconds timeout,
+           AsyncHttpClient::Done done, std::atomic<int>* in_flight)
       : resolver_(ioc),
-        stream_(ioc),
+        tls_(std::move(tls)),
+        stream_(MakeStream(ioc, tls_.get())),
         url_(std::move(url)),
         req_(std::move(req)),
         timeout_(timeout),
@@ -46,19 +55,40 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   ~Exchange() { --*in_flight_; }
 
   void Start() {
-    stream_.expires_after(timeout_);
+    if constexpr (kTls) {
+      if (Status st = tls_->PrepareConnection(stream_.native_handle(), url_.host); !st.ok()) {
+        return Deliver(st);
+      }
+    }
+    Lowest().expires_after(timeout_);
     resolver_.async_resolve(
         url_.host, std::to_string(url_.port),
         [self = shared_from_this()](error_code ec, tcp::resolver::results_type r) {
           if (ec) return self->Fail("resolve", ec);
-          self->stream_.async_connect(r, [self](error_code ec, const tcp::endpoint&) {
+          self->Lowest().async_connect(r, [self](error_code ec, const tcp::endpoint&) {
             if (ec) return self->Fail("connect", ec);
-            self->Write();
+            if constexpr (kTls) {
+              self->stream_.async_handshake(asio::ssl::stream_base::client, [self](error_code ec) {
+                if (ec) return self->Fail("TLS handshake", ec);
+                self->Write();
+              });
+            } else {
+              self->Write();
+            }
           });
         });
   }
 
  private:
+  static Stream MakeStream(asio::io_context& ioc, const TlsClientContext* tls) {
+    if constexpr (kTls) {
+      return Stream(ioc, tls->asio());
+    } else {
+      return Stream(ioc);
+    }
+  }
+  beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
+
   void Write() {
     http::async_write(stream_, req_, [self = shared_from_this()](error_code ec, size_t) {
       if (ec) return self->Fail("write", ec);
@@ -81,7 +111,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     if (ct != out.headers.end()) out.content_type = ct->second;
     out.body = std::move(res.body());
     error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    Lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
     Deliver(std::move(out));
   }
 
@@ -93,6 +123,12 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
           Unavailable(what + "timed out after " + std::to_string(timeout_.count()) + " ms"));
     }
     if (ec == http::error::body_limit) return Deliver(Internal(what + "response over 64 MiB"));
+    if constexpr (kTls) {
+      if (std::string_view(step) == "TLS handshake") {
+        return Deliver(Unavailable(
+            what + HandshakeFailure(stream_.native_handle(), ec.message(), tls_->trust())));
+      }
+    }
     Deliver(Unavailable(what + step + ": " + ec.message()));
   }
 
@@ -101,7 +137,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   }
 
   tcp::resolver resolver_;
-  beast::tcp_stream stream_;
+  std::shared_ptr<const TlsClientContext> tls_;  // outlives the stream that uses it
+  Stream stream_;
   ParsedUrl url_;
   http::request<http::string_body> req_;
   std::chrono::milliseconds timeout_;
@@ -117,10 +154,14 @@ struct AsyncHttpClient::Impl {
   std::atomic<int> in_flight{0};  // first: exchanges still count down while ioc is destroyed
   asio::io_context ioc{1};
   asio::executor_work_guard<asio::io_context::executor_type> work{ioc.get_executor()};
+  std::shared_ptr<const TlsClientContext> tls;
   std::thread thread{[this] { ioc.run(); }};
 };
 
-AsyncHttpClient::AsyncHttpClient() : impl_(std::make_unique<Impl>()) {}
+AsyncHttpClient::AsyncHttpClient(std::shared_ptr<const TlsClientContext> tls)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->tls = std::move(tls);
+}
 
 AsyncHttpClient::~AsyncHttpClient() {
   impl_->work.reset();
@@ -133,8 +174,8 @@ void AsyncHttpClient::Request(const std::string& base_url, const std::string& be
                               std::chrono::milliseconds timeout, Done done) {
   auto url = ParseUrl(base_url);
   if (!url.ok()) return done(url.status());
-  if (url->scheme != "http") {
-    return done(FailedPrecondition("GET " + base_url + ": only http is served until TLS lands"));
+  if (url->scheme != "http" && url->scheme != "https") {
+    return done(InvalidArgument(base_url + ": want an http:// or https:// URL"));
   }
   http::request<http::string_body> req;
   req.method_string(method);
@@ -145,8 +186,16 @@ void AsyncHttpClient::Request(const std::string& base_url, const std::string& be
   req.set(http::field::connection, "close");
   if (!bearer_token.empty()) req.set(http::field::authorization, "Bearer " + bearer_token);
   req.prepare_payload();
-  auto exchange = std::make_shared<Exchange>(impl_->ioc, std::move(*url), std::move(req), timeout,
-                                             std::move(done), &impl_->in_flight);
+  if (url->scheme == "https") {
+    auto exchange = std::make_shared<Exchange<TlsStream>>(
+        impl_->ioc, impl_->tls ? impl_->tls : DefaultClientTls(), std::move(*url), std::move(req),
+        timeout, std::move(done), &impl_->in_flight);
+    asio::post(impl_->ioc, [exchange] { exchange->Start(); });
+    return;
+  }
+  auto exchange = std::make_shared<Exchange<beast::tcp_stream>>(
+      impl_->ioc, nullptr, std::move(*url), std::move(req), timeout, std::move(done),
+      &impl_->in_flight);
   asio::post(impl_->ioc, [exchange] { exchange->Start(); });
 }
 

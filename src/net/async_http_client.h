@@ -15,16 +15,19 @@
 
 namespace corral::net {
 
+class TlsClientContext;
+
 class AsyncHttpClient {
  public:
   using Done = std::function<void(Result<HttpResponse>)>;
 
-  AsyncHttpClient();
+  // `tls`: what https URLs trust (null: DefaultClientTls()); names are verified per request.
+  explicit AsyncHttpClient(std::shared_ptr<const TlsClientContext> tls = nullptr);
   ~AsyncHttpClient();  // drops what is in flight (their `done` is never called), joins
   AsyncHttpClient(const AsyncHttpClient&) = delete;
   AsyncHttpClient& operator=(const AsyncHttpClient&) = delete;
 
-  // Sends method path_and_query to base_url ("http://host:port"), with a bearer token unless
+  // Sends method path_and_query to base_url ("http://host:port" or "https://host:port"), with a bearer token unless
   // it is empty; `done` is called exactly once, on the client's thread, with the response
   // (any status) or kUnavailable (refused, reset, or `timeout` for the whole exchange passed),
   // kInvalidArgument (bad URL), kInternal (malformed or over 64 MiB). Any thread.

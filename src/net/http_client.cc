@@ -5,13 +5,16 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <algorithm>
+#include <boost/beast/ssl.hpp>
 #include <cerrno>
 #include <optional>
 #include <vector>
+
+#include "net/tls_context.h"
 
 namespace corral::net {
 namespace {
@@ -36,27 +39,41 @@ std::string Lower(std::string_view s) {
 bool IsStaleConnectionError(const error_code& ec) {
   return ec == http::error::end_of_stream || ec == asio::error::eof ||
          ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
-         ec == asio::error::connection_aborted;
+         ec == asio::error::connection_aborted || ec == asio::ssl::error::stream_truncated;
 }
 
 }  // namespace
 
-// The one kept connection and the io_context its blocking calls run on (in the caller's
-// thread). TLS will add an ssl::stream alternative here.
+// The one kept connection, plain or TLS, and the io_context its blocking calls run on (in
+// the caller's thread).
 struct HttpClient::Conn {
   asio::io_context ioc{1};
-  std::optional<beast::tcp_stream> stream;
+  std::optional<beast::tcp_stream> plain;
+  std::optional<beast::ssl_stream<beast::tcp_stream>> tls;
   beast::flat_buffer buffer;
   int opened = 0;
+  std::string failure;  // why the last Connect failed, when the error code does not say it
 
-  bool connected() const { return stream.has_value() && stream->socket().is_open(); }
+  beast::tcp_stream& Tcp() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
+  bool connected() { return (plain || tls) && Tcp().socket().is_open(); }
+
+  // Calls f with the stream requests go over.
+  template <typename F>
+  void WithStream(F&& f) {
+    if (tls) {
+      f(*tls);
+    } else {
+      f(*plain);
+    }
+  }
 
   void Close() {
-    if (stream) {
+    if (plain || tls) {
       error_code ignored;
-      stream->socket().shutdown(tcp::socket::shutdown_both, ignored);
-      stream->close();
-      stream.reset();
+      Tcp().socket().shutdown(tcp::socket::shutdown_both, ignored);
+      Tcp().close();
+      plain.reset();
+      tls.reset();
     }
     buffer.clear();
   }
@@ -65,7 +82,7 @@ struct HttpClient::Conn {
   // then it cannot carry the next request.
   bool PeerClosed() {
     char c;
-    const ssize_t n = ::recv(stream->socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    const ssize_t n = ::recv(Tcp().socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
     return true;  // 0: orderly close; >0: stray bytes
   }
@@ -76,8 +93,12 @@ struct HttpClient::Conn {
     ioc.run();
   }
 
-  error_code Connect(const ParsedUrl& url, Clock::time_point deadline) {
+  // tls_ctx == nullptr: plain TCP. Else the TLS handshake, verifying the server's
+  // certificate and that it names url.host.
+  error_code Connect(const ParsedUrl& url, Clock::time_point deadline,
+                     const TlsClientContext* tls_ctx) {
     Close();
+    failure.clear();
     error_code ec;
     std::vector<tcp::endpoint> endpoints;
     const auto addr = asio::ip::make_address(url.host, ec);
@@ -91,17 +112,34 @@ struct HttpClient::Conn {
       for (const auto& r : results) endpoints.push_back(r.endpoint());
       if (endpoints.empty()) return asio::error::host_not_found;
     }
-    stream.emplace(ioc);
-    stream->expires_at(deadline);
+    if (tls_ctx != nullptr) {
+      tls.emplace(ioc, tls_ctx->asio());
+      if (Status st = tls_ctx->PrepareConnection(tls->native_handle(), url.host); !st.ok()) {
+        failure = st.message();
+        tls.reset();
+        return asio::error::invalid_argument;
+      }
+    } else {
+      plain.emplace(ioc);
+    }
+    Tcp().expires_at(deadline);
     error_code result;
-    stream->async_connect(endpoints, [&result](error_code e, const tcp::endpoint&) { result = e; });
+    Tcp().async_connect(endpoints, [&result](error_code e, const tcp::endpoint&) { result = e; });
     Run();
+    if (!result && tls) {
+      Tcp().expires_at(deadline);
+      tls->async_handshake(asio::ssl::stream_base::client, [&result](error_code e) { result = e; });
+      Run();
+      if (result && result != beast::error::timeout) {
+        failure = HandshakeFailure(tls->native_handle(), result.message(), tls_ctx->trust());
+      }
+    }
     if (result) {
-      stream.reset();
+      Close();
       return result;
     }
     ++opened;
-    stream->socket().set_option(tcp::no_delay(true), ec);
+    Tcp().socket().set_option(tcp::no_delay(true), ec);
     return {};
   }
 };
@@ -130,9 +168,11 @@ Result<HttpResponse> HttpClient::Request(std::string method, std::string path_an
                                          const std::map<std::string, std::string>& headers) {
   if (!url_.ok()) return url_.status();
   const ParsedUrl& url = *url_;
-  if (url.scheme != "http") {
-    return FailedPrecondition("cannot reach " + base_url_ + ": " + url.scheme +
-                              " is not supported yet (use http://)");
+  std::shared_ptr<const TlsClientContext> tls;
+  if (url.scheme == "https") {
+    tls = options_.tls ? options_.tls : DefaultClientTls();
+  } else if (url.scheme != "http") {
+    return InvalidArgument("cannot reach " + base_url_ + ": want an http:// or https:// URL");
   }
   if (method.empty() || method.find_first_of(" \r\n") != std::string::npos) {
     return InvalidArgument("invalid HTTP method '" + method + "'");
@@ -170,8 +210,8 @@ Result<HttpResponse> HttpClient::Request(std::string method, std::string path_an
   req.prepare_payload();
 
   // A huge timeout ("forever") must not overflow the clock: cap it at a year.
-  const auto deadline = Clock::now() + std::min<std::chrono::milliseconds>(
-                                           timeout, std::chrono::hours(24 * 365));
+  const auto deadline =
+      Clock::now() + std::min<std::chrono::milliseconds>(timeout, std::chrono::hours(24 * 365));
   std::lock_guard<std::mutex> lock(mu_);
   Conn& c = *conn_;
   for (int attempt = 0;; ++attempt) {
@@ -181,17 +221,22 @@ Result<HttpResponse> HttpClient::Request(std::string method, std::string path_an
       reused = false;
     }
     if (!reused) {
-      const error_code ec = c.Connect(url, deadline);
+      const error_code ec = c.Connect(url, deadline, tls.get());
       if (ec == beast::error::timeout) {
         return Unavailable("cannot connect to " + base_url_ + ": no connection within " +
                            std::to_string(timeout.count()) + " ms");
       }
-      if (ec) return Unavailable("cannot connect to " + base_url_ + ": " + ec.message());
+      if (ec) {
+        return Unavailable("cannot connect to " + base_url_ + ": " +
+                           (c.failure.empty() ? ec.message() : c.failure));
+      }
     }
 
-    c.stream->expires_at(deadline);
+    c.Tcp().expires_at(deadline);
     error_code write_ec;
-    http::async_write(*c.stream, req, [&write_ec](error_code e, size_t) { write_ec = e; });
+    c.WithStream([&](auto& stream) {
+      http::async_write(stream, req, [&write_ec](error_code e, size_t) { write_ec = e; });
+    });
     c.Run();
 
     // Read even after a failed write: a server that rejects a request early (413) may
@@ -202,8 +247,11 @@ Result<HttpResponse> HttpClient::Request(std::string method, std::string path_an
     if (verb == http::verb::head) parser.skip(true);
     error_code read_ec = write_ec == beast::error::timeout ? write_ec : error_code{};
     if (!read_ec && c.connected()) {
-      c.stream->expires_at(deadline);
-      http::async_read(*c.stream, c.buffer, parser, [&read_ec](error_code e, size_t) { read_ec = e; });
+      c.Tcp().expires_at(deadline);
+      c.WithStream([&](auto& stream) {
+        http::async_read(stream, c.buffer, parser,
+                         [&read_ec](error_code e, size_t) { read_ec = e; });
+      });
       c.Run();
     } else if (!read_ec) {
       read_ec = write_ec;
@@ -215,7 +263,8 @@ Result<HttpResponse> HttpClient::Request(std::string method, std::string path_an
       out.status = static_cast<int>(res.result_int());
       out.content_type = std::string(SV(res[http::field::content_type]));
       for (const auto& field : res) {
-        auto [it, inserted] = out.headers.try_emplace(Lower(SV(field.name_string())), SV(field.value()));
+        auto [it, inserted] =
+            out.headers.try_emplace(Lower(SV(field.name_string())), SV(field.value()));
         if (!inserted) {
           it->second += ", ";
           it->second += SV(field.value());
@@ -238,7 +287,8 @@ Result<HttpResponse> HttpClient::Request(std::string method, std::string path_an
     if (reused && attempt == 0 && !got_response_bytes && IsStaleConnectionError(read_ec)) {
       continue;  // the server closed the kept connection: once more on a new one
     }
-    if (got_response_bytes && read_ec.category() == http::make_error_code(http::error::bad_method).category() &&
+    if (got_response_bytes &&
+        read_ec.category() == http::make_error_code(http::error::bad_method).category() &&
         read_ec != http::error::end_of_stream && read_ec != http::error::partial_message) {
       return Internal(what + ": malformed response: " + read_ec.message());
     }

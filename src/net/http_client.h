@@ -6,8 +6,8 @@
 // per thread that needs requests in parallel (e.g. an agent's long-poll and its log
 // uploads).
 //
-// Transport: http only. https URLs parse but Request() answers kFailedPrecondition until
-// TLS lands; the connection is private to the .cc so an ssl::stream can replace it.
+// Transport: http, or https verifying the server's certificate chain and name (options.tls,
+// else the process default of DefaultClientTls(): --ca / CORRAL_CA, or the system's store).
 #pragma once
 
 #include <chrono>
@@ -23,9 +23,12 @@
 
 namespace corral::net {
 
+class TlsClientContext;
+
 struct HttpClientOptions {
   size_t max_response_body_bytes = 64u << 20;  // larger -> kInternal
   std::string user_agent = "corral";
+  std::shared_ptr<const TlsClientContext> tls;  // for https URLs; null: DefaultClientTls()
 };
 
 class HttpClient {
@@ -45,7 +48,8 @@ class HttpClient {
   // Any HTTP status is a successful Result: the caller reads response.status.
   // Errors: kUnavailable for connection refused, timeouts, resets (message names the
   // method and URL; the connection is dropped and the next call reconnects);
-  // kInvalidArgument for a bad base URL; kFailedPrecondition for https; kInternal for a
+  // (a failed TLS handshake too, saying why: "TLS certificate verify failed: hostname
+  // mismatch (trusting CA file F)"); kInvalidArgument for a bad base URL; kInternal for a
   // malformed or oversized response.
   //
   // A reused keep-alive connection that the server has closed is replaced transparently,

@@ -12,6 +12,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <condition_variable>
 #include <cstdio>
 #include <exception>
@@ -21,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "net/tls_context.h"
 #include "net/url.h"
 
 namespace corral::net {
@@ -31,6 +33,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
 // After a response that ends the connection (or a rejected request) the server
 // half-closes and reads until the client closes, for at most this long and this much:
@@ -86,7 +89,7 @@ HttpRequest ToHttpRequest(http::request<http::string_body>&& r, const std::strin
 
 }  // namespace
 
-class Session;
+class SessionBase;
 class Listener;
 
 // Guards posting into the io_context from foreign threads (Responders): Stop() closes it
@@ -104,9 +107,9 @@ struct HttpServer::Impl {
   // Declared before ioc: sessions destroyed while the io_context is torn down
   // deregister themselves here.
   mutable std::mutex mu;
-  bool stopping = false;                                     // GUARDED_BY(mu)
-  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;  // GUARDED_BY(mu)
-  int running_threads = 0;                                   // GUARDED_BY(mu)
+  bool stopping = false;                                                  // GUARDED_BY(mu)
+  std::unordered_map<SessionBase*, std::weak_ptr<SessionBase>> sessions;  // GUARDED_BY(mu)
+  int running_threads = 0;                                                // GUARDED_BY(mu)
   std::condition_variable threads_done;
 
   asio::io_context ioc;
@@ -119,36 +122,66 @@ struct HttpServer::Impl {
   explicit Impl(Handler h, HttpServerOptions o) : handler(std::move(h)), options(o) {}
 
   // Called on an accepting strand. Returns false when the server is stopping.
-  bool Register(const std::shared_ptr<Session>& s);
-  void Deregister(Session* s) {
+  bool Register(const std::shared_ptr<SessionBase>& s);
+  void Deregister(SessionBase* s) {
     std::lock_guard<std::mutex> lock(mu);
     sessions.erase(s);
   }
 };
 
-// One accepted connection. Lives as long as an operation or a pending response holds
-// it; all its state is touched only on its strand.
-class Session : public std::enable_shared_from_this<Session> {
+// What the server and the Responders need of a connection, whatever its stream.
+class SessionBase : public std::enable_shared_from_this<SessionBase> {
  public:
-  Session(HttpServer::Impl* server, tcp::socket socket)
-      : server_(server), strand_(socket.get_executor()), stream_(std::move(socket)) {
-    error_code ec;
-    const auto ep = stream_.socket().remote_endpoint(ec);
-    if (!ec) remote_ = EndpointString(ep);
-  }
-  ~Session() { server_->Deregister(this); }
-
-  void Start() {
-    asio::dispatch(strand_, [self = shared_from_this()] { self->ReadHeader(); });
-  }
+  virtual ~SessionBase() = default;
+  virtual void Start() = 0;
   // Any thread.
-  void Close() {
-    asio::post(strand_, [self = shared_from_this()] { self->CloseNow(); });
-  }
+  virtual void Close() = 0;
   // Any thread, at most once per request (the ResponderState guarantees it). Runs inline
   // when called on this connection's strand (a handler answering at once), else posts.
-  void PostResponse(uint64_t seq, HttpResponse response) {
-    asio::dispatch(strand_, [self = shared_from_this(), seq, r = std::move(response)]() mutable {
+  virtual void PostResponse(uint64_t seq, HttpResponse response) = 0;
+};
+
+template <typename Stream>
+Stream MakeStream(tcp::socket&& socket, asio::ssl::context* ctx) {
+  if constexpr (std::is_same_v<Stream, TlsStream>) {
+    return Stream(std::move(socket), *ctx);
+  } else {
+    return Stream(std::move(socket));
+  }
+}
+
+// One accepted connection, over plain TCP or TLS (Stream). Lives as long as an operation or
+// a pending response holds it; all its state is touched only on its strand.
+template <typename Stream>
+class Session final : public SessionBase {
+ public:
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
+  Session(HttpServer::Impl* server, tcp::socket socket, std::shared_ptr<asio::ssl::context> ctx)
+      : server_(server),
+        strand_(socket.get_executor()),
+        ctx_(std::move(ctx)),
+        stream_(MakeStream<Stream>(std::move(socket), ctx_.get())) {
+    error_code ec;
+    const auto ep = Lowest().socket().remote_endpoint(ec);
+    if (!ec) remote_ = EndpointString(ep);
+  }
+  ~Session() override { server_->Deregister(this); }
+
+  void Start() override {
+    asio::dispatch(strand_, [self = Self()] {
+      if constexpr (kTls) {
+        self->Handshake();
+      } else {
+        self->ReadHeader();
+      }
+    });
+  }
+  void Close() override {
+    asio::post(strand_, [self = Self()] { self->CloseNow(); });
+  }
+  void PostResponse(uint64_t seq, HttpResponse response) override {
+    asio::dispatch(strand_, [self = Self(), seq, r = std::move(response)]() mutable {
       self->Deliver(seq, std::move(r));
     });
   }
@@ -158,14 +191,28 @@ class Session : public std::enable_shared_from_this<Session> {
 
   const HttpServerOptions& opts() const { return server_->options; }
 
+  std::shared_ptr<Session> Self() { return std::static_pointer_cast<Session>(shared_from_this()); }
+  beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
+
+  // A client that does not complete a TLS handshake (plain HTTP on this port, a client that
+  // does not trust this certificate) gets no answer: the connection is closed.
+  void Handshake() {
+    Lowest().expires_after(opts().read_timeout);
+    stream_.async_handshake(asio::ssl::stream_base::server, [self = Self()](error_code ec) {
+      if (self->closed_) return;
+      if (ec) return self->CloseNow();
+      self->ReadHeader();
+    });
+  }
+
   void ReadHeader() {
     if (closed_) return;
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(opts().max_header_bytes));
     parser_->body_limit(opts().max_body_bytes);
-    stream_.expires_after(opts().read_timeout);
+    Lowest().expires_after(opts().read_timeout);
     http::async_read_header(stream_, buffer_, *parser_,
-                            beast::bind_front_handler(&Session::OnHeader, shared_from_this()));
+                            beast::bind_front_handler(&Session<Stream>::OnHeader, Self()));
   }
 
   void OnHeader(error_code ec, size_t) {
@@ -174,8 +221,8 @@ class Session : public std::enable_shared_from_this<Session> {
     const auto& req = parser_->get();
     if (req.version() >= 11 && beast::iequals(req[http::field::expect], "100-continue")) {
       continue_.emplace(http::status::continue_, req.version());
-      stream_.expires_after(opts().write_timeout);
-      http::async_write(stream_, *continue_, [self = shared_from_this()](error_code ec2, size_t) {
+      Lowest().expires_after(opts().write_timeout);
+      http::async_write(stream_, *continue_, [self = Self()](error_code ec2, size_t) {
         if (self->closed_) return;
         if (ec2) return self->CloseNow();
         self->ReadBody();
@@ -186,16 +233,16 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void ReadBody() {
-    stream_.expires_after(opts().read_timeout);
+    Lowest().expires_after(opts().read_timeout);
     http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+                     beast::bind_front_handler(&Session<Stream>::OnRead, Self()));
   }
 
   void OnReadError(const error_code& ec) {
     if (ec == http::error::body_limit) {
-      return Reject(413, "payload_too_large",
-                    "request body exceeds the limit of " + std::to_string(opts().max_body_bytes) +
-                        " bytes");
+      return Reject(
+          413, "payload_too_large",
+          "request body exceeds the limit of " + std::to_string(opts().max_body_bytes) + " bytes");
     }
     if (ec == http::error::header_limit) {
       return Reject(431, "headers_too_large",
@@ -219,8 +266,8 @@ class Session : public std::enable_shared_from_this<Session> {
     head_request_ = msg.method() == http::verb::head;
     ++seq_;
     pending_ = true;
-    hold_ = shared_from_this();  // a held request keeps its connection until answered
-    stream_.expires_never();
+    hold_ = Self();  // a held request keeps its connection until answered
+    Lowest().expires_never();
     InvokeHandler(ToHttpRequest(std::move(msg), remote_));
     // After the handler: one that answered at once is already writing (no race between
     // its answer and a client that half-closes after its request).
@@ -235,7 +282,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (closed_ || watching_ || buffer_.size() >= kWatchMaxBuffered) return;
     watching_ = true;
     stream_.async_read_some(buffer_.prepare(4096),
-                            beast::bind_front_handler(&Session::OnWatch, shared_from_this()));
+                            beast::bind_front_handler(&Session<Stream>::OnWatch, Self()));
   }
 
   void OnWatch(error_code ec, size_t n) {
@@ -308,8 +355,8 @@ class Session : public std::enable_shared_from_this<Session> {
       res_.content_length(length);
     }
     writing_ = true;
-    stream_.expires_after(opts().write_timeout);
-    http::async_write(stream_, res_, beast::bind_front_handler(&Session::OnWrite, shared_from_this()));
+    Lowest().expires_after(opts().write_timeout);
+    http::async_write(stream_, res_, beast::bind_front_handler(&Session<Stream>::OnWrite, Self()));
   }
 
   void OnWrite(error_code ec, size_t) {
@@ -321,7 +368,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (watching_) {
       after_watch_ = next;
       error_code ignored;
-      stream_.socket().cancel(ignored);  // only the watch read is outstanding
+      Lowest().socket().cancel(ignored);  // only the watch read is outstanding
       return;
     }
     if (next == AfterWatch::kReadNext) return ReadHeader();
@@ -330,16 +377,17 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Linger() {
     error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    Lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
     linger_deadline_ = std::chrono::steady_clock::now() + kLingerTime;
     Drain();
   }
 
   void Drain() {
     if (closed_) return;
-    stream_.expires_at(linger_deadline_);
+    Lowest().expires_at(linger_deadline_);
     buffer_.clear();
-    stream_.async_read_some(buffer_.prepare(16384), [self = shared_from_this()](error_code ec, size_t n) {
+    // Raw bytes, under TLS too: only the TCP close matters now.
+    Lowest().async_read_some(buffer_.prepare(16384), [self = Self()](error_code ec, size_t n) {
       self->drained_ += n;
       if (ec || self->drained_ > kLingerMaxBytes) return self->CloseNow();
       self->Drain();
@@ -351,14 +399,15 @@ class Session : public std::enable_shared_from_this<Session> {
     closed_ = true;
     pending_ = false;
     error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.close();
+    Lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    Lowest().close();
     hold_.reset();  // may be the last reference but for the running handler's own
   }
 
   HttpServer::Impl* const server_;
   const asio::any_io_executor strand_;
-  beast::tcp_stream stream_;
+  std::shared_ptr<asio::ssl::context> ctx_;  // TLS: outlives the stream that uses it
+  Stream stream_;
   beast::flat_buffer buffer_;
   std::string remote_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -366,8 +415,8 @@ class Session : public std::enable_shared_from_this<Session> {
   http::response<http::string_body> res_;
   unsigned version_ = 11;
   bool keep_alive_ = true;
-  uint64_t seq_ = 0;       // the request being answered; a stale Responder never matches
-  bool pending_ = false;   // the handler has not answered yet
+  uint64_t seq_ = 0;      // the request being answered; a stale Responder never matches
+  bool pending_ = false;  // the handler has not answered yet
   bool writing_ = false;
   bool watching_ = false;  // a Watch() read is outstanding
   bool closed_ = false;
@@ -382,7 +431,7 @@ class Session : public std::enable_shared_from_this<Session> {
 // Shared by all copies of one Responder. Answers at most once; answers 500 if dropped.
 class ResponderState {
  public:
-  ResponderState(std::shared_ptr<Gate> gate, std::weak_ptr<Session> session, uint64_t seq)
+  ResponderState(std::shared_ptr<Gate> gate, std::weak_ptr<SessionBase> session, uint64_t seq)
       : gate_(std::move(gate)), session_(std::move(session)), seq_(seq) {}
   ~ResponderState() {
     if (!done_.load(std::memory_order_acquire)) {
@@ -401,12 +450,13 @@ class ResponderState {
 
  private:
   std::shared_ptr<Gate> gate_;
-  std::weak_ptr<Session> session_;
+  std::weak_ptr<SessionBase> session_;
   const uint64_t seq_;
   std::atomic<bool> done_{false};
 };
 
-void Session::InvokeHandler(HttpRequest req) {
+template <typename Stream>
+void Session<Stream>::InvokeHandler(HttpRequest req) {
   auto state = std::make_shared<ResponderState>(server_->gate, weak_from_this(), seq_);
   Responder responder = [state](HttpResponse r) { state->Send(std::move(r)); };
   try {
@@ -461,7 +511,13 @@ class Listener : public std::enable_shared_from_this<Listener> {
     }
     error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    auto session = std::make_shared<Session>(server_, std::move(socket));
+    std::shared_ptr<SessionBase> session;
+    if (server_->options.tls) {
+      session = std::make_shared<Session<TlsStream>>(server_, std::move(socket),
+                                                     server_->options.tls->Current());
+    } else {
+      session = std::make_shared<Session<beast::tcp_stream>>(server_, std::move(socket), nullptr);
+    }
     if (server_->Register(session)) session->Start();
     Accept();
   }
@@ -472,7 +528,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
   bool closed_ = false;
 };
 
-bool HttpServer::Impl::Register(const std::shared_ptr<Session>& s) {
+bool HttpServer::Impl::Register(const std::shared_ptr<SessionBase>& s) {
   std::lock_guard<std::mutex> lock(mu);
   if (stopping) return false;  // the session closes as it is dropped
   sessions.emplace(s.get(), s);
@@ -507,8 +563,8 @@ Result<int> HttpServer::Listen(const std::string& host, int port) {
     tcp::resolver resolver(s.ioc);
     auto results = resolver.resolve(host, std::to_string(port), tcp::resolver::passive, ec);
     if (ec || results.empty()) {
-      return Unavailable("cannot listen on " + where + ": cannot resolve host: " +
-                         (ec ? ec.message() : "no addresses"));
+      return Unavailable("cannot listen on " + where +
+                         ": cannot resolve host: " + (ec ? ec.message() : "no addresses"));
     }
     endpoint = results.begin()->endpoint();
   }
@@ -571,7 +627,7 @@ void HttpServer::Stop() {
     std::lock_guard<std::mutex> lock(s.gate->mu);
     s.gate->open = false;  // from here on Responders are no-ops
   }
-  std::vector<std::shared_ptr<Session>> sessions;
+  std::vector<std::shared_ptr<SessionBase>> sessions;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     s.stopping = true;

@@ -25,6 +25,8 @@
 
 namespace corral::net {
 
+class TlsServerContext;
+
 struct HttpServerOptions {
   int io_threads = 2;
   size_t max_body_bytes = 8u << 20;   // larger -> 413
@@ -34,6 +36,9 @@ struct HttpServerOptions {
   // response is pending (long-polls wait as long as the handler takes).
   std::chrono::milliseconds read_timeout{30'000};
   std::chrono::milliseconds write_timeout{30'000};  // to send one response
+  // Set: every listener serves HTTPS only (a connection whose TLS handshake fails, e.g. plain
+  // HTTP, is closed unanswered). The handshake counts against read_timeout.
+  std::shared_ptr<TlsServerContext> tls;
 };
 
 class HttpServer {

@@ -73,6 +73,18 @@ Result<ParsedUrl> ParseUrl(const std::string& url) {
     out.host = std::string(authority);
   }
   if (out.host.empty()) return BadUrl(url, "missing host");
+  // A name or IPv4 address, or inside brackets an IPv6 one: anything else would not survive
+  // HostPort()/ToString() (found by fuzz/http_target_fuzz.cc: "a::b" unbracketed, "x=y&z").
+  const bool bracketed = authority.front() == '[';
+  for (const char c : out.host) {
+    const bool ok =
+        bracketed
+            ? (std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.')
+            : (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_');
+    if (!ok) {
+      return BadUrl(url, std::string("invalid character '") + c + "' in host '" + out.host + "'");
+    }
+  }
 
   if (port_text.empty()) {
     out.port = out.scheme == "https" ? 443 : 80;

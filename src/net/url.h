@@ -11,7 +11,7 @@ namespace corral::net {
 
 // A base URL such as "http://head:8080" or "http://[::1]:8080/prefix".
 struct ParsedUrl {
-  std::string scheme;  // "http" or "https" (https is parsed but not yet served: TLS issue)
+  std::string scheme;  // "http" or "https"
   std::string host;    // without IPv6 brackets
   int port = 0;        // defaulted from the scheme when absent (80 / 443)
   std::string path;    // "" or a prefix starting with '/', no trailing '/'
