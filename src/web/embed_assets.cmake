@@ -36,9 +36,8 @@ foreach(rel IN LISTS FILES)
   string(SUBSTRING "${sha}" 0 20 tag)
   string(LENGTH "${hex}" hexlen)
   math(EXPR size "${hexlen} / 2")
-  # 0x.. per byte, 24 to a line.
+  # 0x.. per byte, on one line (CMake's regular expressions cannot count to wrap them).
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
-  string(REGEX REPLACE "((0x..,){24})" "\\1\n    " bytes "${bytes}")
   if(size EQUAL 0)
     set(bytes "0")
   endif()
