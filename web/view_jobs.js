@@ -34,6 +34,39 @@ function jobRow(j) {
     h("td", { class: "reason" }, reason(j)));
 }
 
+// The newest `n` jobs matching query `q`, newest first, and whether there are older ones. The
+// API lists jobs by ascending id from `after`, so the first time this finds the newest
+// matching id (doubling, then halving, `after` with limit=1: a few dozen small reads for
+// 100,000 jobs) and the `after` below which n matching jobs lie; `cache` keeps that for the
+// view's refreshes, which are then one read of what lies above it.
+async function newestJobs(q, n, cache) {
+  const read = async (after, limit) =>
+    (await getJson(`/v1/jobs?${q}${q.toString() ? "&" : ""}after=${after}&limit=${limit}`)).body.jobs;
+  if (cache.after === undefined) {
+    const exists = async (after) => (await read(after, 1)).length > 0;
+    let after = 0;
+    if (await exists(n)) {
+      let lo = n;
+      let hi = 4 * n;
+      while (await exists(hi)) [lo, hi] = [hi, hi * 4];
+      while (hi - lo > 1) {
+        const mid = Math.floor((lo + hi) / 2);
+        if (await exists(mid)) lo = mid;
+        else hi = mid;
+      }
+      // hi is the newest matching id; widen the window until it holds n jobs.
+      for (let span = n; ; span *= 4) {
+        after = Math.max(0, hi - span);
+        if (after === 0 || (await read(after, n)).length >= n) break;
+      }
+    }
+    cache.after = after;
+  }
+  const jobs = await read(cache.after, 100000);
+  if (jobs.length > 2 * n) cache.after = jobs[jobs.length - n - 1].id;  // keep the window small
+  return { jobs: jobs.slice(-n).reverse(), more: cache.after > 0 || jobs.length > n };
+}
+
 // Filters live in the address (#/jobs?mine=1&state=running&queue=q), so a view can be
 // bookmarked and the back button works.
 function filtersOf(hash) {
@@ -76,22 +109,21 @@ export function jobsView(section, _m, hash) {
   const body = h("div", {});
   replace(section, h("h2", {}, f.mine ? "My jobs" : "Jobs"), form, body);
 
+  const anchor = {};  // where the newest `shown` matching jobs start (newestJobs)
   const load = async () => {
-    const q = new URLSearchParams({ limit: String(shown) });
+    const q = new URLSearchParams();
     if (f.state) q.set("state", f.state);
     if (f.queue) q.set("queue", f.queue);
     const user = f.mine ? caller.user : f.user;
     if (user) q.set("user", user);
     try {
-      const { body: r } = await getJson("/v1/jobs?" + q);
+      const { jobs, more } = await newestJobs(q, shown, anchor);
       if (!alive) return;
-      // Newest first: what was just submitted is what people look for.
-      const jobs = r.jobs.slice().reverse();
       replace(body,
         jobs.length ? table(["id", "name", "owner", "queue", "state", "GPUs", "submitted", "ran", "reason"],
           jobs.map(jobRow), { class: "jobs", id: "jobs-table" }) : h("p", { class: "hint" }, "No jobs match."),
-        r.next_after !== null ? h("button", { class: "link", onclick: () => { shown += PAGE; load(); } },
-          `showing the first ${shown}; more`) : null);
+        more ? h("button", { class: "link", onclick: () => { shown += PAGE; delete anchor.after; load(); } },
+          `showing the newest ${shown}; more`) : null);
     } catch (e) {
       if (alive) replace(body, notice(e));
     }
