@@ -8,8 +8,8 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -88,7 +88,8 @@ int main(int argc, char** argv) {
         rev = LastId(r->body, rev, &n);
         events += n;
         if (n > 0 && refetch_ms > 0 &&
-            std::chrono::steady_clock::now() - last_refetch >= std::chrono::milliseconds(refetch_ms)) {
+            std::chrono::steady_clock::now() - last_refetch >=
+                std::chrono::milliseconds(refetch_ms)) {
           last_refetch = std::chrono::steady_clock::now();
           api.Get("/v1/jobs?state=pending,scheduled,running&limit=100000", 10s);
           api.Get("/v1/nodes", 10s);
@@ -98,7 +99,8 @@ int main(int argc, char** argv) {
     });
   }
   auto t0 = std::chrono::steady_clock::now();
-  while (!stop && (seconds <= 0 || std::chrono::steady_clock::now() - t0 < std::chrono::seconds(seconds))) {
+  while (!stop &&
+         (seconds <= 0 || std::chrono::steady_clock::now() - t0 < std::chrono::seconds(seconds))) {
     std::this_thread::sleep_for(100ms);
   }
   stop = true;

@@ -17,7 +17,8 @@ constexpr char kChromium[] = "/usr/bin/chromium";
 
 TEST(Browser, SignInSeeAJobArriveReadItsLogAndTheNodesGpus) {
   if (access(kChromium, X_OK) != 0) {
-    GTEST_SKIP() << "Chromium not installed (Debian package chromium; scripts/setup.sh installs it)";
+    GTEST_SKIP()
+        << "Chromium not installed (Debian package chromium; scripts/setup.sh installs it)";
   }
   const std::string dir = CORRAL_BROWSER_DIR;
   if (!std::filesystem::exists(dir + "/node_modules/puppeteer-core")) {

@@ -40,13 +40,14 @@ bool Matches(const std::string& if_none_match, std::string_view etag) {
 bool IsWebPath(const std::string& path) {
   std::string_view p(path);
   std::string_view prefix(kUiPrefix);
-  return p == "/" || p == prefix.substr(0, prefix.size() - 1) || p.substr(0, prefix.size()) == prefix;
+  return p == "/" || p == prefix.substr(0, prefix.size() - 1) ||
+         p.substr(0, prefix.size()) == prefix;
 }
 
 net::HttpResponse ServeWeb(const net::HttpRequest& req) {
   if (req.method != "GET" && req.method != "HEAD") {
-    net::HttpResponse r = net::JsonError(405, "method_not_allowed",
-                                         "the dashboard's files answer GET and HEAD, not " + req.method);
+    net::HttpResponse r = net::JsonError(
+        405, "method_not_allowed", "the dashboard's files answer GET and HEAD, not " + req.method);
     r.headers["Allow"] = "GET, HEAD";
     return r;
   }
