@@ -47,7 +47,7 @@ function showSignIn(message) {
 
 setUnauthenticatedHandler((e) => {
   session.signOut();
-  showSignIn("Signed out: " + e.message);
+  showSignIn("Not signed in: " + e.message);
 });
 
 // Marks data as changed; the current view refetches what it shows at most every 300 ms.
@@ -80,14 +80,7 @@ async function start() {
     if (e instanceof ApiError && e.status === 401) return;  // the handler shows sign-in
     return replace(main, notice(e));
   }
-  try {
-    await getJson("/v1/tokens");
-    caller.admin = true;
-  } catch (_) {
-    caller.admin = false;
-  }
-  replace(who, caller.user || "(no name)", " \u00b7 ", caller.admin ? "admin" : "user",
-    " ", h("button", { id: "signout", class: "link", onclick: () => { session.signOut(); showSignIn(); } }, "sign out"));
+  replace(who, caller.user || "(no name)", " ", h("button", { id: "signout", class: "link", onclick: () => { session.signOut(); showSignIn(); } }, "sign out"));
   if (stream) stream.stop();
   stream = followEvents(revision, {
     change: onChange,
@@ -110,10 +103,15 @@ function route() {
   if (!session.token()) return showSignIn();
   if (current && current.unmount) current.unmount();
   const hash = location.hash || "#/";
+  // The nav link whose address is this one, else the one with the longest matching prefix.
+  let active = null;
+  let longest = -1;
   for (const a of document.querySelectorAll("nav a")) {
-    a.classList.toggle("active", hash === a.getAttribute("href") ||
-      (a.dataset.prefix && hash.startsWith(a.dataset.prefix)));
+    const p = a.dataset.prefix || a.getAttribute("href");
+    const len = hash === a.getAttribute("href") ? Infinity : hash.startsWith(p) && a.dataset.prefix ? p.length : -1;
+    if (len > longest) [active, longest] = [a, len];
   }
+  for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a === active);
   for (const [re, view] of routes) {
     const m = hash.match(re);
     if (!m) continue;

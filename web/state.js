@@ -1,8 +1,8 @@
 // What the page knows across views.
 
-// The caller: their name (typed at sign-in; the API has no "who am I") and whether the token
-// is an admin's (it may list tokens).
-export const caller = { user: "", admin: false };
+// The caller's name, typed at sign-in (the API has no "who am I"; probing an admin-only call
+// instead would put a refusal in the audit log at every sign-in).
+export const caller = { user: "" };
 
 // Runs started, "job.attempt" -> started_at, as the event stream reported them, for "jobs
 // started per minute".
