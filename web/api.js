@@ -132,10 +132,13 @@ export function followEvents(since, handlers) {
   const abort = new AbortController();
   let rev = since;
   let delay = 250;
+  // The head answers an event request whole, after a batch or its wait: the first request after
+  // (re)connecting asks for no wait, so the page knows at once that the stream works.
+  let connected = false;
   const run = async () => {
     while (!abort.signal.aborted) {
       try {
-        const r = await fetch(`/v1/events?since=${rev}`, {
+        const r = await fetch(`/v1/events?since=${rev}${connected ? "" : "&wait=0"}`, {
           headers: headers({ Accept: "text/event-stream" }),
           cache: "no-store",
           signal: abort.signal,
@@ -147,6 +150,7 @@ export function followEvents(since, handlers) {
           throw e;
         }
         handlers.status("live");
+        connected = true;
         delay = 250;
         const reader = r.body.getReader();
         const decoder = new TextDecoder();
@@ -165,6 +169,7 @@ export function followEvents(since, handlers) {
         }
       } catch (e) {
         if (abort.signal.aborted) return;
+        connected = false;
         handlers.status("reconnecting");
         await new Promise((ok) => setTimeout(ok, delay));
         delay = Math.min(delay * 2, 5000);

@@ -48,9 +48,9 @@ export function when(at) {
 }
 
 // A notice in place of a view: what was refused or failed, in the API's own words.
-export function notice(e) {
+export function notice(e, what = "see this") {
   if (e && e.status === 403) {
-    return h("p", { class: "notice denied" }, "Your token may not see this: ", e.message);
+    return h("p", { class: "notice denied" }, `Your token may not ${what}: `, e.message);
   }
   return h("p", { class: "notice error" }, "Could not load: ", (e && e.message) || String(e));
 }

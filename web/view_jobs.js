@@ -147,7 +147,8 @@ function runsTable(job) {
       h("td", {}, placementText(r.placement || [])),
       h("td", {}, when(r.started_at)),
       h("td", {}, r.started_at > 0 ? duration((r.ended_at || Date.now()) - r.started_at) : ""),
-      h("td", {}, (r.exit_codes || []).join(",")),
+      // A replica that has not exited has no code yet (-1000 in the record).
+      h("td", {}, (r.exit_codes || []).map((c) => (c <= -1000 ? "-" : c)).join(",")),
       h("td", {}, r.reason || ""))), { class: "runs" });
 }
 
@@ -218,7 +219,7 @@ export function jobView(section, m) {
     try {
       await postJson(`/v1/jobs/${id}/cancel`);
     } catch (e) {
-      button.after(notice(e));
+      button.after(notice(e, "cancel this job"));
     }
   };
   const load = async () => {

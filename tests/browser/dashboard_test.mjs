@@ -107,12 +107,15 @@ try {
   await page.waitForSelector('tr[data-queue="default"]', WAIT);
   await page.screenshot({ path: `${shots}/dashboard-queues.png` });
 
-  step("another user sees the job but is refused its log, and the page says so");
+  step("another user sees the job but is refused its log and its cancel, and the page says so");
   await page.click("#signout");
   await signIn(page, env("CORRAL_USER_TOKEN"), "ana");
   await page.waitForSelector("#gpus-idle", WAIT);
   await page.evaluate((id) => { location.hash = `#/jobs/${id}`; }, id);
   await page.waitForFunction(() => document.getElementById("log-status")?.textContent.startsWith("not yours to read"),
+    WAIT);
+  await page.click("#cancel");
+  await page.waitForFunction(() => document.querySelector(".notice.denied")?.textContent.includes("may not cancel this job"),
     WAIT);
   await page.screenshot({ path: `${shots}/dashboard-denied.png` });
 
