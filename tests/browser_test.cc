@@ -32,6 +32,7 @@ TEST(Browser, SignInSeeAJobArriveReadItsLogAndTheNodesGpus) {
   std::ofstream(c.dir() + "/agents/node1/simulated-gpu-use") << "0 97 60000\n1 3 2000\n2 55\n";
   std::ofstream(c.dir() + "/agents/node2/simulated-gpu-use") << "0 12\n3 88\n";
   ASSERT_EQ(c.Corral({"queues", "set", "default", "--quota", "4"}).exit_code, 0);
+  ASSERT_EQ(c.Corral({"queues", "set", "train", "--quota", "2"}).exit_code, 0);
   auto user = c.Corral({"token", "create", "--user", "ana"});
   ASSERT_EQ(user.exit_code, 0) << user.err;
   std::string user_token = user.out.substr(0, user.out.find('\n'));

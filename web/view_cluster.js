@@ -40,7 +40,7 @@ function queueTable(queues, jobs) {
       h("td", { class: "num" }, q.quota_gpus),
       h("td", { class: "num" }, q.limit_gpus < 0 ? "none" : q.limit_gpus),
       h("td", { class: "num" }, q.weight),
-      h("td", {}, h("div", { class: "bar" }, usageBar(q.used_gpus, q.quota_gpus)), ` ${q.used_gpus}`),
+      h("td", { class: "used" }, h("div", { class: "bar" }, usageBar(q.used_gpus, q.quota_gpus)), ` ${q.used_gpus}`),
       h("td", { class: "num " + (borrowing ? "warn" : "") }, borrowing || ""),
       h("td", { class: "num" }, h("a", { href: `#/jobs?queue=${encodeURIComponent(q.name)}&state=running` }, q.running)),
       h("td", { class: "num" }, h("a", { href: `#/jobs?queue=${encodeURIComponent(q.name)}&state=pending` }, q.pending)),

@@ -92,19 +92,28 @@ try {
   await page.waitForFunction(() => document.querySelector("#gpus-busy .value")?.textContent === "1", WAIT);
   await page.screenshot({ path: `${shots}/dashboard-cluster.png` });
 
-  step("the nodes' GPUs, one held by the job");
+  step("queue train (quota 2) borrows 2 GPUs and has a job pending");
+  const train = ["--queue", "train", "--", "sleep", "60"];
+  corral("submit", "--gpus", "2", ...train);
+  corral("submit", "--gpus", "2", ...train);
+  corral("submit", "--gpus", "4", ...train);
+
+  step("the nodes' GPUs, five held");
   await page.click('nav a[href="#/nodes"]');
   await page.waitForSelector("#heatmap .gpu", WAIT);
   const cells = await page.$$eval("#heatmap .gpu", (cs) => cs.map((c) => ({ node: c.dataset.node, cls: c.className })));
   if (cells.length !== nodes * gpusPerNode) throw new Error(`heat map: ${cells.length} GPUs, want ${nodes * gpusPerNode}`);
-  if (cells.filter((c) => c.cls.includes("allocated")).length !== 1) {
-    throw new Error("heat map: want exactly one allocated GPU: " + JSON.stringify(cells));
-  }
+  await page.waitForFunction(() => document.querySelectorAll("#heatmap .gpu.allocated").length === 5, WAIT);
   await page.screenshot({ path: `${shots}/dashboard-nodes.png` });
 
   step("queues");
   await page.click('nav a[href="#/queues"]');
   await page.waitForSelector('tr[data-queue="default"]', WAIT);
+  await page.waitForFunction(() => {
+    const cells = [...document.querySelectorAll('tr[data-queue="train"] td')].map((c) => c.textContent);
+    // queue, quota, limit, weight, used, borrowing, running, pending, why
+    return cells[5] === "2" && cells[7] === "1" && cells[8].startsWith("1 \u00d7 waiting for");
+  }, WAIT);
   await page.screenshot({ path: `${shots}/dashboard-queues.png` });
 
   step("another user sees the job but is refused its log and its cancel, and the page says so");
