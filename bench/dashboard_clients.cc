@@ -91,8 +91,11 @@ int main(int argc, char** argv) {
             std::chrono::steady_clock::now() - last_refetch >=
                 std::chrono::milliseconds(refetch_ms)) {
           last_refetch = std::chrono::steady_clock::now();
-          api.Get("/v1/jobs?state=pending,scheduled,running&limit=100000", 10s);
-          api.Get("/v1/nodes", 10s);
+          for (const char* path :
+               {"/v1/jobs?state=pending,scheduled,running&limit=100000", "/v1/nodes"}) {
+            auto page = api.Get(path, 10s);
+            if (!page.ok() || page->status != 200) ++errors;
+          }
           ++refetches;
         }
       }
