@@ -34,11 +34,12 @@ function step(what) {
   console.log(`[${(performance.now() / 1000).toFixed(1)}s] ${what}`);
 }
 
-async function signIn(page, token, user) {
+async function signIn(page, token, user, shot) {
   await page.goto(addr + "/", { waitUntil: "domcontentloaded" });
   await page.waitForSelector("#signin-token", WAIT);
   await page.type("#signin-token", token);
   await page.type("#signin-user", user);
+  if (shot) await page.screenshot({ path: shot });
   await page.click("#signin-button");
 }
 
@@ -61,7 +62,7 @@ try {
   });
 
   step("sign in");
-  await signIn(page, env("CORRAL_TOKEN"), "admin");
+  await signIn(page, env("CORRAL_TOKEN"), "admin", `${shots}/dashboard-signin.png`);
   await page.waitForSelector("#gpus-idle", WAIT);
   await page.waitForFunction(() => document.getElementById("live").textContent === "live", WAIT);
   const total = await page.$eval("#gpus-idle .value", (e) => Number(e.textContent));
