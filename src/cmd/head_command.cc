@@ -65,6 +65,14 @@ int HeadMain(std::vector<std::string> args) {
                  "GPU utilisation percent under which a run's GPUs count as idle (0-100)");
   app.add_option("--idle-after", idle_after,
                  "a run whose GPUs all stay idle this long is flagged idle");
+  std::vector<std::string> idle_stop_queues;
+  std::string idle_stop_warning = "10m";
+  app.add_option("--idle-stop-queues", idle_stop_queues,
+                 "queues (with their sub-queues) whose preemptible runs, once flagged idle, are "
+                 "warned and then cancelled")
+      ->delimiter(',');
+  app.add_option("--idle-stop-warning", idle_stop_warning,
+                 "time between an idle run's warning event and its stop");
   if (auto code = ParseFlags(app, std::move(args))) return *code;
   if (migrate_only) return MigrateOnly(store_url, state_dir);
   auto hp = ListenFlag("head", listen);
@@ -72,12 +80,13 @@ int HeadMain(std::vector<std::string> args) {
   auto min_runtime_ms = ParseDuration("--min-runtime-before-preempt", min_runtime);
   auto half_life_ms = ParseDuration("--fair-share-half-life", half_life);
   auto idle_after_ms = ParseDuration("--idle-after", idle_after);
+  auto idle_stop_warning_ms = ParseDuration("--idle-stop-warning", idle_stop_warning);
   if (idle_threshold < 0 || idle_threshold > 100) {
     std::cerr << "corral head: flag '--idle-threshold': got " << idle_threshold
               << ", want a percent from 0 to 100\n";
     return 2;
   }
-  for (const auto* d : {&min_runtime_ms, &half_life_ms, &idle_after_ms}) {
+  for (const auto* d : {&min_runtime_ms, &half_life_ms, &idle_after_ms, &idle_stop_warning_ms}) {
     if (!d->ok()) {
       std::cerr << "corral head: " << d->status().message() << "\n";
       return 2;
@@ -102,6 +111,8 @@ int HeadMain(std::vector<std::string> args) {
   config.scheduler.fair_share_half_life_ms = *half_life_ms;
   config.idle_threshold_percent = idle_threshold;
   config.idle_after_ms = *idle_after_ms;
+  config.idle_stop_queues = {idle_stop_queues.begin(), idle_stop_queues.end()};
+  config.idle_stop_warning_ms = *idle_stop_warning_ms;
   auto head = head::Head::Open(config, &clock);
   if (!head.ok()) {
     std::cerr << "corral head: " << head.status().ToString() << "\n";
