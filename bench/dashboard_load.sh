@@ -3,22 +3,23 @@
 # in one run: a head and one agent (simulated GPUs); each round submits JOBS jobs with
 # corral_load and reads the head's CPU time (utime + stime, /proc/PID/stat) over it, once with
 # no clients, once with CLIENTS corral_dashboard_clients following the event stream (and once
-# more with those clients also re-reading what the page shows after changes, -p).
+# more with those clients also re-reading what the cluster view reads, the active jobs and the
+# nodes, at most every MS after changes: -p MS).
 #
-#   bench/dashboard_load.sh [-c CLIENTS] [-n JOBS] [-r ROUNDS] [-g GPUS] [-p]
+#   bench/dashboard_load.sh [-c CLIENTS] [-n JOBS] [-r ROUNDS] [-g GPUS] [-p MS]
 set -euo pipefail
 CLIENTS=100
 JOBS=1000
 ROUNDS=2
 GPUS=8
 PAGES=0
-while getopts "c:n:r:g:p" o; do
+while getopts "c:n:r:g:p:" o; do
   case $o in
     c) CLIENTS=$OPTARG ;;
     n) JOBS=$OPTARG ;;
     r) ROUNDS=$OPTARG ;;
     g) GPUS=$OPTARG ;;
-    p) PAGES=1 ;;
+    p) PAGES=$OPTARG ;;
     *) exit 2 ;;
   esac
 done
@@ -58,7 +59,7 @@ measure() {
     stream) "$build/corral_dashboard_clients" --addr "$addr" --token "$token" --clients "$CLIENTS" \
               >"$work/clients.out" 2>&1 & clients_pid=$! ;;
     pages) "$build/corral_dashboard_clients" --addr "$addr" --token "$token" --clients "$CLIENTS" \
-              --refetch-ms 300 >"$work/clients.out" 2>&1 & clients_pid=$! ;;
+              --refetch-ms "$PAGES" >"$work/clients.out" 2>&1 & clients_pid=$! ;;
   esac
   [ -n "$clients_pid" ] && sleep 2  # connected and waiting
   local t0 w0 t1 w1
@@ -79,7 +80,7 @@ measure() {
 }
 
 modes=(none stream)
-[ "$PAGES" = 1 ] && modes+=(pages)
+[ "$PAGES" != 0 ] && modes+=(pages)
 echo "head CPU over $JOBS jobs (1 agent, $GPUS simulated GPUs, corral_load --concurrency 8), $CLIENTS clients"
 results="$work/results"
 : >"$results"

@@ -50,7 +50,9 @@ setUnauthenticatedHandler((e) => {
   showSignIn("Not signed in: " + e.message);
 });
 
-// Marks data as changed; the current view refetches what it shows at most every 300 ms.
+// Marks data as changed; the current view refetches what it shows at most every
+// `current.every` ms (its own choice: views that read every active job wait longer, see
+// docs/benchmarks.md "Dashboard clients").
 function touch(kind) {
   dirty.add(kind);
   if (timer) return;
@@ -59,7 +61,7 @@ function touch(kind) {
     const d = dirty;
     dirty = new Set();
     if (current && current.refresh) current.refresh(d);
-  }, 300);
+  }, (current && current.every) || 300);
 }
 
 function onChange(c) {

@@ -130,6 +130,7 @@ export function jobsView(section, _m, hash) {
   };
   load();
   return {
+    every: 1000,
     refresh: (dirty) => { if (dirty.has("job") || dirty.has("all")) load(); },
     unmount: () => { alive = false; },
   };

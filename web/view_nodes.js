@@ -66,5 +66,5 @@ export function nodesView(section) {
   };
   load();
   const tick = setInterval(load, UTIL_REFRESH_MS);
-  return { refresh: load, unmount: () => { alive = false; clearInterval(tick); } };
+  return { every: 2000, refresh: load, unmount: () => { alive = false; clearInterval(tick); } };
 }
