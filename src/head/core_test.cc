@@ -762,7 +762,7 @@ TEST_P(IdleStop, APreemptibleIdleRunIsWarnedThenCancelled) {
   Sample(0);
   ASSERT_EQ(core().idle_runs().size(), 3u);
   EXPECT_EQ(Warnings(target.id), 1);
-  EXPECT_NE(Get(target.id).events.back().reason.find("stopped in 10m"), std::string::npos)
+  EXPECT_NE(Get(target.id).events.back().reason.find("stopped in 0:10:00"), std::string::npos)
       << Get(target.id).events.back().reason;
   EXPECT_EQ(Warnings(kept.id), 0);
   EXPECT_EQ(Warnings(elsewhere.id), 0);
