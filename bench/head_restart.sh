@@ -30,7 +30,9 @@ port=$((20000 + RANDOM % 20000))
 for run in $(seq "$RUNS"); do
   for bin in "$@"; do
     dir="$work/state"
-    rm -rf "$dir" && mkdir -p "$dir"
+    # On PostgreSQL the state dir stays: its admin.token is the one the store knows.
+    [ -n "$STORE" ] || rm -rf "$dir"
+    mkdir -p "$dir"
     [ -n "$STORE" ] || cp "$work/seed.db" "$dir/corral.db"
     start=$(date +%s%N)
     "$bin" head --state-dir "$dir" --listen "127.0.0.1:$port" ${STORE:+--store "$STORE"} \

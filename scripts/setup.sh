@@ -15,6 +15,7 @@ PACKAGES=(
   libncurses-dev
   prometheus
   python3-torch
+  chromium nodejs
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -24,4 +25,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# npm: Debian's package, unless the nodejs installed already carries its own (NodeSource's).
+if ! command -v npm >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get install -y -qq --no-install-recommends npm
+fi
+# The browser test's driver, pinned by tests/browser/package-lock.json, into a directory git
+# ignores (tests/browser/node_modules).
+browser_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/browser"
+if [ ! -d "$browser_dir/node_modules/puppeteer-core" ]; then
+  (cd "$browser_dir" && npm ci --no-audit --no-fund --loglevel=error)
 fi

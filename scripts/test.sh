@@ -15,8 +15,8 @@ BUILD_DIR=build BUILD_TYPE=RelWithDebInfo ./scripts/build.sh -DCORRAL_WERROR=ON 
 echo "== tests"
 # unit and integration, and the suites that need root or third-party servers (they skip with
 # a message where they cannot run: pg starts its own PostgreSQL as root); the multi-process
-# ones run once, not again under ASan.
-(cd build && ctest --output-on-failure -j "$JOBS" -L 'unit|integration|observability|ddp|security|pg|slurm|chaos' --timeout 900)
+# ones run once, not again under ASan. browser: the dashboard in headless Chromium.
+(cd build && ctest --output-on-failure -j "$JOBS" -L 'unit|integration|observability|ddp|security|pg|slurm|chaos|browser' --timeout 900)
 
 echo "== build (ASan+UBSan)"
 BUILD_DIR=build-asan BUILD_TYPE=Debug ./scripts/build.sh -DCORRAL_WERROR=ON -DCORRAL_SANITIZE=ON \

@@ -155,5 +155,31 @@ TEST(Observability, IdleRunIsFlaggedInJobsAndCountedInMetrics) {
   EXPECT_NE(Metrics(c).find("corral_idle_runs 0"), std::string::npos);
 }
 
+// The second half of the idle rule through the real binaries: queue lab opts in, so its
+// preemptible idle run is warned (an event) and then cancelled; a run of another queue is not.
+TEST(Observability, IdleRunOfAQueueThatStopsThemIsWarnedThenCancelled) {
+  LocalCluster c("idlestop", 1, 2,
+                 {"--idle-after", "1s", "--idle-stop-queues", "lab", "--idle-stop-warning", "2s"});
+  SetGpuUse(c, "");  // every GPU idle
+  ASSERT_EQ(c.Corral({"queues", "set", "lab", "--quota", "0"}).exit_code, 0);
+  std::string lab =
+      c.Submit({"--queue", "lab", "--preemptible", "--gpus", "1", "--", "sleep", "300"});
+  std::string other = c.Submit({"--preemptible", "--gpus", "1", "--", "sleep", "300"});
+  auto job = [&](const std::string& id) {
+    return Json::parse(c.Corral({"show", id, "-o", "json"}).out, nullptr, false);
+  };
+  ASSERT_TRUE(WaitUntil(30000, [&] { return job(lab).value("state", "") == "cancelled"; }))
+      << c.Corral({"show", lab}).out;
+  Json j = job(lab);
+  bool warned = false;
+  for (const Json& e : j["events"]) warned |= e.value("what", "") == "idle warning";
+  EXPECT_TRUE(warned) << j.dump(1);
+  EXPECT_EQ(
+      j["runs"].back().value("reason", "").rfind("cancelled: its GPUs stayed under 1% use", 0), 0u)
+      << j.dump(1);
+  EXPECT_EQ(job(other).value("state", ""), "running") << "its queue does not stop idle runs";
+  EXPECT_GT(job(other).value("idle_since", 0), 0) << "but it is flagged";
+}
+
 }  // namespace
 }  // namespace corral::testing

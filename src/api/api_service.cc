@@ -9,6 +9,7 @@
 #include "core/usage.h"
 #include "net/http_client.h"
 #include "net/url.h"
+#include "web/web_handler.h"
 
 namespace corral::api {
 namespace {
@@ -139,6 +140,7 @@ std::string RouteOf(const std::string& method, const std::vector<std::string>& p
   static const std::set<std::string> kResources = {"jobs",   "nodes", "queues", "tokens",
                                                    "events", "agent", "usage"};
   if (parts.size() == 1 && kTop.count(parts[0])) return method + " /" + parts[0];
+  if (parts.empty() || parts[0] == "ui") return method + " /ui";  // the dashboard's files
   if (parts.size() < 2 || parts[0] != "v1" || !kResources.count(parts[1])) return method + " other";
   std::string route = method + " /v1/" + parts[1];
   if (parts.size() >= 3) {
@@ -196,6 +198,8 @@ void ApiService::Route(HttpRequest req, const std::vector<std::string>& parts, R
       respond(std::move(r));
     });
   }
+  // The dashboard's own files; everything it shows comes from the API below, with its token.
+  if (web::IsWebPath(req.path)) return respond(web::ServeWeb(req));
   if (parts.size() < 2 || parts[0] != "v1") {
     return respond(ErrorResponse(NotFound("no such path: " + req.path)));
   }

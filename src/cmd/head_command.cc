@@ -118,6 +118,14 @@ int HeadMain(std::vector<std::string> args) {
                  "a run whose GPUs all stay idle this long is flagged idle");
   HeadTlsFlags tls_flags;
   tls_flags.AddTo(app);
+  std::vector<std::string> idle_stop_queues;
+  std::string idle_stop_warning = "10m";
+  app.add_option("--idle-stop-queues", idle_stop_queues,
+                 "queues (with their sub-queues) whose preemptible runs, once flagged idle, are "
+                 "warned and then cancelled")
+      ->delimiter(',');
+  app.add_option("--idle-stop-warning", idle_stop_warning,
+                 "time between an idle run's warning event and its stop");
   if (auto code = ParseFlags(app, std::move(args))) return *code;
   if (migrate_only) return MigrateOnly(store_url, state_dir);
   auto hp = ListenFlag("head", listen);
@@ -131,12 +139,13 @@ int HeadMain(std::vector<std::string> args) {
   auto min_runtime_ms = ParseDuration("--min-runtime-before-preempt", min_runtime);
   auto half_life_ms = ParseDuration("--fair-share-half-life", half_life);
   auto idle_after_ms = ParseDuration("--idle-after", idle_after);
+  auto idle_stop_warning_ms = ParseDuration("--idle-stop-warning", idle_stop_warning);
   if (idle_threshold < 0 || idle_threshold > 100) {
     std::cerr << "corral head: flag '--idle-threshold': got " << idle_threshold
               << ", want a percent from 0 to 100\n";
     return 2;
   }
-  for (const auto* d : {&min_runtime_ms, &half_life_ms, &idle_after_ms}) {
+  for (const auto* d : {&min_runtime_ms, &half_life_ms, &idle_after_ms, &idle_stop_warning_ms}) {
     if (!d->ok()) {
       std::cerr << "corral head: " << d->status().message() << "\n";
       return 2;
@@ -161,6 +170,8 @@ int HeadMain(std::vector<std::string> args) {
   config.scheduler.fair_share_half_life_ms = *half_life_ms;
   config.idle_threshold_percent = idle_threshold;
   config.idle_after_ms = *idle_after_ms;
+  config.idle_stop_queues = {idle_stop_queues.begin(), idle_stop_queues.end()};
+  config.idle_stop_warning_ms = *idle_stop_warning_ms;
   std::error_code ec;
   std::filesystem::create_directories(state_dir, ec);
   auto store = store::OpenStore(store_url, state_dir);

@@ -106,6 +106,12 @@ struct Encoder {
   void operator()(const CheckpointReported& c) {
     j.update({{"job", c.job}, {"attempt", c.attempt}});
   }
+  void operator()(const IdleWarned& c) {
+    j.update({{"job", c.job},
+              {"attempt", c.attempt},
+              {"idle_since", c.idle_since},
+              {"stop_at", c.stop_at}});
+  }
   void operator()(const NodeRegistered& c) {
     j["node"] = ToJson(c.node);
     j["credential"] = ToJson(c.credential);
@@ -152,6 +158,10 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
                     j.at("reason").get<std::string>()};
   }
   if (type == "checkpoint_reported") return CheckpointReported{job(), attempt()};
+  if (type == "idle_warned") {
+    return IdleWarned{job(), attempt(), j.at("idle_since").get<TimeMs>(),
+                      j.at("stop_at").get<TimeMs>()};
+  }
   if (type == "node_registered") {
     return NodeRegistered{Must(NodeFromJson(j.at("node"))), DecodeCredential(j.at("credential"))};
   }
@@ -190,7 +200,7 @@ const char* ChangeName(const ChangeKind& what) {
   static const char* const kNames[] = {
       "head_started",   "job_submitted", "run_placed",   "run_started",         "replica_exited",
       "stop_requested", "run_ended",     "job_ended",    "checkpoint_reported", "node_registered",
-      "node_state_set", "queue_set",     "token_issued", "token_revoked"};
+      "node_state_set", "queue_set",     "token_issued", "token_revoked",       "idle_warned"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];
 }

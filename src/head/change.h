@@ -92,10 +92,17 @@ struct TokenIssued {
 struct TokenRevoked {
   std::string id;
 };
+struct IdleWarned {  // an idle run in an idle-stop queue: it is stopped at stop_at unless used
+  JobId job = 0;
+  int32_t attempt = 0;
+  TimeMs idle_since = 0;
+  TimeMs stop_at = 0;
+};
 
-using ChangeKind = std::variant<HeadStarted, JobSubmitted, RunPlaced, RunStarted, ReplicaExited,
-                                StopRequested, RunEnded, JobEnded, CheckpointReported,
-                                NodeRegistered, NodeStateSet, QueueSet, TokenIssued, TokenRevoked>;
+using ChangeKind =
+    std::variant<HeadStarted, JobSubmitted, RunPlaced, RunStarted, ReplicaExited, StopRequested,
+                 RunEnded, JobEnded, CheckpointReported, NodeRegistered, NodeStateSet, QueueSet,
+                 TokenIssued, TokenRevoked, IdleWarned>;
 
 struct Change {
   uint64_t revision = 0;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/spec.h"
+
 namespace corral::head {
 namespace {
 
@@ -113,6 +115,12 @@ struct Applier {
   }
   void operator()(const CheckpointReported& c) {
     RunAt(s, c.job, c.attempt).last_checkpoint_at = at;
+  }
+  void operator()(const IdleWarned& c) {
+    Event(JobAt(s, c.job), "idle warning",
+          "its GPUs have been idle for " + FormatDuration(at - c.idle_since) +
+              "; it will be stopped in " + FormatDuration(c.stop_at - at) +
+              " unless they are used (its queue stops idle runs)");
   }
   void operator()(const NodeRegistered& c) {
     for (auto it = s.credentials.begin(); it != s.credentials.end();) {

@@ -4,6 +4,7 @@
 // the idle clocks again.
 #include <algorithm>
 
+#include "core/spec.h"
 #include "head/head_core.h"
 
 namespace corral::head {
@@ -65,6 +66,67 @@ void HeadCore::FlagIdle(TimeMs now) {
     }
     if (all && any && now - since >= config_.idle_after_ms) idle_[key.job] = since;
     ++it;
+  }
+  StopIdle(now);
+}
+
+namespace {
+
+bool InQueue(const std::set<std::string>& queues, const std::string& queue) {
+  for (const std::string& q : queues) {
+    if (queue == q ||
+        (queue.size() > q.size() && queue.compare(0, q.size(), q) == 0 && queue[q.size()] == '/')) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+// The second half of the idle rule, for queues that opt in: a warning (a durable job event the
+// owner sees in `corral show` and the event stream), then, if the GPUs stay idle through the
+// warning period, a stop. Only preemptible runs: their owners accepted being stopped for
+// others. The run is cancelled rather than requeued, since a requeued idle job would only
+// hold GPUs idle again. A run used again before its stop is forgiven: its clocks start over.
+void HeadCore::StopIdle(TimeMs now) {
+  for (auto it = idle_stop_at_.begin(); it != idle_stop_at_.end();) {
+    auto idle = idle_.find(it->first.job);
+    auto job = state_.jobs.find(it->first.job);
+    const Run* run = job == state_.jobs.end() ? nullptr : job->second.CurrentRun();
+    bool still = idle != idle_.end() && run && run->attempt == it->first.attempt;
+    it = still ? std::next(it) : idle_stop_at_.erase(it);
+  }
+  if (config_.idle_stop_queues.empty()) return;
+  std::vector<std::pair<JobId, TimeMs>> warn, stop;
+  for (const auto& [id, since] : idle_) {
+    const Job& job = state_.jobs.at(id);
+    const Run* run = job.CurrentRun();
+    if (!job.spec.preemptible || !run || run->stop_requested ||
+        !InQueue(config_.idle_stop_queues, job.spec.queue)) {
+      continue;
+    }
+    auto at = idle_stop_at_.find(RunId{id, run->attempt});
+    if (at == idle_stop_at_.end()) {
+      warn.emplace_back(id, since);
+    } else if (now >= at->second) {
+      stop.emplace_back(id, since);
+    }
+  }
+  for (const auto& [id, since] : warn) {
+    int32_t attempt = state_.jobs.at(id).CurrentRun()->attempt;
+    TimeMs stop_at = now + config_.idle_stop_warning_ms;
+    idle_stop_at_[RunId{id, attempt}] = stop_at;
+    Emit(Caller::System(), now, IdleWarned{id, attempt, since, stop_at});
+  }
+  for (const auto& [id, since] : stop) {
+    // "cancelled" first: the run ends cancelled, and so does the job (core_jobs.cc).
+    RequestStop(state_.jobs.at(id),
+                "cancelled: its GPUs stayed under " +
+                    std::to_string(config_.idle_threshold_percent) + "% use for " +
+                    FormatDuration(now - since) + " (queue " + state_.jobs.at(id).spec.queue +
+                    " stops idle runs)",
+                now);
   }
 }
 

@@ -90,6 +90,7 @@ void HeadCore::Index(const Change& c) {
       core.OnTerminal(job, live);
       core.WantSchedule();
     }
+    void operator()(const IdleWarned& e) { Job(e.job); }
     void operator()(const CheckpointReported& e) {
       Job(e.job);
       // Victims that just checkpointed lose least: the scheduler prefers them.
@@ -133,6 +134,7 @@ void HeadCore::MarkDirty(const Change& c) {
     void operator()(const RunEnded& e) { d.jobs.insert(e.job); }
     void operator()(const JobEnded& e) { d.jobs.insert(e.job); }
     void operator()(const CheckpointReported& e) { d.jobs.insert(e.job); }
+    void operator()(const IdleWarned& e) { d.jobs.insert(e.job); }
     void operator()(const NodeRegistered& e) {
       d.nodes.insert(e.node.name);
       d.meta = true;  // credentials

@@ -18,6 +18,8 @@ const Caller kJoin{Caller::Kind::kJoin, "join", Role::kUser, {}};
 CoreConfig Config() {
   CoreConfig c;
   c.scheduler.min_runtime_before_preempt_ms = 0;
+  c.idle_stop_queues = {"lab"};  // and lab/...: only the idle-stop tests submit there
+  c.idle_stop_warning_ms = 10 * kMinute;
   return c;
 }
 
@@ -782,6 +784,105 @@ TEST_P(Scenario, RunWhoseGpusStayIdleIsFlaggedUntilOneGetsBusy) {
   EXPECT_EQ(Get(job.id).idle_since, 0);
   EXPECT_TRUE(core().idle_runs().empty());
 }
+
+// Queue lab stops idle runs: three runs on one node, all idle; only the preemptible one in
+// lab (here in its sub-queue) is warned, then cancelled when the warning period is over.
+class IdleStop : public Scenario {
+ protected:
+  std::vector<Job> jobs_;
+  // One sync reporting every job running, with all of the node's GPUs at `percent`.
+  void Sample(int32_t percent) {
+    SyncRequest req;
+    req.node = "n1";
+    req.agent_epoch = epochs_["n1"];
+    for (const Job& j : jobs_) req.runs.push_back(Running(Get(j.id)));
+    for (int32_t i = 0; i < 4; ++i) req.gpu_samples.push_back({i, percent, 0});
+    ASSERT_TRUE(*core().Report(Caller::Node("n1"), req, now()));
+    core().Tick(now());
+    Step();
+  }
+  Job Add(const std::string& queue, bool preemptible) {
+    JobSpec spec = Spec(1);
+    spec.queue = queue;
+    spec.preemptible = preemptible;
+    jobs_.push_back(Submit(spec));
+    return jobs_.back();
+  }
+  int Warnings(JobId id) {
+    int n = 0;
+    for (const auto& e : Get(id).events) n += e.what == "idle warning";
+    return n;
+  }
+  bool StopRequested(JobId id) { return Get(id).CurrentRun()->stop_requested; }
+};
+
+TEST_P(IdleStop, APreemptibleIdleRunIsWarnedThenCancelled) {
+  if (GetParam()) GTEST_SKIP() << "GPU samples are observations: a recovered head starts over";
+  Register("n1", 4);
+  Job target = Add("lab/vision", true);
+  Job kept = Add("lab", false);          // not preemptible: flagged idle, never stopped
+  Job elsewhere = Add("default", true);  // its queue does not stop idle runs
+  Schedule();
+  ASSERT_TRUE(
+      *Report("n1", {Running(Get(target.id)), Running(Get(kept.id)), Running(Get(elsewhere.id))}));
+  const DurationMs after = core().config().idle_after_ms;
+  const DurationMs warning = core().config().idle_stop_warning_ms;
+  Sample(0);
+  now() += after - kSecond;
+  Sample(0);
+  EXPECT_EQ(Warnings(target.id), 0) << "not idle long enough to be flagged";
+  now() += 2 * kSecond;
+  Sample(0);
+  ASSERT_EQ(core().idle_runs().size(), 3u);
+  EXPECT_EQ(Warnings(target.id), 1);
+  EXPECT_NE(Get(target.id).events.back().reason.find("stopped in 0:10:00"), std::string::npos)
+      << Get(target.id).events.back().reason;
+  EXPECT_EQ(Warnings(kept.id), 0);
+  EXPECT_EQ(Warnings(elsewhere.id), 0);
+  now() += warning - kSecond;
+  Sample(0);
+  EXPECT_EQ(Warnings(target.id), 1) << "warned once";
+  EXPECT_FALSE(StopRequested(target.id)) << "not before the warning period is over";
+  now() += 2 * kSecond;
+  Sample(0);
+  ASSERT_TRUE(StopRequested(target.id));
+  EXPECT_EQ(Get(target.id).CurrentRun()->reason.rfind("cancelled: its GPUs stayed under 1% use", 0),
+            0u)
+      << Get(target.id).CurrentRun()->reason;
+  EXPECT_FALSE(StopRequested(kept.id));
+  EXPECT_FALSE(StopRequested(elsewhere.id));
+  jobs_ = {kept, elsewhere};
+  ASSERT_TRUE(*Report(
+      "n1", {Exited(Get(target.id), 0, -15), Running(Get(kept.id)), Running(Get(elsewhere.id))}));
+  EXPECT_EQ(Get(target.id).state, JobState::kCancelled) << "not requeued to idle again";
+  EXPECT_EQ(Get(kept.id).state, JobState::kRunning);
+}
+
+TEST_P(IdleStop, AWarnedRunThatUsesItsGpusAgainIsNotStopped) {
+  if (GetParam()) GTEST_SKIP() << "GPU samples are observations: a recovered head starts over";
+  Register("n1", 4);
+  Job target = Add("lab", true);
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(target.id))}));
+  const DurationMs after = core().config().idle_after_ms;
+  const DurationMs warning = core().config().idle_stop_warning_ms;
+  Sample(0);
+  now() += after;
+  Sample(0);
+  ASSERT_EQ(Warnings(target.id), 1);
+  Sample(50);  // used again: forgiven, and its idle clock starts over
+  now() += warning;
+  Sample(0);
+  EXPECT_FALSE(StopRequested(target.id));
+  EXPECT_EQ(Warnings(target.id), 1);
+  now() += after;
+  Sample(0);
+  EXPECT_EQ(Warnings(target.id), 2) << "idle again long enough: a new warning";
+  EXPECT_FALSE(StopRequested(target.id));
+}
+
+INSTANTIATE_TEST_SUITE_P(Head, IdleStop, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "RestartEveryStep" : "Live"; });
 
 }  // namespace
 }  // namespace corral::head

@@ -18,6 +18,8 @@ CoreConfig ToCoreConfig(const HeadConfig& c) {
   core.down_after_ms = c.down_after_ms;
   core.idle_threshold_percent = c.idle_threshold_percent;
   core.idle_after_ms = c.idle_after_ms;
+  core.idle_stop_queues = c.idle_stop_queues;
+  core.idle_stop_warning_ms = c.idle_stop_warning_ms;
   core.scheduler = c.scheduler;
   return core;
 }

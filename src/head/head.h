@@ -49,6 +49,8 @@ struct HeadConfig {
   DurationMs tick_ms = 500;
   int32_t idle_threshold_percent = 1;  // see CoreConfig
   DurationMs idle_after_ms = 30 * kMinute;
+  std::set<std::string> idle_stop_queues;  // see CoreConfig
+  DurationMs idle_stop_warning_ms = 10 * kMinute;
   sched::SchedulerConfig scheduler;
   DurabilityConfig durability;
   size_t event_buffer = 20000;  // durable changes kept in memory for the event stream

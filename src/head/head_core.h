@@ -34,6 +34,11 @@ struct CoreConfig {
   // A running run whose GPUs all stay under this utilisation for idle_after_ms is idle.
   int32_t idle_threshold_percent = 1;
   DurationMs idle_after_ms = 30 * kMinute;
+  // Queues (each with its sub-queues) that stop idle runs: a preemptible run flagged idle there
+  // gets an "idle warning" event, and is cancelled idle_stop_warning_ms later unless its GPUs
+  // were used meanwhile. Empty: none.
+  std::set<std::string> idle_stop_queues;
+  DurationMs idle_stop_warning_ms = 10 * kMinute;
   sched::SchedulerConfig scheduler;
 };
 
@@ -181,6 +186,8 @@ class HeadCore {
   // have been idle long enough to flag.
   void ObserveUse(const std::string& node, TimeMs now);
   void FlagIdle(TimeMs now);
+  // Warns, then stops, the idle runs of queues that stop idle runs.
+  void StopIdle(TimeMs now);
   void CheckLiveness(TimeMs now);
   void LoseNode(const Node& node, TimeMs now);
   void SetNodeState(const std::string& node, NodeState state, const std::string& reason,
@@ -224,7 +231,8 @@ class HeadCore {
   // when the run's GPUs there have all been under the threshold; runs idle long enough.
   std::map<std::string, std::vector<GpuSample>> gpu_samples_;
   std::map<RunId, std::map<std::string, TimeMs>> low_since_;
-  std::map<JobId, TimeMs> idle_;  // job -> idle since
+  std::map<JobId, TimeMs> idle_;          // job -> idle since
+  std::map<RunId, TimeMs> idle_stop_at_;  // warned runs -> when they are stopped
   bool settling_ = false;
   bool schedule_wanted_ = false;
 
