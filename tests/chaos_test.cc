@@ -81,17 +81,8 @@ TEST(Chaos, HeadAndAgentSigkillsLoseNoAcknowledgedJobAndRunNoneTwice) {
   submitter.join();
 
   std::map<std::string, std::string> state;
-  bool done = WaitUntil(120000, [&] {
-    auto r = c.Corral({"jobs", "--all", "-o", "json"});
-    Json jobs = Json::parse(r.out, nullptr, false);
-    if (!jobs.is_array()) return false;
-    state.clear();
-    for (const auto& j : jobs) state[std::to_string(j["id"].get<uint64_t>())] = j["state"];
-    for (const auto& id : acked) {
-      if (state[id] != "succeeded") return false;
-    }
-    return true;
-  });
+  bool done = WaitAllSucceeded([&](const std::vector<std::string>& a) { return c.Corral(a); },
+                               acked, 120000, &state);
   std::map<std::string, int> runs;
   std::ifstream in(starts);
   for (std::string line; std::getline(in, line);) ++runs[line];

@@ -174,6 +174,22 @@ void LocalCluster::StartHead() {
   while (!token_.empty() && token_.back() == '\n') token_.pop_back();
 }
 
+bool WaitAllSucceeded(const std::function<CommandResult(const std::vector<std::string>&)>& corral,
+                      const std::vector<std::string>& ids, int timeout_ms,
+                      std::map<std::string, std::string>* state) {
+  return WaitUntil(timeout_ms, [&] {
+    auto r = corral({"jobs", "--all", "-o", "json"});
+    nlohmann::json jobs = nlohmann::json::parse(r.out, nullptr, false);
+    if (!jobs.is_array()) return false;
+    state->clear();
+    for (const auto& j : jobs) (*state)[std::to_string(j["id"].get<uint64_t>())] = j["state"];
+    for (const auto& id : ids) {
+      if ((*state)[id] != "succeeded") return false;
+    }
+    return true;
+  });
+}
+
 void LocalCluster::StartAgent(int i) {
   std::string name = "node" + std::to_string(i);
   std::vector<std::string> argv{CorralBin(),

@@ -74,4 +74,10 @@ class LocalCluster {
 std::string CorralBin();
 bool WaitUntil(int timeout_ms, const std::function<bool()>& probe);
 
+// Waits until every job in `ids` has succeeded, listing all jobs through `corral` (a
+// cluster's `corral ARGS...`); `*state` holds every listed job's state by id, as last seen.
+bool WaitAllSucceeded(const std::function<CommandResult(const std::vector<std::string>&)>& corral,
+                      const std::vector<std::string>& ids, int timeout_ms,
+                      std::map<std::string, std::string>* state);
+
 }  // namespace corral::testing

@@ -192,17 +192,8 @@ TEST(PgHa, AStandbyLeadsWithin10sOfTheLeadersSigkillAndNoJobIsLostOrRunTwice) {
 
   // Every acknowledged job succeeds, and the cluster holds no job it did not acknowledge.
   std::map<std::string, std::string> state;
-  bool done = WaitUntil(180000, [&] {
-    auto r = c.Corral({"jobs", "--all", "-o", "json"});
-    Json jobs = Json::parse(r.out, nullptr, false);
-    if (!jobs.is_array()) return false;
-    state.clear();
-    for (const auto& j : jobs) state[std::to_string(j["id"].get<uint64_t>())] = j["state"];
-    for (const auto& id : acked) {
-      if (state[id] != "succeeded") return false;
-    }
-    return true;
-  });
+  bool done = WaitAllSucceeded([&](const std::vector<std::string>& a) { return c.Corral(a); },
+                               acked, 180000, &state);
   ASSERT_TRUE(done) << "not every acknowledged job succeeded; see " << c.dir();
   EXPECT_EQ(state.size(), acked.size()) << "a retried submission made a second job";
   std::map<std::string, int> runs;
