@@ -47,7 +47,10 @@ netns_host "$B" "$NET.3"
 ip netns exec "$H" "$CORRAL" head --state-dir "$W/head" --listen "$NET.1:7070" "${HEAD_T[@]}" \
   >"$W/head.log" 2>&1 &
 for _ in $(seq 100); do [ -s "$W/head/admin.token" ] && break; sleep 0.1; done
-export CORRAL_ADDR="http://$NET.1:7070" CORRAL_TOKEN="$(cat "$W/head/admin.token")"
+# The head serves HTTPS off loopback; the CLI and the agents trust its CA (CORRAL_CA).
+for _ in $(seq 100); do [ -s "$W/head/tls/ca.pem" ] && break; sleep 0.1; done
+export CORRAL_ADDR="https://$NET.1:7070" CORRAL_TOKEN="$(cat "$W/head/admin.token")"
+export CORRAL_CA="$W/head/tls/ca.pem"
 export CORRAL_CONFIG="$W/no-config.json"
 for n in 1 2; do
   ns=$([ $n = 1 ] && echo "$A" || echo "$B")
@@ -63,11 +66,16 @@ done
 [ "$(corral nodes -o json | grep -o '"ready"' | wc -l)" -ge 2 ] || fail "agents did not join"
 
 # Each run of the job appends "start|stop|end NODE TIME" to $W/runs.
+# The first run outlasts the cut (it must be running when the agent fences); the requeued
+# one takes 15 s.
+first_sleep=$((CUT + 30))
 cat >"$W/job.sh" <<JOB
 #!/bin/sh
+t=15
+grep -q start $W/runs 2>/dev/null || t=$first_sleep
 echo "start \$CORRAL_NODE \$(date +%s.%N)" >> $W/runs
 trap 'echo "stop \$CORRAL_NODE \$(date +%s.%N)" >> $W/runs; exit 143' TERM
-sleep 15 &
+sleep \$t &
 wait
 echo "end \$CORRAL_NODE \$(date +%s.%N)" >> $W/runs
 JOB
@@ -90,7 +98,7 @@ netns_heal "$cut"
 echo "healed after $(elapsed "$t0") s; $first fenced after ${fenced_at:-never} s"
 [ -n "$fenced_at" ] || fail "$first never fenced itself"
 
-corral wait "$job" --timeout 120s >/dev/null 2>&1 || true
+corral wait "$job" --timeout $((DOWN + 120))s >/dev/null 2>&1 || true
 state=$(corral show "$job" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
 [ "$state" = succeeded ] || { corral show "$job"; cat "$W/runs"; fail "job $job is $state, want succeeded"; }
 cat "$W/runs"

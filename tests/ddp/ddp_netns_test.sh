@@ -53,7 +53,10 @@ netns_host "$B" "$NET.3"
 ip netns exec "$H" "$CORRAL" head --state-dir "$W/head" --listen "$NET.1:7070" \
   --checkpoint-root "$W/checkpoints" >"$W/head.log" 2>&1 &
 for _ in $(seq 100); do [ -s "$W/head/admin.token" ] && break; sleep 0.1; done
-export CORRAL_ADDR="http://$NET.1:7070" CORRAL_TOKEN="$(cat "$W/head/admin.token")"
+# The head serves HTTPS off loopback; the CLI and the agents trust its CA (CORRAL_CA).
+for _ in $(seq 100); do [ -s "$W/head/tls/ca.pem" ] && break; sleep 0.1; done
+export CORRAL_ADDR="https://$NET.1:7070" CORRAL_TOKEN="$(cat "$W/head/admin.token")"
+export CORRAL_CA="$W/head/tls/ca.pem"
 export CORRAL_CONFIG="$W/no-config.json"
 ip netns exec "$A" "$CORRAL" agent --head "$CORRAL_ADDR" --join-token-file "$W/head/join.token" \
   --name node01 --run-as agent --state-dir "$W/node01" --simulate-gpus 2 --cpus 8 --memory 8G >"$W/node01.log" 2>&1 &
