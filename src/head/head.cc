@@ -2,6 +2,7 @@
 
 #include <boost/asio/post.hpp>
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <limits>
 
@@ -46,7 +47,13 @@ Result<StartingState> LoadAll(store::Store& store) {
 Result<StartingState> TailSinceSnapshot(store::Store& store, ClusterState warm) {
   auto meta = store.ReadMeta(store::kSnapshotRevisionKey);
   if (!meta.ok()) return meta.status();
-  uint64_t snapshot = meta->empty() ? 0 : std::stoull(*meta);
+  uint64_t snapshot = 0;  // as DecodeStoredState reads it: absent is 0, garbage an error
+  if (!meta->empty() &&
+      std::from_chars(meta->data(), meta->data() + meta->size(), snapshot).ptr !=
+          meta->data() + meta->size()) {
+    return Internal(std::string("store meta '") + store::kSnapshotRevisionKey +
+                    "': not a number: " + *meta);
+  }
   auto recs = store.ReadChanges(std::min(snapshot, warm.revision),
                                 std::numeric_limits<int32_t>::max());
   if (!recs.ok()) return recs.status();
