@@ -5,7 +5,6 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 PACKAGES=(
   cmake ninja-build g++ pkg-config clang-format
-  clang  # the libFuzzer targets (fuzz/, -DCORRAL_FUZZ=ON)
   libboost-dev libboost-system-dev libssl-dev
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libsqlite3-dev sqlite3

@@ -40,10 +40,19 @@ TEST(Reclaim, QueueUnderQuotaGetsItsGpusBackByPreemption) {
     return Json::parse(r.out, nullptr, false).size() == 8;
   })) << "queue a did not fill the cluster";
 
+  // B's jobs hold their GPUs until all four run at once: a B job that ended early would hand
+  // its GPU to the next B job, and fewer of A's would need preempting (seen under ASan, where
+  // each submission is slow).
+  const std::string release_b = c.dir() + "/release-b";
   for (int i = 0; i < 4; ++i) {
-    b_jobs.push_back(
-        c.Submit({"--queue", "b", "--gpus", "1", "--", "/bin/sh", "-c", "sleep 1; echo b done"}));
+    b_jobs.push_back(c.Submit({"--queue", "b", "--gpus", "1", "--", "/bin/sh", "-c",
+                               "while [ ! -f " + release_b + " ]; do sleep 0.1; done; echo b done"}));
   }
+  ASSERT_TRUE(WaitUntil(60000, [&] {
+    auto r = c.Corral({"jobs", "--queue", "b", "--state", "running", "-o", "json"});
+    return Json::parse(r.out, nullptr, false).size() == 4;
+  })) << "queue b's four jobs did not all run";
+  std::ofstream(release_b) << "go";
   std::vector<std::string> wait_b = {"wait", "--timeout", "60s"};
   wait_b.insert(wait_b.end(), b_jobs.begin(), b_jobs.end());
   auto wb = c.Corral(wait_b);
