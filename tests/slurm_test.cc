@@ -230,6 +230,44 @@ TEST_F(SlurmShims, SrunInsideAOneNodeAllocationRunsAStepHere) {
   EXPECT_EQ(acct.out, "FAILED|4:0\n") << out;
 }
 
+// srun on both nodes of a batch job: a job step through the head, whose tasks run on each
+// node's agent inside the allocation, with Slurm's step variables, output labelled by rank or
+// written per task, and the worst task's code as srun's.
+TEST_F(SlurmShims, SrunInsideATwoNodeAllocationStartsAStepOnBothNodes) {
+  std::ofstream(work_ + "/multi.sh")
+      << "#!/bin/bash\n"
+         "#SBATCH -N 2\n"
+         "#SBATCH --gpus-per-node=4\n"
+         "#SBATCH --ntasks-per-node=2\n"
+         "#SBATCH -o multi-%j.out\n"
+         "srun -l sh -c 'echo rank=$SLURM_PROCID node=$SLURM_NODEID local=$SLURM_LOCALID "
+         "ntasks=$SLURM_NTASKS step=$SLURM_STEP_ID on=$CORRAL_NODE gpus=$CUDA_VISIBLE_DEVICES'\n"
+         "srun -N 2 -n 3 sh -c 'exit $((SLURM_PROCID == 2 ? 3 : 0))'\n"
+         "echo \"second step exited $?\"\n"
+         "srun -N2 --ntasks-per-node=1 --output=multi-%j-%t.txt sh -c 'echo from $SLURM_NODEID "
+         "step $SLURM_STEP_ID'\n";
+  const std::string id = SbatchId("multi.sh");
+  Wait(id);
+  const std::string out = ReadAll(work_ + "/multi-" + id + ".out");
+  std::map<std::string, std::string> on_node;  // SLURM_NODEID -> the agent that ran it
+  for (int rank = 0; rank < 4; ++rank) {
+    std::smatch m;
+    std::regex line(std::to_string(rank) + ": rank=" + std::to_string(rank) +
+                    " node=([01]) local=" + std::to_string(rank % 2) +
+                    " ntasks=4 step=0 on=(node[12]) gpus=0,1,2,3\n");
+    ASSERT_TRUE(std::regex_search(out, m, line)) << "rank " << rank << " in:\n" << out;
+    EXPECT_EQ(m[1].str(), rank < 2 ? "0" : "1");
+    on_node[m[1].str()] = m[2].str();
+  }
+  EXPECT_EQ(on_node.size(), 2u);
+  EXPECT_NE(on_node["0"], on_node["1"]) << "the step's two nodes are the allocation's two\n" << out;
+  EXPECT_NE(out.find("second step exited 3\n"), std::string::npos) << out;
+  EXPECT_EQ(ReadAll(work_ + "/multi-" + id + "-0.txt"), "from 0 step 2\n");
+  EXPECT_EQ(ReadAll(work_ + "/multi-" + id + "-1.txt"), "from 1 step 2\n");
+  auto acct = Sh("sacct -j " + id + " -o State,ExitCode -X -P -n");
+  EXPECT_EQ(acct.out, "COMPLETED|0:0\n") << out;
+}
+
 TEST_F(SlurmShims, SinfoListsTheNodes) {
   auto s = Sh("sinfo");
   EXPECT_EQ(s.exit_code, 0) << s.err;

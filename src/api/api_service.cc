@@ -1,9 +1,11 @@
 #include "api/api_service.h"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <set>
 
+#include "api/step_request.h"
 #include "core/codec.h"
 #include "core/spec.h"
 #include "core/usage.h"
@@ -155,9 +157,10 @@ std::string RouteOf(const std::string& method, const std::vector<std::string>& p
   }
   if (parts.size() >= 4)
     route += parts[3] == "logs" || parts[3] == "cancel" || parts[3] == "checkpoint" ||
-                     parts[3] == "drain" || parts[3] == "undrain"
+                     parts[3] == "drain" || parts[3] == "undrain" || parts[3] == "steps"
                  ? "/" + parts[3]
                  : "/other";
+  if (parts.size() >= 5 && parts[3] == "steps") route += "/{step}";
   return route;
 }
 
@@ -252,8 +255,8 @@ void ApiService::HandleJobs(const HttpRequest& req, const std::vector<std::strin
         return respond(ErrorResponse(InvalidArgument("field 'request_id': want a string")));
       request_id = r->get<std::string>();
     }
-    return head_->Submit(req.BearerToken(), std::move(*spec), std::move(user), std::move(request_id),
-                         Answer<Job>(std::move(respond), job_json, 201));
+    return head_->Submit(req.BearerToken(), std::move(*spec), std::move(user),
+                         std::move(request_id), Answer<Job>(std::move(respond), job_json, 201));
   }
   if (parts.size() == 2 && req.method == "GET") {
     head::JobFilter f;
@@ -320,6 +323,8 @@ void ApiService::HandleJobs(const HttpRequest& req, const std::vector<std::strin
   if (parts.size() == 4 && parts[3] == "logs" && req.method == "GET") {
     return HandleLogs(id, req, std::move(respond));
   }
+  if (parts.size() >= 4 && parts[3] == "steps")
+    return HandleSteps(id, req, parts, std::move(respond));
   respond(ErrorResponse(NotFound("no such path: " + req.method + " " + req.path)));
 }
 
@@ -337,6 +342,29 @@ void ApiService::HandleUsage(const HttpRequest& req, Responder respond) {
       Answer<UsageReport>(std::move(respond), [](const UsageReport& r) { return ToJson(r); }));
 }
 
+// Job steps (srun in a batch script; HeadCore::StartStep): POST /v1/jobs/{id}/steps starts
+// one, GET /v1/jobs/{id}/steps/{step} says how it is doing.
+void ApiService::HandleSteps(JobId id, const HttpRequest& req,
+                             const std::vector<std::string>& parts, Responder respond) {
+  auto step_json = [](const Step& s) { return Json{{"step", ToJson(s)}}; };
+  if (parts.size() == 4 && req.method == "POST") {
+    auto parsed = StepRequestFromJson(req.body);
+    if (!parsed.ok()) return respond(ErrorResponse(parsed.status()));
+    return head_->StartStep(req.BearerToken(), id, std::move(*parsed),
+                            Answer<Step>(std::move(respond), step_json, 201));
+  }
+  uint64_t step = 0;
+  if (parts.size() == 5 && req.method == "GET") {
+    if (!ParseU64(parts[4], &step) || step > INT32_MAX) {
+      return respond(
+          ErrorResponse(InvalidArgument("step id: got \"" + parts[4] + "\", want a number")));
+    }
+    return head_->GetStep(req.BearerToken(), id, static_cast<int32_t>(step),
+                          Answer<Step>(std::move(respond), step_json));
+  }
+  respond(ErrorResponse(NotFound("no such path: " + req.method + " " + req.path)));
+}
+
 void ApiService::HandleLogs(JobId id, const HttpRequest& req, Responder respond) {
   std::string stream = req.query.count("stream") ? req.query.at("stream") : "stdout";
   if (stream != "stdout" && stream != "stderr") {
@@ -347,14 +375,15 @@ void ApiService::HandleLogs(JobId id, const HttpRequest& req, Responder respond)
   auto task = QueryInt(req, "task", 0, 0, 1023);
   auto offset = QueryInt(req, "offset", 0, 0, INT64_MAX);
   auto max = QueryInt(req, "max", 1 << 16, 1, 1 << 22);
-  for (const auto* r : {&replica, &task, &offset, &max}) {
+  auto step = QueryInt(req, "step", -1, -1, INT32_MAX);  // -1: the job's own processes
+  for (const auto* r : {&replica, &task, &offset, &max, &step}) {
     if (!r->ok()) return respond(ErrorResponse(r->status()));
   }
   std::string bearer = req.BearerToken();
   head_->GetJobForLogs(
       bearer, id,
       [this, bearer, respond, stream, replica = *replica, task = *task, offset = *offset,
-       max = *max](Result<Job> job) mutable {
+       max = *max, step = *step](Result<Job> job) mutable {
         if (!job.ok()) return respond(ErrorResponse(job.status()));
         const Run* run = nullptr;
         for (auto it = job->runs.rbegin(); it != job->runs.rend(); ++it) {
@@ -376,13 +405,31 @@ void ApiService::HandleLogs(JobId id, const HttpRequest& req, Responder respond)
                                                        std::to_string(run->placement.size()) +
                                                        " replica(s)")));
         }
-        if (task >= std::max<int64_t>(1, run->placement[replica].tasks)) {
-          return respond(ErrorResponse(InvalidArgument(
-              "query 'task': replica " + std::to_string(replica) + " has " +
-              std::to_string(std::max<int32_t>(1, run->placement[replica].tasks)) + " task(s)")));
+        int32_t tasks = run->placement[replica].tasks;
+        if (step >= 0) {
+          // A step's share on this replica's node: its own run there, its own task count.
+          if (step >= static_cast<int64_t>(run->steps.size())) {
+            return respond(ErrorResponse(InvalidArgument(
+                "query 'step': the run has " + std::to_string(run->steps.size()) + " step(s)")));
+          }
+          const Step& s = run->steps[step];
+          auto at = std::find(s.replicas.begin(), s.replicas.end(), replica);
+          if (at == s.replicas.end()) {
+            return respond(ErrorResponse(
+                InvalidArgument("query 'replica': step " + std::to_string(step) +
+                                " does not run on replica " + std::to_string(replica))));
+          }
+          tasks = s.tasks[at - s.replicas.begin()];
+        }
+        if (task >= std::max<int64_t>(1, tasks)) {
+          return respond(ErrorResponse(
+              InvalidArgument("query 'task': replica " + std::to_string(replica) + " has " +
+                              std::to_string(std::max<int32_t>(1, tasks)) + " task(s)")));
         }
         std::string node = run->placement[replica].node;
-        std::string run_id = ToString(RunId{job->id, run->attempt});
+        std::string run_id =
+            step >= 0 ? StepRunId(RunId{job->id, run->attempt}, static_cast<int32_t>(step))
+                      : ToString(RunId{job->id, run->attempt});
         head_->GetNode(
             bearer, node,
             [this, respond, node, run_id, stream, replica, task, offset, max,
@@ -622,7 +669,8 @@ void ApiService::HandleAgent(const HttpRequest& req, const std::vector<std::stri
     if (!r.ok()) return respond(ErrorResponse(r.status()));
     auto answer =
         Answer<RegisterResponse>(std::move(respond), [](const auto& x) { return ToJson(x); });
-    if (!agent_tls_.issue_log_cert) return head_->Register(req.BearerToken(), std::move(*r), answer);
+    if (!agent_tls_.issue_log_cert)
+      return head_->Register(req.BearerToken(), std::move(*r), answer);
     // Signed before registering, so that a bad CSR changes nothing; handed out only to an
     // agent whose registration the head accepted.
     if (r->csr_pem.empty()) {

@@ -34,6 +34,8 @@ class ApiService {
   void HandleJobs(const net::HttpRequest& req, const std::vector<std::string>& parts,
                   net::Responder respond);
   void HandleLogs(JobId id, const net::HttpRequest& req, net::Responder respond);
+  void HandleSteps(JobId id, const net::HttpRequest& req, const std::vector<std::string>& parts,
+                   net::Responder respond);
   void HandleNodes(const net::HttpRequest& req, const std::vector<std::string>& parts,
                    net::Responder respond);
   void HandleQueues(const net::HttpRequest& req, const std::vector<std::string>& parts,

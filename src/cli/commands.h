@@ -85,6 +85,7 @@ int RunScontrol(const std::vector<std::string>& args, CliContext& ctx);
 int RunSinfo(const std::vector<std::string>& args, CliContext& ctx);
 // srun inside an allocation: a step of one node, run here (slurm_step.cc).
 int RunLocalStep(const slurm::ParsedOptions& opts, CliContext& ctx);
+int RunRemoteStep(const slurm::ParsedOptions& opts, int64_t nodes, CliContext& ctx);
 // Jobs decoded from the head's JSON; errors name the job.
 Result<std::vector<Job>> DecodeJobs(const std::deque<Json>& raw);
 

@@ -1,7 +1,8 @@
-// srun inside a one-node allocation: a job step run right here. The tasks are children of
-// srun, each with its rank variables; output goes to the terminal (with -l, each line labelled
-// "TASK: "), or to --output/--error patterns expanded per task. srun waits for every task and
-// exits with the worst code. Steps that span nodes need the head and are not supported yet.
+// srun inside an allocation, on one node: a job step run right here. The tasks are children
+// of srun, each with its rank variables; output goes to the terminal (with -l, each line
+// labelled "TASK: "), or to --output/--error patterns expanded per task. srun waits for every
+// task and exits with the worst code. Steps on several nodes go through the head
+// (slurm_remote_step.cc).
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -56,6 +57,9 @@ int RunLocalStep(const slurm::ParsedOptions& o, CliContext& ctx) {
   const std::string job_id = ctx.env("SLURM_JOB_ID").value_or("");
   const int64_t alloc_nodes = IntOf(ctx.env("SLURM_JOB_NUM_NODES").value_or("1"), 1);
   const int64_t nodes = o.Has("nodes") ? IntOf(o.Get("nodes"), -1) : alloc_nodes;
+  if (nodes != 1 && ctx.env("CORRAL_STEP_TOKEN") && ctx.env("CORRAL_STEP_HEAD")) {
+    return RunRemoteStep(o, nodes, ctx);
+  }
   if (nodes != 1) {
     return StepError(ctx,
                      "job steps across nodes are not supported by Corral yet (this step "

@@ -24,8 +24,8 @@
 #include "cmd/flags.h"
 #include "cmd/signals.h"
 #include "core/spec.h"
-#include "net/http_server.h"
 #include "net/head_client.h"
+#include "net/http_server.h"
 #include "net/tls_context.h"
 #include "net/url.h"
 
@@ -197,6 +197,13 @@ int AgentMain(std::vector<std::string> args) {
   // resolves to loopback: point them at the one peers reach this node on.
   if (std::string iface = agentnet::InterfaceOf(*advertised); !iface.empty()) {
     config.job_env = {{"GLOO_SOCKET_IFNAME", iface}, {"NCCL_SOCKET_IFNAME", iface}};
+  }
+  // srun in a batch script reaches the head the way this agent does (docs/slurm.md).
+  config.job_env["CORRAL_STEP_HEAD"] = head_url;
+  if (!ca_file.empty()) {
+    std::error_code abs_ec;
+    auto abs = std::filesystem::absolute(ca_file, abs_ec);
+    config.job_env["CORRAL_STEP_CA"] = abs_ec ? ca_file : abs.string();
   }
   BlockStopSignals();
   std::error_code ec;

@@ -52,6 +52,24 @@ ReplicaPlacement DecodePlacement(const Json& j) {
   return p;
 }
 
+Step DecodeStep(const Json& j) {
+  Step s;
+  s.id = j.at("id").get<int32_t>();
+  s.command = j.at("command").get<std::vector<std::string>>();
+  s.env = Get<std::map<std::string, std::string>>(j, "env", {});
+  s.workdir = Get<std::string>(j, "workdir", "");
+  s.replicas = j.at("replicas").get<std::vector<int32_t>>();
+  s.tasks = j.at("tasks").get<std::vector<int32_t>>();
+  s.gpus_per_task = Get<bool>(j, "gpus_per_task", false);
+  s.exit_codes = Get<std::vector<int32_t>>(j, "exit_codes", {});
+  s.started_at = Get<int64_t>(j, "started_at", 0);
+  s.ended_at = Get<int64_t>(j, "ended_at", 0);
+  if (s.tasks.size() != s.replicas.size() || s.exit_codes.size() != s.replicas.size()) {
+    throw std::runtime_error("step: replicas, tasks and exit_codes differ in length");
+  }
+  return s;
+}
+
 Run DecodeRun(const Json& j) {
   Run r;
   r.attempt = j.at("attempt").get<int32_t>();
@@ -72,6 +90,9 @@ Run DecodeRun(const Json& j) {
   r.failed_task = Get<int32_t>(j, "failed_task", -1);
   r.peak_memory_bytes = Get<int64_t>(j, "peak_memory_bytes", 0);
   r.cpu_ms = Get<int64_t>(j, "cpu_ms", 0);
+  if (auto it = j.find("steps"); it != j.end() && it->is_array()) {
+    for (const Json& st : *it) r.steps.push_back(DecodeStep(st));
+  }
   return r;
 }
 
@@ -143,27 +164,48 @@ Json ToJson(const ReplicaPlacement& p) {
   return pj;
 }
 
+Json ToJson(const Step& s) {
+  return Json{{"id", s.id},
+              {"command", s.command},
+              {"env", s.env},
+              {"workdir", s.workdir},
+              {"replicas", s.replicas},
+              {"tasks", s.tasks},
+              {"gpus_per_task", s.gpus_per_task},
+              {"exit_codes", s.exit_codes},
+              {"started_at", s.started_at},
+              {"ended_at", s.ended_at}};
+}
+
+Result<Step> StepFromJson(const Json& j) { return Decode<Step>(j, "step", DecodeStep); }
+
 Json ToJson(const Run& r) {
   Json placement = Json::array();
   for (const ReplicaPlacement& p : r.placement) {
     placement.push_back(ToJson(p));
   }
-  return Json{{"attempt", r.attempt},
-              {"placement", placement},
-              {"state", RunStateName(r.state)},
-              {"scheduled_at", r.scheduled_at},
-              {"started_at", r.started_at},
-              {"ended_at", r.ended_at},
-              {"exit_codes", r.exit_codes},
-              {"reason", r.reason},
-              {"stop_requested", r.stop_requested},
-              {"stop_requested_at", r.stop_requested_at},
-              {"last_checkpoint_at", r.last_checkpoint_at},
-              {"master_port", r.master_port},
-              {"failed_replica", r.failed_replica},
-              {"failed_task", r.failed_task},
-              {"peak_memory_bytes", r.peak_memory_bytes},
-              {"cpu_ms", r.cpu_ms}};
+  Json out{{"attempt", r.attempt},
+           {"placement", placement},
+           {"state", RunStateName(r.state)},
+           {"scheduled_at", r.scheduled_at},
+           {"started_at", r.started_at},
+           {"ended_at", r.ended_at},
+           {"exit_codes", r.exit_codes},
+           {"reason", r.reason},
+           {"stop_requested", r.stop_requested},
+           {"stop_requested_at", r.stop_requested_at},
+           {"last_checkpoint_at", r.last_checkpoint_at},
+           {"master_port", r.master_port},
+           {"failed_replica", r.failed_replica},
+           {"failed_task", r.failed_task},
+           {"peak_memory_bytes", r.peak_memory_bytes},
+           {"cpu_ms", r.cpu_ms}};
+  if (!r.steps.empty()) {
+    Json steps = Json::array();
+    for (const Step& st : r.steps) steps.push_back(ToJson(st));
+    out["steps"] = std::move(steps);
+  }
+  return out;
 }
 
 Json ToJson(const Job& j) {
@@ -228,7 +270,8 @@ Json ToJson(const RegisterRequest& r) {
 }
 
 Json ToJson(const RegisterResponse& r) {
-  Json j{{"node_token", r.node_token}, {"head_epoch", r.head_epoch}, {"agent_epoch", r.agent_epoch}};
+  Json j{
+      {"node_token", r.node_token}, {"head_epoch", r.head_epoch}, {"agent_epoch", r.agent_epoch}};
   if (!r.log_cert_pem.empty()) j["log_cert_pem"] = r.log_cert_pem;
   return j;
 }

@@ -18,6 +18,19 @@ bool ParseRunId(const std::string& text, RunId* out) {
          r2.ptr == b + text.size();
 }
 
+std::string StepRunId(const RunId& run, int32_t step) {
+  return ToString(run) + "-s" + std::to_string(step);
+}
+
+bool ParseStepRunId(const std::string& text, RunId* run, int32_t* step) {
+  auto dash = text.find("-s");
+  if (dash == std::string::npos || !ParseRunId(text.substr(0, dash), run)) return false;
+  const char* b = text.data() + dash + 2;
+  const char* e = text.data() + text.size();
+  auto r = std::from_chars(b, e, *step);
+  return r.ec == std::errc{} && r.ptr == e && *step >= 0;
+}
+
 const char* JobStateName(JobState s) {
   switch (s) {
     case JobState::kPending:

@@ -24,6 +24,9 @@ struct RunId {
 };
 std::string ToString(const RunId& id);
 bool ParseRunId(const std::string& text, RunId* out);
+// A job step's share on one node runs under "job.attempt-sSTEP".
+std::string StepRunId(const RunId& run, int32_t step);
+bool ParseStepRunId(const std::string& text, RunId* run, int32_t* step);
 
 enum class JobState { kPending, kScheduled, kRunning, kSucceeded, kFailed, kCancelled };
 const char* JobStateName(JobState s);
@@ -83,6 +86,24 @@ struct GpuShare {
 };
 std::vector<GpuShare> Shares(const ReplicaPlacement& p);
 
+// A job step (Slurm's): tasks a running batch job starts inside its own allocation (srun in
+// its script), on some of its replicas' nodes. Each replica's share runs as a run of its own
+// on that node ("J.A-sS", StepRunId) with the replica's GPUs, so a step never leaves the
+// allocation and ends with it.
+struct Step {
+  int32_t id = 0;  // SLURM_STEP_ID: 0, 1, ... within the run
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;  // srun's environment, the base of every task's
+  std::string workdir;
+  std::vector<int32_t> replicas;    // the allocation's replicas it runs on; the step's node i
+  std::vector<int32_t> tasks;       // tasks on each of them (block distribution of ranks)
+  bool gpus_per_task = false;       // each task sees only its own GPU
+  std::vector<int32_t> exit_codes;  // per entry of replicas; kNotExited while running
+  TimeMs started_at = 0;
+  TimeMs ended_at = 0;  // when the last of its replicas exited
+  bool operator==(const Step&) const = default;
+};
+
 struct Run {
   int32_t attempt = 0;
   std::vector<ReplicaPlacement> placement;  // one per replica
@@ -100,6 +121,7 @@ struct Run {
   int32_t failed_task = -1;       // and its first failing task
   int64_t peak_memory_bytes = 0;  // the largest replica's peak (from its cgroup; 0: unknown)
   int64_t cpu_ms = 0;             // CPU time of all replicas together
+  std::vector<Step> steps;        // job steps started inside it (Step)
 };
 
 struct JobEvent {
@@ -122,7 +144,7 @@ struct Job {
   // The submitting client's id for this request: a retry with the same id (after a lost
   // answer or a failover) gets this job back instead of a second one. "" when none was sent.
   std::string request_id;
-  JobId array_id = 0;          // an array element: the array's id (its first element's)
+  JobId array_id = 0;  // an array element: the array's id (its first element's)
   int32_t array_index = -1;
   int32_t array_max_running = 0;  // at most this many elements of the array run at once
   // Not durable, like pending_reason: its run's GPUs have all been idle since (0: not idle).

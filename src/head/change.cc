@@ -27,6 +27,8 @@ const char* KindName(Caller::Kind k) {
       return "join";
     case Caller::Kind::kSystem:
       return "system";
+    case Caller::Kind::kJob:
+      return "job";
   }
   return "system";
 }
@@ -37,7 +39,9 @@ Caller DecodeCaller(const Json& j) {
   c.kind = kind == "user"   ? Caller::Kind::kUser
            : kind == "node" ? Caller::Kind::kNode
            : kind == "join" ? Caller::Kind::kJoin
+           : kind == "job"  ? Caller::Kind::kJob
                             : Caller::Kind::kSystem;
+  c.job = Get<uint64_t>(j, "job", 0);
   c.name = Get<std::string>(j, "name", "");
   if (!ParseRole(Get<std::string>(j, "role", "user"), &c.role)) throw std::runtime_error("role");
   c.queues = Get<std::vector<std::string>>(j, "queues", {});
@@ -69,7 +73,20 @@ E EnumFrom(const Json& j, const char* key, bool (*parse)(const std::string&, E*)
 
 struct Encoder {
   Json& j;
-  void operator()(const HeadStarted& c) { j["epoch"] = c.epoch; }
+  void operator()(const HeadStarted& c) {
+    j["epoch"] = c.epoch;
+    if (!c.step_key.empty()) j["step_key"] = c.step_key;
+  }
+  void operator()(const StepStarted& c) {
+    j.update({{"job", c.job}, {"attempt", c.attempt}, {"step", ToJson(c.step)}});
+  }
+  void operator()(const StepExited& c) {
+    j.update({{"job", c.job},
+              {"attempt", c.attempt},
+              {"step", c.step},
+              {"index", c.index},
+              {"exit_code", c.exit_code}});
+  }
   void operator()(const JobSubmitted& c) { j["job"] = ToJson(c.job); }
   void operator()(const RunPlaced& c) {
     Json p = Json::array();
@@ -127,7 +144,15 @@ struct Encoder {
 ChangeKind DecodeKind(const std::string& type, const Json& j) {
   auto job = [&] { return j.at("job").get<JobId>(); };
   auto attempt = [&] { return j.at("attempt").get<int32_t>(); };
-  if (type == "head_started") return HeadStarted{j.at("epoch").get<uint64_t>()};
+  if (type == "head_started") {
+    return HeadStarted{j.at("epoch").get<uint64_t>(), Get<std::string>(j, "step_key", "")};
+  }
+  if (type == "step_started")
+    return StepStarted{job(), attempt(), Must(StepFromJson(j.at("step")))};
+  if (type == "step_exited") {
+    return StepExited{job(), attempt(), j.at("step").get<int32_t>(), j.at("index").get<int32_t>(),
+                      j.at("exit_code").get<int32_t>()};
+  }
   if (type == "job_submitted") return JobSubmitted{Must(JobFromJson(j.at("job")))};
   if (type == "run_placed") {
     return RunPlaced{job(), attempt(), DecodePlacements(j.at("placement")),
@@ -200,7 +225,8 @@ const char* ChangeName(const ChangeKind& what) {
   static const char* const kNames[] = {
       "head_started",   "job_submitted", "run_placed",   "run_started",         "replica_exited",
       "stop_requested", "run_ended",     "job_ended",    "checkpoint_reported", "node_registered",
-      "node_state_set", "queue_set",     "token_issued", "token_revoked",       "idle_warned"};
+      "node_state_set", "queue_set",     "token_issued", "token_revoked",       "idle_warned",
+      "step_started",   "step_exited"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];
 }
@@ -208,6 +234,7 @@ const char* ChangeName(const ChangeKind& what) {
 Json ToJson(const Caller& c) {
   Json j{{"kind", KindName(c.kind)}, {"name", c.name}, {"role", RoleName(c.role)}};
   if (!c.queues.empty()) j["queues"] = c.queues;
+  if (c.job != 0) j["job"] = c.job;
   return j;
 }
 
@@ -236,11 +263,13 @@ Json ToJson(const Change& c) {
 Json EventJson(const Change& c, const Caller& who) {
   Json j = ToJson(c);
   if (j.contains("credential")) j["credential"].erase("hash");
+  j.erase("step_key");
   if (const auto* s = std::get_if<JobSubmitted>(&c.what)) {
     bool may_see_env =
         who.IsAdmin() || (who.kind == Caller::Kind::kUser && who.name == s->job.owner);
     if (!may_see_env) j["job"]["spec"].erase("env");
   }
+  if (j.contains("step") && j["step"].is_object()) j["step"].erase("env");  // holds its token
   std::visit(KeyOf{j}, c.what);
   return j;
 }

@@ -28,6 +28,9 @@ struct Credential {
 
 struct HeadStarted {  // a new leadership: agents refuse orders from an older epoch
   uint64_t epoch = 0;
+  // The key job-step credentials are derived from (StepToken), set by the first leadership
+  // and kept by the others ("": unchanged). Never shown in the event stream.
+  std::string step_key;
 };
 struct JobSubmitted {  // the job as accepted: id, owner, spec, submit time, state pending
   Job job;
@@ -99,10 +102,23 @@ struct IdleWarned {  // an idle run in an idle-stop queue: it is stopped at stop
   TimeMs stop_at = 0;
 };
 
+struct StepStarted {  // srun in a batch script: a job step inside the run's allocation
+  JobId job = 0;
+  int32_t attempt = 0;
+  Step step;  // as started: exit codes kNotExited
+};
+struct StepExited {  // one node's share of a step ended
+  JobId job = 0;
+  int32_t attempt = 0;
+  int32_t step = 0;
+  int32_t index = 0;  // into the step's replicas
+  int32_t exit_code = 0;
+};
+
 using ChangeKind =
     std::variant<HeadStarted, JobSubmitted, RunPlaced, RunStarted, ReplicaExited, StopRequested,
                  RunEnded, JobEnded, CheckpointReported, NodeRegistered, NodeStateSet, QueueSet,
-                 TokenIssued, TokenRevoked, IdleWarned>;
+                 TokenIssued, TokenRevoked, IdleWarned, StepStarted, StepExited>;
 
 struct Change {
   uint64_t revision = 0;

@@ -40,7 +40,27 @@ struct Applier {
     job.events.push_back({at, std::move(what), std::move(reason)});
   }
 
-  void operator()(const HeadStarted& c) { s.epoch = c.epoch; }
+  void operator()(const HeadStarted& c) {
+    s.epoch = c.epoch;
+    if (!c.step_key.empty()) s.step_key = c.step_key;
+  }
+  void operator()(const StepStarted& c) {
+    Run& run = RunAt(s, c.job, c.attempt);
+    CORRAL_CHECK(c.step.id == static_cast<int32_t>(run.steps.size()), "step out of order");
+    run.steps.push_back(c.step);
+  }
+  void operator()(const StepExited& c) {
+    Run& run = RunAt(s, c.job, c.attempt);
+    CORRAL_CHECK(c.step >= 0 && c.step < static_cast<int32_t>(run.steps.size()), "unknown step");
+    Step& step = run.steps[c.step];
+    CORRAL_CHECK(c.index >= 0 && c.index < static_cast<int32_t>(step.exit_codes.size()),
+                 "step index out of range");
+    step.exit_codes[c.index] = c.exit_code;
+    if (std::find(step.exit_codes.begin(), step.exit_codes.end(), kNotExited) ==
+        step.exit_codes.end()) {
+      step.ended_at = at;
+    }
+  }
   void operator()(const JobSubmitted& c) {
     Job job = c.job;
     job.state = JobState::kPending;
@@ -174,9 +194,9 @@ Json StateToJson(const ClusterState& s) {
   for (const auto& [name, q] : s.queues) queues.push_back(ToJson(q));
   Json creds = Json::array();
   for (const auto& [hash, c] : s.credentials) creds.push_back(ToJson(c));
-  return Json{{"revision", s.revision}, {"epoch", s.epoch}, {"next_job_id", s.next_job_id},
-              {"jobs", jobs},           {"nodes", nodes},   {"queues", queues},
-              {"credentials", creds}};
+  return Json{{"revision", s.revision}, {"epoch", s.epoch},      {"next_job_id", s.next_job_id},
+              {"jobs", jobs},           {"nodes", nodes},        {"queues", queues},
+              {"credentials", creds},   {"step_key", s.step_key}};
 }
 
 }  // namespace corral::head

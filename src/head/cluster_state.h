@@ -21,6 +21,7 @@ struct ClusterState {
   std::map<std::string, Node> nodes;
   std::map<std::string, QueueConfig> queues;
   std::map<std::string, Credential> credentials;  // by hash
+  std::string step_key;  // job-step credentials derive from it (HeadStarted)
 };
 
 // REQUIRES: change.revision == state.revision + 1.
@@ -35,6 +36,7 @@ struct SnapshotMeta {
   static constexpr char kEpoch[] = "head_epoch";
   static constexpr char kNextJobId[] = "next_job_id";
   static constexpr char kCredentialPrefix[] = "credential/";
+  static constexpr char kStepKey[] = "step_key";
 };
 
 }  // namespace corral::head

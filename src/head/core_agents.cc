@@ -81,6 +81,15 @@ Result<bool> HeadCore::Report(const Caller& by, const SyncRequest& req, TimeMs n
   }
   for (const RunReport& r : req.runs) {
     RunId id;
+    int32_t step = 0;
+    if (ParseStepRunId(r.run_id, &id, &step)) {
+      auto job = state_.jobs.find(id.job);
+      if (job != state_.jobs.end() && active_jobs_.count(id.job) &&
+          job->second.CurrentRun()->attempt == id.attempt) {
+        OnStepReport(job->second, step, req.node, r, now);
+      }
+      continue;
+    }
     if (!ParseRunId(r.run_id, &id)) continue;
     auto job = state_.jobs.find(id.job);
     if (job == state_.jobs.end() || !active_jobs_.count(id.job)) continue;
@@ -139,8 +148,15 @@ SyncResponse HeadCore::DesiredFor(const std::string& node) const {
       o.stop = run.stop_requested;
       o.stop_signal = job.spec.checkpoint_signal;
       o.grace_ms = job.spec.grace_ms;
+      if (job.spec.batch && replica == 0 && !state_.step_key.empty()) {
+        // The batch step may start job steps of this run (srun), and nothing else.
+        std::string token = StepToken(state_.step_key, RunId{id, run.attempt});
+        o.env["CORRAL_STEP_TOKEN"] = token;
+        for (auto& te : o.task_envs) te["CORRAL_STEP_TOKEN"] = token;
+      }
       r.runs.push_back(std::move(o));
     }
+    if (!run.steps.empty()) AddStepOrders(job, run, LayoutFor(job, run), node, &r);
   }
   return r;
 }

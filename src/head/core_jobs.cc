@@ -194,7 +194,12 @@ Result<Job> HeadCore::GetJob(const Caller& by, JobId id) const {
   auto it = state_.jobs.find(id);
   if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
   Job job = it->second;
-  if (!MayManageJob(by, job)) job.spec.env.clear();
+  if (!MayManageJob(by, job)) {
+    job.spec.env.clear();
+    for (Run& run : job.runs) {
+      for (Step& step : run.steps) step.env.clear();
+    }
+  }
   if (auto r = pending_reason_.find(id); r != pending_reason_.end()) job.pending_reason = r->second;
   if (auto i = idle_.find(id); i != idle_.end() && job.state == JobState::kRunning) {
     job.idle_since = i->second;
@@ -205,7 +210,8 @@ Result<Job> HeadCore::GetJob(const Caller& by, JobId id) const {
 Result<Job> HeadCore::GetJobForLogs(const Caller& by, JobId id) const {
   auto it = state_.jobs.find(id);
   if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
-  if (!MayManageJob(by, it->second)) {
+  bool own_step = by.kind == Caller::Kind::kJob && by.job == id;  // srun following its step
+  if (!own_step && !MayManageJob(by, it->second)) {
     return PermissionDenied("the output of job " + std::to_string(id) + " is for its owner (" +
                             it->second.owner + ") and admins");
   }

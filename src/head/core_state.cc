@@ -33,7 +33,8 @@ void HeadCore::Index(const Change& c) {
     }
     void operator()(const JobSubmitted& e) {
       Job(e.job.id);
-      if (!e.job.request_id.empty()) core.requests_.emplace(std::pair(e.job.owner, e.job.request_id), e.job.id);
+      if (!e.job.request_id.empty())
+        core.requests_.emplace(std::pair(e.job.owner, e.job.request_id), e.job.id);
       Pending(core.state_.jobs.at(e.job.id), +1);
       core.AdmitPending(core.state_.jobs.at(e.job.id));
     }
@@ -91,6 +92,16 @@ void HeadCore::Index(const Change& c) {
       core.WantSchedule();
     }
     void operator()(const IdleWarned& e) { Job(e.job); }
+    void operator()(const StepStarted& e) {
+      Job(e.job);
+      const Run& run = core.state_.jobs.at(e.job).runs[e.attempt - 1];
+      for (int32_t r : e.step.replicas) core.Bump(run.placement[r].node);
+    }
+    void operator()(const StepExited& e) {
+      Job(e.job);
+      const Run& run = core.state_.jobs.at(e.job).runs[e.attempt - 1];
+      core.Bump(run.placement[run.steps[e.step].replicas[e.index]].node);
+    }
     void operator()(const CheckpointReported& e) {
       Job(e.job);
       // Victims that just checkpointed lose least: the scheduler prefers them.
@@ -135,6 +146,8 @@ void HeadCore::MarkDirty(const Change& c) {
     void operator()(const JobEnded& e) { d.jobs.insert(e.job); }
     void operator()(const CheckpointReported& e) { d.jobs.insert(e.job); }
     void operator()(const IdleWarned& e) { d.jobs.insert(e.job); }
+    void operator()(const StepStarted& e) { d.jobs.insert(e.job); }
+    void operator()(const StepExited& e) { d.jobs.insert(e.job); }
     void operator()(const NodeRegistered& e) {
       d.nodes.insert(e.node.name);
       d.meta = true;  // credentials
@@ -220,8 +233,9 @@ void HeadCore::RebuildIndexes(TimeMs now) {
   WantSchedule();
 }
 
-void HeadCore::Start(TimeMs now) {
-  Emit(Caller::System(), now, HeadStarted{state_.epoch + 1});
+void HeadCore::Start(TimeMs now, const std::string& new_step_key) {
+  Emit(Caller::System(), now,
+       HeadStarted{state_.epoch + 1, state_.step_key.empty() ? new_step_key : ""});
   if (!state_.queues.count("default")) {
     Emit(Caller::System(), now, QueueSet{QueueConfig{"default", 0, -1, 1.0}});
   }
@@ -279,6 +293,7 @@ Result<QueueConfig> HeadCore::SetQueue(const Caller& by, QueueConfig q, TimeMs n
 
 Result<Caller> HeadCore::Authenticate(const std::string& bearer, TimeMs now) const {
   if (bearer.empty()) return Unauthenticated("missing bearer token");
+  if (auto step = AuthenticateStep(bearer)) return *step;
   auto it = state_.credentials.find(Sha256Hex(bearer));
   if (it == state_.credentials.end()) return Unauthenticated("invalid or revoked token");
   if (it->second.expires_at > 0 && now >= it->second.expires_at) {

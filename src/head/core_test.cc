@@ -129,7 +129,7 @@ TEST_P(Scenario, AJobWhoseNameRanShortStartsBeforeOneThatRanLong) {
   JobSpec l = Spec(1), s = Spec(1);
   l.name = "long";
   s.name = "short";
-  Job first = Submit(l);  // submitted first, predicted 2 h
+  Job first = Submit(l);   // submitted first, predicted 2 h
   Job second = Submit(s);  // predicted 1 min
   now() += kSecond;
   ASSERT_TRUE(*Report("n1", {Exited(Get(blocker.id), 0, 0)}));
@@ -263,6 +263,99 @@ TEST_P(Scenario, BatchJobEndsWithReplicaZeroAndTakesItsCode) {
     EXPECT_EQ(done.state, code == 0 ? JobState::kSucceeded : JobState::kFailed);
     EXPECT_EQ(done.exit_code, code);
   }
+}
+
+// Job steps (srun in a batch script): only the run's own step credential starts one; each
+// node of the step gets its share as a run of its own with the step's ranks; the step ends
+// when every node has reported, and a stale run's credential is refused.
+TEST_P(Scenario, BatchJobStartsAStepAcrossItsNodesWithItsOwnCredential) {
+  Register("n1", 2);
+  Register("n2", 2);
+  JobSpec spec = Spec(2, 2);
+  spec.batch = true;
+  Job job = Submit(spec);
+  Schedule();
+  Job j = Get(job.id);
+  const std::string n0 = j.CurrentRun()->placement[0].node, n1 = j.CurrentRun()->placement[1].node;
+  ASSERT_TRUE(*Report(n0, {Running(j, 0)}));
+  ASSERT_TRUE(*Report(n1, {Running(j, 1)}));
+  // The batch step (replica 0) carries the credential; the holder does not.
+  std::vector<RunOrder> d0 = Desired(n0), d1 = Desired(n1);
+  ASSERT_EQ(d0.size(), 1u);
+  ASSERT_EQ(d1.size(), 1u);
+  ASSERT_TRUE(d0[0].env.count("CORRAL_STEP_TOKEN"));
+  EXPECT_FALSE(d1[0].env.count("CORRAL_STEP_TOKEN"));
+  const std::string token = d0[0].env.at("CORRAL_STEP_TOKEN");
+  auto caller = core().Authenticate(token, now());
+  ASSERT_TRUE(caller.ok()) << caller.status().ToString();
+  EXPECT_EQ(caller->kind, Caller::Kind::kJob);
+  std::string forged = token;
+  forged.back() = forged.back() == '0' ? '1' : '0';
+  EXPECT_FALSE(core().Authenticate(forged, now()).ok());
+
+  StepRequest req;
+  req.command = {"python3", "train.py"};
+  req.env = {{"FOO", "bar"}, {"CORRAL_STEP_TOKEN", token}};
+  req.ntasks = 3;  // block distribution over 2 nodes: 2 + 1
+  EXPECT_EQ(core().StartStep(kAna, job.id, req, now()).status().code(),
+            ErrorCode::kPermissionDenied)
+      << "the owner's own token does not start steps; only the job does";
+  StepRequest bad = req;
+  bad.replicas = {0, 2};
+  auto refused = core().StartStep(*caller, job.id, bad, now());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("replicas"), std::string::npos);
+  auto started = core().StartStep(*caller, job.id, req, now());
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  Step();
+  EXPECT_EQ(started->id, 0);
+  EXPECT_EQ(started->tasks, (std::vector<int32_t>{2, 1}));
+  EXPECT_FALSE(Get(job.id).CurrentRun()->steps[0].env.count("CORRAL_STEP_TOKEN"))
+      << "steps are readable by others; the credential is not kept";
+
+  d0 = Desired(n0);
+  d1 = Desired(n1);
+  ASSERT_EQ(d0.size(), 2u);
+  ASSERT_EQ(d1.size(), 2u);
+  const std::string step_run = ToString(RunId{job.id, 1}) + "-s0";
+  const RunOrder& s0 = d0[1].run_id == step_run ? d0[1] : d0[0];
+  const RunOrder& s1 = d1[1].run_id == step_run ? d1[1] : d1[0];
+  ASSERT_EQ(s0.run_id, step_run);
+  ASSERT_EQ(s1.run_id, step_run);
+  EXPECT_EQ(s0.command, req.command);
+  ASSERT_EQ(s0.task_envs.size(), 2u);
+  EXPECT_TRUE(s1.task_envs.empty());
+  EXPECT_EQ(s0.task_envs[1].at("SLURM_PROCID"), "1");
+  EXPECT_EQ(s0.task_envs[1].at("SLURM_LOCALID"), "1");
+  EXPECT_EQ(s1.env.at("SLURM_PROCID"), "2");
+  EXPECT_EQ(s1.env.at("SLURM_NODEID"), "1");
+  EXPECT_EQ(s1.env.at("SLURM_STEP_ID"), "0");
+  EXPECT_EQ(s1.env.at("SLURM_STEP_NUM_TASKS"), "3");
+  EXPECT_EQ(s1.env.at("SLURM_NTASKS"), "3");
+  EXPECT_EQ(s1.env.at("FOO"), "bar");
+  EXPECT_EQ(s1.gpus, j.CurrentRun()->placement[1].gpus) << "the step uses the allocation's GPUs";
+
+  RunReport e0{step_run, 0, false, 0, 0, 0};
+  RunReport e1{step_run, 1, false, 4, 0, 0};
+  ASSERT_TRUE(*Report(n0, {Running(j, 0), e0}));
+  auto mid = core().GetStep(*core().Authenticate(token, now()), job.id, 0);
+  ASSERT_TRUE(mid.ok());
+  EXPECT_EQ(mid->exit_codes, (std::vector<int32_t>{0, kNotExited}));
+  EXPECT_EQ(mid->ended_at, 0);
+  ASSERT_TRUE(*Report(n1, {Running(j, 1), e1}));
+  auto done = core().GetStep(kAna, job.id, 0);
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->exit_codes, (std::vector<int32_t>{0, 4}));
+  EXPECT_GT(done->ended_at, 0);
+  EXPECT_EQ(Desired(n1).size(), 1u) << "an ended step is no longer ordered";
+  EXPECT_EQ(Get(job.id).state, JobState::kRunning) << "a failed step does not end the job";
+
+  // The script ends: the run is over and its credential with it.
+  ASSERT_TRUE(*Report(n0, {Exited(j, 0, 0)}));
+  ASSERT_TRUE(*Report(n1, {Exited(j, 1, -15)}));
+  EXPECT_EQ(Get(job.id).state, JobState::kSucceeded);
+  EXPECT_FALSE(core().Authenticate(token, now()).ok());
+  h_.ExpectReplayEqualsLive();
 }
 
 TEST_P(Scenario, TimeLimitStopsTheRunAndFailsTheJob) {

@@ -22,7 +22,7 @@ class CoreHarness {
         store_(disk_),
         core_(std::make_unique<HeadCore>(config_)),
         log_(durability_) {
-    core_->Start(now);
+    core_->Start(now, "harness-step-key");
     acked_ = StateToJson(core_->state());
     Commit();
   }

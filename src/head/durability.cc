@@ -41,6 +41,7 @@ void EditLog::MaybeSnapshot(HeadCore& core, bool force, std::vector<store::State
     batch->push_back(store::PutMeta{kCredentialsKey, creds.dump()});
     batch->push_back(store::PutMeta{SnapshotMeta::kEpoch, std::to_string(s.epoch)});
     batch->push_back(store::PutMeta{SnapshotMeta::kNextJobId, std::to_string(s.next_job_id)});
+    if (!s.step_key.empty()) batch->push_back(store::PutMeta{SnapshotMeta::kStepKey, s.step_key});
   }
   batch->push_back(store::PutMeta{store::kSnapshotRevisionKey, std::to_string(rev)});
   if (rev > config_.keep_changes)
@@ -79,6 +80,9 @@ Result<LoadedState> DecodeStoredState(store::StoredState stored) {
     s.nodes[name] = std::move(n);
   }
   for (QueueConfig& q : stored.queues) s.queues[q.name] = q;
+  if (auto it = stored.meta.find(SnapshotMeta::kStepKey); it != stored.meta.end()) {
+    s.step_key = it->second;
+  }
   if (auto it = stored.meta.find(kCredentialsKey); it != stored.meta.end()) {
     Json arr = Json::parse(it->second, nullptr, false);
     if (!arr.is_array()) return Internal("store meta 'credentials': not a JSON array");

@@ -1,7 +1,7 @@
 #include "head/head.h"
 
-#include <boost/asio/post.hpp>
 #include <algorithm>
+#include <boost/asio/post.hpp>
 #include <charconv>
 #include <filesystem>
 #include <limits>
@@ -48,14 +48,13 @@ Result<StartingState> TailSinceSnapshot(store::Store& store, ClusterState warm) 
   auto meta = store.ReadMeta(store::kSnapshotRevisionKey);
   if (!meta.ok()) return meta.status();
   uint64_t snapshot = 0;  // as DecodeStoredState reads it: absent is 0, garbage an error
-  if (!meta->empty() &&
-      std::from_chars(meta->data(), meta->data() + meta->size(), snapshot).ptr !=
-          meta->data() + meta->size()) {
+  if (!meta->empty() && std::from_chars(meta->data(), meta->data() + meta->size(), snapshot).ptr !=
+                            meta->data() + meta->size()) {
     return Internal(std::string("store meta '") + store::kSnapshotRevisionKey +
                     "': not a number: " + *meta);
   }
-  auto recs = store.ReadChanges(std::min(snapshot, warm.revision),
-                                std::numeric_limits<int32_t>::max());
+  auto recs =
+      store.ReadChanges(std::min(snapshot, warm.revision), std::numeric_limits<int32_t>::max());
   if (!recs.ok()) return recs.status();
   StartingState s{std::move(warm), {}, snapshot};
   for (const store::ChangeRecord& rec : *recs) {
@@ -132,7 +131,7 @@ Result<std::unique_ptr<Head>> Head::Create(HeadConfig config, std::unique_ptr<st
     CORRAL_RETURN_IF_ERROR(core.IssueToken(Caller::System(), join, bootstrap.join, now).status());
   }
   // A new leadership; it is durable before any answer (answers wait for the first batch).
-  core.Start(now);
+  core.Start(now, random->Secret());
   head->epoch_ = core.state().epoch;
   head->tokens_ = std::move(bootstrap);
   head->Drain();
@@ -446,6 +445,18 @@ void Head::GetJob(std::string bearer, JobId id, Callback<Job> done) {
 void Head::GetJobForLogs(std::string bearer, JobId id, Callback<Job> done) {
   Command<Job>(std::move(bearer), std::move(done),
                [this, id](const Caller& by, TimeMs) { return core_.GetJobForLogs(by, id); });
+}
+
+void Head::StartStep(std::string bearer, JobId id, StepRequest req, Callback<Step> done) {
+  Command<Step>(std::move(bearer), std::move(done),
+                [this, id, req = std::move(req)](const Caller& by, TimeMs now) mutable {
+                  return core_.StartStep(by, id, std::move(req), now);
+                });
+}
+
+void Head::GetStep(std::string bearer, JobId id, int32_t step, Callback<Step> done) {
+  Command<Step>(std::move(bearer), std::move(done),
+                [this, id, step](const Caller& by, TimeMs) { return core_.GetStep(by, id, step); });
 }
 
 void Head::ListJobs(std::string bearer, JobFilter f, Callback<std::vector<Job>> done) {

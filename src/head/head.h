@@ -36,8 +36,8 @@
 namespace corral::head {
 
 struct HeadConfig {
-  std::string state_dir;             // SQLite store and the admin/join secret files (Open)
-  std::string store_url;             // "" = STATE_DIR/corral.db; see store::OpenStore
+  std::string state_dir;  // SQLite store and the admin/join secret files (Open)
+  std::string store_url;  // "" = STATE_DIR/corral.db; see store::OpenStore
   // This head's API address as clients reach it ("http://10.0.0.1:7070"): written to the
   // store when it leads, so that standbys send clients here. "" writes nothing (one head).
   std::string advertise_url;
@@ -104,6 +104,8 @@ class Head {
   void ReportCheckpoint(std::string bearer, JobId id, Callback<Job> done);
   void GetJob(std::string bearer, JobId id, Callback<Job> done);
   void GetJobForLogs(std::string bearer, JobId id, Callback<Job> done);
+  void StartStep(std::string bearer, JobId id, StepRequest req, Callback<Step> done);
+  void GetStep(std::string bearer, JobId id, int32_t step, Callback<Step> done);
   void ListJobs(std::string bearer, JobFilter filter, Callback<std::vector<Job>> done);
   void ListNodes(std::string bearer, Callback<std::vector<NodeView>> done);
   void Usage(std::string bearer, UsageBy group, DurationMs since_ms, Callback<UsageReport> done);

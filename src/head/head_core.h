@@ -48,7 +48,7 @@ struct JobFilter {
   std::string user;
   JobId after = 0;
   int32_t limit = 1000;
-  JobId array_id = 0;  // only this array's elements
+  JobId array_id = 0;      // only this array's elements
   TimeMs ended_since = 0;  // > 0: only jobs still live or that ended at or after this time
 };
 
@@ -65,6 +65,20 @@ struct QueueView {
   int32_t pending = 0;
   int32_t running = 0;
 };
+
+// srun's request for a job step (core_steps.cc).
+struct StepRequest {
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::string workdir;            // "": the job's
+  std::vector<int32_t> replicas;  // of the allocation, in the step's node order; empty: all
+  int32_t ntasks = 0;             // > 0: spread over the nodes, first nodes one more
+  int32_t tasks_per_replica = 1;  // when ntasks is 0
+  bool gpus_per_task = false;
+};
+
+// The credential a run's batch step holds to start steps of that run.
+std::string StepToken(const std::string& step_key, const RunId& run);
 
 struct TokenRequest {
   std::string user;
@@ -91,7 +105,8 @@ class HeadCore {
   // snapshot rows.
   Status Recover(ClusterState snapshot, const std::vector<Change>& tail, TimeMs now);
   // Begins a leadership: emits HeadStarted with the next epoch and the default queue.
-  void Start(TimeMs now);
+  // `new_step_key` (random, from the shell) becomes the step key if the cluster has none.
+  void Start(TimeMs now, const std::string& new_step_key = "");
 
   // --- identity ---
   Result<Caller> Authenticate(const std::string& bearer, TimeMs now) const;
@@ -111,6 +126,9 @@ class HeadCore {
   // Cancels a job; an array's id cancels every element unless `element_only`.
   Result<Job> Cancel(const Caller& by, JobId id, TimeMs now, bool element_only = false);
   Result<Job> ReportCheckpoint(const Caller& by, JobId id, TimeMs now);
+  // Job steps (core_steps.cc): only the job itself (a kJob caller) starts them.
+  Result<Step> StartStep(const Caller& by, JobId id, StepRequest req, TimeMs now);
+  Result<Step> GetStep(const Caller& by, JobId id, int32_t step) const;
   Result<Job> GetJob(const Caller& by, JobId id) const;
   // The job, if `by` may read its output (its owner, its queue's admins, admins).
   Result<Job> GetJobForLogs(const Caller& by, JobId id) const;
@@ -179,6 +197,11 @@ class HeadCore {
   void PlaceRun(const sched::PlaceDecision& d, TimeMs now);
   void RequestStop(const Job& job, const std::string& reason, TimeMs now);
   void OnReplicaReport(const Job& job, const std::string& node, const RunReport& r, TimeMs now);
+  void OnStepReport(const Job& job, int32_t step, const std::string& node, const RunReport& r,
+                    TimeMs now);
+  void AddStepOrders(const Job& job, const Run& run, const RunLayout& layout,
+                     const std::string& node, SyncResponse* out) const;
+  std::optional<Caller> AuthenticateStep(const std::string& bearer) const;
   void MaybeFinishRun(const Job& job, TimeMs now);
   void FinishRun(const Job& job, RunState state, const std::string& reason, TimeMs now);
   void EnforceTimeLimits(TimeMs now);

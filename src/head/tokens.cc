@@ -1,5 +1,7 @@
 #include "head/tokens.h"
 
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/sha.h>
 
 namespace corral::head {
@@ -19,6 +21,14 @@ std::string Sha256Hex(std::string_view data) {
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
   return HexBytes(digest, sizeof digest);
+}
+
+std::string HmacSha256Hex(std::string_view key, std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest, &len);
+  return HexBytes(digest, len);
 }
 
 bool TokensEqual(const std::string& a, const std::string& b) {

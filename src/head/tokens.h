@@ -22,6 +22,7 @@ class UrandomSource final : public RandomSource {
 };
 
 std::string Sha256Hex(std::string_view data);
+std::string HmacSha256Hex(std::string_view key, std::string_view data);
 std::string HexBytes(const unsigned char* data, size_t n);
 // Reads the secret at `path`, or writes `fresh` there (mode 0600) on first start.
 Result<std::string> LoadOrCreateToken(const std::string& path, const std::string& fresh);
