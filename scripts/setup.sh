@@ -15,6 +15,7 @@ PACKAGES=(
   prometheus
   python3-torch
   chromium nodejs
+  slurm-wlm munge  # the differential test against a real Slurm (tests/slurm)
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

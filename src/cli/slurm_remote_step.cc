@@ -139,7 +139,12 @@ int RunRemoteStep(const slurm::ParsedOptions& o, int64_t nodes, CliContext& ctx)
   if (o.Has("gpus-per-task")) req["gpus_per_task"] = true;
   std::map<std::string, std::string> env =
       ctx.environment ? ctx.environment() : std::map<std::string, std::string>{};
-  env.erase("CORRAL_STEP_TOKEN");
+  // What only holds on this node: each node's agent and the head set their own.
+  for (const char* k :
+       {"CORRAL_STEP_TOKEN", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "CORRAL_NODE",
+        "CORRAL_REPLICA", "CORRAL_TASK", "SLURMD_NODENAME", "HOSTNAME", "CUDA_VISIBLE_DEVICES"}) {
+    env.erase(k);
+  }
   if (o.Has("unbuffered")) env["PYTHONUNBUFFERED"] = "1";
   req["env"] = env;
 

@@ -1,8 +1,8 @@
-// srun inside an allocation, on one node: a job step run right here. The tasks are children
-// of srun, each with its rank variables; output goes to the terminal (with -l, each line
-// labelled "TASK: "), or to --output/--error patterns expanded per task. srun waits for every
-// task and exits with the worst code. Steps on several nodes go through the head
-// (slurm_remote_step.cc).
+// srun inside an allocation without a step credential (a job not submitted by sbatch): a
+// one-node job step run right here. The tasks are children of srun, each with its rank
+// variables; output goes to the terminal (with -l, each line labelled "TASK: "), or to
+// --output/--error patterns expanded per task. srun waits for every task and exits with the
+// worst code. A batch job's steps go through the head (slurm_remote_step.cc).
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -57,7 +57,9 @@ int RunLocalStep(const slurm::ParsedOptions& o, CliContext& ctx) {
   const std::string job_id = ctx.env("SLURM_JOB_ID").value_or("");
   const int64_t alloc_nodes = IntOf(ctx.env("SLURM_JOB_NUM_NODES").value_or("1"), 1);
   const int64_t nodes = o.Has("nodes") ? IntOf(o.Get("nodes"), -1) : alloc_nodes;
-  if (nodes != 1 && ctx.env("CORRAL_STEP_TOKEN") && ctx.env("CORRAL_STEP_HEAD")) {
+  // A batch job's steps all go through the head, which numbers them and places each on the
+  // allocation's nodes; a job without a step credential runs one-node steps right here.
+  if (ctx.env("CORRAL_STEP_TOKEN") && ctx.env("CORRAL_STEP_HEAD")) {
     return RunRemoteStep(o, nodes, ctx);
   }
   if (nodes != 1) {

@@ -151,4 +151,32 @@ corral show "$job" | grep -Eq 'replica [01] task [01] exited with code' ||
   fail "show does not name the failing task: $(corral show "$job")"
 echo "PASS 4: a gang out of restarts fails naming the task"; PASS=$((PASS + 1))
 
+# ---- 5. a Slurm batch script whose srun starts the training on both nodes (a job step
+# through the head: 2 nodes x 2 tasks, Slurm's variables, output labelled by rank)
+"$CORRAL" slurm install-shims "$W/shims" >/dev/null
+cat > "$W/ddp.sbatch" <<SCRIPT
+#!/bin/bash
+#SBATCH --job-name=ddp-sbatch
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=2
+#SBATCH --gpus-per-node=2
+#SBATCH --cpus-per-task=1
+#SBATCH --output=$W/ddp-sbatch-%j.out
+echo "batch on \$SLURM_JOB_NODELIST"
+srun --label $PY $EXAMPLE --steps 30 --out $W/out5
+echo "srun exited \$?"
+SCRIPT
+job=$(ip netns exec "$H" env PATH="$W/shims:$PATH" sbatch --parsable "$W/ddp.sbatch")
+wait_job "$job" succeeded
+out5=$(cat "$W/ddp-sbatch-$job.out")
+echo "$out5" | grep -q '^batch on node\[01-02\]$' || fail "batch output: $out5"
+echo "$out5" | grep -q '^srun exited 0$' || fail "srun did not exit 0: $out5"
+echo "$out5" | grep -q '^3: rank 3/4' || fail "srun -l did not label rank 3: $out5"
+check "$W/out5" 4 \
+  'all(r["loss_last"] < r["loss_first"] / 4 for r in rs)' \
+  'sorted(r["env"]["NODE_RANK"] for r in rs) == ["0", "0", "1", "1"]' \
+  'all(r["env"]["SLURM_PROCID"] == str(r["rank"]) and r["env"]["SLURM_NTASKS"] == "4" for r in rs)' \
+  "len({r['env']['MASTER_ADDR'] for r in rs}) == 1 and rs[0]['env']['MASTER_ADDR'] in ('$NET.2', '$NET.3')"
+echo "PASS 5: sbatch + srun start DDP on two nodes"; PASS=$((PASS + 1))
+
 echo "all $PASS passed"

@@ -29,7 +29,7 @@ trap cleanup EXIT
 fail=0
 check() {  # check NAME WANT GOT
   if [ "$2" != "$3" ]; then
-    echo "DIFFERS: $1"; echo "  slurm:  $2" | head -20; echo "  corral: $3" | head -20; fail=1
+    echo "DIFFERS: $1"; echo "  slurm:  $2" | head -40; echo "  corral: $3" | head -40; fail=1
   else
     echo "same: $1"
   fi
@@ -111,6 +111,25 @@ echo "args: $*"
 env | grep -E '^SLURM_(JOB_NAME|NNODES|JOB_NUM_NODES|NTASKS|NPROCS|NTASKS_PER_NODE|TASKS_PER_NODE|CPUS_PER_TASK|JOB_NODELIST|NODELIST|SUBMIT_DIR|PROCID|LOCALID|NODEID|JOB_ID|JOBID|JOB_CPUS_PER_NODE|CPUS_ON_NODE|JOB_PARTITION|ARRAY_JOB_ID|ARRAY_TASK_ID)=' | sort
 srun -l sh -c 'echo task $SLURM_PROCID local $SLURM_LOCALID of $SLURM_NTASKS' | sort
 EOF
+# A step on both nodes (labelled output sorted: the tasks' order is a race on both sides),
+# then a failing step; srun's own error lines go to /dev/null (their wording is Slurm's).
+cat > "$T/multi.sh" <<'EOF'
+#!/bin/bash
+#SBATCH --job-name=multi
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=2
+#SBATCH --gres=gpu:8
+#SBATCH --output=%x-%j.out
+srun -l sh -c 'echo rank $SLURM_PROCID node $SLURM_NODEID local $SLURM_LOCALID of $SLURM_NTASKS step $SLURM_STEP_ID nodes $SLURM_STEP_NUM_NODES' | sort
+srun -N 2 -n 3 sh -c 'exit $((SLURM_PROCID == 2 ? 3 : 0))' 2>/dev/null
+echo "failing step: $?"
+srun -N 1 -n 1 sh -c 'echo one task on node $SLURM_NODEID step $SLURM_STEP_ID'
+EOF
+cat > "$T/dep.sh" <<'EOF'
+#!/bin/bash
+#SBATCH -o dep-%j.out
+echo "ran after its dependency"
+EOF
 cat > "$T/fail.sh" <<'EOF'
 #!/bin/bash
 #SBATCH -o fail-%j.out
@@ -133,7 +152,10 @@ run() {
     cd "$T/work-$side" || exit 1
     export PATH=$bin:$PATH
     echo "env $(sbatch --parsable "$T/env.sh" a1 | cut -d';' -f1)"
-    echo "fail $(sbatch --parsable "$T/fail.sh" | cut -d';' -f1)"
+    local fail_id; fail_id=$(sbatch --parsable "$T/fail.sh" | cut -d';' -f1)
+    echo "fail $fail_id"
+    echo "multi $(sbatch --parsable "$T/multi.sh" | cut -d';' -f1)"
+    echo "dep $(sbatch --parsable --dependency=afterany:"$fail_id" "$T/dep.sh" | cut -d';' -f1)"
     echo "array $(sbatch --parsable "$T/array.sh" | cut -d';' -f1)"
     for _ in $(seq 1 300); do [ -z "$(squeue -h -o %i)" ] && break; sleep 0.2; done
   )
@@ -144,7 +166,10 @@ run corral "$T/shims" > "$T/ids-corral"
 # Normalises what differs by construction: ids, the submit dir, the partition name.
 norm() {  # norm SIDE FILE
   local side=$1 id
-  sed -e "s#$T/work-$side#SUBMITDIR#g" "$2" | {
+  # A one-node job may land on either node, and Corral's queue is "default" where Slurm's
+  # partition is "debug".
+  sed -E -e "s#$T/work-$side#SUBMITDIR#g" -e 's/^(SLURM_(JOB_)?NODELIST)=node[0-9]+$/\1=NODE/' \
+    -e 's/^SLURM_JOB_PARTITION=.*/SLURM_JOB_PARTITION=PARTITION/' "$2" | {
     local text; text=$(cat)
     while read -r name id; do text=${text//$id/ID_$name}; done < "$T/ids-$side"
     echo "$text"
@@ -159,6 +184,11 @@ check "env.sh output" "$(norm slurm "$T/work-slurm/envdump-$(sid slurm env).out"
   "$(norm corral "$T/work-corral/envdump-$(sid corral env).out")"
 check "fail.sh output" "$(cat "$T/work-slurm/fail-$(sid slurm fail).out")" \
   "$(cat "$T/work-corral/fail-$(sid corral fail).out")"
+check "multi.sh output (steps on two nodes)" \
+  "$(norm slurm "$T/work-slurm/multi-$(sid slurm multi).out")" \
+  "$(norm corral "$T/work-corral/multi-$(sid corral multi).out")"
+check "dep.sh output" "$(cat "$T/work-slurm/dep-$(sid slurm dep).out")" \
+  "$(cat "$T/work-corral/dep-$(sid corral dep).out")"
 for i in 0 1 2; do
   check "array element $i output" "$(cat "$T/work-slurm/arr-$(sid slurm array)_$i.out")" \
     "$(cat "$T/work-corral/arr-$(sid corral array)_$i.out")"
@@ -167,6 +197,10 @@ check "env.sh state" "$(state slurm "$SLURM_BIN" "$(sid slurm env)")" \
   "$(state corral "$T/shims" "$(sid corral env)")"
 check "fail.sh state" "$(state slurm "$SLURM_BIN" "$(sid slurm fail)")" \
   "$(state corral "$T/shims" "$(sid corral fail)")"
+for name in multi dep; do
+  check "$name.sh state" "$(state slurm "$SLURM_BIN" "$(sid slurm $name)")" \
+    "$(state corral "$T/shims" "$(sid corral $name)")"
+done
 for i in 0 1 2; do
   check "array element $i state" "$(state slurm "$SLURM_BIN" "$(sid slurm array)_$i")" \
     "$(state corral "$T/shims" "$(sid corral array)_$i")"
