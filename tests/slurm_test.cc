@@ -268,6 +268,46 @@ TEST_F(SlurmShims, SrunInsideATwoNodeAllocationStartsAStepOnBothNodes) {
   EXPECT_EQ(acct.out, "COMPLETED|0:0\n") << out;
 }
 
+// scontrol hold keeps a job pending (squeue says JobHeldUser) until scontrol release; a job
+// that runs `scontrol requeue $SLURM_JOB_ID` (as submitit does) goes back to the queue under
+// the same id and runs again.
+TEST_F(SlurmShims, ScontrolHoldReleaseAndRequeueFromInsideTheJob) {
+  std::ofstream(work_ + "/held.sh") << "#!/bin/bash\n#SBATCH -o held-%j.out\necho ran\n";
+  const std::string held = SbatchId("--hold held.sh");
+  auto q = Sh("squeue -h -j " + held + " -o '%t %r'");
+  EXPECT_EQ(q.out, "PD JobHeldUser\n") << q.err;
+  auto rel = Sh("scontrol release " + held);
+  EXPECT_EQ(rel.exit_code, 0) << rel.err;
+  Wait(held);
+  EXPECT_EQ(ReadAll(work_ + "/held-" + held + ".out"), "ran\n");
+  auto bad = Sh("scontrol hold " + held);
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("only pending jobs can be held"), std::string::npos) << bad.err;
+
+  std::ofstream(work_ + "/requeue.sh")
+      << "#!/bin/bash\n"
+         "#SBATCH -o requeue-%j.out\n"
+         "#SBATCH --open-mode=append\n"
+         "if [ ! -f requeued-$SLURM_JOB_ID ]; then\n"
+         "  touch requeued-$SLURM_JOB_ID\n"
+         "  echo first run\n"
+         "  env -u CORRAL_TOKEN -u CORRAL_ADDR scontrol requeue $SLURM_JOB_ID || echo requeue "
+         "failed\n"
+         "  sleep 30\n"
+         "fi\n"
+         "echo second run\n";
+  const std::string id = SbatchId("requeue.sh");
+  Wait(id);
+  auto show = cluster_->Corral({"show", id, "-o", "json"});
+  Json job = Json::parse(show.out);
+  EXPECT_EQ(job["state"], "succeeded") << show.out;
+  EXPECT_EQ(job["runs"].size(), 2u) << show.out;
+  const std::string out = ReadAll(work_ + "/requeue-" + id + ".out");
+  EXPECT_NE(out.find("first run\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("second run\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("requeue failed"), std::string::npos) << out;
+}
+
 TEST_F(SlurmShims, SinfoListsTheNodes) {
   auto s = Sh("sinfo");
   EXPECT_EQ(s.exit_code, 0) << s.err;

@@ -157,7 +157,8 @@ std::string RouteOf(const std::string& method, const std::vector<std::string>& p
   }
   if (parts.size() >= 4)
     route += parts[3] == "logs" || parts[3] == "cancel" || parts[3] == "checkpoint" ||
-                     parts[3] == "drain" || parts[3] == "undrain" || parts[3] == "steps"
+                     parts[3] == "drain" || parts[3] == "undrain" || parts[3] == "steps" ||
+                     parts[3] == "requeue" || parts[3] == "hold" || parts[3] == "release"
                  ? "/" + parts[3]
                  : "/other";
   if (parts.size() >= 5 && parts[3] == "steps") route += "/{step}";
@@ -315,6 +316,13 @@ void ApiService::HandleJobs(const HttpRequest& req, const std::vector<std::strin
     bool element_only = req.query.count("element") && req.query.at("element") != "0";
     return head_->Cancel(req.BearerToken(), id, element_only,
                          Answer<Job>(std::move(respond), job_json));
+  }
+  if (parts.size() == 4 && parts[3] == "requeue" && req.method == "POST") {
+    return head_->Requeue(req.BearerToken(), id, Answer<Job>(std::move(respond), job_json));
+  }
+  if (parts.size() == 4 && (parts[3] == "hold" || parts[3] == "release") && req.method == "POST") {
+    return head_->SetHold(req.BearerToken(), id, parts[3] == "hold",
+                          Answer<Job>(std::move(respond), job_json));
   }
   if (parts.size() == 4 && parts[3] == "checkpoint" && req.method == "POST") {
     return head_->ReportCheckpoint(req.BearerToken(), id,

@@ -86,6 +86,9 @@ int RunSinfo(const std::vector<std::string>& args, CliContext& ctx);
 // srun inside an allocation: a step of one node, run here (slurm_step.cc).
 int RunLocalStep(const slurm::ParsedOptions& opts, CliContext& ctx);
 int RunRemoteStep(const slurm::ParsedOptions& opts, int64_t nodes, CliContext& ctx);
+// Inside a batch job: talk to the head its agent reaches with the job's own step credential
+// (CORRAL_STEP_HEAD, CORRAL_STEP_TOKEN, CORRAL_STEP_CA) instead of the user's config.
+void UseStepCredential(CliContext& ctx);
 // Jobs decoded from the head's JSON; errors name the job.
 Result<std::vector<Job>> DecodeJobs(const std::deque<Json>& raw);
 

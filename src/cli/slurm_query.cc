@@ -240,7 +240,8 @@ int RunSacct(const std::vector<std::string>& argv, CliContext& ctx) {
 int RunScontrol(const std::vector<std::string>& argv, CliContext& ctx) {
   std::vector<std::string> a = argv;
   if (a.empty() || a[0] == "-h" || a[0] == "--help") {
-    *ctx.out << "Usage: scontrol show job ID | show hostnames [LIST]\n";
+    *ctx.out << "Usage: scontrol show job ID | show hostnames [LIST] | hold|release|requeue "
+                "ID[,ID...]\n";
     return a.empty() ? kExitError : kExitOk;
   }
   if (a[0] == "show" && a.size() >= 2 && (a[1] == "hostnames" || a[1] == "hostname")) {
@@ -266,15 +267,37 @@ int RunScontrol(const std::vector<std::string>& argv, CliContext& ctx) {
     }
     return kExitOk;
   }
-  if (a[0] == "hold" || a[0] == "release" || a[0] == "requeue" || a[0] == "requeuehold" ||
-      a[0] == "suspend" || a[0] == "resume" || a[0] == "update") {
+  if (a[0] == "hold" || a[0] == "release" || a[0] == "requeue") {
+    if (a.size() < 2) return SlurmError(ctx, "scontrol", a[0] + ": want a job ID");
+    std::vector<std::string> ids;
+    for (size_t i = 1; i < a.size(); ++i) {
+      for (const std::string& s : SplitComma(a[i])) ids.push_back(s);
+    }
+    // submitit requeues its own job from inside it: the batch step's credential may do that.
+    auto own = ctx.env("SLURM_JOB_ID");
+    auto array = ctx.env("SLURM_ARRAY_JOB_ID"), index = ctx.env("SLURM_ARRAY_TASK_ID");
+    bool self = ids.size() == 1 && own &&
+                (ids[0] == *own || (array && index && ids[0] == *array + "_" + *index));
+    if (a[0] == "requeue" && self) UseStepCredential(ctx);
+    ApiClient api(ctx);
+    for (const std::string& id : ids) {
+      auto ref = ResolveJobRef(api, id);
+      if (!ref.ok()) return SlurmError(ctx, "scontrol", "Invalid job id specified: " + id);
+      auto r = api.CallJson("POST", "/v1/jobs/" + std::to_string(ref->id) + "/" + a[0]);
+      if (!r.ok())
+        return SlurmError(ctx, "scontrol", a[0] + " " + id + ": " + r.status().message());
+    }
+    return kExitOk;
+  }
+  if (a[0] == "requeuehold" || a[0] == "suspend" || a[0] == "resume" || a[0] == "update") {
     return SlurmError(ctx, "scontrol",
                       a[0] + ": not supported by this Corral head (it has no API to " + a[0] +
                           " a job); see docs/slurm.md");
   }
   return SlurmError(
       ctx, "scontrol",
-      "unsupported command \"" + a[0] + "\"; supported: show job ID, show hostnames [LIST]");
+      "unsupported command \"" + a[0] +
+          "\"; supported: show job ID, show hostnames [LIST], hold, release, requeue");
 }
 
 int RunSinfo(const std::vector<std::string>& argv, CliContext& ctx) {

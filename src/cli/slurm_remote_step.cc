@@ -104,6 +104,17 @@ class StepFollower {
 
 }  // namespace
 
+void UseStepCredential(CliContext& ctx) {
+  if (!ctx.env("CORRAL_STEP_TOKEN") || !ctx.env("CORRAL_STEP_HEAD")) return;
+  EnvLookup outer = ctx.env;
+  ctx.env = [outer](const std::string& name) -> std::optional<std::string> {
+    if (name == "CORRAL_ADDR") return outer("CORRAL_STEP_HEAD");
+    if (name == "CORRAL_TOKEN") return outer("CORRAL_STEP_TOKEN");
+    if (name == "CORRAL_CA") return outer("CORRAL_STEP_CA");
+    return outer(name);
+  };
+}
+
 int RunRemoteStep(const slurm::ParsedOptions& o, int64_t nodes, CliContext& ctx) {
   const std::string job_id = ctx.env("CORRAL_JOB_ID").value_or("");
   const int64_t alloc_nodes = LeadingInt(ctx.env("SLURM_JOB_NUM_NODES").value_or("1"), 1);
@@ -148,14 +159,7 @@ int RunRemoteStep(const slurm::ParsedOptions& o, int64_t nodes, CliContext& ctx)
   if (o.Has("unbuffered")) env["PYTHONUNBUFFERED"] = "1";
   req["env"] = env;
 
-  // The head the agent reaches, with this run's step credential, not the user's config.
-  EnvLookup outer = ctx.env;
-  ctx.env = [outer](const std::string& name) -> std::optional<std::string> {
-    if (name == "CORRAL_ADDR") return outer("CORRAL_STEP_HEAD");
-    if (name == "CORRAL_TOKEN") return outer("CORRAL_STEP_TOKEN");
-    if (name == "CORRAL_CA") return outer("CORRAL_STEP_CA");
-    return outer(name);
-  };
+  UseStepCredential(ctx);
   ApiClient api(ctx);
   const std::string base = "/v1/jobs/" + job_id;
   auto started = api.CallJson("POST", base + "/steps", req.dump());

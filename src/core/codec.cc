@@ -30,6 +30,7 @@ JobSpec DecodeSpec(const Json& j) {
   s.priority = Get<int32_t>(j, "priority", 0);
   s.preemptible = Get<bool>(j, "preemptible", false);
   s.batch = Get<bool>(j, "batch", false);
+  s.hold = Get<bool>(j, "hold", false);
   s.max_restarts = Get<int32_t>(j, "max_restarts", 0);
   s.checkpoint_signal = Get<int32_t>(j, "checkpoint_signal", 15);
   s.grace_ms = Get<int64_t>(j, "grace_ms", 10000);
@@ -154,6 +155,7 @@ Json ToJson(const JobSpec& s) {
               {"array", s.array},
               {"tasks_per_replica", s.tasks_per_replica},
               {"batch", s.batch},
+              {"hold", s.hold},
               {"dependency", FormatDependencies(s.dependencies)}};
 }
 
@@ -227,7 +229,8 @@ Json ToJson(const Job& j) {
            {"exit_code", j.exit_code},
            {"array_id", j.array_id},
            {"array_index", j.array_index},
-           {"array_max_running", j.array_max_running}};
+           {"array_max_running", j.array_max_running},
+           {"held", j.held}};
   if (!j.request_id.empty()) out["request_id"] = j.request_id;
   if (j.idle_since > 0) out["idle_since"] = j.idle_since;  // an observation, shown when set
   return out;
@@ -361,6 +364,7 @@ Result<Job> JobFromJson(const Json& j) {
     job.array_id = Get<JobId>(j, "array_id", 0);
     job.array_index = Get<int32_t>(j, "array_index", -1);
     job.array_max_running = Get<int32_t>(j, "array_max_running", 0);
+    job.held = Get<bool>(j, "held", false);
     job.request_id = Get<std::string>(j, "request_id", "");
     return job;
   });

@@ -57,6 +57,7 @@ struct JobSpec {
   // A Slurm batch job: replica 0 runs the script and the others only hold their nodes, so
   // replica 0's end stops the rest and its exit code alone decides the outcome.
   bool batch = false;
+  bool hold = false;  // submitted held (sbatch --hold): it waits for a release
 };
 
 enum class RunState { kScheduled, kRunning, kSucceeded, kFailed, kCancelled, kPreempted, kLost };
@@ -147,6 +148,7 @@ struct Job {
   JobId array_id = 0;  // an array element: the array's id (its first element's)
   int32_t array_index = -1;
   int32_t array_max_running = 0;  // at most this many elements of the array run at once
+  bool held = false;  // a user hold (scontrol hold): pending, not scheduled until released
   // Not durable, like pending_reason: its run's GPUs have all been idle since (0: not idle).
   TimeMs idle_since = 0;
 

@@ -202,14 +202,14 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
       "memory",       "gpu_model",   "node_labels",  "time_limit",
       "priority",     "preemptible", "max_restarts", "checkpoint_signal",
       "grace_period", "array",       "dependency",   "tasks_per_replica",
-      "batch"};
+      "batch",        "hold"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!kKnown.count(it.key())) {
       return InvalidArgument("unknown field '" + it.key() +
                              "'; known fields: name, command, env, workdir, queue, replicas, "
                              "gpus, cpus, memory, gpu_model, node_labels, time_limit, priority, "
                              "preemptible, max_restarts, checkpoint_signal, grace_period, "
-                             "array, dependency, tasks_per_replica, batch");
+                             "array, dependency, tasks_per_replica, batch, hold");
     }
   }
   JobSpec s;
@@ -351,6 +351,10 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
   if (auto it = j.find("preemptible"); it != j.end()) {
     if (!it->is_boolean()) return FieldError("preemptible", *it, "true or false");
     s.preemptible = it->get<bool>();
+  }
+  if (auto it = j.find("hold"); it != j.end()) {
+    if (!it->is_boolean()) return FieldError("hold", *it, "true or false");
+    s.hold = it->get<bool>();
   }
   if (auto it = j.find("batch"); it != j.end()) {
     if (!it->is_boolean()) return FieldError("batch", *it, "true or false");

@@ -77,6 +77,7 @@ struct Encoder {
     j["epoch"] = c.epoch;
     if (!c.step_key.empty()) j["step_key"] = c.step_key;
   }
+  void operator()(const JobHoldSet& c) { j.update({{"job", c.job}, {"held", c.held}}); }
   void operator()(const StepStarted& c) {
     j.update({{"job", c.job}, {"attempt", c.attempt}, {"step", ToJson(c.step)}});
   }
@@ -149,6 +150,7 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
   }
   if (type == "step_started")
     return StepStarted{job(), attempt(), Must(StepFromJson(j.at("step")))};
+  if (type == "job_hold_set") return JobHoldSet{job(), j.at("held").get<bool>()};
   if (type == "step_exited") {
     return StepExited{job(), attempt(), j.at("step").get<int32_t>(), j.at("index").get<int32_t>(),
                       j.at("exit_code").get<int32_t>()};
@@ -226,7 +228,7 @@ const char* ChangeName(const ChangeKind& what) {
       "head_started",   "job_submitted", "run_placed",   "run_started",         "replica_exited",
       "stop_requested", "run_ended",     "job_ended",    "checkpoint_reported", "node_registered",
       "node_state_set", "queue_set",     "token_issued", "token_revoked",       "idle_warned",
-      "step_started",   "step_exited"};
+      "step_started",   "step_exited",   "job_hold_set"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];
 }

@@ -115,10 +115,15 @@ struct StepExited {  // one node's share of a step ended
   int32_t exit_code = 0;
 };
 
+struct JobHoldSet {  // a user hold put on a pending job, or taken off
+  JobId job = 0;
+  bool held = false;
+};
+
 using ChangeKind =
     std::variant<HeadStarted, JobSubmitted, RunPlaced, RunStarted, ReplicaExited, StopRequested,
                  RunEnded, JobEnded, CheckpointReported, NodeRegistered, NodeStateSet, QueueSet,
-                 TokenIssued, TokenRevoked, IdleWarned, StepStarted, StepExited>;
+                 TokenIssued, TokenRevoked, IdleWarned, StepStarted, StepExited, JobHoldSet>;
 
 struct Change {
   uint64_t revision = 0;

@@ -44,6 +44,11 @@ struct Applier {
     s.epoch = c.epoch;
     if (!c.step_key.empty()) s.step_key = c.step_key;
   }
+  void operator()(const JobHoldSet& c) {
+    Job& job = JobAt(s, c.job);
+    job.held = c.held;
+    Event(job, c.held ? "held" : "released", "");
+  }
   void operator()(const StepStarted& c) {
     Run& run = RunAt(s, c.job, c.attempt);
     CORRAL_CHECK(c.step.id == static_cast<int32_t>(run.steps.size()), "step out of order");

@@ -69,6 +69,12 @@ static DepState Evaluate(const HeadCore& core, const ClusterState& s, const Job&
 }
 
 void HeadCore::AdmitPending(const Job& job) {
+  if (job.held) {
+    held_.insert(job.id);
+    pending_reason_[job.id] = "held by its user (scontrol release, or POST /v1/jobs/" +
+                              std::to_string(job.id) + "/release)";
+    return;
+  }
   std::string why;
   switch (Evaluate(*this, state_, job, &why)) {
     case DepState::kNever:
@@ -163,6 +169,37 @@ void HeadCore::Settle(TimeMs now) {
     }
   }
   settling_ = false;
+}
+
+Result<Job> HeadCore::SetHold(const Caller& by, JobId id, bool hold, TimeMs now) {
+  auto it = state_.jobs.find(id);
+  if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  if (!MayManageJob(by, it->second)) {
+    return PermissionDenied("user '" + by.name + "' may not " + (hold ? "hold" : "release") +
+                            " job " + std::to_string(id) + " of '" + it->second.owner + "'");
+  }
+  // An array's id stands for its pending elements; an element's id for itself.
+  std::vector<const Job*> targets;
+  if (it->second.array_id == id) {
+    targets = DependencyTargets(id);
+  } else {
+    targets = {&it->second};
+  }
+  std::vector<JobId> change;
+  for (const Job* t : targets) {
+    if (t->state == JobState::kPending && t->held != hold) change.push_back(t->id);
+  }
+  if (change.empty()) {
+    bool any_pending = false;
+    for (const Job* t : targets) any_pending |= t->state == JobState::kPending;
+    if (!any_pending) {
+      return FailedPrecondition("job " + std::to_string(id) + " is " +
+                                JobStateName(it->second.state) +
+                                ": only pending jobs can be held or released");
+    }
+  }
+  for (JobId j : change) Emit(by, now, JobHoldSet{j, hold});
+  return state_.jobs.at(id);
 }
 
 }  // namespace corral::head

@@ -16,6 +16,7 @@ constexpr char kReasonCannotStart[] = "cannot start";
 // A replica the kernel killed for exceeding its memory limit (Slurm's OUT_OF_MEMORY).
 constexpr char kReasonOutOfMemory[] = "out of memory";
 constexpr char kReasonTimeLimit[] = "time limit";
+constexpr char kReasonRequeued[] = "requeued";
 
 bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
@@ -82,6 +83,7 @@ Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, 
   job.spec = std::move(spec);
   job.owner = std::move(owner);
   job.request_id = std::move(request_id);
+  job.held = job.spec.hold;
   int32_t total_gpus = job.spec.replicas * job.spec.per_replica.WholeGpus();
   if (auto q = state_.queues.find(job.spec.queue);
       q != state_.queues.end() && q->second.limit_gpus >= 0 && total_gpus > q->second.limit_gpus) {
@@ -172,6 +174,26 @@ Result<Job> HeadCore::Cancel(const Caller& by, JobId id, TimeMs now, bool elemen
     Emit(by, now, JobEnded{id, JobState::kCancelled, "by " + by.name + " while pending"});
   } else {
     RequestStop(job, std::string(kReasonCancelled) + " by " + by.name, now);
+  }
+  return state_.jobs.at(id);
+}
+
+Result<Job> HeadCore::Requeue(const Caller& by, JobId id, TimeMs now) {
+  auto it = state_.jobs.find(id);
+  if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  const Job& job = it->second;
+  // submitit requeues its own job from inside it (scontrol requeue $SLURM_JOB_ID).
+  bool own = by.kind == Caller::Kind::kJob && by.job == id;
+  if (!own && !MayManageJob(by, job)) {
+    return PermissionDenied("user '" + by.name + "' may not requeue job " + std::to_string(id) +
+                            " of '" + job.owner + "'");
+  }
+  if (IsTerminal(job.state)) {
+    return FailedPrecondition("job " + std::to_string(id) + " already " + JobStateName(job.state) +
+                              "; only a live job can be requeued");
+  }
+  if (job.state != JobState::kPending) {
+    RequestStop(job, std::string(kReasonRequeued) + " by " + by.name, now);
   }
   return state_.jobs.at(id);
 }
@@ -348,8 +370,9 @@ void HeadCore::MaybeFinishRun(const Job& job, TimeMs now) {
   bool all_zero = true;
   for (int32_t code : run.exit_codes) all_zero &= code == 0;
   if (job.spec.batch) all_zero = run.exit_codes[0] == 0 && run.failed_replica <= 0;
-  if (run.stop_requested && StartsWith(run.reason, kReasonPreempted)) {
-    FinishRun(job, RunState::kPreempted, "", now);
+  if (run.stop_requested &&
+      (StartsWith(run.reason, kReasonPreempted) || StartsWith(run.reason, kReasonRequeued))) {
+    FinishRun(job, RunState::kPreempted, "", now);  // a requeue: back to pending, no restart spent
   } else if (run.stop_requested && StartsWith(run.reason, kReasonCancelled)) {
     FinishRun(job, RunState::kCancelled, "", now);
   } else if (all_zero) {

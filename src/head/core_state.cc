@@ -92,6 +92,25 @@ void HeadCore::Index(const Change& c) {
       core.WantSchedule();
     }
     void operator()(const IdleWarned& e) { Job(e.job); }
+    void operator()(const JobHoldSet& e) {
+      Job(e.job);
+      const corral::Job& job = core.state_.jobs.at(e.job);
+      if (job.state != JobState::kPending) return;
+      // Out of whatever held or admitted it, then admitted again: AdmitPending now sees the
+      // user hold (or its absence) first.
+      if (core.held_.count(e.job)) {
+        core.Unhold(job);
+      } else {
+        core.scheduler_->RemovePending(e.job);
+        if (job.IsArrayElement()) {
+          --core.array_live_[job.array_id];
+          core.release_arrays_.insert(job.array_id);
+        }
+      }
+      core.pending_reason_.erase(e.job);
+      core.AdmitPending(job);
+      core.WantSchedule();
+    }
     void operator()(const StepStarted& e) {
       Job(e.job);
       const Run& run = core.state_.jobs.at(e.job).runs[e.attempt - 1];
@@ -147,6 +166,7 @@ void HeadCore::MarkDirty(const Change& c) {
     void operator()(const CheckpointReported& e) { d.jobs.insert(e.job); }
     void operator()(const IdleWarned& e) { d.jobs.insert(e.job); }
     void operator()(const StepStarted& e) { d.jobs.insert(e.job); }
+    void operator()(const JobHoldSet& e) { d.jobs.insert(e.job); }
     void operator()(const StepExited& e) { d.jobs.insert(e.job); }
     void operator()(const NodeRegistered& e) {
       d.nodes.insert(e.node.name);

@@ -358,6 +358,88 @@ TEST_P(Scenario, BatchJobStartsAStepAcrossItsNodesWithItsOwnCredential) {
   h_.ExpectReplayEqualsLive();
 }
 
+// scontrol hold/release: a held job waits whatever is free; its release lets it run.
+// scontrol requeue: a live job's run stops and the job waits again under the same id,
+// without spending a restart; the job itself may ask (submitit), an ended job may not.
+TEST_P(Scenario, HeldJobsWaitUntilReleasedAndRequeuedJobsKeepTheirId) {
+  Register("n1", 2);
+  Job held = Submit(Spec(1));
+  ASSERT_TRUE(core().SetHold(kAna, held.id, true, now()).ok());
+  Step();
+  EXPECT_EQ(core().SetHold(kBob, held.id, false, now()).status().code(),
+            ErrorCode::kPermissionDenied);
+  Schedule();
+  EXPECT_EQ(Get(held.id).state, JobState::kPending) << "a held job is not scheduled";
+  EXPECT_TRUE(Get(held.id).held);
+  EXPECT_NE(Get(held.id).pending_reason.find("held"), std::string::npos);
+  ASSERT_TRUE(core().SetHold(kAna, held.id, false, now()).ok());
+  Step();
+  Schedule();
+  Job j = Get(held.id);
+  ASSERT_EQ(j.state, JobState::kScheduled) << "released, it runs";
+  EXPECT_EQ(core().SetHold(kAna, held.id, true, now()).status().code(),
+            ErrorCode::kFailedPrecondition)
+      << "only a pending job can be held";
+
+  ASSERT_TRUE(*Report("n1", {Running(j)}));
+  ASSERT_TRUE(core().Requeue(kAna, held.id, now()).ok());
+  Step();
+  ASSERT_TRUE(Get(held.id).CurrentRun()->stop_requested);
+  ASSERT_TRUE(*Report("n1", {Exited(j, 0, -15)}));
+  Job requeued = Get(held.id);
+  EXPECT_EQ(requeued.state, JobState::kPending);
+  EXPECT_EQ(requeued.runs[0].state, RunState::kPreempted);
+  EXPECT_NE(requeued.runs[0].reason.find("requeued by ana"), std::string::npos)
+      << requeued.runs[0].reason;
+  Schedule();
+  j = Get(held.id);
+  ASSERT_EQ(j.runs.size(), 2u) << "the same job, a second run";
+  ASSERT_TRUE(*Report("n1", {Running(j)}));
+  ASSERT_TRUE(*Report("n1", {Exited(j, 0, 0)}));
+  EXPECT_EQ(Get(held.id).state, JobState::kSucceeded);
+  EXPECT_EQ(core().Requeue(kAna, held.id, now()).status().code(), ErrorCode::kFailedPrecondition);
+
+  // The batch step requeues its own job with its step credential, and no other job.
+  JobSpec batch = Spec(1);
+  batch.batch = true;
+  Job b = Submit(batch);
+  Job other = Submit(Spec(1));
+  Schedule();
+  Job bj = Get(b.id);
+  ASSERT_TRUE(*Report("n1", {Running(bj)}));
+  auto self = core().Authenticate(Desired("n1")[0].env.at("CORRAL_STEP_TOKEN"), now());
+  ASSERT_TRUE(self.ok());
+  EXPECT_EQ(core().Requeue(*self, other.id, now()).status().code(), ErrorCode::kPermissionDenied);
+  ASSERT_TRUE(core().Requeue(*self, b.id, now()).ok());
+  Step();
+  ASSERT_TRUE(*Report("n1", {Exited(bj, 0, -15)}));
+  EXPECT_EQ(Get(b.id).state, JobState::kPending);
+  h_.ExpectReplayEqualsLive();
+}
+
+// Holding an array holds its pending elements; releasing it lets them run under %P.
+TEST_P(Scenario, HoldingAnArrayHoldsItsPendingElements) {
+  Register("n1", 4);
+  JobSpec spec = Spec(1);
+  spec.array = "0-3%2";
+  Job first = Submit(spec);
+  ASSERT_TRUE(core().SetHold(kAna, first.id, true, now()).ok());
+  Step();
+  Schedule();
+  for (JobId id = first.id; id < first.id + 4; ++id) {
+    EXPECT_EQ(Get(id).state, JobState::kPending) << id;
+    EXPECT_TRUE(Get(id).held) << id;
+  }
+  ASSERT_TRUE(core().SetHold(kAna, first.id, false, now()).ok());
+  Step();
+  Schedule();
+  int scheduled = 0;
+  for (JobId id = first.id; id < first.id + 4; ++id) {
+    scheduled += Get(id).state == JobState::kScheduled;
+  }
+  EXPECT_EQ(scheduled, 2) << "released, at most %P=2 run at once";
+}
+
 TEST_P(Scenario, TimeLimitStopsTheRunAndFailsTheJob) {
   Register("n1", 1);
   JobSpec spec = Spec(1);

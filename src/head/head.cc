@@ -447,6 +447,17 @@ void Head::GetJobForLogs(std::string bearer, JobId id, Callback<Job> done) {
                [this, id](const Caller& by, TimeMs) { return core_.GetJobForLogs(by, id); });
 }
 
+void Head::Requeue(std::string bearer, JobId id, Callback<Job> done) {
+  Command<Job>(std::move(bearer), std::move(done),
+               [this, id](const Caller& by, TimeMs now) { return core_.Requeue(by, id, now); });
+}
+
+void Head::SetHold(std::string bearer, JobId id, bool hold, Callback<Job> done) {
+  Command<Job>(std::move(bearer), std::move(done), [this, id, hold](const Caller& by, TimeMs now) {
+    return core_.SetHold(by, id, hold, now);
+  });
+}
+
 void Head::StartStep(std::string bearer, JobId id, StepRequest req, Callback<Step> done) {
   Command<Step>(std::move(bearer), std::move(done),
                 [this, id, req = std::move(req)](const Caller& by, TimeMs now) mutable {

@@ -104,6 +104,8 @@ class Head {
   void ReportCheckpoint(std::string bearer, JobId id, Callback<Job> done);
   void GetJob(std::string bearer, JobId id, Callback<Job> done);
   void GetJobForLogs(std::string bearer, JobId id, Callback<Job> done);
+  void Requeue(std::string bearer, JobId id, Callback<Job> done);
+  void SetHold(std::string bearer, JobId id, bool hold, Callback<Job> done);
   void StartStep(std::string bearer, JobId id, StepRequest req, Callback<Step> done);
   void GetStep(std::string bearer, JobId id, int32_t step, Callback<Step> done);
   void ListJobs(std::string bearer, JobFilter filter, Callback<std::vector<Job>> done);

@@ -126,6 +126,11 @@ class HeadCore {
   // Cancels a job; an array's id cancels every element unless `element_only`.
   Result<Job> Cancel(const Caller& by, JobId id, TimeMs now, bool element_only = false);
   Result<Job> ReportCheckpoint(const Caller& by, JobId id, TimeMs now);
+  // Stops a live job's run and puts the job back in the queue under the same id (Slurm's
+  // scontrol requeue); the job itself may ask. A pending job stays as it is.
+  Result<Job> Requeue(const Caller& by, JobId id, TimeMs now);
+  // A user hold on a pending job (an array's id: its pending elements), or its release.
+  Result<Job> SetHold(const Caller& by, JobId id, bool hold, TimeMs now);
   // Job steps (core_steps.cc): only the job itself (a kJob caller) starts them.
   Result<Step> StartStep(const Caller& by, JobId id, StepRequest req, TimeMs now);
   Result<Step> GetStep(const Caller& by, JobId id, int32_t step) const;

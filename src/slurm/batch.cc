@@ -502,6 +502,7 @@ Result<BatchSubmission> BuildBatchSpec(const ParsedOptions& o, const SubmitConte
   if (o.Has("nodelist")) {
     sub.warnings.push_back("--nodelist: Corral places jobs itself; ignored");
   }
+  if (o.Has("hold")) spec["hold"] = true;
   // --requeue is what Corral does anyway (a lost or preempted run goes back to the queue);
   // --no-requeue cannot be had.
   if (o.Has("no-requeue")) {

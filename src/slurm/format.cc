@@ -48,6 +48,7 @@ std::string TimeLimit(const Job& j, bool sacct) {
 std::string PendingReason(const Job& j) {
   const std::string r = Lower(j.pending_reason);
   if (r.empty()) return "None";
+  if (j.held) return "JobHeldUser";
   if (Contains(r, "depend") || Contains(r, "waits for") || Contains(r, "after")) {
     return "Dependency";
   }

@@ -30,6 +30,7 @@ const std::vector<OptionDef>& SbatchOptionDefs() {
       {"dependency", 'd', A::kRequired},
       {"signal", 0, A::kRequired},
       {"requeue", 0, A::kNone},
+      {"hold", 'H', A::kNone},
       {"no-requeue", 0, A::kNone},
       {"exclusive", 0, A::kOptional},
       {"chdir", 'D', A::kRequired},
