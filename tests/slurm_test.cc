@@ -308,6 +308,33 @@ TEST_F(SlurmShims, ScontrolHoldReleaseAndRequeueFromInsideTheJob) {
   EXPECT_EQ(out.find("requeue failed"), std::string::npos) << out;
 }
 
+// scancel -b --signal: the running batch script gets the signal and keeps running.
+TEST_F(SlurmShims, ScancelSignalReachesTheRunningJobWhichKeepsRunning) {
+  std::ofstream(work_ + "/trap.sh") << "#!/bin/bash\n"
+                                       "#SBATCH -o trap-%j.out\n"
+                                       "trap 'echo got usr1 >> trap-$SLURM_JOB_ID.got' USR1\n"
+                                       "touch trap-$SLURM_JOB_ID.up\n"
+                                       "while [ ! -f trap-$SLURM_JOB_ID.go ]; do sleep 0.05; done\n"
+                                       "echo done\n";
+  const std::string id = SbatchId("trap.sh");
+  ASSERT_TRUE(WaitUntil(30000, [&] { return fs::exists(work_ + "/trap-" + id + ".up"); }));
+  auto sig = Sh("scancel -b --signal=USR1 " + id);
+  EXPECT_EQ(sig.exit_code, 0) << sig.err;
+  ASSERT_TRUE(WaitUntil(10000, [&] {
+    return ReadAll(work_ + "/trap-" + id + ".got") == "got usr1\n";
+  })) << ReadAll(work_ + "/trap-" + id + ".got");
+  auto q = Sh("squeue -h -j " + id + " -o %t");
+  EXPECT_EQ(q.out, "R\n") << "a signal does not stop the job";
+  std::ofstream(work_ + "/trap-" + id + ".go") << "";
+  Wait(id);
+  // The script's children got it too (its `sleep` died of it, as under Slurm's -b); the
+  // script trapped it and went on to the end.
+  const std::string out = ReadAll(work_ + "/trap-" + id + ".out");
+  EXPECT_EQ(out.substr(out.size() >= 5 ? out.size() - 5 : 0), "done\n") << out;
+  auto late = Sh("scancel -b --signal=USR1 " + id);
+  EXPECT_EQ(late.exit_code, 1) << "an ended job cannot be signalled";
+}
+
 TEST_F(SlurmShims, SinfoListsTheNodes) {
   auto s = Sh("sinfo");
   EXPECT_EQ(s.exit_code, 0) << s.err;

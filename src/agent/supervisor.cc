@@ -17,6 +17,8 @@ Supervisor::Supervisor(std::unique_ptr<Launcher> launcher) : launcher_(std::move
     }
     Entry e;
     e.run = std::move(r.run);
+    // Signals asked for after the launch and before the agent's restart may be sent again.
+    e.signals_sent = e.run.order.signals;
     e.status = launcher_->Check(e.run);
     spdlog::info("re-adopted run {} replica {}: {}", key.run_id, key.replica,
                  e.status.running ? "running" : "exited " + std::to_string(e.status.exit_code));
@@ -47,6 +49,7 @@ void Supervisor::Reconcile(const SyncResponse& desired) {
       if (order.stop || released_.count(key) > 0) continue;  // never (re)start these
       Result<LaunchedRun> launched = launcher_->Launch(order);
       Entry e;
+      e.signals_sent = order.signals;  // those asked for before it ran are not its
       if (launched.ok()) {
         e.run = std::move(launched.value());  // running: Poll() notices when it ends
         spdlog::info("started run {} replica {} (pgid {})", key.run_id, key.replica, e.run.pgid);
@@ -66,7 +69,13 @@ void Supervisor::Reconcile(const SyncResponse& desired) {
       }
       it = runs_.emplace(key, std::move(e)).first;
     }
-    if (order.stop) BeginStop(it->second, order.stop_signal, order.grace_ms, now);
+    Entry& e = it->second;
+    if (order.signals > e.signals_sent && e.status.running && !e.stopping && !order.stop) {
+      spdlog::info("signal {} to run {} replica {}", order.signal, key.run_id, key.replica);
+      launcher_->Signal(e.run, order.signal);
+    }
+    e.signals_sent = std::max(e.signals_sent, order.signals);
+    if (order.stop) BeginStop(e, order.stop_signal, order.grace_ms, now);
   }
   for (auto it = runs_.begin(); it != runs_.end();) {
     Entry& e = it->second;

@@ -68,7 +68,8 @@ class Supervisor {
     bool exit_reported = false;  // an exited status went out in a Report()
     bool fenced = false;         // stopped by StopAll (self-fencing)
     bool stopping = false;
-    TimeMs kill_at = 0;  // SIGKILL the group at this time if still running
+    int32_t signals_sent = 0;  // of the order's `signals`
+    TimeMs kill_at = 0;        // SIGKILL the group at this time if still running
     bool killed = false;
     std::string error;  // why it could not start (refused by the node's policy)
   };

@@ -146,6 +146,35 @@ TEST(SupervisorTest, StopSignalsTheGroupThenKillsItAfterGraceIncludingGrandchild
   EXPECT_TRUE(WaitFor([&] { return !Alive(child); }, std::chrono::seconds(2)));
 }
 
+// scancel --signal: each new signal the head counts reaches the run once, and it keeps running;
+// a repeated order with the same count sends nothing again.
+TEST(SupervisorTest, EachRequestedSignalIsSentOnceAndTheRunKeepsRunning) {
+  TempDir state, dir;
+  auto sup = MakeSupervisor(state);
+  const std::string d = dir.path();
+  RunOrder o = ShellOrder("1.0", "trap 'echo usr1 >> " + d + "/got' USR1; echo up > " + d +
+                                     "/up; while [ ! -f " + d + "/go ]; do sleep 0.02; done");
+  o.signals = 3;  // asked for before this run existed: not its
+  o.signal = SIGUSR2;
+  sup->Reconcile(Desired({o}));
+  ASSERT_TRUE(WaitFor([&] { return !ReadFileOr(d + "/up").empty(); }));
+  o.signals = 4;
+  o.signal = SIGUSR1;
+  sup->Reconcile(Desired({o}));
+  ASSERT_TRUE(WaitFor([&] { return ReadFileOr(d + "/got") == "usr1\n"; }));
+  sup->Reconcile(Desired({o}));  // the same count again
+  sup->Reconcile(Desired({o}));
+  o.signals = 5;
+  sup->Reconcile(Desired({o}));
+  ASSERT_TRUE(WaitFor([&] { return ReadFileOr(d + "/got") == "usr1\nusr1\n"; }));
+  EXPECT_FALSE(sup->Poll());
+  EXPECT_TRUE(sup->Report()[0].running) << "a signal is not a stop";
+  Touch(d + "/go");
+  std::vector<RunReport> r = PollUntilExit(*sup);
+  EXPECT_EQ(r[0].exit_code, 0);
+  EXPECT_EQ(ReadFileOr(d + "/got"), "usr1\nusr1\n") << "two signals asked for, two sent";
+}
+
 TEST(SupervisorTest, ARunTheHeadNoLongerListsIsTerminated) {
   TempDir state, dir;
   auto sup = MakeSupervisor(state);

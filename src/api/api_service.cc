@@ -158,7 +158,8 @@ std::string RouteOf(const std::string& method, const std::vector<std::string>& p
   if (parts.size() >= 4)
     route += parts[3] == "logs" || parts[3] == "cancel" || parts[3] == "checkpoint" ||
                      parts[3] == "drain" || parts[3] == "undrain" || parts[3] == "steps" ||
-                     parts[3] == "requeue" || parts[3] == "hold" || parts[3] == "release"
+                     parts[3] == "requeue" || parts[3] == "hold" || parts[3] == "release" ||
+                     parts[3] == "signal"
                  ? "/" + parts[3]
                  : "/other";
   if (parts.size() >= 5 && parts[3] == "steps") route += "/{step}";
@@ -315,6 +316,23 @@ void ApiService::HandleJobs(const HttpRequest& req, const std::vector<std::strin
   if (parts.size() == 4 && parts[3] == "cancel" && req.method == "POST") {
     bool element_only = req.query.count("element") && req.query.at("element") != "0";
     return head_->Cancel(req.BearerToken(), id, element_only,
+                         Answer<Job>(std::move(respond), job_json));
+  }
+  if (parts.size() == 4 && parts[3] == "signal" && req.method == "POST") {
+    auto sig = QueryInt(req, "signal", 0, 1, 64);
+    if (!sig.ok()) return respond(ErrorResponse(sig.status()));
+    if (*sig == 0) {
+      return respond(ErrorResponse(InvalidArgument("query 'signal': want a signal number")));
+    }
+    std::string to = req.query.count("to") ? req.query.at("to") : "";
+    if (!to.empty() && to != "batch" && to != "all") {
+      return respond(
+          ErrorResponse(InvalidArgument("query 'to': got \"" + to + "\", want batch or all")));
+    }
+    auto target = to == "batch" ? head::HeadCore::SignalTarget::kBatch
+                  : to == "all" ? head::HeadCore::SignalTarget::kAll
+                                : head::HeadCore::SignalTarget::kDefault;
+    return head_->Signal(req.BearerToken(), id, static_cast<int32_t>(*sig), target,
                          Answer<Job>(std::move(respond), job_json));
   }
   if (parts.size() == 4 && parts[3] == "requeue" && req.method == "POST") {

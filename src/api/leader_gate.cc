@@ -25,10 +25,10 @@ void LeaderGate::Handle(net::HttpRequest req, net::Responder respond) {
   }
   if (req.path == "/v1/leader" && req.method == "GET") {
     net::HttpResponse r;
-    r.body = nlohmann::json{{"leader", leader},
-                            {"self", self_url_},
-                            {"role", api ? "leader" : "standby"}}
-                 .dump();
+    r.body =
+        nlohmann::json{
+            {"leader", leader}, {"self", self_url_}, {"role", api ? "leader" : "standby"}}
+            .dump();
     return respond(std::move(r));
   }
   if (api) return api->Handle(std::move(req), std::move(respond));
@@ -36,7 +36,8 @@ void LeaderGate::Handle(net::HttpRequest req, net::Responder respond) {
     return respond(net::JsonError(503, "no_leader",
                                   "this head is a standby and no head leads yet; retry shortly"));
   }
-  net::HttpResponse r = net::JsonError(307, "not_leader", "this head is a standby; the leader is " + leader);
+  net::HttpResponse r =
+      net::JsonError(307, "not_leader", "this head is a standby; the leader is " + leader);
   r.headers["Location"] = leader + req.target;
   respond(std::move(r));
 }

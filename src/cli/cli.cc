@@ -1,8 +1,8 @@
 #include <charconv>
 #include <cstdint>
-#include <random>
 #include <map>
 #include <ostream>
+#include <random>
 
 #include "cli/commands.h"
 
@@ -30,7 +30,8 @@ const CommandInfo kCommands[] = {
     {"jobs", RunJobs,
      "corral jobs [--state S1,S2] [--queue Q] [--user U] [--since D | --all] [--limit N]\n"
      "            [-o json] [--watch] [--expand]  (arrays fold into one line unless --expand)",
-     "list live jobs and those that ended in the last hour (--since D), newest last; --all: every job"},
+     "list live jobs and those that ended in the last hour (--since D), newest last; --all: every "
+     "job"},
     {"show", RunShow, "corral show ID [-o json]", "show one job: spec, runs, events"},
     {"wait", RunWait, "corral wait ID... [--timeout D]",
      "wait until jobs finish; exit 0 only if all succeeded (124 on timeout)"},

@@ -77,8 +77,8 @@ Result<ClientConfig> LoadClientConfig(const EnvLookup& env) {
 
 Result<ClientConfig> LoadClientConfig() { return LoadClientConfig(ProcessEnv()); }
 
-Status WriteClientConfig(const std::string& path, const std::string& addr,
-                         const std::string& token, const std::string& ca) {
+Status WriteClientConfig(const std::string& path, const std::string& addr, const std::string& token,
+                         const std::string& ca) {
   namespace fs = std::filesystem;
   fs::path p(path);
   if (p.has_parent_path()) {

@@ -8,13 +8,13 @@ namespace corral::cli {
 namespace {
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
 
-bool IsIdempotentCall(const std::string& method, const std::string& path,
-                      const std::string& body) {
+bool IsIdempotentCall(const std::string& method, const std::string& path, const std::string& body) {
   if (method != "POST") return true;
   std::string p = path.substr(0, path.find('?'));
   if (EndsWith(p, "/cancel") || EndsWith(p, "/drain") || EndsWith(p, "/undrain")) return true;

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "core/hostlist.h"
+#include "core/spec.h"
 #include "slurm/format.h"
 #include "slurm/options.h"
 
@@ -135,23 +136,24 @@ int RunSqueue(const std::vector<std::string>& argv, CliContext& ctx) {
 }
 
 int RunScancel(const std::vector<std::string>& argv, CliContext& ctx) {
-  static const std::vector<OptionDef> kDefs = {{"user", 'u', OptionDef::kRequired},
-                                               {"signal", 's', OptionDef::kRequired},
-                                               {"batch", 'b', OptionDef::kNone},
-                                               {"quiet", 'Q', OptionDef::kNone},
-                                               {"help", 0, OptionDef::kNone}};
+  static const std::vector<OptionDef> kDefs = {
+      {"user", 'u', OptionDef::kRequired}, {"signal", 's', OptionDef::kRequired},
+      {"batch", 'b', OptionDef::kNone},    {"full", 'f', OptionDef::kNone},
+      {"quiet", 'Q', OptionDef::kNone},    {"help", 0, OptionDef::kNone}};
   auto o = slurm::ParseOptions(argv, kDefs, false);
   if (!o.ok()) return SlurmError(ctx, "scancel", o.status().message());
   if (!o->unknown.empty())
     return SlurmError(ctx, "scancel", "unrecognized option " + o->unknown[0]);
   if (o->Has("help")) {
-    *ctx.out << "Usage: scancel [-u USER] ID[_INDEX]...\n";
+    *ctx.out << "Usage: scancel [-u USER] [--signal SIG] ID[_INDEX]...\n";
     return kExitOk;
   }
+  // --signal: the signal reaches every process of the running job, which keeps running.
+  int32_t signal = 0;
   if (o->Has("signal")) {
-    return SlurmError(ctx, "scancel",
-                      "--signal: this Corral head cannot send a signal to a running job; scancel "
-                      "without --signal stops it (the job's checkpoint signal, then SIGKILL)");
+    auto sig = ParseSignal("--signal", o->Get("signal"));
+    if (!sig.ok()) return SlurmError(ctx, "scancel", sig.status().message());
+    signal = *sig;
   }
   std::vector<std::string> ids;
   for (const std::string& p : o->positional) {
@@ -177,9 +179,15 @@ int RunScancel(const std::vector<std::string>& argv, CliContext& ctx) {
                       "Kill job error on job id " + text + ": Invalid job id specified");
       continue;
     }
-    auto reply = api.CallJson("POST", "/v1/jobs/" + std::to_string(ref->id) + "/cancel" +
-                                          (ref->element ? "?element=1" : ""));
-    if (!reply.ok() && reply.status().code() != ErrorCode::kFailedPrecondition) {
+    auto reply = signal > 0
+                     ? api.CallJson("POST", "/v1/jobs/" + std::to_string(ref->id) +
+                                                "/signal?signal=" + std::to_string(signal) +
+                                                (o->Has("batch")  ? "&to=batch"
+                                                 : o->Has("full") ? "&to=all"
+                                                                  : ""))
+                     : api.CallJson("POST", "/v1/jobs/" + std::to_string(ref->id) + "/cancel" +
+                                                (ref->element ? "?element=1" : ""));
+    if (!reply.ok() && (signal > 0 || reply.status().code() != ErrorCode::kFailedPrecondition)) {
       rc = SlurmError(ctx, "scancel",
                       "Kill job error on job id " + text + ": " + reply.status().message());
     }

@@ -88,6 +88,10 @@ struct RunOrder {
   bool stop = false;  // stop it: signal, grace, then SIGKILL
   int32_t stop_signal = 15;
   int64_t grace_ms = 10000;
+  // Signals asked for while it runs (scancel --signal): how many so far and the last one. The
+  // agent sends `signal` once each time `signals` grows past what it has sent.
+  int32_t signals = 0;
+  int32_t signal = 0;
   bool operator==(const RunOrder&) const = default;
 };
 

@@ -91,6 +91,10 @@ Run DecodeRun(const Json& j) {
   r.failed_task = Get<int32_t>(j, "failed_task", -1);
   r.peak_memory_bytes = Get<int64_t>(j, "peak_memory_bytes", 0);
   r.cpu_ms = Get<int64_t>(j, "cpu_ms", 0);
+  r.signals = Get<int32_t>(j, "signals", 0);
+  r.last_signal = Get<int32_t>(j, "last_signal", 0);
+  r.step_signals = Get<int32_t>(j, "step_signals", 0);
+  r.last_step_signal = Get<int32_t>(j, "last_step_signal", 0);
   if (auto it = j.find("steps"); it != j.end() && it->is_array()) {
     for (const Json& st : *it) r.steps.push_back(DecodeStep(st));
   }
@@ -202,6 +206,14 @@ Json ToJson(const Run& r) {
            {"failed_task", r.failed_task},
            {"peak_memory_bytes", r.peak_memory_bytes},
            {"cpu_ms", r.cpu_ms}};
+  if (r.signals > 0) {
+    out["signals"] = r.signals;
+    out["last_signal"] = r.last_signal;
+  }
+  if (r.step_signals > 0) {
+    out["step_signals"] = r.step_signals;
+    out["last_step_signal"] = r.last_step_signal;
+  }
   if (!r.steps.empty()) {
     Json steps = Json::array();
     for (const Step& st : r.steps) steps.push_back(ToJson(st));
@@ -315,6 +327,10 @@ Json ToJson(const RunOrder& r) {
          {"workdir", r.workdir},         {"gpus", r.gpus},        {"stop", r.stop},
          {"stop_signal", r.stop_signal}, {"grace_ms", r.grace_ms}};
   if (!r.task_envs.empty()) j["task_envs"] = r.task_envs;
+  if (r.signals > 0) {
+    j["signals"] = r.signals;
+    j["signal"] = r.signal;
+  }
   if (!r.user.empty()) j["user"] = r.user;
   if (r.cpu_milli > 0) j["cpu_milli"] = r.cpu_milli;
   if (r.memory_mb > 0) j["memory_mb"] = r.memory_mb;
@@ -488,6 +504,8 @@ Result<SyncResponse> SyncResponseFromJson(const Json& j) {
       o.stop = Get<bool>(x, "stop", false);
       o.stop_signal = Get<int32_t>(x, "stop_signal", 15);
       o.grace_ms = Get<int64_t>(x, "grace_ms", 10000);
+      o.signals = Get<int32_t>(x, "signals", 0);
+      o.signal = Get<int32_t>(x, "signal", 0);
       r.runs.push_back(std::move(o));
     }
     return r;

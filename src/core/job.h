@@ -123,6 +123,10 @@ struct Run {
   int64_t peak_memory_bytes = 0;  // the largest replica's peak (from its cgroup; 0: unknown)
   int64_t cpu_ms = 0;             // CPU time of all replicas together
   std::vector<Step> steps;        // job steps started inside it (Step)
+  int32_t signals = 0;            // signals sent to its replicas on request (scancel --signal)
+  int32_t last_signal = 0;
+  int32_t step_signals = 0;  // and to its steps' tasks
+  int32_t last_step_signal = 0;
 };
 
 struct JobEvent {

@@ -55,23 +55,21 @@ TEST_P(ParseJobSpecRejects, NamesTheField) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, ParseJobSpecRejects,
-    ::testing::Values(BadCase{R"({"gpus":1})", "command"},
-                      BadCase{R"({"command":["x"],"gpus":-1})", "gpus"},
-                      BadCase{R"({"command":["x"],"gpus":"two"})", "\"two\""},
-                      BadCase{R"({"command":["x"],"gpus":0.5})", "fractional"},
-                      BadCase{R"({"command":["x"],"replicas":0})", "replicas"},
-                      BadCase{R"({"command":["x"],"memory":"12Q"})", "memory"},
-                      BadCase{R"({"command":["x"],"cpus":-2})", "cpus"},
-                      BadCase{R"({"command":["x"],"time_limit":"soon"})", "time_limit"},
-                      BadCase{R"({"command":["x"],"colour":"red"})", "colour"},
-                      BadCase{R"({"command":["x"],"queue":"/bad"})", "queue"},
-                      BadCase{R"({"command":["x"],"preemptible":"yes"})", "preemptible"},
-                      BadCase{R"({"command":["x"],"checkpoint_signal":"SIGFOO"})",
-                              "checkpoint_signal"},
-                      BadCase{R"({"command":["x"],"tasks_per_replica":0})", "tasks_per_replica"},
-                      BadCase{R"({"command":["x"],"tasks_per_replica":"cpu"})",
-                              "tasks_per_replica"},
-                      BadCase{R"({"command":[]})", "command"}));
+    ::testing::Values(
+        BadCase{R"({"gpus":1})", "command"}, BadCase{R"({"command":["x"],"gpus":-1})", "gpus"},
+        BadCase{R"({"command":["x"],"gpus":"two"})", "\"two\""},
+        BadCase{R"({"command":["x"],"gpus":0.5})", "fractional"},
+        BadCase{R"({"command":["x"],"replicas":0})", "replicas"},
+        BadCase{R"({"command":["x"],"memory":"12Q"})", "memory"},
+        BadCase{R"({"command":["x"],"cpus":-2})", "cpus"},
+        BadCase{R"({"command":["x"],"time_limit":"soon"})", "time_limit"},
+        BadCase{R"({"command":["x"],"colour":"red"})", "colour"},
+        BadCase{R"({"command":["x"],"queue":"/bad"})", "queue"},
+        BadCase{R"({"command":["x"],"preemptible":"yes"})", "preemptible"},
+        BadCase{R"({"command":["x"],"checkpoint_signal":"SIGFOO"})", "checkpoint_signal"},
+        BadCase{R"({"command":["x"],"tasks_per_replica":0})", "tasks_per_replica"},
+        BadCase{R"({"command":["x"],"tasks_per_replica":"cpu"})", "tasks_per_replica"},
+        BadCase{R"({"command":[]})", "command"}));
 
 TEST(ParseDuration, Forms) {
   EXPECT_EQ(*ParseDuration("t", "90"), 90 * kSecond);

@@ -77,6 +77,13 @@ struct Encoder {
     j["epoch"] = c.epoch;
     if (!c.step_key.empty()) j["step_key"] = c.step_key;
   }
+  void operator()(const RunSignalled& c) {
+    j.update({{"job", c.job},
+              {"attempt", c.attempt},
+              {"signal", c.signal},
+              {"to_replicas", c.to_replicas},
+              {"to_steps", c.to_steps}});
+  }
   void operator()(const JobHoldSet& c) { j.update({{"job", c.job}, {"held", c.held}}); }
   void operator()(const StepStarted& c) {
     j.update({{"job", c.job}, {"attempt", c.attempt}, {"step", ToJson(c.step)}});
@@ -150,6 +157,10 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
   }
   if (type == "step_started")
     return StepStarted{job(), attempt(), Must(StepFromJson(j.at("step")))};
+  if (type == "run_signalled") {
+    return RunSignalled{job(), attempt(), j.at("signal").get<int32_t>(),
+                        Get<bool>(j, "to_replicas", true), Get<bool>(j, "to_steps", true)};
+  }
   if (type == "job_hold_set") return JobHoldSet{job(), j.at("held").get<bool>()};
   if (type == "step_exited") {
     return StepExited{job(), attempt(), j.at("step").get<int32_t>(), j.at("index").get<int32_t>(),
@@ -228,7 +239,7 @@ const char* ChangeName(const ChangeKind& what) {
       "head_started",   "job_submitted", "run_placed",   "run_started",         "replica_exited",
       "stop_requested", "run_ended",     "job_ended",    "checkpoint_reported", "node_registered",
       "node_state_set", "queue_set",     "token_issued", "token_revoked",       "idle_warned",
-      "step_started",   "step_exited",   "job_hold_set"};
+      "step_started",   "step_exited",   "job_hold_set", "run_signalled"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];
 }

@@ -115,15 +115,22 @@ struct StepExited {  // one node's share of a step ended
   int32_t exit_code = 0;
 };
 
+struct RunSignalled {  // a signal for the run's processes, which keep running
+  JobId job = 0;
+  int32_t attempt = 0;
+  int32_t signal = 0;
+  bool to_replicas = true;  // the job's own processes (a batch job's: its batch shell)
+  bool to_steps = true;     // its job steps' tasks
+};
 struct JobHoldSet {  // a user hold put on a pending job, or taken off
   JobId job = 0;
   bool held = false;
 };
 
-using ChangeKind =
-    std::variant<HeadStarted, JobSubmitted, RunPlaced, RunStarted, ReplicaExited, StopRequested,
-                 RunEnded, JobEnded, CheckpointReported, NodeRegistered, NodeStateSet, QueueSet,
-                 TokenIssued, TokenRevoked, IdleWarned, StepStarted, StepExited, JobHoldSet>;
+using ChangeKind = std::variant<HeadStarted, JobSubmitted, RunPlaced, RunStarted, ReplicaExited,
+                                StopRequested, RunEnded, JobEnded, CheckpointReported,
+                                NodeRegistered, NodeStateSet, QueueSet, TokenIssued, TokenRevoked,
+                                IdleWarned, StepStarted, StepExited, JobHoldSet, RunSignalled>;
 
 struct Change {
   uint64_t revision = 0;

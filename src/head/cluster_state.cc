@@ -44,6 +44,22 @@ struct Applier {
     s.epoch = c.epoch;
     if (!c.step_key.empty()) s.step_key = c.step_key;
   }
+  void operator()(const RunSignalled& c) {
+    Run& run = RunAt(s, c.job, c.attempt);
+    if (c.to_replicas) {
+      ++run.signals;
+      run.last_signal = c.signal;
+    }
+    if (c.to_steps) {
+      ++run.step_signals;
+      run.last_step_signal = c.signal;
+    }
+    Event(JobAt(s, c.job), "signalled",
+          "signal " + std::to_string(c.signal) +
+              (c.to_replicas && c.to_steps ? ""
+               : c.to_steps                ? " to its steps"
+                                           : " to its batch step"));
+  }
   void operator()(const JobHoldSet& c) {
     Job& job = JobAt(s, c.job);
     job.held = c.held;

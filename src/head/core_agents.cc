@@ -148,6 +148,8 @@ SyncResponse HeadCore::DesiredFor(const std::string& node) const {
       o.stop = run.stop_requested;
       o.stop_signal = job.spec.checkpoint_signal;
       o.grace_ms = job.spec.grace_ms;
+      o.signals = run.signals;
+      o.signal = run.last_signal;
       if (job.spec.batch && replica == 0 && !state_.step_key.empty()) {
         // The batch step may start job steps of this run (srun), and nothing else.
         std::string token = StepToken(state_.step_key, RunId{id, run.attempt});

@@ -198,6 +198,39 @@ Result<Job> HeadCore::Requeue(const Caller& by, JobId id, TimeMs now) {
   return state_.jobs.at(id);
 }
 
+Result<Job> HeadCore::Signal(const Caller& by, JobId id, int32_t signal, SignalTarget to,
+                             TimeMs now) {
+  auto it = state_.jobs.find(id);
+  if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  if (!MayManageJob(by, it->second)) {
+    return PermissionDenied("user '" + by.name + "' may not signal job " + std::to_string(id) +
+                            " of '" + it->second.owner + "'");
+  }
+  if (signal < 1 || signal > 64) {
+    return InvalidArgument("field 'signal': got " + std::to_string(signal) +
+                           ", want a signal number from 1 to 64");
+  }
+  // An array's id stands for its running elements.
+  std::vector<const Job*> targets =
+      it->second.array_id == id ? DependencyTargets(id) : std::vector<const Job*>{&it->second};
+  bool any = false;
+  for (const Job* t : targets) {
+    const Run* run = t->CurrentRun();
+    if (t->state != JobState::kRunning || !run || run->stop_requested) continue;
+    // Slurm's default for a batch job: its steps, not its batch shell.
+    bool replicas = to == SignalTarget::kAll || to == SignalTarget::kBatch ||
+                    (to == SignalTarget::kDefault && !t->spec.batch);
+    bool steps = to != SignalTarget::kBatch;
+    Emit(by, now, RunSignalled{t->id, run->attempt, signal, replicas, steps});
+    any = true;
+  }
+  if (!any) {
+    return FailedPrecondition("job " + std::to_string(id) + " is " +
+                              JobStateName(it->second.state) + ": only a running job is signalled");
+  }
+  return state_.jobs.at(id);
+}
+
 Result<Job> HeadCore::ReportCheckpoint(const Caller& by, JobId id, TimeMs now) {
   auto it = state_.jobs.find(id);
   if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));

@@ -92,6 +92,12 @@ void HeadCore::Index(const Change& c) {
       core.WantSchedule();
     }
     void operator()(const IdleWarned& e) { Job(e.job); }
+    void operator()(const RunSignalled& e) {
+      Job(e.job);
+      for (const ReplicaPlacement& p : core.state_.jobs.at(e.job).runs[e.attempt - 1].placement) {
+        core.Bump(p.node);
+      }
+    }
     void operator()(const JobHoldSet& e) {
       Job(e.job);
       const corral::Job& job = core.state_.jobs.at(e.job);
@@ -167,6 +173,7 @@ void HeadCore::MarkDirty(const Change& c) {
     void operator()(const IdleWarned& e) { d.jobs.insert(e.job); }
     void operator()(const StepStarted& e) { d.jobs.insert(e.job); }
     void operator()(const JobHoldSet& e) { d.jobs.insert(e.job); }
+    void operator()(const RunSignalled& e) { d.jobs.insert(e.job); }
     void operator()(const StepExited& e) { d.jobs.insert(e.job); }
     void operator()(const NodeRegistered& e) {
       d.nodes.insert(e.node.name);

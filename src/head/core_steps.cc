@@ -214,6 +214,8 @@ void HeadCore::AddStepOrders(const Job& job, const Run& run, const RunLayout& la
       o.stop = run.stop_requested;
       o.stop_signal = job.spec.checkpoint_signal;
       o.grace_ms = job.spec.grace_ms;
+      o.signals = run.step_signals;
+      o.signal = run.last_step_signal;
       out->runs.push_back(std::move(o));
     }
   }

@@ -417,6 +417,61 @@ TEST_P(Scenario, HeldJobsWaitUntilReleasedAndRequeuedJobsKeepTheirId) {
   h_.ExpectReplayEqualsLive();
 }
 
+// scancel --signal: the running job's processes are ordered the signal once more each time
+// (a count the agent compares), and keep running; a batch job's goes to its steps unless the
+// batch step is named, as on Slurm; a pending job cannot be signalled.
+TEST_P(Scenario, SignalsReachTheRunWithoutStoppingIt) {
+  Register("n1", 2);
+  Job plain = Submit(Spec(1));
+  Schedule();
+  Job pj = Get(plain.id);
+  ASSERT_TRUE(*Report("n1", {Running(pj)}));
+  using T = HeadCore::SignalTarget;
+  EXPECT_EQ(core().Signal(kBob, plain.id, 10, T::kDefault, now()).status().code(),
+            ErrorCode::kPermissionDenied);
+  EXPECT_EQ(core().Signal(kAna, plain.id, 99, T::kDefault, now()).status().code(),
+            ErrorCode::kInvalidArgument);
+  ASSERT_TRUE(core().Signal(kAna, plain.id, 10, T::kDefault, now()).ok());
+  Step();
+  ASSERT_TRUE(core().Signal(kAna, plain.id, 12, T::kDefault, now()).ok());
+  Step();
+  std::vector<RunOrder> d = Desired("n1");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].signals, 2);
+  EXPECT_EQ(d[0].signal, 12);
+  EXPECT_FALSE(d[0].stop);
+  EXPECT_EQ(Get(plain.id).state, JobState::kRunning);
+
+  JobSpec batch = Spec(1);
+  batch.batch = true;
+  Job b = Submit(batch);
+  Job waiting = Submit(Spec(2));
+  Schedule();
+  EXPECT_EQ(core().Signal(kAna, waiting.id, 10, T::kDefault, now()).status().code(),
+            ErrorCode::kFailedPrecondition);
+  Job bj = Get(b.id);
+  ASSERT_TRUE(*Report("n1", {Running(pj), Running(bj)}));
+  auto self = core().Authenticate(Desired("n1")[1].env.at("CORRAL_STEP_TOKEN"), now());
+  ASSERT_TRUE(self.ok());
+  StepRequest req;
+  req.command = {"sleep", "60"};
+  ASSERT_TRUE(core().StartStep(*self, b.id, req, now()).ok());
+  Step();
+  ASSERT_TRUE(core().Signal(kAna, b.id, 10, T::kDefault, now()).ok());
+  Step();
+  d = Desired("n1");
+  ASSERT_EQ(d.size(), 3u);  // the plain job, the batch step, the step's share
+  EXPECT_EQ(d[1].signals, 0) << "Slurm's default spares the batch shell";
+  EXPECT_EQ(d[2].signals, 1);
+  ASSERT_TRUE(core().Signal(kAna, b.id, 12, T::kBatch, now()).ok());
+  Step();
+  d = Desired("n1");
+  EXPECT_EQ(d[1].signals, 1);
+  EXPECT_EQ(d[1].signal, 12);
+  EXPECT_EQ(d[2].signals, 1) << "-b: the batch step only";
+  h_.ExpectReplayEqualsLive();
+}
+
 // Holding an array holds its pending elements; releasing it lets them run under %P.
 TEST_P(Scenario, HoldingAnArrayHoldsItsPendingElements) {
   Register("n1", 4);

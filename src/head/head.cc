@@ -452,6 +452,14 @@ void Head::Requeue(std::string bearer, JobId id, Callback<Job> done) {
                [this, id](const Caller& by, TimeMs now) { return core_.Requeue(by, id, now); });
 }
 
+void Head::Signal(std::string bearer, JobId id, int32_t signal, HeadCore::SignalTarget to,
+                  Callback<Job> done) {
+  Command<Job>(std::move(bearer), std::move(done),
+               [this, id, signal, to](const Caller& by, TimeMs now) {
+                 return core_.Signal(by, id, signal, to, now);
+               });
+}
+
 void Head::SetHold(std::string bearer, JobId id, bool hold, Callback<Job> done) {
   Command<Job>(std::move(bearer), std::move(done), [this, id, hold](const Caller& by, TimeMs now) {
     return core_.SetHold(by, id, hold, now);

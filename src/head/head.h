@@ -105,6 +105,8 @@ class Head {
   void GetJob(std::string bearer, JobId id, Callback<Job> done);
   void GetJobForLogs(std::string bearer, JobId id, Callback<Job> done);
   void Requeue(std::string bearer, JobId id, Callback<Job> done);
+  void Signal(std::string bearer, JobId id, int32_t signal, HeadCore::SignalTarget to,
+              Callback<Job> done);
   void SetHold(std::string bearer, JobId id, bool hold, Callback<Job> done);
   void StartStep(std::string bearer, JobId id, StepRequest req, Callback<Step> done);
   void GetStep(std::string bearer, JobId id, int32_t step, Callback<Step> done);

@@ -129,6 +129,11 @@ class HeadCore {
   // Stops a live job's run and puts the job back in the queue under the same id (Slurm's
   // scontrol requeue); the job itself may ask. A pending job stays as it is.
   Result<Job> Requeue(const Caller& by, JobId id, TimeMs now);
+  // Sends `signal` to every process of a running job (an array's id: its running elements),
+  // which keeps running (scancel --signal).
+  // `to`: a batch job's steps by default (Slurm's scancel --signal), its batch step, or all.
+  enum class SignalTarget { kDefault, kBatch, kAll };
+  Result<Job> Signal(const Caller& by, JobId id, int32_t signal, SignalTarget to, TimeMs now);
   // A user hold on a pending job (an array's id: its pending elements), or its release.
   Result<Job> SetHold(const Caller& by, JobId id, bool hold, TimeMs now);
   // Job steps (core_steps.cc): only the job itself (a kJob caller) starts them.

@@ -276,7 +276,9 @@ std::string BatchStepProgram(const std::string& script, const std::string& outpu
   } else {
     p += "exec 2" + redirect + error_shell + " || exit 1\n";
   }
-  // Not `exec`: the EXIT trap removes the script when it ends.
+  // Not `exec`: the EXIT trap removes the script when it ends. A signal for the batch step
+  // (scancel -b --signal, a stop) is the script's to handle; this shell only outlives it.
+  p += "trap : TERM INT HUP USR1 USR2 ALRM\n";
   p += "\"$f\" \"$@\"\n";
   return p;
 }
