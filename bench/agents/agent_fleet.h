@@ -57,7 +57,7 @@ class AgentFleet {
   // exit reports), and of registrations.
   LatencyStats SyncRoundTrips() const;
   LatencyStats RegisterRoundTrips() const;
-  // Syncs started after `from` only (e.g. once every agent is registered).
+  // Forgets the sync round trips so far (e.g. once every agent is registered).
   void ResetStats();
 
   struct Shard;  // public only for the .cc's helpers
