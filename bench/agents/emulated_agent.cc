@@ -1,0 +1,126 @@
+#include "agents/emulated_agent.h"
+
+#include <set>
+
+namespace corral::bench {
+
+EmulatedAgent::EmulatedAgent(std::string name, int32_t gpus, int64_t runtime_ms)
+    : name_(std::move(name)), gpus_(gpus), runtime_ms_(runtime_ms) {}
+
+RegisterRequest EmulatedAgent::MakeRegisterRequest() const {
+  RegisterRequest req;
+  req.name = name_;
+  req.address = "127.0.0.1:1";  // no log endpoint: nobody asks an emulated agent for logs
+  req.cpu_milli = 64000;
+  req.memory_mb = 512 * 1024;
+  for (int32_t i = 0; i < gpus_; ++i) {
+    Gpu g;
+    g.index = i;
+    g.uuid = "GPU-" + name_ + "-" + std::to_string(i);
+    g.model = "emulated";
+    g.memory_mb = 81920;
+    g.group = i / 4;
+    req.gpus.push_back(std::move(g));
+  }
+  req.labels["gpu_model"] = "emulated";
+  return req;
+}
+
+void EmulatedAgent::OnRegistered(const RegisterResponse& r) {
+  registered_ = true;
+  agent_epoch_ = r.agent_epoch;
+  applied_epoch_ = r.head_epoch;
+  applied_version_ = 0;  // the first sync is answered at once with the desired state
+  unreported_ = true;
+}
+
+SyncRequest EmulatedAgent::MakeSync(int64_t wait_ms, TimeMs now) {
+  FinishDue(now);
+  SyncRequest req;
+  req.node = name_;
+  req.agent_epoch = agent_epoch_;
+  req.desired_version = applied_version_;
+  req.wait_ms = unreported_ ? 0 : wait_ms;
+  unreported_ = false;
+  req.runs.reserve(runs_.size());
+  for (const auto& [key, report] : runs_) req.runs.push_back(report);
+  return req;
+}
+
+int EmulatedAgent::Apply(const SyncResponse& r, TimeMs now) {
+  if (r.reregister) {
+    registered_ = false;
+    return 0;
+  }
+  if (r.head_epoch == applied_epoch_ && r.desired_version < applied_version_) return 0;
+  applied_epoch_ = r.head_epoch;
+  applied_version_ = r.desired_version;
+  int started = 0;
+  std::set<Key> desired;
+  for (const RunOrder& o : r.runs) {
+    Key key{o.run_id, o.replica};
+    desired.insert(key);
+    auto it = runs_.find(key);
+    if (o.stop) {
+      if (it != runs_.end() && it->second.running) {
+        it->second.running = false;
+        it->second.exit_code = -o.stop_signal;
+        it->second.ended_at = now;
+        ends_at_.erase(key);
+        unreported_ = true;
+      }
+      continue;
+    }
+    if (it != runs_.end()) continue;  // a run id starts at most once
+    RunReport rep;
+    rep.run_id = o.run_id;
+    rep.replica = o.replica;
+    rep.started_at = now;
+    if (runtime_ms_ > 0) {
+      rep.running = true;
+      ends_at_[key] = now + runtime_ms_;
+    } else {
+      rep.running = false;
+      rep.exit_code = 0;
+      rep.ended_at = now;
+      unreported_ = true;
+    }
+    runs_.emplace(key, std::move(rep));
+    ++started;
+  }
+  for (auto it = runs_.begin(); it != runs_.end();) {
+    if (desired.count(it->first)) {
+      ++it;
+      continue;
+    }
+    if (!it->second.running) ++forgotten_;
+    ends_at_.erase(it->first);
+    it = runs_.erase(it);
+  }
+  return started;
+}
+
+TimeMs EmulatedAgent::NextExitAt() const {
+  TimeMs next = 0;
+  for (const auto& [key, at] : ends_at_) {
+    if (next == 0 || at < next) next = at;
+  }
+  return next;
+}
+
+void EmulatedAgent::FinishDue(TimeMs now) {
+  for (auto it = ends_at_.begin(); it != ends_at_.end();) {
+    if (it->second > now) {
+      ++it;
+      continue;
+    }
+    RunReport& rep = runs_.at(it->first);
+    rep.running = false;
+    rep.exit_code = 0;
+    rep.ended_at = it->second;
+    unreported_ = true;
+    it = ends_at_.erase(it);
+  }
+}
+
+}  // namespace corral::bench
