@@ -271,6 +271,28 @@ TEST_F(SlurmShims, SrunInsideATwoNodeAllocationStartsAStepOnBothNodes) {
 // scontrol hold keeps a job pending (squeue says JobHeldUser) until scontrol release; a job
 // that runs `scontrol requeue $SLURM_JOB_ID` (as submitit does) goes back to the queue under
 // the same id and runs again.
+// A signal srun gets reaches its step's tasks on both nodes (through the head and their agents).
+TEST_F(SlurmShims, SrunForwardsItsSignalsToTheStepsTasks) {
+  std::ofstream(work_ + "/fwd.sh")
+      << "#!/bin/bash\n"
+         "#SBATCH -N 2\n"
+         "#SBATCH --gpus-per-node=4\n"
+         "#SBATCH -o fwd-%j.out\n"
+         "srun -N2 -n2 sh -c 'trap \"echo got usr1 on $SLURM_PROCID; exit 0\" USR1; "
+         "touch fwd-$SLURM_JOB_ID.$SLURM_PROCID; while :; do sleep 0.05; done' &\n"
+         "pid=$!\n"
+         "while [ ! -f fwd-$SLURM_JOB_ID.0 ] || [ ! -f fwd-$SLURM_JOB_ID.1 ]; do sleep 0.05; done\n"
+         "kill -USR1 $pid\n"
+         "wait $pid\n"
+         "echo \"srun exited $?\"\n";
+  const std::string id = SbatchId("fwd.sh");
+  Wait(id);
+  const std::string out = ReadAll(work_ + "/fwd-" + id + ".out");
+  EXPECT_NE(out.find("got usr1 on 0\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("got usr1 on 1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("srun exited 0\n"), std::string::npos) << out;
+}
+
 TEST_F(SlurmShims, ScontrolHoldReleaseAndRequeueFromInsideTheJob) {
   std::ofstream(work_ + "/held.sh") << "#!/bin/bash\n#SBATCH -o held-%j.out\necho ran\n";
   const std::string held = SbatchId("--hold held.sh");

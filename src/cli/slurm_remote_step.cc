@@ -4,6 +4,9 @@
 // of the tasks inside the allocation; srun follows every task's output through the head,
 // labelled ("RANK: ") with -l or written to --output/--error patterns, and exits with the
 // worst task's code once every node has reported (docs/slurm.md).
+#include <signal.h>
+
+#include <atomic>
 #include <fstream>
 #include <map>
 #include <ostream>
@@ -15,6 +18,11 @@
 
 namespace corral::cli {
 namespace {
+
+// The last signal srun got (SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2), to forward to the tasks:
+// a flag is all a signal handler may set.
+std::atomic<int> forward_signal{0};
+void RecordSignal(int sig) { forward_signal.store(sig); }
 
 int StepError(CliContext& ctx, const std::string& message) {
   *ctx.err << "srun: error: " << message << "\n";
@@ -197,7 +205,17 @@ int RunRemoteStep(const slurm::ParsedOptions& o, int64_t nodes, CliContext& ctx)
     }
   }
   const std::string step_path = base + "/steps/" + std::to_string(step->id);
+  // Signals srun gets go to the steps' tasks through the head (their agents send them), as
+  // Slurm's srun forwards them; srun itself keeps following.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) signal(sig, RecordSignal);
   for (;;) {
+    if (int sig = forward_signal.exchange(0); sig != 0) {
+      auto sent = api.CallJson("POST", base + "/signal?signal=" + std::to_string(sig));
+      // (A job already stopping has nothing to forward to: its agents stop the steps.)
+      if (!sent.ok() && sent.status().code() != ErrorCode::kFailedPrecondition)
+        *ctx.err << "srun: error: forwarding signal " << sig << ": " << sent.status().message()
+                 << "\n";
+    }
     follow.Pump(false);
     auto now = api.CallJson("GET", step_path);
     if (!now.ok()) return StepError(ctx, "lost the step: " + now.status().message());

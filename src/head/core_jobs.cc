@@ -202,7 +202,10 @@ Result<Job> HeadCore::Signal(const Caller& by, JobId id, int32_t signal, SignalT
                              TimeMs now) {
   auto it = state_.jobs.find(id);
   if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
-  if (!MayManageJob(by, it->second)) {
+  // srun forwards the signals it gets to its job's steps with the job's own credential.
+  bool own_steps = by.kind == Caller::Kind::kJob && by.job == id && to == SignalTarget::kDefault &&
+                   it->second.spec.batch;
+  if (!own_steps && !MayManageJob(by, it->second)) {
     return PermissionDenied("user '" + by.name + "' may not signal job " + std::to_string(id) +
                             " of '" + it->second.owner + "'");
   }

@@ -1,5 +1,8 @@
 // HttpServer + HttpClient over real sockets on 127.0.0.1.
+#include "net/http.h"
+
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -8,15 +11,13 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <gtest/gtest.h>
 #include <functional>
 #include <mutex>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 #include <vector>
 
-#include "net/http.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
 
@@ -67,9 +68,11 @@ HttpResponse Text(int status, std::string body) {
 // Echoes the request as JSON; /hold/... is kept in `held`; /drop is dropped unanswered.
 Handler EchoHandler(Held* held = nullptr) {
   return [held](HttpRequest req, Responder respond) {
-    if (req.path.rfind("/hold", 0) == 0 && held != nullptr) return held->Add(std::move(req), std::move(respond));
+    if (req.path.rfind("/hold", 0) == 0 && held != nullptr)
+      return held->Add(std::move(req), std::move(respond));
     if (req.path == "/drop") return;
-    if (req.path == "/missing") return respond(JsonError(404, "not_found", "no such thing: " + req.path));
+    if (req.path == "/missing")
+      return respond(JsonError(404, "not_found", "no such thing: " + req.path));
     nlohmann::json j;
     j["method"] = req.method;
     j["target"] = req.target;
@@ -160,7 +163,9 @@ class RawConn {
  private:
   int Count(std::string_view needle) const {
     int c = 0;
-    for (size_t pos = data_.find(needle); pos != std::string::npos; pos = data_.find(needle, pos + 1)) ++c;
+    for (size_t pos = data_.find(needle); pos != std::string::npos;
+         pos = data_.find(needle, pos + 1))
+      ++c;
     return c;
   }
   int fd_ = -1;
@@ -255,7 +260,8 @@ TEST(HttpClientTest, NoRetryOnAFreshConnection) {
 TEST(HttpClientTest, NoRetryOncePartOfTheAnswerArrived) {
   ScriptedServer server([](int conn, int fd) {
     if (conn > 0) {
-      while (ScriptedServer::ReadRequest(fd)) ScriptedServer::Send(fd, ScriptedServer::Ok("retried!"));
+      while (ScriptedServer::ReadRequest(fd))
+        ScriptedServer::Send(fd, ScriptedServer::Ok("retried!"));
       return;
     }
     if (!ScriptedServer::ReadRequest(fd)) return;
@@ -274,8 +280,8 @@ TEST(HttpClientTest, NoRetryOncePartOfTheAnswerArrived) {
 TEST(HttpTest, RoundTripMethodPathQueryHeadersBody) {
   TestServer ts(EchoHandler());
   HttpClient client(ts.url(), "s3cret-token");
-  auto r = client.Request("PUT", "/v1/jobs/a%20b?state=running&owner=al+ice&x=%26", R"({"k":1})", kTimeout,
-                          {{"X-Extra", "42"}});
+  auto r = client.Request("PUT", "/v1/jobs/a%20b?state=running&owner=al+ice&x=%26", R"({"k":1})",
+                          kTimeout, {{"X-Extra", "42"}});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(r->content_type, "application/json");
@@ -519,7 +525,7 @@ TEST(HttpTest, ResponderAfterStopIsANoOp) {
     EXPECT_TRUE(c.ReadsEof());  // the held connection was closed
     rs = held.Take();
     rs[0](Text(200, "after stop"));
-  }  // server destroyed
+  }                                    // server destroyed
   std::thread t([&] { rs.clear(); });  // dropping it after destruction: no 500 attempt crashes
   t.join();
 }
@@ -528,7 +534,8 @@ TEST(HttpTest, PipelinedRequestsAnsweredInOrder) {
   Held held;
   TestServer ts(EchoHandler(&held));
   RawConn c(ts.port);
-  ASSERT_TRUE(c.Send("GET /hold/1 HTTP/1.1\r\nHost: x\r\n\r\nGET /second HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(
+      c.Send("GET /hold/1 HTTP/1.1\r\nHost: x\r\n\r\nGET /second HTTP/1.1\r\nHost: x\r\n\r\n"));
   ASSERT_TRUE(held.WaitFor(1));
   std::this_thread::sleep_for(50ms);  // the second request sits buffered meanwhile
   held.Take()[0](Text(200, "first"));
@@ -542,7 +549,8 @@ TEST(HttpTest, PipelinedRequestsAnsweredInOrder) {
 TEST(HttpTest, ExpectContinue) {
   TestServer ts(EchoHandler());
   RawConn c(ts.port);
-  ASSERT_TRUE(c.Send("POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"));
+  ASSERT_TRUE(
+      c.Send("POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"));
   ASSERT_NE(c.ReadUntil("\r\n\r\n").find("HTTP/1.1 100 Continue"), std::string::npos) << c.data();
   ASSERT_TRUE(c.Send("hello"));
   const std::string got = c.ReadUntil("HTTP/1.1 200");
@@ -614,7 +622,8 @@ TEST(HttpTest, ClientTimeoutIsUnavailable) {
   const auto took = std::chrono::steady_clock::now() - start;
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kUnavailable);
-  EXPECT_NE(r.status().message().find(ts.url() + "/hold/never"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find(ts.url() + "/hold/never"), std::string::npos)
+      << r.status().message();
   EXPECT_GE(took, 200ms);
   EXPECT_LT(took, 2s);
   // The client recovers on a fresh connection.
@@ -680,7 +689,9 @@ TEST(HttpTest, ConcurrentClientsOnSeveralThreads) {
       HttpClient client(ts.url(), "t");
       for (int i = 0; i < 50; ++i) {
         auto r = client.Post("/c?t=" + std::to_string(t), std::to_string(i), kTimeout);
-        if (r.ok() && r->status == 200 && nlohmann::json::parse(r->body)["body"] == std::to_string(i)) ++ok;
+        if (r.ok() && r->status == 200 &&
+            nlohmann::json::parse(r->body)["body"] == std::to_string(i))
+          ++ok;
       }
     });
   }
