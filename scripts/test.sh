@@ -20,7 +20,7 @@ echo "== tests (at ${SECONDS}s)"
 
 echo "== build (ASan+UBSan) (at ${SECONDS}s)"
 BUILD_DIR=build-asan BUILD_TYPE=Debug ./scripts/build.sh -DCORRAL_WERROR=ON -DCORRAL_SANITIZE=ON \
-  -DCORRAL_BENCH=OFF -DCMAKE_CXX_FLAGS_DEBUG=-g1
+  -DCORRAL_BENCH=OFF -DCORRAL_SYSTEM_TESTS=OFF -DCMAKE_CXX_FLAGS_DEBUG=-g1
 echo "== tests under ASan+UBSan (at ${SECONDS}s)"
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
