@@ -501,7 +501,7 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
 
   // The monitor reports "<monitor_pid> <task_pid>..." and closes the pipe.
   std::string reply;
-  TimeMs deadline = NowMs() + 10 * kSecond;
+  TimeMs deadline = NowMs() + kMonitorStartMs;
   for (;;) {
     struct pollfd pfd {
       read_end, POLLIN, 0
@@ -550,7 +550,10 @@ RunStatus PosixLauncher::Finish(const LaunchedRun& run, RunStatus st) {
 RunStatus PosixLauncher::Check(LaunchedRun& run) {
   const std::string dir = RunDir(run.key());
   RunStatus st;
-  if (ParseExit(dir + "/exit", &st)) return Finish(run, st);
+  if (ParseExit(dir + "/exit", &st)) {
+    st.vanished = Exists(dir + "/vanished");
+    return Finish(run, st);
+  }
   if (run.monitor_pid == 0) {
     std::string text;
     if (ReadFile(dir + "/pids", &text)) (void)ParsePids(text, &run);
@@ -561,7 +564,14 @@ RunStatus PosixLauncher::Check(LaunchedRun& run) {
   for (int32_t pgid : run.pgids) {
     if (GroupAlive(pgid)) return st;
   }
+  // No pids yet: a monitor forked just before the agent was killed may not have written them
+  // (slow under load). Only once it has had the launch's own 10 s is the run given up.
+  if (run.monitor_pid == 0 && run.pgids.empty() && NowMs() - run.started_at < kMonitorStartMs) {
+    return st;
+  }
   st = {false, kExitLost, NowMs(), -1, {}};
+  st.vanished = true;
+  (void)WriteFileAtomic(dir + "/vanished", "");
   (void)WriteFileAtomic(dir + "/exit", EncodeExit(st.exit_code, st.ended_at));
   return Finish(run, st);
 }

@@ -40,6 +40,7 @@
 namespace corral::agent {
 
 constexpr int32_t kExitLost = -9;           // reported as if SIGKILLed
+constexpr int64_t kMonitorStartMs = 10000;  // how long a new monitor may take to report its pids
 constexpr int32_t kExitCannotExec = 127;    // command not found, workdir missing, fork failed
 constexpr int64_t kPidsPerReplica = 32768;  // a fork bomb's ceiling, far above any real job
 
@@ -67,6 +68,9 @@ struct RunStatus {
   TimeMs ended_at = 0;
   int32_t failed_task = -1;  // the first task that failed (its exit code is exit_code)
   CgroupUsage usage;         // exited, where runs have cgroups
+  // It ended without a recorded status (kExitLost): its launch was interrupted or its monitor
+  // killed, so nobody knows how the job fared. A loss, like a lost node, not a failure.
+  bool vanished = false;
 };
 
 struct RecoveredRun {

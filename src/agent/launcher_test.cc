@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <filesystem>
+
 #include "agent/test_util.h"
 
 namespace corral::agent {
@@ -163,6 +165,26 @@ TEST(LauncherTest, KilledMonitorMeansTheRunIsWatchedByGroupThenLost) {
   RunStatus st;
   ASSERT_TRUE(WaitFor([&] { return !(st = launcher.Check(*run)).running; }));
   EXPECT_EQ(st.exit_code, kExitLost);
+  EXPECT_TRUE(st.vanished) << "no status was recorded: a loss, not a failure";
+  EXPECT_TRUE(launcher.Check(*run).vanished) << "and so it stays when read again";
+}
+
+// An agent killed between recording a run and learning its monitor's pids: a restarted agent
+// finds the run with no pids. It waits the monitor's start time before giving the run up (a
+// slow monitor may still be coming), and then reports it vanished, not failed.
+TEST(LauncherTest, ARunRecordedWithoutPidsIsGivenTimeThenReportedVanished) {
+  TempDir state;
+  PosixLauncher launcher(state.path(), "n");
+  LaunchedRun run;
+  run.order = ShellOrder("2.1", "true");
+  run.started_at = SystemClock().Now();
+  std::filesystem::create_directories(launcher.RunDir(run.key()));
+  EXPECT_TRUE(launcher.Check(run).running) << "within the monitor's start time";
+  run.started_at = SystemClock().Now() - kMonitorStartMs - 1;
+  RunStatus st = launcher.Check(run);
+  EXPECT_FALSE(st.running);
+  EXPECT_EQ(st.exit_code, kExitLost);
+  EXPECT_TRUE(st.vanished);
 }
 
 // A replica of T tasks: T processes, each in its own process group, with its own environment

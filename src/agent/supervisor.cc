@@ -102,6 +102,7 @@ std::vector<RunReport> Supervisor::Report() {
     RunReport r{key.run_id,         key.replica,      e.status.running,
                 e.status.exit_code, e.run.started_at, e.status.ended_at};
     r.fenced = e.fenced;
+    r.vanished = !e.status.running && e.status.vanished;
     r.failed_task = e.status.running ? -1 : e.status.failed_task;
     r.error = e.error;
     if (!e.status.running) {

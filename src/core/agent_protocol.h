@@ -43,6 +43,8 @@ struct RunReport {
   TimeMs started_at = 0;
   TimeMs ended_at = 0;
   bool fenced = false;  // the agent stopped it itself after losing the head (a loss, not a failure)
+  // It ended with no recorded status (launch interrupted, monitor killed): a loss, not a failure.
+  bool vanished = false;
   int32_t failed_task = -1;  // exited: the first task that failed (exit_code is its code)
   std::string error;         // exited without starting: why (e.g. the owner has no account here)
   // Exited, from the run's cgroup (0 where the node has none):

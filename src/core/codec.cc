@@ -295,6 +295,7 @@ Json ToJson(const RunReport& r) {
   Json j{{"run_id", r.run_id},       {"replica", r.replica},       {"running", r.running},
          {"exit_code", r.exit_code}, {"started_at", r.started_at}, {"ended_at", r.ended_at}};
   if (r.fenced) j["fenced"] = true;
+  if (r.vanished) j["vanished"] = true;
   if (r.failed_task >= 0) j["failed_task"] = r.failed_task;
   if (!r.error.empty()) j["error"] = r.error;
   if (r.oom_killed) j["oom_killed"] = true;
@@ -465,6 +466,7 @@ Result<SyncRequest> SyncRequestFromJson(const Json& j) {
       rr.started_at = Get<int64_t>(x, "started_at", 0);
       rr.ended_at = Get<int64_t>(x, "ended_at", 0);
       rr.fenced = Get<bool>(x, "fenced", false);
+      rr.vanished = Get<bool>(x, "vanished", false);
       rr.failed_task = Get<int32_t>(x, "failed_task", -1);
       rr.error = Get<std::string>(x, "error", "");
       rr.oom_killed = Get<bool>(x, "oom_killed", false);

@@ -363,6 +363,15 @@ void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const Ru
               "node " + node + " stopped it after losing contact with the head (fenced)", now);
     return;
   }
+  if (!r.running && r.vanished && run.exit_codes[r.replica] == kNotExited && !run.stop_requested) {
+    // Its agent lost track of it (killed while launching it, or its monitor killed): how the
+    // job fared is unknown, so the run is lost, as with a lost node, and the job requeued.
+    FinishRun(job, RunState::kLost,
+              "node " + node + " lost replica " + std::to_string(r.replica) +
+                  " without an exit status (its launch or monitor was killed)",
+              now);
+    return;
+  }
   if (!r.running && !r.error.empty() && run.exit_codes[r.replica] == kNotExited &&
       !run.stop_requested) {
     RequestStop(job,

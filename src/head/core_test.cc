@@ -495,6 +495,25 @@ TEST_P(Scenario, HoldingAnArrayHoldsItsPendingElements) {
   EXPECT_EQ(scheduled, 2) << "released, at most %P=2 run at once";
 }
 
+// A replica its agent lost track of (killed while launching it): the run is lost and the job
+// requeued without spending a restart, as with a lost node, not failed with "-9".
+TEST_P(Scenario, AVanishedReplicaIsALossNotAFailure) {
+  Register("n1", 1);
+  Job job = Submit(Spec(1));
+  Schedule();
+  Job j = Get(job.id);
+  RunReport vanished = Exited(j, 0, -9);
+  vanished.vanished = true;
+  ASSERT_TRUE(*Report("n1", {vanished}));
+  Job after = Get(job.id);
+  EXPECT_EQ(after.state, JobState::kPending);
+  EXPECT_EQ(after.runs[0].state, RunState::kLost);
+  EXPECT_NE(after.runs[0].reason.find("without an exit status"), std::string::npos)
+      << after.runs[0].reason;
+  Schedule();
+  ASSERT_EQ(Get(job.id).runs.size(), 2u) << "it runs again";
+}
+
 TEST_P(Scenario, TimeLimitStopsTheRunAndFailsTheJob) {
   Register("n1", 1);
   JobSpec spec = Spec(1);
