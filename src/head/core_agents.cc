@@ -117,6 +117,21 @@ int64_t HeadCore::ReplicaMemoryCapMb(const Job& job, const ReplicaPlacement& p) 
          (static_cast<int64_t>(node->second.gpus.size()) * kGpuMilli);
 }
 
+RunOrder HeadCore::ReplicaOrder(const Job& job, const Run& run, int32_t replica) const {
+  RunOrder o;
+  o.job_id = job.id;
+  o.attempt = run.attempt;
+  o.replica = replica;
+  o.user = job.owner;
+  o.cpu_milli = job.spec.per_replica.cpu_milli;
+  o.memory_mb = ReplicaMemoryCapMb(job, run.placement[replica]);
+  o.gpus = run.placement[replica].gpus;
+  o.stop = run.stop_requested;
+  o.stop_signal = job.spec.checkpoint_signal;
+  o.grace_ms = job.spec.grace_ms;
+  return o;
+}
+
 SyncResponse HeadCore::DesiredFor(const std::string& node) const {
   SyncResponse r;
   r.head_epoch = state_.epoch;
@@ -126,28 +141,18 @@ SyncResponse HeadCore::DesiredFor(const std::string& node) const {
   for (JobId id : runs->second) {
     const Job& job = state_.jobs.at(id);
     const Run& run = *job.CurrentRun();
+    const RunLayout layout = LayoutFor(job, run);
     for (int32_t replica = 0; replica < static_cast<int32_t>(run.placement.size()); ++replica) {
       if (run.placement[replica].node != node || run.exit_codes[replica] != kNotExited) continue;
-      RunOrder o;
+      RunOrder o = ReplicaOrder(job, run, replica);
       o.run_id = ToString(RunId{id, run.attempt});
-      o.job_id = id;
-      o.attempt = run.attempt;
-      o.replica = replica;
       o.command = job.spec.command;
-      RunLayout layout = LayoutFor(job, run);
       o.env = TaskEnv(layout, replica, 0);
       for (int32_t t = 1; t < run.placement[replica].tasks; ++t) {
         if (t == 1) o.task_envs.push_back(o.env);
         o.task_envs.push_back(TaskEnv(layout, replica, t));
       }
       o.workdir = job.spec.workdir;
-      o.user = job.owner;
-      o.cpu_milli = job.spec.per_replica.cpu_milli;
-      o.memory_mb = ReplicaMemoryCapMb(job, run.placement[replica]);
-      o.gpus = run.placement[replica].gpus;
-      o.stop = run.stop_requested;
-      o.stop_signal = job.spec.checkpoint_signal;
-      o.grace_ms = job.spec.grace_ms;
       o.signals = run.signals;
       o.signal = run.last_signal;
       if (job.spec.batch && replica == 0 && !state_.step_key.empty()) {
@@ -158,7 +163,7 @@ SyncResponse HeadCore::DesiredFor(const std::string& node) const {
       }
       r.runs.push_back(std::move(o));
     }
-    if (!run.steps.empty()) AddStepOrders(job, run, LayoutFor(job, run), node, &r);
+    if (!run.steps.empty()) AddStepOrders(job, run, layout, node, &r);
   }
   return r;
 }

@@ -53,11 +53,15 @@ void HeadCore::Index(const Change& c) {
       Job(e.job);
       core.Bump(core.state_.jobs.at(e.job).runs[e.attempt - 1].placement[e.replica].node);
     }
-    void operator()(const StopRequested& e) {
-      Job(e.job);
-      for (const ReplicaPlacement& p : core.state_.jobs.at(e.job).runs[e.attempt - 1].placement) {
+    // Every node of the run gets new orders.
+    void BumpRun(JobId job, int32_t attempt) {
+      for (const ReplicaPlacement& p : core.state_.jobs.at(job).runs[attempt - 1].placement) {
         core.Bump(p.node);
       }
+    }
+    void operator()(const StopRequested& e) {
+      Job(e.job);
+      BumpRun(e.job, e.attempt);
     }
     void operator()(const RunEnded& e) {
       Job(e.job);
@@ -94,9 +98,7 @@ void HeadCore::Index(const Change& c) {
     void operator()(const IdleWarned& e) { Job(e.job); }
     void operator()(const RunSignalled& e) {
       Job(e.job);
-      for (const ReplicaPlacement& p : core.state_.jobs.at(e.job).runs[e.attempt - 1].placement) {
-        core.Bump(p.node);
-      }
+      BumpRun(e.job, e.attempt);
     }
     void operator()(const JobHoldSet& e) {
       Job(e.job);

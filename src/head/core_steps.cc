@@ -162,6 +162,11 @@ void HeadCore::OnStepReport(const Job& job, int32_t step_id, const std::string& 
 void HeadCore::AddStepOrders(const Job& job, const Run& run, const RunLayout& layout,
                              const std::string& node, SyncResponse* out) const {
   for (const Step& step : run.steps) {
+    bool here = false;  // a share of it still runs on this node
+    for (size_t i = 0; i < step.replicas.size(); ++i) {
+      here |= run.placement[step.replicas[i]].node == node && step.exit_codes[i] == kNotExited;
+    }
+    if (!here) continue;
     // The step's own layout: its nodes in its order, its task counts, srun's environment.
     RunLayout sl = layout;
     sl.placement.clear();
@@ -169,24 +174,19 @@ void HeadCore::AddStepOrders(const Job& job, const Run& run, const RunLayout& la
     sl.user_env = step.env;
     sl.task_per_gpu = step.gpus_per_task;
     if (!step.workdir.empty()) sl.workdir = step.workdir;
-    std::vector<std::string> step_nodes;
     for (size_t i = 0; i < step.replicas.size(); ++i) {
       ReplicaPlacement p = run.placement[step.replicas[i]];
       p.tasks = step.tasks[i];
       sl.placement.push_back(p);
       sl.replica_hosts.push_back(layout.replica_hosts[step.replicas[i]]);
-      step_nodes.push_back(p.node);
     }
     int32_t world = 0;
     for (int32_t t : step.tasks) world += t;
     for (size_t i = 0; i < step.replicas.size(); ++i) {
       int32_t replica = step.replicas[i];
       if (run.placement[replica].node != node || step.exit_codes[i] != kNotExited) continue;
-      RunOrder o;
+      RunOrder o = ReplicaOrder(job, run, replica);
       o.run_id = StepRunId(RunId{job.id, run.attempt}, step.id);
-      o.job_id = job.id;
-      o.attempt = run.attempt;
-      o.replica = replica;
       o.command = step.command;
       for (int32_t t = 0; t < step.tasks[i]; ++t) {
         auto env = TaskEnv(sl, static_cast<int32_t>(i), t);
@@ -207,13 +207,6 @@ void HeadCore::AddStepOrders(const Job& job, const Run& run, const RunLayout& la
       o.env = o.task_envs[0];
       if (o.task_envs.size() == 1) o.task_envs.clear();
       o.workdir = sl.workdir;
-      o.user = job.owner;
-      o.cpu_milli = job.spec.per_replica.cpu_milli;
-      o.memory_mb = ReplicaMemoryCapMb(job, run.placement[replica]);
-      o.gpus = run.placement[replica].gpus;
-      o.stop = run.stop_requested;
-      o.stop_signal = job.spec.checkpoint_signal;
-      o.grace_ms = job.spec.grace_ms;
       o.signals = run.step_signals;
       o.signal = run.last_step_signal;
       out->runs.push_back(std::move(o));

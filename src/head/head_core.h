@@ -227,6 +227,9 @@ class HeadCore {
                     TimeMs now);
   int32_t PickMasterPort(const std::string& node) const;
   int64_t ReplicaMemoryCapMb(const Job& job, const ReplicaPlacement& p) const;
+  // An order for one replica of a run, with what every order for it carries: the job, owner,
+  // limits, GPUs and how it is stopped. The caller sets run id, command, env, workdir, signals.
+  RunOrder ReplicaOrder(const Job& job, const Run& run, int32_t replica) const;
   sched::NodeInfo ToNodeInfo(const Node& node) const;
   RunLayout LayoutFor(const Job& job, const Run& run) const;
   bool MayManageJob(const Caller& by, const Job& job) const;
