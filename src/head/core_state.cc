@@ -259,6 +259,12 @@ void HeadCore::RebuildIndexes(TimeMs now) {
       AdmitPending(job);
     }
   }
+  // Fair share remembers what each queue and user ran before this leadership (DESIGN §6.2).
+  for (const auto& [id, job] : state_.jobs) {
+    for (const sched::PastUsage& u : sched::PastUsageOf(job, now)) {
+      scheduler_->AddPastUsage(u, now);
+    }
+  }
   WantSchedule();
 }
 

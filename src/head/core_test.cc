@@ -138,6 +138,30 @@ TEST_P(Scenario, AJobWhoseNameRanShortStartsBeforeOneThatRanLong) {
   EXPECT_EQ(Get(first.id).state, JobState::kPending);
 }
 
+// Fair share counts what a queue ran before (decayed usage): a queue that kept the cluster
+// busy waits behind one that did not, and a restarted head remembers it from the runs.
+TEST_P(Scenario, AQueueThatRanWaitsBehindOneThatDidNotAcrossRestarts) {
+  ASSERT_TRUE(core().SetQueue(kAdmin, {"a", 0, -1, 1.0}, now()).ok());
+  ASSERT_TRUE(core().SetQueue(kAdmin, {"b", 0, -1, 1.0}, now()).ok());
+  Step();
+  Register("n1", 1);
+  JobSpec in_a = Spec(1);
+  in_a.queue = "a";
+  Job ran = Submit(in_a);
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(ran.id))}));
+  now() += 10 * kHour;
+  Schedule();  // a pass while it runs: the live scheduler integrates usage between passes
+  ASSERT_TRUE(*Report("n1", {Exited(Get(ran.id), 0, 0)}));
+  Job again = Submit(in_a);  // submitted first, and by id first too
+  JobSpec in_b = Spec(1);
+  in_b.queue = "b";
+  Job fresh = Submit(in_b);  // the same owner and name: the same predicted run time
+  Schedule();
+  EXPECT_EQ(Get(fresh.id).state, JobState::kScheduled);
+  EXPECT_EQ(Get(again.id).state, JobState::kPending);
+}
+
 TEST_P(Scenario, PreemptionStopsTheBorrowerAndRequeuesIt) {
   ASSERT_TRUE(core().SetQueue(kAdmin, {"a", 0, -1, 1.0}, now()).ok());
   ASSERT_TRUE(core().SetQueue(kAdmin, {"b", 2, -1, 1.0}, now()).ok());

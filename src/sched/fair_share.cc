@@ -85,6 +85,36 @@ void QueueBook::Advance(TimeMs now, int64_t cluster_gpus, int64_t cluster_cpu,
   }
 }
 
+void QueueBook::AddPast(int32_t q, int32_t user, int64_t gpus, int64_t cpu, int64_t mem,
+                        TimeMs from, TimeMs to, TimeMs now) {
+  // The exact integral of a constant allocation a over [from, to], in units of a * tau and
+  // decayed to now: a * (2^-((now - to) / h) - 2^-((now - from) / h)); without a half-life
+  // usage is only the current allocation.
+  if (half_life_ms_ <= 0 || to <= from) return;
+  auto decay = [&](TimeMs t) {
+    return std::exp2(-static_cast<double>(now - t) / static_cast<double>(half_life_ms_));
+  };
+  double w = decay(to) - decay(from);
+  auto add = [&](Usage& u) {
+    u.u_gpus += static_cast<double>(gpus) * w;
+    u.u_cpu += static_cast<double>(cpu) * w;
+    u.u_mem += static_cast<double>(mem) * w;
+  };
+  if (user >= 0) add(queues_[q].users[user]);
+  for (int32_t a = q; a >= 0; a = queues_[a].parent) add(queues_[a]);
+  advanced_ = true;
+  last_advance_ = now;
+  auto anchor = [](Usage& u) {
+    u.last_gpus = u.gpus;
+    u.last_cpu = u.cpu;
+    u.last_mem = u.mem;
+  };
+  for (Queue& queue : queues_) {
+    anchor(queue);
+    for (Usage& u : queue.users) anchor(u);
+  }
+}
+
 bool QueueBook::WithinLimit(int32_t q, int64_t gpus) const { return LimitingQueue(q, gpus) < 0; }
 
 int32_t QueueBook::LimitingQueue(int32_t q, int64_t gpus) const {

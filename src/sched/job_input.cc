@@ -39,4 +39,22 @@ PendingJob ToPendingJob(const Job& job, const RuntimeEstimator* estimator) {
   return p;
 }
 
+std::vector<PastUsage> PastUsageOf(const Job& job, TimeMs now) {
+  std::vector<PastUsage> out;
+  for (const Run& run : job.runs) {
+    if (run.started_at <= 0) continue;  // never ran (as RunGpuSecondsIn counts)
+    PastUsage u;
+    u.queue = job.spec.queue.empty() ? "default" : job.spec.queue;
+    u.user = job.owner;
+    int64_t replicas = static_cast<int64_t>(run.placement.size());
+    for (const ReplicaPlacement& p : run.placement) u.gpus += static_cast<int64_t>(p.gpus.size());
+    u.cpu_milli = replicas * job.spec.per_replica.cpu_milli;
+    u.memory_mb = replicas * job.spec.per_replica.memory_mb;
+    u.from = run.started_at;
+    u.to = IsRunOver(run.state) ? run.ended_at : now;
+    if (u.to > u.from) out.push_back(std::move(u));
+  }
+  return out;
+}
+
 }  // namespace corral::sched

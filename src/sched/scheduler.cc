@@ -128,6 +128,13 @@ void Scheduler::ReportCheckpoint(JobId id, TimeMs at) {
   }
 }
 
+void Scheduler::AddPastUsage(const PastUsage& usage, TimeMs now) {
+  QueueBook& book = impl_->st.queues;
+  int32_t q = book.Id(usage.queue.empty() ? "default" : usage.queue);
+  book.AddPast(q, book.UserId(q, usage.user), usage.gpus, usage.cpu_milli, usage.memory_mb,
+               usage.from, std::min(usage.to, now), now);
+}
+
 Fit Scheduler::Admit(const PendingJob& job, std::string* why) const {
   const SchedState& st = impl_->st;
   Shape s = ShapeOf(job);

@@ -169,6 +169,17 @@ struct SchedulerConfig {
   PreemptionBudget queue_budget;
 };
 
+// One run's allocation over a period, for AddPastUsage.
+struct PastUsage {
+  std::string queue = "default";
+  std::string user;
+  int64_t gpus = 0;       // whole GPUs, all replicas
+  int64_t cpu_milli = 0;  // all replicas
+  int64_t memory_mb = 0;  // all replicas
+  TimeMs from = 0;
+  TimeMs to = 0;
+};
+
 struct PlaceDecision {
   JobId job = 0;
   std::vector<ReplicaPlacement> placement;  // one per replica
@@ -226,6 +237,12 @@ class Scheduler {
   // A running job reported a checkpoint at `at` (`corral checkpoint-done`): a preemption now
   // loses only the work since then.
   void ReportCheckpoint(JobId id, TimeMs at);
+
+  // Counts a run this scheduler never saw into its queue's and user's fair-share usage,
+  // decayed to `now` as if it had integrated it: a recovering head passes every run of its
+  // jobs (`to` = now for one still going), so fair share survives a restart or a failover.
+  // Call before the first Schedule; later passes decay from `now`.
+  void AddPastUsage(const PastUsage& usage, TimeMs now);
 
   // Could this request ever fit, on an empty cluster of the current nodes, within its queue's
   // limit? If not, says why (admission, DESIGN §6.1).

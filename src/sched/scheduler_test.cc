@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "sched/fair_share.h"
 #include "sched/testing_builders.h"
 
 namespace corral::sched {
@@ -492,6 +493,57 @@ TEST(ClassTest, WorkBudgetStopsThePass) {
   Decisions d = s.Schedule(0);
   EXPECT_LT(d.place.size(), 20u);
   EXPECT_TRUE(s.GetStats().last_pass_budget_exhausted);
+}
+
+// Past usage added at once (a recovering head) equals what integrating the same allocation
+// pass by pass gives, and decays the same afterwards.
+TEST(FairShareHistory, PastRunsCountAsIfIntegratedLive) {
+  const DurationMs h = 10 * kHour;
+  const TimeMs t0 = 100 * kHour;
+  QueueBook live(h);
+  int32_t lq = live.Id("org/a");
+  int32_t lu = live.UserId(lq, "ana");
+  live.Charge(lq, lu, 8, 0, 0, +1);  // placed at t0 and ended at t0 + h, between passes
+  live.Advance(t0, 8, 0, 0);
+  live.Advance(t0 + h / 2, 8, 0, 0);
+  live.Advance(t0 + h, 8, 0, 0);
+  live.Charge(lq, lu, 8, 0, 0, -1);
+  live.Advance(t0 + h, 8, 0, 0);
+
+  QueueBook past(h);
+  int32_t pq = past.Id("org/a");
+  int32_t pu = past.UserId(pq, "ana");
+  past.AddPast(pq, pu, 8, 0, 0, t0, t0 + h, t0 + h);
+  past.Advance(t0 + h, 8, 0, 0);
+  EXPECT_NEAR(past.Share(pq), 4.0, 1e-9);  // 8 GPUs for one half-life: 8 * (1 - 1/2)
+  EXPECT_NEAR(past.Share(pq), live.Share(lq), 1e-9);
+  EXPECT_NEAR(past.UserShare(pq, pu), live.UserShare(lq, lu), 1e-9);
+  EXPECT_NEAR(past.Share(past.FindId("org")), 4.0, 1e-9);  // ancestors too
+
+  // A run that ended a half-life before counts half; all of it decays on from `now`.
+  past.AddPast(pq, pu, 8, 0, 0, t0 - h, t0, t0 + h);
+  EXPECT_NEAR(past.Share(pq), 4.0 + 2.0, 1e-9);
+  past.Advance(t0 + 2 * h, 8, 0, 0);
+  live.Advance(t0 + 2 * h, 8, 0, 0);
+  EXPECT_NEAR(past.Share(pq), 3.0, 1e-9);
+  EXPECT_NEAR(live.Share(lq), 2.0, 1e-9);
+}
+
+TEST(FairShareHistory, QueueWithPastUsageWaitsBehindOneWithout) {
+  Scheduler s;
+  s.UpsertNode(MakeNode("n1").Gpus(1));
+  PastUsage used;
+  used.queue = "a";
+  used.user = "ana";
+  used.gpus = 1;
+  used.from = 0;
+  used.to = 10 * kHour;
+  s.AddPastUsage(used, 10 * kHour);
+  s.AddPending(MakeJob(1).Gpus(1).Queue("a").User("ana"));  // first by submit time and id
+  s.AddPending(MakeJob(2).Gpus(1).Queue("b").User("bob"));
+  Decisions d = s.Schedule(10 * kHour + kSecond);
+  ASSERT_EQ(d.place.size(), 1u);
+  EXPECT_EQ(d.place[0].job, 2u);
 }
 
 }  // namespace
