@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (Debian's clang, ASan+UBSan) and runs each for FUZZ_SECONDS
+# (default 60) on a scratch copy of its committed seed corpus, JOBS targets at a time. Fails
+# if any target finds a crash, a leak or a timeout; the input is left in build-fuzz/findings/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_EACH="${FUZZ_SECONDS:-60}"
+JOBS="${JOBS:-$(nproc)}"
+TARGETS=(job_spec_json job_spec_yaml http_target agent_protocol trace)
+
+CXX=clang++ CC=clang cmake -S . -B build-fuzz -G Ninja -DCORRAL_FUZZ=ON -DCORRAL_WERROR=OFF \
+  -DCORRAL_ONLY="core;sched;sim;slurm;cli" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" >/dev/null
+ninja -C build-fuzz "${TARGETS[@]/#/fuzz_}"
+
+rm -rf build-fuzz/findings build-fuzz/corpus-run
+mkdir -p build-fuzz/findings build-fuzz/corpus-run
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+run_one() {
+  local t="$1" secs="$2"
+  cp -r "fuzz/corpus/$t" "build-fuzz/corpus-run/$t"
+  if "build-fuzz/fuzz/fuzz_$t" -max_total_time="$secs" -timeout=10 -print_final_stats=1 \
+    -artifact_prefix="build-fuzz/findings/$t-" "build-fuzz/corpus-run/$t" \
+    >"build-fuzz/findings/$t.log" 2>&1; then
+    echo "fuzz_$t: $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "build-fuzz/findings/$t.log" |
+      grep -o '[0-9]*$') executions in ${secs} s, nothing found"
+  else
+    echo "fuzz_$t: FOUND A FAILURE (build-fuzz/findings/$t.log):"
+    tail -40 "build-fuzz/findings/$t.log"
+    return 1
+  fi
+}
+export -f run_one
+printf '%s\n' "${TARGETS[@]}" | xargs -P "$JOBS" -I{} bash -c "run_one {} $SECONDS_EACH"
