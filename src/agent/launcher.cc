@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <csignal>
@@ -17,7 +18,10 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <sstream>
+#include <thread>
 
 #include "agent/dirs.h"
 #include "agent/monitor.h"
@@ -328,108 +332,144 @@ std::string PosixLauncher::CgroupName(const RunKey& key) const {
   return node + "." + hex + "/" + key.DirName();
 }
 
-Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
+// One replica's launch between its durable record and its monitor's report: every string
+// and array the forked child reads lives here, at a fixed address (after fork the child may
+// not allocate), and so do the fds it inherits.
+struct PosixLauncher::Prepared {
+  LaunchedRun run;
+  std::string dir, logs;
+  UnixIdentity who;
+  std::vector<std::vector<std::string>> envs;
+  std::vector<std::vector<char*>> envps;
+  std::vector<std::string> out_paths, err_paths;
+  std::vector<internal::TaskPlan> task_plans;
+  std::string exe, workdir, pids_path, pids_tmp, exit_path, exit_tmp, exec_error, chdir_error;
+  std::vector<char*> argv;
+  std::vector<int> task_pids;
+  std::string report;
+  std::vector<std::string> cgroup_procs;
+  std::vector<const char*> cgroup_cstrs;
+  ChildPlan plan{};
+  int null_fd = -1;
+  int pipe_fds[2] = {-1, -1};  // the monitor writes its pids to [1]; the agent reads [0]
+  pid_t detacher = -1;
+  std::string reply;
+
+  Prepared() = default;
+  Prepared(const Prepared&) = delete;
+  Prepared& operator=(const Prepared&) = delete;
+  ~Prepared() { CloseFds(); }
+  void CloseFds() {
+    for (int* fd : {&null_fd, &pipe_fds[0], &pipe_fds[1]}) {
+      if (*fd >= 0) close(*fd);
+      *fd = -1;
+    }
+  }
+};
+
+Status PosixLauncher::FailLaunch(const Prepared& p, Status st) {
+  std::string msg = "corral: " + st.message() + "\n";
+  int fd = open((p.logs + "/stderr").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
+                0600);
+  if (fd >= 0) {
+    WriteAll(fd, msg.data(), msg.size());
+    close(fd);
+  }
+  (void)WriteFileAtomic(p.dir + "/exit", EncodeExit(kExitCannotExec, NowMs()));
+  return st;
+}
+
+Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const RunOrder& order) {
   CORRAL_RETURN_IF_ERROR(ValidateRunId(order.run_id));
   if (order.replica < 0)
     return InvalidArgument("replica " + std::to_string(order.replica) + " < 0");
   CORRAL_RETURN_IF_ERROR(MakeDirs(runs_dir_));
-  LaunchedRun run;
-  run.order = order;
-  run.started_at = NowMs();
-  const std::string dir = RunDir(run.key());
-  const std::string logs = dir + "/logs";
-  if (mkdir(dir.c_str(), 0711) != 0) {
+  auto prepared = std::make_unique<Prepared>();
+  Prepared& p = *prepared;
+  p.run.order = order;
+  p.run.started_at = NowMs();
+  p.dir = RunDir(p.run.key());
+  p.logs = p.dir + "/logs";
+  if (mkdir(p.dir.c_str(), 0711) != 0) {
     if (errno == EEXIST) {
-      return Status(ErrorCode::kAlreadyExists, "run " + dir + " was already started on this node");
+      return Status(ErrorCode::kAlreadyExists,
+                    "run " + p.dir + " was already started on this node");
     }
-    return Internal(ErrnoText("mkdir " + dir, errno));
+    return Internal(ErrnoText("mkdir " + p.dir, errno));
   }
   // The durable "started" record comes before the fork: a crash from here on leaves a run
-  // that is reported as lost, never one that is started again.
-  CORRAL_RETURN_IF_ERROR(WriteFileAtomic(dir + "/run.json", EncodeRun(run).dump()));
-  FsyncPath(dir);
+  // that is reported as lost, never one that is started again. (The pids are not added to it
+  // later: the monitor writes them to `pids`, and Check and Recover read them from there.)
+  CORRAL_RETURN_IF_ERROR(WriteFileAtomic(p.dir + "/run.json", EncodeRun(p.run).dump()));
+  FsyncPath(p.dir);
   FsyncPath(runs_dir_);
-  (void)chmod(dir.c_str(), 0711);  // whatever the umask
-  if (mkdir(logs.c_str(), 0700) != 0 && errno != EEXIST) {
-    return Internal(ErrnoText("mkdir " + logs, errno));
+  (void)chmod(p.dir.c_str(), 0711);  // whatever the umask
+  if (mkdir(p.logs.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Internal(ErrnoText("mkdir " + p.logs, errno));
   }
 
-  auto fail = [&](Status st) -> Result<LaunchedRun> {
-    std::string msg = "corral: " + st.message() + "\n";
-    int fd = open((logs + "/stderr").c_str(),
-                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd >= 0) {
-      WriteAll(fd, msg.data(), msg.size());
-      close(fd);
-    }
-    (void)WriteFileAtomic(dir + "/exit", EncodeExit(kExitCannotExec, NowMs()));
-    return st;
-  };
   if (order.command.empty())
-    return fail(InvalidArgument("run " + order.run_id + " has an empty command"));
+    return FailLaunch(p, InvalidArgument("run " + order.run_id + " has an empty command"));
   std::map<std::string, std::string> defaults = env_defaults_;
-  UnixIdentity who;
   if (run_as_.as_owner) {
     auto id = IdentityForJob(order.user, node_name_, run_as_.allow_root);
-    if (!id.ok()) return fail(id.status());
-    who = std::move(id.value());
-    defaults["HOME"] = who.home;
-    defaults["USER"] = who.name;
-    defaults["LOGNAME"] = who.name;
+    if (!id.ok()) return FailLaunch(p, id.status());
+    p.who = std::move(id.value());
+    defaults["HOME"] = p.who.home;
+    defaults["USER"] = p.who.name;
+    defaults["LOGNAME"] = p.who.name;
   }
 
   // Prepare everything the children use: after fork they may not allocate.
   const int32_t tasks = TaskCount(order);
-  std::vector<std::vector<std::string>> envs;
-  std::vector<std::vector<char*>> envps;
-  std::vector<std::string> out_paths, err_paths;
   for (int32_t t = 0; t < tasks; ++t) {
-    envs.push_back(JobEnvironment(order, node_name_, t, defaults));
-    out_paths.push_back(logs + "/" + LogFileName("stdout", t));
-    err_paths.push_back(logs + "/" + LogFileName("stderr", t));
+    p.envs.push_back(JobEnvironment(order, node_name_, t, defaults));
+    p.out_paths.push_back(p.logs + "/" + LogFileName("stdout", t));
+    p.err_paths.push_back(p.logs + "/" + LogFileName("stderr", t));
   }
-  std::vector<internal::TaskPlan> task_plans;
   for (int32_t t = 0; t < tasks; ++t) {
-    envps.push_back(CStrings(envs[t]));
-    task_plans.push_back({envps[t].data(), out_paths[t].c_str(), err_paths[t].c_str()});
+    p.envps.push_back(CStrings(p.envs[t]));
+    p.task_plans.push_back({p.envps[t].data(), p.out_paths[t].c_str(), p.err_paths[t].c_str()});
   }
   std::string path_env;
-  for (const std::string& kv : envs[0]) {
+  for (const std::string& kv : p.envs[0]) {
     if (kv.rfind("PATH=", 0) == 0) path_env = kv.substr(5);
   }
-  const std::string exe = ResolveExecutable(order.command[0], path_env);
-  const std::string workdir = order.workdir.empty() ? logs : order.workdir;
-  const std::string pids_path = dir + "/pids", pids_tmp = pids_path + ".tmp";
-  const std::string exit_path = dir + "/exit", exit_tmp = exit_path + ".tmp";
-  const std::string exec_error = "corral: cannot execute " + order.command[0] + ": errno ";
-  const std::string chdir_error = "corral: cannot change to workdir " + workdir + ": errno ";
-  std::vector<char*> argv = CStrings(order.command);
-  std::vector<int> task_pids(static_cast<size_t>(tasks), 0);
-  std::string report(24 * (static_cast<size_t>(tasks) + 2), '\0');
+  p.exe = ResolveExecutable(order.command[0], path_env);
+  p.workdir = order.workdir.empty() ? p.logs : order.workdir;
+  p.pids_path = p.dir + "/pids";
+  p.pids_tmp = p.pids_path + ".tmp";
+  p.exit_path = p.dir + "/exit";
+  p.exit_tmp = p.exit_path + ".tmp";
+  p.exec_error = "corral: cannot execute " + order.command[0] + ": errno ";
+  p.chdir_error = "corral: cannot change to workdir " + p.workdir + ": errno ";
+  p.argv = CStrings(order.command);
+  p.task_pids.assign(static_cast<size_t>(tasks), 0);
+  p.report.assign(24 * (static_cast<size_t>(tasks) + 2), '\0');
   long open_max = sysconf(_SC_OPEN_MAX);
-  ChildPlan plan{};
-  plan.path = exe.c_str();
-  plan.argv = argv.data();
-  plan.tasks = task_plans.data();
+  ChildPlan& plan = p.plan;
+  plan.path = p.exe.c_str();
+  plan.argv = p.argv.data();
+  plan.tasks = p.task_plans.data();
   plan.task_count = tasks;
-  plan.task_pids = task_pids.data();
-  plan.report = report.data();
-  plan.report_cap = report.size();
+  plan.task_pids = p.task_pids.data();
+  plan.report = p.report.data();
+  plan.report_cap = p.report.size();
   plan.stop_signal = order.stop_signal > 0 ? order.stop_signal : SIGTERM;
   plan.grace_s = static_cast<int>((std::max<int64_t>(order.grace_ms, 0) + 999) / 1000);
-  plan.workdir = workdir.c_str();
+  plan.workdir = p.workdir.c_str();
   plan.switch_user = run_as_.as_owner;
-  plan.uid = who.uid;
-  plan.gid = who.gid;
-  plan.groups = who.groups.data();
-  plan.group_count = who.groups.size();
-  plan.pids_path = pids_path.c_str();
-  plan.pids_tmp = pids_tmp.c_str();
-  plan.exit_path = exit_path.c_str();
-  plan.exit_tmp = exit_tmp.c_str();
+  plan.uid = p.who.uid;
+  plan.gid = p.who.gid;
+  plan.groups = p.who.groups.data();
+  plan.group_count = p.who.groups.size();
+  plan.pids_path = p.pids_path.c_str();
+  plan.pids_tmp = p.pids_tmp.c_str();
+  plan.exit_path = p.exit_path.c_str();
+  plan.exit_tmp = p.exit_tmp.c_str();
   plan.notify_path = notify_path_.c_str();
-  plan.exec_error = exec_error.c_str();
-  plan.chdir_error = chdir_error.c_str();
+  plan.exec_error = p.exec_error.c_str();
+  plan.chdir_error = p.chdir_error.c_str();
   plan.max_fd = static_cast<int>(open_max > 0 && open_max < 65536 ? open_max : 65536);
 
   // Create every log file now, so that a failure to is reported here, not by a task; then hand
@@ -437,91 +477,154 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
   bool ok = true;
   int saved_errno = 0;
   for (int32_t t = 0; t < tasks && ok; ++t) {
-    for (const std::string& path : {out_paths[t], err_paths[t]}) {
+    for (const std::string& path : {p.out_paths[t], p.err_paths[t]}) {
       int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-      if (fd < 0 || (run_as_.as_owner && fchown(fd, who.uid, who.gid) != 0)) {
+      if (fd < 0 || (run_as_.as_owner && fchown(fd, p.who.uid, p.who.gid) != 0)) {
         ok = false;
         saved_errno = errno;
       }
       if (fd >= 0) close(fd);
     }
   }
-  if (ok && run_as_.as_owner && chown(logs.c_str(), who.uid, who.gid) != 0) {
+  if (ok && run_as_.as_owner && chown(p.logs.c_str(), p.who.uid, p.who.gid) != 0) {
     ok = false;
     saved_errno = errno;
   }
-  std::vector<std::string> cgroup_procs;
   if (ok && !cgroups_.none()) {
     CgroupLimits limits{order.cpu_milli, order.memory_mb * 1024 * 1024, kPidsPerReplica};
-    auto made = cgroups_.Create(CgroupName(run.key()), limits);
+    auto made = cgroups_.Create(CgroupName(p.run.key()), limits);
     if (!made.ok()) {
-      return fail(FailedPrecondition("cannot make the run's cgroup: " + made.status().message()));
+      return FailLaunch(
+          p, FailedPrecondition("cannot make the run's cgroup: " + made.status().message()));
     }
-    cgroup_procs = std::move(made.value());
+    p.cgroup_procs = std::move(made.value());
   }
-  std::vector<const char*> cgroup_cstrs;
-  for (const std::string& s : cgroup_procs) cgroup_cstrs.push_back(s.c_str());
-  plan.cgroup_procs = cgroup_cstrs.data();
-  plan.cgroup_count = static_cast<int>(cgroup_cstrs.size());
+  for (const std::string& s : p.cgroup_procs) p.cgroup_cstrs.push_back(s.c_str());
+  plan.cgroup_procs = p.cgroup_cstrs.data();
+  plan.cgroup_count = static_cast<int>(p.cgroup_cstrs.size());
   if (auto ckpt = order.env.find("CORRAL_CHECKPOINT_DIR");
       ok && ckpt != order.env.end() && !ckpt->second.empty()) {
-    Status made = MakeOwnedDir(ckpt->second, run_as_.as_owner, who.uid, who.gid);
+    Status made = MakeOwnedDir(ckpt->second, run_as_.as_owner, p.who.uid, p.who.gid);
     if (!made.ok()) {
-      return fail(FailedPrecondition("cannot make the checkpoint directory: " + made.message()));
+      return FailLaunch(
+          p, FailedPrecondition("cannot make the checkpoint directory: " + made.message()));
     }
   }
-  int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-  int pipe_fds[2] = {-1, -1};
-  if (ok && (null < 0 || pipe2(pipe_fds, O_CLOEXEC) != 0)) {
+  p.null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (ok && (p.null_fd < 0 || pipe2(p.pipe_fds, O_CLOEXEC) != 0)) {
     ok = false;
     saved_errno = errno;
   }
-  auto close_all = [&] {
-    for (int fd : {null, pipe_fds[0], pipe_fds[1]}) {
-      if (fd >= 0) close(fd);
-    }
-  };
   if (!ok) {
-    close_all();
-    return fail(Internal(ErrnoText("cannot open the log files or pipe in " + dir, saved_errno)));
+    p.CloseFds();
+    return FailLaunch(
+        p, Internal(ErrnoText("cannot open the log files or pipe in " + p.dir, saved_errno)));
   }
-  const int child_fds[2] = {null, pipe_fds[1]};
-  pid_t detacher = fork();
-  if (detacher == 0) internal::DetachMain(plan, child_fds);
-  saved_errno = errno;
-  int read_end = pipe_fds[0];
-  pipe_fds[0] = -1;
-  close_all();
-  if (detacher < 0) {
-    close(read_end);
-    return fail(Internal(ErrnoText("fork", saved_errno)));
-  }
-  while (waitpid(detacher, nullptr, 0) < 0 && errno == EINTR) {
-  }
+  return prepared;
+}
 
-  // The monitor reports "<monitor_pid> <task_pid>..." and closes the pipe.
-  std::string reply;
-  TimeMs deadline = NowMs() + kMonitorStartMs;
+Status PosixLauncher::ForkMonitor(Prepared& p) {
+  const int child_fds[2] = {p.null_fd, p.pipe_fds[1]};
+  p.detacher = fork();
+  if (p.detacher == 0) internal::DetachMain(p.plan, child_fds);
+  int saved_errno = errno;
+  // The agent keeps only the read end: the pipe closes when the monitor is done with it.
+  for (int* fd : {&p.null_fd, &p.pipe_fds[1]}) {
+    close(*fd);
+    *fd = -1;
+  }
+  if (p.detacher < 0) {
+    p.CloseFds();
+    return FailLaunch(p, Internal(ErrnoText("fork", saved_errno)));
+  }
+  return Status::Ok();
+}
+
+// Reaps every detacher (each exits as soon as its monitor is forked), then reads the
+// monitors' "<monitor_pid> <task_pid>..." replies together, until each closes its pipe or
+// the deadline passes; a monitor that has not answered by then is found by Check.
+void PosixLauncher::AwaitMonitors(const std::vector<Prepared*>& launched) {
+  for (Prepared* p : launched) {
+    while (waitpid(p->detacher, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  const TimeMs deadline = NowMs() + kMonitorStartMs;
   for (;;) {
-    struct pollfd pfd {
-      read_end, POLLIN, 0
-    };
+    std::vector<struct pollfd> fds;
+    std::vector<Prepared*> owners;
+    for (Prepared* p : launched) {
+      if (p->pipe_fds[0] < 0) continue;
+      fds.push_back({p->pipe_fds[0], POLLIN, 0});
+      owners.push_back(p);
+    }
+    if (fds.empty()) break;
     int left = static_cast<int>(std::max<TimeMs>(0, deadline - NowMs()));
-    int rc = poll(&pfd, 1, left);
+    int rc = poll(fds.data(), fds.size(), left);
     if (rc < 0 && errno == EINTR) continue;
     if (rc <= 0) break;
-    char buf[256];
-    ssize_t n = read(read_end, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    reply.append(buf, static_cast<size_t>(n));
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      Prepared& p = *owners[i];
+      char buf[256];
+      ssize_t n = read(p.pipe_fds[0], buf, sizeof(buf));
+      if (n < 0 && errno == EINTR) continue;
+      if (n > 0) {
+        p.reply.append(buf, static_cast<size_t>(n));
+      } else {
+        close(p.pipe_fds[0]);
+        p.pipe_fds[0] = -1;
+      }
+    }
   }
-  close(read_end);
-  if (ParsePids(reply, &run)) {
-    CORRAL_RETURN_IF_ERROR(WriteFileAtomic(dir + "/run.json", EncodeRun(run).dump()));
+  for (Prepared* p : launched) {
+    p->CloseFds();
+    // Otherwise the monitor failed early (its `exit` says so) or is slow: Check() reads `pids`.
+    (void)ParsePids(p->reply, &p->run);
   }
-  // Otherwise the monitor failed early (its `exit` says so) or is slow: Check() reads `pids`.
-  return run;
+}
+
+std::vector<Result<LaunchedRun>> PosixLauncher::LaunchAll(const std::vector<RunOrder>& orders) {
+  const size_t n = orders.size();
+  // The durable records and the cgroups first, several at once: each waits on three fsyncs,
+  // which the file system commits together.
+  std::vector<std::optional<Result<std::unique_ptr<Prepared>>>> prepared(n);
+  {
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i = next++; i < n; i = next++) prepared[i].emplace(Prepare(orders[i]));
+    };
+    const size_t helpers = std::min<size_t>(n, kLaunchParallelism) - (n > 0 ? 1 : 0);
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < helpers; ++t) threads.emplace_back(work);
+    work();
+    for (std::thread& t : threads) t.join();
+  }
+  // Then the forks, from this thread alone, and the monitors' replies all together.
+  std::vector<Result<LaunchedRun>> out(n, Result<LaunchedRun>(Internal("not launched")));
+  std::vector<Prepared*> forked;
+  for (size_t i = 0; i < n; ++i) {
+    Result<std::unique_ptr<Prepared>>& p = *prepared[i];
+    if (!p.ok()) {
+      out[i] = p.status();
+      continue;
+    }
+    Status st = ForkMonitor(**p);
+    if (!st.ok()) {
+      out[i] = st;
+      continue;
+    }
+    forked.push_back(p->get());
+  }
+  AwaitMonitors(forked);
+  for (size_t i = 0; i < n; ++i) {
+    Result<std::unique_ptr<Prepared>>& p = *prepared[i];
+    if (p.ok() && (*p)->detacher > 0) out[i] = std::move((*p)->run);
+  }
+  return out;
+}
+
+Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
+  return std::move(LaunchAll({order})[0]);
 }
 
 RunStatus PosixLauncher::Finish(const LaunchedRun& run, RunStatus st) {

@@ -2,7 +2,7 @@
 //
 // Layout of the state directory, one directory per replica of a run:
 //   STATE/runs/<run_id>.<replica>/     the agent's (0711: tasks may only pass through)
-//     run.json   the order, start time, pids; written (and fsynced) BEFORE the fork, so a
+//     run.json   the order and start time; written (and fsynced) BEFORE the fork, so a
 //                directory's existence means "started once": a run id is never started twice
 //     pids       "<monitor_pid> <task_pid>...", written by the monitor once the tasks are forked
 //     exit       "<exit_code> <ended_at_ms> <failed_task>", written atomically (rename) when
@@ -27,7 +27,9 @@
 // without a recorded status (its monitor was killed, or the launch was interrupted).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,7 @@ constexpr int32_t kExitLost = -9;           // reported as if SIGKILLed
 constexpr int64_t kMonitorStartMs = 10000;  // how long a new monitor may take to report its pids
 constexpr int32_t kExitCannotExec = 127;    // command not found, workdir missing, fork failed
 constexpr int64_t kPidsPerReplica = 32768;  // a fork bomb's ceiling, far above any real job
+constexpr size_t kLaunchParallelism = 8;    // launches LaunchAll prepares at once
 
 struct RunKey {
   std::string run_id;
@@ -87,6 +90,13 @@ class Launcher {
   // started. On other failures after the record is written, the run is recorded as exited
   // with kExitCannotExec and the error is returned (so it is still reported, never retried).
   virtual Result<LaunchedRun> Launch(const RunOrder& order) = 0;
+  // Launch for each order (a sync's new runs), as if one after the other; an implementation
+  // may overlap their waits.
+  virtual std::vector<Result<LaunchedRun>> LaunchAll(const std::vector<RunOrder>& orders) {
+    std::vector<Result<LaunchedRun>> out;
+    for (const RunOrder& o : orders) out.push_back(Launch(o));
+    return out;
+  }
   // Fills in the pids if the launch could not learn them in time.
   virtual RunStatus Check(LaunchedRun& run) = 0;
   // Sends `signal` to the run's whole process group. No-op once the run has exited.
@@ -115,6 +125,10 @@ class PosixLauncher final : public Launcher {
                 Cgroups cgroups = Cgroups::None());
 
   Result<LaunchedRun> Launch(const RunOrder& order) override;
+  // Writes the durable records and makes the cgroups of up to kLaunchParallelism runs at
+  // once (their fsyncs overlap), forks the monitors one by one, then waits for all of their
+  // replies together.
+  std::vector<Result<LaunchedRun>> LaunchAll(const std::vector<RunOrder>& orders) override;
   RunStatus Check(LaunchedRun& run) override;
   void Signal(const LaunchedRun& run, int signal) override;
   void Release(const RunKey& key) override;
@@ -131,6 +145,15 @@ class PosixLauncher final : public Launcher {
   std::string CgroupName(const RunKey& key) const;
 
  private:
+  struct Prepared;
+  // The durable "started" record, the log files, the cgroup and everything the fork needs.
+  // Thread-safe (several run at once in LaunchAll).
+  Result<std::unique_ptr<Prepared>> Prepare(const RunOrder& order);
+  Status ForkMonitor(Prepared& p);
+  void AwaitMonitors(const std::vector<Prepared*>& launched);
+  // Records a launch that failed after its record was written: the reason in its stderr, an
+  // `exit` of kExitCannotExec. Returns `st`.
+  Status FailLaunch(const Prepared& p, Status st);
   // An exited replica's status with its usage; removes its cgroup (killing what is left).
   RunStatus Finish(const LaunchedRun& run, RunStatus st);
 

@@ -52,11 +52,15 @@ void AppendInt(char* buf, size_t* pos, int64_t v) {
   while (n > 0) buf[(*pos)++] = digits[--n];
 }
 
-void WriteFileAtomicRaw(const char* tmp, const char* path, const char* data, size_t len) {
+// `durable`: fsync before the rename. The exit status must survive a machine crash (else a
+// job that ended is reported lost and run again); the pids need not: a machine crash kills the
+// processes they name, and an agent crash leaves the page cache intact.
+void WriteFileAtomicRaw(const char* tmp, const char* path, const char* data, size_t len,
+                        bool durable) {
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return;
   WriteAll(fd, data, len);
-  (void)fsync(fd);
+  if (durable) (void)fsync(fd);
   close(fd);
   (void)rename(tmp, path);
 }
@@ -72,7 +76,7 @@ void WriteExitRaw(const ChildPlan& p, int64_t code, int64_t failed_task) {
   buf[pos++] = ' ';
   AppendInt(buf, &pos, failed_task);
   buf[pos++] = '\n';
-  WriteFileAtomicRaw(p.exit_tmp, p.exit_path, buf, pos);
+  WriteFileAtomicRaw(p.exit_tmp, p.exit_path, buf, pos, true);
   // Wake the agent (if one reads the FIFO; with none, open fails with ENXIO and that is fine:
   // an agent that starts later reads every exit file anyway).
   int fd = open(p.notify_path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
@@ -187,7 +191,7 @@ void OnGraceOver(int) {
     AppendInt(p.report, &pos, pid);
   }
   p.report[pos++] = '\n';
-  WriteFileAtomicRaw(p.pids_tmp, p.pids_path, p.report, pos);
+  WriteFileAtomicRaw(p.pids_tmp, p.pids_path, p.report, pos, false);
   WriteAll(kFdPipe, p.report, pos);
   close(kFdPipe);
   // Orphaned descendants of the tasks are re-parented here (we are a subreaper) and reaped as

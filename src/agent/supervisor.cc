@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <csignal>
+#include <vector>
 
 namespace corral::agent {
 
@@ -41,34 +42,45 @@ void Supervisor::Reconcile(const SyncResponse& desired) {
   std::lock_guard lock(mu_);
   const TimeMs now = Now();
   std::set<RunKey> listed;
+  // New runs are launched together (their durable records and monitor starts overlap), then
+  // every order is applied in the head's order.
+  std::vector<RunOrder> to_start;
+  for (const RunOrder& order : desired.runs) {
+    RunKey key{order.run_id, order.replica};
+    if (runs_.count(key) > 0 || order.stop || released_.count(key) > 0) continue;
+    if (listed.insert(key).second) to_start.push_back(order);  // never (re)start stopped ones
+  }
+  std::vector<Result<LaunchedRun>> launched = launcher_->LaunchAll(to_start);
+  for (size_t i = 0; i < to_start.size(); ++i) {
+    const RunOrder& order = to_start[i];
+    RunKey key{order.run_id, order.replica};
+    Entry e;
+    e.signals_sent = order.signals;  // those asked for before it ran are not its
+    if (launched[i].ok()) {
+      e.run = std::move(launched[i].value());  // running: Poll() notices when it ends
+      spdlog::info("started run {} replica {} (pgid {})", key.run_id, key.replica, e.run.pgid);
+    } else if (launched[i].status().code() == ErrorCode::kAlreadyExists) {
+      spdlog::error("not starting run {} again: {}", key.run_id, launched[i].status().message());
+      continue;
+    } else {
+      spdlog::error("cannot start run {} replica {}: {}", key.run_id, key.replica,
+                    launched[i].status().message());
+      e.run.order = order;
+      e.run.started_at = now;
+      e.status = {false, kExitCannotExec, now};
+      if (launched[i].status().code() == ErrorCode::kFailedPrecondition) {
+        e.error = launched[i].status().message();  // refused, not a crash: say why
+      }
+      exited_since_poll_ = true;
+    }
+    runs_.emplace(key, std::move(e));
+  }
+  listed.clear();
   for (const RunOrder& order : desired.runs) {
     RunKey key{order.run_id, order.replica};
     listed.insert(key);
     auto it = runs_.find(key);
-    if (it == runs_.end()) {
-      if (order.stop || released_.count(key) > 0) continue;  // never (re)start these
-      Result<LaunchedRun> launched = launcher_->Launch(order);
-      Entry e;
-      e.signals_sent = order.signals;  // those asked for before it ran are not its
-      if (launched.ok()) {
-        e.run = std::move(launched.value());  // running: Poll() notices when it ends
-        spdlog::info("started run {} replica {} (pgid {})", key.run_id, key.replica, e.run.pgid);
-      } else if (launched.status().code() == ErrorCode::kAlreadyExists) {
-        spdlog::error("not starting run {} again: {}", key.run_id, launched.status().message());
-        continue;
-      } else {
-        spdlog::error("cannot start run {} replica {}: {}", key.run_id, key.replica,
-                      launched.status().message());
-        e.run.order = order;
-        e.run.started_at = now;
-        e.status = {false, kExitCannotExec, now};
-        if (launched.status().code() == ErrorCode::kFailedPrecondition) {
-          e.error = launched.status().message();  // refused, not a crash: say why
-        }
-        exited_since_poll_ = true;
-      }
-      it = runs_.emplace(key, std::move(e)).first;
-    }
+    if (it == runs_.end()) continue;  // stopped or released before it ran, or refused again
     Entry& e = it->second;
     if (order.signals > e.signals_sent && e.status.running && !e.stopping && !order.stop) {
       spdlog::info("signal {} to run {} replica {}", order.signal, key.run_id, key.replica);
