@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -262,6 +263,64 @@ TEST(Cluster, UserTokensOwnTheirJobsAndRevokedTokensAreRefused) {
   auto headers = RunCommand({"/usr/bin/curl", "-s", "-D", "-", "-o", "/dev/null", "-H",
                              "Authorization: Bearer " + c.token(), c.addr() + "/v1/jobs"});
   EXPECT_NE(headers.out.find("X-Corral-Revision: "), std::string::npos) << headers.out;
+}
+
+// `corral admin backup` copies the live store; the copy, put where a head keeps its store,
+// restores the cluster's jobs in a new head (docs/reliability.md, "Backup and restore").
+TEST(Cluster, AnOnlineBackupRestoresTheJobsInANewHead) {
+  LocalCluster c("backup", 1, 2);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(c.Submit({"--", "true"}));
+  std::map<std::string, std::string> states;
+  ASSERT_TRUE(WaitAllSucceeded([&](const auto& a) { return c.Corral(a); }, ids, 30000, &states));
+
+  auto ana = c.Corral({"token", "create", "--user", "ana"});
+  ASSERT_EQ(ana.exit_code, 0) << ana.err;
+  auto as_ana = RunCommand({CorralBin(), "admin", "backup", c.dir() + "/by-ana.db"},
+                           {{"CORRAL_ADDR", c.addr()},
+                            {"CORRAL_TOKEN", ana.out.substr(0, ana.out.find('\n'))},
+                            {"CORRAL_CONFIG", c.dir() + "/none.json"}});
+  EXPECT_EQ(as_ana.exit_code, 1);
+  EXPECT_NE(as_ana.err.find("permission denied"), std::string::npos) << as_ana.err;
+  EXPECT_FALSE(std::filesystem::exists(c.dir() + "/by-ana.db"));
+
+  const std::string restored = c.dir() + "/restored";
+  std::filesystem::create_directories(restored);
+  const std::string copy = restored + "/corral.db";
+  auto backup = c.Corral({"admin", "backup", copy});
+  ASSERT_EQ(backup.exit_code, 0) << backup.err;
+  EXPECT_NE(backup.out.find("backed up revision "), std::string::npos) << backup.out;
+  auto again = c.Corral({"admin", "backup", copy});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.err.find("never overwrites"), std::string::npos) << again.err;
+
+  // Restore: the copy as a new head's store, beside the old head's secrets.
+  for (const char* f : {"admin.token", "join.token"}) {
+    std::filesystem::copy_file(c.dir() + "/" + f, restored + "/" + f);
+  }
+  const std::string log = restored + "/head.log";
+  Daemon head({CorralBin(), "head", "--state-dir", restored, "--listen", "127.0.0.1:0"}, log);
+  std::string addr;
+  ASSERT_TRUE(WaitUntil(20000, [&] {
+    std::ifstream in(log);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::smatch m;
+    if (!std::regex_search(text, m, std::regex("listening on (http://[0-9.:]+)"))) return false;
+    addr = m[1].str();
+    return true;
+  }));
+  auto jobs = RunCommand({CorralBin(), "jobs", "--all", "-o", "json"},
+                         {{"CORRAL_ADDR", addr},
+                          {"CORRAL_TOKEN", c.token()},
+                          {"CORRAL_CONFIG", c.dir() + "/none.json"}});
+  ASSERT_EQ(jobs.exit_code, 0) << jobs.err;
+  Json listed = Json::parse(jobs.out, nullptr, false);
+  ASSERT_TRUE(listed.is_array()) << jobs.out;
+  std::set<std::string> succeeded;
+  for (const Json& j : listed) {
+    if (j.value("state", "") == "succeeded") succeeded.insert(std::to_string(j["id"].get<uint64_t>()));
+  }
+  for (const std::string& id : ids) EXPECT_TRUE(succeeded.count(id)) << id << " in " << jobs.out;
 }
 
 // The event stream over real HTTP, as a browser's EventSource reads it: server-sent events,

@@ -139,8 +139,8 @@ ApiService::ApiService(head::Head* head, double requests_per_second, AgentTls ag
 // The route of a request with its variable parts named, for a bounded metrics label.
 std::string RouteOf(const std::string& method, const std::vector<std::string>& parts) {
   static const std::set<std::string> kTop = {"metrics", "healthz"};
-  static const std::set<std::string> kResources = {"jobs",   "nodes", "queues", "tokens",
-                                                   "events", "agent", "usage"};
+  static const std::set<std::string> kResources = {"jobs",  "nodes", "queues", "tokens", "events",
+                                                   "agent", "usage", "admin"};
   if (parts.size() == 1 && kTop.count(parts[0])) return method + " /" + parts[0];
   if (parts.empty() || parts[0] == "ui") return method + " /ui";  // the dashboard's files
   if (parts.size() < 2 || parts[0] != "v1" || !kResources.count(parts[1])) return method + " other";
@@ -150,8 +150,11 @@ std::string RouteOf(const std::string& method, const std::vector<std::string>& p
       route += "/{id}";
     else if (parts[1] == "queues")
       return route + "/{queue}";
-    else if (parts[1] == "agent")
-      route += "/" + parts[2];
+    else if (parts[1] == "agent" || parts[1] == "admin")
+      return route + "/" + (parts[2] == "backup" || parts[2] == "register" ||
+                                    parts[2] == "sync"
+                                ? parts[2]
+                                : "other");
     else
       route += "/{name}";
   }
@@ -225,7 +228,38 @@ void ApiService::Route(HttpRequest req, const std::vector<std::string>& parts, R
   if (parts[1] == "usage" && parts.size() == 2 && req.method == "GET") {
     return HandleUsage(req, std::move(respond));
   }
+  if (parts[1] == "admin" && parts.size() == 3 && parts[2] == "backup" && req.method == "POST") {
+    return HandleBackup(req, std::move(respond));
+  }
   respond(ErrorResponse(NotFound("no such path: " + req.path)));
+}
+
+// POST /v1/admin/backup {"path": "/abs/file"}: an online copy of the store on the head's host.
+void ApiService::HandleBackup(const HttpRequest& req, Responder respond) {
+  Json body = Json::parse(req.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) {
+    return respond(ErrorResponse(InvalidArgument("body: want a JSON object {\"path\": ...}")));
+  }
+  std::string path;
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    if (it.key() == "path" && it->is_string()) {
+      path = it->get<std::string>();
+    } else {
+      return respond(ErrorResponse(InvalidArgument(
+          "field '" + it.key() + "': unknown or of the wrong type; want path (a string)")));
+    }
+  }
+  if (path.empty() || path.front() != '/') {
+    return respond(ErrorResponse(
+        InvalidArgument("field 'path': got '" + path + "', want an absolute path on the head's host")));
+  }
+  head_->Backup(req.BearerToken(), path,
+                Answer<store::BackupInfo>(std::move(respond), [](const store::BackupInfo& b) {
+                  return Json{{"path", b.path},
+                              {"bytes", b.bytes},
+                              {"revision", b.revision},
+                              {"jobs", b.jobs}};
+                }));
 }
 
 void ApiService::HandleJobs(const HttpRequest& req, const std::vector<std::string>& parts,

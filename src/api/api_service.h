@@ -42,6 +42,7 @@ class ApiService {
                     net::Responder respond);
   void HandleEvents(const net::HttpRequest& req, net::Responder respond);
   void HandleUsage(const net::HttpRequest& req, net::Responder respond);
+  void HandleBackup(const net::HttpRequest& req, net::Responder respond);
   void HandleTokens(const net::HttpRequest& req, const std::vector<std::string>& parts,
                     net::Responder respond);
   void HandleAgent(const net::HttpRequest& req, const std::vector<std::string>& parts,

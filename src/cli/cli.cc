@@ -61,6 +61,8 @@ const CommandInfo kCommands[] = {
      "D]\n"
      "       corral token list | corral token revoke ID...",
      "create, list and revoke access tokens (admins)"},
+    {"admin", RunAdmin, "corral admin backup FILE  (FILE on the head's host)",
+     "an online copy of the head's SQLite store (admins; PostgreSQL: its own tools)"},
 };
 
 const CommandInfo* FindCommand(const std::string& name) {

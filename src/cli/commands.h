@@ -56,6 +56,7 @@ Result<Json> BuildSubmitSpec(const ParsedArgs& args, const std::string& cwd, con
 Result<Json> ReadSpecFile(const std::string& path);
 
 int RunSubmit(const std::vector<std::string>& args, CliContext& ctx);
+int RunAdmin(const std::vector<std::string>& args, CliContext& ctx);
 int RunJobs(const std::vector<std::string>& args, CliContext& ctx);
 int RunShow(const std::vector<std::string>& args, CliContext& ctx);
 int RunWait(const std::vector<std::string>& args, CliContext& ctx);

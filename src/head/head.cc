@@ -173,6 +173,7 @@ void Head::Stop() {
   stopped_ = true;
   io_.stop();
   thread_.join();
+  if (backup_thread_.joinable()) backup_thread_.join();  // its answer is not delivered
   pipeline_.reset();  // finishes an in-flight commit
 }
 
@@ -547,6 +548,32 @@ void Head::ListTokens(std::string bearer, Callback<std::vector<Credential>> done
                                    [this](const Caller& by, TimeMs) {
                                      return Result<std::vector<Credential>>(core_.ListTokens(by));
                                    });
+}
+
+void Head::Backup(std::string bearer, std::string path, Callback<store::BackupInfo> done) {
+  Post([this, bearer = std::move(bearer), path = std::move(path), done = std::move(done)]() mutable {
+    TimeMs now = clock_->Now();
+    auto who = AuthenticateFor(bearer, now, false);
+    if (who.ok() && (who->kind != Caller::Kind::kUser || who->role != Role::kAdmin)) {
+      who = PermissionDenied("only an admin may back up the store");
+    }
+    if (!who.ok()) return Reply<store::BackupInfo>(std::move(done), who.status());
+    if (backup_running_) {
+      return Reply<store::BackupInfo>(
+          std::move(done), FailedPrecondition("a backup is already running; try again when it ends"));
+    }
+    backup_running_ = true;
+    Audit(Json{{"at", now}, {"who", who->name}, {"role", RoleName(who->role)}, {"what", "backup"},
+               {"path", path}});
+    if (backup_thread_.joinable()) backup_thread_.join();  // the last one, long over
+    backup_thread_ = std::thread([this, path = std::move(path), done = std::move(done)]() mutable {
+      Result<store::BackupInfo> r = store_->Backup(path);
+      Post([this, r = std::move(r), done = std::move(done)]() mutable {
+        backup_running_ = false;
+        Reply<store::BackupInfo>(std::move(done), std::move(r));
+      });
+    });
+  });
 }
 
 void Head::Register(std::string bearer, RegisterRequest req, Callback<RegisterResponse> done) {

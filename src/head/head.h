@@ -125,6 +125,10 @@ class Head {
   void RevokeToken(std::string bearer, std::string id, Callback<Credential> done);
   void ListTokens(std::string bearer, Callback<std::vector<Credential>> done);
 
+  // An online backup of the store to `path` on the head's host (admins only; one at a time):
+  // taken on a thread of its own while the head goes on committing, audited.
+  void Backup(std::string bearer, std::string path, Callback<store::BackupInfo> done);
+
   void Register(std::string bearer, RegisterRequest req, Callback<RegisterResponse> done);
   // The answer may be held up to req.wait_ms (bounded by the config).
   void Sync(std::string bearer, SyncRequest req, Callback<SyncResponse> done);
@@ -231,6 +235,8 @@ class Head {
   std::atomic<bool> failed_{false};
 
   std::unique_ptr<CommitPipeline> pipeline_;
+  std::thread backup_thread_;  // the last backup's; joined before the next and at Stop
+  bool backup_running_ = false;  // state-machine thread
   std::thread thread_;
   bool stopped_ = false;
 };

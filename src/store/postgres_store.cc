@@ -135,6 +135,12 @@ class PgStore final : public PostgresStore {
     return pg::Value(r->get(), 0, 0);
   }
 
+  Result<BackupInfo> Backup(const std::string&) const override {
+    return FailedPrecondition(
+        "a PostgreSQL store is backed up with PostgreSQL's own tools (pg_dump for a copy, or "
+        "pg_basebackup with WAL archiving for point-in-time recovery): see docs/reliability.md");
+  }
+
   Status Commit(const std::vector<StateEdit>& edits) override {
     if (edits.empty()) return Status::Ok();
     return InTransaction("BEGIN", [&]() -> Status {

@@ -1,5 +1,11 @@
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <limits>
 
 #include "core/codec.h"
@@ -19,6 +25,23 @@ class Statement {
 
  private:
   sqlite3_stmt* stmt_ = nullptr;
+};
+
+// RAII for a connection of its own (a backup's).
+struct Connection {
+  Connection(const std::string& path, int flags) {
+    if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) == SQLITE_OK) {
+      sqlite3_busy_timeout(db, 5000);
+    } else {
+      opened = false;
+    }
+  }
+  ~Connection() { sqlite3_close(db); }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+  bool ok() const { return opened && db != nullptr; }
+  sqlite3* db = nullptr;
+  bool opened = true;
 };
 
 // kMigrations[v] takes the schema from version v to v + 1. Version 0 is an empty file or one
@@ -44,7 +67,7 @@ constexpr const char* kMigrations[kSchemaVersion] = {
 
 class SqliteStore final : public Store {
  public:
-  explicit SqliteStore(sqlite3* db) : db_(db) {}
+  SqliteStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   ~SqliteStore() override { sqlite3_close(db_); }
 
   // Brings the schema up to kSchemaVersion, one transaction per step, and refuses a store a
@@ -236,7 +259,79 @@ class SqliteStore final : public Store {
     return Status::Ok();
   }
 
+  Result<BackupInfo> Backup(const std::string& path) const override {
+    if (path.empty() || path.front() != '/') {
+      return InvalidArgument("path: got '" + path + "', want an absolute path on the head's host");
+    }
+    // Created empty first, so that a backup never replaces a file and the copy (which holds
+    // token hashes and jobs' environments) is the owner's alone from the start.
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      return FailedPrecondition("path: cannot create " + path + ": " + std::strerror(errno) +
+                                (errno == EEXIST ? " (a backup never overwrites a file)" : ""));
+    }
+    close(fd);
+    auto fail = [&](const std::string& what, sqlite3* db) -> Status {
+      std::string msg = what + ": " + (db ? sqlite3_errmsg(db) : "out of memory");
+      (void)unlink(path.c_str());
+      return Internal("backup to " + path + " failed: " + msg);
+    };
+    // A connection of its own: VACUUM INTO copies one consistent snapshot (a read transaction
+    // on the WAL) while the commit connection goes on writing.
+    {
+      Connection src(path_, SQLITE_OPEN_READONLY);
+      if (!src.ok()) return fail("cannot open " + path_, src.db);
+      Statement vacuum(src.db, "VACUUM INTO ?1");
+      if (!vacuum.get()) return fail("prepare", src.db);
+      BindText(vacuum.get(), 1, path);
+      if (sqlite3_step(vacuum.get()) != SQLITE_DONE) return fail("vacuum into", src.db);
+    }
+    // VACUUM INTO does not sync what it wrote.
+    fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    bool synced = fd >= 0 && fsync(fd) == 0;
+    if (fd >= 0) close(fd);
+    std::string dir = path.substr(0, std::max<size_t>(1, path.rfind('/')));
+    int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      synced = synced && fsync(dfd) == 0;
+      close(dfd);
+    }
+    if (!synced) return fail("fsync", nullptr);
+    // Read back from the copy: it opens, passes SQLite's check, and says what it holds.
+    Connection copy(path, SQLITE_OPEN_READONLY);
+    if (!copy.ok()) return fail("cannot open the copy", copy.db);
+    BackupInfo info;
+    info.path = path;
+    std::string check;
+    auto one = [&](const char* sql, auto&& read) -> bool {
+      Statement q(copy.db, sql);
+      if (!q.get() || sqlite3_step(q.get()) != SQLITE_ROW) return false;
+      read(q.get());
+      return true;
+    };
+    if (!one("PRAGMA quick_check",
+             [&](sqlite3_stmt* q) {
+               const unsigned char* t = sqlite3_column_text(q, 0);
+               check = t ? reinterpret_cast<const char*>(t) : "";
+             }) ||
+        check != "ok") {
+      return fail("the copy fails its check (" + check + ")", copy.db);
+    }
+    if (!one("SELECT coalesce(max(revision), 0) FROM changes",
+             [&](sqlite3_stmt* q) {
+               info.revision = static_cast<uint64_t>(sqlite3_column_int64(q, 0));
+             }) ||
+        !one("SELECT count(*) FROM jobs",
+             [&](sqlite3_stmt* q) { info.jobs = sqlite3_column_int64(q, 0); })) {
+      return fail("reading the copy", copy.db);
+    }
+    struct stat st {};
+    if (stat(path.c_str(), &st) == 0) info.bytes = st.st_size;
+    return info;
+  }
+
   sqlite3* db_;
+  std::string path_;
 };
 
 }  // namespace
@@ -250,7 +345,7 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
     return Unavailable("cannot open store " + path + ": " + msg);
   }
   sqlite3_busy_timeout(db, 5000);
-  auto store = std::make_unique<SqliteStore>(db);
+  auto store = std::make_unique<SqliteStore>(db, path);
   CORRAL_RETURN_IF_ERROR(store->Init());
   return std::unique_ptr<Store>(std::move(store));
 }

@@ -3,7 +3,9 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
+#include <thread>
 
 #include "store/store.h"
 #include "store/store_conformance_test.h"
@@ -144,6 +146,52 @@ TEST(SqliteStore, ATornLastWriteLosesOnlyThatCommitAndNothingElse) {
   ASSERT_TRUE(changes.ok());
   ASSERT_EQ(changes->size(), 5u);
   EXPECT_EQ(changes->back().revision, 5u);
+}
+
+// A backup taken while another thread keeps committing is one consistent snapshot: it opens
+// as a store, and holds every job whose change it holds, up to the revision it reports.
+TEST(SqliteStore, BackupWhileCommittingIsAConsistentSnapshotThatOpens) {
+  std::string path = TempDb("backup");
+  auto s = OpenSqliteStore(path);
+  ASSERT_TRUE(s.ok());
+  for (JobId id = 1; id <= 200; ++id) {
+    ASSERT_TRUE(
+        (*s)->Commit({PutJob{MakeJob(id, JobState::kPending)}, AppendChange{{id, "{}"}}}).ok());
+  }
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    for (JobId id = 201; !stop && id < 100000; ++id) {
+      ASSERT_TRUE(
+          (*s)->Commit({PutJob{MakeJob(id, JobState::kPending)}, AppendChange{{id, "{}"}}}).ok());
+    }
+  });
+  std::string copy = std::filesystem::path(path).parent_path() / "copy.db";
+  auto info = (*s)->Backup(copy);
+  stop = true;
+  writer.join();
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->path, copy);
+  EXPECT_GE(info->revision, 200u);
+  EXPECT_EQ(info->jobs, static_cast<int64_t>(info->revision));  // one job per change, whole
+  EXPECT_EQ(info->bytes, static_cast<int64_t>(std::filesystem::file_size(copy)));
+  EXPECT_EQ(std::filesystem::status(copy).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  auto restored = OpenSqliteStore(copy);
+  ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+  auto loaded = (*restored)->Load();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ(static_cast<int64_t>(loaded->jobs.size()), info->jobs);
+
+  // Never over a file, never a relative path; neither leaves anything behind.
+  auto again = (*s)->Backup(copy);
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.status().message().find("never overwrites"), std::string::npos)
+      << again.status().message();
+  EXPECT_EQ(std::filesystem::file_size(copy), static_cast<uintmax_t>(info->bytes));
+  auto relative = (*s)->Backup("copy2.db");
+  ASSERT_FALSE(relative.ok());
+  EXPECT_NE(relative.status().message().find("path: got 'copy2.db'"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists("copy2.db"));
 }
 
 }  // namespace

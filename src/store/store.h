@@ -58,7 +58,15 @@ struct StoredState {
 };
 constexpr char kSnapshotRevisionKey[] = "snapshot_revision";
 
-// Not thread-safe: one caller at a time (the head's commit thread).
+// What a backup holds, read back from the copy itself.
+struct BackupInfo {
+  std::string path;
+  int64_t bytes = 0;
+  uint64_t revision = 0;  // the last change in it
+  int64_t jobs = 0;
+};
+
+// Not thread-safe (but Backup): one caller at a time (the head's commit thread).
 class Store {
  public:
   virtual ~Store() = default;
@@ -74,6 +82,13 @@ class Store {
     if (!all.ok()) return all.status();
     auto it = all->meta.find(key);
     return it == all->meta.end() ? std::string() : it->second;
+  }
+  // Writes a consistent copy of the store, as of one committed transaction, to the new file
+  // `path` while commits go on. Thread-safe (it never touches the commit connection).
+  // The default: kFailedPrecondition, for stores backed up with their own tools.
+  virtual Result<BackupInfo> Backup(const std::string& path) const {
+    (void)path;
+    return FailedPrecondition("this store cannot back itself up");
   }
 };
 // Meta: the API address of the head that leads (written in its first commit), where
