@@ -318,7 +318,8 @@ TEST(Cluster, AnOnlineBackupRestoresTheJobsInANewHead) {
   ASSERT_TRUE(listed.is_array()) << jobs.out;
   std::set<std::string> succeeded;
   for (const Json& j : listed) {
-    if (j.value("state", "") == "succeeded") succeeded.insert(std::to_string(j["id"].get<uint64_t>()));
+    if (j.value("state", "") == "succeeded")
+      succeeded.insert(std::to_string(j["id"].get<uint64_t>()));
   }
   for (const std::string& id : ids) EXPECT_TRUE(succeeded.count(id)) << id << " in " << jobs.out;
 }

@@ -139,8 +139,8 @@ ApiService::ApiService(head::Head* head, double requests_per_second, AgentTls ag
 // The route of a request with its variable parts named, for a bounded metrics label.
 std::string RouteOf(const std::string& method, const std::vector<std::string>& parts) {
   static const std::set<std::string> kTop = {"metrics", "healthz"};
-  static const std::set<std::string> kResources = {"jobs",  "nodes", "queues", "tokens", "events",
-                                                   "agent", "usage", "admin"};
+  static const std::set<std::string> kResources = {"jobs",   "nodes", "queues", "tokens",
+                                                   "events", "agent", "usage",  "admin"};
   if (parts.size() == 1 && kTop.count(parts[0])) return method + " /" + parts[0];
   if (parts.empty() || parts[0] == "ui") return method + " /ui";  // the dashboard's files
   if (parts.size() < 2 || parts[0] != "v1" || !kResources.count(parts[1])) return method + " other";
@@ -151,10 +151,9 @@ std::string RouteOf(const std::string& method, const std::vector<std::string>& p
     else if (parts[1] == "queues")
       return route + "/{queue}";
     else if (parts[1] == "agent" || parts[1] == "admin")
-      return route + "/" + (parts[2] == "backup" || parts[2] == "register" ||
-                                    parts[2] == "sync"
-                                ? parts[2]
-                                : "other");
+      return route + "/" +
+             (parts[2] == "backup" || parts[2] == "register" || parts[2] == "sync" ? parts[2]
+                                                                                   : "other");
     else
       route += "/{name}";
   }
@@ -250,16 +249,15 @@ void ApiService::HandleBackup(const HttpRequest& req, Responder respond) {
     }
   }
   if (path.empty() || path.front() != '/') {
-    return respond(ErrorResponse(
-        InvalidArgument("field 'path': got '" + path + "', want an absolute path on the head's host")));
+    return respond(ErrorResponse(InvalidArgument("field 'path': got '" + path +
+                                                 "', want an absolute path on the head's host")));
   }
-  head_->Backup(req.BearerToken(), path,
-                Answer<store::BackupInfo>(std::move(respond), [](const store::BackupInfo& b) {
-                  return Json{{"path", b.path},
-                              {"bytes", b.bytes},
-                              {"revision", b.revision},
-                              {"jobs", b.jobs}};
-                }));
+  head_->Backup(
+      req.BearerToken(), path,
+      Answer<store::BackupInfo>(std::move(respond), [](const store::BackupInfo& b) {
+        return Json{
+            {"path", b.path}, {"bytes", b.bytes}, {"revision", b.revision}, {"jobs", b.jobs}};
+      }));
 }
 
 void ApiService::HandleJobs(const HttpRequest& req, const std::vector<std::string>& parts,

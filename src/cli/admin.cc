@@ -17,8 +17,8 @@ int RunAdmin(const std::vector<std::string>& argv, CliContext& ctx) {
   const std::string& sub = args.positional[0];
   if (sub != "backup") return UsageError(ctx, "admin", "unknown subcommand '" + sub + "'");
   if (args.positional.size() != 2) {
-    return UsageError(ctx, "admin", "backup: want one FILE, got " +
-                                        std::to_string(args.positional.size() - 1));
+    return UsageError(ctx, "admin",
+                      "backup: want one FILE, got " + std::to_string(args.positional.size() - 1));
   }
   std::string path = args.positional[1];
   if (path.empty()) return UsageError(ctx, "admin", "backup: FILE is empty");
@@ -30,8 +30,7 @@ int RunAdmin(const std::vector<std::string>& argv, CliContext& ctx) {
     return kExitError;
   }
   *ctx.out << "backed up revision " << r->value("revision", 0) << " (" << r->value("jobs", 0)
-           << " jobs, " << r->value("bytes", 0) << " bytes) to " << r->value("path", path)
-           << "\n";
+           << " jobs, " << r->value("bytes", 0) << " bytes) to " << r->value("path", path) << "\n";
   return kExitOk;
 }
 

@@ -174,7 +174,7 @@ void Head::Stop() {
   io_.stop();
   thread_.join();
   if (backup_thread_.joinable()) backup_thread_.join();  // its answer is not delivered
-  pipeline_.reset();  // finishes an in-flight commit
+  pipeline_.reset();                                     // finishes an in-flight commit
 }
 
 bool Head::failed() const { return failed_.load(); }
@@ -551,7 +551,8 @@ void Head::ListTokens(std::string bearer, Callback<std::vector<Credential>> done
 }
 
 void Head::Backup(std::string bearer, std::string path, Callback<store::BackupInfo> done) {
-  Post([this, bearer = std::move(bearer), path = std::move(path), done = std::move(done)]() mutable {
+  Post([this, bearer = std::move(bearer), path = std::move(path),
+        done = std::move(done)]() mutable {
     TimeMs now = clock_->Now();
     auto who = AuthenticateFor(bearer, now, false);
     if (who.ok() && (who->kind != Caller::Kind::kUser || who->role != Role::kAdmin)) {
@@ -560,10 +561,14 @@ void Head::Backup(std::string bearer, std::string path, Callback<store::BackupIn
     if (!who.ok()) return Reply<store::BackupInfo>(std::move(done), who.status());
     if (backup_running_) {
       return Reply<store::BackupInfo>(
-          std::move(done), FailedPrecondition("a backup is already running; try again when it ends"));
+          std::move(done),
+          FailedPrecondition("a backup is already running; try again when it ends"));
     }
     backup_running_ = true;
-    Audit(Json{{"at", now}, {"who", who->name}, {"role", RoleName(who->role)}, {"what", "backup"},
+    Audit(Json{{"at", now},
+               {"who", who->name},
+               {"role", RoleName(who->role)},
+               {"what", "backup"},
                {"path", path}});
     if (backup_thread_.joinable()) backup_thread_.join();  // the last one, long over
     backup_thread_ = std::thread([this, path = std::move(path), done = std::move(done)]() mutable {

@@ -235,7 +235,7 @@ class Head {
   std::atomic<bool> failed_{false};
 
   std::unique_ptr<CommitPipeline> pipeline_;
-  std::thread backup_thread_;  // the last backup's; joined before the next and at Stop
+  std::thread backup_thread_;    // the last backup's; joined before the next and at Stop
   bool backup_running_ = false;  // state-machine thread
   std::thread thread_;
   bool stopped_ = false;
