@@ -347,6 +347,32 @@ TEST(JobsTest, TableFromCannedJson) {
   EXPECT_THAT(h.fake->sent[1].path, HasSubstr("after=2"));
 }
 
+// `corral jobs` folds an array into one line; --expand lists each element.
+TEST(JobsTest, ArraysFoldUnlessExpanded) {
+  Harness h;
+  std::vector<Job> elements;
+  for (int i = 0; i < 3; ++i) {
+    Job e = SampleJobs()[0];
+    e.id = 10 + i;
+    e.array_id = 10;
+    e.array_index = i;
+    elements.push_back(e);
+  }
+  h.fake->handler = [&](const FakeTransport::Sent&) {
+    Json page = Json::array();
+    for (const Job& e : elements) page.push_back(ToJson(e));
+    return Result<ApiReply>(JsonReply(200, {{"jobs", page}, {"next_after", nullptr}}));
+  };
+  ASSERT_EQ(h.Run("jobs", {}), 0) << h.err.str();
+  EXPECT_EQ(h.out.str(), RenderJobsTable(elements, h.now, false));
+  std::string folded = h.out.str();
+  h.out.str("");
+  ASSERT_EQ(h.Run("jobs", {"--expand"}), 0) << h.err.str();
+  EXPECT_EQ(h.out.str(), RenderJobsTable(elements, h.now, true));
+  EXPECT_NE(h.out.str(), folded);
+  EXPECT_THAT(h.out.str(), HasSubstr("10_2"));
+}
+
 TEST(JobsTest, RenderedTableIsAligned) {
   EXPECT_EQ(
       RenderJobsTable(SampleJobs(), kT0 + 10 * kMinute),

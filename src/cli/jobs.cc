@@ -270,9 +270,9 @@ std::string RenderJob(const Job& j, TimeMs now, bool utc) {
 
 int RunJobs(const std::vector<std::string>& argv, CliContext& ctx) {
   static const std::vector<FlagDef> kFlags = {
-      {"state", 's', true},  {"queue", 'q', true}, {"user", 'u', true},
-      {"all", 'a', false},   {"limit", 'n', true}, {"output", 'o', true},
-      {"watch", 'w', false}, {"updates", 0, true}, {"since", 0, true}};
+      {"state", 's', true}, {"queue", 'q', true},  {"user", 'u', true},   {"all", 'a', false},
+      {"limit", 'n', true}, {"output", 'o', true}, {"watch", 'w', false}, {"updates", 0, true},
+      {"since", 0, true},   {"expand", 0, false}};
   auto parsed = ParseArgs(argv, kFlags, false);
   if (!parsed.ok()) return UsageError(ctx, "jobs", parsed.status().message());
   const ParsedArgs& args = *parsed;
