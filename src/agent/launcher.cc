@@ -312,6 +312,14 @@ void PosixLauncher::DrainExitFd() {
   char buf[256];
   while (exit_read_fd_ >= 0 && read(exit_read_fd_, buf, sizeof(buf)) > 0) {
   }
+  ReapMonitors();
+}
+
+void PosixLauncher::ReapMonitors() {
+  std::erase_if(unreaped_, [](pid_t pid) {
+    pid_t r = waitpid(pid, nullptr, WNOHANG);
+    return r == pid || (r < 0 && errno == ECHILD);
+  });
 }
 
 std::string PosixLauncher::RunDir(const RunKey& key) const {
@@ -352,7 +360,7 @@ struct PosixLauncher::Prepared {
   ChildPlan plan{};
   int null_fd = -1;
   int pipe_fds[2] = {-1, -1};  // the monitor writes its pids to [1]; the agent reads [0]
-  pid_t detacher = -1;
+  pid_t monitor = -1;
   std::string reply;
 
   Prepared() = default;
@@ -369,8 +377,8 @@ struct PosixLauncher::Prepared {
 
 Status PosixLauncher::FailLaunch(const Prepared& p, Status st) {
   std::string msg = "corral: " + st.message() + "\n";
-  int fd = open((p.logs + "/stderr").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
-                0600);
+  int fd = open((p.logs + "/stderr").c_str(),
+                O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd >= 0) {
     WriteAll(fd, msg.data(), msg.size());
     close(fd);
@@ -525,29 +533,25 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
 
 Status PosixLauncher::ForkMonitor(Prepared& p) {
   const int child_fds[2] = {p.null_fd, p.pipe_fds[1]};
-  p.detacher = fork();
-  if (p.detacher == 0) internal::DetachMain(p.plan, child_fds);
+  p.monitor = fork();
+  if (p.monitor == 0) internal::DetachMain(p.plan, child_fds);
   int saved_errno = errno;
   // The agent keeps only the read end: the pipe closes when the monitor is done with it.
   for (int* fd : {&p.null_fd, &p.pipe_fds[1]}) {
     close(*fd);
     *fd = -1;
   }
-  if (p.detacher < 0) {
+  if (p.monitor < 0) {
     p.CloseFds();
     return FailLaunch(p, Internal(ErrnoText("fork", saved_errno)));
   }
+  unreaped_.push_back(p.monitor);
   return Status::Ok();
 }
 
-// Reaps every detacher (each exits as soon as its monitor is forked), then reads the
-// monitors' "<monitor_pid> <task_pid>..." replies together, until each closes its pipe or
-// the deadline passes; a monitor that has not answered by then is found by Check.
+// Reads the monitors' "<monitor_pid> <task_pid>..." replies together, until each closes its
+// pipe or the deadline passes; a monitor that has not answered by then is found by Check.
 void PosixLauncher::AwaitMonitors(const std::vector<Prepared*>& launched) {
-  for (Prepared* p : launched) {
-    while (waitpid(p->detacher, nullptr, 0) < 0 && errno == EINTR) {
-    }
-  }
   const TimeMs deadline = NowMs() + kMonitorStartMs;
   for (;;) {
     std::vector<struct pollfd> fds;
@@ -618,7 +622,7 @@ std::vector<Result<LaunchedRun>> PosixLauncher::LaunchAll(const std::vector<RunO
   AwaitMonitors(forked);
   for (size_t i = 0; i < n; ++i) {
     Result<std::unique_ptr<Prepared>>& p = *prepared[i];
-    if (p.ok() && (*p)->detacher > 0) out[i] = std::move((*p)->run);
+    if (p.ok() && (*p)->monitor > 0) out[i] = std::move((*p)->run);
   }
   return out;
 }
@@ -661,6 +665,7 @@ RunStatus PosixLauncher::Check(LaunchedRun& run) {
     std::string text;
     if (ReadFile(dir + "/pids", &text)) (void)ParsePids(text, &run);
   }
+  ReapMonitors();  // a monitor of ours that died unasked is a zombie until reaped
   if (ProcessAlive(run.monitor_pid, run.monitor_start)) return st;
   if (ParseExit(dir + "/exit", &st)) return Finish(run, st);  // finished since the first look
   // No monitor (killed, or the launch was interrupted): watch the process groups directly.

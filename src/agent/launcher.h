@@ -14,8 +14,11 @@
 // The job's files live apart from the agent's: a task could otherwise replace `exit` or plant
 // a symlink where the agent (root) writes. Tasks switch user before opening their logs.
 //
-// PosixLauncher forks, per replica, a small monitor process detached from the agent (setsid,
-// double fork: not the agent's child, so it outlives a kill -9 of the agent). The monitor
+// PosixLauncher forks, per replica, a small monitor process in a session of its own (setsid:
+// no signal to the agent's process group reaches it; it outlives a kill -9 of the agent and
+// is re-parented). The agent reaps the monitors it forked; those it re-adopts after a restart
+// are no longer its children. One fork, not a double fork: forks are most of a launch's cost.
+// The monitor
 // forks the replica's tasks, each in a process group of its own (pgid = task pid), waits for
 // them, kills what is left of a task's group when its main process ends, stops the other
 // tasks when one fails, and writes `exit` (monitor.h). Between
@@ -26,6 +29,8 @@
 // Exit codes: 0..255 a normal exit, -N killed by signal N, kExitLost when the job vanished
 // without a recorded status (its monitor was killed, or the launch was interrupted).
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -151,6 +156,7 @@ class PosixLauncher final : public Launcher {
   Result<std::unique_ptr<Prepared>> Prepare(const RunOrder& order);
   Status ForkMonitor(Prepared& p);
   void AwaitMonitors(const std::vector<Prepared*>& launched);
+  void ReapMonitors();  // without waiting: those that have exited
   // Records a launch that failed after its record was written: the reason in its stderr, an
   // `exit` of kExitCannotExec. Returns `st`.
   Status FailLaunch(const Prepared& p, Status st);
@@ -165,6 +171,7 @@ class PosixLauncher final : public Launcher {
   // STATE/exit-notify, a FIFO the monitors write a byte to after each exit. The launcher holds
   // a write end too, so the read end never reports end-of-file when no monitor has it open.
   std::string notify_path_;
+  std::vector<pid_t> unreaped_;  // monitors this launcher forked that have not been reaped
   int exit_read_fd_ = -1;
   int exit_write_fd_ = -1;
 };

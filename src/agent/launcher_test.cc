@@ -143,12 +143,20 @@ TEST(LauncherTest, JobRunsInItsOwnProcessGroupAndSession) {
   std::string monitor_stat = ReadFileOr("/proc/" + std::to_string(run->monitor_pid) + "/stat");
   ASSERT_NE(monitor_stat.find(')'), std::string::npos);
   int monitor_ppid = std::atoi(monitor_stat.c_str() + monitor_stat.rfind(')') + 4);
-  EXPECT_NE(monitor_ppid, getpid());  // not the agent's child: it survives the agent
+  // The agent's child, leading a session of its own: a signal to the agent's group does not
+  // reach it, and a kill -9 of the agent re-parents it (AgentRestartKeepsARunningJob).
+  EXPECT_EQ(monitor_ppid, getpid());
+  EXPECT_EQ(getsid(run->monitor_pid), run->monitor_pid);
   EXPECT_TRUE(launcher.Check(*run).running);
   launcher.Signal(*run, SIGKILL);
   RunStatus st;
   ASSERT_TRUE(WaitFor([&] { return !(st = launcher.Check(*run)).running; }));
   EXPECT_EQ(st.exit_code, -SIGKILL);
+  // And the agent reaps it: no zombie is left once it has ended.
+  ASSERT_TRUE(WaitFor([&] {
+    launcher.DrainExitFd();
+    return !std::filesystem::exists("/proc/" + std::to_string(run->monitor_pid));
+  }));
 }
 
 TEST(LauncherTest, KilledMonitorMeansTheRunIsWatchedByGroupThenLost) {

@@ -234,8 +234,6 @@ void OnGraceOver(int) {
   _exit(0);
 }
 
-// The first child: leaves the agent's session and forks the monitor, so that the monitor is
-// re-parented away from the agent when this process exits.
 }  // namespace
 
 [[noreturn]] void DetachMain(const ChildPlan& p, const int fds[2]) {
@@ -246,10 +244,7 @@ void OnGraceOver(int) {
     if (high[i] < 0 || dup2(high[i], kFdNull + i) < 0) _exit(1);
   }
   CloseFrom(kFirstFreeFd, p.max_fd);
-  pid_t monitor = fork();
-  if (monitor == 0) MonitorMain(p);
-  if (monitor < 0) WriteExitRaw(p, kExitCannotExec, -1);
-  _exit(0);
+  MonitorMain(p);
 }
 
 }  // namespace corral::agent::internal

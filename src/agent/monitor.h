@@ -57,8 +57,9 @@ struct ChildPlan {
   int max_fd;
 };
 
-// The first child: `fds` are /dev/null and the write end of the pipe on which the monitor
-// reports its pid and the tasks'. Never returns.
+// The agent's child: leaves the agent's session (setsid, so that no signal to the agent's
+// process group reaches it) and becomes the monitor. `fds` are /dev/null and the write end of
+// the pipe on which the monitor reports its pid and the tasks'. Never returns.
 [[noreturn]] void DetachMain(const ChildPlan& plan, const int fds[2]);
 
 // write(2) until done or an error; async-signal-safe.
