@@ -154,9 +154,16 @@ void BuildVictimOrder(SchedState& st) {
     sorted = moves_left >= 0;
   }
   if (!sorted) std::sort(v.begin(), v.end(), less);
+  for (auto& positions : st.victim_order_by_queue) positions.clear();
   for (size_t i = 0; i < v.size(); ++i) {
     v[i].run->victim_rank = static_cast<int32_t>(i);
     v[i].run->victim_rank_pass = st.pass;
+    int32_t q = v[i].run->queue;
+    if (q < 0) continue;
+    if (static_cast<int32_t>(st.victim_order_by_queue.size()) <= q) {
+      st.victim_order_by_queue.resize(q + 1);
+    }
+    st.victim_order_by_queue[q].push_back(static_cast<int32_t>(i));
   }
 }
 
@@ -228,23 +235,38 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
       if (q != job.queue && !over) continue;
       searched[q] = over ? 2 : 1;
     }
-    st.work += static_cast<int64_t>(st.victim_order.size());  // the scan below
-    for (const SchedState::VictimEntry& v : st.victim_order) {
-      RunEntry& r = *v.run;
+    // The positions in victim_order to scan: the job's own queue, and the other searched
+    // queues only if it may take from them (reclaim, or lower priority); a run of any other
+    // queue could be neither a reclaim, a priority nor a LAS victim. Merged back into victim
+    // order, so the candidates are exactly those of a scan of every run.
+    std::vector<int32_t> positions;
+    for (int32_t q = 0; q < static_cast<int32_t>(searched.size()); ++q) {
+      if (!searched[q] || q >= static_cast<int32_t>(st.victim_order_by_queue.size())) continue;
+      if (q != job.queue && !reclaim && !by_priority) continue;
+      const std::vector<int32_t>& of_q = st.victim_order_by_queue[q];
+      size_t mid = positions.size();
+      positions.insert(positions.end(), of_q.begin(), of_q.end());
+      std::inplace_merge(positions.begin(), positions.begin() + static_cast<ptrdiff_t>(mid),
+                         positions.end());
+    }
+    st.work += static_cast<int64_t>(positions.size());  // the scan below
+    for (int32_t pos : positions) {
+      RunEntry& r = *st.victim_order[pos].run;
       int32_t q = r.queue;
-      if (q < 0 || q >= static_cast<int32_t>(searched.size()) || !searched[q]) continue;
       if (r.preempted_for != 0) continue;  // spared since the order was built
       bool over = searched[q] == 2;
       bool lower = by_priority && r.job.priority < j.priority;
       bool reclaims = q == job.queue ? over && reclaim : reclaim;
-      if (!reclaims) budgeted_runs.insert(&r);
       bool budgeted = lower || (q == job.queue && las && LasVictim(st, r, job));
       if (!reclaims && !budgeted) continue;
       if (!reclaims && !budget_allows(q)) {
         denied = true;
         continue;
       }
-      if (TouchesMatching(st, r, s)) cands.push_back(&r);
+      if (!TouchesMatching(st, r, s)) continue;
+      cands.push_back(&r);
+      // Only candidates can be chosen, so only they need to be told apart.
+      if (!reclaims) budgeted_runs.insert(&r);
     }
     if (denied && cands.empty()) ++st.budget_denied;
   } else {

@@ -80,6 +80,10 @@ struct SchedState {
     DurationMs lost;  // GPU-ms since it started
   };
   std::vector<VictimEntry> victim_order;
+  // By queue: positions in victim_order of that queue's runs, ascending. A kCorral search
+  // scans only the queues it may take victims from (most blocked jobs: their own), not every
+  // run.
+  std::vector<std::vector<int32_t>> victim_order_by_queue;
   int64_t victim_max_key_a = 0;    // over victim_order
   uint64_t victim_order_pass = 0;  // the pass they were built in
   // kSrtf, kLas, this pass: shapes whose victim search failed with every run of a key above
