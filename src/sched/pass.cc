@@ -70,11 +70,18 @@ bool MayPreempt(SchedState& st) {
   if (open && st.pending.MaxVisiblePriority() > st.preemptible_priorities.begin()->first) {
     return true;
   }
-  // Reclaim needs a preemptible run in a queue over its quota.
-  bool lender = false;
-  for (int32_t q = 0; q < st.queues.size() && !lender; ++q) {
-    lender =
+  // Reclaim and LAS across queues need a preemptible run in a queue over its quota; LAS
+  // across queues also that queue's budget.
+  bool lender = false, open_lender = false;
+  for (int32_t q = 0; q < st.queues.size() && !open_lender; ++q) {
+    bool lends =
         st.PreemptibleGpus(q) > 0 && st.queues.AllocGpus(q) - st.Freeing(q) > st.queues.Quota(q);
+    lender = lender || lends;
+    open_lender = lends && open && st.QueueBudgetOpen(q);
+  }
+  if (open_lender && cfg.las_within_queue && cfg.las_across_queues &&
+      st.pending.MaxVisiblePriority() != INT32_MIN) {
+    return true;
   }
   for (int32_t q = 0; q < st.queues.size(); ++q) {
     int64_t smallest = st.pending.MinVisibleTotalGpusInQueue(q);
@@ -250,6 +257,16 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
                 std::to_string(e->key.level) + "; this run has " +
                 std::to_string(attained / kHour) + " GPU-hours, level " +
                 std::to_string(LasLevel(cfg, attained)) + ")";
+        } else if (r.job.priority == j.priority &&
+                   st.queues.AllocGpus(e->queue) + TotalGpus(j) > st.queues.Quota(e->queue)) {
+          // Not a reclaim (the job's queue would go over its quota): LAS across queues.
+          DurationMs attained = AttainedNow(r.job, r.gpus, r.started_at, now);
+          why = "preempted for job " + std::to_string(j.id) + " of queue " +
+                st.queues.Name(e->queue) + ", which has attained less service (LAS level " +
+                std::to_string(e->key.level) + "); queue " + st.queues.Name(r.queue) +
+                " was over its quota of " + std::to_string(st.queues.Quota(r.queue)) +
+                " GPUs and this run has " + std::to_string(attained / kHour) +
+                " GPU-hours, level " + std::to_string(LasLevel(cfg, attained));
         } else if (r.queue == e->queue || r.job.priority < j.priority) {
           why = "preempted for job " + std::to_string(j.id) + " of priority " +
                 std::to_string(j.priority) + " (this run has priority " +

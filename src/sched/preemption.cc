@@ -1,8 +1,9 @@
 // Victim selection (DESIGN §6.7). A blocked job may displace preemptible runs that
 // (kCorral) are lower priority in its own queue, or of its own queue and priority in a
 // strictly higher LAS level (las_within_queue), or belong to a queue over its quota when
-// the job is higher priority or its queue reclaims its quota (the job fits within the
-// quota); or (kSrtf, kLas) have a strictly worse key. Runs that ran less than
+// the job is higher priority, or its queue reclaims its quota (the job fits within the
+// quota), or (las_across_queues) they are of its priority in a strictly higher LAS level;
+// or (kSrtf, kLas) have a strictly worse key. Runs that ran less than
 // min_runtime_before_preempt_ms, were placed in this pass or are already being preempted are
 // spared; kCorral takes priority and LAS victims only within the preemption budgets
 // (preempt_budget.h), quota reclaim always. Candidates are released from the least lost work
@@ -60,12 +61,31 @@ bool TouchesAny(const SchedState& st, const RunEntry& r, const std::vector<NodeD
 // default): the job then gets at least T (1 - 1/h) of service before it reaches the level it
 // displaced, and the run it displaced, requeued at h x T or more, never preempts it back (LAS
 // displaces only strictly higher levels). With h = 1 this is plain Tiresias LAS.
+bool LasLevelsAllow(const SchedState& st, const RunEntry& r, const PendingEntry& job);
+
 bool LasVictim(const SchedState& st, const RunEntry& r, const PendingEntry& job) {
   const SchedulerConfig& c = st.config;
   if (c.policy != OrderPolicy::kCorral || !c.las_within_queue || r.queue != job.queue ||
       r.job.priority != job.job.priority) {
     return false;
   }
+  return LasLevelsAllow(st, r, job);
+}
+
+// las_across_queues: `r` is of another queue (the caller checks that it is over its quota)
+// and of `job`'s priority, and the levels allow it as inside a queue.
+bool BorrowedLasVictim(const SchedState& st, const RunEntry& r, const PendingEntry& job) {
+  const SchedulerConfig& c = st.config;
+  if (c.policy != OrderPolicy::kCorral || !c.las_within_queue || !c.las_across_queues ||
+      r.queue == job.queue || r.job.priority != job.job.priority) {
+    return false;
+  }
+  return LasLevelsAllow(st, r, job);
+}
+
+// The LAS rules shared by both: a strictly higher level, hysteresis, and the sparing rule.
+bool LasLevelsAllow(const SchedState& st, const RunEntry& r, const PendingEntry& job) {
+  const SchedulerConfig& c = st.config;
   DurationMs attained = AttainedNow(r.job, r.gpus, r.started_at, st.now);
   if (LasLevel(c, attained) <= job.key.level) return false;
   const double t = static_cast<double>(c.las_thresholds_gpu_ms[job.key.level]);
@@ -201,18 +221,21 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
     bool open = st.ClusterBudgetOpen();
     bool las = open && st.config.las_within_queue && st.PreemptibleGpus(job.queue) > 0;
     bool by_priority = open && st.preemptible_priorities.begin()->first < j.priority;
-    if (!reclaim && !las && !by_priority) {
+    bool borrowed_las = open && st.config.las_within_queue && st.config.las_across_queues;
+    if (!reclaim && !las && !by_priority && !borrowed_las) {
       if (!open) ++st.budget_denied;
       return false;
     }
     // Without reclaim every victim spends its queue's budget, and victims come only from the
-    // job's own queue or (lower priority) queues over their quota: when all of those budgets
-    // are closed, the scan below could only be denied. Skipping it keeps a pass that visits
-    // many blocked jobs while the budgets are spent from scanning every run for each of them.
+    // job's own queue or (lower priority, or LAS across queues) queues over their quota: when
+    // all of those budgets are closed, the scan below could only be denied. Skipping it keeps
+    // a pass that visits many blocked jobs while the budgets are spent from scanning every
+    // run for each of them.
     if (!reclaim) {
       bool any = (las || by_priority) && st.QueueBudgetOpen(job.queue);
-      for (int32_t q = 0;
-           !any && by_priority && q < static_cast<int32_t>(st.preemptible_gpus.size()); ++q) {
+      for (int32_t q = 0; !any && (by_priority || borrowed_las) &&
+                          q < static_cast<int32_t>(st.preemptible_gpus.size());
+           ++q) {
         any = q != job.queue && st.preemptible_gpus[q] > 0 &&
               st.queues.AllocGpus(q) - st.Freeing(q) > st.queues.Quota(q) && st.QueueBudgetOpen(q);
       }
@@ -236,13 +259,13 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
       searched[q] = over ? 2 : 1;
     }
     // The positions in victim_order to scan: the job's own queue, and the other searched
-    // queues only if it may take from them (reclaim, or lower priority); a run of any other
-    // queue could be neither a reclaim, a priority nor a LAS victim. Merged back into victim
+    // queues only if it may take from them (reclaim, lower priority, LAS across queues); a
+    // run of any other queue could be neither a reclaim, a priority nor a LAS victim. Merged back into victim
     // order, so the candidates are exactly those of a scan of every run.
     std::vector<int32_t> positions;
     for (int32_t q = 0; q < static_cast<int32_t>(searched.size()); ++q) {
       if (!searched[q] || q >= static_cast<int32_t>(st.victim_order_by_queue.size())) continue;
-      if (q != job.queue && !reclaim && !by_priority) continue;
+      if (q != job.queue && !reclaim && !by_priority && !borrowed_las) continue;
       const std::vector<int32_t>& of_q = st.victim_order_by_queue[q];
       size_t mid = positions.size();
       positions.insert(positions.end(), of_q.begin(), of_q.end());
@@ -257,7 +280,8 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
       bool over = searched[q] == 2;
       bool lower = by_priority && r.job.priority < j.priority;
       bool reclaims = q == job.queue ? over && reclaim : reclaim;
-      bool budgeted = lower || (q == job.queue && las && LasVictim(st, r, job));
+      bool budgeted = lower || (q == job.queue && las && LasVictim(st, r, job)) ||
+                      (over && borrowed_las && BorrowedLasVictim(st, r, job));
       if (!reclaims && !budgeted) continue;
       if (!reclaims && !budget_allows(q)) {
         denied = true;
