@@ -84,6 +84,9 @@ struct SchedState {
   // scans only the queues it may take victims from (most blocked jobs: their own), not every
   // run.
   std::vector<std::vector<int32_t>> victim_order_by_queue;
+  // By queue: the most GPU-ms attained by one of its runs in victim_order (kCorral): a queue
+  // whose runs are all below a LAS threshold's hysteresis offers no LAS victim.
+  std::vector<DurationMs> victim_max_attained_by_queue;
   int64_t victim_max_key_a = 0;    // over victim_order
   uint64_t victim_order_pass = 0;  // the pass they were built in
   // kSrtf, kLas, this pass: shapes whose victim search failed with every run of a key above
