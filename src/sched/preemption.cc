@@ -175,7 +175,7 @@ void BuildVictimOrder(SchedState& st) {
   }
   if (!sorted) std::sort(v.begin(), v.end(), less);
   for (auto& positions : st.victim_order_by_queue) positions.clear();
-  std::fill(st.victim_max_attained_by_queue.begin(), st.victim_max_attained_by_queue.end(), 0);
+  st.victim_order_by_queue_priority.clear();
   for (size_t i = 0; i < v.size(); ++i) {
     RunEntry& r = *v[i].run;
     r.victim_rank = static_cast<int32_t>(i);
@@ -184,11 +184,12 @@ void BuildVictimOrder(SchedState& st) {
     if (q < 0) continue;
     if (static_cast<int32_t>(st.victim_order_by_queue.size()) <= q) {
       st.victim_order_by_queue.resize(q + 1);
-      st.victim_max_attained_by_queue.resize(q + 1, 0);
     }
     st.victim_order_by_queue[q].push_back(static_cast<int32_t>(i));
-    DurationMs& most = st.victim_max_attained_by_queue[q];
-    most = std::max(most, AttainedNow(r.job, r.gpus, r.started_at, st.now));
+    SchedState::VictimsOfPriority& of_p = st.victim_order_by_queue_priority[{q, r.job.priority}];
+    of_p.positions.push_back(static_cast<int32_t>(i));
+    of_p.max_attained =
+        std::max(of_p.max_attained, AttainedNow(r.job, r.gpus, r.started_at, st.now));
   }
 }
 
@@ -265,11 +266,10 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
     }
     // The positions in victim_order to scan: the job's own queue, and the other searched
     // queues only if it may take from them (reclaim, lower priority, LAS across queues); a
-    // run of any other queue could be neither a reclaim, a priority nor a LAS victim. One
-    // queue: its own list; several: the victim order filtered by queue (merging many lists
-    // would cost more), so the candidates are in victim order either way.
-    // When another queue could offer only LAS victims, it is skipped if none of its runs has
-    // attained enough (LasLevelsAllow's hysteresis) or its budget is closed.
+    // run of any other queue could be neither a reclaim, a priority nor a LAS victim. A queue
+    // that could offer only LAS victims contributes only its runs of the job's priority, and
+    // none when none of them has attained the hysteresis threshold or its budget is closed.
+    // The positions are in victim order either way, so the candidates are too.
     DurationMs las_needs = INT64_MAX;  // GPU-ms a LAS victim must have attained
     const std::vector<DurationMs>& thresholds = st.config.las_thresholds_gpu_ms;
     if (borrowed_las && job.key.level < static_cast<int64_t>(thresholds.size())) {
@@ -277,37 +277,46 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
       const double h = std::max(1.0, st.config.las_preempt_hysteresis);
       if (static_cast<double>(j.attained_ms) * h < t) las_needs = static_cast<DurationMs>(h * t);
     }
+    // By queue: 0 not scanned, 1 every run, 2 only runs of the job's priority.
     std::vector<uint8_t> scan(searched.size(), 0);
-    int32_t scanned_queues = 0;
-    size_t scanned_runs = 0;
+    bool other_whole = false;  // another queue is scanned whole: filter the whole order
     for (int32_t q = 0; q < static_cast<int32_t>(searched.size()); ++q) {
       if (!searched[q] || q >= static_cast<int32_t>(st.victim_order_by_queue.size())) continue;
-      if (q != job.queue && !reclaim && !by_priority && !borrowed_las) continue;
       if (st.victim_order_by_queue[q].empty()) continue;
-      if (q != job.queue && !reclaim && !by_priority) {
-        if (st.victim_max_attained_by_queue[q] < las_needs) continue;
-        if (!budget_allows(q)) {
-          denied = true;
-          continue;
-        }
+      if (q == job.queue || reclaim || by_priority) {
+        scan[q] = 1;
+        other_whole = other_whole || q != job.queue;
+        continue;
       }
-      scan[q] = 1;
-      ++scanned_queues;
-      scanned_runs += st.victim_order_by_queue[q].size();
+      if (!borrowed_las) continue;
+      auto it = st.victim_order_by_queue_priority.find({q, j.priority});
+      if (it == st.victim_order_by_queue_priority.end() || it->second.max_attained < las_needs) {
+        continue;
+      }
+      if (!budget_allows(q)) {
+        denied = true;
+        continue;
+      }
+      scan[q] = 2;
     }
     std::vector<int32_t> positions;
-    if (scanned_queues == 1) {
-      for (int32_t q = 0; q < static_cast<int32_t>(scan.size()); ++q) {
-        if (scan[q]) positions = st.victim_order_by_queue[q];
-      }
-    } else if (scanned_queues > 1) {
-      positions.reserve(scanned_runs);
+    if (other_whole) {
       for (size_t i = 0; i < st.victim_order.size(); ++i) {
-        int32_t q = st.victim_order[i].run->queue;
-        if (q >= 0 && q < static_cast<int32_t>(scan.size()) && scan[q]) {
-          positions.push_back(static_cast<int32_t>(i));
-        }
+        const RunEntry& r = *st.victim_order[i].run;
+        int32_t q = r.queue;
+        if (q < 0 || q >= static_cast<int32_t>(scan.size()) || !scan[q]) continue;
+        if (scan[q] == 2 && r.job.priority != j.priority) continue;
+        positions.push_back(static_cast<int32_t>(i));
       }
+    } else {
+      for (int32_t q = 0; q < static_cast<int32_t>(scan.size()); ++q) {
+        if (scan[q] == 0) continue;
+        const std::vector<int32_t>& of_q =
+            scan[q] == 1 ? st.victim_order_by_queue[q]
+                         : st.victim_order_by_queue_priority.at({q, j.priority}).positions;
+        positions.insert(positions.end(), of_q.begin(), of_q.end());
+      }
+      std::sort(positions.begin(), positions.end());
     }
     st.work += static_cast<int64_t>(positions.size());  // the scan below
     for (int32_t pos : positions) {
