@@ -98,6 +98,8 @@ class ClusterModel {
   int64_t total_mem() const { return total_mem_; }
   int64_t free_gpus() const { return free_gpus_; }
   int64_t held_gpus() const { return held_gpus_; }
+  // The slots with holds in this pass (few: those of the pass's reservations and preemptions).
+  const std::vector<int32_t>& held_slots() const { return held_; }
 
  private:
   void Unindex(int32_t i);

@@ -164,5 +164,54 @@ TEST(LasWithinQueueTest, SwitchedOffKeepsSubmitOrderAndDoesNotPreempt) {
   EXPECT_EQ(Placed(s.Schedule(20 * kHour)), std::vector<JobId>{1});
 }
 
+
+// SchedulerConfig::las_across_queues: a run of another queue over its quota is displaced by
+// the LAS rules of a queue (strictly higher level, hysteresis), and only down to its quota.
+namespace across {
+
+// Two GPUs on one node; queue q guarantees one, r none. q runs two one-GPU preemptible jobs
+// from t=0, so one of them is borrowed.
+void QBorrowsOneGpu(Scheduler& s) {
+  s.UpsertNode(MakeNode("n1").Gpus(2));
+  s.SetQueue({"q", 1, -1, 1.0});
+  s.SetQueue({"r", 0, -1, 1.0});
+  s.AddRunning(Running(MakeJob(100).Gpus(1).Queue("q").Preemptible(), {{"n1", {0}}}, 0));
+  s.AddRunning(Running(MakeJob(101).Gpus(1).Queue("q").Preemptible(), {{"n1", {1}}}, 0));
+}
+
+TEST(LasAcrossQueuesTest, BorrowedRunInAHigherLevelIsDisplaced) {
+  Scheduler s;
+  QBorrowsOneGpu(s);
+  s.AddPending(MakeJob(1).Gpus(1).Queue("r").Submit(kHour));
+  // 1.5 GPU-hours: level 1, within the hysteresis.
+  EXPECT_TRUE(s.Schedule(90 * kMinute).preempt.empty());
+  Decisions d = s.Schedule(2 * kHour);
+  ASSERT_EQ(Victims(d), std::vector<JobId>{101});  // the later-placed of two equal victims
+  EXPECT_EQ(d.preempt[0].for_job, 1u);
+  EXPECT_NE(d.preempt[0].reason.find("attained less service"), std::string::npos)
+      << d.preempt[0].reason;
+  EXPECT_NE(d.preempt[0].reason.find("queue q was over its quota of 1"), std::string::npos)
+      << d.preempt[0].reason;
+}
+
+TEST(LasAcrossQueuesTest, NeverBelowTheVictimsQuota) {
+  // Two GPUs would take q below its quota of one: no victim.
+  Scheduler s;
+  QBorrowsOneGpu(s);
+  s.AddPending(MakeJob(1).Gpus(2).Queue("r"));
+  EXPECT_TRUE(s.Schedule(20 * kHour).preempt.empty());
+}
+
+TEST(LasAcrossQueuesTest, SwitchedOffLasStaysInsideAQueue) {
+  SchedulerConfig c;
+  c.las_across_queues = false;
+  Scheduler s(c);
+  QBorrowsOneGpu(s);
+  s.AddPending(MakeJob(1).Gpus(1).Queue("r"));
+  EXPECT_TRUE(s.Schedule(20 * kHour).preempt.empty());
+}
+
+}  // namespace across
+
 }  // namespace
 }  // namespace corral::sched

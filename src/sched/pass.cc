@@ -23,13 +23,13 @@ std::string Describe(const PendingJob& j) {
   return std::to_string(s.replicas) + " x " + std::to_string(s.gpus) + " GPU(s)";
 }
 
-// The most free GPUs on one schedulable node, with held ones (`held` true) or without them.
-// Held nodes are few (one reservation's), so the scan stops soon.
-int64_t MaxFreeOnANode(const ClusterModel& m, bool held) {
+// The most free GPUs on one schedulable node, held ones not counted. Held nodes are few (one
+// reservation's), so the scan stops soon.
+int64_t MaxUnheldFreeOnANode(const ClusterModel& m) {
   int64_t best = 0;
   for (int32_t k = m.max_gpus(); k > best; --k) {
     for (int32_t i : m.bucket(k)) {
-      int64_t f = held ? k : k - m.slot(i).hold_gpus;
+      int64_t f = k - m.slot(i).hold_gpus;
       best = std::max(best, f);
       if (f == k) break;
     }
@@ -37,30 +37,62 @@ int64_t MaxFreeOnANode(const ClusterModel& m, bool held) {
   return best;
 }
 
-// Could any pending job preempt? A cheap, conservative test.
+// Room in held GPUs for jobs that end before the hold starts: the longest time limit that
+// ends before some held node's hold starts (< 0: none; a preemption's hold starts now), and
+// the most free GPUs on such a node. Per node, not the pass's latest reservation start: a
+// node may also be held by an earlier reservation or for a preemption, and a bound from the
+// latest start kept full passes visiting every class for room no job could use.
+struct HeldRoom {
+  DurationMs max_limit = -1;
+  int64_t node_free = 0;
+};
+HeldRoom RoomInHeld(const ClusterModel& m, TimeMs now) {
+  HeldRoom room;
+  for (int32_t i : m.held_slots()) {
+    const NodeSlot& n = m.slot(i);
+    if (n.free_gpus <= 0 || n.hold_start == kUnknownTime || n.hold_start <= now) continue;
+    room.max_limit = std::max(room.max_limit, n.hold_start - now);
+    room.node_free = std::max<int64_t>(room.node_free, n.free_gpus);
+  }
+  return room;
+}
+
+// Could a job the pass may still visit (of a visible class, PendingSet::Visible) preempt? A
+// cheap, conservative test: the pass stops when it is false and no such class fits the free
+// GPUs. Then nothing more is placed, so the cluster's and the queues' runs do not grow and
+// their budgets, which only close within a pass otherwise, stay as they are.
 bool MayPreempt(SchedState& st) {
   const SchedulerConfig& cfg = st.config;
   if (!cfg.preemption || !IsPreemptive(cfg.policy) || st.NoVictimYet()) return false;
   if (cfg.policy != OrderPolicy::kCorral) return true;
   // Priority and LAS preemption need the cluster budget; reclaim does not.
   bool open = st.ClusterBudgetOpen();
-  if (open && st.pending.MaxPriority() > st.preemptible_priorities.begin()->first) return true;
-  // Reclaim needs a preemptible run in a queue over its quota.
-  bool lender = false;
-  for (int32_t q = 0; q < st.queues.size() && !lender; ++q) {
-    lender =
+  if (open && st.pending.MaxVisiblePriority() > st.preemptible_priorities.begin()->first) {
+    return true;
+  }
+  // Reclaim and LAS across queues need a preemptible run in a queue over its quota; LAS
+  // across queues also that queue's budget.
+  bool lender = false, open_lender = false;
+  for (int32_t q = 0; q < st.queues.size() && !open_lender; ++q) {
+    bool lends =
         st.PreemptibleGpus(q) > 0 && st.queues.AllocGpus(q) - st.Freeing(q) > st.queues.Quota(q);
+    lender = lender || lends;
+    open_lender = lends && open && st.QueueBudgetOpen(q);
+  }
+  if (open_lender && cfg.las_within_queue && cfg.las_across_queues &&
+      st.pending.MaxVisiblePriority() != INT32_MIN) {
+    return true;
   }
   for (int32_t q = 0; q < st.queues.size(); ++q) {
-    if (st.pending.PendingInQueue(q) == 0) continue;
-    // Reclaim: the queue's smallest pending job fits within its quota.
-    int64_t smallest = st.pending.MinTotalGpusInQueue(q);
-    if (lender && smallest != INT64_MAX &&
-        st.queues.AllocGpus(q) + smallest <= st.queues.Quota(q)) {
+    int64_t smallest = st.pending.MinVisibleTotalGpusInQueue(q);
+    if (smallest == INT64_MAX) continue;
+    // Reclaim: the queue's smallest job still to visit fits within its quota.
+    if (lender && st.queues.AllocGpus(q) + smallest <= st.queues.Quota(q)) return true;
+    // A run of the queue in a higher LAS level than a job of it; LAS victims spend the
+    // queue's own budget.
+    if (open && cfg.las_within_queue && st.PreemptibleGpus(q) > 0 && st.QueueBudgetOpen(q)) {
       return true;
     }
-    // A run of the queue in a higher LAS level than a pending job of it.
-    if (open && cfg.las_within_queue && st.PreemptibleGpus(q) > 0) return true;
   }
   return false;
 }
@@ -147,7 +179,6 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
   bool strict = cfg.policy == OrderPolicy::kFifo || !cfg.backfill;
   bool may_preempt = cfg.preemption && IsPreemptive(cfg.policy);
   int32_t reservations = 0;
-  TimeMs hold_until = now;  // the latest finite reservation start: shorter jobs may use held GPUs
   while (PendingEntry* e = order.Next()) {
     if (st.work > cfg.max_work_per_pass) {
       res.exhausted = true;
@@ -159,13 +190,14 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     // Nothing left to do: no room for any class still to visit (held GPUs only for jobs that
     // end before a reservation starts), every reservation given out, and no blocked job could
     // preempt. Stops a pass over a full cluster early.
-    if (reservations >= cfg.reservation_depth &&
-        !st.pending.AnyVisibleFits(st.model.free_gpus() - st.model.held_gpus(),
-                                   MaxFreeOnANode(st.model, false), st.model.free_gpus(),
-                                   MaxFreeOnANode(st.model, true),
-                                   hold_until > now ? hold_until - now : -1) &&
-        !MayPreempt(st)) {
-      break;
+    if (reservations >= cfg.reservation_depth) {
+      HeldRoom held = RoomInHeld(st.model, now);
+      if (!st.pending.AnyVisibleFits(st.model.free_gpus() - st.model.held_gpus(),
+                                     MaxUnheldFreeOnANode(st.model), st.model.free_gpus(),
+                                     held.node_free, held.max_limit) &&
+          !MayPreempt(st)) {
+        break;
+      }
     }
     ++st.work;
     ++res.attempts;
@@ -192,7 +224,6 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     if (own != st.victims_of.end()) {
       Reservation rv;
       if (Reserve(st, *e, &rv)) {
-        if (rv.start != kUnknownTime) hold_until = std::max(hold_until, rv.start);
         rv.after_place = static_cast<int32_t>(d->place.size());
         d->reservations.push_back(rv);
       }
@@ -226,6 +257,16 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
                 std::to_string(e->key.level) + "; this run has " +
                 std::to_string(attained / kHour) + " GPU-hours, level " +
                 std::to_string(LasLevel(cfg, attained)) + ")";
+        } else if (r.job.priority == j.priority &&
+                   st.queues.AllocGpus(e->queue) + TotalGpus(j) > st.queues.Quota(e->queue)) {
+          // Not a reclaim (the job's queue would go over its quota): LAS across queues.
+          DurationMs attained = AttainedNow(r.job, r.gpus, r.started_at, now);
+          why = "preempted for job " + std::to_string(j.id) + " of queue " +
+                st.queues.Name(e->queue) + ", which has attained less service (LAS level " +
+                std::to_string(e->key.level) + "); queue " + st.queues.Name(r.queue) +
+                " was over its quota of " + std::to_string(st.queues.Quota(r.queue)) +
+                " GPUs and this run has " + std::to_string(attained / kHour) +
+                " GPU-hours, level " + std::to_string(LasLevel(cfg, attained));
         } else if (r.queue == e->queue || r.job.priority < j.priority) {
           why = "preempted for job " + std::to_string(j.id) + " of priority " +
                 std::to_string(j.priority) + " (this run has priority " +
@@ -276,7 +317,6 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     Reservation rv;
     if (reservations < cfg.reservation_depth && Reserve(st, *e, &rv)) {
       ++reservations;
-      if (rv.start != kUnknownTime) hold_until = std::max(hold_until, rv.start);
       std::string when = rv.start == kUnknownTime ? "when running jobs without a time limit end"
                                                   : "at t=" + std::to_string(rv.start) + " ms";
       report(e, WaitCode::kReserved,

@@ -35,7 +35,10 @@ int32_t PendingSet::ClassOf(const PendingEntry& e) {
     class_totals_.push_back(TotalGpus(e.job));
     class_limits_.push_back(e.job.time_limit_ms);
     class_replica_gpus_.push_back(ShapeOf(e.job).gpus);
+    class_queue_.push_back(e.queue);
+    class_priority_.push_back(j.priority);
     class_hidden_.push_back(0);
+    class_hidden_jobs_.push_back(0);
     class_members_.push_back(0);
     class_groups_.emplace_back();
   }
@@ -43,26 +46,22 @@ int32_t PendingSet::ClassOf(const PendingEntry& e) {
 }
 
 void PendingSet::Count(const PendingEntry& e, int sign) {
+  bool was_visible = Visible(e.klass);
   int64_t& members = class_members_[e.klass];
   if (sign > 0 && members++ == 0) {
     ++live_classes_;
     ++live_totals_[class_totals_[e.klass]];
-    if (!class_hidden_[e.klass]) CountVisible(e.klass, +1);
   }
   if (sign < 0 && --members == 0) {
     --live_classes_;
-    if (!class_hidden_[e.klass]) CountVisible(e.klass, -1);
     if (--live_totals_[class_totals_[e.klass]] == 0) live_totals_.erase(class_totals_[e.klass]);
   }
-  int64_t& p = priorities_[e.job.priority];
-  p += sign;
-  if (p == 0) priorities_.erase(e.job.priority);
-  if (static_cast<int32_t>(per_queue_.size()) <= e.queue) per_queue_.resize(e.queue + 1, 0);
-  per_queue_[e.queue] += sign;
-  if (static_cast<int32_t>(queue_totals_.size()) <= e.queue) queue_totals_.resize(e.queue + 1);
-  int64_t& n = queue_totals_[e.queue][class_totals_[e.klass]];
-  n += sign;
-  if (n == 0) queue_totals_[e.queue].erase(class_totals_[e.klass]);
+  Revisit(e.klass, was_visible);
+}
+
+void PendingSet::Revisit(int32_t klass, bool was_visible) {
+  bool visible = Visible(klass);
+  if (visible != was_visible) CountVisible(klass, visible ? +1 : -1);
 }
 
 void PendingSet::CountVisible(int32_t klass, int sign) {
@@ -71,6 +70,17 @@ void PendingSet::CountVisible(int32_t klass, int sign) {
   int64_t& n = visible_[k];
   n += sign;
   if (n == 0) visible_.erase(k);
+  int32_t priority = class_priority_[klass];
+  int64_t& p = visible_priorities_[priority];
+  p += sign;
+  if (p == 0) visible_priorities_.erase(priority);
+  int32_t q = class_queue_[klass];
+  if (static_cast<int32_t>(visible_totals_by_queue_.size()) <= q) {
+    visible_totals_by_queue_.resize(q + 1);
+  }
+  int64_t& t = visible_totals_by_queue_[q][class_totals_[klass]];
+  t += sign;
+  if (t == 0) visible_totals_by_queue_[q].erase(class_totals_[klass]);
 }
 
 bool PendingSet::AnyVisibleFits(int64_t free_unheld, int64_t node_unheld, int64_t free_all,
@@ -140,7 +150,11 @@ void PendingSet::Remove(JobId id) {
   if (it == jobs_.end()) return;
   PendingEntry& e = it->second;
   Erase(&e);
-  std::erase(hidden_jobs_, &e);
+  if (std::erase(hidden_jobs_, &e) > 0) {
+    bool was_visible = Visible(e.klass);
+    --class_hidden_jobs_[e.klass];
+    Revisit(e.klass, was_visible);
+  }
   Count(e, -1);
   jobs_.erase(it);
 }
@@ -162,12 +176,16 @@ void PendingSet::SetAttained(JobId id, DurationMs attained_gpu_ms) {
 void PendingSet::HideJob(PendingEntry* e) {
   Erase(e);
   hidden_jobs_.push_back(e);
+  bool was_visible = Visible(e->klass);
+  ++class_hidden_jobs_[e->klass];
+  Revisit(e->klass, was_visible);
 }
 
 void PendingSet::HideClass(int32_t klass) {
   if (class_hidden_[klass]) return;
+  bool was_visible = Visible(klass);
   class_hidden_[klass] = 1;
-  if (class_members_[klass] > 0) CountVisible(klass, -1);
+  Revisit(klass, was_visible);
   hidden_classes_.push_back(klass);
   for (int32_t g : class_groups_[klass]) {
     groups_[g].classes.at(klass).hidden = true;
@@ -177,8 +195,9 @@ void PendingSet::HideClass(int32_t klass) {
 
 void PendingSet::RestoreAll() {
   for (int32_t k : hidden_classes_) {
+    bool was_visible = Visible(k);
     class_hidden_[k] = 0;
-    if (class_members_[k] > 0) CountVisible(k, +1);
+    Revisit(k, was_visible);
     std::vector<int32_t> gs(class_groups_[k].begin(), class_groups_[k].end());
     for (int32_t g : gs) {
       groups_[g].classes.at(k).hidden = false;
@@ -186,7 +205,12 @@ void PendingSet::RestoreAll() {
     }
   }
   hidden_classes_.clear();
-  for (PendingEntry* e : hidden_jobs_) Insert(e);
+  for (PendingEntry* e : hidden_jobs_) {
+    Insert(e);
+    bool was_visible = Visible(e->klass);
+    --class_hidden_jobs_[e->klass];
+    Revisit(e->klass, was_visible);
+  }
   hidden_jobs_.clear();
 }
 

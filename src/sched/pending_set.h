@@ -84,7 +84,7 @@ class PendingSet {
   int32_t live_classes() const { return live_classes_; }
   int64_t class_members(int32_t k) const { return class_members_[k]; }
   bool fair() const { return config_.policy == OrderPolicy::kCorral; }
-  // Could a job of a class not hidden in this pass fit `free_unheld` GPUs with at most
+  // Could a job of a visible class (see Visible) fit `free_unheld` GPUs with at most
   // `node_unheld` on one node, or (held GPUs included) `free_all` with at most `node_all` on
   // one node when its time limit is at most `max_limit` (< 0: none may)? The pass stops when
   // none could. Classes are few shapes x limits, so this is cheap.
@@ -94,18 +94,19 @@ class PendingSet {
   int64_t MinTotalGpus() const {
     return live_totals_.empty() ? INT64_MAX : live_totals_.begin()->first;
   }
-  int32_t MaxPriority() const {
-    return priorities_.empty() ? INT32_MIN : priorities_.rbegin()->first;
+  // The highest priority of a visible class; INT32_MIN when none.
+  int32_t MaxVisiblePriority() const {
+    return visible_priorities_.empty() ? INT32_MIN : visible_priorities_.rbegin()->first;
   }
-  // The fewest GPUs a pending job of queue q asks for; INT64_MAX when none is pending.
-  int64_t MinTotalGpusInQueue(int32_t q) const {
-    if (q >= static_cast<int32_t>(queue_totals_.size()) || queue_totals_[q].empty()) {
+  // The fewest GPUs a job of a visible class of queue q asks for; INT64_MAX when none. The
+  // pass does not visit a job of an invisible class again, so what only such jobs could do
+  // (reclaim a quota, preempt) cannot happen any more in the pass.
+  int64_t MinVisibleTotalGpusInQueue(int32_t q) const {
+    if (q >= static_cast<int32_t>(visible_totals_by_queue_.size()) ||
+        visible_totals_by_queue_[q].empty()) {
       return INT64_MAX;
     }
-    return queue_totals_[q].begin()->first;
-  }
-  int64_t PendingInQueue(int32_t q) const {
-    return q < static_cast<int32_t>(per_queue_.size()) ? per_queue_[q] : 0;
+    return visible_totals_by_queue_[q].begin()->first;
   }
 
  private:
@@ -128,14 +129,25 @@ class PendingSet {
   std::vector<int64_t> class_totals_;        // TotalGpus of each class
   std::vector<DurationMs> class_limits_;     // time limit of each class (0: none)
   std::vector<uint8_t> class_hidden_;        // hidden in this pass (HideClass)
+  std::vector<int64_t> class_hidden_jobs_;   // members hidden in this pass (HideJob)
   std::vector<int32_t> class_replica_gpus_;  // GPUs of one replica of each class
-  // (TotalGpus, time limit, GPUs per replica) -> live classes not hidden in this pass.
+  // (TotalGpus, time limit, GPUs per replica) -> visible classes (see Visible).
   std::map<std::tuple<int64_t, DurationMs, int32_t>, int64_t> visible_;
+  // A class is visible in a pass while it is live, not hidden, and has a member not hidden:
+  // only then can the pass still visit one of its jobs. (A class whose only members wait
+  // for their victims would otherwise keep the pass's stop tests from ever applying.)
+  bool Visible(int32_t klass) const {
+    return !class_hidden_[klass] && class_members_[klass] > class_hidden_jobs_[klass];
+  }
+  // After a change to klass's members or hiding: counts it in or out of the visible sets.
+  void Revisit(int32_t klass, bool was_visible);
   void CountVisible(int32_t klass, int sign);
   std::map<int64_t, int64_t> live_totals_;                // TotalGpus -> live classes
-  std::map<int32_t, int64_t> priorities_;                 // priority -> pending jobs
-  std::vector<int64_t> per_queue_;                        // pending jobs by queue
-  std::vector<std::map<int64_t, int64_t>> queue_totals_;  // by queue: TotalGpus -> jobs
+  std::vector<int32_t> class_queue_;     // QueueBook id of each class
+  std::vector<int32_t> class_priority_;  // priority of each class
+  // Visible classes: by priority, and by queue then TotalGpus.
+  std::map<int32_t, int64_t> visible_priorities_;
+  std::vector<std::map<int64_t, int64_t>> visible_totals_by_queue_;
   std::vector<PendingEntry*> hidden_jobs_;
   std::vector<int32_t> hidden_classes_;
 };

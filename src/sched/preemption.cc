@@ -1,8 +1,9 @@
 // Victim selection (DESIGN §6.7). A blocked job may displace preemptible runs that
 // (kCorral) are lower priority in its own queue, or of its own queue and priority in a
 // strictly higher LAS level (las_within_queue), or belong to a queue over its quota when
-// the job is higher priority or its queue reclaims its quota (the job fits within the
-// quota); or (kSrtf, kLas) have a strictly worse key. Runs that ran less than
+// the job is higher priority, or its queue reclaims its quota (the job fits within the
+// quota), or (las_across_queues) they are of its priority in a strictly higher LAS level;
+// or (kSrtf, kLas) have a strictly worse key. Runs that ran less than
 // min_runtime_before_preempt_ms, were placed in this pass or are already being preempted are
 // spared; kCorral takes priority and LAS victims only within the preemption budgets
 // (preempt_budget.h), quota reclaim always. Candidates are released from the least lost work
@@ -60,12 +61,31 @@ bool TouchesAny(const SchedState& st, const RunEntry& r, const std::vector<NodeD
 // default): the job then gets at least T (1 - 1/h) of service before it reaches the level it
 // displaced, and the run it displaced, requeued at h x T or more, never preempts it back (LAS
 // displaces only strictly higher levels). With h = 1 this is plain Tiresias LAS.
+bool LasLevelsAllow(const SchedState& st, const RunEntry& r, const PendingEntry& job);
+
 bool LasVictim(const SchedState& st, const RunEntry& r, const PendingEntry& job) {
   const SchedulerConfig& c = st.config;
   if (c.policy != OrderPolicy::kCorral || !c.las_within_queue || r.queue != job.queue ||
       r.job.priority != job.job.priority) {
     return false;
   }
+  return LasLevelsAllow(st, r, job);
+}
+
+// las_across_queues: `r` is of another queue (the caller checks that it is over its quota)
+// and of `job`'s priority, and the levels allow it as inside a queue.
+bool BorrowedLasVictim(const SchedState& st, const RunEntry& r, const PendingEntry& job) {
+  const SchedulerConfig& c = st.config;
+  if (c.policy != OrderPolicy::kCorral || !c.las_within_queue || !c.las_across_queues ||
+      r.queue == job.queue || r.job.priority != job.job.priority) {
+    return false;
+  }
+  return LasLevelsAllow(st, r, job);
+}
+
+// The LAS rules shared by both: a strictly higher level, hysteresis, and the sparing rule.
+bool LasLevelsAllow(const SchedState& st, const RunEntry& r, const PendingEntry& job) {
+  const SchedulerConfig& c = st.config;
   DurationMs attained = AttainedNow(r.job, r.gpus, r.started_at, st.now);
   if (LasLevel(c, attained) <= job.key.level) return false;
   const double t = static_cast<double>(c.las_thresholds_gpu_ms[job.key.level]);
@@ -154,9 +174,22 @@ void BuildVictimOrder(SchedState& st) {
     sorted = moves_left >= 0;
   }
   if (!sorted) std::sort(v.begin(), v.end(), less);
+  for (auto& positions : st.victim_order_by_queue) positions.clear();
+  st.victim_order_by_queue_priority.clear();
   for (size_t i = 0; i < v.size(); ++i) {
-    v[i].run->victim_rank = static_cast<int32_t>(i);
-    v[i].run->victim_rank_pass = st.pass;
+    RunEntry& r = *v[i].run;
+    r.victim_rank = static_cast<int32_t>(i);
+    r.victim_rank_pass = st.pass;
+    int32_t q = r.queue;
+    if (q < 0) continue;
+    if (static_cast<int32_t>(st.victim_order_by_queue.size()) <= q) {
+      st.victim_order_by_queue.resize(q + 1);
+    }
+    st.victim_order_by_queue[q].push_back(static_cast<int32_t>(i));
+    SchedState::VictimsOfPriority& of_p = st.victim_order_by_queue_priority[{q, r.job.priority}];
+    of_p.positions.push_back(static_cast<int32_t>(i));
+    of_p.max_attained =
+        std::max(of_p.max_attained, AttainedNow(r.job, r.gpus, r.started_at, st.now));
   }
 }
 
@@ -194,18 +227,21 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
     bool open = st.ClusterBudgetOpen();
     bool las = open && st.config.las_within_queue && st.PreemptibleGpus(job.queue) > 0;
     bool by_priority = open && st.preemptible_priorities.begin()->first < j.priority;
-    if (!reclaim && !las && !by_priority) {
+    bool borrowed_las = open && st.config.las_within_queue && st.config.las_across_queues;
+    if (!reclaim && !las && !by_priority && !borrowed_las) {
       if (!open) ++st.budget_denied;
       return false;
     }
     // Without reclaim every victim spends its queue's budget, and victims come only from the
-    // job's own queue or (lower priority) queues over their quota: when all of those budgets
-    // are closed, the scan below could only be denied. Skipping it keeps a pass that visits
-    // many blocked jobs while the budgets are spent from scanning every run for each of them.
+    // job's own queue or (lower priority, or LAS across queues) queues over their quota: when
+    // all of those budgets are closed, the scan below could only be denied. Skipping it keeps
+    // a pass that visits many blocked jobs while the budgets are spent from scanning every
+    // run for each of them.
     if (!reclaim) {
       bool any = (las || by_priority) && st.QueueBudgetOpen(job.queue);
-      for (int32_t q = 0;
-           !any && by_priority && q < static_cast<int32_t>(st.preemptible_gpus.size()); ++q) {
+      for (int32_t q = 0; !any && (by_priority || borrowed_las) &&
+                          q < static_cast<int32_t>(st.preemptible_gpus.size());
+           ++q) {
         any = q != job.queue && st.preemptible_gpus[q] > 0 &&
               st.queues.AllocGpus(q) - st.Freeing(q) > st.queues.Quota(q) && st.QueueBudgetOpen(q);
       }
@@ -228,23 +264,79 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
       if (q != job.queue && !over) continue;
       searched[q] = over ? 2 : 1;
     }
-    st.work += static_cast<int64_t>(st.victim_order.size());  // the scan below
-    for (const SchedState::VictimEntry& v : st.victim_order) {
-      RunEntry& r = *v.run;
+    // The positions in victim_order to scan: the job's own queue, and the other searched
+    // queues only if it may take from them (reclaim, lower priority, LAS across queues); a
+    // run of any other queue could be neither a reclaim, a priority nor a LAS victim. A queue
+    // that could offer only LAS victims contributes only its runs of the job's priority, and
+    // none when none of them has attained the hysteresis threshold or its budget is closed.
+    // The positions are in victim order either way, so the candidates are too.
+    DurationMs las_needs = INT64_MAX;  // GPU-ms a LAS victim must have attained
+    const std::vector<DurationMs>& thresholds = st.config.las_thresholds_gpu_ms;
+    if (borrowed_las && job.key.level < static_cast<int64_t>(thresholds.size())) {
+      const double t = static_cast<double>(thresholds[job.key.level]);
+      const double h = std::max(1.0, st.config.las_preempt_hysteresis);
+      if (static_cast<double>(j.attained_ms) * h < t) las_needs = static_cast<DurationMs>(h * t);
+    }
+    // By queue: 0 not scanned, 1 every run, 2 only runs of the job's priority.
+    std::vector<uint8_t> scan(searched.size(), 0);
+    bool other_whole = false;  // another queue is scanned whole: filter the whole order
+    for (int32_t q = 0; q < static_cast<int32_t>(searched.size()); ++q) {
+      if (!searched[q] || q >= static_cast<int32_t>(st.victim_order_by_queue.size())) continue;
+      if (st.victim_order_by_queue[q].empty()) continue;
+      if (q == job.queue || reclaim || by_priority) {
+        scan[q] = 1;
+        other_whole = other_whole || q != job.queue;
+        continue;
+      }
+      if (!borrowed_las) continue;
+      auto it = st.victim_order_by_queue_priority.find({q, j.priority});
+      if (it == st.victim_order_by_queue_priority.end() || it->second.max_attained < las_needs) {
+        continue;
+      }
+      if (!budget_allows(q)) {
+        denied = true;
+        continue;
+      }
+      scan[q] = 2;
+    }
+    std::vector<int32_t> positions;
+    if (other_whole) {
+      for (size_t i = 0; i < st.victim_order.size(); ++i) {
+        const RunEntry& r = *st.victim_order[i].run;
+        int32_t q = r.queue;
+        if (q < 0 || q >= static_cast<int32_t>(scan.size()) || !scan[q]) continue;
+        if (scan[q] == 2 && r.job.priority != j.priority) continue;
+        positions.push_back(static_cast<int32_t>(i));
+      }
+    } else {
+      for (int32_t q = 0; q < static_cast<int32_t>(scan.size()); ++q) {
+        if (scan[q] == 0) continue;
+        const std::vector<int32_t>& of_q =
+            scan[q] == 1 ? st.victim_order_by_queue[q]
+                         : st.victim_order_by_queue_priority.at({q, j.priority}).positions;
+        positions.insert(positions.end(), of_q.begin(), of_q.end());
+      }
+      std::sort(positions.begin(), positions.end());
+    }
+    st.work += static_cast<int64_t>(positions.size());  // the scan below
+    for (int32_t pos : positions) {
+      RunEntry& r = *st.victim_order[pos].run;
       int32_t q = r.queue;
-      if (q < 0 || q >= static_cast<int32_t>(searched.size()) || !searched[q]) continue;
       if (r.preempted_for != 0) continue;  // spared since the order was built
       bool over = searched[q] == 2;
       bool lower = by_priority && r.job.priority < j.priority;
       bool reclaims = q == job.queue ? over && reclaim : reclaim;
-      if (!reclaims) budgeted_runs.insert(&r);
-      bool budgeted = lower || (q == job.queue && las && LasVictim(st, r, job));
+      bool budgeted = lower || (q == job.queue && las && LasVictim(st, r, job)) ||
+                      (over && borrowed_las && BorrowedLasVictim(st, r, job));
       if (!reclaims && !budgeted) continue;
       if (!reclaims && !budget_allows(q)) {
         denied = true;
         continue;
       }
-      if (TouchesMatching(st, r, s)) cands.push_back(&r);
+      if (!TouchesMatching(st, r, s)) continue;
+      cands.push_back(&r);
+      // Only candidates can be chosen, so only they need to be told apart.
+      if (!reclaims) budgeted_runs.insert(&r);
     }
     if (denied && cands.empty()) ++st.budget_denied;
   } else {

@@ -158,6 +158,14 @@ struct SchedulerConfig {
   // the order is as before. And spare a LAS victim predicted to end before the job that
   // would displace it (see preemption.cc, LasVictim).
   bool use_predictions = true;
+  // Added for issue 11. kCorral, with las_within_queue: a blocked job may also displace a
+  // preemptible run of another queue that is over its quota, of the same priority, in a
+  // strictly higher LAS level, under the same hysteresis, sparing rule and budgets as inside
+  // a queue, and only while that queue stays over its quota. A queue's quota stays its
+  // guarantee (runs within it are displaced only by priority or, across queues, never); what
+  // it borrows beyond goes to the jobs that have attained least, whichever queue they are of,
+  // as las would give it. Off: LAS never crosses queues (only quota reclaim does).
+  bool las_across_queues = true;
   // kCorral, LAS preemption inside a queue: a run in a higher level is displaced only if it has
   // attained at least this factor times the threshold between the two levels, and the job
   // less than that threshold divided by it (see preemption.cc, "Hysteresis").

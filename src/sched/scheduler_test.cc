@@ -484,6 +484,32 @@ TEST(ClassTest, IdenticalRequestsAreSkippedOnceOneFails) {
   EXPECT_EQ(s.GetStats().last_pass_attempts, 1);
 }
 
+// The pass stops once no job left to visit could use the free GPUs: here they are all held
+// for a preemption (the hold starts now), so short jobs may not use them even though the
+// pass's one reservation starts hours later. Each class of short jobs would fail in turn.
+TEST(ClassTest, PassStopsWhenHeldGpusServeNoShortJob) {
+  Scheduler s;
+  s.UpsertNode(MakeNode("n1").Gpus(8));
+  s.UpsertNode(MakeNode("n2").Gpus(8));
+  s.AddRunning(Running(MakeJob(100).Gpus(4).Preemptible(), {{"n1", {0, 1, 2, 3}}}, 0));
+  s.AddRunning(Running(MakeJob(101).Gpus(8).Limit(5 * kHour),
+                       {{"n2", {0, 1, 2, 3, 4, 5, 6, 7}}}, 0));
+  s.AddPending(MakeJob(1).Gpus(8).Priority(1).Submit(1));  // preempts 100, holds n1's rest
+  s.AddPending(MakeJob(2).Gpus(8).Submit(2));              // reserved on n2 at 5 h
+  // 20 classes (their CPUs differ) of one-GPU jobs with a one-hour limit.
+  for (JobId i = 3; i < 23; ++i) {
+    s.AddPending(MakeJob(i).Gpus(1).Cpus(static_cast<int>(i)).Limit(kHour).Submit(i));
+  }
+  Decisions d = s.Schedule(10 * kMinute);
+  ASSERT_EQ(d.preempt.size(), 1u);
+  EXPECT_EQ(d.preempt[0].job, 100);
+  ASSERT_EQ(d.reservations.size(), 1u);
+  EXPECT_EQ(d.reservations[0].job, 2);
+  EXPECT_EQ(d.reservations[0].start, 5 * kHour);
+  EXPECT_TRUE(d.place.empty());
+  EXPECT_EQ(s.GetStats().last_pass_attempts, 2);
+}
+
 TEST(ClassTest, WorkBudgetStopsThePass) {
   SchedulerConfig c;
   c.max_work_per_pass = 10;

@@ -80,6 +80,18 @@ struct SchedState {
     DurationMs lost;  // GPU-ms since it started
   };
   std::vector<VictimEntry> victim_order;
+  // By queue: positions in victim_order of that queue's runs, ascending. A kCorral search
+  // scans only the queues it may take victims from (most blocked jobs: their own), not every
+  // run.
+  std::vector<std::vector<int32_t>> victim_order_by_queue;
+  // By (queue, priority): positions in victim_order of those runs, ascending, and the most
+  // GPU-ms one of them has attained. A search that may take only LAS victims from another
+  // queue needs runs of its own priority that have attained enough (kCorral).
+  struct VictimsOfPriority {
+    std::vector<int32_t> positions;
+    DurationMs max_attained = 0;
+  };
+  std::map<std::pair<int32_t, int32_t>, VictimsOfPriority> victim_order_by_queue_priority;
   int64_t victim_max_key_a = 0;    // over victim_order
   uint64_t victim_order_pass = 0;  // the pass they were built in
   // kSrtf, kLas, this pass: shapes whose victim search failed with every run of a key above

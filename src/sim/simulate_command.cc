@@ -52,6 +52,7 @@ struct Flags {
   std::string fair_share_half_life;
   std::string las_thresholds;
   double las_hysteresis = -1;
+  bool no_las_across_queues = false;
   std::string cluster_budget, queue_budget;
   std::string predict = "user-name,user,queue,time-limit";
   double predict_weight = -1;
@@ -365,6 +366,7 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
       cfg.las_thresholds_gpu_ms.push_back(t);
     }
   }
+  cfg.las_across_queues = !f.no_las_across_queues;
   if (f.las_hysteresis >= 0) {
     if (f.las_hysteresis < 1) return InvalidArgument("--las-hysteresis must be >= 1");
     cfg.las_preempt_hysteresis = f.las_hysteresis;
@@ -556,6 +558,9 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
                  "corral policy: a run is preempted for a lower LAS level only past this times "
                  "the threshold between them, the job below threshold / this (default: the "
                  "scheduler's, 2; 1: plain LAS)");
+  app.add_flag("--no-las-across-queues", f.no_las_across_queues,
+               "corral policy: LAS preemption stays inside a queue (the default also lets a "
+               "job displace a run of a higher LAS level from another queue over its quota)");
   app.add_option("--cluster-budget", f.cluster_budget,
                  "corral policy: RUNS,GPU_SECONDS: runs preempted per minute and GPU-seconds "
                  "lost per hour, cluster-wide (0: the scheduler's default, -1: unlimited)");

@@ -242,6 +242,7 @@ class Loop {
     s.cluster_budget = c.cluster_budget;
     s.queue_budget = c.queue_budget;
     s.use_predictions = c.use_predictions;
+    s.las_across_queues = c.las_across_queues;
     return s;
   }
 

@@ -78,6 +78,8 @@ struct SimConfig {
   // use_predictions is false).
   PredictionInputs predict;
   bool use_predictions = true;
+  // Corral policy: SchedulerConfig::las_across_queues.
+  bool las_across_queues = true;
   // Node failures: mean up time of a node (0: nodes never fail), and how long it stays down.
   DurationMs node_mtbf_ms = 0;
   DurationMs node_repair_ms = kHour;
