@@ -66,6 +66,8 @@ Status Agent::Init() {
     return Status(gpus.status().code(), "GPU discovery failed: " + gpus.status().message());
   gpus_ = std::move(gpus.value());
   monitor_->SetGpus(gpus_);
+  std::map<int32_t, int32_t> minors = probe_->DeviceMinors();
+  supervisor_->SetGpuDevices(minors);
   cpu_milli_ = config_.cpu_milli > 0 ? config_.cpu_milli : MachineCpuMilli();
   memory_mb_ = config_.memory_mb > 0 ? config_.memory_mb : MachineMemoryMb();
   std::ifstream in(config_.state_dir + "/head_epoch");
@@ -77,6 +79,13 @@ Status Agent::Init() {
                cpu_milli_, memory_mb_, config_.state_dir);
   spdlog::info("runs are isolated with {}; tasks run as {}", config_.cgroups.Describe(),
                config_.run_as.as_owner ? "their owners" : "this agent's user");
+  if (!minors.empty()) {
+    spdlog::info(
+        "GPU devices: each run may open only its own /dev/nvidia*: {}",
+        config_.cgroups.isolates_devices()
+            ? "enforced (cgroup v1 devices)"
+            : "NOT enforced (needs the cgroup v1 devices controller; v2 is not supported)");
+  }
   return Status::Ok();
 }
 

@@ -106,6 +106,9 @@ Cgroups Cgroups::Detect(const std::string& root) {
   if (found.count("memory") > 0 && found.count("pids") > 0) {
     c.version_ = 1;
     c.v1_base_ = std::move(found);
+    if (IsFile(root + "/devices/devices.deny") && Writable(root + "/devices/corral")) {
+      c.v1_devices_ = root + "/devices/corral";
+    }
   }
   return c;
 }
@@ -115,6 +118,7 @@ std::string Cgroups::Describe() const {
   if (version_ == 2) return "cgroup v2 at " + v2_base_;
   std::string s = "cgroup v1 (";
   for (const auto& [ctl, base] : v1_base_) s += (s.back() == '(' ? "" : " ") + ctl;
+  if (!v1_devices_.empty()) s += " devices";
   return s + ")";
 }
 
@@ -122,6 +126,7 @@ std::vector<std::string> Cgroups::Dirs(const std::string& name) const {
   if (version_ == 2) return {v2_base_ + "/" + name};
   std::vector<std::string> out;
   for (const auto& [ctl, base] : v1_base_) out.push_back(base + "/" + name);
+  if (!v1_devices_.empty()) out.push_back(v1_devices_ + "/" + name);  // where it has one
   return out;
 }
 
@@ -171,6 +176,17 @@ Result<std::vector<std::string>> Cgroups::Create(const std::string& name,
       CORRAL_RETURN_IF_ERROR(WriteValue(dir + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs)));
       CORRAL_RETURN_IF_ERROR(WriteValue(dir + "/cpu.cfs_quota_us",
                                         std::to_string(limits.cpu_milli * kCpuPeriodUs / 1000)));
+    }
+    procs.push_back(dir + "/cgroup.procs");
+  }
+  if (!limits.denied_nvidia_minors.empty() && !v1_devices_.empty()) {
+    // The group starts as its parent does (every device allowed); each denial is an exception.
+    const std::string dir = v1_devices_ + "/" + name;
+    CORRAL_RETURN_IF_ERROR(MakeDirs(dir));
+    for (int32_t minor : limits.denied_nvidia_minors) {
+      CORRAL_RETURN_IF_ERROR(
+          WriteValue(dir + "/devices.deny",
+                     "c " + std::to_string(kNvidiaMajor) + ":" + std::to_string(minor) + " rwm"));
     }
     procs.push_back(dir + "/cgroup.procs");
   }

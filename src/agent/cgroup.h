@@ -1,7 +1,8 @@
 // One cgroup per replica (DESIGN §10): how a run's CPU, memory and process count are capped,
 // how every process it started is found and killed (even one that left its process group), and
 // where its peak memory, CPU time and out-of-memory kills are read. cgroup v2 where the unified
-// hierarchy has the controllers, else the v1 memory, cpu, cpuacct and pids hierarchies.
+// hierarchy has the controllers, else the v1 memory, cpu, cpuacct and pids hierarchies (and
+// devices, for runs on real GPUs: each run may open only its own /dev/nvidia* devices).
 //
 // Groups live under <hierarchy>/corral/<node>/<run>.<replica>: the node name keeps several
 // agents on one machine (tests, `corral up`) apart.
@@ -16,10 +17,19 @@
 
 namespace corral::agent {
 
+// The character device major of NVIDIA's GPUs (/dev/nvidiaN has minor N); the control devices
+// (nvidiactl, nvidia-modeset) and nvidia-uvm stay open to every run.
+constexpr int32_t kNvidiaMajor = 195;
+
 struct CgroupLimits {
   int32_t cpu_milli = 0;     // 0: no CPU cap
   int64_t memory_bytes = 0;  // 0: no memory cap
   int64_t pids = 0;          // 0: no process cap
+  // The node's /dev/nvidia* GPU devices (minors) that the run may not open: the others' GPUs,
+  // as Slurm's ConstrainDevices denies the GRES devices a job was not given. Enforced with the
+  // v1 devices controller; cgroup v2 would need a BPF device program, which Corral does not
+  // load (isolates_devices() says whether it is enforced).
+  std::vector<int32_t> denied_nvidia_minors;
 };
 
 struct CgroupUsage {
@@ -35,6 +45,8 @@ class Cgroups {
   static Cgroups None() { return Cgroups(); }
 
   bool none() const { return version_ == 0; }
+  // Whether CgroupLimits::denied_nvidia_minors is enforced here.
+  bool isolates_devices() const { return !v1_devices_.empty(); }
   std::string Describe() const;  // for the agent's log: "cgroup v1 (memory cpu cpuacct pids)"
 
   // Creates group `name` ("<node>/<run>.<replica>") with `limits`; returns the cgroup.procs
@@ -56,6 +68,8 @@ class Cgroups {
   int version_ = 0;
   std::string v2_base_;                         // <root>/corral
   std::map<std::string, std::string> v1_base_;  // controller -> <mount>/corral
+  // <devices mount>/corral: a run gets a group there only when its GPU devices are limited.
+  std::string v1_devices_;
 };
 
 }  // namespace corral::agent

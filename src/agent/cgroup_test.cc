@@ -4,8 +4,12 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -83,6 +87,45 @@ TEST_F(CgroupTest, AReplicaPastItsMemoryCapIsKilledAndSaysOutOfMemory) {
   EXPECT_EQ(st.exit_code, -SIGKILL);
   EXPECT_TRUE(st.usage.oom_killed);
   EXPECT_LE(st.usage.peak_memory_bytes, int64_t{48} << 20);
+  const std::string group = launcher.CgroupName(run->key());
+  cgroups_.Remove(group.substr(0, group.rfind('/')));
+}
+
+// On a node of real GPUs a run may open only its own GPUs' devices. Two device nodes of
+// NVIDIA's major are made here (there is no driver: opening an allowed one fails with ENXIO,
+// a denied one with EPERM, before any driver is asked).
+TEST_F(CgroupTest, ARunMayOpenOnlyItsOwnGpuDevices) {
+  if (!cgroups_.isolates_devices()) GTEST_SKIP() << "no cgroup v1 devices controller here";
+  TempDir state;
+  const std::string node = "cg-dev-" + std::to_string(getpid());
+  const std::string dev = "/dev/corral-test-" + std::to_string(getpid()) + "-nvidia";
+  for (int minor : {0, 1}) {
+    std::string path = dev + std::to_string(minor);
+    ASSERT_EQ(mknod(path.c_str(), S_IFCHR | 0666, makedev(kNvidiaMajor, minor)), 0)
+        << path << ": " << std::strerror(errno);
+  }
+  PosixLauncher launcher(state.path(), node, {}, {}, cgroups_);
+  launcher.SetGpuDevices({{0, 0}, {1, 1}});
+  RunOrder o = ShellOrder("33.0",
+                          "exec /usr/bin/python3 -c '\n"
+                          "import errno, os\n"
+                          "for d in (0, 1):\n"
+                          "    try:\n"
+                          "        os.close(os.open(\"" +
+                              dev +
+                              "%d\" % d, os.O_RDONLY))\n"
+                              "        print(d, \"opened\")\n"
+                              "    except OSError as e:\n"
+                              "        print(d, errno.errorcode[e.errno])\n'");
+  o.gpus = {1};
+  auto run = launcher.Launch(o);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  RunStatus st;
+  ASSERT_TRUE(WaitFor([&] { return !(st = launcher.Check(*run)).running; }));
+  for (int minor : {0, 1}) (void)unlink((dev + std::to_string(minor)).c_str());
+  std::string out = ReadFileOr(launcher.RunDir(run->key()) + "/logs/stdout");
+  EXPECT_EQ(st.exit_code, 0) << ReadFileOr(launcher.RunDir(run->key()) + "/logs/stderr");
+  EXPECT_EQ(out, "0 EPERM\n1 ENXIO\n") << "GPU 0 is not the run's; GPU 1 is";
   const std::string group = launcher.CgroupName(run->key());
   cgroups_.Remove(group.substr(0, group.rfind('/')));
 }

@@ -48,6 +48,7 @@ struct Nvml {
   nvmlReturn_t (*numa)(nvmlDevice_t, unsigned*) = nullptr;      // optional (newer drivers)
   nvmlReturn_t (*pci)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;  // optional
   nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;  // Sample() only
+  nvmlReturn_t (*minor)(nvmlDevice_t, unsigned*) = nullptr;                 // optional
 
   std::string Error(const char* call, nvmlReturn_t rc) const {
     std::string text = error_string != nullptr ? error_string(rc) : "";
@@ -140,10 +141,12 @@ Result<std::vector<Gpu>> NvmlGpuProbe::Probe() {
   (void)Resolve(lib.get(), "nvmlErrorString", &n.error_string);
   (void)Resolve(lib.get(), "nvmlDeviceGetNumaNodeId", &n.numa);
   (void)Resolve(lib.get(), "nvmlDeviceGetPciInfo_v3", &n.pci);
+  (void)Resolve(lib.get(), "nvmlDeviceGetMinorNumber", &n.minor);
 
   if (nvmlReturn_t rc = n.init(); rc != kNvmlSuccess)
     return Unavailable(n.Error("nvmlInit_v2", rc));
   std::vector<Gpu> gpus;
+  minors_.clear();
   Status status;
   unsigned count = 0;
   if (nvmlReturn_t rc = n.count(&count); rc != kNvmlSuccess) {
@@ -178,6 +181,9 @@ Result<std::vector<Gpu>> NvmlGpuProbe::Probe() {
       numa = NumaFromSysfs(pci.bus_id);
     }
     g.group = numa < 0 ? 0 : numa;
+    unsigned minor = i;
+    if (n.minor != nullptr && n.minor(dev, &minor) != kNvmlSuccess) minor = i;
+    minors_[g.index] = static_cast<int32_t>(minor);
     gpus.push_back(std::move(g));
   }
   (void)n.shutdown();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,9 @@ class GpuProbe {
   virtual Result<std::vector<Gpu>> Probe() = 0;
   // Each GPU's utilisation and memory in use now, by index. Default: not measured.
   virtual Result<std::vector<GpuSample>> Sample() { return std::vector<GpuSample>{}; }
+  // After Probe: the /dev/nvidia minor of each GPU, by index, where the GPUs are real devices
+  // (runs are then allowed only their own); empty for simulated GPUs.
+  virtual std::map<int32_t, int32_t> DeviceMinors() const { return {}; }
 };
 
 // Reads GPUs through NVML. libnvidia-ml is dlopen()ed on each Probe() — never linked — so the
@@ -31,9 +35,12 @@ class NvmlGpuProbe final : public GpuProbe {
   Result<std::vector<Gpu>> Probe() override;
   // nvmlDeviceGetUtilizationRates and nvmlDeviceGetMemoryInfo of every GPU.
   Result<std::vector<GpuSample>> Sample() override;
+  // nvmlDeviceGetMinorNumber (the index where the driver lacks it).
+  std::map<int32_t, int32_t> DeviceMinors() const override { return minors_; }
 
  private:
   std::string library_;
+  std::map<int32_t, int32_t> minors_;
 };
 
 // `count` identical GPUs of `model`, split in two NVLink/NUMA groups (first half, second half).

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 
 namespace corral::agent {
 namespace {
@@ -20,6 +21,9 @@ TEST(NvmlGpuProbeTest, ReadsExactlyWhatTheFakeLibraryReports) {
   EXPECT_EQ((*gpus)[0], (Gpu{0, "GPU-fake-0", "A100", 40960, 0, true}));
   EXPECT_EQ((*gpus)[1], (Gpu{1, "GPU-fake-1", "A100", 40960, 1, true}));
   EXPECT_EQ((*gpus)[2], (Gpu{2, "GPU-fake-2", "H100", 81559, 0, true}));
+  // Each GPU's /dev/nvidia minor, as the driver numbers them (runs' device cgroups use it).
+  EXPECT_EQ(probe.DeviceMinors(), (std::map<int32_t, int32_t>{{0, 7}, {1, 6}, {2, 5}}));
+  EXPECT_TRUE(SimulatedGpuProbe(2, "SimGPU").DeviceMinors().empty()) << "no devices to guard";
 }
 
 TEST(NvmlGpuProbeTest, SamplesUtilizationAndMemoryInUse) {

@@ -499,7 +499,12 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
     saved_errno = errno;
   }
   if (ok && !cgroups_.none()) {
-    CgroupLimits limits{order.cpu_milli, order.memory_mb * 1024 * 1024, kPidsPerReplica};
+    CgroupLimits limits{order.cpu_milli, order.memory_mb * 1024 * 1024, kPidsPerReplica, {}};
+    for (const auto& [gpu, minor] : gpu_minors_) {  // real GPUs: the others' are closed to it
+      if (std::find(order.gpus.begin(), order.gpus.end(), gpu) == order.gpus.end()) {
+        limits.denied_nvidia_minors.push_back(minor);
+      }
+    }
     auto made = cgroups_.Create(CgroupName(p.run.key()), limits);
     if (!made.ok()) {
       return FailLaunch(

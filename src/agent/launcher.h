@@ -34,6 +34,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -108,6 +109,9 @@ class Launcher {
   virtual void Signal(const LaunchedRun& run, int signal) = 0;
   // The head has acknowledged the end of the run: remember it only as started.
   virtual void Release(const RunKey& key) = 0;
+  // The node's GPUs are real devices: GPU index -> /dev/nvidia minor. From then on a run may
+  // open only its own GPUs' devices (where the cgroups allow it). Default: ignored.
+  virtual void SetGpuDevices(const std::map<int32_t, int32_t>& minors) { (void)minors; }
   // Every run ever started here, from the state directory.
   virtual std::vector<RecoveredRun> Recover() = 0;
   virtual Result<std::string> ReadLog(const RunKey& key, int32_t task, const std::string& stream,
@@ -137,6 +141,7 @@ class PosixLauncher final : public Launcher {
   RunStatus Check(LaunchedRun& run) override;
   void Signal(const LaunchedRun& run, int signal) override;
   void Release(const RunKey& key) override;
+  void SetGpuDevices(const std::map<int32_t, int32_t>& minors) override { gpu_minors_ = minors; }
   std::vector<RecoveredRun> Recover() override;
   Result<std::string> ReadLog(const RunKey& key, int32_t task, const std::string& stream,
                               int64_t offset, int64_t max_bytes) override;
@@ -171,6 +176,7 @@ class PosixLauncher final : public Launcher {
   // STATE/exit-notify, a FIFO the monitors write a byte to after each exit. The launcher holds
   // a write end too, so the read end never reports end-of-file when no monitor has it open.
   std::string notify_path_;
+  std::map<int32_t, int32_t> gpu_minors_;  // GPU index -> /dev/nvidia minor; empty: simulated
   std::vector<pid_t> unreaped_;  // monitors this launcher forked that have not been reaped
   int exit_read_fd_ = -1;
   int exit_write_fd_ = -1;

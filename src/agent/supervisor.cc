@@ -172,6 +172,11 @@ int Supervisor::StopAll() {
   return n;
 }
 
+void Supervisor::SetGpuDevices(const std::map<int32_t, int32_t>& minors) {
+  std::lock_guard lock(mu_);
+  launcher_->SetGpuDevices(minors);
+}
+
 int Supervisor::RunningCount() {
   std::lock_guard lock(mu_);
   int n = 0;

@@ -51,6 +51,9 @@ class Supervisor {
   // Returns how many runs were told to stop.
   int StopAll();
 
+  // See Launcher::SetGpuDevices. Call before the first Reconcile.
+  void SetGpuDevices(const std::map<int32_t, int32_t>& minors);
+
   int RunningCount();
   // The jobs of the running runs on each GPU index (several with shared GPUs).
   std::map<int32_t, std::set<JobId>> GpuHolders();

@@ -117,6 +117,14 @@ int nvmlDeviceGetUUID(void* device, char* uuid, unsigned length) {
   return kSuccess;
 }
 
+// Device minors counted down from 7, so that a caller taking the index for the minor is caught.
+int nvmlDeviceGetMinorNumber(void* device, unsigned* minor) {
+  unsigned i = 0;
+  if (!Index(device, &i)) return kInvalidArgument;
+  *minor = 7 - i;
+  return kSuccess;
+}
+
 int nvmlDeviceGetMemoryInfo(void* device, Memory* memory) {
   unsigned i = 0;
   if (!Index(device, &i)) return kInvalidArgument;
