@@ -16,7 +16,6 @@ PACKAGES=(
   python3-torch
   chromium nodejs
   slurm-wlm munge  # the differential test against a real Slurm (tests/slurm)
-  clang            # libFuzzer for scripts/fuzz.sh
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

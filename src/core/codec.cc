@@ -1,5 +1,10 @@
 #include "core/codec.h"
 
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <type_traits>
+
 namespace corral {
 namespace {
 
@@ -9,6 +14,19 @@ template <typename T>
 T Get(const Json& j, const char* key, T fallback) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // nlohmann casts a float to an integer unchecked: undefined outside the type's range
+    // (fuzz_agent_protocol found it). A float field must be whole and in range.
+    if (it->is_number_float()) {
+      const double d = it->template get<double>();
+      const double end = std::ldexp(1.0, std::numeric_limits<T>::digits);  // exact: 2^bits
+      const double lo = std::is_signed_v<T> ? -end : 0.0;
+      if (!(d >= lo && d < end && d == std::trunc(d))) {
+        throw std::out_of_range(std::string("field '") + key + "': " + it->dump() +
+                                " is not an integer in range");
+      }
+    }
+  }
   return it->get<T>();
 }
 

@@ -32,6 +32,18 @@ TEST(Codec, MalformedIsAnErrorNotACrash) {
   EXPECT_FALSE(SyncRequestFromJson(Json::parse(R"({"node":"a"})")).ok());
 }
 
+// Found by fuzz_agent_protocol: a float outside an integer field's range was cast unchecked.
+TEST(Codec, FloatsOutsideAnIntegerFieldAreErrorsNotUndefinedCasts) {
+  auto huge = SyncRequestFromJson(Json::parse(R"({"node":"a","agent_epoch":1,"wait_ms":1e300})"));
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("wait_ms"), std::string::npos) << huge.status().message();
+  EXPECT_FALSE(
+      SyncRequestFromJson(Json::parse(R"({"node":"a","agent_epoch":1,"wait_ms":2.5})")).ok());
+  auto whole = SyncRequestFromJson(Json::parse(R"({"node":"a","agent_epoch":1,"wait_ms":25.0})"));
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  EXPECT_EQ(whole->wait_ms, 25);
+}
+
 TEST(RunId, ParsesOnlyWellFormed) {
   RunId id;
   ASSERT_TRUE(ParseRunId("17.3", &id));

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <csignal>
 #include <cstring>
 #include <functional>
@@ -26,11 +27,13 @@ bool ParseInt64(std::string_view s, int64_t* out) {
 
 Result<int64_t> IntField(const std::string& field, const Json& v, int64_t lo, int64_t hi) {
   int64_t x = 0;
+  // A float is taken only when whole and inside int64 (casting one outside is undefined:
+  // fuzz_job_spec_json found it).
+  const double d = v.is_number_float() ? v.get<double>() : 0.0;
   if (v.is_number_integer()) {
     x = v.get<int64_t>();
-  } else if (v.is_number_float() &&
-             v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>()))) {
-    x = static_cast<int64_t>(v.get<double>());
+  } else if (v.is_number_float() && d >= -9.2e18 && d <= 9.2e18 && d == std::trunc(d)) {
+    x = static_cast<int64_t>(d);
   } else if (!(v.is_string() && ParseInt64(v.get<std::string>(), &x))) {
     return FieldError(field, v, "an integer");
   }
@@ -290,7 +293,7 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
     }
   }
   if (auto it = j.find("gpus"); it != j.end()) {
-    if (it->is_number_float() && it->get<double>() != static_cast<int64_t>(it->get<double>())) {
+    if (it->is_number_float() && it->get<double>() != std::trunc(it->get<double>())) {
       return FieldError("gpus", *it,
                         "a whole number of GPUs (fractional GPUs are not supported yet)");
     }

@@ -16,6 +16,17 @@ TEST(ParseJobSpec, InvalidUtf8IsAnErrorNotAnException) {
   ASSERT_FALSE(not_object.ok());
 }
 
+// Found by fuzz_job_spec_json: a float outside int64 was cast unchecked.
+TEST(ParseJobSpec, HugeFloatsAreOutOfRangeNotUndefinedCasts) {
+  for (const char* field : {"gpus", "replicas", "priority", "max_restarts"}) {
+    Json spec = {{"command", {"true"}}, {field, 1e300}};
+    auto r = ParseJobSpec(spec);
+    ASSERT_FALSE(r.ok()) << field;
+    EXPECT_NE(r.status().message().find(std::string("field '") + field + "'"), std::string::npos)
+        << r.status().message();
+  }
+}
+
 TEST(ParseJobSpec, AcceptsFullSpec) {
   auto s = ParseJobSpec(Json::parse(R"({"name":"train","command":["python","t.py"],
     "gpus":4,"cpus":2.5,"memory":"16G","replicas":2,"time_limit":"1:30:00","queue":"org/team",

@@ -94,6 +94,9 @@ bool ParseInt(const std::string& s, int64_t* out) {
 bool ParseTimeSeconds(const std::string& s, TimeMs* out) {
   double d = 0;
   if (ParseDouble(s, &d)) {
+    // Beyond 1e13 s (300,000 years) no trace has a time, and llround's result is undefined
+    // past int64 (fuzz_trace found a submit time of 1.5e123 s, then an overflow rebasing it).
+    if (!std::isfinite(d) || std::fabs(d) >= 1e13) return false;
     *out = std::llround(d * 1000.0);
     return true;
   }

@@ -58,6 +58,21 @@ TEST(TraceTest, MalformedRowsAreCountedWithLineNumbers) {
   EXPECT_EQ(t->bad[1].line, 204);
 }
 
+// A submit time past any trace's (or past int64 in ms) is a malformed row, not an overflow.
+TEST(TraceTest, SubmitTimesBeyondAnyTraceAreMalformedRows) {
+  std::string text = "job_id,submit_time,duration,num_gpus\n";
+  for (int i = 0; i < 200; ++i) text += std::to_string(i) + "," + std::to_string(i) + ",10,1\n";
+  text += "x,1488888888888888888888888888888,10,1\n";  // line 202
+  text += "y,inf,10,1\n";                              // line 203
+  Result<Trace> t = Parse(text, TraceFormat::kAuto, 0.05);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->jobs.size(), 200u);
+  ASSERT_EQ(t->bad.size(), 2u);
+  EXPECT_EQ(t->bad[0].line, 202);
+  EXPECT_EQ(t->bad[1].line, 203);
+  EXPECT_EQ(t->jobs.back().submit_ms, 199 * kSecond);
+}
+
 TEST(TraceTest, TooManyMalformedRowsFailTheRead) {
   std::string text = "job_id,submit_time,duration,num_gpus\n";
   for (int i = 0; i < 50; ++i) text += std::to_string(i) + ",0,10,1\n";
