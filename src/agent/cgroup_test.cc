@@ -101,8 +101,12 @@ TEST_F(CgroupTest, ARunMayOpenOnlyItsOwnGpuDevices) {
   const std::string dev = "/dev/corral-test-" + std::to_string(getpid()) + "-nvidia";
   for (int minor : {0, 1}) {
     std::string path = dev + std::to_string(minor);
-    ASSERT_EQ(mknod(path.c_str(), S_IFCHR | 0666, makedev(kNvidiaMajor, minor)), 0)
-        << path << ": " << std::strerror(errno);
+    if (mknod(path.c_str(), S_IFCHR | 0666, makedev(kNvidiaMajor, minor)) != 0) {
+      int err = errno;
+      (void)unlink((dev + "0").c_str());
+      GTEST_SKIP() << "cannot make device nodes here (mknod " << path << ": " << std::strerror(err)
+                   << ")";
+    }
   }
   PosixLauncher launcher(state.path(), node, {}, {}, cgroups_);
   launcher.SetGpuDevices({{0, 0}, {1, 1}});
