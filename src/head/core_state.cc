@@ -260,11 +260,12 @@ void HeadCore::RebuildIndexes(TimeMs now) {
     }
   }
   // Fair share remembers what each queue and user ran before this leadership (DESIGN §6.2).
+  std::vector<sched::PastUsage> past;
   for (const auto& [id, job] : state_.jobs) {
-    for (const sched::PastUsage& u : sched::PastUsageOf(job, now)) {
-      scheduler_->AddPastUsage(u, now);
-    }
+    std::vector<sched::PastUsage> runs = sched::PastUsageOf(job, now);
+    past.insert(past.end(), runs.begin(), runs.end());
   }
+  scheduler_->AddPastUsage(past, now);
   WantSchedule();
 }
 

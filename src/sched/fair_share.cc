@@ -85,12 +85,12 @@ void QueueBook::Advance(TimeMs now, int64_t cluster_gpus, int64_t cluster_cpu,
   }
 }
 
-void QueueBook::AddPast(int32_t q, int32_t user, int64_t gpus, int64_t cpu, int64_t mem,
+bool QueueBook::AddPast(int32_t q, int32_t user, int64_t gpus, int64_t cpu, int64_t mem,
                         TimeMs from, TimeMs to, TimeMs now) {
   // The exact integral of a constant allocation a over [from, to], in units of a * tau and
   // decayed to now: a * (2^-((now - to) / h) - 2^-((now - from) / h)); without a half-life
   // usage is only the current allocation.
-  if (half_life_ms_ <= 0 || to <= from) return;
+  if (half_life_ms_ <= 0 || to <= from) return false;
   auto decay = [&](TimeMs t) {
     return std::exp2(-static_cast<double>(now - t) / static_cast<double>(half_life_ms_));
   };
@@ -102,6 +102,10 @@ void QueueBook::AddPast(int32_t q, int32_t user, int64_t gpus, int64_t cpu, int6
   };
   if (user >= 0) add(queues_[q].users[user]);
   for (int32_t a = q; a >= 0; a = queues_[a].parent) add(queues_[a]);
+  return true;
+}
+
+void QueueBook::AnchorAt(TimeMs now) {
   advanced_ = true;
   last_advance_ = now;
   auto anchor = [](Usage& u) {

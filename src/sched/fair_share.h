@@ -43,11 +43,14 @@ class QueueBook {
   // Integrates usage up to `now` and decays it.
   void Advance(TimeMs now, int64_t cluster_gpus, int64_t cluster_cpu, int64_t cluster_mem);
   // Adds usage the book did not integrate: `gpus`, `cpu` and `mem` held over [from, to],
-  // decayed to `now`, into the queue, its ancestors and the user. Usage is then taken as
-  // integrated up to `now` (the current allocation included), so the next Advance decays
-  // from there. REQUIRES: from <= to <= now, and no Advance after `now` yet.
-  void AddPast(int32_t q, int32_t user, int64_t gpus, int64_t cpu, int64_t mem, TimeMs from,
+  // decayed to `now`, into the queue, its ancestors and the user. Returns false (and adds
+  // nothing) without a half-life or for an empty period. After the last one, AnchorAt(now).
+  // REQUIRES: from <= to <= now, and no Advance after `now` yet.
+  bool AddPast(int32_t q, int32_t user, int64_t gpus, int64_t cpu, int64_t mem, TimeMs from,
                TimeMs to, TimeMs now);
+  // Usage is from now on taken as integrated up to `now`, the current allocation included,
+  // so the next Advance decays from there.
+  void AnchorAt(TimeMs now);
 
   int64_t AllocGpus(int32_t q) const { return queues_[q].gpus; }
   int32_t Quota(int32_t q) const { return queues_[q].config.quota_gpus; }

@@ -164,7 +164,6 @@ TEST(LasWithinQueueTest, SwitchedOffKeepsSubmitOrderAndDoesNotPreempt) {
   EXPECT_EQ(Placed(s.Schedule(20 * kHour)), std::vector<JobId>{1});
 }
 
-
 // SchedulerConfig::las_across_queues: a run of another queue over its quota is displaced by
 // the LAS rules of a queue (strictly higher level, hysteresis), and only down to its quota.
 namespace across {

@@ -142,9 +142,9 @@ class PendingSet {
   // After a change to klass's members or hiding: counts it in or out of the visible sets.
   void Revisit(int32_t klass, bool was_visible);
   void CountVisible(int32_t klass, int sign);
-  std::map<int64_t, int64_t> live_totals_;                // TotalGpus -> live classes
-  std::vector<int32_t> class_queue_;     // QueueBook id of each class
-  std::vector<int32_t> class_priority_;  // priority of each class
+  std::map<int64_t, int64_t> live_totals_;  // TotalGpus -> live classes
+  std::vector<int32_t> class_queue_;        // QueueBook id of each class
+  std::vector<int32_t> class_priority_;     // priority of each class
   // Visible classes: by priority, and by queue then TotalGpus.
   std::map<int32_t, int64_t> visible_priorities_;
   std::vector<std::map<int64_t, int64_t>> visible_totals_by_queue_;

@@ -128,11 +128,15 @@ void Scheduler::ReportCheckpoint(JobId id, TimeMs at) {
   }
 }
 
-void Scheduler::AddPastUsage(const PastUsage& usage, TimeMs now) {
+void Scheduler::AddPastUsage(const std::vector<PastUsage>& usages, TimeMs now) {
   QueueBook& book = impl_->st.queues;
-  int32_t q = book.Id(usage.queue.empty() ? "default" : usage.queue);
-  book.AddPast(q, book.UserId(q, usage.user), usage.gpus, usage.cpu_milli, usage.memory_mb,
-               usage.from, std::min(usage.to, now), now);
+  bool added = false;
+  for (const PastUsage& u : usages) {
+    int32_t q = book.Id(u.queue.empty() ? "default" : u.queue);
+    added |= book.AddPast(q, book.UserId(q, u.user), u.gpus, u.cpu_milli, u.memory_mb, u.from,
+                          std::min(u.to, now), now);
+  }
+  if (added) book.AnchorAt(now);  // once: it visits every queue and user
 }
 
 Fit Scheduler::Admit(const PendingJob& job, std::string* why) const {

@@ -246,11 +246,11 @@ class Scheduler {
   // loses only the work since then.
   void ReportCheckpoint(JobId id, TimeMs at);
 
-  // Counts a run this scheduler never saw into its queue's and user's fair-share usage,
-  // decayed to `now` as if it had integrated it: a recovering head passes every run of its
+  // Counts runs this scheduler never saw into their queues' and users' fair-share usage,
+  // decayed to `now` as if it had integrated them: a recovering head passes every run of its
   // jobs (`to` = now for one still going), so fair share survives a restart or a failover.
-  // Call before the first Schedule; later passes decay from `now`.
-  void AddPastUsage(const PastUsage& usage, TimeMs now);
+  // Call once, before the first Schedule; later passes decay from `now`.
+  void AddPastUsage(const std::vector<PastUsage>& usages, TimeMs now);
 
   // Could this request ever fit, on an empty cluster of the current nodes, within its queue's
   // limit? If not, says why (admission, DESIGN §6.1).

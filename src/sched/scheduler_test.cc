@@ -492,8 +492,8 @@ TEST(ClassTest, PassStopsWhenHeldGpusServeNoShortJob) {
   s.UpsertNode(MakeNode("n1").Gpus(8));
   s.UpsertNode(MakeNode("n2").Gpus(8));
   s.AddRunning(Running(MakeJob(100).Gpus(4).Preemptible(), {{"n1", {0, 1, 2, 3}}}, 0));
-  s.AddRunning(Running(MakeJob(101).Gpus(8).Limit(5 * kHour),
-                       {{"n2", {0, 1, 2, 3, 4, 5, 6, 7}}}, 0));
+  s.AddRunning(
+      Running(MakeJob(101).Gpus(8).Limit(5 * kHour), {{"n2", {0, 1, 2, 3, 4, 5, 6, 7}}}, 0));
   s.AddPending(MakeJob(1).Gpus(8).Priority(1).Submit(1));  // preempts 100, holds n1's rest
   s.AddPending(MakeJob(2).Gpus(8).Submit(2));              // reserved on n2 at 5 h
   // 20 classes (their CPUs differ) of one-GPU jobs with a one-hour limit.
@@ -539,7 +539,8 @@ TEST(FairShareHistory, PastRunsCountAsIfIntegratedLive) {
   QueueBook past(h);
   int32_t pq = past.Id("org/a");
   int32_t pu = past.UserId(pq, "ana");
-  past.AddPast(pq, pu, 8, 0, 0, t0, t0 + h, t0 + h);
+  ASSERT_TRUE(past.AddPast(pq, pu, 8, 0, 0, t0, t0 + h, t0 + h));
+  past.AnchorAt(t0 + h);
   past.Advance(t0 + h, 8, 0, 0);
   EXPECT_NEAR(past.Share(pq), 4.0, 1e-9);  // 8 GPUs for one half-life: 8 * (1 - 1/2)
   EXPECT_NEAR(past.Share(pq), live.Share(lq), 1e-9);
@@ -547,7 +548,8 @@ TEST(FairShareHistory, PastRunsCountAsIfIntegratedLive) {
   EXPECT_NEAR(past.Share(past.FindId("org")), 4.0, 1e-9);  // ancestors too
 
   // A run that ended a half-life before counts half; all of it decays on from `now`.
-  past.AddPast(pq, pu, 8, 0, 0, t0 - h, t0, t0 + h);
+  ASSERT_TRUE(past.AddPast(pq, pu, 8, 0, 0, t0 - h, t0, t0 + h));
+  past.AnchorAt(t0 + h);
   EXPECT_NEAR(past.Share(pq), 4.0 + 2.0, 1e-9);
   past.Advance(t0 + 2 * h, 8, 0, 0);
   live.Advance(t0 + 2 * h, 8, 0, 0);
@@ -564,7 +566,7 @@ TEST(FairShareHistory, QueueWithPastUsageWaitsBehindOneWithout) {
   used.gpus = 1;
   used.from = 0;
   used.to = 10 * kHour;
-  s.AddPastUsage(used, 10 * kHour);
+  s.AddPastUsage({used}, 10 * kHour);
   s.AddPending(MakeJob(1).Gpus(1).Queue("a").User("ana"));  // first by submit time and id
   s.AddPending(MakeJob(2).Gpus(1).Queue("b").User("bob"));
   Decisions d = s.Schedule(10 * kHour + kSecond);
