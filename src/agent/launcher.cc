@@ -104,6 +104,12 @@ bool ProcessAlive(int32_t pid, uint64_t start) {
   return ProcStartTime(pid) == start;
 }
 
+// waitpid without waiting: true once `pid` is reaped, or is not this process's child.
+bool Reaped(pid_t pid) {
+  pid_t r = waitpid(pid, nullptr, WNOHANG);
+  return r == pid || (r < 0 && errno == ECHILD);
+}
+
 // True if some process of group `pgid` is alive (zombies do not count: under an init that
 // does not reap, an orphaned job's zombie would otherwise look alive forever).
 bool GroupAlive(int32_t pgid) {
@@ -316,10 +322,12 @@ void PosixLauncher::DrainExitFd() {
 }
 
 void PosixLauncher::ReapMonitors() {
-  std::erase_if(unreaped_, [](pid_t pid) {
-    pid_t r = waitpid(pid, nullptr, WNOHANG);
-    return r == pid || (r < 0 && errno == ECHILD);
-  });
+  std::erase_if(unreaped_, [](pid_t pid) { return Reaped(pid); });
+}
+
+void PosixLauncher::ReapMonitor(pid_t pid) {
+  auto it = std::find(unreaped_.begin(), unreaped_.end(), pid);
+  if (it != unreaped_.end() && Reaped(pid)) unreaped_.erase(it);
 }
 
 std::string PosixLauncher::RunDir(const RunKey& key) const {
@@ -670,7 +678,7 @@ RunStatus PosixLauncher::Check(LaunchedRun& run) {
     std::string text;
     if (ReadFile(dir + "/pids", &text)) (void)ParsePids(text, &run);
   }
-  ReapMonitors();  // a monitor of ours that died unasked is a zombie until reaped
+  ReapMonitor(run.monitor_pid);  // one of ours that died unasked is a zombie until reaped
   if (ProcessAlive(run.monitor_pid, run.monitor_start)) return st;
   if (ParseExit(dir + "/exit", &st)) return Finish(run, st);  // finished since the first look
   // No monitor (killed, or the launch was interrupted): watch the process groups directly.

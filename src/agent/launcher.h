@@ -161,7 +161,8 @@ class PosixLauncher final : public Launcher {
   Result<std::unique_ptr<Prepared>> Prepare(const RunOrder& order);
   Status ForkMonitor(Prepared& p);
   void AwaitMonitors(const std::vector<Prepared*>& launched);
-  void ReapMonitors();  // without waiting: those that have exited
+  void ReapMonitors();          // without waiting: those that have exited
+  void ReapMonitor(pid_t pid);  // the same for one of them (a run's, in Check)
   // Records a launch that failed after its record was written: the reason in its stderr, an
   // `exit` of kExitCannotExec. Returns `st`.
   Status FailLaunch(const Prepared& p, Status st);
