@@ -108,6 +108,11 @@ Job MakeJob(JobId id, JobState state) {
   return j;
 }
 
+// Job `id` and the change of revision `id` that made it, in one commit.
+Status CommitJob(Store& store, JobId id) {
+  return store.Commit({PutJob{MakeJob(id, JobState::kPending)}, AppendChange{{id, "{}"}}});
+}
+
 TEST(SqliteStore, UnopenablePathIsAnError) {
   auto s = OpenSqliteStore("/nonexistent-dir/x/corral.db");
   EXPECT_FALSE(s.ok());
@@ -122,13 +127,10 @@ TEST(SqliteStore, ATornLastWriteLosesOnlyThatCommitAndNothingElse) {
   std::string path = TempDb("torn");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok());
-  for (JobId id = 1; id <= 5; ++id) {
-    ASSERT_TRUE(
-        (*s)->Commit({PutJob{MakeJob(id, JobState::kPending)}, AppendChange{{id, "{}"}}}).ok());
-  }
+  for (JobId id = 1; id <= 5; ++id) ASSERT_TRUE(CommitJob(**s, id).ok());
   const std::string wal = path + "-wal";
   auto full = std::filesystem::file_size(wal);
-  ASSERT_TRUE((*s)->Commit({PutJob{MakeJob(6, JobState::kPending)}, AppendChange{{6, "{}"}}}).ok());
+  ASSERT_TRUE(CommitJob(**s, 6).ok());
   auto with_last = std::filesystem::file_size(wal);
   ASSERT_GT(with_last, full);
   std::string copy = TempDb("torn-copy");
@@ -154,16 +156,10 @@ TEST(SqliteStore, BackupWhileCommittingIsAConsistentSnapshotThatOpens) {
   std::string path = TempDb("backup");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok());
-  for (JobId id = 1; id <= 200; ++id) {
-    ASSERT_TRUE(
-        (*s)->Commit({PutJob{MakeJob(id, JobState::kPending)}, AppendChange{{id, "{}"}}}).ok());
-  }
+  for (JobId id = 1; id <= 200; ++id) ASSERT_TRUE(CommitJob(**s, id).ok());
   std::atomic<bool> stop{false};
   std::thread writer([&] {
-    for (JobId id = 201; !stop && id < 100000; ++id) {
-      ASSERT_TRUE(
-          (*s)->Commit({PutJob{MakeJob(id, JobState::kPending)}, AppendChange{{id, "{}"}}}).ok());
-    }
+    for (JobId id = 201; !stop && id < 100000; ++id) ASSERT_TRUE(CommitJob(**s, id).ok());
   });
   std::string copy = std::filesystem::path(path).parent_path() / "copy.db";
   auto info = (*s)->Backup(copy);
