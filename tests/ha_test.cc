@@ -74,12 +74,23 @@ class HaCluster {
   }
   const std::string& dir() const { return dir_; }
 
-  void StartHead(int i) {
-    heads_[i] = std::make_unique<Daemon>(
-        std::vector<std::string>{CorralBin(), "head", "--state-dir", HeadDir(i), "--listen",
-                                 urls_[i].substr(7), "--store", store_url_,
-                                 "--unreachable-after", "5", "--down-after", "20"},
-        HeadLog(i));
+  void StartHead(int i, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv{CorralBin(), "head",         "--state-dir",
+                                  HeadDir(i),  "--listen",     urls_[i].substr(7),
+                                  "--store",   store_url_,     "--unreachable-after",
+                                  "5",         "--down-after", "20"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    heads_[i] = std::make_unique<Daemon>(argv, HeadLog(i));
+  }
+  // SIGSTOP / SIGCONT, without reaping.
+  void SignalHead(int i, int sig) { ::kill(heads_[i]->pid(), sig); }
+  bool HeadExited(int i) const {
+    return ::kill(heads_.at(i)->pid(), 0) != 0 || Zombie(heads_.at(i)->pid());
+  }
+  static bool Zombie(pid_t pid) {
+    std::string stat = Slurp("/proc/" + std::to_string(pid) + "/stat");
+    auto paren = stat.rfind(')');
+    return paren == std::string::npos || stat.substr(paren + 2, 1) == "Z";
   }
   // Every head must accept the same admin and join tokens: the first one's, copied.
   void ShareTokens(int from, int to) {
@@ -139,12 +150,14 @@ TEST(PgHa, AStandbyLeadsWithin10sOfTheLeadersSigkillAndNoJobIsLostOrRunTwice) {
 
   HaCluster c(*url, 3);
   c.StartHead(0);
-  ASSERT_TRUE(WaitUntil(20000, [&] { return c.LogSays(0, "listening on"); })) << Slurp(c.HeadLog(0));
+  ASSERT_TRUE(WaitUntil(20000, [&] { return c.LogSays(0, "listening on"); }))
+      << Slurp(c.HeadLog(0));
   for (int i : {1, 2}) {
     c.ShareTokens(0, i);
     c.StartHead(i);
   }
-  ASSERT_TRUE(WaitUntil(20000, [&] { return c.LogSays(1, "standby on") && c.LogSays(2, "standby on"); }))
+  ASSERT_TRUE(
+      WaitUntil(20000, [&] { return c.LogSays(1, "standby on") && c.LogSays(2, "standby on"); }))
       << Slurp(c.HeadLog(1)) << Slurp(c.HeadLog(2));
   EXPECT_EQ(c.Leader(), 0);
   c.StartAgent(1, 4);
@@ -186,8 +199,8 @@ TEST(PgHa, AStandbyLeadsWithin10sOfTheLeadersSigkillAndNoJobIsLostOrRunTwice) {
             << std::endl;
   EXPECT_LT(takeover_s, 10.0);
   submitter.join();
-  EXPECT_TRUE(failures.empty()) << failures.size() << " submissions failed, the first: "
-                                << failures.front();
+  EXPECT_TRUE(failures.empty()) << failures.size()
+                                << " submissions failed, the first: " << failures.front();
   EXPECT_EQ(acked.size(), static_cast<size_t>(kJobs));
 
   // Every acknowledged job succeeds, and the cluster holds no job it did not acknowledge.
@@ -199,10 +212,61 @@ TEST(PgHa, AStandbyLeadsWithin10sOfTheLeadersSigkillAndNoJobIsLostOrRunTwice) {
   std::map<std::string, int> runs;
   std::istringstream lines(Slurp(starts));
   for (std::string line; std::getline(lines, line);) ++runs[line];
-  for (const auto& id : acked) EXPECT_EQ(runs[id], 1) << "job " << id << " started " << runs[id] << " times";
+  for (const auto& id : acked)
+    EXPECT_EQ(runs[id], 1) << "job " << id << " started " << runs[id] << " times";
   // The agents kept their runs through the failover: none was lost with a node.
   auto nodes = c.Corral({"nodes", "-o", "json"});
   EXPECT_EQ(nodes.out.find("\"down\""), std::string::npos) << nodes.out;
+}
+
+// A leader that hangs (SIGSTOP) keeps its PostgreSQL session, and with it the leader's lock:
+// a standby must still take over once the leader's lease lapses, and the old leader, woken,
+// must commit nothing (its session was ended and its term superseded) and exit.
+TEST(PgHa, AHungLeaderIsDeposedAfterItsLeaseAndCommitsNothingWhenItWakes) {
+  if (std::string why = PgServer::Unavailable(); !why.empty()) GTEST_SKIP() << why;
+  auto server = PgServer::Start();
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  auto url = (*server)->CreateDatabase("corral");
+  ASSERT_TRUE(url.ok()) << url.status().ToString();
+
+  HaCluster c(*url, 2);
+  c.StartHead(0, {"--leader-lease", "3s"});
+  ASSERT_TRUE(WaitUntil(20000, [&] { return c.LogSays(0, "listening on"); }))
+      << Slurp(c.HeadLog(0));
+  c.ShareTokens(0, 1);
+  c.StartHead(1, {"--leader-lease", "3s"});
+  ASSERT_TRUE(WaitUntil(20000, [&] { return c.LogSays(1, "standby on"); })) << Slurp(c.HeadLog(1));
+  c.StartAgent(1, 2);
+  auto first = c.Corral({"submit", "--parsable", "--gpus", "1", "--", "true"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  std::string first_id = first.out.substr(0, first.out.find('\n'));
+  ASSERT_EQ(c.Corral({"wait", first_id, "--timeout", "60s"}).exit_code, 0);
+  // Idle for longer than the lease: an idle leader renews it by itself and keeps leading.
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  EXPECT_EQ(c.Leader(), 0) << Slurp(c.HeadLog(1));
+
+  c.SignalHead(0, SIGSTOP);
+  auto stopped_at = Clock::now();
+  ASSERT_TRUE(WaitUntil(20000, [&] { return c.LogSays(1, "listening on"); }))
+      << Slurp(c.HeadLog(1));
+  double takeover_s = std::chrono::duration<double>(Clock::now() - stopped_at).count();
+  std::cout << "[ha] the standby leads " << takeover_s << " s after the leader hung (lease 3 s)"
+            << std::endl;
+  EXPECT_GE(takeover_s, 2.0) << "not before the lease could lapse";
+  EXPECT_LT(takeover_s, 10.0);
+  EXPECT_TRUE(c.LogSays(1, "has not renewed its lease")) << Slurp(c.HeadLog(1));
+
+  c.SignalHead(0, SIGCONT);
+  ASSERT_TRUE(WaitUntil(15000, [&] { return c.HeadExited(0); }))
+      << "the woken leader keeps serving: " << Slurp(c.HeadLog(0));
+  EXPECT_TRUE(c.LogSays(0, "the store failed a commit")) << Slurp(c.HeadLog(0));
+  EXPECT_EQ(c.Leader(), 1);
+  auto second = c.Corral({"submit", "--parsable", "--gpus", "1", "--", "true"});
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  std::string second_id = second.out.substr(0, second.out.find('\n'));
+  EXPECT_EQ(c.Corral({"wait", second_id, "--timeout", "60s"}).exit_code, 0);
+  auto show = c.Corral({"show", first_id, "-o", "json"});
+  EXPECT_EQ(Json::parse(show.out, nullptr, false).value("state", ""), "succeeded") << show.out;
 }
 
 }  // namespace

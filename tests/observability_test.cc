@@ -110,6 +110,46 @@ TEST(Observability, AgentMetricsPassPromtoolAndGpuUseReachesNodes) {
   EXPECT_EQ(lint.exit_code, 0) << lint.out << lint.err << "\n" << text;
 }
 
+// Node health (DESIGN §9): a GPU that fails its probe makes its node unhealthy, with the
+// reason, in `corral nodes`, the metrics and the event stream; no job starts there until every
+// GPU passes again.
+TEST(Observability, AGpuThatFailsItsProbeMakesItsNodeUnhealthyUntilItPasses) {
+  LocalCluster c("health", 1, 2);
+  SetGpuUse(c, "1 fault Xid 79: GPU has fallen off the bus\n");
+  ASSERT_TRUE(WaitUntil(15000, [&] {
+    Json nodes = NodesJson(c);
+    return nodes.size() == 1 && nodes[0].value("unhealthy", "") != "";
+  })) << NodesJson(c).dump();
+  Json node = NodesJson(c)[0];
+  EXPECT_EQ(node["unhealthy"], "GPU 1: Xid 79: GPU has fallen off the bus");
+  EXPECT_EQ(node["gpus"][1]["healthy"], false);
+  EXPECT_EQ(node["gpus"][0]["healthy"], true);
+  auto table = c.Corral({"nodes"});
+  EXPECT_NE(table.out.find("unhealthy"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("FAIL"), std::string::npos) << table.out;
+  EXPECT_NE(Metrics(c).find("corral_nodes{state=\"unhealthy\"} 1"), std::string::npos);
+  std::string agent_metrics =
+      RunCommand(
+          {"/usr/bin/curl", "-sf", "http://" + node["address"].get<std::string>() + "/metrics"})
+          .out;
+  EXPECT_NE(agent_metrics.find("corral_gpu_healthy{gpu=\"1\",uuid=\"GPU-node1-1\"} 0"),
+            std::string::npos)
+      << agent_metrics;
+
+  std::string id = c.Submit({"--gpus", "1", "--", "true"});
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  auto show = c.Corral({"show", id, "-o", "json"});
+  EXPECT_EQ(Json::parse(show.out, nullptr, false).value("state", ""), "pending")
+      << "no new runs on an unhealthy node, not even on its healthy GPU: " << show.out;
+
+  SetGpuUse(c, "");  // the GPU passes again
+  ASSERT_EQ(c.Corral({"wait", id, "--timeout", "30s"}).exit_code, 0);
+  EXPECT_EQ(NodesJson(c)[0].value("unhealthy", ""), "");
+  auto events = c.Corral({"events"});
+  EXPECT_NE(events.out.find("unhealthy GPU 1: Xid 79"), std::string::npos) << events.out;
+  EXPECT_NE(events.out.find("healthy"), std::string::npos) << events.out;
+}
+
 TEST(Observability, JobMapFilesNameTheJobWhileItRunsAndVanishAfter) {
   LocalCluster c("jobmap", 1, 2);
   std::string id = c.Submit({"--gpus", "1", "--", "sleep", "300"});

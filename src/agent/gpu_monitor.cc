@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -20,6 +21,9 @@ GpuMonitor::GpuMonitor(GpuProbe* probe, std::string job_map_dir)
   metrics_.Describe("corral_gpu_memory_used_bytes", T::kGauge, "GPU memory in use.");
   metrics_.Describe("corral_gpu_memory_total_bytes", T::kGauge, "GPU memory in all.");
   metrics_.Describe("corral_gpu_runs", T::kGauge, "Runs this agent placed on the GPU.");
+  metrics_.Describe(
+      "corral_gpu_healthy", T::kGauge,
+      "1 if the GPU passed its last probe, 0 if it failed it (NVML error, vanished).");
 }
 
 void GpuMonitor::SetGpus(std::vector<Gpu> gpus) {
@@ -31,19 +35,48 @@ std::vector<GpuSample> GpuMonitor::Sample() {
   std::lock_guard lock(mu_);
   if (gpus_.empty()) return {};
   Result<std::vector<GpuSample>> samples = probe_->Sample();
-  if (!samples.ok()) {
+  if (!samples.ok() && samples.status().code() != ErrorCode::kUnavailable) {
+    // No way to sample (no sampling call in the library): unmeasured, not unhealthy.
     spdlog::warn("GPU sample failed: {}", samples.status().ToString());
     return {};
   }
-  UpdateGauges(*samples);
-  return std::move(*samples);
+  std::vector<GpuSample> out;
+  for (const Gpu& g : gpus_) {
+    // Every GPU found at start is reported: one the probe no longer answers for is faulty.
+    GpuSample s{g.index, 0, 0, ""};
+    if (!samples.ok()) {
+      s.fault = samples.status().message();  // the driver failed as a whole (NVML init, count)
+    } else {
+      auto it = std::find_if(samples->begin(), samples->end(),
+                             [&](const GpuSample& x) { return x.index == g.index; });
+      if (it == samples->end()) {
+        s.fault = "vanished (the GPU probe no longer finds it)";
+      } else {
+        s = *it;
+      }
+    }
+    if (!s.fault.empty() && !faulty_.count(g.index)) {
+      spdlog::error("GPU {} ({}) failed its probe: {}", g.index, g.uuid, s.fault);
+    } else if (s.fault.empty() && faulty_.count(g.index)) {
+      spdlog::info("GPU {} ({}) passes its probe again", g.index, g.uuid);
+    }
+    if (s.fault.empty()) {
+      faulty_.erase(g.index);
+    } else {
+      faulty_.insert(g.index);
+    }
+    out.push_back(std::move(s));
+  }
+  UpdateGauges(out);
+  return out;
 }
 
 void GpuMonitor::UpdateGauges(const std::vector<GpuSample>& samples) {
   // Recomputed from scratch: a GPU that stopped answering drops out rather than keeping its
   // last value.
-  for (const char* name : {"corral_gpu_utilization_ratio", "corral_gpu_memory_used_bytes",
-                           "corral_gpu_memory_total_bytes", "corral_gpu_runs"}) {
+  for (const char* name :
+       {"corral_gpu_utilization_ratio", "corral_gpu_memory_used_bytes",
+        "corral_gpu_memory_total_bytes", "corral_gpu_runs", "corral_gpu_healthy"}) {
     metrics_.Clear(name);
   }
   for (const Gpu& g : gpus_) {
@@ -54,6 +87,8 @@ void GpuMonitor::UpdateGauges(const std::vector<GpuSample>& samples) {
     metrics_.Set("corral_gpu_runs", labels, held == runs_per_gpu_.end() ? 0 : held->second);
     for (const GpuSample& s : samples) {
       if (s.index != g.index) continue;
+      metrics_.Set("corral_gpu_healthy", labels, s.fault.empty() ? 1 : 0);
+      if (!s.fault.empty()) continue;
       metrics_.Set("corral_gpu_utilization_ratio", labels, s.utilization_percent / 100.0);
       metrics_.Set("corral_gpu_memory_used_bytes", labels,
                    static_cast<double>(s.memory_used_bytes));

@@ -31,8 +31,10 @@ class GpuMonitor {
 
   // The GPUs found at start (before this, Sample() reports nothing).
   void SetGpus(std::vector<Gpu> gpus);
-  // Samples every GPU now. A probe error is logged and gives no samples (the head then shows
-  // the GPUs as unmeasured rather than idle).
+  // Samples every GPU found at start, in their order. A GPU that fails its probe (an NVML
+  // error for it, the driver failing as a whole, or a GPU no longer found) is reported with a
+  // fault; a probe that cannot sample at all (no library or sampling call) gives no samples
+  // (the head then shows the GPUs as unmeasured rather than idle).
   std::vector<GpuSample> Sample();
   // Prometheus text of a fresh sample: per-GPU utilisation, memory and runs held.
   std::string RenderMetrics();
@@ -50,7 +52,8 @@ class GpuMonitor {
   std::map<int32_t, std::string> mapped_ GUARDED_BY(mu_);  // index -> file content written
   bool map_cleaned_ GUARDED_BY(mu_) = false;  // stale files of an earlier agent removed
   std::map<int32_t, int32_t> runs_per_gpu_ GUARDED_BY(mu_);
-  MetricsRegistry metrics_;  // thread-safe itself
+  std::set<int32_t> faulty_ GUARDED_BY(mu_);  // GPUs whose last sample was a fault (logged once)
+  MetricsRegistry metrics_;                   // thread-safe itself
 };
 
 }  // namespace corral::agent

@@ -74,6 +74,24 @@ TEST_F(GpuMonitorTest, SamplesNothingBeforeTheGpusAreKnown) {
   EXPECT_EQ(s[0], (GpuSample{0, 0, 0}));
 }
 
+TEST_F(GpuMonitorTest, EveryKnownGpuIsReportedAndOneThatFailsOrVanishesCarriesAFault) {
+  GpuMonitor m(&probe_, "");
+  m.SetGpus(*probe_.Probe());
+  SetUse("0 fault NVML: GPU is lost\n2 gone\n1 70\n");
+  auto s = m.Sample();
+  ASSERT_EQ(s.size(), 3u) << "a vanished GPU is still reported, as faulty";
+  EXPECT_EQ(s[0].fault, "NVML: GPU is lost");
+  EXPECT_EQ(s[1], (GpuSample{1, 70, 0, ""}));
+  EXPECT_EQ(s[2].index, 2);
+  EXPECT_NE(s[2].fault.find("vanished"), std::string::npos) << s[2].fault;
+  std::string metrics = m.RenderMetrics();
+  EXPECT_NE(metrics.find("corral_gpu_healthy{gpu=\"0\",uuid=\"GPU-n1-0\"} 0"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("corral_gpu_healthy{gpu=\"1\",uuid=\"GPU-n1-1\"} 1"), std::string::npos);
+  SetUse("");
+  for (const GpuSample& x : m.Sample()) EXPECT_EQ(x.fault, "") << "GPU " << x.index << " healed";
+}
+
 TEST_F(GpuMonitorTest, JobMapFilesFollowTheRunsOnEachGpu) {
   std::string map_dir = (dir_ / "map").string();
   fs::create_directories(map_dir);

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace corral::agent {
@@ -235,11 +236,13 @@ Result<std::vector<GpuSample>> NvmlGpuProbe::Sample() {
       rc = n.utilization(dev, &util), call = "nvmlDeviceGetUtilizationRates";
     }
     if (rc != kNvmlSuccess) {
-      status = Unavailable(n.Error(call, rc) + " for GPU " + std::to_string(i));
-      break;
+      // This GPU failed its probe (e.g. NVML_ERROR_GPU_IS_LOST after an Xid 79): the others
+      // are still measured, and the head marks the node unhealthy.
+      out.push_back({static_cast<int32_t>(i), 0, 0, n.Error(call, rc)});
+      continue;
     }
     out.push_back({static_cast<int32_t>(i), static_cast<int32_t>(std::min(util.gpu, 100u)),
-                   static_cast<int64_t>(mem.used)});
+                   static_cast<int64_t>(mem.used), ""});
   }
   (void)n.shutdown();
   if (!status.ok()) return status;
@@ -259,15 +262,29 @@ Result<std::vector<GpuSample>> SimulatedGpuProbe::Sample() {
   if (use_file_.empty()) return out;
   std::ifstream in(use_file_);
   std::string line;
+  std::set<int32_t> gone;
   while (std::getline(in, line)) {
     std::istringstream fields(line);
     int32_t index = -1, util = 0;
     int64_t used_mib = 0;
-    if (!(fields >> index >> util) || index < 0 || index >= count_) continue;
+    std::string word;
+    if (!(fields >> index) || index < 0 || index >= count_) continue;
+    if (fields >> word && word == "fault") {
+      std::getline(fields >> std::ws, out[index].fault);
+      if (out[index].fault.empty()) out[index].fault = "simulated fault";
+      continue;
+    }
+    if (word == "gone") {
+      gone.insert(index);
+      continue;
+    }
+    std::istringstream number(word);
+    if (!(number >> util)) continue;
     fields >> used_mib;  // optional
     out[index].utilization_percent = std::clamp(util, 0, 100);
     out[index].memory_used_bytes = std::max<int64_t>(0, used_mib) * 1024 * 1024;
   }
+  std::erase_if(out, [&](const GpuSample& s) { return gone.count(s.index) > 0; });
   return out;
 }
 

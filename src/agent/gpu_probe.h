@@ -19,7 +19,8 @@ class GpuProbe {
   virtual ~GpuProbe() = default;
   // The node's GPUs, ordered by index (NVML order = PCI bus order).
   virtual Result<std::vector<Gpu>> Probe() = 0;
-  // Each GPU's utilisation and memory in use now, by index. Default: not measured.
+  // Each GPU's utilisation and memory in use now, by index, or its fault where it failed the
+  // probe. An Unavailable error: the driver failed as a whole. Default: not measured.
   virtual Result<std::vector<GpuSample>> Sample() { return std::vector<GpuSample>{}; }
   // After Probe: the /dev/nvidia minor of each GPU, by index, where the GPUs are real devices
   // (runs are then allowed only their own); empty for simulated GPUs.
@@ -47,6 +48,8 @@ class NvmlGpuProbe final : public GpuProbe {
 // UUIDs are "GPU-<uuid_prefix>-<index>": give each simulated node its own prefix.
 // Their use is what `use_file` says, read at each Sample(), so that a test can set it: one line
 // per GPU, "INDEX UTILIZATION_PERCENT [MEMORY_USED_MIB]"; GPUs not listed (or no file) are idle.
+// Their health too: "INDEX fault REASON" fails that GPU's probe with REASON, "INDEX gone" makes
+// it vanish (as a GPU that fell off the bus does).
 class SimulatedGpuProbe final : public GpuProbe {
  public:
   SimulatedGpuProbe(int32_t count, std::string model, std::string uuid_prefix = "sim",

@@ -46,6 +46,32 @@ TEST(NvmlGpuProbeTest, SampleInitFailureIsAnError) {
   EXPECT_NE(s.status().message().find("nvmlInit_v2"), std::string::npos);
 }
 
+TEST(NvmlGpuProbeTest, ALostGpuIsAFaultAndTheOthersAreStillMeasured) {
+  setenv("FAKE_NVML_GPUS", "A100:40960,A100:40960,A100:40960", 1);
+  setenv("FAKE_NVML_USE", "10:0,20:0,30:0", 1);
+  setenv("FAKE_NVML_LOST", "1", 1);
+  unsetenv("FAKE_NVML_INIT_ERROR");
+  Result<std::vector<GpuSample>> s = NvmlGpuProbe(FAKE_NVML_PATH).Sample();
+  unsetenv("FAKE_NVML_USE");
+  unsetenv("FAKE_NVML_LOST");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(s->size(), 3u);
+  EXPECT_EQ((*s)[0], (GpuSample{0, 10, 0, ""}));
+  EXPECT_EQ((*s)[2], (GpuSample{2, 30, 0, ""}));
+  EXPECT_EQ((*s)[1].index, 1);
+  EXPECT_NE((*s)[1].fault.find("nvmlDeviceGetMemoryInfo"), std::string::npos) << (*s)[1].fault;
+  EXPECT_NE((*s)[1].fault.find("GPU is lost"), std::string::npos) << (*s)[1].fault;
+}
+
+TEST(SimulatedGpuProbeTest, FaultAndGoneLinesFailTheirGpusProbe) {
+  std::string file = ::testing::TempDir() + "/sim-fault-" + std::to_string(getpid());
+  std::ofstream(file) << "0 fault Xid 79: fell off the bus\n1 gone\n2 40\n";
+  auto s = SimulatedGpuProbe(3, "SimGPU", "n", file).Sample();
+  std::remove(file.c_str());
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(*s, (std::vector<GpuSample>{{0, 0, 0, "Xid 79: fell off the bus"}, {2, 40, 0, ""}}));
+}
+
 TEST(SimulatedGpuProbeTest, UseComesFromItsFileAndIgnoresBadLines) {
   std::string file = ::testing::TempDir() + "/sim-use-" + std::to_string(getpid());
   SimulatedGpuProbe probe(3, "SimGPU", "n", file);

@@ -162,7 +162,9 @@ std::string RenderNodesTable(const Json& nodes) {
       for (const Json& gpu : *g) {
         std::string m = Str(gpu, "model", "");
         if (!m.empty() && seen.insert(m).second) models.push_back(m);
-        if (gpu.contains("utilization_percent")) {
+        if (gpu.contains("healthy") && gpu["healthy"].is_boolean() && !gpu["healthy"]) {
+          util.push_back("FAIL");
+        } else if (gpu.contains("utilization_percent")) {
           util.push_back(std::to_string(Int(gpu, "utilization_percent")) + "%");
         } else {
           util.push_back("-");
@@ -175,7 +177,11 @@ std::string RenderNodesTable(const Json& nodes) {
         labels[it.key()] = it->is_string() ? it->get<std::string>() : it->dump();
       }
     }
-    t.AddRow({Str(n, "name"), Str(n, "state"),
+    // Health is not an admin state: a ready node whose GPUs fail their probe shows unhealthy.
+    std::string state = Str(n, "state");
+    if (!Str(n, "unhealthy", "").empty())
+      state = state == "ready" ? "unhealthy" : state + "+unhealthy";
+    t.AddRow({Str(n, "name"), state,
               std::to_string(Int(n, "gpus_used")) + "/" + std::to_string(total),
               models.empty() ? "-" : Join(models, ","),
               util.empty() || std::all_of(util.begin(), util.end(),

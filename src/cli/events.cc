@@ -31,6 +31,8 @@ std::string Summary(const Json& e) {
            std::to_string(e.value("exit_code", 0));
   }
   if (type == "node_state_set") return s("state") + " " + s("reason");
+  if (type == "node_health_set")
+    return s("reason").empty() ? "healthy" : "unhealthy " + s("reason");
   if (type == "queue_set") return e["queue"].dump();
   return s("reason");
 }

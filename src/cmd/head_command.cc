@@ -89,11 +89,14 @@ int HeadMain(std::vector<std::string> args) {
   app.add_option("--rate-limit", rate_limit,
                  "API requests per second per token (bursts of twice that); 0: no limit")
       ->check(CLI::NonNegativeNumber);
-  std::string store_url;
+  std::string store_url, leader_lease = "15s";
   bool migrate_only = false;
   app.add_option("--store", store_url,
                  "where state is kept: sqlite:PATH (default STATE_DIR/corral.db) or "
                  "postgres://USER@HOST:PORT/DB");
+  app.add_option("--leader-lease", leader_lease,
+                 "several heads on PostgreSQL: a leader that has not renewed its lease this long "
+                 "(hung) is deposed by a standby; it renews every third of it");
   app.add_flag("--migrate-only", migrate_only,
                "bring the store's schema up to this corral's version, then exit");
   app.add_option("--listen", listen, "HOST:PORT to serve the API on");
@@ -140,12 +143,14 @@ int HeadMain(std::vector<std::string> args) {
   auto half_life_ms = ParseDuration("--fair-share-half-life", half_life);
   auto idle_after_ms = ParseDuration("--idle-after", idle_after);
   auto idle_stop_warning_ms = ParseDuration("--idle-stop-warning", idle_stop_warning);
+  auto leader_lease_ms = ParseDuration("--leader-lease", leader_lease);
   if (idle_threshold < 0 || idle_threshold > 100) {
     std::cerr << "corral head: flag '--idle-threshold': got " << idle_threshold
               << ", want a percent from 0 to 100\n";
     return 2;
   }
-  for (const auto* d : {&min_runtime_ms, &half_life_ms, &idle_after_ms, &idle_stop_warning_ms}) {
+  for (const auto* d :
+       {&min_runtime_ms, &half_life_ms, &idle_after_ms, &idle_stop_warning_ms, &leader_lease_ms}) {
     if (!d->ok()) {
       std::cerr << "corral head: " << d->status().message() << "\n";
       return 2;
@@ -180,22 +185,23 @@ int HeadMain(std::vector<std::string> args) {
     return 1;
   }
   std::unique_ptr<api::LeaderGate> gate;
-  net::HttpServer server(
-      [&gate](net::HttpRequest req, net::Responder r) { gate->Handle(std::move(req), std::move(r)); },
-      net::HttpServerOptions{.io_threads = 2, .tls = tls->server});
+  net::HttpServer server([&gate](net::HttpRequest req,
+                                 net::Responder r) { gate->Handle(std::move(req), std::move(r)); },
+                         net::HttpServerOptions{.io_threads = 2, .tls = tls->server});
   auto port = server.Listen(hp->first, hp->second);
   if (!port.ok()) {
     std::cerr << "corral head: " << port.status().ToString() << "\n";
     return 1;
   }
-  std::string self_url =
-      advertise.empty()
-          ? (tls->enabled ? "https://" : "http://") + hp->first + ":" + std::to_string(*port)
-          : advertise;
+  std::string self_url = advertise.empty() ? (tls->enabled ? "https://" : "http://") + hp->first +
+                                                 ":" + std::to_string(*port)
+                                           : advertise;
   gate = std::make_unique<api::LeaderGate>(self_url);
   server.Start();
   std::optional<head::ClusterState> warm;
   if (auto* pg = dynamic_cast<store::PostgresStore*>(store->get())) {
+    pg->SetLease(*leader_lease_ms);
+    config.lease_renew_ms = *leader_lease_ms / 3;
     bool stopped = false;
     warm = StandBy(*pg, *gate, self_url, &stopped);
     if (!warm) {

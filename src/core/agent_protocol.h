@@ -59,6 +59,9 @@ struct GpuSample {
   int32_t index = 0;
   int32_t utilization_percent = 0;  // of the last sample period a kernel ran, 0-100
   int64_t memory_used_bytes = 0;
+  // Non-empty: the GPU failed its probe (an NVML error, or it vanished), and why. The head
+  // marks the node unhealthy while any GPU reports one (DESIGN §9).
+  std::string fault;
   bool operator==(const GpuSample&) const = default;
 };
 

@@ -10,24 +10,43 @@ namespace {
 
 // Internal decoders throw nlohmann exceptions; the public *FromJson functions turn them into
 // a Status so that nothing throws across the module boundary.
+
+// nlohmann casts a float to an integer unchecked: undefined outside the type's range
+// (fuzz_agent_protocol found it). Every integer field, required or optional, scalar or list,
+// is read through this: a float must be whole and in range.
+template <typename T>
+T Checked(const Json& v, const char* key) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (v.is_number_float()) {
+      const double d = v.get<double>();
+      const double end = std::ldexp(1.0, std::numeric_limits<T>::digits);  // exact: 2^bits
+      const double lo = std::is_signed_v<T> ? -end : 0.0;
+      if (!(d >= lo && d < end && d == std::trunc(d))) {
+        throw std::out_of_range(std::string("field '") + key + "': " + v.dump() +
+                                " is not an integer in range");
+      }
+    }
+  } else if constexpr (std::is_same_v<T, std::vector<int32_t>>) {
+    if (!v.is_array()) throw std::invalid_argument(std::string("field '") + key + "': not a list");
+    T out;
+    out.reserve(v.size());
+    for (const Json& x : v) out.push_back(Checked<int32_t>(x, key));
+    return out;
+  }
+  return v.get<T>();
+}
+
+// A required field: missing is an error, like j.at(key).
+template <typename T>
+T Req(const Json& j, const char* key) {
+  return Checked<T>(j.at(key), key);
+}
+
 template <typename T>
 T Get(const Json& j, const char* key, T fallback) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    // nlohmann casts a float to an integer unchecked: undefined outside the type's range
-    // (fuzz_agent_protocol found it). A float field must be whole and in range.
-    if (it->is_number_float()) {
-      const double d = it->template get<double>();
-      const double end = std::ldexp(1.0, std::numeric_limits<T>::digits);  // exact: 2^bits
-      const double lo = std::is_signed_v<T> ? -end : 0.0;
-      if (!(d >= lo && d < end && d == std::trunc(d))) {
-        throw std::out_of_range(std::string("field '") + key + "': " + it->dump() +
-                                " is not an integer in range");
-      }
-    }
-  }
-  return it->get<T>();
+  return Checked<T>(*it, key);
 }
 
 JobSpec DecodeSpec(const Json& j) {
@@ -64,7 +83,7 @@ JobSpec DecodeSpec(const Json& j) {
 ReplicaPlacement DecodePlacement(const Json& j) {
   ReplicaPlacement p;
   p.node = j.at("node").get<std::string>();
-  p.gpus = j.at("gpus").get<std::vector<int32_t>>();
+  p.gpus = Req<std::vector<int32_t>>(j, "gpus");
   p.gpu_milli = Get<std::vector<int32_t>>(j, "gpu_milli", {});
   p.gpu_memory_mb = Get<int64_t>(j, "gpu_memory_mb", 0);
   p.tasks = Get<int32_t>(j, "tasks", 1);
@@ -73,12 +92,12 @@ ReplicaPlacement DecodePlacement(const Json& j) {
 
 Step DecodeStep(const Json& j) {
   Step s;
-  s.id = j.at("id").get<int32_t>();
+  s.id = Req<int32_t>(j, "id");
   s.command = j.at("command").get<std::vector<std::string>>();
   s.env = Get<std::map<std::string, std::string>>(j, "env", {});
   s.workdir = Get<std::string>(j, "workdir", "");
-  s.replicas = j.at("replicas").get<std::vector<int32_t>>();
-  s.tasks = j.at("tasks").get<std::vector<int32_t>>();
+  s.replicas = Req<std::vector<int32_t>>(j, "replicas");
+  s.tasks = Req<std::vector<int32_t>>(j, "tasks");
   s.gpus_per_task = Get<bool>(j, "gpus_per_task", false);
   s.exit_codes = Get<std::vector<int32_t>>(j, "exit_codes", {});
   s.started_at = Get<int64_t>(j, "started_at", 0);
@@ -91,7 +110,7 @@ Step DecodeStep(const Json& j) {
 
 Run DecodeRun(const Json& j) {
   Run r;
-  r.attempt = j.at("attempt").get<int32_t>();
+  r.attempt = Req<int32_t>(j, "attempt");
   for (const Json& p : j.at("placement")) r.placement.push_back(DecodePlacement(p));
   if (!ParseRunState(j.at("state").get<std::string>(), &r.state)) {
     throw std::runtime_error("bad run state");
@@ -121,7 +140,7 @@ Run DecodeRun(const Json& j) {
 
 Gpu DecodeGpu(const Json& j) {
   Gpu g;
-  g.index = j.at("index").get<int32_t>();
+  g.index = Req<int32_t>(j, "index");
   g.uuid = Get<std::string>(j, "uuid", "");
   g.model = Get<std::string>(j, "model", "");
   g.memory_mb = Get<int64_t>(j, "memory_mb", 0);
@@ -272,18 +291,20 @@ Json ToJson(const Gpu& g) {
 }
 
 Json ToJson(const Node& n) {
-  return Json{{"name", n.name},
-              {"address", n.address},
-              {"labels", n.labels},
-              {"state", NodeStateName(n.state)},
-              {"cpu_milli", n.cpu_milli},
-              {"memory_mb", n.memory_mb},
-              {"gpus", EncodeGpus(n.gpus)},
-              {"agent_epoch", n.agent_epoch},
-              {"last_heartbeat", n.last_heartbeat},
-              {"registered_at", n.registered_at},
-              {"port_lo", n.port_lo},
-              {"port_hi", n.port_hi}};
+  Json j{{"name", n.name},
+         {"address", n.address},
+         {"labels", n.labels},
+         {"state", NodeStateName(n.state)},
+         {"cpu_milli", n.cpu_milli},
+         {"memory_mb", n.memory_mb},
+         {"gpus", EncodeGpus(n.gpus)},
+         {"agent_epoch", n.agent_epoch},
+         {"last_heartbeat", n.last_heartbeat},
+         {"registered_at", n.registered_at},
+         {"port_lo", n.port_lo},
+         {"port_hi", n.port_hi}};
+  if (!n.unhealthy.empty()) j["unhealthy"] = n.unhealthy;
+  return j;
 }
 
 Json ToJson(const QueueConfig& q) {
@@ -336,6 +357,7 @@ Json ToJson(const SyncRequest& r) {
     j["gpu_samples"].push_back(Json{{"index", g.index},
                                     {"utilization_percent", g.utilization_percent},
                                     {"memory_used_bytes", g.memory_used_bytes}});
+    if (!g.fault.empty()) j["gpu_samples"].back()["fault"] = g.fault;
   }
   return j;
 }
@@ -378,7 +400,7 @@ Result<ReplicaPlacement> PlacementFromJson(const Json& j) {
 Result<Job> JobFromJson(const Json& j) {
   return Decode<Job>(j, "job", [](const Json& j) {
     Job job;
-    job.id = j.at("id").get<JobId>();
+    job.id = Req<JobId>(j, "id");
     job.owner = Get<std::string>(j, "owner", "");
     job.spec = DecodeSpec(j.at("spec"));
     if (!ParseJobState(j.at("state").get<std::string>(), &job.state)) {
@@ -389,7 +411,7 @@ Result<Job> JobFromJson(const Json& j) {
     for (const Json& r : j.at("runs")) job.runs.push_back(DecodeRun(r));
     if (j.contains("events")) {
       for (const Json& e : j.at("events")) {
-        job.events.push_back({e.at("at").get<int64_t>(), e.at("what").get<std::string>(),
+        job.events.push_back({Req<int64_t>(e, "at"), e.at("what").get<std::string>(),
                               Get<std::string>(e, "reason", "")});
       }
     }
@@ -424,6 +446,7 @@ Result<Node> NodeFromJson(const Json& j) {
     n.registered_at = Get<int64_t>(j, "registered_at", 0);
     n.port_lo = Get<int32_t>(j, "port_lo", 0);
     n.port_hi = Get<int32_t>(j, "port_hi", 0);
+    n.unhealthy = Get<std::string>(j, "unhealthy", "");
     return n;
   });
 }
@@ -460,8 +483,8 @@ Result<RegisterResponse> RegisterResponseFromJson(const Json& j) {
   return Decode<RegisterResponse>(j, "register response", [](const Json& j) {
     RegisterResponse r;
     r.node_token = j.at("node_token").get<std::string>();
-    r.head_epoch = j.at("head_epoch").get<uint64_t>();
-    r.agent_epoch = j.at("agent_epoch").get<uint64_t>();
+    r.head_epoch = Req<uint64_t>(j, "head_epoch");
+    r.agent_epoch = Req<uint64_t>(j, "agent_epoch");
     r.log_cert_pem = Get<std::string>(j, "log_cert_pem", "");
     return r;
   });
@@ -471,7 +494,7 @@ Result<SyncRequest> SyncRequestFromJson(const Json& j) {
   return Decode<SyncRequest>(j, "sync request", [](const Json& j) {
     SyncRequest r;
     r.node = j.at("node").get<std::string>();
-    r.agent_epoch = j.at("agent_epoch").get<uint64_t>();
+    r.agent_epoch = Req<uint64_t>(j, "agent_epoch");
     r.desired_version = Get<uint64_t>(j, "desired_version", 0);
     r.wait_ms = Get<int64_t>(j, "wait_ms", 0);
     r.busy_ports = Get<std::vector<int32_t>>(j, "busy_ports", {});
@@ -493,9 +516,9 @@ Result<SyncRequest> SyncRequestFromJson(const Json& j) {
       r.runs.push_back(rr);
     }
     for (const Json& x : j.value("gpu_samples", Json::array())) {
-      r.gpu_samples.push_back({x.at("index").get<int32_t>(),
-                               Get<int32_t>(x, "utilization_percent", 0),
-                               Get<int64_t>(x, "memory_used_bytes", 0)});
+      r.gpu_samples.push_back({Req<int32_t>(x, "index"), Get<int32_t>(x, "utilization_percent", 0),
+                               Get<int64_t>(x, "memory_used_bytes", 0),
+                               Get<std::string>(x, "fault", "")});
     }
     return r;
   });
@@ -504,14 +527,14 @@ Result<SyncRequest> SyncRequestFromJson(const Json& j) {
 Result<SyncResponse> SyncResponseFromJson(const Json& j) {
   return Decode<SyncResponse>(j, "sync response", [](const Json& j) {
     SyncResponse r;
-    r.head_epoch = j.at("head_epoch").get<uint64_t>();
-    r.desired_version = j.at("desired_version").get<uint64_t>();
+    r.head_epoch = Req<uint64_t>(j, "head_epoch");
+    r.desired_version = Req<uint64_t>(j, "desired_version");
     r.reregister = Get<bool>(j, "reregister", false);
     for (const Json& x : j.value("runs", Json::array())) {
       RunOrder o;
       o.run_id = x.at("run_id").get<std::string>();
-      o.job_id = x.at("job_id").get<JobId>();
-      o.attempt = x.at("attempt").get<int32_t>();
+      o.job_id = Req<JobId>(x, "job_id");
+      o.attempt = Req<int32_t>(x, "attempt");
       o.replica = Get<int32_t>(x, "replica", 0);
       o.command = x.at("command").get<std::vector<std::string>>();
       o.env = Get<std::map<std::string, std::string>>(x, "env", {});

@@ -44,6 +44,30 @@ TEST(Codec, FloatsOutsideAnIntegerFieldAreErrorsNotUndefinedCasts) {
   EXPECT_EQ(whole->wait_ms, 25);
 }
 
+TEST(Codec, RequiredFieldsAndIntegerListsAreCheckedLikeOptionalOnes) {
+  // fuzz_agent_protocol (seed 1) found agent_epoch: 1.3e36 cast unchecked.
+  auto epoch = SyncRequestFromJson(Json::parse(R"({"node":"a","agent_epoch":1.3e36})"));
+  ASSERT_FALSE(epoch.ok());
+  EXPECT_NE(epoch.status().message().find("agent_epoch"), std::string::npos)
+      << epoch.status().message();
+  EXPECT_FALSE(SyncRequestFromJson(Json::parse(R"({"node":"a","agent_epoch":-1.0})")).ok());
+  auto ports =
+      SyncRequestFromJson(Json::parse(R"({"node":"a","agent_epoch":1,"busy_ports":[7,1e300]})"));
+  ASSERT_FALSE(ports.ok());
+  EXPECT_NE(ports.status().message().find("busy_ports"), std::string::npos)
+      << ports.status().message();
+  auto order = SyncResponseFromJson(Json::parse(
+      R"({"head_epoch":1,"desired_version":2,"runs":[{"run_id":"1.0","job_id":1,"attempt":0,)"
+      R"("command":["true"],"gpus":[0,2.5]}]})"));
+  ASSERT_FALSE(order.ok());
+  EXPECT_NE(order.status().message().find("gpus"), std::string::npos) << order.status().message();
+  auto whole =
+      SyncRequestFromJson(Json::parse(R"({"node":"a","agent_epoch":4.0,"busy_ports":[7.0,8]})"));
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  EXPECT_EQ(whole->agent_epoch, 4u);
+  EXPECT_EQ(whole->busy_ports, (std::vector<int32_t>{7, 8}));
+}
+
 TEST(RunId, ParsesOnlyWellFormed) {
   RunId id;
   ASSERT_TRUE(ParseRunId("17.3", &id));

@@ -29,6 +29,9 @@ struct Node {
   std::string address;
   std::map<std::string, std::string> labels;  // rack, zone, gpu_model, ...
   NodeState state = NodeState::kReady;
+  // Non-empty: some GPU failed its probe (why, per GPU); the node gets no new runs until its
+  // agent reports every GPU healthy again. Independent of `state` (an admin's drain).
+  std::string unhealthy;
   int32_t cpu_milli = 0;
   int64_t memory_mb = 0;
   std::vector<Gpu> gpus;

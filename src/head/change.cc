@@ -144,6 +144,11 @@ struct Encoder {
   void operator()(const NodeStateSet& c) {
     j.update({{"node", c.node}, {"state", NodeStateName(c.state)}, {"reason", c.reason}});
   }
+  void operator()(const NodeHealthSet& c) {
+    Json faults = Json::array();
+    for (const auto& [gpu, why] : c.faults) faults.push_back(Json{{"gpu", gpu}, {"fault", why}});
+    j.update({{"node", c.node}, {"faults", faults}, {"reason", UnhealthyReason(c.faults)}});
+  }
   void operator()(const QueueSet& c) { j["queue"] = ToJson(c.queue); }
   void operator()(const TokenIssued& c) { j["credential"] = ToJson(c.credential); }
   void operator()(const TokenRevoked& c) { j["id"] = c.id; }
@@ -208,6 +213,13 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
                         EnumFrom<NodeState>(j, "state", ParseNodeState),
                         j.at("reason").get<std::string>()};
   }
+  if (type == "node_health_set") {
+    NodeHealthSet h{j.at("node").get<std::string>(), {}};
+    for (const Json& f : j.at("faults")) {
+      h.faults[f.at("gpu").get<int32_t>()] = f.at("fault").get<std::string>();
+    }
+    return h;
+  }
   if (type == "queue_set") return QueueSet{Must(QueueFromJson(j.at("queue")))};
   if (type == "token_issued") return TokenIssued{DecodeCredential(j.at("credential"))};
   if (type == "token_revoked") return TokenRevoked{j.at("id").get<std::string>()};
@@ -219,6 +231,7 @@ struct KeyOf {
   void operator()(const HeadStarted&) { j.update({{"kind", "head"}, {"key", ""}}); }
   void operator()(const NodeRegistered& e) { j.update({{"kind", "node"}, {"key", e.node.name}}); }
   void operator()(const NodeStateSet& e) { j.update({{"kind", "node"}, {"key", e.node}}); }
+  void operator()(const NodeHealthSet& e) { j.update({{"kind", "node"}, {"key", e.node}}); }
   void operator()(const QueueSet& e) { j.update({{"kind", "queue"}, {"key", e.queue.name}}); }
   void operator()(const TokenIssued& e) { j.update({{"kind", "token"}, {"key", e.credential.id}}); }
   void operator()(const TokenRevoked& e) { j.update({{"kind", "token"}, {"key", e.id}}); }
@@ -234,12 +247,20 @@ bool Credential::operator==(const Credential& o) const {
          expires_at == o.expires_at;
 }
 
+std::string UnhealthyReason(const std::map<int32_t, std::string>& faults) {
+  std::string out;
+  for (const auto& [gpu, why] : faults) {
+    out += (out.empty() ? "GPU " : "; GPU ") + std::to_string(gpu) + ": " + why;
+  }
+  return out;
+}
+
 const char* ChangeName(const ChangeKind& what) {
   static const char* const kNames[] = {
       "head_started",   "job_submitted", "run_placed",   "run_started",         "replica_exited",
       "stop_requested", "run_ended",     "job_ended",    "checkpoint_reported", "node_registered",
       "node_state_set", "queue_set",     "token_issued", "token_revoked",       "idle_warned",
-      "step_started",   "step_exited",   "job_hold_set", "run_signalled"};
+      "step_started",   "step_exited",   "job_hold_set", "run_signalled",       "node_health_set"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];
 }

@@ -86,6 +86,10 @@ struct NodeStateSet {
   NodeState state = NodeState::kReady;
   std::string reason;
 };
+struct NodeHealthSet {  // what the agent's GPU probe found changed: a fault, or all healthy
+  std::string node;
+  std::map<int32_t, std::string> faults;  // GPU index -> why it failed its probe; empty: healthy
+};
 struct QueueSet {
   QueueConfig queue;
 };
@@ -127,10 +131,11 @@ struct JobHoldSet {  // a user hold put on a pending job, or taken off
   bool held = false;
 };
 
-using ChangeKind = std::variant<HeadStarted, JobSubmitted, RunPlaced, RunStarted, ReplicaExited,
-                                StopRequested, RunEnded, JobEnded, CheckpointReported,
-                                NodeRegistered, NodeStateSet, QueueSet, TokenIssued, TokenRevoked,
-                                IdleWarned, StepStarted, StepExited, JobHoldSet, RunSignalled>;
+using ChangeKind =
+    std::variant<HeadStarted, JobSubmitted, RunPlaced, RunStarted, ReplicaExited, StopRequested,
+                 RunEnded, JobEnded, CheckpointReported, NodeRegistered, NodeStateSet, QueueSet,
+                 TokenIssued, TokenRevoked, IdleWarned, StepStarted, StepExited, JobHoldSet,
+                 RunSignalled, NodeHealthSet>;
 
 struct Change {
   uint64_t revision = 0;
@@ -140,6 +145,8 @@ struct Change {
 };
 
 const char* ChangeName(const ChangeKind& what);
+// A node's unhealthy reason from its GPUs' faults: "GPU 3: ...; GPU 5: ..."; empty: healthy.
+std::string UnhealthyReason(const std::map<int32_t, std::string>& faults);
 Json ToJson(const Change& c);
 Result<Change> ChangeFromJson(const Json& j);
 Json ToJson(const Credential& c);

@@ -176,6 +176,12 @@ struct Applier {
     CORRAL_CHECK(it != s.nodes.end(), "change names unknown node " + c.node);
     it->second.state = c.state;
   }
+  void operator()(const NodeHealthSet& c) {
+    auto it = s.nodes.find(c.node);
+    CORRAL_CHECK(it != s.nodes.end(), "change names unknown node " + c.node);
+    for (Gpu& g : it->second.gpus) g.healthy = !c.faults.count(g.index);
+    it->second.unhealthy = UnhealthyReason(c.faults);
+  }
   void operator()(const QueueSet& c) { s.queues[c.queue.name] = c.queue; }
   void operator()(const TokenIssued& c) { s.credentials[c.credential.hash] = c.credential; }
   void operator()(const TokenRevoked& c) {

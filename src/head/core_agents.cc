@@ -11,7 +11,7 @@ sched::NodeInfo HeadCore::ToNodeInfo(const Node& node) const {
   sched::NodeInfo info;
   info.name = node.name;
   info.labels = node.labels;
-  info.schedulable = node.state == NodeState::kReady;
+  info.schedulable = node.state == NodeState::kReady && node.unhealthy.empty();
   info.cpu_milli = node.cpu_milli;
   info.memory_mb = node.memory_mb;
   info.gpus = node.gpus;
@@ -52,6 +52,7 @@ Result<RegisterResponse> HeadCore::Register(const Caller& by, RegisterRequest re
   }
   n.agent_epoch += 1;
   n.registered_at = now;
+  n.unhealthy.clear();  // its GPUs were just probed afresh; the next sync reports any fault
   n.last_heartbeat = 0;
   Credential cred;
   cred.hash = Sha256Hex(secret);
@@ -74,6 +75,7 @@ Result<bool> HeadCore::Report(const Caller& by, const SyncRequest& req, TimeMs n
   if (!req.gpu_samples.empty()) {
     gpu_samples_[req.node] = req.gpu_samples;
     ObserveUse(req.node, now);
+    ObserveHealth(it->second, req.gpu_samples, now);
   }
   NodeState st = it->second.state;
   if (st == NodeState::kUnreachable || st == NodeState::kDown) {
@@ -97,6 +99,23 @@ Result<bool> HeadCore::Report(const Caller& by, const SyncRequest& req, TimeMs n
     OnReplicaReport(job->second, req.node, r, now);
   }
   return true;
+}
+
+// A node whose GPUs fail their probe gets no new runs until they all pass again (DESIGN §9).
+// Only a change of the faults is a change: a node that keeps failing is not re-recorded on
+// every sync.
+void HeadCore::ObserveHealth(const Node& node, const std::vector<GpuSample>& samples, TimeMs now) {
+  std::map<int32_t, std::string> faults;
+  for (const GpuSample& s : samples) {
+    if (!s.fault.empty()) faults[s.index] = s.fault;
+  }
+  std::map<int32_t, std::string> had;
+  for (const Gpu& g : node.gpus) {
+    if (!g.healthy) had[g.index] = "";
+  }
+  bool same = faults.size() == had.size() && UnhealthyReason(faults) == node.unhealthy;
+  for (const auto& [gpu, why] : faults) same = same && had.count(gpu);
+  if (!same) Emit(Caller::Node(node.name), now, NodeHealthSet{node.name, std::move(faults)});
 }
 
 uint64_t HeadCore::NodeVersion(const std::string& node) const {

@@ -372,6 +372,23 @@ void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const Ru
               now);
     return;
   }
+  if (!r.running && r.exit_code != 0 && run.exit_codes[r.replica] == kNotExited &&
+      !run.stop_requested) {
+    // A replica that failed on a GPU that failed its probe died with its GPU, not of its own
+    // fault: a loss, requeued without spending a restart, as with a lost node.
+    auto n = state_.nodes.find(node);
+    for (int32_t gpu : run.placement[r.replica].gpus) {
+      if (n == state_.nodes.end()) break;
+      for (const Gpu& g : n->second.gpus) {
+        if (g.index != gpu || g.healthy) continue;
+        FinishRun(job, RunState::kLost,
+                  "replica " + std::to_string(r.replica) + " died with GPU " + std::to_string(gpu) +
+                      " of node " + node + " (" + n->second.unhealthy + ")",
+                  now);
+        return;
+      }
+    }
+  }
   if (!r.running && !r.error.empty() && run.exit_codes[r.replica] == kNotExited &&
       !run.stop_requested) {
     RequestStop(job,

@@ -146,6 +146,10 @@ void HeadCore::Index(const Change& c) {
       core.scheduler_->UpsertNode(core.ToNodeInfo(core.state_.nodes.at(e.node)));
       core.WantSchedule();
     }
+    void operator()(const NodeHealthSet& e) {
+      core.scheduler_->UpsertNode(core.ToNodeInfo(core.state_.nodes.at(e.node)));
+      core.WantSchedule();
+    }
     void operator()(const QueueSet& e) {
       core.scheduler_->SetQueue(e.queue);
       core.WantSchedule();
@@ -182,6 +186,7 @@ void HeadCore::MarkDirty(const Change& c) {
       d.meta = true;  // credentials
     }
     void operator()(const NodeStateSet& e) { d.nodes.insert(e.node); }
+    void operator()(const NodeHealthSet& e) { d.nodes.insert(e.node); }
     void operator()(const QueueSet& e) { d.queues.insert(e.queue.name); }
     void operator()(const TokenIssued&) { d.meta = true; }
     void operator()(const TokenRevoked&) { d.meta = true; }

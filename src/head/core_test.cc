@@ -538,6 +538,67 @@ TEST_P(Scenario, AVanishedReplicaIsALossNotAFailure) {
   ASSERT_EQ(Get(job.id).runs.size(), 2u) << "it runs again";
 }
 
+// A GPU that fails its probe (DESIGN §9): the node is unhealthy with the reason and gets no new
+// runs; a run that died with that GPU is a loss, requeued without spending a restart; the node
+// takes runs again once every GPU passes.
+TEST_P(Scenario, AGpuThatFailsItsProbeMakesTheNodeUnhealthyAndItsDeadRunIsRequeued) {
+  Register("n1", 2);
+  Job job = Submit(Spec(1));  // max_restarts 0: dying with its GPU is not its failure
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(job.id))}));
+  const int32_t held = Desired("n1").at(0).gpus.at(0);
+  auto sync = [&](std::vector<RunReport> runs, const std::string& fault) {
+    SyncRequest req;
+    req.node = "n1";
+    req.agent_epoch = epochs_["n1"];
+    req.runs = std::move(runs);
+    for (int32_t i = 0; i < 2; ++i) req.gpu_samples.push_back({i, 0, 0, i == held ? fault : ""});
+    ASSERT_TRUE(*core().Report(Caller::Node("n1"), req, now()));
+    Step();
+  };
+  sync({Exited(Get(job.id), 0, -6)}, "NVML nvmlDeviceGetMemoryInfo failed: GPU is lost");
+  Node n1 = *core().GetNode("n1");
+  EXPECT_EQ(n1.unhealthy,
+            "GPU " + std::to_string(held) + ": NVML nvmlDeviceGetMemoryInfo failed: GPU is lost");
+  EXPECT_FALSE(n1.gpus.at(held).healthy);
+  EXPECT_TRUE(n1.gpus.at(1 - held).healthy);
+  EXPECT_EQ(n1.state, NodeState::kReady) << "health is not an admin's drain";
+  Job lost = Get(job.id);
+  EXPECT_EQ(lost.state, JobState::kPending);
+  EXPECT_EQ(lost.runs.at(0).state, RunState::kLost);
+  EXPECT_NE(lost.runs[0].reason.find("died with GPU"), std::string::npos) << lost.runs[0].reason;
+  Job other = Submit(Spec(1));
+  Schedule();
+  EXPECT_EQ(Get(job.id).state, JobState::kPending) << "no new runs on an unhealthy node";
+  EXPECT_EQ(Get(other.id).state, JobState::kPending) << "not even on its healthy GPU";
+  sync({}, "NVML nvmlDeviceGetMemoryInfo failed: GPU is lost");  // still failing: no change
+  EXPECT_FALSE(core().GetNode("n1")->unhealthy.empty());
+  sync({}, "");
+  EXPECT_EQ(core().GetNode("n1")->unhealthy, "");
+  EXPECT_TRUE(core().GetNode("n1")->gpus.at(held).healthy);
+  Schedule();
+  EXPECT_EQ(Get(job.id).state, JobState::kScheduled) << "requeued, runs again";
+  EXPECT_EQ(Get(other.id).state, JobState::kScheduled);
+}
+
+// A job that fails by itself on a healthy GPU of an unhealthy node still fails.
+TEST_P(Scenario, AFailureOnAHealthyGpuOfAnUnhealthyNodeIsTheJobsOwn) {
+  Register("n1", 2);
+  Job job = Submit(Spec(1));
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(job.id))}));
+  const int32_t held = Desired("n1").at(0).gpus.at(0);
+  SyncRequest req;
+  req.node = "n1";
+  req.agent_epoch = epochs_["n1"];
+  req.runs = {Exited(Get(job.id), 0, 3)};
+  for (int32_t i = 0; i < 2; ++i) req.gpu_samples.push_back({i, 0, 0, i == held ? "" : "gone"});
+  ASSERT_TRUE(*core().Report(Caller::Node("n1"), req, now()));
+  Step();
+  EXPECT_FALSE(core().GetNode("n1")->unhealthy.empty());
+  EXPECT_EQ(Get(job.id).state, JobState::kFailed);
+}
+
 TEST_P(Scenario, TimeLimitStopsTheRunAndFailsTheJob) {
   Register("n1", 1);
   JobSpec spec = Spec(1);

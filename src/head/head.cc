@@ -184,6 +184,13 @@ void Head::Post(std::function<void()> fn) { asio::post(io_, std::move(fn)); }
 void Head::Tick() {
   core_.Tick(clock_->Now());
   Drain();
+  if (config_.lease_renew_ms > 0 && !inflight_ && next_edits_.empty() && !failed_ &&
+      std::chrono::steady_clock::now() - commit_started_ >=
+          std::chrono::milliseconds(config_.lease_renew_ms)) {
+    inflight_ = true;  // an empty commit: the store renews the lease, nothing else
+    commit_started_ = std::chrono::steady_clock::now();
+    pipeline_->Submit({});
+  }
   tick_timer_->expires_after(std::chrono::milliseconds(config_.tick_ms));
   tick_timer_->async_wait([this](const boost::system::error_code& ec) {
     if (!ec) Tick();
@@ -297,9 +304,11 @@ void Head::OnDurable(Status st) {
     for (Waiting& w : waiting) w.fail(st);
     return;
   }
-  metrics_.Observe(
-      "corral_store_commit_duration_seconds", {},
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - commit_started_).count());
+  if (!inflight_changes_.empty() || !inflight_callbacks_.empty()) {  // not a lease renewal
+    metrics_.Observe(
+        "corral_store_commit_duration_seconds", {},
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - commit_started_).count());
+  }
   auto callbacks = std::move(inflight_callbacks_);
   inflight_callbacks_.clear();
   for (Change& c : inflight_changes_) {
@@ -758,7 +767,10 @@ void Head::RenderMetrics(Callback<std::string> done) {
     std::map<std::string, int64_t> nodes;
     int64_t usable = 0, unusable = 0;
     for (const auto& [name, node] : s.nodes) {
-      ++nodes[NodeStateName(node.state)];
+      // An unhealthy ready node is counted as unhealthy: it takes no new runs.
+      ++nodes[node.state == NodeState::kReady && !node.unhealthy.empty()
+                  ? "unhealthy"
+                  : NodeStateName(node.state)];
       bool ok = node.state == NodeState::kReady || node.state == NodeState::kDraining;
       for (const Gpu& g : node.gpus) (ok && g.healthy ? usable : unusable) += 1;
     }
@@ -766,6 +778,7 @@ void Head::RenderMetrics(Callback<std::string> done) {
                          NodeState::kUnreachable, NodeState::kDown}) {
       m.Set("corral_nodes", {{"state", NodeStateName(st)}}, nodes[NodeStateName(st)]);
     }
+    m.Set("corral_nodes", {{"state", "unhealthy"}}, nodes["unhealthy"]);
     m.Set("corral_gpus", {{"state", "allocated"}}, gpus_allocated);
     m.Set("corral_gpus", {{"state", "idle"}}, std::max<int64_t>(0, usable - gpus_allocated));
     m.Set("corral_gpus", {{"state", "unavailable"}}, unusable);

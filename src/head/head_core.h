@@ -218,6 +218,7 @@ class HeadCore {
   // Idle GPUs (core_idle.cc): what a node's samples say of each run there, then which runs
   // have been idle long enough to flag.
   void ObserveUse(const std::string& node, TimeMs now);
+  void ObserveHealth(const Node& node, const std::vector<GpuSample>& samples, TimeMs now);
   void FlagIdle(TimeMs now);
   // Warns, then stops, the idle runs of queues that stop idle runs.
   void StopIdle(TimeMs now);

@@ -451,7 +451,9 @@ std::string RenderSinfo(const Json& nodes, const std::vector<std::string>& parti
         n.contains("gpus") && n["gpus"].is_array() ? static_cast<int64_t>(n["gpus"].size()) : 0;
     int64_t used = n.value("gpus_used", int64_t{0});
     std::string st = n.value("state", "");
-    if (st == "ready") {
+    if (st == "ready" && !n.value("unhealthy", "").empty()) {
+      v.state = used == 0 ? "drain" : "drng";  // Slurm drains a node failing its health check
+    } else if (st == "ready") {
       v.state = used == 0 ? "idle" : (used >= v.gpus ? "alloc" : "mix");
     } else if (st == "draining") {
       v.state = "drng";

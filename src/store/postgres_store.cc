@@ -24,6 +24,8 @@ constexpr const char* kMigrations[kSchemaVersion] = {
                                              term BIGINT NOT NULL);
       INSERT INTO leadership (id, term) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
     )",
+    "ALTER TABLE leadership ADD COLUMN IF NOT EXISTS renewed_at TIMESTAMPTZ NOT NULL DEFAULT "
+    "now();",
 };
 
 // Serialises migrations of one database across heads that start at once (a transaction-level
@@ -31,6 +33,13 @@ constexpr const char* kMigrations[kSchemaVersion] = {
 constexpr char kMigrationLock[] = "SELECT pg_advisory_xact_lock(7414050172)";
 // The leader's lock: session-level, so it is held exactly as long as the leader's connection.
 constexpr char kLeaderLock[] = "SELECT pg_try_advisory_lock(7414050173)";
+// The session holding that lock whose lease has expired: pg_locks shows a bigint advisory key
+// as classid = its high half (1) and objid = its low half (7414050173 - 2^32), objsubid 1.
+constexpr char kExpiredLeader[] = R"(
+  SELECT l.pid, extract(epoch FROM now() - s.renewed_at)::bigint
+    FROM pg_locks l, leadership s
+   WHERE l.locktype = 'advisory' AND l.classid = 1 AND l.objid = 3119082877 AND l.objsubid = 1
+     AND l.granted AND s.id = 1 AND s.renewed_at < now() - make_interval(secs => $1::float8))";
 
 Result<Json> Parse(const std::string& doc) {
   Json j = Json::parse(doc, nullptr, /*allow_exceptions=*/false);
@@ -141,10 +150,11 @@ class PgStore final : public PostgresStore {
         "pg_basebackup with WAL archiving for point-in-time recovery): see docs/reliability.md");
   }
 
+  // A leader's Commit also renews its lease, an empty one only that.
   Status Commit(const std::vector<StateEdit>& edits) override {
-    if (edits.empty()) return Status::Ok();
+    if (edits.empty() && term_ == 0) return Status::Ok();
     return InTransaction("BEGIN", [&]() -> Status {
-      if (term_ != 0) CORRAL_RETURN_IF_ERROR(CheckTerm());
+      if (term_ != 0) CORRAL_RETURN_IF_ERROR(CheckTermAndRenew());
       for (const StateEdit& edit : edits) CORRAL_RETURN_IF_ERROR(Apply(edit));
       return Status::Ok();
     });
@@ -154,11 +164,15 @@ class PgStore final : public PostgresStore {
     CORRAL_RETURN_IF_ERROR(EnsureConnected());
     auto locked = pg::Exec(conn_.get(), kLeaderLock);
     if (!locked.ok()) return locked.status();
-    if (pg::Value(locked->get(), 0, 0) != "t") return std::optional<uint64_t>();
+    if (pg::Value(locked->get(), 0, 0) != "t") {
+      if (lease_ms_ > 0) CORRAL_RETURN_IF_ERROR(EndExpiredLeadership());
+      return std::optional<uint64_t>();
+    }
     uint64_t term = 0;
     Status st = InTransaction("BEGIN", [&]() -> Status {
       auto r = pg::Exec(conn_.get(),
-                        "UPDATE leadership SET term = term + 1 WHERE id = 1 RETURNING term");
+                        "UPDATE leadership SET term = term + 1, renewed_at = now() WHERE id = 1 "
+                        "RETURNING term");
       if (!r.ok()) return r.status();
       if (PQntuples(r->get()) != 1) return Internal("postgres store: no leadership row");
       term = std::stoull(pg::Value(r->get(), 0, 0));
@@ -176,10 +190,35 @@ class PgStore final : public PostgresStore {
   }
 
   uint64_t term() const override { return term_; }
+  void SetLease(DurationMs lease) override { lease_ms_ = lease; }
 
  private:
-  Status CheckTerm() {
-    auto r = pg::Exec(conn_.get(), "SELECT term FROM leadership WHERE id = 1 FOR SHARE");
+  // A leader that holds the lock but has not renewed its lease (hung: stopped, stuck on a
+  // disk, its state machine wedged) would keep it for as long as its session lives. Its
+  // session is ended instead, which releases the lock for the next TryLead; the term it led
+  // is then superseded, so even if it wakes it commits nothing.
+  Status EndExpiredLeadership() {
+    auto r = pg::Exec(conn_.get(), kExpiredLeader, {std::to_string(lease_ms_ / 1000.0)});
+    if (!r.ok()) return r.status();
+    if (PQntuples(r->get()) == 0) return Status::Ok();
+    std::string pid = pg::Value(r->get(), 0, 0);
+    std::string silent = pg::Value(r->get(), 0, 1);
+    auto end = pg::Exec(conn_.get(), "SELECT pg_terminate_backend($1::int)", {pid});
+    if (!end.ok()) return end.status();
+    return Unavailable("the leader (PostgreSQL backend " + pid +
+                       ") has not renewed its lease for " + silent +
+                       " s; its session was ended so that a standby can lead");
+  }
+
+  // Inside a leader's transaction: the term must still be this one (the row lock also makes a
+  // new leader's increment wait for this transaction), and the lease is renewed.
+  Status CheckTermAndRenew() {
+    auto renewed =
+        pg::Exec(conn_.get(), "UPDATE leadership SET renewed_at = now() WHERE id = 1 AND term = $1",
+                 {std::to_string(term_)});
+    if (!renewed.ok()) return renewed.status();
+    if (std::string(PQcmdTuples(renewed->get())) == "1") return Status::Ok();
+    auto r = pg::Exec(conn_.get(), "SELECT term FROM leadership WHERE id = 1");
     if (!r.ok()) return r.status();
     uint64_t stored = PQntuples(r->get()) == 1 ? std::stoull(pg::Value(r->get(), 0, 0)) : 0;
     if (stored == term_) return Status::Ok();
@@ -279,7 +318,8 @@ class PgStore final : public PostgresStore {
   }
 
   pg::Conn conn_;
-  uint64_t term_ = 0;  // 0 until TryLead succeeds; then every Commit checks it
+  uint64_t term_ = 0;        // 0 until TryLead succeeds; then every Commit checks it
+  DurationMs lease_ms_ = 0;  // 0: a silent leader is never deposed
 };
 
 }  // namespace

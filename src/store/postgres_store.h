@@ -23,6 +23,11 @@ class PostgresStore : public Store {
   virtual Result<std::optional<uint64_t>> TryLead() = 0;
   // The term this store took with TryLead (0: it never led).
   virtual uint64_t term() const = 0;
+  // A leader renews its lease with every Commit (an empty one renews only); one that has not
+  // for `lease` is deposed by the next standby's TryLead, which ends its PostgreSQL session
+  // (TryLead then returns kUnavailable saying so; the lock is free at a later call).
+  // 0 (the default): a leader leads until its session ends.
+  virtual void SetLease(DurationMs lease) = 0;
 };
 
 // Connects with a libpq connection string or URI (postgresql://USER@HOST:PORT/DB) and

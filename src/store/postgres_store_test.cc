@@ -214,5 +214,45 @@ TEST_F(PostgresStoreTest, ADeposedLeadersLateCommitIsRefused) {
   EXPECT_EQ(*backend_.Sql("SELECT term FROM leadership"), "2");
 }
 
+// A leader that stops renewing (hung) keeps its session and the lock; a standby with a lease
+// ends that session once the lease has lapsed, takes the lock and the next term, and the old
+// leader's commits are refused. One that keeps committing (or commits nothing: an empty
+// commit renews) is never deposed.
+TEST_F(PostgresStoreTest, AStandbyDeposesALeaderWhoseLeaseLapsed) {
+  auto a = OpenPostgresStore(backend_.url() + "?application_name=head_a");
+  auto b = OpenPostgresStore(backend_.url() + "?application_name=head_b");
+  ASSERT_TRUE(a.ok() && b.ok());
+  (*a)->SetLease(1500);
+  (*b)->SetLease(1500);
+  ASSERT_EQ(*(*a)->TryLead(), std::optional<uint64_t>(1));
+  for (int i = 0; i < 4; ++i) {  // 2 s of renewals, each inside the lease
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ASSERT_TRUE((*a)->Commit({}).ok());
+    auto t = (*b)->TryLead();
+    ASSERT_TRUE(t.ok()) << "a renewing leader was deposed: " << t.status().ToString();
+    EXPECT_FALSE(t->has_value());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // a goes silent
+  auto ended = (*b)->TryLead();
+  ASSERT_FALSE(ended.ok());
+  EXPECT_EQ(ended.status().code(), ErrorCode::kUnavailable);
+  EXPECT_NE(ended.status().message().find("has not renewed its lease"), std::string::npos)
+      << ended.status().message();
+  std::optional<uint64_t> took;
+  for (int i = 0; i < 100 && !took; ++i) {
+    auto t = (*b)->TryLead();
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    took = *t;
+    if (!took) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(took, std::optional<uint64_t>(2));
+  EXPECT_FALSE((*a)->Commit({PutJob{MakeJob(7)}}).ok()) << "its session was ended";
+  Status late = (*a)->Commit({PutJob{MakeJob(7)}});
+  EXPECT_EQ(late.code(), ErrorCode::kFailedPrecondition) << late.ToString();
+  auto st = (*b)->Load();
+  ASSERT_TRUE(st.ok());
+  EXPECT_TRUE(st->jobs.empty());
+}
+
 }  // namespace
 }  // namespace corral::store

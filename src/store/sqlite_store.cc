@@ -63,6 +63,8 @@ constexpr const char* kMigrations[kSchemaVersion] = {
                                              term INTEGER NOT NULL);
       INSERT OR IGNORE INTO leadership (id, term) VALUES (1, 0);
     )",
+    // The leader's lease (PostgreSQL heads renew it; unused by one SQLite head).
+    "ALTER TABLE leadership ADD COLUMN renewed_at INTEGER NOT NULL DEFAULT 0;",
 };
 
 class SqliteStore final : public Store {

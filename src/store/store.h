@@ -98,7 +98,7 @@ constexpr char kLeaderUrlKey[] = "leader_url";
 // The schema version this corral writes. Both backends keep it in a one-row table
 // `schema_version`, migrate an older store up to it at open (one transaction per step, in
 // order) and refuse a store that a newer corral wrote (CheckSchemaVersion).
-constexpr int64_t kSchemaVersion = 3;
+constexpr int64_t kSchemaVersion = 4;
 // Ok for a stored version this corral can migrate or use; otherwise the error to show.
 Status CheckSchemaVersion(int64_t stored);
 

@@ -3,6 +3,8 @@
 //   FAKE_NVML_GPUS="A100:40960,H100:81559:1"   NAME:MEMORY_MIB[:NUMA_NODE], comma separated
 //   FAKE_NVML_INIT_ERROR=N                      nvmlInit_v2 returns N (e.g. 9: driver not loaded)
 //   FAKE_NVML_USE="35:1024,0:0"                 UTIL_PERCENT:USED_MIB per GPU (default 0:0)
+//   FAKE_NVML_LOST="1,3"                        these GPUs' memory and utilisation calls fail
+//                                               with NVML_ERROR_GPU_IS_LOST (15), as after Xid 79
 // Device names are reported as "NVIDIA <NAME>", UUIDs as "GPU-fake-<index>".
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +19,7 @@ struct FakeGpu {
   unsigned numa;
   unsigned util;
   unsigned long long used_mib;
+  bool lost;
 };
 FakeGpu g_gpus[kMaxGpus];
 unsigned g_count = 0;
@@ -45,7 +48,16 @@ void Load() {
     g.numa = numa != nullptr ? static_cast<unsigned>(std::strtoul(numa, nullptr, 10)) : 0;
     g.util = 0;
     g.used_mib = 0;
+    g.lost = false;
     ++g_count;
+  }
+  if (const char* lost = std::getenv("FAKE_NVML_LOST")) {
+    std::snprintf(buf, sizeof(buf), "%s", lost);
+    for (char* item = strtok_r(buf, ",", &save); item != nullptr;
+         item = strtok_r(nullptr, ",", &save)) {
+      unsigned long i = std::strtoul(item, nullptr, 10);
+      if (i < g_count) g_gpus[i].lost = true;
+    }
   }
   const char* use = std::getenv("FAKE_NVML_USE");
   if (use == nullptr) return;
@@ -68,7 +80,8 @@ bool Index(void* dev, unsigned* i) {
   return true;
 }
 
-constexpr int kSuccess = 0, kUninitialized = 1, kInvalidArgument = 2, kInsufficientSize = 7;
+constexpr int kSuccess = 0, kUninitialized = 1, kInvalidArgument = 2, kInsufficientSize = 7,
+              kGpuIsLost = 15;
 
 }  // namespace
 
@@ -86,7 +99,9 @@ int nvmlShutdown() {
   return kSuccess;
 }
 
-const char* nvmlErrorString(int rc) { return rc == 9 ? "Driver Not Loaded" : "Fake NVML error"; }
+const char* nvmlErrorString(int rc) {
+  return rc == 9 ? "Driver Not Loaded" : rc == kGpuIsLost ? "GPU is lost" : "Fake NVML error";
+}
 
 int nvmlDeviceGetCount_v2(unsigned* count) {
   if (!g_initialized) return kUninitialized;
@@ -128,6 +143,7 @@ int nvmlDeviceGetMinorNumber(void* device, unsigned* minor) {
 int nvmlDeviceGetMemoryInfo(void* device, Memory* memory) {
   unsigned i = 0;
   if (!Index(device, &i)) return kInvalidArgument;
+  if (g_gpus[i].lost) return kGpuIsLost;
   memory->total = g_gpus[i].memory_mib * 1024ULL * 1024ULL;
   memory->used = g_gpus[i].used_mib * 1024ULL * 1024ULL;
   memory->free = memory->total - memory->used;
@@ -141,6 +157,7 @@ struct Utilization {
 int nvmlDeviceGetUtilizationRates(void* device, Utilization* util) {
   unsigned i = 0;
   if (!Index(device, &i)) return kInvalidArgument;
+  if (g_gpus[i].lost) return kGpuIsLost;
   util->gpu = g_gpus[i].util;
   util->memory = 0;
   return kSuccess;
