@@ -16,6 +16,7 @@ PACKAGES=(
   python3-torch
   chromium nodejs
   slurm-wlm munge  # the differential test against a real Slurm (tests/slurm)
+  clang            # libFuzzer targets (scripts/fuzz.sh)
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

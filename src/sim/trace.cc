@@ -136,7 +136,8 @@ struct Reader {
       return false;
     }
     double d = 0;
-    if (!ParseDouble(duration, &d) || d < 0) {
+    // Past 1e13 s llround's result is unspecified, and sums of such durations overflow.
+    if (!ParseDouble(duration, &d) || d < 0 || !(d * duration_scale < 1e13)) {
       Bad(line, "duration '" + duration + "' is not a non-negative number of seconds");
       return false;
     }
@@ -160,7 +161,7 @@ struct Reader {
     j.name = std::move(name);
     if (time_limit.empty()) return;
     double t = 0;
-    if (!ParseDouble(time_limit, &t) || t < 0) {
+    if (!ParseDouble(time_limit, &t) || t < 0 || !(t < 1e13)) {
       trace.jobs.pop_back();
       Bad(line, "time_limit '" + time_limit + "' is not a non-negative number of seconds");
       return;
@@ -452,7 +453,12 @@ Result<Trace> ParseTrace(const std::string& text, const std::string& source,
           r.Bad(line, "inst_num, plan_gpu, start_time or end_time is missing or inconsistent");
           continue;
         }
-        int64_t gpus = static_cast<int64_t>(std::ceil(inst * plan / 100.0 - 1e-9));
+        const double want = std::ceil(inst * plan / 100.0 - 1e-9);
+        if (!(want <= 1e6)) {  // a cast of a larger (or NaN) double is undefined (fuzz_trace)
+          r.Bad(line, "inst_num x plan_gpu asks for more than a million GPUs");
+          continue;
+        }
+        int64_t gpus = static_cast<int64_t>(want);
         std::ostringstream dur;
         dur.precision(17);
         dur << (end - start);

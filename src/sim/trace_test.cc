@@ -64,12 +64,14 @@ TEST(TraceTest, SubmitTimesBeyondAnyTraceAreMalformedRows) {
   for (int i = 0; i < 200; ++i) text += std::to_string(i) + "," + std::to_string(i) + ",10,1\n";
   text += "x,1488888888888888888888888888888,10,1\n";  // line 202
   text += "y,inf,10,1\n";                              // line 203
+  text += "z,5,1e300,1\n";                             // line 204: a duration past any trace
   Result<Trace> t = Parse(text, TraceFormat::kAuto, 0.05);
   ASSERT_TRUE(t.ok()) << t.status().message();
   EXPECT_EQ(t->jobs.size(), 200u);
-  ASSERT_EQ(t->bad.size(), 2u);
+  ASSERT_EQ(t->bad.size(), 3u);
   EXPECT_EQ(t->bad[0].line, 202);
   EXPECT_EQ(t->bad[1].line, 203);
+  EXPECT_EQ(t->bad[2].line, 204);
   EXPECT_EQ(t->jobs.back().submit_ms, 199 * kSecond);
 }
 
@@ -187,6 +189,20 @@ TEST(TraceTest, AlibabaTaskTable) {
   EXPECT_EQ(t->jobs[0].id, "job1/worker");
   EXPECT_EQ(t->jobs[0].num_gpus, 1);
   EXPECT_EQ(t->jobs[0].duration_ms, 300000);
+}
+
+// fuzz_trace (seed 1) found inst_num x plan_gpu cast to an integer past its range (undefined).
+TEST(TraceTest, AlibabaTasksAskingForMoreGpusThanAnyClusterAreMalformedRows) {
+  std::string text;
+  for (int i = 0; i < 40; ++i)
+    text += "j" + std::to_string(i) + ",w,1,Terminated,1,2,600,1,100,V100\n";
+  text += "big,w,1e300,Terminated,1,2,600,1,1e300,V100\n";  // line 41
+  Result<Trace> t = Parse(text, TraceFormat::kAlibaba, 0.05);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->jobs.size(), 40u);
+  ASSERT_EQ(t->bad.size(), 1u);
+  EXPECT_EQ(t->bad[0].line, 41);
+  EXPECT_NE(t->bad[0].why.find("million GPUs"), std::string::npos) << t->bad[0].why;
 }
 
 }  // namespace
