@@ -166,6 +166,17 @@ TEST_F(PostgresStoreTest, ConcurrentOpensMigrateOnce) {
   EXPECT_EQ(*backend_.Sql("SELECT version FROM schema_version"), std::to_string(kSchemaVersion));
 }
 
+// TryLead until it leads, for up to 2 s: a lock is freed with its session, but asynchronously
+// (the backend exits after the signal; meanwhile a lapsed lease may be ended again, kUnavailable).
+Result<std::optional<uint64_t>> LeadOnceFree(PostgresStore& s) {
+  for (int i = 0; i < 100; ++i) {
+    auto t = s.TryLead();
+    if (t.ok() ? t->has_value() : t.status().code() != ErrorCode::kUnavailable) return t;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return std::optional<uint64_t>();
+}
+
 // Two heads on one database: the first leads term 1 and the second cannot lead while it holds
 // the lock. When the first one's session is cut, the second takes the lock and term 2; the
 // first one's late commits (after it reconnects) are refused, and nothing of them is stored.
@@ -186,15 +197,9 @@ TEST_F(PostgresStoreTest, ADeposedLeadersLateCommitIsRefused) {
       "'head_a'");
   ASSERT_TRUE(cut.ok());
   ASSERT_EQ(*cut, "1");
-  // The lock is freed with the session (asynchronously: the backend exits after the signal).
-  std::optional<uint64_t> took;
-  for (int i = 0; i < 100 && !took; ++i) {
-    auto t = (*b)->TryLead();
-    ASSERT_TRUE(t.ok()) << t.status().ToString();
-    took = *t;
-    if (!took) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ASSERT_EQ(took, std::optional<uint64_t>(2));
+  auto took = LeadOnceFree(**b);
+  ASSERT_TRUE(took.ok()) << took.status().ToString();
+  ASSERT_EQ(*took, std::optional<uint64_t>(2));
   ASSERT_TRUE((*b)->Commit({PutJob{MakeJob(2)}}).ok());
 
   Status lost = (*a)->Commit({PutJob{MakeJob(3)}});
@@ -238,14 +243,9 @@ TEST_F(PostgresStoreTest, AStandbyDeposesALeaderWhoseLeaseLapsed) {
   EXPECT_EQ(ended.status().code(), ErrorCode::kUnavailable);
   EXPECT_NE(ended.status().message().find("has not renewed its lease"), std::string::npos)
       << ended.status().message();
-  std::optional<uint64_t> took;
-  for (int i = 0; i < 100 && !took; ++i) {
-    auto t = (*b)->TryLead();
-    ASSERT_TRUE(t.ok()) << t.status().ToString();
-    took = *t;
-    if (!took) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ASSERT_EQ(took, std::optional<uint64_t>(2));
+  auto took = LeadOnceFree(**b);
+  ASSERT_TRUE(took.ok()) << took.status().ToString();
+  ASSERT_EQ(*took, std::optional<uint64_t>(2));
   EXPECT_FALSE((*a)->Commit({PutJob{MakeJob(7)}}).ok()) << "its session was ended";
   Status late = (*a)->Commit({PutJob{MakeJob(7)}});
   EXPECT_EQ(late.code(), ErrorCode::kFailedPrecondition) << late.ToString();
