@@ -109,13 +109,11 @@ void HeadCore::ObserveHealth(const Node& node, const std::vector<GpuSample>& sam
   for (const GpuSample& s : samples) {
     if (!s.fault.empty()) faults[s.index] = s.fault;
   }
-  std::map<int32_t, std::string> had;
-  for (const Gpu& g : node.gpus) {
-    if (!g.healthy) had[g.index] = "";
+  // The node's reason is derived from exactly its faults (and cleared with them at
+  // registration), so it alone says whether they changed.
+  if (UnhealthyReason(faults) != node.unhealthy) {
+    Emit(Caller::Node(node.name), now, NodeHealthSet{node.name, std::move(faults)});
   }
-  bool same = faults.size() == had.size() && UnhealthyReason(faults) == node.unhealthy;
-  for (const auto& [gpu, why] : faults) same = same && had.count(gpu);
-  if (!same) Emit(Caller::Node(node.name), now, NodeHealthSet{node.name, std::move(faults)});
 }
 
 uint64_t HeadCore::NodeVersion(const std::string& node) const {
