@@ -83,8 +83,9 @@ Status Agent::Init() {
     spdlog::info(
         "GPU devices: each run may open only its own /dev/nvidia*: {}",
         config_.cgroups.isolates_devices()
-            ? "enforced (cgroup v1 devices)"
-            : "NOT enforced (needs the cgroup v1 devices controller; v2 is not supported)");
+            ? "enforced (" + config_.cgroups.Describe() + ")"
+            : std::string("NOT enforced (needs the cgroup v1 devices controller, or cgroup v2 "
+                          "with a kernel that loads cgroup device programs)"));
   }
   return Status::Ok();
 }

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/device_filter.h"
 #include "agent/dirs.h"
 
 namespace corral::agent {
@@ -88,6 +89,7 @@ Cgroups Cgroups::Detect(const std::string& root) {
     if (ok) {
       c.version_ = 2;
       c.v2_base_ = root + "/corral";
+      c.v2_devices_ = DeviceFilterSupported();
       return c;
     }
   }
@@ -115,7 +117,7 @@ Cgroups Cgroups::Detect(const std::string& root) {
 
 std::string Cgroups::Describe() const {
   if (version_ == 0) return "no cgroups (runs are not capped)";
-  if (version_ == 2) return "cgroup v2 at " + v2_base_;
+  if (version_ == 2) return "cgroup v2 at " + v2_base_ + (v2_devices_ ? " (with devices)" : "");
   std::string s = "cgroup v1 (";
   for (const auto& [ctl, base] : v1_base_) s += (s.back() == '(' ? "" : " ") + ctl;
   if (!v1_devices_.empty()) s += " devices";
@@ -154,6 +156,9 @@ Result<std::vector<std::string>> Cgroups::Create(const std::string& name,
       CORRAL_RETURN_IF_ERROR(
           WriteValue(dir + "/cpu.max", std::to_string(limits.cpu_milli * kCpuPeriodUs / 1000) +
                                            " " + std::to_string(kCpuPeriodUs)));
+    }
+    if (!limits.denied_nvidia_minors.empty() && v2_devices_) {
+      CORRAL_RETURN_IF_ERROR(DenyCharDevices(dir, kNvidiaMajor, limits.denied_nvidia_minors));
     }
     procs.push_back(dir + "/cgroup.procs");
     return procs;

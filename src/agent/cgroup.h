@@ -1,8 +1,9 @@
 // One cgroup per replica (DESIGN §10): how a run's CPU, memory and process count are capped,
 // how every process it started is found and killed (even one that left its process group), and
 // where its peak memory, CPU time and out-of-memory kills are read. cgroup v2 where the unified
-// hierarchy has the controllers, else the v1 memory, cpu, cpuacct and pids hierarchies (and
-// devices, for runs on real GPUs: each run may open only its own /dev/nvidia* devices).
+// hierarchy has the controllers, else the v1 memory, cpu, cpuacct and pids hierarchies. On real
+// GPU nodes each run may open only its own /dev/nvidia* devices: v1's devices controller, or on
+// v2 an eBPF device program attached to the run's group (device_filter.h).
 //
 // Groups live under <hierarchy>/corral/<node>/<run>.<replica>: the node name keeps several
 // agents on one machine (tests, `corral up`) apart.
@@ -27,8 +28,7 @@ struct CgroupLimits {
   int64_t pids = 0;          // 0: no process cap
   // The node's /dev/nvidia* GPU devices (minors) that the run may not open: the others' GPUs,
   // as Slurm's ConstrainDevices denies the GRES devices a job was not given. Enforced with the
-  // v1 devices controller; cgroup v2 would need a BPF device program, which Corral does not
-  // load (isolates_devices() says whether it is enforced).
+  // v1 devices controller or a v2 device program (isolates_devices() says whether it is).
   std::vector<int32_t> denied_nvidia_minors;
 };
 
@@ -46,7 +46,7 @@ class Cgroups {
 
   bool none() const { return version_ == 0; }
   // Whether CgroupLimits::denied_nvidia_minors is enforced here.
-  bool isolates_devices() const { return !v1_devices_.empty(); }
+  bool isolates_devices() const { return !v1_devices_.empty() || v2_devices_; }
   std::string Describe() const;  // for the agent's log: "cgroup v1 (memory cpu cpuacct pids)"
 
   // Creates group `name` ("<node>/<run>.<replica>") with `limits`; returns the cgroup.procs
@@ -67,6 +67,7 @@ class Cgroups {
 
   int version_ = 0;
   std::string v2_base_;                         // <root>/corral
+  bool v2_devices_ = false;                     // the kernel loads our device programs
   std::map<std::string, std::string> v1_base_;  // controller -> <mount>/corral
   // <devices mount>/corral: a run gets a group there only when its GPU devices are limited.
   std::string v1_devices_;

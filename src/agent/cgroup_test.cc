@@ -2,17 +2,22 @@
 // processes, however they detach, live and die in its group; limits are written; usage is read.
 #include "agent/cgroup.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
+#include "agent/device_filter.h"
 #include "agent/launcher.h"
 #include "agent/test_util.h"
 
@@ -132,6 +137,81 @@ TEST_F(CgroupTest, ARunMayOpenOnlyItsOwnGpuDevices) {
   EXPECT_EQ(out, "0 EPERM\n1 ENXIO\n") << "GPU 0 is not the run's; GPU 1 is";
   const std::string group = launcher.CgroupName(run->key());
   cgroups_.Remove(group.substr(0, group.rfind('/')));
+}
+
+// cgroup v2's device control, as the agent uses it where the unified hierarchy has the
+// controllers: a process in a group with the program cannot open a denied GPU device; the same
+// device outside the group, another GPU and /dev/null stay open to it. Uses the unified
+// hierarchy mounted here (hybrid hosts have one at /sys/fs/cgroup/unified), else mounts one.
+std::string UnifiedMount() {
+  std::ifstream mounts("/proc/mounts");
+  for (std::string line; std::getline(mounts, line);) {
+    std::istringstream f(line);
+    std::string src, dir, type;
+    f >> src >> dir >> type;
+    if (type == "cgroup2") return dir;
+  }
+  return "";
+}
+
+// What opening `path` gave: "ok" or the errno's name.
+std::string OpenResult(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    close(fd);
+    return "ok";
+  }
+  return errno == EPERM ? "EPERM" : errno == ENXIO ? "ENXIO" : std::strerror(errno);
+}
+
+TEST(DeviceFilterTest, AProcessInAV2GroupWithTheProgramCannotOpenADeniedGpu) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to load a cgroup device program";
+  if (!DeviceFilterSupported()) GTEST_SKIP() << "this kernel does not load cgroup device programs";
+  TempDir tmp;
+  std::string root = UnifiedMount();
+  bool mounted = false;
+  if (root.empty()) {
+    root = tmp.path() + "/unified";
+    std::filesystem::create_directories(root);
+    if (mount("none", root.c_str(), "cgroup2", 0, nullptr) != 0) {
+      GTEST_SKIP() << "no cgroup v2 hierarchy, and mounting one failed: " << std::strerror(errno);
+    }
+    mounted = true;
+  }
+  const std::string dev = "/dev/corral-bpf-test-" + std::to_string(getpid()) + "-nvidia";
+  for (int minor : {0, 1}) {
+    std::string path = dev + std::to_string(minor);
+    ASSERT_EQ(mknod(path.c_str(), S_IFCHR | 0666, makedev(kNvidiaMajor, minor)), 0)
+        << path << ": " << std::strerror(errno);
+  }
+  const std::string group = root + "/corral-bpf-test-" + std::to_string(getpid());
+  ASSERT_EQ(mkdir(group.c_str(), 0755), 0) << std::strerror(errno);
+  Status st = DenyCharDevices(group, kNvidiaMajor, {0, 7});
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t child = fork();
+  if (child == 0) {
+    close(fds[0]);
+    std::ofstream(group + "/cgroup.procs") << getpid() << std::flush;
+    std::string r =
+        OpenResult(dev + "0") + " " + OpenResult(dev + "1") + " " + OpenResult("/dev/null");
+    (void)!write(fds[1], r.data(), r.size());
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string inside;
+  char buf[256];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof(buf))) > 0;) inside.append(buf, size_t(n));
+  close(fds[0]);
+  waitpid(child, nullptr, 0);
+  const std::string outside = OpenResult(dev + "0");
+  for (int minor : {0, 1}) (void)unlink((dev + std::to_string(minor)).c_str());
+  (void)rmdir(group.c_str());
+  if (mounted) (void)umount(root.c_str());
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  // No driver behind the nodes: an allowed open fails later, with ENXIO.
+  EXPECT_EQ(inside, "EPERM ENXIO ok") << "GPU 0 denied; GPU 1 and /dev/null allowed";
+  EXPECT_EQ(outside, "ENXIO") << "the program applies to its group only";
 }
 
 }  // namespace

@@ -229,6 +229,47 @@ TEST(SubmitTest, JsonFileAndCommandLineCommandWins) {
   EXPECT_EQ(s["replicas"], 2);
 }
 
+TEST(SubmitTest, YamlAliasesThatCycleOrExplodeAreRefusedAndNothingIsSent) {
+  // Found by fuzz_job_spec_yaml: an alias inside its own anchor made the walk recurse until
+  // the stack overflowed; repeated aliases grow exponentially ("billion laughs").
+  std::string laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  for (char c = 'b'; c <= 'j'; ++c) {
+    laughs += std::string(1, c) + ": &" + c + " [";
+    for (int i = 0; i < 10; ++i) laughs += std::string(i ? ", " : "") + "*" + char(c - 1);
+    laughs += "]\n";
+  }
+  laughs += "command: [echo, hi]\n";
+  const struct {
+    std::string text, want;
+  } cases[] = {
+      {"command: &a [echo, *a]\n", "nested deeper than 32 levels"},
+      {"env: &e {X: *e}\ncommand: x\n", "nested deeper than 32 levels"},
+      {laughs, "more than 100000 values"},
+  };
+  for (const auto& c : cases) {
+    Harness h;
+    const std::string path = TempPath("alias.yaml");
+    {
+      std::ofstream f(path);
+      f << c.text;
+    }
+    EXPECT_EQ(h.Run("submit", {"-f", path}), 2) << c.text;
+    std::filesystem::remove(path);
+    EXPECT_THAT(h.err.str(), HasSubstr(path + ": " + c.want)) << c.text;
+    EXPECT_TRUE(h.fake->sent.empty());
+  }
+  // An alias used as intended still works.
+  const std::string path = TempPath("alias-ok.yaml");
+  {
+    std::ofstream f(path);
+    f << "base: &b [python, t.py]\ncommand: *b\n";
+  }
+  auto spec = ReadSpecFile(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ((*spec)["command"], (Json{"python", "t.py"}));
+}
+
 TEST(SubmitTest, BadValuesAreRejectedLocallyNamingTheField) {
   struct Case {
     std::vector<std::string> args;

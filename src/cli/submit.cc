@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <fstream>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
@@ -71,28 +72,55 @@ bool IsTextField(const std::string& key) {
   return false;
 }
 
-Json YamlToJson(const YAML::Node& n, bool text, int depth) {
+// YAML aliases can make a document a cycle (`&a [*a]`) or an exponential tree of repeats
+// ("billion laughs"), which a plain walk would follow until the stack or memory runs out.
+constexpr int kMaxSpecDepth = 32;
+constexpr int kMaxSpecNodes = 100000;
+
+struct YamlWalk {
+  int nodes_left = kMaxSpecNodes;
+  std::string error;
+};
+
+std::optional<Json> YamlToJson(const YAML::Node& n, bool text, int depth, YamlWalk* walk) {
+  if (depth > kMaxSpecDepth) {
+    walk->error = "nested deeper than " + std::to_string(kMaxSpecDepth) +
+                  " levels (an alias that contains itself?)";
+    return std::nullopt;
+  }
+  if (--walk->nodes_left < 0) {
+    walk->error =
+        "more than " + std::to_string(kMaxSpecNodes) + " values once its aliases are expanded";
+    return std::nullopt;
+  }
   switch (n.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:
-      return nullptr;
+      return Json(nullptr);
     case YAML::NodeType::Scalar:
       return ScalarToJson(n, text);
     case YAML::NodeType::Sequence: {
       Json a = Json::array();
-      for (const auto& e : n) a.push_back(YamlToJson(e, text, depth + 1));
+      for (const auto& e : n) {
+        std::optional<Json> v = YamlToJson(e, text, depth + 1, walk);
+        if (!v) return std::nullopt;
+        a.push_back(std::move(*v));
+      }
       return a;
     }
     case YAML::NodeType::Map: {
       Json o = Json::object();
       for (const auto& kv : n) {
         const std::string key = kv.first.as<std::string>();
-        o[key] = YamlToJson(kv.second, text || (depth == 0 && IsTextField(key)), depth + 1);
+        std::optional<Json> v =
+            YamlToJson(kv.second, text || (depth == 0 && IsTextField(key)), depth + 1, walk);
+        if (!v) return std::nullopt;
+        o[key] = std::move(*v);
       }
       return o;
     }
   }
-  return nullptr;
+  return Json(nullptr);
 }
 
 // "4" -> 4, "1.5" -> 1.5; anything else stays text so that ParseJobSpec names the field.
@@ -146,7 +174,10 @@ Result<Json> ReadSpecFile(const std::string& path) {
   }
   try {
     YAML::Node n = YAML::Load(text);
-    Json j = YamlToJson(n, /*text=*/false, /*depth=*/0);
+    YamlWalk walk;
+    std::optional<Json> converted = YamlToJson(n, /*text=*/false, /*depth=*/0, &walk);
+    if (!converted) return InvalidArgument("job spec file " + path + ": " + walk.error);
+    Json j = std::move(*converted);
     if (!j.is_object()) {
       return InvalidArgument("job spec file " + path +
                              ": want a mapping of spec fields at the top");
