@@ -4,13 +4,20 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include "cli/commands.h"
 #include "core/spec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string path = "/tmp/corral-fuzz-spec-" + std::to_string(getpid()) + ".yaml";
+  // The pid fixed-width: the path is in the error messages, whose lengths must not vary between
+  // runs for a run with a fixed seed to repeat itself.
+  static const std::string path = [] {
+    char p[64];
+    std::snprintf(p, sizeof(p), "/tmp/corral-fuzz-spec-%010d.yaml", static_cast<int>(getpid()));
+    return std::string(p);
+  }();
   FILE* f = std::fopen(path.c_str(), "wb");
   if (f == nullptr) return 0;
   std::fwrite(data, 1, size, f);

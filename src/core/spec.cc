@@ -76,12 +76,15 @@ Result<DurationMs> ParseDuration(const std::string& field, const std::string& te
                            "\", want a duration such as 90, 90s, 15m, 2h, 1d or 1:30:00");
   };
   if (text.empty()) return bad();
+  // Every number in a duration is at most a leap year's seconds: the products below stay far
+  // inside int64 (fuzz_job_spec_json found "2777777777777777:77...75" overflowing them).
+  constexpr int64_t kMaxNumber = 366LL * 24 * 3600;
   int64_t days = 0;
   std::string rest = text;
   if (rest.find(':') != std::string::npos) {
     auto dash = rest.find('-');
     if (dash != std::string::npos) {
-      if (!ParseInt64(rest.substr(0, dash), &days) || days < 0) return bad();
+      if (!ParseInt64(rest.substr(0, dash), &days) || days < 0 || days > kMaxNumber) return bad();
       rest = rest.substr(dash + 1);
     }
     std::vector<int64_t> parts;
@@ -89,7 +92,9 @@ Result<DurationMs> ParseDuration(const std::string& field, const std::string& te
     while (true) {
       auto colon = rest.find(':', start);
       int64_t x = 0;
-      if (!ParseInt64(rest.substr(start, colon - start), &x) || x < 0) return bad();
+      if (!ParseInt64(rest.substr(start, colon - start), &x) || x < 0 || x > kMaxNumber) {
+        return bad();
+      }
       parts.push_back(x);
       if (colon == std::string::npos) break;
       start = colon + 1;
@@ -128,7 +133,7 @@ Result<DurationMs> ParseDuration(const std::string& field, const std::string& te
     }
   }
   int64_t x = 0;
-  if (!ParseInt64(digits, &x) || x < 0 || x > 366LL * 24 * 3600) return bad();
+  if (!ParseInt64(digits, &x) || x < 0 || x > kMaxNumber) return bad();
   return x * mult;
 }
 

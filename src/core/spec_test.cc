@@ -93,5 +93,18 @@ TEST(ParseDuration, Forms) {
   EXPECT_FALSE(ParseDuration("t", "1:2:3:4").ok());
 }
 
+// fuzz_job_spec_json: numbers that overflowed int64 when scaled (undefined behaviour) are
+// refused like any bad duration.
+TEST(ParseDuration, NumbersPastAYearOfSecondsAreRefusedNotOverflowed) {
+  for (const char* text : {"2777777777777777:7777777777777777775", "9999999999999999-00:00:00",
+                           "00:00:9223372036854775807", "31622401"}) {
+    auto d = ParseDuration("time_limit", text);
+    ASSERT_FALSE(d.ok()) << text;
+    EXPECT_NE(d.status().message().find("field 'time_limit'"), std::string::npos);
+  }
+  EXPECT_EQ(*ParseDuration("t", "366-00:00:00"), 366 * 24 * kHour);
+  EXPECT_EQ(*ParseDuration("t", "31622400"), 31622400 * kSecond);
+}
+
 }  // namespace
 }  // namespace corral
