@@ -1,8 +1,10 @@
 #include "store/postgres_store.h"
 
 #include <limits>
+#include <string_view>
 
 #include "core/codec.h"
+#include "store/job_docs.h"
 #include "store/pg_conn.h"
 
 namespace corral::store {
@@ -87,13 +89,13 @@ class PgStore final : public PostgresStore {
       if (!jobs.ok()) return jobs.status();
       int n = PQntuples(jobs->get());
       state.jobs.reserve(static_cast<size_t>(n));
+      std::vector<std::string_view> docs;
+      docs.reserve(static_cast<size_t>(n));
       for (int i = 0; i < n; ++i) {
-        auto j = Parse(pg::Value(jobs->get(), i, 0));
-        if (!j.ok()) return j.status();
-        auto job = JobFromJson(*j);
-        if (!job.ok()) return job.status();
-        state.jobs.push_back(std::move(*job));
+        docs.emplace_back(PQgetvalue(jobs->get(), i, 0),
+                          static_cast<size_t>(PQgetlength(jobs->get(), i, 0)));
       }
+      CORRAL_RETURN_IF_ERROR(DecodeJobDocs(docs, &state.jobs));
       jobs->reset();
       auto nodes = pg::Exec(conn_.get(), "SELECT doc FROM nodes ORDER BY name COLLATE \"C\"");
       if (!nodes.ok()) return nodes.status();

@@ -7,8 +7,10 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <string_view>
 
 #include "core/codec.h"
+#include "store/job_docs.h"
 #include "store/store.h"
 
 namespace corral::store {
@@ -123,14 +125,21 @@ class SqliteStore final : public Store {
       state.jobs.reserve(static_cast<size_t>(sqlite3_column_int64(s, 0)));
       return Status::Ok();
     }));
-    CORRAL_RETURN_IF_ERROR(rows("SELECT doc FROM jobs ORDER BY id", [&](sqlite3_stmt* s) {
-      auto j = parse(text(s, 0));
-      if (!j.ok()) return j.status();
-      auto job = JobFromJson(*j);
-      if (!job.ok()) return job.status();
-      state.jobs.push_back(std::move(*job));
+    // In batches: the documents of one batch are decoded on every core while memory holds
+    // only that batch's text.
+    constexpr size_t kBatch = 8192;
+    std::vector<std::string> batch;
+    auto decode = [&]() -> Status {
+      std::vector<std::string_view> views(batch.begin(), batch.end());
+      CORRAL_RETURN_IF_ERROR(DecodeJobDocs(views, &state.jobs));
+      batch.clear();
       return Status::Ok();
+    };
+    CORRAL_RETURN_IF_ERROR(rows("SELECT doc FROM jobs ORDER BY id", [&](sqlite3_stmt* s) {
+      batch.push_back(text(s, 0));
+      return batch.size() == kBatch ? decode() : Status::Ok();
     }));
+    CORRAL_RETURN_IF_ERROR(decode());
     CORRAL_RETURN_IF_ERROR(rows("SELECT doc FROM nodes ORDER BY name", [&](sqlite3_stmt* s) {
       auto j = parse(text(s, 0));
       if (!j.ok()) return j.status();

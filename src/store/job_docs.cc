@@ -1,0 +1,61 @@
+#include "store/job_docs.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "core/codec.h"
+
+namespace corral::store {
+namespace {
+
+// Below this many documents a thread costs more than it saves.
+constexpr size_t kDocsPerThread = 512;
+
+struct Slice {
+  std::vector<Job> jobs;
+  std::optional<Status> error;  // the first corrupt document of the slice
+};
+
+void DecodeSlice(const std::vector<std::string_view>& docs, size_t begin, size_t end, Slice* out) {
+  out->jobs.reserve(end - begin);
+  for (size_t i = begin; i < end; ++i) {
+    Json j = Json::parse(docs[i], nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) {
+      out->error = Internal("corrupt document in store: " + std::string(docs[i].substr(0, 80)));
+      return;
+    }
+    auto job = JobFromJson(j);
+    if (!job.ok()) {
+      out->error = job.status();
+      return;
+    }
+    out->jobs.push_back(std::move(*job));
+  }
+}
+
+}  // namespace
+
+Status DecodeJobDocs(const std::vector<std::string_view>& docs, std::vector<Job>* out) {
+  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const size_t threads = std::clamp<size_t>(docs.size() / kDocsPerThread, 1, cores);
+  std::vector<Slice> slices(threads);
+  std::vector<std::thread> workers;
+  const size_t per = (docs.size() + threads - 1) / threads;
+  for (size_t t = 1; t < threads; ++t) {
+    workers.emplace_back(DecodeSlice, std::cref(docs), std::min(docs.size(), t * per),
+                         std::min(docs.size(), (t + 1) * per), &slices[t]);
+  }
+  DecodeSlice(docs, 0, std::min(docs.size(), per), &slices[0]);
+  for (std::thread& w : workers) w.join();
+  for (const Slice& s : slices) {
+    if (s.error) return *s.error;
+  }
+  for (Slice& s : slices) {
+    std::move(s.jobs.begin(), s.jobs.end(), std::back_inserter(*out));
+  }
+  return Status::Ok();
+}
+
+}  // namespace corral::store
