@@ -510,6 +510,14 @@ void ApiService::HandleLogs(JobId id, const HttpRequest& req, Responder respond)
                   std::chrono::seconds(10),
                   [respond, offset, state](Result<net::HttpResponse> r) mutable {
                     if (!r.ok()) return respond(ErrorResponse(r.status()));
+                    if (r->status == 404 && state == JobStateName(JobState::kScheduled)) {
+                      // Placed, and the agent has not started it yet: no output so far.
+                      HttpResponse empty;
+                      empty.content_type = "text/plain";
+                      empty.headers["X-Corral-Next-Offset"] = std::to_string(offset);
+                      empty.headers["X-Corral-Job-State"] = state;
+                      return respond(std::move(empty));
+                    }
                     HttpResponse out;
                     out.status = r->status;
                     out.content_type = r->status == 200 ? "text/plain" : "application/json";

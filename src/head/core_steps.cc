@@ -54,7 +54,10 @@ Result<Step> HeadCore::StartStep(const Caller& by, JobId id, StepRequest req, Ti
   if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
   const Job& job = it->second;
   const Run* run = job.CurrentRun();
-  if (!run || run->state != RunState::kRunning || run->stop_requested) {
+  // Scheduled counts: the caller holds this run's step credential, which only a task the
+  // agent launched has, so the run is going even if the agent's report of its start has not
+  // reached the head yet (a batch script's first srun often comes before it).
+  if (!run || IsRunOver(run->state) || run->stop_requested) {
     return FailedPrecondition("job " + std::to_string(id) + " is not running (or is stopping)");
   }
   if (run->steps.size() >= kMaxStepsPerRun) {

@@ -382,6 +382,34 @@ TEST_P(Scenario, BatchJobStartsAStepAcrossItsNodesWithItsOwnCredential) {
   h_.ExpectReplayEqualsLive();
 }
 
+// A batch script's first srun can reach the head before the agent's report that the script
+// started: the run is still "scheduled" there, and the step starts all the same (only a task
+// the agent launched holds the credential). Once the run is stopping, it does not.
+TEST_P(Scenario, AStepOfARunWhoseStartIsNotReportedYetStarts) {
+  Register("n1", 2);
+  JobSpec spec = Spec(1);
+  spec.batch = true;
+  Job job = Submit(spec);
+  Schedule();
+  Job j = Get(job.id);
+  ASSERT_EQ(j.CurrentRun()->state, RunState::kScheduled);
+  std::vector<RunOrder> d = Desired("n1");
+  ASSERT_EQ(d.size(), 1u);
+  auto caller = core().Authenticate(d[0].env.at("CORRAL_STEP_TOKEN"), now());
+  ASSERT_TRUE(caller.ok()) << caller.status().ToString();
+  StepRequest req;
+  req.command = {"hostname"};
+  auto started = core().StartStep(*caller, job.id, req, now());
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  Step();
+  EXPECT_EQ(Desired("n1").size(), 2u) << "the batch step and the new step";
+  ASSERT_TRUE(core().Cancel(kAna, job.id, now()).ok());
+  Step();
+  auto refused = core().StartStep(*caller, job.id, req, now());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kFailedPrecondition);
+  h_.ExpectReplayEqualsLive();
+}
+
 // scontrol hold/release: a held job waits whatever is free; its release lets it run.
 // scontrol requeue: a live job's run stops and the job waits again under the same id,
 // without spending a restart; the job itself may ask (submitit), an ended job may not.
