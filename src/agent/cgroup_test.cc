@@ -186,7 +186,10 @@ TEST(DeviceFilterTest, AProcessInAV2GroupWithTheProgramCannotOpenADeniedGpu) {
   }
   const std::string group = root + "/corral-bpf-test-" + std::to_string(getpid());
   ASSERT_EQ(mkdir(group.c_str(), 0755), 0) << std::strerror(errno);
-  Status st = DenyCharDevices(group, kNvidiaMajor, {0, 7});
+  // A 16-GPU node's run of one GPU (minor 1): fifteen denials, a program of some length.
+  std::vector<int32_t> denied = {0};
+  for (int32_t m = 2; m < 16; ++m) denied.push_back(m);
+  Status st = DenyCharDevices(group, kNvidiaMajor, denied);
   int fds[2];
   ASSERT_EQ(pipe(fds), 0);
   pid_t child = fork();

@@ -76,25 +76,32 @@ std::vector<bpf_insn> DenyProgram(int32_t major, const std::vector<int32_t>& min
   return p;
 }
 
-Result<OwnedFd> Load(const std::vector<bpf_insn>& program) {
+// Loads without the verifier's log (a log that outgrows its buffer fails the load: ENOSPC);
+// only a refused program is loaded again with it, to say why.
+int LoadOnce(const std::vector<bpf_insn>& program, char* log, uint32_t log_size) {
   static const char kLicense[] = "Apache-2.0";
-  char log[2048] = {};
   union bpf_attr attr;
   std::memset(&attr, 0, sizeof(attr));
   attr.prog_type = BPF_PROG_TYPE_CGROUP_DEVICE;
   attr.insns = reinterpret_cast<uint64_t>(program.data());
   attr.insn_cnt = static_cast<uint32_t>(program.size());
   attr.license = reinterpret_cast<uint64_t>(kLicense);
-  attr.log_buf = reinterpret_cast<uint64_t>(log);
-  attr.log_size = sizeof(log);
-  attr.log_level = 1;
-  int fd = Bpf(BPF_PROG_LOAD, &attr);
-  if (fd < 0) {
-    const int err = errno;
-    return Unavailable(std::string("loading the cgroup device program: ") + std::strerror(err) +
-                       (log[0] != 0 ? std::string(" (") + log + ")" : ""));
+  if (log != nullptr) {
+    attr.log_buf = reinterpret_cast<uint64_t>(log);
+    attr.log_size = log_size;
+    attr.log_level = 1;
   }
-  return OwnedFd(fd);
+  return Bpf(BPF_PROG_LOAD, &attr);
+}
+
+Result<OwnedFd> Load(const std::vector<bpf_insn>& program) {
+  int fd = LoadOnce(program, nullptr, 0);
+  if (fd >= 0) return OwnedFd(fd);
+  const int err = errno;
+  std::vector<char> log(1 << 16, '\0');
+  OwnedFd again(LoadOnce(program, log.data(), static_cast<uint32_t>(log.size() - 1)));
+  return Unavailable(std::string("loading the cgroup device program: ") + std::strerror(err) +
+                     (log[0] != 0 ? std::string(" (") + log.data() + ")" : ""));
 }
 
 }  // namespace
