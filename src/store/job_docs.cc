@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <thread>
 
 #include "core/codec.h"
@@ -43,11 +44,19 @@ Status DecodeJobDocs(const std::vector<std::string_view>& docs, std::vector<Job>
   std::vector<Slice> slices(threads);
   std::vector<std::thread> workers;
   const size_t per = (docs.size() + threads - 1) / threads;
+  std::vector<size_t> here = {0};  // slices this thread decodes
   for (size_t t = 1; t < threads; ++t) {
-    workers.emplace_back(DecodeSlice, std::cref(docs), std::min(docs.size(), t * per),
-                         std::min(docs.size(), (t + 1) * per), &slices[t]);
+    try {
+      workers.emplace_back(DecodeSlice, std::cref(docs), std::min(docs.size(), t * per),
+                           std::min(docs.size(), (t + 1) * per), &slices[t]);
+    } catch (const std::system_error&) {
+      here.push_back(t);  // no thread to be had (a process limit): slower, not wrong
+    }
   }
-  DecodeSlice(docs, 0, std::min(docs.size(), per), &slices[0]);
+  for (size_t t : here) {
+    DecodeSlice(docs, std::min(docs.size(), t * per), std::min(docs.size(), (t + 1) * per),
+                &slices[t]);
+  }
   for (std::thread& w : workers) w.join();
   for (const Slice& s : slices) {
     if (s.error) return *s.error;
