@@ -9,6 +9,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
+  // The API refuses deeper bodies before parsing them (ApiService::Route).
+  if (corral::JsonNestingDepth(text) > corral::kMaxJsonNesting) return 0;
   corral::Json j = corral::Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return 0;
   auto spec = corral::ParseJobSpec(j);

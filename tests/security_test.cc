@@ -283,6 +283,20 @@ TEST(Limits, OversizedSpecsPendingCapsAndFloodsAreRefusedAndChangeNothing) {
                           "@" + c.dir() + "/huge.json", c.addr() + "/v1/jobs"});
   EXPECT_NE(huge.out.find("field 'command'"), std::string::npos) << huge.out.substr(0, 300);
   EXPECT_EQ(huge.out.substr(huge.out.rfind('\n') + 1), "400");
+  {
+    // 100,000 levels of nesting in a field's value: quoting it in the error message would
+    // recurse once per level and overflow the head's stack; it is refused unread.
+    std::ofstream body(c.dir() + "/deep.json");
+    body << R"({"spec": {"command": ["true"], "name": )" << std::string(100000, '[')
+         << std::string(100000, ']') << "}}";
+  }
+  auto deep = RunCommand({"/usr/bin/curl", "-s", "-w", "\n%{http_code}", "-H",
+                          "Authorization: Bearer " + c.token(), "--data-binary",
+                          "@" + c.dir() + "/deep.json", c.addr() + "/v1/jobs"});
+  EXPECT_NE(deep.out.find("nested deeper than 64 levels"), std::string::npos)
+      << deep.out.substr(0, 300);
+  EXPECT_EQ(deep.out.substr(deep.out.rfind('\n') + 1), "400");
+  EXPECT_EQ(c.Corral({"jobs", "-o", "json"}).exit_code, 0) << "the head is still serving";
   auto jobs = c.Corral({"jobs", "-o", "json"});
   EXPECT_EQ(Json::parse(jobs.out, nullptr, false).size(), 0u) << jobs.out;
 

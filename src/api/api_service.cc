@@ -216,6 +216,10 @@ void ApiService::Route(HttpRequest req, const std::vector<std::string>& parts, R
     return respond(ErrorResponse(
         Status(ErrorCode::kResourceExhausted, "too many requests with this token; slow down")));
   }
+  if (JsonNestingDepth(req.body) > kMaxJsonNesting) {
+    return respond(ErrorResponse(InvalidArgument("body: JSON nested deeper than " +
+                                                 std::to_string(kMaxJsonNesting) + " levels")));
+  }
   if (parts[1] == "agent") return HandleAgent(req, parts, std::move(respond));
   if (parts[1] == "jobs") return HandleJobs(req, parts, std::move(respond));
   if (parts[1] == "nodes") return HandleNodes(req, parts, std::move(respond));

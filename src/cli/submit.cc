@@ -167,6 +167,10 @@ Result<Json> ReadSpecFile(const std::string& path) {
   ss << in.rdbuf();
   const std::string text = ss.str();
   size_t first = text.find_first_not_of(" \t\r\n");
+  if (JsonNestingDepth(text) > kMaxJsonNesting) {
+    return InvalidArgument("job spec file " + path + ": nested deeper than " +
+                           std::to_string(kMaxJsonNesting) + " levels");
+  }
   if (first != std::string::npos && text[first] == '{') {
     Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (j.is_object()) return j;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "core/agent_protocol.h"
 #include "core/job.h"
@@ -11,6 +12,13 @@
 namespace corral {
 
 using Json = nlohmann::json;
+
+// The deepest nesting of arrays and objects in JSON text, strings skipped, found without
+// parsing. nlohmann parses any depth, but dumping or walking a value recurses once per level:
+// a request body of a few hundred thousand '[' would overflow the head's stack in the error
+// message that quotes it. No request needs more than a few levels.
+int JsonNestingDepth(std::string_view text);
+constexpr int kMaxJsonNesting = 64;
 
 Json ToJson(const JobSpec& s);
 Json ToJson(const ReplicaPlacement& p);

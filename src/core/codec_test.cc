@@ -26,6 +26,15 @@ TEST(Codec, JobRoundTrips) {
   EXPECT_EQ(back->runs[0].placement[1].gpus, (std::vector<int32_t>{2, 3}));
 }
 
+TEST(Codec, JsonNestingDepthCountsStructureNotStrings) {
+  EXPECT_EQ(JsonNestingDepth(""), 0);
+  EXPECT_EQ(JsonNestingDepth("42"), 0);
+  EXPECT_EQ(JsonNestingDepth(R"({"a": [1, {"b": []}], "c": {}})"), 4);
+  EXPECT_EQ(JsonNestingDepth(R"({"cmd": "echo [[[[{{{{"})"), 1) << "brackets in a string";
+  EXPECT_EQ(JsonNestingDepth(R"({"q": "a \" [[[ \\", "x": [[]]})"), 3) << "escaped quotes";
+  EXPECT_EQ(JsonNestingDepth(std::string(100000, '[')), 100000) << "unclosed counts too";
+}
+
 TEST(Codec, MalformedIsAnErrorNotACrash) {
   EXPECT_FALSE(JobFromJson(Json::parse(R"({"id":"x"})")).ok());
   EXPECT_FALSE(NodeFromJson(Json::parse(R"([1,2])")).ok());
