@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -152,7 +153,7 @@ Result<Cert> NewCert(EVP_PKEY* pubkey, const std::string& cn, X509* issuer, int 
 }
 
 Result<std::string> SignLeaf(const CertAndKey& ca, EVP_PKEY* pubkey, const std::string& cn,
-                             const std::vector<std::string>& sans) {
+                             const std::vector<std::string>& sans, int days = kLeafDays) {
   auto san_list = SanList(sans);
   if (!san_list.ok()) return san_list.status();
   if (sans.empty()) return InvalidArgument("a certificate needs at least one name");
@@ -160,7 +161,7 @@ Result<std::string> SignLeaf(const CertAndKey& ca, EVP_PKEY* pubkey, const std::
   if (!ca_cert.ok()) return Internal("the CA certificate: " + ca_cert.status().message());
   auto ca_key = ParseKey(ca.key_pem);
   if (!ca_key.ok()) return Internal("the CA key: " + ca_key.status().message());
-  auto cert = NewCert(pubkey, cn, ca_cert->get(), kLeafDays);
+  auto cert = NewCert(pubkey, cn, ca_cert->get(), days);
   if (!cert.ok()) return cert.status();
   X509* c = cert->get();
   CORRAL_RETURN_IF_ERROR(AddExt(c, ca_cert->get(), NID_basic_constraints, "critical,CA:FALSE"));
@@ -237,10 +238,11 @@ Result<CertAndKey> MakeCa(const std::string& common_name) {
 }
 
 Result<CertAndKey> IssueCertificate(const CertAndKey& ca, const std::string& common_name,
-                                    const std::vector<std::string>& sans) {
+                                    const std::vector<std::string>& sans, int days) {
+  if (days <= 0) return InvalidArgument("certificate validity: want a positive number of days");
   auto key = NewKey();
   if (!key.ok()) return key.status();
-  auto cert = SignLeaf(ca, key->get(), common_name, sans);
+  auto cert = SignLeaf(ca, key->get(), common_name, sans, days);
   if (!cert.ok()) return cert.status();
   return CertAndKey{std::move(*cert), KeyPem(key->get())};
 }
@@ -273,6 +275,16 @@ Result<std::string> SignCsr(const CertAndKey& ca, const std::string& csr_pem,
     return InvalidArgument(SslError("csr: its signature does not match its key"));
   }
   return SignLeaf(ca, pub, common_name, sans);
+}
+
+Result<int64_t> CertificateNotAfter(const std::string& cert_pem) {
+  auto cert = ParseCert(cert_pem);
+  if (!cert.ok()) return cert.status();
+  struct tm tm {};
+  if (ASN1_TIME_to_tm(X509_get0_notAfter(cert->get()), &tm) != 1) {
+    return Internal(SslError("cannot read the certificate's expiry"));
+  }
+  return static_cast<int64_t>(timegm(&tm));
 }
 
 Result<std::vector<std::string>> CertificateSans(const std::string& cert_pem) {
@@ -349,6 +361,13 @@ Result<HeadTls> EnsureHeadTls(const std::string& dir, const std::vector<std::str
       for (const auto& s : *have) names.insert(Normalized(s));
       covered = std::all_of(server_sans.begin(), server_sans.end(),
                             [&](const std::string& s) { return names.count(Normalized(s)) > 0; });
+    }
+    // Rotation: a certificate close to its end is reissued now, at a start, rather than let
+    // clients fail on the day it expires.
+    auto until = cert.ok() ? CertificateNotAfter(*cert) : Result<int64_t>(cert.status());
+    if (!until.ok() ||
+        *until - static_cast<int64_t>(::time(nullptr)) < int64_t{kRenewServerCertDays} * 86400) {
+      covered = false;
     }
   }
   if (covered) return tls;

@@ -4,6 +4,7 @@
 // EnsureHeadTls() alone. Pure computation apart from EnsureHeadTls(); any thread.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,11 +25,17 @@ struct KeyAndCsr {
 // A self-signed CA certificate (CA:TRUE, keyCertSign) valid for 10 years, with a new key.
 Result<CertAndKey> MakeCa(const std::string& common_name);
 
-// A leaf certificate (serverAuth and clientAuth) for `sans`, valid for 2 years, signed by `ca`,
-// with a new key. An IP literal ("10.0.0.1", "::1", "[::1]") becomes an IP SAN, anything else
-// a DNS SAN. Errors: kInvalidArgument naming the SAN that is empty or holds a comma or space.
+// A leaf certificate (serverAuth and clientAuth) for `sans`, valid for `days` (2 years), signed
+// by `ca`, with a new key. An IP literal ("10.0.0.1", "::1", "[::1]") becomes an IP SAN, anything
+// else a DNS SAN. Errors: kInvalidArgument naming the SAN that is empty or holds a comma or space.
 Result<CertAndKey> IssueCertificate(const CertAndKey& ca, const std::string& common_name,
-                                    const std::vector<std::string>& sans);
+                                    const std::vector<std::string>& sans, int days = 730);
+
+// When a certificate stops being valid (notAfter), in seconds since the epoch.
+Result<int64_t> CertificateNotAfter(const std::string& cert_pem);
+
+// A head reissues its server certificate at start when it has less than this left.
+constexpr int kRenewServerCertDays = 30;
 
 // A new key and a certificate signing request for it (what an agent sends at registration).
 Result<KeyAndCsr> MakeKeyAndCsr(const std::string& common_name);
@@ -53,8 +60,9 @@ struct HeadTls {
 };
 
 // Loads the CA in `dir`, making it (and `dir`, 0700) on first use, and, when `server_sans`
-// is not empty, a server certificate covering them: an existing one that covers them all is
-// kept; one that misses some is reissued by the same CA (so clients' ca.pem still works).
+// is not empty, a server certificate covering them: an existing one that covers them all and
+// is valid for kRenewServerCertDays more is kept; one that misses some or expires sooner is
+// reissued by the same CA (so clients' ca.pem still works).
 // Keys are written 0600 through a temporary file and rename (never readable by others).
 Result<HeadTls> EnsureHeadTls(const std::string& dir, const std::vector<std::string>& server_sans);
 

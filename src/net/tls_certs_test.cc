@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -120,6 +121,40 @@ TEST(TlsCerts, HeadTlsIsMadeOnceWithPrivateKeysAndReusedOnRestart) {
   EXPECT_EQ(Slurp(dir + "/ca.pem"), ca);
   EXPECT_TRUE(Has(*CertificateSans(Slurp(dir + "/server.pem")), "10.9.8.7"));
   EXPECT_EQ(Mode(dir + "/server-key.pem"), 0600u);
+}
+
+// Rotation: a server certificate with less than 30 days left is reissued at start by the same
+// CA (clients keep their ca.pem); one with more is kept.
+TEST(TlsCerts, AServerCertificateNearItsEndIsReissuedAtStart) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/tls";
+  const std::vector<std::string> names = {"127.0.0.1", "head.example"};
+  auto first = EnsureHeadTls(dir, names);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  const int64_t now = ::time(nullptr);
+  auto fresh = CertificateNotAfter(Slurp(dir + "/server.pem"));
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  EXPECT_NEAR(static_cast<double>(*fresh - now), 730.0 * 86400, 2 * 3600.0);
+
+  auto ending = IssueCertificate(first->ca, "corral head", names, 10);
+  ASSERT_TRUE(ending.ok());
+  std::ofstream(dir + "/server.pem", std::ios::trunc) << ending->cert_pem;
+  std::ofstream(dir + "/server-key.pem", std::ios::trunc) << ending->key_pem;
+  ASSERT_LT(*CertificateNotAfter(Slurp(dir + "/server.pem")) - now, 11 * 86400);
+  const std::string ca = Slurp(dir + "/ca.pem");
+
+  auto renewed = EnsureHeadTls(dir, names);
+  ASSERT_TRUE(renewed.ok()) << renewed.status().ToString();
+  EXPECT_FALSE(renewed->created_ca);
+  EXPECT_TRUE(renewed->issued_server) << "10 days left: reissued";
+  EXPECT_GT(*CertificateNotAfter(Slurp(dir + "/server.pem")) - now, 700 * 86400);
+  EXPECT_EQ(Slurp(dir + "/ca.pem"), ca) << "the same CA";
+  EXPECT_NE(Slurp(dir + "/server.pem"), ending->cert_pem);
+
+  auto kept = EnsureHeadTls(dir, names);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_FALSE(kept->issued_server) << "two years left: kept";
+  EXPECT_FALSE(IssueCertificate(first->ca, "x", names, 0).ok());
 }
 
 TEST(TlsCerts, ACorruptCaIsAnErrorNotSilentlyReplaced) {
