@@ -42,7 +42,6 @@ using Ext = std::unique_ptr<X509_EXTENSION, Free<X509_EXTENSION_free>>;
 using Bn = std::unique_ptr<BIGNUM, Free<BN_free>>;
 
 constexpr int kCaDays = 3650;
-constexpr int kLeafDays = 730;
 
 // The reason OpenSSL gives for its last failure (and clears its error queue).
 std::string SslError(const std::string& what) {
@@ -153,7 +152,7 @@ Result<Cert> NewCert(EVP_PKEY* pubkey, const std::string& cn, X509* issuer, int 
 }
 
 Result<std::string> SignLeaf(const CertAndKey& ca, EVP_PKEY* pubkey, const std::string& cn,
-                             const std::vector<std::string>& sans, int days = kLeafDays) {
+                             const std::vector<std::string>& sans, int days = kLeafCertDays) {
   auto san_list = SanList(sans);
   if (!san_list.ok()) return san_list.status();
   if (sans.empty()) return InvalidArgument("a certificate needs at least one name");

@@ -25,11 +25,14 @@ struct KeyAndCsr {
 // A self-signed CA certificate (CA:TRUE, keyCertSign) valid for 10 years, with a new key.
 Result<CertAndKey> MakeCa(const std::string& common_name);
 
-// A leaf certificate (serverAuth and clientAuth) for `sans`, valid for `days` (2 years), signed
+// How long a leaf certificate (the head's, an agent's) is valid by default: 2 years.
+constexpr int kLeafCertDays = 730;
+
+// A leaf certificate (serverAuth and clientAuth) for `sans`, valid for `days`, signed
 // by `ca`, with a new key. An IP literal ("10.0.0.1", "::1", "[::1]") becomes an IP SAN, anything
 // else a DNS SAN. Errors: kInvalidArgument naming the SAN that is empty or holds a comma or space.
 Result<CertAndKey> IssueCertificate(const CertAndKey& ca, const std::string& common_name,
-                                    const std::vector<std::string>& sans, int days = 730);
+                                    const std::vector<std::string>& sans, int days = kLeafCertDays);
 
 // When a certificate stops being valid (notAfter), in seconds since the epoch.
 Result<int64_t> CertificateNotAfter(const std::string& cert_pem);

@@ -6,8 +6,6 @@
 #include <system_error>
 #include <thread>
 
-#include "core/codec.h"
-
 namespace corral::store {
 namespace {
 
@@ -22,12 +20,12 @@ struct Slice {
 void DecodeSlice(const std::vector<std::string_view>& docs, size_t begin, size_t end, Slice* out) {
   out->jobs.reserve(end - begin);
   for (size_t i = begin; i < end; ++i) {
-    Json j = Json::parse(docs[i], nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) {
-      out->error = Internal("corrupt document in store: " + std::string(docs[i].substr(0, 80)));
+    auto j = ParseStoredDoc(docs[i]);
+    if (!j.ok()) {
+      out->error = j.status();
       return;
     }
-    auto job = JobFromJson(j);
+    auto job = JobFromJson(*j);
     if (!job.ok()) {
       out->error = job.status();
       return;
@@ -38,25 +36,30 @@ void DecodeSlice(const std::vector<std::string_view>& docs, size_t begin, size_t
 
 }  // namespace
 
+Result<Json> ParseStoredDoc(std::string_view doc) {
+  Json j = Json::parse(doc, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return Internal("corrupt document in store: " + std::string(doc.substr(0, 80)));
+  }
+  return j;
+}
+
 Status DecodeJobDocs(const std::vector<std::string_view>& docs, std::vector<Job>* out) {
   const size_t cores = std::max(1u, std::thread::hardware_concurrency());
   const size_t threads = std::clamp<size_t>(docs.size() / kDocsPerThread, 1, cores);
   std::vector<Slice> slices(threads);
   std::vector<std::thread> workers;
   const size_t per = (docs.size() + threads - 1) / threads;
+  auto bound = [&](size_t t) { return std::min(docs.size(), t * per); };
   std::vector<size_t> here = {0};  // slices this thread decodes
   for (size_t t = 1; t < threads; ++t) {
     try {
-      workers.emplace_back(DecodeSlice, std::cref(docs), std::min(docs.size(), t * per),
-                           std::min(docs.size(), (t + 1) * per), &slices[t]);
+      workers.emplace_back(DecodeSlice, std::cref(docs), bound(t), bound(t + 1), &slices[t]);
     } catch (const std::system_error&) {
       here.push_back(t);  // no thread to be had (a process limit): slower, not wrong
     }
   }
-  for (size_t t : here) {
-    DecodeSlice(docs, std::min(docs.size(), t * per), std::min(docs.size(), (t + 1) * per),
-                &slices[t]);
-  }
+  for (size_t t : here) DecodeSlice(docs, bound(t), bound(t + 1), &slices[t]);
   for (std::thread& w : workers) w.join();
   for (const Slice& s : slices) {
     if (s.error) return *s.error;

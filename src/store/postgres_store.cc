@@ -43,12 +43,6 @@ constexpr char kExpiredLeader[] = R"(
    WHERE l.locktype = 'advisory' AND l.classid = 1 AND l.objid = 3119082877 AND l.objsubid = 1
      AND l.granted AND s.id = 1 AND s.renewed_at < now() - make_interval(secs => $1::float8))";
 
-Result<Json> Parse(const std::string& doc) {
-  Json j = Json::parse(doc, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Internal("corrupt document in store: " + doc.substr(0, 80));
-  return j;
-}
-
 class PgStore final : public PostgresStore {
  public:
   explicit PgStore(pg::Conn conn) : conn_(std::move(conn)) {}
@@ -100,7 +94,7 @@ class PgStore final : public PostgresStore {
       auto nodes = pg::Exec(conn_.get(), "SELECT doc FROM nodes ORDER BY name COLLATE \"C\"");
       if (!nodes.ok()) return nodes.status();
       for (int i = 0; i < PQntuples(nodes->get()); ++i) {
-        auto j = Parse(pg::Value(nodes->get(), i, 0));
+        auto j = ParseStoredDoc(pg::Value(nodes->get(), i, 0));
         if (!j.ok()) return j.status();
         auto node = NodeFromJson(*j);
         if (!node.ok()) return node.status();
@@ -109,7 +103,7 @@ class PgStore final : public PostgresStore {
       auto queues = pg::Exec(conn_.get(), "SELECT doc FROM queues ORDER BY name COLLATE \"C\"");
       if (!queues.ok()) return queues.status();
       for (int i = 0; i < PQntuples(queues->get()); ++i) {
-        auto j = Parse(pg::Value(queues->get(), i, 0));
+        auto j = ParseStoredDoc(pg::Value(queues->get(), i, 0));
         if (!j.ok()) return j.status();
         auto q = QueueFromJson(*j);
         if (!q.ok()) return q.status();

@@ -116,11 +116,6 @@ class SqliteStore final : public Store {
       const unsigned char* t = sqlite3_column_text(s, col);
       return std::string(t ? reinterpret_cast<const char*>(t) : "");
     };
-    auto parse = [](const std::string& doc) -> Result<Json> {
-      Json j = Json::parse(doc, nullptr, /*allow_exceptions=*/false);
-      if (j.is_discarded()) return Internal("corrupt document in store: " + doc.substr(0, 80));
-      return j;
-    };
     CORRAL_RETURN_IF_ERROR(rows("SELECT count(*) FROM jobs", [&](sqlite3_stmt* s) {
       state.jobs.reserve(static_cast<size_t>(sqlite3_column_int64(s, 0)));
       return Status::Ok();
@@ -141,7 +136,7 @@ class SqliteStore final : public Store {
     }));
     CORRAL_RETURN_IF_ERROR(decode());
     CORRAL_RETURN_IF_ERROR(rows("SELECT doc FROM nodes ORDER BY name", [&](sqlite3_stmt* s) {
-      auto j = parse(text(s, 0));
+      auto j = ParseStoredDoc(text(s, 0));
       if (!j.ok()) return j.status();
       auto node = NodeFromJson(*j);
       if (!node.ok()) return node.status();
@@ -149,7 +144,7 @@ class SqliteStore final : public Store {
       return Status::Ok();
     }));
     CORRAL_RETURN_IF_ERROR(rows("SELECT doc FROM queues ORDER BY name", [&](sqlite3_stmt* s) {
-      auto j = parse(text(s, 0));
+      auto j = ParseStoredDoc(text(s, 0));
       if (!j.ok()) return j.status();
       auto q = QueueFromJson(*j);
       if (!q.ok()) return q.status();
