@@ -11,8 +11,8 @@
 #include "core/spec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  // The pid fixed-width: the path is in the error messages, whose lengths must not vary between
-  // runs for a run with a fixed seed to repeat itself.
+  // The pid fixed-width: the path is in the error messages, and their length should not vary
+  // from one run to the next (one source of divergence fewer; ASLR leaves others, fuzz/README.md).
   static const std::string path = [] {
     char p[64];
     std::snprintf(p, sizeof(p), "/tmp/corral-fuzz-spec-%010d.yaml", static_cast<int>(getpid()));
