@@ -129,6 +129,10 @@ int HeadMain(std::vector<std::string> args) {
       ->delimiter(',');
   app.add_option("--idle-stop-warning", idle_stop_warning,
                  "time between an idle run's warning event and its stop");
+  std::string retain_finished = "1d";
+  app.add_option("--retain-finished", retain_finished,
+                 "jobs that ended longer ago than this leave the head's memory; the store "
+                 "answers for them (corral show, corral jobs --all) (0s: keep all)");
   if (auto code = ParseFlags(app, std::move(args))) return *code;
   if (migrate_only) return MigrateOnly(store_url, state_dir);
   auto hp = ListenFlag("head", listen);
@@ -144,13 +148,14 @@ int HeadMain(std::vector<std::string> args) {
   auto idle_after_ms = ParseDuration("--idle-after", idle_after);
   auto idle_stop_warning_ms = ParseDuration("--idle-stop-warning", idle_stop_warning);
   auto leader_lease_ms = ParseDuration("--leader-lease", leader_lease);
+  auto retain_finished_ms = ParseDuration("--retain-finished", retain_finished);
   if (idle_threshold < 0 || idle_threshold > 100) {
     std::cerr << "corral head: flag '--idle-threshold': got " << idle_threshold
               << ", want a percent from 0 to 100\n";
     return 2;
   }
-  for (const auto* d :
-       {&min_runtime_ms, &half_life_ms, &idle_after_ms, &idle_stop_warning_ms, &leader_lease_ms}) {
+  for (const auto* d : {&min_runtime_ms, &half_life_ms, &idle_after_ms, &idle_stop_warning_ms,
+                        &leader_lease_ms, &retain_finished_ms}) {
     if (!d->ok()) {
       std::cerr << "corral head: " << d->status().message() << "\n";
       return 2;
@@ -177,6 +182,7 @@ int HeadMain(std::vector<std::string> args) {
   config.idle_after_ms = *idle_after_ms;
   config.idle_stop_queues = {idle_stop_queues.begin(), idle_stop_queues.end()};
   config.idle_stop_warning_ms = *idle_stop_warning_ms;
+  config.retain_finished_ms = *retain_finished_ms;
   std::error_code ec;
   std::filesystem::create_directories(state_dir, ec);
   auto store = store::OpenStore(store_url, state_dir);

@@ -12,6 +12,7 @@ using DurationMs = int64_t;
 constexpr DurationMs kSecond = 1000;
 constexpr DurationMs kMinute = 60 * kSecond;
 constexpr DurationMs kHour = 60 * kMinute;
+constexpr DurationMs kDay = 24 * kHour;
 
 class Clock {
  public:

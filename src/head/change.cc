@@ -85,6 +85,7 @@ struct Encoder {
               {"to_steps", c.to_steps}});
   }
   void operator()(const JobHoldSet& c) { j.update({{"job", c.job}, {"held", c.held}}); }
+  void operator()(const JobsRetired& c) { j["jobs"] = c.jobs; }
   void operator()(const StepStarted& c) {
     j.update({{"job", c.job}, {"attempt", c.attempt}, {"step", ToJson(c.step)}});
   }
@@ -167,6 +168,7 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
                         Get<bool>(j, "to_replicas", true), Get<bool>(j, "to_steps", true)};
   }
   if (type == "job_hold_set") return JobHoldSet{job(), j.at("held").get<bool>()};
+  if (type == "jobs_retired") return JobsRetired{j.at("jobs").get<std::vector<JobId>>()};
   if (type == "step_exited") {
     return StepExited{job(), attempt(), j.at("step").get<int32_t>(), j.at("index").get<int32_t>(),
                       j.at("exit_code").get<int32_t>()};
@@ -236,6 +238,8 @@ struct KeyOf {
   void operator()(const TokenIssued& e) { j.update({{"kind", "token"}, {"key", e.credential.id}}); }
   void operator()(const TokenRevoked& e) { j.update({{"kind", "token"}, {"key", e.id}}); }
   void operator()(const JobSubmitted& e) { j.update({{"kind", "job"}, {"key", e.job.id}}); }
+  // Many jobs: the key is empty and "jobs" lists them.
+  void operator()(const JobsRetired&) { j.update({{"kind", "job"}, {"key", ""}}); }
   void operator()(const auto& e) { j.update({{"kind", "job"}, {"key", e.job}}); }
 };
 
@@ -260,7 +264,8 @@ const char* ChangeName(const ChangeKind& what) {
       "head_started",   "job_submitted", "run_placed",   "run_started",         "replica_exited",
       "stop_requested", "run_ended",     "job_ended",    "checkpoint_reported", "node_registered",
       "node_state_set", "queue_set",     "token_issued", "token_revoked",       "idle_warned",
-      "step_started",   "step_exited",   "job_hold_set", "run_signalled",       "node_health_set"};
+      "step_started",   "step_exited",   "job_hold_set", "run_signalled",       "node_health_set",
+      "jobs_retired"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];
 }

@@ -130,12 +130,18 @@ struct JobHoldSet {  // a user hold put on a pending job, or taken off
   JobId job = 0;
   bool held = false;
 };
+// Jobs that ended longer ago than the retention window leave memory (DESIGN §9): their rows
+// stay in the store, which answers for them from then on, and a tombstone keeps each one's
+// final state for dependencies. An array leaves whole.
+struct JobsRetired {
+  std::vector<JobId> jobs;  // ascending
+};
 
 using ChangeKind =
     std::variant<HeadStarted, JobSubmitted, RunPlaced, RunStarted, ReplicaExited, StopRequested,
                  RunEnded, JobEnded, CheckpointReported, NodeRegistered, NodeStateSet, QueueSet,
                  TokenIssued, TokenRevoked, IdleWarned, StepStarted, StepExited, JobHoldSet,
-                 RunSignalled, NodeHealthSet>;
+                 RunSignalled, NodeHealthSet, JobsRetired>;
 
 struct Change {
   uint64_t revision = 0;

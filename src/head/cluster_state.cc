@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/spec.h"
+#include "sched/job_input.h"
 
 namespace corral::head {
 namespace {
@@ -183,6 +184,44 @@ struct Applier {
     it->second.unhealthy = UnhealthyReason(c.faults);
   }
   void operator()(const QueueSet& c) { s.queues[c.queue.name] = c.queue; }
+  void operator()(const JobsRetired& c) {
+    // The store marks the rows retired, and keeps the usage, in the change's own commit: on
+    // recovery the jobs are already out of the rows loaded, their usage already counted.
+    std::vector<JobId> ids;
+    for (JobId id : c.jobs) {
+      if (s.jobs.count(id)) {
+        ids.push_back(id);
+      } else {
+        CORRAL_CHECK(s.retired.count(id), "change retires unknown job " + std::to_string(id));
+      }
+    }
+    for (JobId id : ids) {
+      const Job& job = JobAt(s, id);
+      for (const sched::PastUsage& u : sched::PastUsageOf(job, at)) {
+        RetiredUsage& r = s.retired_usage[{u.queue, u.user, u.to / kDay}];
+        DurationMs ms = u.to - u.from;
+        r.gpu_ms += u.gpus * ms;
+        r.cpu_milli_ms += u.cpu_milli * ms;
+        r.memory_mb_ms += u.memory_mb * ms;
+        r.last_end = std::max(r.last_end, u.to);
+      }
+      s.retired[id] = job.state;
+    }
+    for (JobId id : ids) {  // an array's id answers for the whole array
+      const Job& job = s.jobs.at(id);
+      if (job.array_id != id) continue;
+      bool all_ok = true;
+      for (auto it = s.jobs.find(id); it != s.jobs.end() && it->second.array_id == id; ++it) {
+        all_ok &= it->second.state == JobState::kSucceeded;
+      }
+      s.retired[id] = all_ok ? JobState::kSucceeded : JobState::kFailed;
+    }
+    for (JobId id : ids) s.jobs.erase(id);
+    int64_t oldest = at / kDay - kRetiredUsageDays;
+    while (!s.retired_usage.empty() && s.retired_usage.begin()->first.day < oldest) {
+      s.retired_usage.erase(s.retired_usage.begin());
+    }
+  }
   void operator()(const TokenIssued& c) { s.credentials[c.credential.hash] = c.credential; }
   void operator()(const TokenRevoked& c) {
     for (auto it = s.credentials.begin(); it != s.credentials.end(); ++it) {
@@ -221,9 +260,42 @@ Json StateToJson(const ClusterState& s) {
   for (const auto& [name, q] : s.queues) queues.push_back(ToJson(q));
   Json creds = Json::array();
   for (const auto& [hash, c] : s.credentials) creds.push_back(ToJson(c));
-  return Json{{"revision", s.revision}, {"epoch", s.epoch},      {"next_job_id", s.next_job_id},
-              {"jobs", jobs},           {"nodes", nodes},        {"queues", queues},
-              {"credentials", creds},   {"step_key", s.step_key}};
+  Json retired = Json::array();
+  for (const auto& [id, state] : s.retired) retired.push_back(Json{id, JobStateName(state)});
+  return Json{{"revision", s.revision},
+              {"epoch", s.epoch},
+              {"next_job_id", s.next_job_id},
+              {"jobs", jobs},
+              {"nodes", nodes},
+              {"queues", queues},
+              {"credentials", creds},
+              {"step_key", s.step_key},
+              {"retired", retired},
+              {"retired_usage", RetiredUsageToJson(s.retired_usage)}};
+}
+
+Json RetiredUsageToJson(const std::map<RetiredUsageKey, RetiredUsage>& usage) {
+  Json out = Json::array();
+  for (const auto& [k, u] : usage) {
+    out.push_back(Json::array(
+        {k.queue, k.user, k.day, u.gpu_ms, u.cpu_milli_ms, u.memory_mb_ms, u.last_end}));
+  }
+  return out;
+}
+
+Result<std::map<RetiredUsageKey, RetiredUsage>> RetiredUsageFromJson(const Json& j) {
+  std::map<RetiredUsageKey, RetiredUsage> out;
+  try {
+    for (const Json& row : j) {
+      if (!row.is_array() || row.size() != 7) throw std::runtime_error("a row is not 7 values");
+      out[{row[0].get<std::string>(), row[1].get<std::string>(), row[2].get<int64_t>()}] = {
+          row[3].get<int64_t>(), row[4].get<int64_t>(), row[5].get<int64_t>(),
+          row[6].get<int64_t>()};
+    }
+  } catch (const std::exception& e) {
+    return Internal(std::string("store meta 'retired_usage': ") + e.what());
+  }
+  return out;
 }
 
 }  // namespace corral::head

@@ -13,6 +13,25 @@
 
 namespace corral::head {
 
+// What retired jobs' runs used, summed per queue, user and UTC day of the run's end, so that
+// fair share keeps remembering it once the jobs are out of memory (DESIGN §6.2).
+struct RetiredUsageKey {
+  std::string queue;
+  std::string user;
+  int64_t day = 0;  // days since the epoch
+  auto operator<=>(const RetiredUsageKey&) const = default;
+};
+struct RetiredUsage {
+  int64_t gpu_ms = 0;  // GPUs x milliseconds
+  int64_t cpu_milli_ms = 0;
+  int64_t memory_mb_ms = 0;
+  TimeMs last_end = 0;  // of the latest run counted
+  bool operator==(const RetiredUsage&) const = default;
+};
+// Days of retired usage kept: past that, usage decayed with any sensible fair-share half-life
+// weighs nothing.
+constexpr int64_t kRetiredUsageDays = 90;
+
 struct ClusterState {
   uint64_t revision = 0;  // of the last change applied
   uint64_t epoch = 0;     // leadership epoch (HeadStarted)
@@ -22,6 +41,10 @@ struct ClusterState {
   std::map<std::string, QueueConfig> queues;
   std::map<std::string, Credential> credentials;  // by hash
   std::string step_key;  // job-step credentials derive from it (HeadStarted)
+  // Jobs retired from memory (JobsRetired): each one's final state. An array's id (its first
+  // element's) holds the array's: succeeded if every element did, else failed.
+  std::map<JobId, JobState> retired;
+  std::map<RetiredUsageKey, RetiredUsage> retired_usage;
 };
 
 // REQUIRES: change.revision == state.revision + 1.
@@ -37,6 +60,9 @@ struct SnapshotMeta {
   static constexpr char kNextJobId[] = "next_job_id";
   static constexpr char kCredentialPrefix[] = "credential/";
   static constexpr char kStepKey[] = "step_key";
+  static constexpr char kRetiredUsage[] = "retired_usage";
 };
+Json RetiredUsageToJson(const std::map<RetiredUsageKey, RetiredUsage>& usage);
+Result<std::map<RetiredUsageKey, RetiredUsage>> RetiredUsageFromJson(const Json& j);
 
 }  // namespace corral::head

@@ -189,6 +189,7 @@ void HeadCore::Tick(TimeMs now) {
   CheckLiveness(now);
   EnforceTimeLimits(now);
   FlagIdle(now);
+  RetireEnded(now);
   WantSchedule();
 }
 

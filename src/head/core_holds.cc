@@ -42,12 +42,14 @@ static DepState Evaluate(const HeadCore& core, const ClusterState& s, const Job&
       continue;
     }
     for (JobId target : d.jobs) {
-      std::vector<const Job*> jobs = core.DependencyTargets(target);
+      std::vector<JobState> states;
+      for (const Job* t : core.DependencyTargets(target)) states.push_back(t->state);
+      if (auto retired = core.RetiredState(target)) states.push_back(*retired);
       bool all_over = true, any_bad = false, all_ok = true;
-      for (const Job* t : jobs) {
-        all_over &= IsTerminal(t->state);
-        any_bad |= t->state == JobState::kFailed || t->state == JobState::kCancelled;
-        all_ok &= t->state == JobState::kSucceeded;
+      for (JobState t : states) {
+        all_over &= IsTerminal(t);
+        any_bad |= t == JobState::kFailed || t == JobState::kCancelled;
+        all_ok &= t == JobState::kSucceeded;
       }
       std::string name = std::string(DependencyTypeName(d.type)) + ":" + std::to_string(target);
       if (d.type == DependencyType::kAfterOk && any_bad) {

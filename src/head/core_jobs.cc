@@ -115,7 +115,7 @@ Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, 
   }
   for (const Dependency& d : job.spec.dependencies) {
     for (JobId t : d.jobs) {
-      if (!state_.jobs.count(t)) {
+      if (!state_.jobs.count(t) && !state_.retired.count(t)) {
         return InvalidArgument("field 'dependency': job " + std::to_string(t) + " does not exist");
       }
     }
@@ -251,13 +251,7 @@ Result<Job> HeadCore::GetJob(const Caller& by, JobId id) const {
   // its owner and those who may manage it.
   auto it = state_.jobs.find(id);
   if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
-  Job job = it->second;
-  if (!MayManageJob(by, job)) {
-    job.spec.env.clear();
-    for (Run& run : job.runs) {
-      for (Step& step : run.steps) step.env.clear();
-    }
-  }
+  Job job = JobAsSeenBy(by, it->second);
   if (auto r = pending_reason_.find(id); r != pending_reason_.end()) job.pending_reason = r->second;
   if (auto i = idle_.find(id); i != idle_.end() && job.state == JobState::kRunning) {
     job.idle_since = i->second;
@@ -265,26 +259,35 @@ Result<Job> HeadCore::GetJob(const Caller& by, JobId id) const {
   return job;
 }
 
+Status HeadCore::MayReadLogs(const Caller& by, const Job& job) const {
+  bool own_step = by.kind == Caller::Kind::kJob && by.job == job.id;  // srun following its step
+  if (!own_step && !MayManageJob(by, job)) {
+    return PermissionDenied("the output of job " + std::to_string(job.id) + " is for its owner (" +
+                            job.owner + ") and admins");
+  }
+  return Status::Ok();
+}
+
 Result<Job> HeadCore::GetJobForLogs(const Caller& by, JobId id) const {
   auto it = state_.jobs.find(id);
   if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
-  bool own_step = by.kind == Caller::Kind::kJob && by.job == id;  // srun following its step
-  if (!own_step && !MayManageJob(by, it->second)) {
-    return PermissionDenied("the output of job " + std::to_string(id) + " is for its owner (" +
-                            it->second.owner + ") and admins");
-  }
+  CORRAL_RETURN_IF_ERROR(MayReadLogs(by, it->second));
   return GetJob(by, id);
+}
+
+bool FilterMatches(const JobFilter& f, const Job& j) {
+  if (!f.states.empty() && !f.states.count(j.state)) return false;
+  if (!f.queue.empty() && j.spec.queue != f.queue) return false;
+  if (!f.user.empty() && j.owner != f.user) return false;
+  if (f.array_id != 0 && j.array_id != f.array_id) return false;
+  return f.ended_since <= 0 || !IsTerminal(j.state) || j.ended_at >= f.ended_since;
 }
 
 std::vector<Job> HeadCore::ListJobs(const Caller& by, const JobFilter& f) const {
   std::vector<Job> out;
   for (auto it = state_.jobs.upper_bound(f.after); it != state_.jobs.end(); ++it) {
     const Job& j = it->second;
-    if (!f.states.empty() && !f.states.count(j.state)) continue;
-    if (!f.queue.empty() && j.spec.queue != f.queue) continue;
-    if (!f.user.empty() && j.owner != f.user) continue;
-    if (f.array_id != 0 && j.array_id != f.array_id) continue;
-    if (f.ended_since > 0 && IsTerminal(j.state) && j.ended_at < f.ended_since) continue;
+    if (!FilterMatches(f, j)) continue;
     out.push_back(*GetJob(by, j.id));
     if (static_cast<int32_t>(out.size()) >= f.limit) break;
   }

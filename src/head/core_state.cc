@@ -156,6 +156,7 @@ void HeadCore::Index(const Change& c) {
     }
     void operator()(const TokenIssued&) {}
     void operator()(const TokenRevoked&) {}
+    void operator()(const JobsRetired& e) { core.OnRetired(e); }
   };
   MarkDirty(c);
   std::visit(Visitor{*this, c}, c.what);
@@ -180,6 +181,11 @@ void HeadCore::MarkDirty(const Change& c) {
     void operator()(const StepStarted& e) { d.jobs.insert(e.job); }
     void operator()(const JobHoldSet& e) { d.jobs.insert(e.job); }
     void operator()(const RunSignalled& e) { d.jobs.insert(e.job); }
+    void operator()(const JobsRetired& e) {
+      // Its row is current (a job is retired only once it is), and the change's own commit
+      // marks it retired (EditLog::Append).
+      for (JobId id : e.jobs) d.jobs.erase(id);
+    }
     void operator()(const StepExited& e) { d.jobs.insert(e.job); }
     void operator()(const NodeRegistered& e) {
       d.nodes.insert(e.node.name);
@@ -229,14 +235,7 @@ void HeadCore::RebuildIndexes(TimeMs now) {
   doomed_.clear();
   pending_count_.clear();
   requests_.clear();
-  estimator_ = sched::RuntimeEstimator();
-  std::vector<const Job*> ended;
-  for (const auto& [id, job] : state_.jobs) {
-    if (IsTerminal(job.state)) ended.push_back(&job);
-  }
-  std::stable_sort(ended.begin(), ended.end(),
-                   [](const Job* a, const Job* b) { return a->ended_at < b->ended_at; });
-  for (const Job* j : ended) estimator_.Observe(sched::EndedJobOf(*j));
+  RebuildEstimator();
   for (const auto& [id, job] : state_.jobs) {
     if (!job.request_id.empty()) requests_.emplace(std::pair(job.owner, job.request_id), id);
     if (job.state == JobState::kPending) ++pending_count_[{job.spec.queue, job.owner}];
@@ -265,7 +264,7 @@ void HeadCore::RebuildIndexes(TimeMs now) {
     }
   }
   // Fair share remembers what each queue and user ran before this leadership (DESIGN §6.2).
-  std::vector<sched::PastUsage> past;
+  std::vector<sched::PastUsage> past = RetiredPastUsage(state_);
   for (const auto& [id, job] : state_.jobs) {
     std::vector<sched::PastUsage> runs = sched::PastUsageOf(job, now);
     past.insert(past.end(), runs.begin(), runs.end());

@@ -883,6 +883,103 @@ TEST_P(Scenario, DependenciesHoldJobsThenReleaseOrCancelThem) {
   EXPECT_EQ(Get(any.id).state, JobState::kScheduled);
 }
 
+// Retention (core_retire.cc): a job that ended over a day ago leaves memory in one change,
+// only once the snapshot rows hold it as it ended; its tombstone still answers dependencies,
+// and its runs' usage stays in the per-day sums fair share is rebuilt from.
+TEST_P(Scenario, AJobThatEndedLongAgoIsRetiredAndItsTombstoneAnswersDependencies) {
+  Register("n1", 2);
+  Job good = Submit(Spec(2));
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(good.id))}));
+  now() += kHour;
+  ASSERT_TRUE(*Report("n1", {Exited(Get(good.id), 0, 0)}));
+  Job bad = Submit(Spec(1));
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(bad.id))}));
+  ASSERT_TRUE(*Report("n1", {Exited(Get(bad.id), 0, 3)}));
+  ASSERT_EQ(Get(bad.id).state, JobState::kFailed);
+  Job live = Submit(Spec(1));  // pending: never retired
+
+  now() += 23 * kHour;  // good ended 23 h ago: kept
+  core().Tick(now());
+  Step();
+  EXPECT_TRUE(core().state().jobs.count(good.id));
+  now() += 2 * kHour;
+  for (int i = 0; i < 2; ++i) {  // the first pass waits for a snapshot of the ended jobs
+    now() += 11 * kMinute;
+    core().Tick(now());
+    Step();
+  }
+  EXPECT_FALSE(core().state().jobs.count(good.id));
+  EXPECT_FALSE(core().state().jobs.count(bad.id));
+  EXPECT_TRUE(core().state().jobs.count(live.id));
+  EXPECT_EQ(core().RetiredState(good.id), JobState::kSucceeded);
+  EXPECT_EQ(core().RetiredState(bad.id), JobState::kFailed);
+  EXPECT_EQ(core().GetJob(kAna, good.id).status().code(), ErrorCode::kNotFound);
+  int64_t gpu_ms = 0;
+  for (const auto& [key, u] : core().state().retired_usage) {
+    EXPECT_EQ(key.user, "ana");
+    gpu_ms += u.gpu_ms;
+  }
+  EXPECT_EQ(gpu_ms, 2 * kHour) << "good held 2 GPUs for an hour, bad none for no time";
+
+  auto dep = [&](const std::string& text) {
+    JobSpec s = Spec(1);
+    s.dependencies = *ParseDependencies(text);
+    return core().Submit(kAna, s, "", now());
+  };
+  auto after_good = dep("afterok:" + std::to_string(good.id));
+  auto after_bad = dep("afterok:" + std::to_string(bad.id));
+  ASSERT_TRUE(after_good.ok() && after_bad.ok()) << "retired jobs are known dependencies";
+  Step();
+  EXPECT_EQ(Get(after_bad->id).state, JobState::kCancelled);
+  EXPECT_NE(Get(after_bad->id).events.back().reason.find("did not succeed"), std::string::npos);
+  EXPECT_EQ(Get(after_good->id).state, JobState::kPending);
+  EXPECT_EQ(Get(after_good->id).pending_reason.find("waiting for dependency"), std::string::npos)
+      << Get(after_good->id).pending_reason;
+  h_.ExpectReplayEqualsLive();
+}
+
+// An array leaves memory whole, once its last element has ended long enough ago; its id's
+// tombstone answers for all of it.
+TEST_P(Scenario, AnArrayIsRetiredWholeOnceItsLastElementEndedLongAgo) {
+  Register("n1", 1);
+  JobSpec arr = Spec(1);
+  arr.array = "0-1";
+  Job first = Submit(arr);
+  JobId second = first.id + 1;
+  Schedule();  // one GPU: the first element runs, the second waits
+  ASSERT_TRUE(*Report("n1", {Running(Get(first.id))}));
+  ASSERT_TRUE(*Report("n1", {Exited(Get(first.id), 0, 0)}));
+  auto retire = [&] {
+    for (int i = 0; i < 2; ++i) {
+      now() += 11 * kMinute;
+      core().Tick(now());
+      Step();
+    }
+  };
+  now() += 2 * kDay;
+  retire();
+  EXPECT_TRUE(core().state().jobs.count(first.id)) << "its other element has not ended";
+  ASSERT_TRUE(core().Cancel(kAna, second, now(), /*element_only=*/true).ok());
+  Step();
+  now() += 2 * kDay;
+  retire();
+  EXPECT_FALSE(core().state().jobs.count(first.id));
+  EXPECT_FALSE(core().state().jobs.count(second));
+  EXPECT_EQ(core().RetiredState(first.id), JobState::kFailed) << "one element was cancelled";
+  EXPECT_EQ(core().RetiredState(second), JobState::kCancelled);
+  JobSpec after = Spec(1);
+  after.dependencies = *ParseDependencies("afterok:" + std::to_string(first.id));
+  Job never = Submit(after);
+  EXPECT_EQ(Get(never.id).state, JobState::kCancelled);
+  after.dependencies = *ParseDependencies("afternotok:" + std::to_string(first.id));
+  Job next = Submit(after);
+  EXPECT_EQ(Get(next.id).state, JobState::kPending);
+  EXPECT_EQ(Get(next.id).pending_reason.find("dependency"), std::string::npos)
+      << Get(next.id).pending_reason;
+}
+
 TEST_P(Scenario, AfterOkOnAnArrayWaitsForEveryElementAndSingletonForItsNamesakes) {
   Register("n1", 8);
   JobSpec arr = Spec(1);

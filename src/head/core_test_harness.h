@@ -31,14 +31,16 @@ class CoreHarness {
   // Moves the core's changes into the pending batch (what the shell's Drain does).
   void Drain() {
     CoreOutput out = core_->TakeOutput();
-    log_.Append(out.changes, &batch_);
+    log_.Append(out.changes, core_->state(), &batch_);
     for (const Change& c : out.changes) all_changes_.push_back(c);
   }
   // The group commit: everything pending becomes durable and acknowledged.
   void Commit() {
     Drain();
+    bool snapshot = core_->TakeSnapshotWanted();  // as the shell's Tick does
+    if (batch_.empty() && !snapshot) return;
+    log_.MaybeSnapshot(*core_, snapshot, &batch_);
     if (batch_.empty()) return;
-    log_.MaybeSnapshot(*core_, false, &batch_);
     Status st = store_.Commit(batch_);
     ASSERT_TRUE(st.ok()) << st.ToString();
     batch_.clear();

@@ -6,8 +6,7 @@
 
 namespace corral::head {
 
-Result<UsageReport> HeadCore::Usage(const Caller& by, UsageBy group, DurationMs since_ms,
-                                    TimeMs now) const {
+Status HeadCore::CheckUsage(const Caller& by, DurationMs since_ms) {
   if (by.kind == Caller::Kind::kJoin) {
     return PermissionDenied("the join credential may only register agents");
   }
@@ -15,8 +14,17 @@ Result<UsageReport> HeadCore::Usage(const Caller& by, UsageBy group, DurationMs 
     return InvalidArgument("since: got " + std::to_string(since_ms) +
                            " ms, want a positive period");
   }
+  return Status::Ok();
+}
+
+Result<UsageReport> HeadCore::Usage(const Caller& by, UsageBy group, DurationMs since_ms,
+                                    TimeMs now) const {
+  CORRAL_RETURN_IF_ERROR(CheckUsage(by, since_ms));
   TimeMs from = now > since_ms ? now - since_ms : 0;
-  UsageAccumulator acc(group, from, now);
+  return Usage(UsageAccumulator(group, from, now));
+}
+
+UsageReport HeadCore::Usage(UsageAccumulator acc) const {
   for (const auto& [id, job] : state_.jobs) acc.Add(job);
   return acc.Finish();
 }

@@ -14,10 +14,21 @@ bool ParseU64(const std::string& s, uint64_t* out) {
 
 }  // namespace
 
-void EditLog::Append(const std::vector<Change>& changes,
+void EditLog::Append(const std::vector<Change>& changes, const ClusterState& state,
                      std::vector<store::StateEdit>* batch) const {
+  bool retired = false;
   for (const Change& c : changes) {
     batch->push_back(store::AppendChange{{c.revision, ToJson(c).dump()}});
+    if (const auto* r = std::get_if<JobsRetired>(&c.what)) {
+      for (JobId id : r->jobs) {
+        batch->push_back(store::RetireJob{id, JobStateName(state.retired.at(id))});
+      }
+      retired = true;
+    }
+  }
+  if (retired) {
+    batch->push_back(store::PutMeta{SnapshotMeta::kRetiredUsage,
+                                    RetiredUsageToJson(state.retired_usage).dump()});
   }
 }
 
@@ -29,7 +40,9 @@ void EditLog::MaybeSnapshot(HeadCore& core, bool force, std::vector<store::State
   HeadCore::Dirty dirty = core.TakeDirty();
   const ClusterState& s = core.state();
   for (JobId id : dirty.jobs) {
-    Job job = s.jobs.at(id);
+    auto it = s.jobs.find(id);
+    if (it == s.jobs.end()) continue;  // retired, and its row already holds it as it ended
+    Job job = it->second;
     job.pending_reason.clear();
     batch->push_back(store::PutJob{std::move(job)});
   }
@@ -74,6 +87,21 @@ Result<LoadedState> DecodeStoredState(store::StoredState stored) {
     s.next_job_id = std::max(s.next_job_id, j.id + 1);
     JobId id = j.id;
     s.jobs[id] = std::move(j);
+  }
+  for (const auto& [id, state] : stored.retired) {
+    JobState js;
+    if (!ParseJobState(state, &js)) {
+      return Internal("store: retired job " + std::to_string(id) + " has state '" + state + "'");
+    }
+    s.retired[id] = js;
+    s.next_job_id = std::max(s.next_job_id, id + 1);
+  }
+  if (auto it = stored.meta.find(SnapshotMeta::kRetiredUsage); it != stored.meta.end()) {
+    Json j = Json::parse(it->second, nullptr, false);
+    if (!j.is_array()) return Internal("store meta 'retired_usage': not a JSON array");
+    auto usage = RetiredUsageFromJson(j);
+    if (!usage.ok()) return usage.status();
+    s.retired_usage = std::move(*usage);
   }
   for (Node& n : stored.nodes) {
     std::string name = n.name;

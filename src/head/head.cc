@@ -21,6 +21,7 @@ CoreConfig ToCoreConfig(const HeadConfig& c) {
   core.idle_after_ms = c.idle_after_ms;
   core.idle_stop_queues = c.idle_stop_queues;
   core.idle_stop_warning_ms = c.idle_stop_warning_ms;
+  core.retain_finished_ms = c.retain_finished_ms;
   core.scheduler = c.scheduler;
   return core;
 }
@@ -166,6 +167,10 @@ void Head::Start() {
     auto guard = asio::make_work_guard(io_);
     io_.run();
   });
+  archive_thread_ = std::thread([this] {
+    auto guard = asio::make_work_guard(archive_io_);
+    archive_io_.run();
+  });
 }
 
 void Head::Stop() {
@@ -173,6 +178,8 @@ void Head::Stop() {
   stopped_ = true;
   io_.stop();
   thread_.join();
+  archive_io_.stop();  // a read under way finishes; its answer is not delivered
+  archive_thread_.join();
   if (backup_thread_.joinable()) backup_thread_.join();  // its answer is not delivered
   pipeline_.reset();                                     // finishes an in-flight commit
 }
@@ -184,6 +191,17 @@ void Head::Post(std::function<void()> fn) { asio::post(io_, std::move(fn)); }
 void Head::Tick() {
   core_.Tick(clock_->Now());
   Drain();
+  if (core_.TakeSnapshotWanted() && !failed_) {
+    // Jobs wait to retire until the rows hold them as they ended.
+    log_.MaybeSnapshot(core_, true, &next_edits_);
+    if (!next_edits_.empty() && !flush_posted_) {
+      flush_posted_ = true;
+      Post([this] {
+        flush_posted_ = false;
+        FlushEdits();
+      });
+    }
+  }
   if (config_.lease_renew_ms > 0 && !inflight_ && next_edits_.empty() && !failed_ &&
       std::chrono::steady_clock::now() - commit_started_ >=
           std::chrono::milliseconds(config_.lease_renew_ms)) {
@@ -222,7 +240,7 @@ void Head::Drain() {
   CoreOutput out = core_.TakeOutput();
   for (const Change& c : out.changes) AuditIfPrivileged(c);
   if (!out.changes.empty()) {
-    log_.Append(out.changes, &next_edits_);
+    log_.Append(out.changes, core_.state(), &next_edits_);
     for (Change& c : out.changes) next_changes_.push_back(std::move(c));
     if (!flush_posted_) {
       flush_posted_ = true;
@@ -447,14 +465,42 @@ void Head::ReportCheckpoint(std::string bearer, JobId id, Callback<Job> done) {
   });
 }
 
+void Head::ReadRetired(std::function<Result<std::vector<Job>>()> read,
+                       std::function<void(Result<std::vector<Job>>)> then) {
+  asio::post(archive_io_, [this, read = std::move(read), then = std::move(then)]() mutable {
+    auto jobs = std::make_shared<Result<std::vector<Job>>>(read());
+    Post([jobs, then = std::move(then)] { then(std::move(*jobs)); });
+  });
+}
+
+// A job by id; a retired one from the store. `for_logs`: only for those who may read its
+// output.
+void Head::GetJob(std::string bearer, JobId id, Callback<Job> done, bool for_logs) {
+  Post([this, bearer = std::move(bearer), id, done = std::move(done), for_logs]() mutable {
+    if (failed_) return done(StoreFailed(Unavailable("an earlier commit failed")));
+    auto who = AuthenticateFor(bearer, clock_->Now(), false);
+    if (!who.ok()) return Reply<Job>(std::move(done), who.status());
+    Result<Job> live = for_logs ? core_.GetJobForLogs(*who, id) : core_.GetJob(*who, id);
+    if (live.ok() || !core_.RetiredState(id)) return Reply<Job>(std::move(done), std::move(live));
+    ReadRetired([this, id] { return store_->ReadRetiredJobs({.id = id, .limit = 1}); },
+                [this, by = *who, id, done = std::move(done), for_logs](auto jobs) mutable {
+                  if (!jobs.ok()) return Reply<Job>(std::move(done), jobs.status());
+                  if (jobs->empty())
+                    return Reply<Job>(std::move(done), NotFound("no job " + std::to_string(id)));
+                  Job& job = jobs->front();
+                  Status may = for_logs ? core_.MayReadLogs(by, job) : Status::Ok();
+                  if (!may.ok()) return Reply<Job>(std::move(done), may);
+                  Reply<Job>(std::move(done), core_.JobAsSeenBy(by, std::move(job)));
+                });
+  });
+}
+
 void Head::GetJob(std::string bearer, JobId id, Callback<Job> done) {
-  Command<Job>(std::move(bearer), std::move(done),
-               [this, id](const Caller& by, TimeMs) { return core_.GetJob(by, id); });
+  GetJob(std::move(bearer), id, std::move(done), false);
 }
 
 void Head::GetJobForLogs(std::string bearer, JobId id, Callback<Job> done) {
-  Command<Job>(std::move(bearer), std::move(done),
-               [this, id](const Caller& by, TimeMs) { return core_.GetJobForLogs(by, id); });
+  GetJob(std::move(bearer), id, std::move(done), true);
 }
 
 void Head::Requeue(std::string bearer, JobId id, Callback<Job> done) {
@@ -488,19 +534,91 @@ void Head::GetStep(std::string bearer, JobId id, int32_t step, Callback<Step> do
                 [this, id, step](const Caller& by, TimeMs) { return core_.GetStep(by, id, step); });
 }
 
+bool Head::ReachesRetired(const JobFilter& f, TimeMs now) const {
+  if (core_.state().retired.empty()) return false;
+  if (!f.states.empty() && std::none_of(f.states.begin(), f.states.end(), IsTerminal)) {
+    return false;
+  }
+  // Jobs that ended before now - retain_finished may have left memory.
+  return config_.retain_finished_ms <= 0 || f.ended_since <= now - config_.retain_finished_ms;
+}
+
 void Head::ListJobs(std::string bearer, JobFilter f, Callback<std::vector<Job>> done) {
-  Command<std::vector<Job>>(std::move(bearer), std::move(done),
-                            [this, f = std::move(f)](const Caller& by, TimeMs) {
-                              return Result<std::vector<Job>>(core_.ListJobs(by, f));
-                            });
+  Post([this, bearer = std::move(bearer), f = std::move(f), done = std::move(done)]() mutable {
+    if (failed_) return done(StoreFailed(Unavailable("an earlier commit failed")));
+    TimeMs now = clock_->Now();
+    auto who = AuthenticateFor(bearer, now, false);
+    if (!who.ok()) return Reply<std::vector<Job>>(std::move(done), who.status());
+    std::vector<Job> live = core_.ListJobs(*who, f);
+    if (!ReachesRetired(f, now)) return Reply<std::vector<Job>>(std::move(done), std::move(live));
+    // Retired jobs that match, a page of rows at a time, until the limit.
+    auto read = [this, f]() -> Result<std::vector<Job>> {
+      constexpr int32_t kPage = 1000;
+      std::vector<Job> out;
+      store::RetiredJobsQuery q{.after = f.after, .ended_since = f.ended_since, .limit = kPage};
+      while (static_cast<int32_t>(out.size()) < f.limit) {
+        auto page = store_->ReadRetiredJobs(q);
+        if (!page.ok()) return page.status();
+        for (Job& j : *page) {
+          if (FilterMatches(f, j) && static_cast<int32_t>(out.size()) < f.limit) {
+            out.push_back(std::move(j));
+          }
+        }
+        if (static_cast<int32_t>(page->size()) < kPage) break;
+        q.after = page->back().id;
+      }
+      return out;
+    };
+    ReadRetired(std::move(read), [this, by = *who, limit = f.limit, live = std::move(live),
+                                  done = std::move(done)](auto retired) mutable {
+      if (!retired.ok()) return Reply<std::vector<Job>>(std::move(done), retired.status());
+      std::vector<Job> all;
+      for (Job& j : *retired) all.push_back(core_.JobAsSeenBy(by, std::move(j)));
+      all.insert(all.end(), std::make_move_iterator(live.begin()),
+                 std::make_move_iterator(live.end()));
+      // A job retired meanwhile may be in both.
+      std::stable_sort(all.begin(), all.end(),
+                       [](const Job& a, const Job& b) { return a.id < b.id; });
+      all.erase(std::unique(all.begin(), all.end(),
+                            [](const Job& a, const Job& b) { return a.id == b.id; }),
+                all.end());
+      if (static_cast<int32_t>(all.size()) > limit) all.resize(static_cast<size_t>(limit));
+      Reply<std::vector<Job>>(std::move(done), std::move(all));
+    });
+  });
 }
 
 void Head::Usage(std::string bearer, UsageBy group, DurationMs since_ms,
                  Callback<UsageReport> done) {
-  Command<UsageReport>(std::move(bearer), std::move(done),
-                       [this, group, since_ms](const Caller& by, TimeMs now) {
-                         return core_.Usage(by, group, since_ms, now);
-                       });
+  Post([this, bearer = std::move(bearer), group, since_ms, done = std::move(done)]() mutable {
+    if (failed_) return done(StoreFailed(Unavailable("an earlier commit failed")));
+    TimeMs now = clock_->Now();
+    auto who = AuthenticateFor(bearer, now, false);
+    Status ok = who.ok() ? HeadCore::CheckUsage(*who, since_ms) : who.status();
+    if (!ok.ok()) return Reply<UsageReport>(std::move(done), ok);
+    TimeMs from = now > since_ms ? now - since_ms : 0;
+    JobFilter ended{.ended_since = from};
+    if (!ReachesRetired(ended, now)) {
+      return Reply<UsageReport>(std::move(done), core_.Usage(UsageAccumulator(group, from, now)));
+    }
+    // Retired jobs that ended in the period add up on the archive thread, a page at a time.
+    auto acc = std::make_shared<UsageAccumulator>(group, from, now);
+    auto read = [this, acc, from]() -> Result<std::vector<Job>> {
+      constexpr int32_t kPage = 2000;
+      store::RetiredJobsQuery q{.ended_since = from, .limit = kPage};
+      while (true) {
+        auto page = store_->ReadRetiredJobs(q);
+        if (!page.ok()) return page.status();
+        for (const Job& j : *page) acc->Add(j);
+        if (static_cast<int32_t>(page->size()) < kPage) return std::vector<Job>();
+        q.after = page->back().id;
+      }
+    };
+    ReadRetired(std::move(read), [this, acc, done = std::move(done)](auto read) mutable {
+      if (!read.ok()) return Reply<UsageReport>(std::move(done), read.status());
+      Reply<UsageReport>(std::move(done), core_.Usage(std::move(*acc)));
+    });
+  });
 }
 
 void Head::ListNodes(std::string bearer, Callback<std::vector<NodeView>> done) {

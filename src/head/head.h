@@ -55,6 +55,7 @@ struct HeadConfig {
   DurationMs idle_after_ms = 30 * kMinute;
   std::set<std::string> idle_stop_queues;  // see CoreConfig
   DurationMs idle_stop_warning_ms = 10 * kMinute;
+  DurationMs retain_finished_ms = kDay;  // see CoreConfig
   sched::SchedulerConfig scheduler;
   DurabilityConfig durability;
   size_t event_buffer = 20000;  // durable changes kept in memory for the event stream
@@ -199,6 +200,13 @@ class Head {
   Result<Caller> AuthenticateFor(const std::string& bearer, TimeMs now, bool for_agents) const;
   void Tick();
   void Post(std::function<void()> fn);
+  void GetJob(std::string bearer, JobId id, Callback<Job> done, bool for_logs);
+  // Retired jobs (HeadCore::RetiredState): read from the store on the archive thread, so that
+  // the state machine never waits for old rows; `then` runs on the state machine.
+  void ReadRetired(std::function<Result<std::vector<Job>>()> read,
+                   std::function<void(Result<std::vector<Job>>)> then);
+  // Whether jobs that match `f` may include retired ones.
+  bool ReachesRetired(const JobFilter& f, TimeMs now) const;
 
   HeadConfig config_;
   std::unique_ptr<store::Store> store_;
@@ -239,8 +247,10 @@ class Head {
   std::atomic<bool> failed_{false};
 
   std::unique_ptr<CommitPipeline> pipeline_;
-  std::thread backup_thread_;    // the last backup's; joined before the next and at Stop
-  bool backup_running_ = false;  // state-machine thread
+  std::thread backup_thread_;           // the last backup's; joined before the next and at Stop
+  bool backup_running_ = false;         // state-machine thread
+  boost::asio::io_context archive_io_;  // ReadRetired's, run by archive_thread_
+  std::thread archive_thread_;
   std::thread thread_;
   bool stopped_ = false;
 };

@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/agent_protocol.h"
@@ -39,6 +40,9 @@ struct CoreConfig {
   // were used meanwhile. Empty: none.
   std::set<std::string> idle_stop_queues;
   DurationMs idle_stop_warning_ms = 10 * kMinute;
+  // Jobs that ended longer ago than this leave memory (JobsRetired, core_retire.cc); the
+  // store answers for them. 0: every job stays in memory.
+  DurationMs retain_finished_ms = kDay;
   sched::SchedulerConfig scheduler;
 };
 
@@ -51,6 +55,8 @@ struct JobFilter {
   JobId array_id = 0;      // only this array's elements
   TimeMs ended_since = 0;  // > 0: only jobs still live or that ended at or after this time
 };
+// Whether `job` passes the filter's tests (all but `after` and `limit`).
+bool FilterMatches(const JobFilter& f, const Job& job);
 
 struct NodeView {
   Node node;
@@ -146,6 +152,10 @@ class HeadCore {
   // GPU-hours, jobs, wait and preemptions per user or queue over [now - since, now]
   // (core_usage.cc).
   Result<UsageReport> Usage(const Caller& by, UsageBy group, DurationMs since_ms, TimeMs now) const;
+  // The same, adding the jobs in memory to `acc` (which holds retired jobs the shell read from
+  // the store, over the same period). REQUIRES: CheckUsage ok.
+  UsageReport Usage(UsageAccumulator acc) const;
+  static Status CheckUsage(const Caller& by, DurationMs since_ms);
 
   // --- cluster ---
   std::vector<NodeView> ListNodes() const;
@@ -164,7 +174,7 @@ class HeadCore {
   uint64_t NodeVersion(const std::string& node) const;
 
   // --- time ---
-  void Tick(TimeMs now);      // liveness and time limits
+  void Tick(TimeMs now);      // liveness, time limits, retirement
   void Schedule(TimeMs now);  // one scheduling pass
   bool schedule_wanted() const { return schedule_wanted_; }
 
@@ -177,6 +187,18 @@ class HeadCore {
     bool meta = false;
   };
   Dirty TakeDirty();
+  // Jobs wait to be retired until the snapshot rows hold them as they ended: the shell
+  // should write a snapshot soon (once per true answer).
+  bool TakeSnapshotWanted() { return std::exchange(snapshot_wanted_, false); }
+
+  // --- retired jobs (core_retire.cc) ---
+  // The final state of a job retired from memory; nullopt for any other id.
+  std::optional<JobState> RetiredState(JobId id) const;
+  // A job as `by` may see it (its environment only for those who may manage it), for jobs
+  // the shell read from the store.
+  Job JobAsSeenBy(const Caller& by, Job job) const;
+  // Ok if `by` may read `job`'s output (GetJobForLogs).
+  Status MayReadLogs(const Caller& by, const Job& job) const;
 
   const ClusterState& state() const { return state_; }
   const std::map<JobId, std::string>& pending_reasons() const { return pending_reason_; }
@@ -195,6 +217,9 @@ class HeadCore {
   void Unhold(const Job& job);
   void OnTerminal(const Job& job, bool was_live);
   void Settle(TimeMs now);
+  void RetireEnded(TimeMs now);
+  void OnRetired(const JobsRetired& e);
+  void RebuildEstimator();
 
  public:
   std::vector<const Job*> DependencyTargets(JobId id) const;
@@ -272,9 +297,14 @@ class HeadCore {
   std::map<RunId, TimeMs> idle_stop_at_;  // warned runs -> when they are stopped
   bool settling_ = false;
   bool schedule_wanted_ = false;
+  TimeMs next_retire_check_ = 0;
+  bool snapshot_wanted_ = false;
 
   CoreOutput out_;
   Dirty dirty_;
 };
+
+// The fair-share usage of retired jobs' runs, from their per-day sums.
+std::vector<sched::PastUsage> RetiredPastUsage(const ClusterState& s);
 
 }  // namespace corral::head

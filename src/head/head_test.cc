@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <thread>
 
 #include "testing/fakes.h"
 
@@ -32,7 +33,7 @@ class HeadShell : public ::testing::Test {
   void Open() {
     auto store = std::make_unique<FaultStore>(std::make_unique<MemoryStore>(disk_));
     fault_ = store.get();
-    HeadConfig config;
+    HeadConfig config = config_;
     config.on_store_failure = [this](const Status&) { store_failures_++; };
     auto h = Head::Create(config, std::move(store), &clock_, &random_, {kAdmin, "join-secret"});
     ASSERT_TRUE(h.ok()) << h.status().ToString();
@@ -55,6 +56,7 @@ class HeadShell : public ::testing::Test {
   }
 
   std::shared_ptr<MemoryDisk> disk_ = std::make_shared<MemoryDisk>();
+  HeadConfig config_;
   FakeClock clock_;
   CountingRandom random_;
   FaultStore* fault_ = nullptr;
@@ -243,6 +245,55 @@ TEST_F(HeadEvents, AClientTooFarBehindIsToldToListAgain) {
   ASSERT_TRUE(recent.result.ok());
   EXPECT_FALSE(recent.result->reset);
   EXPECT_EQ(recent.result->changes.size(), 2u);
+}
+
+// Retention through the shell: a job that ended longer ago than --retain-finished leaves the
+// head's memory, and the head answers for it from the store: by id, in a listing that
+// reaches back far enough, and in usage; after a restart it is not loaded again.
+TEST_F(HeadShell, ARetiredJobIsReadFromTheStoreOnDemand) {
+  config_.tick_ms = 5;
+  config_.retain_finished_ms = kHour;
+  head_.reset();
+  Open();
+  auto job = Submit();
+  ASSERT_TRUE(job.result.ok());
+  JobId id = job.result->id;
+  auto cancelled = Async<Job>([&](auto cb) { head_->Cancel(kAdmin, id, false, cb); }).get();
+  ASSERT_TRUE(cancelled.result.ok()) << cancelled.result.status().ToString();
+  auto recent = [&] {
+    JobFilter f;
+    f.ended_since = clock_.Now() - 30 * kMinute;
+    return Async<std::vector<Job>>([&](auto cb) { head_->ListJobs(kAdmin, f, cb); }).get();
+  };
+  ASSERT_EQ(recent().result->size(), 1u) << "it just ended";
+  clock_.Advance(2 * kHour);
+  auto retired = [&] {
+    std::lock_guard<std::mutex> l(disk_->mu);
+    return disk_->state.retired.size() == 1;
+  };
+  for (int i = 0; i < 500 && !retired(); ++i) {
+    clock_.Advance(11 * kMinute);  // the next retirement pass
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(retired()) << "the job was never retired";
+  for (int restart = 0; restart < 2; ++restart) {
+    auto got = Async<Job>([&](auto cb) { head_->GetJob(kAdmin, id, cb); }).get();
+    ASSERT_TRUE(got.result.ok()) << got.result.status().ToString();
+    EXPECT_EQ(got.result->state, JobState::kCancelled);
+    EXPECT_EQ(got.result->spec.command, std::vector<std::string>{"true"});
+    auto all = List();  // no time bound: reaches the retired rows
+    ASSERT_TRUE(all.result.ok()) << all.result.status().ToString();
+    ASSERT_EQ(all.result->size(), 1u);
+    EXPECT_EQ(all.result->front().id, id);
+    EXPECT_TRUE(recent().result->empty());
+    auto missing = Async<Job>([&](auto cb) { head_->GetJob(kAdmin, id + 100, cb); }).get();
+    EXPECT_EQ(missing.result.status().code(), ErrorCode::kNotFound);
+    head_.reset();
+    Open();
+  }
+  auto loaded = MemoryStore(disk_).Load();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_TRUE(loaded->jobs.empty()) << "a restarted head does not load retired jobs";
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "store/postgres_store.h"
 
 #include <limits>
+#include <mutex>
 #include <string_view>
 
 #include "core/codec.h"
@@ -28,7 +29,17 @@ constexpr const char* kMigrations[kSchemaVersion] = {
     )",
     "ALTER TABLE leadership ADD COLUMN IF NOT EXISTS renewed_at TIMESTAMPTZ NOT NULL DEFAULT "
     "now();",
+    R"(
+      ALTER TABLE jobs ADD COLUMN IF NOT EXISTS retired_state TEXT;
+      ALTER TABLE jobs ADD COLUMN IF NOT EXISTS ended_at BIGINT;
+      CREATE INDEX IF NOT EXISTS jobs_retired_by_end ON jobs (ended_at)
+          WHERE retired_state IS NOT NULL;
+    )",
 };
+
+constexpr char kRetiredJobsSql[] =
+    "SELECT doc FROM jobs WHERE retired_state IS NOT NULL AND id > $1::bigint AND ended_at >= "
+    "$2::bigint AND ($4::bigint = 0 OR id = $4::bigint) ORDER BY id LIMIT $3::bigint";
 
 // Serialises migrations of one database across heads that start at once (a transaction-level
 // advisory lock: released by COMMIT or ROLLBACK). The value is arbitrary but fixed.
@@ -45,7 +56,8 @@ constexpr char kExpiredLeader[] = R"(
 
 class PgStore final : public PostgresStore {
  public:
-  explicit PgStore(pg::Conn conn) : conn_(std::move(conn)) {}
+  PgStore(pg::Conn conn, std::string conninfo)
+      : conn_(std::move(conn)), conninfo_(std::move(conninfo)) {}
 
   Status Migrate() {
     while (true) {
@@ -79,7 +91,8 @@ class PgStore final : public PostgresStore {
     StoredState state;
     // One snapshot for all tables: another head may be writing meanwhile.
     Status st = InTransaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", [&]() -> Status {
-      auto jobs = pg::Exec(conn_.get(), "SELECT doc FROM jobs ORDER BY id");
+      auto jobs =
+          pg::Exec(conn_.get(), "SELECT doc FROM jobs WHERE retired_state IS NULL ORDER BY id");
       if (!jobs.ok()) return jobs.status();
       int n = PQntuples(jobs->get());
       state.jobs.reserve(static_cast<size_t>(n));
@@ -91,6 +104,14 @@ class PgStore final : public PostgresStore {
       }
       CORRAL_RETURN_IF_ERROR(DecodeJobDocs(docs, &state.jobs));
       jobs->reset();
+      auto retired = pg::Exec(conn_.get(),
+                              "SELECT id, retired_state FROM jobs WHERE retired_state IS NOT NULL "
+                              "ORDER BY id");
+      if (!retired.ok()) return retired.status();
+      for (int i = 0; i < PQntuples(retired->get()); ++i) {
+        state.retired.emplace_back(std::stoull(pg::Value(retired->get(), i, 0)),
+                                   pg::Value(retired->get(), i, 1));
+      }
       auto nodes = pg::Exec(conn_.get(), "SELECT doc FROM nodes ORDER BY name COLLATE \"C\"");
       if (!nodes.ok()) return nodes.status();
       for (int i = 0; i < PQntuples(nodes->get()); ++i) {
@@ -310,10 +331,42 @@ class PgStore final : public PostgresStore {
       return pg::Exec(c, "DELETE FROM changes WHERE revision < $1", {std::to_string(e->below)})
           .status();
     }
+    if (const auto* e = std::get_if<RetireJob>(&edit)) {
+      // The end time comes from the row's own document: the head no longer holds the job.
+      return pg::Exec(c,
+                      "UPDATE jobs SET retired_state = $1, ended_at = "
+                      "coalesce((doc::json->>'ended_at')::bigint, 0) WHERE id = $2",
+                      {e->state, std::to_string(e->id)})
+          .status();
+    }
     return Internal("postgres store: unknown edit");
   }
 
+  Result<std::vector<Job>> ReadRetiredJobs(const RetiredJobsQuery& q) const override {
+    std::lock_guard<std::mutex> lock(read_mu_);
+    if (!reader_ || PQstatus(reader_.get()) != CONNECTION_OK) {
+      auto c = pg::Connect(conninfo_);
+      if (!c.ok()) return c.status();
+      reader_ = std::move(*c);
+    }
+    auto r = pg::Exec(reader_.get(), kRetiredJobsSql,
+                      {std::to_string(q.after), std::to_string(q.ended_since),
+                       std::to_string(q.limit), std::to_string(q.id)});
+    if (!r.ok()) return r.status();
+    std::vector<std::string_view> docs;
+    for (int i = 0; i < PQntuples(r->get()); ++i) {
+      docs.emplace_back(PQgetvalue(r->get(), i, 0),
+                        static_cast<size_t>(PQgetlength(r->get(), i, 0)));
+    }
+    std::vector<Job> out;
+    CORRAL_RETURN_IF_ERROR(DecodeJobDocs(docs, &out));
+    return out;
+  }
+
   pg::Conn conn_;
+  std::string conninfo_;
+  mutable std::mutex read_mu_;
+  mutable pg::Conn reader_;  // GUARDED_BY(read_mu_): ReadRetiredJobs' own connection
   uint64_t term_ = 0;        // 0 until TryLead succeeds; then every Commit checks it
   DurationMs lease_ms_ = 0;  // 0: a silent leader is never deposed
 };
@@ -323,7 +376,7 @@ class PgStore final : public PostgresStore {
 Result<std::unique_ptr<PostgresStore>> OpenPostgresStore(const std::string& conninfo) {
   auto conn = pg::Connect(conninfo);
   if (!conn.ok()) return conn.status();
-  auto store = std::make_unique<PgStore>(std::move(*conn));
+  auto store = std::make_unique<PgStore>(std::move(*conn), conninfo);
   CORRAL_RETURN_IF_ERROR(store->Migrate());
   return std::unique_ptr<PostgresStore>(std::move(store));
 }

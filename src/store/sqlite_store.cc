@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <string_view>
 
 #include "core/codec.h"
@@ -67,7 +69,19 @@ constexpr const char* kMigrations[kSchemaVersion] = {
     )",
     // The leader's lease (PostgreSQL heads renew it; unused by one SQLite head).
     "ALTER TABLE leadership ADD COLUMN renewed_at INTEGER NOT NULL DEFAULT 0;",
+    // Retired jobs (RetireJob): out of the head's memory, read back on demand by end time.
+    R"(
+      ALTER TABLE jobs ADD COLUMN retired_state TEXT;
+      ALTER TABLE jobs ADD COLUMN ended_at INTEGER;
+      CREATE INDEX IF NOT EXISTS jobs_retired_by_end ON jobs (ended_at)
+          WHERE retired_state IS NOT NULL;
+    )",
 };
+
+// Retired jobs as ReadRetiredJobs wants them; ?1 after, ?2 ended since, ?3 limit, ?4 one id.
+constexpr char kRetiredJobsSql[] =
+    "SELECT doc FROM jobs WHERE retired_state IS NOT NULL AND id > ?1 AND ended_at >= ?2 AND "
+    "(?4 = 0 OR id = ?4) ORDER BY id LIMIT ?3";
 
 class SqliteStore final : public Store {
  public:
@@ -116,10 +130,11 @@ class SqliteStore final : public Store {
       const unsigned char* t = sqlite3_column_text(s, col);
       return std::string(t ? reinterpret_cast<const char*>(t) : "");
     };
-    CORRAL_RETURN_IF_ERROR(rows("SELECT count(*) FROM jobs", [&](sqlite3_stmt* s) {
-      state.jobs.reserve(static_cast<size_t>(sqlite3_column_int64(s, 0)));
-      return Status::Ok();
-    }));
+    CORRAL_RETURN_IF_ERROR(
+        rows("SELECT count(*) FROM jobs WHERE retired_state IS NULL", [&](sqlite3_stmt* s) {
+          state.jobs.reserve(static_cast<size_t>(sqlite3_column_int64(s, 0)));
+          return Status::Ok();
+        }));
     // In batches: the documents of one batch are decoded on every core while memory holds
     // only that batch's text.
     constexpr size_t kBatch = 8192;
@@ -130,11 +145,18 @@ class SqliteStore final : public Store {
       batch.clear();
       return Status::Ok();
     };
-    CORRAL_RETURN_IF_ERROR(rows("SELECT doc FROM jobs ORDER BY id", [&](sqlite3_stmt* s) {
-      batch.push_back(text(s, 0));
-      return batch.size() == kBatch ? decode() : Status::Ok();
-    }));
+    CORRAL_RETURN_IF_ERROR(
+        rows("SELECT doc FROM jobs WHERE retired_state IS NULL ORDER BY id", [&](sqlite3_stmt* s) {
+          batch.push_back(text(s, 0));
+          return batch.size() == kBatch ? decode() : Status::Ok();
+        }));
     CORRAL_RETURN_IF_ERROR(decode());
+    CORRAL_RETURN_IF_ERROR(rows(
+        "SELECT id, retired_state FROM jobs WHERE retired_state IS NOT NULL ORDER BY id",
+        [&](sqlite3_stmt* s) {
+          state.retired.emplace_back(static_cast<JobId>(sqlite3_column_int64(s, 0)), text(s, 1));
+          return Status::Ok();
+        }));
     CORRAL_RETURN_IF_ERROR(rows("SELECT doc FROM nodes ORDER BY name", [&](sqlite3_stmt* s) {
       auto j = ParseStoredDoc(text(s, 0));
       if (!j.ok()) return j.status();
@@ -202,6 +224,10 @@ class SqliteStore final : public Store {
     Statement del_node(db_, "DELETE FROM nodes WHERE name = ?");
     Statement put_change(db_, "INSERT INTO changes (revision, doc) VALUES (?, ?)");
     Statement del_changes(db_, "DELETE FROM changes WHERE revision < ?");
+    // The end time comes from the row's own document: the head no longer holds the job.
+    Statement retire(db_,
+                     "UPDATE jobs SET retired_state = ?, ended_at = "
+                     "coalesce(json_extract(doc, '$.ended_at'), 0) WHERE id = ?");
     for (const StateEdit& edit : edits) {
       sqlite3_stmt* s = nullptr;
       if (const auto* e = std::get_if<PutJob>(&edit)) {
@@ -231,6 +257,10 @@ class SqliteStore final : public Store {
       } else if (const auto* e = std::get_if<TruncateChanges>(&edit)) {
         s = del_changes.get();
         sqlite3_bind_int64(s, 1, static_cast<sqlite3_int64>(e->below));
+      } else if (const auto* e = std::get_if<RetireJob>(&edit)) {
+        s = retire.get();
+        BindText(s, 1, e->state);
+        sqlite3_bind_int64(s, 2, static_cast<sqlite3_int64>(e->id));
       }
       if (!s) return Internal(std::string("sqlite prepare: ") + sqlite3_errmsg(db_));
       int rc = sqlite3_step(s);
@@ -336,8 +366,39 @@ class SqliteStore final : public Store {
     return info;
   }
 
+  Result<std::vector<Job>> ReadRetiredJobs(const RetiredJobsQuery& q) const override {
+    std::lock_guard<std::mutex> lock(read_mu_);
+    if (!reader_) {
+      auto c = std::make_unique<Connection>(path_, SQLITE_OPEN_READONLY);
+      if (!c->ok()) {
+        return Unavailable("cannot open store " + path_ + " to read retired jobs: " +
+                           (c->db ? sqlite3_errmsg(c->db) : "out of memory"));
+      }
+      reader_ = std::move(c);
+    }
+    sqlite3* db = reader_->db;
+    Statement st(db, kRetiredJobsSql);
+    if (!st.get()) return Internal(std::string("sqlite prepare: ") + sqlite3_errmsg(db));
+    sqlite3_bind_int64(st.get(), 1, static_cast<sqlite3_int64>(q.after));
+    sqlite3_bind_int64(st.get(), 2, q.ended_since);
+    sqlite3_bind_int64(st.get(), 3, q.limit);
+    sqlite3_bind_int64(st.get(), 4, static_cast<sqlite3_int64>(q.id));
+    std::vector<std::string> docs;
+    int rc;
+    while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
+      const unsigned char* t = sqlite3_column_text(st.get(), 0);
+      docs.emplace_back(t ? reinterpret_cast<const char*>(t) : "");
+    }
+    if (rc != SQLITE_DONE) return Internal(std::string("sqlite read: ") + sqlite3_errmsg(db));
+    std::vector<Job> out;
+    CORRAL_RETURN_IF_ERROR(DecodeJobDocs({docs.begin(), docs.end()}, &out));
+    return out;
+  }
+
   sqlite3* db_;
   std::string path_;
+  mutable std::mutex read_mu_;
+  mutable std::unique_ptr<Connection> reader_;  // GUARDED_BY(read_mu_)
 };
 
 }  // namespace

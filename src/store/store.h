@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -40,17 +41,24 @@ struct ChangeRecord {
 struct AppendChange {
   ChangeRecord change;
 };
+// Marks a job's row retired (JobsRetired): Load leaves it out but for its tombstone, and
+// ReadRetiredJobs answers for it. `state`: the tombstone's (ClusterState::retired).
+struct RetireJob {
+  JobId id = 0;
+  std::string state;
+};
 // Drops changes with a revision below `below` (they are covered by the rows).
 struct TruncateChanges {
   uint64_t below = 0;
 };
-using StateEdit =
-    std::variant<PutJob, PutNode, PutQueue, PutMeta, DeleteNode, AppendChange, TruncateChanges>;
+using StateEdit = std::variant<PutJob, PutNode, PutQueue, PutMeta, DeleteNode, AppendChange,
+                               TruncateChanges, RetireJob>;
 
 // The rows are a snapshot of the state at revision meta["snapshot_revision"]; `changes` are
 // the changes after it, to be applied on top in revision order.
 struct StoredState {
-  std::vector<Job> jobs;  // ascending id
+  std::vector<Job> jobs;                               // ascending id; not the retired ones
+  std::vector<std::pair<JobId, std::string>> retired;  // (id, tombstone state), ascending id
   std::vector<Node> nodes;
   std::vector<QueueConfig> queues;
   std::map<std::string, std::string> meta;
@@ -66,7 +74,16 @@ struct BackupInfo {
   int64_t jobs = 0;
 };
 
-// Not thread-safe (but Backup): one caller at a time (the head's commit thread).
+// Which retired jobs to read back (the shell's on-demand reads).
+struct RetiredJobsQuery {
+  JobId id = 0;  // > 0: this one job only (none if it is not retired)
+  JobId after = 0;
+  TimeMs ended_since = 0;  // only jobs that ended at or after this
+  int32_t limit = 1000;
+};
+
+// Not thread-safe (but Backup and ReadRetiredJobs): one caller at a time (the head's commit
+// thread).
 class Store {
  public:
   virtual ~Store() = default;
@@ -90,6 +107,9 @@ class Store {
     (void)path;
     return FailedPrecondition("this store cannot back itself up");
   }
+  // Retired jobs, ascending id, as their rows hold them. Thread-safe: on a connection of its
+  // own, so that reading old jobs never waits for, or holds up, a commit.
+  virtual Result<std::vector<Job>> ReadRetiredJobs(const RetiredJobsQuery& q) const = 0;
 };
 // Meta: the API address of the head that leads (written in its first commit), where
 // standbys send clients.
@@ -98,7 +118,7 @@ constexpr char kLeaderUrlKey[] = "leader_url";
 // The schema version this corral writes. Both backends keep it in a one-row table
 // `schema_version`, migrate an older store up to it at open (one transaction per step, in
 // order) and refuse a store that a newer corral wrote (CheckSchemaVersion).
-constexpr int64_t kSchemaVersion = 4;
+constexpr int64_t kSchemaVersion = 5;
 // Ok for a stored version this corral can migrate or use; otherwise the error to show.
 Status CheckSchemaVersion(int64_t stored);
 

@@ -212,6 +212,48 @@ TEST_P(StoreConformance, AStoreAtAnEarlierVersionRunsOnlyTheLaterSteps) {
   EXPECT_EQ(*backend_->Sql(backend_->IndexExists("jobs_by_state")), "1");
 }
 
+// A retired row leaves Load but for its tombstone, and is read back by id, by end time and
+// in pages, on the store's own reading connection while the commit connection stays open.
+TEST_P(StoreConformance, RetiredJobsLeaveLoadAndAreReadBackOnDemand) {
+  auto s = backend_->Open();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  std::vector<StateEdit> put;
+  for (JobId id = 1; id <= 5; ++id) {
+    Job j = MakeJob(id, id == 5 ? JobState::kRunning : JobState::kSucceeded);
+    j.ended_at = id == 5 ? 0 : static_cast<TimeMs>(id) * 1000;
+    put.push_back(PutJob{j});
+  }
+  ASSERT_TRUE((*s)->Commit(put).ok());
+  // Nothing is retired yet: the reader sees no rows.
+  auto none = (*s)->ReadRetiredJobs({});
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_TRUE(none->empty());
+  Status st =
+      (*s)->Commit({RetireJob{1, "succeeded"}, RetireJob{2, "failed"}, RetireJob{3, "succeeded"}});
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  auto loaded = (*s)->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_EQ(loaded->jobs.size(), 2u);
+  EXPECT_EQ(loaded->jobs[0].id, 4u);
+  EXPECT_EQ(loaded->jobs[1].id, 5u);
+  std::vector<std::pair<JobId, std::string>> tombstones{
+      {1, "succeeded"}, {2, "failed"}, {3, "succeeded"}};
+  EXPECT_EQ(loaded->retired, tombstones);
+  auto ids = [](const Result<std::vector<Job>>& r) {
+    std::vector<JobId> out;
+    for (const Job& j : *r) out.push_back(j.id);
+    return out;
+  };
+  auto all = (*s)->ReadRetiredJobs({});
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ(ids(all), (std::vector<JobId>{1, 2, 3}));
+  EXPECT_EQ((*all)[1].owner, "ana") << "the whole document comes back";
+  EXPECT_EQ(ids((*s)->ReadRetiredJobs({.id = 2})), (std::vector<JobId>{2}));
+  EXPECT_TRUE((*s)->ReadRetiredJobs({.id = 4})->empty()) << "job 4 is not retired";
+  EXPECT_EQ(ids((*s)->ReadRetiredJobs({.ended_since = 2000})), (std::vector<JobId>{2, 3}));
+  EXPECT_EQ(ids((*s)->ReadRetiredJobs({.after = 1, .limit = 1})), (std::vector<JobId>{2}));
+}
+
 TEST_P(StoreConformance, AStoreANewerCorralWroteIsRefused) {
   {
     auto s = backend_->Open();

@@ -1,6 +1,7 @@
 #include "testing/fakes.h"
 
 #include <algorithm>
+#include <set>
 
 namespace corral::testing {
 
@@ -12,6 +13,22 @@ Result<store::StoredState> MemoryStore::Load() {
     snapshot = std::stoull(it->second);
   }
   std::erase_if(out.changes, [&](const store::ChangeRecord& c) { return c.revision <= snapshot; });
+  std::set<JobId> retired;
+  for (const auto& [id, state] : out.retired) retired.insert(id);
+  std::erase_if(out.jobs, [&](const Job& j) { return retired.count(j.id) > 0; });
+  return out;
+}
+
+Result<std::vector<Job>> MemoryStore::ReadRetiredJobs(const store::RetiredJobsQuery& q) const {
+  std::lock_guard<std::mutex> l(disk_->mu);
+  std::set<JobId> retired;
+  for (const auto& [id, state] : disk_->state.retired) retired.insert(id);
+  std::vector<Job> out;
+  for (const Job& j : disk_->state.jobs) {
+    if (static_cast<int32_t>(out.size()) >= q.limit) break;
+    if (!retired.count(j.id) || j.id <= q.after || j.ended_at < q.ended_since) continue;
+    if (q.id == 0 || j.id == q.id) out.push_back(j);
+  }
   return out;
 }
 
@@ -48,10 +65,13 @@ Status MemoryStore::Commit(const std::vector<store::StateEdit>& edits) {
     } else if (const auto* t = std::get_if<store::TruncateChanges>(&e)) {
       std::erase_if(next.changes,
                     [&](const store::ChangeRecord& c) { return c.revision < t->below; });
+    } else if (const auto* r = std::get_if<store::RetireJob>(&e)) {
+      next.retired.emplace_back(r->id, r->state);
     }
   }
   std::sort(next.jobs.begin(), next.jobs.end(),
             [](const Job& a, const Job& b) { return a.id < b.id; });
+  std::sort(next.retired.begin(), next.retired.end());
   disk_->state = std::move(next);
   return Status::Ok();
 }

@@ -52,6 +52,7 @@ class MemoryStore final : public store::Store {
   Result<store::StoredState> Load() override;
   Status Commit(const std::vector<store::StateEdit>& edits) override;
   Result<std::vector<store::ChangeRecord>> ReadChanges(uint64_t after, int32_t limit) override;
+  Result<std::vector<Job>> ReadRetiredJobs(const store::RetiredJobsQuery& q) const override;
 
  private:
   std::shared_ptr<MemoryDisk> disk_;
@@ -75,6 +76,9 @@ class FaultStore final : public store::Store {
   Status Commit(const std::vector<store::StateEdit>& edits) override;
   Result<std::vector<store::ChangeRecord>> ReadChanges(uint64_t after, int32_t limit) override {
     return inner_->ReadChanges(after, limit);
+  }
+  Result<std::vector<Job>> ReadRetiredJobs(const store::RetiredJobsQuery& q) const override {
+    return inner_->ReadRetiredJobs(q);
   }
 
  private:

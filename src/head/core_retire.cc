@@ -1,0 +1,117 @@
+// Retirement (DESIGN §9): jobs that ended longer ago than the retention window leave memory in
+// one JobsRetired change. Their rows stay in the store, which the shell reads for them on
+// demand; a tombstone (ClusterState::retired) keeps each final state for dependencies, and
+// the usage of their runs stays in fair share as per-day sums.
+#include <algorithm>
+
+#include "head/head_core.h"
+#include "sched/job_input.h"
+
+namespace corral::head {
+namespace {
+
+// One change retires at most this many jobs, so that a head that comes back after a long
+// time away does not write one huge change.
+constexpr size_t kMaxRetiredPerChange = 20000;
+
+}  // namespace
+
+void HeadCore::RetireEnded(TimeMs now) {
+  if (config_.retain_finished_ms <= 0 || now < next_retire_check_) return;
+  next_retire_check_ = now + std::clamp(config_.retain_finished_ms / 10, kSecond, 10 * kMinute);
+  TimeMs cutoff = now - config_.retain_finished_ms;
+  bool waits_on_snapshot = false;
+  // Over, long enough ago, and its row in the store is the job as it ended: a job changed since
+  // the last snapshot rows waits for the next one (the row is all that will be left of it).
+  auto retirable = [&](const Job& job) {
+    if (!IsTerminal(job.state) || job.ended_at > cutoff) return false;
+    if (dirty_.jobs.count(job.id)) {
+      waits_on_snapshot = true;
+      return false;
+    }
+    return true;
+  };
+  std::vector<JobId> out;
+  for (auto it = state_.jobs.begin();
+       it != state_.jobs.end() && out.size() < kMaxRetiredPerChange;) {
+    if (!it->second.IsArrayElement()) {
+      if (retirable(it->second)) out.push_back(it->first);
+      ++it;
+      continue;
+    }
+    // An array leaves whole (its elements' ids follow its own), so that its id keeps meaning
+    // all of it.
+    JobId array = it->second.array_id;
+    std::vector<JobId> elements;
+    bool all = true;
+    for (; it != state_.jobs.end() && it->second.array_id == array; ++it) {
+      all = retirable(it->second) && all;
+      elements.push_back(it->first);
+    }
+    if (all) out.insert(out.end(), elements.begin(), elements.end());
+  }
+  snapshot_wanted_ |= waits_on_snapshot;
+  if (!out.empty()) Emit(Caller::System(), now, JobsRetired{out});
+}
+
+void HeadCore::OnRetired(const JobsRetired& e) {
+  std::set<JobId> gone(e.jobs.begin(), e.jobs.end());
+  for (auto it = requests_.begin(); it != requests_.end();) {
+    it = gone.count(it->second) ? requests_.erase(it) : std::next(it);
+  }
+  for (JobId id : e.jobs) {
+    pending_reason_.erase(id);
+    array_live_.erase(id);
+    array_held_.erase(id);
+    waiting_on_.erase(id);
+  }
+  RebuildEstimator();
+}
+
+void HeadCore::RebuildEstimator() {
+  // Live and after a restart alike: the history of the ended jobs in memory, in end order.
+  estimator_ = sched::RuntimeEstimator();
+  std::vector<const Job*> ended;
+  for (const auto& [id, job] : state_.jobs) {
+    if (IsTerminal(job.state)) ended.push_back(&job);
+  }
+  std::stable_sort(ended.begin(), ended.end(),
+                   [](const Job* a, const Job* b) { return a->ended_at < b->ended_at; });
+  for (const Job* j : ended) estimator_.Observe(sched::EndedJobOf(*j));
+}
+
+std::vector<sched::PastUsage> RetiredPastUsage(const ClusterState& s) {
+  std::vector<sched::PastUsage> out;
+  for (const auto& [key, u] : s.retired_usage) {
+    // The day's sums as one second of use ending at its last run's end (decay works per
+    // GPU-second, so only that end time is approximate).
+    sched::PastUsage p;
+    p.queue = key.queue;
+    p.user = key.user;
+    p.gpus = u.gpu_ms / kSecond;
+    p.cpu_milli = u.cpu_milli_ms / kSecond;
+    p.memory_mb = u.memory_mb_ms / kSecond;
+    p.to = u.last_end;
+    p.from = u.last_end - kSecond;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::optional<JobState> HeadCore::RetiredState(JobId id) const {
+  auto it = state_.retired.find(id);
+  if (it == state_.retired.end()) return std::nullopt;
+  return it->second;
+}
+
+Job HeadCore::JobAsSeenBy(const Caller& by, Job job) const {
+  if (!MayManageJob(by, job)) {
+    job.spec.env.clear();
+    for (Run& run : job.runs) {
+      for (Step& step : run.steps) step.env.clear();
+    }
+  }
+  return job;
+}
+
+}  // namespace corral::head
