@@ -1,8 +1,9 @@
 // Fills a SQLite store with N jobs that went through a real lifecycle in the head's core
 // (submitted, placed on one of 100 nodes, started, ended), as rows, for the head-restart
-// benchmark (bench/head_restart.sh). A given fraction stays pending.
+// benchmark (bench/head_restart.sh). A given fraction stays pending. --retire 1: then two days
+// pass and the finished jobs are retired as the head retires them (JobsRetired).
 //
-//   corral_fill_store --db DIR/corral.db --jobs 100000 [--pending 0.05]
+//   corral_fill_store --db DIR/corral.db --jobs 100000 [--pending 0.05] [--retire 1]
 #include <cstdio>
 #include <string>
 
@@ -16,14 +17,17 @@ int main(int argc, char** argv) {
   std::string db;
   int64_t jobs = 100000;
   double pending = 0.05;
+  bool retire = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k == "--db") db = argv[i + 1];
     if (k == "--jobs") jobs = std::stoll(argv[i + 1]);
     if (k == "--pending") pending = std::stod(argv[i + 1]);
+    if (k == "--retire") retire = std::string(argv[i + 1]) == "1";
   }
   if (db.empty()) {
-    std::fprintf(stderr, "usage: corral_fill_store --db PATH|postgres://... [--jobs N] [--pending F]\n");
+    std::fprintf(stderr,
+                 "usage: corral_fill_store --db PATH|postgres://... [--jobs N] [--pending F]\n");
     return 2;
   }
   // A SQLite path, or any store URL (postgres://...) that `corral head --store` takes.
@@ -72,11 +76,22 @@ int main(int argc, char** argv) {
   std::vector<store::StateEdit> batch;
   log.MaybeSnapshot(core, /*force=*/true, &batch);
   Status st = (*store)->Commit(batch);
+  if (st.ok() && retire) {
+    batch.clear();
+    for (int i = 0; i < 100; ++i) {  // a tick at a time, as the head would
+      now += 2 * kDay;
+      core.Tick(now);
+      head::CoreOutput out = core.TakeOutput();
+      log.Append(out.changes, core.state(), &batch);
+    }
+    st = (*store)->Commit(batch);
+  }
   if (!st.ok()) {
     std::fprintf(stderr, "%s\n", st.ToString().c_str());
     return 1;
   }
-  std::printf("wrote %lld jobs (%lld finished) at revision %llu\n", static_cast<long long>(jobs),
-              static_cast<long long>(finished), static_cast<unsigned long long>(core.revision()));
+  std::printf("wrote %lld jobs (%lld finished, %zu retired) at revision %llu\n",
+              static_cast<long long>(jobs), static_cast<long long>(finished),
+              core.state().retired.size(), static_cast<unsigned long long>(core.revision()));
   return 0;
 }

@@ -4,18 +4,21 @@
 # Give it several corral binaries to compare them side by side, in alternation, on the same
 # store (each run gets a fresh copy).
 #
-#   bench/head_restart.sh [-n JOBS] [-r RUNS] [-s postgres://...] CORRAL_BIN [CORRAL_BIN...]
+#   bench/head_restart.sh [-n JOBS] [-r RUNS] [-s postgres://...] [-R] CORRAL_BIN [CORRAL_BIN...]
 #
 # -s: the store is that (empty) PostgreSQL database, filled once; every run uses it as it is.
+# -R: the finished jobs were retired (out of memory, --retain-finished) before the restart.
 set -euo pipefail
 JOBS=100000
 RUNS=3
 STORE=""
-while getopts "n:r:s:" o; do
+RETIRE=0
+while getopts "n:r:s:R" o; do
   case $o in
     n) JOBS=$OPTARG ;;
     r) RUNS=$OPTARG ;;
     s) STORE=$OPTARG ;;
+    R) RETIRE=1 ;;
     *) exit 2 ;;
   esac
 done
@@ -25,7 +28,7 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 fill="${FILL:-$here/build/corral_fill_store}"
 work=$(mktemp -d /tmp/corral-restart.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-"$fill" --db "${STORE:-$work/seed.db}" --jobs "$JOBS"
+"$fill" --db "${STORE:-$work/seed.db}" --jobs "$JOBS" --retire "$RETIRE"
 port=$((20000 + RANDOM % 20000))
 for run in $(seq "$RUNS"); do
   for bin in "$@"; do

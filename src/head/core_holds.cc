@@ -141,7 +141,8 @@ void HeadCore::Settle(TimeMs now) {
     if (!doomed_.empty()) {
       auto [id, why] = *doomed_.begin();
       doomed_.erase(doomed_.begin());
-      if (state_.jobs.at(id).state == JobState::kPending) {
+      auto it = state_.jobs.find(id);
+      if (it != state_.jobs.end() && it->second.state == JobState::kPending) {
         Emit(Caller::System(), now, JobEnded{id, JobState::kCancelled, why});
       }
       continue;
@@ -149,7 +150,11 @@ void HeadCore::Settle(TimeMs now) {
     if (!recheck_.empty()) {
       JobId id = *recheck_.begin();
       recheck_.erase(recheck_.begin());
-      const Job& job = state_.jobs.at(id);
+      // It may have ended, and even been retired, since it began to wait (waiting_on_ keeps
+      // a cancelled waiter until what it waited for ends).
+      auto it = state_.jobs.find(id);
+      if (it == state_.jobs.end()) continue;
+      const Job& job = it->second;
       if (job.state != JobState::kPending || !held_.count(id)) continue;
       singletons_.erase(id);
       held_.erase(id);

@@ -51,6 +51,7 @@ void HeadCore::RetireEnded(TimeMs now) {
     if (all) out.insert(out.end(), elements.begin(), elements.end());
   }
   snapshot_wanted_ |= waits_on_snapshot;
+  if (out.size() >= kMaxRetiredPerChange) next_retire_check_ = now;  // more at the next tick
   if (!out.empty()) Emit(Caller::System(), now, JobsRetired{out});
 }
 

@@ -1,5 +1,7 @@
 #include "head/head.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <charconv>
@@ -238,7 +240,13 @@ void Head::AuditIfPrivileged(const Change& c) {
 
 void Head::Drain() {
   CoreOutput out = core_.TakeOutput();
-  for (const Change& c : out.changes) AuditIfPrivileged(c);
+  size_t retired = 0;
+  for (const Change& c : out.changes) {
+    AuditIfPrivileged(c);
+    if (const auto* r = std::get_if<JobsRetired>(&c.what)) retired += r->jobs.size();
+  }
+  // Many jobs just left memory: give the pages back, or the RSS stays that of the peak.
+  if (retired >= 1000) malloc_trim(0);
   if (!out.changes.empty()) {
     log_.Append(out.changes, core_.state(), &next_edits_);
     for (Change& c : out.changes) next_changes_.push_back(std::move(c));

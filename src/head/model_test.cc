@@ -2,7 +2,8 @@
 // points, and crashes (the store keeps only what was committed) at random points. After each
 // crash the recovered state must equal the acknowledged one; at the end, replaying the whole
 // change log from nothing must reproduce the live state exactly, and no GPU is ever held by
-// two live runs.
+// two live runs. Jobs are retired a few minutes after they end, so retirement interleaves
+// with everything else.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -21,6 +22,7 @@ class Model {
   static CoreConfig Config() {
     CoreConfig c;
     c.scheduler.min_runtime_before_preempt_ms = 0;
+    c.retain_finished_ms = 3 * kMinute;  // retirement in the mix, crashes around it
     return c;
   }
 
@@ -175,13 +177,16 @@ class Model {
 };
 
 TEST(HeadModel, RecoveredStateIsTheAcknowledgedOneAndReplayIsExact) {
+  size_t retired = 0;
   for (uint32_t seed = 1; seed <= 60 && !::testing::Test::HasFatalFailure(); ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     // Snapshots every few changes, and a log kept whole so it can be replayed from zero.
     Model m(seed, {1 + seed % 17, 1u << 30});
     m.Run(200);
     m.harness().ExpectStoredLogReplaysToAcked();
+    retired += m.harness().core().state().retired.size();
   }
+  EXPECT_GT(retired, 100u) << "the model should exercise retirement";
 }
 
 TEST(HeadModel, RecoveryWorksWithATruncatedLog) {
