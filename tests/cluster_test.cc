@@ -324,6 +324,45 @@ TEST(Cluster, AnOnlineBackupRestoresTheJobsInANewHead) {
   for (const std::string& id : ids) EXPECT_TRUE(succeeded.count(id)) << id << " in " << jobs.out;
 }
 
+// Retention with real processes and a real SQLite file: jobs that ended longer ago than
+// --retain-finished leave the head's memory (its gauges say so), and the CLI still reads them,
+// from the store, before and after a head restart; a retired job cannot be cancelled.
+TEST(Cluster, RetiredJobsLeaveMemoryAndAreReadFromTheStore) {
+  LocalCluster c("retire", 1, 2, {"--retain-finished", "1s"});
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i)
+    ids.push_back(c.Submit({"--name", "r" + std::to_string(i), "--", "true"}));
+  std::map<std::string, std::string> states;
+  ASSERT_TRUE(WaitAllSucceeded([&](const auto& a) { return c.Corral(a); }, ids, 30000, &states));
+  auto metric = [&](const std::string& line) {
+    std::string text = RunCommand({"/usr/bin/curl", "-sf", c.addr() + "/metrics"}).out;
+    return text.find(line + "\n") != std::string::npos;
+  };
+  ASSERT_TRUE(WaitUntil(20000, [&] { return metric("corral_jobs_retired 3"); }))
+      << RunCommand({"/usr/bin/curl", "-sf", c.addr() + "/metrics"}).out;
+  EXPECT_TRUE(metric("corral_jobs{state=\"succeeded\"} 0"));
+  for (int restart = 0; restart < 2; ++restart) {
+    SCOPED_TRACE(restart ? "after a head restart" : "before");
+    auto show = c.Corral({"show", ids[1], "-o", "json"});
+    ASSERT_EQ(show.exit_code, 0) << show.err;
+    Json job = Json::parse(show.out, nullptr, false);
+    EXPECT_EQ(job.value("state", ""), "succeeded") << show.out;
+    EXPECT_EQ(job["spec"].value("name", ""), "r1") << show.out;
+    auto all = c.Corral({"jobs", "--all", "-o", "json"});
+    ASSERT_EQ(all.exit_code, 0) << all.err;
+    Json listed = Json::parse(all.out, nullptr, false);
+    ASSERT_TRUE(listed.is_array()) << all.out;
+    EXPECT_EQ(listed.size(), 3u) << all.out;
+    auto cancel = c.Corral({"cancel", ids[0]});
+    EXPECT_NE(cancel.exit_code, 0);
+    EXPECT_NE(cancel.err.find("retired"), std::string::npos) << cancel.err;
+    c.KillHead();
+    c.StartHead();
+    ASSERT_TRUE(WaitUntil(20000, [&] { return metric("corral_jobs_retired 3"); }));
+  }
+  EXPECT_TRUE(metric("corral_jobs{state=\"succeeded\"} 0")) << "a restart loads no retired job";
+}
+
 // The event stream over real HTTP, as a browser's EventSource reads it: server-sent events,
 // resumed with Last-Event-ID from exactly the next change.
 TEST(Cluster, EventStreamSpeaksServerSentEventsAndResumes) {

@@ -180,7 +180,7 @@ void HeadCore::Settle(TimeMs now) {
 
 Result<Job> HeadCore::SetHold(const Caller& by, JobId id, bool hold, TimeMs now) {
   auto it = state_.jobs.find(id);
-  if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  if (it == state_.jobs.end()) return UnknownJob(id);
   if (!MayManageJob(by, it->second)) {
     return PermissionDenied("user '" + by.name + "' may not " + (hold ? "hold" : "release") +
                             " job " + std::to_string(id) + " of '" + it->second.owner + "'");

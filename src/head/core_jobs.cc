@@ -143,7 +143,7 @@ Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, 
 
 Result<Job> HeadCore::Cancel(const Caller& by, JobId id, TimeMs now, bool element_only) {
   auto it = state_.jobs.find(id);
-  if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  if (it == state_.jobs.end()) return UnknownJob(id);
   if (!element_only && it->second.array_id == id) {
     if (!MayManageJob(by, it->second)) {
       return PermissionDenied("user '" + by.name + "' may not cancel array " + std::to_string(id) +
@@ -180,7 +180,7 @@ Result<Job> HeadCore::Cancel(const Caller& by, JobId id, TimeMs now, bool elemen
 
 Result<Job> HeadCore::Requeue(const Caller& by, JobId id, TimeMs now) {
   auto it = state_.jobs.find(id);
-  if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  if (it == state_.jobs.end()) return UnknownJob(id);
   const Job& job = it->second;
   // submitit requeues its own job from inside it (scontrol requeue $SLURM_JOB_ID).
   bool own = by.kind == Caller::Kind::kJob && by.job == id;
@@ -201,7 +201,7 @@ Result<Job> HeadCore::Requeue(const Caller& by, JobId id, TimeMs now) {
 Result<Job> HeadCore::Signal(const Caller& by, JobId id, int32_t signal, SignalTarget to,
                              TimeMs now) {
   auto it = state_.jobs.find(id);
-  if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  if (it == state_.jobs.end()) return UnknownJob(id);
   // srun forwards the signals it gets to its job's steps with the job's own credential.
   bool own_steps = by.kind == Caller::Kind::kJob && by.job == id && to == SignalTarget::kDefault &&
                    it->second.spec.batch;
@@ -236,7 +236,7 @@ Result<Job> HeadCore::Signal(const Caller& by, JobId id, int32_t signal, SignalT
 
 Result<Job> HeadCore::ReportCheckpoint(const Caller& by, JobId id, TimeMs now) {
   auto it = state_.jobs.find(id);
-  if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  if (it == state_.jobs.end()) return UnknownJob(id);
   if (!MayManageJob(by, it->second)) return PermissionDenied("not your job");
   const Run* run = it->second.CurrentRun();
   if (!run || !active_jobs_.count(id)) {

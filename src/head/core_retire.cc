@@ -4,6 +4,7 @@
 // the usage of their runs stays in fair share as per-day sums.
 #include <algorithm>
 
+#include "core/spec.h"
 #include "head/head_core.h"
 #include "sched/job_input.h"
 
@@ -103,6 +104,14 @@ std::optional<JobState> HeadCore::RetiredState(JobId id) const {
   auto it = state_.retired.find(id);
   if (it == state_.retired.end()) return std::nullopt;
   return it->second;
+}
+
+Status HeadCore::UnknownJob(JobId id) const {
+  auto it = state_.retired.find(id);
+  if (it == state_.retired.end()) return NotFound("no job " + std::to_string(id));
+  return FailedPrecondition("job " + std::to_string(id) + " ended (" + JobStateName(it->second) +
+                            ") more than " + FormatDuration(config_.retain_finished_ms) +
+                            " ago and was retired: it can only be read");
 }
 
 Job HeadCore::JobAsSeenBy(const Caller& by, Job job) const {

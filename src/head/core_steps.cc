@@ -51,7 +51,7 @@ Result<Step> HeadCore::StartStep(const Caller& by, JobId id, StepRequest req, Ti
         "credential (CORRAL_STEP_TOKEN)");
   }
   auto it = state_.jobs.find(id);
-  if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  if (it == state_.jobs.end()) return UnknownJob(id);
   const Job& job = it->second;
   const Run* run = job.CurrentRun();
   // Scheduled counts: the caller holds this run's step credential, which only a task the
@@ -126,7 +126,7 @@ Result<Step> HeadCore::StartStep(const Caller& by, JobId id, StepRequest req, Ti
 
 Result<Step> HeadCore::GetStep(const Caller& by, JobId id, int32_t step_id) const {
   auto it = state_.jobs.find(id);
-  if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  if (it == state_.jobs.end()) return UnknownJob(id);
   bool own = by.kind == Caller::Kind::kJob && by.job == id;
   if (!own && !MayManageJob(by, it->second)) {
     return PermissionDenied("the steps of job " + std::to_string(id) +

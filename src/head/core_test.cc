@@ -916,6 +916,11 @@ TEST_P(Scenario, AJobThatEndedLongAgoIsRetiredAndItsTombstoneAnswersDependencies
   EXPECT_EQ(core().RetiredState(good.id), JobState::kSucceeded);
   EXPECT_EQ(core().RetiredState(bad.id), JobState::kFailed);
   EXPECT_EQ(core().GetJob(kAna, good.id).status().code(), ErrorCode::kNotFound);
+  auto cancel = core().Cancel(kAna, good.id, now());
+  EXPECT_EQ(cancel.status().code(), ErrorCode::kFailedPrecondition);
+  EXPECT_NE(cancel.status().message().find("ended (succeeded) more than 1-00:00:00 ago"),
+            std::string::npos)
+      << cancel.status().message();
   int64_t gpu_ms = 0;
   for (const auto& [key, u] : core().state().retired_usage) {
     EXPECT_EQ(key.user, "ana");

@@ -799,7 +799,9 @@ void Head::DescribeMetrics() {
   m.Set("corral_build_info", {{"version", "0.3.0"}}, 1);
   m.Describe("corral_head_epoch", T::kGauge, "Leadership epoch of this head.");
   m.Describe("corral_state_revision", T::kGauge, "Revision of the last durable change.");
-  m.Describe("corral_jobs", T::kGauge, "Jobs by state.");
+  m.Describe("corral_jobs", T::kGauge, "Jobs in memory by state.");
+  m.Describe("corral_jobs_retired", T::kGauge,
+             "Jobs that ended longer ago than --retain-finished: out of memory, in the store.");
   m.Describe("corral_pending_jobs", T::kGauge, "Pending jobs by queue and reason.");
   m.Describe("corral_queue_gpus_allocated", T::kGauge, "GPUs held by the runs of each queue.");
   m.Describe("corral_queue_gpu_quota", T::kGauge, "Guaranteed GPUs of each queue.");
@@ -860,6 +862,7 @@ void Head::RenderMetrics(Callback<std::string> done) {
     }
     m.Set("corral_head_epoch", {}, static_cast<double>(s.epoch));
     m.Set("corral_idle_runs", {}, static_cast<double>(core_.idle_runs().size()));
+    m.Set("corral_jobs_retired", {}, static_cast<double>(s.retired.size()));
     m.Set("corral_state_revision", {}, static_cast<double>(durable_revision_));
     std::map<std::string, int64_t> by_state;
     std::map<std::pair<std::string, std::string>, int64_t> pending;

@@ -218,6 +218,8 @@ class HeadCore {
   void OnTerminal(const Job& job, bool was_live);
   void Settle(TimeMs now);
   void RetireEnded(TimeMs now);
+  // Why a command names a job not in memory: none such, or one retired long after it ended.
+  Status UnknownJob(JobId id) const;
   void OnRetired(const JobsRetired& e);
   void RebuildEstimator();
 
