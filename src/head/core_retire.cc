@@ -11,15 +11,18 @@
 namespace corral::head {
 namespace {
 
-// One change retires at most this many jobs, so that a head that comes back after a long
-// time away does not write one huge change.
-constexpr size_t kMaxRetiredPerChange = 20000;
+// One change retires at most this many jobs (the rest at the next tick): answers wait for the
+// commit that marks them, about 0.1 s for 5,000 rows on SQLite or PostgreSQL here.
+constexpr size_t kMaxRetiredPerChange = 5000;
 
 }  // namespace
 
 void HeadCore::RetireEnded(TimeMs now) {
   if (config_.retain_finished_ms <= 0 || now < next_retire_check_) return;
+  bool first = next_retire_check_ == 0;
   next_retire_check_ = now + std::clamp(config_.retain_finished_ms / 10, kSecond, 10 * kMinute);
+  // Not at a leadership's first tick: its first answers would wait for that commit.
+  if (first) return;
   TimeMs cutoff = now - config_.retain_finished_ms;
   bool waits_on_snapshot = false;
   // Over, long enough ago, and its row in the store is the job as it ended: a job changed since

@@ -83,6 +83,17 @@ class Scenario : public ::testing::TestWithParam<bool> {
     Step();
   }
   Job Get(JobId id) { return *core().GetJob(kAna, id); }
+  // Retirement passes as the shell runs them, ticks 11 minutes apart, each followed by the
+  // commit (and the snapshot the core may ask for): a new leadership's first tick only starts
+  // the clock, the next may wait for a snapshot of the ended jobs, the third retires.
+  void Retire() {
+    for (int i = 0; i < 3; ++i) {
+      now() += 11 * kMinute;
+      core().Tick(now());
+      h_.Commit();
+    }
+    Step();
+  }
   std::vector<RunOrder> Desired(const std::string& node) { return core().DesiredFor(node).runs; }
 
   CoreHarness h_;
@@ -905,11 +916,7 @@ TEST_P(Scenario, AJobThatEndedLongAgoIsRetiredAndItsTombstoneAnswersDependencies
   Step();
   EXPECT_TRUE(core().state().jobs.count(good.id));
   now() += 2 * kHour;
-  for (int i = 0; i < 2; ++i) {  // the first pass waits for a snapshot of the ended jobs
-    now() += 11 * kMinute;
-    core().Tick(now());
-    Step();
-  }
+  Retire();
   EXPECT_FALSE(core().state().jobs.count(good.id));
   EXPECT_FALSE(core().state().jobs.count(bad.id));
   EXPECT_TRUE(core().state().jobs.count(live.id));
@@ -956,20 +963,13 @@ TEST_P(Scenario, AnArrayIsRetiredWholeOnceItsLastElementEndedLongAgo) {
   Schedule();  // one GPU: the first element runs, the second waits
   ASSERT_TRUE(*Report("n1", {Running(Get(first.id))}));
   ASSERT_TRUE(*Report("n1", {Exited(Get(first.id), 0, 0)}));
-  auto retire = [&] {
-    for (int i = 0; i < 2; ++i) {
-      now() += 11 * kMinute;
-      core().Tick(now());
-      Step();
-    }
-  };
   now() += 2 * kDay;
-  retire();
+  Retire();
   EXPECT_TRUE(core().state().jobs.count(first.id)) << "its other element has not ended";
   ASSERT_TRUE(core().Cancel(kAna, second, now(), /*element_only=*/true).ok());
   Step();
   now() += 2 * kDay;
-  retire();
+  Retire();
   EXPECT_FALSE(core().state().jobs.count(first.id));
   EXPECT_FALSE(core().state().jobs.count(second));
   EXPECT_EQ(core().RetiredState(first.id), JobState::kFailed) << "one element was cancelled";

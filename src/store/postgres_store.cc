@@ -172,7 +172,22 @@ class PgStore final : public PostgresStore {
     if (edits.empty() && term_ == 0) return Status::Ok();
     return InTransaction("BEGIN", [&]() -> Status {
       if (term_ != 0) CORRAL_RETURN_IF_ERROR(CheckTermAndRenew());
-      for (const StateEdit& edit : edits) CORRAL_RETURN_IF_ERROR(Apply(edit));
+      for (size_t i = 0; i < edits.size();) {
+        // A retirement marks thousands of rows: one statement per state, not one per row.
+        if (const auto* r = std::get_if<RetireJob>(&edits[i])) {
+          std::string ids;
+          size_t j = i;
+          for (; j < edits.size(); ++j) {
+            const auto* next = std::get_if<RetireJob>(&edits[j]);
+            if (!next || next->state != r->state) break;
+            ids += (ids.empty() ? "{" : ",") + std::to_string(next->id);
+          }
+          CORRAL_RETURN_IF_ERROR(RetireRows(r->state, ids + "}"));
+          i = j;
+          continue;
+        }
+        CORRAL_RETURN_IF_ERROR(Apply(edits[i++]));
+      }
       return Status::Ok();
     });
   }
@@ -288,6 +303,16 @@ class PgStore final : public PostgresStore {
     return out;
   }
 
+  // `ids`: a PostgreSQL array literal. The end time comes from each row's own document: the
+  // head no longer holds the jobs.
+  Status RetireRows(const std::string& state, const std::string& ids) {
+    return pg::Exec(conn_.get(),
+                    "UPDATE jobs SET retired_state = $1, ended_at = "
+                    "coalesce((doc::json->>'ended_at')::bigint, 0) WHERE id = ANY($2::bigint[])",
+                    {state, ids})
+        .status();
+  }
+
   Status Apply(const StateEdit& edit) {
     PGconn* c = conn_.get();
     if (const auto* e = std::get_if<PutJob>(&edit)) {
@@ -332,12 +357,7 @@ class PgStore final : public PostgresStore {
           .status();
     }
     if (const auto* e = std::get_if<RetireJob>(&edit)) {
-      // The end time comes from the row's own document: the head no longer holds the job.
-      return pg::Exec(c,
-                      "UPDATE jobs SET retired_state = $1, ended_at = "
-                      "coalesce((doc::json->>'ended_at')::bigint, 0) WHERE id = $2",
-                      {e->state, std::to_string(e->id)})
-          .status();
+      return RetireRows(e->state, "{" + std::to_string(e->id) + "}");
     }
     return Internal("postgres store: unknown edit");
   }
