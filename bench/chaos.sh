@@ -11,7 +11,8 @@
 #      (tests/chaos/partition_test.sh, TIMINGS=default) and with short ones;
 #   3. three heads on PostgreSQL, the leader SIGKILLed while 300 submissions stream in
 #      (tests/ha_test.cc): how long until a standby leads;
-#   4. head restart with JOBS stored (bench/head_restart.sh), SQLite then PostgreSQL.
+#   4. head restart with JOBS stored (bench/head_restart.sh), SQLite then PostgreSQL, with
+#      every job in memory and with the finished ones retired (-R).
 set -euo pipefail
 MINUTES=5
 SEED=$RANDOM
@@ -43,12 +44,18 @@ echo "== 3. leader SIGKILL among three heads on PostgreSQL"
 
 echo "== 4. head restart with $JOBS stored jobs"
 "$here/bench/head_restart.sh" -n "$JOBS" -r 2 "$build/corral"
+echo "-- finished jobs retired (--retain-finished)"
+"$here/bench/head_restart.sh" -n "$JOBS" -r 2 -R "$build/corral"
 export PG_DIR=/tmp/corral-chaos-pg PG_PORT=$((40000 + RANDOM % 10000))
 PG="$here/../shared/tools/pg-local.sh"
 [ -x "$PG" ] || PG=/work/shared/tools/pg-local.sh
 "$PG" start >/dev/null
 trap '"$PG" stop --rm >/dev/null 2>&1 || true' EXIT
 psql -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "CREATE DATABASE corral_restart" >/dev/null
+psql -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "CREATE DATABASE corral_retired" >/dev/null
 echo "-- on PostgreSQL"
 "$here/bench/head_restart.sh" -n "$JOBS" -r 2 -s "postgresql://postgres@127.0.0.1:$PG_PORT/corral_restart" \
+  "$build/corral"
+echo "-- on PostgreSQL, finished jobs retired"
+"$here/bench/head_restart.sh" -n "$JOBS" -r 2 -R -s "postgresql://postgres@127.0.0.1:$PG_PORT/corral_retired" \
   "$build/corral"
