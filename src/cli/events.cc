@@ -34,6 +34,12 @@ std::string Summary(const Json& e) {
   if (type == "node_health_set")
     return s("reason").empty() ? "healthy" : "unhealthy " + s("reason");
   if (type == "queue_set") return e["queue"].dump();
+  if (type == "jobs_retired") {
+    const Json& jobs = e.value("jobs", Json::array());
+    std::string out = std::to_string(jobs.size()) + " job(s) out of memory:";
+    for (size_t i = 0; i < jobs.size() && i < 10; ++i) out += " " + jobs[i].dump();
+    return out + (jobs.size() > 10 ? " ..." : "");
+  }
   return s("reason");
 }
 

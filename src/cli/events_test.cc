@@ -67,6 +67,24 @@ TEST(CliEvents, PrintsEachChangeOnceAndResumesFromTheLast) {
   EXPECT_EQ(h.fake->paths[1], "GET /v1/events?since=2&wait=0") << "resumes after the last seen";
 }
 
+TEST(CliEvents, ARetirementSaysHowManyJobsLeftMemory) {
+  Harness h;
+  h.fake->handler = [](const std::string& path) -> Result<ApiReply> {
+    if (path.find("since=0&") == std::string::npos) {
+      return Reply({{"events", Json::array()}, {"revision", 1}});
+    }
+    Json e{{"rev", 1},  {"at", 1'700'000'000'000}, {"type", "jobs_retired"}, {"kind", "job"},
+           {"key", ""}, {"jobs", Json::array()}};
+    for (int id = 1; id <= 12; ++id) e["jobs"].push_back(id);
+    return Reply({{"events", {e}}, {"revision", 1}});
+  };
+  ASSERT_EQ(RunEvents({}, h.ctx), 0) << h.err.str();
+  EXPECT_NE(
+      h.out.str().find("jobs_retired  job   12 job(s) out of memory: 1 2 3 4 5 6 7 8 9 10 ..."),
+      std::string::npos)
+      << h.out.str();
+}
+
 TEST(CliEvents, FollowHoldsTheCallAndReportsAReset) {
   Harness h;
   h.fake->handler = [](const std::string& path) -> Result<ApiReply> {
