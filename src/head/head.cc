@@ -564,10 +564,15 @@ void Head::ListJobs(std::string bearer, JobFilter f, Callback<std::vector<Job>> 
       constexpr int32_t kPage = 1000;
       std::vector<Job> out;
       store::RetiredJobsQuery q{.after = f.after, .ended_since = f.ended_since, .limit = kPage};
-      while (static_cast<int32_t>(out.size()) < f.limit) {
+      // An array's elements have consecutive ids from its own: start there, stop past them.
+      if (f.array_id != 0) q.after = std::max(q.after, f.array_id - 1);
+      bool past_array = false;
+      while (static_cast<int32_t>(out.size()) < f.limit && !past_array) {
         auto page = store_->ReadRetiredJobs(q);
         if (!page.ok()) return page.status();
         for (Job& j : *page) {
+          past_array |= f.array_id != 0 && j.array_id != f.array_id;
+          if (past_array) break;
           if (FilterMatches(f, j) && static_cast<int32_t>(out.size()) < f.limit) {
             out.push_back(std::move(j));
           }

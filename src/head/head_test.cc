@@ -258,18 +258,26 @@ TEST_F(HeadShell, ARetiredJobIsReadFromTheStoreOnDemand) {
   auto job = Submit();
   ASSERT_TRUE(job.result.ok());
   JobId id = job.result->id;
-  auto cancelled = Async<Job>([&](auto cb) { head_->Cancel(kAdmin, id, false, cb); }).get();
-  ASSERT_TRUE(cancelled.result.ok()) << cancelled.result.status().ToString();
+  JobSpec array;
+  array.command = {"true"};
+  array.array = "0-2";
+  auto first = Async<Job>([&](auto cb) { head_->Submit(kAdmin, array, "", "", cb); }).get();
+  ASSERT_TRUE(first.result.ok()) << first.result.status().ToString();
+  JobId array_id = first.result->id;
+  for (JobId j : {id, array_id}) {
+    auto cancelled = Async<Job>([&](auto cb) { head_->Cancel(kAdmin, j, false, cb); }).get();
+    ASSERT_TRUE(cancelled.result.ok()) << cancelled.result.status().ToString();
+  }
   auto recent = [&] {
     JobFilter f;
     f.ended_since = clock_.Now() - 30 * kMinute;
     return Async<std::vector<Job>>([&](auto cb) { head_->ListJobs(kAdmin, f, cb); }).get();
   };
-  ASSERT_EQ(recent().result->size(), 1u) << "it just ended";
+  ASSERT_EQ(recent().result->size(), 4u) << "they just ended";
   clock_.Advance(2 * kHour);
   auto retired = [&] {
     std::lock_guard<std::mutex> l(disk_->mu);
-    return disk_->state.retired.size() == 1;
+    return disk_->state.retired.size() == 4;
   };
   for (int i = 0; i < 500 && !retired(); ++i) {
     clock_.Advance(11 * kMinute);  // the next retirement pass
@@ -283,8 +291,15 @@ TEST_F(HeadShell, ARetiredJobIsReadFromTheStoreOnDemand) {
     EXPECT_EQ(got.result->spec.command, std::vector<std::string>{"true"});
     auto all = List();  // no time bound: reaches the retired rows
     ASSERT_TRUE(all.result.ok()) << all.result.status().ToString();
-    ASSERT_EQ(all.result->size(), 1u);
+    ASSERT_EQ(all.result->size(), 4u);
     EXPECT_EQ(all.result->front().id, id);
+    JobFilter elements;
+    elements.array_id = array_id;
+    auto listed =
+        Async<std::vector<Job>>([&](auto cb) { head_->ListJobs(kAdmin, elements, cb); }).get();
+    ASSERT_TRUE(listed.result.ok()) << listed.result.status().ToString();
+    ASSERT_EQ(listed.result->size(), 3u);
+    EXPECT_EQ(listed.result->back().array_index, 2);
     EXPECT_TRUE(recent().result->empty());
     auto missing = Async<Job>([&](auto cb) { head_->GetJob(kAdmin, id + 100, cb); }).get();
     EXPECT_EQ(missing.result.status().code(), ErrorCode::kNotFound);
