@@ -6,6 +6,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 namespace corral::agent {
 namespace {
 
@@ -37,6 +39,48 @@ TEST(Ports, SeesAPortThisProcessListensOn) {
   close(fd);
   EXPECT_EQ(ports, std::vector<int32_t>{port});
   EXPECT_TRUE(ListeningPorts(port, port).empty());
+}
+
+// The socket-diagnostics dump and /proc agree, over IPv4 and IPv6 listeners, and neither
+// counts a connected socket.
+TEST(Ports, SocketDiagnosticsAndProcAgree) {
+  int v4 = socket(AF_INET, SOCK_STREAM, 0);
+  int v6 = socket(AF_INET6, SOCK_STREAM, 0);
+  ASSERT_GE(v4, 0);
+  ASSERT_GE(v6, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(v4, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(listen(v4, 1), 0);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(getsockname(v4, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  sockaddr_in6 b{};
+  b.sin6_family = AF_INET6;
+  b.sin6_addr = in6addr_loopback;
+  bool have_v6 = bind(v6, reinterpret_cast<sockaddr*>(&b), sizeof(b)) == 0 && listen(v6, 1) == 0;
+  len = sizeof(b);
+  if (have_v6) {
+    ASSERT_EQ(getsockname(v6, reinterpret_cast<sockaddr*>(&b), &len), 0);
+  }
+  // A connection to the IPv4 listener: its client end is not a listener.
+  int client = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_EQ(connect(client, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  sockaddr_in c{};
+  len = sizeof(c);
+  ASSERT_EQ(getsockname(client, reinterpret_cast<sockaddr*>(&c), &len), 0);
+  int32_t p4 = ntohs(a.sin_port), p6 = have_v6 ? ntohs(b.sin6_port) : p4, pc = ntohs(c.sin_port);
+  int32_t lo = std::min({p4, p6, pc}), hi = std::max({p4, p6, pc});
+  auto diag = DiagListeningPorts(lo, hi);
+  ASSERT_TRUE(diag.has_value()) << "NETLINK_SOCK_DIAG refused";
+  std::vector<int32_t> want{p4};
+  if (have_v6 && p6 != p4) want.push_back(p6);
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(*diag, want);
+  EXPECT_EQ(ProcListeningPorts(lo, hi), want);
+  close(client);
+  close(v4);
+  close(v6);
 }
 
 }  // namespace
