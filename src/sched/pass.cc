@@ -170,7 +170,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     if (!e || st.victims_of.count(id)) continue;
     ++st.work;
     std::vector<ReplicaPlacement> placement;
-    TimeMs end = e->job.time_limit_ms > 0 ? now + e->job.time_limit_ms : kUnknownTime;
+    TimeMs end = ExpectedEndOf(cfg, e->job, now);
     if (placer.Place(ShapeOf(e->job), end, /*keep=*/true, &placement)) {
       bind(e, std::move(placement), end);
     }
@@ -194,7 +194,8 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       HeldRoom held = RoomInHeld(st.model, now);
       if (!st.pending.AnyVisibleFits(st.model.free_gpus() - st.model.held_gpus(),
                                      MaxUnheldFreeOnANode(st.model), st.model.free_gpus(),
-                                     held.node_free, held.max_limit) &&
+                                     held.node_free, held.max_limit,
+                                     /*unlimited_may_fit=*/cfg.backfill_with_predictions) &&
           !MayPreempt(st)) {
         break;
       }
@@ -212,7 +213,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       order.Done();
       continue;
     }
-    TimeMs end = j.time_limit_ms > 0 ? now + j.time_limit_ms : kUnknownTime;
+    TimeMs end = ExpectedEndOf(cfg, j, now);
     std::vector<ReplicaPlacement> placement;
     if (placer.Place(s, end, /*keep=*/true, &placement)) {
       bind(e, std::move(placement), end);

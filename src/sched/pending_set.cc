@@ -84,13 +84,19 @@ void PendingSet::CountVisible(int32_t klass, int sign) {
 }
 
 bool PendingSet::AnyVisibleFits(int64_t free_unheld, int64_t node_unheld, int64_t free_all,
-                                int64_t node_all, DurationMs max_limit) const {
+                                int64_t node_all, DurationMs max_limit,
+                                bool unlimited_may_fit) const {
   for (const auto& [k, n] : visible_) {
     (void)n;
     const auto& [total, limit, per_replica] = k;
     if (total > free_all) break;  // ordered by GPUs
     if (total <= free_unheld && per_replica <= node_unheld) return true;
-    if (max_limit >= 0 && limit > 0 && limit <= max_limit && per_replica <= node_all) return true;
+    // Any class may hold jobs predicted to end in time (unlimited_may_fit:
+    // SchedulerConfig::backfill_with_predictions; predictions are per job, not per class).
+    if (max_limit >= 0 && (unlimited_may_fit || (limit > 0 && limit <= max_limit)) &&
+        per_replica <= node_all) {
+      return true;
+    }
   }
   return false;
 }

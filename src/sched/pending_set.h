@@ -84,12 +84,13 @@ class PendingSet {
   int32_t live_classes() const { return live_classes_; }
   int64_t class_members(int32_t k) const { return class_members_[k]; }
   bool fair() const { return config_.policy == OrderPolicy::kCorral; }
+  const SchedulerConfig& config() const { return config_; }
   // Could a job of a visible class (see Visible) fit `free_unheld` GPUs with at most
   // `node_unheld` on one node, or (held GPUs included) `free_all` with at most `node_all` on
   // one node when its time limit is at most `max_limit` (< 0: none may)? The pass stops when
   // none could. Classes are few shapes x limits, so this is cheap.
   bool AnyVisibleFits(int64_t free_unheld, int64_t node_unheld, int64_t free_all, int64_t node_all,
-                      DurationMs max_limit) const;
+                      DurationMs max_limit, bool unlimited_may_fit = false) const;
   // The fewest GPUs any pending job asks for; INT64_MAX when none is pending.
   int64_t MinTotalGpus() const {
     return live_totals_.empty() ? INT64_MAX : live_totals_.begin()->first;

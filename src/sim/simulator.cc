@@ -243,6 +243,8 @@ class Loop {
     s.queue_budget = c.queue_budget;
     s.use_predictions = c.use_predictions;
     s.las_across_queues = c.las_across_queues;
+    s.backfill_with_predictions = c.backfill_with_predictions;
+    s.borrowing_queues_by_level = c.borrowing_queues_by_level;
     return s;
   }
 
