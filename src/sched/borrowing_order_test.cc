@@ -1,6 +1,7 @@
 // Issue 11: queues over their quota ordered by their best job's LAS level and predicted
-// remaining time (SchedulerConfig::borrowing_queues_by_level), and reservations and backfill
-// on predicted run times (SchedulerConfig::backfill_with_predictions).
+// remaining time (SchedulerConfig::borrowing_queues_by_level), reservations and backfill on
+// predicted run times (SchedulerConfig::backfill_with_predictions), and the starvation guard
+// (SchedulerConfig::starvation_promote_factor).
 #include <gtest/gtest.h>
 
 #include "sched/scheduler.h"
@@ -119,6 +120,39 @@ TEST(BackfillWithPredictions, ARunPastItsPredictedEndCountsAsEndingNow) {
   ASSERT_EQ(d.reservations.size(), 1u);
   EXPECT_EQ(d.reservations[0].start, 2000);
   EXPECT_TRUE(d.place.empty());
+}
+
+// One GPU, busy until `free_at`; job 1 has attained 2 GPU-hours on one GPU (level 1), job 2
+// none. Both are first seen pending by the pass at 1000. Which starts at `now`?
+Decisions Starving(double factor, TimeMs now) {
+  SchedulerConfig c;
+  c.preemption = false;
+  c.starvation_promote_factor = factor;
+  Scheduler s(c);
+  s.UpsertNode(MakeNode("n1").Gpus(1));
+  s.AddRunning(Running(MakeJob(100).Gpus(1), {{"n1", {0}}}, 0));
+  s.AddPending(MakeJob(1).Gpus(1).Attained(2 * kHour).Submit(1));
+  s.AddPending(MakeJob(2).Gpus(1).Submit(2));
+  EXPECT_TRUE(s.Schedule(1000).place.empty());
+  s.RemoveRunning(100);
+  return s.Schedule(now);
+}
+
+TEST(StarvationGuard, AJobThatWaitedFactorTimesItsServiceIsOrderedAsLevelZero) {
+  // Factor 2 x 2 hours of service: promoted 4 hours after the pass that first saw it.
+  Decisions before = Starving(2.0, 1000 + 4 * kHour - 1);
+  EXPECT_TRUE(Placed(before, 2));
+  EXPECT_FALSE(Placed(before, 1));
+  Decisions after = Starving(2.0, 1000 + 4 * kHour);
+  EXPECT_TRUE(Placed(after, 1));
+  EXPECT_FALSE(Placed(after, 2));
+}
+
+TEST(StarvationGuard, OffByDefault) {
+  EXPECT_EQ(SchedulerConfig{}.starvation_promote_factor, 0);
+  Decisions d = Starving(0, 1000 + 400 * kHour);
+  EXPECT_TRUE(Placed(d, 2));
+  EXPECT_FALSE(Placed(d, 1));
 }
 
 }  // namespace

@@ -39,6 +39,10 @@ struct PendingEntry {
   int32_t klass = -1;
   WaitCode last_code = WaitCode::kNone;
   std::string last_reason;
+  // Starvation guard (SchedulerConfig::starvation_promote_factor): when it is due to be
+  // ordered as level 0 (kUnknownTime: never, or not yet seen by a pass), and whether it is.
+  TimeMs promote_at = kUnknownTime;
+  bool promoted = false;
 };
 
 class PendingSet {
@@ -64,6 +68,9 @@ class PendingSet {
   void Remove(JobId id);
   PendingEntry* Find(JobId id);
   void SetAttained(JobId id, DurationMs attained_gpu_ms);
+  // Starvation guard, at the start of a pass: jobs added since the last pass start waiting
+  // now; jobs that have waited long enough are ordered as level 0. A no-op when it is off.
+  void Promote(TimeMs now);
 
   // Pass-local hiding, undone by RestoreAll at the end of the pass: a job that was visited
   // but stays pending, and a class whose members are all skipped for the rest of the pass.
@@ -151,6 +158,14 @@ class PendingSet {
   std::vector<std::map<int64_t, int64_t>> visible_totals_by_queue_;
   std::vector<PendingEntry*> hidden_jobs_;
   std::vector<int32_t> hidden_classes_;
+  // Starvation guard: jobs added since the last Promote, and (promote_at, id) of the others
+  // in a level above 0.
+  std::vector<JobId> fresh_;
+  std::set<std::pair<TimeMs, JobId>> promotions_;
+  bool GuardOn() const {
+    return config_.policy == OrderPolicy::kCorral && config_.las_within_queue &&
+           config_.starvation_promote_factor > 0;
+  }
 };
 
 }  // namespace corral::sched

@@ -183,6 +183,13 @@ struct SchedulerConfig {
   // displace another queue's borrowed run is not left behind it in the order. Off: queues
   // over quota by fair share alone.
   bool borrowing_queues_by_level = true;
+  // Added for issue 11. kCorral, with las_within_queue: a starvation guard (Tiresias'). A
+  // pending job in a LAS level above 0 that has waited, since the first pass that saw it
+  // pending (its submit, or its requeue after a preemption), at least this factor times the
+  // service it has attained (attained GPU-ms / its GPUs) is ordered as level 0 until it
+  // starts; what it may preempt is unchanged (still its real level). Lets a long job of a
+  // busy or borrowing queue start behind a steady stream of new short ones. <= 0: off.
+  double starvation_promote_factor = 0;
   // kCorral, LAS preemption inside a queue: a run in a higher level is displaced only if it has
   // attained at least this factor times the threshold between the two levels, and the job
   // less than that threshold divided by it (see preemption.cc, "Hysteresis").

@@ -55,6 +55,7 @@ struct Flags {
   bool no_las_across_queues = false;
   bool backfill_predictions = false;
   bool no_borrowing_by_level = false;
+  double starvation_factor = -1;
   std::string cluster_budget, queue_budget;
   std::string predict = "user-name,user,queue,time-limit";
   double predict_weight = -1;
@@ -371,6 +372,7 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
   cfg.las_across_queues = !f.no_las_across_queues;
   cfg.backfill_with_predictions = f.backfill_predictions;
   cfg.borrowing_queues_by_level = !f.no_borrowing_by_level;
+  cfg.starvation_promote_factor = f.starvation_factor;
   if (f.las_hysteresis >= 0) {
     if (f.las_hysteresis < 1) return InvalidArgument("--las-hysteresis must be >= 1");
     cfg.las_preempt_hysteresis = f.las_hysteresis;
@@ -569,6 +571,10 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
                "corral policy: queues over their quota come after those under it by fair share "
                "alone (the default orders them by their best job's LAS level and predicted "
                "remaining time first)");
+  app.add_option("--starvation-factor", f.starvation_factor,
+                 "corral policy: a job above LAS level 0 that has waited this many times the "
+                 "service it attained is ordered as level 0 (Tiresias' starvation guard; 0: "
+                 "off; default: the scheduler's)");
   app.add_flag("--backfill-predictions", f.backfill_predictions,
                "corral policy: reservations and backfill use predicted run times where they end "
                "before the time limit (EASY backfill on predictions; default: time limits only)");

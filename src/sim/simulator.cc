@@ -245,6 +245,7 @@ class Loop {
     s.las_across_queues = c.las_across_queues;
     s.backfill_with_predictions = c.backfill_with_predictions;
     s.borrowing_queues_by_level = c.borrowing_queues_by_level;
+    if (c.starvation_promote_factor >= 0) s.starvation_promote_factor = c.starvation_promote_factor;
     return s;
   }
 
