@@ -22,8 +22,10 @@
 // Order (SchedulerConfig::policy):
 //  - kCorral: priority (higher first), then queue fair share (queues under their quota first,
 //    then dominant-resource share of current allocation plus decayed usage against the
-//    queue's quota, divided by its weight), then (las_within_queue) the LAS level of attained
-//    service, lower first, then user fair share inside the queue, then submit time, then id.
+//    queue's quota, divided by its weight; with borrowing_queues_by_level, queues over their
+//    quota by their best job's LAS level and predicted remaining bucket before share), then
+//    (las_within_queue) the LAS level of attained service, lower first, then user fair share
+//    inside the queue, then submit time, then id.
 //    Reclaims borrowed quota and lets higher priority preempt lower; with las_within_queue a
 //    job may also preempt a preemptible run of its own queue and priority that sits in a
 //    strictly higher LAS level (Tiresias' 2D-LAS inside a queue: it needs no durations, only
