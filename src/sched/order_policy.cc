@@ -57,6 +57,16 @@ DurationMs AttainedNow(const PendingJob& job, int64_t gpus, TimeMs started_at, T
   return job.attained_ms + gpus * std::max<DurationMs>(0, now - started_at);
 }
 
+TimeMs ExpectedEndOf(const SchedulerConfig& config, const PendingJob& job, TimeMs start) {
+  TimeMs end = job.time_limit_ms > 0 ? start + job.time_limit_ms : kUnknownTime;
+  if (config.policy == OrderPolicy::kCorral && config.use_predictions &&
+      config.backfill_with_predictions) {
+    DurationMs left = PredictedRemainingMs(job, job.attained_ms);
+    if (left > 0) end = std::min(end, start + left);
+  }
+  return end;
+}
+
 JobKey StaticKey(const SchedulerConfig& config, const PendingJob& job, DurationMs attained_gpu_ms) {
   switch (config.policy) {
     case OrderPolicy::kCorral:

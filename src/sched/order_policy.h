@@ -35,6 +35,12 @@ int64_t LasLevel(const SchedulerConfig& config, DurationMs attained_gpu_ms);
 // SchedulerConfig::use_predictions).
 DurationMs PredictedRemainingMs(const PendingJob& job, DurationMs attained_gpu_ms);
 
+// When a job started (or starting) at `start` is expected to end: start + its time limit,
+// or with SchedulerConfig::backfill_with_predictions (kCorral, use_predictions) start + its
+// predicted remaining run time (attained_ms: before this run) if that is earlier;
+// kUnknownTime without either.
+TimeMs ExpectedEndOf(const SchedulerConfig& config, const PendingJob& job, TimeMs start);
+
 // The key of a pending job that has attained `attained_gpu_ms` so far.
 JobKey StaticKey(const SchedulerConfig& config, const PendingJob& job, DurationMs attained_gpu_ms);
 

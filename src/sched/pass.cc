@@ -170,11 +170,12 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     if (!e || st.victims_of.count(id)) continue;
     ++st.work;
     std::vector<ReplicaPlacement> placement;
-    TimeMs end = e->job.time_limit_ms > 0 ? now + e->job.time_limit_ms : kUnknownTime;
+    TimeMs end = ExpectedEndOf(cfg, e->job, now);
     if (placer.Place(ShapeOf(e->job), end, /*keep=*/true, &placement)) {
       bind(e, std::move(placement), end);
     }
   }
+  st.pending.Promote(now);
   PassOrder order(st.pending, st.queues);
   bool strict = cfg.policy == OrderPolicy::kFifo || !cfg.backfill;
   bool may_preempt = cfg.preemption && IsPreemptive(cfg.policy);
@@ -194,7 +195,8 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       HeldRoom held = RoomInHeld(st.model, now);
       if (!st.pending.AnyVisibleFits(st.model.free_gpus() - st.model.held_gpus(),
                                      MaxUnheldFreeOnANode(st.model), st.model.free_gpus(),
-                                     held.node_free, held.max_limit) &&
+                                     held.node_free, held.max_limit,
+                                     /*unlimited_may_fit=*/cfg.backfill_with_predictions) &&
           !MayPreempt(st)) {
         break;
       }
@@ -212,7 +214,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       order.Done();
       continue;
     }
-    TimeMs end = j.time_limit_ms > 0 ? now + j.time_limit_ms : kUnknownTime;
+    TimeMs end = ExpectedEndOf(cfg, j, now);
     std::vector<ReplicaPlacement> placement;
     if (placer.Place(s, end, /*keep=*/true, &placement)) {
       bind(e, std::move(placement), end);

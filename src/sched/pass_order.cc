@@ -1,5 +1,7 @@
 #include "sched/pass_order.h"
 
+#include <bit>
+
 namespace corral::sched {
 
 PassOrder::PassOrder(PendingSet& pending, const QueueBook& queues)
@@ -27,13 +29,26 @@ std::optional<PassOrder::QueueKey> PassOrder::MakeQueueKey(int32_t sel) const {
   const UserKey& head = *users_[sel].begin();
   int below = 1;
   double share = 0;
+  int64_t borrow_level = 0, borrow_bucket = 0;
   if (pending_.fair()) {
     below = queues_.BelowQuota(sel) ? 0 : 1;
     share = queues_.Share(sel);
+    const SchedulerConfig& cfg = pending_.config();
+    if (below && cfg.borrowing_queues_by_level && cfg.las_within_queue) {
+      borrow_level = std::get<1>(head);
+      borrow_bucket = std::bit_width(static_cast<uint64_t>(std::get<2>(head) / kMinute));
+    }
   }
-  return QueueKey{
-      std::get<0>(head), below, share, std::get<1>(head), std::get<2>(head), std::get<4>(head),
-      std::get<5>(head), sel};
+  return QueueKey{std::get<0>(head),
+                  below,
+                  borrow_level,
+                  borrow_bucket,
+                  share,
+                  std::get<1>(head),
+                  std::get<2>(head),
+                  std::get<4>(head),
+                  std::get<5>(head),
+                  sel};
 }
 
 void PassOrder::RekeyUser(int32_t g) {
@@ -51,7 +66,7 @@ void PassOrder::RekeyQueue(int32_t sel) {
 
 PendingEntry* PassOrder::Next() {
   while (!queue_set_.empty()) {
-    int32_t sel = std::get<7>(*queue_set_.begin());
+    int32_t sel = std::get<9>(*queue_set_.begin());
     // Re-validate the best user of the best queue: a hidden class may have moved its head.
     bool changed = false;
     while (!users_[sel].empty()) {

@@ -39,6 +39,10 @@ struct PendingEntry {
   int32_t klass = -1;
   WaitCode last_code = WaitCode::kNone;
   std::string last_reason;
+  // Starvation guard (SchedulerConfig::starvation_promote_factor): when it is due to be
+  // ordered as level 0 (kUnknownTime: never, or not yet seen by a pass), and whether it is.
+  TimeMs promote_at = kUnknownTime;
+  bool promoted = false;
 };
 
 class PendingSet {
@@ -64,6 +68,9 @@ class PendingSet {
   void Remove(JobId id);
   PendingEntry* Find(JobId id);
   void SetAttained(JobId id, DurationMs attained_gpu_ms);
+  // Starvation guard, at the start of a pass: jobs added since the last pass start waiting
+  // now; jobs that have waited long enough are ordered as level 0. A no-op when it is off.
+  void Promote(TimeMs now);
 
   // Pass-local hiding, undone by RestoreAll at the end of the pass: a job that was visited
   // but stays pending, and a class whose members are all skipped for the rest of the pass.
@@ -84,12 +91,13 @@ class PendingSet {
   int32_t live_classes() const { return live_classes_; }
   int64_t class_members(int32_t k) const { return class_members_[k]; }
   bool fair() const { return config_.policy == OrderPolicy::kCorral; }
+  const SchedulerConfig& config() const { return config_; }
   // Could a job of a visible class (see Visible) fit `free_unheld` GPUs with at most
   // `node_unheld` on one node, or (held GPUs included) `free_all` with at most `node_all` on
   // one node when its time limit is at most `max_limit` (< 0: none may)? The pass stops when
   // none could. Classes are few shapes x limits, so this is cheap.
   bool AnyVisibleFits(int64_t free_unheld, int64_t node_unheld, int64_t free_all, int64_t node_all,
-                      DurationMs max_limit) const;
+                      DurationMs max_limit, bool unlimited_may_fit = false) const;
   // The fewest GPUs any pending job asks for; INT64_MAX when none is pending.
   int64_t MinTotalGpus() const {
     return live_totals_.empty() ? INT64_MAX : live_totals_.begin()->first;
@@ -150,6 +158,14 @@ class PendingSet {
   std::vector<std::map<int64_t, int64_t>> visible_totals_by_queue_;
   std::vector<PendingEntry*> hidden_jobs_;
   std::vector<int32_t> hidden_classes_;
+  // Starvation guard: jobs added since the last Promote, and (promote_at, id) of the others
+  // in a level above 0.
+  std::vector<JobId> fresh_;
+  std::set<std::pair<TimeMs, JobId>> promotions_;
+  bool GuardOn() const {
+    return config_.policy == OrderPolicy::kCorral && config_.las_within_queue &&
+           config_.starvation_promote_factor > 0;
+  }
 };
 
 }  // namespace corral::sched

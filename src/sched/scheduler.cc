@@ -33,7 +33,7 @@ void Scheduler::Impl::AddRun(const PendingJob& job, std::vector<ReplicaPlacement
   for (const ReplicaPlacement& p : r.placement) r.gpus += static_cast<int64_t>(p.gpus.size());
   r.cpu = n * job.per_replica.cpu_milli;
   r.mem = n * job.per_replica.memory_mb;
-  if (job.time_limit_ms > 0) r.expected_end = started_at + job.time_limit_ms;
+  r.expected_end = ExpectedEndOf(st.config, job, started_at);
   r.placed_in_pass = 0;
   st.BindRun(r, +1);
   st.CountVictim(r, +1);

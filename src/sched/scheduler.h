@@ -22,8 +22,10 @@
 // Order (SchedulerConfig::policy):
 //  - kCorral: priority (higher first), then queue fair share (queues under their quota first,
 //    then dominant-resource share of current allocation plus decayed usage against the
-//    queue's quota, divided by its weight), then (las_within_queue) the LAS level of attained
-//    service, lower first, then user fair share inside the queue, then submit time, then id.
+//    queue's quota, divided by its weight; with borrowing_queues_by_level, queues over their
+//    quota by their best job's LAS level and predicted remaining bucket before share), then
+//    (las_within_queue) the LAS level of attained service, lower first, then user fair share
+//    inside the queue, then submit time, then id.
 //    Reclaims borrowed quota and lets higher priority preempt lower; with las_within_queue a
 //    job may also preempt a preemptible run of its own queue and priority that sits in a
 //    strictly higher LAS level (Tiresias' 2D-LAS inside a queue: it needs no durations, only
@@ -166,6 +168,30 @@ struct SchedulerConfig {
   // it borrows beyond goes to the jobs that have attained least, whichever queue they are of,
   // as las would give it. Off: LAS never crosses queues (only quota reclaim does).
   bool las_across_queues = true;
+  // Added for issue 11. kCorral, with use_predictions: a run's expected end (what
+  // reservations are computed from) and a pending job's end when it would start (whether it
+  // may use GPUs held for a reservation) come from its predicted remaining run time where
+  // that is before its time limit's end (or it has no limit), not only from the limit. A
+  // reservation behind runs without a limit then gets a predicted start, and a job predicted
+  // to end before it may backfill into its held GPUs (EASY backfill on predictions). A run
+  // that outlives its predicted end counts as ending now. Off: only time limits.
+  bool backfill_with_predictions = false;
+  // Added for issue 11. kCorral, with las_within_queue: queues under their quota still come
+  // first, by fair share; queues over it (borrowing) come after them in the order of their
+  // best pending job's LAS level, then (use_predictions) of a power-of-two bucket of its
+  // predicted remaining run time (whole minutes: 0, 1, 2-3, 4-7, ...), and only then by fair
+  // share. What a queue borrows goes first to the job that has attained least, whichever
+  // queue it is of: the order agrees with las_across_queues' preemption, so a job that could
+  // displace another queue's borrowed run is not left behind it in the order. Off: queues
+  // over quota by fair share alone.
+  bool borrowing_queues_by_level = true;
+  // Added for issue 11. kCorral, with las_within_queue: a starvation guard (Tiresias'). A
+  // pending job in a LAS level above 0 that has waited, since the first pass that saw it
+  // pending (its submit, or its requeue after a preemption), at least this factor times the
+  // service it has attained (attained GPU-ms / its GPUs) is ordered as level 0 until it
+  // starts; what it may preempt is unchanged (still its real level). Lets a long job of a
+  // busy or borrowing queue start behind a steady stream of new short ones. <= 0: off.
+  double starvation_promote_factor = 0;
   // kCorral, LAS preemption inside a queue: a run in a higher level is displaced only if it has
   // attained at least this factor times the threshold between the two levels, and the job
   // less than that threshold divided by it (see preemption.cc, "Hysteresis").

@@ -48,6 +48,22 @@ for pr in none time-limit user-name,user,queue,time-limit; do
 done
 for g in 512 768; do run --trace "$P" --gpus $g --policy corral --synth-time-limits; done
 run --trace "$P" --gpus 640 --load-scale 1.2 --policy corral --synth-time-limits
+echo; echo "## Issue 11 (sched4): borrowing queues by level, and the options left off (corral, JSON)"
+for sz in "512" "640" "768" "640 --load-scale 1.2"; do
+  for fl in "" "--no-borrowing-queues-by-level" "--predict oracle" "--predict none" \
+            "--backfill-predictions" "--starvation-factor 10" "--starvation-factor 20"; do
+    # shellcheck disable=SC2086
+    run --trace "$P" --gpus $sz --policy corral --no-timing -o json $fl
+  done
+done
+for sz in "576" "704" "640 --load-scale 1.1" "512 --load-scale 0.9" \
+          "640 --quotas $T/helios-aggregates/philly_vc_nodes.csv" \
+          "640 --restart-overhead 5m --checkpoint-interval 1h --preempt-grace 30s"; do
+  for fl in "" "--no-borrowing-queues-by-level"; do
+    # shellcheck disable=SC2086
+    run --trace "$P" --gpus $sz --policy corral --no-timing -o json $fl
+  done
+done
 echo; echo "## Issue 11: node failures and restart costs, 640 GPUs"
 run --trace "$P" --gpus 640 --compare srtf,las,corral --node-mtbf 1000h --restart-overhead 5m \
     --checkpoint-interval 1h

@@ -53,6 +53,9 @@ struct Flags {
   std::string las_thresholds;
   double las_hysteresis = -1;
   bool no_las_across_queues = false;
+  bool backfill_predictions = false;
+  bool no_borrowing_by_level = false;
+  double starvation_factor = -1;
   std::string cluster_budget, queue_budget;
   std::string predict = "user-name,user,queue,time-limit";
   double predict_weight = -1;
@@ -367,6 +370,9 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
     }
   }
   cfg.las_across_queues = !f.no_las_across_queues;
+  cfg.backfill_with_predictions = f.backfill_predictions;
+  cfg.borrowing_queues_by_level = !f.no_borrowing_by_level;
+  cfg.starvation_promote_factor = f.starvation_factor;
   if (f.las_hysteresis >= 0) {
     if (f.las_hysteresis < 1) return InvalidArgument("--las-hysteresis must be >= 1");
     cfg.las_preempt_hysteresis = f.las_hysteresis;
@@ -561,6 +567,17 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
   app.add_flag("--no-las-across-queues", f.no_las_across_queues,
                "corral policy: LAS preemption stays inside a queue (the default also lets a "
                "job displace a run of a higher LAS level from another queue over its quota)");
+  app.add_flag("--no-borrowing-queues-by-level", f.no_borrowing_by_level,
+               "corral policy: queues over their quota come after those under it by fair share "
+               "alone (the default orders them by their best job's LAS level and predicted "
+               "remaining time first)");
+  app.add_option("--starvation-factor", f.starvation_factor,
+                 "corral policy: a job above LAS level 0 that has waited this many times the "
+                 "service it attained is ordered as level 0 (Tiresias' starvation guard; 0: "
+                 "off; default: the scheduler's)");
+  app.add_flag("--backfill-predictions", f.backfill_predictions,
+               "corral policy: reservations and backfill use predicted run times where they end "
+               "before the time limit (EASY backfill on predictions; default: time limits only)");
   app.add_option("--cluster-budget", f.cluster_budget,
                  "corral policy: RUNS,GPU_SECONDS: runs preempted per minute and GPU-seconds "
                  "lost per hour, cluster-wide (0: the scheduler's default, -1: unlimited)");

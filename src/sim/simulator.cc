@@ -243,6 +243,9 @@ class Loop {
     s.queue_budget = c.queue_budget;
     s.use_predictions = c.use_predictions;
     s.las_across_queues = c.las_across_queues;
+    s.backfill_with_predictions = c.backfill_with_predictions;
+    s.borrowing_queues_by_level = c.borrowing_queues_by_level;
+    if (c.starvation_promote_factor >= 0) s.starvation_promote_factor = c.starvation_promote_factor;
     return s;
   }
 

@@ -80,6 +80,12 @@ struct SimConfig {
   bool use_predictions = true;
   // Corral policy: SchedulerConfig::las_across_queues.
   bool las_across_queues = true;
+  // Corral policy: SchedulerConfig::backfill_with_predictions.
+  bool backfill_with_predictions = false;
+  // Corral policy: SchedulerConfig::borrowing_queues_by_level.
+  bool borrowing_queues_by_level = true;
+  // Corral policy: SchedulerConfig::starvation_promote_factor (< 0: the scheduler's).
+  double starvation_promote_factor = -1;
   // Node failures: mean up time of a node (0: nodes never fail), and how long it stays down.
   DurationMs node_mtbf_ms = 0;
   DurationMs node_repair_ms = kHour;

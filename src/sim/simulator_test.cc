@@ -313,6 +313,29 @@ TEST(SimulateCommandTest, PreemptionBudgetsAndHysteresisReachTheScheduler) {
   EXPECT_LT(tight, unlimited);
 }
 
+TEST(SimulateCommandTest, IssueElevenOptionsReachTheSchedulerAndPassTheChecker) {
+  // Each option changes the decisions on this slice (so it reaches the scheduler), and the
+  // runs stay valid (--check fails the command otherwise).
+  auto summary = [](std::vector<std::string> extra) {
+    int rc = 0;
+    std::vector<std::string> args = {"--trace",     Data("philly_slice.csv"),
+                                     "--nodes",     "2",
+                                     "-o",          "json",
+                                     "--no-timing", "--check",
+                                     "--policy",    "corral"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::string o = RunCommand(args, &rc);
+    EXPECT_EQ(rc, 0) << o;
+    size_t at = o.find("\"avg_jct\": ");
+    return at == std::string::npos ? std::string() : o.substr(at, 40);
+  };
+  std::string plain = summary({});
+  EXPECT_FALSE(plain.empty());
+  EXPECT_NE(summary({"--no-borrowing-queues-by-level"}), plain);
+  EXPECT_NE(summary({"--backfill-predictions"}), plain);
+  EXPECT_NE(summary({"--starvation-factor", "1"}), plain);
+}
+
 TEST(SimulateCommandTest, MalformedRowsAreReportedAndCapped) {
   std::string path = ::testing::TempDir() + "/bad_rows.csv";
   {
