@@ -24,16 +24,25 @@ TEST(Ports, ParsesListenSocketsInRange) {
   EXPECT_TRUE(ParseListeningPorts(text, 1, 21).empty());
 }
 
-TEST(Ports, SeesAPortThisProcessListensOn) {
+// A socket listening on an ephemeral port of 127.0.0.1; fd -1 on failure.
+int ListenOnLoopback(sockaddr_in* a) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
+  *a = {};
+  a->sin_family = AF_INET;
+  a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(*a);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(a), sizeof(*a)) != 0 || listen(fd, 1) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(a), &len) != 0) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+TEST(Ports, SeesAPortThisProcessListensOn) {
+  sockaddr_in a;
+  int fd = ListenOnLoopback(&a);
   ASSERT_GE(fd, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  ASSERT_EQ(listen(fd, 1), 0);
-  socklen_t len = sizeof(a);
-  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
   int32_t port = ntohs(a.sin_port);
   auto ports = ListeningPorts(port, port);
   close(fd);
@@ -44,22 +53,16 @@ TEST(Ports, SeesAPortThisProcessListensOn) {
 // The socket-diagnostics dump and /proc agree, over IPv4 and IPv6 listeners, and neither
 // counts a connected socket.
 TEST(Ports, SocketDiagnosticsAndProcAgree) {
-  int v4 = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a;
+  int v4 = ListenOnLoopback(&a);
   int v6 = socket(AF_INET6, SOCK_STREAM, 0);
   ASSERT_GE(v4, 0);
   ASSERT_GE(v6, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(v4, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  ASSERT_EQ(listen(v4, 1), 0);
-  socklen_t len = sizeof(a);
-  ASSERT_EQ(getsockname(v4, reinterpret_cast<sockaddr*>(&a), &len), 0);
   sockaddr_in6 b{};
   b.sin6_family = AF_INET6;
   b.sin6_addr = in6addr_loopback;
   bool have_v6 = bind(v6, reinterpret_cast<sockaddr*>(&b), sizeof(b)) == 0 && listen(v6, 1) == 0;
-  len = sizeof(b);
+  socklen_t len = sizeof(b);
   if (have_v6) {
     ASSERT_EQ(getsockname(v6, reinterpret_cast<sockaddr*>(&b), &len), 0);
   }
