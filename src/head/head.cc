@@ -565,10 +565,12 @@ void Head::ListJobs(std::string bearer, JobFilter f, Callback<std::vector<Job>> 
       std::vector<Job> out;
       // Where every row the store returns matches, read no more rows than asked for (the
       // dashboard probes with limit=1).
-      bool store_filters_all = f.states.empty() && f.queue.empty() && f.user.empty();
+      bool store_filters_all = f.states.empty();
       store::RetiredJobsQuery q{.after = f.after,
                                 .ended_since = f.ended_since,
-                                .limit = store_filters_all ? std::min(f.limit, kPage) : kPage};
+                                .limit = store_filters_all ? std::min(f.limit, kPage) : kPage,
+                                .user = f.user,
+                                .queue = f.queue};
       // An array's elements have consecutive ids from its own: start there, stop past them.
       if (f.array_id != 0) q.after = std::max(q.after, f.array_id - 1);
       bool past_array = false;

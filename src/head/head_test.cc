@@ -300,6 +300,14 @@ TEST_F(HeadShell, ARetiredJobIsReadFromTheStoreOnDemand) {
     ASSERT_TRUE(listed.result.ok()) << listed.result.status().ToString();
     ASSERT_EQ(listed.result->size(), 3u);
     EXPECT_EQ(listed.result->back().array_index, 2);
+    for (const auto& [user, want] : {std::pair<std::string, size_t>{"admin", 4}, {"nobody", 0}}) {
+      JobFilter by_user;
+      by_user.user = user;
+      auto mine =
+          Async<std::vector<Job>>([&](auto cb) { head_->ListJobs(kAdmin, by_user, cb); }).get();
+      ASSERT_TRUE(mine.result.ok()) << mine.result.status().ToString();
+      EXPECT_EQ(mine.result->size(), want) << user;
+    }
     EXPECT_TRUE(recent().result->empty());
     auto missing = Async<Job>([&](auto cb) { head_->GetJob(kAdmin, id + 100, cb); }).get();
     EXPECT_EQ(missing.result.status().code(), ErrorCode::kNotFound);

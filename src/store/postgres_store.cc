@@ -32,6 +32,8 @@ constexpr const char* kMigrations[kSchemaVersion] = {
     R"(
       ALTER TABLE jobs ADD COLUMN IF NOT EXISTS retired_state TEXT;
       ALTER TABLE jobs ADD COLUMN IF NOT EXISTS ended_at BIGINT;
+      ALTER TABLE jobs ADD COLUMN IF NOT EXISTS owner TEXT;
+      ALTER TABLE jobs ADD COLUMN IF NOT EXISTS queue TEXT;
       CREATE INDEX IF NOT EXISTS jobs_retired_by_end ON jobs (ended_at)
           WHERE retired_state IS NOT NULL;
     )",
@@ -39,7 +41,8 @@ constexpr const char* kMigrations[kSchemaVersion] = {
 
 constexpr char kRetiredJobsSql[] =
     "SELECT doc FROM jobs WHERE retired_state IS NOT NULL AND id > $1::bigint AND ended_at >= "
-    "$2::bigint AND ($4::bigint = 0 OR id = $4::bigint) ORDER BY id LIMIT $3::bigint";
+    "$2::bigint AND ($4::bigint = 0 OR id = $4::bigint) AND ($5::text = '' OR owner = $5) AND "
+    "($6::text = '' OR queue = $6) ORDER BY id LIMIT $3::bigint";
 
 // Serialises migrations of one database across heads that start at once (a transaction-level
 // advisory lock: released by COMMIT or ROLLBACK). The value is arbitrary but fixed.
@@ -308,7 +311,8 @@ class PgStore final : public PostgresStore {
   Status RetireRows(const std::string& state, const std::string& ids) {
     return pg::Exec(conn_.get(),
                     "UPDATE jobs SET retired_state = $1, ended_at = "
-                    "coalesce((doc::json->>'ended_at')::bigint, 0) WHERE id = ANY($2::bigint[])",
+                    "coalesce((doc::json->>'ended_at')::bigint, 0), owner = doc::json->>'owner', "
+                    "queue = doc::json->'spec'->>'queue' WHERE id = ANY($2::bigint[])",
                     {state, ids})
         .status();
   }
@@ -371,7 +375,7 @@ class PgStore final : public PostgresStore {
     }
     auto r = pg::Exec(reader_.get(), kRetiredJobsSql,
                       {std::to_string(q.after), std::to_string(q.ended_since),
-                       std::to_string(q.limit), std::to_string(q.id)});
+                       std::to_string(q.limit), std::to_string(q.id), q.user, q.queue});
     if (!r.ok()) return r.status();
     std::vector<std::string_view> docs;
     for (int i = 0; i < PQntuples(r->get()); ++i) {

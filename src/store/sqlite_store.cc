@@ -73,15 +73,20 @@ constexpr const char* kMigrations[kSchemaVersion] = {
     R"(
       ALTER TABLE jobs ADD COLUMN retired_state TEXT;
       ALTER TABLE jobs ADD COLUMN ended_at INTEGER;
+      ALTER TABLE jobs ADD COLUMN owner TEXT;
+      ALTER TABLE jobs ADD COLUMN queue TEXT;
       CREATE INDEX IF NOT EXISTS jobs_retired_by_end ON jobs (ended_at)
           WHERE retired_state IS NOT NULL;
     )",
 };
 
-// Retired jobs as ReadRetiredJobs wants them; ?1 after, ?2 ended since, ?3 limit, ?4 one id.
+// Retired jobs as ReadRetiredJobs wants them; ?1 after, ?2 ended since, ?3 limit, ?4 one id,
+// ?5 owner, ?6 queue ('': any). The filters read columns, so rows that do not match are never
+// decoded.
 constexpr char kRetiredJobsSql[] =
     "SELECT doc FROM jobs WHERE retired_state IS NOT NULL AND id > ?1 AND ended_at >= ?2 AND "
-    "(?4 = 0 OR id = ?4) ORDER BY id LIMIT ?3";
+    "(?4 = 0 OR id = ?4) AND (?5 = '' OR owner = ?5) AND (?6 = '' OR queue = ?6) "
+    "ORDER BY id LIMIT ?3";
 
 class SqliteStore final : public Store {
  public:
@@ -227,7 +232,9 @@ class SqliteStore final : public Store {
     // The end time comes from the row's own document: the head no longer holds the job.
     Statement retire(db_,
                      "UPDATE jobs SET retired_state = ?, ended_at = "
-                     "coalesce(json_extract(doc, '$.ended_at'), 0) WHERE id = ?");
+                     "coalesce(json_extract(doc, '$.ended_at'), 0), owner = "
+                     "json_extract(doc, '$.owner'), queue = json_extract(doc, '$.spec.queue') "
+                     "WHERE id = ?");
     for (const StateEdit& edit : edits) {
       sqlite3_stmt* s = nullptr;
       if (const auto* e = std::get_if<PutJob>(&edit)) {
@@ -383,6 +390,8 @@ class SqliteStore final : public Store {
     sqlite3_bind_int64(st.get(), 2, q.ended_since);
     sqlite3_bind_int64(st.get(), 3, q.limit);
     sqlite3_bind_int64(st.get(), 4, static_cast<sqlite3_int64>(q.id));
+    BindText(st.get(), 5, q.user);
+    BindText(st.get(), 6, q.queue);
     std::vector<std::string> docs;
     int rc;
     while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {

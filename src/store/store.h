@@ -80,6 +80,8 @@ struct RetiredJobsQuery {
   JobId after = 0;
   TimeMs ended_since = 0;  // only jobs that ended at or after this
   int32_t limit = 1000;
+  std::string user;   // "": any owner
+  std::string queue;  // "": any queue
 };
 
 // Not thread-safe (but Backup and ReadRetiredJobs): one caller at a time (the head's commit

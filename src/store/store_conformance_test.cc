@@ -221,6 +221,8 @@ TEST_P(StoreConformance, RetiredJobsLeaveLoadAndAreReadBackOnDemand) {
   for (JobId id = 1; id <= 5; ++id) {
     Job j = MakeJob(id, id == 5 ? JobState::kRunning : JobState::kSucceeded);
     j.ended_at = id == 5 ? 0 : static_cast<TimeMs>(id) * 1000;
+    if (id == 2) j.owner = "bob";
+    j.spec.queue = id == 3 ? "org/team" : "default";
     put.push_back(PutJob{j});
   }
   ASSERT_TRUE((*s)->Commit(put).ok());
@@ -247,11 +249,17 @@ TEST_P(StoreConformance, RetiredJobsLeaveLoadAndAreReadBackOnDemand) {
   auto all = (*s)->ReadRetiredJobs({});
   ASSERT_TRUE(all.ok()) << all.status().ToString();
   EXPECT_EQ(ids(all), (std::vector<JobId>{1, 2, 3}));
-  EXPECT_EQ((*all)[1].owner, "ana") << "the whole document comes back";
+  EXPECT_EQ((*all)[1].owner, "bob") << "the whole document comes back";
+  EXPECT_EQ((*all)[2].spec.queue, "org/team");
   EXPECT_EQ(ids((*s)->ReadRetiredJobs({.id = 2})), (std::vector<JobId>{2}));
   EXPECT_TRUE((*s)->ReadRetiredJobs({.id = 4})->empty()) << "job 4 is not retired";
   EXPECT_EQ(ids((*s)->ReadRetiredJobs({.ended_since = 2000})), (std::vector<JobId>{2, 3}));
   EXPECT_EQ(ids((*s)->ReadRetiredJobs({.after = 1, .limit = 1})), (std::vector<JobId>{2}));
+  // Owner and queue are filtered by the store, before any document is decoded.
+  EXPECT_EQ(ids((*s)->ReadRetiredJobs({.user = "bob"})), (std::vector<JobId>{2}));
+  EXPECT_EQ(ids((*s)->ReadRetiredJobs({.user = "ana"})), (std::vector<JobId>{1, 3}));
+  EXPECT_EQ(ids((*s)->ReadRetiredJobs({.queue = "org/team"})), (std::vector<JobId>{3}));
+  EXPECT_TRUE((*s)->ReadRetiredJobs({.user = "bob", .queue = "org/team"})->empty());
 }
 
 TEST_P(StoreConformance, AStoreANewerCorralWroteIsRefused) {

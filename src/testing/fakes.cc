@@ -27,6 +27,9 @@ Result<std::vector<Job>> MemoryStore::ReadRetiredJobs(const store::RetiredJobsQu
   for (const Job& j : disk_->state.jobs) {
     if (static_cast<int32_t>(out.size()) >= q.limit) break;
     if (!retired.count(j.id) || j.id <= q.after || j.ended_at < q.ended_since) continue;
+    if ((!q.user.empty() && j.owner != q.user) || (!q.queue.empty() && j.spec.queue != q.queue)) {
+      continue;
+    }
     if (q.id == 0 || j.id == q.id) out.push_back(j);
   }
   return out;
