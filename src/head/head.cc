@@ -14,6 +14,21 @@ namespace asio = boost::asio;
 
 namespace {
 
+// Calls `each` on the retired jobs `q` selects, reading q.limit rows at a time, until `each`
+// returns false or the rows run out.
+Status ForEachRetiredJob(const store::Store& store, store::RetiredJobsQuery q,
+                         const std::function<bool(Job&)>& each) {
+  while (true) {
+    auto page = store.ReadRetiredJobs(q);
+    if (!page.ok()) return page.status();
+    for (Job& j : *page) {
+      if (!each(j)) return Status::Ok();
+    }
+    if (static_cast<int32_t>(page->size()) < q.limit) return Status::Ok();
+    q.after = page->back().id;
+  }
+}
+
 CoreConfig ToCoreConfig(const HeadConfig& c) {
   CoreConfig core;
   core.checkpoint_root = c.checkpoint_root;
@@ -196,13 +211,7 @@ void Head::Tick() {
   if (core_.TakeSnapshotWanted() && !failed_) {
     // Jobs wait to retire until the rows hold them as they ended.
     log_.MaybeSnapshot(core_, true, &next_edits_);
-    if (!next_edits_.empty() && !flush_posted_) {
-      flush_posted_ = true;
-      Post([this] {
-        flush_posted_ = false;
-        FlushEdits();
-      });
-    }
+    if (!next_edits_.empty()) PostFlush();
   }
   if (config_.lease_renew_ms > 0 && !inflight_ && next_edits_.empty() && !failed_ &&
       std::chrono::steady_clock::now() - commit_started_ >=
@@ -250,13 +259,7 @@ void Head::Drain() {
   if (!out.changes.empty()) {
     log_.Append(out.changes, core_.state(), &next_edits_);
     for (Change& c : out.changes) next_changes_.push_back(std::move(c));
-    if (!flush_posted_) {
-      flush_posted_ = true;
-      Post([this] {
-        flush_posted_ = false;
-        FlushEdits();
-      });
-    }
+    PostFlush();
   }
   bool first = nodes_to_answer_.empty();
   for (const std::string& n : out.nodes_to_notify) {
@@ -293,6 +296,15 @@ void Head::Reply(Callback<T> done, Result<T> result) {
         (*shared)(std::move(result));
       },
       [shared](const Status& st) { (*shared)(StoreFailed(st)); });
+}
+
+void Head::PostFlush() {
+  if (flush_posted_) return;
+  flush_posted_ = true;
+  Post([this] {
+    flush_posted_ = false;
+    FlushEdits();
+  });
 }
 
 void Head::FlushEdits() {
@@ -418,13 +430,28 @@ void Head::Command(std::string bearer, Callback<T> done,
                    std::function<Result<T>(const Caller&, TimeMs)> fn, bool for_agents) {
   Post([this, bearer = std::move(bearer), done = std::move(done), fn = std::move(fn),
         for_agents]() mutable {
-    if (failed_) return done(StoreFailed(Unavailable("an earlier commit failed")));
     TimeMs now = clock_->Now();
-    auto who = AuthenticateFor(bearer, now, for_agents);
-    Result<T> r = who.ok() ? fn(*who, now) : Result<T>(who.status());
+    auto who = Admit(bearer, now, for_agents, done);
+    if (!who) return;
+    Result<T> r = fn(*who, now);
     Drain();
     Reply<T>(std::move(done), std::move(r));
   });
+}
+
+template <typename T>
+std::optional<Caller> Head::Admit(const std::string& bearer, TimeMs now, bool for_agents,
+                                  Callback<T>& done) {
+  if (failed_) {
+    done(StoreFailed(Unavailable("an earlier commit failed")));
+    return std::nullopt;
+  }
+  auto who = AuthenticateFor(bearer, now, for_agents);
+  if (!who.ok()) {
+    Reply<T>(std::move(done), who.status());
+    return std::nullopt;
+  }
+  return *who;
 }
 
 Result<Caller> Head::AuthenticateFor(const std::string& bearer, TimeMs now, bool for_agents) const {
@@ -485,9 +512,8 @@ void Head::ReadRetired(std::function<Result<std::vector<Job>>()> read,
 // output.
 void Head::GetJob(std::string bearer, JobId id, Callback<Job> done, bool for_logs) {
   Post([this, bearer = std::move(bearer), id, done = std::move(done), for_logs]() mutable {
-    if (failed_) return done(StoreFailed(Unavailable("an earlier commit failed")));
-    auto who = AuthenticateFor(bearer, clock_->Now(), false);
-    if (!who.ok()) return Reply<Job>(std::move(done), who.status());
+    auto who = Admit(bearer, clock_->Now(), /*for_agents=*/false, done);
+    if (!who) return;
     Result<Job> live = for_logs ? core_.GetJobForLogs(*who, id) : core_.GetJob(*who, id);
     if (live.ok() || !core_.RetiredState(id)) return Reply<Job>(std::move(done), std::move(live));
     ReadRetired([this, id] { return store_->ReadRetiredJobs({.id = id, .limit = 1}); },
@@ -553,16 +579,14 @@ bool Head::ReachesRetired(const JobFilter& f, TimeMs now) const {
 
 void Head::ListJobs(std::string bearer, JobFilter f, Callback<std::vector<Job>> done) {
   Post([this, bearer = std::move(bearer), f = std::move(f), done = std::move(done)]() mutable {
-    if (failed_) return done(StoreFailed(Unavailable("an earlier commit failed")));
     TimeMs now = clock_->Now();
-    auto who = AuthenticateFor(bearer, now, false);
-    if (!who.ok()) return Reply<std::vector<Job>>(std::move(done), who.status());
+    auto who = Admit(bearer, now, /*for_agents=*/false, done);
+    if (!who) return;
     std::vector<Job> live = core_.ListJobs(*who, f);
     if (!ReachesRetired(f, now)) return Reply<std::vector<Job>>(std::move(done), std::move(live));
     // Retired jobs that match, a page of rows at a time, until the limit.
     auto read = [this, f]() -> Result<std::vector<Job>> {
       constexpr int32_t kPage = 1000;
-      std::vector<Job> out;
       // Where every row the store returns matches, read no more rows than asked for (the
       // dashboard probes with limit=1).
       bool store_filters_all = f.states.empty();
@@ -573,20 +597,13 @@ void Head::ListJobs(std::string bearer, JobFilter f, Callback<std::vector<Job>> 
                                 .queue = f.queue};
       // An array's elements have consecutive ids from its own: start there, stop past them.
       if (f.array_id != 0) q.after = std::max(q.after, f.array_id - 1);
-      bool past_array = false;
-      while (static_cast<int32_t>(out.size()) < f.limit && !past_array) {
-        auto page = store_->ReadRetiredJobs(q);
-        if (!page.ok()) return page.status();
-        for (Job& j : *page) {
-          past_array |= f.array_id != 0 && j.array_id != f.array_id;
-          if (past_array) break;
-          if (FilterMatches(f, j) && static_cast<int32_t>(out.size()) < f.limit) {
-            out.push_back(std::move(j));
-          }
-        }
-        if (static_cast<int32_t>(page->size()) < q.limit) break;
-        q.after = page->back().id;
-      }
+      std::vector<Job> out;
+      Status st = ForEachRetiredJob(*store_, q, [&](Job& j) {
+        if (f.array_id != 0 && j.array_id != f.array_id) return false;
+        if (FilterMatches(f, j)) out.push_back(std::move(j));
+        return static_cast<int32_t>(out.size()) < f.limit;
+      });
+      if (!st.ok()) return st;
       return out;
     };
     ReadRetired(std::move(read), [this, by = *who, limit = f.limit, live = std::move(live),
@@ -611,11 +628,12 @@ void Head::ListJobs(std::string bearer, JobFilter f, Callback<std::vector<Job>> 
 void Head::Usage(std::string bearer, UsageBy group, DurationMs since_ms,
                  Callback<UsageReport> done) {
   Post([this, bearer = std::move(bearer), group, since_ms, done = std::move(done)]() mutable {
-    if (failed_) return done(StoreFailed(Unavailable("an earlier commit failed")));
     TimeMs now = clock_->Now();
-    auto who = AuthenticateFor(bearer, now, false);
-    Status ok = who.ok() ? HeadCore::CheckUsage(*who, since_ms) : who.status();
-    if (!ok.ok()) return Reply<UsageReport>(std::move(done), ok);
+    auto who = Admit(bearer, now, /*for_agents=*/false, done);
+    if (!who) return;
+    if (Status ok = HeadCore::CheckUsage(*who, since_ms); !ok.ok()) {
+      return Reply<UsageReport>(std::move(done), ok);
+    }
     TimeMs from = now > since_ms ? now - since_ms : 0;
     JobFilter ended{.ended_since = from};
     if (!ReachesRetired(ended, now)) {
@@ -624,15 +642,12 @@ void Head::Usage(std::string bearer, UsageBy group, DurationMs since_ms,
     // Retired jobs that ended in the period add up on the archive thread, a page at a time.
     auto acc = std::make_shared<UsageAccumulator>(group, from, now);
     auto read = [this, acc, from]() -> Result<std::vector<Job>> {
-      constexpr int32_t kPage = 2000;
-      store::RetiredJobsQuery q{.ended_since = from, .limit = kPage};
-      while (true) {
-        auto page = store_->ReadRetiredJobs(q);
-        if (!page.ok()) return page.status();
-        for (const Job& j : *page) acc->Add(j);
-        if (static_cast<int32_t>(page->size()) < kPage) return std::vector<Job>();
-        q.after = page->back().id;
-      }
+      Status st = ForEachRetiredJob(*store_, {.ended_since = from, .limit = 2000}, [&](Job& j) {
+        acc->Add(j);
+        return true;
+      });
+      if (!st.ok()) return st;
+      return std::vector<Job>();
     };
     ReadRetired(std::move(read), [this, acc, done = std::move(done)](auto read) mutable {
       if (!read.ok()) return Reply<UsageReport>(std::move(done), read.status());

@@ -183,11 +183,17 @@ class Head {
   template <typename T>
   void Command(std::string bearer, Callback<T> done,
                std::function<Result<T>(const Caller&, TimeMs)> fn, bool for_agents = false);
+  // The start of every command: nothing is answered after a failed commit, and the caller is
+  // the one `bearer` names. nullopt: `done` has been answered.
+  template <typename T>
+  std::optional<Caller> Admit(const std::string& bearer, TimeMs now, bool for_agents,
+                              Callback<T>& done);
   template <typename T>
   void Reply(Callback<T> done, Result<T> result);
   void Drain();  // moves the core's output into the next batch
   // Runs `ok` once everything changed so far is durable, or `fail` if the store fails.
   void AfterDurable(std::function<void()> ok, std::function<void(const Status&)> fail);
+  void PostFlush();  // FlushEdits on the state machine's next turn, once
   void FlushEdits();
   void OnDurable(Status st);
   void RequestSchedule();

@@ -360,10 +360,7 @@ class PgStore final : public PostgresStore {
       return pg::Exec(c, "DELETE FROM changes WHERE revision < $1", {std::to_string(e->below)})
           .status();
     }
-    if (const auto* e = std::get_if<RetireJob>(&edit)) {
-      return RetireRows(e->state, "{" + std::to_string(e->id) + "}");
-    }
-    return Internal("postgres store: unknown edit");
+    return Internal("postgres store: unknown edit");  // RetireJob: Commit marks runs of them
   }
 
   Result<std::vector<Job>> ReadRetiredJobs(const RetiredJobsQuery& q) const override {
