@@ -1,6 +1,10 @@
 #include "agent/dirs.h"
 
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -22,6 +26,19 @@ Status MakeDirs(const std::string& path) {
     }
   }
   return Status::Ok();
+}
+
+bool SpreadSubdirectories(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  int flags = 0;
+  bool ok = ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+  if (ok && (flags & FS_TOPDIR_FL) == 0) {
+    flags |= FS_TOPDIR_FL;
+    ok = ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0;
+  }
+  close(fd);
+  return ok;
 }
 
 }  // namespace corral::agent

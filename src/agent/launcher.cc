@@ -300,7 +300,7 @@ PosixLauncher::PosixLauncher(std::string state_dir, std::string node_name,
       run_as_(run_as),
       cgroups_(std::move(cgroups)),
       notify_path_(state_dir + "/exit-notify") {
-  (void)MakeDirs(state_dir);
+  if (MakeDirs(runs_dir_).ok()) (void)SpreadSubdirectories(runs_dir_);
   if (mkfifo(notify_path_.c_str(), 0600) != 0 && errno != EEXIST) return;  // polling only
   exit_read_fd_ = open(notify_path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (exit_read_fd_ >= 0) {

@@ -1,7 +1,11 @@
 #include "agent/launcher.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/fs.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -45,6 +49,29 @@ TEST(LauncherTest, EnvironmentWorkdirAndLogs) {
     EXPECT_NE(out.find(want), std::string::npos) << "missing " << want << " in:\n" << out;
   }
   EXPECT_EQ(ReadFileOr(dir + "/logs/stderr"), "to-stderr\n");
+}
+
+// A directory's inode flags; -1 where its file system has none.
+int InodeFlags(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int flags = 0;
+  bool ok = fd >= 0 && ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+  if (fd >= 0) close(fd);
+  return ok ? flags : -1;
+}
+
+TEST(LauncherTest, RunDirectoriesAreSpreadOverTheFileSystem) {
+  TempDir state;
+  if (InodeFlags(state.path()) < 0) {
+    GTEST_SKIP() << state.path() << "'s file system has no inode flags (not ext4): nothing to set";
+  }
+  ASSERT_EQ(InodeFlags(state.path()) & FS_TOPDIR_FL, 0);
+  PosixLauncher launcher(state.path(), "node-1");
+  EXPECT_NE(InodeFlags(state.path() + "/runs") & FS_TOPDIR_FL, 0)
+      << "runs/ should carry the TOPDIR flag, so that run directories spread over block groups";
+  EXPECT_EQ(InodeFlags(state.path()) & FS_TOPDIR_FL, 0) << "only runs/ is marked";
+  EXPECT_EQ(RunToEnd(launcher, ShellOrder("9.0", "echo hi")).exit_code, 0);
+  EXPECT_EQ(ReadFileOr(state.path() + "/runs/9.0.0/logs/stdout"), "hi\n");
 }
 
 TEST(LauncherTest, OrderEnvWinsAndNoGpusHidesAll) {
