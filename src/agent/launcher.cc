@@ -196,11 +196,18 @@ bool DecodeRun(const std::string& text, LaunchedRun* out) {
 
 // Creates `path` (and its parents, 0755) as a directory of the job's own, 0700, unless it exists:
 // an existing one (a restarted job's checkpoints) is left as it is.
+// The first one made under a new parent (the checkpoint root) marks it as a top of
+// hierarchies, as runs/ is (SpreadSubdirectories).
 Status MakeOwnedDir(const std::string& path, bool chown_it, uid_t uid, gid_t gid) {
+  int made = mkdir(path.c_str(), 0700);
   auto slash = path.find_last_of('/');
-  if (slash != std::string::npos && slash > 0)
-    CORRAL_RETURN_IF_ERROR(MakeDirs(path.substr(0, slash)));
-  if (mkdir(path.c_str(), 0700) != 0) {
+  if (made != 0 && errno == ENOENT && slash != std::string::npos && slash > 0) {
+    const std::string parent = path.substr(0, slash);
+    CORRAL_RETURN_IF_ERROR(MakeDirs(parent));
+    (void)SpreadSubdirectories(parent);
+    made = mkdir(path.c_str(), 0700);
+  }
+  if (made != 0) {
     if (errno == EEXIST) return Status::Ok();
     return Internal(ErrnoText("mkdir " + path, errno));
   }
@@ -399,14 +406,19 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
   CORRAL_RETURN_IF_ERROR(ValidateRunId(order.run_id));
   if (order.replica < 0)
     return InvalidArgument("replica " + std::to_string(order.replica) + " < 0");
-  CORRAL_RETURN_IF_ERROR(MakeDirs(runs_dir_));
   auto prepared = std::make_unique<Prepared>();
   Prepared& p = *prepared;
   p.run.order = order;
   p.run.started_at = NowMs();
   p.dir = RunDir(p.run.key());
   p.logs = p.dir + "/logs";
-  if (mkdir(p.dir.c_str(), 0711) != 0) {
+  int made = mkdir(p.dir.c_str(), 0711);
+  if (made != 0 && errno == ENOENT) {  // runs/ was removed since the constructor made it
+    CORRAL_RETURN_IF_ERROR(MakeDirs(runs_dir_));
+    (void)SpreadSubdirectories(runs_dir_);
+    made = mkdir(p.dir.c_str(), 0711);
+  }
+  if (made != 0) {
     if (errno == EEXIST) {
       return Status(ErrorCode::kAlreadyExists,
                     "run " + p.dir + " was already started on this node");

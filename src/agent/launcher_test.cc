@@ -70,8 +70,12 @@ TEST(LauncherTest, RunDirectoriesAreSpreadOverTheFileSystem) {
   EXPECT_NE(InodeFlags(state.path() + "/runs") & FS_TOPDIR_FL, 0)
       << "runs/ should carry the TOPDIR flag, so that run directories spread over block groups";
   EXPECT_EQ(InodeFlags(state.path()) & FS_TOPDIR_FL, 0) << "only runs/ is marked";
-  EXPECT_EQ(RunToEnd(launcher, ShellOrder("9.0", "echo hi")).exit_code, 0);
-  EXPECT_EQ(ReadFileOr(state.path() + "/runs/9.0.0/logs/stdout"), "hi\n");
+  // So is the checkpoint root, where the first run that needs it makes it.
+  RunOrder o = ShellOrder("9.0", "echo hi > \"$CORRAL_CHECKPOINT_DIR/file\"");
+  o.env["CORRAL_CHECKPOINT_DIR"] = state.path() + "/ckpt/job-9";
+  EXPECT_EQ(RunToEnd(launcher, o).exit_code, 0);
+  EXPECT_EQ(ReadFileOr(state.path() + "/ckpt/job-9/file"), "hi\n");
+  EXPECT_NE(InodeFlags(state.path() + "/ckpt") & FS_TOPDIR_FL, 0);
 }
 
 TEST(LauncherTest, OrderEnvWinsAndNoGpusHidesAll) {
