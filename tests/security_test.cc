@@ -81,7 +81,7 @@ TEST_F(Security, JobsRunAsTheirOwnersWhoseFilesAndOutputAreTheirsAlone) {
   auto sub = As(c, ana,
                 {"submit", "--parsable", "--env", "SECRET=ana-only", "--", "/bin/sh", "-c",
                  "id -un; echo \"$HOME $USER $LOGNAME\"; test -d \"$CORRAL_CHECKPOINT_DIR\" "
-                 "&& stat -c %U:%a \"$CORRAL_CHECKPOINT_DIR\""});
+                 "&& stat -c %U:%a \"$CORRAL_CHECKPOINT_DIR\"; echo \"groups $(id -G)\""});
   ASSERT_EQ(sub.exit_code, 0) << sub.err;
   const std::string id = FirstLine(sub.out);
   auto waited = As(c, ana, {"wait", id, "--timeout", "60s"});
@@ -96,6 +96,8 @@ TEST_F(Security, JobsRunAsTheirOwnersWhoseFilesAndOutputAreTheirsAlone) {
   EXPECT_EQ(logs.out.substr(0, expected.size()), expected);
   EXPECT_NE(logs.out.find(std::string(kUserA) + ":700"), std::string::npos)
       << "the checkpoint directory is the owner's, 0700: " << logs.out;
+  EXPECT_NE(logs.out.find("\ngroups " + std::to_string(pw->pw_gid) + "\n"), std::string::npos)
+      << "the task has the owner's groups alone, none of the agent's: " << logs.out;
 
   struct stat st {};
   ASSERT_EQ(stat(LogsDir(c, id).c_str(), &st), 0);

@@ -1,7 +1,7 @@
 // The processes between the agent and a job (see launcher.h): internal to PosixLauncher.
 //
-//   agent --fork--> detacher (setsid; exits at once) --fork--> monitor --fork--> task 0..T-1
-//                                                                     (each its own pgid)
+//   agent --fork--> monitor (setsid) --clone(CLONE_VM|CLONE_VFORK), then exec--> task 0..T-1
+//                                                               (each its own pgid)
 //
 // The replica ends when all its tasks have ended. A task that exits 0 is normal (rank 0 often
 // ends last); the first one that fails stops the others (the stop signal, grace, SIGKILL), and
