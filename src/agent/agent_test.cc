@@ -183,7 +183,9 @@ TEST(AgentTest, RetriesRegistrationThenFencesItsRunsWhenTheHeadIsGone) {
   t.head->Set([&] { t.head->reachable = false; });
   // Fenced after the lease (counted from the last answer the agent got, not from when the test
   // noticed): the run gets SIGTERM; its exit is reported when the head is back.
-  ASSERT_TRUE(WaitFor([&] { return !ReadFileOr(state.path() + "/runs/1.0.0/exit").empty(); }));
+  ASSERT_TRUE(WaitFor([&] {
+    return ReadFileOr(state.path() + "/runs/1.0.0/record").find("\nexit ") != std::string::npos;
+  }));
   std::chrono::steady_clock::time_point last;
   t.head->Set([&] { last = t.head->last_answer; });
   EXPECT_GE(std::chrono::steady_clock::now() - last, std::chrono::milliseconds(400));

@@ -1,4 +1,4 @@
-// Directories the agent makes (its state, run records, cgroups).
+// Files and directories of the agent's state (run records, logs, cgroups).
 #pragma once
 
 #include <string>
@@ -6,6 +6,9 @@
 #include "core/status.h"
 
 namespace corral::agent {
+
+// The whole of a (small) file; false if it cannot be opened.
+bool ReadFile(const std::string& path, std::string* out);
 
 // mkdir -p with mode 0755 for each directory it creates; existing ones are left as they are.
 Status MakeDirs(const std::string& path);

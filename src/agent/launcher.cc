@@ -25,7 +25,7 @@
 
 #include "agent/dirs.h"
 #include "agent/monitor.h"
-#include "core/codec.h"
+#include "agent/run_record.h"
 
 namespace corral::agent {
 namespace {
@@ -36,15 +36,6 @@ using internal::WriteAll;
 // ---- Files ---------------------------------------------------------------------------------
 
 std::string ErrnoText(const std::string& what, int err) { return what + ": " + std::strerror(err); }
-
-bool ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
-  return true;
-}
 
 bool Exists(const std::string& path) {
   struct stat st {};
@@ -57,27 +48,6 @@ void FsyncPath(const std::string& path) {
     (void)fsync(fd);
     close(fd);
   }
-}
-
-Status WriteFileAtomic(const std::string& path, const std::string& data) {
-  std::string tmp = path + ".tmp";
-  // 0600: run.json holds the job's environment, which may carry its secrets.
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Internal(ErrnoText("open " + tmp, errno));
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      close(fd);
-      return Internal(ErrnoText("write " + tmp, err));
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (fsync(fd) != 0 || close(fd) != 0) return Internal(ErrnoText("fsync " + tmp, errno));
-  if (rename(tmp.c_str(), path.c_str()) != 0) return Internal(ErrnoText("rename " + tmp, errno));
-  return Status::Ok();
 }
 
 // starttime (field 22) of /proc/<pid>/stat; 0 if there is no such live process.
@@ -137,23 +107,7 @@ bool GroupAlive(int32_t pgid) {
 
 TimeMs NowMs() { return SystemClock().Now(); }
 
-std::string EncodeExit(int32_t code, TimeMs ended_at) {
-  return std::to_string(code) + " " + std::to_string(ended_at) + "\n";
-}
-
-bool ParseExit(const std::string& path, RunStatus* out) {
-  std::string text;
-  if (!ReadFile(path, &text)) return false;
-  std::istringstream in(text);
-  int32_t code = 0, failed_task = -1;
-  TimeMs ended = 0;
-  if (!(in >> code >> ended)) return false;
-  if (!(in >> failed_task)) failed_task = code == 0 ? -1 : 0;  // written by one-task monitors
-  *out = {false, code, ended, failed_task};
-  return true;
-}
-
-// "<monitor_pid> <task_pid>..." from the monitor's pipe or its pids file.
+// "<monitor_pid> <task_pid>..." from the monitor's pipe.
 bool ParsePids(const std::string& text, LaunchedRun* run) {
   std::istringstream in(text);
   int32_t monitor = 0;
@@ -165,32 +119,6 @@ bool ParsePids(const std::string& text, LaunchedRun* run) {
   run->pgid = pgids[0];
   run->pgids = std::move(pgids);
   run->monitor_start = ProcStartTime(monitor);
-  return true;
-}
-
-Json EncodeRun(const LaunchedRun& r) {
-  return Json{{"order", ToJson(r.order)},
-              {"started_at", r.started_at},
-              {"monitor_pid", r.monitor_pid},
-              {"monitor_start", r.monitor_start},
-              {"pgid", r.pgid},
-              {"pgids", r.pgids}};
-}
-
-bool DecodeRun(const std::string& text, LaunchedRun* out) {
-  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("order")) return false;
-  // Reuse the protocol decoder for the order rather than duplicating it.
-  auto resp = SyncResponseFromJson(
-      Json{{"head_epoch", 0}, {"desired_version", 0}, {"runs", Json::array({j["order"]})}});
-  if (!resp.ok() || resp->runs.size() != 1) return false;
-  out->order = resp->runs[0];
-  out->started_at = j.value("started_at", int64_t{0});
-  out->monitor_pid = j.value("monitor_pid", int32_t{0});
-  out->monitor_start = j.value("monitor_start", uint64_t{0});
-  out->pgid = j.value("pgid", int32_t{0});
-  out->pgids = j.value("pgids", std::vector<int32_t>{});
-  if (out->pgids.empty() && out->pgid > 0) out->pgids = {out->pgid};
   return true;
 }
 
@@ -366,7 +294,7 @@ struct PosixLauncher::Prepared {
   std::vector<std::vector<char*>> envps;
   std::vector<std::string> out_paths, err_paths;
   std::vector<internal::TaskPlan> task_plans;
-  std::string exe, workdir, pids_path, pids_tmp, exit_path, exit_tmp, exec_error, chdir_error;
+  std::string exe, workdir, record_path, exec_error, chdir_error;
   std::vector<char*> argv;
   std::vector<int> task_pids;
   std::string report;
@@ -398,7 +326,7 @@ Status PosixLauncher::FailLaunch(const Prepared& p, Status st) {
     WriteAll(fd, msg.data(), msg.size());
     close(fd);
   }
-  (void)WriteFileAtomic(p.dir + "/exit", EncodeExit(kExitCannotExec, NowMs()));
+  (void)AppendRunRecord(p.dir, ExitLine(kExitCannotExec, NowMs(), 0), /*durable=*/true);
   return st;
 }
 
@@ -426,11 +354,10 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
     return Internal(ErrnoText("mkdir " + p.dir, errno));
   }
   // The durable "started" record comes before the fork: a crash from here on leaves a run
-  // that is reported as lost, never one that is started again. (The pids are not added to it
-  // later: the monitor writes them to `pids`, and Check and Recover read them from there.)
-  CORRAL_RETURN_IF_ERROR(WriteFileAtomic(p.dir + "/run.json", EncodeRun(p.run).dump()));
+  // that is reported as lost, never one that is started again. (runs/ itself is fsynced once
+  // for a sync's runs, in LaunchAll, before any of them is forked.)
+  CORRAL_RETURN_IF_ERROR(AppendRunRecord(p.dir, StartLine(p.run), /*durable=*/true));
   FsyncPath(p.dir);
-  FsyncPath(runs_dir_);
   (void)chmod(p.dir.c_str(), 0711);  // whatever the umask
   if (mkdir(p.logs.c_str(), 0700) != 0 && errno != EEXIST) {
     return Internal(ErrnoText("mkdir " + p.logs, errno));
@@ -465,15 +392,12 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
   }
   p.exe = ResolveExecutable(order.command[0], path_env);
   p.workdir = order.workdir.empty() ? p.logs : order.workdir;
-  p.pids_path = p.dir + "/pids";
-  p.pids_tmp = p.pids_path + ".tmp";
-  p.exit_path = p.dir + "/exit";
-  p.exit_tmp = p.exit_path + ".tmp";
+  p.record_path = p.dir + "/" + kRunRecordName;
   p.exec_error = "corral: cannot execute " + order.command[0] + ": errno ";
   p.chdir_error = "corral: cannot change to workdir " + p.workdir + ": errno ";
   p.argv = CStrings(order.command);
   p.task_pids.assign(static_cast<size_t>(tasks), 0);
-  p.report.assign(24 * (static_cast<size_t>(tasks) + 2), '\0');
+  p.report.assign(24 * (static_cast<size_t>(tasks) + 3), '\0');
   long open_max = sysconf(_SC_OPEN_MAX);
   ChildPlan& plan = p.plan;
   plan.path = p.exe.c_str();
@@ -491,10 +415,7 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
   plan.gid = p.who.gid;
   plan.groups = p.who.groups.data();
   plan.group_count = p.who.groups.size();
-  plan.pids_path = p.pids_path.c_str();
-  plan.pids_tmp = p.pids_tmp.c_str();
-  plan.exit_path = p.exit_path.c_str();
-  plan.exit_tmp = p.exit_tmp.c_str();
+  plan.record_path = p.record_path.c_str();
   plan.notify_path = notify_path_.c_str();
   plan.exec_error = p.exec_error.c_str();
   plan.chdir_error = p.chdir_error.c_str();
@@ -628,6 +549,8 @@ std::vector<Result<LaunchedRun>> PosixLauncher::LaunchAll(const std::vector<RunO
     work();
     for (std::thread& t : threads) t.join();
   }
+  // The new directories' names are durable before any of them is forked.
+  FsyncPath(runs_dir_);
   // Then the forks, from this thread alone, and the monitors' replies all together.
   std::vector<Result<LaunchedRun>> out(n, Result<LaunchedRun>(Internal("not launched")));
   std::vector<Prepared*> forked;
@@ -657,42 +580,33 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
 }
 
 RunStatus PosixLauncher::Finish(const LaunchedRun& run, RunStatus st) {
-  const std::string usage_path = RunDir(run.key()) + "/usage";
   const std::string group = CgroupName(run.key());
   if (!cgroups_.none() && cgroups_.Exists(group)) {
     // The replica is over: whatever it left behind (a daemon that escaped its process group)
-    // goes with it, and its group with them.
-    CgroupUsage u = cgroups_.Usage(group);
+    // goes with it, and its group with them. The usage stays in the record.
+    st.usage = cgroups_.Usage(group);
     cgroups_.KillAll(group);
     cgroups_.Remove(group);
-    (void)WriteFileAtomic(usage_path, std::to_string(u.peak_memory_bytes) + " " +
-                                          std::to_string(u.cpu_ns) + " " +
-                                          std::to_string(u.oom_killed ? 1 : 0) + "\n");
-  }
-  std::string text;
-  if (ReadFile(usage_path, &text)) {
-    std::istringstream in(text);
-    int oom = 0;
-    in >> st.usage.peak_memory_bytes >> st.usage.cpu_ns >> oom;
-    st.usage.oom_killed = oom != 0;
+    (void)AppendRunRecord(RunDir(run.key()), UsageLine(st.usage), /*durable=*/false);
   }
   return st;
 }
 
 RunStatus PosixLauncher::Check(LaunchedRun& run) {
   const std::string dir = RunDir(run.key());
+  RunRecord rec = ReadRunRecord(dir);
+  if (rec.exited) return Finish(run, rec.status);
+  if (run.monitor_pid == 0 && rec.has_pids) {
+    run.monitor_pid = rec.monitor_pid;
+    run.pgid = rec.pgids[0];
+    run.pgids = rec.pgids;
+    run.monitor_start = ProcStartTime(run.monitor_pid);
+  }
   RunStatus st;
-  if (ParseExit(dir + "/exit", &st)) {
-    st.vanished = Exists(dir + "/vanished");
-    return Finish(run, st);
-  }
-  if (run.monitor_pid == 0) {
-    std::string text;
-    if (ReadFile(dir + "/pids", &text)) (void)ParsePids(text, &run);
-  }
   ReapMonitor(run.monitor_pid);  // one of ours that died unasked is a zombie until reaped
   if (ProcessAlive(run.monitor_pid, run.monitor_start)) return st;
-  if (ParseExit(dir + "/exit", &st)) return Finish(run, st);  // finished since the first look
+  rec = ReadRunRecord(dir);
+  if (rec.exited) return Finish(run, rec.status);  // finished since the first look
   // No monitor (killed, or the launch was interrupted): watch the process groups directly.
   for (int32_t pgid : run.pgids) {
     if (GroupAlive(pgid)) return st;
@@ -704,13 +618,13 @@ RunStatus PosixLauncher::Check(LaunchedRun& run) {
   }
   st = {false, kExitLost, NowMs(), -1, {}};
   st.vanished = true;
-  (void)WriteFileAtomic(dir + "/vanished", "");
-  (void)WriteFileAtomic(dir + "/exit", EncodeExit(st.exit_code, st.ended_at));
+  (void)AppendRunRecord(dir, "vanished\n" + ExitLine(st.exit_code, st.ended_at, -1),
+                        /*durable=*/true);
   return Finish(run, st);
 }
 
 void PosixLauncher::Signal(const LaunchedRun& run, int signal) {
-  if (Exists(RunDir(run.key()) + "/exit")) return;
+  if (ReadRunRecord(RunDir(run.key())).exited) return;
   for (int32_t pgid : run.pgids) {
     if (pgid > 0) (void)kill(-pgid, signal);
   }
@@ -718,8 +632,7 @@ void PosixLauncher::Signal(const LaunchedRun& run, int signal) {
 }
 
 void PosixLauncher::Release(const RunKey& key) {
-  int fd = open((RunDir(key) + "/released").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (fd >= 0) close(fd);
+  (void)AppendRunRecord(RunDir(key), "released\n", /*durable=*/false);
 }
 
 std::vector<RecoveredRun> PosixLauncher::Recover() {
@@ -731,15 +644,17 @@ std::vector<RecoveredRun> PosixLauncher::Recover() {
     if (name == "." || name == ".." || name.find(".tmp") != std::string::npos) continue;
     const std::string dir = runs_dir_ + "/" + name;
     RecoveredRun r;
-    std::string text;
-    if (!ReadFile(dir + "/run.json", &text) || !DecodeRun(text, &r.run)) {
+    RunRecord rec = ReadRunRecord(dir);
+    if (rec.started) {
+      r.run = std::move(rec.run);  // its pids are found by Check, which checks they are its
+    } else {
       // Crashed between mkdir and the record: never forked, but counts as started.
       auto dot = name.rfind('.');
       if (dot == std::string::npos) continue;
       r.run.order.run_id = name.substr(0, dot);
       r.run.order.replica = std::atoi(name.c_str() + dot + 1);
     }
-    r.released = Exists(dir + "/released");
+    r.released = rec.released;
     out.push_back(std::move(r));
   }
   closedir(d);

@@ -1,18 +1,19 @@
 // Launching job processes and finding them again after an agent restart (DESIGN §7).
 //
 // Layout of the state directory, one directory per replica of a run:
-//   STATE/runs/<run_id>.<replica>/     the agent's (0711: tasks may only pass through)
-//     run.json   the order and start time; written (and fsynced) BEFORE the fork, so a
-//                directory's existence means "started once": a run id is never started twice
-//     pids       "<monitor_pid> <task_pid>...", written by the monitor once the tasks are forked
-//     exit       "<exit_code> <ended_at_ms> <failed_task>", written atomically (rename) when
-//                every task has ended (failed_task -1: none failed)
-//     released   the head has acknowledged the exit; the run is only remembered as started
+//   STATE/runs/<run_id>.<replica>/     the agent's (0711: tasks may only pass through);
+//                                      runs/ carries ext4's TOPDIR flag (SpreadSubdirectories)
+//     record     what the agent knows of the run, a line per fact (run_record.h): the order
+//                and start time, written (and fsynced) BEFORE the fork, so a directory's
+//                existence means "started once": a run id is never started twice; the
+//                monitor's pids; the exit "<exit_code> <ended_at_ms> <failed_task>" once every
+//                task has ended; the usage; "released" once the head has acknowledged the
+//                exit (the run is then only remembered as started)
 //     logs/      the job's (owned by the user its tasks run as, 0700), its default workdir:
 //       stdout, stderr   task 0's output; stdout.T, stderr.T task T's
 //
-// The job's files live apart from the agent's: a task could otherwise replace `exit` or plant
-// a symlink where the agent (root) writes. Tasks switch user before opening their logs.
+// The job's files live apart from the agent's: a task could otherwise rewrite the record or
+// plant a symlink where the agent (root) writes. Tasks switch user before opening their logs.
 //
 // PosixLauncher forks, per replica, a small monitor process in a session of its own (setsid:
 // no signal to the agent's process group reaches it; it outlives a kill -9 of the agent and
@@ -21,7 +22,7 @@
 // The monitor
 // forks the replica's tasks, each in a process group of its own (pgid = task pid), waits for
 // them, kills what is left of a task's group when its main process ends, stops the other
-// tasks when one fails, and writes `exit` (monitor.h). Between
+// tasks when one fails, and records the exit (monitor.h). Between
 // fork and exec only async-signal-safe calls are made, so the agent may be multithreaded.
 // The monitor is a child subreaper: the job's orphaned descendants are reaped, not left as
 // zombies under a container init that does not reap.
@@ -60,7 +61,7 @@ struct RunKey {
   std::string DirName() const { return run_id + "." + std::to_string(replica); }
 };
 
-// A launched replica: what the agent needs to watch and signal it. Persisted in run.json.
+// A launched replica: what the agent needs to watch and signal it. Persisted in its record.
 struct LaunchedRun {
   RunOrder order;
   TimeMs started_at = 0;
@@ -164,7 +165,7 @@ class PosixLauncher final : public Launcher {
   void ReapMonitors();          // without waiting: those that have exited
   void ReapMonitor(pid_t pid);  // the same for one of them (a run's, in Check)
   // Records a launch that failed after its record was written: the reason in its stderr, an
-  // `exit` of kExitCannotExec. Returns `st`.
+  // exit of kExitCannotExec in its record. Returns `st`.
   Status FailLaunch(const Prepared& p, Status st);
   // An exited replica's status with its usage; removes its cgroup (killing what is left).
   RunStatus Finish(const LaunchedRun& run, RunStatus st);

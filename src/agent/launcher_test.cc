@@ -7,6 +7,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "agent/test_util.h"
@@ -76,6 +77,34 @@ TEST(LauncherTest, RunDirectoriesAreSpreadOverTheFileSystem) {
   EXPECT_EQ(RunToEnd(launcher, o).exit_code, 0);
   EXPECT_EQ(ReadFileOr(state.path() + "/ckpt/job-9/file"), "hi\n");
   EXPECT_NE(InodeFlags(state.path() + "/ckpt") & FS_TOPDIR_FL, 0);
+}
+
+// The agent keeps one file per run (its record) beside the job's logs: each inode a run makes
+// is a cost on the launch path.
+TEST(LauncherTest, ARunsDirectoryHoldsItsRecordAndItsLogsAlone) {
+  TempDir state;
+  PosixLauncher launcher(state.path(), "node-1");
+  RunOrder o = ShellOrder("10.0", "echo out");
+  LaunchedRun run = *launcher.Launch(o);
+  RunStatus st;
+  ASSERT_TRUE(WaitFor([&] { return !(st = launcher.Check(run)).running; }));
+  EXPECT_EQ(st.exit_code, 0);
+  launcher.Release(run.key());
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(state.path() + "/runs/10.0.0")) {
+    names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"logs", "record"}));
+  const std::string record = ReadFileOr(state.path() + "/runs/10.0.0/record");
+  EXPECT_EQ(record.rfind("start {", 0), 0u) << record;
+  for (const char* line : {"\npids ", "\nexit 0 ", "\nreleased\n"}) {
+    EXPECT_NE(record.find(line), std::string::npos) << "no " << line << " in:\n" << record;
+  }
+  std::vector<RecoveredRun> recovered = launcher.Recover();
+  ASSERT_EQ(recovered.size(), 1u);
+  EXPECT_TRUE(recovered[0].released);
+  EXPECT_EQ(recovered[0].run.order.run_id, "10.0");
 }
 
 TEST(LauncherTest, OrderEnvWinsAndNoGpusHidesAll) {

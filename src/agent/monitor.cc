@@ -54,33 +54,31 @@ void AppendInt(char* buf, size_t* pos, int64_t v) {
   while (n > 0) buf[(*pos)++] = digits[--n];
 }
 
-// `durable`: fsync before the rename. The exit status must survive a machine crash (else a
-// job that ended is reported lost and run again); the pids need not: a machine crash kills the
-// processes they name, and an agent crash leaves the page cache intact.
-void WriteFileAtomicRaw(const char* tmp, const char* path, const char* data, size_t len,
-                        bool durable) {
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+// Appends one line to the run's record in one write. `durable`: fsync it. The exit status must
+// survive a machine crash (else a job that ended is reported lost and run again); the pids need
+// not: a machine crash kills the processes they name, and an agent crash leaves the page cache.
+void AppendRecordRaw(const char* path, const char* data, size_t len, bool durable) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return;
   WriteAll(fd, data, len);
   if (durable) (void)fsync(fd);
   close(fd);
-  (void)rename(tmp, path);
 }
 
 void WriteExitRaw(const ChildPlan& p, int64_t code, int64_t failed_task) {
   struct timespec ts {};
   clock_gettime(CLOCK_REALTIME, &ts);
-  char buf[96];
-  size_t pos = 0;
+  char buf[96] = "exit ";
+  size_t pos = 5;
   AppendInt(buf, &pos, code);
   buf[pos++] = ' ';
   AppendInt(buf, &pos, static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000);
   buf[pos++] = ' ';
   AppendInt(buf, &pos, failed_task);
   buf[pos++] = '\n';
-  WriteFileAtomicRaw(p.exit_tmp, p.exit_path, buf, pos, true);
+  AppendRecordRaw(p.record_path, buf, pos, true);
   // Wake the agent (if one reads the FIFO; with none, open fails with ENXIO and that is fine:
-  // an agent that starts later reads every exit file anyway).
+  // an agent that starts later reads every record anyway).
   int fd = open(p.notify_path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd >= 0) {
     (void)write(fd, "x", 1);
@@ -220,7 +218,10 @@ pid_t StartTask(const ChildPlan& p, const TaskPlan& t) {
   dup2(kFdNull, 2);
   (void)chdir("/");
   (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
-  size_t pos = 0;
+  // "pids " for the record; the agent's pipe gets the rest of the line.
+  constexpr size_t kPrefix = 5;
+  for (size_t i = 0; i < kPrefix; ++i) p.report[i] = "pids "[i];
+  size_t pos = kPrefix;
   AppendInt(p.report, &pos, getpid());
   for (int t = 0; t < p.task_count; ++t) {
     pid_t pid = StartTask(p, p.tasks[t]);
@@ -235,8 +236,8 @@ pid_t StartTask(const ChildPlan& p, const TaskPlan& t) {
     AppendInt(p.report, &pos, pid);
   }
   p.report[pos++] = '\n';
-  WriteFileAtomicRaw(p.pids_tmp, p.pids_path, p.report, pos, false);
-  WriteAll(kFdPipe, p.report, pos);
+  AppendRecordRaw(p.record_path, p.report, pos, false);
+  WriteAll(kFdPipe, p.report + kPrefix, pos - kPrefix);
   close(kFdPipe);
   // Orphaned descendants of the tasks are re-parented here (we are a subreaper) and reaped as
   // they die: under a container init that does not reap, they would stay zombies forever.

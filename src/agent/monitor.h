@@ -32,7 +32,7 @@ struct ChildPlan {
   const TaskPlan* tasks;
   int task_count;
   int* task_pids;  // scratch, task_count entries: the monitor's copy after fork
-  char* report;    // scratch, report_cap bytes, for "<monitor_pid> <pgid>..."
+  char* report;    // scratch, report_cap bytes, for "pids <monitor_pid> <pgid>...\n"
   size_t report_cap;
   int stop_signal;  // sent to the other tasks when one fails, SIGKILL after grace_s
   int grace_s;
@@ -45,13 +45,10 @@ struct ChildPlan {
   size_t group_count;
   const char* const* cgroup_procs;  // each task writes its pid to these before anything else
   int cgroup_count;
-  const char*
-      pids_path;  // the monitor writes "<monitor_pid> <task pgid>..." here (and to the pipe)
-  // the monitor writes "<monitor_pid> <task pgid>..." to pids_path (and to the pipe)
-  const char* pids_tmp;
-  const char* exit_path;  // and "<exit_code> <ended_at_ms> <failed_task>" here when all tasks end
-  const char* exit_tmp;
-  const char* notify_path;  // a FIFO: one byte written after `exit`, waking the agent at once
+  // The run's record (run_record.h): the monitor appends "pids <monitor_pid> <pgid>..." once
+  // its tasks are forked, and "exit <code> <ended_at_ms> <failed_task>" when they have ended.
+  const char* record_path;
+  const char* notify_path;  // a FIFO: one byte written after the exit, waking the agent at once
   const char* exec_error;   // "corral: cannot execute <cmd>: errno "
   const char* chdir_error;  // "corral: cannot change to workdir <dir>: errno "
   int max_fd;

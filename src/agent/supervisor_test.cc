@@ -88,7 +88,9 @@ TEST(SupervisorTest, ReadoptsRunsAfterARestartAndNeverStartsThemTwice) {
     first = sup->Report()[0];
   }  // the agent dies; its jobs do not
   Touch(dir.path() + "/go2");
-  ASSERT_TRUE(WaitFor([&] { return !ReadFileOr(state.path() + "/runs/2.0.0/exit").empty(); }));
+  ASSERT_TRUE(WaitFor([&] {
+    return ReadFileOr(state.path() + "/runs/2.0.0/record").find("\nexit ") != std::string::npos;
+  }));
 
   auto sup = MakeSupervisor(state);
   std::vector<RunReport> r = sup->Report();

@@ -1,0 +1,163 @@
+#include "agent/run_record.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+#include "agent/dirs.h"
+#include "core/codec.h"
+
+namespace corral::agent {
+namespace {
+
+Json EncodeRun(const LaunchedRun& r) {
+  return Json{{"order", ToJson(r.order)},
+              {"started_at", r.started_at},
+              {"monitor_pid", r.monitor_pid},
+              {"monitor_start", r.monitor_start},
+              {"pgid", r.pgid},
+              {"pgids", r.pgids}};
+}
+
+bool DecodeRun(const std::string& text, LaunchedRun* out) {
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("order")) return false;
+  // Reuse the protocol decoder for the order rather than duplicating it.
+  auto resp = SyncResponseFromJson(
+      Json{{"head_epoch", 0}, {"desired_version", 0}, {"runs", Json::array({j["order"]})}});
+  if (!resp.ok() || resp->runs.size() != 1) return false;
+  out->order = resp->runs[0];
+  out->started_at = j.value("started_at", int64_t{0});
+  out->monitor_pid = j.value("monitor_pid", int32_t{0});
+  out->monitor_start = j.value("monitor_start", uint64_t{0});
+  out->pgid = j.value("pgid", int32_t{0});
+  out->pgids = j.value("pgids", std::vector<int32_t>{});
+  if (out->pgids.empty() && out->pgid > 0) out->pgids = {out->pgid};
+  return true;
+}
+
+// "<monitor_pid> <task_pid>..."
+bool ParsePidList(std::istringstream& in, RunRecord* r) {
+  int32_t monitor = 0;
+  std::vector<int32_t> pgids;
+  if (!(in >> monitor)) return false;
+  for (int32_t pid; in >> pid;) pgids.push_back(pid);
+  if (pgids.empty()) return false;
+  r->monitor_pid = monitor;
+  r->pgids = std::move(pgids);
+  return true;
+}
+
+// "<code> <ended_at_ms> [<failed_task>]" (one-task monitors of old wrote no failed task)
+bool ParseExitFields(std::istringstream& in, RunStatus* out) {
+  int32_t code = 0, failed_task = -1;
+  TimeMs ended = 0;
+  if (!(in >> code >> ended)) return false;
+  if (!(in >> failed_task)) failed_task = code == 0 ? -1 : 0;
+  out->running = false;
+  out->exit_code = code;
+  out->ended_at = ended;
+  out->failed_task = failed_task;
+  return true;
+}
+
+bool ParseUsageFields(std::istringstream& in, CgroupUsage* out) {
+  int oom = 0;
+  if (!(in >> out->peak_memory_bytes >> out->cpu_ns >> oom)) return false;
+  out->oom_killed = oom != 0;
+  return true;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0;
+}
+
+// The facts an older agent kept in files of their own, where the record lacks them.
+void ReadLegacyFiles(const std::string& dir, RunRecord* r) {
+  std::string text;
+  if (!r->started && ReadFile(dir + "/run.json", &text) && DecodeRun(text, &r->run)) {
+    r->started = true;
+  }
+  if (!r->has_pids && ReadFile(dir + "/pids", &text)) {
+    std::istringstream in(text);
+    r->has_pids = ParsePidList(in, r);
+  }
+  if (!r->exited && ReadFile(dir + "/exit", &text)) {
+    std::istringstream in(text);
+    r->exited = ParseExitFields(in, &r->status);
+    r->status.vanished = r->exited && Exists(dir + "/vanished");
+  }
+  if (!r->has_usage && ReadFile(dir + "/usage", &text)) {
+    std::istringstream in(text);
+    r->has_usage = ParseUsageFields(in, &r->status.usage);
+  }
+  if (!r->released) r->released = Exists(dir + "/released");
+}
+
+}  // namespace
+
+RunRecord ReadRunRecord(const std::string& dir) {
+  RunRecord r;
+  std::string text;
+  if (ReadFile(dir + "/" + kRunRecordName, &text)) {
+    size_t pos = 0;
+    for (size_t nl; (nl = text.find('\n', pos)) != std::string::npos; pos = nl + 1) {
+      const std::string_view line(text.data() + pos, nl - pos);
+      const size_t sp = line.find(' ');
+      const std::string_view kind = line.substr(0, sp);
+      std::istringstream rest(sp == std::string_view::npos ? std::string()
+                                                           : std::string(line.substr(sp + 1)));
+      if (kind == "start") {
+        r.started = r.started || DecodeRun(rest.str(), &r.run);
+      } else if (kind == "pids") {
+        r.has_pids = ParsePidList(rest, &r) || r.has_pids;
+      } else if (kind == "exit" && !r.exited) {  // the first one wins
+        r.exited = ParseExitFields(rest, &r.status);
+      } else if (kind == "vanished") {
+        r.status.vanished = true;
+      } else if (kind == "usage") {
+        r.has_usage = ParseUsageFields(rest, &r.status.usage) || r.has_usage;
+      } else if (kind == "released") {
+        r.released = true;
+      }
+    }
+  }
+  // A run this agent started has its start line first; one without is older, or never began.
+  if (!r.started) ReadLegacyFiles(dir, &r);
+  if (!r.exited) r.status = RunStatus{};  // a "vanished" without its exit line: still running
+  return r;
+}
+
+Status AppendRunRecord(const std::string& dir, const std::string& line, bool durable) {
+  const std::string path = dir + "/" + kRunRecordName;
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return Internal("open " + path + ": " + std::strerror(errno));
+  ssize_t n;
+  do {
+    n = write(fd, line.data(), line.size());
+  } while (n < 0 && errno == EINTR);
+  int err = n == static_cast<ssize_t>(line.size()) ? 0 : (n < 0 ? errno : EIO);
+  if (err == 0 && durable && fsync(fd) != 0) err = errno;
+  close(fd);
+  if (err != 0) return Internal("append to " + path + ": " + std::strerror(err));
+  return Status::Ok();
+}
+
+std::string StartLine(const LaunchedRun& run) { return "start " + EncodeRun(run).dump() + "\n"; }
+
+std::string ExitLine(int32_t code, TimeMs ended_at, int32_t failed_task) {
+  return "exit " + std::to_string(code) + " " + std::to_string(ended_at) + " " +
+         std::to_string(failed_task) + "\n";
+}
+
+std::string UsageLine(const CgroupUsage& usage) {
+  return "usage " + std::to_string(usage.peak_memory_bytes) + " " + std::to_string(usage.cpu_ns) +
+         " " + (usage.oom_killed ? "1" : "0") + "\n";
+}
+
+}  // namespace corral::agent

@@ -1,0 +1,52 @@
+// A replica's record: STATE/runs/<run_id>.<replica>/record, one file that the agent and the
+// replica's monitor append lines to, so that what the agent remembers of a run costs one inode
+// (on an ext4 without a journal, each inode a run made cost more than its fork; launcher.h):
+//
+//   start <json>                           the order and start time: the agent, fsynced before
+//                                          the fork ("started once": never started again)
+//   pids <monitor_pid> <pgid>...           the monitor, once its tasks are forked
+//   exit <code> <ended_at_ms> <failed_task>  the monitor, fsynced (or the agent, for a run that
+//                                          vanished); failed_task -1: none failed
+//   vanished                               the agent: the run ended with no recorded status
+//   usage <peak_bytes> <cpu_ns> <oom 0|1>  the agent, from the run's cgroup, when it ended
+//   released                               the agent: the head acknowledged the end
+//
+// Each line is one write(2) to a descriptor opened with O_APPEND, so two writers' lines never
+// interleave; a last line without its newline (a write a crash cut short) is ignored. Runs
+// started by older agents kept these facts in files of their own (run.json, pids, exit, usage,
+// vanished, released): ReadRunRecord reads those too.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "agent/launcher.h"
+
+namespace corral::agent {
+
+constexpr const char* kRunRecordName = "record";
+
+struct RunRecord {
+  bool started = false;  // a start line (or run.json) that decodes: `run` holds its order
+  LaunchedRun run;
+  bool has_pids = false;  // the monitor's report: its pid and its tasks' process groups
+  int32_t monitor_pid = 0;
+  std::vector<int32_t> pgids;
+  bool exited = false;
+  RunStatus status;  // where exited: exit code, end, failed task, vanished, usage
+  bool has_usage = false;
+  bool released = false;
+};
+
+// Reads `dir`'s record, and the older per-fact files where the record lacks a fact.
+RunRecord ReadRunRecord(const std::string& dir);
+
+// Appends `line` (which must end in '\n') to `dir`'s record, creating it (0600: the order holds
+// the job's environment, which may carry secrets). `durable`: fsync before returning.
+Status AppendRunRecord(const std::string& dir, const std::string& line, bool durable);
+
+std::string StartLine(const LaunchedRun& run);
+std::string ExitLine(int32_t code, TimeMs ended_at, int32_t failed_task);
+std::string UsageLine(const CgroupUsage& usage);
+
+}  // namespace corral::agent
