@@ -4,7 +4,8 @@
 # both and their ratio, and this machine's ceiling measured in the same run:
 #
 #   array     N x `true` as ONE array (sbatch --array / corral submit --array): first submit to
-#             last completion
+#             last completion; for Corral also the CPU its processes spent per job (the head's;
+#             the agents', with the monitors and jobs they reaped)
 #   one by one  N x `true` from the CLI, one process per job (sbatch / corral submit): same clock
 #   idle      submit-to-start on an idle cluster, LAT_JOBS jobs one at a time, by the job's own
 #             clock (`date +%s.%N` in the job minus the time just before the CLI call), after a
@@ -122,6 +123,17 @@ corral_down() {
 }
 trap corral_down EXIT
 api() { curl -s -H "Authorization: Bearer $CORRAL_TOKEN" "$CORRAL_ADDR$1"; }
+# CPU ticks used so far by the head, then by the agents with their reaped children (the monitors,
+# and through them the jobs): "HEAD AGENTS".
+corral_cpu_ticks() {
+  local head=0 agents=0 p f
+  for p in $(pgrep -s "$CORRAL_PID" -f 'corral (head|agent)'); do
+    f=($(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null)) || continue
+    local t=$((f[11] + f[12] + f[13] + f[14]))  # utime stime cutime cstime
+    if tr '\0' ' ' < "/proc/$p/cmdline" | grep -q ' head '; then head=$((head + t)); else agents=$((agents + t)); fi
+  done
+  echo "$head $agents"
+}
 corral_active() { api "/v1/jobs?state=pending,scheduled,running&limit=1" | jq '.jobs | length'; }
 corral_wait_done() { while [ "$(corral_active)" != 0 ]; do sleep 0.05; done; }
 
@@ -142,11 +154,16 @@ run_corral() {
   echo "## corral: ceiling (just before the array)"
   ceiling
   echo "## corral: $N x true as one array"
+  local cpu0 cpu1
+  cpu0=$(corral_cpu_ticks)
   t0=$(now)
   id=$("$BUILD/corral" submit --parsable --gpus 1 --array 0-$((N - 1)) -- true)
   corral_wait_done
   t1=$(now)
+  cpu1=$(corral_cpu_ticks)
   rec corral_array_s "$(echo "$t1 - $t0" | bc -l)"
+  rec corral_array_head_cpu_ms "$(echo "(${cpu1% *} - ${cpu0% *}) * 1000 / $(getconf CLK_TCK) / $N" | bc -l)"
+  rec corral_array_agents_cpu_ms "$(echo "(${cpu1#* } - ${cpu0#* }) * 1000 / $(getconf CLK_TCK) / $N" | bc -l)"
   # The head's own clock: the last element's end, against the time before the CLI call.
   rec corral_array_records_s "$(api "/v1/jobs?array=${id%%_*}&limit=100000" |
     jq --arg t0 "$t0" '([.jobs[].ended_at] | max) / 1000 - ($t0 | tonumber)')"
@@ -183,10 +200,12 @@ def rate(k):
     s = one(k)
     return n / s if s else None
 def fmt(x, unit):
-    return "-" if x is None else f"{x:.1f} {unit}" if unit else f"{x:.2f}"
+    return "-" if x is None else f"{x:.{2 if x < 10 else 1}f} {unit}" if unit else f"{x:.2f}"
 rows = [  # figure, slurm, corral, unit, higher is better
     (f"array of {n}: first submit to last done", rate("slurm_array_s"), rate("corral_array_s"), "jobs/s", True),
     (f"  (Corral, head records)", None, rate("corral_array_records_s"), "jobs/s", True),
+    ("  CPU per job, head", None, one("corral_array_head_cpu_ms"), "ms", False),
+    ("  CPU per job, agents + monitors + jobs", None, one("corral_array_agents_cpu_ms"), "ms", False),
     (f"{n} one by one (CLI): submitted", rate("slurm_cli_submit_s"), rate("corral_cli_submit_s"), "jobs/s", True),
     (f"{n} one by one (CLI): all done", rate("slurm_cli_s"), rate("corral_cli_s"), "jobs/s", True),
     ("idle submit-to-start p50 (job's clock)", pct("slurm_idle_ms", .5), pct("corral_idle_ms", .5), "ms", False),
