@@ -107,19 +107,13 @@ bool GroupAlive(int32_t pgid) {
 
 TimeMs NowMs() { return SystemClock().Now(); }
 
-// "<monitor_pid> <task_pid>..." from the monitor's pipe.
-bool ParsePids(const std::string& text, LaunchedRun* run) {
-  std::istringstream in(text);
-  int32_t monitor = 0;
-  std::vector<int32_t> pgids;
-  if (!(in >> monitor)) return false;
-  for (int32_t pid; in >> pid;) pgids.push_back(pid);
-  if (pgids.empty()) return false;
-  run->monitor_pid = monitor;
+// The monitor's report: its pid (with its start time, against the pid's reuse) and its tasks'
+// process groups.
+void AdoptPids(int32_t monitor_pid, const std::vector<int32_t>& pgids, LaunchedRun* run) {
+  run->monitor_pid = monitor_pid;
   run->pgid = pgids[0];
-  run->pgids = std::move(pgids);
-  run->monitor_start = ProcStartTime(monitor);
-  return true;
+  run->pgids = pgids;
+  run->monitor_start = ProcStartTime(monitor_pid);
 }
 
 // Creates `path` (and its parents, 0755) as a directory of the job's own, 0700, unless it exists:
@@ -528,8 +522,11 @@ void PosixLauncher::AwaitMonitors(const std::vector<Prepared*>& launched) {
   }
   for (Prepared* p : launched) {
     p->CloseFds();
-    // Otherwise the monitor failed early (its `exit` says so) or is slow: Check() reads `pids`.
-    (void)ParsePids(p->reply, &p->run);
+    // Without a report the monitor failed early (its exit is recorded) or is slow: Check()
+    // reads the pids from the record.
+    int32_t monitor_pid = 0;
+    std::vector<int32_t> pgids;
+    if (ParsePidReport(p->reply, &monitor_pid, &pgids)) AdoptPids(monitor_pid, pgids, &p->run);
   }
 }
 
@@ -596,12 +593,7 @@ RunStatus PosixLauncher::Check(LaunchedRun& run) {
   const std::string dir = RunDir(run.key());
   RunRecord rec = ReadRunRecord(dir);
   if (rec.exited) return Finish(run, rec.status);
-  if (run.monitor_pid == 0 && rec.has_pids) {
-    run.monitor_pid = rec.monitor_pid;
-    run.pgid = rec.pgids[0];
-    run.pgids = rec.pgids;
-    run.monitor_start = ProcStartTime(run.monitor_pid);
-  }
+  if (run.monitor_pid == 0 && rec.has_pids) AdoptPids(rec.monitor_pid, rec.pgids, &run);
   RunStatus st;
   ReapMonitor(run.monitor_pid);  // one of ours that died unasked is a zombie until reaped
   if (ProcessAlive(run.monitor_pid, run.monitor_start)) return st;

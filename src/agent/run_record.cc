@@ -40,18 +40,6 @@ bool DecodeRun(const std::string& text, LaunchedRun* out) {
   return true;
 }
 
-// "<monitor_pid> <task_pid>..."
-bool ParsePidList(std::istringstream& in, RunRecord* r) {
-  int32_t monitor = 0;
-  std::vector<int32_t> pgids;
-  if (!(in >> monitor)) return false;
-  for (int32_t pid; in >> pid;) pgids.push_back(pid);
-  if (pgids.empty()) return false;
-  r->monitor_pid = monitor;
-  r->pgids = std::move(pgids);
-  return true;
-}
-
 // "<code> <ended_at_ms> [<failed_task>]" (one-task monitors of old wrote no failed task)
 bool ParseExitFields(std::istringstream& in, RunStatus* out) {
   int32_t code = 0, failed_task = -1;
@@ -84,8 +72,7 @@ void ReadLegacyFiles(const std::string& dir, RunRecord* r) {
     r->started = true;
   }
   if (!r->has_pids && ReadFile(dir + "/pids", &text)) {
-    std::istringstream in(text);
-    r->has_pids = ParsePidList(in, r);
+    r->has_pids = ParsePidReport(text, &r->monitor_pid, &r->pgids);
   }
   if (!r->exited && ReadFile(dir + "/exit", &text)) {
     std::istringstream in(text);
@@ -101,6 +88,18 @@ void ReadLegacyFiles(const std::string& dir, RunRecord* r) {
 
 }  // namespace
 
+bool ParsePidReport(const std::string& text, int32_t* monitor_pid, std::vector<int32_t>* pgids) {
+  std::istringstream in(text);
+  int32_t monitor = 0;
+  std::vector<int32_t> groups;
+  if (!(in >> monitor)) return false;
+  for (int32_t pid; in >> pid;) groups.push_back(pid);
+  if (groups.empty()) return false;
+  *monitor_pid = monitor;
+  *pgids = std::move(groups);
+  return true;
+}
+
 RunRecord ReadRunRecord(const std::string& dir) {
   RunRecord r;
   std::string text;
@@ -115,7 +114,7 @@ RunRecord ReadRunRecord(const std::string& dir) {
       if (kind == "start") {
         r.started = r.started || DecodeRun(rest.str(), &r.run);
       } else if (kind == "pids") {
-        r.has_pids = ParsePidList(rest, &r) || r.has_pids;
+        r.has_pids = ParsePidReport(rest.str(), &r.monitor_pid, &r.pgids) || r.has_pids;
       } else if (kind == "exit" && !r.exited) {  // the first one wins
         r.exited = ParseExitFields(rest, &r.status);
       } else if (kind == "vanished") {

@@ -45,6 +45,9 @@ RunRecord ReadRunRecord(const std::string& dir);
 // the job's environment, which may carry secrets). `durable`: fsync before returning.
 Status AppendRunRecord(const std::string& dir, const std::string& line, bool durable);
 
+// "<monitor_pid> <pgid>...": the monitor's report, on its pipe to the agent and in a pids line.
+bool ParsePidReport(const std::string& text, int32_t* monitor_pid, std::vector<int32_t>* pgids);
+
 std::string StartLine(const LaunchedRun& run);
 std::string ExitLine(int32_t code, TimeMs ended_at, int32_t failed_task);
 std::string UsageLine(const CgroupUsage& usage);
