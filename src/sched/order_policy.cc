@@ -31,6 +31,31 @@ bool ParseOrderPolicy(const std::string& text, OrderPolicy* out) {
   return false;
 }
 
+const char* GittinsOrderName(GittinsOrder g) {
+  switch (g) {
+    case GittinsOrder::kOff:
+      return "off";
+    case GittinsOrder::kInsideLevel:
+      return "inside-level";
+    case GittinsOrder::kForLevel:
+      return "for-level";
+    case GittinsOrder::kQueuesOnly:
+      return "queues-only";
+  }
+  return "unknown";
+}
+
+bool ParseGittinsOrder(const std::string& text, GittinsOrder* out) {
+  for (GittinsOrder g : {GittinsOrder::kOff, GittinsOrder::kInsideLevel, GittinsOrder::kForLevel,
+                         GittinsOrder::kQueuesOnly}) {
+    if (text == GittinsOrderName(g)) {
+      *out = g;
+      return true;
+    }
+  }
+  return false;
+}
+
 int64_t TotalGpus(const PendingJob& job) {
   int64_t per = (std::max(0, job.per_replica.gpu_milli) + kGpuMilli - 1) / kGpuMilli;
   return int64_t{std::max(1, job.replicas)} * per;
@@ -69,12 +94,19 @@ TimeMs ExpectedEndOf(const SchedulerConfig& config, const PendingJob& job, TimeM
 
 JobKey StaticKey(const SchedulerConfig& config, const PendingJob& job, DurationMs attained_gpu_ms) {
   switch (config.policy) {
-    case OrderPolicy::kCorral:
+    case OrderPolicy::kCorral: {
+      const int64_t level = config.las_within_queue ? LasLevel(config, attained_gpu_ms) : 0;
+      const bool gittins =
+          config.las_within_queue && (config.gittins == GittinsOrder::kInsideLevel ||
+                                      config.gittins == GittinsOrder::kForLevel);
       return {.a = -int64_t{job.priority},
-              .level = config.las_within_queue ? LasLevel(config, attained_gpu_ms) : 0,
+              .order_level = config.gittins == GittinsOrder::kForLevel ? 0 : level,
+              .gittins = gittins ? job.gittins_ms : 0,
               .pred = config.use_predictions ? PredictedRemainingMs(job, attained_gpu_ms) : 0,
               .b = job.submitted_at,
-              .id = job.id};
+              .id = job.id,
+              .level = level};
+    }
     case OrderPolicy::kFifo:
       return {.a = job.submitted_at, .b = 0, .id = job.id};
     case OrderPolicy::kSjf:

@@ -14,13 +14,17 @@ namespace corral::sched {
 // inside a queue (SchedulerConfig::las_within_queue; 0 otherwise): the pass order puts it
 // after the queue's fair share and before the user's (pass_order.h). `pred` is kCorral's
 // predicted remaining run time (SchedulerConfig::use_predictions; 0 otherwise), right after
-// the level.
+// the level. `gittins` is kCorral's inverse Gittins index (SchedulerConfig::gittins; 0
+// otherwise, and with GittinsOrder::kQueuesOnly), which the pass order puts after the level
+// or in its place.
 struct JobKey {
   int64_t a = 0;
-  int64_t level = 0;
+  int64_t order_level = 0;  // `level` where it orders (0 with GittinsOrder::kForLevel)
+  int64_t gittins = 0;
   int64_t pred = 0;
   int64_t b = 0;
   JobId id = 0;
+  int64_t level = 0;  // after the unique id: never orders, only decides what may be preempted
   auto operator<=>(const JobKey&) const = default;
 };
 
