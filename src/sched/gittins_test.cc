@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "sched/job_input.h"
+#include "sched/order_policy.h"
 #include "sched/runtime_estimate.h"
 #include "sched/scheduler.h"
 #include "sched/testing_builders.h"
@@ -113,6 +114,27 @@ TEST(GittinsOrderTest, InsideALevelTheHigherIndexGoesFirst) {
   // Only the queues' order uses it: inside the queue, submit order.
   Decisions d = TwoJobsOneGpu(GittinsOrder::kQueuesOnly);
   EXPECT_TRUE(Placed(d, 1));
+}
+
+TEST(GittinsOrderTest, IndicesInOnePowerOfTwoOfGpuMinutesTie) {
+  // 12 and 10 GPU-minutes are one bucket (8-15): the index drifts with the history between
+  // the two jobs' (re)queueing, so the next keys decide, here submit order.
+  SchedulerConfig c;
+  c.preemption = false;
+  c.gittins = GittinsOrder::kForLevel;
+  Scheduler s(c);
+  s.UpsertNode(MakeNode("n1").Gpus(1));
+  s.SetQueue({"q", 1, -1, 1.0});
+  s.AddPending(MakeJob(1).Gpus(1).Queue("q").Submit(0).Gittins(12 * kMinute));
+  s.AddPending(MakeJob(2).Gpus(1).Queue("q").Submit(1).Gittins(10 * kMinute));
+  Decisions d = s.Schedule(10);
+  EXPECT_TRUE(Placed(d, 1));
+  EXPECT_FALSE(Placed(d, 2));
+  EXPECT_EQ(GittinsBucket(0), 0);
+  EXPECT_EQ(GittinsBucket(59 * kSecond), 0);
+  EXPECT_EQ(GittinsBucket(kMinute), 1);
+  EXPECT_EQ(GittinsBucket(15 * kMinute), 4);
+  EXPECT_EQ(GittinsBucket(16 * kMinute), 5);
 }
 
 // A level-1 job (2 GPU-hours attained) whose index is higher than a new level-0 job's.

@@ -1,6 +1,7 @@
 #include "sched/order_policy.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace corral::sched {
 
@@ -92,6 +93,10 @@ TimeMs ExpectedEndOf(const SchedulerConfig& config, const PendingJob& job, TimeM
   return end;
 }
 
+int64_t GittinsBucket(DurationMs gittins_gpu_ms) {
+  return std::bit_width(static_cast<uint64_t>(std::max<DurationMs>(0, gittins_gpu_ms) / kMinute));
+}
+
 JobKey StaticKey(const SchedulerConfig& config, const PendingJob& job, DurationMs attained_gpu_ms) {
   switch (config.policy) {
     case OrderPolicy::kCorral: {
@@ -101,7 +106,7 @@ JobKey StaticKey(const SchedulerConfig& config, const PendingJob& job, DurationM
                                       config.gittins == GittinsOrder::kForLevel);
       return {.a = -int64_t{job.priority},
               .order_level = config.gittins == GittinsOrder::kForLevel ? 0 : level,
-              .gittins = gittins ? job.gittins_ms : 0,
+              .gittins = gittins ? GittinsBucket(job.gittins_ms) : 0,
               .pred = config.use_predictions ? PredictedRemainingMs(job, attained_gpu_ms) : 0,
               .b = job.submitted_at,
               .id = job.id,

@@ -38,8 +38,7 @@ std::optional<PassOrder::QueueKey> PassOrder::MakeQueueKey(int32_t sel) const {
       borrow_level = std::get<1>(head);
       // The best job's index (also where the order inside the queue ignores it).
       if (cfg.gittins != GittinsOrder::kOff) {
-        borrow_gittins = std::bit_width(
-            static_cast<uint64_t>(pending_.Head(std::get<7>(head))->job.gittins_ms / kMinute));
+        borrow_gittins = GittinsBucket(pending_.Head(std::get<7>(head))->job.gittins_ms);
       }
       borrow_bucket = std::bit_width(static_cast<uint64_t>(std::get<3>(head) / kMinute));
     }

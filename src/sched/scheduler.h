@@ -209,13 +209,15 @@ struct SchedulerConfig {
   // busy or borrowing queue start behind a steady stream of new short ones. <= 0: off.
   double starvation_promote_factor = 0;
   // kCorral, with las_within_queue: order pending jobs by the Gittins index of their attained
-  // service (PendingJob::gittins_ms, lower first; 0, unknown, first), as Tiresias' discretized
-  // Gittins index: kInsideLevel inside a LAS level, kForLevel in its place (what a job may
-  // preempt is still decided by its level). Queues over their quota (borrowing_queues_by_level)
-  // are then ordered by a power-of-two bucket (whole minutes) of their best job's gittins_ms
-  // before the bucket of its predicted remaining time. The index needs the driver to fill
-  // gittins_ms (ToPendingJob with a RuntimeEstimator); without it every job is 0 and the order
-  // is as with kOff.
+  // service (PendingJob::gittins_ms, in power-of-two buckets of GPU-minutes, GittinsBucket:
+  // the higher index, the lower bucket, first; 0, unknown, first), as Tiresias' Gittins
+  // index: kInsideLevel inside a LAS level, kForLevel in its place (what a job may preempt is
+  // still decided by its level), kQueuesOnly not inside a queue. Queues over their quota
+  // (borrowing_queues_by_level) are then ordered by their best job's bucket (after its level,
+  // except with kForLevel) before the bucket of its predicted remaining time. The index needs
+  // the driver to fill gittins_ms (ToPendingJob with a RuntimeEstimator); without it every
+  // job is 0 and the order is as with kOff. Off by default: on the Philly trace it shortens
+  // the average JCT by about 2% and lowers fairness across queues (docs/simulation.md).
   GittinsOrder gittins = GittinsOrder::kOff;
   // kCorral, LAS preemption inside a queue: a run in a higher level is displaced only if it has
   // attained at least this factor times the threshold between the two levels, and the job
