@@ -67,6 +67,26 @@ TEST(GittinsIndexTest, PerQueueAndGpusOnceItHasEnoughHistory) {
   EXPECT_EQ(e.GittinsServiceMs("q", 1, 0), 20 * kMinute);  // its own key, by the 1-GPU jobs
 }
 
+TEST(GittinsIndexTest, TheClustersDistributionAsAPriorWeighsMostOnQueuesWithFewJobs) {
+  auto fill = [](RuntimeEstimator& e) {
+    for (int i = 0; i < 90; ++i) e.Observe({"", "", "big", 1, 10 * kMinute});
+    e.Observe({"", "", "tiny", 1, 10 * kHour});
+  };
+  RuntimeEstimator own;
+  fill(own);
+  EXPECT_EQ(own.GittinsServiceMs("tiny", 1, 0), 10 * kHour);
+  EXPECT_EQ(own.GittinsServiceMs("big", 1, 0), 10 * kMinute);
+  RuntimeEstimator prior(EstimatorConfig{.gittins_prior_jobs = 8});
+  fill(prior);
+  // tiny's one job against eight of the cluster's, nearly all of 10 minutes.
+  EXPECT_LT(prior.GittinsServiceMs("tiny", 1, 0), 12 * kMinute);
+  // big's 90 jobs hardly move.
+  EXPECT_NEAR(static_cast<double>(prior.GittinsServiceMs("big", 1, 0)), 10.0 * kMinute,
+              0.01 * kMinute);
+  // A queue with no history of its own gets the cluster's.
+  EXPECT_GT(prior.GittinsServiceMs("new", 1, 0), 0);
+}
+
 TEST(GittinsIndexTest, ToPendingJobComputesItAtTheAttainedService) {
   RuntimeEstimator e = Bimodal();
   Job job;

@@ -40,6 +40,7 @@ void RuntimeEstimator::Observe(const EndedJob& e) {
       static_cast<double>(e.run_ms) * static_cast<double>(std::max<int64_t>(1, e.gpus));
   Add(service_by_queue_gpus_[{e.queue, e.gpus}], service);
   Add(service_by_queue_[e.queue], service);
+  Add(service_all_, service);
 }
 
 void RuntimeEstimator::Add(Histogram& h, double service_ms) const {
@@ -89,6 +90,18 @@ DurationMs RuntimeEstimator::GittinsServiceMs(const std::string& queue, int64_t 
     }
   }
   auto it = service_by_queue_.find(queue);
+  const double prior = config_.gittins_prior_jobs;
+  if (prior > 0 && service_all_.n > 0) {
+    // The queue's own jobs, plus the cluster's distribution scaled to `prior` jobs.
+    Histogram mixed = it != service_by_queue_.end() ? it->second : Histogram{};
+    double all = 0;
+    for (double w : service_all_.weight) all += w;
+    for (int i = 0; i < kServiceBins; ++i) {
+      mixed.weight[i] += prior * service_all_.weight[i] / all;
+      mixed.sum_ms[i] += prior * service_all_.sum_ms[i] / all;
+    }
+    return Gittins(mixed, attained_gpu_ms);
+  }
   if (it == service_by_queue_.end()) return 0;
   return Gittins(it->second, attained_gpu_ms);
 }

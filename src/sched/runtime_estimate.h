@@ -53,6 +53,10 @@ struct EstimatorConfig {
   // Weight of the newest job in the service histograms (each observation scales the key's
   // older ones by 1 - weight); 0: every ended job counts alike.
   double gittins_weight = 0;
+  // A prior: the cluster's distribution (every queue's ended jobs) counted as this many jobs
+  // in each queue's, so that a queue with few ended jobs is judged mostly by the cluster's
+  // and one with many by its own; 0: the queue's alone.
+  double gittins_prior_jobs = 0;
 };
 
 // Jobs a (queue, GPU count) key must have seen before its own distribution is used.
@@ -114,6 +118,7 @@ class RuntimeEstimator {
   std::map<std::string, Mean> by_queue_;
   std::map<std::pair<std::string, int64_t>, Histogram> service_by_queue_gpus_;
   std::map<std::string, Histogram> service_by_queue_;
+  Histogram service_all_;  // every queue's
   int64_t observed_ = 0;
 };
 

@@ -59,6 +59,7 @@ struct Flags {
   std::string gittins = "off";
   bool gittins_by_queue_gpus = false;
   double gittins_weight = -1;
+  double gittins_prior = -1;
   std::string cluster_budget, queue_budget;
   std::string predict = "user-name,user,queue,time-limit";
   double predict_weight = -1;
@@ -398,6 +399,7 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
                            "' is not one of off, inside-level, for-level, queues-only");
   }
   cfg.predict.estimator.gittins_by_queue_gpus = f.gittins_by_queue_gpus;
+  if (f.gittins_prior >= 0) cfg.predict.estimator.gittins_prior_jobs = f.gittins_prior;
   if (f.gittins_weight >= 0) {
     if (f.gittins_weight >= 1) return InvalidArgument("--gittins-weight must be in [0, 1)");
     cfg.predict.estimator.gittins_weight = f.gittins_weight;
@@ -595,6 +597,9 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
   app.add_flag("--gittins-by-queue-gpus", f.gittins_by_queue_gpus,
                "the Gittins index from the service of ended jobs of the same queue and GPU "
                "count (once 8 have ended; default: of the same queue)");
+  app.add_option("--gittins-prior", f.gittins_prior,
+                 "the cluster's service distribution counted as this many ended jobs in each "
+                 "queue's (default 0: the queue's alone)");
   app.add_option("--gittins-weight", f.gittins_weight,
                  "weight of the newest ended job in the Gittins service histograms (default 0: "
                  "all ended jobs alike)");
