@@ -52,6 +52,10 @@ TEST(GittinsIndexTest, BimodalServiceIsNotLeastAttainedFirst) {
   EXPECT_EQ(e.GittinsServiceMs("q", 1, 20 * kMinute), 10 * kHour - 20 * kMinute);
   // Past every ended job: guessed to take as long again.
   EXPECT_EQ(e.GittinsServiceMs("q", 1, 20 * kHour), 20 * kHour);
+  // Past every ended job of its queue, but not of the cluster: the cluster's longer jobs.
+  e.Observe({"", "", "long", 1, 40 * kHour});
+  EXPECT_EQ(e.GittinsServiceMs("q", 1, 20 * kHour), 20 * kHour);  // 40 h - 20 h
+  EXPECT_EQ(e.GittinsServiceMs("q", 1, 30 * kHour), 10 * kHour);
   // The service is GPU-time: an 8-GPU job's history counts 8x.
   e.Observe({"", "", "wide", 8, kHour});
   EXPECT_EQ(e.GittinsServiceMs("wide", 8, 0), 8 * kHour);
@@ -175,6 +179,22 @@ TEST(GittinsOrderTest, ForLevelTakesTheLevelsPlace) {
   EXPECT_TRUE(Placed(d, 1));
   EXPECT_FALSE(Placed(d, 2));
   d = AcrossLevels(GittinsOrder::kInsideLevel);
+  EXPECT_TRUE(Placed(d, 2));
+  EXPECT_FALSE(Placed(d, 1));
+}
+
+TEST(GittinsOrderTest, ForLevelKeepsTheLevelOfJobsWithoutAnIndex) {
+  // No index (a driver without an estimator, a queue without history): LAS as with kOff, so
+  // the level-0 job goes first.
+  SchedulerConfig c;
+  c.preemption = false;
+  c.gittins = GittinsOrder::kForLevel;
+  Scheduler s(c);
+  s.UpsertNode(MakeNode("n1").Gpus(1));
+  s.SetQueue({"q", 1, -1, 1.0});
+  s.AddPending(MakeJob(1).Gpus(1).Queue("q").Submit(0).Attained(2 * kHour));
+  s.AddPending(MakeJob(2).Gpus(1).Queue("q").Submit(1));
+  Decisions d = s.Schedule(10);
   EXPECT_TRUE(Placed(d, 2));
   EXPECT_FALSE(Placed(d, 1));
 }

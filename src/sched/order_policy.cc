@@ -104,8 +104,11 @@ JobKey StaticKey(const SchedulerConfig& config, const PendingJob& job, DurationM
       const bool gittins =
           config.las_within_queue && (config.gittins == GittinsOrder::kInsideLevel ||
                                       config.gittins == GittinsOrder::kForLevel);
+      // A job without an index (no history yet, or a driver that gives none) keeps its level.
+      const bool gittins_for_level =
+          gittins && config.gittins == GittinsOrder::kForLevel && job.gittins_ms > 0;
       return {.a = -int64_t{job.priority},
-              .order_level = config.gittins == GittinsOrder::kForLevel ? 0 : level,
+              .order_level = gittins_for_level ? 0 : level,
               .gittins = gittins ? GittinsBucket(job.gittins_ms) : 0,
               .pred = config.use_predictions ? PredictedRemainingMs(job, attained_gpu_ms) : 0,
               .b = job.submitted_at,

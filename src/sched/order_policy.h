@@ -19,7 +19,8 @@ namespace corral::sched {
 // the level or in its place.
 struct JobKey {
   int64_t a = 0;
-  int64_t order_level = 0;  // `level` where it orders (0 with GittinsOrder::kForLevel)
+  int64_t order_level = 0;  // `level` where it orders (0 with GittinsOrder::kForLevel and an
+                            // index)
   int64_t gittins = 0;
   int64_t pred = 0;
   int64_t b = 0;

@@ -67,7 +67,7 @@ DurationMs RuntimeEstimator::Gittins(const Histogram& h, DurationMs attained_gpu
   for (int i = 0; i < kServiceBins; ++i) {
     if (h.weight[i] > 0 && h.sum_ms[i] / h.weight[i] > a) total += h.weight[i];
   }
-  if (total <= 0) return std::max<DurationMs>(1, attained_gpu_ms);
+  if (total <= 0) return 0;  // no ended job ran longer than a
   double done = 0, spent = 0, best = -1;
   for (int i = 0; i < kServiceBins; ++i) {
     if (h.weight[i] <= 0) continue;
@@ -83,10 +83,13 @@ DurationMs RuntimeEstimator::Gittins(const Histogram& h, DurationMs attained_gpu
 
 DurationMs RuntimeEstimator::GittinsServiceMs(const std::string& queue, int64_t gpus,
                                               DurationMs attained_gpu_ms) const {
+  // The most specific distribution with a job that ran longer than a answers.
+  bool history = false;
   if (config_.gittins_by_queue_gpus) {
     auto it = service_by_queue_gpus_.find({queue, gpus});
     if (it != service_by_queue_gpus_.end() && it->second.n >= kMinGittinsSamples) {
-      return Gittins(it->second, attained_gpu_ms);
+      history = true;
+      if (DurationMs g = Gittins(it->second, attained_gpu_ms); g > 0) return g;
     }
   }
   auto it = service_by_queue_.find(queue);
@@ -100,10 +103,17 @@ DurationMs RuntimeEstimator::GittinsServiceMs(const std::string& queue, int64_t 
       mixed.weight[i] += prior * service_all_.weight[i] / all;
       mixed.sum_ms[i] += prior * service_all_.sum_ms[i] / all;
     }
-    return Gittins(mixed, attained_gpu_ms);
+    history = true;
+    if (DurationMs g = Gittins(mixed, attained_gpu_ms); g > 0) return g;
+  } else if (it != service_by_queue_.end()) {
+    history = true;
+    if (DurationMs g = Gittins(it->second, attained_gpu_ms); g > 0) return g;
   }
-  if (it == service_by_queue_.end()) return 0;
-  return Gittins(it->second, attained_gpu_ms);
+  if (!history) return 0;
+  // It outlived every ended job of its queue: the cluster's jobs that ran as long tell more
+  // than the queue's history, which says nothing past a.
+  if (DurationMs g = Gittins(service_all_, attained_gpu_ms); g > 0) return g;
+  return std::max<DurationMs>(1, attained_gpu_ms);  // longer than any job: as much again
 }
 
 namespace {

@@ -86,8 +86,9 @@ class RuntimeEstimator {
   // E[min(S - a, D) | S > a] / P(S - a <= D | S > a), i.e. the service the job is expected to
   // take per completion if it is given the best next quantum. Lower is better (the index
   // higher). The distribution is a histogram in quarter-octave bins of GPU-seconds; the quanta
-  // are the bins' means above a. A job that outlived every ended job of its key is guessed
-  // to take as much again (a). 0: no history applies.
+  // are the bins' means above a. A job that outlived every ended job of its key is judged by
+  // the cluster's ended jobs (every queue's) that ran longer than a, and one that outlived
+  // them all is guessed to take as much again (a). 0: its queue has no history.
   DurationMs GittinsServiceMs(const std::string& queue, int64_t gpus,
                               DurationMs attained_gpu_ms) const;
 
@@ -108,6 +109,7 @@ class RuntimeEstimator {
   };
   void Update(Mean& m, double log_ms) const;
   void Add(Histogram& h, double service_ms) const;
+  // The inverse index from one histogram; 0 when none of its jobs ran longer than a.
   static DurationMs Gittins(const Histogram& h, DurationMs attained_gpu_ms);
   DurationMs OwnEstimate(const std::string& user, const std::string& name) const;
 

@@ -211,11 +211,11 @@ struct SchedulerConfig {
   // kCorral, with las_within_queue: order pending jobs by the Gittins index of their attained
   // service (PendingJob::gittins_ms, in power-of-two buckets of GPU-minutes, GittinsBucket:
   // the higher index, the lower bucket, first; 0, unknown, first), as Tiresias' Gittins
-  // index: kInsideLevel inside a LAS level, kForLevel in its place (what a job may preempt is
-  // still decided by its level), kQueuesOnly not inside a queue. Queues over their quota
-  // (borrowing_queues_by_level) are then ordered by their best job's bucket (after its level,
-  // except with kForLevel) before the bucket of its predicted remaining time. The index needs
-  // the driver to fill gittins_ms (ToPendingJob with a RuntimeEstimator); without it every
+  // index: kInsideLevel inside a LAS level, kForLevel in its place for jobs that have an index
+  // (what a job may preempt is still decided by its level), kQueuesOnly not inside a queue. Queues
+  // over their quota (borrowing_queues_by_level) are then ordered by their best job's bucket (after
+  // its level, except with kForLevel) before the bucket of its predicted remaining time. The index
+  // needs the driver to fill gittins_ms (ToPendingJob with a RuntimeEstimator); without it every
   // job is 0 and the order is as with kOff. Off by default: on the Philly trace it shortens
   // the average JCT by about 2% and lowers fairness across queues (docs/simulation.md).
   GittinsOrder gittins = GittinsOrder::kOff;
