@@ -592,8 +592,9 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
   app.add_option("--gittins", f.gittins,
                  "corral policy: order pending jobs by the Gittins index of their attained "
                  "service, from the service of their queue's ended jobs: off, inside-level "
-                 "(inside a LAS level) or for-level (in its place; preemption still by level); "
-                 "needs history predictions (--predict with a history, or oracle); default off");
+                 "(inside a LAS level), for-level (in its place; preemption still by level) or "
+                 "queues-only (only the order of queues over their quota); needs history "
+                 "predictions (--predict with a history, or oracle); default off");
   app.add_flag("--gittins-by-queue-gpus", f.gittins_by_queue_gpus,
                "the Gittins index from the service of ended jobs of the same queue and GPU "
                "count (once 8 have ended; default: of the same queue)");
