@@ -36,6 +36,7 @@ PendingJob ToPendingJob(const Job& job, const RuntimeEstimator* estimator) {
       p.attained_ms += gpus * (r.ended_at - r.started_at);
     }
   }
+  if (estimator) p.gittins_ms = estimator->GittinsServiceMs(p.queue, TotalGpus(p), p.attained_ms);
   return p;
 }
 

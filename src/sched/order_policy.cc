@@ -1,6 +1,7 @@
 #include "sched/order_policy.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace corral::sched {
 
@@ -25,6 +26,31 @@ bool ParseOrderPolicy(const std::string& text, OrderPolicy* out) {
                         OrderPolicy::kSrtf, OrderPolicy::kLas}) {
     if (text == OrderPolicyName(p)) {
       *out = p;
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* GittinsOrderName(GittinsOrder g) {
+  switch (g) {
+    case GittinsOrder::kOff:
+      return "off";
+    case GittinsOrder::kInsideLevel:
+      return "inside-level";
+    case GittinsOrder::kForLevel:
+      return "for-level";
+    case GittinsOrder::kQueuesOnly:
+      return "queues-only";
+  }
+  return "unknown";
+}
+
+bool ParseGittinsOrder(const std::string& text, GittinsOrder* out) {
+  for (GittinsOrder g : {GittinsOrder::kOff, GittinsOrder::kInsideLevel, GittinsOrder::kForLevel,
+                         GittinsOrder::kQueuesOnly}) {
+    if (text == GittinsOrderName(g)) {
+      *out = g;
       return true;
     }
   }
@@ -67,14 +93,28 @@ TimeMs ExpectedEndOf(const SchedulerConfig& config, const PendingJob& job, TimeM
   return end;
 }
 
+int64_t GittinsBucket(DurationMs gittins_gpu_ms) {
+  return std::bit_width(static_cast<uint64_t>(std::max<DurationMs>(0, gittins_gpu_ms) / kMinute));
+}
+
 JobKey StaticKey(const SchedulerConfig& config, const PendingJob& job, DurationMs attained_gpu_ms) {
   switch (config.policy) {
-    case OrderPolicy::kCorral:
+    case OrderPolicy::kCorral: {
+      const int64_t level = config.las_within_queue ? LasLevel(config, attained_gpu_ms) : 0;
+      const bool gittins =
+          config.las_within_queue && (config.gittins == GittinsOrder::kInsideLevel ||
+                                      config.gittins == GittinsOrder::kForLevel);
+      // A job without an index (no history yet, or a driver that gives none) keeps its level.
+      const bool gittins_for_level =
+          gittins && config.gittins == GittinsOrder::kForLevel && job.gittins_ms > 0;
       return {.a = -int64_t{job.priority},
-              .level = config.las_within_queue ? LasLevel(config, attained_gpu_ms) : 0,
+              .order_level = gittins_for_level ? 0 : level,
+              .gittins = gittins ? GittinsBucket(job.gittins_ms) : 0,
               .pred = config.use_predictions ? PredictedRemainingMs(job, attained_gpu_ms) : 0,
               .b = job.submitted_at,
-              .id = job.id};
+              .id = job.id,
+              .level = level};
+    }
     case OrderPolicy::kFifo:
       return {.a = job.submitted_at, .b = 0, .id = job.id};
     case OrderPolicy::kSjf:

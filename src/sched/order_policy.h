@@ -14,13 +14,18 @@ namespace corral::sched {
 // inside a queue (SchedulerConfig::las_within_queue; 0 otherwise): the pass order puts it
 // after the queue's fair share and before the user's (pass_order.h). `pred` is kCorral's
 // predicted remaining run time (SchedulerConfig::use_predictions; 0 otherwise), right after
-// the level.
+// the level. `gittins` is kCorral's GittinsBucket of the job's index (SchedulerConfig::
+// gittins; 0 otherwise, and with GittinsOrder::kQueuesOnly), which the pass order puts after
+// the level or in its place.
 struct JobKey {
   int64_t a = 0;
-  int64_t level = 0;
+  int64_t order_level = 0;  // `level` where it orders (0 with GittinsOrder::kForLevel and an
+                            // index)
+  int64_t gittins = 0;
   int64_t pred = 0;
   int64_t b = 0;
   JobId id = 0;
+  int64_t level = 0;  // after the unique id: never orders, only decides what may be preempted
   auto operator<=>(const JobKey&) const = default;
 };
 
@@ -40,6 +45,12 @@ DurationMs PredictedRemainingMs(const PendingJob& job, DurationMs attained_gpu_m
 // predicted remaining run time (attained_ms: before this run) if that is earlier;
 // kUnknownTime without either.
 TimeMs ExpectedEndOf(const SchedulerConfig& config, const PendingJob& job, TimeMs start);
+
+// The order's view of an inverse Gittins index (PendingJob::gittins_ms, GPU-ms): its
+// power-of-two bucket of whole GPU-minutes (0, 1, 2-3, 4-7, ...; 0 also when unknown). The
+// index is computed when a job is (re)queued, from the history as it was then; the buckets
+// keep that drift from reordering jobs whose indices are alike.
+int64_t GittinsBucket(DurationMs gittins_gpu_ms);
 
 // The key of a pending job that has attained `attained_gpu_ms` so far.
 JobKey StaticKey(const SchedulerConfig& config, const PendingJob& job, DurationMs attained_gpu_ms);

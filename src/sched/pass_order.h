@@ -2,10 +2,11 @@
 // then the queue with the least fair share (queues under quota first; queues over it by their
 // best job's LAS level and predicted remaining bucket first, SchedulerConfig::
 // borrowing_queues_by_level), then inside it the
-// lowest LAS level (JobKey::level; 0 unless las_within_queue), then the user with the least
-// share at that level, then submit time and id; shares are re-read after every
-// placement, so queues and users interleave within a pass. For the baselines: one group in
-// static key order.
+// lowest LAS level (JobKey::level; 0 unless las_within_queue), then the highest
+// Gittins index bucket (JobKey::gittins; SchedulerConfig::gittins, which may also take the
+// level's place), then the user with the least share at that level, then submit time and id; shares
+// are re-read after every placement, so queues and users interleave within a pass. For the
+// baselines: one group in static key order.
 //
 // Each group (queue, user) exposes only the head of each visible equivalence class
 // (PendingSet::Group::heads), so a class that failed in this pass is hidden with all its
@@ -37,13 +38,14 @@ class PassOrder {
   void Done();
 
  private:
-  // (priority, level, predicted remaining, user share, submit, id, group).
-  using UserKey = std::tuple<int64_t, int64_t, int64_t, double, int64_t, JobId, int32_t>;
-  // (priority, below quota, borrowing queue's level and prediction bucket (0 under quota;
-  // SchedulerConfig::borrowing_queues_by_level), queue share, level, predicted remaining,
-  // submit, id, selection queue).
-  using QueueKey =
-      std::tuple<int64_t, int, int64_t, int64_t, double, int64_t, int64_t, int64_t, JobId, int32_t>;
+  // (priority, level (0 with GittinsOrder::kForLevel), Gittins bucket, predicted remaining,
+  // user share, submit, id, group).
+  using UserKey = std::tuple<int64_t, int64_t, int64_t, int64_t, double, int64_t, JobId, int32_t>;
+  // (priority, below quota, borrowing queue's level, Gittins bucket and prediction bucket (0
+  // under quota; SchedulerConfig::borrowing_queues_by_level), queue share, level, Gittins
+  // bucket, predicted remaining, submit, id, selection queue).
+  using QueueKey = std::tuple<int64_t, int, int64_t, int64_t, int64_t, double, int64_t, int64_t,
+                              int64_t, int64_t, JobId, int32_t>;
 
   std::optional<UserKey> MakeUserKey(int32_t g) const;
   std::optional<QueueKey> MakeQueueKey(int32_t sel) const;

@@ -178,7 +178,7 @@ void PendingSet::SetAttained(JobId id, DurationMs attained_gpu_ms) {
   Erase(e);
   e->job.attained_ms = attained_gpu_ms;
   e->key = StaticKey(config_, e->job, attained_gpu_ms);
-  if (e->promoted) e->key.level = 0;
+  if (e->promoted) e->key.level = e->key.order_level = 0;
   Insert(e);
 }
 
@@ -201,7 +201,7 @@ void PendingSet::Promote(TimeMs now) {
     Erase(e);
     e->promote_at = kUnknownTime;
     e->promoted = true;
-    e->key.level = 0;
+    e->key.level = e->key.order_level = 0;
     Insert(e);
   }
 }

@@ -128,6 +128,10 @@ class JobBuilder {
     j_.attained_ms = gpu_ms;
     return *this;
   }
+  JobBuilder& Gittins(DurationMs gpu_ms) {
+    j_.gittins_ms = gpu_ms;
+    return *this;
+  }
   const PendingJob& Build() const { return j_; }
   operator PendingJob() const { return j_; }  // NOLINT: builder
 

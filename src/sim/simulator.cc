@@ -246,6 +246,7 @@ class Loop {
     s.backfill_with_predictions = c.backfill_with_predictions;
     s.borrowing_queues_by_level = c.borrowing_queues_by_level;
     if (c.starvation_promote_factor >= 0) s.starvation_promote_factor = c.starvation_promote_factor;
+    s.gittins = c.gittins;
     return s;
   }
 
@@ -279,6 +280,9 @@ class Loop {
       p.attained_ms = state_[i].progress_ms * jobs_[i].num_gpus;
     } else if (in.oracle) {
       p.predicted_ms = jobs_[i].duration_ms;  // an upper bound of what predictions buy
+      // The index of a known service: its remaining GPU-time.
+      p.gittins_ms = std::max<DurationMs>(
+          1, jobs_[i].duration_ms * std::max<int64_t>(1, jobs_[i].num_gpus) - p.attained_ms);
     } else if (!in.time_limit) {
       p.predicted_ms =
           in.history ? estimator_.Estimate(p.user, p.name, p.queue, jobs_[i].num_gpus) : 0;

@@ -86,6 +86,9 @@ struct SimConfig {
   bool borrowing_queues_by_level = true;
   // Corral policy: SchedulerConfig::starvation_promote_factor (< 0: the scheduler's).
   double starvation_promote_factor = -1;
+  // Corral policy: SchedulerConfig::gittins (the index from `predict`'s estimator, or with
+  // predict.oracle from the true remaining service).
+  sched::GittinsOrder gittins = sched::GittinsOrder::kOff;
   // Node failures: mean up time of a node (0: nodes never fail), and how long it stays down.
   DurationMs node_mtbf_ms = 0;
   DurationMs node_repair_ms = kHour;
