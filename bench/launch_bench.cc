@@ -72,7 +72,18 @@ int main(int argc, char** argv) {
   app.add_option("--batch", batch_size, "orders per LaunchAll (a sync's new runs), beside 1")
       ->check(CLI::PositiveNumber);
   app.add_option("--state", state, "state directory (default: a new one under /tmp)");
+  std::string monitor = "beside";
+  app.add_option("--monitor", monitor,
+                 "the monitor executable; 'beside': corral-monitor beside this program, as the "
+                 "agent finds it; 'fork': monitors are forks of this process")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (monitor == "beside") {
+    monitor = corral::agent::MonitorExecutableBeside(
+        std::filesystem::read_symlink("/proc/self/exe").string());
+  } else if (monitor == "fork") {
+    monitor.clear();
+  }
   if (state.empty()) {
     char tmpl[] = "/tmp/corral-launch-bench-XXXXXX";
     if (!mkdtemp(tmpl)) {
@@ -83,13 +94,15 @@ int main(int argc, char** argv) {
   }
   corral::agent::PosixLauncher launcher(
       state, "bench", {}, {},
-      use_cgroups ? corral::agent::Cgroups::Detect() : corral::agent::Cgroups::None());
+      use_cgroups ? corral::agent::Cgroups::Detect() : corral::agent::Cgroups::None(), monitor);
 
   double ceiling = ForkExecPerSecond(runs);
-  std::printf("runs %d per mode, cgroups %s, state %s\n", runs, use_cgroups ? "yes" : "no",
+  std::printf("runs %d per mode, cgroups %s, monitor %s, state %s\n", runs,
+              use_cgroups ? "yes" : "no", monitor.empty() ? "fork" : monitor.c_str(),
               state.c_str());
   std::printf("machine fork+exec+reap of true: %.0f /s\n", ceiling);
   int next_id = 1;
+  double children_cpu = CpuSeconds(RUSAGE_CHILDREN);  // the ceiling's processes
   for (int batch : {1, batch_size}) {
     std::vector<corral::agent::LaunchedRun> launched;
     std::vector<double> call_ms;
@@ -119,6 +132,7 @@ int main(int argc, char** argv) {
     }
     double launched_at = Now();
     double cpu_launch = CpuSeconds(RUSAGE_SELF) - cpu0;
+    const double children0 = children_cpu;
     size_t left = launched.size();
     std::vector<bool> done(launched.size(), false);
     while (left > 0) {
@@ -131,12 +145,21 @@ int main(int argc, char** argv) {
       if (left > 0) usleep(2000);
     }
     double all_done = Now();
+    // The monitors (and through them the tasks) count once reaped: the exit notifications
+    // reap them.
+    for (int i = 0; i < 100; ++i) {
+      launcher.DrainExitFd();
+      usleep(10000);
+    }
+    children_cpu = CpuSeconds(RUSAGE_CHILDREN);
+    const double cpu_all = cpu_launch + children_cpu - children0;
     std::printf(
         "%d at a time: %.1f launches/s (%.2f of the ceiling), call p50 %.1f ms p99 %.1f ms, all "
-        "exited %.2f s after the first call, agent CPU %.2f ms per run\n",
+        "exited %.2f s after the first call, agent CPU %.2f ms per run (%.2f ms with its "
+        "monitor and task)\n",
         batch, runs / (launched_at - t0), runs / (launched_at - t0) / ceiling,
         Percentile(call_ms, 0.5), Percentile(call_ms, 0.99), all_done - t0,
-        cpu_launch * 1000 / runs);
+        cpu_launch * 1000 / runs, cpu_all * 1000 / runs);
   }
   std::error_code ec;
   if (getenv("KEEP_STATE") == nullptr) std::filesystem::remove_all(state, ec);

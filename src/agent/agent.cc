@@ -41,8 +41,9 @@ Agent::Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_pt
     : config_(std::move(config)),
       probe_(std::move(probe)),
       head_(std::move(head)),
-      supervisor_(std::make_unique<Supervisor>(std::make_unique<PosixLauncher>(
-          config_.state_dir, config_.name, config_.job_env, config_.run_as, config_.cgroups))),
+      supervisor_(std::make_unique<Supervisor>(
+          std::make_unique<PosixLauncher>(config_.state_dir, config_.name, config_.job_env,
+                                          config_.run_as, config_.cgroups, config_.monitor_exe))),
       monitor_(std::make_unique<GpuMonitor>(probe_.get(), config_.job_map_dir)) {
   std::lock_guard lock(mu_);
   last_contact_ = std::chrono::steady_clock::now();
@@ -77,8 +78,11 @@ Status Agent::Init() {
   last_contact_ = std::chrono::steady_clock::now();  // the lease runs from the start, too
   spdlog::info("agent {}: {} GPUs, {} mCPU, {} MiB, state in {}", config_.name, gpus_.size(),
                cpu_milli_, memory_mb_, config_.state_dir);
-  spdlog::info("runs are isolated with {}; tasks run as {}", config_.cgroups.Describe(),
-               config_.run_as.as_owner ? "their owners" : "this agent's user");
+  spdlog::info("runs are isolated with {}; tasks run as {}; monitors are {}",
+               config_.cgroups.Describe(),
+               config_.run_as.as_owner ? "their owners" : "this agent's user",
+               config_.monitor_exe.empty() ? "forks of this agent (no corral-monitor beside it)"
+                                           : config_.monitor_exe);
   if (!minors.empty()) {
     spdlog::info(
         "GPU devices: each run may open only its own /dev/nvidia*: {}",

@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <spawn.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,6 +42,17 @@ std::string ErrnoText(const std::string& what, int err) { return what + ": " + s
 bool Exists(const std::string& path) {
   struct stat st {};
   return stat(path.c_str(), &st) == 0;
+}
+
+bool WriteAllFd(int fd, const std::string& data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
 }
 
 void FsyncPath(const std::string& path) {
@@ -177,6 +190,17 @@ Status ValidateRunId(const std::string& run_id) {
   return Status::Ok();
 }
 
+std::string MonitorExecutableBeside(const std::string& program) {
+  auto slash = program.find_last_of('/');
+  if (slash == std::string::npos) return {};
+  std::string exe = program.substr(0, slash + 1) + "corral-monitor";
+  struct stat st {};
+  if (stat(exe.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || access(exe.c_str(), X_OK) != 0) {
+    return {};
+  }
+  return exe;
+}
+
 int32_t TaskCount(const RunOrder& order) {
   return std::max<int32_t>(1, static_cast<int32_t>(order.task_envs.size()));
 }
@@ -222,8 +246,9 @@ std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string
 
 PosixLauncher::PosixLauncher(std::string state_dir, std::string node_name,
                              std::map<std::string, std::string> env_defaults, RunAsPolicy run_as,
-                             Cgroups cgroups)
-    : runs_dir_(state_dir + "/runs"),
+                             Cgroups cgroups, std::string monitor_exe)
+    : monitor_exe_(std::move(monitor_exe)),
+      runs_dir_(state_dir + "/runs"),
       node_name_(std::move(node_name)),
       env_defaults_(std::move(env_defaults)),
       run_as_(run_as),
@@ -471,10 +496,64 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
   return prepared;
 }
 
+namespace {
+
+// posix_spawn of the monitor executable, its plan in a memfd (monitor.h); -1 and errno set on
+// failure. The sources are first moved above the descriptors they go to, so that no dup2
+// overwrites another's source.
+pid_t SpawnMonitor(const std::string& exe, const internal::ChildPlan& plan, int null_fd,
+                   int pipe_fd) {
+  const std::string bytes = internal::EncodePlan(plan);
+  int memfd = memfd_create("corral-monitor-plan", MFD_CLOEXEC);
+  if (memfd < 0) return -1;
+  if (!WriteAllFd(memfd, bytes) || lseek(memfd, 0, SEEK_SET) != 0) {
+    int err = errno;
+    close(memfd);
+    errno = err != 0 ? err : EIO;
+    return -1;
+  }
+  const int sources[3] = {fcntl(null_fd, F_DUPFD_CLOEXEC, 10), fcntl(pipe_fd, F_DUPFD_CLOEXEC, 10),
+                          fcntl(memfd, F_DUPFD_CLOEXEC, 10)};
+  const int targets[3] = {internal::kMonitorFdNull, internal::kMonitorFdPipe,
+                          internal::kMonitorFdPlan};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+  int rc = 0;
+  for (int i = 0; i < 3 && rc == 0; ++i) {
+    rc =
+        sources[i] < 0 ? errno : posix_spawn_file_actions_adddup2(&actions, sources[i], targets[i]);
+  }
+  pid_t pid = -1;
+  char name[] = "corral-monitor";
+  char* const argv[] = {name, nullptr};
+  char* const envp[] = {nullptr};
+  if (rc == 0) rc = posix_spawn(&pid, exe.c_str(), &actions, &attr, argv, envp);
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&actions);
+  for (int fd : sources) {
+    if (fd >= 0) close(fd);
+  }
+  close(memfd);
+  if (rc != 0) {
+    errno = rc;
+    return -1;
+  }
+  return pid;
+}
+
+}  // namespace
+
 Status PosixLauncher::ForkMonitor(Prepared& p) {
   const int child_fds[2] = {p.null_fd, p.pipe_fds[1]};
-  p.monitor = fork();
-  if (p.monitor == 0) internal::DetachMain(p.plan, child_fds);
+  if (!monitor_exe_.empty()) {
+    p.monitor = SpawnMonitor(monitor_exe_, p.plan, p.null_fd, p.pipe_fds[1]);
+  } else {
+    p.monitor = fork();
+    if (p.monitor == 0) internal::DetachMain(p.plan, child_fds);
+  }
   int saved_errno = errno;
   // The agent keeps only the read end: the pipe closes when the monitor is done with it.
   for (int* fd : {&p.null_fd, &p.pipe_fds[1]}) {
@@ -483,7 +562,8 @@ Status PosixLauncher::ForkMonitor(Prepared& p) {
   }
   if (p.monitor < 0) {
     p.CloseFds();
-    return FailLaunch(p, Internal(ErrnoText("fork", saved_errno)));
+    return FailLaunch(p, Internal(ErrnoText(monitor_exe_.empty() ? "fork" : "spawn " + monitor_exe_,
+                                            saved_errno)));
   }
   unreaped_.push_back(p.monitor);
   return Status::Ok();

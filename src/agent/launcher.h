@@ -130,9 +130,11 @@ class PosixLauncher final : public Launcher {
   // REQUIRES: state_dir exists or can be created.
   // `run_as`: whose identity tasks take (see run_as.h); `cgroups`: where each replica gets a
   // group of its own, capped by the order's CPUs and memory and kPidsPerReplica processes.
+  // `monitor_exe`: the corral-monitor executable (MonitorExecutableBeside); empty: each
+  // monitor is a fork of this process.
   PosixLauncher(std::string state_dir, std::string node_name,
                 std::map<std::string, std::string> env_defaults = {}, RunAsPolicy run_as = {},
-                Cgroups cgroups = Cgroups::None());
+                Cgroups cgroups = Cgroups::None(), std::string monitor_exe = {});
 
   Result<LaunchedRun> Launch(const RunOrder& order) override;
   // Writes the durable records and makes the cgroups of up to kLaunchParallelism runs at
@@ -170,6 +172,7 @@ class PosixLauncher final : public Launcher {
   // An exited replica's status with its usage; removes its cgroup (killing what is left).
   RunStatus Finish(const LaunchedRun& run, RunStatus st);
 
+  std::string monitor_exe_;
   std::string runs_dir_;
   std::string node_name_;
   std::map<std::string, std::string> env_defaults_;
@@ -183,6 +186,10 @@ class PosixLauncher final : public Launcher {
   int exit_read_fd_ = -1;
   int exit_write_fd_ = -1;
 };
+
+// The corral-monitor executable beside `program` (a path, e.g. /proc/self/exe's target), if it
+// is there and executable; else empty (monitors are then forks of the agent).
+std::string MonitorExecutableBeside(const std::string& program);
 
 // How many tasks an order runs: one per entry of task_envs, or one.
 int32_t TaskCount(const RunOrder& order);

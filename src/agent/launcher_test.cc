@@ -20,6 +20,17 @@ using testing::ShellOrder;
 using testing::TempDir;
 using testing::WaitFor;
 
+// Each test runs with the monitor forked from the launcher's process and with the corral-monitor
+// executable, as an agent beside it starts it.
+class LauncherTest : public ::testing::TestWithParam<bool> {
+ protected:
+  std::string Monitor() const { return GetParam() ? CORRAL_MONITOR_EXE : ""; }
+};
+INSTANTIATE_TEST_SUITE_P(Monitors, LauncherTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Executable" : "Forked";
+                         });
+
 // Launches `order` and waits for it to end.
 RunStatus RunToEnd(PosixLauncher& launcher, const RunOrder& order) {
   Result<LaunchedRun> run = launcher.Launch(order);
@@ -30,9 +41,9 @@ RunStatus RunToEnd(PosixLauncher& launcher, const RunOrder& order) {
   return st;
 }
 
-TEST(LauncherTest, EnvironmentWorkdirAndLogs) {
+TEST_P(LauncherTest, EnvironmentWorkdirAndLogs) {
   TempDir state, work;
-  PosixLauncher launcher(state.path(), "node-1");
+  PosixLauncher launcher(state.path(), "node-1", {}, {}, Cgroups::None(), Monitor());
   RunOrder o = ShellOrder("7.0", "pwd; env; echo to-stderr >&2", /*replica=*/2);
   o.job_id = 7;
   o.env = {{"FOO", "bar baz"}, {"CORRAL_NODE_RANK", "1"}};
@@ -61,13 +72,13 @@ int InodeFlags(const std::string& path) {
   return ok ? flags : -1;
 }
 
-TEST(LauncherTest, RunDirectoriesAreSpreadOverTheFileSystem) {
+TEST_P(LauncherTest, RunDirectoriesAreSpreadOverTheFileSystem) {
   TempDir state;
   if (InodeFlags(state.path()) < 0) {
     GTEST_SKIP() << state.path() << "'s file system has no inode flags (not ext4): nothing to set";
   }
   ASSERT_EQ(InodeFlags(state.path()) & FS_TOPDIR_FL, 0);
-  PosixLauncher launcher(state.path(), "node-1");
+  PosixLauncher launcher(state.path(), "node-1", {}, {}, Cgroups::None(), Monitor());
   EXPECT_NE(InodeFlags(state.path() + "/runs") & FS_TOPDIR_FL, 0)
       << "runs/ should carry the TOPDIR flag, so that run directories spread over block groups";
   EXPECT_EQ(InodeFlags(state.path()) & FS_TOPDIR_FL, 0) << "only runs/ is marked";
@@ -81,9 +92,9 @@ TEST(LauncherTest, RunDirectoriesAreSpreadOverTheFileSystem) {
 
 // The agent keeps one file per run (its record) beside the job's logs: each inode a run makes
 // is a cost on the launch path.
-TEST(LauncherTest, ARunsDirectoryHoldsItsRecordAndItsLogsAlone) {
+TEST_P(LauncherTest, ARunsDirectoryHoldsItsRecordAndItsLogsAlone) {
   TempDir state;
-  PosixLauncher launcher(state.path(), "node-1");
+  PosixLauncher launcher(state.path(), "node-1", {}, {}, Cgroups::None(), Monitor());
   RunOrder o = ShellOrder("10.0", "echo out");
   LaunchedRun run = *launcher.Launch(o);
   RunStatus st;
@@ -107,9 +118,9 @@ TEST(LauncherTest, ARunsDirectoryHoldsItsRecordAndItsLogsAlone) {
   EXPECT_EQ(recovered[0].run.order.run_id, "10.0");
 }
 
-TEST(LauncherTest, OrderEnvWinsAndNoGpusHidesAll) {
+TEST_P(LauncherTest, OrderEnvWinsAndNoGpusHidesAll) {
   TempDir state;
-  PosixLauncher launcher(state.path(), "node-1");
+  PosixLauncher launcher(state.path(), "node-1", {}, {}, Cgroups::None(), Monitor());
   RunOrder o = ShellOrder(
       "8.1", "echo \"[$CORRAL_NODE][$CUDA_VISIBLE_DEVICES][${CUDA_VISIBLE_DEVICES+set}]\"");
   o.env = {{"CORRAL_NODE", "from-head"}, {"CUDA_VISIBLE_DEVICES", "0,1,2"}};
@@ -117,9 +128,9 @@ TEST(LauncherTest, OrderEnvWinsAndNoGpusHidesAll) {
   EXPECT_EQ(ReadFileOr(state.path() + "/runs/8.1.0/logs/stdout"), "[from-head][][set]\n");
 }
 
-TEST(LauncherTest, ExitCodes) {
+TEST_P(LauncherTest, ExitCodes) {
   TempDir state;
-  PosixLauncher launcher(state.path(), "n");
+  PosixLauncher launcher(state.path(), "n", {}, {}, Cgroups::None(), Monitor());
   EXPECT_EQ(RunToEnd(launcher, ShellOrder("1.0", "exit 0")).exit_code, 0);
   EXPECT_EQ(RunToEnd(launcher, ShellOrder("2.0", "exit 3")).exit_code, 3);
   EXPECT_EQ(RunToEnd(launcher, ShellOrder("3.0", "exit 255")).exit_code, 255);
@@ -127,9 +138,9 @@ TEST(LauncherTest, ExitCodes) {
   EXPECT_EQ(RunToEnd(launcher, ShellOrder("5.0", "kill -KILL $$")).exit_code, -SIGKILL);
 }
 
-TEST(LauncherTest, MissingCommandAndWorkdirExit127WithAMessage) {
+TEST_P(LauncherTest, MissingCommandAndWorkdirExit127WithAMessage) {
   TempDir state;
-  PosixLauncher launcher(state.path(), "n");
+  PosixLauncher launcher(state.path(), "n", {}, {}, Cgroups::None(), Monitor());
   RunOrder o = ShellOrder("1.0", "");
   o.command = {"no-such-command-corral"};
   EXPECT_EQ(RunToEnd(launcher, o).exit_code, kExitCannotExec);
@@ -150,9 +161,9 @@ TEST(LauncherTest, MissingCommandAndWorkdirExit127WithAMessage) {
   EXPECT_EQ(launcher.Check(rec).exit_code, kExitCannotExec);  // recorded, so it is reported
 }
 
-TEST(LauncherTest, ARunIsStartedAtMostOnce) {
+TEST_P(LauncherTest, ARunIsStartedAtMostOnce) {
   TempDir state;
-  PosixLauncher launcher(state.path(), "n");
+  PosixLauncher launcher(state.path(), "n", {}, {}, Cgroups::None(), Monitor());
   RunOrder o = ShellOrder("9.0", "echo once >> " + state.path() + "/starts");
   RunToEnd(launcher, o);
   Result<LaunchedRun> again = launcher.Launch(o);
@@ -161,9 +172,9 @@ TEST(LauncherTest, ARunIsStartedAtMostOnce) {
   EXPECT_EQ(ReadFileOr(state.path() + "/starts"), "once\n");
 }
 
-TEST(LauncherTest, RejectsRunIdsThatAreNotDirectoryNames) {
+TEST_P(LauncherTest, RejectsRunIdsThatAreNotDirectoryNames) {
   TempDir state;
-  PosixLauncher launcher(state.path(), "n");
+  PosixLauncher launcher(state.path(), "n", {}, {}, Cgroups::None(), Monitor());
   for (const char* id : {"", "..", "a/b", "x y"}) {
     Result<LaunchedRun> r = launcher.Launch(ShellOrder(id, "true"));
     ASSERT_FALSE(r.ok()) << id;
@@ -171,9 +182,9 @@ TEST(LauncherTest, RejectsRunIdsThatAreNotDirectoryNames) {
   }
 }
 
-TEST(LauncherTest, ReadRunLogWithOffsets) {
+TEST_P(LauncherTest, ReadRunLogWithOffsets) {
   TempDir state;
-  PosixLauncher launcher(state.path(), "n");
+  PosixLauncher launcher(state.path(), "n", {}, {}, Cgroups::None(), Monitor());
   RunToEnd(launcher, ShellOrder("3.0", "printf 0123456789; printf oops >&2"));
   auto read = [&](const char* stream, int64_t off, int64_t max) {
     return ReadRunLog(state.path(), "3.0", 0, 0, stream, off, max);
@@ -191,9 +202,9 @@ TEST(LauncherTest, ReadRunLogWithOffsets) {
             ErrorCode::kInvalidArgument);
 }
 
-TEST(LauncherTest, JobRunsInItsOwnProcessGroupAndSession) {
+TEST_P(LauncherTest, JobRunsInItsOwnProcessGroupAndSession) {
   TempDir state;
-  PosixLauncher launcher(state.path(), "n");
+  PosixLauncher launcher(state.path(), "n", {}, {}, Cgroups::None(), Monitor());
   Result<LaunchedRun> run = launcher.Launch(ShellOrder("1.0", "sleep 30"));
   ASSERT_TRUE(run.ok());
   EXPECT_GT(run->pgid, 0);
@@ -207,6 +218,11 @@ TEST(LauncherTest, JobRunsInItsOwnProcessGroupAndSession) {
   // reach it, and a kill -9 of the agent re-parents it (AgentRestartKeepsARunningJob).
   EXPECT_EQ(monitor_ppid, getpid());
   EXPECT_EQ(getsid(run->monitor_pid), run->monitor_pid);
+  // Which program the monitor is: the executable, or a fork of this one.
+  std::error_code ec;
+  EXPECT_EQ(std::filesystem::read_symlink("/proc/" + std::to_string(run->monitor_pid) + "/exe", ec),
+            GetParam() ? std::filesystem::path(CORRAL_MONITOR_EXE)
+                       : std::filesystem::read_symlink("/proc/self/exe"));
   EXPECT_TRUE(launcher.Check(*run).running);
   launcher.Signal(*run, SIGKILL);
   RunStatus st;
@@ -219,9 +235,9 @@ TEST(LauncherTest, JobRunsInItsOwnProcessGroupAndSession) {
   }));
 }
 
-TEST(LauncherTest, KilledMonitorMeansTheRunIsWatchedByGroupThenLost) {
+TEST_P(LauncherTest, KilledMonitorMeansTheRunIsWatchedByGroupThenLost) {
   TempDir state;
-  PosixLauncher launcher(state.path(), "n");
+  PosixLauncher launcher(state.path(), "n", {}, {}, Cgroups::None(), Monitor());
   std::string go = state.path() + "/go";
   Result<LaunchedRun> run =
       launcher.Launch(ShellOrder("1.0", "while [ ! -f " + go + " ]; do sleep 0.02; done"));
@@ -240,9 +256,9 @@ TEST(LauncherTest, KilledMonitorMeansTheRunIsWatchedByGroupThenLost) {
 // An agent killed between recording a run and learning its monitor's pids: a restarted agent
 // finds the run with no pids. It waits the monitor's start time before giving the run up (a
 // slow monitor may still be coming), and then reports it vanished, not failed.
-TEST(LauncherTest, ARunRecordedWithoutPidsIsGivenTimeThenReportedVanished) {
+TEST_P(LauncherTest, ARunRecordedWithoutPidsIsGivenTimeThenReportedVanished) {
   TempDir state;
-  PosixLauncher launcher(state.path(), "n");
+  PosixLauncher launcher(state.path(), "n", {}, {}, Cgroups::None(), Monitor());
   LaunchedRun run;
   run.order = ShellOrder("2.1", "true");
   run.started_at = SystemClock().Now();
@@ -269,9 +285,9 @@ RunOrder TaskOrder(const std::string& run_id, const std::string& script, int tas
   return o;
 }
 
-TEST(LauncherTest, TasksEachGetTheirEnvironmentGroupAndLogs) {
+TEST_P(LauncherTest, TasksEachGetTheirEnvironmentGroupAndLogs) {
   TempDir state;
-  PosixLauncher launcher(state.path(), "n");
+  PosixLauncher launcher(state.path(), "n", {}, {}, Cgroups::None(), Monitor());
   std::string go = state.path() + "/go";
   RunOrder o = TaskOrder("5.1",
                          "echo rank=$RANK task=$CORRAL_TASK gpus=$CUDA_VISIBLE_DEVICES; "
@@ -303,9 +319,9 @@ TEST(LauncherTest, TasksEachGetTheirEnvironmentGroupAndLogs) {
 }
 
 // A task that ends 0 while others run is normal (rank 0 often ends last): the replica runs on.
-TEST(LauncherTest, ATaskEndingCleanlyLeavesTheOthersRunning) {
+TEST_P(LauncherTest, ATaskEndingCleanlyLeavesTheOthersRunning) {
   TempDir state;
-  PosixLauncher launcher(state.path(), "n");
+  PosixLauncher launcher(state.path(), "n", {}, {}, Cgroups::None(), Monitor());
   std::string go = state.path() + "/go";
   Result<LaunchedRun> run = launcher.Launch(TaskOrder(
       "6.1", "[ $CORRAL_TASK = 0 ] && exit 0; while [ ! -f " + go + " ]; do sleep 0.02; done", 2));
@@ -322,9 +338,9 @@ TEST(LauncherTest, ATaskEndingCleanlyLeavesTheOthersRunning) {
 
 // The first task to fail stops the others: the stop signal, then SIGKILL after the grace for
 // one that ignores it. The replica's exit code and failed task are the first failure's.
-TEST(LauncherTest, AFailingTaskStopsTheOthers) {
+TEST_P(LauncherTest, AFailingTaskStopsTheOthers) {
   TempDir state;
-  PosixLauncher launcher(state.path(), "n");
+  PosixLauncher launcher(state.path(), "n", {}, {}, Cgroups::None(), Monitor());
   RunOrder o = TaskOrder("7.1",
                          "case $CORRAL_TASK in 1) sleep 0.2; exit 3;; 2) trap '' TERM;; esac; "
                          "sleep 60 & wait; sleep 60",

@@ -18,7 +18,7 @@ namespace corral::agent::internal {
 namespace {
 
 // Fixed descriptor numbers in the forked children.
-constexpr int kFdNull = 3, kFdPipe = 4, kFirstFreeFd = 5;
+constexpr int kFdNull = kMonitorFdNull, kFdPipe = kMonitorFdPipe, kFirstFreeFd = kMonitorFdPlan;
 
 size_t Len(const char* s) {
   size_t n = 0;
@@ -288,6 +288,12 @@ pid_t StartTask(const ChildPlan& p, const TaskPlan& t) {
   for (int i = 0; i < 2; ++i) {
     if (high[i] < 0 || dup2(high[i], kFdNull + i) < 0) _exit(1);
   }
+  CloseFrom(kFirstFreeFd, p.max_fd);
+  MonitorMain(p);
+}
+
+[[noreturn]] void ExecedMonitorMain(const ChildPlan& p) {
+  (void)setsid();  // posix_spawn made it a session leader already; harmless then
   CloseFrom(kFirstFreeFd, p.max_fd);
   MonitorMain(p);
 }

@@ -2,6 +2,10 @@
 //
 //   agent --fork--> monitor (setsid) --clone(CLONE_VM|CLONE_VFORK), then exec--> task 0..T-1
 //                                                               (each its own pgid)
+// or, where the small static `corral-monitor` executable sits beside the agent's:
+//   agent --posix_spawn (setsid), the plan on fd 5--> corral-monitor --clone...--> task 0..T-1
+// The second copies nothing of the agent, a process of ~200 mappings whose fork, copy-on-write
+// faults and teardown at the monitor's exit were a fifth of a `true` job's cost.
 //
 // The replica ends when all its tasks have ended. A task that exits 0 is normal (rank 0 often
 // ends last); the first one that fails stops the others (the stop signal, grace, SIGKILL), and
@@ -15,6 +19,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace corral::agent::internal {
 
@@ -58,6 +64,30 @@ struct ChildPlan {
 // process group reaches it) and becomes the monitor. `fds` are /dev/null and the write end of
 // the pipe on which the monitor reports its pid and the tasks'. Never returns.
 [[noreturn]] void DetachMain(const ChildPlan& plan, const int fds[2]);
+
+// The descriptors an exec'd monitor starts with: /dev/null, the pid report's pipe, the plan.
+constexpr int kMonitorFdNull = 3, kMonitorFdPipe = 4, kMonitorFdPlan = 5;
+
+// The plan as bytes, for an exec'd monitor (the scratch buffers are not sent: it makes its own).
+std::string EncodePlan(const ChildPlan& plan);
+
+// A decoded plan and the storage its pointers point into.
+struct OwnedPlan {
+  ChildPlan plan{};
+  std::vector<std::string> strings;
+  std::vector<std::vector<char*>> arrays;  // argv, each task's envp, cgroup_procs
+  std::vector<TaskPlan> tasks;
+  std::vector<gid_t> groups;
+  std::vector<int> task_pids;
+  std::string report;
+  OwnedPlan() = default;
+  OwnedPlan(const OwnedPlan&) = delete;
+  OwnedPlan& operator=(const OwnedPlan&) = delete;
+};
+bool DecodePlan(const std::string& bytes, OwnedPlan* out);
+
+// An exec'd monitor's work, its descriptors as above: the same as DetachMain's. Never returns.
+[[noreturn]] void ExecedMonitorMain(const ChildPlan& plan);
 
 // write(2) until done or an error; async-signal-safe.
 void WriteAll(int fd, const char* data, size_t len);

@@ -172,6 +172,11 @@ int AgentMain(std::vector<std::string> args) {
   }
   config.run_as = {run_as == "owner", allow_root_jobs};
   if (cgroups == "auto" && geteuid() == 0) config.cgroups = agent::Cgroups::Detect();
+  {
+    std::error_code ec;
+    auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec) config.monitor_exe = agent::MonitorExecutableBeside(self.string());
+  }
   if (cpus < 0) {
     std::cerr << "corral agent: flag '--cpus': must be >= 0\n";
     return 2;
