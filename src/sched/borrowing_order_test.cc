@@ -12,14 +12,8 @@ namespace {
 
 using testing::MakeJob;
 using testing::MakeNode;
+using testing::Placed;
 using testing::Running;
-
-bool Placed(const Decisions& d, JobId id) {
-  for (const PlaceDecision& p : d.place) {
-    if (p.job == id) return true;
-  }
-  return false;
-}
 
 // One GPU free; queues a and b both over their quota of 2, a with the lower share (3 GPUs in
 // use against b's 4). a's pending job has attained 2 GPU-hours (LAS level 1), b's none.

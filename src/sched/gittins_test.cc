@@ -14,14 +14,8 @@ namespace {
 
 using testing::MakeJob;
 using testing::MakeNode;
+using testing::Placed;
 using testing::Running;
-
-bool Placed(const Decisions& d, JobId id) {
-  for (const PlaceDecision& p : d.place) {
-    if (p.job == id) return true;
-  }
-  return false;
-}
 
 // Half of queue q's jobs took 10 GPU-minutes, half 10 GPU-hours.
 RuntimeEstimator Bimodal(EstimatorConfig config = {}) {

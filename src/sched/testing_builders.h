@@ -140,6 +140,14 @@ class JobBuilder {
 };
 inline JobBuilder MakeJob(JobId id) { return JobBuilder(id); }
 
+// True if the pass placed job `id`.
+inline bool Placed(const Decisions& d, JobId id) {
+  for (const PlaceDecision& p : d.place) {
+    if (p.job == id) return true;
+  }
+  return false;
+}
+
 // A running job on explicit GPUs: Running(MakeJob(1).Gpus(2), {{"n1", {0, 1}}}, started_at).
 inline RunningJob Running(const PendingJob& job, std::vector<ReplicaPlacement> placement,
                           TimeMs started_at = 0) {
