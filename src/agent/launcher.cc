@@ -44,17 +44,6 @@ bool Exists(const std::string& path) {
   return stat(path.c_str(), &st) == 0;
 }
 
-bool WriteAllFd(int fd, const std::string& data) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 void FsyncPath(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
@@ -506,7 +495,7 @@ pid_t SpawnMonitor(const std::string& exe, const internal::ChildPlan& plan, int 
   const std::string bytes = internal::EncodePlan(plan);
   int memfd = memfd_create("corral-monitor-plan", MFD_CLOEXEC);
   if (memfd < 0) return -1;
-  if (!WriteAllFd(memfd, bytes) || lseek(memfd, 0, SEEK_SET) != 0) {
+  if (!internal::WriteAll(memfd, bytes.data(), bytes.size()) || lseek(memfd, 0, SEEK_SET) != 0) {
     int err = errno;
     close(memfd);
     errno = err != 0 ? err : EIO;

@@ -28,14 +28,15 @@ size_t Len(const char* s) {
 
 }  // namespace
 
-void WriteAll(int fd, const char* data, size_t len) {
+bool WriteAll(int fd, const char* data, size_t len) {
   while (len > 0) {
     ssize_t n = write(fd, data, len);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
+    if (n <= 0) return false;
     data += n;
     len -= static_cast<size_t>(n);
   }
+  return true;
 }
 
 namespace {
@@ -171,9 +172,10 @@ constexpr bool kShareMemoryWithTasks = true;
 #endif
 
 // A task starts in the monitor's memory, on a stack of its own, and the monitor sleeps until it
-// has exec'd or failed (clone with CLONE_VM | CLONE_VFORK, as posix_spawn does). The monitor is
-// a copy of the agent, some 200 mappings: a fork copied them all again for a task that replaces
-// them at once by exec, and that copy and its teardown were a fifth of a `true` job's cost.
+// has exec'd or failed (clone with CLONE_VM | CLONE_VFORK, as posix_spawn does). A fork would
+// copy the monitor's mappings for a task that replaces them at once by exec; where the monitor
+// is itself a fork of the agent (no corral-monitor beside it), that is some 200 mappings, and
+// their copy and teardown were a fifth of a `true` job's cost.
 // TaskMain never returns and writes no memory of the monitor's but this stack (and errno).
 alignas(64) char g_task_stack[128 * 1024];
 struct TaskStart {

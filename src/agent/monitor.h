@@ -89,7 +89,7 @@ bool DecodePlan(const std::string& bytes, OwnedPlan* out);
 // An exec'd monitor's work, its descriptors as above: the same as DetachMain's. Never returns.
 [[noreturn]] void ExecedMonitorMain(const ChildPlan& plan);
 
-// write(2) until done or an error; async-signal-safe.
-void WriteAll(int fd, const char* data, size_t len);
+// write(2) until done (true) or an error; async-signal-safe.
+bool WriteAll(int fd, const char* data, size_t len);
 
 }  // namespace corral::agent::internal
