@@ -51,4 +51,18 @@ bool SpreadSubdirectories(const std::string& path) {
   return ok;
 }
 
+Status MakeDirInSpreadParent(const std::string& path, mode_t mode) {
+  int made = mkdir(path.c_str(), mode);
+  auto slash = path.find_last_of('/');
+  if (made != 0 && errno == ENOENT && slash != std::string::npos && slash > 0) {
+    const std::string parent = path.substr(0, slash);
+    CORRAL_RETURN_IF_ERROR(MakeDirs(parent));
+    (void)SpreadSubdirectories(parent);
+    made = mkdir(path.c_str(), mode);
+  }
+  if (made == 0) return Status::Ok();
+  if (errno == EEXIST) return Status(ErrorCode::kAlreadyExists, path + " exists");
+  return Internal("mkdir " + path + ": " + std::strerror(errno));
+}
+
 }  // namespace corral::agent

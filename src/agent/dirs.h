@@ -1,6 +1,8 @@
 // Files and directories of the agent's state (run records, logs, cgroups).
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 
 #include "core/status.h"
@@ -20,5 +22,10 @@ Status MakeDirs(const std::string& path);
 // inode its group freed in the last minutes, which made each file of a run cost ~0.6 ms here.
 // Best effort: false where the file system has no such flag (tmpfs, XFS); nothing else changes.
 bool SpreadSubdirectories(const std::string& path);
+
+// mkdir(path, mode); where the parent is missing, makes it (MakeDirs), spreads its
+// subdirectories (SpreadSubdirectories) and tries again. kAlreadyExists if `path` was there
+// (the caller decides what that means); another failure names the directory and the reason.
+Status MakeDirInSpreadParent(const std::string& path, mode_t mode);
 
 }  // namespace corral::agent

@@ -121,19 +121,10 @@ void AdoptPids(int32_t monitor_pid, const std::vector<int32_t>& pgids, LaunchedR
 // Creates `path` (and its parents, 0755) as a directory of the job's own, 0700, unless it exists:
 // an existing one (a restarted job's checkpoints) is left as it is.
 // The first one made under a new parent (the checkpoint root) marks it as a top of
-// hierarchies, as runs/ is (SpreadSubdirectories).
+// hierarchies, as runs/ is (MakeDirInSpreadParent).
 Status MakeOwnedDir(const std::string& path, bool chown_it, uid_t uid, gid_t gid) {
-  int made = mkdir(path.c_str(), 0700);
-  auto slash = path.find_last_of('/');
-  if (made != 0 && errno == ENOENT && slash != std::string::npos && slash > 0) {
-    const std::string parent = path.substr(0, slash);
-    CORRAL_RETURN_IF_ERROR(MakeDirs(parent));
-    (void)SpreadSubdirectories(parent);
-    made = mkdir(path.c_str(), 0700);
-  }
-  if (made != 0) {
-    if (errno == EEXIST) return Status::Ok();
-    return Internal(ErrnoText("mkdir " + path, errno));
+  if (Status made = MakeDirInSpreadParent(path, 0700); !made.ok()) {
+    return made.code() == ErrorCode::kAlreadyExists ? Status::Ok() : made;
   }
   if (chown_it && chown(path.c_str(), uid, gid) != 0) {
     return Internal(ErrnoText("chown " + path, errno));
@@ -348,18 +339,13 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
   p.run.started_at = NowMs();
   p.dir = RunDir(p.run.key());
   p.logs = p.dir + "/logs";
-  int made = mkdir(p.dir.c_str(), 0711);
-  if (made != 0 && errno == ENOENT) {  // runs/ was removed since the constructor made it
-    CORRAL_RETURN_IF_ERROR(MakeDirs(runs_dir_));
-    (void)SpreadSubdirectories(runs_dir_);
-    made = mkdir(p.dir.c_str(), 0711);
-  }
-  if (made != 0) {
-    if (errno == EEXIST) {
+  // (runs/ is remade here if it was removed since the constructor made it.)
+  if (Status made = MakeDirInSpreadParent(p.dir, 0711); !made.ok()) {
+    if (made.code() == ErrorCode::kAlreadyExists) {
       return Status(ErrorCode::kAlreadyExists,
                     "run " + p.dir + " was already started on this node");
     }
-    return Internal(ErrnoText("mkdir " + p.dir, errno));
+    return made;
   }
   // The durable "started" record comes before the fork: a crash from here on leaves a run
   // that is reported as lost, never one that is started again. (runs/ itself is fsynced once
