@@ -646,13 +646,13 @@ RunStatus PosixLauncher::Finish(const LaunchedRun& run, RunStatus st) {
 
 RunStatus PosixLauncher::Check(LaunchedRun& run) {
   const std::string dir = RunDir(run.key());
-  RunRecord rec = ReadRunRecord(dir);
+  RunRecord rec = ReadRunRecord(dir, RecordPart::kStatus);
   if (rec.exited) return Finish(run, rec.status);
   if (run.monitor_pid == 0 && rec.has_pids) AdoptPids(rec.monitor_pid, rec.pgids, &run);
   RunStatus st;
   ReapMonitor(run.monitor_pid);  // one of ours that died unasked is a zombie until reaped
   if (ProcessAlive(run.monitor_pid, run.monitor_start)) return st;
-  rec = ReadRunRecord(dir);
+  rec = ReadRunRecord(dir, RecordPart::kStatus);
   if (rec.exited) return Finish(run, rec.status);  // finished since the first look
   // No monitor (killed, or the launch was interrupted): watch the process groups directly.
   for (int32_t pgid : run.pgids) {
@@ -671,7 +671,7 @@ RunStatus PosixLauncher::Check(LaunchedRun& run) {
 }
 
 void PosixLauncher::Signal(const LaunchedRun& run, int signal) {
-  if (ReadRunRecord(RunDir(run.key())).exited) return;
+  if (ReadRunRecord(RunDir(run.key()), RecordPart::kStatus).exited) return;
   for (int32_t pgid : run.pgids) {
     if (pgid > 0) (void)kill(-pgid, signal);
   }

@@ -66,9 +66,10 @@ bool Exists(const std::string& path) {
 }
 
 // The facts an older agent kept in files of their own, where the record lacks them.
-void ReadLegacyFiles(const std::string& dir, RunRecord* r) {
+void ReadLegacyFiles(const std::string& dir, RecordPart part, RunRecord* r) {
   std::string text;
-  if (!r->started && ReadFile(dir + "/run.json", &text) && DecodeRun(text, &r->run)) {
+  if (part == RecordPart::kAll && !r->started && ReadFile(dir + "/run.json", &text) &&
+      DecodeRun(text, &r->run)) {
     r->started = true;
   }
   if (!r->has_pids && ReadFile(dir + "/pids", &text)) {
@@ -100,7 +101,7 @@ bool ParsePidReport(const std::string& text, int32_t* monitor_pid, std::vector<i
   return true;
 }
 
-RunRecord ReadRunRecord(const std::string& dir) {
+RunRecord ReadRunRecord(const std::string& dir, RecordPart part) {
   RunRecord r;
   std::string text;
   if (ReadFile(dir + "/" + kRunRecordName, &text)) {
@@ -112,7 +113,7 @@ RunRecord ReadRunRecord(const std::string& dir) {
       std::istringstream rest(sp == std::string_view::npos ? std::string()
                                                            : std::string(line.substr(sp + 1)));
       if (kind == "start") {
-        r.started = r.started || DecodeRun(rest.str(), &r.run);
+        r.started = r.started || part == RecordPart::kStatus || DecodeRun(rest.str(), &r.run);
       } else if (kind == "pids") {
         r.has_pids = ParsePidReport(rest.str(), &r.monitor_pid, &r.pgids) || r.has_pids;
       } else if (kind == "exit" && !r.exited) {  // the first one wins
@@ -127,7 +128,7 @@ RunRecord ReadRunRecord(const std::string& dir) {
     }
   }
   // A run this agent started has its start line first; one without is older, or never began.
-  if (!r.started) ReadLegacyFiles(dir, &r);
+  if (!r.started) ReadLegacyFiles(dir, part, &r);
   if (!r.exited) r.status = RunStatus{};  // a "vanished" without its exit line: still running
   return r;
 }

@@ -38,8 +38,13 @@ struct RunRecord {
   bool released = false;
 };
 
+// What a reader needs of the record: kStatus leaves the order undecoded (`started` then only
+// says that a whole start line is there): the agent's checks of live runs read the record at
+// every exit notification, and the order, with the job's environment, is most of its bytes.
+enum class RecordPart { kAll, kStatus };
+
 // Reads `dir`'s record, and the older per-fact files where the record lacks a fact.
-RunRecord ReadRunRecord(const std::string& dir);
+RunRecord ReadRunRecord(const std::string& dir, RecordPart part = RecordPart::kAll);
 
 // Appends `line` (which must end in '\n') to `dir`'s record, creating it (0600: the order holds
 // the job's environment, which may carry secrets). `durable`: fsync before returning.

@@ -57,6 +57,16 @@ TEST(RunRecord, EveryFactIsReadBackFromItsLine) {
   EXPECT_TRUE(r.status.usage.oom_killed);
   EXPECT_FALSE(r.released);
 
+  // The status alone, as the checks of live runs read it: the same facts, the order undecoded.
+  RunRecord status = ReadRunRecord(dir.path(), RecordPart::kStatus);
+  EXPECT_TRUE(status.started);
+  EXPECT_EQ(status.run.order.run_id, "");
+  EXPECT_EQ(status.monitor_pid, 100);
+  ASSERT_TRUE(status.exited);
+  EXPECT_EQ(status.status.exit_code, 3);
+  EXPECT_EQ(status.status.failed_task, 1);
+  EXPECT_EQ(status.status.usage.peak_memory_bytes, 4096);
+
   // A second exit (the agent declaring it lost after the monitor wrote one) does not win.
   ASSERT_TRUE(AppendRunRecord(dir.path(), "vanished\n" + ExitLine(-9, 5, -1), true).ok());
   ASSERT_TRUE(AppendRunRecord(dir.path(), "released\n", false).ok());
@@ -76,6 +86,7 @@ TEST(RunRecord, ALineCutShortByACrashIsIgnored) {
   TempDir torn;
   WriteText(torn.path() + "/" + kRunRecordName, StartLine(SomeRun()).substr(0, 40));
   EXPECT_FALSE(ReadRunRecord(torn.path()).started) << "a torn start line: never forked";
+  EXPECT_FALSE(ReadRunRecord(torn.path(), RecordPart::kStatus).started);
 }
 
 TEST(RunRecord, ARunOfAnOlderAgentIsReadFromItsFiles) {
@@ -89,6 +100,7 @@ TEST(RunRecord, ARunOfAnOlderAgentIsReadFromItsFiles) {
   ASSERT_TRUE(r.started);
   EXPECT_EQ(r.run.order.run_id, "12.3");
   EXPECT_EQ(r.monitor_pid, 200);
+  EXPECT_EQ(ReadRunRecord(dir.path(), RecordPart::kStatus).monitor_pid, 200);
   EXPECT_FALSE(r.exited);
 
   WriteText(dir.path() + "/exit", "-9 1700000000500\n");  // one-task monitors wrote no task
