@@ -148,11 +148,11 @@ TEST(GittinsOrderTest, IndicesInOnePowerOfTwoOfGpuMinutesTie) {
   Decisions d = s.Schedule(10);
   EXPECT_TRUE(Placed(d, 1));
   EXPECT_FALSE(Placed(d, 2));
-  EXPECT_EQ(GittinsBucket(0), 0);
-  EXPECT_EQ(GittinsBucket(59 * kSecond), 0);
-  EXPECT_EQ(GittinsBucket(kMinute), 1);
-  EXPECT_EQ(GittinsBucket(15 * kMinute), 4);
-  EXPECT_EQ(GittinsBucket(16 * kMinute), 5);
+  EXPECT_EQ(MinuteBucket(0), 0);
+  EXPECT_EQ(MinuteBucket(59 * kSecond), 0);
+  EXPECT_EQ(MinuteBucket(kMinute), 1);
+  EXPECT_EQ(MinuteBucket(15 * kMinute), 4);
+  EXPECT_EQ(MinuteBucket(16 * kMinute), 5);
 }
 
 // A level-1 job (2 GPU-hours attained) whose index is higher than a new level-0 job's.

@@ -93,8 +93,8 @@ TimeMs ExpectedEndOf(const SchedulerConfig& config, const PendingJob& job, TimeM
   return end;
 }
 
-int64_t GittinsBucket(DurationMs gittins_gpu_ms) {
-  return std::bit_width(static_cast<uint64_t>(std::max<DurationMs>(0, gittins_gpu_ms) / kMinute));
+int64_t MinuteBucket(DurationMs ms) {
+  return std::bit_width(static_cast<uint64_t>(std::max<DurationMs>(0, ms) / kMinute));
 }
 
 JobKey StaticKey(const SchedulerConfig& config, const PendingJob& job, DurationMs attained_gpu_ms) {
@@ -109,7 +109,7 @@ JobKey StaticKey(const SchedulerConfig& config, const PendingJob& job, DurationM
           gittins && config.gittins == GittinsOrder::kForLevel && job.gittins_ms > 0;
       return {.a = -int64_t{job.priority},
               .order_level = gittins_for_level ? 0 : level,
-              .gittins = gittins ? GittinsBucket(job.gittins_ms) : 0,
+              .gittins = gittins ? MinuteBucket(job.gittins_ms) : 0,
               .pred = config.use_predictions ? PredictedRemainingMs(job, attained_gpu_ms) : 0,
               .b = job.submitted_at,
               .id = job.id,

@@ -14,7 +14,7 @@ namespace corral::sched {
 // inside a queue (SchedulerConfig::las_within_queue; 0 otherwise): the pass order puts it
 // after the queue's fair share and before the user's (pass_order.h). `pred` is kCorral's
 // predicted remaining run time (SchedulerConfig::use_predictions; 0 otherwise), right after
-// the level. `gittins` is kCorral's GittinsBucket of the job's index (SchedulerConfig::
+// the level. `gittins` is kCorral's MinuteBucket of the job's index (SchedulerConfig::
 // gittins; 0 otherwise, and with GittinsOrder::kQueuesOnly), which the pass order puts after
 // the level or in its place.
 struct JobKey {
@@ -46,11 +46,12 @@ DurationMs PredictedRemainingMs(const PendingJob& job, DurationMs attained_gpu_m
 // kUnknownTime without either.
 TimeMs ExpectedEndOf(const SchedulerConfig& config, const PendingJob& job, TimeMs start);
 
-// The order's view of an inverse Gittins index (PendingJob::gittins_ms, GPU-ms): its
-// power-of-two bucket of whole GPU-minutes (0, 1, 2-3, 4-7, ...; 0 also when unknown). The
-// index is computed when a job is (re)queued, from the history as it was then; the buckets
-// keep that drift from reordering jobs whose indices are alike.
-int64_t GittinsBucket(DurationMs gittins_gpu_ms);
+// The order's view of a duration: its power-of-two bucket of whole minutes (0, 1, 2-3, 4-7, ...;
+// 0 also for 0, unknown). It compares inverse Gittins indices (PendingJob::gittins_ms, GPU-ms),
+// computed when a job is (re)queued from the history as it was then, whose drift the buckets
+// keep from reordering jobs whose indices are alike; and borrowing queues' predicted remaining
+// times (SchedulerConfig::borrowing_queues_by_level).
+int64_t MinuteBucket(DurationMs ms);
 
 // The key of a pending job that has attained `attained_gpu_ms` so far.
 JobKey StaticKey(const SchedulerConfig& config, const PendingJob& job, DurationMs attained_gpu_ms);

@@ -1,7 +1,5 @@
 #include "sched/pass_order.h"
 
-#include <bit>
-
 namespace corral::sched {
 
 PassOrder::PassOrder(PendingSet& pending, const QueueBook& queues)
@@ -38,9 +36,9 @@ std::optional<PassOrder::QueueKey> PassOrder::MakeQueueKey(int32_t sel) const {
       borrow_level = std::get<1>(head);
       // The best job's index (also where the order inside the queue ignores it).
       if (cfg.gittins != GittinsOrder::kOff) {
-        borrow_gittins = GittinsBucket(pending_.Head(std::get<7>(head))->job.gittins_ms);
+        borrow_gittins = MinuteBucket(pending_.Head(std::get<7>(head))->job.gittins_ms);
       }
-      borrow_bucket = std::bit_width(static_cast<uint64_t>(std::get<3>(head) / kMinute));
+      borrow_bucket = MinuteBucket(std::get<3>(head));
     }
   }
   return QueueKey{

@@ -210,7 +210,7 @@ struct SchedulerConfig {
   double starvation_promote_factor = 0;
   // kCorral, with las_within_queue: order pending jobs by the Gittins index of their
   // attained service (PendingJob::gittins_ms, compared in power-of-two buckets of GPU-minutes,
-  // GittinsBucket: the higher the index, the lower the bucket, first; 0, unknown, first), as
+  // MinuteBucket: the higher the index, the lower the bucket, first; 0, unknown, first), as
   // Tiresias' Gittins index. kInsideLevel: inside a LAS level. kForLevel: in the level's place
   // for jobs that have an index (what a job may preempt is still decided by its level).
   // kQueuesOnly: not inside a queue. Queues over their quota (borrowing_queues_by_level) are
