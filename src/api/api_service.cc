@@ -118,7 +118,14 @@ Json QueueViewJson(const head::QueueView& v) {
 template <typename T, typename F>
 head::Head::Callback<T> ApiService::Answer(Responder respond, F to_json, int ok_status) {
   return [head = head_, respond = std::move(respond), to_json, ok_status](Result<T> r) {
-    HttpResponse out = r.ok() ? JsonResponse(ok_status, to_json(*r)) : ErrorResponse(r.status());
+    HttpResponse out = r.ok() ? HttpResponse{.status = ok_status} : ErrorResponse(r.status());
+    // The value is the head's answer, a copy: it is encoded on the connection's I/O thread,
+    // not on the head's state machine, which answers thousands of agents' syncs at a time.
+    if (r.ok()) {
+      out.render = [to_json, value = std::move(*r)] {
+        return to_json(value).dump(-1, ' ', false, Json::error_handler_t::replace);
+      };
+    }
     out.headers[kRevisionHeader] = std::to_string(head->ReplyRevision());
     respond(std::move(out));
   };

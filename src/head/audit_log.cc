@@ -18,12 +18,15 @@ Result<std::unique_ptr<AuditLog>> AuditLog::Open(const std::string& path) {
 
 AuditLog::~AuditLog() { close(fd_); }
 
-void AuditLog::Write(const Json& record) {
-  std::string line = record.dump() + "\n";
+void AuditLog::Write(const Json& record) { WriteAll({record}); }
+
+void AuditLog::WriteAll(const std::vector<Json>& records) {
+  std::string lines;
+  for (const Json& r : records) lines += r.dump() + "\n";
   std::lock_guard lock(mu_);
-  // One write(2) per record on an O_APPEND descriptor: lines never interleave.
-  ssize_t n = write(fd_, line.data(), line.size());
-  if (n != static_cast<ssize_t>(line.size()) && !warned_) {
+  // One write(2) on an O_APPEND descriptor: lines never interleave.
+  ssize_t n = write(fd_, lines.data(), lines.size());
+  if (n != static_cast<ssize_t>(lines.size()) && !warned_) {
     warned_ = true;
     spdlog::error("cannot append to the audit log: {}", std::strerror(errno));
   }

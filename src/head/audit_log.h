@@ -5,6 +5,7 @@
 
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/codec.h"
 #include "core/status.h"
@@ -22,6 +23,8 @@ class AuditLog {
   // Appends `record` as one line. A failure is reported once on stderr and otherwise ignored:
   // the cluster keeps working when its audit disk fills.
   void Write(const Json& record);
+  // The records in one write(2), so a batch's lines stay together.
+  void WriteAll(const std::vector<Json>& records);
 
  private:
   explicit AuditLog(int fd) : fd_(fd) {}

@@ -189,13 +189,13 @@ void HeadCore::MarkDirty(const Change& c) {
     void operator()(const StepExited& e) { d.jobs.insert(e.job); }
     void operator()(const NodeRegistered& e) {
       d.nodes.insert(e.node.name);
-      d.meta = true;  // credentials
+      d.credentials = true;
     }
     void operator()(const NodeStateSet& e) { d.nodes.insert(e.node); }
     void operator()(const NodeHealthSet& e) { d.nodes.insert(e.node); }
     void operator()(const QueueSet& e) { d.queues.insert(e.queue.name); }
-    void operator()(const TokenIssued&) { d.meta = true; }
-    void operator()(const TokenRevoked&) { d.meta = true; }
+    void operator()(const TokenIssued&) { d.credentials = true; }
+    void operator()(const TokenRevoked&) { d.credentials = true; }
   };
   std::visit(Visitor{dirty_}, c.what);
 }

@@ -14,11 +14,22 @@ bool ParseU64(const std::string& s, uint64_t* out) {
 
 }  // namespace
 
-void EditLog::Append(const std::vector<Change>& changes, const ClusterState& state,
-                     std::vector<store::StateEdit>* batch) const {
-  bool retired = false;
+void EncodeChangeRecords(const std::vector<Change>& changes, std::vector<store::StateEdit>* batch) {
   for (const Change& c : changes) {
     batch->push_back(store::AppendChange{{c.revision, ToJson(c).dump()}});
+  }
+}
+
+void EditLog::Append(const std::vector<Change>& changes, const ClusterState& state,
+                     std::vector<store::StateEdit>* batch) const {
+  EncodeChangeRecords(changes, batch);
+  AppendRetirements(changes, state, batch);
+}
+
+void EditLog::AppendRetirements(const std::vector<Change>& changes, const ClusterState& state,
+                                std::vector<store::StateEdit>* batch) const {
+  bool retired = false;
+  for (const Change& c : changes) {
     if (const auto* r = std::get_if<JobsRetired>(&c.what)) {
       for (JobId id : r->jobs) {
         batch->push_back(store::RetireJob{id, JobStateName(state.retired.at(id))});
@@ -48,10 +59,12 @@ void EditLog::MaybeSnapshot(HeadCore& core, bool force, std::vector<store::State
   }
   for (const std::string& n : dirty.nodes) batch->push_back(store::PutNode{s.nodes.at(n)});
   for (const std::string& q : dirty.queues) batch->push_back(store::PutQueue{s.queues.at(q)});
-  if (dirty.meta) {
+  if (dirty.credentials) {
     Json creds = Json::array();
     for (const auto& [hash, c] : s.credentials) creds.push_back(ToJson(c));
     batch->push_back(store::PutMeta{kCredentialsKey, creds.dump()});
+  }
+  if (dirty.meta) {
     batch->push_back(store::PutMeta{SnapshotMeta::kEpoch, std::to_string(s.epoch)});
     batch->push_back(store::PutMeta{SnapshotMeta::kNextJobId, std::to_string(s.next_job_id)});
     if (!s.step_key.empty()) batch->push_back(store::PutMeta{SnapshotMeta::kStepKey, s.step_key});

@@ -24,10 +24,14 @@ class EditLog {
   explicit EditLog(DurabilityConfig config, uint64_t snapshot_revision = 0)
       : config_(config), snapshot_revision_(snapshot_revision) {}
 
-  // Appends the changes to `batch` as change-log records. A JobsRetired also marks its rows
-  // retired and writes the retired usage, from `state` (which has applied it).
+  // Appends the changes to `batch` as change-log records (EncodeChangeRecords), then what
+  // AppendRetirements adds.
   void Append(const std::vector<Change>& changes, const ClusterState& state,
               std::vector<store::StateEdit>* batch) const;
+  // A JobsRetired marks its rows retired and writes the retired usage, from `state` (which has
+  // applied it). Needs the state: the state machine's thread.
+  void AppendRetirements(const std::vector<Change>& changes, const ClusterState& state,
+                         std::vector<store::StateEdit>* batch) const;
   // When a snapshot is due (or `force`), appends rows for everything the core changed since
   // the last snapshot, the snapshot revision, and a truncation of the old log.
   // REQUIRES: every change up to core.revision() is in this batch or an earlier one.
@@ -38,6 +42,9 @@ class EditLog {
   DurabilityConfig config_;
   uint64_t snapshot_revision_;
 };
+
+// The changes as change-log records, one per change. Reads nothing but them: any thread.
+void EncodeChangeRecords(const std::vector<Change>& changes, std::vector<store::StateEdit>* batch);
 
 struct LoadedState {
   ClusterState snapshot;

@@ -88,6 +88,35 @@ Status StoreFailed(const Status& st) {
                      "); nothing of this request is durable; the head must restart");
 }
 
+Json AuditRecordOf(const Change& c) {
+  Json change = EventJson(c, Caller::System());
+  Json record{{"at", c.at},
+              {"rev", c.revision},
+              {"who", c.by.name},
+              {"role", RoleName(c.by.role)},
+              {"what", ChangeName(c.what)},
+              {change.value("kind", "object"), change.value("key", Json())}};
+  if (change.contains("reason")) record["reason"] = change["reason"];
+  if (const auto* t = std::get_if<TokenIssued>(&c.what)) {
+    record["for"] = t->credential.who.name;
+    record["role_granted"] = RoleName(t->credential.who.role);
+  }
+  return record;
+}
+
+// What an admin or a queue admin changed: who, what, when, which revision. Their reads and
+// everyone else's changes are in the change log already; this is the short list to review.
+// Written once the changes are durable (a change the store refused did not happen), on the
+// commit thread, one write for a batch.
+void AuditPrivileged(AuditLog& audit, const std::vector<Change>& changes) {
+  std::vector<Json> records;
+  for (const Change& c : changes) {
+    if (c.by.kind != Caller::Kind::kUser || c.by.role == Role::kUser) continue;
+    records.push_back(AuditRecordOf(c));
+  }
+  if (!records.empty()) audit.WriteAll(records);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Head>> Head::Open(HeadConfig config, const Clock* clock,
@@ -174,7 +203,11 @@ Head::~Head() { Stop(); }
 
 void Head::Start() {
   pipeline_ = std::make_unique<CommitPipeline>(
-      store_.get(), [this](Status st) { Post([this, st] { OnDurable(st); }); });
+      store_.get(),
+      [this](const std::vector<Change>& committed) {
+        if (audit_) AuditPrivileged(*audit_, committed);
+      },
+      [this](Status st) { Post([this, st] { OnDurable(st); }); });
   tick_timer_ = std::make_unique<asio::steady_timer>(io_);
   Post([this] {
     FlushEdits();
@@ -213,7 +246,8 @@ void Head::Tick() {
     log_.MaybeSnapshot(core_, true, &next_edits_);
     if (!next_edits_.empty()) PostFlush();
   }
-  if (config_.lease_renew_ms > 0 && !inflight_ && next_edits_.empty() && !failed_ &&
+  if (config_.lease_renew_ms > 0 && !inflight_ && next_edits_.empty() && next_changes_.empty() &&
+      !failed_ &&
       std::chrono::steady_clock::now() - commit_started_ >=
           std::chrono::milliseconds(config_.lease_renew_ms)) {
     inflight_ = true;  // an empty commit: the store renews the lease, nothing else
@@ -228,36 +262,19 @@ void Head::Tick() {
 
 // --- durability ---
 
-// What an admin or a queue admin changed: who, what, when, which revision. Their reads and
-// everyone else's changes are in the change log already; this is the short list to review.
-void Head::AuditIfPrivileged(const Change& c) {
-  if (!audit_ || c.by.kind != Caller::Kind::kUser || c.by.role == Role::kUser) return;
-  Json change = EventJson(c, Caller::System());
-  Json record{{"at", c.at},
-              {"rev", c.revision},
-              {"who", c.by.name},
-              {"role", RoleName(c.by.role)},
-              {"what", ChangeName(c.what)},
-              {change.value("kind", "object"), change.value("key", Json())}};
-  if (change.contains("reason")) record["reason"] = change["reason"];
-  if (const auto* t = std::get_if<TokenIssued>(&c.what)) {
-    record["for"] = t->credential.who.name;
-    record["role_granted"] = RoleName(t->credential.who.role);
-  }
-  audit_->Write(record);
-}
-
 void Head::Drain() {
   CoreOutput out = core_.TakeOutput();
   size_t retired = 0;
   for (const Change& c : out.changes) {
-    AuditIfPrivileged(c);
     if (const auto* r = std::get_if<JobsRetired>(&c.what)) retired += r->jobs.size();
   }
   // Many jobs just left memory: give the pages back, or the RSS stays that of the peak.
   if (retired >= 1000) malloc_trim(0);
+  // A pass first, so that what it places rides in the same commit as what asked for it (a
+  // submission's jobs and their placements: one commit to wait for, not two in a row).
+  if (core_.schedule_wanted()) RequestSchedule();
   if (!out.changes.empty()) {
-    log_.Append(out.changes, core_.state(), &next_edits_);
+    log_.AppendRetirements(out.changes, core_.state(), &next_edits_);
     for (Change& c : out.changes) next_changes_.push_back(std::move(c));
     PostFlush();
   }
@@ -273,11 +290,10 @@ void Head::Drain() {
       for (const std::string& n : names) AnswerParked(n);
     });
   }
-  if (core_.schedule_wanted()) RequestSchedule();
 }
 
 void Head::AfterDurable(std::function<void()> ok, std::function<void(const Status&)> fail) {
-  if (!next_edits_.empty()) {
+  if (!next_edits_.empty() || !next_changes_.empty()) {
     next_callbacks_.push_back({std::move(ok), std::move(fail)});
   } else if (inflight_) {
     inflight_callbacks_.push_back({std::move(ok), std::move(fail)});
@@ -308,14 +324,14 @@ void Head::PostFlush() {
 }
 
 void Head::FlushEdits() {
-  if (inflight_ || next_edits_.empty() || failed_) return;
+  if (inflight_ || (next_edits_.empty() && next_changes_.empty()) || failed_) return;
   log_.MaybeSnapshot(core_, false, &next_edits_);
   inflight_ = true;
   inflight_callbacks_ = std::move(next_callbacks_);
   next_callbacks_.clear();
-  inflight_changes_ = std::move(next_changes_);
+  inflight_changes_ = std::make_shared<std::vector<Change>>(std::move(next_changes_));
   next_changes_.clear();
-  std::vector<store::StateEdit> batch = std::move(next_edits_);
+  CommitBatch batch{inflight_changes_, std::move(next_edits_)};
   next_edits_.clear();
   commit_started_ = std::chrono::steady_clock::now();
   pipeline_->Submit(std::move(batch));
@@ -332,6 +348,7 @@ void Head::OnDurable(Status st) {
     inflight_callbacks_.clear();
     next_callbacks_.clear();
     next_edits_.clear();
+    next_changes_.clear();
     for (auto& [name, p] : parked_) p.timer->cancel();
     for (auto& [name, p] : parked_) p.done(StoreFailed(st));
     parked_.clear();
@@ -342,19 +359,21 @@ void Head::OnDurable(Status st) {
     for (Waiting& w : waiting) w.fail(st);
     return;
   }
-  if (!inflight_changes_.empty() || !inflight_callbacks_.empty()) {  // not a lease renewal
+  auto committed = std::exchange(inflight_changes_, nullptr);
+  if (committed || !inflight_callbacks_.empty()) {  // not a lease renewal
     metrics_.Observe(
         "corral_store_commit_duration_seconds", {},
         std::chrono::duration<double>(std::chrono::steady_clock::now() - commit_started_).count());
   }
   auto callbacks = std::move(inflight_callbacks_);
   inflight_callbacks_.clear();
-  for (Change& c : inflight_changes_) {
-    CountDurable(c);
-    durable_revision_ = c.revision;
-    recent_.push_back(std::move(c));
+  if (committed) {
+    for (Change& c : *committed) {
+      CountDurable(c);
+      durable_revision_ = c.revision;
+      recent_.push_back(std::move(c));
+    }
   }
-  inflight_changes_.clear();
   while (recent_.size() > config_.event_buffer) recent_.pop_front();
   for (Waiting& w : callbacks) w.ok();
   AnswerWatchers();

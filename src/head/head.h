@@ -202,7 +202,6 @@ class Head {
   void DescribeMetrics();
   void CountDurable(const Change& c);  // counters and histograms fed by committed changes
   void AnswerWatchers();
-  void AuditIfPrivileged(const Change& c);
   Result<Caller> AuthenticateFor(const std::string& bearer, TimeMs now, bool for_agents) const;
   void Tick();
   void Post(std::function<void()> fn);
@@ -231,9 +230,9 @@ class Head {
   std::map<std::string, Parked> parked_;
   std::map<uint64_t, Watcher> watchers_;  // by watch id
   uint64_t next_watch_ = 1;
-  std::deque<Change> recent_;             // durable changes, oldest first
-  std::vector<Change> next_changes_;      // in next_edits_
-  std::vector<Change> inflight_changes_;  // in the batch being written
+  std::deque<Change> recent_;                              // durable changes, oldest first
+  std::vector<Change> next_changes_;                       // for the next batch, with next_edits_
+  std::shared_ptr<std::vector<Change>> inflight_changes_;  // in the batch being written
   uint64_t durable_revision_ = 0;
   std::chrono::steady_clock::time_point commit_started_;
   MetricsRegistry metrics_;

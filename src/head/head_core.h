@@ -184,7 +184,8 @@ class HeadCore {
   struct Dirty {
     std::set<JobId> jobs;
     std::set<std::string> nodes, queues;
-    bool meta = false;
+    bool meta = false;         // epoch, next job id, step key
+    bool credentials = false;  // written whole: 10,000 agents' credentials, not per submission
   };
   Dirty TakeDirty();
   // Jobs wait to be retired until the snapshot rows hold them as they ended: the shell

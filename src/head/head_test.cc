@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <thread>
 
@@ -144,6 +146,56 @@ TEST_F(HeadShell, ALostAcknowledgementIsNotAnAcknowledgement) {
   auto jobs = List();
   ASSERT_TRUE(jobs.result.ok());
   EXPECT_EQ(jobs.result->size(), 1u);
+}
+
+// The audit log holds what an admin changed once it is durable, and nothing of a change the
+// store refused (the lines are written by the commit thread after the commit).
+TEST(HeadAudit, AnAdminsDurableChangesAreAuditedAndARefusedOneIsNot) {
+  char tmpl[] = "/tmp/corral-audit-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl;
+  auto store =
+      std::make_unique<FaultStore>(std::make_unique<MemoryStore>(std::make_shared<MemoryDisk>()));
+  FaultStore* fault = store.get();
+  FakeClock clock;
+  HeadConfig config;
+  config.state_dir = dir;
+  config.on_store_failure = [](const Status&) {};
+  auto h = Head::Open(config, &clock, std::move(store));
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  std::unique_ptr<Head> head = std::move(*h);
+  head->Start();
+  std::ifstream token_file(dir + "/admin.token");
+  std::string admin;
+  std::getline(token_file, admin);
+  auto submit = [&](int n) {
+    JobSpec spec;
+    spec.command = {"true"};
+    spec.array = "0-" + std::to_string(n - 1);
+    std::promise<Result<Job>> p;
+    head->Submit(admin, spec, "", "", [&](Result<Job> r) { p.set_value(std::move(r)); });
+    return p.get_future().get();
+  };
+  auto audited = [&] {
+    std::ifstream audit(dir + "/audit.log");
+    std::vector<Json> lines;
+    for (std::string line; std::getline(audit, line);) lines.push_back(Json::parse(line));
+    return lines;
+  };
+  auto ok = submit(3);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  auto lines = audited();
+  ASSERT_EQ(lines.size(), 3u) << "the array's three elements, each a change";
+  for (const Json& l : lines) {
+    EXPECT_EQ(l["what"], "job_submitted");
+    EXPECT_EQ(l["who"], "admin");
+    EXPECT_GT(l["rev"].get<uint64_t>(), 0u);
+  }
+  fault->SetMode(FaultStore::Mode::kFail);
+  EXPECT_FALSE(submit(2).ok());
+  EXPECT_EQ(audited().size(), 3u) << "a change the store refused did not happen";
+  head.reset();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -9,9 +9,9 @@
 namespace corral::net {
 
 struct HttpRequest {
-  std::string method;  // "GET", "POST", ... as sent
-  std::string target;  // raw request target, e.g. "/v1/jobs?state=running"
-  std::string path;    // target without the query, percent-decoded
+  std::string method;                          // "GET", "POST", ... as sent
+  std::string target;                          // raw request target, e.g. "/v1/jobs?state=running"
+  std::string path;                            // target without the query, percent-decoded
   std::map<std::string, std::string> query;    // url-decoded; last value wins on repeats
   std::map<std::string, std::string> headers;  // lower-case names; repeats joined with ", "
   std::string body;
@@ -28,6 +28,10 @@ struct HttpResponse {
   int status = 200;  // the server sends 500 for one outside 200..999
   std::string content_type = "application/json";
   std::string body;
+  // When set (server side), makes the body on the connection's own I/O thread just before it
+  // is written, so that a large answer is not encoded on the thread that answered (the head's
+  // state machine). Owns what it encodes. A throw answers 500.
+  std::function<std::string()> render;
   // Extra headers. The server sets Content-Type, Content-Length, Connection and Server
   // itself; on the client side this holds every response header, lower-case names.
   std::map<std::string, std::string> headers;

@@ -1,8 +1,6 @@
 #include "net/http_server.h"
 
 // <utility> before any Boost.Asio header: Boost 1.74's awaitable.hpp needs std::exchange.
-#include <utility>
-
 #include <pthread.h>
 
 #include <atomic>
@@ -20,6 +18,7 @@
 #include <optional>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "net/tls_context.h"
@@ -316,6 +315,13 @@ class Session final : public SessionBase {
     if (closed_ || !pending_ || seq != seq_) return;
     pending_ = false;
     auto self = std::exchange(hold_, nullptr);
+    if (r.render) {
+      try {
+        r.body = std::exchange(r.render, nullptr)();
+      } catch (const std::exception& e) {
+        r = JsonError(500, "internal", std::string("encoding the answer failed: ") + e.what());
+      }
+    }
     Write(std::move(r));
   }
 

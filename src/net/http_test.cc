@@ -371,6 +371,43 @@ TEST(HttpTest, ThrowingHandlerAnswers500) {
   EXPECT_NE(r->body.find("boom"), std::string::npos);
 }
 
+// A rendered body is made on the connection's I/O thread, not by whoever answered: the head's
+// state machine hands over the value and moves on.
+TEST(HttpTest, RenderedBodyIsMadeOnTheConnectionsThread) {
+  std::atomic<std::thread::id> rendered_on{};
+  std::thread::id answered_on;
+  TestServer ts(
+      [&](HttpRequest req, Responder respond) {
+        answered_on = std::this_thread::get_id();
+        if (req.path == "/fails") {
+          HttpResponse r;
+          r.render = []() -> std::string { throw std::runtime_error("cannot encode"); };
+          return respond(std::move(r));
+        }
+        std::thread([&, respond = std::move(respond), path = req.path] {
+          HttpResponse r;
+          r.status = 201;
+          r.render = [&rendered_on, path] {
+            rendered_on = std::this_thread::get_id();
+            return "{\"path\":\"" + path + "\"}";
+          };
+          respond(std::move(r));
+        }).detach();
+      },
+      HttpServerOptions{.io_threads = 1});
+  HttpClient client(ts.url(), "t");
+  auto r = client.Get("/made-late", kTimeout);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 201);
+  EXPECT_EQ(r->body, "{\"path\":\"/made-late\"}");
+  // The answering thread was a detached one; the body was made on the server's one I/O
+  // thread, the one the handler was called on.
+  EXPECT_EQ(rendered_on.load(), answered_on);
+  auto bad = client.Get("/fails", kTimeout);
+  ASSERT_TRUE(bad.ok()) << bad.status().ToString();
+  EXPECT_EQ(bad->status, 500);
+  EXPECT_NE(bad->body.find("cannot encode"), std::string::npos) << bad->body;
+}
 TEST(HttpTest, LargeBodyRejectedWith413) {
   TestServer ts(EchoHandler());
   HttpClient client(ts.url(), "t");
