@@ -258,7 +258,7 @@ pid_t StartTask(const ChildPlan& p, const TaskPlan& t) {
     while (t < p.task_count && p.task_pids[t] != info.si_pid) ++t;
     if (t < p.task_count) {
       (void)kill(-info.si_pid, SIGKILL);  // what is left of the task's group
-      p.task_pids[t] = 0;
+      p.task_pids[t] = -info.si_pid;      // ended; its group is still to be emptied
       --remaining;
     }
     (void)waitpid(info.si_pid, nullptr, 0);
@@ -274,6 +274,18 @@ pid_t StartTask(const ChildPlan& p, const TaskPlan& t) {
     }
   }
   alarm(0);
+  // What was left of each task's group was killed, and comes here (the subreaper) to be
+  // reaped: wait for that (a second at most, for a process stuck in the kernel), so that a
+  // replica reported over has no process left.
+  for (int tries = 0; tries < 1000; ++tries) {
+    bool empty = true;
+    for (int t = 0; t < p.task_count; ++t) empty = empty && kill(p.task_pids[t], 0) != 0;
+    if (empty) break;
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    const timespec pause{0, 1'000'000};
+    (void)nanosleep(&pause, nullptr);
+  }
   WriteExitRaw(p, code, failed_task);
   // Reap any orphan still alive.
   while (waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
