@@ -36,6 +36,14 @@ class EditLog {
   // the last snapshot, the snapshot revision, and a truncation of the old log.
   // REQUIRES: every change up to core.revision() is in this batch or an earlier one.
   void MaybeSnapshot(HeadCore& core, bool force, std::vector<store::StateEdit>* batch);
+  // A snapshot rewrites the row of every job changed since the last one: it waits for a batch
+  // of at most kSnapshotRidesWith changes (not a 1,000-job array and its placements, which it
+  // would double), unless it is overdue by a whole interval.
+  static constexpr size_t kSnapshotRidesWith = 64;
+  bool SnapshotMayRideWith(uint64_t revision, size_t batch_changes) const {
+    return batch_changes <= kSnapshotRidesWith ||
+           revision - snapshot_revision_ >= 2 * config_.snapshot_every;
+  }
   uint64_t snapshot_revision() const { return snapshot_revision_; }
 
  private:

@@ -325,7 +325,9 @@ void Head::PostFlush() {
 
 void Head::FlushEdits() {
   if (inflight_ || (next_edits_.empty() && next_changes_.empty()) || failed_) return;
-  log_.MaybeSnapshot(core_, false, &next_edits_);
+  if (log_.SnapshotMayRideWith(core_.revision(), next_changes_.size())) {
+    log_.MaybeSnapshot(core_, false, &next_edits_);
+  }
   inflight_ = true;
   inflight_callbacks_ = std::move(next_callbacks_);
   next_callbacks_.clear();

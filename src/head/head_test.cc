@@ -198,6 +198,84 @@ TEST(HeadAudit, AnAdminsDurableChangesAreAuditedAndARefusedOneIsNot) {
   std::filesystem::remove_all(dir);
 }
 
+// Counts what each commit holds: change records and job rows.
+class CountingStore final : public store::Store {
+ public:
+  struct Batch {
+    int changes = 0, job_rows = 0;
+  };
+  explicit CountingStore(std::unique_ptr<store::Store> inner) : inner_(std::move(inner)) {}
+  Result<store::StoredState> Load() override { return inner_->Load(); }
+  Status Commit(const std::vector<store::StateEdit>& edits) override {
+    Batch b;
+    for (const auto& e : edits) {
+      b.changes += std::holds_alternative<store::AppendChange>(e);
+      b.job_rows += std::holds_alternative<store::PutJob>(e);
+    }
+    {
+      std::lock_guard lock(mu_);
+      batches_.push_back(b);
+    }
+    return inner_->Commit(edits);
+  }
+  Result<std::vector<store::ChangeRecord>> ReadChanges(uint64_t after, int32_t limit) override {
+    return inner_->ReadChanges(after, limit);
+  }
+  Result<std::vector<Job>> ReadRetiredJobs(const store::RetiredJobsQuery& q) const override {
+    return inner_->ReadRetiredJobs(q);
+  }
+  std::vector<Batch> batches() const {
+    std::lock_guard lock(mu_);
+    return batches_;
+  }
+
+ private:
+  std::unique_ptr<store::Store> inner_;
+  mutable std::mutex mu_;
+  std::vector<Batch> batches_;
+};
+
+// Snapshot rows (every job changed since the last snapshot) do not ride with a burst of
+// changes, which they would double, but with the next small batch; unless the snapshot is
+// overdue by a whole interval.
+TEST(HeadSnapshot, SnapshotRowsWaitForASmallBatchUnlessOverdue) {
+  auto owned = std::make_unique<CountingStore>(
+      std::make_unique<MemoryStore>(std::make_shared<MemoryDisk>()));
+  CountingStore* store = owned.get();
+  FakeClock clock;
+  CountingRandom random;
+  HeadConfig config;
+  config.durability.snapshot_every = 100;
+  auto h = Head::Create(config, std::move(owned), &clock, &random, {kAdmin, "join-secret"});
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  std::unique_ptr<Head> head = std::move(*h);
+  head->Start();
+  auto submit = [&](const std::string& array) {
+    JobSpec spec;
+    spec.command = {"true"};
+    spec.array = array;
+    std::promise<Result<Job>> p;
+    head->Submit(kAdmin, spec, "", "", [&](Result<Job> r) { p.set_value(std::move(r)); });
+    return p.get_future().get();
+  };
+  ASSERT_TRUE(submit("0-149").ok());  // 150 changes: a snapshot is due, but not with these
+  auto batches = store->batches();
+  ASSERT_FALSE(batches.empty());
+  EXPECT_EQ(batches.back().changes, 150);
+  EXPECT_EQ(batches.back().job_rows, 0) << "the snapshot rode with a burst";
+  ASSERT_TRUE(submit("").ok());  // one change: the snapshot comes with it
+  batches = store->batches();
+  EXPECT_EQ(batches.back().changes, 1);
+  EXPECT_EQ(batches.back().job_rows, 151);
+  ASSERT_TRUE(submit("0-99").ok());  // due again, but a burst
+  EXPECT_EQ(store->batches().back().job_rows, 0);
+  ASSERT_TRUE(submit("0-149").ok());  // 250 changes since the snapshot: overdue, it rides
+  batches = store->batches();
+  EXPECT_EQ(batches.back().changes, 150);
+  EXPECT_EQ(batches.back().job_rows, 250);
+  head.reset();
+}
+
 }  // namespace
 }  // namespace corral::head
 
