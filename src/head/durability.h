@@ -15,7 +15,7 @@
 namespace corral::head {
 
 struct DurabilityConfig {
-  uint64_t snapshot_every = 5000;  // changes between two snapshots
+  uint64_t snapshot_every = 1000;  // changes between two snapshots
   uint64_t keep_changes = 100000;  // changes kept below the snapshot, for watchers
 };
 
@@ -36,13 +36,14 @@ class EditLog {
   // the last snapshot, the snapshot revision, and a truncation of the old log.
   // REQUIRES: every change up to core.revision() is in this batch or an earlier one.
   void MaybeSnapshot(HeadCore& core, bool force, std::vector<store::StateEdit>* batch);
-  // A snapshot rewrites the row of every job changed since the last one: it waits for a batch
-  // of at most kSnapshotRidesWith changes (not a 1,000-job array and its placements, which it
-  // would double), unless it is overdue by a whole interval.
-  static constexpr size_t kSnapshotRidesWith = 64;
+  // A snapshot rewrites the row of every job changed since the last one (~40 µs a row): it
+  // is written alone, when the head has nothing else to commit, not with changes someone
+  // waits for (a burst's placements, agents' exit reports), unless kSnapshotOverdue intervals
+  // have passed without one (a head never idle).
+  static constexpr uint64_t kSnapshotOverdue = 10;
   bool SnapshotMayRideWith(uint64_t revision, size_t batch_changes) const {
-    return batch_changes <= kSnapshotRidesWith ||
-           revision - snapshot_revision_ >= 2 * config_.snapshot_every;
+    return batch_changes == 0 ||
+           revision - snapshot_revision_ >= kSnapshotOverdue * config_.snapshot_every;
   }
   uint64_t snapshot_revision() const { return snapshot_revision_; }
 

@@ -245,6 +245,9 @@ void Head::Tick() {
     // Jobs wait to retire until the rows hold them as they ended.
     log_.MaybeSnapshot(core_, true, &next_edits_);
     if (!next_edits_.empty()) PostFlush();
+  } else if (!inflight_ && next_changes_.empty() && next_edits_.empty() && !failed_) {
+    log_.MaybeSnapshot(core_, false, &next_edits_);  // idle: a due snapshot delays no one
+    if (!next_edits_.empty()) PostFlush();
   }
   if (config_.lease_renew_ms > 0 && !inflight_ && next_edits_.empty() && next_changes_.empty() &&
       !failed_ &&

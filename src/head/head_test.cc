@@ -235,45 +235,60 @@ class CountingStore final : public store::Store {
   std::vector<Batch> batches_;
 };
 
-// Snapshot rows (every job changed since the last snapshot) do not ride with a burst of
-// changes, which they would double, but with the next small batch; unless the snapshot is
-// overdue by a whole interval.
-TEST(HeadSnapshot, SnapshotRowsWaitForASmallBatchUnlessOverdue) {
-  auto owned = std::make_unique<CountingStore>(
-      std::make_unique<MemoryStore>(std::make_shared<MemoryDisk>()));
-  CountingStore* store = owned.get();
-  FakeClock clock;
-  CountingRandom random;
-  HeadConfig config;
-  config.durability.snapshot_every = 100;
-  auto h = Head::Create(config, std::move(owned), &clock, &random, {kAdmin, "join-secret"});
-  ASSERT_TRUE(h.ok()) << h.status().ToString();
-  std::unique_ptr<Head> head = std::move(*h);
-  head->Start();
-  auto submit = [&](const std::string& array) {
+// Snapshot rows (every job changed since the last snapshot) are not written with changes
+// someone waits for, but alone when the head is idle; or with the next batch once overdue.
+class HeadSnapshot : public ::testing::Test {
+ protected:
+  void Open(DurationMs tick_ms) {
+    auto owned = std::make_unique<CountingStore>(
+        std::make_unique<MemoryStore>(std::make_shared<MemoryDisk>()));
+    store_ = owned.get();
+    HeadConfig config;
+    config.durability.snapshot_every = 100;
+    config.tick_ms = tick_ms;
+    auto h = Head::Create(config, std::move(owned), &clock_, &random_, {kAdmin, "join-secret"});
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    head_ = std::move(*h);
+    head_->Start();
+  }
+  Result<Job> Submit(const std::string& array) {
     JobSpec spec;
     spec.command = {"true"};
     spec.array = array;
     std::promise<Result<Job>> p;
-    head->Submit(kAdmin, spec, "", "", [&](Result<Job> r) { p.set_value(std::move(r)); });
+    head_->Submit(kAdmin, spec, "", "", [&](Result<Job> r) { p.set_value(std::move(r)); });
     return p.get_future().get();
-  };
-  ASSERT_TRUE(submit("0-149").ok());  // 150 changes: a snapshot is due, but not with these
-  auto batches = store->batches();
-  ASSERT_FALSE(batches.empty());
+  }
+  FakeClock clock_;
+  CountingRandom random_;
+  CountingStore* store_ = nullptr;
+  std::unique_ptr<Head> head_;
+};
+
+TEST_F(HeadSnapshot, ADueSnapshotIsWrittenAloneWhenTheHeadIsIdle) {
+  Open(/*tick_ms=*/20);
+  ASSERT_TRUE(Submit("0-149").ok());  // a snapshot is due, but not with these
+  auto batches = store_->batches();
   EXPECT_EQ(batches.back().changes, 150);
-  EXPECT_EQ(batches.back().job_rows, 0) << "the snapshot rode with a burst";
-  ASSERT_TRUE(submit("").ok());  // one change: the snapshot comes with it
-  batches = store->batches();
-  EXPECT_EQ(batches.back().changes, 1);
-  EXPECT_EQ(batches.back().job_rows, 151);
-  ASSERT_TRUE(submit("0-99").ok());  // due again, but a burst
-  EXPECT_EQ(store->batches().back().job_rows, 0);
-  ASSERT_TRUE(submit("0-149").ok());  // 250 changes since the snapshot: overdue, it rides
-  batches = store->batches();
+  EXPECT_EQ(batches.back().job_rows, 0) << "the snapshot rode with changes";
+  ASSERT_TRUE(Submit("").ok());
+  EXPECT_EQ(store_->batches().back().job_rows, 0);
+  bool alone = false;
+  for (int i = 0; i < 300 && !alone; ++i) {
+    for (const auto& b : store_->batches()) alone = alone || (b.changes == 0 && b.job_rows == 151);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(alone) << "no batch of the snapshot's 151 rows alone";
+}
+
+TEST_F(HeadSnapshot, AnOverdueSnapshotRidesWithTheNextBatch) {
+  Open(/*tick_ms=*/3'600'000);  // never idle-ticked after the start
+  ASSERT_TRUE(Submit("0-899").ok());
+  EXPECT_EQ(store_->batches().back().job_rows, 0);
+  ASSERT_TRUE(Submit("0-149").ok());  // 1,050 changes without a snapshot: ten intervals
+  auto batches = store_->batches();
   EXPECT_EQ(batches.back().changes, 150);
-  EXPECT_EQ(batches.back().job_rows, 250);
-  head.reset();
+  EXPECT_EQ(batches.back().job_rows, 1050);
 }
 
 }  // namespace
