@@ -64,6 +64,7 @@ struct Flags {
   std::string predict = "user-name,user,queue,time-limit";
   double predict_weight = -1;
   bool synth_time_limits = false;
+  std::string infer_job_names;  // a window; empty: off
   std::string node_mtbf = "0s";
   std::string node_repair = "1h";
   bool no_timing = false;
@@ -331,6 +332,14 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
   }
   std::vector<TraceJob> jobs = trace->jobs;
   CORRAL_RETURN_IF_ERROR(Select(f, &jobs));
+  if (!f.infer_job_names.empty()) {
+    DurationMs window = 0;
+    CORRAL_RETURN_IF_ERROR(Duration("--infer-job-names", f.infer_job_names, &window));
+    if (window < 0) return InvalidArgument("--infer-job-names must be >= 0");
+    int64_t bursts = InferJobNames(&jobs, window);
+    err << "--infer-job-names " << f.infer_job_names << ": " << bursts << " bursts of "
+        << jobs.size() << " jobs\n";
+  }
 
   SimConfig cfg;
   if (f.gpus_per_node <= 0) return InvalidArgument("--gpus-per-node must be > 0");
@@ -623,6 +632,11 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
   app.add_flag("--synth-time-limits", f.synth_time_limits,
                "give jobs without a time limit the one a user might ask for: the duration rounded "
                "up to a power of two hours, at least 1h (a what-if for traces without limits)");
+  app.add_option("--infer-job-names", f.infer_job_names,
+                 "name jobs without a name by submission bursts: a job submitted within this "
+                 "window (e.g. 60s) of the previous one of its queue and GPU count shares its "
+                 "name, and the queue is its user, so predictions learn from its ended burst "
+                 "siblings (a what-if for traces without names; default off)");
   app.add_option("--node-mtbf", f.node_mtbf,
                  "mean time between failures of a node (e.g. 2000h; exponential, seeded by "
                  "--seed); its runs are lost and requeued (default 0s: nodes never fail)");

@@ -293,6 +293,11 @@ class Loop {
   void Arrive(size_t i, TimeMs now) {
     (void)now;
     sched::PendingJob p = Pending(i);
+    if (config_.policy == sched::OrderPolicy::kCorral && config_.use_predictions &&
+        config_.predict.history && !config_.predict.oracle &&
+        estimator_.HasNameHistory(p.user, p.name)) {
+      ++result_.predicted_by_name;
+    }
     std::string why;
     if (sched_.Admit(p, &why) == sched::Fit::kInfeasible) {
       state_[i].phase = JobPhase::kRejected;

@@ -129,6 +129,8 @@ struct SimResult {
   int64_t total_gpus = 0;
   int64_t schedule_calls = 0;
   int64_t node_failures = 0;
+  // Jobs whose first prediction came from their (user, job name) history (corral policy).
+  int64_t predicted_by_name = 0;
   // GPU-ms of work thrown away: held by preempted or lost runs beyond the progress they kept
   // (restart overhead and grace included).
   int64_t lost_gpu_ms = 0;
