@@ -64,6 +64,7 @@ struct SimJob {
   size_t run_record = 0;    // index of the current run in SimResult::runs
   int32_t replicas = 1;
   int32_t gpus_per_replica = 0;
+  bool predicted_by_name = false;  // at some queueing, from its (user, name) history
 };
 
 // At one instant: ends and timeouts, releases, then node failures and repairs (by seq).
@@ -293,11 +294,7 @@ class Loop {
   void Arrive(size_t i, TimeMs now) {
     (void)now;
     sched::PendingJob p = Pending(i);
-    if (config_.policy == sched::OrderPolicy::kCorral && config_.use_predictions &&
-        config_.predict.history && !config_.predict.oracle &&
-        estimator_.HasNameHistory(p.user, p.name)) {
-      ++result_.predicted_by_name;
-    }
+    CountNamePrediction(i, p, /*at_submit=*/true);
     std::string why;
     if (sched_.Admit(p, &why) == sched::Fit::kInfeasible) {
       state_[i].phase = JobPhase::kRejected;
@@ -409,7 +406,22 @@ class Loop {
     ++pending_;
     s.phase = JobPhase::kPending;
     s.resumed = true;
-    sched_.AddPending(Pending(i));
+    sched::PendingJob p = Pending(i);
+    CountNamePrediction(i, p, /*at_submit=*/false);
+    sched_.AddPending(p);
+  }
+
+  // Counts the jobs whose prediction came from their (user, job name) history: when first
+  // queued, and at any queueing (a requeued job is predicted again, from the history then).
+  void CountNamePrediction(size_t i, const sched::PendingJob& p, bool at_submit) {
+    if (config_.policy != sched::OrderPolicy::kCorral || !config_.use_predictions ||
+        !config_.predict.history || config_.predict.oracle ||
+        !estimator_.HasNameHistory(p.user, p.name)) {
+      return;
+    }
+    if (at_submit) ++result_.predicted_by_name_at_submit;
+    if (!state_[i].predicted_by_name) ++result_.predicted_by_name;
+    state_[i].predicted_by_name = true;
   }
 
   void Release(size_t i, TimeMs now) {

@@ -129,8 +129,10 @@ struct SimResult {
   int64_t total_gpus = 0;
   int64_t schedule_calls = 0;
   int64_t node_failures = 0;
-  // Jobs whose first prediction came from their (user, job name) history (corral policy).
+  // Jobs predicted from their (user, job name) history (corral policy): at some queueing
+  // (submit or requeue), and when first queued.
   int64_t predicted_by_name = 0;
+  int64_t predicted_by_name_at_submit = 0;
   // GPU-ms of work thrown away: held by preempted or lost runs beyond the progress they kept
   // (restart overhead and grace included).
   int64_t lost_gpu_ms = 0;
