@@ -105,6 +105,13 @@ class Loop {
         estimator_(config.predict.estimator),
         rng_(config.failure_seed) {
     result_.jobs.resize(jobs.size());
+    if (config.refresh_sibling_predictions) {
+      for (size_t i = 0; i < jobs.size(); ++i) {
+        if (!jobs[i].user.empty() && !jobs[i].name.empty()) {
+          siblings_[{jobs[i].user, jobs[i].name}].push_back(i);
+        }
+      }
+    }
   }
 
   Result<SimResult> Run() {
@@ -328,6 +335,7 @@ class Loop {
     result_.jobs[i].end = now;
     result_.jobs[i].timeout = timeout;
     estimator_.Observe(sched::EndedJobOf(s.job));  // as the head, when a job ends
+    if (config_.refresh_sibling_predictions) RefreshSiblings(i);
   }
 
   // GPU time the run that ends now held beyond the progress it kept.
@@ -409,6 +417,18 @@ class Loop {
     sched::PendingJob p = Pending(i);
     CountNamePrediction(i, p, /*at_submit=*/false);
     sched_.AddPending(p);
+  }
+
+  // The pending jobs of ended job i's user and name, predicted again (AddPending replaces).
+  void RefreshSiblings(size_t i) {
+    auto it = siblings_.find({jobs_[i].user, jobs_[i].name});
+    if (it == siblings_.end()) return;
+    for (size_t j : it->second) {
+      if (state_[j].phase != JobPhase::kPending) continue;
+      sched::PendingJob p = Pending(j);
+      CountNamePrediction(j, p, /*at_submit=*/false);
+      sched_.AddPending(p);
+    }
   }
 
   // Counts the jobs whose prediction came from their (user, job name) history: when first
@@ -525,6 +545,8 @@ class Loop {
   SimConfig config_;
   sched::Scheduler sched_;
   std::vector<SimJob> state_;
+  // Jobs by (user, name), in submit order (refresh_sibling_predictions only).
+  std::map<std::pair<std::string, std::string>, std::vector<size_t>> siblings_;
   sched::RuntimeEstimator estimator_;  // fed with every job that ends
   std::vector<sched::NodeInfo> nodes_;
   std::set<size_t> active_;  // jobs running or stopping

@@ -78,6 +78,10 @@ struct SimConfig {
   // use_predictions is false).
   PredictionInputs predict;
   bool use_predictions = true;
+  // Corral policy: when a job ends, its pending siblings (same user and job name) are
+  // predicted again from the history that now includes it, as on a requeue (a what-if: the
+  // head predicts a job only when it queues it).
+  bool refresh_sibling_predictions = false;
   // Corral policy: SchedulerConfig::las_across_queues.
   bool las_across_queues = true;
   // Corral policy: SchedulerConfig::backfill_with_predictions.
