@@ -92,6 +92,12 @@ class RuntimeEstimator {
   DurationMs GittinsServiceMs(const std::string& queue, int64_t gpus,
                               DurationMs attained_gpu_ms) const;
 
+  // Whether a job of this user and name would be predicted from its (user, name) history.
+  bool HasNameHistory(const std::string& user, const std::string& name) const {
+    return config_.by_user_name && !user.empty() && !name.empty() &&
+           by_user_name_.count({user, name}) > 0;
+  }
+
   int64_t observed() const { return observed_; }
 
  private:

@@ -100,6 +100,8 @@ Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
     s.preemptions_per_hour = static_cast<double>(s.preemptions) / (s.makespan / 3600);
   s.lost_gpu_hours = static_cast<double>(result.lost_gpu_ms) / 1000.0 / 3600.0;
   s.node_failures = result.node_failures;
+  s.predicted_by_name = result.predicted_by_name;
+  s.predicted_by_name_at_submit = result.predicted_by_name_at_submit;
   double busy = 0;
   for (const RunRecord& r : result.runs) {
     busy += static_cast<double>(r.end - r.start) / 1000.0 * r.gpus;
@@ -142,6 +144,8 @@ std::string SummaryJson(const Summary& s) {
   o << "  \"timeouts\": " << s.timeouts << ",\n";
   o << "  \"lost_runs\": " << s.lost_runs << ",\n";
   o << "  \"node_failures\": " << s.node_failures << ",\n";
+  o << "  \"predicted_by_name\": " << s.predicted_by_name << ",\n";
+  o << "  \"predicted_by_name_at_submit\": " << s.predicted_by_name_at_submit << ",\n";
   o << "  \"jain_fairness\": " << Num(s.jain_fairness, 6) << ",\n";
   o << "  \"queue_slowdown\": {";
   bool first = true;

@@ -44,6 +44,8 @@ struct Summary {
   int64_t timeouts = 0;   // jobs killed at their time limit
   int64_t lost_runs = 0;  // runs ended by node failures
   int64_t node_failures = 0;
+  int64_t predicted_by_name = 0;            // jobs predicted from their (user, name) history, ever
+  int64_t predicted_by_name_at_submit = 0;  // of which when first queued
   double jain_fairness = 0;
   std::map<std::string, double> queue_slowdown;  // mean slowdown per queue
   int64_t schedule_calls = 0;

@@ -64,6 +64,8 @@ struct Flags {
   std::string predict = "user-name,user,queue,time-limit";
   double predict_weight = -1;
   bool synth_time_limits = false;
+  std::string infer_job_names;  // a window; empty: off
+  bool refresh_sibling_predictions = false;
   std::string node_mtbf = "0s";
   std::string node_repair = "1h";
   bool no_timing = false;
@@ -331,6 +333,14 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
   }
   std::vector<TraceJob> jobs = trace->jobs;
   CORRAL_RETURN_IF_ERROR(Select(f, &jobs));
+  if (!f.infer_job_names.empty()) {
+    DurationMs window = 0;
+    CORRAL_RETURN_IF_ERROR(Duration("--infer-job-names", f.infer_job_names, &window));
+    if (window < 0) return InvalidArgument("--infer-job-names must be >= 0");
+    int64_t bursts = InferJobNames(&jobs, window);
+    err << "--infer-job-names " << f.infer_job_names << ": " << bursts << " bursts of "
+        << jobs.size() << " jobs\n";
+  }
 
   SimConfig cfg;
   if (f.gpus_per_node <= 0) return InvalidArgument("--gpus-per-node must be > 0");
@@ -374,6 +384,7 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
     }
   }
   cfg.las_across_queues = !f.no_las_across_queues;
+  cfg.refresh_sibling_predictions = f.refresh_sibling_predictions;
   cfg.backfill_with_predictions = f.backfill_predictions;
   cfg.borrowing_queues_by_level = !f.no_borrowing_by_level;
   cfg.starvation_promote_factor = f.starvation_factor;
@@ -623,6 +634,15 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
   app.add_flag("--synth-time-limits", f.synth_time_limits,
                "give jobs without a time limit the one a user might ask for: the duration rounded "
                "up to a power of two hours, at least 1h (a what-if for traces without limits)");
+  app.add_option("--infer-job-names", f.infer_job_names,
+                 "name jobs without a name by submission bursts: a job submitted within this "
+                 "window (e.g. 60s) of the previous one of its queue and GPU count shares its "
+                 "name, and the queue is its user, so predictions learn from its ended burst "
+                 "siblings (a what-if for traces without names; default off)");
+  app.add_flag("--refresh-sibling-predictions", f.refresh_sibling_predictions,
+               "corral policy: when a job ends, predict its pending jobs of the same user and "
+               "name again from the history that now includes it (default: a job is predicted "
+               "when it is queued)");
   app.add_option("--node-mtbf", f.node_mtbf,
                  "mean time between failures of a node (e.g. 2000h; exponential, seeded by "
                  "--seed); its runs are lost and requeued (default 0s: nodes never fail)");

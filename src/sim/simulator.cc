@@ -64,6 +64,7 @@ struct SimJob {
   size_t run_record = 0;    // index of the current run in SimResult::runs
   int32_t replicas = 1;
   int32_t gpus_per_replica = 0;
+  bool predicted_by_name = false;  // at some queueing, from its (user, name) history
 };
 
 // At one instant: ends and timeouts, releases, then node failures and repairs (by seq).
@@ -104,6 +105,13 @@ class Loop {
         estimator_(config.predict.estimator),
         rng_(config.failure_seed) {
     result_.jobs.resize(jobs.size());
+    if (config.refresh_sibling_predictions) {
+      for (size_t i = 0; i < jobs.size(); ++i) {
+        if (!jobs[i].user.empty() && !jobs[i].name.empty()) {
+          siblings_[{jobs[i].user, jobs[i].name}].push_back(i);
+        }
+      }
+    }
   }
 
   Result<SimResult> Run() {
@@ -293,6 +301,7 @@ class Loop {
   void Arrive(size_t i, TimeMs now) {
     (void)now;
     sched::PendingJob p = Pending(i);
+    CountNamePrediction(i, p, /*at_submit=*/true);
     std::string why;
     if (sched_.Admit(p, &why) == sched::Fit::kInfeasible) {
       state_[i].phase = JobPhase::kRejected;
@@ -326,6 +335,7 @@ class Loop {
     result_.jobs[i].end = now;
     result_.jobs[i].timeout = timeout;
     estimator_.Observe(sched::EndedJobOf(s.job));  // as the head, when a job ends
+    if (config_.refresh_sibling_predictions) RefreshSiblings(i);
   }
 
   // GPU time the run that ends now held beyond the progress it kept.
@@ -404,7 +414,34 @@ class Loop {
     ++pending_;
     s.phase = JobPhase::kPending;
     s.resumed = true;
-    sched_.AddPending(Pending(i));
+    sched::PendingJob p = Pending(i);
+    CountNamePrediction(i, p, /*at_submit=*/false);
+    sched_.AddPending(p);
+  }
+
+  // The pending jobs of ended job i's user and name, predicted again (AddPending replaces).
+  void RefreshSiblings(size_t i) {
+    auto it = siblings_.find({jobs_[i].user, jobs_[i].name});
+    if (it == siblings_.end()) return;
+    for (size_t j : it->second) {
+      if (state_[j].phase != JobPhase::kPending) continue;
+      sched::PendingJob p = Pending(j);
+      CountNamePrediction(j, p, /*at_submit=*/false);
+      sched_.AddPending(p);
+    }
+  }
+
+  // Counts the jobs whose prediction came from their (user, job name) history: when first
+  // queued, and at any queueing (a requeued job is predicted again, from the history then).
+  void CountNamePrediction(size_t i, const sched::PendingJob& p, bool at_submit) {
+    if (config_.policy != sched::OrderPolicy::kCorral || !config_.use_predictions ||
+        !config_.predict.history || config_.predict.oracle ||
+        !estimator_.HasNameHistory(p.user, p.name)) {
+      return;
+    }
+    if (at_submit) ++result_.predicted_by_name_at_submit;
+    if (!state_[i].predicted_by_name) ++result_.predicted_by_name;
+    state_[i].predicted_by_name = true;
   }
 
   void Release(size_t i, TimeMs now) {
@@ -508,6 +545,8 @@ class Loop {
   SimConfig config_;
   sched::Scheduler sched_;
   std::vector<SimJob> state_;
+  // Jobs by (user, name), in submit order (refresh_sibling_predictions only).
+  std::map<std::pair<std::string, std::string>, std::vector<size_t>> siblings_;
   sched::RuntimeEstimator estimator_;  // fed with every job that ends
   std::vector<sched::NodeInfo> nodes_;
   std::set<size_t> active_;  // jobs running or stopping

@@ -78,6 +78,10 @@ struct SimConfig {
   // use_predictions is false).
   PredictionInputs predict;
   bool use_predictions = true;
+  // Corral policy: when a job ends, its pending siblings (same user and job name) are
+  // predicted again from the history that now includes it, as on a requeue (a what-if: the
+  // head predicts a job only when it queues it).
+  bool refresh_sibling_predictions = false;
   // Corral policy: SchedulerConfig::las_across_queues.
   bool las_across_queues = true;
   // Corral policy: SchedulerConfig::backfill_with_predictions.
@@ -129,6 +133,10 @@ struct SimResult {
   int64_t total_gpus = 0;
   int64_t schedule_calls = 0;
   int64_t node_failures = 0;
+  // Jobs predicted from their (user, job name) history (corral policy): at some queueing
+  // (submit or requeue), and when first queued.
+  int64_t predicted_by_name = 0;
+  int64_t predicted_by_name_at_submit = 0;
   // GPU-ms of work thrown away: held by preempted or lost runs beyond the progress they kept
   // (restart overhead and grace included).
   int64_t lost_gpu_ms = 0;

@@ -492,6 +492,27 @@ Result<Trace> ParseTrace(const std::string& text, const std::string& source,
   return std::move(r.trace);
 }
 
+int64_t InferJobNames(std::vector<TraceJob>* jobs, DurationMs window) {
+  struct Burst {
+    TimeMs last_submit = 0;
+    int64_t n = -1;  // index of the group's current burst; -1: none yet
+  };
+  std::map<std::pair<std::string, int32_t>, Burst> groups;  // by (queue, GPU count)
+  int64_t bursts = 0;
+  for (TraceJob& j : *jobs) {
+    if (!j.name.empty()) continue;
+    Burst& b = groups[{j.queue, j.num_gpus}];
+    if (b.n < 0 || j.submit_ms - b.last_submit > window) {
+      ++b.n;
+      ++bursts;
+    }
+    b.last_submit = j.submit_ms;
+    j.name = "burst-" + j.queue + "-" + std::to_string(j.num_gpus) + "-" + std::to_string(b.n);
+    if (j.user.empty()) j.user = j.queue;
+  }
+  return bursts;
+}
+
 Result<Trace> ReadTraceFile(const std::string& path, const TraceOptions& options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return InvalidArgument("--trace " + path + ": cannot open the file");

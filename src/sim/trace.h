@@ -55,6 +55,17 @@ Result<Trace> ParseTrace(const std::string& text, const std::string& source,
                          const TraceOptions& options);
 Result<Trace> ReadTraceFile(const std::string& path, const TraceOptions& options);
 
+// --infer-job-names: a synthetic job name and user for jobs the trace gives none (Philly), from
+// what a scheduler knows at submit time only, never the duration: sweeps (hyper-parameter
+// searches) submit many near-identical jobs in a burst. Going through `jobs` in order, a job
+// whose previous submission of the same queue and GPU count came at most `window` before it
+// joins that job's burst; any other starts a new one. A burst's jobs are named
+// "burst-<queue>-<gpus>-<n>" (n counts the bursts of that queue and GPU count from 0) and owned
+// by their queue, so the run-time estimator's (user, name) history predicts a job from its
+// siblings that have ended. Jobs that have a name keep it and their user, and take part in no
+// burst. Returns the number of bursts. REQUIRES: jobs sorted by submit_ms; window >= 0.
+int64_t InferJobNames(std::vector<TraceJob>* jobs, DurationMs window);
+
 // "HH:MM" style checks aside, parses "YYYY-MM-DD HH:MM:SS" as UTC seconds since the epoch.
 bool ParseDateTime(const std::string& text, int64_t* seconds);
 

@@ -205,5 +205,48 @@ TEST(TraceTest, AlibabaTasksAskingForMoreGpusThanAnyClusterAreMalformedRows) {
   EXPECT_NE(t->bad[0].why.find("million GPUs"), std::string::npos) << t->bad[0].why;
 }
 
+TEST(TraceTest, InferJobNamesGroupsSubmissionBurstsByQueueAndGpus) {
+  auto job = [](const std::string& queue, int32_t gpus, TimeMs submit_s) {
+    TraceJob j;
+    j.queue = queue;
+    j.num_gpus = gpus;
+    j.submit_ms = submit_s * 1000;
+    j.duration_ms = 1000 * (submit_s + 1);  // never looked at
+    return j;
+  };
+  std::vector<TraceJob> jobs = {
+      job("a", 1, 0),    // 0: burst a/1 #0
+      job("a", 1, 5),    // 1: within 10 s of 0
+      job("b", 1, 6),    // 2: other queue: burst b/1 #0
+      job("a", 2, 7),    // 3: other GPU count: burst a/2 #0
+      job("a", 1, 15),   // 4: within 10 s of 1 (15 s after 0: the window chains)
+      job("a", 1, 26),   // 5: 11 s after 4: burst a/1 #1
+      job("a", 2, 100),  // 6: 93 s after 3: burst a/2 #1
+  };
+  jobs.push_back(job("a", 1, 27));  // 7: a job that has a name keeps it and its user
+  jobs.back().name = "train";
+  jobs.back().user = "alice";
+  jobs.push_back(job("a", 1, 36));  // 8: within 10 s of 5 (7 is in no burst)
+  EXPECT_EQ(InferJobNames(&jobs, 10 * kSecond), 5);
+  EXPECT_EQ(jobs[0].name, "burst-a-1-0");
+  EXPECT_EQ(jobs[0].user, "a");
+  EXPECT_EQ(jobs[1].name, jobs[0].name);
+  EXPECT_EQ(jobs[2].name, "burst-b-1-0");
+  EXPECT_EQ(jobs[2].user, "b");
+  EXPECT_EQ(jobs[3].name, "burst-a-2-0");
+  EXPECT_EQ(jobs[4].name, jobs[0].name);
+  EXPECT_EQ(jobs[5].name, "burst-a-1-1");
+  EXPECT_EQ(jobs[6].name, "burst-a-2-1");
+  EXPECT_EQ(jobs[7].name, "train");
+  EXPECT_EQ(jobs[7].user, "alice");
+  EXPECT_EQ(jobs[8].name, jobs[5].name);
+
+  // A window of 0 groups only simultaneous submissions.
+  std::vector<TraceJob> same = {job("a", 1, 0), job("a", 1, 0), job("a", 1, 1)};
+  EXPECT_EQ(InferJobNames(&same, 0), 2);
+  EXPECT_EQ(same[1].name, same[0].name);
+  EXPECT_NE(same[2].name, same[0].name);
+}
+
 }  // namespace
 }  // namespace corral::sim
