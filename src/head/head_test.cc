@@ -148,6 +148,34 @@ TEST_F(HeadShell, ALostAcknowledgementIsNotAnAcknowledgement) {
   EXPECT_EQ(jobs.result->size(), 1u);
 }
 
+// A burst's change records are encoded by two threads: the log still holds each change once,
+// in revision order, each the change it names.
+TEST_F(HeadShell, ABurstsChangesAreLoggedOnceEachInOrder) {
+  JobSpec spec;
+  spec.command = {"true"};
+  spec.array = "0-599";
+  auto r = Async<Job>([&](auto cb) { head_->Submit(kAdmin, spec, "", "", cb); }).get();
+  ASSERT_TRUE(r.result.ok()) << r.result.status().ToString();
+  std::vector<store::ChangeRecord> changes;
+  {
+    std::lock_guard lock(disk_->mu);
+    changes = disk_->state.changes;
+  }
+  ASSERT_GE(changes.size(), 600u);
+  const size_t first = changes.size() - 600;
+  for (size_t i = 0; i < 600; ++i) {
+    const store::ChangeRecord& rec = changes[first + i];
+    EXPECT_EQ(rec.revision, changes[first].revision + i);
+    auto c = ChangeFromJson(Json::parse(rec.doc));
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_EQ(c->revision, rec.revision);
+    const auto* submitted = std::get_if<JobSubmitted>(&c->what);
+    ASSERT_NE(submitted, nullptr) << rec.doc;
+    EXPECT_EQ(submitted->job.id, r.result->id + i);
+    EXPECT_EQ(submitted->job.array_index, static_cast<int32_t>(i));
+  }
+}
+
 // The audit log holds what an admin changed once it is durable, and nothing of a change the
 // store refused (the lines are written by the commit thread after the commit).
 TEST(HeadAudit, AnAdminsDurableChangesAreAuditedAndARefusedOneIsNot) {
