@@ -67,8 +67,12 @@ struct AgentUnderTest {
   std::unique_ptr<Agent> agent;
   std::thread thread;
   int rc = -1;
-  AgentUnderTest(const std::string& state, AgentConfig config = {}) {
+  // `desired`: what the head wants from the first sync on (a restarted agent that found the
+  // head wanting nothing would rightly stop what it re-adopted).
+  AgentUnderTest(const std::string& state, AgentConfig config = {},
+                 std::vector<RunOrder> desired = {}) {
     auto h = std::make_unique<FakeHead>();
+    h->desired = std::move(desired);
     head = h.get();
     config.name = "n1";
     config.state_dir = state;
@@ -205,8 +209,7 @@ TEST(AgentTest, ARestartedAgentReportsTheRunsOfThePreviousOne) {
     ASSERT_TRUE(
         WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", true); }); }));
   }
-  AgentUnderTest t(state.path());
-  t.head->Set([&] { t.head->desired = {o}; });
+  AgentUnderTest t(state.path(), {}, {o});
   ASSERT_TRUE(
       WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", true); }); }));
   Touch(go);
