@@ -1,8 +1,5 @@
 #include "head/commit_pipeline.h"
 
-#include <future>
-#include <span>
-
 #include "head/durability.h"
 
 namespace corral::head {
@@ -34,23 +31,6 @@ void CommitPipeline::Submit(CommitBatch batch) {
   cv_.notify_one();
 }
 
-// A burst (a 1,000-job array and its placements) is encoded by two threads, each half of it:
-// no agent is told of a placement before the batch is durable, and the encoding is most of
-// the batch's time.
-void CommitPipeline::Encode(const std::vector<Change>& changes,
-                            std::vector<store::StateEdit>* edits) {
-  constexpr size_t kTwoThreadsFrom = 256;
-  const std::span<const Change> all(changes);
-  if (changes.size() < kTwoThreadsFrom) return EncodeChangeRecords(all, edits);
-  const size_t half = changes.size() / 2;
-  std::vector<store::StateEdit> second;
-  auto rest =
-      std::async(std::launch::async, [&] { EncodeChangeRecords(all.subspan(half), &second); });
-  EncodeChangeRecords(all.first(half), edits);
-  rest.get();
-  for (store::StateEdit& e : second) edits->push_back(std::move(e));
-}
-
 void CommitPipeline::Loop() {
   while (true) {
     CommitBatch batch;
@@ -62,7 +42,10 @@ void CommitPipeline::Loop() {
       batch_ = {};
     }
     std::vector<store::StateEdit> edits;
-    if (batch.changes) Encode(*batch.changes, &edits);
+    if (batch.changes) {
+      edits.reserve(batch.changes->size() + batch.edits.size());
+      EncodeChangeRecords(*batch.changes, &edits);
+    }
     for (store::StateEdit& e : batch.edits) edits.push_back(std::move(e));
     Status st = store_->Commit(edits);
     if (st.ok() && batch.changes && after_commit_) after_commit_(*batch.changes);

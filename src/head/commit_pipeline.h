@@ -46,7 +46,6 @@ class CommitPipeline {
 
  private:
   void Loop();
-  static void Encode(const std::vector<Change>& changes, std::vector<store::StateEdit>* edits);
 
   store::Store* store_;
   std::function<void(const std::vector<Change>&)> after_commit_;

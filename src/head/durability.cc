@@ -14,7 +14,7 @@ bool ParseU64(const std::string& s, uint64_t* out) {
 
 }  // namespace
 
-void EncodeChangeRecords(std::span<const Change> changes, std::vector<store::StateEdit>* batch) {
+void EncodeChangeRecords(const std::vector<Change>& changes, std::vector<store::StateEdit>* batch) {
   for (const Change& c : changes) {
     batch->push_back(store::AppendChange{{c.revision, ToJson(c).dump()}});
   }

@@ -6,7 +6,6 @@
 // the shell's part with a fake store.
 #pragma once
 
-#include <span>
 #include <vector>
 
 #include "head/cluster_state.h"
@@ -54,7 +53,7 @@ class EditLog {
 };
 
 // The changes as change-log records, one per change. Reads nothing but them: any thread.
-void EncodeChangeRecords(std::span<const Change> changes, std::vector<store::StateEdit>* batch);
+void EncodeChangeRecords(const std::vector<Change>& changes, std::vector<store::StateEdit>* batch);
 
 struct LoadedState {
   ClusterState snapshot;

@@ -148,8 +148,8 @@ TEST_F(HeadShell, ALostAcknowledgementIsNotAnAcknowledgement) {
   EXPECT_EQ(jobs.result->size(), 1u);
 }
 
-// A burst's change records are encoded by two threads: the log still holds each change once,
-// in revision order, each the change it names.
+// A burst of changes (an array of 600) is in the log once each, in revision order, each the
+// change it names.
 TEST_F(HeadShell, ABurstsChangesAreLoggedOnceEachInOrder) {
   JobSpec spec;
   spec.command = {"true"};
