@@ -3,6 +3,8 @@
 // the LAS level.
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+
 #include "sched/job_input.h"
 #include "sched/order_policy.h"
 #include "sched/runtime_estimate.h"
@@ -103,18 +105,24 @@ TEST(GittinsIndexTest, ToPendingJobComputesItAtTheAttainedService) {
   EXPECT_EQ(ToPendingJob(job, &e).gittins_ms, 10 * kMinute);
 }
 
-// One queue, one free GPU, two level-0 jobs: 1 submitted first and new, 2 later and 5
-// minutes in, with the indices of the bimodal queue above.
-Decisions TwoJobsOneGpu(GittinsOrder mode) {
+// One queue "q", one free GPU, no preemption: the pass over `jobs` (ids 1 and 2).
+Decisions OneGpuPass(GittinsOrder mode, std::initializer_list<PendingJob> jobs) {
   SchedulerConfig c;
   c.preemption = false;
   c.gittins = mode;
   Scheduler s(c);
   s.UpsertNode(MakeNode("n1").Gpus(1));
   s.SetQueue({"q", 1, -1, 1.0});
-  s.AddPending(MakeJob(1).Gpus(1).Queue("q").Submit(0).Gittins(20 * kMinute));
-  s.AddPending(MakeJob(2).Gpus(1).Queue("q").Submit(1).Attained(5 * kMinute).Gittins(10 * kMinute));
+  for (const PendingJob& j : jobs) s.AddPending(j);
   return s.Schedule(10);
+}
+
+// Two level-0 jobs: 1 submitted first and new, 2 later and 5 minutes in, with the indices of
+// the bimodal queue above.
+Decisions TwoJobsOneGpu(GittinsOrder mode) {
+  return OneGpuPass(
+      mode, {MakeJob(1).Gpus(1).Queue("q").Submit(0).Gittins(20 * kMinute),
+             MakeJob(2).Gpus(1).Queue("q").Submit(1).Attained(5 * kMinute).Gittins(10 * kMinute)});
 }
 
 TEST(GittinsOrderTest, OffTheLevelThenSubmitOrderDecides) {
@@ -137,15 +145,9 @@ TEST(GittinsOrderTest, InsideALevelTheHigherIndexGoesFirst) {
 TEST(GittinsOrderTest, IndicesInOnePowerOfTwoOfGpuMinutesTie) {
   // 12 and 10 GPU-minutes are one bucket (8-15): the index drifts with the history between
   // the two jobs' (re)queueing, so the next keys decide, here submit order.
-  SchedulerConfig c;
-  c.preemption = false;
-  c.gittins = GittinsOrder::kForLevel;
-  Scheduler s(c);
-  s.UpsertNode(MakeNode("n1").Gpus(1));
-  s.SetQueue({"q", 1, -1, 1.0});
-  s.AddPending(MakeJob(1).Gpus(1).Queue("q").Submit(0).Gittins(12 * kMinute));
-  s.AddPending(MakeJob(2).Gpus(1).Queue("q").Submit(1).Gittins(10 * kMinute));
-  Decisions d = s.Schedule(10);
+  Decisions d = OneGpuPass(GittinsOrder::kForLevel,
+                           {MakeJob(1).Gpus(1).Queue("q").Submit(0).Gittins(12 * kMinute),
+                            MakeJob(2).Gpus(1).Queue("q").Submit(1).Gittins(10 * kMinute)});
   EXPECT_TRUE(Placed(d, 1));
   EXPECT_FALSE(Placed(d, 2));
   EXPECT_EQ(MinuteBucket(0), 0);
@@ -157,15 +159,9 @@ TEST(GittinsOrderTest, IndicesInOnePowerOfTwoOfGpuMinutesTie) {
 
 // A level-1 job (2 GPU-hours attained) whose index is higher than a new level-0 job's.
 Decisions AcrossLevels(GittinsOrder mode) {
-  SchedulerConfig c;
-  c.preemption = false;
-  c.gittins = mode;
-  Scheduler s(c);
-  s.UpsertNode(MakeNode("n1").Gpus(1));
-  s.SetQueue({"q", 1, -1, 1.0});
-  s.AddPending(MakeJob(1).Gpus(1).Queue("q").Submit(0).Attained(2 * kHour).Gittins(kMinute));
-  s.AddPending(MakeJob(2).Gpus(1).Queue("q").Submit(1).Gittins(kHour));
-  return s.Schedule(10);
+  return OneGpuPass(mode,
+                    {MakeJob(1).Gpus(1).Queue("q").Submit(0).Attained(2 * kHour).Gittins(kMinute),
+                     MakeJob(2).Gpus(1).Queue("q").Submit(1).Gittins(kHour)});
 }
 
 TEST(GittinsOrderTest, ForLevelTakesTheLevelsPlace) {
@@ -180,15 +176,9 @@ TEST(GittinsOrderTest, ForLevelTakesTheLevelsPlace) {
 TEST(GittinsOrderTest, ForLevelKeepsTheLevelOfJobsWithoutAnIndex) {
   // No index (a driver without an estimator, a queue without history): LAS as with kOff, so
   // the level-0 job goes first.
-  SchedulerConfig c;
-  c.preemption = false;
-  c.gittins = GittinsOrder::kForLevel;
-  Scheduler s(c);
-  s.UpsertNode(MakeNode("n1").Gpus(1));
-  s.SetQueue({"q", 1, -1, 1.0});
-  s.AddPending(MakeJob(1).Gpus(1).Queue("q").Submit(0).Attained(2 * kHour));
-  s.AddPending(MakeJob(2).Gpus(1).Queue("q").Submit(1));
-  Decisions d = s.Schedule(10);
+  Decisions d = OneGpuPass(GittinsOrder::kForLevel,
+                           {MakeJob(1).Gpus(1).Queue("q").Submit(0).Attained(2 * kHour),
+                            MakeJob(2).Gpus(1).Queue("q").Submit(1)});
   EXPECT_TRUE(Placed(d, 2));
   EXPECT_FALSE(Placed(d, 1));
 }
