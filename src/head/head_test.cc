@@ -29,6 +29,18 @@ struct Answer {
   uint64_t revision = 0;
 };
 
+// Submits `true` (an array of it when `array` is given) and waits for the answer.
+Answer<Job> SubmitTrue(Head& head, const std::string& bearer, const std::string& array = "") {
+  JobSpec spec;
+  spec.command = {"true"};
+  spec.array = array;
+  std::promise<Answer<Job>> p;
+  head.Submit(bearer, spec, "", "", [&](Result<Job> r) {
+    p.set_value({std::move(r), head.ReplyRevision()});
+  });
+  return p.get_future().get();
+}
+
 class HeadShell : public ::testing::Test {
  protected:
   void SetUp() override { Open(); }
@@ -48,11 +60,7 @@ class HeadShell : public ::testing::Test {
     fn([this, p](Result<T> r) { p->set_value({std::move(r), head_->ReplyRevision()}); });
     return p->get_future();
   }
-  Answer<Job> Submit(const std::string& bearer = kAdmin) {
-    JobSpec spec;
-    spec.command = {"true"};
-    return Async<Job>([&](auto cb) { head_->Submit(bearer, spec, "", "", cb); }).get();
-  }
+  Answer<Job> Submit(const std::string& bearer = kAdmin) { return SubmitTrue(*head_, bearer); }
   Answer<std::vector<Job>> List() {
     return Async<std::vector<Job>>([&](auto cb) { head_->ListJobs(kAdmin, {}, cb); }).get();
   }
@@ -151,10 +159,7 @@ TEST_F(HeadShell, ALostAcknowledgementIsNotAnAcknowledgement) {
 // A burst of changes (an array of 600) is in the log once each, in revision order, each the
 // change it names.
 TEST_F(HeadShell, ABurstsChangesAreLoggedOnceEachInOrder) {
-  JobSpec spec;
-  spec.command = {"true"};
-  spec.array = "0-599";
-  auto r = Async<Job>([&](auto cb) { head_->Submit(kAdmin, spec, "", "", cb); }).get();
+  auto r = SubmitTrue(*head_, kAdmin, "0-599");
   ASSERT_TRUE(r.result.ok()) << r.result.status().ToString();
   std::vector<store::ChangeRecord> changes;
   {
@@ -197,12 +202,7 @@ TEST(HeadAudit, AnAdminsDurableChangesAreAuditedAndARefusedOneIsNot) {
   std::string admin;
   std::getline(token_file, admin);
   auto submit = [&](int n) {
-    JobSpec spec;
-    spec.command = {"true"};
-    spec.array = "0-" + std::to_string(n - 1);
-    std::promise<Result<Job>> p;
-    head->Submit(admin, spec, "", "", [&](Result<Job> r) { p.set_value(std::move(r)); });
-    return p.get_future().get();
+    return SubmitTrue(*head, admin, "0-" + std::to_string(n - 1)).result;
   };
   auto audited = [&] {
     std::ifstream audit(dir + "/audit.log");
@@ -279,14 +279,7 @@ class HeadSnapshot : public ::testing::Test {
     head_ = std::move(*h);
     head_->Start();
   }
-  Result<Job> Submit(const std::string& array) {
-    JobSpec spec;
-    spec.command = {"true"};
-    spec.array = array;
-    std::promise<Result<Job>> p;
-    head_->Submit(kAdmin, spec, "", "", [&](Result<Job> r) { p.set_value(std::move(r)); });
-    return p.get_future().get();
-  }
+  Result<Job> Submit(const std::string& array) { return SubmitTrue(*head_, kAdmin, array).result; }
   FakeClock clock_;
   CountingRandom random_;
   CountingStore* store_ = nullptr;
