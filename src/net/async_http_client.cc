@@ -1,6 +1,8 @@
 #include "net/async_http_client.h"
 
 // <utility> before any Boost.Asio header: Boost 1.74's awaitable.hpp needs std::exchange.
+#include <utility>
+
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -9,7 +11,6 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <thread>
-#include <utility>
 
 #include "net/tls_context.h"
 #include "net/url.h"

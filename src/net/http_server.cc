@@ -1,6 +1,8 @@
 #include "net/http_server.h"
 
 // <utility> before any Boost.Asio header: Boost 1.74's awaitable.hpp needs std::exchange.
+#include <utility>
+
 #include <pthread.h>
 
 #include <atomic>
@@ -18,7 +20,6 @@
 #include <optional>
 #include <thread>
 #include <unordered_map>
-#include <utility>
 #include <vector>
 
 #include "net/tls_context.h"
