@@ -18,6 +18,12 @@ std::string Summary(const Json& e) {
     const Json& job = e["job"];
     return "by " + job.value("owner", "") + " to " + job["spec"].value("queue", "");
   }
+  if (type == "array_submitted") {
+    const Json& job = e["job"];
+    size_t n = e.value("indices", Json::array()).size();
+    return std::to_string(n) + " element(s), by " + job.value("owner", "") + " to " +
+           job["spec"].value("queue", "");
+  }
   if (type == "run_placed") {
     std::string out;
     for (const Json& p : e.value("placement", Json::array())) {

@@ -85,6 +85,24 @@ TEST(CliEvents, ARetirementSaysHowManyJobsLeftMemory) {
       << h.out.str();
 }
 
+TEST(CliEvents, AnArraySaysHowManyElementsItHas) {
+  Harness h;
+  h.fake->handler = [](const std::string& path) -> Result<ApiReply> {
+    if (path.find("since=0&") == std::string::npos) {
+      return Reply({{"events", Json::array()}, {"revision", 1}});
+    }
+    Json e = Submitted(1);
+    e["type"] = "array_submitted";
+    e["key"] = 7;
+    e["indices"] = {0, 2, 4};
+    return Reply({{"events", {e}}, {"revision", 1}});
+  };
+  ASSERT_EQ(RunEvents({}, h.ctx), 0) << h.err.str();
+  EXPECT_NE(h.out.str().find("array_submitted  job 7  3 element(s), by ana to org/team"),
+            std::string::npos)
+      << h.out.str();
+}
+
 TEST(CliEvents, FollowHoldsTheCallAndReportsAReset) {
   Harness h;
   h.fake->handler = [](const std::string& path) -> Result<ApiReply> {

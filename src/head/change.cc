@@ -97,6 +97,10 @@ struct Encoder {
               {"exit_code", c.exit_code}});
   }
   void operator()(const JobSubmitted& c) { j["job"] = ToJson(c.job); }
+  void operator()(const ArraySubmitted& c) {
+    j["job"] = ToJson(c.job);
+    j["indices"] = c.indices;
+  }
   void operator()(const RunPlaced& c) {
     Json p = Json::array();
     for (const ReplicaPlacement& r : c.placement) p.push_back(ToJson(r));
@@ -174,6 +178,13 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
                       j.at("exit_code").get<int32_t>()};
   }
   if (type == "job_submitted") return JobSubmitted{Must(JobFromJson(j.at("job")))};
+  if (type == "array_submitted") {
+    ArraySubmitted a{Must(JobFromJson(j.at("job"))), j.at("indices").get<std::vector<int32_t>>()};
+    if (a.indices.empty() || a.job.array_id != a.job.id) {
+      throw std::runtime_error("array_submitted: no elements, or its job is not the first");
+    }
+    return a;
+  }
   if (type == "run_placed") {
     return RunPlaced{job(), attempt(), DecodePlacements(j.at("placement")),
                      Get<int32_t>(j, "master_port", 0)};
@@ -238,12 +249,21 @@ struct KeyOf {
   void operator()(const TokenIssued& e) { j.update({{"kind", "token"}, {"key", e.credential.id}}); }
   void operator()(const TokenRevoked& e) { j.update({{"kind", "token"}, {"key", e.id}}); }
   void operator()(const JobSubmitted& e) { j.update({{"kind", "job"}, {"key", e.job.id}}); }
+  // The array's id; "indices" lists its elements' array indices, their ids follow it.
+  void operator()(const ArraySubmitted& e) { j.update({{"kind", "job"}, {"key", e.job.id}}); }
   // Many jobs: the key is empty and "jobs" lists them.
   void operator()(const JobsRetired&) { j.update({{"kind", "job"}, {"key", ""}}); }
   void operator()(const auto& e) { j.update({{"kind", "job"}, {"key", e.job}}); }
 };
 
 }  // namespace
+
+Job ArraySubmitted::Element(size_t i) const {
+  Job e = job;
+  e.id = job.id + i;
+  e.array_index = indices[i];
+  return e;
+}
 
 bool Credential::operator==(const Credential& o) const {
   return id == o.id && hash == o.hash && who.kind == o.who.kind && who.name == o.who.name &&
@@ -265,7 +285,7 @@ const char* ChangeName(const ChangeKind& what) {
       "stop_requested", "run_ended",     "job_ended",    "checkpoint_reported", "node_registered",
       "node_state_set", "queue_set",     "token_issued", "token_revoked",       "idle_warned",
       "step_started",   "step_exited",   "job_hold_set", "run_signalled",       "node_health_set",
-      "jobs_retired"};
+      "jobs_retired",   "array_submitted"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];
 }
@@ -303,9 +323,12 @@ Json EventJson(const Change& c, const Caller& who) {
   Json j = ToJson(c);
   if (j.contains("credential")) j["credential"].erase("hash");
   j.erase("step_key");
-  if (const auto* s = std::get_if<JobSubmitted>(&c.what)) {
+  const Job* submitted = nullptr;
+  if (const auto* s = std::get_if<JobSubmitted>(&c.what)) submitted = &s->job;
+  if (const auto* a = std::get_if<ArraySubmitted>(&c.what)) submitted = &a->job;
+  if (submitted) {
     bool may_see_env =
-        who.IsAdmin() || (who.kind == Caller::Kind::kUser && who.name == s->job.owner);
+        who.IsAdmin() || (who.kind == Caller::Kind::kUser && who.name == submitted->owner);
     if (!may_see_env) j["job"]["spec"].erase("env");
   }
   if (j.contains("step") && j["step"].is_object()) j["step"].erase("env");  // holds its token

@@ -35,6 +35,15 @@ struct HeadStarted {  // a new leadership: agents refuse orders from an older ep
 struct JobSubmitted {  // the job as accepted: id, owner, spec, submit time, state pending
   Job job;
 };
+// An array as accepted, in one change: a sweep of 1,000 elements is one record to encode and
+// write, not 1,000 copies of the same spec. Its elements are `job` with the ids job.id,
+// job.id + 1, ... and the array indices of `indices`, in that order.
+struct ArraySubmitted {
+  Job job;  // the first element: job.id == job.array_id
+  std::vector<int32_t> indices;
+  size_t size() const { return indices.size(); }
+  Job Element(size_t i) const;  // as JobSubmitted would carry it
+};
 struct RunPlaced {
   JobId job = 0;
   int32_t attempt = 0;
@@ -141,7 +150,7 @@ using ChangeKind =
     std::variant<HeadStarted, JobSubmitted, RunPlaced, RunStarted, ReplicaExited, StopRequested,
                  RunEnded, JobEnded, CheckpointReported, NodeRegistered, NodeStateSet, QueueSet,
                  TokenIssued, TokenRevoked, IdleWarned, StepStarted, StepExited, JobHoldSet,
-                 RunSignalled, NodeHealthSet, JobsRetired>;
+                 RunSignalled, NodeHealthSet, JobsRetired, ArraySubmitted>;
 
 struct Change {
   uint64_t revision = 0;

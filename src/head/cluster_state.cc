@@ -83,12 +83,16 @@ struct Applier {
       step.ended_at = at;
     }
   }
-  void operator()(const JobSubmitted& c) {
-    Job job = c.job;
+  void operator()(const JobSubmitted& c) { Submitted(c.job); }
+  void operator()(const ArraySubmitted& c) {
+    for (size_t i = 0; i < c.size(); ++i) Submitted(c.Element(i));
+  }
+  void Submitted(Job job) {
     job.state = JobState::kPending;
     Event(job, "submitted", "by " + job.owner + " to queue " + job.spec.queue);
     s.next_job_id = std::max(s.next_job_id, job.id + 1);
-    s.jobs[job.id] = std::move(job);
+    JobId id = job.id;
+    s.jobs.insert_or_assign(s.jobs.end(), id, std::move(job));
   }
   void operator()(const RunPlaced& c) {
     Job& job = JobAt(s, c.job);

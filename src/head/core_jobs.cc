@@ -129,15 +129,13 @@ Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, 
   }
   auto array = ParseArray(job.spec.array);
   if (!array.ok()) return array.status();
-  // One request, one commit: every element is an ordinary job with consecutive ids.
+  // One request, one change: every element is an ordinary job with consecutive ids.
   JobId first = state_.next_job_id;
+  job.id = first;
   job.array_id = first;
   job.array_max_running = array->max_running;
-  for (size_t i = 0; i < array->indices.size(); ++i) {
-    job.id = first + i;
-    job.array_index = array->indices[i];
-    Emit(by, now, JobSubmitted{job});
-  }
+  job.array_index = array->indices.front();
+  Emit(by, now, ArraySubmitted{std::move(job), std::move(array->indices)});
   return state_.jobs.at(first);
 }
 

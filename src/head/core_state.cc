@@ -31,12 +31,16 @@ void HeadCore::Index(const Change& c) {
     void Pending(const corral::Job& job, int32_t delta) {
       core.pending_count_[{job.spec.queue, job.owner}] += delta;
     }
-    void operator()(const JobSubmitted& e) {
-      Job(e.job.id);
-      if (!e.job.request_id.empty())
-        core.requests_.emplace(std::pair(e.job.owner, e.job.request_id), e.job.id);
-      Pending(core.state_.jobs.at(e.job.id), +1);
-      core.AdmitPending(core.state_.jobs.at(e.job.id));
+    void operator()(const JobSubmitted& e) { Submitted(e.job.id); }
+    void operator()(const ArraySubmitted& e) {
+      for (size_t i = 0; i < e.size(); ++i) Submitted(e.job.id + i);
+    }
+    void Submitted(JobId id) {
+      Job(id);
+      const corral::Job& job = core.state_.jobs.at(id);
+      if (!job.request_id.empty()) core.requests_.emplace(std::pair(job.owner, job.request_id), id);
+      Pending(job, +1);
+      core.AdmitPending(job);
     }
     void operator()(const RunPlaced& e) {
       Job(e.job);
@@ -169,6 +173,10 @@ void HeadCore::MarkDirty(const Change& c) {
     void operator()(const JobSubmitted& e) {
       d.jobs.insert(e.job.id);
       d.meta = true;  // next_job_id
+    }
+    void operator()(const ArraySubmitted& e) {
+      for (size_t i = 0; i < e.size(); ++i) d.jobs.insert(d.jobs.end(), e.job.id + i);
+      d.meta = true;
     }
     void operator()(const RunPlaced& e) { d.jobs.insert(e.job); }
     void operator()(const RunStarted& e) { d.jobs.insert(e.job); }

@@ -880,6 +880,8 @@ void Head::CountDurable(const Change& c) {
   const ClusterState& s = core_.state();
   if (std::holds_alternative<JobSubmitted>(c.what)) {
     metrics_.Add("corral_jobs_submitted_total", {}, 1);
+  } else if (const auto* a = std::get_if<ArraySubmitted>(&c.what)) {
+    metrics_.Add("corral_jobs_submitted_total", {}, static_cast<double>(a->size()));
   } else if (const auto* e = std::get_if<RunStarted>(&c.what); e && e->attempt == 1) {
     const Job& job = s.jobs.at(e->job);
     metrics_.Observe("corral_job_wait_seconds", {{"queue", job.spec.queue}},
