@@ -281,10 +281,10 @@ std::string UnhealthyReason(const std::map<int32_t, std::string>& faults) {
 
 const char* ChangeName(const ChangeKind& what) {
   static const char* const kNames[] = {
-      "head_started",   "job_submitted", "run_placed",   "run_started",         "replica_exited",
-      "stop_requested", "run_ended",     "job_ended",    "checkpoint_reported", "node_registered",
-      "node_state_set", "queue_set",     "token_issued", "token_revoked",       "idle_warned",
-      "step_started",   "step_exited",   "job_hold_set", "run_signalled",       "node_health_set",
+      "head_started",   "job_submitted",  "run_placed",   "run_started",         "replica_exited",
+      "stop_requested", "run_ended",      "job_ended",    "checkpoint_reported", "node_registered",
+      "node_state_set", "queue_set",      "token_issued", "token_revoked",       "idle_warned",
+      "step_started",   "step_exited",    "job_hold_set", "run_signalled",       "node_health_set",
       "jobs_retired",   "array_submitted"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];

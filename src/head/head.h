@@ -9,6 +9,8 @@
 // state-machine thread.
 #pragma once
 
+#include <utility>  // before Boost.Asio (DESIGN §13)
+
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -20,7 +22,6 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <utility>  // before Boost.Asio (DESIGN §13)
 #include <vector>
 
 #include "core/agent_protocol.h"

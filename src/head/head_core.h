@@ -8,12 +8,13 @@
 // Head shell and used only on its state-machine thread; tests drive it directly.
 #pragma once
 
+#include <utility>
+
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "core/agent_protocol.h"
