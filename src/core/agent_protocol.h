@@ -10,6 +10,7 @@
 
 #include "core/job.h"
 #include "core/node.h"
+#include "core/task_env.h"
 
 namespace corral {
 
@@ -82,7 +83,13 @@ struct RunOrder {
   int32_t attempt = 0;
   int32_t replica = 0;
   std::vector<std::string> command;
-  std::map<std::string, std::string> env;  // task 0's full environment (DESIGN §8), set by the head
+  // A run's order names its run's layout (job, placement of every replica, hosts, port): the
+  // receiving side derives each task's environment from it with TaskEnv (ExpandOrderEnv), so a
+  // sync answer carries a few hundred bytes a run, not ~40 variables a task. layout.job_id == 0:
+  // none, and env is explicit (a job step's, which has Slurm's step variables on top).
+  RunLayout layout;
+  std::string step_token;  // a batch step's CORRAL_STEP_TOKEN (srun may start steps with it)
+  std::map<std::string, std::string> env;  // task 0's full environment (DESIGN §8)
   // With several tasks per replica, one full environment per task (task_envs[0] == env).
   std::vector<std::map<std::string, std::string>> task_envs;
   std::string workdir;
@@ -99,6 +106,11 @@ struct RunOrder {
   int32_t signal = 0;
   bool operator==(const RunOrder&) const = default;
 };
+
+// Fills env (and task_envs, with several tasks) from layout, replica and step_token; an order
+// without a layout is left as it is. Errors name the field: a layout that does not hold the
+// order's replica, or task counts out of range.
+Status ExpandOrderEnv(RunOrder* o);
 
 struct SyncResponse {
   uint64_t head_epoch = 0;

@@ -363,12 +363,43 @@ Json ToJson(const SyncRequest& r) {
   return j;
 }
 
+namespace {
+
+Json LayoutJson(const RunLayout& l) {
+  Json placement = Json::array();
+  for (const ReplicaPlacement& p : l.placement) placement.push_back(ToJson(p));
+  Json j{{"job_id", l.job_id},
+         {"attempt", l.attempt},
+         {"job_name", l.job_name},
+         {"owner", l.owner},
+         {"placement", std::move(placement)},
+         {"replica_hosts", l.replica_hosts},
+         {"master_port", l.master_port},
+         {"checkpoint_dir", l.checkpoint_dir}};
+  if (!l.user_env.empty()) j["user_env"] = l.user_env;
+  if (l.task_per_gpu) j["task_per_gpu"] = true;
+  if (!l.workdir.empty()) j["workdir"] = l.workdir;
+  if (l.array_id != 0) {
+    j["array_id"] = l.array_id;
+    j["array_index"] = l.array_index;
+  }
+  return j;
+}
+
+}  // namespace
+
 Json ToJson(const RunOrder& r) {
-  Json j{{"run_id", r.run_id},           {"job_id", r.job_id},    {"attempt", r.attempt},
-         {"replica", r.replica},         {"command", r.command},  {"env", r.env},
-         {"workdir", r.workdir},         {"gpus", r.gpus},        {"stop", r.stop},
-         {"stop_signal", r.stop_signal}, {"grace_ms", r.grace_ms}};
-  if (!r.task_envs.empty()) j["task_envs"] = r.task_envs;
+  Json j{{"run_id", r.run_id},    {"job_id", r.job_id},   {"attempt", r.attempt},
+         {"replica", r.replica},  {"command", r.command}, {"workdir", r.workdir},
+         {"gpus", r.gpus},        {"stop", r.stop},       {"stop_signal", r.stop_signal},
+         {"grace_ms", r.grace_ms}};
+  if (r.layout.job_id != 0) {  // the environments follow from it (ExpandOrderEnv)
+    j["layout"] = LayoutJson(r.layout);
+    if (!r.step_token.empty()) j["step_token"] = r.step_token;
+  } else {
+    j["env"] = r.env;
+    if (!r.task_envs.empty()) j["task_envs"] = r.task_envs;
+  }
   if (r.signals > 0) {
     j["signals"] = r.signals;
     j["signal"] = r.signal;
@@ -540,6 +571,25 @@ Result<SyncResponse> SyncResponseFromJson(const Json& j) {
       o.command = x.at("command").get<std::vector<std::string>>();
       o.env = Get<std::map<std::string, std::string>>(x, "env", {});
       o.task_envs = Get<std::vector<std::map<std::string, std::string>>>(x, "task_envs", {});
+      if (auto l = x.find("layout"); l != x.end()) {
+        RunLayout& layout = o.layout;
+        layout.job_id = Req<JobId>(*l, "job_id");
+        if (layout.job_id == 0) throw std::runtime_error("field 'layout.job_id': must not be 0");
+        layout.attempt = Req<int32_t>(*l, "attempt");
+        layout.job_name = Get<std::string>(*l, "job_name", "");
+        layout.owner = Get<std::string>(*l, "owner", "");
+        layout.user_env = Get<std::map<std::string, std::string>>(*l, "user_env", {});
+        for (const Json& p : l->at("placement")) layout.placement.push_back(DecodePlacement(p));
+        layout.replica_hosts = Get<std::vector<std::string>>(*l, "replica_hosts", {});
+        layout.master_port = Get<int32_t>(*l, "master_port", 0);
+        layout.task_per_gpu = Get<bool>(*l, "task_per_gpu", false);
+        layout.checkpoint_dir = Get<std::string>(*l, "checkpoint_dir", "");
+        layout.workdir = Get<std::string>(*l, "workdir", "");
+        layout.array_id = Get<JobId>(*l, "array_id", 0);
+        layout.array_index = Get<int32_t>(*l, "array_index", -1);
+        o.step_token = Get<std::string>(x, "step_token", "");
+        if (Status st = ExpandOrderEnv(&o); !st.ok()) throw std::runtime_error(st.message());
+      }
       o.workdir = Get<std::string>(x, "workdir", "");
       o.user = Get<std::string>(x, "user", "");
       o.cpu_milli = Get<int32_t>(x, "cpu_milli", 0);

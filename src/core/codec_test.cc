@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/agent_protocol.h"
+
 namespace corral {
 namespace {
 
@@ -75,6 +77,83 @@ TEST(Codec, RequiredFieldsAndIntegerListsAreCheckedLikeOptionalOnes) {
   ASSERT_TRUE(whole.ok()) << whole.status().message();
   EXPECT_EQ(whole->agent_epoch, 4u);
   EXPECT_EQ(whole->busy_ports, (std::vector<int32_t>{7, 8}));
+}
+
+RunOrder TwoTaskOrder() {
+  RunOrder o;
+  o.run_id = "7.1";
+  o.job_id = 7;
+  o.attempt = 1;
+  o.replica = 1;
+  o.command = {"python3", "train.py"};
+  o.gpus = {2, 3};
+  RunLayout& l = o.layout;
+  l.job_id = 7;
+  l.attempt = 1;
+  l.job_name = "sweep";
+  l.owner = "ana";
+  l.user_env = {{"LR", "0.1"}};
+  l.placement = {{.node = "n1", .gpus = {0, 1}, .tasks = 2},
+                 {.node = "n2", .gpus = {2, 3}, .tasks = 2}};
+  l.replica_hosts = {"10.0.0.1", "10.0.0.2"};
+  l.master_port = 29500;
+  l.task_per_gpu = true;
+  l.checkpoint_dir = "/ckpt/job-7";
+  l.array_id = 5;
+  l.array_index = 2;
+  o.step_token = "secret";
+  return o;
+}
+
+// The head sends a run's layout, not its tasks' environments; the agent's decoder derives
+// them with the same TaskEnv the head used to call, one per task.
+TEST(Codec, AnOrdersEnvironmentsTravelAsItsLayout) {
+  RunOrder sent = TwoTaskOrder();
+  Json wire = ToJson(SyncResponse{1, 2, {sent}, false});
+  const Json& run = wire["runs"][0];
+  EXPECT_FALSE(run.contains("env")) << run.dump();
+  EXPECT_FALSE(run.contains("task_envs")) << run.dump();
+  ASSERT_TRUE(run.contains("layout"));
+  auto got = SyncResponseFromJson(wire);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  const RunOrder& o = got->runs.at(0);
+  EXPECT_EQ(o.layout, sent.layout);
+  auto task1 = TaskEnv(sent.layout, 1, 1);
+  task1["CORRAL_STEP_TOKEN"] = "secret";
+  ASSERT_EQ(o.task_envs.size(), 2u);
+  EXPECT_EQ(o.task_envs[1], task1);
+  EXPECT_EQ(o.task_envs[0], o.env);
+  EXPECT_EQ(o.env.at("RANK"), "2");
+  EXPECT_EQ(o.env.at("CUDA_VISIBLE_DEVICES"), "2");
+  EXPECT_EQ(o.env.at("MASTER_ADDR"), "10.0.0.1");
+  EXPECT_EQ(o.env.at("SLURM_ARRAY_TASK_ID"), "2");
+  EXPECT_EQ(o.env.at("LR"), "0.1");
+  EXPECT_EQ(o.env.at("CORRAL_STEP_TOKEN"), "secret");
+  // Much smaller on the wire than the environments it stands for.
+  RunOrder explicit_env = o;
+  explicit_env.layout = {};
+  EXPECT_LT(run.dump().size() * 2, ToJson(explicit_env).dump().size());
+}
+
+TEST(Codec, ALayoutThatDoesNotHoldTheOrderIsAnError) {
+  Json wire = ToJson(SyncResponse{1, 2, {TwoTaskOrder()}, false});
+  Json no_replica = wire;
+  no_replica["runs"][0]["replica"] = 2;
+  auto a = SyncResponseFromJson(no_replica);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("layout.placement"), std::string::npos)
+      << a.status().message();
+  Json no_tasks = wire;
+  no_tasks["runs"][0]["layout"]["placement"][0]["tasks"] = 0;
+  auto b = SyncResponseFromJson(no_tasks);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("layout.placement.tasks"), std::string::npos)
+      << b.status().message();
+  Json huge = wire;
+  huge["runs"][0]["layout"]["placement"][1]["tasks"] = 1024;
+  for (int i = 0; i < 1100; ++i)
+    huge["runs"][0]["layout"]["placement"].push_back(wire["runs"][0]["layout"]["placement"][1]);
+  EXPECT_FALSE(SyncResponseFromJson(huge).ok()) << "a million environments' work is refused";
 }
 
 TEST(RunId, ParsesOnlyWellFormed) {

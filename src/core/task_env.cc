@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/agent_protocol.h"
 #include "core/hostlist.h"
 
 namespace corral {
@@ -145,6 +146,43 @@ std::map<std::string, std::string> TaskEnv(const RunLayout& run, int32_t replica
     env["CORRAL_ARRAY_INDEX"] = env["SLURM_ARRAY_TASK_ID"] = std::to_string(run.array_index);
   }
   return env;
+}
+
+// Bounds on what an order may ask of TaskEnv: the spec's 1,024 tasks a replica, and the work
+// of this replica's environments (each task's TF_CONFIG lists every task of the run).
+constexpr int32_t kMaxTasksPerReplica = 1024;
+constexpr int64_t kMaxEnvWork = 1 << 20;  // tasks here x tasks in the run
+
+Status ExpandOrderEnv(RunOrder* o) {
+  const RunLayout& l = o->layout;
+  if (l.job_id == 0) return Status::Ok();
+  if (o->replica < 0 || o->replica >= static_cast<int32_t>(l.placement.size())) {
+    return InvalidArgument("field 'layout.placement': it has no replica " +
+                           std::to_string(o->replica));
+  }
+  int64_t world = 0;
+  for (const ReplicaPlacement& p : l.placement) {
+    if (p.tasks < 1 || p.tasks > kMaxTasksPerReplica) {
+      return InvalidArgument("field 'layout.placement.tasks': " + std::to_string(p.tasks) +
+                             " is not in 1-" + std::to_string(kMaxTasksPerReplica));
+    }
+    world += p.tasks;
+  }
+  const int32_t tasks = l.placement[o->replica].tasks;
+  if (world * tasks > kMaxEnvWork) {
+    return InvalidArgument("field 'layout.placement': " + std::to_string(tasks) +
+                           " tasks here in a run of " + std::to_string(world) +
+                           ", more environments than an order may carry");
+  }
+  o->env = TaskEnv(l, o->replica, 0);
+  o->task_envs.clear();
+  if (!o->step_token.empty()) o->env["CORRAL_STEP_TOKEN"] = o->step_token;
+  for (int32_t t = 1; t < tasks; ++t) {
+    if (t == 1) o->task_envs.push_back(o->env);
+    o->task_envs.push_back(TaskEnv(l, o->replica, t));
+    if (!o->step_token.empty()) o->task_envs.back()["CORRAL_STEP_TOKEN"] = o->step_token;
+  }
+  return Status::Ok();
 }
 
 }  // namespace corral

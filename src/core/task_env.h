@@ -26,6 +26,7 @@ struct RunLayout {
   std::string workdir;
   JobId array_id = 0;  // array elements
   int32_t array_index = -1;
+  bool operator==(const RunLayout&) const = default;
 };
 
 RunLayout LayoutOf(const Job& job, const Run& run, std::vector<std::string> replica_hosts,

@@ -164,19 +164,13 @@ SyncResponse HeadCore::DesiredFor(const std::string& node) const {
       RunOrder o = ReplicaOrder(job, run, replica);
       o.run_id = ToString(RunId{id, run.attempt});
       o.command = job.spec.command;
-      o.env = TaskEnv(layout, replica, 0);
-      for (int32_t t = 1; t < run.placement[replica].tasks; ++t) {
-        if (t == 1) o.task_envs.push_back(o.env);
-        o.task_envs.push_back(TaskEnv(layout, replica, t));
-      }
+      o.layout = layout;  // the agent derives the tasks' environments (ExpandOrderEnv)
       o.workdir = job.spec.workdir;
       o.signals = run.signals;
       o.signal = run.last_signal;
       if (job.spec.batch && replica == 0 && !state_.step_key.empty()) {
         // The batch step may start job steps of this run (srun), and nothing else.
-        std::string token = StepToken(state_.step_key, RunId{id, run.attempt});
-        o.env["CORRAL_STEP_TOKEN"] = token;
-        for (auto& te : o.task_envs) te["CORRAL_STEP_TOKEN"] = token;
+        o.step_token = StepToken(state_.step_key, RunId{id, run.attempt});
       }
       r.runs.push_back(std::move(o));
     }

@@ -94,7 +94,12 @@ class Scenario : public ::testing::TestWithParam<bool> {
     }
     Step();
   }
-  std::vector<RunOrder> Desired(const std::string& node) { return core().DesiredFor(node).runs; }
+  // As the agent sees them: each task's environment derived from the order's layout.
+  std::vector<RunOrder> Desired(const std::string& node) {
+    std::vector<RunOrder> runs = core().DesiredFor(node).runs;
+    for (RunOrder& o : runs) EXPECT_TRUE(ExpandOrderEnv(&o).ok());
+    return runs;
+  }
 
   CoreHarness h_;
   std::map<std::string, uint64_t> epochs_;
