@@ -135,20 +135,21 @@ TEST(Codec, AnOrdersEnvironmentsTravelAsItsLayout) {
   EXPECT_LT(run.dump().size() * 2, ToJson(explicit_env).dump().size());
 }
 
+// Decoding `wire` fails with an error that names `field`.
+void ExpectErrorNaming(const Json& wire, const std::string& field) {
+  auto r = SyncResponseFromJson(wire);
+  ASSERT_FALSE(r.ok()) << wire.dump();
+  EXPECT_NE(r.status().message().find(field), std::string::npos) << r.status().message();
+}
+
 TEST(Codec, ALayoutThatDoesNotHoldTheOrderIsAnError) {
   Json wire = ToJson(SyncResponse{1, 2, {TwoTaskOrder()}, false});
   Json no_replica = wire;
   no_replica["runs"][0]["replica"] = 2;
-  auto a = SyncResponseFromJson(no_replica);
-  ASSERT_FALSE(a.ok());
-  EXPECT_NE(a.status().message().find("layout.placement"), std::string::npos)
-      << a.status().message();
+  ExpectErrorNaming(no_replica, "layout.placement");
   Json no_tasks = wire;
   no_tasks["runs"][0]["layout"]["placement"][0]["tasks"] = 0;
-  auto b = SyncResponseFromJson(no_tasks);
-  ASSERT_FALSE(b.ok());
-  EXPECT_NE(b.status().message().find("layout.placement.tasks"), std::string::npos)
-      << b.status().message();
+  ExpectErrorNaming(no_tasks, "layout.placement.tasks");
   Json huge = wire;
   huge["runs"][0]["layout"]["placement"][1]["tasks"] = 1024;
   for (int i = 0; i < 1100; ++i)
