@@ -14,15 +14,11 @@ std::string Summary(const Json& e) {
   auto s = [&](const char* k) {
     return e.contains(k) && e[k].is_string() ? e[k].get<std::string>() : "";
   };
-  if (type == "job_submitted") {
+  if (type == "job_submitted" || type == "array_submitted") {
     const Json& job = e["job"];
-    return "by " + job.value("owner", "") + " to " + job["spec"].value("queue", "");
-  }
-  if (type == "array_submitted") {
-    const Json& job = e["job"];
-    size_t n = e.value("indices", Json::array()).size();
-    return std::to_string(n) + " element(s), by " + job.value("owner", "") + " to " +
-           job["spec"].value("queue", "");
+    std::string by = "by " + job.value("owner", "") + " to " + job["spec"].value("queue", "");
+    if (type == "job_submitted") return by;
+    return std::to_string(e.value("indices", Json::array()).size()) + " element(s), " + by;
   }
   if (type == "run_placed") {
     std::string out;
