@@ -124,10 +124,13 @@ corral_down() {
 trap corral_down EXIT
 api() { curl -s -H "Authorization: Bearer $CORRAL_TOKEN" "$CORRAL_ADDR$1"; }
 # CPU ticks used so far by the head, then by the agents with their reaped children (the monitors,
-# and through them the jobs): "HEAD AGENTS".
+# and through them the jobs) and the monitors not reaped yet (a monitor outlives its replica, to
+# take the next): "HEAD AGENTS".
 corral_cpu_ticks() {
   local head=0 agents=0 p f
-  for p in $(pgrep -s "$CORRAL_PID" -f 'corral (head|agent)'); do
+  local daemons
+  daemons=$(pgrep -s "$CORRAL_PID" -f 'corral (head|agent)' | paste -sd,)
+  for p in ${daemons//,/ } $(pgrep -P "$daemons" -x corral-monitor); do
     f=($(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null)) || continue
     local t=$((f[11] + f[12] + f[13] + f[14]))  # utime stime cutime cstime
     if tr '\0' ' ' < "/proc/$p/cmdline" | grep -q ' head '; then head=$((head + t)); else agents=$((agents + t)); fi

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <spawn.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -246,6 +247,7 @@ PosixLauncher::~PosixLauncher() {
   for (int fd : {exit_read_fd_, exit_write_fd_}) {
     if (fd >= 0) close(fd);
   }
+  for (const MonitorLink& m : monitors_) close(m.control_fd);  // idle ones exit; busy ones after
 }
 
 void PosixLauncher::DrainExitFd() {
@@ -256,12 +258,22 @@ void PosixLauncher::DrainExitFd() {
 }
 
 void PosixLauncher::ReapMonitors() {
-  std::erase_if(unreaped_, [](pid_t pid) { return Reaped(pid); });
+  std::erase_if(unreaped_, [this](pid_t pid) { return Reaped(pid) && ForgetMonitor(pid); });
+  RetireIdleMonitors();
 }
 
 void PosixLauncher::ReapMonitor(pid_t pid) {
   auto it = std::find(unreaped_.begin(), unreaped_.end(), pid);
-  if (it != unreaped_.end() && Reaped(pid)) unreaped_.erase(it);
+  if (it != unreaped_.end() && Reaped(pid) && ForgetMonitor(pid)) unreaped_.erase(it);
+}
+
+bool PosixLauncher::ForgetMonitor(pid_t pid) {
+  std::erase_if(monitors_, [pid](const MonitorLink& m) {
+    if (m.pid != pid) return false;
+    close(m.control_fd);
+    return true;
+  });
+  return true;
 }
 
 std::string PosixLauncher::RunDir(const RunKey& key) const {
@@ -473,11 +485,8 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
 
 namespace {
 
-// posix_spawn of the monitor executable, its plan in a memfd (monitor.h); -1 and errno set on
-// failure. The sources are first moved above the descriptors they go to, so that no dup2
-// overwrites another's source.
-pid_t SpawnMonitor(const std::string& exe, const internal::ChildPlan& plan, int null_fd,
-                   int pipe_fd) {
+// The plan as bytes in a memfd, read from its start; -1 and errno set on failure.
+int PlanMemfd(const internal::ChildPlan& plan) {
   const std::string bytes = internal::EncodePlan(plan);
   int memfd = memfd_create("corral-monitor-plan", MFD_CLOEXEC);
   if (memfd < 0) return -1;
@@ -487,17 +496,35 @@ pid_t SpawnMonitor(const std::string& exe, const internal::ChildPlan& plan, int 
     errno = err != 0 ? err : EIO;
     return -1;
   }
-  const int sources[3] = {fcntl(null_fd, F_DUPFD_CLOEXEC, 10), fcntl(pipe_fd, F_DUPFD_CLOEXEC, 10),
-                          fcntl(memfd, F_DUPFD_CLOEXEC, 10)};
-  const int targets[3] = {internal::kMonitorFdNull, internal::kMonitorFdPipe,
-                          internal::kMonitorFdPlan};
+  return memfd;
+}
+
+// posix_spawn of the monitor executable, its plan in a memfd and its end of a new control
+// socket beside it (monitor.h); the agent's end goes to *control. -1 and errno set on failure.
+// The sources are first moved above the descriptors they go to, so that no dup2 overwrites
+// another's source.
+pid_t SpawnMonitor(const std::string& exe, const internal::ChildPlan& plan, int null_fd,
+                   int pipe_fd, int* control) {
+  int memfd = PlanMemfd(plan);
+  if (memfd < 0) return -1;
+  int pair[2] = {-1, -1};
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    int err = errno;
+    close(memfd);
+    errno = err;
+    return -1;
+  }
+  const int sources[4] = {fcntl(null_fd, F_DUPFD_CLOEXEC, 10), fcntl(pipe_fd, F_DUPFD_CLOEXEC, 10),
+                          fcntl(memfd, F_DUPFD_CLOEXEC, 10), fcntl(pair[1], F_DUPFD_CLOEXEC, 10)};
+  const int targets[4] = {internal::kMonitorFdNull, internal::kMonitorFdPipe,
+                          internal::kMonitorFdPlan, internal::kMonitorFdControl};
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
   int rc = 0;
-  for (int i = 0; i < 3 && rc == 0; ++i) {
+  for (int i = 0; i < 4 && rc == 0; ++i) {
     rc =
         sources[i] < 0 ? errno : posix_spawn_file_actions_adddup2(&actions, sources[i], targets[i]);
   }
@@ -512,19 +539,89 @@ pid_t SpawnMonitor(const std::string& exe, const internal::ChildPlan& plan, int 
     if (fd >= 0) close(fd);
   }
   close(memfd);
+  close(pair[1]);
   if (rc != 0) {
+    close(pair[0]);
     errno = rc;
     return -1;
   }
+  *control = pair[0];
   return pid;
+}
+
+// Hands a plan to an idle monitor: one byte, the plan's memfd and the pid report's pipe beside
+// it. False where the monitor is gone (its end is closed) or the socket is full.
+bool SendPlan(int control, const internal::ChildPlan& plan, int pipe_fd) {
+  int memfd = PlanMemfd(plan);
+  if (memfd < 0) return false;
+  char byte = 'p';
+  struct iovec iov {
+    &byte, 1
+  };
+  alignas(struct cmsghdr) char buf[CMSG_SPACE(2 * sizeof(int))] = {};
+  struct msghdr msg {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = buf;
+  msg.msg_controllen = sizeof(buf);
+  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+  const int fds[2] = {memfd, pipe_fd};
+  memcpy(CMSG_DATA(c), fds, sizeof(fds));
+  ssize_t n;
+  do {
+    n = sendmsg(control, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  } while (n < 0 && errno == EINTR);
+  close(memfd);
+  return n == 1;
 }
 
 }  // namespace
 
+bool PosixLauncher::HandToIdleMonitor(Prepared& p) {
+  RetireIdleMonitors();
+  // The most recently idle first: the furthest from its own idle deadline.
+  std::sort(monitors_.begin(), monitors_.end(),
+            [](const MonitorLink& a, const MonitorLink& b) { return a.idle_since < b.idle_since; });
+  while (!monitors_.empty() && monitors_.back().idle_since > 0) {
+    MonitorLink& m = monitors_.back();
+    if (SendPlan(m.control_fd, p.plan, p.pipe_fds[1])) {
+      p.monitor = m.pid;
+      m.running = p.run.key();
+      m.idle_since = 0;
+      return true;
+    }
+    close(m.control_fd);
+    monitors_.pop_back();
+  }
+  return false;
+}
+
+void PosixLauncher::RetireIdleMonitors() {
+  const TimeMs now = NowMs();
+  std::erase_if(monitors_, [&](const MonitorLink& m) {
+    if (m.idle_since == 0 || now - m.idle_since <= internal::kMonitorReuseMs) return false;
+    close(m.control_fd);  // it sees end-of-file and exits; ReapMonitors reaps it
+    return true;
+  });
+}
+
+void PosixLauncher::MonitorFinished(const RunKey& key) {
+  for (MonitorLink& m : monitors_) {
+    if (m.idle_since == 0 && m.running == key) m.idle_since = NowMs();
+  }
+}
+
 Status PosixLauncher::ForkMonitor(Prepared& p) {
   const int child_fds[2] = {p.null_fd, p.pipe_fds[1]};
+  bool reused = false;
   if (!monitor_exe_.empty()) {
-    p.monitor = SpawnMonitor(monitor_exe_, p.plan, p.null_fd, p.pipe_fds[1]);
+    reused = HandToIdleMonitor(p);
+    int control = -1;
+    if (!reused) p.monitor = SpawnMonitor(monitor_exe_, p.plan, p.null_fd, p.pipe_fds[1], &control);
+    if (!reused && p.monitor > 0) monitors_.push_back({p.monitor, control, p.run.key(), 0});
   } else {
     p.monitor = fork();
     if (p.monitor == 0) internal::DetachMain(p.plan, child_fds);
@@ -540,7 +637,7 @@ Status PosixLauncher::ForkMonitor(Prepared& p) {
     return FailLaunch(p, Internal(ErrnoText(monitor_exe_.empty() ? "fork" : "spawn " + monitor_exe_,
                                             saved_errno)));
   }
-  unreaped_.push_back(p.monitor);
+  if (!reused) unreaped_.push_back(p.monitor);
   return Status::Ok();
 }
 
@@ -647,7 +744,10 @@ RunStatus PosixLauncher::Finish(const LaunchedRun& run, RunStatus st) {
 RunStatus PosixLauncher::Check(LaunchedRun& run) {
   const std::string dir = RunDir(run.key());
   RunRecord rec = ReadRunRecord(dir, RecordPart::kStatus);
-  if (rec.exited) return Finish(run, rec.status);
+  if (rec.exited) {
+    MonitorFinished(run.key());  // its monitor wrote the exit last: it may take another replica
+    return Finish(run, rec.status);
+  }
   if (run.monitor_pid == 0 && rec.has_pids) AdoptPids(rec.monitor_pid, rec.pgids, &run);
   RunStatus st;
   ReapMonitor(run.monitor_pid);  // one of ours that died unasked is a zombie until reaped

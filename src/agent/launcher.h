@@ -19,6 +19,10 @@
 // no signal to the agent's process group reaches it; it outlives a kill -9 of the agent and
 // is re-parented). The agent reaps the monitors it forked; those it re-adopts after a restart
 // are no longer its children. One fork, not a double fork: forks are most of a launch's cost.
+// For the same reason an exec'd monitor whose replica has ended takes the next one the agent
+// hands it within kMonitorReuseMs (monitor.h), over a control socket the agent alone holds: a
+// short job then costs one process start, not two. An agent that exits closes those sockets,
+// and each monitor exits once its replica is over.
 // The monitor
 // forks the replica's tasks, each in a process group of its own (pgid = task pid), waits for
 // them, kills what is left of a task's group when its main process ends, stops the other
@@ -163,6 +167,12 @@ class PosixLauncher final : public Launcher {
   // Thread-safe (several run at once in LaunchAll).
   Result<std::unique_ptr<Prepared>> Prepare(const RunOrder& order);
   Status ForkMonitor(Prepared& p);
+  // An exec'd monitor whose replica ended less than kMonitorReuseMs ago takes p's plan (one
+  // process start a launch instead of two); false where none is idle or none took it.
+  bool HandToIdleMonitor(Prepared& p);
+  void RetireIdleMonitors();  // closes the links of those idle too long: they exit
+  void MonitorFinished(const RunKey& key);
+  bool ForgetMonitor(pid_t pid);  // a reaped monitor's link; always true
   void AwaitMonitors(const std::vector<Prepared*>& launched);
   void ReapMonitors();          // without waiting: those that have exited
   void ReapMonitor(pid_t pid);  // the same for one of them (a run's, in Check)
@@ -183,6 +193,15 @@ class PosixLauncher final : public Launcher {
   std::string notify_path_;
   std::map<int32_t, int32_t> gpu_minors_;  // GPU index -> /dev/nvidia minor; empty: simulated
   std::vector<pid_t> unreaped_;  // monitors this launcher forked that have not been reaped
+  // The exec'd monitors this launcher may still hand work: their control sockets, the replica
+  // each runs, and since when it has none (0: it runs `running`).
+  struct MonitorLink {
+    pid_t pid;
+    int control_fd;
+    RunKey running;
+    TimeMs idle_since;
+  };
+  std::vector<MonitorLink> monitors_;
   int exit_read_fd_ = -1;
   int exit_write_fd_ = -1;
 };

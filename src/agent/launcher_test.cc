@@ -5,11 +5,13 @@
 #include <linux/fs.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 
+#include "agent/run_record.h"
 #include "agent/test_util.h"
 
 namespace corral::agent {
@@ -251,6 +253,94 @@ TEST_P(LauncherTest, KilledMonitorMeansTheRunIsWatchedByGroupThenLost) {
   EXPECT_EQ(st.exit_code, kExitLost);
   EXPECT_TRUE(st.vanished) << "no status was recorded: a loss, not a failure";
   EXPECT_TRUE(launcher.Check(*run).vanished) << "and so it stays when read again";
+}
+
+// A short job's launch is one process start: the exec'd monitor of an ended run takes the next
+// run (its own environment, logs, exit code and record), where a forked one never does.
+TEST_P(LauncherTest, AnEndedRunsMonitorTakesTheNextRun) {
+  TempDir state;
+  PosixLauncher launcher(state.path(), "n", {}, {}, Cgroups::None(), Monitor());
+  Result<LaunchedRun> a = launcher.Launch(ShellOrder("1.0", "echo a"));
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(WaitFor([&] { return !launcher.Check(*a).running; }));
+  Result<LaunchedRun> b = launcher.Launch(ShellOrder("2.0", "echo \"$CORRAL_RUN\"; exit 4"));
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->monitor_pid == a->monitor_pid, GetParam()) << "reused only where exec'd";
+  EXPECT_NE(b->pgid, a->pgid);
+  RunStatus st;
+  ASSERT_TRUE(WaitFor([&] { return !(st = launcher.Check(*b)).running; }));
+  EXPECT_EQ(st.exit_code, 4);
+  EXPECT_FALSE(st.vanished);
+  EXPECT_EQ(ReadFileOr(state.path() + "/runs/1.0.0/logs/stdout"), "a\n");
+  EXPECT_EQ(ReadFileOr(state.path() + "/runs/2.0.0/logs/stdout"), "2.0\n");
+  RunRecord rec = ReadRunRecord(state.path() + "/runs/2.0.0");
+  EXPECT_EQ(rec.monitor_pid, b->monitor_pid);
+  EXPECT_EQ(rec.pgids, b->pgids);
+  // A third, still running, keeps the same monitor busy: a fourth launched meanwhile gets its own.
+  Result<LaunchedRun> c = launcher.Launch(ShellOrder("3.0", "sleep 30"));
+  Result<LaunchedRun> d = launcher.Launch(ShellOrder("4.0", "exit 0"));
+  ASSERT_TRUE(c.ok() && d.ok());
+  EXPECT_EQ(c->monitor_pid == a->monitor_pid, GetParam());
+  EXPECT_NE(d->monitor_pid, c->monitor_pid);
+  ASSERT_TRUE(WaitFor([&] { return !launcher.Check(*d).running; }));
+  EXPECT_TRUE(launcher.Check(*c).running);
+  launcher.Signal(*c, SIGKILL);
+  ASSERT_TRUE(WaitFor([&] { return !(st = launcher.Check(*c)).running; }));
+  EXPECT_EQ(st.exit_code, -SIGKILL);
+}
+
+// An idle monitor the agent no longer wants exits (no process is left behind), and so does one
+// killed while idle: neither is handed a run, which starts in a new monitor.
+TEST_P(LauncherTest, AMonitorLeftIdleOrKilledIsNotHandedARun) {
+  TempDir state;
+  PosixLauncher launcher(state.path(), "n", {}, {}, Cgroups::None(), Monitor());
+  Result<LaunchedRun> a = launcher.Launch(ShellOrder("1.0", "true"));
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(WaitFor([&] { return !launcher.Check(*a).running; }));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        launcher.DrainExitFd();
+        return !std::filesystem::exists("/proc/" + std::to_string(a->monitor_pid));
+      },
+      std::chrono::seconds(8)))
+      << "idle past kMonitorReuseMs, then reaped";
+  RunStatus st = RunToEnd(launcher, ShellOrder("2.0", "exit 5"));
+  EXPECT_EQ(st.exit_code, 5);
+  Result<LaunchedRun> c = launcher.Launch(ShellOrder("3.0", "true"));
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(WaitFor([&] { return !launcher.Check(*c).running; }));
+  ASSERT_EQ(kill(c->monitor_pid, SIGKILL), 0);
+  ASSERT_TRUE(WaitFor([&] { return !testing::Alive(c->monitor_pid); }));
+  Result<LaunchedRun> d = launcher.Launch(ShellOrder("4.0", "exit 6"));
+  ASSERT_TRUE(d.ok());
+  EXPECT_NE(d->monitor_pid, c->monitor_pid);
+  ASSERT_TRUE(WaitFor([&] { return !(st = launcher.Check(*d)).running; }));
+  EXPECT_EQ(st.exit_code, 6);
+  EXPECT_FALSE(st.vanished);
+}
+
+// The agent goes away (its launcher with it) while a run is on: the monitor sees it ends, records
+// its exit for the next agent, and then exits instead of waiting for work.
+TEST_P(LauncherTest, AMonitorWhoseAgentIsGoneFinishesItsRunThenExits) {
+  TempDir state;
+  std::string go = state.path() + "/go";
+  Result<LaunchedRun> run = Internal("not launched");
+  {
+    PosixLauncher first(state.path(), "n", {}, {}, Cgroups::None(), Monitor());
+    run = first.Launch(ShellOrder("1.0", "while [ ! -f " + go + " ]; do sleep 0.02; done; exit 7"));
+    ASSERT_TRUE(run.ok());
+  }
+  PosixLauncher second(state.path(), "n", {}, {}, Cgroups::None(), Monitor());
+  EXPECT_TRUE(second.Check(*run).running);
+  testing::Touch(go);
+  RunStatus st;
+  ASSERT_TRUE(WaitFor([&] { return !(st = second.Check(*run)).running; }));
+  EXPECT_EQ(st.exit_code, 7);
+  // Not the second launcher's child, so this process reaps it: it must exit by itself, soon.
+  int status = 0;
+  EXPECT_TRUE(
+      WaitFor([&] { return waitpid(run->monitor_pid, &status, WNOHANG) == run->monitor_pid; },
+              std::chrono::seconds(3)));
 }
 
 // An agent killed between recording a run and learning its monitor's pids: a restarted agent

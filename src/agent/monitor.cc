@@ -2,14 +2,17 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <ctime>
 
 #include "agent/launcher.h"
@@ -206,10 +209,10 @@ pid_t StartTask(const ChildPlan& p, const TaskPlan& t) {
   return pid;
 }
 
-[[noreturn]] void MonitorMain(const ChildPlan& p) {
+// Once per monitor process, before its first replica.
+void BecomeMonitor() {
   ResetSignals();  // SIGCHLD must not be ignored, or waitid would find no child
   for (int s : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE, SIGUSR1, SIGUSR2}) signal(s, SIG_IGN);
-  g_plan = &p;
   struct sigaction alarm_action {};
   alarm_action.sa_handler = OnGraceOver;
   alarm_action.sa_flags = SA_RESTART;
@@ -220,6 +223,12 @@ pid_t StartTask(const ChildPlan& p, const TaskPlan& t) {
   dup2(kFdNull, 2);
   (void)chdir("/");
   (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+}
+
+// One replica, from its tasks' start to its recorded exit. The pid report goes to kFdPipe,
+// which is closed after it.
+void SuperviseReplica(const ChildPlan& p) {
+  g_plan = &p;
   // "pids " for the record; the agent's pipe gets the rest of the line.
   constexpr size_t kPrefix = 5;
   for (size_t i = 0; i < kPrefix; ++i) p.report[i] = "pids "[i];
@@ -230,7 +239,9 @@ pid_t StartTask(const ChildPlan& p, const TaskPlan& t) {
     if (pid < 0) {  // the replica cannot run whole: take down the tasks already started
       SignalLiveTasks(p, SIGKILL);
       WriteExitRaw(p, kExitCannotExec, t);
-      _exit(0);
+      close(kFdPipe);
+      g_plan = nullptr;
+      return;
     }
     (void)setpgid(pid, pid);  // also done by the task: whichever runs first
     p.task_pids[t] = pid;
@@ -251,8 +262,10 @@ pid_t StartTask(const ChildPlan& p, const TaskPlan& t) {
     siginfo_t info{};
     if (waitid(P_ALL, 0, &info, WEXITED | WNOWAIT) != 0) {
       if (errno == EINTR) continue;
+      alarm(0);
       WriteExitRaw(p, kExitLost, failed_task);
-      _exit(0);
+      g_plan = nullptr;
+      return;
     }
     int t = 0;
     while (t < p.task_count && p.task_pids[t] != info.si_pid) ++t;
@@ -274,6 +287,7 @@ pid_t StartTask(const ChildPlan& p, const TaskPlan& t) {
     }
   }
   alarm(0);
+  g_plan = nullptr;
   // What was left of each task's group was killed, and comes here (the subreaper) to be
   // reaped: wait for that (a second at most, for a process stuck in the kernel), so that a
   // replica reported over has no process left.
@@ -287,10 +301,18 @@ pid_t StartTask(const ChildPlan& p, const TaskPlan& t) {
     (void)nanosleep(&pause, nullptr);
   }
   WriteExitRaw(p, code, failed_task);
-  // Reap any orphan still alive.
+}
+
+[[noreturn]] void ReapOrphansAndExit() {
   while (waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
   }
   _exit(0);
+}
+
+[[noreturn]] void MonitorMain(const ChildPlan& p) {
+  BecomeMonitor();
+  SuperviseReplica(p);
+  ReapOrphansAndExit();
 }
 
 }  // namespace
@@ -306,10 +328,72 @@ pid_t StartTask(const ChildPlan& p, const TaskPlan& t) {
   MonitorMain(p);
 }
 
-[[noreturn]] void ExecedMonitorMain(const ChildPlan& p) {
+[[noreturn]] void ExecedMonitorMain(const ChildPlan& first, NextPlan next) {
   (void)setsid();  // posix_spawn made it a session leader already; harmless then
-  CloseFrom(kFirstFreeFd, p.max_fd);
-  MonitorMain(p);
+  CloseFrom(kMonitorFdControl + 1, first.max_fd);
+  BecomeMonitor();
+  for (const ChildPlan* p = &first; p != nullptr; p = next()) SuperviseReplica(*p);
+  ReapOrphansAndExit();
+}
+
+bool ReceiveNextPlan(std::string* bytes) {
+  int64_t waited_ms = 0;
+  for (;;) {
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {  // orphans of the replicas before, as they die
+    }
+    if (waited_ms >= kMonitorIdleMs) return false;
+    struct pollfd fd {
+      kMonitorFdControl, POLLIN, 0
+    };
+    int rc = poll(&fd, 1, 200);
+    if (rc < 0 && errno != EINTR) return false;
+    if (rc <= 0) {
+      waited_ms += 200;
+      continue;
+    }
+    break;
+  }
+  // One byte, with the plan's memfd and the pid report's pipe beside it (SCM_RIGHTS).
+  char byte = 0;
+  struct iovec iov {
+    &byte, 1
+  };
+  alignas(struct cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))];
+  struct msghdr msg {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t n;
+  do {
+    n = recvmsg(kMonitorFdControl, &msg, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n <= 0) return false;  // the agent closed its end: it is gone, or does not want us
+  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  if (c == nullptr || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+      c->cmsg_len != CMSG_LEN(2 * sizeof(int)) || (msg.msg_flags & MSG_CTRUNC) != 0) {
+    return false;
+  }
+  int fds[2];
+  memcpy(fds, CMSG_DATA(c), sizeof(fds));
+  // They land on the lowest free numbers, kFdPipe among them: read the plan, then move the pipe.
+  bytes->clear();
+  char buf[65536];
+  bool ok = true;
+  for (off_t off = 0;;) {
+    ssize_t got = pread(fds[0], buf, sizeof(buf), off);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) ok = false;
+    if (got <= 0) break;
+    bytes->append(buf, static_cast<size_t>(got));
+    off += got;
+  }
+  close(fds[0]);
+  if (fds[1] != kFdPipe) {
+    ok = dup2(fds[1], kFdPipe) == kFdPipe && ok;
+    close(fds[1]);
+  }
+  return ok;
 }
 
 }  // namespace corral::agent::internal

@@ -65,8 +65,14 @@ struct ChildPlan {
 // the pipe on which the monitor reports its pid and the tasks'. Never returns.
 [[noreturn]] void DetachMain(const ChildPlan& plan, const int fds[2]);
 
-// The descriptors an exec'd monitor starts with: /dev/null, the pid report's pipe, the plan.
-constexpr int kMonitorFdNull = 3, kMonitorFdPipe = 4, kMonitorFdPlan = 5;
+// The descriptors an exec'd monitor starts with: /dev/null, the pid report's pipe, the plan,
+// and its end of the agent's control socket, on which the next replica's plan may come.
+constexpr int kMonitorFdNull = 3, kMonitorFdPipe = 4, kMonitorFdPlan = 5, kMonitorFdControl = 6;
+
+// An exec'd monitor whose replica has ended waits this long for the next one's plan before it
+// exits. The agent hands one over only within kMonitorReuseMs of seeing the exit, far inside.
+constexpr int64_t kMonitorIdleMs = 10000;
+constexpr int64_t kMonitorReuseMs = 2000;
 
 // The plan as bytes, for an exec'd monitor (the scratch buffers are not sent: it makes its own).
 std::string EncodePlan(const ChildPlan& plan);
@@ -86,8 +92,18 @@ struct OwnedPlan {
 };
 bool DecodePlan(const std::string& bytes, OwnedPlan* out);
 
-// An exec'd monitor's work, its descriptors as above: the same as DetachMain's. Never returns.
-[[noreturn]] void ExecedMonitorMain(const ChildPlan& plan);
+// An exec'd monitor's work, its descriptors as above: DetachMain's for `first`, then for each
+// plan `next` gives (nullptr: none is coming; the monitor exits once its orphans are reaped).
+// Starting a process is most of a short job's cost, so one monitor runs replica after replica
+// while the agent keeps giving it work: a job's launch is then one process start, not two.
+using NextPlan = const ChildPlan* (*)();
+[[noreturn]] void ExecedMonitorMain(const ChildPlan& first, NextPlan next);
+
+// Waits (up to kMonitorIdleMs, reaping orphans meanwhile) for the agent to send the next plan on
+// kMonitorFdControl: one byte with the plan's memfd and the next pid report's pipe beside it.
+// Puts that pipe on kMonitorFdPipe and the plan in `bytes`. False: none came, or the agent
+// closed the socket (it exited, or will not use this monitor again).
+bool ReceiveNextPlan(std::string* bytes);
 
 // write(2) until done (true) or an error; async-signal-safe.
 bool WriteAll(int fd, const char* data, size_t len);

@@ -1,16 +1,37 @@
 // corral-monitor: a replica's monitor, started by the agent with posix_spawn (monitor.h). A
 // small static executable, so that starting it copies nothing of the agent. Its plan arrives on
-// descriptor 5; /dev/null is 3 and the pipe for its pid report 4. Not meant to be run by hand.
+// descriptor 5; /dev/null is 3, the pipe for its pid report 4, and the agent's control socket 6,
+// on which the plans of further replicas come. Not meant to be run by hand.
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "agent/monitor.h"
 
+namespace {
+
+using namespace corral::agent::internal;
+
+std::unique_ptr<OwnedPlan> g_current;  // the replica being supervised; lives until the next
+
+const ChildPlan* NextReplica() {
+  std::string bytes;
+  if (!ReceiveNextPlan(&bytes)) return nullptr;
+  auto plan = std::make_unique<OwnedPlan>();
+  if (!DecodePlan(bytes, plan.get())) {
+    close(kMonitorFdPipe);  // no report: the agent finds the run without pids, then lost
+    return nullptr;
+  }
+  g_current = std::move(plan);
+  return &g_current->plan;
+}
+
+}  // namespace
+
 int main() {
-  using namespace corral::agent::internal;
   std::string bytes;
   char buf[65536];
   for (;;) {
@@ -20,10 +41,10 @@ int main() {
     bytes.append(buf, static_cast<size_t>(n));
   }
   close(kMonitorFdPlan);
-  static OwnedPlan plan;  // lives as long as the monitor
-  if (!DecodePlan(bytes, &plan)) {
+  g_current = std::make_unique<OwnedPlan>();
+  if (!DecodePlan(bytes, g_current.get())) {
     std::fprintf(stderr, "corral-monitor: no valid plan on descriptor %d\n", kMonitorFdPlan);
     return 2;
   }
-  ExecedMonitorMain(plan.plan);
+  ExecedMonitorMain(g_current->plan, NextReplica);
 }
