@@ -627,6 +627,44 @@ TEST(WaitTest, TimeoutExits124) {
   EXPECT_EQ(slept, 5 * kSecond);
 }
 
+// An array's elements are read with one listing a round, however many there are; each is
+// reported as it ends, by its ARRAY_INDEX name.
+TEST(WaitTest, AnArrayIsReadWithOneListingARound) {
+  Harness h;
+  int listings = 0, singles = 0;
+  auto element = [](JobId id, int32_t index, JobState state) {
+    Job j = MakeJob(id, state);
+    j.array_id = 7;
+    j.array_index = index;
+    if (state == JobState::kFailed) j.exit_code = 3;
+    return ToJson(j);
+  };
+  h.fake->handler = [&](const FakeTransport::Sent& s) -> Result<ApiReply> {
+    if (s.path == "/v1/jobs/7") {
+      ++singles;
+      return JsonReply(200, {{"job", element(7, 0, JobState::kRunning)}});
+    }
+    if (s.path == "/v1/jobs?limit=100000&array=7") {
+      ++listings;
+      JobState last = listings < 3 ? JobState::kRunning : JobState::kFailed;
+      return JsonReply(
+          200, {{"jobs", Json::array({element(7, 0, JobState::kSucceeded),
+                                      element(8, 1, JobState::kRunning), element(9, 2, last)})}});
+    }
+    if (s.path.rfind("/v1/jobs?limit=100000&array=7", 0) == 0 ||
+        s.path.rfind("/v1/jobs/", 0) == 0) {
+      ++singles;
+    }
+    return JsonReply(404, {{"error", "unexpected " + s.path}});
+  };
+  EXPECT_EQ(h.Run("wait", {"7", "--timeout", "10s"}), 124);
+  EXPECT_THAT(h.out.str(), HasSubstr("job 7_0 succeeded\n"));
+  EXPECT_THAT(h.out.str(), HasSubstr("job 7_2 failed (exit code 3)\n"));
+  EXPECT_THAT(h.err.str(), HasSubstr("still not finished: 8"));
+  EXPECT_EQ(singles, 1) << "the array's own record once, to know it is one; no element alone";
+  EXPECT_EQ(listings, static_cast<int>(h.sleeps.size()) + 2) << "one listing up front, one a round";
+}
+
 // ---- cancel ----
 
 TEST(CheckpointDoneTest, ReportsForTheJobItRunsIn) {

@@ -1,6 +1,7 @@
 // corral jobs, show, wait, cancel, logs.
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -435,6 +436,27 @@ int RunShow(const std::vector<std::string>& argv, CliContext& ctx) {
   return kExitOk;
 }
 
+namespace {
+
+// An array's elements, by id, from one listing.
+Result<std::map<JobId, Job>> FetchArrayElements(ApiClient& api, JobId array) {
+  auto reply = api.CallJson("GET", "/v1/jobs?limit=100000&array=" + std::to_string(array));
+  if (!reply.ok()) return reply.status();
+  std::map<JobId, Job> out;
+  for (const Json& j : reply->value("jobs", Json::array())) {
+    auto job = JobFromJson(j);
+    if (!job.ok()) return job.status();
+    out.emplace(job->id, std::move(*job));
+  }
+  return out;
+}
+
+bool HeadIsGone(const Status& st) {
+  return st.code() == ErrorCode::kUnavailable && st.message().rfind("cannot reach", 0) == 0;
+}
+
+}  // namespace
+
 int RunWait(const std::vector<std::string>& argv, CliContext& ctx) {
   auto parsed = ParseArgs(argv, {{"timeout", 't', true}}, false);
   if (!parsed.ok()) return UsageError(ctx, "wait", parsed.status().message());
@@ -444,7 +466,19 @@ int RunWait(const std::vector<std::string>& argv, CliContext& ctx) {
     return kExitOk;
   }
   if (args.positional.empty()) return UsageError(ctx, "wait", "want one or more job IDs");
-  std::vector<JobId> waiting;
+  // Each job waited for, with the array it was named by (0: by its own id): an array's
+  // elements are read with one listing a round, not one call each.
+  struct Waited {
+    JobId id;
+    JobId array;
+  };
+  std::vector<Waited> waiting;
+  auto add = [&](JobId id, JobId array) {
+    for (const Waited& w : waiting) {
+      if (w.id == id) return;
+    }
+    waiting.push_back({id, array});
+  };
   ApiClient api(ctx);
   for (const std::string& a : args.positional) {
     if (a.find('_') == std::string::npos && !ParseJobId(a)) {
@@ -455,22 +489,19 @@ int RunWait(const std::vector<std::string>& argv, CliContext& ctx) {
       PrintError(ctx, "wait", ref.status().message());
       return kExitError;
     }
-    std::vector<JobId> ids = {ref->id};
+    bool added = false;
     if (!ref->element) {  // an array's id stands for every element
       auto one = api.CallJson("GET", "/v1/jobs/" + std::to_string(ref->id));
       bool is_array =
           one.ok() && one->value("job", Json::object()).value("array_id", JobId{0}) == ref->id;
-      auto elems =
-          is_array ? api.CallJson("GET", "/v1/jobs?limit=100000&array=" + std::to_string(ref->id))
-                   : Result<Json>(Json::object());
-      if (elems.ok() && !elems->value("jobs", Json::array()).empty()) {
-        ids.clear();
-        for (const Json& j : (*elems)["jobs"]) ids.push_back(j.value("id", JobId{0}));
+      auto elems = is_array ? FetchArrayElements(api, ref->id)
+                            : Result<std::map<JobId, Job>>(std::map<JobId, Job>{});
+      if (elems.ok() && !elems->empty()) {
+        for (const auto& [id, job] : *elems) add(id, ref->id);
+        added = true;
       }
     }
-    for (JobId id : ids) {
-      if (std::find(waiting.begin(), waiting.end(), id) == waiting.end()) waiting.push_back(id);
-    }
+    if (!added) add(ref->id, 0);
   }
   DurationMs timeout = -1;
   if (args.Has("timeout")) {
@@ -481,26 +512,33 @@ int RunWait(const std::vector<std::string>& argv, CliContext& ctx) {
   const TimeMs deadline = timeout >= 0 ? ctx.now() + timeout : 0;
   bool all_ok = true;
   while (true) {
-    std::vector<JobId> still;
-    for (JobId id : waiting) {
-      auto reply = api.CallJson("GET", "/v1/jobs/" + std::to_string(id));
-      if (!reply.ok()) {
-        PrintError(ctx, "wait", "job " + std::to_string(id) + ": " + reply.status().message());
-        if (reply.status().code() == ErrorCode::kUnavailable &&
-            reply.status().message().rfind("cannot reach", 0) == 0) {
-          return kExitError;  // the head is gone: waiting longer would not tell us more
-        }
-        all_ok = false;
-        continue;
+    std::map<JobId, Result<std::map<JobId, Job>>> arrays;  // this round's listings
+    for (const Waited& w : waiting) {
+      if (w.array != 0 && !arrays.count(w.array)) {
+        arrays.emplace(w.array, FetchArrayElements(api, w.array));
       }
-      auto job = DecodeJobReply(*reply);
+    }
+    std::vector<Waited> still;
+    for (const Waited& w : waiting) {
+      Result<Job> job = Internal("not read");
+      if (w.array == 0) {
+        auto reply = api.CallJson("GET", "/v1/jobs/" + std::to_string(w.id));
+        job = reply.ok() ? DecodeJobReply(*reply) : Result<Job>(reply.status());
+      } else if (const auto& listed = arrays.at(w.array); !listed.ok()) {
+        job = listed.status();
+      } else if (auto it = listed->find(w.id); it != listed->end()) {
+        job = it->second;
+      } else {
+        job = NotFound("no longer listed in array " + std::to_string(w.array));
+      }
       if (!job.ok()) {
-        PrintError(ctx, "wait", "job " + std::to_string(id) + ": " + job.status().message());
+        PrintError(ctx, "wait", "job " + std::to_string(w.id) + ": " + job.status().message());
+        if (HeadIsGone(job.status())) return kExitError;  // waiting longer would not tell more
         all_ok = false;
         continue;
       }
       if (!IsTerminal(job->state)) {
-        still.push_back(id);
+        still.push_back(w);
         continue;
       }
       *ctx.out << "job " << JobRef(*job) << " " << JobStateName(job->state);
@@ -518,7 +556,7 @@ int RunWait(const std::vector<std::string>& argv, CliContext& ctx) {
     if (waiting.empty()) break;
     if (timeout >= 0 && ctx.now() >= deadline) {
       std::vector<std::string> ids;
-      for (JobId id : waiting) ids.push_back(std::to_string(id));
+      for (const Waited& w : waiting) ids.push_back(std::to_string(w.id));
       PrintError(
           ctx, "wait",
           "timed out after " + FormatAge(timeout) + "; still not finished: " + Join(ids, " "));
