@@ -1,22 +1,27 @@
 // The agent's launch path alone: a PosixLauncher in a scratch state directory starts N
 // one-task `true` runs the way the supervisor does for a sync's orders (LaunchAll), one at a
-// time and then --batch at a time, and waits for every exit. Prints launches per second, the
-// call's wall time p50/p99,
-// and the agent's own CPU per launched run (this process's user+system time, the forks it
-// makes included until they exec), beside the machine's fork+exec+reap of `true` measured in
-// the same run, so the ratio is what to read. Not a test.
+// time, then --batch at a time, and waits for every exit; then one after another, each once the
+// one before has exited (an exec'd monitor then takes the next run). Prints launches per second,
+// the call's wall time p50/p99, and the agent's own CPU per launched run (this process's
+// user+system time, the forks it makes included until they exec), beside the machine's
+// fork+exec+reap of `true` measured in the same run, so the ratio is what to read. Not a test.
 //
 //   corral_launch_bench [--runs N] [--batch K] [--cgroups] [--state DIR]
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -92,9 +97,11 @@ int main(int argc, char** argv) {
     }
     state = tmpl;
   }
-  corral::agent::PosixLauncher launcher(
-      state, "bench", {}, {},
-      use_cgroups ? corral::agent::Cgroups::Detect() : corral::agent::Cgroups::None(), monitor);
+  auto make_launcher = [&] {
+    return std::make_unique<corral::agent::PosixLauncher>(
+        state, "bench", std::map<std::string, std::string>{}, corral::agent::RunAsPolicy{},
+        use_cgroups ? corral::agent::Cgroups::Detect() : corral::agent::Cgroups::None(), monitor);
+  };
 
   double ceiling = ForkExecPerSecond(runs);
   std::printf("runs %d per mode, cgroups %s, monitor %s, state %s\n", runs,
@@ -102,25 +109,36 @@ int main(int argc, char** argv) {
               state.c_str());
   std::printf("machine fork+exec+reap of true: %.0f /s\n", ceiling);
   int next_id = 1;
+  auto order = [&] {
+    corral::RunOrder o;
+    o.job_id = static_cast<corral::JobId>(next_id);
+    o.run_id = std::to_string(next_id++) + ".0";
+    o.command = {"true"};
+    o.cpu_milli = use_cgroups ? 1000 : 0;
+    o.memory_mb = use_cgroups ? 512 : 0;
+    return o;
+  };
+  // The monitors (and through them the tasks) count once reaped: a launcher that goes away
+  // closes its monitors' control sockets, and each exits once its replica is over.
+  auto reap_all = [] {
+    while (waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
+    }
+  };
+  reap_all();
   double children_cpu = CpuSeconds(RUSAGE_CHILDREN);  // the ceiling's processes
-  for (int batch : {1, batch_size}) {
+  // batch 0: one run after another, each launched once the one before has exited (a GPU slot's
+  // turnover in a sweep of short jobs: an exec'd monitor takes the next run).
+  for (int batch : {1, batch_size, 0}) {
+    auto launcher = make_launcher();
     std::vector<corral::agent::LaunchedRun> launched;
     std::vector<double> call_ms;
     double cpu0 = CpuSeconds(RUSAGE_SELF);
     double t0 = Now();
-    for (int i = 0; i < runs; i += batch) {
+    for (int i = 0; i < runs; i += std::max(batch, 1)) {
       std::vector<corral::RunOrder> orders;
-      for (int k = 0; k < batch && i + k < runs; ++k) {
-        corral::RunOrder o;
-        o.job_id = static_cast<corral::JobId>(next_id);
-        o.run_id = std::to_string(next_id++) + ".0";
-        o.command = {"true"};
-        o.cpu_milli = use_cgroups ? 1000 : 0;
-        o.memory_mb = use_cgroups ? 512 : 0;
-        orders.push_back(std::move(o));
-      }
+      for (int k = 0; k < std::max(batch, 1) && i + k < runs; ++k) orders.push_back(order());
       double s = Now();
-      auto results = launcher.LaunchAll(orders);
+      auto results = launcher->LaunchAll(orders);
       call_ms.push_back((Now() - s) * 1000);
       for (auto& r : results) {
         if (!r.ok()) {
@@ -128,6 +146,15 @@ int main(int argc, char** argv) {
           return 1;
         }
         launched.push_back(std::move(*r));
+      }
+      if (batch == 0) {
+        while (launcher->Check(launched.back()).running) {
+          struct pollfd fd {
+            launcher->ExitFd(), POLLIN, 0
+          };
+          (void)poll(&fd, 1, 5);
+          launcher->DrainExitFd();
+        }
       }
     }
     double launched_at = Now();
@@ -137,7 +164,7 @@ int main(int argc, char** argv) {
     std::vector<bool> done(launched.size(), false);
     while (left > 0) {
       for (size_t i = 0; i < launched.size(); ++i) {
-        if (!done[i] && !launcher.Check(launched[i]).running) {
+        if (!done[i] && !launcher->Check(launched[i]).running) {
           done[i] = true;
           --left;
         }
@@ -145,21 +172,21 @@ int main(int argc, char** argv) {
       if (left > 0) usleep(2000);
     }
     double all_done = Now();
-    // The monitors (and through them the tasks) count once reaped: the exit notifications
-    // reap them.
-    for (int i = 0; i < 100; ++i) {
-      launcher.DrainExitFd();
-      usleep(10000);
-    }
+    std::set<int32_t> monitors;
+    for (const auto& r : launched) monitors.insert(r.monitor_pid);
+    launcher.reset();
+    reap_all();
     children_cpu = CpuSeconds(RUSAGE_CHILDREN);
     const double cpu_all = cpu_launch + children_cpu - children0;
     std::printf(
-        "%d at a time: %.1f launches/s (%.2f of the ceiling), call p50 %.1f ms p99 %.1f ms, all "
-        "exited %.2f s after the first call, agent CPU %.2f ms per run (%.2f ms with its "
-        "monitor and task)\n",
-        batch, runs / (launched_at - t0), runs / (launched_at - t0) / ceiling,
-        Percentile(call_ms, 0.5), Percentile(call_ms, 0.99), all_done - t0,
-        cpu_launch * 1000 / runs, cpu_all * 1000 / runs);
+        "%s: %.1f launches/s (%.2f of the ceiling), call p50 %.1f ms p99 %.1f ms, all "
+        "exited %.2f s after the first call, %zu monitors, agent CPU %.2f ms per run (%.2f ms "
+        "with its monitor and task)\n",
+        batch == 0 ? "each after the last one's exit"
+                   : (std::to_string(batch) + " at a time").c_str(),
+        runs / (launched_at - t0), runs / (launched_at - t0) / ceiling, Percentile(call_ms, 0.5),
+        Percentile(call_ms, 0.99), all_done - t0, monitors.size(), cpu_launch * 1000 / runs,
+        cpu_all * 1000 / runs);
   }
   std::error_code ec;
   if (getenv("KEEP_STATE") == nullptr) std::filesystem::remove_all(state, ec);
