@@ -51,8 +51,16 @@ ceiling() {
 
 # --- Slurm ---
 slurm_done_count() { wc -l < "$SLURM_LOCAL_DIR/jobcomp.txt"; }
+# The waits for a batch to finish poll every 50 ms from ONE process for the whole wait: a shell
+# loop of `sleep`, `curl` and `jq` would start ~40 processes a second on the cores both systems
+# need (on a machine whose ceiling is ~250 procs/s, a sixth of it).
 slurm_wait_done() {  # $1: jobcomp lines before, $2: jobs; returns when all completed
-  while [ $(($(slurm_done_count) - $1)) -lt "$2" ]; do sleep 0.05; done
+  python3 - "$SLURM_LOCAL_DIR/jobcomp.txt" "$(($1 + $2))" <<'PY'
+import sys, time
+path, want = sys.argv[1], int(sys.argv[2])
+while sum(1 for _ in open(path)) < want:
+    time.sleep(0.05)
+PY
 }
 slurm_drained() { while [ -n "$(squeue -h -o %i 2>/dev/null | head -1)" ]; do sleep 0.05; done; }
 
@@ -137,8 +145,15 @@ corral_cpu_ticks() {
   done
   echo "$head $agents"
 }
-corral_active() { api "/v1/jobs?state=pending,scheduled,running&limit=1" | jq '.jobs | length'; }
-corral_wait_done() { while [ "$(corral_active)" != 0 ]; do sleep 0.05; done; }
+corral_wait_done() {
+  python3 - "$CORRAL_ADDR" "$CORRAL_TOKEN" <<'PY'
+import json, sys, time, urllib.request
+req = urllib.request.Request(sys.argv[1] + "/v1/jobs?state=pending,scheduled,running&limit=1",
+                             headers={"Authorization": "Bearer " + sys.argv[2]})
+while json.load(urllib.request.urlopen(req))["jobs"]:
+    time.sleep(0.05)
+PY
+}
 
 run_corral() {
   corral_up
