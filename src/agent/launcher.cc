@@ -608,9 +608,13 @@ void PosixLauncher::RetireIdleMonitors() {
   });
 }
 
-void PosixLauncher::MonitorFinished(const RunKey& key) {
+void PosixLauncher::MonitorFinished(const RunKey& key, TimeMs ended_at) {
+  // Idle since its exit by its own clock, not since this agent saw it: an agent slow to look
+  // must not hand work to a monitor about to give up waiting (kMonitorIdleMs).
+  const TimeMs now = NowMs();
+  const TimeMs since = ended_at > 0 ? std::min(now, ended_at) : now;
   for (MonitorLink& m : monitors_) {
-    if (m.idle_since == 0 && m.running == key) m.idle_since = NowMs();
+    if (m.idle_since == 0 && m.running == key) m.idle_since = since;
   }
 }
 
@@ -745,7 +749,7 @@ RunStatus PosixLauncher::Check(LaunchedRun& run) {
   const std::string dir = RunDir(run.key());
   RunRecord rec = ReadRunRecord(dir, RecordPart::kStatus);
   if (rec.exited) {
-    MonitorFinished(run.key());  // its monitor wrote the exit last: it may take another replica
+    MonitorFinished(run.key(), rec.status.ended_at);  // it wrote the exit last: free for another
     return Finish(run, rec.status);
   }
   if (run.monitor_pid == 0 && rec.has_pids) AdoptPids(rec.monitor_pid, rec.pgids, &run);

@@ -171,7 +171,7 @@ class PosixLauncher final : public Launcher {
   // process start a launch instead of two); false where none is idle or none took it.
   bool HandToIdleMonitor(Prepared& p);
   void RetireIdleMonitors();  // closes the links of those idle too long: they exit
-  void MonitorFinished(const RunKey& key);
+  void MonitorFinished(const RunKey& key, TimeMs ended_at);
   bool ForgetMonitor(pid_t pid);  // a reaped monitor's link; always true
   void AwaitMonitors(const std::vector<Prepared*>& launched);
   void ReapMonitors();          // without waiting: those that have exited

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "agent/monitor.h"
 #include "agent/run_record.h"
 #include "agent/test_util.h"
 
@@ -317,6 +318,25 @@ TEST_P(LauncherTest, AMonitorLeftIdleOrKilledIsNotHandedARun) {
   ASSERT_TRUE(WaitFor([&] { return !(st = launcher.Check(*d)).running; }));
   EXPECT_EQ(st.exit_code, 6);
   EXPECT_FALSE(st.vanished);
+}
+
+// The window for handing a monitor work runs from its replica's exit by the monitor's clock,
+// not from when the agent saw it: an agent slow to look does not hand a run to a monitor that
+// may be giving up waiting.
+TEST_P(LauncherTest, AMonitorIsHandedARunOnlySoonAfterItsExit) {
+  TempDir state;
+  PosixLauncher launcher(state.path(), "n", {}, {}, Cgroups::None(), Monitor());
+  Result<LaunchedRun> a = launcher.Launch(ShellOrder("1.0", "true"));
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(WaitFor([&] { return ReadRunRecord(state.path() + "/runs/1.0.0").exited; }));
+  usleep((internal::kMonitorReuseMs + 300) * 1000);
+  ASSERT_FALSE(launcher.Check(*a).running);  // the agent sees the exit only now
+  Result<LaunchedRun> b = launcher.Launch(ShellOrder("2.0", "exit 2"));
+  ASSERT_TRUE(b.ok());
+  EXPECT_NE(b->monitor_pid, a->monitor_pid);
+  RunStatus st;
+  ASSERT_TRUE(WaitFor([&] { return !(st = launcher.Check(*b)).running; }));
+  EXPECT_EQ(st.exit_code, 2);
 }
 
 // The agent goes away (its launcher with it) while a run is on: the monitor sees it ends, records
