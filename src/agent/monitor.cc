@@ -336,6 +336,19 @@ void SuperviseReplica(const ChildPlan& p) {
   ReapOrphansAndExit();
 }
 
+bool ReadPlanBytes(int fd, std::string* bytes) {
+  bytes->clear();
+  char buf[65536];
+  for (off_t off = 0;;) {
+    ssize_t got = pread(fd, buf, sizeof(buf), off);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return false;
+    if (got == 0) return true;
+    bytes->append(buf, static_cast<size_t>(got));
+    off += got;
+  }
+}
+
 bool ReceiveNextPlan(std::string* bytes) {
   int64_t waited_ms = 0;
   for (;;) {
@@ -377,17 +390,7 @@ bool ReceiveNextPlan(std::string* bytes) {
   int fds[2];
   memcpy(fds, CMSG_DATA(c), sizeof(fds));
   // They land on the lowest free numbers, kFdPipe among them: read the plan, then move the pipe.
-  bytes->clear();
-  char buf[65536];
-  bool ok = true;
-  for (off_t off = 0;;) {
-    ssize_t got = pread(fds[0], buf, sizeof(buf), off);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) ok = false;
-    if (got <= 0) break;
-    bytes->append(buf, static_cast<size_t>(got));
-    off += got;
-  }
+  bool ok = ReadPlanBytes(fds[0], bytes);
   close(fds[0]);
   if (fds[1] != kFdPipe) {
     ok = dup2(fds[1], kFdPipe) == kFdPipe && ok;

@@ -99,6 +99,10 @@ bool DecodePlan(const std::string& bytes, OwnedPlan* out);
 using NextPlan = const ChildPlan* (*)();
 [[noreturn]] void ExecedMonitorMain(const ChildPlan& first, NextPlan next);
 
+// The whole of a plan's memfd, from its start (the spawned monitor's kMonitorFdPlan, or one
+// received with the next plan).
+bool ReadPlanBytes(int fd, std::string* bytes);
+
 // Waits (up to kMonitorIdleMs, reaping orphans meanwhile) for the agent to send the next plan on
 // kMonitorFdControl: one byte with the plan's memfd and the next pid report's pipe beside it.
 // Puts that pipe on kMonitorFdPipe and the plan in `bytes`. False: none came, or the agent

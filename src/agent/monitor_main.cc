@@ -4,7 +4,6 @@
 // on which the plans of further replicas come. Not meant to be run by hand.
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -33,16 +32,10 @@ const ChildPlan* NextReplica() {
 
 int main() {
   std::string bytes;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = read(kMonitorFdPlan, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    bytes.append(buf, static_cast<size_t>(n));
-  }
+  const bool read = ReadPlanBytes(kMonitorFdPlan, &bytes);
   close(kMonitorFdPlan);
   g_current = std::make_unique<OwnedPlan>();
-  if (!DecodePlan(bytes, g_current.get())) {
+  if (!read || !DecodePlan(bytes, g_current.get())) {
     std::fprintf(stderr, "corral-monitor: no valid plan on descriptor %d\n", kMonitorFdPlan);
     return 2;
   }
