@@ -1,5 +1,7 @@
 #include "agent/device_filter.h"
 
+#include <utility>
+
 #include <fcntl.h>
 #include <linux/bpf.h>
 #include <sys/syscall.h>
@@ -7,27 +9,11 @@
 
 #include <cerrno>
 #include <cstring>
-#include <utility>
+
+#include "agent/owned_fd.h"
 
 namespace corral::agent {
 namespace {
-
-// Closes its descriptor when it goes: the program's and the group's.
-class OwnedFd {
- public:
-  explicit OwnedFd(int fd) : fd_(fd) {}
-  OwnedFd(OwnedFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  OwnedFd& operator=(OwnedFd&&) = delete;
-  OwnedFd(const OwnedFd&) = delete;
-  ~OwnedFd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-
- private:
-  int fd_;
-};
 
 int Bpf(int cmd, union bpf_attr* attr) {
   return static_cast<int>(syscall(__NR_bpf, cmd, attr, sizeof(*attr)));

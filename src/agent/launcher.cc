@@ -247,7 +247,6 @@ PosixLauncher::~PosixLauncher() {
   for (int fd : {exit_read_fd_, exit_write_fd_}) {
     if (fd >= 0) close(fd);
   }
-  for (const MonitorLink& m : monitors_) close(m.control_fd);  // idle ones exit; busy ones after
 }
 
 void PosixLauncher::DrainExitFd() {
@@ -258,22 +257,24 @@ void PosixLauncher::DrainExitFd() {
 }
 
 void PosixLauncher::ReapMonitors() {
-  std::erase_if(unreaped_, [this](pid_t pid) { return Reaped(pid) && ForgetMonitor(pid); });
+  std::erase_if(unreaped_, [this](pid_t pid) {
+    if (!Reaped(pid)) return false;
+    ForgetMonitor(pid);
+    return true;
+  });
   RetireIdleMonitors();
 }
 
 void PosixLauncher::ReapMonitor(pid_t pid) {
   auto it = std::find(unreaped_.begin(), unreaped_.end(), pid);
-  if (it != unreaped_.end() && Reaped(pid) && ForgetMonitor(pid)) unreaped_.erase(it);
+  if (it != unreaped_.end() && Reaped(pid)) {
+    ForgetMonitor(pid);
+    unreaped_.erase(it);
+  }
 }
 
-bool PosixLauncher::ForgetMonitor(pid_t pid) {
-  std::erase_if(monitors_, [pid](const MonitorLink& m) {
-    if (m.pid != pid) return false;
-    close(m.control_fd);
-    return true;
-  });
-  return true;
+void PosixLauncher::ForgetMonitor(pid_t pid) {
+  std::erase_if(monitors_, [pid](const MonitorLink& m) { return m.pid == pid; });
 }
 
 std::string PosixLauncher::RunDir(const RunKey& key) const {
@@ -587,24 +588,22 @@ bool PosixLauncher::HandToIdleMonitor(Prepared& p) {
             [](const MonitorLink& a, const MonitorLink& b) { return a.idle_since < b.idle_since; });
   while (!monitors_.empty() && monitors_.back().idle_since > 0) {
     MonitorLink& m = monitors_.back();
-    if (SendPlan(m.control_fd, p.plan, p.pipe_fds[1])) {
+    if (SendPlan(m.control.get(), p.plan, p.pipe_fds[1])) {
       p.monitor = m.pid;
       m.running = p.run.key();
       m.idle_since = 0;
       return true;
     }
-    close(m.control_fd);
-    monitors_.pop_back();
+    monitors_.pop_back();  // gone: its socket is closed
   }
   return false;
 }
 
 void PosixLauncher::RetireIdleMonitors() {
   const TimeMs now = NowMs();
+  // Closing its socket tells it to exit; ReapMonitors reaps it.
   std::erase_if(monitors_, [&](const MonitorLink& m) {
-    if (m.idle_since == 0 || now - m.idle_since <= internal::kMonitorReuseMs) return false;
-    close(m.control_fd);  // it sees end-of-file and exits; ReapMonitors reaps it
-    return true;
+    return m.idle_since != 0 && now - m.idle_since > internal::kMonitorReuseMs;
   });
 }
 
@@ -625,7 +624,9 @@ Status PosixLauncher::ForkMonitor(Prepared& p) {
     reused = HandToIdleMonitor(p);
     int control = -1;
     if (!reused) p.monitor = SpawnMonitor(monitor_exe_, p.plan, p.null_fd, p.pipe_fds[1], &control);
-    if (!reused && p.monitor > 0) monitors_.push_back({p.monitor, control, p.run.key(), 0});
+    if (!reused && p.monitor > 0) {
+      monitors_.push_back({p.monitor, OwnedFd(control), p.run.key(), 0});
+    }
   } else {
     p.monitor = fork();
     if (p.monitor == 0) internal::DetachMain(p.plan, child_fds);

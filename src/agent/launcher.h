@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "agent/cgroup.h"
+#include "agent/owned_fd.h"
 #include "agent/run_as.h"
 #include "core/agent_protocol.h"
 #include "core/status.h"
@@ -172,7 +173,7 @@ class PosixLauncher final : public Launcher {
   bool HandToIdleMonitor(Prepared& p);
   void RetireIdleMonitors();  // closes the links of those idle too long: they exit
   void MonitorFinished(const RunKey& key, TimeMs ended_at);
-  bool ForgetMonitor(pid_t pid);  // a reaped monitor's link; always true
+  void ForgetMonitor(pid_t pid);  // a reaped monitor's link
   void AwaitMonitors(const std::vector<Prepared*>& launched);
   void ReapMonitors();          // without waiting: those that have exited
   void ReapMonitor(pid_t pid);  // the same for one of them (a run's, in Check)
@@ -193,11 +194,12 @@ class PosixLauncher final : public Launcher {
   std::string notify_path_;
   std::map<int32_t, int32_t> gpu_minors_;  // GPU index -> /dev/nvidia minor; empty: simulated
   std::vector<pid_t> unreaped_;  // monitors this launcher forked that have not been reaped
-  // The exec'd monitors this launcher may still hand work: their control sockets, the replica
-  // each runs, and since when it has none (0: it runs `running`).
+  // The exec'd monitors this launcher may still hand work: their control sockets (a monitor
+  // whose socket is closed exits once idle), the replica each runs, and since when it has none
+  // (0: it runs `running`).
   struct MonitorLink {
     pid_t pid;
-    int control_fd;
+    OwnedFd control;
     RunKey running;
     TimeMs idle_since;
   };

@@ -13,6 +13,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/owned_fd.h"
+
 namespace corral::agent {
 namespace {
 
@@ -20,14 +22,6 @@ void SortUnique(std::vector<int32_t>* v) {
   std::sort(v->begin(), v->end());
   v->erase(std::unique(v->begin(), v->end()), v->end());
 }
-
-// RAII for the netlink socket.
-struct Fd {
-  int fd;
-  ~Fd() {
-    if (fd >= 0) close(fd);
-  }
-};
 
 // One family's LISTEN sockets over NETLINK_SOCK_DIAG; false if the kernel would not say.
 bool AppendDiagListeners(int fd, uint8_t family, int32_t lo, int32_t hi,
@@ -92,11 +86,11 @@ std::vector<int32_t> ParseListeningPorts(const std::string& text, int32_t lo, in
 }
 
 std::optional<std::vector<int32_t>> DiagListeningPorts(int32_t lo, int32_t hi) {
-  Fd s{socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG)};
-  if (s.fd < 0) return std::nullopt;
+  OwnedFd s(socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
+  if (!s.valid()) return std::nullopt;
   std::vector<int32_t> out;
   for (uint8_t family : {AF_INET, AF_INET6}) {
-    if (!AppendDiagListeners(s.fd, family, lo, hi, &out)) return std::nullopt;
+    if (!AppendDiagListeners(s.get(), family, lo, hi, &out)) return std::nullopt;
   }
   SortUnique(&out);
   return out;
