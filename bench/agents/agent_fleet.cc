@@ -36,7 +36,7 @@ constexpr auto kRetryAfter = 200ms;
 struct AgentFleet::Slot {
   Slot(Shard* s, std::string name, const FleetConfig& c, asio::io_context& ioc)
       : shard(s),
-        agent(std::move(name), c.gpus_per_agent, c.runtime_ms),
+        agent(std::move(name), c.gpus_per_agent, c.runtime_ms, c.deltas),
         poll(std::make_shared<KeepAliveConn>(ioc, c.head, c.host_header)),
         exit_timer(ioc),
         retry_timer(ioc) {}
@@ -70,6 +70,7 @@ struct AgentFleet::Shard {
   LatencyStats sync_rtt;      // this thread's only
   LatencyStats register_rtt;  // this thread's only
   std::atomic<int64_t> registered{0}, runs_started{0}, runs_done{0}, syncs{0}, errors{0};
+  std::atomic<int64_t> answers{0}, answer_bytes{0};
   std::mutex error_mu;
   std::string first_error;  // GUARDED_BY(error_mu)
 };
@@ -147,6 +148,8 @@ void AgentFleet::Shard::OnSyncAnswer(Slot* s, bool urgent, const SyncRequest& se
     return RetryLater(s, "sync", why);
   }
   if (sent.wait_ms == 0) sync_rtt.Add(MsSince(t0));
+  ++answers;
+  answer_bytes += static_cast<int64_t>(r->body.size());
   auto resp = SyncResponseFromJson(Json::parse(r->body, nullptr, false));
   if (!resp.ok()) {
     if (urgent) return;
@@ -227,6 +230,8 @@ FleetCounters AgentFleet::counters() const {
     c.runs_started += s->runs_started;
     c.runs_done += s->runs_done;
     c.syncs += s->syncs;
+    c.answers += s->answers;
+    c.answer_bytes += s->answer_bytes;
     c.errors += s->errors;
   }
   return c;

@@ -5,6 +5,8 @@
 // touched only there; the counters are atomics, read from any thread.
 #pragma once
 
+#include <utility>  // before Boost.Asio (DESIGN §13)
+
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <cstdint>
@@ -12,7 +14,6 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <utility>  // before Boost.Asio (DESIGN §13)
 #include <vector>
 
 #include "agents/latency_stats.h"
@@ -30,6 +31,7 @@ struct FleetConfig {
   int64_t runtime_ms = 0;        // how long each run "runs"
   int64_t sync_wait_ms = 20000;  // long-poll hold asked of the head (it caps it)
   int max_registering = 64;      // registrations in flight at once
+  bool deltas = true;            // ask for delta answers, as the real agent does
 };
 
 struct FleetCounters {
@@ -37,6 +39,8 @@ struct FleetCounters {
   int64_t runs_started = 0;
   int64_t runs_done = 0;  // exited, reported, and released by the head
   int64_t syncs = 0;
+  int64_t answers = 0;  // sync answers received, and their bodies' bytes
+  int64_t answer_bytes = 0;
   int64_t errors = 0;
 };
 

@@ -42,6 +42,7 @@ struct Flags {
   double submit_rate = 0;  // jobs/s; 0: the next array as soon as the last is acknowledged
   std::string command = "true";
   double max_wait_s = 600;
+  bool no_deltas = false;
 };
 
 std::string ReadToken(const std::string& path) {
@@ -160,6 +161,8 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(1, 100000));
   app.add_option("--submit-rate", f.submit_rate, "jobs/s offered (0: back to back)");
   app.add_option("--command", f.command, "the jobs' shell command (the agents run nothing)");
+  app.add_flag("--no-deltas", f.no_deltas,
+               "ask for full sync answers, as agents before delta answers did");
   app.add_option("--max-wait", f.max_wait_s, "seconds to wait for the jobs to finish");
   CLI11_PARSE(app, argc, argv);
   if (f.token.empty() && !f.state_dir.empty()) f.token = ReadToken(f.state_dir + "/admin.token");
@@ -190,6 +193,7 @@ int Main(int argc, char** argv) {
   fc.threads = f.threads;
   fc.runtime_ms = f.runtime_ms;
   fc.sync_wait_ms = f.sync_wait_ms;
+  fc.deltas = !f.no_deltas;
 
   HeadWatch head{f.head_pid};
   if (f.head_pid > 0) {
@@ -260,6 +264,10 @@ int Main(int argc, char** argv) {
               static_cast<long long>(c.syncs - c0.syncs), (c.syncs - c0.syncs) / flow_s,
               static_cast<long long>(c.errors), c.errors ? "; first: " : "",
               fleet.first_error().c_str());
+  std::printf("sync answers (%s): %lld, %.0f bytes on average\n", f.no_deltas ? "full" : "deltas",
+              static_cast<long long>(c.answers - c0.answers),
+              static_cast<double>(c.answer_bytes - c0.answer_bytes) /
+                  std::max<int64_t>(1, c.answers - c0.answers));
   std::printf("sync round trip (calls not held: exit reports), %s\n",
               fleet.SyncRoundTrips().Summary().c_str());
   std::printf("register round trip, %s\n", fleet.RegisterRoundTrips().Summary().c_str());

@@ -4,8 +4,8 @@
 
 namespace corral::bench {
 
-EmulatedAgent::EmulatedAgent(std::string name, int32_t gpus, int64_t runtime_ms)
-    : name_(std::move(name)), gpus_(gpus), runtime_ms_(runtime_ms) {}
+EmulatedAgent::EmulatedAgent(std::string name, int32_t gpus, int64_t runtime_ms, bool deltas)
+    : name_(std::move(name)), gpus_(gpus), runtime_ms_(runtime_ms), deltas_(deltas) {}
 
 RegisterRequest EmulatedAgent::MakeRegisterRequest() const {
   RegisterRequest req;
@@ -29,8 +29,7 @@ RegisterRequest EmulatedAgent::MakeRegisterRequest() const {
 void EmulatedAgent::OnRegistered(const RegisterResponse& r) {
   registered_ = true;
   agent_epoch_ = r.agent_epoch;
-  applied_epoch_ = r.head_epoch;
-  applied_version_ = 0;  // the first sync is answered at once with the desired state
+  desired_.Reset();  // the first sync is answered at once with the whole desired state
   unreported_ = true;
 }
 
@@ -39,7 +38,8 @@ SyncRequest EmulatedAgent::MakeSync(int64_t wait_ms, TimeMs now) {
   SyncRequest req;
   req.node = name_;
   req.agent_epoch = agent_epoch_;
-  req.desired_version = applied_version_;
+  req.desired_version = desired_.version();
+  req.deltas = deltas_;
   req.wait_ms = unreported_ ? 0 : wait_ms;
   unreported_ = false;
   req.runs.reserve(runs_.size());
@@ -47,46 +47,16 @@ SyncRequest EmulatedAgent::MakeSync(int64_t wait_ms, TimeMs now) {
   return req;
 }
 
-int EmulatedAgent::Apply(const SyncResponse& r, TimeMs now) {
+int EmulatedAgent::Apply(SyncResponse r, TimeMs now) {
   if (r.reregister) {
     registered_ = false;
     return 0;
   }
-  if (r.head_epoch == applied_epoch_ && r.desired_version < applied_version_) return 0;
-  applied_epoch_ = r.head_epoch;
-  applied_version_ = r.desired_version;
+  if (!desired_.Apply(std::move(r))) return 0;
   int started = 0;
   std::set<Key> desired;
-  for (const RunOrder& o : r.runs) {
-    Key key{o.run_id, o.replica};
-    desired.insert(key);
-    auto it = runs_.find(key);
-    if (o.stop) {
-      if (it != runs_.end() && it->second.running) {
-        it->second.running = false;
-        it->second.exit_code = -o.stop_signal;
-        it->second.ended_at = now;
-        ends_at_.erase(key);
-        unreported_ = true;
-      }
-      continue;
-    }
-    if (it != runs_.end()) continue;  // a run id starts at most once
-    RunReport rep;
-    rep.run_id = o.run_id;
-    rep.replica = o.replica;
-    rep.started_at = now;
-    if (runtime_ms_ > 0) {
-      rep.running = true;
-      ends_at_[key] = now + runtime_ms_;
-    } else {
-      rep.running = false;
-      rep.exit_code = 0;
-      rep.ended_at = now;
-      unreported_ = true;
-    }
-    runs_.emplace(key, std::move(rep));
-    ++started;
+  for (const auto& [job, orders] : desired_.by_job()) {
+    for (const RunOrder& o : orders) started += Follow(o, now, &desired);
   }
   for (auto it = runs_.begin(); it != runs_.end();) {
     if (desired.count(it->first)) {
@@ -98,6 +68,38 @@ int EmulatedAgent::Apply(const SyncResponse& r, TimeMs now) {
     it = runs_.erase(it);
   }
   return started;
+}
+
+int EmulatedAgent::Follow(const RunOrder& o, TimeMs now, std::set<Key>* desired) {
+  Key key{o.run_id, o.replica};
+  desired->insert(key);
+  auto it = runs_.find(key);
+  if (o.stop) {
+    if (it != runs_.end() && it->second.running) {
+      it->second.running = false;
+      it->second.exit_code = -o.stop_signal;
+      it->second.ended_at = now;
+      ends_at_.erase(key);
+      unreported_ = true;
+    }
+    return 0;
+  }
+  if (it != runs_.end()) return 0;  // a run id starts at most once
+  RunReport rep;
+  rep.run_id = o.run_id;
+  rep.replica = o.replica;
+  rep.started_at = now;
+  if (runtime_ms_ > 0) {
+    rep.running = true;
+    ends_at_[key] = now + runtime_ms_;
+  } else {
+    rep.running = false;
+    rep.exit_code = 0;
+    rep.ended_at = now;
+    unreported_ = true;
+  }
+  runs_.emplace(key, std::move(rep));
+  return 1;
 }
 
 TimeMs EmulatedAgent::NextExitAt() const {

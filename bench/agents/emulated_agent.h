@@ -7,19 +7,24 @@
 // agent and calls it from one thread.
 #pragma once
 
-#include <cstdint>
-#include <map>
-#include <string>
 #include <utility>
 
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+
 #include "core/agent_protocol.h"
+#include "core/desired_runs.h"
 
 namespace corral::bench {
 
 class EmulatedAgent {
  public:
   // `runtime_ms` 0: a started run is reported started and exited 0 in the same report.
-  EmulatedAgent(std::string name, int32_t gpus, int64_t runtime_ms);
+  // `deltas`: ask the head for delta answers, as the real agent does (false: full answers, as
+  // older agents get).
+  EmulatedAgent(std::string name, int32_t gpus, int64_t runtime_ms, bool deltas = true);
 
   const std::string& name() const { return name_; }
   bool registered() const { return registered_; }
@@ -31,10 +36,10 @@ class EmulatedAgent {
   // unreported the call asks not to be held (wait_ms 0), as the real agent does.
   SyncRequest MakeSync(int64_t wait_ms, TimeMs now);
 
-  // Applies a sync answer: starts the runs it orders, stops those it marks stop, forgets
-  // those it no longer lists. An answer older than one already applied (two syncs crossed) is
-  // ignored. Returns how many runs it started.
-  int Apply(const SyncResponse& r, TimeMs now);
+  // Applies a sync answer (full or delta): starts the runs it orders, stops those it marks
+  // stop, forgets those no longer desired. An answer DesiredRuns does not take (two syncs
+  // crossed) is ignored. Returns how many runs it started.
+  int Apply(SyncResponse r, TimeMs now);
 
   // Earliest end of a running run (0: none runs); marks the runs due by `now` exited.
   TimeMs NextExitAt() const;
@@ -47,13 +52,17 @@ class EmulatedAgent {
  private:
   using Key = std::pair<std::string, int32_t>;  // run id, replica
 
+  // Follows one desired order (starts or stops its run) and marks it desired. Returns 1 when it
+  // started the run.
+  int Follow(const RunOrder& o, TimeMs now, std::set<Key>* desired);
+
   std::string name_;
   int32_t gpus_;
   int64_t runtime_ms_;
+  bool deltas_;
   bool registered_ = false;
   uint64_t agent_epoch_ = 0;
-  uint64_t applied_epoch_ = 0;
-  uint64_t applied_version_ = 0;
+  DesiredRuns desired_;
   bool unreported_ = false;
   int64_t forgotten_ = 0;
   std::map<Key, RunReport> runs_;  // alive, or exited and not yet released

@@ -4,6 +4,8 @@
 // io_context it was made with, which must be run by one thread. One request at a time.
 #pragma once
 
+#include <utility>  // before Boost.Asio (DESIGN §13)
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -15,7 +17,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <utility>  // before Boost.Asio (DESIGN §13)
 
 #include "core/status.h"
 #include "net/http.h"

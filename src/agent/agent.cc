@@ -147,8 +147,7 @@ Status Agent::DoRegister() {
     if (resp->head_epoch > max_head_epoch_) save = max_head_epoch_ = resp->head_epoch;
     agent_epoch_ = resp->agent_epoch;
     registered_ = true;
-    applied_epoch_ = resp->head_epoch;
-    applied_version_ = 0;  // the first sync must not be held: get the desired state
+    desired_.Reset();  // the first sync must not be held: get the whole desired state
     unreported_exit_ = true;
     last_contact_ = std::chrono::steady_clock::now();
     fenced_ = false;
@@ -164,10 +163,11 @@ Status Agent::SyncOnce(int64_t wait_ms) {
   {
     std::lock_guard lock(mu_);
     req.agent_epoch = agent_epoch_;
-    req.desired_version = applied_version_;
+    req.desired_version = desired_.version();
   }
   req.node = config_.name;
   req.wait_ms = wait_ms;
+  req.deltas = true;
   req.runs = supervisor_->Report();
   req.busy_ports = ListeningPorts(config_.port_lo, config_.port_hi);
   req.gpu_samples = monitor_->Sample();
@@ -176,8 +176,10 @@ Status Agent::SyncOnce(int64_t wait_ms) {
   if (!resp.ok()) return resp.status();
 
   std::lock_guard apply_lock(apply_mu_);
+  const bool reregister = resp->reregister;
   uint64_t save = 0;
   bool apply = false;
+  SyncResponse desired;
   {
     std::lock_guard lock(mu_);
     if (resp->head_epoch < max_head_epoch_) {
@@ -189,19 +191,19 @@ Status Agent::SyncOnce(int64_t wait_ms) {
     last_contact_ = std::chrono::steady_clock::now();
     if (fenced_) spdlog::info("the head is reachable again");
     fenced_ = false;
-    if (resp->reregister) {
+    if (reregister) {
       registered_ = false;  // and never reconcile against this answer: it lists nothing
-    } else if (resp->head_epoch != applied_epoch_ || resp->desired_version >= applied_version_) {
-      // (An older version of the same epoch means two syncs crossed: ignore that answer.)
-      applied_epoch_ = resp->head_epoch;
-      applied_version_ = resp->desired_version;
+    } else if (desired_.Apply(std::move(*resp))) {
+      // (Not applied: two syncs crossed, and this answer is older than, or a delta from other
+      // than, the state already applied. The next sync asks from that state.)
+      desired = desired_.Full();
       apply = true;
     }
   }
   if (save != 0) SaveHeadEpoch(save);
-  if (resp->reregister) spdlog::info("the head asks this agent to register again");
+  if (reregister) spdlog::info("the head asks this agent to register again");
   if (apply) {
-    supervisor_->Reconcile(*resp);
+    supervisor_->Reconcile(desired);
     monitor_->MapJobs(supervisor_->GpuHolders());  // starts
   }
   return Status::Ok();

@@ -26,6 +26,7 @@
 #include "agent/run_as.h"
 #include "agent/supervisor.h"
 #include "core/agent_protocol.h"
+#include "core/desired_runs.h"
 #include "core/status.h"
 
 namespace corral::agent {
@@ -122,9 +123,8 @@ class Agent {
   bool stopping_ GUARDED_BY(mu_) = false;
   bool registered_ GUARDED_BY(mu_) = false;
   uint64_t agent_epoch_ GUARDED_BY(mu_) = 0;
-  uint64_t max_head_epoch_ GUARDED_BY(mu_) = 0;   // persisted: refuse older leaders' orders
-  uint64_t applied_epoch_ GUARDED_BY(mu_) = 0;    // head epoch and version of the last
-  uint64_t applied_version_ GUARDED_BY(mu_) = 0;  // desired state applied
+  uint64_t max_head_epoch_ GUARDED_BY(mu_) = 0;  // persisted: refuse older leaders' orders
+  DesiredRuns desired_ GUARDED_BY(mu_);          // the desired state last applied, kept from deltas
   bool in_long_poll_ GUARDED_BY(mu_) = false;
   bool unreported_exit_ GUARDED_BY(mu_) = false;  // the next sync must not be held
   bool urgent_ GUARDED_BY(mu_) = false;           // the reporter should sync now

@@ -74,6 +74,9 @@ struct SyncRequest {
   std::vector<RunReport> runs;      // everything alive or exited-but-not-yet-released
   std::vector<int32_t> busy_ports;  // ports of the MASTER_PORT range something listens on
   std::vector<GpuSample> gpu_samples;  // empty: not measured (an older agent sends none)
+  // The agent applies delta answers (SyncResponse::delta); an older agent sends false and is
+  // answered in full.
+  bool deltas = false;
 };
 
 // What the head wants on this node for one replica of one run.
@@ -117,6 +120,13 @@ struct SyncResponse {
   uint64_t desired_version = 0;
   std::vector<RunOrder> runs;  // desired runs; a reported run absent here may be forgotten
   bool reregister = false;     // the head does not know this agent (epoch mismatch)
+  // A delta answer lists only what changed since the agent's base_version: for each job in
+  // changed_jobs, `runs` holds all of its orders on this node now (none: it has none left).
+  // The orders of jobs not named are those of base_version. A full answer (delta false)
+  // lists every desired run.
+  bool delta = false;
+  uint64_t base_version = 0;
+  std::vector<JobId> changed_jobs;  // ascending
 };
 
 }  // namespace corral

@@ -360,6 +360,7 @@ Json ToJson(const SyncRequest& r) {
                                     {"memory_used_bytes", g.memory_used_bytes}});
     if (!g.fault.empty()) j["gpu_samples"].back()["fault"] = g.fault;
   }
+  if (r.deltas) j["deltas"] = true;
   return j;
 }
 
@@ -413,10 +414,16 @@ Json ToJson(const RunOrder& r) {
 Json ToJson(const SyncResponse& r) {
   Json runs = Json::array();
   for (const RunOrder& x : r.runs) runs.push_back(ToJson(x));
-  return Json{{"head_epoch", r.head_epoch},
-              {"desired_version", r.desired_version},
-              {"runs", runs},
-              {"reregister", r.reregister}};
+  Json j{{"head_epoch", r.head_epoch},
+         {"desired_version", r.desired_version},
+         {"runs", runs},
+         {"reregister", r.reregister}};
+  if (r.delta) {
+    j["delta"] = true;
+    j["base_version"] = r.base_version;
+    j["changed_jobs"] = r.changed_jobs;
+  }
+  return j;
 }
 
 Result<JobSpec> JobSpecFromJson(const Json& j) {
@@ -552,6 +559,7 @@ Result<SyncRequest> SyncRequestFromJson(const Json& j) {
                                Get<int64_t>(x, "memory_used_bytes", 0),
                                Get<std::string>(x, "fault", "")});
     }
+    r.deltas = Get<bool>(j, "deltas", false);
     return r;
   });
 }
@@ -601,6 +609,23 @@ Result<SyncResponse> SyncResponseFromJson(const Json& j) {
       o.signals = Get<int32_t>(x, "signals", 0);
       o.signal = Get<int32_t>(x, "signal", 0);
       r.runs.push_back(std::move(o));
+    }
+    r.delta = Get<bool>(j, "delta", false);
+    if (r.delta) {
+      r.base_version = Req<uint64_t>(j, "base_version");
+      r.changed_jobs = Get<std::vector<JobId>>(j, "changed_jobs", {});
+      if (!std::is_sorted(r.changed_jobs.begin(), r.changed_jobs.end())) {
+        throw std::runtime_error("field 'changed_jobs': must be ascending");
+      }
+      if (r.base_version > r.desired_version) {
+        throw std::runtime_error("field 'base_version': after desired_version");
+      }
+      for (const RunOrder& o : r.runs) {
+        if (!std::binary_search(r.changed_jobs.begin(), r.changed_jobs.end(), o.job_id)) {
+          throw std::runtime_error("field 'runs': an order for job " + std::to_string(o.job_id) +
+                                   ", which changed_jobs does not name");
+        }
+      }
     }
     return r;
   });

@@ -157,6 +157,45 @@ TEST(Codec, ALayoutThatDoesNotHoldTheOrderIsAnError) {
   EXPECT_FALSE(SyncResponseFromJson(huge).ok()) << "a million environments' work is refused";
 }
 
+// A delta answer names the jobs it changed; an older agent's request (no "deltas") asks for
+// full answers, and a full answer carries no delta fields.
+TEST(Codec, ADeltaAnswerTravelsWithItsBaseAndChangedJobs) {
+  SyncResponse sent{1, 9, {TwoTaskOrder()}, false};
+  EXPECT_FALSE(ToJson(sent).contains("delta"));
+  sent.delta = true;
+  sent.base_version = 7;
+  sent.changed_jobs = {3, 7, 8};
+  auto got = SyncResponseFromJson(ToJson(sent));
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_TRUE(got->delta);
+  EXPECT_EQ(got->base_version, 7u);
+  EXPECT_EQ(got->changed_jobs, (std::vector<JobId>{3, 7, 8}));
+  ASSERT_EQ(got->runs.size(), 1u);
+
+  SyncRequest req;
+  req.node = "n1";
+  req.agent_epoch = 1;
+  auto old_agent = SyncRequestFromJson(ToJson(req));
+  ASSERT_TRUE(old_agent.ok());
+  EXPECT_FALSE(old_agent->deltas);
+  req.deltas = true;
+  EXPECT_TRUE(SyncRequestFromJson(ToJson(req))->deltas);
+
+  Json wire = ToJson(sent);
+  Json unsorted = wire;
+  unsorted["changed_jobs"] = {8, 3, 7};
+  ExpectErrorNaming(unsorted, "changed_jobs");
+  Json unnamed = wire;
+  unnamed["changed_jobs"] = {3, 8};
+  ExpectErrorNaming(unnamed, "runs");
+  Json ahead = wire;
+  ahead["base_version"] = 10;
+  ExpectErrorNaming(ahead, "base_version");
+  Json no_base = wire;
+  no_base.erase("base_version");
+  ExpectErrorNaming(no_base, "base_version");
+}
+
 TEST(RunId, ParsesOnlyWellFormed) {
   RunId id;
   ASSERT_TRUE(ParseRunId("17.3", &id));

@@ -18,8 +18,13 @@ sched::NodeInfo HeadCore::ToNodeInfo(const Node& node) const {
   return info;
 }
 
-void HeadCore::Bump(const std::string& node) {
-  ++node_version_[node];
+void HeadCore::Bump(const std::string& node, JobId job) {
+  desired_[node].Changed(job);
+  out_.nodes_to_notify.insert(node);
+}
+
+void HeadCore::BumpAll(const std::string& node) {
+  desired_[node].ChangedAll();
   out_.nodes_to_notify.insert(node);
 }
 
@@ -117,8 +122,8 @@ void HeadCore::ObserveHealth(const Node& node, const std::vector<GpuSample>& sam
 }
 
 uint64_t HeadCore::NodeVersion(const std::string& node) const {
-  auto it = node_version_.find(node);
-  return it == node_version_.end() ? state_.epoch << 32 : it->second;
+  auto it = desired_.find(node);
+  return it == desired_.end() ? state_.epoch << 32 : it->second.version();
 }
 
 // A replica's memory cap: what its job asked for, else its node's memory in proportion to the
@@ -155,28 +160,48 @@ SyncResponse HeadCore::DesiredFor(const std::string& node) const {
   r.desired_version = NodeVersion(node);
   auto runs = node_runs_.find(node);
   if (runs == node_runs_.end()) return r;
-  for (JobId id : runs->second) {
-    const Job& job = state_.jobs.at(id);
-    const Run& run = *job.CurrentRun();
-    const RunLayout layout = LayoutFor(job, run);
-    for (int32_t replica = 0; replica < static_cast<int32_t>(run.placement.size()); ++replica) {
-      if (run.placement[replica].node != node || run.exit_codes[replica] != kNotExited) continue;
-      RunOrder o = ReplicaOrder(job, run, replica);
-      o.run_id = ToString(RunId{id, run.attempt});
-      o.command = job.spec.command;
-      o.layout = layout;  // the agent derives the tasks' environments (ExpandOrderEnv)
-      o.workdir = job.spec.workdir;
-      o.signals = run.signals;
-      o.signal = run.last_signal;
-      if (job.spec.batch && replica == 0 && !state_.step_key.empty()) {
-        // The batch step may start job steps of this run (srun), and nothing else.
-        o.step_token = StepToken(state_.step_key, RunId{id, run.attempt});
-      }
-      r.runs.push_back(std::move(o));
-    }
-    if (!run.steps.empty()) AddStepOrders(job, run, layout, node, &r);
+  for (JobId id : runs->second) AddJobOrders(state_.jobs.at(id), node, &r);
+  return r;
+}
+
+SyncResponse HeadCore::AnswerFor(const std::string& node, uint64_t from) const {
+  auto log = desired_.find(node);
+  std::optional<std::vector<JobId>> changed;
+  if (from != 0 && log != desired_.end()) changed = log->second.ChangedSince(from);
+  if (!changed) return DesiredFor(node);
+  SyncResponse r;
+  r.head_epoch = state_.epoch;
+  r.desired_version = log->second.version();
+  r.delta = true;
+  r.base_version = from;
+  r.changed_jobs = std::move(*changed);
+  auto runs = node_runs_.find(node);
+  if (runs == node_runs_.end()) return r;
+  for (JobId id : r.changed_jobs) {
+    if (runs->second.count(id)) AddJobOrders(state_.jobs.at(id), node, &r);
   }
   return r;
+}
+
+void HeadCore::AddJobOrders(const Job& job, const std::string& node, SyncResponse* out) const {
+  const Run& run = *job.CurrentRun();
+  const RunLayout layout = LayoutFor(job, run);
+  for (int32_t replica = 0; replica < static_cast<int32_t>(run.placement.size()); ++replica) {
+    if (run.placement[replica].node != node || run.exit_codes[replica] != kNotExited) continue;
+    RunOrder o = ReplicaOrder(job, run, replica);
+    o.run_id = ToString(RunId{job.id, run.attempt});
+    o.command = job.spec.command;
+    o.layout = layout;  // the agent derives the tasks' environments (ExpandOrderEnv)
+    o.workdir = job.spec.workdir;
+    o.signals = run.signals;
+    o.signal = run.last_signal;
+    if (job.spec.batch && replica == 0 && !state_.step_key.empty()) {
+      // The batch step may start job steps of this run (srun), and nothing else.
+      o.step_token = StepToken(state_.step_key, RunId{job.id, run.attempt});
+    }
+    out->runs.push_back(std::move(o));
+  }
+  if (!run.steps.empty()) AddStepOrders(job, run, layout, node, out);
 }
 
 void HeadCore::Tick(TimeMs now) {

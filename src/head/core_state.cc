@@ -26,7 +26,7 @@ void HeadCore::Index(const Change& c) {
     void Job(JobId) {}
     void operator()(const HeadStarted&) {
       for (const auto& [name, node] : core.state_.nodes)
-        core.node_version_[name] = core.state_.epoch << 32;
+        core.desired_[name] = DesiredLog(core.state_.epoch << 32);
     }
     void Pending(const corral::Job& job, int32_t delta) {
       core.pending_count_[{job.spec.queue, job.owner}] += delta;
@@ -49,18 +49,18 @@ void HeadCore::Index(const Change& c) {
       core.pending_reason_.erase(e.job);
       for (const ReplicaPlacement& p : e.placement) {
         core.node_runs_[p.node].insert(e.job);
-        core.Bump(p.node);
+        core.Bump(p.node, e.job);
       }
     }
     void operator()(const RunStarted& e) { Job(e.job); }
     void operator()(const ReplicaExited& e) {
       Job(e.job);
-      core.Bump(core.state_.jobs.at(e.job).runs[e.attempt - 1].placement[e.replica].node);
+      core.Bump(core.state_.jobs.at(e.job).runs[e.attempt - 1].placement[e.replica].node, e.job);
     }
     // Every node of the run gets new orders.
     void BumpRun(JobId job, int32_t attempt) {
       for (const ReplicaPlacement& p : core.state_.jobs.at(job).runs[attempt - 1].placement) {
-        core.Bump(p.node);
+        core.Bump(p.node, job);
       }
     }
     void operator()(const StopRequested& e) {
@@ -72,7 +72,7 @@ void HeadCore::Index(const Change& c) {
       const corral::Job& job = core.state_.jobs.at(e.job);
       for (const ReplicaPlacement& p : job.runs[e.attempt - 1].placement) {
         core.node_runs_[p.node].erase(e.job);
-        core.Bump(p.node);
+        core.Bump(p.node, e.job);
       }
       core.active_jobs_.erase(e.job);
       core.scheduler_->RemoveRunning(e.job);
@@ -126,12 +126,12 @@ void HeadCore::Index(const Change& c) {
     void operator()(const StepStarted& e) {
       Job(e.job);
       const Run& run = core.state_.jobs.at(e.job).runs[e.attempt - 1];
-      for (int32_t r : e.step.replicas) core.Bump(run.placement[r].node);
+      for (int32_t r : e.step.replicas) core.Bump(run.placement[r].node, e.job);
     }
     void operator()(const StepExited& e) {
       Job(e.job);
       const Run& run = core.state_.jobs.at(e.job).runs[e.attempt - 1];
-      core.Bump(run.placement[run.steps[e.step].replicas[e.index]].node);
+      core.Bump(run.placement[run.steps[e.step].replicas[e.index]].node, e.job);
     }
     void operator()(const CheckpointReported& e) {
       Job(e.job);
@@ -140,10 +140,10 @@ void HeadCore::Index(const Change& c) {
     }
     void operator()(const NodeRegistered& e) {
       const std::string& name = e.node.name;
-      if (!core.node_version_.count(name)) core.node_version_[name] = core.state_.epoch << 32;
+      if (!core.desired_.count(name)) core.desired_[name] = DesiredLog(core.state_.epoch << 32);
       core.last_heard_[name] = c.at;
       core.scheduler_->UpsertNode(core.ToNodeInfo(core.state_.nodes.at(name)));
-      core.Bump(name);
+      core.BumpAll(name);
       core.WantSchedule();
     }
     void operator()(const NodeStateSet& e) {
@@ -230,7 +230,7 @@ void HeadCore::RebuildIndexes(TimeMs now) {
   scheduler_ = std::make_unique<sched::Scheduler>(config_.scheduler);
   node_runs_.clear();
   active_jobs_.clear();
-  node_version_.clear();
+  desired_.clear();
   last_heard_.clear();
   pending_reason_.clear();
   held_.clear();
@@ -251,7 +251,7 @@ void HeadCore::RebuildIndexes(TimeMs now) {
   for (const auto& [name, q] : state_.queues) scheduler_->SetQueue(q);
   for (const auto& [name, node] : state_.nodes) {
     scheduler_->UpsertNode(ToNodeInfo(node));
-    node_version_[name] = state_.epoch << 32;
+    desired_[name] = DesiredLog(state_.epoch << 32);
     last_heard_[name] = now;  // give every agent a full timeout to reconnect
   }
   for (const auto& [id, job] : state_.jobs) {

@@ -3,6 +3,7 @@
 // store after every step (a restart in the middle of each).
 #include <gtest/gtest.h>
 
+#include "core/desired_runs.h"
 #include "head/core_test_harness.h"
 
 namespace corral::head {
@@ -1042,6 +1043,72 @@ TEST_P(Scenario, ARefusedStartEndsTheRunWithTheAgentsReason) {
   EXPECT_EQ(ended.state, JobState::kFailed);
   EXPECT_EQ(ended.CurrentRun()->reason,
             "cannot start replica 1 on node " + n1 + ": user \"ana\" does not exist on node " + n1);
+}
+
+TEST(DesiredLog, TellsTheDistinctJobsChangedSinceARecentVersionOnly) {
+  DesiredLog log(5ull << 32);
+  const uint64_t v0 = log.version();
+  EXPECT_EQ(log.ChangedSince(v0), std::vector<JobId>{});
+  log.Changed(9);
+  log.Changed(4);
+  log.Changed(9);
+  EXPECT_EQ(log.ChangedSince(v0), (std::vector<JobId>{4, 9}));
+  EXPECT_EQ(log.ChangedSince(v0 + 2), std::vector<JobId>{9});
+  EXPECT_FALSE(log.ChangedSince(v0 - 1)) << "before the log began";
+  EXPECT_FALSE(log.ChangedSince(log.version() + 1)) << "never given";
+  // A long history keeps only its recent part: an agent far behind is answered in full.
+  for (JobId j = 100; j < 400; ++j) log.Changed(j);
+  EXPECT_FALSE(log.ChangedSince(v0));
+  EXPECT_EQ(log.ChangedSince(log.version() - 3), (std::vector<JobId>{397, 398, 399}));
+  auto recent = log.ChangedSince(log.version() - 64);
+  ASSERT_TRUE(recent);
+  EXPECT_EQ(recent->size(), 64u);
+  log.ChangedAll();
+  EXPECT_FALSE(log.ChangedSince(log.version() - 1));
+  EXPECT_EQ(log.ChangedSince(log.version()), std::vector<JobId>{});
+}
+
+// An agent a version or two behind gets only the jobs whose orders changed since; a head that
+// restarted (a new epoch) has no such history and answers in full.
+TEST_P(Scenario, ASyncFromARecentVersionIsAnsweredWithWhatChangedOnly) {
+  Register("n1", 8);
+  std::vector<Job> jobs;
+  for (int i = 0; i < 4; ++i) jobs.push_back(Submit(Spec(1)));
+  Schedule();
+  DesiredRuns agent;
+  ASSERT_TRUE(agent.Apply(core().AnswerFor("n1", 0)));
+  ASSERT_EQ(agent.Full().runs.size(), 4u);
+
+  Job fifth = Submit(Spec(1));
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(jobs[0].id)), Exited(Get(jobs[1].id), 0, 0)}));
+  SyncResponse answer = core().AnswerFor("n1", agent.version());
+  EXPECT_EQ(answer.desired_version, core().NodeVersion("n1"));
+  if (GetParam()) {
+    EXPECT_FALSE(answer.delta) << "a version of an earlier leadership gets a full answer";
+    EXPECT_EQ(answer.runs.size(), 4u);
+  } else {
+    ASSERT_TRUE(answer.delta);
+    EXPECT_EQ(answer.base_version, agent.version());
+    EXPECT_EQ(answer.changed_jobs, (std::vector<JobId>{jobs[1].id, fifth.id}));
+    ASSERT_EQ(answer.runs.size(), 1u) << "the ended job has no order left, the new one has one";
+    EXPECT_EQ(answer.runs[0].job_id, fifth.id);
+  }
+  ASSERT_TRUE(agent.Apply(answer));
+  EXPECT_EQ(agent.Full().runs, core().DesiredFor("n1").runs);
+
+  // Up to date: nothing changed, nothing listed.
+  SyncResponse none = core().AnswerFor("n1", agent.version());
+  EXPECT_EQ(none.delta, true);
+  EXPECT_TRUE(none.changed_jobs.empty());
+  EXPECT_TRUE(none.runs.empty());
+  // A version the node's log does not hold (older than it, or never given) gets a full answer.
+  EXPECT_FALSE(core().AnswerFor("n1", 1).delta);
+  EXPECT_FALSE(core().AnswerFor("n1", core().NodeVersion("n1") + 1).delta);
+  // The same node registering again (a restarted agent) starts its history over.
+  uint64_t before = core().NodeVersion("n1");
+  Register("n1", 8);
+  EXPECT_FALSE(core().AnswerFor("n1", before).delta);
 }
 
 INSTANTIATE_TEST_SUITE_P(Head, Scenario, ::testing::Bool(),

@@ -792,8 +792,9 @@ void Head::Sync(std::string bearer, SyncRequest req, Callback<SyncResponse> done
     }
     // A newer call supersedes a held one.
     if (auto p = parked_.find(req.node); p != parked_.end()) AnswerParked(req.node);
+    const uint64_t from = req.deltas ? req.desired_version : 0;
     if (req.desired_version != core_.NodeVersion(req.node) || req.wait_ms <= 0) {
-      return Reply<SyncResponse>(std::move(done), core_.DesiredFor(req.node));
+      return Reply<SyncResponse>(std::move(done), core_.AnswerFor(req.node, from));
     }
     // Liveness counts what the head hears, so a held call must come back well inside the
     // unreachable timeout.
@@ -801,6 +802,7 @@ void Head::Sync(std::string bearer, SyncRequest req, Callback<SyncResponse> done
         {req.wait_ms, config_.max_sync_hold_ms, config_.unreachable_after_ms / 3});
     Parked& parked = parked_[req.node];
     parked.done = std::move(done);
+    parked.from = from;
     parked.timer = std::make_unique<asio::steady_timer>(io_);
     parked.timer->expires_after(std::chrono::milliseconds(std::max<DurationMs>(hold, 1)));
     parked.timer->async_wait([this, name = req.node](const boost::system::error_code& ec) {
@@ -816,7 +818,7 @@ void Head::AnswerParked(const std::string& node) {
   parked_.erase(p);
   parked.timer->cancel();
   // The desired state is taken now and sent once everything it reflects is durable.
-  Reply<SyncResponse>(std::move(parked.done), core_.DesiredFor(node));
+  Reply<SyncResponse>(std::move(parked.done), core_.AnswerFor(node, parked.from));
 }
 
 // --- metrics ---

@@ -164,6 +164,7 @@ class Head {
  private:
   struct Parked {
     Callback<SyncResponse> done;
+    uint64_t from = 0;  // the version the agent holds, where it takes deltas; 0: answer in full
     std::unique_ptr<boost::asio::steady_timer> timer;
   };
   struct Watcher {

@@ -22,6 +22,7 @@
 #include "core/task_env.h"
 #include "core/usage.h"
 #include "head/cluster_state.h"
+#include "head/desired_log.h"
 #include "sched/runtime_estimate.h"
 #include "sched/scheduler.h"
 
@@ -171,7 +172,11 @@ class HeadCore {
   // Takes an agent's reports. Returns false (answer: re-register) if the head does not know
   // this agent incarnation.
   Result<bool> Report(const Caller& by, const SyncRequest& req, TimeMs now);
+  // Every desired run on `node` (a full answer).
   SyncResponse DesiredFor(const std::string& node) const;
+  // The answer to an agent at version `from`: only the jobs whose orders changed since, where
+  // the node's log still tells them (from 0: a full answer).
+  SyncResponse AnswerFor(const std::string& node, uint64_t from) const;
   uint64_t NodeVersion(const std::string& node) const;
 
   // --- time ---
@@ -263,7 +268,11 @@ class HeadCore {
   sched::NodeInfo ToNodeInfo(const Node& node) const;
   RunLayout LayoutFor(const Job& job, const Run& run) const;
   bool MayManageJob(const Caller& by, const Job& job) const;
-  void Bump(const std::string& node);
+  // A job's orders on `node` changed; BumpAll: the node's whole desired state did.
+  void Bump(const std::string& node, JobId job);
+  void BumpAll(const std::string& node);
+  // Appends the orders of `job` (active on `node`) for the replicas and steps still to run there.
+  void AddJobOrders(const Job& job, const std::string& node, SyncResponse* out) const;
   void WantSchedule() { schedule_wanted_ = true; }
 
   CoreConfig config_;
@@ -279,7 +288,7 @@ class HeadCore {
   // Run times of ended jobs, per user and name and queue: the predictions the scheduler
   // orders by (sched/runtime_estimate.h). Rebuilt from the ended jobs on recovery.
   sched::RuntimeEstimator estimator_;
-  std::map<std::string, uint64_t> node_version_;  // desired-state version per node
+  std::map<std::string, DesiredLog> desired_;  // per node: its version and recent changes
   // Observations, not state: ports something listens on, per node, from its last sync.
   std::map<std::string, std::set<int32_t>> busy_ports_;
   std::map<std::string, TimeMs> last_heard_;     // liveness: the last sync received

@@ -2,12 +2,16 @@
 // points, and crashes (the store keeps only what was committed) at random points. After each
 // crash the recovered state must equal the acknowledged one; at the end, replaying the whole
 // change log from nothing must reproduce the live state exactly, and no GPU is ever held by
-// two live runs. Jobs are retired a few minutes after they end, so retirement interleaves
+// two live runs. Each node's emulated agent keeps its desired runs from the head's answers,
+// deltas where the head can give them, and must always hold exactly the full desired state.
+// Jobs are retired a few minutes after they end, so retirement interleaves
 // with everything else.
 #include <gtest/gtest.h>
 
 #include <random>
 
+#include "core/codec.h"
+#include "core/desired_runs.h"
 #include "head/core_test_harness.h"
 
 namespace corral::head {
@@ -60,6 +64,7 @@ class Model {
           break;
       }
       CheckNoSharedGpu();
+      if (Chance(40)) AgentSyncs();
       if (Chance(30)) h_.Commit();
       if (Chance(4)) h_.Crash();
     }
@@ -67,6 +72,8 @@ class Model {
     h_.Commit();
   }
   CoreHarness& harness() { return h_; }
+  int deltas() const { return deltas_; }
+  int fulls() const { return fulls_; }
 
  private:
   const Caller kAdmin = Caller::User("root", Role::kAdmin);
@@ -132,6 +139,22 @@ class Model {
     }
     (void)h_.core().Report(Caller::Node(node.name), req, h_.now);
   }
+  // One node's agent asks from the version it holds; the answer goes through the wire format.
+  void AgentSyncs() {
+    const auto& nodes = h_.core().state().nodes;
+    if (nodes.empty()) return;
+    auto it = nodes.begin();
+    std::advance(it, Pick(static_cast<int>(nodes.size())));
+    DesiredRuns& agent = agents_[it->first];
+    auto answer = SyncResponseFromJson(ToJson(h_.core().AnswerFor(it->first, agent.version())));
+    ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+    ++(answer->delta ? deltas_ : fulls_);
+    ASSERT_TRUE(agent.Apply(std::move(*answer)));
+    auto full = SyncResponseFromJson(ToJson(h_.core().DesiredFor(it->first)));
+    ASSERT_TRUE(full.ok());
+    ASSERT_EQ(agent.version(), full->desired_version);
+    ASSERT_EQ(agent.Full().runs, full->runs) << "node " << it->first;
+  }
   void Admin() {
     switch (Pick(3)) {
       case 0:
@@ -174,10 +197,13 @@ class Model {
   CoreHarness h_;
   int secrets_ = 0;
   std::map<std::string, int> gpus_;
+  std::map<std::string, DesiredRuns> agents_;
+  int deltas_ = 0, fulls_ = 0;
 };
 
 TEST(HeadModel, RecoveredStateIsTheAcknowledgedOneAndReplayIsExact) {
   size_t retired = 0;
+  int deltas = 0, fulls = 0;
   for (uint32_t seed = 1; seed <= 60 && !::testing::Test::HasFatalFailure(); ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     // Snapshots every few changes, and a log kept whole so it can be replayed from zero.
@@ -185,8 +211,13 @@ TEST(HeadModel, RecoveredStateIsTheAcknowledgedOneAndReplayIsExact) {
     m.Run(200);
     m.harness().ExpectStoredLogReplaysToAcked();
     retired += m.harness().core().state().retired.size();
+    deltas += m.deltas();
+    fulls += m.fulls();
   }
   EXPECT_GT(retired, 100u) << "the model should exercise retirement";
+  // Both kinds of answer: deltas, and full ones after crashes (new epochs) and re-registrations.
+  EXPECT_GT(deltas, 1000);
+  EXPECT_GT(fulls, 300);
 }
 
 TEST(HeadModel, RecoveryWorksWithATruncatedLog) {
