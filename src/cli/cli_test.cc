@@ -629,32 +629,47 @@ TEST(WaitTest, TimeoutExits124) {
 
 // An array's elements are read with one listing a round, however many there are; each is
 // reported as it ends, by its ARRAY_INDEX name.
-TEST(WaitTest, AnArrayIsReadWithOneListingARound) {
+// Each round lists only the array's elements that ended since the last ones seen (less a
+// margin): O(elements ended), not O(array), a round.
+TEST(WaitTest, AnArrayIsReadWithOneListingOfWhatEndedARound) {
   Harness h;
   int listings = 0, singles = 0;
-  auto element = [](JobId id, int32_t index, JobState state) {
+  std::vector<std::string> since;  // each round's ended_since ("" when none)
+  auto element = [](JobId id, int32_t index, JobState state, TimeMs ended_at) {
     Job j = MakeJob(id, state);
     j.array_id = 7;
     j.array_index = index;
+    j.ended_at = ended_at;
     if (state == JobState::kFailed) j.exit_code = 3;
-    return ToJson(j);
+    return j;
   };
   h.fake->handler = [&](const FakeTransport::Sent& s) -> Result<ApiReply> {
     if (s.path == "/v1/jobs/7") {
       ++singles;
-      return JsonReply(200, {{"job", element(7, 0, JobState::kRunning)}});
+      return JsonReply(200, {{"job", ToJson(element(7, 0, JobState::kRunning, 0))}});
     }
-    if (s.path == "/v1/jobs?limit=100000&array=7") {
+    if (s.path == "/v1/jobs?limit=100000&array=7") {  // naming the array: every element
+      return JsonReply(200,
+                       {{"jobs", Json::array({ToJson(element(7, 0, JobState::kRunning, 0)),
+                                              ToJson(element(8, 1, JobState::kRunning, 0)),
+                                              ToJson(element(9, 2, JobState::kRunning, 0))})}});
+    }
+    const std::string round = "/v1/jobs?limit=100000&array=7&state=succeeded,failed,cancelled";
+    if (s.path.rfind(round, 0) == 0) {
       ++listings;
-      JobState last = listings < 3 ? JobState::kRunning : JobState::kFailed;
-      return JsonReply(
-          200, {{"jobs", Json::array({element(7, 0, JobState::kSucceeded),
-                                      element(8, 1, JobState::kRunning), element(9, 2, last)})}});
+      std::string rest = s.path.substr(round.size());
+      since.push_back(rest.rfind("&ended_since=", 0) == 0 ? rest.substr(13) : rest);
+      TimeMs from = since.back().empty() ? 0 : std::stoll(since.back());
+      // 7_0 ended before the first round; 7_2 fails at 60 s, seen from the third round.
+      std::vector<Job> ended = {element(7, 0, JobState::kSucceeded, 50'000)};
+      if (listings >= 3) ended.push_back(element(9, 2, JobState::kFailed, 60'000));
+      Json jobs = Json::array();
+      for (const Job& j : ended) {
+        if (j.ended_at >= from) jobs.push_back(ToJson(j));
+      }
+      return JsonReply(200, {{"jobs", jobs}});
     }
-    if (s.path.rfind("/v1/jobs?limit=100000&array=7", 0) == 0 ||
-        s.path.rfind("/v1/jobs/", 0) == 0) {
-      ++singles;
-    }
+    ++singles;
     return JsonReply(404, {{"error", "unexpected " + s.path}});
   };
   EXPECT_EQ(h.Run("wait", {"7", "--timeout", "10s"}), 124);
@@ -662,7 +677,12 @@ TEST(WaitTest, AnArrayIsReadWithOneListingARound) {
   EXPECT_THAT(h.out.str(), HasSubstr("job 7_2 failed (exit code 3)\n"));
   EXPECT_THAT(h.err.str(), HasSubstr("still not finished: 8"));
   EXPECT_EQ(singles, 1) << "the array's own record once, to know it is one; no element alone";
-  EXPECT_EQ(listings, static_cast<int>(h.sleeps.size()) + 2) << "one listing up front, one a round";
+  EXPECT_EQ(listings, static_cast<int>(h.sleeps.size()) + 1) << "one listing a round";
+  ASSERT_GE(since.size(), 4u);
+  EXPECT_EQ(since[0], "") << "nothing seen ended yet: every element that ended";
+  EXPECT_EQ(since[1], "45000") << "the last end seen, less 5 s";
+  EXPECT_EQ(since[2], "45000");
+  EXPECT_EQ(since[3], "55000");
 }
 
 // ---- cancel ----

@@ -439,8 +439,10 @@ int RunShow(const std::vector<std::string>& argv, CliContext& ctx) {
 namespace {
 
 // An array's elements, by id, from one listing.
-Result<std::map<JobId, Job>> FetchArrayElements(ApiClient& api, JobId array) {
-  auto reply = api.CallJson("GET", "/v1/jobs?limit=100000&array=" + std::to_string(array));
+// `filter`: more of the listing's query (e.g. "&state=succeeded"), or nothing for every element.
+Result<std::map<JobId, Job>> FetchArrayElements(ApiClient& api, JobId array,
+                                                const std::string& filter = "") {
+  auto reply = api.CallJson("GET", "/v1/jobs?limit=100000&array=" + std::to_string(array) + filter);
   if (!reply.ok()) return reply.status();
   std::map<JobId, Job> out;
   for (const Json& j : reply->value("jobs", Json::array())) {
@@ -473,11 +475,9 @@ int RunWait(const std::vector<std::string>& argv, CliContext& ctx) {
     JobId array;
   };
   std::vector<Waited> waiting;
+  std::set<JobId> named;
   auto add = [&](JobId id, JobId array) {
-    for (const Waited& w : waiting) {
-      if (w.id == id) return;
-    }
-    waiting.push_back({id, array});
+    if (named.insert(id).second) waiting.push_back({id, array});
   };
   ApiClient api(ctx);
   for (const std::string& a : args.positional) {
@@ -511,12 +511,28 @@ int RunWait(const std::vector<std::string>& argv, CliContext& ctx) {
   }
   const TimeMs deadline = timeout >= 0 ? ctx.now() + timeout : 0;
   bool all_ok = true;
+  // Per array: its elements that ended are listed from this time of the head's on. An element
+  // ending after a listing ends later than any element that listing held, so each round asks
+  // only for those that ended since the last ones seen, less a margin for the head's clock
+  // stepping back (an element seen twice is reported once). O(elements ended), not O(array).
+  constexpr DurationMs kEndedMargin = 5 * kSecond;
+  std::map<JobId, TimeMs> ended_since;
   while (true) {
     std::map<JobId, Result<std::map<JobId, Job>>> arrays;  // this round's listings
     for (const Waited& w : waiting) {
-      if (w.array != 0 && !arrays.count(w.array)) {
-        arrays.emplace(w.array, FetchArrayElements(api, w.array));
+      if (w.array == 0 || arrays.count(w.array)) continue;
+      TimeMs since = ended_since[w.array];
+      auto listed = FetchArrayElements(
+          api, w.array,
+          "&state=succeeded,failed,cancelled" +
+              (since > 0 ? "&ended_since=" + std::to_string(since) : std::string()));
+      if (listed.ok()) {
+        for (const auto& [id, job] : *listed) {
+          since = std::max(since, job.ended_at - kEndedMargin);
+        }
+        ended_since[w.array] = since;
       }
+      arrays.emplace(w.array, std::move(listed));
     }
     std::vector<Waited> still;
     for (const Waited& w : waiting) {
@@ -529,7 +545,8 @@ int RunWait(const std::vector<std::string>& argv, CliContext& ctx) {
       } else if (auto it = listed->find(w.id); it != listed->end()) {
         job = it->second;
       } else {
-        job = NotFound("no longer listed in array " + std::to_string(w.array));
+        still.push_back(w);  // not ended yet
+        continue;
       }
       if (!job.ok()) {
         PrintError(ctx, "wait", "job " + std::to_string(w.id) + ": " + job.status().message());
