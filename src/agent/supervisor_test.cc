@@ -225,5 +225,37 @@ TEST(SupervisorTest, ALaunchFailureIsReportedAsAnExit) {
   EXPECT_EQ(r[0].exit_code, kExitCannotExec);
 }
 
+// The tasks' environments are derived from the order's layout when the run starts: a run's
+// own variables reach it, and an order whose layout cannot give them starts nothing and says
+// why.
+TEST(SupervisorTest, ARunsEnvironmentIsDerivedFromItsLayoutWhenItStarts) {
+  TempDir state, out;
+  auto sup = MakeSupervisor(state);
+  RunOrder o = ShellOrder("4.1", "echo $CORRAL_JOB_ID $RANK $WORLD_SIZE > " + out.path() + "/env");
+  o.job_id = 4;
+  o.attempt = 1;
+  o.layout.job_id = 4;
+  o.layout.attempt = 1;
+  o.layout.owner = "ana";
+  o.layout.placement = {{"n1", {0}}, {"n1", {1}}};
+  o.layout.replica_hosts = {"127.0.0.1", "127.0.0.1"};
+  o.layout.master_port = 29500;
+  o.replica = 1;
+  RunOrder bad = o;
+  bad.run_id = "5.1";
+  bad.job_id = bad.layout.job_id = 5;
+  bad.replica = 2;  // the layout has no replica 2
+  sup->Reconcile(Desired({o, bad}));
+  std::vector<RunReport> r = PollUntilExit(*sup);
+  ASSERT_TRUE(WaitFor([&] { return ReadFileOr(out.path() + "/env", "") == "4 1 2\n"; }))
+      << ReadFileOr(out.path() + "/env", "(none)");
+  r = sup->Report();
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[1].run_id, "5.1");
+  EXPECT_FALSE(r[1].running);
+  EXPECT_EQ(r[1].exit_code, kExitCannotExec);
+  EXPECT_NE(r[1].error.find("layout.placement"), std::string::npos) << r[1].error;
+}
+
 }  // namespace
 }  // namespace corral::agent

@@ -110,9 +110,13 @@ struct RunOrder {
   bool operator==(const RunOrder&) const = default;
 };
 
-// Fills env (and task_envs, with several tasks) from layout, replica and step_token; an order
-// without a layout is left as it is. Errors name the field: a layout that does not hold the
-// order's replica, or task counts out of range.
+// Whether an order's layout can give its environments: errors name the field (a layout that
+// does not hold the order's replica, or task counts out of range). The codec checks every
+// order it decodes; an order without a layout is fine.
+Status CheckOrderLayout(const RunOrder& order);
+// Fills env (and task_envs, with several tasks) from layout, replica and step_token, after
+// CheckOrderLayout; an order without a layout is left as it is. The agent does it only for the
+// runs it starts, not for every order of every answer.
 Status ExpandOrderEnv(RunOrder* o);
 
 struct SyncResponse {

@@ -394,7 +394,7 @@ Json ToJson(const RunOrder& r) {
          {"replica", r.replica},  {"command", r.command}, {"workdir", r.workdir},
          {"gpus", r.gpus},        {"stop", r.stop},       {"stop_signal", r.stop_signal},
          {"grace_ms", r.grace_ms}};
-  if (r.layout.job_id != 0) {  // the environments follow from it (ExpandOrderEnv)
+  if (r.layout.job_id != 0) {  // the environments follow from it (ExpandOrderEnv, at launch)
     j["layout"] = LayoutJson(r.layout);
     if (!r.step_token.empty()) j["step_token"] = r.step_token;
   } else {
@@ -596,7 +596,7 @@ Result<SyncResponse> SyncResponseFromJson(const Json& j) {
         layout.array_id = Get<JobId>(*l, "array_id", 0);
         layout.array_index = Get<int32_t>(*l, "array_index", -1);
         o.step_token = Get<std::string>(x, "step_token", "");
-        if (Status st = ExpandOrderEnv(&o); !st.ok()) throw std::runtime_error(st.message());
+        if (Status st = CheckOrderLayout(o); !st.ok()) throw std::runtime_error(st.message());
       }
       o.workdir = Get<std::string>(x, "workdir", "");
       o.user = Get<std::string>(x, "user", "");

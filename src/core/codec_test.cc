@@ -105,8 +105,8 @@ RunOrder TwoTaskOrder() {
   return o;
 }
 
-// The head sends a run's layout, not its tasks' environments; the agent's decoder derives
-// them with the same TaskEnv the head used to call, one per task.
+// The head sends a run's layout, not its tasks' environments; the agent derives them when it
+// starts the run, with the same TaskEnv the head used to call, one per task.
 TEST(Codec, AnOrdersEnvironmentsTravelAsItsLayout) {
   RunOrder sent = TwoTaskOrder();
   Json wire = ToJson(SyncResponse{1, 2, {sent}, false});
@@ -116,8 +116,10 @@ TEST(Codec, AnOrdersEnvironmentsTravelAsItsLayout) {
   ASSERT_TRUE(run.contains("layout"));
   auto got = SyncResponseFromJson(wire);
   ASSERT_TRUE(got.ok()) << got.status().message();
-  const RunOrder& o = got->runs.at(0);
+  RunOrder& o = got->runs.at(0);
   EXPECT_EQ(o.layout, sent.layout);
+  EXPECT_TRUE(o.env.empty()) << "derived when the run starts, not for every answer";
+  ASSERT_TRUE(ExpandOrderEnv(&o).ok());
   auto task1 = TaskEnv(sent.layout, 1, 1);
   task1["CORRAL_STEP_TOKEN"] = "secret";
   ASSERT_EQ(o.task_envs.size(), 2u);

@@ -153,12 +153,12 @@ std::map<std::string, std::string> TaskEnv(const RunLayout& run, int32_t replica
 constexpr int32_t kMaxTasksPerReplica = 1024;
 constexpr int64_t kMaxEnvWork = 1 << 20;  // tasks here x tasks in the run
 
-Status ExpandOrderEnv(RunOrder* o) {
-  const RunLayout& l = o->layout;
+Status CheckOrderLayout(const RunOrder& order) {
+  const RunLayout& l = order.layout;
   if (l.job_id == 0) return Status::Ok();
-  if (o->replica < 0 || o->replica >= static_cast<int32_t>(l.placement.size())) {
+  if (order.replica < 0 || order.replica >= static_cast<int32_t>(l.placement.size())) {
     return InvalidArgument("field 'layout.placement': it has no replica " +
-                           std::to_string(o->replica));
+                           std::to_string(order.replica));
   }
   int64_t world = 0;
   for (const ReplicaPlacement& p : l.placement) {
@@ -168,12 +168,20 @@ Status ExpandOrderEnv(RunOrder* o) {
     }
     world += p.tasks;
   }
-  const int32_t tasks = l.placement[o->replica].tasks;
+  const int32_t tasks = l.placement[order.replica].tasks;
   if (world * tasks > kMaxEnvWork) {
     return InvalidArgument("field 'layout.placement': " + std::to_string(tasks) +
                            " tasks here in a run of " + std::to_string(world) +
                            ", more environments than an order may carry");
   }
+  return Status::Ok();
+}
+
+Status ExpandOrderEnv(RunOrder* o) {
+  const RunLayout& l = o->layout;
+  if (l.job_id == 0) return Status::Ok();
+  if (Status st = CheckOrderLayout(*o); !st.ok()) return st;
+  const int32_t tasks = l.placement[o->replica].tasks;
   o->env = TaskEnv(l, o->replica, 0);
   o->task_envs.clear();
   if (!o->step_token.empty()) o->env["CORRAL_STEP_TOKEN"] = o->step_token;

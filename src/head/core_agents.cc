@@ -169,14 +169,20 @@ SyncResponse HeadCore::AnswerFor(const std::string& node, uint64_t from) const {
   std::optional<std::vector<JobId>> changed;
   if (from != 0 && log != desired_.end()) changed = log->second.ChangedSince(from);
   if (!changed) return DesiredFor(node);
+  auto runs = node_runs_.find(node);
+  // Where every job left on the node changed, the full answer lists no more orders and names
+  // no jobs: it is the smaller one (a node whose runs all ended, or all just began).
+  size_t here = 0;
+  if (runs != node_runs_.end()) {
+    for (JobId id : *changed) here += runs->second.count(id);
+  }
+  if (runs == node_runs_.end() || here == runs->second.size()) return DesiredFor(node);
   SyncResponse r;
   r.head_epoch = state_.epoch;
   r.desired_version = log->second.version();
   r.delta = true;
   r.base_version = from;
   r.changed_jobs = std::move(*changed);
-  auto runs = node_runs_.find(node);
-  if (runs == node_runs_.end()) return r;
   for (JobId id : r.changed_jobs) {
     if (runs->second.count(id)) AddJobOrders(state_.jobs.at(id), node, &r);
   }
