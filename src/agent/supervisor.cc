@@ -49,8 +49,9 @@ void Supervisor::Reconcile(const SyncResponse& desired) {
   std::vector<RunOrder> bad;                  // orders whose environments cannot be derived
   for (const RunOrder& order : desired.runs) {
     RunKey key{order.run_id, order.replica};
+    // Never (re)start stopped ones.
     if (runs_.count(key) > 0 || order.stop || released_.count(key) > 0) continue;
-    if (!listed.insert(key).second) continue;  // never (re)start stopped ones
+    if (!listed.insert(key).second) continue;
     RunOrder o = order;
     // The tasks' environments are derived from the layout only for the runs started here (the
     // codec checked the layout already).
