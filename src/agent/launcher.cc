@@ -342,13 +342,18 @@ Status PosixLauncher::FailLaunch(const Prepared& p, Status st) {
   return st;
 }
 
-Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const RunOrder& order) {
-  CORRAL_RETURN_IF_ERROR(ValidateRunId(order.run_id));
-  if (order.replica < 0)
-    return InvalidArgument("replica " + std::to_string(order.replica) + " < 0");
+Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const RunOrder& wanted) {
+  CORRAL_RETURN_IF_ERROR(ValidateRunId(wanted.run_id));
+  if (wanted.replica < 0)
+    return InvalidArgument("replica " + std::to_string(wanted.replica) + " < 0");
   auto prepared = std::make_unique<Prepared>();
   Prepared& p = *prepared;
-  p.run.order = order;
+  p.run.order = wanted;
+  // The tasks' environments follow from the order's layout: derived for a run being started
+  // only, not for every order of every answer (the codec checked the layout). Refused, not
+  // crashed: the head is told why.
+  if (Status st = ExpandOrderEnv(&p.run.order); !st.ok()) return FailedPrecondition(st.message());
+  const RunOrder& order = p.run.order;
   p.run.started_at = NowMs();
   p.dir = RunDir(p.run.key());
   p.logs = p.dir + "/logs";

@@ -98,9 +98,10 @@ struct RecoveredRun {
 class Launcher {
  public:
   virtual ~Launcher() = default;
-  // Records the run as started, then launches it. Fails with kAlreadyExists if it was ever
-  // started. On other failures after the record is written, the run is recorded as exited
-  // with kExitCannotExec and the error is returned (so it is still reported, never retried).
+  // Derives the tasks' environments from the order's layout (ExpandOrderEnv), records the run
+  // as started, then launches it. Fails with kAlreadyExists if it was ever started. On other
+  // failures after the record is written, the run is recorded as exited with kExitCannotExec and
+  // the error is returned (so it is still reported, never retried).
   virtual Result<LaunchedRun> Launch(const RunOrder& order) = 0;
   // Launch for each order (a sync's new runs), as if one after the other; an implementation
   // may overlap their waits.

@@ -45,27 +45,12 @@ void Supervisor::Reconcile(const SyncResponse& desired) {
   // New runs are launched together (their durable records and monitor starts overlap), then
   // every order is applied in the head's order.
   std::vector<RunOrder> to_start;
-  std::vector<Result<LaunchedRun>> launched;  // per order of to_start
-  std::vector<RunOrder> bad;                  // orders whose environments cannot be derived
   for (const RunOrder& order : desired.runs) {
     RunKey key{order.run_id, order.replica};
-    // Never (re)start stopped ones.
     if (runs_.count(key) > 0 || order.stop || released_.count(key) > 0) continue;
-    if (!listed.insert(key).second) continue;
-    RunOrder o = order;
-    // The tasks' environments are derived from the layout only for the runs started here (the
-    // codec checked the layout already).
-    if (Status st = ExpandOrderEnv(&o); !st.ok()) {
-      bad.push_back(std::move(o));
-      launched.push_back(FailedPrecondition(st.message()));  // reported as why it did not start
-      continue;
-    }
-    to_start.push_back(std::move(o));
+    if (listed.insert(key).second) to_start.push_back(order);  // never (re)start stopped ones
   }
-  // The refused ones first, as in `launched`, then those launched now.
-  for (Result<LaunchedRun>& r : launcher_->LaunchAll(to_start)) launched.push_back(std::move(r));
-  to_start.insert(to_start.begin(), std::make_move_iterator(bad.begin()),
-                  std::make_move_iterator(bad.end()));
+  std::vector<Result<LaunchedRun>> launched = launcher_->LaunchAll(to_start);
   for (size_t i = 0; i < to_start.size(); ++i) {
     const RunOrder& order = to_start[i];
     RunKey key{order.run_id, order.replica};

@@ -24,7 +24,6 @@ class DesiredRuns {
   SyncResponse Full() const;
 
   const std::map<JobId, std::vector<RunOrder>>& by_job() const { return by_job_; }
-  uint64_t epoch() const { return epoch_; }
   uint64_t version() const { return version_; }
   // Forgets everything (the agent registers again): the next answer must be a full one.
   void Reset() { *this = DesiredRuns(); }
