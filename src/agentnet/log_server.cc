@@ -3,13 +3,13 @@
 #include <algorithm>
 
 #include "agent/launcher.h"
-#include "head/tokens.h"
+#include "core/secrets.h"
 
 namespace corral::agentnet {
 
 net::HttpResponse ServeLog(const std::string& state_dir, const std::string& join_token,
                            const net::HttpRequest& req) {
-  if (!head::TokensEqual(req.BearerToken(), join_token)) {
+  if (!TokensEqual(req.BearerToken(), join_token)) {
     return net::JsonError(401, "unauthenticated", "bad token");
   }
   const std::string prefix = "/v1/runs/";

@@ -5,16 +5,13 @@
 #include <string>
 #include <string_view>
 
+#include "core/secrets.h"
 #include "core/status.h"
 
 namespace corral::head {
 
-// Where secrets come from; injected so the head's tests control it.
-class RandomSource {
- public:
-  virtual ~RandomSource() = default;
-  virtual std::string Secret() = 0;  // 256 bits, hex
-};
+using corral::RandomSource;
+using corral::TokensEqual;
 
 class UrandomSource final : public RandomSource {
  public:
@@ -26,7 +23,5 @@ std::string HmacSha256Hex(std::string_view key, std::string_view data);
 std::string HexBytes(const unsigned char* data, size_t n);
 // Reads the secret at `path`, or writes `fresh` there (mode 0600) on first start.
 Result<std::string> LoadOrCreateToken(const std::string& path, const std::string& fresh);
-// Compares in time independent of where the strings differ.
-bool TokensEqual(const std::string& a, const std::string& b);
 
 }  // namespace corral::head

@@ -7,8 +7,8 @@
 #include <mutex>
 #include <string>
 
+#include "core/secrets.h"
 #include "core/time.h"
-#include "head/tokens.h"
 #include "store/store.h"
 
 namespace corral::testing {
@@ -31,7 +31,7 @@ class FakeClock final : public Clock {
 };
 
 // Secrets "secret-1", "secret-2", ...: predictable, distinct.
-class CountingRandom final : public head::RandomSource {
+class CountingRandom final : public RandomSource {
  public:
   std::string Secret() override { return "secret-" + std::to_string(++n_); }
 
