@@ -37,16 +37,19 @@ int64_t MachineMemoryMb() {
   return 0;
 }
 
-Agent::Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_ptr<HeadChannel> head)
+Agent::Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_ptr<HeadChannel> head,
+             const Clock* clock)
     : config_(std::move(config)),
+      lease_clock_(clock ? clock : &steady_clock_),
       probe_(std::move(probe)),
       head_(std::move(head)),
       supervisor_(std::make_unique<Supervisor>(
           std::make_unique<PosixLauncher>(config_.state_dir, config_.name, config_.job_env,
-                                          config_.run_as, config_.cgroups, config_.monitor_exe))),
+                                          config_.run_as, config_.cgroups, config_.monitor_exe),
+          clock)),
       monitor_(std::make_unique<GpuMonitor>(probe_.get(), config_.job_map_dir)) {
   std::lock_guard lock(mu_);
-  last_contact_ = std::chrono::steady_clock::now();
+  last_contact_ = lease_clock_->Now();
   if (pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) wake_pipe_[0] = wake_pipe_[1] = -1;
 }
 
@@ -75,7 +78,7 @@ Status Agent::Init() {
   uint64_t epoch = 0;
   std::lock_guard lock(mu_);
   if (in >> epoch) max_head_epoch_ = epoch;
-  last_contact_ = std::chrono::steady_clock::now();  // the lease runs from the start, too
+  last_contact_ = lease_clock_->Now();  // the lease runs from the start, too
   spdlog::info("agent {}: {} GPUs, {} mCPU, {} MiB, state in {}", config_.name, gpus_.size(),
                cpu_milli_, memory_mb_, config_.state_dir);
   spdlog::info("runs are isolated with {}; tasks run as {}; monitors are {}",
@@ -149,7 +152,7 @@ Status Agent::DoRegister() {
     registered_ = true;
     desired_.Reset();  // the first sync must not be held: get the whole desired state
     unreported_exit_ = true;
-    last_contact_ = std::chrono::steady_clock::now();
+    last_contact_ = lease_clock_->Now();
     fenced_ = false;
   }
   if (save != 0) SaveHeadEpoch(save);
@@ -188,7 +191,7 @@ Status Agent::SyncOnce(int64_t wait_ms) {
                                 std::to_string(max_head_epoch_) + " already seen");
     }
     if (resp->head_epoch > max_head_epoch_) save = max_head_epoch_ = resp->head_epoch;
-    last_contact_ = std::chrono::steady_clock::now();
+    last_contact_ = lease_clock_->Now();
     if (fenced_) spdlog::info("the head is reachable again");
     fenced_ = false;
     if (reregister) {
@@ -261,8 +264,8 @@ void Agent::PollLoop() {
     bool fence = false;
     {
       std::lock_guard lock(mu_);
-      auto silent = std::chrono::steady_clock::now() - last_contact_;
-      if (!fenced_ && silent > std::chrono::milliseconds(config_.lease_ms)) {
+      DurationMs silent = lease_clock_->Now() - last_contact_;
+      if (!fenced_ && silent > config_.lease_ms) {
         fenced_ = fence = true;
       }
       if (exited) {

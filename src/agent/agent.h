@@ -74,7 +74,10 @@ int64_t MachineMemoryMb();
 
 class Agent {
  public:
-  Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_ptr<HeadChannel> head);
+  // `clock`: what the lease and the runs' grace periods are measured on; null: the machine's
+  // (steady for the lease, the wall clock for grace). Tests pass a virtual clock.
+  Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_ptr<HeadChannel> head,
+        const Clock* clock = nullptr);
   ~Agent();
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
@@ -92,8 +95,6 @@ class Agent {
   std::string RenderMetrics() { return monitor_->RenderMetrics(); }
 
  private:
-  using SteadyTime = std::chrono::steady_clock::time_point;
-
   Status Init();
   Status DoRegister();
   Status SyncOnce(int64_t wait_ms);
@@ -108,6 +109,8 @@ class Agent {
   void SaveHeadEpoch(uint64_t epoch);
 
   const AgentConfig config_;
+  SteadyClock steady_clock_;
+  const Clock* lease_clock_;
   std::unique_ptr<GpuProbe> probe_;
   std::unique_ptr<HeadChannel> head_;
   std::unique_ptr<Supervisor> supervisor_;  // thread-safe itself
@@ -128,7 +131,7 @@ class Agent {
   bool in_long_poll_ GUARDED_BY(mu_) = false;
   bool unreported_exit_ GUARDED_BY(mu_) = false;  // the next sync must not be held
   bool urgent_ GUARDED_BY(mu_) = false;           // the reporter should sync now
-  SteadyTime last_contact_ GUARDED_BY(mu_);
+  TimeMs last_contact_ GUARDED_BY(mu_) = 0;       // on lease_clock_
   bool fenced_ GUARDED_BY(mu_) = false;
   int wake_pipe_[2] = {-1, -1};  // Stop() writes here: wakes WaitForExit's poll()
 };

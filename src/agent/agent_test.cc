@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <atomic>
 #include <thread>
 
 #include "agent/test_util.h"
@@ -21,6 +22,7 @@ struct FakeHead : HeadChannel {
   std::mutex mu;
   std::condition_variable cv;
   bool reachable = true, reregister = false, cancelled = false;
+  int64_t unreachable_calls = 0;  // calls answered "head down"
   uint64_t head_epoch = 5, version = 1, agent_epochs = 0;
   std::vector<RunOrder> desired;
   std::vector<RegisterRequest> registers;
@@ -29,14 +31,14 @@ struct FakeHead : HeadChannel {
 
   Result<RegisterResponse> Register(const RegisterRequest& r) override {
     std::lock_guard lock(mu);
-    if (!reachable) return Unavailable("head down");
+    if (!reachable && ++unreachable_calls) return Unavailable("head down");
     registers.push_back(r);
     last_answer = std::chrono::steady_clock::now();
     return RegisterResponse{"token", head_epoch, ++agent_epochs};
   }
   Result<SyncResponse> Sync(const SyncRequest& r) override {
     std::unique_lock lock(mu);
-    if (!reachable) return Unavailable("head down");
+    if (!reachable && ++unreachable_calls) return Unavailable("head down");
     syncs.push_back(r);
     if (std::exchange(reregister, false)) return SyncResponse{head_epoch, version, {}, true};
     cv.wait_for(lock, std::chrono::milliseconds(r.wait_ms),
@@ -70,7 +72,7 @@ struct AgentUnderTest {
   // `desired`: what the head wants from the first sync on (a restarted agent that found the
   // head wanting nothing would rightly stop what it re-adopted).
   AgentUnderTest(const std::string& state, AgentConfig config = {},
-                 std::vector<RunOrder> desired = {}) {
+                 std::vector<RunOrder> desired = {}, const Clock* clock = nullptr) {
     auto h = std::make_unique<FakeHead>();
     h->desired = std::move(desired);
     head = h.get();
@@ -80,7 +82,7 @@ struct AgentUnderTest {
     config.retry_min_ms = 20;
     config.retry_max_ms = 100;
     agent = std::make_unique<Agent>(config, std::make_unique<SimulatedGpuProbe>(2, "H100", "n1"),
-                                    std::move(h));
+                                    std::move(h), clock);
     thread = std::thread([this] { rc = agent->Run(); });
   }
   ~AgentUnderTest() { StopAndJoin(); }
@@ -193,6 +195,49 @@ TEST(AgentTest, RetriesRegistrationThenFencesItsRunsWhenTheHeadIsGone) {
   std::chrono::steady_clock::time_point last;
   t.head->Set([&] { last = t.head->last_answer; });
   EXPECT_GE(std::chrono::steady_clock::now() - last, std::chrono::milliseconds(400));
+  t.head->Set([&] { t.head->reachable = true; });
+  ASSERT_TRUE(WaitFor(
+      [&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", false, -SIGTERM); }); }));
+}
+
+// A clock the test moves; the agent's threads read it.
+class ManualClock final : public Clock {
+ public:
+  TimeMs Now() const override { return now_.load(); }
+  void Advance(DurationMs d) { now_ += d; }
+
+ private:
+  std::atomic<TimeMs> now_{1'000'000};
+};
+
+// The lease runs on the agent's clock, not the machine's: with a lease of an hour, the agent
+// fences its runs as soon as its clock passes the hour, and not a moment of virtual time before.
+TEST(AgentTest, TheLeaseRunsOnTheAgentsClock) {
+  TempDir state;
+  ManualClock clock;
+  AgentConfig config;
+  config.lease_ms = kHour;
+  config.poll_interval_ms = 10;
+  AgentUnderTest t(state.path(), config, {}, &clock);
+  t.head->Set([&] { t.head->desired = {ShellOrder("1.0", "sleep 60")}; });
+  ASSERT_TRUE(
+      WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", true); }); }));
+  t.head->Set([&] { t.head->reachable = false; });
+  auto failed_calls = [&] {
+    std::lock_guard l(t.head->mu);
+    return t.head->unreachable_calls;
+  };
+  // The agent keeps calling a head it cannot reach; after several failed calls with the clock
+  // just short of the lease, its run still runs.
+  clock.Advance(kHour - kSecond);
+  int64_t seen = failed_calls();
+  ASSERT_TRUE(WaitFor([&] { return failed_calls() >= seen + 3; }));
+  EXPECT_EQ(ReadFileOr(state.path() + "/runs/1.0.0/record").find("\nexit "), std::string::npos)
+      << "fenced before its lease ran out";
+  clock.Advance(2 * kSecond);
+  ASSERT_TRUE(WaitFor([&] {
+    return ReadFileOr(state.path() + "/runs/1.0.0/record").find("\nexit ") != std::string::npos;
+  })) << "not fenced once the lease ran out";
   t.head->Set([&] { t.head->reachable = true; });
   ASSERT_TRUE(WaitFor(
       [&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", false, -SIGTERM); }); }));

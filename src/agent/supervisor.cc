@@ -7,7 +7,8 @@
 
 namespace corral::agent {
 
-Supervisor::Supervisor(std::unique_ptr<Launcher> launcher) : launcher_(std::move(launcher)) {
+Supervisor::Supervisor(std::unique_ptr<Launcher> launcher, const Clock* clock)
+    : clock_(clock ? clock : &system_clock_), launcher_(std::move(launcher)) {
   std::lock_guard lock(mu_);
   exit_fd_ = launcher_->ExitFd();
   for (RecoveredRun& r : launcher_->Recover()) {
@@ -27,7 +28,7 @@ Supervisor::Supervisor(std::unique_ptr<Launcher> launcher) : launcher_(std::move
   }
 }
 
-TimeMs Supervisor::Now() const { return SystemClock().Now(); }
+TimeMs Supervisor::Now() const { return clock_->Now(); }
 
 void Supervisor::BeginStop(Entry& e, int signal, int64_t grace_ms, TimeMs now) {
   if (e.stopping || !e.status.running) return;

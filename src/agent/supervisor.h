@@ -31,7 +31,8 @@ class Supervisor {
  public:
   // Re-adopts every run the launcher recovers from the state directory: alive ones are watched
   // again, exited ones are reported, released ones are only remembered as started.
-  explicit Supervisor(std::unique_ptr<Launcher> launcher);
+  // `clock`: when grace periods end (the wall clock when null); tests pass a virtual one.
+  explicit Supervisor(std::unique_ptr<Launcher> launcher, const Clock* clock = nullptr);
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
 
@@ -81,6 +82,8 @@ class Supervisor {
   TimeMs Now() const;
 
   std::mutex mu_;
+  SystemClock system_clock_;
+  const Clock* clock_;
   std::unique_ptr<Launcher> launcher_ GUARDED_BY(mu_);
   int exit_fd_ = -1;                                // the launcher's, fixed at construction
   std::map<RunKey, Entry> runs_ GUARDED_BY(mu_);    // alive, or exited and not yet released

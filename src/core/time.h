@@ -25,4 +25,11 @@ class SystemClock final : public Clock {
   TimeMs Now() const override;
 };
 
+// Milliseconds since an arbitrary start that never steps back (CLOCK_MONOTONIC): for leases and
+// timeouts, which a wall clock set back by NTP must not stretch.
+class SteadyClock final : public Clock {
+ public:
+  TimeMs Now() const override;
+};
+
 }  // namespace corral
