@@ -518,7 +518,7 @@ TEST(NodesTest, TableFromCannedJson) {
   for (int i = 0; i < 4; ++i) j1["gpus"][i]["utilization_percent"] = i * 30;
   Node n2;
   n2.name = "cpu1";
-  n2.state = NodeState::kDraining;
+  n2.drain = Drain::kDraining;
   n2.cpu_milli = 8500;
   n2.memory_mb = 1536;
   Json j2 = ToJson(n2);

@@ -32,7 +32,11 @@ std::string Summary(const Json& e) {
     return "replica " + std::to_string(e.value("replica", 0)) + " exit " +
            std::to_string(e.value("exit_code", 0));
   }
-  if (type == "node_state_set") return s("state") + " " + s("reason");
+  if (type == "node_liveness_set") return s("liveness") + " " + s("reason");
+  if (type == "node_drain_set") {
+    return (s("drain") == "none" ? std::string("undrained") : s("drain")) + " " + s("reason");
+  }
+  if (type == "node_state_set") return s("state") + " " + s("reason");  // logged by older heads
   if (type == "node_health_set")
     return s("reason").empty() ? "healthy" : "unhealthy " + s("reason");
   if (type == "queue_set") return e["queue"].dump();

@@ -276,6 +276,7 @@ Json ToJson(const Job& j) {
            {"runs", runs},
            {"events", events},
            {"pending_reason", j.pending_reason},
+           {"pending_code", PendingCodeName(j.pending_code)},
            {"exit_code", j.exit_code},
            {"array_id", j.array_id},
            {"array_index", j.array_index},
@@ -295,7 +296,9 @@ Json ToJson(const Node& n) {
   Json j{{"name", n.name},
          {"address", n.address},
          {"labels", n.labels},
-         {"state", NodeStateName(n.state)},
+         {"state", NodeStateName(n.state())},
+         {"liveness", LivenessName(n.liveness)},
+         {"drain", DrainName(n.drain)},
          {"cpu_milli", n.cpu_milli},
          {"memory_mb", n.memory_mb},
          {"gpus", EncodeGpus(n.gpus)},
@@ -455,6 +458,9 @@ Result<Job> JobFromJson(const Json& j) {
       }
     }
     job.pending_reason = Get<std::string>(j, "pending_reason", "");
+    if (!ParsePendingCode(Get<std::string>(j, "pending_code", "none"), &job.pending_code)) {
+      throw std::runtime_error("field 'pending_code': not a pending code");
+    }
     job.idle_since = Get<int64_t>(j, "idle_since", 0);
     job.exit_code = Get<int32_t>(j, "exit_code", 0);
     job.array_id = Get<JobId>(j, "array_id", 0);
@@ -474,8 +480,23 @@ Result<Node> NodeFromJson(const Json& j) {
     n.name = j.at("name").get<std::string>();
     n.address = Get<std::string>(j, "address", "");
     n.labels = Get<std::map<std::string, std::string>>(j, "labels", {});
-    if (!ParseNodeState(j.at("state").get<std::string>(), &n.state)) {
-      throw std::runtime_error("bad node state");
+    if (j.contains("liveness") || j.contains("drain")) {
+      if (!ParseLiveness(Get<std::string>(j, "liveness", "alive"), &n.liveness)) {
+        throw std::runtime_error("field 'liveness': not alive, unreachable or down");
+      }
+      if (!ParseDrain(Get<std::string>(j, "drain", "none"), &n.drain)) {
+        throw std::runtime_error("field 'drain': not none, draining or drained");
+      }
+    } else {
+      // A record from before liveness and drain were apart: its one state was one or the other.
+      NodeState st = NodeState::kReady;
+      if (!ParseNodeState(j.at("state").get<std::string>(), &st)) {
+        throw std::runtime_error("field 'state': not a node state");
+      }
+      if (st == NodeState::kUnreachable) n.liveness = Liveness::kUnreachable;
+      if (st == NodeState::kDown) n.liveness = Liveness::kDown;
+      if (st == NodeState::kDraining) n.drain = Drain::kDraining;
+      if (st == NodeState::kDrained) n.drain = Drain::kDrained;
     }
     n.cpu_milli = Get<int32_t>(j, "cpu_milli", 0);
     n.memory_mb = Get<int64_t>(j, "memory_mb", 0);

@@ -234,5 +234,31 @@ TEST(Codec, IdleSinceIsShownOnlyWhenSet) {
   EXPECT_EQ(back->idle_since, 12345);
 }
 
+// A node's liveness and drain travel apart; a record written when they were one state still
+// reads, each state as the fact it meant.
+TEST(Codec, ANodesLivenessAndDrainRoundTripAndOldRecordsRead) {
+  Node n;
+  n.name = "n1";
+  n.liveness = Liveness::kDown;
+  n.drain = Drain::kDrained;
+  Json j = ToJson(n);
+  EXPECT_EQ(j["state"], "down");
+  auto back = NodeFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->liveness, Liveness::kDown);
+  EXPECT_EQ(back->drain, Drain::kDrained);
+  auto old = NodeFromJson(Json{{"name", "n2"}, {"state", "draining"}});
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->drain, Drain::kDraining);
+  EXPECT_EQ(old->liveness, Liveness::kAlive);
+  auto silent = NodeFromJson(Json{{"name", "n3"}, {"state", "unreachable"}});
+  ASSERT_TRUE(silent.ok());
+  EXPECT_EQ(silent->liveness, Liveness::kUnreachable);
+  EXPECT_EQ(silent->drain, Drain::kNone);
+  auto bad = NodeFromJson(Json{{"name", "n4"}, {"state", "ready"}, {"drain", "maybe"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("drain"), std::string::npos) << bad.status().ToString();
+}
+
 }  // namespace
 }  // namespace corral

@@ -60,6 +60,50 @@ bool ParseJobState(const std::string& text, JobState* out) {
   return false;
 }
 
+namespace {
+constexpr PendingCode kPendingCodes[] = {
+    PendingCode::kNone,       PendingCode::kResources,  PendingCode::kReserved,
+    PendingCode::kPreempting, PendingCode::kQueueLimit, PendingCode::kNoFit,
+    PendingCode::kHeld,       PendingCode::kDependency, PendingCode::kDependencyNever,
+    PendingCode::kArrayLimit};
+}  // namespace
+
+const char* PendingCodeName(PendingCode c) {
+  switch (c) {
+    case PendingCode::kNone:
+      return "none";
+    case PendingCode::kResources:
+      return "resources";
+    case PendingCode::kReserved:
+      return "reserved";
+    case PendingCode::kPreempting:
+      return "preempting";
+    case PendingCode::kQueueLimit:
+      return "queue_limit";
+    case PendingCode::kNoFit:
+      return "no_fit";
+    case PendingCode::kHeld:
+      return "held";
+    case PendingCode::kDependency:
+      return "dependency";
+    case PendingCode::kDependencyNever:
+      return "dependency_never";
+    case PendingCode::kArrayLimit:
+      return "array_limit";
+  }
+  return "unknown";
+}
+
+bool ParsePendingCode(const std::string& text, PendingCode* out) {
+  for (PendingCode c : kPendingCodes) {
+    if (text == PendingCodeName(c)) {
+      *out = c;
+      return true;
+    }
+  }
+  return false;
+}
+
 const char* RunStateName(RunState s) {
   switch (s) {
     case RunState::kScheduled:

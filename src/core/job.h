@@ -31,6 +31,27 @@ bool ParseStepRunId(const std::string& text, RunId* run, int32_t* step);
 enum class JobState { kPending, kScheduled, kRunning, kSucceeded, kFailed, kCancelled };
 const char* JobStateName(JobState s);
 bool ParseJobState(const std::string& text, JobState* out);
+
+// Why a pending job waits, as a fixed set that programs act on (metrics, Slurm's reason codes,
+// the dashboard); the sentence beside it (Job::pending_reason) is for people.
+enum class PendingCode : uint8_t {
+  kNone,             // not yet looked at by a scheduling pass
+  kResources,        // no free room for it now
+  kReserved,         // holds a reservation (the sentence says when and where)
+  kPreempting,       // waits for runs it preempted to end
+  kQueueLimit,       // its queue, or its user in the queue, is at a limit
+  kNoFit,            // does not fit the cluster even when idle
+  kHeld,             // held by its user
+  kDependency,       // waits for a dependency
+  kDependencyNever,  // a dependency that can never be met
+  kArrayLimit,       // its array runs as many elements as it may at once
+};
+const char* PendingCodeName(PendingCode c);
+bool ParsePendingCode(const std::string& text, PendingCode* out);
+struct PendingReason {
+  PendingCode code = PendingCode::kNone;
+  std::string text;
+};
 inline bool IsTerminal(JobState s) {
   return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
 }
@@ -144,8 +165,9 @@ struct Job {
   TimeMs ended_at = 0;
   std::vector<Run> runs;
   std::vector<JobEvent> events;
-  std::string pending_reason;  // why it waits, as the scheduler last said
-  int32_t exit_code = 0;       // of the final run: first non-zero replica code
+  PendingCode pending_code = PendingCode::kNone;  // why it waits (not durable)
+  std::string pending_reason;                     // the same in a sentence
+  int32_t exit_code = 0;                          // of the final run: first non-zero replica code
   // The submitting client's id for this request: a retry with the same id (after a lost
   // answer or a failover) gets this job back instead of a second one. "" when none was sent.
   std::string request_id;

@@ -10,6 +10,19 @@
 
 namespace corral {
 
+// A node's state is two facts that change for different reasons and must not overwrite each
+// other: whether its agent is heard from (liveness, set by syncs and their absence) and whether
+// an operator took it out (drain, set only by drain and undrain). A drained node that goes
+// silent and comes back is still drained.
+enum class Liveness { kAlive, kUnreachable, kDown };
+const char* LivenessName(Liveness l);
+bool ParseLiveness(const std::string& text, Liveness* out);
+enum class Drain { kNone, kDraining, kDrained };
+const char* DrainName(Drain d);
+bool ParseDrain(const std::string& text, Drain* out);
+
+// The one word shown for a node (the API's "state", sinfo, metrics): a node not heard from is
+// unreachable or down whatever its drain; otherwise its drain, or ready.
 enum class NodeState { kReady, kDraining, kDrained, kUnreachable, kDown };
 const char* NodeStateName(NodeState s);
 bool ParseNodeState(const std::string& text, NodeState* out);
@@ -28,9 +41,10 @@ struct Node {
   std::string name;
   std::string address;
   std::map<std::string, std::string> labels;  // rack, zone, gpu_model, ...
-  NodeState state = NodeState::kReady;
+  Liveness liveness = Liveness::kAlive;
+  Drain drain = Drain::kNone;
   // Non-empty: some GPU failed its probe (why, per GPU); the node gets no new runs until its
-  // agent reports every GPU healthy again. Independent of `state` (an admin's drain).
+  // agent reports every GPU healthy again. Independent of `drain` (an admin's).
   std::string unhealthy;
   int32_t cpu_milli = 0;
   int64_t memory_mb = 0;
@@ -40,6 +54,12 @@ struct Node {
   TimeMs registered_at = 0;
   int32_t port_lo = 0;  // the agent's MASTER_PORT range; 0: the head's default
   int32_t port_hi = 0;
+
+  NodeState state() const;
+  // Alive, not drained, every GPU healthy: the scheduler may place new runs here.
+  bool Schedulable() const {
+    return liveness == Liveness::kAlive && drain == Drain::kNone && unhealthy.empty();
+  }
 };
 
 struct QueueConfig {

@@ -146,8 +146,11 @@ struct Encoder {
     j["node"] = ToJson(c.node);
     j["credential"] = ToJson(c.credential);
   }
-  void operator()(const NodeStateSet& c) {
-    j.update({{"node", c.node}, {"state", NodeStateName(c.state)}, {"reason", c.reason}});
+  void operator()(const NodeLivenessSet& c) {
+    j.update({{"node", c.node}, {"liveness", LivenessName(c.liveness)}, {"reason", c.reason}});
+  }
+  void operator()(const NodeDrainSet& c) {
+    j.update({{"node", c.node}, {"drain", DrainName(c.drain)}, {"reason", c.reason}});
   }
   void operator()(const NodeHealthSet& c) {
     Json faults = Json::array();
@@ -158,6 +161,28 @@ struct Encoder {
   void operator()(const TokenIssued& c) { j["credential"] = ToJson(c.credential); }
   void operator()(const TokenRevoked& c) { j["id"] = c.id; }
 };
+
+// A change logged before liveness and drain were apart set one state for both. Read back, each
+// means what it was written for: the head wrote "ready" on an undrain ("undrained by ...") and
+// on an agent heard from again, the others name one fact.
+ChangeKind LegacyNodeStateSet(const Json& j) {
+  std::string node = j.at("node").get<std::string>();
+  std::string reason = j.at("reason").get<std::string>();
+  switch (EnumFrom<NodeState>(j, "state", ParseNodeState)) {
+    case NodeState::kDraining:
+      return NodeDrainSet{node, Drain::kDraining, reason};
+    case NodeState::kDrained:
+      return NodeDrainSet{node, Drain::kDrained, reason};
+    case NodeState::kUnreachable:
+      return NodeLivenessSet{node, Liveness::kUnreachable, reason};
+    case NodeState::kDown:
+      return NodeLivenessSet{node, Liveness::kDown, reason};
+    case NodeState::kReady:
+      break;
+  }
+  if (reason.rfind("undrained", 0) == 0) return NodeDrainSet{node, Drain::kNone, reason};
+  return NodeLivenessSet{node, Liveness::kAlive, reason};
+}
 
 ChangeKind DecodeKind(const std::string& type, const Json& j) {
   auto job = [&] { return j.at("job").get<JobId>(); };
@@ -221,11 +246,16 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
   if (type == "node_registered") {
     return NodeRegistered{Must(NodeFromJson(j.at("node"))), DecodeCredential(j.at("credential"))};
   }
-  if (type == "node_state_set") {
-    return NodeStateSet{j.at("node").get<std::string>(),
-                        EnumFrom<NodeState>(j, "state", ParseNodeState),
+  if (type == "node_liveness_set") {
+    return NodeLivenessSet{j.at("node").get<std::string>(),
+                           EnumFrom<Liveness>(j, "liveness", ParseLiveness),
+                           j.at("reason").get<std::string>()};
+  }
+  if (type == "node_drain_set") {
+    return NodeDrainSet{j.at("node").get<std::string>(), EnumFrom<Drain>(j, "drain", ParseDrain),
                         j.at("reason").get<std::string>()};
   }
+  if (type == "node_state_set") return LegacyNodeStateSet(j);
   if (type == "node_health_set") {
     NodeHealthSet h{j.at("node").get<std::string>(), {}};
     for (const Json& f : j.at("faults")) {
@@ -243,7 +273,8 @@ struct KeyOf {
   Json& j;
   void operator()(const HeadStarted&) { j.update({{"kind", "head"}, {"key", ""}}); }
   void operator()(const NodeRegistered& e) { j.update({{"kind", "node"}, {"key", e.node.name}}); }
-  void operator()(const NodeStateSet& e) { j.update({{"kind", "node"}, {"key", e.node}}); }
+  void operator()(const NodeLivenessSet& e) { j.update({{"kind", "node"}, {"key", e.node}}); }
+  void operator()(const NodeDrainSet& e) { j.update({{"kind", "node"}, {"key", e.node}}); }
   void operator()(const NodeHealthSet& e) { j.update({{"kind", "node"}, {"key", e.node}}); }
   void operator()(const QueueSet& e) { j.update({{"kind", "queue"}, {"key", e.queue.name}}); }
   void operator()(const TokenIssued& e) { j.update({{"kind", "token"}, {"key", e.credential.id}}); }
@@ -281,11 +312,12 @@ std::string UnhealthyReason(const std::map<int32_t, std::string>& faults) {
 
 const char* ChangeName(const ChangeKind& what) {
   static const char* const kNames[] = {
-      "head_started",   "job_submitted",  "run_placed",   "run_started",         "replica_exited",
-      "stop_requested", "run_ended",      "job_ended",    "checkpoint_reported", "node_registered",
-      "node_state_set", "queue_set",      "token_issued", "token_revoked",       "idle_warned",
-      "step_started",   "step_exited",    "job_hold_set", "run_signalled",       "node_health_set",
-      "jobs_retired",   "array_submitted"};
+      "head_started",        "job_submitted",   "run_placed",        "run_started",
+      "replica_exited",      "stop_requested",  "run_ended",         "job_ended",
+      "checkpoint_reported", "node_registered", "node_liveness_set", "queue_set",
+      "token_issued",        "token_revoked",   "idle_warned",       "step_started",
+      "step_exited",         "job_hold_set",    "run_signalled",     "node_health_set",
+      "jobs_retired",        "array_submitted", "node_drain_set"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];
 }

@@ -90,9 +90,14 @@ struct NodeRegistered {  // the node as registered (agent epoch bumped) and its 
   Node node;
   Credential credential;
 };
-struct NodeStateSet {
+struct NodeLivenessSet {  // the agent went silent, or was heard from again
   std::string node;
-  NodeState state = NodeState::kReady;
+  Liveness liveness = Liveness::kAlive;
+  std::string reason;
+};
+struct NodeDrainSet {  // an operator's drain or undrain, or a draining node's last run ended
+  std::string node;
+  Drain drain = Drain::kNone;
   std::string reason;
 };
 struct NodeHealthSet {  // what the agent's GPU probe found changed: a fault, or all healthy
@@ -148,9 +153,9 @@ struct JobsRetired {
 
 using ChangeKind =
     std::variant<HeadStarted, JobSubmitted, RunPlaced, RunStarted, ReplicaExited, StopRequested,
-                 RunEnded, JobEnded, CheckpointReported, NodeRegistered, NodeStateSet, QueueSet,
+                 RunEnded, JobEnded, CheckpointReported, NodeRegistered, NodeLivenessSet, QueueSet,
                  TokenIssued, TokenRevoked, IdleWarned, StepStarted, StepExited, JobHoldSet,
-                 RunSignalled, NodeHealthSet, JobsRetired, ArraySubmitted>;
+                 RunSignalled, NodeHealthSet, JobsRetired, ArraySubmitted, NodeDrainSet>;
 
 struct Change {
   uint64_t revision = 0;

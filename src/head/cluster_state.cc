@@ -105,6 +105,7 @@ struct Applier {
     run.master_port = c.master_port;
     job.runs.push_back(std::move(run));
     job.state = JobState::kScheduled;
+    job.pending_code = PendingCode::kNone;
     job.pending_reason.clear();
     Event(job, "scheduled", DescribePlacement(c.placement));
   }
@@ -176,10 +177,15 @@ struct Applier {
     s.credentials[c.credential.hash] = c.credential;
     s.nodes[c.node.name] = c.node;
   }
-  void operator()(const NodeStateSet& c) {
+  void operator()(const NodeLivenessSet& c) {
     auto it = s.nodes.find(c.node);
     CORRAL_CHECK(it != s.nodes.end(), "change names unknown node " + c.node);
-    it->second.state = c.state;
+    it->second.liveness = c.liveness;
+  }
+  void operator()(const NodeDrainSet& c) {
+    auto it = s.nodes.find(c.node);
+    CORRAL_CHECK(it != s.nodes.end(), "change names unknown node " + c.node);
+    it->second.drain = c.drain;
   }
   void operator()(const NodeHealthSet& c) {
     auto it = s.nodes.find(c.node);
@@ -252,6 +258,7 @@ Json StateToJson(const ClusterState& s) {
   for (const auto& [id, job] : s.jobs) {
     Json j = ToJson(job);
     j.erase("pending_reason");
+    j.erase("pending_code");
     jobs.push_back(std::move(j));
   }
   Json nodes = Json::array();

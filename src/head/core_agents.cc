@@ -11,7 +11,7 @@ sched::NodeInfo HeadCore::ToNodeInfo(const Node& node) const {
   sched::NodeInfo info;
   info.name = node.name;
   info.labels = node.labels;
-  info.schedulable = node.state == NodeState::kReady && node.unhealthy.empty();
+  info.schedulable = node.Schedulable();
   info.cpu_milli = node.cpu_milli;
   info.memory_mb = node.memory_mb;
   info.gpus = node.gpus;
@@ -28,9 +28,14 @@ void HeadCore::BumpAll(const std::string& node) {
   out_.nodes_to_notify.insert(node);
 }
 
-void HeadCore::SetNodeState(const std::string& node, NodeState state, const std::string& reason,
-                            TimeMs now) {
-  Emit(Caller::System(), now, NodeStateSet{node, state, reason});
+void HeadCore::SetLiveness(const std::string& node, Liveness liveness, const std::string& reason,
+                           TimeMs now) {
+  Emit(Caller::System(), now, NodeLivenessSet{node, liveness, reason});
+}
+
+void HeadCore::SetDrainState(const std::string& node, Drain drain, const std::string& reason,
+                             TimeMs now) {
+  Emit(Caller::System(), now, NodeDrainSet{node, drain, reason});
 }
 
 Result<RegisterResponse> HeadCore::Register(const Caller& by, RegisterRequest req,
@@ -52,9 +57,7 @@ Result<RegisterResponse> HeadCore::Register(const Caller& by, RegisterRequest re
     n.port_hi = req.port_hi;
   }
   if (!n.gpus.empty() && !n.labels.count("gpu_model")) n.labels["gpu_model"] = n.gpus[0].model;
-  if (n.state == NodeState::kUnreachable || n.state == NodeState::kDown) {
-    n.state = NodeState::kReady;
-  }
+  n.liveness = Liveness::kAlive;  // its drain stays what the operator made it
   n.agent_epoch += 1;
   n.registered_at = now;
   n.unhealthy.clear();  // its GPUs were just probed afresh; the next sync reports any fault
@@ -82,9 +85,8 @@ Result<bool> HeadCore::Report(const Caller& by, const SyncRequest& req, TimeMs n
     ObserveUse(req.node, now);
     ObserveHealth(it->second, req.gpu_samples, now);
   }
-  NodeState st = it->second.state;
-  if (st == NodeState::kUnreachable || st == NodeState::kDown) {
-    SetNodeState(req.node, NodeState::kReady, "agent heard from again", now);
+  if (it->second.liveness != Liveness::kAlive) {
+    SetLiveness(req.node, Liveness::kAlive, "agent heard from again", now);
   }
   for (const RunReport& r : req.runs) {
     RunId id;
@@ -225,22 +227,22 @@ void HeadCore::CheckLiveness(TimeMs now) {
     TimeMs last = heard == last_heard_.end() ? now : heard->second;
     if (heard == last_heard_.end()) last_heard_[name] = now;  // a full timeout to reconnect
     DurationMs silent = now - last;
-    if (silent > config_.down_after_ms && node.state != NodeState::kDown) {
+    if (silent > config_.down_after_ms && node.liveness != Liveness::kDown) {
       down.push_back(name);
-    } else if (silent > config_.unreachable_after_ms && node.state == NodeState::kReady) {
+    } else if (silent > config_.unreachable_after_ms && node.liveness == Liveness::kAlive) {
       unreachable.push_back(name);
     }
   }
   for (const std::string& n : unreachable) {
-    SetNodeState(n, NodeState::kUnreachable,
-                 "no sync for " + FormatDuration(config_.unreachable_after_ms), now);
+    SetLiveness(n, Liveness::kUnreachable,
+                "no sync for " + FormatDuration(config_.unreachable_after_ms), now);
   }
   for (const std::string& n : down) LoseNode(state_.nodes.at(n), now);
 }
 
 void HeadCore::LoseNode(const Node& node, TimeMs now) {
   std::string name = node.name;
-  SetNodeState(name, NodeState::kDown, "no sync for " + FormatDuration(config_.down_after_ms), now);
+  SetLiveness(name, Liveness::kDown, "no sync for " + FormatDuration(config_.down_after_ms), now);
   std::set<JobId> lost = node_runs_[name];
   for (JobId id : lost)
     FinishRun(state_.jobs.at(id), RunState::kLost, "node " + name + " lost", now);
@@ -251,12 +253,14 @@ Result<NodeView> HeadCore::SetDrain(const Caller& by, const std::string& name, b
   if (!by.IsAdmin()) return PermissionDenied("draining a node needs an admin");
   auto it = state_.nodes.find(name);
   if (it == state_.nodes.end()) return NotFound("no node " + name);
-  NodeState st = it->second.state;
-  if (drain && st == NodeState::kReady) {
-    SetNodeState(name, node_runs_[name].empty() ? NodeState::kDrained : NodeState::kDraining,
-                 "drained by " + by.name, now);
-  } else if (!drain && (st == NodeState::kDraining || st == NodeState::kDrained)) {
-    SetNodeState(name, NodeState::kReady, "undrained by " + by.name, now);
+  // A node may be drained whatever its liveness: an operator takes out a silent node for repair
+  // before it comes back.
+  Drain now_drain = it->second.drain;
+  if (drain && now_drain == Drain::kNone) {
+    SetDrainState(name, node_runs_[name].empty() ? Drain::kDrained : Drain::kDraining,
+                  "drained by " + by.name, now);
+  } else if (!drain && now_drain != Drain::kNone) {
+    SetDrainState(name, Drain::kNone, "undrained by " + by.name, now);
   }
   return NodeView{state_.nodes.at(name), 0, {}};
 }

@@ -73,8 +73,9 @@ static DepState Evaluate(const HeadCore& core, const ClusterState& s, const Job&
 void HeadCore::AdmitPending(const Job& job) {
   if (job.held) {
     held_.insert(job.id);
-    pending_reason_[job.id] = "held by its user (scontrol release, or POST /v1/jobs/" +
-                              std::to_string(job.id) + "/release)";
+    pending_reason_[job.id] = {PendingCode::kHeld,
+                               "held by its user (scontrol release, or POST /v1/jobs/" +
+                                   std::to_string(job.id) + "/release)"};
     return;
   }
   std::string why;
@@ -82,7 +83,7 @@ void HeadCore::AdmitPending(const Job& job) {
     case DepState::kNever:
       doomed_[job.id] = why;
       held_.insert(job.id);
-      pending_reason_[job.id] = why;
+      pending_reason_[job.id] = {PendingCode::kDependencyNever, why};
       return;
     case DepState::kWaiting:
       held_.insert(job.id);
@@ -92,7 +93,7 @@ void HeadCore::AdmitPending(const Job& job) {
       for (const Dependency& d : job.spec.dependencies) {
         if (d.type == DependencyType::kSingleton) singletons_.insert(job.id);
       }
-      pending_reason_[job.id] = why;
+      pending_reason_[job.id] = {PendingCode::kDependency, why};
       return;
     case DepState::kMet:
       break;
@@ -101,8 +102,9 @@ void HeadCore::AdmitPending(const Job& job) {
       array_live_[job.array_id] >= job.array_max_running) {
     held_.insert(job.id);
     array_held_[job.array_id].insert(job.id);
-    pending_reason_[job.id] = "array " + std::to_string(job.array_id) + ": at most " +
-                              std::to_string(job.array_max_running) + " elements run at once";
+    pending_reason_[job.id] = {PendingCode::kArrayLimit,
+                               "array " + std::to_string(job.array_id) + ": at most " +
+                                   std::to_string(job.array_max_running) + " elements run at once"};
     return;
   }
   held_.erase(job.id);

@@ -250,7 +250,10 @@ Result<Job> HeadCore::GetJob(const Caller& by, JobId id) const {
   auto it = state_.jobs.find(id);
   if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
   Job job = JobAsSeenBy(by, it->second);
-  if (auto r = pending_reason_.find(id); r != pending_reason_.end()) job.pending_reason = r->second;
+  if (auto r = pending_reason_.find(id); r != pending_reason_.end()) {
+    job.pending_code = r->second.code;
+    job.pending_reason = r->second.text;
+  }
   if (auto i = idle_.find(id); i != idle_.end() && job.state == JobState::kRunning) {
     job.idle_since = i->second;
   }
@@ -301,7 +304,7 @@ void HeadCore::Schedule(TimeMs now) {
     if (it == state_.jobs.end() || !active_jobs_.count(p.job)) continue;
     RequestStop(it->second, std::string(kReasonPreempted) + ": " + p.reason, now);
   }
-  for (const sched::WaitReason& w : d.waiting) pending_reason_[w.job] = w.reason;
+  for (const sched::WaitReason& w : d.waiting) pending_reason_[w.job] = {w.code, w.reason};
 }
 
 int32_t HeadCore::PickMasterPort(const std::string& node) const {
@@ -495,9 +498,9 @@ void HeadCore::FinishRun(const Job& job, RunState state, const std::string& reas
   // A draining node whose last run ended is drained.
   for (const ReplicaPlacement& p : state_.jobs.at(id).CurrentRun()->placement) {
     auto n = state_.nodes.find(p.node);
-    if (n != state_.nodes.end() && n->second.state == NodeState::kDraining &&
+    if (n != state_.nodes.end() && n->second.drain == Drain::kDraining &&
         node_runs_[p.node].empty()) {
-      SetNodeState(p.node, NodeState::kDrained, "drained: its last run ended", now);
+      SetDrainState(p.node, Drain::kDrained, "drained: its last run ended", now);
     }
   }
 }

@@ -146,7 +146,11 @@ void HeadCore::Index(const Change& c) {
       core.BumpAll(name);
       core.WantSchedule();
     }
-    void operator()(const NodeStateSet& e) {
+    void operator()(const NodeLivenessSet& e) {
+      core.scheduler_->UpsertNode(core.ToNodeInfo(core.state_.nodes.at(e.node)));
+      core.WantSchedule();
+    }
+    void operator()(const NodeDrainSet& e) {
       core.scheduler_->UpsertNode(core.ToNodeInfo(core.state_.nodes.at(e.node)));
       core.WantSchedule();
     }
@@ -199,7 +203,8 @@ void HeadCore::MarkDirty(const Change& c) {
       d.nodes.insert(e.node.name);
       d.credentials = true;
     }
-    void operator()(const NodeStateSet& e) { d.nodes.insert(e.node); }
+    void operator()(const NodeLivenessSet& e) { d.nodes.insert(e.node); }
+    void operator()(const NodeDrainSet& e) { d.nodes.insert(e.node); }
     void operator()(const NodeHealthSet& e) { d.nodes.insert(e.node); }
     void operator()(const QueueSet& e) { d.queues.insert(e.queue.name); }
     void operator()(const TokenIssued&) { d.credentials = true; }

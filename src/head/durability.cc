@@ -54,6 +54,7 @@ void EditLog::MaybeSnapshot(HeadCore& core, bool force, std::vector<store::State
     auto it = s.jobs.find(id);
     if (it == s.jobs.end()) continue;  // retired, and its row already holds it as it ended
     Job job = it->second;
+    job.pending_code = PendingCode::kNone;
     job.pending_reason.clear();
     batch->push_back(store::PutJob{std::move(job)});
   }

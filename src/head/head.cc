@@ -833,16 +833,6 @@ std::string PreemptClass(const std::string& reason) {
   return "other";
 }
 
-std::string WaitClass(const std::string& reason) {
-  if (reason.empty()) return "new";
-  if (reason.find("reserved") != std::string::npos) return "reserved";
-  if (reason.find("even when idle") != std::string::npos) return "no_fitting_node";
-  if (reason.find("preempt") != std::string::npos) return "preempting";
-  if (reason.find("limit") != std::string::npos) return "queue_limit";
-  if (reason.find("free GPUs") != std::string::npos) return "resources";
-  return "other";
-}
-
 }  // namespace
 
 void Head::DescribeMetrics() {
@@ -925,7 +915,8 @@ void Head::RenderMetrics(Callback<std::string> done) {
       ++by_state[JobStateName(job.state)];
       if (job.state == JobState::kPending) {
         auto r = core_.pending_reasons().find(id);
-        ++pending[{job.spec.queue, WaitClass(r == core_.pending_reasons().end() ? "" : r->second)}];
+        PendingCode code = r == core_.pending_reasons().end() ? PendingCode::kNone : r->second.code;
+        ++pending[{job.spec.queue, PendingCodeName(code)}];
       }
     }
     for (JobState st : {JobState::kPending, JobState::kScheduled, JobState::kRunning,
@@ -952,10 +943,9 @@ void Head::RenderMetrics(Callback<std::string> done) {
     int64_t usable = 0, unusable = 0;
     for (const auto& [name, node] : s.nodes) {
       // An unhealthy ready node is counted as unhealthy: it takes no new runs.
-      ++nodes[node.state == NodeState::kReady && !node.unhealthy.empty()
-                  ? "unhealthy"
-                  : NodeStateName(node.state)];
-      bool ok = node.state == NodeState::kReady || node.state == NodeState::kDraining;
+      NodeState st = node.state();
+      ++nodes[st == NodeState::kReady && !node.unhealthy.empty() ? "unhealthy" : NodeStateName(st)];
+      bool ok = st == NodeState::kReady || st == NodeState::kDraining;
       for (const Gpu& g : node.gpus) (ok && g.healthy ? usable : unusable) += 1;
     }
     for (NodeState st : {NodeState::kReady, NodeState::kDraining, NodeState::kDrained,

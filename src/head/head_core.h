@@ -208,7 +208,7 @@ class HeadCore {
   Status MayReadLogs(const Caller& by, const Job& job) const;
 
   const ClusterState& state() const { return state_; }
-  const std::map<JobId, std::string>& pending_reasons() const { return pending_reason_; }
+  const std::map<JobId, PendingReason>& pending_reasons() const { return pending_reason_; }
   const std::set<JobId>& active_jobs() const { return active_jobs_; }
   // Runs flagged idle at the last Tick or report (core_idle.cc), by job.
   const std::map<JobId, TimeMs>& idle_runs() const { return idle_; }
@@ -258,8 +258,9 @@ class HeadCore {
   void StopIdle(TimeMs now);
   void CheckLiveness(TimeMs now);
   void LoseNode(const Node& node, TimeMs now);
-  void SetNodeState(const std::string& node, NodeState state, const std::string& reason,
-                    TimeMs now);
+  void SetLiveness(const std::string& node, Liveness liveness, const std::string& reason,
+                   TimeMs now);
+  void SetDrainState(const std::string& node, Drain drain, const std::string& reason, TimeMs now);
   int32_t PickMasterPort(const std::string& node) const;
   int64_t ReplicaMemoryCapMb(const Job& job, const ReplicaPlacement& p) const;
   // An order for one replica of a run, with what every order for it carries: the job, owner,
@@ -291,16 +292,16 @@ class HeadCore {
   std::map<std::string, DesiredLog> desired_;  // per node: its version and recent changes
   // Observations, not state: ports something listens on, per node, from its last sync.
   std::map<std::string, std::set<int32_t>> busy_ports_;
-  std::map<std::string, TimeMs> last_heard_;     // liveness: the last sync received
-  std::map<JobId, std::string> pending_reason_;  // as the scheduler last said
-  std::set<JobId> held_;                         // pending, not in the scheduler
-  std::map<JobId, std::set<JobId>> array_held_;  // array -> elements over its %P
-  std::map<JobId, int32_t> array_live_;          // array -> elements pending or active
-  std::map<JobId, std::set<JobId>> waiting_on_;  // job -> held jobs depending on it
-  std::set<JobId> singletons_;                   // held by singleton
-  std::set<JobId> recheck_;                      // held jobs to evaluate again
-  std::set<JobId> release_arrays_;               // arrays with room again
-  std::map<JobId, std::string> doomed_;          // held jobs whose dependency failed
+  std::map<std::string, TimeMs> last_heard_;       // liveness: the last sync received
+  std::map<JobId, PendingReason> pending_reason_;  // as the scheduler last said
+  std::set<JobId> held_;                           // pending, not in the scheduler
+  std::map<JobId, std::set<JobId>> array_held_;    // array -> elements over its %P
+  std::map<JobId, int32_t> array_live_;            // array -> elements pending or active
+  std::map<JobId, std::set<JobId>> waiting_on_;    // job -> held jobs depending on it
+  std::set<JobId> singletons_;                     // held by singleton
+  std::set<JobId> recheck_;                        // held jobs to evaluate again
+  std::set<JobId> release_arrays_;                 // arrays with room again
+  std::map<JobId, std::string> doomed_;            // held jobs whose dependency failed
 
   // Observations of GPU use (core_idle.cc): each node's last samples; per run and node, since
   // when the run's GPUs there have all been under the threshold; runs idle long enough.

@@ -112,11 +112,11 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
   st.placed_preemptible_gpus.assign(st.placed_preemptible_gpus.size(), 0);
   int64_t failed_live = 0;
 
-  auto report = [&](PendingEntry* e, WaitCode code, std::string text) {
+  auto report = [&](PendingEntry* e, PendingCode code, std::string text) {
     if (e->last_code == code && e->last_reason == text) return;
     e->last_code = code;
     e->last_reason = text;
-    d->waiting.push_back({e->job.id, std::move(text)});
+    d->waiting.push_back({e->job.id, code, std::move(text)});
   };
   // A failed class is hidden for the rest of the pass: its other members are not visited
   // (they keep the reason they had).
@@ -207,7 +207,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     Shape s = ShapeOf(j);
     int64_t gpus = TotalGpus(j);
     if (int32_t q = st.queues.LimitingQueue(e->queue, gpus); q >= 0) {
-      report(e, WaitCode::kQueueLimit,
+      report(e, PendingCode::kQueueLimit,
              "queue " + st.queues.Name(q) + " is at its limit (" +
                  std::to_string(st.queues.AllocGpus(q)) + " GPUs in use)");
       fail_class(e->klass);
@@ -229,7 +229,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
         rv.after_place = static_cast<int32_t>(d->place.size());
         d->reservations.push_back(rv);
       }
-      report(e, WaitCode::kPreempting,
+      report(e, PendingCode::kPreempting,
              "waiting for " + std::to_string(own->second.size()) +
                  " preempted run(s) to end; then starts on " + NodeList(rv.nodes));
       st.pending.HideJob(e);
@@ -302,7 +302,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
         }
       }
       HoldFor(st, s, placement, merged, now);
-      report(e, WaitCode::kPreempting,
+      report(e, PendingCode::kPreempting,
              "preempting " + std::to_string(victims.size()) + " run(s) to start " + Describe(j) +
                  " on " + NodeList([&] {
                    std::vector<std::string> n;
@@ -321,16 +321,16 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       ++reservations;
       std::string when = rv.start == kUnknownTime ? "when running jobs without a time limit end"
                                                   : "at t=" + std::to_string(rv.start) + " ms";
-      report(e, WaitCode::kReserved,
+      report(e, PendingCode::kReserved,
              "waiting for " + Describe(j) + "; reserved to start " + when + " on " +
                  NodeList(rv.nodes) + "; later jobs may not delay it");
       rv.after_place = static_cast<int32_t>(d->place.size());
       d->reservations.push_back(std::move(rv));
     } else if (reservations < cfg.reservation_depth) {
-      report(e, WaitCode::kNoFit,
+      report(e, PendingCode::kNoFit,
              "waiting: " + Describe(j) + " does not fit the schedulable nodes even when idle");
     } else {
-      report(e, WaitCode::kNoRoom, "waiting for free GPUs for " + Describe(j));
+      report(e, PendingCode::kResources, "waiting for free GPUs for " + Describe(j));
     }
     fail_class(e->klass);
     order.Done();

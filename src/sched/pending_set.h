@@ -18,18 +18,6 @@
 
 namespace corral::sched {
 
-// Why a job waits, as last reported (only changes are reported).
-enum class WaitCode : uint8_t {
-  kNone,
-  kNoRoom,      // no free room, no reservation
-  kSameClass,   // an identical earlier request could not start in this pass
-  kReserved,    // holds a reservation (reason names when and where)
-  kPreempting,  // waits for runs it preempted
-  kQueueLimit,  // its queue is at its limit
-  kBehindHead,  // strict order: behind a blocked job
-  kNoFit,       // does not fit the current cluster even when empty
-};
-
 struct PendingEntry {
   PendingJob job;
   JobKey key;
@@ -37,7 +25,8 @@ struct PendingEntry {
   int32_t user = -1;   // user id inside the queue
   int32_t group = -1;
   int32_t klass = -1;
-  WaitCode last_code = WaitCode::kNone;
+  // Why it waits, as last reported (only changes are reported).
+  PendingCode last_code = PendingCode::kNone;
   std::string last_reason;
   // Starvation guard (SchedulerConfig::starvation_promote_factor): when it is due to be
   // ordered as level 0 (kUnknownTime: never, or not yet seen by a pass), and whether it is.

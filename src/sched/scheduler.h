@@ -256,6 +256,7 @@ struct PreemptDecision {
 // Why a pending job did not start in this pass.
 struct WaitReason {
   JobId job = 0;
+  PendingCode code = PendingCode::kNone;
   std::string reason;
 };
 

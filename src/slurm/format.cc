@@ -46,14 +46,26 @@ std::string TimeLimit(const Job& j, bool sacct) {
 
 // Pending reasons in Slurm's words.
 std::string PendingReason(const Job& j) {
-  const std::string r = Lower(j.pending_reason);
-  if (r.empty()) return "None";
   if (j.held) return "JobHeldUser";
-  if (Contains(r, "depend") || Contains(r, "waits for") || Contains(r, "after")) {
-    return "Dependency";
+  switch (j.pending_code) {
+    case PendingCode::kNone:
+      return "None";
+    case PendingCode::kHeld:
+      return "JobHeldUser";
+    case PendingCode::kDependency:
+      return "Dependency";
+    case PendingCode::kDependencyNever:
+      return "DependencyNeverSatisfied";
+    case PendingCode::kArrayLimit:
+      return "JobArrayTaskLimit";
+    case PendingCode::kQueueLimit:
+      return "QOSMaxGRESPerUser";
+    case PendingCode::kReserved:
+    case PendingCode::kPreempting:
+    case PendingCode::kResources:
+    case PendingCode::kNoFit:
+      break;
   }
-  if (Contains(r, "array")) return "JobArrayTaskLimit";
-  if (Contains(r, "quota") || Contains(r, "limit")) return "QOSMaxGRESPerUser";
   return "Resources";
 }
 

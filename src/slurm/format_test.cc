@@ -48,6 +48,7 @@ std::vector<Job> Jobs() {
   jobs.push_back(running);
 
   Job pending = MakeJob(8, "eval", JobState::kPending);
+  pending.pending_code = PendingCode::kDependency;
   pending.pending_reason = "waits for afterok:7";
   pending.spec.dependencies = {{DependencyType::kAfterOk, {7}}};
   jobs.push_back(pending);
