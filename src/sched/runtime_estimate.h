@@ -1,8 +1,8 @@
-// Run-time predictions from what a scheduler knows at submit time (issue 11): the history of
-// jobs that ended in the cluster, per (user, job name), per user and per queue (or (queue, GPU
-// count)),
+// Run-time predictions from what a scheduler knows at submit time: the history of jobs that
+// ended in the cluster, per (user, job name), per user and per queue (or (queue, GPU count)),
 // as Helios' QSSF and Lucid learn them, and the job's own time limit. Never a job's true
-// duration: the estimator sees a job only once it has ended.
+// duration: the estimator sees a job only once it has ended, so a prediction uses nothing a
+// real head would not have.
 //
 // Pure data, fed by its driver: the head calls Observe(EndedJobOf(job)) when a job ends and
 // passes the estimator to ToPendingJob (job_input.h) when it (re)queues a job; the simulator
