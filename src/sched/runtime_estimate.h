@@ -34,8 +34,8 @@ struct EndedJob {
 EndedJob EndedJobOf(const Job& job);
 
 // Which histories to consult, most specific first; the first with any history answers.
-// Defaults from the whole Philly trace at 640 GPUs (docs/simulation.md, "Predicted
-// durations"; Philly has only queues): the queue's history beat (queue, GPU count)'s, whose
+// Defaults from the whole Philly trace at 640 GPUs (docs/simulation.md, "Why the
+// defaults"; Philly has only queues): the queue's history beat (queue, GPU count)'s, whose
 // keys see fewer jobs, and a weight of 0.5 beat 0.05, 0.25, 0.75 and 1.
 struct EstimatorConfig {
   bool by_user_name = true;    // (user, job name); jobs without a name skip it

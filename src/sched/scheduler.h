@@ -228,7 +228,7 @@ struct SchedulerConfig {
   // the bucket of its predicted remaining time. The index needs the driver to fill gittins_ms
   // (ToPendingJob with a RuntimeEstimator); without it every job is 0 and the order is as with
   // kOff. Off by default: on the Philly trace it shortens the average JCT by about 2% and
-  // lowers fairness across queues (docs/simulation.md, "Gittins index").
+  // lowers fairness across queues (docs/simulation.md, "Options left off").
   GittinsOrder gittins = GittinsOrder::kOff;
   // kCorral, LAS preemption inside a queue: a run in a higher level is displaced only if it has
   // attained at least this factor times the threshold between the two levels, and the job
