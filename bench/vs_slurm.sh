@@ -14,7 +14,7 @@
 #   ceiling   corral_spawn_ceiling: fork, exec and reap N `true` with 32 alive at once (the GPU
 #             slots), each in its own session; Corral's array rate as a fraction of it
 #
-# Targets (issue 12): Corral's array >= 0.7 of the ceiling; idle p50 <= 0.1x Slurm's by the
+# Targets: Corral's array >= 0.7 of the ceiling; idle p50 <= 0.1x Slurm's by the
 # job's clock, and <= 5 ms in the head's records. Results: docs/benchmarks.md, "Whole system".
 #
 # Manual benchmark, NOT run by tests or CI (Slurm needs root; about 3 minutes).

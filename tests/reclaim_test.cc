@@ -1,7 +1,7 @@
-// Issue 3's end-to-end check: two queues with quota 4 each on 8 GPUs. Queue A fills all 8 GPUs
-// with preemptible jobs; queue B submits four 1-GPU jobs. B's jobs start; A's victims get
-// SIGTERM (they trap it and keep running) and then SIGKILL after the grace period, are
-// requeued as new runs keeping CORRAL_CHECKPOINT_DIR, and later complete.
+// End-to-end check of quota reclaim: two queues with quota 4 each on 8 GPUs. Queue A fills
+// all 8 GPUs with preemptible jobs; queue B submits four 1-GPU jobs. B's jobs start; A's
+// victims get SIGTERM (they trap it and keep running) and then SIGKILL after the grace period,
+// are requeued as new runs keeping CORRAL_CHECKPOINT_DIR, and later complete.
 #include <gtest/gtest.h>
 
 #include <fstream>

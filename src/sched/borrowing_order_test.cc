@@ -1,6 +1,7 @@
-// Issue 11: queues over their quota ordered by their best job's LAS level and predicted
-// remaining time (SchedulerConfig::borrowing_queues_by_level), reservations and backfill on
-// predicted run times (SchedulerConfig::backfill_with_predictions), and the starvation guard
+// Unit tests of the kCorral options for borrowed capacity and long waits: queues over their
+// quota ordered by their best job's LAS level and predicted remaining time
+// (SchedulerConfig::borrowing_queues_by_level), reservations and backfill on predicted run
+// times (SchedulerConfig::backfill_with_predictions), and the starvation guard
 // (SchedulerConfig::starvation_promote_factor).
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
-// Run-time predictions from what a scheduler knows at submit time (issue 11): the history of
-// jobs that ended in the cluster, per (user, job name), per user and per queue (or (queue, GPU
-// count)),
+// Run-time predictions from what a scheduler knows at submit time: the history of jobs that
+// ended in the cluster, per (user, job name), per user and per queue (or (queue, GPU count)),
 // as Helios' QSSF and Lucid learn them, and the job's own time limit. Never a job's true
-// duration: the estimator sees a job only once it has ended.
+// duration: the estimator sees a job only once it has ended, so a prediction uses nothing a
+// real head would not have.
 //
 // Pure data, fed by its driver: the head calls Observe(EndedJobOf(job)) when a job ends and
 // passes the estimator to ToPendingJob (job_input.h) when it (re)queues a job; the simulator
@@ -34,8 +34,8 @@ struct EndedJob {
 EndedJob EndedJobOf(const Job& job);
 
 // Which histories to consult, most specific first; the first with any history answers.
-// Defaults from the whole Philly trace at 640 GPUs (docs/simulation.md, "Predicted
-// durations"; Philly has only queues): the queue's history beat (queue, GPU count)'s, whose
+// Defaults from the whole Philly trace at 640 GPUs (docs/simulation.md, "Why the
+// defaults"; Philly has only queues): the queue's history beat (queue, GPU count)'s, whose
 // keys see fewer jobs, and a weight of 0.5 beat 0.05, 0.25, 0.75 and 1.
 struct EstimatorConfig {
   bool by_user_name = true;    // (user, job name); jobs without a name skip it

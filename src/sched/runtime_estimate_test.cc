@@ -1,4 +1,4 @@
-// Unit tests of run-time predictions (issue 11): the estimator learns only from ended jobs,
+// Unit tests of run-time predictions: the estimator learns only from ended jobs,
 // answers from the most specific history, is bounded by the time limit; ToPendingJob carries
 // its prediction; kCorral orders a LAS level by predicted remaining time and spares LAS
 // victims predicted to end first.

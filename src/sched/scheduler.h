@@ -149,8 +149,8 @@ struct SchedulerConfig {
   bool backfill = true;
   bool preemption = true;
   int32_t max_placements_per_pass = 1 << 30;
-  // Added for issue 3.
-  // How many blocked jobs (in order) get a reservation that lower jobs must not delay.
+  // How many blocked jobs (in order) get a reservation that lower jobs must not delay, so that
+  // a wide job is not overtaken forever by the narrow ones behind it.
   // 0: none (work-conserving greedy skipping; large jobs may starve).
   int32_t reservation_depth = 1;
   // The budget of one pass, in work units (one unit: one node examined by placement, one
@@ -160,53 +160,63 @@ struct SchedulerConfig {
   // kLas level boundaries, in attained GPU-ms, ascending (also kCorral's with
   // las_within_queue).
   std::vector<DurationMs> las_thresholds_gpu_ms = {1 * kHour, 10 * kHour};
-  // Added for issue 4. kCorral: inside a queue, order by LAS level (attained GPU-ms against
+  // kCorral: inside a queue, order by LAS level (attained GPU-ms against
   // las_thresholds_gpu_ms) before user fair share and submit time, and let a blocked job
   // preempt a preemptible run of the same queue and priority in a strictly higher level
   // (after min_runtime_before_preempt_ms; victims losing the least work, gangs whole).
+  // Durations are not known, so the service a job has attained stands in for what is left
+  // (Tiresias): without it a queue's short jobs wait behind its long ones, FIFO.
   // Non-preemptible runs are never victims, so without preemptible jobs a queue stays FIFO
   // apart from requeued jobs, which wait behind jobs of lower levels. REQUIRES of the driver:
   // re-add a requeued job with its attained_ms (else it returns at level 0 and it and the
   // job that displaced it may take turns every level's worth of service).
   bool las_within_queue = true;
-  // Added for issue 11. kCorral: inside a LAS level (and priority, queue), order by predicted
-  // remaining run time, shortest first: predicted_ms - done while done < predicted_ms, else
-  // done (a job that outlived its prediction is guessed to run as long again), where done is
-  // the attained GPU-ms per GPU; 0 (first) without a prediction, so that without predictions
-  // the order is as before. And spare a LAS victim predicted to end before the job that
-  // would displace it (see preemption.cc, LasVictim).
+  // kCorral: inside a LAS level (and priority, queue), order by predicted remaining run time,
+  // shortest first: predicted_ms - done while done < predicted_ms, else done (a job that
+  // outlived its prediction is guessed to run as long again), where done is the attained
+  // GPU-ms per GPU; 0 (first) without a prediction, so that without predictions the order is
+  // plain LAS. And spare a LAS victim predicted to end before the job that would displace it
+  // (see preemption.cc, LasVictim): displacing it would lose its work and free its GPUs no
+  // sooner. A level holds jobs of very different lengths; the history of ended jobs
+  // (RuntimeEstimator) tells them apart where attained service cannot.
   bool use_predictions = true;
-  // Added for issue 11. kCorral, with las_within_queue: a blocked job may also displace a
-  // preemptible run of another queue that is over its quota, of the same priority, in a
-  // strictly higher LAS level, under the same hysteresis, sparing rule and budgets as inside
-  // a queue, and only while that queue stays over its quota. A queue's quota stays its
-  // guarantee (runs within it are displaced only by priority or, across queues, never); what
-  // it borrows beyond goes to the jobs that have attained least, whichever queue they are of,
-  // as las would give it. Off: LAS never crosses queues (only quota reclaim does).
+  // kCorral, with las_within_queue: a blocked job may also displace a preemptible run of
+  // another queue that is over its quota, of the same priority, in a strictly higher LAS
+  // level, under the same hysteresis, sparing rule and budgets as inside a queue, and only
+  // while that queue stays over its quota. A queue's quota stays its guarantee (runs within it
+  // are displaced only by priority or, across queues, never); what it borrows beyond goes to
+  // the jobs that have attained least, whichever queue they are of, as las would give it.
+  // Without it a queue whose burst is over its quota has its short jobs wait behind other
+  // queues' long runs on borrowed GPUs, which only quota reclaim could take. Off: LAS never
+  // crosses queues (only quota reclaim does).
   bool las_across_queues = true;
-  // Added for issue 11. kCorral, with use_predictions: a run's expected end (what
-  // reservations are computed from) and a pending job's end when it would start (whether it
-  // may use GPUs held for a reservation) come from its predicted remaining run time where
-  // that is before its time limit's end (or it has no limit), not only from the limit. A
-  // reservation behind runs without a limit then gets a predicted start, and a job predicted
-  // to end before it may backfill into its held GPUs (EASY backfill on predictions). A run
-  // that outlives its predicted end counts as ending now. Off: only time limits.
+  // kCorral, with use_predictions: a run's expected end (what reservations are computed from)
+  // and a pending job's end when it would start (whether it may use GPUs held for a
+  // reservation) come from its predicted remaining run time where that is before its time
+  // limit's end (or it has no limit), not only from the limit. A reservation behind runs
+  // without a limit then gets a predicted start, and a job predicted to end before it may
+  // backfill into its held GPUs (EASY backfill on predictions). A run that outlives its
+  // predicted end counts as ending now. Off: only time limits. Off by default: a job predicted
+  // short that runs long delays the reservation it backfilled, and on the Philly trace that
+  // starves wide jobs of small queues (docs/simulation.md, "Options left off").
   bool backfill_with_predictions = false;
-  // Added for issue 11. kCorral, with las_within_queue: queues under their quota still come
-  // first, by fair share; queues over it (borrowing) come after them in the order of their
-  // best pending job's LAS level, then (use_predictions) of a power-of-two bucket of its
-  // predicted remaining run time (whole minutes: 0, 1, 2-3, 4-7, ...), and only then by fair
-  // share. What a queue borrows goes first to the job that has attained least, whichever
-  // queue it is of: the order agrees with las_across_queues' preemption, so a job that could
-  // displace another queue's borrowed run is not left behind it in the order. Off: queues
-  // over quota by fair share alone.
+  // kCorral, with las_within_queue: queues under their quota still come first, by fair share;
+  // queues over it (borrowing) come after them in the order of their best pending job's LAS
+  // level, then (use_predictions) of a power-of-two bucket of its predicted remaining run
+  // time (whole minutes: 0, 1, 2-3, 4-7, ...), and only then by fair share. What a queue
+  // borrows goes first to the job that has attained least, whichever queue it is of: the
+  // order agrees with las_across_queues' preemption, so a job that could displace another
+  // queue's borrowed run is not left behind it in the order. Off: queues over quota by fair
+  // share alone.
   bool borrowing_queues_by_level = true;
-  // Added for issue 11. kCorral, with las_within_queue: a starvation guard (Tiresias'). A
-  // pending job in a LAS level above 0 that has waited, since the first pass that saw it
-  // pending (its submit, or its requeue after a preemption), at least this factor times the
-  // service it has attained (attained GPU-ms / its GPUs) is ordered as level 0 until it
-  // starts; what it may preempt is unchanged (still its real level). Lets a long job of a
-  // busy or borrowing queue start behind a steady stream of new short ones. <= 0: off.
+  // kCorral, with las_within_queue: a starvation guard (Tiresias'). A pending job in a LAS
+  // level above 0 that has waited, since the first pass that saw it pending (its submit, or
+  // its requeue after a preemption), at least this factor times the service it has attained
+  // (attained GPU-ms / its GPUs) is ordered as level 0 until it starts; what it may preempt
+  // is unchanged (still its real level). Lets a long job of a busy or borrowing queue start
+  // behind a steady stream of new short ones. <= 0: off. Off by default: on the Philly trace
+  // the promoted long jobs take the reservation and the big queues' short jobs wait behind
+  // them (docs/simulation.md, "Options left off").
   double starvation_promote_factor = 0;
   // kCorral, with las_within_queue: order pending jobs by the Gittins index of their
   // attained service (PendingJob::gittins_ms, compared in power-of-two buckets of GPU-minutes,
@@ -218,7 +228,7 @@ struct SchedulerConfig {
   // the bucket of its predicted remaining time. The index needs the driver to fill gittins_ms
   // (ToPendingJob with a RuntimeEstimator); without it every job is 0 and the order is as with
   // kOff. Off by default: on the Philly trace it shortens the average JCT by about 2% and
-  // lowers fairness across queues (docs/simulation.md, "Gittins index").
+  // lowers fairness across queues (docs/simulation.md, "Options left off").
   GittinsOrder gittins = GittinsOrder::kOff;
   // kCorral, LAS preemption inside a queue: a run in a higher level is displaced only if it has
   // attained at least this factor times the threshold between the two levels, and the job

@@ -30,7 +30,7 @@ echo; echo "## Philly with a 5-minute restart overhead and hourly checkpoints (6
 run --trace "$T/philly-pollux/philly.csv" --nodes 80 --compare srtf,las,corral \
     --restart-overhead 5m --checkpoint-interval 1h --preempt-grace 30s
 
-echo; echo "## Issue 11: predicted durations (corral), every policy at 512/640/768 GPUs and 1.2x load"
+echo; echo "## Predicted durations (corral), every policy at 512/640/768 GPUs and 1.2x load"
 P="$T/philly-pollux/philly.csv"
 for g in 512 640 768; do
   run --trace "$P" --gpus $g --compare $ALL
@@ -38,7 +38,7 @@ for g in 512 640 768; do
 done
 run --trace "$P" --gpus 640 --load-scale 1.2 --compare $ALL
 for pr in none oracle; do run --trace "$P" --gpus 640 --load-scale 1.2 --policy corral --predict $pr; done
-echo; echo "## Issue 11: what each input buys, 640 GPUs"
+echo; echo "## What each prediction input buys, 640 GPUs"
 for w in 0.05 0.25 0.75 1; do run --trace "$P" --gpus 640 --policy corral --predict-weight $w; done
 for w in 0.25 0.5; do
   run --trace "$P" --gpus 640 --policy corral --predict queue-gpus --predict-weight $w
@@ -48,7 +48,7 @@ for pr in none time-limit user-name,user,queue,time-limit; do
 done
 for g in 512 768; do run --trace "$P" --gpus $g --policy corral --synth-time-limits; done
 run --trace "$P" --gpus 640 --load-scale 1.2 --policy corral --synth-time-limits
-echo; echo "## Issue 11 (sched4): borrowing queues by level, and the options left off (corral, JSON)"
+echo; echo "## Borrowing queues by level, and the options left off (corral, JSON)"
 for sz in "512" "640" "768" "640 --load-scale 1.2"; do
   for fl in "" "--no-borrowing-queues-by-level" "--predict oracle" "--predict none" \
             "--backfill-predictions" "--starvation-factor 10" "--starvation-factor 20"; do
@@ -64,7 +64,7 @@ for sz in "576" "704" "640 --load-scale 1.1" "512 --load-scale 0.9" \
     run --trace "$P" --gpus $sz --policy corral --no-timing -o json $fl
   done
 done
-echo; echo "## Issue 11: node failures and restart costs, 640 GPUs"
+echo; echo "## Node failures and restart costs, 640 GPUs"
 run --trace "$P" --gpus 640 --compare srtf,las,corral --node-mtbf 1000h --restart-overhead 5m \
     --checkpoint-interval 1h
 

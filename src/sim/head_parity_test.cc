@@ -1,6 +1,7 @@
-// Unit tests of what issue 11 added to the simulator so that its runs are what the head
-// would do: time limits that kill, node failures that lose and requeue runs, run-time
-// predictions learned from ended jobs, and the lost-work and preemption-rate report.
+// Unit tests of what makes the simulator's runs what the head would do: time limits that
+// kill, node failures that lose and requeue runs, run-time predictions learned from ended
+// jobs, and the lost-work and preemption-rate report. A policy measured here is only worth
+// adopting if the head would make the same decisions.
 #include <gtest/gtest.h>
 
 #include <sstream>

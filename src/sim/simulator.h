@@ -11,7 +11,8 @@
 // multiple of checkpoint_interval. Every run after the first spends `restart_overhead`
 // before it makes progress again.
 //
-// Added for issue 11, so that the simulated runs are what the head would do:
+// So that the simulated runs are what the head would do (a policy is judged here before the
+// head runs it):
 //  - Predictions (corral policy): the scheduler gets PendingJob::predicted_ms from a
 //    sched::RuntimeEstimator fed with every job that ends (EndedJobOf its run history), as the
 //    head would feed it, and from the job's time limit; `oracle` gives the true duration
