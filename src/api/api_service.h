@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 
+#include "api/command_http.h"
 #include "api/rate_limiter.h"
 #include "head/head.h"
 #include "net/async_http_client.h"
@@ -30,23 +31,30 @@ class ApiService {
   void Handle(net::HttpRequest req, net::Responder respond);
 
  private:
+  // A row of the route table: the method and path pattern it answers, and how.
+  struct Endpoint {
+    std::string method;
+    const char* pattern;
+    std::function<void(ApiService&, const net::HttpRequest&, const PathArgs&, net::Responder)>
+        handle;
+  };
+  // A row that decodes command C from the request, runs it on the head, and answers with
+  // `encode` of its answer (which may take the command too, as a page of jobs does).
+  template <typename C, typename Encode>
+  static Endpoint Serve(const char* method, const char* pattern, Decoder<C> decode, Encode encode,
+                        int ok_status = 200);
+  static const std::vector<Endpoint>& Routes();
+  static const Endpoint* FindRoute(const std::string& method, const std::vector<std::string>& parts,
+                                   PathArgs* args);
+  static std::string RouteLabel(const std::string& method, const std::vector<std::string>& parts);
+
   void Route(net::HttpRequest req, const std::vector<std::string>& parts, net::Responder respond);
-  void HandleJobs(const net::HttpRequest& req, const std::vector<std::string>& parts,
-                  net::Responder respond);
-  void HandleLogs(JobId id, const net::HttpRequest& req, net::Responder respond);
-  void HandleSteps(JobId id, const net::HttpRequest& req, const std::vector<std::string>& parts,
-                   net::Responder respond);
-  void HandleNodes(const net::HttpRequest& req, const std::vector<std::string>& parts,
-                   net::Responder respond);
-  void HandleQueues(const net::HttpRequest& req, const std::vector<std::string>& parts,
-                    net::Responder respond);
-  void HandleEvents(const net::HttpRequest& req, net::Responder respond);
-  void HandleUsage(const net::HttpRequest& req, net::Responder respond);
-  void HandleBackup(const net::HttpRequest& req, net::Responder respond);
-  void HandleTokens(const net::HttpRequest& req, const std::vector<std::string>& parts,
-                    net::Responder respond);
-  void HandleAgent(const net::HttpRequest& req, const std::vector<std::string>& parts,
-                   net::Responder respond);
+  // The routes that are more than one command: a job's log (the job, its node, the agent's
+  // answer), the event stream (long polls or server-sent events), an agent's registration
+  // (with its log endpoint's certificate).
+  void HandleLogs(const net::HttpRequest& req, const PathArgs& args, net::Responder respond);
+  void HandleEvents(const net::HttpRequest& req, const PathArgs& args, net::Responder respond);
+  void HandleRegister(const net::HttpRequest& req, const PathArgs& args, net::Responder respond);
 
   template <typename T, typename F>
   head::Head::Callback<T> Answer(net::Responder respond, F to_json, int ok_status = 200);

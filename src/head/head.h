@@ -28,6 +28,7 @@
 #include "core/metrics.h"
 #include "core/time.h"
 #include "head/audit_log.h"
+#include "head/commands.h"
 #include "head/commit_pipeline.h"
 #include "head/durability.h"
 #include "head/head_core.h"
@@ -102,53 +103,11 @@ class Head {
   // The revision the answer being delivered reflects. Only inside a callback.
   uint64_t ReplyRevision() const { return reply_revision_; }
 
-  // Every call names its caller by bearer secret; a bad one is answered 401.
-  // `request_id` (may be ""): see HeadCore::Submit.
-  void Submit(std::string bearer, JobSpec spec, std::string owner, std::string request_id,
-              Callback<Job> done);
-  void Cancel(std::string bearer, JobId id, bool element_only, Callback<Job> done);
-  void ReportCheckpoint(std::string bearer, JobId id, Callback<Job> done);
-  void GetJob(std::string bearer, JobId id, Callback<Job> done);
-  void GetJobForLogs(std::string bearer, JobId id, Callback<Job> done);
-  void Requeue(std::string bearer, JobId id, Callback<Job> done);
-  void Signal(std::string bearer, JobId id, int32_t signal, HeadCore::SignalTarget to,
-              Callback<Job> done);
-  void SetHold(std::string bearer, JobId id, bool hold, Callback<Job> done);
-  void StartStep(std::string bearer, JobId id, StepRequest req, Callback<Step> done);
-  void GetStep(std::string bearer, JobId id, int32_t step, Callback<Step> done);
-  void ListJobs(std::string bearer, JobFilter filter, Callback<std::vector<Job>> done);
-  void ListNodes(std::string bearer, Callback<std::vector<NodeView>> done);
-  void Usage(std::string bearer, UsageBy group, DurationMs since_ms, Callback<UsageReport> done);
-  void GetNode(std::string bearer, std::string name, Callback<Node> done);
-  void SetDrain(std::string bearer, std::string node, bool drain, Callback<NodeView> done);
-  void ListQueues(std::string bearer, Callback<std::vector<QueueView>> done);
-  void SetQueue(std::string bearer, QueueConfig queue, Callback<QueueConfig> done);
-  struct NewToken {
-    Credential credential;
-    std::string secret;  // shown once
-  };
-  void CreateToken(std::string bearer, TokenRequest req, Callback<NewToken> done);
-  void RevokeToken(std::string bearer, std::string id, Callback<Credential> done);
-  void ListTokens(std::string bearer, Callback<std::vector<Credential>> done);
-
-  // An online backup of the store to `path` on the head's host (admins only; one at a time):
-  // taken on a thread of its own while the head goes on committing, audited.
-  void Backup(std::string bearer, std::string path, Callback<store::BackupInfo> done);
-
-  void Register(std::string bearer, RegisterRequest req, Callback<RegisterResponse> done);
-  // The answer may be held up to req.wait_ms (bounded by the config).
-  void Sync(std::string bearer, SyncRequest req, Callback<SyncResponse> done);
-
-  // The event stream (DESIGN §9, §11): durable changes after revision `since`, as the caller
-  // may see them, at most `max`; held up to `wait_ms` when there are none yet. `reset` says
-  // the caller fell behind what the head keeps and must list again from `revision`.
-  struct Events {
-    std::vector<Json> changes;
-    uint64_t revision = 0;  // the last durable revision
-    bool reset = false;
-  };
-  void WatchEvents(std::string bearer, uint64_t since, int32_t max, DurationMs wait_ms,
-                   Callback<Events> done);
+  // Runs a command (head/commands.h) for the caller `bearer` names (a bad one is answered
+  // 401; an agent's credential only for the agents' commands) and answers once everything
+  // it changed is durable.
+  template <typename C>
+  void Run(std::string bearer, C command, Callback<typename C::Answer> done);
 
   bool failed() const;  // the store failed a commit; see HeadConfig::on_store_failure
 
@@ -178,13 +137,20 @@ class Head {
   Head(HeadConfig config, std::unique_ptr<store::Store> store, const Clock* clock,
        RandomSource* random);
 
-  // Runs `fn` on the state machine as the caller named by `bearer`, then commits what it
-  // changed and answers once that is durable.
-  // Runs `fn` for the caller `bearer` names. Agents' credentials (join, node) are refused
-  // unless `for_agents`: a node reports on itself and reads nothing else.
-  template <typename T>
-  void Command(std::string bearer, Callback<T> done,
-               std::function<Result<T>(const Caller&, TimeMs)> fn, bool for_agents = false);
+  // What runs a command once its caller is known: the core's call for most (the command's
+  // own operator()), the shell's own for those that need the store, the clock's timers or a
+  // secret (head_commands.cc; Sync and WatchEvents here, they are held).
+  template <typename C>
+  void Execute(const Caller& by, TimeMs now, C command, Callback<typename C::Answer> done);
+  void Execute(const Caller& by, TimeMs now, GetJob command, Callback<Job> done);
+  void Execute(const Caller& by, TimeMs now, ListJobs command, Callback<std::vector<Job>> done);
+  void Execute(const Caller& by, TimeMs now, GetUsage command, Callback<UsageReport> done);
+  void Execute(const Caller& by, TimeMs now, CreateToken command, Callback<NewToken> done);
+  void Execute(const Caller& by, TimeMs now, BackupStore command, Callback<store::BackupInfo> done);
+  void Execute(const Caller& by, TimeMs now, WatchEvents command, Callback<Events> done);
+  void Execute(const Caller& by, TimeMs now, RegisterAgent command,
+               Callback<RegisterResponse> done);
+  void Execute(const Caller& by, TimeMs now, SyncAgent command, Callback<SyncResponse> done);
   // The start of every command: nothing is answered after a failed commit, and the caller is
   // the one `bearer` names. nullopt: `done` has been answered.
   template <typename T>
@@ -207,7 +173,6 @@ class Head {
   Result<Caller> AuthenticateFor(const std::string& bearer, TimeMs now, bool for_agents) const;
   void Tick();
   void Post(std::function<void()> fn);
-  void GetJob(std::string bearer, JobId id, Callback<Job> done, bool for_logs);
   // Retired jobs (HeadCore::RetiredState): read from the store on the archive thread, so that
   // the state machine never waits for old rows; `then` runs on the state machine.
   void ReadRetired(std::function<Result<std::vector<Job>>()> read,

@@ -35,7 +35,7 @@ Answer<Job> SubmitTrue(Head& head, const std::string& bearer, const std::string&
   spec.command = {"true"};
   spec.array = array;
   std::promise<Answer<Job>> p;
-  head.Submit(bearer, spec, "", "", [&](Result<Job> r) {
+  head.Run(bearer, SubmitJob{spec, "", ""}, [&](Result<Job> r) {
     p.set_value({std::move(r), head.ReplyRevision()});
   });
   return p.get_future().get();
@@ -62,7 +62,7 @@ class HeadShell : public ::testing::Test {
   }
   Answer<Job> Submit(const std::string& bearer = kAdmin) { return SubmitTrue(*head_, bearer); }
   Answer<std::vector<Job>> List() {
-    return Async<std::vector<Job>>([&](auto cb) { head_->ListJobs(kAdmin, {}, cb); }).get();
+    return Async<std::vector<Job>>([&](auto cb) { head_->Run(kAdmin, ListJobs{}, cb); }).get();
   }
 
   std::shared_ptr<MemoryDisk> disk_ = std::make_shared<MemoryDisk>();
@@ -99,8 +99,8 @@ TEST_F(HeadShell, ABadOrMissingTokenIsRefused) {
 }
 
 TEST_F(HeadShell, ANewTokenIsShownOnceAndWorks) {
-  auto t = Async<Head::NewToken>([&](auto cb) {
-             head_->CreateToken(kAdmin, {"ana", Role::kUser, {}, 0}, cb);
+  auto t = Async<NewToken>([&](auto cb) {
+             head_->Run(kAdmin, CreateToken{{"ana", Role::kUser, {}, 0}}, cb);
            }).get();
   ASSERT_TRUE(t.result.ok()) << t.result.status().ToString();
   EXPECT_NE(t.result->secret, t.result->credential.hash);
@@ -133,7 +133,7 @@ TEST_F(HeadShell, AStalledCommitHoldsTheAnswerUntilItIsDurable) {
   fault_->SetMode(FaultStore::Mode::kStall);
   JobSpec spec;
   spec.command = {"true"};
-  auto pending = Async<Job>([&](auto cb) { head_->Submit(kAdmin, spec, "", "", cb); });
+  auto pending = Async<Job>([&](auto cb) { head_->Run(kAdmin, SubmitJob{spec, "", ""}, cb); });
   for (int i = 0; i < 500 && !fault_->stalled(); ++i) usleep(1000);
   ASSERT_TRUE(fault_->stalled());
   EXPECT_EQ(pending.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout)
@@ -291,7 +291,7 @@ class HeadSnapshot : public ::testing::Test {
     for (auto& p : done) {
       JobSpec spec;
       spec.command = {"true"};
-      head_->Submit(kAdmin, spec, "", "", [&p](Result<Job> r) { p.set_value(r.status()); });
+      head_->Run(kAdmin, SubmitJob{spec, "", ""}, [&p](Result<Job> r) { p.set_value(r.status()); });
     }
     for (auto& p : done) ASSERT_TRUE(p.get_future().get().ok());
   }
@@ -340,9 +340,11 @@ namespace {
 
 class HeadEvents : public HeadShell {
  protected:
-  Answer<Head::Events> Watch(const std::string& bearer, uint64_t since, int32_t max = 1000,
-                             DurationMs wait = 0) {
-    return Async<Head::Events>([&](auto cb) { head_->WatchEvents(bearer, since, max, wait, cb); })
+  Answer<Events> Watch(const std::string& bearer, uint64_t since, int32_t max = 1000,
+                       DurationMs wait = 0) {
+    return Async<Events>([&](auto cb) {
+             head_->Run(bearer, WatchEvents{since, max, wait}, cb);
+           })
         .get();
   }
   // Reads the whole stream after `since` in chunks of `max`, as a client that reconnects
@@ -367,8 +369,9 @@ TEST_F(HeadEvents, TheStreamResumesWithoutLosingOrRepeatingAChange) {
   for (size_t i = 0; i < revs.size(); ++i) EXPECT_EQ(revs[i], i + 1) << "gap or repeat";
   // A held watch is answered by the next durable change, and only by it.
   uint64_t last = revs.back();
-  auto held =
-      Async<Head::Events>([&](auto cb) { head_->WatchEvents(kAdmin, last, 1000, 10000, cb); });
+  auto held = Async<Events>([&](auto cb) {
+    head_->Run(kAdmin, WatchEvents{last, 1000, 10000}, cb);
+  });
   EXPECT_EQ(held.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
   ASSERT_TRUE(Submit().result.ok());
   auto e = held.get();
@@ -388,16 +391,18 @@ TEST_F(HeadEvents, TheStreamResumesWithoutLosingOrRepeatingAChange) {
 }
 
 TEST_F(HeadEvents, OthersSeeAJobButNotItsEnvironmentAndNoSecrets) {
-  auto ana = Async<Head::NewToken>([&](auto cb) {
-               head_->CreateToken(kAdmin, {"ana", Role::kUser, {}, 0}, cb);
+  auto ana = Async<NewToken>([&](auto cb) {
+               head_->Run(kAdmin, CreateToken{{"ana", Role::kUser, {}, 0}}, cb);
              }).get();
-  auto bob = Async<Head::NewToken>([&](auto cb) {
-               head_->CreateToken(kAdmin, {"bob", Role::kUser, {}, 0}, cb);
+  auto bob = Async<NewToken>([&](auto cb) {
+               head_->Run(kAdmin, CreateToken{{"bob", Role::kUser, {}, 0}}, cb);
              }).get();
   JobSpec spec;
   spec.command = {"true"};
   spec.env = {{"WANDB_API_KEY", "hush"}};
-  ASSERT_TRUE(Async<Job>([&](auto cb) { head_->Submit(ana.result->secret, spec, "", "", cb); })
+  ASSERT_TRUE(Async<Job>([&](auto cb) {
+                head_->Run(ana.result->secret, SubmitJob{spec, "", ""}, cb);
+              })
                   .get()
                   .result.ok());
   auto seen = [&](const std::string& bearer) {
@@ -447,17 +452,19 @@ TEST_F(HeadShell, ARetiredJobIsReadFromTheStoreOnDemand) {
   JobSpec array;
   array.command = {"true"};
   array.array = "0-2";
-  auto first = Async<Job>([&](auto cb) { head_->Submit(kAdmin, array, "", "", cb); }).get();
+  auto first = Async<Job>([&](auto cb) { head_->Run(kAdmin, SubmitJob{array, "", ""}, cb); }).get();
   ASSERT_TRUE(first.result.ok()) << first.result.status().ToString();
   JobId array_id = first.result->id;
   for (JobId j : {id, array_id}) {
-    auto cancelled = Async<Job>([&](auto cb) { head_->Cancel(kAdmin, j, false, cb); }).get();
+    auto cancelled = Async<Job>([&](auto cb) {
+                       head_->Run(kAdmin, CancelJob{j, false}, cb);
+                     }).get();
     ASSERT_TRUE(cancelled.result.ok()) << cancelled.result.status().ToString();
   }
   auto recent = [&] {
     JobFilter f;
     f.ended_since = clock_.Now() - 30 * kMinute;
-    return Async<std::vector<Job>>([&](auto cb) { head_->ListJobs(kAdmin, f, cb); }).get();
+    return Async<std::vector<Job>>([&](auto cb) { head_->Run(kAdmin, ListJobs{f}, cb); }).get();
   };
   ASSERT_EQ(recent().result->size(), 4u) << "they just ended";
   clock_.Advance(2 * kHour);
@@ -471,7 +478,7 @@ TEST_F(HeadShell, ARetiredJobIsReadFromTheStoreOnDemand) {
   }
   ASSERT_TRUE(retired()) << "the job was never retired";
   for (int restart = 0; restart < 2; ++restart) {
-    auto got = Async<Job>([&](auto cb) { head_->GetJob(kAdmin, id, cb); }).get();
+    auto got = Async<Job>([&](auto cb) { head_->Run(kAdmin, GetJob{id}, cb); }).get();
     ASSERT_TRUE(got.result.ok()) << got.result.status().ToString();
     EXPECT_EQ(got.result->state, JobState::kCancelled);
     EXPECT_EQ(got.result->spec.command, std::vector<std::string>{"true"});
@@ -482,20 +489,21 @@ TEST_F(HeadShell, ARetiredJobIsReadFromTheStoreOnDemand) {
     JobFilter elements;
     elements.array_id = array_id;
     auto listed =
-        Async<std::vector<Job>>([&](auto cb) { head_->ListJobs(kAdmin, elements, cb); }).get();
+        Async<std::vector<Job>>([&](auto cb) { head_->Run(kAdmin, ListJobs{elements}, cb); }).get();
     ASSERT_TRUE(listed.result.ok()) << listed.result.status().ToString();
     ASSERT_EQ(listed.result->size(), 3u);
     EXPECT_EQ(listed.result->back().array_index, 2);
     for (const auto& [user, want] : {std::pair<std::string, size_t>{"admin", 4}, {"nobody", 0}}) {
       JobFilter by_user;
       by_user.user = user;
-      auto mine =
-          Async<std::vector<Job>>([&](auto cb) { head_->ListJobs(kAdmin, by_user, cb); }).get();
+      auto mine = Async<std::vector<Job>>([&](auto cb) {
+                    head_->Run(kAdmin, ListJobs{by_user}, cb);
+                  }).get();
       ASSERT_TRUE(mine.result.ok()) << mine.result.status().ToString();
       EXPECT_EQ(mine.result->size(), want) << user;
     }
     EXPECT_TRUE(recent().result->empty());
-    auto missing = Async<Job>([&](auto cb) { head_->GetJob(kAdmin, id + 100, cb); }).get();
+    auto missing = Async<Job>([&](auto cb) { head_->Run(kAdmin, GetJob{id + 100}, cb); }).get();
     EXPECT_EQ(missing.result.status().code(), ErrorCode::kNotFound);
     head_.reset();
     Open();

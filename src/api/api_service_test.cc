@@ -1,0 +1,195 @@
+// The API over a real head (in-memory store, virtual clock): every route of the table is
+// reached, decodes its command, and answers as docs/api.md says; bad input names its field.
+#include "api/api_service.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "testing/fakes.h"
+
+namespace corral::api {
+namespace {
+
+using corral::testing::CountingRandom;
+using corral::testing::FakeClock;
+using corral::testing::MemoryDisk;
+using corral::testing::MemoryStore;
+
+const char kAdmin[] = "admin-secret";
+const char kJoin[] = "join-secret";
+
+class Api : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto h = head::Head::Create({}, std::make_unique<MemoryStore>(std::make_shared<MemoryDisk>()),
+                                &clock_, &random_, {kAdmin, kJoin});
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    head_ = std::move(*h);
+    head_->Start();
+    api_ = std::make_unique<ApiService>(head_.get());
+  }
+  void TearDown() override { head_->Stop(); }
+
+  struct Reply {
+    int status = 0;
+    Json body;
+  };
+  Reply Call(const std::string& method, const std::string& target, const Json& body = nullptr,
+             const std::string& bearer = kAdmin) {
+    net::HttpRequest req;
+    req.method = method;
+    req.target = target;
+    size_t q = target.find('?');
+    req.path = target.substr(0, q);
+    if (q != std::string::npos) {
+      std::string query = target.substr(q + 1);
+      size_t i = 0;
+      while (i < query.size()) {
+        size_t amp = query.find('&', i);
+        if (amp == std::string::npos) amp = query.size();
+        std::string kv = query.substr(i, amp - i);
+        size_t eq = kv.find('=');
+        req.query[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
+        i = amp + 1;
+      }
+    }
+    if (!body.is_null()) req.body = body.dump();
+    if (!bearer.empty()) req.headers["authorization"] = "Bearer " + bearer;
+    req.remote = "127.0.0.1:5555";
+    std::promise<net::HttpResponse> p;
+    api_->Handle(req, [&p](net::HttpResponse r) { p.set_value(std::move(r)); });
+    net::HttpResponse r = p.get_future().get();
+    if (r.render) r.body = r.render();
+    return {r.status, Json::parse(r.body, nullptr, false)};
+  }
+  static std::string ErrorOf(const Reply& r) {
+    return r.body.is_object() && r.body.contains("error") ? r.body["error"].value("message", "")
+                                                          : "";
+  }
+  Json OneGpuJob() { return Json{{"spec", {{"command", {"true"}}, {"gpus", 1}}}}; }
+  void RegisterNode(const std::string& name) {
+    Json req{{"name", name},
+             {"address", name + ":7071"},
+             {"cpu_milli", 8000},
+             {"memory_mb", 16000},
+             {"gpus", {{{"index", 0}, {"uuid", name + "-0"}, {"model", "Sim"}}}}};
+    ASSERT_EQ(Call("POST", "/v1/agent/register", req, kJoin).status, 200);
+  }
+
+  FakeClock clock_;
+  CountingRandom random_;
+  std::unique_ptr<head::Head> head_;
+  std::unique_ptr<ApiService> api_;
+};
+
+TEST_F(Api, EveryJobRouteRunsItsCommand) {
+  RegisterNode("n1");
+  Reply submitted = Call("POST", "/v1/jobs", OneGpuJob());
+  ASSERT_EQ(submitted.status, 201) << submitted.body.dump();
+  JobId id = submitted.body["job"]["id"].get<JobId>();
+  std::string job = "/v1/jobs/" + std::to_string(id);
+  EXPECT_EQ(Call("GET", job).body["job"]["id"], id);
+  Reply page = Call("GET", "/v1/jobs?limit=1");
+  ASSERT_EQ(page.status, 200);
+  EXPECT_EQ(page.body["jobs"].size(), 1u);
+  EXPECT_EQ(page.body["next_after"], id) << "a full page may have a next one";
+  EXPECT_TRUE(Call("GET", "/v1/jobs?limit=2").body["next_after"].is_null());
+  // Placed, not yet running: the core refuses a signal, which shows the command reached it.
+  EXPECT_EQ(Call("POST", job + "/signal?signal=10").status, 409);
+  EXPECT_EQ(Call("POST", job + "/checkpoint").status, 200);
+  EXPECT_EQ(Call("POST", job + "/requeue").status, 200);
+  Reply cancelled = Call("POST", job + "/cancel");
+  ASSERT_EQ(cancelled.status, 200);
+  EXPECT_EQ(cancelled.body["job"]["runs"][0]["stop_requested"], true) << cancelled.body.dump();
+  Reply held = Call("POST", "/v1/jobs", OneGpuJob());
+  std::string other = "/v1/jobs/" + std::to_string(held.body["job"]["id"].get<JobId>());
+  Reply hold = Call("POST", other + "/hold");
+  ASSERT_EQ(hold.status, 200) << hold.body.dump();
+  EXPECT_EQ(Call("GET", other).body["job"]["held"], true);
+  EXPECT_EQ(Call("POST", other + "/release").body["job"]["held"], false);
+  EXPECT_EQ(Call("GET", "/v1/usage?by=queue").status, 200);
+  // Only a job's own batch step starts steps: the command is decoded, then refused.
+  EXPECT_EQ(Call("POST", job + "/steps", Json{{"command", {"true"}}}).status, 403);
+  EXPECT_EQ(Call("GET", job + "/steps/0").status, 404);
+}
+
+TEST_F(Api, ClusterQueueAndTokenRoutesRunTheirCommands) {
+  RegisterNode("n1");
+  Reply nodes = Call("GET", "/v1/nodes");
+  ASSERT_EQ(nodes.body["nodes"].size(), 1u);
+  EXPECT_EQ(Call("GET", "/v1/nodes/n1").body["node"]["name"], "n1");
+  EXPECT_EQ(Call("GET", "/v1/nodes/n9").status, 404);
+  Reply drained = Call("POST", "/v1/nodes/n1/drain");
+  EXPECT_EQ(drained.body["node"]["drain"], "drained");
+  EXPECT_EQ(Call("POST", "/v1/nodes/n1/undrain").body["node"]["state"], "ready");
+  // A queue's name is the rest of the path, slashes and all.
+  Reply queue = Call("PUT", "/v1/queues/org/team", Json{{"quota_gpus", 2}});
+  ASSERT_EQ(queue.status, 200) << queue.body.dump();
+  EXPECT_EQ(queue.body["queue"]["name"], "org/team");
+  bool listed = false;
+  Reply queues = Call("GET", "/v1/queues");
+  for (const Json& q : queues.body["queues"]) listed |= q["name"] == "org/team";
+  EXPECT_TRUE(listed) << queues.body.dump();
+  Reply token = Call("POST", "/v1/tokens", Json{{"user", "ana"}});
+  ASSERT_EQ(token.status, 201) << token.body.dump();
+  EXPECT_FALSE(token.body["credential"].contains("hash")) << "never a credential's hash";
+  std::string secret = token.body["token"];
+  EXPECT_EQ(Call("GET", "/v1/jobs", nullptr, secret).status, 200);
+  EXPECT_EQ(Call("GET", "/v1/tokens").body["tokens"].size(), 4u);  // admin, join, n1, ana
+  std::string cid = token.body["credential"]["id"];
+  EXPECT_EQ(Call("DELETE", "/v1/tokens/" + cid).body["revoked"]["id"], cid);
+  EXPECT_EQ(Call("GET", "/v1/jobs", nullptr, secret).status, 401);
+  Reply events = Call("GET", "/v1/events?since=0&max=5");
+  ASSERT_EQ(events.status, 200);
+  EXPECT_EQ(events.body["events"].size(), 5u);
+}
+
+TEST_F(Api, BadInputNamesItsFieldAndChangesNothing) {
+  auto expect_400 = [&](Reply r, const std::string& names) {
+    EXPECT_EQ(r.status, 400) << r.body.dump();
+    EXPECT_NE(ErrorOf(r).find(names), std::string::npos) << ErrorOf(r);
+  };
+  expect_400(Call("GET", "/v1/jobs/x1"), "job id");
+  expect_400(Call("GET", "/v1/jobs?state=runing"), "query 'state'");
+  expect_400(Call("GET", "/v1/jobs?limit=0"), "query 'limit'");
+  expect_400(Call("POST", "/v1/jobs/1/signal?signal=99"), "query 'signal'");
+  expect_400(Call("POST", "/v1/jobs/1/signal?signal=9&to=nobody"), "query 'to'");
+  expect_400(Call("GET", "/v1/jobs/1/steps/x"), "step id");
+  expect_400(Call("POST", "/v1/jobs", Json{{"spec", {{"command", {"true"}}}}, {"owner", "x"}}),
+             "unknown field 'owner'");
+  expect_400(Call("PUT", "/v1/queues/q", Json{{"weight", 0}}), "field 'weight'");
+  expect_400(Call("PUT", "/v1/queues/q", Json{{"quota", 1}}), "unknown field 'quota'");
+  expect_400(Call("POST", "/v1/tokens", Json{{"user", "ana"}, {"role", "root"}}), "field 'role'");
+  expect_400(Call("POST", "/v1/admin/backup", Json{{"path", "relative"}}), "field 'path'");
+  expect_400(Call("GET", "/v1/usage?by=team"), "query 'by'");
+  expect_400(Call("GET", "/v1/events?max=0"), "query 'max'");
+  EXPECT_EQ(Call("GET", "/v1/jobs").body["jobs"].size(), 0u) << "nothing was submitted";
+  EXPECT_EQ(Call("GET", "/v1/queues").body["queues"].size(), 1u) << "only the default queue";
+}
+
+TEST_F(Api, UnknownPathsAndMethodsAre404AndAgentsCredentialsOnlyReachAgentRoutes) {
+  EXPECT_EQ(Call("GET", "/v1/nope").status, 404);
+  EXPECT_EQ(Call("DELETE", "/v1/jobs").status, 404);
+  EXPECT_EQ(Call("GET", "/v1/jobs/1/cancel").status, 404);
+  EXPECT_EQ(Call("GET", "/v1/jobs", nullptr, "no-such-secret").status, 401);
+  EXPECT_EQ(Call("GET", "/v1/jobs", nullptr, kJoin).status, 403);
+  EXPECT_EQ(Call("POST", "/v1/agent/sync", Json{{"node", "n1"}}, kAdmin).status, 400)
+      << "decoded first: the request names no agent epoch";
+}
+
+TEST_F(Api, RequestsAreTimedUnderTheirRoutesPattern) {
+  RegisterNode("n1");
+  Call("POST", "/v1/jobs", OneGpuJob());
+  Call("GET", "/v1/jobs/1");
+  Call("PUT", "/v1/queues/org/team", Json{{"quota_gpus", 1}});
+  Call("GET", "/v1/nope");
+  std::string text = head_->metrics().Render();
+  for (const char* route : {"POST /v1/jobs\"", "GET /v1/jobs/{id}\"", "PUT /v1/queues/{queue}\"",
+                            "POST /v1/agent/register\"", "GET other\""}) {
+    EXPECT_NE(text.find(std::string("route=\"") + route), std::string::npos) << route;
+  }
+}
+
+}  // namespace
+}  // namespace corral::api

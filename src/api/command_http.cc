@@ -1,0 +1,431 @@
+#include "api/command_http.h"
+
+#include <charconv>
+
+#include "api/step_request.h"
+#include "core/spec.h"
+#include "core/usage.h"
+
+namespace corral::api {
+namespace {
+
+using net::HttpRequest;
+
+bool ParseU64(const std::string& s, uint64_t* out) {
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return !s.empty() && r.ec == std::errc{} && r.ptr == s.data() + s.size();
+}
+
+Result<Json> BodyObject(const HttpRequest& req, const char* want) {
+  Json body = Json::parse(req.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) {
+    return InvalidArgument(std::string("body: want a JSON object") + want);
+  }
+  return body;
+}
+
+// A credential as the API shows it: never its hash.
+Json CredentialJson(const head::Credential& c) {
+  Json j = head::ToJson(c);
+  j.erase("hash");
+  return j;
+}
+
+Json QueueViewJson(const head::QueueView& v) {
+  Json j = ToJson(v.config);
+  j["used_gpus"] = v.used_gpus;
+  j["pending"] = v.pending;
+  j["running"] = v.running;
+  return j;
+}
+
+}  // namespace
+
+Result<int64_t> QueryInt(const HttpRequest& req, const std::string& key, int64_t def, int64_t lo,
+                         int64_t hi) {
+  auto it = req.query.find(key);
+  if (it == req.query.end()) return def;
+  uint64_t v = 0;
+  if (!ParseU64(it->second, &v) || static_cast<int64_t>(v) < lo || static_cast<int64_t>(v) > hi) {
+    return InvalidArgument("query '" + key + "': got \"" + it->second +
+                           "\", want an integer from " + std::to_string(lo) + " to " +
+                           std::to_string(hi));
+  }
+  return static_cast<int64_t>(v);
+}
+
+Result<JobId> PathJobId(const std::string& text) {
+  uint64_t id = 0;
+  if (!ParseU64(text, &id)) return InvalidArgument("job id: got \"" + text + "\", want a number");
+  return static_cast<JobId>(id);
+}
+
+// --- jobs ---
+
+Result<head::SubmitJob> DecodeSubmitJob(const HttpRequest& req, const PathArgs&) {
+  auto body = BodyObject(req, " {\"spec\": ..., \"user\": ...}");
+  if (!body.ok()) return body.status();
+  for (auto it = body->begin(); it != body->end(); ++it) {
+    if (it.key() != "spec" && it.key() != "user" && it.key() != "request_id") {
+      return InvalidArgument("unknown field '" + it.key() + "'; want spec, user, request_id");
+    }
+  }
+  auto spec = ParseJobSpec(body->value("spec", Json()));
+  if (!spec.ok()) return spec.status();
+  head::SubmitJob c{std::move(*spec), "", ""};
+  if (auto u = body->find("user"); u != body->end()) {
+    if (!u->is_string()) return InvalidArgument("field 'user': want a string");
+    c.user = u->get<std::string>();
+  }
+  if (auto r = body->find("request_id"); r != body->end()) {
+    if (!r->is_string()) return InvalidArgument("field 'request_id': want a string");
+    c.request_id = r->get<std::string>();
+  }
+  return c;
+}
+
+Result<head::ListJobs> DecodeListJobs(const HttpRequest& req, const PathArgs&) {
+  head::ListJobs c;
+  head::JobFilter& f = c.filter;
+  if (auto it = req.query.find("state"); it != req.query.end() && !it->second.empty()) {
+    size_t i = 0;
+    const std::string& v = it->second;
+    while (i <= v.size()) {
+      size_t j = v.find(',', i);
+      if (j == std::string::npos) j = v.size();
+      std::string name = v.substr(i, j - i);
+      JobState st;
+      if (!ParseJobState(name, &st)) {
+        return InvalidArgument("query 'state': got \"" + name +
+                               "\", want pending, scheduled, running, succeeded, failed or "
+                               "cancelled");
+      }
+      f.states.insert(st);
+      i = j + 1;
+    }
+  }
+  if (auto it = req.query.find("queue"); it != req.query.end()) f.queue = it->second;
+  if (auto it = req.query.find("user"); it != req.query.end()) f.user = it->second;
+  auto array = QueryInt(req, "array", 0, 0, INT64_MAX);
+  if (!array.ok()) return array.status();
+  f.array_id = static_cast<JobId>(*array);
+  auto ended_since = QueryInt(req, "ended_since", 0, 0, INT64_MAX);
+  if (!ended_since.ok()) return ended_since.status();
+  f.ended_since = *ended_since;
+  auto limit = QueryInt(req, "limit", 1000, 1, 100000);
+  if (!limit.ok()) return limit.status();
+  auto after = QueryInt(req, "after", 0, 0, INT64_MAX);
+  if (!after.ok()) return after.status();
+  f.limit = static_cast<int32_t>(*limit);
+  f.after = static_cast<JobId>(*after);
+  return c;
+}
+
+Result<head::GetJob> DecodeGetJob(const HttpRequest&, const PathArgs& args) {
+  auto id = PathJobId(args.at(0));
+  if (!id.ok()) return id.status();
+  return head::GetJob{*id, false};
+}
+
+Result<head::CancelJob> DecodeCancelJob(const HttpRequest& req, const PathArgs& args) {
+  auto id = PathJobId(args.at(0));
+  if (!id.ok()) return id.status();
+  bool element_only = req.query.count("element") && req.query.at("element") != "0";
+  return head::CancelJob{*id, element_only};
+}
+
+Result<head::SignalJob> DecodeSignalJob(const HttpRequest& req, const PathArgs& args) {
+  auto id = PathJobId(args.at(0));
+  if (!id.ok()) return id.status();
+  auto sig = QueryInt(req, "signal", 0, 1, 64);
+  if (!sig.ok()) return sig.status();
+  if (*sig == 0) return InvalidArgument("query 'signal': want a signal number");
+  std::string to = req.query.count("to") ? req.query.at("to") : "";
+  if (!to.empty() && to != "batch" && to != "all") {
+    return InvalidArgument("query 'to': got \"" + to + "\", want batch or all");
+  }
+  auto target = to == "batch" ? head::HeadCore::SignalTarget::kBatch
+                : to == "all" ? head::HeadCore::SignalTarget::kAll
+                              : head::HeadCore::SignalTarget::kDefault;
+  return head::SignalJob{*id, static_cast<int32_t>(*sig), target};
+}
+
+Result<head::RequeueJob> DecodeRequeueJob(const HttpRequest&, const PathArgs& args) {
+  auto id = PathJobId(args.at(0));
+  if (!id.ok()) return id.status();
+  return head::RequeueJob{*id};
+}
+
+Result<head::HoldJob> DecodeHoldJob(const HttpRequest&, const PathArgs& args) {
+  auto id = PathJobId(args.at(0));
+  if (!id.ok()) return id.status();
+  return head::HoldJob{*id, true};
+}
+
+Result<head::HoldJob> DecodeReleaseJob(const HttpRequest&, const PathArgs& args) {
+  auto id = PathJobId(args.at(0));
+  if (!id.ok()) return id.status();
+  return head::HoldJob{*id, false};
+}
+
+Result<head::ReportCheckpoint> DecodeReportCheckpoint(const HttpRequest&, const PathArgs& args) {
+  auto id = PathJobId(args.at(0));
+  if (!id.ok()) return id.status();
+  return head::ReportCheckpoint{*id};
+}
+
+Result<head::StartStep> DecodeStartStep(const HttpRequest& req, const PathArgs& args) {
+  auto id = PathJobId(args.at(0));
+  if (!id.ok()) return id.status();
+  auto parsed = StepRequestFromJson(req.body);
+  if (!parsed.ok()) return parsed.status();
+  return head::StartStep{*id, std::move(*parsed)};
+}
+
+Result<head::GetStep> DecodeGetStep(const HttpRequest&, const PathArgs& args) {
+  auto id = PathJobId(args.at(0));
+  if (!id.ok()) return id.status();
+  uint64_t step = 0;
+  if (!ParseU64(args.at(1), &step) || step > INT32_MAX) {
+    return InvalidArgument("step id: got \"" + args.at(1) + "\", want a number");
+  }
+  return head::GetStep{*id, static_cast<int32_t>(step)};
+}
+
+// GET /v1/usage?by=user|queue&since=SECONDS (default 7 days).
+Result<head::GetUsage> DecodeGetUsage(const HttpRequest& req, const PathArgs&) {
+  auto it = req.query.find("by");
+  auto by = ParseUsageBy("query 'by'", it == req.query.end() ? "user" : it->second);
+  if (!by.ok()) return by.status();
+  constexpr int64_t kWeek = 7 * 86400;
+  auto since = QueryInt(req, "since", kWeek, 1, int64_t{100} * 365 * 86400);
+  if (!since.ok()) return since.status();
+  return head::GetUsage{*by, *since * kSecond};
+}
+
+// --- cluster ---
+
+Result<head::GetNode> DecodeGetNode(const HttpRequest&, const PathArgs& args) {
+  return head::GetNode{args.at(0)};
+}
+
+Result<head::SetDrain> DecodeDrain(const HttpRequest&, const PathArgs& args) {
+  return head::SetDrain{args.at(0), true};
+}
+
+Result<head::SetDrain> DecodeUndrain(const HttpRequest&, const PathArgs& args) {
+  return head::SetDrain{args.at(0), false};
+}
+
+// PUT /v1/queues/{name}: the whole queue; fields left out take their defaults.
+Result<head::SetQueue> DecodeSetQueue(const HttpRequest& req, const PathArgs& args) {
+  auto body = BodyObject(req, "");
+  if (!body.ok()) return body.status();
+  QueueConfig q{args.at(0), 0, -1, 1.0};
+  for (auto it = body->begin(); it != body->end(); ++it) {
+    const std::string& k = it.key();
+    if (k == "max_pending_per_user") {
+      if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 10000000) {
+        return InvalidArgument("field 'max_pending_per_user': got " + it->dump() +
+                               ", want an integer >= 0");
+      }
+      q.max_pending_per_user = it->get<int32_t>();
+    } else if (k == "quota_gpus" || k == "limit_gpus") {
+      int64_t lo = k == "limit_gpus" ? -1 : 0;
+      if (!it->is_number_integer() || it->get<int64_t>() < lo || it->get<int64_t>() > 10000000) {
+        return InvalidArgument("field '" + k + "': got " + it->dump() +
+                               ", want an integer >= " + std::to_string(lo));
+      }
+      (k == "quota_gpus" ? q.quota_gpus : q.limit_gpus) = it->get<int32_t>();
+    } else if (k == "weight") {
+      if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() > 1e6) {
+        return InvalidArgument("field 'weight': got " + it->dump() + ", want a number > 0");
+      }
+      q.weight = it->get<double>();
+    } else {
+      return InvalidArgument("unknown field '" + k +
+                             "'; want quota_gpus, limit_gpus, weight, max_pending_per_user");
+    }
+  }
+  return head::SetQueue{std::move(q)};
+}
+
+// --- credentials ---
+
+Result<head::CreateToken> DecodeCreateToken(const HttpRequest& req, const PathArgs&) {
+  auto body = BodyObject(req, " {\"user\": ...}");
+  if (!body.ok()) return body.status();
+  head::TokenRequest t;
+  for (auto it = body->begin(); it != body->end(); ++it) {
+    const std::string& k = it.key();
+    if (k == "user" && it->is_string()) {
+      t.user = it->get<std::string>();
+    } else if (k == "role" && it->is_string()) {
+      if (!ParseRole(it->get<std::string>(), &t.role)) {
+        return InvalidArgument("field 'role': got " + it->dump() +
+                               ", want user, queue-admin or admin");
+      }
+    } else if (k == "queues" && it->is_array()) {
+      for (const Json& q : *it) {
+        if (!q.is_string()) return InvalidArgument("field 'queues': want queue names");
+        t.queues.push_back(q.get<std::string>());
+      }
+    } else if (k == "expires" && it->is_string()) {
+      auto d = ParseDuration("expires", it->get<std::string>());
+      if (!d.ok()) return d.status();
+      t.expires_after_ms = *d;
+    } else {
+      return InvalidArgument("field '" + k +
+                             "': unknown or of the wrong type; want user, role, queues, expires");
+    }
+  }
+  if (t.user.empty() || t.user.front() == '@') {
+    return InvalidArgument("field 'user': want a user name");
+  }
+  return head::CreateToken{std::move(t)};
+}
+
+Result<head::RevokeToken> DecodeRevokeToken(const HttpRequest&, const PathArgs& args) {
+  return head::RevokeToken{args.at(0)};
+}
+
+// --- the head itself ---
+
+// POST /v1/admin/backup {"path": "/abs/file"}: a copy of the store on the head's host.
+Result<head::BackupStore> DecodeBackupStore(const HttpRequest& req, const PathArgs&) {
+  auto body = BodyObject(req, " {\"path\": ...}");
+  if (!body.ok()) return body.status();
+  std::string path;
+  for (auto it = body->begin(); it != body->end(); ++it) {
+    if (it.key() == "path" && it->is_string()) {
+      path = it->get<std::string>();
+    } else {
+      return InvalidArgument("field '" + it.key() +
+                             "': unknown or of the wrong type; want path (a string)");
+    }
+  }
+  if (path.empty() || path.front() != '/') {
+    return InvalidArgument("field 'path': got '" + path +
+                           "', want an absolute path on the head's host");
+  }
+  return head::BackupStore{std::move(path)};
+}
+
+bool WantsEventStream(const HttpRequest& req) {
+  return req.Header("accept").find("text/event-stream") != std::string::npos ||
+         (req.query.count("format") && req.query.at("format") == "sse");
+}
+
+// GET /v1/events?since=REV[&max=N][&wait=MS]; without `since`, the Last-Event-ID header (an
+// EventSource coming back).
+Result<head::WatchEvents> DecodeWatchEvents(const HttpRequest& req, const PathArgs&) {
+  auto since = QueryInt(req, "since", -1, 0, INT64_MAX);
+  auto max = QueryInt(req, "max", 1000, 1, 10000);
+  auto wait = QueryInt(req, "wait", WantsEventStream(req) ? 25000 : 0, 0, 60000);
+  for (const auto* r : {&since, &max, &wait}) {
+    if (!r->ok()) return r->status();
+  }
+  int64_t from = *since;
+  if (from < 0) {
+    uint64_t last = 0;
+    std::string id = req.Header("last-event-id");
+    if (!id.empty() && !ParseU64(id, &last)) {
+      return InvalidArgument("header 'Last-Event-ID': got \"" + id + "\", want a revision");
+    }
+    from = static_cast<int64_t>(last);
+  }
+  return head::WatchEvents{static_cast<uint64_t>(from), static_cast<int32_t>(*max), *wait};
+}
+
+// --- agents ---
+
+Result<head::RegisterAgent> DecodeRegisterAgent(const HttpRequest& req, const PathArgs&) {
+  Json body = Json::parse(req.body, nullptr, false);
+  if (body.is_discarded()) return InvalidArgument("body: not JSON");
+  auto r = RegisterRequestFromJson(body);
+  if (!r.ok()) return r.status();
+  return head::RegisterAgent{std::move(*r)};
+}
+
+Result<head::SyncAgent> DecodeSyncAgent(const HttpRequest& req, const PathArgs&) {
+  Json body = Json::parse(req.body, nullptr, false);
+  if (body.is_discarded()) return InvalidArgument("body: not JSON");
+  auto r = SyncRequestFromJson(body);
+  if (!r.ok()) return r.status();
+  return head::SyncAgent{std::move(*r)};
+}
+
+// --- answers ---
+
+Json JobAnswer(const Job& job) { return Json{{"job", ToJson(job)}}; }
+
+Json JobsPageAnswer(const head::ListJobs& command, const std::vector<Job>& jobs) {
+  Json arr = Json::array();
+  for (const Job& j : jobs) arr.push_back(ToJson(j));
+  // A full page may have a next one.
+  Json next = static_cast<int32_t>(jobs.size()) == command.filter.limit && !jobs.empty()
+                  ? Json(jobs.back().id)
+                  : Json();
+  return Json{{"jobs", arr}, {"next_after", next}};
+}
+
+Json StepAnswer(const Step& step) { return Json{{"step", ToJson(step)}}; }
+
+Json UsageAnswer(const UsageReport& report) { return ToJson(report); }
+
+Json NodeViewJson(const head::NodeView& v) {
+  Json j = ToJson(v.node);
+  j["gpus_used"] = v.gpus_used;
+  // Each GPU's use beside its description, where the agent measured it.
+  for (Json& gpu : j["gpus"]) {
+    for (const GpuSample& s : v.gpu_samples) {
+      if (gpu.value("index", -1) != s.index) continue;
+      gpu["utilization_percent"] = s.utilization_percent;
+      gpu["memory_used_bytes"] = s.memory_used_bytes;
+    }
+  }
+  j["runs"] = v.runs;
+  return j;
+}
+
+Json NodesAnswer(const std::vector<head::NodeView>& nodes) {
+  Json arr = Json::array();
+  for (const auto& v : nodes) arr.push_back(NodeViewJson(v));
+  return Json{{"nodes", arr}};
+}
+
+Json NodeAnswer(const head::NodeView& node) { return Json{{"node", NodeViewJson(node)}}; }
+
+Json NodeRecordAnswer(const Node& node) { return Json{{"node", ToJson(node)}}; }
+
+Json QueuesAnswer(const std::vector<head::QueueView>& queues) {
+  Json arr = Json::array();
+  for (const auto& q : queues) arr.push_back(QueueViewJson(q));
+  return Json{{"queues", arr}};
+}
+
+Json QueueAnswer(const QueueConfig& queue) { return Json{{"queue", ToJson(queue)}}; }
+
+Json TokensAnswer(const std::vector<head::Credential>& tokens) {
+  Json arr = Json::array();
+  for (const auto& c : tokens) arr.push_back(CredentialJson(c));
+  return Json{{"tokens", arr}};
+}
+
+Json NewTokenAnswer(const head::NewToken& token) {
+  return Json{{"token", token.secret}, {"credential", CredentialJson(token.credential)}};
+}
+
+Json RevokedAnswer(const head::Credential& token) {
+  return Json{{"revoked", CredentialJson(token)}};
+}
+
+Json BackupAnswer(const store::BackupInfo& b) {
+  return Json{{"path", b.path}, {"bytes", b.bytes}, {"revision", b.revision}, {"jobs", b.jobs}};
+}
+
+Json RegisterAnswer(const RegisterResponse& r) { return ToJson(r); }
+
+Json SyncAnswer(const SyncResponse& r) { return ToJson(r); }
+
+}  // namespace corral::api

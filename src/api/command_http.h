@@ -1,0 +1,80 @@
+// Each head command (head/commands.h) as HTTP carries it: one decoder per command, which checks
+// every field and names the one that is wrong, and the JSON of each answer. The route table
+// (api_service.cc) joins them to their paths.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/codec.h"
+#include "head/commands.h"
+#include "net/http.h"
+
+namespace corral::api {
+
+// The variable parts of a route's path pattern, in order ("/v1/jobs/{id}/cancel": the id).
+using PathArgs = std::vector<std::string>;
+
+template <typename C>
+using Decoder = Result<C> (*)(const net::HttpRequest& req, const PathArgs& args);
+
+// A command with no fields.
+template <typename C>
+Result<C> NoFields(const net::HttpRequest&, const PathArgs&) {
+  return C{};
+}
+
+Result<head::SubmitJob> DecodeSubmitJob(const net::HttpRequest& req, const PathArgs& args);
+Result<head::ListJobs> DecodeListJobs(const net::HttpRequest& req, const PathArgs& args);
+Result<head::GetJob> DecodeGetJob(const net::HttpRequest& req, const PathArgs& args);
+Result<head::CancelJob> DecodeCancelJob(const net::HttpRequest& req, const PathArgs& args);
+Result<head::SignalJob> DecodeSignalJob(const net::HttpRequest& req, const PathArgs& args);
+Result<head::RequeueJob> DecodeRequeueJob(const net::HttpRequest& req, const PathArgs& args);
+Result<head::HoldJob> DecodeHoldJob(const net::HttpRequest& req, const PathArgs& args);
+Result<head::HoldJob> DecodeReleaseJob(const net::HttpRequest& req, const PathArgs& args);
+Result<head::ReportCheckpoint> DecodeReportCheckpoint(const net::HttpRequest& req,
+                                                      const PathArgs& args);
+Result<head::StartStep> DecodeStartStep(const net::HttpRequest& req, const PathArgs& args);
+Result<head::GetStep> DecodeGetStep(const net::HttpRequest& req, const PathArgs& args);
+Result<head::GetUsage> DecodeGetUsage(const net::HttpRequest& req, const PathArgs& args);
+Result<head::GetNode> DecodeGetNode(const net::HttpRequest& req, const PathArgs& args);
+Result<head::SetDrain> DecodeDrain(const net::HttpRequest& req, const PathArgs& args);
+Result<head::SetDrain> DecodeUndrain(const net::HttpRequest& req, const PathArgs& args);
+Result<head::SetQueue> DecodeSetQueue(const net::HttpRequest& req, const PathArgs& args);
+Result<head::CreateToken> DecodeCreateToken(const net::HttpRequest& req, const PathArgs& args);
+Result<head::RevokeToken> DecodeRevokeToken(const net::HttpRequest& req, const PathArgs& args);
+Result<head::BackupStore> DecodeBackupStore(const net::HttpRequest& req, const PathArgs& args);
+// As server-sent events (WantsEventStream) the wait defaults to 25 s, otherwise to none.
+Result<head::WatchEvents> DecodeWatchEvents(const net::HttpRequest& req, const PathArgs& args);
+Result<head::RegisterAgent> DecodeRegisterAgent(const net::HttpRequest& req, const PathArgs& args);
+Result<head::SyncAgent> DecodeSyncAgent(const net::HttpRequest& req, const PathArgs& args);
+
+// Whether the caller asked GET /v1/events for server-sent events.
+bool WantsEventStream(const net::HttpRequest& req);
+
+// Answers, as docs/api.md shows them.
+Json JobAnswer(const Job& job);  // {"job": ...}
+Json JobsPageAnswer(const head::ListJobs& command,
+                    const std::vector<Job>& jobs);  // {"jobs": [...], "next_after": id|null}
+Json StepAnswer(const Step& step);                  // {"step": ...}
+Json UsageAnswer(const UsageReport& report);
+Json NodeViewJson(const head::NodeView& v);
+Json NodesAnswer(const std::vector<head::NodeView>& nodes);  // {"nodes": [...]}
+Json NodeAnswer(const head::NodeView& node);                 // {"node": ...}
+Json NodeRecordAnswer(const Node& node);  // {"node": ...}, as registered, without its use
+Json QueuesAnswer(const std::vector<head::QueueView>& queues);
+Json QueueAnswer(const QueueConfig& queue);
+Json TokensAnswer(const std::vector<head::Credential>& tokens);
+Json NewTokenAnswer(const head::NewToken& token);  // the secret, shown once
+Json RevokedAnswer(const head::Credential& token);
+Json BackupAnswer(const store::BackupInfo& backup);
+Json RegisterAnswer(const RegisterResponse& r);
+Json SyncAnswer(const SyncResponse& r);
+
+// Query parameter `key` as an integer in [lo, hi]; `def` when absent.
+Result<int64_t> QueryInt(const net::HttpRequest& req, const std::string& key, int64_t def,
+                         int64_t lo, int64_t hi);
+// A job id from the path.
+Result<JobId> PathJobId(const std::string& text);
+
+}  // namespace corral::api

@@ -1,0 +1,241 @@
+// Every command a caller sends the head, one type each: its fields, what it answers, and, for
+// the commands the core answers alone, the core call that runs it. The head runs any of them
+// through one entry (Head::Run), the API decodes each from HTTP in one place (api/routes.cc).
+// Adding a command: a type here, its handler in the core, a row in the API's route table.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/agent_protocol.h"
+#include "core/usage.h"
+#include "head/head_core.h"
+#include "store/store.h"
+
+namespace corral::head {
+
+struct NewToken {
+  Credential credential;
+  std::string secret;  // shown once
+};
+
+// The event stream (DESIGN §9, §11): durable changes after a revision, as the caller may see
+// them. `reset`: the caller fell behind what the head keeps and must list again from
+// `revision`.
+struct Events {
+  std::vector<Json> changes;
+  uint64_t revision = 0;  // the last durable revision
+  bool reset = false;
+};
+
+// --- jobs ---
+
+struct SubmitJob {
+  using Answer = Job;
+  JobSpec spec;
+  std::string user;        // "": the caller; another user needs an admin
+  std::string request_id;  // see HeadCore::Submit
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.Submit(by, std::move(spec), std::move(user), now, std::move(request_id));
+  }
+};
+
+// Answered by the shell: a retired job is read from the store. `for_logs`: only for those who
+// may read its output.
+struct GetJob {
+  using Answer = Job;
+  JobId id = 0;
+  bool for_logs = false;
+};
+
+// Answered by the shell: retired jobs that match are read from the store.
+struct ListJobs {
+  using Answer = std::vector<Job>;
+  JobFilter filter;
+};
+
+struct CancelJob {
+  using Answer = Job;
+  JobId id = 0;
+  bool element_only = false;  // an array's id cancels every element unless set
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.Cancel(by, id, now, element_only);
+  }
+};
+
+struct SignalJob {
+  using Answer = Job;
+  JobId id = 0;
+  int32_t signal = 0;
+  HeadCore::SignalTarget to = HeadCore::SignalTarget::kDefault;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.Signal(by, id, signal, to, now);
+  }
+};
+
+struct RequeueJob {
+  using Answer = Job;
+  JobId id = 0;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.Requeue(by, id, now);
+  }
+};
+
+struct HoldJob {
+  using Answer = Job;
+  JobId id = 0;
+  bool hold = true;  // false: release
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.SetHold(by, id, hold, now);
+  }
+};
+
+struct ReportCheckpoint {
+  using Answer = Job;
+  JobId id = 0;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.ReportCheckpoint(by, id, now);
+  }
+};
+
+struct StartStep {
+  using Answer = Step;
+  JobId id = 0;
+  StepRequest request;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.StartStep(by, id, std::move(request), now);
+  }
+};
+
+struct GetStep {
+  using Answer = Step;
+  JobId id = 0;
+  int32_t step = 0;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs) && {
+    return core.GetStep(by, id, step);
+  }
+};
+
+// Answered by the shell: retired jobs of the period are added up from the store.
+struct GetUsage {
+  using Answer = UsageReport;
+  UsageBy by = UsageBy::kUser;
+  DurationMs since_ms = 7 * kDay;
+};
+
+// --- cluster ---
+
+struct ListNodes {
+  using Answer = std::vector<NodeView>;
+  Result<Answer> operator()(HeadCore& core, const Caller&, TimeMs) && {
+    return Result<Answer>(core.ListNodes());
+  }
+};
+
+struct GetNode {
+  using Answer = Node;
+  std::string name;
+  Result<Answer> operator()(HeadCore& core, const Caller&, TimeMs) && { return core.GetNode(name); }
+};
+
+struct SetDrain {
+  using Answer = NodeView;
+  std::string node;
+  bool drain = true;  // false: undrain
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.SetDrain(by, node, drain, now);
+  }
+};
+
+struct ListQueues {
+  using Answer = std::vector<QueueView>;
+  Result<Answer> operator()(HeadCore& core, const Caller&, TimeMs) && {
+    return Result<Answer>(core.ListQueues());
+  }
+};
+
+struct SetQueue {
+  using Answer = QueueConfig;
+  QueueConfig queue;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.SetQueue(by, std::move(queue), now);
+  }
+};
+
+// --- credentials ---
+
+// Answered by the shell, which draws the secret.
+struct CreateToken {
+  using Answer = NewToken;
+  TokenRequest request;
+};
+
+struct RevokeToken {
+  using Answer = Credential;
+  std::string id;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.RevokeToken(by, id, now);
+  }
+};
+
+struct ListTokens {
+  using Answer = std::vector<Credential>;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs) && {
+    return Result<Answer>(core.ListTokens(by));
+  }
+};
+
+// --- the head itself ---
+
+// An online backup of the store to `path` on the head's host (admins only; one at a time),
+// taken on a thread of its own while the head goes on committing; audited.
+struct BackupStore {
+  using Answer = store::BackupInfo;
+  std::string path;
+};
+
+// Held up to `wait_ms` when there is nothing after `since` yet.
+struct WatchEvents {
+  using Answer = Events;
+  uint64_t since = 0;
+  int32_t max = 1000;
+  DurationMs wait_ms = 0;
+};
+
+// --- agents: only these take an agent's credential ---
+
+// Answered by the shell, which draws the node's secret.
+struct RegisterAgent {
+  using Answer = RegisterResponse;
+  static constexpr bool kForAgents = true;
+  RegisterRequest request;
+};
+
+// Answered by the shell: may be held up to request.wait_ms (bounded by the config).
+struct SyncAgent {
+  using Answer = SyncResponse;
+  static constexpr bool kForAgents = true;
+  SyncRequest request;
+};
+
+// Whether a command takes an agent's credential (join, node); every other refuses it.
+template <typename C>
+constexpr bool ForAgents() {
+  if constexpr (requires { C::kForAgents; }) {
+    return C::kForAgents;
+  } else {
+    return false;
+  }
+}
+
+// Every command, for the head's one entry (its explicit instantiations) and the tests.
+#define CORRAL_HEAD_COMMANDS(X)                                                                   \
+  X(SubmitJob)                                                                                    \
+  X(GetJob)                                                                                       \
+  X(ListJobs)                                                                                     \
+  X(CancelJob)                                                                                    \
+  X(SignalJob) X(RequeueJob) X(HoldJob) X(ReportCheckpoint) X(StartStep) X(GetStep) X(GetUsage)   \
+      X(ListNodes) X(GetNode) X(SetDrain) X(ListQueues) X(SetQueue) X(CreateToken) X(RevokeToken) \
+          X(ListTokens) X(BackupStore) X(WatchEvents) X(RegisterAgent) X(SyncAgent)
+
+}  // namespace corral::head

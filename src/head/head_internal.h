@@ -1,0 +1,42 @@
+// What the head shell's files share (head.cc, head_commands.cc): how a command's caller is
+// admitted and how its answer waits until what it changed is durable.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "head/head.h"
+
+namespace corral::head {
+
+// The answer to every request after the store failed a commit.
+Status StoreFailed(const Status& st);
+
+template <typename T>
+void Head::Reply(Callback<T> done, Result<T> result) {
+  uint64_t revision = core_.revision();
+  auto shared = std::make_shared<Callback<T>>(std::move(done));
+  AfterDurable(
+      [this, shared, revision, result = std::move(result)]() mutable {
+        reply_revision_ = revision;
+        (*shared)(std::move(result));
+      },
+      [shared](const Status& st) { (*shared)(StoreFailed(st)); });
+}
+
+template <typename T>
+std::optional<Caller> Head::Admit(const std::string& bearer, TimeMs now, bool for_agents,
+                                  Callback<T>& done) {
+  if (failed_) {
+    done(StoreFailed(Unavailable("an earlier commit failed")));
+    return std::nullopt;
+  }
+  auto who = AuthenticateFor(bearer, now, for_agents);
+  if (!who.ok()) {
+    Reply<T>(std::move(done), who.status());
+    return std::nullopt;
+  }
+  return *who;
+}
+
+}  // namespace corral::head
