@@ -16,7 +16,6 @@
 #include "core/spec.h"
 #include "head/warm_state.h"
 #include "net/http_server.h"
-#include "store/postgres_store.h"
 #include "store/store.h"
 
 namespace corral::cmd {
@@ -39,7 +38,7 @@ int MigrateOnly(const std::string& store_url, const std::string& state_dir) {
 // keeping a warm copy of the state and sending clients to the leader. Returns the warm
 // state once it leads, or nullopt when a stop signal came first (`*stopped`) or the store
 // failed.
-std::optional<head::ClusterState> StandBy(store::PostgresStore& store, api::LeaderGate& gate,
+std::optional<head::ClusterState> StandBy(store::Store& store, api::LeaderGate& gate,
                                           const std::string& self_url, bool* stopped) {
   auto warm = head::WarmState::Load(store);
   if (!warm.ok()) {
@@ -205,11 +204,11 @@ int HeadMain(std::vector<std::string> args) {
   gate = std::make_unique<api::LeaderGate>(self_url);
   server.Start();
   std::optional<head::ClusterState> warm;
-  if (auto* pg = dynamic_cast<store::PostgresStore*>(store->get())) {
-    pg->SetLease(*leader_lease_ms);
+  if ((*store)->Shared()) {
+    (*store)->SetLease(*leader_lease_ms);
     config.lease_renew_ms = *leader_lease_ms / 3;
     bool stopped = false;
-    warm = StandBy(*pg, *gate, self_url, &stopped);
+    warm = StandBy(**store, *gate, self_url, &stopped);
     if (!warm) {
       server.Stop();
       return stopped ? 0 : 1;

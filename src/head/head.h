@@ -50,7 +50,7 @@ struct HeadConfig {
   DurationMs max_sync_hold_ms = 20 * kSecond;  // also held to a third of unreachable_after
   DurationMs tick_ms = 500;
   // Several heads: the leader commits at least this often, an empty commit if nothing
-  // changed, which renews its lease in the store (store::PostgresStore::SetLease). The renewal
+  // changed, which renews its lease in the store (store::Store::SetLease). The renewal
   // starts on the state machine's own thread, so a wedged head stops renewing. 0: never.
   DurationMs lease_renew_ms = 0;
   int32_t idle_threshold_percent = 1;  // see CoreConfig

@@ -12,6 +12,7 @@ namespace corral::store {
 
 class PostgresStore : public Store {
  public:
+  bool Shared() const override { return true; }
   // Leadership of several heads on one database. Tries (without waiting) to take the
   // session-level advisory lock that only the leader holds; holding it, increments the term
   // row and returns the new term, or nullopt while another session holds the lock. From then
@@ -19,15 +20,13 @@ class PostgresStore : public Store {
   // leader's increment waits for it) and is refused unless the term is still this one: a
   // leader whose session was lost and whose lock another head took can never commit again,
   // even after this store reconnects. A store that never led commits unfenced (one head).
-  // REQUIRES: the caller loads state only after this returns a term.
-  virtual Result<std::optional<uint64_t>> TryLead() = 0;
+  Result<std::optional<uint64_t>> TryLead() override = 0;
   // The term this store took with TryLead (0: it never led).
   virtual uint64_t term() const = 0;
-  // A leader renews its lease with every Commit (an empty one renews only); one that has not
-  // for `lease` is deposed by the next standby's TryLead, which ends its PostgreSQL session
-  // (TryLead then returns kUnavailable saying so; the lock is free at a later call).
-  // 0 (the default): a leader leads until its session ends.
-  virtual void SetLease(DurationMs lease) = 0;
+  // One that has not renewed for `lease` is deposed by the next standby's TryLead, which ends
+  // its PostgreSQL session (TryLead then returns kUnavailable saying so; the lock is free at a
+  // later call).
+  void SetLease(DurationMs lease) override = 0;
 };
 
 // Connects with a libpq connection string or URI (postgresql://USER@HOST:PORT/DB) and

@@ -3,10 +3,11 @@
 // default; PostgreSQL (postgres_store.h) serves several heads behind the same interface.
 #pragma once
 
+#include <utility>
+
 #include <map>
 #include <memory>
 #include <string>
-#include <utility>
 #include <variant>
 #include <vector>
 
@@ -112,6 +113,19 @@ class Store {
   // Retired jobs, ascending id, as their rows hold them. Thread-safe: on a connection of its
   // own, so that reading old jobs never waits for, or holds up, a commit.
   virtual Result<std::vector<Job>> ReadRetiredJobs(const RetiredJobsQuery& q) const = 0;
+
+  // --- leadership ---
+  // Whether several heads may share this store. Only then does a head stand by until
+  // TryLead gives it a term; a store of one head (SQLite) always leads.
+  virtual bool Shared() const { return false; }
+  // Tries, without waiting, to lead: the new term, or nullopt while another head leads. From
+  // then on a commit of a deposed leader is refused. REQUIRES: the caller loads state only
+  // after this returns a term. A store of one head leads at once, in term 1.
+  virtual Result<std::optional<uint64_t>> TryLead() { return std::optional<uint64_t>(1); }
+  // A leader renews its lease with every Commit (an empty one renews only); one that has not
+  // for `lease` may be deposed by another head. 0: a leader leads until its session ends. A
+  // store of one head has no one to be deposed by.
+  virtual void SetLease(DurationMs lease) { (void)lease; }
 };
 // Meta: the API address of the head that leads (written in its first commit), where
 // standbys send clients.

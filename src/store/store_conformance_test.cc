@@ -282,5 +282,24 @@ TEST_P(StoreConformance, AStoreANewerCorralWroteIsRefused) {
   EXPECT_EQ(*backend_->Sql("SELECT count(*) FROM jobs"), "1");
 }
 
+// Leadership is the store's: a store several heads share gives one of them a term and makes
+// the others wait; a store of one head always leads, so the head needs no other path for it.
+TEST_P(StoreConformance, LeadershipIsPartOfTheStore) {
+  auto a = backend_->Open();
+  auto b = backend_->Open();
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto first = (*a)->TryLead();
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_TRUE(first->has_value()) << "nobody led: the first to ask leads";
+  auto second = (*b)->TryLead();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ((*a)->Shared(), GetParam().name == "postgres");
+  if ((*a)->Shared()) {
+    EXPECT_FALSE(second->has_value()) << "one leader at a time";
+  } else {
+    EXPECT_TRUE(second->has_value()) << "a store of one head always leads";
+  }
+}
+
 }  // namespace
 }  // namespace corral::store
