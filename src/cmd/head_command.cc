@@ -165,7 +165,7 @@ int HeadMain(std::vector<std::string> args) {
   head::HeadConfig config;
   config.state_dir = state_dir;
   config.store_url = store_url;
-  config.checkpoint_root = checkpoint_root;
+  config.core.checkpoint_root = checkpoint_root;
   config.admin_user = admin_user;
   // Memory then holds changes the store refused: exit and let the supervisor (systemd,
   // corral up) start a head that recovers from what is durable.
@@ -173,15 +173,15 @@ int HeadMain(std::vector<std::string> args) {
     std::cerr << "corral head: the store failed a commit, exiting: " << st.ToString() << std::endl;
     std::_Exit(75);
   };
-  config.unreachable_after_ms = unreachable_s * kSecond;
-  config.down_after_ms = down_s * kSecond;
-  config.scheduler.min_runtime_before_preempt_ms = *min_runtime_ms;
-  config.scheduler.fair_share_half_life_ms = *half_life_ms;
-  config.idle_threshold_percent = idle_threshold;
-  config.idle_after_ms = *idle_after_ms;
-  config.idle_stop_queues = {idle_stop_queues.begin(), idle_stop_queues.end()};
-  config.idle_stop_warning_ms = *idle_stop_warning_ms;
-  config.retain_finished_ms = *retain_finished_ms;
+  config.core.unreachable_after_ms = unreachable_s * kSecond;
+  config.core.down_after_ms = down_s * kSecond;
+  config.core.scheduler.min_runtime_before_preempt_ms = *min_runtime_ms;
+  config.core.scheduler.fair_share_half_life_ms = *half_life_ms;
+  config.core.idle_threshold_percent = idle_threshold;
+  config.core.idle_after_ms = *idle_after_ms;
+  config.core.idle_stop_queues = {idle_stop_queues.begin(), idle_stop_queues.end()};
+  config.core.idle_stop_warning_ms = *idle_stop_warning_ms;
+  config.core.retain_finished_ms = *retain_finished_ms;
   std::error_code ec;
   std::filesystem::create_directories(state_dir, ec);
   auto store = store::OpenStore(store_url, state_dir);

@@ -211,15 +211,15 @@ int UpMain(std::vector<std::string> args) {
   for (int i = 1; i <= agents; ++i) {
     std::string name = "node" + std::to_string(i);
     std::vector<std::string> argv{exe, "agent", "--head", addr, "--join-token-file",
-                                 state_dir + "/join.token", "--name", name, "--state-dir",
-                                 state_dir + "/agents/" + name, "--simulate-gpus",
-                                 std::to_string(gpus) + "x" + model,
-                                 // Simulated nodes share this machine's CPUs: offer a typical
-                                 // GPU server's ratio so that CPUs do not cap the GPUs.
-                                 "--cpus", std::to_string(std::max(gpus, 1) * 8), "--memory",
-                                 std::to_string(std::max(gpus, 1) * 64) + "G",
-                                 // One user's cluster: jobs run as whoever started it.
-                                 "--run-as", "agent"};
+                                  state_dir + "/join.token", "--name", name, "--state-dir",
+                                  state_dir + "/agents/" + name, "--simulate-gpus",
+                                  std::to_string(gpus) + "x" + model,
+                                  // Simulated nodes share this machine's CPUs: offer a typical
+                                  // GPU server's ratio so that CPUs do not cap the GPUs.
+                                  "--cpus", std::to_string(std::max(gpus, 1) * 8), "--memory",
+                                  std::to_string(std::max(gpus, 1) * 64) + "G",
+                                  // One user's cluster: jobs run as whoever started it.
+                                  "--run-as", "agent"};
     if (tls) argv.insert(argv.end(), {"--ca", ca_path});
     agent_procs.push_back(
         std::make_unique<ChildProcess>(argv, state_dir + "/agents/" + name + ".log"));

@@ -329,7 +329,7 @@ void Head::Execute(const Caller& by, TimeMs now, SyncAgent command, Callback<Syn
     // Liveness counts what the head hears, so a held call must come back well inside the
     // unreachable timeout.
     DurationMs hold = std::min<DurationMs>(
-        {req.wait_ms, config_.max_sync_hold_ms, config_.unreachable_after_ms / 3});
+        {req.wait_ms, config_.max_sync_hold_ms, config_.core.unreachable_after_ms / 3});
     Parked& parked = parked_[req.node];
     parked.done = std::move(done);
     parked.from = from;

@@ -43,22 +43,16 @@ struct HeadConfig {
   // This head's API address as clients reach it ("http://10.0.0.1:7070"): written to the
   // store when it leads, so that standbys send clients here. "" writes nothing (one head).
   std::string advertise_url;
-  std::string checkpoint_root;       // default STATE_DIR/checkpoints; CORRAL_CHECKPOINT_DIR below
-  std::string admin_user = "admin";  // the user the first admin token names
-  DurationMs unreachable_after_ms = 15 * kSecond;
-  DurationMs down_after_ms = 60 * kSecond;
+  // The core's settings (checkpoint root, liveness, idle runs, retention, scheduler);
+  // core.checkpoint_root empty: STATE_DIR/checkpoints.
+  CoreConfig core;
+  std::string admin_user = "admin";            // the user the first admin token names
   DurationMs max_sync_hold_ms = 20 * kSecond;  // also held to a third of unreachable_after
   DurationMs tick_ms = 500;
   // Several heads: the leader commits at least this often, an empty commit if nothing
   // changed, which renews its lease in the store (store::Store::SetLease). The renewal
   // starts on the state machine's own thread, so a wedged head stops renewing. 0: never.
   DurationMs lease_renew_ms = 0;
-  int32_t idle_threshold_percent = 1;  // see CoreConfig
-  DurationMs idle_after_ms = 30 * kMinute;
-  std::set<std::string> idle_stop_queues;  // see CoreConfig
-  DurationMs idle_stop_warning_ms = 10 * kMinute;
-  DurationMs retain_finished_ms = kDay;  // see CoreConfig
-  sched::SchedulerConfig scheduler;
   DurabilityConfig durability;
   size_t event_buffer = 20000;  // durable changes kept in memory for the event stream
   // Called on the state-machine thread when the store fails a commit: memory then holds

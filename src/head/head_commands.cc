@@ -86,7 +86,8 @@ bool Head::ReachesRetired(const JobFilter& f, TimeMs now) const {
     return false;
   }
   // Jobs that ended before now - retain_finished may have left memory.
-  return config_.retain_finished_ms <= 0 || f.ended_since <= now - config_.retain_finished_ms;
+  return config_.core.retain_finished_ms <= 0 ||
+         f.ended_since <= now - config_.core.retain_finished_ms;
 }
 
 void Head::Execute(const Caller& by, TimeMs now, ListJobs command,

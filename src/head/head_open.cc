@@ -10,20 +10,6 @@ namespace corral::head {
 
 namespace {
 
-CoreConfig ToCoreConfig(const HeadConfig& c) {
-  CoreConfig core;
-  core.checkpoint_root = c.checkpoint_root;
-  core.unreachable_after_ms = c.unreachable_after_ms;
-  core.down_after_ms = c.down_after_ms;
-  core.idle_threshold_percent = c.idle_threshold_percent;
-  core.idle_after_ms = c.idle_after_ms;
-  core.idle_stop_queues = c.idle_stop_queues;
-  core.idle_stop_warning_ms = c.idle_stop_warning_ms;
-  core.retain_finished_ms = c.retain_finished_ms;
-  core.scheduler = c.scheduler;
-  return core;
-}
-
 // What a head starts from: a state, the changes to apply on top (some of which a warm
 // state may hold already), and the revision of the store's snapshot rows.
 struct StartingState {
@@ -72,7 +58,9 @@ Result<std::unique_ptr<Head>> Head::Open(HeadConfig config, const Clock* clock,
   std::error_code ec;
   std::filesystem::create_directories(config.state_dir, ec);
   if (ec) return Unavailable("cannot create state dir " + config.state_dir + ": " + ec.message());
-  if (config.checkpoint_root.empty()) config.checkpoint_root = config.state_dir + "/checkpoints";
+  if (config.core.checkpoint_root.empty()) {
+    config.core.checkpoint_root = config.state_dir + "/checkpoints";
+  }
   if (!store) {
     auto opened = store::OpenStore(config.store_url, config.state_dir);
     if (!opened.ok()) return opened.status();
@@ -141,7 +129,7 @@ Head::Head(HeadConfig config, std::unique_ptr<store::Store> store, const Clock* 
       store_(std::move(store)),
       clock_(clock),
       random_(random),
-      core_(ToCoreConfig(config_)),
+      core_(config_.core),
       log_(config_.durability) {
   DescribeMetrics();
 }

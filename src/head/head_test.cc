@@ -443,7 +443,7 @@ TEST_F(HeadEvents, AClientTooFarBehindIsToldToListAgain) {
 // reaches back far enough, and in usage; after a restart it is not loaded again.
 TEST_F(HeadShell, ARetiredJobIsReadFromTheStoreOnDemand) {
   config_.tick_ms = 5;
-  config_.retain_finished_ms = kHour;
+  config_.core.retain_finished_ms = kHour;
   head_.reset();
   Open();
   auto job = Submit();
