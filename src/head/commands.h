@@ -229,14 +229,15 @@ constexpr bool ForAgents() {
 }
 
 // Every command, for the head's one entry (its explicit instantiations) and the tests.
-#define CORRAL_HEAD_COMMANDS(X)                                                                    \
-  X(SubmitJob)                                                                                     \
-  X(GetJob)                                                                                        \
-  X(ListJobs)                                                                                      \
-  X(CancelJob)                                                                                     \
-  X(SignalJob)                                                                                     \
-  X(RequeueJob) X(HoldJob) X(ReportCheckpoint) X(StartStep) X(GetStep) X(GetUsage) X(ListNodes)    \
-      X(GetNode) X(SetDrain) X(ListQueues) X(SetQueue) X(CreateToken) X(RevokeToken) X(ListTokens) \
+#define CORRAL_HEAD_COMMANDS(X)                                                              \
+  X(SubmitJob)                                                                               \
+  X(GetJob)                                                                                  \
+  X(ListJobs)                                                                                \
+  X(CancelJob)                                                                               \
+  X(SignalJob)                                                                               \
+  X(RequeueJob)                                                                              \
+  X(HoldJob) X(ReportCheckpoint) X(StartStep) X(GetStep) X(GetUsage) X(ListNodes) X(GetNode) \
+      X(SetDrain) X(ListQueues) X(SetQueue) X(CreateToken) X(RevokeToken) X(ListTokens)      \
           X(BackupStore) X(WatchEvents) X(RegisterAgent) X(SyncAgent)
 
 }  // namespace corral::head

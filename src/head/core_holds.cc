@@ -113,8 +113,22 @@ void HeadCore::AdmitPending(const Job& job) {
   WantSchedule();
 }
 
+// A job no longer waits for its dependencies (it is admitted, looked at again or cancelled):
+// it leaves their waiters, so that the index holds only jobs that wait, as a recovery builds it.
+void HeadCore::ForgetWaits(const Job& job) {
+  for (const Dependency& d : job.spec.dependencies) {
+    for (JobId t : d.jobs) {
+      auto it = waiting_on_.find(t);
+      if (it == waiting_on_.end()) continue;
+      it->second.erase(job.id);
+      if (it->second.empty()) waiting_on_.erase(it);
+    }
+  }
+}
+
 // A pending job left the pending set without running (cancelled): forget its hold.
 void HeadCore::Unhold(const Job& job) {
+  ForgetWaits(job);
   held_.erase(job.id);
   doomed_.erase(job.id);
   singletons_.erase(job.id);
@@ -152,12 +166,12 @@ void HeadCore::Settle(TimeMs now) {
     if (!recheck_.empty()) {
       JobId id = *recheck_.begin();
       recheck_.erase(recheck_.begin());
-      // It may have ended, and even been retired, since it began to wait (waiting_on_ keeps
-      // a cancelled waiter until what it waited for ends).
+      // It may have ended, and even been retired, since it was queued for a look.
       auto it = state_.jobs.find(id);
       if (it == state_.jobs.end()) continue;
       const Job& job = it->second;
       if (job.state != JobState::kPending || !held_.count(id)) continue;
+      ForgetWaits(job);  // AdmitPending waits again for what is still not met
       singletons_.erase(id);
       held_.erase(id);
       AdmitPending(job);

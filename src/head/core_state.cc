@@ -213,6 +213,49 @@ void HeadCore::MarkDirty(const Change& c) {
   std::visit(Visitor{dirty_}, c.what);
 }
 
+Json HeadCore::DerivedSummary() const {
+  auto ids = [](const auto& set) {
+    Json a = Json::array();
+    for (const auto& x : set) a.push_back(x);
+    return a;
+  };
+  Json node_runs = Json::object();
+  for (const auto& [node, jobs] : node_runs_) {
+    if (!jobs.empty()) node_runs[node] = ids(jobs);
+  }
+  Json pending = Json::array();
+  for (const auto& [key, n] : pending_count_) {
+    if (n != 0) pending.push_back(Json{key.first, key.second, n});
+  }
+  Json requests = Json::array();
+  for (const auto& [key, id] : requests_) requests.push_back(Json{key.first, key.second, id});
+  Json array_held = Json::object();
+  for (const auto& [array, jobs] : array_held_) {
+    if (!jobs.empty()) array_held[std::to_string(array)] = ids(jobs);
+  }
+  Json array_live = Json::object();
+  for (const auto& [array, n] : array_live_) {
+    if (n != 0) array_live[std::to_string(array)] = n;
+  }
+  Json waiting_on = Json::object();
+  for (const auto& [job, held] : waiting_on_) {
+    if (!held.empty()) waiting_on[std::to_string(job)] = ids(held);
+  }
+  Json doomed = Json::array();
+  for (const auto& [id, why] : doomed_) doomed.push_back(id);
+  return Json{{"node_runs", node_runs},
+              {"active", ids(active_jobs_)},
+              {"pending_count", pending},
+              {"requests", requests},
+              {"held", ids(held_)},
+              {"array_held", array_held},
+              {"array_live", array_live},
+              {"waiting_on", waiting_on},
+              {"singletons", ids(singletons_)},
+              {"doomed", doomed},
+              {"scheduler", scheduler_->ModelSummary()}};
+}
+
 Status HeadCore::Recover(ClusterState snapshot, const std::vector<Change>& tail, TimeMs now) {
   state_ = std::move(snapshot);
   for (const Change& c : tail) {

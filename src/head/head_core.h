@@ -208,6 +208,11 @@ class HeadCore {
   Status MayReadLogs(const Caller& by, const Job& job) const;
 
   const ClusterState& state() const { return state_; }
+  // The state the core derives from its changes (indexes, holds, the scheduler's model), as a
+  // recovery rebuilds it from the state alone: a core kept live by changes and one recovered
+  // from the same state must show the same. Leaves out what a new leadership starts afresh
+  // (liveness, desired-state versions, pending reasons, GPU samples).
+  Json DerivedSummary() const;
   const std::map<JobId, PendingReason>& pending_reasons() const { return pending_reason_; }
   const std::set<JobId>& active_jobs() const { return active_jobs_; }
   // Runs flagged idle at the last Tick or report (core_idle.cc), by job.
@@ -221,6 +226,7 @@ class HeadCore {
   void Index(const Change& c);
   // Pending jobs held back from the scheduler (core_holds.cc).
   void AdmitPending(const Job& job);
+  void ForgetWaits(const Job& job);
   void Unhold(const Job& job);
   void OnTerminal(const Job& job, bool was_live);
   void Settle(TimeMs now);

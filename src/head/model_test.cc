@@ -64,6 +64,7 @@ class Model {
           break;
       }
       CheckNoSharedGpu();
+      h_.ExpectDerivedStateRebuilds();
       if (Chance(40)) AgentSyncs();
       if (Chance(30)) h_.Commit();
       if (Chance(4)) h_.Crash();

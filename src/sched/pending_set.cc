@@ -1,5 +1,7 @@
 #include "sched/pending_set.h"
 
+#include <algorithm>
+
 #include "sched/cluster_model.h"
 
 namespace corral::sched {
@@ -245,6 +247,13 @@ void PendingSet::RestoreAll() {
     Revisit(e->klass, was_visible);
   }
   hidden_jobs_.clear();
+}
+
+std::vector<JobId> PendingSet::Ids() const {
+  std::vector<JobId> ids;
+  for (const auto& [id, e] : jobs_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  return ids;
 }
 
 }  // namespace corral::sched

@@ -75,6 +75,8 @@ class PendingSet {
   }
 
   size_t size() const { return jobs_.size(); }
+  // Every pending job's id, ascending (tests; not for passes).
+  std::vector<JobId> Ids() const;
   std::vector<Group>& groups() { return groups_; }
   int32_t class_count() const { return static_cast<int32_t>(class_members_.size()); }
   int32_t live_classes() const { return live_classes_; }

@@ -2,6 +2,7 @@
 #include "sched/scheduler.h"
 
 #include <algorithm>
+#include <sstream>
 #include <string>
 
 #include "sched/state.h"
@@ -213,5 +214,33 @@ int64_t Scheduler::QueueAllocatedGpus(const std::string& queue) const {
 }
 
 bool Scheduler::IsBeingPreempted(JobId id) const { return impl_->st.being_preempted.count(id) > 0; }
+
+std::string Scheduler::ModelSummary() const {
+  const SchedState& st = impl_->st;
+  std::ostringstream out;
+  out << "pending";
+  for (JobId id : st.pending.Ids()) out << " " << id;
+  out << "\nrunning";
+  for (const auto& [id, r] : st.running) {
+    out << " " << id << "@";
+    for (const ReplicaPlacement& p : r.placement) {
+      out << p.node << "[";
+      for (int32_t g : p.gpus) out << g << ",";
+      out << "]";
+    }
+  }
+  std::vector<const NodeSlot*> slots;
+  for (int32_t i = 0; i < st.model.slot_count(); ++i) {
+    if (st.model.slot(i).live) slots.push_back(&st.model.slot(i));
+  }
+  std::sort(slots.begin(), slots.end(),
+            [](const NodeSlot* a, const NodeSlot* b) { return a->info.name < b->info.name; });
+  for (const NodeSlot* n : slots) {
+    out << "\nnode " << n->info.name << (n->info.schedulable ? "" : " unschedulable") << " free "
+        << n->free_gpus << "/" << n->healthy_gpus << " gpus " << n->free_cpu << " mcpu "
+        << n->free_mem << " mb";
+  }
+  return out.str();
+}
 
 }  // namespace corral::sched

@@ -341,6 +341,11 @@ class Scheduler {
   int64_t QueueAllocatedGpus(const std::string& queue) const;
   // True while a Preempt decision for this running job has not been followed by RemoveRunning.
   bool IsBeingPreempted(JobId id) const;
+  // What the scheduler's model holds, as text that two schedulers given the same jobs and
+  // nodes print alike: its pending jobs, its running jobs with their placements, and each
+  // node's schedulability and free GPUs, CPU and memory. For tests that compare a live
+  // scheduler with one rebuilt from the same state.
+  std::string ModelSummary() const;
 
  private:
   struct Impl;

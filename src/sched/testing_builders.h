@@ -2,8 +2,9 @@
 // Test-only; header-only.
 #pragma once
 
-#include <string>
 #include <utility>
+
+#include <string>
 
 #include "sched/scheduler.h"
 
