@@ -122,7 +122,7 @@ TEST_F(Security, JobsRunAsTheirOwnersWhoseFilesAndOutputAreTheirsAlone) {
   EXPECT_EQ(bob_logs.out, "");
   // Both refusals and the admin's token grants are in the audit log, one JSON object a line.
   {
-    std::ifstream audit(c.dir() + "/audit.log");
+    std::ifstream audit(c.head_dir() + "/audit.log");
     int refusals = 0, grants = 0;
     for (std::string line; std::getline(audit, line);) {
       Json rec = Json::parse(line, nullptr, false);
@@ -141,7 +141,7 @@ TEST_F(Security, JobsRunAsTheirOwnersWhoseFilesAndOutputAreTheirsAlone) {
     EXPECT_GE(grants, 2) << "both tokens the admin created are audited";
   }
   struct stat audit_st {};
-  ASSERT_EQ(stat((c.dir() + "/audit.log").c_str(), &audit_st), 0);
+  ASSERT_EQ(stat((c.head_dir() + "/audit.log").c_str(), &audit_st), 0);
   EXPECT_EQ(audit_st.st_mode & 0777, 0600u);
   auto admin_logs = c.Corral({"logs", id});
   EXPECT_EQ(admin_logs.exit_code, 0) << admin_logs.err;
@@ -382,7 +382,7 @@ TEST(AuthMatrix, EveryEndpointForEveryKindOfCaller) {
     return RunCommand(argv).out;
   };
   {  // a node credential, as an agent gets one at registration
-    std::ifstream join_file(c.dir() + "/join.token");
+    std::ifstream join_file(c.head_dir() + "/join.token");
     std::string join;
     std::getline(join_file, join);
     auto r = RunCommand({"/usr/bin/curl", "-s", "-H", "Authorization: Bearer " + join, "-d",

@@ -17,6 +17,7 @@
 #include "head/warm_state.h"
 #include "net/http_server.h"
 #include "store/postgres_store.h"
+#include "store/private_files.h"
 #include "store/store.h"
 
 namespace corral::cmd {
@@ -24,8 +25,10 @@ namespace {
 
 // Opening a store migrates it (every head start does the same); this only stops there.
 int MigrateOnly(const std::string& store_url, const std::string& state_dir) {
-  std::error_code ec;
-  if (store_url.empty()) std::filesystem::create_directories(state_dir, ec);
+  if (Status st = store::SecureStateDir(state_dir); !st.ok()) {
+    std::cerr << "corral head: " << st.ToString() << "\n";
+    return 1;
+  }
   auto store = store::OpenStore(store_url, state_dir);
   if (!store.ok()) {
     std::cerr << "corral head: " << store.status().ToString() << "\n";
@@ -164,6 +167,11 @@ int HeadMain(std::vector<std::string> args) {
   BlockStopSignals();
   SystemClock clock;
   head::HeadConfig config;
+  // Before anything is written there: the TLS keys, the tokens, the audit log, the database.
+  if (Status st = store::SecureStateDir(state_dir); !st.ok()) {
+    std::cerr << "corral head: " << st.ToString() << "\n";
+    return 1;
+  }
   config.state_dir = state_dir;
   config.store_url = store_url;
   config.checkpoint_root = checkpoint_root;
@@ -183,8 +191,6 @@ int HeadMain(std::vector<std::string> args) {
   config.idle_stop_queues = {idle_stop_queues.begin(), idle_stop_queues.end()};
   config.idle_stop_warning_ms = *idle_stop_warning_ms;
   config.retain_finished_ms = *retain_finished_ms;
-  std::error_code ec;
-  std::filesystem::create_directories(state_dir, ec);
   auto store = store::OpenStore(store_url, state_dir);
   if (!store.ok()) {
     std::cerr << "corral head: " << store.status().ToString() << "\n";

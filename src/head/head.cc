@@ -5,8 +5,9 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <charconv>
-#include <filesystem>
 #include <limits>
+
+#include "store/private_files.h"
 
 namespace corral::head {
 
@@ -122,9 +123,7 @@ void AuditPrivileged(AuditLog& audit, const std::vector<Change>& changes) {
 Result<std::unique_ptr<Head>> Head::Open(HeadConfig config, const Clock* clock,
                                          std::unique_ptr<store::Store> store,
                                          std::optional<ClusterState> warm) {
-  std::error_code ec;
-  std::filesystem::create_directories(config.state_dir, ec);
-  if (ec) return Unavailable("cannot create state dir " + config.state_dir + ": " + ec.message());
+  CORRAL_RETURN_IF_ERROR(store::SecureStateDir(config.state_dir));
   if (config.checkpoint_root.empty()) config.checkpoint_root = config.state_dir + "/checkpoints";
   if (!store) {
     auto opened = store::OpenStore(config.store_url, config.state_dir);
