@@ -119,13 +119,27 @@ void AdoptPids(int32_t monitor_pid, const std::vector<int32_t>& pgids, LaunchedR
   run->monitor_start = ProcStartTime(monitor_pid);
 }
 
-// Creates `path` (and its parents, 0755) as a directory of the job's own, 0700, unless it exists:
-// an existing one (a restarted job's checkpoints) is left as it is.
+// Creates `path` (and its parents, 0755) as a directory of the job's own, 0700. An existing one
+// (a restarted job's checkpoints) is used only if it is a directory, not a link, and belongs
+// to the job's owner (`uid`; the agent's own user when jobs run as the agent): the checkpoint
+// root is shared and job ids are sequential, so another user could make the next job's
+// directory first and read or plant what it holds.
 // The first one made under a new parent (the checkpoint root) marks it as a top of
 // hierarchies, as runs/ is (MakeDirInSpreadParent).
 Status MakeOwnedDir(const std::string& path, bool chown_it, uid_t uid, gid_t gid) {
   if (Status made = MakeDirInSpreadParent(path, 0700); !made.ok()) {
-    return made.code() == ErrorCode::kAlreadyExists ? Status::Ok() : made;
+    if (made.code() != ErrorCode::kAlreadyExists) return made;
+    struct stat st {};
+    if (lstat(path.c_str(), &st) != 0) return Internal(ErrnoText("stat " + path, errno));
+    if (!S_ISDIR(st.st_mode)) {
+      return FailedPrecondition(path + " exists and is not a directory (a link or a file)");
+    }
+    if (st.st_uid != uid) {
+      return FailedPrecondition(path + " exists and belongs to uid " + std::to_string(st.st_uid) +
+                                ", not to the job's owner (uid " + std::to_string(uid) +
+                                "); refusing to use it");
+    }
+    return Status::Ok();
   }
   if (chown_it && chown(path.c_str(), uid, gid) != 0) {
     return Internal(ErrnoText("chown " + path, errno));
@@ -470,7 +484,9 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
   plan.cgroup_count = static_cast<int>(p.cgroup_cstrs.size());
   if (auto ckpt = order.env.find("CORRAL_CHECKPOINT_DIR");
       ok && ckpt != order.env.end() && !ckpt->second.empty()) {
-    Status made = MakeOwnedDir(ckpt->second, run_as_.as_owner, p.who.uid, p.who.gid);
+    uid_t owner = run_as_.as_owner ? p.who.uid : geteuid();
+    gid_t group = run_as_.as_owner ? p.who.gid : getegid();
+    Status made = MakeOwnedDir(ckpt->second, run_as_.as_owner, owner, group);
     if (!made.ok()) {
       return FailLaunch(
           p, FailedPrecondition("cannot make the checkpoint directory: " + made.message()));
