@@ -852,8 +852,10 @@ Result<std::string> ReadLogIn(const std::string& runs_dir, const RunKey& key, in
   const std::string run_dir = runs_dir + "/" + key.DirName();
   std::string path = run_dir + "/logs/" + LogFileName(stream, task);
   if (!Exists(run_dir + "/logs")) path = run_dir + "/" + LogFileName(stream, task);  // older agents
-  // O_NOFOLLOW: the job owns logs/ and could put a symlink to any file there.
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  // The job owns logs/ and may put anything there under a log's name. O_NOFOLLOW: not a
+  // symlink to any file; O_NONBLOCK: opening a FIFO does not wait for a writer, and the
+  // fstat then refuses it (or a device): reads never block on what a job made.
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT) {
       return NotFound("no " + stream + " log for run " + key.run_id + " replica " +
@@ -861,6 +863,13 @@ Result<std::string> ReadLogIn(const std::string& runs_dir, const RunKey& key, in
                       " on this node");
     }
     return Internal(ErrnoText("open " + path, errno));
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return FailedPrecondition("the " + stream + " log of run " + key.run_id + " replica " +
+                              std::to_string(key.replica) + " task " + std::to_string(task) +
+                              " is not a regular file; its job replaced it");
   }
   std::string data(static_cast<size_t>(max_bytes), '\0');
   size_t got = 0;
