@@ -605,9 +605,10 @@ void ApiService::HandleQueues(const HttpRequest& req, const std::vector<std::str
         }
         q.weight = it->get<double>();
       } else {
-        return respond(ErrorResponse(
-            InvalidArgument("unknown field '" + k +
-                            "'; want quota_gpus, limit_gpus, weight, max_pending_per_user")));
+        return respond(ErrorResponse(InvalidArgument(
+            "unknown field '" + k +
+            "'; want quota_gpus, limit_gpus, weight, max_pending_per_user, allowed_users, "
+            "allowed_groups")));
       }
     }
     return head_->SetQueue(req.BearerToken(), q,
@@ -623,6 +624,15 @@ void ApiService::HandleTokens(const HttpRequest& req, const std::vector<std::str
   if (parts.size() == 2 && req.method == "GET") {
     return head_->ListTokens(req.BearerToken(),
                              Answer<std::vector<head::Credential>>(
+      } else if (k == "allowed_users" || k == "allowed_groups") {
+        std::vector<std::string>& names = k == "allowed_users" ? q.allowed_users : q.allowed_groups;
+        for (const Json& n : it->is_array() ? *it : Json::array({nullptr})) {
+          if (!n.is_string() || n.get<std::string>().empty()) {
+            return respond(ErrorResponse(InvalidArgument("field '" + k + "': got " + it->dump() +
+                                                         ", want an array of names")));
+          }
+          names.push_back(n.get<std::string>());
+        }
                                  std::move(respond), [](const std::vector<head::Credential>& cs) {
                                    Json arr = Json::array();
                                    for (const auto& c : cs) arr.push_back(CredentialJson(c));
@@ -644,12 +654,13 @@ void ApiService::HandleTokens(const HttpRequest& req, const std::vector<std::str
           return respond(ErrorResponse(InvalidArgument("field 'role': got " + it->dump() +
                                                        ", want user, queue-admin or admin")));
         }
-      } else if (k == "queues" && it->is_array()) {
+      } else if ((k == "queues" || k == "groups") && it->is_array()) {
         for (const Json& q : *it) {
-          if (!q.is_string()) {
-            return respond(ErrorResponse(InvalidArgument("field 'queues': want queue names")));
+          if (!q.is_string() || q.get<std::string>().empty()) {
+            return respond(ErrorResponse(InvalidArgument(
+                "field '" + k + "': want " + (k == "queues" ? "queue" : "group") + " names")));
           }
-          t.queues.push_back(q.get<std::string>());
+          (k == "queues" ? t.queues : t.groups).push_back(q.get<std::string>());
         }
       } else if (k == "expires" && it->is_string()) {
         auto d = ParseDuration("expires", it->get<std::string>());
@@ -657,7 +668,8 @@ void ApiService::HandleTokens(const HttpRequest& req, const std::vector<std::str
         t.expires_after_ms = *d;
       } else {
         return respond(ErrorResponse(InvalidArgument(
-            "field '" + k + "': unknown or of the wrong type; want user, role, queues, expires")));
+            "field '" + k +
+            "': unknown or of the wrong type; want user, role, queues, groups, expires")));
       }
     }
     if (t.user.empty() || t.user.front() == '@') {

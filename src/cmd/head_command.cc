@@ -144,6 +144,22 @@ int HeadMain(std::vector<std::string> args) {
   if (!tls.ok()) {
     std::cerr << "corral head: " << tls.status().message() << "\n";
     return tls.status().code() == ErrorCode::kInvalidArgument ? 2 : 1;
+  std::string stop_confirm_after = "2m";
+  int32_t max_user_priority = 0, max_array_size = 10000, max_pending_per_user = 10000;
+  app.add_option("--max-array-size", max_array_size,
+                 "elements of one array submission at most, for users other than admins (0: no "
+                 "limit)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-pending-per-user", max_pending_per_user,
+                 "a user's jobs pending at once, over all queues, for users other than admins (0: "
+                 "no limit); queues may set a lower one of their own")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-user-priority", max_user_priority,
+                 "the highest job priority a plain user may set (more takes an admin or an admin "
+                 "of the job's queue)");
+  app.add_option("--stop-confirm-after", stop_confirm_after,
+                 "a run whose node has not confirmed its stop this long after the run's grace "
+                 "is declared lost and its GPUs freed");
   }
   for (const auto& note : tls->notes) std::cerr << "corral head: " << note << "\n";
   auto min_runtime_ms = ParseDuration("--min-runtime-before-preempt", min_runtime);
@@ -151,6 +167,11 @@ int HeadMain(std::vector<std::string> args) {
   auto idle_after_ms = ParseDuration("--idle-after", idle_after);
   auto idle_stop_warning_ms = ParseDuration("--idle-stop-warning", idle_stop_warning);
   auto leader_lease_ms = ParseDuration("--leader-lease", leader_lease);
+  // Before anything is written there: the TLS keys, the tokens, the audit log, the database.
+  if (Status st = store::SecureStateDir(state_dir); !st.ok()) {
+    std::cerr << "corral head: " << st.ToString() << "\n";
+    return 1;
+  }
   auto retain_finished_ms = ParseDuration("--retain-finished", retain_finished);
   if (idle_threshold < 0 || idle_threshold > 100) {
     std::cerr << "corral head: flag '--idle-threshold': got " << idle_threshold
@@ -158,20 +179,16 @@ int HeadMain(std::vector<std::string> args) {
     return 2;
   }
   for (const auto* d : {&min_runtime_ms, &half_life_ms, &idle_after_ms, &idle_stop_warning_ms,
-                        &leader_lease_ms, &retain_finished_ms}) {
+                        &leader_lease_ms, &retain_finished_ms, &stop_confirm_after_ms}) {
     if (!d->ok()) {
       std::cerr << "corral head: " << d->status().message() << "\n";
       return 2;
     }
+  auto stop_confirm_after_ms = ParseDuration("--stop-confirm-after", stop_confirm_after);
   }
   BlockStopSignals();
   SystemClock clock;
   head::HeadConfig config;
-  // Before anything is written there: the TLS keys, the tokens, the audit log, the database.
-  if (Status st = store::SecureStateDir(state_dir); !st.ok()) {
-    std::cerr << "corral head: " << st.ToString() << "\n";
-    return 1;
-  }
   config.state_dir = state_dir;
   config.store_url = store_url;
   config.checkpoint_root = checkpoint_root;
@@ -202,6 +219,10 @@ int HeadMain(std::vector<std::string> args) {
                          net::HttpServerOptions{.io_threads = 2, .tls = tls->server});
   auto port = server.Listen(hp->first, hp->second);
   if (!port.ok()) {
+  config.stop_confirm_after_ms = *stop_confirm_after_ms;
+  config.max_user_priority = max_user_priority;
+  config.max_array_size = max_array_size;
+  config.max_pending_per_user = max_pending_per_user;
     std::cerr << "corral head: " << port.status().ToString() << "\n";
     return 1;
   }

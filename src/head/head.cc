@@ -40,6 +40,10 @@ CoreConfig ToCoreConfig(const HeadConfig& c) {
   core.idle_stop_queues = c.idle_stop_queues;
   core.idle_stop_warning_ms = c.idle_stop_warning_ms;
   core.retain_finished_ms = c.retain_finished_ms;
+  core.stop_confirm_after_ms = c.stop_confirm_after_ms;
+  core.max_user_priority = c.max_user_priority;
+  core.max_array_size = c.max_array_size;
+  core.max_pending_per_user = c.max_pending_per_user;
   core.scheduler = c.scheduler;
   return core;
 }
@@ -180,6 +184,9 @@ Result<std::unique_ptr<Head>> Head::Create(HeadConfig config, std::unique_ptr<st
   core.Start(now, random->Secret());
   head->epoch_ = core.state().epoch;
   head->tokens_ = std::move(bootstrap);
+  std::vector<Change> held;
+  for (const auto& [hash, c] : core.state().credentials) held.push_back({0, 0, {}, TokenIssued{c}});
+  head->NoteCredentials(held);
   head->Drain();
   if (!head->config_.advertise_url.empty()) {
     head->next_edits_.push_back(store::PutMeta{store::kLeaderUrlKey, head->config_.advertise_url});
@@ -266,6 +273,7 @@ void Head::Tick() {
 
 void Head::Drain() {
   CoreOutput out = core_.TakeOutput();
+  NoteCredentials(out.changes);
   size_t retired = 0;
   for (const Change& c : out.changes) {
     if (const auto* r = std::get_if<JobsRetired>(&c.what)) retired += r->jobs.size();
@@ -307,6 +315,12 @@ void Head::AfterDurable(std::function<void()> ok, std::function<void(const Statu
 template <typename T>
 void Head::Reply(Callback<T> done, Result<T> result) {
   uint64_t revision = core_.revision();
+  if (revision <= durable_revision_ && !failed_) {
+    // All it saw is durable already: no need to wait for the commit in flight, which may be
+    // a long one holding no changes (snapshot rows) or others' changes it did not see.
+    reply_revision_ = revision;
+    return done(std::move(result));
+  }
   auto shared = std::make_shared<Callback<T>>(std::move(done));
   AfterDurable(
       [this, shared, revision, result = std::move(result)]() mutable {
@@ -382,6 +396,44 @@ void Head::OnDurable(Status st) {
   for (Waiting& w : callbacks) w.ok();
   AnswerWatchers();
   FlushEdits();
+}
+
+// --- credentials ---
+
+void Head::NoteCredentials(const std::vector<Change>& changes) {
+  std::lock_guard lock(credentials_mu_);
+  for (const Change& c : changes) {
+    const Credential* added = nullptr;
+    std::string key;
+    if (const auto* t = std::get_if<TokenIssued>(&c.what)) {
+      added = &t->credential;
+      key = t->credential.who.kind == Caller::Kind::kNode ? "node/" + t->credential.who.name
+                                                          : t->credential.id;
+    } else if (const auto* n = std::get_if<NodeRegistered>(&c.what)) {
+      added = &n->credential;
+      key = "node/" + n->node.name;  // replaces the node's earlier credential
+    } else if (const auto* r = std::get_if<TokenRevoked>(&c.what)) {
+      key = r->id;
+    } else {
+      continue;
+    }
+    if (auto old = credential_of_.find(key); old != credential_of_.end()) {
+      credential_expiry_.erase(old->second);
+      credential_of_.erase(old);
+    }
+    if (added) {
+      credential_expiry_[added->hash] = added->expires_at;
+      credential_of_[key] = added->hash;
+    }
+  }
+}
+
+bool Head::IsCurrentCredential(const std::string& bearer) const {
+  if (bearer.empty()) return false;
+  std::string hash = Sha256Hex(bearer);
+  std::lock_guard lock(credentials_mu_);
+  auto it = credential_expiry_.find(hash);
+  return it != credential_expiry_.end() && (it->second == 0 || it->second > clock_->Now());
 }
 
 // --- the event stream ---
@@ -511,10 +563,52 @@ void Head::Submit(std::string bearer, JobSpec spec, std::string owner, std::stri
 }
 
 void Head::Cancel(std::string bearer, JobId id, bool element_only, Callback<Job> done) {
-  Command<Job>(std::move(bearer), std::move(done),
-               [this, id, element_only](const Caller& by, TimeMs now) {
-                 return core_.Cancel(by, id, now, element_only);
-               });
+  Post([this, bearer = std::move(bearer), id, element_only, done = std::move(done)]() mutable {
+    TimeMs now = clock_->Now();
+    auto who = Admit(bearer, now, /*for_agents=*/false, done);
+    if (!who) return;
+    bool more = false;
+    Result<Job> r = core_.Cancel(*who, id, now, element_only, config_.cancel_slice, &more);
+    Drain();
+    if (!more) return Reply<Job>(std::move(done), std::move(r));
+    CancelRest(*who, id, std::move(done));
+  });
+}
+
+void Head::CancelRest(Caller by, JobId id, Callback<Job> done) {
+  // Once the slice before is durable: a reply waits for the commit that holds what it saw, so
+  // the slices must not pile up into one huge commit ahead of other commands' replies.
+  // Nor may they make the snapshot overdue, which would then ride with a slice's commit: one
+  // due is written alone between slices, while replies that saw only durable changes go out.
+  auto shared = std::make_shared<Callback<Job>>(std::move(done));
+  auto fail = [shared](const Status& st) { (*shared)(StoreFailed(st)); };
+  AfterDurable(
+      [this, by = std::move(by), id, shared, fail]() mutable {
+        if (!failed_ && !inflight_ && next_changes_.empty() && next_edits_.empty()) {
+          log_.MaybeSnapshot(core_, false, &next_edits_);
+        }
+        if (next_edits_.empty()) return CancelSlice(std::move(by), id, std::move(*shared));
+        PostFlush();
+        AfterDurable([this, by, id, shared] { CancelSlice(by, id, std::move(*shared)); }, fail);
+      },
+      fail);
+}
+
+// The rest of a huge array, a slice at a time: each slice is committed (with whatever else
+// happened meanwhile) before the next is made, so the commands that come in meanwhile are
+// answered between slices rather than after the whole array. The answer comes after the last.
+void Head::CancelSlice(Caller by, JobId id, Callback<Job> done) {
+  Post([this, by = std::move(by), id, done = std::move(done)]() mutable {
+    if (failed_) return done(StoreFailed(Unavailable("an earlier commit failed")));
+    bool more = false;
+    Result<Job> r =
+        core_.Cancel(by, id, clock_->Now(), /*element_only=*/false, config_.cancel_slice, &more);
+    Drain();
+    if (more) return CancelRest(std::move(by), id, std::move(done));
+    // Others may have ended the last elements meanwhile: the array is cancelled all the same.
+    if (!r.ok() && r.status().code() == ErrorCode::kFailedPrecondition) r = core_.GetJob(by, id);
+    Reply<Job>(std::move(done), std::move(r));
+  });
 }
 
 void Head::ReportCheckpoint(std::string bearer, JobId id, Callback<Job> done) {

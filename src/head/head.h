@@ -18,10 +18,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "core/agent_protocol.h"
@@ -56,7 +58,13 @@ struct HeadConfig {
   DurationMs idle_after_ms = 30 * kMinute;
   std::set<std::string> idle_stop_queues;  // see CoreConfig
   DurationMs idle_stop_warning_ms = 10 * kMinute;
-  DurationMs retain_finished_ms = kDay;  // see CoreConfig
+  DurationMs retain_finished_ms = kDay;            // see CoreConfig
+  DurationMs stop_confirm_after_ms = 2 * kMinute;  // see CoreConfig
+  int32_t max_user_priority = 0;                   // see CoreConfig
+  int32_t max_array_size = 10000;                  // see CoreConfig; 0: no limit
+  int32_t max_pending_per_user = 10000;            // see CoreConfig; 0: no limit
+  // An array's cancel commits this many elements a turn, answering other commands between.
+  int32_t cancel_slice = 250;
   sched::SchedulerConfig scheduler;
   DurabilityConfig durability;
   size_t event_buffer = 20000;  // durable changes kept in memory for the event stream
@@ -156,6 +164,10 @@ class Head {
   void RenderMetrics(Callback<std::string> done);
   // Where other parts of the head process (the API) record their own metrics. Thread-safe.
   MetricsRegistry& metrics() { return metrics_; }
+  // Whether `bearer` is a credential the cluster holds and that has not expired, without a
+  // turn of the state machine: the API's throttle of unauthenticated traffic asks it of every
+  // request whose token it has not seen work. Any thread.
+  bool IsCurrentCredential(const std::string& bearer) const;
   // Appends to the audit log, where the head keeps one (Open does); any thread.
   void Audit(const Json& record) {
     if (audit_) audit_->Write(record);
@@ -206,6 +218,8 @@ class Head {
   void AnswerWatchers();
   Result<Caller> AuthenticateFor(const std::string& bearer, TimeMs now, bool for_agents) const;
   void Tick();
+  void CancelRest(Caller by, JobId id, Callback<Job> done);
+  void CancelSlice(Caller by, JobId id, Callback<Job> done);
   void Post(std::function<void()> fn);
   void GetJob(std::string bearer, JobId id, Callback<Job> done, bool for_logs);
   // Retired jobs (HeadCore::RetiredState): read from the store on the archive thread, so that
@@ -252,6 +266,13 @@ class Head {
   bool inflight_ = false;
   bool flush_posted_ = false;
   std::atomic<bool> failed_{false};
+
+  // The credentials' hashes with their expiry, for IsCurrentCredential: kept by
+  // NoteCredentials (state-machine thread) from the changes, read by any thread.
+  void NoteCredentials(const std::vector<Change>& changes);
+  mutable std::mutex credentials_mu_;
+  std::unordered_map<std::string, TimeMs> credential_expiry_;   // GUARDED_BY(credentials_mu_)
+  std::unordered_map<std::string, std::string> credential_of_;  // id or "node/NAME" -> hash
 
   std::unique_ptr<CommitPipeline> pipeline_;
   std::thread backup_thread_;           // the last backup's; joined before the next and at Stop
