@@ -7,15 +7,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "cluster_fixture.h"
+#include "net/http_client.h"
 
 namespace corral::testing {
 namespace {
@@ -337,6 +341,52 @@ TEST(Limits, AFloodFromOneTokenGets429WithAJsonError) {
   auto health = RunCommand(
       {"/usr/bin/curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", c.addr() + "/healthz"});
   EXPECT_EQ(health.out, "200") << "health checks are never limited";
+}
+
+// A script that sends a fresh random token with every request gets its address's small
+// allowance (10 a second, bursts of 100), not a fresh one per token: past it 429, before any
+// work and unaudited. The audit log grows by a few kilobytes, not megabytes, and other users
+// are answered at once, from the same address too.
+TEST(Limits, RandomTokensFromOneAddressLeaveTheAuditLogSmallAndOthersAnswered) {
+  LocalCluster c("randomtokens", 1, 2);
+  const std::string audit = c.head_dir() + "/audit.log";
+  auto audit_bytes = [&] {
+    struct stat st {};
+    return stat(audit.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : int64_t{0};
+  };
+  const int64_t before = audit_bytes();
+  net::HttpClient client(c.addr(), "");
+  std::mt19937_64 rng(34);
+  int refused = 0, limited = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 5000; ++i) {
+    char token[33];
+    std::snprintf(token, sizeof token, "%016llx%016llx", static_cast<unsigned long long>(rng()),
+                  static_cast<unsigned long long>(rng()));
+    auto r = client.Request("GET", "/v1/jobs/" + std::to_string(i % 100 + 1) + "/logs", "",
+                            std::chrono::seconds(5),
+                            {{"Authorization", std::string("Bearer ") + token}});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    refused += r->status == 401;
+    limited += r->status == 429;
+  }
+  const double flood_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const int64_t grown = audit_bytes() - before;
+  std::cout << "5000 random-token requests in " << flood_s << " s: " << refused << " 401, "
+            << limited << " 429; audit.log grew " << grown << " bytes\n";
+  EXPECT_GE(limited, 4500);
+  EXPECT_LT(grown, 64 * 1024) << refused << " refusals audited";
+  for (const std::string& token : {c.token(), NewToken(c, "ana")}) {
+    net::HttpClient other(c.addr(), token);
+    const auto asked = std::chrono::steady_clock::now();
+    auto jobs = other.Get("/v1/jobs", std::chrono::seconds(5));
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
+    ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+    EXPECT_EQ(jobs->status, 200) << jobs->body;
+    EXPECT_LT(took, 1.0);
+  }
 }
 
 // The authorization matrix, from one table: every endpoint for every kind of caller. A cell

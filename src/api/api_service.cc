@@ -16,6 +16,9 @@
 namespace corral::api {
 namespace {
 
+// How much of a refused request's method and path the audit log keeps.
+constexpr size_t kMaxAuditedRequest = 256;
+
 using net::HttpRequest;
 using net::HttpResponse;
 using net::Responder;
@@ -137,9 +140,13 @@ HttpResponse ErrorResponse(const Status& st) {
   return net::JsonError(HttpStatusFor(st.code()), ErrorCodeName(st.code()), st.message());
 }
 
-ApiService::ApiService(head::Head* head, double requests_per_second, AgentTls agent_tls)
+ApiService::ApiService(head::Head* head, double requests_per_second, AgentTls agent_tls,
+                       double unauthenticated_per_second)
     : head_(head),
       rate_(requests_per_second, 2 * requests_per_second),
+      unauthenticated_(
+          unauthenticated_per_second,
+          [head](const std::string& bearer) { return head->IsCurrentCredential(bearer); }),
       agent_tls_(std::move(agent_tls)),
       proxy_(std::make_shared<net::AsyncHttpClient>(agent_tls_.log_trust)) {}
 
@@ -178,14 +185,21 @@ std::string RouteOf(const std::string& method, const std::vector<std::string>& p
 void ApiService::Handle(HttpRequest req, Responder respond) {
   auto t0 = std::chrono::steady_clock::now();
   std::vector<std::string> parts = SplitPath(req.path);
-  respond = [head = head_, route = RouteOf(req.method, parts), t0,
-             request = req.method + " " + req.path, from = req.remote,
+  // A path can be as long as the header limit: the audit keeps its start.
+  std::string request = req.method + " " + req.path;
+  if (request.size() > kMaxAuditedRequest) request = request.substr(0, kMaxAuditedRequest) + "...";
+  respond = [this, route = RouteOf(req.method, parts), t0, request = std::move(request),
+             from = req.remote, bearer = req.BearerToken(),
              respond = std::move(respond)](HttpResponse r) {
+    head::Head* head = head_;
+    unauthenticated_.Answered(bearer, r.status);
     head->metrics().Observe(
         "corral_api_request_duration_seconds",
         {{"route", route}, {"code", std::to_string(r.status)}},
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    if (r.status == 401 || r.status == 403) {  // every refusal is audited, with where it came from
+    // Every refusal that got this far is audited, with where it came from; unauthenticated
+    // requests past their address's allowance were answered 429 before this and are not.
+    if (r.status == 401 || r.status == 403) {
       Json body = Json::parse(r.body, nullptr, false);
       std::string why = body.is_object() && body.contains("error") && body["error"].is_object()
                             ? body["error"].value("message", "")
@@ -218,8 +232,13 @@ void ApiService::Route(HttpRequest req, const std::vector<std::string>& parts, R
     return respond(ErrorResponse(NotFound("no such path: " + req.path)));
   }
   std::string bearer = req.BearerToken();
-  if (!rate_.Allow(bearer.empty() ? "peer " + req.remote.substr(0, req.remote.rfind(':'))
-                                  : bearer)) {
+  const std::string address = req.remote.substr(0, req.remote.rfind(':'));
+  if (!unauthenticated_.Allow(bearer, address)) {
+    return respond(ErrorResponse(
+        Status(ErrorCode::kResourceExhausted,
+               "too many requests without a working token from " + address + "; slow down")));
+  }
+  if (!rate_.Allow(bearer.empty() ? "peer " + address : bearer)) {
     return respond(ErrorResponse(
         Status(ErrorCode::kResourceExhausted, "too many requests with this token; slow down")));
   }
@@ -604,6 +623,15 @@ void ApiService::HandleQueues(const HttpRequest& req, const std::vector<std::str
               InvalidArgument("field 'weight': got " + it->dump() + ", want a number > 0")));
         }
         q.weight = it->get<double>();
+      } else if (k == "allowed_users" || k == "allowed_groups") {
+        std::vector<std::string>& names = k == "allowed_users" ? q.allowed_users : q.allowed_groups;
+        for (const Json& n : it->is_array() ? *it : Json::array({nullptr})) {
+          if (!n.is_string() || n.get<std::string>().empty()) {
+            return respond(ErrorResponse(InvalidArgument("field '" + k + "': got " + it->dump() +
+                                                         ", want an array of names")));
+          }
+          names.push_back(n.get<std::string>());
+        }
       } else {
         return respond(ErrorResponse(InvalidArgument(
             "unknown field '" + k +
@@ -624,15 +652,6 @@ void ApiService::HandleTokens(const HttpRequest& req, const std::vector<std::str
   if (parts.size() == 2 && req.method == "GET") {
     return head_->ListTokens(req.BearerToken(),
                              Answer<std::vector<head::Credential>>(
-      } else if (k == "allowed_users" || k == "allowed_groups") {
-        std::vector<std::string>& names = k == "allowed_users" ? q.allowed_users : q.allowed_groups;
-        for (const Json& n : it->is_array() ? *it : Json::array({nullptr})) {
-          if (!n.is_string() || n.get<std::string>().empty()) {
-            return respond(ErrorResponse(InvalidArgument("field '" + k + "': got " + it->dump() +
-                                                         ", want an array of names")));
-          }
-          names.push_back(n.get<std::string>());
-        }
                                  std::move(respond), [](const std::vector<head::Credential>& cs) {
                                    Json arr = Json::array();
                                    for (const auto& c : cs) arr.push_back(CredentialJson(c));

@@ -92,6 +92,17 @@ int HeadMain(std::vector<std::string> args) {
   app.add_option("--rate-limit", rate_limit,
                  "API requests per second per token (bursts of twice that); 0: no limit")
       ->check(CLI::NonNegativeNumber);
+  // Requests whose token never worked here (random tokens, none): a person mistyping one
+  // stays far under it, a script trying tokens does not fill the audit log.
+  double unauthenticated_rate = 10;
+  app.add_option("--rate-limit-unauthenticated", unauthenticated_rate,
+                 "API requests per second per client address whose token has not worked here "
+                 "(bursts of ten times that); past it 429, unaudited; 0: no limit")
+      ->check(CLI::NonNegativeNumber);
+  size_t max_connections_per_address = 1024;
+  app.add_option("--max-connections-per-address", max_connections_per_address,
+                 "open connections from one client address at most (more are closed as they "
+                 "are accepted); 0: no limit");
   std::string store_url, leader_lease = "15s";
   bool migrate_only = false;
   app.add_option("--store", store_url,
@@ -133,17 +144,6 @@ int HeadMain(std::vector<std::string> args) {
   app.add_option("--idle-stop-warning", idle_stop_warning,
                  "time between an idle run's warning event and its stop");
   std::string retain_finished = "1d";
-  app.add_option("--retain-finished", retain_finished,
-                 "jobs that ended longer ago than this leave the head's memory; the store "
-                 "answers for them (corral show, corral jobs --all) (0s: keep all)");
-  if (auto code = ParseFlags(app, std::move(args))) return *code;
-  if (migrate_only) return MigrateOnly(store_url, state_dir);
-  auto hp = ListenFlag("head", listen);
-  if (!hp) return 2;
-  auto tls = SetUpHeadTls(tls_flags, state_dir, hp->first);
-  if (!tls.ok()) {
-    std::cerr << "corral head: " << tls.status().message() << "\n";
-    return tls.status().code() == ErrorCode::kInvalidArgument ? 2 : 1;
   std::string stop_confirm_after = "2m";
   int32_t max_user_priority = 0, max_array_size = 10000, max_pending_per_user = 10000;
   app.add_option("--max-array-size", max_array_size,
@@ -160,6 +160,22 @@ int HeadMain(std::vector<std::string> args) {
   app.add_option("--stop-confirm-after", stop_confirm_after,
                  "a run whose node has not confirmed its stop this long after the run's grace "
                  "is declared lost and its GPUs freed");
+  app.add_option("--retain-finished", retain_finished,
+                 "jobs that ended longer ago than this leave the head's memory; the store "
+                 "answers for them (corral show, corral jobs --all) (0s: keep all)");
+  if (auto code = ParseFlags(app, std::move(args))) return *code;
+  if (migrate_only) return MigrateOnly(store_url, state_dir);
+  auto hp = ListenFlag("head", listen);
+  if (!hp) return 2;
+  // Before anything is written there: the TLS keys, the tokens, the audit log, the database.
+  if (Status st = store::SecureStateDir(state_dir); !st.ok()) {
+    std::cerr << "corral head: " << st.ToString() << "\n";
+    return 1;
+  }
+  auto tls = SetUpHeadTls(tls_flags, state_dir, hp->first);
+  if (!tls.ok()) {
+    std::cerr << "corral head: " << tls.status().message() << "\n";
+    return tls.status().code() == ErrorCode::kInvalidArgument ? 2 : 1;
   }
   for (const auto& note : tls->notes) std::cerr << "corral head: " << note << "\n";
   auto min_runtime_ms = ParseDuration("--min-runtime-before-preempt", min_runtime);
@@ -167,12 +183,8 @@ int HeadMain(std::vector<std::string> args) {
   auto idle_after_ms = ParseDuration("--idle-after", idle_after);
   auto idle_stop_warning_ms = ParseDuration("--idle-stop-warning", idle_stop_warning);
   auto leader_lease_ms = ParseDuration("--leader-lease", leader_lease);
-  // Before anything is written there: the TLS keys, the tokens, the audit log, the database.
-  if (Status st = store::SecureStateDir(state_dir); !st.ok()) {
-    std::cerr << "corral head: " << st.ToString() << "\n";
-    return 1;
-  }
   auto retain_finished_ms = ParseDuration("--retain-finished", retain_finished);
+  auto stop_confirm_after_ms = ParseDuration("--stop-confirm-after", stop_confirm_after);
   if (idle_threshold < 0 || idle_threshold > 100) {
     std::cerr << "corral head: flag '--idle-threshold': got " << idle_threshold
               << ", want a percent from 0 to 100\n";
@@ -184,7 +196,6 @@ int HeadMain(std::vector<std::string> args) {
       std::cerr << "corral head: " << d->status().message() << "\n";
       return 2;
     }
-  auto stop_confirm_after_ms = ParseDuration("--stop-confirm-after", stop_confirm_after);
   }
   BlockStopSignals();
   SystemClock clock;
@@ -208,21 +219,25 @@ int HeadMain(std::vector<std::string> args) {
   config.idle_stop_queues = {idle_stop_queues.begin(), idle_stop_queues.end()};
   config.idle_stop_warning_ms = *idle_stop_warning_ms;
   config.retain_finished_ms = *retain_finished_ms;
+  config.stop_confirm_after_ms = *stop_confirm_after_ms;
+  config.max_user_priority = max_user_priority;
+  config.max_array_size = max_array_size;
+  config.max_pending_per_user = max_pending_per_user;
   auto store = store::OpenStore(store_url, state_dir);
   if (!store.ok()) {
     std::cerr << "corral head: " << store.status().ToString() << "\n";
     return 1;
   }
   std::unique_ptr<api::LeaderGate> gate;
-  net::HttpServer server([&gate](net::HttpRequest req,
-                                 net::Responder r) { gate->Handle(std::move(req), std::move(r)); },
-                         net::HttpServerOptions{.io_threads = 2, .tls = tls->server});
+  net::HttpServer server(
+      [&gate](net::HttpRequest req, net::Responder r) {
+        gate->Handle(std::move(req), std::move(r));
+      },
+      net::HttpServerOptions{.io_threads = 2,
+                             .max_connections_per_address = max_connections_per_address,
+                             .tls = tls->server});
   auto port = server.Listen(hp->first, hp->second);
   if (!port.ok()) {
-  config.stop_confirm_after_ms = *stop_confirm_after_ms;
-  config.max_user_priority = max_user_priority;
-  config.max_array_size = max_array_size;
-  config.max_pending_per_user = max_pending_per_user;
     std::cerr << "corral head: " << port.status().ToString() << "\n";
     return 1;
   }
@@ -248,7 +263,7 @@ int HeadMain(std::vector<std::string> args) {
     std::cerr << "corral head: " << head.status().ToString() << "\n";
     return 1;
   }
-  api::ApiService api(head->get(), rate_limit, tls->agents);
+  api::ApiService api(head->get(), rate_limit, tls->agents, unauthenticated_rate);
   (*head)->Start();
   gate->Lead(&api);
   std::cout << "corral head: listening on " << self_url << " (epoch " << (*head)->epoch()
