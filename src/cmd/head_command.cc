@@ -167,11 +167,6 @@ int HeadMain(std::vector<std::string> args) {
   if (migrate_only) return MigrateOnly(store_url, state_dir);
   auto hp = ListenFlag("head", listen);
   if (!hp) return 2;
-  // Before anything is written there: the TLS keys, the tokens, the audit log, the database.
-  if (Status st = store::SecureStateDir(state_dir); !st.ok()) {
-    std::cerr << "corral head: " << st.ToString() << "\n";
-    return 1;
-  }
   auto tls = SetUpHeadTls(tls_flags, state_dir, hp->first);
   if (!tls.ok()) {
     std::cerr << "corral head: " << tls.status().message() << "\n";
@@ -223,6 +218,12 @@ int HeadMain(std::vector<std::string> args) {
   config.max_user_priority = max_user_priority;
   config.max_array_size = max_array_size;
   config.max_pending_per_user = max_pending_per_user;
+  // Once every flag is known good, before the database, the tokens and the audit log are
+  // written there (the TLS keys, in tls/, are 0600 from their creation).
+  if (Status st = store::SecureStateDir(state_dir); !st.ok()) {
+    std::cerr << "corral head: " << st.ToString() << "\n";
+    return 1;
+  }
   auto store = store::OpenStore(store_url, state_dir);
   if (!store.ok()) {
     std::cerr << "corral head: " << store.status().ToString() << "\n";
