@@ -99,6 +99,16 @@ TEST_F(HeadShell, AnswersCarryTheRevisionTheyReflectAndSurviveARestart) {
 // Cancelling a 100,000-element array goes a slice per turn: another user's listing, asked
 // for while it runs, is answered within 200 ms, and every element ends cancelled. On SQLite,
 // as a head runs (the in-memory fake copies every row at each commit).
+#if defined(__SANITIZE_ADDRESS__) || !defined(NDEBUG)
+// Unoptimised or instrumented (CI's ASan pass): what the cancel does, at a tenth of the size,
+// without the time bound, which is for the head as it is built to run.
+constexpr int kHugeArray = 10000;
+constexpr bool kTimed = false;
+#else
+constexpr int kHugeArray = 100000;
+constexpr bool kTimed = true;
+#endif
+
 TEST_F(HeadShell, AHugeArraysCancelLeavesOthersAnswered) {
   head_.reset();
   char tmpl[] = "/tmp/corral-cancel-XXXXXX";
@@ -116,7 +126,8 @@ TEST_F(HeadShell, AHugeArraysCancelLeavesOthersAnswered) {
                head_->CreateToken(kAdmin, {"bob", Role::kUser, {}, 0}, cb);
              }).get();
   ASSERT_TRUE(bob.result.ok());
-  auto array = SubmitTrue(*head_, kAdmin, "0-99999");  // an admin: no array limit
+  // An admin: no array limit.
+  auto array = SubmitTrue(*head_, kAdmin, "0-" + std::to_string(kHugeArray - 1));
   ASSERT_TRUE(array.result.ok()) << array.result.status().ToString();
   // The submission's own cost, not measured here: once idle, the head writes the 100,000 new
   // jobs' snapshot rows (what --max-array-size bounds for users). A submission after that
@@ -136,9 +147,11 @@ TEST_F(HeadShell, AHugeArraysCancelLeavesOthersAnswered) {
     ++asked;
     ASSERT_TRUE(listed.result.ok());
   } while (cancel.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready);
-  std::cout << "cancelling 100,000 elements: " << asked << " listings, the slowest "
+  std::cout << "cancelling " << kHugeArray << " elements: " << asked << " listings, the slowest "
             << slowest * 1000 << " ms\n";
-  EXPECT_LT(slowest, 0.2);
+  if (kTimed) {
+    EXPECT_LT(slowest, 0.2);
+  }
   auto done = cancel.get();
   ASSERT_TRUE(done.result.ok()) << done.result.status().ToString();
   auto pending =

@@ -1,0 +1,157 @@
+// The head's metrics (docs/observability.md): what they are, counted as changes become
+// durable, and rendered on the state-machine thread at each scrape.
+#include <map>
+#include <string>
+
+#include "head/head.h"
+
+namespace corral::head {
+
+namespace {
+
+// Bounded label values for free-text reasons (Prometheus: no unbounded labels).
+std::string PreemptClass(const std::string& reason) {
+  if (reason.find("attained less service") != std::string::npos) return "las";
+  if (reason.find("reclaims its quota") != std::string::npos) return "quota";
+  if (reason.find("of priority") != std::string::npos) return "priority";
+  return "other";
+}
+
+std::string WaitClass(const std::string& reason) {
+  if (reason.empty()) return "new";
+  if (reason.find("reserved") != std::string::npos) return "reserved";
+  if (reason.find("even when idle") != std::string::npos) return "no_fitting_node";
+  if (reason.find("preempt") != std::string::npos) return "preempting";
+  if (reason.find("limit") != std::string::npos) return "queue_limit";
+  if (reason.find("free GPUs") != std::string::npos) return "resources";
+  return "other";
+}
+
+}  // namespace
+
+void Head::DescribeMetrics() {
+  using T = MetricsRegistry::Type;
+  auto& m = metrics_;
+  m.Describe("corral_build_info", T::kGauge, "Always 1; the labels say which Corral this is.");
+  m.Set("corral_build_info", {{"version", "0.3.0"}}, 1);
+  m.Describe("corral_head_epoch", T::kGauge, "Leadership epoch of this head.");
+  m.Describe("corral_state_revision", T::kGauge, "Revision of the last durable change.");
+  m.Describe("corral_jobs", T::kGauge, "Jobs in memory by state.");
+  m.Describe("corral_jobs_retired", T::kGauge,
+             "Jobs that ended longer ago than --retain-finished: out of memory, in the store.");
+  m.Describe("corral_pending_jobs", T::kGauge, "Pending jobs by queue and reason.");
+  m.Describe("corral_queue_gpus_allocated", T::kGauge, "GPUs held by the runs of each queue.");
+  m.Describe("corral_queue_gpu_quota", T::kGauge, "Guaranteed GPUs of each queue.");
+  m.Describe("corral_nodes", T::kGauge, "Nodes by state.");
+  m.Describe("corral_idle_runs", T::kGauge,
+             "Running runs whose GPUs have all stayed under the idle threshold long enough.");
+  m.Describe("corral_gpus", T::kGauge, "GPUs by state (allocated, idle, unavailable).");
+  m.Describe("corral_queue_gpu_seconds_total", T::kCounter,
+             "GPU-seconds used by each queue's finished runs.");
+  m.Describe("corral_jobs_submitted_total", T::kCounter, "Jobs accepted.");
+  m.Describe("corral_jobs_finished_total", T::kCounter, "Jobs ended, by final state.");
+  m.Describe("corral_preemptions_total", T::kCounter,
+             "Runs asked to stop by preemption, by reason.");
+  m.Describe("corral_schedule_pass_duration_seconds", T::kHistogram, "Scheduling pass duration.",
+             MetricsRegistry::LatencyBuckets());
+  m.Describe("corral_job_wait_seconds", T::kHistogram, "Submit-to-start wait of first runs.",
+             MetricsRegistry::WaitBuckets());
+  m.Describe("corral_store_commit_duration_seconds", T::kHistogram,
+             "Group commit duration, hand-off to durable.", MetricsRegistry::LatencyBuckets());
+  m.Describe("corral_api_request_duration_seconds", T::kHistogram,
+             "API request duration by route and HTTP code.", MetricsRegistry::LatencyBuckets());
+}
+
+void Head::CountDurable(const Change& c) {
+  const ClusterState& s = core_.state();
+  if (std::holds_alternative<JobSubmitted>(c.what)) {
+    metrics_.Add("corral_jobs_submitted_total", {}, 1);
+  } else if (const auto* a = std::get_if<ArraySubmitted>(&c.what)) {
+    metrics_.Add("corral_jobs_submitted_total", {}, static_cast<double>(a->size()));
+  } else if (const auto* e = std::get_if<RunStarted>(&c.what); e && e->attempt == 1) {
+    const Job& job = s.jobs.at(e->job);
+    metrics_.Observe("corral_job_wait_seconds", {{"queue", job.spec.queue}},
+                     std::max<double>(0, (e->started_at - job.submitted_at) / 1000.0));
+  } else if (const auto* e = std::get_if<StopRequested>(&c.what);
+             e && e->reason.rfind("preempted", 0) == 0) {
+    metrics_.Add("corral_preemptions_total", {{"reason", PreemptClass(e->reason)}}, 1);
+  } else if (const auto* e = std::get_if<RunEnded>(&c.what)) {
+    const Job& job = s.jobs.at(e->job);
+    const Run& run = job.runs[e->attempt - 1];
+    if (run.started_at > 0 && run.ended_at > run.started_at) {
+      double gpus = job.spec.replicas * job.spec.per_replica.gpu_milli / double(kGpuMilli);
+      metrics_.Add("corral_queue_gpu_seconds_total", {{"queue", job.spec.queue}},
+                   gpus * (run.ended_at - run.started_at) / 1000.0);
+    }
+    if (IsTerminal(e->job_state)) {
+      metrics_.Add("corral_jobs_finished_total", {{"state", JobStateName(e->job_state)}}, 1);
+    }
+  } else if (const auto* e = std::get_if<JobEnded>(&c.what)) {
+    metrics_.Add("corral_jobs_finished_total", {{"state", JobStateName(e->state)}}, 1);
+  }
+}
+
+void Head::RenderMetrics(Callback<std::string> done) {
+  Post([this, done = std::move(done)] {
+    const ClusterState& s = core_.state();
+    auto& m = metrics_;
+    for (const char* g : {"corral_jobs", "corral_pending_jobs", "corral_queue_gpus_allocated",
+                          "corral_queue_gpu_quota", "corral_nodes", "corral_gpus"}) {
+      m.Clear(g);
+    }
+    m.Set("corral_head_epoch", {}, static_cast<double>(s.epoch));
+    m.Set("corral_idle_runs", {}, static_cast<double>(core_.idle_runs().size()));
+    m.Set("corral_jobs_retired", {}, static_cast<double>(s.retired.size()));
+    m.Set("corral_state_revision", {}, static_cast<double>(durable_revision_));
+    std::map<std::string, int64_t> by_state;
+    std::map<std::pair<std::string, std::string>, int64_t> pending;
+    for (const auto& [id, job] : s.jobs) {
+      ++by_state[JobStateName(job.state)];
+      if (job.state == JobState::kPending) {
+        auto r = core_.pending_reasons().find(id);
+        ++pending[{job.spec.queue, WaitClass(r == core_.pending_reasons().end() ? "" : r->second)}];
+      }
+    }
+    for (JobState st : {JobState::kPending, JobState::kScheduled, JobState::kRunning,
+                        JobState::kSucceeded, JobState::kFailed, JobState::kCancelled}) {
+      m.Set("corral_jobs", {{"state", JobStateName(st)}}, by_state[JobStateName(st)]);
+    }
+    for (const auto& [key, n] : pending) {
+      m.Set("corral_pending_jobs", {{"queue", key.first}, {"reason", key.second}}, n);
+    }
+    std::map<std::string, double> allocated;
+    int64_t gpus_allocated = 0;
+    for (JobId id : core_.active_jobs()) {
+      const Job& job = s.jobs.at(id);
+      for (const ReplicaPlacement& p : job.CurrentRun()->placement) {
+        allocated[job.spec.queue] += p.gpus.size();
+        gpus_allocated += p.gpus.size();
+      }
+    }
+    for (const auto& [name, q] : s.queues) {
+      m.Set("corral_queue_gpu_quota", {{"queue", name}}, q.quota_gpus);
+      m.Set("corral_queue_gpus_allocated", {{"queue", name}}, allocated[name]);
+    }
+    std::map<std::string, int64_t> nodes;
+    int64_t usable = 0, unusable = 0;
+    for (const auto& [name, node] : s.nodes) {
+      // An unhealthy ready node is counted as unhealthy: it takes no new runs.
+      ++nodes[node.state == NodeState::kReady && !node.unhealthy.empty()
+                  ? "unhealthy"
+                  : NodeStateName(node.state)];
+      bool ok = node.state == NodeState::kReady || node.state == NodeState::kDraining;
+      for (const Gpu& g : node.gpus) (ok && g.healthy ? usable : unusable) += 1;
+    }
+    for (NodeState st : {NodeState::kReady, NodeState::kDraining, NodeState::kDrained,
+                         NodeState::kUnreachable, NodeState::kDown}) {
+      m.Set("corral_nodes", {{"state", NodeStateName(st)}}, nodes[NodeStateName(st)]);
+    }
+    m.Set("corral_nodes", {{"state", "unhealthy"}}, nodes["unhealthy"]);
+    m.Set("corral_gpus", {{"state", "allocated"}}, gpus_allocated);
+    m.Set("corral_gpus", {{"state", "idle"}}, std::max<int64_t>(0, usable - gpus_allocated));
+    m.Set("corral_gpus", {{"state", "unavailable"}}, unusable);
+    done(m.Render());
+  });
+}
+
+}  // namespace corral::head
