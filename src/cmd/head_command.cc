@@ -1,6 +1,7 @@
 // `corral head --state-dir DIR --listen HOST:PORT [--store URL] [--migrate-only]
 //              [--tls | --no-tls] [--tls-san NAME]... [--tls-cert F --tls-key F]`
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -100,6 +101,9 @@ int HeadMain(std::vector<std::string> args) {
                  "(bursts of ten times that); past it 429, unaudited; 0: no limit")
       ->check(CLI::NonNegativeNumber);
   size_t max_connections_per_address = 1024;
+  std::string header_timeout = "10s";
+  app.add_option("--header-timeout", header_timeout,
+                 "a request's whole header must arrive within this (slow clients are cut)");
   app.add_option("--max-connections-per-address", max_connections_per_address,
                  "open connections from one client address at most (more are closed as they "
                  "are accepted); 0: no limit");
@@ -180,17 +184,24 @@ int HeadMain(std::vector<std::string> args) {
   auto leader_lease_ms = ParseDuration("--leader-lease", leader_lease);
   auto retain_finished_ms = ParseDuration("--retain-finished", retain_finished);
   auto stop_confirm_after_ms = ParseDuration("--stop-confirm-after", stop_confirm_after);
+  auto header_timeout_ms = ParseDuration("--header-timeout", header_timeout);
   if (idle_threshold < 0 || idle_threshold > 100) {
     std::cerr << "corral head: flag '--idle-threshold': got " << idle_threshold
               << ", want a percent from 0 to 100\n";
     return 2;
   }
-  for (const auto* d : {&min_runtime_ms, &half_life_ms, &idle_after_ms, &idle_stop_warning_ms,
-                        &leader_lease_ms, &retain_finished_ms, &stop_confirm_after_ms}) {
+  for (const auto* d :
+       {&min_runtime_ms, &half_life_ms, &idle_after_ms, &idle_stop_warning_ms, &leader_lease_ms,
+        &retain_finished_ms, &stop_confirm_after_ms, &header_timeout_ms}) {
     if (!d->ok()) {
       std::cerr << "corral head: " << d->status().message() << "\n";
       return 2;
     }
+  }
+  if (*header_timeout_ms <= 0) {
+    std::cerr << "corral head: flag '--header-timeout': got " << header_timeout
+              << ", want a duration > 0\n";
+    return 2;
   }
   BlockStopSignals();
   SystemClock clock;
@@ -235,6 +246,7 @@ int HeadMain(std::vector<std::string> args) {
         gate->Handle(std::move(req), std::move(r));
       },
       net::HttpServerOptions{.io_threads = 2,
+                             .header_timeout = std::chrono::milliseconds(*header_timeout_ms),
                              .max_connections_per_address = max_connections_per_address,
                              .tls = tls->server});
   auto port = server.Listen(hp->first, hp->second);
