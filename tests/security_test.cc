@@ -389,6 +389,43 @@ TEST(Limits, RandomTokensFromOneAddressLeaveTheAuditLogSmallAndOthersAnswered) {
   }
 }
 
+// An admin reserves a queue for a user and a group: another user's submission there, or to a
+// queue under it, gets 403 naming the queue, through the CLI and the API alike; the user and a
+// member of the group (by their token) submit.
+TEST(Limits, AQueueReservedForSomeRefusesOthersWith403NamingIt) {
+  LocalCluster c("queueacl", 1, 2);
+  auto set = c.Corral({"queues", "set", "lab", "--allow-user", "ana", "--allow-group", "vision"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  ASSERT_EQ(c.Corral({"queues", "set", "lab/big", "--weight", "2"}).exit_code, 0);
+  Json queues = Json::parse(c.Corral({"queues", "-o", "json"}).out, nullptr, false);
+  std::string listed = queues.dump();
+  EXPECT_NE(listed.find(R"("allowed_users":["ana"])"), std::string::npos) << listed;
+  EXPECT_NE(listed.find(R"("allowed_groups":["vision"])"), std::string::npos) << listed;
+  const std::string ana = NewToken(c, "ana"), bob = NewToken(c, "bob");
+  auto carol_token = c.Corral({"token", "create", "--user", "carol", "--group", "vision"});
+  ASSERT_EQ(carol_token.exit_code, 0) << carol_token.err;
+  const std::string carol = FirstLine(carol_token.out);
+  for (const char* queue : {"lab", "lab/big"}) {
+    EXPECT_EQ(As(c, ana, {"submit", "--queue", queue, "--", "true"}).exit_code, 0) << queue;
+    EXPECT_EQ(As(c, carol, {"submit", "--queue", queue, "--", "true"}).exit_code, 0) << queue;
+    auto refused = As(c, bob, {"submit", "--queue", queue, "--", "true"});
+    EXPECT_EQ(refused.exit_code, 1) << queue;
+    EXPECT_NE(refused.err.find("may not submit to queue '" + std::string(queue) + "'"),
+              std::string::npos)
+        << refused.err;
+    auto status = RunCommand(
+        {"/usr/bin/curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H",
+         "Authorization: Bearer " + bob, "-H", "Content-Type: application/json", "--data-binary",
+         Json{{"spec", {{"command", {"true"}}, {"queue", queue}}}}.dump(), c.addr() + "/v1/jobs"});
+    EXPECT_EQ(status.out, "403") << queue;
+  }
+  EXPECT_EQ(As(c, bob, {"submit", "--", "true"}).exit_code, 0) << "other queues admit him";
+  // One empty value clears the list: everyone again.
+  ASSERT_EQ(c.Corral({"queues", "set", "lab", "--allow-user", "", "--allow-group", ""}).exit_code,
+            0);
+  EXPECT_EQ(As(c, bob, {"submit", "--queue", "lab", "--", "true"}).exit_code, 0);
+}
+
 // The authorization matrix, from one table: every endpoint for every kind of caller. A cell
 // is the HTTP status class the call must get ("2" any 2xx; otherwise the exact code).
 TEST(AuthMatrix, EveryEndpointForEveryKindOfCaller) {
