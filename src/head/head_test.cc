@@ -135,22 +135,25 @@ TEST_F(HeadShell, AHugeArraysCancelLeavesOthersAnswered) {
   std::this_thread::sleep_for(std::chrono::seconds(1));
   ASSERT_TRUE(SubmitTrue(*head_, kAdmin).result.ok());
   auto cancel = Async<Job>([&](auto cb) { head_->Cancel(kAdmin, array.result->id, false, cb); });
-  double slowest = 0;
-  int asked = 0;
+  std::vector<double> waits;  // seconds, one per listing
   do {
     const auto t0 = std::chrono::steady_clock::now();
     auto listed = Async<std::vector<Job>>([&](auto cb) {
                     head_->ListJobs(bob.result->secret, {.limit = 100}, cb);
                   }).get();
-    slowest = std::max(
-        slowest, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    ++asked;
+    waits.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     ASSERT_TRUE(listed.result.ok());
   } while (cancel.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready);
-  std::cout << "cancelling " << kHugeArray << " elements: " << asked << " listings, the slowest "
+  std::sort(waits.begin(), waits.end());
+  const double p99 = waits[waits.size() * 99 / 100], slowest = waits.back();
+  std::cout << "cancelling " << kHugeArray << " elements: " << waits.size()
+            << " listings meanwhile, 99th percentile " << p99 * 1000 << " ms, the slowest "
             << slowest * 1000 << " ms\n";
+  // Each listing waits for one slice's commit at most: 200 ms, with room for a busy machine's
+  // stall now and then (once a listing waited for the whole cancel, seconds).
   if (kTimed) {
-    EXPECT_LT(slowest, 0.2);
+    EXPECT_LT(p99, 0.2);
+    EXPECT_LT(slowest, 1.0);
   }
   auto done = cancel.get();
   ASSERT_TRUE(done.result.ok()) << done.result.status().ToString();
