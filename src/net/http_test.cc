@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -600,6 +601,11 @@ TEST(HttpTest, OneAddresssIdleConnectionsLeaveAnotherAddressAnswered) {
     char buf[4096];
     for (ssize_t n; (n = ::recv(other, buf, sizeof buf, 0)) > 0;) got.append(buf, n);
     const auto took = std::chrono::steady_clock::now() - start;
+    std::printf(
+        "127.0.0.2 answered in %.1f ms beside %zu idle connections from 127.0.0.1; the "
+        "server holds %zu\n",
+        std::chrono::duration<double, std::milli>(took).count(), idle.size(),
+        ts.server.ConnectionCount());
     EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got;
     EXPECT_LT(took, 1s);
     EXPECT_LE(ts.server.ConnectionCount(), 257u);
