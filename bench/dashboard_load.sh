@@ -35,8 +35,10 @@ cleanup() {
 trap cleanup EXIT
 port=$((20000 + RANDOM % 20000))
 addr="http://127.0.0.1:$port"
-# No rate limit: the clients share the admin token here, where real dashboards have one each.
+# No rate limit: the clients share the admin token here, where real dashboards have one each,
+# and one address, where real ones have many.
 "$build/corral" head --state-dir "$work/head" --listen "127.0.0.1:$port" --rate-limit 0 \
+  --rate-limit-unauthenticated 0 --max-connections-per-address 0 \
   >"$work/head.log" 2>&1 &
 head_pid=$!
 pids+=("$head_pid")

@@ -137,16 +137,19 @@ LocalCluster::~LocalCluster() {
 void LocalCluster::StartHead() {
   std::string log = dir_ + "/head.log";
   // Port 0: the head prints the port it bound; read it from the log.
-  std::vector<std::string> argv = {CorralBin(),
-                                   "head",
-                                   "--state-dir",
-                                   dir_,
-                                   "--listen",
-                                   addr_.empty() ? "127.0.0.1:0" : addr_.substr(addr_.find("://") + 3),
-                                   "--unreachable-after",
-                                   "3",
-                                   "--down-after",
-                                   "6"};
+  std::vector<std::string> argv = {
+      CorralBin(),
+      "head",
+      "--state-dir",
+      head_dir(),
+      "--checkpoint-root",
+      dir_ + "/checkpoints",
+      "--listen",
+      addr_.empty() ? "127.0.0.1:0" : addr_.substr(addr_.find("://") + 3),
+      "--unreachable-after",
+      "3",
+      "--down-after",
+      "6"};
   argv.insert(argv.end(), head_flags_.begin(), head_flags_.end());
   std::regex re("listening on (https?://[0-9.:]+)");
   auto starts = [&](const std::string& text) {
@@ -170,7 +173,7 @@ void LocalCluster::StartHead() {
   });
   ASSERT_TRUE(up) << "head did not start: " << ReadFile(log);
   addr_ = found;
-  token_ = ReadFile(dir_ + "/admin.token");
+  token_ = ReadFile(head_dir() + "/admin.token");
   while (!token_.empty() && token_.back() == '\n') token_.pop_back();
 }
 
@@ -197,7 +200,7 @@ void LocalCluster::StartAgent(int i) {
                                 "--head",
                                 addr_,
                                 "--join-token-file",
-                                dir_ + "/join.token",
+                                head_dir() + "/join.token",
                                 "--name",
                                 name,
                                 "--state-dir",

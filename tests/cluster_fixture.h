@@ -45,10 +45,13 @@ class LocalCluster {
 
   std::string addr() const { return addr_; }
   const std::string& dir() const { return dir_; }
+  // The head's state dir (tokens, audit log, corral.db), private to it; beside it in dir():
+  // the agents' dirs and the checkpoint root, which jobs' users must reach.
+  std::string head_dir() const { return dir_ + "/head"; }
   std::string token() const { return token_; }
   // A head serving HTTPS (--tls): agents and Corral() trust its CA, STATE_DIR/tls/ca.pem.
   bool tls() const { return addr_.rfind("https://", 0) == 0; }
-  std::string ca_path() const { return dir_ + "/tls/ca.pem"; }
+  std::string ca_path() const { return head_dir() + "/tls/ca.pem"; }
 
   // `corral ARGS...` against this cluster.
   CommandResult Corral(const std::vector<std::string>& args) const;

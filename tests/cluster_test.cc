@@ -196,9 +196,15 @@ TEST(Cluster, BadSpecsAreRejectedAndNothingIsStored) {
 
 TEST(Cluster, EveryCallNeedsTheTokenAndTokensArePrivate) {
   LocalCluster c("auth", 1, 1);
-  for (const char* name : {"admin.token", "join.token"}) {
+  // The head's state is its own (the database holds jobs' environments): the directory 0700,
+  // every file in it 0600, whatever the umask.
+  struct stat dir_st {};
+  ASSERT_EQ(stat(c.head_dir().c_str(), &dir_st), 0);
+  EXPECT_EQ(dir_st.st_mode & 0777, 0700u);
+  for (const char* name :
+       {"admin.token", "join.token", "audit.log", "corral.db", "corral.db-wal", "corral.db-shm"}) {
     struct stat st {};
-    ASSERT_EQ(stat((c.dir() + "/" + name).c_str(), &st), 0);
+    ASSERT_EQ(stat((c.head_dir() + "/" + name).c_str(), &st), 0) << name;
     EXPECT_EQ(st.st_mode & 0777, 0600u) << name;
   }
   auto r = RunCommand({CorralBin(), "submit", "--", "true"},
@@ -296,7 +302,7 @@ TEST(Cluster, AnOnlineBackupRestoresTheJobsInANewHead) {
 
   // Restore: the copy as a new head's store, beside the old head's secrets.
   for (const char* f : {"admin.token", "join.token"}) {
-    std::filesystem::copy_file(c.dir() + "/" + f, restored + "/" + f);
+    std::filesystem::copy_file(c.head_dir() + "/" + f, restored + "/" + f);
   }
   const std::string log = restored + "/head.log";
   Daemon head({CorralBin(), "head", "--state-dir", restored, "--listen", "127.0.0.1:0"}, log);

@@ -55,7 +55,7 @@ TEST(PgCluster, AJobAndItsHistorySurviveAHeadSigkill) {
                            "SELECT (SELECT count(*) FROM changes WHERE doc LIKE '%hello-pg%') + "
                            "(SELECT count(*) FROM jobs WHERE doc LIKE '%hello-pg%') > 0"),
             "t");
-  EXPECT_FALSE(std::filesystem::exists(c.dir() + "/corral.db"));
+  EXPECT_FALSE(std::filesystem::exists(c.head_dir() + "/corral.db"));
 
   c.KillHead(SIGKILL);
   c.StartHead();

@@ -7,15 +7,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "cluster_fixture.h"
+#include "net/http_client.h"
 
 namespace corral::testing {
 namespace {
@@ -122,7 +126,7 @@ TEST_F(Security, JobsRunAsTheirOwnersWhoseFilesAndOutputAreTheirsAlone) {
   EXPECT_EQ(bob_logs.out, "");
   // Both refusals and the admin's token grants are in the audit log, one JSON object a line.
   {
-    std::ifstream audit(c.dir() + "/audit.log");
+    std::ifstream audit(c.head_dir() + "/audit.log");
     int refusals = 0, grants = 0;
     for (std::string line; std::getline(audit, line);) {
       Json rec = Json::parse(line, nullptr, false);
@@ -141,7 +145,7 @@ TEST_F(Security, JobsRunAsTheirOwnersWhoseFilesAndOutputAreTheirsAlone) {
     EXPECT_GE(grants, 2) << "both tokens the admin created are audited";
   }
   struct stat audit_st {};
-  ASSERT_EQ(stat((c.dir() + "/audit.log").c_str(), &audit_st), 0);
+  ASSERT_EQ(stat((c.head_dir() + "/audit.log").c_str(), &audit_st), 0);
   EXPECT_EQ(audit_st.st_mode & 0777, 0600u);
   auto admin_logs = c.Corral({"logs", id});
   EXPECT_EQ(admin_logs.exit_code, 0) << admin_logs.err;
@@ -339,6 +343,89 @@ TEST(Limits, AFloodFromOneTokenGets429WithAJsonError) {
   EXPECT_EQ(health.out, "200") << "health checks are never limited";
 }
 
+// A script that sends a fresh random token with every request gets its address's small
+// allowance (10 a second, bursts of 100), not a fresh one per token: past it 429, before any
+// work and unaudited. The audit log grows by a few kilobytes, not megabytes, and other users
+// are answered at once, from the same address too.
+TEST(Limits, RandomTokensFromOneAddressLeaveTheAuditLogSmallAndOthersAnswered) {
+  LocalCluster c("randomtokens", 1, 2);
+  const std::string audit = c.head_dir() + "/audit.log";
+  auto audit_bytes = [&] {
+    struct stat st {};
+    return stat(audit.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : int64_t{0};
+  };
+  const int64_t before = audit_bytes();
+  net::HttpClient client(c.addr(), "");
+  std::mt19937_64 rng(34);
+  int refused = 0, limited = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 5000; ++i) {
+    char token[33];
+    std::snprintf(token, sizeof token, "%016llx%016llx", static_cast<unsigned long long>(rng()),
+                  static_cast<unsigned long long>(rng()));
+    auto r = client.Request("GET", "/v1/jobs/" + std::to_string(i % 100 + 1) + "/logs", "",
+                            std::chrono::seconds(5),
+                            {{"Authorization", std::string("Bearer ") + token}});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    refused += r->status == 401;
+    limited += r->status == 429;
+  }
+  const double flood_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const int64_t grown = audit_bytes() - before;
+  std::cout << "5000 random-token requests in " << flood_s << " s: " << refused << " 401, "
+            << limited << " 429; audit.log grew " << grown << " bytes\n";
+  EXPECT_GE(limited, 4500);
+  EXPECT_LT(grown, 64 * 1024) << refused << " refusals audited";
+  for (const std::string& token : {c.token(), NewToken(c, "ana")}) {
+    net::HttpClient other(c.addr(), token);
+    const auto asked = std::chrono::steady_clock::now();
+    auto jobs = other.Get("/v1/jobs", std::chrono::seconds(5));
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
+    ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+    EXPECT_EQ(jobs->status, 200) << jobs->body;
+    EXPECT_LT(took, 1.0);
+  }
+}
+
+// An admin reserves a queue for a user and a group: another user's submission there, or to a
+// queue under it, gets 403 naming the queue, through the CLI and the API alike; the user and a
+// member of the group (by their token) submit.
+TEST(Limits, AQueueReservedForSomeRefusesOthersWith403NamingIt) {
+  LocalCluster c("queueacl", 1, 2);
+  auto set = c.Corral({"queues", "set", "lab", "--allow-user", "ana", "--allow-group", "vision"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  ASSERT_EQ(c.Corral({"queues", "set", "lab/big", "--weight", "2"}).exit_code, 0);
+  Json queues = Json::parse(c.Corral({"queues", "-o", "json"}).out, nullptr, false);
+  std::string listed = queues.dump();
+  EXPECT_NE(listed.find(R"("allowed_users":["ana"])"), std::string::npos) << listed;
+  EXPECT_NE(listed.find(R"("allowed_groups":["vision"])"), std::string::npos) << listed;
+  const std::string ana = NewToken(c, "ana"), bob = NewToken(c, "bob");
+  auto carol_token = c.Corral({"token", "create", "--user", "carol", "--group", "vision"});
+  ASSERT_EQ(carol_token.exit_code, 0) << carol_token.err;
+  const std::string carol = FirstLine(carol_token.out);
+  for (const char* queue : {"lab", "lab/big"}) {
+    EXPECT_EQ(As(c, ana, {"submit", "--queue", queue, "--", "true"}).exit_code, 0) << queue;
+    EXPECT_EQ(As(c, carol, {"submit", "--queue", queue, "--", "true"}).exit_code, 0) << queue;
+    auto refused = As(c, bob, {"submit", "--queue", queue, "--", "true"});
+    EXPECT_EQ(refused.exit_code, 1) << queue;
+    EXPECT_NE(refused.err.find("may not submit to queue '" + std::string(queue) + "'"),
+              std::string::npos)
+        << refused.err;
+    auto status = RunCommand(
+        {"/usr/bin/curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H",
+         "Authorization: Bearer " + bob, "-H", "Content-Type: application/json", "--data-binary",
+         Json{{"spec", {{"command", {"true"}}, {"queue", queue}}}}.dump(), c.addr() + "/v1/jobs"});
+    EXPECT_EQ(status.out, "403") << queue;
+  }
+  EXPECT_EQ(As(c, bob, {"submit", "--", "true"}).exit_code, 0) << "other queues admit him";
+  // One empty value clears the list: everyone again.
+  ASSERT_EQ(c.Corral({"queues", "set", "lab", "--allow-user", "", "--allow-group", ""}).exit_code,
+            0);
+  EXPECT_EQ(As(c, bob, {"submit", "--queue", "lab", "--", "true"}).exit_code, 0);
+}
+
 // The authorization matrix, from one table: every endpoint for every kind of caller. A cell
 // is the HTTP status class the call must get ("2" any 2xx; otherwise the exact code).
 TEST(AuthMatrix, EveryEndpointForEveryKindOfCaller) {
@@ -382,7 +469,7 @@ TEST(AuthMatrix, EveryEndpointForEveryKindOfCaller) {
     return RunCommand(argv).out;
   };
   {  // a node credential, as an agent gets one at registration
-    std::ifstream join_file(c.dir() + "/join.token");
+    std::ifstream join_file(c.head_dir() + "/join.token");
     std::string join;
     std::getline(join_file, join);
     auto r = RunCommand({"/usr/bin/curl", "-s", "-H", "Authorization: Bearer " + join, "-d",

@@ -49,9 +49,9 @@ TEST(Tls, AClusterOverTlsRunsAJobAndServesItsLogThroughTheHead) {
 
   // The head's PKI on disk: keys only the head's user can read.
   struct stat st {};
-  ASSERT_EQ(stat((c.dir() + "/tls/ca-key.pem").c_str(), &st), 0);
+  ASSERT_EQ(stat((c.head_dir() + "/tls/ca-key.pem").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
-  ASSERT_EQ(stat((c.dir() + "/tls/server-key.pem").c_str(), &st), 0);
+  ASSERT_EQ(stat((c.head_dir() + "/tls/server-key.pem").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 
   const std::string id = c.Submit({"--", "/bin/sh", "-c", "echo hello over tls"});
@@ -86,7 +86,7 @@ TEST(Tls, AClusterOverTlsRunsAJobAndServesItsLogThroughTheHead) {
   // agent) is refused, naming the field, and registers nothing.
   auto no_csr = RunCommand(
       {"/usr/bin/curl", "-sS", "--max-time", "5", "--cacert", c.ca_path(), "-w", "\n%{http_code}",
-       "-H", "Authorization: Bearer " + Trim(Slurp(c.dir() + "/join.token")), "-d",
+       "-H", "Authorization: Bearer " + Trim(Slurp(c.head_dir() + "/join.token")), "-d",
        R"({"name":"intruder","address":"127.0.0.1:1"})", c.addr() + "/v1/agent/register"});
   EXPECT_NE(no_csr.out.find("csr_pem"), std::string::npos) << no_csr.out << no_csr.err;
   EXPECT_NE(no_csr.out.find("\n400"), std::string::npos) << no_csr.out;

@@ -3,7 +3,8 @@
 // Prints the head's CPU seconds and peak RSS (--head-pid), sync round trips, jobs/s, and
 // submit-to-start from the head's own records. docs/benchmarks.md has the recipe:
 //
-//   corral head --state-dir D --listen 127.0.0.1:17480 --rate-limit 0 &
+//   corral head --state-dir D --listen 127.0.0.1:17480 --rate-limit 0
+//     --rate-limit-unauthenticated 0 --max-connections-per-address 0 &
 //   corral_agents --addr http://127.0.0.1:17480 --state-dir D --head-pid $! --agents 10000
 #include <spdlog/spdlog.h>
 

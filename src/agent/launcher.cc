@@ -119,13 +119,27 @@ void AdoptPids(int32_t monitor_pid, const std::vector<int32_t>& pgids, LaunchedR
   run->monitor_start = ProcStartTime(monitor_pid);
 }
 
-// Creates `path` (and its parents, 0755) as a directory of the job's own, 0700, unless it exists:
-// an existing one (a restarted job's checkpoints) is left as it is.
+// Creates `path` (and its parents, 0755) as a directory of the job's own, 0700. An existing one
+// (a restarted job's checkpoints) is used only if it is a directory, not a link, and belongs
+// to the job's owner (`uid`; the agent's own user when jobs run as the agent): the checkpoint
+// root is shared and job ids are sequential, so another user could make the next job's
+// directory first and read or plant what it holds.
 // The first one made under a new parent (the checkpoint root) marks it as a top of
 // hierarchies, as runs/ is (MakeDirInSpreadParent).
 Status MakeOwnedDir(const std::string& path, bool chown_it, uid_t uid, gid_t gid) {
   if (Status made = MakeDirInSpreadParent(path, 0700); !made.ok()) {
-    return made.code() == ErrorCode::kAlreadyExists ? Status::Ok() : made;
+    if (made.code() != ErrorCode::kAlreadyExists) return made;
+    struct stat st {};
+    if (lstat(path.c_str(), &st) != 0) return Internal(ErrnoText("stat " + path, errno));
+    if (!S_ISDIR(st.st_mode)) {
+      return FailedPrecondition(path + " exists and is not a directory (a link or a file)");
+    }
+    if (st.st_uid != uid) {
+      return FailedPrecondition(path + " exists and belongs to uid " + std::to_string(st.st_uid) +
+                                ", not to the job's owner (uid " + std::to_string(uid) +
+                                "); refusing to use it");
+    }
+    return Status::Ok();
   }
   if (chown_it && chown(path.c_str(), uid, gid) != 0) {
     return Internal(ErrnoText("chown " + path, errno));
@@ -470,7 +484,9 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
   plan.cgroup_count = static_cast<int>(p.cgroup_cstrs.size());
   if (auto ckpt = order.env.find("CORRAL_CHECKPOINT_DIR");
       ok && ckpt != order.env.end() && !ckpt->second.empty()) {
-    Status made = MakeOwnedDir(ckpt->second, run_as_.as_owner, p.who.uid, p.who.gid);
+    uid_t owner = run_as_.as_owner ? p.who.uid : geteuid();
+    gid_t group = run_as_.as_owner ? p.who.gid : getegid();
+    Status made = MakeOwnedDir(ckpt->second, run_as_.as_owner, owner, group);
     if (!made.ok()) {
       return FailLaunch(
           p, FailedPrecondition("cannot make the checkpoint directory: " + made.message()));
@@ -836,8 +852,10 @@ Result<std::string> ReadLogIn(const std::string& runs_dir, const RunKey& key, in
   const std::string run_dir = runs_dir + "/" + key.DirName();
   std::string path = run_dir + "/logs/" + LogFileName(stream, task);
   if (!Exists(run_dir + "/logs")) path = run_dir + "/" + LogFileName(stream, task);  // older agents
-  // O_NOFOLLOW: the job owns logs/ and could put a symlink to any file there.
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  // The job owns logs/ and may put anything there under a log's name. O_NOFOLLOW: not a
+  // symlink to any file; O_NONBLOCK: opening a FIFO does not wait for a writer, and the
+  // fstat then refuses it (or a device): reads never block on what a job made.
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT) {
       return NotFound("no " + stream + " log for run " + key.run_id + " replica " +
@@ -845,6 +863,13 @@ Result<std::string> ReadLogIn(const std::string& runs_dir, const RunKey& key, in
                       " on this node");
     }
     return Internal(ErrnoText("open " + path, errno));
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return FailedPrecondition("the " + stream + " log of run " + key.run_id + " replica " +
+                              std::to_string(key.replica) + " task " + std::to_string(task) +
+                              " is not a regular file; its job replaced it");
   }
   std::string data(static_cast<size_t>(max_bytes), '\0');
   size_t got = 0;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 
 #include "agent/monitor.h"
@@ -91,6 +92,50 @@ TEST_P(LauncherTest, RunDirectoriesAreSpreadOverTheFileSystem) {
   EXPECT_EQ(RunToEnd(launcher, o).exit_code, 0);
   EXPECT_EQ(ReadFileOr(state.path() + "/ckpt/job-9/file"), "hi\n");
   EXPECT_NE(InodeFlags(state.path() + "/ckpt") & FS_TOPDIR_FL, 0);
+}
+
+// The checkpoint root is shared and job ids are sequential: a directory someone else made
+// first for the next job is refused, with the reason in the run's stderr and launch error, and
+// nothing is read from or written into it.
+TEST_P(LauncherTest, ACheckpointDirectoryMadeBySomeoneElseIsRefused) {
+  if (geteuid() != 0) {
+    // CI runs as root: there a skip would hide this test, so it fails instead.
+    const char* ci = std::getenv("CI");
+    if (ci != nullptr && std::string(ci) == "true") FAIL() << "needs root (chown), and CI=true";
+    GTEST_SKIP() << "needs root: gives a directory to another user";
+  }
+  TempDir state;
+  PosixLauncher launcher(state.path(), "node-1", {}, {}, Cgroups::None(), Monitor());
+  const std::string taken = state.path() + "/ckpt/job-11";
+  std::filesystem::create_directories(taken);
+  ASSERT_EQ(chown(taken.c_str(), 65534, 65534), 0);
+  RunOrder o = ShellOrder("11.0", "echo planted > \"$CORRAL_CHECKPOINT_DIR/file\"");
+  o.env["CORRAL_CHECKPOINT_DIR"] = taken;
+  Result<LaunchedRun> run = launcher.Launch(o);
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), ErrorCode::kFailedPrecondition);
+  EXPECT_NE(run.status().message().find(taken + " exists and belongs to uid 65534"),
+            std::string::npos)
+      << run.status().message();
+  EXPECT_NE(ReadFileOr(state.path() + "/runs/11.0.0/logs/stderr").find("belongs to uid 65534"),
+            std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(taken + "/file"));
+
+  // A link in its place is refused too; the job's own directory (a restart's) is used.
+  const std::string linked = state.path() + "/ckpt/job-12";
+  std::filesystem::create_directory_symlink(state.path(), linked);
+  RunOrder l = ShellOrder("12.0", "true");
+  l.env["CORRAL_CHECKPOINT_DIR"] = linked;
+  Result<LaunchedRun> via_link = launcher.Launch(l);
+  ASSERT_FALSE(via_link.ok());
+  EXPECT_NE(via_link.status().message().find("not a directory"), std::string::npos)
+      << via_link.status().message();
+  const std::string own = state.path() + "/ckpt/job-13";
+  std::filesystem::create_directories(own);
+  RunOrder r = ShellOrder("13.0", "echo again > \"$CORRAL_CHECKPOINT_DIR/file\"");
+  r.env["CORRAL_CHECKPOINT_DIR"] = own;
+  EXPECT_EQ(RunToEnd(launcher, r).exit_code, 0);
+  EXPECT_EQ(ReadFileOr(own + "/file"), "again\n");
 }
 
 // The agent keeps one file per run (its record) beside the job's logs: each inode a run makes

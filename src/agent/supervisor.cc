@@ -81,7 +81,19 @@ void Supervisor::Reconcile(const SyncResponse& desired) {
     RunKey key{order.run_id, order.replica};
     listed.insert(key);
     auto it = runs_.find(key);
-    if (it == runs_.end()) continue;  // stopped or released before it ran, or refused again
+    if (it == runs_.end() && order.stop && released_.count(key) == 0) {
+      // Stopped before it ever ran here (an array cancelled while its element was being
+      // placed): answered as ended, or the head would wait for an exit that never comes and
+      // hold the run's GPUs.
+      Entry e;
+      e.run.order = order;
+      e.status = {false, -order.stop_signal, now};
+      e.error = "stopped before it started";
+      runs_.emplace(key, std::move(e));
+      exited_since_poll_ = true;
+      continue;
+    }
+    if (it == runs_.end()) continue;  // released before it ran, or refused again
     Entry& e = it->second;
     if (order.signals > e.signals_sent && e.status.running && !e.stopping && !order.stop) {
       spdlog::info("signal {} to run {} replica {}", order.signal, key.run_id, key.replica);

@@ -188,12 +188,24 @@ TEST(SupervisorTest, ARunTheHeadNoLongerListsIsTerminated) {
   EXPECT_EQ(sup->RunningCount(), 0);
 }
 
-TEST(SupervisorTest, AStopOrderForARunNeverStartedStartsNothing) {
+// The head waits for each stopped run's exit before it frees the run's GPUs: a stop for a run
+// this agent never started starts nothing and is answered at once as ended by the stop.
+TEST(SupervisorTest, AStopOrderForARunNeverStartedStartsNothingAndIsAnsweredAsStopped) {
   TempDir state, dir;
   auto sup = MakeSupervisor(state);
   RunOrder o = WaitingJob(dir, "1.0");
   o.stop = true;
   sup->Reconcile(Desired({o}));
+  EXPECT_TRUE(sup->Poll()) << "the agent should sync at once to say so";
+  std::vector<RunReport> r = sup->Report();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_FALSE(r[0].running);
+  EXPECT_EQ(r[0].exit_code, -SIGTERM);
+  EXPECT_EQ(r[0].error, "stopped before it started");
+  EXPECT_EQ(sup->RunningCount(), 0);
+  sup->Reconcile(Desired({}));  // acknowledged: forgotten
+  EXPECT_TRUE(sup->Report().empty());
+  sup->Reconcile(Desired({o}));  // listed again: already answered, never started
   EXPECT_TRUE(sup->Report().empty());
   EXPECT_EQ(ReadFileOr(dir.path() + "/starts"), "");
 }

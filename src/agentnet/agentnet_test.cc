@@ -1,10 +1,17 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 
 #include "agentnet/advertise.h"
 #include "agentnet/log_server.h"
+#include "net/http_client.h"
+#include "net/http_server.h"
 
 namespace corral::agentnet {
 namespace {
@@ -53,6 +60,74 @@ TEST(LogServer, ServesOneTasksLogFromAnOffset) {
   req.query = {};
   EXPECT_EQ(ServeLog(dir.string(), "secret", req).status, 401);
   std::filesystem::remove_all(dir);
+}
+
+// A job replaces its stdout log with a named pipe and its owner asks for its logs: the read is
+// refused at once (opened without blocking, not a regular file), and the node's other log
+// reads, on the same single I/O thread, still answer within a second.
+TEST(LogServer, AFifoInPlaceOfALogIsRefusedAndOtherReadsStillAnswer) {
+  auto dir = std::filesystem::temp_directory_path() / ("agentnet-fifo-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir / "runs" / "5.1.0" / "logs");
+  std::filesystem::create_directories(dir / "runs" / "6.1.0" / "logs");
+  const std::string fifo = (dir / "runs" / "5.1.0" / "logs" / "stdout").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::ofstream(dir / "runs" / "6.1.0" / "logs" / "stdout") << "other run\n";
+  LogService service(dir.string(), "secret", [] { return std::string("gpu 1\n"); });
+  net::HttpServer server(
+      [&](net::HttpRequest req, net::Responder r) { service.Handle(std::move(req), std::move(r)); },
+      net::HttpServerOptions{.io_threads = 1});
+  auto port = server.Listen("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok());
+  server.Start();
+  const std::string url = "http://127.0.0.1:" + std::to_string(*port);
+  auto fifo_read = std::async(std::launch::async, [&] {
+    net::HttpClient c(url, "secret");
+    return c.Get("/v1/runs/5.1/logs", std::chrono::seconds(3));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the FIFO's read goes first
+  net::HttpClient other(url, "secret");
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = other.Get("/v1/runs/6.1/logs", std::chrono::seconds(3));
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Whatever happened, unblock an open() still waiting for a writer, or the server could not
+  // stop.
+  int w = open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+  auto refused = fifo_read.get();
+  if (w >= 0) close(w);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  if (r.ok()) {
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "other run\n");
+  }
+  EXPECT_LT(took, 1.0) << "another run's log read waited on the FIFO";
+  EXPECT_TRUE(refused.ok()) << refused.status().ToString();
+  if (refused.ok()) {
+    EXPECT_EQ(refused->status, 400);
+    EXPECT_NE(refused->body.find("not a regular file"), std::string::npos) << refused->body;
+  }
+  server.Stop();
+  std::filesystem::remove_all(dir);
+}
+
+// The samples are the cluster's operators': off the node, /metrics takes the join token.
+TEST(LogServer, MetricsTakeTheJoinTokenFromOffTheNode) {
+  LogService service("/nonexistent", "secret", [] { return std::string("gpu 1\n"); });
+  auto ask = [&](const std::string& remote, const std::string& bearer) {
+    net::HttpRequest req;
+    req.method = "GET";
+    req.path = "/metrics";
+    req.remote = remote;
+    if (!bearer.empty()) req.headers["authorization"] = "Bearer " + bearer;
+    std::promise<net::HttpResponse> p;
+    service.Handle(req, [&](net::HttpResponse r) { p.set_value(std::move(r)); });
+    return p.get_future().get();
+  };
+  EXPECT_EQ(ask("10.0.0.9:5000", "").status, 401);
+  EXPECT_EQ(ask("10.0.0.9:5000", "wrong").status, 401);
+  net::HttpResponse ok = ask("10.0.0.9:5000", "secret");
+  EXPECT_EQ(ok.status, 200);
+  EXPECT_EQ(ok.body, "gpu 1\n");
+  EXPECT_EQ(ask("127.0.0.1:5000", "").status, 200) << "on the node itself, as nvidia-smi is";
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "agentnet/log_server.h"
 
 #include <algorithm>
+#include <boost/asio/post.hpp>
 
 #include "agent/launcher.h"
 #include "core/secrets.h"
@@ -48,6 +49,40 @@ net::HttpResponse ServeLog(const std::string& state_dir, const std::string& join
   r.headers["X-Corral-Next-Offset"] = std::to_string(offset + static_cast<int64_t>(data->size()));
   r.body = std::move(*data);
   return r;
+}
+
+namespace {
+
+bool FromLoopback(const std::string& remote) {
+  return remote.rfind("127.", 0) == 0 || remote.rfind("[::1]", 0) == 0 ||
+         remote.rfind("::1:", 0) == 0 || remote.rfind("::ffff:127.", 0) == 0;
+}
+
+}  // namespace
+
+LogService::LogService(std::string state_dir, std::string join_token,
+                       std::function<std::string()> render_metrics, int threads)
+    : state_dir_(std::move(state_dir)),
+      join_token_(std::move(join_token)),
+      render_metrics_(std::move(render_metrics)),
+      pool_(static_cast<size_t>(threads)) {}
+
+LogService::~LogService() { pool_.join(); }
+
+void LogService::Handle(net::HttpRequest req, net::Responder respond) {
+  if (req.path == "/metrics" && req.method == "GET") {
+    if (!FromLoopback(req.remote) && !TokensEqual(req.BearerToken(), join_token_)) {
+      return respond(net::JsonError(401, "unauthenticated",
+                                    "bad token: /metrics takes the join token from off the node"));
+    }
+    net::HttpResponse r;
+    r.content_type = "text/plain; version=0.0.4";
+    if (render_metrics_) r.body = render_metrics_();
+    return respond(std::move(r));
+  }
+  boost::asio::post(pool_, [this, req = std::move(req), respond = std::move(respond)] {
+    respond(ServeLog(state_dir_, join_token_, req));
+  });
 }
 
 }  // namespace corral::agentnet

@@ -1,17 +1,45 @@
 // The agent's log endpoint (docs/api.md, "Agents"): the head proxies `corral logs` here.
 //   GET /v1/runs/RUN_ID/logs?replica=R&task=T&stream=stdout|stderr&offset=N&max=N
 // answers the bytes of one task's log from `offset`, with X-Corral-Next-Offset. Only the head
-// may call it (the join token as bearer).
+// may call it (the join token as bearer). The same server answers GET /metrics.
 #pragma once
 
+#include <utility>  // before Boost.Asio (DESIGN §13)
+
+#include <boost/asio/thread_pool.hpp>
+#include <functional>
 #include <string>
 
 #include "net/http.h"
 
 namespace corral::agentnet {
 
-// One request, answered from the run directories under `state_dir`. Any thread.
+// One request, answered from the run directories under `state_dir`. Any thread; it reads a
+// file, so not on a thread that other requests wait on (LogService).
 net::HttpResponse ServeLog(const std::string& state_dir, const std::string& join_token,
                            const net::HttpRequest& req);
+
+// The agent's HTTP handler. The server's I/O thread only hands each log read to a small pool
+// of its own: a read that is slow (a busy or remote disk) delays that request alone, never the
+// others on the node. /metrics takes the join token too, except from loopback: the samples say
+// what every job on the node is doing with its GPUs, which is for the cluster's operators (and
+// for anyone on the node itself, who can ask nvidia-smi) but not for whoever reaches the port.
+// Owned by the agent's main(); Handle is called from the server's I/O threads.
+class LogService {
+ public:
+  LogService(std::string state_dir, std::string join_token,
+             std::function<std::string()> render_metrics, int threads = 4);
+  ~LogService();  // waits for the reads in flight
+  LogService(const LogService&) = delete;
+  LogService& operator=(const LogService&) = delete;
+
+  void Handle(net::HttpRequest req, net::Responder respond);
+
+ private:
+  std::string state_dir_;
+  std::string join_token_;
+  std::function<std::string()> render_metrics_;
+  boost::asio::thread_pool pool_;
+};
 
 }  // namespace corral::agentnet

@@ -12,6 +12,9 @@
 namespace corral::api {
 namespace {
 
+// How much of a refused request's method and path the audit log keeps.
+constexpr size_t kMaxAuditedRequest = 256;
+
 using net::HttpRequest;
 using net::HttpResponse;
 using net::Responder;
@@ -193,23 +196,34 @@ std::string ApiService::RouteLabel(const std::string& method,
   return method + " " + pattern;
 }
 
-ApiService::ApiService(head::Head* head, double requests_per_second, AgentTls agent_tls)
+ApiService::ApiService(head::Head* head, double requests_per_second, AgentTls agent_tls,
+                       double unauthenticated_per_second)
     : head_(head),
       rate_(requests_per_second, 2 * requests_per_second),
+      unauthenticated_(
+          unauthenticated_per_second,
+          [head](const std::string& bearer) { return head->IsCurrentCredential(bearer); }),
       agent_tls_(std::move(agent_tls)),
       proxy_(std::make_shared<net::AsyncHttpClient>(agent_tls_.log_trust)) {}
 
 void ApiService::Handle(HttpRequest req, Responder respond) {
   auto t0 = std::chrono::steady_clock::now();
   std::vector<std::string> parts = SplitPath(req.path);
-  respond = [head = head_, route = RouteLabel(req.method, parts), t0,
-             request = req.method + " " + req.path, from = req.remote,
+  // A path can be as long as the header limit: the audit keeps its start.
+  std::string request = req.method + " " + req.path;
+  if (request.size() > kMaxAuditedRequest) request = request.substr(0, kMaxAuditedRequest) + "...";
+  respond = [this, route = RouteLabel(req.method, parts), t0, request = std::move(request),
+             from = req.remote, bearer = req.BearerToken(),
              respond = std::move(respond)](HttpResponse r) {
+    head::Head* head = head_;
+    unauthenticated_.Answered(bearer, r.status);
     head->metrics().Observe(
         "corral_api_request_duration_seconds",
         {{"route", route}, {"code", std::to_string(r.status)}},
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    if (r.status == 401 || r.status == 403) {  // every refusal is audited, with where it came from
+    // Every refusal that got this far is audited, with where it came from; unauthenticated
+    // requests past their address's allowance were answered 429 before this and are not.
+    if (r.status == 401 || r.status == 403) {
       Json body = Json::parse(r.body, nullptr, false);
       std::string why = body.is_object() && body.contains("error") && body["error"].is_object()
                             ? body["error"].value("message", "")
@@ -242,8 +256,13 @@ void ApiService::Route(HttpRequest req, const std::vector<std::string>& parts, R
     return respond(ErrorResponse(NotFound("no such path: " + req.path)));
   }
   std::string bearer = req.BearerToken();
-  if (!rate_.Allow(bearer.empty() ? "peer " + req.remote.substr(0, req.remote.rfind(':'))
-                                  : bearer)) {
+  const std::string address = req.remote.substr(0, req.remote.rfind(':'));
+  if (!unauthenticated_.Allow(bearer, address)) {
+    return respond(ErrorResponse(
+        Status(ErrorCode::kResourceExhausted,
+               "too many requests without a working token from " + address + "; slow down")));
+  }
+  if (!rate_.Allow(bearer.empty() ? "peer " + address : bearer)) {
     return respond(ErrorResponse(
         Status(ErrorCode::kResourceExhausted, "too many requests with this token; slow down")));
   }

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 
+#include "api/auth_throttle.h"
 #include "api/command_http.h"
 #include "api/rate_limiter.h"
 #include "head/head.h"
@@ -27,7 +28,10 @@ class ApiService {
  public:
   // `requests_per_second` per token (or per peer address without one), bursts up to twice
   // that; <= 0: no limit. `agent_tls` unset: agents' log endpoints are plain HTTP.
-  explicit ApiService(head::Head* head, double requests_per_second = 0, AgentTls agent_tls = {});
+  // `unauthenticated_per_second`: requests per client address whose token has not worked here
+  // (AuthThrottle); <= 0: no limit.
+  explicit ApiService(head::Head* head, double requests_per_second = 0, AgentTls agent_tls = {},
+                      double unauthenticated_per_second = 0);
   void Handle(net::HttpRequest req, net::Responder respond);
 
  private:
@@ -61,6 +65,7 @@ class ApiService {
 
   head::Head* head_;
   RateLimiter rate_;
+  AuthThrottle unauthenticated_;
   AgentTls agent_tls_;
   std::shared_ptr<net::AsyncHttpClient> proxy_;  // the log proxy's connections to agents
 };

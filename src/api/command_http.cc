@@ -242,9 +242,20 @@ Result<head::SetQueue> DecodeSetQueue(const HttpRequest& req, const PathArgs& ar
         return InvalidArgument("field 'weight': got " + it->dump() + ", want a number > 0");
       }
       q.weight = it->get<double>();
+    } else if (k == "allowed_users" || k == "allowed_groups") {
+      std::vector<std::string>& names = k == "allowed_users" ? q.allowed_users : q.allowed_groups;
+      for (const Json& n : it->is_array() ? *it : Json::array({nullptr})) {
+        if (!n.is_string() || n.get<std::string>().empty()) {
+          return InvalidArgument("field '" + k + "': got " + it->dump() +
+                                 ", want an array of names");
+        }
+        names.push_back(n.get<std::string>());
+      }
     } else {
-      return InvalidArgument("unknown field '" + k +
-                             "'; want quota_gpus, limit_gpus, weight, max_pending_per_user");
+      return InvalidArgument(
+          "unknown field '" + k +
+          "'; want quota_gpus, limit_gpus, weight, max_pending_per_user, allowed_users, "
+          "allowed_groups");
     }
   }
   return head::SetQueue{std::move(q)};
@@ -265,10 +276,13 @@ Result<head::CreateToken> DecodeCreateToken(const HttpRequest& req, const PathAr
         return InvalidArgument("field 'role': got " + it->dump() +
                                ", want user, queue-admin or admin");
       }
-    } else if (k == "queues" && it->is_array()) {
+    } else if ((k == "queues" || k == "groups") && it->is_array()) {
       for (const Json& q : *it) {
-        if (!q.is_string()) return InvalidArgument("field 'queues': want queue names");
-        t.queues.push_back(q.get<std::string>());
+        if (!q.is_string() || q.get<std::string>().empty()) {
+          return InvalidArgument("field '" + k + "': want " + (k == "queues" ? "queue" : "group") +
+                                 " names");
+        }
+        (k == "queues" ? t.queues : t.groups).push_back(q.get<std::string>());
       }
     } else if (k == "expires" && it->is_string()) {
       auto d = ParseDuration("expires", it->get<std::string>());
@@ -276,7 +290,8 @@ Result<head::CreateToken> DecodeCreateToken(const HttpRequest& req, const PathAr
       t.expires_after_ms = *d;
     } else {
       return InvalidArgument("field '" + k +
-                             "': unknown or of the wrong type; want user, role, queues, expires");
+                             "': unknown or of the wrong type; want user, role, queues, groups, "
+                             "expires");
     }
   }
   if (t.user.empty() || t.user.front() == '@') {

@@ -44,8 +44,9 @@ const CommandInfo kCommands[] = {
     {"nodes", RunNodes, "corral nodes [-o json] | corral nodes drain|undrain NAME",
      "list nodes; drain or undrain one"},
     {"queues", RunQueues,
-     "corral queues [-o json] | corral queues set NAME [--quota N] [--limit M] [--weight W]",
-     "list queues; set a queue's quota, limit and weight"},
+     "corral queues [-o json] | corral queues set NAME [--quota N] [--limit M] [--weight W]\n"
+     "       [--max-pending-per-user N] [--allow-user U]... [--allow-group G]... (\"\": everyone)",
+     "list queues; set a queue's quota, limit, weight and who may submit there"},
     {"events", RunEvents, "corral events [-f] [--since REV] [-o json]",
      "print the cluster's changes; -f follows them as they happen"},
     {"top", RunTop, "corral top [--once]",
@@ -57,8 +58,9 @@ const CommandInfo kCommands[] = {
      "       sinfo in DIR run Corral's Slurm-compatible commands; also `corral sbatch ...`)",
      "Slurm compatibility: install sbatch, squeue, ... as commands"},
     {"token", RunToken,
-     "corral token create --user NAME [--role user|queue-admin|admin] [--queue Q]... [--expires "
-     "D]\n"
+     "corral token create --user NAME [--role user|queue-admin|admin] [--queue Q]... [--group "
+     "G]...\n"
+     "       [--expires D]\n"
      "       corral token list | corral token revoke ID...",
      "create, list and revoke access tokens (admins)"},
     {"admin", RunAdmin, "corral admin backup FILE  (FILE on the head's host)",

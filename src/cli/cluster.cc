@@ -78,11 +78,11 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
     return UsageError(ctx, "queues", "set wants exactly one queue name");
   const std::string name = args.positional[1];
   if (!args.Has("quota") && !args.Has("limit") && !args.Has("weight") &&
-      !args.Has("max-pending-per-user")) {
+      !args.Has("max-pending-per-user") && !args.Has("allow-user") && !args.Has("allow-group")) {
     return UsageError(ctx, "queues",
                       "set " + name +
                           ": give at least one of --quota, --limit, --weight, "
-                          "--max-pending-per-user");
+                          "--max-pending-per-user, --allow-user, --allow-group");
   }
   Json body = Json::object();
   if (args.Has("quota")) {
@@ -125,6 +125,15 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
     }
     body["max_pending_per_user"] = static_cast<int64_t>(*x);
   }
+  // Repeated to name several; one empty value clears the list (everyone may submit).
+  for (const char* flag : {"allow-user", "allow-group"}) {
+    if (!args.Has(flag)) continue;
+    Json names = Json::array();
+    for (const std::string& n : args.All(flag)) {
+      if (!n.empty()) names.push_back(n);
+    }
+    body[std::string(flag) == "allow-user" ? "allowed_users" : "allowed_groups"] = names;
+  }
   ApiClient api(ctx);
   // The PUT sets the whole queue: fill what was not given from the queue as it is now.
   auto queues = ListOf(api, "/v1/queues", "queues");
@@ -134,7 +143,8 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
   }
   for (const Json& q : *queues) {
     if (Str(q, "name") != name) continue;
-    for (const char* k : {"quota_gpus", "limit_gpus", "weight", "max_pending_per_user"}) {
+    for (const char* k : {"quota_gpus", "limit_gpus", "weight", "max_pending_per_user",
+                          "allowed_users", "allowed_groups"}) {
       if (!body.contains(k) && q.contains(k)) body[k] = q[k];
     }
   }
@@ -241,7 +251,9 @@ int RunQueues(const std::vector<std::string>& argv, CliContext& ctx) {
                                               {"quota", 0, true},
                                               {"limit", 0, true},
                                               {"weight", 0, true},
-                                              {"max-pending-per-user", 0, true}};
+                                              {"max-pending-per-user", 0, true},
+                                              {"allow-user", 0, true},
+                                              {"allow-group", 0, true}};
   auto parsed = ParseArgs(argv, kFlags, false);
   if (!parsed.ok()) return UsageError(ctx, "queues", parsed.status().message());
   const ParsedArgs& args = *parsed;

@@ -15,6 +15,7 @@ int Create(const ParsedArgs& args, CliContext& ctx) {
   if (!args.Has("user")) return UsageError(ctx, "token", "token create needs --user NAME");
   Json body{{"user", args.Get("user")}, {"role", args.Get("role", "user")}};
   if (args.Has("queue")) body["queues"] = args.All("queue");
+  if (args.Has("group")) body["groups"] = args.All("group");
   if (args.Has("expires")) body["expires"] = args.Get("expires");
   ApiClient api(ctx);
   auto r = api.CallJson("POST", "/v1/tokens", body.dump());
@@ -68,8 +69,11 @@ int Revoke(const std::vector<std::string>& ids, CliContext& ctx) {
 }  // namespace
 
 int RunToken(const std::vector<std::string>& argv, CliContext& ctx) {
-  static const std::vector<FlagDef> kFlags = {
-      {"user", 0, true}, {"role", 0, true}, {"queue", 0, true}, {"expires", 0, true}};
+  static const std::vector<FlagDef> kFlags = {{"user", 0, true},
+                                              {"role", 0, true},
+                                              {"queue", 0, true},
+                                              {"group", 0, true},
+                                              {"expires", 0, true}};
   auto parsed = ParseArgs(argv, kFlags, false);
   if (!parsed.ok()) return UsageError(ctx, "token", parsed.status().message());
   const ParsedArgs& args = *parsed;

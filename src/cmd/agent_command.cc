@@ -215,16 +215,13 @@ int AgentMain(std::vector<std::string> args) {
   std::filesystem::create_directories(state_dir, ec);
   // The agent serves its /metrics here too; it exists once the port is known (its address).
   std::atomic<agent::Agent*> metrics_of{nullptr};
+  agentnet::LogService log_service(state_dir, join_token, [&metrics_of] {
+    agent::Agent* a = metrics_of.load();
+    return a != nullptr ? a->RenderMetrics() : std::string();
+  });
   net::HttpServer logs(
-      [state_dir, join_token, &metrics_of](net::HttpRequest req, net::Responder respond) {
-        if (req.path == "/metrics" && req.method == "GET") {
-          agent::Agent* a = metrics_of.load();
-          net::HttpResponse r;
-          r.content_type = "text/plain; version=0.0.4";
-          if (a != nullptr) r.body = a->RenderMetrics();
-          return respond(std::move(r));
-        }
-        respond(agentnet::ServeLog(state_dir, join_token, req));
+      [&log_service](net::HttpRequest req, net::Responder respond) {
+        log_service.Handle(std::move(req), std::move(respond));
       },
       net::HttpServerOptions{.io_threads = 1, .tls = log_tls});
   auto port = logs.Listen(hp->first, hp->second);

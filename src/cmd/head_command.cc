@@ -1,6 +1,7 @@
 // `corral head --state-dir DIR --listen HOST:PORT [--store URL] [--migrate-only]
 //              [--tls | --no-tls] [--tls-san NAME]... [--tls-cert F --tls-key F]`
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -16,6 +17,7 @@
 #include "core/spec.h"
 #include "head/warm_state.h"
 #include "net/http_server.h"
+#include "store/private_files.h"
 #include "store/store.h"
 
 namespace corral::cmd {
@@ -23,8 +25,10 @@ namespace {
 
 // Opening a store migrates it (every head start does the same); this only stops there.
 int MigrateOnly(const std::string& store_url, const std::string& state_dir) {
-  std::error_code ec;
-  if (store_url.empty()) std::filesystem::create_directories(state_dir, ec);
+  if (Status st = store::SecureStateDir(state_dir); !st.ok()) {
+    std::cerr << "corral head: " << st.ToString() << "\n";
+    return 1;
+  }
   auto store = store::OpenStore(store_url, state_dir);
   if (!store.ok()) {
     std::cerr << "corral head: " << store.status().ToString() << "\n";
@@ -88,6 +92,20 @@ int HeadMain(std::vector<std::string> args) {
   app.add_option("--rate-limit", rate_limit,
                  "API requests per second per token (bursts of twice that); 0: no limit")
       ->check(CLI::NonNegativeNumber);
+  // Requests whose token never worked here (random tokens, none): a person mistyping one
+  // stays far under it, a script trying tokens does not fill the audit log.
+  double unauthenticated_rate = 10;
+  app.add_option("--rate-limit-unauthenticated", unauthenticated_rate,
+                 "API requests per second per client address whose token has not worked here "
+                 "(bursts of ten times that); past it 429, unaudited; 0: no limit")
+      ->check(CLI::NonNegativeNumber);
+  size_t max_connections_per_address = 1024;
+  std::string header_timeout = "10s";
+  app.add_option("--header-timeout", header_timeout,
+                 "a request's whole header must arrive within this (slow clients are cut)");
+  app.add_option("--max-connections-per-address", max_connections_per_address,
+                 "open connections from one client address at most (more are closed as they "
+                 "are accepted); 0: no limit");
   std::string store_url, leader_lease = "15s";
   bool migrate_only = false;
   app.add_option("--store", store_url,
@@ -129,6 +147,22 @@ int HeadMain(std::vector<std::string> args) {
   app.add_option("--idle-stop-warning", idle_stop_warning,
                  "time between an idle run's warning event and its stop");
   std::string retain_finished = "1d";
+  std::string stop_confirm_after = "2m";
+  int32_t max_user_priority = 0, max_array_size = 10000, max_pending_per_user = 10000;
+  app.add_option("--max-array-size", max_array_size,
+                 "elements of one array submission at most, for users other than admins (0: no "
+                 "limit)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-pending-per-user", max_pending_per_user,
+                 "a user's jobs pending at once, over all queues, for users other than admins (0: "
+                 "no limit); queues may set a lower one of their own")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-user-priority", max_user_priority,
+                 "the highest job priority a plain user may set (more takes an admin or an admin "
+                 "of the job's queue)");
+  app.add_option("--stop-confirm-after", stop_confirm_after,
+                 "a run whose node has not confirmed its stop this long after the run's grace "
+                 "is declared lost and its GPUs freed");
   app.add_option("--retain-finished", retain_finished,
                  "jobs that ended longer ago than this leave the head's memory; the store "
                  "answers for them (corral show, corral jobs --all) (0s: keep all)");
@@ -148,17 +182,25 @@ int HeadMain(std::vector<std::string> args) {
   auto idle_stop_warning_ms = ParseDuration("--idle-stop-warning", idle_stop_warning);
   auto leader_lease_ms = ParseDuration("--leader-lease", leader_lease);
   auto retain_finished_ms = ParseDuration("--retain-finished", retain_finished);
+  auto stop_confirm_after_ms = ParseDuration("--stop-confirm-after", stop_confirm_after);
+  auto header_timeout_ms = ParseDuration("--header-timeout", header_timeout);
   if (idle_threshold < 0 || idle_threshold > 100) {
     std::cerr << "corral head: flag '--idle-threshold': got " << idle_threshold
               << ", want a percent from 0 to 100\n";
     return 2;
   }
-  for (const auto* d : {&min_runtime_ms, &half_life_ms, &idle_after_ms, &idle_stop_warning_ms,
-                        &leader_lease_ms, &retain_finished_ms}) {
+  for (const auto* d :
+       {&min_runtime_ms, &half_life_ms, &idle_after_ms, &idle_stop_warning_ms, &leader_lease_ms,
+        &retain_finished_ms, &stop_confirm_after_ms, &header_timeout_ms}) {
     if (!d->ok()) {
       std::cerr << "corral head: " << d->status().message() << "\n";
       return 2;
     }
+  }
+  if (*header_timeout_ms <= 0) {
+    std::cerr << "corral head: flag '--header-timeout': got " << header_timeout
+              << ", want a duration > 0\n";
+    return 2;
   }
   BlockStopSignals();
   SystemClock clock;
@@ -182,17 +224,30 @@ int HeadMain(std::vector<std::string> args) {
   config.core.idle_stop_queues = {idle_stop_queues.begin(), idle_stop_queues.end()};
   config.core.idle_stop_warning_ms = *idle_stop_warning_ms;
   config.core.retain_finished_ms = *retain_finished_ms;
-  std::error_code ec;
-  std::filesystem::create_directories(state_dir, ec);
+  config.core.stop_confirm_after_ms = *stop_confirm_after_ms;
+  config.core.max_user_priority = max_user_priority;
+  config.core.max_array_size = max_array_size;
+  config.core.max_pending_per_user = max_pending_per_user;
+  // Once every flag is known good, before the database, the tokens and the audit log are
+  // written there (the TLS keys, in tls/, are 0600 from their creation).
+  if (Status st = store::SecureStateDir(state_dir); !st.ok()) {
+    std::cerr << "corral head: " << st.ToString() << "\n";
+    return 1;
+  }
   auto store = store::OpenStore(store_url, state_dir);
   if (!store.ok()) {
     std::cerr << "corral head: " << store.status().ToString() << "\n";
     return 1;
   }
   std::unique_ptr<api::LeaderGate> gate;
-  net::HttpServer server([&gate](net::HttpRequest req,
-                                 net::Responder r) { gate->Handle(std::move(req), std::move(r)); },
-                         net::HttpServerOptions{.io_threads = 2, .tls = tls->server});
+  net::HttpServer server(
+      [&gate](net::HttpRequest req, net::Responder r) {
+        gate->Handle(std::move(req), std::move(r));
+      },
+      net::HttpServerOptions{.io_threads = 2,
+                             .header_timeout = std::chrono::milliseconds(*header_timeout_ms),
+                             .max_connections_per_address = max_connections_per_address,
+                             .tls = tls->server});
   auto port = server.Listen(hp->first, hp->second);
   if (!port.ok()) {
     std::cerr << "corral head: " << port.status().ToString() << "\n";
@@ -220,7 +275,7 @@ int HeadMain(std::vector<std::string> args) {
     std::cerr << "corral head: " << head.status().ToString() << "\n";
     return 1;
   }
-  api::ApiService api(head->get(), rate_limit, tls->agents);
+  api::ApiService api(head->get(), rate_limit, tls->agents, unauthenticated_rate);
   (*head)->Start();
   gate->Lead(&api);
   std::cout << "corral head: listening on " << self_url << " (epoch " << (*head)->epoch()

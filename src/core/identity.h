@@ -21,6 +21,7 @@ struct Caller {
   Role role = Role::kUser;          // for kUser
   std::vector<std::string> queues;  // queues a queue admin manages
   uint64_t job = 0;                 // kJob: the job
+  std::vector<std::string> groups;  // kUser: groups its token names, for queues' access lists
 
   static Caller System() { return {Kind::kSystem, "corral", Role::kAdmin, {}}; }
   static Caller User(std::string name, Role role = Role::kUser) {

@@ -68,6 +68,10 @@ struct QueueConfig {
   int32_t limit_gpus = -1;  // -1: no limit
   double weight = 1.0;
   int32_t max_pending_per_user = 0;  // a user's jobs waiting in the queue at most; 0: no limit
+  // Who may submit here, and to its sub-queues: these users and the members of these groups.
+  // Both empty: everyone. A sub-queue's own lists narrow its parents', never widen them.
+  std::vector<std::string> allowed_users;
+  std::vector<std::string> allowed_groups;
   bool operator==(const QueueConfig&) const = default;
 };
 

@@ -45,6 +45,7 @@ Caller DecodeCaller(const Json& j) {
   c.name = Get<std::string>(j, "name", "");
   if (!ParseRole(Get<std::string>(j, "role", "user"), &c.role)) throw std::runtime_error("role");
   c.queues = Get<std::vector<std::string>>(j, "queues", {});
+  c.groups = Get<std::vector<std::string>>(j, "groups", {});
   return c;
 }
 
@@ -298,8 +299,8 @@ Job ArraySubmitted::Element(size_t i) const {
 
 bool Credential::operator==(const Credential& o) const {
   return id == o.id && hash == o.hash && who.kind == o.who.kind && who.name == o.who.name &&
-         who.role == o.who.role && who.queues == o.who.queues && created_at == o.created_at &&
-         expires_at == o.expires_at;
+         who.role == o.who.role && who.queues == o.who.queues && who.groups == o.who.groups &&
+         created_at == o.created_at && expires_at == o.expires_at;
 }
 
 std::string UnhealthyReason(const std::map<int32_t, std::string>& faults) {
@@ -325,6 +326,7 @@ const char* ChangeName(const ChangeKind& what) {
 Json ToJson(const Caller& c) {
   Json j{{"kind", KindName(c.kind)}, {"name", c.name}, {"role", RoleName(c.role)}};
   if (!c.queues.empty()) j["queues"] = c.queues;
+  if (!c.groups.empty()) j["groups"] = c.groups;
   if (c.job != 0) j["job"] = c.job;
   return j;
 }
@@ -365,6 +367,21 @@ Json EventJson(const Change& c, const Caller& who) {
   }
   if (j.contains("step") && j["step"].is_object()) j["step"].erase("env");  // holds its token
   std::visit(KeyOf{j}, c.what);
+  // Credentials as /v1/tokens shows them: a user sees their own, an admin everyone's (a
+  // revocation names only an id, whose owner the change does not say: admins alone see it).
+  if (!who.IsAdmin()) {
+    const Credential* cred = nullptr;
+    if (const auto* t = std::get_if<TokenIssued>(&c.what)) cred = &t->credential;
+    if (const auto* n = std::get_if<NodeRegistered>(&c.what)) cred = &n->credential;
+    bool own = cred && cred->who.kind == Caller::Kind::kUser && who.kind == Caller::Kind::kUser &&
+               cred->who.name == who.name;
+    if (cred && !own) j.erase("credential");
+    if (!own && (std::holds_alternative<TokenIssued>(c.what) ||
+                 std::holds_alternative<TokenRevoked>(c.what))) {
+      j.erase("key");
+      j.erase("id");
+    }
+  }
   return j;
 }
 

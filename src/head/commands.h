@@ -54,13 +54,11 @@ struct ListJobs {
   JobFilter filter;
 };
 
+// Answered by the shell: a huge array is cancelled a slice at a time.
 struct CancelJob {
   using Answer = Job;
   JobId id = 0;
   bool element_only = false;  // an array's id cancels every element unless set
-  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
-    return core.Cancel(by, id, now, element_only);
-  }
 };
 
 struct SignalJob {
@@ -229,15 +227,16 @@ constexpr bool ForAgents() {
 }
 
 // Every command, for the head's one entry (its explicit instantiations) and the tests.
-#define CORRAL_HEAD_COMMANDS(X)                                                              \
-  X(SubmitJob)                                                                               \
-  X(GetJob)                                                                                  \
-  X(ListJobs)                                                                                \
-  X(CancelJob)                                                                               \
-  X(SignalJob)                                                                               \
-  X(RequeueJob)                                                                              \
-  X(HoldJob) X(ReportCheckpoint) X(StartStep) X(GetStep) X(GetUsage) X(ListNodes) X(GetNode) \
-      X(SetDrain) X(ListQueues) X(SetQueue) X(CreateToken) X(RevokeToken) X(ListTokens)      \
-          X(BackupStore) X(WatchEvents) X(RegisterAgent) X(SyncAgent)
+#define CORRAL_HEAD_COMMANDS(X)                                                               \
+  X(SubmitJob)                                                                                \
+  X(GetJob)                                                                                   \
+  X(ListJobs)                                                                                 \
+  X(CancelJob)                                                                                \
+  X(SignalJob)                                                                                \
+  X(RequeueJob)                                                                               \
+  X(HoldJob)                                                                                  \
+  X(ReportCheckpoint) X(StartStep) X(GetStep) X(GetUsage) X(ListNodes) X(GetNode) X(SetDrain) \
+      X(ListQueues) X(SetQueue) X(CreateToken) X(RevokeToken) X(ListTokens) X(BackupStore)    \
+          X(WatchEvents) X(RegisterAgent) X(SyncAgent)
 
 }  // namespace corral::head

@@ -215,6 +215,7 @@ void HeadCore::AddJobOrders(const Job& job, const std::string& node, SyncRespons
 void HeadCore::Tick(TimeMs now) {
   CheckLiveness(now);
   EnforceTimeLimits(now);
+  ExpireStops(now);
   FlagIdle(now);
   RetireEnded(now);
   WantSchedule();

@@ -1,5 +1,7 @@
 // Jobs through their lifecycle (DESIGN §5) in the head's core: submit, schedule, stop,
 // finish, requeue. Every change goes through Emit.
+#include <algorithm>
+
 #include "core/spec.h"
 #include "core/task_env.h"
 #include "head/head_core.h"
@@ -38,6 +40,47 @@ Status CheckRequestId(const std::string& id) {
   return Status::Ok();
 }
 
+// Whether a queue admin's queues include `queue` (or one above it).
+bool ManagesQueue(const Caller& by, const std::string& queue) {
+  for (const std::string& q : by.queues) {
+    if (queue == q || queue.rfind(q + "/", 0) == 0) return true;
+  }
+  return false;
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none" : out;
+}
+
+// Whether `by` may submit to `queue`: every queue on its path ("org", "org/team") that has an
+// access list names the user or one of the token's groups. Admins may submit anywhere.
+Status CheckQueueAccess(const std::map<std::string, QueueConfig>& queues, const Caller& by,
+                        const std::string& queue) {
+  if (by.IsAdmin()) return Status::Ok();
+  for (size_t end = 0; end != std::string::npos;) {
+    end = queue.find('/', end + 1);
+    auto q = queues.find(queue.substr(0, end));
+    if (q == queues.end()) continue;
+    const QueueConfig& c = q->second;
+    if (c.allowed_users.empty() && c.allowed_groups.empty()) continue;
+    bool allowed =
+        std::find(c.allowed_users.begin(), c.allowed_users.end(), by.name) != c.allowed_users.end();
+    for (const std::string& g : by.groups) {
+      allowed |=
+          std::find(c.allowed_groups.begin(), c.allowed_groups.end(), g) != c.allowed_groups.end();
+    }
+    if (!allowed) {
+      return PermissionDenied("user '" + by.name + "' may not submit to queue '" + queue +
+                              "': queue '" + c.name + "' admits users [" +
+                              JoinNames(c.allowed_users) + "] and groups [" +
+                              JoinNames(c.allowed_groups) + "]");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 HeadCore::HeadCore(CoreConfig config)
@@ -56,12 +99,7 @@ bool HeadCore::MayManageJob(const Caller& by, const Job& job) const {
   if (by.IsAdmin()) return true;
   if (by.kind != Caller::Kind::kUser) return false;
   if (by.name == job.owner) return true;
-  if (by.role == Role::kQueueAdmin) {
-    for (const std::string& q : by.queues) {
-      if (job.spec.queue == q || job.spec.queue.rfind(q + "/", 0) == 0) return true;
-    }
-  }
-  return false;
+  return by.role == Role::kQueueAdmin && ManagesQueue(by, job.spec.queue);
 }
 
 Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, TimeMs now,
@@ -78,6 +116,14 @@ Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, 
     if (auto seen = requests_.find({owner, request_id}); seen != requests_.end()) {
       return state_.jobs.at(seen->second);
     }
+  }
+  CORRAL_RETURN_IF_ERROR(CheckQueueAccess(state_.queues, by, spec.queue));
+  if (!by.IsAdmin()) CORRAL_RETURN_IF_ERROR(CheckUserLimits(spec, owner));
+  if (spec.priority > config_.max_user_priority && !by.IsAdmin() &&
+      !(by.role == Role::kQueueAdmin && ManagesQueue(by, spec.queue))) {
+    return PermissionDenied("field 'priority': got " + std::to_string(spec.priority) +
+                            ", want at most " + std::to_string(config_.max_user_priority) +
+                            " (higher takes an admin or an admin of queue '" + spec.queue + "')");
   }
   Job job;
   job.spec = std::move(spec);
@@ -139,7 +185,9 @@ Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, 
   return state_.jobs.at(first);
 }
 
-Result<Job> HeadCore::Cancel(const Caller& by, JobId id, TimeMs now, bool element_only) {
+Result<Job> HeadCore::Cancel(const Caller& by, JobId id, TimeMs now, bool element_only,
+                             int32_t max_elements, bool* more) {
+  if (more) *more = false;
   auto it = state_.jobs.find(id);
   if (it == state_.jobs.end()) return UnknownJob(id);
   if (!element_only && it->second.array_id == id) {
@@ -148,8 +196,14 @@ Result<Job> HeadCore::Cancel(const Caller& by, JobId id, TimeMs now, bool elemen
                               " of '" + it->second.owner + "'");
     }
     bool any = false;
+    int32_t done = 0;
     for (const Job* e : DependencyTargets(id)) {
       if (IsTerminal(e->state)) continue;
+      if (max_elements > 0 && done == max_elements) {
+        if (more) *more = true;
+        break;
+      }
+      ++done;
       any = true;
       if (e->state == JobState::kPending) {
         Emit(by, now, JobEnded{e->id, JobState::kCancelled, "array cancelled by " + by.name});
@@ -448,7 +502,8 @@ void HeadCore::MaybeFinishRun(const Job& job, TimeMs now) {
   }
 }
 
-void HeadCore::FinishRun(const Job& job, RunState state, const std::string& reason, TimeMs now) {
+void HeadCore::FinishRun(const Job& job, RunState state, const std::string& reason, TimeMs now,
+                         std::optional<JobState> next_state) {
   const Run& run = *job.CurrentRun();
   // The job's exit code: the replica that failed first, else the first that did not exit 0.
   int32_t first_failure = 0;
@@ -493,6 +548,7 @@ void HeadCore::FinishRun(const Job& job, RunState state, const std::string& reas
       next = failed_runs <= job.spec.max_restarts ? JobState::kPending : JobState::kFailed;
       break;
   }
+  if (next_state) next = *next_state;
   JobId id = job.id;
   Emit(Caller::System(), now, RunEnded{id, run.attempt, state, why, next, first_failure});
   // A draining node whose last run ended is drained.
@@ -522,6 +578,67 @@ void HeadCore::EnforceTimeLimits(TimeMs now) {
         std::string(kReasonTimeLimit) + " " + FormatDuration(job.spec.time_limit_ms) + " exceeded",
         now);
   }
+}
+
+void HeadCore::ExpireStops(TimeMs now) {
+  std::vector<JobId> overdue;
+  for (JobId id : active_jobs_) {
+    const Job& job = state_.jobs.at(id);
+    const Run& run = *job.CurrentRun();
+    if (run.stop_requested &&
+        now - run.stop_requested_at > job.spec.grace_ms + config_.stop_confirm_after_ms) {
+      overdue.push_back(id);
+    }
+  }
+  for (JobId id : overdue) {
+    const Job& job = state_.jobs.at(id);
+    const Run& run = *job.CurrentRun();
+    // What the stop was for still decides what becomes of the job: a cancelled job is not
+    // brought back by its run's loss, a preempted one is requeued as it would have been.
+    std::optional<JobState> next;
+    if (StartsWith(run.reason, kReasonCancelled)) {
+      next = JobState::kCancelled;
+    } else if (!StartsWith(run.reason, kReasonPreempted) &&
+               !StartsWith(run.reason, kReasonRequeued)) {
+      int32_t failed_runs = 1;
+      for (const Run& r : job.runs) failed_runs += r.state == RunState::kFailed;
+      next = failed_runs <= job.spec.max_restarts ? JobState::kPending : JobState::kFailed;
+    }
+    FinishRun(job, RunState::kLost,
+              "its stop (" + run.reason + ") was not confirmed by its node within " +
+                  FormatDuration(job.spec.grace_ms + config_.stop_confirm_after_ms) +
+                  "; declared lost, its GPUs freed",
+              now, next);
+  }
+}
+
+Status HeadCore::CheckUserLimits(const JobSpec& spec, const std::string& owner) const {
+  int64_t adding = 1;
+  if (!spec.array.empty()) {
+    auto a = ParseArray(spec.array);
+    if (!a.ok()) return a.status();
+    adding = static_cast<int64_t>(a->indices.size());
+    if (config_.max_array_size > 0 && adding > config_.max_array_size) {
+      return InvalidArgument("field 'array': " + std::to_string(adding) +
+                             " elements, more than one submission may have (" +
+                             std::to_string(config_.max_array_size) +
+                             ", the head's --max-array-size)");
+    }
+  }
+  if (config_.max_pending_per_user > 0) {
+    int64_t pending = 0;
+    for (const auto& [key, n] : pending_count_) {
+      if (key.second == owner) pending += n;
+    }
+    if (pending + adding > config_.max_pending_per_user) {
+      return Status(ErrorCode::kResourceExhausted,
+                    "user '" + owner + "' has " + std::to_string(pending) +
+                        " jobs pending; adding " + std::to_string(adding) + " would pass " +
+                        std::to_string(config_.max_pending_per_user) +
+                        " (the head's --max-pending-per-user)");
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace corral::head

@@ -419,6 +419,7 @@ Result<Credential> HeadCore::IssueToken(const Caller& by, const TokenRequest& re
     if (req.user.empty()) return InvalidArgument("field 'user': a token needs a user name");
     c.who = Caller::User(req.user, req.role);
     c.who.queues = req.queues;
+    c.who.groups = req.groups;
   }
   Emit(by, now, TokenIssued{c});
   return c;

@@ -240,6 +240,73 @@ TEST_P(Scenario, CancelAtEveryStage) {
   EXPECT_TRUE(Desired("n1").empty());
 }
 
+// The race behind GPUs held forever: a run placed, then cancelled before its agent started it.
+// The agent, which never started it, answers nothing; the node keeps syncing, so it is never
+// lost with its node. Once the stop is overdue (grace + stop_confirm_after), the run is lost,
+// the job stays cancelled, and its GPUs take the next job.
+TEST_P(Scenario, AStopNeverConfirmedIsDeclaredLostAndItsGpusFreed) {
+  Register("n1", 2);
+  Job first = Submit(Spec(2));
+  Job next = Submit(Spec(2), kBob);
+  Schedule();
+  ASSERT_EQ(Get(first.id).state, JobState::kScheduled);
+  ASSERT_TRUE(core().Cancel(kAna, first.id, now()).ok());
+  Step();
+  const DurationMs bound = first.spec.grace_ms + core().config().stop_confirm_after_ms;
+  const TimeMs asked = now();
+  // The node syncs every 10 s and never mentions the run.
+  auto sync_until = [&](TimeMs until) {
+    while (now() + 10 * kSecond <= until) {
+      now() += 10 * kSecond;
+      ASSERT_TRUE(*Report("n1", {}));
+      core().Tick(now());
+      Step();
+    }
+  };
+  sync_until(asked + bound);
+  EXPECT_TRUE(Get(first.id).CurrentRun()->stop_requested);
+  EXPECT_EQ(Get(first.id).state, JobState::kScheduled) << "not before the bound";
+  Schedule();
+  EXPECT_EQ(Get(next.id).state, JobState::kPending) << "its GPUs are still held";
+  sync_until(asked + bound + 10 * kSecond);
+  Job lost = Get(first.id);
+  EXPECT_EQ(lost.state, JobState::kCancelled);
+  EXPECT_EQ(lost.CurrentRun()->state, RunState::kLost);
+  EXPECT_NE(lost.CurrentRun()->reason.find("not confirmed by its node"), std::string::npos)
+      << lost.CurrentRun()->reason;
+  EXPECT_EQ(core().ListNodes()[0].gpus_used, 0);
+  Schedule();
+  EXPECT_EQ(Get(next.id).state, JobState::kScheduled);
+  h_.ExpectReplayEqualsLive();
+}
+
+// Priority decides who preempts whom in a queue: a plain user may not raise their own job above
+// the allowance (max_user_priority, 0 by default) to take another user's GPUs.
+TEST_P(Scenario, APlainUserCannotPreemptAnotherByRaisingTheirOwnPriority) {
+  Register("n1", 2);
+  JobSpec bobs = Spec(2);
+  bobs.preemptible = true;
+  Job victim = Submit(bobs, kBob);
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(victim.id))}));
+  JobSpec urgent = Spec(2);
+  urgent.priority = 100;
+  auto refused = core().Submit(kAna, urgent, "", now());
+  ASSERT_EQ(refused.status().code(), ErrorCode::kPermissionDenied);
+  EXPECT_NE(refused.status().message().find("field 'priority': got 100, want at most 0"),
+            std::string::npos)
+      << refused.status().message();
+  Job within = Submit(Spec(2));  // at the allowance: waits its turn
+  Schedule();
+  EXPECT_FALSE(Get(victim.id).CurrentRun()->stop_requested);
+  EXPECT_EQ(Get(within.id).state, JobState::kPending);
+  // The same priority from an admin does preempt: the refusal is what protects bob.
+  Job admins = Submit(urgent, kAdmin);
+  Schedule();
+  EXPECT_TRUE(Get(victim.id).CurrentRun()->stop_requested);
+  EXPECT_EQ(Get(admins.id).spec.priority, 100);
+}
+
 TEST_P(Scenario, GangFailureStopsEveryReplicaAndRestartsThenFails) {
   Register("n1", 2);
   Register("n2", 2);
@@ -1236,6 +1303,92 @@ TEST(CoreChanges, AnOldNodeStateChangeReadsAsLivenessOrDrain) {
   auto down = decode("down", "no sync for 1m");
   ASSERT_TRUE(std::holds_alternative<NodeLivenessSet>(down));
   EXPECT_EQ(std::get<NodeLivenessSet>(down).liveness, Liveness::kDown);
+}
+
+// An admin reserves a queue for some users and groups (a token's groups): others are refused
+// with 403 naming the queue, in its sub-queues too, which may narrow the list but not widen it.
+TEST(CoreIdentity, QueueAccessListsAdmitTheirUsersAndGroupsAndBindSubQueues) {
+  CoreHarness h(Config());
+  auto& core = h.core();
+  QueueConfig lab{.name = "lab", .allowed_users = {"ana"}, .allowed_groups = {"vision"}};
+  ASSERT_TRUE(core.SetQueue(kAdmin, lab, h.now).ok());
+  ASSERT_TRUE(core.SetQueue(kAdmin, QueueConfig{.name = "lab/big"}, h.now).ok());
+  QueueConfig narrow{.name = "lab/ana-only", .allowed_users = {"ana"}};
+  ASSERT_TRUE(core.SetQueue(kAdmin, narrow, h.now).ok());
+  h.Commit();
+  auto submit = [&](const Caller& by, const std::string& queue) {  // the core of after a Crash
+    return h.core().Submit(by, JobSpec{.command = {"x"}, .queue = queue}, "", h.now).status();
+  };
+  Caller carol = Caller::User("carol");
+  carol.groups = {"vision"};
+  for (const char* queue : {"lab", "lab/big"}) {
+    EXPECT_TRUE(submit(kAna, queue).ok()) << queue;
+    EXPECT_TRUE(submit(carol, queue).ok()) << queue << ": a member of an allowed group";
+    EXPECT_TRUE(submit(kAdmin, queue).ok()) << queue;
+    Status bob = submit(kBob, queue);
+    EXPECT_EQ(bob.code(), ErrorCode::kPermissionDenied) << queue;
+    EXPECT_NE(bob.message().find("may not submit to queue '" + std::string(queue) + "'"),
+              std::string::npos)
+        << bob.message();
+    EXPECT_NE(bob.message().find("queue 'lab' admits users [ana] and groups [vision]"),
+              std::string::npos)
+        << bob.message();
+  }
+  EXPECT_TRUE(submit(kAna, "lab/ana-only").ok());
+  EXPECT_EQ(submit(carol, "lab/ana-only").code(), ErrorCode::kPermissionDenied);
+  EXPECT_TRUE(submit(kBob, "default").ok()) << "a queue without a list admits everyone";
+  // The lists survive a restart.
+  h.Commit();
+  h.Crash();
+  EXPECT_EQ(submit(kBob, "lab/big").code(), ErrorCode::kPermissionDenied);
+  EXPECT_EQ(h.core().state().queues.at("lab").allowed_groups, std::vector<std::string>{"vision"});
+}
+
+// What one user may queue: an array's elements and the jobs pending at once (over all queues)
+// are capped, naming the field and the setting; an admin is not held to them.
+TEST(CoreJobs, ArraySizeAndPendingJobsPerUserAreCapped) {
+  CoreConfig config = Config();
+  config.max_array_size = 100;
+  config.max_pending_per_user = 150;
+  CoreHarness h(config);
+  auto submit = [&](const Caller& by, const std::string& array) {
+    return h.core().Submit(by, JobSpec{.command = {"x"}, .array = array}, "", h.now).status();
+  };
+  Status big = submit(kAna, "0-100");
+  EXPECT_EQ(big.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(big.message().find("field 'array': 101 elements"), std::string::npos) << big.message();
+  EXPECT_NE(big.message().find("--max-array-size"), std::string::npos) << big.message();
+  ASSERT_TRUE(submit(kAna, "0-99").ok());
+  ASSERT_TRUE(h.core().SetQueue(kAdmin, QueueConfig{.name = "other"}, h.now).ok());
+  ASSERT_TRUE(h.core().Submit(kAna, JobSpec{.command = {"x"}, .queue = "other"}, "", h.now).ok());
+  Status full = submit(kAna, "0-49");  // 101 pending, in two queues
+  EXPECT_EQ(full.code(), ErrorCode::kResourceExhausted);
+  EXPECT_NE(full.message().find("user 'ana' has 101 jobs pending"), std::string::npos)
+      << full.message();
+  EXPECT_TRUE(submit(kAna, "0-48").ok()) << "up to the limit";
+  EXPECT_TRUE(submit(kBob, "0-99").ok()) << "each user has their own";
+  EXPECT_TRUE(submit(kAdmin, "0-999").ok()) << "admins are not held to them";
+  EXPECT_TRUE(h.core().Submit(kAdmin, JobSpec{.command = {"x"}}, "ana", h.now).ok());
+}
+
+// A huge array is cancelled a slice per call when the shell asks so: each call cancels at
+// most that many live elements and says whether any are left.
+TEST(CoreJobs, AnArraysCancelCanGoASliceAtATime) {
+  CoreHarness h(Config());
+  auto array = h.core().Submit(kAna, JobSpec{.command = {"x"}, .array = "0-4"}, "", h.now);
+  ASSERT_TRUE(array.ok());
+  bool more = false;
+  int calls = 0;
+  do {
+    ASSERT_TRUE(h.core().Cancel(kAna, array->id, h.now, false, 2, &more).ok());
+    ++calls;
+  } while (more);
+  EXPECT_EQ(calls, 3);
+  for (JobId id = array->id; id < array->id + 5; ++id) {
+    EXPECT_EQ(h.core().GetJob(kAna, id)->state, JobState::kCancelled) << id;
+  }
+  h.Commit();
+  h.ExpectReplayEqualsLive();
 }
 
 TEST(CoreIdentity, ARetriedRequestIdGetsTheSameJobEvenAfterACrash) {

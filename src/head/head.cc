@@ -120,6 +120,7 @@ void Head::Tick() {
 
 void Head::Drain() {
   CoreOutput out = core_.TakeOutput();
+  NoteCredentials(out.changes);
   size_t retired = 0;
   for (const Change& c : out.changes) {
     if (const auto* r = std::get_if<JobsRetired>(&c.what)) retired += r->jobs.size();
@@ -281,6 +282,44 @@ void Head::Execute(const Caller& by, TimeMs, WatchEvents command, Callback<Event
     reply_revision_ = durable_revision_;
     w.done(EventsFor(w.who, w.since, w.max));
   });
+}
+
+// --- credentials ---
+
+void Head::NoteCredentials(const std::vector<Change>& changes) {
+  std::lock_guard lock(credentials_mu_);
+  for (const Change& c : changes) {
+    const Credential* added = nullptr;
+    std::string key;
+    if (const auto* t = std::get_if<TokenIssued>(&c.what)) {
+      added = &t->credential;
+      key = t->credential.who.kind == Caller::Kind::kNode ? "node/" + t->credential.who.name
+                                                          : t->credential.id;
+    } else if (const auto* n = std::get_if<NodeRegistered>(&c.what)) {
+      added = &n->credential;
+      key = "node/" + n->node.name;  // replaces the node's earlier credential
+    } else if (const auto* r = std::get_if<TokenRevoked>(&c.what)) {
+      key = r->id;
+    } else {
+      continue;
+    }
+    if (auto old = credential_of_.find(key); old != credential_of_.end()) {
+      credential_expiry_.erase(old->second);
+      credential_of_.erase(old);
+    }
+    if (added) {
+      credential_expiry_[added->hash] = added->expires_at;
+      credential_of_[key] = added->hash;
+    }
+  }
+}
+
+bool Head::IsCurrentCredential(const std::string& bearer) const {
+  if (bearer.empty()) return false;
+  std::string hash = Sha256Hex(bearer);
+  std::lock_guard lock(credentials_mu_);
+  auto it = credential_expiry_.find(hash);
+  return it != credential_expiry_.end() && (it->second == 0 || it->second > clock_->Now());
 }
 
 // --- commands ---

@@ -18,10 +18,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "core/agent_protocol.h"
@@ -53,6 +55,8 @@ struct HeadConfig {
   // changed, which renews its lease in the store (store::Store::SetLease). The renewal
   // starts on the state machine's own thread, so a wedged head stops renewing. 0: never.
   DurationMs lease_renew_ms = 0;
+  // An array's cancel commits this many elements a turn, answering other commands between.
+  int32_t cancel_slice = 250;
   DurabilityConfig durability;
   size_t event_buffer = 20000;  // durable changes kept in memory for the event stream
   // Called on the state-machine thread when the store fails a commit: memory then holds
@@ -109,6 +113,10 @@ class Head {
   void RenderMetrics(Callback<std::string> done);
   // Where other parts of the head process (the API) record their own metrics. Thread-safe.
   MetricsRegistry& metrics() { return metrics_; }
+  // Whether `bearer` is a credential the cluster holds and that has not expired, without a
+  // turn of the state machine: the API's throttle of unauthenticated traffic asks it of every
+  // request whose token it has not seen work. Any thread.
+  bool IsCurrentCredential(const std::string& bearer) const;
   // Appends to the audit log, where the head keeps one (Open does); any thread.
   void Audit(const Json& record) {
     if (audit_) audit_->Write(record);
@@ -137,6 +145,9 @@ class Head {
   template <typename C>
   void Execute(const Caller& by, TimeMs now, C command, Callback<typename C::Answer> done);
   void Execute(const Caller& by, TimeMs now, GetJob command, Callback<Job> done);
+  void Execute(const Caller& by, TimeMs now, CancelJob command, Callback<Job> done);
+  void CancelRest(Caller by, JobId id, Callback<Job> done);
+  void CancelSlice(Caller by, JobId id, Callback<Job> done);
   void Execute(const Caller& by, TimeMs now, ListJobs command, Callback<std::vector<Job>> done);
   void Execute(const Caller& by, TimeMs now, GetUsage command, Callback<UsageReport> done);
   void Execute(const Caller& by, TimeMs now, CreateToken command, Callback<NewToken> done);
@@ -211,6 +222,13 @@ class Head {
   bool inflight_ = false;
   bool flush_posted_ = false;
   std::atomic<bool> failed_{false};
+
+  // The credentials' hashes with their expiry, for IsCurrentCredential: kept by
+  // NoteCredentials (state-machine thread) from the changes, read by any thread.
+  void NoteCredentials(const std::vector<Change>& changes);
+  mutable std::mutex credentials_mu_;
+  std::unordered_map<std::string, TimeMs> credential_expiry_;   // GUARDED_BY(credentials_mu_)
+  std::unordered_map<std::string, std::string> credential_of_;  // id or "node/NAME" -> hash
 
   std::unique_ptr<CommitPipeline> pipeline_;
   std::thread backup_thread_;           // the last backup's; joined before the next and at Stop

@@ -166,6 +166,53 @@ void Head::Execute(const Caller& by, TimeMs now, GetUsage command, Callback<Usag
   }
 }
 
+// A huge array is cancelled a slice at a time (CancelRest), so that other commands are
+// answered between slices.
+void Head::Execute(const Caller& by, TimeMs now, CancelJob command, Callback<Job> done) {
+  bool more = false;
+  Result<Job> r =
+      core_.Cancel(by, command.id, now, command.element_only, config_.cancel_slice, &more);
+  Drain();
+  if (!more) return Reply<Job>(std::move(done), std::move(r));
+  CancelRest(by, command.id, std::move(done));
+}
+
+void Head::CancelRest(Caller by, JobId id, Callback<Job> done) {
+  // Once the slice before is durable: a reply waits for the commit that holds what it saw, so
+  // the slices must not pile up into one huge commit ahead of other commands' replies.
+  // Nor may they make the snapshot overdue, which would then ride with a slice's commit: one
+  // due is written alone between slices, while replies that saw only durable changes go out.
+  auto shared = std::make_shared<Callback<Job>>(std::move(done));
+  auto fail = [shared](const Status& st) { (*shared)(StoreFailed(st)); };
+  AfterDurable(
+      [this, by = std::move(by), id, shared, fail]() mutable {
+        if (!failed_ && !inflight_ && next_changes_.empty() && next_edits_.empty()) {
+          log_.MaybeSnapshot(core_, false, &next_edits_);
+        }
+        if (next_edits_.empty()) return CancelSlice(std::move(by), id, std::move(*shared));
+        PostFlush();
+        AfterDurable([this, by, id, shared] { CancelSlice(by, id, std::move(*shared)); }, fail);
+      },
+      fail);
+}
+
+// The rest of a huge array, a slice at a time: each slice is committed (with whatever else
+// happened meanwhile) before the next is made, so the commands that come in meanwhile are
+// answered between slices rather than after the whole array. The answer comes after the last.
+void Head::CancelSlice(Caller by, JobId id, Callback<Job> done) {
+  Post([this, by = std::move(by), id, done = std::move(done)]() mutable {
+    if (failed_) return done(StoreFailed(Unavailable("an earlier commit failed")));
+    bool more = false;
+    Result<Job> r =
+        core_.Cancel(by, id, clock_->Now(), /*element_only=*/false, config_.cancel_slice, &more);
+    Drain();
+    if (more) return CancelRest(std::move(by), id, std::move(done));
+    // Others may have ended the last elements meanwhile: the array is cancelled all the same.
+    if (!r.ok() && r.status().code() == ErrorCode::kFailedPrecondition) r = core_.GetJob(by, id);
+    Reply<Job>(std::move(done), std::move(r));
+  });
+}
+
 void Head::Execute(const Caller& by, TimeMs now, CreateToken command, Callback<NewToken> done) {
   std::string secret = random_->Secret();
   auto c = core_.IssueToken(by, command.request, secret, now);

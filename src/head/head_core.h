@@ -45,6 +45,18 @@ struct CoreConfig {
   // Jobs that ended longer ago than this leave memory (JobsRetired, core_retire.cc); the
   // store answers for them. 0: every job stays in memory.
   DurationMs retain_finished_ms = kDay;
+  // A run asked to stop whose node has not confirmed the stop this long after its grace is
+  // declared lost and its GPUs freed: a node that keeps syncing but never answers (a stop for
+  // a run it never started, once) must not hold GPUs forever.
+  DurationMs stop_confirm_after_ms = 2 * kMinute;
+  // The highest priority a plain user may give a job: priority orders the queue and decides
+  // who may preempt whom, so above this it takes an admin (or an admin of the job's queue).
+  int32_t max_user_priority = 0;
+  // What one user may put in the queue: elements of one array submission, and jobs pending at
+  // once over all queues. 0: no limit (the head's defaults are in HeadConfig). Admins are not
+  // held to them.
+  int32_t max_array_size = 0;
+  int32_t max_pending_per_user = 0;
   sched::SchedulerConfig scheduler;
 };
 
@@ -93,6 +105,7 @@ struct TokenRequest {
   Role role = Role::kUser;
   std::vector<std::string> queues;
   DurationMs expires_after_ms = 0;  // 0: never
+  std::vector<std::string> groups;  // for queues' access lists
 };
 
 // What the shell must do after a command: commit these changes, then answer parked syncs
@@ -131,8 +144,11 @@ class HeadCore {
   // nothing: a client's retry after a lost answer never makes a second job.
   Result<Job> Submit(const Caller& by, JobSpec spec, std::string owner, TimeMs now,
                      std::string request_id = "");
-  // Cancels a job; an array's id cancels every element unless `element_only`.
-  Result<Job> Cancel(const Caller& by, JobId id, TimeMs now, bool element_only = false);
+  // Cancels a job; an array's id cancels every element unless `element_only`. `max_elements`
+  // > 0: an array's first that many live elements only, `*more` set if any are left (the shell
+  // cancels a huge array a slice per turn, other commands in between).
+  Result<Job> Cancel(const Caller& by, JobId id, TimeMs now, bool element_only = false,
+                     int32_t max_elements = 0, bool* more = nullptr);
   Result<Job> ReportCheckpoint(const Caller& by, JobId id, TimeMs now);
   // Stops a live job's run and puts the job back in the queue under the same id (Slurm's
   // scontrol requeue); the job itself may ask. A pending job stays as it is.
@@ -253,8 +269,13 @@ class HeadCore {
                      const std::string& node, SyncResponse* out) const;
   std::optional<Caller> AuthenticateStep(const std::string& bearer) const;
   void MaybeFinishRun(const Job& job, TimeMs now);
-  void FinishRun(const Job& job, RunState state, const std::string& reason, TimeMs now);
+  // `next`: the job's state after, where not the one `state` implies.
+  void FinishRun(const Job& job, RunState state, const std::string& reason, TimeMs now,
+                 std::optional<JobState> next = std::nullopt);
   void EnforceTimeLimits(TimeMs now);
+  void ExpireStops(TimeMs now);
+  // A plain user's submission against max_array_size and max_pending_per_user.
+  Status CheckUserLimits(const JobSpec& spec, const std::string& owner) const;
   // Idle GPUs (core_idle.cc): what a node's samples say of each run there, then which runs
   // have been idle long enough to flag.
   void ObserveUse(const std::string& node, TimeMs now);

@@ -15,6 +15,12 @@ Status StoreFailed(const Status& st);
 template <typename T>
 void Head::Reply(Callback<T> done, Result<T> result) {
   uint64_t revision = core_.revision();
+  if (revision <= durable_revision_ && !failed_) {
+    // All it saw is durable already: no need to wait for the commit in flight, which may be
+    // a long one holding no changes (snapshot rows) or others' changes it did not see.
+    reply_revision_ = revision;
+    return done(std::move(result));
+  }
   auto shared = std::make_shared<Callback<T>>(std::move(done));
   AfterDurable(
       [this, shared, revision, result = std::move(result)]() mutable {

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "head/head.h"
+#include "store/private_files.h"
 
 namespace corral::head {
 
@@ -55,9 +56,7 @@ Result<StartingState> TailSinceSnapshot(store::Store& store, ClusterState warm) 
 Result<std::unique_ptr<Head>> Head::Open(HeadConfig config, const Clock* clock,
                                          std::unique_ptr<store::Store> store,
                                          std::optional<ClusterState> warm) {
-  std::error_code ec;
-  std::filesystem::create_directories(config.state_dir, ec);
-  if (ec) return Unavailable("cannot create state dir " + config.state_dir + ": " + ec.message());
+  CORRAL_RETURN_IF_ERROR(store::SecureStateDir(config.state_dir));
   if (config.core.checkpoint_root.empty()) {
     config.core.checkpoint_root = config.state_dir + "/checkpoints";
   }
@@ -116,6 +115,9 @@ Result<std::unique_ptr<Head>> Head::Create(HeadConfig config, std::unique_ptr<st
   core.Start(now, random->Secret());
   head->epoch_ = core.state().epoch;
   head->tokens_ = std::move(bootstrap);
+  std::vector<Change> held;
+  for (const auto& [hash, c] : core.state().credentials) held.push_back({0, 0, {}, TokenIssued{c}});
+  head->NoteCredentials(held);
   head->Drain();
   if (!head->config_.advertise_url.empty()) {
     head->next_edits_.push_back(store::PutMeta{store::kLeaderUrlKey, head->config_.advertise_url});

@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -109,6 +110,7 @@ struct HttpServer::Impl {
   mutable std::mutex mu;
   bool stopping = false;                                                  // GUARDED_BY(mu)
   std::unordered_map<SessionBase*, std::weak_ptr<SessionBase>> sessions;  // GUARDED_BY(mu)
+  std::unordered_map<std::string, size_t> per_address;                    // GUARDED_BY(mu)
   int running_threads = 0;                                                // GUARDED_BY(mu)
   std::condition_variable threads_done;
 
@@ -121,12 +123,10 @@ struct HttpServer::Impl {
 
   explicit Impl(Handler h, HttpServerOptions o) : handler(std::move(h)), options(o) {}
 
-  // Called on an accepting strand. Returns false when the server is stopping.
+  // Called on an accepting strand. Returns false when the server is stopping or the
+  // session's address has its most connections open.
   bool Register(const std::shared_ptr<SessionBase>& s);
-  void Deregister(SessionBase* s) {
-    std::lock_guard<std::mutex> lock(mu);
-    sessions.erase(s);
-  }
+  void Deregister(SessionBase* s);
 };
 
 // What the server and the Responders need of a connection, whatever its stream.
@@ -139,6 +139,9 @@ class SessionBase : public std::enable_shared_from_this<SessionBase> {
   // Any thread, at most once per request (the ResponderState guarantees it). Runs inline
   // when called on this connection's strand (a handler answering at once), else posts.
   virtual void PostResponse(uint64_t seq, HttpResponse response) = 0;
+
+  std::string address;   // the client's, without the port; set before Register
+  bool counted = false;  // GUARDED_BY(Impl::mu): counted in Impl::per_address
 };
 
 template <typename Stream>
@@ -190,6 +193,9 @@ class Session final : public SessionBase {
   enum class AfterWatch { kNothing, kReadNext, kLinger };
 
   const HttpServerOptions& opts() const { return server_->options; }
+  std::chrono::milliseconds HeaderDeadline() const {
+    return std::min(opts().read_timeout, opts().header_timeout);
+  }
 
   std::shared_ptr<Session> Self() { return std::static_pointer_cast<Session>(shared_from_this()); }
   beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
@@ -197,7 +203,7 @@ class Session final : public SessionBase {
   // A client that does not complete a TLS handshake (plain HTTP on this port, a client that
   // does not trust this certificate) gets no answer: the connection is closed.
   void Handshake() {
-    Lowest().expires_after(opts().read_timeout);
+    Lowest().expires_after(HeaderDeadline());
     stream_.async_handshake(asio::ssl::stream_base::server, [self = Self()](error_code ec) {
       if (self->closed_) return;
       if (ec) return self->CloseNow();
@@ -210,7 +216,7 @@ class Session final : public SessionBase {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(opts().max_header_bytes));
     parser_->body_limit(opts().max_body_bytes);
-    Lowest().expires_after(opts().read_timeout);
+    Lowest().expires_after(HeaderDeadline());
     http::async_read_header(stream_, buffer_, *parser_,
                             beast::bind_front_handler(&Session<Stream>::OnHeader, Self()));
   }
@@ -518,6 +524,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
     }
     error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
+    const auto peer = socket.remote_endpoint(ignored);
+    std::string address = ignored ? std::string() : peer.address().to_string();
     std::shared_ptr<SessionBase> session;
     if (server_->options.tls) {
       session = std::make_shared<Session<TlsStream>>(server_, std::move(socket),
@@ -525,6 +533,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
     } else {
       session = std::make_shared<Session<beast::tcp_stream>>(server_, std::move(socket), nullptr);
     }
+    session->address = std::move(address);
     if (server_->Register(session)) session->Start();
     Accept();
   }
@@ -538,8 +547,22 @@ class Listener : public std::enable_shared_from_this<Listener> {
 bool HttpServer::Impl::Register(const std::shared_ptr<SessionBase>& s) {
   std::lock_guard<std::mutex> lock(mu);
   if (stopping) return false;  // the session closes as it is dropped
+  if (options.max_connections_per_address > 0) {
+    size_t& open = per_address[s->address];
+    if (open >= options.max_connections_per_address) return false;  // closed as it is dropped
+    ++open;
+    s->counted = true;
+  }
   sessions.emplace(s.get(), s);
   return true;
+}
+
+void HttpServer::Impl::Deregister(SessionBase* s) {
+  std::lock_guard<std::mutex> lock(mu);
+  sessions.erase(s);
+  if (!s->counted) return;
+  auto it = per_address.find(s->address);
+  if (it != per_address.end() && --it->second == 0) per_address.erase(it);
 }
 
 HttpServer::HttpServer(Handler handler, int io_threads)

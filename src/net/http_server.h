@@ -4,11 +4,11 @@
 //
 // Threading: the Handler runs on an I/O thread, never two at once for one connection,
 // but concurrently for different connections when io_threads > 1: it must be
-// thread-safe, and must not block (post the work to the owner's thread). It may keep the Responder and call it later from any thread: a held request (a
-// long-poll) costs a socket and a few hundred bytes, not a thread, so thousands can wait.
-// While a response is pending the connection has no read timeout, and the server keeps
-// watching the socket: if the client disconnects (EOF or reset), the connection is
-// closed at once and the Responder becomes a no-op. (So a client that half-closes
+// thread-safe, and must not block (post the work to the owner's thread). It may keep the Responder
+// and call it later from any thread: a held request (a long-poll) costs a socket and a few hundred
+// bytes, not a thread, so thousands can wait. While a response is pending the connection has no
+// read timeout, and the server keeps watching the socket: if the client disconnects (EOF or reset),
+// the connection is closed at once and the Responder becomes a no-op. (So a client that half-closes
 // its side after sending a request counts as gone, as in Go's net/http.)
 //
 // Lifecycle: construct, Listen() one or more times, Start(), ..., Stop() (or destroy).
@@ -29,13 +29,21 @@ class TlsServerContext;
 
 struct HttpServerOptions {
   int io_threads = 2;
-  size_t max_body_bytes = 8u << 20;   // larger -> 413
+  size_t max_body_bytes = 8u << 20;     // larger -> 413
   size_t max_header_bytes = 16u << 10;  // larger -> 431
   // Time to receive a whole request header once the connection is idle, and again for
   // its body; an idle keep-alive connection is closed after it. Not applied while a
   // response is pending (long-polls wait as long as the handler takes).
   std::chrono::milliseconds read_timeout{30'000};
+  // The whole of a request's header (and a TLS handshake) must arrive within this (or
+  // read_timeout, if shorter) of the connection's start or of the previous answer, however it
+  // trickles in: a slow client holds a connection this long at most.
+  std::chrono::milliseconds header_timeout{10'000};
   std::chrono::milliseconds write_timeout{30'000};  // to send one response
+  // Open connections from one client address at most; one more is closed unanswered as it is
+  // accepted, so that one client's idle connections cannot use up the process's files and
+  // leave others unserved. 0: no cap (the head sets one: --max-connections-per-address).
+  size_t max_connections_per_address = 0;
   // Set: every listener serves HTTPS only (a connection whose TLS handshake fails, e.g. plain
   // HTTP, is closed unanswered). The handshake counts against read_timeout.
   std::shared_ptr<TlsServerContext> tls;

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -525,6 +527,92 @@ TEST(HttpTest, SlowClientIsDisconnected) {
   EXPECT_TRUE(c.ReadsEof());
   EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
   EXPECT_TRUE(WaitUntil([&] { return ts.server.ConnectionCount() == 0; }));
+}
+
+// A header that trickles in, a byte at a time, is cut at the header deadline, however long
+// the idle timeout.
+TEST(HttpTest, AHeaderMustArriveWholeWithinTheHeaderDeadline) {
+  HttpServerOptions o;
+  o.header_timeout = 300ms;
+  TestServer ts(EchoHandler(), o);
+  RawConn c(ts.port);
+  const auto start = std::chrono::steady_clock::now();
+  bool cut = false;
+  for (char ch : std::string("GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ") + std::string(100, 'a')) {
+    if (!c.Send(std::string_view(&ch, 1))) {
+      cut = true;
+      break;
+    }
+    std::this_thread::sleep_for(20ms);
+    if (ts.server.ConnectionCount() == 0) {
+      cut = true;
+      break;
+    }
+  }
+  EXPECT_TRUE(cut) << "a header trickled in over 2 s was still being read";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms);
+}
+
+// One client's idle connections cannot use up the server's files: past the cap, its new
+// connections are closed as they are accepted, and a client at another address is answered at
+// once. The file limit is that of a head without the cap: room for the idle connections' own
+// ends (in this process too) and a thousand more.
+TEST(HttpTest, OneAddresssIdleConnectionsLeaveAnotherAddressAnswered) {
+  constexpr int kIdle = 10000;
+  rlimit old_limit{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old_limit), 0);
+  rlimit limit = old_limit;
+  limit.rlim_cur = kIdle + 1000;
+  if (limit.rlim_max < limit.rlim_cur) GTEST_SKIP() << "file limit under " << limit.rlim_cur;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &limit), 0);
+  {
+    HttpServerOptions o;
+    o.max_connections_per_address = 256;
+    TestServer ts(EchoHandler(), o);
+    sockaddr_in server{};
+    server.sin_family = AF_INET;
+    server.sin_port = htons(static_cast<uint16_t>(ts.port));
+    server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    // The other client's socket exists before the flood (the flood may use up the files).
+    int other = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(other, 0);
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    from.sin_addr.s_addr = htonl(0x7f000002);  // 127.0.0.2
+    ASSERT_EQ(::bind(other, reinterpret_cast<sockaddr*>(&from), sizeof from), 0);
+    std::vector<int> idle;
+    for (int i = 0; i < kIdle; ++i) {
+      int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+      if (fd < 0) break;
+      (void)::connect(fd, reinterpret_cast<sockaddr*>(&server), sizeof server);  // in progress
+      idle.push_back(fd);
+    }
+    EXPECT_EQ(idle.size(), static_cast<size_t>(kIdle));
+    // Let the server take them all (the cap's refusals free their files as they come).
+    std::this_thread::sleep_for(2s);
+    timeval tv{.tv_sec = 1, .tv_usec = 0};
+    ::setsockopt(other, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_EQ(::connect(other, reinterpret_cast<sockaddr*>(&server), sizeof server), 0);
+    const std::string req = "GET /other HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    ASSERT_EQ(::send(other, req.data(), req.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(req.size()));
+    std::string got;
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(other, buf, sizeof buf, 0)) > 0;) got.append(buf, n);
+    const auto took = std::chrono::steady_clock::now() - start;
+    std::printf(
+        "127.0.0.2 answered in %.1f ms beside %zu idle connections from 127.0.0.1; the "
+        "server holds %zu\n",
+        std::chrono::duration<double, std::milli>(took).count(), idle.size(),
+        ts.server.ConnectionCount());
+    EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got;
+    EXPECT_LT(took, 1s);
+    EXPECT_LE(ts.server.ConnectionCount(), 257u);
+    ::close(other);
+    for (int fd : idle) ::close(fd);
+  }
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old_limit), 0);
 }
 
 TEST(HttpTest, ResponderAfterClientWentAwayIsANoOp) {

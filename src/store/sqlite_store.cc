@@ -13,6 +13,7 @@
 
 #include "core/codec.h"
 #include "store/job_docs.h"
+#include "store/private_files.h"
 #include "store/store.h"
 
 namespace corral::store {
@@ -413,6 +414,7 @@ class SqliteStore final : public Store {
 }  // namespace
 
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
+  CORRAL_RETURN_IF_ERROR(SecureDatabaseFile(path));
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
       SQLITE_OK) {

@@ -1,12 +1,15 @@
 // The SQLite backend: the conformance suite, and what only a file-backed store has.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
+#include "store/private_files.h"
 #include "store/store.h"
 #include "store/store_conformance_test.h"
 
@@ -111,6 +114,56 @@ Job MakeJob(JobId id, JobState state) {
 // Job `id` and the change of revision `id` that made it, in one commit.
 Status CommitJob(Store& store, JobId id) {
   return store.Commit({PutJob{MakeJob(id, JobState::kPending)}, AppendChange{{id, "{}"}}});
+}
+
+mode_t ModeOf(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
+  return st.st_mode & 0777;
+}
+
+// Whatever the umask, the database and its WAL are the owner's alone: they hold every job's
+// environment and the tokens' hashes.
+TEST(SqliteStore, TheDatabaseAndItsWalAreTheOwnersAlone) {
+  std::string path = TempDb("modes");
+  mode_t old = umask(022);
+  {
+    auto s = OpenSqliteStore(path);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    ASSERT_TRUE((*s)->Commit({AppendChange{{1, "{}"}}}).ok());
+    EXPECT_EQ(ModeOf(path), 0600u);
+    EXPECT_EQ(ModeOf(path + "-wal"), 0600u);
+    EXPECT_EQ(ModeOf(path + "-shm"), 0600u);
+  }
+  // A store an older corral left world-readable is narrowed when opened.
+  ASSERT_EQ(chmod(path.c_str(), 0644), 0);
+  ASSERT_TRUE(OpenSqliteStore(path).ok());
+  EXPECT_EQ(ModeOf(path), 0600u);
+  umask(old);
+}
+
+TEST(SecureStateDir, CreatesOrNarrowsTheDirectoryAndItsFiles) {
+  std::string dir = std::filesystem::path(TempDb("state-dir")).parent_path().string() + "/state";
+  mode_t old = umask(022);
+  ASSERT_TRUE(SecureStateDir(dir).ok());
+  EXPECT_EQ(ModeOf(dir), 0700u);
+  // Widened by hand (or made by an older corral): narrowed at the next start, links untouched.
+  ASSERT_EQ(chmod(dir.c_str(), 0755), 0);
+  { std::ofstream(dir + "/audit.log") << "x"; }
+  ASSERT_EQ(chmod((dir + "/audit.log").c_str(), 0644), 0);
+  std::string outside = dir + "-outside";
+  { std::ofstream(outside) << "x"; }
+  ASSERT_EQ(chmod(outside.c_str(), 0644), 0);
+  std::filesystem::create_symlink(outside, dir + "/link");
+  ASSERT_TRUE(SecureStateDir(dir).ok());
+  EXPECT_EQ(ModeOf(dir), 0700u);
+  EXPECT_EQ(ModeOf(dir + "/audit.log"), 0600u);
+  EXPECT_EQ(ModeOf(outside), 0644u);
+  umask(old);
+  // Not a directory: an error naming the path.
+  auto st = SecureStateDir(outside);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find(outside), std::string::npos) << st.message();
 }
 
 TEST(SqliteStore, UnopenablePathIsAnError) {
