@@ -65,8 +65,8 @@ std::vector<std::string> SplitPath(const std::string& path) {
 
 // Whether `parts` match `pattern` ("/v1/jobs/{id}/cancel"; a last part "{name...}" takes the
 // rest of the path, a queue's "org/team"); the variable parts go to `args`.
-bool Matches(std::string_view pattern, const std::vector<std::string>& parts, PathArgs* args) {
-  std::vector<std::string> want = SplitPath(std::string(pattern));
+bool Matches(const std::vector<std::string>& want, const std::vector<std::string>& parts,
+             PathArgs* args) {
   args->clear();
   for (size_t i = 0; i < want.size(); ++i) {
     const std::string& w = want[i];
@@ -140,35 +140,43 @@ const std::vector<ApiService::Endpoint>& ApiService::Routes() {
                     [handle](ApiService& api, const HttpRequest& req, const PathArgs& args,
                              Responder respond) { (api.*handle)(req, args, std::move(respond)); }};
   };
-  static const std::vector<Endpoint> routes = {
-      Serve<SubmitJob>("POST", "/v1/jobs", DecodeSubmitJob, JobAnswer, 201),
-      Serve<ListJobs>("GET", "/v1/jobs", DecodeListJobs, JobsPageAnswer),
-      Serve<GetJob>("GET", "/v1/jobs/{id}", DecodeGetJob, JobAnswer),
-      Serve<CancelJob>("POST", "/v1/jobs/{id}/cancel", DecodeCancelJob, JobAnswer),
-      Serve<SignalJob>("POST", "/v1/jobs/{id}/signal", DecodeSignalJob, JobAnswer),
-      Serve<RequeueJob>("POST", "/v1/jobs/{id}/requeue", DecodeRequeueJob, JobAnswer),
-      Serve<HoldJob>("POST", "/v1/jobs/{id}/hold", DecodeHoldJob, JobAnswer),
-      Serve<HoldJob>("POST", "/v1/jobs/{id}/release", DecodeReleaseJob, JobAnswer),
-      Serve<ReportCheckpoint>("POST", "/v1/jobs/{id}/checkpoint", DecodeReportCheckpoint,
-                              JobAnswer),
-      custom("GET", "/v1/jobs/{id}/logs", &ApiService::HandleLogs),
-      Serve<StartStep>("POST", "/v1/jobs/{id}/steps", DecodeStartStep, StepAnswer, 201),
-      Serve<GetStep>("GET", "/v1/jobs/{id}/steps/{step}", DecodeGetStep, StepAnswer),
-      Serve<GetUsage>("GET", "/v1/usage", DecodeGetUsage, UsageAnswer),
-      Serve<ListNodes>("GET", "/v1/nodes", NoFields<ListNodes>, NodesAnswer),
-      Serve<GetNode>("GET", "/v1/nodes/{name}", DecodeGetNode, NodeRecordAnswer),
-      Serve<SetDrain>("POST", "/v1/nodes/{name}/drain", DecodeDrain, NodeAnswer),
-      Serve<SetDrain>("POST", "/v1/nodes/{name}/undrain", DecodeUndrain, NodeAnswer),
-      Serve<ListQueues>("GET", "/v1/queues", NoFields<ListQueues>, QueuesAnswer),
-      Serve<SetQueue>("PUT", "/v1/queues/{queue...}", DecodeSetQueue, QueueAnswer),
-      Serve<ListTokens>("GET", "/v1/tokens", NoFields<ListTokens>, TokensAnswer),
-      Serve<CreateToken>("POST", "/v1/tokens", DecodeCreateToken, NewTokenAnswer, 201),
-      Serve<RevokeToken>("DELETE", "/v1/tokens/{id}", DecodeRevokeToken, RevokedAnswer),
-      custom("GET", "/v1/events", &ApiService::HandleEvents),
-      Serve<BackupStore>("POST", "/v1/admin/backup", DecodeBackupStore, BackupAnswer),
-      custom("POST", "/v1/agent/register", &ApiService::HandleRegister),
-      Serve<SyncAgent>("POST", "/v1/agent/sync", DecodeSyncAgent, SyncAnswer),
-  };
+  static const std::vector<Endpoint> routes = [&] {
+    std::vector<Endpoint> table = {
+        Serve<SubmitJob>("POST", "/v1/jobs", DecodeSubmitJob, JobAnswer, 201),
+        Serve<ListJobs>("GET", "/v1/jobs", DecodeListJobs, JobsPageAnswer),
+        Serve<GetJob>("GET", "/v1/jobs/{id}", DecodeGetJob, JobAnswer),
+        Serve<CancelJob>("POST", "/v1/jobs/{id}/cancel", DecodeCancelJob, JobAnswer),
+        Serve<SignalJob>("POST", "/v1/jobs/{id}/signal", DecodeSignalJob, JobAnswer),
+        Serve<RequeueJob>("POST", "/v1/jobs/{id}/requeue", DecodeRequeueJob, JobAnswer),
+        Serve<HoldJob>("POST", "/v1/jobs/{id}/hold", DecodeHoldJob, JobAnswer),
+        Serve<HoldJob>("POST", "/v1/jobs/{id}/release", DecodeReleaseJob, JobAnswer),
+        Serve<ReportCheckpoint>("POST", "/v1/jobs/{id}/checkpoint", DecodeReportCheckpoint,
+                                JobAnswer),
+        custom("GET", "/v1/jobs/{id}/logs", &ApiService::HandleLogs),
+        Serve<StartStep>("POST", "/v1/jobs/{id}/steps", DecodeStartStep, StepAnswer, 201),
+        Serve<GetStep>("GET", "/v1/jobs/{id}/steps/{step}", DecodeGetStep, StepAnswer),
+        Serve<GetUsage>("GET", "/v1/usage", DecodeGetUsage, UsageAnswer),
+        Serve<ListNodes>("GET", "/v1/nodes", NoFields<ListNodes>, NodesAnswer),
+        Serve<GetNode>("GET", "/v1/nodes/{name}", DecodeGetNode, NodeRecordAnswer),
+        Serve<SetDrain>("POST", "/v1/nodes/{name}/drain", DecodeDrain, NodeAnswer),
+        Serve<SetDrain>("POST", "/v1/nodes/{name}/undrain", DecodeUndrain, NodeAnswer),
+        Serve<ListQueues>("GET", "/v1/queues", NoFields<ListQueues>, QueuesAnswer),
+        Serve<SetQueue>("PUT", "/v1/queues/{queue...}", DecodeSetQueue, QueueAnswer),
+        Serve<ListTokens>("GET", "/v1/tokens", NoFields<ListTokens>, TokensAnswer),
+        Serve<CreateToken>("POST", "/v1/tokens", DecodeCreateToken, NewTokenAnswer, 201),
+        Serve<RevokeToken>("DELETE", "/v1/tokens/{id}", DecodeRevokeToken, RevokedAnswer),
+        custom("GET", "/v1/events", &ApiService::HandleEvents),
+        Serve<BackupStore>("POST", "/v1/admin/backup", DecodeBackupStore, BackupAnswer),
+        custom("POST", "/v1/agent/register", &ApiService::HandleRegister),
+        Serve<SyncAgent>("POST", "/v1/agent/sync", DecodeSyncAgent, SyncAnswer),
+    };
+    for (Endpoint& e : table) {
+      e.parts = SplitPath(e.pattern);
+      e.label = e.method + " " + e.pattern;
+      if (auto dots = e.label.find("...}"); dots != std::string::npos) e.label.erase(dots, 3);
+    }
+    return table;
+  }();
   return routes;
 }
 
@@ -176,24 +184,19 @@ const ApiService::Endpoint* ApiService::FindRoute(const std::string& method,
                                                   const std::vector<std::string>& parts,
                                                   PathArgs* args) {
   for (const Endpoint& r : Routes()) {
-    if (r.method == method && Matches(r.pattern, parts, args)) return &r;
+    if (r.method == method && Matches(r.parts, parts, args)) return &r;
   }
   return nullptr;
 }
 
 // The route of a request with its variable parts named, for a bounded metrics label.
-std::string ApiService::RouteLabel(const std::string& method,
-                                   const std::vector<std::string>& parts) {
+std::string ApiService::RouteLabel(const std::string& method, const std::vector<std::string>& parts,
+                                   const Endpoint* found) {
   if (parts.size() == 1 && (parts[0] == "metrics" || parts[0] == "healthz")) {
     return method + " /" + parts[0];
   }
   if (parts.empty() || parts[0] == "ui") return method + " /ui";  // the dashboard's files
-  PathArgs args;
-  const Endpoint* r = FindRoute(method, parts, &args);
-  if (!r) return method + " other";
-  std::string pattern = r->pattern;
-  if (auto dots = pattern.find("...}"); dots != std::string::npos) pattern.erase(dots, 3);
-  return method + " " + pattern;
+  return found ? found->label : method + " other";
 }
 
 ApiService::ApiService(head::Head* head, double requests_per_second, AgentTls agent_tls,
@@ -212,7 +215,9 @@ void ApiService::Handle(HttpRequest req, Responder respond) {
   // A path can be as long as the header limit: the audit keeps its start.
   std::string request = req.method + " " + req.path;
   if (request.size() > kMaxAuditedRequest) request = request.substr(0, kMaxAuditedRequest) + "...";
-  respond = [this, route = RouteLabel(req.method, parts), t0, request = std::move(request),
+  PathArgs args;
+  const Endpoint* found = FindRoute(req.method, parts, &args);
+  respond = [this, route = RouteLabel(req.method, parts, found), t0, request = std::move(request),
              from = req.remote, bearer = req.BearerToken(),
              respond = std::move(respond)](HttpResponse r) {
     head::Head* head = head_;
@@ -236,10 +241,11 @@ void ApiService::Handle(HttpRequest req, Responder respond) {
     }
     respond(std::move(r));
   };
-  Route(std::move(req), parts, std::move(respond));
+  Route(std::move(req), parts, found, args, std::move(respond));
 }
 
-void ApiService::Route(HttpRequest req, const std::vector<std::string>& parts, Responder respond) {
+void ApiService::Route(HttpRequest req, const std::vector<std::string>& parts,
+                       const Endpoint* found, const PathArgs& args, Responder respond) {
   if (req.path == "/healthz") return respond(JsonResponse(200, Json{{"ok", true}}));
   if (req.path == "/metrics" && req.method == "GET") {
     // Unauthenticated, like most exporters: it holds counts, never job ids or user names.
@@ -270,11 +276,10 @@ void ApiService::Route(HttpRequest req, const std::vector<std::string>& parts, R
     return respond(ErrorResponse(InvalidArgument("body: JSON nested deeper than " +
                                                  std::to_string(kMaxJsonNesting) + " levels")));
   }
-  PathArgs args;
-  const Endpoint* route = FindRoute(req.method, parts, &args);
-  if (!route)
+  if (!found) {
     return respond(ErrorResponse(NotFound("no such path: " + req.method + " " + req.path)));
-  route->handle(*this, req, args, std::move(respond));
+  }
+  found->handle(*this, req, args, std::move(respond));
 }
 
 void ApiService::HandleLogs(const HttpRequest& req, const PathArgs& args, Responder respond) {

@@ -41,6 +41,8 @@ class ApiService {
     const char* pattern;
     std::function<void(ApiService&, const net::HttpRequest&, const PathArgs&, net::Responder)>
         handle;
+    std::vector<std::string> parts;  // of the pattern, split once
+    std::string label;               // for the request metrics: "GET /v1/jobs/{id}"
   };
   // A row that decodes command C from the request, runs it on the head, and answers with
   // `encode` of its answer (which may take the command too, as a page of jobs does).
@@ -50,9 +52,11 @@ class ApiService {
   static const std::vector<Endpoint>& Routes();
   static const Endpoint* FindRoute(const std::string& method, const std::vector<std::string>& parts,
                                    PathArgs* args);
-  static std::string RouteLabel(const std::string& method, const std::vector<std::string>& parts);
+  static std::string RouteLabel(const std::string& method, const std::vector<std::string>& parts,
+                                const Endpoint* found);
 
-  void Route(net::HttpRequest req, const std::vector<std::string>& parts, net::Responder respond);
+  void Route(net::HttpRequest req, const std::vector<std::string>& parts, const Endpoint* found,
+             const PathArgs& args, net::Responder respond);
   // The routes that are more than one command: a job's log (the job, its node, the agent's
   // answer), the event stream (long polls or server-sent events), an agent's registration
   // (with its log endpoint's certificate).
