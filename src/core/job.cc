@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "core/enum_names.h"
+
 namespace corral {
 
 std::string ToString(const RunId& id) {
@@ -95,13 +97,7 @@ const char* PendingCodeName(PendingCode c) {
 }
 
 bool ParsePendingCode(const std::string& text, PendingCode* out) {
-  for (PendingCode c : kPendingCodes) {
-    if (text == PendingCodeName(c)) {
-      *out = c;
-      return true;
-    }
-  }
-  return false;
+  return ParseByName(text, kPendingCodes, PendingCodeName, out);
 }
 
 const char* RunStateName(RunState s) {

@@ -1,5 +1,7 @@
 #include "core/node.h"
 
+#include "core/enum_names.h"
+
 namespace corral {
 
 const char* NodeStateName(NodeState s) {
@@ -19,14 +21,9 @@ const char* NodeStateName(NodeState s) {
 }
 
 bool ParseNodeState(const std::string& text, NodeState* out) {
-  for (NodeState s : {NodeState::kReady, NodeState::kDraining, NodeState::kDrained,
-                      NodeState::kUnreachable, NodeState::kDown}) {
-    if (text == NodeStateName(s)) {
-      *out = s;
-      return true;
-    }
-  }
-  return false;
+  static constexpr NodeState kAll[] = {NodeState::kReady, NodeState::kDraining, NodeState::kDrained,
+                                       NodeState::kUnreachable, NodeState::kDown};
+  return ParseByName(text, kAll, NodeStateName, out);
 }
 
 const char* LivenessName(Liveness l) {
@@ -42,13 +39,8 @@ const char* LivenessName(Liveness l) {
 }
 
 bool ParseLiveness(const std::string& text, Liveness* out) {
-  for (Liveness l : {Liveness::kAlive, Liveness::kUnreachable, Liveness::kDown}) {
-    if (text == LivenessName(l)) {
-      *out = l;
-      return true;
-    }
-  }
-  return false;
+  static constexpr Liveness kAll[] = {Liveness::kAlive, Liveness::kUnreachable, Liveness::kDown};
+  return ParseByName(text, kAll, LivenessName, out);
 }
 
 const char* DrainName(Drain d) {
@@ -64,13 +56,8 @@ const char* DrainName(Drain d) {
 }
 
 bool ParseDrain(const std::string& text, Drain* out) {
-  for (Drain d : {Drain::kNone, Drain::kDraining, Drain::kDrained}) {
-    if (text == DrainName(d)) {
-      *out = d;
-      return true;
-    }
-  }
-  return false;
+  static constexpr Drain kAll[] = {Drain::kNone, Drain::kDraining, Drain::kDrained};
+  return ParseByName(text, kAll, DrainName, out);
 }
 
 NodeState Node::state() const {
