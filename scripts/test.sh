@@ -3,14 +3,16 @@
 # then the unit tests again under ASan+UBSan, then each libFuzzer target for 60 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh
+./scripts/setup-tests.sh
 JOBS="${JOBS:-$(nproc)}"
 
 # -O2 without debug info, and -g1 under ASan: CI builds everything twice on two cores, and
 # full debug info costs more compile time than anything else here. (Not -O3: GCC 12 reports a
 # false -Werror=restrict inside std::string there.)
 echo "== build (-O2, -Werror) (at ${SECONDS}s)"
+# Tests, benchmarks and system suites on explicitly: demo.sh configures the same build/ without.
 BUILD_DIR=build BUILD_TYPE=RelWithDebInfo ./scripts/build.sh -DCORRAL_WERROR=ON \
+  -DCORRAL_TESTS=ON -DCORRAL_BENCH=ON -DCORRAL_SYSTEM_TESTS=ON \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG"
 echo "== tests (at ${SECONDS}s)"
 # unit and integration, and the suites that need root or third-party servers (they skip with
@@ -20,7 +22,7 @@ echo "== tests (at ${SECONDS}s)"
 
 echo "== build (ASan+UBSan) (at ${SECONDS}s)"
 BUILD_DIR=build-asan BUILD_TYPE=Debug ./scripts/build.sh -DCORRAL_WERROR=ON -DCORRAL_SANITIZE=ON \
-  -DCORRAL_BENCH=OFF -DCORRAL_SYSTEM_TESTS=OFF -DCMAKE_CXX_FLAGS_DEBUG=-g1
+  -DCORRAL_TESTS=ON -DCORRAL_BENCH=OFF -DCORRAL_SYSTEM_TESTS=OFF -DCMAKE_CXX_FLAGS_DEBUG=-g1
 echo "== tests under ASan+UBSan (at ${SECONDS}s)"
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
