@@ -9,6 +9,7 @@
 #include "core/codec.h"
 #include "core/spec.h"
 #include "core/usage.h"
+#include "core/version.h"
 #include "net/http_client.h"
 #include "net/url.h"
 #include "web/web_handler.h"
@@ -146,8 +147,8 @@ ApiService::ApiService(head::Head* head, double requests_per_second, AgentTls ag
 // The route of a request with its variable parts named, for a bounded metrics label.
 std::string RouteOf(const std::string& method, const std::vector<std::string>& parts) {
   static const std::set<std::string> kTop = {"metrics", "healthz"};
-  static const std::set<std::string> kResources = {"jobs",   "nodes", "queues", "tokens",
-                                                   "events", "agent", "usage",  "admin"};
+  static const std::set<std::string> kResources = {"jobs",  "nodes", "queues", "tokens", "events",
+                                                   "agent", "usage", "admin",  "version"};
   if (parts.size() == 1 && kTop.count(parts[0])) return method + " /" + parts[0];
   if (parts.empty() || parts[0] == "ui") return method + " /ui";  // the dashboard's files
   if (parts.size() < 2 || parts[0] != "v1" || !kResources.count(parts[1])) return method + " other";
@@ -226,6 +227,10 @@ void ApiService::Route(HttpRequest req, const std::vector<std::string>& parts, R
   if (JsonNestingDepth(req.body) > kMaxJsonNesting) {
     return respond(ErrorResponse(InvalidArgument("body: JSON nested deeper than " +
                                                  std::to_string(kMaxJsonNesting) + " levels")));
+  }
+  // Open, like /metrics, which says the same: clients check it before they sign in.
+  if (req.path == "/v1/version" && req.method == "GET") {
+    return respond(JsonResponse(200, Json{{"version", Version()}}));
   }
   if (parts[1] == "agent") return HandleAgent(req, parts, std::move(respond));
   if (parts[1] == "jobs") return HandleJobs(req, parts, std::move(respond));
