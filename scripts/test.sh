@@ -17,8 +17,9 @@ BUILD_DIR=build BUILD_TYPE=RelWithDebInfo ./scripts/build.sh -DCORRAL_WERROR=ON 
 echo "== tests (at ${SECONDS}s)"
 # unit and integration, and the suites that need root or third-party servers (they skip with
 # a message where they cannot run: pg starts its own PostgreSQL as root); the multi-process
-# ones run once, not again under ASan. browser: the dashboard in headless Chromium.
-(cd build && ctest --output-on-failure -j "$JOBS" -L 'unit|integration|observability|ddp|security|pg|slurm|chaos|browser' --timeout 900)
+# ones run once, not again under ASan. browser: the dashboard in headless Chromium. package:
+# builds the Debian packages twice (an upgrade), installs, upgrades and purges them (root).
+(cd build && ctest --output-on-failure -j "$JOBS" -L 'unit|integration|observability|ddp|security|pg|slurm|chaos|browser|package' --timeout 900)
 
 echo "== build (ASan+UBSan) (at ${SECONDS}s)"
 BUILD_DIR=build-asan BUILD_TYPE=Debug ./scripts/build.sh -DCORRAL_WERROR=ON -DCORRAL_SANITIZE=ON \
