@@ -16,25 +16,29 @@ stage() {  # ends the stage under way (if any) and starts the next one, named $1
 }
 
 stage "setup (apt-get, npm)"
-./scripts/setup.sh
+./scripts/setup-tests.sh
 
 # -O2 without debug info, and -g1 under ASan: CI builds twice on two cores, and full debug info
 # costs more compile time than anything else here. (Not -O3: GCC 12 reports a false
 # -Werror=restrict inside std::string there.) The unit tests are built and run once, under
 # ASan+UBSan; benchmarks are not built (bench/ runs them, on a Release build of its own).
 stage "build (-O2, -Werror, no unit tests)"
+# Tests and system suites on explicitly: demo.sh configures the same build/ without.
 BUILD_DIR=build BUILD_TYPE=RelWithDebInfo ./scripts/build.sh -DCORRAL_WERROR=ON \
-  -DCORRAL_UNIT_TESTS=OFF -DCORRAL_BENCH=OFF "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG"
+  -DCORRAL_TESTS=ON -DCORRAL_UNIT_TESTS=OFF -DCORRAL_SYSTEM_TESTS=ON -DCORRAL_BENCH=OFF \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG"
 stage "multi-process suites"
 # integration and the suites that need root or third-party servers (they skip with a message
 # where they cannot run, and fail under CI=true: pg starts its own PostgreSQL as root);
-# browser: the dashboard in headless Chromium.
+# browser: the dashboard in headless Chromium; package: builds the Debian packages twice (an
+# upgrade), installs, upgrades and purges them (root).
 (cd build && ctest --output-on-failure -j "$JOBS" \
-  -L 'integration|observability|ddp|security|pg|slurm|chaos|browser' --timeout 900)
+  -L 'integration|observability|ddp|security|pg|slurm|chaos|browser|package' --timeout 900)
 
 stage "build (ASan+UBSan, unit tests)"
 BUILD_DIR=build-asan BUILD_TYPE=Debug ./scripts/build.sh -DCORRAL_WERROR=ON -DCORRAL_SANITIZE=ON \
-  -DCORRAL_BENCH=OFF -DCORRAL_SYSTEM_TESTS=OFF -DCMAKE_CXX_FLAGS_DEBUG=-g1
+  -DCORRAL_TESTS=ON -DCORRAL_UNIT_TESTS=ON -DCORRAL_BENCH=OFF -DCORRAL_SYSTEM_TESTS=OFF \
+  -DCMAKE_CXX_FLAGS_DEBUG=-g1
 stage "unit tests under ASan+UBSan"
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

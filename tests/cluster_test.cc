@@ -451,5 +451,22 @@ TEST(Cluster, ArraysRunAtMostPAtOnceAndDependenciesFollowOutcomes) {
   EXPECT_NE(refused.err.find("does not exist"), std::string::npos) << refused.err;
 }
 
+// The version the build computed (git describe in a checkout, else the project's) is the one
+// the CLI, the API and /metrics all show.
+TEST(Cluster, CliApiAndMetricsShowOneVersion) {
+  LocalCluster c("version", 0, 0);
+  auto cli = RunCommand({CorralBin(), "--version"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(cli.out, m, std::regex("corral ([0-9][^ \n]*)\n"))) << cli.out;
+  const std::string version = m[1];
+  Json api = Json::parse(RunCommand({"/usr/bin/curl", "-sf", c.addr() + "/v1/version"}).out,
+                         nullptr, false);
+  EXPECT_EQ(api.value("version", ""), version) << api;
+  std::string metrics = RunCommand({"/usr/bin/curl", "-sf", c.addr() + "/metrics"}).out;
+  EXPECT_NE(metrics.find("corral_build_info{version=\"" + version + "\"} 1"), std::string::npos)
+      << metrics;
+}
+
 }  // namespace
 }  // namespace corral::testing

@@ -12,6 +12,12 @@ const main = document.getElementById("main");
 const live = document.getElementById("live");
 const who = document.getElementById("who");
 
+// Which Corral serves the page, beside its name; open (no token), like /metrics.
+fetch("/v1/version", { cache: "no-store" })
+  .then((r) => (r.ok ? r.json() : null))
+  .then((v) => v && replace(document.getElementById("version"), v.version))
+  .catch(() => {});
+
 let stream = null;
 let current = null;  // {view, refresh(dirty), unmount()}
 let dirty = new Set();

@@ -237,6 +237,7 @@ void Agent::SyncLoop() {
       Status st = DoRegister();
       if (st.ok()) {
         backoff = config_.retry_min_ms;
+        if (config_.on_registered) config_.on_registered();
       } else if (!failed(st, "register")) {
         return;
       }
@@ -260,6 +261,7 @@ void Agent::PollLoop() {
   // Exits wake this loop at once (the monitors write to the exit FIFO); the interval only
   // paces grace-period kills and the lease check.
   while (WaitForExit(config_.poll_interval_ms)) {
+    if (config_.on_poll) config_.on_poll();
     bool exited = supervisor_->Poll();
     bool fence = false;
     {

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -65,6 +66,11 @@ struct AgentConfig {
   int32_t port_hi = 29999;
   // Where the DCGM exporter's HPC job mapping files go (gpu_monitor.h); empty: none.
   std::string job_map_dir;
+  // For the service manager (Type=notify): called after each registration with the head, on
+  // the sync thread, and on every turn of the poller (at least every poll_interval_ms) while
+  // it supervises runs, so a keep-alive stops when the agent hangs.
+  std::function<void()> on_registered;
+  std::function<void()> on_poll;
 };
 
 // CPUs this process may run on (sched_getaffinity), in milli-CPUs.

@@ -5,6 +5,7 @@
 
 #include "core/codec.h"
 #include "core/spec.h"
+#include "core/version.h"
 #include "net/http_client.h"
 #include "net/url.h"
 #include "web/web_handler.h"
@@ -195,6 +196,8 @@ std::string ApiService::RouteLabel(const std::string& method, const std::vector<
   if (parts.size() == 1 && (parts[0] == "metrics" || parts[0] == "healthz")) {
     return method + " /" + parts[0];
   }
+  if (parts.size() == 2 && parts[0] == "v1" && parts[1] == "version")
+    return method + " /v1/version";
   if (parts.empty() || parts[0] == "ui") return method + " /ui";  // the dashboard's files
   return found ? found->label : method + " other";
 }
@@ -255,6 +258,10 @@ void ApiService::Route(HttpRequest req, const std::vector<std::string>& parts,
       r.body = text.ok() ? *text : "";
       respond(std::move(r));
     });
+  }
+  // Open, like /metrics, which says the same: clients check it before they sign in.
+  if (req.path == "/v1/version" && req.method == "GET") {
+    return respond(JsonResponse(200, Json{{"version", Version()}}));
   }
   // The dashboard's own files; everything it shows comes from the API below, with its token.
   if (web::IsWebPath(req.path)) return respond(web::ServeWeb(req));

@@ -22,6 +22,7 @@
 #include "agentnet/log_server.h"
 #include "cmd/commands.h"
 #include "cmd/flags.h"
+#include "cmd/service_notifier.h"
 #include "cmd/signals.h"
 #include "core/spec.h"
 #include "net/head_client.h"
@@ -84,6 +85,8 @@ int AgentMain(std::vector<std::string> args) {
                  "where to write one file per GPU naming the jobs on it, for dcgm-exporter's "
                  "--hpc-job-mapping-dir (default STATE_DIR/hpc-job-map; \"none\": off)");
   if (auto code = ParseFlags(app, std::move(args))) return *code;
+  // Before any thread starts: it takes NOTIFY_SOCKET out of the environment jobs inherit.
+  ServiceNotifier notifier = ServiceNotifier::FromEnvironment();
   auto heads = net::ParseHeadList(head_url);
   if (!heads.ok()) {
     std::cerr << "corral agent: flag '--head': " << heads.status().message() << "\n";
@@ -210,6 +213,14 @@ int AgentMain(std::vector<std::string> args) {
     auto abs = std::filesystem::absolute(ca_file, abs_ec);
     config.job_env["CORRAL_STEP_CA"] = abs_ec ? ca_file : abs.string();
   }
+  // Ready (systemd's Type=notify) once the head knows this node; kept alive by the poller, which
+  // supervises the runs.
+  config.on_registered = [&notifier, name] {
+    if (Status st = notifier.Ready("node " + name + " registered with the head"); !st.ok()) {
+      std::cerr << "corral agent: " << st.ToString() << std::endl;
+    }
+  };
+  config.on_poll = [&notifier] { notifier.Alive(); };
   BlockStopSignals();
   std::error_code ec;
   std::filesystem::create_directories(state_dir, ec);
@@ -244,6 +255,7 @@ int AgentMain(std::vector<std::string> args) {
   std::thread runner([&] { rc = node.Run(); });
   std::thread stopper([&] {
     WaitForStopSignal();
+    (void)notifier.Stopping();  // where it fails, so did READY, reported
     node.Stop();
   });
   runner.join();

@@ -1,6 +1,7 @@
 // `corral head --state-dir DIR --listen HOST:PORT [--store URL] [--migrate-only]
 //              [--tls | --no-tls] [--tls-san NAME]... [--tls-cert F --tls-key F]`
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "cmd/commands.h"
 #include "cmd/flags.h"
 #include "cmd/head_tls.h"
+#include "cmd/service_notifier.h"
 #include "cmd/signals.h"
 #include "core/spec.h"
 #include "head/warm_state.h"
@@ -42,8 +44,10 @@ int MigrateOnly(const std::string& store_url, const std::string& state_dir) {
 // keeping a warm copy of the state and sending clients to the leader. Returns the warm
 // state once it leads, or nullopt when a stop signal came first (`*stopped`) or the store
 // failed.
+// A standby is a running service (READY=1 with its status): it serves clients, sending them on.
 std::optional<head::ClusterState> StandBy(store::Store& store, api::LeaderGate& gate,
-                                          const std::string& self_url, bool* stopped) {
+                                          const std::string& self_url, ServiceNotifier& notifier,
+                                          bool* stopped) {
   auto warm = head::WarmState::Load(store);
   if (!warm.ok()) {
     std::cerr << "corral head: " << warm.status().ToString() << "\n";
@@ -60,11 +64,15 @@ std::optional<head::ClusterState> StandBy(store::Store& store, api::LeaderGate& 
     auto leader = store.ReadMeta(store::kLeaderUrlKey);
     if (leader.ok()) gate.SetLeaderUrl(*leader);
     if (!said) {
+      std::string leader_url = leader.ok() && !leader->empty() ? *leader : "unknown";
       std::cout << "corral head: standby on " << self_url << " (revision " << warm->revision()
-                << "), leader " << (leader.ok() && !leader->empty() ? *leader : "unknown")
-                << std::endl;
+                << "), leader " << leader_url << std::endl;
+      if (Status st = notifier.Ready("standby, leader " + leader_url); !st.ok()) {
+        std::cerr << "corral head: " << st.ToString() << std::endl;
+      }
       said = true;
     }
+    notifier.Alive();
     if (PollStopSignal(500) != 0) {
       *stopped = true;
       return std::nullopt;
@@ -168,6 +176,8 @@ int HeadMain(std::vector<std::string> args) {
                  "answers for them (corral show, corral jobs --all) (0s: keep all)");
   if (auto code = ParseFlags(app, std::move(args))) return *code;
   if (migrate_only) return MigrateOnly(store_url, state_dir);
+  // Before any thread starts: it takes NOTIFY_SOCKET out of the environment.
+  ServiceNotifier notifier = ServiceNotifier::FromEnvironment();
   auto hp = ListenFlag("head", listen);
   if (!hp) return 2;
   auto tls = SetUpHeadTls(tls_flags, state_dir, hp->first);
@@ -263,7 +273,7 @@ int HeadMain(std::vector<std::string> args) {
     (*store)->SetLease(*leader_lease_ms);
     config.lease_renew_ms = *leader_lease_ms / 3;
     bool stopped = false;
-    warm = StandBy(**store, *gate, self_url, &stopped);
+    warm = StandBy(**store, *gate, self_url, notifier, &stopped);
     if (!warm) {
       server.Stop();
       return stopped ? 0 : 1;
@@ -282,7 +292,22 @@ int HeadMain(std::vector<std::string> args) {
             << ", state " << state_dir << ")"
             << (tls->ca_path.empty() ? "" : "; clients trust " + tls->ca_path + " (--ca)")
             << std::endl;
-  int sig = WaitForStopSignal();
+  // The store is open and the listener serves: ready (systemd's Type=notify).
+  if (Status st = notifier.Ready("leading, epoch " + std::to_string((*head)->epoch())); !st.ok()) {
+    std::cerr << "corral head: " << st.ToString() << std::endl;
+  }
+  int sig = 0;
+  if (notifier.watchdog().count() > 0) {
+    // Each keep-alive is sent from the state machine's thread: a wedged head stops sending.
+    // Asked twice as often as Alive() sends, so that one comes every quarter of the interval.
+    auto every = std::chrono::duration_cast<std::chrono::milliseconds>(notifier.watchdog() / 8);
+    while ((sig = PollStopSignal(std::max<int>(1, every.count()))) == 0) {
+      (*head)->Ping([&notifier] { notifier.Alive(); });
+    }
+  } else {
+    sig = WaitForStopSignal();
+  }
+  (void)notifier.Stopping();  // where it fails, so did READY, reported
   std::cout << "corral head: stopping on signal " << sig << std::endl;
   server.Stop();
   (*head)->Stop();

@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "cmd/commands.h"
+#include "core/version.h"
 #include "sim/simulate_command.h"
 
 namespace {
@@ -40,6 +41,10 @@ int main(int argc, char** argv) {
   if (command == "agent") return corral::cmd::AgentMain(args);
   if (command == "up") return corral::cmd::UpMain(args);
   if (command == "simulate") return corral::sim::SimulateMain(args);
+  if (command == "--version" || command == "version") {
+    std::cout << "corral " << corral::Version() << "\n";
+    return 0;
+  }
   if (command == "-h" || command == "--help" || command == "help") {
     Usage();
     return 0;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include "cli/config.h"
@@ -49,13 +50,20 @@ struct SampleJob {
   const char* name;
   Json spec;
   bool should_succeed;
+  size_t nodes = 1;  // distinct nodes its run must span
 };
 
-std::vector<SampleJob> SampleJobs() {
+// The CPUs each agent offers. Simulated nodes share this machine's CPUs: offer a typical GPU
+// server's ratio so that CPUs do not cap the GPUs.
+int CpusPerAgent(int gpus) { return std::max(gpus, 1) * 8; }
+
+// The gang asks each replica for a whole node (all its GPUs and CPUs), so the scheduler, which
+// packs a gang onto as few nodes as hold it, must spread it over two; it needs two agents.
+std::vector<SampleJob> SampleJobs(int agents, int gpus) {
   const char* report =
       "echo \"job $CORRAL_JOB_ID run $CORRAL_RUN replica $CORRAL_REPLICA/$CORRAL_NUM_REPLICAS on "
       "$CORRAL_NODE GPUs $CUDA_VISIBLE_DEVICES\"";
-  return {
+  std::vector<SampleJob> jobs = {
       {"hello",
        {{"name", "hello"}, {"gpus", 1}, {"command", std::string(report) + "; sleep 1"}},
        true},
@@ -64,22 +72,29 @@ std::vector<SampleJob> SampleJobs() {
         {"gpus", 4},
         {"command", std::string(report) + "; for e in 1 2 3; do echo epoch $e; sleep 0.5; done"}},
        true},
-      {"ddp-gang",
-       {{"name", "ddp-gang"},
-        {"gpus", 2},
-        {"replicas", 2},
-        {"command", std::string(report) +
-                        "; echo rank $RANK of $WORLD_SIZE master $MASTER_ADDR:$MASTER_PORT"}},
-       true},
       {"fails",
        {{"name", "fails"}, {"gpus", 1}, {"command", "echo about to fail >&2; exit 3"}},
        false},
   };
+  if (agents >= 2) {
+    jobs.insert(
+        jobs.begin() + 2,
+        {"ddp-2-nodes",
+         {{"name", "ddp-2-nodes"},
+          {"gpus", gpus},
+          {"cpus", CpusPerAgent(gpus)},
+          {"replicas", 2},
+          {"command", std::string(report) +
+                          "; echo rank $RANK of $WORLD_SIZE master $MASTER_ADDR:$MASTER_PORT"}},
+         true,
+         2});
+  }
+  return jobs;
 }
 
-int RunDemo(net::HttpClient& client) {
+int RunDemo(net::HttpClient& client, int agents, int gpus) {
   std::vector<std::pair<SampleJob, JobId>> submitted;
-  for (SampleJob& s : SampleJobs()) {
+  for (SampleJob& s : SampleJobs(agents, gpus)) {
     auto r = client.Post("/v1/jobs", Json{{"spec", s.spec}, {"user", "demo"}}.dump(), 10s);
     if (!r.ok() || r->status != 201) {
       std::cerr << "corral up: submitting sample " << s.name
@@ -111,7 +126,9 @@ int RunDemo(net::HttpClient& client) {
     const Job& job = final_state[id];
     const Run& run = job.runs.back();
     std::string where;
+    std::set<std::string> nodes;
     for (const ReplicaPlacement& p : run.placement) {
+      nodes.insert(p.node);
       where += (where.empty() ? "" : " ") + p.node + ":[";
       for (size_t i = 0; i < p.gpus.size(); ++i)
         where += (i ? "," : "") + std::to_string(p.gpus[i]);
@@ -122,7 +139,7 @@ int RunDemo(net::HttpClient& client) {
                            10s);
     std::string first_line = logs.ok() && logs->status == 200 ? logs->body : "";
     first_line = first_line.substr(0, first_line.find('\n'));
-    bool ok = (job.state == JobState::kSucceeded) == s.should_succeed;
+    bool ok = (job.state == JobState::kSucceeded) == s.should_succeed && nodes.size() == s.nodes;
     as_expected &= ok;
     std::cout << "  job " << id << " " << s.name << ": " << JobStateName(job.state) << " (exit "
               << job.exit_code << ") on " << where << " in " << (run.ended_at - run.started_at)
@@ -210,16 +227,13 @@ int UpMain(std::vector<std::string> args) {
   std::vector<std::unique_ptr<ChildProcess>> agent_procs;
   for (int i = 1; i <= agents; ++i) {
     std::string name = "node" + std::to_string(i);
-    std::vector<std::string> argv{exe, "agent", "--head", addr, "--join-token-file",
-                                  state_dir + "/join.token", "--name", name, "--state-dir",
-                                  state_dir + "/agents/" + name, "--simulate-gpus",
-                                  std::to_string(gpus) + "x" + model,
-                                  // Simulated nodes share this machine's CPUs: offer a typical
-                                  // GPU server's ratio so that CPUs do not cap the GPUs.
-                                  "--cpus", std::to_string(std::max(gpus, 1) * 8), "--memory",
-                                  std::to_string(std::max(gpus, 1) * 64) + "G",
-                                  // One user's cluster: jobs run as whoever started it.
-                                  "--run-as", "agent"};
+    std::vector<std::string> argv{
+        exe, "agent", "--head", addr, "--join-token-file", state_dir + "/join.token", "--name",
+        name, "--state-dir", state_dir + "/agents/" + name, "--simulate-gpus",
+        std::to_string(gpus) + "x" + model, "--cpus", std::to_string(CpusPerAgent(gpus)),
+        "--memory", std::to_string(std::max(gpus, 1) * 64) + "G",
+        // One user's cluster: jobs run as whoever started it.
+        "--run-as", "agent"};
     if (tls) argv.insert(argv.end(), {"--ca", ca_path});
     agent_procs.push_back(
         std::make_unique<ChildProcess>(argv, state_dir + "/agents/" + name + ".log"));
@@ -259,7 +273,7 @@ int UpMain(std::vector<std::string> args) {
             << "/bin && export PATH=" << state_dir << "/bin:$PATH" << std::endl;
   int rc = 0;
   if (demo) {
-    rc = RunDemo(client);
+    rc = RunDemo(client, agents, gpus);
   } else {
     std::cout << "press Ctrl-C to stop" << std::endl;
     WaitForStopSignal();

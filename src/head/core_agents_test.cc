@@ -70,7 +70,6 @@ TEST_P(Scenario, ASyncFromARecentVersionIsAnsweredWithWhatChangedOnly) {
   EXPECT_FALSE(core().AnswerFor("n1", before).delta);
 }
 
-
 TEST_P(Scenario, UsageIsComputedFromTheCoresRuns) {
   Register("n1", 2);
   TimeMs t0 = now();

@@ -109,6 +109,10 @@ class Head {
 
   bool failed() const;  // the store failed a commit; see HeadConfig::on_store_failure
 
+  // Runs `done` on the state machine's thread: a wedged state machine never answers, which is
+  // what the service manager's watchdog must learn. Any thread.
+  void Ping(std::function<void()> done) { Post(std::move(done)); }
+
   // Prometheus text of the head's metrics (DESIGN §11); gauges are taken from the state now.
   void RenderMetrics(Callback<std::string> done);
   // Where other parts of the head process (the API) record their own metrics. Thread-safe.

@@ -1,5 +1,6 @@
 // The head's Prometheus metrics (DESIGN §11): counters fed by committed changes, gauges taken
 // from the state when scraped.
+#include "core/version.h"
 #include "head/head.h"
 
 namespace corral::head {
@@ -20,7 +21,7 @@ void Head::DescribeMetrics() {
   using T = MetricsRegistry::Type;
   auto& m = metrics_;
   m.Describe("corral_build_info", T::kGauge, "Always 1; the labels say which Corral this is.");
-  m.Set("corral_build_info", {{"version", "0.3.0"}}, 1);
+  m.Set("corral_build_info", {{"version", Version()}}, 1);
   m.Describe("corral_head_epoch", T::kGauge, "Leadership epoch of this head.");
   m.Describe("corral_state_revision", T::kGauge, "Revision of the last durable change.");
   m.Describe("corral_jobs", T::kGauge, "Jobs in memory by state.");

@@ -1,0 +1,289 @@
+"""A client of Corral's HTTP API (docs/api.md) on the standard library alone."""
+
+from __future__ import annotations
+
+import codecs
+import enum
+import json
+import ssl
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import config as _config
+from .errors import CorralError, ServerError, Unavailable, Conflict, error_for
+
+
+class JobState(str, enum.Enum):
+    PENDING = "pending"
+    SCHEDULED = "scheduled"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    # A standby answers 307 to the leader; the client follows it itself, for POSTs too.
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: D102
+        return None
+
+
+class Client:
+    """A connection to a Corral head.
+
+    With no arguments it finds the head as the ``corral`` CLI does (``CORRAL_ADDR``,
+    ``CORRAL_TOKEN``, ``CORRAL_CA``, then ``~/.config/corral/config.json``); ``url`` may list
+    several heads separated by commas. Thread-safe: it keeps no connection between calls.
+    """
+
+    def __init__(self, url: Optional[str] = None, token: Optional[str] = None,
+                 ca: Optional[str] = None, timeout: float = 30.0):
+        if url is None:
+            found = _config.load()
+            url = found.addr
+            token = found.token if token is None else token
+            ca = found.ca if ca is None else ca
+        self._heads = [u.strip().rstrip("/") for u in url.split(",") if u.strip()]
+        if not self._heads:
+            raise ValueError(f"url: got {url!r}, want http(s)://HOST:PORT")
+        self._token = token or ""
+        self._timeout = timeout
+        handlers: List[Any] = [_NoRedirect()]
+        if ca:
+            handlers.append(urllib.request.HTTPSHandler(
+                context=ssl.create_default_context(cafile=ca)))
+        self._opener = urllib.request.build_opener(*handlers)
+
+    # ---- jobs ----
+
+    def submit(self, command: Union[str, Sequence[str]], *, name: str = "", gpus: int = 0,
+               cpus: Optional[float] = None, memory: Union[str, int, None] = None,
+               replicas: int = 1, queue: Optional[str] = None,
+               env: Optional[Mapping[str, str]] = None, workdir: Optional[str] = None,
+               time_limit: Optional[str] = None, request_id: Optional[str] = None,
+               **spec: Any) -> "Job":
+        """Submits a job and returns it. ``command`` is an argv list, or a string run by
+        ``/bin/sh -c``; ``spec`` takes any other field of the job spec (docs/api.md).
+
+        Every submission carries a request id (a new one unless given), so retrying it, on
+        this head or another, never runs the job twice.
+        """
+        body: Dict[str, Any] = {"command": command if isinstance(command, str) else list(command),
+                                "gpus": gpus, "replicas": replicas}
+        optional = {"name": name or None, "cpus": cpus, "memory": memory, "queue": queue,
+                    "env": dict(env) if env is not None else None, "workdir": workdir,
+                    "time_limit": time_limit}
+        body.update({k: v for k, v in optional.items() if v is not None})
+        body.update(spec)
+        answer = self._json("POST", "/v1/jobs", {"spec": body,
+                                                 "request_id": request_id or uuid.uuid4().hex})
+        first = answer["job"][0] if isinstance(answer["job"], list) else answer["job"]
+        return Job(self, first)
+
+    def job(self, job_id: int) -> "Job":
+        return Job(self, self._json("GET", f"/v1/jobs/{int(job_id)}")["job"])
+
+    def jobs(self, *, state: Union[str, Sequence[str], None] = None, queue: Optional[str] = None,
+             user: Optional[str] = None, page_size: int = 500) -> Iterator["Job"]:
+        """Every matching job, oldest first, fetched a page at a time as the caller iterates."""
+        query: Dict[str, str] = {"limit": str(page_size)}
+        if state:
+            query["state"] = state if isinstance(state, str) else ",".join(state)
+        if queue:
+            query["queue"] = queue
+        if user:
+            query["user"] = user
+        after: Optional[int] = None
+        while True:
+            if after is not None:
+                query["after"] = str(after)
+            page = self._json("GET", "/v1/jobs?" + urllib.parse.urlencode(query))
+            for j in page.get("jobs", []):
+                yield Job(self, j)
+            after = page.get("next_after")
+            if after is None:
+                return
+
+    list_jobs = jobs
+
+    def cancel(self, job_id: int) -> "Job":
+        return self.job(job_id).cancel()
+
+    def wait(self, job_id: int, timeout: Optional[float] = None) -> "Job":
+        job = self.job(job_id)
+        job.wait(timeout)
+        return job
+
+    def logs(self, job_id: int, **kwargs: Any) -> Iterator[str]:
+        return self.job(job_id).logs(**kwargs)
+
+    # ---- cluster ----
+
+    def nodes(self) -> List[Dict[str, Any]]:
+        return self._json("GET", "/v1/nodes")["nodes"]
+
+    def version(self) -> str:
+        """The head's version (``corral --version`` on its host)."""
+        return self._json("GET", "/v1/version")["version"]
+
+    # ---- transport ----
+
+    def _json(self, method: str, path: str, body: Any = None) -> Dict[str, Any]:
+        _, _, data = self._call(method, path, body)
+        try:
+            return json.loads(data)
+        except ValueError as e:
+            raise ServerError(200, "", f"{method} {path}: not JSON: {data[:200]!r}") from e
+
+    def _call(self, method: str, path: str, body: Any = None) -> Tuple[int, Mapping[str, str], bytes]:
+        """One request, tried on each head in turn while none answers; a standby's 307 is
+        followed to its leader. Raises the CorralError the answer names."""
+        data = None if body is None else json.dumps(body).encode()
+        last: Optional[CorralError] = None
+        heads = list(self._heads)
+        i = 0
+        while i < len(heads):
+            url = heads[i] + path
+            i += 1
+            req = urllib.request.Request(url, data=data, method=method)
+            if self._token:
+                req.add_header("Authorization", "Bearer " + self._token)
+            if data is not None:
+                req.add_header("Content-Type", "application/json")
+            try:
+                with self._opener.open(req, timeout=self._timeout) as r:
+                    return r.status, r.headers, r.read()
+            except urllib.error.HTTPError as e:
+                text = e.read()
+                if e.code == 307 and e.headers.get("Location") and len(heads) < 8:
+                    leader = urllib.parse.urlsplit(e.headers["Location"])
+                    heads.insert(i, f"{leader.scheme}://{leader.netloc}")
+                    continue
+                code, message = "", text.decode("utf-8", "replace")
+                try:
+                    err = json.loads(text)["error"]
+                    code, message = err.get("code", ""), err.get("message", message)
+                except (ValueError, KeyError, TypeError):
+                    pass
+                last = error_for(e.code, code, message)
+                if e.code != 503:
+                    raise last from None
+            except (urllib.error.URLError, OSError) as e:
+                reason = getattr(e, "reason", e)
+                last = Unavailable(0, "unavailable", f"{method} {url}: {reason}")
+        assert last is not None
+        raise last
+
+
+class Job:
+    """A job as last read from the head (``data``, the API's JOB object); ``refresh()``,
+    ``status()`` and ``wait()`` read it again."""
+
+    def __init__(self, client: Client, data: Dict[str, Any]):
+        self._client = client
+        self.data = data
+
+    def __repr__(self) -> str:
+        return f"Job(id={self.id}, state={self.state.value})"
+
+    @property
+    def id(self) -> int:
+        return int(self.data["id"])
+
+    @property
+    def state(self) -> JobState:
+        return JobState(self.data["state"])
+
+    @property
+    def exit_code(self) -> int:
+        return int(self.data.get("exit_code", 0))
+
+    @property
+    def name(self) -> str:
+        return self.data.get("spec", {}).get("name", "")
+
+    def refresh(self) -> "Job":
+        self.data = self._client._json("GET", f"/v1/jobs/{self.id}")["job"]
+        return self
+
+    def status(self) -> JobState:
+        return self.refresh().state
+
+    def done(self) -> bool:
+        return self.status().terminal
+
+    def wait(self, timeout: Optional[float] = None, poll: float = 0.1,
+             max_poll: float = 2.0) -> JobState:
+        """Waits until the job ends and returns its final state; polls with a growing interval
+        (``poll`` doubling up to ``max_poll``), riding out a head that restarts. Raises
+        TimeoutError after ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            try:
+                if self.status().terminal:
+                    return self.state
+            except Unavailable:
+                pass
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"job {self.id} still {self.state.value} after {timeout} s")
+            pause = poll if deadline is None else min(poll, max(0.0, deadline - time.monotonic()))
+            time.sleep(pause)
+            poll = min(poll * 2, max_poll)
+
+    def cancel(self) -> "Job":
+        """Cancels the job; a job that already ended is left as it is (no error), so calling
+        this twice is safe."""
+        try:
+            self.data = self._client._json("POST", f"/v1/jobs/{self.id}/cancel")["job"]
+        except Conflict:
+            self.refresh()
+            if not self.state.terminal:
+                raise
+        return self
+
+    def logs(self, stream: str = "stdout", replica: int = 0, task: int = 0,
+             follow: bool = False, poll: float = 0.2, retry_for: float = 60.0) -> Iterator[str]:
+        """The job's output as text chunks. With ``follow`` it keeps reading until the job
+        ends; when the head or the node goes away it retries from where it was (nothing lost,
+        nothing repeated) for up to ``retry_for`` seconds."""
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        offset = 0
+        down_since: Optional[float] = None
+        while True:
+            query = urllib.parse.urlencode({"stream": stream, "replica": replica, "task": task,
+                                            "offset": offset, "max": 65536})
+            try:
+                _, headers, body = self._client._call("GET", f"/v1/jobs/{self.id}/logs?{query}")
+            except Unavailable:
+                if not follow:
+                    raise
+                down_since = down_since or time.monotonic()
+                if time.monotonic() - down_since > retry_for:
+                    raise
+                time.sleep(poll)
+                continue
+            down_since = None
+            nxt = int(headers.get("X-Corral-Next-Offset") or offset + len(body))
+            if body:
+                text = decoder.decode(body)
+                if text:
+                    yield text
+            state = headers.get("X-Corral-Job-State", "")
+            over = state in {s.value for s in JobState if s.terminal}
+            if nxt > offset:
+                offset = nxt
+                continue  # there may be more right away
+            if not follow or over:
+                tail = decoder.decode(b"", final=True)
+                if tail:
+                    yield tail
+                return
+            time.sleep(poll)

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs everything the test suites, benchmarks and fuzzers need besides the build's own
+# dependencies (setup.sh, which this runs first): what CI needs on a clean machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+PACKAGES=(
+  clang-format
+  libgtest-dev libgmock-dev libbenchmark-dev
+  sqlite3 postgresql
+  procps iproute2 curl
+  prometheus
+  python3 python3-torch
+  chromium nodejs
+  slurm-wlm munge  # the differential test against a real Slurm (tests/slurm)
+  clang            # libFuzzer targets (scripts/fuzz.sh)
+)
+./scripts/apt-install.sh "${PACKAGES[@]}"
+# npm: Debian's package, unless the nodejs installed already carries its own (NodeSource's).
+if ! command -v npm >/dev/null; then ./scripts/apt-install.sh npm; fi
+# The browser test's driver, pinned by tests/browser/package-lock.json, into a directory git
+# ignores (tests/browser/node_modules).
+if [ ! -d tests/browser/node_modules/puppeteer-core ]; then
+  (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error)
+fi
