@@ -9,6 +9,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   sqlite3 postgresql
   procps iproute2 curl
+  systemd          # systemd-analyze verify, for the units (tests/units_test.py)
   prometheus
   python3 python3-torch
   chromium nodejs
