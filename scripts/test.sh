@@ -21,11 +21,11 @@ stage "setup (apt-get, npm)"
 # -O2 without debug info, and -g1 under ASan: CI builds twice on two cores, and full debug info
 # costs more compile time than anything else here. (Not -O3: GCC 12 reports a false
 # -Werror=restrict inside std::string there.) The unit tests are built and run once, under
-# ASan+UBSan; benchmarks are not built (bench/ runs them, on a Release build of its own).
+# ASan+UBSan; the benchmarks are built here (with -Werror), and the emulated agents' test runs.
 stage "build (-O2, -Werror, no unit tests)"
 # Tests and system suites on explicitly: demo.sh configures the same build/ without.
 BUILD_DIR=build BUILD_TYPE=RelWithDebInfo ./scripts/build.sh -DCORRAL_WERROR=ON \
-  -DCORRAL_TESTS=ON -DCORRAL_UNIT_TESTS=OFF -DCORRAL_SYSTEM_TESTS=ON -DCORRAL_BENCH=OFF \
+  -DCORRAL_TESTS=ON -DCORRAL_UNIT_TESTS=OFF -DCORRAL_SYSTEM_TESTS=ON -DCORRAL_BENCH=ON \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG"
 stage "multi-process suites"
 # integration and the suites that need root or third-party servers (they skip with a message
@@ -33,7 +33,7 @@ stage "multi-process suites"
 # browser: the dashboard in headless Chromium; package: builds the Debian packages twice (an
 # upgrade), installs, upgrades and purges them (root).
 (cd build && ctest --output-on-failure -j "$JOBS" \
-  -L 'integration|observability|ddp|security|pg|slurm|chaos|browser|package' --timeout 900)
+  -L 'integration|observability|ddp|security|pg|slurm|chaos|browser|package|bench' --timeout 900)
 
 stage "build (ASan+UBSan, unit tests)"
 BUILD_DIR=build-asan BUILD_TYPE=Debug ./scripts/build.sh -DCORRAL_WERROR=ON -DCORRAL_SANITIZE=ON \
