@@ -348,36 +348,34 @@ void Head::RequestSchedule() {
 }
 
 void Head::Execute(const Caller& by, TimeMs now, SyncAgent command, Callback<SyncResponse> done) {
-  {
-    const SyncRequest& req = command.request;
-    Result<bool> known = core_.Report(by, req, now);
-    Drain();
-    if (!known.ok()) return Reply<SyncResponse>(std::move(done), known.status());
-    if (!*known) {
-      SyncResponse r;
-      r.head_epoch = core_.state().epoch;
-      r.reregister = true;
-      return Reply<SyncResponse>(std::move(done), r);
-    }
-    // A newer call supersedes a held one.
-    if (auto p = parked_.find(req.node); p != parked_.end()) AnswerParked(req.node);
-    const uint64_t from = req.deltas ? req.desired_version : 0;
-    if (req.desired_version != core_.NodeVersion(req.node) || req.wait_ms <= 0) {
-      return Reply<SyncResponse>(std::move(done), core_.AnswerFor(req.node, from));
-    }
-    // Liveness counts what the head hears, so a held call must come back well inside the
-    // unreachable timeout.
-    DurationMs hold = std::min<DurationMs>(
-        {req.wait_ms, config_.max_sync_hold_ms, config_.core.unreachable_after_ms / 3});
-    Parked& parked = parked_[req.node];
-    parked.done = std::move(done);
-    parked.from = from;
-    parked.timer = std::make_unique<asio::steady_timer>(io_);
-    parked.timer->expires_after(std::chrono::milliseconds(std::max<DurationMs>(hold, 1)));
-    parked.timer->async_wait([this, name = req.node](const boost::system::error_code& ec) {
-      if (!ec) AnswerParked(name);
-    });
+  const SyncRequest& req = command.request;
+  Result<bool> known = core_.Report(by, req, now);
+  Drain();
+  if (!known.ok()) return Reply<SyncResponse>(std::move(done), known.status());
+  if (!*known) {
+    SyncResponse r;
+    r.head_epoch = core_.state().epoch;
+    r.reregister = true;
+    return Reply<SyncResponse>(std::move(done), r);
   }
+  // A newer call supersedes a held one.
+  if (auto p = parked_.find(req.node); p != parked_.end()) AnswerParked(req.node);
+  const uint64_t from = req.deltas ? req.desired_version : 0;
+  if (req.desired_version != core_.NodeVersion(req.node) || req.wait_ms <= 0) {
+    return Reply<SyncResponse>(std::move(done), core_.AnswerFor(req.node, from));
+  }
+  // Liveness counts what the head hears, so a held call must come back well inside the
+  // unreachable timeout.
+  DurationMs hold = std::min<DurationMs>(
+      {req.wait_ms, config_.max_sync_hold_ms, config_.core.unreachable_after_ms / 3});
+  Parked& parked = parked_[req.node];
+  parked.done = std::move(done);
+  parked.from = from;
+  parked.timer = std::make_unique<asio::steady_timer>(io_);
+  parked.timer->expires_after(std::chrono::milliseconds(std::max<DurationMs>(hold, 1)));
+  parked.timer->async_wait([this, name = req.node](const boost::system::error_code& ec) {
+    if (!ec) AnswerParked(name);
+  });
 }
 
 void Head::AnswerParked(const std::string& node) {

@@ -92,78 +92,74 @@ bool Head::ReachesRetired(const JobFilter& f, TimeMs now) const {
 
 void Head::Execute(const Caller& by, TimeMs now, ListJobs command,
                    Callback<std::vector<Job>> done) {
-  {
-    const JobFilter f = std::move(command.filter);
-    std::vector<Job> live = core_.ListJobs(by, f);
-    if (!ReachesRetired(f, now)) return Reply<std::vector<Job>>(std::move(done), std::move(live));
-    // Retired jobs that match, a page of rows at a time, until the limit.
-    auto read = [this, f]() -> Result<std::vector<Job>> {
-      constexpr int32_t kPage = 1000;
-      // Where every row the store returns matches, read no more rows than asked for (the
-      // dashboard probes with limit=1).
-      bool store_filters_all = f.states.empty();
-      store::RetiredJobsQuery q{.after = f.after,
-                                .ended_since = f.ended_since,
-                                .limit = store_filters_all ? std::min(f.limit, kPage) : kPage,
-                                .user = f.user,
-                                .queue = f.queue};
-      // An array's elements have consecutive ids from its own: start there, stop past them.
-      if (f.array_id != 0) q.after = std::max(q.after, f.array_id - 1);
-      std::vector<Job> out;
-      Status st = ForEachRetiredJob(*store_, q, [&](Job& j) {
-        if (f.array_id != 0 && j.array_id != f.array_id) return false;
-        if (FilterMatches(f, j)) out.push_back(std::move(j));
-        return static_cast<int32_t>(out.size()) < f.limit;
-      });
-      if (!st.ok()) return st;
-      return out;
-    };
-    ReadRetired(std::move(read), [this, by, limit = f.limit, live = std::move(live),
-                                  done = std::move(done)](auto retired) mutable {
-      if (!retired.ok()) return Reply<std::vector<Job>>(std::move(done), retired.status());
-      std::vector<Job> all;
-      for (Job& j : *retired) all.push_back(core_.JobAsSeenBy(by, std::move(j)));
-      all.insert(all.end(), std::make_move_iterator(live.begin()),
-                 std::make_move_iterator(live.end()));
-      // A job retired meanwhile may be in both.
-      std::stable_sort(all.begin(), all.end(),
-                       [](const Job& a, const Job& b) { return a.id < b.id; });
-      all.erase(std::unique(all.begin(), all.end(),
-                            [](const Job& a, const Job& b) { return a.id == b.id; }),
-                all.end());
-      if (static_cast<int32_t>(all.size()) > limit) all.resize(static_cast<size_t>(limit));
-      Reply<std::vector<Job>>(std::move(done), std::move(all));
+  const JobFilter f = std::move(command.filter);
+  std::vector<Job> live = core_.ListJobs(by, f);
+  if (!ReachesRetired(f, now)) return Reply<std::vector<Job>>(std::move(done), std::move(live));
+  // Retired jobs that match, a page of rows at a time, until the limit.
+  auto read = [this, f]() -> Result<std::vector<Job>> {
+    constexpr int32_t kPage = 1000;
+    // Where every row the store returns matches, read no more rows than asked for (the
+    // dashboard probes with limit=1).
+    bool store_filters_all = f.states.empty();
+    store::RetiredJobsQuery q{.after = f.after,
+                              .ended_since = f.ended_since,
+                              .limit = store_filters_all ? std::min(f.limit, kPage) : kPage,
+                              .user = f.user,
+                              .queue = f.queue};
+    // An array's elements have consecutive ids from its own: start there, stop past them.
+    if (f.array_id != 0) q.after = std::max(q.after, f.array_id - 1);
+    std::vector<Job> out;
+    Status st = ForEachRetiredJob(*store_, q, [&](Job& j) {
+      if (f.array_id != 0 && j.array_id != f.array_id) return false;
+      if (FilterMatches(f, j)) out.push_back(std::move(j));
+      return static_cast<int32_t>(out.size()) < f.limit;
     });
-  }
+    if (!st.ok()) return st;
+    return out;
+  };
+  ReadRetired(std::move(read), [this, by, limit = f.limit, live = std::move(live),
+                                done = std::move(done)](auto retired) mutable {
+    if (!retired.ok()) return Reply<std::vector<Job>>(std::move(done), retired.status());
+    std::vector<Job> all;
+    for (Job& j : *retired) all.push_back(core_.JobAsSeenBy(by, std::move(j)));
+    all.insert(all.end(), std::make_move_iterator(live.begin()),
+               std::make_move_iterator(live.end()));
+    // A job retired meanwhile may be in both.
+    std::stable_sort(all.begin(), all.end(),
+                     [](const Job& a, const Job& b) { return a.id < b.id; });
+    all.erase(std::unique(all.begin(), all.end(),
+                          [](const Job& a, const Job& b) { return a.id == b.id; }),
+              all.end());
+    if (static_cast<int32_t>(all.size()) > limit) all.resize(static_cast<size_t>(limit));
+    Reply<std::vector<Job>>(std::move(done), std::move(all));
+  });
 }
 
 void Head::Execute(const Caller& by, TimeMs now, GetUsage command, Callback<UsageReport> done) {
-  {
-    const UsageBy group = command.by;
-    const DurationMs since_ms = command.since_ms;
-    if (Status ok = HeadCore::CheckUsage(by, since_ms); !ok.ok()) {
-      return Reply<UsageReport>(std::move(done), ok);
-    }
-    TimeMs from = now > since_ms ? now - since_ms : 0;
-    JobFilter ended{.ended_since = from};
-    if (!ReachesRetired(ended, now)) {
-      return Reply<UsageReport>(std::move(done), core_.Usage(UsageAccumulator(group, from, now)));
-    }
-    // Retired jobs that ended in the period add up on the archive thread, a page at a time.
-    auto acc = std::make_shared<UsageAccumulator>(group, from, now);
-    auto read = [this, acc, from]() -> Result<std::vector<Job>> {
-      Status st = ForEachRetiredJob(*store_, {.ended_since = from, .limit = 2000}, [&](Job& j) {
-        acc->Add(j);
-        return true;
-      });
-      if (!st.ok()) return st;
-      return std::vector<Job>();
-    };
-    ReadRetired(std::move(read), [this, acc, done = std::move(done)](auto read) mutable {
-      if (!read.ok()) return Reply<UsageReport>(std::move(done), read.status());
-      Reply<UsageReport>(std::move(done), core_.Usage(std::move(*acc)));
-    });
+  const UsageBy group = command.by;
+  const DurationMs since_ms = command.since_ms;
+  if (Status ok = HeadCore::CheckUsage(by, since_ms); !ok.ok()) {
+    return Reply<UsageReport>(std::move(done), ok);
   }
+  TimeMs from = now > since_ms ? now - since_ms : 0;
+  JobFilter ended{.ended_since = from};
+  if (!ReachesRetired(ended, now)) {
+    return Reply<UsageReport>(std::move(done), core_.Usage(UsageAccumulator(group, from, now)));
+  }
+  // Retired jobs that ended in the period add up on the archive thread, a page at a time.
+  auto acc = std::make_shared<UsageAccumulator>(group, from, now);
+  auto read = [this, acc, from]() -> Result<std::vector<Job>> {
+    Status st = ForEachRetiredJob(*store_, {.ended_since = from, .limit = 2000}, [&](Job& j) {
+      acc->Add(j);
+      return true;
+    });
+    if (!st.ok()) return st;
+    return std::vector<Job>();
+  };
+  ReadRetired(std::move(read), [this, acc, done = std::move(done)](auto read) mutable {
+    if (!read.ok()) return Reply<UsageReport>(std::move(done), read.status());
+    Reply<UsageReport>(std::move(done), core_.Usage(std::move(*acc)));
+  });
 }
 
 // A huge array is cancelled a slice at a time (CancelRest), so that other commands are
@@ -230,32 +226,29 @@ void Head::Execute(const Caller& by, TimeMs now, RegisterAgent command,
 
 void Head::Execute(const Caller& by, TimeMs now, BackupStore command,
                    Callback<store::BackupInfo> done) {
-  {
-    std::string path = std::move(command.path);
-    if (by.kind != Caller::Kind::kUser || by.role != Role::kAdmin) {
-      return Reply<store::BackupInfo>(std::move(done),
-                                      PermissionDenied("only an admin may back up the store"));
-    }
-    if (backup_running_) {
-      return Reply<store::BackupInfo>(
-          std::move(done),
-          FailedPrecondition("a backup is already running; try again when it ends"));
-    }
-    backup_running_ = true;
-    Audit(Json{{"at", now},
-               {"who", by.name},
-               {"role", RoleName(by.role)},
-               {"what", "backup"},
-               {"path", path}});
-    if (backup_thread_.joinable()) backup_thread_.join();  // the last one, long over
-    backup_thread_ = std::thread([this, path = std::move(path), done = std::move(done)]() mutable {
-      Result<store::BackupInfo> r = store_->Backup(path);
-      Post([this, r = std::move(r), done = std::move(done)]() mutable {
-        backup_running_ = false;
-        Reply<store::BackupInfo>(std::move(done), std::move(r));
-      });
-    });
+  std::string path = std::move(command.path);
+  if (by.kind != Caller::Kind::kUser || by.role != Role::kAdmin) {
+    return Reply<store::BackupInfo>(std::move(done),
+                                    PermissionDenied("only an admin may back up the store"));
   }
+  if (backup_running_) {
+    return Reply<store::BackupInfo>(
+        std::move(done), FailedPrecondition("a backup is already running; try again when it ends"));
+  }
+  backup_running_ = true;
+  Audit(Json{{"at", now},
+             {"who", by.name},
+             {"role", RoleName(by.role)},
+             {"what", "backup"},
+             {"path", path}});
+  if (backup_thread_.joinable()) backup_thread_.join();  // the last one, long over
+  backup_thread_ = std::thread([this, path = std::move(path), done = std::move(done)]() mutable {
+    Result<store::BackupInfo> r = store_->Backup(path);
+    Post([this, r = std::move(r), done = std::move(done)]() mutable {
+      backup_running_ = false;
+      Reply<store::BackupInfo>(std::move(done), std::move(r));
+    });
+  });
 }
 
 }  // namespace corral::head
