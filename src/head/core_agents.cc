@@ -1,5 +1,7 @@
 // The head core's side of the agent protocol (DESIGN §7): registration, reports,
 // each node's desired runs, liveness, drain, and each run's environment (DESIGN §8).
+#include <algorithm>
+
 #include "core/spec.h"
 #include "core/task_env.h"
 #include "head/head_core.h"
@@ -79,7 +81,13 @@ Result<bool> HeadCore::Report(const Caller& by, const SyncRequest& req, TimeMs n
   auto it = state_.nodes.find(req.node);
   if (it == state_.nodes.end() || req.agent_epoch != it->second.agent_epoch) return false;
   last_heard_[req.node] = now;
-  busy_ports_[req.node] = std::set<int32_t>(req.busy_ports.begin(), req.busy_ports.end());
+  // Rebuilt only when it changed: most syncs report the same ports (often none).
+  std::set<int32_t>& ports = busy_ports_[req.node];
+  if (ports.size() != req.busy_ports.size() ||
+      !std::all_of(req.busy_ports.begin(), req.busy_ports.end(),
+                   [&](int32_t p) { return ports.count(p) > 0; })) {
+    ports = std::set<int32_t>(req.busy_ports.begin(), req.busy_ports.end());
+  }
   if (!req.gpu_samples.empty()) {
     gpu_samples_[req.node] = req.gpu_samples;
     ObserveUse(req.node, now);

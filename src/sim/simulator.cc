@@ -89,6 +89,13 @@ struct Work {
   bool stopped = false;               // the current run was asked to stop: its work is saved
 };
 
+// A job's current run as the report records it: its record in SimResult::runs, and why it was
+// asked to stop.
+struct OpenRun {
+  size_t run = 0;
+  std::string stop_reason;
+};
+
 // Splits a request into a gang of whole-node-sized replicas: the fewest replicas r such that
 // r divides the GPU count and each replica fits one node.
 void Shape(int32_t gpus, int32_t per_node, int32_t* replicas, int32_t* per_replica) {
@@ -241,10 +248,9 @@ class Loop {
   // What the simulator knows and the head cannot: for the baselines, the true duration and
   // progress; for the corral policy, the inputs `predict` leaves out, or the oracle.
   void Adjust(const Job& job, sched::PendingJob* p) const {
-    auto it = index_.find(job.id);
-    if (it == index_.end()) return;
-    const TraceJob& t = jobs_[it->second];
-    const Work& w = work_.at(job.id);
+    if (job.id == 0 || job.id > index_.size()) return;
+    const TraceJob& t = jobs_[index_[job.id - 1]];
+    const Work& w = work_[job.id - 1];
     const PredictionInputs& in = config_.predict;
     if (config_.policy != sched::OrderPolicy::kCorral) {
       p->oracle_duration_ms = t.duration_ms;
@@ -355,14 +361,18 @@ class Loop {
     }
   }
 
+  size_t Row(JobId id) const { return index_.at(id - 1); }
+  Work& WorkOf(JobId id) { return work_.at(id - 1); }
+  OpenRun& Open(JobId id) { return open_runs_.at(id - 1); }
+
   DurationMs Overhead(int32_t attempt) const {
     return attempt > 1 ? config_.restart_overhead_ms : 0;
   }
 
   // A replica's process starts: it ends by itself once it has done the rest of the job's work.
   void Started(size_t n, const ProcessChange& c, TimeMs now) {
-    Work& w = work_.at(c.job);
-    const TraceJob& t = jobs_[index_.at(c.job)];
+    Work& w = WorkOf(c.job);
+    const TraceJob& t = jobs_[Row(c.job)];
     if (w.attempt != c.attempt) {  // the run's first replica to start
       w.attempt = c.attempt;
       w.run_start = now;
@@ -390,9 +400,9 @@ class Loop {
   // A stop order (preemption, time limit): the process checkpoints (its work up to now, or its
   // last periodic checkpoint) and exits at the end of its grace.
   void StopOrdered(size_t n, const ProcessChange& c, TimeMs now) {
-    Work& w = work_.at(c.job);
+    Work& w = WorkOf(c.job);
     if (w.attempt == c.attempt && !w.stopped) {
-      w.progress_ms = WorkAt(w, jobs_[index_.at(c.job)], now, /*checkpoint_now=*/true);
+      w.progress_ms = WorkAt(w, jobs_[Row(c.job)], now, /*checkpoint_now=*/true);
       w.stopped = true;
     }
     Plan({now + config_.preempt_grace_ms, 0, EventKind::kExit, n, c.process, -15});
@@ -436,14 +446,17 @@ class Loop {
     spec.grace_ms = config_.preempt_grace_ms;
     bool by_name = PredictedByName(t.user, t.name);
     JobId id = core_.state().next_job_id;
-    index_[id] = i;
-    work_[id] = Work{};
+    CORRAL_CHECK(id == index_.size() + 1, "the core numbers jobs one by one");
+    index_.push_back(i);
+    work_.push_back(Work{});
+    open_runs_.emplace_back();
     // An admin of no name: the owner is the trace's user, which may be none.
     Caller submitter{Caller::Kind::kSystem, "", Role::kAdmin, {}};
     Result<Job> job = core_.Submit(submitter, std::move(spec), t.user, kEpoch + now);
     if (!job.ok()) {
-      index_.erase(id);
-      work_.erase(id);
+      index_.pop_back();
+      work_.pop_back();
+      open_runs_.pop_back();
       result_.jobs[i].rejected = true;
       result_.jobs[i].why_rejected = job.status().message();
       Pump(now);
@@ -473,8 +486,8 @@ class Loop {
     if (std::holds_alternative<JobSubmitted>(c.what)) {
       ++pending_;
     } else if (const auto* e = std::get_if<RunPlaced>(&c.what)) {
-      size_t i = index_.at(e->job);
-      open_runs_[e->job] = result_.runs.size();
+      size_t i = Row(e->job);
+      Open(e->job).run = result_.runs.size();
       RunRecord r;
       r.job = i;
       r.start = now;
@@ -486,22 +499,17 @@ class Loop {
       --pending_;
       ++running_;
     } else if (const auto* e = std::get_if<StopRequested>(&c.what)) {
-      stop_reasons_[e->job] = e->reason;
+      Open(e->job).stop_reason = e->reason;
     } else if (const auto* e = std::get_if<RunEnded>(&c.what)) {
       Ended(*e, now);
     }
   }
 
   void Ended(const RunEnded& e, TimeMs now) {
-    size_t i = index_.at(e.job);
-    RunRecord& r = result_.runs[open_runs_.at(e.job)];
-    open_runs_.erase(e.job);
-    std::string reason;
-    if (auto s = stop_reasons_.find(e.job); s != stop_reasons_.end()) {
-      reason = std::move(s->second);
-      stop_reasons_.erase(s);
-    }
-    Work& w = work_.at(e.job);
+    size_t i = Row(e.job);
+    RunRecord& r = result_.runs[Open(e.job).run];
+    std::string reason = std::exchange(Open(e.job).stop_reason, "");
+    Work& w = WorkOf(e.job);
     if (e.run_state == RunState::kSucceeded) w.progress_ms = jobs_[i].duration_ms;
     if (e.run_state == RunState::kLost && !w.stopped) {
       // Its node failed (or went silent): only the last periodic checkpoint is kept.
@@ -547,9 +555,9 @@ class Loop {
     for (const RunReport& r : nodes_[n].Report().runs) {
       RunId id;
       if (!r.running || !ParseRunId(r.run_id, &id)) continue;
-      Work& w = work_.at(id.job);
+      Work& w = WorkOf(id.job);
       if (w.attempt == id.attempt && !w.stopped) {
-        w.progress_ms = WorkAt(w, jobs_[index_.at(id.job)], now, /*checkpoint_now=*/false);
+        w.progress_ms = WorkAt(w, jobs_[Row(id.job)], now, /*checkpoint_now=*/false);
         w.stopped = true;
       }
     }
@@ -582,13 +590,14 @@ class Loop {
 
   const std::vector<TraceJob>& jobs_;
   SimConfig config_;
-  std::map<JobId, size_t> index_;  // job -> its row of the trace
-  std::map<JobId, Work> work_;
+  // By job id - 1 (the core numbers jobs from 1, one per accepted submission): the trace row
+  // (kNoRow: none, a refused submission) and what its processes did.
+  std::vector<size_t> index_;
+  std::vector<Work> work_;
   HeadCore core_;
   std::vector<EmulatedNode> nodes_;
   std::map<std::string, size_t> by_name_;
-  std::map<JobId, size_t> open_runs_;          // job -> its run's record in result_.runs
-  std::map<JobId, std::string> stop_reasons_;  // job -> why its run was asked to stop
+  std::vector<OpenRun> open_runs_;  // by job id - 1
   std::set<size_t> predicted_by_name_;
   std::mt19937_64 rng_;  // node up times
   SimResult result_;
