@@ -112,11 +112,13 @@ netns_cut "$cut"
 if [ "$first" = node01 ]; then other_n=2; else other_n=1; fi
 submit_small
 sleep 1
+# (Back well within the agents' lease: the other agent must not fence.)
 kill -KILL "$head_pid"
 wait "$head_pid" 2>/dev/null || true
-submit_small  # refused: nothing answers
+echo "head SIGKILLed $(elapsed "$t0") s into the cut"
 start_head
 for _ in $(seq 100); do corral nodes >/dev/null 2>&1 && break; sleep 0.1; done
+echo "head back $(elapsed "$t0") s into the cut"
 submit_small
 kill -KILL "${agent_pid[$other_n]}"
 wait "${agent_pid[$other_n]}" 2>/dev/null || true
