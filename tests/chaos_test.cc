@@ -132,8 +132,8 @@ TEST(Chaos, HeadAndAgentSigkillsLoseNoAcknowledgedJobAndRunNoneTwice) {
   std::cout << "[chaos] seed " << seed << ", " << seconds << " s: " << faults["head"]
             << " head and " << faults["agent"] << " agent SIGKILLs; " << acked.size()
             << " jobs acknowledged (" << refused << " submissions refused, " << unowed
-            << " of them committed), " << lost << " lost, "
-            << twice << " started twice; head back in at most " << worst << " s" << std::endl;
+            << " of them committed), " << lost << " lost, " << twice
+            << " started twice; head back in at most " << worst << " s" << std::endl;
   EXPECT_TRUE(done) << "not every acknowledged job succeeded; see " << c.dir();
   EXPECT_EQ(lost, 0);
   EXPECT_EQ(twice, 0);
