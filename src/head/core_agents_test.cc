@@ -1,4 +1,5 @@
 // The head's core answering agents (desired-state deltas), usage, and idle runs.
+#include "core/codec.h"
 #include "head/core_scenario.h"
 
 namespace corral::head::core_test {
@@ -25,6 +26,33 @@ TEST(DesiredLog, TellsTheDistinctJobsChangedSinceARecentVersionOnly) {
   log.ChangedAll();
   EXPECT_FALSE(log.ChangedSince(log.version() - 1));
   EXPECT_EQ(log.ChangedSince(log.version()), std::vector<JobId>{});
+}
+
+// An agent too old for this head is refused, the error naming both protocol versions; its
+// node is not registered. A current one is taken.
+TEST_P(Scenario, AnAgentTooOldForTheHeadIsRefusedNamingBothVersions) {
+  RegisterRequest old;
+  old.name = "n-old";
+  old.cpu_milli = 1000;
+  old.protocol = kMinAgentProtocol - 1;
+  auto refused = core().Register(kJoin, old, "secret", now());
+  ASSERT_FALSE(refused.ok());
+  const std::string why = refused.status().message();
+  EXPECT_EQ(refused.status().code(), ErrorCode::kFailedPrecondition);
+  EXPECT_NE(why.find("protocol version " + std::to_string(kMinAgentProtocol - 1)),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("(version " + std::to_string(kAgentProtocol)), std::string::npos) << why;
+  EXPECT_NE(why.find("field 'protocol'"), std::string::npos) << why;
+  Step();
+  EXPECT_FALSE(core().GetNode("n-old").ok()) << "a refused agent changes nothing";
+  // Decoded from an agent that sends no version: version 1, refused alike.
+  auto decoded = RegisterRequestFromJson(Json{{"name", "n-old"}});
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(decoded->protocol, 1);
+  EXPECT_FALSE(core().Register(kJoin, *decoded, "secret", now()).ok());
+  old.protocol = kAgentProtocol;
+  EXPECT_TRUE(core().Register(kJoin, old, "secret", now()).ok());
 }
 
 // An agent a version or two behind gets only the jobs whose orders changed since; a head that

@@ -18,7 +18,6 @@ constexpr char kReasonCannotStart[] = "cannot start";
 // A replica the kernel killed for exceeding its memory limit (Slurm's OUT_OF_MEMORY).
 constexpr char kReasonOutOfMemory[] = "out of memory";
 constexpr char kReasonTimeLimit[] = "time limit";
-constexpr char kReasonRequeued[] = "requeued";
 
 bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
@@ -495,6 +494,8 @@ void HeadCore::MaybeFinishRun(const Job& job, TimeMs now) {
     FinishRun(job, RunState::kPreempted, "", now);  // a requeue: back to pending, no restart spent
   } else if (run.stop_requested && StartsWith(run.reason, kReasonCancelled)) {
     FinishRun(job, RunState::kCancelled, "", now);
+  } else if (run.stop_requested && StartsWith(run.reason, kReasonGpuError)) {
+    FinishRun(job, RunState::kFailed, run.reason, now);
   } else if (all_zero) {
     FinishRun(job, RunState::kSucceeded, "", now);
   } else {
