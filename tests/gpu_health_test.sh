@@ -5,7 +5,8 @@
 #   1. Xid 79 on the GPU of a running job: the GPU is drained (source health), the job is
 #      requeued without spending a restart, its events name the GPU and the Xid, and it runs
 #      again on another GPU; `corral nodes` and the head's /metrics show it;
-#   2. the drained GPU is returned after --gpu-clean-checks clean checks;
+#   2. the drained GPU is returned after --gpu-clean-checks clean checks (one every
+#      --gpu-check-interval);
 #   3. Xid 13 (the application's fault) on a job's GPU: the job fails naming it, the GPU stays;
 #   4. an operator's drain of a GPU (corral nodes drain NODE --gpu N) stays through clean checks.
 set -euo pipefail
@@ -22,7 +23,7 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-"$CORRAL" head --state-dir "$W/head" --listen "127.0.0.1:$PORT" --gpu-clean-checks 3 \
+"$CORRAL" head --state-dir "$W/head" --listen "127.0.0.1:$PORT" --gpu-clean-checks 5 \
   >"$W/head.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do [ -s "$W/head/admin.token" ] && break; sleep 0.1; done
@@ -33,7 +34,7 @@ for n in 1 2; do
   FAKE_NVML_GPUS="A100:40960,A100:40960" FAKE_NVML_HEALTH="$W/health-node$n" \
     "$CORRAL" agent --head "$CORRAL_ADDR" --join-token-file "$W/head/join.token" \
     --name "node$n" --state-dir "$W/node$n" --nvml-library "$FAKE_NVML" --run-as agent \
-    --cgroups off --lease 6 --cpus 4 --memory 4G >"$W/node$n.log" 2>&1 &
+    --cgroups off --lease 6 --gpu-check-interval 2 --cpus 4 --memory 4G >"$W/node$n.log" 2>&1 &
   pids+=($!)
 done
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
@@ -86,9 +87,9 @@ grep -q "corral_gpu_health{node=\"$node\",gpu=\"$gpu\"}" "$W/metrics" ||
 grep -q "GPU $gpu drained (health)" "$W/events" || fail "no event for the drain: $(tail -5 "$W/events")"
 "$CORRAL" cancel "$job" >/dev/null
 
-# 2. Clean checks (the agent checks at every sync, ~2 s with --lease 6) return it.
+# 2. Clean checks (one every 2 s: --gpu-check-interval) return it.
 returned() { [ "$(drain_source "$node" "$gpu")" = none ]; }
-wait_for 30 "$node GPU $gpu was not returned after 3 clean checks" returned
+wait_for 40 "$node GPU $gpu was not returned after 5 clean checks" returned
 grep -q "GPU $gpu returned" <("$CORRAL" events --since 0 2>&1) || fail "no event for the return"
 echo "returned after clean checks"
 
@@ -108,7 +109,7 @@ grep -q "Xid 13 (graphics engine exception) on GPU $gpu2 of node $node2" "$W/app
 "$CORRAL" nodes drain node1 --gpu 1 --reason "fan noise" >/dev/null
 "$CORRAL" nodes drain node1 --gpu 9 2>"$W/bad" && fail "drained a GPU node1 lacks"
 grep -q "field 'gpu'" "$W/bad" || fail "bad GPU: $(cat "$W/bad")"
-sleep 8  # 3+ clean checks
+sleep 12  # 5+ clean checks
 [ "$(drain_source node1 1)" = admin ] || fail "the admin drain did not stay"
 "$CORRAL" nodes undrain node1 --gpu 1 >/dev/null
 [ "$(drain_source node1 1)" = none ] || fail "undrain did not return the GPU"

@@ -70,6 +70,7 @@ Status Agent::Init() {
     return Status(gpus.status().code(), "GPU discovery failed: " + gpus.status().message());
   gpus_ = std::move(gpus.value());
   monitor_->SetGpus(gpus_);
+  monitor_->SetCheckInterval(config_.gpu_check_interval_ms);
   if (!config_.health_program.empty() && health_program_ == nullptr) {
     // Its first run starts now, before the agent registers (as slurmd's does).
     health_program_ = std::make_unique<HealthProgramRunner>(

@@ -72,6 +72,8 @@ struct AgentConfig {
   std::string health_program;
   int64_t health_interval_ms = 5 * 60 * 1000;
   int64_t health_limit_ms = 60 * 1000;
+  // How often the GPUs' health checks count as a new check (GpuMonitor::SampleAndCheck).
+  int64_t gpu_check_interval_ms = 10 * 1000;
   // For the service manager (Type=notify): called after each registration with the head, on
   // the sync thread, and on every turn of the poller (at least every poll_interval_ms) while
   // it supervises runs, so a keep-alive stops when the agent hangs.

@@ -46,7 +46,7 @@ std::vector<GpuSample> GpuMonitor::SampleAndCheck() {
   std::optional<HealthProgramResult> program;
   if (program_ != nullptr) program = program_->Last();
   if (read->empty() && program_ == nullptr) return out;  // no health is checked here
-  const uint64_t check = ++check_;
+  bool news = false;  // an Xid, or a GPU not ok: a new check at once
   for (GpuSample& s : out) {
     GpuHealthReading reading{s.index, counters_[s.index], {}};  // unread: as last time
     for (const GpuHealthReading& r : *read) {
@@ -54,7 +54,7 @@ std::vector<GpuSample> GpuMonitor::SampleAndCheck() {
     }
     auto& pending = undelivered_[s.index];
     for (int32_t xid : reading.xids) {
-      pending.emplace_back(check, xid);
+      pending.emplace_back(check_ + 1, xid);  // this check's number (it is a new one)
       ++xid_total_[{s.index, xid}];
       spdlog::error("GPU {}: {}", s.index, XidText(xid));
     }
@@ -75,14 +75,27 @@ std::vector<GpuSample> GpuMonitor::SampleAndCheck() {
       }
     }
     health_[s.index] = a;
-    s.check = check;
+    news |= !reading.xids.empty() || a.health != GpuHealth::kOk;
     s.health = a.health;
     s.health_reason = a.reason;
     s.counters = reading.counters;
-    for (const auto& [when, xid] : pending) s.xids.push_back(xid);
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (check_ == 0 || news || now - checked_at_ >= std::chrono::milliseconds(check_interval_ms_)) {
+    ++check_;
+    checked_at_ = now;
+  }
+  for (GpuSample& s : out) {
+    s.check = check_;
+    for (const auto& [when, xid] : undelivered_[s.index]) s.xids.push_back(xid);
   }
   UpdateGauges(out);
   return out;
+}
+
+void GpuMonitor::SetCheckInterval(int64_t ms) {
+  std::lock_guard lock(mu_);
+  check_interval_ms_ = ms;
 }
 
 void GpuMonitor::UseHealthProgram(const HealthProgramRunner* runner) {

@@ -8,6 +8,7 @@
 // thread renders metrics; one mutex serialises them (and the probe, which need not be).
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <set>
@@ -38,9 +39,13 @@ class GpuMonitor {
   // (the head then shows the GPUs as unmeasured rather than idle).
   std::vector<GpuSample> Sample();
   // Sample(), and a health check of every GPU (the sync's; /metrics only samples): its error
-  // counters against the last check's, its new Xid events, and the verdict (AssessGpu). Each
-  // call is a new check, numbered from 1; Xids stay in the samples until HealthDelivered.
+  // counters against the last check's, its new Xid events, and the verdict (AssessGpu).
+  // Checks are numbered from 1: a new number when the check interval has passed, or at once
+  // when a GPU is not ok; in between the last number is repeated (the head counts each number
+  // once, so clean checks in a row mean clean intervals, not syncs). Xids stay in the samples
+  // until HealthDelivered.
   std::vector<GpuSample> SampleAndCheck();
+  void SetCheckInterval(int64_t ms);  // default 10 s
   // The head took the checks up to `check`: their Xids are not sent again.
   void HealthDelivered(uint64_t check);
   // The node's health program, whose last verdict every GPU's check takes on where it is
@@ -64,6 +69,8 @@ class GpuMonitor {
   std::map<int32_t, int32_t> runs_per_gpu_ GUARDED_BY(mu_);
   std::set<int32_t> faulty_ GUARDED_BY(mu_);  // GPUs whose last sample was a fault (logged once)
   uint64_t check_ GUARDED_BY(mu_) = 0;        // the last health check's number
+  int64_t check_interval_ms_ GUARDED_BY(mu_) = 10000;
+  std::chrono::steady_clock::time_point checked_at_ GUARDED_BY(mu_);
   const HealthProgramRunner* program_ GUARDED_BY(mu_) = nullptr;
   std::map<int32_t, GpuErrorCounters> counters_ GUARDED_BY(mu_);  // at the last check
   // Xids read but not yet delivered: (check that read it, Xid), per GPU.

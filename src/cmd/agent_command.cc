@@ -63,6 +63,11 @@ int AgentMain(std::vector<std::string> args) {
   app.add_option("--health-limit", health_limit_s,
                  "seconds a health program may run before it is killed (Slurm's 60)")
       ->check(CLI::Range(0.1, 3600.0));
+  double gpu_check_interval_s = 10;
+  app.add_option("--gpu-check-interval", gpu_check_interval_s,
+                 "seconds between the GPU health checks the head counts (a GPU not ok is "
+                 "reported at once)")
+      ->check(CLI::Range(0.1, 3600.0));
   std::string nvml_library;
   app.add_option("--nvml-library", nvml_library,
                  "the NVML library to load (default: the driver's libnvidia-ml.so.1)");
@@ -167,6 +172,7 @@ int AgentMain(std::vector<std::string> args) {
   if (job_map_dir.empty()) job_map_dir = state_dir + "/hpc-job-map";
   config.job_map_dir = job_map_dir == "none" ? "" : job_map_dir;
   config.health_program = health_program;
+  config.gpu_check_interval_ms = static_cast<int64_t>(gpu_check_interval_s * 1000);
   config.health_interval_ms = static_cast<int64_t>(health_interval_s * 1000);
   config.health_limit_ms = static_cast<int64_t>(health_limit_s * 1000);
   // Exits wake the agent at once (the monitors' FIFO); this interval only paces grace-period
