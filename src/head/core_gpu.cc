@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "head/head_core.h"
+#include "head/stop_reasons.h"
 
 namespace corral::head {
 

@@ -10,6 +10,7 @@
 
 #include <utility>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -27,12 +28,6 @@
 #include "sched/scheduler.h"
 
 namespace corral::head {
-
-// What a stop request's reason starts with decides what becomes of the job when its run ends:
-// a requeue (no restart spent), or a failure whatever the exit codes (a GPU error that was the
-// application's fault: its processes may well exit 0 on the stop signal).
-inline constexpr char kReasonRequeued[] = "requeued";
-inline constexpr char kReasonGpuError[] = "GPU error";
 
 struct CoreConfig {
   std::string checkpoint_root = "/tmp/corral-checkpoints";
@@ -66,6 +61,12 @@ struct CoreConfig {
   // A GPU the health checks drained is returned after this many clean checks in a row.
   int32_t gpu_clean_checks_to_return = 3;
   sched::SchedulerConfig scheduler;
+  // How run times are predicted from ended jobs (which history, how fast it forgets).
+  sched::EstimatorConfig estimator;
+  // What the simulator knows of a job and a head cannot (its true duration and progress, for
+  // the baseline policies and the oracle), applied to every job's scheduler input. Unset in a
+  // head.
+  std::function<void(const Job&, sched::PendingJob*)> adjust_scheduler_input;
 };
 
 struct JobFilter {
@@ -246,6 +247,8 @@ class HeadCore {
   // Runs flagged idle at the last Tick or report (core_idle.cc), by job.
   const std::map<JobId, TimeMs>& idle_runs() const { return idle_; }
   uint64_t revision() const { return state_.revision; }
+  // The run-time predictions, as learned from the jobs ended so far.
+  const sched::RuntimeEstimator& estimator() const { return estimator_; }
   const CoreConfig& config() const { return config_; }
   // Xid events the agents reported since this head started, by node and Xid (core_gpu.cc).
   const std::map<std::pair<std::string, int32_t>, int64_t>& xid_counts() const {
@@ -267,6 +270,8 @@ class HeadCore {
   Status UnknownJob(JobId id) const;
   void OnRetired(const JobsRetired& e);
   void RebuildEstimator();
+  // The scheduler's input for a job: its spec and history, and the prediction from ended jobs.
+  sched::PendingJob SchedulerInput(const Job& job) const;
 
  public:
   std::vector<const Job*> DependencyTargets(JobId id) const;
