@@ -73,6 +73,43 @@ TEST_P(GpuHealthScenario, ACriticalXidDrainsTheGpuAndRequeuesItsRunOnAnother) {
   EXPECT_EQ(Get(more.id).state, JobState::kPending);
 }
 
+// A gang with one replica on a GPU that turns critical: the whole run stops (every replica
+// gets its checkpoint signal) and is requeued, no restart spent; it restarts off the drained
+// GPU with the same checkpoint directory, so it resumes from its last checkpoint.
+TEST_P(GpuHealthScenario, ACriticalGpuRequeuesTheWholeGangWhichRestartsElsewhere) {
+  Register("n1", 1);
+  Register("n2", 1);
+  Register("n3", 1);
+  Job gang = Submit(Spec(1, 2));
+  Schedule();
+  const Job placed = Get(gang.id);
+  ASSERT_EQ(placed.state, JobState::kScheduled);
+  const std::string bad = placed.CurrentRun()->placement.at(0).node;
+  const std::string other = placed.CurrentRun()->placement.at(1).node;
+  ASSERT_TRUE(*Report(bad, {Running(placed, 0)}));
+  ASSERT_TRUE(*Report(other, {Running(placed, 1)}));
+  const std::string dir = Desired(bad).at(0).layout.checkpoint_dir;
+  Sync(bad, {Running(placed, 0)},
+       {Check(0, 1, GpuHealth::kCritical, "Xid 48 (double-bit ECC error)", {48})});
+  for (const std::string& n : {bad, other}) {
+    auto orders = Desired(n);
+    ASSERT_EQ(orders.size(), 1u);
+    EXPECT_TRUE(orders[0].stop) << "every replica of the gang stops, on " << n;
+  }
+  ASSERT_TRUE(*Report(bad, {Exited(Get(gang.id), 0, -15)}));
+  ASSERT_TRUE(*Report(other, {Exited(Get(gang.id), 1, -15)}));
+  EXPECT_EQ(Get(gang.id).state, JobState::kPending);
+  EXPECT_EQ(Get(gang.id).runs.at(0).state, RunState::kPreempted);
+  Schedule();
+  const Job again = Get(gang.id);
+  ASSERT_EQ(again.state, JobState::kScheduled);
+  for (const ReplicaPlacement& p : again.CurrentRun()->placement) {
+    EXPECT_NE(p.node, bad) << "not on the drained GPU";
+  }
+  const std::string node = again.CurrentRun()->placement.at(0).node;
+  EXPECT_EQ(Desired(node).at(0).layout.checkpoint_dir, dir) << "resumes from its checkpoint";
+}
+
 // An application's Xid (13): its run is stopped and the job fails (even though its process
 // exits 0 on the stop signal), naming the Xid; the GPU stays in service.
 TEST_P(GpuHealthScenario, AnApplicationXidFailsTheJobAndTheGpuStays) {
