@@ -268,15 +268,18 @@ more() {  # more SIDE BIN: appends "run ID" and "held ID" to ids-SIDE once the f
     h=$(sbatch --parsable -J waiter -H -o /dev/null --wrap "true" | cut -d';' -f1)
     echo "run $r" >> "$T/ids-$side"
     echo "held $h" >> "$T/ids-$side"
-    for _ in $(seq 1 100); do [ "$(squeue -h -j "$r" -o %t)" = R ] && break; sleep 0.1; done
+    for _ in $(seq 1 300); do [ "$(squeue -h -j "$r" -o %t)" = R ] && break; sleep 0.1; done
+    [ "$(squeue -h -j "$r" -o %t)" = R ] || echo "the runner job $r of $side is not running"
   )
 }
 more slurm "$SLURM_BIN"
 more corral "$T/shims"
-# Slurm's accounting is written behind the controller: wait until slurmdbd has the running job.
-for _ in $(seq 1 100); do
+jobs_of() { awk '{print $2}' "$T/ids-$1" | paste -sd, -; }
+# Slurm's accounting is written behind the controller: wait until slurmdbd has every job, the
+# running one as running.
+for _ in $(seq 1 150); do
   PATH=$SLURM_BIN:$PATH sacct -X -P -n -j "$(sid slurm run)" -o JobName,State | grep -q '^runner|RUNNING$' &&
-    break
+    [ "$(PATH=$SLURM_BIN:$PATH sacct -X -n -j "$(jobs_of slurm)" -o JobID | wc -l)" -ge 9 ] && break
   sleep 0.2
 done
 # capture SIDE BIN NAME COMMAND...: what COMMAND prints on SIDE, into out-SIDE/NAME
@@ -286,7 +289,6 @@ capture() {
   mkdir -p "$T/out-$side"
   (cd "$T/work-$side" && PATH=$bin:$PATH "$@") > "$T/out-$side/$name" 2>&1
 }
-jobs_of() { awk '{print $2}' "$T/ids-$1" | paste -sd, -; }
 for side in slurm corral; do
   bin=$SLURM_BIN; [ $side = corral ] && bin=$T/shims
   ids=$(jobs_of $side)
