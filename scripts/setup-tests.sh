@@ -13,7 +13,8 @@ PACKAGES=(
   prometheus
   python3 python3-torch
   chromium nodejs
-  slurm-wlm munge  # the differential test against a real Slurm (tests/slurm)
+  slurm-wlm munge  # the differential test against a real Slurm (tests/slurm), with sacct:
+  slurmdbd mariadb-server  # its accounting (slurmdbd over a MariaDB the test starts)
   clang            # libFuzzer targets (scripts/fuzz.sh)
 )
 ./scripts/apt-install.sh "${PACKAGES[@]}"

@@ -6,10 +6,9 @@
 # rebuilt package with a newer version (the job, the store and an edited conffile kept), then
 # remove (state kept) and purge (state and conffiles gone).
 set -euo pipefail
-if [ "$(id -u)" -ne 0 ]; then
-  echo "package_test: needs root (dpkg -i); skipped"
-  exit 77
-fi
+# shellcheck source=lib/skip.sh
+. "$(dirname "$0")/lib/skip.sh"
+[ "$(id -u)" -eq 0 ] || skip "package_test needs root (dpkg -i)"
 src="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d /tmp/corral-package-test.XXXXXX)"
 pids=()

@@ -179,7 +179,7 @@ TEST_F(SlurmShims, FailureExitCodeAndCancellationInSacct) {
   EXPECT_EQ(c.exit_code, 0) << c.err;
   ASSERT_TRUE(WaitUntil(
       20000, [&] { return Sh("sacct -j " + id + " -o State -n -X -P").out == "CANCELLED\n"; }));
-  EXPECT_EQ(Sh("squeue -h -j " + id + " -o %t").out, "CA\n");
+  EXPECT_EQ(Sh("squeue -h -t all -j " + id + " -o %t").out, "CA\n");
   EXPECT_EQ(("\n" + Sh("squeue -h -o %i").out).find("\n" + id + "\n"), std::string::npos);
   auto missing = Sh("scancel 999999");
   EXPECT_EQ(missing.exit_code, 1);

@@ -70,6 +70,13 @@ Status Agent::Init() {
     return Status(gpus.status().code(), "GPU discovery failed: " + gpus.status().message());
   gpus_ = std::move(gpus.value());
   monitor_->SetGpus(gpus_);
+  monitor_->SetCheckInterval(config_.gpu_check_interval_ms);
+  if (!config_.health_program.empty() && health_program_ == nullptr) {
+    // Its first run starts now, before the agent registers (as slurmd's does).
+    health_program_ = std::make_unique<HealthProgramRunner>(
+        config_.health_program, config_.health_interval_ms, config_.health_limit_ms);
+    monitor_->UseHealthProgram(health_program_.get());
+  }
   std::map<int32_t, int32_t> minors = probe_->DeviceMinors();
   supervisor_->SetGpuDevices(minors);
   cpu_milli_ = config_.cpu_milli > 0 ? config_.cpu_milli : MachineCpuMilli();
@@ -156,8 +163,8 @@ Status Agent::DoRegister() {
     fenced_ = false;
   }
   if (save != 0) SaveHeadEpoch(save);
-  spdlog::info("registered with the head: head epoch {}, agent epoch {}", resp->head_epoch,
-               resp->agent_epoch);
+  spdlog::info("registered with the head: head epoch {}, agent epoch {}, protocol {} (ours {})",
+               resp->head_epoch, resp->agent_epoch, resp->protocol, kAgentProtocol);
   return Status::Ok();
 }
 
@@ -173,10 +180,13 @@ Status Agent::SyncOnce(int64_t wait_ms) {
   req.deltas = true;
   req.runs = supervisor_->Report();
   req.busy_ports = ListeningPorts(config_.port_lo, config_.port_hi);
-  req.gpu_samples = monitor_->Sample();
+  req.gpu_samples = monitor_->SampleAndCheck();
   monitor_->MapJobs(supervisor_->GpuHolders());  // exits: a GPU's file goes with its run
   Result<SyncResponse> resp = head_->Sync(req);
   if (!resp.ok()) return resp.status();
+  if (!req.gpu_samples.empty() && req.gpu_samples[0].check > 0) {
+    monitor_->HealthDelivered(req.gpu_samples[0].check);
+  }
 
   std::lock_guard apply_lock(apply_mu_);
   const bool reregister = resp->reregister;

@@ -24,6 +24,7 @@
 #include "agent/cgroup.h"
 #include "agent/gpu_monitor.h"
 #include "agent/gpu_probe.h"
+#include "agent/health_program.h"
 #include "agent/run_as.h"
 #include "agent/supervisor.h"
 #include "core/agent_protocol.h"
@@ -66,6 +67,13 @@ struct AgentConfig {
   int32_t port_hi = 29999;
   // Where the DCGM exporter's HPC job mapping files go (gpu_monitor.h); empty: none.
   std::string job_map_dir;
+  // An operator's health check program (health_program.h); empty: none. It runs at Init, then
+  // every health_interval_ms, killed after health_limit_ms.
+  std::string health_program;
+  int64_t health_interval_ms = 5 * 60 * 1000;
+  int64_t health_limit_ms = 60 * 1000;
+  // How often the GPUs' health checks count as a new check (GpuMonitor::SampleAndCheck).
+  int64_t gpu_check_interval_ms = 10 * 1000;
   // For the service manager (Type=notify): called after each registration with the head, on
   // the sync thread, and on every turn of the poller (at least every poll_interval_ms) while
   // it supervises runs, so a keep-alive stops when the agent hangs.
@@ -119,9 +127,10 @@ class Agent {
   const Clock* lease_clock_;
   std::unique_ptr<GpuProbe> probe_;
   std::unique_ptr<HeadChannel> head_;
-  std::unique_ptr<Supervisor> supervisor_;  // thread-safe itself
-  std::unique_ptr<GpuMonitor> monitor_;     // thread-safe itself
-  std::vector<Gpu> gpus_;                   // set by Init, then read-only
+  std::unique_ptr<Supervisor> supervisor_;               // thread-safe itself
+  std::unique_ptr<GpuMonitor> monitor_;                  // thread-safe itself
+  std::unique_ptr<HealthProgramRunner> health_program_;  // none without --health-program
+  std::vector<Gpu> gpus_;                                // set by Init, then read-only
   int32_t cpu_milli_ = 0;
   int64_t memory_mb_ = 0;
 

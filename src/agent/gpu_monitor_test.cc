@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace corral::agent {
 namespace {
@@ -61,6 +62,58 @@ TEST_F(GpuMonitorTest, MetricsCarryEachGpusUseWithIndexAndUuidLabels) {
   EXPECT_NE(
       m.RenderMetrics().find("corral_gpu_utilization_ratio{gpu=\"0\",uuid=\"GPU-n1-0\"} 0.05"),
       std::string::npos);
+}
+
+// Each sync's sample is a health check: numbered, with its verdict (AssessGpu) and the Xids
+// not yet delivered; /metrics shows the verdicts, Xid counts by code, ECC counts.
+TEST_F(GpuMonitorTest, EachCheckAssessesTheGpusAndKeepsXidsUntilDelivered) {
+  GpuMonitor m(&probe_, "");
+  m.SetGpus(*probe_.Probe());
+  auto first = m.SampleAndCheck();
+  ASSERT_EQ(first.size(), 3u);
+  EXPECT_EQ(first[0].check, 1u);
+  EXPECT_EQ(first[0].health, GpuHealth::kOk);
+  SetUse("0 xid 13\n1 xid 79\n2 dbe 1\n");
+  auto second = m.SampleAndCheck();
+  EXPECT_EQ(second[0].check, 2u);
+  EXPECT_EQ(second[0].health, GpuHealth::kOk) << "an application Xid leaves the GPU ok";
+  EXPECT_EQ(second[0].xids, std::vector<int32_t>{13});
+  EXPECT_EQ(second[1].health, GpuHealth::kCritical);
+  EXPECT_EQ(second[1].health_reason, "Xid 79 (fallen off the bus)");
+  EXPECT_EQ(second[2].health, GpuHealth::kCritical);
+  EXPECT_EQ(second[2].health_reason, "double-bit ECC errors 0 -> 1");
+  // Not delivered (the sync failed): the next check carries the Xids again.
+  auto third = m.SampleAndCheck();
+  EXPECT_EQ(third[1].xids, std::vector<int32_t>{79});
+  EXPECT_EQ(third[1].health, GpuHealth::kOk) << "nothing new since";
+  m.HealthDelivered(third[1].check);
+  EXPECT_TRUE(m.SampleAndCheck()[1].xids.empty());
+  const std::string text = m.RenderMetrics();
+  EXPECT_NE(text.find("corral_gpu_xid_total{gpu=\"1\",xid=\"79\"} 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("corral_gpu_health{gpu=\"1\"} 0"), std::string::npos) << text;
+  EXPECT_NE(text.find("corral_gpu_ecc_errors{gpu=\"2\",type=\"dbe\",counter=\"volatile\"} 1"),
+            std::string::npos)
+      << text;
+}
+
+// The node's health program speaks for every GPU: critical there is critical for each.
+TEST_F(GpuMonitorTest, AHealthProgramsVerdictAppliesToEveryGpu) {
+  const std::string script = (dir_ / "check").string();
+  std::ofstream(script) << "#!/bin/sh\necho 'PCIe link degraded'\nexit 2\n";
+  fs::permissions(script, fs::perms::owner_all);
+  HealthProgramRunner runner(script, 60000, 5000);
+  for (int i = 0; i < 100 && !runner.Last(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  GpuMonitor m(&probe_, "");
+  m.SetGpus(*probe_.Probe());
+  m.UseHealthProgram(&runner);
+  auto s = m.SampleAndCheck();
+  ASSERT_EQ(s.size(), 3u);
+  for (const GpuSample& g : s) {
+    EXPECT_EQ(g.health, GpuHealth::kCritical);
+    EXPECT_EQ(g.health_reason, "health program: PCIe link degraded");
+  }
 }
 
 TEST_F(GpuMonitorTest, SamplesNothingBeforeTheGpusAreKnown) {

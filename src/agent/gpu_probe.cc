@@ -92,9 +92,157 @@ class DlHandle {
   void* h_;
 };
 
+// dlopen()s the library the probe names, else the driver's usual sonames.
+void* OpenNvml(const std::string& library, std::string* name) {
+  std::vector<std::string> candidates = {library};
+  if (library.empty()) candidates = {"libnvidia-ml.so.1", "libnvidia-ml.so"};
+  for (const std::string& c : candidates) {
+    if (void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL); h != nullptr) {
+      *name = c;
+      return h;
+    }
+  }
+  return nullptr;
+}
+
+constexpr nvmlReturn_t kNvmlTimeout = 10;
+constexpr unsigned long long kEventXidCritical = 0x8;  // nvmlEventTypeXidCriticalError
+constexpr unsigned long long kEventDoubleBitEcc = 0x2;
+struct nvmlEventSet_st;
+using nvmlEventSet_t = nvmlEventSet_st*;
+struct nvmlEventData_t {
+  nvmlDevice_t device;
+  unsigned long long event_type;
+  unsigned long long event_data;  // the Xid, for an Xid event
+  unsigned int gpu_instance_id;
+  unsigned int compute_instance_id;
+};
+
 }  // namespace
 
+// NVML kept open for its event set: Xid events reach only a set registered when they happen.
+struct NvmlGpuProbe::Events {
+  void* lib = nullptr;
+  nvmlEventSet_t set = nullptr;
+  std::vector<nvmlDevice_t> devices;
+  nvmlReturn_t (*shutdown)() = nullptr;
+  nvmlReturn_t (*wait)(nvmlEventSet_t, nvmlEventData_t*, unsigned) = nullptr;
+  nvmlReturn_t (*set_free)(nvmlEventSet_t) = nullptr;
+  nvmlReturn_t (*ecc)(nvmlDevice_t, int, int, unsigned long long*) = nullptr;
+  nvmlReturn_t (*retired)(nvmlDevice_t, int, unsigned*, unsigned long long*) = nullptr;
+  nvmlReturn_t (*retired_pending)(nvmlDevice_t, int*) = nullptr;
+  nvmlReturn_t (*remapped)(nvmlDevice_t, unsigned*, unsigned*, unsigned*, unsigned*) = nullptr;
+  ~Events() {
+    if (set != nullptr && set_free != nullptr) (void)set_free(set);
+    if (shutdown != nullptr) (void)shutdown();
+    if (lib != nullptr) dlclose(lib);
+  }
+};
+
 NvmlGpuProbe::NvmlGpuProbe(std::string library) : library_(std::move(library)) {}
+
+NvmlGpuProbe::~NvmlGpuProbe() = default;
+
+Result<std::vector<GpuHealthReading>> NvmlGpuProbe::ReadHealth() {
+  if (events_ == nullptr) {
+    auto e = std::make_unique<Events>();
+    std::string name;
+    e->lib = OpenNvml(library_, &name);
+    if (e->lib == nullptr) return NotFound("cannot load NVML for health checks");
+    Nvml n;
+    nvmlReturn_t (*set_create)(nvmlEventSet_t*) = nullptr;
+    nvmlReturn_t (*register_events)(nvmlDevice_t, unsigned long long, nvmlEventSet_t) = nullptr;
+    if (!Resolve(e->lib, "nvmlInit_v2", &n.init) ||
+        !Resolve(e->lib, "nvmlDeviceGetCount_v2", &n.count) ||
+        !Resolve(e->lib, "nvmlDeviceGetHandleByIndex_v2", &n.handle) ||
+        !Resolve(e->lib, "nvmlShutdown", &e->shutdown)) {
+      return Internal("NVML library " + name + " lacks the calls a health check needs");
+    }
+    (void)Resolve(e->lib, "nvmlErrorString", &n.error_string);
+    (void)Resolve(e->lib, "nvmlDeviceGetTotalEccErrors", &e->ecc);
+    (void)Resolve(e->lib, "nvmlDeviceGetRetiredPages", &e->retired);
+    (void)Resolve(e->lib, "nvmlDeviceGetRetiredPagesPendingStatus", &e->retired_pending);
+    (void)Resolve(e->lib, "nvmlDeviceGetRemappedRows", &e->remapped);
+    if (nvmlReturn_t rc = n.init(); rc != kNvmlSuccess) {
+      e->shutdown = nullptr;  // not initialised: nothing to shut down
+      return Unavailable(n.Error("nvmlInit_v2", rc));
+    }
+    unsigned count = 0;
+    if (nvmlReturn_t rc = n.count(&count); rc != kNvmlSuccess) {
+      return Unavailable(n.Error("nvmlDeviceGetCount_v2", rc));
+    }
+    for (unsigned i = 0; i < count; ++i) {
+      nvmlDevice_t dev = nullptr;
+      if (nvmlReturn_t rc = n.handle(i, &dev); rc != kNvmlSuccess) {
+        return Unavailable(n.Error("nvmlDeviceGetHandleByIndex_v2", rc));
+      }
+      e->devices.push_back(dev);
+    }
+    // Without the event calls (or where a GPU supports no events) Xids go unseen; the counters
+    // are still read.
+    if (Resolve(e->lib, "nvmlEventSetCreate", &set_create) &&
+        Resolve(e->lib, "nvmlDeviceRegisterEvents", &register_events) &&
+        Resolve(e->lib, "nvmlEventSetWait_v2", &e->wait) &&
+        Resolve(e->lib, "nvmlEventSetFree", &e->set_free) && set_create(&e->set) == kNvmlSuccess) {
+      for (nvmlDevice_t dev : e->devices) {
+        if (register_events(dev, kEventXidCritical | kEventDoubleBitEcc, e->set) != kNvmlSuccess) {
+          (void)register_events(dev, kEventXidCritical, e->set);
+        }
+      }
+    } else {
+      e->wait = nullptr;
+    }
+    events_ = std::move(e);
+  }
+  Events& e = *events_;
+  std::vector<GpuHealthReading> out(e.devices.size());
+  for (size_t i = 0; i < e.devices.size(); ++i) out[i].index = static_cast<int32_t>(i);
+  if (e.wait != nullptr && e.set != nullptr) {
+    nvmlEventData_t data{};
+    for (int guard = 0; guard < 1024 && e.wait(e.set, &data, 0) == kNvmlSuccess; ++guard) {
+      if ((data.event_type & kEventXidCritical) == 0) continue;
+      auto it = std::find(e.devices.begin(), e.devices.end(), data.device);
+      if (it == e.devices.end()) continue;
+      out[it - e.devices.begin()].xids.push_back(static_cast<int32_t>(data.event_data));
+    }
+  }
+  for (size_t i = 0; i < e.devices.size(); ++i) {
+    nvmlDevice_t dev = e.devices[i];
+    GpuErrorCounters& c = out[i].counters;
+    unsigned long long v = 0;
+    // errorType 0: corrected (single-bit), 1: uncorrected; counterType 0: volatile, 1: aggregate.
+    if (e.ecc != nullptr) {
+      if (e.ecc(dev, 0, 0, &v) == kNvmlSuccess) c.ecc_sbe_volatile = static_cast<int64_t>(v);
+      if (e.ecc(dev, 1, 0, &v) == kNvmlSuccess) c.ecc_dbe_volatile = static_cast<int64_t>(v);
+      if (e.ecc(dev, 0, 1, &v) == kNvmlSuccess) c.ecc_sbe_aggregate = static_cast<int64_t>(v);
+      if (e.ecc(dev, 1, 1, &v) == kNvmlSuccess) c.ecc_dbe_aggregate = static_cast<int64_t>(v);
+    }
+    if (e.retired != nullptr) {
+      int64_t pages = 0;
+      bool any = false;
+      for (int cause : {0, 1}) {  // multiple single-bit errors, a double-bit error
+        unsigned n_pages = 0;
+        nvmlReturn_t rc = e.retired(dev, cause, &n_pages, nullptr);
+        if (rc == kNvmlSuccess || rc == 7 /* insufficient size: n_pages says how many */) {
+          pages += n_pages;
+          any = true;
+        }
+      }
+      if (any) c.retired_pages = pages;
+      int pending = 0;
+      if (e.retired_pending != nullptr && e.retired_pending(dev, &pending) == kNvmlSuccess) {
+        c.retirement_pending = pending != 0;
+      }
+    }
+    unsigned corrected = 0, uncorrected = 0, pending = 0, failed = 0;
+    if (c.retired_pages < 0 && e.remapped != nullptr &&
+        e.remapped(dev, &corrected, &uncorrected, &pending, &failed) == kNvmlSuccess) {
+      c.retired_pages = static_cast<int64_t>(corrected) + uncorrected;  // rows, on A100 and later
+      c.retirement_pending = pending != 0 || failed != 0;
+    }
+  }
+  return out;
+}
 
 Result<std::vector<Gpu>> NvmlGpuProbe::Probe() {
   std::vector<std::string> candidates;
@@ -285,6 +433,38 @@ Result<std::vector<GpuSample>> SimulatedGpuProbe::Sample() {
     out[index].memory_used_bytes = std::max<int64_t>(0, used_mib) * 1024 * 1024;
   }
   std::erase_if(out, [&](const GpuSample& s) { return gone.count(s.index) > 0; });
+  return out;
+}
+
+Result<std::vector<GpuHealthReading>> SimulatedGpuProbe::ReadHealth() {
+  std::vector<GpuHealthReading> out(count_);
+  for (int32_t i = 0; i < count_; ++i) {
+    out[i].index = i;
+    out[i].counters = GpuErrorCounters{0, 0, 0, 0, 0, false};  // simulated GPUs have ECC
+  }
+  if (use_file_.empty()) return out;
+  std::ifstream in(use_file_);
+  size_t xid_lines = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    int32_t index = -1;
+    std::string word;
+    if (!(fields >> index >> word) || index < 0 || index >= count_) continue;
+    GpuErrorCounters& c = out[index].counters;
+    int64_t n = 0;
+    if (word == "pending") {
+      c.retirement_pending = true;
+    } else if (word == "xid" && fields >> n) {
+      if (xid_lines++ >= xids_delivered_) out[index].xids.push_back(static_cast<int32_t>(n));
+    } else if (word == "sbe" && fields >> n) {
+      c.ecc_sbe_volatile = c.ecc_sbe_aggregate = n;
+    } else if (word == "dbe" && fields >> n) {
+      c.ecc_dbe_volatile = c.ecc_dbe_aggregate = n;
+    } else if (word == "retired" && fields >> n) {
+      c.retired_pages = n;
+    }
+  }
+  xids_delivered_ = std::max(xids_delivered_, xid_lines);
   return out;
 }
 

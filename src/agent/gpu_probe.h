@@ -4,15 +4,25 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/agent_protocol.h"
+#include "core/gpu_health.h"
 #include "core/node.h"
 #include "core/status.h"
 
 namespace corral::agent {
+
+// What one health read found on a GPU: its error counters now, and the Xid events since the
+// last read.
+struct GpuHealthReading {
+  int32_t index = 0;
+  GpuErrorCounters counters;
+  std::vector<int32_t> xids;
+};
 
 class GpuProbe {
  public:
@@ -25,6 +35,11 @@ class GpuProbe {
   // After Probe: the /dev/nvidia minor of each GPU, by index, where the GPUs are real devices
   // (runs are then allowed only their own); empty for simulated GPUs.
   virtual std::map<int32_t, int32_t> DeviceMinors() const { return {}; }
+  // Each GPU's ECC and retired-page counters and the Xid events since the last call (the
+  // agent's health check, core/gpu_health.h). An empty list: this probe reads no health.
+  virtual Result<std::vector<GpuHealthReading>> ReadHealth() {
+    return std::vector<GpuHealthReading>{};
+  }
 };
 
 // Reads GPUs through NVML. libnvidia-ml is dlopen()ed on each Probe() — never linked — so the
@@ -33,15 +48,23 @@ class NvmlGpuProbe final : public GpuProbe {
  public:
   // `library`: a path or soname to dlopen; empty tries libnvidia-ml.so.1 then libnvidia-ml.so.
   explicit NvmlGpuProbe(std::string library = "");
+  ~NvmlGpuProbe() override;
   Result<std::vector<Gpu>> Probe() override;
   // nvmlDeviceGetUtilizationRates and nvmlDeviceGetMemoryInfo of every GPU.
   Result<std::vector<GpuSample>> Sample() override;
   // nvmlDeviceGetMinorNumber (the index where the driver lacks it).
   std::map<int32_t, int32_t> DeviceMinors() const override { return minors_; }
+  // nvmlDeviceGetTotalEccErrors (corrected and uncorrected, volatile and aggregate),
+  // nvmlDeviceGetRetiredPages or, where the GPU remaps rows instead, nvmlDeviceGetRemappedRows;
+  // Xid events from an NVML event set (nvmlEventSetWait_v2), which stays open between calls
+  // (events are delivered only while registered).
+  Result<std::vector<GpuHealthReading>> ReadHealth() override;
 
  private:
+  struct Events;  // the open library and event set (gpu_probe.cc)
   std::string library_;
   std::map<int32_t, int32_t> minors_;
+  std::unique_ptr<Events> events_;
 };
 
 // `count` identical GPUs of `model`, split in two NVLink/NUMA groups (first half, second half).
@@ -49,16 +72,20 @@ class NvmlGpuProbe final : public GpuProbe {
 // Their use is what `use_file` says, read at each Sample(), so that a test can set it: one line
 // per GPU, "INDEX UTILIZATION_PERCENT [MEMORY_USED_MIB]"; GPUs not listed (or no file) are idle.
 // Their health too: "INDEX fault REASON" fails that GPU's probe with REASON, "INDEX gone" makes
-// it vanish (as a GPU that fell off the bus does).
+// it vanish (as a GPU that fell off the bus does); "INDEX xid CODE" is an Xid event (each line
+// delivered once), "INDEX sbe|dbe|retired N" set its ECC counts (volatile and aggregate) and
+// retired pages, "INDEX pending" a page retirement pending.
 class SimulatedGpuProbe final : public GpuProbe {
  public:
   SimulatedGpuProbe(int32_t count, std::string model, std::string uuid_prefix = "sim",
                     std::string use_file = "");
   Result<std::vector<Gpu>> Probe() override;
   Result<std::vector<GpuSample>> Sample() override;
+  Result<std::vector<GpuHealthReading>> ReadHealth() override;
 
  private:
   int32_t count_;
+  size_t xids_delivered_ = 0;  // "xid" lines of use_file already read
   std::string model_;
   std::string uuid_prefix_;
   std::string use_file_;

@@ -38,6 +38,40 @@ TEST(NvmlGpuProbeTest, SamplesUtilizationAndMemoryInUse) {
   EXPECT_EQ((*s)[1], (GpuSample{1, 100, 0}));
 }
 
+// ECC counters, retired pages and Xid events through NVML's calls and event set (the fake's
+// FAKE_NVML_HEALTH file): each Xid is read once, and only those after the set was opened.
+TEST(NvmlGpuProbeTest, ReadsEccCountersRetiredPagesAndXidEvents) {
+  setenv("FAKE_NVML_GPUS", "A100:40960,A100:40960", 1);
+  unsetenv("FAKE_NVML_INIT_ERROR");
+  const std::string health = "/tmp/fake-nvml-health-" + std::to_string(getpid());
+  std::ofstream(health) << "0 xid 13\n";  // before the agent watched: not delivered
+  setenv("FAKE_NVML_HEALTH", health.c_str(), 1);
+  NvmlGpuProbe probe(FAKE_NVML_PATH);
+  auto first = probe.ReadHealth();
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_EQ(first->size(), 2u);
+  EXPECT_TRUE((*first)[0].xids.empty());
+  EXPECT_EQ((*first)[0].counters.ecc_dbe_volatile, 0);
+  EXPECT_EQ((*first)[1].counters.retired_pages, 0);
+  std::ofstream(health, std::ios::app) << "1 xid 79\n1 dbe 2\n1 sbe 5\n1 retired 3\n1 pending\n"
+                                       << "0 xid 31\n";
+  auto second = probe.ReadHealth();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ((*second)[0].xids, std::vector<int32_t>{31});
+  EXPECT_EQ((*second)[1].xids, std::vector<int32_t>{79});
+  EXPECT_EQ((*second)[1].counters.ecc_dbe_volatile, 2);
+  EXPECT_EQ((*second)[1].counters.ecc_dbe_aggregate, 2);
+  EXPECT_EQ((*second)[1].counters.ecc_sbe_volatile, 5);
+  EXPECT_EQ((*second)[1].counters.retired_pages, 3);
+  EXPECT_TRUE((*second)[1].counters.retirement_pending);
+  EXPECT_EQ((*second)[0].counters.ecc_dbe_volatile, 0);
+  auto third = probe.ReadHealth();
+  ASSERT_TRUE(third.ok());
+  EXPECT_TRUE((*third)[0].xids.empty() && (*third)[1].xids.empty()) << "each Xid once";
+  unsetenv("FAKE_NVML_HEALTH");
+  std::remove(health.c_str());
+}
+
 TEST(NvmlGpuProbeTest, SampleInitFailureIsAnError) {
   setenv("FAKE_NVML_INIT_ERROR", "9", 1);
   Result<std::vector<GpuSample>> s = NvmlGpuProbe(FAKE_NVML_PATH).Sample();

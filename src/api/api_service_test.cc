@@ -74,6 +74,14 @@ class Api : public ::testing::Test {
              {"cpu_milli", 8000},
              {"memory_mb", 16000},
              {"gpus", {{{"index", 0}, {"uuid", name + "-0"}, {"model", "Sim"}}}}};
+    // An agent that sends no protocol version predates the exchange: refused, naming both.
+    Reply old = Call("POST", "/v1/agent/register", req, kJoin);
+    ASSERT_EQ(old.status, 409);
+    EXPECT_NE(ErrorOf(old).find("protocol version 1, too old for this head (version " +
+                                std::to_string(kAgentProtocol)),
+              std::string::npos)
+        << ErrorOf(old);
+    req["protocol"] = kAgentProtocol;
     ASSERT_EQ(Call("POST", "/v1/agent/register", req, kJoin).status, 200);
   }
 

@@ -217,6 +217,36 @@ Result<head::SetDrain> DecodeUndrain(const HttpRequest&, const PathArgs& args) {
   return head::SetDrain{args.at(0), false};
 }
 
+// POST /v1/nodes/{name}/gpus/{gpu}/drain|undrain, body optional: {"reason": "..."}.
+Result<head::SetGpuDrain> DecodeGpuDrain(const HttpRequest& req, const PathArgs& args, bool drain) {
+  head::SetGpuDrain c{args.at(0), 0, drain, ""};
+  const std::string& gpu = args.at(1);
+  int64_t index = -1;
+  auto [end, ec] = std::from_chars(gpu.data(), gpu.data() + gpu.size(), index);
+  if (ec != std::errc() || end != gpu.data() + gpu.size() || index < 0 || index > 1024) {
+    return InvalidArgument("field 'gpu': got \"" + gpu + "\", want a GPU index 0-1024");
+  }
+  c.gpu = static_cast<int32_t>(index);
+  if (!req.body.empty()) {
+    auto body = BodyObject(req, " with an optional reason");
+    if (!body.ok()) return body.status();
+    auto r = body->find("reason");
+    if (r != body->end() && !r->is_string()) {
+      return InvalidArgument("field 'reason': want a string");
+    }
+    if (r != body->end()) c.reason = r->get<std::string>();
+  }
+  return c;
+}
+
+Result<head::SetGpuDrain> DecodeGpuDrainOn(const HttpRequest& req, const PathArgs& args) {
+  return DecodeGpuDrain(req, args, true);
+}
+
+Result<head::SetGpuDrain> DecodeGpuDrainOff(const HttpRequest& req, const PathArgs& args) {
+  return DecodeGpuDrain(req, args, false);
+}
+
 // PUT /v1/queues/{name}: the whole queue; fields left out take their defaults.
 Result<head::SetQueue> DecodeSetQueue(const HttpRequest& req, const PathArgs& args) {
   auto body = BodyObject(req, "");
@@ -403,6 +433,14 @@ Json NodeViewJson(const head::NodeView& v) {
       if (gpu.value("index", -1) != s.index) continue;
       gpu["utilization_percent"] = s.utilization_percent;
       gpu["memory_used_bytes"] = s.memory_used_bytes;
+      if (s.check > 0) {  // the agent's last health check of it
+        gpu["health"] = GpuHealthName(s.health);
+        if (!s.health_reason.empty()) gpu["health_reason"] = s.health_reason;
+      }
+    }
+    // A drained GPU says so beside its description (the node's gpu_drains list them too).
+    if (auto d = v.node.gpu_drains.find(gpu.value("index", -1)); d != v.node.gpu_drains.end()) {
+      gpu["drain"] = ToJson(d->second);
     }
   }
   j["runs"] = v.runs;

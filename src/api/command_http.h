@@ -39,6 +39,8 @@ Result<head::GetStep> DecodeGetStep(const net::HttpRequest& req, const PathArgs&
 Result<head::GetUsage> DecodeGetUsage(const net::HttpRequest& req, const PathArgs& args);
 Result<head::GetNode> DecodeGetNode(const net::HttpRequest& req, const PathArgs& args);
 Result<head::SetDrain> DecodeDrain(const net::HttpRequest& req, const PathArgs& args);
+Result<head::SetGpuDrain> DecodeGpuDrainOn(const net::HttpRequest& req, const PathArgs& args);
+Result<head::SetGpuDrain> DecodeGpuDrainOff(const net::HttpRequest& req, const PathArgs& args);
 Result<head::SetDrain> DecodeUndrain(const net::HttpRequest& req, const PathArgs& args);
 Result<head::SetQueue> DecodeSetQueue(const net::HttpRequest& req, const PathArgs& args);
 Result<head::CreateToken> DecodeCreateToken(const net::HttpRequest& req, const PathArgs& args);

@@ -41,8 +41,11 @@ const CommandInfo kCommands[] = {
      "print a job's output; -f follows it until the job ends"},
     {"checkpoint-done", RunCheckpointDone, "corral checkpoint-done [ID]  (default $CORRAL_JOB_ID)",
      "from inside a job: it just saved a checkpoint (preemption then loses less)"},
-    {"nodes", RunNodes, "corral nodes [-o json] | corral nodes drain|undrain NAME",
-     "list nodes; drain or undrain one"},
+    {"nodes", RunNodes,
+     "corral nodes [-o json] | corral nodes show NAME [-o json] | corral nodes drain|undrain NAME "
+     "[--gpu N [--reason TEXT]]",
+     "list nodes (each GPU's health: ok, warn, critical, drained:admin|health); show one node's "
+     "GPUs; drain or undrain a node, or one of its GPUs"},
     {"queues", RunQueues,
      "corral queues [-o json] | corral queues set NAME [--quota N] [--limit M] [--weight W]\n"
      "       [--max-pending-per-user N] [--max-grace DURATION] [--allow-user U]...\n"

@@ -515,7 +515,11 @@ TEST(NodesTest, TableFromCannedJson) {
   Json j1 = ToJson(n1);
   j1["gpus_used"] = 3;
   // What the API adds where an agent measured its GPUs.
-  for (int i = 0; i < 4; ++i) j1["gpus"][i]["utilization_percent"] = i * 30;
+  for (int i = 0; i < 4; ++i) {
+    j1["gpus"][i]["utilization_percent"] = i * 30;
+    j1["gpus"][i]["health"] = i == 1 ? "warn" : "ok";
+  }
+  j1["gpus"][3]["drain"] = {{"source", "health"}, {"reason", "critical: Xid 79"}};
   Node n2;
   n2.name = "cpu1";
   n2.drain = Drain::kDraining;
@@ -530,9 +534,12 @@ TEST(NodesTest, TableFromCannedJson) {
   };
   ASSERT_EQ(h.Run("nodes", {}), 0) << h.err.str();
   EXPECT_EQ(h.out.str(),
-            "NAME        STATE     GPUS  MODEL  GPU-UTIL        CPUS  MEMORY  LABELS\n"
-            "gpu-node-1  ready     3/4   H100   0%,30%,60%,90%  64    512G    rack=r1,zone=a\n"
-            "cpu1        draining  0/0   -      -               8.5   1.5G    -\n");
+            "NAME        STATE     GPUS  MODEL  GPU-UTIL        GPU-HEALTH                 CPUS  "
+            "MEMORY  LABELS\n"
+            "gpu-node-1  ready     3/4   H100   0%,30%,60%,90%  ok,warn,ok,drained:health  64    "
+            "512G    rack=r1,zone=a\n"
+            "cpu1        draining  0/0   -      -               -                          8.5   "
+            "1.5G    -\n");
 }
 
 TEST(QueuesTest, TableAndSetMergesCurrentValues) {

@@ -49,9 +49,26 @@ Result<Json> ListOf(ApiClient& api, const std::string& path, const char* key) {
   return *it;
 }
 
-int NodeAction(const std::string& action, const std::vector<std::string>& names, CliContext& ctx) {
+int NodeAction(const std::string& action, const std::vector<std::string>& names,
+               const ParsedArgs& args, CliContext& ctx) {
   if (names.size() != 1) return UsageError(ctx, "nodes", action + " wants exactly one node name");
   ApiClient api(ctx);
+  if (args.Has("gpu")) {  // one GPU of the node
+    Json body = Json::object();
+    if (args.Has("reason")) body["reason"] = args.Get("reason");
+    auto reply = api.CallJson(
+        "POST", "/v1/nodes/" + names[0] + "/gpus/" + args.Get("gpu") + "/" + action, body.dump());
+    if (!reply.ok()) {
+      PrintError(
+          ctx, "nodes",
+          action + " " + names[0] + " GPU " + args.Get("gpu") + ": " + reply.status().message());
+      return kExitError;
+    }
+    *ctx.out << "Node " << names[0] << " GPU " << args.Get("gpu") << ": "
+             << (action == "drain" ? "drained" : "returned") << "\n";
+    return kExitOk;
+  }
+  if (args.Has("reason")) return UsageError(ctx, "nodes", "--reason goes with --gpu");
   auto reply = api.CallJson("POST", "/v1/nodes/" + names[0] + "/" + action);
   if (!reply.ok()) {
     PrintError(ctx, "nodes", action + " " + names[0] + ": " + reply.status().message());
@@ -172,10 +189,35 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
 
 }  // namespace
 
+// Each GPU's health in a word: drained (by whom), else its last check's verdict, "-" unchecked.
+std::string GpuHealthWord(const Json& gpu) {
+  if (auto d = gpu.find("drain"); d != gpu.end() && d->is_object()) {
+    return "drained:" + Str(*d, "source", "?");
+  }
+  return Str(gpu, "health", "-");
+}
+
+// `corral nodes show NAME`: the node, and each of its GPUs on a line.
+std::string RenderNodeDetail(const Json& n) {
+  std::string out = "Node " + Str(n, "name") + ": " + Str(n, "state") + "\n";
+  if (!Str(n, "unhealthy", "").empty()) out += "  unhealthy: " + Str(n, "unhealthy") + "\n";
+  Table t({"GPU", "MODEL", "UTIL", "HEALTH", "WHY"});
+  for (const Json& gpu : n.value("gpus", Json::array())) {
+    std::string why = Str(gpu, "health_reason", "");
+    if (auto d = gpu.find("drain"); d != gpu.end() && d->is_object()) why = Str(*d, "reason", "");
+    t.AddRow({std::to_string(Int(gpu, "index")), Str(gpu, "model", "-"),
+              gpu.contains("utilization_percent")
+                  ? std::to_string(Int(gpu, "utilization_percent")) + "%"
+                  : "-",
+              GpuHealthWord(gpu), why.empty() ? "-" : why});
+  }
+  return out + t.Render();
+}
+
 std::string RenderNodesTable(const Json& nodes) {
-  Table t({"NAME", "STATE", "GPUS", "MODEL", "GPU-UTIL", "CPUS", "MEMORY", "LABELS"});
+  Table t({"NAME", "STATE", "GPUS", "MODEL", "GPU-UTIL", "GPU-HEALTH", "CPUS", "MEMORY", "LABELS"});
   for (const Json& n : nodes) {
-    std::vector<std::string> models, util;
+    std::vector<std::string> models, util, health;
     size_t total = 0;
     if (auto g = n.find("gpus"); g != n.end() && g->is_array()) {
       total = g->size();
@@ -190,8 +232,15 @@ std::string RenderNodesTable(const Json& nodes) {
         } else {
           util.push_back("-");
         }
+        health.push_back(GpuHealthWord(gpu));
       }
     }
+    // One word when every GPU agrees ("ok"), else each GPU's.
+    std::string health_text = health.empty() ? "-"
+                              : std::all_of(health.begin(), health.end(),
+                                            [&](const std::string& h) { return h == health[0]; })
+                                  ? health[0]
+                                  : Join(health, ",");
     std::map<std::string, std::string> labels;
     if (auto l = n.find("labels"); l != n.end() && l->is_object()) {
       for (auto it = l->begin(); it != l->end(); ++it) {
@@ -209,7 +258,7 @@ std::string RenderNodesTable(const Json& nodes) {
                                           [](const std::string& u) { return u == "-"; })
                   ? "-"
                   : Join(util, ","),
-              FormatCpus(static_cast<int32_t>(Int(n, "cpu_milli"))),
+              health_text, FormatCpus(static_cast<int32_t>(Int(n, "cpu_milli"))),
               FormatMemoryMb(Int(n, "memory_mb")), FormatLabels(labels)});
   }
   return t.Render();
@@ -230,7 +279,8 @@ std::string RenderQueuesTable(const Json& queues) {
 }
 
 int RunNodes(const std::vector<std::string>& argv, CliContext& ctx) {
-  auto parsed = ParseArgs(argv, {{"output", 'o', true}}, false);
+  auto parsed =
+      ParseArgs(argv, {{"output", 'o', true}, {"gpu", 0, true}, {"reason", 0, true}}, false);
   if (!parsed.ok()) return UsageError(ctx, "nodes", parsed.status().message());
   const ParsedArgs& args = *parsed;
   if (args.Has("help")) {
@@ -240,7 +290,23 @@ int RunNodes(const std::vector<std::string>& argv, CliContext& ctx) {
   if (!args.positional.empty()) {
     const std::string& sub = args.positional[0];
     if (sub == "drain" || sub == "undrain") {
-      return NodeAction(sub, {args.positional.begin() + 1, args.positional.end()}, ctx);
+      return NodeAction(sub, {args.positional.begin() + 1, args.positional.end()}, args, ctx);
+    }
+    if (sub == "show") {
+      if (args.positional.size() != 2) return UsageError(ctx, "nodes", "show wants one node name");
+      ApiClient api(ctx);
+      auto nodes = ListOf(api, "/v1/nodes", "nodes");
+      if (!nodes.ok()) {
+        PrintError(ctx, "nodes", nodes.status().message());
+        return kExitError;
+      }
+      for (const Json& n : *nodes) {
+        if (Str(n, "name") != args.positional[1]) continue;
+        *ctx.out << (args.Get("output") == "json" ? n.dump(2) + "\n" : RenderNodeDetail(n));
+        return kExitOk;
+      }
+      PrintError(ctx, "nodes", "no node " + args.positional[1]);
+      return kExitError;
     }
     return UsageError(ctx, "nodes", "unknown subcommand '" + sub + "'");
   }

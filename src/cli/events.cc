@@ -39,6 +39,13 @@ std::string Summary(const Json& e) {
   if (type == "node_state_set") return s("state") + " " + s("reason");  // logged by older heads
   if (type == "node_health_set")
     return s("reason").empty() ? "healthy" : "unhealthy " + s("reason");
+  if (type == "gpu_drain_set") {
+    const Json d = e.value("drain", Json::object());
+    const std::string gpu = "GPU " + std::to_string(e.value("gpu", 0));
+    return d.value("source", "none") == "none"
+               ? gpu + " returned: " + d.value("reason", "")
+               : gpu + " drained (" + d.value("source", "") + "): " + d.value("reason", "");
+  }
   if (type == "queue_set") return e["queue"].dump();
   if (type == "jobs_retired") {
     const Json& jobs = e.value("jobs", Json::array());

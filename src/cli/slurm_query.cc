@@ -121,7 +121,7 @@ int RunSqueue(const std::vector<std::string>& argv, CliContext& ctx) {
   for (Job& j : jobs) {
     const std::string st = slurm::SlurmState(j);
     if (states.empty()
-            ? (o->Has("jobs") ? false : IsTerminal(j.state))
+            ? IsTerminal(j.state)  // as Slurm: -j lists too show live jobs only, unless -t
             : !(states.count(st) || states.count(slurm::CompactState(st)) || states.count("ALL"))) {
       continue;
     }
@@ -330,9 +330,12 @@ int RunSinfo(const std::vector<std::string>& argv, CliContext& ctx) {
     std::string name = q.value("name", "");
     if (!name.empty() && name != "default") partitions.push_back(name);
   }
-  std::string out =
-      slurm::RenderSinfo(nodes->value("nodes", Json::array()), partitions, o->Has("Node"));
-  if (o->Has("noheader")) out = out.substr(out.find('\n') + 1);
+  std::string out = slurm::RenderSinfo(nodes->value("nodes", Json::array()), partitions,
+                                       o->Has("Node"), ctx.now());
+  if (o->Has("noheader")) {  // -N: the time line goes too
+    out = out.substr(out.find('\n') + 1);
+    if (o->Has("Node")) out = out.substr(out.find('\n') + 1);
+  }
   *ctx.out << out;
   return kExitOk;
 }

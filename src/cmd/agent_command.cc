@@ -52,6 +52,25 @@ int AgentMain(std::vector<std::string> args) {
   app.add_option("--name", name, "this node's name")->required();
   app.add_option("--state-dir", state_dir, "where runs, logs and records are kept")->required();
   app.add_option("--simulate-gpus", simulate, "N or NxMODEL: simulated GPUs instead of NVML");
+  std::string health_program;
+  double health_interval_s = 300, health_limit_s = 60;
+  app.add_option("--health-program", health_program,
+                 "a node health check run at start and every --health-interval, killed after "
+                 "--health-limit; exit 0 ok, 1 warn, 2 critical (drains every GPU), reason on "
+                 "stdout (docs/gpu-health.md)");
+  app.add_option("--health-interval", health_interval_s, "seconds between health program runs")
+      ->check(CLI::Range(1.0, 86400.0));
+  app.add_option("--health-limit", health_limit_s,
+                 "seconds a health program may run before it is killed (Slurm's 60)")
+      ->check(CLI::Range(0.1, 3600.0));
+  double gpu_check_interval_s = 10;
+  app.add_option("--gpu-check-interval", gpu_check_interval_s,
+                 "seconds between the GPU health checks the head counts (a GPU not ok is "
+                 "reported at once)")
+      ->check(CLI::Range(0.1, 3600.0));
+  std::string nvml_library;
+  app.add_option("--nvml-library", nvml_library,
+                 "the NVML library to load (default: the driver's libnvidia-ml.so.1)");
   app.add_option("--advertise-addr", advertise,
                  "the address the head and other nodes reach this node on (MASTER_ADDR of its "
                  "runs); default: the local address of the route toward the head");
@@ -144,7 +163,7 @@ int AgentMain(std::vector<std::string> args) {
     probe = std::make_unique<agent::SimulatedGpuProbe>(sim->count, sim->model, name,
                                                        state_dir + "/simulated-gpu-use");
   } else {
-    probe = std::make_unique<agent::NvmlGpuProbe>();
+    probe = std::make_unique<agent::NvmlGpuProbe>(nvml_library);
   }
   agent::AgentConfig config;
   config.name = name;
@@ -152,6 +171,10 @@ int AgentMain(std::vector<std::string> args) {
   config.lease_ms = lease_s * kSecond;
   if (job_map_dir.empty()) job_map_dir = state_dir + "/hpc-job-map";
   config.job_map_dir = job_map_dir == "none" ? "" : job_map_dir;
+  config.health_program = health_program;
+  config.gpu_check_interval_ms = static_cast<int64_t>(gpu_check_interval_s * 1000);
+  config.health_interval_ms = static_cast<int64_t>(health_interval_s * 1000);
+  config.health_limit_ms = static_cast<int64_t>(health_limit_s * 1000);
   // Exits wake the agent at once (the monitors' FIFO); this interval only paces grace-period
   // kills and the lease check.
   config.poll_interval_ms = 100;

@@ -168,6 +168,11 @@ int HeadMain(std::vector<std::string> args) {
   app.add_option("--max-user-priority", max_user_priority,
                  "the highest job priority a plain user may set (more takes an admin or an admin "
                  "of the job's queue)");
+  int32_t gpu_clean_checks = 3;
+  app.add_option("--gpu-clean-checks", gpu_clean_checks,
+                 "clean health checks in a row that return a GPU the checks drained (admin drains "
+                 "stay)")
+      ->check(CLI::Range(1, 1000));
   app.add_option("--stop-confirm-after", stop_confirm_after,
                  "a run whose node has not confirmed its stop this long after the run's grace "
                  "is declared lost and its GPUs freed");
@@ -236,6 +241,7 @@ int HeadMain(std::vector<std::string> args) {
   config.core.retain_finished_ms = *retain_finished_ms;
   config.core.stop_confirm_after_ms = *stop_confirm_after_ms;
   config.core.max_user_priority = max_user_priority;
+  config.core.gpu_clean_checks_to_return = gpu_clean_checks;
   config.core.max_array_size = max_array_size;
   config.core.max_pending_per_user = max_pending_per_user;
   // Once every flag is known good, before the database, the tokens and the audit log are

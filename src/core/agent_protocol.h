@@ -14,6 +14,14 @@
 
 namespace corral {
 
+// The protocol's version. An agent sends its own at registration and the head refuses one older
+// than kMinAgentProtocol: such an agent would drop what newer orders carry (a task environment,
+// a GPU's drain) and run jobs wrongly. An agent that sends none predates the exchange: version 1.
+// Raise kAgentProtocol when a message gains a field an older peer would silently ignore, and
+// kMinAgentProtocol when ignoring it would run a job wrongly.
+inline constexpr int32_t kAgentProtocol = 2;
+inline constexpr int32_t kMinAgentProtocol = 2;
+
 struct RegisterRequest {
   std::string name;
   std::string address;
@@ -26,6 +34,7 @@ struct RegisterRequest {
   // A PEM certificate signing request for the agent's log endpoint; a head that serves TLS
   // answers with the certificate (log_cert_pem) and requires it.
   std::string csr_pem;
+  int32_t protocol = kAgentProtocol;  // the agent's; decoded as 1 when absent
 };
 
 struct RegisterResponse {
@@ -33,6 +42,7 @@ struct RegisterResponse {
   uint64_t head_epoch = 0;  // leadership epoch; agents refuse orders from an older one
   uint64_t agent_epoch = 0;
   std::string log_cert_pem;  // TLS heads: the log endpoint's certificate, signed by the head's CA
+  int32_t protocol = kAgentProtocol;  // the head's; decoded as 1 when absent
 };
 
 // What the agent runs for one run id on this node (one replica of a run).
@@ -63,6 +73,14 @@ struct GpuSample {
   // Non-empty: the GPU failed its probe (an NVML error, or it vanished), and why. The head
   // marks the node unhealthy while any GPU reports one (DESIGN §9).
   std::string fault;
+  // The agent's health check of the GPU (core/gpu_health.h): `check` counts the agent's checks
+  // up from 1 (0: the agent checks no health), so that the head takes each one once; `xids`
+  // are the Xid events the agent has not yet delivered (sent again until a sync succeeds).
+  uint64_t check = 0;
+  GpuHealth health = GpuHealth::kOk;
+  std::string health_reason;
+  std::vector<int32_t> xids;
+  GpuErrorCounters counters;
   bool operator==(const GpuSample&) const = default;
 };
 

@@ -168,6 +168,13 @@ Result<T> Decode(const Json& j, const char* what, F f) {
   }
 }
 
+// Inside a Decode: a nested decoder's error becomes this one's.
+template <typename T>
+T Must(Result<T> r) {
+  if (!r.ok()) throw std::runtime_error(r.status().message());
+  return std::move(*r);
+}
+
 Json EncodeGpus(const std::vector<Gpu>& gpus) {
   Json a = Json::array();
   for (const Gpu& g : gpus) a.push_back(ToJson(g));
@@ -308,6 +315,37 @@ Json ToJson(const Node& n) {
          {"port_lo", n.port_lo},
          {"port_hi", n.port_hi}};
   if (!n.unhealthy.empty()) j["unhealthy"] = n.unhealthy;
+  if (!n.gpu_drains.empty()) {
+    Json drains = Json::array();
+    for (const auto& [gpu, d] : n.gpu_drains) {
+      drains.push_back(ToJson(d));
+      drains.back()["gpu"] = gpu;
+    }
+    j["gpu_drains"] = drains;
+  }
+  return j;
+}
+
+Json ToJson(const GpuDrain& d) {
+  return Json{{"source", DrainSourceName(d.source)}, {"reason", d.reason}, {"since", d.since}};
+}
+
+Json ToJson(const GpuSample& g) {
+  Json j{{"index", g.index},
+         {"utilization_percent", g.utilization_percent},
+         {"memory_used_bytes", g.memory_used_bytes}};
+  if (!g.fault.empty()) j["fault"] = g.fault;
+  if (g.check > 0) {  // an agent that checks health
+    j["check"] = g.check;
+    j["health"] = GpuHealthName(g.health);
+    if (!g.health_reason.empty()) j["health_reason"] = g.health_reason;
+    if (!g.xids.empty()) j["xids"] = g.xids;
+    const GpuErrorCounters& c = g.counters;
+    j["counters"] = Json{
+        {"ecc_sbe_volatile", c.ecc_sbe_volatile},   {"ecc_dbe_volatile", c.ecc_dbe_volatile},
+        {"ecc_sbe_aggregate", c.ecc_sbe_aggregate}, {"ecc_dbe_aggregate", c.ecc_dbe_aggregate},
+        {"retired_pages", c.retired_pages},         {"retirement_pending", c.retirement_pending}};
+  }
   return j;
 }
 
@@ -325,14 +363,16 @@ Json ToJson(const QueueConfig& q) {
 Json ToJson(const RegisterRequest& r) {
   Json j{{"name", r.name},           {"address", r.address},       {"cpu_milli", r.cpu_milli},
          {"memory_mb", r.memory_mb}, {"gpus", EncodeGpus(r.gpus)}, {"labels", r.labels},
-         {"port_lo", r.port_lo},     {"port_hi", r.port_hi}};
+         {"port_lo", r.port_lo},     {"port_hi", r.port_hi},       {"protocol", r.protocol}};
   if (!r.csr_pem.empty()) j["csr_pem"] = r.csr_pem;
   return j;
 }
 
 Json ToJson(const RegisterResponse& r) {
-  Json j{
-      {"node_token", r.node_token}, {"head_epoch", r.head_epoch}, {"agent_epoch", r.agent_epoch}};
+  Json j{{"node_token", r.node_token},
+         {"head_epoch", r.head_epoch},
+         {"agent_epoch", r.agent_epoch},
+         {"protocol", r.protocol}};
   if (!r.log_cert_pem.empty()) j["log_cert_pem"] = r.log_cert_pem;
   return j;
 }
@@ -360,12 +400,7 @@ Json ToJson(const SyncRequest& r) {
          {"runs", runs},
          {"busy_ports", r.busy_ports}};
   // Optional, so that heads and agents of either version understand each other.
-  for (const GpuSample& g : r.gpu_samples) {
-    j["gpu_samples"].push_back(Json{{"index", g.index},
-                                    {"utilization_percent", g.utilization_percent},
-                                    {"memory_used_bytes", g.memory_used_bytes}});
-    if (!g.fault.empty()) j["gpu_samples"].back()["fault"] = g.fault;
-  }
+  for (const GpuSample& g : r.gpu_samples) j["gpu_samples"].push_back(ToJson(g));
   if (r.deltas) j["deltas"] = true;
   return j;
 }
@@ -510,7 +545,46 @@ Result<Node> NodeFromJson(const Json& j) {
     n.port_lo = Get<int32_t>(j, "port_lo", 0);
     n.port_hi = Get<int32_t>(j, "port_hi", 0);
     n.unhealthy = Get<std::string>(j, "unhealthy", "");
+    for (const Json& d : j.value("gpu_drains", Json::array())) {
+      n.gpu_drains[Req<int32_t>(d, "gpu")] = Must(GpuDrainFromJson(d));
+    }
     return n;
+  });
+}
+
+Result<GpuDrain> GpuDrainFromJson(const Json& j) {
+  return Decode<GpuDrain>(j, "gpu drain", [](const Json& j) {
+    GpuDrain d;
+    if (!ParseDrainSource(Get<std::string>(j, "source", "none"), &d.source)) {
+      throw std::runtime_error("field 'source': not none, admin or health");
+    }
+    d.reason = Get<std::string>(j, "reason", "");
+    d.since = Get<int64_t>(j, "since", 0);
+    return d;
+  });
+}
+
+Result<GpuSample> GpuSampleFromJson(const Json& j) {
+  return Decode<GpuSample>(j, "gpu sample", [](const Json& x) {
+    GpuSample g;
+    g.index = Req<int32_t>(x, "index");
+    g.utilization_percent = Get<int32_t>(x, "utilization_percent", 0);
+    g.memory_used_bytes = Get<int64_t>(x, "memory_used_bytes", 0);
+    g.fault = Get<std::string>(x, "fault", "");
+    g.check = Get<uint64_t>(x, "check", 0);
+    if (!ParseGpuHealth(Get<std::string>(x, "health", "ok"), &g.health)) {
+      throw std::runtime_error("field 'health': not ok, warn or critical");
+    }
+    g.health_reason = Get<std::string>(x, "health_reason", "");
+    g.xids = Get<std::vector<int32_t>>(x, "xids", {});
+    const Json c = x.value("counters", Json::object());
+    g.counters.ecc_sbe_volatile = Get<int64_t>(c, "ecc_sbe_volatile", -1);
+    g.counters.ecc_dbe_volatile = Get<int64_t>(c, "ecc_dbe_volatile", -1);
+    g.counters.ecc_sbe_aggregate = Get<int64_t>(c, "ecc_sbe_aggregate", -1);
+    g.counters.ecc_dbe_aggregate = Get<int64_t>(c, "ecc_dbe_aggregate", -1);
+    g.counters.retired_pages = Get<int64_t>(c, "retired_pages", -1);
+    g.counters.retirement_pending = Get<bool>(c, "retirement_pending", false);
+    return g;
   });
 }
 
@@ -541,6 +615,7 @@ Result<RegisterRequest> RegisterRequestFromJson(const Json& j) {
     r.port_lo = Get<int32_t>(j, "port_lo", 0);
     r.port_hi = Get<int32_t>(j, "port_hi", 0);
     r.csr_pem = Get<std::string>(j, "csr_pem", "");
+    r.protocol = Get<int32_t>(j, "protocol", 1);  // an agent from before the exchange
     return r;
   });
 }
@@ -552,6 +627,7 @@ Result<RegisterResponse> RegisterResponseFromJson(const Json& j) {
     r.head_epoch = Req<uint64_t>(j, "head_epoch");
     r.agent_epoch = Req<uint64_t>(j, "agent_epoch");
     r.log_cert_pem = Get<std::string>(j, "log_cert_pem", "");
+    r.protocol = Get<int32_t>(j, "protocol", 1);
     return r;
   });
 }
@@ -582,9 +658,7 @@ Result<SyncRequest> SyncRequestFromJson(const Json& j) {
       r.runs.push_back(rr);
     }
     for (const Json& x : j.value("gpu_samples", Json::array())) {
-      r.gpu_samples.push_back({Req<int32_t>(x, "index"), Get<int32_t>(x, "utilization_percent", 0),
-                               Get<int64_t>(x, "memory_used_bytes", 0),
-                               Get<std::string>(x, "fault", "")});
+      r.gpu_samples.push_back(Must(GpuSampleFromJson(x)));
     }
     r.deltas = Get<bool>(j, "deltas", false);
     return r;

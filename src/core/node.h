@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/gpu_health.h"
 #include "core/time.h"
 
 namespace corral {
@@ -46,6 +47,10 @@ struct Node {
   // Non-empty: some GPU failed its probe (why, per GPU); the node gets no new runs until its
   // agent reports every GPU healthy again. Independent of `drain` (an admin's).
   std::string unhealthy;
+  // GPUs out of service, by index: drained by an operator or by the health checks. The node's
+  // other GPUs stay schedulable; a run already on a drained GPU is the drainer's business
+  // (health: requeued; admin: let finish). Kept across agent registrations.
+  std::map<int32_t, GpuDrain> gpu_drains;
   int32_t cpu_milli = 0;
   int64_t memory_mb = 0;
   std::vector<Gpu> gpus;

@@ -158,6 +158,9 @@ struct Encoder {
     for (const auto& [gpu, why] : c.faults) faults.push_back(Json{{"gpu", gpu}, {"fault", why}});
     j.update({{"node", c.node}, {"faults", faults}, {"reason", UnhealthyReason(c.faults)}});
   }
+  void operator()(const GpuDrainSet& c) {
+    j.update({{"node", c.node}, {"gpu", c.gpu}, {"drain", ToJson(c.drain)}});
+  }
   void operator()(const QueueSet& c) { j["queue"] = ToJson(c.queue); }
   void operator()(const TokenIssued& c) { j["credential"] = ToJson(c.credential); }
   void operator()(const TokenRevoked& c) { j["id"] = c.id; }
@@ -264,6 +267,10 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
     }
     return h;
   }
+  if (type == "gpu_drain_set") {
+    return GpuDrainSet{j.at("node").get<std::string>(), j.at("gpu").get<int32_t>(),
+                       Must(GpuDrainFromJson(j.at("drain")))};
+  }
   if (type == "queue_set") return QueueSet{Must(QueueFromJson(j.at("queue")))};
   if (type == "token_issued") return TokenIssued{DecodeCredential(j.at("credential"))};
   if (type == "token_revoked") return TokenRevoked{j.at("id").get<std::string>()};
@@ -277,6 +284,7 @@ struct KeyOf {
   void operator()(const NodeLivenessSet& e) { j.update({{"kind", "node"}, {"key", e.node}}); }
   void operator()(const NodeDrainSet& e) { j.update({{"kind", "node"}, {"key", e.node}}); }
   void operator()(const NodeHealthSet& e) { j.update({{"kind", "node"}, {"key", e.node}}); }
+  void operator()(const GpuDrainSet& e) { j.update({{"kind", "node"}, {"key", e.node}}); }
   void operator()(const QueueSet& e) { j.update({{"kind", "queue"}, {"key", e.queue.name}}); }
   void operator()(const TokenIssued& e) { j.update({{"kind", "token"}, {"key", e.credential.id}}); }
   void operator()(const TokenRevoked& e) { j.update({{"kind", "token"}, {"key", e.id}}); }
@@ -318,7 +326,7 @@ const char* ChangeName(const ChangeKind& what) {
       "checkpoint_reported", "node_registered", "node_liveness_set", "queue_set",
       "token_issued",        "token_revoked",   "idle_warned",       "step_started",
       "step_exited",         "job_hold_set",    "run_signalled",     "node_health_set",
-      "jobs_retired",        "array_submitted", "node_drain_set"};
+      "jobs_retired",        "array_submitted", "node_drain_set",    "gpu_drain_set"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];
 }

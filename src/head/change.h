@@ -104,6 +104,13 @@ struct NodeHealthSet {  // what the agent's GPU probe found changed: a fault, or
   std::string node;
   std::map<int32_t, std::string> faults;  // GPU index -> why it failed its probe; empty: healthy
 };
+// A GPU taken out of service, or returned (drain.source kNone), by an operator or by the
+// health checks (the reason names the check's finding: an Xid, ECC errors, clean checks).
+struct GpuDrainSet {
+  std::string node;
+  int32_t gpu = 0;
+  GpuDrain drain;
+};
 struct QueueSet {
   QueueConfig queue;
 };
@@ -155,7 +162,8 @@ using ChangeKind =
     std::variant<HeadStarted, JobSubmitted, RunPlaced, RunStarted, ReplicaExited, StopRequested,
                  RunEnded, JobEnded, CheckpointReported, NodeRegistered, NodeLivenessSet, QueueSet,
                  TokenIssued, TokenRevoked, IdleWarned, StepStarted, StepExited, JobHoldSet,
-                 RunSignalled, NodeHealthSet, JobsRetired, ArraySubmitted, NodeDrainSet>;
+                 RunSignalled, NodeHealthSet, JobsRetired, ArraySubmitted, NodeDrainSet,
+                 GpuDrainSet>;
 
 struct Change {
   uint64_t revision = 0;

@@ -187,6 +187,15 @@ struct Applier {
     CORRAL_CHECK(it != s.nodes.end(), "change names unknown node " + c.node);
     it->second.drain = c.drain;
   }
+  void operator()(const GpuDrainSet& c) {
+    auto it = s.nodes.find(c.node);
+    CORRAL_CHECK(it != s.nodes.end(), "change names unknown node " + c.node);
+    if (c.drain.source == DrainSource::kNone) {
+      it->second.gpu_drains.erase(c.gpu);
+    } else {
+      it->second.gpu_drains[c.gpu] = c.drain;
+    }
+  }
   void operator()(const NodeHealthSet& c) {
     auto it = s.nodes.find(c.node);
     CORRAL_CHECK(it != s.nodes.end(), "change names unknown node " + c.node);

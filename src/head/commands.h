@@ -145,6 +145,18 @@ struct SetDrain {
   }
 };
 
+// One GPU of a node drained (an operator's, kept until an operator returns it) or returned.
+struct SetGpuDrain {
+  using Answer = NodeView;
+  std::string node;
+  int32_t gpu = 0;
+  bool drain = true;  // false: return it
+  std::string reason;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.SetGpuDrain(by, node, gpu, drain, reason, now);
+  }
+};
+
 struct ListQueues {
   using Answer = std::vector<QueueView>;
   Result<Answer> operator()(HeadCore& core, const Caller&, TimeMs) && {
@@ -227,16 +239,17 @@ constexpr bool ForAgents() {
 }
 
 // Every command, for the head's one entry (its explicit instantiations) and the tests.
-#define CORRAL_HEAD_COMMANDS(X)                                                               \
-  X(SubmitJob)                                                                                \
-  X(GetJob)                                                                                   \
-  X(ListJobs)                                                                                 \
-  X(CancelJob)                                                                                \
-  X(SignalJob)                                                                                \
-  X(RequeueJob)                                                                               \
-  X(HoldJob)                                                                                  \
-  X(ReportCheckpoint) X(StartStep) X(GetStep) X(GetUsage) X(ListNodes) X(GetNode) X(SetDrain) \
-      X(ListQueues) X(SetQueue) X(CreateToken) X(RevokeToken) X(ListTokens) X(BackupStore)    \
+#define CORRAL_HEAD_COMMANDS(X)                                                            \
+  X(SubmitJob)                                                                             \
+  X(GetJob)                                                                                \
+  X(ListJobs)                                                                              \
+  X(CancelJob)                                                                             \
+  X(SignalJob)                                                                             \
+  X(RequeueJob)                                                                            \
+  X(HoldJob)                                                                               \
+  X(ReportCheckpoint)                                                                      \
+  X(StartStep) X(GetStep) X(GetUsage) X(ListNodes) X(GetNode) X(SetDrain) X(SetGpuDrain)   \
+      X(ListQueues) X(SetQueue) X(CreateToken) X(RevokeToken) X(ListTokens) X(BackupStore) \
           X(WatchEvents) X(RegisterAgent) X(SyncAgent)
 
 }  // namespace corral::head

@@ -17,6 +17,8 @@ sched::NodeInfo HeadCore::ToNodeInfo(const Node& node) const {
   info.cpu_milli = node.cpu_milli;
   info.memory_mb = node.memory_mb;
   info.gpus = node.gpus;
+  // A drained GPU takes no new runs; the node's others still do.
+  for (Gpu& g : info.gpus) g.healthy = g.healthy && !node.gpu_drains.count(g.index);
   return info;
 }
 
@@ -46,6 +48,12 @@ Result<RegisterResponse> HeadCore::Register(const Caller& by, RegisterRequest re
     return PermissionDenied("registering a node needs the join token");
   }
   if (req.name.empty()) return InvalidArgument("field 'name': the node needs a name");
+  if (req.protocol < kMinAgentProtocol) {
+    return FailedPrecondition("field 'protocol': agent " + req.name + " speaks protocol version " +
+                              std::to_string(req.protocol) + ", too old for this head (version " +
+                              std::to_string(kAgentProtocol) + ", needs at least " +
+                              std::to_string(kMinAgentProtocol) + "): upgrade the agent");
+  }
   Node n;
   if (auto it = state_.nodes.find(req.name); it != state_.nodes.end()) n = it->second;
   n.name = req.name;
@@ -62,7 +70,8 @@ Result<RegisterResponse> HeadCore::Register(const Caller& by, RegisterRequest re
   n.liveness = Liveness::kAlive;  // its drain stays what the operator made it
   n.agent_epoch += 1;
   n.registered_at = now;
-  n.unhealthy.clear();  // its GPUs were just probed afresh; the next sync reports any fault
+  n.unhealthy.clear();        // its GPUs were just probed afresh; the next sync reports any fault
+  gpu_checks_.erase(n.name);  // a new agent counts its checks from 1
   n.last_heartbeat = 0;
   Credential cred;
   cred.hash = Sha256Hex(secret);
@@ -92,6 +101,7 @@ Result<bool> HeadCore::Report(const Caller& by, const SyncRequest& req, TimeMs n
     gpu_samples_[req.node] = req.gpu_samples;
     ObserveUse(req.node, now);
     ObserveHealth(it->second, req.gpu_samples, now);
+    ObserveGpuHealth(state_.nodes.at(req.node), req.gpu_samples, now);
   }
   if (it->second.liveness != Liveness::kAlive) {
     SetLiveness(req.node, Liveness::kAlive, "agent heard from again", now);

@@ -507,6 +507,8 @@ void HeadCore::MaybeFinishRun(const Job& job, TimeMs now) {
     FinishRun(job, RunState::kPreempted, "", now);  // a requeue: back to pending, no restart spent
   } else if (run.stop_requested && StartsWith(run.reason, kReasonCancelled)) {
     FinishRun(job, RunState::kCancelled, "", now);
+  } else if (run.stop_requested && StartsWith(run.reason, kReasonGpuError)) {
+    FinishRun(job, RunState::kFailed, run.reason, now);
   } else if (all_zero) {
     FinishRun(job, RunState::kSucceeded, "", now);
   } else {

@@ -165,6 +165,10 @@ void HeadCore::Index(const Change& c) {
       core.scheduler_->UpsertNode(core.ToNodeInfo(core.state_.nodes.at(e.node)));
       core.WantSchedule();
     }
+    void operator()(const GpuDrainSet& e) {
+      core.scheduler_->UpsertNode(core.ToNodeInfo(core.state_.nodes.at(e.node)));
+      core.WantSchedule();
+    }
     void operator()(const QueueSet& e) {
       core.scheduler_->SetQueue(e.queue);
       core.WantSchedule();
@@ -213,6 +217,7 @@ void HeadCore::MarkDirty(const Change& c) {
     void operator()(const NodeLivenessSet& e) { d.nodes.insert(e.node); }
     void operator()(const NodeDrainSet& e) { d.nodes.insert(e.node); }
     void operator()(const NodeHealthSet& e) { d.nodes.insert(e.node); }
+    void operator()(const GpuDrainSet& e) { d.nodes.insert(e.node); }
     void operator()(const QueueSet& e) { d.queues.insert(e.queue.name); }
     void operator()(const TokenIssued&) { d.credentials = true; }
     void operator()(const TokenRevoked&) { d.credentials = true; }

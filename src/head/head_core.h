@@ -58,6 +58,8 @@ struct CoreConfig {
   // held to them.
   int32_t max_array_size = 0;
   int32_t max_pending_per_user = 0;
+  // A GPU the health checks drained is returned after this many clean checks in a row.
+  int32_t gpu_clean_checks_to_return = 3;
   sched::SchedulerConfig scheduler;
   // How run times are predicted from ended jobs (which history, how fast it forgets).
   sched::EstimatorConfig estimator;
@@ -186,6 +188,10 @@ class HeadCore {
   std::vector<NodeView> ListNodes() const;
   Result<Node> GetNode(const std::string& name) const;
   Result<NodeView> SetDrain(const Caller& by, const std::string& node, bool drain, TimeMs now);
+  // An operator's drain of one GPU (core_gpu.cc): it takes no new runs, the node's others do;
+  // runs on it are let finish. Only an operator returns it (drain false), whoever drained it.
+  Result<NodeView> SetGpuDrain(const Caller& by, const std::string& node, int32_t gpu, bool drain,
+                               const std::string& reason, TimeMs now);
   std::vector<QueueView> ListQueues() const;
   Result<QueueConfig> SetQueue(const Caller& by, QueueConfig queue, TimeMs now);
 
@@ -244,6 +250,10 @@ class HeadCore {
   // The run-time predictions, as learned from the jobs ended so far.
   const sched::RuntimeEstimator& estimator() const { return estimator_; }
   const CoreConfig& config() const { return config_; }
+  // Xid events the agents reported since this head started, by node and Xid (core_gpu.cc).
+  const std::map<std::pair<std::string, int32_t>, int64_t>& xid_counts() const {
+    return xid_counts_;
+  }
 
  private:
   // Applies a change, keeps the indexes and the scheduler in step, and queues it.
@@ -291,6 +301,11 @@ class HeadCore {
   // have been idle long enough to flag.
   void ObserveUse(const std::string& node, TimeMs now);
   void ObserveHealth(const Node& node, const std::vector<GpuSample>& samples, TimeMs now);
+  // The agent's GPU health checks (core_gpu.cc): application Xids fail the runs on that GPU,
+  // a critical check drains it and requeues its runs, clean checks in a row return it.
+  void ObserveGpuHealth(const Node& node, const std::vector<GpuSample>& samples, TimeMs now);
+  // The jobs with a run on `gpu` of `node`.
+  std::vector<JobId> JobsOnGpu(const std::string& node, int32_t gpu) const;
   void FlagIdle(TimeMs now);
   // Warns, then stops, the idle runs of queues that stop idle runs.
   void StopIdle(TimeMs now);
@@ -344,6 +359,14 @@ class HeadCore {
   // Observations of GPU use (core_idle.cc): each node's last samples; per run and node, since
   // when the run's GPUs there have all been under the threshold; runs idle long enough.
   std::map<std::string, std::vector<GpuSample>> gpu_samples_;
+  // Health checks seen (core_gpu.cc), per node and GPU: the last check taken, and the clean
+  // ones in a row since a health drain. Observations: a new head counts afresh.
+  struct GpuChecks {
+    uint64_t last = 0;
+    int32_t clean = 0;
+  };
+  std::map<std::string, std::map<int32_t, GpuChecks>> gpu_checks_;
+  std::map<std::pair<std::string, int32_t>, int64_t> xid_counts_;  // (node, Xid) -> seen
   std::map<RunId, std::map<std::string, TimeMs>> low_since_;
   std::map<JobId, TimeMs> idle_;          // job -> idle since
   std::map<RunId, TimeMs> idle_stop_at_;  // warned runs -> when they are stopped

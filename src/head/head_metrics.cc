@@ -31,6 +31,12 @@ void Head::DescribeMetrics() {
   m.Describe("corral_queue_gpus_allocated", T::kGauge, "GPUs held by the runs of each queue.");
   m.Describe("corral_queue_gpu_quota", T::kGauge, "Guaranteed GPUs of each queue.");
   m.Describe("corral_nodes", T::kGauge, "Nodes by state.");
+  m.Describe("corral_gpu_health", T::kGauge,
+             "Each GPU's last health check: 0 ok, 1 warn, 2 critical (agents that check).");
+  m.Describe("corral_gpu_drained", T::kGauge,
+             "1 for each GPU out of service, by who drained it (source admin or health).");
+  m.Describe("corral_gpu_xid_total", T::kCounter,
+             "Xid events the agents reported since this head started, by node and Xid.");
   m.Describe("corral_idle_runs", T::kGauge,
              "Running runs whose GPUs have all stayed under the idle threshold long enough.");
   m.Describe("corral_gpus", T::kGauge, "GPUs by state (allocated, idle, unavailable).");
@@ -128,7 +134,25 @@ void Head::RenderMetrics(Callback<std::string> done) {
       NodeState st = node.state();
       ++nodes[st == NodeState::kReady && !node.unhealthy.empty() ? "unhealthy" : NodeStateName(st)];
       bool ok = st == NodeState::kReady || st == NodeState::kDraining;
-      for (const Gpu& g : node.gpus) (ok && g.healthy ? usable : unusable) += 1;
+      for (const Gpu& g : node.gpus) {
+        (ok && g.healthy && !node.gpu_drains.count(g.index) ? usable : unusable) += 1;
+      }
+      for (const auto& [gpu, d] : node.gpu_drains) {
+        m.Set("corral_gpu_drained",
+              {{"node", name}, {"gpu", std::to_string(gpu)}, {"source", DrainSourceName(d.source)}},
+              1);
+      }
+    }
+    for (const NodeView& v : core_.ListNodes()) {
+      for (const GpuSample& g : v.gpu_samples) {
+        if (g.check == 0) continue;
+        m.Set("corral_gpu_health", {{"node", v.node.name}, {"gpu", std::to_string(g.index)}},
+              static_cast<int>(g.health));
+      }
+    }
+    for (const auto& [key, n] : core_.xid_counts()) {
+      m.Set("corral_gpu_xid_total", {{"node", key.first}, {"xid", std::to_string(key.second)}},
+            static_cast<double>(n));
     }
     for (NodeState st : {NodeState::kReady, NodeState::kDraining, NodeState::kDrained,
                          NodeState::kUnreachable, NodeState::kDown}) {

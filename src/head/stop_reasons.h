@@ -15,6 +15,9 @@ inline constexpr char kReasonCannotStart[] = "cannot start";
 inline constexpr char kReasonOutOfMemory[] = "out of memory";
 inline constexpr char kReasonTimeLimit[] = "time limit";
 inline constexpr char kReasonRequeued[] = "requeued";
+// A GPU error that was the application's fault (an Xid of the policy table's first row): the
+// job fails whatever its exit codes (its processes may well exit 0 on the stop signal).
+inline constexpr char kReasonGpuError[] = "GPU error";
 
 inline bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 

@@ -373,7 +373,12 @@ Result<std::string> RenderSacct(const std::vector<Job>& jobs, const SacctOptions
       return n.empty() ? "None assigned" : n;
     }
     if (name == "User") return step ? "" : j.owner;
-    if (name == "Timelimit") return step ? "" : TimeLimit(j, true);
+    if (name == "Timelimit") {
+      // A pending job without a limit of its own gets its partition's when it starts.
+      if (step) return "";
+      return j.state == JobState::kPending && j.spec.time_limit_ms <= 0 ? "Partition_Limit"
+                                                                        : TimeLimit(j, true);
+    }
     if (name == "AllocTRES") {
       std::string t = "cpu=" + std::to_string(Cpus(j)) + ",node=" + std::to_string(j.spec.replicas);
       if (GpusPerNode(j) > 0) t += ",gres/gpu=" + std::to_string(GpusPerNode(j) * j.spec.replicas);
@@ -421,8 +426,14 @@ std::string RenderScontrolJob(const Job& j, TimeMs now) {
          " ArrayTaskId=" + std::to_string(j.array_index) + "\n";
   }
   o += "   UserId=" + j.owner + " Priority=" + std::to_string(j.spec.priority) + "\n";
-  o += "   JobState=" + SlurmState(j) + " Reason=" + (pending ? PendingReason(j) : "None") +
-       " Dependency=" +
+  // An ended job's reason, as Slurm words the common ones.
+  const std::string state = SlurmState(j);
+  const std::string reason = pending                ? PendingReason(j)
+                             : state == "FAILED"    ? "NonZeroExitCode"
+                             : state == "TIMEOUT"   ? "TimeLimit"
+                             : state == "NODE_FAIL" ? "NodeDown"
+                                                    : "None";
+  o += "   JobState=" + state + " Reason=" + reason + " Dependency=" +
        (j.spec.dependencies.empty() ? "(null)" : FormatDependencies(j.spec.dependencies)) + "\n";
   o += "   Requeue=1 Restarts=" + std::to_string(j.runs.empty() ? 0 : j.runs.size() - 1) +
        " BatchFlag=" + (j.spec.batch ? "1" : "0") + " ExitCode=" + ExitCodeField(j) + "\n";
@@ -448,7 +459,7 @@ std::string RenderScontrolJob(const Job& j, TimeMs now) {
 }
 
 std::string RenderSinfo(const Json& nodes, const std::vector<std::string>& partitions,
-                        bool per_node_long) {
+                        bool per_node_long, TimeMs now) {
   struct NodeView {
     std::string name, state;
     int64_t cpus = 0, memory = 0, gpus = 0;
@@ -481,21 +492,34 @@ std::string RenderSinfo(const Json& nodes, const std::vector<std::string>& parti
   std::string out;
   auto pad = [](const std::string& s, int w, bool right) { return Pad(s, w, right, false); };
   if (per_node_long) {
-    out += pad("NODELIST", 9, false) + " " + pad("NODES", 6, true) + " " +
-           pad("PARTITION", 9, true) + " " + pad("STATE", 10, true) + " " + pad("CPUS", 4, true) +
-           " " + pad("MEMORY", 6, true) + " " + pad("GRES", 8, true) + " REASON\n";
+    // Slurm's -N -l: the time first (ctime's layout, local time), then its
+    // "%N %.6D %.9P %.11T %.4c %.8z %.6m %.8d %.6w %.8f %20E" columns. A node's sockets:cores:
+    // threads are given as Slurm derives them from a CPU count alone (CPUS:1:1).
+    std::time_t t = static_cast<std::time_t>(now / 1000);
+    std::tm tm{};
+    localtime_r(&t, &tm);
+    char date[64];
+    std::strftime(date, sizeof(date), "%a %b %e %H:%M:%S %Y", &tm);
+    out += std::string(date) + "\n";
+    out += pad("NODELIST", 10, false) + " " + pad("NODES", 5, true) + " " +
+           pad("PARTITION", 9, true) + " " + pad("STATE", 11, true) + " " + pad("CPUS", 4, false) +
+           " " + pad("S:C:T", 8, true) + " " + pad("MEMORY", 6, true) + " " +
+           pad("TMP_DISK", 8, true) + " " + pad("WEIGHT", 6, true) + " " +
+           pad("AVAIL_FE", 8, true) + " " + pad("REASON", 20, false) + "\n";
     for (size_t p = 0; p < partitions.size(); ++p) {
       for (const NodeView& v : views) {
-        out += pad(v.name, 9, false) + " " + pad("1", 6, true) + " " +
+        out += pad(v.name, 10, false) + " " + pad("1", 5, true) + " " +
                pad(partitions[p] + (p == 0 ? "*" : ""), 9, true) + " " +
                pad(v.state == "idle"    ? "idle"
                    : v.state == "alloc" ? "allocated"
                    : v.state == "mix"   ? "mixed"
                                         : v.state,
-                   10, true) +
-               " " + pad(std::to_string(v.cpus), 4, true) + " " +
-               pad(std::to_string(v.memory), 6, true) + " " +
-               pad(v.gpus > 0 ? "gpu:" + std::to_string(v.gpus) : "(null)", 8, true) + " none\n";
+                   11, true) +
+               " " + pad(std::to_string(v.cpus), 4, false) + " " +
+               pad(std::to_string(v.cpus) + ":1:1", 8, true) + " " +
+               pad(std::to_string(v.memory), 6, true) + " " + pad("0", 8, true) + " " +
+               pad("1", 6, true) + " " + pad("(null)", 8, true) + " " + pad("none", 20, false) +
+               "\n";
       }
     }
     return out;

@@ -53,6 +53,6 @@ std::string RenderScontrolJob(const Job& j, TimeMs now);
 // sinfo from the head's node list (GET /v1/nodes) and queue names (the partitions; the first is
 // the default). `per_node_long`: sinfo -N -l.
 std::string RenderSinfo(const Json& nodes, const std::vector<std::string>& partitions,
-                        bool per_node_long);
+                        bool per_node_long, TimeMs now);
 
 }  // namespace corral::slurm

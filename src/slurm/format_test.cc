@@ -1,5 +1,7 @@
 // Golden tests: squeue/sacct/scontrol/sinfo output for a fixed set of jobs, compared with the
 // committed files in testdata/ (regenerate with CORRAL_UPDATE_GOLDEN=1 and review the diff).
+// These pin the formatter; what a real Slurm prints for the same jobs is compared at run time
+// by tests/slurm/slurm_diff_test.sh.
 #include "slurm/format.h"
 
 #include <gtest/gtest.h>
@@ -162,8 +164,8 @@ TEST_F(SlurmFormat, Sinfo) {
   nodes.push_back(node("node03", "ready", 1));
   nodes.push_back(node("node04", "ready", 0));
   nodes.push_back(node("node05", "drained", 0));
-  ExpectGolden("sinfo_default.txt", RenderSinfo(nodes, {"default", "gpu"}, false));
-  ExpectGolden("sinfo_long.txt", RenderSinfo(nodes, {"default"}, true));
+  ExpectGolden("sinfo_default.txt", RenderSinfo(nodes, {"default", "gpu"}, false, kT0));
+  ExpectGolden("sinfo_long.txt", RenderSinfo(nodes, {"default"}, true, kT0));
 }
 
 TEST(SlurmStates, EveryEndMapsToSlurmsName) {

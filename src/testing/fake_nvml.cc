@@ -5,7 +5,12 @@
 //   FAKE_NVML_USE="35:1024,0:0"                 UTIL_PERCENT:USED_MIB per GPU (default 0:0)
 //   FAKE_NVML_LOST="1,3"                        these GPUs' memory and utilisation calls fail
 //                                               with NVML_ERROR_GPU_IS_LOST (15), as after Xid 79
-// Device names are reported as "NVIDIA <NAME>", UUIDs as "GPU-fake-<index>".
+//   FAKE_NVML_HEALTH=FILE                       errors, read at each call (a test appends):
+//       "INDEX sbe N" / "INDEX dbe N"           ECC counts (volatile and aggregate alike)
+//       "INDEX retired N", "INDEX pending"      retired pages, a retirement pending
+//       "INDEX xid CODE"                        an Xid event, delivered once to each event set
+// Device names are reported as "NVIDIA <NAME>", UUIDs as "GPU-fake-<index>". Init and shutdown
+// are counted, as NVML's are: the library stays initialised until the last shutdown.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +29,7 @@ struct FakeGpu {
 FakeGpu g_gpus[kMaxGpus];
 unsigned g_count = 0;
 bool g_initialized = false;
+int g_init_count = 0;
 
 struct Memory {
   unsigned long long total, free, used;
@@ -91,11 +97,13 @@ int nvmlInit_v2() {
   if (const char* e = std::getenv("FAKE_NVML_INIT_ERROR")) return std::atoi(e);
   Load();
   g_initialized = true;
+  ++g_init_count;
   return kSuccess;
 }
 
 int nvmlShutdown() {
-  g_initialized = false;
+  if (g_init_count == 0) return kUninitialized;
+  g_initialized = --g_init_count > 0;
   return kSuccess;
 }
 
@@ -169,5 +177,133 @@ int nvmlDeviceGetNumaNodeId(void* device, unsigned* node) {
   *node = g_gpus[i].numa;
   return kSuccess;
 }
+
+}  // extern "C"
+
+// --- health: ECC counters, retired pages and Xid events from FAKE_NVML_HEALTH ---
+namespace {
+
+struct Health {
+  unsigned long long sbe = 0, dbe = 0;
+  unsigned retired = 0;
+  bool pending = false;
+};
+
+// The file's counters for GPU `index`; with `xids`, also every Xid line's (gpu, code), in order.
+Health ReadHealth(unsigned index, unsigned (*xids)[2] = nullptr, unsigned* n_xids = nullptr,
+                  unsigned max_xids = 0) {
+  Health h;
+  const char* path = std::getenv("FAKE_NVML_HEALTH");
+  FILE* f = path != nullptr ? std::fopen(path, "r") : nullptr;
+  if (f == nullptr) return h;
+  char line[256];
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    unsigned gpu = 0;
+    char word[32] = {};
+    unsigned long long n = 0;
+    int got = std::sscanf(line, "%u %31s %llu", &gpu, word, &n);
+    if (got < 2) continue;
+    if (std::strcmp(word, "xid") == 0 && got == 3 && xids != nullptr && *n_xids < max_xids) {
+      xids[*n_xids][0] = gpu;
+      xids[*n_xids][1] = static_cast<unsigned>(n);
+      ++*n_xids;
+    }
+    if (gpu != index) continue;
+    if (std::strcmp(word, "sbe") == 0 && got == 3) h.sbe = n;
+    if (std::strcmp(word, "dbe") == 0 && got == 3) h.dbe = n;
+    if (std::strcmp(word, "retired") == 0 && got == 3) h.retired = static_cast<unsigned>(n);
+    if (std::strcmp(word, "pending") == 0) h.pending = true;
+  }
+  std::fclose(f);
+  return h;
+}
+
+// One event set at a time: it delivers each Xid line of the file once.
+struct EventData {
+  void* device;
+  unsigned long long type;
+  unsigned long long data;
+  unsigned gpu_instance, compute_instance;
+};
+constexpr int kTimeout = 10;
+constexpr unsigned long long kXidEvent = 0x8;
+int g_sets = 0;
+unsigned g_xids_delivered = 0;
+unsigned long long g_registered[kMaxGpus] = {};
+
+}  // namespace
+
+extern "C" {
+
+int nvmlDeviceGetTotalEccErrors(void* device, int error_type, int counter_type,
+                                unsigned long long* count) {
+  unsigned i = 0;
+  if (!Index(device, &i) || count == nullptr || counter_type < 0 || counter_type > 1)
+    return kInvalidArgument;
+  if (g_gpus[i].lost) return kGpuIsLost;
+  Health h = ReadHealth(i);
+  *count = error_type == 0 ? h.sbe : h.dbe;
+  return kSuccess;
+}
+
+// Retired pages, all counted under the double-bit cause.
+int nvmlDeviceGetRetiredPages(void* device, int cause, unsigned* count,
+                              unsigned long long* addresses) {
+  unsigned i = 0;
+  if (!Index(device, &i) || count == nullptr) return kInvalidArgument;
+  unsigned have = cause == 1 ? ReadHealth(i).retired : 0;
+  if (*count < have) {
+    *count = have;
+    return kInsufficientSize;
+  }
+  for (unsigned p = 0; p < have && addresses != nullptr; ++p) addresses[p] = 0x1000ULL * (p + 1);
+  *count = have;
+  return kSuccess;
+}
+
+int nvmlDeviceGetRetiredPagesPendingStatus(void* device, int* pending) {
+  unsigned i = 0;
+  if (!Index(device, &i) || pending == nullptr) return kInvalidArgument;
+  *pending = ReadHealth(i).pending ? 1 : 0;
+  return kSuccess;
+}
+
+int nvmlEventSetCreate(void** set) {
+  if (!g_initialized || set == nullptr) return kUninitialized;
+  *set = reinterpret_cast<void*>(static_cast<unsigned long>(++g_sets));
+  // Only events that happen from now on reach the set.
+  unsigned xids[256][2];
+  unsigned n = 0;
+  (void)ReadHealth(0, xids, &n, 256);
+  g_xids_delivered = n;
+  return kSuccess;
+}
+
+int nvmlDeviceRegisterEvents(void* device, unsigned long long types, void*) {
+  unsigned i = 0;
+  if (!Index(device, &i)) return kInvalidArgument;
+  g_registered[i] = types;
+  return kSuccess;
+}
+
+int nvmlEventSetWait_v2(void*, EventData* data, unsigned) {
+  if (!g_initialized || data == nullptr) return kUninitialized;
+  unsigned xids[256][2];
+  unsigned n = 0;
+  (void)ReadHealth(0, xids, &n, 256);
+  while (g_xids_delivered < n) {
+    unsigned gpu = xids[g_xids_delivered][0], code = xids[g_xids_delivered][1];
+    ++g_xids_delivered;
+    if (gpu >= g_count || (g_registered[gpu] & kXidEvent) == 0) continue;
+    data->device = reinterpret_cast<void*>(static_cast<unsigned long>(gpu) + 1);
+    data->type = kXidEvent;
+    data->data = code;
+    data->gpu_instance = data->compute_instance = 0;
+    return kSuccess;
+  }
+  return kTimeout;
+}
+
+int nvmlEventSetFree(void*) { return kSuccess; }
 
 }  // extern "C"

@@ -8,14 +8,16 @@
 #   - the requeued job starts on the other node only after the first copy stopped (never in
 #     two places) and succeeds: a lost run is not the job's failure, nor one of its restarts;
 #   - after the link is back the agent rejoins and its node is ready again;
-#   - the agent whose link stayed up never fences.
+#   - the agent whose link stayed up never fences;
+#   - while the node is cut off, the head and the other agent are SIGKILLed and restarted, and
+#     1-GPU jobs submitted around the kills: each acknowledged one succeeds, started once.
 # TIMINGS=short (default: lease 6 s, unreachable 3 s, down 12 s, cut 25 s) or TIMINGS=default
 # (the daemons' defaults: lease 40 s, unreachable 15 s, down 60 s; cut 75 s; bench/chaos).
 set -euo pipefail
 CORRAL=${CORRAL:?path of the corral binary}
-if [ "$(id -u)" -ne 0 ]; then
-  echo "SKIP: needs root for network namespaces"; exit 77
-fi
+# shellcheck source=../lib/skip.sh
+. "$(dirname "$0")/../lib/skip.sh"
+[ "$(id -u)" -eq 0 ] || skip "needs root for network namespaces"
 # shellcheck source=../lib/netns_hosts.sh
 . "$(dirname "$0")/../lib/netns_hosts.sh"
 
@@ -44,21 +46,38 @@ netns_host "$H" "$NET.1"
 netns_host "$A" "$NET.2"
 netns_host "$B" "$NET.3"
 
-ip netns exec "$H" "$CORRAL" head --state-dir "$W/head" --listen "$NET.1:7070" "${HEAD_T[@]}" \
-  >"$W/head.log" 2>&1 &
+start_head() {
+  ip netns exec "$H" "$CORRAL" head --state-dir "$W/head" --listen "$NET.1:7070" "${HEAD_T[@]}" \
+    >>"$W/head.log" 2>&1 &
+  head_pid=$!
+}
+start_agent() {  # start_agent N
+  local n=$1 ns
+  ns=$([ "$n" = 1 ] && echo "$A" || echo "$B")
+  ip netns exec "$ns" "$CORRAL" agent --head "$CORRAL_ADDR" --join-token-file "$W/head/join.token" \
+    --name "node0$n" --run-as agent --state-dir "$W/node0$n" --simulate-gpus 2 --cpus 8 --memory 8G \
+    "${AGENT_T[@]}" >>"$W/node0$n.log" 2>&1 &
+  agent_pid[$n]=$!
+}
+declare -a agent_pid
+start_head
 for _ in $(seq 100); do [ -s "$W/head/admin.token" ] && break; sleep 0.1; done
 # The head serves HTTPS off loopback; the CLI and the agents trust its CA (CORRAL_CA).
 for _ in $(seq 100); do [ -s "$W/head/tls/ca.pem" ] && break; sleep 0.1; done
 export CORRAL_ADDR="https://$NET.1:7070" CORRAL_TOKEN="$(cat "$W/head/admin.token")"
 export CORRAL_CA="$W/head/tls/ca.pem"
 export CORRAL_CONFIG="$W/no-config.json"
-for n in 1 2; do
-  ns=$([ $n = 1 ] && echo "$A" || echo "$B")
-  ip netns exec "$ns" "$CORRAL" agent --head "$CORRAL_ADDR" --join-token-file "$W/head/join.token" \
-    --name node0$n --run-as agent --state-dir "$W/node0$n" --simulate-gpus 2 --cpus 8 --memory 8G \
-    "${AGENT_T[@]}" >"$W/node0$n.log" 2>&1 &
-done
+for n in 1 2; do start_agent $n; done
 corral() { ip netns exec "$H" "$CORRAL" "$@"; }
+small=()
+submit_small() {  # a 1-GPU job that notes its start in $W/small; acknowledged ids in small[]
+  local id
+  if id=$(corral submit --parsable --gpus 1 -- /bin/sh -c "echo \$CORRAL_JOB_ID >> $W/small; sleep 1" 2>&1); then
+    small+=("$id")
+  else
+    echo "submission refused (the head is down): $id"
+  fi
+}
 for _ in $(seq 150); do
   [ "$(corral nodes -o json 2>/dev/null | grep -o '"ready"' | wc -l)" -ge 2 ] && break
   sleep 0.2
@@ -89,6 +108,25 @@ if [ "$first" = node01 ]; then cut=$A other=node02; else cut=$B other=node01; fi
 echo "cutting $first off for $CUT s (lease $LEASE s, down after $DOWN s)"
 t0=$(now)
 netns_cut "$cut"
+# Meanwhile the head and the agent still connected die by SIGKILL and come back.
+if [ "$first" = node01 ]; then other_n=2; else other_n=1; fi
+submit_small
+sleep 1
+# (Back well within the agents' lease: the other agent must not fence.)
+kill -KILL "$head_pid"
+wait "$head_pid" 2>/dev/null || true
+echo "head SIGKILLed $(elapsed "$t0") s into the cut"
+start_head
+for _ in $(seq 100); do corral nodes >/dev/null 2>&1 && break; sleep 0.1; done
+echo "head back $(elapsed "$t0") s into the cut"
+submit_small
+kill -KILL "${agent_pid[$other_n]}"
+wait "${agent_pid[$other_n]}" 2>/dev/null || true
+submit_small
+sleep 0.5
+start_agent "$other_n"
+submit_small
+echo "SIGKILLed the head and $other, both restarted, $(elapsed "$t0") s into the cut"
 fenced_at=""
 for _ in $(seq $((CUT * 10))); do
   if [ -z "$fenced_at" ] && grep -q fencing "$W/$first.log"; then fenced_at=$(elapsed "$t0"); fi
@@ -124,4 +162,14 @@ for _ in $(seq 100); do
   sleep 0.2
 done
 [ "$(corral nodes -o json | grep -o '"ready"' | wc -l)" -ge 2 ] || fail "$first did not rejoin: $(corral nodes)"
+# The small jobs: every acknowledged one succeeded and started once.
+for id in "${small[@]}"; do
+  corral wait "$id" --timeout 60s >/dev/null 2>&1 || true
+  st=$(corral show "$id" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+  [ "$st" = succeeded ] || fail "small job $id is $st, want succeeded (lost)"
+  n=$(grep -cx "$id" "$W/small" || true)
+  [ "$n" = 1 ] || fail "small job $id started $n times"
+done
+[ "${#small[@]}" -ge 3 ] || fail "only ${#small[@]} small jobs acknowledged"
+echo "ok: ${#small[@]} jobs submitted around the SIGKILLs: 0 lost, 0 started twice"
 echo "PASS: partition of $first with ${TIMINGS:-short} timings"

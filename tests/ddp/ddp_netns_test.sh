@@ -13,12 +13,10 @@ set -euo pipefail
 CORRAL=${CORRAL:?path of the corral binary}
 EXAMPLE=${EXAMPLE:?path of examples/ddp/train.py}
 PY=/usr/bin/python3
-if [ "$(id -u)" -ne 0 ]; then
-  echo "SKIP: needs root for network namespaces"; exit 77
-fi
-if ! "$PY" -c 'import torch' 2>/dev/null; then
-  echo "SKIP: $PY has no torch (apt-get install python3-torch)"; exit 77
-fi
+# shellcheck source=../lib/skip.sh
+. "$(dirname "$0")/../lib/skip.sh"
+[ "$(id -u)" -eq 0 ] || skip "needs root for network namespaces"
+"$PY" -c 'import torch' 2>/dev/null || skip "$PY has no torch (apt-get install python3-torch)"
 
 # shellcheck source=../lib/netns_hosts.sh
 . "$(dirname "$0")/../lib/netns_hosts.sh"

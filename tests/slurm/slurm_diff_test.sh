@@ -2,16 +2,25 @@
 # Differential test: the same batch scripts through a real Slurm (Debian's slurm-wlm, started
 # here on private ports) and through Corral's shims (`corral up`, 2 agents), then compare what
 # the scripts saw (SLURM_* variables, ids and host names normalised), their output files, and
-# each job's JobState and ExitCode from `scontrol show job`. Needs root and slurm-wlm + munge
-# (apt-get install slurm-wlm munge); exits 77 (skipped) without them.
-# Env: CORRAL (the binary). The Slurm setup follows ../shared/tools/slurm-local.sh, copied here
-# in the small part needed so that the test carries what it runs.
+# each job's JobState and ExitCode from `scontrol show job`. Then what `sacct`, `squeue`,
+# `sinfo` and `scontrol show job` print for the same jobs (a running and a held one added), on
+# each side, captured now: headers, column sets, state names and time formats must agree
+# (compare_outputs.py normalises ids, users, partitions, node names and time values). Slurm's
+# accounting is a slurmdbd on a MariaDB server the test starts.
+# Needs root and slurm-wlm, slurmdbd, munge and mariadb-server: without them it exits 77
+# (skipped), or fails under CI=true. A Slurm that does not start is a failure, always.
+# Env: CORRAL (the binary); BREAK_SLURM=1 starts slurmctld with a broken configuration (to see
+# that failure); KEEP=1 keeps the work directory.
 set -u
 CORRAL=${CORRAL:?set CORRAL to the corral binary}
-skip() { echo "SKIP: $*"; exit 77; }
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../lib/skip.sh
+. "$HERE/../lib/skip.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (munge and slurmd run as root)"
-command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null ||
-  skip "slurm-wlm and munge are not installed (apt-get install slurm-wlm munge)"
+for tool in slurmctld slurmd slurmdbd munged mariadbd mariadb-install-db; do
+  command -v "$tool" >/dev/null ||
+    skip "$tool is not installed (apt-get install slurm-wlm slurmdbd munge mariadb-server)"
+done
 
 T=$(mktemp -d /tmp/corral-slurm-diff.XXXXXX)
 S=$T/slurm
@@ -19,16 +28,20 @@ mkdir -p "$S"/{state,log,spool/node1,spool/node2,fakedev} "$T/corral" "$T/shims"
   "$T/work-corral"
 PIDS=()
 cleanup() {
-  for f in "$S"/slurmd-*.pid "$S"/slurmctld.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
+  for f in "$S"/slurmd-*.pid "$S"/slurmctld.pid "$S"/slurmdbd.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
   if [ -f "$S/munged.ours" ] && [ -f /run/munge/munged.pid ]; then kill "$(cat /run/munge/munged.pid)"; fi
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
   wait 2>/dev/null
   [ "${KEEP:-0}" = 1 ] || rm -rf "$T"
 }
 trap cleanup EXIT
+# Slurm that does not start fails the test: a differential test that compared nothing passed.
+cannot_start() { echo "FAIL: $*"; exit 1; }
 fail=0
-check() {  # check NAME WANT GOT
-  if [ "$2" != "$3" ]; then
+check() {  # check NAME WANT GOT: both non-empty, and equal
+  if [ -z "$2" ] || [ -z "$3" ]; then
+    echo "EMPTY: $1 (slurm ${#2} bytes, corral ${#3} bytes)"; fail=1
+  elif [ "$2" != "$3" ]; then
     echo "DIFFERS: $1"; echo "  slurm:  $2" | head -40; echo "  corral: $3" | head -40; fail=1
   else
     echo "same: $1"
@@ -45,6 +58,32 @@ if ! { [ -f /run/munge/munged.pid ] && kill -0 "$(cat /run/munge/munged.pid)" 2>
 fi
 export SLURM_CONF=$S/slurm.conf
 CTLD_PORT=$((7800 + RANDOM % 100)); D1=$((18100 + RANDOM % 400)); D2=$((D1 + 1))
+DB_PORT=$((18600 + RANDOM % 200)); DBD_PORT=$((DB_PORT + 1))
+# Accounting (sacct): MariaDB on a private socket and port, slurmdbd over it.
+mariadb-install-db --no-defaults --user=root --datadir="$S/db" --auth-root-authentication-method=normal \
+  --skip-test-db > "$S/log/db-install.log" 2>&1 ||
+  cannot_start "mariadb-install-db: $(tail -5 "$S/log/db-install.log")"
+mariadbd --no-defaults --user=root --datadir="$S/db" --port="$DB_PORT" --bind-address=127.0.0.1 \
+  --socket="$S/db.sock" --pid-file="$S/db.pid" --skip-grant-tables --log-error="$S/log/db.log" \
+  --innodb-buffer-pool-size=16M >/dev/null 2>&1 &
+PIDS+=($!)
+for _ in $(seq 1 100); do [ -S "$S/db.sock" ] && break; sleep 0.1; done
+[ -S "$S/db.sock" ] || cannot_start "mariadbd did not start: $(tail -5 "$S/log/db.log")"
+cat > "$S/slurmdbd.conf" <<DBD
+AuthType=auth/munge
+DbdHost=localhost
+DbdAddr=127.0.0.1
+DbdPort=$DBD_PORT
+SlurmUser=root
+PidFile=$S/slurmdbd.pid
+LogFile=$S/log/slurmdbd.log
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$DB_PORT
+StorageUser=root
+StorageLoc=slurm_acct_diff
+DBD
+chmod 600 "$S/slurmdbd.conf"
 cat > "$SLURM_CONF" <<EOF
 ClusterName=diff
 SlurmctldHost=localhost
@@ -68,7 +107,9 @@ SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
 SlurmdParameters=config_overrides
 ReturnToService=2
 MinJobAge=300
-AccountingStorageType=accounting_storage/none
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort=$DBD_PORT
 JobAcctGatherType=jobacct_gather/none
 KillWait=5
 NodeName=node[1-2] NodeHostname=localhost NodeAddr=127.0.0.1 Port=$D1,$D2 CPUs=16 RealMemory=16000 Gres=gpu:8 State=UNKNOWN
@@ -81,13 +122,22 @@ for i in 1 2; do
   echo "NodeName=node$i Name=gpu File=$S/fakedev/node$i/nvidia[0-7]" >> "$S/gres.conf"
 done
 echo "CgroupPlugin=cgroup/v1" > "$S/cgroup.conf"
-(cd "$S" && slurmctld -i) || skip "slurmctld did not start: $(tail -5 "$S/log/slurmctld.log")"
-for i in 1 2; do (cd "$S" && slurmd -N "node$i") || skip "slurmd node$i did not start"; done
+[ "${BREAK_SLURM:-0}" = 1 ] && echo "NoSuchParameter=1" >> "$SLURM_CONF"
+(cd "$S" && slurmdbd) || cannot_start "slurmdbd did not start: $(tail -5 "$S/log/slurmdbd.log")"
+for _ in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/$DBD_PORT) 2>/dev/null && break; sleep 0.1; done
+(cd "$S" && slurmctld -i 2>"$S/log/slurmctld.stderr") ||
+  cannot_start "slurmctld did not start: $(tail -q -n 5 "$S"/log/slurmctld.{stderr,log} 2>/dev/null)"
+for i in 1 2; do
+  (cd "$S" && slurmd -N "node$i") ||
+    cannot_start "slurmd node$i did not start: $(tail -5 "$S/log/slurmd-node$i.log")"
+done
 SLURM_BIN=$(dirname "$(command -v sbatch)")
 for _ in $(seq 1 100); do
   [ "$(PATH=$SLURM_BIN:$PATH sinfo -h -N -o '%T' 2>/dev/null | grep -c idle)" = 2 ] && break
   sleep 0.2
 done
+[ "$(PATH=$SLURM_BIN:$PATH sinfo -h -N -o '%T' 2>/dev/null | grep -c idle)" = 2 ] ||
+  cannot_start "Slurm's two nodes are not idle: $(PATH=$SLURM_BIN:$PATH sinfo -N 2>&1 | head -5)"
 
 # --- Corral: a head and two agents with 8 simulated GPUs each, shims in $T/shims ----------------
 CPORT=$((7900 + RANDOM % 100))
@@ -205,5 +255,73 @@ for i in 0 1 2; do
   check "array element $i state" "$(state slurm "$SLURM_BIN" "$(sid slurm array)_$i")" \
     "$(state corral "$T/shims" "$(sid corral array)_$i")"
 done
+
+# --- What the query commands print for the same jobs -------------------------------------------
+# Two more jobs on each side: one running (a GPU, so that a node is mixed), one held.
+more() {  # more SIDE BIN: appends "run ID" and "held ID" to ids-SIDE once the first runs
+  local side=$1 bin=$2
+  (
+    cd "$T/work-$side" || exit 1
+    export PATH=$bin:$PATH
+    local r h
+    r=$(sbatch --parsable -J runner --gres=gpu:1 -o /dev/null --wrap "sleep 300" | cut -d';' -f1)
+    h=$(sbatch --parsable -J waiter -H -o /dev/null --wrap "true" | cut -d';' -f1)
+    echo "run $r" >> "$T/ids-$side"
+    echo "held $h" >> "$T/ids-$side"
+    for _ in $(seq 1 300); do [ "$(squeue -h -j "$r" -o %t)" = R ] && break; sleep 0.1; done
+    [ "$(squeue -h -j "$r" -o %t)" = R ] || echo "the runner job $r of $side is not running"
+  )
+}
+more slurm "$SLURM_BIN"
+more corral "$T/shims"
+jobs_of() { awk '{print $2}' "$T/ids-$1" | paste -sd, -; }
+# Slurm's accounting is written behind the controller: wait until slurmdbd has every job, the
+# running one as running.
+for _ in $(seq 1 150); do
+  PATH=$SLURM_BIN:$PATH sacct -X -P -n -j "$(sid slurm run)" -o JobName,State | grep -q '^runner|RUNNING$' &&
+    [ "$(PATH=$SLURM_BIN:$PATH sacct -X -n -j "$(jobs_of slurm)" -o JobID | wc -l)" -ge 9 ] && break
+  sleep 0.2
+done
+# capture SIDE BIN NAME COMMAND...: what COMMAND prints on SIDE, into out-SIDE/NAME
+capture() {
+  local side=$1 bin=$2 name=$3
+  shift 3
+  mkdir -p "$T/out-$side"
+  (cd "$T/work-$side" && PATH=$bin:$PATH "$@") > "$T/out-$side/$name" 2>&1
+}
+for side in slurm corral; do
+  bin=$SLURM_BIN; [ $side = corral ] && bin=$T/shims
+  ids=$(jobs_of $side)
+  capture $side "$bin" squeue squeue --jobs="$ids"
+  capture $side "$bin" squeue-all squeue
+  capture $side "$bin" squeue-o squeue --jobs="$ids" -o "%i %j %t %T %M %l %D %r %R"
+  capture $side "$bin" sinfo sinfo
+  capture $side "$bin" sinfo-Nl sinfo -N -l
+  capture $side "$bin" sacct sacct -X -j "$ids"
+  capture $side "$bin" sacct-P sacct -X -P -j "$ids" \
+    -o JobID,JobName,State,ExitCode,Elapsed,Start,End,Submit,NNodes,Timelimit
+  capture $side "$bin" scontrol-fail scontrol show job "$(sid $side fail)"
+  capture $side "$bin" scontrol-run scontrol show job "$(sid $side run)"
+done
+compare() {  # compare KIND NAME
+  if python3 "$HERE/compare_outputs.py" "$1" "$T/out-slurm/$2" "$T/out-corral/$2" \
+    "$T/ids-slurm" "$T/ids-corral"; then
+    echo "same: $2"
+  else
+    echo "DIFFERS: $2 (above)"; fail=1
+  fi
+}
+compare table squeue
+compare table squeue-all
+compare table squeue-o
+compare table sinfo
+compare table sinfo-Nl
+compare fixed sacct
+compare parsable sacct-P
+compare scontrol scontrol-fail
+compare scontrol scontrol-run
+PATH=$SLURM_BIN:$PATH scancel "$(sid slurm run)" "$(sid slurm held)"
+PATH=$T/shims:$PATH scancel "$(sid corral run)" "$(sid corral held)"
+
 [ "$fail" = 0 ] && echo "PASS: Slurm and Corral agree" || echo "FAIL: see DIFFERS above"
 exit "$fail"
