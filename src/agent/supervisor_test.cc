@@ -154,10 +154,12 @@ TEST(SupervisorTest, AGraceCutShortWhileStoppingKillsTheRunAtOnce) {
   TempDir state, dir;
   auto sup = MakeSupervisor(state);
   const std::string d = dir.path();
-  RunOrder o =
-      ShellOrder("1.0", "trap 'echo term >> " + d + "/got' TERM; while true; do sleep 0.02; done");
+  RunOrder o = ShellOrder("1.0", "trap 'echo term >> " + d + "/got' TERM; echo set > " + d +
+                                     "/ready; while true; do sleep 0.02; done");
   o.grace_ms = 60000;
   sup->Reconcile(Desired({o}));
+  // The stop only once the trap is set: a SIGTERM before it would end the shell at once.
+  ASSERT_TRUE(WaitFor([&] { return !ReadFileOr(d + "/ready").empty(); }));
   o.stop = true;
   sup->Reconcile(Desired({o}));
   ASSERT_TRUE(WaitFor([&] { return !ReadFileOr(d + "/got").empty(); }));
