@@ -100,6 +100,7 @@ struct RunOrder {
   int32_t cpu_milli = 0;  // the replica's CPU cap (its cgroup's); 0: none
   int64_t memory_mb = 0;  // the replica's memory cap; 0: none
   std::vector<int32_t> gpus;
+  ContainerSpec container;  // the replica's tasks run in one container of this image
   bool stop = false;  // stop it: signal, grace, then SIGKILL
   int32_t stop_signal = 15;
   int64_t grace_ms = 10000;

@@ -50,6 +50,38 @@ T Get(const Json& j, const char* key, T fallback) {
   return Checked<T>(*it, key);
 }
 
+// A container as stored and sent to agents (the user's spec has its own flat fields).
+ContainerSpec DecodeContainer(const Json& j) {
+  ContainerSpec c;
+  if (!j.is_object()) throw std::invalid_argument("field 'container': not an object");
+  c.image = Get<std::string>(j, "image", "");
+  c.workdir = Get<std::string>(j, "workdir", "");
+  c.writable = Get<bool>(j, "writable", false);
+  c.mount_home = Get<bool>(j, "mount_home", true);
+  if (auto m = j.find("mounts"); m != j.end()) {
+    if (!m->is_array()) throw std::invalid_argument("field 'container.mounts': not a list");
+    for (const Json& x : *m) {
+      ContainerMount mount;
+      mount.source = Req<std::string>(x, "source");
+      mount.destination = Req<std::string>(x, "destination");
+      mount.read_only = Get<bool>(x, "read_only", false);
+      c.mounts.push_back(std::move(mount));
+    }
+  }
+  return c;
+}
+
+Json ContainerJson(const ContainerSpec& c) {
+  Json mounts = Json::array();
+  for (const ContainerMount& m : c.mounts) {
+    mounts.push_back(
+        {{"source", m.source}, {"destination", m.destination}, {"read_only", m.read_only}});
+  }
+  return Json{{"image", c.image},       {"mounts", std::move(mounts)},
+              {"workdir", c.workdir},   {"writable", c.writable},
+              {"mount_home", c.mount_home}};
+}
+
 JobSpec DecodeSpec(const Json& j) {
   JobSpec s;
   s.name = Get<std::string>(j, "name", "");
@@ -73,6 +105,7 @@ JobSpec DecodeSpec(const Json& j) {
   s.checkpoint_signal = Get<int32_t>(j, "checkpoint_signal", 15);
   s.grace_ms = Get<int64_t>(j, "grace_ms", 10000);
   s.array = Get<std::string>(j, "array", "");
+  if (auto c = j.find("container"); c != j.end() && !c->is_null()) s.container = DecodeContainer(*c);
   if (auto deps = ParseDependencies(Get<std::string>(j, "dependency", "")); deps.ok()) {
     s.dependencies = *deps;
   } else {
@@ -177,7 +210,7 @@ Json EncodeGpus(const std::vector<Gpu>& gpus) {
 }  // namespace
 
 Json ToJson(const JobSpec& s) {
-  return Json{{"name", s.name},
+  Json j{{"name", s.name},
               {"command", s.command},
               {"env", s.env},
               {"workdir", s.workdir},
@@ -199,6 +232,8 @@ Json ToJson(const JobSpec& s) {
               {"batch", s.batch},
               {"hold", s.hold},
               {"dependency", FormatDependencies(s.dependencies)}};
+  if (!s.container.empty()) j["container"] = ContainerJson(s.container);
+  return j;
 }
 
 Json ToJson(const ReplicaPlacement& p) {
@@ -413,6 +448,7 @@ Json ToJson(const RunOrder& r) {
   if (!r.user.empty()) j["user"] = r.user;
   if (r.cpu_milli > 0) j["cpu_milli"] = r.cpu_milli;
   if (r.memory_mb > 0) j["memory_mb"] = r.memory_mb;
+  if (!r.container.empty()) j["container"] = ContainerJson(r.container);
   return j;
 }
 
@@ -628,6 +664,9 @@ Result<SyncResponse> SyncResponseFromJson(const Json& j) {
       o.cpu_milli = Get<int32_t>(x, "cpu_milli", 0);
       o.memory_mb = Get<int64_t>(x, "memory_mb", 0);
       o.gpus = Get<std::vector<int32_t>>(x, "gpus", {});
+      if (auto c = x.find("container"); c != x.end() && !c->is_null()) {
+        o.container = DecodeContainer(*c);
+      }
       o.stop = Get<bool>(x, "stop", false);
       o.stop_signal = Get<int32_t>(x, "stop_signal", 15);
       o.grace_ms = Get<int64_t>(x, "grace_ms", 10000);

@@ -150,6 +150,7 @@ RunOrder HeadCore::ReplicaOrder(const Job& job, const Run& run, int32_t replica)
   o.cpu_milli = job.spec.per_replica.cpu_milli;
   o.memory_mb = ReplicaMemoryCapMb(job, run.placement[replica]);
   o.gpus = run.placement[replica].gpus;
+  o.container = job.spec.container;  // a job step runs in a container of the job's image too
   o.stop = run.stop_requested;
   o.stop_signal = job.spec.checkpoint_signal;
   o.grace_ms = job.spec.grace_ms;
