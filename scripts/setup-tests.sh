@@ -15,6 +15,7 @@ PACKAGES=(
   chromium nodejs
   slurm-wlm munge  # the differential test against a real Slurm (tests/slurm)
   clang            # libFuzzer targets (scripts/fuzz.sh)
+  busybox-static docker-registry  # the container tests' image and registry
 )
 ./scripts/apt-install.sh "${PACKAGES[@]}"
 # npm: Debian's package, unless the nodejs installed already carries its own (NodeSource's).

@@ -44,8 +44,13 @@ Agent::Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_pt
       probe_(std::move(probe)),
       head_(std::move(head)),
       supervisor_(std::make_unique<Supervisor>(
-          std::make_unique<PosixLauncher>(config_.state_dir, config_.name, config_.job_env,
-                                          config_.run_as, config_.cgroups, config_.monitor_exe),
+          [this] {
+            auto launcher = std::make_unique<PosixLauncher>(
+                config_.state_dir, config_.name, config_.job_env, config_.run_as,
+                config_.cgroups, config_.monitor_exe);
+            launcher->SetContainerConfig(config_.containers);
+            return launcher;
+          }(),
           clock)),
       monitor_(std::make_unique<GpuMonitor>(probe_.get(), config_.job_map_dir)) {
   std::lock_guard lock(mu_);

@@ -22,6 +22,7 @@ Supervisor::Supervisor(std::unique_ptr<Launcher> launcher, const Clock* clock)
     // Signals asked for after the launch and before the agent's restart may be sent again.
     e.signals_sent = e.run.order.signals;
     e.status = launcher_->Check(e.run);
+    if (!e.status.running && !e.status.error.empty()) e.error = e.status.error;
     spdlog::info("re-adopted run {} replica {}: {}", key.run_id, key.replica,
                  e.status.running ? "running" : "exited " + std::to_string(e.status.exit_code));
     runs_.emplace(key, std::move(e));
@@ -161,6 +162,7 @@ bool Supervisor::Poll() {
     e.status = launcher_->Check(e.run);
     if (!e.status.running) {
       spdlog::info("run {} replica {} exited with {}", key.run_id, key.replica, e.status.exit_code);
+      if (!e.status.error.empty()) e.error = e.status.error;
       changed = true;
     } else if (e.stopping && !e.killed && now >= e.kill_at) {
       spdlog::warn("run {} replica {} outlived its grace: SIGKILL", key.run_id, key.replica);
