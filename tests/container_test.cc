@@ -100,7 +100,7 @@ class Containers : public ::testing::Test {
                            dir_ + "/registry.log");
     const std::string reg = "127.0.0.1:" + std::to_string(port_);
     ASSERT_TRUE(WaitUntil(10000, [&] {
-      return RunCommand({"curl", "-sf", "http://" + reg + "/v2/"}).exit_code == 0;
+      return RunCommand({"/usr/bin/curl", "-sf", "http://" + reg + "/v2/"}).exit_code == 0;
     }));
     for (const char* tag : {"v1", "v2"}) {
       ASSERT_TRUE(Sh("skopeo --insecure-policy copy --quiet --dest-tls-verify=false oci:" + dir_ +
@@ -117,6 +117,7 @@ class Containers : public ::testing::Test {
     ASSERT_EQ(chown(data_.c_str(), pw->pw_uid, pw->pw_gid), 0);
   }
   static void TearDownTestSuite() {
+    if (std::getenv("KEEP") != nullptr) return;
     delete cluster_;
     delete registry_;
     cluster_ = nullptr;
@@ -125,6 +126,7 @@ class Containers : public ::testing::Test {
   void SetUp() override {
     if (ci_failure_) FAIL() << skip_ << ", and CI=true";
     if (!skip_.empty()) GTEST_SKIP() << skip_;
+    if (token_.empty()) FAIL() << "the suite's setup failed (above)";
   }
 
   static std::string Ref(const std::string& tag) {
@@ -173,10 +175,11 @@ TEST_F(Containers, RunsInItsImageAsItsOwnerWithItsMountsShmAndOnlyItsGpus) {
        "--", "sh", "-c",
        "cat /etc/image-tag; id -u; touch /data/made-inside; df -k /dev/shm | tail -1; "
        "ls /dev | grep nvidia; echo cvd=$CUDA_VISIBLE_DEVICES rank=$RANK job=$CORRAL_JOB_ID "
-       "slurm=$SLURM_JOB_ID; pwd; test -e /usr/bin/apt-get && echo HOST-ROOT"});
+       "slurm=$SLURM_JOB_ID; pwd; test -e /usr/bin/apt-get && echo HOST-ROOT; true"});
   Json job = Wait(id);
   const std::string out = Log(id);
   ASSERT_EQ(State(job), "succeeded") << Reason(job) << out << Log(id, true);
+  EXPECT_TRUE(job.dump().find("container") != std::string::npos) << job.dump();
   EXPECT_NE(out.find("v1\n" + std::to_string(uid_) + "\n"), std::string::npos) << out;
   EXPECT_EQ(out.find("HOST-ROOT"), std::string::npos) << out;
   struct stat st {};

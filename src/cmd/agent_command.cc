@@ -172,6 +172,8 @@ int AgentMain(std::vector<std::string> args) {
     }
     c.cache.limit_bytes = *limit * 1024 * 1024;
     c.cache.insecure_registries = insecure_registries;
+    // A pull the agent's last life left half done (its helper killed with it) goes now.
+    agent::ImageCache(c.cache).CleanInterrupted();
     if (!cdi_dirs.empty()) c.cdi_dirs = cdi_dirs;
     if (!simulate.empty()) {
       // Simulated GPUs come into containers through a CDI spec of the agent's own.
