@@ -428,13 +428,17 @@ int ContainerTaskMain(const std::string& run_dir, int task) {
   cc.skopeo = plan["cache"]["skopeo"];
   cc.umoci = plan["cache"]["umoci"];
   ImageCache cache(cc);
-  auto image = cache.Acquire(image_ref, plan.value("node", ""), std::cerr);
+  const std::string node = plan.value("node", "");
+  auto image = cache.Acquire(image_ref, node, std::cerr, [&](const std::string& line) {
+    WriteText(dir + "/pulling", line);  // the agent reports it (ContainerNote)
+  });
   if (!image.ok()) {
     Fail(run_dir, image.status().message());
     return kContainerFailed;
   }
   if (image->pulled) {
-    WriteText(dir + "/pulled", std::to_string(image->pull_ms) + " " + image->digest + "\n");
+    WriteText(dir + "/pulled", "image " + image_ref + " pulled on " + node + " in " +
+                                   std::to_string(image->pull_ms) + " ms");
   }
   {
     int lock = open((dir + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -502,6 +506,14 @@ void RemoveContainer(const ContainerConfig& config, const std::string& run_dir,
   for (const char* d : {"/upper", "/work", "/rootfs", "/bundle"}) {
     fs::remove_all(Dir(run_dir) + d, ec);
   }
+}
+
+std::string ContainerNote(const std::string& run_dir) {
+  std::string text;
+  if (ReadFile(Dir(run_dir) + "/pulled", &text) || ReadFile(Dir(run_dir) + "/pulling", &text)) {
+    return text;
+  }
+  return "";
 }
 
 std::string ContainerError(const std::string& run_dir) {

@@ -300,7 +300,8 @@ Result<std::string> ImageCache::Pull(const std::string& ref, const std::string& 
 }
 
 Result<CachedImage> ImageCache::Acquire(const std::string& ref, const std::string& node,
-                                        std::ostream& log) {
+                                        std::ostream& log,
+                                        const std::function<void(const std::string&)>& on_pull) {
   for (const char* sub : {"", "/refs", "/locks", "/tmp"}) {
     if (Status st = MakeDirs(config_.dir + sub); !st.ok()) {
       return Internal("image cache " + config_.dir + ": " + st.message());
@@ -324,7 +325,9 @@ Result<CachedImage> ImageCache::Acquire(const std::string& ref, const std::strin
   for (const auto& e : fs::directory_iterator(config_.dir + "/tmp", ec)) {
     if (e.path().filename().string().rfind(name + ".", 0) == 0) fs::remove_all(e.path(), ec);
   }
-  log << "corral: pulling image " << ref << " on " << node << std::endl;
+  const std::string line = "pulling image " + ref + " on " + node;
+  log << "corral: " << line << std::endl;
+  if (on_pull) on_pull(line);
   const auto t0 = std::chrono::steady_clock::now();
   const std::string tmp = config_.dir + "/tmp/" + name + "." + std::to_string(getpid());
   if (mkdir(tmp.c_str(), 0700) != 0) {

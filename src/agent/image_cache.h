@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -56,7 +57,9 @@ class ImageCache {
 
   // The image `ref` (a canonical reference, container_spec.h) unpacked and locked in use.
   // `log` gets "pulling image REF on NODE" before a pull. Errors name the image and why.
-  Result<CachedImage> Acquire(const std::string& ref, const std::string& node, std::ostream& log);
+  // `on_pull` is called with that line too, when a pull starts.
+  Result<CachedImage> Acquire(const std::string& ref, const std::string& node, std::ostream& log,
+                              const std::function<void(const std::string&)>& on_pull = {});
 
   // Removes least recently used images that no run holds until the cache is within its limit.
   // Returns how many it removed.

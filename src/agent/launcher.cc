@@ -824,6 +824,12 @@ RunStatus PosixLauncher::Finish(const LaunchedRun& run, RunStatus st) {
 }
 
 RunStatus PosixLauncher::Check(LaunchedRun& run) {
+  RunStatus st = CheckStatus(run);
+  if (!run.order.container.empty()) st.note = ContainerNote(RunDir(run.key()));
+  return st;
+}
+
+RunStatus PosixLauncher::CheckStatus(LaunchedRun& run) {
   const std::string dir = RunDir(run.key());
   RunRecord rec = ReadRunRecord(dir, RecordPart::kStatus);
   if (rec.exited) {

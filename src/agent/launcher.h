@@ -88,6 +88,7 @@ struct RunStatus {
   // killed, so nobody knows how the job fared. A loss, like a lost node, not a failure.
   bool vanished = false;
   std::string error;  // exited: why it could not run (a container's image or mounts), or ""
+  std::string note;   // how its start goes (ContainerNote), or ""
 };
 
 struct RecoveredRun {
@@ -188,6 +189,7 @@ class PosixLauncher final : public Launcher {
   Status FailLaunch(const Prepared& p, Status st);
   // An exited replica's status with its usage; removes its cgroup (killing what is left).
   RunStatus Finish(const LaunchedRun& run, RunStatus st);
+  RunStatus CheckStatus(LaunchedRun& run);
 
   std::string monitor_exe_;
   std::string runs_dir_;

@@ -48,6 +48,9 @@ struct RunReport {
   bool vanished = false;
   int32_t failed_task = -1;  // exited: the first task that failed (exit_code is its code)
   std::string error;         // exited without starting: why (e.g. the owner has no account here)
+  // How its start goes, in words (a container's "pulling image REF on NODE", then "image REF
+  // pulled on NODE in N ms"); "" for nothing to say. The head makes each note an event once.
+  std::string note;
   // Exited, from the run's cgroup (0 where the node has none):
   bool oom_killed = false;  // the kernel killed it for exceeding its memory limit
   int64_t peak_memory_bytes = 0;

@@ -378,6 +378,7 @@ Json ToJson(const RunReport& r) {
   if (r.vanished) j["vanished"] = true;
   if (r.failed_task >= 0) j["failed_task"] = r.failed_task;
   if (!r.error.empty()) j["error"] = r.error;
+  if (!r.note.empty()) j["note"] = r.note;
   if (r.oom_killed) j["oom_killed"] = true;
   if (r.peak_memory_bytes > 0) j["peak_memory_bytes"] = r.peak_memory_bytes;
   if (r.cpu_ms > 0) j["cpu_ms"] = r.cpu_ms;
@@ -610,6 +611,7 @@ Result<SyncRequest> SyncRequestFromJson(const Json& j) {
       rr.vanished = Get<bool>(x, "vanished", false);
       rr.failed_task = Get<int32_t>(x, "failed_task", -1);
       rr.error = Get<std::string>(x, "error", "");
+      rr.note = Get<std::string>(x, "note", "");
       rr.oom_killed = Get<bool>(x, "oom_killed", false);
       rr.peak_memory_bytes = Get<int64_t>(x, "peak_memory_bytes", 0);
       rr.cpu_ms = Get<int64_t>(x, "cpu_ms", 0);
