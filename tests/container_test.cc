@@ -2,8 +2,10 @@
 // an image the test builds from busybox-static, served by Debian's docker-registry on loopback
 // and as an OCI archive and layout; crun runs it. Needs root and the tools setup-tests.sh
 // installs: skips with a message otherwise, except under CI=true, where that is a failure.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <pwd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -71,8 +73,8 @@ class Containers : public ::testing::Test {
     const bool in_ci = ci != nullptr && std::string(ci) == "true";
     std::string missing;
     if (geteuid() != 0) missing = "root";
-    for (const char* tool : {"/usr/bin/crun", "/usr/bin/skopeo", "/usr/bin/umoci",
-                             "/bin/busybox", "/usr/bin/docker-registry"}) {
+    for (const char* tool : {"/usr/bin/crun", "/usr/bin/skopeo", "/usr/bin/umoci", "/bin/busybox",
+                             "/usr/bin/docker-registry"}) {
       if (access(tool, X_OK) != 0) missing += std::string(missing.empty() ? "" : ", ") + tool;
     }
     if (!missing.empty()) {
@@ -89,8 +91,8 @@ class Containers : public ::testing::Test {
     ASSERT_TRUE(MakeImage(dir_, "v1"));
     ASSERT_TRUE(MakeImage(dir_, "v2"));
     ASSERT_TRUE(MakeImage(dir_, "v3"));
-    ASSERT_TRUE(Sh("skopeo --insecure-policy copy --quiet oci:" + dir_ + "/layout:v1 oci-archive:" +
-                   dir_ + "/v1.tar"));
+    ASSERT_TRUE(Sh("skopeo --insecure-policy copy --quiet oci:" + dir_ +
+                   "/layout:v1 oci-archive:" + dir_ + "/v1.tar"));
     // The registry on loopback, with the images pushed to it.
     port_ = FreePort();
     std::ofstream(dir_ + "/registry.yml")
@@ -170,12 +172,12 @@ class Containers : public ::testing::Test {
 };
 
 TEST_F(Containers, RunsInItsImageAsItsOwnerWithItsMountsShmAndOnlyItsGpus) {
-  const std::string id = Submit(
-      {"--image", Ref("v1"), "--gpus", "1", "--memory", "256M", "--mount", data_ + ":/data",
-       "--", "sh", "-c",
-       "cat /etc/image-tag; id -u; touch /data/made-inside; df -k /dev/shm | tail -1; "
-       "ls /dev | grep nvidia; echo cvd=$CUDA_VISIBLE_DEVICES rank=$RANK job=$CORRAL_JOB_ID "
-       "slurm=$SLURM_JOB_ID; pwd; test -e /usr/bin/apt-get && echo HOST-ROOT; true"});
+  const std::string id =
+      Submit({"--image", Ref("v1"), "--gpus", "1", "--memory", "256M", "--mount", data_ + ":/data",
+              "--", "sh", "-c",
+              "cat /etc/image-tag; id -u; touch /data/made-inside; df -k /dev/shm | tail -1; "
+              "ls /dev | grep nvidia; echo cvd=$CUDA_VISIBLE_DEVICES rank=$RANK job=$CORRAL_JOB_ID "
+              "slurm=$SLURM_JOB_ID; pwd; test -e /usr/bin/apt-get && echo HOST-ROOT; true"});
   Json job = Wait(id);
   const std::string out = Log(id);
   ASSERT_EQ(State(job), "succeeded") << Reason(job) << out << Log(id, true);
@@ -186,8 +188,8 @@ TEST_F(Containers, RunsInItsImageAsItsOwnerWithItsMountsShmAndOnlyItsGpus) {
   EXPECT_EQ(st.st_uid, uid_);
   EXPECT_NE(out.find(" 262144 "), std::string::npos) << "a 256 MiB /dev/shm: " << out;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(out, m, std::regex("cvd=([0-9]+) rank=0 job=" + id +
-                                                   " slurm=" + id)))
+  ASSERT_TRUE(
+      std::regex_search(out, m, std::regex("cvd=([0-9]+) rank=0 job=" + id + " slurm=" + id)))
       << out;
   // Exactly its own GPU's device.
   EXPECT_NE(out.find("nvidia" + m[1].str() + "\n"), std::string::npos) << out;
@@ -209,11 +211,11 @@ TEST_F(Containers, RunsInItsImageAsItsOwnerWithItsMountsShmAndOnlyItsGpus) {
 }
 
 TEST_F(Containers, CancelGivesTheJobItsGraceInside) {
-  const std::string id = Submit(
-      {"--image", "oci:" + dir_ + "/layout:v1", "--grace-period", "5s", "--mount",
-       data_ + ":/data", "--", "sh", "-c",
-       "trap 'echo stopped-cleanly > /data/grace-" + std::string("$CORRAL_JOB_ID") +
-           "; exit 0' TERM; echo up; while true; do sleep 0.1; done"});
+  const std::string id =
+      Submit({"--image", "oci:" + dir_ + "/layout:v1", "--grace-period", "5s", "--mount",
+              data_ + ":/data", "--", "sh", "-c",
+              "trap 'echo stopped-cleanly > /data/grace-" + std::string("$CORRAL_JOB_ID") +
+                  "; exit 0' TERM; echo up; while true; do sleep 0.1; done"});
   ASSERT_TRUE(WaitUntil(30000, [&] { return Log(id).find("up") != std::string::npos; }))
       << Log(id, true);
   ASSERT_EQ(As({"cancel", id}).exit_code, 0);
@@ -243,6 +245,14 @@ TEST_F(Containers, TwoRunsRacingForAnImagePullItOnce) {
     ++pulls;
   }
   EXPECT_EQ(pulls, 1u) << errs;
+  // `corral nodes` shows what the node's cache holds.
+  EXPECT_TRUE(WaitUntil(10000, [&] {
+    Json nodes = Json::parse(As({"nodes", "-o", "json"}).out, nullptr, false);
+    return nodes.is_array() && !nodes.empty() &&
+           nodes[0].value("image_cache", Json::object()).value("images", 0) >= 2 &&
+           nodes[0]["image_cache"].value("bytes", 0) > 0;
+  })) << As({"nodes", "-o", "json"}).out;
+  EXPECT_NE(As({"nodes"}).out.find("IMAGES"), std::string::npos) << As({"nodes"}).out;
 }
 
 TEST_F(Containers, SlurmScriptsAndSrunRunInTheImage) {
@@ -264,9 +274,10 @@ TEST_F(Containers, SlurmScriptsAndSrunRunInTheImage) {
   Json job = Wait(id);
   EXPECT_EQ(State(job), "succeeded") << Reason(job) << Log(id, true);
   EXPECT_EQ(Slurp(work + "/slurm-" + id + ".out"), "v1\njob=" + id + "\n");
-  auto s = RunCommand({"/bin/sh", "-c", "cd " + work + " && srun --container-image=" + Ref("v1") +
-                                            " cat /etc/image-tag"},
-                      env);
+  auto s =
+      RunCommand({"/bin/sh", "-c",
+                  "cd " + work + " && srun --container-image=" + Ref("v1") + " cat /etc/image-tag"},
+                 env);
   EXPECT_EQ(s.exit_code, 0) << s.err;
   EXPECT_EQ(s.out, "v1\n") << s.err;
 }
@@ -333,6 +344,26 @@ TEST_F(Containers, EvictionKeepsImagesInUse) {
   close(a->use_fd);
   EXPECT_EQ(cache.Evict(), 1);
   EXPECT_EQ(cache.Usage().images, 0);
+}
+
+// A pull killed half way (its process gone, its lock free) leaves a directory in tmp/ that the
+// agent removes when it starts; one whose pull is still under way (its lock held) stays.
+TEST_F(Containers, InterruptedPullsAreCleanedUp) {
+  agent::ImageCacheConfig config;
+  config.dir = cluster_->dir() + "/interrupted-cache";
+  agent::ImageCache cache(config);
+  std::ostringstream log;
+  ASSERT_TRUE(cache.Acquire("oci:" + dir_ + "/layout:v1", "here", log).ok());  // makes the dirs
+  fs::create_directories(config.dir + "/tmp/0123456789abcdef.999999/layout");
+  fs::create_directories(config.dir + "/tmp/fedcba9876543210.999998/layout");
+  int held = open((config.dir + "/locks/fedcba9876543210.lock").c_str(), O_RDWR | O_CREAT, 0600);
+  ASSERT_EQ(flock(held, LOCK_EX), 0);
+  cache.CleanInterrupted();
+  EXPECT_FALSE(fs::exists(config.dir + "/tmp/0123456789abcdef.999999"));
+  EXPECT_TRUE(fs::exists(config.dir + "/tmp/fedcba9876543210.999998"));
+  close(held);
+  cache.CleanInterrupted();
+  EXPECT_FALSE(fs::exists(config.dir + "/tmp/fedcba9876543210.999998"));
 }
 
 }  // namespace

@@ -183,8 +183,10 @@ Json BundleConfig(const Json& plan, const std::string& rootfs) {
   if (int64_t shm = plan.value("shm_bytes", int64_t{0}); shm > 0) {
     shm_options.push_back("size=" + std::to_string(shm));
   }
-  mounts.push_back(
-      {{"destination", "/dev/shm"}, {"type", "tmpfs"}, {"source", "shm"}, {"options", shm_options}});
+  mounts.push_back({{"destination", "/dev/shm"},
+                    {"type", "tmpfs"},
+                    {"source", "shm"},
+                    {"options", shm_options}});
   if (!writable) {
     mounts.push_back({{"destination", "/tmp"},
                       {"type", "tmpfs"},
@@ -245,8 +247,8 @@ Status StartContainer(const std::string& run_dir, const Json& plan, const Cached
   if (!WriteText(bundle + "/config.json", BundleConfig(plan, rootfs).dump())) {
     return Internal("cannot write " + bundle + "/config.json: " + std::strerror(errno));
   }
-  const std::string overlay = "lowerdir=" + image.rootfs + ",upperdir=" + dir +
-                              "/upper,workdir=" + dir + "/work";
+  const std::string overlay =
+      "lowerdir=" + image.rootfs + ",upperdir=" + dir + "/upper,workdir=" + dir + "/work";
   const std::string log = dir + "/crun.log";
   const std::string crun = plan["crun"], crun_root = plan["crun_root"], id = plan["id"];
   pid_t pid = fork();
@@ -259,7 +261,8 @@ Status StartContainer(const std::string& run_dir, const Json& plan, const Cached
     }
     // crun refuses a hybrid cgroup v1/v2 layout: in a mount namespace of its own it sees only
     // cgroup2 (and manages none: the replica's v1 groups, joined already, are inherited).
-    if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    if (unshare(CLONE_NEWNS) != 0 ||
+        mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
       perror("corral: private mount namespace");
       _exit(kContainerFailed);
     }
@@ -328,8 +331,7 @@ Status WriteContainerPlan(const ContainerConfig& config, const ContainerLaunch& 
   // Mounts: the job's, then the owner's home and the checkpoint directory at their own paths.
   Json mounts = Json::array();
   std::vector<std::pair<std::string, std::string>> mapped;  // host source -> container path
-  auto add = [&](const std::string& src, const std::string& dst, bool ro,
-                 bool required) -> Status {
+  auto add = [&](const std::string& src, const std::string& dst, bool ro, bool required) -> Status {
     struct stat st {};
     if (stat(src.c_str(), &st) != 0) {
       if (!required) return Status::Ok();
@@ -376,30 +378,29 @@ Status WriteContainerPlan(const ContainerConfig& config, const ContainerLaunch& 
   for (const auto& env : l.task_envs) tasks.push_back({{"env", env}});
   Json groups = Json::array();
   for (gid_t g : who.groups) groups.push_back(g);
-  Json plan = {
-      {"image", c.image},
-      {"id", l.container_id},
-      {"node", l.node},
-      {"crun", config.crun},
-      {"crun_root", config.crun_root},
-      {"init", config.init_exe},
-      {"writable", c.writable},
-      {"shm_bytes", order.memory_mb * 1024 * 1024},
-      {"mounts", mounts},
-      {"devices", devices},
-      {"cdi_env", cdi_env},
-      {"cwd", cwd},
-      {"command", order.command},
-      {"uid", who.uid},
-      {"gid", who.gid},
-      {"groups", groups},
-      {"tasks", tasks},
-      {"cache",
-       {{"dir", config.cache.dir},
-        {"limit_bytes", config.cache.limit_bytes},
-        {"insecure", config.cache.insecure_registries},
-        {"skopeo", config.cache.skopeo},
-        {"umoci", config.cache.umoci}}}};
+  Json plan = {{"image", c.image},
+               {"id", l.container_id},
+               {"node", l.node},
+               {"crun", config.crun},
+               {"crun_root", config.crun_root},
+               {"init", config.init_exe},
+               {"writable", c.writable},
+               {"shm_bytes", order.memory_mb * 1024 * 1024},
+               {"mounts", mounts},
+               {"devices", devices},
+               {"cdi_env", cdi_env},
+               {"cwd", cwd},
+               {"command", order.command},
+               {"uid", who.uid},
+               {"gid", who.gid},
+               {"groups", groups},
+               {"tasks", tasks},
+               {"cache",
+                {{"dir", config.cache.dir},
+                 {"limit_bytes", config.cache.limit_bytes},
+                 {"insecure", config.cache.insecure_registries},
+                 {"skopeo", config.cache.skopeo},
+                 {"umoci", config.cache.umoci}}}};
   if (!WriteText(dir + "/plan.json", plan.dump())) {
     return Internal("cannot write " + dir + "/plan.json: " + std::strerror(errno));
   }
@@ -473,15 +474,15 @@ int ContainerTaskMain(const std::string& run_dir, int task) {
   std::string cwd = plan.value("cwd", "");
   if (cwd.empty()) cwd = image->workdir.empty() ? "/" : image->workdir;
   Json caps = Json::array();
-  Json process = {{"terminal", false},
-                  {"user",
-                   {{"uid", plan["uid"]}, {"gid", plan["gid"]}, {"additionalGids", plan["groups"]}}},
-                  {"args", plan["command"]},
-                  {"env", env_list},
-                  {"cwd", cwd},
-                  {"noNewPrivileges", true},
-                  {"capabilities",
-                   {{"bounding", caps}, {"effective", caps}, {"permitted", caps}, {"ambient", caps}}}};
+  Json process = {
+      {"terminal", false},
+      {"user", {{"uid", plan["uid"]}, {"gid", plan["gid"]}, {"additionalGids", plan["groups"]}}},
+      {"args", plan["command"]},
+      {"env", env_list},
+      {"cwd", cwd},
+      {"noNewPrivileges", true},
+      {"capabilities",
+       {{"bounding", caps}, {"effective", caps}, {"permitted", caps}, {"ambient", caps}}}};
   const std::string process_file = dir + "/task." + std::to_string(task) + ".json";
   if (!WriteText(process_file, process.dump())) {
     Fail(run_dir, "cannot write " + process_file + ": " + std::strerror(errno));
@@ -499,8 +500,8 @@ int ContainerTaskMain(const std::string& run_dir, int task) {
 void RemoveContainer(const ContainerConfig& config, const std::string& run_dir,
                      const std::string& container_id) {
   std::string out;
-  (void)RunTool({config.crun, "--cgroup-manager=disabled", "--root", config.crun_root,
-                 "delete", "--force", container_id},
+  (void)RunTool({config.crun, "--cgroup-manager=disabled", "--root", config.crun_root, "delete",
+                 "--force", container_id},
                 &out);
   std::error_code ec;
   for (const char* d : {"/upper", "/work", "/rootfs", "/bundle"}) {

@@ -57,9 +57,9 @@ struct ContainerLaunch {
   std::string container_id;
   std::string node;
   const RunOrder* order = nullptr;
-  const UnixIdentity* who = nullptr;  // null: the tasks run as root
-  std::string host_workdir;           // the job's workdir on the node
-  std::string checkpoint_dir;         // mounted at the same path ("" for none)
+  const UnixIdentity* who = nullptr;                // null: the tasks run as root
+  std::string host_workdir;                         // the job's workdir on the node
+  std::string checkpoint_dir;                       // mounted at the same path ("" for none)
   std::vector<std::vector<std::string>> task_envs;  // KEY=VALUE, one per task
 };
 Status WriteContainerPlan(const ContainerConfig& config, const ContainerLaunch& launch);

@@ -59,8 +59,8 @@ bool IsDir(const std::string& p) {
 int64_t TreeBytes(const std::string& dir) {
   int64_t total = 0;
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied,
-                                                  ec);
+  for (auto it =
+           fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     struct stat st {};
     if (lstat(it->path().c_str(), &st) == 0) total += static_cast<int64_t>(st.st_blocks) * 512;
@@ -240,10 +240,10 @@ Result<std::string> ImageCache::Pull(const std::string& ref, const std::string& 
   if (!source.ok()) return source.status();
   std::vector<std::string> argv = {config_.skopeo, "--insecure-policy", "copy", "--quiet"};
   if (source->registry) {
-    bool insecure = Loopback(source->host) ||
-                    std::find(config_.insecure_registries.begin(),
-                              config_.insecure_registries.end(),
-                              source->host) != config_.insecure_registries.end();
+    bool insecure =
+        Loopback(source->host) ||
+        std::find(config_.insecure_registries.begin(), config_.insecure_registries.end(),
+                  source->host) != config_.insecure_registries.end();
     if (insecure) argv.push_back("--src-tls-verify=false");
   }
   argv.push_back(source->skopeo_ref);
@@ -319,7 +319,8 @@ Result<CachedImage> ImageCache::Acquire(const std::string& ref, const std::strin
   if (auto img = cached(); img.ok()) return img;
   // One pull per source: whoever waits here finds the image when the lock comes.
   FileLock pulling(config_.dir + "/locks/" + name + ".lock", LOCK_EX);
-  if (!pulling.held()) return Internal("cannot lock the image cache: " + std::string(strerror(errno)));
+  if (!pulling.held())
+    return Internal("cannot lock the image cache: " + std::string(strerror(errno)));
   if (auto img = cached(); img.ok()) return img;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(config_.dir + "/tmp", ec)) {
@@ -342,9 +343,9 @@ Result<CachedImage> ImageCache::Acquire(const std::string& ref, const std::strin
   auto img = Open(*digest);
   if (!img.ok()) return img.status();
   img->pulled = true;
-  img->pull_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                     std::chrono::steady_clock::now() - t0)
-                     .count();
+  img->pull_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   log << "corral: pulled image " << ref << " (" << *digest << ") on " << node << " in "
       << img->pull_ms << " ms" << std::endl;
   Evict();

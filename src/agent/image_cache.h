@@ -27,20 +27,20 @@
 namespace corral::agent {
 
 struct ImageCacheConfig {
-  std::string dir;                            // CACHE
-  int64_t limit_bytes = 20LL << 30;           // evict unused images beyond this
+  std::string dir;                               // CACHE
+  int64_t limit_bytes = 20LL << 30;              // evict unused images beyond this
   std::vector<std::string> insecure_registries;  // host:port reached over plain HTTP
   std::string skopeo = "/usr/bin/skopeo";
   std::string umoci = "/usr/bin/umoci";
 };
 
 struct CachedImage {
-  std::string digest;   // "sha256:<hex>" of its manifest
-  std::string rootfs;   // read-only: the runs' overlays take it as their lower layer
+  std::string digest;            // "sha256:<hex>" of its manifest
+  std::string rootfs;            // read-only: the runs' overlays take it as their lower layer
   std::vector<std::string> env;  // the image's Env
   std::string workdir;           // its WorkingDir ("" if none)
-  int use_fd = -1;  // the shared lock on CACHE/sha256-<hex>.use; the caller keeps it open
-  bool pulled = false;     // this call pulled it (else it was cached)
+  int use_fd = -1;      // the shared lock on CACHE/sha256-<hex>.use; the caller keeps it open
+  bool pulled = false;  // this call pulled it (else it was cached)
   int64_t pull_ms = 0;
 };
 

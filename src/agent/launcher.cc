@@ -422,11 +422,11 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
     // The tasks run `corral container-task` as root (crun makes them the owner); the job's own
     // environments go into the container's plan.
     if (!containers_.enabled() || containers_.init_exe.empty() || geteuid() != 0) {
-      return FailLaunch(p, FailedPrecondition(
-                               "node " + node_name_ +
-                               " cannot run containers (it needs an agent running as root "
-                               "with corral-monitor beside corral); image " +
-                               order.container.image));
+      return FailLaunch(
+          p, FailedPrecondition("node " + node_name_ +
+                                " cannot run containers (it needs an agent running as root "
+                                "with corral-monitor beside corral); image " +
+                                order.container.image));
     }
     ContainerLaunch l;
     l.run_dir = p.dir;

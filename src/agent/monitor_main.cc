@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <csignal>
-
 #include <cstdio>
 #include <memory>
 #include <string>

@@ -68,10 +68,9 @@ Json ScalarToJson(const YAML::Node& n, bool text) {
 // Spec fields whose values are text however they look.
 bool IsTextField(const std::string& key) {
   static const char* const kText[] = {
-      "name",      "command",     "env",        "workdir",      "queue",
-      "gpu_model", "node_labels", "time_limit", "grace_period", "checkpoint_signal",
-      "memory",    "array",       "dependency", "image",        "mounts",
-      "container_workdir"};
+      "name",        "command",    "env",          "workdir",           "queue",  "gpu_model",
+      "node_labels", "time_limit", "grace_period", "checkpoint_signal", "memory", "array",
+      "dependency",  "image",      "mounts",       "container_workdir"};
   for (const char* k : kText) {
     if (key == k) return true;
   }

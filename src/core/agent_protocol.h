@@ -69,6 +69,14 @@ struct GpuSample {
   bool operator==(const GpuSample&) const = default;
 };
 
+// The node's container image cache (docs/containers.md), for `corral nodes`.
+struct ImageCacheReport {
+  int64_t bytes = 0;
+  int32_t images = 0;
+  int64_t limit_bytes = 0;  // 0: the node reports no cache
+  bool operator==(const ImageCacheReport&) const = default;
+};
+
 struct SyncRequest {
   std::string node;
   uint64_t agent_epoch = 0;
@@ -77,6 +85,7 @@ struct SyncRequest {
   std::vector<RunReport> runs;      // everything alive or exited-but-not-yet-released
   std::vector<int32_t> busy_ports;  // ports of the MASTER_PORT range something listens on
   std::vector<GpuSample> gpu_samples;  // empty: not measured (an older agent sends none)
+  ImageCacheReport image_cache;
   // The agent applies delta answers (SyncResponse::delta); an older agent sends false and is
   // answered in full.
   bool deltas = false;
@@ -104,7 +113,7 @@ struct RunOrder {
   int64_t memory_mb = 0;  // the replica's memory cap; 0: none
   std::vector<int32_t> gpus;
   ContainerSpec container;  // the replica's tasks run in one container of this image
-  bool stop = false;  // stop it: signal, grace, then SIGKILL
+  bool stop = false;        // stop it: signal, grace, then SIGKILL
   int32_t stop_signal = 15;
   int64_t grace_ms = 10000;
   // Signals asked for while it runs (scancel --signal): how many so far and the last one. The

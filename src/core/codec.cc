@@ -77,8 +77,10 @@ Json ContainerJson(const ContainerSpec& c) {
     mounts.push_back(
         {{"source", m.source}, {"destination", m.destination}, {"read_only", m.read_only}});
   }
-  return Json{{"image", c.image},       {"mounts", std::move(mounts)},
-              {"workdir", c.workdir},   {"writable", c.writable},
+  return Json{{"image", c.image},
+              {"mounts", std::move(mounts)},
+              {"workdir", c.workdir},
+              {"writable", c.writable},
               {"mount_home", c.mount_home}};
 }
 
@@ -105,7 +107,8 @@ JobSpec DecodeSpec(const Json& j) {
   s.checkpoint_signal = Get<int32_t>(j, "checkpoint_signal", 15);
   s.grace_ms = Get<int64_t>(j, "grace_ms", 10000);
   s.array = Get<std::string>(j, "array", "");
-  if (auto c = j.find("container"); c != j.end() && !c->is_null()) s.container = DecodeContainer(*c);
+  if (auto c = j.find("container"); c != j.end() && !c->is_null())
+    s.container = DecodeContainer(*c);
   if (auto deps = ParseDependencies(Get<std::string>(j, "dependency", "")); deps.ok()) {
     s.dependencies = *deps;
   } else {
@@ -211,27 +214,27 @@ Json EncodeGpus(const std::vector<Gpu>& gpus) {
 
 Json ToJson(const JobSpec& s) {
   Json j{{"name", s.name},
-              {"command", s.command},
-              {"env", s.env},
-              {"workdir", s.workdir},
-              {"queue", s.queue},
-              {"replicas", s.replicas},
-              {"gpu_milli", s.per_replica.gpu_milli},
-              {"cpu_milli", s.per_replica.cpu_milli},
-              {"memory_mb", s.per_replica.memory_mb},
-              {"gpu_model", s.gpu_model},
-              {"node_labels", s.node_labels},
-              {"time_limit_ms", s.time_limit_ms},
-              {"priority", s.priority},
-              {"preemptible", s.preemptible},
-              {"max_restarts", s.max_restarts},
-              {"checkpoint_signal", s.checkpoint_signal},
-              {"grace_ms", s.grace_ms},
-              {"array", s.array},
-              {"tasks_per_replica", s.tasks_per_replica},
-              {"batch", s.batch},
-              {"hold", s.hold},
-              {"dependency", FormatDependencies(s.dependencies)}};
+         {"command", s.command},
+         {"env", s.env},
+         {"workdir", s.workdir},
+         {"queue", s.queue},
+         {"replicas", s.replicas},
+         {"gpu_milli", s.per_replica.gpu_milli},
+         {"cpu_milli", s.per_replica.cpu_milli},
+         {"memory_mb", s.per_replica.memory_mb},
+         {"gpu_model", s.gpu_model},
+         {"node_labels", s.node_labels},
+         {"time_limit_ms", s.time_limit_ms},
+         {"priority", s.priority},
+         {"preemptible", s.preemptible},
+         {"max_restarts", s.max_restarts},
+         {"checkpoint_signal", s.checkpoint_signal},
+         {"grace_ms", s.grace_ms},
+         {"array", s.array},
+         {"tasks_per_replica", s.tasks_per_replica},
+         {"batch", s.batch},
+         {"hold", s.hold},
+         {"dependency", FormatDependencies(s.dependencies)}};
   if (!s.container.empty()) j["container"] = ContainerJson(s.container);
   return j;
 }
@@ -402,6 +405,11 @@ Json ToJson(const SyncRequest& r) {
     if (!g.fault.empty()) j["gpu_samples"].back()["fault"] = g.fault;
   }
   if (r.deltas) j["deltas"] = true;
+  if (r.image_cache.limit_bytes > 0) {
+    j["image_cache"] = {{"bytes", r.image_cache.bytes},
+                        {"images", r.image_cache.images},
+                        {"limit_bytes", r.image_cache.limit_bytes}};
+  }
   return j;
 }
 
@@ -616,6 +624,10 @@ Result<SyncRequest> SyncRequestFromJson(const Json& j) {
       rr.peak_memory_bytes = Get<int64_t>(x, "peak_memory_bytes", 0);
       rr.cpu_ms = Get<int64_t>(x, "cpu_ms", 0);
       r.runs.push_back(rr);
+    }
+    if (auto c = j.find("image_cache"); c != j.end() && c->is_object()) {
+      r.image_cache = {Get<int64_t>(*c, "bytes", 0), Get<int32_t>(*c, "images", 0),
+                       Get<int64_t>(*c, "limit_bytes", 0)};
     }
     for (const Json& x : j.value("gpu_samples", Json::array())) {
       r.gpu_samples.push_back({Req<int32_t>(x, "index"), Get<int32_t>(x, "utilization_percent", 0),

@@ -14,7 +14,8 @@ bool ValidComponent(const std::string& c) {
     char a = c[i - 1], b = c[i];
     if (!IsLowerAlnum(b) && b != '.' && b != '_' && b != '-') return false;
     bool sep_a = !IsLowerAlnum(a), sep_b = !IsLowerAlnum(b);
-    if (sep_a && sep_b && !(a == '-' && b == '-') && !(a == '_' && b == '_' && (i < 2 || c[i - 2] != '_'))) {
+    if (sep_a && sep_b && !(a == '-' && b == '-') &&
+        !(a == '_' && b == '_' && (i < 2 || c[i - 2] != '_'))) {
       return false;
     }
   }
@@ -139,7 +140,8 @@ Result<ImageRef> ParseImageRef(const std::string& field, const std::string& text
     r.digest = rest.substr(at + 1);
     rest = rest.substr(0, at);
     if (!ValidDigest(r.digest)) {
-      return RefError(field, text, "bad digest '" + r.digest + "' (want sha256: and 64 hex digits)");
+      return RefError(field, text,
+                      "bad digest '" + r.digest + "' (want sha256: and 64 hex digits)");
     }
   }
   // The first component is a registry if it looks like a host (a '.' or a port, or localhost).

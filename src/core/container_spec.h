@@ -21,9 +21,9 @@ struct ContainerMount {
 struct ContainerSpec {
   std::string image;  // canonical reference (ParseImageRef's Canonical()); empty: no container
   std::vector<ContainerMount> mounts;
-  std::string workdir;      // in the container; empty: the job's workdir (if mounted) or "/"
-  bool writable = false;    // the image's root may be written (a layer of the run's own)
-  bool mount_home = true;   // the owner's home directory at the same path
+  std::string workdir;     // in the container; empty: the job's workdir (if mounted) or "/"
+  bool writable = false;   // the image's root may be written (a layer of the run's own)
+  bool mount_home = true;  // the owner's home directory at the same path
   bool empty() const { return image.empty(); }
   bool operator==(const ContainerSpec&) const = default;
 };

@@ -79,7 +79,7 @@ struct JobSpec {
   // A Slurm batch job: replica 0 runs the script and the others only hold their nodes, so
   // replica 0's end stops the rest and its exit code alone decides the outcome.
   bool batch = false;
-  bool hold = false;  // submitted held (sbatch --hold): it waits for a release
+  bool hold = false;        // submitted held (sbatch --hold): it waits for a release
   ContainerSpec container;  // empty image: the tasks run on the node as they are
 };
 

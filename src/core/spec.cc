@@ -80,8 +80,9 @@ Status ParseContainerFields(const Json& j, ContainerSpec* c) {
   }
   if (auto it = j.find("mounts"); it != j.end()) {
     if (!it->is_array()) {
-      return FieldError("mounts", *it, "a list of \"SRC:DST[:ro]\" or {source, destination, "
-                                       "read_only}");
+      return FieldError("mounts", *it,
+                        "a list of \"SRC:DST[:ro]\" or {source, destination, "
+                        "read_only}");
     }
     if (it->size() > 64) return FieldError("mounts", *it, "at most 64 mounts");
     for (size_t i = 0; i < it->size(); ++i) {
@@ -126,8 +127,9 @@ Status ParseContainerFields(const Json& j, ContainerSpec* c) {
     if (!it->is_boolean()) return FieldError(flag, *it, "true or false");
     (std::string(flag) == "container_writable" ? c->writable : c->mount_home) = it->get<bool>();
   }
-  if (c->image.empty() && (!c->mounts.empty() || !c->workdir.empty() ||
-                           j.contains("container_writable") || j.contains("container_mount_home"))) {
+  if (c->image.empty() &&
+      (!c->mounts.empty() || !c->workdir.empty() || j.contains("container_writable") ||
+       j.contains("container_mount_home"))) {
     return InvalidArgument(
         "field 'image': required with mounts, container_workdir, container_writable or "
         "container_mount_home (they apply to a container)");
@@ -271,14 +273,33 @@ std::string FormatDuration(DurationMs ms) {
 
 Result<JobSpec> ParseJobSpec(const Json& j) {
   if (!j.is_object()) return InvalidArgument("job spec: want a JSON/YAML object, got " + Dump(j));
-  static const std::set<std::string> kKnown = {
-      "name",         "command",     "env",          "workdir",
-      "queue",        "replicas",    "gpus",         "cpus",
-      "memory",       "gpu_model",   "node_labels",  "time_limit",
-      "priority",     "preemptible", "max_restarts", "checkpoint_signal",
-      "grace_period", "array",       "dependency",   "tasks_per_replica",
-      "batch",        "hold",        "image",        "mounts",
-      "container_workdir", "container_writable", "container_mount_home"};
+  static const std::set<std::string> kKnown = {"name",
+                                               "command",
+                                               "env",
+                                               "workdir",
+                                               "queue",
+                                               "replicas",
+                                               "gpus",
+                                               "cpus",
+                                               "memory",
+                                               "gpu_model",
+                                               "node_labels",
+                                               "time_limit",
+                                               "priority",
+                                               "preemptible",
+                                               "max_restarts",
+                                               "checkpoint_signal",
+                                               "grace_period",
+                                               "array",
+                                               "dependency",
+                                               "tasks_per_replica",
+                                               "batch",
+                                               "hold",
+                                               "image",
+                                               "mounts",
+                                               "container_workdir",
+                                               "container_writable",
+                                               "container_mount_home"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!kKnown.count(it.key())) {
       return InvalidArgument("unknown field '" + it.key() +

@@ -107,13 +107,13 @@ TEST(ParseDuration, NumbersPastAYearOfSecondsAreRefusedNotOverflowed) {
 }
 
 TEST(ParseJobSpec, ContainerFields) {
-  auto s = ParseJobSpec(Json{{"command", {"true"}},
-                             {"image", "registry.local:5000/team/train:v1"},
-                             {"mounts", {"/data:/data:ro", {{"source", "/scratch"},
-                                                            {"destination", "/s"}}}},
-                             {"container_workdir", "/work"},
-                             {"container_writable", true},
-                             {"container_mount_home", false}});
+  auto s = ParseJobSpec(
+      Json{{"command", {"true"}},
+           {"image", "registry.local:5000/team/train:v1"},
+           {"mounts", {"/data:/data:ro", {{"source", "/scratch"}, {"destination", "/s"}}}},
+           {"container_workdir", "/work"},
+           {"container_writable", true},
+           {"container_mount_home", false}});
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(s->container.image, "registry.local:5000/team/train:v1");
   ASSERT_EQ(s->container.mounts.size(), 2u);

@@ -80,6 +80,7 @@ Result<bool> HeadCore::Report(const Caller& by, const SyncRequest& req, TimeMs n
   if (it == state_.nodes.end() || req.agent_epoch != it->second.agent_epoch) return false;
   last_heard_[req.node] = now;
   busy_ports_[req.node] = std::set<int32_t>(req.busy_ports.begin(), req.busy_ports.end());
+  if (req.image_cache.limit_bytes > 0) image_caches_[req.node] = req.image_cache;
   if (!req.gpu_samples.empty()) {
     gpu_samples_[req.node] = req.gpu_samples;
     ObserveUse(req.node, now);
@@ -273,6 +274,7 @@ std::vector<NodeView> HeadCore::ListNodes() const {
     NodeView v{node, 0, {}, {}};
     if (auto h = last_heard_.find(name); h != last_heard_.end()) v.node.last_heartbeat = h->second;
     if (auto g = gpu_samples_.find(name); g != gpu_samples_.end()) v.gpu_samples = g->second;
+    if (auto c = image_caches_.find(name); c != image_caches_.end()) v.image_cache = c->second;
     if (auto runs = node_runs_.find(name); runs != node_runs_.end()) {
       for (JobId id : runs->second) {
         const Run& run = *state_.jobs.at(id).CurrentRun();

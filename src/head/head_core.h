@@ -77,6 +77,7 @@ struct NodeView {
   int32_t gpus_used = 0;
   std::vector<std::string> runs;
   std::vector<GpuSample> gpu_samples;  // as the agent last reported; empty: not measured
+  ImageCacheReport image_cache;        // as the agent last reported (not durable)
 };
 
 struct QueueView {
@@ -333,6 +334,7 @@ class HeadCore {
   // Observations of GPU use (core_idle.cc): each node's last samples; per run and node, since
   // when the run's GPUs there have all been under the threshold; runs idle long enough.
   std::map<std::string, std::vector<GpuSample>> gpu_samples_;
+  std::map<std::string, ImageCacheReport> image_caches_;  // each node's, as last reported
   std::map<RunId, std::map<std::string, TimeMs>> low_since_;
   std::map<JobId, TimeMs> idle_;          // job -> idle since
   std::map<RunId, TimeMs> idle_stop_at_;  // warned runs -> when they are stopped

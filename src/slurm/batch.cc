@@ -298,8 +298,8 @@ Result<std::string> PyxisImage(const std::string& text) {
   std::string ref = text;
   auto hash = ref.find('#');
   auto at = ref.find('@');
-  if (at != std::string::npos && (hash == std::string::npos ? ref.find("sha256:", at) != at + 1
-                                                          : at < hash)) {
+  if (at != std::string::npos &&
+      (hash == std::string::npos ? ref.find("sha256:", at) != at + 1 : at < hash)) {
     ref = ref.substr(at + 1);
     hash = ref.find('#');
   }

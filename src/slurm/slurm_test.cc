@@ -266,11 +266,10 @@ TEST(SlurmBatch, ExportListsAndBase64) {
 }
 
 TEST(SlurmBatch, PyxisContainerOptions) {
-  auto sub = BuildBatchSpec(
-      Parse({"--container-image=admin@registry.local:5000#team/img:v1",
-             "--container-mounts=/data:/data:ro+rprivate,/scratch", "--no-container-mount-home",
-             "--container-writable"}),
-      Ctx("#!/bin/sh\necho hi\n"), false);
+  auto sub = BuildBatchSpec(Parse({"--container-image=admin@registry.local:5000#team/img:v1",
+                                   "--container-mounts=/data:/data:ro+rprivate,/scratch",
+                                   "--no-container-mount-home", "--container-writable"}),
+                            Ctx("#!/bin/sh\necho hi\n"), false);
   ASSERT_TRUE(sub.ok()) << sub.status().message();
   EXPECT_EQ(sub->spec["image"], "registry.local:5000/team/img:v1");
   EXPECT_EQ(sub->spec["container_mount_home"], false);
