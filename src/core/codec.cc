@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "core/container_codec.h"
+
 namespace corral {
 namespace {
 
@@ -48,40 +50,6 @@ T Get(const Json& j, const char* key, T fallback) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
   return Checked<T>(*it, key);
-}
-
-// A container as stored and sent to agents (the user's spec has its own flat fields).
-ContainerSpec DecodeContainer(const Json& j) {
-  ContainerSpec c;
-  if (!j.is_object()) throw std::invalid_argument("field 'container': not an object");
-  c.image = Get<std::string>(j, "image", "");
-  c.workdir = Get<std::string>(j, "workdir", "");
-  c.writable = Get<bool>(j, "writable", false);
-  c.mount_home = Get<bool>(j, "mount_home", true);
-  if (auto m = j.find("mounts"); m != j.end()) {
-    if (!m->is_array()) throw std::invalid_argument("field 'container.mounts': not a list");
-    for (const Json& x : *m) {
-      ContainerMount mount;
-      mount.source = Req<std::string>(x, "source");
-      mount.destination = Req<std::string>(x, "destination");
-      mount.read_only = Get<bool>(x, "read_only", false);
-      c.mounts.push_back(std::move(mount));
-    }
-  }
-  return c;
-}
-
-Json ContainerJson(const ContainerSpec& c) {
-  Json mounts = Json::array();
-  for (const ContainerMount& m : c.mounts) {
-    mounts.push_back(
-        {{"source", m.source}, {"destination", m.destination}, {"read_only", m.read_only}});
-  }
-  return Json{{"image", c.image},
-              {"mounts", std::move(mounts)},
-              {"workdir", c.workdir},
-              {"writable", c.writable},
-              {"mount_home", c.mount_home}};
 }
 
 JobSpec DecodeSpec(const Json& j) {
@@ -405,11 +373,7 @@ Json ToJson(const SyncRequest& r) {
     if (!g.fault.empty()) j["gpu_samples"].back()["fault"] = g.fault;
   }
   if (r.deltas) j["deltas"] = true;
-  if (r.image_cache.limit_bytes > 0) {
-    j["image_cache"] = {{"bytes", r.image_cache.bytes},
-                        {"images", r.image_cache.images},
-                        {"limit_bytes", r.image_cache.limit_bytes}};
-  }
+  if (r.image_cache.limit_bytes > 0) j["image_cache"] = ImageCacheJson(r.image_cache);
   return j;
 }
 
@@ -625,10 +589,7 @@ Result<SyncRequest> SyncRequestFromJson(const Json& j) {
       rr.cpu_ms = Get<int64_t>(x, "cpu_ms", 0);
       r.runs.push_back(rr);
     }
-    if (auto c = j.find("image_cache"); c != j.end() && c->is_object()) {
-      r.image_cache = {Get<int64_t>(*c, "bytes", 0), Get<int32_t>(*c, "images", 0),
-                       Get<int64_t>(*c, "limit_bytes", 0)};
-    }
+    if (auto c = j.find("image_cache"); c != j.end()) r.image_cache = DecodeImageCache(*c);
     for (const Json& x : j.value("gpu_samples", Json::array())) {
       r.gpu_samples.push_back({Req<int32_t>(x, "index"), Get<int32_t>(x, "utilization_percent", 0),
                                Get<int64_t>(x, "memory_used_bytes", 0),
