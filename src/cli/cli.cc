@@ -47,8 +47,9 @@ const CommandInfo kCommands[] = {
      "list nodes; drain or undrain one"},
     {"queues", RunQueues,
      "corral queues [-o json] | corral queues set NAME [--quota N] [--limit M] [--weight W]\n"
-     "       [--max-pending-per-user N] [--allow-user U]... [--allow-group G]... (\"\": everyone)",
-     "list queues; set a queue's quota, limit, weight and who may submit there"},
+     "       [--max-pending-per-user N] [--max-grace DURATION] [--allow-user U]...\n"
+     "       [--allow-group G]... (\"\": everyone)",
+     "list queues; set a queue's quota, limit, weight, longest grace and who may submit there"},
     {"events", RunEvents, "corral events [-f] [--since REV] [-o json]",
      "print the cluster's changes; -f follows them as they happen"},
     {"top", RunTop, "corral top [--once]",
