@@ -16,6 +16,7 @@ PACKAGES=(
   slurm-wlm munge  # the differential test against a real Slurm (tests/slurm), with sacct:
   slurmdbd mariadb-server  # its accounting (slurmdbd over a MariaDB the test starts)
   clang            # libFuzzer targets (scripts/fuzz.sh)
+  busybox-static docker-registry  # the container tests' image and registry
 )
 ./scripts/apt-install.sh "${PACKAGES[@]}"
 # npm: Debian's package, unless the nodejs installed already carries its own (NodeSource's).

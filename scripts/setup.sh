@@ -7,4 +7,5 @@ cd "$(dirname "$0")/.."
   cmake ninja-build g++ pkg-config ccache \
   libboost-dev libboost-system-dev libssl-dev \
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev \
-  libsqlite3-dev libpq-dev libncurses-dev
+  libsqlite3-dev libpq-dev libncurses-dev \
+  crun skopeo umoci  # containers: the runtime, pulls, unpacking (docs/containers.md)

@@ -48,9 +48,10 @@ stage "multi-process suites"
 # where they cannot run, and fail under CI=true: pg starts its own PostgreSQL as root);
 # chaos: SIGKILLs of the head and agents for 15 s, a network partition (with SIGKILLs during
 # it); browser: the dashboard in headless Chromium; package: builds the Debian packages twice
-# (an upgrade), installs, upgrades and purges them (root).
+# (an upgrade), installs, upgrades and purges them (root); container: jobs in OCI images (crun,
+# a loopback registry).
 run_ctest build --output-on-failure -j "$JOBS" \
-  -L 'integration|observability|ddp|security|pg|slurm|chaos|browser|package|bench' --timeout 900
+  -L 'integration|observability|ddp|security|pg|slurm|chaos|browser|package|bench|container' --timeout 900
 
 stage "build (ASan+UBSan, unit tests)"
 BUILD_DIR=build-asan BUILD_TYPE=Debug ./scripts/build.sh -DCORRAL_WERROR=ON -DCORRAL_SANITIZE=ON \

@@ -44,8 +44,13 @@ Agent::Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_pt
       probe_(std::move(probe)),
       head_(std::move(head)),
       supervisor_(std::make_unique<Supervisor>(
-          std::make_unique<PosixLauncher>(config_.state_dir, config_.name, config_.job_env,
-                                          config_.run_as, config_.cgroups, config_.monitor_exe),
+          [this] {
+            auto launcher = std::make_unique<PosixLauncher>(config_.state_dir, config_.name,
+                                                            config_.job_env, config_.run_as,
+                                                            config_.cgroups, config_.monitor_exe);
+            launcher->SetContainerConfig(config_.containers);
+            return launcher;
+          }(),
           clock)),
       monitor_(std::make_unique<GpuMonitor>(probe_.get(), config_.job_map_dir)) {
   std::lock_guard lock(mu_);
@@ -181,6 +186,10 @@ Status Agent::SyncOnce(int64_t wait_ms) {
   req.runs = supervisor_->Report();
   req.busy_ports = ListeningPorts(config_.port_lo, config_.port_hi);
   req.gpu_samples = monitor_->SampleAndCheck();
+  if (config_.containers.enabled() && !config_.containers.cache.dir.empty()) {
+    ImageCacheUsage u = ImageCache(config_.containers.cache).Usage();
+    req.image_cache = {u.bytes, u.images, u.limit_bytes};
+  }
   monitor_->MapJobs(supervisor_->GpuHolders());  // exits: a GPU's file goes with its run
   Result<SyncResponse> resp = head_->Sync(req);
   if (!resp.ok()) return resp.status();

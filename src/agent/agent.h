@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "agent/cgroup.h"
+#include "agent/container.h"
 #include "agent/gpu_monitor.h"
 #include "agent/gpu_probe.h"
 #include "agent/health_program.h"
@@ -62,8 +63,9 @@ struct AgentConfig {
   std::map<std::string, std::string> job_env;  // defaults in every task's environment
   RunAsPolicy run_as;                          // whose identity tasks take
   Cgroups cgroups = Cgroups::None();           // where each replica gets its own group
-  std::string monitor_exe;  // corral-monitor, started for each replica; empty: fork the agent
-  int32_t port_lo = 29500;  // MASTER_PORT range of runs whose replica 0 is here
+  std::string monitor_exe;     // corral-monitor, started for each replica; empty: fork the agent
+  ContainerConfig containers;  // how replicas with an image run (container.h)
+  int32_t port_lo = 29500;     // MASTER_PORT range of runs whose replica 0 is here
   int32_t port_hi = 29999;
   // Where the DCGM exporter's HPC job mapping files go (gpu_monitor.h); empty: none.
   std::string job_map_dir;

@@ -309,6 +309,14 @@ std::string PosixLauncher::CgroupName(const RunKey& key) const {
   return node + "." + hex + "/" + key.DirName();
 }
 
+std::string PosixLauncher::ContainerId(const RunKey& key) const {
+  std::string name = CgroupName(key);  // node.hash/run.replica: unique on the machine
+  for (char& c : name) {
+    if (c == '/') c = '.';
+  }
+  return "corral." + name;
+}
+
 // One replica's launch between its durable record and its monitor's report: every string
 // and array the forked child reads lives here, at a fixed address (after fork the child may
 // not allocate), and so do the fds it inherits.
@@ -322,6 +330,7 @@ struct PosixLauncher::Prepared {
   std::vector<internal::TaskPlan> task_plans;
   std::string exe, workdir, record_path, exec_error, chdir_error;
   std::vector<char*> argv;
+  std::vector<std::string> container_args;  // `corral container-task RUN` (container.h)
   std::vector<int> task_pids;
   std::string report;
   std::vector<std::string> cgroup_procs;
@@ -408,6 +417,47 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
     p.out_paths.push_back(p.logs + "/" + LogFileName("stdout", t));
     p.err_paths.push_back(p.logs + "/" + LogFileName("stderr", t));
   }
+  const bool in_container = !order.container.empty();
+  if (in_container) {
+    // The tasks run `corral container-task` as root (crun makes them the owner); the job's own
+    // environments go into the container's plan.
+    if (!containers_.enabled() || containers_.init_exe.empty() || geteuid() != 0) {
+      return FailLaunch(
+          p, FailedPrecondition("node " + node_name_ +
+                                " cannot run containers (it needs an agent running as root "
+                                "with corral-monitor beside corral); image " +
+                                order.container.image));
+    }
+    ContainerLaunch l;
+    l.run_dir = p.dir;
+    l.container_id = ContainerId(p.run.key());
+    l.node = node_name_;
+    l.order = &order;
+    l.who = run_as_.as_owner ? &p.who : nullptr;
+    l.host_workdir = order.workdir;
+    if (auto ckpt = order.env.find("CORRAL_CHECKPOINT_DIR"); ckpt != order.env.end()) {
+      l.checkpoint_dir = ckpt->second;
+      // Made now (as below for any job), so that it can be mounted.
+      uid_t owner = run_as_.as_owner ? p.who.uid : geteuid();
+      gid_t group = run_as_.as_owner ? p.who.gid : getegid();
+      if (!ckpt->second.empty()) {
+        Status made = MakeOwnedDir(ckpt->second, run_as_.as_owner, owner, group);
+        if (!made.ok()) {
+          return FailLaunch(
+              p, FailedPrecondition("cannot make the checkpoint directory: " + made.message()));
+        }
+      }
+    }
+    l.task_envs = p.envs;
+    if (Status st = WriteContainerPlan(containers_, l); !st.ok()) {
+      return FailLaunch(p, FailedPrecondition(st.message()));
+    }
+    for (int32_t t = 0; t < tasks; ++t) {
+      p.envs[t] = {"CORRAL_CONTAINER_TASK=" + std::to_string(t),
+                   "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
+    }
+    p.container_args = {"corral", "container-task", p.dir};
+  }
   for (int32_t t = 0; t < tasks; ++t) {
     p.envps.push_back(CStrings(p.envs[t]));
     p.task_plans.push_back({p.envps[t].data(), p.out_paths[t].c_str(), p.err_paths[t].c_str()});
@@ -416,12 +466,12 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
   for (const std::string& kv : p.envs[0]) {
     if (kv.rfind("PATH=", 0) == 0) path_env = kv.substr(5);
   }
-  p.exe = ResolveExecutable(order.command[0], path_env);
-  p.workdir = order.workdir.empty() ? p.logs : order.workdir;
+  p.exe = in_container ? containers_.helper_exe : ResolveExecutable(order.command[0], path_env);
+  p.workdir = in_container ? p.dir : order.workdir.empty() ? p.logs : order.workdir;
   p.record_path = p.dir + "/" + kRunRecordName;
   p.exec_error = "corral: cannot execute " + order.command[0] + ": errno ";
   p.chdir_error = "corral: cannot change to workdir " + p.workdir + ": errno ";
-  p.argv = CStrings(order.command);
+  p.argv = CStrings(in_container ? p.container_args : order.command);
   p.task_pids.assign(static_cast<size_t>(tasks), 0);
   p.report.assign(24 * (static_cast<size_t>(tasks) + 3), '\0');
   long open_max = sysconf(_SC_OPEN_MAX);
@@ -436,7 +486,7 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
   plan.stop_signal = order.stop_signal > 0 ? order.stop_signal : SIGTERM;
   plan.grace_s = static_cast<int>((std::max<int64_t>(order.grace_ms, 0) + 999) / 1000);
   plan.workdir = p.workdir.c_str();
-  plan.switch_user = run_as_.as_owner;
+  plan.switch_user = run_as_.as_owner && !in_container;
   plan.uid = p.who.uid;
   plan.gid = p.who.gid;
   plan.groups = p.who.groups.data();
@@ -756,6 +806,9 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
 
 RunStatus PosixLauncher::Finish(const LaunchedRun& run, RunStatus st) {
   const std::string group = CgroupName(run.key());
+  if (!run.order.container.empty() && st.error.empty()) {
+    st.error = ContainerError(RunDir(run.key()));
+  }
   if (!cgroups_.none() && cgroups_.Exists(group)) {
     // The replica is over: whatever it left behind (a daemon that escaped its process group)
     // goes with it, and its group with them. The usage stays in the record.
@@ -764,10 +817,19 @@ RunStatus PosixLauncher::Finish(const LaunchedRun& run, RunStatus st) {
     cgroups_.Remove(group);
     (void)AppendRunRecord(RunDir(run.key()), UsageLine(st.usage), /*durable=*/false);
   }
+  if (!run.order.container.empty() && containers_.enabled()) {
+    RemoveContainer(containers_, RunDir(run.key()), ContainerId(run.key()));
+  }
   return st;
 }
 
 RunStatus PosixLauncher::Check(LaunchedRun& run) {
+  RunStatus st = CheckStatus(run);
+  if (!run.order.container.empty()) st.note = ContainerNote(RunDir(run.key()));
+  return st;
+}
+
+RunStatus PosixLauncher::CheckStatus(LaunchedRun& run) {
   const std::string dir = RunDir(run.key());
   RunRecord rec = ReadRunRecord(dir, RecordPart::kStatus);
   if (rec.exited) {

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "agent/cgroup.h"
+#include "agent/container.h"
 #include "agent/owned_fd.h"
 #include "agent/run_as.h"
 #include "core/agent_protocol.h"
@@ -86,6 +87,8 @@ struct RunStatus {
   // It ended without a recorded status (kExitLost): its launch was interrupted or its monitor
   // killed, so nobody knows how the job fared. A loss, like a lost node, not a failure.
   bool vanished = false;
+  std::string error;  // exited: why it could not run (a container's image or mounts), or ""
+  std::string note;   // how its start goes (ContainerNote), or ""
 };
 
 struct RecoveredRun {
@@ -151,6 +154,8 @@ class PosixLauncher final : public Launcher {
   void Signal(const LaunchedRun& run, int signal) override;
   void Release(const RunKey& key) override;
   void SetGpuDevices(const std::map<int32_t, int32_t>& minors) override { gpu_minors_ = minors; }
+  // How replicas with an image run here (container.h); without it they are refused.
+  void SetContainerConfig(ContainerConfig config) { containers_ = std::move(config); }
   std::vector<RecoveredRun> Recover() override;
   Result<std::string> ReadLog(const RunKey& key, int32_t task, const std::string& stream,
                               int64_t offset, int64_t max_bytes) override;
@@ -162,6 +167,7 @@ class PosixLauncher final : public Launcher {
 
   std::string RunDir(const RunKey& key) const;
   std::string CgroupName(const RunKey& key) const;
+  std::string ContainerId(const RunKey& key) const;
 
  private:
   struct Prepared;
@@ -183,6 +189,7 @@ class PosixLauncher final : public Launcher {
   Status FailLaunch(const Prepared& p, Status st);
   // An exited replica's status with its usage; removes its cgroup (killing what is left).
   RunStatus Finish(const LaunchedRun& run, RunStatus st);
+  RunStatus CheckStatus(LaunchedRun& run);
 
   std::string monitor_exe_;
   std::string runs_dir_;
@@ -194,6 +201,7 @@ class PosixLauncher final : public Launcher {
   // a write end too, so the read end never reports end-of-file when no monitor has it open.
   std::string notify_path_;
   std::map<int32_t, int32_t> gpu_minors_;  // GPU index -> /dev/nvidia minor; empty: simulated
+  ContainerConfig containers_;
   std::vector<pid_t> unreaped_;  // monitors this launcher forked that have not been reaped
   // The exec'd monitors this launcher may still hand work: their control sockets (a monitor
   // whose socket is closed exits once idle), the replica each runs, and since when it has none

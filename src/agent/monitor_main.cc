@@ -2,8 +2,11 @@
 // small static executable, so that starting it copies nothing of the agent. Its plan arrives on
 // descriptor 5; /dev/null is 3, the pipe for its pid report 4, and the agent's control socket 6,
 // on which the plans of further replicas come. Not meant to be run by hand.
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -30,7 +33,21 @@ const ChildPlan* NextReplica() {
 
 }  // namespace
 
-int main() {
+// A container's init (container.h): PID 1 of the replica's container, which its tasks join with
+// crun exec. It reaps the orphans they leave and ends on SIGTERM, SIGINT or SIGKILL.
+int PauseMain() {
+  struct sigaction stop {};
+  stop.sa_handler = [](int) { _exit(0); };
+  sigemptyset(&stop.sa_mask);
+  sigaction(SIGTERM, &stop, nullptr);
+  sigaction(SIGINT, &stop, nullptr);
+  for (;;) {
+    if (wait(nullptr) < 0 && errno == ECHILD) pause();
+  }
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "pause") return PauseMain();
   std::string bytes;
   const bool read = ReadPlanBytes(kMonitorFdPlan, &bytes);
   close(kMonitorFdPlan);

@@ -22,6 +22,7 @@ Supervisor::Supervisor(std::unique_ptr<Launcher> launcher, const Clock* clock)
     // Signals asked for after the launch and before the agent's restart may be sent again.
     e.signals_sent = e.run.order.signals;
     e.status = launcher_->Check(e.run);
+    if (!e.status.running && !e.status.error.empty()) e.error = e.status.error;
     spdlog::info("re-adopted run {} replica {}: {}", key.run_id, key.replica,
                  e.status.running ? "running" : "exited " + std::to_string(e.status.exit_code));
     runs_.emplace(key, std::move(e));
@@ -133,6 +134,7 @@ std::vector<RunReport> Supervisor::Report() {
     r.vanished = !e.status.running && e.status.vanished;
     r.failed_task = e.status.running ? -1 : e.status.failed_task;
     r.error = e.error;
+    r.note = e.status.note;
     if (!e.status.running) {
       r.oom_killed = e.status.usage.oom_killed;
       r.peak_memory_bytes = e.status.usage.peak_memory_bytes;
@@ -161,9 +163,12 @@ bool Supervisor::Poll() {
   launcher_->DrainExitFd();  // before looking: an exit after this wakes the next wait
   for (auto& [key, e] : runs_) {
     if (!e.status.running) continue;
+    const std::string note = e.status.note;
     e.status = launcher_->Check(e.run);
+    changed = changed || e.status.note != note;  // the head hears of a pull at once
     if (!e.status.running) {
       spdlog::info("run {} replica {} exited with {}", key.run_id, key.replica, e.status.exit_code);
+      if (!e.status.error.empty()) e.error = e.status.error;
       changed = true;
     } else if (e.stopping && !e.killed && now >= e.kill_at) {
       spdlog::warn("run {} replica {} outlived its grace: SIGKILL", key.run_id, key.replica);

@@ -444,6 +444,11 @@ Json NodeViewJson(const head::NodeView& v) {
     }
   }
   j["runs"] = v.runs;
+  if (v.image_cache.limit_bytes > 0) {
+    j["image_cache"] = {{"bytes", v.image_cache.bytes},
+                        {"images", v.image_cache.images},
+                        {"limit_bytes", v.image_cache.limit_bytes}};
+  }
   return j;
 }
 

@@ -25,6 +25,8 @@ const CommandInfo kCommands[] = {
      "              [--checkpoint-signal SIG] [--grace-period D] [--env K=V]... [--workdir D]\n"
      "              [--gpu-model M] [--label K=V]... [--user U (admins)] [--parsable] [--dry-run]\n"
      "              [--array 0-999[:STEP][%P]] [--dependency afterok:ID[:ID...],singleton]\n"
+     "              [--image REF [--mount SRC:DST[:ro]]... [--container-workdir DIR]\n"
+     "               [--container-writable] [--no-container-mount-home]]\n"
      "              [--] CMD [ARGS...]",
      "submit a job"},
     {"jobs", RunJobs,

@@ -215,7 +215,17 @@ std::string RenderNodeDetail(const Json& n) {
 }
 
 std::string RenderNodesTable(const Json& nodes) {
-  Table t({"NAME", "STATE", "GPUS", "MODEL", "GPU-UTIL", "GPU-HEALTH", "CPUS", "MEMORY", "LABELS"});
+  // The image cache's column only where a node has images in it (containers, docs/containers.md).
+  bool images = false;
+  for (const Json& n : nodes) {
+    if (auto c = n.find("image_cache"); c != n.end() && c->is_object()) {
+      images = images || Int(*c, "images") > 0;
+    }
+  }
+  std::vector<std::string> columns = {"NAME",     "STATE", "GPUS",   "MODEL",
+                                      "GPU-UTIL", "GPU-HEALTH", "CPUS", "MEMORY", "LABELS"};
+  if (images) columns.push_back("IMAGES");
+  Table t(columns);
   for (const Json& n : nodes) {
     std::vector<std::string> models, util, health;
     size_t total = 0;
@@ -251,15 +261,29 @@ std::string RenderNodesTable(const Json& nodes) {
     std::string state = Str(n, "state");
     if (!Str(n, "unhealthy", "").empty())
       state = state == "ready" ? "unhealthy" : state + "+unhealthy";
-    t.AddRow({Str(n, "name"), state,
-              std::to_string(Int(n, "gpus_used")) + "/" + std::to_string(total),
-              models.empty() ? "-" : Join(models, ","),
-              util.empty() || std::all_of(util.begin(), util.end(),
-                                          [](const std::string& u) { return u == "-"; })
-                  ? "-"
-                  : Join(util, ","),
-              health_text, FormatCpus(static_cast<int32_t>(Int(n, "cpu_milli"))),
-              FormatMemoryMb(Int(n, "memory_mb")), FormatLabels(labels)});
+    std::vector<std::string> row = {
+        Str(n, "name"),
+        state,
+        std::to_string(Int(n, "gpus_used")) + "/" + std::to_string(total),
+        models.empty() ? "-" : Join(models, ","),
+        util.empty() ||
+                std::all_of(util.begin(), util.end(), [](const std::string& u) { return u == "-"; })
+            ? "-"
+            : Join(util, ","),
+        health_text,
+        FormatCpus(static_cast<int32_t>(Int(n, "cpu_milli"))),
+        FormatMemoryMb(Int(n, "memory_mb")),
+        FormatLabels(labels)};
+    if (images) {
+      // "2 (310M/20G)": images, and the space they take of the cache's limit.
+      auto c = n.find("image_cache");
+      row.push_back(c == n.end() || !c->is_object()
+                        ? "-"
+                        : std::to_string(Int(*c, "images")) + " (" +
+                              FormatMemoryMb(Int(*c, "bytes") >> 20) + "/" +
+                              FormatMemoryMb(Int(*c, "limit_bytes") >> 20) + ")");
+    }
+    t.AddRow(row);
   }
   return t.Render();
 }

@@ -39,6 +39,11 @@ const std::vector<FlagDef> kSubmitFlags = {
     {"array", 'a', true},
     {"dependency", 'd', true},
     {"tasks-per-replica", 0, true},
+    {"image", 0, true},
+    {"mount", 0, true},
+    {"container-workdir", 0, true},
+    {"container-writable", 0, false},
+    {"no-container-mount-home", 0, false},
 };
 
 // A plain (untagged, unquoted) YAML scalar becomes a bool, null, integer or number when it
@@ -63,9 +68,9 @@ Json ScalarToJson(const YAML::Node& n, bool text) {
 // Spec fields whose values are text however they look.
 bool IsTextField(const std::string& key) {
   static const char* const kText[] = {
-      "name",      "command",     "env",        "workdir",      "queue",
-      "gpu_model", "node_labels", "time_limit", "grace_period", "checkpoint_signal",
-      "memory",    "array",       "dependency"};
+      "name",        "command",    "env",          "workdir",           "queue",  "gpu_model",
+      "node_labels", "time_limit", "grace_period", "checkpoint_signal", "memory", "array",
+      "dependency",  "image",      "mounts",       "container_workdir"};
   for (const char* k : kText) {
     if (key == k) return true;
   }
@@ -220,6 +225,8 @@ Result<Json> BuildSubmitSpec(const ParsedArgs& args, const std::string& cwd, con
       {"array", "array", false},
       {"dependency", "dependency", false},
       {"tasks-per-replica", "tasks_per_replica", true},
+      {"image", "image", false},
+      {"container-workdir", "container_workdir", false},
   };
   for (const Mapping& m : kScalars) {
     if (!args.Has(m.flag)) continue;
@@ -227,6 +234,12 @@ Result<Json> BuildSubmitSpec(const ParsedArgs& args, const std::string& cwd, con
     spec[m.field] = m.numeric ? NumberOrText(v) : Json(v);
   }
   if (args.Has("preemptible")) spec["preemptible"] = true;
+  if (args.Has("container-writable")) spec["container_writable"] = true;
+  if (args.Has("no-container-mount-home")) spec["container_mount_home"] = false;
+  for (const std::string& m : args.All("mount")) {
+    if (!spec.contains("mounts") || !spec["mounts"].is_array()) spec["mounts"] = Json::array();
+    spec["mounts"].push_back(m);
+  }
   CORRAL_RETURN_IF_ERROR(AddPairs(&spec, "env", "env", args.All("env"), &env));
   if (spec["env"].empty()) spec.erase("env");
   CORRAL_RETURN_IF_ERROR(AddPairs(&spec, "node_labels", "label", args.All("label"), nullptr));

@@ -103,6 +103,18 @@ int AgentMain(std::vector<std::string> args) {
   app.add_option("--hpc-job-map-dir", job_map_dir,
                  "where to write one file per GPU naming the jobs on it, for dcgm-exporter's "
                  "--hpc-job-mapping-dir (default STATE_DIR/hpc-job-map; \"none\": off)");
+  std::string image_cache, image_cache_size = "20G";
+  std::vector<std::string> insecure_registries, cdi_dirs;
+  app.add_option("--image-cache", image_cache,
+                 "where container images are unpacked, shared by runs (default STATE_DIR/images; "
+                 "on disk, not tmpfs)");
+  app.add_option("--image-cache-size", image_cache_size,
+                 "evict unused images beyond this size, least recently used first (default 20G)");
+  app.add_option("--insecure-registry", insecure_registries,
+                 "HOST:PORT of a registry reached over plain HTTP (repeatable; loopback ones are)");
+  app.add_option("--cdi-dir", cdi_dirs,
+                 "a directory of CDI specs for the GPUs (repeatable; default /etc/cdi "
+                 "/var/run/cdi; simulated GPUs: STATE_DIR/cdi, written by the agent)");
   if (auto code = ParseFlags(app, std::move(args))) return *code;
   // Before any thread starts: it takes NOTIFY_SOCKET out of the environment jobs inherit.
   ServiceNotifier notifier = ServiceNotifier::FromEnvironment();
@@ -168,6 +180,31 @@ int AgentMain(std::vector<std::string> args) {
   agent::AgentConfig config;
   config.name = name;
   config.state_dir = state_dir;
+  {
+    agent::ContainerConfig& c = config.containers;
+    c.crun_root = state_dir + "/crun";
+    c.cache.dir = image_cache.empty() ? state_dir + "/images" : image_cache;
+    auto limit = ParseMemoryMb("--image-cache-size", image_cache_size);
+    if (!limit.ok()) {
+      std::cerr << "corral agent: " << limit.status().message() << "\n";
+      return 2;
+    }
+    c.cache.limit_bytes = *limit * 1024 * 1024;
+    c.cache.insecure_registries = insecure_registries;
+    // A pull the agent's last life left half done (its helper killed with it) goes now.
+    agent::ImageCache(c.cache).CleanInterrupted();
+    if (!cdi_dirs.empty()) c.cdi_dirs = cdi_dirs;
+    if (!simulate.empty()) {
+      // Simulated GPUs come into containers through a CDI spec of the agent's own.
+      auto sim = agent::ParseSimulateGpus(simulate);
+      c.cdi_kind = "corral.dev/gpu";
+      c.cdi_dirs.insert(c.cdi_dirs.begin(), state_dir + "/cdi");
+      if (Status st = agent::WriteSimulatedCdiSpec(state_dir + "/cdi", sim->count); !st.ok()) {
+        std::cerr << "corral agent: " << st.message() << "\n";
+        return 2;
+      }
+    }
+  }
   config.lease_ms = lease_s * kSecond;
   if (job_map_dir.empty()) job_map_dir = state_dir + "/hpc-job-map";
   config.job_map_dir = job_map_dir == "none" ? "" : job_map_dir;
@@ -202,6 +239,8 @@ int AgentMain(std::vector<std::string> args) {
     std::error_code ec;
     auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
     if (!ec) config.monitor_exe = agent::MonitorExecutableBeside(self.string());
+    if (!ec) config.containers.helper_exe = self.string();
+    config.containers.init_exe = config.monitor_exe;
   }
   if (cpus < 0) {
     std::cerr << "corral agent: flag '--cpus': must be >= 0\n";

@@ -1,8 +1,10 @@
 // corral: one binary, many subcommands (DESIGN §2). Flag wiring only.
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "agent/container.h"
 #include "cli/cli.h"
 #include "cmd/commands.h"
 #include "core/version.h"
@@ -41,6 +43,15 @@ int main(int argc, char** argv) {
   if (command == "agent") return corral::cmd::AgentMain(args);
   if (command == "up") return corral::cmd::UpMain(args);
   if (command == "simulate") return corral::sim::SimulateMain(args);
+  if (command == "container-task") {
+    // A container replica's task, started by the agent's monitor (agent/container.h).
+    const char* task = std::getenv("CORRAL_CONTAINER_TASK");
+    if (args.size() != 1 || task == nullptr) {
+      std::cerr << "corral container-task: started by the agent only\n";
+      return 2;
+    }
+    return corral::agent::ContainerTaskMain(args[0], std::atoi(task));
+  }
   if (command == "--version" || command == "version") {
     std::cout << "corral " << corral::Version() << "\n";
     return 0;

@@ -58,6 +58,9 @@ struct RunReport {
   bool vanished = false;
   int32_t failed_task = -1;  // exited: the first task that failed (exit_code is its code)
   std::string error;         // exited without starting: why (e.g. the owner has no account here)
+  // How its start goes, in words (a container's "pulling image REF on NODE", then "image REF
+  // pulled on NODE in N ms"); "" for nothing to say. The head makes each note an event once.
+  std::string note;
   // Exited, from the run's cgroup (0 where the node has none):
   bool oom_killed = false;  // the kernel killed it for exceeding its memory limit
   int64_t peak_memory_bytes = 0;
@@ -84,6 +87,14 @@ struct GpuSample {
   bool operator==(const GpuSample&) const = default;
 };
 
+// The node's container image cache (docs/containers.md), for `corral nodes`.
+struct ImageCacheReport {
+  int64_t bytes = 0;
+  int32_t images = 0;
+  int64_t limit_bytes = 0;  // 0: the node reports no cache
+  bool operator==(const ImageCacheReport&) const = default;
+};
+
 struct SyncRequest {
   std::string node;
   uint64_t agent_epoch = 0;
@@ -92,6 +103,7 @@ struct SyncRequest {
   std::vector<RunReport> runs;      // everything alive or exited-but-not-yet-released
   std::vector<int32_t> busy_ports;  // ports of the MASTER_PORT range something listens on
   std::vector<GpuSample> gpu_samples;  // empty: not measured (an older agent sends none)
+  ImageCacheReport image_cache;
   // The agent applies delta answers (SyncResponse::delta); an older agent sends false and is
   // answered in full.
   bool deltas = false;
@@ -118,7 +130,8 @@ struct RunOrder {
   int32_t cpu_milli = 0;  // the replica's CPU cap (its cgroup's); 0: none
   int64_t memory_mb = 0;  // the replica's memory cap; 0: none
   std::vector<int32_t> gpus;
-  bool stop = false;  // stop it: signal, grace, then SIGKILL
+  ContainerSpec container;  // the replica's tasks run in one container of this image
+  bool stop = false;        // stop it: signal, grace, then SIGKILL
   int32_t stop_signal = 15;
   int64_t grace_ms = 10000;
   // Signals asked for while it runs (scancel --signal): how many so far and the last one. The

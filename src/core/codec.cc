@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "core/container_codec.h"
+
 namespace corral {
 namespace {
 
@@ -73,6 +75,8 @@ JobSpec DecodeSpec(const Json& j) {
   s.checkpoint_signal = Get<int32_t>(j, "checkpoint_signal", 15);
   s.grace_ms = Get<int64_t>(j, "grace_ms", 10000);
   s.array = Get<std::string>(j, "array", "");
+  if (auto c = j.find("container"); c != j.end() && !c->is_null())
+    s.container = DecodeContainer(*c);
   if (auto deps = ParseDependencies(Get<std::string>(j, "dependency", "")); deps.ok()) {
     s.dependencies = *deps;
   } else {
@@ -184,28 +188,30 @@ Json EncodeGpus(const std::vector<Gpu>& gpus) {
 }  // namespace
 
 Json ToJson(const JobSpec& s) {
-  return Json{{"name", s.name},
-              {"command", s.command},
-              {"env", s.env},
-              {"workdir", s.workdir},
-              {"queue", s.queue},
-              {"replicas", s.replicas},
-              {"gpu_milli", s.per_replica.gpu_milli},
-              {"cpu_milli", s.per_replica.cpu_milli},
-              {"memory_mb", s.per_replica.memory_mb},
-              {"gpu_model", s.gpu_model},
-              {"node_labels", s.node_labels},
-              {"time_limit_ms", s.time_limit_ms},
-              {"priority", s.priority},
-              {"preemptible", s.preemptible},
-              {"max_restarts", s.max_restarts},
-              {"checkpoint_signal", s.checkpoint_signal},
-              {"grace_ms", s.grace_ms},
-              {"array", s.array},
-              {"tasks_per_replica", s.tasks_per_replica},
-              {"batch", s.batch},
-              {"hold", s.hold},
-              {"dependency", FormatDependencies(s.dependencies)}};
+  Json j{{"name", s.name},
+         {"command", s.command},
+         {"env", s.env},
+         {"workdir", s.workdir},
+         {"queue", s.queue},
+         {"replicas", s.replicas},
+         {"gpu_milli", s.per_replica.gpu_milli},
+         {"cpu_milli", s.per_replica.cpu_milli},
+         {"memory_mb", s.per_replica.memory_mb},
+         {"gpu_model", s.gpu_model},
+         {"node_labels", s.node_labels},
+         {"time_limit_ms", s.time_limit_ms},
+         {"priority", s.priority},
+         {"preemptible", s.preemptible},
+         {"max_restarts", s.max_restarts},
+         {"checkpoint_signal", s.checkpoint_signal},
+         {"grace_ms", s.grace_ms},
+         {"array", s.array},
+         {"tasks_per_replica", s.tasks_per_replica},
+         {"batch", s.batch},
+         {"hold", s.hold},
+         {"dependency", FormatDependencies(s.dependencies)}};
+  if (!s.container.empty()) j["container"] = ContainerJson(s.container);
+  return j;
 }
 
 Json ToJson(const ReplicaPlacement& p) {
@@ -384,6 +390,7 @@ Json ToJson(const RunReport& r) {
   if (r.vanished) j["vanished"] = true;
   if (r.failed_task >= 0) j["failed_task"] = r.failed_task;
   if (!r.error.empty()) j["error"] = r.error;
+  if (!r.note.empty()) j["note"] = r.note;
   if (r.oom_killed) j["oom_killed"] = true;
   if (r.peak_memory_bytes > 0) j["peak_memory_bytes"] = r.peak_memory_bytes;
   if (r.cpu_ms > 0) j["cpu_ms"] = r.cpu_ms;
@@ -402,6 +409,7 @@ Json ToJson(const SyncRequest& r) {
   // Optional, so that heads and agents of either version understand each other.
   for (const GpuSample& g : r.gpu_samples) j["gpu_samples"].push_back(ToJson(g));
   if (r.deltas) j["deltas"] = true;
+  if (r.image_cache.limit_bytes > 0) j["image_cache"] = ImageCacheJson(r.image_cache);
   return j;
 }
 
@@ -449,6 +457,7 @@ Json ToJson(const RunOrder& r) {
   if (!r.user.empty()) j["user"] = r.user;
   if (r.cpu_milli > 0) j["cpu_milli"] = r.cpu_milli;
   if (r.memory_mb > 0) j["memory_mb"] = r.memory_mb;
+  if (!r.container.empty()) j["container"] = ContainerJson(r.container);
   return j;
 }
 
@@ -652,11 +661,13 @@ Result<SyncRequest> SyncRequestFromJson(const Json& j) {
       rr.vanished = Get<bool>(x, "vanished", false);
       rr.failed_task = Get<int32_t>(x, "failed_task", -1);
       rr.error = Get<std::string>(x, "error", "");
+      rr.note = Get<std::string>(x, "note", "");
       rr.oom_killed = Get<bool>(x, "oom_killed", false);
       rr.peak_memory_bytes = Get<int64_t>(x, "peak_memory_bytes", 0);
       rr.cpu_ms = Get<int64_t>(x, "cpu_ms", 0);
       r.runs.push_back(rr);
     }
+    if (auto c = j.find("image_cache"); c != j.end()) r.image_cache = DecodeImageCache(*c);
     for (const Json& x : j.value("gpu_samples", Json::array())) {
       r.gpu_samples.push_back(Must(GpuSampleFromJson(x)));
     }
@@ -704,6 +715,9 @@ Result<SyncResponse> SyncResponseFromJson(const Json& j) {
       o.cpu_milli = Get<int32_t>(x, "cpu_milli", 0);
       o.memory_mb = Get<int64_t>(x, "memory_mb", 0);
       o.gpus = Get<std::vector<int32_t>>(x, "gpus", {});
+      if (auto c = x.find("container"); c != x.end() && !c->is_null()) {
+        o.container = DecodeContainer(*c);
+      }
       o.stop = Get<bool>(x, "stop", false);
       o.stop_signal = Get<int32_t>(x, "stop_signal", 15);
       o.grace_ms = Get<int64_t>(x, "grace_ms", 10000);

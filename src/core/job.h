@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/array_deps.h"
+#include "core/container_spec.h"
 #include "core/resources.h"
 #include "core/time.h"
 
@@ -78,7 +79,8 @@ struct JobSpec {
   // A Slurm batch job: replica 0 runs the script and the others only hold their nodes, so
   // replica 0's end stops the rest and its exit code alone decides the outcome.
   bool batch = false;
-  bool hold = false;  // submitted held (sbatch --hold): it waits for a release
+  bool hold = false;        // submitted held (sbatch --hold): it waits for a release
+  ContainerSpec container;  // empty image: the tasks run on the node as they are
 };
 
 enum class RunState { kScheduled, kRunning, kSucceeded, kFailed, kCancelled, kPreempted, kLost };

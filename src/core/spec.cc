@@ -68,6 +68,75 @@ Result<std::map<std::string, std::string>> StringMapField(const std::string& fie
 // A duration or memory size may come as a number or a string with a unit.
 std::string ScalarText(const Json& v) { return v.is_string() ? v.get<std::string>() : Dump(v); }
 
+// image, mounts, container_workdir, container_writable, container_mount_home. The container
+// fields other than image need an image.
+Status ParseContainerFields(const Json& j, ContainerSpec* c) {
+  if (auto it = j.find("image"); it != j.end()) {
+    auto v = StringField("image", *it);
+    if (!v.ok()) return v.status();
+    auto ref = ParseImageRef("image", *v);
+    if (!ref.ok()) return ref.status();
+    c->image = ref->Canonical();
+  }
+  if (auto it = j.find("mounts"); it != j.end()) {
+    if (!it->is_array()) {
+      return FieldError("mounts", *it,
+                        "a list of \"SRC:DST[:ro]\" or {source, destination, "
+                        "read_only}");
+    }
+    if (it->size() > 64) return FieldError("mounts", *it, "at most 64 mounts");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const Json& m = (*it)[i];
+      const std::string field = "mounts[" + std::to_string(i) + "]";
+      if (m.is_string()) {
+        auto parsed = ParseMount(field, m.get<std::string>());
+        if (!parsed.ok()) return parsed.status();
+        c->mounts.push_back(*parsed);
+        continue;
+      }
+      if (!m.is_object()) return FieldError(field, m, "\"SRC:DST[:ro]\" or an object");
+      ContainerMount mount;
+      for (auto f = m.begin(); f != m.end(); ++f) {
+        if (f.key() == "source" || f.key() == "destination") {
+          auto v = StringField(field + "." + f.key(), *f);
+          if (!v.ok()) return v.status();
+          (f.key() == "source" ? mount.source : mount.destination) = *v;
+        } else if (f.key() == "read_only") {
+          if (!f->is_boolean()) return FieldError(field + ".read_only", *f, "true or false");
+          mount.read_only = f->get<bool>();
+        } else {
+          return InvalidArgument("unknown field '" + field + "." + f.key() +
+                                 "'; known: source, destination, read_only");
+        }
+      }
+      CORRAL_RETURN_IF_ERROR(ValidateMount(field, mount));
+      c->mounts.push_back(mount);
+    }
+  }
+  if (auto it = j.find("container_workdir"); it != j.end()) {
+    auto v = StringField("container_workdir", *it);
+    if (!v.ok()) return v.status();
+    if (v->empty() || (*v)[0] != '/' || v->find('\0') != std::string::npos) {
+      return FieldError("container_workdir", *it, "an absolute path in the container");
+    }
+    c->workdir = *v;
+  }
+  for (const char* flag : {"container_writable", "container_mount_home"}) {
+    auto it = j.find(flag);
+    if (it == j.end()) continue;
+    if (!it->is_boolean()) return FieldError(flag, *it, "true or false");
+    (std::string(flag) == "container_writable" ? c->writable : c->mount_home) = it->get<bool>();
+  }
+  if (c->image.empty() &&
+      (!c->mounts.empty() || !c->workdir.empty() || j.contains("container_writable") ||
+       j.contains("container_mount_home"))) {
+    return InvalidArgument(
+        "field 'image': required with mounts, container_workdir, container_writable or "
+        "container_mount_home (they apply to a container)");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<DurationMs> ParseDuration(const std::string& field, const std::string& text) {
@@ -204,20 +273,41 @@ std::string FormatDuration(DurationMs ms) {
 
 Result<JobSpec> ParseJobSpec(const Json& j) {
   if (!j.is_object()) return InvalidArgument("job spec: want a JSON/YAML object, got " + Dump(j));
-  static const std::set<std::string> kKnown = {
-      "name",         "command",     "env",          "workdir",
-      "queue",        "replicas",    "gpus",         "cpus",
-      "memory",       "gpu_model",   "node_labels",  "time_limit",
-      "priority",     "preemptible", "max_restarts", "checkpoint_signal",
-      "grace_period", "array",       "dependency",   "tasks_per_replica",
-      "batch",        "hold"};
+  static const std::set<std::string> kKnown = {"name",
+                                               "command",
+                                               "env",
+                                               "workdir",
+                                               "queue",
+                                               "replicas",
+                                               "gpus",
+                                               "cpus",
+                                               "memory",
+                                               "gpu_model",
+                                               "node_labels",
+                                               "time_limit",
+                                               "priority",
+                                               "preemptible",
+                                               "max_restarts",
+                                               "checkpoint_signal",
+                                               "grace_period",
+                                               "array",
+                                               "dependency",
+                                               "tasks_per_replica",
+                                               "batch",
+                                               "hold",
+                                               "image",
+                                               "mounts",
+                                               "container_workdir",
+                                               "container_writable",
+                                               "container_mount_home"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!kKnown.count(it.key())) {
       return InvalidArgument("unknown field '" + it.key() +
                              "'; known fields: name, command, env, workdir, queue, replicas, "
                              "gpus, cpus, memory, gpu_model, node_labels, time_limit, priority, "
                              "preemptible, max_restarts, checkpoint_signal, grace_period, "
-                             "array, dependency, tasks_per_replica, batch, hold");
+                             "array, dependency, tasks_per_replica, batch, hold, image, mounts, "
+                             "container_workdir, container_writable, container_mount_home");
     }
   }
   JobSpec s;
@@ -399,6 +489,7 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
     if (!d.ok()) return d.status();
     s.dependencies = *d;
   }
+  CORRAL_RETURN_IF_ERROR(ParseContainerFields(j, &s.container));
   return s;
 }
 

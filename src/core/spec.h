@@ -14,7 +14,8 @@ namespace corral {
 
 // Accepted fields: name, command (array of strings, required), env (object), workdir, queue,
 // replicas, gpus, cpus, memory, gpu_model, node_labels, time_limit, priority, preemptible,
-// max_restarts, checkpoint_signal, grace_period.
+// max_restarts, checkpoint_signal, grace_period; a container's image, mounts ("SRC:DST[:ro]"),
+// container_workdir, container_writable, container_mount_home (container_spec.h).
 Result<JobSpec> ParseJobSpec(const Json& j);
 
 // Limits on what one job may carry (ParseJobSpec refuses more, naming the field).

@@ -106,5 +106,54 @@ TEST(ParseDuration, NumbersPastAYearOfSecondsAreRefusedNotOverflowed) {
   EXPECT_EQ(*ParseDuration("t", "31622400"), 31622400 * kSecond);
 }
 
+TEST(ParseJobSpec, ContainerFields) {
+  auto s = ParseJobSpec(
+      Json{{"command", {"true"}},
+           {"image", "registry.local:5000/team/train:v1"},
+           {"mounts", {"/data:/data:ro", {{"source", "/scratch"}, {"destination", "/s"}}}},
+           {"container_workdir", "/work"},
+           {"container_writable", true},
+           {"container_mount_home", false}});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->container.image, "registry.local:5000/team/train:v1");
+  ASSERT_EQ(s->container.mounts.size(), 2u);
+  EXPECT_TRUE(s->container.mounts[0].read_only);
+  EXPECT_EQ(s->container.mounts[1].destination, "/s");
+  EXPECT_EQ(s->container.workdir, "/work");
+  EXPECT_TRUE(s->container.writable);
+  EXPECT_FALSE(s->container.mount_home);
+  // Canonical forms.
+  EXPECT_EQ(ParseJobSpec(Json{{"command", {"true"}}, {"image", "ubuntu"}})->container.image,
+            "docker.io/library/ubuntu:latest");
+  EXPECT_EQ(ParseJobSpec(Json{{"command", {"true"}}, {"image", "/srv/img.tar"}})->container.image,
+            "/srv/img.tar");
+  // The stored form round-trips.
+  auto back = JobSpecFromJson(ToJson(*s));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->container, s->container);
+}
+
+TEST(ParseJobSpec, BadContainerFieldsNameTheField) {
+  const std::vector<std::pair<Json, std::string>> cases = {
+      {{{"image", "Bad Name"}}, "field 'image'"},
+      {{{"image", "reg:5000/x@sha256:abc"}}, "bad digest"},
+      {{{"image", "oci:relative"}}, "field 'image'"},
+      {{{"image", "/a/../b.tar"}}, "field 'image'"},
+      {{{"image", "x"}, {"mounts", {"data:/data"}}}, "field 'mounts[0]'"},
+      {{{"image", "x"}, {"mounts", {"/data:/proc/x"}}}, "field 'mounts[0]'"},
+      {{{"image", "x"}, {"mounts", {"/data:/d:rx"}}}, "unknown option 'rx'"},
+      {{{"image", "x"}, {"mounts", {{{"source", "/a"}, {"dest", "/b"}}}}}, "mounts[0].dest"},
+      {{{"image", "x"}, {"container_workdir", "work"}}, "field 'container_workdir'"},
+      {{{"mounts", {"/a:/b"}}}, "field 'image': required"},
+  };
+  for (const auto& [fields, want] : cases) {
+    Json j = fields;
+    j["command"] = {"true"};
+    auto s = ParseJobSpec(j);
+    ASSERT_FALSE(s.ok()) << j.dump();
+    EXPECT_NE(s.status().message().find(want), std::string::npos) << s.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace corral

@@ -137,6 +137,9 @@ struct Encoder {
   void operator()(const CheckpointReported& c) {
     j.update({{"job", c.job}, {"attempt", c.attempt}});
   }
+  void operator()(const RunNoted& c) {
+    j.update({{"job", c.job}, {"attempt", c.attempt}, {"what", c.what}, {"note", c.note}});
+  }
   void operator()(const IdleWarned& c) {
     j.update({{"job", c.job},
               {"attempt", c.attempt},
@@ -243,6 +246,10 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
                     j.at("reason").get<std::string>()};
   }
   if (type == "checkpoint_reported") return CheckpointReported{job(), attempt()};
+  if (type == "run_noted") {
+    return RunNoted{job(), attempt(), j.at("what").get<std::string>(),
+                    j.at("note").get<std::string>()};
+  }
   if (type == "idle_warned") {
     return IdleWarned{job(), attempt(), j.at("idle_since").get<TimeMs>(),
                       j.at("stop_at").get<TimeMs>()};
@@ -326,7 +333,8 @@ const char* ChangeName(const ChangeKind& what) {
       "checkpoint_reported", "node_registered", "node_liveness_set", "queue_set",
       "token_issued",        "token_revoked",   "idle_warned",       "step_started",
       "step_exited",         "job_hold_set",    "run_signalled",     "node_health_set",
-      "jobs_retired",        "array_submitted", "node_drain_set",    "gpu_drain_set"};
+      "jobs_retired",        "array_submitted", "node_drain_set",    "gpu_drain_set",
+      "run_noted"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];
 }

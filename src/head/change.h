@@ -86,6 +86,14 @@ struct CheckpointReported {
   JobId job = 0;
   int32_t attempt = 0;
 };
+// A replica's agent said how its start goes (a container's image being pulled, then pulled and
+// how long it took): an event of the job's.
+struct RunNoted {
+  JobId job = 0;
+  int32_t attempt = 0;
+  std::string what;  // "pulling image", "image pulled"
+  std::string note;  // "pulling image REF on NODE", "image REF pulled on NODE in N ms"
+};
 struct NodeRegistered {  // the node as registered (agent epoch bumped) and its new credential
   Node node;
   Credential credential;
@@ -163,7 +171,7 @@ using ChangeKind =
                  RunEnded, JobEnded, CheckpointReported, NodeRegistered, NodeLivenessSet, QueueSet,
                  TokenIssued, TokenRevoked, IdleWarned, StepStarted, StepExited, JobHoldSet,
                  RunSignalled, NodeHealthSet, JobsRetired, ArraySubmitted, NodeDrainSet,
-                 GpuDrainSet>;
+                 GpuDrainSet, RunNoted>;
 
 struct Change {
   uint64_t revision = 0;

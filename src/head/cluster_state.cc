@@ -163,6 +163,7 @@ struct Applier {
   void operator()(const CheckpointReported& c) {
     RunAt(s, c.job, c.attempt).last_checkpoint_at = at;
   }
+  void operator()(const RunNoted& c) { Event(JobAt(s, c.job), c.what, c.note); }
   void operator()(const IdleWarned& c) {
     Event(JobAt(s, c.job), "idle warning",
           "its GPUs have been idle for " + FormatDuration(at - c.idle_since) +

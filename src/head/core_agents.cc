@@ -97,6 +97,7 @@ Result<bool> HeadCore::Report(const Caller& by, const SyncRequest& req, TimeMs n
                    [&](int32_t p) { return ports.count(p) > 0; })) {
     ports = std::set<int32_t>(req.busy_ports.begin(), req.busy_ports.end());
   }
+  if (req.image_cache.limit_bytes > 0) image_caches_[req.node] = req.image_cache;
   if (!req.gpu_samples.empty()) {
     gpu_samples_[req.node] = req.gpu_samples;
     ObserveUse(req.node, now);
@@ -168,6 +169,7 @@ RunOrder HeadCore::ReplicaOrder(const Job& job, const Run& run, int32_t replica)
   o.cpu_milli = job.spec.per_replica.cpu_milli;
   o.memory_mb = ReplicaMemoryCapMb(job, run.placement[replica]);
   o.gpus = run.placement[replica].gpus;
+  o.container = job.spec.container;  // a job step runs in a container of the job's image too
   o.stop = run.stop_requested;
   o.stop_signal = job.spec.checkpoint_signal;
   // A checkpoint reported after the stop was asked for is the job saying it is ready to go:
@@ -293,6 +295,7 @@ std::vector<NodeView> HeadCore::ListNodes() const {
     NodeView v{node, 0, {}, {}};
     if (auto h = last_heard_.find(name); h != last_heard_.end()) v.node.last_heartbeat = h->second;
     if (auto g = gpu_samples_.find(name); g != gpu_samples_.end()) v.gpu_samples = g->second;
+    if (auto c = image_caches_.find(name); c != image_caches_.end()) v.image_cache = c->second;
     if (auto runs = node_runs_.find(name); runs != node_runs_.end()) {
       for (JobId id : runs->second) {
         const Run& run = *state_.jobs.at(id).CurrentRun();

@@ -137,6 +137,7 @@ void HeadCore::Index(const Change& c) {
       const Run& run = core.state_.jobs.at(e.job).runs[e.attempt - 1];
       core.Bump(run.placement[run.steps[e.step].replicas[e.index]].node, e.job);
     }
+    void operator()(const RunNoted& e) { Job(e.job); }
     void operator()(const CheckpointReported& e) {
       Job(e.job);
       // Victims that just checkpointed lose least: the scheduler prefers them.
@@ -200,6 +201,7 @@ void HeadCore::MarkDirty(const Change& c) {
     void operator()(const RunEnded& e) { d.jobs.insert(e.job); }
     void operator()(const JobEnded& e) { d.jobs.insert(e.job); }
     void operator()(const CheckpointReported& e) { d.jobs.insert(e.job); }
+    void operator()(const RunNoted& e) { d.jobs.insert(e.job); }
     void operator()(const IdleWarned& e) { d.jobs.insert(e.job); }
     void operator()(const StepStarted& e) { d.jobs.insert(e.job); }
     void operator()(const JobHoldSet& e) { d.jobs.insert(e.job); }

@@ -86,6 +86,7 @@ struct NodeView {
   int32_t gpus_used = 0;
   std::vector<std::string> runs;
   std::vector<GpuSample> gpu_samples;  // as the agent last reported; empty: not measured
+  ImageCacheReport image_cache;        // as the agent last reported (not durable)
 };
 
 struct QueueView {
@@ -367,6 +368,7 @@ class HeadCore {
   };
   std::map<std::string, std::map<int32_t, GpuChecks>> gpu_checks_;
   std::map<std::pair<std::string, int32_t>, int64_t> xid_counts_;  // (node, Xid) -> seen
+  std::map<std::string, ImageCacheReport> image_caches_;  // each node's, as last reported
   std::map<RunId, std::map<std::string, TimeMs>> low_since_;
   std::map<JobId, TimeMs> idle_;          // job -> idle since
   std::map<RunId, TimeMs> idle_stop_at_;  // warned runs -> when they are stopped

@@ -283,6 +283,99 @@ std::string BatchStepProgram(const std::string& script, const std::string& outpu
   return p;
 }
 
+Result<std::string> PyxisImage(const std::string& text) {
+  if (text.empty()) return Bad("container-image", text, "an image reference");
+  if (text.size() > 5 && text.compare(text.size() - 5, 5, ".sqsh") == 0) {
+    return Bad("container-image", text,
+               "a registry reference, an OCI archive or an OCI layout directory (Corral does "
+               "not run enroot's squashfs images)");
+  }
+  if (text[0] == '/' || text.rfind("oci:", 0) == 0 || text.rfind("oci-archive:", 0) == 0) {
+    return text;
+  }
+  // [USER@][REGISTRY#]IMAGE[:TAG]: the credentials' user is not Corral's to use; the registry
+  // is written "registry/image" in OCI's form.
+  std::string ref = text;
+  auto hash = ref.find('#');
+  auto at = ref.find('@');
+  if (at != std::string::npos &&
+      (hash == std::string::npos ? ref.find("sha256:", at) != at + 1 : at < hash)) {
+    ref = ref.substr(at + 1);
+    hash = ref.find('#');
+  }
+  if (hash != std::string::npos) ref[hash] = '/';
+  return ref;
+}
+
+Result<Json> PyxisMounts(const std::string& text) {
+  Json mounts = Json::array();
+  std::string rest = text;
+  while (!rest.empty()) {
+    auto comma = rest.find(',');
+    std::string one = rest.substr(0, comma);
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+    if (one.empty()) continue;
+    std::vector<std::string> parts;
+    for (size_t s = 0;;) {
+      auto c = one.find(':', s);
+      parts.push_back(one.substr(s, c - s));
+      if (c == std::string::npos) break;
+      s = c + 1;
+    }
+    if (parts.size() > 3) return Bad("container-mounts", one, "SRC[:DST[:FLAGS]]");
+    std::string dst = parts.size() >= 2 ? parts[1] : parts[0];
+    bool ro = false;
+    if (parts.size() == 3) {
+      for (size_t s = 0;;) {  // "ro+rprivate": only ro/rw matter to Corral
+        auto plus = parts[2].find('+', s);
+        std::string flag = parts[2].substr(s, plus - s);
+        if (flag == "ro") ro = true;
+        if (plus == std::string::npos) break;
+        s = plus + 1;
+      }
+    }
+    mounts.push_back(parts[0] + ":" + dst + (ro ? ":ro" : ""));
+  }
+  return mounts;
+}
+
+// pyxis's options onto the spec's container fields. A batch script in a container runs with
+// its submit directory mounted at the same path (its output files are written there), unless
+// --container-workdir says where it starts.
+Status AddContainerOptions(const ParsedOptions& o, const std::string& workdir, Json* spec,
+                           BatchSubmission* sub) {
+  if (!o.Has("container-image")) {
+    for (const char* opt : {"container-mounts", "container-workdir", "container-writable",
+                            "no-container-mount-home"}) {
+      if (o.Has(opt)) {
+        return InvalidArgument(std::string("option --") + opt + ": needs --container-image");
+      }
+    }
+    return Status::Ok();
+  }
+  auto image = PyxisImage(o.Get("container-image"));
+  if (!image.ok()) return image.status();
+  (*spec)["image"] = *image;
+  Json mounts = Json::array();
+  if (o.Has("container-mounts")) {
+    auto m = PyxisMounts(o.Get("container-mounts"));
+    if (!m.ok()) return m.status();
+    mounts = *m;
+  }
+  if (o.Has("container-workdir")) {
+    (*spec)["container_workdir"] = o.Get("container-workdir");
+  } else if (!workdir.empty()) {
+    mounts.push_back(workdir + ":" + workdir);
+  }
+  if (!mounts.empty()) (*spec)["mounts"] = mounts;
+  if (o.Has("container-writable")) (*spec)["container_writable"] = true;
+  if (o.Has("no-container-mount-home")) (*spec)["container_mount_home"] = false;
+  if (o.Has("container-name")) {
+    sub->warnings.push_back("--container-name: Corral does not keep named containers; ignored");
+  }
+  return Status::Ok();
+}
+
 Result<BatchSubmission> BuildBatchSpec(const ParsedOptions& o, const SubmitContext& ctx,
                                        bool strict) {
   BatchSubmission sub;
@@ -518,6 +611,7 @@ Result<BatchSubmission> BuildBatchSpec(const ParsedOptions& o, const SubmitConte
     workdir = d[0] == '/' ? d : ctx.cwd + "/" + d;
   }
   spec["workdir"] = workdir;
+  CORRAL_RETURN_IF_ERROR(AddContainerOptions(o, workdir, &spec, &sub));
 
   std::string open_mode = o.Get("open-mode", "truncate");
   if (open_mode != "truncate" && open_mode != "append") {
@@ -562,7 +656,9 @@ Result<BatchSubmission> BuildBatchSpec(const ParsedOptions& o, const SubmitConte
     std::string trap = "trap '' " + std::to_string(signal) + "\n\"$f\" \"$@\"\n";
     program.replace(program.rfind("\"$f\" \"$@\"\n"), 10, trap);
   }
-  Json command = Json::array({"/bin/bash", "-c", program, "sbatch"});
+  // An image need not have bash; the batch step's program is plain sh.
+  Json command =
+      Json::array({spec.contains("image") ? "/bin/sh" : "/bin/bash", "-c", program, "sbatch"});
   for (const std::string& a : ctx.script_args) command.push_back(a);
   spec["command"] = command;
   spec["batch"] = true;

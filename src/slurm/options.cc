@@ -46,6 +46,15 @@ const std::vector<OptionDef>& SbatchOptionDefs() {
       {"label", 'l', A::kNone},
       {"unbuffered", 'u', A::kNone},
       {"wait", 'W', A::kNone},
+      // pyxis's (the SPANK plugin NVIDIA ships for containers in Slurm jobs)
+      {"container-image", 0, A::kRequired},
+      {"container-mounts", 0, A::kRequired},
+      {"container-workdir", 0, A::kRequired},
+      {"container-writable", 0, A::kNone},
+      {"container-readonly", 0, A::kNone},
+      {"container-mount-home", 0, A::kNone},
+      {"no-container-mount-home", 0, A::kNone},
+      {"container-name", 0, A::kRequired},
   };
   return kDefs;
 }

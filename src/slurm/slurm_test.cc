@@ -265,5 +265,27 @@ TEST(SlurmBatch, ExportListsAndBase64) {
   EXPECT_EQ(ShellQuote("it's"), "'it'\\''s'");
 }
 
+TEST(SlurmBatch, PyxisContainerOptions) {
+  auto sub = BuildBatchSpec(Parse({"--container-image=admin@registry.local:5000#team/img:v1",
+                                   "--container-mounts=/data:/data:ro+rprivate,/scratch",
+                                   "--no-container-mount-home", "--container-writable"}),
+                            Ctx("#!/bin/sh\necho hi\n"), false);
+  ASSERT_TRUE(sub.ok()) << sub.status().message();
+  EXPECT_EQ(sub->spec["image"], "registry.local:5000/team/img:v1");
+  EXPECT_EQ(sub->spec["container_mount_home"], false);
+  EXPECT_EQ(sub->spec["container_writable"], true);
+  // The submit directory is mounted where the script writes its output.
+  const std::string cwd = sub->spec["workdir"];
+  EXPECT_EQ(sub->spec["mounts"], Json({"/data:/data:ro", "/scratch:/scratch", cwd + ":" + cwd}));
+  EXPECT_EQ(sub->spec["command"][0], "/bin/sh");
+  auto spec = ParseJobSpec(sub->spec);
+  EXPECT_TRUE(spec.ok()) << spec.status().message();
+  auto sqsh = BuildBatchSpec(Parse({"--container-image=/x/img.sqsh"}), Ctx("#!/bin/sh\n"), false);
+  EXPECT_FALSE(sqsh.ok());
+  auto alone = BuildBatchSpec(Parse({"--container-workdir=/w"}), Ctx("#!/bin/sh\n"), false);
+  ASSERT_FALSE(alone.ok());
+  EXPECT_NE(alone.status().message().find("needs --container-image"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace corral::slurm

@@ -1,0 +1,370 @@
+// Jobs in OCI images on a real local cluster whose agent runs as root (docs/containers.md):
+// an image the test builds from busybox-static, served by Debian's docker-registry on loopback
+// and as an OCI archive and layout; crun runs it. Needs root and the tools setup-tests.sh
+// installs: skips with a message otherwise, except under CI=true, where that is a failure.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <pwd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/image_cache.h"
+#include "cluster_fixture.h"
+
+namespace corral::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+constexpr char kUser[] = "corral-ct-ana";
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs a shell line; fails the test when it fails.
+bool Sh(const std::string& line, std::string* out = nullptr) {
+  auto r = RunCommand({"/bin/sh", "-c", line});
+  if (out) *out = r.out;
+  EXPECT_EQ(r.exit_code, 0) << line << "\n" << r.out << r.err;
+  return r.exit_code == 0;
+}
+
+int FreePort() {
+  for (int port = 20000 + getpid() % 20000;; ++port) {
+    auto r = RunCommand({"/bin/sh", "-c", "ss -ltn | grep -q ':" + std::to_string(port) + " '"});
+    if (r.exit_code != 0) return port;
+  }
+}
+
+// An OCI layout at DIR/layout:TAG of a busybox root file system with `extra` (a file name)
+// holding `tag`.
+bool MakeImage(const std::string& dir, const std::string& tag) {
+  const std::string rootfs = dir + "/rootfs-" + tag;
+  std::string applets = "sh id df ls cat echo sleep touch test head tail stat mkdir dd env true";
+  return Sh("set -e; mkdir -p " + rootfs + "/bin " + rootfs + "/etc " + rootfs + "/data-" + tag +
+            "; cp /bin/busybox " + rootfs + "/bin/busybox; for a in " + applets +
+            "; do ln -s busybox " + rootfs + "/bin/$a; done; echo " + tag + " > " + rootfs +
+            "/etc/image-tag; cd " + dir + "; [ -d layout ] || umoci init --layout layout; " +
+            "umoci new --image layout:" + tag + "; umoci insert --image layout:" + tag + " " +
+            rootfs + " /; umoci config --image layout:" + tag +
+            " --config.env PATH=/bin --config.workingdir /");
+}
+
+class Containers : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const char* ci = std::getenv("CI");
+    const bool in_ci = ci != nullptr && std::string(ci) == "true";
+    std::string missing;
+    if (geteuid() != 0) missing = "root";
+    for (const char* tool : {"/usr/bin/crun", "/usr/bin/skopeo", "/usr/bin/umoci", "/bin/busybox",
+                             "/usr/bin/docker-registry"}) {
+      if (access(tool, X_OK) != 0) missing += std::string(missing.empty() ? "" : ", ") + tool;
+    }
+    if (!missing.empty()) {
+      skip_ = "needs " + missing + " (scripts/setup-tests.sh)";
+      if (in_ci) ci_failure_ = true;
+      return;
+    }
+    if (getpwnam(kUser) == nullptr) {
+      RunCommand({"/usr/sbin/useradd", "--create-home", "--shell", "/bin/sh", kUser});
+    }
+    cluster_ = new LocalCluster("containers", 1, 2, {}, {"--run-as", "owner"});
+    dir_ = cluster_->dir() + "/images";
+    fs::create_directories(dir_);
+    ASSERT_TRUE(MakeImage(dir_, "v1"));
+    ASSERT_TRUE(MakeImage(dir_, "v2"));
+    ASSERT_TRUE(MakeImage(dir_, "v3"));
+    ASSERT_TRUE(Sh("skopeo --insecure-policy copy --quiet oci:" + dir_ +
+                   "/layout:v1 oci-archive:" + dir_ + "/v1.tar"));
+    // The registry on loopback, with the images pushed to it.
+    port_ = FreePort();
+    std::ofstream(dir_ + "/registry.yml")
+        << "version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: " << dir_
+        << "/registry\nhttp:\n  addr: 127.0.0.1:" << port_ << "\n";
+    registry_ = new Daemon({"/usr/bin/docker-registry", "serve", dir_ + "/registry.yml"},
+                           dir_ + "/registry.log");
+    const std::string reg = "127.0.0.1:" + std::to_string(port_);
+    ASSERT_TRUE(WaitUntil(10000, [&] {
+      return RunCommand({"/usr/bin/curl", "-sf", "http://" + reg + "/v2/"}).exit_code == 0;
+    }));
+    for (const char* tag : {"v1", "v2"}) {
+      ASSERT_TRUE(Sh("skopeo --insecure-policy copy --quiet --dest-tls-verify=false oci:" + dir_ +
+                     "/layout:" + tag + " docker://" + reg + "/test/busybox:" + tag));
+    }
+    auto t = cluster_->Corral({"token", "create", "--user", kUser});
+    ASSERT_EQ(t.exit_code, 0) << t.err;
+    token_ = t.out.substr(0, t.out.find('\n'));
+    data_ = cluster_->dir() + "/data";
+    fs::create_directories(data_);
+    struct passwd* pw = getpwnam(kUser);
+    ASSERT_NE(pw, nullptr);
+    uid_ = pw->pw_uid;
+    ASSERT_EQ(chown(data_.c_str(), pw->pw_uid, pw->pw_gid), 0);
+  }
+  static void TearDownTestSuite() {
+    if (std::getenv("KEEP") != nullptr) return;
+    delete cluster_;
+    delete registry_;
+    cluster_ = nullptr;
+    registry_ = nullptr;
+  }
+  void SetUp() override {
+    if (ci_failure_) FAIL() << skip_ << ", and CI=true";
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    if (token_.empty()) FAIL() << "the suite's setup failed (above)";
+  }
+
+  static std::string Ref(const std::string& tag) {
+    return "127.0.0.1:" + std::to_string(port_) + "/test/busybox:" + tag;
+  }
+  CommandResult As(const std::vector<std::string>& args) const {
+    std::vector<std::string> argv = {CorralBin()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv, {{"CORRAL_ADDR", cluster_->addr()},
+                             {"CORRAL_TOKEN", token_},
+                             {"CORRAL_CONFIG", cluster_->dir() + "/none.json"}});
+  }
+  std::string Submit(std::vector<std::string> args) const {
+    args.insert(args.begin(), {"submit", "--parsable"});
+    auto r = As(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out.substr(0, r.out.find('\n'));
+  }
+  Json Wait(const std::string& id) const {
+    As({"wait", "--timeout", "60s", id});
+    auto r = As({"show", id, "-o", "json"});
+    return Json::parse(r.out, nullptr, false);
+  }
+  std::string Log(const std::string& id, bool err = false) const {
+    std::vector<std::string> args = {"logs", id};
+    if (err) args.push_back("--stderr");
+    return As(args).out;
+  }
+  static std::string Reason(const Json& job) {
+    if (!job.contains("runs") || job["runs"].empty()) return job.dump();
+    return job["runs"].back().value("reason", "");
+  }
+  static std::string State(const Json& job) { return job.value("state", "?"); }
+
+  static inline LocalCluster* cluster_ = nullptr;
+  static inline Daemon* registry_ = nullptr;
+  static inline std::string skip_, dir_, token_, data_;
+  static inline bool ci_failure_ = false;
+  static inline int port_ = 0;
+  static inline uid_t uid_ = 0;
+};
+
+TEST_F(Containers, RunsInItsImageAsItsOwnerWithItsMountsShmAndOnlyItsGpus) {
+  const std::string id =
+      Submit({"--image", Ref("v1"), "--gpus", "1", "--memory", "256M", "--mount", data_ + ":/data",
+              "--", "sh", "-c",
+              "cat /etc/image-tag; id -u; touch /data/made-inside; df -k /dev/shm | tail -1; "
+              "ls /dev | grep nvidia; echo cvd=$CUDA_VISIBLE_DEVICES rank=$RANK job=$CORRAL_JOB_ID "
+              "slurm=$SLURM_JOB_ID; pwd; test -e /usr/bin/apt-get && echo HOST-ROOT; true"});
+  Json job = Wait(id);
+  const std::string out = Log(id);
+  ASSERT_EQ(State(job), "succeeded") << Reason(job) << out << Log(id, true);
+  EXPECT_NE(out.find("v1\n" + std::to_string(uid_) + "\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("HOST-ROOT"), std::string::npos) << out;
+  struct stat st {};
+  ASSERT_EQ(stat((data_ + "/made-inside").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, uid_);
+  EXPECT_NE(out.find(" 262144 "), std::string::npos) << "a 256 MiB /dev/shm: " << out;
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(out, m, std::regex("cvd=([0-9]+) rank=0 job=" + id + " slurm=" + id)))
+      << out;
+  // Exactly its own GPU's device.
+  EXPECT_NE(out.find("nvidia" + m[1].str() + "\n"), std::string::npos) << out;
+  std::string devs = out.substr(out.find("\n", out.find(" 262144 ")) + 1);
+  devs = devs.substr(0, devs.find("cvd="));
+  EXPECT_EQ(devs, "nvidia" + m[1].str() + "\n") << out;
+  EXPECT_NE(Log(id, true).find("pulling image " + Ref("v1") + " on node1"), std::string::npos);
+  // The pull and its time are in the job's events.
+  std::string events;
+  for (const Json& e : job.value("events", Json::array())) {
+    events += e.value("what", "") + ": " + e.value("reason", "") + "\n";
+  }
+  EXPECT_NE(events.find("pulling image: pulling image " + Ref("v1") + " on node1\n"),
+            std::string::npos)
+      << events;
+  EXPECT_TRUE(std::regex_search(
+      events, std::regex("image pulled: image [^ ]+ pulled on node1 in [0-9]+ ms\n")))
+      << events;
+}
+
+TEST_F(Containers, CancelGivesTheJobItsGraceInside) {
+  const std::string id =
+      Submit({"--image", "oci:" + dir_ + "/layout:v1", "--grace-period", "5s", "--mount",
+              data_ + ":/data", "--", "sh", "-c",
+              "trap 'echo stopped-cleanly > /data/grace-" + std::string("$CORRAL_JOB_ID") +
+                  "; exit 0' TERM; echo up; while true; do sleep 0.1; done"});
+  ASSERT_TRUE(WaitUntil(30000, [&] { return Log(id).find("up") != std::string::npos; }))
+      << Log(id, true);
+  ASSERT_EQ(As({"cancel", id}).exit_code, 0);
+  Json job = Wait(id);
+  EXPECT_EQ(State(job), "cancelled");
+  EXPECT_EQ(Slurp(data_ + "/grace-" + id), "stopped-cleanly\n");
+}
+
+TEST_F(Containers, TheMemoryLimitHoldsInside) {
+  const std::string id = Submit({"--image", "oci-archive:" + dir_ + "/v1.tar", "--memory", "64M",
+                                 "--", "sh", "-c", "head -c 400000000 /dev/zero | tail"});
+  Json job = Wait(id);
+  EXPECT_EQ(State(job), "failed");
+  EXPECT_NE(Reason(job).find("memory"), std::string::npos) << Reason(job);
+}
+
+TEST_F(Containers, TwoRunsRacingForAnImagePullItOnce) {
+  const std::string a = Submit({"--image", Ref("v2"), "--", "cat", "/etc/image-tag"});
+  const std::string b = Submit({"--image", Ref("v2"), "--", "cat", "/etc/image-tag"});
+  EXPECT_EQ(State(Wait(a)), "succeeded") << Log(a, true);
+  EXPECT_EQ(State(Wait(b)), "succeeded") << Log(b, true);
+  EXPECT_EQ(Log(a), "v2\n");
+  const std::string errs = Log(a, true) + Log(b, true);
+  size_t pulls = 0;
+  for (size_t at = errs.find("pulling image"); at != std::string::npos;
+       at = errs.find("pulling image", at + 1)) {
+    ++pulls;
+  }
+  EXPECT_EQ(pulls, 1u) << errs;
+  // `corral nodes` shows what the node's cache holds.
+  EXPECT_TRUE(WaitUntil(10000, [&] {
+    Json nodes = Json::parse(As({"nodes", "-o", "json"}).out, nullptr, false);
+    return nodes.is_array() && !nodes.empty() &&
+           nodes[0].value("image_cache", Json::object()).value("images", 0) >= 1 &&
+           nodes[0]["image_cache"].value("bytes", 0) > 0;
+  })) << As({"nodes", "-o", "json"}).out;
+  EXPECT_NE(As({"nodes"}).out.find("IMAGES"), std::string::npos) << As({"nodes"}).out;
+}
+
+TEST_F(Containers, SlurmScriptsAndSrunRunInTheImage) {
+  const std::string shims = cluster_->dir() + "/shims", work = data_ + "/slurm";
+  ASSERT_EQ(cluster_->Corral({"slurm", "install-shims", shims}).exit_code, 0);
+  fs::create_directories(work);
+  struct passwd* pw = getpwnam(kUser);
+  ASSERT_EQ(chown(work.c_str(), pw->pw_uid, pw->pw_gid), 0);
+  std::ofstream(work + "/job.sh") << "#!/bin/sh\n#SBATCH --container-image=" << Ref("v1")
+                                  << "\n#SBATCH --no-container-mount-home\ncat /etc/image-tag\n"
+                                  << "echo job=$SLURM_JOB_ID\n";
+  std::map<std::string, std::string> env = {{"CORRAL_ADDR", cluster_->addr()},
+                                            {"CORRAL_TOKEN", token_},
+                                            {"CORRAL_CONFIG", cluster_->dir() + "/none.json"},
+                                            {"PATH", shims + ":/usr/bin:/bin"}};
+  auto r = RunCommand({"/bin/sh", "-c", "cd " + work + " && sbatch --parsable job.sh"}, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string id = r.out.substr(0, r.out.find('\n'));
+  Json job = Wait(id);
+  EXPECT_EQ(State(job), "succeeded") << Reason(job) << Log(id, true);
+  EXPECT_EQ(Slurp(work + "/slurm-" + id + ".out"), "v1\njob=" + id + "\n");
+  auto s =
+      RunCommand({"/bin/sh", "-c",
+                  "cd " + work + " && srun --container-image=" + Ref("v1") + " cat /etc/image-tag"},
+                 env);
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_EQ(s.out, "v1\n") << s.err;
+}
+
+TEST_F(Containers, BadInputEndsTheJobWithAReasonNamingIt) {
+  // Refused at submission, naming the field.
+  auto bad = As({"submit", "--image", "Not A Ref", "--", "true"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("field 'image'"), std::string::npos) << bad.err;
+  bad = As({"submit", "--image", Ref("v1"), "--mount", "data:/data", "--", "true"});
+  EXPECT_NE(bad.err.find("field 'mounts[0]'"), std::string::npos) << bad.err;
+  // Refused on the node, each with its reason.
+  const std::string locked = cluster_->dir() + "/locked";
+  fs::create_directories(locked);
+  chmod(locked.c_str(), 0700);
+  std::ofstream(dir_ + "/corrupt.tar") << "not a tar archive";
+  const int closed = FreePort();
+  struct Case {
+    std::vector<std::string> args;
+    std::string reason;
+  };
+  const std::vector<Case> cases = {
+      {{"--image", Ref("nope")}, "test/busybox:nope"},
+      {{"--image", "127.0.0.1:" + std::to_string(closed) + "/test/busybox:v1"},
+       "127.0.0.1:" + std::to_string(closed)},
+      {{"--image", Ref("v1"), "--mount", locked + ":/locked"}, locked},
+      {{"--image", Ref("v1"), "--mount", "/no/such/dir:/x"}, "/no/such/dir"},
+      {{"--image", "oci-archive:" + dir_ + "/corrupt.tar"}, dir_ + "/corrupt.tar"},
+      {{"--image", dir_ + "/missing.tar"}, dir_ + "/missing.tar"},
+  };
+  std::vector<std::string> ids;
+  for (const Case& c : cases) {
+    std::vector<std::string> args = c.args;
+    args.insert(args.end(), {"--", "true"});
+    ids.push_back(Submit(args));
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    Json job = Wait(ids[i]);
+    EXPECT_EQ(State(job), "failed") << cases[i].reason;
+    EXPECT_NE(Reason(job).find(cases[i].reason), std::string::npos) << Reason(job);
+    EXPECT_EQ(job["runs"].size(), 1u) << "not retried";
+  }
+  // Nothing half-written is left in the cache.
+  const std::string cache = cluster_->dir() + "/agents/node1/images";
+  EXPECT_TRUE(fs::is_empty(cache + "/tmp")) << "tmp/ holds an interrupted pull";
+}
+
+// The cache alone: over its limit, it evicts the least recently used images no run holds.
+TEST_F(Containers, EvictionKeepsImagesInUse) {
+  agent::ImageCacheConfig config;
+  config.dir = cluster_->dir() + "/evict-cache";
+  config.limit_bytes = 1;  // everything unused goes
+  agent::ImageCache cache(config);
+  std::ostringstream log;
+  auto a = cache.Acquire("oci:" + dir_ + "/layout:v1", "here", log);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  auto b = cache.Acquire("oci:" + dir_ + "/layout:v3", "here", log);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_EQ(cache.Usage().images, 2);  // both in use: neither evicted by b's pull
+  close(b->use_fd);
+  EXPECT_EQ(cache.Evict(), 1);
+  EXPECT_TRUE(fs::exists(a->rootfs));
+  EXPECT_FALSE(fs::exists(b->rootfs));
+  close(a->use_fd);
+  EXPECT_EQ(cache.Evict(), 1);
+  EXPECT_EQ(cache.Usage().images, 0);
+}
+
+// A pull killed half way (its process gone, its lock free) leaves a directory in tmp/ that the
+// agent removes when it starts; one whose pull is still under way (its lock held) stays.
+TEST_F(Containers, InterruptedPullsAreCleanedUp) {
+  agent::ImageCacheConfig config;
+  config.dir = cluster_->dir() + "/interrupted-cache";
+  agent::ImageCache cache(config);
+  std::ostringstream log;
+  ASSERT_TRUE(cache.Acquire("oci:" + dir_ + "/layout:v1", "here", log).ok());  // makes the dirs
+  fs::create_directories(config.dir + "/tmp/0123456789abcdef.999999/layout");
+  fs::create_directories(config.dir + "/tmp/fedcba9876543210.999998/layout");
+  int held = open((config.dir + "/locks/fedcba9876543210.lock").c_str(), O_RDWR | O_CREAT, 0600);
+  ASSERT_EQ(flock(held, LOCK_EX), 0);
+  cache.CleanInterrupted();
+  EXPECT_FALSE(fs::exists(config.dir + "/tmp/0123456789abcdef.999999"));
+  EXPECT_TRUE(fs::exists(config.dir + "/tmp/fedcba9876543210.999998"));
+  close(held);
+  cache.CleanInterrupted();
+  EXPECT_FALSE(fs::exists(config.dir + "/tmp/fedcba9876543210.999998"));
+}
+
+}  // namespace
+}  // namespace corral::testing
