@@ -242,6 +242,11 @@ Result<head::SetQueue> DecodeSetQueue(const HttpRequest& req, const PathArgs& ar
         return InvalidArgument("field 'weight': got " + it->dump() + ", want a number > 0");
       }
       q.weight = it->get<double>();
+    } else if (k == "gpu_sharing") {
+      if (!it->is_boolean()) {
+        return InvalidArgument("field 'gpu_sharing': got " + it->dump() + ", want true or false");
+      }
+      q.gpu_sharing = it->get<bool>();
     } else if (k == "allowed_users" || k == "allowed_groups") {
       std::vector<std::string>& names = k == "allowed_users" ? q.allowed_users : q.allowed_groups;
       for (const Json& n : it->is_array() ? *it : Json::array({nullptr})) {
@@ -255,7 +260,7 @@ Result<head::SetQueue> DecodeSetQueue(const HttpRequest& req, const PathArgs& ar
       return InvalidArgument(
           "unknown field '" + k +
           "'; want quota_gpus, limit_gpus, weight, max_pending_per_user, allowed_users, "
-          "allowed_groups");
+          "allowed_groups, gpu_sharing");
     }
   }
   return head::SetQueue{std::move(q)};

@@ -78,11 +78,12 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
     return UsageError(ctx, "queues", "set wants exactly one queue name");
   const std::string name = args.positional[1];
   if (!args.Has("quota") && !args.Has("limit") && !args.Has("weight") &&
-      !args.Has("max-pending-per-user") && !args.Has("allow-user") && !args.Has("allow-group")) {
+      !args.Has("max-pending-per-user") && !args.Has("allow-user") && !args.Has("allow-group") &&
+      !args.Has("gpu-sharing")) {
     return UsageError(ctx, "queues",
                       "set " + name +
                           ": give at least one of --quota, --limit, --weight, "
-                          "--max-pending-per-user, --allow-user, --allow-group");
+                          "--max-pending-per-user, --allow-user, --allow-group, --gpu-sharing");
   }
   Json body = Json::object();
   if (args.Has("quota")) {
@@ -125,6 +126,13 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
     }
     body["max_pending_per_user"] = static_cast<int64_t>(*x);
   }
+  if (args.Has("gpu-sharing")) {
+    const std::string v = args.Get("gpu-sharing");
+    if (v != "on" && v != "off" && v != "true" && v != "false") {
+      return UsageError(ctx, "queues", "flag --gpu-sharing: got \"" + v + "\", want on or off");
+    }
+    body["gpu_sharing"] = v == "on" || v == "true";
+  }
   // Repeated to name several; one empty value clears the list (everyone may submit).
   for (const char* flag : {"allow-user", "allow-group"}) {
     if (!args.Has(flag)) continue;
@@ -144,7 +152,7 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
   for (const Json& q : *queues) {
     if (Str(q, "name") != name) continue;
     for (const char* k : {"quota_gpus", "limit_gpus", "weight", "max_pending_per_user",
-                          "allowed_users", "allowed_groups"}) {
+                          "allowed_users", "allowed_groups", "gpu_sharing"}) {
       if (!body.contains(k) && q.contains(k)) body[k] = q[k];
     }
   }
@@ -253,7 +261,8 @@ int RunQueues(const std::vector<std::string>& argv, CliContext& ctx) {
                                               {"weight", 0, true},
                                               {"max-pending-per-user", 0, true},
                                               {"allow-user", 0, true},
-                                              {"allow-group", 0, true}};
+                                              {"allow-group", 0, true},
+                                              {"gpu-sharing", 0, true}};
   auto parsed = ParseArgs(argv, kFlags, false);
   if (!parsed.ok()) return UsageError(ctx, "queues", parsed.status().message());
   const ParsedArgs& args = *parsed;

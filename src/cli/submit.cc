@@ -18,6 +18,8 @@ namespace {
 const std::vector<FlagDef> kSubmitFlags = {
     {"file", 'f', true},
     {"gpus", 0, true},
+    {"gpu-memory", 0, true},
+    {"gpu-isolation", 0, true},
     {"cpus", 0, true},
     {"memory", 0, true},
     {"replicas", 0, true},
@@ -65,7 +67,7 @@ bool IsTextField(const std::string& key) {
   static const char* const kText[] = {
       "name",      "command",     "env",        "workdir",      "queue",
       "gpu_model", "node_labels", "time_limit", "grace_period", "checkpoint_signal",
-      "memory",    "array",       "dependency"};
+      "memory",    "array",       "dependency", "gpu_memory",   "gpu_isolation"};
   for (const char* k : kText) {
     if (key == k) return true;
   }
@@ -206,6 +208,8 @@ Result<Json> BuildSubmitSpec(const ParsedArgs& args, const std::string& cwd, con
   };
   static const Mapping kScalars[] = {
       {"gpus", "gpus", true},
+      {"gpu-memory", "gpu_memory", false},
+      {"gpu-isolation", "gpu_isolation", false},
       {"cpus", "cpus", true},
       {"memory", "memory", true},
       {"replicas", "replicas", true},

@@ -62,6 +62,11 @@ JobSpec DecodeSpec(const Json& j) {
   s.per_replica.gpu_milli = Get<int32_t>(j, "gpu_milli", 0);
   s.per_replica.cpu_milli = Get<int32_t>(j, "cpu_milli", 1000);
   s.per_replica.memory_mb = Get<int64_t>(j, "memory_mb", 0);
+  s.per_replica.gpu_memory_mb = Get<int64_t>(j, "gpu_memory_mb", 0);
+  if (!ParseGpuIsolation(Get<std::string>(j, "gpu_isolation", "memory"),
+                         &s.per_replica.gpu_isolation)) {
+    throw std::runtime_error("field 'gpu_isolation': want memory or mps");
+  }
   s.gpu_model = Get<std::string>(j, "gpu_model", "");
   s.node_labels = Get<std::map<std::string, std::string>>(j, "node_labels", {});
   s.time_limit_ms = Get<int64_t>(j, "time_limit_ms", 0);
@@ -177,28 +182,33 @@ Json EncodeGpus(const std::vector<Gpu>& gpus) {
 }  // namespace
 
 Json ToJson(const JobSpec& s) {
-  return Json{{"name", s.name},
-              {"command", s.command},
-              {"env", s.env},
-              {"workdir", s.workdir},
-              {"queue", s.queue},
-              {"replicas", s.replicas},
-              {"gpu_milli", s.per_replica.gpu_milli},
-              {"cpu_milli", s.per_replica.cpu_milli},
-              {"memory_mb", s.per_replica.memory_mb},
-              {"gpu_model", s.gpu_model},
-              {"node_labels", s.node_labels},
-              {"time_limit_ms", s.time_limit_ms},
-              {"priority", s.priority},
-              {"preemptible", s.preemptible},
-              {"max_restarts", s.max_restarts},
-              {"checkpoint_signal", s.checkpoint_signal},
-              {"grace_ms", s.grace_ms},
-              {"array", s.array},
-              {"tasks_per_replica", s.tasks_per_replica},
-              {"batch", s.batch},
-              {"hold", s.hold},
-              {"dependency", FormatDependencies(s.dependencies)}};
+  Json j{{"name", s.name},
+         {"command", s.command},
+         {"env", s.env},
+         {"workdir", s.workdir},
+         {"queue", s.queue},
+         {"replicas", s.replicas},
+         {"gpu_milli", s.per_replica.gpu_milli},
+         {"cpu_milli", s.per_replica.cpu_milli},
+         {"memory_mb", s.per_replica.memory_mb},
+         {"gpu_model", s.gpu_model},
+         {"node_labels", s.node_labels},
+         {"time_limit_ms", s.time_limit_ms},
+         {"priority", s.priority},
+         {"preemptible", s.preemptible},
+         {"max_restarts", s.max_restarts},
+         {"checkpoint_signal", s.checkpoint_signal},
+         {"grace_ms", s.grace_ms},
+         {"array", s.array},
+         {"tasks_per_replica", s.tasks_per_replica},
+         {"batch", s.batch},
+         {"hold", s.hold},
+         {"dependency", FormatDependencies(s.dependencies)}};
+  if (s.per_replica.IsShare()) {
+    j["gpu_memory_mb"] = s.per_replica.gpu_memory_mb;
+    j["gpu_isolation"] = GpuIsolationName(s.per_replica.gpu_isolation);
+  }
+  return j;
 }
 
 Json ToJson(const ReplicaPlacement& p) {
@@ -318,7 +328,8 @@ Json ToJson(const QueueConfig& q) {
               {"weight", q.weight},
               {"max_pending_per_user", q.max_pending_per_user},
               {"allowed_users", q.allowed_users},
-              {"allowed_groups", q.allowed_groups}};
+              {"allowed_groups", q.allowed_groups},
+              {"gpu_sharing", q.gpu_sharing}};
 }
 
 Json ToJson(const RegisterRequest& r) {
@@ -523,6 +534,7 @@ Result<QueueConfig> QueueFromJson(const Json& j) {
     q.max_pending_per_user = Get<int32_t>(j, "max_pending_per_user", 0);
     q.allowed_users = Get<std::vector<std::string>>(j, "allowed_users", {});
     q.allowed_groups = Get<std::vector<std::string>>(j, "allowed_groups", {});
+    q.gpu_sharing = Get<bool>(j, "gpu_sharing", true);
     return q;
   });
 }

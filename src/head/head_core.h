@@ -276,6 +276,8 @@ class HeadCore {
   void ExpireStops(TimeMs now);
   // A plain user's submission against max_array_size and max_pending_per_user.
   Status CheckUserLimits(const JobSpec& spec, const std::string& owner) const;
+  // A share of a GPU: its queue allows sharing and some GPU can hold its memory.
+  Status CheckGpuShare(const JobSpec& spec) const;
   // Idle GPUs (core_idle.cc): what a node's samples say of each run there, then which runs
   // have been idle long enough to flag.
   void ObserveUse(const std::string& node, TimeMs now);
