@@ -45,7 +45,8 @@ Agent::Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_pt
       head_(std::move(head)),
       supervisor_(std::make_unique<Supervisor>(
           std::make_unique<PosixLauncher>(config_.state_dir, config_.name, config_.job_env,
-                                          config_.run_as, config_.cgroups, config_.monitor_exe),
+                                          config_.run_as, config_.cgroups, config_.monitor_exe,
+                                          config_.gpushare_lib),
           clock)),
       monitor_(std::make_unique<GpuMonitor>(probe_.get(), config_.job_map_dir)) {
   std::lock_guard lock(mu_);

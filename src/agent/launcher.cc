@@ -204,9 +204,26 @@ std::string LogFileName(const std::string& stream, int32_t task) {
   return task == 0 ? stream : stream + "." + std::to_string(task);
 }
 
+std::string GpuShareLibraryBeside(const std::string& program) {
+  const std::string name = "libcorral_gpushare.so";
+  std::vector<std::string> candidates;
+  auto slash = program.find_last_of('/');
+  if (slash != std::string::npos) candidates.push_back(program.substr(0, slash + 1) + name);
+#ifdef CORRAL_GPUSHARE_INSTALLED
+  candidates.push_back(CORRAL_GPUSHARE_INSTALLED);
+#endif
+  for (const std::string& c : candidates) {
+    struct stat st {};
+    if (stat(c.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return c;
+  }
+  return {};
+}
+
 std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string& node_name,
                                         int32_t task,
-                                        const std::map<std::string, std::string>& defaults) {
+                                        const std::map<std::string, std::string>& defaults,
+                                        const std::string& share_lib,
+                                        const std::string& share_ledger) {
   std::map<std::string, std::string> env =
       task > 0 && task < static_cast<int32_t>(order.task_envs.size()) ? order.task_envs[task]
                                                                       : order.env;
@@ -234,6 +251,18 @@ std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string
     }
   }
   if (!within) env["CUDA_VISIBLE_DEVICES"] = gpus;
+  auto isolation = env.find("CORRAL_GPU_ISOLATION");
+  if (isolation != env.end() && isolation->second == "memory" &&
+      env.count("CORRAL_GPU_MEMORY_LIMIT")) {
+    if (share_lib.empty()) {
+      env["CORRAL_GPU_SHARE_ENFORCED"] = "0";
+    } else {
+      std::string& preload = env["LD_PRELOAD"];
+      preload = share_lib + (preload.empty() ? "" : ":" + preload);
+      env["CORRAL_GPU_SHARE_FILE"] = share_ledger;
+      env["CORRAL_GPU_SHARE_ENFORCED"] = "1";
+    }
+  }
   std::vector<std::string> out;
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
   return out;
@@ -241,8 +270,9 @@ std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string
 
 PosixLauncher::PosixLauncher(std::string state_dir, std::string node_name,
                              std::map<std::string, std::string> env_defaults, RunAsPolicy run_as,
-                             Cgroups cgroups, std::string monitor_exe)
+                             Cgroups cgroups, std::string monitor_exe, std::string gpushare_lib)
     : monitor_exe_(std::move(monitor_exe)),
+      gpushare_lib_(std::move(gpushare_lib)),
       runs_dir_(state_dir + "/runs"),
       node_name_(std::move(node_name)),
       env_defaults_(std::move(env_defaults)),
@@ -404,7 +434,8 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
   // Prepare everything the children use: after fork they may not allocate.
   const int32_t tasks = TaskCount(order);
   for (int32_t t = 0; t < tasks; ++t) {
-    p.envs.push_back(JobEnvironment(order, node_name_, t, defaults));
+    p.envs.push_back(
+        JobEnvironment(order, node_name_, t, defaults, gpushare_lib_, p.dir + "/gpushare"));
     p.out_paths.push_back(p.logs + "/" + LogFileName("stdout", t));
     p.err_paths.push_back(p.logs + "/" + LogFileName("stderr", t));
   }

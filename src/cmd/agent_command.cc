@@ -179,6 +179,7 @@ int AgentMain(std::vector<std::string> args) {
     std::error_code ec;
     auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
     if (!ec) config.monitor_exe = agent::MonitorExecutableBeside(self.string());
+    if (!ec) config.gpushare_lib = agent::GpuShareLibraryBeside(self.string());
   }
   if (cpus < 0) {
     std::cerr << "corral agent: flag '--cpus': must be >= 0\n";

@@ -395,6 +395,9 @@ Json LayoutJson(const RunLayout& l) {
          {"checkpoint_dir", l.checkpoint_dir}};
   if (!l.user_env.empty()) j["user_env"] = l.user_env;
   if (l.task_per_gpu) j["task_per_gpu"] = true;
+  if (l.gpu_isolation != GpuIsolation::kMemory) {
+    j["gpu_isolation"] = GpuIsolationName(l.gpu_isolation);
+  }
   if (!l.workdir.empty()) j["workdir"] = l.workdir;
   if (l.array_id != 0) {
     j["array_id"] = l.array_id;
@@ -628,6 +631,10 @@ Result<SyncResponse> SyncResponseFromJson(const Json& j) {
         layout.replica_hosts = Get<std::vector<std::string>>(*l, "replica_hosts", {});
         layout.master_port = Get<int32_t>(*l, "master_port", 0);
         layout.task_per_gpu = Get<bool>(*l, "task_per_gpu", false);
+        if (!ParseGpuIsolation(Get<std::string>(*l, "gpu_isolation", "memory"),
+                               &layout.gpu_isolation)) {
+          throw std::runtime_error("field 'gpu_isolation': want memory or mps");
+        }
         layout.checkpoint_dir = Get<std::string>(*l, "checkpoint_dir", "");
         layout.workdir = Get<std::string>(*l, "workdir", "");
         layout.array_id = Get<JobId>(*l, "array_id", 0);
