@@ -403,6 +403,22 @@ Json NodeViewJson(const head::NodeView& v) {
       gpu["utilization_percent"] = s.utilization_percent;
       gpu["memory_used_bytes"] = s.memory_used_bytes;
     }
+    // Its shares and who holds them.
+    Json shares = Json::array();
+    int64_t milli = 0;
+    for (const head::GpuShareHolder& h : v.shares) {
+      if (gpu.value("index", -1) != h.gpu) continue;
+      shares.push_back({{"job", h.job},
+                        {"owner", h.owner},
+                        {"milli", h.milli},
+                        {"memory_mb", h.memory_mb},
+                        {"isolation", GpuIsolationName(h.isolation)}});
+      milli += h.milli;
+    }
+    if (!shares.empty()) {
+      gpu["shares"] = shares;
+      gpu["shared_milli"] = milli;
+    }
   }
   j["runs"] = v.runs;
   return j;

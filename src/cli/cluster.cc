@@ -172,7 +172,7 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
 std::string RenderNodesTable(const Json& nodes) {
   Table t({"NAME", "STATE", "GPUS", "MODEL", "GPU-UTIL", "CPUS", "MEMORY", "LABELS"});
   for (const Json& n : nodes) {
-    std::vector<std::string> models, util;
+    std::vector<std::string> models, util, shared;
     size_t total = 0;
     if (auto g = n.find("gpus"); g != n.end() && g->is_array()) {
       total = g->size();
@@ -180,6 +180,12 @@ std::string RenderNodesTable(const Json& nodes) {
       for (const Json& gpu : *g) {
         std::string m = Str(gpu, "model", "");
         if (!m.empty() && seen.insert(m).second) models.push_back(m);
+        // A shared GPU: "INDEX:MILLIm/HOLDERS", e.g. 0:750m/3.
+        if (auto s = gpu.find("shares"); s != gpu.end() && s->is_array() && !s->empty()) {
+          shared.push_back(std::to_string(Int(gpu, "index")) + ":" +
+                           std::to_string(Int(gpu, "shared_milli")) + "m/" +
+                           std::to_string(s->size()));
+        }
         if (gpu.contains("healthy") && gpu["healthy"].is_boolean() && !gpu["healthy"]) {
           util.push_back("FAIL");
         } else if (gpu.contains("utilization_percent")) {
@@ -200,7 +206,8 @@ std::string RenderNodesTable(const Json& nodes) {
     if (!Str(n, "unhealthy", "").empty())
       state = state == "ready" ? "unhealthy" : state + "+unhealthy";
     t.AddRow({Str(n, "name"), state,
-              std::to_string(Int(n, "gpus_used")) + "/" + std::to_string(total),
+              std::to_string(Int(n, "gpus_used")) + "/" + std::to_string(total) +
+                  (shared.empty() ? "" : " (shared " + Join(shared, ",") + ")"),
               models.empty() ? "-" : Join(models, ","),
               util.empty() || std::all_of(util.begin(), util.end(),
                                           [](const std::string& u) { return u == "-"; })

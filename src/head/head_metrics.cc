@@ -1,5 +1,7 @@
 // The head's Prometheus metrics (DESIGN §11): counters fed by committed changes, gauges taken
 // from the state when scraped.
+#include <set>
+
 #include "core/version.h"
 #include "head/head.h"
 
@@ -33,7 +35,12 @@ void Head::DescribeMetrics() {
   m.Describe("corral_nodes", T::kGauge, "Nodes by state.");
   m.Describe("corral_idle_runs", T::kGauge,
              "Running runs whose GPUs have all stayed under the idle threshold long enough.");
-  m.Describe("corral_gpus", T::kGauge, "GPUs by state (allocated, idle, unavailable).");
+  m.Describe("corral_gpus", T::kGauge,
+             "GPUs by state (allocated, idle, unavailable); a GPU holding shares is allocated.");
+  m.Describe("corral_gpu_share_milli", T::kGauge,
+             "Milli-GPUs each share of a GPU holds, by node, GPU, job and isolation.");
+  m.Describe("corral_gpu_share_memory_bytes", T::kGauge,
+             "Device memory each share of a GPU may use, by node, GPU, job and isolation.");
   m.Describe("corral_queue_gpu_seconds_total", T::kCounter,
              "GPU-seconds used by each queue's finished runs.");
   m.Describe("corral_jobs_submitted_total", T::kCounter, "Jobs accepted.");
@@ -84,7 +91,8 @@ void Head::RenderMetrics(Callback<std::string> done) {
     const ClusterState& s = core_.state();
     auto& m = metrics_;
     for (const char* g : {"corral_jobs", "corral_pending_jobs", "corral_queue_gpus_allocated",
-                          "corral_queue_gpu_quota", "corral_nodes", "corral_gpus"}) {
+                          "corral_queue_gpu_quota", "corral_nodes", "corral_gpus",
+                          "corral_gpu_share_milli", "corral_gpu_share_memory_bytes"}) {
       m.Clear(g);
     }
     m.Set("corral_head_epoch", {}, static_cast<double>(s.epoch));
@@ -109,14 +117,25 @@ void Head::RenderMetrics(Callback<std::string> done) {
       m.Set("corral_pending_jobs", {{"queue", key.first}, {"reason", key.second}}, n);
     }
     std::map<std::string, double> allocated;
-    int64_t gpus_allocated = 0;
+    std::set<std::pair<std::string, int32_t>> held;  // (node, GPU): whole or shared
     for (JobId id : core_.active_jobs()) {
       const Job& job = s.jobs.at(id);
       for (const ReplicaPlacement& p : job.CurrentRun()->placement) {
-        allocated[job.spec.queue] += p.gpus.size();
-        gpus_allocated += p.gpus.size();
+        for (const GpuShare& g : Shares(p)) {
+          allocated[job.spec.queue] += g.milli / double(kGpuMilli);
+          held.insert({p.node, g.index});
+          if (p.gpu_milli.empty()) continue;
+          MetricLabels labels = {
+              {"node", p.node},
+              {"gpu", std::to_string(g.index)},
+              {"job", std::to_string(id)},
+              {"isolation", GpuIsolationName(job.spec.per_replica.gpu_isolation)}};
+          m.Set("corral_gpu_share_milli", labels, g.milli);
+          m.Set("corral_gpu_share_memory_bytes", labels, double(g.memory_mb) * 1024 * 1024);
+        }
       }
     }
+    const int64_t gpus_allocated = static_cast<int64_t>(held.size());
     for (const auto& [name, q] : s.queues) {
       m.Set("corral_queue_gpu_quota", {{"queue", name}}, q.quota_gpus);
       m.Set("corral_queue_gpus_allocated", {{"queue", name}}, allocated[name]);

@@ -152,15 +152,29 @@ Fit Scheduler::Admit(const PendingJob& job, std::string* why) const {
     if (!Matches(n, s)) continue;
     int64_t k = s.replicas;
     if (s.gpus > 0) k = std::min<int64_t>(k, static_cast<int64_t>(n.info.gpus.size()) / s.gpus);
+    if (s.share) {  // shares of the node's GPUs when empty
+      int64_t slots = 0;
+      for (size_t g = 0; g < n.info.gpus.size(); ++g) {
+        int64_t per = s.share_milli > 0 ? kGpuMilli / s.share_milli : kGpuMilli;
+        int64_t mem = ShareMemOn(n, g, s);
+        if (mem > 0) per = std::min(per, ShareableMemoryMb(n.info.gpus[g].memory_mb) / mem);
+        slots += per;
+      }
+      k = std::min(k, slots);
+    }
     if (s.cpu > 0) k = std::min<int64_t>(k, n.info.cpu_milli / s.cpu);
     if (s.mem > 0) k = std::min<int64_t>(k, n.info.memory_mb / s.mem);
     if (k > 0) fit += k;
   }
   if (fit < s.replicas) {
     if (why) {
-      *why = "needs " + std::to_string(s.replicas) + " replica(s) of " + std::to_string(s.gpus) +
-             " GPU(s), " + std::to_string(s.cpu / 1000.0) + " CPUs, " + std::to_string(s.mem) +
-             " MB memory" + (job.gpu_model.empty() ? "" : ", GPU model " + job.gpu_model) +
+      std::string gpus =
+          s.share ? "a share of one GPU (" + std::to_string(s.share_milli) + " milli-GPUs" +
+                        (s.share_mem > 0 ? ", " + std::to_string(s.share_mem) + " MB" : "") + ")"
+                  : std::to_string(s.gpus) + " GPU(s)";
+      *why = "needs " + std::to_string(s.replicas) + " replica(s) of " + gpus + ", " +
+             std::to_string(s.cpu / 1000.0) + " CPUs, " + std::to_string(s.mem) + " MB memory" +
+             (job.gpu_model.empty() ? "" : ", GPU model " + job.gpu_model) +
              (job.node_labels.empty() ? "" : ", with the requested node labels") +
              "; the cluster's matching nodes hold only " + std::to_string(fit) +
              " such replica(s) when empty";
