@@ -109,7 +109,7 @@ void HeadCore::AdmitPending(const Job& job) {
   }
   held_.erase(job.id);
   if (job.IsArrayElement()) ++array_live_[job.array_id];
-  scheduler_->AddPending(sched::ToPendingJob(job, &estimator_));
+  scheduler_->AddPending(SchedulerInput(job));
   WantSchedule();
 }
 
@@ -187,7 +187,7 @@ void HeadCore::Settle(TimeMs now) {
       held_.erase(next.id);
       pending_reason_.erase(next.id);
       ++array_live_[array];
-      scheduler_->AddPending(sched::ToPendingJob(next, &estimator_));
+      scheduler_->AddPending(SchedulerInput(next));
       WantSchedule();
     }
   }

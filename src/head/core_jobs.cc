@@ -5,22 +5,11 @@
 #include "core/spec.h"
 #include "core/task_env.h"
 #include "head/head_core.h"
+#include "head/stop_reasons.h"
 #include "sched/job_input.h"
 
 namespace corral::head {
 namespace {
-
-constexpr char kReasonCancelled[] = "cancelled";
-constexpr char kReasonPreempted[] = "preempted";
-// A replica the agent refused to start (its owner has no account there, a root job): the
-// reason says why, rather than "exited with code 127".
-constexpr char kReasonCannotStart[] = "cannot start";
-// A replica the kernel killed for exceeding its memory limit (Slurm's OUT_OF_MEMORY).
-constexpr char kReasonOutOfMemory[] = "out of memory";
-constexpr char kReasonTimeLimit[] = "time limit";
-constexpr char kReasonRequeued[] = "requeued";
-
-bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
 // "replica 1" for a one-task replica, "replica 1 task 3" otherwise: what `corral show` names.
 std::string TaskName(const ReplicaPlacement& p, int32_t replica, int32_t task) {
@@ -85,7 +74,8 @@ Status CheckQueueAccess(const std::map<std::string, QueueConfig>& queues, const 
 
 HeadCore::HeadCore(CoreConfig config)
     : config_(std::move(config)),
-      scheduler_(std::make_unique<sched::Scheduler>(config_.scheduler)) {}
+      scheduler_(std::make_unique<sched::Scheduler>(config_.scheduler)),
+      estimator_(config_.estimator) {}
 
 void HeadCore::Emit(const Caller& by, TimeMs now, ChangeKind what) {
   Change c{state_.revision + 1, now, by, std::move(what)};
@@ -180,7 +170,7 @@ Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, 
   // Only against nodes the cluster knows: with none yet, the job waits for them.
   std::string why;
   if (!state_.nodes.empty() &&
-      scheduler_->Admit(sched::ToPendingJob(job, &estimator_), &why) == sched::Fit::kInfeasible) {
+      scheduler_->Admit(SchedulerInput(job), &why) == sched::Fit::kInfeasible) {
     return InvalidArgument("job can never fit: " + why);
   }
   for (const Dependency& d : job.spec.dependencies) {
@@ -383,6 +373,11 @@ void HeadCore::Schedule(TimeMs now) {
     RequestStop(it->second, std::string(kReasonPreempted) + ": " + p.reason, now);
   }
   for (const sched::WaitReason& w : d.waiting) pending_reason_[w.job] = {w.code, w.reason};
+  // A pass cut short by its work budget that got somewhere goes on at once, not a tick later.
+  if (scheduler_->GetStats().last_pass_budget_exhausted &&
+      (!d.place.empty() || !d.preempt.empty())) {
+    WantSchedule();
+  }
 }
 
 int32_t HeadCore::PickMasterPort(const std::string& node) const {
@@ -590,8 +585,9 @@ void HeadCore::EnforceTimeLimits(TimeMs now) {
   for (JobId id : active_jobs_) {
     const Job& job = state_.jobs.at(id);
     const Run& run = *job.CurrentRun();
+    // Killed once it has run its limit (Slurm's TimeLimit is the longest a job may run).
     if (job.spec.time_limit_ms > 0 && run.started_at > 0 && !run.stop_requested &&
-        now - run.started_at > job.spec.time_limit_ms) {
+        now - run.started_at >= job.spec.time_limit_ms) {
       over.push_back(id);
     }
   }

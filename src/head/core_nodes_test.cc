@@ -90,11 +90,11 @@ TEST_P(Scenario, TimeLimitStopsTheRunAndFailsTheJob) {
   Job job = Submit(spec);
   Schedule();
   ASSERT_TRUE(*Report("n1", {Running(Get(job.id))}));
-  now() += 9 * kSecond;
+  now() += 10 * kSecond - 1;
   core().Tick(now());
   Step();
   EXPECT_FALSE(Get(job.id).CurrentRun()->stop_requested);
-  now() += 2 * kSecond;
+  now() += 1;  // exactly its limit
   core().Tick(now());
   Step();
   ASSERT_TRUE(Get(job.id).CurrentRun()->stop_requested);

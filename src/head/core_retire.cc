@@ -75,7 +75,7 @@ void HeadCore::OnRetired(const JobsRetired& e) {
 
 void HeadCore::RebuildEstimator() {
   // Live and after a restart alike: the history of the ended jobs in memory, in end order.
-  estimator_ = sched::RuntimeEstimator();
+  estimator_ = sched::RuntimeEstimator(config_.estimator);
   std::vector<const Job*> ended;
   for (const auto& [id, job] : state_.jobs) {
     if (IsTerminal(job.state)) ended.push_back(&job);

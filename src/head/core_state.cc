@@ -11,13 +11,18 @@
 namespace corral::head {
 namespace {
 
-sched::RunningJob ToRunning(const Job& job, const sched::RuntimeEstimator& estimator) {
+sched::RunningJob ToRunning(const Job& job, sched::PendingJob input) {
   const Run& run = *job.CurrentRun();
-  return {sched::ToPendingJob(job, &estimator), run.placement,
-          run.started_at ? run.started_at : run.scheduled_at};
+  return {std::move(input), run.placement, run.started_at ? run.started_at : run.scheduled_at};
 }
 
 }  // namespace
+
+sched::PendingJob HeadCore::SchedulerInput(const Job& job) const {
+  sched::PendingJob p = sched::ToPendingJob(job, &estimator_);
+  if (config_.adjust_scheduler_input) config_.adjust_scheduler_input(job, &p);
+  return p;
+}
 
 void HeadCore::Index(const Change& c) {
   struct Visitor {
@@ -78,8 +83,7 @@ void HeadCore::Index(const Change& c) {
       core.scheduler_->RemoveRunning(e.job);
       if (e.job_state == JobState::kPending) {
         Pending(job, +1);
-        core.scheduler_->AddPending(
-            sched::ToPendingJob(job, &core.estimator_));  // a requeue stays admitted
+        core.scheduler_->AddPending(core.SchedulerInput(job));  // a requeue stays admitted
       } else {
         core.OnTerminal(job, /*was_live=*/true);
       }
@@ -306,14 +310,14 @@ void HeadCore::RebuildIndexes(TimeMs now) {
     if (job.state == JobState::kScheduled || job.state == JobState::kRunning) {
       active_jobs_.insert(id);
       for (const ReplicaPlacement& p : job.CurrentRun()->placement) node_runs_[p.node].insert(id);
-      scheduler_->AddRunning(ToRunning(job, estimator_));
+      scheduler_->AddRunning(ToRunning(job, SchedulerInput(job)));
       if (job.IsArrayElement()) ++array_live_[job.array_id];
     }
   }
   for (const auto& [id, job] : state_.jobs) {
     // A requeued job was admitted before; only one that never ran waits again for room.
     if (job.state == JobState::kPending && !job.runs.empty()) {
-      scheduler_->AddPending(sched::ToPendingJob(job, &estimator_));
+      scheduler_->AddPending(SchedulerInput(job));
       if (job.IsArrayElement()) ++array_live_[job.array_id];
     } else if (job.state == JobState::kPending) {
       AdmitPending(job);

@@ -10,6 +10,7 @@
 
 #include <utility>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -58,6 +59,12 @@ struct CoreConfig {
   int32_t max_array_size = 0;
   int32_t max_pending_per_user = 0;
   sched::SchedulerConfig scheduler;
+  // How run times are predicted from ended jobs (which history, how fast it forgets).
+  sched::EstimatorConfig estimator;
+  // What the simulator knows of a job and a head cannot (its true duration and progress, for
+  // the baseline policies and the oracle), applied to every job's scheduler input. Unset in a
+  // head.
+  std::function<void(const Job&, sched::PendingJob*)> adjust_scheduler_input;
 };
 
 struct JobFilter {
@@ -245,6 +252,8 @@ class HeadCore {
   // Runs flagged idle at the last Tick or report (core_idle.cc), by job.
   const std::map<JobId, TimeMs>& idle_runs() const { return idle_; }
   uint64_t revision() const { return state_.revision; }
+  // The run-time predictions, as learned from the jobs ended so far.
+  const sched::RuntimeEstimator& estimator() const { return estimator_; }
   const CoreConfig& config() const { return config_; }
 
  private:
@@ -262,6 +271,8 @@ class HeadCore {
   Status UnknownJob(JobId id) const;
   void OnRetired(const JobsRetired& e);
   void RebuildEstimator();
+  // The scheduler's input for a job: its spec and history, and the prediction from ended jobs.
+  sched::PendingJob SchedulerInput(const Job& job) const;
 
  public:
   std::vector<const Job*> DependencyTargets(JobId id) const;

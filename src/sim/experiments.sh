@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reproduces every number and plot in docs/simulation.md. Usage, from the repository root:
-#   cmake -S . -B build-sim -G Ninja -DCORRAL_ONLY="core;sched;sim" && ninja -C build-sim corral_simulate
+#   cmake -S . -B build-sim -G Ninja -DCORRAL_ONLY="core;sched;store;head;sim" && ninja -C build-sim corral_simulate
 #   src/sim/experiments.sh [build-sim/src/sim/corral_simulate] [/work/shared/traces] > results.txt
 # Tables go to stdout; SVGs to docs/img/. Deterministic except the wall_s column.
 set -euo pipefail

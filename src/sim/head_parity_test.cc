@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "head/head_core.h"
 #include "sim/report.h"
 #include "sim/simulate_command.h"
 #include "sim/simulator.h"
@@ -89,6 +90,9 @@ SimConfig Failing(uint64_t seed, DurationMs checkpoint) {
 
 TEST(NodeFailureTest, LostRunsAreRequeuedAfterTheRepairAndLoseTheirWorkSinceTheCheckpoint) {
   auto jobs = Jobs("job_id,submit_time,duration,num_gpus\nA,0,7200,1\n");
+  // The head finds a failed node out as it would: once it has missed its syncs for the core's
+  // down_after (a minute); the run ends then, lost, and its work stopped at the failure.
+  const DurationMs detection = head::CoreConfig{}.down_after_ms + 1;
   for (DurationMs checkpoint : {DurationMs{0}, 20 * kMinute}) {
     SimResult r = Sim(jobs, Failing(1, checkpoint));
     ASSERT_GE(r.runs.size(), 2u) << "seed 1 should fail the node during the job";
@@ -104,10 +108,10 @@ TEST(NodeFailureTest, LostRunsAreRequeuedAfterTheRepairAndLoseTheirWorkSinceTheC
       if (k + 1 < r.runs.size()) {
         EXPECT_TRUE(run.lost);
         // The job restarts when the node is back, not before.
-        EXPECT_EQ(r.runs[k + 1].start - run.end, 10 * kMinute);
+        EXPECT_EQ(r.runs[k + 1].start - (run.end - detection), 10 * kMinute);
         DurationMs kept = 0;
         if (checkpoint > 0) {
-          DurationMs total = progress + std::max<DurationMs>(0, len - overhead);
+          DurationMs total = progress + std::max<DurationMs>(0, len - detection - overhead);
           kept = std::max(progress, total / checkpoint * checkpoint) - progress;
         }
         progress += kept;

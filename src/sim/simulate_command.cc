@@ -65,7 +65,6 @@ struct Flags {
   double predict_weight = -1;
   bool synth_time_limits = false;
   std::string infer_job_names;  // a window; empty: off
-  bool refresh_sibling_predictions = false;
   std::string node_mtbf = "0s";
   std::string node_repair = "1h";
   bool no_timing = false;
@@ -384,7 +383,6 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
     }
   }
   cfg.las_across_queues = !f.no_las_across_queues;
-  cfg.refresh_sibling_predictions = f.refresh_sibling_predictions;
   cfg.backfill_with_predictions = f.backfill_predictions;
   cfg.borrowing_queues_by_level = !f.no_borrowing_by_level;
   cfg.starvation_promote_factor = f.starvation_factor;
@@ -639,10 +637,6 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
                  "window (e.g. 60s) of the previous one of its queue and GPU count shares its "
                  "name, and the queue is its user, so predictions learn from its ended burst "
                  "siblings (a what-if for traces without names; default off)");
-  app.add_flag("--refresh-sibling-predictions", f.refresh_sibling_predictions,
-               "corral policy: when a job ends, predict its pending jobs of the same user and "
-               "name again from the history that now includes it (default: a job is predicted "
-               "when it is queued)");
   app.add_option("--node-mtbf", f.node_mtbf,
                  "mean time between failures of a node (e.g. 2000h; exponential, seeded by "
                  "--seed); its runs are lost and requeued (default 0s: nodes never fail)");

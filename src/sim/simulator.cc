@@ -8,7 +8,10 @@
 #include <set>
 #include <tuple>
 
-#include "sched/job_input.h"
+#include "head/change.h"
+#include "head/head_core.h"
+#include "head/stop_reasons.h"
+#include "sim/emulated_node.h"
 
 namespace corral::sim {
 
@@ -49,34 +52,41 @@ std::map<std::string, int32_t> QuotasByDemand(const std::vector<TraceJob>& jobs,
 
 namespace {
 
-enum class JobPhase { kFuture, kPending, kRunning, kStopping, kDone, kRejected };
+using head::Change;
+using head::CoreConfig;
+using head::CoreOutput;
+using head::HeadCore;
+using head::JobSubmitted;
+using head::RunEnded;
+using head::RunPlaced;
+using head::StopRequested;
 
-struct SimJob {
-  JobPhase phase = JobPhase::kFuture;
-  // The job as the head would hold it (spec and run history): the scheduler's input is made
-  // from it by sched::ToPendingJob, the head's own translation.
-  Job job;
-  DurationMs progress_ms = 0;         // checkpointed useful work
-  DurationMs run_progress_start = 0;  // progress_ms when the current run started
-  TimeMs run_start = 0;
-  bool resumed = false;     // this run follows a preemption: it pays the restart overhead
-  uint64_t generation = 0;  // invalidates a stale completion event
-  size_t run_record = 0;    // index of the current run in SimResult::runs
-  int32_t replicas = 1;
-  int32_t gpus_per_replica = 0;
-  bool predicted_by_name = false;  // at some queueing, from its (user, name) history
-};
+// The core runs on Unix-like times (0 means "not yet" in its records); the trace's clock starts
+// at 0. Every time the core sees is the trace's plus this.
+constexpr TimeMs kEpoch = 18599 * kDay;  // 2020-12-03 (a whole number of weeks)
 
-// At one instant: ends and timeouts, releases, then node failures and repairs (by seq).
-enum class EventKind { kEnd = 0, kRelease = 1, kTimeout = 2, kNodeFail = 3, kNodeRepair = 4 };
+// The simulation's events, in time order and then in the order they were planned. A process
+// exit or a node event names the node by index.
+enum class EventKind { kExit, kTick, kNodeFail, kNodeRepair };
 
 struct Event {
-  TimeMs at = 0;
+  TimeMs at = 0;  // trace time
   uint64_t seq = 0;
-  EventKind kind = EventKind::kEnd;
-  size_t job = 0;  // the node's index for node events
-  uint64_t generation = 0;
+  EventKind kind = EventKind::kExit;
+  size_t node = 0;
+  uint64_t process = 0;
+  int32_t exit_code = 0;
   bool operator>(const Event& o) const { return std::tie(at, seq) > std::tie(o.at, o.seq); }
+};
+
+// What a job's processes have done with their time: the work a checkpoint keeps, and the run
+// under way. It is the job's checkpoint directory, as it were: it survives the job's runs.
+struct Work {
+  DurationMs progress_ms = 0;         // checkpointed useful work
+  DurationMs run_progress_start = 0;  // progress_ms when the current run started
+  TimeMs run_start = 0;               // trace time the current run was placed
+  int32_t attempt = 0;                // the current run's
+  bool stopped = false;               // the current run was asked to stop: its work is saved
 };
 
 // Splits a request into a gang of whole-node-sized replicas: the fewest replicas r such that
@@ -95,23 +105,36 @@ void Shape(int32_t gpus, int32_t per_node, int32_t* replicas, int32_t* per_repli
   *replicas = gpus, *per_replica = 1;
 }
 
+sched::SchedulerConfig SchedulerConfigOf(const SimConfig& c) {
+  sched::SchedulerConfig s;
+  s.policy = c.policy;
+  s.preemption = IsPreemptivePolicy(c.policy);
+  if (c.min_runtime_before_preempt_ms >= 0) {
+    s.min_runtime_before_preempt_ms = c.min_runtime_before_preempt_ms;
+  }
+  if (c.fair_share_half_life_ms != 0) s.fair_share_half_life_ms = c.fair_share_half_life_ms;
+  if (!c.las_thresholds_gpu_ms.empty()) s.las_thresholds_gpu_ms = c.las_thresholds_gpu_ms;
+  if (c.las_preempt_hysteresis >= 0) s.las_preempt_hysteresis = c.las_preempt_hysteresis;
+  s.cluster_budget = c.cluster_budget;
+  s.queue_budget = c.queue_budget;
+  s.use_predictions = c.use_predictions;
+  s.las_across_queues = c.las_across_queues;
+  s.backfill_with_predictions = c.backfill_with_predictions;
+  s.borrowing_queues_by_level = c.borrowing_queues_by_level;
+  if (c.starvation_promote_factor >= 0) s.starvation_promote_factor = c.starvation_promote_factor;
+  s.gittins = c.gittins;
+  return s;
+}
+
+// The simulation: the head's core with its scheduler, one emulated agent per node, and the
+// trace's jobs submitted at their times. The core decides everything a head decides (placement,
+// preemption, time limits, lost nodes, requeues); the loop only moves time and plays the
+// processes.
 class Loop {
  public:
   Loop(const std::vector<TraceJob>& jobs, const SimConfig& config)
-      : jobs_(jobs),
-        config_(config),
-        sched_(MakeConfig(config)),
-        state_(jobs.size()),
-        estimator_(config.predict.estimator),
-        rng_(config.failure_seed) {
+      : jobs_(jobs), config_(config), core_(MakeCoreConfig()), rng_(config.failure_seed) {
     result_.jobs.resize(jobs.size());
-    if (config.refresh_sibling_predictions) {
-      for (size_t i = 0; i < jobs.size(); ++i) {
-        if (!jobs[i].user.empty() && !jobs[i].name.empty()) {
-          siblings_[{jobs[i].user, jobs[i].name}].push_back(i);
-        }
-      }
-    }
   }
 
   Result<SimResult> Run() {
@@ -119,36 +142,8 @@ class Loop {
     if (c.nodes <= 0 || c.gpus_per_node <= 0) {
       return InvalidArgument("the cluster needs --nodes > 0 and --gpus-per-node > 0");
     }
-    int32_t racks = std::max(1, std::min(c.racks, c.nodes));
-    int32_t nodes_per_rack = (c.nodes + racks - 1) / racks;
-    for (int32_t n = 0; n < c.nodes; ++n) {
-      sched::NodeInfo node;
-      char name[32];
-      std::snprintf(name, sizeof name, "n%05d", n);
-      node.name = name;
-      char rack[32];
-      std::snprintf(rack, sizeof rack, "r%03d", n / nodes_per_rack);
-      node.labels["rack"] = rack;
-      node.labels["gpu_model"] = "V100";
-      node.cpu_milli = 64 * 1000;
-      node.memory_mb = 512 * 1024;
-      for (int32_t g = 0; g < c.gpus_per_node; ++g) {
-        Gpu gpu;
-        gpu.index = g;
-        gpu.uuid = node.name + "-gpu" + std::to_string(g);
-        gpu.model = "V100";
-        gpu.memory_mb = 32 * 1024;
-        gpu.group = c.gpus_per_node >= 8 ? g / (c.gpus_per_node / 2) : 0;
-        node.gpus.push_back(gpu);
-      }
-      sched_.UpsertNode(node);
-      nodes_.push_back(std::move(node));
-    }
-    if (config_.node_mtbf_ms > 0) {
-      for (size_t n = 0; n < nodes_.size(); ++n) {
-        events_.push({UpTime(0), seq_++, EventKind::kNodeFail, n, 0});
-      }
-    }
+    core_.Start(kEpoch);
+    MakeNodes();
     result_.total_gpus = static_cast<int64_t>(c.nodes) * c.gpus_per_node;
     if (config_.policy == sched::OrderPolicy::kCorral) {
       result_.quotas =
@@ -157,13 +152,11 @@ class Loop {
         QueueConfig q;
         q.name = name;
         q.quota_gpus = quota;
-        sched_.SetQueue(q);
+        Result<QueueConfig> set = core_.SetQueue(Caller::System(), q, kEpoch);
+        if (!set.ok()) return set.status();
       }
     }
-    for (size_t i = 0; i < jobs_.size(); ++i) {
-      Shape(jobs_[i].num_gpus, c.gpus_per_node, &state_[i].replicas, &state_[i].gpus_per_replica);
-      state_[i].job = MakeJob(i);
-    }
+    Pump(0);
 
     size_t next_arrival = 0;
     while (true) {
@@ -172,42 +165,41 @@ class Loop {
       TimeMs now = kNever;
       if (next_arrival < jobs_.size()) now = jobs_[next_arrival].submit_ms;
       if (!events_.empty()) now = std::min(now, events_.top().at);
-      if (next_tick_ != kNever) now = std::min(now, next_tick_);
+      if (next_pass_ != kNever) now = std::min(now, next_pass_);
       if (now == kNever) break;
-      next_tick_ = kNever;
+      next_pass_ = kNever;
+      bool tick = false;
       while (!events_.empty() && events_.top().at == now) {
         Event e = events_.top();
         events_.pop();
         switch (e.kind) {
-          case EventKind::kEnd:
-            if (e.generation == state_[e.job].generation) Finish(e.job, now, false);
+          case EventKind::kExit:
+            Exit(e, now);
             break;
-          case EventKind::kTimeout:
-            if (e.generation == state_[e.job].generation) Finish(e.job, now, true);
-            break;
-          case EventKind::kRelease:
-            if (e.generation == state_[e.job].generation) Release(e.job, now);
+          case EventKind::kTick:
+            tick = true;
             break;
           case EventKind::kNodeFail:
-            FailNode(e.job, now);
+            FailNode(e.node, now);
             break;
           case EventKind::kNodeRepair:
-            RepairNode(e.job, now);
+            RepairNode(e.node, now);
             break;
         }
       }
+      if (tick) Tick(now);
       while (next_arrival < jobs_.size() && jobs_[next_arrival].submit_ms == now) {
         Arrive(next_arrival++, now);
       }
       CORRAL_RETURN_IF_ERROR(SchedulePass(now));
-      if (sched_.GetStats().last_pass_budget_exhausted && pending_ > 0) {
-        // The pass stopped on its work budget; the head would run the next one at once.
+      if (core_.schedule_wanted() && pending_ > 0) {
+        // The pass stopped on its work budget; the head runs the next one at once.
         if (++budget_passes_ > kMaxBudgetPassesPerInstant) {
           return Internal("the scheduler exhausted its work budget " +
                           std::to_string(kMaxBudgetPassesPerInstant) +
                           " times at t=" + std::to_string(now) + " ms without finishing a pass");
         }
-        next_tick_ = now;
+        next_pass_ = now;
         continue;
       }
       budget_passes_ = 0;
@@ -218,7 +210,7 @@ class Loop {
       }
       if (IsPreemptivePolicy(config_.policy) && config_.tick_ms > 0 && pending_ > 0 &&
           running_ > 0) {
-        next_tick_ = (now / config_.tick_ms + 1) * config_.tick_ms;
+        next_pass_ = (now / config_.tick_ms + 1) * config_.tick_ms;
       }
     }
     if (pending_ > 0 || running_ > 0) {
@@ -237,113 +229,304 @@ class Loop {
   static constexpr TimeMs kNever = INT64_MAX;
   static constexpr int64_t kMaxBudgetPassesPerInstant = 1000;
 
-  static sched::SchedulerConfig MakeConfig(const SimConfig& c) {
-    sched::SchedulerConfig s;
-    s.policy = c.policy;
-    s.preemption = IsPreemptivePolicy(c.policy);
-    if (c.min_runtime_before_preempt_ms >= 0) {
-      s.min_runtime_before_preempt_ms = c.min_runtime_before_preempt_ms;
-    }
-    if (c.fair_share_half_life_ms != 0) s.fair_share_half_life_ms = c.fair_share_half_life_ms;
-    if (!c.las_thresholds_gpu_ms.empty()) s.las_thresholds_gpu_ms = c.las_thresholds_gpu_ms;
-    if (c.las_preempt_hysteresis >= 0) s.las_preempt_hysteresis = c.las_preempt_hysteresis;
-    s.cluster_budget = c.cluster_budget;
-    s.queue_budget = c.queue_budget;
-    s.use_predictions = c.use_predictions;
-    s.las_across_queues = c.las_across_queues;
-    s.backfill_with_predictions = c.backfill_with_predictions;
-    s.borrowing_queues_by_level = c.borrowing_queues_by_level;
-    if (c.starvation_promote_factor >= 0) s.starvation_promote_factor = c.starvation_promote_factor;
-    s.gittins = c.gittins;
-    return s;
+  CoreConfig MakeCoreConfig() {
+    CoreConfig c;
+    c.scheduler = SchedulerConfigOf(config_);
+    c.estimator = config_.predict.estimator;
+    c.retain_finished_ms = 0;  // every job stays in memory: there is no store to answer
+    c.adjust_scheduler_input = [this](const Job& job, sched::PendingJob* p) { Adjust(job, p); };
+    return c;
   }
 
-  // The job as the head would record it at submit: the trace row's queue, user and GPUs as
-  // a gang of equal replicas, preemptible, with its name and time limit where it has them.
-  Job MakeJob(size_t i) const {
-    const TraceJob& t = jobs_[i];
-    Job j;
-    j.id = i + 1;
-    j.owner = t.user;
-    j.spec.name = t.name;
-    j.spec.time_limit_ms = t.time_limit_ms;
-    j.submitted_at = t.submit_ms;
-    j.spec.queue = t.queue;
-    j.spec.replicas = state_[i].replicas;
-    j.spec.per_replica.gpu_milli = state_[i].gpus_per_replica * kGpuMilli;
-    j.spec.per_replica.cpu_milli = 0;
-    j.spec.preemptible = true;
-    return j;
-  }
-
-  sched::PendingJob Pending(size_t i) const {
-    // As the head: attained_ms is the GPU-time its earlier runs held (restart overhead, grace
-    // and work lost to the checkpoint interval included), not the progress they made.
-    // The prediction as the head would make it: ToPendingJob with the estimator fed with every
-    // job that ended so far.
+  // What the simulator knows and the head cannot: for the baselines, the true duration and
+  // progress; for the corral policy, the inputs `predict` leaves out, or the oracle.
+  void Adjust(const Job& job, sched::PendingJob* p) const {
+    auto it = index_.find(job.id);
+    if (it == index_.end()) return;
+    const TraceJob& t = jobs_[it->second];
+    const Work& w = work_.at(job.id);
     const PredictionInputs& in = config_.predict;
-    sched::PendingJob p = sched::ToPendingJob(state_[i].job, in.history ? &estimator_ : nullptr);
-    if (config_.policy != sched::OrderPolicy::kCorral) {  // the production policy has no oracle
-      p.oracle_duration_ms = jobs_[i].duration_ms;
-      p.attained_ms = state_[i].progress_ms * jobs_[i].num_gpus;
+    if (config_.policy != sched::OrderPolicy::kCorral) {
+      p->oracle_duration_ms = t.duration_ms;
+      p->attained_ms = w.progress_ms * t.num_gpus;
     } else if (in.oracle) {
-      p.predicted_ms = jobs_[i].duration_ms;  // an upper bound of what predictions buy
+      p->predicted_ms = t.duration_ms;  // an upper bound of what predictions buy
       // The index of a known service: its remaining GPU-time.
-      p.gittins_ms = std::max<DurationMs>(
-          1, jobs_[i].duration_ms * std::max<int64_t>(1, jobs_[i].num_gpus) - p.attained_ms);
+      p->gittins_ms = std::max<DurationMs>(
+          1, t.duration_ms * std::max<int64_t>(1, t.num_gpus) - p->attained_ms);
+    } else if (!in.history) {
+      p->predicted_ms = in.time_limit ? job.spec.time_limit_ms : 0;
+      p->gittins_ms = 0;
     } else if (!in.time_limit) {
-      p.predicted_ms =
-          in.history ? estimator_.Estimate(p.user, p.name, p.queue, jobs_[i].num_gpus) : 0;
+      p->predicted_ms = core_.estimator().Estimate(p->user, p->name, p->queue, t.num_gpus);
     }
-    return p;
+  }
+
+  void MakeNodes() {
+    const ClusterSpec& c = config_.cluster;
+    int32_t racks = std::max(1, std::min(c.racks, c.nodes));
+    int32_t nodes_per_rack = (c.nodes + racks - 1) / racks;
+    for (int32_t n = 0; n < c.nodes; ++n) {
+      RegisterRequest r;
+      char name[32];
+      std::snprintf(name, sizeof name, "n%05d", n);
+      r.name = name;
+      r.address = r.name + ":7071";
+      char rack[32];
+      std::snprintf(rack, sizeof rack, "r%03d", n / nodes_per_rack);
+      r.labels["rack"] = rack;
+      r.labels["gpu_model"] = "V100";
+      r.cpu_milli = 64 * 1000;
+      r.memory_mb = 512 * 1024;
+      for (int32_t g = 0; g < c.gpus_per_node; ++g) {
+        Gpu gpu;
+        gpu.index = g;
+        gpu.uuid = r.name + "-gpu" + std::to_string(g);
+        gpu.model = "V100";
+        gpu.memory_mb = 32 * 1024;
+        gpu.group = c.gpus_per_node >= 8 ? g / (c.gpus_per_node / 2) : 0;
+        r.gpus.push_back(gpu);
+      }
+      by_name_[r.name] = nodes_.size();
+      nodes_.emplace_back(std::move(r));
+      Register(nodes_.size() - 1, 0);
+    }
+    if (config_.node_mtbf_ms > 0) {
+      for (size_t n = 0; n < nodes_.size(); ++n) Plan({UpTime(0), 0, EventKind::kNodeFail, n});
+    }
+  }
+
+  // The node's agent (re)starts empty and registers, then reports.
+  void Register(size_t n, TimeMs now) {
+    EmulatedNode& node = nodes_[n];
+    Result<RegisterResponse> r =
+        core_.Register(Caller::System(), node.registration(), "node-" + node.name(), kEpoch + now);
+    CORRAL_CHECK(r.ok(), r.status().message());
+    node.Registered(r->agent_epoch);
+    Report(n, now);
+  }
+
+  void Report(size_t n, TimeMs now) {
+    EmulatedNode& node = nodes_[n];
+    Result<bool> known = core_.Report(Caller::Node(node.name()), node.Report(), kEpoch + now);
+    CORRAL_CHECK(known.ok() && *known, "the core does not know emulated node " + node.name());
+    Pump(now);
+  }
+
+  void Plan(Event e) {
+    e.seq = seq_++;
+    events_.push(e);
+  }
+
+  // Commits nothing (there is no store): records what changed, and answers the nodes whose
+  // orders changed, as the shell answers their held syncs; until nothing more changes.
+  void Pump(TimeMs now) {
+    while (true) {
+      CoreOutput out = core_.TakeOutput();
+      (void)core_.TakeDirty();
+      for (const Change& c : out.changes) Record(c, now);
+      if (out.nodes_to_notify.empty()) return;
+      for (const std::string& name : out.nodes_to_notify) Answer(by_name_.at(name), now);
+    }
+  }
+
+  void Answer(size_t n, TimeMs now) {
+    EmulatedNode& node = nodes_[n];
+    if (!node.up()) return;
+    std::vector<ProcessChange> changes;
+    if (!node.Apply(core_.AnswerFor(node.name(), node.desired_version()), kEpoch + now, &changes)) {
+      CORRAL_CHECK(node.Apply(core_.AnswerFor(node.name(), 0), kEpoch + now, &changes),
+                   "emulated node " + node.name() + " refused a full answer");
+    }
+    for (const ProcessChange& c : changes) {
+      if (c.kind == ProcessChange::Kind::kStarted) {
+        Started(n, c, now);
+      } else {
+        StopOrdered(n, c, now);
+      }
+    }
+    // The agent reports what it started at once (its next sync); a stop changes nothing to
+    // report until the process exits.
+    for (const ProcessChange& c : changes) {
+      if (c.kind == ProcessChange::Kind::kStarted) {
+        Report(n, now);
+        break;
+      }
+    }
+  }
+
+  DurationMs Overhead(int32_t attempt) const {
+    return attempt > 1 ? config_.restart_overhead_ms : 0;
+  }
+
+  // A replica's process starts: it ends by itself once it has done the rest of the job's work.
+  void Started(size_t n, const ProcessChange& c, TimeMs now) {
+    Work& w = work_.at(c.job);
+    const TraceJob& t = jobs_[index_.at(c.job)];
+    if (w.attempt != c.attempt) {  // the run's first replica to start
+      w.attempt = c.attempt;
+      w.run_start = now;
+      w.run_progress_start = w.progress_ms;
+      w.stopped = false;
+      // The head kills a run once it has run its job's limit: it looks when the time comes.
+      if (t.time_limit_ms > 0) Plan({now + t.time_limit_ms, 0, EventKind::kTick});
+    }
+    TimeMs end = w.run_start + Overhead(c.attempt) + t.duration_ms - w.progress_ms;
+    Plan({std::max(now, end), 0, EventKind::kExit, n, c.process, 0});
+  }
+
+  // The run's work up to `now`, as a checkpoint keeps it.
+  DurationMs WorkAt(const Work& w, const TraceJob& t, TimeMs now, bool checkpoint_now) const {
+    DurationMs ran = now - w.run_start - Overhead(w.attempt);
+    DurationMs total = std::min(t.duration_ms, w.progress_ms + std::max<DurationMs>(0, ran));
+    if (!checkpoint_now || config_.checkpoint_interval_ms > 0) {
+      DurationMs every = config_.checkpoint_interval_ms;
+      DurationMs kept = every > 0 ? total / every * every : w.progress_ms;
+      total = std::max(w.progress_ms, kept);
+    }
+    return total;
+  }
+
+  // A stop order (preemption, time limit): the process checkpoints (its work up to now, or its
+  // last periodic checkpoint) and exits at the end of its grace.
+  void StopOrdered(size_t n, const ProcessChange& c, TimeMs now) {
+    Work& w = work_.at(c.job);
+    if (w.attempt == c.attempt && !w.stopped) {
+      w.progress_ms = WorkAt(w, jobs_[index_.at(c.job)], now, /*checkpoint_now=*/true);
+      w.stopped = true;
+    }
+    Plan({now + config_.preempt_grace_ms, 0, EventKind::kExit, n, c.process, -15});
+  }
+
+  void Exit(const Event& e, TimeMs now) {
+    EmulatedNode& node = nodes_[e.node];
+    if (!node.up() || !node.Exit(e.process, e.exit_code, kEpoch + now)) return;  // killed meanwhile
+    Report(e.node, now);
+  }
+
+  // Liveness, time limits and stops as the head's timer does them; every agent that is up has
+  // just synced (as it does every few seconds), a failed one has not since it failed.
+  void Tick(TimeMs now) {
+    for (size_t n = 0; n < nodes_.size(); ++n) {
+      if (nodes_[n].up()) {
+        Result<bool> known =
+            core_.Report(Caller::Node(nodes_[n].name()), nodes_[n].Report(), kEpoch + now);
+        CORRAL_CHECK(known.ok() && *known, "the core does not know " + nodes_[n].name());
+      }
+    }
+    core_.Tick(kEpoch + now);
+    Pump(now);
   }
 
   void Arrive(size_t i, TimeMs now) {
-    (void)now;
-    sched::PendingJob p = Pending(i);
-    CountNamePrediction(i, p, /*at_submit=*/true);
-    std::string why;
-    if (sched_.Admit(p, &why) == sched::Fit::kInfeasible) {
-      state_[i].phase = JobPhase::kRejected;
+    const TraceJob& t = jobs_[i];
+    int32_t replicas = 1, per_replica = 0;
+    Shape(t.num_gpus, config_.cluster.gpus_per_node, &replicas, &per_replica);
+    // The job as a user would submit it: the trace row's queue, user and GPUs as a gang of
+    // equal replicas, preemptible, with its name and time limit where it has them.
+    JobSpec spec;
+    spec.command = {"trace-job"};
+    spec.name = t.name;
+    spec.time_limit_ms = t.time_limit_ms;
+    spec.queue = t.queue;
+    spec.replicas = replicas;
+    spec.per_replica.gpu_milli = per_replica * kGpuMilli;
+    spec.per_replica.cpu_milli = 0;
+    spec.preemptible = true;
+    spec.grace_ms = config_.preempt_grace_ms;
+    bool by_name = PredictedByName(t.user, t.name);
+    JobId id = core_.state().next_job_id;
+    index_[id] = i;
+    work_[id] = Work{};
+    // An admin of no name: the owner is the trace's user, which may be none.
+    Caller submitter{Caller::Kind::kSystem, "", Role::kAdmin, {}};
+    Result<Job> job = core_.Submit(submitter, std::move(spec), t.user, kEpoch + now);
+    if (!job.ok()) {
+      index_.erase(id);
+      work_.erase(id);
       result_.jobs[i].rejected = true;
-      result_.jobs[i].why_rejected = why;
+      result_.jobs[i].why_rejected = job.status().message();
+      Pump(now);
       return;
     }
-    state_[i].phase = JobPhase::kPending;
-    ++pending_;
-    sched_.AddPending(p);
-  }
-
-  // The job's run ends with the job: done (timeout = false) or killed at its time limit.
-  void Finish(size_t i, TimeMs now, bool timeout) {
-    SimJob& s = state_[i];
-    CORRAL_CHECK(s.phase == JobPhase::kRunning, "completion of a job that is not running");
-    sched_.RemoveRunning(i + 1);
-    s.phase = JobPhase::kDone;
-    if (timeout) {
-      DurationMs ran = now - s.run_start - (s.resumed ? config_.restart_overhead_ms : 0);
-      s.progress_ms = std::min(jobs_[i].duration_ms, s.progress_ms + std::max<DurationMs>(0, ran));
-    } else {
-      s.progress_ms = jobs_[i].duration_ms;
+    if (by_name) {
+      ++result_.predicted_by_name_at_submit;
+      CountByName(i);
     }
-    EndRun(s, timeout ? RunState::kFailed : RunState::kSucceeded, now);
-    CountLost(i, now);
-    active_.erase(i);
-    --running_;
-    result_.runs[s.run_record].end = now;
-    result_.runs[s.run_record].timeout = timeout;
-    result_.jobs[i].end = now;
-    result_.jobs[i].timeout = timeout;
-    estimator_.Observe(sched::EndedJobOf(s.job));  // as the head, when a job ends
-    if (config_.refresh_sibling_predictions) RefreshSiblings(i);
+    Pump(now);
   }
 
-  // GPU time the run that ends now held beyond the progress it kept.
-  void CountLost(size_t i, TimeMs now) {
-    const SimJob& s = state_[i];
-    DurationMs gain = s.progress_ms - s.run_progress_start;
+  // Whether the corral policy's prediction for a job of this user and name comes from the
+  // history of their ended jobs.
+  bool PredictedByName(const std::string& user, const std::string& name) const {
+    return config_.policy == sched::OrderPolicy::kCorral && config_.use_predictions &&
+           config_.predict.history && !config_.predict.oracle &&
+           core_.estimator().HasNameHistory(user, name);
+  }
+  void CountByName(size_t i) {
+    if (!predicted_by_name_.insert(i).second) return;
+    ++result_.predicted_by_name;
+  }
+
+  // What the core decided, as the report counts it.
+  void Record(const Change& c, TimeMs now) {
+    if (std::holds_alternative<JobSubmitted>(c.what)) {
+      ++pending_;
+    } else if (const auto* e = std::get_if<RunPlaced>(&c.what)) {
+      size_t i = index_.at(e->job);
+      open_runs_[e->job] = result_.runs.size();
+      RunRecord r;
+      r.job = i;
+      r.start = now;
+      r.end = -1;
+      r.gpus = jobs_[i].num_gpus;
+      r.placement = e->placement;
+      result_.runs.push_back(std::move(r));
+      if (result_.jobs[i].first_start < 0) result_.jobs[i].first_start = now;
+      --pending_;
+      ++running_;
+    } else if (const auto* e = std::get_if<StopRequested>(&c.what)) {
+      stop_reasons_[e->job] = e->reason;
+    } else if (const auto* e = std::get_if<RunEnded>(&c.what)) {
+      Ended(*e, now);
+    }
+  }
+
+  void Ended(const RunEnded& e, TimeMs now) {
+    size_t i = index_.at(e.job);
+    RunRecord& r = result_.runs[open_runs_.at(e.job)];
+    open_runs_.erase(e.job);
+    std::string reason;
+    if (auto s = stop_reasons_.find(e.job); s != stop_reasons_.end()) {
+      reason = std::move(s->second);
+      stop_reasons_.erase(s);
+    }
+    Work& w = work_.at(e.job);
+    if (e.run_state == RunState::kSucceeded) w.progress_ms = jobs_[i].duration_ms;
+    if (e.run_state == RunState::kLost && !w.stopped) {
+      // Its node failed (or went silent): only the last periodic checkpoint is kept.
+      w.progress_ms = WorkAt(w, jobs_[i], now, /*checkpoint_now=*/false);
+    }
+    r.end = now;
+    r.lost = e.run_state == RunState::kLost;
+    r.preempted = e.run_state == RunState::kPreempted ||
+                  (r.lost && head::StartsWith(reason, head::kReasonPreempted));
+    r.timeout = head::StartsWith(reason, head::kReasonTimeLimit);
+    // GPU time the run held beyond the progress it kept.
+    DurationMs gain = w.progress_ms - w.run_progress_start;
     result_.lost_gpu_ms +=
-        int64_t{jobs_[i].num_gpus} * std::max<DurationMs>(0, now - s.run_start - gain);
+        int64_t{jobs_[i].num_gpus} * std::max<DurationMs>(0, now - r.start - gain);
+    JobOutcome& o = result_.jobs[i];
+    o.preemptions += r.preempted;
+    o.lost_runs += r.lost;
+    --running_;
+    if (e.job_state == JobState::kPending) {
+      ++pending_;
+      if (PredictedByName(jobs_[i].user, jobs_[i].name)) CountByName(i);
+      return;
+    }
+    o.end = now;
+    o.timeout = r.timeout;
   }
 
   // A uniformly distributed double in [0, 1) from the raw mt19937_64 stream (the same on
@@ -355,208 +538,65 @@ class Loop {
     return from + std::max<DurationMs>(1, up);
   }
 
+  // The node dies with its processes (their work since the last checkpoint lost) and falls
+  // silent; the head finds out as it would, when the node misses its syncs.
   void FailNode(size_t n, TimeMs now) {
     ++result_.node_failures;
-    sched::NodeInfo& node = nodes_[n];
-    // Its runs are lost: in job order, so the requeue order does not depend on the set.
-    std::vector<size_t> hit;
-    for (size_t i : active_) {
-      for (const ReplicaPlacement& p : result_.runs[state_[i].run_record].placement) {
-        if (p.node == node.name) {
-          hit.push_back(i);
-          break;
-        }
+    // Its last sync: an agent syncs every few seconds, so the head heard from it until now.
+    Report(n, now);
+    for (const RunReport& r : nodes_[n].Report().runs) {
+      RunId id;
+      if (!r.running || !ParseRunId(r.run_id, &id)) continue;
+      Work& w = work_.at(id.job);
+      if (w.attempt == id.attempt && !w.stopped) {
+        w.progress_ms = WorkAt(w, jobs_[index_.at(id.job)], now, /*checkpoint_now=*/false);
+        w.stopped = true;
       }
     }
-    for (size_t i : hit) Lose(i, now);
-    node.schedulable = false;
+    nodes_[n].Fail();
     ++down_nodes_;
-    sched_.UpsertNode(node);
-    events_.push({now + config_.node_repair_ms, seq_++, EventKind::kNodeRepair, n, 0});
+    const CoreConfig& c = core_.config();
+    Plan({now + c.unreachable_after_ms + 1, 0, EventKind::kTick});
+    Plan({now + c.down_after_ms + 1, 0, EventKind::kTick});
+    Plan({now + config_.node_repair_ms, 0, EventKind::kNodeRepair, n});
   }
 
   void RepairNode(size_t n, TimeMs now) {
-    nodes_[n].schedulable = true;
     --down_nodes_;
-    sched_.UpsertNode(nodes_[n]);
-    events_.push({UpTime(now), seq_++, EventKind::kNodeFail, n, 0});
-  }
-
-  // A run on a failed node ends now, lost: requeued, not the job's failure. A run being
-  // preempted keeps what its preemption saved; a running one only its last checkpoint.
-  void Lose(size_t i, TimeMs now) {
-    SimJob& s = state_[i];
-    bool stopping = s.phase == JobPhase::kStopping;
-    if (!stopping && config_.checkpoint_interval_ms > 0) {
-      DurationMs ran = now - s.run_start - (s.resumed ? config_.restart_overhead_ms : 0);
-      DurationMs total =
-          std::min(jobs_[i].duration_ms, s.progress_ms + std::max<DurationMs>(0, ran));
-      DurationMs kept = total / config_.checkpoint_interval_ms * config_.checkpoint_interval_ms;
-      s.progress_ms = std::max(s.progress_ms, kept);
-    }
-    sched_.RemoveRunning(i + 1);
-    RunRecord& r = result_.runs[s.run_record];
-    r.end = now;
-    r.lost = true;
-    r.preempted = stopping;
-    EndRun(s, stopping ? RunState::kPreempted : RunState::kLost, now);
-    CountLost(i, now);
-    if (stopping) ++result_.jobs[i].preemptions;
-    ++result_.jobs[i].lost_runs;
-    Requeue(i);
-  }
-
-  void Requeue(size_t i) {
-    SimJob& s = state_[i];
-    ++s.generation;  // any completion, timeout or release event of the run is void
-    active_.erase(i);
-    --running_;
-    ++pending_;
-    s.phase = JobPhase::kPending;
-    s.resumed = true;
-    sched::PendingJob p = Pending(i);
-    CountNamePrediction(i, p, /*at_submit=*/false);
-    sched_.AddPending(p);
-  }
-
-  // The pending jobs of ended job i's user and name, predicted again (AddPending replaces).
-  void RefreshSiblings(size_t i) {
-    auto it = siblings_.find({jobs_[i].user, jobs_[i].name});
-    if (it == siblings_.end()) return;
-    for (size_t j : it->second) {
-      if (state_[j].phase != JobPhase::kPending) continue;
-      sched::PendingJob p = Pending(j);
-      CountNamePrediction(j, p, /*at_submit=*/false);
-      sched_.AddPending(p);
-    }
-  }
-
-  // Counts the jobs whose prediction came from their (user, job name) history: when first
-  // queued, and at any queueing (a requeued job is predicted again, from the history then).
-  void CountNamePrediction(size_t i, const sched::PendingJob& p, bool at_submit) {
-    if (config_.policy != sched::OrderPolicy::kCorral || !config_.use_predictions ||
-        !config_.predict.history || config_.predict.oracle ||
-        !estimator_.HasNameHistory(p.user, p.name)) {
-      return;
-    }
-    if (at_submit) ++result_.predicted_by_name_at_submit;
-    if (!state_[i].predicted_by_name) ++result_.predicted_by_name;
-    state_[i].predicted_by_name = true;
-  }
-
-  void Release(size_t i, TimeMs now) {
-    SimJob& s = state_[i];
-    CORRAL_CHECK(s.phase == JobPhase::kStopping, "release of a job that is not stopping");
-    sched_.RemoveRunning(i + 1);
-    result_.runs[s.run_record].end = now;
-    result_.runs[s.run_record].preempted = true;
-    EndRun(s, RunState::kPreempted, now);
-    CountLost(i, now);
-    ++result_.jobs[i].preemptions;
-    Requeue(i);
+    Register(n, now);
+    Plan({UpTime(now), 0, EventKind::kNodeFail, n});
   }
 
   Status SchedulePass(TimeMs now) {
     std::chrono::steady_clock::time_point t0;
     if (config_.profile) t0 = std::chrono::steady_clock::now();
-    sched::Decisions d = sched_.Schedule(now);
+    core_.Schedule(kEpoch + now);
     if (config_.profile) {
       result_.schedule_seconds +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     ++result_.schedule_calls;
-    for (const sched::PreemptDecision& p : d.preempt) {
-      size_t i = p.job - 1;
-      if (p.job == 0 || i >= state_.size() || state_[i].phase != JobPhase::kRunning) {
-        return Internal("the scheduler preempted job " + std::to_string(p.job) +
-                        ", which is not running");
-      }
-      Preempt(i, now);
-    }
-    for (sched::PlaceDecision& pl : d.place) {
-      size_t i = pl.job - 1;
-      if (pl.job == 0 || i >= state_.size() || state_[i].phase != JobPhase::kPending) {
-        return Internal("the scheduler placed job " + std::to_string(pl.job) +
-                        ", which is not pending");
-      }
-      Start(i, now, std::move(pl.placement));
-    }
+    Pump(now);
     return Status::Ok();
-  }
-
-  void Start(size_t i, TimeMs now, std::vector<ReplicaPlacement> placement) {
-    SimJob& s = state_[i];
-    s.phase = JobPhase::kRunning;
-    s.run_start = now;
-    s.run_progress_start = s.progress_ms;
-    active_.insert(i);
-    ++s.generation;
-    --pending_;
-    ++running_;
-    JobOutcome& o = result_.jobs[i];
-    if (o.first_start < 0) o.first_start = now;
-    corral::Run run;
-    run.attempt = static_cast<int32_t>(s.job.runs.size()) + 1;
-    run.state = RunState::kRunning;
-    run.scheduled_at = now;
-    run.started_at = now;
-    s.job.runs.push_back(std::move(run));
-    s.run_record = result_.runs.size();
-    RunRecord r;
-    r.job = i;
-    r.start = now;
-    r.end = -1;
-    r.gpus = jobs_[i].num_gpus;
-    r.placement = std::move(placement);
-    result_.runs.push_back(std::move(r));
-    DurationMs left = jobs_[i].duration_ms - s.progress_ms;
-    TimeMs end = now + (s.resumed ? config_.restart_overhead_ms : 0) + left;
-    // As the head: a run is killed once it has run its job's time limit.
-    const DurationMs limit = s.job.spec.time_limit_ms;
-    if (limit > 0 && now + limit < end) {
-      events_.push({now + limit, seq_++, EventKind::kTimeout, i, s.generation});
-    } else {
-      events_.push({end, seq_++, EventKind::kEnd, i, s.generation});
-    }
-  }
-
-  static void EndRun(SimJob& s, RunState state, TimeMs now) {
-    corral::Run& run = *s.job.CurrentRun();
-    run.state = state;
-    run.ended_at = now;
-  }
-
-  void Preempt(size_t i, TimeMs now) {
-    SimJob& s = state_[i];
-    DurationMs ran = now - s.run_start - (s.resumed ? config_.restart_overhead_ms : 0);
-    DurationMs total = s.progress_ms + std::max<DurationMs>(0, ran);
-    total = std::min(total, jobs_[i].duration_ms);
-    if (config_.checkpoint_interval_ms > 0) {
-      DurationMs kept = total / config_.checkpoint_interval_ms * config_.checkpoint_interval_ms;
-      total = std::max(s.progress_ms, kept);
-    }
-    s.progress_ms = total;
-    s.phase = JobPhase::kStopping;
-    ++s.generation;  // the pending completion event is void
-    events_.push({now + config_.preempt_grace_ms, seq_++, EventKind::kRelease, i, s.generation});
   }
 
   const std::vector<TraceJob>& jobs_;
   SimConfig config_;
-  sched::Scheduler sched_;
-  std::vector<SimJob> state_;
-  // Jobs by (user, name), in submit order (refresh_sibling_predictions only).
-  std::map<std::pair<std::string, std::string>, std::vector<size_t>> siblings_;
-  sched::RuntimeEstimator estimator_;  // fed with every job that ends
-  std::vector<sched::NodeInfo> nodes_;
-  std::set<size_t> active_;  // jobs running or stopping
-  std::mt19937_64 rng_;      // node up times
+  std::map<JobId, size_t> index_;  // job -> its row of the trace
+  std::map<JobId, Work> work_;
+  HeadCore core_;
+  std::vector<EmulatedNode> nodes_;
+  std::map<std::string, size_t> by_name_;
+  std::map<JobId, size_t> open_runs_;          // job -> its run's record in result_.runs
+  std::map<JobId, std::string> stop_reasons_;  // job -> why its run was asked to stop
+  std::set<size_t> predicted_by_name_;
+  std::mt19937_64 rng_;  // node up times
   SimResult result_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   uint64_t seq_ = 0;
   int64_t pending_ = 0;
   int64_t running_ = 0;
-  TimeMs next_tick_ = kNever;
+  TimeMs next_pass_ = kNever;
   int64_t budget_passes_ = 0;  // consecutive passes cut short by the work budget
   int64_t down_nodes_ = 0;     // failed, not yet repaired
 };

@@ -1,29 +1,30 @@
-// The discrete-event simulator (DESIGN §12): replays a trace through corral::sched::Scheduler
-// with a simulated clock and simulated nodes, driving it through the same calls as the head
-// (UpsertNode, SetQueue, AddPending, Schedule, RemoveRunning). No wall clock is read inside
+// The discrete-event simulator (DESIGN §12): replays a trace through the head's own core
+// (head::HeadCore, and through it sched::Scheduler) with one emulated agent per node
+// (sim/emulated_node.h) on virtual time. The trace's jobs are submitted at their times; the
+// core places, preempts, enforces time limits, declares silent nodes lost and requeues, exactly
+// as in a head; the loop only moves time and plays the processes. No wall clock is read inside
 // the loop; the same trace and config give the same result.
 //
-// Run model. A job needs `duration` of service on all its GPUs at once. A run starts when
-// the scheduler places the job. A preempted run stops making progress at the Preempt
-// decision, keeps its GPUs for `preempt_grace` (checkpointing), then is released
-// (RemoveRunning) and re-queued (AddPending) as a new run. Progress survives preemption
-// entirely when checkpoint_interval is 0 (checkpoint on preempt), else only up to the last
-// multiple of checkpoint_interval. Every run after the first spends `restart_overhead`
-// before it makes progress again.
+// Run model (what a process does with its time). A job needs `duration` of service on all its
+// GPUs at once. A run's processes start when the agents get its orders (the instant it is
+// placed). A stop order (preemption, time limit) makes each process checkpoint and exit at the
+// end of `preempt_grace`; the work it keeps is all of it when checkpoint_interval is 0
+// (checkpoint on stop), else up to the last multiple of checkpoint_interval. Every run after
+// the first spends `restart_overhead` before it makes progress again.
 //
-// So that the simulated runs are what the head would do (a policy is judged here before the
-// head runs it):
-//  - Predictions (corral policy): the scheduler gets PendingJob::predicted_ms from a
-//    sched::RuntimeEstimator fed with every job that ends (EndedJobOf its run history), as the
-//    head would feed it, and from the job's time limit; `oracle` gives the true duration
-//    instead (an upper bound of what predictions can buy; simulator only).
-//  - Time limits that kill: a run that reaches its job's time limit ends there and the job
-//    ends `timeout` (as the head, the limit counts per run from its start).
+// What the head decides, and the simulator does not re-implement:
+//  - Predictions (corral policy): the core's RuntimeEstimator learns from every job that ends;
+//    `predict` may leave inputs out, and `oracle` gives the true duration instead (an upper
+//    bound, through CoreConfig::adjust_scheduler_input; the baselines get the true duration and
+//    progress the same way).
+//  - Time limits: the core stops a run once it has run its job's limit; the job fails
+//    (`timeout` in the report).
 //  - Node failures: each node fails after an exponentially distributed up time (mean
-//    node_mtbf, seeded), is unschedulable for node_repair, and comes back. Its runs are lost
-//    and requeued (not the job's failure); their work since the last checkpoint is lost (with
-//    checkpoint_interval 0, the whole run's: a failure does not checkpoint).
-// Not thread-safe; one Simulate call owns its scheduler.
+//    node_mtbf, seeded): its processes die and its agent falls silent. The core marks it
+//    unreachable, then down (its runs lost and requeued, not the job's failure) when it has
+//    missed its syncs for the core's down_after (a minute). The node comes back after
+//    node_repair and registers again. A failure keeps only the last periodic checkpoint.
+// Not thread-safe; one Simulate call owns its core.
 #pragma once
 
 #include <cstdint>
@@ -79,10 +80,6 @@ struct SimConfig {
   // use_predictions is false).
   PredictionInputs predict;
   bool use_predictions = true;
-  // Corral policy: when a job ends, its pending siblings (same user and job name) are
-  // predicted again from the history that now includes it, as on a requeue (a what-if: the
-  // head predicts a job only when it queues it).
-  bool refresh_sibling_predictions = false;
   // Corral policy: SchedulerConfig::las_across_queues.
   bool las_across_queues = true;
   // Corral policy: SchedulerConfig::backfill_with_predictions.
