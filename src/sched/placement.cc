@@ -3,10 +3,40 @@
 #include <algorithm>
 
 namespace corral::sched {
+namespace {
+
+// Milli-GPUs still free on the node's GPUs that hold shares.
+int64_t SharedRoomMilli(const NodeSlot& n) {
+  int64_t room = 0;
+  for (size_t g = 0; g < n.shares.count.size(); ++g) {
+    if (n.shares.count[g] > 0) room += kGpuMilli - n.shares.milli[g];
+  }
+  return room;
+}
+
+}  // namespace
 
 int32_t Placer::BestFit(const Shape& s, TimeMs end, int32_t rack, int32_t replicas) {
   int64_t need = int64_t{replicas} * s.gpus;
   if (need > model_.max_gpus()) return -1;
+  // A job without GPUs takes CPU and memory that shares on the node's GPUs may still need:
+  // among nodes without free GPUs, the one whose shared GPUs have the least room left.
+  if (need == 0 && !s.share && !model_.shared_nodes().empty()) {
+    int32_t best = -1;
+    int64_t best_room = 0;
+    for (int32_t i : Bucket(rack, 0)) {
+      ++*work_;
+      if (model_.Capacity(i, s, end, replicas) < replicas) continue;
+      int64_t room = SharedRoomMilli(model_.slot(i));
+      if (best < 0 || room < best_room) {
+        best = i;
+        best_room = room;
+        if (room == 0) break;
+      }
+    }
+    if (best >= 0) return best;
+    need = 1;
+  }
   for (int32_t k = static_cast<int32_t>(need); k <= model_.max_gpus(); ++k) {
     for (int32_t i : Bucket(rack, k)) {
       ++*work_;
@@ -100,8 +130,12 @@ bool Placer::PickShare(const Shape& s, TimeMs end, int32_t* slot, int32_t* gpu) 
   }
   if (*slot >= 0) return true;
   // Else an empty GPU on the node with the fewest free GPUs (best fit, as whole GPUs go),
-  // from its fullest NVLink group.
+  // from its fullest NVLink group; among such nodes (the first few that fit), the one with
+  // the most CPU left for each of its free GPUs, so that the GPU's later shares find CPU.
+  constexpr int32_t kCandidates = 16;
   for (int32_t k = 1; k <= model_.max_gpus(); ++k) {
+    double best_cpu = -1;
+    int32_t seen = 0;
     for (int32_t i : model_.bucket(k)) {
       ++*work_;
       if (!RoomBesideGpus(i, s, end)) continue;
@@ -112,10 +146,15 @@ bool Placer::PickShare(const Shape& s, TimeMs end, int32_t* slot, int32_t* gpu) 
       size_t g = 0;
       while (g < n.info.gpus.size() && n.info.gpus[g].index != pick[0]) ++g;
       if (g == n.info.gpus.size() || ShareSlots(n, g, s) < 1) continue;
-      *slot = i;
-      *gpu = pick[0];
-      return true;
+      double cpu = double(n.free_cpu - s.cpu) / k;
+      if (cpu > best_cpu) {
+        best_cpu = cpu;
+        *slot = i;
+        *gpu = pick[0];
+      }
+      if (++seen == kCandidates) break;
     }
+    if (*slot >= 0) return true;
   }
   return false;
 }
