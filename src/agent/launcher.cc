@@ -204,21 +204,6 @@ std::string LogFileName(const std::string& stream, int32_t task) {
   return task == 0 ? stream : stream + "." + std::to_string(task);
 }
 
-std::string GpuShareLibraryBeside(const std::string& program) {
-  const std::string name = "libcorral_gpushare.so";
-  std::vector<std::string> candidates;
-  auto slash = program.find_last_of('/');
-  if (slash != std::string::npos) candidates.push_back(program.substr(0, slash + 1) + name);
-#ifdef CORRAL_GPUSHARE_INSTALLED
-  candidates.push_back(CORRAL_GPUSHARE_INSTALLED);
-#endif
-  for (const std::string& c : candidates) {
-    struct stat st {};
-    if (stat(c.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return c;
-  }
-  return {};
-}
-
 std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string& node_name,
                                         int32_t task,
                                         const std::map<std::string, std::string>& defaults,
@@ -251,18 +236,7 @@ std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string
     }
   }
   if (!within) env["CUDA_VISIBLE_DEVICES"] = gpus;
-  auto isolation = env.find("CORRAL_GPU_ISOLATION");
-  if (isolation != env.end() && isolation->second == "memory" &&
-      env.count("CORRAL_GPU_MEMORY_LIMIT")) {
-    if (share_lib.empty()) {
-      env["CORRAL_GPU_SHARE_ENFORCED"] = "0";
-    } else {
-      std::string& preload = env["LD_PRELOAD"];
-      preload = share_lib + (preload.empty() ? "" : ":" + preload);
-      env["CORRAL_GPU_SHARE_FILE"] = share_ledger;
-      env["CORRAL_GPU_SHARE_ENFORCED"] = "1";
-    }
-  }
+  AddGpuShareEnv(&env, share_lib, share_ledger);
   std::vector<std::string> out;
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
   return out;

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "agent/cgroup.h"
+#include "agent/gpu_share_env.h"
 #include "agent/owned_fd.h"
 #include "agent/run_as.h"
 #include "core/agent_protocol.h"
@@ -216,9 +217,6 @@ class PosixLauncher final : public Launcher {
 // The corral-monitor executable beside `program` (a path, e.g. /proc/self/exe's target), if it
 // is there and executable; else empty (monitors are then forks of the agent).
 std::string MonitorExecutableBeside(const std::string& program);
-// The share shim libcorral_gpushare.so beside `program`, else where it is installed; empty if
-// neither exists.
-std::string GpuShareLibraryBeside(const std::string& program);
 
 // How many tasks an order runs: one per entry of task_envs, or one.
 int32_t TaskCount(const RunOrder& order);
