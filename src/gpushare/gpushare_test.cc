@@ -159,6 +159,15 @@ TEST_F(GpuShare, AJobsProcessesShareOneCapAndJobsAreCappedApart) {
   EXPECT_EQ(b2.Rcs(), (std::vector<int>{kOutOfMemory}));
 }
 
+TEST_F(GpuShare, OtherLookupsGoWhereTheyWouldWithoutTheShim) {
+  // RTLD_NEXT is relative to the caller: the wrapped dlsym must not answer from the shim's
+  // place in the load order.
+  Probe p("4g", Ledger("next"), {"next"});
+  std::vector<std::string> lines;
+  p.Rcs(&lines);
+  EXPECT_EQ(lines, std::vector<std::string>{"next=ok"});
+}
+
 TEST_F(GpuShare, AKilledProcessReleasesItsMemory) {
   Probe a1("4g", Ledger("K"), {"alloc", "gpa", "3072", "hold"});
   ASSERT_EQ(a1.Line(), "rc=0");

@@ -18,6 +18,7 @@
  * capped (the isolation mode "memory" is recorded as such). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -385,6 +386,48 @@ EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version,
   return rc;
 }
 
+/* RTLD_NEXT means "after the caller", and the real dlsym takes the caller from its return
+ * address, which here is the shim: emulate it by searching the objects loaded after the
+ * caller's, in load order (an interposer of malloc calling dlsym(RTLD_NEXT, "malloc") must
+ * not find itself). */
+struct next_search {
+  const char* caller; /* the caller's object path */
+  const char* name;
+  int past; /* the caller's object was seen */
+  void* found;
+};
+
+static int next_in(struct dl_phdr_info* info, size_t size, void* data) {
+  (void)size;
+  struct next_search* s = data;
+  const char* path = info->dlpi_name ? info->dlpi_name : "";
+  if (!s->past) {
+    if (strcmp(path, s->caller) == 0) s->past = 1;
+    return 0;
+  }
+  void* h = dlopen(*path ? path : NULL, RTLD_LAZY | RTLD_NOLOAD);
+  if (!h) return 0;
+  void* f = real_dlsym()(h, s->name);
+  dlclose(h);
+  if (f) {
+    s->found = f;
+    return 1;
+  }
+  return 0;
+}
+
+static void* dlsym_next(const char* name, const void* caller_addr) {
+  Dl_info info;
+  if (!dladdr(caller_addr, &info) || !info.dli_fname) return real_dlsym()(RTLD_NEXT, name);
+  struct next_search s = {info.dli_fname, name, 0, NULL};
+  dl_iterate_phdr(next_in, &s);
+  if (!s.past) { /* the caller is the main program: its object has no name there */
+    s.caller = "";
+    dl_iterate_phdr(next_in, &s);
+  }
+  return s.found;
+}
+
 /* dlsym(handle, "cuMemAlloc_v2") on libcuda's handle would bypass the exported hooks. */
 EXPORT void* dlsym(void* handle, const char* name) {
   dlsym_fn f = real_dlsym();
@@ -397,5 +440,6 @@ EXPORT void* dlsym(void* handle, const char* name) {
       return f(handle, name) ? h : NULL;
     }
   }
+  if (handle == RTLD_NEXT) return dlsym_next(name, __builtin_return_address(0));
   return f(handle, name);
 }

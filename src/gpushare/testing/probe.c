@@ -5,8 +5,11 @@
  *                             "device_total=<MiB>" (cuDeviceTotalMem)
  *   alloc PATH MIB            PATH: gpa | gpa2 | dlsym | direct | async | pool; prints "rc=<N>"
  *   free                      frees the last allocation through the gpa path; prints "rc=<N>"
+ *   next                      prints "next=ok" if dlsym(RTLD_NEXT, "dlsym") finds the first
+ *                             definition after the program
  *   hold                      prints "holding" and sleeps until killed
  * Exit status 0 unless a command could not run. */
+#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +85,11 @@ int main(int argc, char** argv) {
     } else if (strcmp(argv[i], "freeasync") == 0) {
       typedef CUresult (*fa)(CUdeviceptr, CUstream);
       printf("rc=%d\n", ((fa)lookup("cuMemFreeAsync"))(last, NULL));
+    } else if (strcmp(argv[i], "next") == 0) {
+      /* With the shim preloaded, the first dlsym after the program is the shim's own (from the
+       * shim's place it would be libc's). */
+      void* next = dlsym(RTLD_NEXT, "dlsym");
+      printf("next=%s\n", next && next == dlsym(RTLD_DEFAULT, "dlsym") ? "ok" : "wrong");
     } else if (strcmp(argv[i], "hold") == 0) {
       printf("holding\n");
       fflush(stdout);
