@@ -47,9 +47,10 @@ const CommandInfo kCommands[] = {
      "list nodes; drain or undrain one"},
     {"queues", RunQueues,
      "corral queues [-o json] | corral queues set NAME [--quota N] [--limit M] [--weight W]\n"
-     "       [--max-pending-per-user N] [--allow-user U]... [--allow-group G]... (\"\": everyone)\n"
-     "       [--gpu-sharing on|off]",
-     "list queues; set a queue's quota, limit, weight and who may submit there"},
+     "       [--max-pending-per-user N] [--max-grace DURATION] [--allow-user U]...\n"
+     "       [--allow-group G]... (\"\": everyone) [--gpu-sharing on|off]",
+     "list queues; set a queue's quota, limit, weight, longest grace, GPU sharing and who may "
+     "submit there"},
     {"events", RunEvents, "corral events [-f] [--since REV] [-o json]",
      "print the cluster's changes; -f follows them as they happen"},
     {"top", RunTop, "corral top [--once]",
