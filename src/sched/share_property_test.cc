@@ -137,7 +137,7 @@ PendingJob RandomShareJob(std::mt19937_64& rng, JobId id, TimeMs now) {
 
 TEST(SharePropertyTest, NoGpuIsEverOverItsMilliOrMemory) {
   int64_t shares = 0;
-  for (uint64_t seed = 1; seed <= 1500; ++seed) {
+  for (uint64_t seed = 1; seed <= 500; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     std::mt19937_64 rng(seed);
     SchedulerConfig c;
@@ -187,7 +187,7 @@ TEST(SharePropertyTest, NoGpuIsEverOverItsMilliOrMemory) {
     }
     shares += h.placed_shares;
   }
-  EXPECT_GT(shares, 5000);  // the scenarios do pack shares
+  EXPECT_GT(shares, 1500);  // the scenarios do pack shares
 }
 
 }  // namespace
