@@ -5,6 +5,7 @@
 // and `corral nodes` shows them with their holders.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -17,10 +18,15 @@ using Json = nlohmann::json;
 
 TEST(GpuShareCluster, TwoSharesPackOnOneGpuAndEachProcessIsCappedAtItsShare) {
   LocalCluster c("gpushare", 1, 2);
+  // Each job holds its share until the test has seen both (or a minute passed), however
+  // slowly a loaded machine places them.
+  const std::string release = c.dir() + "/release";
   const std::string script =
       "echo GPU=$CUDA_VISIBLE_DEVICES MILLI=$CORRAL_GPU_SHARE_MILLI "
       "ENFORCED=$CORRAL_GPU_SHARE_ENFORCED PRELOAD=$LD_PRELOAD; " +
-      std::string(CORRAL_GPUSHARE_PROBE) + " info alloc gpa 3072 alloc gpa 2048; sleep 3";
+      std::string(CORRAL_GPUSHARE_PROBE) +
+      " info alloc gpa 3072 alloc gpa 2048; for i in $(seq 600); do [ -e " + release +
+      " ] && break; sleep 0.1; done";
   std::vector<std::string> ids;
   for (int k = 0; k < 2; ++k) {
     ids.push_back(c.Submit({"--gpus", "0.25", "--gpu-memory", "4G", "--env",
@@ -29,7 +35,7 @@ TEST(GpuShareCluster, TwoSharesPackOnOneGpuAndEachProcessIsCappedAtItsShare) {
   }
   // While they run, the node lists both shares of the one GPU and who holds them.
   Json shared;
-  EXPECT_TRUE(WaitUntil(30000, [&] {
+  EXPECT_TRUE(WaitUntil(60000, [&] {
     auto r = c.Corral({"nodes", "-o", "json"});
     Json nodes = Json::parse(r.out, nullptr, false);
     if (!nodes.is_array()) nodes = nodes.value("nodes", Json::array());
@@ -47,6 +53,7 @@ TEST(GpuShareCluster, TwoSharesPackOnOneGpuAndEachProcessIsCappedAtItsShare) {
     EXPECT_EQ(shared["shares"][0]["memory_mb"], 4096);
     EXPECT_EQ(shared["shares"][0]["isolation"], "memory");
   }
+  std::ofstream(release) << "go\n";
   std::map<std::string, std::string> state;
   ASSERT_TRUE(WaitAllSucceeded([&](const std::vector<std::string>& a) { return c.Corral(a); }, ids,
                                60000, &state));
