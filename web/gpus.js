@@ -23,7 +23,8 @@ const USABLE = new Set(["ready"]);
 const DOWN = new Set(["down", "unreachable"]);
 
 // [{node, state, gpus: [{index, model, util (null: unmeasured), memUsed, memTotal,
-//   jobs: [id...], status: "allocated"|"free"|"unavailable"|"down"}]}]
+//   jobs: [id...], shares: [{job, owner, milli, memory_mb, isolation}], sharedMilli,
+//   status: "allocated"|"free"|"unavailable"|"down"}]}]
 export function gpuMap(nodes, jobs) {
   const holders = new Map();  // "node/index" -> [job ids]
   for (const job of jobs) {
@@ -51,6 +52,8 @@ export function gpuMap(nodes, jobs) {
         memUsed: g.memory_used_bytes,
         memTotal: (g.memory_mb || 0) * 1024 * 1024,
         jobs: held,
+        shares: g.shares || [],
+        sharedMilli: g.shared_milli || 0,
         status,
       };
     }),

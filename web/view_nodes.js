@@ -18,16 +18,26 @@ function gib(bytes) {
   return bytes > 0 ? (bytes / 2 ** 30).toFixed(1) + " GiB" : "0";
 }
 
+// "shared 750/1000 milli: job 7 (ana) 500 memory, job 8 (bob) 250 memory"
+function sharesText(g) {
+  if (!g.shares.length) return "";
+  return `\nshared ${g.sharedMilli}/1000 milli-GPUs: ` + g.shares.map((s) =>
+    `job ${s.job} (${s.owner}) ${s.milli} ${s.isolation || "memory"}`).join(", ");
+}
+
 function cell(node, g) {
   const c = h("a", {
-    class: `gpu ${g.status}` + (g.util === null ? " unmeasured" : ""),
+    class: `gpu ${g.status}` + (g.util === null ? " unmeasured" : "") +
+      (g.shares.length ? " shared" : ""),
     "data-node": node, "data-gpu": g.index,
     href: g.jobs.length ? `#/jobs/${g.jobs[0]}` : undefined,
     title: `${node} GPU ${g.index} ${g.model}\n${g.status}` +
       (g.jobs.length ? ` to job ${g.jobs.join(", ")}` : "") +
       `\nuse ${g.util === null ? "not measured" : g.util + "%"}` +
-      (g.memUsed !== undefined ? `, memory ${gib(g.memUsed)} of ${gib(g.memTotal)}` : ""),
-  }, h("span", { class: "idx" }, g.index), h("span", { class: "pct" }, g.util === null ? "?" : g.util + "%"));
+      (g.memUsed !== undefined ? `, memory ${gib(g.memUsed)} of ${gib(g.memTotal)}` : "") +
+      sharesText(g),
+  }, h("span", { class: "idx" }, g.index), h("span", { class: "pct" }, g.util === null ? "?" : g.util + "%"),
+  g.shares.length ? h("span", { class: "share" }, `${g.sharedMilli / 10}%\u00d7${g.shares.length}`) : false);
   c.style.background = heat(g.util);
   return c;
 }

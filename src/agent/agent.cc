@@ -45,9 +45,9 @@ Agent::Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_pt
       head_(std::move(head)),
       supervisor_(std::make_unique<Supervisor>(
           [this] {
-            auto launcher = std::make_unique<PosixLauncher>(config_.state_dir, config_.name,
-                                                            config_.job_env, config_.run_as,
-                                                            config_.cgroups, config_.monitor_exe);
+            auto launcher = std::make_unique<PosixLauncher>(
+                config_.state_dir, config_.name, config_.job_env, config_.run_as, config_.cgroups,
+                config_.monitor_exe, config_.gpushare_lib);
             launcher->SetContainerConfig(config_.containers);
             return launcher;
           }(),

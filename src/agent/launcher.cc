@@ -206,7 +206,9 @@ std::string LogFileName(const std::string& stream, int32_t task) {
 
 std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string& node_name,
                                         int32_t task,
-                                        const std::map<std::string, std::string>& defaults) {
+                                        const std::map<std::string, std::string>& defaults,
+                                        const std::string& share_lib,
+                                        const std::string& share_ledger) {
   std::map<std::string, std::string> env =
       task > 0 && task < static_cast<int32_t>(order.task_envs.size()) ? order.task_envs[task]
                                                                       : order.env;
@@ -234,6 +236,7 @@ std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string
     }
   }
   if (!within) env["CUDA_VISIBLE_DEVICES"] = gpus;
+  AddGpuShareEnv(&env, share_lib, share_ledger);
   std::vector<std::string> out;
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
   return out;
@@ -241,8 +244,9 @@ std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string
 
 PosixLauncher::PosixLauncher(std::string state_dir, std::string node_name,
                              std::map<std::string, std::string> env_defaults, RunAsPolicy run_as,
-                             Cgroups cgroups, std::string monitor_exe)
+                             Cgroups cgroups, std::string monitor_exe, std::string gpushare_lib)
     : monitor_exe_(std::move(monitor_exe)),
+      gpushare_lib_(std::move(gpushare_lib)),
       runs_dir_(state_dir + "/runs"),
       node_name_(std::move(node_name)),
       env_defaults_(std::move(env_defaults)),
@@ -413,7 +417,8 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
   // Prepare everything the children use: after fork they may not allocate.
   const int32_t tasks = TaskCount(order);
   for (int32_t t = 0; t < tasks; ++t) {
-    p.envs.push_back(JobEnvironment(order, node_name_, t, defaults));
+    p.envs.push_back(
+        JobEnvironment(order, node_name_, t, defaults, gpushare_lib_, p.dir + "/gpushare"));
     p.out_paths.push_back(p.logs + "/" + LogFileName("stdout", t));
     p.err_paths.push_back(p.logs + "/" + LogFileName("stderr", t));
   }

@@ -46,6 +46,7 @@
 
 #include "agent/cgroup.h"
 #include "agent/container.h"
+#include "agent/gpu_share_env.h"
 #include "agent/owned_fd.h"
 #include "agent/run_as.h"
 #include "core/agent_protocol.h"
@@ -140,10 +141,13 @@ class PosixLauncher final : public Launcher {
   // `run_as`: whose identity tasks take (see run_as.h); `cgroups`: where each replica gets a
   // group of its own, capped by the order's CPUs and memory and kPidsPerReplica processes.
   // `monitor_exe`: the corral-monitor executable (MonitorExecutableBeside); empty: each
-  // monitor is a fork of this process.
+  // monitor is a fork of this process. `gpushare_lib`: the share shim (GpuShareLibraryBeside)
+  // preloaded into replicas holding a share of a GPU with isolation "memory"; empty: none
+  // (such replicas then run with CORRAL_GPU_SHARE_ENFORCED=0).
   PosixLauncher(std::string state_dir, std::string node_name,
                 std::map<std::string, std::string> env_defaults = {}, RunAsPolicy run_as = {},
-                Cgroups cgroups = Cgroups::None(), std::string monitor_exe = {});
+                Cgroups cgroups = Cgroups::None(), std::string monitor_exe = {},
+                std::string gpushare_lib = {});
 
   Result<LaunchedRun> Launch(const RunOrder& order) override;
   // Writes the durable records and makes the cgroups of up to kLaunchParallelism runs at
@@ -192,6 +196,7 @@ class PosixLauncher final : public Launcher {
   RunStatus CheckStatus(LaunchedRun& run);
 
   std::string monitor_exe_;
+  std::string gpushare_lib_;
   std::string runs_dir_;
   std::string node_name_;
   std::map<std::string, std::string> env_defaults_;
@@ -228,9 +233,15 @@ int32_t TaskCount(const RunOrder& order);
 // CORRAL_JOB_ID, CORRAL_RUN, CORRAL_NODE, CORRAL_REPLICA, PATH and HOME from the agent, and
 // CUDA_DEVICE_ORDER=PCI_BUS_ID. CUDA_VISIBLE_DEVICES is the head's choice when it names only
 // GPUs of the order (a task's own GPU), else all of the order's GPUs ("" for none).
+// A replica holding a share of a GPU with isolation "memory" (CORRAL_GPU_ISOLATION and
+// CORRAL_GPU_MEMORY_LIMIT from the head) gets `share_lib` first in LD_PRELOAD and its
+// replica's ledger `share_ledger` in CORRAL_GPU_SHARE_FILE (the shim's, gpushare/shim.c), or
+// CORRAL_GPU_SHARE_ENFORCED=0 without a shim.
 std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string& node_name,
                                         int32_t task = 0,
-                                        const std::map<std::string, std::string>& defaults = {});
+                                        const std::map<std::string, std::string>& defaults = {},
+                                        const std::string& share_lib = {},
+                                        const std::string& share_ledger = {});
 
 // A task's log file in its run's logs/ directory: "stdout" for task 0, "stdout.T" for task T.
 std::string LogFileName(const std::string& stream, int32_t task);

@@ -278,6 +278,11 @@ Result<head::SetQueue> DecodeSetQueue(const HttpRequest& req, const PathArgs& ar
         return InvalidArgument("field 'weight': got " + it->dump() + ", want a number > 0");
       }
       q.weight = it->get<double>();
+    } else if (k == "gpu_sharing") {
+      if (!it->is_boolean()) {
+        return InvalidArgument("field 'gpu_sharing': got " + it->dump() + ", want true or false");
+      }
+      q.gpu_sharing = it->get<bool>();
     } else if (k == "allowed_users" || k == "allowed_groups") {
       std::vector<std::string>& names = k == "allowed_users" ? q.allowed_users : q.allowed_groups;
       for (const Json& n : it->is_array() ? *it : Json::array({nullptr})) {
@@ -291,7 +296,7 @@ Result<head::SetQueue> DecodeSetQueue(const HttpRequest& req, const PathArgs& ar
       return InvalidArgument(
           "unknown field '" + k +
           "'; want quota_gpus, limit_gpus, weight, max_pending_per_user, max_grace_ms, "
-          "allowed_users, allowed_groups");
+          "allowed_users, allowed_groups, gpu_sharing");
     }
   }
   return head::SetQueue{std::move(q)};
@@ -441,6 +446,22 @@ Json NodeViewJson(const head::NodeView& v) {
     // A drained GPU says so beside its description (the node's gpu_drains list them too).
     if (auto d = v.node.gpu_drains.find(gpu.value("index", -1)); d != v.node.gpu_drains.end()) {
       gpu["drain"] = ToJson(d->second);
+    }
+    // Its shares and who holds them.
+    Json shares = Json::array();
+    int64_t milli = 0;
+    for (const head::GpuShareHolder& h : v.shares) {
+      if (gpu.value("index", -1) != h.gpu) continue;
+      shares.push_back({{"job", h.job},
+                        {"owner", h.owner},
+                        {"milli", h.milli},
+                        {"memory_mb", h.memory_mb},
+                        {"isolation", GpuIsolationName(h.isolation)}});
+      milli += h.milli;
+    }
+    if (!shares.empty()) {
+      gpu["shares"] = shares;
+      gpu["shared_milli"] = milli;
     }
   }
   j["runs"] = v.runs;

@@ -18,7 +18,9 @@ struct CommandInfo {
 
 const CommandInfo kCommands[] = {
     {"submit", RunSubmit,
-     "corral submit [-f SPEC.yaml] [--gpus N] [--cpus C] [--memory M] [--replicas R] [--name S]\n"
+     "corral submit [-f SPEC.yaml] [--gpus N|0.25] [--gpu-memory 10G] [--gpu-isolation "
+     "memory|mps]\n"
+     "              [--cpus C] [--memory M] [--replicas R] [--name S]\n"
      "              [--tasks-per-replica T|gpu]\n"
      "              [--queue Q] [--time-limit T] [--priority P] [--preemptible] [--max-restarts "
      "N]\n"
@@ -51,8 +53,9 @@ const CommandInfo kCommands[] = {
     {"queues", RunQueues,
      "corral queues [-o json] | corral queues set NAME [--quota N] [--limit M] [--weight W]\n"
      "       [--max-pending-per-user N] [--max-grace DURATION] [--allow-user U]...\n"
-     "       [--allow-group G]... (\"\": everyone)",
-     "list queues; set a queue's quota, limit, weight, longest grace and who may submit there"},
+     "       [--allow-group G]... (\"\": everyone) [--gpu-sharing on|off]",
+     "list queues; set a queue's quota, limit, weight, longest grace, GPU sharing and who may "
+     "submit there"},
     {"events", RunEvents, "corral events [-f] [--since REV] [-o json]",
      "print the cluster's changes; -f follows them as they happen"},
     {"top", RunTop, "corral top [--once]",

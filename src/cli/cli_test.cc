@@ -542,6 +542,25 @@ TEST(NodesTest, TableFromCannedJson) {
             "1.5G    -\n");
 }
 
+TEST(NodesTest, SharedGpusShowTheirMilliGpusAndHolders) {
+  Harness h;
+  Node n;
+  n.name = "n1";
+  n.cpu_milli = 8000;
+  n.memory_mb = 1024;
+  for (int i = 0; i < 2; ++i) n.gpus.push_back({i, "u", "T4", 15360, 0, true});
+  Json j = ToJson(n);
+  j["gpus_used"] = 1;
+  j["gpus"][1]["shares"] = Json::array({{{"job", 7}, {"owner", "ana"}, {"milli", 500}},
+                                        {{"job", 8}, {"owner", "bob"}, {"milli", 250}}});
+  j["gpus"][1]["shared_milli"] = 750;
+  h.fake->handler = [&](const FakeTransport::Sent&) {
+    return Result<ApiReply>(JsonReply(200, {{"nodes", Json::array({j})}}));
+  };
+  ASSERT_EQ(h.Run("nodes", {}), 0) << h.err.str();
+  EXPECT_NE(h.out.str().find("1/2 (shared 1:750m/2)"), std::string::npos) << h.out.str();
+}
+
 TEST(QueuesTest, TableAndSetMergesCurrentValues) {
   Harness h;
   Json queues = {{{"name", "default"},

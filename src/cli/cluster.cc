@@ -97,11 +97,12 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
   const std::string name = args.positional[1];
   if (!args.Has("quota") && !args.Has("limit") && !args.Has("weight") &&
       !args.Has("max-pending-per-user") && !args.Has("max-grace") && !args.Has("allow-user") &&
-      !args.Has("allow-group")) {
+      !args.Has("allow-group") && !args.Has("gpu-sharing")) {
     return UsageError(ctx, "queues",
                       "set " + name +
                           ": give at least one of --quota, --limit, --weight, "
-                          "--max-pending-per-user, --max-grace, --allow-user, --allow-group");
+                          "--max-pending-per-user, --max-grace, --allow-user, --allow-group, "
+                          "--gpu-sharing");
   }
   Json body = Json::object();
   if (args.Has("quota")) {
@@ -153,6 +154,13 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
     }
     body["max_grace_ms"] = *ms;
   }
+  if (args.Has("gpu-sharing")) {
+    const std::string v = args.Get("gpu-sharing");
+    if (v != "on" && v != "off" && v != "true" && v != "false") {
+      return UsageError(ctx, "queues", "flag --gpu-sharing: got \"" + v + "\", want on or off");
+    }
+    body["gpu_sharing"] = v == "on" || v == "true";
+  }
   // Repeated to name several; one empty value clears the list (everyone may submit).
   for (const char* flag : {"allow-user", "allow-group"}) {
     if (!args.Has(flag)) continue;
@@ -172,7 +180,7 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
   for (const Json& q : *queues) {
     if (Str(q, "name") != name) continue;
     for (const char* k : {"quota_gpus", "limit_gpus", "weight", "max_pending_per_user",
-                          "max_grace_ms", "allowed_users", "allowed_groups"}) {
+                          "max_grace_ms", "allowed_users", "allowed_groups", "gpu_sharing"}) {
       if (!body.contains(k) && q.contains(k)) body[k] = q[k];
     }
   }
@@ -222,12 +230,12 @@ std::string RenderNodesTable(const Json& nodes) {
       images = images || Int(*c, "images") > 0;
     }
   }
-  std::vector<std::string> columns = {"NAME",     "STATE", "GPUS",   "MODEL",
-                                      "GPU-UTIL", "GPU-HEALTH", "CPUS", "MEMORY", "LABELS"};
+  std::vector<std::string> columns = {"NAME",       "STATE", "GPUS",   "MODEL", "GPU-UTIL",
+                                      "GPU-HEALTH", "CPUS",  "MEMORY", "LABELS"};
   if (images) columns.push_back("IMAGES");
   Table t(columns);
   for (const Json& n : nodes) {
-    std::vector<std::string> models, util, health;
+    std::vector<std::string> models, util, health, shared;
     size_t total = 0;
     if (auto g = n.find("gpus"); g != n.end() && g->is_array()) {
       total = g->size();
@@ -235,6 +243,12 @@ std::string RenderNodesTable(const Json& nodes) {
       for (const Json& gpu : *g) {
         std::string m = Str(gpu, "model", "");
         if (!m.empty() && seen.insert(m).second) models.push_back(m);
+        // A shared GPU: "INDEX:MILLIm/HOLDERS", e.g. 0:750m/3.
+        if (auto s = gpu.find("shares"); s != gpu.end() && s->is_array() && !s->empty()) {
+          shared.push_back(std::to_string(Int(gpu, "index")) + ":" +
+                           std::to_string(Int(gpu, "shared_milli")) + "m/" +
+                           std::to_string(s->size()));
+        }
         if (gpu.contains("healthy") && gpu["healthy"].is_boolean() && !gpu["healthy"]) {
           util.push_back("FAIL");
         } else if (gpu.contains("utilization_percent")) {
@@ -264,7 +278,8 @@ std::string RenderNodesTable(const Json& nodes) {
     std::vector<std::string> row = {
         Str(n, "name"),
         state,
-        std::to_string(Int(n, "gpus_used")) + "/" + std::to_string(total),
+        std::to_string(Int(n, "gpus_used")) + "/" + std::to_string(total) +
+            (shared.empty() ? "" : " (shared " + Join(shared, ",") + ")"),
         models.empty() ? "-" : Join(models, ","),
         util.empty() ||
                 std::all_of(util.begin(), util.end(), [](const std::string& u) { return u == "-"; })
@@ -355,7 +370,8 @@ int RunQueues(const std::vector<std::string>& argv, CliContext& ctx) {
                                               {"max-pending-per-user", 0, true},
                                               {"max-grace", 0, true},
                                               {"allow-user", 0, true},
-                                              {"allow-group", 0, true}};
+                                              {"allow-group", 0, true},
+                                              {"gpu-sharing", 0, true}};
   auto parsed = ParseArgs(argv, kFlags, false);
   if (!parsed.ok()) return UsageError(ctx, "queues", parsed.status().message());
   const ParsedArgs& args = *parsed;

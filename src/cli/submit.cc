@@ -18,6 +18,8 @@ namespace {
 const std::vector<FlagDef> kSubmitFlags = {
     {"file", 'f', true},
     {"gpus", 0, true},
+    {"gpu-memory", 0, true},
+    {"gpu-isolation", 0, true},
     {"cpus", 0, true},
     {"memory", 0, true},
     {"replicas", 0, true},
@@ -67,10 +69,15 @@ Json ScalarToJson(const YAML::Node& n, bool text) {
 
 // Spec fields whose values are text however they look.
 bool IsTextField(const std::string& key) {
-  static const char* const kText[] = {
-      "name",        "command",    "env",          "workdir",           "queue",  "gpu_model",
-      "node_labels", "time_limit", "grace_period", "checkpoint_signal", "memory", "array",
-      "dependency",  "image",      "mounts",       "container_workdir"};
+  static const char* const kText[] = {"name",         "command",
+                                      "env",          "workdir",
+                                      "queue",        "gpu_model",
+                                      "node_labels",  "time_limit",
+                                      "grace_period", "checkpoint_signal",
+                                      "memory",       "array",
+                                      "dependency",   "image",
+                                      "mounts",       "container_workdir",
+                                      "gpu_memory",   "gpu_isolation"};
   for (const char* k : kText) {
     if (key == k) return true;
   }
@@ -211,6 +218,8 @@ Result<Json> BuildSubmitSpec(const ParsedArgs& args, const std::string& cwd, con
   };
   static const Mapping kScalars[] = {
       {"gpus", "gpus", true},
+      {"gpu-memory", "gpu_memory", false},
+      {"gpu-isolation", "gpu_isolation", false},
       {"cpus", "cpus", true},
       {"memory", "memory", true},
       {"replicas", "replicas", true},

@@ -239,7 +239,10 @@ int AgentMain(std::vector<std::string> args) {
     std::error_code ec;
     auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
     if (!ec) config.monitor_exe = agent::MonitorExecutableBeside(self.string());
-    if (!ec) config.containers.helper_exe = self.string();
+    if (!ec) {
+      config.containers.helper_exe = self.string();
+      config.gpushare_lib = agent::GpuShareLibraryBeside(self.string());
+    }
     config.containers.init_exe = config.monitor_exe;
   }
   if (cpus < 0) {

@@ -64,6 +64,11 @@ JobSpec DecodeSpec(const Json& j) {
   s.per_replica.gpu_milli = Get<int32_t>(j, "gpu_milli", 0);
   s.per_replica.cpu_milli = Get<int32_t>(j, "cpu_milli", 1000);
   s.per_replica.memory_mb = Get<int64_t>(j, "memory_mb", 0);
+  s.per_replica.gpu_memory_mb = Get<int64_t>(j, "gpu_memory_mb", 0);
+  if (!ParseGpuIsolation(Get<std::string>(j, "gpu_isolation", "memory"),
+                         &s.per_replica.gpu_isolation)) {
+    throw std::runtime_error("field 'gpu_isolation': want memory or mps");
+  }
   s.gpu_model = Get<std::string>(j, "gpu_model", "");
   s.node_labels = Get<std::map<std::string, std::string>>(j, "node_labels", {});
   s.time_limit_ms = Get<int64_t>(j, "time_limit_ms", 0);
@@ -211,6 +216,10 @@ Json ToJson(const JobSpec& s) {
          {"hold", s.hold},
          {"dependency", FormatDependencies(s.dependencies)}};
   if (!s.container.empty()) j["container"] = ContainerJson(s.container);
+  if (s.per_replica.IsShare()) {
+    j["gpu_memory_mb"] = s.per_replica.gpu_memory_mb;
+    j["gpu_isolation"] = GpuIsolationName(s.per_replica.gpu_isolation);
+  }
   return j;
 }
 
@@ -363,7 +372,8 @@ Json ToJson(const QueueConfig& q) {
               {"max_pending_per_user", q.max_pending_per_user},
               {"max_grace_ms", q.max_grace_ms},
               {"allowed_users", q.allowed_users},
-              {"allowed_groups", q.allowed_groups}};
+              {"allowed_groups", q.allowed_groups},
+              {"gpu_sharing", q.gpu_sharing}};
 }
 
 Json ToJson(const RegisterRequest& r) {
@@ -428,6 +438,9 @@ Json LayoutJson(const RunLayout& l) {
          {"checkpoint_dir", l.checkpoint_dir}};
   if (!l.user_env.empty()) j["user_env"] = l.user_env;
   if (l.task_per_gpu) j["task_per_gpu"] = true;
+  if (l.gpu_isolation != GpuIsolation::kMemory) {
+    j["gpu_isolation"] = GpuIsolationName(l.gpu_isolation);
+  }
   if (!l.workdir.empty()) j["workdir"] = l.workdir;
   if (l.array_id != 0) {
     j["array_id"] = l.array_id;
@@ -608,6 +621,7 @@ Result<QueueConfig> QueueFromJson(const Json& j) {
     q.max_grace_ms = Get<DurationMs>(j, "max_grace_ms", 0);
     q.allowed_users = Get<std::vector<std::string>>(j, "allowed_users", {});
     q.allowed_groups = Get<std::vector<std::string>>(j, "allowed_groups", {});
+    q.gpu_sharing = Get<bool>(j, "gpu_sharing", true);
     return q;
   });
 }
@@ -703,6 +717,10 @@ Result<SyncResponse> SyncResponseFromJson(const Json& j) {
         layout.replica_hosts = Get<std::vector<std::string>>(*l, "replica_hosts", {});
         layout.master_port = Get<int32_t>(*l, "master_port", 0);
         layout.task_per_gpu = Get<bool>(*l, "task_per_gpu", false);
+        if (!ParseGpuIsolation(Get<std::string>(*l, "gpu_isolation", "memory"),
+                               &layout.gpu_isolation)) {
+          throw std::runtime_error("field 'gpu_isolation': want memory or mps");
+        }
         layout.checkpoint_dir = Get<std::string>(*l, "checkpoint_dir", "");
         layout.workdir = Get<std::string>(*l, "workdir", "");
         layout.array_id = Get<JobId>(*l, "array_id", 0);

@@ -80,6 +80,8 @@ struct QueueConfig {
   // Both empty: everyone. A sub-queue's own lists narrow its parents', never widen them.
   std::vector<std::string> allowed_users;
   std::vector<std::string> allowed_groups;
+  // Whether its jobs may ask for a share of a GPU (gpus below 1, gpu_memory).
+  bool gpu_sharing = true;
   bool operator==(const QueueConfig&) const = default;
 };
 

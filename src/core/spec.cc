@@ -271,6 +271,42 @@ std::string FormatDuration(DurationMs ms) {
   return buf;
 }
 
+// "gpus": a whole number of GPUs (exclusive), or a share of one GPU in (0, 1) at milli-GPU
+// granularity. Returns milli-GPUs.
+Result<int32_t> ParseGpuCount(const Json& v) {
+  const std::string want =
+      "a whole number of GPUs from 0 to 64, or a share of one GPU from 0.001 to 0.999 "
+      "(e.g. 0.25)";
+  double x = -1;
+  if (v.is_number()) {
+    x = v.get<double>();
+  } else if (v.is_string()) {
+    const std::string& t = v.get<std::string>();
+    try {
+      size_t pos = 0;
+      x = std::stod(t, &pos);
+      if (pos != t.size()) x = -1;
+    } catch (...) {
+      x = -1;
+    }
+  } else {
+    return FieldError("gpus", v, want);
+  }
+  if (!(x >= 0 && x <= 64)) return FieldError("gpus", v, want);
+  if (x == std::trunc(x)) return static_cast<int32_t>(x) * kGpuMilli;
+  if (x > 1) {
+    return FieldError("gpus", v,
+                      "a whole number of GPUs when more than one (a share is of one GPU, "
+                      "below 1, e.g. 0.5)");
+  }
+  double milli = x * kGpuMilli;
+  int32_t m = static_cast<int32_t>(std::llround(milli));
+  if (std::fabs(milli - m) > 1e-6 || m <= 0 || m >= kGpuMilli) {
+    return FieldError("gpus", v, want + " with at most 3 decimals");
+  }
+  return m;
+}
+
 Result<JobSpec> ParseJobSpec(const Json& j) {
   if (!j.is_object()) return InvalidArgument("job spec: want a JSON/YAML object, got " + Dump(j));
   static const std::set<std::string> kKnown = {"name",
@@ -299,7 +335,9 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
                                                "mounts",
                                                "container_workdir",
                                                "container_writable",
-                                               "container_mount_home"};
+                                               "container_mount_home",
+                                               "gpu_memory",
+                                               "gpu_isolation"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!kKnown.count(it.key())) {
       return InvalidArgument("unknown field '" + it.key() +
@@ -388,13 +426,34 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
     }
   }
   if (auto it = j.find("gpus"); it != j.end()) {
-    if (it->is_number_float() && it->get<double>() != std::trunc(it->get<double>())) {
-      return FieldError("gpus", *it,
-                        "a whole number of GPUs (fractional GPUs are not supported yet)");
-    }
-    auto v = IntField("gpus", *it, 0, 64);
+    auto v = ParseGpuCount(*it);
     if (!v.ok()) return v.status();
-    s.per_replica.gpu_milli = static_cast<int32_t>(*v * kGpuMilli);
+    s.per_replica.gpu_milli = *v;
+  }
+  if (auto it = j.find("gpu_memory"); it != j.end()) {
+    if (!it->is_string() && !it->is_number_integer()) {
+      return FieldError("gpu_memory", *it, "a size of GPU memory such as 10G or 4096M");
+    }
+    auto v = ParseMemoryMb("gpu_memory", ScalarText(*it));
+    if (!v.ok()) return v.status();
+    if (*v <= 0) return FieldError("gpu_memory", *it, "a size above 0, such as 10G");
+    if (s.per_replica.gpu_milli >= kGpuMilli) {
+      return FieldError("gpu_memory", *it,
+                        "a share of one GPU: give it with gpus below 1 (e.g. 0.25) or alone; "
+                        "whole GPUs are exclusive and have all their memory");
+    }
+    s.per_replica.gpu_memory_mb = *v;
+  }
+  if (auto it = j.find("gpu_isolation"); it != j.end()) {
+    GpuIsolation g;
+    if (!it->is_string() || !ParseGpuIsolation(it->get<std::string>(), &g)) {
+      return FieldError("gpu_isolation", *it, "\"memory\" (the default) or \"mps\"");
+    }
+    if (!s.per_replica.IsShare()) {
+      return FieldError("gpu_isolation", *it,
+                        "only for a share of one GPU (gpus below 1 or gpu_memory)");
+    }
+    s.per_replica.gpu_isolation = g;
   }
   if (auto it = j.find("cpus"); it != j.end()) {
     double c = -1;

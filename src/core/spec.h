@@ -28,6 +28,9 @@ constexpr size_t kMaxEnvBytes = 256 << 10;
 Result<DurationMs> ParseDuration(const std::string& field, const std::string& text);
 // "512" (MB), "512M", "16G", "1T".
 Result<int64_t> ParseMemoryMb(const std::string& field, const std::string& text);
+// A spec's "gpus" (number or text): whole GPUs, or a share of one GPU below 1 at milli-GPU
+// granularity; returns milli-GPUs. Errors name the field "gpus".
+Result<int32_t> ParseGpuCount(const Json& v);
 // "SIGTERM", "TERM", "15".
 Result<int32_t> ParseSignal(const std::string& field, const std::string& text);
 

@@ -69,7 +69,15 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadCase{R"({"gpus":1})", "command"}, BadCase{R"({"command":["x"],"gpus":-1})", "gpus"},
         BadCase{R"({"command":["x"],"gpus":"two"})", "\"two\""},
-        BadCase{R"({"command":["x"],"gpus":0.5})", "fractional"},
+        BadCase{R"({"command":["x"],"gpus":1.5})", "a whole number of GPUs when more than one"},
+        BadCase{R"({"command":["x"],"gpus":-0.5})", "field 'gpus'"},
+        BadCase{R"({"command":["x"],"gpus":0.0001})", "at most 3 decimals"},
+        BadCase{R"({"command":["x"],"gpus":"0.2x"})", "field 'gpus'"},
+        BadCase{R"({"command":["x"],"gpus":2,"gpu_memory":"4G"})", "field 'gpu_memory'"},
+        BadCase{R"({"command":["x"],"gpus":0.5,"gpu_memory":"0"})", "field 'gpu_memory'"},
+        BadCase{R"({"command":["x"],"gpus":0.5,"gpu_memory":"lots"})", "gpu_memory"},
+        BadCase{R"({"command":["x"],"gpus":0.5,"gpu_isolation":"mig"})", "gpu_isolation"},
+        BadCase{R"({"command":["x"],"gpus":1,"gpu_isolation":"mps"})", "gpu_isolation"},
         BadCase{R"({"command":["x"],"replicas":0})", "replicas"},
         BadCase{R"({"command":["x"],"memory":"12Q"})", "memory"},
         BadCase{R"({"command":["x"],"cpus":-2})", "cpus"},
@@ -153,6 +161,46 @@ TEST(ParseJobSpec, BadContainerFieldsNameTheField) {
     ASSERT_FALSE(s.ok()) << j.dump();
     EXPECT_NE(s.status().message().find(want), std::string::npos) << s.status().message();
   }
+}
+
+}  // namespace
+}  // namespace corral
+
+namespace corral {
+namespace {
+
+TEST(ParseJobSpec, SharesOfOneGpuInMilliGpus) {
+  auto a = ParseJobSpec(Json::parse(R"({"command":["x"],"gpus":0.25})"));
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(a->per_replica.gpu_milli, 250);
+  EXPECT_TRUE(a->per_replica.IsShare());
+  EXPECT_EQ(a->per_replica.gpu_isolation, GpuIsolation::kMemory);
+  auto b = ParseJobSpec(
+      Json::parse(R"({"command":["x"],"gpus":"0.5","gpu_memory":"10G","gpu_isolation":"mps"})"));
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_EQ(b->per_replica.gpu_milli, 500);
+  EXPECT_EQ(b->per_replica.gpu_memory_mb, 10240);
+  EXPECT_EQ(b->per_replica.gpu_isolation, GpuIsolation::kMps);
+  // Memory alone is a share too (no compute reserved beyond time-slicing).
+  auto c = ParseJobSpec(Json::parse(R"({"command":["x"],"gpu_memory":"4G"})"));
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_TRUE(c->per_replica.IsShare());
+  EXPECT_EQ(c->per_replica.gpu_milli, 0);
+  // Whole GPUs stay exclusive.
+  auto d = ParseJobSpec(Json::parse(R"({"command":["x"],"gpus":2.0})"));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->per_replica.gpu_milli, 2000);
+  EXPECT_FALSE(d->per_replica.IsShare());
+  // The record keeps the share through the codec.
+  JobSpec back = JobSpecFromJson(ToJson(*b)).value();
+  EXPECT_EQ(back.per_replica, b->per_replica);
+}
+
+TEST(GpuReserve, ThreePercentOrQuarterGiB) {
+  EXPECT_EQ(GpuReserveMb(81920), 2458);  // 3% of 80 GiB, rounded up
+  EXPECT_EQ(GpuReserveMb(4096), 256);
+  EXPECT_EQ(ShareMemoryMb(250, 0, 16384), (16384 - 492) / 4);
+  EXPECT_EQ(ShareMemoryMb(250, 4096, 16384), 4096);
 }
 
 }  // namespace

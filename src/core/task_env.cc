@@ -1,5 +1,6 @@
 #include "core/task_env.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "core/agent_protocol.h"
@@ -47,6 +48,7 @@ RunLayout LayoutOf(const Job& job, const Run& run, std::vector<std::string> repl
   l.replica_hosts = std::move(replica_hosts);
   l.master_port = run.master_port;
   l.task_per_gpu = job.spec.tasks_per_replica < 0;
+  l.gpu_isolation = job.spec.per_replica.gpu_isolation;
   l.checkpoint_dir = checkpoint_dir;
   l.workdir = job.spec.workdir;
   l.array_id = job.array_id;
@@ -101,6 +103,21 @@ std::map<std::string, std::string> TaskEnv(const RunLayout& run, int32_t replica
   env["CORRAL_NODES"] = Join(nodes, ",");
   env["CORRAL_CHECKPOINT_DIR"] = run.checkpoint_dir;
   env["CUDA_VISIBLE_DEVICES"] = Join(gpus, ",");
+  if (!mine.gpu_milli.empty()) {
+    // A share of one GPU: what the node enforces (the agent adds the shim or MPS from these).
+    env["CORRAL_GPU_SHARE_MILLI"] = std::to_string(mine.gpu_milli[0]);
+    env["CORRAL_GPU_ISOLATION"] = GpuIsolationName(run.gpu_isolation);
+    if (mine.gpu_memory_mb > 0) {
+      env["CORRAL_GPU_MEMORY_LIMIT"] = std::to_string(mine.gpu_memory_mb) + "m";
+      if (run.gpu_isolation == GpuIsolation::kMps) {
+        env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = "0=" + std::to_string(mine.gpu_memory_mb) + "M";
+      }
+    }
+    if (run.gpu_isolation == GpuIsolation::kMps) {
+      env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] =
+          std::to_string(std::max(1, mine.gpu_milli[0] / 10));
+    }
+  }
 
   env["MASTER_ADDR"] = host(0);
   env["MASTER_PORT"] = std::to_string(run.master_port);

@@ -22,6 +22,8 @@ struct RunLayout {
   std::vector<std::string> replica_hosts;       // advertised address (no port) per replica
   int32_t master_port = 0;
   bool task_per_gpu = false;  // each task sees only its own GPU
+  // How a share of a GPU (placement gpu_milli) is isolated on the node.
+  GpuIsolation gpu_isolation = GpuIsolation::kMemory;
   std::string checkpoint_dir;
   std::string workdir;
   JobId array_id = 0;  // array elements

@@ -220,7 +220,7 @@ struct Applier {
       for (const sched::PastUsage& u : sched::PastUsageOf(job, at)) {
         RetiredUsage& r = s.retired_usage[{u.queue, u.user, u.to / kDay}];
         DurationMs ms = u.to - u.from;
-        r.gpu_ms += u.gpus * ms;
+        r.gpu_ms += u.gpu_milli * ms / kGpuMilli;
         r.cpu_milli_ms += u.cpu_milli * ms;
         r.memory_mb_ms += u.memory_mb * ms;
         r.last_end = std::max(r.last_end, u.to);

@@ -1,6 +1,7 @@
 // The head core's side of the agent protocol (DESIGN §7): registration, reports,
 // each node's desired runs, liveness, drain, and each run's environment (DESIGN §8).
 #include <algorithm>
+#include <set>
 
 #include "core/spec.h"
 #include "core/task_env.h"
@@ -292,19 +293,28 @@ Result<NodeView> HeadCore::SetDrain(const Caller& by, const std::string& name, b
 std::vector<NodeView> HeadCore::ListNodes() const {
   std::vector<NodeView> out;
   for (const auto& [name, node] : state_.nodes) {
-    NodeView v{node, 0, {}, {}};
+    NodeView v{node, 0, {}, {}, {}};
+    std::set<int32_t> held;
     if (auto h = last_heard_.find(name); h != last_heard_.end()) v.node.last_heartbeat = h->second;
     if (auto g = gpu_samples_.find(name); g != gpu_samples_.end()) v.gpu_samples = g->second;
     if (auto c = image_caches_.find(name); c != image_caches_.end()) v.image_cache = c->second;
     if (auto runs = node_runs_.find(name); runs != node_runs_.end()) {
       for (JobId id : runs->second) {
-        const Run& run = *state_.jobs.at(id).CurrentRun();
+        const Job& job = state_.jobs.at(id);
+        const Run& run = *job.CurrentRun();
         v.runs.push_back(ToString(RunId{id, run.attempt}));
         for (const ReplicaPlacement& p : run.placement) {
-          if (p.node == name) v.gpus_used += static_cast<int32_t>(p.gpus.size());
+          if (p.node != name) continue;
+          for (const GpuShare& g : Shares(p)) {
+            held.insert(g.index);
+            if (p.gpu_milli.empty()) continue;
+            v.shares.push_back(
+                {g.index, id, job.owner, g.milli, g.memory_mb, job.spec.per_replica.gpu_isolation});
+          }
         }
       }
     }
+    v.gpus_used = static_cast<int32_t>(held.size());
     out.push_back(std::move(v));
   }
   return out;

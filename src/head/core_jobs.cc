@@ -108,6 +108,29 @@ bool HeadCore::MayManageJob(const Caller& by, const Job& job) const {
   return by.role == Role::kQueueAdmin && ManagesQueue(by, job.spec.queue);
 }
 
+Status HeadCore::CheckGpuShare(const JobSpec& spec) const {
+  const Resources& r = spec.per_replica;
+  if (!r.IsShare()) return Status::Ok();
+  if (auto q = state_.queues.find(spec.queue); q != state_.queues.end() && !q->second.gpu_sharing) {
+    return InvalidArgument("field 'gpus': queue '" + spec.queue +
+                           "' does not allow shares of a GPU (its gpu_sharing is off); ask for "
+                           "whole GPUs or use another queue");
+  }
+  if (r.gpu_memory_mb > 0 && !state_.nodes.empty()) {
+    int64_t largest = 0;
+    for (const auto& [name, node] : state_.nodes) {
+      for (const Gpu& g : node.gpus) largest = std::max(largest, ShareableMemoryMb(g.memory_mb));
+    }
+    if (r.gpu_memory_mb > largest) {
+      return InvalidArgument("field 'gpu_memory': got " + std::to_string(r.gpu_memory_mb) +
+                             " MB, more than any GPU of the cluster can share (at most " +
+                             std::to_string(largest) +
+                             " MB: its memory less the driver's reserve of max(3%, 256 MiB))");
+    }
+  }
+  return Status::Ok();
+}
+
 Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, TimeMs now,
                              std::string request_id) {
   if (by.kind != Caller::Kind::kUser && by.kind != Caller::Kind::kSystem) {
@@ -144,6 +167,7 @@ Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, 
                            " GPUs, more than queue '" + job.spec.queue + "' may ever use (limit " +
                            std::to_string(q->second.limit_gpus) + ")");
   }
+  CORRAL_RETURN_IF_ERROR(CheckGpuShare(job.spec));
   if (auto q = state_.queues.find(job.spec.queue);
       q != state_.queues.end() && q->second.max_pending_per_user > 0) {
     int64_t adding = job.spec.array.empty() ? 1 : 0;

@@ -93,7 +93,7 @@ std::vector<sched::PastUsage> RetiredPastUsage(const ClusterState& s) {
     sched::PastUsage p;
     p.queue = key.queue;
     p.user = key.user;
-    p.gpus = u.gpu_ms / kSecond;
+    p.gpu_milli = u.gpu_ms / kSecond * kGpuMilli;
     p.cpu_milli = u.cpu_milli_ms / kSecond;
     p.memory_mb = u.memory_mb_ms / kSecond;
     p.to = u.last_end;

@@ -81,9 +81,20 @@ struct JobFilter {
 // Whether `job` passes the filter's tests (all but `after` and `limit`).
 bool FilterMatches(const JobFilter& f, const Job& job);
 
+// One share of a GPU on a node and who holds it.
+struct GpuShareHolder {
+  int32_t gpu = 0;  // GPU index
+  JobId job = 0;
+  std::string owner;
+  int32_t milli = 0;
+  int64_t memory_mb = 0;
+  GpuIsolation isolation = GpuIsolation::kMemory;
+};
+
 struct NodeView {
   Node node;
-  int32_t gpus_used = 0;
+  int32_t gpus_used = 0;  // GPUs held whole or holding shares
+  std::vector<GpuShareHolder> shares;
   std::vector<std::string> runs;
   std::vector<GpuSample> gpu_samples;  // as the agent last reported; empty: not measured
   ImageCacheReport image_cache;        // as the agent last reported (not durable)
@@ -298,6 +309,8 @@ class HeadCore {
   void ExpireStops(TimeMs now);
   // A plain user's submission against max_array_size and max_pending_per_user.
   Status CheckUserLimits(const JobSpec& spec, const std::string& owner) const;
+  // A share of a GPU: its queue allows sharing and some GPU can hold its memory.
+  Status CheckGpuShare(const JobSpec& spec) const;
   // Idle GPUs (core_idle.cc): what a node's samples say of each run there, then which runs
   // have been idle long enough to flag.
   void ObserveUse(const std::string& node, TimeMs now);

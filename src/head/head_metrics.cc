@@ -1,5 +1,7 @@
 // The head's Prometheus metrics (DESIGN §11): counters fed by committed changes, gauges taken
 // from the state when scraped.
+#include <set>
+
 #include "core/version.h"
 #include "head/head.h"
 
@@ -39,7 +41,14 @@ void Head::DescribeMetrics() {
              "Xid events the agents reported since this head started, by node and Xid.");
   m.Describe("corral_idle_runs", T::kGauge,
              "Running runs whose GPUs have all stayed under the idle threshold long enough.");
-  m.Describe("corral_gpus", T::kGauge, "GPUs by state (allocated, idle, unavailable).");
+  m.Describe("corral_gpus", T::kGauge,
+             "GPUs by state (allocated, idle, unavailable); a GPU holding shares is allocated.");
+  // Per shared GPU, not per job: /metrics names no jobs or users.
+  m.Describe("corral_gpu_shares", T::kGauge, "Shares held on each shared GPU, by isolation.");
+  m.Describe("corral_gpu_shared_milli", T::kGauge,
+             "Milli-GPUs (of 1000) held by the shares of each shared GPU, by isolation.");
+  m.Describe("corral_gpu_shared_memory_bytes", T::kGauge,
+             "Device memory the shares of each shared GPU may use together, by isolation.");
   m.Describe("corral_queue_gpu_seconds_total", T::kCounter,
              "GPU-seconds used by each queue's finished runs.");
   m.Describe("corral_jobs_submitted_total", T::kCounter, "Jobs accepted.");
@@ -89,8 +98,10 @@ void Head::RenderMetrics(Callback<std::string> done) {
   Post([this, done = std::move(done)] {
     const ClusterState& s = core_.state();
     auto& m = metrics_;
-    for (const char* g : {"corral_jobs", "corral_pending_jobs", "corral_queue_gpus_allocated",
-                          "corral_queue_gpu_quota", "corral_nodes", "corral_gpus"}) {
+    for (const char* g :
+         {"corral_jobs", "corral_pending_jobs", "corral_queue_gpus_allocated",
+          "corral_queue_gpu_quota", "corral_nodes", "corral_gpus", "corral_gpu_shares",
+          "corral_gpu_shared_milli", "corral_gpu_shared_memory_bytes"}) {
       m.Clear(g);
     }
     m.Set("corral_head_epoch", {}, static_cast<double>(s.epoch));
@@ -115,13 +126,33 @@ void Head::RenderMetrics(Callback<std::string> done) {
       m.Set("corral_pending_jobs", {{"queue", key.first}, {"reason", key.second}}, n);
     }
     std::map<std::string, double> allocated;
-    int64_t gpus_allocated = 0;
+    std::set<std::pair<std::string, int32_t>> held;  // (node, GPU): whole or shared
+    struct Shared {
+      int64_t shares = 0, milli = 0, memory_mb = 0;
+    };
+    std::map<MetricLabels, Shared> shared;
     for (JobId id : core_.active_jobs()) {
       const Job& job = s.jobs.at(id);
       for (const ReplicaPlacement& p : job.CurrentRun()->placement) {
-        allocated[job.spec.queue] += p.gpus.size();
-        gpus_allocated += p.gpus.size();
+        for (const GpuShare& g : Shares(p)) {
+          allocated[job.spec.queue] += g.milli / double(kGpuMilli);
+          held.insert({p.node, g.index});
+          if (p.gpu_milli.empty()) continue;
+          Shared& sh =
+              shared[{{"node", p.node},
+                      {"gpu", std::to_string(g.index)},
+                      {"isolation", GpuIsolationName(job.spec.per_replica.gpu_isolation)}}];
+          ++sh.shares;
+          sh.milli += g.milli;
+          sh.memory_mb += g.memory_mb;
+        }
       }
+    }
+    const int64_t gpus_allocated = static_cast<int64_t>(held.size());
+    for (const auto& [labels, sh] : shared) {
+      m.Set("corral_gpu_shares", labels, static_cast<double>(sh.shares));
+      m.Set("corral_gpu_shared_milli", labels, static_cast<double>(sh.milli));
+      m.Set("corral_gpu_shared_memory_bytes", labels, double(sh.memory_mb) * 1024 * 1024);
     }
     for (const auto& [name, q] : s.queues) {
       m.Set("corral_queue_gpu_quota", {{"queue", name}}, q.quota_gpus);

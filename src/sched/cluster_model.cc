@@ -4,10 +4,27 @@
 
 namespace corral::sched {
 
+Resources ResourcesOf(const Shape& s) {
+  Resources r;
+  r.gpu_milli = s.share ? s.share_milli : s.gpus * kGpuMilli;
+  r.cpu_milli = s.cpu;
+  r.memory_mb = s.mem;
+  r.gpu_memory_mb = s.share_mem;
+  r.gpu_isolation = s.isolation;
+  return r;
+}
+
 Shape ShapeOf(const PendingJob& job) {
   Shape s;
   s.replicas = std::max(1, job.replicas);
-  s.gpus = std::max(0, job.per_replica.gpu_milli + kGpuMilli - 1) / kGpuMilli;  // round up
+  if (job.per_replica.IsShare()) {
+    s.share = true;
+    s.share_milli = std::max(0, job.per_replica.gpu_milli);
+    s.share_mem = std::max<int64_t>(0, job.per_replica.gpu_memory_mb);
+    s.isolation = job.per_replica.gpu_isolation;
+  } else {
+    s.gpus = std::max(0, job.per_replica.gpu_milli + kGpuMilli - 1) / kGpuMilli;  // round up
+  }
   s.cpu = std::max(0, job.per_replica.cpu_milli);
   s.mem = std::max<int64_t>(0, job.per_replica.memory_mb);
   s.gpu_model = &job.gpu_model;
@@ -25,6 +42,65 @@ bool Matches(const NodeSlot& n, const Shape& s) {
     }
   }
   return true;
+}
+
+int64_t ShareMemOn(const NodeSlot& n, size_t g, const Shape& s) {
+  return ShareMemoryMb(s.share_milli, s.share_mem, n.info.gpus[g].memory_mb);
+}
+
+int32_t GpuShares::SharedGpus() const {
+  int32_t k = 0;
+  for (int32_t c : count) k += c > 0;
+  return k;
+}
+
+int32_t ShareSlotsWith(const NodeSlot& n, const std::vector<uint8_t>& busy, const GpuShares& shares,
+                       size_t g, const Shape& s) {
+  if (!s.share || !n.info.gpus[g].healthy) return 0;
+  bool shared = shares.count[g] > 0;
+  if (busy[g] && !shared) return 0;  // held whole
+  if (shared && shares.isolation[g] != static_cast<uint8_t>(s.isolation)) return 0;
+  int64_t k = kGpuMilli;  // a memory-only share (0 milli): its memory bounds it
+  if (s.share_milli > 0) k = (kGpuMilli - shares.milli[g]) / s.share_milli;
+  int64_t mem = ShareMemOn(n, g, s);
+  int64_t room = ShareableMemoryMb(n.info.gpus[g].memory_mb) - shares.mem[g];
+  if (mem > 0) k = std::min(k, room / mem);
+  return static_cast<int32_t>(std::max<int64_t>(0, k));
+}
+
+int32_t ShareSlots(const NodeSlot& n, size_t g, const Shape& s) {
+  return ShareSlotsWith(n, n.busy, n.shares, g, s);
+}
+
+int32_t ApplyShares(const NodeSlot& n, const ReplicaPlacement& p, GpuIsolation isolation, int sign,
+                    std::vector<uint8_t>* busy, GpuShares* shares) {
+  int32_t free_delta = 0;
+  for (const GpuShare& s : Shares(p)) {
+    for (size_t g = 0; g < n.info.gpus.size(); ++g) {
+      if (n.info.gpus[g].index != s.index) continue;
+      bool was_busy = (*busy)[g];
+      int32_t& count = shares->count[g];
+      count = std::max(0, count + sign);
+      shares->milli[g] = count == 0 ? 0 : std::max(0, shares->milli[g] + sign * s.milli);
+      shares->mem[g] = count == 0 ? 0 : std::max<int64_t>(0, shares->mem[g] + sign * s.memory_mb);
+      shares->isolation[g] = static_cast<uint8_t>(isolation);
+      (*busy)[g] = count > 0;
+      if (n.info.gpus[g].healthy) free_delta += int32_t{was_busy} - int32_t{count > 0};
+    }
+  }
+  return free_delta;
+}
+
+int32_t SharesPerFreeGpu(const NodeSlot& n, const Shape& s) {
+  int32_t best = -1;
+  for (size_t g = 0; g < n.info.gpus.size(); ++g) {
+    if (!n.info.gpus[g].healthy) continue;
+    int64_t k = s.share_milli > 0 ? kGpuMilli / s.share_milli : kGpuMilli;
+    int64_t mem = ShareMemOn(n, g, s);
+    if (mem > 0) k = std::min(k, ShareableMemoryMb(n.info.gpus[g].memory_mb) / mem);
+    if (best < 0 || k < best) best = static_cast<int32_t>(k);
+  }
+  return std::max(0, best);
 }
 
 int32_t ClusterModel::Find(const std::string& name) const {
@@ -48,6 +124,7 @@ void ClusterModel::Unindex(int32_t i) {
     rack_free_[n.rack] -= n.free_gpus;
   }
   free_gpus_ -= n.free_gpus;
+  if (n.shared_gpus > 0) shared_nodes_.erase(i);
   total_gpus_ -= n.healthy_gpus;
   total_cpu_ -= n.info.cpu_milli;
   total_mem_ -= n.info.memory_mb;
@@ -66,6 +143,7 @@ void ClusterModel::Index(int32_t i) {
     rack_free_[n.rack] += n.free_gpus;
   }
   free_gpus_ += n.free_gpus;
+  if (n.shared_gpus > 0) shared_nodes_.insert(i);
   total_gpus_ += n.healthy_gpus;
   total_cpu_ += n.info.cpu_milli;
   total_mem_ += n.info.memory_mb;
@@ -74,6 +152,8 @@ void ClusterModel::Index(int32_t i) {
 int32_t ClusterModel::Upsert(const NodeInfo& info) {
   int32_t i = Find(info.name);
   std::vector<uint8_t> busy(info.gpus.size(), 0);
+  GpuShares shares;
+  shares.Resize(info.gpus.size());
   int32_t used_cpu = 0;
   int64_t used_mem = 0;
   if (i < 0) {
@@ -91,7 +171,12 @@ int32_t ClusterModel::Upsert(const NodeInfo& info) {
     Unindex(i);
     for (size_t a = 0; a < info.gpus.size(); ++a) {
       for (size_t b = 0; b < old.info.gpus.size(); ++b) {
-        if (old.info.gpus[b].index == info.gpus[a].index) busy[a] = old.busy[b];
+        if (old.info.gpus[b].index != info.gpus[a].index) continue;
+        busy[a] = old.busy[b];
+        shares.count[a] = old.shares.count[b];
+        shares.milli[a] = old.shares.milli[b];
+        shares.mem[a] = old.shares.mem[b];
+        shares.isolation[a] = old.shares.isolation[b];
       }
     }
     used_cpu = old.info.cpu_milli - old.free_cpu;
@@ -105,6 +190,8 @@ int32_t ClusterModel::Upsert(const NodeInfo& info) {
   n.info = info;
   n.live = true;
   n.busy = std::move(busy);
+  n.shares = std::move(shares);
+  n.shared_gpus = n.shares.SharedGpus();
   n.free_cpu = info.cpu_milli - used_cpu;
   n.free_mem = info.memory_mb - used_mem;
   n.hold_start = hold_start;
@@ -166,11 +253,28 @@ void ClusterModel::Adjust(int32_t i, const std::vector<int32_t>& gpu_indices, in
   if (indexed) Index(i);
 }
 
+void ClusterModel::AdjustReplica(int32_t i, const ReplicaPlacement& p, const Resources& r,
+                                 int sign) {
+  if (p.gpu_milli.empty()) {
+    Adjust(i, p.gpus, r.cpu_milli, r.memory_mb, sign);
+    return;
+  }
+  NodeSlot& n = slots_[i];
+  if (!n.live) return;
+  bool indexed = n.indexed_at >= 0;
+  if (indexed) Unindex(i);
+  n.free_gpus += ApplyShares(n, p, r.gpu_isolation, sign, &n.busy, &n.shares);
+  n.shared_gpus = n.shares.SharedGpus();
+  n.free_cpu -= sign * r.cpu_milli;
+  n.free_mem -= sign * r.memory_mb;
+  if (indexed) Index(i);
+}
+
 void ClusterModel::AdjustPlacement(const std::vector<ReplicaPlacement>& placement,
                                    const Resources& r, int sign) {
   for (const ReplicaPlacement& p : placement) {
     int32_t i = Find(p.node);
-    if (i >= 0) Adjust(i, p.gpus, r.cpu_milli, r.memory_mb, sign);
+    if (i >= 0) AdjustReplica(i, p, r, sign);
   }
 }
 
@@ -182,6 +286,12 @@ int32_t ClusterModel::Capacity(int32_t i, const Shape& s, TimeMs end, int32_t wa
 
 int32_t ClusterModel::CapacityWith(const NodeSlot& n, const Shape& s, TimeMs end, int32_t want,
                                    int64_t g, int64_t c, int64_t m) {
+  return CapacityWith(n, s, end, want, g, c, m, n.busy, n.shares);
+}
+
+int32_t ClusterModel::CapacityWith(const NodeSlot& n, const Shape& s, TimeMs end, int32_t want,
+                                   int64_t g, int64_t c, int64_t m,
+                                   const std::vector<uint8_t>& busy, const GpuShares& shares) {
   if (end > n.hold_start) {
     g -= n.hold_gpus;
     c -= n.hold_cpu;
@@ -189,19 +299,29 @@ int32_t ClusterModel::CapacityWith(const NodeSlot& n, const Shape& s, TimeMs end
   }
   int64_t k = want;
   if (s.gpus > 0) k = std::min<int64_t>(k, g / s.gpus);
+  if (s.share) {
+    // Room on GPUs that hold shares already, and on empty ones (not held for a reservation).
+    int64_t slots = std::max<int64_t>(0, g) * SharesPerFreeGpu(n, s);
+    for (size_t x = 0; x < shares.count.size(); ++x) {
+      if (shares.count[x] > 0) slots += ShareSlotsWith(n, busy, shares, x, s);
+    }
+    k = std::min(k, slots);
+  }
   if (s.cpu > 0) k = std::min<int64_t>(k, c / s.cpu);
   if (s.mem > 0) k = std::min<int64_t>(k, m / s.mem);
   if (g < 0 || c < 0 || m < 0) return 0;
   return static_cast<int32_t>(std::max<int64_t>(0, k));
 }
 
-void ClusterModel::SetUsage(int32_t i, const std::vector<uint8_t>& busy, int32_t free_gpus,
-                            int32_t free_cpu, int64_t free_mem) {
+void ClusterModel::SetUsage(int32_t i, const std::vector<uint8_t>& busy, const GpuShares& shares,
+                            int32_t free_gpus, int32_t free_cpu, int64_t free_mem) {
   NodeSlot& n = slots_[i];
   bool indexed = n.indexed_at >= 0;
   if (indexed) Unindex(i);
   n.busy = busy;
   n.free_gpus = free_gpus;
+  n.shares = shares;
+  n.shared_gpus = n.shares.SharedGpus();
   n.free_cpu = free_cpu;
   n.free_mem = free_mem;
   if (indexed) Index(i);

@@ -13,11 +13,17 @@
 
 namespace corral::sched {
 
-// What one replica needs (whole GPUs; DESIGN §6.8 fractions come later), and the constraints
-// every node of the job must meet.
+// What one replica needs (whole GPUs, or a share of one GPU), and the constraints every node
+// of the job must meet.
 struct Shape {
   int32_t replicas = 1;
-  int32_t gpus = 0;
+  int32_t gpus = 0;  // whole GPUs; 0 for a share
+  // A share of one GPU per replica: milli-GPUs and device memory (0: its fraction of the
+  // GPU's shareable memory), packed with other shares of the same isolation.
+  bool share = false;
+  int32_t share_milli = 0;
+  int64_t share_mem = 0;
+  GpuIsolation isolation = GpuIsolation::kMemory;
   int32_t cpu = 0;
   int64_t mem = 0;
   const std::string* gpu_model = nullptr;                           // empty: any
@@ -26,11 +32,31 @@ struct Shape {
   int64_t TotalGpus() const { return int64_t{replicas} * gpus; }
 };
 Shape ShapeOf(const PendingJob& job);
+Resources ResourcesOf(const Shape& s);  // one replica's resources
+
+// The shares on each GPU of a node (by position in NodeInfo::gpus): how many, their
+// milli-GPUs and memory, and their isolation. A GPU with shares is busy for whole-GPU jobs.
+struct GpuShares {
+  std::vector<int32_t> count;
+  std::vector<int32_t> milli;
+  std::vector<int64_t> mem;
+  std::vector<uint8_t> isolation;
+
+  void Resize(size_t gpus) {
+    count.assign(gpus, 0);
+    milli.assign(gpus, 0);
+    mem.assign(gpus, 0);
+    isolation.assign(gpus, 0);
+  }
+  int32_t SharedGpus() const;
+};
 
 struct NodeSlot {
   NodeInfo info;
   bool live = false;
-  std::vector<uint8_t> busy;  // by position in info.gpus
+  std::vector<uint8_t> busy;  // by position in info.gpus: held whole, or holding shares
+  GpuShares shares;
+  int32_t shared_gpus = 0;  // GPUs holding shares
   int32_t healthy_gpus = 0;
   int32_t free_gpus = 0;  // healthy and not busy
   int32_t free_cpu = 0;
@@ -47,6 +73,21 @@ struct NodeSlot {
 
 // A job's end as seen by holds: kUnknownTime when it has no time limit.
 bool Matches(const NodeSlot& n, const Shape& s);
+// How many more shares of `s` GPU g (by position) of n takes: never past 1000 milli or the
+// GPU's shareable memory (less the driver's reserve), never beside whole-GPU use or shares
+// of another isolation. 0 for a whole-GPU shape.
+int32_t ShareSlots(const NodeSlot& n, size_t g, const Shape& s);
+// The same with `busy` and `shares` in place of the node's own (a what-if's scratch).
+int32_t ShareSlotsWith(const NodeSlot& n, const std::vector<uint8_t>& busy, const GpuShares& shares,
+                       size_t g, const Shape& s);
+// Binds (+1) or frees (-1) a replica's shares of GPUs on `busy` and `shares` of node n;
+// returns the change in free GPUs.
+int32_t ApplyShares(const NodeSlot& n, const ReplicaPlacement& p, GpuIsolation isolation, int sign,
+                    std::vector<uint8_t>* busy, GpuShares* shares);
+// The memory a share of `s` holds on GPU g of n.
+int64_t ShareMemOn(const NodeSlot& n, size_t g, const Shape& s);
+// Shares of `s` an empty GPU of n takes (the smallest of its healthy GPUs).
+int32_t SharesPerFreeGpu(const NodeSlot& n, const Shape& s);
 
 class ClusterModel {
  public:
@@ -62,19 +103,27 @@ class ClusterModel {
   // Binds (sign +1) or frees (-1) GPUs (by index) and cpu/memory on one node.
   void Adjust(int32_t slot, const std::vector<int32_t>& gpu_indices, int32_t cpu, int64_t mem,
               int sign);
+  // Binds (+1) or frees (-1) one replica's placement: whole GPUs, or its shares of GPUs.
+  void AdjustReplica(int32_t slot, const ReplicaPlacement& p, const Resources& r, int sign);
   // Binds or frees a whole placement of a job with this per-replica shape.
   void AdjustPlacement(const std::vector<ReplicaPlacement>& placement, const Resources& r,
                        int sign);
+  // Schedulable nodes with at least one GPU holding shares (where new shares pack first).
+  const std::set<int32_t>& shared_nodes() const { return shared_nodes_; }
 
   // How many replicas of `s` (up to `want`) fit on node i now, for a job ending at `end`.
   int32_t Capacity(int32_t i, const Shape& s, TimeMs end, int32_t want) const;
   // The same for node n with the given free resources (holds apply), n assumed to match.
   static int32_t CapacityWith(const NodeSlot& n, const Shape& s, TimeMs end, int32_t want,
                               int64_t free_gpus, int64_t free_cpu, int64_t free_mem);
+  // The same with the GPUs' use given by `busy` and `shares` (a what-if's scratch).
+  static int32_t CapacityWith(const NodeSlot& n, const Shape& s, TimeMs end, int32_t want,
+                              int64_t free_gpus, int64_t free_cpu, int64_t free_mem,
+                              const std::vector<uint8_t>& busy, const GpuShares& shares);
   // Sets what is bound on node i (busy GPUs by position, and the free counts that go with
   // them), re-indexing it once. What-if searches (what_if.h) write their result with it.
-  void SetUsage(int32_t i, const std::vector<uint8_t>& busy, int32_t free_gpus, int32_t free_cpu,
-                int64_t free_mem);
+  void SetUsage(int32_t i, const std::vector<uint8_t>& busy, const GpuShares& shares,
+                int32_t free_gpus, int32_t free_cpu, int64_t free_mem);
   // Changes whenever a node name gets or loses a slot: slot numbers cached by name are stale.
   uint64_t layout_version() const { return layout_version_; }
   // Picks `gpus` free GPUs on node i: within one NVLink/NUMA group when one has room (the
@@ -110,6 +159,7 @@ class ClusterModel {
   std::map<std::string, int32_t> by_name_;
   std::vector<int32_t> free_slots_;
   std::vector<std::set<int32_t>> buckets_;
+  std::set<int32_t> shared_nodes_;
   std::map<std::string, int32_t> rack_ids_;
   std::vector<std::string> rack_names_;
   std::vector<std::vector<std::set<int32_t>>> rack_buckets_;

@@ -36,15 +36,16 @@ int32_t QueueBook::UserId(int32_t q, const std::string& user) {
   return it->second;
 }
 
-void QueueBook::Charge(int32_t q, int32_t user, int64_t gpus, int64_t cpu, int64_t mem, int sign) {
+void QueueBook::Charge(int32_t q, int32_t user, int64_t gpu_milli, int64_t cpu, int64_t mem,
+                       int sign) {
   if (user >= 0) {
     Usage& u = queues_[q].users[user];
-    u.gpus += sign * gpus;
+    u.gpus += sign * gpu_milli;
     u.cpu += sign * cpu;
     u.mem += sign * mem;
   }
   for (int32_t a = q; a >= 0; a = queues_[a].parent) {
-    queues_[a].gpus += sign * gpus;
+    queues_[a].gpus += sign * gpu_milli;
     queues_[a].cpu += sign * cpu;
     queues_[a].mem += sign * mem;
   }
@@ -53,7 +54,8 @@ void QueueBook::Charge(int32_t q, int32_t user, int64_t gpus, int64_t cpu, int64
 void QueueBook::Integrate(Usage& u, double decay, double frac_new) {
   // Usage is kept in units of "allocation * tau": a constant allocation a converges to a.
   // With decay d over the interval, the exact integral of a constant a adds a * (1 - d).
-  double g = 0.5 * static_cast<double>(u.last_gpus + u.gpus);
+  // In GPUs: exact for whole GPUs (a multiple of 1000 over 2000 is a multiple of 1/2).
+  double g = static_cast<double>(u.last_gpus + u.gpus) / (2.0 * kGpuMilli);
   double c = 0.5 * static_cast<double>(u.last_cpu + u.cpu);
   double m = 0.5 * static_cast<double>(u.last_mem + u.mem);
   u.u_gpus = u.u_gpus * decay + g * frac_new;
@@ -85,7 +87,7 @@ void QueueBook::Advance(TimeMs now, int64_t cluster_gpus, int64_t cluster_cpu,
   }
 }
 
-bool QueueBook::AddPast(int32_t q, int32_t user, int64_t gpus, int64_t cpu, int64_t mem,
+bool QueueBook::AddPast(int32_t q, int32_t user, int64_t gpu_milli, int64_t cpu, int64_t mem,
                         TimeMs from, TimeMs to, TimeMs now) {
   // The exact integral of a constant allocation a over [from, to], in units of a * tau and
   // decayed to now: a * (2^-((now - to) / h) - 2^-((now - from) / h)); without a half-life
@@ -96,7 +98,7 @@ bool QueueBook::AddPast(int32_t q, int32_t user, int64_t gpus, int64_t cpu, int6
   };
   double w = decay(to) - decay(from);
   auto add = [&](Usage& u) {
-    u.u_gpus += static_cast<double>(gpus) * w;
+    u.u_gpus += static_cast<double>(gpu_milli) / kGpuMilli * w;
     u.u_cpu += static_cast<double>(cpu) * w;
     u.u_mem += static_cast<double>(mem) * w;
   };
@@ -124,7 +126,10 @@ bool QueueBook::WithinLimit(int32_t q, int64_t gpus) const { return LimitingQueu
 int32_t QueueBook::LimitingQueue(int32_t q, int64_t gpus) const {
   for (int32_t a = q; a >= 0; a = queues_[a].parent) {
     const Queue& queue = queues_[a];
-    if (queue.config.limit_gpus >= 0 && queue.gpus + gpus > queue.config.limit_gpus) return a;
+    if (queue.config.limit_gpus >= 0 &&
+        queue.gpus + gpus * kGpuMilli > int64_t{queue.config.limit_gpus} * kGpuMilli) {
+      return a;
+    }
   }
   return -1;
 }
@@ -139,7 +144,7 @@ int64_t QueueBook::EffectiveLimit(int32_t q) const {
 }
 
 double QueueBook::Dominant(const Usage& u, double entitlement) const {
-  double gpu = (static_cast<double>(u.gpus) + u.u_gpus) / entitlement;
+  double gpu = (static_cast<double>(u.gpus) / kGpuMilli + u.u_gpus) / entitlement;
   double share = gpu;
   if (cpu_per_gpu_ > 0) {
     share = std::max(share, (static_cast<double>(u.cpu) + u.u_cpu) / (entitlement * cpu_per_gpu_));

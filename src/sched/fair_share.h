@@ -38,7 +38,8 @@ class QueueBook {
   int32_t size() const { return static_cast<int32_t>(queues_.size()); }
 
   // Adds (sign +1) or removes a run's total resources: queue, ancestors, user.
-  void Charge(int32_t q, int32_t user, int64_t gpus, int64_t cpu, int64_t mem, int sign);
+  // GPUs in milli-GPUs: a share of a GPU counts its fraction.
+  void Charge(int32_t q, int32_t user, int64_t gpu_milli, int64_t cpu, int64_t mem, int sign);
 
   // Integrates usage up to `now` and decays it.
   void Advance(TimeMs now, int64_t cluster_gpus, int64_t cluster_cpu, int64_t cluster_mem);
@@ -46,15 +47,19 @@ class QueueBook {
   // decayed to `now`, into the queue, its ancestors and the user. Returns false (and adds
   // nothing) without a half-life or for an empty period. After the last one, AnchorAt(now).
   // REQUIRES: from <= to <= now, and no Advance after `now` yet.
-  bool AddPast(int32_t q, int32_t user, int64_t gpus, int64_t cpu, int64_t mem, TimeMs from,
+  bool AddPast(int32_t q, int32_t user, int64_t gpu_milli, int64_t cpu, int64_t mem, TimeMs from,
                TimeMs to, TimeMs now);
   // Usage is from now on taken as integrated up to `now`, the current allocation included,
   // so the next Advance decays from there.
   void AnchorAt(TimeMs now);
 
-  int64_t AllocGpus(int32_t q) const { return queues_[q].gpus; }
+  // GPUs allocated, shares rounded up to a whole GPU; AllocMilli: exact.
+  int64_t AllocGpus(int32_t q) const { return (queues_[q].gpus + kGpuMilli - 1) / kGpuMilli; }
+  int64_t AllocMilli(int32_t q) const { return queues_[q].gpus; }
   int32_t Quota(int32_t q) const { return queues_[q].config.quota_gpus; }
-  bool BelowQuota(int32_t q) const { return queues_[q].gpus < queues_[q].config.quota_gpus; }
+  bool BelowQuota(int32_t q) const {
+    return queues_[q].gpus < int64_t{queues_[q].config.quota_gpus} * kGpuMilli;
+  }
   // Would `gpus` more stay within the limits of the queue and its ancestors?
   bool WithinLimit(int32_t q, int64_t gpus) const;
   // The smallest limit over the queue and its ancestors; -1: none.
@@ -66,7 +71,7 @@ class QueueBook {
 
  private:
   struct Usage {
-    int64_t gpus = 0, cpu = 0, mem = 0;  // current allocation (GPUs whole, cpu milli, MB)
+    int64_t gpus = 0, cpu = 0, mem = 0;  // current allocation (milli-GPUs, cpu milli, MB)
     int64_t last_gpus = 0, last_cpu = 0, last_mem = 0;  // at the previous Advance
     double u_gpus = 0, u_cpu = 0, u_mem = 0;  // decayed integrals, in resource * tau units
   };

@@ -57,6 +57,8 @@ class Driver {
       for (const ReplicaPlacement& r : p.placement) {
         log_ << " " << r.node << "[";
         for (size_t i = 0; i < r.gpus.size(); ++i) log_ << (i ? "," : "") << r.gpus[i];
+        // A share: its milli-GPUs and memory on that GPU.
+        if (!r.gpu_milli.empty()) log_ << "@" << r.gpu_milli[0] << "m/" << r.gpu_memory_mb << "MB";
         log_ << "]";
       }
       log_ << "\n";
@@ -174,6 +176,47 @@ TEST(GoldenTest, ReservationAndBackfill) {
   d.End(101, 90 * kMinute);
   d.Pass(90 * kMinute);
   ExpectGolden("reservation_backfill.log", d.log());
+}
+
+// Shares of one GPU. n1 has 2 GPUs and n2 4 (16 GiB each, 15,892 MB shareable after the
+// driver's reserve). Shares fill the GPU they fill the most, opening an empty GPU only when
+// none has room, and on the node with the fewest free GPUs; whole-GPU jobs take the GPUs left
+// whole; an MPS share never joins memory-isolated ones; a memory share that no shared GPU can
+// hold opens a new GPU; when the shares of a GPU end, it is whole again.
+TEST(GoldenTest, SharePacking) {
+  Driver d;
+  auto node = [](const char* name, int gpus) {
+    NodeInfo n = MakeNode(name).Gpus(gpus);
+    for (Gpu& g : n.gpus) g.memory_mb = 16 * 1024;
+    return n;
+  };
+  d.s().UpsertNode(node("n1", 2));
+  d.s().UpsertNode(node("n2", 4));
+  auto share = [](JobId id, int32_t milli, int64_t mem = 0) {
+    PendingJob j = MakeJob(id).Gpus(0).Cpus(1);
+    j.per_replica.gpu_milli = milli;
+    j.per_replica.gpu_memory_mb = mem;
+    return j;
+  };
+  d.Submit(share(1, 500), 0);
+  d.Submit(share(2, 250), 0);
+  d.Submit(share(3, 250), 0);
+  d.Submit(share(4, 400), 0);
+  d.Pass(0);
+  d.Submit(MakeJob(5).Gpus(1), kMinute);
+  d.Submit(MakeJob(6).Gpus(2), kMinute);
+  PendingJob mps = share(7, 300);
+  mps.per_replica.gpu_isolation = GpuIsolation::kMps;
+  d.Submit(mps, kMinute);
+  d.Submit(share(8, 600), kMinute);         // fits beside job 4 (400 + 600)
+  d.Submit(share(9, 100, 12000), kMinute);  // its memory fits no shared GPU
+  d.Pass(kMinute);
+  d.End(1, 2 * kMinute);
+  d.End(2, 2 * kMinute);
+  d.End(3, 2 * kMinute);
+  d.Submit(MakeJob(10).Gpus(1), 2 * kMinute);
+  d.Pass(2 * kMinute);
+  ExpectGolden("share_packing.log", d.log());
 }
 
 }  // namespace

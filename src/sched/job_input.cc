@@ -48,7 +48,9 @@ std::vector<PastUsage> PastUsageOf(const Job& job, TimeMs now) {
     u.queue = job.spec.queue.empty() ? "default" : job.spec.queue;
     u.user = job.owner;
     int64_t replicas = static_cast<int64_t>(run.placement.size());
-    for (const ReplicaPlacement& p : run.placement) u.gpus += static_cast<int64_t>(p.gpus.size());
+    for (const ReplicaPlacement& p : run.placement) {
+      for (const GpuShare& g : Shares(p)) u.gpu_milli += g.milli;
+    }
     u.cpu_milli = replicas * job.spec.per_replica.cpu_milli;
     u.memory_mb = replicas * job.spec.per_replica.memory_mb;
     u.from = run.started_at;

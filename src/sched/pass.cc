@@ -20,6 +20,11 @@ std::string NodeList(const std::vector<std::string>& nodes) {
 
 std::string Describe(const PendingJob& j) {
   Shape s = ShapeOf(j);
+  if (s.share) {
+    return std::to_string(s.replicas) + " x a share of one GPU (" + std::to_string(s.share_milli) +
+           " milli-GPUs" + (s.share_mem > 0 ? ", " + std::to_string(s.share_mem) + " MB" : "") +
+           ")";
+  }
   return std::to_string(s.replicas) + " x " + std::to_string(s.gpus) + " GPU(s)";
 }
 
@@ -144,11 +149,12 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     r.queue = e->queue;
     r.user = e->user;
     r.gpus = TotalGpus(j);
+    r.gpu_milli = int64_t{s.replicas} * std::max(0, j.per_replica.gpu_milli);
     r.cpu = int64_t{s.replicas} * j.per_replica.cpu_milli;
     r.mem = int64_t{s.replicas} * j.per_replica.memory_mb;
     r.expected_end = end;
     r.placed_in_pass = st.pass;
-    st.queues.Charge(r.queue, r.user, r.gpus, r.cpu, r.mem, +1);
+    st.queues.Charge(r.queue, r.user, r.gpu_milli, r.cpu, r.mem, +1);
     st.CountVictim(r, +1);
     if (j.preemptible) st.PlacedPreemptible(r.queue) += r.gpus;
     st.by_end.insert({r.expected_end, j.id});
@@ -284,8 +290,9 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
         for (const ReplicaPlacement& p : r.placement) {
           int32_t slot = st.model.Find(p.node);
           if (slot < 0) continue;
-          freed.push_back({slot, static_cast<int32_t>(p.gpus.size()), r.job.per_replica.cpu_milli,
-                           r.job.per_replica.memory_mb});
+          // A share frees no whole GPU (others may stay on it).
+          int32_t whole = p.gpu_milli.empty() ? static_cast<int32_t>(p.gpus.size()) : 0;
+          freed.push_back({slot, whole, r.job.per_replica.cpu_milli, r.job.per_replica.memory_mb});
         }
       }
       st.victims_of[j.id] = victims;

@@ -6,6 +6,11 @@
 // that needs several nodes is tried inside one rack first (the racks with the least free
 // GPUs that could hold it), then across racks. Inside a node, each replica's GPUs come from
 // one NVLink/NUMA group when one has room.
+//
+// A share of one GPU (Shape::share) goes to the GPU already holding shares that it fills the
+// most, else to an empty GPU of the node with the fewest free GPUs: shares pack together and
+// whole GPUs stay whole. A GPU never holds more than 1000 milli-GPUs, more memory than it
+// has less the driver's reserve, whole-GPU use beside shares, or two isolation modes.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +33,11 @@ class Placer {
  private:
   // Places the remaining replicas using the buckets of one rack (rack >= 0) or of all nodes.
   bool PlaceIn(const Shape& s, TimeMs end, int32_t rack, std::vector<ReplicaPlacement>* out);
+  // Shares of one GPU (Shape::share), replica by replica.
+  bool PlaceShares(const Shape& s, TimeMs end, std::vector<ReplicaPlacement>* out);
+  bool PickShare(const Shape& s, TimeMs end, int32_t* slot, int32_t* gpu);
+  // Node i matches s and has its CPU and memory (holds apply).
+  bool RoomBesideGpus(int32_t i, const Shape& s, TimeMs end) const;
   int32_t BestFit(const Shape& s, TimeMs end, int32_t rack, int32_t replicas);
   int32_t Largest(const Shape& s, TimeMs end, int32_t rack, int32_t replicas, int32_t* cap);
   void Take(int32_t slot, const Shape& s, int32_t replicas, std::vector<ReplicaPlacement>* out);

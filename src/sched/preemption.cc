@@ -346,7 +346,9 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
     if (st.victim_max_key_a <= job.key.a) return false;
     for (const SchedState::FailedSearch& f : st.failed_searches) {
       if (job.key.a >= f.key_a && s.replicas >= f.replicas && s.gpus >= f.gpus && s.cpu >= f.cpu &&
-          s.mem >= f.mem && j.gpu_model == f.gpu_model && j.node_labels == f.node_labels) {
+          s.mem >= f.mem && s.share == f.share && s.share_milli >= f.share_milli &&
+          s.share_mem >= f.share_mem && s.isolation == f.isolation && j.gpu_model == f.gpu_model &&
+          j.node_labels == f.node_labels) {
         return false;
       }
     }
@@ -358,8 +360,9 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
   // The job does not fit even with every candidate gone (see SchedState::failed_searches).
   auto infeasible = [&] {
     if (policy != OrderPolicy::kCorral) {
-      st.failed_searches.push_back(
-          {s.replicas, s.gpus, s.cpu, s.mem, j.gpu_model, j.node_labels, job.key.a});
+      st.failed_searches.push_back({s.replicas, s.gpus, s.cpu, s.mem, s.share, s.share_milli,
+                                    s.share_mem, s.isolation, j.gpu_model, j.node_labels,
+                                    job.key.a});
     }
     return false;
   };

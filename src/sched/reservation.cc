@@ -41,7 +41,7 @@ void Accumulate(const SchedState& st, const RunEntry& r, std::vector<NodeDemand>
       acc->push_back({slot, 0, 0, 0});
       it = acc->end() - 1;
     }
-    it->gpus += static_cast<int32_t>(p.gpus.size());
+    if (p.gpu_milli.empty()) it->gpus += static_cast<int32_t>(p.gpus.size());  // shares: none
     it->cpu += r.job.per_replica.cpu_milli;
     it->mem += r.job.per_replica.memory_mb;
   }

@@ -31,14 +31,17 @@ void Scheduler::Impl::AddRun(const PendingJob& job, std::vector<ReplicaPlacement
   r.queue = st.queues.Id(job.queue.empty() ? "default" : job.queue);
   r.user = st.queues.UserId(r.queue, job.user);
   int64_t n = static_cast<int64_t>(r.placement.size());
-  for (const ReplicaPlacement& p : r.placement) r.gpus += static_cast<int64_t>(p.gpus.size());
+  for (const ReplicaPlacement& p : r.placement) {
+    r.gpus += static_cast<int64_t>(p.gpus.size());
+    for (const GpuShare& g : Shares(p)) r.gpu_milli += g.milli;
+  }
   r.cpu = n * job.per_replica.cpu_milli;
   r.mem = n * job.per_replica.memory_mb;
   r.expected_end = ExpectedEndOf(st.config, job, started_at);
   r.placed_in_pass = 0;
   st.BindRun(r, +1);
   st.CountVictim(r, +1);
-  st.queues.Charge(r.queue, r.user, r.gpus, r.cpu, r.mem, +1);
+  st.queues.Charge(r.queue, r.user, r.gpu_milli, r.cpu, r.mem, +1);
   st.by_end.insert({r.expected_end, job.id});
   st.RunsOfQueue(r.queue).insert(job.id);
   for (const ReplicaPlacement& p : r.placement) st.runs_on_node[p.node].insert(job.id);
@@ -51,7 +54,7 @@ void Scheduler::Impl::RemoveRun(JobId id) {
   RunEntry& r = it->second;
   st.BindRun(r, -1);
   st.CountVictim(r, -1);
-  st.queues.Charge(r.queue, r.user, r.gpus, r.cpu, r.mem, -1);
+  st.queues.Charge(r.queue, r.user, r.gpu_milli, r.cpu, r.mem, -1);
   st.by_end.erase({r.expected_end, id});
   st.RunsOfQueue(r.queue).erase(id);
   for (const ReplicaPlacement& p : r.placement) {
@@ -90,7 +93,7 @@ void Scheduler::UpsertNode(const NodeInfo& node) {
     const RunEntry& r = impl_->st.running.at(id);
     for (const ReplicaPlacement& p : r.placement) {
       if (p.node == node.name) {
-        m.Adjust(slot, p.gpus, r.job.per_replica.cpu_milli, r.job.per_replica.memory_mb, +1);
+        m.AdjustReplica(slot, p, r.job.per_replica, +1);
       }
     }
   }
@@ -134,7 +137,7 @@ void Scheduler::AddPastUsage(const std::vector<PastUsage>& usages, TimeMs now) {
   bool added = false;
   for (const PastUsage& u : usages) {
     int32_t q = book.Id(u.queue.empty() ? "default" : u.queue);
-    added |= book.AddPast(q, book.UserId(q, u.user), u.gpus, u.cpu_milli, u.memory_mb, u.from,
+    added |= book.AddPast(q, book.UserId(q, u.user), u.gpu_milli, u.cpu_milli, u.memory_mb, u.from,
                           std::min(u.to, now), now);
   }
   if (added) book.AnchorAt(now);  // once: it visits every queue and user
@@ -149,15 +152,29 @@ Fit Scheduler::Admit(const PendingJob& job, std::string* why) const {
     if (!Matches(n, s)) continue;
     int64_t k = s.replicas;
     if (s.gpus > 0) k = std::min<int64_t>(k, static_cast<int64_t>(n.info.gpus.size()) / s.gpus);
+    if (s.share) {  // shares of the node's GPUs when empty
+      int64_t slots = 0;
+      for (size_t g = 0; g < n.info.gpus.size(); ++g) {
+        int64_t per = s.share_milli > 0 ? kGpuMilli / s.share_milli : kGpuMilli;
+        int64_t mem = ShareMemOn(n, g, s);
+        if (mem > 0) per = std::min(per, ShareableMemoryMb(n.info.gpus[g].memory_mb) / mem);
+        slots += per;
+      }
+      k = std::min(k, slots);
+    }
     if (s.cpu > 0) k = std::min<int64_t>(k, n.info.cpu_milli / s.cpu);
     if (s.mem > 0) k = std::min<int64_t>(k, n.info.memory_mb / s.mem);
     if (k > 0) fit += k;
   }
   if (fit < s.replicas) {
     if (why) {
-      *why = "needs " + std::to_string(s.replicas) + " replica(s) of " + std::to_string(s.gpus) +
-             " GPU(s), " + std::to_string(s.cpu / 1000.0) + " CPUs, " + std::to_string(s.mem) +
-             " MB memory" + (job.gpu_model.empty() ? "" : ", GPU model " + job.gpu_model) +
+      std::string gpus =
+          s.share ? "a share of one GPU (" + std::to_string(s.share_milli) + " milli-GPUs" +
+                        (s.share_mem > 0 ? ", " + std::to_string(s.share_mem) + " MB" : "") + ")"
+                  : std::to_string(s.gpus) + " GPU(s)";
+      *why = "needs " + std::to_string(s.replicas) + " replica(s) of " + gpus + ", " +
+             std::to_string(s.cpu / 1000.0) + " CPUs, " + std::to_string(s.mem) + " MB memory" +
+             (job.gpu_model.empty() ? "" : ", GPU model " + job.gpu_model) +
              (job.node_labels.empty() ? "" : ", with the requested node labels") +
              "; the cluster's matching nodes hold only " + std::to_string(fit) +
              " such replica(s) when empty";

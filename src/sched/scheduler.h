@@ -245,7 +245,7 @@ struct SchedulerConfig {
 struct PastUsage {
   std::string queue = "default";
   std::string user;
-  int64_t gpus = 0;       // whole GPUs, all replicas
+  int64_t gpu_milli = 0;  // milli-GPUs, all replicas (a share counts its fraction)
   int64_t cpu_milli = 0;  // all replicas
   int64_t memory_mb = 0;  // all replicas
   TimeMs from = 0;

@@ -529,17 +529,17 @@ TEST(FairShareHistory, PastRunsCountAsIfIntegratedLive) {
   QueueBook live(h);
   int32_t lq = live.Id("org/a");
   int32_t lu = live.UserId(lq, "ana");
-  live.Charge(lq, lu, 8, 0, 0, +1);  // placed at t0 and ended at t0 + h, between passes
+  live.Charge(lq, lu, 8 * kGpuMilli, 0, 0, +1);  // placed at t0 and ended at t0 + h, between passes
   live.Advance(t0, 8, 0, 0);
   live.Advance(t0 + h / 2, 8, 0, 0);
   live.Advance(t0 + h, 8, 0, 0);
-  live.Charge(lq, lu, 8, 0, 0, -1);
+  live.Charge(lq, lu, 8 * kGpuMilli, 0, 0, -1);
   live.Advance(t0 + h, 8, 0, 0);
 
   QueueBook past(h);
   int32_t pq = past.Id("org/a");
   int32_t pu = past.UserId(pq, "ana");
-  ASSERT_TRUE(past.AddPast(pq, pu, 8, 0, 0, t0, t0 + h, t0 + h));
+  ASSERT_TRUE(past.AddPast(pq, pu, 8 * kGpuMilli, 0, 0, t0, t0 + h, t0 + h));
   past.AnchorAt(t0 + h);
   past.Advance(t0 + h, 8, 0, 0);
   EXPECT_NEAR(past.Share(pq), 4.0, 1e-9);  // 8 GPUs for one half-life: 8 * (1 - 1/2)
@@ -548,7 +548,7 @@ TEST(FairShareHistory, PastRunsCountAsIfIntegratedLive) {
   EXPECT_NEAR(past.Share(past.FindId("org")), 4.0, 1e-9);  // ancestors too
 
   // A run that ended a half-life before counts half; all of it decays on from `now`.
-  ASSERT_TRUE(past.AddPast(pq, pu, 8, 0, 0, t0 - h, t0, t0 + h));
+  ASSERT_TRUE(past.AddPast(pq, pu, 8 * kGpuMilli, 0, 0, t0 - h, t0, t0 + h));
   past.AnchorAt(t0 + h);
   EXPECT_NEAR(past.Share(pq), 4.0 + 2.0, 1e-9);
   past.Advance(t0 + 2 * h, 8, 0, 0);
@@ -563,7 +563,7 @@ TEST(FairShareHistory, QueueWithPastUsageWaitsBehindOneWithout) {
   PastUsage used;
   used.queue = "a";
   used.user = "ana";
-  used.gpus = 1;
+  used.gpu_milli = 1000;
   used.from = 0;
   used.to = 10 * kHour;
   s.AddPastUsage({used}, 10 * kHour);

@@ -25,7 +25,8 @@ struct RunEntry {
   TimeMs started_at = 0;
   int32_t queue = -1;
   int32_t user = -1;
-  int64_t gpus = 0;  // totals over replicas
+  int64_t gpus = 0;       // totals over replicas (a share counts one GPU)
+  int64_t gpu_milli = 0;  // milli-GPUs: what quotas and fair share charge
   int64_t cpu = 0;
   int64_t mem = 0;
   TimeMs expected_end = kUnknownTime;  // started_at + time limit
@@ -100,6 +101,10 @@ struct SchedState {
   struct FailedSearch {
     int32_t replicas, gpus, cpu;
     int64_t mem;
+    bool share;
+    int32_t share_milli;
+    int64_t share_mem;
+    GpuIsolation isolation;
     std::string gpu_model;
     std::map<std::string, std::string> node_labels;
     int64_t key_a;
@@ -172,10 +177,7 @@ struct SchedState {
   void BindRun(const RunEntry& r, int sign) {
     const std::vector<int32_t>& slots = SlotsOf(r);
     for (size_t k = 0; k < r.placement.size(); ++k) {
-      if (slots[k] >= 0) {
-        model.Adjust(slots[k], r.placement[k].gpus, r.job.per_replica.cpu_milli,
-                     r.job.per_replica.memory_mb, sign);
-      }
+      if (slots[k] >= 0) model.AdjustReplica(slots[k], r.placement[k], r.job.per_replica, sign);
     }
   }
   // The model slots of a run's replicas, by position in its placement (-1: unknown node).

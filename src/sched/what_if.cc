@@ -34,9 +34,11 @@ WhatIf::Node& WhatIf::Touch(int32_t slot) {
   w.mem = w.orig_mem = n.free_mem;
   w.busy = n.busy;
   w.orig_busy = n.busy;
+  w.shares = n.shares;
+  w.orig_shares = n.shares;
   // Reset counted exactly this (a node below the bucket floor holds no replica).
   w.cap = w.matches ? ClusterModel::CapacityWith(n, shape_, kUnknownTime, shape_.replicas, w.gpus,
-                                                 w.cpu, w.mem)
+                                                 w.cpu, w.mem, w.busy, w.shares)
                     : 0;
   touched_.push_back(slot);
   return w;
@@ -52,7 +54,11 @@ void WhatIf::Release(const std::vector<ReplicaPlacement>& placement,
     Node& w = Touch(slot);
     int32_t before = w.gpus;
     uint8_t want = sign > 0 ? 1 : 0;
-    for (int32_t idx : placement[k].gpus) {
+    if (!placement[k].gpu_milli.empty()) {
+      w.gpus += ApplyShares(n, placement[k], per_replica.gpu_isolation, sign, &w.busy, &w.shares);
+    }
+    for (int32_t idx :
+         placement[k].gpu_milli.empty() ? placement[k].gpus : std::vector<int32_t>{}) {
       for (size_t g = 0; g < n.info.gpus.size(); ++g) {
         if (n.info.gpus[g].index != idx || w.busy[g] == want) continue;
         w.busy[g] = want;
@@ -65,7 +71,7 @@ void WhatIf::Release(const std::vector<ReplicaPlacement>& placement,
     if (w.matches) {
       capacity_ -= w.cap;
       w.cap = ClusterModel::CapacityWith(n, shape_, kUnknownTime, shape_.replicas, w.gpus, w.cpu,
-                                         w.mem);
+                                         w.mem, w.busy, w.shares);
       capacity_ += w.cap;
     }
   }
@@ -89,14 +95,14 @@ bool WhatIf::Satisfied(const std::vector<NodeDemand>& demand) const {
 void WhatIf::Apply() {
   for (int32_t i : touched_) {
     const Node& w = nodes_[i];
-    model_->SetUsage(i, w.busy, w.gpus, w.cpu, w.mem);
+    model_->SetUsage(i, w.busy, w.shares, w.gpus, w.cpu, w.mem);
   }
 }
 
 void WhatIf::Restore() {
   for (int32_t i : touched_) {
     const Node& w = nodes_[i];
-    model_->SetUsage(i, w.orig_busy, w.orig_gpus, w.orig_cpu, w.orig_mem);
+    model_->SetUsage(i, w.orig_busy, w.orig_shares, w.orig_gpus, w.orig_cpu, w.orig_mem);
   }
 }
 

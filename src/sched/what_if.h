@@ -56,10 +56,12 @@ class WhatIf {
     int64_t mem = 0;
     int64_t cap = 0;  // replicas of shape_ that fit, counted in capacity_
     std::vector<uint8_t> busy;
+    GpuShares shares;
     int32_t orig_gpus = 0;
     int32_t orig_cpu = 0;
     int64_t orig_mem = 0;
     std::vector<uint8_t> orig_busy;
+    GpuShares orig_shares;
   };
   Node& Touch(int32_t slot);
 

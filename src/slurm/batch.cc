@@ -40,10 +40,19 @@ Result<int64_t> NodesOption(const ParsedOptions& o) {
   return n;
 }
 
-// --gres=gpu:2, gpu:a100:2, gpu (one). Other resources are not GPUs and not supported.
-Status ParseGres(const std::string& v, int64_t* gpus, std::string* model) {
-  const std::string want = "gpu:N or gpu:TYPE:N, e.g. gpu:4 or gpu:a100:4";
+// --gres=gpu:2, gpu:a100:2, gpu (one), or mps:N (N percent of one GPU, through MPS: a share).
+// Other resources are not GPUs and not supported.
+Status ParseGres(const std::string& v, int64_t* gpus, std::string* model, int32_t* mps_milli) {
+  const std::string want = "gpu:N, gpu:TYPE:N or mps:PERCENT, e.g. gpu:4, gpu:a100:4 or mps:25";
   if (v.find(',') != std::string::npos) return Bad("gres", v, want + " (one resource only)");
+  if (v.rfind("mps:", 0) == 0) {
+    int64_t pct = 0;
+    if (!ParseInt(v.substr(4), &pct) || pct < 1 || pct > 99) {
+      return Bad("gres", v, "mps:PERCENT with PERCENT from 1 to 99 (a share of one GPU)");
+    }
+    *mps_milli = static_cast<int32_t>(pct * 10);
+    return Status::Ok();
+  }
   if (v.rfind("gpu", 0) != 0) return Bad("gres", v, want);
   if (v == "gpu") {
     *gpus = 1;
@@ -468,19 +477,36 @@ Result<BatchSubmission> BuildBatchSpec(const ParsedOptions& o, const SubmitConte
       return Bad("gpus-per-node", o.Get("gpus-per-node"), "N or TYPE:N, e.g. 8 or a100:8");
     }
   }
+  int32_t share_milli = 0;  // a share of one GPU (--gres=mps:N, --gpus 0.5)
+  bool mps = false;
   if (o.Has("gres")) {
     ++given;
-    CORRAL_RETURN_IF_ERROR(ParseGres(o.Get("gres"), &gpus, &model));
+    CORRAL_RETURN_IF_ERROR(ParseGres(o.Get("gres"), &gpus, &model, &share_milli));
+    mps = share_milli > 0;
   }
   if (o.Has("gpus-per-task")) {
     ++given;
     int64_t per_task = 0;
     if (!ParseInt(o.Get("gpus-per-task"), &per_task) || per_task < 0 || per_task > 1024) {
-      return Bad("gpus-per-task", o.Get("gpus-per-task"), "a whole number of GPUs");
+      return Bad("gpus-per-task", o.Get("gpus-per-task"),
+                 "a whole number of GPUs (Slurm has no fractions per task; for a share of one "
+                 "GPU use --gpus 0.5 with one task, or --gres=mps:50)");
     }
     gpus = per_task * tasks_per_node;
   }
-  if (o.Has("gpus")) {
+  if (o.Has("gpus") && o.Get("gpus").find('.') != std::string::npos) {
+    ++given;
+    auto m = ParseGpuCount(Json(o.Get("gpus")));
+    if (!m.ok() || *m >= kGpuMilli || *m % kGpuMilli == 0) {
+      return Bad("gpus", o.Get("gpus"),
+                 "a whole number of GPUs, or a share of one GPU below 1 (e.g. 0.25) for a "
+                 "single-node job");
+    }
+    if (nodes != 1) {
+      return Bad("gpus", o.Get("gpus"), "a share of one GPU only with one node (--nodes 1)");
+    }
+    share_milli = *m;
+  } else if (o.Has("gpus")) {
     ++given;
     int64_t total = 0;
     if (!ParseInt(o.Get("gpus"), &total) || total < 0 || total % nodes != 0) {
@@ -495,6 +521,10 @@ Result<BatchSubmission> BuildBatchSpec(const ParsedOptions& o, const SubmitConte
         "options --gpus-per-node, --gres, --gpus-per-task and --gpus: give only one of them");
   }
   if (gpus > 0) spec["gpus"] = gpus;
+  if (share_milli > 0) {
+    spec["gpus"] = share_milli / static_cast<double>(kGpuMilli);
+    if (mps) spec["gpu_isolation"] = "mps";
+  }
   if (!model.empty()) spec["gpu_model"] = model;
   if (o.Has("gpus-per-node") || o.Has("gres")) {
     exports["SLURM_GPUS_PER_NODE"] = std::to_string(gpus);

@@ -185,6 +185,15 @@ TEST(SlurmBatch, GpusFromGresTasksOrTotalAndConflictsNamed) {
   EXPECT_EQ(gpus({"--gres=gpu:a100:3"}), 3);
   EXPECT_EQ(gpus({"--ntasks-per-node=4", "--gpus-per-task=1"}), 4);
   EXPECT_EQ(gpus({"-N", "2", "--gpus=8"}), 4);
+  // Shares of one GPU: --gpus 0.25 (one node), or MPS percent.
+  EXPECT_EQ(gpus({"--gpus=0.25"}), 0.25);
+  EXPECT_EQ(gpus({"--gres=mps:50"}), 0.5);
+  auto mps = BuildBatchSpec(Parse({"--gres=mps:30"}), Ctx("#!/bin/sh\n"), false);
+  ASSERT_TRUE(mps.ok());
+  EXPECT_EQ(mps->spec["gpu_isolation"], "mps");
+  auto share = ParseJobSpec(mps->spec);
+  ASSERT_TRUE(share.ok()) << share.status().message();
+  EXPECT_EQ(share->per_replica.gpu_milli, 300);
   auto both =
       BuildBatchSpec(Parse({"--gres=gpu:1", "--gpus-per-node=2"}), Ctx("#!/bin/sh\n"), false);
   ASSERT_FALSE(both.ok());
@@ -214,9 +223,19 @@ TEST(SlurmBatch, BadValuesNameTheOptionAndTheReason) {
        "MIN-MAX such as 2-4"},
       {{"--ntasks=1", "--nodes=2"},
        "option --ntasks: 1 is fewer than --nodes 2; want at least one task per node"},
-      {{"--gres=mps:2"},
-       "option --gres: got \"mps:2\", want gpu:N or gpu:TYPE:N, e.g. gpu:4 or "
-       "gpu:a100:4"},
+      {{"--gres=shard:2"},
+       "option --gres: got \"shard:2\", want gpu:N, gpu:TYPE:N or mps:PERCENT, e.g. gpu:4, "
+       "gpu:a100:4 or mps:25"},
+      {{"--gres=mps:150"},
+       "option --gres: got \"mps:150\", want mps:PERCENT with PERCENT from 1 to 99 (a share of "
+       "one GPU)"},
+      {{"--gpus-per-task=0.5"},
+       "option --gpus-per-task: got \"0.5\", want a whole number of GPUs (Slurm has no "
+       "fractions per task; for a share of one GPU use --gpus 0.5 with one task, or "
+       "--gres=mps:50)"},
+      {{"--gpus=1.5"},
+       "option --gpus: got \"1.5\", want a whole number of GPUs, or a share of one GPU below 1 "
+       "(e.g. 0.25) for a single-node job"},
       {{"--open-mode=sometimes"}, "option --open-mode: got \"sometimes\", want append or truncate"},
       {{"--signal=USR1@900", "--time=10"},
        "option --signal: 900 s before the end is not inside --time 10"},
