@@ -6,51 +6,18 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "core/codec_internal.h"
 #include "core/container_codec.h"
 
 namespace corral {
+
+using codec_internal::Checked;
+using codec_internal::Decode;
+using codec_internal::Get;
+using codec_internal::Must;
+using codec_internal::Req;
+
 namespace {
-
-// Internal decoders throw nlohmann exceptions; the public *FromJson functions turn them into
-// a Status so that nothing throws across the module boundary.
-
-// nlohmann casts a float to an integer unchecked: undefined outside the type's range
-// (fuzz_agent_protocol found it). Every integer field, required or optional, scalar or list,
-// is read through this: a float must be whole and in range.
-template <typename T>
-T Checked(const Json& v, const char* key) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    if (v.is_number_float()) {
-      const double d = v.get<double>();
-      const double end = std::ldexp(1.0, std::numeric_limits<T>::digits);  // exact: 2^bits
-      const double lo = std::is_signed_v<T> ? -end : 0.0;
-      if (!(d >= lo && d < end && d == std::trunc(d))) {
-        throw std::out_of_range(std::string("field '") + key + "': " + v.dump() +
-                                " is not an integer in range");
-      }
-    }
-  } else if constexpr (std::is_same_v<T, std::vector<int32_t>>) {
-    if (!v.is_array()) throw std::invalid_argument(std::string("field '") + key + "': not a list");
-    T out;
-    out.reserve(v.size());
-    for (const Json& x : v) out.push_back(Checked<int32_t>(x, key));
-    return out;
-  }
-  return v.get<T>();
-}
-
-// A required field: missing is an error, like j.at(key).
-template <typename T>
-T Req(const Json& j, const char* key) {
-  return Checked<T>(j.at(key), key);
-}
-
-template <typename T>
-T Get(const Json& j, const char* key, T fallback) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  return Checked<T>(*it, key);
-}
 
 JobSpec DecodeSpec(const Json& j) {
   JobSpec s;
@@ -165,23 +132,6 @@ std::vector<Gpu> DecodeGpus(const Json& j) {
     for (const Json& g : j) out.push_back(DecodeGpu(g));
   }
   return out;
-}
-
-template <typename T, typename F>
-Result<T> Decode(const Json& j, const char* what, F f) {
-  try {
-    if (!j.is_object()) return InvalidArgument(std::string(what) + ": expected a JSON object");
-    return f(j);
-  } catch (const std::exception& e) {
-    return InvalidArgument(std::string(what) + ": " + e.what());
-  }
-}
-
-// Inside a Decode: a nested decoder's error becomes this one's.
-template <typename T>
-T Must(Result<T> r) {
-  if (!r.ok()) throw std::runtime_error(r.status().message());
-  return std::move(*r);
 }
 
 Json EncodeGpus(const std::vector<Gpu>& gpus) {
@@ -376,119 +326,6 @@ Json ToJson(const QueueConfig& q) {
               {"gpu_sharing", q.gpu_sharing}};
 }
 
-Json ToJson(const RegisterRequest& r) {
-  Json j{{"name", r.name},           {"address", r.address},       {"cpu_milli", r.cpu_milli},
-         {"memory_mb", r.memory_mb}, {"gpus", EncodeGpus(r.gpus)}, {"labels", r.labels},
-         {"port_lo", r.port_lo},     {"port_hi", r.port_hi},       {"protocol", r.protocol}};
-  if (!r.csr_pem.empty()) j["csr_pem"] = r.csr_pem;
-  return j;
-}
-
-Json ToJson(const RegisterResponse& r) {
-  Json j{{"node_token", r.node_token},
-         {"head_epoch", r.head_epoch},
-         {"agent_epoch", r.agent_epoch},
-         {"protocol", r.protocol}};
-  if (!r.log_cert_pem.empty()) j["log_cert_pem"] = r.log_cert_pem;
-  return j;
-}
-
-Json ToJson(const RunReport& r) {
-  Json j{{"run_id", r.run_id},       {"replica", r.replica},       {"running", r.running},
-         {"exit_code", r.exit_code}, {"started_at", r.started_at}, {"ended_at", r.ended_at}};
-  if (r.fenced) j["fenced"] = true;
-  if (r.vanished) j["vanished"] = true;
-  if (r.failed_task >= 0) j["failed_task"] = r.failed_task;
-  if (!r.error.empty()) j["error"] = r.error;
-  if (!r.note.empty()) j["note"] = r.note;
-  if (r.oom_killed) j["oom_killed"] = true;
-  if (r.peak_memory_bytes > 0) j["peak_memory_bytes"] = r.peak_memory_bytes;
-  if (r.cpu_ms > 0) j["cpu_ms"] = r.cpu_ms;
-  return j;
-}
-
-Json ToJson(const SyncRequest& r) {
-  Json runs = Json::array();
-  for (const RunReport& x : r.runs) runs.push_back(ToJson(x));
-  Json j{{"node", r.node},
-         {"agent_epoch", r.agent_epoch},
-         {"desired_version", r.desired_version},
-         {"wait_ms", r.wait_ms},
-         {"runs", runs},
-         {"busy_ports", r.busy_ports}};
-  // Optional, so that heads and agents of either version understand each other.
-  for (const GpuSample& g : r.gpu_samples) j["gpu_samples"].push_back(ToJson(g));
-  if (r.deltas) j["deltas"] = true;
-  if (r.image_cache.limit_bytes > 0) j["image_cache"] = ImageCacheJson(r.image_cache);
-  return j;
-}
-
-namespace {
-
-Json LayoutJson(const RunLayout& l) {
-  Json placement = Json::array();
-  for (const ReplicaPlacement& p : l.placement) placement.push_back(ToJson(p));
-  Json j{{"job_id", l.job_id},
-         {"attempt", l.attempt},
-         {"job_name", l.job_name},
-         {"owner", l.owner},
-         {"placement", std::move(placement)},
-         {"replica_hosts", l.replica_hosts},
-         {"master_port", l.master_port},
-         {"checkpoint_dir", l.checkpoint_dir}};
-  if (!l.user_env.empty()) j["user_env"] = l.user_env;
-  if (l.task_per_gpu) j["task_per_gpu"] = true;
-  if (l.gpu_isolation != GpuIsolation::kMemory) {
-    j["gpu_isolation"] = GpuIsolationName(l.gpu_isolation);
-  }
-  if (!l.workdir.empty()) j["workdir"] = l.workdir;
-  if (l.array_id != 0) {
-    j["array_id"] = l.array_id;
-    j["array_index"] = l.array_index;
-  }
-  return j;
-}
-
-}  // namespace
-
-Json ToJson(const RunOrder& r) {
-  Json j{{"run_id", r.run_id},    {"job_id", r.job_id},   {"attempt", r.attempt},
-         {"replica", r.replica},  {"command", r.command}, {"workdir", r.workdir},
-         {"gpus", r.gpus},        {"stop", r.stop},       {"stop_signal", r.stop_signal},
-         {"grace_ms", r.grace_ms}};
-  if (r.layout.job_id != 0) {  // the environments follow from it (ExpandOrderEnv, at launch)
-    j["layout"] = LayoutJson(r.layout);
-    if (!r.step_token.empty()) j["step_token"] = r.step_token;
-  } else {
-    j["env"] = r.env;
-    if (!r.task_envs.empty()) j["task_envs"] = r.task_envs;
-  }
-  if (r.signals > 0) {
-    j["signals"] = r.signals;
-    j["signal"] = r.signal;
-  }
-  if (!r.user.empty()) j["user"] = r.user;
-  if (r.cpu_milli > 0) j["cpu_milli"] = r.cpu_milli;
-  if (r.memory_mb > 0) j["memory_mb"] = r.memory_mb;
-  if (!r.container.empty()) j["container"] = ContainerJson(r.container);
-  return j;
-}
-
-Json ToJson(const SyncResponse& r) {
-  Json runs = Json::array();
-  for (const RunOrder& x : r.runs) runs.push_back(ToJson(x));
-  Json j{{"head_epoch", r.head_epoch},
-         {"desired_version", r.desired_version},
-         {"runs", runs},
-         {"reregister", r.reregister}};
-  if (r.delta) {
-    j["delta"] = true;
-    j["base_version"] = r.base_version;
-    j["changed_jobs"] = r.changed_jobs;
-  }
-  return j;
-}
-
 Result<JobSpec> JobSpecFromJson(const Json& j) {
   return Decode<JobSpec>(j, "job spec", DecodeSpec);
 }
@@ -623,144 +460,6 @@ Result<QueueConfig> QueueFromJson(const Json& j) {
     q.allowed_groups = Get<std::vector<std::string>>(j, "allowed_groups", {});
     q.gpu_sharing = Get<bool>(j, "gpu_sharing", true);
     return q;
-  });
-}
-
-Result<RegisterRequest> RegisterRequestFromJson(const Json& j) {
-  return Decode<RegisterRequest>(j, "register request", [](const Json& j) {
-    RegisterRequest r;
-    r.name = j.at("name").get<std::string>();
-    r.address = Get<std::string>(j, "address", "");
-    r.cpu_milli = Get<int32_t>(j, "cpu_milli", 0);
-    r.memory_mb = Get<int64_t>(j, "memory_mb", 0);
-    r.gpus = DecodeGpus(j.value("gpus", Json::array()));
-    r.labels = Get<std::map<std::string, std::string>>(j, "labels", {});
-    r.port_lo = Get<int32_t>(j, "port_lo", 0);
-    r.port_hi = Get<int32_t>(j, "port_hi", 0);
-    r.csr_pem = Get<std::string>(j, "csr_pem", "");
-    r.protocol = Get<int32_t>(j, "protocol", 1);  // an agent from before the exchange
-    return r;
-  });
-}
-
-Result<RegisterResponse> RegisterResponseFromJson(const Json& j) {
-  return Decode<RegisterResponse>(j, "register response", [](const Json& j) {
-    RegisterResponse r;
-    r.node_token = j.at("node_token").get<std::string>();
-    r.head_epoch = Req<uint64_t>(j, "head_epoch");
-    r.agent_epoch = Req<uint64_t>(j, "agent_epoch");
-    r.log_cert_pem = Get<std::string>(j, "log_cert_pem", "");
-    r.protocol = Get<int32_t>(j, "protocol", 1);
-    return r;
-  });
-}
-
-Result<SyncRequest> SyncRequestFromJson(const Json& j) {
-  return Decode<SyncRequest>(j, "sync request", [](const Json& j) {
-    SyncRequest r;
-    r.node = j.at("node").get<std::string>();
-    r.agent_epoch = Req<uint64_t>(j, "agent_epoch");
-    r.desired_version = Get<uint64_t>(j, "desired_version", 0);
-    r.wait_ms = Get<int64_t>(j, "wait_ms", 0);
-    r.busy_ports = Get<std::vector<int32_t>>(j, "busy_ports", {});
-    for (const Json& x : j.value("runs", Json::array())) {
-      RunReport rr;
-      rr.run_id = x.at("run_id").get<std::string>();
-      rr.replica = Get<int32_t>(x, "replica", 0);
-      rr.running = x.at("running").get<bool>();
-      rr.exit_code = Get<int32_t>(x, "exit_code", 0);
-      rr.started_at = Get<int64_t>(x, "started_at", 0);
-      rr.ended_at = Get<int64_t>(x, "ended_at", 0);
-      rr.fenced = Get<bool>(x, "fenced", false);
-      rr.vanished = Get<bool>(x, "vanished", false);
-      rr.failed_task = Get<int32_t>(x, "failed_task", -1);
-      rr.error = Get<std::string>(x, "error", "");
-      rr.note = Get<std::string>(x, "note", "");
-      rr.oom_killed = Get<bool>(x, "oom_killed", false);
-      rr.peak_memory_bytes = Get<int64_t>(x, "peak_memory_bytes", 0);
-      rr.cpu_ms = Get<int64_t>(x, "cpu_ms", 0);
-      r.runs.push_back(rr);
-    }
-    if (auto c = j.find("image_cache"); c != j.end()) r.image_cache = DecodeImageCache(*c);
-    for (const Json& x : j.value("gpu_samples", Json::array())) {
-      r.gpu_samples.push_back(Must(GpuSampleFromJson(x)));
-    }
-    r.deltas = Get<bool>(j, "deltas", false);
-    return r;
-  });
-}
-
-Result<SyncResponse> SyncResponseFromJson(const Json& j) {
-  return Decode<SyncResponse>(j, "sync response", [](const Json& j) {
-    SyncResponse r;
-    r.head_epoch = Req<uint64_t>(j, "head_epoch");
-    r.desired_version = Req<uint64_t>(j, "desired_version");
-    r.reregister = Get<bool>(j, "reregister", false);
-    for (const Json& x : j.value("runs", Json::array())) {
-      RunOrder o;
-      o.run_id = x.at("run_id").get<std::string>();
-      o.job_id = Req<JobId>(x, "job_id");
-      o.attempt = Req<int32_t>(x, "attempt");
-      o.replica = Get<int32_t>(x, "replica", 0);
-      o.command = x.at("command").get<std::vector<std::string>>();
-      o.env = Get<std::map<std::string, std::string>>(x, "env", {});
-      o.task_envs = Get<std::vector<std::map<std::string, std::string>>>(x, "task_envs", {});
-      if (auto l = x.find("layout"); l != x.end()) {
-        RunLayout& layout = o.layout;
-        layout.job_id = Req<JobId>(*l, "job_id");
-        if (layout.job_id == 0) throw std::runtime_error("field 'layout.job_id': must not be 0");
-        layout.attempt = Req<int32_t>(*l, "attempt");
-        layout.job_name = Get<std::string>(*l, "job_name", "");
-        layout.owner = Get<std::string>(*l, "owner", "");
-        layout.user_env = Get<std::map<std::string, std::string>>(*l, "user_env", {});
-        for (const Json& p : l->at("placement")) layout.placement.push_back(DecodePlacement(p));
-        layout.replica_hosts = Get<std::vector<std::string>>(*l, "replica_hosts", {});
-        layout.master_port = Get<int32_t>(*l, "master_port", 0);
-        layout.task_per_gpu = Get<bool>(*l, "task_per_gpu", false);
-        if (!ParseGpuIsolation(Get<std::string>(*l, "gpu_isolation", "memory"),
-                               &layout.gpu_isolation)) {
-          throw std::runtime_error("field 'gpu_isolation': want memory or mps");
-        }
-        layout.checkpoint_dir = Get<std::string>(*l, "checkpoint_dir", "");
-        layout.workdir = Get<std::string>(*l, "workdir", "");
-        layout.array_id = Get<JobId>(*l, "array_id", 0);
-        layout.array_index = Get<int32_t>(*l, "array_index", -1);
-        o.step_token = Get<std::string>(x, "step_token", "");
-        if (Status st = CheckOrderLayout(o); !st.ok()) throw std::runtime_error(st.message());
-      }
-      o.workdir = Get<std::string>(x, "workdir", "");
-      o.user = Get<std::string>(x, "user", "");
-      o.cpu_milli = Get<int32_t>(x, "cpu_milli", 0);
-      o.memory_mb = Get<int64_t>(x, "memory_mb", 0);
-      o.gpus = Get<std::vector<int32_t>>(x, "gpus", {});
-      if (auto c = x.find("container"); c != x.end() && !c->is_null()) {
-        o.container = DecodeContainer(*c);
-      }
-      o.stop = Get<bool>(x, "stop", false);
-      o.stop_signal = Get<int32_t>(x, "stop_signal", 15);
-      o.grace_ms = Get<int64_t>(x, "grace_ms", 10000);
-      o.signals = Get<int32_t>(x, "signals", 0);
-      o.signal = Get<int32_t>(x, "signal", 0);
-      r.runs.push_back(std::move(o));
-    }
-    r.delta = Get<bool>(j, "delta", false);
-    if (r.delta) {
-      r.base_version = Req<uint64_t>(j, "base_version");
-      r.changed_jobs = Get<std::vector<JobId>>(j, "changed_jobs", {});
-      if (!std::is_sorted(r.changed_jobs.begin(), r.changed_jobs.end())) {
-        throw std::runtime_error("field 'changed_jobs': must be ascending");
-      }
-      if (r.base_version > r.desired_version) {
-        throw std::runtime_error("field 'base_version': after desired_version");
-      }
-      for (const RunOrder& o : r.runs) {
-        if (!std::binary_search(r.changed_jobs.begin(), r.changed_jobs.end(), o.job_id)) {
-          throw std::runtime_error("field 'runs': an order for job " + std::to_string(o.job_id) +
-                                   ", which changed_jobs does not name");
-        }
-      }
-    }
-    return r;
   });
 }
 
