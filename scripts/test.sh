@@ -33,7 +33,7 @@ stage "multi-process suites"
 # browser: the dashboard in headless Chromium; package: builds the Debian packages twice (an
 # upgrade), installs, upgrades and purges them (root).
 (cd build && ctest --output-on-failure -j "$JOBS" \
-  -L 'integration|observability|ddp|security|pg|slurm|chaos|browser|package|bench' --timeout 900)
+  -L 'integration|observability|ddp|security|pg|slurm|chaos|browser|package|bench|interactive' --timeout 900)
 
 stage "build (ASan+UBSan, unit tests)"
 BUILD_DIR=build-asan BUILD_TYPE=Debug ./scripts/build.sh -DCORRAL_WERROR=ON -DCORRAL_SANITIZE=ON \

@@ -27,6 +27,12 @@ const CommandInfo kCommands[] = {
      "              [--array 0-999[:STEP][%P]] [--dependency afterok:ID[:ID...],singleton]\n"
      "              [--] CMD [ARGS...]",
      "submit a job"},
+    {"run", RunRun,
+     "corral run [--gpus N] [--cpus C] [--memory M] [--queue Q] [--time-limit T] ... [--pty]\n"
+     "           -- CMD [ARGS...]  (submit's resource flags)",
+     "run a command in a new interactive session and wait for it; exits with its code"},
+    {"exec", RunExec, "corral exec ID [--replica R] [--pty] [--env K=V]... -- CMD [ARGS...]",
+     "run a command inside a running job's allocation (its owner, queue admins, admins)"},
     {"jobs", RunJobs,
      "corral jobs [--state S1,S2] [--queue Q] [--user U] [--since D | --all] [--limit N]\n"
      "            [-o json] [--watch] [--expand]  (arrays fold into one line unless --expand)",
@@ -45,7 +51,8 @@ const CommandInfo kCommands[] = {
      "list nodes; drain or undrain one"},
     {"queues", RunQueues,
      "corral queues [-o json] | corral queues set NAME [--quota N] [--limit M] [--weight W]\n"
-     "       [--max-pending-per-user N] [--allow-user U]... [--allow-group G]... (\"\": everyone)",
+     "       [--max-pending-per-user N] [--allow-user U]... [--allow-group G]... (\"\": everyone)\n"
+     "       [--idle-timeout D] (interactive sessions idle this long end; 0: never)",
      "list queues; set a queue's quota, limit, weight and who may submit there"},
     {"events", RunEvents, "corral events [-f] [--since REV] [-o json]",
      "print the cluster's changes; -f follows them as they happen"},
@@ -198,9 +205,9 @@ int RunCommand(const std::string& command, const std::vector<std::string>& args,
   const CommandInfo* c = FindCommand(command);
   if (c == nullptr && IsSlurmCommand(command)) {
     static const std::map<std::string, int (*)(const std::vector<std::string>&, CliContext&)>
-        kSlurm = {{"sbatch", RunSbatch},   {"srun", RunSrun},   {"squeue", RunSqueue},
-                  {"scancel", RunScancel}, {"sacct", RunSacct}, {"scontrol", RunScontrol},
-                  {"sinfo", RunSinfo}};
+        kSlurm = {{"sbatch", RunSbatch},   {"srun", RunSrun},    {"squeue", RunSqueue},
+                  {"scancel", RunScancel}, {"sacct", RunSacct},  {"scontrol", RunScontrol},
+                  {"sinfo", RunSinfo},     {"salloc", RunSalloc}};
     return kSlurm.at(command)(args, ctx);
   }
   if (c == nullptr) {

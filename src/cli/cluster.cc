@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/table.h"
+#include "core/spec.h"
 
 namespace corral::cli {
 namespace {
@@ -78,11 +79,12 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
     return UsageError(ctx, "queues", "set wants exactly one queue name");
   const std::string name = args.positional[1];
   if (!args.Has("quota") && !args.Has("limit") && !args.Has("weight") &&
-      !args.Has("max-pending-per-user") && !args.Has("allow-user") && !args.Has("allow-group")) {
+      !args.Has("max-pending-per-user") && !args.Has("allow-user") && !args.Has("allow-group") &&
+      !args.Has("idle-timeout")) {
     return UsageError(ctx, "queues",
                       "set " + name +
                           ": give at least one of --quota, --limit, --weight, "
-                          "--max-pending-per-user, --allow-user, --allow-group");
+                          "--max-pending-per-user, --allow-user, --allow-group, --idle-timeout");
   }
   Json body = Json::object();
   if (args.Has("quota")) {
@@ -125,6 +127,11 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
     }
     body["max_pending_per_user"] = static_cast<int64_t>(*x);
   }
+  if (args.Has("idle-timeout")) {
+    auto d = ParseDuration("--idle-timeout", args.Get("idle-timeout"));
+    if (!d.ok()) return UsageError(ctx, "queues", d.status().message() + " (0: never)");
+    body["idle_timeout_ms"] = *d;
+  }
   // Repeated to name several; one empty value clears the list (everyone may submit).
   for (const char* flag : {"allow-user", "allow-group"}) {
     if (!args.Has(flag)) continue;
@@ -144,7 +151,7 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
   for (const Json& q : *queues) {
     if (Str(q, "name") != name) continue;
     for (const char* k : {"quota_gpus", "limit_gpus", "weight", "max_pending_per_user",
-                          "allowed_users", "allowed_groups"}) {
+                          "allowed_users", "allowed_groups", "idle_timeout_ms"}) {
       if (!body.contains(k) && q.contains(k)) body[k] = q[k];
     }
   }
@@ -253,7 +260,8 @@ int RunQueues(const std::vector<std::string>& argv, CliContext& ctx) {
                                               {"weight", 0, true},
                                               {"max-pending-per-user", 0, true},
                                               {"allow-user", 0, true},
-                                              {"allow-group", 0, true}};
+                                              {"allow-group", 0, true},
+                                              {"idle-timeout", 0, true}};
   auto parsed = ParseArgs(argv, kFlags, false);
   if (!parsed.ok()) return UsageError(ctx, "queues", parsed.status().message());
   const ParsedArgs& args = *parsed;

@@ -69,6 +69,7 @@ JobSpec DecodeSpec(const Json& j) {
   s.preemptible = Get<bool>(j, "preemptible", false);
   s.batch = Get<bool>(j, "batch", false);
   s.hold = Get<bool>(j, "hold", false);
+  s.interactive = Get<std::string>(j, "kind", "job") == "interactive";
   s.max_restarts = Get<int32_t>(j, "max_restarts", 0);
   s.checkpoint_signal = Get<int32_t>(j, "checkpoint_signal", 15);
   s.grace_ms = Get<int64_t>(j, "grace_ms", 10000);
@@ -198,6 +199,7 @@ Json ToJson(const JobSpec& s) {
               {"tasks_per_replica", s.tasks_per_replica},
               {"batch", s.batch},
               {"hold", s.hold},
+              {"kind", s.interactive ? "interactive" : "job"},
               {"dependency", FormatDependencies(s.dependencies)}};
 }
 
@@ -318,7 +320,8 @@ Json ToJson(const QueueConfig& q) {
               {"weight", q.weight},
               {"max_pending_per_user", q.max_pending_per_user},
               {"allowed_users", q.allowed_users},
-              {"allowed_groups", q.allowed_groups}};
+              {"allowed_groups", q.allowed_groups},
+              {"idle_timeout_ms", q.idle_timeout_ms}};
 }
 
 Json ToJson(const RegisterRequest& r) {
@@ -523,6 +526,7 @@ Result<QueueConfig> QueueFromJson(const Json& j) {
     q.max_pending_per_user = Get<int32_t>(j, "max_pending_per_user", 0);
     q.allowed_users = Get<std::vector<std::string>>(j, "allowed_users", {});
     q.allowed_groups = Get<std::vector<std::string>>(j, "allowed_groups", {});
+    q.idle_timeout_ms = Get<int64_t>(j, "idle_timeout_ms", 0);
     return q;
   });
 }

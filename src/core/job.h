@@ -79,6 +79,11 @@ struct JobSpec {
   // replica 0's end stops the rest and its exit code alone decides the outcome.
   bool batch = false;
   bool hold = false;  // submitted held (sbatch --hold): it waits for a release
+  // An interactive session (kind "interactive": `corral run`, srun --pty, salloc): its run only
+  // holds the allocation while a client runs commands in it; it ends when the client does,
+  // goes after the head's inactive limit without the client, and its queue's idle_timeout
+  // applies to it (docs/interactive.md).
+  bool interactive = false;
 };
 
 enum class RunState { kScheduled, kRunning, kSucceeded, kFailed, kCancelled, kPreempted, kLost };

@@ -72,6 +72,9 @@ struct QueueConfig {
   // Both empty: everyone. A sub-queue's own lists narrow its parents', never widen them.
   std::vector<std::string> allowed_users;
   std::vector<std::string> allowed_groups;
+  // Interactive sessions here end after this long with no terminal input and their GPUs (if
+  // any) under the head's idle threshold, after a warning (docs/interactive.md). 0: never.
+  DurationMs idle_timeout_ms = 0;
   bool operator==(const QueueConfig&) const = default;
 };
 

@@ -210,14 +210,14 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
       "memory",       "gpu_model",   "node_labels",  "time_limit",
       "priority",     "preemptible", "max_restarts", "checkpoint_signal",
       "grace_period", "array",       "dependency",   "tasks_per_replica",
-      "batch",        "hold"};
+      "batch",        "hold",        "kind"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!kKnown.count(it.key())) {
       return InvalidArgument("unknown field '" + it.key() +
                              "'; known fields: name, command, env, workdir, queue, replicas, "
                              "gpus, cpus, memory, gpu_model, node_labels, time_limit, priority, "
                              "preemptible, max_restarts, checkpoint_signal, grace_period, "
-                             "array, dependency, tasks_per_replica, batch, hold");
+                             "array, dependency, tasks_per_replica, batch, hold, kind");
     }
   }
   JobSpec s;
@@ -364,6 +364,12 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
     if (!it->is_boolean()) return FieldError("hold", *it, "true or false");
     s.hold = it->get<bool>();
   }
+  if (auto it = j.find("kind"); it != j.end()) {
+    if (!it->is_string() || (*it != "job" && *it != "interactive")) {
+      return FieldError("kind", *it, "\"job\" or \"interactive\"");
+    }
+    s.interactive = *it == "interactive";
+  }
   if (auto it = j.find("batch"); it != j.end()) {
     if (!it->is_boolean()) return FieldError("batch", *it, "true or false");
     s.batch = it->get<bool>();
@@ -398,6 +404,9 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
     auto d = ParseDependencies(it->get<std::string>());
     if (!d.ok()) return d.status();
     s.dependencies = *d;
+  }
+  if (s.interactive && !s.array.empty()) {
+    return InvalidArgument("field 'array': an interactive session is one job; drop array or kind");
   }
   return s;
 }
