@@ -1,5 +1,7 @@
 // Interactive sessions in the core (core_sessions.cc) on virtual time: who may exec into a job,
 // the inactive limit for sessions whose client is gone, and idle culling by queue.
+#include <set>
+
 #include "head/core_scenario.h"
 
 namespace corral::head::core_test {
@@ -30,6 +32,16 @@ class Sessions : public Scenario {
     ASSERT_TRUE(*core().Report(Caller::Node("n1"), req, now()));
     core().Tick(now());
     Step();
+  }
+  // Moves time on by `ms`, a minute at a time: every client in `running` touches its session
+  // (typing in those of `typing`), and n1 syncs with its GPUs at `percent`, then a tick.
+  void Pass(DurationMs ms, const std::vector<Job>& running, int32_t percent,
+            const std::set<JobId>& typing = {}) {
+    for (DurationMs left = ms; left > 0; left -= kMinute) {
+      now() += std::min(left, kMinute);
+      for (const Job& j : running) Touch(j, typing.count(j.id) > 0);
+      Sample(running, percent);
+    }
   }
   void Touch(const Job& j, bool typed) {
     ASSERT_TRUE(core().TouchSession(kAna, j.id, typed, now()).ok());
@@ -68,45 +80,51 @@ TEST_P(Sessions, OnlyTheOwnerQueueAdminsAndAdminsMayExec) {
 }
 
 TEST_P(Sessions, ASessionWhoseClientIsGoneEndsAfterTheInactiveLimit) {
+  if (GetParam())
+    GTEST_SKIP() << "when a client was last heard from is an observation: a new "
+                    "leadership gives every session a whole limit again";
   Register("n1", 1);
   const DurationMs limit = core().config().inactive_limit_ms;
   Job batch = Submit(Spec(1));
   Job waiting = Submit(Session(1));  // waits behind the batch job
   Schedule();
   ASSERT_NE(Get(batch.id).CurrentRun(), nullptr);
-  ASSERT_TRUE(*Report("n1", {Running(Get(batch.id))}));
+  Sample({batch}, 50);
   now() += limit - kSecond;
+  Sample({batch}, 50);
   Touch(waiting, false);  // its client is there, waiting
   now() += limit - kSecond;
-  core().Tick(now());
-  Step();
+  Sample({batch}, 50);  // (each sync keeps n1 alive; each sample ends with a tick)
   EXPECT_EQ(Get(waiting.id).state, JobState::kPending) << "touched within the limit";
   now() += 2 * kSecond;
-  core().Tick(now());
-  Step();
+  Sample({batch}, 50);
   ASSERT_EQ(Get(waiting.id).state, JobState::kCancelled);
   EXPECT_NE(Get(waiting.id).events.back().reason.find("its client has not been heard from"),
             std::string::npos)
       << Get(waiting.id).events.back().reason;
   EXPECT_FALSE(StopRequested(batch.id)) << "a batch job is never ended for that";
+  EXPECT_EQ(core().TouchSession(kAna, batch.id, false, now()).status().code(),
+            ErrorCode::kFailedPrecondition)
+      << "a batch job is no session";
   // A running session: its run is stopped, cancelled, with the reason.
   ASSERT_TRUE(*Report("n1", {Exited(Get(batch.id), 0, 0)}));
   Job running = Submit(Session(1));
   Schedule();
   ASSERT_NE(Get(running.id).CurrentRun(), nullptr) << Get(running.id).pending_reason;
-  ASSERT_TRUE(*Report("n1", {Running(Get(running.id))}));
+  Sample({running}, 50);
+  now() += limit - kSecond;
   ASSERT_TRUE(core().OpenExec(kAna, running.id, 0, now()).ok());  // an exec is heard from, too
-  now() += limit + kSecond;
-  core().Tick(now());
   Step();
+  now() += limit - kSecond;
+  Sample({running}, 50);
+  EXPECT_FALSE(StopRequested(running.id));
+  now() += 2 * kSecond;
+  Sample({running}, 50);
   ASSERT_TRUE(StopRequested(running.id));
   EXPECT_EQ(Get(running.id).CurrentRun()->reason.rfind("cancelled: its client", 0), 0u)
       << Get(running.id).CurrentRun()->reason;
   auto touch = core().TouchSession(kBob, running.id, false, now());
   EXPECT_EQ(touch.status().code(), ErrorCode::kPermissionDenied);
-  EXPECT_EQ(core().TouchSession(kAna, batch.id, false, now()).status().code(),
-            ErrorCode::kFailedPrecondition)
-      << "a batch job is no session";
 }
 
 TEST_P(Sessions, AnIdleSessionIsWarnedThenEndedWithTheReason) {
@@ -119,13 +137,11 @@ TEST_P(Sessions, AnIdleSessionIsWarnedThenEndedWithTheReason) {
   Job elsewhere = Submit(Session(1));  // queue default has no idle_timeout
   Schedule();
   std::vector<Job> all = {idle, typing, elsewhere};
-  Sample(all, 0);
-  const DurationMs step = 5 * kMinute;
-  for (DurationMs t = 0; t < timeout; t += step) {
-    now() += step;
-    for (const Job& j : all) Touch(j, j.id == typing.id);  // every client is alive
-    Sample(all, 0);
-  }
+  Sample(all, 0);  // they start
+  Sample(all, 0);  // and their GPUs are idle from now
+  Pass(timeout - kMinute, all, 0, {typing.id});
+  EXPECT_EQ(Warnings(idle.id), 0) << "not idle long enough";
+  Pass(kMinute, all, 0, {typing.id});
   EXPECT_EQ(Warnings(idle.id), 1) << "idle for its queue's idle_timeout: warned";
   auto status = core().TouchSession(kAna, idle.id, false, now());
   ASSERT_TRUE(status.ok());
@@ -133,11 +149,9 @@ TEST_P(Sessions, AnIdleSessionIsWarnedThenEndedWithTheReason) {
   EXPECT_EQ(Warnings(typing.id), 0) << "its user types";
   EXPECT_EQ(Warnings(elsewhere.id), 0);
   const DurationMs warning = std::min(core().config().idle_stop_warning_ms, timeout);
-  now() += warning - kSecond;
-  Sample(all, 0);
+  Pass(warning - kMinute, all, 0, {typing.id});
   EXPECT_FALSE(StopRequested(idle.id)) << "not before the warning period is over";
-  now() += 2 * kSecond;
-  Sample(all, 0);
+  Pass(kMinute, all, 0, {typing.id});
   ASSERT_TRUE(StopRequested(idle.id));
   const std::string reason = Get(idle.id).CurrentRun()->reason;
   EXPECT_EQ(reason.rfind("cancelled: idle for", 0), 0u) << reason;
@@ -152,32 +166,22 @@ TEST_P(Sessions, BusyGpusOrTypingForgiveAWarnedSession) {
   if (GetParam()) GTEST_SKIP() << "GPU samples and input are observations: a new head starts over";
   Register("n1", 4);
   const DurationMs timeout = 20 * kMinute;
+  const DurationMs warning = core().config().idle_stop_warning_ms;
   SetIdleTimeout("dev", timeout);
   Job s = Submit(Session(1, "dev"));
   Schedule();
   Sample({s}, 0);
-  now() += timeout;
-  Touch(s, false);
   Sample({s}, 0);
+  Pass(timeout, {s}, 0);
   ASSERT_EQ(Warnings(s.id), 1);
-  Sample({s}, 80);  // its GPU works again: forgiven
-  now() += core().config().idle_stop_warning_ms + kSecond;
-  Touch(s, false);
-  Sample({s}, 80);
+  Pass(warning + kMinute, {s}, 80);  // its GPU works again: forgiven
   EXPECT_FALSE(StopRequested(s.id));
-  Sample({s}, 0);  // idle again from here: a whole timeout before a second warning
-  now() += timeout - kSecond;
-  Touch(s, false);
-  Sample({s}, 0);
+  // Idle again from its first idle sample (a minute in): a whole timeout before a second warning.
+  Pass(timeout, {s}, 0);
   EXPECT_EQ(Warnings(s.id), 1);
-  now() += 2 * kSecond;
-  Touch(s, false);
-  Sample({s}, 0);
+  Pass(kMinute, {s}, 0);
   EXPECT_EQ(Warnings(s.id), 2);
-  Touch(s, true);  // typing forgives it as well
-  now() += core().config().idle_stop_warning_ms + kSecond;
-  Touch(s, false);
-  Sample({s}, 0);
+  Pass(warning + kMinute, {s}, 0, {s.id});  // typing forgives it as well
   EXPECT_FALSE(StopRequested(s.id));
 }
 
