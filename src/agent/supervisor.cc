@@ -101,6 +101,9 @@ void Supervisor::Reconcile(const SyncResponse& desired) {
     }
     e.signals_sent = std::max(e.signals_sent, order.signals);
     if (order.stop) BeginStop(e, order.stop_signal, order.grace_ms, now);
+    // A grace cut short while stopping (the job reported its checkpoint): the kill comes now.
+    if (order.stop && e.stopping)
+      e.kill_at = std::min(e.kill_at, now + std::max<int64_t>(0, order.grace_ms));
   }
   for (auto it = runs_.begin(); it != runs_.end();) {
     Entry& e = it->second;

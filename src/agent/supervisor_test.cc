@@ -148,6 +148,27 @@ TEST(SupervisorTest, StopSignalsTheGroupThenKillsItAfterGraceIncludingGrandchild
   EXPECT_TRUE(WaitFor([&] { return !Alive(child); }, std::chrono::seconds(2)));
 }
 
+// The preemption handshake: the job reported its checkpoint during the grace, so the head's
+// order comes again with no grace left, and the run is killed then, not a minute later.
+TEST(SupervisorTest, AGraceCutShortWhileStoppingKillsTheRunAtOnce) {
+  TempDir state, dir;
+  auto sup = MakeSupervisor(state);
+  const std::string d = dir.path();
+  RunOrder o =
+      ShellOrder("1.0", "trap 'echo term >> " + d + "/got' TERM; while true; do sleep 0.02; done");
+  o.grace_ms = 60000;
+  sup->Reconcile(Desired({o}));
+  o.stop = true;
+  sup->Reconcile(Desired({o}));
+  ASSERT_TRUE(WaitFor([&] { return !ReadFileOr(d + "/got").empty(); }));
+  EXPECT_FALSE(sup->Poll());
+  EXPECT_TRUE(sup->Report()[0].running);  // it ignores SIGTERM: alive in its minute of grace
+  o.grace_ms = 0;
+  sup->Reconcile(Desired({o}));
+  std::vector<RunReport> r = PollUntilExit(*sup);  // WaitFor's bound is far below the minute
+  EXPECT_EQ(r[0].exit_code, -SIGKILL);
+}
+
 // scancel --signal: each new signal the head counts reaches the run once, and it keeps running;
 // a repeated order with the same count sends nothing again.
 TEST(SupervisorTest, EachRequestedSignalIsSentOnceAndTheRunKeepsRunning) {

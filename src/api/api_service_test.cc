@@ -160,6 +160,7 @@ TEST_F(Api, BadInputNamesItsFieldAndChangesNothing) {
              "unknown field 'owner'");
   expect_400(Call("PUT", "/v1/queues/q", Json{{"weight", 0}}), "field 'weight'");
   expect_400(Call("PUT", "/v1/queues/q", Json{{"quota", 1}}), "unknown field 'quota'");
+  expect_400(Call("PUT", "/v1/queues/q", Json{{"max_grace_ms", "1m"}}), "field 'max_grace_ms'");
   expect_400(Call("POST", "/v1/tokens", Json{{"user", "ana"}, {"role", "root"}}), "field 'role'");
   expect_400(Call("POST", "/v1/admin/backup", Json{{"path", "relative"}}), "field 'path'");
   expect_400(Call("GET", "/v1/usage?by=team"), "query 'by'");

@@ -259,6 +259,12 @@ Result<head::SetQueue> DecodeSetQueue(const HttpRequest& req, const PathArgs& ar
                                ", want an integer >= 0");
       }
       q.max_pending_per_user = it->get<int32_t>();
+    } else if (k == "max_grace_ms") {
+      if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 7 * kDay) {
+        return InvalidArgument("field 'max_grace_ms': got " + it->dump() +
+                               ", want 0 (no limit) to a week in milliseconds");
+      }
+      q.max_grace_ms = it->get<DurationMs>();
     } else if (k == "quota_gpus" || k == "limit_gpus") {
       int64_t lo = k == "limit_gpus" ? -1 : 0;
       if (!it->is_number_integer() || it->get<int64_t>() < lo || it->get<int64_t>() > 10000000) {
@@ -289,8 +295,8 @@ Result<head::SetQueue> DecodeSetQueue(const HttpRequest& req, const PathArgs& ar
     } else {
       return InvalidArgument(
           "unknown field '" + k +
-          "'; want quota_gpus, limit_gpus, weight, max_pending_per_user, allowed_users, "
-          "allowed_groups, idle_timeout_ms");
+          "'; want quota_gpus, limit_gpus, weight, max_pending_per_user, max_grace_ms, "
+          "allowed_users, allowed_groups, idle_timeout_ms");
     }
   }
   return head::SetQueue{std::move(q)};

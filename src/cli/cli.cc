@@ -51,9 +51,10 @@ const CommandInfo kCommands[] = {
      "list nodes; drain or undrain one"},
     {"queues", RunQueues,
      "corral queues [-o json] | corral queues set NAME [--quota N] [--limit M] [--weight W]\n"
-     "       [--max-pending-per-user N] [--allow-user U]... [--allow-group G]... (\"\": everyone)\n"
-     "       [--idle-timeout D] (interactive sessions idle this long end; 0: never)",
-     "list queues; set a queue's quota, limit, weight and who may submit there"},
+     "       [--max-pending-per-user N] [--max-grace DURATION] [--allow-user U]...\n"
+     "       [--allow-group G]... (\"\": everyone) [--idle-timeout D] (interactive sessions idle\n"
+     "       this long end; 0: never)",
+     "list queues; set a queue's quota, limit, weight, longest grace and who may submit there"},
     {"events", RunEvents, "corral events [-f] [--since REV] [-o json]",
      "print the cluster's changes; -f follows them as they happen"},
     {"top", RunTop, "corral top [--once]",

@@ -572,9 +572,14 @@ TEST(QueuesTest, TableAndSetMergesCurrentValues) {
   EXPECT_EQ(h.fake->sent[1].path, "/v1/queues/org/team");
   EXPECT_EQ(Json::parse(h.fake->sent[1].body),
             (Json{{"quota_gpus", 20}, {"limit_gpus", 32}, {"weight", 2.5}}));
+  h.fake->sent.clear();
+  ASSERT_EQ(h.Run("queues", {"set", "org/team", "--max-grace", "5m"}), 0) << h.err.str();
+  EXPECT_EQ(Json::parse(h.fake->sent[1].body)["max_grace_ms"], 300000);
   Harness bad;
   EXPECT_EQ(bad.Run("queues", {"set", "x", "--weight", "-2"}), 2);
   EXPECT_THAT(bad.err.str(), HasSubstr("--weight"));
+  EXPECT_EQ(bad.Run("queues", {"set", "x", "--max-grace", "soon"}), 2);
+  EXPECT_THAT(bad.err.str(), HasSubstr("--max-grace"));
 }
 
 // ---- wait ----

@@ -79,12 +79,13 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
     return UsageError(ctx, "queues", "set wants exactly one queue name");
   const std::string name = args.positional[1];
   if (!args.Has("quota") && !args.Has("limit") && !args.Has("weight") &&
-      !args.Has("max-pending-per-user") && !args.Has("allow-user") && !args.Has("allow-group") &&
-      !args.Has("idle-timeout")) {
+      !args.Has("max-pending-per-user") && !args.Has("max-grace") && !args.Has("allow-user") &&
+      !args.Has("allow-group") && !args.Has("idle-timeout")) {
     return UsageError(ctx, "queues",
                       "set " + name +
                           ": give at least one of --quota, --limit, --weight, "
-                          "--max-pending-per-user, --allow-user, --allow-group, --idle-timeout");
+                          "--max-pending-per-user, --max-grace, --allow-user, --allow-group, "
+                          "--idle-timeout");
   }
   Json body = Json::object();
   if (args.Has("quota")) {
@@ -127,6 +128,15 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
     }
     body["max_pending_per_user"] = static_cast<int64_t>(*x);
   }
+  if (args.Has("max-grace")) {
+    auto ms = ParseDuration("max-grace", args.Get("max-grace"));
+    if (!ms.ok()) {
+      return UsageError(ctx, "queues",
+                        "flag --max-grace: got \"" + args.Get("max-grace") +
+                            "\", want a duration such as 10m (0: no limit)");
+    }
+    body["max_grace_ms"] = *ms;
+  }
   if (args.Has("idle-timeout")) {
     auto d = ParseDuration("--idle-timeout", args.Get("idle-timeout"));
     if (!d.ok()) return UsageError(ctx, "queues", d.status().message() + " (0: never)");
@@ -151,7 +161,7 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
   for (const Json& q : *queues) {
     if (Str(q, "name") != name) continue;
     for (const char* k : {"quota_gpus", "limit_gpus", "weight", "max_pending_per_user",
-                          "allowed_users", "allowed_groups", "idle_timeout_ms"}) {
+                          "max_grace_ms", "allowed_users", "allowed_groups", "idle_timeout_ms"}) {
       if (!body.contains(k) && q.contains(k)) body[k] = q[k];
     }
   }
@@ -259,6 +269,7 @@ int RunQueues(const std::vector<std::string>& argv, CliContext& ctx) {
                                               {"limit", 0, true},
                                               {"weight", 0, true},
                                               {"max-pending-per-user", 0, true},
+                                              {"max-grace", 0, true},
                                               {"allow-user", 0, true},
                                               {"allow-group", 0, true},
                                               {"idle-timeout", 0, true}};

@@ -319,6 +319,7 @@ Json ToJson(const QueueConfig& q) {
               {"limit_gpus", q.limit_gpus},
               {"weight", q.weight},
               {"max_pending_per_user", q.max_pending_per_user},
+              {"max_grace_ms", q.max_grace_ms},
               {"allowed_users", q.allowed_users},
               {"allowed_groups", q.allowed_groups},
               {"idle_timeout_ms", q.idle_timeout_ms}};
@@ -524,6 +525,7 @@ Result<QueueConfig> QueueFromJson(const Json& j) {
     q.limit_gpus = Get<int32_t>(j, "limit_gpus", -1);
     q.weight = Get<double>(j, "weight", 1.0);
     q.max_pending_per_user = Get<int32_t>(j, "max_pending_per_user", 0);
+    q.max_grace_ms = Get<DurationMs>(j, "max_grace_ms", 0);
     q.allowed_users = Get<std::vector<std::string>>(j, "allowed_users", {});
     q.allowed_groups = Get<std::vector<std::string>>(j, "allowed_groups", {});
     q.idle_timeout_ms = Get<int64_t>(j, "idle_timeout_ms", 0);

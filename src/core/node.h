@@ -68,6 +68,9 @@ struct QueueConfig {
   int32_t limit_gpus = -1;  // -1: no limit
   double weight = 1.0;
   int32_t max_pending_per_user = 0;  // a user's jobs waiting in the queue at most; 0: no limit
+  // The longest grace_period a job here may ask for (and its sub-queues'): a preempted run
+  // keeps its GPUs that long, so a long one delays whoever preempts it. 0: no limit.
+  DurationMs max_grace_ms = 0;
   // Who may submit here, and to its sub-queues: these users and the members of these groups.
   // Both empty: everyone. A sub-queue's own lists narrow its parents', never widen them.
   std::vector<std::string> allowed_users;

@@ -440,6 +440,10 @@ Status ValidateQueue(const QueueConfig& q) {
     return InvalidArgument("field 'weight': got " + std::to_string(q.weight) +
                            ", want a number > 0");
   }
+  if (q.max_grace_ms < 0 || q.max_grace_ms > 7 * kDay) {
+    return InvalidArgument("field 'max_grace_ms': got " + std::to_string(q.max_grace_ms) +
+                           ", want 0 (no limit) to a week in milliseconds");
+  }
   return Status::Ok();
 }
 

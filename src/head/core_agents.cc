@@ -152,7 +152,10 @@ RunOrder HeadCore::ReplicaOrder(const Job& job, const Run& run, int32_t replica)
   o.gpus = run.placement[replica].gpus;
   o.stop = run.stop_requested;
   o.stop_signal = job.spec.checkpoint_signal;
-  o.grace_ms = job.spec.grace_ms;
+  // A checkpoint reported after the stop was asked for is the job saying it is ready to go:
+  // its grace ends there (the preemption handshake), and the node stops it at once.
+  o.grace_ms =
+      run.stop_requested && run.last_checkpoint_at >= run.stop_requested_at ? 0 : job.spec.grace_ms;
   return o;
 }
 

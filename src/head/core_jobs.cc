@@ -70,6 +70,22 @@ Status CheckQueueAccess(const std::map<std::string, QueueConfig>& queues, const 
   return Status::Ok();
 }
 
+// A job's grace within its queue's max_grace_ms and its parents': a preempted run keeps its
+// GPUs for the grace, so the queue's admins bound how long a preemptor may wait.
+Status CheckGrace(const std::map<std::string, QueueConfig>& queues, const JobSpec& spec) {
+  for (size_t end = 0; end != std::string::npos;) {
+    end = spec.queue.find('/', end + 1);
+    auto q = queues.find(spec.queue.substr(0, end));
+    if (q == queues.end() || q->second.max_grace_ms <= 0) continue;
+    if (spec.grace_ms > q->second.max_grace_ms) {
+      return InvalidArgument("field 'grace_period': got " + FormatDuration(spec.grace_ms) +
+                             ", want at most " + FormatDuration(q->second.max_grace_ms) +
+                             " (queue '" + q->second.name + "' max_grace)");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 HeadCore::HeadCore(CoreConfig config)
@@ -108,6 +124,7 @@ Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, 
     }
   }
   CORRAL_RETURN_IF_ERROR(CheckQueueAccess(state_.queues, by, spec.queue));
+  CORRAL_RETURN_IF_ERROR(CheckGrace(state_.queues, spec));
   if (!by.IsAdmin()) CORRAL_RETURN_IF_ERROR(CheckUserLimits(spec, owner));
   if (spec.priority > config_.max_user_priority && !by.IsAdmin() &&
       !(by.role == Role::kQueueAdmin && ManagesQueue(by, spec.queue))) {

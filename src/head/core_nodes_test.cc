@@ -104,6 +104,37 @@ TEST_P(Scenario, TimeLimitStopsTheRunAndFailsTheJob) {
   EXPECT_NE(done.CurrentRun()->reason.find("time limit"), std::string::npos);
 }
 
+// The preemption handshake: a checkpoint reported once the stop was asked for ends the grace
+// (the node is told to stop the run at once); one reported before the stop does not.
+TEST_P(Scenario, ACheckpointDuringTheGraceEndsIt) {
+  Register("n1", 1);
+  JobSpec spec = Spec(1);
+  spec.grace_ms = 5 * kMinute;
+  Job job = Submit(spec);
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(job.id))}));
+  ASSERT_TRUE(core().ReportCheckpoint(kAna, job.id, now()).ok());
+  Step();
+  now() += kSecond;
+  ASSERT_TRUE(core().Requeue(kAna, job.id, now()).ok());
+  Step();
+  std::vector<RunOrder> orders = Desired("n1");
+  ASSERT_EQ(orders.size(), 1u);
+  EXPECT_TRUE(orders[0].stop);
+  EXPECT_EQ(orders[0].grace_ms, 5 * kMinute) << "a checkpoint before the stop ends no grace";
+  uint64_t version = core().NodeVersion("n1");
+  now() += kSecond;
+  ASSERT_TRUE(core().ReportCheckpoint(kAna, job.id, now()).ok());
+  Step();
+  EXPECT_GT(core().NodeVersion("n1"), version) << "the node must hear of it";
+  orders = Desired("n1");
+  ASSERT_EQ(orders.size(), 1u);
+  EXPECT_TRUE(orders[0].stop);
+  EXPECT_EQ(orders[0].grace_ms, 0);
+  ASSERT_TRUE(*Report("n1", {Exited(Get(job.id), 0, -9)}));
+  EXPECT_EQ(Get(job.id).state, JobState::kPending) << "requeued, not failed";
+}
+
 TEST_P(Scenario, DrainWaitsForTheLastRun) {
   Register("n1", 2);
   Job job = Submit(Spec(1));

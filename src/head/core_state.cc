@@ -141,6 +141,9 @@ void HeadCore::Index(const Change& c) {
       Job(e.job);
       // Victims that just checkpointed lose least: the scheduler prefers them.
       core.scheduler_->ReportCheckpoint(e.job, c.at);
+      // During a stop's grace it ends the grace (ReplicaOrder): the nodes get new orders.
+      const Run& run = core.state_.jobs.at(e.job).runs[e.attempt - 1];
+      if (run.stop_requested) BumpRun(e.job, e.attempt);
     }
     void operator()(const NodeRegistered& e) {
       const std::string& name = e.node.name;

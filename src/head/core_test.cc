@@ -78,6 +78,31 @@ TEST_P(Scenario, AQueueThatRanWaitsBehindOneThatDidNotAcrossRestarts) {
   EXPECT_EQ(Get(again.id).state, JobState::kPending);
 }
 
+// A queue bounds the grace its jobs (and its sub-queues' jobs) may ask for: refused at submit,
+// naming the field and the queue, and nothing is added.
+TEST_P(Scenario, AQueueBoundsTheGraceAJobMayAskFor) {
+  QueueConfig team{"org", 0, -1, 1.0};
+  team.max_grace_ms = kMinute;
+  ASSERT_TRUE(core().SetQueue(kAdmin, team, now()).ok());
+  Step();
+  JobSpec spec = Spec(0);
+  spec.queue = "org/a";
+  spec.grace_ms = 2 * kMinute;
+  uint64_t rev = core().revision();
+  Result<Job> refused = core().Submit(kAna, spec, "", now());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("field 'grace_period'"), std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find("queue 'org' max_grace"), std::string::npos);
+  EXPECT_EQ(core().revision(), rev) << "a refused job changes nothing";
+  spec.grace_ms = kMinute;
+  EXPECT_TRUE(core().Submit(kAna, spec, "", now()).ok());
+  Step();
+  team.max_grace_ms = -1;
+  EXPECT_EQ(core().SetQueue(kAdmin, team, now()).status().code(), ErrorCode::kInvalidArgument);
+}
+
 TEST_P(Scenario, PreemptionStopsTheBorrowerAndRequeuesIt) {
   ASSERT_TRUE(core().SetQueue(kAdmin, {"a", 0, -1, 1.0}, now()).ok());
   ASSERT_TRUE(core().SetQueue(kAdmin, {"b", 2, -1, 1.0}, now()).ok());

@@ -17,6 +17,8 @@ const char* TraceFormatName(TraceFormat f) {
       return "csv";
     case TraceFormat::kPhilly:
       return "philly";
+    case TraceFormat::kPhillyUsers:
+      return "philly-users";
     case TraceFormat::kGavel:
       return "gavel";
     case TraceFormat::kTiresias:
@@ -31,8 +33,8 @@ const char* TraceFormatName(TraceFormat f) {
 
 bool ParseTraceFormat(const std::string& text, TraceFormat* out) {
   for (TraceFormat f :
-       {TraceFormat::kAuto, TraceFormat::kCsv, TraceFormat::kPhilly, TraceFormat::kGavel,
-        TraceFormat::kTiresias, TraceFormat::kHelios, TraceFormat::kAlibaba}) {
+       {TraceFormat::kAuto, TraceFormat::kCsv, TraceFormat::kPhilly, TraceFormat::kPhillyUsers,
+        TraceFormat::kGavel, TraceFormat::kTiresias, TraceFormat::kHelios, TraceFormat::kAlibaba}) {
     if (text == TraceFormatName(f)) {
       *out = f;
       return true;
@@ -211,6 +213,7 @@ bool StartsWith(const std::string& s, const std::string& p) { return s.rfind(p, 
 TraceFormat Detect(const std::string& first) {
   if (first.find('\t') != std::string::npos) return TraceFormat::kGavel;
   if (StartsWith(first, "timestamp,duration,num_gpus")) return TraceFormat::kPhilly;
+  if (StartsWith(first, "u_id,user,gpu_num")) return TraceFormat::kPhillyUsers;
   if (StartsWith(first, "job_id,num_gpu,submit_time")) return TraceFormat::kTiresias;
   if (first.find("gpu_num") != std::string::npos &&
       first.find("submit_time") != std::string::npos) {
@@ -345,6 +348,42 @@ Result<Trace> ParseTrace(const std::string& text, const std::string& source,
           continue;
         }
         r.Add(line, "", std::to_string(sec), f[1], f[2], f[4], "", 1.0);
+      }
+      break;
+    }
+    case TraceFormat::kPhillyUsers: {
+      // u_id,user,gpu_num,cpu_num,node_num,interval,run_time,wall_time,new_status (the JSSPP'24
+      // slice of Philly with user ids): a job is submitted `interval` seconds after the row
+      // before it. One queue; the user is "u<user>".
+      const std::string header =
+          "u_id,user,gpu_num,cpu_num,node_num,interval,run_time,wall_time,new_status";
+      if (!StartsWith(first, "u_id,")) {
+        return InvalidArgument(source + ": a philly-users trace starts with the header '" + header +
+                               "', not '" + first + "'");
+      }
+      double submit = 0;
+      for (size_t i = 1; i < lines.rows.size(); ++i) {
+        const auto& [line, l] = lines.rows[i];
+        std::vector<std::string> f = Split(l, ',');
+        ++r.trace.rows;
+        double interval = 0;
+        if (f.size() != 9) {
+          r.Bad(line, "has " + std::to_string(f.size()) + " field(s); expected 9: " + header);
+          continue;
+        }
+        if (!ParseDouble(f[5], &interval) || interval < 0 || !(interval < 1e9)) {
+          r.Bad(line, "interval '" + f[5] + "' is not a non-negative number of seconds");
+          continue;
+        }
+        if (f[1].empty()) {
+          r.Bad(line, "user is empty");
+          continue;
+        }
+        submit += interval;
+        std::ostringstream at;
+        at.precision(17);
+        at << submit;
+        r.Add(line, f[0], at.str(), f[6], f[2], "", "u" + f[1], 1.0);
       }
       break;
     }

@@ -14,7 +14,7 @@
 
 namespace corral::sim {
 
-enum class TraceFormat { kAuto, kCsv, kPhilly, kGavel, kTiresias, kHelios, kAlibaba };
+enum class TraceFormat { kAuto, kCsv, kPhilly, kPhillyUsers, kGavel, kTiresias, kHelios, kAlibaba };
 const char* TraceFormatName(TraceFormat f);
 bool ParseTraceFormat(const std::string& text, TraceFormat* out);
 

@@ -34,6 +34,29 @@ TEST(TraceTest, GenericCsvWithHeaderSortsAndRebases) {
   EXPECT_EQ(t->jobs[1].user, "alice");
 }
 
+TEST(TraceTest, PhillyUsersSubmitsAtTheRunningSumOfIntervalsWithItsUsers) {
+  Result<Trace> t = Parse(
+      "u_id,user,gpu_num,cpu_num,node_num,interval,run_time,wall_time,new_status\n"
+      "0,7,1,0,1,0,100,0,Pass\n"
+      "1,3,8,0,1,30,2000,0,Failed\n"
+      "2,7,2,0,1,15.5,60,0,Killed\n"
+      "3,7,2,0,1,-4,60,0,Killed\n"
+      "4,,2,0,1,4,60,0,Killed\n",
+      TraceFormat::kAuto, 0.5);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->format, TraceFormat::kPhillyUsers);
+  ASSERT_EQ(t->jobs.size(), 3u);
+  EXPECT_EQ(t->jobs[1].submit_ms, 30000);
+  EXPECT_EQ(t->jobs[2].submit_ms, 45500);
+  EXPECT_EQ(t->jobs[1].user, "u3");
+  EXPECT_EQ(t->jobs[2].user, "u7");
+  EXPECT_EQ(t->jobs[1].num_gpus, 8);
+  EXPECT_EQ(t->jobs[1].duration_ms, 2000000);
+  ASSERT_EQ(t->bad.size(), 2u);
+  EXPECT_NE(t->bad[0].why.find("interval '-4'"), std::string::npos) << t->bad[0].why;
+  EXPECT_NE(t->bad[1].why.find("user is empty"), std::string::npos) << t->bad[1].why;
+}
+
 TEST(TraceTest, GenericCsvWithoutHeaderDefaultsQueue) {
   Result<Trace> t = Parse("1,0,10,4\n2,5,10,1\n", TraceFormat::kCsv);
   ASSERT_TRUE(t.ok()) << t.status().message();
