@@ -75,14 +75,19 @@ TEST_F(Interactive, RunPtyIsARealTerminal) {
                   "run", CorralBin(), "run", "--pty", "--"},
                  env);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  // The session's job ended with its client, and holds nothing.
-  auto jobs = Json::parse(c().Corral({"jobs", "-o", "json"}).out, nullptr, false);
-  ASSERT_TRUE(jobs.is_array());
-  for (const auto& j : jobs) {
-    if (j["spec"].value("kind", "") == "interactive") {
-      EXPECT_NE(j.value("state", ""), "running") << j.dump();
+  // The session's job ends with its client, and holds nothing (its stop takes the agent a
+  // moment to confirm).
+  std::string left;
+  EXPECT_TRUE(WaitUntil(10000, [&] {
+    auto jobs = Json::parse(c().Corral({"jobs", "-o", "json"}).out, nullptr, false);
+    left.clear();
+    for (const auto& j : jobs.is_array() ? jobs : Json::array()) {
+      if (j["spec"].value("kind", "") == "interactive" && j.value("state", "") == "running") {
+        left += j.dump() + "\n";
+      }
     }
-  }
+    return jobs.is_array() && left.empty();
+  })) << left;
 }
 
 TEST_F(Interactive, ExecRunsInsideARunningJob) {
