@@ -49,9 +49,10 @@ stage "multi-process suites"
 # chaos: SIGKILLs of the head and agents for 15 s, a network partition (with SIGKILLs during
 # it); browser: the dashboard in headless Chromium; package: builds the Debian packages twice
 # (an upgrade), installs, upgrades and purges them (root); container: jobs in OCI images (crun,
-# a loopback registry); gpu-sharing: the share shim under a stub libcuda, shares on a real cluster.
+# a loopback registry); gpu-sharing: the share shim under a stub libcuda, shares on a real
+# cluster; interactive: corral run --pty through a real terminal, exec, salloc.
 run_ctest build --output-on-failure -j "$JOBS" \
-  -L 'integration|observability|ddp|security|pg|slurm|chaos|browser|package|bench|container|gpu-sharing' --timeout 900
+  -L 'integration|observability|ddp|security|pg|slurm|chaos|browser|package|bench|container|gpu-sharing|interactive' --timeout 900
 
 stage "build (ASan+UBSan, unit tests)"
 BUILD_DIR=build-asan BUILD_TYPE=Debug ./scripts/build.sh -DCORRAL_WERROR=ON -DCORRAL_SANITIZE=ON \

@@ -213,3 +213,20 @@ Result<std::string> Supervisor::ReadRunLog(const std::string& run_id, int32_t re
 }
 
 }  // namespace corral::agent
+
+namespace corral::agent {
+
+Result<int32_t> Supervisor::RunningPid(const std::string& run_id, int32_t replica) {
+  std::lock_guard lock(mu_);
+  auto it = runs_.find(RunKey{run_id, replica});
+  if (it == runs_.end() || !it->second.status.running) {
+    return NotFound("run " + run_id + " replica " + std::to_string(replica) +
+                    " is not running on this node");
+  }
+  if (it->second.run.pgid <= 0) {
+    return Unavailable("run " + run_id + " is still starting; try again in a moment");
+  }
+  return it->second.run.pgid;
+}
+
+}  // namespace corral::agent

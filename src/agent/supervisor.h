@@ -64,6 +64,9 @@ class Supervisor {
 
   Result<std::string> ReadRunLog(const std::string& run_id, int32_t replica, int32_t task,
                                  const std::string& stream, int64_t offset, int64_t max_bytes);
+  // The main process of a running replica (task 0, its process group's leader): what
+  // `corral exec` takes its context from. kNotFound when it does not run here.
+  Result<int32_t> RunningPid(const std::string& run_id, int32_t replica);
 
  private:
   struct Entry {

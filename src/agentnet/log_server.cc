@@ -70,6 +70,7 @@ LogService::LogService(std::string state_dir, std::string join_token,
 LogService::~LogService() { pool_.join(); }
 
 void LogService::Handle(net::HttpRequest req, net::Responder respond) {
+  if (exec_ != nullptr && ExecServer::Serves(req)) return exec_->Handle(std::move(req), respond);
   if (req.path == "/metrics" && req.method == "GET") {
     if (!FromLoopback(req.remote) && !TokensEqual(req.BearerToken(), join_token_)) {
       return respond(net::JsonError(401, "unauthenticated",

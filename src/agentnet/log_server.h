@@ -10,6 +10,7 @@
 #include <functional>
 #include <string>
 
+#include "agentnet/exec_server.h"
 #include "net/http.h"
 
 namespace corral::agentnet {
@@ -34,8 +35,12 @@ class LogService {
   LogService& operator=(const LogService&) = delete;
 
   void Handle(net::HttpRequest req, net::Responder respond);
+  // `corral exec`'s paths go to `exec` (exec_server.h); unset: they are not found. Before the
+  // server starts.
+  void SetExec(ExecServer* exec) { exec_ = exec; }
 
  private:
+  ExecServer* exec_ = nullptr;
   std::string state_dir_;
   std::string join_token_;
   std::function<std::string()> render_metrics_;

@@ -156,6 +156,11 @@ const std::vector<ApiService::Endpoint>& ApiService::Routes() {
         custom("GET", "/v1/jobs/{id}/logs", &ApiService::HandleLogs),
         Serve<StartStep>("POST", "/v1/jobs/{id}/steps", DecodeStartStep, StepAnswer, 201),
         Serve<GetStep>("GET", "/v1/jobs/{id}/steps/{step}", DecodeGetStep, StepAnswer),
+        custom("POST", "/v1/jobs/{id}/exec", &ApiService::HandleExecOpen),
+        Serve<TouchSession>("POST", "/v1/jobs/{id}/touch", DecodeTouchSession, SessionAnswer),
+        custom("GET", "/v1/exec/{session}/{what}", &ApiService::HandleExecRelay),
+        custom("POST", "/v1/exec/{session}/{what}", &ApiService::HandleExecRelay),
+        custom("DELETE", "/v1/exec/{session}", &ApiService::HandleExecRelay),
         Serve<GetUsage>("GET", "/v1/usage", DecodeGetUsage, UsageAnswer),
         Serve<ListNodes>("GET", "/v1/nodes", NoFields<ListNodes>, NodesAnswer),
         Serve<GetNode>("GET", "/v1/nodes/{name}", DecodeGetNode, NodeRecordAnswer),
@@ -214,7 +219,17 @@ ApiService::ApiService(head::Head* head, double requests_per_second, AgentTls ag
           unauthenticated_per_second,
           [head](const std::string& bearer) { return head->IsCurrentCredential(bearer); }),
       agent_tls_(std::move(agent_tls)),
-      proxy_(std::make_shared<net::AsyncHttpClient>(agent_tls_.log_trust)) {}
+      proxy_(std::make_shared<net::AsyncHttpClient>(agent_tls_.log_trust)),
+      exec_(std::make_unique<ExecProxy>(head, proxy_,
+                                        static_cast<bool>(agent_tls_.issue_log_cert))) {}
+
+void ApiService::HandleExecOpen(const HttpRequest& req, const PathArgs& args, Responder respond) {
+  exec_->Open(req, args, std::move(respond));
+}
+
+void ApiService::HandleExecRelay(const HttpRequest& req, const PathArgs& args, Responder respond) {
+  exec_->Relay(req, args, std::move(respond));
+}
 
 void ApiService::Handle(HttpRequest req, Responder respond) {
   auto t0 = std::chrono::steady_clock::now();
@@ -283,7 +298,9 @@ void ApiService::Route(HttpRequest req, const std::vector<std::string>& parts,
     return respond(ErrorResponse(
         Status(ErrorCode::kResourceExhausted, "too many requests with this token; slow down")));
   }
-  if (JsonNestingDepth(req.body) > kMaxJsonNesting) {
+  // A session's input is what its user types, not JSON.
+  const bool raw_body = parts[1] == "exec";
+  if (!raw_body && JsonNestingDepth(req.body) > kMaxJsonNesting) {
     return respond(ErrorResponse(InvalidArgument("body: JSON nested deeper than " +
                                                  std::to_string(kMaxJsonNesting) + " levels")));
   }

@@ -8,6 +8,7 @@
 
 #include "api/auth_throttle.h"
 #include "api/command_http.h"
+#include "api/exec_proxy.h"
 #include "api/rate_limiter.h"
 #include "head/head.h"
 #include "net/async_http_client.h"
@@ -63,6 +64,9 @@ class ApiService {
   void HandleLogs(const net::HttpRequest& req, const PathArgs& args, net::Responder respond);
   void HandleEvents(const net::HttpRequest& req, const PathArgs& args, net::Responder respond);
   void HandleRegister(const net::HttpRequest& req, const PathArgs& args, net::Responder respond);
+  // `corral exec` (exec_proxy.h).
+  void HandleExecOpen(const net::HttpRequest& req, const PathArgs& args, net::Responder respond);
+  void HandleExecRelay(const net::HttpRequest& req, const PathArgs& args, net::Responder respond);
 
   template <typename T, typename F>
   head::Head::Callback<T> Answer(net::Responder respond, F to_json, int ok_status = 200);
@@ -72,6 +76,7 @@ class ApiService {
   AuthThrottle unauthenticated_;
   AgentTls agent_tls_;
   std::shared_ptr<net::AsyncHttpClient> proxy_;  // the log proxy's connections to agents
+  std::unique_ptr<ExecProxy> exec_;              // exec sessions relayed to agents
 };
 
 // Every answer of the API carries the revision of the head's state it reflects.

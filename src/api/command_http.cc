@@ -1,5 +1,6 @@
 #include "api/command_http.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "api/step_request.h"
@@ -174,6 +175,34 @@ Result<head::ReportCheckpoint> DecodeReportCheckpoint(const HttpRequest&, const 
   return head::ReportCheckpoint{*id};
 }
 
+Result<head::OpenExec> DecodeOpenExec(const HttpRequest& req, const PathArgs& args) {
+  auto id = PathJobId(args.at(0));
+  if (!id.ok()) return id.status();
+  auto body = BodyObject(req, "");
+  if (!body.ok()) return body.status();
+  head::OpenExec c{*id, 0};
+  if (auto r = body->find("replica"); r != body->end()) {
+    if (!r->is_number_integer() || r->get<int64_t>() < 0 || r->get<int64_t>() > 4095) {
+      return InvalidArgument("field 'replica': got " + r->dump() + ", want 0..4095");
+    }
+    c.replica = r->get<int32_t>();
+  }
+  auto cmd = body->find("command");
+  if (cmd == body->end() || !cmd->is_array() || cmd->empty() ||
+      !std::all_of(cmd->begin(), cmd->end(), [](const Json& a) { return a.is_string(); })) {
+    return InvalidArgument("field 'command': want a non-empty array of strings");
+  }
+  return c;
+}
+
+Result<head::TouchSession> DecodeTouchSession(const HttpRequest& req, const PathArgs& args) {
+  auto id = PathJobId(args.at(0));
+  if (!id.ok()) return id.status();
+  auto typed = QueryInt(req, "typed", 0, 0, 1);
+  if (!typed.ok()) return typed.status();
+  return head::TouchSession{*id, *typed == 1};
+}
+
 Result<head::StartStep> DecodeStartStep(const HttpRequest& req, const PathArgs& args) {
   auto id = PathJobId(args.at(0));
   if (!id.ok()) return id.status();
@@ -283,6 +312,12 @@ Result<head::SetQueue> DecodeSetQueue(const HttpRequest& req, const PathArgs& ar
         return InvalidArgument("field 'gpu_sharing': got " + it->dump() + ", want true or false");
       }
       q.gpu_sharing = it->get<bool>();
+    } else if (k == "idle_timeout_ms") {
+      if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 365 * kDay) {
+        return InvalidArgument("field 'idle_timeout_ms': got " + it->dump() +
+                               ", want milliseconds >= 0 (0: sessions are never idle-culled)");
+      }
+      q.idle_timeout_ms = it->get<int64_t>();
     } else if (k == "allowed_users" || k == "allowed_groups") {
       std::vector<std::string>& names = k == "allowed_users" ? q.allowed_users : q.allowed_groups;
       for (const Json& n : it->is_array() ? *it : Json::array({nullptr})) {
@@ -296,7 +331,7 @@ Result<head::SetQueue> DecodeSetQueue(const HttpRequest& req, const PathArgs& ar
       return InvalidArgument(
           "unknown field '" + k +
           "'; want quota_gpus, limit_gpus, weight, max_pending_per_user, max_grace_ms, "
-          "allowed_users, allowed_groups, gpu_sharing");
+          "allowed_users, allowed_groups, gpu_sharing, idle_timeout_ms");
     }
   }
   return head::SetQueue{std::move(q)};
@@ -414,6 +449,12 @@ Result<head::SyncAgent> DecodeSyncAgent(const HttpRequest& req, const PathArgs&)
 // --- answers ---
 
 Json JobAnswer(const Job& job) { return Json{{"job", ToJson(job)}}; }
+
+Json SessionAnswer(const head::SessionStatus& s) {
+  return Json{{"job", ToJson(s.job)},
+              {"idle_stop_at", s.idle_stop_at > 0 ? Json(s.idle_stop_at) : Json()},
+              {"inactive_limit_ms", s.inactive_limit_ms}};
+}
 
 Json JobsPageAnswer(const head::ListJobs& command, const std::vector<Job>& jobs) {
   Json arr = Json::array();

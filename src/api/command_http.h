@@ -36,6 +36,11 @@ Result<head::ReportCheckpoint> DecodeReportCheckpoint(const net::HttpRequest& re
                                                       const PathArgs& args);
 Result<head::StartStep> DecodeStartStep(const net::HttpRequest& req, const PathArgs& args);
 Result<head::GetStep> DecodeGetStep(const net::HttpRequest& req, const PathArgs& args);
+// POST /v1/jobs/{id}/exec: the replica from the body ({"replica": R, ...}); the rest of the
+// body is the agent's (exec_proxy.h).
+Result<head::OpenExec> DecodeOpenExec(const net::HttpRequest& req, const PathArgs& args);
+// POST /v1/jobs/{id}/touch?typed=1
+Result<head::TouchSession> DecodeTouchSession(const net::HttpRequest& req, const PathArgs& args);
 Result<head::GetUsage> DecodeGetUsage(const net::HttpRequest& req, const PathArgs& args);
 Result<head::GetNode> DecodeGetNode(const net::HttpRequest& req, const PathArgs& args);
 Result<head::SetDrain> DecodeDrain(const net::HttpRequest& req, const PathArgs& args);
@@ -59,6 +64,7 @@ Json JobAnswer(const Job& job);  // {"job": ...}
 Json JobsPageAnswer(const head::ListJobs& command,
                     const std::vector<Job>& jobs);  // {"jobs": [...], "next_after": id|null}
 Json StepAnswer(const Step& step);                  // {"step": ...}
+Json SessionAnswer(const head::SessionStatus& s);   // {"job": ..., "idle_stop_at": ms|null}
 Json UsageAnswer(const UsageReport& report);
 Json NodeViewJson(const head::NodeView& v);
 Json NodesAnswer(const std::vector<head::NodeView>& nodes);  // {"nodes": [...]}

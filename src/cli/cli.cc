@@ -31,6 +31,12 @@ const CommandInfo kCommands[] = {
      "               [--container-writable] [--no-container-mount-home]]\n"
      "              [--] CMD [ARGS...]",
      "submit a job"},
+    {"run", RunRun,
+     "corral run [--gpus N] [--cpus C] [--memory M] [--queue Q] [--time-limit T] ... [--pty]\n"
+     "           -- CMD [ARGS...]  (submit's resource flags)",
+     "run a command in a new interactive session and wait for it; exits with its code"},
+    {"exec", RunExec, "corral exec ID [--replica R] [--pty] [--env K=V]... -- CMD [ARGS...]",
+     "run a command inside a running job's allocation (its owner, queue admins, admins)"},
     {"jobs", RunJobs,
      "corral jobs [--state S1,S2] [--queue Q] [--user U] [--since D | --all] [--limit N]\n"
      "            [-o json] [--watch] [--expand]  (arrays fold into one line unless --expand)",
@@ -53,9 +59,10 @@ const CommandInfo kCommands[] = {
     {"queues", RunQueues,
      "corral queues [-o json] | corral queues set NAME [--quota N] [--limit M] [--weight W]\n"
      "       [--max-pending-per-user N] [--max-grace DURATION] [--allow-user U]...\n"
-     "       [--allow-group G]... (\"\": everyone) [--gpu-sharing on|off]",
-     "list queues; set a queue's quota, limit, weight, longest grace, GPU sharing and who may "
-     "submit there"},
+     "       [--allow-group G]... (\"\": everyone) [--gpu-sharing on|off] [--idle-timeout D]\n"
+     "       (interactive sessions idle this long end; 0: never)",
+     "list queues; set a queue's quota, limit, weight, longest grace, GPU sharing, sessions' idle "
+     "timeout and who may submit there"},
     {"events", RunEvents, "corral events [-f] [--since REV] [-o json]",
      "print the cluster's changes; -f follows them as they happen"},
     {"top", RunTop, "corral top [--once]",
@@ -207,9 +214,9 @@ int RunCommand(const std::string& command, const std::vector<std::string>& args,
   const CommandInfo* c = FindCommand(command);
   if (c == nullptr && IsSlurmCommand(command)) {
     static const std::map<std::string, int (*)(const std::vector<std::string>&, CliContext&)>
-        kSlurm = {{"sbatch", RunSbatch},   {"srun", RunSrun},   {"squeue", RunSqueue},
-                  {"scancel", RunScancel}, {"sacct", RunSacct}, {"scontrol", RunScontrol},
-                  {"sinfo", RunSinfo}};
+        kSlurm = {{"sbatch", RunSbatch},   {"srun", RunSrun},    {"squeue", RunSqueue},
+                  {"scancel", RunScancel}, {"sacct", RunSacct},  {"scontrol", RunScontrol},
+                  {"sinfo", RunSinfo},     {"salloc", RunSalloc}};
     return kSlurm.at(command)(args, ctx);
   }
   if (c == nullptr) {

@@ -97,12 +97,12 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
   const std::string name = args.positional[1];
   if (!args.Has("quota") && !args.Has("limit") && !args.Has("weight") &&
       !args.Has("max-pending-per-user") && !args.Has("max-grace") && !args.Has("allow-user") &&
-      !args.Has("allow-group") && !args.Has("gpu-sharing")) {
+      !args.Has("allow-group") && !args.Has("gpu-sharing") && !args.Has("idle-timeout")) {
     return UsageError(ctx, "queues",
                       "set " + name +
                           ": give at least one of --quota, --limit, --weight, "
                           "--max-pending-per-user, --max-grace, --allow-user, --allow-group, "
-                          "--gpu-sharing");
+                          "--gpu-sharing, --idle-timeout");
   }
   Json body = Json::object();
   if (args.Has("quota")) {
@@ -161,6 +161,11 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
     }
     body["gpu_sharing"] = v == "on" || v == "true";
   }
+  if (args.Has("idle-timeout")) {
+    auto d = ParseDuration("--idle-timeout", args.Get("idle-timeout"));
+    if (!d.ok()) return UsageError(ctx, "queues", d.status().message() + " (0: never)");
+    body["idle_timeout_ms"] = *d;
+  }
   // Repeated to name several; one empty value clears the list (everyone may submit).
   for (const char* flag : {"allow-user", "allow-group"}) {
     if (!args.Has(flag)) continue;
@@ -179,8 +184,9 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
   }
   for (const Json& q : *queues) {
     if (Str(q, "name") != name) continue;
-    for (const char* k : {"quota_gpus", "limit_gpus", "weight", "max_pending_per_user",
-                          "max_grace_ms", "allowed_users", "allowed_groups", "gpu_sharing"}) {
+    for (const char* k :
+         {"quota_gpus", "limit_gpus", "weight", "max_pending_per_user", "max_grace_ms",
+          "allowed_users", "allowed_groups", "gpu_sharing", "idle_timeout_ms"}) {
       if (!body.contains(k) && q.contains(k)) body[k] = q[k];
     }
   }
@@ -371,7 +377,8 @@ int RunQueues(const std::vector<std::string>& argv, CliContext& ctx) {
                                               {"max-grace", 0, true},
                                               {"allow-user", 0, true},
                                               {"allow-group", 0, true},
-                                              {"gpu-sharing", 0, true}};
+                                              {"gpu-sharing", 0, true},
+                                              {"idle-timeout", 0, true}};
   auto parsed = ParseArgs(argv, kFlags, false);
   if (!parsed.ok()) return UsageError(ctx, "queues", parsed.status().message());
   const ParsedArgs& args = *parsed;

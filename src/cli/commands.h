@@ -69,6 +69,23 @@ int RunToken(const std::vector<std::string>& args, CliContext& ctx);
 int RunEvents(const std::vector<std::string>& args, CliContext& ctx);
 int RunUsage(const std::vector<std::string>& args, CliContext& ctx);
 int RunTop(const std::vector<std::string>& args, CliContext& ctx);
+// Interactive sessions (interactive.cc): a command inside a running job, and `corral run`.
+int RunExec(const std::vector<std::string>& args, CliContext& ctx);
+int RunRun(const std::vector<std::string>& args, CliContext& ctx);
+// A job spec (user-facing JSON) made an interactive session's: kind interactive, and a
+// command that only holds the allocation.
+Json MakeSessionSpec(Json spec);
+// Submits session `spec` (as `user`, "": the caller) and waits until it runs, printing why it
+// waits; the job id. Fails at once, the reason printed, when it can never start; cancels it
+// when interrupted (SIGINT, SIGTERM, SIGHUP). Keeps it alive meanwhile (touches).
+Result<JobId> StartSession(const Json& spec, CliContext& ctx, const std::string& name,
+                           const std::string& user = "");
+// StartSession, then `command` in it (exec_client.h), then ends it; the command's exit code.
+// `name`: the command for messages (run, srun).
+int RunInteractiveSession(const Json& spec, const std::vector<std::string>& command, bool pty,
+                          CliContext& ctx, const std::string& name, const std::string& user = "");
+// submit's flags (run takes the same resources).
+const std::vector<FlagDef>& SubmitFlags();
 
 // Pages through the jobs matching `query` ("&state=...&user=..."), ascending id; keeps the
 // newest `limit` (0: all).
@@ -84,6 +101,10 @@ int RunScancel(const std::vector<std::string>& args, CliContext& ctx);
 int RunSacct(const std::vector<std::string>& args, CliContext& ctx);
 int RunScontrol(const std::vector<std::string>& args, CliContext& ctx);
 int RunSinfo(const std::vector<std::string>& args, CliContext& ctx);
+// salloc: an interactive session held while a local shell runs, in which srun runs its steps
+// inside the allocation (slurm_interactive.cc); srun there.
+int RunSalloc(const std::vector<std::string>& args, CliContext& ctx);
+int RunSallocStep(const slurm::ParsedOptions& opts, bool pty, CliContext& ctx);
 // srun inside an allocation: a step of one node, run here (slurm_step.cc).
 int RunLocalStep(const slurm::ParsedOptions& opts, CliContext& ctx);
 int RunRemoteStep(const slurm::ParsedOptions& opts, int64_t nodes, CliContext& ctx);

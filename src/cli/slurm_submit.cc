@@ -17,7 +17,7 @@ namespace corral::cli {
 namespace {
 
 constexpr const char* kSlurmNames[] = {"sbatch", "srun",     "squeue", "scancel",
-                                       "sacct",  "scontrol", "sinfo"};
+                                       "sacct",  "scontrol", "sinfo",  "salloc"};
 
 // Slurm's commands report errors as "CMD: error: MESSAGE" and exit 1.
 int SlurmError(CliContext& ctx, const std::string& command, const std::string& message) {
@@ -107,7 +107,7 @@ int RunSlurm(const std::vector<std::string>& args, CliContext& ctx) {
       return kExitError;
     }
   }
-  *ctx.out << "Installed sbatch, srun, squeue, scancel, sacct, scontrol and sinfo in "
+  *ctx.out << "Installed sbatch, srun, salloc, squeue, scancel, sacct, scontrol and sinfo in "
            << dir.string() << " (links to " << self.string() << ").\nAdd them to your PATH:\n"
            << "  export PATH=" << dir.string() << ":$PATH\n";
   return kExitOk;
@@ -165,7 +165,19 @@ int RunSbatch(const std::vector<std::string>& argv, CliContext& ctx) {
   return kExitOk;
 }
 
-int RunSrun(const std::vector<std::string>& argv, CliContext& ctx) {
+int RunSrun(const std::vector<std::string>& given, CliContext& ctx) {
+  // --pty (a terminal) and --overlap (steps share the allocation, as every Corral step does)
+  // before the command; the Slurm option table knows neither.
+  std::vector<std::string> argv = given;
+  bool pty = false;
+  for (auto it = argv.begin(); it != argv.end() && it->rfind("-", 0) == 0;) {
+    if (*it == "--pty" || *it == "--overlap") {
+      pty = pty || *it == "--pty";
+      it = argv.erase(it);
+    } else {
+      ++it;
+    }
+  }
   auto opts = slurm::ParseOptions(argv, slurm::SbatchOptionDefs(), /*stop_at_positional=*/true);
   if (!opts.ok()) return SlurmError(ctx, "srun", opts.status().message());
   if (opts->Has("help")) {
@@ -174,6 +186,7 @@ int RunSrun(const std::vector<std::string>& argv, CliContext& ctx) {
   }
   if (opts->positional.empty()) return SlurmError(ctx, "srun", "no command given");
   if (ctx.env("CORRAL_JOB_ID") && ctx.env("SLURM_JOB_ID")) return RunLocalStep(*opts, ctx);
+  if (ctx.env("CORRAL_SALLOC_JOB")) return RunSallocStep(*opts, pty, ctx);
   for (const char* batch_only : {"array", "dependency", "wrap", "parsable"}) {
     if (opts->Has(batch_only)) {
       return SlurmError(ctx, "srun", std::string("--") + batch_only + " is an sbatch option");
@@ -194,6 +207,7 @@ int RunSrun(const std::vector<std::string>& argv, CliContext& ctx) {
     spec["tasks_per_replica"] = sub->tasks_per_node;
     spec.erase("batch");
   }
+  if (pty) return RunInteractiveSession(MakeSessionSpec(spec), opts->positional, true, ctx, "srun");
   auto id = PostSpec(ctx, "srun", spec);
   if (!id.ok()) return SlurmError(ctx, "srun", id.status().message());
   *ctx.err << "srun: job " << *id << " queued and waiting for resources\n";

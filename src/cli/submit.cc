@@ -263,6 +263,8 @@ Result<Json> BuildSubmitSpec(const ParsedArgs& args, const std::string& cwd, con
   return spec;
 }
 
+const std::vector<FlagDef>& SubmitFlags() { return kSubmitFlags; }
+
 int RunSubmit(const std::vector<std::string>& argv, CliContext& ctx) {
   auto parsed = ParseArgs(argv, kSubmitFlags, /*stop_at_positional=*/true);
   if (!parsed.ok()) return UsageError(ctx, "submit", parsed.status().message());

@@ -295,6 +295,13 @@ int AgentMain(std::vector<std::string> args) {
     agent::Agent* a = metrics_of.load();
     return a != nullptr ? a->RenderMetrics() : std::string();
   });
+  // `corral exec` into this node's runs: the head proxies its users' sessions here.
+  agentnet::ExecServer exec_server(join_token, [&metrics_of](const std::string& run, int32_t r) {
+    agent::Agent* a = metrics_of.load();
+    return a != nullptr ? a->RunningPid(run, r)
+                        : Result<int32_t>(Unavailable("the agent is starting"));
+  });
+  log_service.SetExec(&exec_server);
   net::HttpServer logs(
       [&log_service](net::HttpRequest req, net::Responder respond) {
         log_service.Handle(std::move(req), std::move(respond));

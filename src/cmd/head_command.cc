@@ -154,6 +154,10 @@ int HeadMain(std::vector<std::string> args) {
       ->delimiter(',');
   app.add_option("--idle-stop-warning", idle_stop_warning,
                  "time between an idle run's warning event and its stop");
+  std::string inactive_limit = "5m";
+  app.add_option("--inactive-limit", inactive_limit,
+                 "an interactive session (corral run, srun --pty, salloc) whose client has not "
+                 "been heard from this long is ended; batch jobs never are (0s: never)");
   std::string retain_finished = "1d";
   std::string stop_confirm_after = "2m";
   int32_t max_user_priority = 0, max_array_size = 10000, max_pending_per_user = 10000;
@@ -199,6 +203,7 @@ int HeadMain(std::vector<std::string> args) {
   auto retain_finished_ms = ParseDuration("--retain-finished", retain_finished);
   auto stop_confirm_after_ms = ParseDuration("--stop-confirm-after", stop_confirm_after);
   auto header_timeout_ms = ParseDuration("--header-timeout", header_timeout);
+  auto inactive_limit_ms = ParseDuration("--inactive-limit", inactive_limit);
   if (idle_threshold < 0 || idle_threshold > 100) {
     std::cerr << "corral head: flag '--idle-threshold': got " << idle_threshold
               << ", want a percent from 0 to 100\n";
@@ -206,7 +211,7 @@ int HeadMain(std::vector<std::string> args) {
   }
   for (const auto* d :
        {&min_runtime_ms, &half_life_ms, &idle_after_ms, &idle_stop_warning_ms, &leader_lease_ms,
-        &retain_finished_ms, &stop_confirm_after_ms, &header_timeout_ms}) {
+        &retain_finished_ms, &stop_confirm_after_ms, &header_timeout_ms, &inactive_limit_ms}) {
     if (!d->ok()) {
       std::cerr << "corral head: " << d->status().message() << "\n";
       return 2;
@@ -238,6 +243,7 @@ int HeadMain(std::vector<std::string> args) {
   config.core.idle_after_ms = *idle_after_ms;
   config.core.idle_stop_queues = {idle_stop_queues.begin(), idle_stop_queues.end()};
   config.core.idle_stop_warning_ms = *idle_stop_warning_ms;
+  config.core.inactive_limit_ms = *inactive_limit_ms;
   config.core.retain_finished_ms = *retain_finished_ms;
   config.core.stop_confirm_after_ms = *stop_confirm_after_ms;
   config.core.max_user_priority = max_user_priority;

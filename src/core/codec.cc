@@ -43,6 +43,7 @@ JobSpec DecodeSpec(const Json& j) {
   s.preemptible = Get<bool>(j, "preemptible", false);
   s.batch = Get<bool>(j, "batch", false);
   s.hold = Get<bool>(j, "hold", false);
+  s.interactive = Get<std::string>(j, "kind", "job") == "interactive";
   s.max_restarts = Get<int32_t>(j, "max_restarts", 0);
   s.checkpoint_signal = Get<int32_t>(j, "checkpoint_signal", 15);
   s.grace_ms = Get<int64_t>(j, "grace_ms", 10000);
@@ -164,6 +165,7 @@ Json ToJson(const JobSpec& s) {
          {"tasks_per_replica", s.tasks_per_replica},
          {"batch", s.batch},
          {"hold", s.hold},
+         {"kind", s.interactive ? "interactive" : "job"},
          {"dependency", FormatDependencies(s.dependencies)}};
   if (!s.container.empty()) j["container"] = ContainerJson(s.container);
   if (s.per_replica.IsShare()) {
@@ -323,7 +325,8 @@ Json ToJson(const QueueConfig& q) {
               {"max_grace_ms", q.max_grace_ms},
               {"allowed_users", q.allowed_users},
               {"allowed_groups", q.allowed_groups},
-              {"gpu_sharing", q.gpu_sharing}};
+              {"gpu_sharing", q.gpu_sharing},
+              {"idle_timeout_ms", q.idle_timeout_ms}};
 }
 
 Result<JobSpec> JobSpecFromJson(const Json& j) {
@@ -459,6 +462,7 @@ Result<QueueConfig> QueueFromJson(const Json& j) {
     q.allowed_users = Get<std::vector<std::string>>(j, "allowed_users", {});
     q.allowed_groups = Get<std::vector<std::string>>(j, "allowed_groups", {});
     q.gpu_sharing = Get<bool>(j, "gpu_sharing", true);
+    q.idle_timeout_ms = Get<int64_t>(j, "idle_timeout_ms", 0);
     return q;
   });
 }

@@ -81,6 +81,11 @@ struct JobSpec {
   bool batch = false;
   bool hold = false;        // submitted held (sbatch --hold): it waits for a release
   ContainerSpec container;  // empty image: the tasks run on the node as they are
+  // An interactive session (kind "interactive": `corral run`, srun --pty, salloc): its run only
+  // holds the allocation while a client runs commands in it; it ends when the client does,
+  // goes after the head's inactive limit without the client, and its queue's idle_timeout
+  // applies to it (docs/interactive.md).
+  bool interactive = false;
 };
 
 enum class RunState { kScheduled, kRunning, kSucceeded, kFailed, kCancelled, kPreempted, kLost };

@@ -82,6 +82,9 @@ struct QueueConfig {
   std::vector<std::string> allowed_groups;
   // Whether its jobs may ask for a share of a GPU (gpus below 1, gpu_memory).
   bool gpu_sharing = true;
+  // Interactive sessions here end after this long with no terminal input and their GPUs (if
+  // any) under the head's idle threshold, after a warning (docs/interactive.md). 0: never.
+  DurationMs idle_timeout_ms = 0;
   bool operator==(const QueueConfig&) const = default;
 };
 

@@ -337,7 +337,8 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
                                                "container_writable",
                                                "container_mount_home",
                                                "gpu_memory",
-                                               "gpu_isolation"};
+                                               "gpu_isolation",
+                                               "kind"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!kKnown.count(it.key())) {
       return InvalidArgument("unknown field '" + it.key() +
@@ -345,7 +346,8 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
                              "gpus, cpus, memory, gpu_model, node_labels, time_limit, priority, "
                              "preemptible, max_restarts, checkpoint_signal, grace_period, "
                              "array, dependency, tasks_per_replica, batch, hold, image, mounts, "
-                             "container_workdir, container_writable, container_mount_home");
+                             "container_workdir, container_writable, container_mount_home, "
+                             "gpu_memory, gpu_isolation, kind");
     }
   }
   JobSpec s;
@@ -513,6 +515,12 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
     if (!it->is_boolean()) return FieldError("hold", *it, "true or false");
     s.hold = it->get<bool>();
   }
+  if (auto it = j.find("kind"); it != j.end()) {
+    if (!it->is_string() || (*it != "job" && *it != "interactive")) {
+      return FieldError("kind", *it, "\"job\" or \"interactive\"");
+    }
+    s.interactive = *it == "interactive";
+  }
   if (auto it = j.find("batch"); it != j.end()) {
     if (!it->is_boolean()) return FieldError("batch", *it, "true or false");
     s.batch = it->get<bool>();
@@ -549,6 +557,9 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
     s.dependencies = *d;
   }
   CORRAL_RETURN_IF_ERROR(ParseContainerFields(j, &s.container));
+  if (s.interactive && !s.array.empty()) {
+    return InvalidArgument("field 'array': an interactive session is one job; drop array or kind");
+  }
   return s;
 }
 

@@ -165,7 +165,15 @@ struct Applier {
   }
   void operator()(const RunNoted& c) { Event(JobAt(s, c.job), c.what, c.note); }
   void operator()(const IdleWarned& c) {
-    Event(JobAt(s, c.job), "idle warning",
+    Job& job = JobAt(s, c.job);
+    if (job.spec.interactive) {  // a session past its queue's idle_timeout (core_sessions.cc)
+      Event(job, "idle warning",
+            "no terminal input and its GPUs (if any) unused for " +
+                FormatDuration(at - c.idle_since) + "; the session ends in " +
+                FormatDuration(c.stop_at - at) + " unless used (its queue's idle_timeout)");
+      return;
+    }
+    Event(job, "idle warning",
           "its GPUs have been idle for " + FormatDuration(at - c.idle_since) +
               "; it will be stopped in " + FormatDuration(c.stop_at - at) +
               " unless they are used (its queue stops idle runs)");

@@ -114,6 +114,27 @@ struct GetStep {
   }
 };
 
+// Where to run a command inside a running job (`corral exec`); the API then relays the
+// session to that node's agent (api/exec_proxy.h).
+struct OpenExec {
+  using Answer = ExecTarget;
+  JobId id = 0;
+  int32_t replica = 0;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.OpenExec(by, id, replica, now);
+  }
+};
+
+// An interactive session's client is alive (and whether its user typed since the last one).
+struct TouchSession {
+  using Answer = SessionStatus;
+  JobId id = 0;
+  bool typed = false;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.TouchSession(by, id, typed, now);
+  }
+};
+
 // Answered by the shell: retired jobs of the period are added up from the store.
 struct GetUsage {
   using Answer = UsageReport;
@@ -239,17 +260,32 @@ constexpr bool ForAgents() {
 }
 
 // Every command, for the head's one entry (its explicit instantiations) and the tests.
-#define CORRAL_HEAD_COMMANDS(X)                                                            \
-  X(SubmitJob)                                                                             \
-  X(GetJob)                                                                                \
-  X(ListJobs)                                                                              \
-  X(CancelJob)                                                                             \
-  X(SignalJob)                                                                             \
-  X(RequeueJob)                                                                            \
-  X(HoldJob)                                                                               \
-  X(ReportCheckpoint)                                                                      \
-  X(StartStep) X(GetStep) X(GetUsage) X(ListNodes) X(GetNode) X(SetDrain) X(SetGpuDrain)   \
-      X(ListQueues) X(SetQueue) X(CreateToken) X(RevokeToken) X(ListTokens) X(BackupStore) \
-          X(WatchEvents) X(RegisterAgent) X(SyncAgent)
+#define CORRAL_HEAD_COMMANDS(X) \
+  X(SubmitJob)                  \
+  X(GetJob)                     \
+  X(ListJobs)                   \
+  X(CancelJob)                  \
+  X(SignalJob)                  \
+  X(RequeueJob)                 \
+  X(HoldJob)                    \
+  X(ReportCheckpoint)           \
+  X(StartStep)                  \
+  X(GetStep)                    \
+  X(OpenExec)                   \
+  X(TouchSession)               \
+  X(GetUsage)                   \
+  X(ListNodes)                  \
+  X(GetNode)                    \
+  X(SetDrain)                   \
+  X(SetGpuDrain)                \
+  X(ListQueues)                 \
+  X(SetQueue)                   \
+  X(CreateToken)                \
+  X(RevokeToken)                \
+  X(ListTokens)                 \
+  X(BackupStore)                \
+  X(WatchEvents)                \
+  X(RegisterAgent)              \
+  X(SyncAgent)
 
 }  // namespace corral::head

@@ -241,6 +241,7 @@ void HeadCore::Tick(TimeMs now) {
   EnforceTimeLimits(now);
   ExpireStops(now);
   FlagIdle(now);
+  CullSessions(now);
   RetireEnded(now);
   WantSchedule();
 }

@@ -202,6 +202,7 @@ Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, 
   if (job.spec.array.empty()) {
     job.id = state_.next_job_id;
     Emit(by, now, JobSubmitted{job});
+    if (job.spec.interactive) session_heard_[job.id] = {now, now};  // core_sessions.cc
     return state_.jobs.at(job.id);
   }
   auto array = ParseArray(job.spec.array);

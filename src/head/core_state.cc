@@ -305,10 +305,14 @@ void HeadCore::RebuildIndexes(TimeMs now) {
   doomed_.clear();
   pending_count_.clear();
   requests_.clear();
+  session_heard_.clear();
+  session_stop_at_.clear();
   RebuildEstimator();
   for (const auto& [id, job] : state_.jobs) {
     if (!job.request_id.empty()) requests_.emplace(std::pair(job.owner, job.request_id), id);
     if (job.state == JobState::kPending) ++pending_count_[{job.spec.queue, job.owner}];
+    // A new leadership gives every session's client a full inactive limit to reach it.
+    if (job.spec.interactive && !IsTerminal(job.state)) session_heard_[id] = {now, now};
   }
   for (const auto& [name, q] : state_.queues) scheduler_->SetQueue(q);
   for (const auto& [name, node] : state_.nodes) {

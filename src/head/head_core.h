@@ -43,6 +43,10 @@ struct CoreConfig {
   // were used meanwhile. Empty: none.
   std::set<std::string> idle_stop_queues;
   DurationMs idle_stop_warning_ms = 10 * kMinute;
+  // An interactive session whose client has not been heard from (a touch, an exec) for this
+  // long is ended, as Slurm's InactiveLimit ends an allocation whose srun or salloc is gone.
+  // Batch jobs are never affected. 0: never.
+  DurationMs inactive_limit_ms = 5 * kMinute;
   // Jobs that ended longer ago than this leave memory (JobsRetired, core_retire.cc); the
   // store answers for them. 0: every job stays in memory.
   DurationMs retain_finished_ms = kDay;
@@ -129,6 +133,24 @@ struct TokenRequest {
   std::vector<std::string> groups;  // for queues' access lists
 };
 
+// Where `corral exec` runs a command: a running replica of a job, and the agent to ask.
+struct ExecTarget {
+  JobId job = 0;
+  std::string run_id;  // "job.attempt"
+  int32_t replica = 0;
+  std::string node;
+  std::string address;  // the node agent's host:port
+  std::string owner;
+};
+
+// What a session's client learns from each touch: the job, and when an idle session is ended
+// unless used (0: it is not idle).
+struct SessionStatus {
+  Job job;
+  TimeMs idle_stop_at = 0;
+  DurationMs inactive_limit_ms = 0;  // the head's: the client touches well within it
+};
+
 // What the shell must do after a command: commit these changes, then answer parked syncs
 // of these nodes.
 struct CoreOutput {
@@ -195,6 +217,13 @@ class HeadCore {
   // the store, over the same period). REQUIRES: CheckUsage ok.
   UsageReport Usage(UsageAccumulator acc) const;
   static Status CheckUsage(const Caller& by, DurationMs since_ms);
+
+  // --- interactive sessions (core_sessions.cc) ---
+  // Where to run a command inside job `id`'s replica: for its owner, its queue's admins and
+  // admins, while it runs. Counts as hearing from an interactive job's client.
+  Result<ExecTarget> OpenExec(const Caller& by, JobId id, int32_t replica, TimeMs now);
+  // A session's client is alive (`typed`: its user typed since its last touch).
+  Result<SessionStatus> TouchSession(const Caller& by, JobId id, bool typed, TimeMs now);
 
   // --- cluster ---
   std::vector<NodeView> ListNodes() const;
@@ -323,6 +352,12 @@ class HeadCore {
   void FlagIdle(TimeMs now);
   // Warns, then stops, the idle runs of queues that stop idle runs.
   void StopIdle(TimeMs now);
+  // Ends the interactive sessions whose client is gone (inactive_limit_ms) or that stayed idle
+  // past their queue's idle_timeout, after a warning (core_sessions.cc).
+  void CullSessions(TimeMs now);
+  // Since when an interactive run has been idle: no input and its GPUs under the threshold;
+  // 0 while it is in use.
+  TimeMs SessionIdleSince(const Job& job, const Run& run) const;
   void CheckLiveness(TimeMs now);
   void LoseNode(const Node& node, TimeMs now);
   void SetLiveness(const std::string& node, Liveness liveness, const std::string& reason,
@@ -385,6 +420,13 @@ class HeadCore {
   std::map<RunId, std::map<std::string, TimeMs>> low_since_;
   std::map<JobId, TimeMs> idle_;          // job -> idle since
   std::map<RunId, TimeMs> idle_stop_at_;  // warned runs -> when they are stopped
+  // Live interactive jobs: when their client was last heard from, and last typed into them.
+  struct SessionHeard {
+    TimeMs heard = 0;
+    TimeMs typed = 0;
+  };
+  std::map<JobId, SessionHeard> session_heard_;
+  std::map<RunId, TimeMs> session_stop_at_;  // idle-warned sessions -> when they end
   bool settling_ = false;
   bool schedule_wanted_ = false;
   TimeMs next_retire_check_ = 0;

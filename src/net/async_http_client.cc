@@ -171,7 +171,7 @@ AsyncHttpClient::~AsyncHttpClient() {
 }
 
 void AsyncHttpClient::Request(const std::string& base_url, const std::string& bearer_token,
-                              std::string method, std::string path_and_query,
+                              std::string method, std::string path_and_query, std::string body,
                               std::chrono::milliseconds timeout, Done done) {
   auto url = ParseUrl(base_url);
   if (!url.ok()) return done(url.status());
@@ -186,6 +186,10 @@ void AsyncHttpClient::Request(const std::string& base_url, const std::string& be
   req.set(http::field::user_agent, "corral");
   req.set(http::field::connection, "close");
   if (!bearer_token.empty()) req.set(http::field::authorization, "Bearer " + bearer_token);
+  if (!body.empty()) {
+    req.set(http::field::content_type, "application/octet-stream");
+    req.body() = std::move(body);
+  }
   req.prepare_payload();
   if (url->scheme == "https") {
     auto exchange = std::make_shared<Exchange<TlsStream>>(

@@ -32,7 +32,14 @@ class AsyncHttpClient {
   // (any status) or kUnavailable (refused, reset, or `timeout` for the whole exchange passed),
   // kInvalidArgument (bad URL), kInternal (malformed or over 64 MiB). Any thread.
   void Request(const std::string& base_url, const std::string& bearer_token, std::string method,
-               std::string path_and_query, std::chrono::milliseconds timeout, Done done);
+               std::string path_and_query, std::chrono::milliseconds timeout, Done done) {
+    Request(base_url, bearer_token, std::move(method), std::move(path_and_query), {}, timeout,
+            std::move(done));
+  }
+  // The same with a request body (sent as application/octet-stream unless it is empty).
+  void Request(const std::string& base_url, const std::string& bearer_token, std::string method,
+               std::string path_and_query, std::string body, std::chrono::milliseconds timeout,
+               Done done);
 
   // Requests in flight now (tests, metrics).
   int InFlight() const;

@@ -1,0 +1,70 @@
+// The agent's side of `corral exec` (docs/interactive.md): commands run inside a running job,
+// their input and output relayed over HTTP. Only the head calls it (the join token as bearer),
+// on behalf of a user it has authorised for that job; the head proxies the user's requests.
+//
+//   POST   /v1/runs/RUN_ID/exec?replica=R   {"command":[..],"pty":b,"rows":n,"cols":n,"env":{}}
+//          -> 201 {"session":"ID"}
+//   POST   /v1/exec/ID/input?offset=N[&eof=1]   raw bytes -> {"offset":N}
+//   GET    /v1/exec/ID/output?stream=stdout|stderr&offset=N&wait_ms=M
+//          -> the bytes (held up to M ms while there are none), X-Corral-Next-Offset, and once
+//             the stream is over and the command has exited, X-Corral-Exit-Code
+//   POST   /v1/exec/ID/resize?rows=R&cols=C
+//   POST   /v1/exec/ID/signal?signal=N
+//   DELETE /v1/exec/ID                       ends it (SIGHUP, then SIGKILL)
+//
+// A session nobody has asked anything of for `abandon_after_ms` is ended (the client is gone:
+// its output poll comes back at least every few seconds); one whose command has exited and
+// whose output has been read is forgotten a few seconds later.
+#pragma once
+
+#include <utility>  // before Boost.Asio (DESIGN §13)
+
+#include <boost/asio/thread_pool.hpp>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "agent/exec_session.h"
+#include "net/http.h"
+
+namespace corral::agentnet {
+
+class ExecServer {
+ public:
+  // `running_pid`: the main process of a running replica on this node.
+  using PidLookup = std::function<Result<int32_t>(const std::string& run_id, int32_t replica)>;
+  ExecServer(std::string join_token, PidLookup running_pid, int64_t abandon_after_ms = 60000);
+  ~ExecServer();  // ends every session
+  ExecServer(const ExecServer&) = delete;
+  ExecServer& operator=(const ExecServer&) = delete;
+
+  // Whether `req` is one of the paths above.
+  static bool Serves(const net::HttpRequest& req);
+  void Handle(net::HttpRequest req, net::Responder respond);
+  size_t SessionCount();
+
+ private:
+  struct Entry {
+    std::unique_ptr<agent::ExecSession> session;
+    int64_t last_request_ms = 0;
+  };
+  void Open(const net::HttpRequest& req, const std::string& run_id, net::Responder respond);
+  std::shared_ptr<Entry> Find(const std::string& id);
+  void ReapLoop();
+
+  const std::string join_token_;
+  const PidLookup running_pid_;
+  const int64_t abandon_after_ms_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::map<std::string, std::shared_ptr<Entry>> sessions_;
+  boost::asio::thread_pool pool_{2};  // starts commands (forks, reads /proc) off the I/O thread
+  std::thread reaper_;
+};
+
+}  // namespace corral::agentnet

@@ -1,0 +1,164 @@
+#include "api/exec_proxy.h"
+
+#include <sys/random.h>
+
+#include <chrono>
+
+#include "api/api_service.h"
+#include "core/secrets.h"
+#include "head/tokens.h"
+#include "net/url.h"
+
+namespace corral::api {
+namespace {
+
+// Longer than the agent abandons a session after: the agent ends it first.
+constexpr int64_t kForgetAfterMs = 5 * 60 * 1000;
+
+int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string NewId() {
+  unsigned char raw[16];
+  size_t got = 0;
+  while (got < sizeof(raw)) {
+    ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
+    if (n > 0) got += static_cast<size_t>(n);
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string id;
+  for (unsigned char c : raw) {
+    id += hex[c >> 4];
+    id += hex[c & 15];
+  }
+  return id;
+}
+
+net::HttpResponse Error(int status, const std::string& code, const std::string& message) {
+  return net::JsonError(status, code, message);
+}
+
+// The agent's answer as the caller gets it: its status, body and session headers.
+net::HttpResponse Relayed(net::HttpResponse r) {
+  net::HttpResponse out;
+  out.status = r.status;
+  out.content_type =
+      r.headers.count("content-type") ? r.headers.at("content-type") : "application/json";
+  out.body = std::move(r.body);
+  for (const char* h : {"x-corral-next-offset", "x-corral-exit-code", "x-corral-exit-signal"}) {
+    if (auto it = r.headers.find(h); it != r.headers.end()) out.headers[h] = it->second;
+  }
+  return out;
+}
+
+}  // namespace
+
+ExecProxy::ExecProxy(head::Head* head, std::shared_ptr<net::AsyncHttpClient> client, bool agent_tls)
+    : head_(head), client_(std::move(client)), agent_tls_(agent_tls) {}
+
+size_t ExecProxy::SessionCount() {
+  std::lock_guard lock(mu_);
+  return sessions_.size();
+}
+
+void ExecProxy::Forget(const std::string& id) {
+  std::lock_guard lock(mu_);
+  sessions_.erase(id);
+}
+
+void ExecProxy::ExpireIdle(int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  std::erase_if(sessions_,
+                [&](const auto& kv) { return now_ms - kv.second.last_ms > kForgetAfterMs; });
+}
+
+void ExecProxy::Open(const net::HttpRequest& req, const PathArgs& args, net::Responder respond) {
+  auto command = DecodeOpenExec(req, args);
+  if (!command.ok()) return respond(ErrorResponse(command.status()));
+  ExpireIdle(SteadyMs());
+  std::string bearer = req.BearerToken();
+  Json body = Json::parse(req.body, nullptr, false);
+  body.erase("replica");
+  head_->Run(bearer, std::move(*command),
+             [this, bearer, respond, body = body.dump()](Result<head::ExecTarget> target) mutable {
+               if (!target.ok()) return respond(ErrorResponse(target.status()));
+               std::string url = (agent_tls_ ? "https://" : "http://") + target->address;
+               std::string path = "/v1/runs/" + target->run_id + "/exec?" +
+                                  net::EncodeQuery({{"replica", std::to_string(target->replica)}});
+               client_->Request(
+                   url, head_->tokens().join, "POST", path, std::move(body),
+                   std::chrono::seconds(20),
+                   [this, url, bearer, respond, t = *target](Result<net::HttpResponse> r) mutable {
+                     if (!r.ok()) {
+                       return respond(Error(
+                           503, "unavailable",
+                           "node " + t.node + " (" + t.address + "): " + r.status().message()));
+                     }
+                     if (r->status != 201) return respond(Relayed(std::move(*r)));
+                     Json answer = Json::parse(r->body, nullptr, false);
+                     if (!answer.is_object() || !answer.contains("session") ||
+                         !answer["session"].is_string()) {
+                       return respond(Error(502, "internal", "node " + t.node + ": a bad answer"));
+                     }
+                     std::string id = NewId();
+                     {
+                       std::lock_guard lock(mu_);
+                       sessions_[id] = Session{url, answer["session"].get<std::string>(),
+                                               head::Sha256Hex(bearer), SteadyMs()};
+                     }
+                     net::HttpResponse out;
+                     out.status = 201;
+                     out.body = Json{{"session", id},
+                                     {"node", t.node},
+                                     {"job", t.job},
+                                     {"run", t.run_id},
+                                     {"replica", t.replica}}
+                                    .dump();
+                     respond(std::move(out));
+                   });
+             });
+}
+
+void ExecProxy::Relay(const net::HttpRequest& req, const PathArgs& args, net::Responder respond) {
+  const std::string& id = args.at(0);
+  const std::string what = args.size() > 1 ? args.at(1) : "";
+  std::string bearer = req.BearerToken();
+  Session s;
+  {
+    std::lock_guard lock(mu_);
+    auto it = sessions_.find(id);
+    // The same answer for a session that is not there and one of another token's: an id
+    // tells nobody else anything.
+    if (it == sessions_.end() || !TokensEqual(it->second.token_hash, head::Sha256Hex(bearer))) {
+      return respond(Error(404, "not_found", "no exec session " + id + " for this token"));
+    }
+    it->second.last_ms = SteadyMs();
+    s = it->second;
+  }
+  if (!head_->IsCurrentCredential(bearer)) {
+    Forget(id);
+    return respond(
+        Error(401, "unauthenticated", "the token that opened this session is no longer valid"));
+  }
+  std::map<std::string, std::string> query(req.query.begin(), req.query.end());
+  std::string path = "/v1/exec/" + s.agent_session + (what.empty() ? "" : "/" + what) +
+                     (query.empty() ? "" : "?" + net::EncodeQuery(query));
+  int64_t wait_ms = 0;
+  if (auto w = req.query.find("wait_ms"); w != req.query.end()) {
+    wait_ms = std::atoll(w->second.c_str());
+  }
+  const bool closing = req.method == "DELETE";
+  client_->Request(s.agent_url, head_->tokens().join, req.method, path, req.body,
+                   std::chrono::milliseconds(std::clamp<int64_t>(wait_ms, 0, 30000) + 15000),
+                   [this, id, closing, respond](Result<net::HttpResponse> r) mutable {
+                     if (!r.ok()) return respond(ErrorResponse(r.status()));
+                     // A session the agent no longer has, or one ended: forget it here too.
+                     if (r->status == 404 || closing) Forget(id);
+                     respond(Relayed(std::move(*r)));
+                   });
+}
+
+}  // namespace corral::api

@@ -1,0 +1,343 @@
+#include "cli/exec_client.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <ostream>
+#include <thread>
+
+#include "cli/commands.h"
+
+namespace corral::cli {
+namespace {
+
+constexpr int kExitLost = 255;  // as ssh: the session, not the command, failed
+constexpr int64_t kOutputWaitMs = 10000;
+
+// The write end of the running session's signal pipe: a signal handler can reach nothing else.
+// Set only while RunInJob runs (one session per process).
+std::atomic<int> g_signal_fd{-1};
+
+extern "C" void OnSignal(int sig) {
+  int fd = g_signal_fd.load();
+  if (fd >= 0) {
+    unsigned char b = static_cast<unsigned char>(sig);
+    (void)!write(fd, &b, 1);
+  }
+}
+
+// The local terminal in raw mode for as long as it lives; restored however the session ends.
+class RawMode {
+ public:
+  explicit RawMode(int fd) : fd_(fd) {
+    if (!isatty(fd_) || tcgetattr(fd_, &saved_) != 0) return;
+    struct termios raw = saved_;
+    cfmakeraw(&raw);
+    active_ = tcsetattr(fd_, TCSANOW, &raw) == 0;  // keeps what was typed ahead
+  }
+  ~RawMode() {
+    if (active_) (void)tcsetattr(fd_, TCSADRAIN, &saved_);
+  }
+  RawMode(const RawMode&) = delete;
+  RawMode& operator=(const RawMode&) = delete;
+  bool active() const { return active_; }
+
+ private:
+  int fd_;
+  struct termios saved_ {};
+  bool active_ = false;
+};
+
+// Signal handlers for the session, the previous ones back on destruction.
+class SignalRelay {
+ public:
+  explicit SignalRelay(const std::vector<int>& signals) {
+    if (pipe2(fds_, O_CLOEXEC | O_NONBLOCK) != 0) fds_[0] = fds_[1] = -1;
+    g_signal_fd = fds_[1];
+    for (int s : signals) {
+      struct sigaction sa {};
+      sa.sa_handler = OnSignal;
+      sigemptyset(&sa.sa_mask);
+      sa.sa_flags = SA_RESTART;
+      struct sigaction old {};
+      if (sigaction(s, &sa, &old) == 0) saved_.emplace_back(s, old);
+    }
+  }
+  ~SignalRelay() {
+    for (auto& [s, old] : saved_) (void)sigaction(s, &old, nullptr);
+    g_signal_fd = -1;
+    for (int fd : fds_) {
+      if (fd >= 0) close(fd);
+    }
+  }
+  SignalRelay(const SignalRelay&) = delete;
+  SignalRelay& operator=(const SignalRelay&) = delete;
+  int read_fd() const { return fds_[0]; }
+
+ private:
+  int fds_[2] = {-1, -1};
+  std::vector<std::pair<int, struct sigaction>> saved_;
+};
+
+// key=value&...: every value here is a number, a stream name or a hex id (nothing to escape).
+std::string Query(const std::map<std::string, std::string>& q) {
+  std::string out;
+  for (const auto& [k, v] : q) out += (out.empty() ? "" : "&") + k + "=" + v;
+  return out;
+}
+
+bool WindowSize(int32_t* rows, int32_t* cols) {
+  struct winsize ws {};
+  for (int fd : {0, 1, 2}) {
+    if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0) {
+      *rows = ws.ws_row;
+      *cols = ws.ws_col;
+      return true;
+    }
+  }
+  return false;
+}
+
+void WriteAll(int fd, const std::string& s) {
+  size_t at = 0;
+  while (at < s.size()) {
+    ssize_t n = write(fd, s.data() + at, s.size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    at += static_cast<size_t>(n);
+  }
+}
+
+std::string ErrorText(const ApiReply& r) {
+  Json j = Json::parse(r.body, nullptr, false);
+  if (j.is_object() && j.contains("error") && j["error"].is_object()) {
+    return j["error"].value("message", "HTTP " + std::to_string(r.status));
+  }
+  return "HTTP " + std::to_string(r.status);
+}
+
+// What the output threads found: how the command ended, or why the session was lost.
+struct Outcome {
+  std::mutex mu;
+  int exit_code = -1;
+  std::string lost;
+};
+
+// Follows one output stream to its end, writing it to `fd`.
+void FollowOutput(std::shared_ptr<ApiTransport> api, const std::string& session,
+                  const std::string& stream, int fd, Outcome* outcome, int done_fd) {
+  int64_t offset = 0;
+  int failures = 0;
+  for (;;) {
+    auto r = api->Call("GET",
+                       "/v1/exec/" + session + "/output?" +
+                           Query({{"stream", stream},
+                                  {"offset", std::to_string(offset)},
+                                  {"wait_ms", std::to_string(kOutputWaitMs)}}),
+                       "");
+    if (!r.ok() || r->status == 429 || r->status >= 500) {
+      // A passing fault (a head restarting behind a load balancer, a dropped connection):
+      // offsets make asking again safe.
+      if (++failures <= 10) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200 * failures));
+        continue;
+      }
+      std::lock_guard lock(outcome->mu);
+      outcome->lost = r.ok() ? ErrorText(*r) : r.status().message();
+      break;
+    }
+    failures = 0;
+    if (r->status != 200) {
+      std::lock_guard lock(outcome->mu);
+      outcome->lost = ErrorText(*r);
+      break;
+    }
+    WriteAll(fd, r->body);
+    std::string next = r->Header("x-corral-next-offset");
+    if (!next.empty()) offset = std::atoll(next.c_str());
+    std::string code = r->Header("x-corral-exit-code");
+    if (!code.empty()) {
+      std::lock_guard lock(outcome->mu);
+      outcome->exit_code = std::atoi(code.c_str());
+      break;
+    }
+  }
+  (void)!write(done_fd, "x", 1);
+}
+
+}  // namespace
+
+int RunInJob(CliContext& ctx, JobId job, const ExecOptions& opts) {
+  const std::string& name = opts.command_name;
+  const bool local_tty = isatty(0);
+  int32_t rows = 24, cols = 80;
+  if (opts.pty) WindowSize(&rows, &cols);
+  Json body{{"command", opts.command}, {"replica", opts.replica}, {"pty", opts.pty}};
+  Json env = Json::object();
+  for (const auto& [k, v] : opts.env) env[k] = v;
+  if (opts.pty) {
+    body["rows"] = rows;
+    body["cols"] = cols;
+    if (!env.contains("TERM")) env["TERM"] = ctx.env("TERM").value_or("xterm");
+  }
+  body["env"] = env;
+  // One transport per thread: the caller's (input, resizes, touches) and each output stream's.
+  std::vector<std::shared_ptr<ApiTransport>> apis;
+  for (int i = 0; i < (opts.pty ? 2 : 3); ++i) {
+    auto t = ctx.connect();
+    if (!t.ok()) {
+      PrintError(ctx, name, t.status().message());
+      return kExitError;
+    }
+    apis.push_back(*t);
+  }
+  auto opened = apis[0]->Call("POST", "/v1/jobs/" + std::to_string(job) + "/exec", body.dump());
+  if (!opened.ok()) {
+    PrintError(ctx, name,
+               "cannot reach the head at " + ctx.addr + ": " + opened.status().message());
+    return kExitError;
+  }
+  if (opened->status != 201) {
+    PrintError(ctx, name, "job " + std::to_string(job) + ": " + ErrorText(*opened));
+    return kExitError;
+  }
+  Json answer = Json::parse(opened->body, nullptr, false);
+  if (!answer.is_object() || !answer.contains("session") || !answer["session"].is_string()) {
+    PrintError(ctx, name, "the head's answer names no session: " + opened->body);
+    return kExitError;
+  }
+  const std::string session = answer["session"].get<std::string>();
+  ctx.out->flush();
+  ctx.err->flush();
+
+  int done[2];
+  if (pipe2(done, O_CLOEXEC) != 0) return kExitError;
+  std::vector<int> relayed = {SIGWINCH, SIGTERM, SIGHUP};
+  if (!opts.pty) relayed.insert(relayed.end(), {SIGINT, SIGQUIT, SIGTSTP});
+  SignalRelay signals(relayed);
+  // Raw mode only for a terminal session: otherwise the local line discipline stays, and
+  // Ctrl-C arrives here as SIGINT, relayed as a signal.
+  std::unique_ptr<RawMode> raw;
+  if (opts.pty && local_tty) raw = std::make_unique<RawMode>(0);
+  const std::string nl = raw && raw->active() ? "\r\n" : "\n";
+
+  Outcome outcome;
+  std::vector<std::thread> readers;
+  readers.emplace_back(FollowOutput, apis[1], session, "stdout", 1, &outcome, done[1]);
+  if (!opts.pty)
+    readers.emplace_back(FollowOutput, apis[2], session, "stderr", 2, &outcome, done[1]);
+  size_t finished = 0;
+
+  ApiTransport& api = *apis[0];
+  int64_t input_offset = 0;
+  bool stdin_open = true, typed = false, warned = false;
+  int hangup = 0;
+  auto next_touch = std::chrono::steady_clock::now();
+  int64_t touch_every = opts.touch_every_ms;
+  std::string sent_error;
+  auto post = [&](const std::string& what, const std::map<std::string, std::string>& q,
+                  const std::string& data) {
+    auto r = api.Call("POST", "/v1/exec/" + session + "/" + what + "?" + Query(q), data);
+    if (!r.ok()) return Result<ApiReply>(r.status());
+    return r;
+  };
+  while (finished < readers.size()) {
+    int timeout = -1;
+    if (opts.touch_job != 0) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      next_touch - std::chrono::steady_clock::now())
+                      .count();
+      timeout = static_cast<int>(std::max<int64_t>(0, left));
+    }
+    struct pollfd fds[3] = {{done[0], POLLIN, 0},
+                            {signals.read_fd(), POLLIN, 0},
+                            {stdin_open && hangup == 0 ? 0 : -1, POLLIN, 0}};
+    int n = poll(fds, 3, timeout);
+    if (n < 0 && errno != EINTR) break;
+    if (fds[0].revents & POLLIN) {
+      char b;
+      if (read(done[0], &b, 1) == 1) ++finished;
+      continue;
+    }
+    if (fds[1].revents & POLLIN) {
+      unsigned char sig = 0;
+      while (read(signals.read_fd(), &sig, 1) == 1) {
+        if (sig == SIGWINCH && opts.pty && WindowSize(&rows, &cols)) {
+          (void)post("resize", {{"rows", std::to_string(rows)}, {"cols", std::to_string(cols)}},
+                     "");
+        } else if (sig == SIGTERM || sig == SIGHUP) {
+          hangup = sig;
+        } else if (sig != SIGWINCH) {
+          (void)post("signal", {{"signal", std::to_string(sig)}}, "");
+        }
+      }
+      if (hangup != 0) break;
+    }
+    if (fds[2].revents & (POLLIN | POLLHUP | POLLERR)) {
+      char buf[16384];
+      ssize_t got = read(0, buf, sizeof(buf));
+      if (got > 0) {
+        typed = true;
+        auto r = post("input", {{"offset", std::to_string(input_offset)}},
+                      std::string(buf, static_cast<size_t>(got)));
+        if (r.ok() && r->status == 200) {
+          input_offset += got;
+        } else if (r.ok() && r->status == 409) {
+          stdin_open = false;  // the command has exited: its output will say so
+        }
+      } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+        stdin_open = false;
+        (void)post("input", {{"offset", std::to_string(input_offset)}, {"eof", "1"}}, "");
+      }
+    }
+    if (opts.touch_job != 0 && std::chrono::steady_clock::now() >= next_touch) {
+      next_touch = std::chrono::steady_clock::now() + std::chrono::milliseconds(touch_every);
+      auto r = api.Call(
+          "POST",
+          "/v1/jobs/" + std::to_string(opts.touch_job) + "/touch?typed=" + (typed ? "1" : "0"), "");
+      typed = false;
+      if (r.ok() && r->status == 200) {
+        Json t = Json::parse(r->body, nullptr, false);
+        // Well within the head's inactive limit, whatever it is.
+        int64_t limit = t.is_object() ? t.value("inactive_limit_ms", int64_t{0}) : 0;
+        if (limit > 0) {
+          touch_every = std::clamp<int64_t>(limit / 4, 250, opts.touch_every_ms);
+          next_touch = std::chrono::steady_clock::now() + std::chrono::milliseconds(touch_every);
+        }
+        bool idle = t.is_object() && t.contains("idle_stop_at") && t["idle_stop_at"].is_number();
+        if (idle && !warned) {
+          int64_t left_s = (t["idle_stop_at"].get<int64_t>() - ctx.now()) / 1000;
+          WriteAll(2, nl + "corral " + name +
+                          ": this session is idle (no input, GPUs unused); "
+                          "it ends in " +
+                          std::to_string(std::max<int64_t>(0, left_s)) + "s unless used" + nl);
+        }
+        warned = idle;
+      }
+    }
+  }
+  // Ends the session on the node (a no-op for one whose command has exited) and stops the
+  // output threads, which then see it gone.
+  (void)api.Call("DELETE", "/v1/exec/" + session, "");
+  for (std::thread& t : readers) t.join();
+  close(done[0]);
+  close(done[1]);
+  raw.reset();
+  if (hangup != 0) return 128 + hangup;
+  std::lock_guard lock(outcome.mu);
+  if (outcome.exit_code >= 0) return outcome.exit_code;
+  WriteAll(2, "corral " + name + ": lost the session: " +
+                  (outcome.lost.empty() ? std::string("no exit status") : outcome.lost) + "\n");
+  return kExitLost;
+}
+
+}  // namespace corral::cli

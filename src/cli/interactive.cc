@@ -1,0 +1,237 @@
+// corral exec and corral run: commands inside a job's allocation (docs/interactive.md).
+#include <signal.h>
+
+#include <atomic>
+#include <ostream>
+
+#include "cli/commands.h"
+#include "cli/exec_client.h"
+#include "core/spec.h"
+
+namespace corral::cli {
+namespace {
+
+constexpr DurationMs kPendingPollMs = 500;
+
+// Set by SIGINT, SIGTERM and SIGHUP while `corral run` waits for its allocation: the session is
+// then cancelled rather than left to the inactive limit.
+std::atomic<int> g_interrupted{0};
+extern "C" void OnInterrupt(int sig) { g_interrupted = sig; }
+
+class InterruptWatch {
+ public:
+  InterruptWatch() {
+    g_interrupted = 0;
+    for (int s : {SIGINT, SIGTERM, SIGHUP}) {
+      struct sigaction sa {};
+      sa.sa_handler = OnInterrupt;
+      sigemptyset(&sa.sa_mask);
+      struct sigaction old {};
+      if (sigaction(s, &sa, &old) == 0) saved_.emplace_back(s, old);
+    }
+  }
+  ~InterruptWatch() {
+    for (auto& [s, old] : saved_) (void)sigaction(s, &old, nullptr);
+  }
+  InterruptWatch(const InterruptWatch&) = delete;
+  InterruptWatch& operator=(const InterruptWatch&) = delete;
+
+ private:
+  std::vector<std::pair<int, struct sigaction>> saved_;
+};
+
+std::string EndReason(const Json& job) {
+  if (job.contains("runs") && job["runs"].is_array() && !job["runs"].empty()) {
+    std::string r = job["runs"].back().value("reason", "");
+    if (!r.empty()) return r;
+  }
+  if (job.contains("events") && job["events"].is_array() && !job["events"].empty()) {
+    return job["events"].back().value("reason", "");
+  }
+  return "";
+}
+
+Result<std::map<std::string, std::string>> EnvFlags(const ParsedArgs& args) {
+  std::map<std::string, std::string> env;
+  for (const std::string& kv : args.All("env")) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidArgument("flag --env: got \"" + kv + "\", want KEY=VALUE");
+    }
+    env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+}  // namespace
+
+int RunExec(const std::vector<std::string>& argv, CliContext& ctx) {
+  static const std::vector<FlagDef> kFlags = {
+      {"replica", 'r', true}, {"pty", 't', false}, {"env", 'e', true}};
+  auto parsed = ParseArgs(argv, kFlags, /*stop_at_positional=*/false);
+  if (!parsed.ok()) return UsageError(ctx, "exec", parsed.status().message());
+  const ParsedArgs& args = *parsed;
+  if (args.Has("help")) {
+    *ctx.out << CommandUsage("exec") << "\n";
+    return kExitOk;
+  }
+  std::vector<std::string> positional = args.positional;
+  if (positional.empty()) return UsageError(ctx, "exec", "no job given");
+  auto id = ParseJobId(positional[0]);
+  if (!id) return UsageError(ctx, "exec", "job: got \"" + positional[0] + "\", want a job id");
+  ExecOptions opts;
+  opts.command.assign(positional.begin() + 1, positional.end());
+  opts.command.insert(opts.command.end(), args.rest.begin(), args.rest.end());
+  if (opts.command.empty()) {
+    return UsageError(ctx, "exec", "no command given: `corral exec ID -- CMD [ARGS...]`");
+  }
+  if (args.Has("replica")) {
+    auto r = ParseJobId(args.Get("replica"));
+    if (args.Get("replica") == "0") {
+      opts.replica = 0;
+    } else if (!r || *r > 4095) {
+      return UsageError(ctx, "exec",
+                        "flag --replica: got \"" + args.Get("replica") + "\", want 0..4095");
+    } else {
+      opts.replica = static_cast<int32_t>(*r);
+    }
+  }
+  opts.pty = args.Has("pty");
+  auto env = EnvFlags(args);
+  if (!env.ok()) return UsageError(ctx, "exec", env.status().message());
+  opts.env = *env;
+  return RunInJob(ctx, *id, opts);
+}
+
+namespace {
+
+// The spec of an interactive session from submit's flags: the allocation's own process only
+// holds it (the command runs beside it, through exec).
+Result<Json> SessionSpec(const ParsedArgs& given, const std::string& name, CliContext& ctx) {
+  if (given.Has("array")) return InvalidArgument("flag --array: an interactive session is one job");
+  ParsedArgs args = given;
+  args.rest = {"sleep", "infinity"};
+  auto spec = BuildSubmitSpec(args, ctx.cwd, ctx.env);
+  if (!spec.ok()) return spec.status();
+  (*spec)["name"] = spec->value("name", given.rest.empty() ? name : given.rest[0]);
+  return MakeSessionSpec(*spec);
+}
+
+}  // namespace
+
+Json MakeSessionSpec(Json spec) {
+  spec["command"] = {"sleep", "infinity"};
+  spec["kind"] = "interactive";
+  spec.erase("batch");
+  spec.erase("array");
+  return spec;
+}
+
+int RunInteractiveSession(const Json& spec, const std::vector<std::string>& command, bool pty,
+                          CliContext& ctx, const std::string& name, const std::string& user) {
+  auto valid = ParseJobSpec(spec);
+  if (!valid.ok()) {
+    PrintError(ctx, name, valid.status().message());
+    return kExitUsage;
+  }
+  auto id = StartSession(spec, ctx, name, user);
+  if (!id.ok()) return g_interrupted != 0 ? 128 + g_interrupted.load() : kExitError;
+  ApiClient api(ctx);
+  ExecOptions opts;
+  opts.command = command;
+  opts.pty = pty;
+  opts.touch_job = *id;
+  opts.command_name = name;
+  int rc = RunInJob(ctx, *id, opts);
+  (void)api.Call("POST", "/v1/jobs/" + std::to_string(*id) + "/cancel", "");  // its allocation goes
+  return rc;
+}
+
+Result<JobId> StartSession(const Json& spec, CliContext& ctx, const std::string& name,
+                           const std::string& user) {
+  Json body = {{"spec", spec}, {"request_id", NewRequestId()}};
+  if (!user.empty()) body["user"] = user;
+  ApiClient api(ctx);
+  auto reply = api.CallJson("POST", "/v1/jobs", body.dump());
+  if (!reply.ok()) {
+    // Resources that can never fit, a queue the user may not use: said at once.
+    PrintError(ctx, name, reply.status().message());
+    return reply.status();
+  }
+  const JobId id = reply->contains("job") ? (*reply)["job"].value("id", JobId{0}) : 0;
+  if (id == 0) {
+    PrintError(ctx, name, "the head's answer names no job: " + reply->dump());
+    return Internal("no job id");
+  }
+  const std::string path = "/v1/jobs/" + std::to_string(id);
+  auto cancel = [&] { (void)api.Call("POST", path + "/cancel", ""); };
+  {
+    InterruptWatch watch;
+    std::string said;
+    for (;;) {
+      if (g_interrupted != 0) {
+        cancel();
+        *ctx.err << "corral " << name << ": interrupted; session job " << id << " cancelled\n";
+        return FailedPrecondition("interrupted");
+      }
+      // A touch both keeps the waiting session alive and says how it stands.
+      auto t = api.CallJson("POST", path + "/touch", "");
+      if (!t.ok()) {
+        if (t.status().code() == ErrorCode::kUnavailable) {
+          ctx.sleep(kPendingPollMs);
+          continue;
+        }
+        PrintError(ctx, name, "job " + std::to_string(id) + ": " + t.status().message());
+        cancel();
+        return t.status();
+      }
+      const Json job = t->value("job", Json::object());
+      std::string state = job.value("state", "");
+      if (state == "running") break;
+      if (state == "succeeded" || state == "failed" || state == "cancelled") {
+        PrintError(ctx, name,
+                   "session job " + std::to_string(id) + " " + state + ": " + EndReason(job));
+        return FailedPrecondition("ended");
+      }
+      std::string code = job.value("pending_code", "");
+      std::string reason = job.value("pending_reason", "");
+      if (code == "no_fit" || code == "dependency_never") {
+        cancel();
+        PrintError(ctx, name, "session job " + std::to_string(id) + " can never start: " + reason);
+        return FailedPrecondition("never");
+      }
+      std::string now = state == "pending" ? reason : state;
+      if (!now.empty() && now != said) {
+        *ctx.err << "corral " << name << ": job " << id << " "
+                 << (state == "pending" ? "pending: " : "") << now << "\n";
+        ctx.err->flush();
+        said = now;
+      }
+      ctx.sleep(kPendingPollMs);
+    }
+  }
+  return id;
+}
+
+int RunRun(const std::vector<std::string>& argv, CliContext& ctx) {
+  std::vector<FlagDef> flags = SubmitFlags();
+  flags.push_back({"pty", 't', false});
+  auto parsed = ParseArgs(argv, flags, /*stop_at_positional=*/true);
+  if (!parsed.ok()) return UsageError(ctx, "run", parsed.status().message());
+  const ParsedArgs& args = *parsed;
+  if (args.Has("help")) {
+    *ctx.out << CommandUsage("run") << "\n";
+    return kExitOk;
+  }
+  if (args.rest.empty()) {
+    return UsageError(ctx, "run", "no command given: `corral run [--gpus N] [--pty] -- CMD`");
+  }
+  for (const char* f : {"file", "dry-run", "parsable", "dependency"}) {
+    if (args.Has(f)) return UsageError(ctx, "run", std::string("flag --") + f + ": not for run");
+  }
+  auto spec = SessionSpec(args, "run", ctx);
+  if (!spec.ok()) return UsageError(ctx, "run", spec.status().message());
+  return RunInteractiveSession(*spec, args.rest, args.Has("pty"), ctx, "run", args.Get("user"));
+}
+
+}  // namespace corral::cli

@@ -1,0 +1,123 @@
+// corral run and corral exec against a fake head: what they send, and how they fail before a
+// session starts (the sessions themselves run in tests/interactive_test.cc, on real terminals).
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "cli/commands.h"
+
+namespace corral::cli {
+namespace {
+
+struct Sent {
+  std::string method, path, body;
+};
+
+class FakeHead : public ApiTransport {
+ public:
+  Result<ApiReply> Call(const std::string& method, const std::string& path,
+                        const std::string& body) override {
+    sent.push_back({method, path, body});
+    return answer(sent.back());
+  }
+  std::vector<Sent> sent;
+  std::function<ApiReply(const Sent&)> answer;
+};
+
+ApiReply Reply(int status, const Json& body) {
+  return ApiReply{status, "application/json", body.dump(), {}};
+}
+
+struct Harness {
+  std::shared_ptr<FakeHead> head = std::make_shared<FakeHead>();
+  std::ostringstream out, err;
+  CliContext ctx;
+  Harness() {
+    ctx.out = &out;
+    ctx.err = &err;
+    ctx.env = [](const std::string& k) -> std::optional<std::string> {
+      if (k == "USER") return std::string("ana");
+      return std::nullopt;
+    };
+    ctx.addr = "http://head:7070";
+    ctx.connect = [this]() -> Result<std::shared_ptr<ApiTransport>> {
+      return std::shared_ptr<ApiTransport>(head);
+    };
+    ctx.now = [] { return TimeMs{1000}; };
+    ctx.sleep = [](DurationMs) {};
+    ctx.cwd = "/home/ana";
+  }
+};
+
+TEST(RunCommandTest, SubmitsAnInteractiveSessionThatCanNeverStartAndSaysWhy) {
+  Harness h;
+  h.head->answer = [](const Sent& s) {
+    if (s.path == "/v1/jobs") return Reply(201, {{"job", {{"id", 9}}}});
+    if (s.path == "/v1/jobs/9/touch") {
+      return Reply(200, {{"job",
+                          {{"id", 9},
+                           {"state", "pending"},
+                           {"pending_code", "no_fit"},
+                           {"pending_reason", "no node has 3 GPUs of model H100"}}}});
+    }
+    return Reply(200, {{"job", {{"id", 9}, {"state", "cancelled"}}}});
+  };
+  int code =
+      RunCommand("run", {"--gpus", "3", "--gpu-model", "H100", "--pty", "--", "bash"}, h.ctx);
+  EXPECT_EQ(code, 1) << h.err.str();
+  ASSERT_GE(h.head->sent.size(), 3u);
+  Json body = Json::parse(h.head->sent[0].body);
+  EXPECT_EQ(body["spec"]["kind"], "interactive");
+  EXPECT_EQ(body["spec"]["gpus"], 3);
+  EXPECT_EQ(body["spec"]["command"], Json({"sleep", "infinity"})) << "it only holds the allocation";
+  EXPECT_EQ(body["spec"]["name"], "bash");
+  EXPECT_NE(h.err.str().find("can never start: no node has 3 GPUs"), std::string::npos)
+      << h.err.str();
+  EXPECT_EQ(h.head->sent.back().path, "/v1/jobs/9/cancel") << "and it is cancelled";
+}
+
+TEST(RunCommandTest, ARefusedSubmissionFailsAtOnce) {
+  Harness h;
+  h.head->answer = [](const Sent&) {
+    return Reply(400, {{"error",
+                        {{"code", "invalid_argument"},
+                         {"message", "job can never fit: it asks 64 GPUs a replica"}}}});
+  };
+  EXPECT_EQ(RunCommand("run", {"--gpus", "64", "--", "true"}, h.ctx), 1);
+  EXPECT_NE(h.err.str().find("never fit"), std::string::npos) << h.err.str();
+  EXPECT_EQ(h.head->sent.size(), 1u) << "nothing waits";
+}
+
+TEST(RunCommandTest, BadUsageChangesNothing) {
+  Harness h;
+  h.head->answer = [](const Sent&) { return Reply(500, Json::object()); };
+  EXPECT_EQ(RunCommand("run", {"--gpus", "1"}, h.ctx), kExitUsage);
+  EXPECT_EQ(RunCommand("run", {"--array", "0-3", "--", "true"}, h.ctx), kExitUsage);
+  EXPECT_EQ(RunCommand("exec", {}, h.ctx), kExitUsage);
+  EXPECT_EQ(RunCommand("exec", {"x1", "--", "true"}, h.ctx), kExitUsage);
+  EXPECT_EQ(RunCommand("exec", {"4"}, h.ctx), kExitUsage);
+  EXPECT_EQ(RunCommand("exec", {"4", "--replica", "-1", "--", "true"}, h.ctx), kExitUsage);
+  EXPECT_TRUE(h.head->sent.empty());
+}
+
+TEST(ExecCommandTest, SaysWhyTheHeadRefused) {
+  Harness h;
+  h.head->answer = [](const Sent&) {
+    return Reply(403, {{"error",
+                        {{"code", "permission_denied"},
+                         {"message",
+                          "running commands inside job 4 is for its owner (bob), the "
+                          "admins of queue default and admins, not ana"}}}});
+  };
+  EXPECT_EQ(RunCommand("exec", {"4", "--replica", "1", "--", "nvidia-smi", "-L"}, h.ctx), 1);
+  ASSERT_EQ(h.head->sent.size(), 1u);
+  EXPECT_EQ(h.head->sent[0].path, "/v1/jobs/4/exec");
+  Json body = Json::parse(h.head->sent[0].body);
+  EXPECT_EQ(body["command"], Json({"nvidia-smi", "-L"}));
+  EXPECT_EQ(body["replica"], 1);
+  EXPECT_EQ(body["pty"], false);
+  EXPECT_NE(h.err.str().find("is for its owner (bob)"), std::string::npos) << h.err.str();
+}
+
+}  // namespace
+}  // namespace corral::cli

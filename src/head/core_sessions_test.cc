@@ -1,0 +1,195 @@
+// Interactive sessions in the core (core_sessions.cc) on virtual time: who may exec into a job,
+// the inactive limit for sessions whose client is gone, and idle culling by queue.
+#include <set>
+
+#include "head/core_scenario.h"
+
+namespace corral::head::core_test {
+namespace {
+
+class Sessions : public Scenario {
+ protected:
+  JobSpec Session(int gpus, const std::string& queue = "default") {
+    JobSpec s = Spec(gpus);
+    s.command = {"sleep", "infinity"};
+    s.interactive = true;
+    s.queue = queue;
+    return s;
+  }
+  void SetIdleTimeout(const std::string& queue, DurationMs timeout) {
+    QueueConfig q{queue, 0, -1, 1.0};
+    q.idle_timeout_ms = timeout;
+    ASSERT_TRUE(core().SetQueue(kAdmin, q, now()).ok());
+    Step();
+  }
+  // One sync of n1 reporting `running` as running, its GPUs 0..3 at `percent`, then a tick.
+  void Sample(const std::vector<Job>& running, int32_t percent) {
+    SyncRequest req;
+    req.node = "n1";
+    req.agent_epoch = epochs_["n1"];
+    for (const Job& j : running) req.runs.push_back(Running(Get(j.id)));
+    for (int32_t i = 0; i < 4; ++i) req.gpu_samples.push_back({i, percent, 0});
+    ASSERT_TRUE(*core().Report(Caller::Node("n1"), req, now()));
+    core().Tick(now());
+    Step();
+  }
+  // Moves time on by `ms`, a minute at a time: every client in `running` touches its session
+  // (typing in those of `typing`), and n1 syncs with its GPUs at `percent`, then a tick.
+  void Pass(DurationMs ms, const std::vector<Job>& running, int32_t percent,
+            const std::set<JobId>& typing = {}) {
+    for (DurationMs left = ms; left > 0; left -= kMinute) {
+      now() += std::min(left, kMinute);
+      for (const Job& j : running) Touch(j, typing.count(j.id) > 0);
+      Sample(running, percent);
+    }
+  }
+  void Touch(const Job& j, bool typed) {
+    ASSERT_TRUE(core().TouchSession(kAna, j.id, typed, now()).ok());
+    Step();
+  }
+  int Warnings(JobId id) {
+    int n = 0;
+    for (const auto& e : Get(id).events) n += e.what == "idle warning";
+    return n;
+  }
+  bool StopRequested(JobId id) { return Get(id).CurrentRun()->stop_requested; }
+};
+
+// What rests on observations a new leadership starts afresh (when a client was last heard
+// from, GPU samples, terminal input) runs on a live core only: a skip would fail CI.
+class LiveSessions : public Sessions {};
+
+TEST_P(Sessions, OnlyTheOwnerQueueAdminsAndAdminsMayExec) {
+  Register("n1", 4);
+  Job job = Submit(Spec(1));
+  auto early = core().OpenExec(kAna, job.id, 0, now());
+  EXPECT_EQ(early.status().code(), ErrorCode::kFailedPrecondition) << "not running yet";
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(job.id))}));
+  auto mine = core().OpenExec(kAna, job.id, 0, now());
+  ASSERT_TRUE(mine.ok()) << mine.status().ToString();
+  EXPECT_EQ(mine->node, "n1");
+  EXPECT_EQ(mine->address, "n1.example:7071");
+  EXPECT_EQ(mine->run_id, ToString(RunId{job.id, 1}));
+  auto bobs = core().OpenExec(kBob, job.id, 0, now());
+  ASSERT_EQ(bobs.status().code(), ErrorCode::kPermissionDenied);
+  EXPECT_NE(bobs.status().message().find("its owner (ana)"), std::string::npos)
+      << bobs.status().message();
+  EXPECT_NE(bobs.status().message().find("not bob"), std::string::npos);
+  Caller lead = Caller::User("lead", Role::kQueueAdmin);
+  lead.queues = {"default"};
+  EXPECT_TRUE(core().OpenExec(lead, job.id, 0, now()).ok());
+  EXPECT_TRUE(core().OpenExec(kAdmin, job.id, 0, now()).ok());
+  EXPECT_EQ(core().OpenExec(kAna, job.id, 1, now()).status().code(), ErrorCode::kInvalidArgument);
+}
+
+TEST_P(LiveSessions, ASessionWhoseClientIsGoneEndsAfterTheInactiveLimit) {
+  Register("n1", 1);
+  const DurationMs limit = core().config().inactive_limit_ms;
+  Job batch = Submit(Spec(1));
+  Job waiting = Submit(Session(1));  // waits behind the batch job
+  Schedule();
+  ASSERT_NE(Get(batch.id).CurrentRun(), nullptr);
+  Sample({batch}, 50);
+  now() += limit - kSecond;
+  Sample({batch}, 50);
+  Touch(waiting, false);  // its client is there, waiting
+  now() += limit - kSecond;
+  Sample({batch}, 50);  // (each sync keeps n1 alive; each sample ends with a tick)
+  EXPECT_EQ(Get(waiting.id).state, JobState::kPending) << "touched within the limit";
+  now() += 2 * kSecond;
+  Sample({batch}, 50);
+  ASSERT_EQ(Get(waiting.id).state, JobState::kCancelled);
+  EXPECT_NE(Get(waiting.id).events.back().reason.find("its client has not been heard from"),
+            std::string::npos)
+      << Get(waiting.id).events.back().reason;
+  EXPECT_FALSE(StopRequested(batch.id)) << "a batch job is never ended for that";
+  EXPECT_EQ(core().TouchSession(kAna, batch.id, false, now()).status().code(),
+            ErrorCode::kFailedPrecondition)
+      << "a batch job is no session";
+  // A running session: its run is stopped, cancelled, with the reason.
+  ASSERT_TRUE(*Report("n1", {Exited(Get(batch.id), 0, 0)}));
+  Job running = Submit(Session(1));
+  Schedule();
+  ASSERT_NE(Get(running.id).CurrentRun(), nullptr) << Get(running.id).pending_reason;
+  Sample({running}, 50);
+  now() += limit - kSecond;
+  ASSERT_TRUE(core().OpenExec(kAna, running.id, 0, now()).ok());  // an exec is heard from, too
+  Step();
+  now() += limit - kSecond;
+  Sample({running}, 50);
+  EXPECT_FALSE(StopRequested(running.id));
+  now() += 2 * kSecond;
+  Sample({running}, 50);
+  ASSERT_TRUE(StopRequested(running.id));
+  EXPECT_EQ(Get(running.id).CurrentRun()->reason.rfind("cancelled: its client", 0), 0u)
+      << Get(running.id).CurrentRun()->reason;
+  auto touch = core().TouchSession(kBob, running.id, false, now());
+  EXPECT_EQ(touch.status().code(), ErrorCode::kPermissionDenied);
+}
+
+TEST_P(LiveSessions, AnIdleSessionIsWarnedThenEndedWithTheReason) {
+  Register("n1", 4);
+  const DurationMs timeout = 20 * kMinute;
+  SetIdleTimeout("dev", timeout);
+  Job idle = Submit(Session(1, "dev"));
+  Job typing = Submit(Session(1, "dev"));
+  Job elsewhere = Submit(Session(1));  // queue default has no idle_timeout
+  Schedule();
+  std::vector<Job> all = {idle, typing, elsewhere};
+  Sample(all, 0);  // they start
+  Sample(all, 0);  // and their GPUs are idle from now
+  Pass(timeout - kMinute, all, 0, {typing.id});
+  EXPECT_EQ(Warnings(idle.id), 0) << "not idle long enough";
+  Pass(kMinute, all, 0, {typing.id});
+  EXPECT_EQ(Warnings(idle.id), 1) << "idle for its queue's idle_timeout: warned";
+  auto status = core().TouchSession(kAna, idle.id, false, now());
+  ASSERT_TRUE(status.ok());
+  EXPECT_GT(status->idle_stop_at, now()) << "the client learns when it ends";
+  EXPECT_EQ(Warnings(typing.id), 0) << "its user types";
+  EXPECT_EQ(Warnings(elsewhere.id), 0);
+  const DurationMs warning = std::min(core().config().idle_stop_warning_ms, timeout);
+  Pass(warning - kMinute, all, 0, {typing.id});
+  EXPECT_FALSE(StopRequested(idle.id)) << "not before the warning period is over";
+  Pass(kMinute, all, 0, {typing.id});
+  ASSERT_TRUE(StopRequested(idle.id));
+  const std::string reason = Get(idle.id).CurrentRun()->reason;
+  EXPECT_EQ(reason.rfind("cancelled: idle for", 0), 0u) << reason;
+  EXPECT_NE(reason.find("no terminal input and its GPUs under 1% use"), std::string::npos)
+      << reason;
+  EXPECT_NE(reason.find("queue dev's idle_timeout is"), std::string::npos) << reason;
+  EXPECT_FALSE(StopRequested(typing.id));
+  EXPECT_FALSE(StopRequested(elsewhere.id));
+}
+
+TEST_P(LiveSessions, BusyGpusOrTypingForgiveAWarnedSession) {
+  Register("n1", 4);
+  const DurationMs timeout = 20 * kMinute;
+  const DurationMs warning = core().config().idle_stop_warning_ms;
+  SetIdleTimeout("dev", timeout);
+  Job s = Submit(Session(1, "dev"));
+  Schedule();
+  Sample({s}, 0);
+  Sample({s}, 0);
+  Pass(timeout, {s}, 0);
+  ASSERT_EQ(Warnings(s.id), 1);
+  Pass(warning + kMinute, {s}, 80);  // its GPU works again: forgiven
+  EXPECT_FALSE(StopRequested(s.id));
+  // Idle again from its first idle sample (a minute in): a whole timeout before a second warning.
+  Pass(timeout, {s}, 0);
+  EXPECT_EQ(Warnings(s.id), 1);
+  Pass(kMinute, {s}, 0);
+  EXPECT_EQ(Warnings(s.id), 2);
+  Pass(warning + kMinute, {s}, 0, {s.id});  // typing forgives it as well
+  EXPECT_FALSE(StopRequested(s.id));
+}
+
+INSTANTIATE_TEST_SUITE_P(Head, Sessions, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return i.param ? "Recovered" : "Live";
+                         });
+INSTANTIATE_TEST_SUITE_P(Head, LiveSessions, ::testing::Values(false),
+                         [](const auto&) { return "Live"; });
+
+}  // namespace
+}  // namespace corral::head::core_test

@@ -1,0 +1,233 @@
+// Interactive sessions against a real local cluster (docs/interactive.md): `corral run --pty`
+// driven through a real terminal (tests/interactive/pty_session.py), `corral exec` into a
+// running job, who may exec, salloc + srun through the Slurm shims, a lost client's session
+// freed after the inactive limit, a session that can never start, and idle culling.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "cluster_fixture.h"
+
+namespace corral::testing {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr char kPython[] = "/usr/bin/python3";
+
+bool Skip(const std::string& why) {
+  if (const char* ci = getenv("CI"); ci != nullptr && std::string(ci) == "true") {
+    ADD_FAILURE() << "CI must run this: " << why;
+    return true;
+  }
+  GTEST_LOG_(INFO) << "skipped: " << why;
+  return true;
+}
+
+class Interactive : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    // A short inactive limit, so that a lost client's session goes within the test.
+    cluster_ = new LocalCluster("interactive", 1, 2,
+                                {"--inactive-limit", "5s", "--idle-stop-warning", "2s"});
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  LocalCluster& c() { return *cluster_; }
+  std::map<std::string, std::string> Env(const std::string& token = "") {
+    std::map<std::string, std::string> env = {{"CORRAL_ADDR", c().addr()},
+                                              {"CORRAL_TOKEN", token.empty() ? c().token() : token},
+                                              {"CORRAL_CONFIG", c().dir() + "/no-config.json"}};
+    if (c().tls()) env["CORRAL_CA"] = c().ca_path();
+    return env;
+  }
+  Json Job(const std::string& id) {
+    auto r = c().Corral({"show", id, "-o", "json"});
+    Json j = Json::parse(r.out, nullptr, false);
+    return j.is_object() && j.contains("job") ? j["job"] : j;
+  }
+  std::string State(const std::string& id) { return Job(id).value("state", ""); }
+  bool WaitState(const std::string& id, const std::string& state, int ms = 20000) {
+    return WaitUntil(ms, [&] { return State(id) == state; });
+  }
+  std::string Log(const std::string& id) { return c().Corral({"logs", id}).out; }
+
+  static LocalCluster* cluster_;
+};
+
+LocalCluster* Interactive::cluster_ = nullptr;
+
+TEST_F(Interactive, RunPtyIsARealTerminal) {
+  if (access(kPython, X_OK) != 0 && Skip("no /usr/bin/python3")) return;
+  auto env = Env();
+  env["TERM"] = "xterm";
+  auto r =
+      RunCommand({kPython, std::string(CORRAL_SOURCE_DIR) + "/tests/interactive/pty_session.py",
+                  "run", CorralBin(), "run", "--pty", "--"},
+                 env);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  // The session's job ends with its client, and holds nothing (its stop takes the agent a
+  // moment to confirm).
+  std::string left;
+  EXPECT_TRUE(WaitUntil(10000, [&] {
+    auto jobs = Json::parse(c().Corral({"jobs", "-o", "json"}).out, nullptr, false);
+    left.clear();
+    for (const auto& j : jobs.is_array() ? jobs : Json::array()) {
+      if (j["spec"].value("kind", "") == "interactive" && j.value("state", "") == "running") {
+        left += j.dump() + "\n";
+      }
+    }
+    return jobs.is_array() && left.empty();
+  })) << left;
+}
+
+TEST_F(Interactive, ExecRunsInsideARunningJob) {
+  std::string id = c().Submit({"--gpus", "1", "--", "sh", "-c",
+                               "echo job=$CORRAL_JOB_ID; grep -h corral /proc/self/cgroup | sort; "
+                               "echo cgroup-end; exec sleep 120"});
+  ASSERT_TRUE(WaitState(id, "running"));
+  ASSERT_TRUE(WaitUntil(10000, [&] { return Log(id).find("cgroup-end") != std::string::npos; }));
+  std::string job_log = Log(id);
+  auto r = RunCommand({CorralBin(), "exec", id, "--", "sh", "-c",
+                       "echo job=$CORRAL_JOB_ID gpus=$CUDA_VISIBLE_DEVICES; grep -h corral "
+                       "/proc/self/cgroup | sort; echo cgroup-end; echo to-stderr >&2; exit 3"},
+                      Env());
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("job=" + id + " gpus="), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("to-stderr"), std::string::npos) << r.err;
+  // The same cgroups as the job's own process (none listed where the node has no cgroups).
+  auto groups = [](const std::string& text) {
+    std::string g = text.substr(0, text.find("cgroup-end"));
+    return g.substr(g.find('\n') + 1);
+  };
+  EXPECT_EQ(groups(r.out), groups(job_log)) << "exec:\n" << r.out << "job:\n" << job_log;
+  // Input reaches the command, and its end closes the command's input.
+  auto piped = RunCommand(
+      {"/bin/sh", "-c", "printf 'one\\ntwo\\n' | " + CorralBin() + " exec " + id + " -- wc -l"},
+      Env());
+  EXPECT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_NE(piped.out.find("2"), std::string::npos) << piped.out;
+  EXPECT_EQ(State(id), "running") << "the job is not disturbed";
+
+  // Someone else's job: 403, saying why.
+  auto token = c().Corral({"token", "create", "--user", "mallory"});
+  ASSERT_EQ(token.exit_code, 0) << token.err;
+  std::string secret = token.out.substr(token.out.rfind(' ') + 1);
+  while (!secret.empty() && secret.back() == '\n') secret.pop_back();
+  auto refused = RunCommand({CorralBin(), "exec", id, "--", "true"}, Env(secret));
+  EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find("is for its owner"), std::string::npos) << refused.err;
+  std::string audit;
+  WaitUntil(5000, [&] {
+    std::ifstream in(c().head_dir() + "/audit.log");
+    std::stringstream s;
+    s << in.rdbuf();
+    audit = s.str();
+    return audit.find("/exec") != std::string::npos;
+  });
+  EXPECT_NE(audit.find("\"status\":403"), std::string::npos) << audit;
+  c().Corral({"cancel", id});
+}
+
+TEST_F(Interactive, SallocHoldsAnAllocationForSrunSteps) {
+  std::string shims = c().dir() + "/shims";
+  ASSERT_EQ(c().Corral({"slurm", "install-shims", shims}).exit_code, 0);
+  auto env = Env();
+  env["PATH"] = shims + ":" + (getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+  auto r = RunCommand({shims + "/salloc", "-N", "1", "sh", "-c",
+                       "srun hostname; srun printenv CORRAL_JOB_ID; echo slurm=$SLURM_JOB_ID"},
+                      env);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  EXPECT_NE(r.out.find(std::string(host) + "\n"), std::string::npos) << r.out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("slurm=([0-9]+)"))) << r.out;
+  EXPECT_NE(r.out.find(m[1].str() + "\n"), std::string::npos)
+      << "srun ran inside the allocation: " << r.out;
+  EXPECT_NE(r.err.find("Granted job allocation " + m[1].str()), std::string::npos) << r.err;
+  EXPECT_TRUE(WaitUntil(10000, [&] { return State(m[1].str()) == "cancelled"; }))
+      << "salloc's end gives the allocation back";
+}
+
+TEST_F(Interactive, SrunPtyRunsInASession) {
+  if (access(kPython, X_OK) != 0 && Skip("no /usr/bin/python3")) return;
+  std::string shims = c().dir() + "/shims2";
+  ASSERT_EQ(c().Corral({"slurm", "install-shims", shims}).exit_code, 0);
+  auto r =
+      RunCommand({kPython, std::string(CORRAL_SOURCE_DIR) + "/tests/interactive/pty_session.py",
+                  "srun", shims + "/srun", "--pty"},
+                 Env());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST_F(Interactive, ALostClientFreesItsSessionAfterTheInactiveLimit) {
+  std::string batch = c().Submit({"--", "sleep", "120"});
+  auto env = Env();
+  std::vector<std::string> argv = {"/usr/bin/env"};
+  for (const auto& [k, v] : env) argv.push_back(k + "=" + v);
+  argv.insert(argv.end(),
+              {CorralBin(), "run", "--gpus", "1", "--name", "lost", "--", "sleep", "600"});
+  Daemon client(argv, c().dir() + "/lost-client.log");
+  std::string id;
+  ASSERT_TRUE(WaitUntil(20000, [&] {
+    auto jobs =
+        Json::parse(c().Corral({"jobs", "--state", "running", "-o", "json"}).out, nullptr, false);
+    for (const auto& j : jobs) {
+      if (j["spec"].value("name", "") == "lost") id = std::to_string(j["id"].get<uint64_t>());
+    }
+    return !id.empty();
+  }));
+  client.Kill(SIGKILL);
+  auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WaitState(id, "cancelled", 20000)) << Job(id).dump();
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(took, 20.0);
+  std::string reason = Job(id)["runs"].back().value("reason", "");
+  EXPECT_NE(reason.find("its client has not been heard from"), std::string::npos) << reason;
+  EXPECT_EQ(State(batch), "running") << "a batch job is never ended for that";
+  c().Corral({"cancel", batch});
+}
+
+TEST_F(Interactive, ASessionThatCanNeverStartFailsAtOnce) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = RunCommand({CorralBin(), "run", "--gpus", "64", "--", "true"}, Env());
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("never fit"), std::string::npos) << r.err;
+  EXPECT_LT(took, 5.0);
+}
+
+TEST_F(Interactive, AnIdleSessionIsCulledWithTheReason) {
+  ASSERT_EQ(c().Corral({"queues", "set", "idle", "--idle-timeout", "2s"}).exit_code, 0);
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = RunCommand(
+      {CorralBin(), "run", "--queue", "idle", "--name", "idler", "--", "sleep", "120"}, Env());
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+  EXPECT_LT(took, 60.0) << "ended by its queue's idle_timeout, not by sleep";
+  auto jobs = Json::parse(c().Corral({"jobs", "-o", "json"}).out, nullptr, false);
+  std::string reason;
+  for (const auto& j : jobs) {
+    if (j["spec"].value("name", "") == "idler" && !j["runs"].empty()) {
+      reason = j["runs"].back().value("reason", "");
+      bool warned = false;
+      for (const auto& e : j["events"]) warned = warned || e.value("what", "") == "idle warning";
+      EXPECT_TRUE(warned) << j.dump();
+    }
+  }
+  EXPECT_NE(reason.find("idle for"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("no terminal input"), std::string::npos) << reason;
+}
+
+}  // namespace
+}  // namespace corral::testing
