@@ -473,7 +473,7 @@ TEST(AuthMatrix, EveryEndpointForEveryKindOfCaller) {
     std::string join;
     std::getline(join_file, join);
     auto r = RunCommand({"/usr/bin/curl", "-s", "-H", "Authorization: Bearer " + join, "-d",
-                         R"({"name":"matrix-node","cpu_milli":1000,"memory_mb":1024})",
+                         R"({"name":"matrix-node","cpu_milli":1000,"memory_mb":1024,"protocol":2})",
                          c.addr() + "/v1/agent/register"});
     who["node"] = Json::parse(r.out, nullptr, false).value("node_token", "");
     ASSERT_FALSE(who["node"].empty()) << r.out;
