@@ -30,7 +30,7 @@ packages() {  # VERSION
   (cd "$src" && VERSION="$1" OUT_DIR="$work/dist-$1" DEB_CXXFLAGS_APPEND=-g0 \
     DEB_BUILD_OPTIONS="noddebs ${DEB_BUILD_OPTIONS:-}" ./scripts/package.sh \
     >"$work/package-$1.log" 2>&1) ||
-    { tail -50 "$work/package-$1.log"; fail "package.sh VERSION=$1"; }
+    { tail -50 "$work/package-$1.log" >&2; fail "package.sh VERSION=$1" >&2; }
   echo "$work/dist-$1"/*_"$1"_*.deb
 }
 port="$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
