@@ -534,7 +534,7 @@ TEST(AuthMatrix, EveryEndpointForEveryKindOfCaller) {
       {"GET", "/v1/usage", "", {"401", "401", "401", "2", "2", "2", "2", "403"}},
       {"POST",
        "/v1/agent/register",
-       R"({"name":"x"})",
+       R"({"name":"x","protocol":2})",
        {"401", "401", "401", "403", "403", "403", "2", "403"}},
       {"POST",
        "/v1/agent/sync",

@@ -24,6 +24,7 @@ const DOWN = new Set(["down", "unreachable"]);
 
 // [{node, state, gpus: [{index, model, util (null: unmeasured), memUsed, memTotal,
 //   jobs: [id...], shares: [{job, owner, milli, memory_mb, isolation}], sharedMilli,
+//   health: "ok"|"warn"|"critical", healthReason, drain: {source, reason, since} or null,
 //   status: "allocated"|"free"|"unavailable"|"down"}]}]
 export function gpuMap(nodes, jobs) {
   const holders = new Map();  // "node/index" -> [job ids]
@@ -44,6 +45,8 @@ export function gpuMap(nodes, jobs) {
     gpus: (n.gpus || []).map((g) => {
       const held = holders.get(n.name + "/" + g.index) || [];
       let status = held.length ? "allocated" : USABLE.has(n.state) ? "free" : "unavailable";
+      // A drained GPU (by an admin, or by its health checks) takes no new runs.
+      if (g.drain && !held.length) status = "unavailable";
       if (DOWN.has(n.state) || g.healthy === false) status = "down";
       return {
         index: g.index,
@@ -54,6 +57,9 @@ export function gpuMap(nodes, jobs) {
         jobs: held,
         shares: g.shares || [],
         sharedMilli: g.shared_milli || 0,
+        health: g.health || "ok",
+        healthReason: g.health_reason || "",
+        drain: g.drain || null,
         status,
       };
     }),

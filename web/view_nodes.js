@@ -25,17 +25,24 @@ function sharesText(g) {
     `job ${s.job} (${s.owner}) ${s.milli} ${s.isolation || "memory"}`).join(", ");
 }
 
+// "health warn: 2 retired pages" / "drained (health): Xid 79 ..."
+function healthText(g) {
+  let t = g.health !== "ok" ? `\nhealth ${g.health}` + (g.healthReason ? `: ${g.healthReason}` : "") : "";
+  if (g.drain) t += `\ndrained (${g.drain.source})` + (g.drain.reason ? `: ${g.drain.reason}` : "");
+  return t;
+}
+
 function cell(node, g) {
   const c = h("a", {
     class: `gpu ${g.status}` + (g.util === null ? " unmeasured" : "") +
-      (g.shares.length ? " shared" : ""),
+      (g.shares.length ? " shared" : "") + ` health-${g.health}` + (g.drain ? " drained" : ""),
     "data-node": node, "data-gpu": g.index,
     href: g.jobs.length ? `#/jobs/${g.jobs[0]}` : undefined,
     title: `${node} GPU ${g.index} ${g.model}\n${g.status}` +
       (g.jobs.length ? ` to job ${g.jobs.join(", ")}` : "") +
       `\nuse ${g.util === null ? "not measured" : g.util + "%"}` +
       (g.memUsed !== undefined ? `, memory ${gib(g.memUsed)} of ${gib(g.memTotal)}` : "") +
-      sharesText(g),
+      sharesText(g) + healthText(g),
   }, h("span", { class: "idx" }, g.index), h("span", { class: "pct" }, g.util === null ? "?" : g.util + "%"),
   g.shares.length ? h("span", { class: "share" }, `${g.sharedMilli / 10}%\u00d7${g.shares.length}`) : false);
   c.style.background = heat(g.util);

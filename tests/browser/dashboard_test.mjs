@@ -107,6 +107,15 @@ try {
   await page.waitForFunction(() => document.querySelectorAll("#heatmap .gpu.allocated").length === 5, WAIT);
   await page.screenshot({ path: `${shots}/dashboard-nodes.png` });
 
+  step("a GPU an admin drains is marked on the map, with why, until undrained");
+  corral("nodes", "drain", "node2", "--gpu", "3", "--reason", "fan noise");
+  await page.waitForFunction(() => {
+    const c = document.querySelector('#heatmap .gpu[data-node="node2"][data-gpu="3"]');
+    return c && c.classList.contains("drained") && c.title.includes("drained (admin)") && c.title.includes("fan noise");
+  }, WAIT);
+  corral("nodes", "undrain", "node2", "--gpu", "3");
+  await page.waitForFunction(() => !document.querySelector("#heatmap .gpu.drained"), WAIT);
+
   step("queues");
   await page.click('nav a[href="#/queues"]');
   await page.waitForSelector('tr[data-queue="default"]', WAIT);
