@@ -510,11 +510,13 @@ void RemoveContainer(const ContainerConfig& config, const std::string& run_dir,
 }
 
 std::string ContainerNote(const std::string& run_dir) {
-  std::string text;
-  if (ReadFile(Dir(run_dir) + "/pulled", &text) || ReadFile(Dir(run_dir) + "/pulling", &text)) {
-    return text;
-  }
-  return "";
+  std::string pulling, pulled;
+  const bool began = ReadFile(Dir(run_dir) + "/pulling", &pulling);
+  const bool ended = ReadFile(Dir(run_dir) + "/pulled", &pulled);
+  // Both once the pull is over, a line each: a pull quicker than the agent's poll must still be
+  // told as begun (the head records each line once).
+  if (began && ended) return pulling + "\n" + pulled;
+  return ended ? pulled : began ? pulling : "";
 }
 
 std::string ContainerError(const std::string& run_dir) {

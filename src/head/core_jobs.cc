@@ -451,16 +451,20 @@ void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const Ru
     Emit(Caller::Node(node), now,
          RunStarted{job.id, run.attempt, r.started_at ? r.started_at : now});
   }
-  if (!r.note.empty()) {
-    // Each note once: a job's events are durable, so a repeated report (or one after a
-    // failover) finds it there.
+  // Each note (a line) once: a job's events are durable, so a repeated report (or one after a
+  // failover) finds it there.
+  for (size_t at = 0; at < r.note.size();) {
+    size_t end = r.note.find('\n', at);
+    if (end == std::string::npos) end = r.note.size();
+    const std::string note = r.note.substr(at, end - at);
+    at = end + 1;
+    if (note.empty()) continue;
     bool known = false;
-    for (const JobEvent& e : job.events) known = known || e.reason == r.note;
-    if (!known) {
-      const bool pulled = r.note.rfind("pulling", 0) != 0;
-      Emit(Caller::Node(node), now,
-           RunNoted{job.id, run.attempt, pulled ? "image pulled" : "pulling image", r.note});
-    }
+    for (const JobEvent& e : state_.jobs.at(job.id).events) known = known || e.reason == note;
+    if (known) continue;
+    const bool pulled = note.rfind("pulling", 0) != 0;
+    Emit(Caller::Node(node), now,
+         RunNoted{job.id, run.attempt, pulled ? "image pulled" : "pulling image", note});
   }
   if (!r.running && r.fenced && run.exit_codes[r.replica] == kNotExited && !run.stop_requested) {
     // Its agent stopped it after losing the head: the run is lost, as if its node had been,
