@@ -15,7 +15,7 @@ JOBS="${JOBS:-$(nproc)}"
 TARGETS=(job_spec_json job_spec_yaml http_target agent_protocol trace)
 
 CXX=clang++ CC=clang cmake -S . -B build-fuzz -G Ninja -DCORRAL_FUZZ=ON -DCORRAL_WERROR=OFF \
-  -DCORRAL_ONLY="core;sched;sim;slurm;cli" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCORRAL_ONLY="core;sched;store;head;sim;slurm;cli" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" >/dev/null
 ninja -C build-fuzz "${TARGETS[@]/#/fuzz_}"
 
