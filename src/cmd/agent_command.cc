@@ -240,7 +240,9 @@ int AgentMain(std::vector<std::string> args) {
     auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
     if (!ec) config.monitor_exe = agent::MonitorExecutableBeside(self.string());
     if (!ec) {
-      config.containers.helper_exe = self.string();
+      // The static task helper beside corral, else corral itself (`corral container-task`).
+      const std::string beside = self.parent_path().string() + "/corral-container";
+      config.containers.helper_exe = access(beside.c_str(), X_OK) == 0 ? beside : self.string();
       config.gpushare_lib = agent::GpuShareLibraryBeside(self.string());
     }
     config.containers.init_exe = config.monitor_exe;
