@@ -9,7 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -364,6 +366,77 @@ TEST_F(Containers, InterruptedPullsAreCleanedUp) {
   close(held);
   cache.CleanInterrupted();
   EXPECT_FALSE(fs::exists(config.dir + "/tmp/fedcba9876543210.999998"));
+}
+
+// The processes whose command line holds `needle` (this test's own excepted).
+std::vector<int> ProcessesWith(const std::string& needle) {
+  std::vector<int> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const int pid = std::atoi(name.c_str());
+    if (pid == getpid()) continue;
+    std::string cmdline = Slurp(e.path().string() + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(needle) != std::string::npos) out.push_back(pid);
+  }
+  return out;
+}
+
+// The agent is SIGKILLed while a run's image is being pulled: the pull runs in the run's task
+// helper, under the replica's monitor, so it goes on without the agent; the restarted agent
+// adopts the run, the job succeeds with its image pulled once, and nothing is left behind.
+TEST_F(Containers, AnAgentKilledMidPullLeavesThePullToTheRun) {
+  // An image of its own, 48 MB of random bytes (they do not compress): a pull of a second or two.
+  const std::string big = dir_ + "/rootfs-big";
+  ASSERT_TRUE(Sh("set -e; mkdir -p " + big + "/bin " + big + "/etc; cp /bin/busybox " + big +
+                 "/bin/; for a in sh cat; do ln -s busybox " + big + "/bin/$a; done; echo big > " +
+                 big + "/etc/image-tag; head -c 48000000 /dev/urandom > " + big + "/blob; cd " +
+                 dir_ + "; umoci new --image layout:big; umoci insert --image " + "layout:big " +
+                 big + " / >/dev/null"));
+  const std::string agent_dir = cluster_->dir() + "/agents/node1";
+  const std::string pulls = agent_dir + "/images/tmp/";
+  const std::string id =
+      Submit({"--image", "oci:" + dir_ + "/layout:big", "--", "sh", "-c", "cat /etc/image-tag"});
+  ASSERT_TRUE(WaitUntil(30000, [&] { return !ProcessesWith(pulls).empty(); }))
+      << "no pull of the image seen: " << Log(id, true);
+  cluster_->KillAgent(1, SIGKILL);
+  const auto killed_at = fs::file_time_type::clock::now();
+  // The pull goes on without the agent, and the task runs: the run's pulled note is written.
+  const std::string note = agent_dir + "/runs/" + id + ".1.0/container/pulled";
+  const bool pulled = WaitUntil(60000, [&] { return fs::exists(note); });
+  cluster_->StartAgent(1);
+  ASSERT_TRUE(pulled) << "the pull did not finish without the agent";
+  EXPECT_GT(fs::last_write_time(note), killed_at);
+  Json job = Wait(id);
+  ASSERT_EQ(State(job), "succeeded") << Reason(job) << Log(id, true);
+  EXPECT_EQ(Log(id), "big\n");
+  EXPECT_EQ(job["runs"].size(), 1u) << job.dump();
+  std::string err = Log(id, true);
+  size_t n = 0;
+  for (size_t at = err.find("corral: pulled image"); at != std::string::npos;
+       at = err.find("corral: pulled image", at + 1)) {
+    ++n;
+  }
+  EXPECT_EQ(n, 1u) << "one pull: " << err;
+  // Nothing left: no process of the run or of a pull, no partial pull, no container state.
+  EXPECT_TRUE(WaitUntil(10000,
+                        [&] {
+                          return ProcessesWith(pulls).empty() &&
+                                 ProcessesWith("/runs/" + id + ".1.0").empty();
+                        }))
+      << "orphans: " << ProcessesWith("/runs/" + id + ".1.0").size();
+  std::error_code ec;
+  EXPECT_TRUE(fs::is_empty(pulls, ec)) << pulls;
+  bool container_state = false;
+  for (const auto& e : fs::directory_iterator(agent_dir + "/crun", ec)) {
+    container_state =
+        container_state || e.path().filename().string().find("." + id + ".1.") != std::string::npos;
+  }
+  EXPECT_FALSE(container_state) << "crun state of the run is left in " << agent_dir << "/crun";
+  EXPECT_FALSE(fs::exists(agent_dir + "/runs/" + id + ".1.0/container/rootfs"));
+  EXPECT_EQ(As({"nodes"}).out.find("lost"), std::string::npos);
 }
 
 }  // namespace
