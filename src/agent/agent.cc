@@ -49,6 +49,7 @@ Agent::Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_pt
                 config_.state_dir, config_.name, config_.job_env, config_.run_as, config_.cgroups,
                 config_.monitor_exe, config_.gpushare_lib);
             launcher->SetContainerConfig(config_.containers);
+            launcher->SetMpsControl(config_.mps_control);
             return launcher;
           }(),
           clock)),

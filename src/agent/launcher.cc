@@ -247,6 +247,7 @@ PosixLauncher::PosixLauncher(std::string state_dir, std::string node_name,
                              Cgroups cgroups, std::string monitor_exe, std::string gpushare_lib)
     : monitor_exe_(std::move(monitor_exe)),
       gpushare_lib_(std::move(gpushare_lib)),
+      state_dir_(state_dir),
       runs_dir_(state_dir + "/runs"),
       node_name_(std::move(node_name)),
       env_defaults_(std::move(env_defaults)),
@@ -421,6 +422,14 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
         JobEnvironment(order, node_name_, t, defaults, gpushare_lib_, p.dir + "/gpushare"));
     p.out_paths.push_back(p.logs + "/" + LogFileName("stdout", t));
     p.err_paths.push_back(p.logs + "/" + LogFileName("stderr", t));
+  }
+  // An MPS share: the owner's MPS daemon for its GPU (mps.h), its clients' environment.
+  if (auto iso = order.env.find("CORRAL_GPU_ISOLATION");
+      mps_ != nullptr && iso != order.env.end() && iso->second == "mps" && !order.gpus.empty()) {
+    auto mps = mps_->Acquire(RunDir(p.run.key()), run_as_.as_owner ? p.who.uid : geteuid(),
+                             run_as_.as_owner ? p.who.gid : getegid(), order.gpus[0]);
+    if (!mps.ok()) return FailLaunch(p, mps.status());
+    for (auto& env : p.envs) env.insert(env.end(), mps->begin(), mps->end());
   }
   const bool in_container = !order.container.empty();
   if (in_container) {
@@ -809,6 +818,12 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
   return std::move(LaunchAll({order})[0]);
 }
 
+void PosixLauncher::SetMpsControl(const std::string& control) {
+  mps_ = control.empty()
+             ? nullptr
+             : std::make_unique<MpsDaemons>(control, state_dir_ + "/mps", run_as_.as_owner);
+}
+
 RunStatus PosixLauncher::Finish(const LaunchedRun& run, RunStatus st) {
   const std::string group = CgroupName(run.key());
   if (!run.order.container.empty() && st.error.empty()) {
@@ -825,6 +840,7 @@ RunStatus PosixLauncher::Finish(const LaunchedRun& run, RunStatus st) {
   if (!run.order.container.empty() && containers_.enabled()) {
     RemoveContainer(containers_, RunDir(run.key()), ContainerId(run.key()));
   }
+  if (mps_ != nullptr) mps_->Release(RunDir(run.key()));
   return st;
 }
 

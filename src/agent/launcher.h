@@ -47,6 +47,7 @@
 #include "agent/cgroup.h"
 #include "agent/container.h"
 #include "agent/gpu_share_env.h"
+#include "agent/mps.h"
 #include "agent/owned_fd.h"
 #include "agent/run_as.h"
 #include "core/agent_protocol.h"
@@ -160,6 +161,9 @@ class PosixLauncher final : public Launcher {
   void SetGpuDevices(const std::map<int32_t, int32_t>& minors) override { gpu_minors_ = minors; }
   // How replicas with an image run here (container.h); without it they are refused.
   void SetContainerConfig(ContainerConfig config) { containers_ = std::move(config); }
+  // MPS shares get a daemon per owner per GPU run by `control` (nvidia-cuda-mps-control;
+  // mps.h), in STATE/mps; without it ("") they get their limits only.
+  void SetMpsControl(const std::string& control);
   std::vector<RecoveredRun> Recover() override;
   Result<std::string> ReadLog(const RunKey& key, int32_t task, const std::string& stream,
                               int64_t offset, int64_t max_bytes) override;
@@ -197,6 +201,8 @@ class PosixLauncher final : public Launcher {
 
   std::string monitor_exe_;
   std::string gpushare_lib_;
+  std::string state_dir_;
+  std::unique_ptr<MpsDaemons> mps_;
   std::string runs_dir_;
   std::string node_name_;
   std::map<std::string, std::string> env_defaults_;
