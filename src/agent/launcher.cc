@@ -23,6 +23,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -423,6 +424,22 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
     p.out_paths.push_back(p.logs + "/" + LogFileName("stdout", t));
     p.err_paths.push_back(p.logs + "/" + LogFileName("stderr", t));
   }
+  // MIG devices (and, beside them, whole GPUs) are named by UUID: CUDA's indices do not reach
+  // a MIG device.
+  if (!gpu_names_.empty()) {
+    for (auto& env : p.envs) {
+      for (std::string& kv : env) {
+        if (kv.rfind("CUDA_VISIBLE_DEVICES=", 0) != 0) continue;
+        std::istringstream in(kv.substr(sizeof("CUDA_VISIBLE_DEVICES=") - 1));
+        std::string named;
+        for (std::string g; std::getline(in, g, ',');) {
+          auto it = gpu_names_.find(std::atoi(g.c_str()));
+          named += (named.empty() ? "" : ",") + (it != gpu_names_.end() ? it->second : g);
+        }
+        kv = "CUDA_VISIBLE_DEVICES=" + named;
+      }
+    }
+  }
   // An MPS share: the owner's MPS daemon for its GPU (mps.h), its clients' environment.
   if (auto iso = order.env.find("CORRAL_GPU_ISOLATION");
       mps_ != nullptr && iso != order.env.end() && iso->second == "mps" && !order.gpus.empty()) {
@@ -531,8 +548,16 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
   }
   if (ok && !cgroups_.none()) {
     CgroupLimits limits{order.cpu_milli, order.memory_mb * 1024 * 1024, kPidsPerReplica, {}};
-    for (const auto& [gpu, minor] : gpu_minors_) {  // real GPUs: the others' are closed to it
-      if (std::find(order.gpus.begin(), order.gpus.end(), gpu) == order.gpus.end()) {
+    // Real GPUs: the others' are closed to it (a MIG device's node is its parent's, which its
+    // sibling devices share: a node one of its own GPUs uses stays open).
+    std::set<int32_t> open_minors;
+    for (int32_t g : order.gpus) {
+      if (auto it = gpu_minors_.find(g); it != gpu_minors_.end()) open_minors.insert(it->second);
+    }
+    for (const auto& [gpu, minor] : gpu_minors_) {
+      if (!open_minors.count(minor) &&
+          std::find(limits.denied_nvidia_minors.begin(), limits.denied_nvidia_minors.end(),
+                    minor) == limits.denied_nvidia_minors.end()) {
         limits.denied_nvidia_minors.push_back(minor);
       }
     }
