@@ -29,7 +29,8 @@ ID=$(( $$ % 200 + 20 ))
 NET=10.78.$ID
 W=$(mktemp -d /tmp/corral-ddpct.XXXXXX)
 chmod 755 "$W"
-SW=cct$ID-sw H=cct$ID-h A=cct$ID-a B=cct$ID-b
+# Hosts end in x, y, z: their veths (cv$ID + that letter) differ from ddp_netns_test's.
+SW=cct$ID-sw H=cct$ID-x A=cct$ID-y B=cct$ID-z
 
 cleanup() {
   local rc=$? d
