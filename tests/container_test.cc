@@ -87,7 +87,15 @@ class Containers : public ::testing::Test {
     if (getpwnam(kUser) == nullptr) {
       RunCommand({"/usr/sbin/useradd", "--create-home", "--shell", "/bin/sh", kUser});
     }
-    cluster_ = new LocalCluster("containers", 1, 2, {}, {"--run-as", "owner"});
+    // A fake nvidia-cuda-mps-control (no GPU here): it makes the pipe directory's control file.
+    mps_ = "/tmp/corral-ct-mps-control." + std::to_string(getpid());
+    const std::string& mps = mps_;
+    std::ofstream(mps)
+        << "#!/bin/sh\n[ \"$1\" = -d ] && touch \"$CUDA_MPS_PIPE_DIRECTORY/control\"\n"
+        << "exit 0\n";
+    chmod(mps.c_str(), 0755);
+    cluster_ =
+        new LocalCluster("containers", 1, 2, {}, {"--run-as", "owner", "--mps-control", mps});
     dir_ = cluster_->dir() + "/images";
     fs::create_directories(dir_);
     ASSERT_TRUE(MakeImage(dir_, "v1"));
@@ -122,6 +130,7 @@ class Containers : public ::testing::Test {
   }
   static void TearDownTestSuite() {
     if (std::getenv("KEEP") != nullptr) return;
+    if (!mps_.empty()) unlink(mps_.c_str());
     delete cluster_;
     delete registry_;
     cluster_ = nullptr;
@@ -167,7 +176,7 @@ class Containers : public ::testing::Test {
 
   static inline LocalCluster* cluster_ = nullptr;
   static inline Daemon* registry_ = nullptr;
-  static inline std::string skip_, dir_, token_, data_;
+  static inline std::string skip_, dir_, token_, data_, mps_;
   static inline bool ci_failure_ = false;
   static inline int port_ = 0;
   static inline uid_t uid_ = 0;
@@ -210,6 +219,16 @@ TEST_F(Containers, RunsInItsImageAsItsOwnerWithItsMountsShmAndOnlyItsGpus) {
   EXPECT_TRUE(std::regex_search(
       events, std::regex("image pulled: image [^ ]+ pulled on node1 in [0-9]+ ms\n")))
       << events;
+}
+
+// An MPS share in an image reaches its owner's MPS daemon: the pipe directory is mounted.
+TEST_F(Containers, AnMpsShareSeesItsDaemonsPipeDirectory) {
+  const std::string id = Submit(
+      {"--image", "oci:" + dir_ + "/layout:v1", "--gpus", "0.25", "--gpu-isolation", "mps", "--",
+       "sh", "-c", "ls $CUDA_MPS_PIPE_DIRECTORY; echo t=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"});
+  Json job = Wait(id);
+  ASSERT_EQ(State(job), "succeeded") << Reason(job) << Log(id, true);
+  EXPECT_EQ(Log(id), "control\nt=25\n");
 }
 
 TEST_F(Containers, CancelGivesTheJobItsGraceInside) {

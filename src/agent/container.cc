@@ -199,6 +199,16 @@ Status WriteContainerPlan(const ContainerConfig& config, const ContainerLaunch& 
   if (!l.checkpoint_dir.empty()) {
     CORRAL_RETURN_IF_ERROR(add(l.checkpoint_dir, l.checkpoint_dir, false, true));
   }
+  // An MPS share's daemon (mps.h) is reached through its pipe directory, at the same path.
+  if (!l.task_envs.empty()) {
+    for (const std::string& kv : l.task_envs[0]) {
+      for (const char* key : {"CUDA_MPS_PIPE_DIRECTORY=", "CUDA_MPS_LOG_DIRECTORY="}) {
+        if (kv.rfind(key, 0) != 0) continue;
+        const std::string dir = kv.substr(std::strlen(key));
+        CORRAL_RETURN_IF_ERROR(add(dir, dir, false, true));
+      }
+    }
+  }
   // Where tasks start: the asked-for directory, else the job's workdir where a mount shows it.
   std::string cwd = c.workdir;
   if (cwd.empty() && !l.host_workdir.empty()) {
