@@ -34,6 +34,22 @@ class FakeTransport : public ApiTransport {
     sent.push_back({method, path, body});
     return handler(sent.back());
   }
+  // What was sent, as "METHOD path".
+  std::vector<std::string> paths() const {
+    std::vector<std::string> out;
+    for (const Sent& s : sent) out.push_back(s.method + " " + s.path);
+    return out;
+  }
+  // Answers each call from the path alone.
+  void OnPath(std::function<Result<ApiReply>(const std::string&)> f) {
+    handler = [f = std::move(f)](const Sent& s) { return f(s.path); };
+  }
+  // Answers every call 200 with `body`.
+  void AnswerAll(const Json& body) {
+    handler = [body](const Sent&) {
+      return Result<ApiReply>(ApiReply{200, "application/json", body.dump(), {}});
+    };
+  }
   std::vector<Sent> sent;
   std::function<Result<ApiReply>(const Sent&)> handler = [](const Sent&) {
     return Result<ApiReply>(ApiReply{
