@@ -13,27 +13,29 @@
 namespace corral::sim {
 namespace {
 
-std::string Run(std::vector<std::string> args, int* rc) {
+std::string RunSimulate(const std::vector<std::string>& args, int* rc) {
   std::ostringstream out, err;
   *rc = SimulateMain(args, out, err);
   return out.str() + err.str();
 }
 
-// Two users on one GPU. "flaky": three of five jobs fail in 30 s, two run 20 h; "steady":
-// 5-minute jobs. Their running means (flaky's about 11 min) and medians (30 s) disagree.
+// One GPU. History, one job at a time: "flaky" ran 30, 30, 30, 20,000 and 20,000 s, "steady"
+// five 300-s jobs. Then both submit while another user's job holds the GPU: flaky's running
+// mean (about an hour, the newest weighing half) puts steady's job first, its distribution
+// (the median: 30 s) flaky's.
 std::string Trace() {
   std::string path = ::testing::TempDir() + "/two_users.csv";
   std::ofstream o(path);
   o << "job_id,submit_time,duration,num_gpus,queue,user\n";
-  int id = 0;
+  const int flaky[] = {30, 30, 30, 20000, 20000};
   long t = 0;
-  for (int round = 0; round < 12; ++round) {
-    for (int k = 0; k < 5; ++k) {
-      o << "f" << id++ << "," << t << "," << (k < 3 ? 30 : 72000) << ",1,q,flaky\n";
-      o << "s" << id++ << "," << t + 1 << ",300,1,q,steady\n";
-      t += 600;
-    }
+  for (int k = 0; k < 5; ++k, t += 60000) {
+    o << "f" << k << "," << t << "," << flaky[k] << ",1,q,flaky\n";
+    o << "s" << k << "," << t + 30000 << ",300,1,q,steady\n";
   }
+  o << "blocker," << t << ",1000,1,q,other\n";
+  o << "s," << t + 1 << ",300,1,q,steady\n";
+  o << "f," << t + 2 << ",30,1,q,flaky\n";
   return path;
 }
 
@@ -50,16 +52,19 @@ TEST(PredictFlagsTest, DistributionsReachTheSchedulerAndRunsStayValid) {
         "--no-timing", "-o",  "json",    "--check", "--policy",        "corral"};
     args.insert(args.end(), extra.begin(), extra.end());
     int rc = 0;
-    std::string out = Run(args, &rc);
+    std::string out = RunSimulate(args, &rc);
     EXPECT_EQ(rc, 0) << out;
-    return Field(out, "avg_jct");
+    const std::string f = Field(out, "avg_jct");
+    return f.empty() ? -1.0 : std::stod(f.substr(f.find(": ") + 2));
   };
-  const std::string dist = sim({});
-  ASSERT_FALSE(dist.empty());
-  EXPECT_NE(sim({"--predict-rule", "running-mean"}), dist);
-  EXPECT_NE(sim({"--predict", "none"}), dist);
-  EXPECT_NE(sim({"--predict-rule", "mean"}), dist);
+  const double dist = sim({});
+  ASSERT_GT(dist, 0);
+  // Flaky's 30-s job first saves steady's 300 s wait the 30 s and flaky's the 300 s: 270 s
+  // less JCT over 13 jobs.
+  EXPECT_NEAR(sim({"--predict-rule", "running-mean"}) - dist, 270.0 / 13, 0.01);
+  EXPECT_GT(sim({"--predict", "none"}), dist);
   EXPECT_EQ(sim({"--predict-rule", "quantile", "--predict-quantile", "0.5"}), dist);
+  EXPECT_GT(sim({"--predict-rule", "quantile", "--predict-quantile", "1"}), dist);
 }
 
 TEST(PredictFlagsTest, ReportFromCountsOnlyTheJobsAfterTheSplit) {
@@ -70,14 +75,13 @@ TEST(PredictFlagsTest, ReportFromCountsOnlyTheJobsAfterTheSplit) {
                                      "fifo"};
     args.insert(args.end(), extra.begin(), extra.end());
     int rc = 0;
-    std::string out = Run(args, &rc);
+    std::string out = RunSimulate(args, &rc);
     EXPECT_EQ(rc, 0) << out;
     return Field(out, "jobs");
   };
-  EXPECT_EQ(jobs({}), "\"jobs\": 120");
-  EXPECT_EQ(jobs({"--report-from", "50%"}), "\"jobs\": 60");
-  // Submits every 600 s from 0 to 35,400 s, two jobs each: 10 times from 30,000 s.
-  EXPECT_EQ(jobs({"--report-from", "30000s"}), "\"jobs\": 20");
+  EXPECT_EQ(jobs({}), "\"jobs\": 13");
+  EXPECT_EQ(jobs({"--report-from", "50%"}), "\"jobs\": 7");  // from the 7th of 13
+  EXPECT_EQ(jobs({"--report-from", "300000s"}), "\"jobs\": 3");
 }
 
 TEST(PredictFlagsTest, BadValuesNameTheirFlag) {
@@ -94,7 +98,7 @@ TEST(PredictFlagsTest, BadValuesNameTheirFlag) {
     std::vector<std::string> args = {"--trace", trace, "--nodes", "1", "--policy", "corral"};
     args.insert(args.end(), bad.begin(), bad.end());
     int rc = 0;
-    std::string out = Run(args, &rc);
+    std::string out = RunSimulate(args, &rc);
     EXPECT_EQ(rc, 1) << bad[0] << " " << bad[1] << ": " << out;
     const std::string flag = bad[0] == "--predict" ? "--predict '" : bad[0];
     EXPECT_NE(out.find(flag), std::string::npos) << out;
