@@ -9,7 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -85,7 +87,15 @@ class Containers : public ::testing::Test {
     if (getpwnam(kUser) == nullptr) {
       RunCommand({"/usr/sbin/useradd", "--create-home", "--shell", "/bin/sh", kUser});
     }
-    cluster_ = new LocalCluster("containers", 1, 2, {}, {"--run-as", "owner"});
+    // A fake nvidia-cuda-mps-control (no GPU here): it makes the pipe directory's control file.
+    mps_ = "/tmp/corral-ct-mps-control." + std::to_string(getpid());
+    const std::string& mps = mps_;
+    std::ofstream(mps)
+        << "#!/bin/sh\n[ \"$1\" = -d ] && touch \"$CUDA_MPS_PIPE_DIRECTORY/control\"\n"
+        << "exit 0\n";
+    chmod(mps.c_str(), 0755);
+    cluster_ =
+        new LocalCluster("containers", 1, 2, {}, {"--run-as", "owner", "--mps-control", mps});
     dir_ = cluster_->dir() + "/images";
     fs::create_directories(dir_);
     ASSERT_TRUE(MakeImage(dir_, "v1"));
@@ -120,6 +130,7 @@ class Containers : public ::testing::Test {
   }
   static void TearDownTestSuite() {
     if (std::getenv("KEEP") != nullptr) return;
+    if (!mps_.empty()) unlink(mps_.c_str());
     delete cluster_;
     delete registry_;
     cluster_ = nullptr;
@@ -165,7 +176,7 @@ class Containers : public ::testing::Test {
 
   static inline LocalCluster* cluster_ = nullptr;
   static inline Daemon* registry_ = nullptr;
-  static inline std::string skip_, dir_, token_, data_;
+  static inline std::string skip_, dir_, token_, data_, mps_;
   static inline bool ci_failure_ = false;
   static inline int port_ = 0;
   static inline uid_t uid_ = 0;
@@ -208,6 +219,16 @@ TEST_F(Containers, RunsInItsImageAsItsOwnerWithItsMountsShmAndOnlyItsGpus) {
   EXPECT_TRUE(std::regex_search(
       events, std::regex("image pulled: image [^ ]+ pulled on node1 in [0-9]+ ms\n")))
       << events;
+}
+
+// An MPS share in an image reaches its owner's MPS daemon: the pipe directory is mounted.
+TEST_F(Containers, AnMpsShareSeesItsDaemonsPipeDirectory) {
+  const std::string id = Submit(
+      {"--image", "oci:" + dir_ + "/layout:v1", "--gpus", "0.25", "--gpu-isolation", "mps", "--",
+       "sh", "-c", "ls $CUDA_MPS_PIPE_DIRECTORY; echo t=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"});
+  Json job = Wait(id);
+  ASSERT_EQ(State(job), "succeeded") << Reason(job) << Log(id, true);
+  EXPECT_EQ(Log(id), "control\nt=25\n");
 }
 
 TEST_F(Containers, CancelGivesTheJobItsGraceInside) {
@@ -364,6 +385,77 @@ TEST_F(Containers, InterruptedPullsAreCleanedUp) {
   close(held);
   cache.CleanInterrupted();
   EXPECT_FALSE(fs::exists(config.dir + "/tmp/fedcba9876543210.999998"));
+}
+
+// The processes whose command line holds `needle` (this test's own excepted).
+std::vector<int> ProcessesWith(const std::string& needle) {
+  std::vector<int> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const int pid = std::atoi(name.c_str());
+    if (pid == getpid()) continue;
+    std::string cmdline = Slurp(e.path().string() + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(needle) != std::string::npos) out.push_back(pid);
+  }
+  return out;
+}
+
+// The agent is SIGKILLed while a run's image is being pulled: the pull runs in the run's task
+// helper, under the replica's monitor, so it goes on without the agent; the restarted agent
+// adopts the run, the job succeeds with its image pulled once, and nothing is left behind.
+TEST_F(Containers, AnAgentKilledMidPullLeavesThePullToTheRun) {
+  // An image of its own, 48 MB of random bytes (they do not compress): a pull of a second or two.
+  const std::string big = dir_ + "/rootfs-big";
+  ASSERT_TRUE(Sh("set -e; mkdir -p " + big + "/bin " + big + "/etc; cp /bin/busybox " + big +
+                 "/bin/; for a in sh cat; do ln -s busybox " + big + "/bin/$a; done; echo big > " +
+                 big + "/etc/image-tag; head -c 48000000 /dev/urandom > " + big + "/blob; cd " +
+                 dir_ + "; umoci new --image layout:big; umoci insert --image " + "layout:big " +
+                 big + " / >/dev/null"));
+  const std::string agent_dir = cluster_->dir() + "/agents/node1";
+  const std::string pulls = agent_dir + "/images/tmp/";
+  const std::string id =
+      Submit({"--image", "oci:" + dir_ + "/layout:big", "--", "sh", "-c", "cat /etc/image-tag"});
+  ASSERT_TRUE(WaitUntil(30000, [&] { return !ProcessesWith(pulls).empty(); }))
+      << "no pull of the image seen: " << Log(id, true);
+  cluster_->KillAgent(1, SIGKILL);
+  const auto killed_at = fs::file_time_type::clock::now();
+  // The pull goes on without the agent, and the task runs: the run's pulled note is written.
+  const std::string note = agent_dir + "/runs/" + id + ".1.0/container/pulled";
+  const bool pulled = WaitUntil(60000, [&] { return fs::exists(note); });
+  cluster_->StartAgent(1);
+  ASSERT_TRUE(pulled) << "the pull did not finish without the agent";
+  EXPECT_GT(fs::last_write_time(note), killed_at);
+  Json job = Wait(id);
+  ASSERT_EQ(State(job), "succeeded") << Reason(job) << Log(id, true);
+  EXPECT_EQ(Log(id), "big\n");
+  EXPECT_EQ(job["runs"].size(), 1u) << job.dump();
+  std::string err = Log(id, true);
+  size_t n = 0;
+  for (size_t at = err.find("corral: pulled image"); at != std::string::npos;
+       at = err.find("corral: pulled image", at + 1)) {
+    ++n;
+  }
+  EXPECT_EQ(n, 1u) << "one pull: " << err;
+  // Nothing left: no process of the run or of a pull, no partial pull, no container state.
+  EXPECT_TRUE(WaitUntil(10000,
+                        [&] {
+                          return ProcessesWith(pulls).empty() &&
+                                 ProcessesWith("/runs/" + id + ".1.0").empty();
+                        }))
+      << "orphans: " << ProcessesWith("/runs/" + id + ".1.0").size();
+  std::error_code ec;
+  EXPECT_TRUE(fs::is_empty(pulls, ec)) << pulls;
+  bool container_state = false;
+  for (const auto& e : fs::directory_iterator(agent_dir + "/crun", ec)) {
+    container_state =
+        container_state || e.path().filename().string().find("." + id + ".1.") != std::string::npos;
+  }
+  EXPECT_FALSE(container_state) << "crun state of the run is left in " << agent_dir << "/crun";
+  EXPECT_FALSE(fs::exists(agent_dir + "/runs/" + id + ".1.0/container/rootfs"));
+  EXPECT_EQ(As({"nodes"}).out.find("lost"), std::string::npos);
 }
 
 }  // namespace

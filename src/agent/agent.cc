@@ -49,6 +49,7 @@ Agent::Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_pt
                 config_.state_dir, config_.name, config_.job_env, config_.run_as, config_.cgroups,
                 config_.monitor_exe, config_.gpushare_lib);
             launcher->SetContainerConfig(config_.containers);
+            launcher->SetMpsControl(config_.mps_control);
             return launcher;
           }(),
           clock)),
@@ -83,7 +84,7 @@ Status Agent::Init() {
     monitor_->UseHealthProgram(health_program_.get());
   }
   std::map<int32_t, int32_t> minors = probe_->DeviceMinors();
-  supervisor_->SetGpuDevices(minors);
+  supervisor_->SetGpuDevices(minors, probe_->VisibleDeviceNames());
   cpu_milli_ = config_.cpu_milli > 0 ? config_.cpu_milli : MachineCpuMilli();
   memory_mb_ = config_.memory_mb > 0 ? config_.memory_mb : MachineMemoryMb();
   std::ifstream in(config_.state_dir + "/head_epoch");

@@ -2,7 +2,8 @@
 // job's image, made by crun from the node's image cache, as the job's owner, with only its GPUs.
 //
 //   agent (Prepare)      writes RUN/container/plan.json and one crun process file per task
-//   monitor --> task t   `corral container-task RUN t` (root, already in the replica's cgroup,
+//   monitor --> task t   `corral-container container-task RUN` with CORRAL_CONTAINER_TASK=t
+//                        (or `corral container-task`; root, already in the replica's cgroup,
 //                        its stdout/stderr the task's logs):
 //                          1. the image from the cache (ImageCache::Acquire; the first pulls)
 //                          2. under RUN/container/lock, the replica's container if not yet
@@ -36,7 +37,7 @@ constexpr int32_t kContainerFailed = 125;  // as docker run's "the container cou
 struct ContainerConfig {
   std::string crun = "/usr/bin/crun";
   std::string crun_root;   // crun's state directory (STATE/crun)
-  std::string helper_exe;  // the corral executable (`corral container-task`)
+  std::string helper_exe;  // corral-container, else the corral executable (container-task)
   std::string init_exe;    // corral-monitor, static: the containers' init (`pause`)
   ImageCacheConfig cache;
   // CDI spec directories, searched in order, and the kind whose devices are this node's GPUs,

@@ -50,6 +50,10 @@ struct Nvml {
   nvmlReturn_t (*pci)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;  // optional
   nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;  // Sample() only
   nvmlReturn_t (*minor)(nvmlDevice_t, unsigned*) = nullptr;                 // optional
+  // MIG (optional): a GPU in MIG mode is reported as its MIG devices.
+  nvmlReturn_t (*mig_mode)(nvmlDevice_t, unsigned*, unsigned*) = nullptr;
+  nvmlReturn_t (*max_mig)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*mig_handle)(nvmlDevice_t, unsigned, nvmlDevice_t*) = nullptr;
 
   std::string Error(const char* call, nvmlReturn_t rc) const {
     std::string text = error_string != nullptr ? error_string(rc) : "";
@@ -241,7 +245,7 @@ Result<std::vector<GpuHealthReading>> NvmlGpuProbe::ReadHealth() {
       c.retirement_pending = pending != 0 || failed != 0;
     }
   }
-  return out;
+  return ByReportedIndex(out);
 }
 
 Result<std::vector<Gpu>> NvmlGpuProbe::Probe() {
@@ -291,11 +295,17 @@ Result<std::vector<Gpu>> NvmlGpuProbe::Probe() {
   (void)Resolve(lib.get(), "nvmlDeviceGetNumaNodeId", &n.numa);
   (void)Resolve(lib.get(), "nvmlDeviceGetPciInfo_v3", &n.pci);
   (void)Resolve(lib.get(), "nvmlDeviceGetMinorNumber", &n.minor);
+  (void)Resolve(lib.get(), "nvmlDeviceGetMigMode", &n.mig_mode);
+  (void)Resolve(lib.get(), "nvmlDeviceGetMaxMigDeviceCount", &n.max_mig);
+  (void)Resolve(lib.get(), "nvmlDeviceGetMigDeviceHandleByIndex", &n.mig_handle);
 
   if (nvmlReturn_t rc = n.init(); rc != kNvmlSuccess)
     return Unavailable(n.Error("nvmlInit_v2", rc));
   std::vector<Gpu> gpus;
   minors_.clear();
+  parents_.clear();
+  visible_.clear();
+  bool any_mig = false;
   Status status;
   unsigned count = 0;
   if (nvmlReturn_t rc = n.count(&count); rc != kNvmlSuccess) {
@@ -316,7 +326,7 @@ Result<std::vector<Gpu>> NvmlGpuProbe::Probe() {
       break;
     }
     Gpu g;
-    g.index = static_cast<int32_t>(i);
+    g.index = static_cast<int32_t>(gpus.size());
     g.uuid = uuid;
     g.model = ShortGpuModel(name);
     g.memory_mb = static_cast<int64_t>(mem.total / (1024ULL * 1024ULL));
@@ -332,12 +342,64 @@ Result<std::vector<Gpu>> NvmlGpuProbe::Probe() {
     g.group = numa < 0 ? 0 : numa;
     unsigned minor = i;
     if (n.minor != nullptr && n.minor(dev, &minor) != kNvmlSuccess) minor = i;
-    minors_[g.index] = static_cast<int32_t>(minor);
-    gpus.push_back(std::move(g));
+    // A GPU in MIG mode: each of its MIG devices is a GPU of its own (its memory, its UUID), in
+    // the parent's group, behind the parent's device node; the parent itself is not offered.
+    std::vector<Gpu> migs;
+    unsigned mig_on = 0, mig_pending = 0, slots = 0;
+    if (n.mig_mode != nullptr && n.max_mig != nullptr && n.mig_handle != nullptr &&
+        n.mig_mode(dev, &mig_on, &mig_pending) == kNvmlSuccess && mig_on == 1 &&
+        n.max_mig(dev, &slots) == kNvmlSuccess) {
+      for (unsigned m = 0; m < slots; ++m) {
+        nvmlDevice_t mig = nullptr;
+        if (n.mig_handle(dev, m, &mig) != kNvmlSuccess) continue;  // an empty slot
+        char mig_name[kNvmlStringBuffer] = {};
+        char mig_uuid[kNvmlStringBuffer] = {};
+        nvmlMemory_t mig_mem{};
+        if (n.name(mig, mig_name, sizeof(mig_name) - 1) != kNvmlSuccess ||
+            n.uuid(mig, mig_uuid, sizeof(mig_uuid) - 1) != kNvmlSuccess ||
+            n.memory(mig, &mig_mem) != kNvmlSuccess) {
+          status = Unavailable("NVML cannot describe MIG device " + std::to_string(m) + " of GPU " +
+                               std::to_string(i));
+          break;
+        }
+        Gpu mg = g;
+        mg.index = static_cast<int32_t>(gpus.size() + migs.size());
+        mg.uuid = mig_uuid;
+        mg.model = MigGpuModel(name, mig_name);
+        mg.memory_mb = static_cast<int64_t>(mig_mem.total / (1024ULL * 1024ULL));
+        migs.push_back(std::move(mg));
+      }
+    }
+    if (!status.ok()) break;
+    if (migs.empty()) migs.push_back(std::move(g));
+    any_mig = any_mig || migs.size() > 1 || migs[0].uuid.rfind("MIG-", 0) == 0;
+    for (Gpu& d : migs) {
+      minors_[d.index] = static_cast<int32_t>(minor);
+      parents_[d.index] = static_cast<int32_t>(i);
+      visible_[d.index] = d.uuid;
+      gpus.push_back(std::move(d));
+    }
   }
   (void)n.shutdown();
+  // Without MIG, CUDA's indices are the GPUs' indices; with it, devices are named by UUID.
+  if (!any_mig) visible_.clear();
   if (!status.ok()) return status;
   return gpus;
+}
+
+template <typename Reading>
+std::vector<Reading> NvmlGpuProbe::ByReportedIndex(const std::vector<Reading>& by_nvml) const {
+  if (parents_.empty()) return by_nvml;
+  // A MIG device is measured as its parent GPU is (NVML has no utilisation per MIG device).
+  std::vector<Reading> out;
+  for (const auto& [index, parent] : parents_) {
+    for (const Reading& r : by_nvml) {
+      if (r.index != parent) continue;
+      out.push_back(r);
+      out.back().index = index;
+    }
+  }
+  return out;
 }
 
 Result<std::vector<GpuSample>> NvmlGpuProbe::Sample() {
@@ -394,7 +456,7 @@ Result<std::vector<GpuSample>> NvmlGpuProbe::Sample() {
   }
   (void)n.shutdown();
   if (!status.ok()) return status;
-  return out;
+  return ByReportedIndex(out);
 }
 
 SimulatedGpuProbe::SimulatedGpuProbe(int32_t count, std::string model, std::string uuid_prefix,
@@ -526,6 +588,13 @@ int64_t SimulatedGpuMemoryMb(std::string_view model) {
     if (k.model == model) return k.mb;
   }
   return 16384;
+}
+
+std::string MigGpuModel(std::string_view parent_name, std::string_view mig_name) {
+  std::string profile(mig_name);
+  auto at = profile.rfind(" MIG ");
+  profile = at == std::string::npos ? profile : profile.substr(at + 5);
+  return ShortGpuModel(parent_name) + "-MIG-" + profile;
 }
 
 std::string ShortGpuModel(std::string_view nvml_name) {

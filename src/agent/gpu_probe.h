@@ -35,6 +35,9 @@ class GpuProbe {
   // After Probe: the /dev/nvidia minor of each GPU, by index, where the GPUs are real devices
   // (runs are then allowed only their own); empty for simulated GPUs.
   virtual std::map<int32_t, int32_t> DeviceMinors() const { return {}; }
+  // How CUDA_VISIBLE_DEVICES names each GPU (by index) where an index would not do: with MIG,
+  // every device by its UUID ("MIG-..." or "GPU-..."). Empty: by index.
+  virtual std::map<int32_t, std::string> VisibleDeviceNames() const { return {}; }
   // Each GPU's ECC and retired-page counters and the Xid events since the last call (the
   // agent's health check, core/gpu_health.h). An empty list: this probe reads no health.
   virtual Result<std::vector<GpuHealthReading>> ReadHealth() {
@@ -53,7 +56,9 @@ class NvmlGpuProbe final : public GpuProbe {
   // nvmlDeviceGetUtilizationRates and nvmlDeviceGetMemoryInfo of every GPU.
   Result<std::vector<GpuSample>> Sample() override;
   // nvmlDeviceGetMinorNumber (the index where the driver lacks it).
+  // A MIG device's is its parent GPU's.
   std::map<int32_t, int32_t> DeviceMinors() const override { return minors_; }
+  std::map<int32_t, std::string> VisibleDeviceNames() const override { return visible_; }
   // nvmlDeviceGetTotalEccErrors (corrected and uncorrected, volatile and aggregate),
   // nvmlDeviceGetRetiredPages or, where the GPU remaps rows instead, nvmlDeviceGetRemappedRows;
   // Xid events from an NVML event set (nvmlEventSetWait_v2), which stays open between calls
@@ -62,8 +67,13 @@ class NvmlGpuProbe final : public GpuProbe {
 
  private:
   struct Events;  // the open library and event set (gpu_probe.cc)
+  // Readings by NVML index as readings by reported index (a MIG device takes its parent's).
+  template <typename Reading>
+  std::vector<Reading> ByReportedIndex(const std::vector<Reading>& by_nvml) const;
   std::string library_;
   std::map<int32_t, int32_t> minors_;
+  std::map<int32_t, int32_t> parents_;      // reported index -> NVML index of the GPU
+  std::map<int32_t, std::string> visible_;  // see VisibleDeviceNames
   std::unique_ptr<Events> events_;
 };
 
@@ -105,5 +115,7 @@ int64_t SimulatedGpuMemoryMb(std::string_view model);
 // The short model name that job specs ask for: "NVIDIA H100 80GB HBM3" -> "H100",
 // "Tesla V100-SXM2-16GB" -> "V100", "NVIDIA GeForce RTX 4090" -> "RTX-4090".
 std::string ShortGpuModel(std::string_view nvml_name);
+// A MIG device's model: its parent's short model and its profile ("A100-MIG-1g.10gb").
+std::string MigGpuModel(std::string_view parent_name, std::string_view mig_name);
 
 }  // namespace corral::agent

@@ -26,6 +26,39 @@ TEST(NvmlGpuProbeTest, ReadsExactlyWhatTheFakeLibraryReports) {
   EXPECT_TRUE(SimulatedGpuProbe(2, "SimGPU").DeviceMinors().empty()) << "no devices to guard";
 }
 
+// A GPU in MIG mode is offered as its MIG devices, each a GPU of its own: its memory, its
+// UUID (by which CUDA_VISIBLE_DEVICES names it), its parent's group and device node, and its
+// parent's utilisation (NVML has none per MIG device).
+TEST(NvmlGpuProbeTest, MigDevicesAreGpusOfTheirOwn) {
+  setenv("FAKE_NVML_GPUS", "A100-SXM4-40GB:40960,A100-SXM4-40GB:40960:1,H100 80GB HBM3:81559", 1);
+  setenv("FAKE_NVML_MIG", "1:1g.5gb:4864,1:3g.20gb:19968", 1);
+  setenv("FAKE_NVML_USE", "0:0,60:2048,10:0", 1);
+  unsetenv("FAKE_NVML_INIT_ERROR");
+  NvmlGpuProbe probe(FAKE_NVML_PATH);
+  Result<std::vector<Gpu>> gpus = probe.Probe();
+  Result<std::vector<GpuSample>> samples = probe.Sample();
+  unsetenv("FAKE_NVML_MIG");
+  unsetenv("FAKE_NVML_USE");
+  ASSERT_TRUE(gpus.ok()) << gpus.status().ToString();
+  ASSERT_EQ(gpus->size(), 4u);
+  EXPECT_EQ((*gpus)[0], (Gpu{0, "GPU-fake-0", "A100", 40960, 0, true}));
+  EXPECT_EQ((*gpus)[1], (Gpu{1, "MIG-fake-1-0", "A100-MIG-1g.5gb", 4864, 1, true}));
+  EXPECT_EQ((*gpus)[2], (Gpu{2, "MIG-fake-1-1", "A100-MIG-3g.20gb", 19968, 1, true}));
+  EXPECT_EQ((*gpus)[3], (Gpu{3, "GPU-fake-2", "H100", 81559, 0, true}));
+  EXPECT_EQ(probe.DeviceMinors(), (std::map<int32_t, int32_t>{{0, 7}, {1, 6}, {2, 6}, {3, 5}}));
+  EXPECT_EQ(probe.VisibleDeviceNames(),
+            (std::map<int32_t, std::string>{
+                {0, "GPU-fake-0"}, {1, "MIG-fake-1-0"}, {2, "MIG-fake-1-1"}, {3, "GPU-fake-2"}}));
+  ASSERT_TRUE(samples.ok()) << samples.status().ToString();
+  ASSERT_EQ(samples->size(), 4u);
+  EXPECT_EQ((*samples)[1], (GpuSample{1, 60, 2048LL * 1024 * 1024}));
+  EXPECT_EQ((*samples)[2], (GpuSample{2, 60, 2048LL * 1024 * 1024}));
+  EXPECT_EQ((*samples)[3], (GpuSample{3, 10, 0}));
+  // Without MIG, GPUs keep their indices in CUDA_VISIBLE_DEVICES.
+  ASSERT_TRUE(probe.Probe().ok());
+  EXPECT_TRUE(probe.VisibleDeviceNames().empty());
+}
+
 TEST(NvmlGpuProbeTest, SamplesUtilizationAndMemoryInUse) {
   setenv("FAKE_NVML_GPUS", "A100:40960,H100:81559", 1);
   setenv("FAKE_NVML_USE", "35:1024,100:0", 1);

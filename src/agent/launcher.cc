@@ -23,6 +23,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -247,6 +248,7 @@ PosixLauncher::PosixLauncher(std::string state_dir, std::string node_name,
                              Cgroups cgroups, std::string monitor_exe, std::string gpushare_lib)
     : monitor_exe_(std::move(monitor_exe)),
       gpushare_lib_(std::move(gpushare_lib)),
+      state_dir_(state_dir),
       runs_dir_(state_dir + "/runs"),
       node_name_(std::move(node_name)),
       env_defaults_(std::move(env_defaults)),
@@ -422,6 +424,30 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
     p.out_paths.push_back(p.logs + "/" + LogFileName("stdout", t));
     p.err_paths.push_back(p.logs + "/" + LogFileName("stderr", t));
   }
+  // MIG devices (and, beside them, whole GPUs) are named by UUID: CUDA's indices do not reach
+  // a MIG device.
+  if (!gpu_names_.empty()) {
+    for (auto& env : p.envs) {
+      for (std::string& kv : env) {
+        if (kv.rfind("CUDA_VISIBLE_DEVICES=", 0) != 0) continue;
+        std::istringstream in(kv.substr(sizeof("CUDA_VISIBLE_DEVICES=") - 1));
+        std::string named;
+        for (std::string g; std::getline(in, g, ',');) {
+          auto it = gpu_names_.find(std::atoi(g.c_str()));
+          named += (named.empty() ? "" : ",") + (it != gpu_names_.end() ? it->second : g);
+        }
+        kv = "CUDA_VISIBLE_DEVICES=" + named;
+      }
+    }
+  }
+  // An MPS share: the owner's MPS daemon for its GPU (mps.h), its clients' environment.
+  if (auto iso = order.env.find("CORRAL_GPU_ISOLATION");
+      mps_ != nullptr && iso != order.env.end() && iso->second == "mps" && !order.gpus.empty()) {
+    auto mps = mps_->Acquire(RunDir(p.run.key()), run_as_.as_owner ? p.who.uid : geteuid(),
+                             run_as_.as_owner ? p.who.gid : getegid(), order.gpus[0]);
+    if (!mps.ok()) return FailLaunch(p, mps.status());
+    for (auto& env : p.envs) env.insert(env.end(), mps->begin(), mps->end());
+  }
   const bool in_container = !order.container.empty();
   if (in_container) {
     // The tasks run `corral container-task` as root (crun makes them the owner); the job's own
@@ -522,8 +548,16 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
   }
   if (ok && !cgroups_.none()) {
     CgroupLimits limits{order.cpu_milli, order.memory_mb * 1024 * 1024, kPidsPerReplica, {}};
-    for (const auto& [gpu, minor] : gpu_minors_) {  // real GPUs: the others' are closed to it
-      if (std::find(order.gpus.begin(), order.gpus.end(), gpu) == order.gpus.end()) {
+    // Real GPUs: the others' are closed to it (a MIG device's node is its parent's, which its
+    // sibling devices share: a node one of its own GPUs uses stays open).
+    std::set<int32_t> open_minors;
+    for (int32_t g : order.gpus) {
+      if (auto it = gpu_minors_.find(g); it != gpu_minors_.end()) open_minors.insert(it->second);
+    }
+    for (const auto& [gpu, minor] : gpu_minors_) {
+      if (!open_minors.count(minor) &&
+          std::find(limits.denied_nvidia_minors.begin(), limits.denied_nvidia_minors.end(),
+                    minor) == limits.denied_nvidia_minors.end()) {
         limits.denied_nvidia_minors.push_back(minor);
       }
     }
@@ -809,6 +843,12 @@ Result<LaunchedRun> PosixLauncher::Launch(const RunOrder& order) {
   return std::move(LaunchAll({order})[0]);
 }
 
+void PosixLauncher::SetMpsControl(const std::string& control) {
+  mps_ = control.empty()
+             ? nullptr
+             : std::make_unique<MpsDaemons>(control, state_dir_ + "/mps", run_as_.as_owner);
+}
+
 RunStatus PosixLauncher::Finish(const LaunchedRun& run, RunStatus st) {
   const std::string group = CgroupName(run.key());
   if (!run.order.container.empty() && st.error.empty()) {
@@ -825,6 +865,7 @@ RunStatus PosixLauncher::Finish(const LaunchedRun& run, RunStatus st) {
   if (!run.order.container.empty() && containers_.enabled()) {
     RemoveContainer(containers_, RunDir(run.key()), ContainerId(run.key()));
   }
+  if (mps_ != nullptr) mps_->Release(RunDir(run.key()));
   return st;
 }
 

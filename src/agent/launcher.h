@@ -47,6 +47,7 @@
 #include "agent/cgroup.h"
 #include "agent/container.h"
 #include "agent/gpu_share_env.h"
+#include "agent/mps.h"
 #include "agent/owned_fd.h"
 #include "agent/run_as.h"
 #include "core/agent_protocol.h"
@@ -123,6 +124,9 @@ class Launcher {
   // The node's GPUs are real devices: GPU index -> /dev/nvidia minor. From then on a run may
   // open only its own GPUs' devices (where the cgroups allow it). Default: ignored.
   virtual void SetGpuDevices(const std::map<int32_t, int32_t>& minors) { (void)minors; }
+  // How CUDA_VISIBLE_DEVICES names GPUs (GpuProbe::VisibleDeviceNames): a run's indices are
+  // replaced by these names where given (MIG devices by UUID).
+  virtual void SetGpuNames(const std::map<int32_t, std::string>& names) { (void)names; }
   // Every run ever started here, from the state directory.
   virtual std::vector<RecoveredRun> Recover() = 0;
   virtual Result<std::string> ReadLog(const RunKey& key, int32_t task, const std::string& stream,
@@ -158,8 +162,12 @@ class PosixLauncher final : public Launcher {
   void Signal(const LaunchedRun& run, int signal) override;
   void Release(const RunKey& key) override;
   void SetGpuDevices(const std::map<int32_t, int32_t>& minors) override { gpu_minors_ = minors; }
+  void SetGpuNames(const std::map<int32_t, std::string>& names) override { gpu_names_ = names; }
   // How replicas with an image run here (container.h); without it they are refused.
   void SetContainerConfig(ContainerConfig config) { containers_ = std::move(config); }
+  // MPS shares get a daemon per owner per GPU run by `control` (nvidia-cuda-mps-control;
+  // mps.h), in STATE/mps; without it ("") they get their limits only.
+  void SetMpsControl(const std::string& control);
   std::vector<RecoveredRun> Recover() override;
   Result<std::string> ReadLog(const RunKey& key, int32_t task, const std::string& stream,
                               int64_t offset, int64_t max_bytes) override;
@@ -197,6 +205,8 @@ class PosixLauncher final : public Launcher {
 
   std::string monitor_exe_;
   std::string gpushare_lib_;
+  std::string state_dir_;
+  std::unique_ptr<MpsDaemons> mps_;
   std::string runs_dir_;
   std::string node_name_;
   std::map<std::string, std::string> env_defaults_;
@@ -205,7 +215,8 @@ class PosixLauncher final : public Launcher {
   // STATE/exit-notify, a FIFO the monitors write a byte to after each exit. The launcher holds
   // a write end too, so the read end never reports end-of-file when no monitor has it open.
   std::string notify_path_;
-  std::map<int32_t, int32_t> gpu_minors_;  // GPU index -> /dev/nvidia minor; empty: simulated
+  std::map<int32_t, int32_t> gpu_minors_;     // GPU index -> /dev/nvidia minor; empty: simulated
+  std::map<int32_t, std::string> gpu_names_;  // GPU index -> CUDA_VISIBLE_DEVICES name
   ContainerConfig containers_;
   std::vector<pid_t> unreaped_;  // monitors this launcher forked that have not been reaped
   // The exec'd monitors this launcher may still hand work: their control sockets (a monitor

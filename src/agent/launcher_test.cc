@@ -176,6 +176,18 @@ TEST_P(LauncherTest, OrderEnvWinsAndNoGpusHidesAll) {
   EXPECT_EQ(ReadFileOr(state.path() + "/runs/8.1.0/logs/stdout"), "[from-head][][set]\n");
 }
 
+// With MIG devices the node names its GPUs by UUID (GpuProbe::VisibleDeviceNames): a run's
+// CUDA_VISIBLE_DEVICES lists its devices' names, not their indices.
+TEST_P(LauncherTest, MigDevicesAreNamedByUuidInCudaVisibleDevices) {
+  TempDir state;
+  PosixLauncher launcher(state.path(), "node-1", {}, {}, Cgroups::None(), Monitor());
+  launcher.SetGpuNames({{0, "GPU-fake-0"}, {1, "MIG-fake-1-0"}, {2, "MIG-fake-1-1"}});
+  RunOrder o = ShellOrder("9.1", "echo \"[$CUDA_VISIBLE_DEVICES]\"");
+  o.gpus = {0, 2};
+  EXPECT_EQ(RunToEnd(launcher, o).exit_code, 0);
+  EXPECT_EQ(ReadFileOr(state.path() + "/runs/9.1.0/logs/stdout"), "[GPU-fake-0,MIG-fake-1-1]\n");
+}
+
 TEST_P(LauncherTest, ExitCodes) {
   TempDir state;
   PosixLauncher launcher(state.path(), "n", {}, {}, Cgroups::None(), Monitor());

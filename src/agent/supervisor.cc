@@ -193,9 +193,11 @@ int Supervisor::StopAll() {
   return n;
 }
 
-void Supervisor::SetGpuDevices(const std::map<int32_t, int32_t>& minors) {
+void Supervisor::SetGpuDevices(const std::map<int32_t, int32_t>& minors,
+                               const std::map<int32_t, std::string>& names) {
   std::lock_guard lock(mu_);
   launcher_->SetGpuDevices(minors);
+  launcher_->SetGpuNames(names);
 }
 
 int Supervisor::RunningCount() {

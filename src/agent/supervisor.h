@@ -53,7 +53,9 @@ class Supervisor {
   int StopAll();
 
   // See Launcher::SetGpuDevices. Call before the first Reconcile.
-  void SetGpuDevices(const std::map<int32_t, int32_t>& minors);
+  // `names`: Launcher::SetGpuNames.
+  void SetGpuDevices(const std::map<int32_t, int32_t>& minors,
+                     const std::map<int32_t, std::string>& names = {});
 
   int RunningCount();
   // The jobs of the running runs on each GPU index (several with shared GPUs).

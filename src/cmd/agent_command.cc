@@ -16,6 +16,7 @@
 #include "agent/agent.h"
 #include "agent/gpu_probe.h"
 #include "agent/launcher.h"
+#include "agent/mps.h"
 #include "agentnet/advertise.h"
 #include "agentnet/head_channel.h"
 #include "agentnet/log_cert_channel.h"
@@ -115,7 +116,21 @@ int AgentMain(std::vector<std::string> args) {
   app.add_option("--cdi-dir", cdi_dirs,
                  "a directory of CDI specs for the GPUs (repeatable; default /etc/cdi "
                  "/var/run/cdi; simulated GPUs: STATE_DIR/cdi, written by the agent)");
+  std::string mps_control = "auto";
+  app.add_option("--mps-control", mps_control,
+                 "nvidia-cuda-mps-control, run per owner per GPU for MPS shares (default: found "
+                 "in /usr/bin, /usr/local/bin or /usr/local/cuda/bin; \"none\": off)");
   if (auto code = ParseFlags(app, std::move(args))) return *code;
+  if (mps_control == "auto") {
+    mps_control = agent::MpsDaemons::FindControl();
+  } else if (mps_control == "none") {
+    mps_control.clear();
+  } else if (mps_control.empty() || mps_control[0] != '/' ||
+             access(mps_control.c_str(), X_OK) != 0) {
+    std::cerr << "corral agent: flag '--mps-control': " << mps_control
+              << " is not an executable absolute path (or \"none\")\n";
+    return 2;
+  }
   // Before any thread starts: it takes NOTIFY_SOCKET out of the environment jobs inherit.
   ServiceNotifier notifier = ServiceNotifier::FromEnvironment();
   auto heads = net::ParseHeadList(head_url);
@@ -180,6 +195,7 @@ int AgentMain(std::vector<std::string> args) {
   agent::AgentConfig config;
   config.name = name;
   config.state_dir = state_dir;
+  config.mps_control = mps_control;
   {
     agent::ContainerConfig& c = config.containers;
     c.crun_root = state_dir + "/crun";
@@ -240,7 +256,9 @@ int AgentMain(std::vector<std::string> args) {
     auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
     if (!ec) config.monitor_exe = agent::MonitorExecutableBeside(self.string());
     if (!ec) {
-      config.containers.helper_exe = self.string();
+      // The static task helper beside corral, else corral itself (`corral container-task`).
+      const std::string beside = self.parent_path().string() + "/corral-container";
+      config.containers.helper_exe = access(beside.c_str(), X_OK) == 0 ? beside : self.string();
       config.gpushare_lib = agent::GpuShareLibraryBeside(self.string());
     }
     config.containers.init_exe = config.monitor_exe;

@@ -3,6 +3,11 @@
 // and the job's process (a CUDA program in miniature, on the stub libcuda.so.1) sees the share
 // and cannot allocate past it.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
 
 #include "agent/launcher.h"
 #include "agent/test_util.h"
@@ -71,6 +76,86 @@ TEST(GpuShareLaunch, AnMpsShareGetsTheMpsLimitsAndNoShim) {
     EXPECT_NE(out.find(want), std::string::npos) << "missing " << want << " in:\n" << out;
   }
   EXPECT_EQ(out.find("LD_PRELOAD="), std::string::npos) << out;
+}
+
+// With nvidia-cuda-mps-control (here a fake that records what it is asked: there is no GPU on
+// the test machines), MPS shares of one owner on one GPU are clients of one daemon, started
+// for the first and told to quit after the last.
+TEST(GpuShareLaunch, MpsSharesOfAnOwnerShareItsDaemonUntilTheLastEnds) {
+  TempDir state;
+  const std::string record = state.path() + "/mps-control.log";
+  const std::string control = state.path() + "/nvidia-cuda-mps-control";
+  {
+    std::ofstream f(control);
+    f << "#!/bin/sh\nin=\nif [ $# -eq 0 ]; then in=$(cat); fi\n"
+      << "echo \"uid=$(id -u) gpu=$CUDA_VISIBLE_DEVICES pipe=$CUDA_MPS_PIPE_DIRECTORY "
+      << "log=$CUDA_MPS_LOG_DIRECTORY args=$* stdin=$in\" >> " << record << "\n"
+      << "[ \"$1\" = -d ] && touch \"$CUDA_MPS_PIPE_DIRECTORY/control\"\nexit 0\n";
+  }
+  ASSERT_EQ(chmod(control.c_str(), 0755), 0);
+  PosixLauncher launcher(state.path(), "node-1", {{"LD_LIBRARY_PATH", CORRAL_STUB_CUDA_DIR}}, {},
+                         Cgroups::None(), "", CORRAL_GPUSHARE_LIB);
+  launcher.SetMpsControl(control);
+  const std::string go = state.path() + "/go";
+  auto order = [&](JobId id, const std::string& wait) {
+    RunOrder o = ShareOrder(GpuIsolation::kMps);
+    o.run_id = std::to_string(id) + ".0";
+    o.job_id = id;
+    o.command = {"/bin/sh", "-c",
+                 wait +
+                     "env | grep -E '^(CUDA_MPS|CORRAL_GPU_SHARE_ENFORCED)' | sort; "
+                     "test -e \"$CUDA_MPS_PIPE_DIRECTORY/control\" && echo daemon-up"};
+    return o;
+  };
+  Result<LaunchedRun> first =
+      launcher.Launch(order(51, "while [ ! -e " + go + " ]; do sleep 0.05; done; "));
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  Result<LaunchedRun> second = launcher.Launch(order(52, ""));
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  RunStatus st;
+  ASSERT_TRUE(WaitFor([&] { return !(st = launcher.Check(*second)).running; }));
+  EXPECT_EQ(st.exit_code, 0);
+  const std::string dir = state.path() + "/mps/u" + std::to_string(geteuid()) + "-gpu0";
+  const std::string out2 = ReadFileOr(state.path() + "/runs/52.0.0/logs/stdout");
+  for (const std::string& want :
+       {"CUDA_MPS_PIPE_DIRECTORY=" + dir + "/pipe\n", "CUDA_MPS_LOG_DIRECTORY=" + dir + "/log\n",
+        std::string("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25\n"),
+        std::string("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=4096M\n"),
+        std::string("CORRAL_GPU_SHARE_ENFORCED=1\n"), std::string("daemon-up\n")}) {
+    EXPECT_NE(out2.find(want), std::string::npos) << "missing " << want << " in:\n" << out2;
+  }
+  // One daemon for both, still up while the first runs.
+  const std::string started = "uid=" + std::to_string(geteuid()) + " gpu=0 pipe=" + dir +
+                              "/pipe log=" + dir + "/log args=-d stdin=\n";
+  EXPECT_EQ(ReadFileOr(record), started);
+  std::ofstream(go).put('\n');
+  ASSERT_TRUE(WaitFor([&] { return !(st = launcher.Check(*first)).running; }));
+  EXPECT_EQ(st.exit_code, 0);
+  EXPECT_NE(ReadFileOr(state.path() + "/runs/51.0.0/logs/stdout").find("daemon-up"),
+            std::string::npos);
+  EXPECT_EQ(ReadFileOr(record), started + "uid=" + std::to_string(geteuid()) + " gpu=0 pipe=" +
+                                    dir + "/pipe log=" + dir + "/log args= stdin=quit\n");
+  // The next share starts a daemon again.
+  Result<LaunchedRun> third = launcher.Launch(order(53, ""));
+  ASSERT_TRUE(third.ok());
+  ASSERT_TRUE(WaitFor([&] { return !(st = launcher.Check(*third)).running; }));
+  std::string all = ReadFileOr(record);
+  EXPECT_EQ(std::count(all.begin(), all.end(), '\n'), 4) << all;
+}
+
+// A daemon that does not start fails the run with the reason, naming the GPU.
+TEST(GpuShareLaunch, AnMpsDaemonThatCannotStartFailsTheRun) {
+  TempDir state;
+  const std::string control = state.path() + "/nvidia-cuda-mps-control";
+  std::ofstream(control) << "#!/bin/sh\necho no GPU >&2\nexit 1\n";
+  ASSERT_EQ(chmod(control.c_str(), 0755), 0);
+  PosixLauncher launcher(state.path(), "node-1", {}, {}, Cgroups::None(), "", CORRAL_GPUSHARE_LIB);
+  launcher.SetMpsControl(control);
+  Result<LaunchedRun> run = launcher.Launch(ShareOrder(GpuIsolation::kMps));
+  std::string reason =
+      run.ok() ? ReadFileOr(state.path() + "/runs/41.0.0/logs/stderr") : run.status().message();
+  EXPECT_NE(reason.find("cannot start an MPS daemon"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("for GPU 0 failed"), std::string::npos) << reason;
 }
 
 }  // namespace

@@ -65,6 +65,25 @@ TEST_P(Scenario, AnMpsShareRecordsItsModeAndGetsTheMpsLimits) {
   EXPECT_EQ(Get(m.id).state, JobState::kPending);
 }
 
+// An MPS server serves one Unix user: a GPU's MPS shares are one owner's.
+TEST_P(Scenario, MpsSharesOfTwoOwnersNeverShareAGpu) {
+  Register("n1", 2);
+  JobSpec s = Share(250);
+  s.per_replica.gpu_isolation = GpuIsolation::kMps;
+  Job a1 = Submit(s, kAna);
+  Job b1 = Submit(s, kBob);
+  Job a2 = Submit(s, kAna);
+  Schedule();
+  for (const Job* j : {&a1, &b1, &a2}) ASSERT_EQ(Get(j->id).state, JobState::kScheduled);
+  auto gpu = [&](const Job& j) { return Get(j.id).CurrentRun()->placement[0].gpus; };
+  EXPECT_EQ(gpu(a1), gpu(a2));  // one owner's shares pack together
+  EXPECT_NE(gpu(a1), gpu(b1));
+  // Both GPUs hold another owner's MPS shares: a third owner's waits.
+  Job c = Submit(s, Caller::User("cy"));
+  Schedule();
+  EXPECT_EQ(Get(c.id).state, JobState::kPending);
+}
+
 TEST_P(Scenario, SharesAreRefusedWhereTheQueueForbidsThemOrNoGpuHoldsTheMemory) {
   Register("n1", 1);
   QueueConfig q{"whole", 0, -1, 1.0};

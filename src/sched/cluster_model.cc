@@ -27,6 +27,7 @@ Shape ShapeOf(const PendingJob& job) {
   }
   s.cpu = std::max(0, job.per_replica.cpu_milli);
   s.mem = std::max<int64_t>(0, job.per_replica.memory_mb);
+  s.owner = &job.user;
   s.gpu_model = &job.gpu_model;
   s.node_labels = &job.node_labels;
   return s;
@@ -60,6 +61,10 @@ int32_t ShareSlotsWith(const NodeSlot& n, const std::vector<uint8_t>& busy, cons
   bool shared = shares.count[g] > 0;
   if (busy[g] && !shared) return 0;  // held whole
   if (shared && shares.isolation[g] != static_cast<uint8_t>(s.isolation)) return 0;
+  if (shared && s.isolation == GpuIsolation::kMps && s.owner != nullptr &&
+      shares.mps_owner[g] != *s.owner) {
+    return 0;
+  }
   int64_t k = kGpuMilli;  // a memory-only share (0 milli): its memory bounds it
   if (s.share_milli > 0) k = (kGpuMilli - shares.milli[g]) / s.share_milli;
   int64_t mem = ShareMemOn(n, g, s);
@@ -72,8 +77,9 @@ int32_t ShareSlots(const NodeSlot& n, size_t g, const Shape& s) {
   return ShareSlotsWith(n, n.busy, n.shares, g, s);
 }
 
-int32_t ApplyShares(const NodeSlot& n, const ReplicaPlacement& p, GpuIsolation isolation, int sign,
-                    std::vector<uint8_t>* busy, GpuShares* shares) {
+int32_t ApplyShares(const NodeSlot& n, const ReplicaPlacement& p, GpuIsolation isolation,
+                    const std::string& owner, int sign, std::vector<uint8_t>* busy,
+                    GpuShares* shares) {
   int32_t free_delta = 0;
   for (const GpuShare& s : Shares(p)) {
     for (size_t g = 0; g < n.info.gpus.size(); ++g) {
@@ -84,6 +90,11 @@ int32_t ApplyShares(const NodeSlot& n, const ReplicaPlacement& p, GpuIsolation i
       shares->milli[g] = count == 0 ? 0 : std::max(0, shares->milli[g] + sign * s.milli);
       shares->mem[g] = count == 0 ? 0 : std::max<int64_t>(0, shares->mem[g] + sign * s.memory_mb);
       shares->isolation[g] = static_cast<uint8_t>(isolation);
+      if (count == 0) {
+        shares->mps_owner[g].clear();
+      } else if (isolation == GpuIsolation::kMps && sign > 0) {
+        shares->mps_owner[g] = owner;
+      }
       (*busy)[g] = count > 0;
       if (n.info.gpus[g].healthy) free_delta += int32_t{was_busy} - int32_t{count > 0};
     }
@@ -177,6 +188,7 @@ int32_t ClusterModel::Upsert(const NodeInfo& info) {
         shares.milli[a] = old.shares.milli[b];
         shares.mem[a] = old.shares.mem[b];
         shares.isolation[a] = old.shares.isolation[b];
+        shares.mps_owner[a] = old.shares.mps_owner[b];
       }
     }
     used_cpu = old.info.cpu_milli - old.free_cpu;
@@ -254,7 +266,7 @@ void ClusterModel::Adjust(int32_t i, const std::vector<int32_t>& gpu_indices, in
 }
 
 void ClusterModel::AdjustReplica(int32_t i, const ReplicaPlacement& p, const Resources& r,
-                                 int sign) {
+                                 const std::string& owner, int sign) {
   if (p.gpu_milli.empty()) {
     Adjust(i, p.gpus, r.cpu_milli, r.memory_mb, sign);
     return;
@@ -263,7 +275,7 @@ void ClusterModel::AdjustReplica(int32_t i, const ReplicaPlacement& p, const Res
   if (!n.live) return;
   bool indexed = n.indexed_at >= 0;
   if (indexed) Unindex(i);
-  n.free_gpus += ApplyShares(n, p, r.gpu_isolation, sign, &n.busy, &n.shares);
+  n.free_gpus += ApplyShares(n, p, r.gpu_isolation, owner, sign, &n.busy, &n.shares);
   n.shared_gpus = n.shares.SharedGpus();
   n.free_cpu -= sign * r.cpu_milli;
   n.free_mem -= sign * r.memory_mb;
@@ -271,10 +283,10 @@ void ClusterModel::AdjustReplica(int32_t i, const ReplicaPlacement& p, const Res
 }
 
 void ClusterModel::AdjustPlacement(const std::vector<ReplicaPlacement>& placement,
-                                   const Resources& r, int sign) {
+                                   const Resources& r, const std::string& owner, int sign) {
   for (const ReplicaPlacement& p : placement) {
     int32_t i = Find(p.node);
-    if (i >= 0) AdjustReplica(i, p, r, sign);
+    if (i >= 0) AdjustReplica(i, p, r, owner, sign);
   }
 }
 

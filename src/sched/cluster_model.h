@@ -24,6 +24,8 @@ struct Shape {
   int32_t share_milli = 0;
   int64_t share_mem = 0;
   GpuIsolation isolation = GpuIsolation::kMemory;
+  // The job's owner: an MPS server serves one Unix user, so MPS shares of a GPU are one owner's.
+  const std::string* owner = nullptr;
   int32_t cpu = 0;
   int64_t mem = 0;
   const std::string* gpu_model = nullptr;                           // empty: any
@@ -31,6 +33,10 @@ struct Shape {
 
   int64_t TotalGpus() const { return int64_t{replicas} * gpus; }
 };
+inline const std::string& OwnerOf(const Shape& s) {
+  static const std::string kNone;
+  return s.owner != nullptr ? *s.owner : kNone;
+}
 Shape ShapeOf(const PendingJob& job);
 Resources ResourcesOf(const Shape& s);  // one replica's resources
 
@@ -41,12 +47,14 @@ struct GpuShares {
   std::vector<int32_t> milli;
   std::vector<int64_t> mem;
   std::vector<uint8_t> isolation;
+  std::vector<std::string> mps_owner;  // the one owner of a GPU's MPS shares
 
   void Resize(size_t gpus) {
     count.assign(gpus, 0);
     milli.assign(gpus, 0);
     mem.assign(gpus, 0);
     isolation.assign(gpus, 0);
+    mps_owner.assign(gpus, std::string());
   }
   int32_t SharedGpus() const;
 };
@@ -75,15 +83,16 @@ struct NodeSlot {
 bool Matches(const NodeSlot& n, const Shape& s);
 // How many more shares of `s` GPU g (by position) of n takes: never past 1000 milli or the
 // GPU's shareable memory (less the driver's reserve), never beside whole-GPU use or shares
-// of another isolation. 0 for a whole-GPU shape.
+// of another isolation, never beside MPS shares of another owner. 0 for a whole-GPU shape.
 int32_t ShareSlots(const NodeSlot& n, size_t g, const Shape& s);
 // The same with `busy` and `shares` in place of the node's own (a what-if's scratch).
 int32_t ShareSlotsWith(const NodeSlot& n, const std::vector<uint8_t>& busy, const GpuShares& shares,
                        size_t g, const Shape& s);
-// Binds (+1) or frees (-1) a replica's shares of GPUs on `busy` and `shares` of node n;
-// returns the change in free GPUs.
-int32_t ApplyShares(const NodeSlot& n, const ReplicaPlacement& p, GpuIsolation isolation, int sign,
-                    std::vector<uint8_t>* busy, GpuShares* shares);
+// Binds (+1) or frees (-1) a replica's shares of GPUs on `busy` and `shares` of node n, for a
+// job of `owner`; returns the change in free GPUs.
+int32_t ApplyShares(const NodeSlot& n, const ReplicaPlacement& p, GpuIsolation isolation,
+                    const std::string& owner, int sign, std::vector<uint8_t>* busy,
+                    GpuShares* shares);
 // The memory a share of `s` holds on GPU g of n.
 int64_t ShareMemOn(const NodeSlot& n, size_t g, const Shape& s);
 // Shares of `s` an empty GPU of n takes (the smallest of its healthy GPUs).
@@ -104,10 +113,11 @@ class ClusterModel {
   void Adjust(int32_t slot, const std::vector<int32_t>& gpu_indices, int32_t cpu, int64_t mem,
               int sign);
   // Binds (+1) or frees (-1) one replica's placement: whole GPUs, or its shares of GPUs.
-  void AdjustReplica(int32_t slot, const ReplicaPlacement& p, const Resources& r, int sign);
+  void AdjustReplica(int32_t slot, const ReplicaPlacement& p, const Resources& r,
+                     const std::string& owner, int sign);
   // Binds or frees a whole placement of a job with this per-replica shape.
   void AdjustPlacement(const std::vector<ReplicaPlacement>& placement, const Resources& r,
-                       int sign);
+                       const std::string& owner, int sign);
   // Schedulable nodes with at least one GPU holding shares (where new shares pack first).
   const std::set<int32_t>& shared_nodes() const { return shared_nodes_; }
 

@@ -66,14 +66,14 @@ void Placer::Take(int32_t slot, const Shape& s, int32_t replicas,
   const std::string& name = model_.slot(slot).info.name;
   for (int32_t r = 0; r < replicas; ++r) {
     ReplicaPlacement p{name, model_.PickGpus(slot, s.gpus)};
-    model_.AdjustReplica(slot, p, ResourcesOf(s), +1);
+    model_.AdjustReplica(slot, p, ResourcesOf(s), OwnerOf(s), +1);
     out->push_back(std::move(p));
   }
 }
 
 void Placer::Undo(const Shape& s, std::vector<ReplicaPlacement>* out) {
   for (const ReplicaPlacement& p : *out) {
-    model_.AdjustReplica(model_.Find(p.node), p, ResourcesOf(s), -1);
+    model_.AdjustReplica(model_.Find(p.node), p, ResourcesOf(s), OwnerOf(s), -1);
   }
   out->clear();
 }
@@ -173,7 +173,7 @@ bool Placer::PlaceShares(const Shape& s, TimeMs end, std::vector<ReplicaPlacemen
       if (n.info.gpus[g].index == gpu) mem = ShareMemOn(n, g, s);
     }
     ReplicaPlacement p{n.info.name, {gpu}, {s.share_milli}, mem};
-    model_.AdjustReplica(slot, p, r, +1);
+    model_.AdjustReplica(slot, p, r, OwnerOf(s), +1);
     out->push_back(std::move(p));
   }
   return true;

@@ -376,7 +376,7 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
   WhatIf& w = st.what_if;
   w.Reset(&st.model, s);
   auto release = [&](const RunEntry& r, int sign) {
-    w.Release(r.placement, st.SlotsOf(r), r.job.per_replica, sign);
+    w.Release(r.placement, st.SlotsOf(r), r.job.per_replica, r.job.user, sign);
   };
   std::vector<RunEntry*> released;
   std::map<int32_t, int64_t> taken;  // queue -> GPUs released from it here

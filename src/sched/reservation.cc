@@ -82,7 +82,7 @@ bool Reserve(SchedState& st, const PendingEntry& job, Reservation* out) {
   bool ok = false;
   TimeMs start = st.now;
   auto release = [&](const RunEntry* r) {
-    w.Release(r->placement, st.SlotsOf(*r), r->job.per_replica, -1);
+    w.Release(r->placement, st.SlotsOf(*r), r->job.per_replica, r->job.user, -1);
     ++released;
     Accumulate(st, *r, &acc);
     ++st.work;

@@ -93,7 +93,7 @@ void Scheduler::UpsertNode(const NodeInfo& node) {
     const RunEntry& r = impl_->st.running.at(id);
     for (const ReplicaPlacement& p : r.placement) {
       if (p.node == node.name) {
-        m.AdjustReplica(slot, p, r.job.per_replica, +1);
+        m.AdjustReplica(slot, p, r.job.per_replica, r.job.user, +1);
       }
     }
   }

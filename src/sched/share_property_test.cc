@@ -1,8 +1,8 @@
 // Randomized property test of GPU shares: random clusters, a mix of whole-GPU jobs and shares
 // of one GPU (compute, memory or both; two isolation modes), random ends and the preemptions
 // the scheduler asks for. After every pass no GPU holds more than 1000 milli-GPUs or more
-// memory than it can share, a whole-GPU job never sits beside a share, and one GPU never
-// holds two isolation modes.
+// memory than it can share, a whole-GPU job never sits beside a share, one GPU never holds
+// two isolation modes, and a GPU's MPS shares are one owner's.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -21,6 +21,7 @@ struct GpuUse {
   int32_t whole = 0;
   int32_t shares = 0;
   std::set<int> isolations;
+  std::set<std::string> mps_owners;
 };
 
 struct ShareHarness {
@@ -89,6 +90,9 @@ struct ShareHarness {
             u.milli += g.milli;
             u.mem += g.memory_mb;
             u.isolations.insert(static_cast<int>(r.job.per_replica.gpu_isolation));
+            if (r.job.per_replica.gpu_isolation == GpuIsolation::kMps) {
+              u.mps_owners.insert(r.job.user);
+            }
           }
         }
       }
@@ -103,6 +107,7 @@ struct ShareHarness {
       ASSERT_LE(u.mem, ShareableMemoryMb(gpu.memory_mb))
           << key.first << " GPU " << key.second << " over its memory";
       ASSERT_LE(u.isolations.size(), 1u) << "two isolation modes on one GPU";
+      ASSERT_LE(u.mps_owners.size(), 1u) << "MPS shares of two owners on one GPU";
     }
     for (const auto& [name, n] : nodes) {
       ASSERT_LE(cpu[name], n.cpu_milli);
@@ -113,7 +118,9 @@ struct ShareHarness {
 
 PendingJob RandomShareJob(std::mt19937_64& rng, JobId id, TimeMs now) {
   static const char* kQueues[] = {"a", "b", "c"};
+  static const char* kUsers[] = {"ana", "bo"};
   auto b = testing::MakeJob(id)
+               .User(kUsers[rng() % 2])
                .Gpus(static_cast<int>(rng() % 3))
                .Replicas(static_cast<int>(1 + rng() % 2))
                .Cpus(static_cast<int>(rng() % 4))

@@ -177,7 +177,8 @@ struct SchedState {
   void BindRun(const RunEntry& r, int sign) {
     const std::vector<int32_t>& slots = SlotsOf(r);
     for (size_t k = 0; k < r.placement.size(); ++k) {
-      if (slots[k] >= 0) model.AdjustReplica(slots[k], r.placement[k], r.job.per_replica, sign);
+      if (slots[k] >= 0)
+        model.AdjustReplica(slots[k], r.placement[k], r.job.per_replica, r.job.user, sign);
     }
   }
   // The model slots of a run's replicas, by position in its placement (-1: unknown node).

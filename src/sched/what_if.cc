@@ -45,7 +45,8 @@ WhatIf::Node& WhatIf::Touch(int32_t slot) {
 }
 
 void WhatIf::Release(const std::vector<ReplicaPlacement>& placement,
-                     const std::vector<int32_t>& slots, const Resources& per_replica, int sign) {
+                     const std::vector<int32_t>& slots, const Resources& per_replica,
+                     const std::string& owner, int sign) {
   for (size_t k = 0; k < placement.size() && k < slots.size(); ++k) {
     int32_t slot = slots[k];
     if (slot < 0) continue;
@@ -55,7 +56,8 @@ void WhatIf::Release(const std::vector<ReplicaPlacement>& placement,
     int32_t before = w.gpus;
     uint8_t want = sign > 0 ? 1 : 0;
     if (!placement[k].gpu_milli.empty()) {
-      w.gpus += ApplyShares(n, placement[k], per_replica.gpu_isolation, sign, &w.busy, &w.shares);
+      w.gpus +=
+          ApplyShares(n, placement[k], per_replica.gpu_isolation, owner, sign, &w.busy, &w.shares);
     }
     for (int32_t idx :
          placement[k].gpu_milli.empty() ? placement[k].gpus : std::vector<int32_t>{}) {

@@ -32,7 +32,7 @@ class WhatIf {
   // Frees (sign -1) or binds again (+1) a run's resources in the scratch, exactly as
   // ClusterModel::Adjust would: `slots` are the model slots of `placement` (-1: unknown node).
   void Release(const std::vector<ReplicaPlacement>& placement, const std::vector<int32_t>& slots,
-               const Resources& per_replica, int sign);
+               const Resources& per_replica, const std::string& owner, int sign);
 
   // Free GPUs of schedulable nodes, as ClusterModel::free_gpus() would say.
   int64_t free_gpus() const { return model_->free_gpus() + free_delta_; }

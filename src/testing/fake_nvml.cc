@@ -5,11 +5,14 @@
 //   FAKE_NVML_USE="35:1024,0:0"                 UTIL_PERCENT:USED_MIB per GPU (default 0:0)
 //   FAKE_NVML_LOST="1,3"                        these GPUs' memory and utilisation calls fail
 //                                               with NVML_ERROR_GPU_IS_LOST (15), as after Xid 79
+//   FAKE_NVML_MIG="0:1g.10gb:9856,0:3g.40gb:40192"  MIG devices: PARENT:PROFILE:MEMORY_MIB each;
+//                                               a GPU with any is in MIG mode (7 slots)
 //   FAKE_NVML_HEALTH=FILE                       errors, read at each call (a test appends):
 //       "INDEX sbe N" / "INDEX dbe N"           ECC counts (volatile and aggregate alike)
 //       "INDEX retired N", "INDEX pending"      retired pages, a retirement pending
 //       "INDEX xid CODE"                        an Xid event, delivered once to each event set
-// Device names are reported as "NVIDIA <NAME>", UUIDs as "GPU-fake-<index>". Init and shutdown
+// Device names are reported as "NVIDIA <NAME>", UUIDs as "GPU-fake-<index>"; a MIG device's
+// as "NVIDIA <NAME> MIG <PROFILE>" and "MIG-fake-<parent>-<slot>". Init and shutdown
 // are counted, as NVML's are: the library stays initialised until the last shutdown.
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +31,15 @@ struct FakeGpu {
 };
 FakeGpu g_gpus[kMaxGpus];
 unsigned g_count = 0;
+constexpr unsigned kMigSlots = 7;
+struct FakeMig {
+  unsigned parent;
+  char profile[32];
+  unsigned long long memory_mib;
+};
+FakeMig g_migs[kMaxGpus];
+unsigned g_mig_count = 0;
+constexpr unsigned long kMigHandleBase = 0x10000;  // MIG handles: base + mig index
 bool g_initialized = false;
 int g_init_count = 0;
 
@@ -65,6 +77,23 @@ void Load() {
       if (i < g_count) g_gpus[i].lost = true;
     }
   }
+  g_mig_count = 0;
+  if (const char* mig = std::getenv("FAKE_NVML_MIG")) {
+    std::snprintf(buf, sizeof(buf), "%s", mig);
+    for (char* item = strtok_r(buf, ",", &save); item != nullptr && g_mig_count < kMaxGpus;
+         item = strtok_r(nullptr, ",", &save)) {
+      FakeMig& m = g_migs[g_mig_count];
+      char profile[32] = {};
+      unsigned parent = 0;
+      unsigned long long mem = 0;
+      if (std::sscanf(item, "%u:%31[^:]:%llu", &parent, profile, &mem) != 3 || parent >= g_count)
+        continue;
+      m.parent = parent;
+      std::snprintf(m.profile, sizeof(m.profile), "%s", profile);
+      m.memory_mib = mem;
+      ++g_mig_count;
+    }
+  }
   const char* use = std::getenv("FAKE_NVML_USE");
   if (use == nullptr) return;
   std::snprintf(buf, sizeof(buf), "%s", use);
@@ -86,8 +115,22 @@ bool Index(void* dev, unsigned* i) {
   return true;
 }
 
-constexpr int kSuccess = 0, kUninitialized = 1, kInvalidArgument = 2, kInsufficientSize = 7,
-              kGpuIsLost = 15;
+constexpr int kSuccess = 0, kUninitialized = 1, kInvalidArgument = 2, kNotFound = 6,
+              kInsufficientSize = 7, kGpuIsLost = 15;
+
+// A MIG device's handle: its index in g_migs.
+bool MigIndex(void* dev, unsigned* m) {
+  auto v = reinterpret_cast<unsigned long>(dev);
+  if (!g_initialized || v < kMigHandleBase || v >= kMigHandleBase + g_mig_count) return false;
+  *m = static_cast<unsigned>(v - kMigHandleBase);
+  return true;
+}
+bool HasMig(unsigned gpu) {
+  for (unsigned m = 0; m < g_mig_count; ++m) {
+    if (g_migs[m].parent == gpu) return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -126,6 +169,12 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned index, void** device) {
 
 int nvmlDeviceGetName(void* device, char* name, unsigned length) {
   unsigned i = 0;
+  if (MigIndex(device, &i)) {
+    if (std::snprintf(name, length, "%s MIG %s", g_gpus[g_migs[i].parent].name,
+                      g_migs[i].profile) >= static_cast<int>(length))
+      return kInsufficientSize;
+    return kSuccess;
+  }
   if (!Index(device, &i)) return kInvalidArgument;
   if (std::strlen(g_gpus[i].name) + 1 > length) return kInsufficientSize;
   std::strcpy(name, g_gpus[i].name);
@@ -134,6 +183,14 @@ int nvmlDeviceGetName(void* device, char* name, unsigned length) {
 
 int nvmlDeviceGetUUID(void* device, char* uuid, unsigned length) {
   unsigned i = 0;
+  if (MigIndex(device, &i)) {
+    unsigned slot = 0;
+    for (unsigned m = 0; m < i; ++m) slot += g_migs[m].parent == g_migs[i].parent;
+    if (std::snprintf(uuid, length, "MIG-fake-%u-%u", g_migs[i].parent, slot) >=
+        static_cast<int>(length))
+      return kInsufficientSize;
+    return kSuccess;
+  }
   if (!Index(device, &i)) return kInvalidArgument;
   if (std::snprintf(uuid, length, "GPU-fake-%u", i) >= static_cast<int>(length))
     return kInsufficientSize;
@@ -150,6 +207,12 @@ int nvmlDeviceGetMinorNumber(void* device, unsigned* minor) {
 
 int nvmlDeviceGetMemoryInfo(void* device, Memory* memory) {
   unsigned i = 0;
+  if (MigIndex(device, &i)) {
+    memory->total = g_migs[i].memory_mib * 1024ULL * 1024ULL;
+    memory->used = 0;
+    memory->free = memory->total;
+    return kSuccess;
+  }
   if (!Index(device, &i)) return kInvalidArgument;
   if (g_gpus[i].lost) return kGpuIsLost;
   memory->total = g_gpus[i].memory_mib * 1024ULL * 1024ULL;
@@ -169,6 +232,35 @@ int nvmlDeviceGetUtilizationRates(void* device, Utilization* util) {
   util->gpu = g_gpus[i].util;
   util->memory = 0;
   return kSuccess;
+}
+
+// MIG: a GPU with MIG devices is in MIG mode; they sit in its first slots.
+int nvmlDeviceGetMigMode(void* device, unsigned* current, unsigned* pending) {
+  unsigned i = 0;
+  if (!Index(device, &i) || current == nullptr || pending == nullptr) return kInvalidArgument;
+  *current = *pending = HasMig(i) ? 1 : 0;
+  return kSuccess;
+}
+
+int nvmlDeviceGetMaxMigDeviceCount(void* device, unsigned* count) {
+  unsigned i = 0;
+  if (!Index(device, &i) || count == nullptr) return kInvalidArgument;
+  *count = HasMig(i) ? kMigSlots : 0;
+  return kSuccess;
+}
+
+int nvmlDeviceGetMigDeviceHandleByIndex(void* device, unsigned index, void** mig) {
+  unsigned i = 0;
+  if (!Index(device, &i) || mig == nullptr) return kInvalidArgument;
+  unsigned slot = 0;
+  for (unsigned m = 0; m < g_mig_count; ++m) {
+    if (g_migs[m].parent != i) continue;
+    if (slot++ == index) {
+      *mig = reinterpret_cast<void*>(kMigHandleBase + m);
+      return kSuccess;
+    }
+  }
+  return kNotFound;  // an empty slot
 }
 
 int nvmlDeviceGetNumaNodeId(void* device, unsigned* node) {
