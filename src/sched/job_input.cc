@@ -21,6 +21,10 @@ PendingJob ToPendingJob(const Job& job, const RuntimeEstimator* estimator) {
   p.predicted_ms = estimator ? estimator->Predict(job.owner, job.spec.name, job.spec.queue,
                                                   TotalGpus(p), job.spec.time_limit_ms)
                              : job.spec.time_limit_ms;
+  if (estimator) {
+    p.run_quantiles =
+        estimator->Quantiles(job.owner, job.spec.name, TotalGpus(p), job.spec.time_limit_ms);
+  }
   if (const Run* r = job.CurrentRun(); r && !IsRunOver(r->state)) {
     p.last_checkpoint_at = r->last_checkpoint_at;
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 
 namespace corral::sched {
 
@@ -73,9 +74,22 @@ int64_t LasLevel(const SchedulerConfig& config, DurationMs attained_gpu_ms) {
   return level;
 }
 
-DurationMs PredictedRemainingMs(const PendingJob& job, DurationMs attained_gpu_ms) {
-  if (job.predicted_ms <= 0) return 0;
+DurationMs PredictedRemainingMs(const SchedulerConfig& config, const PendingJob& job,
+                                DurationMs attained_gpu_ms) {
   DurationMs done = attained_gpu_ms / std::max<int64_t>(1, TotalGpus(job));
+  const bool fresh_by_mean = config.prediction_fresh_by_mean && done <= 0 && job.predicted_ms > 0;
+  if (!job.run_quantiles.empty() && !fresh_by_mean) {
+    DurationMs left = ConditionalRemainingMs(job.run_quantiles, done, config.prediction_rule,
+                                             config.prediction_quantile);
+    const double a = config.prediction_done_weight;
+    if (done <= 0 || a <= 0) return left;
+    // The run time so far is evidence of its own: long jobs' remaining time grows with it
+    // beyond what the owner's few long jobs tell.
+    double blend = a * std::log(static_cast<double>(done)) +
+                   (1 - a) * std::log(static_cast<double>(std::max<DurationMs>(1, left)));
+    return std::max<DurationMs>(1, static_cast<DurationMs>(std::llround(std::exp(blend))));
+  }
+  if (job.predicted_ms <= 0) return 0;
   return done < job.predicted_ms ? job.predicted_ms - done : done;
 }
 
@@ -87,7 +101,12 @@ TimeMs ExpectedEndOf(const SchedulerConfig& config, const PendingJob& job, TimeM
   TimeMs end = job.time_limit_ms > 0 ? start + job.time_limit_ms : kUnknownTime;
   if (config.policy == OrderPolicy::kCorral && config.use_predictions &&
       config.backfill_with_predictions) {
-    DurationMs left = PredictedRemainingMs(job, job.attained_ms);
+    DurationMs done = job.attained_ms / std::max<int64_t>(1, TotalGpus(job));
+    DurationMs left =
+        job.run_quantiles.empty()
+            ? PredictedRemainingMs(config, job, job.attained_ms)
+            : ConditionalRemainingMs(job.run_quantiles, done, PredictionRule::kQuantile,
+                                     config.reservation_quantile);
     if (left > 0) end = std::min(end, start + left);
   }
   return end;
@@ -107,13 +126,18 @@ JobKey StaticKey(const SchedulerConfig& config, const PendingJob& job, DurationM
       // A job without an index (no history yet, or a driver that gives none) keeps its level.
       const bool gittins_for_level =
           gittins && config.gittins == GittinsOrder::kForLevel && job.gittins_ms > 0;
-      return {.a = -int64_t{job.priority},
-              .order_level = gittins_for_level ? 0 : level,
-              .gittins = gittins ? MinuteBucket(job.gittins_ms) : 0,
-              .pred = config.use_predictions ? PredictedRemainingMs(job, attained_gpu_ms) : 0,
-              .b = job.submitted_at,
-              .id = job.id,
-              .level = level};
+      // A run-time distribution conditioned on the attained service already knows what the
+      // level says (prediction_for_level).
+      const bool dist_for_level =
+          config.use_predictions && config.prediction_for_level && !job.run_quantiles.empty();
+      return {
+          .a = -int64_t{job.priority},
+          .order_level = gittins_for_level || dist_for_level ? 0 : level,
+          .gittins = gittins ? MinuteBucket(job.gittins_ms) : 0,
+          .pred = config.use_predictions ? PredictedRemainingMs(config, job, attained_gpu_ms) : 0,
+          .b = job.submitted_at,
+          .id = job.id,
+          .level = level};
     }
     case OrderPolicy::kFifo:
       return {.a = job.submitted_at, .b = 0, .id = job.id};

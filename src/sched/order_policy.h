@@ -37,8 +37,13 @@ int64_t LasLevel(const SchedulerConfig& config, DurationMs attained_gpu_ms);
 // kCorral's guess of a job's remaining run time from its prediction and the GPU-ms it has
 // attained, with done = attained / GPUs: predicted - done while done < predicted, else done
 // (it outlived its prediction: guessed to run as long again); 0 without a prediction (see
-// SchedulerConfig::use_predictions).
-DurationMs PredictedRemainingMs(const PendingJob& job, DurationMs attained_gpu_ms);
+// SchedulerConfig::use_predictions). With a distribution (PendingJob::run_quantiles):
+// ConditionalRemainingMs under config.prediction_rule.
+inline bool HasPrediction(const PendingJob& job) {
+  return job.predicted_ms > 0 || !job.run_quantiles.empty();
+}
+DurationMs PredictedRemainingMs(const SchedulerConfig& config, const PendingJob& job,
+                                DurationMs attained_gpu_ms);
 
 // When a job started (or starting) at `start` is expected to end: start + its time limit,
 // or with SchedulerConfig::backfill_with_predictions (kCorral, use_predictions) start + its

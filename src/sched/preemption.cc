@@ -96,8 +96,8 @@ bool LasLevelsAllow(const SchedState& st, const RunEntry& r, const PendingEntry&
   // Predictions (use_predictions): a run predicted to end before the job would is spared;
   // displacing it loses its work and frees its GPUs no sooner than waiting would. Only when
   // both have a prediction; a run that outlived its own is guessed to run as long again.
-  if (c.use_predictions && r.job.predicted_ms > 0 && job.job.predicted_ms > 0 &&
-      PredictedRemainingMs(r.job, attained) <= job.key.pred) {
+  if (c.use_predictions && HasPrediction(r.job) && HasPrediction(job.job) &&
+      PredictedRemainingMs(c, r.job, attained) <= job.key.pred) {
     return false;
   }
   return true;

@@ -36,11 +36,89 @@ void RuntimeEstimator::Observe(const EndedJob& e) {
   if (!e.user.empty()) Update(by_user_[e.user], x);
   Update(by_queue_gpus_[{e.queue, e.gpus}], x);
   Update(by_queue_[e.queue], x);
+  if (!e.user.empty()) {
+    if (config_.dist_by_user_name && !e.name.empty()) {
+      Remember(recent_by_user_name_[{e.user, e.name}], e.run_ms);
+    }
+    if (config_.dist_by_user_gpus) Remember(recent_by_user_gpus_[{e.user, e.gpus}], e.run_ms);
+    if (config_.dist_by_user) Remember(recent_by_user_[e.user], e.run_ms);
+  }
   double service =
       static_cast<double>(e.run_ms) * static_cast<double>(std::max<int64_t>(1, e.gpus));
   Add(service_by_queue_gpus_[{e.queue, e.gpus}], service);
   Add(service_by_queue_[e.queue], service);
   Add(service_all_, service);
+}
+
+void RuntimeEstimator::Remember(Recent& r, DurationMs run_ms) const {
+  ++r.n;
+  const size_t window = static_cast<size_t>(std::max(1, config_.window));
+  if (r.ms.size() < window) {
+    r.ms.push_back(run_ms);
+    return;
+  }
+  r.ms[r.next] = run_ms;
+  r.next = (r.next + 1) % window;
+}
+
+RunTimeQuantiles RuntimeEstimator::Quantiles(const std::string& user, const std::string& name,
+                                             int64_t gpus, DurationMs time_limit_ms) const {
+  RunTimeQuantiles out;
+  if (user.empty()) return out;
+  // Most specific first; a key with fewer than min_jobs answers only if no other has enough.
+  const Recent* keys[3] = {nullptr, nullptr, nullptr};
+  if (config_.dist_by_user_name && !name.empty()) {
+    auto it = recent_by_user_name_.find({user, name});
+    if (it != recent_by_user_name_.end()) keys[0] = &it->second;
+  }
+  if (config_.dist_by_user_gpus) {
+    auto it = recent_by_user_gpus_.find({user, gpus});
+    if (it != recent_by_user_gpus_.end()) keys[1] = &it->second;
+  }
+  if (config_.dist_by_user) {
+    auto it = recent_by_user_.find(user);
+    if (it != recent_by_user_.end()) keys[2] = &it->second;
+  }
+  const Recent* use = nullptr;
+  for (const Recent* k : keys) {
+    if (k && k->n >= config_.min_jobs) {
+      use = k;
+      break;
+    }
+  }
+  if (!use) {
+    for (const Recent* k : keys) {
+      if (k) {
+        use = k;
+        break;
+      }
+    }
+  }
+  if (!use || use->ms.empty()) return out;
+  // Weighted quantiles: the newest run time weighs 1, each older one (1 - recency) times the
+  // next newer: a user's next job is most like their last ones.
+  const size_t m = use->ms.size();
+  const double keep = 1.0 - std::clamp(config_.recency, 0.0, 0.99);
+  std::vector<std::pair<DurationMs, double>> v;
+  v.reserve(m);
+  double w = 1, total = 0;
+  for (size_t age = 0; age < m; ++age) {
+    // The ring's newest is just before `next` once full, else the last pushed.
+    size_t at = (use->next + m - 1 - age) % m;
+    v.emplace_back(use->ms[at], w);
+    total += w;
+    w *= keep;
+  }
+  std::sort(v.begin(), v.end());
+  double below = 0;
+  size_t j = 0;
+  for (int i = 0; i < kRunQuantiles; ++i) {
+    const double target = total * (2.0 * i + 1) / (2.0 * kRunQuantiles);
+    while (j + 1 < m && below + v[j].second < target) below += v[j++].second;
+    DurationMs x = std::max<DurationMs>(1, v[j].first);
+    out.at[i] = time_limit_ms > 0 ? std::min(x, time_limit_ms) : x;
+  }
+  return out;
 }
 
 void RuntimeEstimator::Add(Histogram& h, double service_ms) const {

@@ -14,9 +14,11 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "core/job.h"
 #include "core/time.h"
+#include "sched/run_time_quantiles.h"
 
 namespace corral::sched {
 
@@ -57,6 +59,17 @@ struct EstimatorConfig {
   // in each queue's, so that a queue with few ended jobs is judged mostly by the cluster's
   // and one with many by its own; 0: the queue's alone.
   double gittins_prior_jobs = 0;
+  // Run-time distributions (Quantiles): the last `window` run times of each (user, name),
+  // (user, GPU count) and user; the most specific key that has seen at least `min_jobs`
+  // answers (else the most specific with any). The window is the recency: a user's habits
+  // change over weeks. Defaults tuned on the first half of philly-users (docs/simulation.md).
+  bool dist_by_user_name = true;
+  bool dist_by_user_gpus = true;
+  bool dist_by_user = true;
+  int window = 16;
+  int min_jobs = 4;
+  // Weight of each run time against the next newer one is 1 - recency (0: all alike).
+  double recency = 0;
 };
 
 // Jobs a (queue, GPU count) key must have seen before its own distribution is used.
@@ -79,6 +92,12 @@ class RuntimeEstimator {
   // never undercuts the job's own limit. Without a limit: Estimate(...).
   DurationMs Predict(const std::string& user, const std::string& name, const std::string& queue,
                      int64_t gpus, DurationMs time_limit_ms) const;
+
+  // The distribution of the run time of a job of this user, name and size: quantile points
+  // of its owner's recent ended jobs' run times (see EstimatorConfig::window), each bounded by
+  // the time limit (> 0). Empty: no user, or no history of that user.
+  RunTimeQuantiles Quantiles(const std::string& user, const std::string& name, int64_t gpus,
+                             DurationMs time_limit_ms) const;
 
   // The inverse of the Gittins index (Gittins; Tiresias, NSDI'19) of a job of this queue and
   // size that has attained `attained_gpu_ms`, from the distribution of the service (GPU-ms:
@@ -113,7 +132,14 @@ class RuntimeEstimator {
     std::array<double, kServiceBins> sum_ms{};
     int64_t n = 0;
   };
+  // The last `window` run times of a key (a ring) and how many it has seen.
+  struct Recent {
+    std::vector<DurationMs> ms;
+    size_t next = 0;
+    int64_t n = 0;
+  };
   void Update(Mean& m, double log_ms) const;
+  void Remember(Recent& r, DurationMs run_ms) const;
   void Add(Histogram& h, double service_ms) const;
   // The inverse index from one histogram; 0 when none of its jobs ran longer than a.
   static DurationMs Gittins(const Histogram& h, DurationMs attained_gpu_ms);
@@ -127,6 +153,9 @@ class RuntimeEstimator {
   std::map<std::pair<std::string, int64_t>, Histogram> service_by_queue_gpus_;
   std::map<std::string, Histogram> service_by_queue_;
   Histogram service_all_;  // every queue's
+  std::map<std::pair<std::string, std::string>, Recent> recent_by_user_name_;
+  std::map<std::pair<std::string, int64_t>, Recent> recent_by_user_gpus_;
+  std::map<std::string, Recent> recent_by_user_;
   int64_t observed_ = 0;
 };
 

@@ -61,6 +61,7 @@
 #include "core/node.h"
 #include "core/resources.h"
 #include "core/time.h"
+#include "sched/run_time_quantiles.h"
 
 namespace corral::sched {
 
@@ -113,6 +114,10 @@ struct PendingJob {
   // Predicted run time of the whole job in wall ms (RuntimeEstimator::Predict: its owner's and
   // its name's history, its time limit; never its true duration); 0: no prediction.
   DurationMs predicted_ms = 0;
+  // The distribution behind the prediction (RuntimeEstimator::Quantiles: the owner's recent
+  // run times, bounded by the time limit); empty: predicted_ms alone. With it, kCorral's
+  // predicted remaining time conditions on the run time the job has had (prediction_rule).
+  RunTimeQuantiles run_quantiles;
   // The inverse Gittins index of the job at its attained_ms (RuntimeEstimator::
   // GittinsServiceMs: GPU-ms of service per expected completion, from the service of the
   // queue's ended jobs; never its own duration); 0: unknown. Computed when the job is
@@ -180,6 +185,26 @@ struct SchedulerConfig {
   // sooner. A level holds jobs of very different lengths; the history of ended jobs
   // (RuntimeEstimator) tells them apart where attained service cannot.
   bool use_predictions = true;
+  // kCorral, use_predictions, for jobs with a run-time distribution (PendingJob::
+  // run_quantiles): the remaining time they are ordered by and spared with, from the run
+  // times of the owner's jobs that outlived what the job has run (run_time_quantiles.h).
+  // Gittins and the median measured on the philly-users trace (docs/simulation.md,
+  // "Predictions from users' history").
+  PredictionRule prediction_rule = PredictionRule::kQuantile;
+  double prediction_quantile = 0.5;  // kQuantile's
+  // For a job that has run `done` ms: the remaining time is done^w x rule's^(1 - w) (a
+  // weighted geometric mean); 0: the rule's alone.
+  double prediction_done_weight = 0;
+  // A job that has not run yet is predicted by predicted_ms (the running mean of its owner's
+  // log run times: the best guess of a next job, recent jobs weighing most); the distribution
+  // answers once it has run (what is left of a job that outlived some of them).
+  bool prediction_fresh_by_mean = false;
+  // A job with a distribution is ordered by its predicted remaining time in its LAS level's
+  // place (what it may preempt is still decided by its level), as GittinsOrder::kForLevel.
+  bool prediction_for_level = false;
+  // With backfill_with_predictions: the conditional quantile of the run time a reservation
+  // counts on (a high one: a job backfilled on a guess that runs long delays the reservation).
+  double reservation_quantile = 0.9;
   // kCorral, with las_within_queue: a blocked job may also displace a preemptible run of
   // another queue that is over its quota, of the same priority, in a strictly higher LAS
   // level, under the same hysteresis, sparing rule and budgets as inside a queue, and only

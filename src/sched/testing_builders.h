@@ -129,6 +129,10 @@ class JobBuilder {
     j_.attained_ms = gpu_ms;
     return *this;
   }
+  JobBuilder& Distribution(const RunTimeQuantiles& d) {
+    j_.run_quantiles = d;
+    return *this;
+  }
   JobBuilder& Gittins(DurationMs gpu_ms) {
     j_.gittins_ms = gpu_ms;
     return *this;

@@ -101,6 +101,21 @@ f=b436b2
 run --trace "$T/philly-gavel/msr-seed0/$f.trace" --gavel-steps-per-second 10 --nodes 64 \
     --compare $ALL --plot "$IMG/gavel-$f-512gpus.svg" --title "Gavel VC $f, 512 GPUs"
 
+echo; echo "## philly-users: learn on the first half, report on the second"
+U="$T/philly-users/philly_data_training.csv"
+for g in 512 640; do
+  for half in "--end 4473032s" "--report-from 50%"; do
+    # shellcheck disable=SC2086
+    run --trace "$U" --gpus $g $half --no-timing --compare fifo,srtf,las,corral
+    for fl in "--predict none" "--predict oracle" "--predict-rule running-mean" \
+              "--predict user,queue" "--predict-rule gittins --predict-window 32" \
+              "--predict-fresh-by-mean"; do
+      # shellcheck disable=SC2086
+      run --trace "$U" --gpus $g $half --no-timing --policy corral $fl
+    done
+  done
+done
+
 echo; echo "## Helios and Alibaba PAI: no job-level data here"
 for f in helios-aggregates/helios_cluster_summary.csv helios-aggregates/philly_vc_nodes.csv \
          alibaba-pai-2020/pai_machine_spec.csv; do

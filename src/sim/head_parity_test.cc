@@ -175,11 +175,14 @@ TEST(PredictionTest, LearnedFromEndedJobsAShortJobOvertakesALongOneInItsLevel) {
   c.use_predictions = true;
   c.predict.oracle = true;
   EXPECT_EQ(Sim(jobs, c).jobs[4].end, 310 * kSecond);
-  // History by (user, name) and user switched off, by queue on: both users' jobs share one
+  // History (means and distributions) by (user, name) and user switched off, by queue on: both users' jobs share one
   // key (q), so L2 and S2 get the same prediction and stay in submit order.
   c.predict = PredictionInputs{};
   c.predict.estimator.by_user_name = false;
   c.predict.estimator.by_user = false;
+  c.predict.estimator.dist_by_user_name = false;
+  c.predict.estimator.dist_by_user_gpus = false;
+  c.predict.estimator.dist_by_user = false;
   EXPECT_EQ(Sim(jobs, c).jobs[3].end, 400 * kSecond);
 }
 

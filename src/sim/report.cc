@@ -51,7 +51,7 @@ std::string FormatSeconds(int64_t ms) {
 }
 
 Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
-                  const SimResult& result) {
+                  const SimResult& result, TimeMs report_from) {
   Summary s;
   s.policy = policy;
   s.total_gpus = result.total_gpus;
@@ -62,6 +62,7 @@ Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
   std::vector<double> slowdowns;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const JobOutcome& o = result.jobs[i];
+    if (jobs[i].submit_ms < report_from) continue;
     if (o.rejected) {
       ++s.rejected;
       continue;
@@ -104,6 +105,7 @@ Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
   s.predicted_by_name_at_submit = result.predicted_by_name_at_submit;
   double busy = 0;
   for (const RunRecord& r : result.runs) {
+    if (jobs[r.job].submit_ms < report_from) continue;
     busy += static_cast<double>(r.end - r.start) / 1000.0 * r.gpus;
   }
   if (s.makespan > 0 && s.total_gpus > 0) {

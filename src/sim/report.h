@@ -56,8 +56,12 @@ struct Summary {
   std::vector<double> jcts;  // sorted, seconds; for the plot
 };
 
+// `report_from`: only jobs submitted at or after it are counted (JCT, waits, slowdown,
+// makespan and utilisation from the first of them and their runs); the earlier ones still ran
+// and taught the predictors, so a policy can be judged on the second half of a trace after
+// learning on the first.
 Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
-                  const SimResult& result);
+                  const SimResult& result, TimeMs report_from = 0);
 
 // JSON object; keys in a fixed order.
 std::string SummaryJson(const Summary& s);

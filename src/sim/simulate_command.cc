@@ -12,6 +12,7 @@
 
 #include "core/spec.h"
 #include "sim/checker.h"
+#include "sim/predict_flags.h"
 #include "sim/report.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
@@ -37,6 +38,7 @@ struct Flags {
   std::string title;
   int64_t limit = 0;
   std::string start, end;
+  std::string report_from;  // a duration or a percentage of the submit span; empty: all jobs
   int64_t sample = 0;
   std::string min_duration;
   std::string max_gpu_time;
@@ -61,8 +63,7 @@ struct Flags {
   double gittins_weight = -1;
   double gittins_prior = -1;
   std::string cluster_budget, queue_budget;
-  std::string predict = "user-name,user,queue,time-limit";
-  double predict_weight = -1;
+  PredictFlags predict;
   bool synth_time_limits = false;
   std::string infer_job_names;  // a window; empty: off
   std::string node_mtbf = "0s";
@@ -76,45 +77,6 @@ Status Duration(const std::string& flag, const std::string& text, DurationMs* ou
   Result<DurationMs> d = ParseDuration(flag, text);
   if (!d.ok()) return d.status();
   *out = *d;
-  return Status::Ok();
-}
-
-// --predict: "none", "oracle", or a comma-separated list of the inputs the corral policy's
-// predictions may use.
-Status ParsePredict(const std::string& text, SimConfig* cfg) {
-  PredictionInputs& in = cfg->predict;
-  in = PredictionInputs{};
-  if (text == "none") {
-    cfg->use_predictions = false;
-    return Status::Ok();
-  }
-  if (text == "oracle") {
-    in.oracle = true;
-    return Status::Ok();
-  }
-  in.history = false;
-  in.time_limit = false;
-  in.estimator.by_user_name = in.estimator.by_user = false;
-  in.estimator.by_queue_gpus = in.estimator.by_queue = false;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item == "user-name") {
-      in.history = in.estimator.by_user_name = true;
-    } else if (item == "user") {
-      in.history = in.estimator.by_user = true;
-    } else if (item == "queue-gpus") {
-      in.history = in.estimator.by_queue_gpus = true;
-    } else if (item == "queue") {
-      in.history = in.estimator.by_queue = true;
-    } else if (item == "time-limit") {
-      in.time_limit = true;
-    } else {
-      return InvalidArgument("--predict '" + text + "': '" + item +
-                             "' is not one of user-name, user, queue-gpus, queue, time-limit "
-                             "(or give none or oracle alone)");
-    }
-  }
   return Status::Ok();
 }
 
@@ -341,6 +303,26 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
         << jobs.size() << " jobs\n";
   }
 
+  TimeMs report_from = 0;
+  if (!f.report_from.empty()) {
+    if (f.report_from.back() == '%') {
+      double frac = 0;
+      std::string pct = f.report_from;
+      char* end = nullptr;
+      pct.pop_back();
+      frac = std::strtod(pct.c_str(), &end);
+      if (pct.empty() || *end != '\0' || !(frac >= 0) || frac >= 100) {
+        return InvalidArgument("--report-from '" + f.report_from +
+                               "' is not a duration or a percentage in [0, 100) (e.g. 50%)");
+      }
+      // The submit time of the job that many per cent into the trace (jobs in submit order).
+      auto at = static_cast<size_t>(static_cast<double>(jobs.size()) * frac / 100.0);
+      report_from = jobs[std::min(at, jobs.size() - 1)].submit_ms;
+    } else {
+      CORRAL_RETURN_IF_ERROR(Duration("--report-from", f.report_from, &report_from));
+    }
+  }
+
   SimConfig cfg;
   if (f.gpus_per_node <= 0) return InvalidArgument("--gpus-per-node must be > 0");
   cfg.cluster.gpus_per_node = f.gpus_per_node;
@@ -396,13 +378,7 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
     CORRAL_RETURN_IF_ERROR(Duration("--min-preempt-runtime", f.min_preempt_runtime,
                                     &cfg.min_runtime_before_preempt_ms));
   }
-  CORRAL_RETURN_IF_ERROR(ParsePredict(f.predict, &cfg));
-  if (f.predict_weight >= 0) {
-    if (f.predict_weight <= 0 || f.predict_weight > 1) {
-      return InvalidArgument("--predict-weight must be in (0, 1]");
-    }
-    cfg.predict.estimator.weight = f.predict_weight;
-  }
+  CORRAL_RETURN_IF_ERROR(ApplyPredictFlags(f.predict, &cfg));
   if (!sched::ParseGittinsOrder(f.gittins, &cfg.gittins)) {
     return InvalidArgument("--gittins '" + f.gittins +
                            "' is not one of off, inside-level, for-level, queues-only");
@@ -451,7 +427,7 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
     Result<SimResult> r = Simulate(jobs, cfg);
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!r.ok()) return r.status();
-    Summary s = Summarize(p, jobs, *r);
+    Summary s = Summarize(p, jobs, *r, report_from);
     s.trace_rows = trace->rows;
     s.bad_rows = static_cast<int64_t>(trace->bad.size());
     if (!f.no_timing) {
@@ -555,6 +531,10 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
   app.add_option("--limit", f.limit, "keep the first N jobs (after --start/--end/--sample)");
   app.add_option("--start", f.start, "keep jobs submitted at or after this offset (e.g. 30d)");
   app.add_option("--end", f.end, "keep jobs submitted before this offset");
+  app.add_option("--report-from", f.report_from,
+                 "report only jobs submitted from this offset (e.g. 28d), or from the job this "
+                 "percentage of the jobs in (e.g. 50%: the second half); the earlier jobs run and "
+                 "teach the predictors");
   app.add_option("--sample", f.sample, "keep a random sample of N jobs (see --seed)");
   app.add_option("--min-duration", f.min_duration, "drop jobs shorter than this (e.g. 60s)");
   app.add_option("--max-gpu-time", f.max_gpu_time,
@@ -621,14 +601,7 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
                  "lost per hour, cluster-wide (0: the scheduler's default, -1: unlimited)");
   app.add_option("--queue-budget", f.queue_budget,
                  "corral policy: RUNS,GPU_SECONDS as --cluster-budget, per victim queue");
-  app.add_option("--predict", f.predict,
-                 "corral policy: what run-time predictions may use: a list of user-name, user, "
-                 "queue-gpus, queue, time-limit (history of ended jobs by those keys, and time "
-                 "limits), or none, or oracle (the true durations: an upper bound, not a real "
-                 "input); default user-name,user,queue,time-limit");
-  app.add_option("--predict-weight", f.predict_weight,
-                 "weight of the newest ended job in each history's running mean of log run times "
-                 "(default: the estimator's, 0.5)");
+  AddPredictFlags(app, &f.predict);
   app.add_flag("--synth-time-limits", f.synth_time_limits,
                "give jobs without a time limit the one a user might ask for: the duration rounded "
                "up to a power of two hours, at least 1h (a what-if for traces without limits)");

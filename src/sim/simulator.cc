@@ -125,6 +125,11 @@ sched::SchedulerConfig SchedulerConfigOf(const SimConfig& c) {
   s.cluster_budget = c.cluster_budget;
   s.queue_budget = c.queue_budget;
   s.use_predictions = c.use_predictions;
+  s.prediction_rule = c.prediction_rule;
+  s.prediction_quantile = c.prediction_quantile;
+  s.prediction_for_level = c.prediction_for_level;
+  s.prediction_done_weight = c.prediction_done_weight;
+  s.prediction_fresh_by_mean = c.prediction_fresh_by_mean;
   s.las_across_queues = c.las_across_queues;
   s.backfill_with_predictions = c.backfill_with_predictions;
   s.borrowing_queues_by_level = c.borrowing_queues_by_level;
@@ -257,14 +262,17 @@ class Loop {
       p->attained_ms = w.progress_ms * t.num_gpus;
     } else if (in.oracle) {
       p->predicted_ms = t.duration_ms;  // an upper bound of what predictions buy
+      p->run_quantiles = {};
       // The index of a known service: its remaining GPU-time.
       p->gittins_ms = std::max<DurationMs>(
           1, t.duration_ms * std::max<int64_t>(1, t.num_gpus) - p->attained_ms);
     } else if (!in.history) {
       p->predicted_ms = in.time_limit ? job.spec.time_limit_ms : 0;
+      p->run_quantiles = {};
       p->gittins_ms = 0;
     } else if (!in.time_limit) {
       p->predicted_ms = core_.estimator().Estimate(p->user, p->name, p->queue, t.num_gpus);
+      p->run_quantiles = core_.estimator().Quantiles(p->user, p->name, t.num_gpus, 0);
     }
   }
 

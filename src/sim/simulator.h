@@ -80,6 +80,13 @@ struct SimConfig {
   // use_predictions is false).
   PredictionInputs predict;
   bool use_predictions = true;
+  // Corral policy: SchedulerConfig::prediction_rule and prediction_quantile (how a job's
+  // run-time distribution orders it).
+  sched::PredictionRule prediction_rule = sched::PredictionRule::kQuantile;
+  double prediction_quantile = 0.5;
+  bool prediction_for_level = false;      // SchedulerConfig::prediction_for_level
+  double prediction_done_weight = 0;      // SchedulerConfig::prediction_done_weight
+  bool prediction_fresh_by_mean = false;  // SchedulerConfig::prediction_fresh_by_mean
   // Corral policy: SchedulerConfig::las_across_queues.
   bool las_across_queues = true;
   // Corral policy: SchedulerConfig::backfill_with_predictions.

@@ -1,0 +1,139 @@
+// Unit tests of run-time distributions: the estimator keeps each user key's recent run times
+// and answers quantile points from the most specific key with enough jobs; the scheduler
+// conditions them on what a job has run, so a fresh job of a user whose jobs often fail fast
+// goes first and one that outlived the failures does not.
+#include "sched/run_time_quantiles.h"
+
+#include <gtest/gtest.h>
+
+#include "core/job.h"
+#include "sched/job_input.h"
+#include "sched/order_policy.h"
+#include "sched/runtime_estimate.h"
+#include "sched/scheduler.h"
+#include "sched/testing_builders.h"
+
+namespace corral::sched {
+namespace {
+
+using testing::MakeJob;
+using testing::MakeNode;
+
+// Half the jobs end in a minute, half run 10 hours.
+RunTimeQuantiles Bimodal() {
+  RunTimeQuantiles d;
+  for (int i = 0; i < kRunQuantiles; ++i) d.at[i] = i < kRunQuantiles / 2 ? kMinute : 10 * kHour;
+  return d;
+}
+
+TEST(RunTimeQuantilesTest, RulesConditionOnTheRunTimeSoFar) {
+  const RunTimeQuantiles d = Bimodal();
+  // Fresh: the median is the fast failure; the mean is half of each; Gittins runs a 1-minute
+  // quantum that ends half the jobs: 2 minutes per completion.
+  EXPECT_EQ(ConditionalRemainingMs(d, 0, PredictionRule::kQuantile, 0.5), kMinute);
+  EXPECT_EQ(ConditionalRemainingMs(d, 0, PredictionRule::kMean, 0.5), 5 * kHour + 30 * 1000);
+  EXPECT_EQ(ConditionalRemainingMs(d, 0, PredictionRule::kGittins, 0.5), 2 * kMinute);
+  EXPECT_EQ(ConditionalRemainingMs(d, 0, PredictionRule::kQuantile, 0.9), 10 * kHour);
+  // Past the minute only the long jobs are left.
+  const DurationMs done = 2 * kMinute;
+  for (PredictionRule r :
+       {PredictionRule::kQuantile, PredictionRule::kMean, PredictionRule::kGittins}) {
+    EXPECT_EQ(ConditionalRemainingMs(d, done, r, 0.5), 10 * kHour - done) << PredictionRuleName(r);
+  }
+  // Outlived every one of them: guessed to run as long again.
+  EXPECT_EQ(ConditionalRemainingMs(d, 11 * kHour, PredictionRule::kQuantile, 0.5), 11 * kHour);
+  PredictionRule parsed;
+  EXPECT_TRUE(ParsePredictionRule("gittins", &parsed));
+  EXPECT_EQ(parsed, PredictionRule::kGittins);
+  EXPECT_FALSE(ParsePredictionRule("median", &parsed));
+}
+
+EndedJob Ended(const std::string& user, const std::string& name, int64_t gpus, DurationMs ms) {
+  return {user, name, "q", gpus, ms};
+}
+
+TEST(RunTimeQuantilesTest, EstimatorKeepsARecentWindowPerUserKey) {
+  RuntimeEstimator e(EstimatorConfig{.window = 4, .min_jobs = 2});
+  EXPECT_TRUE(e.Quantiles("alice", "", 1, 0).empty());
+  // Old habits: 10-hour jobs; then four 1-minute ones push them out of the window.
+  for (int i = 0; i < 4; ++i) e.Observe(Ended("alice", "", 1, 10 * kHour));
+  EXPECT_EQ(e.Quantiles("alice", "", 1, 0).at[0], 10 * kHour);
+  for (int i = 0; i < 4; ++i) e.Observe(Ended("alice", "", 1, kMinute));
+  RunTimeQuantiles q = e.Quantiles("alice", "", 1, 0);
+  EXPECT_EQ(q.at[0], kMinute);
+  EXPECT_EQ(q.at[kRunQuantiles - 1], kMinute);
+  // (user, GPU count) answers once it has min_jobs; before that the user's.
+  e.Observe(Ended("alice", "", 8, 3 * kHour));
+  EXPECT_EQ(e.Quantiles("alice", "", 8, 0).at[kRunQuantiles - 1], 3 * kHour);  // window mixes
+  EXPECT_EQ(e.Quantiles("alice", "", 8, 0).at[0], kMinute);                    // user's
+  e.Observe(Ended("alice", "", 8, 3 * kHour));
+  EXPECT_EQ(e.Quantiles("alice", "", 8, 0).at[0], 3 * kHour);
+  // (user, name) before both; a time limit bounds every point.
+  e.Observe(Ended("alice", "eval", 8, 5 * kMinute));
+  e.Observe(Ended("alice", "eval", 8, 5 * kMinute));
+  EXPECT_EQ(e.Quantiles("alice", "eval", 8, 0).at[kRunQuantiles - 1], 5 * kMinute);
+  EXPECT_EQ(e.Quantiles("alice", "", 8, kHour).at[kRunQuantiles - 1], kHour);
+  // Another user, or none: no distribution.
+  EXPECT_TRUE(e.Quantiles("bob", "", 8, 0).empty());
+  EXPECT_TRUE(e.Quantiles("", "", 8, 0).empty());
+}
+
+TEST(RunTimeQuantilesTest, RecencyWeighsTheNewestRunTimesMost) {
+  RuntimeEstimator plain(EstimatorConfig{.window = 8});
+  RuntimeEstimator recent(EstimatorConfig{.window = 8, .recency = 0.5});
+  for (RuntimeEstimator* e : {&plain, &recent}) {
+    for (int i = 0; i < 6; ++i) e->Observe(Ended("u", "", 1, 10 * kHour));
+    for (int i = 0; i < 2; ++i) e->Observe(Ended("u", "", 1, kMinute));
+  }
+  // Alike: a quarter of the points are a minute. Halving with each older job: the two newest
+  // weigh 1 + 0.5 of 1.98, three quarters.
+  auto minutes = [](const RunTimeQuantiles& q) {
+    int n = 0;
+    for (DurationMs x : q.at) n += x == kMinute;
+    return n;
+  };
+  EXPECT_EQ(minutes(plain.Quantiles("u", "", 1, 0)), kRunQuantiles / 4);
+  EXPECT_EQ(minutes(recent.Quantiles("u", "", 1, 0)), 12);
+}
+
+TEST(RunTimeQuantilesTest, ToPendingJobCarriesTheDistribution) {
+  RuntimeEstimator e;
+  for (int i = 0; i < 4; ++i) e.Observe(Ended("alice", "", 1, 2 * kHour));
+  Job job;
+  job.id = 1;
+  job.owner = "alice";
+  job.spec.queue = "q";
+  job.spec.per_replica.gpu_milli = kGpuMilli;
+  EXPECT_EQ(ToPendingJob(job, &e).run_quantiles.at[0], 2 * kHour);
+  EXPECT_TRUE(ToPendingJob(job).run_quantiles.empty());
+}
+
+TEST(RunTimeQuantilesTest, AFailFastUsersFreshJobGoesFirstButNotOnceItOutlivedTheFailures) {
+  // One GPU; a fresh job of a user whose jobs fail fast half the time (bimodal), and a job of
+  // a user whose jobs all run 2 hours. The running mean of logs (sqrt(1 min x 10 h) = 24.5
+  // min) would also put the first first; the median says a minute.
+  SchedulerConfig c;
+  RunTimeQuantiles steady;
+  steady.at.fill(2 * kHour);
+  auto first_placed = [&](DurationMs attained) {
+    Scheduler s(c);
+    s.UpsertNode(MakeNode("n1").Gpus(1));
+    s.SetQueue({"q", 1, -1, 1.0});
+    s.AddPending(MakeJob(1).Gpus(1).Queue("q").Distribution(steady).Predicted(2 * kHour));
+    s.AddPending(
+        MakeJob(2).Gpus(1).Queue("q").Distribution(Bimodal()).Attained(attained).Submit(kMinute));
+    Decisions d = s.Schedule(kHour);
+    return d.place.empty() ? JobId{0} : d.place[0].job;
+  };
+  EXPECT_EQ(first_placed(0), 2u);
+  // Requeued after 5 minutes (still LAS level 0): the failures are behind it, 10 h ahead.
+  EXPECT_EQ(first_placed(5 * kMinute), 1u);
+  EXPECT_EQ(PredictedRemainingMs(c, MakeJob(2).Gpus(1).Distribution(Bimodal()), 5 * kMinute),
+            10 * kHour - 5 * kMinute);
+  // Without predictions the order is LAS and submit time.
+  c.use_predictions = false;
+  EXPECT_EQ(first_placed(0), 1u);
+}
+
+}  // namespace
+}  // namespace corral::sched

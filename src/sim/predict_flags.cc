@@ -1,0 +1,138 @@
+#include "sim/predict_flags.h"
+
+#include <CLI/CLI.hpp>
+#include <sstream>
+
+namespace corral::sim {
+
+namespace {
+
+// --predict: "none", "oracle", or a comma-separated list of the inputs the corral policy's
+// predictions may use.
+Status ParsePredict(const std::string& text, SimConfig* cfg) {
+  PredictionInputs& in = cfg->predict;
+  in = PredictionInputs{};
+  if (text == "none") {
+    cfg->use_predictions = false;
+    return Status::Ok();
+  }
+  if (text == "oracle") {
+    in.oracle = true;
+    return Status::Ok();
+  }
+  in.history = false;
+  in.time_limit = false;
+  in.estimator.by_user_name = in.estimator.by_user = false;
+  in.estimator.by_queue_gpus = in.estimator.by_queue = false;
+  in.estimator.dist_by_user_name = in.estimator.dist_by_user_gpus = false;
+  in.estimator.dist_by_user = false;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item == "user-name") {
+      in.history = in.estimator.by_user_name = in.estimator.dist_by_user_name = true;
+    } else if (item == "user-gpus") {
+      in.history = in.estimator.dist_by_user_gpus = true;
+    } else if (item == "user") {
+      in.history = in.estimator.by_user = in.estimator.dist_by_user = true;
+    } else if (item == "queue-gpus") {
+      in.history = in.estimator.by_queue_gpus = true;
+    } else if (item == "queue") {
+      in.history = in.estimator.by_queue = true;
+    } else if (item == "time-limit") {
+      in.time_limit = true;
+    } else {
+      return InvalidArgument("--predict '" + text + "': '" + item +
+                             "' is not one of user-name, user-gpus, user, queue-gpus, queue, "
+                             "time-limit "
+                             "(or give none or oracle alone)");
+    }
+  }
+  return Status::Ok();
+}
+
+// --predict-rule and the distributions' window, minimum and quantile. "running-mean" turns the
+// distributions off: a job is then predicted by the running mean of its keys alone.
+Status PredictionFlags(const PredictFlags& f, SimConfig* cfg) {
+  sched::EstimatorConfig& e = cfg->predict.estimator;
+  if (f.rule == "running-mean") {
+    e.dist_by_user_name = e.dist_by_user_gpus = e.dist_by_user = false;
+  } else if (!sched::ParsePredictionRule(f.rule, &cfg->prediction_rule)) {
+    return InvalidArgument("--predict-rule '" + f.rule +
+                           "' is not one of gittins, quantile, mean, running-mean");
+  }
+  if (f.quantile >= 0) {
+    if (f.quantile <= 0 || f.quantile > 1) {
+      return InvalidArgument("--predict-quantile must be in (0, 1]");
+    }
+    cfg->prediction_quantile = f.quantile;
+  }
+  if (f.window != 0) {
+    if (f.window < 1) return InvalidArgument("--predict-window must be >= 1");
+    e.window = f.window;
+  }
+  if (f.min_jobs >= 0) e.min_jobs = f.min_jobs;
+  cfg->prediction_for_level = f.for_level;
+  cfg->prediction_fresh_by_mean = f.fresh_by_mean;
+  if (f.done_weight >= 0) {
+    if (f.done_weight > 1) return InvalidArgument("--predict-done-weight must be in [0, 1]");
+    cfg->prediction_done_weight = f.done_weight;
+  }
+  if (f.recency >= 0) {
+    if (f.recency >= 1) return InvalidArgument("--predict-recency must be in [0, 1)");
+    e.recency = f.recency;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AddPredictFlags(CLI::App& app, PredictFlags* f) {
+  app.add_option("--predict", f->predict,
+                 "corral policy: what run-time predictions may use: a list of user-name, "
+                 "user-gpus, user, queue-gpus, queue, time-limit (history of ended jobs by those "
+                 "keys, and time "
+                 "limits), or none, or oracle (the true durations: an upper bound, not a real "
+                 "input); default user-name,user-gpus,user,queue,time-limit");
+  app.add_option("--predict-rule", f->rule,
+                 "corral policy: how a job's run-time distribution (its owner's recent run times, "
+                 "per user-name, user-gpus, user) orders it: quantile (default; the conditional "
+                 "median), gittins, mean, "
+                 "or running-mean (no distributions: the running mean of each key)");
+  app.add_flag("--predict-for-level", f->for_level,
+               "corral policy: order a job with a run-time distribution by its predicted "
+               "remaining time in its LAS level's place (preemption still by level)");
+  app.add_option("--predict-done-weight", f->done_weight,
+                 "a job that has run D is predicted to need D^w x the distribution's "
+                 "remaining^(1-w) (default 0)");
+  app.add_flag("--predict-fresh-by-mean", f->fresh_by_mean,
+               "a job that has not run yet is predicted by the running mean (--predict-weight), "
+               "the distribution once it has run");
+  app.add_option("--predict-recency", f->recency,
+                 "each older run time of a user key weighs 1 - this times the next newer one "
+                 "in its distribution (default 0: alike)");
+  app.add_option("--predict-quantile", f->quantile,
+                 "the conditional quantile --predict-rule quantile orders by (default 0.5)");
+  app.add_option("--predict-window", f->window,
+                 "run times kept per user key for the distributions (default 16)");
+  app.add_option("--predict-min-jobs", f->min_jobs,
+                 "jobs a user key must have seen before its distribution is preferred to a "
+                 "broader key's (default 4)");
+  app.add_option("--predict-weight", f->weight,
+                 "weight of the newest ended job in each history's running mean of log run times "
+                 "(default: the estimator's, 0.5)");
+}
+
+Status ApplyPredictFlags(const PredictFlags& f, SimConfig* cfg) {
+  SimConfig next = *cfg;
+  CORRAL_RETURN_IF_ERROR(ParsePredict(f.predict, &next));
+  CORRAL_RETURN_IF_ERROR(PredictionFlags(f, &next));
+  if (f.weight >= 0) {
+    if (f.weight <= 0 || f.weight > 1) return InvalidArgument("--predict-weight must be in (0, 1]");
+    next.predict.estimator.weight = f.weight;
+  }
+  *cfg = std::move(next);
+  return Status::Ok();
+}
+
+}  // namespace corral::sim
