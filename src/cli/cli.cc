@@ -20,7 +20,9 @@ const CommandInfo kCommands[] = {
     {"submit", RunSubmit,
      "corral submit [-f SPEC.yaml] [--gpus N|0.25] [--gpu-memory 10G] [--gpu-isolation "
      "memory|mps]\n"
-     "              [--cpus C] [--memory M] [--replicas R] [--name S]\n"
+     "              [--cpus C] [--memory M] [--replicas R [--spread | --max-replicas-per-node "
+     "K]]\n"
+     "              [--name S]\n"
      "              [--tasks-per-replica T|gpu]\n"
      "              [--queue Q] [--time-limit T] [--priority P] [--preemptible] [--max-restarts "
      "N]\n"

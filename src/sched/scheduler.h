@@ -101,6 +101,7 @@ struct PendingJob {
   int32_t priority = 0;
   TimeMs submitted_at = 0;
   int32_t replicas = 1;
+  int32_t max_replicas_per_node = 0;  // JobSpec::max_replicas_per_node; 0: no limit
   Resources per_replica;
   std::string gpu_model;
   std::map<std::string, std::string> node_labels;
