@@ -7,12 +7,13 @@ cd "$(dirname "$0")/.."
 echo "== install the build's dependencies (at ${SECONDS}s)"
 ./scripts/setup.sh
 echo "== build corral and corral-monitor (at ${SECONDS}s)"
-# -O2 without debug info, as test.sh builds: debug info costs more compile time than anything
-# else here, and the same flags share ccache's objects with test.sh's build.
+# -Og without debug info: a newcomer waits for the compiler, not for the sample jobs, and -Og
+# costs about two thirds of -O2's compile time (docs/benchmarks.md, "First run"). Packages and
+# scripts/build.sh build -O2 (a cluster that serves real jobs).
 export BUILD_DIR="${BUILD_DIR:-build}"
 BUILD_TARGETS="corral corral-monitor" BUILD_TYPE=RelWithDebInfo ./scripts/build.sh \
   -DCORRAL_TESTS=OFF -DCORRAL_BENCH=OFF -DCORRAL_SYSTEM_TESTS=OFF \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG"
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-Og -DNDEBUG"
 echo "== run a local cluster and its sample jobs (at ${SECONDS}s)"
 STATE_DIR="${STATE_DIR:-$(mktemp -d /tmp/corral-demo.XXXXXX)}"
 exec "./$BUILD_DIR/corral" up --agents 2 --gpus-per-agent 4 --state-dir "$STATE_DIR" \

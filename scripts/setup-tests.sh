@@ -3,7 +3,7 @@
 # dependencies (setup.sh, which this runs first): what CI needs on a clean machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh
+./scripts/setup.sh --containers
 PACKAGES=(
   clang-format
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -5,23 +5,12 @@
 #include <set>
 
 #include "cli/commands.h"
+#include "cli/json_fields.h"
 #include "cli/table.h"
 #include "core/spec.h"
 
 namespace corral::cli {
 namespace {
-
-std::string Str(const Json& j, const char* key, const std::string& fallback = "-") {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  return it->is_string() ? it->get<std::string>() : it->dump();
-}
-
-int64_t Int(const Json& j, const char* key, int64_t fallback = 0) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return fallback;
-  return it->get<int64_t>();
-}
 
 std::string Number(double x) {
   char buf[32];
@@ -75,7 +64,8 @@ int NodeAction(const std::string& action, const std::vector<std::string>& names,
     return kExitError;
   }
   std::string state = "?";
-  if (auto n = reply->find("node"); n != reply->end() && n->is_object()) state = Str(*n, "state");
+  if (auto n = reply->find("node"); n != reply->end() && n->is_object())
+    state = FieldText(*n, "state");
   *ctx.out << "Node " << names[0] << ": " << state << "\n";
   return kExitOk;
 }
@@ -183,7 +173,7 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
     return kExitError;
   }
   for (const Json& q : *queues) {
-    if (Str(q, "name") != name) continue;
+    if (FieldText(q, "name") != name) continue;
     for (const char* k :
          {"quota_gpus", "limit_gpus", "weight", "max_pending_per_user", "max_grace_ms",
           "allowed_users", "allowed_groups", "gpu_sharing", "idle_timeout_ms"}) {
@@ -206,22 +196,24 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
 // Each GPU's health in a word: drained (by whom), else its last check's verdict, "-" unchecked.
 std::string GpuHealthWord(const Json& gpu) {
   if (auto d = gpu.find("drain"); d != gpu.end() && d->is_object()) {
-    return "drained:" + Str(*d, "source", "?");
+    return "drained:" + FieldText(*d, "source", "?");
   }
-  return Str(gpu, "health", "-");
+  return FieldText(gpu, "health", "-");
 }
 
 // `corral nodes show NAME`: the node, and each of its GPUs on a line.
 std::string RenderNodeDetail(const Json& n) {
-  std::string out = "Node " + Str(n, "name") + ": " + Str(n, "state") + "\n";
-  if (!Str(n, "unhealthy", "").empty()) out += "  unhealthy: " + Str(n, "unhealthy") + "\n";
+  std::string out = "Node " + FieldText(n, "name") + ": " + FieldText(n, "state") + "\n";
+  if (!FieldText(n, "unhealthy", "").empty())
+    out += "  unhealthy: " + FieldText(n, "unhealthy") + "\n";
   Table t({"GPU", "MODEL", "UTIL", "HEALTH", "WHY"});
   for (const Json& gpu : n.value("gpus", Json::array())) {
-    std::string why = Str(gpu, "health_reason", "");
-    if (auto d = gpu.find("drain"); d != gpu.end() && d->is_object()) why = Str(*d, "reason", "");
-    t.AddRow({std::to_string(Int(gpu, "index")), Str(gpu, "model", "-"),
+    std::string why = FieldText(gpu, "health_reason", "");
+    if (auto d = gpu.find("drain"); d != gpu.end() && d->is_object())
+      why = FieldText(*d, "reason", "");
+    t.AddRow({std::to_string(FieldInt(gpu, "index")), FieldText(gpu, "model", "-"),
               gpu.contains("utilization_percent")
-                  ? std::to_string(Int(gpu, "utilization_percent")) + "%"
+                  ? std::to_string(FieldInt(gpu, "utilization_percent")) + "%"
                   : "-",
               GpuHealthWord(gpu), why.empty() ? "-" : why});
   }
@@ -233,7 +225,7 @@ std::string RenderNodesTable(const Json& nodes) {
   bool images = false;
   for (const Json& n : nodes) {
     if (auto c = n.find("image_cache"); c != n.end() && c->is_object()) {
-      images = images || Int(*c, "images") > 0;
+      images = images || FieldInt(*c, "images") > 0;
     }
   }
   std::vector<std::string> columns = {"NAME",       "STATE", "GPUS",   "MODEL", "GPU-UTIL",
@@ -247,18 +239,18 @@ std::string RenderNodesTable(const Json& nodes) {
       total = g->size();
       std::set<std::string> seen;
       for (const Json& gpu : *g) {
-        std::string m = Str(gpu, "model", "");
+        std::string m = FieldText(gpu, "model", "");
         if (!m.empty() && seen.insert(m).second) models.push_back(m);
         // A shared GPU: "INDEX:MILLIm/HOLDERS", e.g. 0:750m/3.
         if (auto s = gpu.find("shares"); s != gpu.end() && s->is_array() && !s->empty()) {
-          shared.push_back(std::to_string(Int(gpu, "index")) + ":" +
-                           std::to_string(Int(gpu, "shared_milli")) + "m/" +
+          shared.push_back(std::to_string(FieldInt(gpu, "index")) + ":" +
+                           std::to_string(FieldInt(gpu, "shared_milli")) + "m/" +
                            std::to_string(s->size()));
         }
         if (gpu.contains("healthy") && gpu["healthy"].is_boolean() && !gpu["healthy"]) {
           util.push_back("FAIL");
         } else if (gpu.contains("utilization_percent")) {
-          util.push_back(std::to_string(Int(gpu, "utilization_percent")) + "%");
+          util.push_back(std::to_string(FieldInt(gpu, "utilization_percent")) + "%");
         } else {
           util.push_back("-");
         }
@@ -278,13 +270,13 @@ std::string RenderNodesTable(const Json& nodes) {
       }
     }
     // Health is not an admin state: a ready node whose GPUs fail their probe shows unhealthy.
-    std::string state = Str(n, "state");
-    if (!Str(n, "unhealthy", "").empty())
+    std::string state = FieldText(n, "state");
+    if (!FieldText(n, "unhealthy", "").empty())
       state = state == "ready" ? "unhealthy" : state + "+unhealthy";
     std::vector<std::string> row = {
-        Str(n, "name"),
+        FieldText(n, "name"),
         state,
-        std::to_string(Int(n, "gpus_used")) + "/" + std::to_string(total) +
+        std::to_string(FieldInt(n, "gpus_used")) + "/" + std::to_string(total) +
             (shared.empty() ? "" : " (shared " + Join(shared, ",") + ")"),
         models.empty() ? "-" : Join(models, ","),
         util.empty() ||
@@ -292,17 +284,17 @@ std::string RenderNodesTable(const Json& nodes) {
             ? "-"
             : Join(util, ","),
         health_text,
-        FormatCpus(static_cast<int32_t>(Int(n, "cpu_milli"))),
-        FormatMemoryMb(Int(n, "memory_mb")),
+        FormatCpus(static_cast<int32_t>(FieldInt(n, "cpu_milli"))),
+        FormatMemoryMb(FieldInt(n, "memory_mb")),
         FormatLabels(labels)};
     if (images) {
       // "2 (310M/20G)": images, and the space they take of the cache's limit.
       auto c = n.find("image_cache");
       row.push_back(c == n.end() || !c->is_object()
                         ? "-"
-                        : std::to_string(Int(*c, "images")) + " (" +
-                              FormatMemoryMb(Int(*c, "bytes") >> 20) + "/" +
-                              FormatMemoryMb(Int(*c, "limit_bytes") >> 20) + ")");
+                        : std::to_string(FieldInt(*c, "images")) + " (" +
+                              FormatMemoryMb(FieldInt(*c, "bytes") >> 20) + "/" +
+                              FormatMemoryMb(FieldInt(*c, "limit_bytes") >> 20) + ")");
     }
     t.AddRow(row);
   }
@@ -312,13 +304,13 @@ std::string RenderNodesTable(const Json& nodes) {
 std::string RenderQueuesTable(const Json& queues) {
   Table t({"NAME", "QUOTA", "LIMIT", "WEIGHT", "USED", "PENDING", "RUNNING"});
   for (const Json& q : queues) {
-    int64_t limit = Int(q, "limit_gpus", -1);
+    int64_t limit = FieldInt(q, "limit_gpus", -1);
     double weight = 1;
     if (auto w = q.find("weight"); w != q.end() && w->is_number()) weight = w->get<double>();
-    t.AddRow({Str(q, "name"), std::to_string(Int(q, "quota_gpus")),
+    t.AddRow({FieldText(q, "name"), std::to_string(FieldInt(q, "quota_gpus")),
               limit < 0 ? "-" : std::to_string(limit), Number(weight),
-              std::to_string(Int(q, "used_gpus")), std::to_string(Int(q, "pending")),
-              std::to_string(Int(q, "running"))});
+              std::to_string(FieldInt(q, "used_gpus")), std::to_string(FieldInt(q, "pending")),
+              std::to_string(FieldInt(q, "running"))});
   }
   return t.Render();
 }
@@ -346,7 +338,7 @@ int RunNodes(const std::vector<std::string>& argv, CliContext& ctx) {
         return kExitError;
       }
       for (const Json& n : *nodes) {
-        if (Str(n, "name") != args.positional[1]) continue;
+        if (FieldText(n, "name") != args.positional[1]) continue;
         *ctx.out << (args.Get("output") == "json" ? n.dump(2) + "\n" : RenderNodeDetail(n));
         return kExitOk;
       }

@@ -3,39 +3,18 @@
 
 #include <sstream>
 
-#include "cli/commands.h"
+#include "cli/cli_test_harness.h"
 
 namespace corral::cli {
 namespace {
 
-class Fake : public ApiTransport {
- public:
-  Result<ApiReply> Call(const std::string& method, const std::string& path,
-                        const std::string&) override {
-    paths.push_back(method + " " + path);
-    return handler(path);
-  }
-  std::vector<std::string> paths;
-  std::function<Result<ApiReply>(const std::string&)> handler;
-};
+ApiReply Reply(const Json& body) { return test::JsonReply(200, body); }
 
-ApiReply Reply(const Json& body) { return ApiReply{200, "application/json", body.dump(), {}}; }
-
-struct Harness {
-  std::shared_ptr<Fake> fake = std::make_shared<Fake>();
-  std::ostringstream out, err;
-  CliContext ctx;
+// The shared harness on a clock that stands still.
+struct Harness : test::Harness {
   Harness() {
-    ctx.out = &out;
-    ctx.err = &err;
-    ctx.env = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
-    ctx.addr = "http://head:7070";
-    ctx.connect = [this]() -> Result<std::shared_ptr<ApiTransport>> {
-      return std::shared_ptr<ApiTransport>(fake);
-    };
     ctx.now = [] { return TimeMs{1'700'000'000'000}; };
     ctx.sleep = [](DurationMs) {};
-    ctx.utc_times = true;
   }
 };
 
@@ -50,7 +29,7 @@ Json Submitted(uint64_t rev) {
 
 TEST(CliEvents, PrintsEachChangeOnceAndResumesFromTheLast) {
   Harness h;
-  h.fake->handler = [](const std::string& path) -> Result<ApiReply> {
+  h.fake->OnPath([](const std::string& path) -> Result<ApiReply> {
     if (path.find("since=0&") != std::string::npos) {
       return Reply({{"events", {Submitted(1), Submitted(2)}}, {"revision", 3}});
     }
@@ -58,18 +37,18 @@ TEST(CliEvents, PrintsEachChangeOnceAndResumesFromTheLast) {
       return Reply({{"events", {Submitted(3)}}, {"revision", 3}});
     }
     return Reply({{"events", Json::array()}, {"revision", 3}});
-  };
+  });
   ASSERT_EQ(RunEvents({}, h.ctx), 0) << h.err.str();
   std::string out = h.out.str();
   EXPECT_NE(out.find("1  "), std::string::npos);
   EXPECT_NE(out.find("job_submitted  job 3  by ana to org/team"), std::string::npos) << out;
-  ASSERT_EQ(h.fake->paths.size(), 3u);
-  EXPECT_EQ(h.fake->paths[1], "GET /v1/events?since=2&wait=0") << "resumes after the last seen";
+  ASSERT_EQ(h.fake->paths().size(), 3u);
+  EXPECT_EQ(h.fake->paths()[1], "GET /v1/events?since=2&wait=0") << "resumes after the last seen";
 }
 
 TEST(CliEvents, ARetirementSaysHowManyJobsLeftMemory) {
   Harness h;
-  h.fake->handler = [](const std::string& path) -> Result<ApiReply> {
+  h.fake->OnPath([](const std::string& path) -> Result<ApiReply> {
     if (path.find("since=0&") == std::string::npos) {
       return Reply({{"events", Json::array()}, {"revision", 1}});
     }
@@ -77,7 +56,7 @@ TEST(CliEvents, ARetirementSaysHowManyJobsLeftMemory) {
            {"key", ""}, {"jobs", Json::array()}};
     for (int id = 1; id <= 12; ++id) e["jobs"].push_back(id);
     return Reply({{"events", {e}}, {"revision", 1}});
-  };
+  });
   ASSERT_EQ(RunEvents({}, h.ctx), 0) << h.err.str();
   EXPECT_NE(
       h.out.str().find("jobs_retired  job   12 job(s) out of memory: 1 2 3 4 5 6 7 8 9 10 ..."),
@@ -87,7 +66,7 @@ TEST(CliEvents, ARetirementSaysHowManyJobsLeftMemory) {
 
 TEST(CliEvents, AnArraySaysHowManyElementsItHas) {
   Harness h;
-  h.fake->handler = [](const std::string& path) -> Result<ApiReply> {
+  h.fake->OnPath([](const std::string& path) -> Result<ApiReply> {
     if (path.find("since=0&") == std::string::npos) {
       return Reply({{"events", Json::array()}, {"revision", 1}});
     }
@@ -96,7 +75,7 @@ TEST(CliEvents, AnArraySaysHowManyElementsItHas) {
     e["key"] = 7;
     e["indices"] = {0, 2, 4};
     return Reply({{"events", {e}}, {"revision", 1}});
-  };
+  });
   ASSERT_EQ(RunEvents({}, h.ctx), 0) << h.err.str();
   EXPECT_NE(h.out.str().find("array_submitted  job 7  3 element(s), by ana to org/team"),
             std::string::npos)
@@ -105,15 +84,15 @@ TEST(CliEvents, AnArraySaysHowManyElementsItHas) {
 
 TEST(CliEvents, FollowHoldsTheCallAndReportsAReset) {
   Harness h;
-  h.fake->handler = [](const std::string& path) -> Result<ApiReply> {
+  h.fake->OnPath([](const std::string& path) -> Result<ApiReply> {
     if (path.find("since=0&") != std::string::npos) {
       return Reply({{"events", Json::array()}, {"revision", 40}, {"reset", true}});
     }
     return Reply({{"events", {Submitted(41)}}, {"revision", 41}});
-  };
+  });
   ASSERT_EQ(RunEvents({"-f", "--updates", "2"}, h.ctx), 0) << h.err.str();
   EXPECT_NE(h.err.str().find("continuing from revision 40"), std::string::npos) << h.err.str();
-  EXPECT_EQ(h.fake->paths[1], "GET /v1/events?since=40&wait=25000");
+  EXPECT_EQ(h.fake->paths()[1], "GET /v1/events?since=40&wait=25000");
   EXPECT_NE(h.out.str().find("41  "), std::string::npos);
 }
 
@@ -121,7 +100,7 @@ TEST(CliJobsWatch, RedrawsOnlyWhenTheStreamSaysSomethingChanged) {
   Harness h;
   int lists = 0;
   int waits = 0;
-  h.fake->handler = [&](const std::string& path) -> Result<ApiReply> {
+  h.fake->OnPath([&](const std::string& path) -> Result<ApiReply> {
     if (path.rfind("/v1/jobs", 0) == 0) {
       ++lists;
       Json jobs = Json::array();
@@ -140,7 +119,7 @@ TEST(CliJobsWatch, RedrawsOnlyWhenTheStreamSaysSomethingChanged) {
     ++waits;
     if (waits == 1) return Reply({{"revision", 7}, {"events", Json::array()}});
     return Reply({{"revision", 8}, {"events", {Submitted(8)}}});
-  };
+  });
   ASSERT_EQ(RunJobs({"--watch", "--updates", "2"}, h.ctx), 0) << h.err.str();
   EXPECT_EQ(lists, 2) << "an empty hold must not redraw";
   EXPECT_EQ(waits, 2);

@@ -4,21 +4,11 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/json_fields.h"
 #include "cli/table.h"
 
 namespace corral::cli {
 namespace {
-
-std::string Str(const Json& j, const char* key, const std::string& fallback = "-") {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  return it->is_string() ? it->get<std::string>() : it->dump();
-}
-
-int64_t Int(const Json& j, const char* key, int64_t fallback = 0) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<int64_t>() : fallback;
-}
 
 // One character per GPU, darker as it gets busier; '?' where the agent measured nothing.
 std::string Heat(const Json& gpus, int64_t* sum, int64_t* measured) {
@@ -29,7 +19,7 @@ std::string Heat(const Json& gpus, int64_t* sum, int64_t* measured) {
       out += '?';
       continue;
     }
-    int64_t u = std::clamp<int64_t>(Int(g, "utilization_percent"), 0, 100);
+    int64_t u = std::clamp<int64_t>(FieldInt(g, "utilization_percent"), 0, 100);
     *sum += u;
     ++*measured;
     out += kRamp[std::min<int64_t>(9, u / 10)];
@@ -57,24 +47,24 @@ std::vector<std::string> RenderTop(const TopSnapshot& s, int width, int height) 
   for (const Json& n : s.nodes) {
     Json g = n.value("gpus", Json::array());
     gpus += static_cast<int64_t>(g.size());
-    used += Int(n, "gpus_used");
+    used += FieldInt(n, "gpus_used");
     int64_t node_sum = 0, node_measured = 0;
     std::string heat = Heat(g, &node_sum, &node_measured);
     util_sum += node_sum;
     measured += node_measured;
-    nodes.AddRow({Str(n, "name"), Str(n, "state"),
-                  std::to_string(Int(n, "gpus_used")) + "/" + std::to_string(g.size()),
+    nodes.AddRow({FieldText(n, "name"), FieldText(n, "state"),
+                  std::to_string(FieldInt(n, "gpus_used")) + "/" + std::to_string(g.size()),
                   node_measured ? std::to_string(node_sum / node_measured) + "%" : "-",
                   "[" + heat + "]", std::to_string(n.value("runs", Json::array()).size())});
   }
   Table queues({"QUEUE", "QUOTA", "USED", "PENDING", "RUNNING"});
   int64_t pending = 0, running = 0;
   for (const Json& q : s.queues) {
-    pending += Int(q, "pending");
-    running += Int(q, "running");
-    queues.AddRow({Str(q, "name"), std::to_string(Int(q, "quota_gpus")),
-                   std::to_string(Int(q, "used_gpus")), std::to_string(Int(q, "pending")),
-                   std::to_string(Int(q, "running"))});
+    pending += FieldInt(q, "pending");
+    running += FieldInt(q, "running");
+    queues.AddRow({FieldText(q, "name"), std::to_string(FieldInt(q, "quota_gpus")),
+                   std::to_string(FieldInt(q, "used_gpus")), std::to_string(FieldInt(q, "pending")),
+                   std::to_string(FieldInt(q, "running"))});
   }
   std::vector<std::string> lines;
   lines.push_back("corral top  " + std::to_string(s.nodes.size()) + " nodes  " +

@@ -7,39 +7,19 @@
 
 #include <sstream>
 
-#include "cli/commands.h"
+#include "cli/cli_test_harness.h"
 
 namespace corral::cli {
 namespace {
 
 using ::testing::HasSubstr;
 
-class FakeTransport : public ApiTransport {
- public:
-  Result<ApiReply> Call(const std::string& method, const std::string& path,
-                        const std::string&) override {
-    paths.push_back(method + " " + path);
-    return ApiReply{200, "application/json", answer.dump(), {}};
-  }
-  std::vector<std::string> paths;
-  Json answer;
-};
-
-struct Harness {
-  std::shared_ptr<FakeTransport> fake = std::make_shared<FakeTransport>();
-  std::ostringstream out, err;
-  CliContext ctx;
+// The shared harness at time 0, running `corral usage`.
+struct Harness : test::Harness {
   Harness() {
-    ctx.out = &out;
-    ctx.err = &err;
-    ctx.env = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
-    ctx.addr = "http://head:7070";
-    ctx.connect = [this]() -> Result<std::shared_ptr<ApiTransport>> {
-      return std::shared_ptr<ApiTransport>(fake);
-    };
     ctx.now = [] { return TimeMs{0}; };
   }
-  int Run(const std::vector<std::string>& args) { return RunCommand("usage", args, ctx); }
+  int Run(const std::vector<std::string>& args) { return test::Harness::Run("usage", args); }
 };
 
 // A report as the head builds it, from figures a test can check against.
@@ -53,19 +33,19 @@ Json Report() {
 
 TEST(CliUsage, AsksForThePeriodInSecondsAndGrouping) {
   Harness h;
-  h.fake->answer = Report();
+  h.fake->AnswerAll(Report());
   ASSERT_EQ(h.Run({"--by", "queue", "--since", "2h"}), kExitOk) << h.err.str();
-  ASSERT_EQ(h.fake->paths.size(), 1u);
-  EXPECT_EQ(h.fake->paths[0], "GET /v1/usage?by=queue&since=7200");
+  ASSERT_EQ(h.fake->paths().size(), 1u);
+  EXPECT_EQ(h.fake->paths()[0], "GET /v1/usage?by=queue&since=7200");
   Harness d;
-  d.fake->answer = Report();
+  d.fake->AnswerAll(Report());
   ASSERT_EQ(d.Run({}), kExitOk);
-  EXPECT_EQ(d.fake->paths[0], "GET /v1/usage?by=user&since=604800");  // a week, by user
+  EXPECT_EQ(d.fake->paths()[0], "GET /v1/usage?by=user&since=604800");  // a week, by user
 }
 
 TEST(CliUsage, TableShowsHoursAverageWaitAndTotal) {
   Harness h;
-  h.fake->answer = Report();
+  h.fake->AnswerAll(Report());
   ASSERT_EQ(h.Run({"--by", "queue"}), kExitOk);
   std::string out = h.out.str();
   EXPECT_THAT(out, HasSubstr("QUEUE"));
@@ -77,7 +57,7 @@ TEST(CliUsage, TableShowsHoursAverageWaitAndTotal) {
 
 TEST(CliUsage, CsvHasAHeaderAndQuotesFieldsWithCommas) {
   Harness h;
-  h.fake->answer = Report();
+  h.fake->AnswerAll(Report());
   ASSERT_EQ(h.Run({"--by", "queue", "-o", "csv"}), kExitOk);
   std::string out = h.out.str();
   EXPECT_THAT(out, HasSubstr("queue,gpu_hours,gpu_seconds,jobs,started,avg_wait_seconds,"
@@ -89,7 +69,7 @@ TEST(CliUsage, CsvHasAHeaderAndQuotesFieldsWithCommas) {
 
 TEST(CliUsage, JsonIsTheHeadsAnswer) {
   Harness h;
-  h.fake->answer = Report();
+  h.fake->AnswerAll(Report());
   ASSERT_EQ(h.Run({"-o", "json"}), kExitOk);
   EXPECT_EQ(Json::parse(h.out.str()), Report());
 }
@@ -109,7 +89,7 @@ TEST(CliUsage, BadFlagsNameTheFlagAndTheValueWithoutCallingTheHead) {
     EXPECT_EQ(h.Run(c.args), kExitUsage) << c.args[1];
     EXPECT_THAT(h.err.str(), HasSubstr(c.want));
     EXPECT_THAT(h.err.str(), HasSubstr(c.args[1]));
-    EXPECT_TRUE(h.fake->paths.empty());
+    EXPECT_TRUE(h.fake->paths().empty());
   }
 }
 
