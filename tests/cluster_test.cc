@@ -251,6 +251,21 @@ TEST(Cluster, UserTokensOwnTheirJobsAndRevokedTokensAreRefused) {
   EXPECT_NE(cancel.err.find("permission denied"), std::string::npos) << cancel.err;
   EXPECT_EQ(as(ana_token, {"cancel", id}).exit_code, 0);
 
+  // Who may jump the queue: a QoS class holds ana's priorities; only an admin sets one.
+  EXPECT_EQ(as(ana_token, {"qos", "set", "mine", "--max-priority", "100"}).exit_code, 1);
+  auto qos = c.Corral({"qos", "set", "normal", "--max-priority", "3", "--no-preempt", "--user",
+                       "ana"});
+  ASSERT_EQ(qos.exit_code, 0) << qos.err;
+  EXPECT_EQ(qos.out, "QoS normal: priority -1000000..3, may not preempt by priority\n");
+  auto above = as(ana_token, {"submit", "--priority", "4", "--", "true"});
+  EXPECT_EQ(above.exit_code, 1);
+  EXPECT_NE(above.err.find("above the limit 3 of QoS 'normal'"), std::string::npos) << above.err;
+  EXPECT_EQ(as(ana_token, {"submit", "--priority", "3", "--", "true"}).exit_code, 0);
+  auto classes = as(bob_token, {"qos"});
+  ASSERT_EQ(classes.exit_code, 0) << classes.err;
+  EXPECT_NE(classes.out.find("normal  -1000000..3  no       ana    -"), std::string::npos)
+      << classes.out;
+
   auto list = c.Corral({"token", "list"});
   ASSERT_EQ(list.exit_code, 0);
   EXPECT_NE(list.out.find("bob"), std::string::npos) << list.out;

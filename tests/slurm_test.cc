@@ -268,6 +268,44 @@ TEST_F(SlurmShims, SrunInsideATwoNodeAllocationStartsAStepOnBothNodes) {
   EXPECT_EQ(acct.out, "COMPLETED|0:0\n") << out;
 }
 
+// -N 2 is two machines even when both "nodes" would fit one: srun -l over them numbers the
+// nodes 0 and 1 on two different agents, and the allocation's node list names both.
+TEST_F(SlurmShims, TwoNodesThatFitOneMachineAreStillTwoMachines) {
+  std::ofstream(work_ + "/spread.sh")
+      << "#!/bin/bash\n"
+         "#SBATCH -N 2\n"
+         "#SBATCH --gpus-per-node=1\n"
+         "#SBATCH -o spread-%j.out\n"
+         "echo list=$SLURM_JOB_NODELIST\n"
+         "srun -l sh -c 'echo node=$SLURM_NODEID on=$SLURMD_NODENAME'\n";
+  const std::string id = SbatchId("spread.sh");
+  Wait(id);
+  const std::string out = ReadAll(work_ + "/spread-" + id + ".out");
+  EXPECT_NE(out.find("list=node[1-2]\n"), std::string::npos) << out;
+  std::map<std::string, std::string> on_node;  // SLURM_NODEID -> the agent that ran it
+  std::regex line("([01]): node=([01]) on=(node[12])\n");
+  for (std::sregex_iterator it(out.begin(), out.end(), line), end; it != end; ++it) {
+    EXPECT_EQ((*it)[1].str(), (*it)[2].str()) << out;  // one task per node: rank = node id
+    on_node[(*it)[2].str()] = (*it)[3].str();
+  }
+  ASSERT_EQ(on_node.size(), 2u) << out;
+  EXPECT_NE(on_node["0"], on_node["1"]) << out;
+
+  // The native form: corral submit --spread.
+  auto sub = cluster_->Corral(
+      {"submit", "--parsable", "--spread", "--replicas", "2", "--gpus", "1", "--", "true"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  std::string native = sub.out.substr(0, sub.out.find_first_of("\n;"));
+  Wait(native);
+  auto show = cluster_->Corral({"show", native, "-o", "json"});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  Json job = Json::parse(show.out);
+  EXPECT_EQ(job["spec"]["max_replicas_per_node"], 1) << show.out;
+  const Json& placement = job["runs"].back()["placement"];
+  ASSERT_EQ(placement.size(), 2u) << show.out;
+  EXPECT_NE(placement[0]["node"], placement[1]["node"]) << show.out;
+}
+
 // scontrol hold keeps a job pending (squeue says JobHeldUser) until scontrol release; a job
 // that runs `scontrol requeue $SLURM_JOB_ID` (as submitit does) goes back to the queue under
 // the same id and runs again.

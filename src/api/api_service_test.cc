@@ -177,6 +177,47 @@ TEST_F(Api, BadInputNamesItsFieldAndChangesNothing) {
   EXPECT_EQ(Call("GET", "/v1/queues").body["queues"].size(), 1u) << "only the default queue";
 }
 
+// QoS classes over HTTP: admins set them, a user's submission above the class is 403 naming the
+// limit, bad fields are 400 naming the field and change nothing.
+TEST_F(Api, QosRoutesSetListAndEnforceTheLimit) {
+  RegisterNode("n1");
+  Reply set = Call("PUT", "/v1/qos/normal",
+                   Json{{"max_priority", 10}, {"preempt", false}, {"users", {"ana"}}});
+  ASSERT_EQ(set.status, 200) << set.body.dump();
+  EXPECT_EQ(set.body["qos"]["max_priority"], 10);
+  EXPECT_EQ(set.body["qos"]["preempt"], false);
+  auto expect_400 = [&](Reply r, const std::string& names) {
+    EXPECT_EQ(r.status, 400) << r.body.dump();
+    EXPECT_NE(ErrorOf(r).find(names), std::string::npos) << ErrorOf(r);
+  };
+  expect_400(Call("PUT", "/v1/qos/x", Json{{"max_priority", "high"}}), "field 'max_priority'");
+  expect_400(Call("PUT", "/v1/qos/x", Json{{"max_priority", 2000000}}), "field 'max_priority'");
+  expect_400(Call("PUT", "/v1/qos/x", Json{{"min_priority", 5}, {"max_priority", 1}}),
+             "field 'min_priority'");
+  expect_400(Call("PUT", "/v1/qos/x", Json{{"preempt", "no"}}), "field 'preempt'");
+  expect_400(Call("PUT", "/v1/qos/x", Json{{"users", "ana"}}), "field 'users'");
+  expect_400(Call("PUT", "/v1/qos/x", Json{{"rank", 1}}), "unknown field 'rank'");
+  expect_400(Call("PUT", "/v1/qos/b%20d", Json::object()), "field 'name'");
+  EXPECT_EQ(Call("PUT", "/v1/qos/other", Json{{"users", {"ana"}}}).status, 409);
+  Reply listed = Call("GET", "/v1/qos");
+  ASSERT_EQ(listed.body["qos"].size(), 1u) << listed.body.dump();  // nothing else was set
+  Reply token = Call("POST", "/v1/tokens", Json{{"user", "ana"}});
+  ASSERT_EQ(token.status, 201);
+  std::string ana = token.body["token"];
+  EXPECT_EQ(Call("PUT", "/v1/qos/mine", Json{{"max_priority", 99}}, ana).status, 403);
+  Json job = OneGpuJob();
+  job["spec"]["priority"] = 11;
+  Reply refused = Call("POST", "/v1/jobs", job, ana);
+  EXPECT_EQ(refused.status, 403);
+  EXPECT_NE(ErrorOf(refused).find("above the limit 10 of QoS 'normal'"), std::string::npos)
+      << ErrorOf(refused);
+  job["spec"]["priority"] = 10;
+  EXPECT_EQ(Call("POST", "/v1/jobs", job, ana).status, 201);
+  EXPECT_EQ(Call("DELETE", "/v1/qos/normal").body["qos"]["name"], "normal");
+  EXPECT_EQ(Call("DELETE", "/v1/qos/normal").status, 404);
+  EXPECT_EQ(Call("GET", "/v1/qos").body["qos"].size(), 0u);
+}
+
 TEST_F(Api, UnknownPathsAndMethodsAre404AndAgentsCredentialsOnlyReachAgentRoutes) {
   EXPECT_EQ(Call("GET", "/v1/nope").status, 404);
   EXPECT_EQ(Call("DELETE", "/v1/jobs").status, 404);

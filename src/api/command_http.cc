@@ -337,6 +337,18 @@ Result<head::SetQueue> DecodeSetQueue(const HttpRequest& req, const PathArgs& ar
   return head::SetQueue{std::move(q)};
 }
 
+Result<head::SetQos> DecodeSetQos(const HttpRequest& req, const PathArgs& args) {
+  auto body = BodyObject(req, "");
+  if (!body.ok()) return body.status();
+  auto q = ParseQosClass(args.at(0), *body);
+  if (!q.ok()) return q.status();
+  return head::SetQos{std::move(*q)};
+}
+
+Result<head::DeleteQos> DecodeDeleteQos(const HttpRequest&, const PathArgs& args) {
+  return head::DeleteQos{args.at(0)};
+}
+
 // --- credentials ---
 
 Result<head::CreateToken> DecodeCreateToken(const HttpRequest& req, const PathArgs&) {
@@ -531,6 +543,14 @@ Json QueuesAnswer(const std::vector<head::QueueView>& queues) {
 }
 
 Json QueueAnswer(const QueueConfig& queue) { return Json{{"queue", ToJson(queue)}}; }
+
+Json QosListAnswer(const std::vector<QosClass>& classes) {
+  Json arr = Json::array();
+  for (const QosClass& q : classes) arr.push_back(ToJson(q));
+  return Json{{"qos", arr}};
+}
+
+Json QosAnswer(const QosClass& qos) { return Json{{"qos", ToJson(qos)}}; }
 
 Json TokensAnswer(const std::vector<head::Credential>& tokens) {
   Json arr = Json::array();

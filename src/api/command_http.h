@@ -48,6 +48,9 @@ Result<head::SetGpuDrain> DecodeGpuDrainOn(const net::HttpRequest& req, const Pa
 Result<head::SetGpuDrain> DecodeGpuDrainOff(const net::HttpRequest& req, const PathArgs& args);
 Result<head::SetDrain> DecodeUndrain(const net::HttpRequest& req, const PathArgs& args);
 Result<head::SetQueue> DecodeSetQueue(const net::HttpRequest& req, const PathArgs& args);
+// PUT /v1/qos/{name}: the whole class; fields left out take their defaults (core/qos.h).
+Result<head::SetQos> DecodeSetQos(const net::HttpRequest& req, const PathArgs& args);
+Result<head::DeleteQos> DecodeDeleteQos(const net::HttpRequest& req, const PathArgs& args);
 Result<head::CreateToken> DecodeCreateToken(const net::HttpRequest& req, const PathArgs& args);
 Result<head::RevokeToken> DecodeRevokeToken(const net::HttpRequest& req, const PathArgs& args);
 Result<head::BackupStore> DecodeBackupStore(const net::HttpRequest& req, const PathArgs& args);
@@ -72,6 +75,8 @@ Json NodeAnswer(const head::NodeView& node);                 // {"node": ...}
 Json NodeRecordAnswer(const Node& node);  // {"node": ...}, as registered, without its use
 Json QueuesAnswer(const std::vector<head::QueueView>& queues);
 Json QueueAnswer(const QueueConfig& queue);
+Json QosListAnswer(const std::vector<QosClass>& classes);  // {"qos": [...]}
+Json QosAnswer(const QosClass& qos);                        // {"qos": ...}
 Json TokensAnswer(const std::vector<head::Credential>& tokens);
 Json NewTokenAnswer(const head::NewToken& token);  // the secret, shown once
 Json RevokedAnswer(const head::Credential& token);

@@ -20,7 +20,9 @@ const CommandInfo kCommands[] = {
     {"submit", RunSubmit,
      "corral submit [-f SPEC.yaml] [--gpus N|0.25] [--gpu-memory 10G] [--gpu-isolation "
      "memory|mps]\n"
-     "              [--cpus C] [--memory M] [--replicas R] [--name S]\n"
+     "              [--cpus C] [--memory M] [--replicas R [--spread | --max-replicas-per-node "
+     "K]]\n"
+     "              [--name S]\n"
      "              [--tasks-per-replica T|gpu]\n"
      "              [--queue Q] [--time-limit T] [--priority P] [--preemptible] [--max-restarts "
      "N]\n"
@@ -63,6 +65,10 @@ const CommandInfo kCommands[] = {
      "       (interactive sessions idle this long end; 0: never)",
      "list queues; set a queue's quota, limit, weight, longest grace, GPU sharing, sessions' idle "
      "timeout and who may submit there"},
+    {"qos", RunQos,
+     "corral qos [-o json] | corral qos set NAME [--min-priority P] [--max-priority P]\n"
+     "       [--no-preempt] [--user U]... [--queue Q]... | corral qos delete NAME",
+     "list QoS classes (priority ranges and preemption rights); admins set and delete them"},
     {"events", RunEvents, "corral events [-f] [--since REV] [-o json]",
      "print the cluster's changes; -f follows them as they happen"},
     {"top", RunTop, "corral top [--once]",

@@ -224,6 +224,11 @@ std::string RenderJob(const Job& j, TimeMs now, bool utc) {
                     (s.per_replica.memory_mb > 0 ? FormatMemoryMb(s.per_replica.memory_mb) : "-") +
                     ")";
   kv("resources", res);
+  if (s.max_replicas_per_node > 0) {
+    kv("per node", s.max_replicas_per_node == 1
+                       ? std::string("one replica (each on a different node)")
+                       : "at most " + std::to_string(s.max_replicas_per_node) + " replicas");
+  }
   if (!s.gpu_model.empty()) kv("gpu model", s.gpu_model);
   if (!s.node_labels.empty()) kv("node labels", FormatLabels(s.node_labels));
   kv("time limit", s.time_limit_ms > 0 ? FormatDuration(s.time_limit_ms) : "none");

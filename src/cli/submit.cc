@@ -23,6 +23,8 @@ const std::vector<FlagDef> kSubmitFlags = {
     {"cpus", 0, true},
     {"memory", 0, true},
     {"replicas", 0, true},
+    {"spread", 0, false},
+    {"max-replicas-per-node", 0, true},
     {"name", 0, true},
     {"queue", 0, true},
     {"time-limit", 0, true},
@@ -223,6 +225,7 @@ Result<Json> BuildSubmitSpec(const ParsedArgs& args, const std::string& cwd, con
       {"cpus", "cpus", true},
       {"memory", "memory", true},
       {"replicas", "replicas", true},
+      {"max-replicas-per-node", "max_replicas_per_node", true},
       {"name", "name", false},
       {"queue", "queue", false},
       {"time-limit", "time_limit", false},
@@ -243,6 +246,7 @@ Result<Json> BuildSubmitSpec(const ParsedArgs& args, const std::string& cwd, con
     spec[m.field] = m.numeric ? NumberOrText(v) : Json(v);
   }
   if (args.Has("preemptible")) spec["preemptible"] = true;
+  if (args.Has("spread")) spec["spread"] = true;
   if (args.Has("container-writable")) spec["container_writable"] = true;
   if (args.Has("no-container-mount-home")) spec["container_mount_home"] = false;
   for (const std::string& m : args.All("mount")) {

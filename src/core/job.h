@@ -64,6 +64,9 @@ struct JobSpec {
   std::string workdir;
   std::string queue = "default";
   int32_t replicas = 1;           // gang size: all or nothing
+  // At most this many of the gang's replicas on one node (1: each on a different node, as
+  // Slurm's --nodes means); 0: no limit, the placer packs them onto as few nodes as it can.
+  int32_t max_replicas_per_node = 0;
   int32_t tasks_per_replica = 1;  // processes per replica; -1: one per GPU ("gpu")
   Resources per_replica{kGpuMilli * 0, 1000, 0};
   std::string gpu_model;                           // empty: any

@@ -315,6 +315,8 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
                                                "workdir",
                                                "queue",
                                                "replicas",
+                                               "max_replicas_per_node",
+                                               "spread",
                                                "gpus",
                                                "cpus",
                                                "memory",
@@ -343,6 +345,7 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
     if (!kKnown.count(it.key())) {
       return InvalidArgument("unknown field '" + it.key() +
                              "'; known fields: name, command, env, workdir, queue, replicas, "
+                             "max_replicas_per_node, spread, "
                              "gpus, cpus, memory, gpu_model, node_labels, time_limit, priority, "
                              "preemptible, max_restarts, checkpoint_signal, grace_period, "
                              "array, dependency, tasks_per_replica, batch, hold, image, mounts, "
@@ -417,6 +420,8 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
   };
   const IntSpec ints[] = {
       {"replicas", 1, 4096, [&](int64_t x) { s.replicas = static_cast<int32_t>(x); }},
+      {"max_replicas_per_node", 1, 4096,
+       [&](int64_t x) { s.max_replicas_per_node = static_cast<int32_t>(x); }},
       {"priority", -1000000, 1000000, [&](int64_t x) { s.priority = static_cast<int32_t>(x); }},
       {"max_restarts", 0, 1000, [&](int64_t x) { s.max_restarts = static_cast<int32_t>(x); }},
   };
@@ -425,6 +430,17 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
       auto v = IntField(f.field, *it, f.lo, f.hi);
       if (!v.ok()) return v.status();
       f.set(*v);
+    }
+  }
+  if (auto it = j.find("spread"); it != j.end()) {
+    if (!it->is_boolean()) return FieldError("spread", *it, "true or false");
+    if (it->get<bool>()) {
+      if (s.max_replicas_per_node > 1) {
+        return FieldError("spread", *it,
+                          "not with max_replicas_per_node above 1 (spread means one replica per "
+                          "node)");
+      }
+      s.max_replicas_per_node = 1;
     }
   }
   if (auto it = j.find("gpus"); it != j.end()) {

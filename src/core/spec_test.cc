@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/codec.h"
+
 namespace corral {
 namespace {
 
@@ -25,6 +27,26 @@ TEST(ParseJobSpec, HugeFloatsAreOutOfRangeNotUndefinedCasts) {
     EXPECT_NE(r.status().message().find(std::string("field '") + field + "'"), std::string::npos)
         << r.status().message();
   }
+}
+
+TEST(ParseJobSpec, SpreadIsOneReplicaPerNodeAndSurvivesTheCodec) {
+  auto plain = ParseJobSpec(Json::parse(R"({"command":["x"],"replicas":2})"));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->max_replicas_per_node, 0);
+  EXPECT_FALSE(ToJson(*plain).contains("max_replicas_per_node"));  // older documents unchanged
+  auto spread = ParseJobSpec(Json::parse(R"({"command":["x"],"replicas":2,"spread":true})"));
+  ASSERT_TRUE(spread.ok()) << spread.status().ToString();
+  EXPECT_EQ(spread->max_replicas_per_node, 1);
+  auto two =
+      ParseJobSpec(Json::parse(R"({"command":["x"],"replicas":4,"max_replicas_per_node":2})"));
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_EQ(two->max_replicas_per_node, 2);
+  Job job;
+  job.id = 1;
+  job.spec = *two;
+  auto back = JobFromJson(ToJson(job));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->spec.max_replicas_per_node, 2);
 }
 
 TEST(ParseJobSpec, AcceptsFullSpec) {
@@ -79,6 +101,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"command":["x"],"gpus":0.5,"gpu_isolation":"mig"})", "gpu_isolation"},
         BadCase{R"({"command":["x"],"gpus":1,"gpu_isolation":"mps"})", "gpu_isolation"},
         BadCase{R"({"command":["x"],"replicas":0})", "replicas"},
+        BadCase{R"({"command":["x"],"max_replicas_per_node":0})", "field 'max_replicas_per_node'"},
+        BadCase{R"({"command":["x"],"spread":"yes"})", "field 'spread'"},
+        BadCase{R"({"command":["x"],"spread":true,"max_replicas_per_node":2})", "field 'spread'"},
         BadCase{R"({"command":["x"],"memory":"12Q"})", "memory"},
         BadCase{R"({"command":["x"],"cpus":-2})", "cpus"},
         BadCase{R"({"command":["x"],"time_limit":"soon"})", "time_limit"},

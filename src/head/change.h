@@ -13,6 +13,7 @@
 #include "core/identity.h"
 #include "core/job.h"
 #include "core/node.h"
+#include "core/qos.h"
 
 namespace corral::head {
 
@@ -122,6 +123,12 @@ struct GpuDrainSet {
 struct QueueSet {
   QueueConfig queue;
 };
+struct QosSet {  // a QoS class defined or changed (qos.h)
+  QosClass qos;
+};
+struct QosDeleted {
+  std::string name;
+};
 struct TokenIssued {
   Credential credential;
 };
@@ -171,7 +178,7 @@ using ChangeKind =
                  RunEnded, JobEnded, CheckpointReported, NodeRegistered, NodeLivenessSet, QueueSet,
                  TokenIssued, TokenRevoked, IdleWarned, StepStarted, StepExited, JobHoldSet,
                  RunSignalled, NodeHealthSet, JobsRetired, ArraySubmitted, NodeDrainSet,
-                 GpuDrainSet, RunNoted>;
+                 GpuDrainSet, RunNoted, QosSet, QosDeleted>;
 
 struct Change {
   uint64_t revision = 0;

@@ -212,6 +212,8 @@ struct Applier {
     it->second.unhealthy = UnhealthyReason(c.faults);
   }
   void operator()(const QueueSet& c) { s.queues[c.queue.name] = c.queue; }
+  void operator()(const QosSet& c) { s.qos[c.qos.name] = c.qos; }
+  void operator()(const QosDeleted& c) { s.qos.erase(c.name); }
   void operator()(const JobsRetired& c) {
     // The store marks the rows retired, and keeps the usage, in the change's own commit: on
     // recovery the jobs are already out of the rows loaded, their usage already counted.
@@ -289,6 +291,8 @@ Json StateToJson(const ClusterState& s) {
   for (const auto& [name, q] : s.queues) queues.push_back(ToJson(q));
   Json creds = Json::array();
   for (const auto& [hash, c] : s.credentials) creds.push_back(ToJson(c));
+  Json qos = Json::array();
+  for (const auto& [name, q] : s.qos) qos.push_back(ToJson(q));
   Json retired = Json::array();
   for (const auto& [id, state] : s.retired) retired.push_back(Json{id, JobStateName(state)});
   return Json{{"revision", s.revision},
@@ -300,7 +304,8 @@ Json StateToJson(const ClusterState& s) {
               {"credentials", creds},
               {"step_key", s.step_key},
               {"retired", retired},
-              {"retired_usage", RetiredUsageToJson(s.retired_usage)}};
+              {"retired_usage", RetiredUsageToJson(s.retired_usage)},
+              {"qos", qos}};
 }
 
 Json RetiredUsageToJson(const std::map<RetiredUsageKey, RetiredUsage>& usage) {

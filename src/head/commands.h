@@ -193,6 +193,31 @@ struct SetQueue {
   }
 };
 
+// --- QoS classes ---
+
+struct ListQos {
+  using Answer = std::vector<QosClass>;
+  Result<Answer> operator()(HeadCore& core, const Caller&, TimeMs) && {
+    return Result<Answer>(core.ListQos());
+  }
+};
+
+struct SetQos {
+  using Answer = QosClass;
+  QosClass qos;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.SetQos(by, std::move(qos), now);
+  }
+};
+
+struct DeleteQos {
+  using Answer = QosClass;
+  std::string name;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.DeleteQos(by, name, now);
+  }
+};
+
 // --- credentials ---
 
 // Answered by the shell, which draws the secret.
@@ -280,6 +305,9 @@ constexpr bool ForAgents() {
   X(SetGpuDrain)                \
   X(ListQueues)                 \
   X(SetQueue)                   \
+  X(ListQos)                    \
+  X(SetQos)                     \
+  X(DeleteQos)                  \
   X(CreateToken)                \
   X(RevokeToken)                \
   X(ListTokens)                 \

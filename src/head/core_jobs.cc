@@ -149,12 +149,7 @@ Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, 
   CORRAL_RETURN_IF_ERROR(CheckQueueAccess(state_.queues, by, spec.queue));
   CORRAL_RETURN_IF_ERROR(CheckGrace(state_.queues, spec));
   if (!by.IsAdmin()) CORRAL_RETURN_IF_ERROR(CheckUserLimits(spec, owner));
-  if (spec.priority > config_.max_user_priority && !by.IsAdmin() &&
-      !(by.role == Role::kQueueAdmin && ManagesQueue(by, spec.queue))) {
-    return PermissionDenied("field 'priority': got " + std::to_string(spec.priority) +
-                            ", want at most " + std::to_string(config_.max_user_priority) +
-                            " (higher takes an admin or an admin of queue '" + spec.queue + "')");
-  }
+  CORRAL_RETURN_IF_ERROR(CheckPriority(by, spec, owner));
   Job job;
   job.spec = std::move(spec);
   job.owner = std::move(owner);

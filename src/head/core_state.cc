@@ -20,6 +20,7 @@ sched::RunningJob ToRunning(const Job& job, sched::PendingJob input) {
 
 sched::PendingJob HeadCore::SchedulerInput(const Job& job) const {
   sched::PendingJob p = sched::ToPendingJob(job, &estimator_);
+  if (const QosClass* q = QosFor(state_.qos, job.owner, job.spec.queue)) p.may_preempt = q->preempt;
   if (config_.adjust_scheduler_input) config_.adjust_scheduler_input(job, &p);
   return p;
 }
@@ -174,6 +175,8 @@ void HeadCore::Index(const Change& c) {
       core.scheduler_->SetQueue(e.queue);
       core.WantSchedule();
     }
+    void operator()(const QosSet&) { core.RefreshPendingInputs(); }
+    void operator()(const QosDeleted&) { core.RefreshPendingInputs(); }
     void operator()(const TokenIssued&) {}
     void operator()(const TokenRevoked&) {}
     void operator()(const JobsRetired& e) { core.OnRetired(e); }
@@ -221,6 +224,8 @@ void HeadCore::MarkDirty(const Change& c) {
     void operator()(const NodeHealthSet& e) { d.nodes.insert(e.node); }
     void operator()(const GpuDrainSet& e) { d.nodes.insert(e.node); }
     void operator()(const QueueSet& e) { d.queues.insert(e.queue.name); }
+    void operator()(const QosSet&) { d.qos = true; }
+    void operator()(const QosDeleted&) { d.qos = true; }
     void operator()(const TokenIssued&) { d.credentials = true; }
     void operator()(const TokenRevoked&) { d.credentials = true; }
   };

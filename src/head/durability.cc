@@ -65,6 +65,11 @@ void EditLog::MaybeSnapshot(HeadCore& core, bool force, std::vector<store::State
     for (const auto& [hash, c] : s.credentials) creds.push_back(ToJson(c));
     batch->push_back(store::PutMeta{kCredentialsKey, creds.dump()});
   }
+  if (dirty.qos) {
+    Json qos = Json::array();
+    for (const auto& [name, q] : s.qos) qos.push_back(ToJson(q));
+    batch->push_back(store::PutMeta{SnapshotMeta::kQos, qos.dump()});
+  }
   if (dirty.meta) {
     batch->push_back(store::PutMeta{SnapshotMeta::kEpoch, std::to_string(s.epoch)});
     batch->push_back(store::PutMeta{SnapshotMeta::kNextJobId, std::to_string(s.next_job_id)});
@@ -132,6 +137,15 @@ Result<LoadedState> DecodeStoredState(store::StoredState stored) {
       auto c = CredentialFromJson(j);
       if (!c.ok()) return c.status();
       s.credentials[c->hash] = *c;
+    }
+  }
+  if (auto it = stored.meta.find(SnapshotMeta::kQos); it != stored.meta.end()) {
+    Json arr = Json::parse(it->second, nullptr, false);
+    if (!arr.is_array()) return Internal("store meta 'qos': not a JSON array");
+    for (const Json& j : arr) {
+      auto q = QosFromJson(j);
+      if (!q.ok()) return q.status();
+      s.qos[q->name] = *q;
     }
   }
   for (const store::ChangeRecord& rec : stored.changes) {

@@ -236,6 +236,16 @@ class HeadCore {
   std::vector<QueueView> ListQueues() const;
   Result<QueueConfig> SetQueue(const Caller& by, QueueConfig queue, TimeMs now);
 
+  // --- QoS classes (core_qos.cc) ---
+  std::vector<QosClass> ListQos() const;
+  Result<QosClass> SetQos(const Caller& by, QosClass qos, TimeMs now);
+  Result<QosClass> DeleteQos(const Caller& by, const std::string& name, TimeMs now);
+  // A submission's priority against the QoS of its owner and queue (or the head's
+  // max_user_priority when none applies): 403 naming the limit.
+  Status CheckPriority(const Caller& by, const JobSpec& spec, const std::string& owner) const;
+  // Pending jobs' scheduler inputs again (their QoS changed).
+  void RefreshPendingInputs();
+
   // --- agents ---
   Result<RegisterResponse> Register(const Caller& by, RegisterRequest req,
                                     const std::string& secret, TimeMs now);
@@ -262,6 +272,7 @@ class HeadCore {
     std::set<std::string> nodes, queues;
     bool meta = false;         // epoch, next job id, step key
     bool credentials = false;  // written whole: 10,000 agents' credentials, not per submission
+    bool qos = false;          // written whole: a few classes
   };
   Dirty TakeDirty();
   // Jobs wait to be retired until the snapshot rows hold them as they ended: the shell
@@ -416,7 +427,7 @@ class HeadCore {
   };
   std::map<std::string, std::map<int32_t, GpuChecks>> gpu_checks_;
   std::map<std::pair<std::string, int32_t>, int64_t> xid_counts_;  // (node, Xid) -> seen
-  std::map<std::string, ImageCacheReport> image_caches_;  // each node's, as last reported
+  std::map<std::string, ImageCacheReport> image_caches_;           // each node's, as last reported
   std::map<RunId, std::map<std::string, TimeMs>> low_since_;
   std::map<JobId, TimeMs> idle_;          // job -> idle since
   std::map<RunId, TimeMs> idle_stop_at_;  // warned runs -> when they are stopped

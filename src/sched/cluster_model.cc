@@ -17,6 +17,7 @@ Resources ResourcesOf(const Shape& s) {
 Shape ShapeOf(const PendingJob& job) {
   Shape s;
   s.replicas = std::max(1, job.replicas);
+  s.max_per_node = std::max(0, job.max_replicas_per_node);
   if (job.per_replica.IsShare()) {
     s.share = true;
     s.share_milli = std::max(0, job.per_replica.gpu_milli);
@@ -310,6 +311,7 @@ int32_t ClusterModel::CapacityWith(const NodeSlot& n, const Shape& s, TimeMs end
     m -= n.hold_mem;
   }
   int64_t k = want;
+  if (s.max_per_node > 0) k = std::min<int64_t>(k, s.max_per_node);
   if (s.gpus > 0) k = std::min<int64_t>(k, g / s.gpus);
   if (s.share) {
     // Room on GPUs that hold shares already, and on empty ones (not held for a reservation).

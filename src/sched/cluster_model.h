@@ -17,7 +17,8 @@ namespace corral::sched {
 // of the job must meet.
 struct Shape {
   int32_t replicas = 1;
-  int32_t gpus = 0;  // whole GPUs; 0 for a share
+  int32_t max_per_node = 0;  // replicas one node may hold; 0: no limit
+  int32_t gpus = 0;          // whole GPUs; 0 for a share
   // A share of one GPU per replica: milli-GPUs and device memory (0: its fraction of the
   // GPU's shareable memory), packed with other shares of the same isolation.
   bool share = false;

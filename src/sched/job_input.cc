@@ -12,6 +12,7 @@ PendingJob ToPendingJob(const Job& job, const RuntimeEstimator* estimator) {
   p.priority = job.spec.priority;
   p.submitted_at = job.submitted_at;
   p.replicas = job.spec.replicas;
+  p.max_replicas_per_node = job.spec.max_replicas_per_node;
   p.per_replica = job.spec.per_replica;
   p.gpu_model = job.spec.gpu_model;
   p.node_labels = job.spec.node_labels;

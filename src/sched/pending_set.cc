@@ -26,6 +26,8 @@ int32_t PendingSet::ClassOf(const PendingEntry& e) {
                   std::to_string(j.per_replica.cpu_milli) + '|' +
                   std::to_string(j.per_replica.memory_mb) + '|' + std::to_string(j.time_limit_ms) +
                   '|' + j.gpu_model;
+  if (j.max_replicas_per_node > 0) k += "|spread" + std::to_string(j.max_replicas_per_node);
+  if (!j.may_preempt) k += "|nopreempt";
   for (const auto& [lk, lv] : j.node_labels) {
     k += '|';
     k += lk;

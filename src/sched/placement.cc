@@ -16,7 +16,23 @@ int64_t SharedRoomMilli(const NodeSlot& n) {
 
 }  // namespace
 
+int32_t Placer::Room(int32_t i, const Shape& s, TimeMs end, int32_t want) const {
+  int32_t c = model_.Capacity(i, s, end, want);
+  if (s.max_per_node > 0 && c > 0) {
+    auto it = taken_.find(i);
+    if (it != taken_.end()) c = std::min(c, s.max_per_node - it->second);
+  }
+  return std::max(0, c);
+}
+
+bool Placer::Full(int32_t i, const Shape& s) const {
+  if (s.max_per_node <= 0) return false;
+  auto it = taken_.find(i);
+  return it != taken_.end() && it->second >= s.max_per_node;
+}
+
 int32_t Placer::BestFit(const Shape& s, TimeMs end, int32_t rack, int32_t replicas) {
+  if (s.max_per_node > 0 && replicas > s.max_per_node) return -1;
   int64_t need = int64_t{replicas} * s.gpus;
   if (need > model_.max_gpus()) return -1;
   // A job without GPUs takes CPU and memory that shares on the node's GPUs may still need:
@@ -26,7 +42,7 @@ int32_t Placer::BestFit(const Shape& s, TimeMs end, int32_t rack, int32_t replic
     int64_t best_room = 0;
     for (int32_t i : Bucket(rack, 0)) {
       ++*work_;
-      if (model_.Capacity(i, s, end, replicas) < replicas) continue;
+      if (Room(i, s, end, replicas) < replicas) continue;
       int64_t room = SharedRoomMilli(model_.slot(i));
       if (best < 0 || room < best_room) {
         best = i;
@@ -40,7 +56,7 @@ int32_t Placer::BestFit(const Shape& s, TimeMs end, int32_t rack, int32_t replic
   for (int32_t k = static_cast<int32_t>(need); k <= model_.max_gpus(); ++k) {
     for (int32_t i : Bucket(rack, k)) {
       ++*work_;
-      if (model_.Capacity(i, s, end, replicas) >= replicas) return i;
+      if (Room(i, s, end, replicas) >= replicas) return i;
     }
   }
   return -1;
@@ -51,7 +67,7 @@ int32_t Placer::Largest(const Shape& s, TimeMs end, int32_t rack, int32_t replic
   for (int32_t k = model_.max_gpus(); k >= lowest; --k) {
     for (int32_t i : Bucket(rack, k)) {
       ++*work_;
-      int32_t c = model_.Capacity(i, s, end, replicas);
+      int32_t c = Room(i, s, end, replicas);
       if (c > 0) {
         *cap = c;
         return i;
@@ -69,6 +85,7 @@ void Placer::Take(int32_t slot, const Shape& s, int32_t replicas,
     model_.AdjustReplica(slot, p, ResourcesOf(s), OwnerOf(s), +1);
     out->push_back(std::move(p));
   }
+  if (s.max_per_node > 0) taken_[slot] += replicas;
 }
 
 void Placer::Undo(const Shape& s, std::vector<ReplicaPlacement>* out) {
@@ -76,15 +93,19 @@ void Placer::Undo(const Shape& s, std::vector<ReplicaPlacement>* out) {
     model_.AdjustReplica(model_.Find(p.node), p, ResourcesOf(s), OwnerOf(s), -1);
   }
   out->clear();
+  taken_.clear();
 }
 
 bool Placer::PlaceIn(const Shape& s, TimeMs end, int32_t rack, std::vector<ReplicaPlacement>* out) {
   int32_t remaining = s.replicas - static_cast<int32_t>(out->size());
   while (remaining > 0) {
-    int32_t slot = BestFit(s, end, rack, remaining);
+    // With a limit per node, the best fit for one node's part at a time.
+    int32_t part = s.max_per_node > 0 ? std::min(remaining, s.max_per_node) : remaining;
+    int32_t slot = BestFit(s, end, rack, part);
     if (slot >= 0) {
-      Take(slot, s, remaining, out);
-      return true;
+      Take(slot, s, part, out);
+      remaining -= part;
+      continue;
     }
     int32_t cap = 0;
     slot = Largest(s, end, rack, remaining, &cap);
@@ -113,7 +134,7 @@ bool Placer::PickShare(const Shape& s, TimeMs end, int32_t* slot, int32_t* gpu) 
   *slot = -1;
   for (int32_t i : model_.shared_nodes()) {
     ++*work_;
-    if (!RoomBesideGpus(i, s, end)) continue;
+    if (Full(i, s) || !RoomBesideGpus(i, s, end)) continue;
     const NodeSlot& n = model_.slot(i);
     for (size_t g = 0; g < n.info.gpus.size(); ++g) {
       if (n.shares.count[g] == 0 || ShareSlots(n, g, s) < 1) continue;
@@ -138,7 +159,7 @@ bool Placer::PickShare(const Shape& s, TimeMs end, int32_t* slot, int32_t* gpu) 
     int32_t seen = 0;
     for (int32_t i : model_.bucket(k)) {
       ++*work_;
-      if (!RoomBesideGpus(i, s, end)) continue;
+      if (Full(i, s) || !RoomBesideGpus(i, s, end)) continue;
       const NodeSlot& n = model_.slot(i);
       if (end > n.hold_start && k - n.hold_gpus < 1) continue;
       std::vector<int32_t> pick = model_.PickGpus(i, 1);
@@ -175,12 +196,14 @@ bool Placer::PlaceShares(const Shape& s, TimeMs end, std::vector<ReplicaPlacemen
     ReplicaPlacement p{n.info.name, {gpu}, {s.share_milli}, mem};
     model_.AdjustReplica(slot, p, r, OwnerOf(s), +1);
     out->push_back(std::move(p));
+    if (s.max_per_node > 0) ++taken_[slot];
   }
   return true;
 }
 
 bool Placer::Place(const Shape& s, TimeMs end, bool keep, std::vector<ReplicaPlacement>* out) {
   out->clear();
+  taken_.clear();
   if (model_.max_gpus() < 0) return false;
   if (s.share) {
     bool ok = PlaceShares(s, end, out);

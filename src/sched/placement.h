@@ -7,6 +7,9 @@
 // GPUs that could hold it), then across racks. Inside a node, each replica's GPUs come from
 // one NVLink/NUMA group when one has room.
 //
+// A gang with a limit of replicas per node (Shape::max_per_node, Slurm's --nodes) takes at
+// most that many on each node, best fit for each node's part.
+//
 // A share of one GPU (Shape::share) goes to the GPU already holding shares that it fills the
 // most, else to an empty GPU of the node with the fewest free GPUs: shares pack together and
 // whole GPUs stay whole. A GPU never holds more than 1000 milli-GPUs, more memory than it
@@ -14,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "sched/cluster_model.h"
@@ -36,6 +40,11 @@ class Placer {
   // Shares of one GPU (Shape::share), replica by replica.
   bool PlaceShares(const Shape& s, TimeMs end, std::vector<ReplicaPlacement>* out);
   bool PickShare(const Shape& s, TimeMs end, int32_t* slot, int32_t* gpu);
+  // Replicas of s node i takes now, within the job's limit per node less what this
+  // placement already put there.
+  int32_t Room(int32_t i, const Shape& s, TimeMs end, int32_t want) const;
+  // Node i holds as many replicas of this placement as s allows on one node.
+  bool Full(int32_t i, const Shape& s) const;
   // Node i matches s and has its CPU and memory (holds apply).
   bool RoomBesideGpus(int32_t i, const Shape& s, TimeMs end) const;
   int32_t BestFit(const Shape& s, TimeMs end, int32_t rack, int32_t replicas);
@@ -48,6 +57,8 @@ class Placer {
 
   ClusterModel& model_;
   int64_t* work_;
+  // Replicas of the placement under way on each node, by slot (only with a limit per node).
+  std::map<int32_t, int32_t> taken_;
 };
 
 }  // namespace corral::sched

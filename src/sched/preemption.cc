@@ -226,7 +226,8 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
     // Priority and LAS preemption spend the budgets; reclaim does not need them.
     bool open = st.ClusterBudgetOpen();
     bool las = open && st.config.las_within_queue && st.PreemptibleGpus(job.queue) > 0;
-    bool by_priority = open && st.preemptible_priorities.begin()->first < j.priority;
+    bool by_priority =
+        open && j.may_preempt && st.preemptible_priorities.begin()->first < j.priority;
     bool borrowed_las = open && st.config.las_within_queue && st.config.las_across_queues;
     if (!reclaim && !las && !by_priority && !borrowed_las) {
       if (!open) ++st.budget_denied;

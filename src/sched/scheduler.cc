@@ -151,6 +151,7 @@ Fit Scheduler::Admit(const PendingJob& job, std::string* why) const {
     const NodeSlot& n = st.model.slot(i);
     if (!Matches(n, s)) continue;
     int64_t k = s.replicas;
+    if (s.max_per_node > 0) k = std::min<int64_t>(k, s.max_per_node);
     if (s.gpus > 0) k = std::min<int64_t>(k, static_cast<int64_t>(n.info.gpus.size()) / s.gpus);
     if (s.share) {  // shares of the node's GPUs when empty
       int64_t slots = 0;
@@ -176,6 +177,8 @@ Fit Scheduler::Admit(const PendingJob& job, std::string* why) const {
              std::to_string(s.cpu / 1000.0) + " CPUs, " + std::to_string(s.mem) + " MB memory" +
              (job.gpu_model.empty() ? "" : ", GPU model " + job.gpu_model) +
              (job.node_labels.empty() ? "" : ", with the requested node labels") +
+             (s.max_per_node > 0 ? ", at most " + std::to_string(s.max_per_node) + " on one node"
+                                 : "") +
              "; the cluster's matching nodes hold only " + std::to_string(fit) +
              " such replica(s) when empty";
     }

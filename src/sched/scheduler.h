@@ -102,11 +102,15 @@ struct PendingJob {
   int32_t priority = 0;
   TimeMs submitted_at = 0;
   int32_t replicas = 1;
+  int32_t max_replicas_per_node = 0;  // JobSpec::max_replicas_per_node; 0: no limit
   Resources per_replica;
   std::string gpu_model;
   std::map<std::string, std::string> node_labels;
   DurationMs time_limit_ms = 0;  // 0: unknown; backfill treats it as infinite
   bool preemptible = false;
+  // It may preempt lower-priority runs by priority (its owner's QoS's right; docs/qos.md).
+  // Quota reclaim and attained-service (LAS) preemption do not depend on it.
+  bool may_preempt = true;
   std::string name;  // the job's name (JobSpec::name); with `user`, keys its run-time history
   // A running job's last checkpoint in its current run (0: none reported): work before it is
   // not lost by a preemption, so victims that just checkpointed are preferred.

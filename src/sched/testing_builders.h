@@ -77,6 +77,14 @@ class JobBuilder {
     j_.replicas = n;
     return *this;
   }
+  JobBuilder& PerNode(int max_replicas) {
+    j_.max_replicas_per_node = max_replicas;
+    return *this;
+  }
+  JobBuilder& ShareMilli(int milli) {
+    j_.per_replica.gpu_milli = milli;
+    return *this;
+  }
   JobBuilder& Cpus(int cores) {
     j_.per_replica.cpu_milli = cores * 1000;
     return *this;

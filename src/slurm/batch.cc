@@ -452,13 +452,8 @@ Result<BatchSubmission> BuildBatchSpec(const ParsedOptions& o, const SubmitConte
                            " CPUs per node, want at most 4096");
   }
   spec["replicas"] = nodes;
-  if (nodes > 1) {
-    // Corral's placement packs a gang's replicas onto few machines; Slurm's nodes are distinct.
-    sub.warnings.push_back("--nodes " + std::to_string(nodes) +
-                           ": Corral may put several of the job's nodes on one machine when "
-                           "they fit there; ask for a machine's GPUs per node (--gpus-per-node) "
-                           "to get distinct machines");
-  }
+  // Slurm's nodes are distinct machines: one replica per node.
+  if (nodes > 1) spec["max_replicas_per_node"] = 1;
   spec["cpus"] = cpus;
 
   // GPUs per node: --gpus-per-node, --gres=gpu:N, --gpus-per-task x tasks, or --gpus / nodes.

@@ -146,6 +146,8 @@ TEST(SlurmBatch, MapsTheAllocationOntoTheSpec) {
   ASSERT_TRUE(sub.ok()) << sub.status().message();
   const Json& s = sub->spec;
   EXPECT_EQ(s["replicas"], 2);
+  EXPECT_EQ(s["max_replicas_per_node"], 1);  // Slurm's nodes are distinct machines
+  for (const std::string& w : sub->warnings) EXPECT_EQ(w.find("--nodes"), std::string::npos) << w;
   EXPECT_EQ(s["cpus"], 8);
   EXPECT_EQ(s["gpus"], 4);
   EXPECT_EQ(s["memory"], "32768M");

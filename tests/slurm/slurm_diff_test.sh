@@ -162,13 +162,14 @@ env | grep -E '^SLURM_(JOB_NAME|NNODES|JOB_NUM_NODES|NTASKS|NPROCS|NTASKS_PER_NO
 srun -l sh -c 'echo task $SLURM_PROCID local $SLURM_LOCALID of $SLURM_NTASKS' | sort
 EOF
 # A step on both nodes (labelled output sorted: the tasks' order is a race on both sides),
-# then a failing step; srun's own error lines go to /dev/null (their wording is Slurm's).
+# then a failing step; srun's own error lines go to /dev/null (their wording is Slurm's). One
+# GPU per node: both nodes would fit one machine, and are still two machines on both sides.
 cat > "$T/multi.sh" <<'EOF'
 #!/bin/bash
 #SBATCH --job-name=multi
 #SBATCH --nodes=2
 #SBATCH --ntasks-per-node=2
-#SBATCH --gres=gpu:8
+#SBATCH --gres=gpu:1
 #SBATCH --output=%x-%j.out
 srun -l sh -c 'echo rank $SLURM_PROCID node $SLURM_NODEID local $SLURM_LOCALID of $SLURM_NTASKS step $SLURM_STEP_ID nodes $SLURM_STEP_NUM_NODES' | sort
 srun -N 2 -n 3 sh -c 'exit $((SLURM_PROCID == 2 ? 3 : 0))' 2>/dev/null
