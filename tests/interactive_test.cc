@@ -237,19 +237,17 @@ std::string NewUserToken(LocalCluster& c, const std::string& user) {
   return secret;
 }
 
-TEST_F(Interactive, ANotebookIsServedThroughTheHeadToItsOwnerOnly) {
-  if (access("/usr/bin/jupyter-notebook", X_OK) != 0 &&
-      Skip("no /usr/bin/jupyter-notebook (Debian's jupyter-notebook)")) {
-    return;
-  }
-  if (RunCommand({kPython, "-c", "import websocket"}, {}).exit_code != 0 &&
-      Skip("no python3-websocket")) {
-    return;
-  }
-  const std::string owner = NewUserToken(c(), "nbuser");
-  const std::string other = NewUserToken(c(), "nbother");
+// `corral notebook` on cluster `c`, then a browser's traffic through the head: the token swapped
+// for a cookie, the page, a kernel and a cell run over its WebSocket, and the refusals.
+void CheckNotebookThroughTheHead(LocalCluster& c) {
+  const std::string owner = NewUserToken(c, "nbuser");
+  const std::string other = NewUserToken(c, "nbother");
+  std::map<std::string, std::string> env = {{"CORRAL_ADDR", c.addr()},
+                                            {"CORRAL_TOKEN", owner},
+                                            {"CORRAL_CONFIG", c.dir() + "/no-config.json"}};
+  if (c.tls()) env["CORRAL_CA"] = c.ca_path();
   auto t0 = std::chrono::steady_clock::now();
-  auto r = RunCommand({CorralBin(), "notebook", "--gpus", "1"}, Env(owner));
+  auto r = RunCommand({CorralBin(), "notebook", "--gpus", "1"}, env);
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   GTEST_LOG_(INFO) << "corral notebook ready after " << took << " s";
@@ -259,10 +257,11 @@ TEST_F(Interactive, ANotebookIsServedThroughTheHeadToItsOwnerOnly) {
   ASSERT_TRUE(
       std::regex_match(url, m, std::regex(R"((https?://[^/]+)/s/([0-9]+)/tree\?token=(.+))")))
       << r.out;
-  EXPECT_EQ(m[1].str(), c().addr());
+  EXPECT_EQ(m[1].str(), c.addr());
   EXPECT_EQ(m[3].str(), owner);
   const std::string id = m[2].str();
-  Json job = Job(id);
+  auto show = Json::parse(c.Corral({"show", id, "-o", "json"}).out, nullptr, false);
+  Json job = show.contains("job") ? show["job"] : show;
   EXPECT_EQ(job["spec"].value("kind", ""), "interactive");
   EXPECT_TRUE(job["spec"].value("notebook", false)) << job.dump();
   bool ready = false;
@@ -272,7 +271,7 @@ TEST_F(Interactive, ANotebookIsServedThroughTheHeadToItsOwnerOnly) {
   std::vector<std::string> argv = {
       kPython, std::string(CORRAL_SOURCE_DIR) + "/tests/interactive/notebook_session.py", url,
       other};
-  if (c().tls()) argv.push_back(c().ca_path());
+  if (c.tls()) argv.push_back(c.ca_path());
   auto drive = RunCommand(argv, {});
   ASSERT_EQ(drive.exit_code, 0) << drive.out << drive.err;
   Json seen = Json::parse(drive.out, nullptr, false);
@@ -283,6 +282,7 @@ TEST_F(Interactive, ANotebookIsServedThroughTheHeadToItsOwnerOnly) {
   EXPECT_NE(cookie.find("HttpOnly"), std::string::npos) << cookie;
   EXPECT_NE(cookie.find("SameSite=Strict"), std::string::npos) << cookie;
   EXPECT_NE(cookie.find("Path=/s/" + id + "/"), std::string::npos) << cookie;
+  EXPECT_EQ(cookie.find("Secure") != std::string::npos, c.tls()) << cookie;
   EXPECT_EQ(seen.value("location", "?").find("token"), std::string::npos) << seen.dump();
   EXPECT_EQ(seen.value("page_status", 0), 200) << seen.dump();
   EXPECT_TRUE(seen.value("page_is_jupyter", false)) << seen.dump();
@@ -294,9 +294,35 @@ TEST_F(Interactive, ANotebookIsServedThroughTheHeadToItsOwnerOnly) {
   const std::string gpu = std::to_string(job["runs"].back()["placement"][0]["gpus"][0].get<int>());
   EXPECT_EQ(seen.value("output", ""), "CVD=" + gpu + "\n") << seen.dump();
   EXPECT_EQ(seen.value("delete_status", 0), 204) << seen.dump();
-  EXPECT_EQ(State(id), "running") << "a notebook outlives the CLI that started it";
-  c().Corral({"cancel", id});
-  EXPECT_TRUE(WaitState(id, "cancelled"));
+  show = Json::parse(c.Corral({"show", id, "-o", "json"}).out, nullptr, false);
+  job = show.contains("job") ? show["job"] : show;
+  EXPECT_EQ(job.value("state", ""), "running") << "a notebook outlives the CLI that started it";
+  c.Corral({"cancel", id});
+}
+
+bool NotebookTools() {
+  if (access("/usr/bin/jupyter-notebook", X_OK) != 0 &&
+      Skip("no /usr/bin/jupyter-notebook (Debian's jupyter-notebook)")) {
+    return false;
+  }
+  if (RunCommand({kPython, "-c", "import websocket"}, {}).exit_code != 0 &&
+      Skip("no python3-websocket")) {
+    return false;
+  }
+  return true;
+}
+
+TEST_F(Interactive, ANotebookIsServedThroughTheHeadToItsOwnerOnly) {
+  if (!NotebookTools()) return;
+  CheckNotebookThroughTheHead(c());
+}
+
+// The same over TLS: the head's and the agent's connections both taken over TLS streams.
+TEST_F(Interactive, ANotebookIsServedThroughAHeadThatServesTls) {
+  if (!NotebookTools()) return;
+  LocalCluster tls("interactive-tls", 1, 1, {"--tls"});
+  ASSERT_TRUE(tls.tls());
+  CheckNotebookThroughTheHead(tls);
 }
 
 TEST_F(Interactive, ANotebookThatDiesBeforeItAnswersFailsWithItsLog) {
