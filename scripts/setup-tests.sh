@@ -17,6 +17,7 @@ PACKAGES=(
   slurmdbd mariadb-server  # its accounting (slurmdbd over a MariaDB the test starts)
   clang            # libFuzzer targets (scripts/fuzz.sh)
   busybox-static docker-registry  # the container tests' image and registry
+  jupyter-notebook python3-ipykernel python3-websocket  # corral notebook (interactive_test)
 )
 ./scripts/apt-install.sh "${PACKAGES[@]}"
 # npm: Debian's package, unless the nodejs installed already carries its own (NodeSource's).

@@ -7,6 +7,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 
 #include "cluster_fixture.h"
 
@@ -50,6 +52,59 @@ TEST(Browser, SignInSeeAJobArriveReadItsLogAndTheNodesGpus) {
                        {"HOME", c.dir()}});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err << "\n(cluster and screenshots in " << c.dir() << ")";
   std::cout << r.out;
+}
+
+// The owner opens their notebook from the dashboard and runs a cell in it; another user cannot.
+TEST(Browser, ANotebookOpensFromMySessionsAndRunsACell) {
+  if (access(kChromium, X_OK) != 0) {
+    GTEST_SKIP()
+        << "Chromium not installed (Debian package chromium; scripts/setup.sh installs it)";
+  }
+  const std::string dir = CORRAL_BROWSER_DIR;
+  if (!std::filesystem::exists(dir + "/node_modules/puppeteer-core")) {
+    GTEST_SKIP() << "puppeteer-core not installed in " << dir;
+  }
+  if (access("/usr/bin/jupyter-notebook", X_OK) != 0) {
+    const char* ci = getenv("CI");
+    if (ci != nullptr && std::string(ci) == "true") {
+      FAIL() << "CI must run this: no /usr/bin/jupyter-notebook (scripts/setup-tests.sh)";
+    }
+    GTEST_SKIP() << "no /usr/bin/jupyter-notebook (Debian's jupyter-notebook)";
+  }
+  LocalCluster c("browser-nb", 1, 2);
+  auto token_of = [&](const std::string& user) {
+    auto r = c.Corral({"token", "create", "--user", user});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out.substr(0, r.out.find('\n'));
+  };
+  const std::string ana = token_of("ana");
+  const std::string other = token_of("bob");
+  std::map<std::string, std::string> env = {{"CORRAL_ADDR", c.addr()},
+                                            {"CORRAL_TOKEN", ana},
+                                            {"CORRAL_CONFIG", c.dir() + "/no-config.json"}};
+  if (c.tls()) env["CORRAL_CA"] = c.ca_path();
+  auto nb = RunCommand({CorralBin(), "notebook", "--gpus", "1"}, env);
+  ASSERT_EQ(nb.exit_code, 0) << nb.out << nb.err;
+  const std::string url = nb.out.substr(0, nb.out.find('\n'));
+  const size_t at = url.find("/s/") + 3;
+  const std::string id = url.substr(at, url.find('/', at) - at);
+  auto show = nlohmann::json::parse(c.Corral({"show", id, "-o", "json"}).out, nullptr, false);
+  const auto& job = show.contains("job") ? show["job"] : show;
+  const int gpu = job["runs"].back()["placement"][0]["gpus"][0].get<int>();
+
+  const char* shots = getenv("SCREENSHOT_DIR");
+  auto r = RunCommand({"/usr/bin/node", dir + "/notebook_test.mjs"},
+                      {{"CORRAL_ADDR", c.addr()},
+                       {"CORRAL_USER_TOKEN", ana},
+                       {"OTHER_TOKEN", other},
+                       {"NOTEBOOK_ID", id},
+                       {"WANT_OUTPUT", "CVD=" + std::to_string(gpu)},
+                       {"CHROMIUM", kChromium},
+                       {"SCREENSHOT_DIR", shots ? shots : c.dir() + "/screenshots"},
+                       {"HOME", c.dir()}});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err << "\n(cluster and screenshots in " << c.dir() << ")";
+  std::cout << r.out;
+  c.Corral({"cancel", id});
 }
 
 }  // namespace

@@ -229,5 +229,111 @@ TEST_F(Interactive, AnIdleSessionIsCulledWithTheReason) {
   EXPECT_NE(reason.find("no terminal input"), std::string::npos) << reason;
 }
 
+std::string NewUserToken(LocalCluster& c, const std::string& user) {
+  auto token = c.Corral({"token", "create", "--user", user});
+  EXPECT_EQ(token.exit_code, 0) << token.err;
+  std::string secret = token.out.substr(token.out.rfind(' ') + 1);
+  while (!secret.empty() && secret.back() == '\n') secret.pop_back();
+  return secret;
+}
+
+// `corral notebook` on cluster `c`, then a browser's traffic through the head: the token swapped
+// for a cookie, the page, a kernel and a cell run over its WebSocket, and the refusals.
+void CheckNotebookThroughTheHead(LocalCluster& c) {
+  const std::string owner = NewUserToken(c, "nbuser");
+  const std::string other = NewUserToken(c, "nbother");
+  std::map<std::string, std::string> env = {{"CORRAL_ADDR", c.addr()},
+                                            {"CORRAL_TOKEN", owner},
+                                            {"CORRAL_CONFIG", c.dir() + "/no-config.json"}};
+  if (c.tls()) env["CORRAL_CA"] = c.ca_path();
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = RunCommand({CorralBin(), "notebook", "--gpus", "1"}, env);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  GTEST_LOG_(INFO) << "corral notebook ready after " << took << " s";
+  // One URL, on the head, carrying the owner's token once.
+  std::smatch m;
+  std::string url = r.out.substr(0, r.out.find('\n'));
+  ASSERT_TRUE(
+      std::regex_match(url, m, std::regex(R"((https?://[^/]+)/s/([0-9]+)/tree\?token=(.+))")))
+      << r.out;
+  EXPECT_EQ(m[1].str(), c.addr());
+  EXPECT_EQ(m[3].str(), owner);
+  const std::string id = m[2].str();
+  auto show = Json::parse(c.Corral({"show", id, "-o", "json"}).out, nullptr, false);
+  Json job = show.contains("job") ? show["job"] : show;
+  EXPECT_EQ(job["spec"].value("kind", ""), "interactive");
+  EXPECT_TRUE(job["spec"].value("notebook", false)) << job.dump();
+  bool ready = false;
+  for (const auto& e : job["events"]) ready = ready || e.value("what", "") == "notebook ready";
+  EXPECT_TRUE(ready) << job.dump();
+
+  std::vector<std::string> argv = {
+      kPython, std::string(CORRAL_SOURCE_DIR) + "/tests/interactive/notebook_session.py", url,
+      other};
+  if (c.tls()) argv.push_back(c.ca_path());
+  auto drive = RunCommand(argv, {});
+  ASSERT_EQ(drive.exit_code, 0) << drive.out << drive.err;
+  Json seen = Json::parse(drive.out, nullptr, false);
+  ASSERT_TRUE(seen.is_object()) << drive.out;
+  EXPECT_EQ(seen.value("first_status", 0), 302) << seen.dump();
+  const std::string cookie = seen.value("set_cookie", "");
+  EXPECT_NE(cookie.find("corral_session="), std::string::npos) << cookie;
+  EXPECT_NE(cookie.find("HttpOnly"), std::string::npos) << cookie;
+  EXPECT_NE(cookie.find("SameSite=Strict"), std::string::npos) << cookie;
+  EXPECT_NE(cookie.find("Path=/s/" + id + "/"), std::string::npos) << cookie;
+  EXPECT_EQ(cookie.find("Secure") != std::string::npos, c.tls()) << cookie;
+  EXPECT_EQ(seen.value("location", "?").find("token"), std::string::npos) << seen.dump();
+  EXPECT_EQ(seen.value("page_status", 0), 200) << seen.dump();
+  EXPECT_TRUE(seen.value("page_is_jupyter", false)) << seen.dump();
+  EXPECT_EQ(seen.value("anonymous_status", 0), 401) << seen.dump();
+  EXPECT_EQ(seen.value("other_status", 0), 403) << seen.dump();
+  EXPECT_EQ(seen.value("kernel_status", 0), 201) << seen.dump();
+  EXPECT_EQ(seen.value("reply", ""), "ok") << seen.dump();
+  // The cell ran on the allocation: its one (simulated) GPU.
+  const std::string gpu = std::to_string(job["runs"].back()["placement"][0]["gpus"][0].get<int>());
+  EXPECT_EQ(seen.value("output", ""), "CVD=" + gpu + "\n") << seen.dump();
+  EXPECT_EQ(seen.value("delete_status", 0), 204) << seen.dump();
+  show = Json::parse(c.Corral({"show", id, "-o", "json"}).out, nullptr, false);
+  job = show.contains("job") ? show["job"] : show;
+  EXPECT_EQ(job.value("state", ""), "running") << "a notebook outlives the CLI that started it";
+  c.Corral({"cancel", id});
+}
+
+bool NotebookTools() {
+  if (access("/usr/bin/jupyter-notebook", X_OK) != 0 &&
+      Skip("no /usr/bin/jupyter-notebook (Debian's jupyter-notebook)")) {
+    return false;
+  }
+  if (RunCommand({kPython, "-c", "import websocket"}, {}).exit_code != 0 &&
+      Skip("no python3-websocket")) {
+    return false;
+  }
+  return true;
+}
+
+TEST_F(Interactive, ANotebookIsServedThroughTheHeadToItsOwnerOnly) {
+  if (!NotebookTools()) return;
+  CheckNotebookThroughTheHead(c());
+}
+
+// The same over TLS: the head's and the agent's connections both taken over TLS streams.
+TEST_F(Interactive, ANotebookIsServedThroughAHeadThatServesTls) {
+  if (!NotebookTools()) return;
+  LocalCluster tls("interactive-tls", 1, 1, {"--tls"});
+  ASSERT_TRUE(tls.tls());
+  CheckNotebookThroughTheHead(tls);
+}
+
+TEST_F(Interactive, ANotebookThatDiesBeforeItAnswersFailsWithItsLog) {
+  auto r = RunCommand(
+      {CorralBin(), "notebook", "--", "sh", "-c", "echo no-jupyter-here >&2; exit 3"}, Env());
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("failed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("exited before it answered"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no-jupyter-here"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace corral::testing

@@ -7,6 +7,7 @@ import { caller, starts } from "./state.js";
 import { clusterView, queuesView } from "./view_cluster.js";
 import { jobView, jobsView } from "./view_jobs.js";
 import { nodesView } from "./view_nodes.js";
+import { sessionsView } from "./view_sessions.js";
 
 const main = document.getElementById("main");
 const live = document.getElementById("live");
@@ -105,6 +106,7 @@ const routes = [
   [/^#\/jobs(\?.*)?$/, () => jobsView],
   [/^#\/jobs\/(\d+)$/, () => jobView],
   [/^#\/nodes$/, () => nodesView],
+  [/^#\/sessions$/, () => sessionsView],
 ];
 
 function route() {

@@ -29,6 +29,7 @@
 
 #include "agent/dirs.h"
 #include "agent/monitor.h"
+#include "agent/notebook.h"
 #include "agent/run_record.h"
 
 namespace corral::agent {
@@ -414,6 +415,12 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
     defaults["HOME"] = p.who.home;
     defaults["USER"] = p.who.name;
     defaults["LOGNAME"] = p.who.name;
+  }
+  if (p.run.order.notebook) {
+    const bool as_root = run_as_.as_owner ? p.who.uid == 0 : geteuid() == 0;
+    if (Status st = PrepareNotebook(&p.run.order, p.dir, as_root); !st.ok()) {
+      return FailLaunch(p, st);
+    }
   }
 
   // Prepare everything the children use: after fork they may not allocate.
@@ -854,6 +861,9 @@ RunStatus PosixLauncher::Finish(const LaunchedRun& run, RunStatus st) {
   if (!run.order.container.empty() && st.error.empty()) {
     st.error = ContainerError(RunDir(run.key()));
   }
+  if (run.order.notebook && st.error.empty() && !st.vanished) {
+    st.error = NotebookEarlyExit(RunDir(run.key()));
+  }
   if (!cgroups_.none() && cgroups_.Exists(group)) {
     // The replica is over: whatever it left behind (a daemon that escaped its process group)
     // goes with it, and its group with them. The usage stays in the record.
@@ -872,6 +882,10 @@ RunStatus PosixLauncher::Finish(const LaunchedRun& run, RunStatus st) {
 RunStatus PosixLauncher::Check(LaunchedRun& run) {
   RunStatus st = CheckStatus(run);
   if (!run.order.container.empty()) st.note = ContainerNote(RunDir(run.key()));
+  if (run.order.notebook && st.running) {
+    std::string ready = NotebookNote(RunDir(run.key()), run.order.job_id, node_name_);
+    if (!ready.empty()) st.note += (st.note.empty() ? "" : "\n") + ready;
+  }
   return st;
 }
 

@@ -223,8 +223,14 @@ ApiService::ApiService(head::Head* head, double requests_per_second, AgentTls ag
           [head](const std::string& bearer) { return head->IsCurrentCredential(bearer); }),
       agent_tls_(std::move(agent_tls)),
       proxy_(std::make_shared<net::AsyncHttpClient>(agent_tls_.log_trust)),
-      exec_(std::make_unique<ExecProxy>(head, proxy_,
-                                        static_cast<bool>(agent_tls_.issue_log_cert))) {}
+      exec_(
+          std::make_unique<ExecProxy>(head, proxy_, static_cast<bool>(agent_tls_.issue_log_cert))),
+      sessions_(std::make_unique<SessionProxy>(head, static_cast<bool>(agent_tls_.issue_log_cert),
+                                               agent_tls_.log_trust)) {}
+
+void ApiService::TakeSession(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn) {
+  sessions_->Take(std::move(req), std::move(conn));
+}
 
 void ApiService::HandleExecOpen(const HttpRequest& req, const PathArgs& args, Responder respond) {
   exec_->Open(req, args, std::move(respond));

@@ -10,6 +10,7 @@
 #include "api/command_http.h"
 #include "api/exec_proxy.h"
 #include "api/rate_limiter.h"
+#include "api/session_proxy.h"
 #include "head/head.h"
 #include "net/async_http_client.h"
 #include "net/http.h"
@@ -34,6 +35,8 @@ class ApiService {
   explicit ApiService(head::Head* head, double requests_per_second = 0, AgentTls agent_tls = {},
                       double unauthenticated_per_second = 0);
   void Handle(net::HttpRequest req, net::Responder respond);
+  // A /s/ connection (a notebook's traffic, session_proxy.h).
+  void TakeSession(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn);
 
  private:
   // A row of the route table: the method and path pattern it answers, and how.
@@ -77,6 +80,7 @@ class ApiService {
   AgentTls agent_tls_;
   std::shared_ptr<net::AsyncHttpClient> proxy_;  // the log proxy's connections to agents
   std::unique_ptr<ExecProxy> exec_;              // exec sessions relayed to agents
+  std::unique_ptr<SessionProxy> sessions_;       // notebooks relayed to agents
 };
 
 // Every answer of the API carries the revision of the head's state it reflects.

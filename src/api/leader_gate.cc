@@ -42,4 +42,10 @@ void LeaderGate::Handle(net::HttpRequest req, net::Responder respond) {
   respond(std::move(r));
 }
 
+void LeaderGate::Take(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn) {
+  if (ApiService* api = api_.load()) return api->TakeSession(std::move(req), std::move(conn));
+  conn->Answer(net::JsonError(503, "no_leader",
+                              "this head is a standby: open the session on the leading head"));
+}
+
 }  // namespace corral::api

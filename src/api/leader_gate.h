@@ -21,6 +21,8 @@ class LeaderGate {
   explicit LeaderGate(std::string self_url) : self_url_(std::move(self_url)) {}
 
   void Handle(net::HttpRequest req, net::Responder respond);
+  // A /s/ connection (session_proxy.h): the leader's to relay; a standby answers 503.
+  void Take(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn);
 
   void SetLeaderUrl(std::string url);  // as the store names it; "" when unknown
   // From now on this head leads: requests go to `api` (which must outlive the gate's use).

@@ -37,6 +37,10 @@ const CommandInfo kCommands[] = {
      "corral run [--gpus N] [--cpus C] [--memory M] [--queue Q] [--time-limit T] ... [--pty]\n"
      "           -- CMD [ARGS...]  (submit's resource flags)",
      "run a command in a new interactive session and wait for it; exits with its code"},
+    {"notebook", RunNotebook,
+     "corral notebook [--gpus N] [--cpus C] [--memory M] [--queue Q] [--image REF] ...\n"
+     "                [-- jupyter-notebook [ARGS...]]  (submit's resource flags)",
+     "start a Jupyter notebook in a new session; prints its URL on the head once it answers"},
     {"exec", RunExec, "corral exec ID [--replica R] [--pty] [--env K=V]... -- CMD [ARGS...]",
      "run a command inside a running job's allocation (its owner, queue admins, admins)"},
     {"jobs", RunJobs,

@@ -73,6 +73,7 @@ int RunTop(const std::vector<std::string>& args, CliContext& ctx);
 // Interactive sessions (interactive.cc): a command inside a running job, and `corral run`.
 int RunExec(const std::vector<std::string>& args, CliContext& ctx);
 int RunRun(const std::vector<std::string>& args, CliContext& ctx);
+int RunNotebook(const std::vector<std::string>& args, CliContext& ctx);
 // A job spec (user-facing JSON) made an interactive session's: kind interactive, and a
 // command that only holds the allocation.
 Json MakeSessionSpec(Json spec);

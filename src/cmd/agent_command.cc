@@ -21,6 +21,7 @@
 #include "agentnet/head_channel.h"
 #include "agentnet/log_cert_channel.h"
 #include "agentnet/log_server.h"
+#include "agentnet/notebook_relay.h"
 #include "cmd/commands.h"
 #include "cmd/flags.h"
 #include "cmd/service_notifier.h"
@@ -320,11 +321,19 @@ int AgentMain(std::vector<std::string> args) {
                         : Result<int32_t>(Unavailable("the agent is starting"));
   });
   log_service.SetExec(&exec_server);
+  // Notebooks' traffic from the head, to the Jupyter servers on this node's loopback.
+  const agentnet::NotebookRelay notebooks(state_dir, join_token);
   net::HttpServer logs(
       [&log_service](net::HttpRequest req, net::Responder respond) {
         log_service.Handle(std::move(req), std::move(respond));
       },
-      net::HttpServerOptions{.io_threads = 1, .tls = log_tls});
+      net::HttpServerOptions{
+          .io_threads = 1,
+          .tls = log_tls,
+          .takeover_prefix = "/s/",
+          .takeover = [&notebooks](net::HttpRequest req, std::shared_ptr<net::TakenConnection> c) {
+            notebooks.Take(std::move(req), std::move(c));
+          }});
   auto port = logs.Listen(hp->first, hp->second);
   if (!port.ok()) {
     std::cerr << "corral agent: " << port.status().ToString() << "\n";

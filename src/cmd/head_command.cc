@@ -266,10 +266,15 @@ int HeadMain(std::vector<std::string> args) {
       [&gate](net::HttpRequest req, net::Responder r) {
         gate->Handle(std::move(req), std::move(r));
       },
-      net::HttpServerOptions{.io_threads = 2,
-                             .header_timeout = std::chrono::milliseconds(*header_timeout_ms),
-                             .max_connections_per_address = max_connections_per_address,
-                             .tls = tls->server});
+      net::HttpServerOptions{
+          .io_threads = 2,
+          .header_timeout = std::chrono::milliseconds(*header_timeout_ms),
+          .max_connections_per_address = max_connections_per_address,
+          .tls = tls->server,
+          .takeover_prefix = "/s/",
+          .takeover = [&gate](net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn) {
+            gate->Take(std::move(req), std::move(conn));
+          }});
   auto port = server.Listen(hp->first, hp->second);
   if (!port.ok()) {
     std::cerr << "corral head: " << port.status().ToString() << "\n";

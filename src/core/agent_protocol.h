@@ -19,7 +19,7 @@ namespace corral {
 // a GPU's drain) and run jobs wrongly. An agent that sends none predates the exchange: version 1.
 // Raise kAgentProtocol when a message gains a field an older peer would silently ignore, and
 // kMinAgentProtocol when ignoring it would run a job wrongly.
-inline constexpr int32_t kAgentProtocol = 2;
+inline constexpr int32_t kAgentProtocol = 3;  // 3: RunOrder::notebook
 inline constexpr int32_t kMinAgentProtocol = 2;
 
 struct RegisterRequest {
@@ -131,7 +131,10 @@ struct RunOrder {
   int64_t memory_mb = 0;  // the replica's memory cap; 0: none
   std::vector<int32_t> gpus;
   ContainerSpec container;  // the replica's tasks run in one container of this image
-  bool stop = false;        // stop it: signal, grace, then SIGKILL
+  // The command is a Jupyter server: the agent gives it a loopback port and a token of its own
+  // and relays the head's /s/JOB/ traffic to it (docs/interactive.md).
+  bool notebook = false;
+  bool stop = false;  // stop it: signal, grace, then SIGKILL
   int32_t stop_signal = 15;
   int64_t grace_ms = 10000;
   // Signals asked for while it runs (scancel --signal): how many so far and the last one. The

@@ -45,6 +45,7 @@ JobSpec DecodeSpec(const Json& j) {
   s.batch = Get<bool>(j, "batch", false);
   s.hold = Get<bool>(j, "hold", false);
   s.interactive = Get<std::string>(j, "kind", "job") == "interactive";
+  s.notebook = Get<bool>(j, "notebook", false);
   s.max_restarts = Get<int32_t>(j, "max_restarts", 0);
   s.checkpoint_signal = Get<int32_t>(j, "checkpoint_signal", 15);
   s.grace_ms = Get<int64_t>(j, "grace_ms", 10000);
@@ -170,6 +171,7 @@ Json ToJson(const JobSpec& s) {
          {"dependency", FormatDependencies(s.dependencies)}};
   if (!s.container.empty()) j["container"] = ContainerJson(s.container);
   if (s.max_replicas_per_node > 0) j["max_replicas_per_node"] = s.max_replicas_per_node;
+  if (s.notebook) j["notebook"] = true;
   if (s.per_replica.IsShare()) {
     j["gpu_memory_mb"] = s.per_replica.gpu_memory_mb;
     j["gpu_isolation"] = GpuIsolationName(s.per_replica.gpu_isolation);

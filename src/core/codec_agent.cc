@@ -127,6 +127,7 @@ Json ToJson(const RunOrder& r) {
   if (r.cpu_milli > 0) j["cpu_milli"] = r.cpu_milli;
   if (r.memory_mb > 0) j["memory_mb"] = r.memory_mb;
   if (!r.container.empty()) j["container"] = ContainerJson(r.container);
+  if (r.notebook) j["notebook"] = true;
   return j;
 }
 
@@ -255,6 +256,7 @@ Result<SyncResponse> SyncResponseFromJson(const Json& j) {
       if (auto c = x.find("container"); c != x.end() && !c->is_null()) {
         o.container = DecodeContainer(*c);
       }
+      o.notebook = Get<bool>(x, "notebook", false);
       o.stop = Get<bool>(x, "stop", false);
       o.stop_signal = Get<int32_t>(x, "stop_signal", 15);
       o.grace_ms = Get<int64_t>(x, "grace_ms", 10000);

@@ -89,6 +89,10 @@ struct JobSpec {
   // goes after the head's inactive limit without the client, and its queue's idle_timeout
   // applies to it (docs/interactive.md).
   bool interactive = false;
+  // A notebook session (`corral notebook`, interactive only): the agent runs the command as a
+  // Jupyter server on the node's loopback with a token of its own, and the head proxies
+  // /s/JOB/ to it for the job's owner (docs/interactive.md).
+  bool notebook = false;
 };
 
 enum class RunState { kScheduled, kRunning, kSucceeded, kFailed, kCancelled, kPreempted, kLost };

@@ -340,7 +340,8 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
                                                "container_mount_home",
                                                "gpu_memory",
                                                "gpu_isolation",
-                                               "kind"};
+                                               "kind",
+                                               "notebook"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!kKnown.count(it.key())) {
       return InvalidArgument("unknown field '" + it.key() +
@@ -350,7 +351,7 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
                              "preemptible, max_restarts, checkpoint_signal, grace_period, "
                              "array, dependency, tasks_per_replica, batch, hold, image, mounts, "
                              "container_workdir, container_writable, container_mount_home, "
-                             "gpu_memory, gpu_isolation, kind");
+                             "gpu_memory, gpu_isolation, kind, notebook");
     }
   }
   JobSpec s;
@@ -536,6 +537,13 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
       return FieldError("kind", *it, "\"job\" or \"interactive\"");
     }
     s.interactive = *it == "interactive";
+  }
+  if (auto it = j.find("notebook"); it != j.end()) {
+    if (!it->is_boolean()) return FieldError("notebook", *it, "true or false");
+    s.notebook = it->get<bool>();
+    if (s.notebook && !s.interactive) {
+      return FieldError("notebook", *it, "false: a notebook is a session (kind \"interactive\")");
+    }
   }
   if (auto it = j.find("batch"); it != j.end()) {
     if (!it->is_boolean()) return FieldError("batch", *it, "true or false");

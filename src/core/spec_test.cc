@@ -113,7 +113,23 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"command":["x"],"checkpoint_signal":"SIGFOO"})", "checkpoint_signal"},
         BadCase{R"({"command":["x"],"tasks_per_replica":0})", "tasks_per_replica"},
         BadCase{R"({"command":["x"],"tasks_per_replica":"cpu"})", "tasks_per_replica"},
+        BadCase{R"({"command":["x"],"notebook":"yes"})", "field 'notebook'"},
+        BadCase{R"({"command":["x"],"notebook":true})", "kind \"interactive\""},
         BadCase{R"({"command":[]})", "command"}));
+
+TEST(ParseJobSpec, ANotebookIsASessionAndSurvivesTheCodec) {
+  auto s = ParseJobSpec(
+      Json::parse(R"({"command":["jupyter-notebook"],"kind":"interactive","notebook":true})"));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_TRUE(s->interactive);
+  EXPECT_TRUE(s->notebook);
+  Json j = ToJson(*s);
+  EXPECT_EQ(j["notebook"], true);
+  auto back = JobSpecFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(back->notebook);
+  EXPECT_FALSE(ToJson(JobSpec{}).contains("notebook")) << "absent unless set";
+}
 
 TEST(ParseDuration, Forms) {
   EXPECT_EQ(*ParseDuration("t", "90"), 90 * kSecond);

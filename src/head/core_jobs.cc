@@ -457,9 +457,10 @@ void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const Ru
     bool known = false;
     for (const JobEvent& e : state_.jobs.at(job.id).events) known = known || e.reason == note;
     if (known) continue;
-    const bool pulled = note.rfind("pulling", 0) != 0;
-    Emit(Caller::Node(node), now,
-         RunNoted{job.id, run.attempt, pulled ? "image pulled" : "pulling image", note});
+    const char* what = note.rfind("notebook ready", 0) == 0 ? "notebook ready"
+                       : note.rfind("pulling", 0) == 0      ? "pulling image"
+                                                            : "image pulled";
+    Emit(Caller::Node(node), now, RunNoted{job.id, run.attempt, what, note});
   }
   if (!r.running && r.fenced && run.exit_codes[r.replica] == kNotExited && !run.stop_requested) {
     // Its agent stopped it after losing the head: the run is lost, as if its node had been,

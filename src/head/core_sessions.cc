@@ -40,6 +40,7 @@ Result<ExecTarget> HeadCore::OpenExec(const Caller& by, JobId id, int32_t replic
   t.replica = replica;
   t.node = run->placement[replica].node;
   t.owner = job.owner;
+  t.notebook = job.spec.notebook;
   auto node = state_.nodes.find(t.node);
   if (node == state_.nodes.end() || node->second.address.empty()) {
     return Unavailable("node " + t.node + " has no address to reach its agent at");
@@ -112,7 +113,10 @@ void HeadCore::CullSessions(TimeMs now) {
       ++it;
       continue;
     }
-    if (config_.inactive_limit_ms > 0 && now - it->second.heard > config_.inactive_limit_ms) {
+    // A notebook has no attached client: its browser comes and goes, and only idle culling
+    // ends it.
+    if (config_.inactive_limit_ms > 0 && !j.spec.notebook &&
+        now - it->second.heard > config_.inactive_limit_ms) {
       end.emplace_back(
           j.id, std::string(kReasonCancelled) + ": its client has not been heard from for " +
                     FormatDuration(now - it->second.heard) + " (the head's inactive limit is " +

@@ -184,6 +184,30 @@ TEST_P(LiveSessions, BusyGpusOrTypingForgiveAWarnedSession) {
   EXPECT_FALSE(StopRequested(s.id));
 }
 
+TEST_P(LiveSessions, ANotebookIsReadyOnItsNoteAndOutlivesTheInactiveLimit) {
+  Register("n1", 1);
+  JobSpec spec = Session(1);
+  spec.command = {"jupyter-notebook"};
+  spec.notebook = true;
+  Job nb = Submit(spec);
+  Schedule();
+  ASSERT_NE(Get(nb.id).CurrentRun(), nullptr);
+  RunReport ready = Running(Get(nb.id));
+  ready.note = "notebook ready on n1";
+  ASSERT_TRUE(*Report("n1", {ready}));
+  ASSERT_TRUE(*Report("n1", {ready}));  // a note is an event once
+  int events = 0;
+  for (const auto& e : Get(nb.id).events) events += e.what == "notebook ready";
+  EXPECT_EQ(events, 1);
+  auto target = core().OpenExec(kAna, nb.id, 0, now());
+  ASSERT_TRUE(target.ok()) << target.status().ToString();
+  EXPECT_TRUE(target->notebook);
+  // No client touches it: a browser comes and goes.
+  Pass(3 * core().config().inactive_limit_ms, {}, 50);
+  Sample({nb}, 50);
+  EXPECT_FALSE(StopRequested(nb.id));
+}
+
 INSTANTIATE_TEST_SUITE_P(Head, Sessions, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& i) {
                            return i.param ? "Recovered" : "Live";

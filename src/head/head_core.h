@@ -141,6 +141,7 @@ struct ExecTarget {
   std::string node;
   std::string address;  // the node agent's host:port
   std::string owner;
+  bool notebook = false;  // the job serves a notebook at /s/JOB/
 };
 
 // What a session's client learns from each touch: the job, and when an idle session is ended

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "net/tls_context.h"
+#include "net/tunnel_internal.h"
 #include "net/url.h"
 
 namespace corral::net {
@@ -267,6 +268,10 @@ class Session final : public SessionBase {
     if (ec) return OnReadError(ec);
     auto msg = parser_->release();
     parser_.reset();
+    if (opts().takeover && !opts().takeover_prefix.empty() &&
+        SV(msg.target()).rfind(opts().takeover_prefix, 0) == 0) {
+      return TakeOver(std::move(msg));
+    }
     keep_alive_ = msg.keep_alive();
     version_ = msg.version();
     head_request_ = msg.method() == http::verb::head;
@@ -281,6 +286,26 @@ class Session final : public SessionBase {
   }
 
   void InvokeHandler(HttpRequest req);  // below: needs ResponderState
+
+  // The connection leaves the server with its request (tunnel.h): this session is over.
+  void TakeOver(http::request<http::string_body>&& msg) {
+    std::string leftover(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+    buffer_.clear();
+    HttpRequest req = ToHttpRequest(std::move(msg), remote_);
+    Lowest().expires_never();
+    std::shared_ptr<TakenConnection> conn;
+    if constexpr (kTls) {
+      conn = TakeTls(std::move(stream_), ctx_, std::move(leftover));
+    } else {
+      conn = TakePlain(std::move(stream_), std::move(leftover));
+    }
+    closed_ = true;  // the stream is moved out: nothing here touches it again
+    try {
+      opts().takeover(std::move(req), std::move(conn));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "corral http: takeover handler failed: %s\n", e.what());
+    }
+  }
 
   // While the response is pending, keep a read outstanding so that a client that goes
   // away is noticed (and its socket freed) without waiting for the handler.

@@ -22,6 +22,7 @@
 
 #include "core/status.h"
 #include "net/http.h"
+#include "net/tunnel.h"
 
 namespace corral::net {
 
@@ -47,6 +48,11 @@ struct HttpServerOptions {
   // Set: every listener serves HTTPS only (a connection whose TLS handshake fails, e.g. plain
   // HTTP, is closed unanswered). The handshake counts against read_timeout.
   std::shared_ptr<TlsServerContext> tls;
+  // Set (with a non-empty prefix): a request whose target starts with the prefix is not
+  // given to the Handler; its connection is handed to `takeover` (tunnel.h) and leaves the
+  // server (it no longer counts in ConnectionCount nor against its address's cap).
+  std::string takeover_prefix;
+  Takeover takeover;
 };
 
 class HttpServer {

@@ -1,0 +1,27 @@
+// The agent's half of a notebook's path (docs/interactive.md): the head splices each /s/JOB/
+// connection it has authorised to the agent's endpoint, with the join token and the run
+// (X-Corral-Run); the agent swaps the join token for the notebook's own (agent/notebook.h) and
+// splices the connection to the Jupyter server on this node's loopback. The head never learns
+// the notebook's port or token, and the Jupyter server listens on no address off the node.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "net/http.h"
+#include "net/tunnel.h"
+
+namespace corral::agentnet {
+
+class NotebookRelay {
+ public:
+  NotebookRelay(std::string state_dir, std::string join_token);
+  // Any thread; does not block but for reading the run's small notebook file.
+  void Take(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn) const;
+
+ private:
+  const std::string runs_dir_;
+  const std::string join_token_;
+};
+
+}  // namespace corral::agentnet

@@ -1,0 +1,174 @@
+#include "api/session_proxy.h"
+
+#include <sys/random.h>
+
+#include "api/api_service.h"
+#include "core/secrets.h"
+#include "net/url.h"
+
+namespace corral::api {
+namespace {
+
+constexpr const char* kCookie = "corral_session";
+constexpr auto kForgetAfter = std::chrono::hours(12);
+
+std::string RandomHex(size_t bytes) {
+  std::string raw(bytes, '\0');
+  size_t got = 0;
+  while (got < bytes) {
+    ssize_t n = getrandom(raw.data() + got, bytes - got, 0);
+    if (n > 0) got += static_cast<size_t>(n);
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : raw) {
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  }
+  return out;
+}
+
+std::string Lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// The request's target without its `token` parameter (the rest of the query as it came).
+std::string TargetWithoutToken(const std::string& target) {
+  auto q = target.find('?');
+  if (q == std::string::npos) return target;
+  std::string out = target.substr(0, q);
+  std::string kept;
+  size_t at = q + 1;
+  while (at <= target.size()) {
+    size_t end = target.find('&', at);
+    if (end == std::string::npos) end = target.size();
+    std::string part = target.substr(at, end - at);
+    if (!part.empty() && part != "token" && part.rfind("token=", 0) != 0) {
+      kept += (kept.empty() ? "" : "&") + part;
+    }
+    at = end + 1;
+  }
+  return kept.empty() ? out : out + "?" + kept;
+}
+
+net::HttpResponse Redirect(const std::string& location) {
+  net::HttpResponse r;
+  r.status = 302;
+  r.content_type = "text/plain";
+  r.headers["Location"] = location;
+  r.body = "see " + location + "\n";
+  return r;
+}
+
+}  // namespace
+
+SessionProxy::SessionProxy(head::Head* head, bool agent_https,
+                           std::shared_ptr<const net::TlsClientContext> agent_trust)
+    : head_(head), agent_https_(agent_https), agent_trust_(std::move(agent_trust)) {}
+
+size_t SessionProxy::SessionCount() {
+  std::lock_guard lock(mu_);
+  return sessions_.size();
+}
+
+std::string SessionProxy::NewSession(const std::string& bearer, JobId job) {
+  const auto now = std::chrono::steady_clock::now();
+  std::string id = RandomHex(24);
+  std::lock_guard lock(mu_);
+  std::erase_if(sessions_, [&](const auto& kv) { return now - kv.second.last > kForgetAfter; });
+  sessions_[id] = Session{bearer, job, now};
+  return id;
+}
+
+void SessionProxy::Take(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn) {
+  // /s/JOB/...
+  const std::string& path = req.path;
+  size_t slash = path.find('/', 3);
+  const std::string id_text =
+      path.substr(3, slash == std::string::npos ? std::string::npos : slash - 3);
+  JobId job = 0;
+  if (id_text.empty() || id_text.size() > 18 ||
+      id_text.find_first_not_of("0123456789") != std::string::npos ||
+      (job = std::stoull(id_text)) == 0) {
+    return conn->Answer(
+        net::JsonError(404, "not_found", "no session at " + path + ": want /s/JOB/ (a job id)"));
+  }
+  const std::string base = "/s/" + id_text + "/";
+  if (slash == std::string::npos) {
+    auto q = req.target.find('?');
+    return conn->Answer(Redirect(base + (q == std::string::npos ? "" : req.target.substr(q))));
+  }
+  std::string bearer;
+  const bool from_query = req.query.count("token") > 0;
+  // The dashboard's "open": its token as a header (never in a URL), answered with the cookie.
+  const bool from_header =
+      !from_query && req.method == "POST" && req.path == base && !req.BearerToken().empty();
+  if (from_query) {
+    bearer = req.query.at("token");
+  } else if (from_header) {
+    bearer = req.BearerToken();
+  } else {
+    const std::string cookie = net::CookieValue(req.Header("cookie"), kCookie);
+    std::lock_guard lock(mu_);
+    if (auto it = sessions_.find(cookie);
+        !cookie.empty() && it != sessions_.end() && it->second.job == job) {
+      it->second.last = std::chrono::steady_clock::now();
+      bearer = it->second.bearer;
+    }
+  }
+  if (bearer.empty()) {
+    return conn->Answer(net::JsonError(
+        401, "unauthenticated",
+        "no session for job " + id_text +
+            ": open the URL `corral notebook` printed (it carries your token once: ?token=...)"));
+  }
+  head_->Run(bearer, head::OpenExec{job, 0},
+             [this, req = std::move(req), conn, bearer, job, from_query, from_header,
+              base](Result<head::ExecTarget> target) mutable {
+               if (!target.ok()) return conn->Answer(ErrorResponse(target.status()));
+               if (!target->notebook) {
+                 return conn->Answer(net::JsonError(
+                     404, "not_found",
+                     "job " + std::to_string(job) + " is not a notebook (corral notebook)"));
+               }
+               if (from_query || from_header) {
+                 net::HttpResponse r;
+                 if (from_query) {
+                   r = Redirect(TargetWithoutToken(req.target));
+                 } else {
+                   r.status = 204;
+                   r.content_type.clear();
+                 }
+                 r.headers["Set-Cookie"] = std::string(kCookie) + "=" + NewSession(bearer, job) +
+                                           "; Path=" + base + "; HttpOnly; SameSite=Strict" +
+                                           (conn->Encrypted() ? "; Secure" : "");
+                 return conn->Answer(std::move(r));
+               }
+               Forward(std::move(req), conn, *target);
+             });
+}
+
+void SessionProxy::Forward(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn,
+                           const head::ExecTarget& target) {
+  std::map<std::string, std::string> headers = std::move(req.headers);
+  const bool upgrade = Lower(headers["upgrade"]).find("websocket") != std::string::npos;
+  if (!upgrade) headers.erase("upgrade");
+  for (const char* h : {"authorization", "keep-alive", "proxy-connection", "x-corral-run"}) {
+    headers.erase(h);
+  }
+  std::string cookie = net::CookieWithout(headers["cookie"], kCookie);
+  if (cookie.empty()) {
+    headers.erase("cookie");
+  } else {
+    headers["cookie"] = cookie;
+  }
+  // One request per connection: the next one comes through the head again, and is checked.
+  if (!upgrade) headers["connection"] = "close";
+  headers["authorization"] = "Bearer " + head_->tokens().join;
+  headers["x-corral-run"] = target.run_id;
+  conn->Splice((agent_https_ ? "https://" : "http://") + target.address, agent_trust_,
+               net::SerializeRequest(req.method, req.target, headers, req.body));
+}
+
+}  // namespace corral::api

@@ -1,0 +1,55 @@
+// Notebooks through the head (docs/interactive.md): `corral notebook` prints
+// http(s)://HEAD/s/JOB/?token=API_TOKEN; the head takes every /s/ connection from its HTTP
+// server (net/tunnel.h), authorises the caller for the job as `corral exec` does (OpenExec:
+// the job's owner, its queue's admins, admins; another user gets 403) and splices the
+// connection to the job's agent, which relays it to the Jupyter server on its node's loopback.
+// One request per connection (WebSockets stay open), so that the head checks every request.
+//
+// The token in the URL is taken once: the head answers 302 to the same URL without it and a
+// session cookie (HttpOnly, SameSite=Strict, Path=/s/JOB/, Secure over TLS) that names an
+// entry of this table, in memory, which holds the token; each later request is checked again
+// with that token (a revoked token ends the session). A restarted head has no sessions: the
+// user opens the printed URL again.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "head/head.h"
+#include "net/http.h"
+#include "net/tunnel.h"
+
+namespace corral::api {
+
+class SessionProxy {
+ public:
+  // `agent_https`: agents serve https, trusted by `agent_trust` (null: DefaultClientTls()).
+  SessionProxy(head::Head* head, bool agent_https,
+               std::shared_ptr<const net::TlsClientContext> agent_trust);
+
+  void Take(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn);
+
+  size_t SessionCount();
+
+ private:
+  struct Session {
+    std::string bearer;
+    JobId job = 0;
+    std::chrono::steady_clock::time_point last;
+  };
+
+  void Forward(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn,
+               const head::ExecTarget& target);
+  std::string NewSession(const std::string& bearer, JobId job);
+
+  head::Head* const head_;
+  const bool agent_https_;
+  const std::shared_ptr<const net::TlsClientContext> agent_trust_;
+  std::mutex mu_;
+  std::map<std::string, Session> sessions_;  // GUARDED_BY(mu_): by cookie value
+};
+
+}  // namespace corral::api
