@@ -13,6 +13,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/secrets.h"
+
 namespace corral::agent {
 namespace {
 
@@ -20,22 +22,6 @@ constexpr int kProbeTimeoutMs = 300;
 constexpr size_t kTailBytes = 2000;
 const char* const kServerFile = "notebook";
 const char* const kReadyFile = "notebook-ready";
-
-std::string RandomHex(size_t bytes) {
-  std::string raw(bytes, '\0');
-  size_t got = 0;
-  while (got < bytes) {
-    ssize_t n = getrandom(raw.data() + got, bytes - got, 0);
-    if (n > 0) got += static_cast<size_t>(n);
-  }
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : raw) {
-    out += hex[c >> 4];
-    out += hex[c & 15];
-  }
-  return out;
-}
 
 // A port the kernel deems free on loopback now. Jupyter binds it a moment later; a race
 // lost to another process ends the notebook with "address in use" in its log, said at once.

@@ -9,46 +9,14 @@
 
 #include "core/codec.h"
 #include "core/secrets.h"
+#include "core/time.h"
+#include "net/url.h"
 
 namespace corral::agentnet {
 namespace {
 
 constexpr int64_t kForgetFinishedMs = 5000;  // after its command ended and its output was read
 constexpr int64_t kMaxWaitMs = 30000;        // an output request is held at most this long
-
-int64_t SteadyMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string NewSessionId() {
-  unsigned char raw[16];
-  size_t got = 0;
-  while (got < sizeof(raw)) {
-    ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
-    if (n > 0) got += static_cast<size_t>(n);
-  }
-  static const char* hex = "0123456789abcdef";
-  std::string id;
-  for (unsigned char c : raw) {
-    id += hex[c >> 4];
-    id += hex[c & 15];
-  }
-  return id;
-}
-
-std::vector<std::string> SplitPath(const std::string& path) {
-  std::vector<std::string> parts;
-  size_t i = 0;
-  while (i < path.size()) {
-    size_t j = path.find('/', i);
-    if (j == std::string::npos) j = path.size();
-    if (j > i) parts.push_back(path.substr(i, j - i));
-    i = j + 1;
-  }
-  return parts;
-}
 
 net::HttpResponse Error(const Status& st) {
   int code = 500;
@@ -122,7 +90,7 @@ ExecServer::~ExecServer() {
 }
 
 bool ExecServer::Serves(const net::HttpRequest& req) {
-  auto parts = SplitPath(req.path);
+  auto parts = net::SplitPath(req.path);
   if (parts.size() >= 3 && parts[0] == "v1" && parts[1] == "exec") return true;
   return parts.size() == 4 && parts[0] == "v1" && parts[1] == "runs" && parts[3] == "exec";
 }
@@ -136,7 +104,7 @@ std::shared_ptr<ExecServer::Entry> ExecServer::Find(const std::string& id) {
   std::lock_guard lock(mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return nullptr;
-  it->second->last_request_ms = SteadyMs();
+  it->second->last_request_ms = SteadyClock().Now();
   return it->second;
 }
 
@@ -144,7 +112,7 @@ void ExecServer::Handle(net::HttpRequest req, net::Responder respond) {
   if (!TokensEqual(req.BearerToken(), join_token_)) {
     return respond(net::JsonError(401, "unauthenticated", "bad token"));
   }
-  auto parts = SplitPath(req.path);
+  auto parts = net::SplitPath(req.path);
   if (parts.size() == 4 && parts[1] == "runs") {
     if (req.method != "POST") return respond(Error(NotFound("no such path: " + req.path)));
     return Open(req, parts[2], std::move(respond));
@@ -251,8 +219,8 @@ void ExecServer::Open(const net::HttpRequest& req, const std::string& run_id,
     if (!session.ok()) return respond(Error(session.status()));
     auto entry = std::make_shared<Entry>();
     entry->session = std::move(*session);
-    entry->last_request_ms = SteadyMs();
-    std::string id = NewSessionId();
+    entry->last_request_ms = SteadyClock().Now();
+    std::string id = RandomHex(16);
     {
       std::lock_guard lock(mu_);
       if (stopping_) return respond(Error(Unavailable("the agent is stopping")));
@@ -267,7 +235,7 @@ void ExecServer::ReapLoop() {
   while (!stopping_) {
     cv_.wait_for(lock, std::chrono::milliseconds(500));
     std::vector<std::shared_ptr<Entry>> gone;
-    int64_t now = SteadyMs();
+    int64_t now = SteadyClock().Now();
     for (auto it = sessions_.begin(); it != sessions_.end();) {
       int64_t quiet = now - it->second->last_request_ms;
       bool abandoned = quiet > abandon_after_ms_;

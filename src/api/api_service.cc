@@ -52,18 +52,6 @@ int HttpStatusFor(ErrorCode code) {
   return 500;
 }
 
-std::vector<std::string> SplitPath(const std::string& path) {
-  std::vector<std::string> parts;
-  size_t i = 0;
-  while (i < path.size()) {
-    size_t j = path.find('/', i);
-    if (j == std::string::npos) j = path.size();
-    if (j > i) parts.push_back(path.substr(i, j - i));
-    i = j + 1;
-  }
-  return parts;
-}
-
 // Whether `parts` match `pattern` ("/v1/jobs/{id}/cancel"; a last part "{name...}" takes the
 // rest of the path, a queue's "org/team"); the variable parts go to `args`.
 bool Matches(const std::vector<std::string>& want, const std::vector<std::string>& parts,
@@ -184,7 +172,7 @@ const std::vector<ApiService::Endpoint>& ApiService::Routes() {
         Serve<SyncAgent>("POST", "/v1/agent/sync", DecodeSyncAgent, SyncAnswer),
     };
     for (Endpoint& e : table) {
-      e.parts = SplitPath(e.pattern);
+      e.parts = net::SplitPath(e.pattern);
       e.label = e.method + " " + e.pattern;
       if (auto dots = e.label.find("...}"); dots != std::string::npos) e.label.erase(dots, 3);
     }
@@ -242,7 +230,7 @@ void ApiService::HandleExecRelay(const HttpRequest& req, const PathArgs& args, R
 
 void ApiService::Handle(HttpRequest req, Responder respond) {
   auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::string> parts = SplitPath(req.path);
+  std::vector<std::string> parts = net::SplitPath(req.path);
   // A path can be as long as the header limit: the audit keeps its start.
   std::string request = req.method + " " + req.path;
   if (request.size() > kMaxAuditedRequest) request = request.substr(0, kMaxAuditedRequest) + "...";

@@ -6,6 +6,7 @@
 
 #include "api/api_service.h"
 #include "core/secrets.h"
+#include "core/time.h"
 #include "head/tokens.h"
 #include "net/url.h"
 
@@ -14,28 +15,6 @@ namespace {
 
 // Longer than the agent abandons a session after: the agent ends it first.
 constexpr int64_t kForgetAfterMs = 5 * 60 * 1000;
-
-int64_t SteadyMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string NewId() {
-  unsigned char raw[16];
-  size_t got = 0;
-  while (got < sizeof(raw)) {
-    ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
-    if (n > 0) got += static_cast<size_t>(n);
-  }
-  static const char* hex = "0123456789abcdef";
-  std::string id;
-  for (unsigned char c : raw) {
-    id += hex[c >> 4];
-    id += hex[c & 15];
-  }
-  return id;
-}
 
 net::HttpResponse Error(int status, const std::string& code, const std::string& message) {
   return net::JsonError(status, code, message);
@@ -78,7 +57,7 @@ void ExecProxy::ExpireIdle(int64_t now_ms) {
 void ExecProxy::Open(const net::HttpRequest& req, const PathArgs& args, net::Responder respond) {
   auto command = DecodeOpenExec(req, args);
   if (!command.ok()) return respond(ErrorResponse(command.status()));
-  ExpireIdle(SteadyMs());
+  ExpireIdle(SteadyClock().Now());
   std::string bearer = req.BearerToken();
   Json body = Json::parse(req.body, nullptr, false);
   body.erase("replica");
@@ -103,11 +82,11 @@ void ExecProxy::Open(const net::HttpRequest& req, const PathArgs& args, net::Res
                          !answer["session"].is_string()) {
                        return respond(Error(502, "internal", "node " + t.node + ": a bad answer"));
                      }
-                     std::string id = NewId();
+                     std::string id = RandomHex(16);
                      {
                        std::lock_guard lock(mu_);
                        sessions_[id] = Session{url, answer["session"].get<std::string>(),
-                                               head::Sha256Hex(bearer), SteadyMs()};
+                                               head::Sha256Hex(bearer), SteadyClock().Now()};
                      }
                      net::HttpResponse out;
                      out.status = 201;
@@ -135,7 +114,7 @@ void ExecProxy::Relay(const net::HttpRequest& req, const PathArgs& args, net::Re
     if (it == sessions_.end() || !TokensEqual(it->second.token_hash, head::Sha256Hex(bearer))) {
       return respond(Error(404, "not_found", "no exec session " + id + " for this token"));
     }
-    it->second.last_ms = SteadyMs();
+    it->second.last_ms = SteadyClock().Now();
     s = it->second;
   }
   if (!head_->IsCurrentCredential(bearer)) {

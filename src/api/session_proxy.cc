@@ -12,22 +12,6 @@ namespace {
 constexpr const char* kCookie = "corral_session";
 constexpr auto kForgetAfter = std::chrono::hours(12);
 
-std::string RandomHex(size_t bytes) {
-  std::string raw(bytes, '\0');
-  size_t got = 0;
-  while (got < bytes) {
-    ssize_t n = getrandom(raw.data() + got, bytes - got, 0);
-    if (n > 0) got += static_cast<size_t>(n);
-  }
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : raw) {
-    out += hex[c >> 4];
-    out += hex[c & 15];
-  }
-  return out;
-}
-
 std::string Lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;

@@ -7,8 +7,8 @@ namespace corral::net {
 namespace {
 
 bool IsUnreserved(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-         c == '-' || c == '_' || c == '.' || c == '~';
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_' || c == '.' || c == '~';
 }
 
 int HexValue(char c) {
@@ -49,7 +49,8 @@ Result<ParsedUrl> ParseUrl(const std::string& url) {
   const auto slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
   std::string_view path = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
-  if (authority.find('@') != std::string_view::npos) return BadUrl(url, "user info is not supported");
+  if (authority.find('@') != std::string_view::npos)
+    return BadUrl(url, "user info is not supported");
   if (authority.empty()) return BadUrl(url, "missing host");
 
   std::string_view port_text;
@@ -90,7 +91,8 @@ Result<ParsedUrl> ParseUrl(const std::string& url) {
     out.port = out.scheme == "https" ? 443 : 80;
   } else {
     int port = 0;
-    const auto [p, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+    const auto [p, ec] =
+        std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
     if (ec != std::errc{} || p != port_text.data() + port_text.size() || port < 1 || port > 65535) {
       return BadUrl(url, "port '" + std::string(port_text) + "' is not in 1..65535");
     }
@@ -167,6 +169,18 @@ std::string PathWithQuery(std::string_view path, const std::map<std::string, std
   std::string out(path);
   if (!query.empty()) out += "?" + EncodeQuery(query);
   return out;
+}
+
+std::vector<std::string> SplitPath(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    if (j > i) parts.push_back(path.substr(i, j - i));
+    i = j + 1;
+  }
+  return parts;
 }
 
 }  // namespace corral::net

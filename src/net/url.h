@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 
@@ -41,5 +42,8 @@ std::map<std::string, std::string> ParseQuery(std::string_view query);
 
 // path + "?" + EncodeQuery(query), or just path when query is empty.
 std::string PathWithQuery(std::string_view path, const std::map<std::string, std::string>& query);
+
+// The non-empty segments of a path: "/v1/jobs/7/" is {"v1", "jobs", "7"}.
+std::vector<std::string> SplitPath(const std::string& path);
 
 }  // namespace corral::net
