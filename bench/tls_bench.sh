@@ -18,30 +18,8 @@ while getopts "n:r:c:" o; do
     *) exit 2 ;;
   esac
 done
-here="$(cd "$(dirname "$0")/.." && pwd)"
-bin="${BIN:-$here/build}"
-work=$(mktemp -d /tmp/corral-tls-bench.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-port=$((20000 + RANDOM % 20000))
 # Enough GPUs that the jobs (`true`, 0 GPUs) never queue behind each other.
-"$bin/corral" up --no-user-config --agents 2 --gpus-per-agent 8 --state-dir "$work/plain" \
-  --listen "127.0.0.1:$port" >"$work/plain.log" 2>&1 &
-pids+=($!)
-"$bin/corral" up --no-user-config --agents 2 --gpus-per-agent 8 --state-dir "$work/tls" \
-  --listen "127.0.0.1:$((port + 1))" --tls >"$work/tls.log" 2>&1 &
-pids+=($!)
-for i in $(seq 120); do
-  grep -q "corral up: head on" "$work/plain.log" && grep -q "corral up: head on" "$work/tls.log" &&
-    break
-  sleep 0.5
-done
-grep -q "corral up: head on" "$work/tls.log" || { cat "$work"/*.log; exit 1; }
+WORK_PREFIX=tls-bench AGENTS=2 GPUS=8 . "$(dirname "$0")/lib/plain_and_tls_clusters.sh"
 
 load() {  # name addr ca fresh
   local out
