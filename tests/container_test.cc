@@ -94,8 +94,8 @@ class Containers : public ::testing::Test {
         << "#!/bin/sh\n[ \"$1\" = -d ] && touch \"$CUDA_MPS_PIPE_DIRECTORY/control\"\n"
         << "exit 0\n";
     chmod(mps.c_str(), 0755);
-    cluster_ =
-        new LocalCluster("containers", 1, 2, {}, {"--run-as", "owner", "--mps-control", mps});
+    cluster_ = new LocalCluster("containers", 1, 2, {"--min-runtime-before-preempt", "0"},
+                                {"--run-as", "owner", "--mps-control", mps});
     dir_ = cluster_->dir() + "/images";
     fs::create_directories(dir_);
     ASSERT_TRUE(MakeImage(dir_, "v1"));
@@ -243,6 +243,42 @@ TEST_F(Containers, CancelGivesTheJobItsGraceInside) {
   Json job = Wait(id);
   EXPECT_EQ(State(job), "cancelled");
   EXPECT_EQ(Slurp(data_ + "/grace-" + id), "stopped-cleanly\n");
+}
+
+// A preemptible low-priority run holding every GPU is preempted by a higher-priority job: the
+// process in the container gets SIGTERM and its whole grace (its trap outlives the TERM by a
+// second and exits 0, not SIGKILLed), the run ends preempted, the job is requeued, and the
+// higher-priority job runs.
+TEST_F(Containers, PreemptionGivesTheJobItsGraceInside) {
+  const std::string low =
+      Submit({"--image", "oci:" + dir_ + "/layout:v1", "--gpus", "2", "--preemptible", "--priority",
+              "-10", "--grace-period", "10s", "--mount", data_ + ":/data", "--", "sh", "-c",
+              "f=/data/preempt-$CORRAL_JOB_ID; if test -e $f; then echo second run; exit 0; fi; "
+              "trap 'echo term > $f; sleep 1; echo exited-on-its-own >> $f; "
+              "exit 0' TERM; echo up; while true; do sleep 0.1; done"});
+  ASSERT_TRUE(WaitUntil(30000, [&] { return Log(low).find("up") != std::string::npos; }))
+      << Log(low, true);
+  const std::string high = Submit(
+      {"--image", "oci:" + dir_ + "/layout:v1", "--gpus", "2", "--", "cat", "/etc/image-tag"});
+  Json h = Wait(high);
+  ASSERT_EQ(State(h), "succeeded") << Reason(h) << Log(high, true);
+  EXPECT_EQ(Log(high), "v1\n");
+  EXPECT_EQ(Slurp(data_ + "/preempt-" + low), "term\nexited-on-its-own\n");
+  Json job = Wait(low);
+  ASSERT_GE(job["runs"].size(), 2u) << "requeued after its preemption: " << job.dump();
+  const Json& first = job["runs"][0];
+  EXPECT_EQ(first.value("state", ""), "preempted") << first.dump();
+  EXPECT_EQ(first.value("reason", "").rfind("preempted", 0), 0u) << first.dump();
+  EXPECT_EQ(first["exit_codes"], Json::array({0})) << "it ended on its own, not by SIGKILL";
+  EXPECT_LE(first.value("ended_at", int64_t{0}), h["runs"][0].value("started_at", int64_t{0}))
+      << "the higher-priority job started only once the GPUs were free";
+  std::string events;
+  for (const Json& e : job.value("events", Json::array())) {
+    events += e.value("what", "") + ": " + e.value("reason", "") + "\n";
+  }
+  EXPECT_NE(events.find(": preempted"), std::string::npos) << events;
+  EXPECT_EQ(State(job), "succeeded") << Reason(job) << Log(low, true);
+  EXPECT_NE(Log(low).find("second run\n"), std::string::npos) << Log(low);
 }
 
 TEST_F(Containers, TheMemoryLimitHoldsInside) {
