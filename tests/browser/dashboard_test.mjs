@@ -7,13 +7,8 @@
 // "ana"), CORRAL_BIN, CHROMIUM, SCREENSHOT_DIR, NODES, GPUS_PER_NODE.
 import { execFileSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
-import puppeteer from "puppeteer-core";
+import { env, launchChromium, step } from "./browser_lib.mjs";
 
-const env = (name) => {
-  const v = process.env[name];
-  if (!v) throw new Error(`environment variable ${name} is not set`);
-  return v;
-};
 const addr = env("CORRAL_ADDR");
 const shots = env("SCREENSHOT_DIR");
 const nodes = Number(env("NODES"));
@@ -30,10 +25,6 @@ function corral(...args) {
   }).trim();
 }
 
-function step(what) {
-  console.log(`[${(performance.now() / 1000).toFixed(1)}s] ${what}`);
-}
-
 async function signIn(page, token, user, shot) {
   await page.goto(addr + "/", { waitUntil: "domcontentloaded" });
   await page.waitForSelector("#signin-token", WAIT);
@@ -43,13 +34,7 @@ async function signIn(page, token, user, shot) {
   await page.click("#signin-button");
 }
 
-const browser = await puppeteer.launch({
-  executablePath: env("CHROMIUM"),
-  headless: true,
-  // Root (CI's containers) cannot use Chromium's sandbox.
-  args: [...(process.getuid() === 0 ? ["--no-sandbox"] : []), "--disable-gpu", "--disable-dev-shm-usage"],
-  defaultViewport: { width: 1280, height: 760 },
-});
+const browser = await launchChromium();
 let failed = false;
 try {
   const page = await browser.newPage();

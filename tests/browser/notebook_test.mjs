@@ -6,29 +6,15 @@
 // Environment: CORRAL_ADDR, CORRAL_USER_TOKEN (the owner, "ana"), OTHER_TOKEN (another user),
 // NOTEBOOK_ID, WANT_OUTPUT (the cell's expected line), CHROMIUM, SCREENSHOT_DIR.
 import { mkdirSync } from "node:fs";
-import puppeteer from "puppeteer-core";
+import { env, launchChromium, step } from "./browser_lib.mjs";
 
-const env = (name) => {
-  const v = process.env[name];
-  if (!v) throw new Error(`environment variable ${name} is not set`);
-  return v;
-};
 const addr = env("CORRAL_ADDR");
 const id = env("NOTEBOOK_ID");
 const shots = env("SCREENSHOT_DIR");
 mkdirSync(shots, { recursive: true });
 const WAIT = { timeout: 30000 };
 
-function step(what) {
-  console.log(`[${(performance.now() / 1000).toFixed(1)}s] ${what}`);
-}
-
-const browser = await puppeteer.launch({
-  executablePath: env("CHROMIUM"),
-  headless: true,
-  args: [...(process.getuid() === 0 ? ["--no-sandbox"] : []), "--disable-gpu", "--disable-dev-shm-usage"],
-  defaultViewport: { width: 1280, height: 760 },
-});
+const browser = await launchChromium();
 let failed = false;
 try {
   const page = await browser.newPage();
