@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 
+#include "sched/start_estimate.h"
 #include "sched/state.h"
 
 namespace corral::sched {
@@ -218,6 +219,10 @@ Decisions Scheduler::Impl::Pass(TimeMs now) {
 }
 
 Decisions Scheduler::Schedule(TimeMs now) { return impl_->Pass(now); }
+
+std::vector<StartEstimate> Scheduler::EstimateStarts(TimeMs now, const EstimateOptions& options) {
+  return EstimateFromState(impl_->st, now, options);
+}
 
 Scheduler::Stats Scheduler::GetStats() const {
   Stats s = impl_->last;

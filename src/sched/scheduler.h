@@ -309,6 +309,21 @@ struct Reservation {
   int32_t after_place = 0;
 };
 
+// When and where a pending job is expected to start (Scheduler::EstimateStarts).
+struct StartEstimate {
+  JobId job = 0;
+  TimeMs start = kUnknownTime;     // kUnknownTime: no estimate
+  std::vector<std::string> nodes;  // sorted, distinct; empty without an estimate
+};
+
+struct EstimateOptions {
+  // Runs and pending jobs last their predicted remaining time where it is known and shorter
+  // than their time limit; off: time limits only (unknown without one).
+  bool use_predictions = true;
+  // Only the first max_jobs pending jobs (in order) are estimated; the rest get none.
+  int64_t max_jobs = INT64_MAX;
+};
+
 struct Decisions {
   std::vector<PlaceDecision> place;
   std::vector<PreemptDecision> preempt;
@@ -351,6 +366,10 @@ class Scheduler {
   Fit Admit(const PendingJob& job, std::string* why) const;
 
   [[nodiscard]] Decisions Schedule(TimeMs now);
+
+  // Start-time estimates for every pending job, in the order of a pass (start_estimate.h):
+  // a forward sweep of the current state; changes nothing the next pass sees.
+  std::vector<StartEstimate> EstimateStarts(TimeMs now, const EstimateOptions& options = {});
 
   struct Stats {
     int64_t pending = 0;

@@ -1,0 +1,75 @@
+// The scheduler's state as the input of a start-time sweep (start_estimate.h).
+#include <algorithm>
+
+#include "sched/order_policy.h"
+#include "sched/pass_order.h"
+#include "sched/start_estimate.h"
+#include "sched/state.h"
+
+namespace corral::sched {
+namespace {
+
+int32_t GpusPerReplica(const PendingJob& j) {
+  return j.per_replica.IsShare() ? 1 : j.per_replica.WholeGpus();
+}
+
+// How long a job that has attained `attained_gpu_ms` before now still runs: its predicted
+// remaining time where known and shorter than `limit_left` (kUnknownTime: no limit).
+DurationMs Remaining(const SchedulerConfig& cfg, const PendingJob& j, DurationMs attained_gpu_ms,
+                     DurationMs limit_left, bool use_predictions) {
+  DurationMs left = limit_left;
+  if (use_predictions && HasPrediction(j)) {
+    DurationMs predicted = PredictedRemainingMs(cfg, j, attained_gpu_ms);
+    if (predicted > 0) left = std::min(left, predicted);
+  }
+  return left;
+}
+
+}  // namespace
+
+std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
+                                             const EstimateOptions& options) {
+  std::vector<EstimateNode> nodes;
+  std::vector<int32_t> index_of_slot(st.model.slot_count(), -1);
+  for (int32_t s = 0; s < st.model.slot_count(); ++s) {
+    const NodeSlot& n = st.model.slot(s);
+    if (!n.live || !n.info.schedulable) continue;
+    index_of_slot[s] = static_cast<int32_t>(nodes.size());
+    nodes.push_back({n.info.name, n.common_model, n.free_gpus});
+  }
+  std::vector<EstimateRelease> releases;
+  for (const auto& [id, r] : st.running) {
+    int64_t gpus = std::max<int64_t>(1, r.gpus);
+    DurationMs attained = r.job.attained_ms + gpus * std::max<DurationMs>(0, now - r.started_at);
+    DurationMs limit_left = r.expected_end == kUnknownTime
+                                ? kUnknownTime
+                                : std::max<DurationMs>(0, r.expected_end - now);
+    DurationMs left = Remaining(st.config, r.job, attained, limit_left, options.use_predictions);
+    TimeMs end = left == kUnknownTime ? kUnknownTime : now + left;
+    const std::vector<int32_t>& slots = st.SlotsOf(r);
+    for (size_t k = 0; k < r.placement.size() && k < slots.size(); ++k) {
+      int32_t slot = slots[k];
+      if (slot < 0 || index_of_slot[slot] < 0) continue;
+      const ReplicaPlacement& p = r.placement[k];
+      int32_t g = p.gpu_milli.empty() ? static_cast<int32_t>(p.gpus.size()) : 0;
+      if (g > 0) releases.push_back({end, index_of_slot[slot], g});
+    }
+  }
+  std::vector<EstimateJob> jobs;
+  PassOrder order(st.pending, st.queues);
+  while (PendingEntry* e = order.Next()) {
+    const PendingJob& j = e->job;
+    if (static_cast<int64_t>(jobs.size()) < options.max_jobs) {
+      DurationMs limit = j.time_limit_ms > 0 ? j.time_limit_ms : kUnknownTime;
+      DurationMs left = Remaining(st.config, j, j.attained_ms, limit, options.use_predictions);
+      jobs.push_back({j.id, j.replicas, GpusPerReplica(j), j.max_replicas_per_node, j.gpu_model,
+                      left == kUnknownTime ? 0 : std::max<DurationMs>(1, left)});
+    }
+    st.pending.HideJob(e);
+    order.Done();
+  }
+  st.pending.RestoreAll();
+  return SweepStarts(nodes, releases, jobs, now);
+}
+
+}  // namespace corral::sched

@@ -1,0 +1,62 @@
+// Start-time estimates for pending jobs: one forward sweep of the pending jobs, in the
+// scheduler's order, over a timeline of free GPUs per node.
+//
+// The sweep keeps a cursor (the time it has reached) and the free GPUs of every node at that
+// time. A job starts at the cursor if enough nodes have room for its replicas; otherwise the
+// cursor moves to the next release (a running or estimated job's end) until it fits. Starts
+// are therefore in the scheduler's order (FIFO along that order): the estimate of a job that
+// the scheduler would backfill is an upper bound. A job whose duration is unknown holds its
+// GPUs forever; a job that cannot fit even once every known end has passed gets no estimate
+// and does not move the cursor, so the jobs behind it are still estimated.
+//
+// Cost: O((jobs + releases) x (max GPUs per node + log releases)) for jobs without a GPU
+// model; a job that asks for a model scans the nodes. Pure: no clock, no I/O.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/job.h"
+#include "core/time.h"
+#include "sched/scheduler.h"
+
+namespace corral::sched {
+
+struct EstimateNode {
+  std::string name;
+  std::string gpu_model;  // of all its GPUs; empty: mixed or none
+  int32_t free_gpus = 0;  // free now (healthy, not held)
+};
+
+// GPUs a running job gives back on a node at `at` (kUnknownTime: never).
+struct EstimateRelease {
+  TimeMs at = kUnknownTime;
+  int32_t node = 0;  // index in the node list
+  int32_t gpus = 0;
+};
+
+struct EstimateJob {
+  JobId id = 0;
+  int32_t replicas = 1;
+  int32_t gpus_per_replica = 0;       // whole GPUs; 0: no GPU (starts at the cursor)
+  int32_t max_replicas_per_node = 0;  // 0: no limit
+  std::string gpu_model;              // empty: any
+  DurationMs duration_ms = 0;         // 0: unknown (holds its GPUs forever)
+};
+
+// Estimates for `jobs`, given in scheduler order, from `now`. One result per job, same order.
+std::vector<StartEstimate> SweepStarts(const std::vector<EstimateNode>& nodes,
+                                       const std::vector<EstimateRelease>& releases,
+                                       const std::vector<EstimateJob>& jobs, TimeMs now);
+
+struct SchedState;
+// The scheduler's live state as a sweep: its schedulable nodes' free GPUs, its runs ending at
+// their expected ends (with options.use_predictions, at their predicted ends where earlier:
+// the scheduler's own predicted remaining time, PredictedRemainingMs), its pending jobs in the
+// order of a pass (PassOrder), each lasting its predicted remaining time or its time limit.
+// Node labels and CPU/memory are not modelled; a GPU share counts as one GPU.
+std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
+                                             const EstimateOptions& options);
+
+}  // namespace corral::sched

@@ -1,0 +1,154 @@
+// Start-time estimates: the sweep (start_estimate.h) alone, and over a live Scheduler.
+#include "sched/start_estimate.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sched/scheduler.h"
+#include "sched/testing_builders.h"
+
+namespace corral::sched {
+namespace {
+
+using testing::MakeJob;
+using testing::MakeNode;
+using testing::Running;
+
+std::map<JobId, StartEstimate> ById(const std::vector<StartEstimate>& v) {
+  std::map<JobId, StartEstimate> out;
+  for (const StartEstimate& e : v) out[e.job] = e;
+  return out;
+}
+
+EstimateJob Job(JobId id, int32_t replicas, int32_t gpus, DurationMs duration) {
+  EstimateJob j;
+  j.id = id;
+  j.replicas = replicas;
+  j.gpus_per_replica = gpus;
+  j.duration_ms = duration;
+  return j;
+}
+
+TEST(SweepStartsTest, JobThatFitsNowStartsNow) {
+  auto e = SweepStarts({{"n1", "", 8}}, {}, {Job(1, 1, 4, 1000)}, 500);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].start, 500);
+  EXPECT_EQ(e[0].nodes, std::vector<std::string>{"n1"});
+}
+
+TEST(SweepStartsTest, GangStartsWhenEnoughNodesAreFree) {
+  // Two nodes of 8: n1 frees at 100, n2 at 300. A gang of two 8-GPU replicas needs both.
+  std::vector<EstimateNode> nodes = {{"n1", "", 0}, {"n2", "", 0}};
+  std::vector<EstimateRelease> rel = {{100, 0, 8}, {300, 1, 8}};
+  auto e = SweepStarts(nodes, rel, {Job(1, 2, 8, 1000)}, 0);
+  EXPECT_EQ(e[0].start, 300);
+  EXPECT_EQ(e[0].nodes, (std::vector<std::string>{"n1", "n2"}));
+}
+
+TEST(SweepStartsTest, UnknownWhenItNeverFitsAndTheJobsBehindAreStillEstimated) {
+  // n1's run has no end: a 16-GPU gang on 2 x 8 never fits; the 4-GPU job behind it does.
+  std::vector<EstimateNode> nodes = {{"n1", "", 0}, {"n2", "", 8}};
+  std::vector<EstimateRelease> rel = {{kUnknownTime, 0, 8}};
+  auto e = ById(SweepStarts(nodes, rel, {Job(1, 2, 8, 100), Job(2, 1, 4, 100)}, 10));
+  EXPECT_EQ(e[1].start, kUnknownTime);
+  EXPECT_TRUE(e[1].nodes.empty());
+  EXPECT_EQ(e[2].start, 10);
+}
+
+TEST(SweepStartsTest, StartsFollowTheOrderAndEstimatedJobsEnd) {
+  // One node of 8. Jobs of 8 GPUs lasting 100 each: 0, 100, 200. A job of unknown duration
+  // then holds the node forever: the one behind it gets no estimate.
+  std::vector<EstimateJob> jobs = {Job(1, 1, 8, 100), Job(2, 1, 8, 100), Job(3, 1, 8, 100),
+                                   Job(4, 1, 8, 0), Job(5, 1, 1, 100)};
+  auto e = SweepStarts({{"n1", "", 8}}, {}, jobs, 0);
+  EXPECT_EQ(e[0].start, 0);
+  EXPECT_EQ(e[1].start, 100);
+  EXPECT_EQ(e[2].start, 200);
+  EXPECT_EQ(e[3].start, 300);
+  EXPECT_EQ(e[4].start, kUnknownTime);
+}
+
+TEST(SweepStartsTest, GpuModelAndReplicasPerNode) {
+  std::vector<EstimateNode> nodes = {{"a", "A100", 8}, {"b", "H100", 2}, {"c", "H100", 0}};
+  std::vector<EstimateRelease> rel = {{50, 2, 8}};
+  EstimateJob h = Job(1, 2, 1, 10);
+  h.gpu_model = "H100";
+  h.max_replicas_per_node = 1;  // two distinct H100 nodes: c frees at 50
+  auto e = SweepStarts(nodes, rel, {h}, 0);
+  EXPECT_EQ(e[0].start, 50);
+  EXPECT_EQ(e[0].nodes, (std::vector<std::string>{"b", "c"}));
+}
+
+TEST(EstimateStartsTest, JobBehindARunWithALimitStartsAtItsEnd) {
+  Scheduler s;
+  s.UpsertNode(MakeNode("n1").Gpus(8));
+  s.AddRunning(Running(MakeJob(1).Gpus(8).Limit(60'000), {{"n1", {0, 1, 2, 3, 4, 5, 6, 7}}}, 0));
+  s.AddPending(MakeJob(2).Gpus(4).Submit(10));
+  auto e = ById(s.EstimateStarts(1000));
+  ASSERT_EQ(e.count(2), 1u);
+  EXPECT_EQ(e[2].start, 60'000);
+  EXPECT_EQ(e[2].nodes, std::vector<std::string>{"n1"});
+  // Estimating changes nothing the scheduler does next: the job still waits.
+  Decisions d = s.Schedule(2000);
+  EXPECT_TRUE(d.place.empty());
+  EXPECT_EQ(s.GetStats().pending, 1);
+}
+
+TEST(EstimateStartsTest, PredictionsShortenARunsEndUnlessTurnedOff) {
+  Scheduler s;
+  s.UpsertNode(MakeNode("n1").Gpus(8));
+  s.AddRunning(Running(MakeJob(1).Gpus(8).Limit(100'000).Predicted(20'000),
+                       {{"n1", {0, 1, 2, 3, 4, 5, 6, 7}}}, 0));
+  s.AddPending(MakeJob(2).Gpus(8));
+  EXPECT_EQ(s.EstimateStarts(1000)[0].start, 20'000);
+  EstimateOptions limits_only;
+  limits_only.use_predictions = false;
+  EXPECT_EQ(s.EstimateStarts(1000, limits_only)[0].start, 100'000);
+}
+
+TEST(EstimateStartsTest, FifoOrderOfTheSchedulerIsRespected) {
+  Scheduler s;
+  s.UpsertNode(MakeNode("n1").Gpus(8));
+  s.AddRunning(Running(MakeJob(1).Gpus(8).Limit(1000), {{"n1", {0, 1, 2, 3, 4, 5, 6, 7}}}, 0));
+  // Submitted in order 3, 2, 4: each needs the whole node for 1000 ms.
+  s.AddPending(MakeJob(2).Gpus(8).Limit(1000).Submit(20));
+  s.AddPending(MakeJob(3).Gpus(8).Limit(1000).Submit(10));
+  s.AddPending(MakeJob(4).Gpus(8).Limit(1000).Submit(30));
+  auto e = ById(s.EstimateStarts(0));
+  EXPECT_EQ(e[3].start, 1000);
+  EXPECT_EQ(e[2].start, 2000);
+  EXPECT_EQ(e[4].start, 3000);
+  // A higher priority goes first.
+  s.AddPending(MakeJob(5).Gpus(8).Limit(1000).Submit(40).Priority(10));
+  e = ById(s.EstimateStarts(0));
+  EXPECT_EQ(e[5].start, 1000);
+  EXPECT_EQ(e[3].start, 2000);
+}
+
+TEST(EstimateStartsTest, UnknownWithoutLimitsOrPredictions) {
+  Scheduler s;
+  s.UpsertNode(MakeNode("n1").Gpus(8));
+  s.AddRunning(Running(MakeJob(1).Gpus(8), {{"n1", {0, 1, 2, 3, 4, 5, 6, 7}}}, 0));
+  s.AddPending(MakeJob(2).Gpus(1));
+  auto e = s.EstimateStarts(10);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].start, kUnknownTime);
+  EXPECT_TRUE(e[0].nodes.empty());
+}
+
+TEST(EstimateStartsTest, UnschedulableNodesAreNotCounted) {
+  Scheduler s;
+  s.UpsertNode(MakeNode("n1").Gpus(8).Unschedulable());
+  s.UpsertNode(MakeNode("n2").Gpus(8));
+  s.AddRunning(Running(MakeJob(1).Gpus(8).Limit(500), {{"n2", {0, 1, 2, 3, 4, 5, 6, 7}}}, 0));
+  s.AddPending(MakeJob(2).Gpus(8));
+  auto e = s.EstimateStarts(0);
+  EXPECT_EQ(e[0].start, 500);
+  EXPECT_EQ(e[0].nodes, std::vector<std::string>{"n2"});
+}
+
+}  // namespace
+}  // namespace corral::sched
