@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <climits>
 #include <queue>
-#include <set>
 #include <tuple>
 
 namespace corral::sched {
@@ -15,7 +14,10 @@ class FreeGpus {
  public:
   FreeGpus(std::vector<int32_t> free, int32_t max_gpus, bool index_nodes)
       : free_(std::move(free)), count_(max_gpus + 1, 0), index_nodes_(index_nodes) {
-    if (index_nodes_) nodes_.resize(max_gpus + 1);
+    if (index_nodes_) {
+      nodes_.resize(max_gpus + 1);
+      pos_.resize(free_.size(), 0);
+    }
     for (int32_t n = 0; n < static_cast<int32_t>(free_.size()); ++n) Enter(n);
   }
   int32_t operator[](int32_t n) const { return free_[n]; }
@@ -26,20 +28,27 @@ class FreeGpus {
   }
   int32_t max_gpus() const { return static_cast<int32_t>(count_.size()) - 1; }
   int64_t count(int32_t k) const { return count_[k]; }
-  const std::set<int32_t>& nodes(int32_t k) const { return nodes_[k]; }
+  const std::vector<int32_t>& nodes(int32_t k) const { return nodes_[k]; }
 
  private:
   void Enter(int32_t n) {
     ++count_[free_[n]];
-    if (index_nodes_) nodes_[free_[n]].insert(n);
+    if (!index_nodes_) return;
+    pos_[n] = static_cast<int32_t>(nodes_[free_[n]].size());
+    nodes_[free_[n]].push_back(n);
   }
   void Leave(int32_t n) {
     --count_[free_[n]];
-    if (index_nodes_) nodes_[free_[n]].erase(n);
+    if (!index_nodes_) return;
+    std::vector<int32_t>& v = nodes_[free_[n]];
+    v[pos_[n]] = v.back();
+    pos_[v.back()] = pos_[n];
+    v.pop_back();
   }
   std::vector<int32_t> free_;
   std::vector<int64_t> count_;
-  std::vector<std::set<int32_t>> nodes_;
+  std::vector<std::vector<int32_t>> nodes_;  // by free GPUs (unordered)
+  std::vector<int32_t> pos_;                 // each node's place in its nodes_ list
   bool index_nodes_;
 };
 
@@ -88,7 +97,7 @@ std::vector<std::pair<int32_t, int32_t>> Choose(const EstimateJob& j, const Free
     return out;
   }
   for (int32_t k = j.gpus_per_replica; k <= f.max_gpus(); ++k) {
-    if (f.count(k) > 0 && PerNode(j, k) >= left) return {{*f.nodes(k).begin(), left}};
+    if (f.count(k) > 0 && PerNode(j, k) >= left) return {{f.nodes(k).back(), left}};
   }
   for (int32_t k = f.max_gpus(); k >= j.gpus_per_replica && left > 0; --k) {
     for (int32_t n : f.nodes(k)) {
