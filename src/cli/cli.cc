@@ -45,7 +45,8 @@ const CommandInfo kCommands[] = {
      "run a command inside a running job's allocation (its owner, queue admins, admins)"},
     {"jobs", RunJobs,
      "corral jobs [--state S1,S2] [--queue Q] [--user U] [--since D | --all] [--limit N]\n"
-     "            [-o json] [--watch] [--expand]  (arrays fold into one line unless --expand)",
+     "            [-o json] [--watch] [--expand] [--start]  (arrays fold into one line unless\n"
+     "            --expand; --start: pending jobs' estimated start)",
      "list live jobs and those that ended in the last hour (--since D), newest last; --all: every "
      "job"},
     {"show", RunShow, "corral show ID [-o json]", "show one job: spec, runs, events"},

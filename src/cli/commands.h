@@ -119,7 +119,7 @@ Result<std::vector<Job>> DecodeJobs(const std::deque<Json>& raw);
 // `corral jobs` without the flag parsing: the matching jobs as JSON on out, or as a table.
 int ListJobsJson(CliContext& ctx, const std::string& query, size_t limit);
 int ListJobsTable(CliContext& ctx, const std::string& query, size_t limit, bool expand,
-                  std::string* table);
+                  std::string* table, bool start = false);
 // Draws `render`'s table, then again after every change the event stream reports, until
 // `updates` redraws (-1: until interrupted) or an error.
 int WatchTable(CliContext& ctx, const std::string& command, int64_t updates,
@@ -127,7 +127,9 @@ int WatchTable(CliContext& ctx, const std::string& command, int64_t updates,
 
 // Renderers, shared with tests.
 // Arrays fold into one line per array unless `expand`.
-std::string RenderJobsTable(const std::vector<Job>& jobs, TimeMs now, bool expand = false);
+// With `start`, a START column: a pending job's estimated start ("in 5m", "now"; "N/A": none).
+std::string RenderJobsTable(const std::vector<Job>& jobs, TimeMs now, bool expand = false,
+                            bool start = false);
 // "12" or, for an array element, "12_5".
 std::string JobRef(const Job& j);
 // A job reference as users write it: "ID" (an array's id means the array) or "ARRAYID_INDEX".

@@ -125,8 +125,26 @@ std::string JobRef(const Job& j) {
                             : std::to_string(j.id);
 }
 
-std::string RenderJobsTable(const std::vector<Job>& jobs, TimeMs now, bool expand) {
-  Table t({"ID", "NAME", "USER", "QUEUE", "STATE", "GPUS", "NODES", "TIME", "REASON"});
+namespace {
+
+// A pending job's estimated start from now ("in 5m", "now"; "N/A": none).
+std::string StartOf(const Job& j, TimeMs now) {
+  if (j.state != JobState::kPending) return "-";
+  if (j.estimated_start <= 0) return "N/A";
+  return j.estimated_start <= now ? "now" : "in " + FormatAge(j.estimated_start - now);
+}
+
+}  // namespace
+
+std::string RenderJobsTable(const std::vector<Job>& jobs, TimeMs now, bool expand, bool start) {
+  std::vector<std::string> header = {"ID",   "NAME",  "USER", "QUEUE", "STATE",
+                                     "GPUS", "NODES", "TIME", "REASON"};
+  if (start) header.insert(header.begin() + 8, "START");
+  Table t(header);
+  auto add = [&](std::vector<std::string> row, const std::string& start_text) {
+    if (start) row.insert(row.begin() + 8, start_text);
+    t.AddRow(row);
+  };
   auto gpu_text = [](const Job& j) {
     int64_t gpus = static_cast<int64_t>(j.spec.replicas) * j.spec.per_replica.gpu_milli;
     return gpus % kGpuMilli == 0 ? std::to_string(gpus / kGpuMilli)
@@ -135,9 +153,10 @@ std::string RenderJobsTable(const std::vector<Job>& jobs, TimeMs now, bool expan
   for (size_t i = 0; i < jobs.size(); ++i) {
     const Job& j = jobs[i];
     if (expand || !j.IsArrayElement()) {
-      t.AddRow({JobRef(j), j.spec.name.empty() ? "-" : j.spec.name, j.owner, j.spec.queue,
-                JobStateName(j.state), gpu_text(j), NodesOf(j.CurrentRun()), TimeOf(j, now),
-                ReasonOf(j)});
+      add({JobRef(j), j.spec.name.empty() ? "-" : j.spec.name, j.owner, j.spec.queue,
+           JobStateName(j.state), gpu_text(j), NodesOf(j.CurrentRun()), TimeOf(j, now),
+           ReasonOf(j)},
+          StartOf(j, now));
       continue;
     }
     // One line per array: its index range and how many elements are in each state.
@@ -155,10 +174,10 @@ std::string RenderJobsTable(const std::vector<Job>& jobs, TimeMs now, bool expan
       if (by_state.count(st))
         states += (states.empty() ? "" : ",") + std::to_string(by_state[st]) + " " + st;
     }
-    t.AddRow(
-        {std::to_string(j.array_id) + "_[" + std::to_string(lo) + "-" + std::to_string(hi) + "]",
+    add({std::to_string(j.array_id) + "_[" + std::to_string(lo) + "-" + std::to_string(hi) + "]",
          j.spec.name.empty() ? "-" : j.spec.name, j.owner, j.spec.queue, states,
-         gpu_text(j) + " each", "-", "-", std::to_string(end - i) + " elements"});
+         gpu_text(j) + " each", "-", "-", std::to_string(end - i) + " elements"},
+        "-");
     i = end - 1;
   }
   return t.Render();
@@ -205,6 +224,12 @@ std::string RenderJob(const Job& j, TimeMs now, bool utc) {
   if (IsTerminal(j.state)) kv("exit code", ExitCodeText(j.exit_code));
   if (j.state == JobState::kPending && !j.pending_reason.empty())
     kv("pending reason", j.pending_reason);
+  if (j.state == JobState::kPending) {
+    TimeMs t = j.estimated_start;
+    kv("estimated start", t <= 0 ? "N/A"
+                                 : FormatTimestamp(t, utc) + " (" + StartOf(j, now) + ") on " +
+                                       Join(j.estimated_nodes, ","));
+  }
   if (j.idle_since > 0)
     kv("idle", "its GPUs have stayed under the threshold since " + when(j.idle_since));
   if (j.IsArrayElement()) {
@@ -278,7 +303,7 @@ int RunJobs(const std::vector<std::string>& argv, CliContext& ctx) {
   static const std::vector<FlagDef> kFlags = {
       {"state", 's', true}, {"queue", 'q', true},  {"user", 'u', true},   {"all", 'a', false},
       {"limit", 'n', true}, {"output", 'o', true}, {"watch", 'w', false}, {"updates", 0, true},
-      {"since", 0, true},   {"expand", 0, false}};
+      {"since", 0, true},   {"expand", 0, false},  {"start", 0, false}};
   auto parsed = ParseArgs(argv, kFlags, false);
   if (!parsed.ok()) return UsageError(ctx, "jobs", parsed.status().message());
   const ParsedArgs& args = *parsed;
@@ -336,12 +361,13 @@ int RunJobs(const std::vector<std::string>& argv, CliContext& ctx) {
       updates = static_cast<int64_t>(*n);
     }
     return WatchTable(ctx, "jobs", updates, [&](std::string* table) {
-      return ListJobsTable(ctx, query, limit, args.Has("expand"), table);
+      return ListJobsTable(ctx, query, limit, args.Has("expand"), table, args.Has("start"));
     });
   }
   std::string table;
-  if (int rc = json ? ListJobsJson(ctx, query, limit)
-                    : ListJobsTable(ctx, query, limit, args.Has("expand"), &table);
+  if (int rc =
+          json ? ListJobsJson(ctx, query, limit)
+               : ListJobsTable(ctx, query, limit, args.Has("expand"), &table, args.Has("start"));
       rc != kExitOk) {
     return rc;
   }
@@ -388,7 +414,7 @@ int ListJobsJson(CliContext& ctx, const std::string& query, size_t limit) {
 }
 
 int ListJobsTable(CliContext& ctx, const std::string& query, size_t limit, bool expand,
-                  std::string* table) {
+                  std::string* table, bool start) {
   auto raw = FetchJobs(ctx, query, limit);
   if (!raw.ok()) {
     PrintError(ctx, "jobs", raw.status().message());
@@ -403,7 +429,7 @@ int ListJobsTable(CliContext& ctx, const std::string& query, size_t limit, bool 
     }
     jobs.push_back(std::move(*job));
   }
-  *table = RenderJobsTable(jobs, ctx.now(), expand);
+  *table = RenderJobsTable(jobs, ctx.now(), expand, start);
   return kExitOk;
 }
 

@@ -88,13 +88,13 @@ int RunSqueue(const std::vector<std::string>& argv, CliContext& ctx) {
       {"jobs", 'j', OptionDef::kRequired},   {"me", 0, OptionDef::kNone},
       {"noheader", 'h', OptionDef::kNone},   {"partition", 'p', OptionDef::kRequired},
       {"states", 't', OptionDef::kRequired}, {"array", 'r', OptionDef::kNone},
-      {"help", 0, OptionDef::kNone}};
+      {"start", 0, OptionDef::kNone},        {"help", 0, OptionDef::kNone}};
   auto o = slurm::ParseOptions(argv, kDefs, false);
   if (!o.ok()) return SlurmError(ctx, "squeue", o.status().message());
   if (!o->unknown.empty()) return SlurmError(ctx, "squeue", "unrecognized option " + o->unknown[0]);
   if (o->Has("help")) {
     *ctx.out << "Usage: squeue [-o FORMAT] [-u USER] [--me] [-j ID,...] [-p PART] [-t STATES] "
-                "[-h]\n";
+                "[-h] [--start]\n";
     return kExitOk;
   }
   std::vector<Job> jobs;
@@ -126,10 +126,11 @@ int RunSqueue(const std::vector<std::string>& argv, CliContext& ctx) {
       continue;
     }
     if (!partitions.empty() && !partitions.count(j.spec.queue)) continue;
+    if (o->Has("start") && j.state != JobState::kPending) continue;  // as Slurm: pending only
     shown.push_back(std::move(j));
   }
-  auto out = slurm::RenderSqueue(shown, o->Get("format", slurm::kSqueueDefaultFormat),
-                                 !o->Has("noheader"), ctx.now());
+  const char* format = o->Has("start") ? slurm::kSqueueStartFormat : slurm::kSqueueDefaultFormat;
+  auto out = slurm::RenderSqueue(shown, o->Get("format", format), !o->Has("noheader"), ctx.now());
   if (!out.ok()) return SlurmError(ctx, "squeue", out.status().message());
   *ctx.out << *out;
   return kExitOk;

@@ -262,6 +262,10 @@ Json ToJson(const Job& j) {
            {"held", j.held}};
   if (!j.request_id.empty()) out["request_id"] = j.request_id;
   if (j.idle_since > 0) out["idle_since"] = j.idle_since;  // an observation, shown when set
+  if (j.estimated_start > 0) {  // a pending job's estimate, shown when there is one
+    out["estimated_start"] = j.estimated_start;
+    out["estimated_nodes"] = j.estimated_nodes;
+  }
   return out;
 }
 
@@ -366,6 +370,10 @@ Result<Job> JobFromJson(const Json& j) {
       throw std::runtime_error("field 'pending_code': not a pending code");
     }
     job.idle_since = Get<int64_t>(j, "idle_since", 0);
+    job.estimated_start = Get<int64_t>(j, "estimated_start", 0);
+    if (j.contains("estimated_nodes")) {
+      job.estimated_nodes = j.at("estimated_nodes").get<std::vector<std::string>>();
+    }
     job.exit_code = Get<int32_t>(j, "exit_code", 0);
     job.array_id = Get<JobId>(j, "array_id", 0);
     job.array_index = Get<int32_t>(j, "array_index", -1);

@@ -63,7 +63,7 @@ struct JobSpec {
   std::map<std::string, std::string> env;
   std::string workdir;
   std::string queue = "default";
-  int32_t replicas = 1;           // gang size: all or nothing
+  int32_t replicas = 1;  // gang size: all or nothing
   // At most this many of the gang's replicas on one node (1: each on a different node, as
   // Slurm's --nodes means); 0: no limit, the placer packs them onto as few nodes as it can.
   int32_t max_replicas_per_node = 0;
@@ -191,6 +191,10 @@ struct Job {
   bool held = false;  // a user hold (scontrol hold): pending, not scheduled until released
   // Not durable, like pending_reason: its run's GPUs have all been idle since (0: not idle).
   TimeMs idle_since = 0;
+  // Not durable either: a pending job's estimated start (0: none) and the nodes it expects,
+  // from the head's last start-time estimate.
+  TimeMs estimated_start = 0;
+  std::vector<std::string> estimated_nodes;
 
   bool IsArrayElement() const { return array_id != 0; }
 

@@ -335,6 +335,11 @@ Result<Job> HeadCore::GetJob(const Caller& by, JobId id) const {
     job.pending_code = r->second.code;
     job.pending_reason = r->second.text;
   }
+  if (auto e = start_estimates_.find(id);
+      e != start_estimates_.end() && job.state == JobState::kPending && !job.held) {
+    job.estimated_start = e->second.start == sched::kUnknownTime ? 0 : e->second.start;
+    job.estimated_nodes = e->second.nodes;
+  }
   if (auto i = idle_.find(id); i != idle_.end() && job.state == JobState::kRunning) {
     job.idle_since = i->second;
   }

@@ -93,6 +93,13 @@ void Head::Post(std::function<void()> fn) { asio::post(io_, std::move(fn)); }
 
 void Head::Tick() {
   core_.Tick(clock_->Now());
+  if (config_.estimate_interval_ms > 0) {
+    TimeMs now = clock_->Now();
+    if (now - last_estimate_at_ >= config_.estimate_interval_ms) {
+      core_.EstimateStarts(now);
+      last_estimate_at_ = now;
+    }
+  }
   Drain();
   if (core_.TakeSnapshotWanted() && !failed_) {
     // Jobs wait to retire until the rows hold them as they ended.

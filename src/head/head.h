@@ -51,6 +51,9 @@ struct HeadConfig {
   std::string admin_user = "admin";            // the user the first admin token names
   DurationMs max_sync_hold_ms = 20 * kSecond;  // also held to a third of unreachable_after
   DurationMs tick_ms = 500;
+  // Pending jobs' start-time estimates are refreshed on the tick at most this often
+  // (HeadCore::EstimateStarts). 0: never.
+  DurationMs estimate_interval_ms = 5 * kSecond;
   // Several heads: the leader commits at least this often, an empty commit if nothing
   // changed, which renews its lease in the store (store::Store::SetLease). The renewal
   // starts on the state machine's own thread, so a wedged head stops renewing. 0: never.
@@ -211,6 +214,7 @@ class Head {
   std::shared_ptr<std::vector<Change>> inflight_changes_;  // in the batch being written
   uint64_t durable_revision_ = 0;
   std::chrono::steady_clock::time_point commit_started_;
+  TimeMs last_estimate_at_ = 0;  // of the last start-time estimate (Tick)
   MetricsRegistry metrics_;
   uint64_t reply_revision_ = 0;
   bool schedule_posted_ = false;

@@ -238,6 +238,11 @@ class HeadCore {
   // --- time ---
   void Tick(TimeMs now);      // liveness, time limits, retirement
   void Schedule(TimeMs now);  // one scheduling pass
+  // Recomputes every pending job's start-time estimate from the scheduler's state
+  // (sched::Scheduler::EstimateStarts). Derived and not durable, like pending reasons: a
+  // forward sweep redone every few seconds is worth no write per job per refresh, and a new
+  // leader recomputes it at its first refresh (core_estimate.cc).
+  void EstimateStarts(TimeMs now);
   bool schedule_wanted() const { return schedule_wanted_; }
 
   // --- output ---
@@ -381,16 +386,17 @@ class HeadCore {
   std::map<std::string, DesiredLog> desired_;  // per node: its version and recent changes
   // Observations, not state: ports something listens on, per node, from its last sync.
   std::map<std::string, std::set<int32_t>> busy_ports_;
-  std::map<std::string, TimeMs> last_heard_;       // liveness: the last sync received
-  std::map<JobId, PendingReason> pending_reason_;  // as the scheduler last said
-  std::set<JobId> held_;                           // pending, not in the scheduler
-  std::map<JobId, std::set<JobId>> array_held_;    // array -> elements over its %P
-  std::map<JobId, int32_t> array_live_;            // array -> elements pending or active
-  std::map<JobId, std::set<JobId>> waiting_on_;    // job -> held jobs depending on it
-  std::set<JobId> singletons_;                     // held by singleton
-  std::set<JobId> recheck_;                        // held jobs to evaluate again
-  std::set<JobId> release_arrays_;                 // arrays with room again
-  std::map<JobId, std::string> doomed_;            // held jobs whose dependency failed
+  std::map<std::string, TimeMs> last_heard_;               // liveness: the last sync received
+  std::map<JobId, PendingReason> pending_reason_;          // as the scheduler last said
+  std::map<JobId, sched::StartEstimate> start_estimates_;  // of the last EstimateStarts
+  std::set<JobId> held_;                                   // pending, not in the scheduler
+  std::map<JobId, std::set<JobId>> array_held_;            // array -> elements over its %P
+  std::map<JobId, int32_t> array_live_;                    // array -> elements pending or active
+  std::map<JobId, std::set<JobId>> waiting_on_;            // job -> held jobs depending on it
+  std::set<JobId> singletons_;                             // held by singleton
+  std::set<JobId> recheck_;                                // held jobs to evaluate again
+  std::set<JobId> release_arrays_;                         // arrays with room again
+  std::map<JobId, std::string> doomed_;                    // held jobs whose dependency failed
 
   // Observations of GPU use (core_idle.cc): each node's last samples; per run and node, since
   // when the run's GPUs there have all been under the threshold; runs idle long enough.

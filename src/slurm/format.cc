@@ -88,6 +88,7 @@ std::string CommandText(const Job& j) {
 }  // namespace
 
 const char kSqueueDefaultFormat[] = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
+const char kSqueueStartFormat[] = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R";
 
 std::string SlurmState(const Job& j) {
   const Run* run = j.CurrentRun();
@@ -239,6 +240,7 @@ Result<std::string> RenderSqueue(const std::vector<Job>& jobs, const std::string
                                                        {'b', "TRES_PER_NODE"},
                                                        {'V', "SUBMIT_TIME"},
                                                        {'S', "START_TIME"},
+                                                       {'Y', "SCHEDNODES"},
                                                        {'Q', "PRIORITY"},
                                                        {'o', "COMMAND"},
                                                        {'Z', "WORK_DIR"},
@@ -246,7 +248,7 @@ Result<std::string> RenderSqueue(const std::vector<Job>& jobs, const std::string
   for (const Field& f : fields) {
     if (!kHeaders.count(f.letter)) {
       return InvalidArgument(std::string("option --format: unknown field %") + f.letter +
-                             "; known: %i %A %a %F %j %u %P %t %T %M %l %D %R %r %N %C %b %V %S "
+                             "; known: %i %A %a %F %j %u %P %t %T %M %l %D %R %r %N %C %b %V %S %Y "
                              "%Q %o %Z");
     }
   }
@@ -290,8 +292,14 @@ Result<std::string> RenderSqueue(const std::vector<Job>& jobs, const std::string
         return GpusPerNode(j) > 0 ? "gres/gpu:" + std::to_string(GpusPerNode(j)) : "N/A";
       case 'V':
         return Timestamp(j.submitted_at);
-      case 'S':
-        return run != nullptr && run->started_at > 0 ? Timestamp(run->started_at) : "N/A";
+      case 'S':  // a pending job: its estimated start
+        if (run != nullptr && run->started_at > 0) return Timestamp(run->started_at);
+        return j.state == JobState::kPending && j.estimated_start > 0 ? Timestamp(j.estimated_start)
+                                                                      : "N/A";
+      case 'Y':  // the nodes a pending job is expected to start on
+        return j.state == JobState::kPending && !j.estimated_nodes.empty()
+                   ? CompressHostlist(j.estimated_nodes)
+                   : "(null)";
       case 'Q':
         return std::to_string(j.spec.priority);
       case 'o':

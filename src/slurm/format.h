@@ -32,6 +32,8 @@ std::string NodeList(const Job& j);
 
 // squeue's default: "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R".
 extern const char kSqueueDefaultFormat[];
+// squeue --start's: pending jobs with their estimated start (%S) and nodes (%Y, SCHEDNODES).
+extern const char kSqueueStartFormat[];
 // Renders jobs with an squeue -o format. An unknown %X is an error naming it.
 Result<std::string> RenderSqueue(const std::vector<Job>& jobs, const std::string& format,
                                  bool header, TimeMs now);
