@@ -406,5 +406,58 @@ TEST_F(SlurmShims, SinfoListsTheNodes) {
   EXPECT_NE(l.out.find("node2 "), std::string::npos) << l.out;
 }
 
+// A pending job behind a running one with a time limit gets an estimated start at that
+// limit's end, on the nodes it frees: in the API's job JSON, `corral jobs --start`,
+// `corral show` and `squeue --start`.
+TEST_F(SlurmShims, PendingJobGetsAnEstimatedStartBehindALimitedRun) {
+  auto first =
+      Sh("sbatch --parsable -N 2 --gres=gpu:4 -t 10 -J holder -o /dev/null "
+         "--wrap 'sleep 300'");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string holder = first.out.substr(0, first.out.find('\n'));
+  auto second =
+      Sh("sbatch --parsable -N 2 --gres=gpu:4 -t 5 -J waiter -o /dev/null "
+         "--wrap 'sleep 1'");
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  const std::string waiter = second.out.substr(0, second.out.find('\n'));
+  ASSERT_TRUE(
+      WaitUntil(20000, [&] { return Sh("squeue -h -j " + holder + " -o %t").out == "R\n"; }));
+  // The head refreshes estimates every few seconds.
+  Json job;
+  ASSERT_TRUE(WaitUntil(20000, [&] {
+    auto r = cluster_->Corral({"show", "-o", "json", waiter});
+    if (r.exit_code != 0) return false;
+    job = Json::parse(r.out, nullptr, false);
+    if (job.contains("job")) job = job["job"];
+    return job.is_object() && job.value("estimated_start", int64_t{0}) > 0;
+  })) << job.dump();
+  auto h = cluster_->Corral({"show", "-o", "json", holder});
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  Json held = Json::parse(h.out);
+  if (held.contains("job")) held = held["job"];
+  // At the holder's ten-minute limit's end at the latest; earlier where the owner's history
+  // predicts it shorter (the scheduler's own predicted remaining time).
+  int64_t start = job["estimated_start"].get<int64_t>();
+  int64_t holder_submitted = held["submitted_at"].get<int64_t>();
+  EXPECT_GT(start, holder_submitted);
+  EXPECT_LE(start, holder_submitted + 10 * 60'000 + 30'000);
+  EXPECT_EQ(job["estimated_nodes"].size(), 2u) << job.dump();
+
+  auto q = Sh("squeue --start -h -o '%i %t %S %Y'");
+  EXPECT_EQ(q.exit_code, 0) << q.err;
+  std::smatch m;
+  EXPECT_TRUE(std::regex_search(
+      q.out, m, std::regex(waiter + " PD [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8} [^ ]+\n")))
+      << q.out;
+  EXPECT_EQ(q.out.find(holder + " "), std::string::npos) << "--start lists pending jobs only";
+  auto table = cluster_->Corral({"jobs", "--start"});
+  EXPECT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("START"), std::string::npos) << table.out;
+  EXPECT_TRUE(std::regex_search(table.out, std::regex(" (now|in [0-9hms]+) "))) << table.out;
+  auto show = cluster_->Corral({"show", waiter});
+  EXPECT_NE(show.out.find("estimated start:"), std::string::npos) << show.out;
+  EXPECT_EQ(Sh("scancel " + holder + " " + waiter).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace corral::testing

@@ -200,3 +200,27 @@ TEST(SlurmStates, EveryEndMapsToSlurmsName) {
 
 }  // namespace
 }  // namespace corral::slurm
+
+namespace corral::slurm {
+namespace {
+
+// squeue --start: a pending job's estimated start and nodes; N/A and (null) without one.
+TEST(SqueueStart, PendingJobsShowTheirEstimate) {
+  setenv("TZ", "UTC", 1);
+  tzset();
+  Job est = MakeJob(21, "big", JobState::kPending);
+  est.estimated_start = kT0 + 3600'000;
+  est.estimated_nodes = {"node01", "node02"};
+  Job none = MakeJob(22, "huge", JobState::kPending);
+  auto out = RenderSqueue({est, none}, "%i %S %Y", false, kT0);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(*out, "21 2027-01-15T09:00:00 node[01-02]\n22 N/A (null)\n");
+  auto header = RenderSqueue({}, kSqueueStartFormat, true, kT0);
+  ASSERT_TRUE(header.ok());
+  EXPECT_EQ(*header,
+            "             JOBID PARTITION     NAME     USER ST          START_TIME  NODES "
+            "SCHEDNODES           NODELIST(REASON)\n");
+}
+
+}  // namespace
+}  // namespace corral::slurm
