@@ -77,6 +77,8 @@ int RunNotebook(const std::vector<std::string>& args, CliContext& ctx);
 // A job spec (user-facing JSON) made an interactive session's: kind interactive, and a
 // command that only holds the allocation.
 Json MakeSessionSpec(Json spec);
+// Why an ended job ended, as its last run (else its last event) says.
+std::string EndReason(const Job& job);
 // Submits session `spec` (as `user`, "": the caller) and waits until it runs, printing why it
 // waits; the job id. Fails at once, the reason printed, when it can never start; cancels it
 // when interrupted (SIGINT, SIGTERM, SIGHUP). Keeps it alive meanwhile (touches).
