@@ -12,6 +12,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "core/codec.h"
+#include "core/usage.h"
 #include "slurm/options.h"
 
 namespace corral::cli {
@@ -145,8 +146,8 @@ Result<std::vector<QueueView>> QueuesFromAnswer(const Json& answer);
 std::string RenderNodesTable(const std::vector<NodeView>& nodes);
 std::string RenderQueuesTable(const std::vector<QueueView>& queues);
 // A GET /v1/usage answer as a table (a TOTAL row last) or as CSV with a header line.
-std::string RenderUsageTable(const Json& report);
-std::string RenderUsageCsv(const Json& report);
+std::string RenderUsageTable(const UsageReport& report);
+std::string RenderUsageCsv(const UsageReport& report);
 // What `corral top` shows: the head's answers to GET /v1/nodes and /v1/queues.
 struct TopSnapshot {
   std::vector<NodeView> nodes;
