@@ -470,6 +470,75 @@ TEST_F(Containers, ExecRunsInTheJobsContainer) {
   As({"cancel", id});
 }
 
+// `corral notebook --image`: Jupyter in the job's container (an image of its own root with the
+// host's /usr mounted, where Debian's jupyter-notebook is, as ddp_container_test builds it),
+// ready once it answers, reached through the head's /s/ proxy, a cell run by a kernel in the
+// container (the image's root, the owner's uid, the job's GPU), another user refused.
+TEST_F(Containers, ANotebookRunsInItsImageThroughTheHead) {
+  const char* ci = std::getenv("CI");
+  const bool in_ci = ci != nullptr && std::string(ci) == "true";
+  for (const char* need : {"/usr/bin/jupyter-notebook", "/usr/bin/python3"}) {
+    if (access(need, X_OK) != 0) {
+      if (in_ci) FAIL() << "CI must run this: no " << need;
+      GTEST_SKIP() << "no " << need << " (Debian's jupyter-notebook)";
+    }
+  }
+  if (RunCommand({"/usr/bin/python3", "-c", "import websocket"}).exit_code != 0) {
+    if (in_ci) FAIL() << "CI must run this: no python3-websocket";
+    GTEST_SKIP() << "no python3-websocket";
+  }
+  if (!fs::is_symlink("/lib"))
+    GTEST_SKIP() << "the image links /lib to /usr/lib: needs merged /usr";
+  // The image: merged-/usr links, the linker cache and alternatives, the owner in its passwd.
+  const std::string root = dir_ + "/rootfs-jupyter";
+  ASSERT_TRUE(
+      Sh("set -e; mkdir -p " + root + "/usr " + root + "/etc " + root + "/tmp; cd " + root +
+         "; for l in bin lib lib64 sbin; do ln -s usr/$l $l; done; cp -a /etc/alternatives "
+         "etc/; cp /etc/ld.so.cache etc/; getent passwd root " +
+         kUser + " > etc/passwd; getent group root $(id -gn " + kUser +
+         ") > etc/group; echo jupyter-image > etc/image-tag; cd " + dir_ +
+         "; umoci new --image layout:jupyter; umoci insert --image layout:jupyter " + root +
+         " / >/dev/null; umoci config --image layout:jupyter --config.env PATH=/usr/bin:/bin"));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = As({"notebook", "--gpus", "1", "--image", "oci:" + dir_ + "/layout:jupyter", "--mount",
+               "/usr:/usr:ro"});
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  GTEST_LOG_(INFO) << "corral notebook --image ready after " << took << " s";
+  std::smatch m;
+  const std::string url = r.out.substr(0, r.out.find('\n'));
+  ASSERT_TRUE(std::regex_match(url, m, std::regex(R"(https?://[^/]+/s/([0-9]+)/tree\?token=.+)")))
+      << r.out;
+  const std::string id = m[1].str();
+  Json job = Json::parse(As({"show", id, "-o", "json"}).out, nullptr, false);
+  bool ready = false;
+  for (const auto& e : job["events"]) ready = ready || e.value("what", "") == "notebook ready";
+  EXPECT_TRUE(ready) << job.dump();
+  auto other = cluster_->Corral({"token", "create", "--user", "corral-ct-nbother"});
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  auto drive =
+      RunCommand({"/usr/bin/python3",
+                  std::string(CORRAL_SOURCE_DIR) + "/tests/interactive/notebook_session.py", url,
+                  other.out.substr(0, other.out.find('\n'))},
+                 {{"NOTEBOOK_CELL",
+                   "import os\nprint('CVD=' + os.environ['CUDA_VISIBLE_DEVICES'], "
+                   "open('/etc/image-tag').read().strip(), os.getuid())"}});
+  ASSERT_EQ(drive.exit_code, 0) << drive.out << drive.err;
+  Json seen = Json::parse(drive.out, nullptr, false);
+  ASSERT_TRUE(seen.is_object()) << drive.out;
+  EXPECT_EQ(seen.value("page_status", 0), 200) << seen.dump();
+  EXPECT_TRUE(seen.value("page_is_jupyter", false)) << seen.dump();
+  EXPECT_EQ(seen.value("other_status", 0), 403) << seen.dump();
+  EXPECT_EQ(seen.value("kernel_status", 0), 201) << seen.dump();
+  EXPECT_EQ(seen.value("reply", ""), "ok") << seen.dump();
+  const std::string gpu = std::to_string(job["runs"].back()["placement"][0]["gpus"][0].get<int>());
+  EXPECT_EQ(seen.value("output", ""),
+            "CVD=" + gpu + " jupyter-image " + std::to_string(uid_) + "\n")
+      << seen.dump();
+  As({"cancel", id});
+  Wait(id);
+}
+
 // The cache alone: over its limit, it evicts the least recently used images no run holds.
 TEST_F(Containers, EvictionKeepsImagesInUse) {
   agent::ImageCacheConfig config;
