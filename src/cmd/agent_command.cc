@@ -317,8 +317,8 @@ int AgentMain(std::vector<std::string> args) {
   // `corral exec` into this node's runs: the head proxies its users' sessions here.
   agentnet::ExecServer exec_server(join_token, [&metrics_of](const std::string& run, int32_t r) {
     agent::Agent* a = metrics_of.load();
-    return a != nullptr ? a->RunningPid(run, r)
-                        : Result<int32_t>(Unavailable("the agent is starting"));
+    return a != nullptr ? a->ExecTargetOf(run, r)
+                        : Result<agent::ExecTarget>(Unavailable("the agent is starting"));
   });
   log_service.SetExec(&exec_server);
   // Notebooks' traffic from the head, to the Jupyter servers on this node's loopback.
