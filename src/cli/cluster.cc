@@ -87,12 +87,13 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
   const std::string name = args.positional[1];
   if (!args.Has("quota") && !args.Has("limit") && !args.Has("weight") &&
       !args.Has("max-pending-per-user") && !args.Has("max-grace") && !args.Has("allow-user") &&
-      !args.Has("allow-group") && !args.Has("gpu-sharing") && !args.Has("idle-timeout")) {
+      !args.Has("allow-group") && !args.Has("gpu-sharing") && !args.Has("idle-timeout") &&
+      !args.Has("max-wait")) {
     return UsageError(ctx, "queues",
                       "set " + name +
                           ": give at least one of --quota, --limit, --weight, "
                           "--max-pending-per-user, --max-grace, --allow-user, --allow-group, "
-                          "--gpu-sharing, --idle-timeout");
+                          "--gpu-sharing, --idle-timeout, --max-wait");
   }
   Json body = Json::object();
   if (args.Has("quota")) {
@@ -156,6 +157,14 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
     if (!d.ok()) return UsageError(ctx, "queues", d.status().message() + " (0: never)");
     body["idle_timeout_ms"] = *d;
   }
+  if (args.Has("max-wait")) {
+    auto d = ParseDuration("--max-wait", args.Get("max-wait"));
+    if (!d.ok()) {
+      return UsageError(ctx, "queues",
+                        d.status().message() + " (0: the parent queue's or the scheduler's)");
+    }
+    body["max_wait_ms"] = *d;
+  }
   // Repeated to name several; one empty value clears the list (everyone may submit).
   for (const char* flag : {"allow-user", "allow-group"}) {
     if (!args.Has(flag)) continue;
@@ -176,7 +185,7 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
     if (FieldText(q, "name") != name) continue;
     for (const char* k :
          {"quota_gpus", "limit_gpus", "weight", "max_pending_per_user", "max_grace_ms",
-          "allowed_users", "allowed_groups", "gpu_sharing", "idle_timeout_ms"}) {
+          "allowed_users", "allowed_groups", "gpu_sharing", "idle_timeout_ms", "max_wait_ms"}) {
       if (!body.contains(k) && q.contains(k)) body[k] = q[k];
     }
   }
@@ -302,15 +311,29 @@ std::string RenderNodesTable(const Json& nodes) {
 }
 
 std::string RenderQueuesTable(const Json& queues) {
-  Table t({"NAME", "QUOTA", "LIMIT", "WEIGHT", "USED", "PENDING", "RUNNING"});
+  // The age bound's column only where a queue sets one.
+  bool max_wait = false;
+  for (const Json& q : queues) max_wait = max_wait || FieldInt(q, "max_wait_ms") > 0;
+  std::vector<std::string> header = {"NAME", "QUOTA",   "LIMIT",  "WEIGHT",
+                                     "USED", "PENDING", "RUNNING"};
+  if (max_wait) header.push_back("MAX_WAIT");
+  Table t(header);
   for (const Json& q : queues) {
     int64_t limit = FieldInt(q, "limit_gpus", -1);
     double weight = 1;
     if (auto w = q.find("weight"); w != q.end() && w->is_number()) weight = w->get<double>();
-    t.AddRow({FieldText(q, "name"), std::to_string(FieldInt(q, "quota_gpus")),
-              limit < 0 ? "-" : std::to_string(limit), Number(weight),
-              std::to_string(FieldInt(q, "used_gpus")), std::to_string(FieldInt(q, "pending")),
-              std::to_string(FieldInt(q, "running"))});
+    std::vector<std::string> row = {FieldText(q, "name"),
+                                    std::to_string(FieldInt(q, "quota_gpus")),
+                                    limit < 0 ? "-" : std::to_string(limit),
+                                    Number(weight),
+                                    std::to_string(FieldInt(q, "used_gpus")),
+                                    std::to_string(FieldInt(q, "pending")),
+                                    std::to_string(FieldInt(q, "running"))};
+    if (max_wait) {
+      int64_t ms = FieldInt(q, "max_wait_ms");
+      row.push_back(ms > 0 ? FormatDuration(ms) : "-");
+    }
+    t.AddRow(row);
   }
   return t.Render();
 }
@@ -370,7 +393,8 @@ int RunQueues(const std::vector<std::string>& argv, CliContext& ctx) {
                                               {"allow-user", 0, true},
                                               {"allow-group", 0, true},
                                               {"gpu-sharing", 0, true},
-                                              {"idle-timeout", 0, true}};
+                                              {"idle-timeout", 0, true},
+                                              {"max-wait", 0, true}};
   auto parsed = ParseArgs(argv, kFlags, false);
   if (!parsed.ok()) return UsageError(ctx, "queues", parsed.status().message());
   const ParsedArgs& args = *parsed;

@@ -153,6 +153,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     r.cpu = int64_t{s.replicas} * j.per_replica.cpu_milli;
     r.mem = int64_t{s.replicas} * j.per_replica.memory_mb;
     r.expected_end = end;
+    r.aged = e->aged;
     r.placed_in_pass = st.pass;
     st.queues.Charge(r.queue, r.user, r.gpu_milli, r.cpu, r.mem, +1);
     st.CountVictim(r, +1);

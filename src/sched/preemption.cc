@@ -86,6 +86,8 @@ bool BorrowedLasVictim(const SchedState& st, const RunEntry& r, const PendingEnt
 // The LAS rules shared by both: a strictly higher level, hysteresis, and the sparing rule.
 bool LasLevelsAllow(const SchedState& st, const RunEntry& r, const PendingEntry& job) {
   const SchedulerConfig& c = st.config;
+  // A run that waited past its age bound is not sent back behind the jobs it waited for.
+  if (r.aged) return false;
   DurationMs attained = AttainedNow(r.job, r.gpus, r.started_at, st.now);
   if (LasLevel(c, attained) <= job.key.level) return false;
   const double t = static_cast<double>(c.las_thresholds_gpu_ms[job.key.level]);
