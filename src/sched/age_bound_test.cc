@@ -166,6 +166,36 @@ TEST(AgeBound, ARunThatStartedAgedIsNotALasVictim) {
   EXPECT_FALSE(PreemptedByLas(kHour, 5 * kHour));
 }
 
+// One GPU held by job 1 (submitted at 9 h, running for 30 minutes: LAS level 0). Job 2 has
+// run 3 GPU-hours before (level 1) and waits since 0: at 10 h it has waited 7 h.
+Decisions AgedAgainstLowerLevel(DurationMs max_wait, bool displace) {
+  SchedulerConfig c;
+  c.max_wait_ms = max_wait;
+  c.aged_may_displace = displace;
+  Scheduler s(c);
+  s.UpsertNode(MakeNode("n1").Gpus(1));
+  s.AddRunning(Running(MakeJob(1).Gpus(1).Submit(9 * kHour).Preemptible(), {{"n1", {0}}},
+                       10 * kHour - 30 * kMinute));
+  s.AddPending(MakeJob(2).Gpus(1).Submit(0).Attained(3 * kHour).Preemptible());
+  return s.Schedule(10 * kHour);
+}
+
+TEST(AgeBound, AnAgedJobDisplacesARunThatIsNotAgedWhateverItsLevel) {
+  auto preempts_1 = [](const Decisions& d) {
+    for (const PreemptDecision& p : d.preempt) {
+      if (p.job == 1 && p.for_job == 2) {
+        EXPECT_NE(p.reason.find("age bound"), std::string::npos) << p.reason;
+        return true;
+      }
+    }
+    return false;
+  };
+  EXPECT_FALSE(preempts_1(AgedAgainstLowerLevel(0, true)));  // LAS: a lower level is kept
+  EXPECT_FALSE(preempts_1(AgedAgainstLowerLevel(7 * kHour + 1, true)));
+  EXPECT_TRUE(preempts_1(AgedAgainstLowerLevel(7 * kHour, true)));
+  EXPECT_FALSE(preempts_1(AgedAgainstLowerLevel(7 * kHour, false)));
+}
+
 TEST(AgeBound, TheBaselinesIgnoreIt) {
   SchedulerConfig c = NoPreemption(kMinute);
   c.policy = OrderPolicy::kLas;

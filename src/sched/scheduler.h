@@ -259,6 +259,12 @@ struct SchedulerConfig {
   // long job of a borrowing queue behind a steady stream of short ones.
   // <= 0: no bound (queues may still set one).
   DurationMs max_wait_ms = 0;
+  // With an age bound: an aged job may also displace a preemptible run that is not aged, of
+  // its own queue or of a queue over its quota, of its priority, whatever their LAS levels
+  // (as LAS would a higher level; the minimum runtime and the budgets hold). Without it an
+  // aged job that cannot start holds its reservation until runs end, and on a cluster of
+  // runs without time limits the GPUs it holds idle meanwhile.
+  bool aged_may_displace = true;
   // kCorral, with las_within_queue: order pending jobs by the Gittins index of their
   // attained service (PendingJob::gittins_ms, compared in power-of-two buckets of GPU-minutes,
   // MinuteBucket: the higher the index, the lower the bucket, first; 0, unknown, first), as

@@ -59,6 +59,7 @@ struct Flags {
   bool no_borrowing_by_level = false;
   double starvation_factor = -1;
   std::string max_wait;
+  bool aged_no_displace = false;
   std::string gittins = "off";
   bool gittins_by_queue_gpus = false;
   double gittins_weight = -1;
@@ -371,6 +372,7 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
   cfg.starvation_promote_factor = f.starvation_factor;
   if (!f.max_wait.empty())
     CORRAL_RETURN_IF_ERROR(Duration("--max-wait", f.max_wait, &cfg.max_wait_ms));
+  cfg.aged_may_displace = !f.aged_no_displace;
   if (f.las_hysteresis >= 0) {
     if (f.las_hysteresis < 1) return InvalidArgument("--las-hysteresis must be >= 1");
     cfg.las_preempt_hysteresis = f.las_hysteresis;
@@ -586,6 +588,9 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
                  "ahead of the others, oldest first, with the reservation, and is not displaced "
                  "by LAS once it runs (0: none; default: the scheduler's, SchedulerConfig::"
                  "max_wait_ms)");
+  app.add_flag("--aged-no-displace", f.aged_no_displace,
+               "corral policy: a job past its age bound only holds its reservation (the default "
+               "also lets it displace runs that are not aged, whatever their LAS levels)");
   app.add_option("--gittins", f.gittins,
                  "corral policy: order pending jobs by the Gittins index of their attained "
                  "service, from the service of their queue's ended jobs: off, inside-level "
