@@ -132,9 +132,11 @@ TEST_F(Api, ClusterQueueAndTokenRoutesRunTheirCommands) {
   EXPECT_EQ(drained.body["node"]["drain"], "drained");
   EXPECT_EQ(Call("POST", "/v1/nodes/n1/undrain").body["node"]["state"], "ready");
   // A queue's name is the rest of the path, slashes and all.
-  Reply queue = Call("PUT", "/v1/queues/org/team", Json{{"quota_gpus", 2}});
+  Reply queue =
+      Call("PUT", "/v1/queues/org/team", Json{{"quota_gpus", 2}, {"max_wait_ms", 6 * kHour}});
   ASSERT_EQ(queue.status, 200) << queue.body.dump();
   EXPECT_EQ(queue.body["queue"]["name"], "org/team");
+  EXPECT_EQ(queue.body["queue"]["max_wait_ms"], 6 * kHour);
   bool listed = false;
   Reply queues = Call("GET", "/v1/queues");
   for (const Json& q : queues.body["queues"]) listed |= q["name"] == "org/team";
@@ -169,6 +171,8 @@ TEST_F(Api, BadInputNamesItsFieldAndChangesNothing) {
   expect_400(Call("PUT", "/v1/queues/q", Json{{"weight", 0}}), "field 'weight'");
   expect_400(Call("PUT", "/v1/queues/q", Json{{"quota", 1}}), "unknown field 'quota'");
   expect_400(Call("PUT", "/v1/queues/q", Json{{"max_grace_ms", "1m"}}), "field 'max_grace_ms'");
+  expect_400(Call("PUT", "/v1/queues/q", Json{{"max_wait_ms", -1}}), "field 'max_wait_ms'");
+  expect_400(Call("PUT", "/v1/queues/q", Json{{"max_wait_ms", "6h"}}), "field 'max_wait_ms'");
   expect_400(Call("POST", "/v1/tokens", Json{{"user", "ana"}, {"role", "root"}}), "field 'role'");
   expect_400(Call("POST", "/v1/admin/backup", Json{{"path", "relative"}}), "field 'path'");
   expect_400(Call("GET", "/v1/usage?by=team"), "query 'by'");

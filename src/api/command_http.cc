@@ -310,6 +310,13 @@ Result<head::SetQueue> DecodeSetQueue(const HttpRequest& req, const PathArgs& ar
                                ", want milliseconds >= 0 (0: sessions are never idle-culled)");
       }
       q.idle_timeout_ms = it->get<int64_t>();
+    } else if (k == "max_wait_ms") {
+      if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 365 * kDay) {
+        return InvalidArgument("field 'max_wait_ms': got " + it->dump() +
+                               ", want milliseconds from 0 to a year (0: the parent queue's or "
+                               "the scheduler's default)");
+      }
+      q.max_wait_ms = it->get<int64_t>();
     } else if (k == "allowed_users" || k == "allowed_groups") {
       std::vector<std::string>& names = k == "allowed_users" ? q.allowed_users : q.allowed_groups;
       for (const Json& n : it->is_array() ? *it : Json::array({nullptr})) {
@@ -323,7 +330,7 @@ Result<head::SetQueue> DecodeSetQueue(const HttpRequest& req, const PathArgs& ar
       return InvalidArgument(
           "unknown field '" + k +
           "'; want quota_gpus, limit_gpus, weight, max_pending_per_user, max_grace_ms, "
-          "allowed_users, allowed_groups, gpu_sharing, idle_timeout_ms");
+          "allowed_users, allowed_groups, gpu_sharing, idle_timeout_ms, max_wait_ms");
     }
   }
   return head::SetQueue{std::move(q)};

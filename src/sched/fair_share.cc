@@ -10,6 +10,13 @@ void QueueBook::Set(const QueueConfig& config) {
   queues_[q].config = config;
 }
 
+DurationMs QueueBook::MaxWait(int32_t q) const {
+  for (; q >= 0; q = queues_[q].parent) {
+    if (queues_[q].config.max_wait_ms > 0) return queues_[q].config.max_wait_ms;
+  }
+  return 0;
+}
+
 int32_t QueueBook::FindId(const std::string& name) const {
   auto it = ids_.find(name);
   return it == ids_.end() ? -1 : it->second;

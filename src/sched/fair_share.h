@@ -57,6 +57,8 @@ class QueueBook {
   int64_t AllocGpus(int32_t q) const { return (queues_[q].gpus + kGpuMilli - 1) / kGpuMilli; }
   int64_t AllocMilli(int32_t q) const { return queues_[q].gpus; }
   int32_t Quota(int32_t q) const { return queues_[q].config.quota_gpus; }
+  // The age bound of the queue: its own max_wait_ms, else its nearest ancestor's; 0: none set.
+  DurationMs MaxWait(int32_t q) const;
   bool BelowQuota(int32_t q) const {
     return queues_[q].gpus < int64_t{queues_[q].config.quota_gpus} * kGpuMilli;
   }

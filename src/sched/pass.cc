@@ -153,6 +153,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     r.cpu = int64_t{s.replicas} * j.per_replica.cpu_milli;
     r.mem = int64_t{s.replicas} * j.per_replica.memory_mb;
     r.expected_end = end;
+    r.aged = e->aged;
     r.placed_in_pass = st.pass;
     st.queues.Charge(r.queue, r.user, r.gpu_milli, r.cpu, r.mem, +1);
     st.CountVictim(r, +1);
@@ -258,6 +259,12 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
         if (cfg.policy != OrderPolicy::kCorral) {
           why = std::string("preempted by ") + OrderPolicyName(cfg.policy) + " for job " +
                 std::to_string(j.id);
+        } else if (e->aged && cfg.aged_may_displace && r.job.priority == j.priority &&
+                   (r.queue == e->queue ||
+                    st.queues.AllocGpus(e->queue) + TotalGpus(j) > st.queues.Quota(e->queue))) {
+          why = "preempted for job " + std::to_string(j.id) + " of queue " +
+                st.queues.Name(e->queue) + ", which has waited past its age bound of " +
+                std::to_string(st.pending.AgeBound(e->queue) / kMinute) + " minutes";
         } else if (r.queue == e->queue && r.job.priority == j.priority) {
           DurationMs attained = AttainedNow(r.job, r.gpus, r.started_at, now);
           why = "preempted for job " + std::to_string(j.id) + " of queue " +

@@ -60,6 +60,7 @@ Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
   TimeMs first_submit = INT64_MAX, last_end = INT64_MIN;
   std::map<std::string, std::pair<double, int64_t>> slow;  // queue -> (sum, count)
   std::vector<double> slowdowns;
+  std::vector<double> delays, total_waits;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const JobOutcome& o = result.jobs[i];
     if (jobs[i].submit_ms < report_from) continue;
@@ -72,8 +73,10 @@ Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
     double jct = static_cast<double>(o.end - jobs[i].submit_ms) / 1000.0;
     s.jcts.push_back(jct);
     jct_sum += jct;
+    total_waits.push_back(std::max(0.0, jct - static_cast<double>(jobs[i].duration_ms) / 1000.0));
     dur_sum += static_cast<double>(jobs[i].duration_ms) / 1000.0;
-    delay_sum += static_cast<double>(o.first_start - jobs[i].submit_ms) / 1000.0;
+    delays.push_back(static_cast<double>(o.first_start - jobs[i].submit_ms) / 1000.0);
+    delay_sum += delays.back();
     first_submit = std::min(first_submit, jobs[i].submit_ms);
     last_end = std::max(last_end, o.end);
     s.preemptions += o.preemptions;
@@ -93,6 +96,10 @@ Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
     s.p50_jct = Percentile(s.jcts, 50);
     s.p95_jct = Percentile(s.jcts, 95);
     s.p99_jct = Percentile(s.jcts, 99);
+    std::sort(delays.begin(), delays.end());
+    s.p99_queue_delay = Percentile(delays, 99);
+    std::sort(total_waits.begin(), total_waits.end());
+    s.p99_total_wait = Percentile(total_waits, 99);
     s.makespan = static_cast<double>(last_end - first_submit) / 1000.0;
     std::sort(slowdowns.begin(), slowdowns.end());
     s.p99_slowdown = Percentile(slowdowns, 99);
@@ -136,6 +143,8 @@ std::string SummaryJson(const Summary& s) {
   o << "  \"p95_jct\": " << Num(s.p95_jct) << ",\n";
   o << "  \"p99_jct\": " << Num(s.p99_jct) << ",\n";
   o << "  \"avg_queue_delay\": " << Num(s.avg_queue_delay) << ",\n";
+  o << "  \"p99_queue_delay\": " << Num(s.p99_queue_delay) << ",\n";
+  o << "  \"p99_total_wait\": " << Num(s.p99_total_wait) << ",\n";
   o << "  \"avg_duration\": " << Num(s.avg_duration) << ",\n";
   o << "  \"makespan\": " << Num(s.makespan) << ",\n";
   o << "  \"utilization\": " << Num(s.utilization, 6) << ",\n";
@@ -171,22 +180,22 @@ std::string SummaryTable(const std::vector<Summary>& rows) {
   std::ostringstream o;
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "%-8s %7s %4s %10s %10s %10s %10s %10s %8s %10s %6s %6s %7s %9s %8s %6s %8s\n",
+                "%-8s %7s %4s %10s %10s %10s %10s %10s %10s %8s %10s %6s %6s %7s %9s %8s %6s %8s\n",
                 "policy", "jobs", "rej", "avg_jct_h", "p50_jct_h", "p95_jct_h", "p99_jct_h",
-                "avg_wait_h", "lb_h", "makespan_h", "util", "preem", "preem/h", "lost_gpuh",
-                "p99_sd", "jain", "wall_s");
+                "avg_wait_h", "p99_wait_h", "lb_h", "makespan_h", "util", "preem", "preem/h",
+                "lost_gpuh", "p99_sd", "jain", "wall_s");
   o << buf;
   for (const Summary& s : rows) {
     std::string wall = s.sim_wall_time_s >= 0 ? Num(s.sim_wall_time_s, 2) : "-";
-    std::snprintf(buf, sizeof buf,
-                  "%-8s %7lld %4lld %10.3f %10.3f %10.3f %10.3f %10.3f %8.3f %10.1f %6.3f %6lld "
-                  "%7.2f %9.1f %8.1f %6.3f %8s\n",
-                  s.policy.c_str(), static_cast<long long>(s.jobs),
-                  static_cast<long long>(s.rejected), s.avg_jct / 3600, s.p50_jct / 3600,
-                  s.p95_jct / 3600, s.p99_jct / 3600, s.avg_queue_delay / 3600,
-                  s.avg_duration / 3600, s.makespan / 3600, s.utilization,
-                  static_cast<long long>(s.preemptions), s.preemptions_per_hour, s.lost_gpu_hours,
-                  s.p99_slowdown, s.jain_fairness, wall.c_str());
+    std::snprintf(
+        buf, sizeof buf,
+        "%-8s %7lld %4lld %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %8.3f %10.1f %6.3f %6lld "
+        "%7.2f %9.1f %8.1f %6.3f %8s\n",
+        s.policy.c_str(), static_cast<long long>(s.jobs), static_cast<long long>(s.rejected),
+        s.avg_jct / 3600, s.p50_jct / 3600, s.p95_jct / 3600, s.p99_jct / 3600,
+        s.avg_queue_delay / 3600, s.p99_queue_delay / 3600, s.avg_duration / 3600,
+        s.makespan / 3600, s.utilization, static_cast<long long>(s.preemptions),
+        s.preemptions_per_hour, s.lost_gpu_hours, s.p99_slowdown, s.jain_fairness, wall.c_str());
     o << buf;
   }
   return o.str();

@@ -16,7 +16,8 @@ namespace corral::sim {
 // Definitions (docs/simulation.md):
 //  jct          = end - submit of a finished job, seconds
 //  avg_duration = mean trace duration of the finished jobs: the avg_jct with no queueing
-//  queue delay  = first start - submit, seconds
+//  queue delay  = first start - submit, seconds (the wait; p99_queue_delay: its p99)
+//  total wait   = jct - duration: all the time a job was not served (p99_total_wait)
 //  makespan     = last end - first submit, seconds
 //  utilization  = GPU-seconds held by runs / (GPUs * makespan)
 //  slowdown     = max(1, jct / max(duration, 10 s)) (bounded slowdown)
@@ -33,7 +34,9 @@ struct Summary {
   int64_t rejected = 0;  // could never fit the cluster
   int64_t total_gpus = 0;
   double avg_jct = 0, p50_jct = 0, p95_jct = 0, p99_jct = 0;
-  double avg_queue_delay = 0;
+  double avg_queue_delay = 0, p99_queue_delay = 0;
+  // Time a job spent not running: JCT - its duration (waits after preemptions included).
+  double p99_total_wait = 0;
   double avg_duration = 0;  // lower bound of avg_jct: every job starts at its submit
   double makespan = 0;
   double utilization = 0;

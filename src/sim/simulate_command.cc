@@ -58,6 +58,8 @@ struct Flags {
   bool backfill_predictions = false;
   bool no_borrowing_by_level = false;
   double starvation_factor = -1;
+  std::string max_wait;
+  bool aged_no_displace = false;
   std::string gittins = "off";
   bool gittins_by_queue_gpus = false;
   double gittins_weight = -1;
@@ -368,6 +370,9 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
   cfg.backfill_with_predictions = f.backfill_predictions;
   cfg.borrowing_queues_by_level = !f.no_borrowing_by_level;
   cfg.starvation_promote_factor = f.starvation_factor;
+  if (!f.max_wait.empty())
+    CORRAL_RETURN_IF_ERROR(Duration("--max-wait", f.max_wait, &cfg.max_wait_ms));
+  cfg.aged_may_displace = !f.aged_no_displace;
   if (f.las_hysteresis >= 0) {
     if (f.las_hysteresis < 1) return InvalidArgument("--las-hysteresis must be >= 1");
     cfg.las_preempt_hysteresis = f.las_hysteresis;
@@ -578,6 +583,14 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
                  "corral policy: a job above LAS level 0 that has waited this many times the "
                  "service it attained is ordered as level 0 (Tiresias' starvation guard; 0: "
                  "off; default: the scheduler's)");
+  app.add_option("--max-wait", f.max_wait,
+                 "corral policy: the age bound: a job that has waited this long in all goes "
+                 "ahead of the others, oldest first, with the reservation, and is not displaced "
+                 "by LAS once it runs (0: none; default: the scheduler's, SchedulerConfig::"
+                 "max_wait_ms)");
+  app.add_flag("--aged-no-displace", f.aged_no_displace,
+               "corral policy: a job past its age bound only holds its reservation (the default "
+               "also lets it displace runs that are not aged, whatever their LAS levels)");
   app.add_option("--gittins", f.gittins,
                  "corral policy: order pending jobs by the Gittins index of their attained "
                  "service, from the service of their queue's ended jobs: off, inside-level "

@@ -134,6 +134,8 @@ sched::SchedulerConfig SchedulerConfigOf(const SimConfig& c) {
   s.backfill_with_predictions = c.backfill_with_predictions;
   s.borrowing_queues_by_level = c.borrowing_queues_by_level;
   if (c.starvation_promote_factor >= 0) s.starvation_promote_factor = c.starvation_promote_factor;
+  if (c.max_wait_ms >= 0) s.max_wait_ms = c.max_wait_ms;
+  s.aged_may_displace = c.aged_may_displace;
   s.gittins = c.gittins;
   return s;
 }

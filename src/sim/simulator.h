@@ -95,6 +95,10 @@ struct SimConfig {
   bool borrowing_queues_by_level = true;
   // Corral policy: SchedulerConfig::starvation_promote_factor (< 0: the scheduler's).
   double starvation_promote_factor = -1;
+  // Corral policy: SchedulerConfig::max_wait_ms, the age bound (< 0: the scheduler's; 0: none).
+  DurationMs max_wait_ms = -1;
+  // Corral policy: SchedulerConfig::aged_may_displace.
+  bool aged_may_displace = true;
   // Corral policy: SchedulerConfig::gittins (the index from `predict`'s estimator, or with
   // predict.oracle from the true remaining service).
   sched::GittinsOrder gittins = sched::GittinsOrder::kOff;
