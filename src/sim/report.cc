@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <sstream>
+#include <tuple>
 
 namespace corral::sim {
 
@@ -113,8 +115,10 @@ Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
   double busy = 0;
   for (const RunRecord& r : result.runs) {
     if (jobs[r.job].submit_ms < report_from) continue;
-    busy += static_cast<double>(r.end - r.start) / 1000.0 * r.gpus;
+    busy += static_cast<double>(r.end - r.start) / 1000.0 *
+            (r.gpu_milli % kGpuMilli == 0 ? r.gpus : static_cast<double>(r.gpu_milli) / kGpuMilli);
   }
+  s.fragmented = FragmentedShare(result);
   if (s.makespan > 0 && s.total_gpus > 0) {
     s.utilization = busy / (static_cast<double>(s.total_gpus) * s.makespan);
   }
@@ -138,6 +142,7 @@ std::string SummaryJson(const Summary& s) {
   o << "  \"jobs\": " << s.jobs << ",\n";
   o << "  \"rejected\": " << s.rejected << ",\n";
   o << "  \"gpus\": " << s.total_gpus << ",\n";
+  o << "  \"fragmented\": " << Num(s.fragmented) << ",\n";
   o << "  \"avg_jct\": " << Num(s.avg_jct) << ",\n";
   o << "  \"p50_jct\": " << Num(s.p50_jct) << ",\n";
   o << "  \"p95_jct\": " << Num(s.p95_jct) << ",\n";
@@ -201,18 +206,61 @@ std::string SummaryTable(const std::vector<Summary>& rows) {
   return o.str();
 }
 
+std::string FormatMilliGpus(int64_t milli) {
+  if (milli % kGpuMilli == 0) return std::to_string(milli / kGpuMilli);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%lld.%03lld", static_cast<long long>(milli / kGpuMilli),
+                static_cast<long long>(milli % kGpuMilli));
+  return buf;
+}
+
+double FragmentedShare(const SimResult& result) {
+  // (time, +milli at a start / -milli at an end, node, GPU); ends sort before starts.
+  std::vector<std::tuple<TimeMs, int64_t, std::string, int32_t>> edges;
+  for (const RunRecord& r : result.runs) {
+    if (r.end < r.start) continue;
+    for (const ReplicaPlacement& p : r.placement) {
+      for (size_t g = 0; g < p.gpus.size(); ++g) {
+        int64_t milli = g < p.gpu_milli.size() ? p.gpu_milli[g] : kGpuMilli;
+        edges.emplace_back(r.start, milli, p.node, p.gpus[g]);
+        edges.emplace_back(r.end, -milli, p.node, p.gpus[g]);
+      }
+    }
+  }
+  if (edges.empty() || result.total_gpus <= 0) return 0;
+  std::sort(edges.begin(), edges.end());
+  std::map<std::pair<std::string, int32_t>, int64_t> used;
+  int64_t stranded = 0;  // milli-GPUs free on GPUs that hold a share
+  auto left = [](int64_t u) { return u > 0 && u < kGpuMilli ? kGpuMilli - u : 0; };
+  double area = 0;
+  TimeMs from = std::get<0>(edges.front()), at = from;
+  for (const auto& [t, milli, node, gpu] : edges) {
+    area += static_cast<double>(stranded) * static_cast<double>(t - at);
+    at = t;
+    int64_t& u = used[{node, gpu}];
+    stranded -= left(u);
+    u += milli;
+    stranded += left(u);
+  }
+  if (at <= from) return 0;
+  return area /
+         (static_cast<double>(result.total_gpus) * kGpuMilli * static_cast<double>(at - from));
+}
+
 std::string RunsCsv(const std::vector<TraceJob>& jobs, const SimResult& result) {
   std::string out = "job_id,start,end,gpus,nodes\n";
   for (const RunRecord& r : result.runs) {
-    std::map<std::string, int32_t> per_node;
+    std::map<std::string, int64_t> per_node;  // milli-GPUs
     for (const ReplicaPlacement& p : r.placement) {
-      per_node[p.node] += static_cast<int32_t>(p.gpus.size());
+      for (size_t g = 0; g < p.gpus.size(); ++g) {
+        per_node[p.node] += g < p.gpu_milli.size() ? p.gpu_milli[g] : kGpuMilli;
+      }
     }
     out += jobs[r.job].id + "," + FormatSeconds(r.start) + "," + FormatSeconds(r.end) + "," +
-           std::to_string(r.gpus) + ",";
+           FormatMilliGpus(r.gpu_milli) + ",";
     bool first = true;
-    for (const auto& [node, n] : per_node) {
-      out += (first ? "" : ";") + node + ":" + std::to_string(n);
+    for (const auto& [node, milli] : per_node) {
+      out += (first ? "" : ";") + node + ":" + FormatMilliGpus(milli);
       first = false;
     }
     out += "\n";

@@ -40,6 +40,10 @@ struct Summary {
   double avg_duration = 0;  // lower bound of avg_jct: every job starts at its submit
   double makespan = 0;
   double utilization = 0;
+  // Time-averaged share of the cluster's GPU capacity that is free on GPUs holding a share of
+  // a job (left over beside shares: only another share can use it), from the first run's
+  // start to the last run's end.
+  double fragmented = 0;
   int64_t preemptions = 0;
   double preemptions_per_hour = 0;
   double lost_gpu_hours = 0;
@@ -70,6 +74,11 @@ Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
 std::string SummaryJson(const Summary& s);
 // A fixed-width table, one row per summary.
 std::string SummaryTable(const std::vector<Summary>& rows);
+// Summary::fragmented of a result's runs.
+double FragmentedShare(const SimResult& result);
+// Milli-GPUs as GPUs: "2" for 2000, "0.250" for 250.
+std::string FormatMilliGpus(int64_t milli);
+
 // job_id,start,end,gpus,nodes  (seconds with millisecond precision; nodes "name:count;...")
 std::string RunsCsv(const std::vector<TraceJob>& jobs, const SimResult& result);
 // CDF of JCT per policy on a log x axis.

@@ -20,6 +20,31 @@ bool IsPreemptivePolicy(sched::OrderPolicy p) {
          p == sched::OrderPolicy::kCorral;
 }
 
+int64_t HeldMilliGpus(const TraceJob& j, bool round_up) {
+  bool share = j.gpu_milli > 0 || j.gpu_memory_mb > 0;
+  if (!share || round_up) return int64_t{j.num_gpus} * kGpuMilli;
+  return j.gpu_milli > 0 ? j.gpu_milli : kGpuMilli;  // memory alone: the GPU's compute unbounded
+}
+
+void PoissonArrivals(std::vector<TraceJob>* jobs, double load, int64_t capacity_milli,
+                     uint64_t seed) {
+  if (jobs->empty()) return;
+  double work = 0;  // milli-GPU-ms
+  for (const TraceJob& j : *jobs) {
+    work += static_cast<double>(HeldMilliGpus(j)) * static_cast<double>(j.duration_ms);
+  }
+  double mean_work = work / static_cast<double>(jobs->size());
+  // Mean gap between arrivals (ms) such that offered work per ms = load x capacity.
+  double mean_gap = mean_work / (load * static_cast<double>(capacity_milli));
+  std::mt19937_64 rng(seed);
+  std::exponential_distribution<double> gap(1.0);
+  double t = 0;
+  for (TraceJob& j : *jobs) {
+    j.submit_ms = std::llround(t);
+    t += gap(rng) * mean_gap;
+  }
+}
+
 std::map<std::string, int32_t> QuotasByDemand(const std::vector<TraceJob>& jobs,
                                               int64_t total_gpus) {
   std::map<std::string, double> demand;
@@ -261,7 +286,7 @@ class Loop {
     const PredictionInputs& in = config_.predict;
     if (config_.policy != sched::OrderPolicy::kCorral) {
       p->oracle_duration_ms = t.duration_ms;
-      p->attained_ms = w.progress_ms * t.num_gpus;
+      p->attained_ms = w.progress_ms * HeldMilliGpus(t, config_.round_shares_up) / kGpuMilli;
     } else if (in.oracle) {
       p->predicted_ms = t.duration_ms;  // an upper bound of what predictions buy
       p->run_quantiles = {};
@@ -299,7 +324,7 @@ class Loop {
         gpu.index = g;
         gpu.uuid = r.name + "-gpu" + std::to_string(g);
         gpu.model = "V100";
-        gpu.memory_mb = 32 * 1024;
+        gpu.memory_mb = c.gpu_memory_mb;
         gpu.group = c.gpus_per_node >= 8 ? g / (c.gpus_per_node / 2) : 0;
         r.gpus.push_back(gpu);
       }
@@ -451,6 +476,12 @@ class Loop {
     spec.queue = t.queue;
     spec.replicas = replicas;
     spec.per_replica.gpu_milli = per_replica * kGpuMilli;
+    if ((t.gpu_milli > 0 || t.gpu_memory_mb > 0) && !config_.round_shares_up) {
+      // A share of one GPU, isolated by memory (the default for shares), as `--gpus 0.25
+      // --gpu-memory 8G` asks for it.
+      spec.per_replica.gpu_milli = t.gpu_milli;
+      spec.per_replica.gpu_memory_mb = t.gpu_memory_mb;
+    }
     spec.per_replica.cpu_milli = 0;
     spec.preemptible = true;
     spec.grace_ms = config_.preempt_grace_ms;
@@ -503,6 +534,7 @@ class Loop {
       r.start = now;
       r.end = -1;
       r.gpus = jobs_[i].num_gpus;
+      r.gpu_milli = HeldMilliGpus(jobs_[i], config_.round_shares_up);
       r.placement = e->placement;
       result_.runs.push_back(std::move(r));
       if (result_.jobs[i].first_start < 0) result_.jobs[i].first_start = now;
@@ -532,8 +564,7 @@ class Loop {
     r.timeout = head::StartsWith(reason, head::kReasonTimeLimit);
     // GPU time the run held beyond the progress it kept.
     DurationMs gain = w.progress_ms - w.run_progress_start;
-    result_.lost_gpu_ms +=
-        int64_t{jobs_[i].num_gpus} * std::max<DurationMs>(0, now - r.start - gain);
+    result_.lost_gpu_ms += r.gpu_milli * std::max<DurationMs>(0, now - r.start - gain) / kGpuMilli;
     JobOutcome& o = result_.jobs[i];
     o.preemptions += r.preempted;
     o.lost_runs += r.lost;

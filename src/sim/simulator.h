@@ -45,6 +45,7 @@ struct ClusterSpec {
   int32_t nodes = 0;
   int32_t gpus_per_node = 8;
   int32_t racks = 1;
+  int64_t gpu_memory_mb = 32 * 1024;  // each GPU's device memory (shares are packed within it)
 };
 
 // What the corral policy's predictions may use (SimConfig::predict).
@@ -106,6 +107,9 @@ struct SimConfig {
   DurationMs node_mtbf_ms = 0;
   DurationMs node_repair_ms = kHour;
   uint64_t failure_seed = 1;
+  // Submit every share of a GPU (TraceJob::gpu_milli, gpu_memory_mb) as one whole GPU: the
+  // baseline of a scheduler without sharing.
+  bool round_shares_up = false;
   // Measure wall time spent inside Scheduler::Schedule (reads the wall clock around that one
   // call; never feeds back into the simulation).
   bool profile = false;
@@ -119,6 +123,7 @@ struct RunRecord {
   TimeMs start = 0;
   TimeMs end = 0;
   int32_t gpus = 0;
+  int64_t gpu_milli = 0;  // milli-GPUs held: gpus x 1000, or the share of one GPU
   std::vector<ReplicaPlacement> placement;
   bool preempted = false;
   bool lost = false;     // ended by a node failure
@@ -151,6 +156,17 @@ struct SimResult {
   int64_t lost_gpu_ms = 0;
   double schedule_seconds = 0;  // wall time inside Scheduler::Schedule (profiling only)
 };
+
+// Milli-GPUs a trace job holds while it runs: its share of one GPU, or num_gpus x 1000 (with
+// round_up, a share counts as the whole GPU).
+int64_t HeldMilliGpus(const TraceJob& j, bool round_up = false);
+
+// Replaces the jobs' submit times by a Poisson process (exponential gaps, seeded) whose rate
+// offers `load` x the cluster's GPU capacity (`capacity_milli`) on average: rate = load x
+// capacity / mean(held milli-GPUs x duration). The jobs keep their order. For traces whose own
+// times do not load the cluster. REQUIRES: load > 0, capacity_milli > 0.
+void PoissonArrivals(std::vector<TraceJob>* jobs, double load, int64_t capacity_milli,
+                     uint64_t seed);
 
 // Splits each queue a quota of `total_gpus` proportional to its GPU-time demand (largest
 // remainder, ties by name); every queue with demand gets at least 0.
