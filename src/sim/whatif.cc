@@ -177,6 +177,9 @@ Result<SimConfig> ChangedConfig(const Replay& replay, const WhatIfChange& change
   if (change.policy) c.policy = *change.policy;
   if (change.nodes) {
     if (*change.nodes < 1) return InvalidArgument("flag --nodes: want at least 1 node");
+    if (c.cluster.registered.empty()) {
+      return InvalidArgument("flag --nodes: the history has no node to copy the shape of");
+    }
     // The most common node shape (by GPU count; the first node of it by name).
     std::map<size_t, int32_t> count;
     for (const RegisterRequest& r : c.cluster.registered) ++count[r.gpus.size()];
