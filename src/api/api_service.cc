@@ -150,6 +150,7 @@ const std::vector<ApiService::Endpoint>& ApiService::Routes() {
         custom("POST", "/v1/exec/{session}/{what}", &ApiService::HandleExecRelay),
         custom("DELETE", "/v1/exec/{session}", &ApiService::HandleExecRelay),
         Serve<GetUsage>("GET", "/v1/usage", DecodeGetUsage, UsageAnswer),
+        Serve<GetHistory>("GET", "/v1/history", DecodeGetHistory, HistoryAnswer),
         Serve<ListNodes>("GET", "/v1/nodes", NoFields<ListNodes>, NodesAnswer),
         Serve<GetNode>("GET", "/v1/nodes/{name}", DecodeGetNode, NodeRecordAnswer),
         Serve<SetDrain>("POST", "/v1/nodes/{name}/drain", DecodeDrain, NodeAnswer),

@@ -117,6 +117,10 @@ TEST_F(Api, EveryJobRouteRunsItsCommand) {
   EXPECT_EQ(Call("GET", other).body["job"]["held"], true);
   EXPECT_EQ(Call("POST", other + "/release").body["job"]["held"], false);
   EXPECT_EQ(Call("GET", "/v1/usage?by=queue").status, 200);
+  Reply history = Call("GET", "/v1/history?since=3600");
+  ASSERT_EQ(history.status, 200) << history.body.dump();
+  EXPECT_EQ(history.body["jobs"].size(), 2u) << history.body.dump();
+  EXPECT_EQ(history.body["scheduler"]["policy"], "corral");
   // Only a job's own batch step starts steps: the command is decoded, then refused.
   EXPECT_EQ(Call("POST", job + "/steps", Json{{"command", {"true"}}}).status, 403);
   EXPECT_EQ(Call("GET", job + "/steps/0").status, 404);
@@ -176,6 +180,7 @@ TEST_F(Api, BadInputNamesItsFieldAndChangesNothing) {
   expect_400(Call("POST", "/v1/tokens", Json{{"user", "ana"}, {"role", "root"}}), "field 'role'");
   expect_400(Call("POST", "/v1/admin/backup", Json{{"path", "relative"}}), "field 'path'");
   expect_400(Call("GET", "/v1/usage?by=team"), "query 'by'");
+  expect_400(Call("GET", "/v1/history?since=0"), "query 'since'");
   expect_400(Call("GET", "/v1/events?max=0"), "query 'max'");
   EXPECT_EQ(Call("GET", "/v1/jobs").body["jobs"].size(), 0u) << "nothing was submitted";
   EXPECT_EQ(Call("GET", "/v1/queues").body["queues"].size(), 1u) << "only the default queue";

@@ -224,6 +224,14 @@ Result<head::GetUsage> DecodeGetUsage(const HttpRequest& req, const PathArgs&) {
   return head::GetUsage{*by, *since * kSecond};
 }
 
+// GET /v1/history?since=SECONDS (default 7 days): what `corral whatif` replays.
+Result<head::GetHistory> DecodeGetHistory(const HttpRequest& req, const PathArgs&) {
+  constexpr int64_t kWeek = 7 * 86400;
+  auto since = QueryInt(req, "since", kWeek, 1, int64_t{100} * 365 * 86400);
+  if (!since.ok()) return since.status();
+  return head::GetHistory{*since * kSecond};
+}
+
 // --- cluster ---
 
 Result<head::GetNode> DecodeGetNode(const HttpRequest&, const PathArgs& args) {
@@ -480,6 +488,8 @@ Json JobsPageAnswer(const head::ListJobs& command, const std::vector<Job>& jobs)
 Json StepAnswer(const Step& step) { return Json{{"step", ToJson(step)}}; }
 
 Json UsageAnswer(const UsageReport& report) { return ToJson(report); }
+
+Json HistoryAnswer(const head::History& history) { return head::ToJson(history); }
 
 Json NodesAnswer(const std::vector<NodeView>& nodes) {
   Json arr = Json::array();

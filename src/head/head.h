@@ -154,6 +154,7 @@ class Head {
   void CancelSlice(Caller by, JobId id, Callback<Job> done);
   void Execute(const Caller& by, TimeMs now, ListJobs command, Callback<std::vector<Job>> done);
   void Execute(const Caller& by, TimeMs now, GetUsage command, Callback<UsageReport> done);
+  void Execute(const Caller& by, TimeMs now, GetHistory command, Callback<History> done);
   void Execute(const Caller& by, TimeMs now, CreateToken command, Callback<NewToken> done);
   void Execute(const Caller& by, TimeMs now, BackupStore command, Callback<store::BackupInfo> done);
   void Execute(const Caller& by, TimeMs now, WatchEvents command, Callback<Events> done);

@@ -178,13 +178,25 @@ class Loop {
 
   Result<SimResult> Run() {
     const ClusterSpec& c = config_.cluster;
-    if (c.nodes <= 0 || c.gpus_per_node <= 0) {
+    if (c.registered.empty() && (c.nodes <= 0 || c.gpus_per_node <= 0)) {
       return InvalidArgument("the cluster needs --nodes > 0 and --gpus-per-node > 0");
     }
     core_.Start(kEpoch);
     MakeNodes();
     result_.total_gpus = static_cast<int64_t>(c.nodes) * c.gpus_per_node;
-    if (config_.policy == sched::OrderPolicy::kCorral) {
+    if (!c.registered.empty()) {
+      result_.total_gpus = 0;
+      for (const RegisterRequest& r : c.registered) {
+        result_.total_gpus += static_cast<int64_t>(r.gpus.size());
+      }
+    }
+    if (!config_.queues.empty()) {
+      for (const QueueConfig& q : config_.queues) {
+        result_.quotas[q.name] = q.quota_gpus;
+        Result<QueueConfig> set = core_.SetQueue(Caller::System(), q, kEpoch);
+        if (!set.ok()) return set.status();
+      }
+    } else if (config_.policy == sched::OrderPolicy::kCorral) {
       result_.quotas =
           config_.quotas.empty() ? QuotasByDemand(jobs_, result_.total_gpus) : config_.quotas;
       for (const auto& [name, quota] : result_.quotas) {
@@ -305,9 +317,14 @@ class Loop {
 
   void MakeNodes() {
     const ClusterSpec& c = config_.cluster;
+    for (const RegisterRequest& r : c.registered) {
+      by_name_[r.name] = nodes_.size();
+      nodes_.emplace_back(r);
+      Register(nodes_.size() - 1, 0);
+    }
     int32_t racks = std::max(1, std::min(c.racks, c.nodes));
     int32_t nodes_per_rack = (c.nodes + racks - 1) / racks;
-    for (int32_t n = 0; n < c.nodes; ++n) {
+    for (int32_t n = 0; c.registered.empty() && n < c.nodes; ++n) {
       RegisterRequest r;
       char name[32];
       std::snprintf(name, sizeof name, "n%05d", n);
@@ -470,21 +487,25 @@ class Loop {
     // The job as a user would submit it: the trace row's queue, user and GPUs as a gang of
     // equal replicas, preemptible, with its name and time limit where it has them.
     JobSpec spec;
+    if (t.spec) {
+      spec = *t.spec;
+    } else {
+      spec.replicas = replicas;
+      spec.per_replica.gpu_milli = per_replica * kGpuMilli;
+      if ((t.gpu_milli > 0 || t.gpu_memory_mb > 0) && !config_.round_shares_up) {
+        // A share of one GPU, isolated by memory (the default for shares), as `--gpus 0.25
+        // --gpu-memory 8G` asks for it.
+        spec.per_replica.gpu_milli = t.gpu_milli;
+        spec.per_replica.gpu_memory_mb = t.gpu_memory_mb;
+      }
+      spec.per_replica.cpu_milli = 0;
+      spec.preemptible = true;
+      spec.grace_ms = config_.preempt_grace_ms;
+    }
     spec.command = {"trace-job"};
     spec.name = t.name;
     spec.time_limit_ms = t.time_limit_ms;
     spec.queue = t.queue;
-    spec.replicas = replicas;
-    spec.per_replica.gpu_milli = per_replica * kGpuMilli;
-    if ((t.gpu_milli > 0 || t.gpu_memory_mb > 0) && !config_.round_shares_up) {
-      // A share of one GPU, isolated by memory (the default for shares), as `--gpus 0.25
-      // --gpu-memory 8G` asks for it.
-      spec.per_replica.gpu_milli = t.gpu_milli;
-      spec.per_replica.gpu_memory_mb = t.gpu_memory_mb;
-    }
-    spec.per_replica.cpu_milli = 0;
-    spec.preemptible = true;
-    spec.grace_ms = config_.preempt_grace_ms;
     bool by_name = PredictedByName(t.user, t.name);
     JobId id = core_.state().next_job_id;
     CORRAL_CHECK(id == index_.size() + 1, "the core numbers jobs one by one");

@@ -32,7 +32,9 @@
 #include <string>
 #include <vector>
 
+#include "core/agent_protocol.h"
 #include "core/job.h"
+#include "core/node.h"
 #include "core/status.h"
 #include "core/time.h"
 #include "sched/runtime_estimate.h"
@@ -46,6 +48,9 @@ struct ClusterSpec {
   int32_t gpus_per_node = 8;
   int32_t racks = 1;
   int64_t gpu_memory_mb = 32 * 1024;  // each GPU's device memory (shares are packed within it)
+  // The nodes as their agents register, where a cluster is not that uniform (`corral whatif`
+  // replays a head's own nodes); non-empty: these, and the fields above are not used.
+  std::vector<RegisterRequest> registered;
 };
 
 // What the corral policy's predictions may use (SimConfig::predict).
@@ -77,6 +82,9 @@ struct SimConfig {
   // Queues for the corral policy: name -> guaranteed GPUs. Empty: one queue per trace queue
   // with a quota proportional to its share of the trace's GPU-time (QuotasByDemand).
   std::map<std::string, int32_t> quotas;
+  // Queues as a head has them configured (quota, limit, weight, ...), set under any policy;
+  // non-empty: these instead of `quotas`.
+  std::vector<QueueConfig> queues;
   // Corral policy: run-time predictions (SchedulerConfig::use_predictions is on unless
   // use_predictions is false).
   PredictionInputs predict;

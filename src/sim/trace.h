@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/job.h"
 #include "core/status.h"
 #include "core/time.h"
 
@@ -43,6 +45,10 @@ struct TraceJob {
   std::string name;              // the job's name where the format has one (Helios jobname)
   DurationMs time_limit_ms = 0;  // where the format has one; 0: none
   int64_t line = 0;              // line of the source file, for error messages
+  // A job as a head recorded it (`corral whatif`): submitted with this spec (its queue, name
+  // and time limit replaced by the fields above) rather than as a preemptible gang of
+  // whole-node replicas. Shared: a trace and its changed copies hold one spec per job.
+  std::shared_ptr<const JobSpec> spec;
 };
 
 struct BadRow {
