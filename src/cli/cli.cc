@@ -66,7 +66,8 @@ const CommandInfo kCommands[] = {
      "corral queues [-o json] | corral queues set NAME [--quota N] [--limit M] [--weight W]\n"
      "       [--max-pending-per-user N] [--max-grace DURATION] [--allow-user U]...\n"
      "       [--allow-group G]... (\"\": everyone) [--gpu-sharing on|off] [--idle-timeout D]\n"
-     "       (interactive sessions idle this long end; 0: never)",
+     "       (interactive sessions idle this long end; 0: never)\n"
+     "       [--max-interactive-gpus-per-user N] (GPUs one user's sessions hold here at once)",
      "list queues; set a queue's quota, limit, weight, longest grace, GPU sharing, sessions' idle "
      "timeout and who may submit there"},
     {"qos", RunQos,

@@ -87,12 +87,13 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
   const std::string name = args.positional[1];
   if (!args.Has("quota") && !args.Has("limit") && !args.Has("weight") &&
       !args.Has("max-pending-per-user") && !args.Has("max-grace") && !args.Has("allow-user") &&
-      !args.Has("allow-group") && !args.Has("gpu-sharing") && !args.Has("idle-timeout")) {
+      !args.Has("allow-group") && !args.Has("gpu-sharing") && !args.Has("idle-timeout") &&
+      !args.Has("max-interactive-gpus-per-user")) {
     return UsageError(ctx, "queues",
                       "set " + name +
                           ": give at least one of --quota, --limit, --weight, "
                           "--max-pending-per-user, --max-grace, --allow-user, --allow-group, "
-                          "--gpu-sharing, --idle-timeout");
+                          "--gpu-sharing, --idle-timeout, --max-interactive-gpus-per-user");
   }
   Json body = Json::object();
   if (args.Has("quota")) {
@@ -135,6 +136,16 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
     }
     body["max_pending_per_user"] = static_cast<int64_t>(*x);
   }
+  if (args.Has("max-interactive-gpus-per-user")) {
+    const std::string v = args.Get("max-interactive-gpus-per-user");
+    auto x = ParseNumberFlag("max-interactive-gpus-per-user", v, 0);
+    if (!x.ok() || *x != std::floor(*x)) {
+      return UsageError(ctx, "queues",
+                        "flag --max-interactive-gpus-per-user: got \"" + v +
+                            "\", want a whole number of GPUs >= 0 (0: no limit)");
+    }
+    body["max_interactive_gpus_per_user"] = static_cast<int64_t>(*x);
+  }
   if (args.Has("max-grace")) {
     auto ms = ParseDuration("max-grace", args.Get("max-grace"));
     if (!ms.ok()) {
@@ -174,9 +185,9 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
   }
   for (const Json& q : *queues) {
     if (FieldText(q, "name") != name) continue;
-    for (const char* k :
-         {"quota_gpus", "limit_gpus", "weight", "max_pending_per_user", "max_grace_ms",
-          "allowed_users", "allowed_groups", "gpu_sharing", "idle_timeout_ms"}) {
+    for (const char* k : {"quota_gpus", "limit_gpus", "weight", "max_pending_per_user",
+                          "max_grace_ms", "allowed_users", "allowed_groups", "gpu_sharing",
+                          "idle_timeout_ms", "max_interactive_gpus_per_user"}) {
       if (!body.contains(k) && q.contains(k)) body[k] = q[k];
     }
   }
@@ -370,7 +381,8 @@ int RunQueues(const std::vector<std::string>& argv, CliContext& ctx) {
                                               {"allow-user", 0, true},
                                               {"allow-group", 0, true},
                                               {"gpu-sharing", 0, true},
-                                              {"idle-timeout", 0, true}};
+                                              {"idle-timeout", 0, true},
+                                              {"max-interactive-gpus-per-user", 0, true}};
   auto parsed = ParseArgs(argv, kFlags, false);
   if (!parsed.ok()) return UsageError(ctx, "queues", parsed.status().message());
   const ParsedArgs& args = *parsed;

@@ -85,6 +85,9 @@ struct QueueConfig {
   // Interactive sessions here end after this long with no terminal input and their GPUs (if
   // any) under the head's idle threshold, after a warning (docs/interactive.md). 0: never.
   DurationMs idle_timeout_ms = 0;
+  // GPUs a user's interactive sessions (shells, notebooks) may hold in this queue at once; a
+  // session past it waits (kQueueLimit), batch jobs are not counted. 0: no limit.
+  int32_t max_interactive_gpus_per_user = 0;
   bool operator==(const QueueConfig&) const = default;
 };
 
