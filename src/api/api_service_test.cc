@@ -128,6 +128,10 @@ TEST_F(Api, EveryJobRouteRunsItsCommand) {
 
 TEST_F(Api, ClusterQueueAndTokenRoutesRunTheirCommands) {
   RegisterNode("n1");
+  Reply capped =
+      Call("PUT", "/v1/queues/dev", Json{{"max_interactive_gpus_per_user", 2}, {"weight", 1}});
+  ASSERT_EQ(capped.status, 200) << capped.body.dump();
+  EXPECT_EQ(capped.body["queue"]["max_interactive_gpus_per_user"], 2) << capped.body.dump();
   Reply nodes = Call("GET", "/v1/nodes");
   ASSERT_EQ(nodes.body["nodes"].size(), 1u);
   EXPECT_EQ(Call("GET", "/v1/nodes/n1").body["node"]["name"], "n1");
@@ -177,6 +181,10 @@ TEST_F(Api, BadInputNamesItsFieldAndChangesNothing) {
   expect_400(Call("PUT", "/v1/queues/q", Json{{"max_grace_ms", "1m"}}), "field 'max_grace_ms'");
   expect_400(Call("PUT", "/v1/queues/q", Json{{"max_wait_ms", -1}}), "field 'max_wait_ms'");
   expect_400(Call("PUT", "/v1/queues/q", Json{{"max_wait_ms", "6h"}}), "field 'max_wait_ms'");
+  expect_400(Call("PUT", "/v1/queues/q", Json{{"max_interactive_gpus_per_user", -1}}),
+             "field 'max_interactive_gpus_per_user': got -1, want a whole number of GPUs >= 0");
+  expect_400(Call("PUT", "/v1/queues/q", Json{{"max_interactive_gpus_per_user", 1.5}}),
+             "field 'max_interactive_gpus_per_user'");
   expect_400(Call("POST", "/v1/tokens", Json{{"user", "ana"}, {"role", "root"}}), "field 'role'");
   expect_400(Call("POST", "/v1/admin/backup", Json{{"path", "relative"}}), "field 'path'");
   expect_400(Call("GET", "/v1/usage?by=team"), "query 'by'");

@@ -289,6 +289,12 @@ Result<head::SetQueue> DecodeSetQueue(const HttpRequest& req, const PathArgs& ar
                                ", want an integer >= 0");
       }
       q.max_pending_per_user = it->get<int32_t>();
+    } else if (k == "max_interactive_gpus_per_user") {
+      if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 10000000) {
+        return InvalidArgument("field 'max_interactive_gpus_per_user': got " + it->dump() +
+                               ", want a whole number of GPUs >= 0 (0: no limit)");
+      }
+      q.max_interactive_gpus_per_user = it->get<int32_t>();
     } else if (k == "max_grace_ms") {
       if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 7 * kDay) {
         return InvalidArgument("field 'max_grace_ms': got " + it->dump() +
@@ -338,7 +344,8 @@ Result<head::SetQueue> DecodeSetQueue(const HttpRequest& req, const PathArgs& ar
       return InvalidArgument(
           "unknown field '" + k +
           "'; want quota_gpus, limit_gpus, weight, max_pending_per_user, max_grace_ms, "
-          "allowed_users, allowed_groups, gpu_sharing, idle_timeout_ms, max_wait_ms");
+          "allowed_users, allowed_groups, gpu_sharing, idle_timeout_ms, max_wait_ms, "
+          "max_interactive_gpus_per_user");
     }
   }
   return head::SetQueue{std::move(q)};

@@ -109,12 +109,13 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
   if (!args.Has("quota") && !args.Has("limit") && !args.Has("weight") &&
       !args.Has("max-pending-per-user") && !args.Has("max-grace") && !args.Has("allow-user") &&
       !args.Has("allow-group") && !args.Has("gpu-sharing") && !args.Has("idle-timeout") &&
-      !args.Has("max-wait")) {
+      !args.Has("max-wait") && !args.Has("max-interactive-gpus-per-user")) {
     return UsageError(ctx, "queues",
                       "set " + name +
                           ": give at least one of --quota, --limit, --weight, "
                           "--max-pending-per-user, --max-grace, --allow-user, --allow-group, "
-                          "--gpu-sharing, --idle-timeout, --max-wait");
+                          "--gpu-sharing, --idle-timeout, --max-wait, "
+                          "--max-interactive-gpus-per-user");
   }
   Json body = Json::object();
   if (args.Has("quota")) {
@@ -156,6 +157,16 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
                             "\", want a whole number >= 0 (0: no limit)");
     }
     body["max_pending_per_user"] = static_cast<int64_t>(*x);
+  }
+  if (args.Has("max-interactive-gpus-per-user")) {
+    const std::string v = args.Get("max-interactive-gpus-per-user");
+    auto x = ParseNumberFlag("max-interactive-gpus-per-user", v, 0);
+    if (!x.ok() || *x != std::floor(*x)) {
+      return UsageError(ctx, "queues",
+                        "flag --max-interactive-gpus-per-user: got \"" + v +
+                            "\", want a whole number of GPUs >= 0 (0: no limit)");
+    }
+    body["max_interactive_gpus_per_user"] = static_cast<int64_t>(*x);
   }
   if (args.Has("max-grace")) {
     auto ms = ParseDuration("max-grace", args.Get("max-grace"));
@@ -440,7 +451,8 @@ int RunQueues(const std::vector<std::string>& argv, CliContext& ctx) {
                                               {"allow-group", 0, true},
                                               {"gpu-sharing", 0, true},
                                               {"idle-timeout", 0, true},
-                                              {"max-wait", 0, true}};
+                                              {"max-wait", 0, true},
+                                              {"max-interactive-gpus-per-user", 0, true}};
   auto parsed = ParseArgs(argv, kFlags, false);
   if (!parsed.ok()) return UsageError(ctx, "queues", parsed.status().message());
   const ParsedArgs& args = *parsed;

@@ -91,6 +91,9 @@ struct QueueConfig {
   // attained-service (LAS) preemption once it runs. 0: its parent's, else the scheduler's
   // default (SchedulerConfig::max_wait_ms).
   DurationMs max_wait_ms = 0;
+  // GPUs a user's interactive sessions (shells, notebooks) may hold in this queue at once; a
+  // session past it waits (kQueueLimit), batch jobs are not counted. 0: no limit.
+  int32_t max_interactive_gpus_per_user = 0;
   bool operator==(const QueueConfig&) const = default;
 };
 

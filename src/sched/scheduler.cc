@@ -43,7 +43,7 @@ void Scheduler::Impl::AddRun(const PendingJob& job, std::vector<ReplicaPlacement
   r.placed_in_pass = 0;
   st.BindRun(r, +1);
   st.CountVictim(r, +1);
-  st.queues.Charge(r.queue, r.user, r.gpu_milli, r.cpu, r.mem, +1);
+  st.queues.Charge(r.queue, r.user, r.gpu_milli, r.cpu, r.mem, +1, job.interactive);
   st.by_end.insert({r.expected_end, job.id});
   st.RunsOfQueue(r.queue).insert(job.id);
   for (const ReplicaPlacement& p : r.placement) st.runs_on_node[p.node].insert(job.id);
@@ -56,7 +56,7 @@ void Scheduler::Impl::RemoveRun(JobId id) {
   RunEntry& r = it->second;
   st.BindRun(r, -1);
   st.CountVictim(r, -1);
-  st.queues.Charge(r.queue, r.user, r.gpu_milli, r.cpu, r.mem, -1);
+  st.queues.Charge(r.queue, r.user, r.gpu_milli, r.cpu, r.mem, -1, r.job.interactive);
   st.by_end.erase({r.expected_end, id});
   st.RunsOfQueue(r.queue).erase(id);
   for (const ReplicaPlacement& p : r.placement) {

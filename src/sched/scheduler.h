@@ -108,6 +108,9 @@ struct PendingJob {
   std::map<std::string, std::string> node_labels;
   DurationMs time_limit_ms = 0;  // 0: unknown; backfill treats it as infinite
   bool preemptible = false;
+  // An interactive session (JobSpec::interactive): counted against its queue's
+  // max_interactive_gpus_per_user.
+  bool interactive = false;
   // It may preempt lower-priority runs by priority (its owner's QoS's right; docs/qos.md).
   // Quota reclaim and attained-service (LAS) preemption do not depend on it.
   bool may_preempt = true;
