@@ -354,19 +354,21 @@ void Head::RunPass() {
 }
 
 void Head::Settle() {
-  std::promise<void> settled;
+  // Shared: the state machine may still be inside set_value when this thread returns.
+  auto settled = std::make_shared<std::promise<void>>();
+  std::future<void> done = settled->get_future();
   // Checked on the state machine: work posted meanwhile (a pass, a flush, parked answers) is
   // waited for behind it on the queue; a commit through AfterDurable, whose callbacks run in
   // order, so after the answers that waited for the same commit.
-  std::function<void()> check = [&] {
+  std::function<void()> check = [this, &check, settled] {
     if (flush_posted_ || schedule_posted_ || !nodes_to_answer_.empty()) return Post(check);
     if (inflight_ || !next_changes_.empty() || !next_edits_.empty()) {
-      return AfterDurable(check, [&](const Status&) { settled.set_value(); });
+      return AfterDurable(check, [settled](const Status&) { settled->set_value(); });
     }
-    settled.set_value();
+    settled->set_value();
   };
   Post(check);
-  settled.get_future().wait();
+  done.wait();
 }
 
 void Head::Execute(const Caller& by, TimeMs now, SyncAgent command, Callback<SyncResponse> done) {
