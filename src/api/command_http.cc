@@ -32,14 +32,6 @@ Json CredentialJson(const head::Credential& c) {
   return j;
 }
 
-Json QueueViewJson(const head::QueueView& v) {
-  Json j = ToJson(v.config);
-  j["used_gpus"] = v.used_gpus;
-  j["pending"] = v.pending;
-  j["running"] = v.running;
-  return j;
-}
-
 }  // namespace
 
 Result<int64_t> QueryInt(const HttpRequest& req, const std::string& key, int64_t def, int64_t lo,
@@ -482,63 +474,19 @@ Json StepAnswer(const Step& step) { return Json{{"step", ToJson(step)}}; }
 
 Json UsageAnswer(const UsageReport& report) { return ToJson(report); }
 
-Json NodeViewJson(const head::NodeView& v) {
-  Json j = ToJson(v.node);
-  j["gpus_used"] = v.gpus_used;
-  // Each GPU's use beside its description, where the agent measured it.
-  for (Json& gpu : j["gpus"]) {
-    for (const GpuSample& s : v.gpu_samples) {
-      if (gpu.value("index", -1) != s.index) continue;
-      gpu["utilization_percent"] = s.utilization_percent;
-      gpu["memory_used_bytes"] = s.memory_used_bytes;
-      if (s.check > 0) {  // the agent's last health check of it
-        gpu["health"] = GpuHealthName(s.health);
-        if (!s.health_reason.empty()) gpu["health_reason"] = s.health_reason;
-      }
-    }
-    // A drained GPU says so beside its description (the node's gpu_drains list them too).
-    if (auto d = v.node.gpu_drains.find(gpu.value("index", -1)); d != v.node.gpu_drains.end()) {
-      gpu["drain"] = ToJson(d->second);
-    }
-    // Its shares and who holds them.
-    Json shares = Json::array();
-    int64_t milli = 0;
-    for (const head::GpuShareHolder& h : v.shares) {
-      if (gpu.value("index", -1) != h.gpu) continue;
-      shares.push_back({{"job", h.job},
-                        {"owner", h.owner},
-                        {"milli", h.milli},
-                        {"memory_mb", h.memory_mb},
-                        {"isolation", GpuIsolationName(h.isolation)}});
-      milli += h.milli;
-    }
-    if (!shares.empty()) {
-      gpu["shares"] = shares;
-      gpu["shared_milli"] = milli;
-    }
-  }
-  j["runs"] = v.runs;
-  if (v.image_cache.limit_bytes > 0) {
-    j["image_cache"] = {{"bytes", v.image_cache.bytes},
-                        {"images", v.image_cache.images},
-                        {"limit_bytes", v.image_cache.limit_bytes}};
-  }
-  return j;
-}
-
-Json NodesAnswer(const std::vector<head::NodeView>& nodes) {
+Json NodesAnswer(const std::vector<NodeView>& nodes) {
   Json arr = Json::array();
-  for (const auto& v : nodes) arr.push_back(NodeViewJson(v));
+  for (const auto& v : nodes) arr.push_back(ToJson(v));
   return Json{{"nodes", arr}};
 }
 
-Json NodeAnswer(const head::NodeView& node) { return Json{{"node", NodeViewJson(node)}}; }
+Json NodeAnswer(const NodeView& node) { return Json{{"node", ToJson(node)}}; }
 
 Json NodeRecordAnswer(const Node& node) { return Json{{"node", ToJson(node)}}; }
 
-Json QueuesAnswer(const std::vector<head::QueueView>& queues) {
+Json QueuesAnswer(const std::vector<QueueView>& queues) {
   Json arr = Json::array();
-  for (const auto& q : queues) arr.push_back(QueueViewJson(q));
+  for (const auto& q : queues) arr.push_back(ToJson(q));
   return Json{{"queues", arr}};
 }
 

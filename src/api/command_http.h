@@ -69,14 +69,13 @@ Json JobsPageAnswer(const head::ListJobs& command,
 Json StepAnswer(const Step& step);                  // {"step": ...}
 Json SessionAnswer(const head::SessionStatus& s);   // {"job": ..., "idle_stop_at": ms|null}
 Json UsageAnswer(const UsageReport& report);
-Json NodeViewJson(const head::NodeView& v);
-Json NodesAnswer(const std::vector<head::NodeView>& nodes);  // {"nodes": [...]}
-Json NodeAnswer(const head::NodeView& node);                 // {"node": ...}
+Json NodesAnswer(const std::vector<NodeView>& nodes);  // {"nodes": [...]}
+Json NodeAnswer(const NodeView& node);                 // {"node": ...}
 Json NodeRecordAnswer(const Node& node);  // {"node": ...}, as registered, without its use
-Json QueuesAnswer(const std::vector<head::QueueView>& queues);
+Json QueuesAnswer(const std::vector<QueueView>& queues);
 Json QueueAnswer(const QueueConfig& queue);
 Json QosListAnswer(const std::vector<QosClass>& classes);  // {"qos": [...]}
-Json QosAnswer(const QosClass& qos);                        // {"qos": ...}
+Json QosAnswer(const QosClass& qos);                       // {"qos": ...}
 Json TokensAnswer(const std::vector<head::Credential>& tokens);
 Json NewTokenAnswer(const head::NewToken& token);  // the secret, shown once
 Json RevokedAnswer(const head::Credential& token);

@@ -5,8 +5,8 @@
 #include <set>
 
 #include "cli/commands.h"
-#include "cli/json_fields.h"
 #include "cli/table.h"
+#include "core/gpu_health.h"
 #include "core/spec.h"
 
 namespace corral::cli {
@@ -38,6 +38,26 @@ Result<Json> ListOf(ApiClient& api, const std::string& path, const char* key) {
   return *it;
 }
 
+// Each element of a listing read back into the type the head answered with.
+template <typename T>
+Result<std::vector<T>> Decoded(const Json& list, Result<T> (*decode)(const Json&)) {
+  std::vector<T> out;
+  out.reserve(list.size());
+  for (const Json& x : list) {
+    auto v = decode(x);
+    if (!v.ok()) return Internal("the head's answer: " + v.status().message());
+    out.push_back(std::move(*v));
+  }
+  return out;
+}
+
+const GpuSample* SampleOf(const NodeView& n, int32_t gpu) {
+  for (const GpuSample& s : n.gpu_samples) {
+    if (s.index == gpu) return &s;
+  }
+  return nullptr;
+}
+
 int NodeAction(const std::string& action, const std::vector<std::string>& names,
                const ParsedArgs& args, CliContext& ctx) {
   if (names.size() != 1) return UsageError(ctx, "nodes", action + " wants exactly one node name");
@@ -64,8 +84,9 @@ int NodeAction(const std::string& action, const std::vector<std::string>& names,
     return kExitError;
   }
   std::string state = "?";
-  if (auto n = reply->find("node"); n != reply->end() && n->is_object())
-    state = FieldText(*n, "state");
+  if (auto n = reply->find("node"); n != reply->end() && n->is_object()) {
+    if (auto node = NodeFromJson(*n); node.ok()) state = NodeStateName(node->state());
+  }
   *ctx.out << "Node " << names[0] << ": " << state << "\n";
   return kExitOk;
 }
@@ -172,12 +193,17 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
     PrintError(ctx, "queues", queues.status().message());
     return kExitError;
   }
-  for (const Json& q : *queues) {
-    if (FieldText(q, "name") != name) continue;
-    for (const char* k :
-         {"quota_gpus", "limit_gpus", "weight", "max_pending_per_user", "max_grace_ms",
-          "allowed_users", "allowed_groups", "gpu_sharing", "idle_timeout_ms"}) {
-      if (!body.contains(k) && q.contains(k)) body[k] = q[k];
+  auto views = Decoded<QueueView>(*queues, QueueViewFromJson);
+  if (!views.ok()) {
+    PrintError(ctx, "queues", views.status().message());
+    return kExitError;
+  }
+  for (const QueueView& q : *views) {
+    if (q.config.name != name) continue;
+    Json current = ToJson(q.config);
+    current.erase("name");  // the path names the queue
+    for (auto it = current.begin(); it != current.end(); ++it) {
+      if (!body.contains(it.key())) body[it.key()] = it.value();
     }
   }
   auto reply = api.CallJson("PUT", "/v1/queues/" + name, body.dump());
@@ -185,77 +211,92 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
     PrintError(ctx, "queues", "set " + name + ": " + reply.status().message());
     return kExitError;
   }
-  Json arr = Json::array();
-  if (auto q = reply->find("queue"); q != reply->end() && q->is_object()) arr.push_back(*q);
-  *ctx.out << RenderQueuesTable(arr);
+  std::vector<QueueView> shown;
+  if (auto q = reply->find("queue"); q != reply->end() && q->is_object()) {
+    auto v = QueueViewFromJson(*q);
+    if (!v.ok()) {
+      PrintError(ctx, "queues", "the head's answer: " + v.status().message());
+      return kExitError;
+    }
+    shown.push_back(std::move(*v));
+  }
+  *ctx.out << RenderQueuesTable(shown);
   return kExitOk;
 }
 
 }  // namespace
 
-// Each GPU's health in a word: drained (by whom), else its last check's verdict, "-" unchecked.
-std::string GpuHealthWord(const Json& gpu) {
-  if (auto d = gpu.find("drain"); d != gpu.end() && d->is_object()) {
-    return "drained:" + FieldText(*d, "source", "?");
+Result<std::vector<NodeView>> NodesFromAnswer(const Json& answer) {
+  auto it = answer.find("nodes");
+  if (it == answer.end() || !it->is_array())
+    return Internal("the head's answer has no 'nodes' array");
+  return Decoded<NodeView>(*it, NodeViewFromJson);
+}
+
+Result<std::vector<QueueView>> QueuesFromAnswer(const Json& answer) {
+  auto it = answer.find("queues");
+  if (it == answer.end() || !it->is_array()) {
+    return Internal("the head's answer has no 'queues' array");
   }
-  return FieldText(gpu, "health", "-");
+  return Decoded<QueueView>(*it, QueueViewFromJson);
+}
+
+// Each GPU's health in a word: drained (by whom), else its last check's verdict, "-" unchecked.
+std::string GpuHealthWord(const NodeView& n, int32_t gpu) {
+  if (auto d = n.node.gpu_drains.find(gpu); d != n.node.gpu_drains.end()) {
+    return std::string("drained:") + DrainSourceName(d->second.source);
+  }
+  const GpuSample* s = SampleOf(n, gpu);
+  return s != nullptr && s->check > 0 ? GpuHealthName(s->health) : "-";
 }
 
 // `corral nodes show NAME`: the node, and each of its GPUs on a line.
-std::string RenderNodeDetail(const Json& n) {
-  std::string out = "Node " + FieldText(n, "name") + ": " + FieldText(n, "state") + "\n";
-  if (!FieldText(n, "unhealthy", "").empty())
-    out += "  unhealthy: " + FieldText(n, "unhealthy") + "\n";
+std::string RenderNodeDetail(const NodeView& n) {
+  std::string out = "Node " + n.node.name + ": " + NodeStateName(n.node.state()) + "\n";
+  if (!n.node.unhealthy.empty()) out += "  unhealthy: " + n.node.unhealthy + "\n";
   Table t({"GPU", "MODEL", "UTIL", "HEALTH", "WHY"});
-  for (const Json& gpu : n.value("gpus", Json::array())) {
-    std::string why = FieldText(gpu, "health_reason", "");
-    if (auto d = gpu.find("drain"); d != gpu.end() && d->is_object())
-      why = FieldText(*d, "reason", "");
-    t.AddRow({std::to_string(FieldInt(gpu, "index")), FieldText(gpu, "model", "-"),
-              gpu.contains("utilization_percent")
-                  ? std::to_string(FieldInt(gpu, "utilization_percent")) + "%"
-                  : "-",
-              GpuHealthWord(gpu), why.empty() ? "-" : why});
+  for (const Gpu& gpu : n.node.gpus) {
+    const GpuSample* s = SampleOf(n, gpu.index);
+    std::string why = s != nullptr ? s->health_reason : "";
+    if (auto d = n.node.gpu_drains.find(gpu.index); d != n.node.gpu_drains.end())
+      why = d->second.reason;
+    t.AddRow({std::to_string(gpu.index), gpu.model.empty() ? "-" : gpu.model,
+              s != nullptr ? std::to_string(s->utilization_percent) + "%" : "-",
+              GpuHealthWord(n, gpu.index), why.empty() ? "-" : why});
   }
   return out + t.Render();
 }
 
-std::string RenderNodesTable(const Json& nodes) {
+std::string RenderNodesTable(const std::vector<NodeView>& nodes) {
   // The image cache's column only where a node has images in it (containers, docs/containers.md).
-  bool images = false;
-  for (const Json& n : nodes) {
-    if (auto c = n.find("image_cache"); c != n.end() && c->is_object()) {
-      images = images || FieldInt(*c, "images") > 0;
-    }
-  }
+  const bool images = std::any_of(nodes.begin(), nodes.end(),
+                                  [](const NodeView& n) { return n.image_cache.images > 0; });
   std::vector<std::string> columns = {"NAME",       "STATE", "GPUS",   "MODEL", "GPU-UTIL",
                                       "GPU-HEALTH", "CPUS",  "MEMORY", "LABELS"};
   if (images) columns.push_back("IMAGES");
   Table t(columns);
-  for (const Json& n : nodes) {
+  for (const NodeView& n : nodes) {
     std::vector<std::string> models, util, health, shared;
-    size_t total = 0;
-    if (auto g = n.find("gpus"); g != n.end() && g->is_array()) {
-      total = g->size();
-      std::set<std::string> seen;
-      for (const Json& gpu : *g) {
-        std::string m = FieldText(gpu, "model", "");
-        if (!m.empty() && seen.insert(m).second) models.push_back(m);
-        // A shared GPU: "INDEX:MILLIm/HOLDERS", e.g. 0:750m/3.
-        if (auto s = gpu.find("shares"); s != gpu.end() && s->is_array() && !s->empty()) {
-          shared.push_back(std::to_string(FieldInt(gpu, "index")) + ":" +
-                           std::to_string(FieldInt(gpu, "shared_milli")) + "m/" +
-                           std::to_string(s->size()));
-        }
-        if (gpu.contains("healthy") && gpu["healthy"].is_boolean() && !gpu["healthy"]) {
-          util.push_back("FAIL");
-        } else if (gpu.contains("utilization_percent")) {
-          util.push_back(std::to_string(FieldInt(gpu, "utilization_percent")) + "%");
-        } else {
-          util.push_back("-");
-        }
-        health.push_back(GpuHealthWord(gpu));
+    std::set<std::string> seen;
+    for (const Gpu& gpu : n.node.gpus) {
+      if (!gpu.model.empty() && seen.insert(gpu.model).second) models.push_back(gpu.model);
+      // A shared GPU: "INDEX:MILLIm/HOLDERS", e.g. 0:750m/3.
+      int64_t milli = 0;
+      int holders = 0;
+      for (const GpuShareHolder& h : n.shares) {
+        if (h.gpu != gpu.index) continue;
+        milli += h.milli;
+        ++holders;
       }
+      if (holders > 0) {
+        shared.push_back(std::to_string(gpu.index) + ":" + std::to_string(milli) + "m/" +
+                         std::to_string(holders));
+      }
+      const GpuSample* s = SampleOf(n, gpu.index);
+      util.push_back(!gpu.healthy   ? "FAIL"
+                     : s != nullptr ? std::to_string(s->utilization_percent) + "%"
+                                    : "-");
+      health.push_back(GpuHealthWord(n, gpu.index));
     }
     // One word when every GPU agrees ("ok"), else each GPU's.
     std::string health_text = health.empty() ? "-"
@@ -263,20 +304,13 @@ std::string RenderNodesTable(const Json& nodes) {
                                             [&](const std::string& h) { return h == health[0]; })
                                   ? health[0]
                                   : Join(health, ",");
-    std::map<std::string, std::string> labels;
-    if (auto l = n.find("labels"); l != n.end() && l->is_object()) {
-      for (auto it = l->begin(); it != l->end(); ++it) {
-        labels[it.key()] = it->is_string() ? it->get<std::string>() : it->dump();
-      }
-    }
     // Health is not an admin state: a ready node whose GPUs fail their probe shows unhealthy.
-    std::string state = FieldText(n, "state");
-    if (!FieldText(n, "unhealthy", "").empty())
-      state = state == "ready" ? "unhealthy" : state + "+unhealthy";
+    std::string state = NodeStateName(n.node.state());
+    if (!n.node.unhealthy.empty()) state = state == "ready" ? "unhealthy" : state + "+unhealthy";
     std::vector<std::string> row = {
-        FieldText(n, "name"),
+        n.node.name,
         state,
-        std::to_string(FieldInt(n, "gpus_used")) + "/" + std::to_string(total) +
+        std::to_string(n.gpus_used) + "/" + std::to_string(n.node.gpus.size()) +
             (shared.empty() ? "" : " (shared " + Join(shared, ",") + ")"),
         models.empty() ? "-" : Join(models, ","),
         util.empty() ||
@@ -284,33 +318,29 @@ std::string RenderNodesTable(const Json& nodes) {
             ? "-"
             : Join(util, ","),
         health_text,
-        FormatCpus(static_cast<int32_t>(FieldInt(n, "cpu_milli"))),
-        FormatMemoryMb(FieldInt(n, "memory_mb")),
-        FormatLabels(labels)};
+        FormatCpus(n.node.cpu_milli),
+        FormatMemoryMb(n.node.memory_mb),
+        FormatLabels(n.node.labels)};
     if (images) {
       // "2 (310M/20G)": images, and the space they take of the cache's limit.
-      auto c = n.find("image_cache");
-      row.push_back(c == n.end() || !c->is_object()
+      const ImageCacheReport& c = n.image_cache;
+      row.push_back(c.limit_bytes <= 0
                         ? "-"
-                        : std::to_string(FieldInt(*c, "images")) + " (" +
-                              FormatMemoryMb(FieldInt(*c, "bytes") >> 20) + "/" +
-                              FormatMemoryMb(FieldInt(*c, "limit_bytes") >> 20) + ")");
+                        : std::to_string(c.images) + " (" + FormatMemoryMb(c.bytes >> 20) + "/" +
+                              FormatMemoryMb(c.limit_bytes >> 20) + ")");
     }
     t.AddRow(row);
   }
   return t.Render();
 }
 
-std::string RenderQueuesTable(const Json& queues) {
+std::string RenderQueuesTable(const std::vector<QueueView>& queues) {
   Table t({"NAME", "QUOTA", "LIMIT", "WEIGHT", "USED", "PENDING", "RUNNING"});
-  for (const Json& q : queues) {
-    int64_t limit = FieldInt(q, "limit_gpus", -1);
-    double weight = 1;
-    if (auto w = q.find("weight"); w != q.end() && w->is_number()) weight = w->get<double>();
-    t.AddRow({FieldText(q, "name"), std::to_string(FieldInt(q, "quota_gpus")),
-              limit < 0 ? "-" : std::to_string(limit), Number(weight),
-              std::to_string(FieldInt(q, "used_gpus")), std::to_string(FieldInt(q, "pending")),
-              std::to_string(FieldInt(q, "running"))});
+  for (const QueueView& q : queues) {
+    const QueueConfig& c = q.config;
+    t.AddRow({c.name, std::to_string(c.quota_gpus),
+              c.limit_gpus < 0 ? "-" : std::to_string(c.limit_gpus), Number(c.weight),
+              std::to_string(q.used_gpus), std::to_string(q.pending), std::to_string(q.running)});
   }
   return t.Render();
 }
@@ -338,8 +368,17 @@ int RunNodes(const std::vector<std::string>& argv, CliContext& ctx) {
         return kExitError;
       }
       for (const Json& n : *nodes) {
-        if (FieldText(n, "name") != args.positional[1]) continue;
-        *ctx.out << (args.Get("output") == "json" ? n.dump(2) + "\n" : RenderNodeDetail(n));
+        if (!n.is_object() || n.value("name", "") != args.positional[1]) continue;
+        if (args.Get("output") == "json") {
+          *ctx.out << n.dump(2) << "\n";
+          return kExitOk;
+        }
+        auto view = NodeViewFromJson(n);
+        if (!view.ok()) {
+          PrintError(ctx, "nodes", "the head's answer: " + view.status().message());
+          return kExitError;
+        }
+        *ctx.out << RenderNodeDetail(*view);
         return kExitOk;
       }
       PrintError(ctx, "nodes", "no node " + args.positional[1]);
@@ -356,7 +395,16 @@ int RunNodes(const std::vector<std::string>& argv, CliContext& ctx) {
     PrintError(ctx, "nodes", nodes.status().message());
     return kExitError;
   }
-  *ctx.out << (json ? nodes->dump(2) + "\n" : RenderNodesTable(*nodes));
+  if (json) {
+    *ctx.out << nodes->dump(2) << "\n";
+    return kExitOk;
+  }
+  auto views = Decoded<NodeView>(*nodes, NodeViewFromJson);
+  if (!views.ok()) {
+    PrintError(ctx, "nodes", views.status().message());
+    return kExitError;
+  }
+  *ctx.out << RenderNodesTable(*views);
   return kExitOk;
 }
 
@@ -394,7 +442,16 @@ int RunQueues(const std::vector<std::string>& argv, CliContext& ctx) {
     PrintError(ctx, "queues", queues.status().message());
     return kExitError;
   }
-  *ctx.out << (json ? queues->dump(2) + "\n" : RenderQueuesTable(*queues));
+  if (json) {
+    *ctx.out << queues->dump(2) << "\n";
+    return kExitOk;
+  }
+  auto views = Decoded<QueueView>(*queues, QueueViewFromJson);
+  if (!views.ok()) {
+    PrintError(ctx, "queues", views.status().message());
+    return kExitError;
+  }
+  *ctx.out << RenderQueuesTable(*views);
   return kExitOk;
 }
 

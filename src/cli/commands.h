@@ -137,15 +137,18 @@ struct JobRefId {
 };
 Result<JobRefId> ResolveJobRef(ApiClient& api, const std::string& text);
 std::string RenderJob(const Job& job, TimeMs now, bool utc);
-std::string RenderNodesTable(const Json& nodes);
-std::string RenderQueuesTable(const Json& queues);
+// The head's answers to GET /v1/nodes and /v1/queues, read back into the types it answers with.
+Result<std::vector<NodeView>> NodesFromAnswer(const Json& answer);
+Result<std::vector<QueueView>> QueuesFromAnswer(const Json& answer);
+std::string RenderNodesTable(const std::vector<NodeView>& nodes);
+std::string RenderQueuesTable(const std::vector<QueueView>& queues);
 // A GET /v1/usage answer as a table (a TOTAL row last) or as CSV with a header line.
 std::string RenderUsageTable(const Json& report);
 std::string RenderUsageCsv(const Json& report);
 // What `corral top` shows: the head's answers to GET /v1/nodes and /v1/queues.
 struct TopSnapshot {
-  Json nodes = Json::array();
-  Json queues = Json::array();
+  std::vector<NodeView> nodes;
+  std::vector<QueueView> queues;
   uint64_t revision = 0;  // the last change seen on the event stream
   std::string error;      // why the last refresh failed; empty: it did not
 };

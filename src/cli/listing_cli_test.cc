@@ -192,21 +192,22 @@ TEST(NodesTest, TableFromCannedJson) {
   n1.labels = {{"rack", "r1"}, {"zone", "a"}};
   for (int i = 0; i < 4; ++i)
     n1.gpus.push_back({i, "u" + std::to_string(i), "H100", 81920, i / 2, true});
-  Json j1 = ToJson(n1);
-  j1["gpus_used"] = 3;
-  // What the API adds where an agent measured its GPUs.
+  n1.gpu_drains[3] = GpuDrain{.source = DrainSource::kHealth, .reason = "critical: Xid 79"};
+  // What the API answers: the record, with what the agent measured of its GPUs beside it.
+  NodeView v1{.node = n1, .gpus_used = 3};
   for (int i = 0; i < 4; ++i) {
-    j1["gpus"][i]["utilization_percent"] = i * 30;
-    j1["gpus"][i]["health"] = i == 1 ? "warn" : "ok";
+    GpuSample s{.index = i, .utilization_percent = i * 30};
+    s.check = 1;
+    s.health = i == 1 ? GpuHealth::kWarn : GpuHealth::kOk;
+    v1.gpu_samples.push_back(s);
   }
-  j1["gpus"][3]["drain"] = {{"source", "health"}, {"reason", "critical: Xid 79"}};
+  Json j1 = ToJson(v1);
   Node n2;
   n2.name = "cpu1";
   n2.drain = Drain::kDraining;
   n2.cpu_milli = 8500;
   n2.memory_mb = 1536;
-  Json j2 = ToJson(n2);
-  j2["gpus_used"] = 0;
+  Json j2 = ToJson(NodeView{.node = n2});
   nodes = {j1, j2};
   h.fake->handler = [&](const FakeTransport::Sent& s) {
     EXPECT_EQ(s.path, "/v1/nodes");
@@ -276,11 +277,37 @@ TEST(QueuesTest, TableAndSetMergesCurrentValues) {
   ASSERT_EQ(h.fake->sent.size(), 2u);
   EXPECT_EQ(h.fake->sent[1].method, "PUT");
   EXPECT_EQ(h.fake->sent[1].path, "/v1/queues/org/team");
-  EXPECT_EQ(Json::parse(h.fake->sent[1].body),
-            (Json{{"quota_gpus", 20}, {"limit_gpus", 32}, {"weight", 2.5}}));
+  // The whole queue as it is, with the one change: nothing the listing carried is lost, and
+  // only the queue's own settings are sent (not its name, nor its use).
+  Json put = Json::parse(h.fake->sent[1].body);
+  EXPECT_EQ(put["quota_gpus"], 20);
+  EXPECT_EQ(put["limit_gpus"], 32);
+  EXPECT_EQ(put["weight"], 2.5);
+  for (const char* derived : {"name", "used_gpus", "pending", "running"}) {
+    EXPECT_FALSE(put.contains(derived)) << derived;
+  }
   h.fake->sent.clear();
   ASSERT_EQ(h.Run("queues", {"set", "org/team", "--max-grace", "5m"}), 0) << h.err.str();
   EXPECT_EQ(Json::parse(h.fake->sent[1].body)["max_grace_ms"], 300000);
+  // Settings the flags do not name are kept, whatever they are.
+  queues[1]["idle_timeout_ms"] = 600000;
+  queues[1]["allowed_users"] = {"ana"};
+  queues[1]["gpu_sharing"] = false;
+  h.fake->sent.clear();
+  ASSERT_EQ(h.Run("queues", {"set", "org/team", "--weight", "3"}), 0) << h.err.str();
+  put = Json::parse(h.fake->sent[1].body);
+  EXPECT_EQ(put["weight"], 3);
+  EXPECT_EQ(put["quota_gpus"], 16);
+  EXPECT_EQ(put["idle_timeout_ms"], 600000);
+  EXPECT_EQ(put["allowed_users"], Json({"ana"}));
+  EXPECT_EQ(put["gpu_sharing"], false);
+  // An answer the CLI cannot read is an error, not a half-drawn table.
+  Harness broken;
+  broken.fake->handler = [&](const FakeTransport::Sent&) {
+    return Result<ApiReply>(JsonReply(200, {{"queues", {{{"quota_gpus", 1}}}}}));
+  };
+  EXPECT_EQ(broken.Run("queues", {}), 1);
+  EXPECT_THAT(broken.err.str(), HasSubstr("name"));
   Harness bad;
   EXPECT_EQ(bad.Run("queues", {"set", "x", "--weight", "-2"}), 2);
   EXPECT_THAT(bad.err.str(), HasSubstr("--weight"));

@@ -21,8 +21,14 @@ void Fetch(ApiClient& api, TopSnapshot* s) {
     s->error = (!nodes.ok() ? nodes.status() : queues.status()).message();
     return;
   }
-  s->nodes = nodes->value("nodes", Json::array());
-  s->queues = queues->value("queues", Json::array());
+  auto node_views = NodesFromAnswer(*nodes);
+  auto queue_views = QueuesFromAnswer(*queues);
+  if (!node_views.ok() || !queue_views.ok()) {
+    s->error = (!node_views.ok() ? node_views.status() : queue_views.status()).message();
+    return;
+  }
+  s->nodes = std::move(*node_views);
+  s->queues = std::move(*queue_views);
 }
 
 // Waits up to `wait_ms` for a change after `since`; returns the revision to follow from.

@@ -4,22 +4,23 @@
 #include <cstdio>
 
 #include "cli/commands.h"
-#include "cli/json_fields.h"
 #include "cli/table.h"
 
 namespace corral::cli {
 namespace {
 
 // One character per GPU, darker as it gets busier; '?' where the agent measured nothing.
-std::string Heat(const Json& gpus, int64_t* sum, int64_t* measured) {
+std::string Heat(const NodeView& n, int64_t* sum, int64_t* measured) {
   static const char kRamp[] = " .:-=+*#%@";
   std::string out;
-  for (const Json& g : gpus) {
-    if (!g.contains("utilization_percent")) {
+  for (const Gpu& g : n.node.gpus) {
+    auto s = std::find_if(n.gpu_samples.begin(), n.gpu_samples.end(),
+                          [&](const GpuSample& x) { return x.index == g.index; });
+    if (s == n.gpu_samples.end()) {
       out += '?';
       continue;
     }
-    int64_t u = std::clamp<int64_t>(FieldInt(g, "utilization_percent"), 0, 100);
+    int64_t u = std::clamp<int64_t>(s->utilization_percent, 0, 100);
     *sum += u;
     ++*measured;
     out += kRamp[std::min<int64_t>(9, u / 10)];
@@ -44,27 +45,26 @@ std::vector<std::string> SplitLines(const std::string& text) {
 std::vector<std::string> RenderTop(const TopSnapshot& s, int width, int height) {
   int64_t gpus = 0, used = 0, util_sum = 0, measured = 0;
   Table nodes({"NODE", "STATE", "GPUS", "UTIL", "HEAT (one per GPU)", "RUNS"});
-  for (const Json& n : s.nodes) {
-    Json g = n.value("gpus", Json::array());
-    gpus += static_cast<int64_t>(g.size());
-    used += FieldInt(n, "gpus_used");
+  for (const NodeView& n : s.nodes) {
+    const size_t node_gpus = n.node.gpus.size();
+    gpus += static_cast<int64_t>(node_gpus);
+    used += n.gpus_used;
     int64_t node_sum = 0, node_measured = 0;
-    std::string heat = Heat(g, &node_sum, &node_measured);
+    std::string heat = Heat(n, &node_sum, &node_measured);
     util_sum += node_sum;
     measured += node_measured;
-    nodes.AddRow({FieldText(n, "name"), FieldText(n, "state"),
-                  std::to_string(FieldInt(n, "gpus_used")) + "/" + std::to_string(g.size()),
+    nodes.AddRow({n.node.name, NodeStateName(n.node.state()),
+                  std::to_string(n.gpus_used) + "/" + std::to_string(node_gpus),
                   node_measured ? std::to_string(node_sum / node_measured) + "%" : "-",
-                  "[" + heat + "]", std::to_string(n.value("runs", Json::array()).size())});
+                  "[" + heat + "]", std::to_string(n.runs.size())});
   }
   Table queues({"QUEUE", "QUOTA", "USED", "PENDING", "RUNNING"});
   int64_t pending = 0, running = 0;
-  for (const Json& q : s.queues) {
-    pending += FieldInt(q, "pending");
-    running += FieldInt(q, "running");
-    queues.AddRow({FieldText(q, "name"), std::to_string(FieldInt(q, "quota_gpus")),
-                   std::to_string(FieldInt(q, "used_gpus")), std::to_string(FieldInt(q, "pending")),
-                   std::to_string(FieldInt(q, "running"))});
+  for (const QueueView& q : s.queues) {
+    pending += q.pending;
+    running += q.running;
+    queues.AddRow({q.config.name, std::to_string(q.config.quota_gpus), std::to_string(q.used_gpus),
+                   std::to_string(q.pending), std::to_string(q.running)});
   }
   std::vector<std::string> lines;
   lines.push_back("corral top  " + std::to_string(s.nodes.size()) + " nodes  " +

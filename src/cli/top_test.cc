@@ -11,24 +11,26 @@ using ::testing::HasSubstr;
 
 TopSnapshot Snapshot() {
   TopSnapshot s;
-  Json gpus = Json::array();
+  NodeView node1;
+  node1.node.name = "node1";
   for (int i = 0; i < 4; ++i) {
-    Json g = {{"index", i}, {"model", "H100"}};
-    if (i < 3) g["utilization_percent"] = i * 45;  // 0, 45, 90; GPU 3 unmeasured
-    gpus.push_back(g);
-  }
-  s.nodes = Json::array({Json{{"name", "node1"},
-                              {"state", "ready"},
-                              {"gpus", gpus},
-                              {"gpus_used", 3},
-                              {"runs", {"7.1", "8.1"}}},
-                         Json{{"name", "node2"},
-                              {"state", "down"},
-                              {"gpus", Json::array({Json{{"index", 0}}})},
-                              {"gpus_used", 0},
-                              {"runs", Json::array()}}});
-  s.queues = Json::array({Json{
-      {"name", "default"}, {"quota_gpus", 2}, {"used_gpus", 3}, {"pending", 4}, {"running", 2}}});
+    node1.node.gpus.push_back(Gpu{.index = i, .model = "H100"});
+    if (i < 3) node1.gpu_samples.push_back(GpuSample{.index = i, .utilization_percent = i * 45});
+  }  // 0, 45, 90; GPU 3 unmeasured
+  node1.gpus_used = 3;
+  node1.runs = {"7.1", "8.1"};
+  NodeView node2;
+  node2.node.name = "node2";
+  node2.node.liveness = Liveness::kDown;
+  node2.node.gpus.push_back(Gpu{.index = 0});
+  s.nodes = {node1, node2};
+  QueueView q;
+  q.config.name = "default";
+  q.config.quota_gpus = 2;
+  q.used_gpus = 3;
+  q.pending = 4;
+  q.running = 2;
+  s.queues = {q};
   s.revision = 42;
   return s;
 }

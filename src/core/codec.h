@@ -8,6 +8,7 @@
 #include "core/job.h"
 #include "core/node.h"
 #include "core/status.h"
+#include "core/views.h"
 
 namespace corral {
 
@@ -36,6 +37,10 @@ Json ToJson(const RunReport& r);
 Json ToJson(const SyncRequest& r);
 Json ToJson(const RunOrder& r);
 Json ToJson(const SyncResponse& r);
+// What the API answers for a node and a queue (codec_views.cc): the record's fields, and what
+// is derived beside them. Each GPU carries its last sample, drain and shares.
+Json ToJson(const NodeView& v);
+Json ToJson(const QueueView& v);
 
 // Decoders of trusted data (the store, the other daemon): a malformed document is an error,
 // not a crash. User-facing specs go through ParseJobSpec (spec.h), which explains itself.
@@ -53,5 +58,7 @@ Result<RegisterRequest> RegisterRequestFromJson(const Json& j);
 Result<RegisterResponse> RegisterResponseFromJson(const Json& j);
 Result<SyncRequest> SyncRequestFromJson(const Json& j);
 Result<SyncResponse> SyncResponseFromJson(const Json& j);
+Result<NodeView> NodeViewFromJson(const Json& j);
+Result<QueueView> QueueViewFromJson(const Json& j);
 
 }  // namespace corral

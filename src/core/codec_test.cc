@@ -260,5 +260,69 @@ TEST(Codec, ANodesLivenessAndDrainRoundTripAndOldRecordsRead) {
   EXPECT_NE(bad.status().message().find("drain"), std::string::npos) << bad.status().ToString();
 }
 
+TEST(Codec, ANodeViewReadsBackWhatTheApiWrote) {
+  NodeView v;
+  v.node.name = "n1";
+  v.node.drain = Drain::kDraining;
+  v.node.gpus = {Gpu{.index = 0, .uuid = "GPU-0", .model = "H100", .memory_mb = 81920},
+                 Gpu{.index = 1, .uuid = "GPU-1", .model = "H100", .memory_mb = 81920},
+                 Gpu{.index = 2, .uuid = "GPU-2", .model = "H100", .healthy = false}};
+  v.node.gpu_drains[2] = GpuDrain{.source = DrainSource::kHealth, .reason = "xid 79", .since = 5};
+  v.gpus_used = 2;
+  v.shares = {
+      GpuShareHolder{.gpu = 1, .job = 7, .owner = "ana", .milli = 250, .memory_mb = 1024},
+      GpuShareHolder{
+          .gpu = 1, .job = 9, .owner = "bo", .milli = 500, .isolation = GpuIsolation::kMps}};
+  v.runs = {"7.1", "9.1"};
+  GpuSample checked{.index = 0, .utilization_percent = 93, .memory_used_bytes = 1 << 30};
+  checked.check = 4;
+  checked.health = GpuHealth::kWarn;
+  checked.health_reason = "ecc sbe";
+  v.gpu_samples = {checked, GpuSample{.index = 1, .utilization_percent = 10}};
+  v.image_cache = ImageCacheReport{.bytes = 3 << 20, .images = 2, .limit_bytes = 1 << 30};
+
+  const Json wire = ToJson(v);
+  EXPECT_EQ(wire["gpus"][1]["shared_milli"], 750);
+  EXPECT_EQ(wire["gpus"][2]["drain"]["source"], "health");
+  Result<NodeView> back = NodeViewFromJson(wire);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(ToJson(back->node), ToJson(v.node));
+  EXPECT_EQ(back->node.gpu_drains, v.node.gpu_drains);
+  EXPECT_EQ(back->gpus_used, 2);
+  ASSERT_EQ(back->shares.size(), 2u);
+  EXPECT_EQ(back->shares[1].owner, "bo");
+  EXPECT_EQ(back->shares[1].isolation, GpuIsolation::kMps);
+  ASSERT_EQ(back->gpu_samples.size(), 2u);
+  EXPECT_EQ(back->gpu_samples[0].health, GpuHealth::kWarn);
+  EXPECT_EQ(back->gpu_samples[0].health_reason, "ecc sbe");
+  EXPECT_EQ(back->gpu_samples[1].check, 0u);  // never health-checked: none shown, none read
+  EXPECT_EQ(back->image_cache, v.image_cache);
+  EXPECT_EQ(back->runs, v.runs);
+  EXPECT_EQ(ToJson(*back), wire);
+
+  Json bad = wire;
+  bad["gpus"][1]["shares"][0]["isolation"] = "vgpu";
+  Result<NodeView> refused = NodeViewFromJson(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("isolation"), std::string::npos);
+}
+
+TEST(Codec, AQueueViewReadsBackWhatTheApiWrote) {
+  QueueView v;
+  v.config = QueueConfig{.name = "org/team", .quota_gpus = 8, .limit_gpus = 16, .weight = 2.5};
+  v.config.allowed_users = {"ana"};
+  v.config.idle_timeout_ms = 60000;
+  v.used_gpus = 3;
+  v.pending = 4;
+  v.running = 1;
+  Result<QueueView> back = QueueViewFromJson(ToJson(v));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->config, v.config);
+  EXPECT_EQ(back->used_gpus, 3);
+  EXPECT_EQ(back->pending, 4);
+  EXPECT_EQ(back->running, 1);
+  EXPECT_FALSE(QueueViewFromJson(Json{{"quota_gpus", 1}}).ok());  // no name
+}
+
 }  // namespace
 }  // namespace corral

@@ -22,6 +22,7 @@
 #include "core/identity.h"
 #include "core/task_env.h"
 #include "core/usage.h"
+#include "core/views.h"
 #include "head/cluster_state.h"
 #include "head/desired_log.h"
 #include "sched/runtime_estimate.h"
@@ -84,32 +85,6 @@ struct JobFilter {
 };
 // Whether `job` passes the filter's tests (all but `after` and `limit`).
 bool FilterMatches(const JobFilter& f, const Job& job);
-
-// One share of a GPU on a node and who holds it.
-struct GpuShareHolder {
-  int32_t gpu = 0;  // GPU index
-  JobId job = 0;
-  std::string owner;
-  int32_t milli = 0;
-  int64_t memory_mb = 0;
-  GpuIsolation isolation = GpuIsolation::kMemory;
-};
-
-struct NodeView {
-  Node node;
-  int32_t gpus_used = 0;  // GPUs held whole or holding shares
-  std::vector<GpuShareHolder> shares;
-  std::vector<std::string> runs;
-  std::vector<GpuSample> gpu_samples;  // as the agent last reported; empty: not measured
-  ImageCacheReport image_cache;        // as the agent last reported (not durable)
-};
-
-struct QueueView {
-  QueueConfig config;
-  int32_t used_gpus = 0;
-  int32_t pending = 0;
-  int32_t running = 0;
-};
 
 // srun's request for a job step (core_steps.cc).
 struct StepRequest {

@@ -25,6 +25,8 @@ done
 
 # shellcheck source=../lib/netns_hosts.sh
 . "$(dirname "$0")/../lib/netns_hosts.sh"
+# shellcheck source=../lib/netns_cluster.sh
+. "$(dirname "$0")/../lib/netns_cluster.sh"
 ID=$(( $$ % 200 + 20 ))
 NET=10.78.$ID
 W=$(mktemp -d /tmp/corral-ddpct.XXXXXX)
@@ -43,12 +45,7 @@ cleanup() {
     fi
   done
   grep " $W/" /proc/mounts | awk '{print $2}' | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
-  if [ "$rc" -ne 0 ]; then
-    echo "---- logs ($W)"
-    tail -n 30 "$W"/*.log 2>/dev/null || true
-  else
-    rm -rf "$W"
-  fi
+  netns_finish "$rc" "$W"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -76,12 +73,7 @@ netns_init "$SW"
 netns_host "$H" "$NET.1"
 netns_host "$A" "$NET.2"
 netns_host "$B" "$NET.3"
-ip netns exec "$H" "$CORRAL" head --state-dir "$W/head" --listen "$NET.1:7070" \
-  --checkpoint-root "$W/checkpoints" >"$W/head.log" 2>&1 &
-for _ in $(seq 100); do [ -s "$W/head/tls/ca.pem" ] && [ -s "$W/head/admin.token" ] && break; sleep 0.1; done
-export CORRAL_ADDR="https://$NET.1:7070" CORRAL_CA="$W/head/tls/ca.pem"
-CORRAL_TOKEN=$(cat "$W/head/admin.token")
-export CORRAL_TOKEN CORRAL_CONFIG="$W/no-config.json"
+netns_head "$H" "$NET.1" "$W/head" "$W/checkpoints" "$W/head.log"
 for n in 1 2; do
   ns=$A; [ "$n" = 2 ] && ns=$B
   nsenter --net="/run/netns/$ns" "$CORRAL" agent --head "$CORRAL_ADDR" \
@@ -89,11 +81,7 @@ for n in 1 2; do
     --advertise-addr "$NET.$((n + 1))" --state-dir "$W/node0$n" --simulate-gpus 1 --cpus 4 \
     --memory 4G >"$W/node0$n.log" 2>&1 &
 done
-corral() { ip netns exec "$H" "$CORRAL" "$@"; }
-for _ in $(seq 100); do
-  [ "$(corral nodes -o json 2>/dev/null | grep -o '"ready"' | wc -l)" -ge 2 ] && break
-  sleep 0.2
-done
+netns_wait_ready 2
 TOKEN=$(corral token create --user "$USER_NAME" | head -n1)
 OUT=$W/out
 mkdir -p "$OUT"

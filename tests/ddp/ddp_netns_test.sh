@@ -20,6 +20,8 @@ PY=/usr/bin/python3
 
 # shellcheck source=../lib/netns_hosts.sh
 . "$(dirname "$0")/../lib/netns_hosts.sh"
+# shellcheck source=../lib/netns_cluster.sh
+. "$(dirname "$0")/../lib/netns_cluster.sh"
 ID=$(( $$ % 200 + 20 ))
 NET=10.77.$ID
 W=$(mktemp -d /tmp/corral-ddp.XXXXXX)
@@ -30,12 +32,7 @@ PASS=0
 cleanup() {
   local rc=$?
   netns_cleanup
-  if [ "$rc" -ne 0 ]; then
-    echo "---- logs ($W)"
-    tail -n 30 "$W"/*.log 2>/dev/null || true
-  else
-    rm -rf "$W"
-  fi
+  netns_finish "$rc" "$W"
 }
 trap cleanup EXIT
 
@@ -48,24 +45,13 @@ netns_host "$A" "$NET.2"
 netns_host "$B" "$NET.3"
 
 # ---- the cluster
-ip netns exec "$H" "$CORRAL" head --state-dir "$W/head" --listen "$NET.1:7070" \
-  --checkpoint-root "$W/checkpoints" >"$W/head.log" 2>&1 &
-for _ in $(seq 100); do [ -s "$W/head/admin.token" ] && break; sleep 0.1; done
-# The head serves HTTPS off loopback; the CLI and the agents trust its CA (CORRAL_CA).
-for _ in $(seq 100); do [ -s "$W/head/tls/ca.pem" ] && break; sleep 0.1; done
-export CORRAL_ADDR="https://$NET.1:7070" CORRAL_TOKEN="$(cat "$W/head/admin.token")"
-export CORRAL_CA="$W/head/tls/ca.pem"
-export CORRAL_CONFIG="$W/no-config.json"
+netns_head "$H" "$NET.1" "$W/head" "$W/checkpoints" "$W/head.log"
 ip netns exec "$A" "$CORRAL" agent --head "$CORRAL_ADDR" --join-token-file "$W/head/join.token" \
   --name node01 --run-as agent --state-dir "$W/node01" --simulate-gpus 2 --cpus 8 --memory 8G >"$W/node01.log" 2>&1 &
 ip netns exec "$B" "$CORRAL" agent --head "$CORRAL_ADDR" --join-token-file "$W/head/join.token" \
   --name node02 --run-as agent --advertise-addr "$NET.3" --state-dir "$W/node02" --simulate-gpus 2 --cpus 8 \
   --memory 8G >"$W/node02.log" 2>&1 &
-corral() { ip netns exec "$H" "$CORRAL" "$@"; }
-for _ in $(seq 100); do
-  [ "$(corral nodes -o json 2>/dev/null | grep -o '"ready"' | wc -l)" -ge 2 ] && break
-  sleep 0.2
-done
+netns_wait_ready 2
 nodes=$(corral nodes -o json)
 echo "$nodes" | grep -q "\"$NET.2:" || fail "node01 did not advertise $NET.2: $nodes"
 echo "$NET.3" | grep -q . && echo "$nodes" | grep -q "\"$NET.3:" || fail "node02 not at $NET.3: $nodes"
