@@ -12,6 +12,7 @@
 #include "head/head_core.h"
 #include "head/stop_reasons.h"
 #include "sim/emulated_node.h"
+#include "sim/head_port.h"
 
 namespace corral::sim {
 
@@ -80,7 +81,6 @@ namespace {
 using head::Change;
 using head::CoreConfig;
 using head::CoreOutput;
-using head::HeadCore;
 using head::JobSubmitted;
 using head::RunEnded;
 using head::RunPlaced;
@@ -165,14 +165,14 @@ sched::SchedulerConfig SchedulerConfigOf(const SimConfig& c) {
   return s;
 }
 
-// The simulation: the head's core with its scheduler, one emulated agent per node, and the
-// trace's jobs submitted at their times. The core decides everything a head decides (placement,
-// preemption, time limits, lost nodes, requeues); the loop only moves time and plays the
-// processes.
+// The simulation: a head (its core with its scheduler, through a HeadPort), one emulated agent
+// per node, and the trace's jobs submitted at their times. The core decides everything a head
+// decides (placement, preemption, time limits, lost nodes, requeues); the loop only moves time and
+// plays the processes.
 class Loop {
  public:
-  Loop(const std::vector<TraceJob>& jobs, const SimConfig& config)
-      : jobs_(jobs), config_(config), core_(MakeCoreConfig()), rng_(config.failure_seed) {
+  Loop(const std::vector<TraceJob>& jobs, const SimConfig& config, HeadPortFactory make_port)
+      : jobs_(jobs), config_(config), make_port_(std::move(make_port)), rng_(config.failure_seed) {
     result_.jobs.resize(jobs.size());
   }
 
@@ -181,7 +181,9 @@ class Loop {
     if (c.registered.empty() && (c.nodes <= 0 || c.gpus_per_node <= 0)) {
       return InvalidArgument("the cluster needs --nodes > 0 and --gpus-per-node > 0");
     }
-    core_.Start(kEpoch);
+    Result<std::unique_ptr<HeadPort>> port = make_port_(MakeCoreConfig(), kEpoch);
+    if (!port.ok()) return port.status();
+    port_ = std::move(*port);
     MakeNodes();
     result_.total_gpus = static_cast<int64_t>(c.nodes) * c.gpus_per_node;
     if (!c.registered.empty()) {
@@ -203,8 +205,7 @@ class Loop {
         QueueConfig q;
         q.name = name;
         q.quota_gpus = quota;
-        Result<QueueConfig> set = core_.SetQueue(Caller::System(), q, kEpoch);
-        if (!set.ok()) return set.status();
+        CORRAL_RETURN_IF_ERROR(port_->SetQueue(q, kEpoch));
       }
     }
     Pump(0);
@@ -243,7 +244,7 @@ class Loop {
         Arrive(next_arrival++, now);
       }
       CORRAL_RETURN_IF_ERROR(SchedulePass(now));
-      if (core_.schedule_wanted() && pending_ > 0) {
+      if (port_->core().schedule_wanted() && pending_ > 0) {
         // The pass stopped on its work budget; the head runs the next one at once.
         if (++budget_passes_ > kMaxBudgetPassesPerInstant) {
           return Internal("the scheduler exhausted its work budget " +
@@ -310,8 +311,9 @@ class Loop {
       p->run_quantiles = {};
       p->gittins_ms = 0;
     } else if (!in.time_limit) {
-      p->predicted_ms = core_.estimator().Estimate(p->user, p->name, p->queue, t.num_gpus);
-      p->run_quantiles = core_.estimator().Quantiles(p->user, p->name, t.num_gpus, 0);
+      const sched::RuntimeEstimator& estimator = port_->core().estimator();
+      p->predicted_ms = estimator.Estimate(p->user, p->name, p->queue, t.num_gpus);
+      p->run_quantiles = estimator.Quantiles(p->user, p->name, t.num_gpus, 0);
     }
   }
 
@@ -357,17 +359,12 @@ class Loop {
   // The node's agent (re)starts empty and registers, then reports.
   void Register(size_t n, TimeMs now) {
     EmulatedNode& node = nodes_[n];
-    Result<RegisterResponse> r =
-        core_.Register(Caller::System(), node.registration(), "node-" + node.name(), kEpoch + now);
-    CORRAL_CHECK(r.ok(), r.status().message());
-    node.Registered(r->agent_epoch);
+    node.Registered(port_->Register(node.registration(), kEpoch + now));
     Report(n, now);
   }
 
   void Report(size_t n, TimeMs now) {
-    EmulatedNode& node = nodes_[n];
-    Result<bool> known = core_.Report(Caller::Node(node.name()), node.Report(), kEpoch + now);
-    CORRAL_CHECK(known.ok() && *known, "the core does not know emulated node " + node.name());
+    port_->Report(nodes_[n].Report(), kEpoch + now);
     Pump(now);
   }
 
@@ -376,12 +373,11 @@ class Loop {
     events_.push(e);
   }
 
-  // Commits nothing (there is no store): records what changed, and answers the nodes whose
-  // orders changed, as the shell answers their held syncs; until nothing more changes.
+  // Records what changed, and answers the nodes whose orders changed, as the shell answers
+  // their held syncs; until nothing more changes.
   void Pump(TimeMs now) {
     while (true) {
-      CoreOutput out = core_.TakeOutput();
-      (void)core_.TakeDirty();
+      CoreOutput out = port_->TakeOutput();
       for (const Change& c : out.changes) Record(c, now);
       if (out.nodes_to_notify.empty()) return;
       for (const std::string& name : out.nodes_to_notify) Answer(by_name_.at(name), now);
@@ -392,8 +388,9 @@ class Loop {
     EmulatedNode& node = nodes_[n];
     if (!node.up()) return;
     std::vector<ProcessChange> changes;
-    if (!node.Apply(core_.AnswerFor(node.name(), node.desired_version()), kEpoch + now, &changes)) {
-      CORRAL_CHECK(node.Apply(core_.AnswerFor(node.name(), 0), kEpoch + now, &changes),
+    if (!node.Apply(port_->OrdersFor(node.name(), node.desired_version()), kEpoch + now,
+                    &changes)) {
+      CORRAL_CHECK(node.Apply(port_->OrdersFor(node.name(), 0), kEpoch + now, &changes),
                    "emulated node " + node.name() + " refused a full answer");
     }
     for (const ProcessChange& c : changes) {
@@ -408,9 +405,10 @@ class Loop {
     for (const ProcessChange& c : changes) {
       if (c.kind == ProcessChange::Kind::kStarted) {
         Report(n, now);
-        break;
+        return;
       }
     }
+    port_->AwaitOrders(node.Report(), kEpoch + now);
   }
 
   size_t Row(JobId id) const { return index_.at(id - 1); }
@@ -470,13 +468,9 @@ class Loop {
   // just synced (as it does every few seconds), a failed one has not since it failed.
   void Tick(TimeMs now) {
     for (size_t n = 0; n < nodes_.size(); ++n) {
-      if (nodes_[n].up()) {
-        Result<bool> known =
-            core_.Report(Caller::Node(nodes_[n].name()), nodes_[n].Report(), kEpoch + now);
-        CORRAL_CHECK(known.ok() && *known, "the core does not know " + nodes_[n].name());
-      }
+      if (nodes_[n].up()) port_->Report(nodes_[n].Report(), kEpoch + now);
     }
-    core_.Tick(kEpoch + now);
+    port_->Tick(kEpoch + now);
     Pump(now);
   }
 
@@ -507,14 +501,13 @@ class Loop {
     spec.time_limit_ms = t.time_limit_ms;
     spec.queue = t.queue;
     bool by_name = PredictedByName(t.user, t.name);
-    JobId id = core_.state().next_job_id;
+    JobId id = port_->core().state().next_job_id;
     CORRAL_CHECK(id == index_.size() + 1, "the core numbers jobs one by one");
     index_.push_back(i);
     work_.push_back(Work{});
     open_runs_.emplace_back();
-    // An admin of no name: the owner is the trace's user, which may be none.
-    Caller submitter{Caller::Kind::kSystem, "", Role::kAdmin, {}};
-    Result<Job> job = core_.Submit(submitter, std::move(spec), t.user, kEpoch + now);
+    // The owner is the trace's user, which may be none.
+    Result<Job> job = port_->Submit(std::move(spec), t.user, kEpoch + now);
     if (!job.ok()) {
       index_.pop_back();
       work_.pop_back();
@@ -524,6 +517,7 @@ class Loop {
       Pump(now);
       return;
     }
+    CORRAL_CHECK(job->id == id, "the head numbers jobs one by one");
     if (by_name) {
       ++result_.predicted_by_name_at_submit;
       CountByName(i);
@@ -536,7 +530,7 @@ class Loop {
   bool PredictedByName(const std::string& user, const std::string& name) const {
     return config_.policy == sched::OrderPolicy::kCorral && config_.use_predictions &&
            config_.predict.history && !config_.predict.oracle &&
-           core_.estimator().HasNameHistory(user, name);
+           port_->core().estimator().HasNameHistory(user, name);
   }
   void CountByName(size_t i) {
     if (!predicted_by_name_.insert(i).second) return;
@@ -625,7 +619,7 @@ class Loop {
     }
     nodes_[n].Fail();
     ++down_nodes_;
-    const CoreConfig& c = core_.config();
+    const CoreConfig& c = port_->core().config();
     Plan({now + c.unreachable_after_ms + 1, 0, EventKind::kTick});
     Plan({now + c.down_after_ms + 1, 0, EventKind::kTick});
     Plan({now + config_.node_repair_ms, 0, EventKind::kNodeRepair, n});
@@ -640,7 +634,7 @@ class Loop {
   Status SchedulePass(TimeMs now) {
     std::chrono::steady_clock::time_point t0;
     if (config_.profile) t0 = std::chrono::steady_clock::now();
-    core_.Schedule(kEpoch + now);
+    port_->Schedule(kEpoch + now);
     if (config_.profile) {
       result_.schedule_seconds +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -656,7 +650,8 @@ class Loop {
   // (kNoRow: none, a refused submission) and what its processes did.
   std::vector<size_t> index_;
   std::vector<Work> work_;
-  HeadCore core_;
+  HeadPortFactory make_port_;
+  std::unique_ptr<HeadPort> port_;
   std::vector<EmulatedNode> nodes_;
   std::map<std::string, size_t> by_name_;
   std::vector<OpenRun> open_runs_;  // by job id - 1
@@ -674,11 +669,17 @@ class Loop {
 
 }  // namespace
 
-Result<SimResult> Simulate(const std::vector<TraceJob>& jobs, const SimConfig& config) {
+Result<SimResult> Simulate(const std::vector<TraceJob>& jobs, const SimConfig& config,
+                           HeadPortFactory head) {
   for (size_t i = 1; i < jobs.size(); ++i) {
     CORRAL_CHECK(jobs[i - 1].submit_ms <= jobs[i].submit_ms, "jobs must be sorted by submit");
   }
-  Loop loop(jobs, config);
+  if (!head) {
+    head = [](head::CoreConfig c, TimeMs now) -> Result<std::unique_ptr<HeadPort>> {
+      return MakeCorePort(std::move(c), now);
+    };
+  }
+  Loop loop(jobs, config, std::move(head));
   return loop.Run();
 }
 

@@ -24,7 +24,8 @@
 //    unreachable, then down (its runs lost and requeued, not the job's failure) when it has
 //    missed its syncs for the core's down_after (a minute). The node comes back after
 //    node_repair and registers again. A failure keeps only the last periodic checkpoint.
-// Not thread-safe; one Simulate call owns its core.
+// The head is reached through a HeadPort (sim/head_port.h): the core alone, or a whole head
+// shell in the parity test. Not thread-safe; one Simulate call owns its head.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,7 @@
 #include "core/time.h"
 #include "sched/runtime_estimate.h"
 #include "sched/scheduler.h"
+#include "sim/head_port.h"
 #include "sim/trace.h"
 
 namespace corral::sim {
@@ -181,7 +183,9 @@ void PoissonArrivals(std::vector<TraceJob>* jobs, double load, int64_t capacity_
 std::map<std::string, int32_t> QuotasByDemand(const std::vector<TraceJob>& jobs,
                                               int64_t total_gpus);
 
-// REQUIRES: jobs sorted by submit_ms.
-Result<SimResult> Simulate(const std::vector<TraceJob>& jobs, const SimConfig& config);
+// REQUIRES: jobs sorted by submit_ms. `head`: the head the simulation runs on; unset: the
+// head's core alone (MakeCorePort), as `corral simulate` runs.
+Result<SimResult> Simulate(const std::vector<TraceJob>& jobs, const SimConfig& config,
+                           HeadPortFactory head = {});
 
 }  // namespace corral::sim
