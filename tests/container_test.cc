@@ -54,11 +54,29 @@ int FreePort() {
   }
 }
 
+// The processes whose command line holds `needle` (this test's own excepted).
+std::vector<int> ProcessesWith(const std::string& needle) {
+  std::vector<int> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const int pid = std::atoi(name.c_str());
+    if (pid == getpid()) continue;
+    std::string cmdline = Slurp(e.path().string() + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(needle) != std::string::npos) out.push_back(pid);
+  }
+  return out;
+}
+
 // An OCI layout at DIR/layout:TAG of a busybox root file system with `extra` (a file name)
 // holding `tag`.
 bool MakeImage(const std::string& dir, const std::string& tag) {
   const std::string rootfs = dir + "/rootfs-" + tag;
-  std::string applets = "sh id df ls cat echo sleep touch test head tail stat mkdir dd env true";
+  std::string applets =
+      "sh id df ls cat echo sleep touch test head tail stat mkdir dd env true stty tty grep sort "
+      "wc";
   return Sh("set -e; mkdir -p " + rootfs + "/bin " + rootfs + "/etc " + rootfs + "/data-" + tag +
             "; cp /bin/busybox " + rootfs + "/bin/busybox; for a in " + applets +
             "; do ln -s busybox " + rootfs + "/bin/$a; done; echo " + tag + " > " + rootfs +
@@ -382,6 +400,147 @@ TEST_F(Containers, BadInputEndsTheJobWithAReasonNamingIt) {
   EXPECT_TRUE(fs::is_empty(cache + "/tmp")) << "tmp/ holds an interrupted pull";
 }
 
+// `corral exec` into a job in an image runs in the job's container, not on the host: the image's
+// root, the job's mounts and PID namespace (its init is the container's), the owner's uid, the
+// job's environment and cgroups, only its GPU's device; its exit code, stderr and stdin; a real
+// terminal there (tests/interactive/pty_session.py, with the image's busybox sh); a command the
+// image lacks is refused naming it; anyone but the owner gets 403.
+TEST_F(Containers, ExecRunsInTheJobsContainer) {
+  const std::string id = Submit(
+      {"--image", "oci:" + dir_ + "/layout:v1", "--gpus", "1", "--mount", data_ + ":/data", "--",
+       "sh", "-c", "grep -h corral /proc/self/cgroup | sort; echo cgroup-end; exec sleep 300"});
+  ASSERT_TRUE(WaitUntil(30000, [&] { return Log(id).find("cgroup-end") != std::string::npos; }))
+      << Log(id, true);
+  const std::string job_groups = Log(id).substr(0, Log(id).find("cgroup-end"));
+  auto r = As({"exec", id, "--", "sh", "-c",
+               "cat /etc/image-tag; id -u; echo job=$CORRAL_JOB_ID cvd=$CUDA_VISIBLE_DEVICES; "
+               "ls /dev | grep nvidia; ls -d /data; echo init=$(cat /proc/1/cmdline); "
+               "test -e /usr/bin/apt-get && echo HOST-ROOT; echo groups:; grep -h corral "
+               "/proc/self/cgroup | sort; echo cgroup-end; echo to-stderr >&2; exit 3"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      r.out, m,
+      std::regex("^v1\\n" + std::to_string(uid_) + "\\njob=" + id +
+                 " cvd=([0-9]+)\\nnvidia([0-9]+)\\n/data\\ninit=/.corral/initpause\\n")))
+      << r.out << r.err;
+  EXPECT_EQ(m[1].str(), m[2].str()) << "its own GPU's device alone: " << r.out;
+  EXPECT_EQ(r.out.find("HOST-ROOT"), std::string::npos) << r.out;
+  const size_t from = r.out.find("groups:\n") + 8;
+  EXPECT_EQ(r.out.substr(from, r.out.find("cgroup-end") - from), job_groups)
+      << "the job's cgroups: " << r.out;
+  EXPECT_NE(r.err.find("to-stderr"), std::string::npos) << r.err;
+  // Its input, and a signal's exit code.
+  auto piped = RunCommand(
+      {"/bin/sh", "-c", "printf 'one\\ntwo\\n' | " + CorralBin() + " exec " + id + " -- wc -l"},
+      {{"CORRAL_ADDR", cluster_->addr()},
+       {"CORRAL_TOKEN", token_},
+       {"CORRAL_CONFIG", cluster_->dir() + "/none.json"}});
+  EXPECT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_NE(piped.out.find("2"), std::string::npos) << piped.out;
+  EXPECT_EQ(As({"exec", id, "--", "sh", "-c", "kill -9 $$"}).exit_code, 137);
+  // A command the image does not have: refused, naming it.
+  auto missing = As({"exec", id, "--", "apt-get", "update"});
+  EXPECT_EQ(missing.exit_code, 1) << missing.out << missing.err;
+  EXPECT_NE(missing.err.find("apt-get: command not found on the PATH of the job's container"),
+            std::string::npos)
+      << missing.err;
+  // A terminal in the container: typed input, window size and resize, tty, Ctrl-C, exit 7.
+  auto pty = RunCommand(
+      {"/usr/bin/python3", std::string(CORRAL_SOURCE_DIR) + "/tests/interactive/pty_session.py",
+       "exec-sh", CorralBin(), "exec", id, "--pty", "--"},
+      {{"CORRAL_ADDR", cluster_->addr()},
+       {"CORRAL_TOKEN", token_},
+       {"CORRAL_CONFIG", cluster_->dir() + "/none.json"},
+       {"TERM", "xterm"}});
+  EXPECT_EQ(pty.exit_code, 0) << pty.out << pty.err;
+  // Someone else: 403.
+  auto other = cluster_->Corral({"token", "create", "--user", "corral-ct-mallory"});
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  auto refused = RunCommand({CorralBin(), "exec", id, "--", "true"},
+                            {{"CORRAL_ADDR", cluster_->addr()},
+                             {"CORRAL_TOKEN", other.out.substr(0, other.out.find('\n'))},
+                             {"CORRAL_CONFIG", cluster_->dir() + "/none.json"}});
+  EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find("is for its owner"), std::string::npos) << refused.err;
+  EXPECT_EQ(State(Json::parse(As({"show", id, "-o", "json"}).out, nullptr, false)), "running")
+      << "the job is not disturbed";
+  // Nothing of the sessions is left: no crun exec of theirs.
+  EXPECT_TRUE(WaitUntil(10000, [&] { return ProcessesWith("/corral-exec.").empty(); }));
+  As({"cancel", id});
+}
+
+// `corral notebook --image`: Jupyter in the job's container (an image of its own root with the
+// host's /usr mounted, where Debian's jupyter-notebook is, as ddp_container_test builds it),
+// ready once it answers, reached through the head's /s/ proxy, a cell run by a kernel in the
+// container (the image's root, the owner's uid, the job's GPU), another user refused.
+TEST_F(Containers, ANotebookRunsInItsImageThroughTheHead) {
+  const char* ci = std::getenv("CI");
+  const bool in_ci = ci != nullptr && std::string(ci) == "true";
+  for (const char* need : {"/usr/bin/jupyter-notebook", "/usr/bin/python3"}) {
+    if (access(need, X_OK) != 0) {
+      if (in_ci) FAIL() << "CI must run this: no " << need;
+      GTEST_SKIP() << "no " << need << " (Debian's jupyter-notebook)";
+    }
+  }
+  if (RunCommand({"/usr/bin/python3", "-c", "import websocket"}).exit_code != 0) {
+    if (in_ci) FAIL() << "CI must run this: no python3-websocket";
+    GTEST_SKIP() << "no python3-websocket";
+  }
+  if (!fs::is_symlink("/lib")) {
+    if (in_ci) FAIL() << "CI must run this: the image links /lib to /usr/lib: needs merged /usr";
+    GTEST_SKIP() << "the image links /lib to /usr/lib: needs merged /usr";
+  }
+  // The image: merged-/usr links, the linker cache and alternatives, the owner in its passwd.
+  const std::string root = dir_ + "/rootfs-jupyter";
+  ASSERT_TRUE(
+      Sh("set -e; mkdir -p " + root + "/usr " + root + "/etc " + root + "/tmp; cd " + root +
+         "; for l in bin lib lib64 sbin; do ln -s usr/$l $l; done; cp -a /etc/alternatives "
+         "etc/; cp /etc/ld.so.cache etc/; getent passwd root " +
+         kUser + " > etc/passwd; getent group root $(id -gn " + kUser +
+         ") > etc/group; echo jupyter-image > etc/image-tag; cd " + dir_ +
+         "; umoci new --image layout:jupyter; umoci insert --image layout:jupyter " + root +
+         " / >/dev/null; umoci config --image layout:jupyter --config.env PATH=/usr/bin:/bin"));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = As({"notebook", "--gpus", "1", "--image", "oci:" + dir_ + "/layout:jupyter", "--mount",
+               "/usr:/usr:ro"});
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  GTEST_LOG_(INFO) << "corral notebook --image ready after " << took << " s";
+  std::smatch m;
+  const std::string url = r.out.substr(0, r.out.find('\n'));
+  ASSERT_TRUE(std::regex_match(url, m, std::regex(R"(https?://[^/]+/s/([0-9]+)/tree\?token=.+)")))
+      << r.out;
+  const std::string id = m[1].str();
+  Json job = Json::parse(As({"show", id, "-o", "json"}).out, nullptr, false);
+  bool ready = false;
+  for (const auto& e : job["events"]) ready = ready || e.value("what", "") == "notebook ready";
+  EXPECT_TRUE(ready) << job.dump();
+  auto other = cluster_->Corral({"token", "create", "--user", "corral-ct-nbother"});
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  auto drive =
+      RunCommand({"/usr/bin/python3",
+                  std::string(CORRAL_SOURCE_DIR) + "/tests/interactive/notebook_session.py", url,
+                  other.out.substr(0, other.out.find('\n'))},
+                 {{"NOTEBOOK_CELL",
+                   "import os\nprint('CVD=' + os.environ['CUDA_VISIBLE_DEVICES'], "
+                   "open('/etc/image-tag').read().strip(), os.getuid())"}});
+  ASSERT_EQ(drive.exit_code, 0) << drive.out << drive.err;
+  Json seen = Json::parse(drive.out, nullptr, false);
+  ASSERT_TRUE(seen.is_object()) << drive.out;
+  EXPECT_EQ(seen.value("page_status", 0), 200) << seen.dump();
+  EXPECT_TRUE(seen.value("page_is_jupyter", false)) << seen.dump();
+  EXPECT_EQ(seen.value("other_status", 0), 403) << seen.dump();
+  EXPECT_EQ(seen.value("kernel_status", 0), 201) << seen.dump();
+  EXPECT_EQ(seen.value("reply", ""), "ok") << seen.dump();
+  const std::string gpu = std::to_string(job["runs"].back()["placement"][0]["gpus"][0].get<int>());
+  EXPECT_EQ(seen.value("output", ""),
+            "CVD=" + gpu + " jupyter-image " + std::to_string(uid_) + "\n")
+      << seen.dump();
+  As({"cancel", id});
+  Wait(id);
+}
+
 // The cache alone: over its limit, it evicts the least recently used images no run holds.
 TEST_F(Containers, EvictionKeepsImagesInUse) {
   agent::ImageCacheConfig config;
@@ -421,22 +580,6 @@ TEST_F(Containers, InterruptedPullsAreCleanedUp) {
   close(held);
   cache.CleanInterrupted();
   EXPECT_FALSE(fs::exists(config.dir + "/tmp/fedcba9876543210.999998"));
-}
-
-// The processes whose command line holds `needle` (this test's own excepted).
-std::vector<int> ProcessesWith(const std::string& needle) {
-  std::vector<int> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/proc", ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const int pid = std::atoi(name.c_str());
-    if (pid == getpid()) continue;
-    std::string cmdline = Slurp(e.path().string() + "/cmdline");
-    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (cmdline.find(needle) != std::string::npos) out.push_back(pid);
-  }
-  return out;
 }
 
 // The agent is SIGKILLed while a run's image is being pulled: the pull runs in the run's task

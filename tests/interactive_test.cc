@@ -297,6 +297,22 @@ void CheckNotebookThroughTheHead(LocalCluster& c) {
   show = Json::parse(c.Corral({"show", id, "-o", "json"}).out, nullptr, false);
   job = show.contains("job") ? show["job"] : show;
   EXPECT_EQ(job.value("state", ""), "running") << "a notebook outlives the CLI that started it";
+  // The session opened is in the head's audit log: who, which job, from where; the other
+  // user's refusal too.
+  bool opened = false, refused = false;
+  std::ifstream audit(c.head_dir() + "/audit.log");
+  for (std::string line; std::getline(audit, line);) {
+    Json a = Json::parse(line, nullptr, false);
+    if (!a.is_object()) continue;
+    opened =
+        opened || (a.value("what", "") == "notebook_opened" && a.value("who", "") == "nbuser" &&
+                   a.value("job", uint64_t{0}) == std::stoull(id) &&
+                   a.value("from", "").rfind("127.0.0.1:", 0) == 0);
+    refused = refused || (a.value("status", 0) == 403 &&
+                          a.value("request", "").rfind("GET /s/" + id + "/", 0) == 0);
+  }
+  EXPECT_TRUE(opened) << "no notebook_opened line for job " << id;
+  EXPECT_TRUE(refused) << "no audited 403 for job " << id;
   c.Corral({"cancel", id});
 }
 

@@ -109,9 +109,10 @@ class Agent {
   // A replica's log (see ReadRunLog in launcher.h). Usable before, during and after Run().
   Result<std::string> ReadRunLog(const std::string& run_id, int32_t replica, int32_t task,
                                  const std::string& stream, int64_t offset, int64_t max_bytes);
-  // The main process of a running replica here (Supervisor::RunningPid). Any thread.
-  Result<int32_t> RunningPid(const std::string& run_id, int32_t replica) {
-    return supervisor_->RunningPid(run_id, replica);
+  // Where `corral exec` into a running replica here goes (Supervisor::ExecTargetOf). Any
+  // thread.
+  Result<ExecTarget> ExecTargetOf(const std::string& run_id, int32_t replica) {
+    return supervisor_->ExecTargetOf(run_id, replica);
   }
   // The agent's Prometheus metrics (per-GPU use). Any thread, before or during Run().
   std::string RenderMetrics() { return monitor_->RenderMetrics(); }

@@ -14,6 +14,14 @@
 
 namespace corral::agent {
 
+// Where a command run inside a running replica goes: its main process (task 0, its process
+// group's leader), and for a replica that runs in a container (container_exec.h), its run
+// directory ("" for one on the host).
+struct ExecTarget {
+  pid_t pid = 0;
+  std::string container_run_dir;
+};
+
 struct ProcessContext {
   std::vector<std::string> env;  // KEY=VALUE, as the process started with it
   uid_t uid = 0;

@@ -2,12 +2,15 @@
 
 #include <utility>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -15,7 +18,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 namespace corral::agent {
 namespace {
@@ -35,6 +42,86 @@ void WriteAllRaw(int fd, const char* s, size_t n) {
     s += w;
     n -= static_cast<size_t>(w);
   }
+}
+
+constexpr int64_t kTerminalWaitMs = 10000;  // for the started program to send its terminal
+
+Result<OwnedFd> ListenUnix(const std::string& path) {
+  sockaddr_un a{};
+  if (path.size() >= sizeof(a.sun_path)) {
+    return InvalidArgument("console socket " + path + ": the path is too long for a socket");
+  }
+  OwnedFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return Internal(std::string("socket: ") + std::strerror(errno));
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
+  (void)unlink(path.c_str());
+  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(fd.get(), 1) != 0) {
+    return Internal("console socket " + path + ": " + std::strerror(errno));
+  }
+  return fd;
+}
+
+// The terminal master the program `pid` sends on `listener` (SCM_RIGHTS), or an invalid fd when
+// it exits (or gives up) without sending one: its stderr then says why.
+OwnedFd ReceiveTerminal(int listener, pid_t pid) {
+  const int64_t deadline = SteadyMs() + kTerminalWaitMs;
+  while (SteadyMs() < deadline) {
+    struct pollfd p = {listener, POLLIN, 0};
+    if (poll(&p, 1, 50) == 1) {
+      OwnedFd conn(accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
+      if (!conn.valid()) continue;
+      char byte[64];
+      struct iovec iov = {byte, sizeof(byte)};
+      alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+      struct msghdr msg {};
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof(control);
+      if (recvmsg(conn.get(), &msg, MSG_CMSG_CLOEXEC) < 0) return OwnedFd();
+      for (struct cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+          int fd = -1;
+          std::memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+          return OwnedFd(fd);
+        }
+      }
+      return OwnedFd();
+    }
+    // Gone without sending one? (WNOWAIT: the session's loop reaps it and takes its status.)
+    siginfo_t info{};
+    if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        info.si_pid == pid) {
+      return OwnedFd();
+    }
+  }
+  return OwnedFd();
+}
+
+// The processes of process group `pgid`, from /proc.
+std::vector<pid_t> ProcessGroupMembers(pid_t pgid) {
+  std::vector<pid_t> out;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return out;
+  while (struct dirent* e = readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    std::ifstream in(std::string("/proc/") + e->d_name + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // "PID (COMM) STATE PPID PGRP ...": COMM may hold anything, so from its last ')'.
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0, pgrp = 0;
+    if (sscanf(stat.c_str() + close + 1, " %c %ld %ld", &state, &ppid, &pgrp) == 3 &&
+        pgrp == pgid) {
+      out.push_back(static_cast<pid_t>(pid));
+    }
+  }
+  closedir(proc);
+  return out;
 }
 
 // What the child needs, prepared before fork: after it only async-signal-safe calls are made
@@ -143,8 +230,25 @@ Result<std::unique_ptr<ExecSession>> ExecSession::Start(const ProcessContext& ct
   p.group_count = ctx.groups.size();
   p.exec_error = exec_error.c_str();
 
-  OwnedFd master, slave, in_r, in_w, out_r, out_w, err_r, err_w;
-  if (spec.pty) {
+  OwnedFd master, slave, in_r, in_w, out_r, out_w, err_r, err_w, listener, null;
+  const bool console = spec.pty && !spec.console_socket.empty();
+  if (console) {
+    // The program makes the terminal and sends it here; its own stdio: nothing in, its
+    // messages (why it could not start the command) to the terminal's output.
+    auto l = ListenUnix(spec.console_socket);
+    if (!l.ok()) return l.status();
+    listener = std::move(*l);
+    null = OwnedFd(open("/dev/null", O_RDWR | O_CLOEXEC));
+    int fds[2];
+    if (!null.valid() || pipe2(fds, O_CLOEXEC) != 0) {
+      return Internal(std::string("pipe: ") + std::strerror(errno));
+    }
+    err_r = OwnedFd(fds[0]);
+    err_w = OwnedFd(fds[1]);
+    p.in = null.get();
+    p.out = null.get();
+    p.err = err_w.get();
+  } else if (spec.pty) {
     int m = -1, s = -1;
     struct winsize ws {};
     ws.ws_row = static_cast<unsigned short>(std::clamp(spec.rows, 1, 10000));
@@ -172,18 +276,39 @@ Result<std::unique_ptr<ExecSession>> ExecSession::Start(const ProcessContext& ct
   if (pid < 0) return Internal(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) ChildMain(p);
   std::unique_ptr<ExecSession> s;
-  if (spec.pty) {
+  if (console) {
+    err_w = OwnedFd();  // the child's copy alone: its end is the program's end
+    master = ReceiveTerminal(listener.get(), pid);
+    (void)unlink(spec.console_socket.c_str());
+    if (master.valid()) {
+      struct winsize ws {};
+      ws.ws_row = static_cast<unsigned short>(std::clamp(spec.rows, 1, 10000));
+      ws.ws_col = static_cast<unsigned short>(std::clamp(spec.cols, 1, 10000));
+      (void)ioctl(master.get(), TIOCSWINSZ, &ws);
+      SetNonBlocking(master.get());
+    }
+    SetNonBlocking(err_r.get());
+    s.reset(
+        new ExecSession(pid, true, std::move(master), OwnedFd(), std::move(err_r), spec.pid_file));
+  } else if (spec.pty) {
     SetNonBlocking(master.get());
-    s.reset(new ExecSession(pid, true, std::move(master), OwnedFd(), OwnedFd()));
+    s.reset(new ExecSession(pid, true, std::move(master), OwnedFd(), OwnedFd(), spec.pid_file));
   } else {
     for (const OwnedFd* fd : {&in_w, &out_r, &err_r}) SetNonBlocking(fd->get());
-    s.reset(new ExecSession(pid, false, std::move(in_w), std::move(out_r), std::move(err_r)));
+    s.reset(new ExecSession(pid, false, std::move(in_w), std::move(out_r), std::move(err_r),
+                            spec.pid_file));
   }
   return s;
 }
 
-ExecSession::ExecSession(pid_t pid, bool pty, OwnedFd in, OwnedFd out, OwnedFd err)
-    : pid_(pid), pty_(pty), in_(std::move(in)), out_(std::move(out)), err_(std::move(err)) {
+ExecSession::ExecSession(pid_t pid, bool pty, OwnedFd in, OwnedFd out, OwnedFd err,
+                         std::string pid_file)
+    : pid_(pid),
+      pty_(pty),
+      pid_file_(std::move(pid_file)),
+      in_(std::move(in)),
+      out_(std::move(out)),
+      err_(std::move(err)) {
   int fds[2] = {-1, -1};
   if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
     wake_r_ = OwnedFd(fds[0]);
@@ -210,6 +335,12 @@ ExecSession::~ExecSession() {
     (void)kill(-pid_, SIGHUP);
     (void)kill(-pid_, SIGCONT);
     for (int i = 0; i < 20 && waitpid(pid_, nullptr, WNOHANG) == 0; ++i) usleep(5000);
+    // The process the started program runs for it: with a terminal of its own it leads a
+    // session and a group outside the started program's, and may ignore the hangup.
+    if (pid_t run = RunPid(); run > 0) {
+      (void)kill(-run, SIGKILL);
+      (void)kill(run, SIGKILL);
+    }
     (void)kill(-pid_, SIGKILL);
     (void)waitpid(pid_, nullptr, 0);
   }
@@ -267,8 +398,32 @@ Status ExecSession::Resize(int32_t rows, int32_t cols) {
 
 void ExecSession::Signal(int sig) {
   std::lock_guard lock(mu_);
+  if (!exited_) SignalCommand(sig);
+}
+
+pid_t ExecSession::RunPid() const {
+  if (pid_file_.empty()) return 0;
+  std::ifstream in(pid_file_);
+  long pid = 0;
+  return in >> pid && pid > 1 ? static_cast<pid_t>(pid) : 0;
+}
+
+void ExecSession::SignalCommand(int sig) {
+  const pid_t run = RunPid();
+  if (run > 0 && getpgid(run) == run) {
+    (void)kill(-run, sig);
+    return;
+  }
+  if (run > 0) {
+    // In the started program's group, beside it (crun exec without a terminal): each of the
+    // group but that program, which forwards what it gets to `run` (a second copy).
+    for (pid_t p : ProcessGroupMembers(pid_)) {
+      if (p != pid_) (void)kill(p, sig);
+    }
+    return;
+  }
   // Before its setsid the command has no group of its own yet: then to the command alone.
-  if (!exited_ && kill(-pid_, sig) != 0) (void)kill(pid_, sig);
+  if (kill(-pid_, sig) != 0) (void)kill(pid_, sig);
 }
 
 ExecOutput ExecSession::Take(Buffer& b, int64_t offset) {
@@ -323,7 +478,9 @@ bool ExecSession::Finished() {
 void ExecSession::Loop() {
   char chunk[16384];
   const int out_fd = pty_ ? in_.get() : out_.get();
-  bool out_open = true, err_open = !pty_;
+  // A terminal is one stream: what the started program itself says there joins it.
+  Buffer& err_buf = pty_ ? buf_[0] : buf_[1];
+  bool out_open = out_fd >= 0, err_open = err_.valid();
   for (;;) {
     std::vector<std::function<void()>> later;
     struct pollfd fds[4];
@@ -338,7 +495,7 @@ void ExecSession::Loop() {
         i_out = n;
         fds[n++] = {out_fd, POLLIN, 0};
       }
-      if (err_open && static_cast<int64_t>(buf_[1].data.size()) < kMaxUnread) {
+      if (err_open && static_cast<int64_t>(err_buf.data.size()) < kMaxUnread) {
         i_err = n;
         fds[n++] = {err_.get(), POLLIN, 0};
       }
@@ -375,7 +532,7 @@ void ExecSession::Loop() {
       }
     };
     pump(i_out, out_fd, buf_[0], &out_open);
-    pump(i_err, err_.get(), buf_[1], &err_open);
+    pump(i_err, err_.get(), err_buf, &err_open);
     if (i_in >= 0 && (fds[i_in].revents & (POLLOUT | POLLERR | POLLHUP))) {
       ssize_t w = write(in_.get(), pending_input_.data(), pending_input_.size());
       if (w > 0) {
@@ -400,7 +557,7 @@ void ExecSession::Loop() {
     if (exited_) {
       // What is still buffered in the terminal or the pipes is the command's last output.
       for (auto [fd, b, open] :
-           {std::tuple{out_fd, &buf_[0], &out_open}, std::tuple{err_.get(), &buf_[1], &err_open}}) {
+           {std::tuple{out_fd, &buf_[0], &out_open}, std::tuple{err_.get(), &err_buf, &err_open}}) {
         while (*open && static_cast<int64_t>(b->data.size()) < kMaxUnread) {
           ssize_t r = read(fd, chunk, sizeof(chunk));
           if (r > 0) {
@@ -414,7 +571,7 @@ void ExecSession::Loop() {
       }
       if (pty_) (void)kill(-pid_, SIGHUP);  // the terminal goes: what is left of it hangs up
     }
-    buf_[0].eof = !out_open;
+    buf_[0].eof = !out_open && !(pty_ && err_open);
     if (!pty_) buf_[1].eof = !err_open;
     for (Buffer& b : buf_) MaybeAnswer(b, false, &later);
     lock.unlock();

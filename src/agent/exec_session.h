@@ -38,6 +38,15 @@ struct ExecSpec {
   bool pty = false;
   int32_t rows = 24;
   int32_t cols = 80;
+  // With `pty`: "" makes the terminal here (openpty). Else the path of a Unix socket this
+  // session listens on, to which the started program sends the master of a terminal it made
+  // (crun's --console-socket: the terminal of a command in a container is the container's own).
+  // That program's own stderr then joins the terminal's output.
+  std::string console_socket;
+  // Where the started program writes the pid of the process it runs for it (crun's
+  // --pid-file), or "": that process is signalled instead of the started program (which would
+  // forward the signal a second time), and killed with the session.
+  std::string pid_file;
 };
 
 // What an output request gets: the bytes from its offset, the offset after them, and once the
@@ -89,8 +98,14 @@ class ExecSession {
     int64_t waiter_offset = 0;
     int64_t waiter_deadline_ms = 0;  // on the steady clock
   };
-  ExecSession(pid_t pid, bool pty, OwnedFd in, OwnedFd out, OwnedFd err);
+  ExecSession(pid_t pid, bool pty, OwnedFd in, OwnedFd out, OwnedFd err, std::string pid_file);
   void Loop();
+  // The process the started program runs for it (spec.pid_file), 0 when unknown (yet).
+  pid_t RunPid() const;
+  // `sig` to the command's processes: its process group, or with a pid file, the group of the
+  // process named there where it leads one, else every process of the started program's group
+  // but that program itself.
+  void SignalCommand(int sig);
   void Wake();
   // Answers the held request of `b` if it can be answered now (or `force`); call with mu_
   // held, runs the callback after unlocking through `later`.
@@ -99,9 +114,10 @@ class ExecSession {
 
   const pid_t pid_;
   const bool pty_;
+  const std::string pid_file_;
   OwnedFd in_;   // the terminal's master on a pty (in_ == out_ there), else stdin's write end
   OwnedFd out_;  // stdout's read end (not owned separately on a pty: see in_)
-  OwnedFd err_;
+  OwnedFd err_;  // stderr's read end; on a pty, the started program's own (console_socket)
   OwnedFd wake_r_, wake_w_;
 
   std::mutex mu_;

@@ -3,6 +3,7 @@
 #include "agent/exec_session.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -180,6 +181,153 @@ TEST(ExecSession, ACommandNotOnThePathIsNotFound) {
   spec.command = {"no-such-command-anywhere"};
   auto s = ExecSession::Start(Self(), spec, false);
   EXPECT_EQ(s.status().code(), ErrorCode::kNotFound);
+}
+
+// A stand-in for `crun exec --tty --console-socket S --pid-file P` (and without --tty): runs
+// its command as a child, in a terminal of its own sent over the console socket (tty), or
+// beside itself in its process group (pipe); writes the child's pid; exits with its status.
+constexpr char kConsoleSender[] = R"(
+import array, os, socket, sys
+sock, pid_file, mode, cmd = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+r, w = os.pipe()
+if mode == "tty":
+    m, s = os.openpty()
+pid = os.fork()
+if pid == 0:
+    os.close(w)
+    os.read(r, 1)
+    if mode == "tty":
+        os.login_tty(s)
+    os.execvp(cmd[0], cmd)
+with open(pid_file, "w") as f:
+    f.write(str(pid))
+if mode == "tty":
+    os.close(s)
+    c = socket.socket(socket.AF_UNIX)
+    c.connect(sock)
+    c.sendmsg([b" "], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [m]))])
+    c.close()
+    os.close(m)
+os.write(w, b"x")
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+)";
+
+class ConsoleSocket : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/python3";
+    char tmpl[] = "/tmp/corral-console-test.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    if (!dir_.empty()) RunRemove();
+  }
+  void RunRemove() {
+    for (const char* f : {"/console.sock", "/pid"}) unlink((dir_ + f).c_str());
+    rmdir(dir_.c_str());
+  }
+  ExecSpec Spec(bool tty, const std::string& script) {
+    ExecSpec spec;
+    spec.command = {"/usr/bin/python3",
+                    "-c",
+                    kConsoleSender,
+                    dir_ + "/console.sock",
+                    dir_ + "/pid",
+                    tty ? "tty" : "pipe",
+                    "sh",
+                    "-c",
+                    script};
+    spec.pty = tty;
+    if (tty) spec.console_socket = dir_ + "/console.sock";
+    spec.pid_file = dir_ + "/pid";
+    return spec;
+  }
+  std::string dir_;
+};
+
+TEST_F(ConsoleSocket, TheTerminalSentOverItIsTheSessionsWithItsSize) {
+  ExecSpec spec = Spec(true, "echo ready; read x; stty size; echo got=$x; exit 4");
+  spec.rows = 33;
+  spec.cols = 101;
+  auto s = ExecSession::Start(Self(), spec, false);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  int64_t offset = 0;
+  ReadUntil(**s, &offset, "ready");
+  ASSERT_TRUE((*s)->Input(0, "hello\r", false).ok());
+  ExecOutput rest = ReadAll(**s, ExecStream::kStdout);
+  EXPECT_NE(rest.bytes.find("33 101"), std::string::npos) << rest.bytes;
+  EXPECT_NE(rest.bytes.find("got=hello"), std::string::npos) << rest.bytes;
+  ASSERT_TRUE(rest.ended);
+  EXPECT_EQ(rest.exit_code, 4);
+}
+
+// A signal goes to the command once: to its group where it leads one (its own terminal), else
+// to its group's members but the started program (which would forward it a second time).
+TEST_F(ConsoleSocket, ASignalReachesTheCommandOnce) {
+  for (bool tty : {true, false}) {
+    ExecSpec spec =
+        Spec(tty, "trap 'echo term; exit 5' TERM; echo ready; while :; do sleep 0.05; done");
+    auto s = ExecSession::Start(Self(), spec, false);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    int64_t offset = 0;
+    ReadUntil(**s, &offset, "ready");
+    (*s)->Signal(SIGTERM);
+    ExecOutput rest = ReadAll(**s, ExecStream::kStdout);
+    ASSERT_TRUE(rest.ended) << tty;
+    EXPECT_EQ(rest.exit_code, 5) << "the started program was not signalled itself: " << tty;
+    EXPECT_NE(rest.bytes.find("term"), std::string::npos) << rest.bytes;
+    EXPECT_EQ(rest.bytes.find("term"), rest.bytes.rfind("term")) << rest.bytes;
+    RunRemove();
+    ASSERT_EQ(mkdir(dir_.c_str(), 0700), 0);
+  }
+}
+
+// A program that ends without sending a terminal (crun refusing the command): what it said
+// and its exit code are the session's.
+TEST_F(ConsoleSocket, AProgramThatSendsNoTerminalEndsTheSessionWithItsMessage) {
+  ExecSpec spec;
+  spec.command = {"sh", "-c", "echo cannot-start-that >&2; exit 9"};
+  spec.pty = true;
+  spec.console_socket = dir_ + "/console.sock";
+  auto s = ExecSession::Start(Self(), spec, false);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ExecOutput out = ReadAll(**s, ExecStream::kStdout);
+  EXPECT_EQ(out.bytes, "cannot-start-that\n");
+  ASSERT_TRUE(out.ended);
+  EXPECT_EQ(out.exit_code, 9);
+}
+
+// Ending the session kills the process named in the pid file even where it ignores the hangup
+// and left the started program's group (its own session, as with a container's terminal).
+TEST_F(ConsoleSocket, EndingTheSessionKillsTheCommandThatIgnoresTheHangup) {
+  ExecSpec spec = Spec(true, "trap '' HUP TERM; echo ready; while :; do sleep 0.05; done");
+  auto s = ExecSession::Start(Self(), spec, false);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  int64_t offset = 0;
+  ReadUntil(**s, &offset, "ready");
+  pid_t run = 0;
+  {
+    FILE* f = fopen((dir_ + "/pid").c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(fscanf(f, "%d", &run), 1);
+    fclose(f);
+  }
+  s->reset();
+  // Killed; its parent (the started program, killed too) leaves it to init to reap.
+  EXPECT_TRUE([&] {
+    for (int i = 0; i < 200; ++i) {
+      char state = 0;
+      FILE* f = fopen(("/proc/" + std::to_string(run) + "/stat").c_str(), "r");
+      if (f == nullptr) return true;
+      int n = fscanf(f, "%*d %*s %c", &state);
+      fclose(f);
+      if (n == 1 && state == 'Z') return true;
+      usleep(10000);
+    }
+    return false;
+  }()) << "the command survived its session";
 }
 
 }  // namespace

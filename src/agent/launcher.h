@@ -127,6 +127,11 @@ class Launcher {
   // How CUDA_VISIBLE_DEVICES names GPUs (GpuProbe::VisibleDeviceNames): a run's indices are
   // replaced by these names where given (MIG devices by UUID).
   virtual void SetGpuNames(const std::map<int32_t, std::string>& names) { (void)names; }
+  // The directory of a replica's run (its record, logs, container), "" where runs have none.
+  virtual std::string RunDirectory(const RunKey& key) const {
+    (void)key;
+    return {};
+  }
   // Every run ever started here, from the state directory.
   virtual std::vector<RecoveredRun> Recover() = 0;
   virtual Result<std::string> ReadLog(const RunKey& key, int32_t task, const std::string& stream,
@@ -178,6 +183,7 @@ class PosixLauncher final : public Launcher {
   PosixLauncher& operator=(const PosixLauncher&) = delete;
 
   std::string RunDir(const RunKey& key) const;
+  std::string RunDirectory(const RunKey& key) const override { return RunDir(key); }
   std::string CgroupName(const RunKey& key) const;
   std::string ContainerId(const RunKey& key) const;
 

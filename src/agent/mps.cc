@@ -2,19 +2,84 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "agent/dirs.h"
 
 namespace corral::agent {
 
 MpsDaemons::MpsDaemons(std::string control, std::string dir, bool as_owner)
-    : control_(std::move(control)), dir_(std::move(dir)), as_owner_(as_owner) {}
+    : control_(std::move(control)), dir_(std::move(dir)), as_owner_(as_owner) {
+  Load();
+}
+
+std::set<std::string> MpsDaemons::RunsOf(uid_t uid, int32_t gpu) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = users_.find({uid, gpu});
+  return it == users_.end() ? std::set<std::string>{} : it->second;
+}
+
+void MpsDaemons::Persist(const Key& k) {
+  const std::string path = DirOf(k) + "/runs";
+  auto it = users_.find(k);
+  if (it == users_.end() || it->second.empty()) {
+    if (std::remove(path.c_str()) != 0 && errno != ENOENT) {
+      spdlog::warn("mps: cannot remove {}: {}", path, std::strerror(errno));
+    }
+    return;
+  }
+  std::string text = "gid " + std::to_string(gids_[k]) + "\n";
+  for (const std::string& run : it->second) text += "run " + run + "\n";
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    if (!out.flush()) {
+      spdlog::warn("mps: cannot write {}: a restarted agent will not stop its daemon", tmp);
+      return;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    spdlog::warn("mps: cannot rename {}: {}", tmp, std::strerror(errno));
+  }
+}
+
+void MpsDaemons::Load() {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir_, ec)) {
+    unsigned uid = 0;
+    int gpu = 0;
+    char tail = 0;
+    const std::string name = e.path().filename().string();
+    if (std::sscanf(name.c_str(), "u%u-gpu%d%c", &uid, &gpu, &tail) != 2) continue;
+    std::ifstream in(e.path().string() + "/runs");
+    if (!in) continue;  // no run used it when the last agent stopped
+    const Key k{static_cast<uid_t>(uid), gpu};
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("gid ", 0) == 0) {
+        gids_[k] = static_cast<gid_t>(std::strtoul(line.c_str() + 4, nullptr, 10));
+      } else if (line.rfind("run ", 0) == 0 && line.size() > 4) {
+        users_[k].insert(line.substr(4));
+        runs_[line.substr(4)] = k;
+      }
+    }
+    if (users_.count(k) != 0) {
+      spdlog::info("mps: the daemon for uid {} on GPU {} serves {} run(s) of the last agent", uid,
+                   gpu, users_[k].size());
+    }
+  }
+}
 
 std::string MpsDaemons::FindControl() {
   for (const char* p :
@@ -107,6 +172,7 @@ Result<std::vector<std::string>> MpsDaemons::Acquire(const std::string& run, uid
   }
   users.insert(run);
   runs_[run] = k;
+  Persist(k);
   return std::vector<std::string>{"CUDA_MPS_PIPE_DIRECTORY=" + dir + "/pipe",
                                   "CUDA_MPS_LOG_DIRECTORY=" + dir + "/log",
                                   "CORRAL_GPU_SHARE_ENFORCED=1"};
@@ -120,9 +186,13 @@ void MpsDaemons::Release(const std::string& run) {
   runs_.erase(it);
   auto& users = users_[k];
   users.erase(run);
-  if (!users.empty()) return;
+  if (!users.empty()) {
+    Persist(k);
+    return;
+  }
   users_.erase(k);
   (void)Control(k, gids_[k], {}, "quit\n");  // best effort: a daemon gone already is fine
+  Persist(k);
   gids_.erase(k);
 }
 

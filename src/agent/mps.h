@@ -8,6 +8,9 @@
 //   start   `nvidia-cuda-mps-control -d` as the owner, with CUDA_VISIBLE_DEVICES=G and
 //           CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY (the same go to its clients)
 //   stop    `echo quit | nvidia-cuda-mps-control` with the same, when its last run has ended
+//   STATE/mps/u<uid>-gpu<G>/runs   the runs that use the daemon ("gid N", then "run R" lines),
+//           rewritten on every change, so that an agent that restarts (its runs go on) still
+//           tells the daemon to quit after the last of them ends
 #pragma once
 
 #include <utility>
@@ -28,7 +31,11 @@ class MpsDaemons {
  public:
   // `control`: the nvidia-cuda-mps-control executable; `dir`: where the daemons' directories
   // go. `as_owner`: daemons run as the runs' owners (the agent is root), else as the agent.
+  // Takes over the daemons an earlier agent recorded in `dir` with the runs that use them.
   MpsDaemons(std::string control, std::string dir, bool as_owner);
+
+  // The runs that use the daemon of (uid, gpu), as known now (for tests and the agent's log).
+  std::set<std::string> RunsOf(uid_t uid, int32_t gpu);
 
   // The daemon of (uid, gpu), started if none runs, now used by `run` as well. Returns the
   // environment its clients need (KEY=VALUE). Thread-safe.
@@ -43,6 +50,10 @@ class MpsDaemons {
  private:
   using Key = std::pair<uid_t, int32_t>;
   std::string DirOf(const Key& k) const;
+  // Rewrites k's runs file (removes it when no run uses k); best effort: a failure is logged.
+  void Persist(const Key& k);
+  // Reads the runs files under dir_ (constructor).
+  void Load();
   // Runs the control program for k (as its owner), with `input` on its stdin.
   Status Control(const Key& k, gid_t gid, const std::vector<std::string>& args,
                  const std::string& input);

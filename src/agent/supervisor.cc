@@ -218,7 +218,7 @@ Result<std::string> Supervisor::ReadRunLog(const std::string& run_id, int32_t re
 
 namespace corral::agent {
 
-Result<int32_t> Supervisor::RunningPid(const std::string& run_id, int32_t replica) {
+Result<ExecTarget> Supervisor::ExecTargetOf(const std::string& run_id, int32_t replica) {
   std::lock_guard lock(mu_);
   auto it = runs_.find(RunKey{run_id, replica});
   if (it == runs_.end() || !it->second.status.running) {
@@ -228,7 +228,12 @@ Result<int32_t> Supervisor::RunningPid(const std::string& run_id, int32_t replic
   if (it->second.run.pgid <= 0) {
     return Unavailable("run " + run_id + " is still starting; try again in a moment");
   }
-  return it->second.run.pgid;
+  ExecTarget target;
+  target.pid = it->second.run.pgid;
+  if (!it->second.run.order.container.empty()) {
+    target.container_run_dir = launcher_->RunDirectory(it->first);
+  }
+  return target;
 }
 
 }  // namespace corral::agent

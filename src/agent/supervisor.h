@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/exec_context.h"
 #include "agent/launcher.h"
 #include "core/agent_protocol.h"
 
@@ -66,9 +67,10 @@ class Supervisor {
 
   Result<std::string> ReadRunLog(const std::string& run_id, int32_t replica, int32_t task,
                                  const std::string& stream, int64_t offset, int64_t max_bytes);
-  // The main process of a running replica (task 0, its process group's leader): what
-  // `corral exec` takes its context from. kNotFound when it does not run here.
-  Result<int32_t> RunningPid(const std::string& run_id, int32_t replica);
+  // Where `corral exec` into a running replica goes: its main process (task 0, its process
+  // group's leader), whose context the command takes, and its container if it has one.
+  // kNotFound when it does not run here.
+  Result<ExecTarget> ExecTargetOf(const std::string& run_id, int32_t replica);
 
  private:
   struct Entry {

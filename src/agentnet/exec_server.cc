@@ -69,9 +69,9 @@ net::HttpResponse JsonOk(int status, const Json& body) {
 
 }  // namespace
 
-ExecServer::ExecServer(std::string join_token, PidLookup running_pid, int64_t abandon_after_ms)
+ExecServer::ExecServer(std::string join_token, TargetLookup target, int64_t abandon_after_ms)
     : join_token_(std::move(join_token)),
-      running_pid_(std::move(running_pid)),
+      target_(std::move(target)),
       abandon_after_ms_(abandon_after_ms) {
   reaper_ = std::thread([this] { ReapLoop(); });
 }
@@ -208,16 +208,26 @@ void ExecServer::Open(const net::HttpRequest& req, const std::string& run_id,
   if (spec.command.empty()) return respond(Error(InvalidArgument("command: empty")));
   boost::asio::post(pool_, [this, run_id, replica = static_cast<int32_t>(*replica),
                             spec = std::move(spec), respond = std::move(respond)] {
-    auto pid = running_pid_(run_id, replica);
-    if (!pid.ok()) return respond(Error(pid.status()));
-    auto ctx = agent::ContextOfProcess(*pid);
+    auto target = target_(run_id, replica);
+    if (!target.ok()) return respond(Error(target.status()));
+    auto ctx = agent::ContextOfProcess(target->pid);
     if (!ctx.ok()) {
       return respond(
           Error(Status(ctx.status().code(), "the job's main process: " + ctx.status().message())));
     }
-    auto session = agent::ExecSession::Start(*ctx, spec, geteuid() == 0);
-    if (!session.ok()) return respond(Error(session.status()));
     auto entry = std::make_shared<Entry>();
+    const agent::ExecSpec* run = &spec;
+    bool switch_user = geteuid() == 0;
+    if (!target->container_run_dir.empty()) {
+      // Into its container: crun exec, started as root in the replica's cgroups.
+      auto container = agent::ContainerExec::Prepare(target->container_run_dir, spec);
+      if (!container.ok()) return respond(Error(container.status()));
+      entry->container = std::make_unique<agent::ContainerExec>(std::move(*container));
+      run = &entry->container->crun();
+      switch_user = false;
+    }
+    auto session = agent::ExecSession::Start(*ctx, *run, switch_user);
+    if (!session.ok()) return respond(Error(session.status()));
     entry->session = std::move(*session);
     entry->last_request_ms = SteadyClock().Now();
     std::string id = RandomHex(16);

@@ -28,6 +28,7 @@
 #include <string>
 #include <thread>
 
+#include "agent/container_exec.h"
 #include "agent/exec_session.h"
 #include "net/http.h"
 
@@ -35,9 +36,11 @@ namespace corral::agentnet {
 
 class ExecServer {
  public:
-  // `running_pid`: the main process of a running replica on this node.
-  using PidLookup = std::function<Result<int32_t>(const std::string& run_id, int32_t replica)>;
-  ExecServer(std::string join_token, PidLookup running_pid, int64_t abandon_after_ms = 60000);
+  // `target`: where a command run inside a running replica of this node goes (its main
+  // process; its container, where it has one: the command then runs in it, container_exec.h).
+  using TargetLookup =
+      std::function<Result<agent::ExecTarget>(const std::string& run_id, int32_t replica)>;
+  ExecServer(std::string join_token, TargetLookup target, int64_t abandon_after_ms = 60000);
   ~ExecServer();  // ends every session
   ExecServer(const ExecServer&) = delete;
   ExecServer& operator=(const ExecServer&) = delete;
@@ -49,6 +52,7 @@ class ExecServer {
 
  private:
   struct Entry {
+    std::unique_ptr<agent::ContainerExec> container;  // its files outlive the session
     std::unique_ptr<agent::ExecSession> session;
     int64_t last_request_ms = 0;
   };
@@ -57,7 +61,7 @@ class ExecServer {
   void ReapLoop();
 
   const std::string join_token_;
-  const PidLookup running_pid_;
+  const TargetLookup target_;
   const int64_t abandon_after_ms_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -16,8 +16,8 @@ bool ValidRunId(const std::string& run) {
 
 }  // namespace
 
-NotebookRelay::NotebookRelay(std::string state_dir, std::string join_token)
-    : runs_dir_(std::move(state_dir) + "/runs"), join_token_(std::move(join_token)) {}
+NotebookRelay::NotebookRelay(std::string state_dir, std::string join_token, net::SpliceIdle idle)
+    : runs_dir_(std::move(state_dir) + "/runs"), join_token_(std::move(join_token)), idle_(idle) {}
 
 void NotebookRelay::Take(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn) const {
   if (!TokensEqual(req.BearerToken(), join_token_)) {
@@ -39,11 +39,12 @@ void NotebookRelay::Take(net::HttpRequest req, std::shared_ptr<net::TakenConnect
     return conn->Answer(
         net::JsonError(404, "not_found", "run " + run + " serves no notebook on this node"));
   }
+  const auto idle = idle_.For(net::IsWebSocketUpgrade(req));
   std::map<std::string, std::string> headers = std::move(req.headers);
   headers.erase("x-corral-run");
   headers["authorization"] = "token " + server->token;
   conn->Splice("http://127.0.0.1:" + std::to_string(server->port), nullptr,
-               net::SerializeRequest(req.method, req.target, headers, req.body));
+               net::SerializeRequest(req.method, req.target, headers, req.body), idle);
 }
 
 }  // namespace corral::agentnet

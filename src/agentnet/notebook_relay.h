@@ -15,13 +15,16 @@ namespace corral::agentnet {
 
 class NotebookRelay {
  public:
-  NotebookRelay(std::string state_dir, std::string join_token);
+  // `idle`: how long a relayed connection may stay silent both ways before it is closed.
+  NotebookRelay(std::string state_dir, std::string join_token,
+                net::SpliceIdle idle = net::SpliceIdle{});
   // Any thread; does not block but for reading the run's small notebook file.
   void Take(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn) const;
 
  private:
   const std::string runs_dir_;
   const std::string join_token_;
+  const net::SpliceIdle idle_;
 };
 
 }  // namespace corral::agentnet

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "agent/notebook.h"
@@ -90,6 +91,66 @@ TEST(Notebook, TheAgentServesItOnLoopbackWithItsOwnTokenAndRelaysToIt) {
   EXPECT_EQ(get("join-secret", "../7.1", "/s/7/").status, 400);
   EXPECT_EQ(get("join-secret", "7.1", "/s/8/").status, 400) << "another job's path";
   EXPECT_EQ(get("join-secret", "9.1", "/s/9/").status, 404) << "no notebook in that run";
+}
+
+// A WebSocket relayed to Jupyter that passes nothing either way is closed after the relay's
+// idle time, and the address's files with it; a plain request gets the shorter one.
+TEST(Notebook, TheRelayClosesASilentConnectionAfterItsIdleTime) {
+  agent::testing::TempDir state;
+  const std::string run_dir = state.path() + "/runs/7.1.0";
+  std::filesystem::create_directories(run_dir + "/logs");
+  RunOrder order;
+  order.job_id = 7;
+  order.command = {"jupyter-notebook"};
+  ASSERT_TRUE(agent::PrepareNotebook(&order, run_dir, /*as_root=*/false).ok());
+  auto server = agent::ReadNotebook(run_dir);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  // A kernel channel that never says anything: Jupyter holds the request unanswered.
+  std::mutex mu;
+  std::vector<net::Responder> held;
+  net::HttpServer jupyter(
+      [&](net::HttpRequest, net::Responder r) {
+        std::lock_guard lock(mu);
+        held.push_back(std::move(r));
+      },
+      net::HttpServerOptions{.io_threads = 1});
+  ASSERT_TRUE(jupyter.Listen("127.0.0.1", server->port).ok());
+  jupyter.Start();
+  NotebookRelay relay(state.path(), "join-secret",
+                      net::SpliceIdle{.http = 300ms, .websocket = 900ms});
+  net::HttpServer front(
+      [](net::HttpRequest, net::Responder r) { r(net::JsonError(404, "not_found", "x")); },
+      net::HttpServerOptions{
+          .io_threads = 1,
+          .takeover_prefix = "/s/",
+          .takeover = [&relay](net::HttpRequest req, std::shared_ptr<net::TakenConnection> c) {
+            relay.Take(std::move(req), std::move(c));
+          }});
+  auto port = front.Listen("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok());
+  front.Start();
+  // How long a silent request through the relay lasts before the relay closes it.
+  auto lasts = [&](bool websocket) {
+    net::HttpClient client("http://127.0.0.1:" + std::to_string(*port), "join-secret");
+    std::map<std::string, std::string> headers = {{"X-Corral-Run", "7.1"}};
+    if (websocket) {
+      headers["Connection"] = "Upgrade";
+      headers["Upgrade"] = "websocket";
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = client.Request("GET", "/s/7/api/kernels/k/channels", "", 10s, headers);
+    EXPECT_FALSE(r.ok()) << "closed unanswered, got " << (r.ok() ? r->status : 0);
+    return std::chrono::steady_clock::now() - t0;
+  };
+  auto plain = lasts(false);
+  EXPECT_GE(plain, 250ms);
+  EXPECT_LT(plain, 800ms);
+  auto websocket = lasts(true);
+  EXPECT_GE(websocket, 850ms);
+  EXPECT_LT(websocket, 5s);
+  // Jupyter's side of each was closed too: it saw its clients go.
+  std::lock_guard lock(mu);
+  EXPECT_EQ(held.size(), 2u);
 }
 
 TEST(Notebook, OneThatNeverAnsweredFailsWithItsLogTail) {

@@ -13,9 +13,6 @@
 namespace corral::api {
 namespace {
 
-// How much of a refused request's method and path the audit log keeps.
-constexpr size_t kMaxAuditedRequest = 256;
-
 using net::HttpRequest;
 using net::HttpResponse;
 using net::Responder;
@@ -97,7 +94,10 @@ head::Head::Callback<T> ApiService::Answer(Responder respond, F to_json, int ok_
 }
 
 HttpResponse ErrorResponse(const Status& st) {
-  return net::JsonError(HttpStatusFor(st.code()), ErrorCodeName(st.code()), st.message());
+  HttpResponse r = net::JsonError(HttpStatusFor(st.code()), ErrorCodeName(st.code()), st.message());
+  // Every limit refills within a second: a well-behaved client waits that long and retries.
+  if (r.status == 429) r.headers["Retry-After"] = "1";
+  return r;
 }
 
 template <typename C, typename Encode>
@@ -150,6 +150,7 @@ const std::vector<ApiService::Endpoint>& ApiService::Routes() {
         custom("POST", "/v1/exec/{session}/{what}", &ApiService::HandleExecRelay),
         custom("DELETE", "/v1/exec/{session}", &ApiService::HandleExecRelay),
         Serve<GetUsage>("GET", "/v1/usage", DecodeGetUsage, UsageAnswer),
+        Serve<GetHistory>("GET", "/v1/history", DecodeGetHistory, HistoryAnswer),
         Serve<ListNodes>("GET", "/v1/nodes", NoFields<ListNodes>, NodesAnswer),
         Serve<GetNode>("GET", "/v1/nodes/{name}", DecodeGetNode, NodeRecordAnswer),
         Serve<SetDrain>("POST", "/v1/nodes/{name}/drain", DecodeDrain, NodeAnswer),
@@ -203,18 +204,16 @@ std::string ApiService::RouteLabel(const std::string& method, const std::vector<
 }
 
 ApiService::ApiService(head::Head* head, double requests_per_second, AgentTls agent_tls,
-                       double unauthenticated_per_second)
+                       double unauthenticated_per_second, net::SpliceIdle relay_idle)
     : head_(head),
-      rate_(requests_per_second, 2 * requests_per_second),
-      unauthenticated_(
-          unauthenticated_per_second,
-          [head](const std::string& bearer) { return head->IsCurrentCredential(bearer); }),
+      gates_(head, requests_per_second, unauthenticated_per_second),
       agent_tls_(std::move(agent_tls)),
       proxy_(std::make_shared<net::AsyncHttpClient>(agent_tls_.log_trust)),
       exec_(
           std::make_unique<ExecProxy>(head, proxy_, static_cast<bool>(agent_tls_.issue_log_cert))),
-      sessions_(std::make_unique<SessionProxy>(head, static_cast<bool>(agent_tls_.issue_log_cert),
-                                               agent_tls_.log_trust)) {}
+      sessions_(std::make_unique<SessionProxy>(head, &gates_,
+                                               static_cast<bool>(agent_tls_.issue_log_cert),
+                                               agent_tls_.log_trust, relay_idle)) {}
 
 void ApiService::TakeSession(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn) {
   sessions_->Take(std::move(req), std::move(conn));
@@ -231,33 +230,17 @@ void ApiService::HandleExecRelay(const HttpRequest& req, const PathArgs& args, R
 void ApiService::Handle(HttpRequest req, Responder respond) {
   auto t0 = std::chrono::steady_clock::now();
   std::vector<std::string> parts = net::SplitPath(req.path);
-  // A path can be as long as the header limit: the audit keeps its start.
-  std::string request = req.method + " " + req.path;
-  if (request.size() > kMaxAuditedRequest) request = request.substr(0, kMaxAuditedRequest) + "...";
+  std::string request = AuditedRequest(req.method, req.path);
   PathArgs args;
   const Endpoint* found = FindRoute(req.method, parts, &args);
   respond = [this, route = RouteLabel(req.method, parts, found), t0, request = std::move(request),
              from = req.remote, bearer = req.BearerToken(),
              respond = std::move(respond)](HttpResponse r) {
-    head::Head* head = head_;
-    unauthenticated_.Answered(bearer, r.status);
-    head->metrics().Observe(
+    gates_.Answered(bearer, from, request, r);
+    head_->metrics().Observe(
         "corral_api_request_duration_seconds",
         {{"route", route}, {"code", std::to_string(r.status)}},
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    // Every refusal that got this far is audited, with where it came from; unauthenticated
-    // requests past their address's allowance were answered 429 before this and are not.
-    if (r.status == 401 || r.status == 403) {
-      Json body = Json::parse(r.body, nullptr, false);
-      std::string why = body.is_object() && body.contains("error") && body["error"].is_object()
-                            ? body["error"].value("message", "")
-                            : "";
-      head->Audit(Json{{"at", SystemClock().Now()},
-                       {"from", from},
-                       {"request", request},
-                       {"status", r.status},
-                       {"reason", why}});
-    }
     respond(std::move(r));
   };
   Route(std::move(req), parts, found, args, std::move(respond));
@@ -284,16 +267,8 @@ void ApiService::Route(HttpRequest req, const std::vector<std::string>& parts,
   if (parts.size() < 2 || parts[0] != "v1") {
     return respond(ErrorResponse(NotFound("no such path: " + req.path)));
   }
-  std::string bearer = req.BearerToken();
-  const std::string address = req.remote.substr(0, req.remote.rfind(':'));
-  if (!unauthenticated_.Allow(bearer, address)) {
-    return respond(ErrorResponse(
-        Status(ErrorCode::kResourceExhausted,
-               "too many requests without a working token from " + address + "; slow down")));
-  }
-  if (!rate_.Allow(bearer.empty() ? "peer " + address : bearer)) {
-    return respond(ErrorResponse(
-        Status(ErrorCode::kResourceExhausted, "too many requests with this token; slow down")));
+  if (auto refused = gates_.Admit(req.BearerToken(), req.remote)) {
+    return respond(std::move(*refused));
   }
   // A session's input is what its user types, not JSON.
   const bool raw_body = parts[1] == "exec";

@@ -6,10 +6,9 @@
 #include <functional>
 #include <memory>
 
-#include "api/auth_throttle.h"
 #include "api/command_http.h"
 #include "api/exec_proxy.h"
-#include "api/rate_limiter.h"
+#include "api/request_gates.h"
 #include "api/session_proxy.h"
 #include "head/head.h"
 #include "net/async_http_client.h"
@@ -31,9 +30,11 @@ class ApiService {
   // `requests_per_second` per token (or per peer address without one), bursts up to twice
   // that; <= 0: no limit. `agent_tls` unset: agents' log endpoints are plain HTTP.
   // `unauthenticated_per_second`: requests per client address whose token has not worked here
-  // (AuthThrottle); <= 0: no limit.
+  // (AuthThrottle); <= 0: no limit. `relay_idle`: how long a notebook's relayed connection may
+  // stay silent.
   explicit ApiService(head::Head* head, double requests_per_second = 0, AgentTls agent_tls = {},
-                      double unauthenticated_per_second = 0);
+                      double unauthenticated_per_second = 0,
+                      net::SpliceIdle relay_idle = net::SpliceIdle{});
   void Handle(net::HttpRequest req, net::Responder respond);
   // A /s/ connection (a notebook's traffic, session_proxy.h).
   void TakeSession(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn);
@@ -75,8 +76,7 @@ class ApiService {
   head::Head::Callback<T> Answer(net::Responder respond, F to_json, int ok_status = 200);
 
   head::Head* head_;
-  RateLimiter rate_;
-  AuthThrottle unauthenticated_;
+  RequestGates gates_;  // before sessions_, which uses it
   AgentTls agent_tls_;
   std::shared_ptr<net::AsyncHttpClient> proxy_;  // the log proxy's connections to agents
   std::unique_ptr<ExecProxy> exec_;              // exec sessions relayed to agents

@@ -117,6 +117,10 @@ TEST_F(Api, EveryJobRouteRunsItsCommand) {
   EXPECT_EQ(Call("GET", other).body["job"]["held"], true);
   EXPECT_EQ(Call("POST", other + "/release").body["job"]["held"], false);
   EXPECT_EQ(Call("GET", "/v1/usage?by=queue").status, 200);
+  Reply history = Call("GET", "/v1/history?since=3600");
+  ASSERT_EQ(history.status, 200) << history.body.dump();
+  EXPECT_EQ(history.body["jobs"].size(), 2u) << history.body.dump();
+  EXPECT_EQ(history.body["scheduler"]["policy"], "corral");
   // Only a job's own batch step starts steps: the command is decoded, then refused.
   EXPECT_EQ(Call("POST", job + "/steps", Json{{"command", {"true"}}}).status, 403);
   EXPECT_EQ(Call("GET", job + "/steps/0").status, 404);
@@ -124,6 +128,10 @@ TEST_F(Api, EveryJobRouteRunsItsCommand) {
 
 TEST_F(Api, ClusterQueueAndTokenRoutesRunTheirCommands) {
   RegisterNode("n1");
+  Reply capped =
+      Call("PUT", "/v1/queues/dev", Json{{"max_interactive_gpus_per_user", 2}, {"weight", 1}});
+  ASSERT_EQ(capped.status, 200) << capped.body.dump();
+  EXPECT_EQ(capped.body["queue"]["max_interactive_gpus_per_user"], 2) << capped.body.dump();
   Reply nodes = Call("GET", "/v1/nodes");
   ASSERT_EQ(nodes.body["nodes"].size(), 1u);
   EXPECT_EQ(Call("GET", "/v1/nodes/n1").body["node"]["name"], "n1");
@@ -132,9 +140,11 @@ TEST_F(Api, ClusterQueueAndTokenRoutesRunTheirCommands) {
   EXPECT_EQ(drained.body["node"]["drain"], "drained");
   EXPECT_EQ(Call("POST", "/v1/nodes/n1/undrain").body["node"]["state"], "ready");
   // A queue's name is the rest of the path, slashes and all.
-  Reply queue = Call("PUT", "/v1/queues/org/team", Json{{"quota_gpus", 2}});
+  Reply queue =
+      Call("PUT", "/v1/queues/org/team", Json{{"quota_gpus", 2}, {"max_wait_ms", 6 * kHour}});
   ASSERT_EQ(queue.status, 200) << queue.body.dump();
   EXPECT_EQ(queue.body["queue"]["name"], "org/team");
+  EXPECT_EQ(queue.body["queue"]["max_wait_ms"], 6 * kHour);
   bool listed = false;
   Reply queues = Call("GET", "/v1/queues");
   for (const Json& q : queues.body["queues"]) listed |= q["name"] == "org/team";
@@ -169,9 +179,16 @@ TEST_F(Api, BadInputNamesItsFieldAndChangesNothing) {
   expect_400(Call("PUT", "/v1/queues/q", Json{{"weight", 0}}), "field 'weight'");
   expect_400(Call("PUT", "/v1/queues/q", Json{{"quota", 1}}), "unknown field 'quota'");
   expect_400(Call("PUT", "/v1/queues/q", Json{{"max_grace_ms", "1m"}}), "field 'max_grace_ms'");
+  expect_400(Call("PUT", "/v1/queues/q", Json{{"max_wait_ms", -1}}), "field 'max_wait_ms'");
+  expect_400(Call("PUT", "/v1/queues/q", Json{{"max_wait_ms", "6h"}}), "field 'max_wait_ms'");
+  expect_400(Call("PUT", "/v1/queues/q", Json{{"max_interactive_gpus_per_user", -1}}),
+             "field 'max_interactive_gpus_per_user': got -1, want a whole number of GPUs >= 0");
+  expect_400(Call("PUT", "/v1/queues/q", Json{{"max_interactive_gpus_per_user", 1.5}}),
+             "field 'max_interactive_gpus_per_user'");
   expect_400(Call("POST", "/v1/tokens", Json{{"user", "ana"}, {"role", "root"}}), "field 'role'");
   expect_400(Call("POST", "/v1/admin/backup", Json{{"path", "relative"}}), "field 'path'");
   expect_400(Call("GET", "/v1/usage?by=team"), "query 'by'");
+  expect_400(Call("GET", "/v1/history?since=0"), "query 'since'");
   expect_400(Call("GET", "/v1/events?max=0"), "query 'max'");
   EXPECT_EQ(Call("GET", "/v1/jobs").body["jobs"].size(), 0u) << "nothing was submitted";
   EXPECT_EQ(Call("GET", "/v1/queues").body["queues"].size(), 1u) << "only the default queue";

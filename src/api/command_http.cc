@@ -224,6 +224,14 @@ Result<head::GetUsage> DecodeGetUsage(const HttpRequest& req, const PathArgs&) {
   return head::GetUsage{*by, *since * kSecond};
 }
 
+// GET /v1/history?since=SECONDS (default 7 days): what `corral whatif` replays.
+Result<head::GetHistory> DecodeGetHistory(const HttpRequest& req, const PathArgs&) {
+  constexpr int64_t kWeek = 7 * 86400;
+  auto since = QueryInt(req, "since", kWeek, 1, int64_t{100} * 365 * 86400);
+  if (!since.ok()) return since.status();
+  return head::GetHistory{*since * kSecond};
+}
+
 // --- cluster ---
 
 Result<head::GetNode> DecodeGetNode(const HttpRequest&, const PathArgs& args) {
@@ -281,6 +289,12 @@ Result<head::SetQueue> DecodeSetQueue(const HttpRequest& req, const PathArgs& ar
                                ", want an integer >= 0");
       }
       q.max_pending_per_user = it->get<int32_t>();
+    } else if (k == "max_interactive_gpus_per_user") {
+      if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 10000000) {
+        return InvalidArgument("field 'max_interactive_gpus_per_user': got " + it->dump() +
+                               ", want a whole number of GPUs >= 0 (0: no limit)");
+      }
+      q.max_interactive_gpus_per_user = it->get<int32_t>();
     } else if (k == "max_grace_ms") {
       if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 7 * kDay) {
         return InvalidArgument("field 'max_grace_ms': got " + it->dump() +
@@ -310,6 +324,13 @@ Result<head::SetQueue> DecodeSetQueue(const HttpRequest& req, const PathArgs& ar
                                ", want milliseconds >= 0 (0: sessions are never idle-culled)");
       }
       q.idle_timeout_ms = it->get<int64_t>();
+    } else if (k == "max_wait_ms") {
+      if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 365 * kDay) {
+        return InvalidArgument("field 'max_wait_ms': got " + it->dump() +
+                               ", want milliseconds from 0 to a year (0: the parent queue's or "
+                               "the scheduler's default)");
+      }
+      q.max_wait_ms = it->get<int64_t>();
     } else if (k == "allowed_users" || k == "allowed_groups") {
       std::vector<std::string>& names = k == "allowed_users" ? q.allowed_users : q.allowed_groups;
       for (const Json& n : it->is_array() ? *it : Json::array({nullptr})) {
@@ -323,7 +344,8 @@ Result<head::SetQueue> DecodeSetQueue(const HttpRequest& req, const PathArgs& ar
       return InvalidArgument(
           "unknown field '" + k +
           "'; want quota_gpus, limit_gpus, weight, max_pending_per_user, max_grace_ms, "
-          "allowed_users, allowed_groups, gpu_sharing, idle_timeout_ms");
+          "allowed_users, allowed_groups, gpu_sharing, idle_timeout_ms, max_wait_ms, "
+          "max_interactive_gpus_per_user");
     }
   }
   return head::SetQueue{std::move(q)};
@@ -473,6 +495,8 @@ Json JobsPageAnswer(const head::ListJobs& command, const std::vector<Job>& jobs)
 Json StepAnswer(const Step& step) { return Json{{"step", ToJson(step)}}; }
 
 Json UsageAnswer(const UsageReport& report) { return ToJson(report); }
+
+Json HistoryAnswer(const head::History& history) { return head::ToJson(history); }
 
 Json NodesAnswer(const std::vector<NodeView>& nodes) {
   Json arr = Json::array();

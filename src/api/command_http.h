@@ -42,6 +42,7 @@ Result<head::OpenExec> DecodeOpenExec(const net::HttpRequest& req, const PathArg
 // POST /v1/jobs/{id}/touch?typed=1
 Result<head::TouchSession> DecodeTouchSession(const net::HttpRequest& req, const PathArgs& args);
 Result<head::GetUsage> DecodeGetUsage(const net::HttpRequest& req, const PathArgs& args);
+Result<head::GetHistory> DecodeGetHistory(const net::HttpRequest& req, const PathArgs& args);
 Result<head::GetNode> DecodeGetNode(const net::HttpRequest& req, const PathArgs& args);
 Result<head::SetDrain> DecodeDrain(const net::HttpRequest& req, const PathArgs& args);
 Result<head::SetGpuDrain> DecodeGpuDrainOn(const net::HttpRequest& req, const PathArgs& args);
@@ -69,6 +70,7 @@ Json JobsPageAnswer(const head::ListJobs& command,
 Json StepAnswer(const Step& step);                  // {"step": ...}
 Json SessionAnswer(const head::SessionStatus& s);   // {"job": ..., "idle_stop_at": ms|null}
 Json UsageAnswer(const UsageReport& report);
+Json HistoryAnswer(const head::History& history);
 Json NodesAnswer(const std::vector<NodeView>& nodes);  // {"nodes": [...]}
 Json NodeAnswer(const NodeView& node);                 // {"node": ...}
 Json NodeRecordAnswer(const Node& node);  // {"node": ...}, as registered, without its use

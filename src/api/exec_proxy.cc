@@ -61,44 +61,52 @@ void ExecProxy::Open(const net::HttpRequest& req, const PathArgs& args, net::Res
   std::string bearer = req.BearerToken();
   Json body = Json::parse(req.body, nullptr, false);
   body.erase("replica");
-  head_->Run(bearer, std::move(*command),
-             [this, bearer, respond, body = body.dump()](Result<head::ExecTarget> target) mutable {
-               if (!target.ok()) return respond(ErrorResponse(target.status()));
-               std::string url = (agent_tls_ ? "https://" : "http://") + target->address;
-               std::string path = "/v1/runs/" + target->run_id + "/exec?" +
-                                  net::EncodeQuery({{"replica", std::to_string(target->replica)}});
-               client_->Request(
-                   url, head_->tokens().join, "POST", path, std::move(body),
-                   std::chrono::seconds(20),
-                   [this, url, bearer, respond, t = *target](Result<net::HttpResponse> r) mutable {
-                     if (!r.ok()) {
-                       return respond(Error(
-                           503, "unavailable",
-                           "node " + t.node + " (" + t.address + "): " + r.status().message()));
-                     }
-                     if (r->status != 201) return respond(Relayed(std::move(*r)));
-                     Json answer = Json::parse(r->body, nullptr, false);
-                     if (!answer.is_object() || !answer.contains("session") ||
-                         !answer["session"].is_string()) {
-                       return respond(Error(502, "internal", "node " + t.node + ": a bad answer"));
-                     }
-                     std::string id = RandomHex(16);
-                     {
-                       std::lock_guard lock(mu_);
-                       sessions_[id] = Session{url, answer["session"].get<std::string>(),
-                                               head::Sha256Hex(bearer), SteadyClock().Now()};
-                     }
-                     net::HttpResponse out;
-                     out.status = 201;
-                     out.body = Json{{"session", id},
-                                     {"node", t.node},
-                                     {"job", t.job},
-                                     {"run", t.run_id},
-                                     {"replica", t.replica}}
-                                    .dump();
-                     respond(std::move(out));
-                   });
-             });
+  head_->Run(
+      bearer, std::move(*command),
+      [this, bearer, respond, from = req.remote,
+       body = body.dump()](Result<head::ExecTarget> target) mutable {
+        if (!target.ok()) return respond(ErrorResponse(target.status()));
+        std::string url = (agent_tls_ ? "https://" : "http://") + target->address;
+        std::string path = "/v1/runs/" + target->run_id + "/exec?" +
+                           net::EncodeQuery({{"replica", std::to_string(target->replica)}});
+        client_->Request(
+            url, head_->tokens().join, "POST", path, std::move(body), std::chrono::seconds(20),
+            [this, url, bearer, respond, from, t = *target](Result<net::HttpResponse> r) mutable {
+              if (!r.ok()) {
+                return respond(
+                    Error(503, "unavailable",
+                          "node " + t.node + " (" + t.address + "): " + r.status().message()));
+              }
+              if (r->status != 201) return respond(Relayed(std::move(*r)));
+              Json answer = Json::parse(r->body, nullptr, false);
+              if (!answer.is_object() || !answer.contains("session") ||
+                  !answer["session"].is_string()) {
+                return respond(Error(502, "internal", "node " + t.node + ": a bad answer"));
+              }
+              head_->Audit(Json{{"at", SystemClock().Now()},
+                                {"who", t.caller},
+                                {"what", "exec_opened"},
+                                {"job", t.job},
+                                {"owner", t.owner},
+                                {"node", t.node},
+                                {"from", from}});
+              std::string id = RandomHex(16);
+              {
+                std::lock_guard lock(mu_);
+                sessions_[id] = Session{url, answer["session"].get<std::string>(),
+                                        head::Sha256Hex(bearer), SteadyClock().Now()};
+              }
+              net::HttpResponse out;
+              out.status = 201;
+              out.body = Json{{"session", id},
+                              {"node", t.node},
+                              {"job", t.job},
+                              {"run", t.run_id},
+                              {"replica", t.replica}}
+                             .dump();
+              respond(std::move(out));
+            });
+      });
 }
 
 void ExecProxy::Relay(const net::HttpRequest& req, const PathArgs& args, net::Responder respond) {

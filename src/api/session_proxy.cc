@@ -4,6 +4,7 @@
 
 #include "api/api_service.h"
 #include "core/secrets.h"
+#include "core/time.h"
 #include "net/url.h"
 
 namespace corral::api {
@@ -36,6 +37,32 @@ std::string TargetWithoutToken(const std::string& target) {
   return kept.empty() ? out : out + "?" + kept;
 }
 
+// A taken connection whose answers are booked as the API's are (RequestGates::Answered).
+class GatedConnection final : public net::TakenConnection {
+ public:
+  GatedConnection(std::shared_ptr<net::TakenConnection> inner, RequestGates* gates,
+                  std::string bearer, std::string remote, std::string request)
+      : inner_(std::move(inner)),
+        gates_(gates),
+        bearer_(std::move(bearer)),
+        remote_(std::move(remote)),
+        request_(std::move(request)) {}
+  bool Encrypted() const override { return inner_->Encrypted(); }
+  void Answer(net::HttpResponse r) override {
+    gates_->Answered(bearer_, remote_, request_, r);
+    inner_->Answer(std::move(r));
+  }
+  void Splice(std::string base_url, std::shared_ptr<const net::TlsClientContext> tls,
+              std::string first, std::chrono::milliseconds idle) override {
+    inner_->Splice(std::move(base_url), std::move(tls), std::move(first), idle);
+  }
+
+ private:
+  const std::shared_ptr<net::TakenConnection> inner_;
+  RequestGates* const gates_;
+  const std::string bearer_, remote_, request_;
+};
+
 net::HttpResponse Redirect(const std::string& location) {
   net::HttpResponse r;
   r.status = 302;
@@ -47,9 +74,24 @@ net::HttpResponse Redirect(const std::string& location) {
 
 }  // namespace
 
-SessionProxy::SessionProxy(head::Head* head, bool agent_https,
-                           std::shared_ptr<const net::TlsClientContext> agent_trust)
-    : head_(head), agent_https_(agent_https), agent_trust_(std::move(agent_trust)) {}
+SessionProxy::SessionProxy(head::Head* head, RequestGates* gates, bool agent_https,
+                           std::shared_ptr<const net::TlsClientContext> agent_trust,
+                           net::SpliceIdle idle)
+    : head_(head),
+      gates_(gates),
+      idle_(idle),
+      agent_https_(agent_https),
+      agent_trust_(std::move(agent_trust)) {}
+
+std::string SessionProxy::BearerOf(const net::HttpRequest& req) {
+  if (auto t = req.query.find("token"); t != req.query.end()) return t->second;
+  if (std::string b = req.BearerToken(); !b.empty()) return b;
+  const std::string cookie = net::CookieValue(req.Header("cookie"), kCookie);
+  if (cookie.empty()) return "";
+  std::lock_guard lock(mu_);
+  auto it = sessions_.find(cookie);
+  return it == sessions_.end() ? "" : it->second.bearer;
+}
 
 size_t SessionProxy::SessionCount() {
   std::lock_guard lock(mu_);
@@ -66,6 +108,16 @@ std::string SessionProxy::NewSession(const std::string& bearer, JobId job) {
 }
 
 void SessionProxy::Take(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn) {
+  // The API's gates before any work: a flood of requests without a working token, or one
+  // token's past its rate, is answered 429 here and costs the head nothing.
+  std::string bearer = BearerOf(req);
+  if (auto refused = gates_->Admit(bearer, req.remote)) return conn->Answer(std::move(*refused));
+  conn = std::make_shared<GatedConnection>(std::move(conn), gates_, bearer, req.remote,
+                                           AuditedRequest(req.method, req.path));
+  Open(std::move(req), std::move(conn));
+}
+
+void SessionProxy::Open(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn) {
   // /s/JOB/...
   const std::string& path = req.path;
   size_t slash = path.find('/', 3);
@@ -127,6 +179,13 @@ void SessionProxy::Take(net::HttpRequest req, std::shared_ptr<net::TakenConnecti
                  r.headers["Set-Cookie"] = std::string(kCookie) + "=" + NewSession(bearer, job) +
                                            "; Path=" + base + "; HttpOnly; SameSite=Strict" +
                                            (conn->Encrypted() ? "; Secure" : "");
+                 head_->Audit(Json{{"at", SystemClock().Now()},
+                                   {"who", target->caller},
+                                   {"what", "notebook_opened"},
+                                   {"job", job},
+                                   {"owner", target->owner},
+                                   {"node", target->node},
+                                   {"from", req.remote}});
                  return conn->Answer(std::move(r));
                }
                Forward(std::move(req), conn, *target);
@@ -152,7 +211,8 @@ void SessionProxy::Forward(net::HttpRequest req, std::shared_ptr<net::TakenConne
   headers["authorization"] = "Bearer " + head_->tokens().join;
   headers["x-corral-run"] = target.run_id;
   conn->Splice((agent_https_ ? "https://" : "http://") + target.address, agent_trust_,
-               net::SerializeRequest(req.method, req.target, headers, req.body));
+               net::SerializeRequest(req.method, req.target, headers, req.body),
+               idle_.For(upgrade));
 }
 
 }  // namespace corral::api

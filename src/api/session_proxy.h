@@ -10,6 +10,12 @@
 // entry of this table, in memory, which holds the token; each later request is checked again
 // with that token (a revoked token ends the session). A restarted head has no sessions: the
 // user opens the printed URL again.
+//
+// Every /s/ request passes the API's own gates first (request_gates.h: the throttle of
+// unauthenticated traffic, the rate limit per token, the audit of refusals), and each session
+// opened is audited (who, job, node, address). A spliced connection keeps its place under the
+// head's per-address connection cap until it closes, and is closed after `idle` without a byte
+// either way (WebSockets get `idle_websocket`).
 #pragma once
 
 #include <chrono>
@@ -18,6 +24,7 @@
 #include <mutex>
 #include <string>
 
+#include "api/request_gates.h"
 #include "head/head.h"
 #include "net/http.h"
 #include "net/tunnel.h"
@@ -27,8 +34,10 @@ namespace corral::api {
 class SessionProxy {
  public:
   // `agent_https`: agents serve https, trusted by `agent_trust` (null: DefaultClientTls()).
-  SessionProxy(head::Head* head, bool agent_https,
-               std::shared_ptr<const net::TlsClientContext> agent_trust);
+  // `gates` outlives the proxy.
+  SessionProxy(head::Head* head, RequestGates* gates, bool agent_https,
+               std::shared_ptr<const net::TlsClientContext> agent_trust,
+               net::SpliceIdle idle = net::SpliceIdle{});
 
   void Take(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn);
 
@@ -41,11 +50,16 @@ class SessionProxy {
     std::chrono::steady_clock::time_point last;
   };
 
+  void Open(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn);
   void Forward(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn,
                const head::ExecTarget& target);
   std::string NewSession(const std::string& bearer, JobId job);
+  // The bearer a request carries: its ?token=, its Authorization header, or its cookie's.
+  std::string BearerOf(const net::HttpRequest& req);
 
   head::Head* const head_;
+  RequestGates* const gates_;
+  const net::SpliceIdle idle_;
   const bool agent_https_;
   const std::shared_ptr<const net::TlsClientContext> agent_trust_;
   std::mutex mu_;

@@ -67,9 +67,11 @@ const CommandInfo kCommands[] = {
      "corral queues [-o json] | corral queues set NAME [--quota N] [--limit M] [--weight W]\n"
      "       [--max-pending-per-user N] [--max-grace DURATION] [--allow-user U]...\n"
      "       [--allow-group G]... (\"\": everyone) [--gpu-sharing on|off] [--idle-timeout D]\n"
-     "       (interactive sessions idle this long end; 0: never)",
+     "       (interactive sessions idle this long end; 0: never) [--max-wait D] (a job waiting\n"
+     "       this long goes ahead of the others and gets a reservation; 0: the default)\n"
+     "       [--max-interactive-gpus-per-user N] (GPUs one user's sessions hold here at once)",
      "list queues; set a queue's quota, limit, weight, longest grace, GPU sharing, sessions' idle "
-     "timeout and who may submit there"},
+     "timeout, age bound and who may submit there"},
     {"qos", RunQos,
      "corral qos [-o json] | corral qos set NAME [--min-priority P] [--max-priority P]\n"
      "       [--no-preempt] [--user U]... [--queue Q]... | corral qos delete NAME",

@@ -55,4 +55,10 @@ int RunCommand(const std::string& command, const std::vector<std::string>& args,
 int CliMain(const std::string& command, const std::vector<std::string>& args, std::ostream& out,
             std::ostream& err);
 
+// A client command of a library the CLI does not link (`corral whatif`, in sim/), run by
+// CliMainWith in the context CliMain builds.
+using CommandFn = std::function<int(const std::vector<std::string>& args, CliContext& ctx)>;
+int CliMainWith(const CommandFn& run, const std::vector<std::string>& args, std::ostream& out,
+                std::ostream& err);
+
 }  // namespace corral::cli

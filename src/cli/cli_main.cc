@@ -37,8 +37,15 @@ std::optional<std::string> TakeCaFlag(std::vector<std::string>& args) {
 
 }  // namespace
 
-int CliMain(const std::string& command, const std::vector<std::string>& given_args,
-            std::ostream& out, std::ostream& err) {
+int CliMain(const std::string& command, const std::vector<std::string>& args, std::ostream& out,
+            std::ostream& err) {
+  return CliMainWith([&command](const std::vector<std::string>& a,
+                                CliContext& ctx) { return RunCommand(command, a, ctx); },
+                     args, out, err);
+}
+
+int CliMainWith(const CommandFn& run, const std::vector<std::string>& given_args, std::ostream& out,
+                std::ostream& err) {
   std::vector<std::string> args = given_args;
   const std::optional<std::string> ca_flag = TakeCaFlag(args);
   CliContext ctx;
@@ -76,7 +83,7 @@ int CliMain(const std::string& command, const std::vector<std::string>& given_ar
     }
     return std::shared_ptr<ApiTransport>(std::make_shared<HttpTransport>(cfg->addr, cfg->token));
   };
-  return RunCommand(command, args, ctx);
+  return run(args, ctx);
 }
 
 }  // namespace corral::cli

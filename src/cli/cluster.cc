@@ -108,12 +108,14 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
   const std::string name = args.positional[1];
   if (!args.Has("quota") && !args.Has("limit") && !args.Has("weight") &&
       !args.Has("max-pending-per-user") && !args.Has("max-grace") && !args.Has("allow-user") &&
-      !args.Has("allow-group") && !args.Has("gpu-sharing") && !args.Has("idle-timeout")) {
+      !args.Has("allow-group") && !args.Has("gpu-sharing") && !args.Has("idle-timeout") &&
+      !args.Has("max-wait") && !args.Has("max-interactive-gpus-per-user")) {
     return UsageError(ctx, "queues",
                       "set " + name +
                           ": give at least one of --quota, --limit, --weight, "
                           "--max-pending-per-user, --max-grace, --allow-user, --allow-group, "
-                          "--gpu-sharing, --idle-timeout");
+                          "--gpu-sharing, --idle-timeout, --max-wait, "
+                          "--max-interactive-gpus-per-user");
   }
   Json body = Json::object();
   if (args.Has("quota")) {
@@ -156,6 +158,16 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
     }
     body["max_pending_per_user"] = static_cast<int64_t>(*x);
   }
+  if (args.Has("max-interactive-gpus-per-user")) {
+    const std::string v = args.Get("max-interactive-gpus-per-user");
+    auto x = ParseNumberFlag("max-interactive-gpus-per-user", v, 0);
+    if (!x.ok() || *x != std::floor(*x)) {
+      return UsageError(ctx, "queues",
+                        "flag --max-interactive-gpus-per-user: got \"" + v +
+                            "\", want a whole number of GPUs >= 0 (0: no limit)");
+    }
+    body["max_interactive_gpus_per_user"] = static_cast<int64_t>(*x);
+  }
   if (args.Has("max-grace")) {
     auto ms = ParseDuration("max-grace", args.Get("max-grace"));
     if (!ms.ok()) {
@@ -176,6 +188,14 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
     auto d = ParseDuration("--idle-timeout", args.Get("idle-timeout"));
     if (!d.ok()) return UsageError(ctx, "queues", d.status().message() + " (0: never)");
     body["idle_timeout_ms"] = *d;
+  }
+  if (args.Has("max-wait")) {
+    auto d = ParseDuration("--max-wait", args.Get("max-wait"));
+    if (!d.ok()) {
+      return UsageError(ctx, "queues",
+                        d.status().message() + " (0: the parent queue's or the scheduler's)");
+    }
+    body["max_wait_ms"] = *d;
   }
   // Repeated to name several; one empty value clears the list (everyone may submit).
   for (const char* flag : {"allow-user", "allow-group"}) {
@@ -335,12 +355,24 @@ std::string RenderNodesTable(const std::vector<NodeView>& nodes) {
 }
 
 std::string RenderQueuesTable(const std::vector<QueueView>& queues) {
-  Table t({"NAME", "QUOTA", "LIMIT", "WEIGHT", "USED", "PENDING", "RUNNING"});
+  // The age bound's column only where a queue sets one.
+  const bool max_wait = std::any_of(queues.begin(), queues.end(),
+                                    [](const QueueView& q) { return q.config.max_wait_ms > 0; });
+  std::vector<std::string> header = {"NAME", "QUOTA",   "LIMIT",  "WEIGHT",
+                                     "USED", "PENDING", "RUNNING"};
+  if (max_wait) header.push_back("MAX_WAIT");
+  Table t(header);
   for (const QueueView& q : queues) {
     const QueueConfig& c = q.config;
-    t.AddRow({c.name, std::to_string(c.quota_gpus),
-              c.limit_gpus < 0 ? "-" : std::to_string(c.limit_gpus), Number(c.weight),
-              std::to_string(q.used_gpus), std::to_string(q.pending), std::to_string(q.running)});
+    std::vector<std::string> row = {c.name,
+                                    std::to_string(c.quota_gpus),
+                                    c.limit_gpus < 0 ? "-" : std::to_string(c.limit_gpus),
+                                    Number(c.weight),
+                                    std::to_string(q.used_gpus),
+                                    std::to_string(q.pending),
+                                    std::to_string(q.running)};
+    if (max_wait) row.push_back(c.max_wait_ms > 0 ? FormatDuration(c.max_wait_ms) : "-");
+    t.AddRow(row);
   }
   return t.Render();
 }
@@ -418,7 +450,9 @@ int RunQueues(const std::vector<std::string>& argv, CliContext& ctx) {
                                               {"allow-user", 0, true},
                                               {"allow-group", 0, true},
                                               {"gpu-sharing", 0, true},
-                                              {"idle-timeout", 0, true}};
+                                              {"idle-timeout", 0, true},
+                                              {"max-wait", 0, true},
+                                              {"max-interactive-gpus-per-user", 0, true}};
   auto parsed = ParseArgs(argv, kFlags, false);
   if (!parsed.ok()) return UsageError(ctx, "queues", parsed.status().message());
   const ParsedArgs& args = *parsed;

@@ -12,6 +12,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "core/codec.h"
+#include "core/usage.h"
 #include "slurm/options.h"
 
 namespace corral::cli {
@@ -77,6 +78,8 @@ int RunNotebook(const std::vector<std::string>& args, CliContext& ctx);
 // A job spec (user-facing JSON) made an interactive session's: kind interactive, and a
 // command that only holds the allocation.
 Json MakeSessionSpec(Json spec);
+// Why an ended job ended, as its last run (else its last event) says.
+std::string EndReason(const Job& job);
 // Submits session `spec` (as `user`, "": the caller) and waits until it runs, printing why it
 // waits; the job id. Fails at once, the reason printed, when it can never start; cancels it
 // when interrupted (SIGINT, SIGTERM, SIGHUP). Keeps it alive meanwhile (touches).
@@ -145,8 +148,8 @@ Result<std::vector<QueueView>> QueuesFromAnswer(const Json& answer);
 std::string RenderNodesTable(const std::vector<NodeView>& nodes);
 std::string RenderQueuesTable(const std::vector<QueueView>& queues);
 // A GET /v1/usage answer as a table (a TOTAL row last) or as CSV with a header line.
-std::string RenderUsageTable(const Json& report);
-std::string RenderUsageCsv(const Json& report);
+std::string RenderUsageTable(const UsageReport& report);
+std::string RenderUsageCsv(const UsageReport& report);
 // What `corral top` shows: the head's answers to GET /v1/nodes and /v1/queues.
 struct TopSnapshot {
   std::vector<NodeView> nodes;

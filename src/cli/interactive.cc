@@ -40,17 +40,6 @@ class InterruptWatch {
   std::vector<std::pair<int, struct sigaction>> saved_;
 };
 
-std::string EndReason(const Json& job) {
-  if (job.contains("runs") && job["runs"].is_array() && !job["runs"].empty()) {
-    std::string r = job["runs"].back().value("reason", "");
-    if (!r.empty()) return r;
-  }
-  if (job.contains("events") && job["events"].is_array() && !job["events"].empty()) {
-    return job["events"].back().value("reason", "");
-  }
-  return "";
-}
-
 Result<std::map<std::string, std::string>> EnvFlags(const ParsedArgs& args) {
   std::map<std::string, std::string> env;
   for (const std::string& kv : args.All("env")) {
@@ -147,6 +136,11 @@ int RunInteractiveSession(const Json& spec, const std::vector<std::string>& comm
   return rc;
 }
 
+std::string EndReason(const Job& job) {
+  if (!job.runs.empty() && !job.runs.back().reason.empty()) return job.runs.back().reason;
+  return job.events.empty() ? "" : job.events.back().reason;
+}
+
 Result<JobId> StartSession(const Json& spec, CliContext& ctx, const std::string& name,
                            const std::string& user) {
   Json body = {{"spec", spec}, {"request_id", NewRequestId()}};
@@ -185,17 +179,22 @@ Result<JobId> StartSession(const Json& spec, CliContext& ctx, const std::string&
         cancel();
         return t.status();
       }
-      const Json job = t->value("job", Json::object());
-      std::string state = job.value("state", "");
-      if (state == "running") break;
-      if (state == "succeeded" || state == "failed" || state == "cancelled") {
+      auto job = JobFromJson(t->value("job", Json::object()));
+      if (!job.ok()) {
+        PrintError(ctx, name, "the head's answer: " + job.status().message());
+        cancel();
+        return job.status();
+      }
+      const std::string state = JobStateName(job->state);
+      if (job->state == JobState::kRunning) break;
+      if (IsTerminal(job->state)) {
         PrintError(ctx, name,
-                   "session job " + std::to_string(id) + " " + state + ": " + EndReason(job));
+                   "session job " + std::to_string(id) + " " + state + ": " + EndReason(*job));
         return FailedPrecondition("ended");
       }
-      std::string code = job.value("pending_code", "");
-      std::string reason = job.value("pending_reason", "");
-      if (code == "no_fit" || code == "dependency_never") {
+      const std::string& reason = job->pending_reason;
+      if (job->pending_code == PendingCode::kNoFit ||
+          job->pending_code == PendingCode::kDependencyNever) {
         cancel();
         PrintError(ctx, name, "session job " + std::to_string(id) + " can never start: " + reason);
         return FailedPrecondition("never");

@@ -53,12 +53,12 @@ TEST(RunCommandTest, SubmitsAnInteractiveSessionThatCanNeverStartAndSaysWhy) {
   Harness h;
   h.head->answer = [](const Sent& s) {
     if (s.path == "/v1/jobs") return Reply(201, {{"job", {{"id", 9}}}});
-    if (s.path == "/v1/jobs/9/touch") {
-      return Reply(200, {{"job",
-                          {{"id", 9},
-                           {"state", "pending"},
-                           {"pending_code", "no_fit"},
-                           {"pending_reason", "no node has 3 GPUs of model H100"}}}});
+    if (s.path == "/v1/jobs/9/touch") {  // what the head answers: the whole job
+      Job job;
+      job.id = 9;
+      job.pending_code = PendingCode::kNoFit;
+      job.pending_reason = "no node has 3 GPUs of model H100";
+      return Reply(200, {{"job", ToJson(job)}});
     }
     return Reply(200, {{"job", {{"id", 9}, {"state", "cancelled"}}}});
   };

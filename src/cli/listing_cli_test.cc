@@ -289,6 +289,11 @@ TEST(QueuesTest, TableAndSetMergesCurrentValues) {
   h.fake->sent.clear();
   ASSERT_EQ(h.Run("queues", {"set", "org/team", "--max-grace", "5m"}), 0) << h.err.str();
   EXPECT_EQ(Json::parse(h.fake->sent[1].body)["max_grace_ms"], 300000);
+  h.fake->sent.clear();
+  ASSERT_EQ(h.Run("queues", {"set", "org/team", "--max-wait", "6h"}), 0) << h.err.str();
+  EXPECT_EQ(Json::parse(h.fake->sent[1].body)["max_wait_ms"], 6 * 3600 * 1000);
+  EXPECT_NE(h.out.str().find("MAX_WAIT"), std::string::npos) << h.out.str();
+  EXPECT_NE(h.out.str().find("6:00:00"), std::string::npos) << h.out.str();
   // Settings the flags do not name are kept, whatever they are.
   queues[1]["idle_timeout_ms"] = 600000;
   queues[1]["allowed_users"] = {"ana"};
@@ -313,6 +318,8 @@ TEST(QueuesTest, TableAndSetMergesCurrentValues) {
   EXPECT_THAT(bad.err.str(), HasSubstr("--weight"));
   EXPECT_EQ(bad.Run("queues", {"set", "x", "--max-grace", "soon"}), 2);
   EXPECT_THAT(bad.err.str(), HasSubstr("--max-grace"));
+  EXPECT_EQ(bad.Run("queues", {"set", "x", "--max-wait", "soon"}), 2);
+  EXPECT_THAT(bad.err.str(), HasSubstr("--max-wait"));
 }
 
 // ---- wait ----

@@ -1,5 +1,6 @@
 // corral notebook: a Jupyter server on an allocation, reached through the head
 // (docs/interactive.md).
+#include <algorithm>
 #include <ostream>
 
 #include "cli/commands.h"
@@ -11,23 +12,9 @@ namespace {
 
 constexpr DurationMs kReadyPollMs = 300;
 
-bool HasEvent(const Json& job, const std::string& what) {
-  if (!job.contains("events") || !job["events"].is_array()) return false;
-  for (const Json& e : job["events"]) {
-    if (e.value("what", "") == what) return true;
-  }
-  return false;
-}
-
-std::string LastReason(const Json& job) {
-  if (job.contains("runs") && job["runs"].is_array() && !job["runs"].empty()) {
-    std::string r = job["runs"].back().value("reason", "");
-    if (!r.empty()) return r;
-  }
-  if (job.contains("events") && job["events"].is_array() && !job["events"].empty()) {
-    return job["events"].back().value("reason", "");
-  }
-  return "";
+bool HasEvent(const Job& job, const std::string& what) {
+  return std::any_of(job.events.begin(), job.events.end(),
+                     [&](const JobEvent& e) { return e.what == what; });
 }
 
 }  // namespace
@@ -76,12 +63,16 @@ int RunNotebook(const std::vector<std::string>& argv, CliContext& ctx) {
       PrintError(ctx, "notebook", "job " + std::to_string(*id) + ": " + job.status().message());
       return kExitError;
     }
-    const Json& j = job->contains("job") ? (*job)["job"] : *job;
-    if (HasEvent(j, "notebook ready")) break;
-    const std::string state = j.value("state", "");
-    if (state != "running" && state != "scheduled" && state != "pending") {
+    auto j = JobFromJson(job->contains("job") ? (*job)["job"] : *job);
+    if (!j.ok()) {
+      PrintError(ctx, "notebook", "the head's answer: " + j.status().message());
+      return kExitError;
+    }
+    if (HasEvent(*j, "notebook ready")) break;
+    if (IsTerminal(j->state)) {
       PrintError(ctx, "notebook",
-                 "session job " + std::to_string(*id) + " " + state + ": " + LastReason(j));
+                 "session job " + std::to_string(*id) + " " + JobStateName(j->state) + ": " +
+                     EndReason(*j));
       return kExitError;
     }
     ctx.sleep(kReadyPollMs);

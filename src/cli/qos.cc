@@ -1,4 +1,6 @@
 // corral qos: QoS classes (docs/qos.md): list them; admins set and delete them.
+#include "core/qos.h"
+
 #include <charconv>
 #include <ostream>
 
@@ -20,10 +22,8 @@ Result<int64_t> PriorityFlag(const ParsedArgs& args, const std::string& flag) {
   return x;
 }
 
-std::string Names(const Json& arr) {
-  std::vector<std::string> out;
-  for (const Json& n : arr) out.push_back(n.get<std::string>());
-  return out.empty() ? "-" : Join(out, ",");
+std::string Names(const std::vector<std::string>& names) {
+  return names.empty() ? "-" : Join(names, ",");
 }
 
 int QosSet(const ParsedArgs& args, CliContext& ctx) {
@@ -45,10 +45,13 @@ int QosSet(const ParsedArgs& args, CliContext& ctx) {
     PrintError(ctx, "qos", "set " + name + ": " + reply.status().message());
     return kExitError;
   }
-  const Json& q = (*reply)["qos"];
-  *ctx.out << "QoS " << name << ": priority " << q.value("min_priority", 0) << ".."
-           << q.value("max_priority", 0) << (q.value("preempt", true) ? ", may" : ", may not")
-           << " preempt by priority\n";
+  auto q = QosFromJson(reply->value("qos", Json::object()));
+  if (!q.ok()) {
+    PrintError(ctx, "qos", "the head's answer: " + q.status().message());
+    return kExitError;
+  }
+  *ctx.out << "QoS " << name << ": priority " << q->min_priority << ".." << q->max_priority
+           << (q->preempt ? ", may" : ", may not") << " preempt by priority\n";
   return kExitOk;
 }
 
@@ -95,12 +98,14 @@ int RunQos(const std::vector<std::string>& argv, CliContext& ctx) {
     return kExitOk;
   }
   Table t({"NAME", "PRIORITY", "PREEMPT", "USERS", "QUEUES"});
-  for (const Json& q : list) {
-    t.AddRow({q.value("name", ""),
-              std::to_string(q.value("min_priority", 0)) + ".." +
-                  std::to_string(q.value("max_priority", 0)),
-              q.value("preempt", true) ? "yes" : "no", Names(q.value("users", Json::array())),
-              Names(q.value("queues", Json::array()))});
+  for (const Json& x : list) {
+    auto q = QosFromJson(x);
+    if (!q.ok()) {
+      PrintError(ctx, "qos", "the head's answer: " + q.status().message());
+      return kExitError;
+    }
+    t.AddRow({q->name, std::to_string(q->min_priority) + ".." + std::to_string(q->max_priority),
+              q->preempt ? "yes" : "no", Names(q->users), Names(q->queues)});
   }
   *ctx.out << t.Render();
   return kExitOk;

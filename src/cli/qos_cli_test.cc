@@ -67,5 +67,16 @@ TEST(QosTest, TableSetAndDelete) {
   EXPECT_TRUE(bad.fake->sent.empty()) << "nothing was sent";
 }
 
+// An answer the CLI cannot read (a user that is not a name) is an error naming the field,
+// not an exception out of the table code.
+TEST(QosTest, AnAnswerItCannotReadIsAnError) {
+  Harness h;
+  h.fake->handler = [&](const FakeTransport::Sent&) {
+    return Result<ApiReply>(JsonReply(200, {{"qos", {{{"name", "x"}, {"users", {7}}}}}}));
+  };
+  EXPECT_EQ(h.Run("qos", {}), 1);
+  EXPECT_THAT(h.err.str(), HasSubstr("the head's answer"));
+}
+
 }  // namespace
 }  // namespace corral::cli

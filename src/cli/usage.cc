@@ -1,5 +1,7 @@
 // `corral usage [--by user|queue] [--since 7d] [-o table|json|csv]`: GPU-hours, jobs, average
 // wait and preemptions per user or queue over a period (GET /v1/usage), like Slurm's sreport.
+#include "core/usage.h"
+
 #include <cctype>
 #include <cstdio>
 
@@ -10,20 +12,10 @@
 namespace corral::cli {
 namespace {
 
-double Num(const Json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
-}
-
 std::string Fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
-}
-
-std::string Key(const Json& row) {
-  auto it = row.find("key");
-  return it != row.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
 // A CSV field: quoted when it holds a comma, a quote or a line break (RFC 4180).
@@ -36,33 +28,31 @@ std::string CsvField(const std::string& s) {
 
 }  // namespace
 
-std::string RenderUsageTable(const Json& report) {
-  std::string by = report.value("by", "user");
-  std::string upper = by;
+std::string RenderUsageTable(const UsageReport& report) {
+  std::string upper = UsageByName(report.by);
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   Table t({upper, "GPU-HOURS", "JOBS", "STARTED", "AVG-WAIT", "PREEMPTIONS"});
-  auto add = [&](const Json& r, const std::string& key) {
-    t.AddRow({key, Fixed(Num(r, "gpu_hours"), 2), Fixed(Num(r, "jobs"), 0),
-              Fixed(Num(r, "started"), 0),
-              FormatAge(static_cast<DurationMs>(Num(r, "avg_wait_seconds") * kSecond)),
-              Fixed(Num(r, "preemptions"), 0)});
+  auto add = [&](const UsageRow& r, const std::string& key) {
+    t.AddRow({key, Fixed(r.gpu_seconds / 3600.0, 2), std::to_string(r.jobs),
+              std::to_string(r.started),
+              FormatAge(static_cast<DurationMs>(r.AverageWaitSeconds() * kSecond)),
+              std::to_string(r.preemptions)});
   };
-  for (const Json& r : report.value("rows", Json::array())) add(r, Key(r));
-  add(report.value("total", Json::object()), "TOTAL");
+  for (const UsageRow& r : report.rows) add(r, r.key);
+  add(report.total, "TOTAL");
   return t.Render();
 }
 
-std::string RenderUsageCsv(const Json& report) {
-  std::string out = report.value("by", "user") +
+std::string RenderUsageCsv(const UsageReport& report) {
+  std::string out = std::string(UsageByName(report.by)) +
                     ",gpu_hours,gpu_seconds,jobs,started,avg_wait_seconds,preemptions\n";
-  auto add = [&](const Json& r, const std::string& key) {
-    out += CsvField(key) + "," + Fixed(Num(r, "gpu_hours"), 4) + "," +
-           Fixed(Num(r, "gpu_seconds"), 1) + "," + Fixed(Num(r, "jobs"), 0) + "," +
-           Fixed(Num(r, "started"), 0) + "," + Fixed(Num(r, "avg_wait_seconds"), 1) + "," +
-           Fixed(Num(r, "preemptions"), 0) + "\n";
+  auto add = [&](const UsageRow& r, const std::string& key) {
+    out += CsvField(key) + "," + Fixed(r.gpu_seconds / 3600.0, 4) + "," + Fixed(r.gpu_seconds, 1) +
+           "," + std::to_string(r.jobs) + "," + std::to_string(r.started) + "," +
+           Fixed(r.AverageWaitSeconds(), 1) + "," + std::to_string(r.preemptions) + "\n";
   };
-  for (const Json& r : report.value("rows", Json::array())) add(r, Key(r));
-  add(report.value("total", Json::object()), "total");
+  for (const UsageRow& r : report.rows) add(r, r.key);
+  add(report.total, "total");
   return out;
 }
 
@@ -102,11 +92,14 @@ int RunUsage(const std::vector<std::string>& argv, CliContext& ctx) {
   }
   if (format == "json") {
     *ctx.out << report->dump(2) << "\n";
-  } else if (format == "csv") {
-    *ctx.out << RenderUsageCsv(*report);
-  } else {
-    *ctx.out << RenderUsageTable(*report);
+    return kExitOk;
   }
+  auto typed = UsageReportFromJson(*report);
+  if (!typed.ok()) {
+    PrintError(ctx, "usage", "the head's answer: " + typed.status().message());
+    return kExitError;
+  }
+  *ctx.out << (format == "csv" ? RenderUsageCsv(*typed) : RenderUsageTable(*typed));
   return kExitOk;
 }
 

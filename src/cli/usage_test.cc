@@ -93,5 +93,12 @@ TEST(CliUsage, BadFlagsNameTheFlagAndTheValueWithoutCallingTheHead) {
   }
 }
 
+TEST(CliUsage, AnAnswerItCannotReadIsAnError) {
+  Harness h;
+  h.fake->AnswerAll(Json{{"by", "team"}, {"rows", Json::array()}});
+  EXPECT_EQ(h.Run({}), kExitError);
+  EXPECT_THAT(h.err.str(), HasSubstr("by: got \"team\""));
+}
+
 }  // namespace
 }  // namespace corral::cli

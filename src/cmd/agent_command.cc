@@ -70,6 +70,11 @@ int AgentMain(std::vector<std::string> args) {
                  "seconds between the GPU health checks the head counts (a GPU not ok is "
                  "reported at once)")
       ->check(CLI::Range(0.1, 3600.0));
+  double relay_idle_s = 3600;
+  app.add_option("--relay-idle-timeout", relay_idle_s,
+                 "seconds a notebook's WebSocket relayed to its Jupyter server may pass no byte "
+                 "either way before it is closed (its plain requests: 30)")
+      ->check(CLI::Range(1.0, 7.0 * 86400));
   std::string nvml_library;
   app.add_option("--nvml-library", nvml_library,
                  "the NVML library to load (default: the driver's libnvidia-ml.so.1)");
@@ -317,12 +322,15 @@ int AgentMain(std::vector<std::string> args) {
   // `corral exec` into this node's runs: the head proxies its users' sessions here.
   agentnet::ExecServer exec_server(join_token, [&metrics_of](const std::string& run, int32_t r) {
     agent::Agent* a = metrics_of.load();
-    return a != nullptr ? a->RunningPid(run, r)
-                        : Result<int32_t>(Unavailable("the agent is starting"));
+    return a != nullptr ? a->ExecTargetOf(run, r)
+                        : Result<agent::ExecTarget>(Unavailable("the agent is starting"));
   });
   log_service.SetExec(&exec_server);
   // Notebooks' traffic from the head, to the Jupyter servers on this node's loopback.
-  const agentnet::NotebookRelay notebooks(state_dir, join_token);
+  const agentnet::NotebookRelay notebooks(
+      state_dir, join_token,
+      net::SpliceIdle{.websocket =
+                          std::chrono::milliseconds(static_cast<int64_t>(relay_idle_s * 1000))});
   net::HttpServer logs(
       [&log_service](net::HttpRequest req, net::Responder respond) {
         log_service.Handle(std::move(req), std::move(respond));

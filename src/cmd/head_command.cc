@@ -109,6 +109,11 @@ int HeadMain(std::vector<std::string> args) {
       ->check(CLI::NonNegativeNumber);
   size_t max_connections_per_address = 1024;
   std::string header_timeout = "10s";
+  // A notebook's kernel channel is quiet while its user reads; a tab left open a night is not.
+  std::string relay_idle = "1h";
+  app.add_option("--relay-idle-timeout", relay_idle,
+                 "a notebook's WebSocket relayed through the head is closed after this long "
+                 "without a byte either way (its plain requests after the API's 30s)");
   app.add_option("--header-timeout", header_timeout,
                  "a request's whole header must arrive within this (slow clients are cut)");
   app.add_option("--max-connections-per-address", max_connections_per_address,
@@ -204,14 +209,15 @@ int HeadMain(std::vector<std::string> args) {
   auto stop_confirm_after_ms = ParseDuration("--stop-confirm-after", stop_confirm_after);
   auto header_timeout_ms = ParseDuration("--header-timeout", header_timeout);
   auto inactive_limit_ms = ParseDuration("--inactive-limit", inactive_limit);
+  auto relay_idle_ms = ParseDuration("--relay-idle-timeout", relay_idle);
   if (idle_threshold < 0 || idle_threshold > 100) {
     std::cerr << "corral head: flag '--idle-threshold': got " << idle_threshold
               << ", want a percent from 0 to 100\n";
     return 2;
   }
-  for (const auto* d :
-       {&min_runtime_ms, &half_life_ms, &idle_after_ms, &idle_stop_warning_ms, &leader_lease_ms,
-        &retain_finished_ms, &stop_confirm_after_ms, &header_timeout_ms, &inactive_limit_ms}) {
+  for (const auto* d : {&min_runtime_ms, &half_life_ms, &idle_after_ms, &idle_stop_warning_ms,
+                        &leader_lease_ms, &retain_finished_ms, &stop_confirm_after_ms,
+                        &header_timeout_ms, &inactive_limit_ms, &relay_idle_ms}) {
     if (!d->ok()) {
       std::cerr << "corral head: " << d->status().message() << "\n";
       return 2;
@@ -219,6 +225,11 @@ int HeadMain(std::vector<std::string> args) {
   }
   if (*header_timeout_ms <= 0) {
     std::cerr << "corral head: flag '--header-timeout': got " << header_timeout
+              << ", want a duration > 0\n";
+    return 2;
+  }
+  if (*relay_idle_ms <= 0) {
+    std::cerr << "corral head: flag '--relay-idle-timeout': got " << relay_idle
               << ", want a duration > 0\n";
     return 2;
   }
@@ -302,7 +313,8 @@ int HeadMain(std::vector<std::string> args) {
     std::cerr << "corral head: " << head.status().ToString() << "\n";
     return 1;
   }
-  api::ApiService api(head->get(), rate_limit, tls->agents, unauthenticated_rate);
+  api::ApiService api(head->get(), rate_limit, tls->agents, unauthenticated_rate,
+                      net::SpliceIdle{.websocket = std::chrono::milliseconds(*relay_idle_ms)});
   (*head)->Start();
   gate->Lead(&api);
   std::cout << "corral head: listening on " << self_url << " (epoch " << (*head)->epoch()

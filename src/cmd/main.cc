@@ -9,6 +9,7 @@
 #include "cmd/commands.h"
 #include "core/version.h"
 #include "sim/simulate_command.h"
+#include "sim/whatif_command.h"
 
 namespace {
 
@@ -18,7 +19,8 @@ void Usage() {
                "  up         a local cluster: head + agents with simulated GPUs\n"
                "  head       the control plane\n"
                "  agent      a node agent\n"
-               "  simulate   replay a job trace through the scheduler\n\n"
+               "  simulate   replay a job trace through the scheduler\n"
+               "  whatif     replay the cluster's own history, as recorded and changed (admins)\n\n"
                "client:\n"
             << corral::cli::CliUsage() << "\n";
 }
@@ -43,6 +45,9 @@ int main(int argc, char** argv) {
   if (command == "agent") return corral::cmd::AgentMain(args);
   if (command == "up") return corral::cmd::UpMain(args);
   if (command == "simulate") return corral::sim::SimulateMain(args);
+  if (command == "whatif") {
+    return corral::cli::CliMainWith(corral::sim::RunWhatIf, args, std::cout, std::cerr);
+  }
   if (command == "container-task") {
     // A container replica's task, started by the agent's monitor (agent/container.h).
     const char* task = std::getenv("CORRAL_CONTAINER_TASK");

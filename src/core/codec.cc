@@ -334,7 +334,9 @@ Json ToJson(const QueueConfig& q) {
               {"allowed_users", q.allowed_users},
               {"allowed_groups", q.allowed_groups},
               {"gpu_sharing", q.gpu_sharing},
-              {"idle_timeout_ms", q.idle_timeout_ms}};
+              {"idle_timeout_ms", q.idle_timeout_ms},
+              {"max_wait_ms", q.max_wait_ms},
+              {"max_interactive_gpus_per_user", q.max_interactive_gpus_per_user}};
 }
 
 Result<JobSpec> JobSpecFromJson(const Json& j) {
@@ -475,6 +477,8 @@ Result<QueueConfig> QueueFromJson(const Json& j) {
     q.allowed_groups = Get<std::vector<std::string>>(j, "allowed_groups", {});
     q.gpu_sharing = Get<bool>(j, "gpu_sharing", true);
     q.idle_timeout_ms = Get<int64_t>(j, "idle_timeout_ms", 0);
+    q.max_wait_ms = Get<int64_t>(j, "max_wait_ms", 0);
+    q.max_interactive_gpus_per_user = Get<int32_t>(j, "max_interactive_gpus_per_user", 0);
     return q;
   });
 }

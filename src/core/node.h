@@ -85,6 +85,15 @@ struct QueueConfig {
   // Interactive sessions here end after this long with no terminal input and their GPUs (if
   // any) under the head's idle threshold, after a warning (docs/interactive.md). 0: never.
   DurationMs idle_timeout_ms = 0;
+  // Age bound (the scheduler's no-starvation guarantee): a job here that has waited this long
+  // in all (time since submit not spent running) goes ahead of every job that has not, oldest
+  // first, gets the reservation that backfill must not delay, and is not displaced by
+  // attained-service (LAS) preemption once it runs. 0: its parent's, else the scheduler's
+  // default (SchedulerConfig::max_wait_ms).
+  DurationMs max_wait_ms = 0;
+  // GPUs a user's interactive sessions (shells, notebooks) may hold in this queue at once; a
+  // session past it waits (kQueueLimit), batch jobs are not counted. 0: no limit.
+  int32_t max_interactive_gpus_per_user = 0;
   bool operator==(const QueueConfig&) const = default;
 };
 

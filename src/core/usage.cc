@@ -100,4 +100,36 @@ Json ToJson(const UsageReport& report) {
               {"total", ToJson(report.total)}};
 }
 
+namespace {
+
+UsageRow DecodeUsageRow(const Json& j) {
+  UsageRow r;
+  r.key = j.at("key").get<std::string>();
+  r.gpu_seconds = j.value("gpu_seconds", 0.0);
+  r.jobs = j.value("jobs", int64_t{0});
+  r.started = j.value("started", int64_t{0});
+  r.wait_seconds = j.value("avg_wait_seconds", 0.0) * static_cast<double>(r.started);
+  r.preemptions = j.value("preemptions", int64_t{0});
+  return r;
+}
+
+}  // namespace
+
+Result<UsageReport> UsageReportFromJson(const Json& j) {
+  try {
+    if (!j.is_object()) return InvalidArgument("usage: expected a JSON object");
+    UsageReport r;
+    auto by = ParseUsageBy("by", j.value("by", "user"));
+    if (!by.ok()) return by.status();
+    r.by = *by;
+    r.from = j.value("from", TimeMs{0});
+    r.to = j.value("to", TimeMs{0});
+    for (const Json& row : j.value("rows", Json::array())) r.rows.push_back(DecodeUsageRow(row));
+    r.total = DecodeUsageRow(j.value("total", Json{{"key", "total"}}));
+    return r;
+  } catch (const std::exception& e) {
+    return InvalidArgument(std::string("usage: ") + e.what());
+  }
+}
+
 }  // namespace corral

@@ -64,5 +64,8 @@ double RunGpuSecondsIn(const Run& run, TimeMs from, TimeMs to);
 
 Json ToJson(const UsageRow& row);
 Json ToJson(const UsageReport& report);
+// The API's answer read back (the CLI): a row carries its average wait, from which the sum
+// over its started jobs is restored.
+Result<UsageReport> UsageReportFromJson(const Json& j);
 
 }  // namespace corral

@@ -143,6 +143,61 @@ TEST(GpuShareLaunch, MpsSharesOfAnOwnerShareItsDaemonUntilTheLastEnds) {
   EXPECT_EQ(std::count(all.begin(), all.end(), '\n'), 4) << all;
 }
 
+// The agent restarts while an owner's MPS shares run (its runs go on): the restarted agent
+// knows which runs use the daemon (STATE/mps/.../runs), and tells it to quit after the last of
+// them ends, not before.
+TEST(GpuShareLaunch, AnMpsDaemonGetsItsQuitAcrossAnAgentRestart) {
+  TempDir state;
+  const std::string record = state.path() + "/mps-control.log";
+  const std::string control = state.path() + "/nvidia-cuda-mps-control";
+  {
+    std::ofstream f(control);
+    f << "#!/bin/sh\nin=\nif [ $# -eq 0 ]; then in=$(cat); fi\n"
+      << "echo \"gpu=$CUDA_VISIBLE_DEVICES args=$* stdin=$in\" >> " << record << "\nexit 0\n";
+  }
+  ASSERT_EQ(chmod(control.c_str(), 0755), 0);
+  const std::string go1 = state.path() + "/go1", go2 = state.path() + "/go2";
+  auto order = [&](JobId id, const std::string& go) {
+    RunOrder o = ShareOrder(GpuIsolation::kMps);
+    o.run_id = std::to_string(id) + ".0";
+    o.job_id = id;
+    o.command = {"/bin/sh", "-c", "while [ ! -e " + go + " ]; do sleep 0.05; done"};
+    return o;
+  };
+  const std::string started = "gpu=0 args=-d stdin=\n";
+  const std::string quit = "gpu=0 args= stdin=quit\n";
+  Result<LaunchedRun> a = Internal("not launched"), b = Internal("not launched");
+  {
+    PosixLauncher first(state.path(), "node-1", {{"LD_LIBRARY_PATH", CORRAL_STUB_CUDA_DIR}}, {},
+                        Cgroups::None(), "", CORRAL_GPUSHARE_LIB);
+    first.SetMpsControl(control);
+    a = first.Launch(order(71, go1));
+    b = first.Launch(order(72, go2));
+    ASSERT_TRUE(a.ok() && b.ok());
+  }  // the agent goes; its runs and the daemon stay
+  const std::string runs_file = state.path() + "/mps/u" + std::to_string(geteuid()) + "-gpu0/runs";
+  EXPECT_NE(ReadFileOr(runs_file).find("71.0"), std::string::npos) << ReadFileOr(runs_file);
+  EXPECT_NE(ReadFileOr(runs_file).find("72.0"), std::string::npos) << ReadFileOr(runs_file);
+
+  PosixLauncher second(state.path(), "node-1", {{"LD_LIBRARY_PATH", CORRAL_STUB_CUDA_DIR}}, {},
+                       Cgroups::None(), "", CORRAL_GPUSHARE_LIB);
+  second.SetMpsControl(control);
+  RunStatus st;
+  std::ofstream(go1).put('\n');
+  ASSERT_TRUE(WaitFor([&] { return !(st = second.Check(*a)).running; }));
+  EXPECT_EQ(ReadFileOr(record), started) << "quit while run 72 still uses the daemon";
+  // A share that starts now joins the daemon the first agent started.
+  Result<LaunchedRun> c = second.Launch(order(73, go2));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  std::ofstream(go2).put('\n');
+  ASSERT_TRUE(WaitFor([&] { return !(st = second.Check(*b)).running; }));
+  EXPECT_EQ(ReadFileOr(record), started);
+  ASSERT_TRUE(WaitFor([&] { return !(st = second.Check(*c)).running; }));
+  EXPECT_EQ(ReadFileOr(record), started + quit);
+  EXPECT_EQ(ReadFileOr(runs_file), "") << "no run uses it: the file is gone";
+  EXPECT_NE(access(runs_file.c_str(), F_OK), 0);
+}
+
 // A daemon that does not start fails the run with the reason, naming the GPU.
 TEST(GpuShareLaunch, AnMpsDaemonThatCannotStartFailsTheRun) {
   TempDir state;

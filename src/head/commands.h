@@ -10,6 +10,7 @@
 #include "core/agent_protocol.h"
 #include "core/usage.h"
 #include "head/head_core.h"
+#include "head/history.h"
 #include "store/store.h"
 
 namespace corral::head {
@@ -139,6 +140,12 @@ struct TouchSession {
 struct GetUsage {
   using Answer = UsageReport;
   UsageBy by = UsageBy::kUser;
+  DurationMs since_ms = 7 * kDay;
+};
+
+// Answered by the shell: retired jobs of the period are read from the store.
+struct GetHistory {
+  using Answer = History;
   DurationMs since_ms = 7 * kDay;
 };
 
@@ -299,6 +306,7 @@ constexpr bool ForAgents() {
   X(OpenExec)                   \
   X(TouchSession)               \
   X(GetUsage)                   \
+  X(GetHistory)                 \
   X(ListNodes)                  \
   X(GetNode)                    \
   X(SetDrain)                   \

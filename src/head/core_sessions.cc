@@ -40,6 +40,7 @@ Result<ExecTarget> HeadCore::OpenExec(const Caller& by, JobId id, int32_t replic
   t.replica = replica;
   t.node = run->placement[replica].node;
   t.owner = job.owner;
+  t.caller = by.name;
   t.notebook = job.spec.notebook;
   auto node = state_.nodes.find(t.node);
   if (node == state_.nodes.end() || node->second.address.empty()) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
+#include <future>
 
 #include "head/head_internal.h"
 
@@ -64,7 +65,7 @@ void Head::Start() {
   tick_timer_ = std::make_unique<asio::steady_timer>(io_);
   Post([this] {
     FlushEdits();
-    Tick();
+    if (!config_.driven) Tick();
   });
   thread_ = std::thread([this] {
     auto guard = asio::make_work_guard(io_);
@@ -117,6 +118,7 @@ void Head::Tick() {
     commit_started_ = std::chrono::steady_clock::now();
     pipeline_->Submit({});
   }
+  if (config_.driven) return;  // the driver ticks (TickNow)
   tick_timer_->expires_after(std::chrono::milliseconds(config_.tick_ms));
   tick_timer_->async_wait([this](const boost::system::error_code& ec) {
     if (!ec) Tick();
@@ -136,7 +138,7 @@ void Head::Drain() {
   if (retired >= 1000) malloc_trim(0);
   // A pass first, so that what it places rides in the same commit as what asked for it (a
   // submission's jobs and their placements: one commit to wait for, not two in a row).
-  if (core_.schedule_wanted()) RequestSchedule();
+  if (core_.schedule_wanted() && !config_.driven) RequestSchedule();
   if (!out.changes.empty()) {
     log_.AppendRetirements(out.changes, core_.state(), &next_edits_);
     for (Change& c : out.changes) next_changes_.push_back(std::move(c));
@@ -345,13 +347,35 @@ void Head::RequestSchedule() {
   schedule_posted_ = true;
   Post([this] {
     schedule_posted_ = false;
-    if (failed_) return;
-    auto t0 = std::chrono::steady_clock::now();
-    core_.Schedule(clock_->Now());
-    metrics_.Observe("corral_schedule_pass_duration_seconds", {},
-                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    Drain();
+    RunPass();
   });
+}
+
+void Head::RunPass() {
+  if (failed_) return;
+  auto t0 = std::chrono::steady_clock::now();
+  core_.Schedule(clock_->Now());
+  metrics_.Observe("corral_schedule_pass_duration_seconds", {},
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  Drain();
+}
+
+void Head::Settle() {
+  // Shared: the state machine may still be inside set_value when this thread returns.
+  auto settled = std::make_shared<std::promise<void>>();
+  std::future<void> done = settled->get_future();
+  // Checked on the state machine: work posted meanwhile (a pass, a flush, parked answers) is
+  // waited for behind it on the queue; a commit through AfterDurable, whose callbacks run in
+  // order, so after the answers that waited for the same commit.
+  std::function<void()> check = [this, &check, settled] {
+    if (flush_posted_ || schedule_posted_ || !nodes_to_answer_.empty()) return Post(check);
+    if (inflight_ || !next_changes_.empty() || !next_edits_.empty()) {
+      return AfterDurable(check, [settled](const Status&) { settled->set_value(); });
+    }
+    settled->set_value();
+  };
+  Post(check);
+  done.wait();
 }
 
 void Head::Execute(const Caller& by, TimeMs now, SyncAgent command, Callback<SyncResponse> done) {

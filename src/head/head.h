@@ -66,6 +66,11 @@ struct HeadConfig {
   // changes that are not durable, so the head answers nothing more (503) and the process
   // should restart from what is durable. Default: nothing (tests look at failed()).
   std::function<void(const Status&)> on_store_failure;
+  // Tests that drive a head on virtual time (the simulator's parity test, sim/shell_port.h):
+  // the shell arms no timer and runs no pass of its own; the driver runs them at the instants
+  // it chooses (TickNow, PassNow) and waits for their effects (Settle). Never set in a head
+  // that serves: nothing would run its timers.
+  bool driven = false;
 };
 
 // The secrets a new cluster starts with, handed to the operator in files.
@@ -129,6 +134,22 @@ class Head {
     if (audit_) audit_->Write(record);
   }
 
+  // --- a head driven on virtual time (HeadConfig::driven; tests only) ---
+  // The timer's work (liveness, time limits, retirement, snapshots), or one scheduling pass,
+  // at the clock's now, on the state machine's next turn. Any thread.
+  void TickNow() {
+    Post([this] { Tick(); });
+  }
+  void PassNow() {
+    Post([this] { RunPass(); });
+  }
+  // Blocks until everything posted before it has run, every change is durable and every
+  // answer it allows has been delivered: nothing is left to post, commit or answer (a held
+  // sync stays held). Any thread but the state machine's.
+  void Settle();
+  // The core, to read while settled (then nothing else runs on it). Driven heads only.
+  const HeadCore& core() const { return core_; }
+
  private:
   struct Parked {
     Callback<SyncResponse> done;
@@ -157,6 +178,7 @@ class Head {
   void CancelSlice(Caller by, JobId id, Callback<Job> done);
   void Execute(const Caller& by, TimeMs now, ListJobs command, Callback<std::vector<Job>> done);
   void Execute(const Caller& by, TimeMs now, GetUsage command, Callback<UsageReport> done);
+  void Execute(const Caller& by, TimeMs now, GetHistory command, Callback<History> done);
   void Execute(const Caller& by, TimeMs now, CreateToken command, Callback<NewToken> done);
   void Execute(const Caller& by, TimeMs now, BackupStore command, Callback<store::BackupInfo> done);
   void Execute(const Caller& by, TimeMs now, WatchEvents command, Callback<Events> done);
@@ -177,6 +199,7 @@ class Head {
   void FlushEdits();
   void OnDurable(Status st);
   void RequestSchedule();
+  void RunPass();
   void AnswerParked(const std::string& node);
   Events EventsFor(const Caller& who, uint64_t since, int32_t max) const;
   void DescribeMetrics();

@@ -10,10 +10,6 @@ namespace corral::head {
 
 namespace asio = boost::asio;
 
-namespace {
-
-// Calls `each` on the retired jobs `q` selects, reading q.limit rows at a time, until `each`
-// returns false or the rows run out.
 Status ForEachRetiredJob(const store::Store& store, store::RetiredJobsQuery q,
                          const std::function<bool(Job&)>& each) {
   while (true) {
@@ -26,8 +22,6 @@ Status ForEachRetiredJob(const store::Store& store, store::RetiredJobsQuery q,
     q.after = page->back().id;
   }
 }
-
-}  // namespace
 
 template <typename C>
 void Head::Run(std::string bearer, C command, Callback<typename C::Answer> done) {

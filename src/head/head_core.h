@@ -116,6 +116,7 @@ struct ExecTarget {
   std::string node;
   std::string address;  // the node agent's host:port
   std::string owner;
+  std::string caller;     // who asked (for the audit log)
   bool notebook = false;  // the job serves a notebook at /s/JOB/
 };
 

@@ -12,6 +12,11 @@ namespace corral::head {
 // The answer to every request after the store failed a commit.
 Status StoreFailed(const Status& st);
 
+// Calls `each` on the retired jobs `q` selects, reading q.limit rows at a time, until `each`
+// returns false or the rows run out. On the archive thread (Head::ReadRetired).
+Status ForEachRetiredJob(const store::Store& store, store::RetiredJobsQuery q,
+                         const std::function<bool(Job&)>& each);
+
 template <typename T>
 void Head::Reply(Callback<T> done, Result<T> result) {
   uint64_t revision = core_.revision();

@@ -655,5 +655,61 @@ TEST_F(HeadShell, ARetiredJobIsReadFromTheStoreOnDemand) {
   EXPECT_TRUE(loaded->jobs.empty()) << "a restarted head does not load retired jobs";
 }
 
+TEST_F(HeadShell, TheHistoryHoldsLiveAndRetiredJobsWithoutSecretsForAdminsOnly) {
+  config_.tick_ms = 5;
+  config_.core.retain_finished_ms = kHour;
+  head_.reset();
+  Open();
+  auto history = [&](DurationMs since, const std::string& bearer = kAdmin) {
+    return Async<History>([&](auto cb) { head_->Run(bearer, GetHistory{since}, cb); }).get();
+  };
+  JobSpec spec;
+  spec.command = {"true"};
+  spec.env = {{"TOKEN", "secret"}};
+  auto ended = Async<Job>([&](auto cb) { head_->Run(kAdmin, SubmitJob{spec, "", ""}, cb); }).get();
+  ASSERT_TRUE(ended.result.ok()) << ended.result.status().ToString();
+  auto cancelled = Async<Job>([&](auto cb) {
+                     head_->Run(kAdmin, CancelJob{ended.result->id, false}, cb);
+                   }).get();
+  ASSERT_TRUE(cancelled.result.ok());
+  clock_.Advance(2 * kHour);
+  auto retired = [&] {
+    std::lock_guard<std::mutex> l(disk_->mu);
+    return disk_->state.retired.size() == 1;
+  };
+  for (int i = 0; i < 500 && !retired(); ++i) {
+    clock_.Advance(11 * kMinute);  // the next retirement pass
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(retired()) << "the job was never retired";
+  auto live = Submit();  // pending: no agents
+  ASSERT_TRUE(live.result.ok());
+
+  auto week = history(7 * kDay);
+  ASSERT_TRUE(week.result.ok()) << week.result.status().ToString();
+  ASSERT_EQ(week.result->jobs.size(), 2u) << "the retired job from the store, the live one";
+  EXPECT_EQ(week.result->jobs[0].id, ended.result->id);
+  EXPECT_EQ(week.result->jobs[0].state, JobState::kCancelled);
+  EXPECT_TRUE(week.result->jobs[0].spec.env.empty()) << "no environment in the history";
+  EXPECT_TRUE(week.result->jobs[0].spec.command.empty());
+  EXPECT_TRUE(week.result->jobs[0].events.empty());
+  EXPECT_EQ(week.result->jobs[1].id, live.result->id);
+  EXPECT_EQ(week.result->now, clock_.Now());
+  EXPECT_EQ(week.result->from, std::max<TimeMs>(0, clock_.Now() - 7 * kDay));
+  EXPECT_EQ(week.result->policy, config_.core.scheduler.policy);
+
+  auto recent = history(kHour);
+  ASSERT_TRUE(recent.result.ok());
+  ASSERT_EQ(recent.result->jobs.size(), 1u) << "the cancelled job ended before the period";
+  EXPECT_EQ(recent.result->jobs[0].id, live.result->id);
+
+  auto ana = Async<NewToken>([&](auto cb) {
+               head_->Run(kAdmin, CreateToken{{"ana", Role::kUser, {}, 0}}, cb);
+             }).get();
+  ASSERT_TRUE(ana.result.ok());
+  auto refused = history(kDay, ana.result->secret);
+  EXPECT_EQ(refused.result.status().code(), ErrorCode::kPermissionDenied);
+}
+
 }  // namespace
 }  // namespace corral::head

@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "net/address_counts.h"
 #include "net/tls_context.h"
 #include "net/tunnel_internal.h"
 #include "net/url.h"
@@ -111,8 +112,8 @@ struct HttpServer::Impl {
   mutable std::mutex mu;
   bool stopping = false;                                                  // GUARDED_BY(mu)
   std::unordered_map<SessionBase*, std::weak_ptr<SessionBase>> sessions;  // GUARDED_BY(mu)
-  std::unordered_map<std::string, size_t> per_address;                    // GUARDED_BY(mu)
-  int running_threads = 0;                                                // GUARDED_BY(mu)
+  std::shared_ptr<AddressCounts> per_address = std::make_shared<AddressCounts>();
+  int running_threads = 0;  // GUARDED_BY(mu)
   std::condition_variable threads_done;
 
   asio::io_context ioc;
@@ -128,6 +129,9 @@ struct HttpServer::Impl {
   // session's address has its most connections open.
   bool Register(const std::shared_ptr<SessionBase>& s);
   void Deregister(SessionBase* s);
+  // The session's place under its address's cap, moved to an object that gives it back when
+  // dropped (null when it was not counted): for a connection handed over.
+  std::shared_ptr<void> HandOver(SessionBase* s);
 };
 
 // What the server and the Responders need of a connection, whatever its stream.
@@ -294,10 +298,11 @@ class Session final : public SessionBase {
     HttpRequest req = ToHttpRequest(std::move(msg), remote_);
     Lowest().expires_never();
     std::shared_ptr<TakenConnection> conn;
+    std::shared_ptr<void> slot = server_->HandOver(this);
     if constexpr (kTls) {
-      conn = TakeTls(std::move(stream_), ctx_, std::move(leftover));
+      conn = TakeTls(std::move(stream_), ctx_, std::move(leftover), std::move(slot));
     } else {
-      conn = TakePlain(std::move(stream_), std::move(leftover));
+      conn = TakePlain(std::move(stream_), std::move(leftover), std::move(slot));
     }
     closed_ = true;  // the stream is moved out: nothing here touches it again
     try {
@@ -573,9 +578,9 @@ bool HttpServer::Impl::Register(const std::shared_ptr<SessionBase>& s) {
   std::lock_guard<std::mutex> lock(mu);
   if (stopping) return false;  // the session closes as it is dropped
   if (options.max_connections_per_address > 0) {
-    size_t& open = per_address[s->address];
-    if (open >= options.max_connections_per_address) return false;  // closed as it is dropped
-    ++open;
+    if (!per_address->Take(s->address, options.max_connections_per_address)) {
+      return false;  // closed as it is dropped
+    }
     s->counted = true;
   }
   sessions.emplace(s.get(), s);
@@ -585,9 +590,14 @@ bool HttpServer::Impl::Register(const std::shared_ptr<SessionBase>& s) {
 void HttpServer::Impl::Deregister(SessionBase* s) {
   std::lock_guard<std::mutex> lock(mu);
   sessions.erase(s);
-  if (!s->counted) return;
-  auto it = per_address.find(s->address);
-  if (it != per_address.end() && --it->second == 0) per_address.erase(it);
+  if (s->counted) per_address->Release(s->address);
+}
+
+std::shared_ptr<void> HttpServer::Impl::HandOver(SessionBase* s) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (!s->counted) return nullptr;
+  s->counted = false;
+  return std::make_shared<AddressSlot>(per_address, s->address);
 }
 
 HttpServer::HttpServer(Handler handler, int io_threads)

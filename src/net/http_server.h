@@ -50,7 +50,8 @@ struct HttpServerOptions {
   std::shared_ptr<TlsServerContext> tls;
   // Set (with a non-empty prefix): a request whose target starts with the prefix is not
   // given to the Handler; its connection is handed to `takeover` (tunnel.h) and leaves the
-  // server (it no longer counts in ConnectionCount nor against its address's cap).
+  // server (it no longer counts in ConnectionCount), but keeps its place under its address's
+  // cap until it closes: relayed connections and WebSockets are held to the same cap.
   std::string takeover_prefix;
   Takeover takeover;
 };

@@ -3,6 +3,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/http.hpp>
 #include <optional>
 #include <vector>
@@ -67,14 +68,18 @@ template <typename A, typename B>
 class Pipe : public std::enable_shared_from_this<Pipe<A, B>> {
  public:
   Pipe(A&& client, std::shared_ptr<asio::ssl::context> server_ctx,
-       std::shared_ptr<const TlsClientContext> tls, ParsedUrl url, std::string first)
+       std::shared_ptr<const TlsClientContext> tls, ParsedUrl url, std::string first,
+       std::chrono::milliseconds idle, std::shared_ptr<void> slot)
       : client_(std::move(client)),
         server_ctx_(std::move(server_ctx)),
         tls_(std::move(tls)),
         upstream_(Make(client_.get_executor(), tls_.get())),
         resolver_(client_.get_executor()),
+        idle_timer_(client_.get_executor()),
         url_(std::move(url)),
-        first_(std::move(first)) {}
+        first_(std::move(first)),
+        idle_(idle),
+        slot_(std::move(slot)) {}
 
   void Start() {
     auto self = this->shared_from_this();
@@ -127,12 +132,26 @@ class Pipe : public std::enable_shared_from_this<Pipe<A, B>> {
   void Connected() {
     Lowest(upstream_).expires_never();
     Lowest(client_).expires_never();
+    last_ = std::chrono::steady_clock::now();
+    if (idle_.count() > 0) WatchIdle();
     auto self = this->shared_from_this();
     asio::async_write(upstream_, asio::buffer(first_), [self](error_code ec, size_t) {
       if (ec) return self->CloseBoth();
       self->first_.clear();
       self->Pump(self->client_, self->upstream_, self->to_upstream_);
       self->Pump(self->upstream_, self->client_, self->to_client_);
+    });
+  }
+
+  // Closes both once no byte has passed either way for idle_ (a tab left open holds a
+  // WebSocket, and with it two sockets, until then and no longer).
+  void WatchIdle() {
+    auto self = this->shared_from_this();
+    idle_timer_.expires_at(last_ + idle_);
+    idle_timer_.async_wait([self](error_code ec) {
+      if (ec || self->closed_) return;
+      if (std::chrono::steady_clock::now() - self->last_ >= self->idle_) return self->CloseBoth();
+      self->WatchIdle();
     });
   }
 
@@ -143,6 +162,7 @@ class Pipe : public std::enable_shared_from_this<Pipe<A, B>> {
     auto self = this->shared_from_this();
     from.async_read_some(asio::buffer(buf), [self, &from, &to, &buf](error_code ec, size_t n) {
       if (ec || self->closed_) return self->CloseBoth();
+      self->last_ = std::chrono::steady_clock::now();
       asio::async_write(to, asio::buffer(buf.data(), n),
                         [self, &from, &to, &buf](error_code ec, size_t) {
                           if (ec || self->closed_) return self->CloseBoth();
@@ -154,6 +174,7 @@ class Pipe : public std::enable_shared_from_this<Pipe<A, B>> {
   void CloseBoth() {
     if (closed_) return;
     closed_ = true;
+    idle_timer_.cancel();
     error_code ignored;
     Lowest(client_).socket().shutdown(tcp::socket::shutdown_both, ignored);
     Lowest(client_).close();
@@ -166,8 +187,12 @@ class Pipe : public std::enable_shared_from_this<Pipe<A, B>> {
   std::shared_ptr<const TlsClientContext> tls_;     // outlives the upstream's
   B upstream_;
   tcp::resolver resolver_;
+  asio::steady_timer idle_timer_;
   ParsedUrl url_;
   std::string first_;
+  const std::chrono::milliseconds idle_;
+  std::chrono::steady_clock::time_point last_;  // a byte last passed either way
+  const std::shared_ptr<void> slot_;            // the client's place under its address's cap
   std::string answer_;
   std::vector<char> to_upstream_, to_client_;
   bool closed_ = false;
@@ -176,8 +201,12 @@ class Pipe : public std::enable_shared_from_this<Pipe<A, B>> {
 template <typename A>
 class Taken final : public TakenConnection, public std::enable_shared_from_this<Taken<A>> {
  public:
-  Taken(A&& stream, std::shared_ptr<asio::ssl::context> ctx, std::string leftover)
-      : stream_(std::move(stream)), ctx_(std::move(ctx)), leftover_(std::move(leftover)) {}
+  Taken(A&& stream, std::shared_ptr<asio::ssl::context> ctx, std::string leftover,
+        std::shared_ptr<void> slot)
+      : stream_(std::move(stream)),
+        ctx_(std::move(ctx)),
+        leftover_(std::move(leftover)),
+        slot_(std::move(slot)) {}
   bool Encrypted() const override { return std::is_same_v<A, TlsStream>; }
   ~Taken() override {
     if (stream_) {
@@ -194,20 +223,21 @@ class Taken final : public TakenConnection, public std::enable_shared_from_this<
       auto stream = std::make_shared<A>(std::move(*std::exchange(self->stream_, std::nullopt)));
       auto ctx = self->ctx_;
       Lowest(*stream).expires_after(std::chrono::seconds(10));
-      asio::async_write(*stream, asio::buffer(*bytes), [bytes, stream, ctx](error_code, size_t) {
-        error_code ignored;
-        Lowest(*stream).socket().shutdown(tcp::socket::shutdown_send, ignored);
-        Lowest(*stream).close();
-      });
+      asio::async_write(*stream, asio::buffer(*bytes),
+                        [bytes, stream, ctx, slot = std::move(self->slot_)](error_code, size_t) {
+                          error_code ignored;
+                          Lowest(*stream).socket().shutdown(tcp::socket::shutdown_send, ignored);
+                          Lowest(*stream).close();
+                        });
     });
   }
 
-  void Splice(std::string base_url, std::shared_ptr<const TlsClientContext> tls,
-              std::string first) override {
+  void Splice(std::string base_url, std::shared_ptr<const TlsClientContext> tls, std::string first,
+              std::chrono::milliseconds idle) override {
     auto self = this->shared_from_this();
     asio::dispatch(
         stream_->get_executor(), [self, base_url = std::move(base_url), tls = std::move(tls),
-                                  first = std::move(first)]() mutable {
+                                  first = std::move(first), idle]() mutable {
           if (!self->stream_) return;
           auto url = ParseUrl(base_url);
           if (!url.ok()) {
@@ -219,11 +249,13 @@ class Taken final : public TakenConnection, public std::enable_shared_from_this<
           if (url->scheme == "https") {
             if (!tls) tls = DefaultClientTls();
             std::make_shared<Pipe<A, TlsStream>>(std::move(client), self->ctx_, std::move(tls),
-                                                 std::move(*url), std::move(first))
+                                                 std::move(*url), std::move(first), idle,
+                                                 std::move(self->slot_))
                 ->Start();
           } else {
             std::make_shared<Pipe<A, beast::tcp_stream>>(std::move(client), self->ctx_, nullptr,
-                                                         std::move(*url), std::move(first))
+                                                         std::move(*url), std::move(first), idle,
+                                                         std::move(self->slot_))
                 ->Start();
           }
         });
@@ -233,6 +265,7 @@ class Taken final : public TakenConnection, public std::enable_shared_from_this<
   std::optional<A> stream_;
   std::shared_ptr<asio::ssl::context> ctx_;
   std::string leftover_;
+  std::shared_ptr<void> slot_;  // handed to the answer's write or the pipe
 };
 
 std::string Trim(const std::string& s) {
@@ -244,15 +277,23 @@ std::string Trim(const std::string& s) {
 
 }  // namespace
 
-std::shared_ptr<TakenConnection> TakePlain(beast::tcp_stream&& stream, std::string leftover) {
-  return std::make_shared<Taken<beast::tcp_stream>>(std::move(stream), nullptr,
-                                                    std::move(leftover));
+std::shared_ptr<TakenConnection> TakePlain(beast::tcp_stream&& stream, std::string leftover,
+                                           std::shared_ptr<void> slot) {
+  return std::make_shared<Taken<beast::tcp_stream>>(std::move(stream), nullptr, std::move(leftover),
+                                                    std::move(slot));
 }
 
 std::shared_ptr<TakenConnection> TakeTls(TlsStream&& stream,
                                          std::shared_ptr<asio::ssl::context> ctx,
-                                         std::string leftover) {
-  return std::make_shared<Taken<TlsStream>>(std::move(stream), std::move(ctx), std::move(leftover));
+                                         std::string leftover, std::shared_ptr<void> slot) {
+  return std::make_shared<Taken<TlsStream>>(std::move(stream), std::move(ctx), std::move(leftover),
+                                            std::move(slot));
+}
+
+bool IsWebSocketUpgrade(const HttpRequest& req) {
+  std::string upgrade = req.Header("upgrade");
+  for (auto& c : upgrade) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return upgrade.find("websocket") != std::string::npos;
 }
 
 std::string SerializeRequest(const std::string& method, const std::string& target,

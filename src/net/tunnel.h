@@ -4,6 +4,7 @@
 // Boost-free: api/ and agentnet/ code takes connections without seeing Beast.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -26,11 +27,25 @@ class TakenConnection {
   virtual void Answer(HttpResponse r) = 0;
   // Connects to base_url ("http://host:port" or "https://..."; `tls`: what it trusts, null:
   // DefaultClientTls()), sends `first` (a whole request, SerializeRequest) and then whatever
-  // the client sends, and relays the upstream's bytes back, until either side closes. A
-  // failed connect answers 502 with the reason.
+  // the client sends, and relays the upstream's bytes back, until either side closes or no
+  // byte has passed either way for `idle` (0: no limit), when both are closed. A failed
+  // connect answers 502 with the reason.
   virtual void Splice(std::string base_url, std::shared_ptr<const TlsClientContext> tls,
-                      std::string first) = 0;
+                      std::string first, std::chrono::milliseconds idle) = 0;
 };
+
+// How long a spliced connection may pass no byte either way before it is closed: a plain
+// request's answer comes at once, a WebSocket (a notebook's kernel channel) may wait for a
+// user who reads.
+struct SpliceIdle {
+  std::chrono::milliseconds http{30'000};  // HttpServerOptions::read_timeout's default
+  std::chrono::milliseconds websocket{std::chrono::hours(1)};
+  std::chrono::milliseconds For(bool websocket_upgrade) const {
+    return websocket_upgrade ? websocket : http;
+  }
+};
+// Whether `req` asks to become a WebSocket.
+bool IsWebSocketUpgrade(const HttpRequest& req);
 
 // Given a request whose path starts with the server's takeover_prefix, on an I/O thread; must
 // not block.

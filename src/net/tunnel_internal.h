@@ -15,9 +15,12 @@
 namespace corral::net {
 
 // `leftover`: bytes the client sent after its request, read already; relayed after `first`.
-std::shared_ptr<TakenConnection> TakePlain(boost::beast::tcp_stream&& stream, std::string leftover);
+// `slot`: the connection's place under its address's cap (may be null), held until it closes.
+std::shared_ptr<TakenConnection> TakePlain(boost::beast::tcp_stream&& stream, std::string leftover,
+                                           std::shared_ptr<void> slot);
 std::shared_ptr<TakenConnection> TakeTls(
     boost::beast::ssl_stream<boost::beast::tcp_stream>&& stream,
-    std::shared_ptr<boost::asio::ssl::context> ctx, std::string leftover);
+    std::shared_ptr<boost::asio::ssl::context> ctx, std::string leftover,
+    std::shared_ptr<void> slot);
 
 }  // namespace corral::net

@@ -27,7 +27,7 @@ TEST(Tunnel, TakenConnectionsAreSplicedOrAnsweredAndTheRestServed) {
     headers["x-spliced"] = "1";
     headers["connection"] = "close";
     conn->Splice(upstream_url, nullptr,
-                 SerializeRequest(req.method, req.target + "&via=front", headers, req.body));
+                 SerializeRequest(req.method, req.target + "&via=front", headers, req.body), 5s);
   };
   TestServer front(EchoHandler(), o);
   HttpClient client(front.url(), "secret");
@@ -56,7 +56,7 @@ TEST(Tunnel, AnUpstreamThatCannotBeReachedIsA502) {
   HttpServerOptions o;
   o.takeover_prefix = "/s/";
   o.takeover = [](HttpRequest req, std::shared_ptr<TakenConnection> conn) {
-    conn->Splice("http://127.0.0.1:1", nullptr, SerializeRequest("GET", req.target, {}, ""));
+    conn->Splice("http://127.0.0.1:1", nullptr, SerializeRequest("GET", req.target, {}, ""), 5s);
   };
   TestServer front(EchoHandler(), o);
   HttpClient client(front.url(), "");

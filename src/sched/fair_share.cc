@@ -10,6 +10,13 @@ void QueueBook::Set(const QueueConfig& config) {
   queues_[q].config = config;
 }
 
+DurationMs QueueBook::MaxWait(int32_t q) const {
+  for (; q >= 0; q = queues_[q].parent) {
+    if (queues_[q].config.max_wait_ms > 0) return queues_[q].config.max_wait_ms;
+  }
+  return 0;
+}
+
 int32_t QueueBook::FindId(const std::string& name) const {
   auto it = ids_.find(name);
   return it == ids_.end() ? -1 : it->second;
@@ -37,10 +44,11 @@ int32_t QueueBook::UserId(int32_t q, const std::string& user) {
 }
 
 void QueueBook::Charge(int32_t q, int32_t user, int64_t gpu_milli, int64_t cpu, int64_t mem,
-                       int sign) {
+                       int sign, bool interactive) {
   if (user >= 0) {
     Usage& u = queues_[q].users[user];
     u.gpus += sign * gpu_milli;
+    if (interactive) u.interactive += sign * gpu_milli;
     u.cpu += sign * cpu;
     u.mem += sign * mem;
   }
@@ -119,6 +127,17 @@ void QueueBook::AnchorAt(TimeMs now) {
     anchor(queue);
     for (Usage& u : queue.users) anchor(u);
   }
+}
+
+int64_t QueueBook::InteractiveMilli(int32_t q, int32_t user) const {
+  return user >= 0 && user < static_cast<int32_t>(queues_[q].users.size())
+             ? queues_[q].users[user].interactive
+             : 0;
+}
+
+bool QueueBook::WithinInteractiveCap(int32_t q, int32_t user, int64_t gpu_milli) const {
+  const int32_t cap = queues_[q].config.max_interactive_gpus_per_user;
+  return cap <= 0 || InteractiveMilli(q, user) + gpu_milli <= int64_t{cap} * kGpuMilli;
 }
 
 bool QueueBook::WithinLimit(int32_t q, int64_t gpus) const { return LimitingQueue(q, gpus) < 0; }

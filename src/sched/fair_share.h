@@ -38,8 +38,10 @@ class QueueBook {
   int32_t size() const { return static_cast<int32_t>(queues_.size()); }
 
   // Adds (sign +1) or removes a run's total resources: queue, ancestors, user.
-  // GPUs in milli-GPUs: a share of a GPU counts its fraction.
-  void Charge(int32_t q, int32_t user, int64_t gpu_milli, int64_t cpu, int64_t mem, int sign);
+  // GPUs in milli-GPUs: a share of a GPU counts its fraction. An interactive session's GPUs
+  // also count in its user's interactive GPUs in the queue.
+  void Charge(int32_t q, int32_t user, int64_t gpu_milli, int64_t cpu, int64_t mem, int sign,
+              bool interactive = false);
 
   // Integrates usage up to `now` and decays it.
   void Advance(TimeMs now, int64_t cluster_gpus, int64_t cluster_cpu, int64_t cluster_mem);
@@ -57,6 +59,8 @@ class QueueBook {
   int64_t AllocGpus(int32_t q) const { return (queues_[q].gpus + kGpuMilli - 1) / kGpuMilli; }
   int64_t AllocMilli(int32_t q) const { return queues_[q].gpus; }
   int32_t Quota(int32_t q) const { return queues_[q].config.quota_gpus; }
+  // The age bound of the queue: its own max_wait_ms, else its nearest ancestor's; 0: none set.
+  DurationMs MaxWait(int32_t q) const;
   bool BelowQuota(int32_t q) const {
     return queues_[q].gpus < int64_t{queues_[q].config.quota_gpus} * kGpuMilli;
   }
@@ -65,6 +69,13 @@ class QueueBook {
   // The smallest limit over the queue and its ancestors; -1: none.
   int64_t EffectiveLimit(int32_t q) const;
   int32_t LimitingQueue(int32_t q, int64_t gpus) const;  // the one that says no; -1: none
+  // Would `gpu_milli` more of `user`'s interactive sessions stay within the queue's
+  // max_interactive_gpus_per_user (its own, not its ancestors')?
+  bool WithinInteractiveCap(int32_t q, int32_t user, int64_t gpu_milli) const;
+  int64_t InteractiveMilli(int32_t q, int32_t user) const;
+  int32_t InteractiveCap(int32_t q) const {
+    return queues_[q].config.max_interactive_gpus_per_user;
+  }
 
   double Share(int32_t q) const;
   double UserShare(int32_t q, int32_t user) const;
@@ -74,6 +85,7 @@ class QueueBook {
     int64_t gpus = 0, cpu = 0, mem = 0;  // current allocation (milli-GPUs, cpu milli, MB)
     int64_t last_gpus = 0, last_cpu = 0, last_mem = 0;  // at the previous Advance
     double u_gpus = 0, u_cpu = 0, u_mem = 0;  // decayed integrals, in resource * tau units
+    int64_t interactive = 0;  // a user's: milli-GPUs of its interactive sessions, in `gpus` too
   };
   struct Queue : Usage {
     QueueConfig config;

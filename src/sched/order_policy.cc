@@ -63,6 +63,11 @@ int64_t TotalGpus(const PendingJob& job) {
   return int64_t{std::max(1, job.replicas)} * per;
 }
 
+TimeMs AgedAt(const PendingJob& job, DurationMs bound) {
+  if (bound <= 0) return kUnknownTime;
+  return job.submitted_at + job.attained_ms / std::max<int64_t>(1, TotalGpus(job)) + bound;
+}
+
 int64_t RemainingMs(const PendingJob& job, DurationMs attained_gpu_ms) {
   int64_t gpus = std::max<int64_t>(1, TotalGpus(job));
   return job.oracle_duration_ms - attained_gpu_ms / gpus;

@@ -19,6 +19,9 @@ namespace corral::sched {
 // the level or in its place.
 struct JobKey {
   int64_t a = 0;
+  // kCorral's age bound (SchedulerConfig::max_wait_ms): the submit time of an aged job, which
+  // goes ahead of every other of its priority; kUnknownTime for the others.
+  int64_t aged = kUnknownTime;
   int64_t order_level = 0;  // `level` where it orders (0 with GittinsOrder::kForLevel and an
                             // index)
   int64_t gittins = 0;
@@ -30,6 +33,10 @@ struct JobKey {
 };
 
 int64_t TotalGpus(const PendingJob& job);
+// When a job is aged under an age bound of `bound` ms (SchedulerConfig::max_wait_ms): its
+// submit time plus the run time it has had (attained GPU-ms / its GPUs) plus the bound, the
+// moment it has waited that long in all; kUnknownTime for bound <= 0.
+TimeMs AgedAt(const PendingJob& job, DurationMs bound);
 // Remaining run time for kSrtf: oracle duration minus attained GPU-ms per GPU.
 int64_t RemainingMs(const PendingJob& job, DurationMs attained_gpu_ms);
 // kLas level: how many thresholds are at or below the attained GPU-ms.

@@ -11,6 +11,15 @@ namespace corral::sched {
 
 namespace {
 
+// Milli-GPUs as GPUs: "2", "1.5".
+std::string GpuText(int64_t milli) {
+  std::string whole = std::to_string(milli / kGpuMilli);
+  if (milli % kGpuMilli == 0) return whole;
+  std::string frac = std::to_string(1000 + milli % kGpuMilli).substr(1);
+  while (frac.back() == '0') frac.pop_back();
+  return whole + "." + frac;
+}
+
 std::string NodeList(const std::vector<std::string>& nodes) {
   std::string out;
   for (size_t i = 0; i < nodes.size() && i < 4; ++i) out += (i ? "," : "") + nodes[i];
@@ -153,8 +162,9 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     r.cpu = int64_t{s.replicas} * j.per_replica.cpu_milli;
     r.mem = int64_t{s.replicas} * j.per_replica.memory_mb;
     r.expected_end = end;
+    r.aged = e->aged;
     r.placed_in_pass = st.pass;
-    st.queues.Charge(r.queue, r.user, r.gpu_milli, r.cpu, r.mem, +1);
+    st.queues.Charge(r.queue, r.user, r.gpu_milli, r.cpu, r.mem, +1, j.interactive);
     st.CountVictim(r, +1);
     if (j.preemptible) st.PlacedPreemptible(r.queue) += r.gpus;
     st.by_end.insert({r.expected_end, j.id});
@@ -220,6 +230,18 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       order.Done();
       continue;
     }
+    // One user's sessions past the queue's cap wait; others' jobs of the same shape need not.
+    if (const int64_t milli = int64_t{j.replicas} * std::max(0, j.per_replica.gpu_milli);
+        j.interactive && milli > 0 && !st.queues.WithinInteractiveCap(e->queue, e->user, milli)) {
+      report(e, PendingCode::kQueueLimit,
+             "user " + j.user + "'s interactive sessions hold " +
+                 GpuText(st.queues.InteractiveMilli(e->queue, e->user)) + " GPUs in queue " +
+                 st.queues.Name(e->queue) + ", its max_interactive_gpus_per_user is " +
+                 std::to_string(st.queues.InteractiveCap(e->queue)));
+      st.pending.HideJob(e);
+      order.Done();
+      continue;
+    }
     TimeMs end = ExpectedEndOf(cfg, j, now);
     std::vector<ReplicaPlacement> placement;
     if (placer.Place(s, end, /*keep=*/true, &placement)) {
@@ -258,6 +280,12 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
         if (cfg.policy != OrderPolicy::kCorral) {
           why = std::string("preempted by ") + OrderPolicyName(cfg.policy) + " for job " +
                 std::to_string(j.id);
+        } else if (e->aged && cfg.aged_may_displace && r.job.priority == j.priority &&
+                   (r.queue == e->queue ||
+                    st.queues.AllocGpus(e->queue) + TotalGpus(j) > st.queues.Quota(e->queue))) {
+          why = "preempted for job " + std::to_string(j.id) + " of queue " +
+                st.queues.Name(e->queue) + ", which has waited past its age bound of " +
+                std::to_string(st.pending.AgeBound(e->queue) / kMinute) + " minutes";
         } else if (r.queue == e->queue && r.job.priority == j.priority) {
           DurationMs attained = AttainedNow(r.job, r.gpus, r.started_at, now);
           why = "preempted for job " + std::to_string(j.id) + " of queue " +

@@ -1,5 +1,6 @@
 // The order of one pass over the pending jobs (DESIGN §6.3). For kCorral: priority first,
-// then the queue with the least fair share (queues under quota first; queues over it by their
+// then jobs past their age bound (SchedulerConfig::max_wait_ms) by submit time, then the queue
+// with the least fair share (queues under quota first; queues over it by their
 // best job's LAS level and predicted remaining bucket first, SchedulerConfig::
 // borrowing_queues_by_level), then inside it the
 // lowest LAS level (JobKey::level; 0 unless las_within_queue), then the highest
@@ -38,14 +39,17 @@ class PassOrder {
   void Done();
 
  private:
-  // (priority, level (0 with GittinsOrder::kForLevel), Gittins bucket, predicted remaining,
-  // user share, submit, id, group).
-  using UserKey = std::tuple<int64_t, int64_t, int64_t, int64_t, double, int64_t, JobId, int32_t>;
-  // (priority, below quota, borrowing queue's level, Gittins bucket and prediction bucket (0
-  // under quota; SchedulerConfig::borrowing_queues_by_level), queue share, level, Gittins
-  // bucket, predicted remaining, submit, id, selection queue).
-  using QueueKey = std::tuple<int64_t, int, int64_t, int64_t, int64_t, double, int64_t, int64_t,
-                              int64_t, int64_t, JobId, int32_t>;
+  // (priority, aged (JobKey::aged), level (0 with GittinsOrder::kForLevel), Gittins bucket,
+  // predicted remaining, user share, submit, id, group). An aged job's level, bucket,
+  // prediction and share are 0: aged jobs go by submit time alone.
+  using UserKey =
+      std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, double, int64_t, JobId, int32_t>;
+  // (priority, aged, below quota, borrowing queue's level, Gittins bucket and prediction
+  // bucket (0 under quota; SchedulerConfig::borrowing_queues_by_level), queue share, level,
+  // Gittins bucket, predicted remaining, submit, id, selection queue); for an aged head, 0
+  // from below quota to predicted remaining.
+  using QueueKey = std::tuple<int64_t, int64_t, int, int64_t, int64_t, int64_t, double, int64_t,
+                              int64_t, int64_t, int64_t, JobId, int32_t>;
 
   std::optional<UserKey> MakeUserKey(int32_t g) const;
   std::optional<QueueKey> MakeQueueKey(int32_t sel) const;

@@ -153,7 +153,25 @@ PendingEntry* PendingSet::Add(const PendingJob& job) {
   Count(e, +1);
   Insert(&e);
   if (GuardOn()) fresh_.push_back(job.id);
+  ScheduleAging(e);
   return &e;
+}
+
+DurationMs PendingSet::AgeBound(int32_t q) const {
+  if (config_.policy != OrderPolicy::kCorral) return 0;
+  DurationMs own = queues_.MaxWait(q);
+  return own > 0 ? own : std::max<DurationMs>(0, config_.max_wait_ms);
+}
+
+void PendingSet::ScheduleAging(PendingEntry& e) {
+  if (e.aged_at != kUnknownTime) aging_.erase({e.aged_at, e.job.id});
+  e.aged_at = e.aged ? kUnknownTime : AgedAt(e.job, AgeBound(e.queue));
+  if (e.aged_at != kUnknownTime) aging_.insert({e.aged_at, e.job.id});
+}
+
+void PendingSet::Reage() {
+  // The resulting set does not depend on the visiting order.
+  for (auto& [id, e] : jobs_) ScheduleAging(e);
 }
 
 void PendingSet::Remove(JobId id) {
@@ -168,6 +186,7 @@ void PendingSet::Remove(JobId id) {
   }
   Count(e, -1);
   if (e.promote_at != kUnknownTime) promotions_.erase({e.promote_at, id});
+  if (e.aged_at != kUnknownTime) aging_.erase({e.aged_at, id});
   jobs_.erase(it);
 }
 
@@ -183,10 +202,22 @@ void PendingSet::SetAttained(JobId id, DurationMs attained_gpu_ms) {
   e->job.attained_ms = attained_gpu_ms;
   e->key = StaticKey(config_, e->job, attained_gpu_ms);
   if (e->promoted) e->key.level = e->key.order_level = 0;
+  if (e->aged) e->key.aged = e->job.submitted_at;
   Insert(e);
+  ScheduleAging(*e);
 }
 
 void PendingSet::Promote(TimeMs now) {
+  while (!aging_.empty() && aging_.begin()->first <= now) {
+    PendingEntry* e = Find(aging_.begin()->second);
+    aging_.erase(aging_.begin());
+    if (!e) continue;
+    Erase(e);
+    e->aged_at = kUnknownTime;
+    e->aged = true;
+    e->key.aged = e->job.submitted_at;
+    Insert(e);
+  }
   if (!GuardOn()) return;
   for (JobId id : fresh_) {
     PendingEntry* e = Find(id);

@@ -32,6 +32,10 @@ struct PendingEntry {
   // ordered as level 0 (kUnknownTime: never, or not yet seen by a pass), and whether it is.
   TimeMs promote_at = kUnknownTime;
   bool promoted = false;
+  // Age bound (SchedulerConfig::max_wait_ms): when it is due to be aged (kUnknownTime: no
+  // bound, or aged already), and whether it is (JobKey::aged set).
+  TimeMs aged_at = kUnknownTime;
+  bool aged = false;
 };
 
 class PendingSet {
@@ -57,9 +61,15 @@ class PendingSet {
   void Remove(JobId id);
   PendingEntry* Find(JobId id);
   void SetAttained(JobId id, DurationMs attained_gpu_ms);
-  // Starvation guard, at the start of a pass: jobs added since the last pass start waiting
-  // now; jobs that have waited long enough are ordered as level 0. A no-op when it is off.
+  // At the start of a pass: jobs past their age bound are aged (JobKey::aged). Starvation
+  // guard: jobs added since the last pass start waiting now; jobs that have waited long enough
+  // are ordered as level 0 (a no-op when it is off).
   void Promote(TimeMs now);
+  // The age bound of a job of queue q: the queue's (QueueBook::MaxWait), else the config's;
+  // 0: none (also for the baselines).
+  DurationMs AgeBound(int32_t q) const;
+  // After a queue's age bound changed: recomputes when each job not aged yet is due.
+  void Reage();
 
   // Pass-local hiding, undone by RestoreAll at the end of the pass: a job that was visited
   // but stays pending, and a class whose members are all skipped for the rest of the pass.
@@ -153,6 +163,9 @@ class PendingSet {
   // in a level above 0.
   std::vector<JobId> fresh_;
   std::set<std::pair<TimeMs, JobId>> promotions_;
+  // Age bound: (aged_at, id) of the jobs not aged yet that have a bound.
+  std::set<std::pair<TimeMs, JobId>> aging_;
+  void ScheduleAging(PendingEntry& e);
   bool GuardOn() const {
     return config_.policy == OrderPolicy::kCorral && config_.las_within_queue &&
            config_.starvation_promote_factor > 0;

@@ -86,6 +86,10 @@ bool BorrowedLasVictim(const SchedState& st, const RunEntry& r, const PendingEnt
 // The LAS rules shared by both: a strictly higher level, hysteresis, and the sparing rule.
 bool LasLevelsAllow(const SchedState& st, const RunEntry& r, const PendingEntry& job) {
   const SchedulerConfig& c = st.config;
+  // A run that waited past its age bound is not sent back behind the jobs it waited for; a
+  // job past it may displace the others (aged_may_displace).
+  if (r.aged) return false;
+  if (job.aged && c.aged_may_displace) return true;
   DurationMs attained = AttainedNow(r.job, r.gpus, r.started_at, st.now);
   if (LasLevel(c, attained) <= job.key.level) return false;
   const double t = static_cast<double>(c.las_thresholds_gpu_ms[job.key.level]);
@@ -273,7 +277,9 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
     // The positions are in victim order either way, so the candidates are too.
     DurationMs las_needs = INT64_MAX;  // GPU-ms a LAS victim must have attained
     const std::vector<DurationMs>& thresholds = st.config.las_thresholds_gpu_ms;
-    if (borrowed_las && job.key.level < static_cast<int64_t>(thresholds.size())) {
+    if (borrowed_las && job.aged && st.config.aged_may_displace) {
+      las_needs = 0;
+    } else if (borrowed_las && job.key.level < static_cast<int64_t>(thresholds.size())) {
       const double t = static_cast<double>(thresholds[job.key.level]);
       const double h = std::max(1.0, st.config.las_preempt_hysteresis);
       if (static_cast<double>(j.attained_ms) * h < t) las_needs = static_cast<DurationMs>(h * t);

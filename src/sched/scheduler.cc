@@ -39,10 +39,12 @@ void Scheduler::Impl::AddRun(const PendingJob& job, std::vector<ReplicaPlacement
   r.cpu = n * job.per_replica.cpu_milli;
   r.mem = n * job.per_replica.memory_mb;
   r.expected_end = ExpectedEndOf(st.config, job, started_at);
+  // A run re-added (a recovering head) keeps the protection it started with.
+  r.aged = AgedAt(job, st.pending.AgeBound(r.queue)) <= started_at;
   r.placed_in_pass = 0;
   st.BindRun(r, +1);
   st.CountVictim(r, +1);
-  st.queues.Charge(r.queue, r.user, r.gpu_milli, r.cpu, r.mem, +1);
+  st.queues.Charge(r.queue, r.user, r.gpu_milli, r.cpu, r.mem, +1, job.interactive);
   st.by_end.insert({r.expected_end, job.id});
   st.RunsOfQueue(r.queue).insert(job.id);
   for (const ReplicaPlacement& p : r.placement) st.runs_on_node[p.node].insert(job.id);
@@ -55,7 +57,7 @@ void Scheduler::Impl::RemoveRun(JobId id) {
   RunEntry& r = it->second;
   st.BindRun(r, -1);
   st.CountVictim(r, -1);
-  st.queues.Charge(r.queue, r.user, r.gpu_milli, r.cpu, r.mem, -1);
+  st.queues.Charge(r.queue, r.user, r.gpu_milli, r.cpu, r.mem, -1, r.job.interactive);
   st.by_end.erase({r.expected_end, id});
   st.RunsOfQueue(r.queue).erase(id);
   for (const ReplicaPlacement& p : r.placement) {
@@ -102,7 +104,14 @@ void Scheduler::UpsertNode(const NodeInfo& node) {
 
 void Scheduler::RemoveNode(const std::string& name) { impl_->st.model.Remove(name); }
 
-void Scheduler::SetQueue(const QueueConfig& queue) { impl_->st.queues.Set(queue); }
+void Scheduler::SetQueue(const QueueConfig& queue) {
+  SchedState& st = impl_->st;
+  int32_t q = st.queues.Id(queue.name);
+  DurationMs bound = st.queues.MaxWait(q);
+  st.queues.Set(queue);
+  // Its sub-queues inherit the bound it has now: they change exactly when it does.
+  if (st.queues.MaxWait(q) != bound) st.pending.Reage();
+}
 
 void Scheduler::AddPending(const PendingJob& job) { impl_->st.pending.Add(job); }
 

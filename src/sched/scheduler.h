@@ -108,6 +108,9 @@ struct PendingJob {
   std::map<std::string, std::string> node_labels;
   DurationMs time_limit_ms = 0;  // 0: unknown; backfill treats it as infinite
   bool preemptible = false;
+  // An interactive session (JobSpec::interactive): counted against its queue's
+  // max_interactive_gpus_per_user.
+  bool interactive = false;
   // It may preempt lower-priority runs by priority (its owner's QoS's right; docs/qos.md).
   // Quota reclaim and attained-service (LAS) preemption do not depend on it.
   bool may_preempt = true;
@@ -247,6 +250,24 @@ struct SchedulerConfig {
   // the promoted long jobs take the reservation and the big queues' short jobs wait behind
   // them (docs/simulation.md, "Options left off").
   double starvation_promote_factor = 0;
+  // kCorral: the age bound of queues that set none (QueueConfig::max_wait_ms). A pending job
+  // that has waited this long in all (now - submitted_at - attained_ms / its GPUs: time since
+  // submit not spent running) is aged: it goes ahead of every job of its priority that is not,
+  // whatever their queues' shares, levels and predictions, aged jobs oldest submit first. The
+  // first one that cannot start gets the pass's reservation (reservation_depth), which
+  // backfill does not delay; it may preempt only what it could before. Once it runs, the run
+  // is not a victim of LAS preemption (inside or across queues; quota reclaim and priority
+  // still apply), so it is not sent back to the end of the line by the short jobs it waited
+  // behind. It bounds the tail of waits that LAS and fair share otherwise leave unbounded: a
+  // long job of a borrowing queue behind a steady stream of short ones.
+  // <= 0: no bound (queues may still set one).
+  DurationMs max_wait_ms = 0;
+  // With an age bound: an aged job may also displace a preemptible run that is not aged, of
+  // its own queue or of a queue over its quota, of its priority, whatever their LAS levels
+  // (as LAS would a higher level; the minimum runtime and the budgets hold). Without it an
+  // aged job that cannot start holds its reservation until runs end, and on a cluster of
+  // runs without time limits the GPUs it holds idle meanwhile.
+  bool aged_may_displace = true;
   // kCorral, with las_within_queue: order pending jobs by the Gittins index of their
   // attained service (PendingJob::gittins_ms, compared in power-of-two buckets of GPU-minutes,
   // MinuteBucket: the higher the index, the lower the bucket, first; 0, unknown, first), as

@@ -268,6 +268,40 @@ TEST(OrderTest, QueueLimitHoldsAndIsReported) {
   EXPECT_EQ(ReasonOf(d2, 2), "");
 }
 
+// A queue's max_interactive_gpus_per_user holds one user's sessions (counting the running
+// ones, given at recovery too), not their batch jobs nor another user's sessions; a run that
+// ends gives its room back.
+TEST(OrderTest, InteractiveGpusPerUserAreCapped) {
+  Scheduler s;
+  s.UpsertNode(MakeNode("n1").Gpus(8));
+  QueueConfig dev{"dev", 0, -1, 1.0};
+  dev.max_interactive_gpus_per_user = 2;
+  s.SetQueue(dev);
+  s.AddRunning(Running(MakeJob(100).Gpus(1).Queue("dev").User("ana").Interactive(), {{"n1", {0}}}));
+  s.AddPending(MakeJob(1).Gpus(2).Queue("dev").User("ana").Interactive());
+  s.AddPending(MakeJob(2).ShareMilli(500).Queue("dev").User("ana").Interactive());
+  s.AddPending(MakeJob(3).Gpus(2).Queue("dev").User("ana"));
+  s.AddPending(MakeJob(4).Gpus(2).Queue("dev").User("bob").Interactive());
+  Decisions d = s.Schedule(0);
+  EXPECT_EQ(FindPlace(d, 1), nullptr);
+  EXPECT_EQ(ReasonOf(d, 1),
+            "user ana's interactive sessions hold 1 GPUs in queue dev, its "
+            "max_interactive_gpus_per_user is 2");
+  for (const WaitReason& w : d.waiting) {
+    if (w.job == 1) {
+      EXPECT_EQ(w.code, PendingCode::kQueueLimit);
+    }
+  }
+  EXPECT_NE(FindPlace(d, 2), nullptr) << "half a GPU fits under the cap: " << ReasonOf(d, 2);
+  EXPECT_NE(FindPlace(d, 3), nullptr) << "a batch job is not counted";
+  EXPECT_NE(FindPlace(d, 4), nullptr) << "bob has his own";
+  // Now 1.5 GPUs of sessions: the 2-GPU one waits until the running one ends.
+  EXPECT_EQ(FindPlace(s.Schedule(1), 1), nullptr);
+  s.RemoveRunning(100);
+  s.RemoveRunning(2);
+  EXPECT_NE(FindPlace(s.Schedule(2), 1), nullptr);
+}
+
 // --- Preemption ------------------------------------------------------------------------
 
 TEST(PreemptTest, QueueReclaimsBorrowedQuota) {

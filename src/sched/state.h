@@ -31,7 +31,9 @@ struct RunEntry {
   int64_t mem = 0;
   TimeMs expected_end = kUnknownTime;  // started_at + time limit
   JobId preempted_for = 0;             // non-zero while being preempted
-  uint64_t placed_in_pass = 0;         // the pass that placed it (never a victim in it)
+  // It started past its age bound (SchedulerConfig::max_wait_ms): not a LAS victim.
+  bool aged = false;
+  uint64_t placed_in_pass = 0;  // the pass that placed it (never a victim in it)
   // Its place in SchedState::victim_order when that was built in pass victim_rank_pass: the
   // next build starts from the last order, which mostly still holds.
   mutable int32_t victim_rank = -1;

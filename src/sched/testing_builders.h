@@ -113,6 +113,10 @@ class JobBuilder {
     j_.time_limit_ms = ms;
     return *this;
   }
+  JobBuilder& Interactive(bool i = true) {
+    j_.interactive = i;
+    return *this;
+  }
   JobBuilder& Preemptible(bool p = true) {
     j_.preemptible = p;
     return *this;

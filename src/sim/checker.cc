@@ -6,6 +6,9 @@
 #include <sstream>
 #include <tuple>
 
+#include "sim/report.h"
+#include "sim/simulator.h"
+
 namespace corral::sim {
 
 namespace {
@@ -15,8 +18,8 @@ struct Row {
   std::string job;
   TimeMs start = 0;
   TimeMs end = 0;
-  int32_t gpus = 0;
-  std::map<std::string, int32_t> nodes;
+  int64_t gpus = 0;  // milli-GPUs
+  std::map<std::string, int64_t> nodes;
 };
 
 // "12.345" -> 12345 ms; exactly three decimals as RunsCsv writes them.
@@ -42,6 +45,23 @@ std::vector<std::string> Split(const std::string& s, char sep) {
   if (!s.empty() && s.back() == sep) out.emplace_back();
   return out;
 }
+
+// "2" -> 2000, "0.250" -> 250.
+bool ParseMilliGpus(const std::string& s, int64_t* out) {
+  size_t dot = s.find('.');
+  int64_t whole = 0, frac = 0;
+  auto a = std::from_chars(s.data(), s.data() + std::min(dot, s.size()), whole);
+  if (a.ec != std::errc() || a.ptr != s.data() + std::min(dot, s.size()) || whole < 0) return false;
+  if (dot != std::string::npos) {
+    if (s.size() - dot != 4) return false;
+    auto b = std::from_chars(s.data() + dot + 1, s.data() + s.size(), frac);
+    if (b.ec != std::errc() || b.ptr != s.data() + s.size()) return false;
+  }
+  *out = whole * kGpuMilli + frac;
+  return true;
+}
+
+std::string Gpus(int64_t milli) { return FormatMilliGpus(milli); }
 
 Status Err(int64_t line, const std::string& what) {
   return Internal("runs line " + std::to_string(line) + ": " + what);
@@ -73,35 +93,28 @@ Status CheckRuns(const std::vector<TraceJob>& jobs, const std::string& runs_csv,
     Row r;
     r.line = line;
     r.job = f[0];
-    int64_t g = 0;
-    if (!ParseMs(f[1], &r.start) || !ParseMs(f[2], &r.end) ||
-        std::from_chars(f[3].data(), f[3].data() + f[3].size(), g).ec != std::errc()) {
+    if (!ParseMs(f[1], &r.start) || !ParseMs(f[2], &r.end) || !ParseMilliGpus(f[3], &r.gpus)) {
       return Err(line, "unparsable start, end or gpus");
     }
-    r.gpus = static_cast<int32_t>(g);
-    int32_t sum = 0;
+    int64_t sum = 0;
     for (const std::string& part : Split(f[4], ';')) {
       size_t colon = part.rfind(':');
-      int32_t n = 0;
-      if (colon == std::string::npos ||
-          std::from_chars(part.data() + colon + 1, part.data() + part.size(), n).ec !=
-              std::errc() ||
-          n <= 0) {
+      int64_t n = 0;
+      if (colon == std::string::npos || !ParseMilliGpus(part.substr(colon + 1), &n) || n <= 0) {
         return Err(line, "bad node entry '" + part + "'");
       }
       r.nodes[part.substr(0, colon)] += n;
       sum += n;
     }
     if (sum != r.gpus)
-      return Err(line, "node GPU counts add to " + std::to_string(sum) +
-                           ", not gpus=" + std::to_string(r.gpus));
+      return Err(line, "node GPU counts add to " + Gpus(sum) + ", not gpus=" + Gpus(r.gpus));
     if (r.end < r.start) return Err(line, "ends before it starts");
     auto it = by_id.find(r.job);
     if (it == by_id.end()) return Err(line, "job '" + r.job + "' is not in the trace");
     const TraceJob& j = jobs[it->second];
-    if (r.gpus != j.num_gpus) {
-      return Err(line, "job " + r.job + " holds " + std::to_string(r.gpus) +
-                           " GPUs; the trace asks for " + std::to_string(j.num_gpus));
+    if (r.gpus != HeldMilliGpus(j, o.round_shares_up)) {
+      return Err(line, "job " + r.job + " holds " + Gpus(r.gpus) + " GPUs; the trace asks for " +
+                           Gpus(HeldMilliGpus(j, o.round_shares_up)));
     }
     if (r.start < j.submit_ms) return Err(line, "job " + r.job + " runs before its submit");
     rows.push_back(std::move(r));
@@ -114,22 +127,23 @@ Status CheckRuns(const std::vector<TraceJob>& jobs, const std::string& runs_csv,
     edges.emplace_back(rows[i].end, -1, i);
   }
   std::sort(edges.begin(), edges.end());
-  std::map<std::string, int32_t> busy;
+  std::map<std::string, int64_t> busy;
   int64_t total = 0;
-  const int64_t cap = static_cast<int64_t>(o.nodes) * o.gpus_per_node;
+  const int64_t per_node = int64_t{o.gpus_per_node} * kGpuMilli;
+  const int64_t cap = static_cast<int64_t>(o.nodes) * per_node;
   for (const auto& [t, kind, i] : edges) {
     for (const auto& [node, n] : rows[i].nodes) {
       busy[node] += kind * n;
-      if (busy[node] > o.gpus_per_node) {
-        return Err(rows[i].line, "node " + node + " holds " + std::to_string(busy[node]) +
-                                     " GPUs at " + std::to_string(t) + " ms; it has " +
+      if (busy[node] > per_node) {
+        return Err(rows[i].line, "node " + node + " holds " + Gpus(busy[node]) + " GPUs at " +
+                                     std::to_string(t) + " ms; it has " +
                                      std::to_string(o.gpus_per_node));
       }
     }
     total += kind * rows[i].gpus;
     if (total > cap) {
-      return Err(rows[i].line, std::to_string(total) + " GPUs busy at " + std::to_string(t) +
-                                   " ms; the cluster has " + std::to_string(cap));
+      return Err(rows[i].line, Gpus(total) + " GPUs busy at " + std::to_string(t) +
+                                   " ms; the cluster has " + Gpus(cap));
     }
   }
   if (static_cast<int64_t>(busy.size()) > o.nodes) {

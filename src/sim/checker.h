@@ -23,8 +23,10 @@ struct CheckOptions {
   // Check that each job's runs add up to its service. Off where runs may end short of it
   // (node failures, time limits): the other checks still hold.
   bool exact_service = true;
+  bool round_shares_up = false;  // SimConfig::round_shares_up: a share holds its whole GPU
 };
 
+// GPU counts are milli-GPU amounts ("2", "0.250"): a share counts as its part of one GPU.
 // Verifies: every job (but the rejected) has runs, none starts before its submit, runs of a
 // job do not overlap, each run holds exactly the job's GPUs, no node ever holds more than
 // gpus_per_node GPUs and the cluster never more than nodes * gpus_per_node, no more than

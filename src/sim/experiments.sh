@@ -116,6 +116,17 @@ for g in 512 640; do
   done
 done
 
+echo; echo "## The tail: the age bound for every job (corral, JSON: p99 JCT, p99 waits)"
+for sz in "--trace $P --gpus 512" "--trace $P --gpus 640" "--trace $P --gpus 768" \
+          "--trace $P --gpus 640 --load-scale 1.2" "--trace $U --gpus 512 --report-from 50%" \
+          "--trace $U --gpus 640 --report-from 50%"; do
+  # shellcheck disable=SC2086
+  run $sz --compare fifo,las,corral --no-timing -o json
+  # shellcheck disable=SC2086
+  run $sz --policy corral --max-wait 24h --aged-no-displace --no-timing -o json
+done
+run --trace "$P" --gpus 512 --policy corral --max-wait 24h --no-timing -o json
+
 echo; echo "## Helios and Alibaba PAI: no job-level data here"
 for f in helios-aggregates/helios_cluster_summary.csv helios-aggregates/philly_vc_nodes.csv \
          alibaba-pai-2020/pai_machine_spec.csv; do

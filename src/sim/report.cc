@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <sstream>
+#include <tuple>
 
 namespace corral::sim {
 
@@ -60,6 +62,7 @@ Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
   TimeMs first_submit = INT64_MAX, last_end = INT64_MIN;
   std::map<std::string, std::pair<double, int64_t>> slow;  // queue -> (sum, count)
   std::vector<double> slowdowns;
+  std::vector<double> delays, total_waits;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const JobOutcome& o = result.jobs[i];
     if (jobs[i].submit_ms < report_from) continue;
@@ -72,8 +75,10 @@ Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
     double jct = static_cast<double>(o.end - jobs[i].submit_ms) / 1000.0;
     s.jcts.push_back(jct);
     jct_sum += jct;
+    total_waits.push_back(std::max(0.0, jct - static_cast<double>(jobs[i].duration_ms) / 1000.0));
     dur_sum += static_cast<double>(jobs[i].duration_ms) / 1000.0;
-    delay_sum += static_cast<double>(o.first_start - jobs[i].submit_ms) / 1000.0;
+    delays.push_back(static_cast<double>(o.first_start - jobs[i].submit_ms) / 1000.0);
+    delay_sum += delays.back();
     first_submit = std::min(first_submit, jobs[i].submit_ms);
     last_end = std::max(last_end, o.end);
     s.preemptions += o.preemptions;
@@ -93,6 +98,10 @@ Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
     s.p50_jct = Percentile(s.jcts, 50);
     s.p95_jct = Percentile(s.jcts, 95);
     s.p99_jct = Percentile(s.jcts, 99);
+    std::sort(delays.begin(), delays.end());
+    s.p99_queue_delay = Percentile(delays, 99);
+    std::sort(total_waits.begin(), total_waits.end());
+    s.p99_total_wait = Percentile(total_waits, 99);
     s.makespan = static_cast<double>(last_end - first_submit) / 1000.0;
     std::sort(slowdowns.begin(), slowdowns.end());
     s.p99_slowdown = Percentile(slowdowns, 99);
@@ -106,8 +115,10 @@ Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
   double busy = 0;
   for (const RunRecord& r : result.runs) {
     if (jobs[r.job].submit_ms < report_from) continue;
-    busy += static_cast<double>(r.end - r.start) / 1000.0 * r.gpus;
+    busy += static_cast<double>(r.end - r.start) / 1000.0 *
+            (r.gpu_milli % kGpuMilli == 0 ? r.gpus : static_cast<double>(r.gpu_milli) / kGpuMilli);
   }
+  s.fragmented = FragmentedShare(result);
   if (s.makespan > 0 && s.total_gpus > 0) {
     s.utilization = busy / (static_cast<double>(s.total_gpus) * s.makespan);
   }
@@ -131,11 +142,14 @@ std::string SummaryJson(const Summary& s) {
   o << "  \"jobs\": " << s.jobs << ",\n";
   o << "  \"rejected\": " << s.rejected << ",\n";
   o << "  \"gpus\": " << s.total_gpus << ",\n";
+  o << "  \"fragmented\": " << Num(s.fragmented) << ",\n";
   o << "  \"avg_jct\": " << Num(s.avg_jct) << ",\n";
   o << "  \"p50_jct\": " << Num(s.p50_jct) << ",\n";
   o << "  \"p95_jct\": " << Num(s.p95_jct) << ",\n";
   o << "  \"p99_jct\": " << Num(s.p99_jct) << ",\n";
   o << "  \"avg_queue_delay\": " << Num(s.avg_queue_delay) << ",\n";
+  o << "  \"p99_queue_delay\": " << Num(s.p99_queue_delay) << ",\n";
+  o << "  \"p99_total_wait\": " << Num(s.p99_total_wait) << ",\n";
   o << "  \"avg_duration\": " << Num(s.avg_duration) << ",\n";
   o << "  \"makespan\": " << Num(s.makespan) << ",\n";
   o << "  \"utilization\": " << Num(s.utilization, 6) << ",\n";
@@ -171,39 +185,82 @@ std::string SummaryTable(const std::vector<Summary>& rows) {
   std::ostringstream o;
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "%-8s %7s %4s %10s %10s %10s %10s %10s %8s %10s %6s %6s %7s %9s %8s %6s %8s\n",
+                "%-8s %7s %4s %10s %10s %10s %10s %10s %10s %8s %10s %6s %6s %7s %9s %8s %6s %8s\n",
                 "policy", "jobs", "rej", "avg_jct_h", "p50_jct_h", "p95_jct_h", "p99_jct_h",
-                "avg_wait_h", "lb_h", "makespan_h", "util", "preem", "preem/h", "lost_gpuh",
-                "p99_sd", "jain", "wall_s");
+                "avg_wait_h", "p99_wait_h", "lb_h", "makespan_h", "util", "preem", "preem/h",
+                "lost_gpuh", "p99_sd", "jain", "wall_s");
   o << buf;
   for (const Summary& s : rows) {
     std::string wall = s.sim_wall_time_s >= 0 ? Num(s.sim_wall_time_s, 2) : "-";
-    std::snprintf(buf, sizeof buf,
-                  "%-8s %7lld %4lld %10.3f %10.3f %10.3f %10.3f %10.3f %8.3f %10.1f %6.3f %6lld "
-                  "%7.2f %9.1f %8.1f %6.3f %8s\n",
-                  s.policy.c_str(), static_cast<long long>(s.jobs),
-                  static_cast<long long>(s.rejected), s.avg_jct / 3600, s.p50_jct / 3600,
-                  s.p95_jct / 3600, s.p99_jct / 3600, s.avg_queue_delay / 3600,
-                  s.avg_duration / 3600, s.makespan / 3600, s.utilization,
-                  static_cast<long long>(s.preemptions), s.preemptions_per_hour, s.lost_gpu_hours,
-                  s.p99_slowdown, s.jain_fairness, wall.c_str());
+    std::snprintf(
+        buf, sizeof buf,
+        "%-8s %7lld %4lld %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %8.3f %10.1f %6.3f %6lld "
+        "%7.2f %9.1f %8.1f %6.3f %8s\n",
+        s.policy.c_str(), static_cast<long long>(s.jobs), static_cast<long long>(s.rejected),
+        s.avg_jct / 3600, s.p50_jct / 3600, s.p95_jct / 3600, s.p99_jct / 3600,
+        s.avg_queue_delay / 3600, s.p99_queue_delay / 3600, s.avg_duration / 3600,
+        s.makespan / 3600, s.utilization, static_cast<long long>(s.preemptions),
+        s.preemptions_per_hour, s.lost_gpu_hours, s.p99_slowdown, s.jain_fairness, wall.c_str());
     o << buf;
   }
   return o.str();
 }
 
+std::string FormatMilliGpus(int64_t milli) {
+  if (milli % kGpuMilli == 0) return std::to_string(milli / kGpuMilli);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%lld.%03lld", static_cast<long long>(milli / kGpuMilli),
+                static_cast<long long>(milli % kGpuMilli));
+  return buf;
+}
+
+double FragmentedShare(const SimResult& result) {
+  // (time, +milli at a start / -milli at an end, node, GPU); ends sort before starts.
+  std::vector<std::tuple<TimeMs, int64_t, std::string, int32_t>> edges;
+  for (const RunRecord& r : result.runs) {
+    if (r.end < r.start) continue;
+    for (const ReplicaPlacement& p : r.placement) {
+      for (size_t g = 0; g < p.gpus.size(); ++g) {
+        int64_t milli = g < p.gpu_milli.size() ? p.gpu_milli[g] : kGpuMilli;
+        edges.emplace_back(r.start, milli, p.node, p.gpus[g]);
+        edges.emplace_back(r.end, -milli, p.node, p.gpus[g]);
+      }
+    }
+  }
+  if (edges.empty() || result.total_gpus <= 0) return 0;
+  std::sort(edges.begin(), edges.end());
+  std::map<std::pair<std::string, int32_t>, int64_t> used;
+  int64_t stranded = 0;  // milli-GPUs free on GPUs that hold a share
+  auto left = [](int64_t u) { return u > 0 && u < kGpuMilli ? kGpuMilli - u : 0; };
+  double area = 0;
+  TimeMs from = std::get<0>(edges.front()), at = from;
+  for (const auto& [t, milli, node, gpu] : edges) {
+    area += static_cast<double>(stranded) * static_cast<double>(t - at);
+    at = t;
+    int64_t& u = used[{node, gpu}];
+    stranded -= left(u);
+    u += milli;
+    stranded += left(u);
+  }
+  if (at <= from) return 0;
+  return area /
+         (static_cast<double>(result.total_gpus) * kGpuMilli * static_cast<double>(at - from));
+}
+
 std::string RunsCsv(const std::vector<TraceJob>& jobs, const SimResult& result) {
   std::string out = "job_id,start,end,gpus,nodes\n";
   for (const RunRecord& r : result.runs) {
-    std::map<std::string, int32_t> per_node;
+    std::map<std::string, int64_t> per_node;  // milli-GPUs
     for (const ReplicaPlacement& p : r.placement) {
-      per_node[p.node] += static_cast<int32_t>(p.gpus.size());
+      for (size_t g = 0; g < p.gpus.size(); ++g) {
+        per_node[p.node] += g < p.gpu_milli.size() ? p.gpu_milli[g] : kGpuMilli;
+      }
     }
     out += jobs[r.job].id + "," + FormatSeconds(r.start) + "," + FormatSeconds(r.end) + "," +
-           std::to_string(r.gpus) + ",";
+           FormatMilliGpus(r.gpu_milli) + ",";
     bool first = true;
-    for (const auto& [node, n] : per_node) {
-      out += (first ? "" : ";") + node + ":" + std::to_string(n);
+    for (const auto& [node, milli] : per_node) {
+      out += (first ? "" : ";") + node + ":" + FormatMilliGpus(milli);
       first = false;
     }
     out += "\n";

@@ -16,7 +16,8 @@ namespace corral::sim {
 // Definitions (docs/simulation.md):
 //  jct          = end - submit of a finished job, seconds
 //  avg_duration = mean trace duration of the finished jobs: the avg_jct with no queueing
-//  queue delay  = first start - submit, seconds
+//  queue delay  = first start - submit, seconds (the wait; p99_queue_delay: its p99)
+//  total wait   = jct - duration: all the time a job was not served (p99_total_wait)
 //  makespan     = last end - first submit, seconds
 //  utilization  = GPU-seconds held by runs / (GPUs * makespan)
 //  slowdown     = max(1, jct / max(duration, 10 s)) (bounded slowdown)
@@ -33,10 +34,16 @@ struct Summary {
   int64_t rejected = 0;  // could never fit the cluster
   int64_t total_gpus = 0;
   double avg_jct = 0, p50_jct = 0, p95_jct = 0, p99_jct = 0;
-  double avg_queue_delay = 0;
+  double avg_queue_delay = 0, p99_queue_delay = 0;
+  // Time a job spent not running: JCT - its duration (waits after preemptions included).
+  double p99_total_wait = 0;
   double avg_duration = 0;  // lower bound of avg_jct: every job starts at its submit
   double makespan = 0;
   double utilization = 0;
+  // Time-averaged share of the cluster's GPU capacity that is free on GPUs holding a share of
+  // a job (left over beside shares: only another share can use it), from the first run's
+  // start to the last run's end.
+  double fragmented = 0;
   int64_t preemptions = 0;
   double preemptions_per_hour = 0;
   double lost_gpu_hours = 0;
@@ -67,6 +74,11 @@ Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
 std::string SummaryJson(const Summary& s);
 // A fixed-width table, one row per summary.
 std::string SummaryTable(const std::vector<Summary>& rows);
+// Summary::fragmented of a result's runs.
+double FragmentedShare(const SimResult& result);
+// Milli-GPUs as GPUs: "2" for 2000, "0.250" for 250.
+std::string FormatMilliGpus(int64_t milli);
+
 // job_id,start,end,gpus,nodes  (seconds with millisecond precision; nodes "name:count;...")
 std::string RunsCsv(const std::vector<TraceJob>& jobs, const SimResult& result);
 // CDF of JCT per policy on a log x axis.

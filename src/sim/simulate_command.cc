@@ -30,6 +30,9 @@ struct Flags {
   int32_t gpus_per_node = 8;
   int32_t racks = 1;
   int64_t gpus = 0;
+  std::string gpu_memory = "32G";
+  bool round_shares_up = false;
+  double poisson_load = 0;
   std::string policy = "corral";
   std::string compare;
   std::string output = "table";
@@ -58,6 +61,8 @@ struct Flags {
   bool backfill_predictions = false;
   bool no_borrowing_by_level = false;
   double starvation_factor = -1;
+  std::string max_wait;
+  bool aged_no_displace = false;
   std::string gittins = "off";
   bool gittins_by_queue_gpus = false;
   double gittins_weight = -1;
@@ -277,8 +282,9 @@ std::string WithPolicy(const std::string& path, const std::string& policy) {
 Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
   TraceOptions topt;
   if (!ParseTraceFormat(f.format, &topt.format)) {
-    return InvalidArgument("--format '" + f.format +
-                           "' is not one of auto, csv, philly, gavel, tiresias, helios, alibaba");
+    return InvalidArgument(
+        "--format '" + f.format +
+        "' is not one of auto, csv, philly, gavel, tiresias, helios, alibaba, openb");
   }
   CORRAL_RETURN_IF_ERROR(ParseFraction(f.max_bad_rows, &topt.max_bad_fraction));
   topt.gavel_steps_per_second = f.gavel_steps_per_second;
@@ -291,6 +297,10 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
       err << "  line " << trace->bad[i].line << ": " << trace->bad[i].why << "\n";
     }
     if (trace->bad.size() > 20) err << "  ... and " << trace->bad.size() - 20 << " more\n";
+  }
+  if (trace->skipped > 0) {
+    err << f.trace << ": left out " << trace->skipped << " of " << trace->rows
+        << " rows (CPU-only tasks, and tasks the traced cluster never scheduled)\n";
   }
   std::vector<TraceJob> jobs = trace->jobs;
   CORRAL_RETURN_IF_ERROR(Select(f, &jobs));
@@ -327,6 +337,11 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
   if (f.gpus_per_node <= 0) return InvalidArgument("--gpus-per-node must be > 0");
   cfg.cluster.gpus_per_node = f.gpus_per_node;
   cfg.cluster.racks = f.racks;
+  Result<int64_t> gpu_mb = ParseMemoryMb("--gpu-memory", f.gpu_memory);
+  if (!gpu_mb.ok()) return gpu_mb.status();
+  if (*gpu_mb <= 0) return InvalidArgument("--gpu-memory must be > 0");
+  cfg.cluster.gpu_memory_mb = *gpu_mb;
+  cfg.round_shares_up = f.round_shares_up;
   if (f.gpus > 0) {
     if (f.nodes > 0) return InvalidArgument("give either --gpus or --nodes, not both");
     if (f.gpus % f.gpus_per_node != 0) {
@@ -339,6 +354,14 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
   }
   if (cfg.cluster.nodes <= 0)
     return InvalidArgument("give the cluster size: --nodes N or --gpus N");
+  if (!(f.poisson_load >= 0) || !std::isfinite(f.poisson_load)) {
+    return InvalidArgument("--poisson-load must be a number > 0 (a share of the GPU capacity)");
+  }
+  if (f.poisson_load > 0) {
+    // The same arrivals for every policy and for --round-shares-up: the load counts shares.
+    PoissonArrivals(&jobs, f.poisson_load,
+                    int64_t{cfg.cluster.nodes} * cfg.cluster.gpus_per_node * kGpuMilli, f.seed);
+  }
   CORRAL_RETURN_IF_ERROR(
       Duration("--restart-overhead", f.restart_overhead, &cfg.restart_overhead_ms));
   CORRAL_RETURN_IF_ERROR(
@@ -368,6 +391,9 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
   cfg.backfill_with_predictions = f.backfill_predictions;
   cfg.borrowing_queues_by_level = !f.no_borrowing_by_level;
   cfg.starvation_promote_factor = f.starvation_factor;
+  if (!f.max_wait.empty())
+    CORRAL_RETURN_IF_ERROR(Duration("--max-wait", f.max_wait, &cfg.max_wait_ms));
+  cfg.aged_may_displace = !f.aged_no_displace;
   if (f.las_hysteresis >= 0) {
     if (f.las_hysteresis < 1) return InvalidArgument("--las-hysteresis must be >= 1");
     cfg.las_preempt_hysteresis = f.las_hysteresis;
@@ -447,6 +473,7 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
       co.restart_overhead_ms = cfg.restart_overhead_ms;
       co.preempt_grace_ms = cfg.preempt_grace_ms;
       co.checkpoint_interval_ms = cfg.checkpoint_interval_ms;
+      co.round_shares_up = cfg.round_shares_up;
       // Runs lost to node failures or killed at a time limit end short of the job's service.
       co.exact_service = cfg.node_mtbf_ms <= 0 &&
                          std::none_of(jobs.begin(), jobs.end(),
@@ -512,7 +539,7 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
   Flags f;
   app.add_option("--trace", f.trace, "trace file")->required();
   app.add_option("--format", f.format,
-                 "auto|csv|philly|gavel|tiresias|helios|alibaba (auto: from the header)");
+                 "auto|csv|philly|gavel|tiresias|helios|alibaba|openb (auto: from the header)");
   app.add_option("--max-bad-rows", f.max_bad_rows,
                  "fail when more than this percentage of rows are malformed (default 1%)");
   app.add_option("--gavel-steps-per-second", f.gavel_steps_per_second,
@@ -521,6 +548,14 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
   app.add_option("--gpus-per-node", f.gpus_per_node, "GPUs per node (default 8)");
   app.add_option("--racks", f.racks, "racks the nodes are spread over (default 1)");
   app.add_option("--gpus", f.gpus, "total GPUs (instead of --nodes)");
+  app.add_option("--gpu-memory", f.gpu_memory,
+                 "device memory of each GPU (default 32G); shares of a GPU are packed within it");
+  app.add_option("--poisson-load", f.poisson_load,
+                 "replace the trace's submit times by Poisson arrivals (seeded by --seed) that "
+                 "offer this share of the cluster's GPU capacity (e.g. 0.9); durations and GPUs "
+                 "stay the trace's");
+  app.add_flag("--round-shares-up", f.round_shares_up,
+               "submit every share of a GPU in the trace as one whole GPU (no sharing)");
   app.add_option("--policy", f.policy, "fifo|sjf|srtf|las|corral (default corral)");
   app.add_option("--compare", f.compare, "comma-separated policies to run and compare");
   app.add_option("-o,--output", f.output, "table|json (default table)");
@@ -578,6 +613,14 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
                  "corral policy: a job above LAS level 0 that has waited this many times the "
                  "service it attained is ordered as level 0 (Tiresias' starvation guard; 0: "
                  "off; default: the scheduler's)");
+  app.add_option("--max-wait", f.max_wait,
+                 "corral policy: the age bound: a job that has waited this long in all goes "
+                 "ahead of the others, oldest first, with the reservation, and is not displaced "
+                 "by LAS once it runs (0: none; default: the scheduler's, SchedulerConfig::"
+                 "max_wait_ms)");
+  app.add_flag("--aged-no-displace", f.aged_no_displace,
+               "corral policy: a job past its age bound only holds its reservation (the default "
+               "also lets it displace runs that are not aged, whatever their LAS levels)");
   app.add_option("--gittins", f.gittins,
                  "corral policy: order pending jobs by the Gittins index of their attained "
                  "service, from the service of their queue's ended jobs: off, inside-level "

@@ -12,12 +12,38 @@
 #include "head/head_core.h"
 #include "head/stop_reasons.h"
 #include "sim/emulated_node.h"
+#include "sim/head_port.h"
 
 namespace corral::sim {
 
 bool IsPreemptivePolicy(sched::OrderPolicy p) {
   return p == sched::OrderPolicy::kSrtf || p == sched::OrderPolicy::kLas ||
          p == sched::OrderPolicy::kCorral;
+}
+
+int64_t HeldMilliGpus(const TraceJob& j, bool round_up) {
+  bool share = j.gpu_milli > 0 || j.gpu_memory_mb > 0;
+  if (!share || round_up) return int64_t{j.num_gpus} * kGpuMilli;
+  return j.gpu_milli > 0 ? j.gpu_milli : kGpuMilli;  // memory alone: the GPU's compute unbounded
+}
+
+void PoissonArrivals(std::vector<TraceJob>* jobs, double load, int64_t capacity_milli,
+                     uint64_t seed) {
+  if (jobs->empty()) return;
+  double work = 0;  // milli-GPU-ms
+  for (const TraceJob& j : *jobs) {
+    work += static_cast<double>(HeldMilliGpus(j)) * static_cast<double>(j.duration_ms);
+  }
+  double mean_work = work / static_cast<double>(jobs->size());
+  // Mean gap between arrivals (ms) such that offered work per ms = load x capacity.
+  double mean_gap = mean_work / (load * static_cast<double>(capacity_milli));
+  std::mt19937_64 rng(seed);
+  std::exponential_distribution<double> gap(1.0);
+  double t = 0;
+  for (TraceJob& j : *jobs) {
+    j.submit_ms = std::llround(t);
+    t += gap(rng) * mean_gap;
+  }
 }
 
 std::map<std::string, int32_t> QuotasByDemand(const std::vector<TraceJob>& jobs,
@@ -55,7 +81,6 @@ namespace {
 using head::Change;
 using head::CoreConfig;
 using head::CoreOutput;
-using head::HeadCore;
 using head::JobSubmitted;
 using head::RunEnded;
 using head::RunPlaced;
@@ -134,38 +159,53 @@ sched::SchedulerConfig SchedulerConfigOf(const SimConfig& c) {
   s.backfill_with_predictions = c.backfill_with_predictions;
   s.borrowing_queues_by_level = c.borrowing_queues_by_level;
   if (c.starvation_promote_factor >= 0) s.starvation_promote_factor = c.starvation_promote_factor;
+  if (c.max_wait_ms >= 0) s.max_wait_ms = c.max_wait_ms;
+  s.aged_may_displace = c.aged_may_displace;
   s.gittins = c.gittins;
   return s;
 }
 
-// The simulation: the head's core with its scheduler, one emulated agent per node, and the
-// trace's jobs submitted at their times. The core decides everything a head decides (placement,
-// preemption, time limits, lost nodes, requeues); the loop only moves time and plays the
-// processes.
+// The simulation: a head (its core with its scheduler, through a HeadPort), one emulated agent
+// per node, and the trace's jobs submitted at their times. The core decides everything a head
+// decides (placement, preemption, time limits, lost nodes, requeues); the loop only moves time and
+// plays the processes.
 class Loop {
  public:
-  Loop(const std::vector<TraceJob>& jobs, const SimConfig& config)
-      : jobs_(jobs), config_(config), core_(MakeCoreConfig()), rng_(config.failure_seed) {
+  Loop(const std::vector<TraceJob>& jobs, const SimConfig& config, HeadPortFactory make_port)
+      : jobs_(jobs), config_(config), make_port_(std::move(make_port)), rng_(config.failure_seed) {
     result_.jobs.resize(jobs.size());
   }
 
   Result<SimResult> Run() {
     const ClusterSpec& c = config_.cluster;
-    if (c.nodes <= 0 || c.gpus_per_node <= 0) {
+    if (c.registered.empty() && (c.nodes <= 0 || c.gpus_per_node <= 0)) {
       return InvalidArgument("the cluster needs --nodes > 0 and --gpus-per-node > 0");
     }
-    core_.Start(kEpoch);
+    Result<std::unique_ptr<HeadPort>> port = make_port_(MakeCoreConfig(), kEpoch);
+    if (!port.ok()) return port.status();
+    port_ = std::move(*port);
     MakeNodes();
     result_.total_gpus = static_cast<int64_t>(c.nodes) * c.gpus_per_node;
-    if (config_.policy == sched::OrderPolicy::kCorral) {
+    if (!c.registered.empty()) {
+      result_.total_gpus = 0;
+      for (const RegisterRequest& r : c.registered) {
+        result_.total_gpus += static_cast<int64_t>(r.gpus.size());
+      }
+    }
+    if (!config_.queues.empty()) {
+      for (const QueueConfig& q : config_.queues) {
+        result_.quotas[q.name] = q.quota_gpus;
+        Result<QueueConfig> set = core_.SetQueue(Caller::System(), q, kEpoch);
+        if (!set.ok()) return set.status();
+      }
+    } else if (config_.policy == sched::OrderPolicy::kCorral) {
       result_.quotas =
           config_.quotas.empty() ? QuotasByDemand(jobs_, result_.total_gpus) : config_.quotas;
       for (const auto& [name, quota] : result_.quotas) {
         QueueConfig q;
         q.name = name;
         q.quota_gpus = quota;
-        Result<QueueConfig> set = core_.SetQueue(Caller::System(), q, kEpoch);
-        if (!set.ok()) return set.status();
+        CORRAL_RETURN_IF_ERROR(port_->SetQueue(q, kEpoch));
       }
     }
     Pump(0);
@@ -204,7 +244,7 @@ class Loop {
         Arrive(next_arrival++, now);
       }
       CORRAL_RETURN_IF_ERROR(SchedulePass(now));
-      if (core_.schedule_wanted() && pending_ > 0) {
+      if (port_->core().schedule_wanted() && pending_ > 0) {
         // The pass stopped on its work budget; the head runs the next one at once.
         if (++budget_passes_ > kMaxBudgetPassesPerInstant) {
           return Internal("the scheduler exhausted its work budget " +
@@ -259,7 +299,7 @@ class Loop {
     const PredictionInputs& in = config_.predict;
     if (config_.policy != sched::OrderPolicy::kCorral) {
       p->oracle_duration_ms = t.duration_ms;
-      p->attained_ms = w.progress_ms * t.num_gpus;
+      p->attained_ms = w.progress_ms * HeldMilliGpus(t, config_.round_shares_up) / kGpuMilli;
     } else if (in.oracle) {
       p->predicted_ms = t.duration_ms;  // an upper bound of what predictions buy
       p->run_quantiles = {};
@@ -271,16 +311,22 @@ class Loop {
       p->run_quantiles = {};
       p->gittins_ms = 0;
     } else if (!in.time_limit) {
-      p->predicted_ms = core_.estimator().Estimate(p->user, p->name, p->queue, t.num_gpus);
-      p->run_quantiles = core_.estimator().Quantiles(p->user, p->name, t.num_gpus, 0);
+      const sched::RuntimeEstimator& estimator = port_->core().estimator();
+      p->predicted_ms = estimator.Estimate(p->user, p->name, p->queue, t.num_gpus);
+      p->run_quantiles = estimator.Quantiles(p->user, p->name, t.num_gpus, 0);
     }
   }
 
   void MakeNodes() {
     const ClusterSpec& c = config_.cluster;
+    for (const RegisterRequest& r : c.registered) {
+      by_name_[r.name] = nodes_.size();
+      nodes_.emplace_back(r);
+      Register(nodes_.size() - 1, 0);
+    }
     int32_t racks = std::max(1, std::min(c.racks, c.nodes));
     int32_t nodes_per_rack = (c.nodes + racks - 1) / racks;
-    for (int32_t n = 0; n < c.nodes; ++n) {
+    for (int32_t n = 0; c.registered.empty() && n < c.nodes; ++n) {
       RegisterRequest r;
       char name[32];
       std::snprintf(name, sizeof name, "n%05d", n);
@@ -297,7 +343,7 @@ class Loop {
         gpu.index = g;
         gpu.uuid = r.name + "-gpu" + std::to_string(g);
         gpu.model = "V100";
-        gpu.memory_mb = 32 * 1024;
+        gpu.memory_mb = c.gpu_memory_mb;
         gpu.group = c.gpus_per_node >= 8 ? g / (c.gpus_per_node / 2) : 0;
         r.gpus.push_back(gpu);
       }
@@ -313,17 +359,12 @@ class Loop {
   // The node's agent (re)starts empty and registers, then reports.
   void Register(size_t n, TimeMs now) {
     EmulatedNode& node = nodes_[n];
-    Result<RegisterResponse> r =
-        core_.Register(Caller::System(), node.registration(), "node-" + node.name(), kEpoch + now);
-    CORRAL_CHECK(r.ok(), r.status().message());
-    node.Registered(r->agent_epoch);
+    node.Registered(port_->Register(node.registration(), kEpoch + now));
     Report(n, now);
   }
 
   void Report(size_t n, TimeMs now) {
-    EmulatedNode& node = nodes_[n];
-    Result<bool> known = core_.Report(Caller::Node(node.name()), node.Report(), kEpoch + now);
-    CORRAL_CHECK(known.ok() && *known, "the core does not know emulated node " + node.name());
+    port_->Report(nodes_[n].Report(), kEpoch + now);
     Pump(now);
   }
 
@@ -332,12 +373,11 @@ class Loop {
     events_.push(e);
   }
 
-  // Commits nothing (there is no store): records what changed, and answers the nodes whose
-  // orders changed, as the shell answers their held syncs; until nothing more changes.
+  // Records what changed, and answers the nodes whose orders changed, as the shell answers
+  // their held syncs; until nothing more changes.
   void Pump(TimeMs now) {
     while (true) {
-      CoreOutput out = core_.TakeOutput();
-      (void)core_.TakeDirty();
+      CoreOutput out = port_->TakeOutput();
       for (const Change& c : out.changes) Record(c, now);
       if (out.nodes_to_notify.empty()) return;
       for (const std::string& name : out.nodes_to_notify) Answer(by_name_.at(name), now);
@@ -348,8 +388,9 @@ class Loop {
     EmulatedNode& node = nodes_[n];
     if (!node.up()) return;
     std::vector<ProcessChange> changes;
-    if (!node.Apply(core_.AnswerFor(node.name(), node.desired_version()), kEpoch + now, &changes)) {
-      CORRAL_CHECK(node.Apply(core_.AnswerFor(node.name(), 0), kEpoch + now, &changes),
+    if (!node.Apply(port_->OrdersFor(node.name(), node.desired_version()), kEpoch + now,
+                    &changes)) {
+      CORRAL_CHECK(node.Apply(port_->OrdersFor(node.name(), 0), kEpoch + now, &changes),
                    "emulated node " + node.name() + " refused a full answer");
     }
     for (const ProcessChange& c : changes) {
@@ -364,9 +405,10 @@ class Loop {
     for (const ProcessChange& c : changes) {
       if (c.kind == ProcessChange::Kind::kStarted) {
         Report(n, now);
-        break;
+        return;
       }
     }
+    port_->AwaitOrders(node.Report(), kEpoch + now);
   }
 
   size_t Row(JobId id) const { return index_.at(id - 1); }
@@ -426,13 +468,9 @@ class Loop {
   // just synced (as it does every few seconds), a failed one has not since it failed.
   void Tick(TimeMs now) {
     for (size_t n = 0; n < nodes_.size(); ++n) {
-      if (nodes_[n].up()) {
-        Result<bool> known =
-            core_.Report(Caller::Node(nodes_[n].name()), nodes_[n].Report(), kEpoch + now);
-        CORRAL_CHECK(known.ok() && *known, "the core does not know " + nodes_[n].name());
-      }
+      if (nodes_[n].up()) port_->Report(nodes_[n].Report(), kEpoch + now);
     }
-    core_.Tick(kEpoch + now);
+    port_->Tick(kEpoch + now);
     Pump(now);
   }
 
@@ -443,24 +481,33 @@ class Loop {
     // The job as a user would submit it: the trace row's queue, user and GPUs as a gang of
     // equal replicas, preemptible, with its name and time limit where it has them.
     JobSpec spec;
+    if (t.spec) {
+      spec = *t.spec;
+    } else {
+      spec.replicas = replicas;
+      spec.per_replica.gpu_milli = per_replica * kGpuMilli;
+      if ((t.gpu_milli > 0 || t.gpu_memory_mb > 0) && !config_.round_shares_up) {
+        // A share of one GPU, isolated by memory (the default for shares), as `--gpus 0.25
+        // --gpu-memory 8G` asks for it.
+        spec.per_replica.gpu_milli = t.gpu_milli;
+        spec.per_replica.gpu_memory_mb = t.gpu_memory_mb;
+      }
+      spec.per_replica.cpu_milli = 0;
+      spec.preemptible = true;
+      spec.grace_ms = config_.preempt_grace_ms;
+    }
     spec.command = {"trace-job"};
     spec.name = t.name;
     spec.time_limit_ms = t.time_limit_ms;
     spec.queue = t.queue;
-    spec.replicas = replicas;
-    spec.per_replica.gpu_milli = per_replica * kGpuMilli;
-    spec.per_replica.cpu_milli = 0;
-    spec.preemptible = true;
-    spec.grace_ms = config_.preempt_grace_ms;
     bool by_name = PredictedByName(t.user, t.name);
-    JobId id = core_.state().next_job_id;
+    JobId id = port_->core().state().next_job_id;
     CORRAL_CHECK(id == index_.size() + 1, "the core numbers jobs one by one");
     index_.push_back(i);
     work_.push_back(Work{});
     open_runs_.emplace_back();
-    // An admin of no name: the owner is the trace's user, which may be none.
-    Caller submitter{Caller::Kind::kSystem, "", Role::kAdmin, {}};
-    Result<Job> job = core_.Submit(submitter, std::move(spec), t.user, kEpoch + now);
+    // The owner is the trace's user, which may be none.
+    Result<Job> job = port_->Submit(std::move(spec), t.user, kEpoch + now);
     if (!job.ok()) {
       index_.pop_back();
       work_.pop_back();
@@ -470,6 +517,7 @@ class Loop {
       Pump(now);
       return;
     }
+    CORRAL_CHECK(job->id == id, "the head numbers jobs one by one");
     if (by_name) {
       ++result_.predicted_by_name_at_submit;
       CountByName(i);
@@ -482,7 +530,7 @@ class Loop {
   bool PredictedByName(const std::string& user, const std::string& name) const {
     return config_.policy == sched::OrderPolicy::kCorral && config_.use_predictions &&
            config_.predict.history && !config_.predict.oracle &&
-           core_.estimator().HasNameHistory(user, name);
+           port_->core().estimator().HasNameHistory(user, name);
   }
   void CountByName(size_t i) {
     if (!predicted_by_name_.insert(i).second) return;
@@ -501,6 +549,7 @@ class Loop {
       r.start = now;
       r.end = -1;
       r.gpus = jobs_[i].num_gpus;
+      r.gpu_milli = HeldMilliGpus(jobs_[i], config_.round_shares_up);
       r.placement = e->placement;
       result_.runs.push_back(std::move(r));
       if (result_.jobs[i].first_start < 0) result_.jobs[i].first_start = now;
@@ -530,8 +579,7 @@ class Loop {
     r.timeout = head::StartsWith(reason, head::kReasonTimeLimit);
     // GPU time the run held beyond the progress it kept.
     DurationMs gain = w.progress_ms - w.run_progress_start;
-    result_.lost_gpu_ms +=
-        int64_t{jobs_[i].num_gpus} * std::max<DurationMs>(0, now - r.start - gain);
+    result_.lost_gpu_ms += r.gpu_milli * std::max<DurationMs>(0, now - r.start - gain) / kGpuMilli;
     JobOutcome& o = result_.jobs[i];
     o.preemptions += r.preempted;
     o.lost_runs += r.lost;
@@ -571,7 +619,7 @@ class Loop {
     }
     nodes_[n].Fail();
     ++down_nodes_;
-    const CoreConfig& c = core_.config();
+    const CoreConfig& c = port_->core().config();
     Plan({now + c.unreachable_after_ms + 1, 0, EventKind::kTick});
     Plan({now + c.down_after_ms + 1, 0, EventKind::kTick});
     Plan({now + config_.node_repair_ms, 0, EventKind::kNodeRepair, n});
@@ -586,7 +634,7 @@ class Loop {
   Status SchedulePass(TimeMs now) {
     std::chrono::steady_clock::time_point t0;
     if (config_.profile) t0 = std::chrono::steady_clock::now();
-    core_.Schedule(kEpoch + now);
+    port_->Schedule(kEpoch + now);
     if (config_.profile) {
       result_.schedule_seconds +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -602,7 +650,8 @@ class Loop {
   // (kNoRow: none, a refused submission) and what its processes did.
   std::vector<size_t> index_;
   std::vector<Work> work_;
-  HeadCore core_;
+  HeadPortFactory make_port_;
+  std::unique_ptr<HeadPort> port_;
   std::vector<EmulatedNode> nodes_;
   std::map<std::string, size_t> by_name_;
   std::vector<OpenRun> open_runs_;  // by job id - 1
@@ -620,11 +669,17 @@ class Loop {
 
 }  // namespace
 
-Result<SimResult> Simulate(const std::vector<TraceJob>& jobs, const SimConfig& config) {
+Result<SimResult> Simulate(const std::vector<TraceJob>& jobs, const SimConfig& config,
+                           HeadPortFactory head) {
   for (size_t i = 1; i < jobs.size(); ++i) {
     CORRAL_CHECK(jobs[i - 1].submit_ms <= jobs[i].submit_ms, "jobs must be sorted by submit");
   }
-  Loop loop(jobs, config);
+  if (!head) {
+    head = [](head::CoreConfig c, TimeMs now) -> Result<std::unique_ptr<HeadPort>> {
+      return MakeCorePort(std::move(c), now);
+    };
+  }
+  Loop loop(jobs, config, std::move(head));
   return loop.Run();
 }
 

@@ -24,7 +24,8 @@
 //    unreachable, then down (its runs lost and requeued, not the job's failure) when it has
 //    missed its syncs for the core's down_after (a minute). The node comes back after
 //    node_repair and registers again. A failure keeps only the last periodic checkpoint.
-// Not thread-safe; one Simulate call owns its core.
+// The head is reached through a HeadPort (sim/head_port.h): the core alone, or a whole head
+// shell in the parity test. Not thread-safe; one Simulate call owns its head.
 #pragma once
 
 #include <cstdint>
@@ -32,11 +33,14 @@
 #include <string>
 #include <vector>
 
+#include "core/agent_protocol.h"
 #include "core/job.h"
+#include "core/node.h"
 #include "core/status.h"
 #include "core/time.h"
 #include "sched/runtime_estimate.h"
 #include "sched/scheduler.h"
+#include "sim/head_port.h"
 #include "sim/trace.h"
 
 namespace corral::sim {
@@ -45,6 +49,10 @@ struct ClusterSpec {
   int32_t nodes = 0;
   int32_t gpus_per_node = 8;
   int32_t racks = 1;
+  int64_t gpu_memory_mb = 32 * 1024;  // each GPU's device memory (shares are packed within it)
+  // The nodes as their agents register, where a cluster is not that uniform (`corral whatif`
+  // replays a head's own nodes); non-empty: these, and the fields above are not used.
+  std::vector<RegisterRequest> registered;
 };
 
 // What the corral policy's predictions may use (SimConfig::predict).
@@ -76,6 +84,9 @@ struct SimConfig {
   // Queues for the corral policy: name -> guaranteed GPUs. Empty: one queue per trace queue
   // with a quota proportional to its share of the trace's GPU-time (QuotasByDemand).
   std::map<std::string, int32_t> quotas;
+  // Queues as a head has them configured (quota, limit, weight, ...), set under any policy;
+  // non-empty: these instead of `quotas`.
+  std::vector<QueueConfig> queues;
   // Corral policy: run-time predictions (SchedulerConfig::use_predictions is on unless
   // use_predictions is false).
   PredictionInputs predict;
@@ -95,6 +106,10 @@ struct SimConfig {
   bool borrowing_queues_by_level = true;
   // Corral policy: SchedulerConfig::starvation_promote_factor (< 0: the scheduler's).
   double starvation_promote_factor = -1;
+  // Corral policy: SchedulerConfig::max_wait_ms, the age bound (< 0: the scheduler's; 0: none).
+  DurationMs max_wait_ms = -1;
+  // Corral policy: SchedulerConfig::aged_may_displace.
+  bool aged_may_displace = true;
   // Corral policy: SchedulerConfig::gittins (the index from `predict`'s estimator, or with
   // predict.oracle from the true remaining service).
   sched::GittinsOrder gittins = sched::GittinsOrder::kOff;
@@ -102,6 +117,9 @@ struct SimConfig {
   DurationMs node_mtbf_ms = 0;
   DurationMs node_repair_ms = kHour;
   uint64_t failure_seed = 1;
+  // Submit every share of a GPU (TraceJob::gpu_milli, gpu_memory_mb) as one whole GPU: the
+  // baseline of a scheduler without sharing.
+  bool round_shares_up = false;
   // Measure wall time spent inside Scheduler::Schedule (reads the wall clock around that one
   // call; never feeds back into the simulation).
   bool profile = false;
@@ -115,6 +133,7 @@ struct RunRecord {
   TimeMs start = 0;
   TimeMs end = 0;
   int32_t gpus = 0;
+  int64_t gpu_milli = 0;  // milli-GPUs held: gpus x 1000, or the share of one GPU
   std::vector<ReplicaPlacement> placement;
   bool preempted = false;
   bool lost = false;     // ended by a node failure
@@ -148,12 +167,25 @@ struct SimResult {
   double schedule_seconds = 0;  // wall time inside Scheduler::Schedule (profiling only)
 };
 
+// Milli-GPUs a trace job holds while it runs: its share of one GPU, or num_gpus x 1000 (with
+// round_up, a share counts as the whole GPU).
+int64_t HeldMilliGpus(const TraceJob& j, bool round_up = false);
+
+// Replaces the jobs' submit times by a Poisson process (exponential gaps, seeded) whose rate
+// offers `load` x the cluster's GPU capacity (`capacity_milli`) on average: rate = load x
+// capacity / mean(held milli-GPUs x duration). The jobs keep their order. For traces whose own
+// times do not load the cluster. REQUIRES: load > 0, capacity_milli > 0.
+void PoissonArrivals(std::vector<TraceJob>* jobs, double load, int64_t capacity_milli,
+                     uint64_t seed);
+
 // Splits each queue a quota of `total_gpus` proportional to its GPU-time demand (largest
 // remainder, ties by name); every queue with demand gets at least 0.
 std::map<std::string, int32_t> QuotasByDemand(const std::vector<TraceJob>& jobs,
                                               int64_t total_gpus);
 
-// REQUIRES: jobs sorted by submit_ms.
-Result<SimResult> Simulate(const std::vector<TraceJob>& jobs, const SimConfig& config);
+// REQUIRES: jobs sorted by submit_ms. `head`: the head the simulation runs on; unset: the
+// head's core alone (MakeCorePort), as `corral simulate` runs.
+Result<SimResult> Simulate(const std::vector<TraceJob>& jobs, const SimConfig& config,
+                           HeadPortFactory head = {});
 
 }  // namespace corral::sim

@@ -27,14 +27,16 @@ const char* TraceFormatName(TraceFormat f) {
       return "helios";
     case TraceFormat::kAlibaba:
       return "alibaba";
+    case TraceFormat::kOpenb:
+      return "openb";
   }
   return "unknown";
 }
 
 bool ParseTraceFormat(const std::string& text, TraceFormat* out) {
-  for (TraceFormat f :
-       {TraceFormat::kAuto, TraceFormat::kCsv, TraceFormat::kPhilly, TraceFormat::kPhillyUsers,
-        TraceFormat::kGavel, TraceFormat::kTiresias, TraceFormat::kHelios, TraceFormat::kAlibaba}) {
+  for (TraceFormat f : {TraceFormat::kAuto, TraceFormat::kCsv, TraceFormat::kPhilly,
+                        TraceFormat::kPhillyUsers, TraceFormat::kGavel, TraceFormat::kTiresias,
+                        TraceFormat::kHelios, TraceFormat::kAlibaba, TraceFormat::kOpenb}) {
     if (text == TraceFormatName(f)) {
       *out = f;
       return true;
@@ -220,6 +222,7 @@ TraceFormat Detect(const std::string& first) {
     return TraceFormat::kHelios;
   }
   if (StartsWith(first, "job_name,task_name,inst_num")) return TraceFormat::kAlibaba;
+  if (StartsWith(first, "name,cpu_milli,memory_mib,num_gpu,gpu_milli")) return TraceFormat::kOpenb;
   return TraceFormat::kCsv;
 }
 
@@ -253,6 +256,66 @@ Status RejectAggregates(TraceFormat format, const std::string& first, const std:
           "job-level rows; the PAI job/task tables are not available here, so PAI cannot be "
           "replayed (with pai_task_table.csv, use --format alibaba)");
     }
+  }
+  return Status::Ok();
+}
+
+// The Alibaba GPU-sharing trace of 2023 (openb_pod_list_*.csv): name,cpu_milli,memory_mib,
+// num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time
+// (seconds). A task is submitted at creation_time and runs from scheduled_time to
+// deletion_time; num_gpu 1 with gpu_milli below 1000 is a share of one GPU. CPU-only tasks and
+// tasks the real cluster never scheduled (no scheduled_time: their run time is unknown) are
+// skipped and counted.
+Status ReadOpenb(const std::string& first, const Lines& lines, Reader* r) {
+  std::map<std::string, int> idx = HeaderIndex(Split(first, ','));
+  for (const char* need :
+       {"name", "num_gpu", "gpu_milli", "creation_time", "deletion_time", "scheduled_time"}) {
+    if (Col(idx, need) < 0) {
+      return InvalidArgument(r->source + ": an openb pod list's header '" + first + "' lacks '" +
+                             need + "'");
+    }
+  }
+  for (size_t i = 1; i < lines.rows.size(); ++i) {
+    const auto& [line, l] = lines.rows[i];
+    std::vector<std::string> f = Split(l, ',');
+    ++r->trace.rows;
+    if (f.size() < idx.size()) {
+      r->Bad(line, "has " + std::to_string(f.size()) + " field(s); the header has " +
+                       std::to_string(idx.size()));
+      continue;
+    }
+    const std::string& gpus = Field(f, Col(idx, "num_gpu"));
+    const std::string& scheduled = Field(f, Col(idx, "scheduled_time"));
+    if (gpus == "0" || scheduled.empty()) {
+      ++r->trace.skipped;
+      continue;
+    }
+    int64_t milli = 0;
+    double start = 0, end = 0;
+    if (!ParseInt(Field(f, Col(idx, "gpu_milli")), &milli) || milli <= 0 || milli > 1000) {
+      r->Bad(line, "gpu_milli '" + Field(f, Col(idx, "gpu_milli")) + "' is not in 1..1000");
+      continue;
+    }
+    if (!ParseDouble(scheduled, &start) ||
+        !ParseDouble(Field(f, Col(idx, "deletion_time")), &end) || end < start) {
+      r->Bad(line, "scheduled_time or deletion_time is not a number, or deletion comes first");
+      continue;
+    }
+    std::ostringstream dur;
+    dur.precision(17);
+    dur << (end - start);
+    if (!r->Add(line, Field(f, Col(idx, "name")), Field(f, Col(idx, "creation_time")), dur.str(),
+                gpus, "", "", 1.0)) {
+      continue;
+    }
+    TraceJob& j = r->trace.jobs.back();
+    if (milli < 1000 && j.num_gpus != 1) {
+      r->trace.jobs.pop_back();
+      r->Bad(line, "gpu_milli " + std::to_string(milli) + " is a share, but num_gpu is " + gpus +
+                       " (a share is of one GPU)");
+      continue;
+    }
+    if (milli < 1000) j.gpu_milli = static_cast<int32_t>(milli);
   }
   return Status::Ok();
 }
@@ -505,6 +568,9 @@ Result<Trace> ParseTrace(const std::string& text, const std::string& source,
       }
       break;
     }
+    case TraceFormat::kOpenb:
+      CORRAL_RETURN_IF_ERROR(ReadOpenb(first, lines, &r));
+      break;
   }
 
   Trace& t = r.trace;

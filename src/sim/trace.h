@@ -6,15 +6,27 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/job.h"
 #include "core/status.h"
 #include "core/time.h"
 
 namespace corral::sim {
 
-enum class TraceFormat { kAuto, kCsv, kPhilly, kPhillyUsers, kGavel, kTiresias, kHelios, kAlibaba };
+enum class TraceFormat {
+  kAuto,
+  kCsv,
+  kPhilly,
+  kPhillyUsers,
+  kGavel,
+  kTiresias,
+  kHelios,
+  kAlibaba,
+  kOpenb
+};
 const char* TraceFormatName(TraceFormat f);
 bool ParseTraceFormat(const std::string& text, TraceFormat* out);
 
@@ -24,11 +36,19 @@ struct TraceJob {
   TimeMs epoch_ms = 0;         // as written in the trace (Unix time for dated traces)
   DurationMs duration_ms = 0;  // run time on num_gpus GPUs, never restarted
   int32_t num_gpus = 0;
+  // A share of one GPU (num_gpus is then 1): milli-GPUs in 1..999, and/or the GPU memory it may
+  // use (MiB; 0: its milli share of the GPU's memory). Both 0: num_gpus whole GPUs.
+  int32_t gpu_milli = 0;
+  int64_t gpu_memory_mb = 0;
   std::string queue;  // virtual cluster / queue; "default" where the format has none
   std::string user;
   std::string name;              // the job's name where the format has one (Helios jobname)
   DurationMs time_limit_ms = 0;  // where the format has one; 0: none
   int64_t line = 0;              // line of the source file, for error messages
+  // A job as a head recorded it (`corral whatif`): submitted with this spec (its queue, name
+  // and time limit replaced by the fields above) rather than as a preemptible gang of
+  // whole-node replicas. Shared: a trace and its changed copies hold one spec per job.
+  std::shared_ptr<const JobSpec> spec;
 };
 
 struct BadRow {
@@ -41,6 +61,9 @@ struct Trace {
   std::vector<TraceJob> jobs;               // sorted by (submit_ms, line)
   int64_t rows = 0;                         // data rows seen (good + bad), blank lines excluded
   std::vector<BadRow> bad;                  // every rejected row, in file order
+  // Good rows left out on purpose (openb: CPU-only tasks, and tasks the real cluster never
+  // scheduled, whose run time is unknown).
+  int64_t skipped = 0;
 };
 
 struct TraceOptions {

@@ -3,16 +3,21 @@
 
 notebook_session.py URL OTHER_TOKEN [CA]
   URL: what `corral notebook` printed (http(s)://HEAD/s/JOB/tree?token=OWNER_TOKEN).
+  The cell it runs prints CUDA_VISIBLE_DEVICES, or runs $NOTEBOOK_CELL where set.
 Prints one JSON object: what each step saw. Standard library plus python3-websocket.
 """
 import http.client
 import json
+import os
 import ssl
 import sys
 import urllib.parse
 import uuid
 
 import websocket
+
+
+CELL = "import os\nprint('CVD=' + os.environ.get('CUDA_VISIBLE_DEVICES', '?'))"
 
 
 def connect(u, ca):
@@ -70,7 +75,7 @@ def main():
         "header": {"msg_id": msg_id, "username": "test", "session": uuid.uuid4().hex,
                    "msg_type": "execute_request", "version": "5.3"},
         "parent_header": {}, "metadata": {}, "channel": "shell",
-        "content": {"code": "import os\nprint('CVD=' + os.environ.get('CUDA_VISIBLE_DEVICES', '?'))",
+        "content": {"code": os.environ.get("NOTEBOOK_CELL", CELL),
                     "silent": False, "store_history": False, "user_expressions": {},
                     "allow_stdin": False, "stop_on_error": True}}))
     output = ""

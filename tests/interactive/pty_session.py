@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """Drives an interactive Corral session through a real terminal (Python's pty module).
 
-usage: pty_session.py run|srun CORRAL_OR_SRUN [ARGS...]
+usage: pty_session.py run|srun|exec-sh CORRAL_OR_SRUN [ARGS...]
 
 Starts the command on a new pseudo-terminal of 30x100, then, as a user would: types a command
 and reads its echo, reads `stty size`, resizes the terminal to 40x120 and reads it again,
 interrupts a `sleep` with Ctrl-C and checks that the shell survives, and leaves with `exit 7`.
+The shell is bash, or with a mode ending in "-sh", `sh -i` (an image's busybox has no bash).
 Prints what it checked; exits 0 when all held, 1 otherwise (with the terminal's output).
 """
 import fcntl
@@ -77,7 +78,8 @@ class Session:
 
 def main():
     mode, argv = sys.argv[1], sys.argv[2:]
-    s = Session(argv + ["bash", "--norc", "--noprofile", "-i"], 30, 100)
+    shell = ["sh", "-i"] if mode.endswith("-sh") else ["bash", "--norc", "--noprofile", "-i"]
+    s = Session(argv + shell, 30, 100)
     checks = []
 
     def check(what, ok):
