@@ -195,8 +195,7 @@ class Loop {
     if (!config_.queues.empty()) {
       for (const QueueConfig& q : config_.queues) {
         result_.quotas[q.name] = q.quota_gpus;
-        Result<QueueConfig> set = core_.SetQueue(Caller::System(), q, kEpoch);
-        if (!set.ok()) return set.status();
+        CORRAL_RETURN_IF_ERROR(port_->SetQueue(q, kEpoch));
       }
     } else if (config_.policy == sched::OrderPolicy::kCorral) {
       result_.quotas =
