@@ -119,6 +119,18 @@ Status MakeOwnedDir(const std::string& path, bool chown_it, uid_t uid, gid_t gid
     if (!S_ISDIR(st.st_mode)) {
       return FailedPrecondition(path + " exists and is not a directory (a link or a file)");
     }
+    if (st.st_uid != uid && chown_it && st.st_uid == geteuid()) {
+      // Made by the agents' own user a moment ago: another agent sharing this checkpoint root
+      // starts the job's other replica and is between its mkdir and its chown. No one else
+      // can make a directory that user owns, so finish the hand-over to the job's owner.
+      int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0) return Internal(ErrnoText("open " + path, errno));
+      const int changed = fchown(fd, uid, gid);
+      const int saved = errno;
+      close(fd);
+      if (changed != 0) return Internal(ErrnoText("chown " + path, saved));
+      return Status::Ok();
+    }
     if (st.st_uid != uid) {
       return FailedPrecondition(path + " exists and belongs to uid " + std::to_string(st.st_uid) +
                                 ", not to the job's owner (uid " + std::to_string(uid) +
