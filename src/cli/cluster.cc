@@ -28,14 +28,19 @@ bool OutputJson(const ParsedArgs& args, CliContext& ctx, const std::string& comm
   return false;
 }
 
-Result<Json> ListOf(ApiClient& api, const std::string& path, const char* key) {
-  auto reply = api.CallJson("GET", path);
-  if (!reply.ok()) return reply.status();
-  auto it = reply->find(key);
-  if (it == reply->end() || !it->is_array()) {
+// The array under `key` in one of the head's answers.
+Result<Json> ArrayIn(const Json& answer, const char* key) {
+  auto it = answer.find(key);
+  if (it == answer.end() || !it->is_array()) {
     return Internal(std::string("the head's answer has no '") + key + "' array");
   }
   return *it;
+}
+
+Result<Json> ListOf(ApiClient& api, const std::string& path, const char* key) {
+  auto reply = api.CallJson("GET", path);
+  if (!reply.ok()) return reply.status();
+  return ArrayIn(*reply, key);
 }
 
 // Each element of a listing read back into the type the head answered with.
@@ -49,6 +54,31 @@ Result<std::vector<T>> Decoded(const Json& list, Result<T> (*decode)(const Json&
     out.push_back(std::move(*v));
   }
   return out;
+}
+
+// `corral nodes` and `corral queues` without a subcommand: GET `path`, then the head's array
+// as it came (-o json) or read back into T and drawn as a table.
+template <typename T>
+int ShowListing(CliContext& ctx, const char* command, const std::string& path, const char* key,
+                bool json, Result<T> (*decode)(const Json&),
+                std::string (*render)(const std::vector<T>&)) {
+  ApiClient api(ctx);
+  auto list = ListOf(api, path, key);
+  if (!list.ok()) {
+    PrintError(ctx, command, list.status().message());
+    return kExitError;
+  }
+  if (json) {
+    *ctx.out << list->dump(2) << "\n";
+    return kExitOk;
+  }
+  auto views = Decoded<T>(*list, decode);
+  if (!views.ok()) {
+    PrintError(ctx, command, views.status().message());
+    return kExitError;
+  }
+  *ctx.out << render(*views);
+  return kExitOk;
 }
 
 const GpuSample* SampleOf(const NodeView& n, int32_t gpu) {
@@ -247,18 +277,15 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
 }  // namespace
 
 Result<std::vector<NodeView>> NodesFromAnswer(const Json& answer) {
-  auto it = answer.find("nodes");
-  if (it == answer.end() || !it->is_array())
-    return Internal("the head's answer has no 'nodes' array");
-  return Decoded<NodeView>(*it, NodeViewFromJson);
+  auto list = ArrayIn(answer, "nodes");
+  if (!list.ok()) return list.status();
+  return Decoded<NodeView>(*list, NodeViewFromJson);
 }
 
 Result<std::vector<QueueView>> QueuesFromAnswer(const Json& answer) {
-  auto it = answer.find("queues");
-  if (it == answer.end() || !it->is_array()) {
-    return Internal("the head's answer has no 'queues' array");
-  }
-  return Decoded<QueueView>(*it, QueueViewFromJson);
+  auto list = ArrayIn(answer, "queues");
+  if (!list.ok()) return list.status();
+  return Decoded<QueueView>(*list, QueueViewFromJson);
 }
 
 // Each GPU's health in a word: drained (by whom), else its last check's verdict, "-" unchecked.
@@ -421,23 +448,8 @@ int RunNodes(const std::vector<std::string>& argv, CliContext& ctx) {
   int code = kExitOk;
   bool json = OutputJson(args, ctx, "nodes", &code);
   if (code != kExitOk) return code;
-  ApiClient api(ctx);
-  auto nodes = ListOf(api, "/v1/nodes", "nodes");
-  if (!nodes.ok()) {
-    PrintError(ctx, "nodes", nodes.status().message());
-    return kExitError;
-  }
-  if (json) {
-    *ctx.out << nodes->dump(2) << "\n";
-    return kExitOk;
-  }
-  auto views = Decoded<NodeView>(*nodes, NodeViewFromJson);
-  if (!views.ok()) {
-    PrintError(ctx, "nodes", views.status().message());
-    return kExitError;
-  }
-  *ctx.out << RenderNodesTable(*views);
-  return kExitOk;
+  return ShowListing<NodeView>(ctx, "nodes", "/v1/nodes", "nodes", json, NodeViewFromJson,
+                               RenderNodesTable);
 }
 
 int RunQueues(const std::vector<std::string>& argv, CliContext& ctx) {
@@ -470,23 +482,8 @@ int RunQueues(const std::vector<std::string>& argv, CliContext& ctx) {
   int code = kExitOk;
   bool json = OutputJson(args, ctx, "queues", &code);
   if (code != kExitOk) return code;
-  ApiClient api(ctx);
-  auto queues = ListOf(api, "/v1/queues", "queues");
-  if (!queues.ok()) {
-    PrintError(ctx, "queues", queues.status().message());
-    return kExitError;
-  }
-  if (json) {
-    *ctx.out << queues->dump(2) << "\n";
-    return kExitOk;
-  }
-  auto views = Decoded<QueueView>(*queues, QueueViewFromJson);
-  if (!views.ok()) {
-    PrintError(ctx, "queues", views.status().message());
-    return kExitError;
-  }
-  *ctx.out << RenderQueuesTable(*views);
-  return kExitOk;
+  return ShowListing<QueueView>(ctx, "queues", "/v1/queues", "queues", json, QueueViewFromJson,
+                                RenderQueuesTable);
 }
 
 }  // namespace corral::cli
