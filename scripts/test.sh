@@ -7,10 +7,25 @@ cd "$(dirname "$0")/.."
 JOBS="${JOBS:-$(nproc)}"
 stages=()
 stage_start=$SECONDS
+# CPU seconds (user + system) of every process this script has waited for: a stage's CPU time
+# can be compared between a quiet and a loaded machine, where its wall time cannot.
+cpu_file=$(mktemp)
+children_cpu() {  # sets cpu_now; called in this shell (in $(...) a subshell has no children yet)
+  times >"$cpu_file"
+  cpu_now=$(awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); t += p[1] * 60 + p[2] }; printf "%d", t }' "$cpu_file")
+}
+children_cpu
+stage_cpu=$cpu_now
 stage() {  # ends the stage under way (if any) and starts the next one, named $1
-  if [ -n "${stage_name:-}" ]; then stages+=("$(printf '%-44s %5d s' "$stage_name" $((SECONDS - stage_start)))"); fi
+  local cpu
+  children_cpu
+  cpu=$cpu_now
+  if [ -n "${stage_name:-}" ]; then
+    stages+=("$(printf '%-44s %5d s wall %6d s CPU' "$stage_name" $((SECONDS - stage_start)) $((cpu - stage_cpu)))")
+  fi
   stage_name="$1"
   stage_start=$SECONDS
+  stage_cpu=$cpu
   [ -n "$stage_name" ] && echo "== $stage_name (at ${SECONDS}s)"
   return 0
 }
