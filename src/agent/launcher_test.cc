@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/fs.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -136,6 +138,38 @@ TEST_P(LauncherTest, ACheckpointDirectoryMadeBySomeoneElseIsRefused) {
   r.env["CORRAL_CHECKPOINT_DIR"] = own;
   EXPECT_EQ(RunToEnd(launcher, r).exit_code, 0);
   EXPECT_EQ(ReadFileOr(own + "/file"), "again\n");
+}
+
+// Two agents sharing one checkpoint root start a job's two replicas at once: the second finds
+// the directory the first made a moment ago, still the agents' own user's and not yet handed
+// to the job's owner. It finishes the hand-over rather than failing the job; a directory of
+// any other user is still refused (above).
+TEST_P(LauncherTest, ACheckpointDirectoryAnotherAgentJustMadeIsHandedToTheOwner) {
+  if (geteuid() != 0) {
+    const char* ci = std::getenv("CI");
+    if (ci != nullptr && std::string(ci) == "true") FAIL() << "needs root (run as), and CI=true";
+    GTEST_SKIP() << "needs root: runs a job as another user";
+  }
+  const struct passwd* nobody = getpwnam("nobody");
+  ASSERT_NE(nobody, nullptr);
+  TempDir state;
+  ASSERT_EQ(chmod(state.path().c_str(), 0755), 0);  // the owner reaches its checkpoints
+  PosixLauncher launcher(state.path(), "node-1", {}, RunAsPolicy{/*as_owner=*/true},
+                         Cgroups::None(), Monitor());
+  const std::string dir = state.path() + "/ckpt/job-14";
+  // The other agent's mkdir, before its chown.
+  ASSERT_EQ(mkdir((state.path() + "/ckpt").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  RunOrder o = ShellOrder("14.0", "echo mine > \"$CORRAL_CHECKPOINT_DIR/file\"");
+  o.user = "nobody";
+  o.workdir = "/";
+  o.env["CORRAL_CHECKPOINT_DIR"] = dir;
+  RunStatus st = RunToEnd(launcher, o);
+  EXPECT_EQ(st.exit_code, 0) << ReadFileOr(state.path() + "/runs/14.0.0/logs/stderr");
+  struct stat made {};
+  ASSERT_EQ(stat(dir.c_str(), &made), 0);
+  EXPECT_EQ(made.st_uid, nobody->pw_uid) << "handed to the job's owner";
+  EXPECT_EQ(ReadFileOr(dir + "/file"), "mine\n");
 }
 
 // The agent keeps one file per run (its record) beside the job's logs: each inode a run makes
