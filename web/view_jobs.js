@@ -13,9 +13,19 @@ function gpus(job) {
   return per ? `${job.spec.replicas}\u00d7${per}` : "-";
 }
 
+// When the head expects a pending job to start, and where (its estimate, refreshed every few
+// seconds; none behind runs of unknown length).
+function expected(job) {
+  if (job.state !== "pending" || !(job.estimated_start > 0)) return "";
+  const left = job.estimated_start - Date.now();
+  const at = left > 0 ? `in ${duration(left)}` : "now";
+  const nodes = (job.estimated_nodes || []).join(", ");
+  return `expected to start ${at}` + (nodes ? ` on ${nodes}` : "");
+}
+
 function reason(job) {
   if (job.idle_since > 0) return `idle since ${ago(job.idle_since)}`;
-  if (job.state === "pending") return job.pending_reason || "";
+  if (job.state === "pending") return [job.pending_reason, expected(job)].filter(Boolean).join(" \u00b7 ");
   const run = job.runs && job.runs[job.runs.length - 1];
   return (run && run.reason) || "";
 }

@@ -143,6 +143,11 @@ class Head {
   void PassNow() {
     Post([this] { RunPass(); });
   }
+  // The start-time estimates at the clock's now (what the timer refreshes every
+  // estimate_interval_ms), alone: no liveness, no limits.
+  void EstimateNow() {
+    Post([this] { core_.EstimateStarts(clock_->Now()); });
+  }
   // Blocks until everything posted before it has run, every change is durable and every
   // answer it allows has been delivered: nothing is left to post, commit or answer (a held
   // sync stays held). Any thread but the state machine's.

@@ -244,6 +244,8 @@ class HeadCore {
   // forward sweep redone every few seconds is worth no write per job per refresh, and a new
   // leader recomputes it at its first refresh (core_estimate.cc).
   void EstimateStarts(TimeMs now);
+  // Of the last EstimateStarts, by job (pending jobs only, with or without a start).
+  const std::map<JobId, sched::StartEstimate>& start_estimates() const { return start_estimates_; }
   bool schedule_wanted() const { return schedule_wanted_; }
 
   // --- output ---

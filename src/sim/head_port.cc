@@ -40,6 +40,7 @@ class CorePort final : public HeadPort {
 
   void Tick(TimeMs now) override { core_.Tick(now); }
   void Schedule(TimeMs now) override { core_.Schedule(now); }
+  void EstimateStarts(TimeMs now) override { core_.EstimateStarts(now); }
 
   head::CoreOutput TakeOutput() override {
     (void)core_.TakeDirty();  // there are no snapshot rows to write

@@ -43,6 +43,8 @@ class HeadPort {
   virtual void Tick(TimeMs now) = 0;
   // One scheduling pass.
   virtual void Schedule(TimeMs now) = 0;
+  // The head refreshes its start-time estimates of pending jobs; read them through core().
+  virtual void EstimateStarts(TimeMs now) = 0;
 
   // The changes made since the last call (in order), and the nodes with new orders.
   virtual head::CoreOutput TakeOutput() = 0;

@@ -130,6 +130,7 @@ Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
     sxx += x * x;
   }
   s.jain_fairness = slow.empty() || sxx == 0 ? 1.0 : sx * sx / (slow.size() * sxx);
+  s.estimates = MeasureEstimateAccuracy(jobs, result, report_from);
   return s;
 }
 
@@ -170,6 +171,8 @@ std::string SummaryJson(const Summary& s) {
     first = false;
   }
   o << "},\n";
+  if (s.estimates.sampled > 0)
+    o << "  \"estimates\": " << EstimateAccuracyJson(s.estimates) << ",\n";
   o << "  \"schedule_calls\": " << s.schedule_calls;
   if (s.sim_wall_time_s >= 0) {
     o << ",\n  \"sim_wall_time_s\": " << Num(s.sim_wall_time_s);
@@ -202,6 +205,9 @@ std::string SummaryTable(const std::vector<Summary>& rows) {
         s.makespan / 3600, s.utilization, static_cast<long long>(s.preemptions),
         s.preemptions_per_hour, s.lost_gpu_hours, s.p99_slowdown, s.jain_fairness, wall.c_str());
     o << buf;
+  }
+  for (const Summary& s : rows) {
+    if (s.estimates.sampled > 0) o << EstimateAccuracyLine(s.policy, s.estimates);
   }
   return o.str();
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/estimate_accuracy.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
 
@@ -61,6 +62,7 @@ struct Summary {
   double sim_wall_time_s = -1;  // < 0: not measured (--no-timing)
   double schedule_wall_time_s = -1;
   std::vector<double> jcts;  // sorted, seconds; for the plot
+  EstimateAccuracy estimates;  // with SimConfig::estimate_every; sampled 0 otherwise
 };
 
 // `report_from`: only jobs submitted at or after it are counted (JCT, waits, slowdown,

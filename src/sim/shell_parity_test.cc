@@ -64,6 +64,7 @@ class Recorder final : public HeadPort {
   }
   void Tick(TimeMs now) override { head_->Tick(now); }
   void Schedule(TimeMs now) override { head_->Schedule(now); }
+  void EstimateStarts(TimeMs now) override { head_->EstimateStarts(now); }
   head::CoreOutput TakeOutput() override {
     head::CoreOutput out = head_->TakeOutput();
     for (const head::Change& c : out.changes) {

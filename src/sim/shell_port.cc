@@ -104,6 +104,12 @@ class ShellPort final : public HeadPort {
     head_->Settle();
   }
 
+  void EstimateStarts(TimeMs now) override {
+    clock_.Set(now);
+    head_->EstimateNow();
+    head_->Settle();
+  }
+
   head::CoreOutput TakeOutput() override {
     head::CoreOutput out;
     auto records = reader_->ReadChanges(read_revision_, std::numeric_limits<int32_t>::max());

@@ -76,6 +76,7 @@ struct Flags {
   bool no_timing = false;
   bool check = false;
   bool profile = false;
+  int32_t estimate_every = 0;
 };
 
 Status Duration(const std::string& flag, const std::string& text, DurationMs* out) {
@@ -422,6 +423,11 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
   }
   cfg.failure_seed = f.seed;
   cfg.profile = f.profile && !f.no_timing;
+  if (f.estimate_every < 0) {
+    return InvalidArgument("--estimate-every " + std::to_string(f.estimate_every) +
+                           ": must be 0 (none) or a positive count of jobs");
+  }
+  cfg.estimate_every = f.estimate_every;
   if (!f.quotas.empty()) {
     CORRAL_RETURN_IF_ERROR(ReadQuotas(
         f.quotas, jobs, static_cast<int64_t>(cfg.cluster.nodes) * cfg.cluster.gpus_per_node,
@@ -658,6 +664,9 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
                  "--seed); its runs are lost and requeued (default 0s: nodes never fail)");
   app.add_option("--node-repair", f.node_repair, "how long a failed node stays down (default 1h)");
   app.add_flag("--check", f.check, "validate the runs against the trace; fail if wrong");
+  app.add_option("--estimate-every", f.estimate_every,
+                 "judge the head's start-time estimates on every Nth job: the estimate after its "
+                 "submission against its real start (median, p90 error; default 0: none)");
   app.add_flag("--profile", f.profile, "report wall time spent inside Scheduler::Schedule");
   try {
     std::vector<std::string> rev(args.rbegin(), args.rend());

@@ -21,61 +21,6 @@ bool IsPreemptivePolicy(sched::OrderPolicy p) {
          p == sched::OrderPolicy::kCorral;
 }
 
-int64_t HeldMilliGpus(const TraceJob& j, bool round_up) {
-  bool share = j.gpu_milli > 0 || j.gpu_memory_mb > 0;
-  if (!share || round_up) return int64_t{j.num_gpus} * kGpuMilli;
-  return j.gpu_milli > 0 ? j.gpu_milli : kGpuMilli;  // memory alone: the GPU's compute unbounded
-}
-
-void PoissonArrivals(std::vector<TraceJob>* jobs, double load, int64_t capacity_milli,
-                     uint64_t seed) {
-  if (jobs->empty()) return;
-  double work = 0;  // milli-GPU-ms
-  for (const TraceJob& j : *jobs) {
-    work += static_cast<double>(HeldMilliGpus(j)) * static_cast<double>(j.duration_ms);
-  }
-  double mean_work = work / static_cast<double>(jobs->size());
-  // Mean gap between arrivals (ms) such that offered work per ms = load x capacity.
-  double mean_gap = mean_work / (load * static_cast<double>(capacity_milli));
-  std::mt19937_64 rng(seed);
-  std::exponential_distribution<double> gap(1.0);
-  double t = 0;
-  for (TraceJob& j : *jobs) {
-    j.submit_ms = std::llround(t);
-    t += gap(rng) * mean_gap;
-  }
-}
-
-std::map<std::string, int32_t> QuotasByDemand(const std::vector<TraceJob>& jobs,
-                                              int64_t total_gpus) {
-  std::map<std::string, double> demand;
-  double sum = 0;
-  for (const TraceJob& j : jobs) {
-    double d = static_cast<double>(j.duration_ms) * j.num_gpus;
-    demand[j.queue] += d;
-    sum += d;
-  }
-  std::map<std::string, int32_t> out;
-  if (demand.empty()) return out;
-  if (sum <= 0) {  // only zero-length jobs: split evenly
-    for (auto& [q, d] : demand) d = 1, sum += 1;
-  }
-  int64_t given = 0;
-  std::vector<std::tuple<double, std::string>> rest;  // (-remainder, name)
-  for (const auto& [q, d] : demand) {
-    double exact = d / sum * static_cast<double>(total_gpus);
-    auto whole = static_cast<int32_t>(exact);
-    out[q] = whole;
-    given += whole;
-    rest.emplace_back(-(exact - whole), q);
-  }
-  std::sort(rest.begin(), rest.end());
-  for (size_t i = 0; given < total_gpus && i < rest.size(); ++i, ++given) {
-    ++out[std::get<1>(rest[i])];
-  }
-  return out;
-}
-
 namespace {
 
 using head::Change;
@@ -254,6 +199,7 @@ class Loop {
         continue;
       }
       budget_passes_ = 0;
+      if (!to_estimate_.empty()) Estimate(now);
       // Node events never run out: a scheduler that places nothing on an idle, whole cluster
       // would otherwise keep the loop going forever (without failures, the loop ends below).
       if (pending_ > 0 && running_ == 0 && down_nodes_ == 0 && next_arrival >= jobs_.size()) {
@@ -517,6 +463,9 @@ class Loop {
       return;
     }
     CORRAL_CHECK(job->id == id, "the head numbers jobs one by one");
+    if (config_.estimate_every > 0 && i % static_cast<size_t>(config_.estimate_every) == 0) {
+      to_estimate_.emplace_back(i, id);
+    }
     if (by_name) {
       ++result_.predicted_by_name_at_submit;
       CountByName(i);
@@ -630,6 +579,23 @@ class Loop {
     Plan({UpTime(now), 0, EventKind::kNodeFail, n});
   }
 
+  // The estimates a user sees after submitting: the head's refresh once the instant's passes
+  // are done. A job placed by them started at once and has none to judge.
+  void Estimate(TimeMs now) {
+    port_->EstimateStarts(kEpoch + now);
+    const std::map<JobId, sched::StartEstimate>& estimates = port_->core().start_estimates();
+    for (const auto& [row, id] : to_estimate_) {
+      JobOutcome& o = result_.jobs[row];
+      o.estimate_sampled = true;
+      if (o.first_start >= 0) continue;
+      auto e = estimates.find(id);
+      if (e != estimates.end() && e->second.start != sched::kUnknownTime) {
+        o.estimated_start = e->second.start - kEpoch;
+      }
+    }
+    to_estimate_.clear();
+  }
+
   Status SchedulePass(TimeMs now) {
     std::chrono::steady_clock::time_point t0;
     if (config_.profile) t0 = std::chrono::steady_clock::now();
@@ -664,6 +630,7 @@ class Loop {
   TimeMs next_pass_ = kNever;
   int64_t budget_passes_ = 0;  // consecutive passes cut short by the work budget
   int64_t down_nodes_ = 0;     // failed, not yet repaired
+  std::vector<std::pair<size_t, JobId>> to_estimate_;  // submitted this instant: (row, id)
 };
 
 }  // namespace

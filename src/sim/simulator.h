@@ -120,6 +120,11 @@ struct SimConfig {
   // Submit every share of a GPU (TraceJob::gpu_milli, gpu_memory_mb) as one whole GPU: the
   // baseline of a scheduler without sharing.
   bool round_shares_up = false;
+  // Start-time estimates: every estimate_every-th trace job (by index; 0: none) is estimated
+  // as a user would see it after submitting, from the head's refresh at the end of the
+  // instant it was submitted (after that instant's passes), for the report's accuracy
+  // (estimate_accuracy.h). Estimating never changes a decision.
+  int32_t estimate_every = 0;
   // Measure wall time spent inside Scheduler::Schedule (reads the wall clock around that one
   // call; never feeds back into the simulation).
   bool profile = false;
@@ -148,6 +153,10 @@ struct JobOutcome {
   bool timeout = false;   // killed at its time limit
   bool rejected = false;
   std::string why_rejected;
+  // SimConfig::estimate_every picked it: estimated_start is the head's estimate after its
+  // submission (trace time), -1 where it started at once or the head had none.
+  bool estimate_sampled = false;
+  TimeMs estimated_start = -1;
 };
 
 struct SimResult {

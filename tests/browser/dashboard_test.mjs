@@ -78,11 +78,17 @@ try {
   await page.waitForFunction(() => document.querySelector("#gpus-busy .value")?.textContent === "1", WAIT);
   await page.screenshot({ path: `${shots}/dashboard-cluster.png` });
 
-  step("queue train (quota 2) borrows 2 GPUs and has a job pending");
-  const train = ["--queue", "train", "--", "sleep", "60"];
+  step("queue train (quota 2) borrows 2 GPUs and has a job pending, with when it should start");
+  // Runs with a time limit end by then at the latest: the pending job gets an estimate.
+  const train = ["--queue", "train", "--time-limit", "10m", "--", "sleep", "60"];
   corral("submit", "--gpus", "2", ...train);
   corral("submit", "--gpus", "2", ...train);
-  corral("submit", "--gpus", "4", ...train);
+  const waiting = corral("submit", "--parsable", "--gpus", "4", ...train);
+  await page.click('nav a[href="#/jobs"]');
+  await page.waitForFunction((id) => {
+    const cell = document.querySelector(`tr[data-job="${id}"] .reason`);
+    return cell && /expected to start in (9m|10m)\d\ds on node\d/.test(cell.textContent);
+  }, { timeout: 20000 }, waiting);
 
   step("the nodes' GPUs, five held");
   await page.click('nav a[href="#/nodes"]');
