@@ -27,7 +27,7 @@ Result<Json> BodyObject(const HttpRequest& req, const char* want) {
 
 // A credential as the API shows it: never its hash.
 Json CredentialJson(const head::Credential& c) {
-  Json j = head::ToJson(c);
+  Json j = corral::ToJson(c);
   j.erase("hash");
   return j;
 }

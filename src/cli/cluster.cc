@@ -10,6 +10,15 @@
 #include "core/spec.h"
 
 namespace corral::cli {
+
+Result<Json> ArrayIn(const Json& answer, const char* key) {
+  auto it = answer.find(key);
+  if (it == answer.end() || !it->is_array()) {
+    return Internal(std::string("the head's answer has no '") + key + "' array");
+  }
+  return *it;
+}
+
 namespace {
 
 std::string Number(double x) {
@@ -26,15 +35,6 @@ bool OutputJson(const ParsedArgs& args, CliContext& ctx, const std::string& comm
     *code = UsageError(ctx, command, "flag -o: got \"" + o + "\", want json or table");
   }
   return false;
-}
-
-// The array under `key` in one of the head's answers.
-Result<Json> ArrayIn(const Json& answer, const char* key) {
-  auto it = answer.find(key);
-  if (it == answer.end() || !it->is_array()) {
-    return Internal(std::string("the head's answer has no '") + key + "' array");
-  }
-  return *it;
 }
 
 Result<Json> ListOf(ApiClient& api, const std::string& path, const char* key) {

@@ -160,4 +160,7 @@ struct TopSnapshot {
 // One screen of `corral top`, cut to `width` columns and `height` lines (-1: no limit).
 std::vector<std::string> RenderTop(const TopSnapshot& snapshot, int width, int height);
 
+// The array under `key` in one of the head's answers; an error names the key.
+Result<Json> ArrayIn(const Json& answer, const char* key);
+
 }  // namespace corral::cli

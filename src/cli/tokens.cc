@@ -2,6 +2,7 @@
 // anyone may list their own tokens).
 #include "cli/commands.h"
 #include "cli/table.h"
+#include "core/credential.h"
 
 namespace corral::cli {
 namespace {
@@ -35,15 +36,22 @@ int List(CliContext& ctx) {
     return kExitError;
   }
   Table t({"ID", "KIND", "USER", "ROLE", "QUEUES", "EXPIRES"});
-  for (const Json& c : r->value("tokens", Json::array())) {
-    const Json& who = c.value("who", Json::object());
-    std::string queues;
-    for (const Json& q : who.value("queues", Json::array())) {
-      queues += (queues.empty() ? "" : ",") + q.get<std::string>();
+  Result<Json> tokens = ArrayIn(*r, "tokens");
+  if (!tokens.ok()) {
+    PrintError(ctx, "token", tokens.status().message());
+    return kExitError;
+  }
+  for (const Json& j : *tokens) {
+    Result<Credential> c = CredentialFromJson(j);
+    if (!c.ok()) {
+      PrintError(ctx, "token", "the head's answer: " + c.status().message());
+      return kExitError;
     }
-    int64_t expires = c.value("expires_at", int64_t{0});
-    t.AddRow({Str(c, "id"), Str(who, "kind"), Str(who, "name"), Str(who, "role"),
-              queues.empty() ? "-" : queues, expires ? FormatTimestamp(expires, false) : "never"});
+    std::string queues;
+    for (const std::string& q : c->who.queues) queues += (queues.empty() ? "" : ",") + q;
+    t.AddRow({c->id, CallerKindName(c->who.kind), c->who.name, RoleName(c->who.role),
+              queues.empty() ? "-" : queues,
+              c->expires_at ? FormatTimestamp(c->expires_at, false) : "never"});
   }
   *ctx.out << t.Render();
   return kExitOk;

@@ -17,48 +17,6 @@ T Must(Result<T> r) {
   return std::move(*r);
 }
 
-const char* KindName(Caller::Kind k) {
-  switch (k) {
-    case Caller::Kind::kUser:
-      return "user";
-    case Caller::Kind::kNode:
-      return "node";
-    case Caller::Kind::kJoin:
-      return "join";
-    case Caller::Kind::kSystem:
-      return "system";
-    case Caller::Kind::kJob:
-      return "job";
-  }
-  return "system";
-}
-
-Caller DecodeCaller(const Json& j) {
-  Caller c;
-  std::string kind = Get<std::string>(j, "kind", "system");
-  c.kind = kind == "user"   ? Caller::Kind::kUser
-           : kind == "node" ? Caller::Kind::kNode
-           : kind == "join" ? Caller::Kind::kJoin
-           : kind == "job"  ? Caller::Kind::kJob
-                            : Caller::Kind::kSystem;
-  c.job = Get<uint64_t>(j, "job", 0);
-  c.name = Get<std::string>(j, "name", "");
-  if (!ParseRole(Get<std::string>(j, "role", "user"), &c.role)) throw std::runtime_error("role");
-  c.queues = Get<std::vector<std::string>>(j, "queues", {});
-  c.groups = Get<std::vector<std::string>>(j, "groups", {});
-  return c;
-}
-
-Credential DecodeCredential(const Json& j) {
-  Credential c;
-  c.id = j.at("id").get<std::string>();
-  c.hash = j.at("hash").get<std::string>();
-  c.who = DecodeCaller(j.at("who"));
-  c.created_at = Get<int64_t>(j, "created_at", 0);
-  c.expires_at = Get<int64_t>(j, "expires_at", 0);
-  return c;
-}
-
 std::vector<ReplicaPlacement> DecodePlacements(const Json& j) {
   std::vector<ReplicaPlacement> out;
   for (const Json& p : j) out.push_back(Must(PlacementFromJson(p)));
@@ -257,7 +215,8 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
                       j.at("stop_at").get<TimeMs>()};
   }
   if (type == "node_registered") {
-    return NodeRegistered{Must(NodeFromJson(j.at("node"))), DecodeCredential(j.at("credential"))};
+    return NodeRegistered{Must(NodeFromJson(j.at("node"))),
+                          Must(CredentialFromJson(j.at("credential")))};
   }
   if (type == "node_liveness_set") {
     return NodeLivenessSet{j.at("node").get<std::string>(),
@@ -283,7 +242,7 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
   if (type == "queue_set") return QueueSet{Must(QueueFromJson(j.at("queue")))};
   if (type == "qos_set") return QosSet{Must(QosFromJson(j.at("qos")))};
   if (type == "qos_deleted") return QosDeleted{j.at("name").get<std::string>()};
-  if (type == "token_issued") return TokenIssued{DecodeCredential(j.at("credential"))};
+  if (type == "token_issued") return TokenIssued{Must(CredentialFromJson(j.at("credential")))};
   if (type == "token_revoked") return TokenRevoked{j.at("id").get<std::string>()};
   throw std::runtime_error("unknown change type '" + type + "'");
 }
@@ -318,12 +277,6 @@ Job ArraySubmitted::Element(size_t i) const {
   return e;
 }
 
-bool Credential::operator==(const Credential& o) const {
-  return id == o.id && hash == o.hash && who.kind == o.who.kind && who.name == o.who.name &&
-         who.role == o.who.role && who.queues == o.who.queues && who.groups == o.who.groups &&
-         created_at == o.created_at && expires_at == o.expires_at;
-}
-
 std::string UnhealthyReason(const std::map<int32_t, std::string>& faults) {
   std::string out;
   for (const auto& [gpu, why] : faults) {
@@ -343,30 +296,6 @@ const char* ChangeName(const ChangeKind& what) {
       "run_noted",           "qos_set",         "qos_deleted"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];
-}
-
-Json ToJson(const Caller& c) {
-  Json j{{"kind", KindName(c.kind)}, {"name", c.name}, {"role", RoleName(c.role)}};
-  if (!c.queues.empty()) j["queues"] = c.queues;
-  if (!c.groups.empty()) j["groups"] = c.groups;
-  if (c.job != 0) j["job"] = c.job;
-  return j;
-}
-
-Json ToJson(const Credential& c) {
-  return Json{{"id", c.id},
-              {"hash", c.hash},
-              {"who", ToJson(c.who)},
-              {"created_at", c.created_at},
-              {"expires_at", c.expires_at}};
-}
-
-Result<Credential> CredentialFromJson(const Json& j) {
-  try {
-    return DecodeCredential(j);
-  } catch (const std::exception& e) {
-    return InvalidArgument(std::string("credential: ") + e.what());
-  }
 }
 
 Json ToJson(const Change& c) {
@@ -412,7 +341,7 @@ Result<Change> ChangeFromJson(const Json& j) {
     Change c;
     c.revision = j.at("rev").get<uint64_t>();
     c.at = j.at("at").get<int64_t>();
-    c.by = DecodeCaller(j.at("by"));
+    c.by = Must(CallerFromJson(j.at("by")));
     c.what = DecodeKind(j.at("type").get<std::string>(), j);
     return c;
   } catch (const std::exception& e) {

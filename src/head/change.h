@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/codec.h"
+#include "core/credential.h"
 #include "core/identity.h"
 #include "core/job.h"
 #include "core/node.h"
@@ -17,15 +18,8 @@
 
 namespace corral::head {
 
-// A bearer credential as the head keeps it: only the SHA-256 of the secret is stored.
-struct Credential {
-  std::string id;    // short public name ("t-3f9a2c1b"), for list and revoke
-  std::string hash;  // hex SHA-256 of the secret
-  Caller who;        // user + role, a node, or the join credential
-  TimeMs created_at = 0;
-  TimeMs expires_at = 0;  // 0: never
-  bool operator==(const Credential&) const;
-};
+// A bearer credential (core/credential.h): the head keeps them, the CLI lists them.
+using corral::Credential;
 
 struct HeadStarted {  // a new leadership: agents refuse orders from an older epoch
   uint64_t epoch = 0;
@@ -192,9 +186,6 @@ const char* ChangeName(const ChangeKind& what);
 std::string UnhealthyReason(const std::map<int32_t, std::string>& faults);
 Json ToJson(const Change& c);
 Result<Change> ChangeFromJson(const Json& j);
-Json ToJson(const Credential& c);
-Result<Credential> CredentialFromJson(const Json& j);
-Json ToJson(const Caller& c);
 // A change as the event stream shows it to `who`: never a credential's hash, and a job's
 // environment only to its owner and admins. Adds "kind" (job, node, queue, token, head) and
 // the entity's "key".
