@@ -235,6 +235,48 @@ TEST_F(Api, QosRoutesSetListAndEnforceTheLimit) {
   EXPECT_EQ(Call("GET", "/v1/qos").body["qos"].size(), 0u);
 }
 
+// Reservations over HTTP: admins create, list and delete them; a user is 403; bad fields are
+// 400 naming the field; a job may be submitted into one.
+TEST_F(Api, ReservationRoutesCreateListDeleteAndAdmitJobs) {
+  RegisterNode("n1");
+  auto expect_400 = [&](Reply r, const std::string& names) {
+    EXPECT_EQ(r.status, 400) << r.body.dump();
+    EXPECT_NE(ErrorOf(r).find(names), std::string::npos) << ErrorOf(r);
+  };
+  const TimeMs far = 4'000'000'000'000;  // in 2096: never past
+  Json train{{"name", "train"}, {"nodes", "n1"}, {"start_ms", far}, {"duration", "2h"}};
+  expect_400(Call("POST", "/v1/reservations",
+                  Json{{"name", "x"}, {"nodes", "n9"}, {"start_ms", far}, {"duration", "1h"}}),
+             "field 'nodes': no node 'n9'");
+  expect_400(Call("POST", "/v1/reservations",
+                  Json{{"name", "x"}, {"nodes", "n1"}, {"start_ms", far}, {"end_ms", far - 1}}),
+             "field 'end_ms'");
+  expect_400(Call("POST", "/v1/reservations", Json{{"name", "x"}, {"nodes", "n1"}}),
+             "field 'start_ms'");
+  Reply token = Call("POST", "/v1/tokens", Json{{"user", "ana"}});
+  ASSERT_EQ(token.status, 201);
+  std::string ana = token.body["token"];
+  EXPECT_EQ(Call("POST", "/v1/reservations", train, ana).status, 403);
+  EXPECT_EQ(Call("GET", "/v1/reservations").body["reservations"].size(), 0u) << "none made";
+  Reply made = Call("POST", "/v1/reservations", train);
+  ASSERT_EQ(made.status, 200) << made.body.dump();
+  EXPECT_EQ(made.body["reservation"]["end_ms"], far + 2 * kHour);
+  Json overlap{{"name", "maint"},
+               {"nodes", {"n1"}},
+               {"start_ms", far + kHour},
+               {"duration", "1h"},
+               {"maintenance", true}};
+  EXPECT_EQ(Call("POST", "/v1/reservations", overlap).status, 409);
+  Json job = OneGpuJob();
+  job["spec"]["reservation"] = "train";
+  EXPECT_EQ(Call("POST", "/v1/jobs", job, ana).status, 201);
+  job["spec"]["reservation"] = "nope";
+  expect_400(Call("POST", "/v1/jobs", job, ana), "field 'reservation'");
+  EXPECT_EQ(Call("DELETE", "/v1/reservations/train", nullptr, ana).status, 403);
+  EXPECT_EQ(Call("DELETE", "/v1/reservations/train").body["reservation"]["name"], "train");
+  EXPECT_EQ(Call("DELETE", "/v1/reservations/train").status, 404);
+}
+
 TEST_F(Api, UnknownPathsAndMethodsAre404AndAgentsCredentialsOnlyReachAgentRoutes) {
   EXPECT_EQ(Call("GET", "/v1/nope").status, 404);
   EXPECT_EQ(Call("DELETE", "/v1/jobs").status, 404);

@@ -363,6 +363,18 @@ Result<head::DeleteQos> DecodeDeleteQos(const HttpRequest&, const PathArgs& args
   return head::DeleteQos{args.at(0)};
 }
 
+Result<head::CreateReservation> DecodeCreateReservation(const HttpRequest& req, const PathArgs&) {
+  auto body = BodyObject(req, "");
+  if (!body.ok()) return body.status();
+  auto r = ParseNodeReservation(*body);
+  if (!r.ok()) return r.status();
+  return head::CreateReservation{std::move(*r)};
+}
+
+Result<head::DeleteReservation> DecodeDeleteReservation(const HttpRequest&, const PathArgs& args) {
+  return head::DeleteReservation{args.at(0)};
+}
+
 // --- credentials ---
 
 Result<head::CreateToken> DecodeCreateToken(const HttpRequest& req, const PathArgs&) {
@@ -523,6 +535,14 @@ Json QosListAnswer(const std::vector<QosClass>& classes) {
 }
 
 Json QosAnswer(const QosClass& qos) { return Json{{"qos", ToJson(qos)}}; }
+
+Json ReservationListAnswer(const std::vector<NodeReservationSpec>& all) {
+  Json arr = Json::array();
+  for (const NodeReservationSpec& r : all) arr.push_back(ToJson(r));
+  return Json{{"reservations", arr}};
+}
+
+Json ReservationAnswer(const NodeReservationSpec& r) { return Json{{"reservation", ToJson(r)}}; }
 
 Json TokensAnswer(const std::vector<head::Credential>& tokens) {
   Json arr = Json::array();

@@ -52,6 +52,10 @@ Result<head::SetQueue> DecodeSetQueue(const net::HttpRequest& req, const PathArg
 // PUT /v1/qos/{name}: the whole class; fields left out take their defaults (core/qos.h).
 Result<head::SetQos> DecodeSetQos(const net::HttpRequest& req, const PathArgs& args);
 Result<head::DeleteQos> DecodeDeleteQos(const net::HttpRequest& req, const PathArgs& args);
+Result<head::CreateReservation> DecodeCreateReservation(const net::HttpRequest& req,
+                                                        const PathArgs& args);
+Result<head::DeleteReservation> DecodeDeleteReservation(const net::HttpRequest& req,
+                                                        const PathArgs& args);
 Result<head::CreateToken> DecodeCreateToken(const net::HttpRequest& req, const PathArgs& args);
 Result<head::RevokeToken> DecodeRevokeToken(const net::HttpRequest& req, const PathArgs& args);
 Result<head::BackupStore> DecodeBackupStore(const net::HttpRequest& req, const PathArgs& args);
@@ -76,8 +80,10 @@ Json NodeAnswer(const NodeView& node);                 // {"node": ...}
 Json NodeRecordAnswer(const Node& node);  // {"node": ...}, as registered, without its use
 Json QueuesAnswer(const std::vector<QueueView>& queues);
 Json QueueAnswer(const QueueConfig& queue);
-Json QosListAnswer(const std::vector<QosClass>& classes);  // {"qos": [...]}
-Json QosAnswer(const QosClass& qos);                       // {"qos": ...}
+Json QosListAnswer(const std::vector<QosClass>& classes);                 // {"qos": [...]}
+Json QosAnswer(const QosClass& qos);                                      // {"qos": ...}
+Json ReservationListAnswer(const std::vector<NodeReservationSpec>& all);  // {"reservations"}
+Json ReservationAnswer(const NodeReservationSpec& r);                     // {"reservation"}
 Json TokensAnswer(const std::vector<head::Credential>& tokens);
 Json NewTokenAnswer(const head::NewToken& token);  // the secret, shown once
 Json RevokedAnswer(const head::Credential& token);

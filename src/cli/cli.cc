@@ -27,7 +27,8 @@ const CommandInfo kCommands[] = {
      "              [--queue Q] [--time-limit T] [--priority P] [--preemptible] [--max-restarts "
      "N]\n"
      "              [--checkpoint-signal SIG] [--grace-period D] [--env K=V]... [--workdir D]\n"
-     "              [--gpu-model M] [--label K=V]... [--user U (admins)] [--parsable] [--dry-run]\n"
+     "              [--gpu-model M] [--label K=V]... [--reservation NAME] [--user U (admins)]\n"
+     "              [--parsable] [--dry-run]\n"
      "              [--array 0-999[:STEP][%P]] [--dependency afterok:ID[:ID...],singleton]\n"
      "              [--image REF [--mount SRC:DST[:ro]]... [--container-workdir DIR]\n"
      "               [--container-writable] [--no-container-mount-home]]\n"
@@ -76,6 +77,12 @@ const CommandInfo kCommands[] = {
      "corral qos [-o json] | corral qos set NAME [--min-priority P] [--max-priority P]\n"
      "       [--no-preempt] [--user U]... [--queue Q]... | corral qos delete NAME",
      "list QoS classes (priority ranges and preemption rights); admins set and delete them"},
+    {"reservations", RunReservations,
+     "corral reservations [-o json] | corral reservations create NAME --nodes N1,N2 --start T\n"
+     "       (--duration D | --end T) [--maintenance] [--user U]... [--queue Q]... |\n"
+     "       corral reservations delete NAME (T: now, now+D, epoch ms, or YYYY-MM-DDTHH:MM[:SS] "
+     "UTC)",
+     "list advance reservations and maintenance windows; admins create and delete them"},
     {"events", RunEvents, "corral events [-f] [--since REV] [-o json]",
      "print the cluster's changes; -f follows them as they happen"},
     {"top", RunTop, "corral top [--once]",

@@ -67,6 +67,7 @@ int RunLogs(const std::vector<std::string>& args, CliContext& ctx);
 int RunNodes(const std::vector<std::string>& args, CliContext& ctx);
 int RunQueues(const std::vector<std::string>& args, CliContext& ctx);
 int RunQos(const std::vector<std::string>& args, CliContext& ctx);
+int RunReservations(const std::vector<std::string>& args, CliContext& ctx);
 int RunToken(const std::vector<std::string>& args, CliContext& ctx);
 int RunEvents(const std::vector<std::string>& args, CliContext& ctx);
 int RunUsage(const std::vector<std::string>& args, CliContext& ctx);

@@ -28,6 +28,7 @@ JobSpec DecodeSpec(const Json& j) {
   s.queue = Get<std::string>(j, "queue", "default");
   s.replicas = Get<int32_t>(j, "replicas", 1);
   s.max_replicas_per_node = Get<int32_t>(j, "max_replicas_per_node", 0);
+  s.reservation = Get<std::string>(j, "reservation", "");
   s.tasks_per_replica = Get<int32_t>(j, "tasks_per_replica", 1);
   s.per_replica.gpu_milli = Get<int32_t>(j, "gpu_milli", 0);
   s.per_replica.cpu_milli = Get<int32_t>(j, "cpu_milli", 1000);
@@ -171,6 +172,7 @@ Json ToJson(const JobSpec& s) {
          {"dependency", FormatDependencies(s.dependencies)}};
   if (!s.container.empty()) j["container"] = ContainerJson(s.container);
   if (s.max_replicas_per_node > 0) j["max_replicas_per_node"] = s.max_replicas_per_node;
+  if (!s.reservation.empty()) j["reservation"] = s.reservation;
   if (s.notebook) j["notebook"] = true;
   if (s.per_replica.IsShare()) {
     j["gpu_memory_mb"] = s.per_replica.gpu_memory_mb;

@@ -75,6 +75,7 @@ struct JobSpec {
   DurationMs time_limit_ms = 0;                    // 0: none
   int32_t priority = 0;                            // higher first
   bool preemptible = false;
+  std::string reservation;         // an admin reservation it runs in (Slurm's --reservation)
   int32_t max_restarts = 0;        // restarts after node loss or failure
   int32_t checkpoint_signal = 15;  // SIGTERM
   DurationMs grace_ms = 10 * kSecond;

@@ -325,6 +325,7 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
                                                "time_limit",
                                                "priority",
                                                "preemptible",
+                                               "reservation",
                                                "max_restarts",
                                                "checkpoint_signal",
                                                "grace_period",
@@ -344,14 +345,15 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
                                                "notebook"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!kKnown.count(it.key())) {
-      return InvalidArgument("unknown field '" + it.key() +
-                             "'; known fields: name, command, env, workdir, queue, replicas, "
-                             "max_replicas_per_node, spread, "
-                             "gpus, cpus, memory, gpu_model, node_labels, time_limit, priority, "
-                             "preemptible, max_restarts, checkpoint_signal, grace_period, "
-                             "array, dependency, tasks_per_replica, batch, hold, image, mounts, "
-                             "container_workdir, container_writable, container_mount_home, "
-                             "gpu_memory, gpu_isolation, kind, notebook");
+      return InvalidArgument(
+          "unknown field '" + it.key() +
+          "'; known fields: name, command, env, workdir, queue, replicas, "
+          "max_replicas_per_node, spread, "
+          "gpus, cpus, memory, gpu_model, node_labels, time_limit, priority, "
+          "preemptible, reservation, max_restarts, checkpoint_signal, grace_period, "
+          "array, dependency, tasks_per_replica, batch, hold, image, mounts, "
+          "container_workdir, container_writable, container_mount_home, "
+          "gpu_memory, gpu_isolation, kind, notebook");
     }
   }
   JobSpec s;
@@ -502,6 +504,11 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
     auto v = StringField("gpu_model", *it);
     if (!v.ok()) return v.status();
     s.gpu_model = *v;
+  }
+  if (auto it = j.find("reservation"); it != j.end()) {
+    auto v = StringField("reservation", *it);
+    if (!v.ok()) return v.status();
+    s.reservation = *v;
   }
   if (auto it = j.find("node_labels"); it != j.end()) {
     auto v = StringMapField("node_labels", *it);

@@ -125,6 +125,8 @@ struct Encoder {
   void operator()(const QueueSet& c) { j["queue"] = ToJson(c.queue); }
   void operator()(const QosSet& c) { j["qos"] = ToJson(c.qos); }
   void operator()(const QosDeleted& c) { j["name"] = c.name; }
+  void operator()(const ReservationSet& c) { j["reservation"] = ToJson(c.reservation); }
+  void operator()(const ReservationDeleted& c) { j["name"] = c.name; }
   void operator()(const TokenIssued& c) { j["credential"] = ToJson(c.credential); }
   void operator()(const TokenRevoked& c) { j["id"] = c.id; }
 };
@@ -242,6 +244,10 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
   if (type == "queue_set") return QueueSet{Must(QueueFromJson(j.at("queue")))};
   if (type == "qos_set") return QosSet{Must(QosFromJson(j.at("qos")))};
   if (type == "qos_deleted") return QosDeleted{j.at("name").get<std::string>()};
+  if (type == "reservation_set") {
+    return ReservationSet{Must(NodeReservationFromJson(j.at("reservation")))};
+  }
+  if (type == "reservation_deleted") return ReservationDeleted{j.at("name").get<std::string>()};
   if (type == "token_issued") return TokenIssued{Must(CredentialFromJson(j.at("credential")))};
   if (type == "token_revoked") return TokenRevoked{j.at("id").get<std::string>()};
   throw std::runtime_error("unknown change type '" + type + "'");
@@ -258,6 +264,12 @@ struct KeyOf {
   void operator()(const QueueSet& e) { j.update({{"kind", "queue"}, {"key", e.queue.name}}); }
   void operator()(const QosSet& e) { j.update({{"kind", "qos"}, {"key", e.qos.name}}); }
   void operator()(const QosDeleted& e) { j.update({{"kind", "qos"}, {"key", e.name}}); }
+  void operator()(const ReservationSet& e) {
+    j.update({{"kind", "reservation"}, {"key", e.reservation.name}});
+  }
+  void operator()(const ReservationDeleted& e) {
+    j.update({{"kind", "reservation"}, {"key", e.name}});
+  }
   void operator()(const TokenIssued& e) { j.update({{"kind", "token"}, {"key", e.credential.id}}); }
   void operator()(const TokenRevoked& e) { j.update({{"kind", "token"}, {"key", e.id}}); }
   void operator()(const JobSubmitted& e) { j.update({{"kind", "job"}, {"key", e.job.id}}); }
@@ -293,7 +305,8 @@ const char* ChangeName(const ChangeKind& what) {
       "token_issued",        "token_revoked",   "idle_warned",       "step_started",
       "step_exited",         "job_hold_set",    "run_signalled",     "node_health_set",
       "jobs_retired",        "array_submitted", "node_drain_set",    "gpu_drain_set",
-      "run_noted",           "qos_set",         "qos_deleted"};
+      "run_noted",           "qos_set",         "qos_deleted",       "reservation_set",
+      "reservation_deleted"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];
 }

@@ -14,6 +14,7 @@
 #include "core/identity.h"
 #include "core/job.h"
 #include "core/node.h"
+#include "core/node_reservation.h"
 #include "core/qos.h"
 
 namespace corral::head {
@@ -123,6 +124,12 @@ struct QosSet {  // a QoS class defined or changed (qos.h)
 struct QosDeleted {
   std::string name;
 };
+struct ReservationSet {  // an admin reservation or maintenance window (node_reservation.h)
+  NodeReservationSpec reservation;
+};
+struct ReservationDeleted {
+  std::string name;
+};
 struct TokenIssued {
   Credential credential;
 };
@@ -172,7 +179,7 @@ using ChangeKind =
                  RunEnded, JobEnded, CheckpointReported, NodeRegistered, NodeLivenessSet, QueueSet,
                  TokenIssued, TokenRevoked, IdleWarned, StepStarted, StepExited, JobHoldSet,
                  RunSignalled, NodeHealthSet, JobsRetired, ArraySubmitted, NodeDrainSet,
-                 GpuDrainSet, RunNoted, QosSet, QosDeleted>;
+                 GpuDrainSet, RunNoted, QosSet, QosDeleted, ReservationSet, ReservationDeleted>;
 
 struct Change {
   uint64_t revision = 0;

@@ -214,6 +214,8 @@ struct Applier {
   void operator()(const QueueSet& c) { s.queues[c.queue.name] = c.queue; }
   void operator()(const QosSet& c) { s.qos[c.qos.name] = c.qos; }
   void operator()(const QosDeleted& c) { s.qos.erase(c.name); }
+  void operator()(const ReservationSet& c) { s.reservations[c.reservation.name] = c.reservation; }
+  void operator()(const ReservationDeleted& c) { s.reservations.erase(c.name); }
   void operator()(const JobsRetired& c) {
     // The store marks the rows retired, and keeps the usage, in the change's own commit: on
     // recovery the jobs are already out of the rows loaded, their usage already counted.
@@ -293,6 +295,8 @@ Json StateToJson(const ClusterState& s) {
   for (const auto& [hash, c] : s.credentials) creds.push_back(ToJson(c));
   Json qos = Json::array();
   for (const auto& [name, q] : s.qos) qos.push_back(ToJson(q));
+  Json reservations = Json::array();
+  for (const auto& [name, r] : s.reservations) reservations.push_back(ToJson(r));
   Json retired = Json::array();
   for (const auto& [id, state] : s.retired) retired.push_back(Json{id, JobStateName(state)});
   return Json{{"revision", s.revision},
@@ -305,7 +309,8 @@ Json StateToJson(const ClusterState& s) {
               {"step_key", s.step_key},
               {"retired", retired},
               {"retired_usage", RetiredUsageToJson(s.retired_usage)},
-              {"qos", qos}};
+              {"qos", qos},
+              {"reservations", reservations}};
 }
 
 Json RetiredUsageToJson(const std::map<RetiredUsageKey, RetiredUsage>& usage) {

@@ -225,6 +225,31 @@ struct DeleteQos {
   }
 };
 
+// --- admin reservations and maintenance windows ---
+
+struct ListReservations {
+  using Answer = std::vector<NodeReservationSpec>;
+  Result<Answer> operator()(HeadCore& core, const Caller&, TimeMs) && {
+    return Result<Answer>(core.ListReservations());
+  }
+};
+
+struct CreateReservation {
+  using Answer = NodeReservationSpec;
+  NodeReservationSpec reservation;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.CreateReservation(by, std::move(reservation), now);
+  }
+};
+
+struct DeleteReservation {
+  using Answer = NodeReservationSpec;
+  std::string name;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.DeleteReservation(by, name, now);
+  }
+};
+
 // --- credentials ---
 
 // Answered by the shell, which draws the secret.
@@ -316,6 +341,9 @@ constexpr bool ForAgents() {
   X(ListQos)                    \
   X(SetQos)                     \
   X(DeleteQos)                  \
+  X(ListReservations)           \
+  X(CreateReservation)          \
+  X(DeleteReservation)          \
   X(CreateToken)                \
   X(RevokeToken)                \
   X(ListTokens)                 \

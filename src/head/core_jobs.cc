@@ -150,6 +150,7 @@ Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, 
   CORRAL_RETURN_IF_ERROR(CheckGrace(state_.queues, spec));
   if (!by.IsAdmin()) CORRAL_RETURN_IF_ERROR(CheckUserLimits(spec, owner));
   CORRAL_RETURN_IF_ERROR(CheckPriority(by, spec, owner));
+  CORRAL_RETURN_IF_ERROR(CheckReservation(spec, owner, now));
   Job job;
   job.spec = std::move(spec);
   job.owner = std::move(owner);

@@ -11,6 +11,10 @@
 namespace corral::head {
 namespace {
 
+sched::NodeReservation ToSchedulerReservation(const NodeReservationSpec& r) {
+  return {r.name, r.nodes, r.start_ms, r.end_ms, r.maintenance, r.users, r.queues};
+}
+
 sched::RunningJob ToRunning(const Job& job, sched::PendingJob input) {
   const Run& run = *job.CurrentRun();
   return {std::move(input), run.placement, run.started_at ? run.started_at : run.scheduled_at};
@@ -177,6 +181,14 @@ void HeadCore::Index(const Change& c) {
     }
     void operator()(const QosSet&) { core.RefreshPendingInputs(); }
     void operator()(const QosDeleted&) { core.RefreshPendingInputs(); }
+    void operator()(const ReservationSet& e) {
+      core.scheduler_->SetReservation(ToSchedulerReservation(e.reservation));
+      core.WantSchedule();
+    }
+    void operator()(const ReservationDeleted& e) {
+      core.scheduler_->RemoveReservation(e.name);
+      core.WantSchedule();
+    }
     void operator()(const TokenIssued&) {}
     void operator()(const TokenRevoked&) {}
     void operator()(const JobsRetired& e) { core.OnRetired(e); }
@@ -226,6 +238,8 @@ void HeadCore::MarkDirty(const Change& c) {
     void operator()(const QueueSet& e) { d.queues.insert(e.queue.name); }
     void operator()(const QosSet&) { d.qos = true; }
     void operator()(const QosDeleted&) { d.qos = true; }
+    void operator()(const ReservationSet&) { d.reservations = true; }
+    void operator()(const ReservationDeleted&) { d.reservations = true; }
     void operator()(const TokenIssued&) { d.credentials = true; }
     void operator()(const TokenRevoked&) { d.credentials = true; }
   };
@@ -320,6 +334,9 @@ void HeadCore::RebuildIndexes(TimeMs now) {
     if (job.spec.interactive && !IsTerminal(job.state)) session_heard_[id] = {now, now};
   }
   for (const auto& [name, q] : state_.queues) scheduler_->SetQueue(q);
+  for (const auto& [name, r] : state_.reservations) {
+    scheduler_->SetReservation(ToSchedulerReservation(r));
+  }
   for (const auto& [name, node] : state_.nodes) {
     scheduler_->UpsertNode(ToNodeInfo(node));
     desired_[name] = DesiredLog(state_.epoch << 32);

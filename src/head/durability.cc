@@ -70,6 +70,11 @@ void EditLog::MaybeSnapshot(HeadCore& core, bool force, std::vector<store::State
     for (const auto& [name, q] : s.qos) qos.push_back(ToJson(q));
     batch->push_back(store::PutMeta{SnapshotMeta::kQos, qos.dump()});
   }
+  if (dirty.reservations) {
+    Json all = Json::array();
+    for (const auto& [name, r] : s.reservations) all.push_back(ToJson(r));
+    batch->push_back(store::PutMeta{SnapshotMeta::kReservations, all.dump()});
+  }
   if (dirty.meta) {
     batch->push_back(store::PutMeta{SnapshotMeta::kEpoch, std::to_string(s.epoch)});
     batch->push_back(store::PutMeta{SnapshotMeta::kNextJobId, std::to_string(s.next_job_id)});
@@ -146,6 +151,15 @@ Result<LoadedState> DecodeStoredState(store::StoredState stored) {
       auto q = QosFromJson(j);
       if (!q.ok()) return q.status();
       s.qos[q->name] = *q;
+    }
+  }
+  if (auto it = stored.meta.find(SnapshotMeta::kReservations); it != stored.meta.end()) {
+    Json arr = Json::parse(it->second, nullptr, false);
+    if (!arr.is_array()) return Internal("store meta 'reservations': not a JSON array");
+    for (const Json& j : arr) {
+      auto r = NodeReservationFromJson(j);
+      if (!r.ok()) return r.status();
+      s.reservations[r->name] = *r;
     }
   }
   for (const store::ChangeRecord& rec : stored.changes) {

@@ -217,6 +217,15 @@ class HeadCore {
   std::vector<QosClass> ListQos() const;
   Result<QosClass> SetQos(const Caller& by, QosClass qos, TimeMs now);
   Result<QosClass> DeleteQos(const Caller& by, const std::string& name, TimeMs now);
+  // Admin reservations and maintenance windows (core_reservations.cc).
+  std::vector<NodeReservationSpec> ListReservations() const;
+  Result<NodeReservationSpec> CreateReservation(const Caller& by, NodeReservationSpec r,
+                                                TimeMs now);
+  Result<NodeReservationSpec> DeleteReservation(const Caller& by, const std::string& name,
+                                                TimeMs now);
+  // A job may name a reservation that exists, is not over or a maintenance window, and admits
+  // its owner and queue.
+  Status CheckReservation(const JobSpec& spec, const std::string& owner, TimeMs now) const;
   // A submission's priority against the QoS of its owner and queue (or the head's
   // max_user_priority when none applies): 403 naming the limit.
   Status CheckPriority(const Caller& by, const JobSpec& spec, const std::string& owner) const;
@@ -254,9 +263,10 @@ class HeadCore {
   struct Dirty {
     std::set<JobId> jobs;
     std::set<std::string> nodes, queues;
-    bool meta = false;         // epoch, next job id, step key
-    bool credentials = false;  // written whole: 10,000 agents' credentials, not per submission
-    bool qos = false;          // written whole: a few classes
+    bool meta = false;          // epoch, next job id, step key
+    bool credentials = false;   // written whole: 10,000 agents' credentials, not per submission
+    bool qos = false;           // written whole: a few classes
+    bool reservations = false;  // written whole: a few
   };
   Dirty TakeDirty();
   // Jobs wait to be retired until the snapshot rows hold them as they ended: the shell

@@ -18,6 +18,7 @@ PendingJob ToPendingJob(const Job& job, const RuntimeEstimator* estimator) {
   p.node_labels = job.spec.node_labels;
   p.time_limit_ms = job.spec.time_limit_ms;
   p.preemptible = job.spec.preemptible;
+  p.reservation = job.spec.reservation;
   p.interactive = job.spec.interactive;
   p.name = job.spec.name;
   p.predicted_ms = estimator ? estimator->Predict(job.owner, job.spec.name, job.spec.queue,

@@ -22,6 +22,7 @@ const std::vector<OptionDef>& SbatchOptionDefs() {
       {"time", 't', A::kRequired},
       {"partition", 'p', A::kRequired},
       {"qos", 'q', A::kRequired},
+      {"reservation", 0, A::kRequired},
       {"account", 'A', A::kRequired},
       {"output", 'o', A::kRequired},
       {"error", 'e', A::kRequired},

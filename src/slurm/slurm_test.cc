@@ -137,6 +137,21 @@ SubmitContext Ctx(const std::string& script) {
   return c;
 }
 
+TEST(SlurmBatch, ReservationGoesIntoTheSpecAndTheEnvironment) {
+  auto sub = BuildBatchSpec(Parse({"--reservation=train", "--time=10"}),
+                            Ctx("#!/bin/bash\necho hi\n"), false);
+  ASSERT_TRUE(sub.ok()) << sub.status().message();
+  EXPECT_EQ(sub->spec["reservation"], "train");
+  EXPECT_NE(std::string(sub->spec["command"][2]).find("export SLURM_JOB_RESERVATION='train'"),
+            std::string::npos);
+  auto valid = ParseJobSpec(sub->spec);
+  ASSERT_TRUE(valid.ok()) << valid.status().message();
+  EXPECT_EQ(valid->reservation, "train");
+  auto two = BuildBatchSpec(Parse({"--reservation=a,b"}), Ctx("#!/bin/bash\n"), false);
+  ASSERT_FALSE(two.ok());
+  EXPECT_NE(two.status().message().find("reservation"), std::string::npos);
+}
+
 TEST(SlurmBatch, MapsTheAllocationOntoTheSpec) {
   ParsedOptions o =
       Parse({"--nodes=2", "--ntasks-per-node=4", "--cpus-per-task=2", "--gpus-per-node=4",
