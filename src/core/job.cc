@@ -64,10 +64,10 @@ bool ParseJobState(const std::string& text, JobState* out) {
 
 namespace {
 constexpr PendingCode kPendingCodes[] = {
-    PendingCode::kNone,       PendingCode::kResources,  PendingCode::kReserved,
-    PendingCode::kPreempting, PendingCode::kQueueLimit, PendingCode::kNoFit,
-    PendingCode::kHeld,       PendingCode::kDependency, PendingCode::kDependencyNever,
-    PendingCode::kArrayLimit};
+    PendingCode::kNone,       PendingCode::kResources,      PendingCode::kReserved,
+    PendingCode::kPreempting, PendingCode::kQueueLimit,     PendingCode::kNoFit,
+    PendingCode::kHeld,       PendingCode::kDependency,     PendingCode::kDependencyNever,
+    PendingCode::kArrayLimit, PendingCode::kReservationWait};
 }  // namespace
 
 const char* PendingCodeName(PendingCode c) {
@@ -92,6 +92,8 @@ const char* PendingCodeName(PendingCode c) {
       return "dependency_never";
     case PendingCode::kArrayLimit:
       return "array_limit";
+    case PendingCode::kReservationWait:
+      return "reservation_wait";
   }
   return "unknown";
 }

@@ -46,6 +46,7 @@ enum class PendingCode : uint8_t {
   kDependency,       // waits for a dependency
   kDependencyNever,  // a dependency that can never be met
   kArrayLimit,       // its array runs as many elements as it may at once
+  kReservationWait,  // kept off nodes by an admin reservation, or waits for its own one
 };
 const char* PendingCodeName(PendingCode c);
 bool ParsePendingCode(const std::string& text, PendingCode* out);

@@ -56,7 +56,7 @@ TEST(NodeReservations, AJobWhoseLimitOverlapsWaitsOneThatEndsBeforeIsBackfilled)
   EXPECT_TRUE(Placed(d, 2));  // ends exactly when the window starts
   const WaitReason* why = ReasonOf(d, 1);
   ASSERT_NE(why, nullptr);
-  EXPECT_EQ(why->code, PendingCode::kResources);
+  EXPECT_EQ(why->code, PendingCode::kReservationWait);
   EXPECT_NE(why->reason.find("reservation maint (maintenance)"), std::string::npos) << why->reason;
   EXPECT_NE(why->reason.find("time limit would overlap"), std::string::npos) << why->reason;
 }
@@ -72,7 +72,7 @@ TEST(NodeReservations, AJobWithoutALimitWaitsUntilTheWindowIsOver) {
   EXPECT_EQ(NodeOf(d, 1), "n2");  // the unreserved node takes the first
   EXPECT_FALSE(Placed(d, 2));
   ASSERT_NE(ReasonOf(d, 2), nullptr);
-  EXPECT_EQ(ReasonOf(d, 2)->code, PendingCode::kResources);
+  EXPECT_EQ(ReasonOf(d, 2)->code, PendingCode::kReservationWait);
   EXPECT_NE(ReasonOf(d, 2)->reason.find("without a time limit"), std::string::npos);
   EXPECT_FALSE(Placed(s.Schedule(11 * kHour), 2));  // during it
   EXPECT_EQ(NodeOf(s.Schedule(12 * kHour), 2), "n1");
@@ -112,7 +112,7 @@ TEST(NodeReservations, AReservationsJobRunsOnlyInsideItOnItsNodes) {
   Decisions before = s.Schedule(0);
   EXPECT_TRUE(before.place.empty());  // n2 is free, but not theirs
   ASSERT_NE(ReasonOf(before, 1), nullptr);
-  EXPECT_EQ(ReasonOf(before, 1)->code, PendingCode::kResources);
+  EXPECT_EQ(ReasonOf(before, 1)->code, PendingCode::kReservationWait);
   EXPECT_NE(ReasonOf(before, 1)->reason.find("reservation train, which starts"), std::string::npos);
   ASSERT_NE(ReasonOf(before, 3), nullptr);  // reasons are reported when they change
   EXPECT_NE(ReasonOf(before, 3)->reason.find("not allowed"), std::string::npos);

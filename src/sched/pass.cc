@@ -205,7 +205,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     std::string gate = ReservationGate(st, e->job, end);
     std::vector<ReplicaPlacement> placement;
     if (!gate.empty()) {
-      report(e, PendingCode::kResources, std::move(gate));
+      report(e, PendingCode::kReservationWait, std::move(gate));
     } else if (int32_t q = st.queues.LimitingQueue(e->queue, TotalGpus(e->job)); q >= 0) {
       report(e, PendingCode::kQueueLimit, "queue " + st.queues.Name(q) + " is at its limit");
     } else if (placer.Place(ShapeOf(e->job), end, /*keep=*/true, &placement)) {
@@ -213,7 +213,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       bind(e, std::move(placement), end);
       continue;
     } else {
-      report(e, PendingCode::kResources,
+      report(e, PendingCode::kReservationWait,
              "waiting for free GPUs for " + Describe(e->job) + " on the nodes of reservation " +
                  e->job.reservation);
     }
@@ -384,7 +384,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     if (const NodeReservation* r = BlockingReservation(st, j, end)) {
       // Kept off free nodes by an admin reservation (its run could overlap it): it takes no
       // backfill reservation of its own there.
-      report(e, PendingCode::kResources,
+      report(e, PendingCode::kReservationWait,
              "waiting: " + DescribeReservation(*r) +
                  (end == kUnknownTime ? "; a job without a time limit could overlap it"
                                       : "; its time limit would overlap it"));

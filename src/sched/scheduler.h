@@ -46,8 +46,8 @@
 // start (a job without a limit waits: its run could overlap); backfill fills the node until
 // then. A job of a reservation starts only during it, on its nodes, and only if its limit
 // ends by the reservation's end. A maintenance window takes no job at all. Runs already on
-// the node are not stopped. Jobs kept off reserved nodes wait with a reason that names the
-// reservation (PendingCode::kResources).
+// the node are not stopped. Jobs kept off reserved nodes wait with PendingCode::
+// kReservationWait, naming the reservation.
 //
 // Blocked jobs and backfill: the first `reservation_depth` jobs (in order) that cannot start
 // get a reservation: the earliest time and nodes at which they fit, computed from running

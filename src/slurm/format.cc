@@ -60,6 +60,8 @@ std::string PendingReason(const Job& j) {
       return "JobArrayTaskLimit";
     case PendingCode::kQueueLimit:
       return "QOSMaxGRESPerUser";
+    case PendingCode::kReservationWait:
+      return "ReservationWait";
     case PendingCode::kReserved:
     case PendingCode::kPreempting:
     case PendingCode::kResources:
