@@ -192,6 +192,13 @@ bool QueueBook::Within(int32_t q, int32_t a) const {
   return false;
 }
 
+int32_t QueueBook::NearestQuotaAncestor(int32_t q) const {
+  for (int32_t a = queues_[q].parent; a >= 0; a = queues_[a].parent) {
+    if (queues_[a].config.quota_gpus > 0) return a;
+  }
+  return -1;
+}
+
 void QueueBook::QuotaLevels(int32_t q, std::vector<int32_t>* out) const {
   out->clear();
   out->push_back(q);
@@ -203,7 +210,9 @@ void QueueBook::QuotaLevels(int32_t q, std::vector<int32_t>* out) const {
 QueueBook::Meet QueueBook::QuotaMeet(int32_t taker, int32_t holder) const {
   Meet m;
   if (taker == holder) return {taker, holder, 0};
-  if (queues_[taker].parent < 0 && queues_[holder].parent < 0) return {taker, holder, 0};
+  if (NearestQuotaAncestor(taker) < 0 && NearestQuotaAncestor(holder) < 0) {
+    return {taker, holder, 0};  // no shared quota above either: flat
+  }
   std::vector<int32_t> lt, lh;
   QuotaLevels(taker, &lt);
   QuotaLevels(holder, &lh);

@@ -92,6 +92,8 @@ class QueueBook {
   int32_t Parent(int32_t q) const { return queues_[q].parent; }
   // Is `q` the queue `a` or one of its descendants?
   bool Within(int32_t q, int32_t a) const;
+  // The nearest ancestor with a quota; -1: none.
+  int32_t NearestQuotaAncestor(int32_t q) const;
   // The queue's quota levels, itself first, then each ancestor with a quota.
   void QuotaLevels(int32_t q, std::vector<int32_t>* out) const;
   // Where a job of queue `taker` and a run of queue `holder` meet (see above): the level on

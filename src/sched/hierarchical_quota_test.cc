@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -72,7 +73,7 @@ TEST(HierarchicalQuota, WithoutAParentQuotaQueuesAreFlat) {
 struct ReclaimTree {
   Scheduler s{NoPreemptDelay()};
   std::map<JobId, std::string> queue_of;
-  explicit ReclaimTree(int32_t org_quota, int64_t x_runs = 5) {
+  explicit ReclaimTree(int32_t org_quota) {
     s.UpsertNode(MakeNode("n1").Gpus(8));
     s.SetQueue({"org", org_quota, -1, 1.0});
     s.SetQueue({"org/a", std::min(4, std::max(org_quota, 2)), -1, 1.0});
@@ -84,7 +85,7 @@ struct ReclaimTree {
                            {{"n1", {gpu++}}}, /*started_at=*/500));
       queue_of[id] = "org/b";
     }
-    for (JobId id = 200; id < 200 + x_runs; ++id) {
+    for (JobId id = 200; id < 205; ++id) {
       s.AddRunning(Running(MakeJob(id).Gpus(1).Queue("x").Preemptible(), {{"n1", {gpu++}}}, 0));
       queue_of[id] = "x";
     }
