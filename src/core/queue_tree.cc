@@ -39,8 +39,9 @@ Status ValidateQuotaInTree(const QueueConfig& q, const std::map<std::string, Que
     if (p && sub.quota_gpus > p->quota_gpus) {
       return InvalidArgument("field 'quota_gpus': " + std::to_string(q.quota_gpus) +
                              " would leave sub-queue '" + sub.name + "' with a quota of " +
-                             std::to_string(sub.quota_gpus) + " GPUs, above the quota of its parent '" +
-                             p->name + "' (" + std::to_string(p->quota_gpus) + " GPUs)");
+                             std::to_string(sub.quota_gpus) +
+                             " GPUs, above the quota of its parent '" + p->name + "' (" +
+                             std::to_string(p->quota_gpus) + " GPUs)");
     }
   }
   return Status::Ok();

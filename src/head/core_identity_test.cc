@@ -265,8 +265,7 @@ TEST(CoreQueues, ASubQueuesQuotaStaysWithinItsParents) {
   // Lowering a parent below a sub-queue's quota is refused too, naming the sub-queue.
   auto under = h.core().SetQueue(kAdmin, {"org", 3, -1, 1.0}, h.now);
   ASSERT_FALSE(under.ok());
-  EXPECT_NE(under.status().message().find("sub-queue 'org/a' with a quota of 4"),
-            std::string::npos)
+  EXPECT_NE(under.status().message().find("sub-queue 'org/a' with a quota of 4"), std::string::npos)
       << under.status().message();
   // Nothing changed: org still has 6, so org/b may have 6.
   EXPECT_TRUE(h.core().SetQueue(kAdmin, {"org/b", 6, -1, 1.0}, h.now).ok());

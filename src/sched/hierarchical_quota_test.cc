@@ -81,8 +81,8 @@ struct ReclaimTree {
     s.SetQueue({"x", 2, -1, 1.0});
     int gpu = 0;
     for (JobId id = 100; id < 103; ++id) {
-      s.AddRunning(Running(MakeJob(id).Gpus(1).Queue("org/b").Preemptible(),
-                           {{"n1", {gpu++}}}, /*started_at=*/500));
+      s.AddRunning(Running(MakeJob(id).Gpus(1).Queue("org/b").Preemptible(), {{"n1", {gpu++}}},
+                           /*started_at=*/500));
       queue_of[id] = "org/b";
     }
     for (JobId id = 200; id < 205; ++id) {
@@ -121,8 +121,7 @@ TEST(HierarchicalQuota, AtItsParentsQuotaAChildReclaimsOnlyFromSiblings) {
   Decisions d = t.s.Schedule(1000);
   ASSERT_EQ(d.preempt.size(), 1u);
   EXPECT_EQ(VictimQueues(d, t.queue_of), std::vector<std::string>{"org/b"});
-  EXPECT_NE(d.preempt[0].reason.find("queue org/a reclaims its quota of 3 GPUs"),
-            std::string::npos)
+  EXPECT_NE(d.preempt[0].reason.find("queue org/a reclaims its quota of 3 GPUs"), std::string::npos)
       << d.preempt[0].reason;
 }
 
@@ -135,8 +134,7 @@ Decisions CappedByParent(int32_t org_quota) {
   s.SetQueue({"org/a", 4, -1, 1.0});
   s.SetQueue({"org/b", 4, -1, 1.0});
   s.SetQueue({"x", 2, -1, 1.0});
-  s.AddRunning(
-      Running(MakeJob(100).Gpus(4).Queue("org/a").Preemptible(), {{"n1", {0, 1, 2, 3}}}));
+  s.AddRunning(Running(MakeJob(100).Gpus(4).Queue("org/a").Preemptible(), {{"n1", {0, 1, 2, 3}}}));
   s.AddRunning(Running(MakeJob(200).Gpus(4).Queue("x").Preemptible(), {{"n1", {4, 5, 6, 7}}}));
   s.AddPending(MakeJob(1).Gpus(2).Queue("org/b"));
   return s.Schedule(1000);

@@ -311,9 +311,8 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
           // parent with a quota.
           QueueBook::Meet m = st.queues.QuotaMeet(e->queue, r.queue);
           why = "queue " + st.queues.Name(m.taker) + " reclaims its quota of " +
-                std::to_string(st.queues.Quota(m.taker)) + " GPUs for job " +
-                std::to_string(j.id) + "; queue " + st.queues.Name(m.holder) +
-                " was over its quota";
+                std::to_string(st.queues.Quota(m.taker)) + " GPUs for job " + std::to_string(j.id) +
+                "; queue " + st.queues.Name(m.holder) + " was over its quota";
         }
         why += "; loses " + std::to_string(lost / kMinute) + " GPU-minutes of work since " +
                (r.job.last_checkpoint_at > r.started_at ? "its last checkpoint" : "it started");

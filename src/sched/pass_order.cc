@@ -27,7 +27,7 @@ std::optional<PassOrder::QueueKey> PassOrder::MakeQueueKey(int32_t sel) const {
   if (users_[sel].empty()) return std::nullopt;
   const UserKey& head = *users_[sel].begin();
   if (std::get<1>(head) != kUnknownTime) {  // aged: by submit time alone
-    return QueueKey{std::get<0>(head), std::get<1>(head), 0, 0, 0, 0, 0.0, {}, 0, 0, 0,
+    return QueueKey{std::get<0>(head), std::get<1>(head), 0,  0, 0, 0, 0.0, {}, 0, 0, 0,
                     std::get<6>(head), std::get<7>(head), sel};
   }
   // 0 within its own quota, 1 within an ancestor's (lent its subtree's idle share before the

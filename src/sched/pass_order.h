@@ -49,9 +49,9 @@ class PassOrder {
   // borrowing_queues_by_level), queue share (its top quota level's, QueueBook::FairPath),
   // the deeper levels' ids and shares, level, Gittins bucket, predicted remaining, submit, id,
   // selection queue); for an aged head, 0 from the tier to predicted remaining.
-  using QueueKey = std::tuple<int64_t, int64_t, int, int64_t, int64_t, int64_t, double,
-                              std::vector<double>, int64_t, int64_t, int64_t, int64_t, JobId,
-                              int32_t>;
+  using QueueKey =
+      std::tuple<int64_t, int64_t, int, int64_t, int64_t, int64_t, double, std::vector<double>,
+                 int64_t, int64_t, int64_t, int64_t, JobId, int32_t>;
 
   std::optional<UserKey> MakeUserKey(int32_t g) const;
   std::optional<QueueKey> MakeQueueKey(int32_t sel) const;
