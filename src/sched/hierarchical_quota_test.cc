@@ -104,6 +104,18 @@ TEST(HierarchicalQuota, AChildReclaimsFirstFromBorrowersOutsideItsParent) {
       << d.preempt[0].reason;
 }
 
+TEST(HierarchicalQuota, AChildOverItsOwnQuotaReclaimsWithinItsParents) {
+  // org/b is over its own quota of 2 (3 GPUs) but org (6) is not: its job reclaims from x,
+  // which borrows org's idle share, and the reason names org's quota.
+  ReclaimTree t(/*org_quota=*/6);
+  t.s.AddPending(MakeJob(1).Gpus(2).Queue("org/b"));
+  Decisions d = t.s.Schedule(1000);
+  ASSERT_EQ(d.preempt.size(), 2u);
+  EXPECT_EQ(VictimQueues(d, t.queue_of), (std::vector<std::string>{"x", "x"}));
+  EXPECT_NE(d.preempt[0].reason.find("queue org reclaims its quota of 6 GPUs"), std::string::npos)
+      << d.preempt[0].reason;
+}
+
 TEST(HierarchicalQuota, FlatQueuesReclaimByVictimOrderAlone) {
   // No parent quota: org/a and org/b are flat queues; org/b's runs lose the least work.
   ReclaimTree t(/*org_quota=*/0);

@@ -110,6 +110,13 @@ bool MayPreempt(SchedState& st) {
   return false;
 }
 
+// Would the job stay within the quota of its level where its queue meets the run's
+// (QueueBook::QuotaMeet; for flat queues, its own queue)?
+bool FitsWhereTheyMeet(const SchedState& st, const PendingEntry& e, const RunEntry& r) {
+  const int32_t level = st.queues.QuotaMeet(e.queue, r.queue).taker;
+  return st.queues.AllocGpus(level) + TotalGpus(e.job) <= st.queues.Quota(level);
+}
+
 }  // namespace
 
 PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs now, Decisions* d) {
@@ -292,9 +299,8 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
                 std::to_string(e->key.level) + "; this run has " +
                 std::to_string(attained / kHour) + " GPU-hours, level " +
                 std::to_string(LasLevel(cfg, attained)) + ")";
-        } else if (r.job.priority == j.priority &&
-                   st.queues.AllocGpus(e->queue) + TotalGpus(j) > st.queues.Quota(e->queue)) {
-          // Not a reclaim (the job's queue would go over its quota): LAS across queues.
+        } else if (r.job.priority == j.priority && !FitsWhereTheyMeet(st, *e, r)) {
+          // Not a reclaim (the job's quota level would go over its quota): LAS across queues.
           DurationMs attained = AttainedNow(r.job, r.gpus, r.started_at, now);
           why = "preempted for job " + std::to_string(j.id) + " of queue " +
                 st.queues.Name(e->queue) + ", which has attained less service (LAS level " +
