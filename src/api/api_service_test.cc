@@ -203,7 +203,9 @@ TEST_F(Api, ASubQueuesQuotaAboveItsParentsIsRefused) {
   EXPECT_NE(ErrorOf(over).find("field 'quota_gpus': 4 exceeds the quota of parent queue 'org'"),
             std::string::npos)
       << ErrorOf(over);
-  for (const Json& q : Call("GET", "/v1/queues").body["queues"]) {
+  Reply listed = Call("GET", "/v1/queues");
+  ASSERT_EQ(listed.status, 200);
+  for (const Json& q : listed.body["queues"]) {
     EXPECT_NE(q["name"], "org/team") << "a refused queue is not set";
   }
   EXPECT_EQ(Call("PUT", "/v1/queues/org/team", Json{{"quota_gpus", 2}}).status, 200);
