@@ -70,7 +70,8 @@ run_ctest build --output-on-failure -j "$JOBS" \
   -L 'integration|observability|ddp|security|pg|slurm|chaos|browser|package|bench|container|gpu-sharing|interactive' --timeout 900
 
 stage "build (ASan+UBSan, unit tests)"
-BUILD_DIR=build-asan BUILD_TYPE=Debug ./scripts/build.sh -DCORRAL_WERROR=ON -DCORRAL_SANITIZE=ON \
+# Only the unit tests and what they run: not the binaries, which the -O2 stage built and ran.
+BUILD_DIR=build-asan BUILD_TYPE=Debug BUILD_TARGETS=unit_tests ./scripts/build.sh -DCORRAL_WERROR=ON -DCORRAL_SANITIZE=ON \
   -DCORRAL_TESTS=ON -DCORRAL_UNIT_TESTS=ON -DCORRAL_BENCH=OFF -DCORRAL_SYSTEM_TESTS=OFF \
   -DCMAKE_CXX_FLAGS_DEBUG=-g1
 stage "unit tests under ASan+UBSan"
