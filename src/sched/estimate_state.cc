@@ -38,6 +38,26 @@ std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
     nodes.push_back({n.info.name, n.common_model, n.free_gpus});
   }
   std::vector<EstimateRelease> releases;
+  // A node of an admin reservation not over yet gives no GPU before the reservation ends: an
+  // upper bound (jobs that would end before it starts may still backfill there).
+  std::vector<TimeMs> reserved_until(nodes.size(), kUnknownTime);
+  for (const auto& [name, r] : st.node_reservations) {
+    if (r.end <= now) continue;
+    for (const std::string& node : r.nodes) {
+      int32_t slot = st.model.Find(node);
+      if (slot < 0 || index_of_slot[slot] < 0) continue;
+      int32_t i = index_of_slot[slot];
+      TimeMs& until = reserved_until[i];
+      until = until == kUnknownTime ? r.end : std::max(until, r.end);
+    }
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (reserved_until[i] == kUnknownTime) continue;
+    if (nodes[i].free_gpus > 0) {
+      releases.push_back({reserved_until[i], static_cast<int32_t>(i), nodes[i].free_gpus});
+    }
+    nodes[i].free_gpus = 0;
+  }
   for (const auto& [id, r] : st.running) {
     int64_t gpus = std::max<int64_t>(1, r.gpus);
     DurationMs attained = r.job.attained_ms + gpus * std::max<DurationMs>(0, now - r.started_at);
@@ -52,14 +72,29 @@ std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
       if (slot < 0 || index_of_slot[slot] < 0) continue;
       const ReplicaPlacement& p = r.placement[k];
       int32_t g = p.gpu_milli.empty() ? static_cast<int32_t>(p.gpus.size()) : 0;
-      if (g > 0) releases.push_back({end, index_of_slot[slot], g});
+      int32_t i = index_of_slot[slot];
+      TimeMs at = reserved_until[i] == kUnknownTime || end == kUnknownTime
+                      ? end
+                      : std::max(end, reserved_until[i]);
+      if (g > 0) releases.push_back({at, i, g});
     }
   }
   std::vector<EstimateJob> jobs;
+  std::vector<StartEstimate> in_reservations;
   PassOrder order(st.pending, st.queues);
   while (PendingEntry* e = order.Next()) {
     const PendingJob& j = e->job;
-    if (static_cast<int64_t>(jobs.size()) < options.max_jobs) {
+    if (!j.reservation.empty()) {
+      // Starts when its reservation does, on its nodes (if it exists and takes jobs).
+      auto r = st.node_reservations.find(j.reservation);
+      StartEstimate est{j.id, kUnknownTime, {}};
+      if (r != st.node_reservations.end() && !r->second.maintenance && r->second.end > now) {
+        est.start = std::max(now, r->second.start);
+        est.nodes = r->second.nodes;
+        std::sort(est.nodes.begin(), est.nodes.end());
+      }
+      in_reservations.push_back(std::move(est));
+    } else if (static_cast<int64_t>(jobs.size()) < options.max_jobs) {
       DurationMs limit = j.time_limit_ms > 0 ? j.time_limit_ms : kUnknownTime;
       DurationMs left = Remaining(st.config, j, j.attained_ms, limit, options.use_predictions);
       jobs.push_back({j.id, j.replicas, GpusPerReplica(j), j.max_replicas_per_node, j.gpu_model,
@@ -69,7 +104,9 @@ std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
     order.Done();
   }
   st.pending.RestoreAll();
-  return SweepStarts(nodes, releases, jobs, now);
+  std::vector<StartEstimate> out = SweepStarts(nodes, releases, jobs, now);
+  for (StartEstimate& e : in_reservations) out.push_back(std::move(e));
+  return out;
 }
 
 }  // namespace corral::sched

@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "sched/node_reservations.h"
 #include "sched/pass_order.h"
 #include "sched/state.h"
 
@@ -197,6 +198,34 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       bind(e, std::move(placement), end);
     }
   }
+  // Jobs of admin reservations try their reservation's nodes (their label) before the
+  // reservations' holds are set, and only then; the main order does not see them.
+  for (JobId id : std::vector<JobId>(st.reservation_jobs.begin(), st.reservation_jobs.end())) {
+    PendingEntry* e = st.pending.Find(id);
+    if (!e) {
+      st.reservation_jobs.erase(id);
+      continue;
+    }
+    ++st.work;
+    TimeMs end = ExpectedEndOf(cfg, e->job, now);
+    std::string gate = ReservationGate(st, e->job, end);
+    std::vector<ReplicaPlacement> placement;
+    if (!gate.empty()) {
+      report(e, PendingCode::kResources, std::move(gate));
+    } else if (int32_t q = st.queues.LimitingQueue(e->queue, TotalGpus(e->job)); q >= 0) {
+      report(e, PendingCode::kQueueLimit, "queue " + st.queues.Name(q) + " is at its limit");
+    } else if (placer.Place(ShapeOf(e->job), end, /*keep=*/true, &placement)) {
+      st.reservation_jobs.erase(id);
+      bind(e, std::move(placement), end);
+      continue;
+    } else {
+      report(e, PendingCode::kResources,
+             "waiting for free GPUs for " + Describe(e->job) + " on the nodes of reservation " +
+                 e->job.reservation);
+    }
+    st.pending.HideJob(e);
+  }
+  HoldReservedNodes(st);
   st.pending.Promote(now);
   PassOrder order(st.pending, st.queues);
   bool strict = cfg.policy == OrderPolicy::kFifo || !cfg.backfill;
@@ -360,7 +389,14 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       continue;
     }
     Reservation rv;
-    if (reservations < cfg.reservation_depth && Reserve(st, *e, &rv)) {
+    if (const NodeReservation* r = BlockingReservation(st, j, end)) {
+      // Kept off free nodes by an admin reservation (its run could overlap it): it takes no
+      // backfill reservation of its own there.
+      report(e, PendingCode::kResources,
+             "waiting: " + DescribeReservation(*r) +
+                 (end == kUnknownTime ? "; a job without a time limit could overlap it"
+                                      : "; its time limit would overlap it"));
+    } else if (reservations < cfg.reservation_depth && Reserve(st, *e, &rv)) {
       ++reservations;
       std::string when = rv.start == kUnknownTime ? "when running jobs without a time limit end"
                                                   : "at t=" + std::to_string(rv.start) + " ms";

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 
+#include "sched/node_reservations.h"
 #include "sched/start_estimate.h"
 #include "sched/state.h"
 
@@ -84,8 +85,14 @@ void Scheduler::Impl::RemoveRun(JobId id) {
 Scheduler::Scheduler(SchedulerConfig config) : impl_(std::make_unique<Impl>(config)) {}
 Scheduler::~Scheduler() = default;
 
-void Scheduler::UpsertNode(const NodeInfo& node) {
+void Scheduler::UpsertNode(const NodeInfo& given) {
   ClusterModel& m = impl_->st.model;
+  NodeInfo node = given;
+  for (const auto& [name, r] : impl_->st.node_reservations) {
+    if (std::find(r.nodes.begin(), r.nodes.end(), node.name) != r.nodes.end()) {
+      node.labels[ReservationLabel(name)] = "1";
+    }
+  }
   bool added = m.Find(node.name) < 0;
   int32_t slot = m.Upsert(node);
   if (!added) return;
@@ -104,6 +111,33 @@ void Scheduler::UpsertNode(const NodeInfo& node) {
 
 void Scheduler::RemoveNode(const std::string& name) { impl_->st.model.Remove(name); }
 
+void Scheduler::SetReservation(const NodeReservation& reservation) {
+  RemoveReservation(reservation.name);
+  SchedState& st = impl_->st;
+  st.node_reservations[reservation.name] = reservation;
+  for (const std::string& node : reservation.nodes) {
+    int32_t slot = st.model.Find(node);
+    if (slot < 0) continue;
+    NodeInfo info = st.model.slot(slot).info;
+    info.labels[ReservationLabel(reservation.name)] = "1";
+    st.model.Upsert(info);
+  }
+}
+
+void Scheduler::RemoveReservation(const std::string& name) {
+  SchedState& st = impl_->st;
+  auto it = st.node_reservations.find(name);
+  if (it == st.node_reservations.end()) return;
+  for (const std::string& node : it->second.nodes) {
+    int32_t slot = st.model.Find(node);
+    if (slot < 0) continue;
+    NodeInfo info = st.model.slot(slot).info;
+    info.labels.erase(ReservationLabel(name));
+    st.model.Upsert(info);
+  }
+  st.node_reservations.erase(it);
+}
+
 void Scheduler::SetQueue(const QueueConfig& queue) {
   SchedState& st = impl_->st;
   int32_t q = st.queues.Id(queue.name);
@@ -113,9 +147,21 @@ void Scheduler::SetQueue(const QueueConfig& queue) {
   if (st.queues.MaxWait(q) != bound) st.pending.Reage();
 }
 
-void Scheduler::AddPending(const PendingJob& job) { impl_->st.pending.Add(job); }
+void Scheduler::AddPending(const PendingJob& job) {
+  if (job.reservation.empty()) {
+    impl_->st.reservation_jobs.erase(job.id);
+    impl_->st.pending.Add(job);
+    return;
+  }
+  // The label keeps it on its reservation's nodes (placement, classes and admission alike).
+  PendingJob in = job;
+  in.node_labels[ReservationLabel(job.reservation)] = "1";
+  impl_->st.reservation_jobs.insert(job.id);
+  impl_->st.pending.Add(in);
+}
 
 void Scheduler::RemovePending(JobId id) {
+  impl_->st.reservation_jobs.erase(id);
   impl_->st.pending.Remove(id);
   impl_->Forget(id);
 }

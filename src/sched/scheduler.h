@@ -40,6 +40,15 @@
 //    level; preemptive: a running preemptible job in a strictly higher level may be preempted.
 //  The baselines ignore priority, quotas and fair share; queue limits hold for every policy.
 //
+// Admin reservations (NodeReservation, Slurm's `scontrol create reservation`): no job runs
+// on a reserved node during the reservation unless it was submitted into it. A job may start
+// on such a node before the reservation only if its time limit ends by the reservation's
+// start (a job without a limit waits: its run could overlap); backfill fills the node until
+// then. A job of a reservation starts only during it, on its nodes, and only if its limit
+// ends by the reservation's end. A maintenance window takes no job at all. Runs already on
+// the node are not stopped. Jobs kept off reserved nodes wait with a reason that names the
+// reservation (PendingCode::kResources).
+//
 // Blocked jobs and backfill: the first `reservation_depth` jobs (in order) that cannot start
 // get a reservation: the earliest time and nodes at which they fit, computed from running
 // jobs' expected ends (started_at + time_limit_ms; unknown when the limit is 0). A lower job
@@ -108,6 +117,8 @@ struct PendingJob {
   std::map<std::string, std::string> node_labels;
   DurationMs time_limit_ms = 0;  // 0: unknown; backfill treats it as infinite
   bool preemptible = false;
+  // The admin reservation it runs in (NodeReservation::name): only on its nodes, during it.
+  std::string reservation;
   // An interactive session (JobSpec::interactive): counted against its queue's
   // max_interactive_gpus_per_user.
   bool interactive = false;
@@ -320,6 +331,18 @@ struct WaitReason {
   std::string reason;
 };
 
+// An advance reservation or maintenance window, set by an admin (Scheduler::SetReservation).
+struct NodeReservation {
+  std::string name;
+  std::vector<std::string> nodes;
+  TimeMs start = 0;
+  TimeMs end = 0;            // > start
+  bool maintenance = false;  // no job at all, its own neither
+  // Who may run in it (PendingJob::reservation): empty lists allow any user or queue.
+  std::vector<std::string> users;
+  std::vector<std::string> queues;
+};
+
 // Where and when a blocked job is expected to start; lower jobs do not delay it.
 struct Reservation {
   JobId job = 0;
@@ -364,6 +387,9 @@ class Scheduler {
   void UpsertNode(const NodeInfo& node);
   void RemoveNode(const std::string& name);
   void SetQueue(const QueueConfig& queue);
+  // Adds or replaces an admin reservation (by name), or removes one.
+  void SetReservation(const NodeReservation& reservation);
+  void RemoveReservation(const std::string& name);
 
   void AddPending(const PendingJob& job);  // replaces a pending job with the same id
   void RemovePending(JobId id);

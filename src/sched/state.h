@@ -61,6 +61,9 @@ struct SchedState {
   std::map<JobId, std::vector<JobId>> victims_of;  // pending job -> its victims still running
   std::set<JobId> room_made;  // pending jobs whose victims have all ended since the last pass
   uint64_t pass = 0;
+  // Admin reservations by name (node_reservations.h), and the pending jobs submitted into one.
+  std::map<std::string, NodeReservation> node_reservations;
+  std::set<JobId> reservation_jobs;
   // Preemptible runs not being preempted: GPUs by queue, and how many runs per priority.
   // Cheap upper bounds that let a blocked job skip the victim search.
   std::vector<int64_t> preemptible_gpus;

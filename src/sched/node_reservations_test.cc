@@ -1,0 +1,169 @@
+// Unit tests of admin reservations and maintenance windows (NodeReservation): no job is placed
+// where its run could overlap one, backfill fills the node before it, a reservation's own jobs
+// run only inside it, and start estimates keep off reserved nodes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "sched/scheduler.h"
+#include "sched/testing_builders.h"
+
+namespace corral::sched {
+namespace {
+
+using testing::MakeJob;
+using testing::MakeNode;
+using testing::Placed;
+
+NodeReservation Window(std::string name, std::vector<std::string> nodes, TimeMs start, TimeMs end,
+                       bool maintenance) {
+  NodeReservation r;
+  r.name = std::move(name);
+  r.nodes = std::move(nodes);
+  r.start = start;
+  r.end = end;
+  r.maintenance = maintenance;
+  return r;
+}
+
+const WaitReason* ReasonOf(const Decisions& d, JobId id) {
+  for (const WaitReason& w : d.waiting) {
+    if (w.job == id) return &w;
+  }
+  return nullptr;
+}
+
+std::string NodeOf(const Decisions& d, JobId id) {
+  for (const PlaceDecision& p : d.place) {
+    if (p.job == id) return p.placement.at(0).node;
+  }
+  return "";
+}
+
+PendingJob InReservation(PendingJob j, const std::string& reservation) {
+  j.reservation = reservation;
+  return j;
+}
+
+TEST(NodeReservations, AJobWhoseLimitOverlapsWaitsOneThatEndsBeforeIsBackfilled) {
+  Scheduler s;
+  s.UpsertNode(MakeNode("n1").Gpus(4));
+  s.SetReservation(Window("maint", {"n1"}, 10 * kHour, 12 * kHour, true));
+  s.AddPending(MakeJob(1).Gpus(4).Limit(11 * kHour).Submit(0));
+  s.AddPending(MakeJob(2).Gpus(4).Limit(10 * kHour).Submit(1));
+  Decisions d = s.Schedule(0);
+  EXPECT_FALSE(Placed(d, 1));
+  EXPECT_TRUE(Placed(d, 2));  // ends exactly when the window starts
+  const WaitReason* why = ReasonOf(d, 1);
+  ASSERT_NE(why, nullptr);
+  EXPECT_EQ(why->code, PendingCode::kResources);
+  EXPECT_NE(why->reason.find("reservation maint (maintenance)"), std::string::npos) << why->reason;
+  EXPECT_NE(why->reason.find("time limit would overlap"), std::string::npos) << why->reason;
+}
+
+TEST(NodeReservations, AJobWithoutALimitWaitsUntilTheWindowIsOver) {
+  Scheduler s;
+  s.UpsertNode(MakeNode("n1").Gpus(2));
+  s.UpsertNode(MakeNode("n2").Gpus(2));
+  s.SetReservation(Window("maint", {"n1"}, 10 * kHour, 12 * kHour, true));
+  s.AddPending(MakeJob(1).Gpus(2).Submit(0));
+  s.AddPending(MakeJob(2).Gpus(2).Submit(1));
+  Decisions d = s.Schedule(0);
+  EXPECT_EQ(NodeOf(d, 1), "n2");  // the unreserved node takes the first
+  EXPECT_FALSE(Placed(d, 2));
+  ASSERT_NE(ReasonOf(d, 2), nullptr);
+  EXPECT_EQ(ReasonOf(d, 2)->code, PendingCode::kResources);
+  EXPECT_NE(ReasonOf(d, 2)->reason.find("without a time limit"), std::string::npos);
+  EXPECT_FALSE(Placed(s.Schedule(11 * kHour), 2));  // during it
+  EXPECT_EQ(NodeOf(s.Schedule(12 * kHour), 2), "n1");
+}
+
+TEST(NodeReservations, ARemovedReservationFreesItsNodes) {
+  Scheduler s;
+  s.UpsertNode(MakeNode("n1").Gpus(1));
+  s.SetReservation(Window("maint", {"n1"}, kHour, 2 * kHour, true));
+  s.AddPending(MakeJob(1).Gpus(1).Submit(0));
+  EXPECT_FALSE(Placed(s.Schedule(0), 1));
+  s.RemoveReservation("maint");
+  EXPECT_TRUE(Placed(s.Schedule(1), 1));
+}
+
+TEST(NodeReservations, RunsAlreadyOnAReservedNodeAreNotStopped) {
+  Scheduler s;
+  s.UpsertNode(MakeNode("n1").Gpus(2));
+  s.AddRunning(testing::Running(MakeJob(7).Gpus(1).Preemptible(), {{"n1", {0}}}, 0));
+  s.SetReservation(Window("maint", {"n1"}, 0, kHour, true));
+  s.AddPending(MakeJob(1).Gpus(1).Priority(100).Submit(0));
+  Decisions d = s.Schedule(kMinute);
+  EXPECT_TRUE(d.preempt.empty());
+  EXPECT_FALSE(Placed(d, 1));
+}
+
+TEST(NodeReservations, AReservationsJobRunsOnlyInsideItOnItsNodes) {
+  Scheduler s;
+  s.UpsertNode(MakeNode("n1").Gpus(2));
+  s.UpsertNode(MakeNode("n2").Gpus(2));
+  NodeReservation r = Window("train", {"n1"}, 10 * kHour, 12 * kHour, false);
+  r.users = {"alice"};
+  s.SetReservation(r);
+  s.AddPending(InReservation(MakeJob(1).Gpus(2).User("alice").Limit(kHour).Submit(0), "train"));
+  s.AddPending(InReservation(MakeJob(2).Gpus(2).User("alice").Limit(3 * kHour).Submit(1), "train"));
+  s.AddPending(InReservation(MakeJob(3).Gpus(2).User("bob").Limit(kHour).Submit(2), "train"));
+  Decisions before = s.Schedule(0);
+  EXPECT_TRUE(before.place.empty());  // n2 is free, but not theirs
+  ASSERT_NE(ReasonOf(before, 1), nullptr);
+  EXPECT_EQ(ReasonOf(before, 1)->code, PendingCode::kResources);
+  EXPECT_NE(ReasonOf(before, 1)->reason.find("reservation train, which starts"), std::string::npos);
+  ASSERT_NE(ReasonOf(before, 3), nullptr);  // reasons are reported when they change
+  EXPECT_NE(ReasonOf(before, 3)->reason.find("not allowed"), std::string::npos);
+  // During it: job 1 on n1; job 2's limit runs past the end; bob is not allowed.
+  s.AddPending(MakeJob(4).Gpus(2).Submit(3));  // no reservation: n2 only
+  Decisions during = s.Schedule(10 * kHour);
+  EXPECT_EQ(NodeOf(during, 1), "n1");
+  EXPECT_FALSE(Placed(during, 2));
+  EXPECT_FALSE(Placed(during, 3));
+  EXPECT_EQ(NodeOf(during, 4), "n2");
+  ASSERT_NE(ReasonOf(during, 2), nullptr);
+  EXPECT_NE(ReasonOf(during, 2)->reason.find("runs past the end"), std::string::npos);
+}
+
+TEST(NodeReservations, AMaintenanceWindowTakesNoJobOfItsOwn) {
+  Scheduler s;
+  s.UpsertNode(MakeNode("n1").Gpus(1));
+  s.SetReservation(Window("maint", {"n1"}, 0, kHour, true));
+  s.AddPending(InReservation(MakeJob(1).Gpus(1).Limit(kMinute), "maint"));
+  Decisions d = s.Schedule(kMinute);
+  EXPECT_FALSE(Placed(d, 1));
+  ASSERT_NE(ReasonOf(d, 1), nullptr);
+  EXPECT_NE(ReasonOf(d, 1)->reason.find("maintenance window"), std::string::npos);
+}
+
+TEST(NodeReservations, ANodeAddedAfterTheReservationIsReservedToo) {
+  Scheduler s;
+  s.SetReservation(Window("maint", {"n1"}, 0, kHour, true));
+  s.UpsertNode(MakeNode("n1").Gpus(1));
+  s.AddPending(MakeJob(1).Gpus(1));
+  EXPECT_FALSE(Placed(s.Schedule(0), 1));
+  EXPECT_TRUE(Placed(s.Schedule(kHour), 1));
+}
+
+TEST(NodeReservations, StartEstimatesKeepOffReservedNodes) {
+  Scheduler s;
+  s.UpsertNode(MakeNode("n1").Gpus(2));
+  s.SetReservation(Window("maint", {"n1"}, 10 * kHour, 12 * kHour, true));
+  s.SetReservation(Window("train", {"n1"}, 20 * kHour, 21 * kHour, false));
+  s.AddPending(MakeJob(1).Gpus(2).Submit(0));
+  s.AddPending(InReservation(MakeJob(2).Gpus(2).Limit(kHour).Submit(1), "train"));
+  std::vector<StartEstimate> e = s.EstimateStarts(0);
+  auto of = [&](JobId id) {
+    auto it = std::find_if(e.begin(), e.end(), [&](auto& x) { return x.job == id; });
+    return it == e.end() ? StartEstimate{} : *it;
+  };
+  // Both reservations hold n1 until the last one ends.
+  EXPECT_EQ(of(1).start, 21 * kHour);
+  EXPECT_EQ(of(2).start, 20 * kHour);
+  EXPECT_EQ(of(2).nodes, std::vector<std::string>{"n1"});
+}
+
+}  // namespace
+}  // namespace corral::sched
