@@ -383,7 +383,9 @@ class HeadCore {
   CoreIndexes indexes_;
   // Below: derived too, but through decisions (holds, the scheduler's model), or not durable.
   // Run times of ended jobs, per user and name and queue: the predictions the scheduler
-  // orders by (sched/runtime_estimate.h). Rebuilt from the ended jobs on recovery.
+  // orders by (sched/runtime_estimate.h). Rebuilt from the ended jobs on recovery. Not in
+  // indexes_: it learns in end order, and jobs that end in one millisecond are learnt live in
+  // the order they ended but rebuilt in id order, so a rebuild need not equal it exactly.
   sched::RuntimeEstimator estimator_;
   std::map<std::string, DesiredLog> desired_;  // per node: its version and recent changes
   // Observations, not state: ports something listens on, per node, from its last sync.
