@@ -32,6 +32,7 @@ TEST_P(Scenario, AMaintenanceWindowKeepsOverlappingJobsOffItsNodes) {
   short_spec.time_limit_ms = 30 * kMinute;  // ends before the window: backfills n1
   Job short_job = Submit(short_spec);
   Schedule();
+  core().Schedule(now());  // reasons are not durable: a recovered core learns them in a pass
   ASSERT_EQ(Get(first.id).state, JobState::kScheduled);
   EXPECT_EQ(Get(first.id).CurrentRun()->placement.at(0).node, "n2");
   ASSERT_EQ(Get(short_job.id).state, JobState::kScheduled);
@@ -109,6 +110,7 @@ TEST_P(Scenario, AJobSubmittedIntoAReservationRunsOnItsNodesDuringIt) {
   EXPECT_EQ(core().Submit(kAna, none, "", now()).status().code(), ErrorCode::kInvalidArgument);
   Job job = Submit(in);
   Schedule();
+  core().Schedule(now());  // reasons are not durable: a recovered core learns them in a pass
   EXPECT_EQ(Get(job.id).state, JobState::kPending);  // n2 is free, but the reservation is later
   EXPECT_EQ(Get(job.id).pending_code, PendingCode::kReservationWait);
   now() += kHour;
