@@ -1,4 +1,4 @@
-// corral reservations: advance reservations and maintenance windows (docs/reservations.md):
+// corral reservations: advance reservations and maintenance windows (docs/api.md):
 // list them; admins create and delete them.
 #include <charconv>
 #include <ctime>

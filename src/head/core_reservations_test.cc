@@ -31,8 +31,9 @@ TEST_P(Scenario, AMaintenanceWindowKeepsOverlappingJobsOffItsNodes) {
   JobSpec short_spec = Spec(2);
   short_spec.time_limit_ms = 30 * kMinute;  // ends before the window: backfills n1
   Job short_job = Submit(short_spec);
-  Schedule();
-  core().Schedule(now());  // reasons are not durable: a recovered core learns them in a pass
+  // The reasons are checked before the step: they are not durable, and a recovered core learns
+  // them in its next pass (when the backfilled job holds n1, with another reason).
+  core().Schedule(now());
   ASSERT_EQ(Get(first.id).state, JobState::kScheduled);
   EXPECT_EQ(Get(first.id).CurrentRun()->placement.at(0).node, "n2");
   ASSERT_EQ(Get(short_job.id).state, JobState::kScheduled);
@@ -42,6 +43,7 @@ TEST_P(Scenario, AMaintenanceWindowKeepsOverlappingJobsOffItsNodes) {
   EXPECT_EQ(waiting.pending_code, PendingCode::kReservationWait);
   EXPECT_NE(waiting.pending_reason.find("reservation maint (maintenance)"), std::string::npos)
       << waiting.pending_reason;
+  Step();
   ASSERT_EQ(core().ListReservations().size(), 1u);  // survives recovery
   EXPECT_EQ(core().ListReservations()[0].nodes, std::vector<std::string>{"n1"});
   h_.ExpectReplayEqualsLive();
