@@ -132,10 +132,10 @@ Result<TimeMs> LastActivity(const std::string& body, TimeMs now) {
   for (const Json& k : j) {
     if (!k.is_object()) return InvalidArgument("an entry is not a JSON object");
     auto state = k.find("execution_state");
-    if (state != k.end() && state->is_string()) {
-      const std::string s = state->get<std::string>();
-      // Running a cell, or coming up to run one: in use now, however long the cell takes.
-      if (s == "busy" || s == "starting" || s == "restarting") return now;
+    // Running a cell: in use now, however long the cell takes. Not "starting": Jupyter shows a
+    // kernel no client has talked to as starting for ever (its culler, too, spares only busy).
+    if (state != k.end() && state->is_string() && state->get<std::string>() == "busy") {
+      return now;
     }
     auto last = k.find("last_activity");
     if (last == k.end()) continue;  // a terminal of an older Jupyter: says nothing

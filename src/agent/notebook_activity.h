@@ -18,8 +18,8 @@ namespace corral::agent {
 Result<TimeMs> ParseIsoUtc(const std::string& text);
 
 // The latest activity the JSON array `body` (an /api/kernels or /api/terminals answer) shows at
-// `now`: `now` while any kernel is busy or starting, else the latest `last_activity`; 0 for an
-// empty array. An error naming the field when the answer is not such an array.
+// `now`: `now` while any kernel is busy, else the latest `last_activity`; 0 for an empty array. An
+// error naming the field when the answer is not such an array.
 Result<TimeMs> LastActivity(const std::string& body, TimeMs now);
 
 // Asks `server` (job `job`'s, on loopback) for its kernels and terminals, each within

@@ -38,6 +38,11 @@ TEST(LastActivity, BusyIsNowIdleIsItsLastActivity) {
       "last_activity":"2026-11-17T09:40:00Z"},{"id":"b","execution_state":"busy",
       "last_activity":"2026-11-17T09:00:00Z"}])";
   EXPECT_EQ(*LastActivity(busy, kNow), kNow);
+  // A kernel no client has talked to stays "starting": its last_activity is what counts.
+  EXPECT_EQ(*LastActivity(R"([{"execution_state":"starting",
+      "last_activity":"2026-11-17T09:40:00Z"}])",
+                          kNow),
+            kNow - 400 * kSecond);
   EXPECT_EQ(*LastActivity("[]", kNow), 0);
   // A time ahead of the agent's clock counts as now, never as the future.
   EXPECT_EQ(*LastActivity(R"([{"last_activity":"2030-01-01T00:00:00Z"}])", kNow), kNow);
