@@ -346,7 +346,7 @@ TEST_F(Interactive, ANotebookIsServedThroughAHeadThatServesTls) {
 // that names kernel activity.
 TEST_F(Interactive, ANotebookIsKeptWhileItsKernelWorksThenCulled) {
   if (!NotebookTools()) return;
-  ASSERT_EQ(c().Corral({"queues", "set", "nbidle", "--idle-timeout", "8s"}).exit_code, 0);
+  ASSERT_EQ(c().Corral({"queues", "set", "nbidle", "--idle-timeout", "10s"}).exit_code, 0);
   const std::string owner = NewUserToken(c(), "nbidler");
   auto env = Env(owner);
   auto r = RunCommand({CorralBin(), "notebook", "--queue", "nbidle"}, env);
@@ -355,12 +355,12 @@ TEST_F(Interactive, ANotebookIsKeptWhileItsKernelWorksThenCulled) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(url, m, std::regex(R"(/s/([0-9]+)/)"))) << r.out;
   const std::string id = m[1].str();
-  // 12 s of a busy kernel: past the 8 s timeout and the 2 s warning.
+  // 13 s of a busy kernel: past the 10 s timeout and the 2 s warning.
   auto t0 = std::chrono::steady_clock::now();
   auto drive = RunCommand(
       {kPython, std::string(CORRAL_SOURCE_DIR) + "/tests/interactive/notebook_session.py", url,
        c().token()},
-      {{"NOTEBOOK_CELL", "import time\ntime.sleep(12)\nprint('slept')"}});
+      {{"NOTEBOOK_CELL", "import time\ntime.sleep(13)\nprint('slept')"}});
   ASSERT_EQ(drive.exit_code, 0) << drive.out << drive.err;
   Json seen = Json::parse(drive.out, nullptr, false);
   EXPECT_EQ(seen.value("output", ""), "slept\n") << drive.out;

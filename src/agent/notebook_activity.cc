@@ -171,10 +171,12 @@ bool UpdateNotebookActivity(NotebookActivity* a, const NotebookServer& server, J
                  at.status().message());
     return false;
   }
+  const TimeMs before = a->active_at;
   a->active_at = std::max(a->active_at, *at);
   const bool was = a->busy;
   a->busy = *at == now;  // LastActivity's word for a kernel at work
-  return a->busy != was;
+  const bool woke = a->active_at > before && now - before > kNotebookWakeMs;
+  return a->busy != was || woke;
 }
 
 }  // namespace corral::agent

@@ -31,6 +31,8 @@ Result<TimeMs> PollNotebookActivity(const NotebookServer& server, JobId job, Tim
 // requests, and the idle timeouts it serves are minutes.
 inline constexpr DurationMs kNotebookPollMs = 2 * kSecond;
 inline constexpr int kNotebookPollTimeoutMs = 300;
+// Activity after this long without any is news for the head at once, like a busy kernel.
+inline constexpr DurationMs kNotebookWakeMs = 10 * kSecond;
 
 // Paces the polls of one run: asks at most every `every_ms` and remembers the latest activity
 // seen, so that a failed poll (a server busy starting) loses nothing. Value type, kept with the
@@ -42,8 +44,9 @@ struct NotebookActivity {
 };
 
 // Polls when `every_ms` has passed since the last poll; a poll that fails is logged and changes
-// only `polled_at`. True when `busy` changed: the head hears of it at once, not at the next
-// periodic sync, so that a long cell is never taken for idleness in between.
+// only `polled_at`. True when `busy` changed, or when activity follows kNotebookWakeMs without
+// any: the head hears of it at once, not at the next periodic sync, so that a long cell or a
+// user back at the notebook is not taken for idleness in between.
 bool UpdateNotebookActivity(NotebookActivity* a, const NotebookServer& server, JobId job,
                             TimeMs now, DurationMs every_ms, int timeout_ms);
 

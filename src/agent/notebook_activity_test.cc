@@ -153,7 +153,7 @@ TEST(UpdateNotebookActivity, PacesPollsAndKeepsWhatItSawThroughABadAnswer) {
   jupyter.Answer("/s/3/api/terminals", 200, "[]");
   NotebookServer server{jupyter.port(), "t"};
   NotebookActivity a;
-  EXPECT_FALSE(UpdateNotebookActivity(&a, server, 3, kNow, 5000, 2000));
+  EXPECT_TRUE(UpdateNotebookActivity(&a, server, 3, kNow, 5000, 2000)) << "the first activity";
   EXPECT_EQ(a.active_at, kNow - 10 * kSecond);
   EXPECT_FALSE(a.busy);
   EXPECT_EQ(jupyter.requests(), 2);
@@ -172,14 +172,23 @@ TEST(UpdateNotebookActivity, PacesPollsAndKeepsWhatItSawThroughABadAnswer) {
   EXPECT_TRUE(UpdateNotebookActivity(&a, server, 3, kNow + 15000, 5000, 2000));
   EXPECT_FALSE(a.busy);
   EXPECT_EQ(a.active_at, kNow + 12000);
-  EXPECT_EQ(jupyter.requests(), 8);
+  // Used again soon after: nothing urgent; used again after a quiet spell: the head hears now.
+  jupyter.Answer("/s/3/api/kernels", 200,
+                 R"([{"execution_state":"idle","last_activity":"2026-11-17T09:46:59Z"}])");
+  EXPECT_FALSE(UpdateNotebookActivity(&a, server, 3, kNow + 20000, 5000, 2000));
+  EXPECT_EQ(a.active_at, kNow + 19000);
+  jupyter.Answer("/s/3/api/kernels", 200,
+                 R"([{"execution_state":"idle","last_activity":"2026-11-17T09:47:19Z"}])");
+  EXPECT_TRUE(UpdateNotebookActivity(&a, server, 3, kNow + 40000, 5000, 2000));
+  EXPECT_EQ(a.active_at, kNow + 39000);
+  EXPECT_EQ(jupyter.requests(), 12);
   a.active_at = kNow - 10 * kSecond;
   a.polled_at = 0;
 
   // Malformed: logged and ignored, what was seen stays.
   jupyter.Answer("/s/3/api/kernels", 200, "not json at all");
   EXPECT_FALSE(UpdateNotebookActivity(&a, server, 3, kNow + 6000, 5000, 2000));
-  EXPECT_EQ(jupyter.requests(), 9);
+  EXPECT_EQ(jupyter.requests(), 13);
   EXPECT_EQ(a.active_at, kNow - 10 * kSecond);
   EXPECT_EQ(a.polled_at, kNow + 6000);
 
