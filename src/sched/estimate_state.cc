@@ -100,14 +100,18 @@ std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
         run.rank_class =
             class_of.try_emplace({r.queue, r.job.priority}, static_cast<int32_t>(class_of.size()))
                 .first->second;
-        run.rank = DisplaceableBelow(cfg, attained);
+        // As it ranks once preemptible (its service grows until then).
+        run.rank = DisplaceableBelow(
+            cfg, attained + gpus * (run.preemptible_at - std::max(now, r.started_at)));
         if (cfg.use_predictions && HasPrediction(r.job)) {
           run.predicted_left_ms =
               std::max<DurationMs>(1, PredictedRemainingMs(cfg, r.job, attained));
         }
       } else {
         run.rank_class = 0;
-        run.rank = StaticKey(cfg, r.job, attained).a;
+        run.rank = StaticKey(cfg, r.job,
+                             attained + gpus * (run.preemptible_at - std::max(now, r.started_at)))
+                       .a;
       }
     }
     const int32_t run_index = static_cast<int32_t>(runs.size());

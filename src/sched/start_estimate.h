@@ -14,7 +14,8 @@
 // preemptible by then and have not ended or been taken; if they make it fit, it starts at the
 // cursor on them. The cursor also stops where a run becomes preemptible. The victim's requeue
 // is ignored (its remaining work is not estimated again), so the estimates behind such a start
-// lean early; runs outranked only later (their service grows) are not seen, which leans late.
+// lean early. A run is ranked as it will be once preemptible (EstimateFromState); one
+// outranked only later still (its service grows) is not seen, which leans late.
 //
 // Cost: O((jobs + releases) x (max GPUs per node + log releases)) for jobs without a GPU
 // model; a job that asks for a model scans the nodes. Pure: no clock, no I/O.
