@@ -2,6 +2,7 @@
 #include <utility>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "sched/order_policy.h"
@@ -28,15 +29,24 @@ DurationMs Remaining(const SchedulerConfig& cfg, const PendingJob& j, DurationMs
   return left;
 }
 
-// The LAS level of a job below which runs with `attained` may be displaced by it, with the
-// hysteresis (preemption.cc, LasLevelsAllow): how many thresholds T have attained >= h x T.
-int64_t DisplaceableBelow(const SchedulerConfig& c, DurationMs attained) {
-  const double h = std::max(1.0, c.las_preempt_hysteresis);
-  int64_t n = 0;
-  for (DurationMs t : c.las_thresholds_gpu_ms) {
-    if (static_cast<double>(attained) >= h * static_cast<double>(t)) ++n;
+// A run's ranks as its service grows, from `attained` GPU-ms on `gpus` GPUs at `now`: the
+// number of thresholds T with service >= h x T (the LAS level below which it may be displaced,
+// preemption.cc LasLevelsAllow; h = 1: its kLas level), once preemptible and at each crossing.
+void RankAsItRuns(const std::vector<DurationMs>& thresholds, double hysteresis, DurationMs attained,
+                  int64_t gpus, TimeMs now, EstimateRun* run) {
+  const double h = std::max(1.0, hysteresis);
+  const DurationMs at_preemptible = attained + gpus * (run->preemptible_at - now);
+  run->rank = 0;
+  for (DurationMs t : thresholds) {
+    const double need = h * static_cast<double>(t);
+    if (static_cast<double>(at_preemptible) >= need) {
+      ++run->rank;
+      continue;
+    }
+    const double wait_ms = (need - static_cast<double>(at_preemptible)) / static_cast<double>(gpus);
+    run->later_ranks.push_back({run->preemptible_at + static_cast<DurationMs>(std::ceil(wait_ms)),
+                                run->rank + static_cast<int64_t>(run->later_ranks.size()) + 1});
   }
-  return n;
 }
 
 // Whether a pending job may displace LAS victims at all: its level has a threshold above it,
@@ -100,18 +110,19 @@ std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
         run.rank_class =
             class_of.try_emplace({r.queue, r.job.priority}, static_cast<int32_t>(class_of.size()))
                 .first->second;
-        // As it ranks once preemptible (its service grows until then).
-        run.rank = DisplaceableBelow(
-            cfg, attained + gpus * (run.preemptible_at - std::max(now, r.started_at)));
+        RankAsItRuns(cfg.las_thresholds_gpu_ms, cfg.las_preempt_hysteresis, attained, gpus, now,
+                     &run);
         if (cfg.use_predictions && HasPrediction(r.job)) {
           run.predicted_left_ms =
               std::max<DurationMs>(1, PredictedRemainingMs(cfg, r.job, attained));
         }
       } else {
         run.rank_class = 0;
-        run.rank = StaticKey(cfg, r.job,
-                             attained + gpus * (run.preemptible_at - std::max(now, r.started_at)))
-                       .a;
+        if (cfg.policy == OrderPolicy::kLas) {
+          RankAsItRuns(cfg.las_thresholds_gpu_ms, 1.0, attained, gpus, now, &run);
+        } else {
+          run.rank = StaticKey(cfg, r.job, attained).a;  // kSrtf: its key only falls
+        }
       }
     }
     const int32_t run_index = static_cast<int32_t>(runs.size());

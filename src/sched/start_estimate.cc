@@ -135,15 +135,20 @@ class Victims {
     for (const EstimateRun& r : runs) classes = std::max(classes, r.rank_class + 1);
     by_class_.resize(classes);
     for (int32_t i = 0; i < static_cast<int32_t>(runs.size()); ++i) {
-      if (runs[i].rank_class >= 0 && !parts_[i].empty()) by_class_[runs[i].rank_class].push_back(i);
+      const EstimateRun& r = runs[i];
+      if (r.rank_class < 0 || parts_[i].empty()) continue;
+      by_class_[r.rank_class].push_back({i, r.rank, r.preemptible_at});
+      for (auto [from, rank] : r.later_ranks) {
+        by_class_[r.rank_class].push_back({i, rank, std::max(from, r.preemptible_at)});
+      }
     }
     gpus_before_.resize(classes);
     for (int32_t c = 0; c < classes; ++c) {
-      std::vector<int32_t>& v = by_class_[c];
+      std::vector<Entry>& v = by_class_[c];
       std::stable_sort(v.begin(), v.end(),
-                       [&](int32_t a, int32_t b) { return runs_[a].rank > runs_[b].rank; });
+                       [](const Entry& a, const Entry& b) { return a.rank > b.rank; });
       gpus_before_[c].assign(1, 0);
-      for (int32_t i : v) gpus_before_[c].push_back(gpus_before_[c].back() + Gpus(i));
+      for (const Entry& e : v) gpus_before_[c].push_back(gpus_before_[c].back() + Gpus(e.run));
     }
   }
   struct Part {
@@ -163,28 +168,32 @@ class Victims {
             std::vector<int32_t>* taken) {
     taken->clear();
     if (j.rank_class < 0 || j.rank_class >= static_cast<int32_t>(by_class_.size())) return false;
-    const std::vector<int32_t>& v = by_class_[j.rank_class];
-    // Runs outranked: a prefix of v (rank descending).
+    const std::vector<Entry>& v = by_class_[j.rank_class];
+    // Runs outranked (from some time on): a prefix of v (rank descending).
     auto end =
-        std::partition_point(v.begin(), v.end(), [&](int32_t i) { return runs_[i].rank > j.rank; });
+        std::partition_point(v.begin(), v.end(), [&](const Entry& e) { return e.rank > j.rank; });
     size_t n = static_cast<size_t>(end - v.begin());
     int64_t need = static_cast<int64_t>(j.replicas) * j.gpus_per_replica;
     if (f.total() + gpus_before_[j.rank_class][n] < need) return false;  // upper bound
     bool fits = false;
     for (size_t k = 0; k < n && !fits; ++k) {
-      int32_t i = v[k];
+      int32_t i = v[k].run;
       const EstimateRun& r = runs_[i];
-      if (state_[i] != kLive || r.preemptible_at > at) continue;
+      if (state_[i] != kLive || v[k].from > at) continue;
       if (j.predicted_left_ms > 0 && r.predicted_left_ms > 0 &&
           r.predicted_left_ms <= j.predicted_left_ms) {
         continue;
       }
       Release(i, f, +1);
+      state_[i] = kTaken;  // until given back: a run may be listed at several ranks
       taken->push_back(i);
       fits = Fits(j, f, nodes);
     }
     if (!fits) {
-      for (int32_t i : *taken) Release(i, f, -1);
+      for (int32_t i : *taken) {
+        Release(i, f, -1);
+        state_[i] = kLive;
+      }
       taken->clear();
       return false;
     }
@@ -193,12 +202,12 @@ class Victims {
       int32_t i = (*taken)[k];
       Release(i, f, -1);
       if (Fits(j, f, nodes)) {
+        state_[i] = kLive;
         taken->erase(taken->begin() + static_cast<std::ptrdiff_t>(k));
       } else {
         Release(i, f, +1);
       }
     }
-    for (int32_t i : *taken) state_[i] = kTaken;
     return true;
   }
 
@@ -215,7 +224,13 @@ class Victims {
   enum State : uint8_t { kLive, kEnded, kTaken };
   std::vector<std::vector<Part>> parts_;  // of each run
   std::vector<State> state_;
-  std::vector<std::vector<int32_t>> by_class_;     // run indices, rank descending
+  // A run from the time it ranks `rank` (a run ranks higher as its service grows).
+  struct Entry {
+    int32_t run;
+    int64_t rank;
+    TimeMs from;
+  };
+  std::vector<std::vector<Entry>> by_class_;       // rank descending
   std::vector<std::vector<int64_t>> gpus_before_;  // by class: GPUs of its first k runs
 };
 
@@ -240,7 +255,11 @@ std::vector<StartEstimate> SweepStarts(const std::vector<EstimateNode>& nodes,
   }
   Victims victims(runs, releases, static_cast<int32_t>(nodes.size()));
   for (const EstimateRun& r : runs) {
-    if (r.rank_class >= 0 && r.preemptible_at > now) ends.push({r.preemptible_at, -1, 0, -1});
+    if (r.rank_class < 0) continue;
+    if (r.preemptible_at > now) ends.push({r.preemptible_at, -1, 0, -1});
+    for (auto [from, rank] : r.later_ranks) {
+      if (from > now) ends.push({from, -1, 0, -1});
+    }
   }
   int32_t max_gpus = 0;
   for (int32_t e : eventual) max_gpus = std::max(max_gpus, e);

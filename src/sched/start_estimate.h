@@ -14,12 +14,14 @@
 // preemptible by then and have not ended or been taken; if they make it fit, it starts at the
 // cursor on them. The cursor also stops where a run becomes preemptible. The victim's requeue
 // is ignored (its remaining work is not estimated again), so the estimates behind such a start
-// lean early. A run is ranked as it will be once preemptible (EstimateFromState); one
-// outranked only later still (its service grows) is not seen, which leans late.
+// lean early. A run ranks higher as its service grows (EstimateRun::later_ranks); the jobs the
+// sweep starts are not victims of the jobs behind them, which leans late.
 //
 // Cost: O((jobs + releases) x (max GPUs per node + log releases)) for jobs without a GPU
 // model; a job that asks for a model scans the nodes. Pure: no clock, no I/O.
 #pragma once
+
+#include <utility>
 
 #include <cstdint>
 #include <string>
@@ -53,6 +55,8 @@ struct EstimateRun {
   // > 0: spared by a job predicted to run at least this long (it would free its GPUs sooner by
   // ending than by being displaced); needs the job's prediction too.
   DurationMs predicted_left_ms = 0;
+  // (from, rank): it ranks `rank` (greater) from then on, its service having grown.
+  std::vector<std::pair<TimeMs, int64_t>> later_ranks;
 };
 
 struct EstimateJob {

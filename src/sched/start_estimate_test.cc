@@ -174,13 +174,14 @@ TEST(EstimateStartsTest, UnschedulableNodesAreNotCounted) {
 constexpr DurationMs kRunLimit = 100 * kHour;
 constexpr TimeMs kPreemptibleAt = 5 * kMinute;
 
-std::unique_ptr<Scheduler> WithLongRun(SchedulerConfig cfg, bool preemptible, DurationMs attained) {
+std::unique_ptr<Scheduler> WithLongRun(SchedulerConfig cfg, bool preemptible, DurationMs attained,
+                                       DurationMs job_attained = 0) {
   auto s = std::make_unique<Scheduler>(std::move(cfg));
   s->UpsertNode(MakeNode("n1").Gpus(8));
   s->AddRunning(Running(
       MakeJob(1).Gpus(8).Limit(kRunLimit).Preemptible(preemptible).Attained(attained).Submit(0),
       {{"n1", {0, 1, 2, 3, 4, 5, 6, 7}}}, 0));
-  s->AddPending(MakeJob(2).Gpus(8).Limit(kHour).Submit(10));
+  s->AddPending(MakeJob(2).Gpus(8).Limit(kHour).Attained(job_attained).Submit(10));
   return s;
 }
 
@@ -210,11 +211,20 @@ TEST(EstimateStartsTest, FifoDoesNotPreempt) {
 }
 
 TEST(EstimateStartsTest, JobThatDoesNotOutrankTheRunWaitsForItsEnd) {
-  // 1 GPU-hour: level 1, but within the hysteresis (2 x 1 h) when preemptible (1 h 40 min):
-  // not displaced.
-  auto s = WithLongRun({}, /*preemptible=*/true, kHour);
+  // The job has 6 GPU-hours (level 1, too close to the 10 h threshold to displace anyone,
+  // hysteresis 2); the run 25 (level 2).
+  auto s = WithLongRun({}, /*preemptible=*/true, 25 * kHour, 6 * kHour);
   EXPECT_EQ(ById(s->EstimateStarts(1000))[2].start, kRunLimit);
   EXPECT_TRUE(s->Schedule(kPreemptibleAt).preempt.empty());
+}
+
+TEST(EstimateStartsTest, RunIsPreemptedOnceItsServiceCrossesTheHysteresis) {
+  // 1 GPU-hour: level 1, but under 2 x 1 h until 7.5 min later on 8 GPUs.
+  auto s = WithLongRun({}, /*preemptible=*/true, kHour);
+  constexpr TimeMs kCrossing = 7 * kMinute + 30'000;
+  EXPECT_EQ(ById(s->EstimateStarts(1000))[2].start, kCrossing);
+  EXPECT_TRUE(s->Schedule(kPreemptibleAt).preempt.empty());
+  EXPECT_EQ(s->Schedule(kCrossing).preempt.size(), 1u);
 }
 
 TEST(EstimateStartsTest, LasBaselinePreemptsByLevel) {
