@@ -194,6 +194,23 @@ TEST_F(Api, BadInputNamesItsFieldAndChangesNothing) {
   EXPECT_EQ(Call("GET", "/v1/queues").body["queues"].size(), 1u) << "only the default queue";
 }
 
+// Hierarchical quotas: a sub-queue's quota above its parent's is a 400 naming the field and
+// the parent, and sets nothing.
+TEST_F(Api, ASubQueuesQuotaAboveItsParentsIsRefused) {
+  ASSERT_EQ(Call("PUT", "/v1/queues/org", Json{{"quota_gpus", 2}}).status, 200);
+  Reply over = Call("PUT", "/v1/queues/org/team", Json{{"quota_gpus", 4}});
+  EXPECT_EQ(over.status, 400) << over.body.dump();
+  EXPECT_NE(ErrorOf(over).find("field 'quota_gpus': 4 exceeds the quota of parent queue 'org'"),
+            std::string::npos)
+      << ErrorOf(over);
+  Reply listed = Call("GET", "/v1/queues");
+  ASSERT_EQ(listed.status, 200);
+  for (const Json& q : listed.body["queues"]) {
+    EXPECT_NE(q["name"], "org/team") << "a refused queue is not set";
+  }
+  EXPECT_EQ(Call("PUT", "/v1/queues/org/team", Json{{"quota_gpus", 2}}).status, 200);
+}
+
 // QoS classes over HTTP: admins set them, a user's submission above the class is 403 naming the
 // limit, bad fields are 400 naming the field and change nothing.
 TEST_F(Api, QosRoutesSetListAndEnforceTheLimit) {

@@ -1,6 +1,7 @@
 // corral nodes, corral queues.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <ostream>
 #include <set>
 
@@ -381,15 +382,66 @@ std::string RenderNodesTable(const std::vector<NodeView>& nodes) {
   return t.Render();
 }
 
+namespace {
+
+// The nearest listed ancestor of a queue ("org" for "org/team/x" when "org/team" is not
+// listed); empty: none.
+std::string ListedParent(const std::string& name, const std::set<std::string>& names) {
+  for (size_t slash = name.rfind('/'); slash != std::string::npos && slash > 0;
+       slash = name.rfind('/', slash - 1)) {
+    if (names.count(name.substr(0, slash))) return name.substr(0, slash);
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string RenderQueuesTable(const std::vector<QueueView>& queues) {
   // The age bound's column only where a queue sets one.
   const bool max_wait = std::any_of(queues.begin(), queues.end(),
                                     [](const QueueView& q) { return q.config.max_wait_ms > 0; });
+  // A tree (a queue listed with its sub-queues): each queue's parent, and what each parent's
+  // subtree uses against the parent's quota, which the subtree shares.
+  std::set<std::string> names;
+  for (const QueueView& q : queues) names.insert(q.config.name);
+  std::map<std::string, int64_t> subtree_used;
+  bool tree = false;
+  for (const QueueView& q : queues) {
+    subtree_used[q.config.name] += q.used_gpus;
+    const std::string& n = q.config.name;
+    for (std::string p = ListedParent(n, names); !p.empty(); p = ListedParent(p, names)) {
+      subtree_used[p] += q.used_gpus;
+      tree = true;
+    }
+  }
   std::vector<std::string> header = {"NAME", "QUOTA",   "LIMIT",  "WEIGHT",
                                      "USED", "PENDING", "RUNNING"};
+  if (tree) {
+    header.insert(header.begin() + 1, "PARENT");
+    header.push_back("SUBTREE_USED/QUOTA");
+  }
   if (max_wait) header.push_back("MAX_WAIT");
+  // Parents before their sub-queues: by path segments ("org/a" right after "org", before
+  // "org-x").
+  std::vector<const QueueView*> rows;
+  for (const QueueView& q : queues) rows.push_back(&q);
+  auto segments = [](const std::string& name) {
+    std::vector<std::string> out;
+    for (size_t from = 0;;) {
+      size_t slash = name.find('/', from);
+      out.push_back(name.substr(from, slash - from));
+      if (slash == std::string::npos) return out;
+      from = slash + 1;
+    }
+  };
+  if (tree) {
+    std::stable_sort(rows.begin(), rows.end(), [&](const QueueView* a, const QueueView* b) {
+      return segments(a->config.name) < segments(b->config.name);
+    });
+  }
   Table t(header);
-  for (const QueueView& q : queues) {
+  for (const QueueView* v : rows) {
+    const QueueView& q = *v;
     const QueueConfig& c = q.config;
     std::vector<std::string> row = {c.name,
                                     std::to_string(c.quota_gpus),
@@ -398,6 +450,19 @@ std::string RenderQueuesTable(const std::vector<QueueView>& queues) {
                                     std::to_string(q.used_gpus),
                                     std::to_string(q.pending),
                                     std::to_string(q.running)};
+    if (tree) {
+      std::string parent = ListedParent(c.name, names);
+      row.insert(row.begin() + 1, parent.empty() ? "-" : parent);
+      bool has_subs = false;
+      for (auto it = names.lower_bound(c.name + "/");
+           it != names.end() && it->rfind(c.name + "/", 0) == 0; ++it) {
+        has_subs = true;
+        break;
+      }
+      row.push_back(has_subs
+                        ? std::to_string(subtree_used[c.name]) + "/" + std::to_string(c.quota_gpus)
+                        : "-");
+    }
     if (max_wait) row.push_back(c.max_wait_ms > 0 ? FormatDuration(c.max_wait_ms) : "-");
     t.AddRow(row);
   }

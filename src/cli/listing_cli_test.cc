@@ -242,6 +242,28 @@ TEST(NodesTest, SharedGpusShowTheirMilliGpusAndHolders) {
   EXPECT_NE(h.out.str().find("1/2 (shared 1:750m/2)"), std::string::npos) << h.out.str();
 }
 
+TEST(QueuesTest, ATreeShowsParentsAndEachSubtreesUseAgainstItsQuota) {
+  Harness h;
+  auto q = [](const char* name, int quota, int used) {
+    return Json{
+        {"name", name},      {"quota_gpus", quota}, {"limit_gpus", -1},           {"weight", 1},
+        {"used_gpus", used}, {"pending", 0},        {"running", used > 0 ? 1 : 0}};
+  };
+  Json queues = {q("org-x", 1, 1), q("org", 8, 0), q("org/b", 2, 2), q("org/a", 4, 3),
+                 q("org/a/x", 2, 1)};
+  h.fake->handler = [&](const FakeTransport::Sent&) {
+    return Result<ApiReply>(JsonReply(200, {{"queues", queues}}));
+  };
+  ASSERT_EQ(h.Run("queues", {}), 0) << h.err.str();
+  EXPECT_EQ(h.out.str(),
+            "NAME     PARENT  QUOTA  LIMIT  WEIGHT  USED  PENDING  RUNNING  SUBTREE_USED/QUOTA\n"
+            "org      -       8      -      1       0     0        0        6/8\n"
+            "org/a    org     4      -      1       3     0        1        4/4\n"
+            "org/a/x  org/a   2      -      1       1     0        1        -\n"
+            "org/b    org     2      -      1       2     0        1        -\n"
+            "org-x    -       1      -      1       1     0        1        -\n");
+}
+
 TEST(QueuesTest, TableAndSetMergesCurrentValues) {
   Harness h;
   Json queues = {{{"name", "default"},

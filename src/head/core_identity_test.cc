@@ -251,5 +251,29 @@ TEST(CoreQueues, ValidationIsTheCoresAndNamesTheField) {
             ErrorCode::kPermissionDenied);
 }
 
+TEST(CoreQueues, ASubQueuesQuotaStaysWithinItsParents) {
+  CoreHarness h(Config());
+  ASSERT_TRUE(h.core().SetQueue(kAdmin, {"org", 6, -1, 1.0}, h.now).ok());
+  ASSERT_TRUE(h.core().SetQueue(kAdmin, {"org/a", 4, -1, 1.0}, h.now).ok());
+  auto over = h.core().SetQueue(kAdmin, {"org/a/x", 8, -1, 1.0}, h.now);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(over.status().message().find("field 'quota_gpus': 8 exceeds the quota of parent "
+                                         "queue 'org/a' (4 GPUs)"),
+            std::string::npos)
+      << over.status().message();
+  // Lowering a parent below a sub-queue's quota is refused too, naming the sub-queue.
+  auto under = h.core().SetQueue(kAdmin, {"org", 3, -1, 1.0}, h.now);
+  ASSERT_FALSE(under.ok());
+  EXPECT_NE(under.status().message().find("sub-queue 'org/a' with a quota of 4"), std::string::npos)
+      << under.status().message();
+  // Nothing changed: org still has 6, so org/b may have 6.
+  EXPECT_TRUE(h.core().SetQueue(kAdmin, {"org/b", 6, -1, 1.0}, h.now).ok());
+  // A parent without a quota bounds nothing; org/a/x is then checked against org.
+  EXPECT_TRUE(h.core().SetQueue(kAdmin, {"org/a", 0, -1, 1.0}, h.now).ok());
+  EXPECT_TRUE(h.core().SetQueue(kAdmin, {"org/a/x", 5, -1, 1.0}, h.now).ok());
+  EXPECT_FALSE(h.core().SetQueue(kAdmin, {"org/a/y", 7, -1, 1.0}, h.now).ok());
+}
+
 }  // namespace
 }  // namespace corral::head::core_test

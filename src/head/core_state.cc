@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/queue_tree.h"
 #include "core/spec.h"
 #include "head/head_core.h"
 #include "head/tokens.h"
@@ -404,6 +405,7 @@ Result<QueueConfig> HeadCore::SetQueue(const Caller& by, QueueConfig q, TimeMs n
   if (!allowed)
     return PermissionDenied("user '" + by.name + "' may not set queue '" + q.name + "'");
   CORRAL_RETURN_IF_ERROR(ValidateQueue(q));
+  CORRAL_RETURN_IF_ERROR(ValidateQuotaInTree(q, state_.queues));
   Emit(by, now, QueueSet{q});
   return q;
 }

@@ -185,4 +185,73 @@ double QueueBook::UserShare(int32_t q, int32_t user) const {
   return Dominant(queues_[q].users[user], 1.0);
 }
 
+bool QueueBook::Within(int32_t q, int32_t a) const {
+  for (; q >= 0; q = queues_[q].parent) {
+    if (q == a) return true;
+  }
+  return false;
+}
+
+int32_t QueueBook::NearestQuotaAncestor(int32_t q) const {
+  for (int32_t a = queues_[q].parent; a >= 0; a = queues_[a].parent) {
+    if (queues_[a].config.quota_gpus > 0) return a;
+  }
+  return -1;
+}
+
+void QueueBook::QuotaLevels(int32_t q, std::vector<int32_t>* out) const {
+  out->clear();
+  out->push_back(q);
+  for (int32_t a = queues_[q].parent; a >= 0; a = queues_[a].parent) {
+    if (queues_[a].config.quota_gpus > 0) out->push_back(a);
+  }
+}
+
+QueueBook::Meet QueueBook::QuotaMeet(int32_t taker, int32_t holder) const {
+  Meet m;
+  if (taker == holder) return {taker, holder, 0};
+  if (NearestQuotaAncestor(taker) < 0 && NearestQuotaAncestor(holder) < 0) {
+    return {taker, holder, 0};  // no shared quota above either: flat
+  }
+  std::vector<int32_t> lt, lh;
+  QuotaLevels(taker, &lt);
+  QuotaLevels(holder, &lh);
+  for (size_t i = 0; i < lh.size(); ++i) {
+    auto it = std::find(lt.begin(), lt.end(), lh[i]);
+    if (it == lt.end()) continue;
+    size_t k = static_cast<size_t>(it - lt.begin());
+    // The common level itself stands for a side that is that queue (a parent's own jobs).
+    m.holder = i > 0 ? lh[i - 1] : lh[i];
+    m.taker = k > 0 ? lt[k - 1] : lt[k];
+    m.taker_depth = static_cast<int32_t>(k > 0 ? k - 1 : k);
+    return m;
+  }
+  return {lt.back(), lh.back(), static_cast<int32_t>(lt.size() - 1)};
+}
+
+int QueueBook::QuotaTier(int32_t q) const {
+  if (BelowQuota(q)) return 0;
+  for (int32_t a = queues_[q].parent; a >= 0; a = queues_[a].parent) {
+    if (queues_[a].config.quota_gpus > 0 && BelowQuota(a)) return 1;
+  }
+  return 2;
+}
+
+double QueueBook::FairPath(int32_t q, std::vector<double>* deeper) const {
+  deeper->clear();
+  int32_t top = q;
+  for (int32_t a = queues_[q].parent; a >= 0; a = queues_[a].parent) {
+    if (queues_[a].config.quota_gpus > 0) top = a;
+  }
+  if (top == q) return Share(q);
+  // From the top down: each level's id, then the share of its child on the way to q.
+  std::vector<int32_t> levels;
+  QuotaLevels(q, &levels);
+  for (size_t i = levels.size() - 1; i > 0; --i) {
+    deeper->push_back(static_cast<double>(levels[i]));
+    deeper->push_back(Share(levels[i - 1]));
+  }
+  return Share(top);
+}
+
 }  // namespace corral::sched

@@ -10,9 +10,18 @@
 // driver reports run ends without a time).
 //
 // Limits and allocations are hierarchical: a run counts against its queue and every
-// ancestor ("a/b" counts in "a"); a configured limit on any of them caps the run. Quota and
-// fair share are per leaf queue. Unknown queues behave like default-configured ones (quota
-// 0, no limit, weight 1).
+// ancestor ("a/b" counts in "a"); a configured limit on any of them caps the run. Unknown
+// queues behave like default-configured ones (quota 0, no limit, weight 1).
+//
+// Quotas are hierarchical too. A queue's quota levels are the queue itself and each ancestor
+// with a quota (> 0): a parent's quota is shared by its subtree, which a child may use beyond
+// its own quota (borrowing its siblings' idle share) while the parent stays within its own.
+// A parent without a quota is only a name (and a limit): its children are compared as if
+// they were its parent's. Between a job of queue L and a run of queue M the levels that count
+// are the two just below their lowest common quota level (QuotaMeet): the run is borrowed if
+// its level is over its quota, and the job may reclaim it if its level stays within its own.
+// Flat queues meet at the root: L against M, each against its own quota. Fair share compares
+// siblings at each quota level from the top (FairPath), as Slurm's fair tree does.
 #pragma once
 
 #include <cstdint>
@@ -79,6 +88,33 @@ class QueueBook {
 
   double Share(int32_t q) const;
   double UserShare(int32_t q, int32_t user) const;
+
+  int32_t Parent(int32_t q) const { return queues_[q].parent; }
+  // Is `q` the queue `a` or one of its descendants?
+  bool Within(int32_t q, int32_t a) const;
+  // The nearest ancestor with a quota; -1: none.
+  int32_t NearestQuotaAncestor(int32_t q) const;
+  // The queue's quota levels, itself first, then each ancestor with a quota.
+  void QuotaLevels(int32_t q, std::vector<int32_t>* out) const;
+  // Where a job of queue `taker` and a run of queue `holder` meet (see above): the level on
+  // each side just below their lowest common quota level, and how far up the taker's level is
+  // (its index in QuotaLevels(taker): 0 for the taker itself, more for a reclaim from farther
+  // away).
+  struct Meet {
+    int32_t taker = -1;
+    int32_t holder = -1;
+    int32_t taker_depth = 0;
+  };
+  Meet QuotaMeet(int32_t taker, int32_t holder) const;
+  // How far up the queue's own guarantee reaches: 0 below its own quota, 1 over it but with
+  // an ancestor's quota not used up (it borrows its subtree's idle share), 2 over every level.
+  int QuotaTier(int32_t q) const;
+  // The fair-share order of a queue among all (Slurm's fair tree): the shares of its quota
+  // levels from the top, compared lexicographically. The top level's share is returned; the
+  // deeper ones go to `deeper`, each level's id before its share so that subtrees do not
+  // interleave (empty for a queue without a parent with a quota: flat queues compare by their
+  // own share alone).
+  double FairPath(int32_t q, std::vector<double>* deeper) const;
 
  private:
   struct Usage {

@@ -89,8 +89,7 @@ bool MayPreempt(SchedState& st) {
   // across queues also that queue's budget.
   bool lender = false, open_lender = false;
   for (int32_t q = 0; q < st.queues.size() && !open_lender; ++q) {
-    bool lends =
-        st.PreemptibleGpus(q) > 0 && st.queues.AllocGpus(q) - st.Freeing(q) > st.queues.Quota(q);
+    bool lends = st.PreemptibleGpus(q) > 0 && st.AnyLevelOver(q);
     lender = lender || lends;
     open_lender = lends && open && st.QueueBudgetOpen(q);
   }
@@ -101,8 +100,8 @@ bool MayPreempt(SchedState& st) {
   for (int32_t q = 0; q < st.queues.size(); ++q) {
     int64_t smallest = st.pending.MinVisibleTotalGpusInQueue(q);
     if (smallest == INT64_MAX) continue;
-    // Reclaim: the queue's smallest job still to visit fits within its quota.
-    if (lender && st.queues.AllocGpus(q) + smallest <= st.queues.Quota(q)) return true;
+    // Reclaim: the queue's smallest job still to visit fits within one of its quota levels.
+    if (lender && st.AnyLevelFits(q, smallest)) return true;
     // A run of the queue in a higher LAS level than a job of it; LAS victims spend the
     // queue's own budget.
     if (open && cfg.las_within_queue && st.PreemptibleGpus(q) > 0 && st.QueueBudgetOpen(q)) {
@@ -110,6 +109,13 @@ bool MayPreempt(SchedState& st) {
     }
   }
   return false;
+}
+
+// Would the job stay within the quota of its level where its queue meets the run's
+// (QueueBook::QuotaMeet; for flat queues, its own queue)?
+bool FitsWhereTheyMeet(const SchedState& st, const PendingEntry& e, const RunEntry& r) {
+  const int32_t level = st.queues.QuotaMeet(e.queue, r.queue).taker;
+  return st.queues.AllocGpus(level) + TotalGpus(e.job) <= st.queues.Quota(level);
 }
 
 }  // namespace
@@ -303,7 +309,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
         st.budget.Record(now, r.queue, lost);
         st.CountVictim(r, -1);
         r.preempted_for = j.id;
-        st.Freeing(r.queue) += r.gpus;
+        st.AddFreeing(r.queue, r.gpus);
         st.being_preempted.insert(v);
         std::string why;
         if (cfg.policy != OrderPolicy::kCorral) {
@@ -322,9 +328,8 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
                 std::to_string(e->key.level) + "; this run has " +
                 std::to_string(attained / kHour) + " GPU-hours, level " +
                 std::to_string(LasLevel(cfg, attained)) + ")";
-        } else if (r.job.priority == j.priority &&
-                   st.queues.AllocGpus(e->queue) + TotalGpus(j) > st.queues.Quota(e->queue)) {
-          // Not a reclaim (the job's queue would go over its quota): LAS across queues.
+        } else if (r.job.priority == j.priority && !FitsWhereTheyMeet(st, *e, r)) {
+          // Not a reclaim (the job's quota level would go over its quota): LAS across queues.
           DurationMs attained = AttainedNow(r.job, r.gpus, r.started_at, now);
           why = "preempted for job " + std::to_string(j.id) + " of queue " +
                 st.queues.Name(e->queue) + ", which has attained less service (LAS level " +
@@ -337,9 +342,12 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
                 std::to_string(j.priority) + " (this run has priority " +
                 std::to_string(r.job.priority) + ")";
         } else {
-          why = "queue " + st.queues.Name(e->queue) + " reclaims its quota of " +
-                std::to_string(st.queues.Quota(e->queue)) + " GPUs for job " +
-                std::to_string(j.id) + "; queue " + st.queues.Name(r.queue) + " was over its quota";
+          // The levels where the two queues meet: the queues themselves unless they share a
+          // parent with a quota.
+          QueueBook::Meet m = st.queues.QuotaMeet(e->queue, r.queue);
+          why = "queue " + st.queues.Name(m.taker) + " reclaims its quota of " +
+                std::to_string(st.queues.Quota(m.taker)) + " GPUs for job " + std::to_string(j.id) +
+                "; queue " + st.queues.Name(m.holder) + " was over its quota";
         }
         why += "; loses " + std::to_string(lost / kMinute) + " GPU-minutes of work since " +
                (r.job.last_checkpoint_at > r.started_at ? "its last checkpoint" : "it started");

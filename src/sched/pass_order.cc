@@ -27,17 +27,20 @@ std::optional<PassOrder::QueueKey> PassOrder::MakeQueueKey(int32_t sel) const {
   if (users_[sel].empty()) return std::nullopt;
   const UserKey& head = *users_[sel].begin();
   if (std::get<1>(head) != kUnknownTime) {  // aged: by submit time alone
-    return QueueKey{std::get<0>(head), std::get<1>(head), 0,  0, 0, 0, 0.0, 0, 0, 0,
+    return QueueKey{std::get<0>(head), std::get<1>(head), 0,  0, 0, 0, 0.0, {}, 0, 0, 0,
                     std::get<6>(head), std::get<7>(head), sel};
   }
-  int below = 1;
+  // 0 within its own quota, 1 within an ancestor's (lent its subtree's idle share before the
+  // rest of the cluster), 2 borrowing from the cluster; flat queues are 0 or 2.
+  int tier = 2;
   double share = 0;
+  std::vector<double> deeper;
   int64_t borrow_level = 0, borrow_gittins = 0, borrow_bucket = 0;
   if (pending_.fair()) {
-    below = queues_.BelowQuota(sel) ? 0 : 1;
-    share = queues_.Share(sel);
+    tier = queues_.QuotaTier(sel);
+    share = queues_.FairPath(sel, &deeper);
     const SchedulerConfig& cfg = pending_.config();
-    if (below && cfg.borrowing_queues_by_level && cfg.las_within_queue) {
+    if (tier == 2 && cfg.borrowing_queues_by_level && cfg.las_within_queue) {
       borrow_level = std::get<2>(head);
       // The best job's index (also where the order inside the queue ignores it).
       if (cfg.gittins != GittinsOrder::kOff) {
@@ -49,11 +52,12 @@ std::optional<PassOrder::QueueKey> PassOrder::MakeQueueKey(int32_t sel) const {
   return QueueKey{
       std::get<0>(head),
       std::get<1>(head),
-      below,
+      tier,
       borrow_level,
       borrow_gittins,
       borrow_bucket,
       share,
+      std::move(deeper),
       std::get<2>(head),
       std::get<3>(head),
       std::get<4>(head),
@@ -78,7 +82,7 @@ void PassOrder::RekeyQueue(int32_t sel) {
 
 PendingEntry* PassOrder::Next() {
   while (!queue_set_.empty()) {
-    int32_t sel = std::get<12>(*queue_set_.begin());
+    int32_t sel = std::get<13>(*queue_set_.begin());
     // Re-validate the best user of the best queue: a hidden class may have moved its head.
     bool changed = false;
     while (!users_[sel].empty()) {

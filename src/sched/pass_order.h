@@ -44,12 +44,14 @@ class PassOrder {
   // prediction and share are 0: aged jobs go by submit time alone.
   using UserKey =
       std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, double, int64_t, JobId, int32_t>;
-  // (priority, aged, below quota, borrowing queue's level, Gittins bucket and prediction
-  // bucket (0 under quota; SchedulerConfig::borrowing_queues_by_level), queue share, level,
-  // Gittins bucket, predicted remaining, submit, id, selection queue); for an aged head, 0
-  // from below quota to predicted remaining.
-  using QueueKey = std::tuple<int64_t, int64_t, int, int64_t, int64_t, int64_t, double, int64_t,
-                              int64_t, int64_t, int64_t, JobId, int32_t>;
+  // (priority, aged, quota tier (QueueBook::QuotaTier), borrowing queue's level, Gittins
+  // bucket and prediction bucket (0 within a quota level; SchedulerConfig::
+  // borrowing_queues_by_level), queue share (its top quota level's, QueueBook::FairPath),
+  // the deeper levels' ids and shares, level, Gittins bucket, predicted remaining, submit, id,
+  // selection queue); for an aged head, 0 from the tier to predicted remaining.
+  using QueueKey =
+      std::tuple<int64_t, int64_t, int, int64_t, int64_t, int64_t, double, std::vector<double>,
+                 int64_t, int64_t, int64_t, int64_t, JobId, int32_t>;
 
   std::optional<UserKey> MakeUserKey(int32_t g) const;
   std::optional<QueueKey> MakeQueueKey(int32_t sel) const;

@@ -208,6 +208,11 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
   std::vector<RunEntry*> cands;
   std::set<const RunEntry*> budgeted_runs;  // kCorral: candidates taken for priority or LAS
   bool reclaim = false;
+  // kCorral, by queue: does the job reclaim from its runs, and how far up its quota levels
+  // does it meet them (QueueBook::QuotaMeet)?
+  std::vector<uint8_t> reclaim_from;
+  std::vector<int32_t> meet_depth;
+  std::vector<int32_t> holder_level;  // the run's side of the meet, which must stay over quota
   // Upper bounds first: most blocked jobs have no possible victims at all.
   if (st.preemptible_priorities.empty()) return false;
   int64_t bound = st.model.free_gpus();
@@ -219,14 +224,23 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
   if (st.NoVictimYet()) return false;
   // Candidates: the pass's possible victims that this job may displace, in victim order.
   if (policy == OrderPolicy::kCorral) {
-    int64_t incoming = 0;
-    for (const auto& [id, vs] : st.victims_of) {
-      (void)vs;
-      if (const PendingEntry* e = st.pending.Find(id); e && e->queue == job.queue) {
-        incoming += TotalGpus(e->job);
+    // Reclaim at each of the job's quota levels: the job, with the jobs of that subtree already
+    // waiting for their victims, stays within the level's quota.
+    std::vector<int32_t> levels;
+    st.queues.QuotaLevels(job.queue, &levels);
+    std::vector<uint8_t> fits(levels.size(), 0);
+    for (size_t k = 0; k < levels.size(); ++k) {
+      int64_t incoming = 0;
+      for (const auto& [id, vs] : st.victims_of) {
+        (void)vs;
+        if (const PendingEntry* e = st.pending.Find(id);
+            e && st.queues.Within(e->queue, levels[k])) {
+          incoming += TotalGpus(e->job);
+        }
       }
+      fits[k] = st.queues.AllocGpus(levels[k]) + incoming + gpus <= st.queues.Quota(levels[k]);
+      reclaim = reclaim || fits[k];
     }
-    reclaim = st.queues.AllocGpus(job.queue) + incoming + gpus <= st.queues.Quota(job.queue);
     // Priority and LAS preemption spend the budgets; reclaim does not need them.
     bool open = st.ClusterBudgetOpen();
     bool las = open && st.config.las_within_queue && st.PreemptibleGpus(job.queue) > 0;
@@ -248,7 +262,7 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
                           q < static_cast<int32_t>(st.preemptible_gpus.size());
            ++q) {
         any = q != job.queue && st.preemptible_gpus[q] > 0 &&
-              st.queues.AllocGpus(q) - st.Freeing(q) > st.queues.Quota(q) && st.QueueBudgetOpen(q);
+              st.OverQuota(st.queues.QuotaMeet(job.queue, q).holder) && st.QueueBudgetOpen(q);
       }
       if (!any) {
         ++st.budget_denied;
@@ -263,11 +277,19 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
     };
     bool denied = false;
     // By queue: 0 not searched, 1 searched and not over its quota, 2 searched and over.
+    // Over its quota: the run's side of the meet with the job (for flat queues, its queue).
     std::vector<uint8_t> searched(st.running_by_queue.size(), 0);
+    reclaim_from.assign(searched.size(), 0);
+    meet_depth.assign(searched.size(), 0);
+    holder_level.assign(searched.size(), -1);
     for (int32_t q = 0; q < static_cast<int32_t>(st.running_by_queue.size()); ++q) {
-      bool over = st.queues.AllocGpus(q) - st.Freeing(q) > st.queues.Quota(q);
+      QueueBook::Meet m = st.queues.QuotaMeet(job.queue, q);
+      bool over = st.OverQuota(m.holder);
       if (q != job.queue && !over) continue;
       searched[q] = over ? 2 : 1;
+      reclaim_from[q] = over && fits[m.taker_depth];
+      meet_depth[q] = m.taker_depth;
+      holder_level[q] = m.holder;
     }
     // The positions in victim_order to scan: the job's own queue, and the other searched
     // queues only if it may take from them (reclaim, lower priority, LAS across queues); a
@@ -290,7 +312,7 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
     for (int32_t q = 0; q < static_cast<int32_t>(searched.size()); ++q) {
       if (!searched[q] || q >= static_cast<int32_t>(st.victim_order_by_queue.size())) continue;
       if (st.victim_order_by_queue[q].empty()) continue;
-      if (q == job.queue || reclaim || by_priority) {
+      if (q == job.queue || reclaim_from[q] || by_priority) {
         scan[q] = 1;
         other_whole = other_whole || q != job.queue;
         continue;
@@ -332,7 +354,7 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
       if (r.preempted_for != 0) continue;  // spared since the order was built
       bool over = searched[q] == 2;
       bool lower = by_priority && r.job.priority < j.priority;
-      bool reclaims = q == job.queue ? over && reclaim : reclaim;
+      bool reclaims = reclaim_from[q];
       bool budgeted = lower || (q == job.queue && las && LasVictim(st, r, job)) ||
                       (over && borrowed_las && BorrowedLasVictim(st, r, job));
       if (!reclaims && !budgeted) continue;
@@ -346,6 +368,15 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
       if (!reclaims) budgeted_runs.insert(&r);
     }
     if (denied && cands.empty()) ++st.budget_denied;
+    // A child reclaims first from borrowers farthest from it: those outside its parent use
+    // its subtree's idle share, its siblings only their own subtree's.
+    bool deep = false;
+    for (const RunEntry* r : cands) deep = deep || meet_depth[r->queue] > 0;
+    if (deep) {
+      std::stable_sort(cands.begin(), cands.end(), [&](const RunEntry* a, const RunEntry* b) {
+        return meet_depth[a->queue] > meet_depth[b->queue];
+      });
+    }
   } else {
     if (st.victim_order_pass != st.pass) BuildVictimOrder(st);
     st.work += static_cast<int64_t>(st.running.size());
@@ -386,7 +417,7 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
     w.Release(r.placement, st.SlotsOf(r), r.job.per_replica, r.job.user, sign);
   };
   std::vector<RunEntry*> released;
-  std::map<int32_t, int64_t> taken;  // queue -> GPUs released from it here
+  std::map<int32_t, int64_t> taken;  // queue -> GPUs released from its subtree here
   bool ok = false;
   bool all_released = true;  // not cut short by the pass budget
   size_t next_try = 1;
@@ -396,14 +427,13 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
       break;
     }
     bool own_lower = r->queue == job.queue && r->job.priority < j.priority;
-    if (policy == OrderPolicy::kCorral && !own_lower && !LasVictim(st, *r, job) &&
-        st.queues.AllocGpus(r->queue) - st.Freeing(r->queue) - taken[r->queue] <=
-            st.queues.Quota(r->queue)) {
-      continue;  // its queue is no longer over quota
+    if (policy == OrderPolicy::kCorral && !own_lower && !LasVictim(st, *r, job)) {
+      int32_t level = holder_level[r->queue];
+      if (!st.OverQuota(level, taken[level])) continue;  // no longer over its quota
     }
     release(*r, -1);
     released.push_back(r);
-    taken[r->queue] += r->gpus;
+    for (int32_t a = r->queue; a >= 0; a = st.queues.Parent(a)) taken[a] += r->gpus;
     ++st.work;
     // Trying after every release would make the search quadratic; the tries thin out.
     if (w.free_gpus() < s.TotalGpus() || released.size() < next_try) continue;

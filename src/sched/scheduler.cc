@@ -68,7 +68,7 @@ void Scheduler::Impl::RemoveRun(JobId id) {
     if (n->second.empty()) st.runs_on_node.erase(n);
   }
   if (r.preempted_for != 0) {
-    st.Freeing(r.queue) -= r.gpus;
+    st.AddFreeing(r.queue, -r.gpus);
     st.being_preempted.erase(id);
     auto v = st.victims_of.find(r.preempted_for);
     if (v != st.victims_of.end()) {

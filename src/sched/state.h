@@ -56,7 +56,7 @@ struct SchedState {
   std::set<std::pair<TimeMs, JobId>> by_end;      // running, by expected end
   std::vector<std::set<JobId>> running_by_queue;  // by queue id
   std::map<std::string, std::set<JobId>> runs_on_node;
-  std::vector<int64_t> freeing_gpus;               // by queue: GPUs of runs being preempted
+  std::vector<int64_t> freeing_gpus;               // by queue: see Freeing
   std::set<JobId> being_preempted;                 // running, with a Preempt decision out
   std::map<JobId, std::vector<JobId>> victims_of;  // pending job -> its victims still running
   std::set<JobId> room_made;  // pending jobs whose victims have all ended since the last pass
@@ -120,9 +120,36 @@ struct SchedState {
     if (static_cast<int32_t>(running_by_queue.size()) <= q) running_by_queue.resize(q + 1);
     return running_by_queue[q];
   }
-  int64_t& Freeing(int32_t q) {
-    if (static_cast<int32_t>(freeing_gpus.size()) <= q) freeing_gpus.resize(q + 1, 0);
-    return freeing_gpus[q];
+  // GPUs of runs being preempted in the queue's subtree (as AllocGpus counts its subtree).
+  int64_t Freeing(int32_t q) const {
+    return q < static_cast<int32_t>(freeing_gpus.size()) ? freeing_gpus[q] : 0;
+  }
+  void AddFreeing(int32_t q, int64_t gpus) {
+    for (int32_t a = q; a >= 0; a = queues.Parent(a)) {
+      if (static_cast<int32_t>(freeing_gpus.size()) <= a) freeing_gpus.resize(a + 1, 0);
+      freeing_gpus[a] += gpus;
+    }
+  }
+  // Is the queue over its quota, counting neither runs being preempted nor `taken` more GPUs?
+  bool OverQuota(int32_t q, int64_t taken = 0) const {
+    return queues.AllocGpus(q) - Freeing(q) - taken > queues.Quota(q);
+  }
+  // Is any of the queue's quota levels (QueueBook::QuotaLevels) over its quota: could a run of
+  // it be borrowed from some job's point of view?
+  bool AnyLevelOver(int32_t q) const {
+    if (OverQuota(q)) return true;
+    for (int32_t a = queues.Parent(q); a >= 0; a = queues.Parent(a)) {
+      if (queues.Quota(a) > 0 && OverQuota(a)) return true;
+    }
+    return false;
+  }
+  // Would `gpus` more stay within the quota of any of the queue's quota levels?
+  bool AnyLevelFits(int32_t q, int64_t gpus) const {
+    if (queues.AllocGpus(q) + gpus <= queues.Quota(q)) return true;
+    for (int32_t a = queues.Parent(q); a >= 0; a = queues.Parent(a)) {
+      if (queues.Quota(a) > 0 && queues.AllocGpus(a) + gpus <= queues.Quota(a)) return true;
+    }
+    return false;
   }
   int64_t& PreemptibleGpus(int32_t q) {
     if (static_cast<int32_t>(preemptible_gpus.size()) <= q) preemptible_gpus.resize(q + 1, 0);

@@ -5,15 +5,12 @@
 
 #include "sim/report.h"
 #include "sim/simulator.h"
+#include "sim/test_traces.h"
 
 namespace corral::sim {
 namespace {
 
-std::vector<TraceJob> Jobs(const std::string& csv) {
-  Result<Trace> t = ParseTrace(csv, "test", {});
-  CORRAL_CHECK(t.ok(), t.status().message());
-  return t->jobs;
-}
+using testing::Jobs;
 
 SimResult Sim(const std::vector<TraceJob>& jobs, sched::OrderPolicy policy, int32_t every,
               int32_t nodes = 1) {

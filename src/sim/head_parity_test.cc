@@ -12,16 +12,13 @@
 #include "sim/report.h"
 #include "sim/simulate_command.h"
 #include "sim/simulator.h"
+#include "sim/test_traces.h"
 #include "sim/trace.h"
 
 namespace corral::sim {
 namespace {
 
-std::vector<TraceJob> Jobs(const std::string& csv) {
-  Result<Trace> t = ParseTrace(csv, "test", {});
-  CORRAL_CHECK(t.ok(), t.status().message());
-  return t->jobs;
-}
+using testing::Jobs;
 
 SimResult Sim(const std::vector<TraceJob>& jobs, const SimConfig& c) {
   Result<SimResult> r = Simulate(jobs, c);

@@ -8,17 +8,14 @@
 #include "sim/checker.h"
 #include "sim/report.h"
 #include "sim/simulate_command.h"
+#include "sim/test_traces.h"
 
 namespace corral::sim {
 namespace {
 
 std::string Data(const std::string& name) { return std::string(CORRAL_SIM_TESTDATA) + "/" + name; }
 
-std::vector<TraceJob> Jobs(const std::string& csv) {
-  Result<Trace> t = ParseTrace(csv, "test", {});
-  CORRAL_CHECK(t.ok(), t.status().message());
-  return t->jobs;
-}
+using testing::Jobs;
 
 std::map<std::string, double> Jcts(const std::vector<TraceJob>& jobs, const SimResult& r) {
   std::map<std::string, double> out;
