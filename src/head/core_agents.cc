@@ -113,7 +113,7 @@ Result<bool> HeadCore::Report(const Caller& by, const SyncRequest& req, TimeMs n
     int32_t step = 0;
     if (ParseStepRunId(r.run_id, &id, &step)) {
       auto job = state_.jobs.find(id.job);
-      if (job != state_.jobs.end() && active_jobs_.count(id.job) &&
+      if (job != state_.jobs.end() && active().IsActive(id.job) &&
           job->second.CurrentRun()->attempt == id.attempt) {
         OnStepReport(job->second, step, req.node, r, now);
       }
@@ -121,7 +121,7 @@ Result<bool> HeadCore::Report(const Caller& by, const SyncRequest& req, TimeMs n
     }
     if (!ParseRunId(r.run_id, &id)) continue;
     auto job = state_.jobs.find(id.job);
-    if (job == state_.jobs.end() || !active_jobs_.count(id.job)) continue;
+    if (job == state_.jobs.end() || !active().IsActive(id.job)) continue;
     if (job->second.CurrentRun()->attempt != id.attempt) continue;
     OnReplicaReport(job->second, req.node, r, now);
   }
@@ -184,9 +184,7 @@ SyncResponse HeadCore::DesiredFor(const std::string& node) const {
   SyncResponse r;
   r.head_epoch = state_.epoch;
   r.desired_version = NodeVersion(node);
-  auto runs = node_runs_.find(node);
-  if (runs == node_runs_.end()) return r;
-  for (JobId id : runs->second) AddJobOrders(state_.jobs.at(id), node, &r);
+  for (JobId id : active().OnNode(node)) AddJobOrders(state_.jobs.at(id), node, &r);
   return r;
 }
 
@@ -195,14 +193,12 @@ SyncResponse HeadCore::AnswerFor(const std::string& node, uint64_t from) const {
   std::optional<std::vector<JobId>> changed;
   if (from != 0 && log != desired_.end()) changed = log->second.ChangedSince(from);
   if (!changed) return DesiredFor(node);
-  auto runs = node_runs_.find(node);
+  const std::set<JobId>& runs = active().OnNode(node);
   // Where every job left on the node changed, the full answer lists no more orders and names
   // no jobs: it is the smaller one (a node whose runs all ended, or all just began).
   size_t here = 0;
-  if (runs != node_runs_.end()) {
-    for (JobId id : *changed) here += runs->second.count(id);
-  }
-  if (runs == node_runs_.end() || here == runs->second.size()) return DesiredFor(node);
+  for (JobId id : *changed) here += runs.count(id);
+  if (here == runs.size()) return DesiredFor(node);
   SyncResponse r;
   r.head_epoch = state_.epoch;
   r.desired_version = log->second.version();
@@ -210,7 +206,7 @@ SyncResponse HeadCore::AnswerFor(const std::string& node, uint64_t from) const {
   r.base_version = from;
   r.changed_jobs = std::move(*changed);
   for (JobId id : r.changed_jobs) {
-    if (runs->second.count(id)) AddJobOrders(state_.jobs.at(id), node, &r);
+    if (runs.count(id)) AddJobOrders(state_.jobs.at(id), node, &r);
   }
   return r;
 }
@@ -270,7 +266,7 @@ void HeadCore::CheckLiveness(TimeMs now) {
 void HeadCore::LoseNode(const Node& node, TimeMs now) {
   std::string name = node.name;
   SetLiveness(name, Liveness::kDown, "no sync for " + FormatDuration(config_.down_after_ms), now);
-  std::set<JobId> lost = node_runs_[name];
+  std::set<JobId> lost = active().OnNode(name);
   for (JobId id : lost)
     FinishRun(state_.jobs.at(id), RunState::kLost, "node " + name + " lost", now);
 }
@@ -284,7 +280,7 @@ Result<NodeView> HeadCore::SetDrain(const Caller& by, const std::string& name, b
   // before it comes back.
   Drain now_drain = it->second.drain;
   if (drain && now_drain == Drain::kNone) {
-    SetDrainState(name, node_runs_[name].empty() ? Drain::kDrained : Drain::kDraining,
+    SetDrainState(name, active().OnNode(name).empty() ? Drain::kDrained : Drain::kDraining,
                   "drained by " + by.name, now);
   } else if (!drain && now_drain != Drain::kNone) {
     SetDrainState(name, Drain::kNone, "undrained by " + by.name, now);
@@ -300,19 +296,17 @@ std::vector<NodeView> HeadCore::ListNodes() const {
     if (auto h = last_heard_.find(name); h != last_heard_.end()) v.node.last_heartbeat = h->second;
     if (auto g = gpu_samples_.find(name); g != gpu_samples_.end()) v.gpu_samples = g->second;
     if (auto c = image_caches_.find(name); c != image_caches_.end()) v.image_cache = c->second;
-    if (auto runs = node_runs_.find(name); runs != node_runs_.end()) {
-      for (JobId id : runs->second) {
-        const Job& job = state_.jobs.at(id);
-        const Run& run = *job.CurrentRun();
-        v.runs.push_back(ToString(RunId{id, run.attempt}));
-        for (const ReplicaPlacement& p : run.placement) {
-          if (p.node != name) continue;
-          for (const GpuShare& g : Shares(p)) {
-            held.insert(g.index);
-            if (p.gpu_milli.empty()) continue;
-            v.shares.push_back(
-                {g.index, id, job.owner, g.milli, g.memory_mb, job.spec.per_replica.gpu_isolation});
-          }
+    for (JobId id : active().OnNode(name)) {
+      const Job& job = state_.jobs.at(id);
+      const Run& run = *job.CurrentRun();
+      v.runs.push_back(ToString(RunId{id, run.attempt}));
+      for (const ReplicaPlacement& p : run.placement) {
+        if (p.node != name) continue;
+        for (const GpuShare& g : Shares(p)) {
+          held.insert(g.index);
+          if (p.gpu_milli.empty()) continue;
+          v.shares.push_back(
+              {g.index, id, job.owner, g.milli, g.memory_mb, job.spec.per_replica.gpu_isolation});
         }
       }
     }

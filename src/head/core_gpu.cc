@@ -9,9 +9,7 @@ namespace corral::head {
 
 std::vector<JobId> HeadCore::JobsOnGpu(const std::string& node, int32_t gpu) const {
   std::vector<JobId> out;
-  auto runs = node_runs_.find(node);
-  if (runs == node_runs_.end()) return out;
-  for (JobId id : runs->second) {
+  for (JobId id : active().OnNode(node)) {
     const Run& run = *state_.jobs.at(id).CurrentRun();
     for (const ReplicaPlacement& p : run.placement) {
       if (p.node == node && std::find(p.gpus.begin(), p.gpus.end(), gpu) != p.gpus.end()) {

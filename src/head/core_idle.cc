@@ -11,9 +11,8 @@ namespace corral::head {
 
 void HeadCore::ObserveUse(const std::string& node, TimeMs now) {
   auto samples = gpu_samples_.find(node);
-  auto runs = node_runs_.find(node);
-  if (samples == gpu_samples_.end() || runs == node_runs_.end()) return;
-  for (JobId id : runs->second) {
+  if (samples == gpu_samples_.end()) return;
+  for (JobId id : active().OnNode(node)) {
     const Run& run = *state_.jobs.at(id).CurrentRun();
     RunId key{id, run.attempt};
     if (run.state != RunState::kRunning) continue;

@@ -142,8 +142,8 @@ Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, 
   }
   CORRAL_RETURN_IF_ERROR(CheckRequestId(request_id));
   if (!request_id.empty()) {
-    if (auto seen = requests_.find({owner, request_id}); seen != requests_.end()) {
-      return state_.jobs.at(seen->second);
+    if (JobId seen = indexes_.get<RequestIds>().Find(owner, request_id)) {
+      return state_.jobs.at(seen);
     }
   }
   CORRAL_RETURN_IF_ERROR(CheckQueueAccess(state_.queues, by, spec.queue));
@@ -170,8 +170,7 @@ Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, 
       auto a = ParseArray(job.spec.array);
       if (a.ok()) adding = static_cast<int64_t>(a->indices.size());
     }
-    auto counted = pending_count_.find({job.spec.queue, job.owner});
-    int64_t pending = counted == pending_count_.end() ? 0 : counted->second;
+    int64_t pending = indexes_.get<PendingCounts>().Of(job.spec.queue, job.owner);
     if (pending + adding > q->second.max_pending_per_user) {
       return Status(ErrorCode::kResourceExhausted,
                     "user '" + job.owner + "' has " + std::to_string(pending) +
@@ -318,7 +317,7 @@ Result<Job> HeadCore::ReportCheckpoint(const Caller& by, JobId id, TimeMs now) {
   if (it == state_.jobs.end()) return UnknownJob(id);
   if (!MayManageJob(by, it->second)) return PermissionDenied("not your job");
   const Run* run = it->second.CurrentRun();
-  if (!run || !active_jobs_.count(id)) {
+  if (!run || !active().IsActive(id)) {
     return FailedPrecondition("job " + std::to_string(id) + " has no live run");
   }
   Emit(by, now, CheckpointReported{id, run->attempt});
@@ -387,7 +386,7 @@ void HeadCore::Schedule(TimeMs now) {
   for (const sched::PlaceDecision& p : d.place) PlaceRun(p, now);
   for (const sched::PreemptDecision& p : d.preempt) {
     auto it = state_.jobs.find(p.job);
-    if (it == state_.jobs.end() || !active_jobs_.count(p.job)) continue;
+    if (it == state_.jobs.end() || !active().IsActive(p.job)) continue;
     RequestStop(it->second, std::string(kReasonPreempted) + ": " + p.reason, now);
   }
   for (const sched::WaitReason& w : d.waiting) pending_reason_[w.job] = {w.code, w.reason};
@@ -405,11 +404,9 @@ int32_t HeadCore::PickMasterPort(const std::string& node) const {
     hi = n->second.port_hi;
   }
   std::set<int32_t> used;
-  if (auto runs = node_runs_.find(node); runs != node_runs_.end()) {
-    for (JobId id : runs->second) {
-      const Run& r = *state_.jobs.at(id).CurrentRun();
-      if (!r.placement.empty() && r.placement[0].node == node) used.insert(r.master_port);
-    }
+  for (JobId id : active().OnNode(node)) {
+    const Run& r = *state_.jobs.at(id).CurrentRun();
+    if (!r.placement.empty() && r.placement[0].node == node) used.insert(r.master_port);
   }
   if (auto busy = busy_ports_.find(node); busy != busy_ports_.end()) {
     used.insert(busy->second.begin(), busy->second.end());
@@ -610,7 +607,7 @@ void HeadCore::FinishRun(const Job& job, RunState state, const std::string& reas
   for (const ReplicaPlacement& p : state_.jobs.at(id).CurrentRun()->placement) {
     auto n = state_.nodes.find(p.node);
     if (n != state_.nodes.end() && n->second.drain == Drain::kDraining &&
-        node_runs_[p.node].empty()) {
+        active().OnNode(p.node).empty()) {
       SetDrainState(p.node, Drain::kDrained, "drained: its last run ended", now);
     }
   }
@@ -618,7 +615,7 @@ void HeadCore::FinishRun(const Job& job, RunState state, const std::string& reas
 
 void HeadCore::EnforceTimeLimits(TimeMs now) {
   std::vector<JobId> over;
-  for (JobId id : active_jobs_) {
+  for (JobId id : active().jobs()) {
     const Job& job = state_.jobs.at(id);
     const Run& run = *job.CurrentRun();
     // Killed once it has run its limit (Slurm's TimeLimit is the longest a job may run).
@@ -638,7 +635,7 @@ void HeadCore::EnforceTimeLimits(TimeMs now) {
 
 void HeadCore::ExpireStops(TimeMs now) {
   std::vector<JobId> overdue;
-  for (JobId id : active_jobs_) {
+  for (JobId id : active().jobs()) {
     const Job& job = state_.jobs.at(id);
     const Run& run = *job.CurrentRun();
     if (run.stop_requested &&
@@ -683,7 +680,7 @@ Status HeadCore::CheckUserLimits(const JobSpec& spec, const std::string& owner) 
   }
   if (config_.max_pending_per_user > 0) {
     int64_t pending = 0;
-    for (const auto& [key, n] : pending_count_) {
+    for (const auto& [key, n] : indexes_.get<PendingCounts>().all()) {
       if (key.second == owner) pending += n;
     }
     if (pending + adding > config_.max_pending_per_user) {

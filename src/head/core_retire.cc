@@ -60,10 +60,6 @@ void HeadCore::RetireEnded(TimeMs now) {
 }
 
 void HeadCore::OnRetired(const JobsRetired& e) {
-  std::set<JobId> gone(e.jobs.begin(), e.jobs.end());
-  for (auto it = requests_.begin(); it != requests_.end();) {
-    it = gone.count(it->second) ? requests_.erase(it) : std::next(it);
-  }
   for (JobId id : e.jobs) {
     pending_reason_.erase(id);
     array_live_.erase(id);

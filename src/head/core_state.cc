@@ -35,29 +35,18 @@ void HeadCore::Index(const Change& c) {
       for (const auto& [name, node] : core.state_.nodes)
         core.desired_[name] = DesiredLog(core.state_.epoch << 32);
     }
-    void Pending(const corral::Job& job, int32_t delta) {
-      core.pending_count_[{job.spec.queue, job.owner}] += delta;
-    }
     void operator()(const JobSubmitted& e) { Submitted(e.job.id); }
     void operator()(const ArraySubmitted& e) {
       for (size_t i = 0; i < e.size(); ++i) Submitted(e.job.id + i);
     }
     void Submitted(JobId id) {
       Job(id);
-      const corral::Job& job = core.state_.jobs.at(id);
-      if (!job.request_id.empty()) core.requests_.emplace(std::pair(job.owner, job.request_id), id);
-      Pending(job, +1);
-      core.AdmitPending(job);
+      core.AdmitPending(core.state_.jobs.at(id));
     }
     void operator()(const RunPlaced& e) {
       Job(e.job);
-      Pending(core.state_.jobs.at(e.job), -1);
-      core.active_jobs_.insert(e.job);
       core.pending_reason_.erase(e.job);
-      for (const ReplicaPlacement& p : e.placement) {
-        core.node_runs_[p.node].insert(e.job);
-        core.Bump(p.node, e.job);
-      }
+      for (const ReplicaPlacement& p : e.placement) core.Bump(p.node, e.job);
     }
     void operator()(const RunStarted& e) { Job(e.job); }
     void operator()(const ReplicaExited& e) {
@@ -77,14 +66,9 @@ void HeadCore::Index(const Change& c) {
     void operator()(const RunEnded& e) {
       Job(e.job);
       const corral::Job& job = core.state_.jobs.at(e.job);
-      for (const ReplicaPlacement& p : job.runs[e.attempt - 1].placement) {
-        core.node_runs_[p.node].erase(e.job);
-        core.Bump(p.node, e.job);
-      }
-      core.active_jobs_.erase(e.job);
+      for (const ReplicaPlacement& p : job.runs[e.attempt - 1].placement) core.Bump(p.node, e.job);
       core.scheduler_->RemoveRunning(e.job);
       if (e.job_state == JobState::kPending) {
-        Pending(job, +1);
         core.scheduler_->AddPending(core.SchedulerInput(job));  // a requeue stays admitted
       } else {
         core.OnTerminal(job, /*was_live=*/true);
@@ -94,7 +78,6 @@ void HeadCore::Index(const Change& c) {
     void operator()(const JobEnded& e) {
       Job(e.job);
       const corral::Job& job = core.state_.jobs.at(e.job);
-      Pending(job, -1);  // it ended while pending
       bool live = !core.held_.count(e.job);
       if (live) {
         core.scheduler_->RemovePending(e.job);
@@ -183,6 +166,7 @@ void HeadCore::Index(const Change& c) {
     void operator()(const JobsRetired& e) { core.OnRetired(e); }
   };
   MarkDirty(c);
+  indexes_.Apply(state_, c);
   std::visit(Visitor{*this, c}, c.what);
 }
 
@@ -240,15 +224,15 @@ Json HeadCore::DerivedSummary() const {
     return a;
   };
   Json node_runs = Json::object();
-  for (const auto& [node, jobs] : node_runs_) {
-    if (!jobs.empty()) node_runs[node] = ids(jobs);
-  }
+  for (const auto& [node, jobs] : indexes_.get<ActiveRuns>().by_node()) node_runs[node] = ids(jobs);
   Json pending = Json::array();
-  for (const auto& [key, n] : pending_count_) {
-    if (n != 0) pending.push_back(Json{key.first, key.second, n});
+  for (const auto& [key, n] : indexes_.get<PendingCounts>().all()) {
+    pending.push_back(Json{key.first, key.second, n});
   }
   Json requests = Json::array();
-  for (const auto& [key, id] : requests_) requests.push_back(Json{key.first, key.second, id});
+  for (const auto& [key, id] : indexes_.get<RequestIds>().all()) {
+    requests.push_back(Json{key.first, key.second, id});
+  }
   Json array_held = Json::object();
   for (const auto& [array, jobs] : array_held_) {
     if (!jobs.empty()) array_held[std::to_string(array)] = ids(jobs);
@@ -264,7 +248,7 @@ Json HeadCore::DerivedSummary() const {
   Json doomed = Json::array();
   for (const auto& [id, why] : doomed_) doomed.push_back(id);
   return Json{{"node_runs", node_runs},
-              {"active", ids(active_jobs_)},
+              {"active", ids(indexes_.get<ActiveRuns>().jobs())},
               {"pending_count", pending},
               {"requests", requests},
               {"held", ids(held_)},
@@ -295,9 +279,11 @@ Status HeadCore::Recover(ClusterState snapshot, const std::vector<Change>& tail,
 }
 
 void HeadCore::RebuildIndexes(TimeMs now) {
+  indexes_.Rebuild(state_, now);
+  // What follows is not an index but a decision or an observation: the scheduler's model and
+  // the holds (admission decides which pending jobs it sees), orders to agents (versions start
+  // afresh each epoch), and liveness and session clocks (a new leadership restarts them).
   scheduler_ = std::make_unique<sched::Scheduler>(config_.scheduler);
-  node_runs_.clear();
-  active_jobs_.clear();
   desired_.clear();
   last_heard_.clear();
   pending_reason_.clear();
@@ -309,14 +295,10 @@ void HeadCore::RebuildIndexes(TimeMs now) {
   recheck_.clear();
   release_arrays_.clear();
   doomed_.clear();
-  pending_count_.clear();
-  requests_.clear();
   session_heard_.clear();
   session_stop_at_.clear();
   RebuildEstimator();
   for (const auto& [id, job] : state_.jobs) {
-    if (!job.request_id.empty()) requests_.emplace(std::pair(job.owner, job.request_id), id);
-    if (job.state == JobState::kPending) ++pending_count_[{job.spec.queue, job.owner}];
     // A new leadership gives every session's client a full inactive limit to reach it.
     if (job.spec.interactive && !IsTerminal(job.state)) session_heard_[id] = {now, now};
   }
@@ -328,8 +310,6 @@ void HeadCore::RebuildIndexes(TimeMs now) {
   }
   for (const auto& [id, job] : state_.jobs) {
     if (job.state == JobState::kScheduled || job.state == JobState::kRunning) {
-      active_jobs_.insert(id);
-      for (const ReplicaPlacement& p : job.CurrentRun()->placement) node_runs_[p.node].insert(id);
       scheduler_->AddRunning(ToRunning(job, SchedulerInput(job)));
       if (job.IsArrayElement()) ++array_live_[job.array_id];
     }

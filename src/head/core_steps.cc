@@ -38,7 +38,7 @@ std::optional<Caller> HeadCore::AuthenticateStep(const std::string& bearer) cons
   if (!ParseRunId(rest.substr(0, mac), &run)) return std::nullopt;
   if (!TokensEqual(bearer, StepToken(state_.step_key, run))) return std::nullopt;
   auto it = state_.jobs.find(run.job);
-  if (it == state_.jobs.end() || !active_jobs_.count(run.job)) return std::nullopt;
+  if (it == state_.jobs.end() || !active().IsActive(run.job)) return std::nullopt;
   const Run* current = it->second.CurrentRun();
   if (!current || current->attempt != run.attempt) return std::nullopt;  // an old run's token
   return Caller::Job(run.job);

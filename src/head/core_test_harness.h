@@ -76,6 +76,11 @@ class CoreHarness {
     ASSERT_EQ(core_->DerivedSummary().dump(1), rebuilt.DerivedSummary().dump(1))
         << "at revision " << core_->revision();
   }
+  // Every change made and committed so far, from the first (what a crash lost is not here).
+  const std::vector<Change>& changes() {
+    Drain();
+    return all_changes_;
+  }
   // Replays every change ever made from an empty state: it must give the live state.
   void ExpectReplayEqualsLive() {
     Drain();

@@ -24,6 +24,7 @@
 #include "core/usage.h"
 #include "core/views.h"
 #include "head/cluster_state.h"
+#include "head/core_indexes.h"
 #include "head/desired_log.h"
 #include "sched/runtime_estimate.h"
 #include "sched/scheduler.h"
@@ -279,7 +280,7 @@ class HeadCore {
   // (liveness, desired-state versions, pending reasons, GPU samples).
   Json DerivedSummary() const;
   const std::map<JobId, PendingReason>& pending_reasons() const { return pending_reason_; }
-  const std::set<JobId>& active_jobs() const { return active_jobs_; }
+  const std::set<JobId>& active_jobs() const { return indexes_.get<ActiveRuns>().jobs(); }
   // Runs flagged idle at the last Tick or report (core_idle.cc), by job.
   const std::map<JobId, TimeMs>& idle_runs() const { return idle_; }
   uint64_t revision() const { return state_.revision; }
@@ -372,19 +373,19 @@ class HeadCore {
   // Appends the orders of `job` (active on `node`) for the replicas and steps still to run there.
   void AddJobOrders(const Job& job, const std::string& node, SyncResponse* out) const;
   void WantSchedule() { schedule_wanted_ = true; }
+  const ActiveRuns& active() const { return indexes_.get<ActiveRuns>(); }
 
   CoreConfig config_;
   ClusterState state_;
   std::unique_ptr<sched::Scheduler> scheduler_;
 
-  // Derived from state_ (rebuilt on recovery), or not durable at all.
-  std::map<std::string, std::set<JobId>> node_runs_;  // node -> jobs with an active run there
-  std::set<JobId> active_jobs_;                       // scheduled or running
-  // Pending jobs per (queue, owner), for the queues' max_pending_per_user.
-  std::map<std::pair<std::string, std::string>, int32_t> pending_count_;
-  std::map<std::pair<std::string, std::string>, JobId> requests_;  // (owner, request id)
+  // Derived from state_ alone: applied change by change, rebuilt on recovery.
+  CoreIndexes indexes_;
+  // Below: derived too, but through decisions (holds, the scheduler's model), or not durable.
   // Run times of ended jobs, per user and name and queue: the predictions the scheduler
-  // orders by (sched/runtime_estimate.h). Rebuilt from the ended jobs on recovery.
+  // orders by (sched/runtime_estimate.h). Rebuilt from the ended jobs on recovery. Not in
+  // indexes_: it learns in end order, and jobs that end in one millisecond are learnt live in
+  // the order they ended but rebuilt in id order, so a rebuild need not equal it exactly.
   sched::RuntimeEstimator estimator_;
   std::map<std::string, DesiredLog> desired_;  // per node: its version and recent changes
   // Observations, not state: ports something listens on, per node, from its last sync.
