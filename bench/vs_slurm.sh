@@ -11,6 +11,9 @@
 #             clock (`date +%s.%N` in the job minus the time just before the CLI call), after a
 #             random 0-1 s pause (Slurm schedules on a 1 s tick: the phase matters); for Corral
 #             also the head's own records (started_at - submitted_at)
+#   foreground  RUN_JOBS x a one-GPU `true` in the foreground, one at a time: `srun --gres=gpu:1
+#             true` against `corral run --gpus 1 -- true`, each from the CLI call to its exit (queue,
+#             allocate, start, run, exit code back to the client)
 #   ceiling   corral_spawn_ceiling: fork, exec and reap N `true` with 32 alive at once (the GPU
 #             slots), each in its own session; Corral's array rate as a fraction of it
 #
@@ -20,6 +23,7 @@
 # Manual benchmark, NOT run by tests or CI (Slurm needs root; about 3 minutes).
 # Usage: bench/vs_slurm.sh [N]          (default 1000)
 # Env:   BUILD (default build: has corral and corral_spawn_ceiling), PORT (17470), LAT_JOBS (20),
+#        RUN_JOBS (20),
 #        SLURM_SH (default /work/shared/tools/slurm-local.sh or shared/tools/ beside the repo),
 #        SKIP_SLURM=1, SKIP_CORRAL=1, OUT (raw results file).
 # Needs: apt-get install -y slurm-wlm munge bc (Debian 12: Slurm 22.05.8), curl, python3.
@@ -29,6 +33,7 @@ N=${1:-1000}
 BUILD=${BUILD:-build}
 PORT=${PORT:-17470}
 LAT_JOBS=${LAT_JOBS:-20}
+RUN_JOBS=${RUN_JOBS:-20}
 SLURM_SH=${SLURM_SH:-}
 if [ -z "$SLURM_SH" ]; then
   for c in /work/shared/tools/slurm-local.sh ../shared/tools/slurm-local.sh shared/tools/slurm-local.sh; do
@@ -85,6 +90,14 @@ run_slurm() {
     rec slurm_idle_ms "$(echo "($(cat "$d/lat.$k") - $t0) * 1000" | bc -l)"
     slurm_drained
   done
+  echo "## slurm: $RUN_JOBS x srun true in the foreground"
+  for k in $(seq 1 "$RUN_JOBS"); do
+    pause
+    t0=$(now)
+    srun -Q --gres=gpu:1 true || echo "srun failed"
+    rec slurm_run_ms "$(echo "($(now) - $t0) * 1000" | bc -l)"
+  done
+  slurm_drained
   echo "## slurm: $N x true as one array"
   before=$(slurm_done_count)
   t0=$(now)
@@ -169,6 +182,14 @@ run_corral() {
     corral_wait_done
     rec corral_idle_head_ms "$(api "/v1/jobs/$id" | jq '.job.runs[0].started_at - .job.submitted_at')"
   done
+  echo "## corral: $RUN_JOBS x corral run true in the foreground"
+  for k in $(seq 1 "$RUN_JOBS"); do
+    pause
+    t0=$(now)
+    "$BUILD/corral" run --gpus 1 -- true || echo "corral run failed"
+    rec corral_run_ms "$(echo "($(now) - $t0) * 1000" | bc -l)"
+  done
+  corral_wait_done
   echo "## corral: ceiling (just before the array)"
   ceiling
   echo "## corral: $N x true as one array"
@@ -228,6 +249,8 @@ rows = [  # figure, slurm, corral, unit, higher is better
     (f"{n} one by one (CLI): all done", rate("slurm_cli_s"), rate("corral_cli_s"), "jobs/s", True),
     ("idle submit-to-start p50 (job's clock)", pct("slurm_idle_ms", .5), pct("corral_idle_ms", .5), "ms", False),
     ("idle submit-to-start p99 (job's clock)", pct("slurm_idle_ms", .99), pct("corral_idle_ms", .99), "ms", False),
+    ("foreground run of true p50 (srun / corral run)", pct("slurm_run_ms", .5), pct("corral_run_ms", .5), "ms", False),
+    ("foreground run of true p99 (srun / corral run)", pct("slurm_run_ms", .99), pct("corral_run_ms", .99), "ms", False),
     ("idle submit-to-start p50 (head records)", None, pct("corral_idle_head_ms", .5), "ms", False),
     ("idle submit-to-start p99 (head records)", None, pct("corral_idle_head_ms", .99), "ms", False),
 ]

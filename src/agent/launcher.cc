@@ -31,6 +31,7 @@
 #include "agent/launcher_internal.h"
 #include "agent/monitor.h"
 #include "agent/notebook.h"
+#include "agent/notebook_activity.h"
 #include "agent/run_record.h"
 
 namespace corral::agent {
@@ -597,6 +598,15 @@ RunStatus PosixLauncher::Check(LaunchedRun& run) {
   if (run.order.notebook && st.running) {
     std::string ready = NotebookNote(RunDir(run.key()), run.order.job_id, node_name_);
     if (!ready.empty()) st.note += (st.note.empty() ? "" : "\n") + ready;
+    if (!ready.empty()) {
+      if (auto server = ReadNotebook(RunDir(run.key())); server.ok()) {
+        st.notebook_busy_changed =
+            UpdateNotebookActivity(&run.notebook_activity, *server, run.order.job_id, NowMs(),
+                                   kNotebookPollMs, kNotebookPollTimeoutMs);
+      }
+    }
+    st.notebook_active_at = run.notebook_activity.active_at;
+    st.notebook_busy = run.notebook_activity.busy;
   }
   return st;
 }

@@ -48,6 +48,7 @@
 #include "agent/container.h"
 #include "agent/gpu_share_env.h"
 #include "agent/mps.h"
+#include "agent/notebook_activity.h"
 #include "agent/owned_fd.h"
 #include "agent/run_as.h"
 #include "core/agent_protocol.h"
@@ -77,6 +78,8 @@ struct LaunchedRun {
   uint64_t monitor_start = 0;  // /proc/<pid>/stat starttime: guards against pid reuse
   int32_t pgid = 0;            // = task 0's pid
   std::vector<int32_t> pgids;  // every task's process group, task order (pgids[0] == pgid)
+  // A notebook's: when its kernels and terminals were last used, and last asked.
+  NotebookActivity notebook_activity;
   RunKey key() const { return {order.run_id, order.replica}; }
 };
 
@@ -91,6 +94,11 @@ struct RunStatus {
   bool vanished = false;
   std::string error;  // exited: why it could not run (a container's image or mounts), or ""
   std::string note;   // how its start goes (ContainerNote), or ""
+  // A notebook's last kernel or terminal activity on this node's clock (notebook_activity.h);
+  // 0: none seen or not a notebook.
+  TimeMs notebook_active_at = 0;
+  bool notebook_busy = false;          // a kernel runs a cell
+  bool notebook_busy_changed = false;  // since the last Check: worth a sync now
 };
 
 struct RecoveredRun {

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <csignal>
 #include <vector>
 
@@ -135,6 +136,12 @@ std::vector<RunReport> Supervisor::Report() {
     r.failed_task = e.status.running ? -1 : e.status.failed_task;
     r.error = e.error;
     r.note = e.status.note;
+    // The launcher's clock (the wall clock) is the one its activity times were read on.
+    if (e.status.running && e.status.notebook_busy) {
+      r.notebook_idle_ms = 0;
+    } else if (e.status.running && e.status.notebook_active_at > 0) {
+      r.notebook_idle_ms = std::max<int64_t>(1, SystemClock().Now() - e.status.notebook_active_at);
+    }
     if (!e.status.running) {
       r.oom_killed = e.status.usage.oom_killed;
       r.peak_memory_bytes = e.status.usage.peak_memory_bytes;
@@ -165,7 +172,8 @@ bool Supervisor::Poll() {
     if (!e.status.running) continue;
     const std::string note = e.status.note;
     e.status = launcher_->Check(e.run);
-    changed = changed || e.status.note != note;  // the head hears of a pull at once
+    changed = changed || e.status.note != note;           // the head hears of a pull at once
+    changed = changed || e.status.notebook_busy_changed;  // and of a kernel at work, or done
     if (!e.status.running) {
       spdlog::info("run {} replica {} exited with {}", key.run_id, key.replica, e.status.exit_code);
       if (!e.status.error.empty()) e.error = e.status.error;

@@ -65,6 +65,10 @@ struct RunReport {
   bool oom_killed = false;  // the kernel killed it for exceeding its memory limit
   int64_t peak_memory_bytes = 0;
   int64_t cpu_ms = 0;
+  // Running notebooks: how long ago, as of this report, its Jupyter kernels or terminals were
+  // last active (0: a kernel is running a cell, in use until a report says otherwise; -1: not
+  // known). A duration, not a time: the head's clock and the node's need not agree.
+  int64_t notebook_idle_ms = -1;
   bool operator==(const RunReport&) const = default;
 };
 

@@ -224,6 +224,23 @@ TEST(Codec, SyncRequestGpuSamplesRoundTripAndAreOptional) {
   EXPECT_FALSE(ToJson(r).contains("gpu_samples"));
 }
 
+TEST(Codec, ANotebooksIdleTimeRoundTripsAndIsOptional) {
+  SyncRequest r;
+  r.node = "n1";
+  r.agent_epoch = 3;
+  RunReport busy{"7.1", 0, true};
+  busy.notebook_idle_ms = 0;
+  RunReport quiet{"8.1", 0, true};
+  quiet.notebook_idle_ms = 90000;
+  RunReport batch{"9.1", 0, true};
+  r.runs = {busy, quiet, batch};
+  auto back = SyncRequestFromJson(ToJson(r));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->runs, r.runs);
+  EXPECT_FALSE(ToJson(batch).contains("notebook_idle_ms")) << "not known: not sent";
+  EXPECT_EQ(back->runs[2].notebook_idle_ms, -1);
+}
+
 TEST(Codec, IdleSinceIsShownOnlyWhenSet) {
   Job j;
   j.id = 1;

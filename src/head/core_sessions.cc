@@ -1,6 +1,7 @@
 // Interactive sessions (docs/interactive.md): `corral exec` into a running job, and the two
 // rules that end a session no one uses: its client is gone (the head's inactive limit, as
-// Slurm's InactiveLimit), or its terminal and GPUs stay idle past its queue's idle_timeout.
+// Slurm's InactiveLimit), or its terminal (a notebook's kernels and terminals) and GPUs stay
+// idle past its queue's idle_timeout.
 // When a client was last heard from and last typed are observations, like an agent's
 // last-heard time: not durable, and a new leadership starts every session's clocks afresh.
 #include <algorithm>
@@ -84,9 +85,23 @@ Result<SessionStatus> HeadCore::TouchSession(const Caller& by, JobId id, bool ty
   return out;
 }
 
+// A notebook's agent reports how long ago its kernels or terminals were last active; taken as
+// a time on the head's clock, so that the two clocks need not agree. A kernel running a cell
+// (0) is in use until a report says otherwise: agents sync every few seconds, cells run longer.
+void HeadCore::ObserveNotebookActivity(JobId job, int64_t idle_ms, TimeMs now) {
+  auto s = session_heard_.find(job);
+  if (s == session_heard_.end()) return;
+  s->second.kernel = std::max(s->second.kernel, now - idle_ms);
+  s->second.kernel_busy = idle_ms == 0;
+}
+
 TimeMs HeadCore::SessionIdleSince(const Job& job, const Run& run) const {
   auto heard = session_heard_.find(job.id);
-  TimeMs since = std::max(run.started_at, heard == session_heard_.end() ? 0 : heard->second.typed);
+  TimeMs since = run.started_at;
+  if (heard != session_heard_.end()) {
+    if (heard->second.kernel_busy) return 0;
+    since = std::max({since, heard->second.typed, heard->second.kernel});
+  }
   auto low = low_since_.find(RunId{job.id, run.attempt});
   for (const ReplicaPlacement& p : run.placement) {
     if (p.gpus.empty()) continue;
@@ -143,7 +158,8 @@ void HeadCore::CullSessions(TimeMs now) {
                               [](const ReplicaPlacement& p) { return !p.gpus.empty(); });
       end.emplace_back(
           j.id, std::string(kReasonCancelled) + ": idle for " + FormatDuration(now - since) +
-                    ": no terminal input" +
+                    (j.spec.notebook ? ": no kernel or terminal activity in its notebook"
+                                     : ": no terminal input") +
                     (gpus ? " and its GPUs under " +
                                 std::to_string(config_.idle_threshold_percent) + "% use"
                           : std::string()) +

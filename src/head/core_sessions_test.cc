@@ -208,6 +208,56 @@ TEST_P(LiveSessions, ANotebookIsReadyOnItsNoteAndOutlivesTheInactiveLimit) {
   EXPECT_FALSE(StopRequested(nb.id));
 }
 
+// A notebook's kernels and terminals count as use (its agent reports how long ago they were
+// last active): one whose user runs cells while its GPU idles is not warned; one whose kernels
+// went quiet is warned after the timeout from its last activity, then ended with that reason.
+TEST_P(LiveSessions, NotebookKernelActivityKeepsItAndItsAbsenceEndsIt) {
+  Register("n1", 4);
+  const DurationMs timeout = 20 * kMinute;
+  SetIdleTimeout("dev", timeout);
+  JobSpec spec = Session(1, "dev");
+  spec.command = {"jupyter-notebook"};
+  spec.notebook = true;
+  Job working = Submit(spec);
+  Job quiet = Submit(spec);
+  Schedule();
+  const TimeMs quiet_since = now() + 5 * kMinute;  // its last cell ran five minutes in
+  // Each minute n1 syncs: its GPUs idle, `working`'s kernel busy or used seconds ago.
+  auto pass = [&](DurationMs ms) {
+    for (DurationMs left = ms; left > 0; left -= kMinute) {
+      now() += std::min(left, kMinute);
+      SyncRequest req;
+      req.node = "n1";
+      req.agent_epoch = epochs_["n1"];
+      RunReport w = Running(Get(working.id));
+      w.notebook_idle_ms = (now() / kMinute) % 2 == 0 ? 0 : 40 * kSecond;
+      RunReport q = Running(Get(quiet.id));
+      q.notebook_idle_ms = std::max<int64_t>(0, now() - quiet_since);
+      req.runs = {w, q};
+      for (int32_t i = 0; i < 4; ++i) req.gpu_samples.push_back({i, 0, 0});
+      ASSERT_TRUE(*core().Report(Caller::Node("n1"), req, now()));
+      core().Tick(now());
+      Step();
+    }
+  };
+  pass(kMinute);
+  // Idle from its last activity, not from its start: no warning a timeout after the start.
+  pass(timeout);
+  EXPECT_EQ(Warnings(quiet.id), 0) << "its kernel ran a cell five minutes in";
+  pass(5 * kMinute);
+  EXPECT_EQ(Warnings(quiet.id), 1) << "a timeout after its kernel's last activity: warned";
+  const DurationMs warning = std::min(core().config().idle_stop_warning_ms, timeout);
+  pass(warning);
+  ASSERT_TRUE(StopRequested(quiet.id));
+  const std::string reason = Get(quiet.id).CurrentRun()->reason;
+  EXPECT_EQ(reason.rfind("cancelled: idle for", 0), 0u) << reason;
+  EXPECT_NE(reason.find("no kernel or terminal activity in its notebook and its GPUs under"),
+            std::string::npos)
+      << reason;
+  EXPECT_EQ(Warnings(working.id), 0) << "its user runs cells: in use though its GPU idles";
+  EXPECT_FALSE(StopRequested(working.id));
+}
+
 // A queue's max_interactive_gpus_per_user: one user's sessions past it wait with the reason,
 // while the same user's batch jobs and another user's sessions start; the waiting one starts
 // when the user's earlier session ends.

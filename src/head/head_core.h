@@ -364,6 +364,7 @@ class HeadCore {
   // Since when an interactive run has been idle: no input and its GPUs under the threshold;
   // 0 while it is in use.
   TimeMs SessionIdleSince(const Job& job, const Run& run) const;
+  void ObserveNotebookActivity(JobId job, int64_t idle_ms, TimeMs now);
   void CheckLiveness(TimeMs now);
   void LoseNode(const Node& node, TimeMs now);
   void SetLiveness(const std::string& node, Liveness liveness, const std::string& reason,
@@ -431,6 +432,8 @@ class HeadCore {
   struct SessionHeard {
     TimeMs heard = 0;
     TimeMs typed = 0;
+    TimeMs kernel = 0;         // a notebook's last kernel or terminal activity, as its agent tells
+    bool kernel_busy = false;  // its agent said last that a kernel runs a cell
   };
   std::map<JobId, SessionHeard> session_heard_;
   std::map<RunId, TimeMs> session_stop_at_;  // idle-warned sessions -> when they end

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "net/address_counts.h"
+#include "net/http_server_message.h"
 #include "net/tls_context.h"
 #include "net/tunnel_internal.h"
 #include "net/url.h"
@@ -57,37 +58,6 @@ std::string EndpointString(const tcp::endpoint& ep) {
 
 bool IsHttpParseError(const error_code& ec) {
   return ec.category() == http::make_error_code(http::error::bad_method).category();
-}
-
-// Boost 1.74's beast::string_view is boost::string_view, not std::string_view.
-std::string_view SV(boost::beast::string_view s) { return {s.data(), s.size()}; }
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-bool HasCrLf(std::string_view s) { return s.find_first_of("\r\n") != std::string_view::npos; }
-
-HttpRequest ToHttpRequest(http::request<http::string_body>&& r, const std::string& remote) {
-  HttpRequest out;
-  out.method = std::string(SV(r.method_string()));
-  out.target = std::string(SV(r.target()));
-  const auto q = out.target.find('?');
-  out.path = UrlDecode(std::string_view(out.target).substr(0, q), /*plus_as_space=*/false);
-  if (q != std::string::npos) out.query = ParseQuery(std::string_view(out.target).substr(q + 1));
-  for (const auto& field : r) {
-    std::string name = Lower(SV(field.name_string()));
-    auto [it, inserted] = out.headers.try_emplace(std::move(name), std::string(SV(field.value())));
-    if (!inserted) {
-      it->second += ", ";
-      it->second += SV(field.value());
-    }
-  }
-  out.body = std::move(r.body());
-  out.remote = remote;
-  return out;
 }
 
 }  // namespace
@@ -370,33 +340,8 @@ class Session final : public SessionBase {
   }
 
   void Write(HttpResponse r) {
-    int status = r.status;
-    // 1xx would be taken as an interim answer and leave the client waiting.
-    if (status < 200 || status > 999) status = 500;
     res_ = {};
-    res_.version(version_);
-    res_.result(static_cast<unsigned>(status));
-    res_.set(http::field::server, "corral");
-    for (const auto& [name, value] : r.headers) {
-      const std::string lname = Lower(name);
-      if (lname == "content-length" || lname == "connection" || lname == "transfer-encoding" ||
-          lname.empty() || HasCrLf(name) || HasCrLf(value)) {
-        continue;  // ours to set; CR/LF would allow header injection
-      }
-      res_.set(name, value);
-    }
-    if (!r.content_type.empty() && !HasCrLf(r.content_type)) {
-      res_.set(http::field::content_type, r.content_type);
-    }
-    const bool bodyless = status == 204 || status == 304;
-    if (!bodyless) res_.body() = std::move(r.body);
-    res_.keep_alive(keep_alive_);
-    res_.prepare_payload();
-    if (head_request_ && !bodyless) {  // HEAD: the length of the body it would get, no body
-      const auto length = res_.body().size();
-      res_.body().clear();
-      res_.content_length(length);
-    }
+    ToBeastResponse(std::move(r), version_, keep_alive_, head_request_, &res_);
     writing_ = true;
     Lowest().expires_after(opts().write_timeout);
     http::async_write(stream_, res_, beast::bind_front_handler(&Session<Stream>::OnWrite, Self()));

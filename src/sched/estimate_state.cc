@@ -1,5 +1,9 @@
 // The scheduler's state as the input of a start-time sweep (start_estimate.h).
+#include <utility>
+
 #include <algorithm>
+#include <cmath>
+#include <map>
 
 #include "sched/order_policy.h"
 #include "sched/pass_order.h"
@@ -23,6 +27,35 @@ DurationMs Remaining(const SchedulerConfig& cfg, const PendingJob& j, DurationMs
     if (predicted > 0) left = std::min(left, predicted);
   }
   return left;
+}
+
+// A run's ranks as its service grows, from `attained` GPU-ms on `gpus` GPUs at `now`: the
+// number of thresholds T with service >= h x T (the LAS level below which it may be displaced,
+// preemption.cc LasLevelsAllow; h = 1: its kLas level), once preemptible and at each crossing.
+void RankAsItRuns(const std::vector<DurationMs>& thresholds, double hysteresis, DurationMs attained,
+                  int64_t gpus, TimeMs now, EstimateRun* run) {
+  const double h = std::max(1.0, hysteresis);
+  const DurationMs at_preemptible = attained + gpus * (run->preemptible_at - now);
+  run->rank = 0;
+  for (DurationMs t : thresholds) {
+    const double need = h * static_cast<double>(t);
+    if (static_cast<double>(at_preemptible) >= need) {
+      ++run->rank;
+      continue;
+    }
+    const double wait_ms = (need - static_cast<double>(at_preemptible)) / static_cast<double>(gpus);
+    run->later_ranks.push_back({run->preemptible_at + static_cast<DurationMs>(std::ceil(wait_ms)),
+                                run->rank + static_cast<int64_t>(run->later_ranks.size()) + 1});
+  }
+}
+
+// Whether a pending job may displace LAS victims at all: its level has a threshold above it,
+// and it is far enough below it (hysteresis).
+bool MayDisplace(const SchedulerConfig& c, const PendingEntry& e) {
+  const auto& t = c.las_thresholds_gpu_ms;
+  if (e.key.level < 0 || e.key.level >= static_cast<int64_t>(t.size())) return false;
+  const double h = std::max(1.0, c.las_preempt_hysteresis);
+  return static_cast<double>(e.job.attained_ms) * h < static_cast<double>(t[e.key.level]);
 }
 
 }  // namespace
@@ -58,9 +91,42 @@ std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
     }
     nodes[i].free_gpus = 0;
   }
+  // Preemption: kCorral's LAS victims inside a queue and priority (rank class), ranked by the
+  // level below which they may be displaced; kSrtf and kLas by key, one class.
+  const SchedulerConfig& cfg = st.config;
+  const bool corral_las = cfg.preemption && cfg.policy == OrderPolicy::kCorral &&
+                          cfg.las_within_queue && !cfg.las_thresholds_gpu_ms.empty();
+  const bool baseline =
+      cfg.preemption && IsPreemptive(cfg.policy) && cfg.policy != OrderPolicy::kCorral;
+  std::map<std::pair<int32_t, int32_t>, int32_t> class_of;  // (queue, priority)
+  std::vector<EstimateRun> runs;
   for (const auto& [id, r] : st.running) {
     int64_t gpus = std::max<int64_t>(1, r.gpus);
     DurationMs attained = r.job.attained_ms + gpus * std::max<DurationMs>(0, now - r.started_at);
+    EstimateRun run;
+    run.preemptible_at = std::max(now, r.started_at + cfg.min_runtime_before_preempt_ms);
+    if (r.job.preemptible && r.preempted_for == 0 && !r.aged && (corral_las || baseline)) {
+      if (corral_las) {
+        run.rank_class =
+            class_of.try_emplace({r.queue, r.job.priority}, static_cast<int32_t>(class_of.size()))
+                .first->second;
+        RankAsItRuns(cfg.las_thresholds_gpu_ms, cfg.las_preempt_hysteresis, attained, gpus, now,
+                     &run);
+        if (cfg.use_predictions && HasPrediction(r.job)) {
+          run.predicted_left_ms =
+              std::max<DurationMs>(1, PredictedRemainingMs(cfg, r.job, attained));
+        }
+      } else {
+        run.rank_class = 0;
+        if (cfg.policy == OrderPolicy::kLas) {
+          RankAsItRuns(cfg.las_thresholds_gpu_ms, 1.0, attained, gpus, now, &run);
+        } else {
+          run.rank = StaticKey(cfg, r.job, attained).a;  // kSrtf: its key only falls
+        }
+      }
+    }
+    const int32_t run_index = static_cast<int32_t>(runs.size());
+    runs.push_back(run);
     DurationMs limit_left = r.expected_end == kUnknownTime
                                 ? kUnknownTime
                                 : std::max<DurationMs>(0, r.expected_end - now);
@@ -76,7 +142,7 @@ std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
       TimeMs at = reserved_until[i] == kUnknownTime || end == kUnknownTime
                       ? end
                       : std::max(end, reserved_until[i]);
-      if (g > 0) releases.push_back({at, i, g});
+      if (g > 0) releases.push_back({at, i, g, run_index});
     }
   }
   std::vector<EstimateJob> jobs;
@@ -97,14 +163,32 @@ std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
     } else if (static_cast<int64_t>(jobs.size()) < options.max_jobs) {
       DurationMs limit = j.time_limit_ms > 0 ? j.time_limit_ms : kUnknownTime;
       DurationMs left = Remaining(st.config, j, j.attained_ms, limit, options.use_predictions);
-      jobs.push_back({j.id, j.replicas, GpusPerReplica(j), j.max_replicas_per_node, j.gpu_model,
-                      left == kUnknownTime ? 0 : std::max<DurationMs>(1, left)});
+      EstimateJob& job = jobs.emplace_back();
+      job = {j.id,
+             j.replicas,
+             GpusPerReplica(j),
+             j.max_replicas_per_node,
+             j.gpu_model,
+             left == kUnknownTime ? 0 : std::max<DurationMs>(1, left)};
+      if (corral_las && MayDisplace(cfg, *e)) {
+        auto c = class_of.find({e->queue, j.priority});
+        if (c != class_of.end()) {
+          job.rank_class = c->second;
+          job.rank = e->key.level;
+          if (cfg.use_predictions && HasPrediction(j)) {
+            job.predicted_left_ms = std::max<DurationMs>(1, e->key.pred);
+          }
+        }
+      } else if (baseline) {
+        job.rank_class = 0;
+        job.rank = e->key.a;
+      }
     }
     st.pending.HideJob(e);
     order.Done();
   }
   st.pending.RestoreAll();
-  std::vector<StartEstimate> out = SweepStarts(nodes, releases, jobs, now);
+  std::vector<StartEstimate> out = SweepStarts(nodes, releases, jobs, now, runs);
   for (StartEstimate& e : in_reservations) out.push_back(std::move(e));
   return out;
 }

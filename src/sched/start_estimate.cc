@@ -18,14 +18,20 @@ class FreeGpus {
       nodes_.resize(max_gpus + 1);
       pos_.resize(free_.size(), 0);
     }
-    for (int32_t n = 0; n < static_cast<int32_t>(free_.size()); ++n) Enter(n);
+    for (int32_t n = 0; n < static_cast<int32_t>(free_.size()); ++n) {
+      Enter(n);
+      total_ += free_[n];
+    }
   }
   int32_t operator[](int32_t n) const { return free_[n]; }
   void Add(int32_t n, int32_t delta) {
     Leave(n);
+    total_ -= free_[n];
     free_[n] = std::clamp(free_[n] + delta, 0, max_gpus());
+    total_ += free_[n];
     Enter(n);
   }
+  int64_t total() const { return total_; }
   int32_t max_gpus() const { return static_cast<int32_t>(count_.size()) - 1; }
   int64_t count(int32_t k) const { return count_[k]; }
   const std::vector<int32_t>& nodes(int32_t k) const { return nodes_[k]; }
@@ -50,6 +56,7 @@ class FreeGpus {
   std::vector<std::vector<int32_t>> nodes_;  // by free GPUs (unordered)
   std::vector<int32_t> pos_;                 // each node's place in its nodes_ list
   bool index_nodes_;
+  int64_t total_ = 0;
 };
 
 int32_t PerNode(const EstimateJob& j, int32_t free) {
@@ -110,12 +117,131 @@ std::vector<std::pair<int32_t, int32_t>> Choose(const EstimateJob& j, const Free
   return out;
 }
 
+// The runs that pending jobs may preempt, by rank class, and which of them are gone (ended or
+// taken by an earlier job of the sweep).
+class Victims {
+ public:
+  Victims(const std::vector<EstimateRun>& runs, const std::vector<EstimateRelease>& releases,
+          int32_t node_count)
+      : runs_(runs), parts_(runs.size()), state_(runs.size(), kLive) {
+    for (const EstimateRelease& r : releases) {
+      if (r.run < 0 || r.run >= static_cast<int32_t>(runs.size()) || r.node < 0 ||
+          r.node >= node_count || r.gpus <= 0) {
+        continue;
+      }
+      parts_[r.run].push_back({r.node, r.gpus, r.at != kUnknownTime});
+    }
+    int32_t classes = 0;
+    for (const EstimateRun& r : runs) classes = std::max(classes, r.rank_class + 1);
+    by_class_.resize(classes);
+    for (int32_t i = 0; i < static_cast<int32_t>(runs.size()); ++i) {
+      const EstimateRun& r = runs[i];
+      if (r.rank_class < 0 || parts_[i].empty()) continue;
+      by_class_[r.rank_class].push_back({i, r.rank, r.preemptible_at});
+      for (auto [from, rank] : r.later_ranks) {
+        by_class_[r.rank_class].push_back({i, rank, std::max(from, r.preemptible_at)});
+      }
+    }
+    gpus_before_.resize(classes);
+    for (int32_t c = 0; c < classes; ++c) {
+      std::vector<Entry>& v = by_class_[c];
+      std::stable_sort(v.begin(), v.end(),
+                       [](const Entry& a, const Entry& b) { return a.rank > b.rank; });
+      gpus_before_[c].assign(1, 0);
+      for (const Entry& e : v) gpus_before_[c].push_back(gpus_before_[c].back() + Gpus(e.run));
+    }
+  }
+  struct Part {
+    int32_t node;
+    int32_t gpus;
+    bool ends;  // released at a known time (counted in what is free once all ends passed)
+  };
+  bool taken(int32_t run) const { return state_[run] == kTaken; }
+  // The cursor passed (one of) its ends: no longer a victim.
+  void End(int32_t run) { state_[run] = kEnded; }
+  const std::vector<Part>& parts(int32_t run) const { return parts_[run]; }
+
+  // Takes runs that `j` outranks, preemptible at `at`, until `j` fits on `f` (their GPUs
+  // added to it); then gives back those it does not need. False (and `f` as it was) if even
+  // all of them are not enough.
+  bool Take(const EstimateJob& j, TimeMs at, FreeGpus& f, const std::vector<EstimateNode>& nodes,
+            std::vector<int32_t>* taken) {
+    taken->clear();
+    if (j.rank_class < 0 || j.rank_class >= static_cast<int32_t>(by_class_.size())) return false;
+    const std::vector<Entry>& v = by_class_[j.rank_class];
+    // Runs outranked (from some time on): a prefix of v (rank descending).
+    auto end =
+        std::partition_point(v.begin(), v.end(), [&](const Entry& e) { return e.rank > j.rank; });
+    size_t n = static_cast<size_t>(end - v.begin());
+    int64_t need = static_cast<int64_t>(j.replicas) * j.gpus_per_replica;
+    if (f.total() + gpus_before_[j.rank_class][n] < need) return false;  // upper bound
+    bool fits = false;
+    for (size_t k = 0; k < n && !fits; ++k) {
+      int32_t i = v[k].run;
+      const EstimateRun& r = runs_[i];
+      if (state_[i] != kLive || v[k].from > at) continue;
+      if (j.predicted_left_ms > 0 && r.predicted_left_ms > 0 &&
+          r.predicted_left_ms <= j.predicted_left_ms) {
+        continue;
+      }
+      Release(i, f, +1);
+      state_[i] = kTaken;  // until given back: a run may be listed at several ranks
+      taken->push_back(i);
+      fits = Fits(j, f, nodes);
+    }
+    if (!fits) {
+      for (int32_t i : *taken) {
+        Release(i, f, -1);
+        state_[i] = kLive;
+      }
+      taken->clear();
+      return false;
+    }
+    // The most recently taken made it fit; the others back where not needed.
+    for (size_t k = taken->size() - 1; k-- > 0;) {
+      int32_t i = (*taken)[k];
+      Release(i, f, -1);
+      if (Fits(j, f, nodes)) {
+        state_[i] = kLive;
+        taken->erase(taken->begin() + static_cast<std::ptrdiff_t>(k));
+      } else {
+        Release(i, f, +1);
+      }
+    }
+    return true;
+  }
+
+ private:
+  int64_t Gpus(int32_t run) const {
+    int64_t g = 0;
+    for (const Part& p : parts_[run]) g += p.gpus;
+    return g;
+  }
+  void Release(int32_t run, FreeGpus& f, int32_t sign) const {
+    for (const Part& p : parts_[run]) f.Add(p.node, sign * p.gpus);
+  }
+  const std::vector<EstimateRun>& runs_;
+  enum State : uint8_t { kLive, kEnded, kTaken };
+  std::vector<std::vector<Part>> parts_;  // of each run
+  std::vector<State> state_;
+  // A run from the time it ranks `rank` (a run ranks higher as its service grows).
+  struct Entry {
+    int32_t run;
+    int64_t rank;
+    TimeMs from;
+  };
+  std::vector<std::vector<Entry>> by_class_;       // rank descending
+  std::vector<std::vector<int64_t>> gpus_before_;  // by class: GPUs of its first k runs
+};
+
 }  // namespace
 
 std::vector<StartEstimate> SweepStarts(const std::vector<EstimateNode>& nodes,
                                        const std::vector<EstimateRelease>& releases,
-                                       const std::vector<EstimateJob>& jobs, TimeMs now) {
-  using Release = std::tuple<TimeMs, int32_t, int32_t>;  // at, node, GPUs
+                                       const std::vector<EstimateJob>& jobs, TimeMs now,
+                                       const std::vector<EstimateRun>& runs) {
+  // at, node (-1: a run becomes preemptible), GPUs, run (-1: none)
+  using Release = std::tuple<TimeMs, int32_t, int32_t, int32_t>;
   std::priority_queue<Release, std::vector<Release>, std::greater<>> ends;
   std::vector<int32_t> free(nodes.size(), 0);
   std::vector<int32_t> eventual(nodes.size(), 0);  // free once every known end has passed
@@ -123,8 +249,17 @@ std::vector<StartEstimate> SweepStarts(const std::vector<EstimateNode>& nodes,
   for (const EstimateRelease& r : releases) {
     if (r.at == kUnknownTime || r.node < 0 || r.node >= static_cast<int32_t>(nodes.size()))
       continue;
-    ends.push({std::max(r.at, now), r.node, r.gpus});
+    ends.push({std::max(r.at, now), r.node, r.gpus,
+               r.run >= 0 && r.run < static_cast<int32_t>(runs.size()) ? r.run : -1});
     eventual[r.node] += r.gpus;
+  }
+  Victims victims(runs, releases, static_cast<int32_t>(nodes.size()));
+  for (const EstimateRun& r : runs) {
+    if (r.rank_class < 0) continue;
+    if (r.preemptible_at > now) ends.push({r.preemptible_at, -1, 0, -1});
+    for (auto [from, rank] : r.later_ranks) {
+      if (from > now) ends.push({from, -1, 0, -1});
+    }
   }
   int32_t max_gpus = 0;
   for (int32_t e : eventual) max_gpus = std::max(max_gpus, e);
@@ -134,14 +269,20 @@ std::vector<StartEstimate> SweepStarts(const std::vector<EstimateNode>& nodes,
   auto advance = [&] {  // to the next end, releasing everything that ends then
     cursor = std::max(cursor, std::get<0>(ends.top()));
     while (!ends.empty() && std::get<0>(ends.top()) <= cursor) {
-      at_cursor.Add(std::get<1>(ends.top()), std::get<2>(ends.top()));
+      auto [at, node, gpus, run] = ends.top();
       ends.pop();
+      if (run >= 0) {
+        if (victims.taken(run)) continue;  // the job that took it holds these GPUs
+        victims.End(run);
+      }
+      if (node >= 0) at_cursor.Add(node, gpus);
     }
   };
   if (!ends.empty() && std::get<0>(ends.top()) <= now) advance();
 
   std::vector<StartEstimate> out;
   out.reserve(jobs.size());
+  std::vector<int32_t> taken;
   for (const EstimateJob& j : jobs) {
     StartEstimate& e = out.emplace_back();
     e.job = j.id;
@@ -149,15 +290,31 @@ std::vector<StartEstimate> SweepStarts(const std::vector<EstimateNode>& nodes,
       e.start = cursor;
       continue;
     }
-    if (j.gpus_per_replica > max_gpus || !Fits(j, at_end, nodes)) continue;  // never fits
-    while (!Fits(j, at_cursor, nodes) && !ends.empty()) advance();
-    if (!Fits(j, at_cursor, nodes)) continue;
+    // Never fits without preempting: only a preemption at the cursor may start it.
+    bool never = j.gpus_per_replica > max_gpus || !Fits(j, at_end, nodes);
+    bool fits = !never && Fits(j, at_cursor, nodes);
+    while (!fits) {
+      if (victims.Take(j, cursor, at_cursor, nodes, &taken)) {
+        // A victim without an end frees its GPUs now for good (then the job may hold them).
+        for (int32_t run : taken) {
+          for (const Victims::Part& p : victims.parts(run)) {
+            if (!p.ends) at_end.Add(p.node, p.gpus);
+          }
+        }
+        fits = true;
+        break;
+      }
+      if (never || ends.empty()) break;
+      advance();
+      fits = Fits(j, at_cursor, nodes);
+    }
+    if (!fits) continue;
     e.start = cursor;
     for (auto [n, replicas] : Choose(j, at_cursor, nodes)) {
       int32_t gpus = replicas * j.gpus_per_replica;
       at_cursor.Add(n, -gpus);
       if (j.duration_ms > 0) {
-        ends.push({cursor + j.duration_ms, n, gpus});
+        ends.push({cursor + j.duration_ms, n, gpus, -1});
       } else {
         at_end.Add(n, -gpus);
       }

@@ -9,9 +9,19 @@
 // GPUs forever; a job that cannot fit even once every known end has passed gets no estimate
 // and does not move the cursor, so the jobs behind it are still estimated.
 //
+// Preemption (policies that preempt): a job that does not fit at the cursor may take the GPUs
+// of runs it outranks (EstimateRun: of its rank class, with a greater rank) that are
+// preemptible by then and have not ended or been taken; if they make it fit, it starts at the
+// cursor on them. The cursor also stops where a run becomes preemptible. The victim's requeue
+// is ignored (its remaining work is not estimated again), so the estimates behind such a start
+// lean early. A run ranks higher as its service grows (EstimateRun::later_ranks); the jobs the
+// sweep starts are not victims of the jobs behind them, which leans late.
+//
 // Cost: O((jobs + releases) x (max GPUs per node + log releases)) for jobs without a GPU
 // model; a job that asks for a model scans the nodes. Pure: no clock, no I/O.
 #pragma once
+
+#include <utility>
 
 #include <cstdint>
 #include <string>
@@ -34,6 +44,19 @@ struct EstimateRelease {
   TimeMs at = kUnknownTime;
   int32_t node = 0;  // index in the node list
   int32_t gpus = 0;
+  int32_t run = -1;  // index in the runs given to SweepStarts; -1: not a run's (never a victim)
+};
+
+// How a running job ranks against the pending jobs that may preempt it.
+struct EstimateRun {
+  int32_t rank_class = -1;    // only jobs of this class may take it; -1: none
+  int64_t rank = 0;           // a job of its class with a smaller rank outranks it
+  TimeMs preemptible_at = 0;  // from then on (started + the minimum run time before preemption)
+  // > 0: spared by a job predicted to run at least this long (it would free its GPUs sooner by
+  // ending than by being displaced); needs the job's prediction too.
+  DurationMs predicted_left_ms = 0;
+  // (from, rank): it ranks `rank` (greater) from then on, its service having grown.
+  std::vector<std::pair<TimeMs, int64_t>> later_ranks;
 };
 
 struct EstimateJob {
@@ -43,19 +66,27 @@ struct EstimateJob {
   int32_t max_replicas_per_node = 0;  // 0: no limit
   std::string gpu_model;              // empty: any
   DurationMs duration_ms = 0;         // 0: unknown (holds its GPUs forever)
+  int32_t rank_class = -1;            // the runs it may preempt (EstimateRun); -1: none
+  int64_t rank = 0;
+  DurationMs predicted_left_ms = 0;  // 0: no prediction
 };
 
 // Estimates for `jobs`, given in scheduler order, from `now`. One result per job, same order.
+// `runs`: the running jobs that releases name (EstimateRelease::run), for preemption.
 std::vector<StartEstimate> SweepStarts(const std::vector<EstimateNode>& nodes,
                                        const std::vector<EstimateRelease>& releases,
-                                       const std::vector<EstimateJob>& jobs, TimeMs now);
+                                       const std::vector<EstimateJob>& jobs, TimeMs now,
+                                       const std::vector<EstimateRun>& runs = {});
 
 struct SchedState;
 // The scheduler's live state as a sweep: its schedulable nodes' free GPUs, its runs ending at
 // their expected ends (with options.use_predictions, at their predicted ends where earlier:
 // the scheduler's own predicted remaining time, PredictedRemainingMs), its pending jobs in the
 // order of a pass (PassOrder), each lasting its predicted remaining time or its time limit.
-// Node labels and CPU/memory are not modelled; a GPU share counts as one GPU.
+// Node labels and CPU/memory are not modelled; a GPU share counts as one GPU. Preemption as
+// the policy does it where it preempts: kSrtf and kLas by key; kCorral by LAS level inside a
+// queue and priority (las_within_queue, with the hysteresis and the predictions' sparing
+// rule), not by priority, quota reclaim or across queues, and without the preemption budgets.
 std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
                                              const EstimateOptions& options);
 

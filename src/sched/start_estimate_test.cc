@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,23 @@ TEST(SweepStartsTest, GpuModelAndReplicasPerNode) {
   EXPECT_EQ(e[0].nodes, (std::vector<std::string>{"b", "c"}));
 }
 
+TEST(SweepStartsTest, ATakenRunDoesNotFreeItsGpusAgainAtItsEnd) {
+  // One node held by run 0 until 1000, preemptible from 100 by jobs of rank 0. Job 1 takes it
+  // at 100 for 5000; job 2 (no class) then waits for job 1's end, not the victim's.
+  std::vector<EstimateNode> nodes = {{"n1", "", 0}};
+  std::vector<EstimateRelease> rel = {{1000, 0, 8, 0}};
+  std::vector<EstimateRun> runs = {{.rank_class = 0, .rank = 1, .preemptible_at = 100}};
+  EstimateJob taker = Job(1, 1, 8, 5000);
+  taker.rank_class = 0;
+  auto e = ById(SweepStarts(nodes, rel, {taker, Job(2, 1, 8, 10)}, 0, runs));
+  EXPECT_EQ(e[1].start, 100);
+  EXPECT_EQ(e[2].start, 5100);
+  // A job of the same rank does not outrank it: it waits for the run's end.
+  taker.rank = 1;
+  e = ById(SweepStarts(nodes, rel, {taker}, 0, runs));
+  EXPECT_EQ(e[1].start, 1000);
+}
+
 TEST(EstimateStartsTest, JobBehindARunWithALimitStartsAtItsEnd) {
   Scheduler s;
   s.UpsertNode(MakeNode("n1").Gpus(8));
@@ -148,6 +166,72 @@ TEST(EstimateStartsTest, UnschedulableNodesAreNotCounted) {
   auto e = s.EstimateStarts(0);
   EXPECT_EQ(e[0].start, 500);
   EXPECT_EQ(e[0].nodes, std::vector<std::string>{"n2"});
+}
+
+// Under kCorral's LAS: run 1 holds the node for 100 h and has attained 3 GPU-hours (level 1,
+// past twice the 1 h threshold); a new 8-GPU job (level 0) is placed by preempting it as soon as
+// it has run min_runtime_before_preempt_ms (5 min from its start at 0).
+constexpr DurationMs kRunLimit = 100 * kHour;
+constexpr TimeMs kPreemptibleAt = 5 * kMinute;
+
+std::unique_ptr<Scheduler> WithLongRun(SchedulerConfig cfg, bool preemptible, DurationMs attained,
+                                       DurationMs job_attained = 0) {
+  auto s = std::make_unique<Scheduler>(std::move(cfg));
+  s->UpsertNode(MakeNode("n1").Gpus(8));
+  s->AddRunning(Running(
+      MakeJob(1).Gpus(8).Limit(kRunLimit).Preemptible(preemptible).Attained(attained).Submit(0),
+      {{"n1", {0, 1, 2, 3, 4, 5, 6, 7}}}, 0));
+  s->AddPending(MakeJob(2).Gpus(8).Limit(kHour).Attained(job_attained).Submit(10));
+  return s;
+}
+
+TEST(EstimateStartsTest, NewJobUnderLasStartsWhenTheLongRunIsPreemptible) {
+  auto s = WithLongRun({}, /*preemptible=*/true, 3 * kHour);
+  auto e = ById(s->EstimateStarts(1000));
+  EXPECT_EQ(e[2].start, kPreemptibleAt);
+  EXPECT_EQ(e[2].nodes, std::vector<std::string>{"n1"});
+  // The scheduler does what was estimated: not before, then by preempting run 1.
+  EXPECT_TRUE(s->Schedule(1000).preempt.empty());
+  Decisions d = s->Schedule(kPreemptibleAt);
+  ASSERT_EQ(d.preempt.size(), 1u);
+  EXPECT_EQ(d.preempt[0].job, 1);
+  EXPECT_EQ(d.preempt[0].for_job, 2);
+}
+
+TEST(EstimateStartsTest, NonPreemptibleRunIsWaitedFor) {
+  auto s = WithLongRun({}, /*preemptible=*/false, 3 * kHour);
+  EXPECT_EQ(ById(s->EstimateStarts(1000))[2].start, kRunLimit);
+}
+
+TEST(EstimateStartsTest, FifoDoesNotPreempt) {
+  SchedulerConfig fifo;
+  fifo.policy = OrderPolicy::kFifo;
+  auto s = WithLongRun(fifo, /*preemptible=*/true, 3 * kHour);
+  EXPECT_EQ(ById(s->EstimateStarts(1000))[2].start, kRunLimit);
+}
+
+TEST(EstimateStartsTest, JobThatDoesNotOutrankTheRunWaitsForItsEnd) {
+  // The job has 6 GPU-hours (level 1, too close to the 10 h threshold to displace anyone,
+  // hysteresis 2); the run 25 (level 2).
+  auto s = WithLongRun({}, /*preemptible=*/true, 25 * kHour, 6 * kHour);
+  EXPECT_EQ(ById(s->EstimateStarts(1000))[2].start, kRunLimit);
+  EXPECT_TRUE(s->Schedule(kPreemptibleAt).preempt.empty());
+}
+
+TEST(EstimateStartsTest, RunIsPreemptedOnceItsServiceCrossesTheHysteresis) {
+  // 1 GPU-hour: level 1, but under 2 x 1 h until 7.5 min later on 8 GPUs.
+  auto s = WithLongRun({}, /*preemptible=*/true, kHour);
+  constexpr TimeMs kCrossing = 7 * kMinute + 30'000;
+  EXPECT_EQ(ById(s->EstimateStarts(1000))[2].start, kCrossing);
+  EXPECT_TRUE(s->Schedule(kPreemptibleAt).preempt.empty());
+  EXPECT_EQ(s->Schedule(kCrossing).preempt.size(), 1u);
+}
+
+TEST(EstimateStartsTest, LasBaselinePreemptsByLevel) {
+  SchedulerConfig las;
+  las.policy = OrderPolicy::kLas;
+  auto s = WithLongRun(las, /*preemptible=*/true, 3 * kHour);
+  EXPECT_EQ(ById(s->EstimateStarts(1000))[2].start, kPreemptibleAt);
 }
 
 }  // namespace

@@ -87,6 +87,9 @@ def main():
             output += m["content"]["text"]
         if m["msg_type"] == "execute_reply":
             seen["reply"] = m["content"]["status"]
+            if m["content"]["status"] == "error":  # what the kernel said, for the test's message
+                seen["error"] = "%s: %s" % (m["content"].get("ename", ""),
+                                            m["content"].get("evalue", ""))
             break
     ws.close()
     seen["output"] = output
