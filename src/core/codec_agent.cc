@@ -235,7 +235,8 @@ Result<SyncResponse> SyncResponseFromJson(const Json& j) {
         layout.job_name = Get<std::string>(*l, "job_name", "");
         layout.owner = Get<std::string>(*l, "owner", "");
         layout.user_env = Get<std::map<std::string, std::string>>(*l, "user_env", {});
-        for (const Json& p : l->at("placement")) layout.placement.push_back(Must(PlacementFromJson(p)));
+        for (const Json& p : l->at("placement"))
+          layout.placement.push_back(Must(PlacementFromJson(p)));
         layout.replica_hosts = Get<std::vector<std::string>>(*l, "replica_hosts", {});
         layout.master_port = Get<int32_t>(*l, "master_port", 0);
         layout.task_per_gpu = Get<bool>(*l, "task_per_gpu", false);

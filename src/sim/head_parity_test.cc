@@ -172,8 +172,8 @@ TEST(PredictionTest, LearnedFromEndedJobsAShortJobOvertakesALongOneInItsLevel) {
   c.use_predictions = true;
   c.predict.oracle = true;
   EXPECT_EQ(Sim(jobs, c).jobs[4].end, 310 * kSecond);
-  // History (means and distributions) by (user, name) and user switched off, by queue on: both users' jobs share one
-  // key (q), so L2 and S2 get the same prediction and stay in submit order.
+  // History (means and distributions) by (user, name) and user switched off, by queue on: both
+  // users' jobs share one key (q), so L2 and S2 get the same prediction and stay in submit order.
   c.predict = PredictionInputs{};
   c.predict.estimator.by_user_name = false;
   c.predict.estimator.by_user = false;

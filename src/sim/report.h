@@ -61,7 +61,7 @@ struct Summary {
   int64_t bad_rows = 0;         // of which malformed and skipped
   double sim_wall_time_s = -1;  // < 0: not measured (--no-timing)
   double schedule_wall_time_s = -1;
-  std::vector<double> jcts;  // sorted, seconds; for the plot
+  std::vector<double> jcts;    // sorted, seconds; for the plot
   EstimateAccuracy estimates;  // with SimConfig::estimate_every; sampled 0 otherwise
 };
 

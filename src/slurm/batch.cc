@@ -594,13 +594,10 @@ Result<BatchSubmission> BuildBatchSpec(const ParsedOptions& o, const SubmitConte
     exports["SLURM_JOB_PARTITION"] = p;
   }
   if (o.Has("qos")) exports["SLURM_JOB_QOS"] = o.Get("qos");
-  if (o.Has("reservation")) {
-    std::string r = o.Get("reservation");
-    if (r.empty() || r.find(',') != std::string::npos) {
+  if (std::string r = o.Get("reservation"); o.Has("reservation")) {
+    if (r.empty() || r.find(',') != std::string::npos)
       return Bad("reservation", r, "one reservation's name (corral reservations list)");
-    }
-    spec["reservation"] = r;
-    exports["SLURM_JOB_RESERVATION"] = r;
+    spec["reservation"] = exports["SLURM_JOB_RESERVATION"] = r;
   }
   if (o.Has("account")) exports["SLURM_JOB_ACCOUNT"] = o.Get("account");
   if (o.Has("comment")) env["CORRAL_SLURM_COMMENT"] = o.Get("comment");
