@@ -3,22 +3,11 @@
 #include <algorithm>
 #include <set>
 
+#include "core/field_error.h"
 #include "core/spec.h"
 
 namespace corral {
 namespace {
-
-Status FieldError(const std::string& field, const Json& got, const std::string& want) {
-  return InvalidArgument("field '" + field + "': got " +
-                         got.dump(-1, ' ', false, Json::error_handler_t::replace) + ", want " +
-                         want);
-}
-
-bool GoodName(const std::string& s) {
-  return !s.empty() && s.size() <= 64 &&
-         s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") ==
-             std::string::npos;
-}
 
 // An array of names, or one comma-separated string ("n1,n2").
 Result<std::vector<std::string>> Names(const std::string& field, const Json& v) {
@@ -99,7 +88,7 @@ Result<NodeReservationSpec> ParseNodeReservation(const Json& body) {
   }
   NodeReservationSpec r;
   auto name = body.find("name");
-  if (name == body.end() || !name->is_string() || !GoodName(name->get<std::string>())) {
+  if (name == body.end() || !name->is_string() || !IsGoodName(name->get<std::string>())) {
     return FieldError("name", name == body.end() ? Json() : *name,
                       "1-64 letters, digits, '-', '_' or '.'");
   }

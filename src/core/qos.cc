@@ -3,20 +3,10 @@
 #include <algorithm>
 #include <set>
 
+#include "core/field_error.h"
+
 namespace corral {
 namespace {
-
-Status FieldError(const std::string& field, const Json& got, const std::string& want) {
-  return InvalidArgument("field '" + field + "': got " +
-                         got.dump(-1, ' ', false, Json::error_handler_t::replace) + ", want " +
-                         want);
-}
-
-bool GoodName(const std::string& s) {
-  return !s.empty() && s.size() <= 64 &&
-         s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") ==
-             std::string::npos;
-}
 
 Result<std::vector<std::string>> Names(const std::string& field, const Json& v, bool queues) {
   if (!v.is_array()) return FieldError(field, v, "an array of names");
@@ -64,7 +54,7 @@ Result<QosClass> QosFromJson(const Json& j) {
 }
 
 Result<QosClass> ParseQosClass(const std::string& name, const Json& body) {
-  if (!GoodName(name)) {
+  if (!IsGoodName(name)) {
     return InvalidArgument("field 'name': got '" + name +
                            "', want 1-64 letters, digits, '-', '_' or '.'");
   }

@@ -8,16 +8,14 @@
 #include <functional>
 #include <set>
 
+#include "core/field_error.h"
+
 namespace corral {
 namespace {
 
 // dump() replacing invalid UTF-8 instead of throwing: a YAML spec file can carry any bytes
 // (found by fuzz/job_spec_yaml_fuzz.cc).
 std::string Dump(const Json& v) { return v.dump(-1, ' ', false, Json::error_handler_t::replace); }
-
-Status FieldError(const std::string& field, const Json& value, const std::string& want) {
-  return InvalidArgument("field '" + field + "': got " + Dump(value) + ", want " + want);
-}
 
 bool ParseInt64(std::string_view s, int64_t* out) {
   if (s.empty()) return false;
@@ -138,6 +136,16 @@ Status ParseContainerFields(const Json& j, ContainerSpec* c) {
 }
 
 }  // namespace
+
+Status FieldError(const std::string& field, const Json& value, const std::string& want) {
+  return InvalidArgument("field '" + field + "': got " + Dump(value) + ", want " + want);
+}
+
+bool IsGoodName(const std::string& s) {
+  return !s.empty() && s.size() <= 64 &&
+         s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") ==
+             std::string::npos;
+}
 
 Result<DurationMs> ParseDuration(const std::string& field, const std::string& text) {
   auto bad = [&] {
