@@ -78,19 +78,25 @@ def main():
         "content": {"code": os.environ.get("NOTEBOOK_CELL", CELL),
                     "silent": False, "store_history": False, "user_expressions": {},
                     "allow_stdin": False, "stop_on_error": True}}))
+    # The reply comes on the shell channel and the output on iopub: Jupyter orders neither
+    # against the other, so the cell is done only once both the reply and iopub's "idle" for
+    # this request have come (what jupyter_client's execute_interactive waits for).
     output = ""
-    while True:
+    replied = idle = False
+    while not (replied and idle):
         m = json.loads(ws.recv())
         if m.get("parent_header", {}).get("msg_id") != msg_id:
             continue
         if m["msg_type"] == "stream":
             output += m["content"]["text"]
+        if m["msg_type"] == "status" and m["content"].get("execution_state") == "idle":
+            idle = True
         if m["msg_type"] == "execute_reply":
+            replied = True
             seen["reply"] = m["content"]["status"]
             if m["content"]["status"] == "error":  # what the kernel said, for the test's message
                 seen["error"] = "%s: %s" % (m["content"].get("ename", ""),
                                             m["content"].get("evalue", ""))
-            break
     ws.close()
     seen["output"] = output
     seen["delete_status"] = request(u, ca, "DELETE", base + "api/kernels/" + kernel,
