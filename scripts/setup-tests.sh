@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh --containers
 PACKAGES=(
+  ccache           # scripts/build.sh keeps objects between builds and worktrees
   clang-format
   libgtest-dev libgmock-dev libbenchmark-dev
   sqlite3 postgresql
