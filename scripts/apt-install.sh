@@ -11,5 +11,10 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # --force-unsafe-io (as Debian's container images set for every install): dpkg fsyncs every
+  # file it unpacks, Boost's headers alone are some 15,000, and a new machine's setup waited on
+  # those syncs more than on the network (docs/benchmarks.md, "First run"). The price: a power
+  # loss mid-install may leave files empty (`apt-get install --reinstall` repairs them).
+  $SUDO apt-get install -y -qq --no-install-recommends -o Dpkg::Options::=--force-unsafe-io \
+    "${missing[@]}"
 fi
