@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/agent_lease.h"
 #include "agent/ports.h"
 
 namespace corral::agent {
@@ -50,6 +51,7 @@ Agent::Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_pt
                 config_.monitor_exe, config_.gpushare_lib);
             launcher->SetContainerConfig(config_.containers);
             launcher->SetMpsControl(config_.mps_control);
+            launcher->SetSessionLease(AgentLeasePath(config_.state_dir), config_.lease_ms);
             return launcher;
           }(),
           clock)),
@@ -307,6 +309,18 @@ void Agent::PollLoop() {
   }
 }
 
+void Agent::KeepLease() {
+  const std::string path = AgentLeasePath(config_.state_dir);
+  bool warned = false;
+  do {
+    if (!RenewAgentLease(path) && !warned) {
+      warned = true;  // once: its sessions end after the lease, which says why in the docs
+      spdlog::error("cannot renew the agent's lease {}: interactive sessions here end after {} ms",
+                    path, config_.lease_ms);
+    }
+  } while (SleepFor(AgentLeaseRenewMs(config_.lease_ms)));
+}
+
 void Agent::ReportLoop() {
   for (;;) {
     {
@@ -331,10 +345,12 @@ int Agent::Run() {
   }
   std::thread poller([this] { PollLoop(); });
   std::thread reporter([this] { ReportLoop(); });
+  std::thread lease_keeper([this] { KeepLease(); });
   SyncLoop();
   Stop();  // SyncLoop returns only when stopping; make sure the helpers see it
   poller.join();
   reporter.join();
+  lease_keeper.join();
   spdlog::info("agent {} stopped; its runs keep running", config_.name);
   return 0;
 }

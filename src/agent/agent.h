@@ -7,7 +7,10 @@
 //    poll_interval_ms otherwise, notices exits, sends SIGKILL after grace, and fences (stops
 //    every run) when the head has been unreachable for longer than lease_ms;
 //  - the reporter: when a run exits while the long poll is held, sends an extra sync with
-//    wait_ms = 0 at once, so that the head learns of an exit as soon as it happens.
+//    wait_ms = 0 at once, so that the head learns of an exit as soon as it happens;
+//  - the lease keeper: renews the agent's lease file (agent_lease.h) several times a lease, on
+//    a thread of its own so that no slow launch or sync delays it; the monitors of interactive
+//    sessions end them when it stops.
 // Stop() may be called from any thread (not from a signal handler).
 #pragma once
 
@@ -56,7 +59,9 @@ struct AgentConfig {
   int32_t cpu_milli = 0;                      // 0: the CPUs this process may run on
   int64_t memory_mb = 0;                      // 0: MemTotal of /proc/meminfo
   int64_t sync_wait_ms = 20000;               // long-poll hold asked of the head
-  int64_t lease_ms = 60000;  // stop every run after this long without reaching the head
+  // Stop every run after this long without reaching the head; interactive sessions' monitors
+  // end them after this long without this agent (agent_lease.h).
+  int64_t lease_ms = 60000;
   int64_t poll_interval_ms = 100;
   int64_t retry_min_ms = 200;  // backoff between failed calls, doubling up to retry_max_ms
   int64_t retry_max_ms = 5000;
@@ -124,6 +129,7 @@ class Agent {
   void SyncLoop();
   void PollLoop();
   void ReportLoop();
+  void KeepLease();
   // Sleeps up to `ms`; returns false if stopping.
   bool SleepFor(int64_t ms);
   // Waits up to `ms` or until a run exits (the supervisor's exit descriptor) or Stop();

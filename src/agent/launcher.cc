@@ -496,6 +496,10 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
   plan.exec_error = p.exec_error.c_str();
   plan.chdir_error = p.chdir_error.c_str();
   plan.max_fd = static_cast<int>(open_max > 0 && open_max < 65536 ? open_max : 65536);
+  if (order.interactive && session_lease_ms_ > 0) {
+    plan.lease_path = session_lease_path_.c_str();
+    plan.lease_ms = session_lease_ms_;
+  }
 
   // Create every log file now, so that a failure to is reported here, not by a task; then hand
   // the logs (and a new checkpoint directory) to the job's user.

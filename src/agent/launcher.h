@@ -181,6 +181,12 @@ class PosixLauncher final : public Launcher {
   // MPS shares get a daemon per owner per GPU run by `control` (nvidia-cuda-mps-control;
   // mps.h), in STATE/mps; without it ("") they get their limits only.
   void SetMpsControl(const std::string& control);
+  // Interactive sessions' monitors end them once `path` (agent_lease.h) has gone unrenewed for
+  // `lease_ms`; without it (0) sessions outlive the agent, as batch jobs always do.
+  void SetSessionLease(std::string path, int64_t lease_ms) {
+    session_lease_path_ = std::move(path);
+    session_lease_ms_ = lease_ms;
+  }
   std::vector<RecoveredRun> Recover() override;
   Result<std::string> ReadLog(const RunKey& key, int32_t task, const std::string& stream,
                               int64_t offset, int64_t max_bytes) override;
@@ -232,6 +238,8 @@ class PosixLauncher final : public Launcher {
   std::map<int32_t, int32_t> gpu_minors_;     // GPU index -> /dev/nvidia minor; empty: simulated
   std::map<int32_t, std::string> gpu_names_;  // GPU index -> CUDA_VISIBLE_DEVICES name
   ContainerConfig containers_;
+  std::string session_lease_path_;
+  int64_t session_lease_ms_ = 0;
   std::vector<pid_t> unreaped_;  // monitors this launcher forked that have not been reaped
   // The exec'd monitors this launcher may still hand work: their control sockets (a monitor
   // whose socket is closed exits once idle), the replica each runs, and since when it has none

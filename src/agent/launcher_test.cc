@@ -13,7 +13,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
+#include "agent/agent_lease.h"
 #include "agent/monitor.h"
 #include "agent/run_record.h"
 #include "agent/test_util.h"
@@ -452,6 +454,50 @@ TEST_P(LauncherTest, AMonitorWhoseAgentIsGoneFinishesItsRunThenExits) {
   EXPECT_TRUE(
       WaitFor([&] { return waitpid(run->monitor_pid, &status, WNOHANG) == run->monitor_pid; },
               std::chrono::seconds(3)));
+}
+
+// An interactive session's monitor ends it once its agent's lease goes unrenewed (the agent is
+// gone); a batch job beside it is never ended for that, and a session whose lease is renewed (a
+// live agent, or a new one on the same state directory) goes on.
+TEST_P(LauncherTest, AnUnrenewedAgentLeaseEndsInteractiveRunsOnly) {
+  TempDir gone_dir, live_dir;
+  PosixLauncher gone(gone_dir.path(), "n", {}, {}, Cgroups::None(), Monitor());
+  PosixLauncher live(live_dir.path(), "n", {}, {}, Cgroups::None(), Monitor());
+  const std::string gone_lease = AgentLeasePath(gone_dir.path());
+  const std::string live_lease = AgentLeasePath(live_dir.path());
+  constexpr int64_t kLeaseMs = 600;
+  gone.SetSessionLease(gone_lease, kLeaseMs);
+  live.SetSessionLease(live_lease, kLeaseMs);
+  ASSERT_TRUE(RenewAgentLease(gone_lease));
+  ASSERT_TRUE(RenewAgentLease(live_lease));
+  RunOrder session = ShellOrder("1.0", "sleep 60 & wait");
+  session.interactive = true;
+  RunOrder renewed = session;
+  renewed.run_id = "2.0";
+  auto s = gone.Launch(session);
+  auto b = gone.Launch(ShellOrder("3.0", "sleep 60"));
+  auto r = live.Launch(renewed);
+  ASSERT_TRUE(s.ok() && b.ok() && r.ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  RunStatus ended;
+  ASSERT_TRUE(WaitFor([&] {
+    (void)RenewAgentLease(live_lease);
+    return !(ended = gone.Check(*s)).running;
+  })) << "the session outlived its agent's lease";
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(took, kLeaseMs / 1000.0 - 0.1) << "ended before its lease ran out";
+  EXPECT_LT(took, 3.0);
+  EXPECT_EQ(ended.exit_code, -SIGKILL);
+  EXPECT_FALSE(testing::Alive(s->pgid));
+  for (int i = 0; i < 10; ++i) {  // two more terms: the others go on
+    (void)RenewAgentLease(live_lease);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(gone.Check(*b).running) << "a batch job outlives its agent";
+  EXPECT_TRUE(live.Check(*r).running) << "a renewed lease keeps its session";
+  gone.Signal(*b, SIGKILL);
+  live.Signal(*r, SIGKILL);
+  EXPECT_TRUE(WaitFor([&] { return !gone.Check(*b).running && !live.Check(*r).running; }));
 }
 
 // An agent killed between recording a run and learning its monitor's pids: a restarted agent

@@ -229,6 +229,9 @@ void BecomeMonitor() {
 // which is closed after it.
 void SuperviseReplica(const ChildPlan& p) {
   g_plan = &p;
+  LeaseWatch lease;
+  if (p.lease_ms > 0) StartLeaseWatch(p, &lease);
+  bool lease_over = false;
   // "pids " for the record; the agent's pipe gets the rest of the line.
   constexpr size_t kPrefix = 5;
   for (size_t i = 0; i < kPrefix; ++i) p.report[i] = "pids "[i];
@@ -259,6 +262,15 @@ void SuperviseReplica(const ChildPlan& p) {
   int remaining = p.task_count;
   int64_t code = 0, failed_task = -1;
   while (remaining > 0) {
+    if (p.lease_ms > 0 && !lease_over && !AwaitChildWithinLease(p, &lease)) {
+      // The agent has been gone for a whole lease: nobody can reach this session any more, nor
+      // tell the head that it runs. End it, everything in its cgroups (the commands exec'd into
+      // it, which the dead agent started) and its tasks' groups; their exits are reaped below.
+      lease_over = true;
+      KillCgroupProcesses(p);
+      SignalLiveTasks(p, SIGKILL);
+      continue;
+    }
     siginfo_t info{};
     if (waitid(P_ALL, 0, &info, WEXITED | WNOWAIT) != 0) {
       if (errno == EINTR) continue;

@@ -58,6 +58,12 @@ struct ChildPlan {
   const char* exec_error;   // "corral: cannot execute <cmd>: errno "
   const char* chdir_error;  // "corral: cannot change to workdir <dir>: errno "
   int max_fd;
+  // An interactive session's lease (agent_lease.h): the file its agent renews while it runs,
+  // and how long the monitor lets it go unrenewed before it ends the replica (every process in
+  // its cgroups and its tasks' groups). nullptr and 0: none, as for every batch job, which
+  // outlives its agent and is recovered by the next one.
+  const char* lease_path;
+  int64_t lease_ms;
 };
 
 // The agent's child: leaves the agent's session (setsid, so that no signal to the agent's
@@ -111,5 +117,20 @@ bool ReceiveNextPlan(std::string* bytes);
 
 // write(2) until done (true) or an error; async-signal-safe.
 bool WriteAll(int fd, const char* data, size_t len);
+
+// A replica's view of its agent's lease (monitor_lease.cc): the lease file's modification time
+// as last seen, and when it was last seen to change, on the monitor's own monotonic clock (so
+// neither the wall clock nor the agent's need agree with it). Async-signal-safe, no allocation.
+struct LeaseWatch {
+  int64_t mtime_ns = -1;  // -1: no file seen
+  int64_t renewed_at_ms = 0;
+};
+void StartLeaseWatch(const ChildPlan& plan, LeaseWatch* watch);
+// Waits until a child of this process has exited (true: waitid will find it at once) or the
+// agent's lease has run out (false). REQUIRES: plan.lease_ms > 0.
+bool AwaitChildWithinLease(const ChildPlan& plan, LeaseWatch* watch);
+// SIGKILLs every process in the replica's cgroups, until they are empty (a second at most);
+// with no cgroups, nothing. The caller kills its tasks' groups.
+void KillCgroupProcesses(const ChildPlan& plan);
 
 }  // namespace corral::agent::internal

@@ -86,6 +86,8 @@ std::string EncodePlan(const ChildPlan& p) {
   Put(out, p.exec_error);
   Put(out, p.chdir_error);
   PutInt(out, p.max_fd);
+  Put(out, p.lease_path != nullptr ? p.lease_path : "");
+  PutInt(out, p.lease_ms);
   return out;
 }
 
@@ -139,6 +141,9 @@ bool DecodePlan(const std::string& bytes, OwnedPlan* o) {
   const size_t chdir_error = s.size();
   s.emplace_back(r.Next());
   p.max_fd = static_cast<int>(r.Int());
+  const size_t lease_path = s.size();
+  s.emplace_back(r.Next());
+  p.lease_ms = r.Int();
   if (!r.ok || !r.in.empty() || argv_n == 0) return false;
 
   auto array = [&](size_t at, size_t n) {
@@ -172,6 +177,8 @@ bool DecodePlan(const std::string& bytes, OwnedPlan* o) {
   p.notify_path = s[notify].c_str();
   p.exec_error = s[exec_error].c_str();
   p.chdir_error = s[chdir_error].c_str();
+  p.lease_path = s[lease_path].empty() ? nullptr : s[lease_path].c_str();
+  if (p.lease_path == nullptr) p.lease_ms = 0;
   return true;
 }
 

@@ -53,6 +53,8 @@ TEST(MonitorPlan, EveryFieldCrossesTheExec) {
   in.exec_error = "corral: cannot execute /bin/sh: errno ";
   in.chdir_error = "corral: cannot change to workdir /work dir: errno ";
   in.max_fd = 4096;
+  in.lease_path = "/s/agent-lease";
+  in.lease_ms = 40000;
 
   OwnedPlan out;
   ASSERT_TRUE(DecodePlan(EncodePlan(in), &out));
@@ -79,6 +81,8 @@ TEST(MonitorPlan, EveryFieldCrossesTheExec) {
   EXPECT_STREQ(p.exec_error, in.exec_error);
   EXPECT_STREQ(p.chdir_error, in.chdir_error);
   EXPECT_EQ(p.max_fd, 4096);
+  EXPECT_STREQ(p.lease_path, "/s/agent-lease");
+  EXPECT_EQ(p.lease_ms, 40000);
   // Its own scratch space, as the agent's plans have.
   ASSERT_NE(p.task_pids, nullptr);
   EXPECT_GE(p.report_cap, 24u * 4);
@@ -99,6 +103,8 @@ TEST(MonitorPlan, ABrokenPlanIsRefused) {
   const std::string good = EncodePlan(in);
   OwnedPlan ok;
   EXPECT_TRUE(DecodePlan(good, &ok));
+  EXPECT_EQ(ok.plan.lease_path, nullptr) << "a batch job's plan has no lease";
+  EXPECT_EQ(ok.plan.lease_ms, 0);
   for (const std::string& bad : {std::string(), good.substr(0, good.size() - 1), good + "1:x",
                                  "99999:" + good, "x" + good}) {
     OwnedPlan out;

@@ -85,7 +85,9 @@ int AgentMain(std::vector<std::string> args) {
                  "HOST:PORT to serve logs to the head on (default: the advertised address, any "
                  "port)");
   app.add_option("--label", labels, "node label k=v (repeatable), e.g. rack=r1");
-  app.add_option("--lease", lease_s, "seconds without the head before stopping all runs");
+  app.add_option("--lease", lease_s,
+                 "seconds without the head before stopping all runs; also how long interactive "
+                 "sessions outlive this agent (batch jobs outlive it)");
   std::string port_range = "29500-29999";
   app.add_option("--port-range", port_range,
                  "LO-HI: MASTER_PORT range for runs whose replica 0 is on this node");

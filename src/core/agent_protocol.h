@@ -19,7 +19,7 @@ namespace corral {
 // a GPU's drain) and run jobs wrongly. An agent that sends none predates the exchange: version 1.
 // Raise kAgentProtocol when a message gains a field an older peer would silently ignore, and
 // kMinAgentProtocol when ignoring it would run a job wrongly.
-inline constexpr int32_t kAgentProtocol = 3;  // 3: RunOrder::notebook
+inline constexpr int32_t kAgentProtocol = 4;  // 3: RunOrder::notebook; 4: RunOrder::interactive
 inline constexpr int32_t kMinAgentProtocol = 2;
 
 struct RegisterRequest {
@@ -138,6 +138,9 @@ struct RunOrder {
   // The command is a Jupyter server: the agent gives it a loopback port and a token of its own
   // and relays the head's /s/JOB/ traffic to it (docs/interactive.md).
   bool notebook = false;
+  // The job is an interactive session (JobSpec::interactive): its monitor ends it when the agent
+  // has been gone longer than the agent's lease (monitor.h), where a batch job outlives it.
+  bool interactive = false;
   bool stop = false;  // stop it: signal, grace, then SIGKILL
   int32_t stop_signal = 15;
   int64_t grace_ms = 10000;

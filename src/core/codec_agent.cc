@@ -129,6 +129,7 @@ Json ToJson(const RunOrder& r) {
   if (r.memory_mb > 0) j["memory_mb"] = r.memory_mb;
   if (!r.container.empty()) j["container"] = ContainerJson(r.container);
   if (r.notebook) j["notebook"] = true;
+  if (r.interactive) j["interactive"] = true;
   return j;
 }
 
@@ -260,6 +261,7 @@ Result<SyncResponse> SyncResponseFromJson(const Json& j) {
         o.container = DecodeContainer(*c);
       }
       o.notebook = Get<bool>(x, "notebook", false);
+      o.interactive = Get<bool>(x, "interactive", false);
       o.stop = Get<bool>(x, "stop", false);
       o.stop_signal = Get<int32_t>(x, "stop_signal", 15);
       o.grace_ms = Get<int64_t>(x, "grace_ms", 10000);

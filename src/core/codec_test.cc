@@ -137,6 +137,18 @@ TEST(Codec, AnOrdersEnvironmentsTravelAsItsLayout) {
   EXPECT_LT(run.dump().size() * 2, ToJson(explicit_env).dump().size());
 }
 
+TEST(Codec, AnOrderSaysWhetherItIsAnInteractiveSession) {
+  RunOrder session = TwoTaskOrder();
+  session.interactive = true;
+  RunOrder batch = TwoTaskOrder();
+  Json wire = ToJson(SyncResponse{1, 2, {session, batch}, false});
+  EXPECT_FALSE(wire["runs"][1].contains("interactive")) << "a batch job's order carries nothing";
+  auto got = SyncResponseFromJson(wire);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_TRUE(got->runs.at(0).interactive);
+  EXPECT_FALSE(got->runs.at(1).interactive);
+}
+
 // Decoding `wire` fails with an error that names `field`.
 void ExpectErrorNaming(const Json& wire, const std::string& field) {
   auto r = SyncResponseFromJson(wire);

@@ -225,6 +225,7 @@ void HeadCore::AddJobOrders(const Job& job, const std::string& node, SyncRespons
     o.layout = layout;  // the agent derives the tasks' environments (ExpandOrderEnv)
     o.workdir = job.spec.workdir;
     o.notebook = job.spec.notebook;
+    o.interactive = job.spec.interactive;
     o.signals = run.signals;
     o.signal = run.last_signal;
     if (job.spec.batch && replica == 0 && !state_.step_key.empty()) {

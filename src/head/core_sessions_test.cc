@@ -83,6 +83,20 @@ TEST_P(Sessions, OnlyTheOwnerQueueAdminsAndAdminsMayExec) {
   EXPECT_EQ(core().OpenExec(kAna, job.id, 1, now()).status().code(), ErrorCode::kInvalidArgument);
 }
 
+// A session's order says so: its monitor on the node ends it when the agent is gone longer than
+// its lease, where a batch job's outlives the agent (docs/interactive.md).
+TEST_P(Sessions, ASessionsOrderIsMarkedInteractiveABatchJobsIsNot) {
+  Register("n1", 2);
+  Job batch = Submit(Spec(1));
+  Job session = Submit(Session(1));
+  Schedule();
+  std::map<JobId, bool> interactive;
+  for (const RunOrder& o : Desired("n1")) interactive[o.job_id] = o.interactive;
+  ASSERT_EQ(interactive.size(), 2u);
+  EXPECT_FALSE(interactive.at(batch.id));
+  EXPECT_TRUE(interactive.at(session.id));
+}
+
 TEST_P(LiveSessions, ASessionWhoseClientIsGoneEndsAfterTheInactiveLimit) {
   Register("n1", 1);
   const DurationMs limit = core().config().inactive_limit_ms;

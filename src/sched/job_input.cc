@@ -1,5 +1,7 @@
 #include "sched/job_input.h"
 
+#include <algorithm>
+
 #include "sched/order_policy.h"
 
 namespace corral::sched {
@@ -24,10 +26,6 @@ PendingJob ToPendingJob(const Job& job, const RuntimeEstimator* estimator) {
   p.predicted_ms = estimator ? estimator->Predict(job.owner, job.spec.name, job.spec.queue,
                                                   TotalGpus(p), job.spec.time_limit_ms)
                              : job.spec.time_limit_ms;
-  if (estimator) {
-    p.run_quantiles =
-        estimator->Quantiles(job.owner, job.spec.name, TotalGpus(p), job.spec.time_limit_ms);
-  }
   if (const Run* r = job.CurrentRun(); r && !IsRunOver(r->state)) {
     p.last_checkpoint_at = r->last_checkpoint_at;
   }
@@ -43,7 +41,13 @@ PendingJob ToPendingJob(const Job& job, const RuntimeEstimator* estimator) {
       p.attained_ms += gpus * (r.ended_at - r.started_at);
     }
   }
-  if (estimator) p.gittins_ms = estimator->GittinsServiceMs(p.queue, TotalGpus(p), p.attained_ms);
+  if (estimator) {
+    const int64_t total_gpus = TotalGpus(p);
+    p.run_quantiles =
+        estimator->Quantiles(job.owner, job.spec.name, total_gpus, job.spec.time_limit_ms,
+                             p.attained_ms / std::max<int64_t>(1, total_gpus));
+    p.gittins_ms = estimator->GittinsServiceMs(p.queue, total_gpus, p.attained_ms);
+  }
   return p;
 }
 

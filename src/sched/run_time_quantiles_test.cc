@@ -108,6 +108,71 @@ TEST(RunTimeQuantilesTest, ToPendingJobCarriesTheDistribution) {
   EXPECT_TRUE(ToPendingJob(job).run_quantiles.empty());
 }
 
+// The median remaining time of a job that has run `done` by the distribution it is given
+// when (re)queued at that point.
+DurationMs MedianLeft(const RuntimeEstimator& e, DurationMs done) {
+  return ConditionalRemainingMs(e.Quantiles("alice", "", 1, 0, done), done,
+                                PredictionRule::kQuantile, 0.5);
+}
+
+TEST(RunTimeQuantilesTest, ARequeuedJobMayBeJudgedByTheClustersLongerJobs) {
+  EstimatorConfig c;
+  c.global_prior_jobs = 1;
+  RuntimeEstimator with_prior(c);
+  RuntimeEstimator alone;
+  for (RuntimeEstimator* e : {&with_prior, &alone}) {
+    for (int i = 0; i < 3; ++i) e->Observe(Ended("alice", "", 1, kMinute));
+    e->Observe(Ended("alice", "", 1, 10 * kHour));
+    for (int i = 0; i < 12; ++i) e->Observe(Ended("bob", "", 8, 20 * kHour));
+  }
+  // Fresh: the owner's own distribution either way.
+  EXPECT_EQ(with_prior.Quantiles("alice", "", 1, 0, 0), alone.Quantiles("alice", "", 1, 0));
+  EXPECT_EQ(MedianLeft(with_prior, 0), kMinute);
+  // Past alice's long job her history says nothing: as long again alone; bob's longer jobs
+  // (counted as one job in all) say 20 h.
+  EXPECT_EQ(MedianLeft(alone, 11 * kHour), 11 * kHour);
+  EXPECT_EQ(MedianLeft(with_prior, 11 * kHour), 9 * kHour);
+  // Past every job known: as long again.
+  EXPECT_EQ(MedianLeft(with_prior, 30 * kHour), 30 * kHour);
+  // Where alice has longer jobs, hers (1 job) and the cluster's (1 in all) share the weight:
+  // past 2 h her 10 h job and the cluster's (her 10 h and bob's 20 h ones) give a median of
+  // 10 h.
+  EXPECT_EQ(MedianLeft(with_prior, 2 * kHour), 8 * kHour);
+}
+
+TEST(RunTimeQuantilesTest, ARequeuedJobMayBeJudgedByItsOwnersLongerHistory) {
+  EstimatorConfig c;
+  c.window = 2;
+  c.min_jobs = 1;
+  EstimatorConfig longer = c;
+  longer.requeue_window = 8;
+  RuntimeEstimator e(longer);
+  RuntimeEstimator short_window(c);
+  for (RuntimeEstimator* x : {&e, &short_window}) {
+    x->Observe(Ended("alice", "", 4, 10 * kHour));
+    x->Observe(Ended("alice", "", 1, kMinute));
+    x->Observe(Ended("alice", "", 1, kMinute));
+  }
+  // The window of 2 holds only the fast failures: a job past 2 h outlived them all.
+  EXPECT_EQ(MedianLeft(short_window, 2 * kHour), 2 * kHour);
+  // The owner's last 8 (any size) hold the 10 h job.
+  EXPECT_EQ(MedianLeft(e, 2 * kHour), 8 * kHour);
+  // ToPendingJob conditions on the job's finished runs (GPU-time / its GPUs).
+  Job job;
+  job.id = 1;
+  job.owner = "alice";
+  job.spec.queue = "q";
+  job.spec.per_replica.gpu_milli = kGpuMilli;
+  corral::Run preempted;
+  preempted.state = RunState::kPreempted;
+  preempted.scheduled_at = 1000;
+  preempted.started_at = 1000;
+  preempted.ended_at = 1000 + 2 * kHour;
+  job.runs = {preempted};
+  EXPECT_EQ(ToPendingJob(job, &e).run_quantiles, e.Quantiles("alice", "", 1, 0, 2 * kHour));
+  EXPECT_EQ(ToPendingJob(job, &e).run_quantiles.at[0], 10 * kHour);
+}
+
 TEST(RunTimeQuantilesTest, AFailFastUsersFreshJobGoesFirstButNotOnceItOutlivedTheFailures) {
   // One GPU; a fresh job of a user whose jobs fail fast half the time (bimodal), and a job of
   // a user whose jobs all run 2 hours. The running mean of logs (sqrt(1 min x 10 h) = 24.5

@@ -37,11 +37,16 @@ void RuntimeEstimator::Observe(const EndedJob& e) {
   Update(by_queue_gpus_[{e.queue, e.gpus}], x);
   Update(by_queue_[e.queue], x);
   if (!e.user.empty()) {
+    const int w = config_.window;
     if (config_.dist_by_user_name && !e.name.empty()) {
-      Remember(recent_by_user_name_[{e.user, e.name}], e.run_ms);
+      Remember(recent_by_user_name_[{e.user, e.name}], e.run_ms, w);
     }
-    if (config_.dist_by_user_gpus) Remember(recent_by_user_gpus_[{e.user, e.gpus}], e.run_ms);
-    if (config_.dist_by_user) Remember(recent_by_user_[e.user], e.run_ms);
+    if (config_.dist_by_user_gpus) Remember(recent_by_user_gpus_[{e.user, e.gpus}], e.run_ms, w);
+    if (config_.dist_by_user) Remember(recent_by_user_[e.user], e.run_ms, w);
+    if (config_.global_prior_jobs > 0) Remember(recent_all_, e.run_ms, config_.global_window);
+    if (config_.requeue_window > 0) {
+      Remember(requeue_by_user_[e.user], e.run_ms, config_.requeue_window);
+    }
   }
   double service =
       static_cast<double>(e.run_ms) * static_cast<double>(std::max<int64_t>(1, e.gpus));
@@ -50,9 +55,9 @@ void RuntimeEstimator::Observe(const EndedJob& e) {
   Add(service_all_, service);
 }
 
-void RuntimeEstimator::Remember(Recent& r, DurationMs run_ms) const {
+void RuntimeEstimator::Remember(Recent& r, DurationMs run_ms, int window_jobs) const {
   ++r.n;
-  const size_t window = static_cast<size_t>(std::max(1, config_.window));
+  const size_t window = static_cast<size_t>(std::max(1, window_jobs));
   if (r.ms.size() < window) {
     r.ms.push_back(run_ms);
     return;
@@ -62,7 +67,8 @@ void RuntimeEstimator::Remember(Recent& r, DurationMs run_ms) const {
 }
 
 RunTimeQuantiles RuntimeEstimator::Quantiles(const std::string& user, const std::string& name,
-                                             int64_t gpus, DurationMs time_limit_ms) const {
+                                             int64_t gpus, DurationMs time_limit_ms,
+                                             DurationMs done_ms) const {
   RunTimeQuantiles out;
   if (user.empty()) return out;
   // Most specific first; a key with fewer than min_jobs answers only if no other has enough.
@@ -109,12 +115,41 @@ RunTimeQuantiles RuntimeEstimator::Quantiles(const std::string& user, const std:
     total += w;
     w *= keep;
   }
+  if (done_ms > 0 && (config_.global_prior_jobs > 0 || config_.requeue_window > 0)) {
+    // Given that the job outlived done_ms: the owner's longer run times, and the cluster's
+    // longer ones weighing global_prior_jobs in all (EstimatorConfig::global_prior_jobs).
+    if (config_.requeue_window > 0) {
+      // The owner's longer history (any size): a window of 16 seldom holds a long job's peers.
+      v.clear();
+      if (auto it = requeue_by_user_.find(user); it != requeue_by_user_.end()) {
+        for (DurationMs x : it->second.ms) v.emplace_back(x, 1.0);
+      }
+    }
+    std::erase_if(v, [&](const auto& x) { return x.first <= done_ms; });
+    total = 0;
+    for (const auto& x : v) total += x.second;
+    size_t longer = 0;
+    for (DurationMs x : recent_all_.ms) longer += x > done_ms;
+    if (longer > 0) {
+      const double each = config_.global_prior_jobs / static_cast<double>(longer);
+      for (DurationMs x : recent_all_.ms) {
+        if (x > done_ms) v.emplace_back(x, each);
+      }
+      total += config_.global_prior_jobs;
+    }
+    if (v.empty()) {
+      // It outlived every job known: guessed to run as long again.
+      out.at.fill(time_limit_ms > 0 ? std::min(2 * done_ms, time_limit_ms) : 2 * done_ms);
+      return out;
+    }
+  }
+  const size_t n = v.size();
   std::sort(v.begin(), v.end());
   double below = 0;
   size_t j = 0;
   for (int i = 0; i < kRunQuantiles; ++i) {
     const double target = total * (2.0 * i + 1) / (2.0 * kRunQuantiles);
-    while (j + 1 < m && below + v[j].second < target) below += v[j++].second;
+    while (j + 1 < n && below + v[j].second < target) below += v[j++].second;
     DurationMs x = std::max<DurationMs>(1, v[j].first);
     out.at[i] = time_limit_ms > 0 ? std::min(x, time_limit_ms) : x;
   }

@@ -70,6 +70,20 @@ struct EstimatorConfig {
   int min_jobs = 4;
   // Weight of each run time against the next newer one is 1 - recency (0: all alike).
   double recency = 0;
+  // A job that has already run (requeued after a preemption) gets its distribution
+  // conditioned on the run time it has had when it is (re)queued: the owner's run times
+  // longer than that, and the cluster's (the last `global_window` ended jobs of every user)
+  // longer than that counted as `global_prior_jobs` jobs in all. A user's window seldom holds
+  // many jobs as long as a long requeued one; the cluster's long jobs tell what is left of it.
+  // 0: the owner's points alone, conditioned by the scheduler as it orders. Off by default:
+  // on the first half of philly-users every weight tried lengthened the average JCT (the
+  // cluster's long jobs rank a user's long job worse than the user's own; docs/simulation.md).
+  double global_prior_jobs = 0;
+  int global_window = 4096;
+  // > 0: a requeued job's distribution is conditioned (as above) on the owner's last
+  // `requeue_window` run times of any size and name instead of its usual key's window. Off by
+  // default, for the same reason.
+  int requeue_window = 0;
 };
 
 // Jobs a (queue, GPU count) key must have seen before its own distribution is used.
@@ -96,8 +110,10 @@ class RuntimeEstimator {
   // The distribution of the run time of a job of this user, name and size: quantile points
   // of its owner's recent ended jobs' run times (see EstimatorConfig::window), each bounded by
   // the time limit (> 0). Empty: no user, or no history of that user.
+  // With done_ms > 0 and global_prior_jobs or requeue_window > 0: the distribution given that
+  // the run time exceeds done_ms (see EstimatorConfig::global_prior_jobs).
   RunTimeQuantiles Quantiles(const std::string& user, const std::string& name, int64_t gpus,
-                             DurationMs time_limit_ms) const;
+                             DurationMs time_limit_ms, DurationMs done_ms = 0) const;
 
   // The inverse of the Gittins index (Gittins; Tiresias, NSDI'19) of a job of this queue and
   // size that has attained `attained_gpu_ms`, from the distribution of the service (GPU-ms:
@@ -139,7 +155,7 @@ class RuntimeEstimator {
     int64_t n = 0;
   };
   void Update(Mean& m, double log_ms) const;
-  void Remember(Recent& r, DurationMs run_ms) const;
+  void Remember(Recent& r, DurationMs run_ms, int window) const;
   void Add(Histogram& h, double service_ms) const;
   // The inverse index from one histogram; 0 when none of its jobs ran longer than a.
   static DurationMs Gittins(const Histogram& h, DurationMs attained_gpu_ms);
@@ -156,6 +172,8 @@ class RuntimeEstimator {
   std::map<std::pair<std::string, std::string>, Recent> recent_by_user_name_;
   std::map<std::pair<std::string, int64_t>, Recent> recent_by_user_gpus_;
   std::map<std::string, Recent> recent_by_user_;
+  Recent recent_all_;                              // every user's, global_window of them
+  std::map<std::string, Recent> requeue_by_user_;  // requeue_window of them
   int64_t observed_ = 0;
 };
 

@@ -78,6 +78,18 @@ Status PredictionFlags(const PredictFlags& f, SimConfig* cfg) {
     if (f.done_weight > 1) return InvalidArgument("--predict-done-weight must be in [0, 1]");
     cfg->prediction_done_weight = f.done_weight;
   }
+  if (f.global_prior >= 0) {
+    if (f.global_prior > 1e6) return InvalidArgument("--predict-global-prior must be in [0, 1e6]");
+    e.global_prior_jobs = f.global_prior;
+  }
+  if (f.requeue_window != 0) {
+    if (f.requeue_window < 1) return InvalidArgument("--predict-requeue-window must be >= 1");
+    e.requeue_window = f.requeue_window;
+  }
+  if (f.global_window != 0) {
+    if (f.global_window < 1) return InvalidArgument("--predict-global-window must be >= 1");
+    e.global_window = f.global_window;
+  }
   if (f.recency >= 0) {
     if (f.recency >= 1) return InvalidArgument("--predict-recency must be in [0, 1)");
     e.recency = f.recency;
@@ -111,6 +123,15 @@ void AddPredictFlags(CLI::App& app, PredictFlags* f) {
   app.add_option("--predict-recency", f->recency,
                  "each older run time of a user key weighs 1 - this times the next newer one "
                  "in its distribution (default 0: alike)");
+  app.add_option("--predict-global-prior", f->global_prior,
+                 "a requeued job's distribution: its owner's run times longer than it has run, "
+                 "and every user's recent ones longer than that counted as this many jobs "
+                 "(0: its owner's alone)");
+  app.add_option("--predict-global-window", f->global_window,
+                 "every user's recent run times kept for --predict-global-prior (default 4096)");
+  app.add_option("--predict-requeue-window", f->requeue_window,
+                 "a requeued job's distribution: its owner's last this many run times (any GPU "
+                 "count) longer than it has run, not its usual key's (default off)");
   app.add_option("--predict-quantile", f->quantile,
                  "the conditional quantile --predict-rule quantile orders by (default 0.5)");
   app.add_option("--predict-window", f->window,

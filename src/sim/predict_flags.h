@@ -25,6 +25,9 @@ struct PredictFlags {
   double recency = -1;
   double done_weight = -1;
   bool fresh_by_mean = false;
+  double global_prior = -1;  // < 0: the estimator's
+  int global_window = 0;     // 0: the estimator's
+  int requeue_window = 0;    // 0: the estimator's (off)
 };
 
 void AddPredictFlags(CLI::App& app, PredictFlags* f);

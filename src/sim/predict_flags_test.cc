@@ -92,6 +92,8 @@ TEST(PredictFlagsTest, BadValuesNameTheirFlag) {
                                              {"--predict-rule", "median"},
                                              {"--predict-quantile", "0"},
                                              {"--predict-window", "-3"},
+                                             {"--predict-global-window", "-3"},
+                                             {"--predict-requeue-window", "-3"},
                                              {"--predict-recency", "1"},
                                              {"--predict-done-weight", "2"},
                                              {"--predict", "user,team"}}) {

@@ -258,7 +258,8 @@ class Loop {
     } else if (!in.time_limit) {
       const sched::RuntimeEstimator& estimator = port_->core().estimator();
       p->predicted_ms = estimator.Estimate(p->user, p->name, p->queue, t.num_gpus);
-      p->run_quantiles = estimator.Quantiles(p->user, p->name, t.num_gpus, 0);
+      p->run_quantiles = estimator.Quantiles(p->user, p->name, t.num_gpus, 0,
+                                             p->attained_ms / std::max<int64_t>(1, t.num_gpus));
     }
   }
 

@@ -1,13 +1,17 @@
 #!/usr/bin/python3
 """Drives an interactive Corral session through a real terminal (Python's pty module).
 
-usage: pty_session.py run|srun|exec-sh CORRAL_OR_SRUN [ARGS...]
+usage: pty_session.py run|srun|exec-sh|hold CORRAL_OR_SRUN [ARGS...]
 
 Starts the command on a new pseudo-terminal of 30x100, then, as a user would: types a command
 and reads its echo, reads `stty size`, resizes the terminal to 40x120 and reads it again,
 interrupts a `sleep` with Ctrl-C and checks that the shell survives, and leaves with `exit 7`.
 The shell is bash, or with a mode ending in "-sh", `sh -i` (an image's busybox has no bash).
 Prints what it checked; exits 0 when all held, 1 otherwise (with the terminal's output).
+
+Mode "hold" is for fault tests: the shell starts a command that survives a hang-up (`nohup
+sleep`), prints "holding" once it runs, then waits for the client to exit by itself (a fault
+ends the session) and prints "client exited N" with the terminal's output; exits with N.
 """
 import fcntl
 import os
@@ -76,8 +80,21 @@ class Session:
                              % self.seen.decode(errors="replace"))
 
 
+def hold(argv):
+    s = Session(argv + ["bash", "--norc", "--noprofile", "-i"], 30, 100)
+    s.send("nohup sleep 600 >/dev/null 2>&1 & echo holding-$((40+2))\n")
+    s.expect("holding-42")
+    print("holding", flush=True)
+    code = s.wait(timeout=120)
+    print("client exited %d; terminal output:\n%s" % (code, s.seen.decode(errors="replace")),
+          flush=True)
+    return code
+
+
 def main():
     mode, argv = sys.argv[1], sys.argv[2:]
+    if mode == "hold":
+        return hold(argv)
     shell = ["sh", "-i"] if mode.endswith("-sh") else ["bash", "--norc", "--noprofile", "-i"]
     s = Session(argv + shell, 30, 100)
     checks = []
