@@ -11,7 +11,7 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
-  # --force-unsafe-io (as Debian's container images set for every install): dpkg fsyncs every
+  # --force-unsafe-io (which Docker's Debian images set for every install): dpkg fsyncs every
   # file it unpacks, Boost's headers alone are some 15,000, and a new machine's setup waited on
   # those syncs more than on the network (docs/benchmarks.md, "First run"). The price: a power
   # loss mid-install may leave files empty (`apt-get install --reinstall` repairs them).
