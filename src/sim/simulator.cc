@@ -152,6 +152,11 @@ class Loop {
         CORRAL_RETURN_IF_ERROR(port_->SetQueue(q, kEpoch));
       }
     }
+    for (NodeReservationSpec r : config_.reservations) {
+      r.start_ms += kEpoch;
+      r.end_ms += kEpoch;
+      CORRAL_RETURN_IF_ERROR(port_->CreateReservation(r, kEpoch));
+    }
     Pump(0);
 
     size_t next_arrival = 0;
