@@ -21,7 +21,7 @@ const char* kFour =
     "C,1,100,1,vcC\n"
     "D,2,100,1,vcA\n";
 
-std::string Run(const std::vector<std::string>& args, int* rc) {
+std::string SimulateCommand(const std::vector<std::string>& args, int* rc) {
   std::ostringstream out, err;
   *rc = SimulateMain(args, out, err);
   return out.str() + err.str();
@@ -67,7 +67,7 @@ TEST(SimMaintenance, TheFlagIsCheckedAndReachesTheScheduler) {
     std::vector<std::string> args = {"--trace", trace, "--nodes", "2",           "--gpus-per-node",
                                      "1",       "-o",  "json",    "--no-timing", "--check"};
     args.insert(args.end(), extra.begin(), extra.end());
-    std::string o = Run(args, rc);
+    std::string o = SimulateCommand(args, rc);
     size_t at = o.find("\"avg_jct\": ");
     return at == std::string::npos ? o : o.substr(at, 30);
   };
@@ -97,9 +97,9 @@ TEST(SimQueueTree, TraceQueuesMapIntoTheTreeAndReportByLeaf) {
                            "org/teamB,0,vcB\n"
                            "other,1,*\n");
   int rc = 0;
-  std::string o = Run({"--trace", trace, "--nodes", "2", "--gpus-per-node", "1", "-o", "json",
-                       "--no-timing", "--check", "--queue-tree", tree},
-                      &rc);
+  std::string o = SimulateCommand({"--trace", trace, "--nodes", "2", "--gpus-per-node", "1", "-o",
+                                   "json", "--no-timing", "--check", "--queue-tree", tree},
+                                  &rc);
   ASSERT_EQ(rc, 0) << o;
   size_t at = o.find("\"queue_slowdown\"");
   ASSERT_NE(at, std::string::npos) << o;
@@ -114,8 +114,8 @@ TEST(SimQueueTree, ABadTreeNamesTheLineAndTheReason) {
   std::string trace = Write("tree_bad.csv", kFour);
   auto error = [&](const std::string& text) {
     int rc = 0;
-    std::string o =
-        Run({"--trace", trace, "--nodes", "2", "--queue-tree", Write("bad_tree.csv", text)}, &rc);
+    std::string o = SimulateCommand(
+        {"--trace", trace, "--nodes", "2", "--queue-tree", Write("bad_tree.csv", text)}, &rc);
     EXPECT_NE(rc, 0) << o;
     return o;
   };
