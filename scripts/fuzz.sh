@@ -14,10 +14,11 @@ SEED="${FUZZ_SEED:-1}"
 JOBS="${JOBS:-$(nproc)}"
 TARGETS=(job_spec_json job_spec_yaml http_target agent_protocol trace)
 
-CXX=clang++ CC=clang cmake -S . -B build-fuzz -G Ninja -DCORRAL_FUZZ=ON -DCORRAL_WERROR=OFF \
-  -DCORRAL_ONLY="core;sched;store;head;sim;slurm;cli" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" >/dev/null
-ninja -C build-fuzz "${TARGETS[@]/#/fuzz_}"
+# Through build.sh: its ccache keeps the clang objects too, so a machine that fuzzed the tree
+# before compiles only what changed.
+CXX=clang++ CC=clang BUILD_DIR=build-fuzz BUILD_TYPE=RelWithDebInfo \
+  BUILD_TARGETS="${TARGETS[*]/#/fuzz_}" ./scripts/build.sh -DCORRAL_FUZZ=ON -DCORRAL_WERROR=OFF \
+  -DCORRAL_ONLY="core;sched;store;head;sim;slurm;cli" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1"
 
 rm -rf build-fuzz/findings build-fuzz/corpus-run
 mkdir -p build-fuzz/findings build-fuzz/corpus-run

@@ -25,9 +25,9 @@ if [ -z "${VERSION:-}" ]; then
   if ! git diff --quiet HEAD; then VERSION="$VERSION.dirty"; fi
 fi
 
-# A fixed place (ignored by git), so that ccache finds the previous build's objects: the
-# compiler's flags name the source directory (dpkg's -ffile-prefix-map).
-stage="$root/build-deb"
+# A fixed place (ignored by git; $STAGE_DIR where set), so that ccache finds the previous
+# build's objects: the compiler's flags name the source directory (dpkg's -ffile-prefix-map).
+stage="$(realpath -m "${STAGE_DIR:-$root/build-deb}")"
 rm -rf "$stage"
 mkdir -p "$stage/corral" "$out"
 git ls-files -co --exclude-standard -z | tar -c --null -T - -f - | tar -x -C "$stage/corral"

@@ -24,12 +24,19 @@ fail() {
   echo "FAIL: $*"
   exit 1
 }
+# One build place for every checkout on this machine: dpkg's -ffile-prefix-map names it in each
+# compile command, so with a place per checkout a fresh clone could never reuse the objects
+# ccache holds from the last run. The lock keeps two runs out of it at once.
+stage_dir=/var/tmp/corral-package-test
+exec 9>/var/tmp/corral-package-test.lock
+flock 9
 packages() {  # VERSION
-  # Without debug information (most of a build's compile time, and the dbgsym package): what is
-  # tested here is the packaging, on every CI run.
-  (cd "$src" && VERSION="$1" OUT_DIR="$work/dist-$1" DEB_CXXFLAGS_APPEND=-g0 \
-    DEB_BUILD_OPTIONS="noddebs ${DEB_BUILD_OPTIONS:-}" ./scripts/package.sh \
-    >"$work/package-$1.log" 2>&1) ||
+  # Unoptimised and without debug information (optimisation and debug information are most of
+  # a build's compile time; noddebs: no dbgsym package): what is tested here is the packaging,
+  # on every CI run. Both versions share every object but the version's own file.
+  (cd "$src" && VERSION="$1" OUT_DIR="$work/dist-$1" STAGE_DIR="$stage_dir" \
+    DEB_CXXFLAGS_APPEND=-g0 DEB_BUILD_OPTIONS="noopt noddebs ${DEB_BUILD_OPTIONS:-}" \
+    ./scripts/package.sh >"$work/package-$1.log" 2>&1) ||
     { tail -50 "$work/package-$1.log" >&2; fail "package.sh VERSION=$1" >&2; }
   echo "$work/dist-$1"/*_"$1"_*.deb
 }

@@ -110,20 +110,6 @@ const CommandInfo* FindCommand(const std::string& name) {
   return nullptr;
 }
 
-std::string ErrorMessageFromBody(const ApiReply& reply) {
-  Json j = Json::parse(reply.body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_object()) {
-    auto e = j.find("error");
-    if (e != j.end() && e->is_object()) {
-      auto m = e->find("message");
-      if (m != e->end() && m->is_string()) return m->get<std::string>();
-    }
-  }
-  std::string text = reply.body.substr(0, 200);
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  return "the head answered HTTP " + std::to_string(reply.status) +
-         (text.empty() ? "" : ": " + text);
-}
 
 ErrorCode CodeForStatus(int status) {
   switch (status) {
@@ -147,6 +133,21 @@ ErrorCode CodeForStatus(int status) {
 }
 
 }  // namespace
+
+std::string ErrorMessageFromBody(const ApiReply& reply) {
+  Json j = Json::parse(reply.body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object()) {
+    auto e = j.find("error");
+    if (e != j.end() && e->is_object()) {
+      auto m = e->find("message");
+      if (m != e->end() && m->is_string()) return m->get<std::string>();
+    }
+  }
+  std::string text = reply.body.substr(0, 200);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return "the head answered HTTP " + std::to_string(reply.status) +
+         (text.empty() ? "" : ": " + text);
+}
 
 bool IsCliCommand(const std::string& command) {
   return FindCommand(command) != nullptr || IsSlurmCommand(command);

@@ -39,6 +39,8 @@ class ApiClient {
   std::shared_ptr<ApiTransport> transport_;
 };
 
+// The message of an error answer ({"error": {"message": ...}}), else its status and first bytes.
+std::string ErrorMessageFromBody(const ApiReply& reply);
 // Prints "corral CMD: message" to err.
 void PrintError(CliContext& ctx, const std::string& command, const std::string& message);
 // Prints the usage error and the command's usage line; returns kExitUsage.

@@ -117,13 +117,6 @@ void WriteAll(int fd, const std::string& s) {
   }
 }
 
-std::string ErrorText(const ApiReply& r) {
-  Json j = Json::parse(r.body, nullptr, false);
-  if (j.is_object() && j.contains("error") && j["error"].is_object()) {
-    return j["error"].value("message", "HTTP " + std::to_string(r.status));
-  }
-  return "HTTP " + std::to_string(r.status);
-}
 
 // What the output threads found: how the command ended, or why the session was lost.
 struct Outcome {
@@ -152,13 +145,13 @@ void FollowOutput(std::shared_ptr<ApiTransport> api, const std::string& session,
         continue;
       }
       std::lock_guard lock(outcome->mu);
-      outcome->lost = r.ok() ? ErrorText(*r) : r.status().message();
+      outcome->lost = r.ok() ? ErrorMessageFromBody(*r) : r.status().message();
       break;
     }
     failures = 0;
     if (r->status != 200) {
       std::lock_guard lock(outcome->mu);
-      outcome->lost = ErrorText(*r);
+      outcome->lost = ErrorMessageFromBody(*r);
       break;
     }
     WriteAll(fd, r->body);
@@ -207,7 +200,7 @@ int RunInJob(CliContext& ctx, JobId job, const ExecOptions& opts) {
     return kExitError;
   }
   if (opened->status != 201) {
-    PrintError(ctx, name, "job " + std::to_string(job) + ": " + ErrorText(*opened));
+    PrintError(ctx, name, "job " + std::to_string(job) + ": " + ErrorMessageFromBody(*opened));
     return kExitError;
   }
   Json answer = Json::parse(opened->body, nullptr, false);
