@@ -294,6 +294,43 @@ TEST_F(Api, ReservationRoutesCreateListDeleteAndAdmitJobs) {
   EXPECT_EQ(Call("DELETE", "/v1/reservations/train").status, 404);
 }
 
+// The node JSON names the reservation a node is in now, and whether it is a maintenance
+// window; a node reserved later (or never) has neither field.
+TEST_F(Api, NodesInsideAReservationNowSayWhich) {
+  RegisterNode("n1");
+  RegisterNode("n2");
+  const TimeMs now = clock_.Now();
+  ASSERT_EQ(Call("POST", "/v1/reservations",
+                 Json{{"name", "maint"},
+                      {"nodes", "n1"},
+                      {"start_ms", now},
+                      {"duration", "2h"},
+                      {"maintenance", true}})
+                .status,
+            200);
+  ASSERT_EQ(
+      Call("POST", "/v1/reservations",
+           Json{{"name", "later"}, {"nodes", "n2"}, {"start_ms", now + kHour}, {"duration", "1h"}})
+          .status,
+      200);
+  auto node = [&](const std::string& name) {
+    Reply nodes = Call("GET", "/v1/nodes");
+    for (const Json& n : nodes.body["nodes"]) {
+      if (n.value("name", "") == name) return n;
+    }
+    return Json();
+  };
+  EXPECT_EQ(node("n1").value("reservation", ""), "maint");
+  EXPECT_EQ(node("n1").value("maintenance", false), true);
+  EXPECT_FALSE(node("n2").contains("reservation")) << node("n2").dump();
+  clock_.Advance(kHour);  // "later" has begun, and it is no maintenance window
+  EXPECT_EQ(node("n2").value("reservation", ""), "later");
+  EXPECT_EQ(node("n2").value("maintenance", true), false);
+  clock_.Advance(2 * kHour);  // both over
+  EXPECT_FALSE(node("n1").contains("reservation")) << node("n1").dump();
+  EXPECT_FALSE(node("n2").contains("reservation")) << node("n2").dump();
+}
+
 TEST_F(Api, UnknownPathsAndMethodsAre404AndAgentsCredentialsOnlyReachAgentRoutes) {
   EXPECT_EQ(Call("GET", "/v1/nope").status, 404);
   EXPECT_EQ(Call("DELETE", "/v1/jobs").status, 404);

@@ -302,6 +302,10 @@ std::string GpuHealthWord(const NodeView& n, int32_t gpu) {
 std::string RenderNodeDetail(const NodeView& n) {
   std::string out = "Node " + n.node.name + ": " + NodeStateName(n.node.state()) + "\n";
   if (!n.node.unhealthy.empty()) out += "  unhealthy: " + n.node.unhealthy + "\n";
+  if (!n.reservation.empty()) {
+    out += std::string("  ") + (n.maintenance ? "maintenance window " : "reservation ") +
+           n.reservation + " (corral reservations)\n";
+  }
   Table t({"GPU", "MODEL", "UTIL", "HEALTH", "WHY"});
   for (const Gpu& gpu : n.node.gpus) {
     const GpuSample* s = SampleOf(n, gpu.index);
@@ -355,6 +359,11 @@ std::string RenderNodesTable(const std::vector<NodeView>& nodes) {
     // Health is not an admin state: a ready node whose GPUs fail their probe shows unhealthy.
     std::string state = NodeStateName(n.node.state());
     if (!n.node.unhealthy.empty()) state = state == "ready" ? "unhealthy" : state + "+unhealthy";
+    // Inside an admin reservation now (Slurm's sinfo: maint, reserved).
+    if (!n.reservation.empty()) {
+      const std::string word = n.maintenance ? "maint" : "reserved";
+      state = state == "ready" ? word : state + "+" + word;
+    }
     std::vector<std::string> row = {
         n.node.name,
         state,

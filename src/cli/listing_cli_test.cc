@@ -242,6 +242,33 @@ TEST(NodesTest, SharedGpusShowTheirMilliGpusAndHolders) {
   EXPECT_NE(h.out.str().find("1/2 (shared 1:750m/2)"), std::string::npos) << h.out.str();
 }
 
+// The API names the reservation a node is in now: the STATE column says maint (a maintenance
+// window) or reserved, after any admin state; `nodes show` names it.
+TEST(NodesTest, ANodeInsideAReservationShowsMaintOrReserved) {
+  Harness h;
+  auto view = [](const std::string& name, Drain drain, const std::string& reservation, bool maint) {
+    Node n;
+    n.name = name;
+    n.drain = drain;
+    return ToJson(NodeView{.node = n, .reservation = reservation, .maintenance = maint});
+  };
+  Json nodes =
+      Json::array({view("a", Drain::kNone, "m1", true), view("b", Drain::kNone, "train", false),
+                   view("c", Drain::kDraining, "m1", true), view("d", Drain::kNone, "", false)});
+  h.fake->handler = [&](const FakeTransport::Sent&) {
+    return Result<ApiReply>(JsonReply(200, {{"nodes", nodes}}));
+  };
+  ASSERT_EQ(h.Run("nodes", {}), 0) << h.err.str();
+  std::string out = h.out.str();
+  EXPECT_NE(out.find("\na     maint "), std::string::npos) << out;
+  EXPECT_NE(out.find("\nb     reserved "), std::string::npos) << out;
+  EXPECT_NE(out.find("\nc     draining+maint "), std::string::npos) << out;
+  EXPECT_NE(out.find("\nd     ready "), std::string::npos) << out;
+  h.out.str("");
+  ASSERT_EQ(h.Run("nodes", {"show", "a"}), 0) << h.err.str();
+  EXPECT_NE(h.out.str().find("  maintenance window m1 "), std::string::npos) << h.out.str();
+}
+
 TEST(QueuesTest, ATreeShowsParentsAndEachSubtreesUseAgainstItsQuota) {
   Harness h;
   auto q = [](const char* name, int quota, int used) {

@@ -45,6 +45,10 @@ Json ToJson(const NodeView& v) {
     }
   }
   j["runs"] = v.runs;
+  if (!v.reservation.empty()) {
+    j["reservation"] = v.reservation;
+    j["maintenance"] = v.maintenance;
+  }
   if (v.image_cache.limit_bytes > 0) {
     j["image_cache"] = {{"bytes", v.image_cache.bytes},
                         {"images", v.image_cache.images},
@@ -88,6 +92,8 @@ Result<NodeView> NodeViewFromJson(const Json& j) {
       }
     }
     v.runs = Get<std::vector<std::string>>(j, "runs", {});
+    v.reservation = Get<std::string>(j, "reservation", "");
+    v.maintenance = Get<bool>(j, "maintenance", false);
     const Json cache = j.value("image_cache", Json::object());
     v.image_cache.bytes = Get<int64_t>(cache, "bytes", 0);
     v.image_cache.images = Get<int32_t>(cache, "images", 0);

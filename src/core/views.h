@@ -29,6 +29,10 @@ struct NodeView {
   std::vector<std::string> runs;
   std::vector<GpuSample> gpu_samples;  // as the agent last reported; empty: not measured
   ImageCacheReport image_cache;        // as the agent last reported (not durable)
+  // The admin reservation the node is in at the time of the listing ("": none), and whether
+  // it is a maintenance window (`corral nodes` and sinfo show "maint", else "reserved").
+  std::string reservation;
+  bool maintenance = false;
 };
 
 struct QueueView {

@@ -153,8 +153,8 @@ struct GetHistory {
 
 struct ListNodes {
   using Answer = std::vector<NodeView>;
-  Result<Answer> operator()(HeadCore& core, const Caller&, TimeMs) && {
-    return Result<Answer>(core.ListNodes());
+  Result<Answer> operator()(HeadCore& core, const Caller&, TimeMs now) && {
+    return Result<Answer>(core.ListNodes(now));
   }
 };
 

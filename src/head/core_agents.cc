@@ -292,10 +292,18 @@ Result<NodeView> HeadCore::SetDrain(const Caller& by, const std::string& name, b
   return NodeView{state_.nodes.at(name), 0, {}};
 }
 
-std::vector<NodeView> HeadCore::ListNodes() const {
+std::vector<NodeView> HeadCore::ListNodes(TimeMs now) const {
   std::vector<NodeView> out;
   for (const auto& [name, node] : state_.nodes) {
     NodeView v{node, 0, {}, {}, {}};
+    // Reservations on a node do not overlap (CreateReservation): at most one is on now.
+    for (const auto& [rname, r] : state_.reservations) {
+      if (r.start_ms <= now && now < r.end_ms &&
+          std::binary_search(r.nodes.begin(), r.nodes.end(), name)) {
+        v.reservation = rname;
+        v.maintenance = r.maintenance;
+      }
+    }
     std::set<int32_t> held;
     if (auto h = last_heard_.find(name); h != last_heard_.end()) v.node.last_heartbeat = h->second;
     if (auto g = gpu_samples_.find(name); g != gpu_samples_.end()) v.gpu_samples = g->second;

@@ -204,7 +204,8 @@ class HeadCore {
   Result<SessionStatus> TouchSession(const Caller& by, JobId id, bool typed, TimeMs now);
 
   // --- cluster ---
-  std::vector<NodeView> ListNodes() const;
+  // `now`: for the admin reservation each node is in then (NodeView::reservation).
+  std::vector<NodeView> ListNodes(TimeMs now = 0) const;
   Result<Node> GetNode(const std::string& name) const;
   Result<NodeView> SetDrain(const Caller& by, const std::string& node, bool drain, TimeMs now);
   // An operator's drain of one GPU (core_gpu.cc): it takes no new runs, the node's others do;

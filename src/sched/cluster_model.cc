@@ -384,7 +384,8 @@ std::vector<int32_t> ClusterModel::PickGpus(int32_t i, int32_t gpus) const {
 
 void ClusterModel::AddHold(int32_t i, int32_t gpus, int32_t cpu, int64_t mem, TimeMs start) {
   NodeSlot& n = slots_[i];
-  if (n.hold_gpus == 0 && n.hold_cpu == 0 && n.hold_mem == 0 && n.hold_start == kUnknownTime) {
+  if (n.hold_gpus == 0 && n.hold_cpu == 0 && n.hold_mem == 0 && n.hold_start == kUnknownTime &&
+      n.reserved_from == kUnknownTime) {
     held_.push_back(i);
   }
   n.hold_gpus += gpus;
@@ -394,6 +395,15 @@ void ClusterModel::AddHold(int32_t i, int32_t gpus, int32_t cpu, int64_t mem, Ti
   n.hold_start = std::min(n.hold_start, start);
 }
 
+void ClusterModel::MarkReserved(int32_t i, TimeMs from) {
+  NodeSlot& n = slots_[i];
+  if (n.hold_gpus == 0 && n.hold_cpu == 0 && n.hold_mem == 0 && n.hold_start == kUnknownTime &&
+      n.reserved_from == kUnknownTime) {
+    held_.push_back(i);
+  }
+  n.reserved_from = std::min(n.reserved_from, from);
+}
+
 void ClusterModel::ClearHolds() {
   for (int32_t i : held_) {
     if (i >= slot_count()) continue;
@@ -401,6 +411,7 @@ void ClusterModel::ClearHolds() {
     n.hold_gpus = n.hold_cpu = 0;
     n.hold_mem = 0;
     n.hold_start = kUnknownTime;
+    n.reserved_from = kUnknownTime;
   }
   held_.clear();
   held_gpus_ = 0;

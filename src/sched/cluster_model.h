@@ -78,7 +78,14 @@ struct NodeSlot {
   int32_t hold_cpu = 0;
   int64_t hold_mem = 0;
   TimeMs hold_start = kUnknownTime;
+  // Pass-local: from when an admin reservation not over holds the node (now, if it has begun;
+  // the earliest, if several). A job ending after it may not run here, even on GPUs that a
+  // victim or an ending run would free (ReservedAgainst).
+  TimeMs reserved_from = kUnknownTime;
 };
+
+// Is node n reserved against a job ending at `end` (kUnknownTime: no limit)?
+inline bool ReservedAgainst(const NodeSlot& n, TimeMs end) { return end > n.reserved_from; }
 
 // A job's end as seen by holds: kUnknownTime when it has no time limit.
 bool Matches(const NodeSlot& n, const Shape& s);
@@ -142,6 +149,8 @@ class ClusterModel {
   std::vector<int32_t> PickGpus(int32_t i, int32_t gpus) const;
 
   void AddHold(int32_t i, int32_t gpus, int32_t cpu, int64_t mem, TimeMs start);
+  // Node i is reserved from `from` in this pass (NodeSlot::reserved_from); ClearHolds clears it.
+  void MarkReserved(int32_t i, TimeMs from);
   void ClearHolds();
 
   // Free-GPU buckets of schedulable nodes: bucket(k) holds the slots with k free GPUs.

@@ -139,10 +139,11 @@ std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
       const ReplicaPlacement& p = r.placement[k];
       int32_t g = p.gpu_milli.empty() ? static_cast<int32_t>(p.gpus.size()) : 0;
       int32_t i = index_of_slot[slot];
-      TimeMs at = reserved_until[i] == kUnknownTime || end == kUnknownTime
-                      ? end
-                      : std::max(end, reserved_until[i]);
-      if (g > 0) releases.push_back({at, i, g, run_index});
+      const bool reserved = reserved_until[i] != kUnknownTime;
+      TimeMs at = !reserved || end == kUnknownTime ? end : std::max(end, reserved_until[i]);
+      // Preempting it frees nothing on a reserved node before the reservation ends: that part
+      // is no victim's, it is released then.
+      if (g > 0) releases.push_back({at, i, g, reserved ? -1 : run_index});
     }
   }
   std::vector<EstimateJob> jobs;

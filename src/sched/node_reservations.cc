@@ -25,6 +25,7 @@ void HoldReservedNodes(SchedState& st) {
       int32_t c = std::max(0, n.free_cpu - n.hold_cpu);
       int64_t m = std::max<int64_t>(0, n.free_mem - n.hold_mem);
       st.model.AddHold(slot, g, c, m, from);
+      st.model.MarkReserved(slot, from);
     }
   }
 }

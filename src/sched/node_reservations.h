@@ -16,7 +16,9 @@ struct SchedState;
 std::string ReservationLabel(const std::string& reservation);
 
 // Holds what is free on each node of each reservation not over by st.now, from its start (now
-// if it has begun): only jobs whose time limit ends by then may use it.
+// if it has begun): only jobs whose time limit ends by then may use it. Marks the nodes
+// reserved from then (NodeSlot::reserved_from), so that what victims or ending runs free
+// there is not counted either (preemption.cc, reservation.cc).
 void HoldReservedNodes(SchedState& st);
 
 // Why job `j` (of a reservation) may not try its reservation's nodes now, ending at `end`

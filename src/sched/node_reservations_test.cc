@@ -1,6 +1,7 @@
 // Unit tests of admin reservations and maintenance windows (NodeReservation): no job is placed
 // where its run could overlap one, backfill fills the node before it, a reservation's own jobs
-// run only inside it, and start estimates keep off reserved nodes.
+// run only inside it, and start estimates keep off reserved nodes. Neither preemption nor a
+// blocked job's plan counts on what would be freed on a node reserved against the job.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -94,7 +95,8 @@ TEST(NodeReservations, RunsAlreadyOnAReservedNodeAreNotStopped) {
   s.AddRunning(testing::Running(MakeJob(7).Gpus(1).Preemptible(), {{"n1", {0}}}, 0));
   s.SetReservation(Window("maint", {"n1"}, 0, kHour, true));
   s.AddPending(MakeJob(1).Gpus(1).Priority(100).Submit(0));
-  Decisions d = s.Schedule(kMinute);
+  // Past the minimum run time: the run could be a victim, were its node not reserved.
+  Decisions d = s.Schedule(30 * kMinute);
   EXPECT_TRUE(d.preempt.empty());
   EXPECT_FALSE(Placed(d, 1));
 }
@@ -163,6 +165,97 @@ TEST(NodeReservations, StartEstimatesKeepOffReservedNodes) {
   EXPECT_EQ(of(1).start, 21 * kHour);
   EXPECT_EQ(of(2).start, 20 * kHour);
   EXPECT_EQ(of(2).nodes, std::vector<std::string>{"n1"});
+}
+
+// Two nodes, each with a preemptible low-priority run; the run on n1 started later (it loses
+// less work, so it is the first victim tried). A maintenance window on n1 starts in an hour.
+class PreemptAroundAWindow : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    s.UpsertNode(MakeNode("n1").Gpus(2));
+    s.UpsertNode(MakeNode("n2").Gpus(2));
+    s.AddRunning(
+        testing::Running(MakeJob(7).Gpus(2).Preemptible(), {{"n1", {0, 1}}}, 10 * kMinute));
+    s.AddRunning(testing::Running(MakeJob(8).Gpus(2).Preemptible(), {{"n2", {0, 1}}}, 0));
+    s.SetReservation(Window("maint", {"n1"}, 90 * kMinute, 3 * kHour, true));
+  }
+  std::vector<JobId> Victims(const Decisions& d) {
+    std::vector<JobId> v;
+    for (const PreemptDecision& p : d.preempt) v.push_back(p.job);
+    return v;
+  }
+  Scheduler s;
+};
+
+TEST_F(PreemptAroundAWindow, AJobWithoutALimitPreemptsOnlyOffTheReservedNode) {
+  s.AddPending(MakeJob(1).Gpus(2).Priority(100).Submit(20 * kMinute));
+  Decisions d = s.Schedule(30 * kMinute);
+  EXPECT_EQ(Victims(d), std::vector<JobId>{8});
+  // Once the victim is gone the job starts on the room made for it, not on the reserved node.
+  s.RemoveRunning(8);
+  EXPECT_EQ(NodeOf(s.Schedule(31 * kMinute), 1), "n2");
+}
+
+TEST_F(PreemptAroundAWindow, AJobEndingBeforeTheWindowMayTakeTheCheaperVictim) {
+  s.AddPending(MakeJob(1).Gpus(2).Priority(100).Limit(kHour).Submit(20 * kMinute));
+  EXPECT_EQ(Victims(s.Schedule(30 * kMinute)), std::vector<JobId>{7});
+}
+
+TEST_F(PreemptAroundAWindow, NoVictimWhenEveryNodeIsReserved) {
+  s.SetReservation(Window("maint2", {"n2"}, 90 * kMinute, 3 * kHour, true));
+  s.AddPending(MakeJob(1).Gpus(2).Priority(100).Submit(20 * kMinute));
+  Decisions d = s.Schedule(30 * kMinute);
+  EXPECT_TRUE(d.preempt.empty());
+  EXPECT_FALSE(Placed(d, 1));
+}
+
+// n1's run ends at 1h, n2's at 10h (neither preemptible); a window holds n1 from 2h to 4h.
+// The blocked job's plan (its backfill reservation) must not count on n1 unless it would end
+// by the window's start.
+Reservation PlanFor(DurationMs limit) {
+  Scheduler s;
+  s.UpsertNode(MakeNode("n1").Gpus(2));
+  s.UpsertNode(MakeNode("n2").Gpus(2));
+  s.AddRunning(testing::Running(MakeJob(7).Gpus(2).Limit(kHour), {{"n1", {0, 1}}}, 0));
+  s.AddRunning(testing::Running(MakeJob(8).Gpus(2).Limit(10 * kHour), {{"n2", {0, 1}}}, 0));
+  s.SetReservation(Window("maint", {"n1"}, 2 * kHour, 4 * kHour, true));
+  s.AddPending(MakeJob(1).Gpus(2).Limit(limit).Submit(0));
+  Decisions d = s.Schedule(0);
+  EXPECT_EQ(d.reservations.size(), 1u);
+  return d.reservations.empty() ? Reservation{} : d.reservations[0];
+}
+
+TEST(NodeReservations, APlanWithoutALimitNeverPointsAtAReservedNode) {
+  Reservation r = PlanFor(0);
+  EXPECT_EQ(r.nodes, std::vector<std::string>{"n2"});
+  EXPECT_EQ(r.start, 10 * kHour);
+}
+
+TEST(NodeReservations, APlanMayUseAReservedNodeOnlyIfItEndsBeforeTheWindow) {
+  Reservation fits = PlanFor(kHour);  // 1h to 2h on n1
+  EXPECT_EQ(fits.nodes, std::vector<std::string>{"n1"});
+  EXPECT_EQ(fits.start, kHour);
+  // Started now it would end before the window, but its plan starts at 1h and would overlap.
+  Reservation late = PlanFor(90 * kMinute);
+  EXPECT_EQ(late.nodes, std::vector<std::string>{"n2"});
+  EXPECT_EQ(late.start, 10 * kHour);
+}
+
+TEST(NodeReservations, StartEstimatesTakeNoVictimOnAReservedNode) {
+  SchedulerConfig cfg;
+  cfg.policy = OrderPolicy::kLas;
+  Scheduler s(cfg);
+  s.UpsertNode(MakeNode("n1").Gpus(2));
+  s.UpsertNode(MakeNode("n2").Gpus(2));
+  // A long preemptible run (LAS level 2 by 6h) on n1, inside a window; n2 frees at 8h.
+  s.AddRunning(testing::Running(MakeJob(7).Gpus(2).Preemptible(), {{"n1", {0, 1}}}, 0));
+  s.AddRunning(testing::Running(MakeJob(8).Gpus(2).Limit(8 * kHour), {{"n2", {0, 1}}}, 0));
+  s.SetReservation(Window("maint", {"n1"}, 5 * kHour, 12 * kHour, true));
+  s.AddPending(MakeJob(1).Gpus(2).Submit(0));
+  std::vector<StartEstimate> e = s.EstimateStarts(6 * kHour);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].start, 8 * kHour);
+  EXPECT_EQ(e[0].nodes, std::vector<std::string>{"n2"});
 }
 
 }  // namespace

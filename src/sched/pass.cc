@@ -184,20 +184,6 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     st.victims_of.erase(id);
     st.pending.Remove(id);
   };
-  // Jobs whose victims have all ended start first, on the room made for them: a job earlier
-  // in this pass's order could take it otherwise, and the job would preempt again.
-  std::set<JobId> ready;
-  ready.swap(st.room_made);
-  for (JobId id : ready) {
-    PendingEntry* e = st.pending.Find(id);
-    if (!e || st.victims_of.count(id)) continue;
-    ++st.work;
-    std::vector<ReplicaPlacement> placement;
-    TimeMs end = ExpectedEndOf(cfg, e->job, now);
-    if (placer.Place(ShapeOf(e->job), end, /*keep=*/true, &placement)) {
-      bind(e, std::move(placement), end);
-    }
-  }
   // Jobs of admin reservations try their reservation's nodes (their label) before the
   // reservations' holds are set, and only then; the main order does not see them.
   for (JobId id : std::vector<JobId>(st.reservation_jobs.begin(), st.reservation_jobs.end())) {
@@ -226,6 +212,21 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     st.pending.HideJob(e);
   }
   HoldReservedNodes(st);
+  // Jobs whose victims have all ended start first, on the room made for
+  // them (after the admin reservations' holds, which they must not overlap): a job earlier
+  // in this pass's order could take it otherwise, and the job would preempt again.
+  std::set<JobId> ready;
+  ready.swap(st.room_made);
+  for (JobId id : ready) {
+    PendingEntry* e = st.pending.Find(id);
+    if (!e || st.victims_of.count(id)) continue;
+    ++st.work;
+    std::vector<ReplicaPlacement> placement;
+    TimeMs end = ExpectedEndOf(cfg, e->job, now);
+    if (placer.Place(ShapeOf(e->job), end, /*keep=*/true, &placement)) {
+      bind(e, std::move(placement), end);
+    }
+  }
   st.pending.Promote(now);
   PassOrder order(st.pending, st.queues);
   bool strict = cfg.policy == OrderPolicy::kFifo || !cfg.backfill;

@@ -32,11 +32,13 @@ bool Spared(const SchedState& st, const RunEntry& r) {
          st.now - r.started_at < st.config.min_runtime_before_preempt_ms;
 }
 
-bool TouchesMatching(const SchedState& st, const RunEntry& r, const Shape& s) {
+// Does `r` run on a node that a job of shape `s` ending at `end` could use (not reserved
+// against it by an admin reservation)?
+bool TouchesMatching(const SchedState& st, const RunEntry& r, const Shape& s, TimeMs end) {
   for (int32_t slot : st.SlotsOf(r)) {
     if (slot < 0) continue;
     const NodeSlot& n = st.model.slot(slot);
-    if (n.info.schedulable && Matches(n, s)) return true;
+    if (n.info.schedulable && !ReservedAgainst(n, end) && Matches(n, s)) return true;
   }
   return false;
 }
@@ -205,6 +207,8 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
   Shape s = ShapeOf(j);
   int64_t gpus = TotalGpus(j);
   OrderPolicy policy = st.config.policy;
+  // Victims on nodes an admin reservation keeps from the job free nothing it may use.
+  const TimeMs end = ExpectedEndOf(st.config, j, st.now);
   std::vector<RunEntry*> cands;
   std::set<const RunEntry*> budgeted_runs;  // kCorral: candidates taken for priority or LAS
   bool reclaim = false;
@@ -362,7 +366,7 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
         denied = true;
         continue;
       }
-      if (!TouchesMatching(st, r, s)) continue;
+      if (!TouchesMatching(st, r, s, end)) continue;
       cands.push_back(&r);
       // Only candidates can be chosen, so only they need to be told apart.
       if (!reclaims) budgeted_runs.insert(&r);
@@ -386,21 +390,21 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
       if (job.key.a >= f.key_a && s.replicas >= f.replicas && s.gpus >= f.gpus && s.cpu >= f.cpu &&
           s.mem >= f.mem && s.share == f.share && s.share_milli >= f.share_milli &&
           s.share_mem >= f.share_mem && s.isolation == f.isolation && j.gpu_model == f.gpu_model &&
-          j.node_labels == f.node_labels) {
+          j.node_labels == f.node_labels && end >= f.end) {
         return false;
       }
     }
     for (const SchedState::VictimEntry& v : st.victim_order) {
       if (v.key_a <= job.key.a || v.run->preempted_for != 0) continue;
-      if (TouchesMatching(st, *v.run, s)) cands.push_back(v.run);
+      if (TouchesMatching(st, *v.run, s, end)) cands.push_back(v.run);
     }
   }
   // The job does not fit even with every candidate gone (see SchedState::failed_searches).
   auto infeasible = [&] {
     if (policy != OrderPolicy::kCorral) {
       st.failed_searches.push_back({s.replicas, s.gpus, s.cpu, s.mem, s.share, s.share_milli,
-                                    s.share_mem, s.isolation, j.gpu_model, j.node_labels,
-                                    job.key.a});
+                                    s.share_mem, s.isolation, j.gpu_model, j.node_labels, job.key.a,
+                                    end});
     }
     return false;
   };
@@ -412,7 +416,7 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
   auto cheaper = [&](const RunEntry* a, const RunEntry* b) { return Cheaper(st, *a, *b); };
 
   WhatIf& w = st.what_if;
-  w.Reset(&st.model, s);
+  w.Reset(&st.model, s, end);
   auto release = [&](const RunEntry& r, int sign) {
     w.Release(r.placement, st.SlotsOf(r), r.job.per_replica, r.job.user, sign);
   };

@@ -64,10 +64,14 @@ void HoldFor(SchedState& st, const Shape& s, const std::vector<ReplicaPlacement>
   }
 }
 
-// The release scan runs on a WhatIf scratch (what_if.h): the model is touched only to find
-// the placement once the job fits.
-bool Reserve(SchedState& st, const PendingEntry& job, Reservation* out) {
-  Shape s = ShapeOf(job.job);
+namespace {
+
+// The release scan: runs released by expected end (the job's own victims first) until the job
+// fits, on nodes not reserved against a job ending at `end` (what_if.h). On success sets
+// `start`, what the released runs free on each node (`acc`) and the placement.
+bool ScanReleases(SchedState& st, const PendingEntry& job, const Shape& s, TimeMs end,
+                  TimeMs* start_out, std::vector<NodeDemand>* acc,
+                  std::vector<ReplicaPlacement>* placement) {
   std::vector<const RunEntry*> order;
   // The job's own victims end first; runs preempted for other jobs are theirs, never ours.
   if (auto it = st.victims_of.find(job.job.id); it != st.victims_of.end()) {
@@ -76,15 +80,15 @@ bool Reserve(SchedState& st, const PendingEntry& job, Reservation* out) {
     }
   }
   WhatIf& w = st.what_if;
-  w.Reset(&st.model, s);
+  w.Reset(&st.model, s, end);
   size_t released = 0;
-  std::vector<NodeDemand> acc;
+  acc->clear();
   bool ok = false;
   TimeMs start = st.now;
   auto release = [&](const RunEntry* r) {
     w.Release(r->placement, st.SlotsOf(*r), r->job.per_replica, r->job.user, -1);
     ++released;
-    Accumulate(st, *r, &acc);
+    Accumulate(st, *r, acc);
     ++st.work;
   };
   for (const RunEntry* r : order) release(r);
@@ -97,18 +101,18 @@ bool Reserve(SchedState& st, const PendingEntry& job, Reservation* out) {
     auto it = st.by_end.begin();
     while (it != st.by_end.end() && st.work <= st.config.max_work_per_pass) {
       // Release every run with this expected end, then try.
-      TimeMs end = it->first;
+      TimeMs at = it->first;
       // Runs without a time limit have no order of ending: release them one at a time.
       do {
         const RunEntry& r = st.running.at(it->second);
         ++it;
         if (r.preempted_for == 0) release(&r);
-      } while (end != kUnknownTime && it != st.by_end.end() && it->first == end);
+      } while (at != kUnknownTime && it != st.by_end.end() && it->first == at);
       if (w.free_gpus() < s.TotalGpus() || released < next_try) continue;
       ++st.work;
       if (w.Fits()) {
         ok = true;
-        start = end;
+        start = at;
         break;
       }
       next_try = released + std::max<size_t>(1, released / 8);
@@ -119,14 +123,43 @@ bool Reserve(SchedState& st, const PendingEntry& job, Reservation* out) {
     }
   }
   if (!ok) return false;
-  std::vector<ReplicaPlacement> placement;
   Placer placer(st.model, &st.work);
   w.Apply();
-  bool placed = placer.Place(s, kUnknownTime, false, &placement);
+  bool placed = placer.Place(s, kUnknownTime, false, placement);
   w.Restore();
   CORRAL_CHECK(placed,
                "WhatIf::Fits disagrees with Placer::Place for job " + std::to_string(job.job.id));
   if (start != kUnknownTime) start = std::max(start, st.now);
+  *start_out = start;
+  return true;
+}
+
+}  // namespace
+
+// The release scan runs on a WhatIf scratch (what_if.h): the model is touched only to find
+// the placement once the job fits.
+bool Reserve(SchedState& st, const PendingEntry& job, Reservation* out) {
+  Shape s = ShapeOf(job.job);
+  // Admin reservations: the scan keeps off nodes that the job would overlap if it started now.
+  // Starting later, it may overlap one it would not have: then the scan is done again off
+  // every reserved node (an upper bound: it may start there once the reservation is over).
+  const TimeMs end_now = ExpectedEndOf(st.config, job.job, st.now);
+  TimeMs start = st.now;
+  std::vector<NodeDemand> acc;
+  std::vector<ReplicaPlacement> placement;
+  if (!ScanReleases(st, job, s, end_now, &start, &acc, &placement)) return false;
+  if (end_now != kUnknownTime) {
+    const TimeMs end = start == kUnknownTime ? kUnknownTime : start + (end_now - st.now);
+    bool overlaps = false;
+    for (const ReplicaPlacement& p : placement) {
+      int32_t slot = st.model.Find(p.node);
+      overlaps = overlaps || (slot >= 0 && ReservedAgainst(st.model.slot(slot), end));
+    }
+    if (overlaps) {
+      placement.clear();
+      if (!ScanReleases(st, job, s, kUnknownTime, &start, &acc, &placement)) return false;
+    }
+  }
   HoldFor(st, s, placement, acc, start == kUnknownTime ? st.now : start);
   out->job = job.job.id;
   out->after_place = 0;

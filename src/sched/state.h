@@ -102,7 +102,8 @@ struct SchedState {
   uint64_t victim_order_pass = 0;  // the pass they were built in
   // kSrtf, kLas, this pass: shapes whose victim search failed with every run of a key above
   // key_a released. Within a pass resources are only bound, never freed, and runs only
-  // become spared, so a job of such a shape (or a larger one) with a key >= key_a fails too.
+  // become spared, so a job of such a shape (or a larger one) with a key >= key_a fails too,
+  // if it ends no sooner (admin reservations keep a later end off more nodes).
   struct FailedSearch {
     int32_t replicas, gpus, cpu;
     int64_t mem;
@@ -113,6 +114,7 @@ struct SchedState {
     std::string gpu_model;
     std::map<std::string, std::string> node_labels;
     int64_t key_a;
+    TimeMs end;
   };
   std::vector<FailedSearch> failed_searches;
 

@@ -6,9 +6,10 @@
 
 namespace corral::sched {
 
-void WhatIf::Reset(ClusterModel* model, const Shape& s) {
+void WhatIf::Reset(ClusterModel* model, const Shape& s, TimeMs end) {
   model_ = model;
   shape_ = s;
+  end_ = end;
   ++epoch_;
   touched_.clear();
   free_delta_ = 0;
@@ -17,6 +18,7 @@ void WhatIf::Reset(ClusterModel* model, const Shape& s) {
   // Nodes with fewer free GPUs than a replica needs hold none (Placer skips them the same way).
   for (int32_t k = std::max(0, s.gpus); k <= model->max_gpus(); ++k) {
     for (int32_t i : model->bucket(k)) {
+      if (ReservedAgainst(model->slot(i), end)) continue;
       capacity_ += model->Capacity(i, s, kUnknownTime, s.replicas);
     }
   }
@@ -27,7 +29,8 @@ WhatIf::Node& WhatIf::Touch(int32_t slot) {
   if (w.epoch == epoch_) return w;
   const NodeSlot& n = model_->slot(slot);
   w.epoch = epoch_;
-  w.matches = n.live && n.info.schedulable && Matches(n, shape_);
+  w.reserved = ReservedAgainst(n, end_);
+  w.matches = n.live && n.info.schedulable && !w.reserved && Matches(n, shape_);
   w.indexed = n.indexed_at >= 0;
   w.gpus = w.orig_gpus = n.free_gpus;
   w.cpu = w.orig_cpu = n.free_cpu;
@@ -97,6 +100,7 @@ bool WhatIf::Satisfied(const std::vector<NodeDemand>& demand) const {
 void WhatIf::Apply() {
   for (int32_t i : touched_) {
     const Node& w = nodes_[i];
+    if (w.reserved) continue;
     model_->SetUsage(i, w.busy, w.shares, w.gpus, w.cpu, w.mem);
   }
 }
@@ -104,6 +108,7 @@ void WhatIf::Apply() {
 void WhatIf::Restore() {
   for (int32_t i : touched_) {
     const Node& w = nodes_[i];
+    if (w.reserved) continue;
     model_->SetUsage(i, w.orig_busy, w.orig_shares, w.orig_gpus, w.orig_cpu, w.orig_mem);
   }
 }

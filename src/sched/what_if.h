@@ -27,7 +27,9 @@ class WhatIf {
  public:
   // Starts a new question about `s` on `model` (which must not change until the next Reset,
   // except through Apply/Restore). Costs one visit of the nodes with room for a replica.
-  void Reset(ClusterModel* model, const Shape& s);
+  // Nodes reserved against a job ending at `end` (ReservedAgainst) count for nothing, whatever
+  // is released on them, and Apply leaves them as they are: the placement never takes them.
+  void Reset(ClusterModel* model, const Shape& s, TimeMs end = kUnknownTime);
 
   // Frees (sign -1) or binds again (+1) a run's resources in the scratch, exactly as
   // ClusterModel::Adjust would: `slots` are the model slots of `placement` (-1: unknown node).
@@ -50,6 +52,7 @@ class WhatIf {
   struct Node {
     uint64_t epoch = 0;  // == epoch_: touched in this question
     bool matches = false;
+    bool reserved = false;  // against this question's job: never written to the model
     bool indexed = false;
     int32_t gpus = 0;
     int32_t cpu = 0;
@@ -67,6 +70,7 @@ class WhatIf {
 
   ClusterModel* model_ = nullptr;
   Shape shape_;
+  TimeMs end_ = kUnknownTime;
   uint64_t epoch_ = 0;
   std::vector<Node> nodes_;       // by slot
   std::vector<int32_t> touched_;  // slots touched in this question

@@ -14,6 +14,10 @@ class CorePort final : public HeadPort {
     return core_.SetQueue(Caller::System(), queue, now).status();
   }
 
+  Status CreateReservation(const NodeReservationSpec& reservation, TimeMs now) override {
+    return core_.CreateReservation(Caller::System(), reservation, now).status();
+  }
+
   Result<Job> Submit(JobSpec spec, const std::string& owner, TimeMs now) override {
     // An admin of no name: the owner may be none.
     Caller submitter{Caller::Kind::kSystem, "", Role::kAdmin, {}};

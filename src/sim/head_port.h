@@ -26,6 +26,8 @@ class HeadPort {
 
   // An admin sets a queue.
   virtual Status SetQueue(const QueueConfig& queue, TimeMs now) = 0;
+  // An admin creates a reservation or maintenance window.
+  virtual Status CreateReservation(const NodeReservationSpec& reservation, TimeMs now) = 0;
   // A user's submission, `owner` the job's owner ("" may be one), submitted by an admin.
   virtual Result<Job> Submit(JobSpec spec, const std::string& owner, TimeMs now) = 0;
 

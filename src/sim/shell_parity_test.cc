@@ -51,6 +51,9 @@ class Recorder final : public HeadPort {
  public:
   Recorder(std::unique_ptr<HeadPort> head, DecisionLog* log) : head_(std::move(head)), log_(log) {}
   Status SetQueue(const QueueConfig& q, TimeMs now) override { return head_->SetQueue(q, now); }
+  Status CreateReservation(const NodeReservationSpec& r, TimeMs now) override {
+    return head_->CreateReservation(r, now);
+  }
   Result<Job> Submit(JobSpec spec, const std::string& owner, TimeMs now) override {
     return head_->Submit(std::move(spec), owner, now);
   }

@@ -55,6 +55,10 @@ class ShellPort final : public HeadPort {
     return Call(head_->tokens().admin, head::SetQueue{queue}, now).status();
   }
 
+  Status CreateReservation(const NodeReservationSpec& reservation, TimeMs now) override {
+    return Call(head_->tokens().admin, head::CreateReservation{reservation}, now).status();
+  }
+
   Result<Job> Submit(JobSpec spec, const std::string& owner, TimeMs now) override {
     return Call(head_->tokens().admin, head::SubmitJob{std::move(spec), owner, ""}, now);
   }

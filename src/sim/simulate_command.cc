@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/spec.h"
+#include "sim/admin_flags.h"
 #include "sim/checker.h"
 #include "sim/predict_flags.h"
 #include "sim/report.h"
@@ -69,6 +70,7 @@ struct Flags {
   double gittins_prior = -1;
   std::string cluster_budget, queue_budget;
   PredictFlags predict;
+  AdminFlags admin;
   bool synth_time_limits = false;
   std::string infer_job_names;  // a window; empty: off
   std::string node_mtbf = "0s";
@@ -433,6 +435,7 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
         f.quotas, jobs, static_cast<int64_t>(cfg.cluster.nodes) * cfg.cluster.gpus_per_node,
         &cfg.quotas));
   }
+  CORRAL_RETURN_IF_ERROR(ApplyAdminFlags(f.admin, &cfg, &jobs));
 
   std::vector<std::string> policies;
   if (!f.compare.empty()) {
@@ -586,6 +589,7 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
   app.add_option("--quotas", f.quotas,
                  "corral policy: CSV queue,size (e.g. VC node counts), scaled to the cluster; "
                  "default: quotas proportional to each queue's GPU-time in the trace");
+  AddAdminFlags(app, &f.admin);
   app.add_option("--seed", f.seed, "seed of any sampling (default 1)");
   app.add_option("--load-scale", f.load_scale,
                  "divide inter-arrival times by this (2: twice the load)");

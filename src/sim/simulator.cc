@@ -152,6 +152,15 @@ class Loop {
         CORRAL_RETURN_IF_ERROR(port_->SetQueue(q, kEpoch));
       }
     }
+    for (NodeReservationSpec r : config_.reservations) {
+      // A pass when it starts and when it ends: jobs kept off its nodes may start then.
+      Plan({r.start_ms, 0, EventKind::kTick});
+      Plan({r.end_ms, 0, EventKind::kTick});
+      reservations_end_ = std::max(reservations_end_, r.end_ms);
+      r.start_ms += kEpoch;
+      r.end_ms += kEpoch;
+      CORRAL_RETURN_IF_ERROR(port_->CreateReservation(r, kEpoch));
+    }
     Pump(0);
 
     size_t next_arrival = 0;
@@ -202,7 +211,9 @@ class Loop {
       if (!to_estimate_.empty()) Estimate(now);
       // Node events never run out: a scheduler that places nothing on an idle, whole cluster
       // would otherwise keep the loop going forever (without failures, the loop ends below).
-      if (pending_ > 0 && running_ == 0 && down_nodes_ == 0 && next_arrival >= jobs_.size()) {
+      // (A reservation not over yet may be what keeps them waiting: its end brings a pass.)
+      if (pending_ > 0 && running_ == 0 && down_nodes_ == 0 && next_arrival >= jobs_.size() &&
+          now >= reservations_end_) {
         break;
       }
       if (IsPreemptivePolicy(config_.policy) && config_.tick_ms > 0 && pending_ > 0 &&
@@ -629,6 +640,7 @@ class Loop {
   int64_t pending_ = 0;
   int64_t running_ = 0;
   TimeMs next_pass_ = kNever;
+  TimeMs reservations_end_ = 0;  // of the last admin reservation (SimConfig::reservations)
   int64_t budget_passes_ = 0;  // consecutive passes cut short by the work budget
   int64_t down_nodes_ = 0;     // failed, not yet repaired
   std::vector<std::pair<size_t, JobId>> to_estimate_;  // submitted this instant: (row, id)

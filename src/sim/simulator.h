@@ -36,6 +36,7 @@
 #include "core/agent_protocol.h"
 #include "core/job.h"
 #include "core/node.h"
+#include "core/node_reservation.h"
 #include "core/status.h"
 #include "core/time.h"
 #include "sched/runtime_estimate.h"
@@ -87,6 +88,9 @@ struct SimConfig {
   // Queues as a head has them configured (quota, limit, weight, ...), set under any policy;
   // non-empty: these instead of `quotas`.
   std::vector<QueueConfig> queues;
+  // Admin reservations and maintenance windows, created before the first submission; their
+  // times count from it (as the trace's), their nodes are the simulated ones' names.
+  std::vector<NodeReservationSpec> reservations;
   // Corral policy: run-time predictions (SchedulerConfig::use_predictions is on unless
   // use_predictions is false).
   PredictionInputs predict;

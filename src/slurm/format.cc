@@ -497,6 +497,10 @@ std::string RenderSinfo(const Json& nodes, const std::vector<std::string>& parti
     } else {
       v.state = "down";
     }
+    // A node in a reservation that is on now: Slurm's MAINT and RESERVED states.
+    if (!n.value("reservation", "").empty() && (st == "ready" || st == "draining")) {
+      v.state = n.value("maintenance", false) ? "maint" : "resv";
+    }
     views.push_back(v);
   }
   std::string out;
@@ -523,6 +527,7 @@ std::string RenderSinfo(const Json& nodes, const std::vector<std::string>& parti
                pad(v.state == "idle"    ? "idle"
                    : v.state == "alloc" ? "allocated"
                    : v.state == "mix"   ? "mixed"
+                   : v.state == "resv"  ? "reserved"
                                         : v.state,
                    11, true) +
                " " + pad(std::to_string(v.cpus), 4, false) + " " +

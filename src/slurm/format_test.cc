@@ -168,6 +168,30 @@ TEST_F(SlurmFormat, Sinfo) {
   ExpectGolden("sinfo_long.txt", RenderSinfo(nodes, {"default"}, true, kT0));
 }
 
+// Nodes inside a reservation that is on now (the API's node JSON says so): Slurm's MAINT and
+// RESERVED states, whatever runs there.
+TEST(SlurmSinfo, NodesInAReservationShowMaintOrResv) {
+  auto node = [](const std::string& name, int used, const std::string& reservation, bool maint) {
+    Json n = {{"name", name},       {"state", "ready"},
+              {"cpu_milli", 32000}, {"memory_mb", 256000},
+              {"gpus_used", used},  {"gpus", Json::array({Json::object(), Json::object()})}};
+    if (!reservation.empty()) {
+      n["reservation"] = reservation;
+      n["maintenance"] = maint;
+    }
+    return n;
+  };
+  Json nodes = Json::array({node("gpu01", 0, "", false), node("gpu02", 2, "m1", true),
+                            node("gpu03", 0, "m1", true), node("gpu04", 0, "train", false)});
+  std::string out = RenderSinfo(nodes, {"default"}, false, 0);
+  EXPECT_NE(out.find("1  idle gpu01\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("2 maint gpu[02-03]\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("1  resv gpu04\n"), std::string::npos) << out;
+  std::string long_out = RenderSinfo(nodes, {"default"}, true, 0);
+  EXPECT_NE(long_out.find("default*       maint"), std::string::npos) << long_out;
+  EXPECT_NE(long_out.find("default*    reserved"), std::string::npos) << long_out;
+}
+
 TEST(SlurmStates, EveryEndMapsToSlurmsName) {
   Job j;
   j.state = JobState::kPending;
