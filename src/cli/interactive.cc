@@ -1,6 +1,7 @@
 // corral exec and corral run: commands inside a job's allocation (docs/interactive.md).
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <ostream>
 
@@ -11,6 +12,10 @@
 namespace corral::cli {
 namespace {
 
+// How often a waiting session asks after its allocation: at once and then at doubling
+// intervals, since an idle cluster starts a job within milliseconds (a fixed half second made
+// `corral run -- true` three times slower than `srun true`), up to the steady interval.
+constexpr DurationMs kFirstPendingPollMs = 10;
 constexpr DurationMs kPendingPollMs = 500;
 
 // Set by SIGINT, SIGTERM and SIGHUP while `corral run` waits for its allocation: the session is
@@ -162,6 +167,7 @@ Result<JobId> StartSession(const Json& spec, CliContext& ctx, const std::string&
   {
     InterruptWatch watch;
     std::string said;
+    DurationMs nap = kFirstPendingPollMs;
     for (;;) {
       if (g_interrupted != 0) {
         cancel();
@@ -206,7 +212,8 @@ Result<JobId> StartSession(const Json& spec, CliContext& ctx, const std::string&
         ctx.err->flush();
         said = now;
       }
-      ctx.sleep(kPendingPollMs);
+      ctx.sleep(nap);
+      nap = std::min(nap * 2, kPendingPollMs);
     }
   }
   return id;
