@@ -13,6 +13,10 @@ function gpus(job) {
   return per ? `${job.spec.replicas}\u00d7${per}` : "-";
 }
 
+// How often a view that shows a pending job reads it again: estimates change with no event
+// (the head refreshes them every 5 s), so waiting for the job's next event could show none.
+const ESTIMATE_REFRESH_MS = 5000;
+
 // When the head expects a pending job to start, and where (its estimate, refreshed every few
 // seconds; none behind runs of unknown length).
 function expected(job) {
@@ -120,6 +124,7 @@ export function jobsView(section, _m, hash) {
   replace(section, h("h2", {}, f.mine ? "My jobs" : "Jobs"), form, body);
 
   const anchor = {};  // where the newest `shown` matching jobs start (newestJobs)
+  let pendingShown = false;
   const load = async () => {
     const q = new URLSearchParams();
     if (f.state) q.set("state", f.state);
@@ -129,6 +134,7 @@ export function jobsView(section, _m, hash) {
     try {
       const { jobs, more } = await newestJobs(q, shown, anchor);
       if (!alive) return;
+      pendingShown = jobs.some((j) => j.state === "pending");
       replace(body,
         jobs.length ? table(["id", "name", "owner", "queue", "state", "GPUs", "submitted", "ran", "reason"],
           jobs.map(jobRow), { class: "jobs", id: "jobs-table" }) : h("p", { class: "hint" }, "No jobs match."),
@@ -139,10 +145,11 @@ export function jobsView(section, _m, hash) {
     }
   };
   load();
+  const tick = setInterval(() => { if (pendingShown) load(); }, ESTIMATE_REFRESH_MS);
   return {
     every: 1000,
     refresh: (dirty) => { if (dirty.has("job") || dirty.has("all")) load(); },
-    unmount: () => { alive = false; },
+    unmount: () => { alive = false; clearInterval(tick); },
   };
 }
 
@@ -233,11 +240,13 @@ export function jobView(section, m) {
       button.after(notice(e, "cancel this job"));
     }
   };
+  let pending = false;
   const load = async () => {
     try {
       const { body } = await getJson(`/v1/jobs/${id}`);
       if (!alive) return;
       const j = body.job;
+      pending = j.state === "pending";
       replace(head,
         h("h2", {}, `Job ${j.id}`, j.spec.name ? ` \u00b7 ${j.spec.name}` : "", " ",
           h("span", { class: "badge " + j.state, id: "job-state" }, j.state)),
@@ -254,8 +263,9 @@ export function jobView(section, m) {
     }
   };
   load();
+  const tick = setInterval(() => { if (pending) load(); }, ESTIMATE_REFRESH_MS);
   return {
     refresh: (dirty) => { if (dirty.has("job:" + id) || dirty.has("all")) load(); },
-    unmount: () => { alive = false; if (stopLog) stopLog(); },
+    unmount: () => { alive = false; clearInterval(tick); if (stopLog) stopLog(); },
   };
 }
