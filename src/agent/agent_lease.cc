@@ -4,13 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
-
 namespace corral::agent {
 
 std::string AgentLeasePath(const std::string& state_dir) { return state_dir + "/agent-lease"; }
-
-int64_t AgentLeaseRenewMs(int64_t lease_ms) { return std::clamp<int64_t>(lease_ms / 4, 50, 1000); }
 
 bool RenewAgentLease(const std::string& path) {
   if (utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW) == 0) return true;

@@ -12,6 +12,7 @@
 // hung agent, whose sockets stay open, stops renewing too.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -22,7 +23,9 @@ std::string AgentLeasePath(const std::string& state_dir);
 
 // How often the agent renews it: four times a lease, at least once a second, so that a monitor
 // (which looks as often) never takes a live agent for a gone one.
-int64_t AgentLeaseRenewMs(int64_t lease_ms);
+constexpr int64_t AgentLeaseRenewMs(int64_t lease_ms) {
+  return std::clamp<int64_t>(lease_ms / 4, 50, 1000);
+}
 
 // Sets the file's modification time to now, creating it (0600) where it is missing. False (with
 // errno) where it cannot.

@@ -9,6 +9,7 @@
 #include <csignal>
 #include <ctime>
 
+#include "agent/agent_lease.h"
 #include "agent/monitor.h"
 
 namespace corral::agent::internal {
@@ -35,12 +36,6 @@ bool LeaseOver(const ChildPlan& p, LeaseWatch* w) {
     if (mtime >= 0) w->renewed_at_ms = now;
   }
   return now - w->renewed_at_ms > p.lease_ms;
-}
-
-// Looks at the lease four times a term, at least once a second.
-int64_t CheckIntervalMs(int64_t lease_ms) {
-  int64_t ms = lease_ms / 4;
-  return ms < 50 ? 50 : ms > 1000 ? 1000 : ms;
 }
 
 // Kills the pids listed in a cgroup.procs file; false when it lists none.
@@ -89,7 +84,8 @@ bool AwaitChildWithinLease(const ChildPlan& p, LeaseWatch* w) {
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
   (void)sigprocmask(SIG_BLOCK, &chld, &old);
-  const int64_t check_ms = CheckIntervalMs(p.lease_ms);
+  // As often as the agent renews it (four times a term, at least once a second).
+  const int64_t check_ms = AgentLeaseRenewMs(p.lease_ms);
   bool child = true;
   for (;;) {
     siginfo_t info{};
