@@ -382,12 +382,19 @@ std::vector<int32_t> ClusterModel::PickGpus(int32_t i, int32_t gpus) const {
   return out;
 }
 
+namespace {
+
+// No hold and no reservation mark on the node yet: it is not in `held_`, which ClearHolds walks.
+bool HoldsNothing(const NodeSlot& n) {
+  return n.hold_gpus == 0 && n.hold_cpu == 0 && n.hold_mem == 0 && n.hold_start == kUnknownTime &&
+         n.reserved_from == kUnknownTime;
+}
+
+}  // namespace
+
 void ClusterModel::AddHold(int32_t i, int32_t gpus, int32_t cpu, int64_t mem, TimeMs start) {
   NodeSlot& n = slots_[i];
-  if (n.hold_gpus == 0 && n.hold_cpu == 0 && n.hold_mem == 0 && n.hold_start == kUnknownTime &&
-      n.reserved_from == kUnknownTime) {
-    held_.push_back(i);
-  }
+  if (HoldsNothing(n)) held_.push_back(i);
   n.hold_gpus += gpus;
   held_gpus_ += gpus;
   n.hold_cpu += cpu;
@@ -397,10 +404,7 @@ void ClusterModel::AddHold(int32_t i, int32_t gpus, int32_t cpu, int64_t mem, Ti
 
 void ClusterModel::MarkReserved(int32_t i, TimeMs from) {
   NodeSlot& n = slots_[i];
-  if (n.hold_gpus == 0 && n.hold_cpu == 0 && n.hold_mem == 0 && n.hold_start == kUnknownTime &&
-      n.reserved_from == kUnknownTime) {
-    held_.push_back(i);
-  }
+  if (HoldsNothing(n)) held_.push_back(i);
   n.reserved_from = std::min(n.reserved_from, from);
 }
 
