@@ -159,6 +159,40 @@ TEST_F(Interactive, SallocHoldsAnAllocationForSrunSteps) {
       << "salloc's end gives the allocation back";
 }
 
+// Inside a 2-node salloc, srun runs a step on both nodes (one task each, as Slurm's steps), or
+// on the first -N; more nodes than the allocation has is refused; the step's code is its tasks'
+// highest.
+TEST_F(Interactive, SrunInsideATwoNodeSallocRunsOnBothNodes) {
+  LocalCluster two("interactive-2n", 2, 1);
+  std::string shims = two.dir() + "/shims";
+  ASSERT_EQ(two.Corral({"slurm", "install-shims", shims}).exit_code, 0);
+  std::map<std::string, std::string> env = {
+      {"CORRAL_ADDR", two.addr()},
+      {"CORRAL_TOKEN", two.token()},
+      {"CORRAL_CONFIG", two.dir() + "/no-config.json"},
+      {"PATH", shims + ":" + (getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin")}};
+  auto r = RunCommand({shims + "/salloc", "-N", "2", "sh", "-c",
+                       "srun printenv CORRAL_NODE; srun -N 1 sh -c 'echo one=$CORRAL_NODE'; "
+                       "srun sh -c 'echo task=$SLURM_PROCID/$SLURM_NTASKS'; "
+                       "srun -N 3 true; echo three=$?; "
+                       "srun sh -c 'exit $((SLURM_PROCID + 4))'; echo worst=$?; "
+                       "srun --pty -N 2 true; echo pty=$?"},
+                      env);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("node1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("node2\n"), std::string::npos) << r.out;
+  std::smatch one;
+  ASSERT_TRUE(std::regex_search(r.out, one, std::regex("one=(node[12])\n"))) << r.out;
+  EXPECT_EQ(std::regex_search(one.suffix().str(), std::regex("one=")), false) << r.out;
+  EXPECT_NE(r.out.find("task=0/2\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("task=1/2\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("three=1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("-N/--nodes: got \"3\", want 1..2"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("worst=5\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pty=1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("--pty: a terminal is for one task"), std::string::npos) << r.err;
+}
+
 TEST_F(Interactive, SrunPtyRunsInASession) {
   if (access(kPython, X_OK) != 0 && Skip("no /usr/bin/python3")) return;
   std::string shims = c().dir() + "/shims2";
