@@ -574,12 +574,9 @@ void HeadCore::FinishRun(const Job& job, RunState state, const std::string& reas
   }
   int32_t failed_runs = 1;  // this one, if it failed
   for (const Run& r : job.runs) failed_runs += r.state == RunState::kFailed;
-  std::string why = reason;
-  // A session lost with its node (or its agent's fence, a vanished monitor) ends: its command
-  // and its client's connection to it died there, and an allocation elsewhere would hold GPUs
-  // for nobody (Slurm never requeues an interactive srun either).
+  // A lost session ends, never requeued (as Slurm's srun): its command died with its node.
   const bool session_lost = state == RunState::kLost && job.spec.interactive && !next_state;
-  if (session_lost) why += "; an interactive session is not requeued";
+  std::string why = reason + (session_lost ? "; an interactive session is not requeued" : "");
   if (why.empty() && state == RunState::kFailed &&
       (StartsWith(run.reason, kReasonCannotStart) || StartsWith(run.reason, kReasonOutOfMemory))) {
     why = run.reason;
