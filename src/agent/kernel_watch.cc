@@ -23,6 +23,7 @@ constexpr uint8_t kContinuation = 0x0, kText = 0x1, kClose = 0x8, kPing = 0x9;
 constexpr size_t kMaxMessageBytes = 1 << 20;
 // Execute requests followed at once; past this the oldest is forgotten (its "idle" was lost).
 constexpr size_t kMaxExecuting = 256;
+constexpr size_t kMaxReadPerPump = 8 << 20;
 
 }  // namespace
 
@@ -210,12 +211,15 @@ KernelWatch::~KernelWatch() {
 Status KernelWatch::Pump() {
   if (fd_ < 0) return Unavailable("not connected");
   char buf[16384];
-  for (;;) {
+  // A kernel printing without pause never leaves the socket empty: what is left is read at
+  // the next poll, so that one poll takes bounded time.
+  for (size_t taken = 0; taken < kMaxReadPerPump;) {
     ssize_t n = recv(fd_, buf, sizeof(buf), 0);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Status::Ok();
     if (n < 0) return Unavailable(std::string("recv: ") + strerror(errno));
     if (n == 0) return Unavailable("the server closed the connection");
+    taken += static_cast<size_t>(n);
     std::string data(buf, static_cast<size_t>(n));
     if (!upgraded_) {
       head_ += data;
@@ -255,6 +259,7 @@ Status KernelWatch::Pump() {
     if (!reply->empty()) (void)send(fd_, reply->data(), reply->size(), MSG_NOSIGNAL);
     if (tracker_.closed()) return Unavailable("the server closed the WebSocket");
   }
+  return Status::Ok();
 }
 
 }  // namespace corral::agent
