@@ -12,9 +12,10 @@
 namespace corral::cli {
 namespace {
 
-// How often a waiting session asks after its allocation: at once and then at doubling
-// intervals, since an idle cluster starts a job within milliseconds (a fixed half second made
-// `corral run -- true` three times slower than `srun true`), up to the steady interval.
+// How often a waiting session asks after its allocation, at most: it asks at once, then again
+// as soon as the event stream reports a change (the head holds that call until one comes, so
+// an idle cluster's start is seen within its commit), and at least this often to keep the
+// session alive. Without the stream (an error), at doubling intervals from the first.
 constexpr DurationMs kFirstPendingPollMs = 10;
 constexpr DurationMs kPendingPollMs = 500;
 
@@ -168,6 +169,10 @@ Result<JobId> StartSession(const Json& spec, CliContext& ctx, const std::string&
     InterruptWatch watch;
     std::string said;
     DurationMs nap = kFirstPendingPollMs;
+    // The revision before the first touch: a change after it wakes the first wait at once.
+    auto now_page = ReadEvents(api, INT64_MAX, 1, 0);
+    bool streaming = now_page.ok();  // false: poll instead
+    uint64_t since = streaming ? now_page->revision : 0;
     for (;;) {
       if (g_interrupted != 0) {
         cancel();
@@ -212,6 +217,26 @@ Result<JobId> StartSession(const Json& spec, CliContext& ctx, const std::string&
         ctx.err->flush();
         said = now;
       }
+      // Until a change to this job (or the keep-alive interval): other jobs' changes do not
+      // make it ask again, however busy the cluster.
+      const TimeMs touched = ctx.now();
+      const std::string key = std::to_string(id);
+      bool ours = false;
+      while (streaming && !ours && g_interrupted == 0) {
+        const DurationMs left = kPendingPollMs - (ctx.now() - touched);
+        if (left <= 0) break;
+        auto page = ReadEvents(api, since, 100, left);
+        if (!page.ok()) {
+          streaming = false;  // the stream failed: poll from here on
+          break;
+        }
+        since = page->revision;
+        ours = page->reset;
+        for (const Json& e : page->events) {
+          ours = ours || (EventKind(e) == "job" && EventKey(e) == key);
+        }
+      }
+      if (streaming) continue;
       ctx.sleep(nap);
       nap = std::min(nap * 2, kPendingPollMs);
     }
