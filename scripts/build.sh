@@ -17,4 +17,5 @@ fi
 # compiles file by file again for a developer, whose edits then recompile one file, not a batch.
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
   -DCMAKE_UNITY_BUILD="${UNITY_BUILD:-OFF}" "${launcher[@]}" "$@" >/dev/null
-ninja -C "$BUILD_DIR" ${BUILD_TARGETS:-}
+# JOBS: at most that many compiles at a time (ninja's default: the cores + 2).
+ninja -C "$BUILD_DIR" ${JOBS:+-j "$JOBS"} ${BUILD_TARGETS:-}
