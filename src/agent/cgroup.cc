@@ -11,16 +11,12 @@
 
 #include "agent/device_filter.h"
 #include "agent/dirs.h"
+#include "agent/file_util.h"
 
 namespace corral::agent {
 namespace {
 
 constexpr int64_t kCpuPeriodUs = 100000;
-
-bool IsDir(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 bool IsFile(const std::string& path) {
   struct stat st {};

@@ -17,21 +17,12 @@
 #include <iostream>
 
 #include "agent/dirs.h"
+#include "agent/file_util.h"
 #include "core/codec.h"
 
 namespace corral::agent {
 namespace fs = std::filesystem;
 namespace {
-
-std::string Dir(const std::string& run_dir) { return run_dir + "/container"; }
-
-bool WriteText(const std::string& path, const std::string& text, mode_t mode = 0600) {
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
-  if (fd < 0) return false;
-  bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  close(fd);
-  return ok;
-}
 
 // Whether `who` may reach `path` and read it (and list it, a directory), by the mode bits of
 // every directory on the way: the agent is root, so access(2) would say yes to everything.
@@ -152,7 +143,7 @@ Status WriteSimulatedCdiSpec(const std::string& dir, int32_t count) {
                {"devices", devices},
                {"containerEdits", {{"env", {"CORRAL_SIMULATED_GPUS=1"}}}}};
   const std::string path = dir + "/corral-simulated-gpus.json";
-  if (!WriteText(path + ".tmp", spec.dump(1), 0644) ||
+  if (!WriteTextFile(path + ".tmp", spec.dump(1), 0644) ||
       rename((path + ".tmp").c_str(), path.c_str()) != 0) {
     return Internal("cannot write " + path + ": " + std::strerror(errno));
   }
@@ -162,7 +153,7 @@ Status WriteSimulatedCdiSpec(const std::string& dir, int32_t count) {
 Status WriteContainerPlan(const ContainerConfig& config, const ContainerLaunch& l) {
   const RunOrder& order = *l.order;
   const ContainerSpec& c = order.container;
-  const std::string dir = Dir(l.run_dir);
+  const std::string dir = ContainerDir(l.run_dir);
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return Internal("mkdir " + dir + ": " + std::strerror(errno));
   }
@@ -252,7 +243,7 @@ Status WriteContainerPlan(const ContainerConfig& config, const ContainerLaunch& 
                  {"insecure", config.cache.insecure_registries},
                  {"skopeo", config.cache.skopeo},
                  {"umoci", config.cache.umoci}}}};
-  if (!WriteText(dir + "/plan.json", plan.dump())) {
+  if (!WriteTextFile(dir + "/plan.json", plan.dump())) {
     return Internal("cannot write " + dir + "/plan.json: " + std::strerror(errno));
   }
   return Status::Ok();
@@ -266,14 +257,14 @@ void RemoveContainer(const ContainerConfig& config, const std::string& run_dir,
                 &out);
   std::error_code ec;
   for (const char* d : {"/upper", "/work", "/rootfs", "/bundle"}) {
-    fs::remove_all(Dir(run_dir) + d, ec);
+    fs::remove_all(ContainerDir(run_dir) + d, ec);
   }
 }
 
 std::string ContainerNote(const std::string& run_dir) {
   std::string pulling, pulled;
-  const bool began = ReadFile(Dir(run_dir) + "/pulling", &pulling);
-  const bool ended = ReadFile(Dir(run_dir) + "/pulled", &pulled);
+  const bool began = ReadFile(ContainerDir(run_dir) + "/pulling", &pulling);
+  const bool ended = ReadFile(ContainerDir(run_dir) + "/pulled", &pulled);
   // Both once the pull is over, a line each: a pull quicker than the agent's poll must still be
   // told as begun (the head records each line once).
   if (began && ended) return pulling + "\n" + pulled;
@@ -282,7 +273,7 @@ std::string ContainerNote(const std::string& run_dir) {
 
 std::string ContainerError(const std::string& run_dir) {
   std::string text;
-  if (!ReadFile(Dir(run_dir) + "/error", &text)) return "";
+  if (!ReadFile(ContainerDir(run_dir) + "/error", &text)) return "";
   return text;
 }
 

@@ -15,24 +15,16 @@
 
 #include "agent/container.h"
 #include "agent/dirs.h"
+#include "agent/file_util.h"
 #include "core/codec.h"
 
 namespace corral::agent {
 namespace {
 
-std::string Dir(const std::string& run_dir) { return run_dir + "/container"; }
-
-bool WriteText(const std::string& path, const std::string& text) {
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return false;
-  bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  close(fd);
-  return ok;
-}
-
 void Fail(const std::string& run_dir, const std::string& message) {
   // The first failing task's reason is the replica's.
-  int fd = open((Dir(run_dir) + "/error").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  int fd = open((ContainerDir(run_dir) + "/error").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                0600);
   if (fd >= 0) {
     (void)!write(fd, message.data(), message.size());
     close(fd);
@@ -130,7 +122,7 @@ Json BundleConfig(const Json& plan, const std::string& rootfs) {
 // Makes the replica's container (see container.h). Runs in the first task to come; the others
 // wait on the lock and find it made.
 Status StartContainer(const std::string& run_dir, const Json& plan, const CachedImage& image) {
-  const std::string dir = Dir(run_dir);
+  const std::string dir = ContainerDir(run_dir);
   const std::string bundle = dir + "/bundle", rootfs = dir + "/rootfs";
   for (const std::string& d : {bundle, rootfs, dir + "/upper", dir + "/work"}) {
     if (mkdir(d.c_str(), 0700) != 0 && errno != EEXIST) {
@@ -139,7 +131,7 @@ Status StartContainer(const std::string& run_dir, const Json& plan, const Cached
   }
   (void)chmod(rootfs.c_str(), 0755);
   (void)chmod((dir + "/upper").c_str(), 0755);
-  if (!WriteText(bundle + "/config.json", BundleConfig(plan, rootfs).dump())) {
+  if (!WriteTextFile(bundle + "/config.json", BundleConfig(plan, rootfs).dump())) {
     return Internal("cannot write " + bundle + "/config.json: " + std::strerror(errno));
   }
   const std::string overlay =
@@ -193,7 +185,7 @@ Status StartContainer(const std::string& run_dir, const Json& plan, const Cached
 
 int ContainerTaskMain(const std::string& run_dir, int task) {
   std::string text;
-  const std::string dir = Dir(run_dir);
+  const std::string dir = ContainerDir(run_dir);
   if (!ReadFile(dir + "/plan.json", &text)) {
     std::cerr << "corral: no container plan in " << dir << "\n";
     return kContainerFailed;
@@ -215,15 +207,15 @@ int ContainerTaskMain(const std::string& run_dir, int task) {
   ImageCache cache(cc);
   const std::string node = plan.value("node", "");
   auto image = cache.Acquire(image_ref, node, std::cerr, [&](const std::string& line) {
-    WriteText(dir + "/pulling", line);  // the agent reports it (ContainerNote)
+    WriteTextFile(dir + "/pulling", line);  // the agent reports it (ContainerNote)
   });
   if (!image.ok()) {
     Fail(run_dir, image.status().message());
     return kContainerFailed;
   }
   if (image->pulled) {
-    WriteText(dir + "/pulled", "image " + image_ref + " pulled on " + node + " in " +
-                                   std::to_string(image->pull_ms) + " ms");
+    WriteTextFile(dir + "/pulled", "image " + image_ref + " pulled on " + node + " in " +
+                                       std::to_string(image->pull_ms) + " ms");
   }
   {
     int lock = open((dir + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -242,7 +234,7 @@ int ContainerTaskMain(const std::string& run_dir, int task) {
         Fail(run_dir, started.message());
         return kContainerFailed;
       }
-      WriteText(dir + "/started", image->digest + "\n");
+      WriteTextFile(dir + "/started", image->digest + "\n");
     }
     close(lock);
   }
@@ -268,7 +260,7 @@ int ContainerTaskMain(const std::string& run_dir, int task) {
       {"capabilities",
        {{"bounding", caps}, {"effective", caps}, {"permitted", caps}, {"ambient", caps}}}};
   const std::string process_file = dir + "/task." + std::to_string(task) + ".json";
-  if (!WriteText(process_file, process.dump())) {
+  if (!WriteTextFile(process_file, process.dump())) {
     Fail(run_dir, "cannot write " + process_file + ": " + std::strerror(errno));
     return kContainerFailed;
   }

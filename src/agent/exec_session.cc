@@ -126,7 +126,7 @@ std::vector<pid_t> ProcessGroupMembers(pid_t pgid) {
 
 // What the child needs, prepared before fork: after it only async-signal-safe calls are made
 // (the agent is multithreaded).
-struct ChildPlan {
+struct ExecChildPlan {
   const char* path;
   std::vector<char*> argv, envp;
   std::vector<const char*> cgroup_procs;
@@ -141,7 +141,7 @@ struct ChildPlan {
   const char* exec_error;           // "corral exec: cannot run CMD: errno "
 };
 
-[[noreturn]] void ChildMain(const ChildPlan& p) {
+[[noreturn]] void ChildMain(const ExecChildPlan& p) {
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
@@ -215,7 +215,7 @@ Result<std::unique_ptr<ExecSession>> ExecSession::Start(const ProcessContext& ct
   }
   std::vector<std::string> argv = spec.command;
   std::string exec_error = "corral exec: cannot run " + *path + ": errno ";
-  ChildPlan p;
+  ExecChildPlan p;
   p.path = path->c_str();
   for (std::string& a : argv) p.argv.push_back(a.data());
   p.argv.push_back(nullptr);

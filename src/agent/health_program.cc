@@ -16,7 +16,7 @@
 namespace corral::agent {
 namespace {
 
-int64_t NowMs() {
+int64_t SteadyNowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
@@ -41,10 +41,10 @@ Result<HealthProgramResult> RunHealthProgram(const std::string& path, int64_t li
   setpgid(pid, pid);  // (also in the child: whichever runs first)
   write_end = OwnedFd();
   std::string out;
-  const int64_t deadline = NowMs() + limit_ms;
+  const int64_t deadline = SteadyNowMs() + limit_ms;
   bool killed = false;
   for (;;) {
-    const int64_t left = deadline - NowMs();
+    const int64_t left = deadline - SteadyNowMs();
     if (left <= 0) {
       kill(-pid, SIGKILL);
       killed = true;

@@ -15,6 +15,7 @@
 #include <fstream>
 
 #include "agent/dirs.h"
+#include "agent/file_util.h"
 #include "core/codec.h"
 
 extern char** environ;
@@ -42,18 +43,13 @@ std::string Trim(std::string s) {
 }
 
 // The tool's last lines, the ones that say why it failed.
-std::string Tail(const std::string& out) {
+std::string ToolOutputTail(const std::string& out) {
   std::string t = Trim(out);
   if (t.size() > 400) t = "..." + t.substr(t.size() - 400);
   for (char& c : t) {
     if (c == '\n') c = ' ';
   }
   return t;
-}
-
-bool IsDir(const std::string& p) {
-  struct stat st {};
-  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 int64_t TreeBytes(const std::string& dir) {
@@ -252,7 +248,7 @@ Result<std::string> ImageCache::Pull(const std::string& ref, const std::string& 
   int rc = RunTool(argv, &out);
   if (rc != 0) {
     return FailedPrecondition("cannot pull image " + ref + ": " +
-                              (rc < 0 ? out : "skopeo: " + Tail(out)));
+                              (rc < 0 ? out : "skopeo: " + ToolOutputTail(out)));
   }
   std::string index;
   if (!ReadFile(tmp + "/layout/index.json", &index)) {
@@ -272,7 +268,7 @@ Result<std::string> ImageCache::Pull(const std::string& ref, const std::string& 
   out.clear();
   rc = RunTool({config_.umoci, "unpack", "--image", tmp + "/layout:image", tmp + "/bundle"}, &out);
   if (rc != 0) {
-    return FailedPrecondition("cannot unpack image " + ref + ": umoci: " + Tail(out));
+    return FailedPrecondition("cannot unpack image " + ref + ": umoci: " + ToolOutputTail(out));
   }
   std::string bundle_config;
   Json image = {{"env", Json::array()}, {"workdir", ""}, {"ref", ref}};

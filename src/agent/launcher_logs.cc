@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <string>
 
+#include "agent/file_util.h"
 #include "agent/launcher.h"
 #include "agent/launcher_internal.h"
 
@@ -16,13 +17,7 @@ namespace {
 
 using launcher_detail::ErrnoText;
 
-bool Exists(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0;
-}
-
 bool ValidStream(const std::string& s) { return s == "stdout" || s == "stderr"; }
-
 
 // Reads one task's log of a run directory under `runs_dir` (no launcher needed: the agent's
 // log endpoint serves it from any thread).
@@ -39,7 +34,8 @@ Result<std::string> ReadLogIn(const std::string& runs_dir, const RunKey& key, in
   max_bytes = std::min<int64_t>(max_bytes, 16 << 20);
   const std::string run_dir = runs_dir + "/" + key.DirName();
   std::string path = run_dir + "/logs/" + LogFileName(stream, task);
-  if (!Exists(run_dir + "/logs")) path = run_dir + "/" + LogFileName(stream, task);  // older agents
+  if (!PathExists(run_dir + "/logs"))
+    path = run_dir + "/" + LogFileName(stream, task);  // older agents
   // The job owns logs/ and may put anything there under a log's name. O_NOFOLLOW: not a
   // symlink to any file; O_NONBLOCK: opening a FIFO does not wait for a writer, and the
   // fstat then refuses it (or a device): reads never block on what a job made.

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "agent/dirs.h"
+#include "agent/file_util.h"
 #include "core/codec.h"
 
 namespace corral::agent {
@@ -60,11 +61,6 @@ bool ParseUsageFields(std::istringstream& in, CgroupUsage* out) {
   return true;
 }
 
-bool Exists(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0;
-}
-
 // The facts an older agent kept in files of their own, where the record lacks them.
 void ReadLegacyFiles(const std::string& dir, RecordPart part, RunRecord* r) {
   std::string text;
@@ -78,13 +74,13 @@ void ReadLegacyFiles(const std::string& dir, RecordPart part, RunRecord* r) {
   if (!r->exited && ReadFile(dir + "/exit", &text)) {
     std::istringstream in(text);
     r->exited = ParseExitFields(in, &r->status);
-    r->status.vanished = r->exited && Exists(dir + "/vanished");
+    r->status.vanished = r->exited && PathExists(dir + "/vanished");
   }
   if (!r->has_usage && ReadFile(dir + "/usage", &text)) {
     std::istringstream in(text);
     r->has_usage = ParseUsageFields(in, &r->status.usage);
   }
-  if (!r->released) r->released = Exists(dir + "/released");
+  if (!r->released) r->released = PathExists(dir + "/released");
 }
 
 }  // namespace

@@ -39,7 +39,7 @@ Result<TimeMs> ParseTimeFlag(const std::string& flag, const std::string& v, Time
   return bad();
 }
 
-std::string Names(const std::vector<std::string>& names) {
+std::string NodeNamesOrAny(const std::vector<std::string>& names) {
   return names.empty() ? "any" : Join(names, ",");
 }
 
@@ -147,7 +147,7 @@ int RunReservations(const std::vector<std::string>& argv, CliContext& ctx) {
       return kExitError;
     }
     t.AddRow({r->name, Join(r->nodes, ","), Utc(r->start_ms), Utc(r->end_ms),
-              r->maintenance ? "MAINT" : "-", Names(r->users), Names(r->queues)});
+              r->maintenance ? "MAINT" : "-", NodeNamesOrAny(r->users), NodeNamesOrAny(r->queues)});
   }
   *ctx.out << t.Render();
   return kExitOk;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/slurm_errors.h"
 #include "core/hostlist.h"
 #include "core/spec.h"
 #include "slurm/format.h"
@@ -13,11 +14,6 @@
 
 namespace corral::cli {
 namespace {
-
-int SlurmError(CliContext& ctx, const std::string& command, const std::string& message) {
-  *ctx.err << command << ": error: " << message << "\n";
-  return kExitError;
-}
 
 std::vector<std::string> SplitComma(const std::string& s) {
   std::vector<std::string> out;

@@ -12,6 +12,7 @@
 #include <ostream>
 
 #include "cli/commands.h"
+#include "cli/slurm_errors.h"
 #include "core/codec.h"
 #include "slurm/options.h"
 #include "slurm/patterns.h"
@@ -23,11 +24,6 @@ namespace {
 // a flag is all a signal handler may set.
 std::atomic<int> forward_signal{0};
 void RecordSignal(int sig) { forward_signal.store(sig); }
-
-int StepError(CliContext& ctx, const std::string& message) {
-  *ctx.err << "srun: error: " << message << "\n";
-  return kExitError;
-}
 
 int64_t LeadingInt(const std::string& s, int64_t fallback) {
   size_t used = 0;

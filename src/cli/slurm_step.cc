@@ -15,16 +15,12 @@
 #include <ostream>
 
 #include "cli/commands.h"
+#include "cli/slurm_errors.h"
 #include "slurm/options.h"
 #include "slurm/patterns.h"
 
 namespace corral::cli {
 namespace {
-
-int StepError(CliContext& ctx, const std::string& message) {
-  *ctx.err << "srun: error: " << message << "\n";
-  return kExitError;
-}
 
 void NoOp(int) {}
 

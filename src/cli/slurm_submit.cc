@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/slurm_errors.h"
 #include "core/spec.h"
 #include "slurm/batch.h"
 #include "slurm/options.h"
@@ -20,11 +21,6 @@ constexpr const char* kSlurmNames[] = {"sbatch", "srun",     "squeue", "scancel"
                                        "sacct",  "scontrol", "sinfo",  "salloc"};
 
 // Slurm's commands report errors as "CMD: error: MESSAGE" and exit 1.
-int SlurmError(CliContext& ctx, const std::string& command, const std::string& message) {
-  *ctx.err << command << ": error: " << message << "\n";
-  return kExitError;
-}
-
 slurm::SubmitContext SubmitContextOf(CliContext& ctx) {
   slurm::SubmitContext s;
   s.cwd = ctx.cwd;

@@ -12,7 +12,7 @@ std::string Str(const Json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
-int Create(const ParsedArgs& args, CliContext& ctx) {
+int CreateToken(const ParsedArgs& args, CliContext& ctx) {
   if (!args.Has("user")) return UsageError(ctx, "token", "token create needs --user NAME");
   Json body{{"user", args.Get("user")}, {"role", args.Get("role", "user")}};
   if (args.Has("queue")) body["queues"] = args.All("queue");
@@ -90,7 +90,7 @@ int RunToken(const std::vector<std::string>& argv, CliContext& ctx) {
     return args.Has("help") ? kExitOk : kExitUsage;
   }
   const std::string& sub = args.positional[0];
-  if (sub == "create") return Create(args, ctx);
+  if (sub == "create") return CreateToken(args, ctx);
   if (sub == "list") return List(ctx);
   if (sub == "revoke") return Revoke({args.positional.begin() + 1, args.positional.end()}, ctx);
   return UsageError(ctx, "token", "unknown subcommand '" + sub + "'");

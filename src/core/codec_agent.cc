@@ -16,13 +16,13 @@ using codec_internal::Req;
 
 namespace {
 
-Json EncodeGpus(const std::vector<Gpu>& gpus) {
+Json EncodeRegisteredGpus(const std::vector<Gpu>& gpus) {
   Json a = Json::array();
   for (const Gpu& g : gpus) a.push_back(ToJson(g));
   return a;
 }
 
-std::vector<Gpu> DecodeGpus(const Json& j) {
+std::vector<Gpu> DecodeRegisteredGpus(const Json& j) {
   std::vector<Gpu> out;
   if (j.is_array()) {
     for (const Json& g : j) out.push_back(Must(GpuFromJson(g)));
@@ -33,9 +33,15 @@ std::vector<Gpu> DecodeGpus(const Json& j) {
 }  // namespace
 
 Json ToJson(const RegisterRequest& r) {
-  Json j{{"name", r.name},           {"address", r.address},       {"cpu_milli", r.cpu_milli},
-         {"memory_mb", r.memory_mb}, {"gpus", EncodeGpus(r.gpus)}, {"labels", r.labels},
-         {"port_lo", r.port_lo},     {"port_hi", r.port_hi},       {"protocol", r.protocol}};
+  Json j{{"name", r.name},
+         {"address", r.address},
+         {"cpu_milli", r.cpu_milli},
+         {"memory_mb", r.memory_mb},
+         {"gpus", EncodeRegisteredGpus(r.gpus)},
+         {"labels", r.labels},
+         {"port_lo", r.port_lo},
+         {"port_hi", r.port_hi},
+         {"protocol", r.protocol}};
   if (!r.csr_pem.empty()) j["csr_pem"] = r.csr_pem;
   return j;
 }
@@ -155,7 +161,7 @@ Result<RegisterRequest> RegisterRequestFromJson(const Json& j) {
     r.address = Get<std::string>(j, "address", "");
     r.cpu_milli = Get<int32_t>(j, "cpu_milli", 0);
     r.memory_mb = Get<int64_t>(j, "memory_mb", 0);
-    r.gpus = DecodeGpus(j.value("gpus", Json::array()));
+    r.gpus = DecodeRegisteredGpus(j.value("gpus", Json::array()));
     r.labels = Get<std::map<std::string, std::string>>(j, "labels", {});
     r.port_lo = Get<int32_t>(j, "port_lo", 0);
     r.port_hi = Get<int32_t>(j, "port_hi", 0);

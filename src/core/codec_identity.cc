@@ -6,7 +6,7 @@ namespace corral {
 namespace {
 
 template <typename T>
-T Get(const Json& j, const char* key, T fallback) {
+T FieldOr(const Json& j, const char* key, T fallback) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
   try {
@@ -19,18 +19,18 @@ T Get(const Json& j, const char* key, T fallback) {
 Caller DecodeCaller(const Json& j) {
   if (!j.is_object()) throw std::runtime_error("not an object");
   Caller c;
-  std::string kind = Get<std::string>(j, "kind", "system");
+  std::string kind = FieldOr<std::string>(j, "kind", "system");
   c.kind = kind == "user"   ? Caller::Kind::kUser
            : kind == "node" ? Caller::Kind::kNode
            : kind == "join" ? Caller::Kind::kJoin
            : kind == "job"  ? Caller::Kind::kJob
                             : Caller::Kind::kSystem;
-  c.job = Get<uint64_t>(j, "job", 0);
-  c.name = Get<std::string>(j, "name", "");
-  std::string role = Get<std::string>(j, "role", "user");
+  c.job = FieldOr<uint64_t>(j, "job", 0);
+  c.name = FieldOr<std::string>(j, "name", "");
+  std::string role = FieldOr<std::string>(j, "role", "user");
   if (!ParseRole(role, &c.role)) throw std::runtime_error("role '" + role + "' is unknown");
-  c.queues = Get<std::vector<std::string>>(j, "queues", {});
-  c.groups = Get<std::vector<std::string>>(j, "groups", {});
+  c.queues = FieldOr<std::vector<std::string>>(j, "queues", {});
+  c.groups = FieldOr<std::vector<std::string>>(j, "groups", {});
   return c;
 }
 
@@ -89,14 +89,14 @@ Result<Credential> CredentialFromJson(const Json& j) {
     auto id = j.find("id");
     if (id == j.end() || !id->is_string()) throw std::runtime_error("id is missing or not text");
     c.id = id->get<std::string>();
-    c.hash = Get<std::string>(j, "hash", "");
+    c.hash = FieldOr<std::string>(j, "hash", "");
     auto who = j.find("who");
     if (who == j.end()) throw std::runtime_error("who is missing");
     Result<Caller> caller = CallerFromJson(*who);
     if (!caller.ok()) throw std::runtime_error("who: " + caller.status().message());
     c.who = std::move(*caller);
-    c.created_at = Get<int64_t>(j, "created_at", 0);
-    c.expires_at = Get<int64_t>(j, "expires_at", 0);
+    c.created_at = FieldOr<int64_t>(j, "created_at", 0);
+    c.expires_at = FieldOr<int64_t>(j, "expires_at", 0);
     return c;
   } catch (const std::exception& e) {
     return InvalidArgument(std::string("credential: ") + e.what());

@@ -7,12 +7,12 @@
 namespace corral {
 namespace {
 
-struct Split {
+struct NameParts {
   std::string prefix;
   std::string digits;  // the numeric suffix as written ("" if none)
 };
 
-Split SplitName(const std::string& name) {
+NameParts SplitName(const std::string& name) {
   size_t i = name.size();
   while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9') --i;
   return {name.substr(0, i), name.substr(i)};
@@ -33,7 +33,7 @@ std::string CompressHostlist(const std::vector<std::string>& hosts) {
   std::vector<std::string> plain;
   std::vector<std::pair<bool, size_t>> sequence;  // (is group, index into order/plain)
   for (const std::string& h : hosts) {
-    Split s = SplitName(h);
+    NameParts s = SplitName(h);
     if (s.digits.empty() || s.digits.size() > 18) {
       if (std::find(plain.begin(), plain.end(), h) == plain.end()) {
         plain.push_back(h);

@@ -5,6 +5,7 @@
 #include "core/spec.h"
 #include "core/task_env.h"
 #include "head/head_core.h"
+#include "head/queue_admin.h"
 #include "head/stop_reasons.h"
 #include "sched/job_input.h"
 
@@ -27,14 +28,6 @@ Status CheckRequestId(const std::string& id) {
     if (!ok) return InvalidArgument("field 'request_id': want letters, digits, '-', '_' or '.'");
   }
   return Status::Ok();
-}
-
-// Whether a queue admin's queues include `queue` (or one above it).
-bool ManagesQueue(const Caller& by, const std::string& queue) {
-  for (const std::string& q : by.queues) {
-    if (queue == q || queue.rfind(q + "/", 0) == 0) return true;
-  }
-  return false;
 }
 
 std::string JoinNames(const std::vector<std::string>& names) {

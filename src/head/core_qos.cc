@@ -2,18 +2,10 @@
 // against the class of its owner and queue, and the class's preemption right goes into the
 // job's scheduler input.
 #include "head/head_core.h"
+#include "head/queue_admin.h"
 
 namespace corral::head {
-namespace {
-
-bool ManagesQueue(const Caller& by, const std::string& queue) {
-  for (const std::string& q : by.queues) {
-    if (queue == q || queue.rfind(q + "/", 0) == 0) return true;
-  }
-  return false;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::vector<QosClass> HeadCore::ListQos() const {
   std::vector<QosClass> out;

@@ -17,6 +17,7 @@
 #include <memory>
 #include <thread>
 
+#include "net/strings_internal.h"
 #include "net/tls_context.h"
 #include "net/url.h"
 
@@ -29,12 +30,6 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // Connections kept open after an answer (HTTP/1.1 keep-alive), per scheme and host:port, for
 // the next request there: a relayed keystroke then costs a request, not a TCP connect (and
@@ -183,7 +178,7 @@ class Exchange : public std::enable_shared_from_this<Exchange<Stream>> {
     HttpResponse out;
     out.status = static_cast<int>(res.result_int());
     for (const auto& field : res) {
-      out.headers[Lower({field.name_string().data(), field.name_string().size()})] =
+      out.headers[AsciiLower({field.name_string().data(), field.name_string().size()})] =
           std::string(field.value().data(), field.value().size());
     }
     auto ct = out.headers.find("content-type");

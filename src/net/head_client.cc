@@ -9,7 +9,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string Trim(const std::string& s) {
+std::string TrimBlanks(const std::string& s) {
   size_t b = s.find_first_not_of(" \t");
   if (b == std::string::npos) return {};
   size_t e = s.find_last_not_of(" \t");
@@ -27,7 +27,7 @@ Result<std::vector<std::string>> ParseHeadList(const std::string& list) {
   while (start <= list.size()) {
     size_t comma = list.find(',', start);
     if (comma == std::string::npos) comma = list.size();
-    std::string one = Trim(list.substr(start, comma - start));
+    std::string one = TrimBlanks(list.substr(start, comma - start));
     if (!one.empty()) {
       auto url = ParseUrl(one);
       if (!url.ok()) {
@@ -72,8 +72,7 @@ HttpClient& HeadClient::ClientFor(const std::string& base) {
 }
 
 Result<HttpResponse> HeadClient::Request(const std::string& method,
-                                         const std::string& path_and_query,
-                                         const std::string& body,
+                                         const std::string& path_and_query, const std::string& body,
                                          std::chrono::milliseconds timeout, bool idempotent,
                                          const std::map<std::string, std::string>& headers) {
   std::lock_guard lock(mu_);

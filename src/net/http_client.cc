@@ -14,6 +14,7 @@
 #include <optional>
 #include <vector>
 
+#include "net/strings_internal.h"
 #include "net/tls_context.h"
 
 namespace corral::net {
@@ -25,15 +26,6 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
 using Clock = std::chrono::steady_clock;
-
-// Boost 1.74's beast::string_view is boost::string_view, not std::string_view.
-std::string_view SV(boost::beast::string_view s) { return {s.data(), s.size()}; }
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // A closed connection that may not have seen the request: safe to retry on a new one.
 bool IsStaleConnectionError(const error_code& ec) {
@@ -264,7 +256,7 @@ Result<HttpResponse> HttpClient::Request(std::string method, std::string path_an
       out.content_type = std::string(SV(res[http::field::content_type]));
       for (const auto& field : res) {
         auto [it, inserted] =
-            out.headers.try_emplace(Lower(SV(field.name_string())), SV(field.value()));
+            out.headers.try_emplace(AsciiLower(SV(field.name_string())), SV(field.value()));
         if (!inserted) {
           it->second += ", ";
           it->second += SV(field.value());

@@ -2,18 +2,13 @@
 
 #include <cctype>
 
+#include "net/strings_internal.h"
 #include "net/url.h"
 
 namespace corral::net {
 namespace {
 
 namespace http = boost::beast::http;
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 bool HasCrLf(std::string_view s) { return s.find_first_of("\r\n") != std::string_view::npos; }
 
@@ -27,7 +22,7 @@ HttpRequest ToHttpRequest(http::request<http::string_body>&& r, const std::strin
   out.path = UrlDecode(std::string_view(out.target).substr(0, q), /*plus_as_space=*/false);
   if (q != std::string::npos) out.query = ParseQuery(std::string_view(out.target).substr(q + 1));
   for (const auto& field : r) {
-    std::string name = Lower(SV(field.name_string()));
+    std::string name = AsciiLower(SV(field.name_string()));
     auto [it, inserted] = out.headers.try_emplace(std::move(name), std::string(SV(field.value())));
     if (!inserted) {
       it->second += ", ";
@@ -48,7 +43,7 @@ void ToBeastResponse(HttpResponse&& r, unsigned version, bool keep_alive, bool h
   res->result(static_cast<unsigned>(status));
   res->set(http::field::server, "corral");
   for (const auto& [name, value] : r.headers) {
-    const std::string lname = Lower(name);
+    const std::string lname = AsciiLower(name);
     if (lname == "content-length" || lname == "connection" || lname == "transfer-encoding" ||
         lname.empty() || HasCrLf(name) || HasCrLf(value)) {
       continue;  // ours to set; CR/LF would allow header injection

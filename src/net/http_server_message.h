@@ -11,11 +11,9 @@
 #include <string_view>
 
 #include "net/http.h"
+#include "net/strings_internal.h"
 
 namespace corral::net {
-
-// Boost 1.74's beast::string_view is boost::string_view, not std::string_view.
-inline std::string_view SV(boost::beast::string_view s) { return {s.data(), s.size()}; }
 
 // The request as a handler sees it: path decoded, query parsed, header names lower-case
 // (repeated headers joined with ", "), `remote` the peer's "address:port".

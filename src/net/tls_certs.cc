@@ -24,6 +24,8 @@
 #include <set>
 #include <sstream>
 
+#include "net/strings_internal.h"
+
 namespace corral::net {
 namespace {
 
@@ -99,11 +101,6 @@ bool IsIp(std::string_view s) {
   unsigned char buf[16];
   const std::string str(s);
   return inet_pton(AF_INET, str.c_str(), buf) == 1 || inet_pton(AF_INET6, str.c_str(), buf) == 1;
-}
-
-std::string StripBrackets(const std::string& s) {
-  if (s.size() > 2 && s.front() == '[' && s.back() == ']') return s.substr(1, s.size() - 2);
-  return s;
 }
 
 // "DNS:a,IP:1.2.3.4" for X509V3_EXT_conf_nid; a name with a comma would split it.

@@ -13,6 +13,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "net/strings_internal.h"
+
 namespace corral::net {
 namespace {
 
@@ -25,11 +27,6 @@ std::unique_ptr<ssl::context> NewContext(ssl::context::method method) {
                    ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
                    ssl::context::single_dh_use);
   return ctx;
-}
-
-std::string StripBrackets(const std::string& s) {
-  if (s.size() > 2 && s.front() == '[' && s.back() == ']') return s.substr(1, s.size() - 2);
-  return s;
 }
 
 std::mutex g_default_mu;

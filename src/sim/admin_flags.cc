@@ -13,7 +13,7 @@ namespace corral::sim {
 
 namespace {
 
-std::vector<std::string> Split(const std::string& text, char sep) {
+std::vector<std::string> SplitList(const std::string& text, char sep) {
   std::vector<std::string> out;
   std::stringstream ss(text);
   std::string item;
@@ -51,7 +51,7 @@ Status ReadQueueTree(const std::string& path, std::vector<TreeRow>* rows) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || line[0] == '#') continue;
     const std::string where = "--queue-tree " + path + " line " + std::to_string(n) + ": ";
-    std::vector<std::string> cols = Split(line, ',');
+    std::vector<std::string> cols = SplitList(line, ',');
     if (cols.size() < 2 || cols.size() > 3) {
       return InvalidArgument(where + "expected queue,quota_gpus[,trace queues]");
     }
@@ -80,7 +80,7 @@ Status ReadQueueTree(const std::string& path, std::vector<TreeRow>* rows) {
       }
     }
     if (cols.size() == 3) {
-      for (const std::string& q : Split(cols[2], ' ')) {
+      for (const std::string& q : SplitList(cols[2], ' ')) {
         if (!q.empty()) row.takes.push_back(q);
       }
     }
@@ -106,11 +106,11 @@ void AddAdminFlags(CLI::App& app, AdminFlags* f) {
 Result<NodeReservationSpec> ParseMaintenance(const std::string& text,
                                              const std::vector<std::string>& nodes) {
   const std::string flag = "--maintenance '" + text + "'";
-  std::vector<std::string> parts = Split(text, ':');
+  std::vector<std::string> parts = SplitList(text, ':');
   if (parts.size() != 3) return InvalidArgument(flag + ": expected NODE[,NODE..]:START:DURATION");
   NodeReservationSpec r;
   r.maintenance = true;
-  for (const std::string& node : Split(parts[0], ',')) {
+  for (const std::string& node : SplitList(parts[0], ',')) {
     if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) {
       return InvalidArgument(flag + ": no node '" + node + "' in the simulated cluster (" +
                              (nodes.empty() ? "none" : nodes.front() + " to " + nodes.back()) +

@@ -11,9 +11,9 @@
 namespace corral::store {
 namespace {
 
-// kMigrations[v] takes the schema from version v to v + 1, with the same meaning as the
+// kPgMigrations[v] takes the schema from version v to v + 1, with the same meaning as the
 // SQLite store's steps. Append only: a released step never changes.
-constexpr const char* kMigrations[kSchemaVersion] = {
+constexpr const char* kPgMigrations[kSchemaVersion] = {
     R"(
       CREATE TABLE IF NOT EXISTS jobs (id BIGINT PRIMARY KEY, state TEXT NOT NULL, doc TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, doc TEXT NOT NULL);
@@ -39,7 +39,7 @@ constexpr const char* kMigrations[kSchemaVersion] = {
     )",
 };
 
-constexpr char kRetiredJobsSql[] =
+constexpr char kPgRetiredJobsSql[] =
     "SELECT doc FROM jobs WHERE retired_state IS NOT NULL AND id > $1::bigint AND ended_at >= "
     "$2::bigint AND ($4::bigint = 0 OR id = $4::bigint) AND ($5::text = '' OR owner = $5) AND "
     "($6::text = '' OR queue = $6) ORDER BY id LIMIT $3::bigint";
@@ -80,7 +80,7 @@ class PgStore final : public PostgresStore {
           return Status::Ok();
         }
         CORRAL_RETURN_IF_ERROR(
-            pg::Exec(conn_.get(), kMigrations[static_cast<size_t>(version)]).status());
+            pg::Exec(conn_.get(), kPgMigrations[static_cast<size_t>(version)]).status());
         CORRAL_RETURN_IF_ERROR(pg::Exec(conn_.get(), "DELETE FROM schema_version").status());
         return pg::Exec(conn_.get(), "INSERT INTO schema_version VALUES ($1)",
                         {std::to_string(version + 1)})
@@ -370,7 +370,7 @@ class PgStore final : public PostgresStore {
       if (!c.ok()) return c.status();
       reader_ = std::move(*c);
     }
-    auto r = pg::Exec(reader_.get(), kRetiredJobsSql,
+    auto r = pg::Exec(reader_.get(), kPgRetiredJobsSql,
                       {std::to_string(q.after), std::to_string(q.ended_since),
                        std::to_string(q.limit), std::to_string(q.id), q.user, q.queue});
     if (!r.ok()) return r.status();
