@@ -49,6 +49,17 @@ function cell(node, g) {
   return c;
 }
 
+// An admin reservation the node is in now: "maint" for a maintenance window (no job runs), else
+// "reserved" (only its users' and queues' jobs); the name in the tooltip, as `corral nodes`.
+function reservationBadge(node) {
+  if (!node.reservation) return false;
+  const maint = node.maintenance === true;
+  return h("span", {
+    class: "badge " + (maint ? "node-maint" : "node-reserved"),
+    title: `${maint ? "maintenance window" : "reservation"} ${node.reservation}`,
+  }, maint ? "maint" : "reserved");
+}
+
 export function nodesView(section) {
   let alive = true;
   const load = async () => {
@@ -61,6 +72,7 @@ export function nodesView(section) {
         return h("div", { class: "node-row", "data-node": n.node },
           h("div", { class: "node-name" }, h("strong", {}, n.node),
             h("span", { class: "badge node-" + n.state }, n.state),
+            reservationBadge(node),
             h("span", { class: "hint" }, ` heard ${ago(node.last_heartbeat)}`)),
           h("div", { class: "gpus" }, n.gpus.length ? n.gpus.map((g) => cell(n.node, g))
             : h("span", { class: "hint" }, "no GPUs")));

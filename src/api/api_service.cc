@@ -404,34 +404,32 @@ void ApiService::HandleEvents(const HttpRequest& req, const PathArgs& args, Resp
   auto command = DecodeWatchEvents(req, args);
   if (!command.ok()) return respond(ErrorResponse(command.status()));
   bool sse = WantsEventStream(req);
-  head_->Run(
-      req.BearerToken(), std::move(*command),
-      [head = head_, respond = std::move(respond), sse](Result<head::Events> r) {
-        if (!r.ok()) return respond(ErrorResponse(r.status()));
-        HttpResponse out;
-        out.headers[kRevisionHeader] = std::to_string(head->ReplyRevision());
-        if (!sse) {
-          Json arr = Json::array();
-          for (Json& c : r->changes) arr.push_back(std::move(c));
-          out.body = Json{{"events", arr}, {"revision", r->revision}, {"reset", r->reset}}.dump();
-          return respond(std::move(out));
-        }
-        out.content_type = "text/event-stream";
-        out.headers["Cache-Control"] = "no-cache";
-        std::string body = "retry: 250\n";
-        if (r->reset) {
-          body += "id: " + std::to_string(r->revision) +
-                  "\nevent: reset\ndata: " + Json{{"revision", r->revision}}.dump() + "\n\n";
-        }
-        for (const Json& c : r->changes) {
-          body += "id: " + std::to_string(c.value("rev", uint64_t{0})) +
-                  "\nevent: " + c.value("kind", std::string("change")) + "\ndata: " + c.dump() +
-                  "\n\n";
-        }
-        if (r->changes.empty() && !r->reset) body += ": nothing new\n\n";
-        out.body = std::move(body);
-        respond(std::move(out));
-      });
+  head_->Run(req.BearerToken(), std::move(*command),
+             [head = head_, respond = std::move(respond), sse](Result<head::Events> r) {
+               if (!r.ok()) return respond(ErrorResponse(r.status()));
+               HttpResponse out;
+               out.headers[kRevisionHeader] = std::to_string(head->ReplyRevision());
+               if (!sse) {
+                 out.body = ToJson(*r).dump();
+                 return respond(std::move(out));
+               }
+               out.content_type = "text/event-stream";
+               out.headers["Cache-Control"] = "no-cache";
+               std::string body = "retry: 250\n";
+               if (r->reset) {
+                 body += "id: " + std::to_string(r->revision) +
+                         "\nevent: reset\ndata: " + Json{{"revision", r->revision}}.dump() + "\n\n";
+               }
+               for (const Json& c : r->events) {
+                 const std::string kind = EventKind(c);
+                 body += "id: " + std::to_string(EventRevision(c)) +
+                         "\nevent: " + (kind.empty() ? "change" : kind) + "\ndata: " + c.dump() +
+                         "\n\n";
+               }
+               if (r->events.empty() && !r->reset) body += ": nothing new\n\n";
+               out.body = std::move(body);
+               respond(std::move(out));
+             });
 }
 
 // A head that serves TLS signs the agent's log endpoint certificate before registering it, so

@@ -12,6 +12,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "core/codec.h"
+#include "core/event_page.h"
 #include "core/usage.h"
 #include "slurm/options.h"
 
@@ -126,6 +127,9 @@ Result<std::vector<Job>> DecodeJobs(const std::deque<Json>& raw);
 int ListJobsJson(CliContext& ctx, const std::string& query, size_t limit);
 int ListJobsTable(CliContext& ctx, const std::string& query, size_t limit, bool expand,
                   std::string* table, bool start = false);
+// One answer of the event stream: the changes after `since` (at most `max`), held by the head
+// up to `wait_ms` while there are none.
+Result<EventPage> ReadEvents(ApiClient& api, uint64_t since, int32_t max, int64_t wait_ms);
 // Draws `render`'s table, then again after every change the event stream reports, until
 // `updates` redraws (-1: until interrupted) or an error.
 int WatchTable(CliContext& ctx, const std::string& command, int64_t updates,

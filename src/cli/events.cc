@@ -10,7 +10,7 @@ namespace {
 constexpr int64_t kHoldMs = 25000;
 
 std::string Summary(const Json& e) {
-  std::string type = e.value("type", "");
+  const std::string type = EventType(e);
   auto s = [&](const char* k) {
     return e.contains(k) && e[k].is_string() ? e[k].get<std::string>() : "";
   };
@@ -86,45 +86,50 @@ int RunEvents(const std::vector<std::string>& argv, CliContext& ctx) {
   bool follow = args.Has("follow");
   ApiClient api(ctx);
   for (int64_t n = 0; batches < 0 || n < batches; ++n) {
-    std::string path = "/v1/events?since=" + std::to_string(since) +
-                       "&wait=" + std::to_string(follow ? kHoldMs : 0);
-    auto r = api.CallJson("GET", path);
-    if (!r.ok()) {
-      PrintError(ctx, "events", r.status().message());
+    auto page = ReadEvents(api, since, 1000, follow ? kHoldMs : 0);
+    if (!page.ok()) {
+      PrintError(ctx, "events", page.status().message());
       return kExitError;
     }
-    if (r->value("reset", false)) {
+    if (page->reset) {
       *ctx.err << "corral events: the head no longer keeps changes after " << since
-               << "; continuing from revision " << r->value("revision", uint64_t{0}) << "\n";
-      since = r->value("revision", uint64_t{0});
+               << "; continuing from revision " << page->revision << "\n";
+      since = page->revision;
       continue;
     }
-    for (const Json& e : r->value("events", Json::array())) {
-      since = e.value("rev", since);
+    for (const Json& e : page->events) {
+      since = EventRevision(e);
       if (out_format == "json") {
         *ctx.out << e.dump() << "\n";
       } else {
-        std::string key = e["key"].is_string() ? e["key"].get<std::string>() : e["key"].dump();
-        *ctx.out << since << "  " << FormatTimestamp(e.value("at", int64_t{0}), false) << "  "
-                 << e.value("type", "") << "  " << e.value("kind", "") << " " << key << "  "
-                 << Summary(e) << "\n";
+        *ctx.out << since << "  " << FormatTimestamp(EventTime(e), false) << "  " << EventType(e)
+                 << "  " << EventKind(e) << " " << EventKey(e) << "  " << Summary(e) << "\n";
       }
     }
     ctx.out->flush();
-    if (!follow && r->value("events", Json::array()).empty()) break;
+    if (!follow && page->events.empty()) break;
   }
   return kExitOk;
+}
+
+Result<EventPage> ReadEvents(ApiClient& api, uint64_t since, int32_t max, int64_t wait_ms) {
+  auto r = api.CallJson("GET", "/v1/events?since=" + std::to_string(since) + "&max=" +
+                                   std::to_string(max) + "&wait=" + std::to_string(wait_ms));
+  if (!r.ok()) return r.status();
+  auto page = EventPageFromJson(*r);
+  if (!page.ok()) return InvalidArgument("the head's events answer: " + page.status().message());
+  return page;
 }
 
 int WatchTable(CliContext& ctx, const std::string& command, int64_t updates,
                const std::function<int(std::string*)>& render) {
   ApiClient api(ctx);
-  auto now = api.CallJson("GET", "/v1/events?since=" + std::to_string(INT64_MAX) + "&wait=0");
+  auto now = ReadEvents(api, INT64_MAX, 1, 0);
   if (!now.ok()) {
     PrintError(ctx, command, now.status().message());
     return kExitError;
   }
-  uint64_t since = now->value("revision", uint64_t{0});
+  uint64_t since = now->revision;
   for (int64_t drawn = 0; updates < 0 || drawn < updates; ++drawn) {
     std::string table;
     if (int rc = render(&table); rc != kExitOk) return rc;
@@ -132,15 +137,13 @@ int WatchTable(CliContext& ctx, const std::string& command, int64_t updates,
     ctx.out->flush();
     if (updates >= 0 && drawn + 1 >= updates) break;
     for (;;) {  // until something changed
-      auto r = api.CallJson("GET", "/v1/events?max=10000&since=" + std::to_string(since) +
-                                       "&wait=" + std::to_string(kHoldMs));
-      if (!r.ok()) {
-        PrintError(ctx, command, r.status().message());
+      auto page = ReadEvents(api, since, 10000, kHoldMs);
+      if (!page.ok()) {
+        PrintError(ctx, command, page.status().message());
         return kExitError;
       }
-      uint64_t rev = r->value("revision", since);
-      bool changed = r->value("reset", false) || !r->value("events", Json::array()).empty();
-      since = std::max(since, rev);
+      bool changed = page->reset || !page->events.empty();
+      since = std::max(since, page->revision);
       if (changed) break;
     }
   }

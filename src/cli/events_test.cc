@@ -43,7 +43,8 @@ TEST(CliEvents, PrintsEachChangeOnceAndResumesFromTheLast) {
   EXPECT_NE(out.find("1  "), std::string::npos);
   EXPECT_NE(out.find("job_submitted  job 3  by ana to org/team"), std::string::npos) << out;
   ASSERT_EQ(h.fake->paths().size(), 3u);
-  EXPECT_EQ(h.fake->paths()[1], "GET /v1/events?since=2&wait=0") << "resumes after the last seen";
+  EXPECT_EQ(h.fake->paths()[1], "GET /v1/events?since=2&max=1000&wait=0")
+      << "resumes after the last seen";
 }
 
 TEST(CliEvents, ARetirementSaysHowManyJobsLeftMemory) {
@@ -92,8 +93,26 @@ TEST(CliEvents, FollowHoldsTheCallAndReportsAReset) {
   });
   ASSERT_EQ(RunEvents({"-f", "--updates", "2"}, h.ctx), 0) << h.err.str();
   EXPECT_NE(h.err.str().find("continuing from revision 40"), std::string::npos) << h.err.str();
-  EXPECT_EQ(h.fake->paths()[1], "GET /v1/events?since=40&wait=25000");
+  EXPECT_EQ(h.fake->paths()[1], "GET /v1/events?since=40&max=1000&wait=25000");
   EXPECT_NE(h.out.str().find("41  "), std::string::npos);
+}
+
+TEST(CliEvents, AMalformedAnswerIsAnErrorNamingTheField) {
+  for (const Json& body : {Json{{"events", Json::array()}},
+                           Json{{"events", {Json{{"type", "job_submitted"}}}}, {"revision", 3}},
+                           Json{{"events", "none"}, {"revision", 3}}}) {
+    Harness h;
+    h.fake->OnPath([&](const std::string&) -> Result<ApiReply> { return Reply(body); });
+    EXPECT_EQ(RunEvents({}, h.ctx), 1) << body.dump();
+    EXPECT_NE(h.err.str().find("the head's events answer: "), std::string::npos) << h.err.str();
+    EXPECT_TRUE(h.out.str().empty()) << h.out.str();
+  }
+  Harness h;
+  h.fake->OnPath([](const std::string&) -> Result<ApiReply> {
+    return Reply({{"events", Json::array()}});
+  });
+  EXPECT_EQ(RunEvents({}, h.ctx), 1);
+  EXPECT_NE(h.err.str().find("revision: missing"), std::string::npos) << h.err.str();
 }
 
 TEST(CliJobsWatch, RedrawsOnlyWhenTheStreamSaysSomethingChanged) {

@@ -327,12 +327,14 @@ int RunSinfo(const std::vector<std::string>& argv, CliContext& ctx) {
   auto queues = api.CallJson("GET", "/v1/queues");
   if (!queues.ok()) return SlurmError(ctx, "sinfo", queues.status().message());
   std::vector<std::string> partitions = {"default"};
-  for (const Json& q : queues->value("queues", Json::array())) {
-    std::string name = q.value("name", "");
-    if (!name.empty() && name != "default") partitions.push_back(name);
+  auto queue_views = QueuesFromAnswer(*queues);
+  if (!queue_views.ok()) return SlurmError(ctx, "sinfo", queue_views.status().message());
+  for (const QueueView& q : *queue_views) {
+    if (q.config.name != "default") partitions.push_back(q.config.name);
   }
-  std::string out = slurm::RenderSinfo(nodes->value("nodes", Json::array()), partitions,
-                                       o->Has("Node"), ctx.now());
+  auto node_views = NodesFromAnswer(*nodes);
+  if (!node_views.ok()) return SlurmError(ctx, "sinfo", node_views.status().message());
+  std::string out = slurm::RenderSinfo(*node_views, partitions, o->Has("Node"), ctx.now());
   if (o->Has("noheader")) {  // -N: the time line goes too
     out = out.substr(out.find('\n') + 1);
     if (o->Has("Node")) out = out.substr(out.find('\n') + 1);

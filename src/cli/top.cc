@@ -33,10 +33,8 @@ void Fetch(ApiClient& api, TopSnapshot* s) {
 
 // Waits up to `wait_ms` for a change after `since`; returns the revision to follow from.
 uint64_t WaitForChange(ApiClient& api, uint64_t since, int64_t wait_ms) {
-  auto r = api.CallJson("GET", "/v1/events?since=" + std::to_string(since) +
-                                   "&max=100&wait=" + std::to_string(wait_ms));
-  if (!r.ok()) return since;
-  return r->value("revision", since);
+  auto page = ReadEvents(api, since, 100, wait_ms);
+  return page.ok() ? page->revision : since;
 }
 
 void Draw(const TopSnapshot& s) {

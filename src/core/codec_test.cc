@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/agent_protocol.h"
+#include "core/event_page.h"
 
 namespace corral {
 namespace {
@@ -351,6 +352,41 @@ TEST(Codec, AQueueViewReadsBackWhatTheApiWrote) {
   EXPECT_EQ(back->pending, 4);
   EXPECT_EQ(back->running, 1);
   EXPECT_FALSE(QueueViewFromJson(Json{{"quota_gpus", 1}}).ok());  // no name
+}
+
+TEST(Codec, AnEventPageReadsBackWhatTheApiWroteAndItsEnvelope) {
+  EventPage page;
+  page.revision = 9;
+  page.reset = false;
+  page.events.push_back(Json{{"rev", 8},
+                             {"at", 1'700'000'000'000},
+                             {"type", "run_placed"},
+                             {"kind", "job"},
+                             {"key", 12},
+                             {"attempt", 1}});
+  page.events.push_back(
+      Json{{"rev", 9}, {"at", 5}, {"type", "node_drain_set"}, {"kind", "node"}, {"key", "n1"}});
+  Result<EventPage> back = EventPageFromJson(ToJson(page));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->revision, 9u);
+  EXPECT_FALSE(back->reset);
+  ASSERT_EQ(back->events.size(), 2u);
+  EXPECT_EQ(back->events[0], page.events[0]);
+  EXPECT_EQ(EventRevision(back->events[0]), 8u);
+  EXPECT_EQ(EventTime(back->events[0]), 1'700'000'000'000);
+  EXPECT_EQ(EventType(back->events[0]), "run_placed");
+  EXPECT_EQ(EventKind(back->events[1]), "node");
+  EXPECT_EQ(EventKey(back->events[0]), "12");
+  EXPECT_EQ(EventKey(back->events[1]), "n1");
+  EXPECT_TRUE(
+      EventPageFromJson(Json{{"events", Json::array()}, {"revision", 4}, {"reset", true}})->reset);
+  auto no_rev = EventPageFromJson(Json{{"events", {Json{{"type", "x"}}}}, {"revision", 4}});
+  ASSERT_FALSE(no_rev.ok());
+  EXPECT_NE(no_rev.status().message().find("events[0]"), std::string::npos);
+  auto bad_reset =
+      EventPageFromJson(Json{{"events", Json::array()}, {"revision", 4}, {"reset", 1}});
+  ASSERT_FALSE(bad_reset.ok());
+  EXPECT_NE(bad_reset.status().message().find("reset"), std::string::npos);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/agent_protocol.h"
+#include "core/event_page.h"
 #include "core/usage.h"
 #include "head/head_core.h"
 #include "head/history.h"
@@ -20,14 +21,8 @@ struct NewToken {
   std::string secret;  // shown once
 };
 
-// The event stream (DESIGN §9, §11): durable changes after a revision, as the caller may see
-// them. `reset`: the caller fell behind what the head keeps and must list again from
-// `revision`.
-struct Events {
-  std::vector<Json> changes;
-  uint64_t revision = 0;  // the last durable revision
-  bool reset = false;
-};
+// The event stream's answer is core/event_page.h's EventPage.
+using Events = EventPage;
 
 // --- jobs ---
 

@@ -249,8 +249,8 @@ Events Head::EventsFor(const Caller& who, uint64_t since, int32_t max) const {
   }
   auto it = std::lower_bound(recent_.begin(), recent_.end(), since + 1,
                              [](const Change& c, uint64_t rev) { return c.revision < rev; });
-  for (; it != recent_.end() && static_cast<int32_t>(e.changes.size()) < max; ++it) {
-    e.changes.push_back(EventJson(*it, who));
+  for (; it != recent_.end() && static_cast<int32_t>(e.events.size()) < max; ++it) {
+    e.events.push_back(EventJson(*it, who));
   }
   return e;
 }

@@ -35,8 +35,8 @@ class HeadEvents : public HeadShell {
       auto e = Watch(kAdmin, since, max);
       EXPECT_TRUE(e.result.ok());
       EXPECT_FALSE(e.result->reset);
-      if (e.result->changes.empty()) return revs;
-      for (const Json& c : e.result->changes) revs.push_back(c["rev"].get<uint64_t>());
+      if (e.result->events.empty()) return revs;
+      for (const Json& c : e.result->events) revs.push_back(c["rev"].get<uint64_t>());
       since = revs.back();
     }
   }
@@ -56,10 +56,10 @@ TEST_F(HeadEvents, TheStreamResumesWithoutLosingOrRepeatingAChange) {
   ASSERT_TRUE(Submit().result.ok());
   auto e = held.get();
   ASSERT_TRUE(e.result.ok());
-  ASSERT_EQ(e.result->changes.size(), 1u);
-  EXPECT_EQ(e.result->changes[0]["rev"], last + 1);
-  EXPECT_EQ(e.result->changes[0]["type"], "job_submitted");
-  EXPECT_EQ(e.result->changes[0]["kind"], "job");
+  ASSERT_EQ(e.result->events.size(), 1u);
+  EXPECT_EQ(e.result->events[0]["rev"], last + 1);
+  EXPECT_EQ(e.result->events[0]["type"], "job_submitted");
+  EXPECT_EQ(e.result->events[0]["kind"], "job");
   // ...and across a restart of the head, from the changes its store still holds.
   head_.reset();
   Open();
@@ -88,7 +88,7 @@ TEST_F(HeadEvents, OthersSeeAJobButNotItsEnvironmentAndNoSecrets) {
   auto seen = [&](const std::string& bearer) {
     auto e = Watch(bearer, 0);
     EXPECT_TRUE(e.result.ok());
-    return Json(e.result->changes).dump();
+    return Json(e.result->events).dump();
   };
   EXPECT_NE(seen(ana.result->secret).find("hush"), std::string::npos);
   std::string as_bob = seen(bob.result->secret);
@@ -115,14 +115,14 @@ TEST_F(HeadEvents, AUserSeesOnlyTheirOwnCredentials) {
     auto e = Watch(bearer, 0);
     EXPECT_TRUE(e.result.ok());
     std::set<std::string> names;
-    for (const Json& c : e.result->changes) {
+    for (const Json& c : e.result->events) {
       token_events[bearer] += c.value("kind", "") == "token";
       if (c.contains("credential")) names.insert(c["credential"]["who"]["name"].get<std::string>());
     }
     return names;
   };
   EXPECT_EQ(credentials(bob->secret), std::set<std::string>{"bob"});
-  std::string as_bob = Json(Watch(bob->secret, 0).result->changes).dump();
+  std::string as_bob = Json(Watch(bob->secret, 0).result->events).dump();
   EXPECT_EQ(as_bob.find(ana->credential.id), std::string::npos) << as_bob;
   std::set<std::string> all = credentials(kAdmin);
   for (const char* name : {"admin", "ana", "bob"}) EXPECT_TRUE(all.count(name)) << name;
@@ -147,7 +147,7 @@ TEST_F(HeadEvents, AClientTooFarBehindIsToldToListAgain) {
   auto recent = Watch(kAdmin, e.result->revision - 2);
   ASSERT_TRUE(recent.result.ok());
   EXPECT_FALSE(recent.result->reset);
-  EXPECT_EQ(recent.result->changes.size(), 2u);
+  EXPECT_EQ(recent.result->events.size(), 2u);
 }
 
 // Retention through the shell: a job that ended longer ago than --retain-finished leaves the

@@ -45,17 +45,15 @@ TEST_F(HeadShell, AnswersCarryTheRevisionTheyReflectAndSurviveARestart) {
   EXPECT_GT(jobs.revision, b.revision) << "the new leadership is a change too";
 }
 
-// Cancelling a 100,000-element array goes a slice per turn: another user's listing, asked
-// for while it runs, is answered within 200 ms, and every element ends cancelled. On SQLite,
-// as a head runs (the in-memory fake copies every row at each commit).
+// Cancelling a huge array goes a slice per turn (HeadConfig::cancel_slice): another caller's
+// listing, asked for while it runs, is answered between two slices (it sees elements the cancel
+// has not reached yet), not after the whole cancel, and every element ends cancelled. On SQLite,
+// as a head runs (the in-memory fake copies every row at each commit). How long a listing waits
+// is a benchmark's question, not this test's.
 #if defined(__SANITIZE_ADDRESS__) || !defined(NDEBUG)
-// Unoptimised or instrumented (CI's ASan pass): what the cancel does, at a tenth of the size,
-// without the time bound, which is for the head as it is built to run.
-constexpr int kHugeArray = 10000;
-constexpr bool kTimed = false;
+constexpr int kHugeArray = 10000;  // unoptimised or instrumented (CI's ASan pass)
 #else
 constexpr int kHugeArray = 100000;
-constexpr bool kTimed = true;
 #endif
 
 TEST_F(HeadShell, AHugeArraysCancelLeavesOthersAnswered) {
@@ -86,26 +84,26 @@ TEST_F(HeadShell, AHugeArraysCancelLeavesOthersAnswered) {
   auto cancel = Async<Job>([&](auto cb) {
     head_->Run(kAdmin, CancelJob{array.result->id, false}, cb);
   });
-  std::vector<double> waits;  // seconds, one per listing
+  int listings = 0;
+  int mid_cancel = 0;  // listings answered while some element was still pending
   do {
-    const auto t0 = std::chrono::steady_clock::now();
-    auto listed = Async<std::vector<Job>>([&](auto cb) {
-                    head_->Run(bob.result->secret, ListJobs{{.limit = 100}}, cb);
-                  }).get();
-    waits.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    ASSERT_TRUE(listed.result.ok());
+    auto listed =
+        Async<std::vector<Job>>([&](auto cb) {
+          head_->Run(
+              bob.result->secret,
+              ListJobs{{.states = {JobState::kPending}, .limit = 1, .array_id = array.result->id}},
+              cb);
+        }).get();
+    ASSERT_TRUE(listed.result.ok()) << listed.result.status().ToString();
+    ++listings;
+    if (!listed.result->empty()) ++mid_cancel;
   } while (cancel.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready);
-  std::sort(waits.begin(), waits.end());
-  const double p99 = waits[waits.size() * 99 / 100], slowest = waits.back();
-  std::cout << "cancelling " << kHugeArray << " elements: " << waits.size()
-            << " listings meanwhile, 99th percentile " << p99 * 1000 << " ms, the slowest "
-            << slowest * 1000 << " ms\n";
-  // Each listing waits for one slice's commit at most: 200 ms, with room for a busy machine's
-  // stall now and then (once a listing waited for the whole cancel, seconds).
-  if (kTimed) {
-    EXPECT_LT(p99, 0.2);
-    EXPECT_LT(slowest, 1.0);
-  }
+  std::cout << "cancelling " << kHugeArray << " elements in slices of " << config.cancel_slice
+            << ": " << listings << " listings meanwhile, " << mid_cancel
+            << " of them before the last slice\n";
+  // The cancel was asked first, so every listing comes after its first slice: one that still
+  // sees a pending element was answered between slices.
+  EXPECT_GE(mid_cancel, 1) << "no listing was answered before the whole cancel was done";
   auto done = cancel.get();
   ASSERT_TRUE(done.result.ok()) << done.result.status().ToString();
   auto pending =

@@ -468,38 +468,38 @@ std::string RenderScontrolJob(const Job& j, TimeMs now) {
   return o;
 }
 
-std::string RenderSinfo(const Json& nodes, const std::vector<std::string>& partitions,
-                        bool per_node_long, TimeMs now) {
-  struct NodeView {
+std::string RenderSinfo(const std::vector<NodeView>& nodes,
+                        const std::vector<std::string>& partitions, bool per_node_long,
+                        TimeMs now) {
+  struct SinfoNode {
     std::string name, state;
     int64_t cpus = 0, memory = 0, gpus = 0;
   };
-  std::vector<NodeView> views;
-  for (const Json& n : nodes) {
-    NodeView v;
-    v.name = n.value("name", "");
-    v.cpus = n.value("cpu_milli", int64_t{0}) / 1000;
-    v.memory = n.value("memory_mb", int64_t{0});
-    v.gpus =
-        n.contains("gpus") && n["gpus"].is_array() ? static_cast<int64_t>(n["gpus"].size()) : 0;
-    int64_t used = n.value("gpus_used", int64_t{0});
-    std::string st = n.value("state", "");
-    if (st == "ready" && !n.value("unhealthy", "").empty()) {
+  std::vector<SinfoNode> views;
+  for (const NodeView& n : nodes) {
+    SinfoNode v;
+    v.name = n.node.name;
+    v.cpus = n.node.cpu_milli / 1000;
+    v.memory = n.node.memory_mb;
+    v.gpus = static_cast<int64_t>(n.node.gpus.size());
+    const int64_t used = n.gpus_used;
+    const NodeState st = n.node.state();
+    if (st == NodeState::kReady && !n.node.unhealthy.empty()) {
       v.state = used == 0 ? "drain" : "drng";  // Slurm drains a node failing its health check
-    } else if (st == "ready") {
+    } else if (st == NodeState::kReady) {
       v.state = used == 0 ? "idle" : (used >= v.gpus ? "alloc" : "mix");
-    } else if (st == "draining") {
+    } else if (st == NodeState::kDraining) {
       v.state = "drng";
-    } else if (st == "drained") {
+    } else if (st == NodeState::kDrained) {
       v.state = "drain";
-    } else if (st == "unreachable") {
+    } else if (st == NodeState::kUnreachable) {
       v.state = "down*";
     } else {
       v.state = "down";
     }
     // A node in a reservation that is on now: Slurm's MAINT and RESERVED states.
-    if (!n.value("reservation", "").empty() && (st == "ready" || st == "draining")) {
-      v.state = n.value("maintenance", false) ? "maint" : "resv";
+    if (!n.reservation.empty() && (st == NodeState::kReady || st == NodeState::kDraining)) {
+      v.state = n.maintenance ? "maint" : "resv";
     }
     views.push_back(v);
   }
@@ -521,7 +521,7 @@ std::string RenderSinfo(const Json& nodes, const std::vector<std::string>& parti
            pad("TMP_DISK", 8, true) + " " + pad("WEIGHT", 6, true) + " " +
            pad("AVAIL_FE", 8, true) + " " + pad("REASON", 20, false) + "\n";
     for (size_t p = 0; p < partitions.size(); ++p) {
-      for (const NodeView& v : views) {
+      for (const SinfoNode& v : views) {
         out += pad(v.name, 10, false) + " " + pad("1", 5, true) + " " +
                pad(partitions[p] + (p == 0 ? "*" : ""), 9, true) + " " +
                pad(v.state == "idle"    ? "idle"
@@ -544,13 +544,13 @@ std::string RenderSinfo(const Json& nodes, const std::vector<std::string>& parti
          " NODELIST\n";
   for (size_t p = 0; p < partitions.size(); ++p) {
     std::vector<std::string> states;
-    for (const NodeView& v : views) {
+    for (const SinfoNode& v : views) {
       if (std::find(states.begin(), states.end(), v.state) == states.end())
         states.push_back(v.state);
     }
     for (const std::string& st : states) {
       std::vector<std::string> names;
-      for (const NodeView& v : views) {
+      for (const SinfoNode& v : views) {
         if (v.state == st) names.push_back(v.name);
       }
       out += pad(partitions[p] + (p == 0 ? "*" : ""), 9, false) + " " + pad("up", 5, true) + " " +

@@ -8,6 +8,7 @@
 #include "core/codec.h"
 #include "core/job.h"
 #include "core/status.h"
+#include "core/views.h"
 
 namespace corral::slurm {
 
@@ -52,9 +53,9 @@ Result<std::string> RenderSacct(const std::vector<Job>& jobs, const SacctOptions
 // `scontrol show job`: Key=Value pairs, several per line.
 std::string RenderScontrolJob(const Job& j, TimeMs now);
 
-// sinfo from the head's node list (GET /v1/nodes) and queue names (the partitions; the first is
-// the default). `per_node_long`: sinfo -N -l.
-std::string RenderSinfo(const Json& nodes, const std::vector<std::string>& partitions,
-                        bool per_node_long, TimeMs now);
+// sinfo from the head's nodes (GET /v1/nodes, read back) and queue names (the partitions; the
+// first is the default). `per_node_long`: sinfo -N -l.
+std::string RenderSinfo(const std::vector<NodeView>& nodes,
+                        const std::vector<std::string>& partitions, bool per_node_long, TimeMs now);
 
 }  // namespace corral::slurm

@@ -148,41 +148,54 @@ TEST_F(SlurmFormat, ScontrolShowJob) {
                RenderScontrolJob(jobs[0], kT0 + 70'000) + RenderScontrolJob(jobs[3], kT0));
 }
 
+// A node as the CLI reads it back from GET /v1/nodes: `gpus` GPUs, `used` of them held.
+NodeView SinfoNode(const std::string& name, int gpus, int used) {
+  NodeView v;
+  v.node.name = name;
+  v.node.cpu_milli = 32000;
+  v.node.memory_mb = 256000;
+  v.node.gpus.resize(gpus);
+  v.gpus_used = used;
+  return v;
+}
+
 TEST_F(SlurmFormat, Sinfo) {
-  Json nodes = Json::array();
-  auto node = [](const std::string& name, const std::string& state, int used) {
-    return Json{
-        {"name", name},
-        {"state", state},
-        {"cpu_milli", 32000},
-        {"memory_mb", 256000},
-        {"gpus_used", used},
-        {"gpus", Json::array({Json::object(), Json::object(), Json::object(), Json::object()})}};
-  };
-  nodes.push_back(node("node01", "ready", 4));
-  nodes.push_back(node("node02", "ready", 4));
-  nodes.push_back(node("node03", "ready", 1));
-  nodes.push_back(node("node04", "ready", 0));
-  nodes.push_back(node("node05", "drained", 0));
+  std::vector<NodeView> nodes = {SinfoNode("node01", 4, 4), SinfoNode("node02", 4, 4),
+                                 SinfoNode("node03", 4, 1), SinfoNode("node04", 4, 0),
+                                 SinfoNode("node05", 4, 0)};
+  nodes[4].node.drain = Drain::kDrained;
   ExpectGolden("sinfo_default.txt", RenderSinfo(nodes, {"default", "gpu"}, false, kT0));
   ExpectGolden("sinfo_long.txt", RenderSinfo(nodes, {"default"}, true, kT0));
+}
+
+// Drain and liveness are separate fields: a drained node that is also unreachable is down*
+// (Slurm's "not responding"), a draining one with runs drng, a failing health check drain.
+TEST(SlurmSinfo, DrainLivenessAndHealthMapToSlurmsStates) {
+  std::vector<NodeView> nodes = {SinfoNode("n1", 2, 1), SinfoNode("n2", 2, 0),
+                                 SinfoNode("n3", 2, 0), SinfoNode("n4", 2, 0)};
+  nodes[0].node.drain = Drain::kDraining;
+  nodes[1].node.drain = Drain::kDrained;
+  nodes[1].node.liveness = Liveness::kUnreachable;
+  nodes[2].node.unhealthy = "GPU 1: Xid 79";
+  nodes[3].node.liveness = Liveness::kDown;
+  std::string out = RenderSinfo(nodes, {"default"}, false, 0);
+  EXPECT_NE(out.find("1  drng n1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 down* n2\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 drain n3\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("1  down n4\n"), std::string::npos) << out;
 }
 
 // Nodes inside a reservation that is on now (the API's node JSON says so): Slurm's MAINT and
 // RESERVED states, whatever runs there.
 TEST(SlurmSinfo, NodesInAReservationShowMaintOrResv) {
   auto node = [](const std::string& name, int used, const std::string& reservation, bool maint) {
-    Json n = {{"name", name},       {"state", "ready"},
-              {"cpu_milli", 32000}, {"memory_mb", 256000},
-              {"gpus_used", used},  {"gpus", Json::array({Json::object(), Json::object()})}};
-    if (!reservation.empty()) {
-      n["reservation"] = reservation;
-      n["maintenance"] = maint;
-    }
-    return n;
+    NodeView v = SinfoNode(name, 2, used);
+    v.reservation = reservation;
+    v.maintenance = maint;
+    return v;
   };
-  Json nodes = Json::array({node("gpu01", 0, "", false), node("gpu02", 2, "m1", true),
-                            node("gpu03", 0, "m1", true), node("gpu04", 0, "train", false)});
+  std::vector<NodeView> nodes = {node("gpu01", 0, "", false), node("gpu02", 2, "m1", true),
+                                 node("gpu03", 0, "m1", true), node("gpu04", 0, "train", false)};
   std::string out = RenderSinfo(nodes, {"default"}, false, 0);
   EXPECT_NE(out.find("1  idle gpu01\n"), std::string::npos) << out;
   EXPECT_NE(out.find("2 maint gpu[02-03]\n"), std::string::npos) << out;

@@ -107,6 +107,17 @@ try {
   corral("nodes", "undrain", "node2", "--gpu", "3");
   await page.waitForFunction(() => !document.querySelector("#heatmap .gpu.drained"), WAIT);
 
+  step("a node in a maintenance window says so, until the window is deleted");
+  corral("reservations", "create", "fix-node2", "--nodes", "node2", "--start", "now",
+    "--duration", "1h", "--maintenance");
+  await page.waitForFunction(() => {
+    const b = document.querySelector('.node-row[data-node="node2"] .badge.node-maint');
+    return b && b.textContent === "maint" && b.title === "maintenance window fix-node2" &&
+      !document.querySelector('.node-row[data-node="node1"] .badge.node-maint');
+  }, WAIT);
+  corral("reservations", "delete", "fix-node2");
+  await page.waitForFunction(() => !document.querySelector(".badge.node-maint"), WAIT);
+
   step("queues");
   await page.click('nav a[href="#/queues"]');
   await page.waitForSelector('tr[data-queue="default"]', WAIT);
