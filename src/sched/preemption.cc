@@ -305,11 +305,11 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
     // none when none of them has attained the hysteresis threshold or its budget is closed.
     // The positions are in victim order either way, so the candidates are too.
     DurationMs las_needs = INT64_MAX;  // GPU-ms a LAS victim must have attained
-    const std::vector<DurationMs> thresholds = LasThresholds(st.config, j);
+    const DurationMs threshold = LasThresholdAt(st.config, j, job.key.level);
     if (borrowed_las && job.aged && st.config.aged_may_displace) {
       las_needs = 0;
-    } else if (borrowed_las && job.key.level < static_cast<int64_t>(thresholds.size())) {
-      const double t = static_cast<double>(thresholds[job.key.level]);
+    } else if (borrowed_las && threshold > 0) {
+      const double t = static_cast<double>(threshold);
       const double h = std::max(1.0, st.config.las_preempt_hysteresis);
       if (static_cast<double>(j.attained_ms) * h < t) las_needs = static_cast<DurationMs>(h * t);
     }
