@@ -140,9 +140,10 @@ class SessionFaults : public ::testing::Test {
 
 // The agent is SIGKILLed mid-session and never comes back: the session's monitor ends every
 // process of the session (its allocation's, the shell's and what the shell left behind) once the
-// agent's lease has run out; the batch job beside it is not touched; the head frees the
-// session's GPUs once it has declared the node down. (The client does not exit by itself yet:
-// docs/interactive.md, "What is not there yet".)
+// agent's lease has run out; the batch job beside it is not touched. The head declares the node
+// down: the session's job ends, failed with a reason naming the node (a batch job goes back to
+// the queue), its GPUs are free, and its client, which learns it from the head, exits 255
+// saying it lost the session.
 TEST_F(SessionFaults, AnAgentGoneForGoodEndsItsSessionsAfterItsLease) {
   std::string batch = c().Submit({"--gpus", "1", "--env", Marker("batch"), "--", "sleep", "600"});
   const std::string log = c().dir() + "/held.log";
@@ -169,7 +170,25 @@ TEST_F(SessionFaults, AnAgentGoneForGoodEndsItsSessionsAfterItsLease) {
     std::string s = State(id);
     return !s.empty() && s != "running";
   })) << Job(id).dump();
+  const auto down = Clock::now();
   GTEST_LOG_(INFO) << "session job " << State(id) << " " << Since(t0) << " s after the SIGKILL";
+  Json session = Job(id);
+  EXPECT_EQ(session.value("state", ""), "failed")
+      << "a session is not requeued: " << session.dump();
+  const std::string reason = session["runs"].back().value("reason", "");
+  EXPECT_NE(reason.find("node "), std::string::npos) << reason;
+  EXPECT_NE(reason.find(" lost"), std::string::npos) << reason;
+  EXPECT_EQ(State(batch), "pending") << "a batch job on the lost node is requeued";
+
+  // Its client learns it at its next touch of the session (every 10 s at most, sooner when a
+  // relayed request fails): 255, and why.
+  EXPECT_EQ(ClientExit(log, 15000), "client exited 255") << ReadAll(log);
+  GTEST_LOG_(INFO) << "client exited " << Since(down) << " s after the job ended";
+  EXPECT_LT(Since(down), 12.0) << "bounded by the client's touch interval";
+  EXPECT_NE(ReadAll(log).find("lost the session: job " + id + " is failed: node "),
+            std::string::npos)
+      << ReadAll(log);
+  EXPECT_TRUE(Marked(Marker("session")).empty());
   c().StartAgent(1);  // it stops the batch job, which the head gave up with the node
 }
 

@@ -159,6 +159,40 @@ TEST_F(Interactive, SallocHoldsAnAllocationForSrunSteps) {
       << "salloc's end gives the allocation back";
 }
 
+// Inside a 2-node salloc, srun runs a step on both nodes (one task each, as Slurm's steps), or
+// on the first -N; more nodes than the allocation has is refused; the step's code is its tasks'
+// highest.
+TEST_F(Interactive, SrunInsideATwoNodeSallocRunsOnBothNodes) {
+  LocalCluster two("interactive-2n", 2, 1);
+  std::string shims = two.dir() + "/shims";
+  ASSERT_EQ(two.Corral({"slurm", "install-shims", shims}).exit_code, 0);
+  std::map<std::string, std::string> env = {
+      {"CORRAL_ADDR", two.addr()},
+      {"CORRAL_TOKEN", two.token()},
+      {"CORRAL_CONFIG", two.dir() + "/no-config.json"},
+      {"PATH", shims + ":" + (getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin")}};
+  auto r = RunCommand({shims + "/salloc", "-N", "2", "sh", "-c",
+                       "srun printenv CORRAL_NODE; srun -N 1 sh -c 'echo one=$CORRAL_NODE'; "
+                       "srun sh -c 'echo task=$SLURM_PROCID/$SLURM_NTASKS'; "
+                       "srun -N 3 true; echo three=$?; "
+                       "srun sh -c 'exit $((SLURM_PROCID + 4))'; echo worst=$?; "
+                       "srun --pty -N 2 true; echo pty=$?"},
+                      env);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("node1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("node2\n"), std::string::npos) << r.out;
+  std::smatch one;
+  ASSERT_TRUE(std::regex_search(r.out, one, std::regex("one=(node[12])\n"))) << r.out;
+  EXPECT_EQ(std::regex_search(one.suffix().str(), std::regex("one=")), false) << r.out;
+  EXPECT_NE(r.out.find("task=0/2\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("task=1/2\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("three=1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("-N/--nodes: got \"3\", want 1..2"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("worst=5\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pty=1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("--pty: a terminal is for one task"), std::string::npos) << r.err;
+}
+
 TEST_F(Interactive, SrunPtyRunsInASession) {
   if (access(kPython, X_OK) != 0 && Skip("no /usr/bin/python3")) return;
   std::string shims = c().dir() + "/shims2";
@@ -339,6 +373,46 @@ TEST_F(Interactive, ANotebookIsServedThroughAHeadThatServesTls) {
   LocalCluster tls("interactive-tls", 1, 1, {"--tls"});
   ASSERT_TRUE(tls.tls());
   CheckNotebookThroughTheHead(tls);
+}
+
+// A notebook's kernel at work keeps it alive through more than its queue's idle_timeout (its
+// GPU-less allocation shows no other use), even while Jupyter's own /api/kernels says the kernel
+// is idle: a kernel_info_request on the control channel after the cell started (what Jupyter's
+// server sends on each new WebSocket) leaves Jupyter's execution_state "idle" for the rest of the
+// cell, and the agent follows the kernel's WebSocket instead. Once the kernel is gone the
+// notebook is culled, with a reason that names kernel activity.
+TEST_F(Interactive, ANotebookIsKeptWhileItsKernelWorksThenCulled) {
+  if (!NotebookTools()) return;
+  ASSERT_EQ(c().Corral({"queues", "set", "nbidle", "--idle-timeout", "8s"}).exit_code, 0);
+  auto r = RunCommand({CorralBin(), "notebook", "--queue", "nbidle"}, Env());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string url = r.out.substr(0, r.out.find('\n'));
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(url, m, std::regex(R"(/s/([0-9]+)/)"))) << r.out;
+  const std::string id = m[1].str();
+  // 11 s of a busy kernel: past the 8 s timeout and the 2 s warning.
+  auto drive = RunCommand(
+      {kPython, std::string(CORRAL_SOURCE_DIR) + "/tests/interactive/notebook_session.py", url,
+       NewUserToken(c(), "nbidle-other")},
+      {{"NOTEBOOK_CELL", "import time; time.sleep(11); print('slept')"}, {"NOTEBOOK_NUDGE", "1"}});
+  const auto cell_end = std::chrono::steady_clock::now();
+  ASSERT_EQ(drive.exit_code, 0) << drive.out << drive.err;
+  Json seen = Json::parse(drive.out, nullptr, false);
+  // What Jupyter itself said while the cell ran: not busy ("idle", or "starting" where its own
+  // watch missed the kernel's first messages), so its word alone would have culled the notebook.
+  ASSERT_TRUE(seen.contains("jupyter_state_during_cell")) << drive.out;
+  EXPECT_NE(seen.value("jupyter_state_during_cell", ""), "busy")
+      << "Jupyter's word was not put to the test: " << drive.out;
+  EXPECT_EQ(seen.value("reply", ""), "ok") << drive.out;
+  EXPECT_EQ(seen.value("output", ""), "slept\n") << drive.out;
+  EXPECT_EQ(State(id), "running") << "culled while its kernel worked: " << Job(id).dump();
+  // The kernel is gone (the script deleted it): idle from its last activity, then ended.
+  ASSERT_TRUE(WaitState(id, "cancelled", 30000)) << Job(id).dump();
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - cell_end).count();
+  GTEST_LOG_(INFO) << "notebook culled " << took << " s after its cell ended";
+  const std::string reason = Job(id)["runs"].back().value("reason", "");
+  EXPECT_NE(reason.find("no kernel or terminal activity in its notebook"), std::string::npos)
+      << reason;
 }
 
 TEST_F(Interactive, ANotebookThatDiesBeforeItAnswersFailsWithItsLog) {

@@ -147,8 +147,18 @@ Result<TimeMs> LastActivity(const std::string& body, TimeMs now) {
   return latest;
 }
 
+std::vector<std::string> KernelIds(const std::string& body) {
+  std::vector<std::string> out;
+  Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array()) return out;
+  for (const Json& k : j) {
+    if (k.is_object() && k.contains("id") && k["id"].is_string()) out.push_back(k["id"]);
+  }
+  return out;
+}
+
 Result<TimeMs> PollNotebookActivity(const NotebookServer& server, JobId job, TimeMs now,
-                                    int timeout_ms) {
+                                    int timeout_ms, std::vector<std::string>* kernels) {
   TimeMs latest = 0;
   for (const char* what : {"kernels", "terminals"}) {
     const std::string path = NotebookBaseUrl(job) + "api/" + what;
@@ -157,24 +167,65 @@ Result<TimeMs> PollNotebookActivity(const NotebookServer& server, JobId job, Tim
     auto at = LastActivity(*body, now);
     if (!at.ok()) return InvalidArgument(path + ": " + at.status().message());
     latest = std::max(latest, *at);
+    if (kernels != nullptr && std::string(what) == "kernels") *kernels = KernelIds(*body);
   }
   return latest;
 }
+
+namespace {
+
+// Follows each kernel of `ids` (opening the WebSockets of new ones, dropping those of kernels
+// gone) and says whether any runs a cell.
+bool FollowKernels(KernelFollows* follows, const NotebookServer& server, JobId job,
+                   const std::vector<std::string>& ids, TimeMs now, int timeout_ms) {
+  std::erase_if(*follows, [&](const auto& f) {
+    return std::find(ids.begin(), ids.end(), f.first) == ids.end();
+  });
+  bool cell = false;
+  for (const std::string& id : ids) {
+    KernelFollow& f = (*follows)[id];
+    if (!f.watch && now >= f.retry_at) {
+      auto w = KernelWatch::Open(server.port, NotebookBaseUrl(job), id, server.token, timeout_ms);
+      if (w.ok()) {
+        f.watch = std::move(*w);
+      } else {
+        f.retry_at = now + kKernelWatchRetryMs;
+        spdlog::warn("notebook of job {}: cannot follow kernel {}: {}", job, id,
+                     w.status().message());
+      }
+    }
+    if (!f.watch) continue;
+    if (Status st = f.watch->Pump(); !st.ok()) {
+      spdlog::warn("notebook of job {}: stopped following kernel {}: {}", job, id, st.message());
+      f.watch.reset();
+      f.retry_at = now + kKernelWatchRetryMs;
+      continue;
+    }
+    cell = cell || f.watch->running_cell();
+  }
+  return cell;
+}
+
+}  // namespace
 
 bool UpdateNotebookActivity(NotebookActivity* a, const NotebookServer& server, JobId job,
                             TimeMs now, DurationMs every_ms, int timeout_ms) {
   if (a->polled_at != 0 && now - a->polled_at < every_ms) return false;
   a->polled_at = now;
-  auto at = PollNotebookActivity(server, job, now, timeout_ms);
+  std::vector<std::string> kernels;
+  auto at = PollNotebookActivity(server, job, now, timeout_ms, &kernels);
   if (!at.ok()) {
     spdlog::warn("notebook of job {}: cannot tell its kernel activity: {}", job,
                  at.status().message());
     return false;
   }
+  if (a->kernels == nullptr) a->kernels = std::make_shared<KernelFollows>();
+  const bool cell = FollowKernels(a->kernels.get(), server, job, kernels, now, timeout_ms);
+  const TimeMs seen = cell ? now : *at;
   const TimeMs before = a->active_at;
-  a->active_at = std::max(a->active_at, *at);
+  a->active_at = std::max(a->active_at, seen);
   const bool was = a->busy;
-  a->busy = *at == now;  // LastActivity's word for a kernel at work
+  a->busy = seen == now;  // LastActivity's word for a kernel at work, or its cell seen running
   const bool woke = a->active_at > before && now - before > kNotebookWakeMs;
   return a->busy != was || woke;
 }

@@ -117,9 +117,24 @@ void WriteAll(int fd, const std::string& s) {
   }
 }
 
-
-// What the output threads found: how the command ended, or why the session was lost.
+// What the output threads found: how the command ended, or why the session was lost. Shared
+// with them: a session whose job has ended is given up without waiting for them (a request to
+// a dead node's agent may take the head's relay timeout to fail), and the process exits.
 struct Outcome {
+  Outcome() {
+    if (pipe2(done, O_CLOEXEC) != 0) done[0] = done[1] = -1;
+  }
+  ~Outcome() {
+    for (int fd : done) {
+      if (fd >= 0) close(fd);
+    }
+  }
+  Outcome(const Outcome&) = delete;
+  Outcome& operator=(const Outcome&) = delete;
+  // Written by the output threads: 'x' when one ends, 'f' when a request of theirs failed
+  // (the caller's thread then asks the head how the session's job stands, at once).
+  int done[2] = {-1, -1};
+  std::atomic<bool> abandoned{false};  // the session was given up: write nothing more
   std::mutex mu;
   int exit_code = -1;
   std::string lost;
@@ -127,19 +142,23 @@ struct Outcome {
 
 // Follows one output stream to its end, writing it to `fd`.
 void FollowOutput(std::shared_ptr<ApiTransport> api, const std::string& session,
-                  const std::string& stream, int fd, Outcome* outcome, int done_fd) {
+                  const std::string& stream, int fd, std::shared_ptr<Outcome> outcome) {
+  const int done_fd = outcome->done[1];
   int64_t offset = 0;
   int failures = 0;
   for (;;) {
+    if (outcome->abandoned) return;
     auto r = api->Call("GET",
                        "/v1/exec/" + session + "/output?" +
                            Query({{"stream", stream},
                                   {"offset", std::to_string(offset)},
                                   {"wait_ms", std::to_string(kOutputWaitMs)}}),
                        "");
+    if (outcome->abandoned) return;
     if (!r.ok() || r->status == 429 || r->status >= 500) {
       // A passing fault (a head restarting behind a load balancer, a dropped connection):
-      // offsets make asking again safe.
+      // offsets make asking again safe. Or the node is gone: the caller's thread asks.
+      (void)!write(done_fd, "f", 1);
       if (++failures <= 10) {
         std::this_thread::sleep_for(std::chrono::milliseconds(200 * failures));
         continue;
@@ -212,8 +231,9 @@ int RunInJob(CliContext& ctx, JobId job, const ExecOptions& opts) {
   ctx.out->flush();
   ctx.err->flush();
 
-  int done[2];
-  if (pipe2(done, O_CLOEXEC) != 0) return kExitError;
+  auto outcome = std::make_shared<Outcome>();
+  if (outcome->done[0] < 0) return kExitError;
+  const int done_read = outcome->done[0];
   std::vector<int> relayed = {SIGWINCH, SIGTERM, SIGHUP};
   if (!opts.pty) relayed.insert(relayed.end(), {SIGINT, SIGQUIT, SIGTSTP});
   SignalRelay signals(relayed);
@@ -223,11 +243,9 @@ int RunInJob(CliContext& ctx, JobId job, const ExecOptions& opts) {
   if (opts.pty && local_tty) raw = std::make_unique<RawMode>(0);
   const std::string nl = raw && raw->active() ? "\r\n" : "\n";
 
-  Outcome outcome;
   std::vector<std::thread> readers;
-  readers.emplace_back(FollowOutput, apis[1], session, "stdout", 1, &outcome, done[1]);
-  if (!opts.pty)
-    readers.emplace_back(FollowOutput, apis[2], session, "stderr", 2, &outcome, done[1]);
+  readers.emplace_back(FollowOutput, apis[1], session, "stdout", 1, outcome);
+  if (!opts.pty) readers.emplace_back(FollowOutput, apis[2], session, "stderr", 2, outcome);
   size_t finished = 0;
 
   ApiTransport& api = *apis[0];
@@ -237,6 +255,7 @@ int RunInJob(CliContext& ctx, JobId job, const ExecOptions& opts) {
   auto next_touch = std::chrono::steady_clock::now();
   int64_t touch_every = opts.touch_every_ms;
   std::string sent_error;
+  std::string job_over;  // the session's job is no longer running: why (the session is lost)
   auto post = [&](const std::string& what, const std::map<std::string, std::string>& q,
                   const std::string& data) {
     auto r = api.Call("POST", "/v1/exec/" + session + "/" + what + "?" + Query(q), data);
@@ -251,14 +270,16 @@ int RunInJob(CliContext& ctx, JobId job, const ExecOptions& opts) {
                       .count();
       timeout = static_cast<int>(std::max<int64_t>(0, left));
     }
-    struct pollfd fds[3] = {{done[0], POLLIN, 0},
+    struct pollfd fds[3] = {{done_read, POLLIN, 0},
                             {signals.read_fd(), POLLIN, 0},
                             {stdin_open && hangup == 0 ? 0 : -1, POLLIN, 0}};
     int n = poll(fds, 3, timeout);
     if (n < 0 && errno != EINTR) break;
     if (fds[0].revents & POLLIN) {
       char b;
-      if (read(done[0], &b, 1) == 1) ++finished;
+      if (read(done_read, &b, 1) == 1 && b == 'x') ++finished;
+      // A failed relay: the node may be gone. How the job stands says whether it is.
+      if (b == 'f' && opts.touch_job != 0) next_touch = std::chrono::steady_clock::now();
       continue;
     }
     if (fds[1].revents & POLLIN) {
@@ -298,8 +319,20 @@ int RunInJob(CliContext& ctx, JobId job, const ExecOptions& opts) {
           "POST",
           "/v1/jobs/" + std::to_string(opts.touch_job) + "/touch?typed=" + (typed ? "1" : "0"), "");
       typed = false;
+      if (r.ok() && (r->status == 401 || r->status == 403 || r->status == 404)) {
+        job_over = ErrorMessageFromBody(*r);  // a revoked token, a job no longer known
+        break;
+      }
       if (r.ok() && r->status == 200) {
         Json t = Json::parse(r->body, nullptr, false);
+        // A job that no longer runs has no session to come back to: its node was lost, an
+        // operator cancelled it, it was culled. Said at once, not after the output's retries.
+        auto job = JobFromJson(t.is_object() ? t.value("job", Json::object()) : Json::object());
+        if (job.ok() && job->state != JobState::kRunning) {
+          job_over = "job " + std::to_string(opts.touch_job) + " is " + JobStateName(job->state) +
+                     (EndReason(*job).empty() ? "" : ": " + EndReason(*job));
+          break;
+        }
         // Well within the head's inactive limit, whatever it is.
         int64_t limit = t.is_object() ? t.value("inactive_limit_ms", int64_t{0}) : 0;
         if (limit > 0) {
@@ -318,18 +351,26 @@ int RunInJob(CliContext& ctx, JobId job, const ExecOptions& opts) {
       }
     }
   }
+  if (!job_over.empty()) {
+    // The job has ended, its command with it: nothing is left to end on the node, and the
+    // output threads may be waiting on a node that no longer answers. They are left to the
+    // process's exit; they write nothing more.
+    outcome->abandoned = true;
+    for (std::thread& t : readers) t.detach();
+    raw.reset();
+    WriteAll(2, "corral " + name + ": lost the session: " + job_over + "\n");
+    return kExitLost;
+  }
   // Ends the session on the node (a no-op for one whose command has exited) and stops the
   // output threads, which then see it gone.
   (void)api.Call("DELETE", "/v1/exec/" + session, "");
   for (std::thread& t : readers) t.join();
-  close(done[0]);
-  close(done[1]);
   raw.reset();
   if (hangup != 0) return 128 + hangup;
-  std::lock_guard lock(outcome.mu);
-  if (outcome.exit_code >= 0) return outcome.exit_code;
+  std::lock_guard lock(outcome->mu);
+  if (outcome->exit_code >= 0) return outcome->exit_code;
   WriteAll(2, "corral " + name + ": lost the session: " +
-                  (outcome.lost.empty() ? std::string("no exit status") : outcome.lost) + "\n");
+                  (outcome->lost.empty() ? std::string("no exit status") : outcome->lost) + "\n");
   return kExitLost;
 }
 

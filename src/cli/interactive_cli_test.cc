@@ -2,7 +2,11 @@
 // session starts (the sessions themselves run in tests/interactive_test.cc, on real terminals).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "cli/commands.h"
 
@@ -117,6 +121,84 @@ TEST(ExecCommandTest, SaysWhyTheHeadRefused) {
   EXPECT_EQ(body["replica"], 1);
   EXPECT_EQ(body["pty"], false);
   EXPECT_NE(h.err.str().find("is for its owner (bob)"), std::string::npos) << h.err.str();
+}
+
+// A head the client's threads all call at once (each output stream has a transport of its own).
+class SharedHead : public ApiTransport {
+ public:
+  Result<ApiReply> Call(const std::string& method, const std::string& path,
+                        const std::string& body) override {
+    {
+      std::lock_guard lock(mu_);
+      sent_.push_back(method + " " + path.substr(0, path.find('?')));
+    }
+    return answer(method, path, body);
+  }
+  std::vector<std::string> Sent() {
+    std::lock_guard lock(mu_);
+    return sent_;
+  }
+  std::function<ApiReply(const std::string&, const std::string&, const std::string&)> answer;
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> sent_;
+};
+
+// The node of a running session is lost: its output requests fail (a dead agent), the head has
+// ended the job. The client asks after the job at once, says why and exits 255, without waiting
+// on the node; the allocation is given back.
+TEST(RunCommandTest, ASessionWhoseJobEndedIsLostWithoutWaitingForItsNode) {
+  Harness h;
+  auto head = std::make_shared<SharedHead>();
+  auto failed = std::make_shared<std::atomic<bool>>(false);  // an output request has failed
+  head->answer = [failed](const std::string& method, const std::string& path, const std::string&) {
+    if (path == "/v1/jobs") return Reply(201, {{"job", {{"id", 9}}}});
+    if (path == "/v1/jobs/9/exec") {
+      return Reply(201, {{"session", "s1"}, {"node", "n1"}, {"job", 9}});
+    }
+    if (path.rfind("/v1/exec/s1/output", 0) == 0) {  // relayed to a dead agent
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      *failed = true;
+      return Reply(502, {{"error", {{"code", "unavailable"}, {"message", "node n1: refused"}}}});
+    }
+    if (path.rfind("/v1/jobs/9/touch", 0) == 0) {
+      Job job;
+      job.id = 9;
+      job.state = JobState::kRunning;
+      if (*failed) {  // the head has declared n1 down meanwhile
+        job.state = JobState::kFailed;
+        corral::Run run;
+        run.state = RunState::kLost;
+        run.reason = "node n1 lost; an interactive session is not requeued";
+        job.runs.push_back(run);
+      }
+      return Reply(200, {{"job", ToJson(job)}, {"inactive_limit_ms", 300000}});
+    }
+    (void)method;
+    return Reply(200, Json::object());
+  };
+  h.ctx.connect = [head]() -> Result<std::shared_ptr<ApiTransport>> {
+    return std::shared_ptr<ApiTransport>(head);
+  };
+  ::testing::internal::CaptureStderr();
+  const auto t0 = std::chrono::steady_clock::now();
+  int code = RunCommand("run", {"--", "python", "train.py"}, h.ctx);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(code, 255) << err << h.err.str();
+  EXPECT_NE(err.find("corral run: lost the session: job 9 is failed: node n1 lost; an interactive "
+                     "session is not requeued"),
+            std::string::npos)
+      << err;
+  // Its touches come every 10 s here: it asked at once, on the failed output request.
+  EXPECT_LT(took, 5.0) << "it did not wait for its next touch nor the output's retries";
+  std::vector<std::string> sent = head->Sent();
+  ASSERT_FALSE(sent.empty());
+  EXPECT_NE(std::find(sent.begin(), sent.end(), "POST /v1/jobs/9/cancel"), sent.end())
+      << "its allocation is given back";
+  EXPECT_EQ(std::find(sent.begin(), sent.end(), "DELETE /v1/exec/s1"), sent.end())
+      << "nothing is asked of the lost node";
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // salloc, and srun inside it: Slurm's interactive allocations as Corral sessions
 // (docs/interactive.md, docs/slurm.md). salloc queues an interactive session, waits for it,
 // then runs a shell (or the given command) HERE with SLURM_JOB_ID set, keeping the session
-// alive while it runs; srun in that shell runs each step inside the allocation through exec.
+// alive while it runs; srun in that shell runs each step inside the allocation through exec,
+// one task on each of its nodes (or of the first -N).
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -128,14 +130,89 @@ int RunSallocStep(const slurm::ParsedOptions& opts, bool pty, CliContext& ctx) {
     *ctx.err << "srun: error: CORRAL_SALLOC_JOB: want a job id\n";
     return kExitError;
   }
-  ExecOptions exec;
-  exec.command = opts.positional;
-  exec.pty = pty;
-  exec.command_name = "srun";
-  // Inside salloc's allocation: the step runs on its first node, as Slurm's interactive step
-  // does; its environment is the allocation's, with the step's Slurm variables.
-  exec.env = {{"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}};
-  return RunInJob(ctx, *id, exec);
+  // As Slurm's steps: on every node of the allocation unless -N says fewer, one task a node;
+  // a terminal (--pty) is one task's, on the first node, unless -N asks for more.
+  auto allocated = ParseJobId(ctx.env("SLURM_NNODES").value_or("1"));
+  const int64_t have = allocated && *allocated > 0 ? static_cast<int64_t>(*allocated) : 1;
+  int64_t nodes = pty ? 1 : have;
+  if (opts.Has("nodes")) {
+    auto n = ParseJobId(opts.Get("nodes"));
+    if (!n || *n == 0 || static_cast<int64_t>(*n) > have) {
+      *ctx.err << "srun: error: -N/--nodes: got \"" << opts.Get("nodes") << "\", want 1.." << have
+               << " (the nodes of allocation " << *id << ")\n";
+      return kExitError;
+    }
+    nodes = static_cast<int64_t>(*n);
+  }
+  if (opts.Has("ntasks") && opts.Get("ntasks") != std::to_string(nodes)) {
+    *ctx.err << "srun: error: -n/--ntasks: got \"" << opts.Get("ntasks")
+             << "\"; a step inside salloc runs one task on each of its " << nodes
+             << " node(s) (-N)\n";
+    return kExitError;
+  }
+  if (pty && nodes > 1) {
+    *ctx.err << "srun: error: --pty: a terminal is for one task; use -N 1 (the step has " << nodes
+             << " nodes)\n";
+    return kExitError;
+  }
+  // Its environment is the allocation's (each node's replica's), with the step's variables.
+  auto step = [&](int64_t node) {
+    ExecOptions exec;
+    exec.command = opts.positional;
+    exec.pty = pty;
+    exec.command_name = "srun";
+    exec.replica = static_cast<int32_t>(node);
+    exec.env = {{"SLURM_STEP_ID", "0"},
+                {"SLURM_PROCID", std::to_string(node)},
+                {"SLURM_NODEID", std::to_string(node)},
+                {"SLURM_NTASKS", std::to_string(nodes)},
+                {"SLURM_STEP_NUM_NODES", std::to_string(nodes)},
+                {"SLURM_STEP_NUM_TASKS", std::to_string(nodes)}};
+    return RunInJob(ctx, *id, exec);
+  };
+  if (nodes == 1) return step(0);
+  // One process per node (a session's client is one per process); stdin goes to task 0 only,
+  // as Slurm's default. The step's code is the highest of its tasks', as srun's.
+  ctx.out->flush();
+  ctx.err->flush();
+  std::vector<pid_t> tasks;
+  for (int64_t node = 0; node < nodes; ++node) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      if (node > 0) {
+        int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (null >= 0) (void)dup2(null, 0);
+      }
+      int rc = step(node);
+      ctx.out->flush();
+      ctx.err->flush();
+      _exit(rc);
+    }
+    if (pid < 0) {
+      *ctx.err << "srun: error: fork: " << std::strerror(errno) << "\n";
+      break;
+    }
+    tasks.push_back(pid);
+  }
+  // Ctrl-C and Ctrl-\\ reach every task's client from the terminal, which relays them: they
+  // are not for this process, which waits for its tasks.
+  struct sigaction ignore {
+  }, old_int{}, old_quit{};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  (void)sigaction(SIGINT, &ignore, &old_int);
+  (void)sigaction(SIGQUIT, &ignore, &old_quit);
+  int worst = tasks.size() == static_cast<size_t>(nodes) ? 0 : kExitError;
+  for (pid_t pid : tasks) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    const int rc = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+    worst = std::max(worst, rc);
+  }
+  (void)sigaction(SIGINT, &old_int, nullptr);
+  (void)sigaction(SIGQUIT, &old_quit, nullptr);
+  return worst;
 }
 
 }  // namespace corral::cli

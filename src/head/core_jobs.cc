@@ -574,7 +574,9 @@ void HeadCore::FinishRun(const Job& job, RunState state, const std::string& reas
   }
   int32_t failed_runs = 1;  // this one, if it failed
   for (const Run& r : job.runs) failed_runs += r.state == RunState::kFailed;
-  std::string why = reason;
+  // A lost session ends, never requeued (as Slurm's srun): its command died with its node.
+  const bool session_lost = state == RunState::kLost && job.spec.interactive && !next_state;
+  std::string why = reason + (session_lost ? "; an interactive session is not requeued" : "");
   if (why.empty() && state == RunState::kFailed &&
       (StartsWith(run.reason, kReasonCannotStart) || StartsWith(run.reason, kReasonOutOfMemory))) {
     why = run.reason;
@@ -595,7 +597,7 @@ void HeadCore::FinishRun(const Job& job, RunState state, const std::string& reas
       break;
     case RunState::kPreempted:
     case RunState::kLost:  // neither counts against the job's restarts
-      next = JobState::kPending;
+      next = session_lost ? JobState::kFailed : JobState::kPending;
       break;
     default:
       next = failed_runs <= job.spec.max_restarts ? JobState::kPending : JobState::kFailed;

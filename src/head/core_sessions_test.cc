@@ -272,6 +272,48 @@ TEST_P(LiveSessions, NotebookKernelActivityKeepsItAndItsAbsenceEndsIt) {
   EXPECT_FALSE(StopRequested(working.id));
 }
 
+// A session whose node is lost ends, failed with a reason naming the node, where a batch job
+// on the same node goes back to the queue: its command and its client's connection died with
+// the node, and an allocation elsewhere would hold GPUs for nobody. Its agent's fence (the
+// node cut off from the head) ends it the same way.
+TEST_P(Sessions, ASessionLostWithItsNodeEndsWhereABatchJobIsRequeued) {
+  Register("n1", 2);
+  Job batch = Submit(Spec(1));
+  Job session = Submit(Session(1));
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(batch.id)), Running(Get(session.id))}));
+  now() += 61 * kSecond;  // past the head's down_after without a sync
+  core().Tick(now());
+  Step();
+  ASSERT_EQ(core().GetNode("n1")->state(), NodeState::kDown);
+  Job ended = Get(session.id);
+  EXPECT_EQ(ended.state, JobState::kFailed);
+  ASSERT_EQ(ended.runs.size(), 1u);
+  EXPECT_EQ(ended.runs[0].state, RunState::kLost);
+  EXPECT_EQ(ended.runs[0].reason, "node n1 lost; an interactive session is not requeued");
+  EXPECT_EQ(ended.events.back().what, "failed");
+  EXPECT_EQ(ended.events.back().reason, ended.runs[0].reason);
+  EXPECT_EQ(Get(batch.id).state, JobState::kPending) << "a batch job is requeued as before";
+  EXPECT_EQ(Get(batch.id).runs[0].state, RunState::kLost);
+
+  Register("n2", 2);
+  Schedule();
+  EXPECT_EQ(Get(batch.id).state, JobState::kScheduled);
+  EXPECT_EQ(Get(session.id).state, JobState::kFailed) << "not placed again";
+  EXPECT_EQ(Get(session.id).runs.size(), 1u);
+
+  Job fenced = Submit(Session(1));
+  Schedule();
+  ASSERT_TRUE(*Report("n2", {Running(Get(batch.id)), Running(Get(fenced.id))}));
+  RunReport stopped = Exited(Get(fenced.id), 0, -15);
+  stopped.fenced = true;
+  ASSERT_TRUE(*Report("n2", {Running(Get(batch.id)), stopped}));
+  EXPECT_EQ(Get(fenced.id).state, JobState::kFailed);
+  EXPECT_NE(Get(fenced.id).runs[0].reason.find("(fenced); an interactive session is not requeued"),
+            std::string::npos)
+      << Get(fenced.id).runs[0].reason;
+}
+
 // A queue's max_interactive_gpus_per_user: one user's sessions past it wait with the reason,
 // while the same user's batch jobs and another user's sessions start; the waiting one starts
 // when the user's earlier session ends.

@@ -3,7 +3,10 @@
 
 notebook_session.py URL OTHER_TOKEN [CA]
   URL: what `corral notebook` printed (http(s)://HEAD/s/JOB/tree?token=OWNER_TOKEN).
-  The cell it runs prints CUDA_VISIBLE_DEVICES, or runs $NOTEBOOK_CELL where set.
+  The cell it runs prints CUDA_VISIBLE_DEVICES, or runs $NOTEBOOK_CELL where set. With
+  NOTEBOOK_NUDGE=1, once the cell runs it sends a kernel_info_request on the control channel (as
+  Jupyter's server does on each new WebSocket, its "nudge"), then reads the kernel's
+  execution_state from /api/kernels: Jupyter then says "idle" while the cell runs.
 Prints one JSON object: what each step saw. Standard library plus python3-websocket.
 """
 import http.client
@@ -71,6 +74,8 @@ def main():
         header=["Cookie: " + cookie], origin="%s://%s" % (u.scheme, u.netloc),
         sslopt=sslopt, timeout=30)
     msg_id = uuid.uuid4().hex
+    nudge_id = uuid.uuid4().hex
+    nudge = os.environ.get("NOTEBOOK_NUDGE") == "1"
     ws.send(json.dumps({
         "header": {"msg_id": msg_id, "username": "test", "session": uuid.uuid4().hex,
                    "msg_type": "execute_request", "version": "5.3"},
@@ -85,7 +90,20 @@ def main():
     replied = idle = False
     while not (replied and idle):
         m = json.loads(ws.recv())
-        if m.get("parent_header", {}).get("msg_id") != msg_id:
+        parent = m.get("parent_header", {}).get("msg_id")
+        if nudge and parent == msg_id and m["msg_type"] == "execute_input":
+            nudge = False  # the cell runs: the control request's status comes after its busy
+            ws.send(json.dumps({
+                "header": {"msg_id": nudge_id, "username": "test", "session": uuid.uuid4().hex,
+                           "msg_type": "kernel_info_request", "version": "5.3"},
+                "parent_header": {}, "metadata": {}, "channel": "control", "content": {}}))
+        if (parent == nudge_id and m["msg_type"] == "status"
+                and m["content"].get("execution_state") == "idle"):
+            status, _, body = request(u, ca, "GET", base + "api/kernels",
+                                      headers={"Cookie": cookie})
+            states = [k.get("execution_state") for k in json.loads(body) if k.get("id") == kernel]
+            seen["jupyter_state_during_cell"] = states[0] if states else "?"
+        if parent != msg_id:
             continue
         if m["msg_type"] == "stream":
             output += m["content"]["text"]
