@@ -52,10 +52,10 @@ void RankAsItRuns(const std::vector<DurationMs>& thresholds, double hysteresis, 
 // Whether a pending job may displace LAS victims at all: its level has a threshold above it,
 // and it is far enough below it (hysteresis).
 bool MayDisplace(const SchedulerConfig& c, const PendingEntry& e) {
-  const auto& t = c.las_thresholds_gpu_ms;
-  if (e.key.level < 0 || e.key.level >= static_cast<int64_t>(t.size())) return false;
+  const DurationMs t = LasThresholdAt(c, e.job, e.key.level);
+  if (t <= 0) return false;
   const double h = std::max(1.0, c.las_preempt_hysteresis);
-  return static_cast<double>(e.job.attained_ms) * h < static_cast<double>(t[e.key.level]);
+  return static_cast<double>(e.job.attained_ms) * h < static_cast<double>(t);
 }
 
 }  // namespace
@@ -110,7 +110,7 @@ std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
         run.rank_class =
             class_of.try_emplace({r.queue, r.job.priority}, static_cast<int32_t>(class_of.size()))
                 .first->second;
-        RankAsItRuns(cfg.las_thresholds_gpu_ms, cfg.las_preempt_hysteresis, attained, gpus, now,
+        RankAsItRuns(LasThresholds(cfg, r.job), cfg.las_preempt_hysteresis, attained, gpus, now,
                      &run);
         if (cfg.use_predictions && HasPrediction(r.job)) {
           run.predicted_left_ms =

@@ -79,6 +79,39 @@ int64_t LasLevel(const SchedulerConfig& config, DurationMs attained_gpu_ms) {
   return level;
 }
 
+namespace {
+bool HasHistoryLevels(const SchedulerConfig& config, const PendingJob& job) {
+  return config.policy == OrderPolicy::kCorral && config.use_predictions &&
+         !job.run_quantiles.empty() && !config.history_las_thresholds_gpu_ms.empty();
+}
+}  // namespace
+
+std::vector<DurationMs> LasThresholds(const SchedulerConfig& config, const PendingJob& job) {
+  std::vector<DurationMs> t = config.las_thresholds_gpu_ms;
+  if (HasHistoryLevels(config, job)) {
+    t.insert(t.end(), config.history_las_thresholds_gpu_ms.begin(),
+             config.history_las_thresholds_gpu_ms.end());
+  }
+  return t;
+}
+
+DurationMs LasThresholdAt(const SchedulerConfig& config, const PendingJob& job, int64_t level) {
+  const auto& base = config.las_thresholds_gpu_ms;
+  const int64_t n = static_cast<int64_t>(base.size());
+  if (level < 0) return 0;
+  if (level < n) return base[static_cast<size_t>(level)];
+  if (!HasHistoryLevels(config, job)) return 0;
+  const auto& more = config.history_las_thresholds_gpu_ms;
+  return level - n < static_cast<int64_t>(more.size()) ? more[static_cast<size_t>(level - n)] : 0;
+}
+
+int64_t LasLevel(const SchedulerConfig& config, const PendingJob& job, DurationMs attained_gpu_ms) {
+  int64_t level = LasLevel(config, attained_gpu_ms);
+  if (!HasHistoryLevels(config, job)) return level;
+  for (DurationMs t : config.history_las_thresholds_gpu_ms) level += attained_gpu_ms >= t;
+  return level;
+}
+
 DurationMs PredictedRemainingMs(const SchedulerConfig& config, const PendingJob& job,
                                 DurationMs attained_gpu_ms) {
   DurationMs done = attained_gpu_ms / std::max<int64_t>(1, TotalGpus(job));
@@ -124,7 +157,7 @@ int64_t MinuteBucket(DurationMs ms) {
 JobKey StaticKey(const SchedulerConfig& config, const PendingJob& job, DurationMs attained_gpu_ms) {
   switch (config.policy) {
     case OrderPolicy::kCorral: {
-      const int64_t level = config.las_within_queue ? LasLevel(config, attained_gpu_ms) : 0;
+      const int64_t level = config.las_within_queue ? LasLevel(config, job, attained_gpu_ms) : 0;
       const bool gittins =
           config.las_within_queue && (config.gittins == GittinsOrder::kInsideLevel ||
                                       config.gittins == GittinsOrder::kForLevel);

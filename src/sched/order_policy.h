@@ -5,6 +5,7 @@
 
 #include <compare>
 #include <cstdint>
+#include <vector>
 
 #include "sched/scheduler.h"
 
@@ -41,6 +42,13 @@ TimeMs AgedAt(const PendingJob& job, DurationMs bound);
 int64_t RemainingMs(const PendingJob& job, DurationMs attained_gpu_ms);
 // kLas level: how many thresholds are at or below the attained GPU-ms.
 int64_t LasLevel(const SchedulerConfig& config, DurationMs attained_gpu_ms);
+// The LAS thresholds that count for `job`: las_thresholds_gpu_ms, followed by
+// history_las_thresholds_gpu_ms for a kCorral job with a run-time distribution.
+std::vector<DurationMs> LasThresholds(const SchedulerConfig& config, const PendingJob& job);
+// LasThresholds(config, job)[level] without building the list; 0 past its end.
+DurationMs LasThresholdAt(const SchedulerConfig& config, const PendingJob& job, int64_t level);
+// kCorral's level of `job` at `attained_gpu_ms`: against LasThresholds(config, job).
+int64_t LasLevel(const SchedulerConfig& config, const PendingJob& job, DurationMs attained_gpu_ms);
 // kCorral's guess of a job's remaining run time from its prediction and the GPU-ms it has
 // attained, with done = attained / GPUs: predicted - done while done < predicted, else done
 // (it outlived its prediction: guessed to run as long again); 0 without a prediction (see

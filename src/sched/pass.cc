@@ -328,7 +328,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
                 st.queues.Name(e->queue) + ", which has attained less service (LAS level " +
                 std::to_string(e->key.level) + "; this run has " +
                 std::to_string(attained / kHour) + " GPU-hours, level " +
-                std::to_string(LasLevel(cfg, attained)) + ")";
+                std::to_string(LasLevel(cfg, r.job, attained)) + ")";
         } else if (r.job.priority == j.priority && !FitsWhereTheyMeet(st, *e, r)) {
           // Not a reclaim (the job's quota level would go over its quota): LAS across queues.
           DurationMs attained = AttainedNow(r.job, r.gpus, r.started_at, now);
@@ -337,7 +337,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
                 std::to_string(e->key.level) + "); queue " + st.queues.Name(r.queue) +
                 " was over its quota of " + std::to_string(st.queues.Quota(r.queue)) +
                 " GPUs and this run has " + std::to_string(attained / kHour) +
-                " GPU-hours, level " + std::to_string(LasLevel(cfg, attained));
+                " GPU-hours, level " + std::to_string(LasLevel(cfg, r.job, attained));
         } else if (r.queue == e->queue || r.job.priority < j.priority) {
           why = "preempted for job " + std::to_string(j.id) + " of priority " +
                 std::to_string(j.priority) + " (this run has priority " +

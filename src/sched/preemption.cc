@@ -93,8 +93,11 @@ bool LasLevelsAllow(const SchedState& st, const RunEntry& r, const PendingEntry&
   if (r.aged) return false;
   if (job.aged && c.aged_may_displace) return true;
   DurationMs attained = AttainedNow(r.job, r.gpus, r.started_at, st.now);
-  if (LasLevel(c, attained) <= job.key.level) return false;
-  const double t = static_cast<double>(c.las_thresholds_gpu_ms[job.key.level]);
+  if (LasLevel(c, r.job, attained) <= job.key.level) return false;
+  // A job without the history levels cannot displace a run past its own top level.
+  const DurationMs threshold = LasThresholdAt(c, job.job, job.key.level);
+  if (threshold <= 0) return false;
+  const double t = static_cast<double>(threshold);
   const double h = std::max(1.0, c.las_preempt_hysteresis);
   if (static_cast<double>(attained) < h * t || static_cast<double>(job.job.attained_ms) * h >= t) {
     return false;
@@ -302,11 +305,11 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
     // none when none of them has attained the hysteresis threshold or its budget is closed.
     // The positions are in victim order either way, so the candidates are too.
     DurationMs las_needs = INT64_MAX;  // GPU-ms a LAS victim must have attained
-    const std::vector<DurationMs>& thresholds = st.config.las_thresholds_gpu_ms;
+    const DurationMs threshold = LasThresholdAt(st.config, j, job.key.level);
     if (borrowed_las && job.aged && st.config.aged_may_displace) {
       las_needs = 0;
-    } else if (borrowed_las && job.key.level < static_cast<int64_t>(thresholds.size())) {
-      const double t = static_cast<double>(thresholds[job.key.level]);
+    } else if (borrowed_las && threshold > 0) {
+      const double t = static_cast<double>(threshold);
       const double h = std::max(1.0, st.config.las_preempt_hysteresis);
       if (static_cast<double>(j.attained_ms) * h < t) las_needs = static_cast<DurationMs>(h * t);
     }

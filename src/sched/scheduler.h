@@ -183,6 +183,15 @@ struct SchedulerConfig {
   // kLas level boundaries, in attained GPU-ms, ascending (also kCorral's with
   // las_within_queue).
   std::vector<DurationMs> las_thresholds_gpu_ms = {1 * kHour, 10 * kHour};
+  // kCorral with use_predictions: further level boundaries, ascending and above the last of
+  // las_thresholds_gpu_ms, for a job predicted from its owner's history (one with a run-time
+  // distribution, PendingJob::run_quantiles). The top level otherwise holds a 10 GPU-hour job
+  // with a 1,000 GPU-hour one, and the predicted remaining time orders them but cannot
+  // preempt: a level boundary lets the first displace the second's run. Only for those jobs:
+  // on Philly, whose jobs have only their queue's history, the same boundary lengthens the
+  // average JCT (docs/simulation.md, "Predictions from users' history"). A job with the
+  // boundary and a run without it compare levels as each counts them.
+  std::vector<DurationMs> history_las_thresholds_gpu_ms = {100 * kHour};
   // kCorral: inside a queue, order by LAS level (attained GPU-ms against
   // las_thresholds_gpu_ms) before user fair share and submit time, and let a blocked job
   // preempt a preemptible run of the same queue and priority in a strictly higher level

@@ -107,9 +107,12 @@ for g in 512 640; do
   for half in "--end 4473032s" "--report-from 50%"; do
     # shellcheck disable=SC2086
     run --trace "$U" --gpus $g $half --no-timing --compare fifo,srtf,las,corral
-    for fl in "--predict none" "--predict oracle" "--predict-rule running-mean" \
-              "--predict user,queue" "--predict-rule gittins --predict-window 32" \
-              "--predict-fresh-by-mean"; do
+    for fl in "--predict none" "--predict oracle" "--predict-levels none" \
+              "--predict-levels 200h" "--las-thresholds 1h,10h,200h --predict-levels none" \
+              "--predict-levels none --predict-rule running-mean" \
+              "--predict-levels none --predict user,queue" \
+              "--predict-levels none --predict-rule gittins --predict-window 32" \
+              "--predict-levels none --predict-fresh-by-mean"; do
       # shellcheck disable=SC2086
       run --trace "$U" --gpus $g $half --no-timing --policy corral $fl
     done

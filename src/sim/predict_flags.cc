@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <sstream>
 
+#include "core/spec.h"
+
 namespace corral::sim {
 
 namespace {
@@ -97,6 +99,31 @@ Status PredictionFlags(const PredictFlags& f, SimConfig* cfg) {
   return Status::Ok();
 }
 
+// --predict-levels: "none", or ascending GPU-times above the last LAS threshold.
+Status ParseLevels(const std::string& text, SimConfig* cfg) {
+  if (text.empty()) return Status::Ok();
+  std::vector<DurationMs> levels;
+  if (text != "none") {
+    const std::vector<DurationMs> base = cfg->las_thresholds_gpu_ms.empty()
+                                             ? sched::SchedulerConfig{}.las_thresholds_gpu_ms
+                                             : cfg->las_thresholds_gpu_ms;
+    DurationMs last = base.empty() ? 0 : base.back();
+    std::stringstream ss(text);
+    std::string part;
+    while (std::getline(ss, part, ',')) {
+      Result<DurationMs> t = ParseDuration("--predict-levels", part);
+      if (!t.ok()) return t.status();
+      if (*t <= last) {
+        return InvalidArgument("--predict-levels '" + text +
+                               "' must be ascending and above the last LAS threshold");
+      }
+      levels.push_back(last = *t);
+    }
+  }
+  cfg->history_las_thresholds_gpu_ms = std::move(levels);
+  return Status::Ok();
+}
+
 }  // namespace
 
 void AddPredictFlags(CLI::App& app, PredictFlags* f) {
@@ -132,6 +159,10 @@ void AddPredictFlags(CLI::App& app, PredictFlags* f) {
   app.add_option("--predict-requeue-window", f->requeue_window,
                  "a requeued job's distribution: its owner's last this many run times (any GPU "
                  "count) longer than it has run, not its usual key's (default off)");
+  app.add_option("--predict-levels", f->levels,
+                 "corral policy: LAS levels above the last of --las-thresholds for jobs predicted "
+                 "from their owner's history, as GPU-times (e.g. 200h), or none (default: the "
+                 "scheduler's, 100h)");
   app.add_option("--predict-quantile", f->quantile,
                  "the conditional quantile --predict-rule quantile orders by (default 0.5)");
   app.add_option("--predict-window", f->window,
@@ -148,6 +179,7 @@ Status ApplyPredictFlags(const PredictFlags& f, SimConfig* cfg) {
   SimConfig next = *cfg;
   CORRAL_RETURN_IF_ERROR(ParsePredict(f.predict, &next));
   CORRAL_RETURN_IF_ERROR(PredictionFlags(f, &next));
+  CORRAL_RETURN_IF_ERROR(ParseLevels(f.levels, &next));
   if (f.weight >= 0) {
     if (f.weight <= 0 || f.weight > 1) return InvalidArgument("--predict-weight must be in (0, 1]");
     next.predict.estimator.weight = f.weight;

@@ -28,6 +28,7 @@ struct PredictFlags {
   double global_prior = -1;  // < 0: the estimator's
   int global_window = 0;     // 0: the estimator's
   int requeue_window = 0;    // 0: the estimator's (off)
+  std::string levels;        // "": the scheduler's history_las_thresholds_gpu_ms
 };
 
 void AddPredictFlags(CLI::App& app, PredictFlags* f);

@@ -84,6 +84,20 @@ TEST(PredictFlagsTest, ReportFromCountsOnlyTheJobsAfterTheSplit) {
   EXPECT_EQ(jobs({"--report-from", "300000s"}), "\"jobs\": 3");
 }
 
+TEST(PredictFlagsTest, HistoryLevelsTakeNoneOrAscendingTimesAboveTheLasThresholds) {
+  const std::string trace = Trace();
+  for (std::vector<std::string> good : std::vector<std::vector<std::string>>{
+           {"--predict-levels", "none"},
+           {"--predict-levels", "50h,500h"},
+           {"--las-thresholds", "1h", "--predict-levels", "5h"}}) {
+    std::vector<std::string> args = {"--trace", trace, "--nodes", "1", "--policy", "corral"};
+    args.insert(args.end(), good.begin(), good.end());
+    int rc = 0;
+    std::string out = RunSimulate(args, &rc);
+    EXPECT_EQ(rc, 0) << good.back() << ": " << out;
+  }
+}
+
 TEST(PredictFlagsTest, BadValuesNameTheirFlag) {
   const std::string trace = Trace();
   for (std::vector<std::string> bad :
@@ -96,6 +110,9 @@ TEST(PredictFlagsTest, BadValuesNameTheirFlag) {
                                              {"--predict-requeue-window", "-3"},
                                              {"--predict-recency", "1"},
                                              {"--predict-done-weight", "2"},
+                                             {"--predict-levels", "5h"},
+                                             {"--predict-levels", "200h,100h"},
+                                             {"--predict-levels", "soon"},
                                              {"--predict", "user,team"}}) {
     std::vector<std::string> args = {"--trace", trace, "--nodes", "1", "--policy", "corral"};
     args.insert(args.end(), bad.begin(), bad.end());

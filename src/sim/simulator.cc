@@ -91,6 +91,9 @@ sched::SchedulerConfig SchedulerConfigOf(const SimConfig& c) {
   }
   if (c.fair_share_half_life_ms != 0) s.fair_share_half_life_ms = c.fair_share_half_life_ms;
   if (!c.las_thresholds_gpu_ms.empty()) s.las_thresholds_gpu_ms = c.las_thresholds_gpu_ms;
+  if (c.history_las_thresholds_gpu_ms) {
+    s.history_las_thresholds_gpu_ms = *c.history_las_thresholds_gpu_ms;
+  }
   if (c.las_preempt_hysteresis >= 0) s.las_preempt_hysteresis = c.las_preempt_hysteresis;
   s.cluster_budget = c.cluster_budget;
   s.queue_budget = c.queue_budget;
@@ -641,8 +644,8 @@ class Loop {
   int64_t running_ = 0;
   TimeMs next_pass_ = kNever;
   TimeMs reservations_end_ = 0;  // of the last admin reservation (SimConfig::reservations)
-  int64_t budget_passes_ = 0;  // consecutive passes cut short by the work budget
-  int64_t down_nodes_ = 0;     // failed, not yet repaired
+  int64_t budget_passes_ = 0;    // consecutive passes cut short by the work budget
+  int64_t down_nodes_ = 0;       // failed, not yet repaired
   std::vector<std::pair<size_t, JobId>> to_estimate_;  // submitted this instant: (row, id)
 };
 

@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,8 @@ struct SimConfig {
   DurationMs fair_share_half_life_ms = 0;
   // SchedulerConfig::las_thresholds_gpu_ms; empty: the scheduler's default.
   std::vector<DurationMs> las_thresholds_gpu_ms;
+  // SchedulerConfig::history_las_thresholds_gpu_ms; unset: the scheduler's default.
+  std::optional<std::vector<DurationMs>> history_las_thresholds_gpu_ms;
   // SchedulerConfig::las_preempt_hysteresis; < 0: the scheduler's default.
   double las_preempt_hysteresis = -1;
   // SchedulerConfig::cluster_budget and queue_budget (0 fields: the scheduler's defaults).
