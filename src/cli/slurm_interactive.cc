@@ -29,6 +29,30 @@ int SallocError(CliContext& ctx, const std::string& message) {
   return kExitError;
 }
 
+// While it lives, Ctrl-C and Ctrl-\\ (SIGINT, SIGQUIT) are not for this process but for what
+// it waits on, which the terminal signals itself; a child restores them before it execs.
+class TerminalSignalsIgnored {
+ public:
+  TerminalSignalsIgnored() {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    (void)sigaction(SIGINT, &ignore, &old_int_);
+    (void)sigaction(SIGQUIT, &ignore, &old_quit_);
+  }
+  ~TerminalSignalsIgnored() { Restore(); }
+  TerminalSignalsIgnored(const TerminalSignalsIgnored&) = delete;
+  TerminalSignalsIgnored& operator=(const TerminalSignalsIgnored&) = delete;
+  void Restore() const {
+    (void)sigaction(SIGINT, &old_int_, nullptr);
+    (void)sigaction(SIGQUIT, &old_quit_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_quit_ {};
+};
+
 // Runs argv here with `env` added; keeps session `job` alive (touches) until it exits.
 int RunLocally(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
                JobId job, CliContext& ctx) {
@@ -37,18 +61,12 @@ int RunLocally(const std::vector<std::string>& argv, const std::map<std::string,
   for (std::string& w : words) args.push_back(w.data());
   args.push_back(nullptr);
   // The shell is the terminal's now: Ctrl-C is for what runs in it, not for salloc.
-  struct sigaction ignore {
-  }, old_int{}, old_quit{};
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
-  (void)sigaction(SIGINT, &ignore, &old_int);
-  (void)sigaction(SIGQUIT, &ignore, &old_quit);
+  const TerminalSignalsIgnored ignored;
   ctx.out->flush();
   ctx.err->flush();
   pid_t pid = fork();
   if (pid == 0) {
-    (void)sigaction(SIGINT, &old_int, nullptr);
-    (void)sigaction(SIGQUIT, &old_quit, nullptr);
+    ignored.Restore();
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
     execvp(args[0], args.data());
     std::perror(("salloc: " + argv[0]).c_str());
@@ -70,8 +88,6 @@ int RunLocally(const std::vector<std::string>& argv, const std::map<std::string,
       }
     }
   }
-  (void)sigaction(SIGINT, &old_int, nullptr);
-  (void)sigaction(SIGQUIT, &old_quit, nullptr);
   if (pid < 0) return SallocError(ctx, std::string("fork: ") + std::strerror(errno));
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
@@ -196,12 +212,7 @@ int RunSallocStep(const slurm::ParsedOptions& opts, bool pty, CliContext& ctx) {
   }
   // Ctrl-C and Ctrl-\\ reach every task's client from the terminal, which relays them: they
   // are not for this process, which waits for its tasks.
-  struct sigaction ignore {
-  }, old_int{}, old_quit{};
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
-  (void)sigaction(SIGINT, &ignore, &old_int);
-  (void)sigaction(SIGQUIT, &ignore, &old_quit);
+  const TerminalSignalsIgnored ignored;
   int worst = tasks.size() == static_cast<size_t>(nodes) ? 0 : kExitError;
   for (pid_t pid : tasks) {
     int status = 0;
@@ -210,8 +221,6 @@ int RunSallocStep(const slurm::ParsedOptions& opts, bool pty, CliContext& ctx) {
     const int rc = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
     worst = std::max(worst, rc);
   }
-  (void)sigaction(SIGINT, &old_int, nullptr);
-  (void)sigaction(SIGQUIT, &old_quit, nullptr);
   return worst;
 }
 
