@@ -1,10 +1,6 @@
 #include "agent/kernel_watch.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -12,6 +8,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <random>
+
+#include "agent/loopback.h"
 
 namespace corral::agent {
 namespace {
@@ -153,23 +151,9 @@ Result<KernelWatch> KernelWatch::Open(int32_t port, const std::string& base_url,
   if (kernel.empty() || kernel.find_first_not_of("0123456789abcdefABCDEF-") != std::string::npos) {
     return InvalidArgument("kernel id '" + kernel + "': not a kernel id");
   }
-  KernelWatch w(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (w.fd_ < 0) return Internal("socket: " + std::string(strerror(errno)));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  if (connect(w.fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 && errno != EINPROGRESS) {
-    return Unavailable("connect to port " + std::to_string(port) + ": " + strerror(errno));
-  }
-  pollfd p{w.fd_, POLLOUT, 0};
-  int err = 0;
-  socklen_t len = sizeof(err);
-  if (poll(&p, 1, timeout_ms) != 1 || getsockopt(w.fd_, SOL_SOCKET, SO_ERROR, &err, &len) != 0 ||
-      err != 0) {
-    return Unavailable("connect to port " + std::to_string(port) + ": " +
-                       (err != 0 ? strerror(err) : "timed out"));
-  }
+  auto fd = ConnectLoopback(port, timeout_ms);
+  if (!fd.ok()) return fd.status();
+  KernelWatch w(std::move(*fd));
   // The key is only the handshake's nonce: the server's answer is not checked against it on
   // loopback, where the agent reaches the server it started.
   const std::string req = "GET " + base_url + "api/kernels/" + kernel +
@@ -178,43 +162,19 @@ Result<KernelWatch> KernelWatch::Open(int32_t port, const std::string& base_url,
                           "Sec-WebSocket-Key: Y29ycmFsLWtlcm5lbC13YQ==\r\n"
                           "Sec-WebSocket-Version: 13\r\nAuthorization: token " +
                           token + "\r\n\r\n";
-  if (send(w.fd_, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
+  if (send(w.fd_.get(), req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
     return Unavailable("send to port " + std::to_string(port) + ": " + strerror(errno));
   }
   return w;
 }
 
-KernelWatch::KernelWatch(KernelWatch&& other) noexcept
-    : fd_(other.fd_),
-      upgraded_(other.upgraded_),
-      head_(std::move(other.head_)),
-      tracker_(std::move(other.tracker_)) {
-  other.fd_ = -1;
-}
-
-KernelWatch& KernelWatch::operator=(KernelWatch&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) close(fd_);
-    fd_ = other.fd_;
-    other.fd_ = -1;
-    upgraded_ = other.upgraded_;
-    head_ = std::move(other.head_);
-    tracker_ = std::move(other.tracker_);
-  }
-  return *this;
-}
-
-KernelWatch::~KernelWatch() {
-  if (fd_ >= 0) close(fd_);
-}
-
 Status KernelWatch::Pump() {
-  if (fd_ < 0) return Unavailable("not connected");
+  if (!fd_.valid()) return Unavailable("not connected");
   char buf[16384];
   // A kernel printing without pause never leaves the socket empty: what is left is read at
   // the next poll, so that one poll takes bounded time.
   for (size_t taken = 0; taken < kMaxReadPerPump;) {
-    ssize_t n = recv(fd_, buf, sizeof(buf), 0);
+    ssize_t n = recv(fd_.get(), buf, sizeof(buf), 0);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Status::Ok();
     if (n < 0) return Unavailable(std::string("recv: ") + strerror(errno));
@@ -248,7 +208,7 @@ Status KernelWatch::Pump() {
                           {"content", Json::object()}};
       const std::string frame =
           ClientFrame(kText, probe.dump(), static_cast<uint32_t>(std::random_device{}()));
-      if (send(fd_, frame.data(), frame.size(), MSG_NOSIGNAL) !=
+      if (send(fd_.get(), frame.data(), frame.size(), MSG_NOSIGNAL) !=
           static_cast<ssize_t>(frame.size())) {
         return Unavailable(std::string("send: ") + strerror(errno));
       }
@@ -256,7 +216,7 @@ Status KernelWatch::Pump() {
     }
     auto reply = tracker_.Feed(data);
     if (!reply.ok()) return Unavailable(reply.status().message());
-    if (!reply->empty()) (void)send(fd_, reply->data(), reply->size(), MSG_NOSIGNAL);
+    if (!reply->empty()) (void)send(fd_.get(), reply->data(), reply->size(), MSG_NOSIGNAL);
     if (tracker_.closed()) return Unavailable("the server closed the WebSocket");
   }
   return Status::Ok();

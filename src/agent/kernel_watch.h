@@ -16,10 +16,13 @@
 // order, after whatever it is running; until its answer comes the kernel counts as busy.
 #pragma once
 
+#include <utility>
+
 #include <cstdint>
 #include <set>
 #include <string>
 
+#include "agent/owned_fd.h"
 #include "core/status.h"
 
 namespace corral::agent {
@@ -54,26 +57,21 @@ class KernelStatusTracker {
 std::string ClientFrame(uint8_t opcode, const std::string& payload, uint32_t mask);
 
 // The WebSocket of kernel `kernel` of job `job`'s notebook on 127.0.0.1:`port`, read without
-// blocking. Owns its socket. Used from the launcher's thread only.
+// blocking. Owns its socket (movable, not copied). Used from the launcher's thread only.
 class KernelWatch {
  public:
   // Connects and sends the upgrade request; waits at most `timeout_ms` for the connection.
   static Result<KernelWatch> Open(int32_t port, const std::string& base_url,
                                   const std::string& kernel, const std::string& token,
                                   int timeout_ms);
-  KernelWatch(KernelWatch&& other) noexcept;
-  KernelWatch& operator=(KernelWatch&& other) noexcept;
-  KernelWatch(const KernelWatch&) = delete;
-  KernelWatch& operator=(const KernelWatch&) = delete;
-  ~KernelWatch();
 
   // Reads what has arrived. An error when the connection is gone or was refused: drop it.
   Status Pump();
   bool running_cell() const { return tracker_.running_cell(); }
 
  private:
-  explicit KernelWatch(int fd) : fd_(fd) {}
-  int fd_ = -1;
+  explicit KernelWatch(OwnedFd fd) : fd_(std::move(fd)) {}
+  OwnedFd fd_;
   bool upgraded_ = false;  // the server's 101 has been read
   std::string head_;       // the server's answer to the upgrade, until its end
   KernelStatusTracker tracker_;

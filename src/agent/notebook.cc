@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/loopback.h"
 #include "core/secrets.h"
 
 namespace corral::agent {
@@ -44,34 +45,19 @@ Result<int32_t> FreeLoopbackPort() {
 
 // Whether the server answers an authenticated request with 200, within kProbeTimeoutMs.
 bool Answers(const NotebookServer& s, JobId job) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return false;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(s.port));
-  bool ok = false;
-  pollfd p{fd, POLLOUT, 0};
-  if ((connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 || errno == EINPROGRESS) &&
-      poll(&p, 1, kProbeTimeoutMs) == 1) {
-    int err = 0;
-    socklen_t len = sizeof(err);
-    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-    const std::string req = "GET " + NotebookBaseUrl(job) +
-                            "api/status HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: token " +
-                            s.token + "\r\n\r\n";
-    if (err == 0 &&
-        send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
-      p.events = POLLIN;
-      char buf[32] = {};
-      if (poll(&p, 1, kProbeTimeoutMs) == 1) {
-        ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
-        ok = n >= 12 && std::string(buf, 12).substr(9, 3) == "200";
-      }
-    }
+  auto fd = ConnectLoopback(s.port, kProbeTimeoutMs);
+  if (!fd.ok()) return false;
+  const std::string req = "GET " + NotebookBaseUrl(job) +
+                          "api/status HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: token " +
+                          s.token + "\r\n\r\n";
+  if (send(fd->get(), req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
+    return false;
   }
-  close(fd);
-  return ok;
+  pollfd p{fd->get(), POLLIN, 0};
+  char buf[32] = {};
+  if (poll(&p, 1, kProbeTimeoutMs) != 1) return false;
+  ssize_t n = recv(fd->get(), buf, sizeof(buf) - 1, 0);
+  return n >= 12 && std::string(buf, 12).substr(9, 3) == "200";
 }
 
 std::string Tail(const std::string& path) {

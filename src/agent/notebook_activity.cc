@@ -1,11 +1,8 @@
 #include "agent/notebook_activity.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -16,6 +13,8 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "agent/loopback.h"
+
 namespace corral::agent {
 namespace {
 
@@ -24,21 +23,6 @@ using std::chrono::steady_clock;
 
 // An answer larger than this is no kernel list: refused, not buffered.
 constexpr size_t kMaxAnswerBytes = 1 << 20;
-
-// One socket, closed on every path.
-class Socket {
- public:
-  Socket() : fd_(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) {}
-  ~Socket() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Socket(const Socket&) = delete;
-  Socket& operator=(const Socket&) = delete;
-  int fd() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // Milliseconds left until `deadline`, at least 0.
 int Left(steady_clock::time_point deadline) {
@@ -50,35 +34,20 @@ int Left(steady_clock::time_point deadline) {
 Result<std::string> GetLoopback(int32_t port, const std::string& path, const std::string& token,
                                 int timeout_ms) {
   const auto deadline = steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  Socket s;
-  if (s.fd() < 0) return Internal("socket: " + std::string(strerror(errno)));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  pollfd p{s.fd(), POLLOUT, 0};
-  if (connect(s.fd(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 && errno != EINPROGRESS) {
-    return Unavailable("connect to port " + std::to_string(port) + ": " + strerror(errno));
-  }
-  int err = 0;
-  socklen_t len = sizeof(err);
-  if (poll(&p, 1, Left(deadline)) != 1 ||
-      getsockopt(s.fd(), SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
-    return Unavailable("connect to port " + std::to_string(port) + ": " +
-                       (err != 0 ? strerror(err) : "timed out"));
-  }
+  auto s = ConnectLoopback(port, Left(deadline));
+  if (!s.ok()) return s.status();
+  pollfd p{s->get(), POLLIN, 0};
   // HTTP/1.0: the server closes the connection after its answer, which marks its end.
   const std::string req =
       "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: token " + token + "\r\n\r\n";
-  if (send(s.fd(), req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
+  if (send(s->get(), req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
     return Unavailable("send to port " + std::to_string(port) + ": " + strerror(errno));
   }
   std::string answer;
-  p.events = POLLIN;
   char buf[8192];
   for (;;) {
     if (poll(&p, 1, Left(deadline)) != 1) return Unavailable(path + ": no answer in time");
-    ssize_t n = recv(s.fd(), buf, sizeof(buf), 0);
+    ssize_t n = recv(s->get(), buf, sizeof(buf), 0);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
     if (n < 0) return Unavailable(path + ": " + strerror(errno));
     if (n == 0) break;
