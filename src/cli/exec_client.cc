@@ -276,7 +276,7 @@ int RunInJob(CliContext& ctx, JobId job, const ExecOptions& opts) {
     int n = poll(fds, 3, timeout);
     if (n < 0 && errno != EINTR) break;
     if (fds[0].revents & POLLIN) {
-      char b;
+      char b = 0;
       if (read(done_read, &b, 1) == 1 && b == 'x') ++finished;
       // A failed relay: the node may be gone. How the job stands says whether it is.
       if (b == 'f' && opts.touch_job != 0) next_touch = std::chrono::steady_clock::now();

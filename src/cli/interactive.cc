@@ -230,7 +230,8 @@ Result<JobId> StartSession(const Json& spec, CliContext& ctx, const std::string&
           streaming = false;  // the stream failed: poll from here on
           break;
         }
-        since = page->revision;
+        // A page of the first 100 changes ends before the head's revision: the rest is next.
+        since = page->events.empty() ? page->revision : EventRevision(page->events.back());
         ours = page->reset;
         for (const Json& e : page->events) {
           ours = ours || (EventKind(e) == "job" && EventKey(e) == key);
