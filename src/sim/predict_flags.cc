@@ -107,24 +107,32 @@ Status ParseLevels(const std::string& text, SimConfig* cfg) {
     const std::vector<DurationMs> base = cfg->las_thresholds_gpu_ms.empty()
                                              ? sched::SchedulerConfig{}.las_thresholds_gpu_ms
                                              : cfg->las_thresholds_gpu_ms;
-    DurationMs last = base.empty() ? 0 : base.back();
-    std::stringstream ss(text);
-    std::string part;
-    while (std::getline(ss, part, ',')) {
-      Result<DurationMs> t = ParseDuration("--predict-levels", part);
-      if (!t.ok()) return t.status();
-      if (*t <= last) {
-        return InvalidArgument("--predict-levels '" + text +
-                               "' must be ascending and above the last LAS threshold");
-      }
-      levels.push_back(last = *t);
-    }
+    auto parsed = ParseAscendingDurations("--predict-levels", text, base.empty() ? 0 : base.back(),
+                                          "ascending and above the last LAS threshold");
+    if (!parsed.ok()) return parsed.status();
+    levels = std::move(*parsed);
   }
   cfg->history_las_thresholds_gpu_ms = std::move(levels);
   return Status::Ok();
 }
 
 }  // namespace
+
+Result<std::vector<DurationMs>> ParseAscendingDurations(const std::string& flag,
+                                                        const std::string& text, DurationMs above,
+                                                        const std::string& must_be) {
+  std::vector<DurationMs> out;
+  DurationMs last = above;
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    Result<DurationMs> t = ParseDuration(flag, part);
+    if (!t.ok()) return t.status();
+    if (*t <= last) return InvalidArgument(flag + " '" + text + "' must be " + must_be);
+    out.push_back(last = *t);
+  }
+  return out;
+}
 
 void AddPredictFlags(CLI::App& app, PredictFlags* f) {
   app.add_option("--predict", f->predict,

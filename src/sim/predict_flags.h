@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "sim/simulator.h"
@@ -32,6 +33,13 @@ struct PredictFlags {
 };
 
 void AddPredictFlags(CLI::App& app, PredictFlags* f);
+
+// A comma list of GPU-times ("1h,10h"), each above the one before and the first above `above`
+// (LAS thresholds and the history levels past them). An error names `flag` and says the list
+// `must be` what `must_be` says.
+Result<std::vector<DurationMs>> ParseAscendingDurations(const std::string& flag,
+                                                        const std::string& text, DurationMs above,
+                                                        const std::string& must_be);
 
 // Sets cfg->predict, use_predictions and the prediction_* fields; a bad value is an error
 // naming its flag, and changes nothing the caller keeps.

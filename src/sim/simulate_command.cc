@@ -379,16 +379,10 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
     }
   }
   if (!f.las_thresholds.empty()) {
-    std::stringstream ss(f.las_thresholds);
-    std::string part;
-    while (std::getline(ss, part, ',')) {
-      DurationMs t = 0;
-      CORRAL_RETURN_IF_ERROR(Duration("--las-thresholds", part, &t));
-      if (!cfg.las_thresholds_gpu_ms.empty() && t <= cfg.las_thresholds_gpu_ms.back()) {
-        return InvalidArgument("--las-thresholds '" + f.las_thresholds + "' must be ascending");
-      }
-      cfg.las_thresholds_gpu_ms.push_back(t);
-    }
+    // The first may be any GPU-time (0 included): only the order is checked.
+    auto t = ParseAscendingDurations("--las-thresholds", f.las_thresholds, -1, "ascending");
+    if (!t.ok()) return t.status();
+    cfg.las_thresholds_gpu_ms = std::move(*t);
   }
   cfg.las_across_queues = !f.no_las_across_queues;
   cfg.backfill_with_predictions = f.backfill_predictions;
