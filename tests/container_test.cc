@@ -47,9 +47,11 @@ bool Sh(const std::string& line, std::string* out = nullptr) {
   return r.exit_code == 0;
 }
 
+// A port no socket uses, below the kernel's ephemeral range (32768 and up): a port there may
+// be taken by any outgoing connection between this check and the registry's bind.
 int FreePort() {
-  for (int port = 20000 + getpid() % 20000;; ++port) {
-    auto r = RunCommand({"/bin/sh", "-c", "ss -ltn | grep -q ':" + std::to_string(port) + " '"});
+  for (int port = 20000 + getpid() % 12000;; port = port + 1 < 32768 ? port + 1 : 20000) {
+    auto r = RunCommand({"/bin/sh", "-c", "ss -tan | grep -q ':" + std::to_string(port) + " '"});
     if (r.exit_code != 0) return port;
   }
 }
