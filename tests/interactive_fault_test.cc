@@ -173,6 +173,14 @@ TEST_F(SessionFaults, AnAgentGoneForGoodEndsItsSessionsAfterItsLease) {
 
   c().KillAgent(1, SIGKILL);
   const auto t0 = Clock::now();
+  // A relay to the dead agent fails at once (502, naming the refused connection): the CLI
+  // does not wait it out as a head without a leader (503, retried for 20 s).
+  CommandResult logs = c().Corral({"logs", batch});
+  const double read_s = Since(t0);
+  GTEST_LOG_(INFO) << "a log read failed " << read_s << " s after the agent's SIGKILL";
+  EXPECT_EQ(logs.exit_code, 1) << logs.out << logs.err;
+  EXPECT_NE(logs.err.find("connect: Connection refused"), std::string::npos) << logs.err;
+  EXPECT_LT(read_s, 3.0);
   EXPECT_TRUE(WaitUntil((kLeaseS + 6) * 1000, [&] { return Marked(Marker("session")).empty(); }))
       << "session processes left: " << Marked(Marker("session")).size();
   const double gone_after = Since(t0);

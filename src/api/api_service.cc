@@ -100,6 +100,12 @@ HttpResponse ErrorResponse(const Status& st) {
   return r;
 }
 
+HttpResponse RelayErrorResponse(const Status& st) {
+  HttpResponse r = ErrorResponse(st);
+  r.status = 502;
+  return r;
+}
+
 template <typename C, typename Encode>
 ApiService::Endpoint ApiService::Serve(const char* method, const char* pattern, Decoder<C> decode,
                                        Encode encode, int ok_status) {
@@ -377,7 +383,7 @@ void ApiService::HandleLogs(const HttpRequest& req, const PathArgs& args, Respon
                                                {"max", std::to_string(max)}}),
                          std::chrono::seconds(10),
                          [respond, offset, state](Result<net::HttpResponse> r) mutable {
-                           if (!r.ok()) return respond(ErrorResponse(r.status()));
+                           if (!r.ok()) return respond(RelayErrorResponse(r.status()));
                            if (r->status == 404 && state == JobStateName(JobState::kScheduled)) {
                              // Placed, and the agent has not started it yet: no output so far.
                              HttpResponse empty;

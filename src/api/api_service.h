@@ -88,5 +88,10 @@ constexpr char kRevisionHeader[] = "X-Corral-Revision";
 
 // Maps a Status to its HTTP status and the JSON error body of docs/api.md.
 net::HttpResponse ErrorResponse(const Status& st);
+// The same for a request the head relays to an agent (exec, logs) that got no answer from it
+// (refused, reset, timed out, malformed): 502, the head acting as a gateway. Not 503, which
+// clients take for a head without a leader and try again on every head for a failover window:
+// a dead agent's relay would then fail only after that window.
+net::HttpResponse RelayErrorResponse(const Status& st);
 
 }  // namespace corral::api

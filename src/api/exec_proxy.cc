@@ -73,9 +73,9 @@ void ExecProxy::Open(const net::HttpRequest& req, const PathArgs& args, net::Res
             url, head_->tokens().join, "POST", path, std::move(body), std::chrono::seconds(20),
             [this, url, bearer, respond, from, t = *target](Result<net::HttpResponse> r) mutable {
               if (!r.ok()) {
-                return respond(
-                    Error(503, "unavailable",
-                          "node " + t.node + " (" + t.address + "): " + r.status().message()));
+                return respond(RelayErrorResponse(
+                    Status(r.status().code(),
+                           "node " + t.node + " (" + t.address + "): " + r.status().message())));
               }
               if (r->status != 201) return respond(Relayed(std::move(*r)));
               Json answer = Json::parse(r->body, nullptr, false);
@@ -141,7 +141,7 @@ void ExecProxy::Relay(const net::HttpRequest& req, const PathArgs& args, net::Re
   client_->Request(s.agent_url, head_->tokens().join, req.method, path, req.body,
                    std::chrono::milliseconds(std::clamp<int64_t>(wait_ms, 0, 30000) + 15000),
                    [this, id, closing, respond](Result<net::HttpResponse> r) mutable {
-                     if (!r.ok()) return respond(ErrorResponse(r.status()));
+                     if (!r.ok()) return respond(RelayErrorResponse(r.status()));
                      // A session the agent no longer has, or one ended: forget it here too.
                      if (r->status == 404 || closing) Forget(id);
                      respond(Relayed(std::move(*r)));

@@ -65,8 +65,8 @@ class RelayFaults : public ::testing::Test {
     head_ = std::move(*h);
     head_->Start();
     api_ = std::make_unique<ApiService>(head_.get());
-    server_ = std::make_unique<net::HttpServer>(
-        [this](net::HttpRequest req, net::Responder respond) {
+    server_ =
+        std::make_unique<net::HttpServer>([this](net::HttpRequest req, net::Responder respond) {
           api_->Handle(std::move(req), std::move(respond));
         });
     auto port = server_->Listen("127.0.0.1", 0);

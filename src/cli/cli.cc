@@ -110,7 +110,6 @@ const CommandInfo* FindCommand(const std::string& name) {
   return nullptr;
 }
 
-
 ErrorCode CodeForStatus(int status) {
   switch (status) {
     case 400:
@@ -125,6 +124,7 @@ ErrorCode CodeForStatus(int status) {
       return ErrorCode::kFailedPrecondition;
     case 429:
       return ErrorCode::kResourceExhausted;
+    case 502:  // the head could not reach a node's agent for a relayed request
     case 503:
       return ErrorCode::kUnavailable;
     default:

@@ -265,15 +265,19 @@ TEST(LogsTest, FollowRidesOutATransientOutage) {
       return Result<ApiReply>(JsonReply(
           503, {{"error", {{"code", "unavailable"}, {"message", "node n1 has no address"}}}}));
     }
+    if (calls == 3) {  // the head reached no agent (its relay's gateway error)
+      return Result<ApiReply>(JsonReply(
+          502, {{"error", {{"code", "unavailable"}, {"message", "node n1: connection refused"}}}}));
+    }
     ApiReply r{200,
                "text/plain",
-               calls == 3 ? "ok\n" : "",
+               calls == 4 ? "ok\n" : "",
                {{"x-corral-next-offset", "3"}, {"x-corral-job-state", "succeeded"}}};
     return Result<ApiReply>(r);
   };
   ASSERT_EQ(h.Run("logs", {"-f", "4"}), 0) << h.err.str();
   EXPECT_EQ(h.out.str(), "ok\n");
-  EXPECT_EQ(h.sleeps.size(), 2u);
+  EXPECT_EQ(h.sleeps.size(), 3u);
   Harness once;  // without -f an outage is an error at once
   once.fake->handler = [](const FakeTransport::Sent&) {
     return Result<ApiReply>(Unavailable("connection refused"));
