@@ -93,7 +93,7 @@ void ExecProxy::Open(const net::HttpRequest& req, const PathArgs& args, net::Res
               std::string id = RandomHex(16);
               {
                 std::lock_guard lock(mu_);
-                sessions_[id] = Session{url, answer["session"].get<std::string>(),
+                sessions_[id] = Session{t.node, url, answer["session"].get<std::string>(),
                                         head::Sha256Hex(bearer), SteadyClock().Now()};
               }
               net::HttpResponse out;
@@ -138,14 +138,18 @@ void ExecProxy::Relay(const net::HttpRequest& req, const PathArgs& args, net::Re
     wait_ms = std::atoll(w->second.c_str());
   }
   const bool closing = req.method == "DELETE";
-  client_->Request(s.agent_url, head_->tokens().join, req.method, path, req.body,
-                   std::chrono::milliseconds(std::clamp<int64_t>(wait_ms, 0, 30000) + 15000),
-                   [this, id, closing, respond](Result<net::HttpResponse> r) mutable {
-                     if (!r.ok()) return respond(RelayErrorResponse(r.status()));
-                     // A session the agent no longer has, or one ended: forget it here too.
-                     if (r->status == 404 || closing) Forget(id);
-                     respond(Relayed(std::move(*r)));
-                   });
+  client_->Request(
+      s.agent_url, head_->tokens().join, req.method, path, req.body,
+      std::chrono::milliseconds(std::clamp<int64_t>(wait_ms, 0, 30000) + 15000),
+      [this, id, closing, respond, node = s.node](Result<net::HttpResponse> r) mutable {
+        if (!r.ok()) {
+          return respond(RelayErrorResponse(
+              Status(r.status().code(), "node " + node + ": " + r.status().message())));
+        }
+        // A session the agent no longer has, or one ended: forget it here too.
+        if (r->status == 404 || closing) Forget(id);
+        respond(Relayed(std::move(*r)));
+      });
 }
 
 }  // namespace corral::api

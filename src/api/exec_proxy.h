@@ -42,6 +42,7 @@ class ExecProxy {
 
  private:
   struct Session {
+    std::string node;
     std::string agent_url;      // "https://host:port"
     std::string agent_session;  // the agent's id for it
     std::string token_hash;     // of the bearer that opened it
