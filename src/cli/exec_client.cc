@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <ostream>
@@ -134,18 +135,29 @@ struct Outcome {
   // Written by the output threads: 'x' when one ends, 'f' when a request of theirs failed
   // (the caller's thread then asks the head how the session's job stands, at once).
   int done[2] = {-1, -1};
-  std::atomic<bool> abandoned{false};  // the session was given up: write nothing more
+  std::atomic<bool> abandoned{false};     // the session was given up: write nothing more
+  std::function<void(DurationMs)> sleep;  // between an output thread's retries
   std::mutex mu;
   int exit_code = -1;
   std::string lost;
 };
+
+// The head answered, but its relay reached no agent on the session's node (502 unavailable:
+// the agent is dead, restarting or cut off).
+bool AgentUnreachable(const ApiReply& r) {
+  if (r.status != 502) return false;
+  Json j = Json::parse(r.body, nullptr, false);
+  return j.is_object() && j.contains("error") && j["error"].is_object() &&
+         j["error"].value("code", "") == "unavailable";
+}
 
 // Follows one output stream to its end, writing it to `fd`.
 void FollowOutput(std::shared_ptr<ApiTransport> api, const std::string& session,
                   const std::string& stream, int fd, std::shared_ptr<Outcome> outcome) {
   const int done_fd = outcome->done[1];
   int64_t offset = 0;
-  int failures = 0;
+  int failures = 0;  // in a row, of those that end the session after 10
+  int retries = 0;   // in a row, of any failure: the pause before the next grows with them
   for (;;) {
     if (outcome->abandoned) return;
     auto r = api->Call("GET",
@@ -159,8 +171,11 @@ void FollowOutput(std::shared_ptr<ApiTransport> api, const std::string& session,
       // A passing fault (a head restarting behind a load balancer, a dropped connection):
       // offsets make asking again safe. Or the node is gone: the caller's thread asks.
       (void)!write(done_fd, "f", 1);
-      if (++failures <= 10) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(200 * failures));
+      // An unreachable agent does not count: whether its session is lost is for the job to say
+      // (its node declared down; an agent back without the session answers 404), which the
+      // caller's thread reads at each failure. Until then the session may come back.
+      if ((r.ok() && AgentUnreachable(*r)) || ++failures <= 10) {
+        outcome->sleep(200 * std::min(++retries, 10));
         continue;
       }
       std::lock_guard lock(outcome->mu);
@@ -168,6 +183,7 @@ void FollowOutput(std::shared_ptr<ApiTransport> api, const std::string& session,
       break;
     }
     failures = 0;
+    retries = 0;
     if (r->status != 200) {
       std::lock_guard lock(outcome->mu);
       outcome->lost = ErrorMessageFromBody(*r);
@@ -256,6 +272,7 @@ int RunInJob(CliContext& ctx, JobId job, const ExecOptions& opts) {
 
   auto outcome = std::make_shared<Outcome>();
   if (outcome->done[0] < 0) return kExitError;
+  outcome->sleep = ctx.sleep;
   const int done_read = outcome->done[0];
   std::vector<int> relayed = {SIGWINCH, SIGTERM, SIGHUP};
   if (!opts.pty) relayed.insert(relayed.end(), {SIGINT, SIGQUIT, SIGTSTP});

@@ -2,8 +2,10 @@
 // session starts (the sessions themselves run in tests/interactive_test.cc, on real terminals).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -286,6 +288,61 @@ TEST(ExecCommandTest, ASessionInABatchJobWhoseNodeIsLostEndsAtOnce) {
     EXPECT_EQ(std::find(sent.begin(), sent.end(), "POST /v1/jobs/9/touch"), sent.end())
         << "a batch job is not touched";
   }
+}
+
+// `corral exec` into a batch job whose node's agent cannot be reached for a while (the head
+// answers its output requests 502: refused, an agent restarting): more failures than the
+// output's retries allow for a head that fails (10), but the job still runs there, so the
+// session goes on and ends with its command's code once the agent answers again.
+TEST(ExecCommandTest, AnAgentUnreachableForAWhileEndsNoSessionWhoseJobRuns) {
+  Harness h;
+  auto head = std::make_shared<SharedHead>();
+  auto mu = std::make_shared<std::mutex>();
+  auto refused = std::make_shared<std::map<std::string, int>>();  // per stream
+  head->answer = [mu, refused](const std::string&, const std::string& path, const std::string&) {
+    if (path == "/v1/jobs/9/exec") {
+      return Reply(201, {{"session", "s1"}, {"node", "n1"}, {"job", 9}, {"run", "9.1"}});
+    }
+    if (path.rfind("/v1/exec/s1/output", 0) == 0) {
+      std::lock_guard lock(*mu);
+      int& n = (*refused)[path.substr(path.find("stream="), 13)];
+      if (n < 15) {
+        ++n;
+        return Reply(502, {{"error",
+                            {{"code", "unavailable"},
+                             {"message",
+                              "node n1: GET http://n1:7071/v1/exec/a1/output: "
+                              "connect: Connection refused"}}}});
+      }
+      return ApiReply{
+          200, "text/plain", "", {{"x-corral-next-offset", "0"}, {"x-corral-exit-code", "3"}}};
+    }
+    if (path == "/v1/jobs/9") {
+      Job job;
+      job.id = 9;
+      job.state = JobState::kRunning;
+      corral::Run run;
+      run.attempt = 1;
+      run.state = RunState::kRunning;
+      job.runs.push_back(run);
+      return Reply(200, {{"job", ToJson(job)}});
+    }
+    return Reply(200, Json::object());
+  };
+  h.ctx.connect = [head]() -> Result<std::shared_ptr<ApiTransport>> {
+    return std::shared_ptr<ApiTransport>(head);
+  };
+  std::atomic<int> pauses{0};
+  h.ctx.sleep = [&pauses](DurationMs) { ++pauses; };
+  ::testing::internal::CaptureStderr();
+  int code = RunCommand("exec", {"9", "--", "nvidia-smi"}, h.ctx);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(code, 3) << err << h.err.str();
+  EXPECT_EQ(err.find("lost the session"), std::string::npos) << err;
+  EXPECT_EQ(pauses.load(), 30) << "each refused request waits before the next";
+  std::vector<std::string> sent = head->Sent();
+  EXPECT_GE(std::count(sent.begin(), sent.end(), "GET /v1/jobs/9"), 1)
+      << "how the job stands was read";
 }
 
 }  // namespace
