@@ -38,7 +38,8 @@ class QuotaExceeded(CorralError):
 
 
 class Unavailable(CorralError):
-    """503, or no answer at all: the head is down, restarting, or has no leader."""
+    """503, or no answer at all: the head is down, restarting, or has no leader; or 502: the
+    head could not reach the node's agent for a request it relays (logs, exec)."""
 
 
 class ServerError(CorralError):
