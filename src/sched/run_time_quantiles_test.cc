@@ -104,7 +104,7 @@ TEST(RunTimeQuantilesTest, ToPendingJobCarriesTheDistribution) {
   job.owner = "alice";
   job.spec.queue = "q";
   job.spec.per_replica.gpu_milli = kGpuMilli;
-  EXPECT_EQ(ToPendingJob(job, &e).run_quantiles.at[0], 2 * kHour);
+  EXPECT_EQ(ToPendingJob(job, &e).run_quantiles.get().at[0], 2 * kHour);
   EXPECT_TRUE(ToPendingJob(job).run_quantiles.empty());
 }
 
@@ -170,7 +170,7 @@ TEST(RunTimeQuantilesTest, ARequeuedJobMayBeJudgedByItsOwnersLongerHistory) {
   preempted.ended_at = 1000 + 2 * kHour;
   job.runs = {preempted};
   EXPECT_EQ(ToPendingJob(job, &e).run_quantiles, e.Quantiles("alice", "", 1, 0, 2 * kHour));
-  EXPECT_EQ(ToPendingJob(job, &e).run_quantiles.at[0], 10 * kHour);
+  EXPECT_EQ(ToPendingJob(job, &e).run_quantiles.get().at[0], 10 * kHour);
 }
 
 TEST(RunTimeQuantilesTest, AFailFastUsersFreshJobGoesFirstButNotOnceItOutlivedTheFailures) {
