@@ -171,13 +171,14 @@ TEST_F(Interactive, SrunInsideATwoNodeSallocRunsOnBothNodes) {
       {"CORRAL_TOKEN", two.token()},
       {"CORRAL_CONFIG", two.dir() + "/no-config.json"},
       {"PATH", shims + ":" + (getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin")}};
-  auto r = RunCommand({shims + "/salloc", "-N", "2", "sh", "-c",
-                       "srun printenv CORRAL_NODE; srun -N 1 sh -c 'echo one=$CORRAL_NODE'; "
-                       "srun sh -c 'echo task=$SLURM_PROCID/$SLURM_NTASKS'; "
-                       "srun -N 3 true; echo three=$?; "
-                       "srun sh -c 'exit $((SLURM_PROCID + 4))'; echo worst=$?; "
-                       "srun --pty -N 2 true; echo pty=$?"},
-                      env);
+  auto r =
+      RunCommand({shims + "/salloc", "-N", "2", "sh", "-c",
+                  "srun printenv CORRAL_NODE; srun -N 1 sh -c 'echo one=$CORRAL_NODE'; "
+                  "srun sh -c 'echo task=$SLURM_PROCID/$SLURM_NTASKS'; "
+                  "srun -N 3 true; echo three=$?; "
+                  "srun sh -c 'exit $((SLURM_PROCID + 4))'; echo worst=$?; "
+                  "srun --pty -N 2 true; echo pty=$?; srun -N 2 --pty true; echo pty_after=$?"},
+                 env);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("node1\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("node2\n"), std::string::npos) << r.out;
@@ -190,6 +191,7 @@ TEST_F(Interactive, SrunInsideATwoNodeSallocRunsOnBothNodes) {
   EXPECT_NE(r.err.find("-N/--nodes: got \"3\", want 1..2"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("worst=5\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("pty=1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pty_after=1\n"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("--pty: a terminal is for one task"), std::string::npos) << r.err;
 }
 

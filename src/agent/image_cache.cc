@@ -17,6 +17,7 @@
 #include "agent/dirs.h"
 #include "agent/file_util.h"
 #include "core/codec.h"
+#include "core/wait_status.h"
 
 extern char** environ;
 
@@ -199,7 +200,7 @@ int RunTool(const std::vector<std::string>& argv, std::string* output) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return ShellExitCode(status);
 }
 
 Result<CachedImage> ImageCache::Open(const std::string& digest) {

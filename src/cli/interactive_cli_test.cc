@@ -80,6 +80,29 @@ TEST(RunCommandTest, SubmitsAnInteractiveSessionThatCanNeverStartAndSaysWhy) {
   EXPECT_EQ(h.head->sent.back().path, "/v1/jobs/9/cancel") << "and it is cancelled";
 }
 
+// Slurm takes --pty anywhere among srun's options, not only first.
+TEST(RunCommandTest, SrunTakesPtyAfterOtherOptions) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"-N", "1", "--pty", "--gres=gpu:1", "bash"},
+        std::vector<std::string>{"--gres=gpu:1", "--overlap", "-N", "1", "--pty", "bash"}}) {
+    Harness h;
+    h.head->answer = [](const Sent& s) {
+      if (s.path == "/v1/jobs") return Reply(201, {{"job", {{"id", 9}}}});
+      Job job;
+      job.id = 9;
+      job.pending_code = PendingCode::kNoFit;
+      job.pending_reason = "no node has a free GPU";
+      return Reply(200, {{"job", ToJson(job)}});
+    };
+    EXPECT_EQ(RunSrun(args, h.ctx), 1) << h.err.str();
+    ASSERT_FALSE(h.head->sent.empty());
+    Json body = Json::parse(h.head->sent[0].body);
+    EXPECT_EQ(body["spec"]["kind"], "interactive") << body.dump();
+    EXPECT_EQ(body["spec"]["gpus"], 1) << body.dump();
+    EXPECT_EQ(h.err.str().find("unknown option"), std::string::npos) << h.err.str();
+  }
+}
+
 TEST(RunCommandTest, ARefusedSubmissionFailsAtOnce) {
   Harness h;
   h.head->answer = [](const Sent&) {

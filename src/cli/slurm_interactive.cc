@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "cli/exec_client.h"
+#include "core/wait_status.h"
 #include "slurm/batch.h"
 #include "slurm/options.h"
 
@@ -89,7 +90,7 @@ int RunLocally(const std::vector<std::string>& argv, const std::map<std::string,
     }
   }
   if (pid < 0) return SallocError(ctx, std::string("fork: ") + std::strerror(errno));
-  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+  return ShellExitCode(status);
 }
 
 }  // namespace
@@ -218,8 +219,7 @@ int RunSallocStep(const slurm::ParsedOptions& opts, bool pty, CliContext& ctx) {
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    const int rc = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
-    worst = std::max(worst, rc);
+    worst = std::max(worst, ShellExitCode(status));
   }
   return worst;
 }

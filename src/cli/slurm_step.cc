@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "cli/slurm_errors.h"
+#include "core/wait_status.h"
 #include "slurm/options.h"
 #include "slurm/patterns.h"
 
@@ -185,8 +186,7 @@ int RunLocalStep(const slurm::ParsedOptions& o, CliContext& ctx) {
       break;
     }
     if (!tasks.erase(pid)) continue;
-    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    worst = std::max(worst, code);
+    worst = std::max(worst, ShellExitCode(status));
   }
   return worst;
 }

@@ -163,19 +163,15 @@ int RunSbatch(const std::vector<std::string>& argv, CliContext& ctx) {
 
 int RunSrun(const std::vector<std::string>& given, CliContext& ctx) {
   // --pty (a terminal) and --overlap (steps share the allocation, as every Corral step does)
-  // before the command; the Slurm option table knows neither.
-  std::vector<std::string> argv = given;
-  bool pty = false;
-  for (auto it = argv.begin(); it != argv.end() && it->rfind("-", 0) == 0;) {
-    if (*it == "--pty" || *it == "--overlap") {
-      pty = pty || *it == "--pty";
-      it = argv.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  auto opts = slurm::ParseOptions(argv, slurm::SbatchOptionDefs(), /*stop_at_positional=*/true);
+  // may come anywhere before the command; the Slurm option table knows neither, so the parser
+  // leaves them among the unknown options (a switch: it takes no word after it).
+  auto opts = slurm::ParseOptions(given, slurm::SbatchOptionDefs(), /*stop_at_positional=*/true);
   if (!opts.ok()) return SlurmError(ctx, "srun", opts.status().message());
+  bool pty = false;
+  std::erase_if(opts->unknown, [&pty](const std::string& u) {
+    pty = pty || u == "--pty";
+    return u == "--pty" || u == "--overlap";
+  });
   if (opts->Has("help")) {
     *ctx.out << "Usage: srun [OPTIONS...] COMMAND [ARGS...]   (see docs/slurm.md)\n";
     return kExitOk;
