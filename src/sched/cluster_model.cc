@@ -121,10 +121,11 @@ int32_t ClusterModel::Find(const std::string& name) const {
 }
 
 void ClusterModel::EnsureBuckets(int32_t k) {
-  if (static_cast<int32_t>(buckets_.size()) <= k) buckets_.resize(k + 1);
-  for (auto& rb : rack_buckets_) {
-    if (static_cast<int32_t>(rb.size()) <= k) rb.resize(k + 1);
-  }
+  // Every rack has as many buckets as the cluster (a new rack starts with buckets_.size()), so
+  // the common case, k already counted, needs no walk over the racks.
+  if (k < static_cast<int32_t>(buckets_.size())) return;
+  buckets_.resize(k + 1);
+  for (auto& rb : rack_buckets_) rb.resize(k + 1);
 }
 
 void ClusterModel::Unindex(int32_t i) {
@@ -327,15 +328,17 @@ int32_t ClusterModel::CapacityWith(const NodeSlot& n, const Shape& s, TimeMs end
   return static_cast<int32_t>(std::max<int64_t>(0, k));
 }
 
-void ClusterModel::SetUsage(int32_t i, const std::vector<uint8_t>& busy, const GpuShares& shares,
+void ClusterModel::SetUsage(int32_t i, const std::vector<uint8_t>& busy, const GpuShares* shares,
                             int32_t free_gpus, int32_t free_cpu, int64_t free_mem) {
   NodeSlot& n = slots_[i];
   bool indexed = n.indexed_at >= 0;
   if (indexed) Unindex(i);
   n.busy = busy;
   n.free_gpus = free_gpus;
-  n.shares = shares;
-  n.shared_gpus = n.shares.SharedGpus();
+  if (shares != nullptr) {
+    n.shares = *shares;
+    n.shared_gpus = n.shares.SharedGpus();
+  }
   n.free_cpu = free_cpu;
   n.free_mem = free_mem;
   if (indexed) Index(i);

@@ -58,6 +58,14 @@ struct GpuShares {
     mps_owner.assign(gpus, std::string());
   }
   int32_t SharedGpus() const;
+  // Empty: reads as no shares on any GPU (CapacityWith; not for ApplyShares).
+  void Clear() {
+    count.clear();
+    milli.clear();
+    mem.clear();
+    isolation.clear();
+    mps_owner.clear();
+  }
 };
 
 struct NodeSlot {
@@ -140,7 +148,8 @@ class ClusterModel {
                               const std::vector<uint8_t>& busy, const GpuShares& shares);
   // Sets what is bound on node i (busy GPUs by position, and the free counts that go with
   // them), re-indexing it once. What-if searches (what_if.h) write their result with it.
-  void SetUsage(int32_t i, const std::vector<uint8_t>& busy, const GpuShares& shares,
+  // `shares` null: the node's shares are left as they are (the what-if changed none).
+  void SetUsage(int32_t i, const std::vector<uint8_t>& busy, const GpuShares* shares,
                 int32_t free_gpus, int32_t free_cpu, int64_t free_mem);
   // Changes whenever a node name gets or loses a slot: slot numbers cached by name are stale.
   uint64_t layout_version() const { return layout_version_; }

@@ -59,6 +59,10 @@ class WhatIf {
     int64_t mem = 0;
     int64_t cap = 0;  // replicas of shape_ that fit, counted in capacity_
     std::vector<uint8_t> busy;
+    // The node's shares, copied only once they matter: the node held shares at Touch, or a
+    // share was released or bound on it. Until then `shares` is empty, which reads as no
+    // shares (all the node had), and Apply and Restore leave the node's shares alone.
+    bool has_shares = false;
     GpuShares shares;
     int32_t orig_gpus = 0;
     int32_t orig_cpu = 0;
@@ -66,6 +70,7 @@ class WhatIf {
     std::vector<uint8_t> orig_busy;
     GpuShares orig_shares;
   };
+  void CopyShares(Node& w, const NodeSlot& n);
   Node& Touch(int32_t slot);
 
   ClusterModel* model_ = nullptr;
