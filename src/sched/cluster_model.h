@@ -43,6 +43,8 @@ Resources ResourcesOf(const Shape& s);  // one replica's resources
 
 // The shares on each GPU of a node (by position in NodeInfo::gpus): how many, their
 // milli-GPUs and memory, and their isolation. A GPU with shares is busy for whole-GPU jobs.
+// Empty (no vector sized) on a node where no share has been placed: reads as no shares, and
+// costs a node of whole-GPU jobs no allocation; ApplyShares sizes it.
 struct GpuShares {
   std::vector<int32_t> count;
   std::vector<int32_t> milli;
@@ -58,8 +60,7 @@ struct GpuShares {
     mps_owner.assign(gpus, std::string());
   }
   int32_t SharedGpus() const;
-  // Empty: reads as no shares on any GPU (CapacityWith; not for ApplyShares).
-  void Clear() {
+  void Clear() {  // back to empty
     count.clear();
     milli.clear();
     mem.clear();
