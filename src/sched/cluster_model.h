@@ -60,13 +60,6 @@ struct GpuShares {
     mps_owner.assign(gpus, std::string());
   }
   int32_t SharedGpus() const;
-  void Clear() {  // back to empty
-    count.clear();
-    milli.clear();
-    mem.clear();
-    isolation.clear();
-    mps_owner.clear();
-  }
 };
 
 struct NodeSlot {
