@@ -155,6 +155,21 @@ TEST_F(SessionFaults, AnAgentGoneForGoodEndsItsSessionsAfterItsLease) {
   EXPECT_GE(session_procs, 3u) << "the allocation, the shell and its nohup'd sleep";
   const std::vector<pid_t> batch_procs = Marked(Marker("batch"));
   ASSERT_FALSE(batch_procs.empty());
+  // And a command run inside the batch job (`corral exec`: no terminal, the job not touched);
+  // its sleep without the batch job's marker.
+  const std::string exec_log = c().dir() + "/exec.log";
+  std::vector<std::string> exec_argv = {"/usr/bin/env"};
+  for (const auto& [k, v] : Env()) exec_argv.push_back(k + "=" + v);
+  exec_argv.insert(exec_argv.end(),
+                   {"sh", "-c",
+                    "\"$0\" exec " + batch +
+                        " -- sh -c 'echo inside; exec env -u CORRAL_FAULT_TEST sleep 600' "
+                        "</dev/null; echo \"client exited $?;\"",
+                    CorralBin()});
+  Daemon exec_client(exec_argv, exec_log);
+  ASSERT_TRUE(WaitUntil(20000, [&] {
+    return ReadAll(exec_log).find("inside") != std::string::npos;
+  })) << ReadAll(exec_log);
 
   c().KillAgent(1, SIGKILL);
   const auto t0 = Clock::now();
@@ -189,6 +204,15 @@ TEST_F(SessionFaults, AnAgentGoneForGoodEndsItsSessionsAfterItsLease) {
             std::string::npos)
       << ReadAll(log);
   EXPECT_TRUE(Marked(Marker("session")).empty());
+  // The exec client reads how the batch job stands as often as a session's client touches its
+  // job: it learns that the job went back to the queue, whatever the head's relay to the dead
+  // node still waits for.
+  EXPECT_EQ(ClientExit(exec_log, 15000), "client exited 255") << ReadAll(exec_log);
+  GTEST_LOG_(INFO) << "exec client out " << Since(down) << " s after the node was declared down";
+  EXPECT_LT(Since(down), 12.0) << "bounded by the client's reading interval";
+  EXPECT_NE(ReadAll(exec_log).find("lost the session: job " + batch + " is pending: node "),
+            std::string::npos)
+      << ReadAll(exec_log);
   c().StartAgent(1);  // it stops the batch job, which the head gave up with the node
 }
 

@@ -186,6 +186,28 @@ void FollowOutput(std::shared_ptr<ApiTransport> api, const std::string& session,
   (void)!write(done_fd, "x", 1);
 }
 
+// Why the run a session was opened in is over (its job no longer runs, or runs again as
+// another run after its node was lost), or "" while it runs or the head cannot say.
+std::string RunOver(ApiTransport& api, JobId id, const std::string& run) {
+  auto r = api.Call("GET", "/v1/jobs/" + std::to_string(id), "");
+  if (!r.ok()) return "";
+  if (r->status == 403 || r->status == 404) return ErrorMessageFromBody(*r);
+  if (r->status != 200) return "";
+  Json t = Json::parse(r->body, nullptr, false);
+  auto job = JobFromJson(t.is_object() ? t.value("job", Json::object()) : Json::object());
+  if (!job.ok()) return "";
+  const std::string name = "job " + std::to_string(id);
+  if (job->state != JobState::kRunning) {
+    return name + " is " + JobStateName(job->state) +
+           (EndReason(*job).empty() ? "" : ": " + EndReason(*job));
+  }
+  if (!run.empty() && !job->runs.empty()) {
+    const std::string now = ToString(RunId{id, job->runs.back().attempt});
+    if (now != run) return name + "'s run " + run + " was lost; it runs again as " + now;
+  }
+  return "";
+}
+
 }  // namespace
 
 int RunInJob(CliContext& ctx, JobId job, const ExecOptions& opts) {
@@ -228,6 +250,7 @@ int RunInJob(CliContext& ctx, JobId job, const ExecOptions& opts) {
     return kExitError;
   }
   const std::string session = answer["session"].get<std::string>();
+  const std::string run = answer.value("run", "");
   ctx.out->flush();
   ctx.err->flush();
 
@@ -263,13 +286,10 @@ int RunInJob(CliContext& ctx, JobId job, const ExecOptions& opts) {
     return r;
   };
   while (finished < readers.size()) {
-    int timeout = -1;
-    if (opts.touch_job != 0) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      next_touch - std::chrono::steady_clock::now())
-                      .count();
-      timeout = static_cast<int>(std::max<int64_t>(0, left));
-    }
+    const int timeout =
+        static_cast<int>(std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                  next_touch - std::chrono::steady_clock::now())
+                                                  .count()));
     struct pollfd fds[3] = {{done_read, POLLIN, 0},
                             {signals.read_fd(), POLLIN, 0},
                             {stdin_open && hangup == 0 ? 0 : -1, POLLIN, 0}};
@@ -279,7 +299,7 @@ int RunInJob(CliContext& ctx, JobId job, const ExecOptions& opts) {
       char b = 0;
       if (read(done_read, &b, 1) == 1 && b == 'x') ++finished;
       // A failed relay: the node may be gone. How the job stands says whether it is.
-      if (b == 'f' && opts.touch_job != 0) next_touch = std::chrono::steady_clock::now();
+      if (b == 'f') next_touch = std::chrono::steady_clock::now();
       continue;
     }
     if (fds[1].revents & POLLIN) {
@@ -312,6 +332,14 @@ int RunInJob(CliContext& ctx, JobId job, const ExecOptions& opts) {
         stdin_open = false;
         (void)post("input", {{"offset", std::to_string(input_offset)}, {"eof", "1"}}, "");
       }
+    }
+    if (opts.touch_job == 0 && std::chrono::steady_clock::now() >= next_touch) {
+      // A command inside a batch job: the job is not touched (a touch keeps a session alive),
+      // but how it stands is read as often, so that a lost node ends the command's client
+      // even while the head's relay to that node still waits (up to its timeout).
+      next_touch = std::chrono::steady_clock::now() + std::chrono::milliseconds(touch_every);
+      job_over = RunOver(api, job, run);
+      if (!job_over.empty()) break;
     }
     if (opts.touch_job != 0 && std::chrono::steady_clock::now() >= next_touch) {
       next_touch = std::chrono::steady_clock::now() + std::chrono::milliseconds(touch_every);

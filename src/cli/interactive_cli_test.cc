@@ -224,5 +224,69 @@ TEST(RunCommandTest, ASessionWhoseJobEndedIsLostWithoutWaitingForItsNode) {
       << "nothing is asked of the lost node";
 }
 
+// `corral exec` into a batch job whose node is lost: the job is requeued (and may run again
+// elsewhere at once). The client asks after the job on its first failed output request and
+// ends, rather than after the output's retries (11 s).
+TEST(ExecCommandTest, ASessionInABatchJobWhoseNodeIsLostEndsAtOnce) {
+  for (const bool runs_again : {false, true}) {
+    Harness h;
+    auto head = std::make_shared<SharedHead>();
+    auto failed = std::make_shared<std::atomic<bool>>(false);
+    head->answer = [failed, runs_again](const std::string&, const std::string& path,
+                                        const std::string&) {
+      if (path == "/v1/jobs/9/exec") {
+        return Reply(201, {{"session", "s1"}, {"node", "n1"}, {"job", 9}, {"run", "9.1"}});
+      }
+      if (path.rfind("/v1/exec/s1/output", 0) == 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        *failed = true;
+        return Reply(502, {{"error", {{"code", "unavailable"}, {"message", "node n1: refused"}}}});
+      }
+      if (path == "/v1/jobs/9") {
+        Job job;
+        job.id = 9;
+        job.state = JobState::kRunning;
+        corral::Run first;
+        first.attempt = 1;
+        first.state = RunState::kRunning;
+        job.runs.push_back(first);
+        if (*failed) {  // the head has declared n1 lost meanwhile
+          job.runs.back().state = RunState::kLost;
+          job.runs.back().reason = "node n1 lost";
+          job.state = JobState::kPending;
+          if (runs_again) {
+            corral::Run second;
+            second.attempt = 2;
+            second.state = RunState::kRunning;
+            job.runs.push_back(second);
+            job.state = JobState::kRunning;
+          }
+        }
+        return Reply(200, {{"job", ToJson(job)}});
+      }
+      return Reply(200, Json::object());
+    };
+    h.ctx.connect = [head]() -> Result<std::shared_ptr<ApiTransport>> {
+      return std::shared_ptr<ApiTransport>(head);
+    };
+    ::testing::internal::CaptureStderr();
+    const auto t0 = std::chrono::steady_clock::now();
+    int code = RunCommand("exec", {"9", "--", "nvidia-smi"}, h.ctx);
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(code, 255) << err << h.err.str();
+    const std::string want = runs_again ? "corral exec: lost the session: job 9's run 9.1 was "
+                                          "lost; it runs again as 9.2"
+                                        : "corral exec: lost the session: job 9 is pending: "
+                                          "node n1 lost";
+    EXPECT_NE(err.find(want), std::string::npos) << err;
+    EXPECT_LT(took, 5.0) << "it did not wait for the output's retries";
+    std::vector<std::string> sent = head->Sent();
+    EXPECT_EQ(std::find(sent.begin(), sent.end(), "POST /v1/jobs/9/touch"), sent.end())
+        << "a batch job is not touched";
+  }
+}
+
 }  // namespace
 }  // namespace corral::cli
