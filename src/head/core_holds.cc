@@ -70,7 +70,7 @@ static DepState Evaluate(const HeadCore& core, const ClusterState& s, const Job&
   return result;
 }
 
-void HeadCore::AdmitPending(const Job& job) {
+void HeadCore::AdmitPending(const Job& job, const sched::PendingJob* input) {
   if (job.held) {
     held_.insert(job.id);
     pending_reason_[job.id] = {PendingCode::kHeld,
@@ -109,7 +109,7 @@ void HeadCore::AdmitPending(const Job& job) {
   }
   held_.erase(job.id);
   if (job.IsArrayElement()) ++array_live_[job.array_id];
-  scheduler_->AddPending(SchedulerInput(job));
+  scheduler_->AddPending(input != nullptr ? *input : SchedulerInput(job));
   WantSchedule();
 }
 

@@ -69,16 +69,55 @@ void HeadCore::OnRetired(const JobsRetired& e) {
   RebuildEstimator();
 }
 
-void HeadCore::RebuildEstimator() {
+namespace {
+
+// When the live head last queued a job that is not over, i.e. predicted its run time: its
+// submission, the end of its last run before the current one (a requeue), or the end of the
+// last of its dependencies that has ended (it was admitted then). A job the head queued again
+// for another reason (a hold or an array's limit released, its owner's QoS changed) was
+// predicted then; that instant is not kept, so it is predicted as of the latest of these.
+TimeMs QueuedAt(const Job& job, const ClusterState& s) {
+  TimeMs at = job.submitted_at;
+  const bool runs_now = job.state == JobState::kScheduled || job.state == JobState::kRunning;
+  const size_t before = job.runs.size() - (runs_now && !job.runs.empty() ? 1 : 0);
+  if (before > 0) at = std::max(at, job.runs[before - 1].ended_at);
+  for (const Dependency& d : job.spec.dependencies) {
+    for (JobId t : d.jobs) {
+      auto it = s.jobs.find(t);
+      if (it != s.jobs.end() && IsTerminal(it->second.state)) {
+        at = std::max(at, it->second.ended_at);
+      }
+    }
+  }
+  return at;
+}
+
+}  // namespace
+
+void HeadCore::RebuildEstimator(std::unordered_map<JobId, sched::PendingJob>* queued) {
   // Live and after a restart alike: the history of the ended jobs in memory, in end order.
   estimator_ = sched::RuntimeEstimator(config_.estimator);
   std::vector<const Job*> ended;
+  std::vector<std::pair<TimeMs, const Job*>> live;
   for (const auto& [id, job] : state_.jobs) {
-    if (IsTerminal(job.state)) ended.push_back(&job);
+    if (IsTerminal(job.state)) {
+      ended.push_back(&job);
+    } else if (queued != nullptr) {
+      live.emplace_back(QueuedAt(job, state_), &job);
+    }
   }
   std::stable_sort(ended.begin(), ended.end(),
                    [](const Job* a, const Job* b) { return a->ended_at < b->ended_at; });
-  for (const Job* j : ended) estimator_.Observe(sched::EndedJobOf(*j));
+  std::stable_sort(live.begin(), live.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  size_t next = 0;
+  for (const auto& [at, job] : live) {
+    for (; next < ended.size() && ended[next]->ended_at <= at; ++next) {
+      estimator_.Observe(sched::EndedJobOf(*ended[next]));
+    }
+    queued->emplace(job->id, SchedulerInput(*job));
+  }
+  for (; next < ended.size(); ++next) estimator_.Observe(sched::EndedJobOf(*ended[next]));
 }
 
 std::vector<sched::PastUsage> RetiredPastUsage(const ClusterState& s) {

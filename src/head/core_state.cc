@@ -1,6 +1,7 @@
 // The head core's bookkeeping: the indexes and the scheduler kept in step with each change,
 // recovery, queues, and identities.
 #include <algorithm>
+#include <unordered_map>
 #include <vector>
 
 #include "core/queue_tree.h"
@@ -311,7 +312,10 @@ void HeadCore::RebuildIndexes(TimeMs now) {
   doomed_.clear();
   session_heard_.clear();
   session_stop_at_.clear();
-  RebuildEstimator();
+  // Each job that is not over keeps the prediction it was queued with (as a live head would
+  // have): a restart must not reorder the queue by what ended since.
+  std::unordered_map<JobId, sched::PendingJob> queued;
+  RebuildEstimator(&queued);
   for (const auto& [id, job] : state_.jobs) {
     // A new leadership gives every session's client a full inactive limit to reach it.
     if (job.spec.interactive && !IsTerminal(job.state)) session_heard_[id] = {now, now};
@@ -327,17 +331,17 @@ void HeadCore::RebuildIndexes(TimeMs now) {
   }
   for (const auto& [id, job] : state_.jobs) {
     if (job.state == JobState::kScheduled || job.state == JobState::kRunning) {
-      scheduler_->AddRunning(ToRunning(job, SchedulerInput(job)));
+      scheduler_->AddRunning(ToRunning(job, queued.at(id)));
       if (job.IsArrayElement()) ++array_live_[job.array_id];
     }
   }
   for (const auto& [id, job] : state_.jobs) {
     // A requeued job was admitted before; only one that never ran waits again for room.
     if (job.state == JobState::kPending && !job.runs.empty()) {
-      scheduler_->AddPending(SchedulerInput(job));
+      scheduler_->AddPending(queued.at(id));
       if (job.IsArrayElement()) ++array_live_[job.array_id];
     } else if (job.state == JobState::kPending) {
-      AdmitPending(job);
+      AdmitPending(job, &queued.at(id));
     }
   }
   // Fair share remembers what each queue and user ran before this leadership (DESIGN §6.2).

@@ -54,6 +54,41 @@ TEST_P(Scenario, AJobWhoseNameRanShortStartsBeforeOneThatRanLong) {
   EXPECT_EQ(Get(first.id).state, JobState::kPending);
 }
 
+// A job keeps the run time it was predicted when it was queued (a live head predicts once, at
+// submission or requeue); a restarted head predicts it from the history as it stood then, not
+// from the jobs that ended since: the order is the same either way.
+TEST_P(Scenario, AJobKeepsThePredictionItWasQueuedWithAcrossRestarts) {
+  Register("n1", 1);
+  auto run = [&](const std::string& name, DurationMs for_ms) {
+    JobSpec s = Spec(1);
+    s.name = name;
+    Job j = Submit(s);
+    Schedule();
+    ASSERT_EQ(Get(j.id).state, JobState::kScheduled) << name;
+    ASSERT_TRUE(*Report("n1", {Running(Get(j.id))}));
+    now() += for_ms;
+    ASSERT_TRUE(*Report("n1", {Exited(Get(j.id), 0, 0)}));
+  };
+  run("p", 2 * kHour);
+  run("q", 2 * kHour);
+  JobSpec busy = Spec(1);
+  busy.name = "q";
+  Job blocker = Submit(busy);
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(blocker.id))}));
+  JobSpec p = Spec(1), q = Spec(1);
+  p.name = "p";
+  q.name = "q";
+  Job first = Submit(p);   // predicted 2 h
+  Job second = Submit(q);  // predicted 2 h too: submission order decides
+  now() += kMinute;
+  // A "q" of a minute ends: "q" jobs queued from now on are predicted shorter, not this one.
+  ASSERT_TRUE(*Report("n1", {Exited(Get(blocker.id), 0, 0)}));
+  Schedule();
+  EXPECT_EQ(Get(first.id).state, JobState::kScheduled);
+  EXPECT_EQ(Get(second.id).state, JobState::kPending);
+}
+
 // Fair share counts what a queue ran before (decayed usage): a queue that kept the cluster
 // busy waits behind one that did not, and a restarted head remembers it from the runs.
 TEST_P(Scenario, AQueueThatRanWaitsBehindOneThatDidNotAcrossRestarts) {

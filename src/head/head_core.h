@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/agent_protocol.h"
@@ -308,7 +309,9 @@ class HeadCore {
   void Emit(const Caller& by, TimeMs now, ChangeKind what);
   void Index(const Change& c);
   // Pending jobs held back from the scheduler (core_holds.cc).
-  void AdmitPending(const Job& job);
+  // `input`: the job's scheduler input where the caller has it (a recovery's, predicted as
+  // the job was queued); else SchedulerInput(job).
+  void AdmitPending(const Job& job, const sched::PendingJob* input = nullptr);
   void ForgetWaits(const Job& job);
   void Unhold(const Job& job);
   void OnTerminal(const Job& job, bool was_live);
@@ -317,7 +320,10 @@ class HeadCore {
   // Why a command names a job not in memory: none such, or one retired long after it ended.
   Status UnknownJob(JobId id) const;
   void OnRetired(const JobsRetired& e);
-  void RebuildEstimator();
+  // The estimator from the ended jobs in memory. With `queued`: each live job's scheduler
+  // input too, predicted from the history as it stood when the job was last queued (see
+  // QueuedAt in core_retire.cc), as the live head predicted it.
+  void RebuildEstimator(std::unordered_map<JobId, sched::PendingJob>* queued = nullptr);
   // The scheduler's input for a job: its spec and history, and the prediction from ended jobs.
   sched::PendingJob SchedulerInput(const Job& job) const;
 
