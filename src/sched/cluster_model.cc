@@ -59,17 +59,20 @@ int32_t GpuShares::SharedGpus() const {
 int32_t ShareSlotsWith(const NodeSlot& n, const std::vector<uint8_t>& busy, const GpuShares& shares,
                        size_t g, const Shape& s) {
   if (!s.share || !n.info.gpus[g].healthy) return 0;
-  bool shared = shares.count[g] > 0;
+  bool shared = !shares.count.empty() && shares.count[g] > 0;
   if (busy[g] && !shared) return 0;  // held whole
   if (shared && shares.isolation[g] != static_cast<uint8_t>(s.isolation)) return 0;
   if (shared && s.isolation == GpuIsolation::kMps && s.owner != nullptr &&
       shares.mps_owner[g] != *s.owner) {
     return 0;
   }
+  // A GPU without shares has none of its milli-GPUs or memory taken (ApplyShares zeroes both).
+  const int64_t milli = shared ? shares.milli[g] : 0;
+  const int64_t taken_mem = shared ? shares.mem[g] : 0;
   int64_t k = kGpuMilli;  // a memory-only share (0 milli): its memory bounds it
-  if (s.share_milli > 0) k = (kGpuMilli - shares.milli[g]) / s.share_milli;
+  if (s.share_milli > 0) k = (kGpuMilli - milli) / s.share_milli;
   int64_t mem = ShareMemOn(n, g, s);
-  int64_t room = ShareableMemoryMb(n.info.gpus[g].memory_mb) - shares.mem[g];
+  int64_t room = ShareableMemoryMb(n.info.gpus[g].memory_mb) - taken_mem;
   if (mem > 0) k = std::min(k, room / mem);
   return static_cast<int32_t>(std::max<int64_t>(0, k));
 }
@@ -82,6 +85,7 @@ int32_t ApplyShares(const NodeSlot& n, const ReplicaPlacement& p, GpuIsolation i
                     const std::string& owner, int sign, std::vector<uint8_t>* busy,
                     GpuShares* shares) {
   int32_t free_delta = 0;
+  if (shares->count.empty()) shares->Resize(n.info.gpus.size());
   for (const GpuShare& s : Shares(p)) {
     for (size_t g = 0; g < n.info.gpus.size(); ++g) {
       if (n.info.gpus[g].index != s.index) continue;
@@ -121,10 +125,11 @@ int32_t ClusterModel::Find(const std::string& name) const {
 }
 
 void ClusterModel::EnsureBuckets(int32_t k) {
-  if (static_cast<int32_t>(buckets_.size()) <= k) buckets_.resize(k + 1);
-  for (auto& rb : rack_buckets_) {
-    if (static_cast<int32_t>(rb.size()) <= k) rb.resize(k + 1);
-  }
+  // Every rack has as many buckets as the cluster (a new rack starts with buckets_.size()), so
+  // the common case, k already counted, needs no walk over the racks.
+  if (k < static_cast<int32_t>(buckets_.size())) return;
+  buckets_.resize(k + 1);
+  for (auto& rb : rack_buckets_) rb.resize(k + 1);
 }
 
 void ClusterModel::Unindex(int32_t i) {
@@ -164,8 +169,7 @@ void ClusterModel::Index(int32_t i) {
 int32_t ClusterModel::Upsert(const NodeInfo& info) {
   int32_t i = Find(info.name);
   std::vector<uint8_t> busy(info.gpus.size(), 0);
-  GpuShares shares;
-  shares.Resize(info.gpus.size());
+  GpuShares shares;  // empty while no GPU of the node holds a share
   int32_t used_cpu = 0;
   int64_t used_mem = 0;
   if (i < 0) {
@@ -185,6 +189,8 @@ int32_t ClusterModel::Upsert(const NodeInfo& info) {
       for (size_t b = 0; b < old.info.gpus.size(); ++b) {
         if (old.info.gpus[b].index != info.gpus[a].index) continue;
         busy[a] = old.busy[b];
+        if (old.shares.count.empty()) continue;
+        if (shares.count.empty()) shares.Resize(info.gpus.size());
         shares.count[a] = old.shares.count[b];
         shares.milli[a] = old.shares.milli[b];
         shares.mem[a] = old.shares.mem[b];
@@ -327,15 +333,17 @@ int32_t ClusterModel::CapacityWith(const NodeSlot& n, const Shape& s, TimeMs end
   return static_cast<int32_t>(std::max<int64_t>(0, k));
 }
 
-void ClusterModel::SetUsage(int32_t i, const std::vector<uint8_t>& busy, const GpuShares& shares,
+void ClusterModel::SetUsage(int32_t i, const std::vector<uint8_t>& busy, const GpuShares* shares,
                             int32_t free_gpus, int32_t free_cpu, int64_t free_mem) {
   NodeSlot& n = slots_[i];
   bool indexed = n.indexed_at >= 0;
   if (indexed) Unindex(i);
   n.busy = busy;
   n.free_gpus = free_gpus;
-  n.shares = shares;
-  n.shared_gpus = n.shares.SharedGpus();
+  if (shares != nullptr) {
+    n.shares = *shares;
+    n.shared_gpus = n.shares.SharedGpus();
+  }
   n.free_cpu = free_cpu;
   n.free_mem = free_mem;
   if (indexed) Index(i);

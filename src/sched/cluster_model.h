@@ -43,6 +43,8 @@ Resources ResourcesOf(const Shape& s);  // one replica's resources
 
 // The shares on each GPU of a node (by position in NodeInfo::gpus): how many, their
 // milli-GPUs and memory, and their isolation. A GPU with shares is busy for whole-GPU jobs.
+// Empty (no vector sized) on a node where no share has been placed: reads as no shares, and
+// costs a node of whole-GPU jobs no allocation; ApplyShares sizes it.
 struct GpuShares {
   std::vector<int32_t> count;
   std::vector<int32_t> milli;
@@ -140,7 +142,8 @@ class ClusterModel {
                               const std::vector<uint8_t>& busy, const GpuShares& shares);
   // Sets what is bound on node i (busy GPUs by position, and the free counts that go with
   // them), re-indexing it once. What-if searches (what_if.h) write their result with it.
-  void SetUsage(int32_t i, const std::vector<uint8_t>& busy, const GpuShares& shares,
+  // `shares` null: the node's shares are left as they are (the what-if changed none).
+  void SetUsage(int32_t i, const std::vector<uint8_t>& busy, const GpuShares* shares,
                 int32_t free_gpus, int32_t free_cpu, int64_t free_mem);
   // Changes whenever a node name gets or loses a slot: slot numbers cached by name are stale.
   uint64_t layout_version() const { return layout_version_; }

@@ -266,8 +266,11 @@ void PendingSet::RestoreAll() {
     bool was_visible = Visible(k);
     class_hidden_[k] = 0;
     Revisit(k, was_visible);
-    std::vector<int32_t> gs(class_groups_[k].begin(), class_groups_[k].end());
-    for (int32_t g : gs) {
+    // Reseat may drop the group it is given from class_groups_[k] (an empty class), never
+    // another: step past it first.
+    std::set<int32_t>& gs = class_groups_[k];
+    for (auto it = gs.begin(); it != gs.end();) {
+      int32_t g = *it++;
       groups_[g].classes.at(k).hidden = false;
       Reseat(g, k);
     }

@@ -18,24 +18,26 @@
 
 namespace corral::sched {
 
+// The pass's order and bookkeeping come first, the job after them, the last reported reason
+// (a string, read only when it changes) last.
 struct PendingEntry {
-  PendingJob job;
   JobKey key;
   int32_t queue = -1;  // QueueBook id
   int32_t user = -1;   // user id inside the queue
   int32_t group = -1;
   int32_t klass = -1;
-  // Why it waits, as last reported (only changes are reported).
-  PendingCode last_code = PendingCode::kNone;
-  std::string last_reason;
   // Starvation guard (SchedulerConfig::starvation_promote_factor): when it is due to be
   // ordered as level 0 (kUnknownTime: never, or not yet seen by a pass), and whether it is.
   TimeMs promote_at = kUnknownTime;
-  bool promoted = false;
   // Age bound (SchedulerConfig::max_wait_ms): when it is due to be aged (kUnknownTime: no
   // bound, or aged already), and whether it is (JobKey::aged set).
   TimeMs aged_at = kUnknownTime;
+  bool promoted = false;
   bool aged = false;
+  // Why it waits, as last reported (only changes are reported).
+  PendingCode last_code = PendingCode::kNone;
+  PendingJob job;
+  std::string last_reason;
 };
 
 class PendingSet {

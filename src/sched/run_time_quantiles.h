@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "core/time.h"
@@ -20,6 +21,27 @@ struct RunTimeQuantiles {
   std::array<DurationMs, kRunQuantiles> at{};
   bool empty() const { return at[kRunQuantiles - 1] <= 0; }
   bool operator==(const RunTimeQuantiles&) const = default;
+};
+
+// A job's distribution as a PendingJob holds it: one immutable copy that the copies of the job
+// (the pending entry, the run entry, the driver's) share, so that a job costs a pointer rather
+// than the points (most jobs of a pass are only walked past). Null: all points 0. A value:
+// it compares and reads as the points it holds.
+class SharedQuantiles {
+ public:
+  SharedQuantiles() = default;
+  SharedQuantiles(const RunTimeQuantiles& q)  // NOLINT(google-explicit-constructor): a value
+      : points_(q == RunTimeQuantiles{} ? nullptr : std::make_shared<const RunTimeQuantiles>(q)) {}
+
+  bool empty() const { return points_ == nullptr || points_->empty(); }
+  const RunTimeQuantiles& get() const { return points_ ? *points_ : kNone; }
+  operator const RunTimeQuantiles&() const { return get(); }  // NOLINT: reads as the points
+  bool operator==(const SharedQuantiles& o) const { return get() == o.get(); }
+  bool operator==(const RunTimeQuantiles& o) const { return get() == o; }
+
+ private:
+  static inline const RunTimeQuantiles kNone{};
+  std::shared_ptr<const RunTimeQuantiles> points_;
 };
 
 // How kCorral turns a distribution and the run time a job has had into the remaining time it

@@ -26,6 +26,31 @@ RunTimeQuantiles Bimodal() {
   return d;
 }
 
+// A PendingJob holds its distribution as SharedQuantiles: copies share one array and compare,
+// read and condition as the points themselves; all-zero points hold nothing.
+TEST(RunTimeQuantilesTest, SharedQuantilesAreAValueThatCopiesShare) {
+  SharedQuantiles none;
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(none, RunTimeQuantiles{});
+  EXPECT_TRUE(SharedQuantiles(RunTimeQuantiles{}).empty());
+
+  SharedQuantiles d = Bimodal();
+  EXPECT_FALSE(d.empty());
+  EXPECT_EQ(d, Bimodal());
+  EXPECT_NE(d, none);
+  SharedQuantiles copy = d;
+  EXPECT_EQ(&copy.get(), &d.get()) << "a copy shares the points";
+  EXPECT_EQ(copy.get().at[kRunQuantiles - 1], 10 * kHour);
+  EXPECT_EQ(ConditionalRemainingMs(copy, 2 * kMinute, PredictionRule::kQuantile, 0.5),
+            ConditionalRemainingMs(Bimodal(), 2 * kMinute, PredictionRule::kQuantile, 0.5));
+
+  PendingJob a = MakeJob(1).Gpus(1).Distribution(Bimodal());
+  PendingJob b = a;
+  b.run_quantiles = {};
+  EXPECT_TRUE(b.run_quantiles.empty());
+  EXPECT_EQ(a.run_quantiles, Bimodal()) << "clearing a copy leaves the original";
+}
+
 TEST(RunTimeQuantilesTest, RulesConditionOnTheRunTimeSoFar) {
   const RunTimeQuantiles d = Bimodal();
   // Fresh: the median is the fast failure; the mean is half of each; Gittins runs a 1-minute
@@ -104,7 +129,7 @@ TEST(RunTimeQuantilesTest, ToPendingJobCarriesTheDistribution) {
   job.owner = "alice";
   job.spec.queue = "q";
   job.spec.per_replica.gpu_milli = kGpuMilli;
-  EXPECT_EQ(ToPendingJob(job, &e).run_quantiles.at[0], 2 * kHour);
+  EXPECT_EQ(ToPendingJob(job, &e).run_quantiles.get().at[0], 2 * kHour);
   EXPECT_TRUE(ToPendingJob(job).run_quantiles.empty());
 }
 
@@ -170,7 +195,7 @@ TEST(RunTimeQuantilesTest, ARequeuedJobMayBeJudgedByItsOwnersLongerHistory) {
   preempted.ended_at = 1000 + 2 * kHour;
   job.runs = {preempted};
   EXPECT_EQ(ToPendingJob(job, &e).run_quantiles, e.Quantiles("alice", "", 1, 0, 2 * kHour));
-  EXPECT_EQ(ToPendingJob(job, &e).run_quantiles.at[0], 10 * kHour);
+  EXPECT_EQ(ToPendingJob(job, &e).run_quantiles.get().at[0], 10 * kHour);
 }
 
 TEST(RunTimeQuantilesTest, AFailFastUsersFreshJobGoesFirstButNotOnceItOutlivedTheFailures) {

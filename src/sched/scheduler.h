@@ -104,38 +104,29 @@ enum class GittinsOrder {
 const char* GittinsOrderName(GittinsOrder g);
 bool ParseGittinsOrder(const std::string& text, GittinsOrder* out);
 
+// The numbers a pass reads come first and the strings last: a pass walks past many jobs and
+// reads few fields of each, and the first two cache lines hold all it needs of most of them.
 struct PendingJob {
   JobId id = 0;
-  std::string queue = "default";
-  std::string user;
   int32_t priority = 0;
-  TimeMs submitted_at = 0;
   int32_t replicas = 1;
+  TimeMs submitted_at = 0;
   int32_t max_replicas_per_node = 0;  // JobSpec::max_replicas_per_node; 0: no limit
-  Resources per_replica;
-  std::string gpu_model;
-  std::map<std::string, std::string> node_labels;
-  DurationMs time_limit_ms = 0;  // 0: unknown; backfill treats it as infinite
   bool preemptible = false;
-  // The admin reservation it runs in (NodeReservation::name): only on its nodes, during it.
-  std::string reservation;
   // An interactive session (JobSpec::interactive): counted against its queue's
   // max_interactive_gpus_per_user.
   bool interactive = false;
   // It may preempt lower-priority runs by priority (its owner's QoS's right; docs/qos.md).
   // Quota reclaim and attained-service (LAS) preemption do not depend on it.
   bool may_preempt = true;
-  std::string name;  // the job's name (JobSpec::name); with `user`, keys its run-time history
+  Resources per_replica;
+  DurationMs time_limit_ms = 0;  // 0: unknown; backfill treats it as infinite
   // A running job's last checkpoint in its current run (0: none reported): work before it is
   // not lost by a preemption, so victims that just checkpointed are preferred.
   TimeMs last_checkpoint_at = 0;
   // Predicted run time of the whole job in wall ms (RuntimeEstimator::Predict: its owner's and
   // its name's history, its time limit; never its true duration); 0: no prediction.
   DurationMs predicted_ms = 0;
-  // The distribution behind the prediction (RuntimeEstimator::Quantiles: the owner's recent
-  // run times, bounded by the time limit); empty: predicted_ms alone. With it, kCorral's
-  // predicted remaining time conditions on the run time the job has had (prediction_rule).
-  RunTimeQuantiles run_quantiles;
   // The inverse Gittins index of the job at its attained_ms (RuntimeEstimator::
   // GittinsServiceMs: GPU-ms of service per expected completion, from the service of the
   // queue's ended jobs; never its own duration); 0: unknown. Computed when the job is
@@ -144,6 +135,17 @@ struct PendingJob {
   // Simulator-only inputs of the baseline policies.
   DurationMs oracle_duration_ms = 0;
   DurationMs attained_ms = 0;  // GPU-time received before the current run, in GPU-ms
+  // The distribution behind the prediction (RuntimeEstimator::Quantiles: the owner's recent
+  // run times, bounded by the time limit); empty: predicted_ms alone. With it, kCorral's
+  // predicted remaining time conditions on the run time the job has had (prediction_rule).
+  SharedQuantiles run_quantiles;
+  std::string queue = "default";
+  std::string user;
+  std::string name;  // the job's name (JobSpec::name); with `user`, keys its run-time history
+  std::string gpu_model;
+  std::map<std::string, std::string> node_labels;
+  // The admin reservation it runs in (NodeReservation::name): only on its nodes, during it.
+  std::string reservation;
 };
 
 struct RunningJob {

@@ -19,9 +19,9 @@
 
 namespace corral::sched {
 
+// The fields a victim search and the victim order read come first, the job (its numbers
+// first, PendingJob) after them, its placement last.
 struct RunEntry {
-  PendingJob job;
-  std::vector<ReplicaPlacement> placement;
   TimeMs started_at = 0;
   int32_t queue = -1;
   int32_t user = -1;
@@ -31,9 +31,9 @@ struct RunEntry {
   int64_t mem = 0;
   TimeMs expected_end = kUnknownTime;  // started_at + time limit
   JobId preempted_for = 0;             // non-zero while being preempted
+  uint64_t placed_in_pass = 0;         // the pass that placed it (never a victim in it)
   // It started past its age bound (SchedulerConfig::max_wait_ms): not a LAS victim.
   bool aged = false;
-  uint64_t placed_in_pass = 0;  // the pass that placed it (never a victim in it)
   // Its place in SchedState::victim_order when that was built in pass victim_rank_pass: the
   // next build starts from the last order, which mostly still holds.
   mutable int32_t victim_rank = -1;
@@ -42,6 +42,8 @@ struct RunEntry {
   // is slots_version; see SchedState::SlotsOf.
   mutable std::vector<int32_t> slots;
   mutable uint64_t slots_version = 0;
+  PendingJob job;
+  std::vector<ReplicaPlacement> placement;
 };
 
 struct SchedState {

@@ -37,14 +37,21 @@ WhatIf::Node& WhatIf::Touch(int32_t slot) {
   w.mem = w.orig_mem = n.free_mem;
   w.busy = n.busy;
   w.orig_busy = n.busy;
-  w.shares = n.shares;
-  w.orig_shares = n.shares;
+  w.has_shares = false;
+  if (n.shared_gpus > 0) CopyShares(w, n);
   // Reset counted exactly this (a node below the bucket floor holds no replica).
   w.cap = w.matches ? ClusterModel::CapacityWith(n, shape_, kUnknownTime, shape_.replicas, w.gpus,
-                                                 w.cpu, w.mem, w.busy, w.shares)
+                                                 w.cpu, w.mem, w.busy, SharesOf(w))
                     : 0;
   touched_.push_back(slot);
   return w;
+}
+
+void WhatIf::CopyShares(Node& w, const NodeSlot& n) {
+  if (!w.shares) w.shares = std::make_unique<Node::Shares>();
+  w.has_shares = true;
+  w.shares->now = n.shares;
+  w.shares->orig = n.shares;
 }
 
 void WhatIf::Release(const std::vector<ReplicaPlacement>& placement,
@@ -59,15 +66,16 @@ void WhatIf::Release(const std::vector<ReplicaPlacement>& placement,
     int32_t before = w.gpus;
     uint8_t want = sign > 0 ? 1 : 0;
     if (!placement[k].gpu_milli.empty()) {
-      w.gpus +=
-          ApplyShares(n, placement[k], per_replica.gpu_isolation, owner, sign, &w.busy, &w.shares);
-    }
-    for (int32_t idx :
-         placement[k].gpu_milli.empty() ? placement[k].gpus : std::vector<int32_t>{}) {
-      for (size_t g = 0; g < n.info.gpus.size(); ++g) {
-        if (n.info.gpus[g].index != idx || w.busy[g] == want) continue;
-        w.busy[g] = want;
-        if (n.info.gpus[g].healthy) w.gpus += sign > 0 ? -1 : 1;
+      if (!w.has_shares) CopyShares(w, n);
+      w.gpus += ApplyShares(n, placement[k], per_replica.gpu_isolation, owner, sign, &w.busy,
+                            &w.shares->now);
+    } else {
+      for (int32_t idx : placement[k].gpus) {
+        for (size_t g = 0; g < n.info.gpus.size(); ++g) {
+          if (n.info.gpus[g].index != idx || w.busy[g] == want) continue;
+          w.busy[g] = want;
+          if (n.info.gpus[g].healthy) w.gpus += sign > 0 ? -1 : 1;
+        }
       }
     }
     w.cpu -= sign * per_replica.cpu_milli;
@@ -76,7 +84,7 @@ void WhatIf::Release(const std::vector<ReplicaPlacement>& placement,
     if (w.matches) {
       capacity_ -= w.cap;
       w.cap = ClusterModel::CapacityWith(n, shape_, kUnknownTime, shape_.replicas, w.gpus, w.cpu,
-                                         w.mem, w.busy, w.shares);
+                                         w.mem, w.busy, SharesOf(w));
       capacity_ += w.cap;
     }
   }
@@ -101,7 +109,7 @@ void WhatIf::Apply() {
   for (int32_t i : touched_) {
     const Node& w = nodes_[i];
     if (w.reserved) continue;
-    model_->SetUsage(i, w.busy, w.shares, w.gpus, w.cpu, w.mem);
+    model_->SetUsage(i, w.busy, w.has_shares ? &w.shares->now : nullptr, w.gpus, w.cpu, w.mem);
   }
 }
 
@@ -109,7 +117,8 @@ void WhatIf::Restore() {
   for (int32_t i : touched_) {
     const Node& w = nodes_[i];
     if (w.reserved) continue;
-    model_->SetUsage(i, w.orig_busy, w.orig_shares, w.orig_gpus, w.orig_cpu, w.orig_mem);
+    model_->SetUsage(i, w.orig_busy, w.has_shares ? &w.shares->orig : nullptr, w.orig_gpus,
+                     w.orig_cpu, w.orig_mem);
   }
 }
 

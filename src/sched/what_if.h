@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "sched/cluster_model.h"
@@ -59,13 +60,28 @@ class WhatIf {
     int64_t mem = 0;
     int64_t cap = 0;  // replicas of shape_ that fit, counted in capacity_
     std::vector<uint8_t> busy;
-    GpuShares shares;
     int32_t orig_gpus = 0;
     int32_t orig_cpu = 0;
     int64_t orig_mem = 0;
     std::vector<uint8_t> orig_busy;
-    GpuShares orig_shares;
+    // The node's shares (now and at Touch), copied only once they matter: the node held
+    // shares at Touch, or a share was released or bound on it. Until then (has_shares false)
+    // the question reads the node as holding no shares, as it does, and Apply and Restore
+    // leave its shares alone. Allocated the first time a question needs it, then kept: most
+    // nodes never hold a share, and every node has a Node.
+    struct Shares {
+      GpuShares now;
+      GpuShares orig;
+    };
+    bool has_shares = false;
+    std::unique_ptr<Shares> shares;
   };
+  void CopyShares(Node& w, const NodeSlot& n);
+  // The shares a question reads for w: its copy, or none.
+  const GpuShares& SharesOf(const Node& w) const {
+    return w.has_shares ? w.shares->now : kNoShares;
+  }
+  static inline const GpuShares kNoShares{};
   Node& Touch(int32_t slot);
 
   ClusterModel* model_ = nullptr;
