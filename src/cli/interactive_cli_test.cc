@@ -340,9 +340,6 @@ TEST(ExecCommandTest, AnAgentUnreachableForAWhileEndsNoSessionWhoseJobRuns) {
   EXPECT_EQ(code, 3) << err << h.err.str();
   EXPECT_EQ(err.find("lost the session"), std::string::npos) << err;
   EXPECT_EQ(pauses.load(), 30) << "each refused request waits before the next";
-  std::vector<std::string> sent = head->Sent();
-  EXPECT_GE(std::count(sent.begin(), sent.end(), "GET /v1/jobs/9"), 1)
-      << "how the job stands was read";
 }
 
 }  // namespace
