@@ -191,5 +191,18 @@ TEST_F(RelayFaults, ARelayToAnAgentThatDiedFailsAtOnceWith502) {
   EXPECT_LT(Since(t0), 3.0);
 }
 
+// A job on a node the head cannot reach (here: one that registered no address): opening a
+// session in it is refused at once, naming the node, not retried as a head without a leader.
+TEST_F(RelayFaults, AnExecIntoAJobWhoseNodeHasNoAddressIsRefusedAtOnce) {
+  RunJobOn("");
+  const auto t0 = Clock::now();
+  auto opened = Call("POST", "/v1/jobs/1/exec", R"({"command":["sh"]})");
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  EXPECT_EQ(opened->status, 409) << opened->body;
+  EXPECT_NE(ErrorMessage(*opened).find("node n1 has no address"), std::string::npos)
+      << opened->body;
+  EXPECT_LT(Since(t0), 3.0);
+}
+
 }  // namespace
 }  // namespace corral::api

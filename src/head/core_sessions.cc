@@ -44,11 +44,13 @@ Result<ExecTarget> HeadCore::OpenExec(const Caller& by, JobId id, int32_t replic
   t.caller = by.name;
   t.notebook = job.spec.notebook;
   auto node = state_.nodes.find(t.node);
+  // A precondition, not "unavailable": clients take a 503 for a head without a leader and try
+  // every head again for their failover window; the node's state is said at once.
   if (node == state_.nodes.end() || node->second.address.empty()) {
-    return Unavailable("node " + t.node + " has no address to reach its agent at");
+    return FailedPrecondition("node " + t.node + " has no address to reach its agent at");
   }
   if (node->second.liveness != Liveness::kAlive) {
-    return Unavailable("node " + t.node + " is " + LivenessName(node->second.liveness));
+    return FailedPrecondition("node " + t.node + " is " + LivenessName(node->second.liveness));
   }
   t.address = node->second.address;
   if (auto s = session_heard_.find(id); s != session_heard_.end()) s->second.heard = now;
