@@ -89,6 +89,18 @@ class Scenario : public ::testing::TestWithParam<bool> {
     Step();
   }
   Job Get(JobId id) { return *core().GetJob(kAna, id); }
+  // A one-GPU job named `name` runs alone on node n1 for `for_ms` and succeeds: the history the
+  // run-time estimator learns from.
+  void RunNamed(const std::string& name, DurationMs for_ms) {
+    JobSpec s = Spec(1);
+    s.name = name;
+    Job j = Submit(s);
+    Schedule();
+    ASSERT_EQ(Get(j.id).state, JobState::kScheduled) << name;
+    ASSERT_TRUE(*Report("n1", {Running(Get(j.id))}));
+    now() += for_ms;
+    ASSERT_TRUE(*Report("n1", {Exited(Get(j.id), 0, 0)}));
+  }
   // Retirement passes as the shell runs them, ticks 11 minutes apart, each followed by the
   // commit (and the snapshot the core may ask for): a new leadership's first tick only starts
   // the clock, the next may wait for a snapshot of the ended jobs, the third retires.
@@ -110,6 +122,5 @@ class Scenario : public ::testing::TestWithParam<bool> {
   CoreHarness h_;
   std::map<std::string, uint64_t> epochs_;
 };
-
 
 }  // namespace corral::head::core_test

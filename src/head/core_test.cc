@@ -26,18 +26,8 @@ TEST_P(Scenario, JobRunsAndSucceeds) {
 // starts the job predicted to be shortest first; a restarted head learns them again.
 TEST_P(Scenario, AJobWhoseNameRanShortStartsBeforeOneThatRanLong) {
   Register("n1", 1);
-  auto run = [&](const std::string& name, DurationMs for_ms) {
-    JobSpec s = Spec(1);
-    s.name = name;
-    Job j = Submit(s);
-    Schedule();
-    ASSERT_EQ(Get(j.id).state, JobState::kScheduled) << name;
-    ASSERT_TRUE(*Report("n1", {Running(Get(j.id))}));
-    now() += for_ms;
-    ASSERT_TRUE(*Report("n1", {Exited(Get(j.id), 0, 0)}));
-  };
-  run("long", 2 * kHour);
-  run("short", kMinute);
+  RunNamed("long", 2 * kHour);
+  RunNamed("short", kMinute);
   JobSpec busy = Spec(1);
   Job blocker = Submit(busy);
   Schedule();
@@ -59,18 +49,8 @@ TEST_P(Scenario, AJobWhoseNameRanShortStartsBeforeOneThatRanLong) {
 // from the jobs that ended since: the order is the same either way.
 TEST_P(Scenario, AJobKeepsThePredictionItWasQueuedWithAcrossRestarts) {
   Register("n1", 1);
-  auto run = [&](const std::string& name, DurationMs for_ms) {
-    JobSpec s = Spec(1);
-    s.name = name;
-    Job j = Submit(s);
-    Schedule();
-    ASSERT_EQ(Get(j.id).state, JobState::kScheduled) << name;
-    ASSERT_TRUE(*Report("n1", {Running(Get(j.id))}));
-    now() += for_ms;
-    ASSERT_TRUE(*Report("n1", {Exited(Get(j.id), 0, 0)}));
-  };
-  run("p", 2 * kHour);
-  run("q", 2 * kHour);
+  RunNamed("p", 2 * kHour);
+  RunNamed("q", 2 * kHour);
   JobSpec busy = Spec(1);
   busy.name = "q";
   Job blocker = Submit(busy);
