@@ -202,15 +202,15 @@ void FollowOutput(std::shared_ptr<ApiTransport> api, const std::string& session,
   (void)!write(done_fd, "x", 1);
 }
 
-// Why the run a session was opened in is over (its job no longer runs, or runs again as
-// another run after its node was lost), or "" while it runs or the head cannot say.
-std::string RunOver(ApiTransport& api, JobId id, const std::string& run) {
-  auto r = api.Call("GET", "/v1/jobs/" + std::to_string(id), "");
-  if (!r.ok()) return "";
-  if (r->status == 403 || r->status == 404) return ErrorMessageFromBody(*r);
-  if (r->status != 200) return "";
-  Json t = Json::parse(r->body, nullptr, false);
-  auto job = JobFromJson(t.is_object() ? t.value("job", Json::object()) : Json::object());
+// Why the run a session was opened in is over, from the head's answer about its job (GET
+// /v1/jobs/ID, or a session's touch, which answers with the whole job): a revoked token or a
+// job no longer known; a job that no longer runs (its node lost, cancelled, culled); one that
+// runs again as another run after its node was lost. "" while it runs, or where the answer
+// says nothing of it.
+std::string RunOver(const ApiReply& r, const Json& answer, JobId id, const std::string& run) {
+  if (r.status == 401 || r.status == 403 || r.status == 404) return ErrorMessageFromBody(r);
+  if (r.status != 200) return "";
+  auto job = JobFromJson(answer.is_object() ? answer.value("job", Json::object()) : Json::object());
   if (!job.ok()) return "";
   const std::string name = "job " + std::to_string(id);
   if (job->state != JobState::kRunning) {
@@ -350,50 +350,39 @@ int RunInJob(CliContext& ctx, JobId job, const ExecOptions& opts) {
         (void)post("input", {{"offset", std::to_string(input_offset)}, {"eof", "1"}}, "");
       }
     }
-    if (opts.touch_job == 0 && std::chrono::steady_clock::now() >= next_touch) {
-      // A command inside a batch job: the job is not touched (a touch keeps a session alive),
-      // but how it stands is read as often, so that a lost node ends the command's client
-      // even while the head's relay to that node still waits (up to its timeout).
-      next_touch = std::chrono::steady_clock::now() + std::chrono::milliseconds(touch_every);
-      job_over = RunOver(api, job, run);
-      if (!job_over.empty()) break;
-    }
-    if (opts.touch_job != 0 && std::chrono::steady_clock::now() >= next_touch) {
-      next_touch = std::chrono::steady_clock::now() + std::chrono::milliseconds(touch_every);
-      auto r = api.Call(
-          "POST",
-          "/v1/jobs/" + std::to_string(opts.touch_job) + "/touch?typed=" + (typed ? "1" : "0"), "");
-      typed = false;
-      if (r.ok() && (r->status == 401 || r->status == 403 || r->status == 404)) {
-        job_over = ErrorMessageFromBody(*r);  // a revoked token, a job no longer known
-        break;
+    if (std::chrono::steady_clock::now() < next_touch) continue;
+    next_touch = std::chrono::steady_clock::now() + std::chrono::milliseconds(touch_every);
+    // A session's job is touched (kept alive, saying whether the user typed); a command inside
+    // a batch job only reads how the job stands, as often, so that a lost node ends its client
+    // even while the head's relay to that node still waits (up to its timeout).
+    auto r =
+        opts.touch_job
+            ? api.Call("POST",
+                       "/v1/jobs/" + std::to_string(job) + "/touch?typed=" + (typed ? "1" : "0"),
+                       "")
+            : api.Call("GET", "/v1/jobs/" + std::to_string(job), "");
+    typed = false;
+    if (!r.ok()) continue;
+    Json t = r->status == 200 ? Json::parse(r->body, nullptr, false) : Json();
+    // Said at once, not after the output's retries.
+    job_over = RunOver(*r, t, job, run);
+    if (!job_over.empty()) break;
+    if (opts.touch_job && r->status == 200) {
+      // Well within the head's inactive limit, whatever it is.
+      int64_t limit = t.is_object() ? t.value("inactive_limit_ms", int64_t{0}) : 0;
+      if (limit > 0) {
+        touch_every = std::clamp<int64_t>(limit / 4, 250, opts.touch_every_ms);
+        next_touch = std::chrono::steady_clock::now() + std::chrono::milliseconds(touch_every);
       }
-      if (r.ok() && r->status == 200) {
-        Json t = Json::parse(r->body, nullptr, false);
-        // A job that no longer runs has no session to come back to: its node was lost, an
-        // operator cancelled it, it was culled. Said at once, not after the output's retries.
-        auto job = JobFromJson(t.is_object() ? t.value("job", Json::object()) : Json::object());
-        if (job.ok() && job->state != JobState::kRunning) {
-          job_over = "job " + std::to_string(opts.touch_job) + " is " + JobStateName(job->state) +
-                     (EndReason(*job).empty() ? "" : ": " + EndReason(*job));
-          break;
-        }
-        // Well within the head's inactive limit, whatever it is.
-        int64_t limit = t.is_object() ? t.value("inactive_limit_ms", int64_t{0}) : 0;
-        if (limit > 0) {
-          touch_every = std::clamp<int64_t>(limit / 4, 250, opts.touch_every_ms);
-          next_touch = std::chrono::steady_clock::now() + std::chrono::milliseconds(touch_every);
-        }
-        bool idle = t.is_object() && t.contains("idle_stop_at") && t["idle_stop_at"].is_number();
-        if (idle && !warned) {
-          int64_t left_s = (t["idle_stop_at"].get<int64_t>() - ctx.now()) / 1000;
-          WriteAll(2, nl + "corral " + name +
-                          ": this session is idle (no input, GPUs unused); "
-                          "it ends in " +
-                          std::to_string(std::max<int64_t>(0, left_s)) + "s unless used" + nl);
-        }
-        warned = idle;
+      bool idle = t.is_object() && t.contains("idle_stop_at") && t["idle_stop_at"].is_number();
+      if (idle && !warned) {
+        int64_t left_s = (t["idle_stop_at"].get<int64_t>() - ctx.now()) / 1000;
+        WriteAll(2, nl + "corral " + name +
+                        ": this session is idle (no input, GPUs unused); "
+                        "it ends in " +
+                        std::to_string(std::max<int64_t>(0, left_s)) + "s unless used" + nl);
       }
+      warned = idle;
     }
   }
   if (!job_over.empty()) {

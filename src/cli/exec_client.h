@@ -28,11 +28,11 @@ struct ExecOptions {
   int32_t replica = 0;
   bool pty = false;
   std::map<std::string, std::string> env;  // over the job's (TERM is added with a terminal)
-  // An interactive job to keep alive: POST /v1/jobs/ID/touch every touch_every_ms, saying
-  // whether the user typed since (idle culling). 0 (a batch job's command): the job is read
-  // as often instead, and at once when a relayed request fails, so that a run that is over
-  // (its node lost) ends the client.
-  JobId touch_job = 0;
+  // The job is an interactive session to keep alive: POST /v1/jobs/ID/touch every
+  // touch_every_ms, saying whether the user typed since (idle culling). Else (a batch job's
+  // command) the job is read as often instead. Either, and at once when a relayed request
+  // fails, tells the client that the run is over (its node lost) and ends it.
+  bool touch_job = false;
   DurationMs touch_every_ms = 10000;
   std::string command_name = "exec";  // in error messages: "corral exec: ..."
 };

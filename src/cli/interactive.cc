@@ -135,7 +135,7 @@ int RunInteractiveSession(const Json& spec, const std::vector<std::string>& comm
   ExecOptions opts;
   opts.command = command;
   opts.pty = pty;
-  opts.touch_job = *id;
+  opts.touch_job = true;
   opts.command_name = name;
   int rc = RunInJob(ctx, *id, opts);
   (void)api.Call("POST", "/v1/jobs/" + std::to_string(*id) + "/cancel", "");  // its allocation goes
