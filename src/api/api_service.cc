@@ -367,8 +367,9 @@ void ApiService::HandleLogs(const HttpRequest& req, const PathArgs& args, Respon
                     state](Result<Node> found) mutable {
                      std::string address = found.ok() ? found->address : "";
                      if (address.empty()) {
-                       return respond(
-                           ErrorResponse(Unavailable("node " + node + " has no address for logs")));
+                       // A 503 would be retried as a head without a leader; this will not mend.
+                       return respond(ErrorResponse(FailedPrecondition(
+                           "node " + node + " has no address to read the job's logs at")));
                      }
                      std::string token = head_->tokens().join;
                      // Asynchronous: a slow or unreachable agent holds a socket, not a thread.

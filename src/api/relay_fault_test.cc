@@ -192,8 +192,9 @@ TEST_F(RelayFaults, ARelayToAnAgentThatDiedFailsAtOnceWith502) {
 }
 
 // A job on a node the head cannot reach (here: one that registered no address): opening a
-// session in it is refused at once, naming the node, not retried as a head without a leader.
-TEST_F(RelayFaults, AnExecIntoAJobWhoseNodeHasNoAddressIsRefusedAtOnce) {
+// session in it, or reading its logs, is refused at once, naming the node, not retried as a
+// head without a leader.
+TEST_F(RelayFaults, ExecAndLogsOfAJobWhoseNodeHasNoAddressAreRefusedAtOnce) {
   RunJobOn("");
   const auto t0 = Clock::now();
   auto opened = Call("POST", "/v1/jobs/1/exec", R"({"command":["sh"]})");
@@ -202,6 +203,13 @@ TEST_F(RelayFaults, AnExecIntoAJobWhoseNodeHasNoAddressIsRefusedAtOnce) {
   EXPECT_NE(ErrorMessage(*opened).find("node n1 has no address"), std::string::npos)
       << opened->body;
   EXPECT_LT(Since(t0), 3.0);
+
+  const auto logs_t0 = Clock::now();
+  auto logs = Call("GET", "/v1/jobs/1/logs?stream=stdout&offset=0");
+  ASSERT_TRUE(logs.ok()) << logs.status().ToString();
+  EXPECT_EQ(logs->status, 409) << logs->body;
+  EXPECT_NE(ErrorMessage(*logs).find("node n1 has no address"), std::string::npos) << logs->body;
+  EXPECT_LT(Since(logs_t0), 3.0);
 }
 
 }  // namespace
