@@ -99,6 +99,8 @@ std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
   const bool baseline =
       cfg.preemption && IsPreemptive(cfg.policy) && cfg.policy != OrderPolicy::kCorral;
   std::map<std::pair<int32_t, int32_t>, int32_t> class_of;  // (queue, priority)
+  // Built once: a list per running job would be an allocation each, at every estimate.
+  const std::vector<DurationMs> with_history = LasThresholdsWithHistory(cfg);
   std::vector<EstimateRun> runs;
   for (const auto& [id, r] : st.running) {
     int64_t gpus = std::max<int64_t>(1, r.gpus);
@@ -110,8 +112,8 @@ std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
         run.rank_class =
             class_of.try_emplace({r.queue, r.job.priority}, static_cast<int32_t>(class_of.size()))
                 .first->second;
-        RankAsItRuns(LasThresholds(cfg, r.job), cfg.las_preempt_hysteresis, attained, gpus, now,
-                     &run);
+        RankAsItRuns(HasHistoryLevels(cfg, r.job) ? with_history : cfg.las_thresholds_gpu_ms,
+                     cfg.las_preempt_hysteresis, attained, gpus, now, &run);
         if (cfg.use_predictions && HasPrediction(r.job)) {
           run.predicted_left_ms =
               std::max<DurationMs>(1, PredictedRemainingMs(cfg, r.job, attained));

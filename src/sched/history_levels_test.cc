@@ -43,6 +43,9 @@ TEST(HistoryLevelsTest, OnlyAJobWithADistributionCountsTheHistoryLevel) {
   EXPECT_EQ(LasThresholdAt(c, with, 2), 100 * kHour);
   EXPECT_EQ(LasThresholdAt(c, without, 2), 0);
   EXPECT_EQ(LasThresholds(c, with), (std::vector<DurationMs>{kHour, 10 * kHour, 100 * kHour}));
+  EXPECT_EQ(LasThresholds(c, without), (std::vector<DurationMs>{kHour, 10 * kHour}));
+  EXPECT_TRUE(HasHistoryLevels(c, with));
+  EXPECT_FALSE(HasHistoryLevels(c, without));
   // Not without predictions, nor for the baselines (LAS keeps Tiresias' two thresholds).
   SchedulerConfig off = c;
   off.use_predictions = false;

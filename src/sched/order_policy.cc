@@ -79,20 +79,21 @@ int64_t LasLevel(const SchedulerConfig& config, DurationMs attained_gpu_ms) {
   return level;
 }
 
-namespace {
 bool HasHistoryLevels(const SchedulerConfig& config, const PendingJob& job) {
   return config.policy == OrderPolicy::kCorral && config.use_predictions &&
          !job.run_quantiles.empty() && !config.history_las_thresholds_gpu_ms.empty();
 }
-}  // namespace
+
+std::vector<DurationMs> LasThresholdsWithHistory(const SchedulerConfig& config) {
+  std::vector<DurationMs> t = config.las_thresholds_gpu_ms;
+  t.insert(t.end(), config.history_las_thresholds_gpu_ms.begin(),
+           config.history_las_thresholds_gpu_ms.end());
+  return t;
+}
 
 std::vector<DurationMs> LasThresholds(const SchedulerConfig& config, const PendingJob& job) {
-  std::vector<DurationMs> t = config.las_thresholds_gpu_ms;
-  if (HasHistoryLevels(config, job)) {
-    t.insert(t.end(), config.history_las_thresholds_gpu_ms.begin(),
-             config.history_las_thresholds_gpu_ms.end());
-  }
-  return t;
+  return HasHistoryLevels(config, job) ? LasThresholdsWithHistory(config)
+                                       : config.las_thresholds_gpu_ms;
 }
 
 DurationMs LasThresholdAt(const SchedulerConfig& config, const PendingJob& job, int64_t level) {

@@ -42,8 +42,13 @@ TimeMs AgedAt(const PendingJob& job, DurationMs bound);
 int64_t RemainingMs(const PendingJob& job, DurationMs attained_gpu_ms);
 // kLas level: how many thresholds are at or below the attained GPU-ms.
 int64_t LasLevel(const SchedulerConfig& config, DurationMs attained_gpu_ms);
-// The LAS thresholds that count for `job`: las_thresholds_gpu_ms, followed by
-// history_las_thresholds_gpu_ms for a kCorral job with a run-time distribution.
+// Whether history_las_thresholds_gpu_ms count for `job`: a kCorral job with a run-time
+// distribution, when predictions are used.
+bool HasHistoryLevels(const SchedulerConfig& config, const PendingJob& job);
+// las_thresholds_gpu_ms followed by history_las_thresholds_gpu_ms.
+std::vector<DurationMs> LasThresholdsWithHistory(const SchedulerConfig& config);
+// The LAS thresholds that count for `job`: LasThresholdsWithHistory where HasHistoryLevels,
+// else las_thresholds_gpu_ms.
 std::vector<DurationMs> LasThresholds(const SchedulerConfig& config, const PendingJob& job);
 // LasThresholds(config, job)[level] without building the list; 0 past its end.
 DurationMs LasThresholdAt(const SchedulerConfig& config, const PendingJob& job, int64_t level);
