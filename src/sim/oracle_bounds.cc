@@ -68,15 +68,15 @@ sched::RunTimeQuantiles AllOthers(const std::vector<DurationMs>& sorted, Duratio
   return Points(sorted.size() - 1, [&](size_t k) { return sorted[k < skip ? k : k + 1]; });
 }
 
-// The kBoundWindow others nearest position p of the group, the earlier first at equal
-// distance; a side that runs out leaves its share to the other.
+// The `window` others nearest position p of the group, the earlier first at equal distance; a
+// side that runs out leaves its share to the other.
 sched::RunTimeQuantiles Nearest(const std::vector<TraceJob>& jobs, const std::vector<size_t>& group,
-                                size_t p) {
+                                size_t p, size_t window) {
   std::vector<DurationMs> v;
   size_t before = p, after = p + 1;  // next to take: group[before - 1], group[after]
-  while (v.size() < kBoundWindow && (before > 0 || after < group.size())) {
+  while (v.size() < window && (before > 0 || after < group.size())) {
     if (before > 0) v.push_back(jobs[group[--before]].duration_ms);
-    if (v.size() < kBoundWindow && after < group.size()) {
+    if (v.size() < window && after < group.size()) {
       v.push_back(jobs[group[after++]].duration_ms);
     }
   }
@@ -107,7 +107,7 @@ sched::RunTimeQuantiles QuantilesOfSorted(const std::vector<DurationMs>& sorted)
 }
 
 std::vector<sched::RunTimeQuantiles> BoundDistributions(const std::vector<TraceJob>& jobs,
-                                                        OracleBound bound) {
+                                                        OracleBound bound, size_t window) {
   std::vector<sched::RunTimeQuantiles> out(jobs.size());
   if (jobs.size() < 2) return out;
   const Groups g = GroupsOf(jobs);
@@ -122,7 +122,7 @@ std::vector<sched::RunTimeQuantiles> BoundDistributions(const std::vector<TraceJ
       }
       out[r] = AllOthers(it->second, jobs[r].duration_ms);
     } else if (bound == OracleBound::kWindow) {
-      out[r] = Nearest(jobs, *group, at);
+      out[r] = Nearest(jobs, *group, at, window);
     }
   }
   return out;

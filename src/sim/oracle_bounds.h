@@ -20,8 +20,8 @@ enum class OracleBound {
   // The run times of every other job of the trace with the job's (user, GPU count): the
   // owner's exact distribution for that size, past and future.
   kUserGpus,
-  // The kBoundWindow run times of that (user, GPU count) nearest the job in submission order,
-  // before and after it: a perfectly recent window.
+  // The `window` (default kBoundWindow) run times of that (user, GPU count) nearest the job in
+  // submission order, before and after it: a perfectly recent window.
   kWindow,
   // The true duration times a lognormal factor (PredictionInputs::noise_sigma): a point
   // prediction with a known error.
@@ -34,10 +34,12 @@ inline constexpr size_t kBoundMinOthers = 4;
 inline constexpr size_t kBoundWindow = 16;
 
 // Per trace row (REQUIRES: jobs sorted by submission), the distribution `bound` (kUserGpus or
-// kWindow) gives the job: quantile points as RuntimeEstimator::Quantiles takes them from equal
-// weights, the job's own run time never among the samples. A trace of one job: all 0 (none).
+// kWindow, of `window` jobs) gives the job: quantile points as RuntimeEstimator::Quantiles takes
+// them from equal weights, the job's own run time never among the samples. A trace of one job:
+// all 0 (none). REQUIRES: window >= 1.
 std::vector<sched::RunTimeQuantiles> BoundDistributions(const std::vector<TraceJob>& jobs,
-                                                        OracleBound bound);
+                                                        OracleBound bound,
+                                                        size_t window = kBoundWindow);
 
 // The quantile points of `sorted` (ascending; each counts alike), as the estimator takes them.
 sched::RunTimeQuantiles QuantilesOfSorted(const std::vector<DurationMs>& sorted);

@@ -100,6 +100,8 @@ TEST(OracleBoundsTest, WindowIsTheSixteenNearestInSubmissionOrder) {
   EXPECT_EQ(d[58], window(13, 28, 29));
   // All the others, not the window, for the whole group.
   EXPECT_NE(d[20], BoundDistributions(jobs, OracleBound::kUserGpus)[20]);
+  // A window of 3: two before, one after.
+  EXPECT_EQ(BoundDistributions(jobs, OracleBound::kWindow, 3)[20], Of({1008, 1009, 1011}));
 }
 
 TEST(OracleBoundsTest, WindowFallsBackToTheUsersNearestJobs) {

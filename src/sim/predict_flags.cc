@@ -27,6 +27,18 @@ Status ParsePredict(const std::string& text, SimConfig* cfg) {
     in.bound = text == "oracle-window" ? OracleBound::kWindow : OracleBound::kUserGpus;
     return Status::Ok();
   }
+  if (const std::string window = "oracle-window:"; text.starts_with(window)) {
+    const std::string n = text.substr(window.size());
+    char* end = nullptr;
+    const long v = std::strtol(n.c_str(), &end, 10);
+    if (n.empty() || *end != '\0' || v < 1 || v > 4096) {
+      return InvalidArgument("--predict '" + text + "': the jobs after oracle-window: must be " +
+                             "a whole number in [1, 4096], not '" + n + "'");
+    }
+    in.bound = OracleBound::kWindow;
+    in.bound_window = static_cast<int>(v);
+    return Status::Ok();
+  }
   if (const std::string noisy = "oracle-noisy:"; text.starts_with(noisy)) {
     const std::string sigma = text.substr(noisy.size());
     char* end = nullptr;
@@ -65,7 +77,7 @@ Status ParsePredict(const std::string& text, SimConfig* cfg) {
                              "' is not one of user-name, user-gpus, user, queue-gpus, queue, "
                              "time-limit "
                              "(or give none, oracle, oracle-user-gpus, oracle-window or "
-                             "oracle-noisy:SIGMA alone)");
+                             "oracle-window:N or oracle-noisy:SIGMA alone)");
     }
   }
   return Status::Ok();
@@ -153,18 +165,19 @@ Result<std::vector<DurationMs>> ParseAscendingDurations(const std::string& flag,
 }
 
 void AddPredictFlags(CLI::App& app, PredictFlags* f) {
-  app.add_option("--predict", f->predict,
-                 "corral policy: what run-time predictions may use: a list of user-name, "
-                 "user-gpus, user, queue-gpus, queue, time-limit (history of ended jobs by those "
-                 "keys, and time "
-                 "limits), or none, or oracle (the true durations: an upper bound, not a real "
-                 "input), or an upper bound of what an owner's history can tell, from every job "
-                 "of the trace, past and future, the job itself left out: oracle-user-gpus "
-                 "(the run times of the owner's jobs of its GPU count), oracle-window (the 16 "
-                 "of those nearest it in submission order; both fall back to the owner's jobs, "
-                 "then everyone's, below 4), oracle-noisy:SIGMA (the true duration times a "
-                 "lognormal factor of that sigma, fixed per job); default "
-                 "user-name,user-gpus,user,queue,time-limit");
+  app.add_option(
+      "--predict", f->predict,
+      "corral policy: what run-time predictions may use: a list of user-name, "
+      "user-gpus, user, queue-gpus, queue, time-limit (history of ended jobs by those "
+      "keys, and time "
+      "limits), or none, or oracle (the true durations: an upper bound, not a real "
+      "input), or an upper bound of what an owner's history can tell, from every job "
+      "of the trace, past and future, the job itself left out: oracle-user-gpus "
+      "(the run times of the owner's jobs of its GPU count), oracle-window[:N] (the "
+      "16, or N, of those nearest it in submission order; both fall back to the owner's jobs, "
+      "then everyone's, below 4), oracle-noisy:SIGMA (the true duration times a "
+      "lognormal factor of that sigma, fixed per job); default "
+      "user-name,user-gpus,user,queue,time-limit");
   app.add_option("--predict-rule", f->rule,
                  "corral policy: how a job's run-time distribution (its owner's recent run times, "
                  "per user-name, user-gpus, user) orders it: quantile (default; the conditional "

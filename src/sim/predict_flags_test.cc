@@ -70,6 +70,7 @@ TEST(PredictFlagsTest, DistributionsReachTheSchedulerAndRunsStayValid) {
   EXPECT_GT(sim({"--predict", "oracle-noisy:0.5"}), 0);
   EXPECT_GT(sim({"--predict", "oracle-user-gpus"}), 0);
   EXPECT_GT(sim({"--predict", "oracle-window"}), 0);
+  EXPECT_GT(sim({"--predict", "oracle-window:4"}), 0);
 }
 
 TEST(PredictFlagsTest, ReportFromCountsOnlyTheJobsAfterTheSplit) {
@@ -122,6 +123,8 @@ TEST(PredictFlagsTest, BadValuesNameTheirFlag) {
                                              {"--predict", "oracle-noisy:"},
                                              {"--predict", "oracle-noisy:-1"},
                                              {"--predict", "oracle-noisy:lots"},
+                                             {"--predict", "oracle-window:0"},
+                                             {"--predict", "oracle-window:2.5"},
                                              {"--predict", "user,oracle-window"}}) {
     std::vector<std::string> args = {"--trace", trace, "--nodes", "1", "--policy", "corral"};
     args.insert(args.end(), bad.begin(), bad.end());

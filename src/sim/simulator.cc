@@ -125,7 +125,8 @@ class Loop {
     const OracleBound b = config.predict.bound;
     if (config.policy == sched::OrderPolicy::kCorral && !config.predict.oracle &&
         (b == OracleBound::kUserGpus || b == OracleBound::kWindow)) {
-      bound_dists_ = BoundDistributions(jobs, b);
+      bound_dists_ = BoundDistributions(
+          jobs, b, static_cast<size_t>(std::max(1, config.predict.bound_window)));
     }
   }
 

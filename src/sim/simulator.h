@@ -66,7 +66,8 @@ struct PredictionInputs {
   bool oracle = false;     // the trace's true duration (overrides the others; not a real input)
   // An upper bound from the whole trace (oracle_bounds.h; overrides the others but oracle).
   OracleBound bound = OracleBound::kNone;
-  double noise_sigma = 0;  // OracleBound::kNoisy
+  double noise_sigma = 0;                             // OracleBound::kNoisy
+  int bound_window = static_cast<int>(kBoundWindow);  // OracleBound::kWindow
 };
 
 struct SimConfig {
