@@ -3,7 +3,7 @@
 correlation of its median (the point `--predict-rule quantile` orders a fresh job by) with the
 run time, and the standard deviation of log(median / run time), per half.
 
-    bench/philly_users_bounds.py [TRACE] [--sigmas 0.5,1,1.5]
+    bench/philly_users_bounds.py [TRACE] [--sigmas 0.5,1,1.5] [--windows 4,64]
 
 Predictors: the oracle bounds of `corral simulate --predict` (src/sim/oracle_bounds.cc, built
 again here over the jobs the half simulates: the train half is the first half alone, the test
@@ -74,18 +74,18 @@ def user_gpus(jobs):
     return out
 
 
-def window(jobs):
+def window(jobs, size=WINDOW):
     ug, u = groups(jobs)
     out = []
     for r in range(len(jobs)):
         g = group_of(jobs, ug, u, r)
         p = g.index(r) if len(g) < len(jobs) else r
         v, before, after = [], p, p + 1
-        while len(v) < WINDOW and (before > 0 or after < len(g)):
+        while len(v) < size and (before > 0 or after < len(g)):
             if before > 0:
                 before -= 1
                 v.append(jobs[g[before]][3])
-            if len(v) < WINDOW and after < len(g):
+            if len(v) < size and after < len(g):
                 v.append(jobs[g[after]][3])
                 after += 1
         out.append(points(sorted(v)))
@@ -180,7 +180,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("trace", nargs="?", default=os.path.join(
         here, "../../shared/traces/philly-users/philly_data_training.csv"))
-    ap.add_argument("--sigmas", default="0.5,1,1.5,2")
+    ap.add_argument("--sigmas", default="0.5,0.7,0.8,1,1.5,2")
+    ap.add_argument("--windows", default="4,64", help="oracle-window:N besides 16")
     a = ap.parse_args()
     every = read(a.trace)
     halves = {
@@ -195,6 +196,8 @@ def main():
         preds = {"history proxy": history(jobs), "past 16": past(jobs),
                  "oracle-user-gpus": user_gpus(jobs),
                  "oracle-window": window(jobs)}
+        for w in a.windows.split(","):
+            preds[f"oracle-window:{w}"] = window(jobs, int(w))
         for name, dists in preds.items():
             pred = [median(dists[r]) if dists[r] else None for r in rows]
             rho, sd, n = judge(pred, truth)
