@@ -1,6 +1,7 @@
 #include "sim/predict_flags.h"
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <sstream>
 
 #include "core/spec.h"
@@ -9,8 +10,8 @@ namespace corral::sim {
 
 namespace {
 
-// --predict: "none", "oracle", or a comma-separated list of the inputs the corral policy's
-// predictions may use.
+// --predict: "none", "oracle", an oracle bound (oracle_bounds.h), or a comma-separated list of the
+// inputs the corral policy's predictions may use.
 Status ParsePredict(const std::string& text, SimConfig* cfg) {
   PredictionInputs& in = cfg->predict;
   in = PredictionInputs{};
@@ -20,6 +21,34 @@ Status ParsePredict(const std::string& text, SimConfig* cfg) {
   }
   if (text == "oracle") {
     in.oracle = true;
+    return Status::Ok();
+  }
+  if (text == "oracle-user-gpus" || text == "oracle-window") {
+    in.bound = text == "oracle-window" ? OracleBound::kWindow : OracleBound::kUserGpus;
+    return Status::Ok();
+  }
+  if (const std::string window = "oracle-window:"; text.starts_with(window)) {
+    const std::string n = text.substr(window.size());
+    char* end = nullptr;
+    const long v = std::strtol(n.c_str(), &end, 10);
+    if (n.empty() || *end != '\0' || v < 1 || v > 4096) {
+      return InvalidArgument("--predict '" + text + "': the jobs after oracle-window: must be " +
+                             "a whole number in [1, 4096], not '" + n + "'");
+    }
+    in.bound = OracleBound::kWindow;
+    in.bound_window = static_cast<int>(v);
+    return Status::Ok();
+  }
+  if (const std::string noisy = "oracle-noisy:"; text.starts_with(noisy)) {
+    const std::string sigma = text.substr(noisy.size());
+    char* end = nullptr;
+    const double v = std::strtod(sigma.c_str(), &end);
+    if (sigma.empty() || *end != '\0' || !(v >= 0) || v > 10) {
+      return InvalidArgument("--predict '" + text + "': the sigma after oracle-noisy: must be " +
+                             "a number in [0, 10], not '" + sigma + "'");
+    }
+    in.bound = OracleBound::kNoisy;
+    in.noise_sigma = v;
     return Status::Ok();
   }
   in.history = false;
@@ -47,7 +76,8 @@ Status ParsePredict(const std::string& text, SimConfig* cfg) {
       return InvalidArgument("--predict '" + text + "': '" + item +
                              "' is not one of user-name, user-gpus, user, queue-gpus, queue, "
                              "time-limit "
-                             "(or give none or oracle alone)");
+                             "(or give none, oracle, oracle-user-gpus, oracle-window or "
+                             "oracle-window:N or oracle-noisy:SIGMA alone)");
     }
   }
   return Status::Ok();
@@ -135,12 +165,19 @@ Result<std::vector<DurationMs>> ParseAscendingDurations(const std::string& flag,
 }
 
 void AddPredictFlags(CLI::App& app, PredictFlags* f) {
-  app.add_option("--predict", f->predict,
-                 "corral policy: what run-time predictions may use: a list of user-name, "
-                 "user-gpus, user, queue-gpus, queue, time-limit (history of ended jobs by those "
-                 "keys, and time "
-                 "limits), or none, or oracle (the true durations: an upper bound, not a real "
-                 "input); default user-name,user-gpus,user,queue,time-limit");
+  app.add_option(
+      "--predict", f->predict,
+      "corral policy: what run-time predictions may use: a list of user-name, "
+      "user-gpus, user, queue-gpus, queue, time-limit (history of ended jobs by those "
+      "keys, and time "
+      "limits), or none, or oracle (the true durations: an upper bound, not a real "
+      "input), or an upper bound of what an owner's history can tell, from every job "
+      "of the trace, past and future, the job itself left out: oracle-user-gpus "
+      "(the run times of the owner's jobs of its GPU count), oracle-window[:N] (the "
+      "16, or N, of those nearest it in submission order; both fall back to the owner's jobs, "
+      "then everyone's, below 4), oracle-noisy:SIGMA (the true duration times a "
+      "lognormal factor of that sigma, fixed per job); default "
+      "user-name,user-gpus,user,queue,time-limit");
   app.add_option("--predict-rule", f->rule,
                  "corral policy: how a job's run-time distribution (its owner's recent run times, "
                  "per user-name, user-gpus, user) orders it: quantile (default; the conditional "

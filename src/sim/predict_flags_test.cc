@@ -65,6 +65,12 @@ TEST(PredictFlagsTest, DistributionsReachTheSchedulerAndRunsStayValid) {
   EXPECT_GT(sim({"--predict", "none"}), dist);
   EXPECT_EQ(sim({"--predict-rule", "quantile", "--predict-quantile", "0.5"}), dist);
   EXPECT_GT(sim({"--predict-rule", "quantile", "--predict-quantile", "1"}), dist);
+  // The bounds (oracle_bounds_test.cc) run through the command, and a sigma of 0 is the oracle.
+  EXPECT_EQ(sim({"--predict", "oracle-noisy:0"}), sim({"--predict", "oracle"}));
+  EXPECT_GT(sim({"--predict", "oracle-noisy:0.5"}), 0);
+  EXPECT_GT(sim({"--predict", "oracle-user-gpus"}), 0);
+  EXPECT_GT(sim({"--predict", "oracle-window"}), 0);
+  EXPECT_GT(sim({"--predict", "oracle-window:4"}), 0);
 }
 
 TEST(PredictFlagsTest, ReportFromCountsOnlyTheJobsAfterTheSplit) {
@@ -113,7 +119,13 @@ TEST(PredictFlagsTest, BadValuesNameTheirFlag) {
                                              {"--predict-levels", "5h"},
                                              {"--predict-levels", "200h,100h"},
                                              {"--predict-levels", "soon"},
-                                             {"--predict", "user,team"}}) {
+                                             {"--predict", "user,team"},
+                                             {"--predict", "oracle-noisy:"},
+                                             {"--predict", "oracle-noisy:-1"},
+                                             {"--predict", "oracle-noisy:lots"},
+                                             {"--predict", "oracle-window:0"},
+                                             {"--predict", "oracle-window:2.5"},
+                                             {"--predict", "user,oracle-window"}}) {
     std::vector<std::string> args = {"--trace", trace, "--nodes", "1", "--policy", "corral"};
     args.insert(args.end(), bad.begin(), bad.end());
     int rc = 0;

@@ -122,6 +122,12 @@ class Loop {
   Loop(const std::vector<TraceJob>& jobs, const SimConfig& config, HeadPortFactory make_port)
       : jobs_(jobs), config_(config), make_port_(std::move(make_port)), rng_(config.failure_seed) {
     result_.jobs.resize(jobs.size());
+    const OracleBound b = config.predict.bound;
+    if (config.policy == sched::OrderPolicy::kCorral && !config.predict.oracle &&
+        (b == OracleBound::kUserGpus || b == OracleBound::kWindow)) {
+      bound_dists_ = BoundDistributions(
+          jobs, b, static_cast<size_t>(std::max(1, config.predict.bound_window)));
+    }
   }
 
   Result<SimResult> Run() {
@@ -250,7 +256,8 @@ class Loop {
   }
 
   // What the simulator knows and the head cannot: for the baselines, the true duration and
-  // progress; for the corral policy, the inputs `predict` leaves out, or the oracle.
+  // progress; for the corral policy, the inputs `predict` leaves out, or the oracle or one of
+  // its bounds (oracle_bounds.h).
   void Adjust(const Job& job, sched::PendingJob* p) const {
     if (job.id == 0 || job.id > index_.size()) return;
     const TraceJob& t = jobs_[index_[job.id - 1]];
@@ -265,6 +272,17 @@ class Loop {
       // The index of a known service: its remaining GPU-time.
       p->gittins_ms = std::max<DurationMs>(
           1, t.duration_ms * std::max<int64_t>(1, t.num_gpus) - p->attained_ms);
+    } else if (in.bound == OracleBound::kNoisy) {
+      const DurationMs d = NoisyDuration(t.duration_ms, index_[job.id - 1], in.noise_sigma);
+      p->predicted_ms = d;
+      p->run_quantiles = {};
+      p->gittins_ms =
+          std::max<DurationMs>(1, d * std::max<int64_t>(1, t.num_gpus) - p->attained_ms);
+    } else if (in.bound != OracleBound::kNone) {
+      const sched::RunTimeQuantiles& d = bound_dists_[index_[job.id - 1]];
+      p->predicted_ms = sched::ConditionalRemainingMs(d, 0, sched::PredictionRule::kQuantile, 0.5);
+      p->run_quantiles = d;
+      p->gittins_ms = 0;  // no index: the job keeps its level (GittinsOrder::kForLevel)
     } else if (!in.history) {
       p->predicted_ms = in.time_limit ? job.spec.time_limit_ms : 0;
       p->run_quantiles = {};
@@ -493,6 +511,7 @@ class Loop {
   bool PredictedByName(const std::string& user, const std::string& name) const {
     return config_.policy == sched::OrderPolicy::kCorral && config_.use_predictions &&
            config_.predict.history && !config_.predict.oracle &&
+           config_.predict.bound == OracleBound::kNone &&
            port_->core().estimator().HasNameHistory(user, name);
   }
   void CountByName(size_t i) {
@@ -630,6 +649,8 @@ class Loop {
   // (kNoRow: none, a refused submission) and what its processes did.
   std::vector<size_t> index_;
   std::vector<Work> work_;
+  // By trace row: the distributions of PredictionInputs::bound (kUserGpus, kWindow).
+  std::vector<sched::RunTimeQuantiles> bound_dists_;
   HeadPortFactory make_port_;
   std::unique_ptr<HeadPort> port_;
   std::vector<EmulatedNode> nodes_;

@@ -43,6 +43,7 @@
 #include "sched/runtime_estimate.h"
 #include "sched/scheduler.h"
 #include "sim/head_port.h"
+#include "sim/oracle_bounds.h"
 #include "sim/trace.h"
 
 namespace corral::sim {
@@ -63,6 +64,10 @@ struct PredictionInputs {
   sched::EstimatorConfig estimator;
   bool time_limit = true;  // the trace's time limits bound the prediction
   bool oracle = false;     // the trace's true duration (overrides the others; not a real input)
+  // An upper bound from the whole trace (oracle_bounds.h; overrides the others but oracle).
+  OracleBound bound = OracleBound::kNone;
+  double noise_sigma = 0;                             // OracleBound::kNoisy
+  int bound_window = static_cast<int>(kBoundWindow);  // OracleBound::kWindow
 };
 
 struct SimConfig {
