@@ -324,7 +324,7 @@ class PgStore final : public PostgresStore {
                  c,
                  "INSERT INTO jobs (id, state, doc) VALUES ($1, $2, $3) ON CONFLICT (id) DO "
                  "UPDATE SET state = EXCLUDED.state, doc = EXCLUDED.doc",
-                 {std::to_string(e->job.id), JobStateName(e->job.state), ToJson(e->job).dump()})
+                 {std::to_string(e->job.id), JobStateName(e->job.state), ToStoredJson(e->job).dump()})
           .status();
     }
     if (const auto* e = std::get_if<PutNode>(&edit)) {
