@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Head restart at scale: time from `corral head` start to its first answered API call, and
 # its RSS then, over a store filled with N jobs by corral_fill_store (most of them finished).
-# Give it several corral binaries to compare them side by side, in alternation, on the same
-# store (each run gets a fresh copy).
+# Give it several corral binaries to compare them side by side, in alternation (each run gets a
+# fresh copy of its store). On SQLite, each binary's store is filled by the corral_fill_store
+# beside it where there is one (each tree writes the job documents its own way), else by this
+# tree's ($FILL).
 #
 #   bench/head_restart.sh [-n JOBS] [-r RUNS] [-s postgres://...] [-R] CORRAL_BIN [CORRAL_BIN...]
 #
@@ -28,7 +30,17 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 fill="${FILL:-$here/build/corral_fill_store}"
 work=$(mktemp -d /tmp/corral-restart.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-"$fill" --db "${STORE:-$work/seed.db}" --jobs "$JOBS" --retire "$RETIRE"
+declare -A seed  # binary -> its SQLite seed, one per distinct corral_fill_store
+if [ -n "$STORE" ]; then
+  "$fill" --db "$STORE" --jobs "$JOBS" --retire "$RETIRE"
+else
+  for bin in "$@"; do
+    filler="$(dirname "$bin")/corral_fill_store"
+    [ -x "$filler" ] || filler="$fill"
+    seed[$bin]="$work/seed-$(realpath "$filler" | md5sum | cut -c1-8).db"
+    [ -s "${seed[$bin]}" ] || "$filler" --db "${seed[$bin]}" --jobs "$JOBS" --retire "$RETIRE"
+  done
+fi
 port=$((20000 + RANDOM % 20000))
 for run in $(seq "$RUNS"); do
   for bin in "$@"; do
@@ -36,7 +48,7 @@ for run in $(seq "$RUNS"); do
     # On PostgreSQL the state dir stays: its admin.token is the one the store knows.
     [ -n "$STORE" ] || rm -rf "$dir"
     mkdir -p "$dir"
-    [ -n "$STORE" ] || cp "$work/seed.db" "$dir/corral.db"
+    [ -n "$STORE" ] || cp "${seed[$bin]}" "$dir/corral.db"
     start=$(date +%s%N)
     "$bin" head --state-dir "$dir" --listen "127.0.0.1:$port" ${STORE:+--store "$STORE"} \
       >"$work/head.log" 2>&1 &

@@ -362,9 +362,12 @@ Result<Job> JobFromJson(const Json& j) {
     }
     job.submitted_at = Get<int64_t>(j, "submitted_at", 0);
     job.ended_at = Get<int64_t>(j, "ended_at", 0);
-    for (const Json& r : j.at("runs")) job.runs.push_back(DecodeRun(r));
-    if (j.contains("events")) {
-      for (const Json& e : j.at("events")) {
+    const Json& runs = j.at("runs");
+    job.runs.reserve(runs.size());
+    for (const Json& r : runs) job.runs.push_back(DecodeRun(r));
+    if (auto events = j.find("events"); events != j.end()) {
+      job.events.reserve(events->size());
+      for (const Json& e : *events) {
         job.events.push_back({Req<int64_t>(e, "at"), e.at("what").get<std::string>(),
                               Get<std::string>(e, "reason", "")});
       }

@@ -26,6 +26,9 @@ Json ToJson(const ReplicaPlacement& p);
 Json ToJson(const Run& r);
 Json ToJson(const Step& s);
 Json ToJson(const Job& j);
+// A job as the stores keep it (codec_stored.cc): ToJson less the fields at the value JobFromJson
+// assumes when they are missing. JobFromJson reads both forms; so does any earlier corral.
+Json ToStoredJson(const Job& j);
 Json ToJson(const Gpu& g);
 Json ToJson(const Node& n);
 Json ToJson(const GpuDrain& d);

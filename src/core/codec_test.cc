@@ -29,6 +29,126 @@ TEST(Codec, JobRoundTrips) {
   EXPECT_EQ(back->runs[0].placement[1].gpus, (std::vector<int32_t>{2, 3}));
 }
 
+// Every field that JobFromJson may miss, off its default, in every kind of object a job holds.
+Job JobOffEveryDefault() {
+  Job j;
+  j.id = 7;
+  j.owner = "ana";
+  j.state = JobState::kFailed;
+  j.submitted_at = 1000;
+  j.ended_at = 9000;
+  JobSpec& s = j.spec;
+  s.name = "sweep";
+  s.command = {"python3", "train.py"};
+  s.env = {{"LR", "0.1"}};
+  s.workdir = "/w";
+  s.queue = "org/team";
+  s.replicas = 2;
+  s.max_replicas_per_node = 1;
+  s.reservation = "maint";
+  s.tasks_per_replica = 2;
+  s.per_replica = {500, 2000, 4096};
+  s.per_replica.gpu_memory_mb = 8000;
+  s.per_replica.gpu_isolation = GpuIsolation::kMps;
+  s.gpu_model = "H100";
+  s.node_labels = {{"rack", "a"}};
+  s.time_limit_ms = 60000;
+  s.priority = 3;
+  s.preemptible = true;
+  s.max_restarts = 2;
+  s.checkpoint_signal = 10;
+  s.grace_ms = 5000;
+  s.array = "0-3%2";
+  s.batch = true;
+  s.hold = true;
+  s.interactive = true;
+  s.notebook = true;
+  s.container.image = "docker.io/library/ubuntu:22.04";
+  s.dependencies = *ParseDependencies("afterok:3");
+  corral::Run r;
+  r.attempt = 2;
+  r.placement = {{"n1", {0}, {500}, 8000, 2}, {"n2", {1}, {500}, 8000, 2}};
+  r.state = RunState::kFailed;
+  r.scheduled_at = 2000;
+  r.started_at = 3000;
+  r.ended_at = 9000;
+  r.exit_codes = {0, 1};
+  r.reason = "replica 1 exited 1";
+  r.stop_requested = true;
+  r.stop_requested_at = 8000;
+  r.last_checkpoint_at = 7000;
+  r.master_port = 29500;
+  r.failed_replica = 1;
+  r.failed_task = 0;
+  r.peak_memory_bytes = 1 << 20;
+  r.cpu_ms = 42;
+  r.signals = 1;
+  r.last_signal = 10;
+  r.step_signals = 1;
+  r.last_step_signal = 2;
+  r.steps = {{1, {"hostname"}, {{"A", "b"}}, "/s", {0, 1}, {1, 1}, true, {0, 0}, 4000, 5000}};
+  j.runs = {r};
+  j.events = {{1000, "submitted", "by ana"}, {9000, "failed", "replica 1 exited 1"}};
+  j.pending_code = PendingCode::kResources;
+  j.pending_reason = "no room";
+  j.exit_code = 1;
+  j.request_id = "req-1";
+  j.array_id = 5;
+  j.array_index = 2;
+  j.array_max_running = 2;
+  j.held = true;
+  j.idle_since = 8500;
+  j.estimated_start = 9500;
+  j.estimated_nodes = {"n1"};
+  return j;
+}
+
+// A job at every default but the fields a decoder requires, in each kind of object it holds.
+Job JobAtEveryDefault() {
+  Job j;
+  j.id = 8;
+  corral::Run r;
+  r.placement = {ReplicaPlacement{}};
+  r.steps = {Step{}};
+  j.runs = {r};
+  j.events = {JobEvent{}};
+  return j;
+}
+
+// The stores keep a job without the fields at their defaults; it must read back as the same
+// job, and a document in the full form (every store written before, and the API's) as well.
+TEST(Codec, AStoredJobReadsBackTheSameAsTheFullFormWhateverItsFields) {
+  for (const Job& j : {JobOffEveryDefault(), JobAtEveryDefault()}) {
+    const Json stored = ToStoredJson(j);
+    auto from_stored = JobFromJson(stored);
+    ASSERT_TRUE(from_stored.ok()) << from_stored.status().ToString() << "\n" << stored.dump();
+    auto from_full = JobFromJson(ToJson(j));
+    ASSERT_TRUE(from_full.ok()) << from_full.status().ToString();
+    EXPECT_EQ(ToJson(*from_stored), ToJson(j)) << stored.dump();
+    EXPECT_EQ(ToJson(*from_full), ToJson(j));
+  }
+  EXPECT_EQ(ToStoredJson(JobOffEveryDefault()), ToJson(JobOffEveryDefault()))
+      << "a field off its default is never left out";
+}
+
+TEST(Codec, AStoredJobLeavesOutItsDefaultsButKeepsWhatTheStoresQuery) {
+  const Json stored = ToStoredJson(JobAtEveryDefault());
+  EXPECT_LT(stored.dump().size(), ToJson(JobAtEveryDefault()).dump().size() / 2) << stored.dump();
+  EXPECT_FALSE(stored.contains("array_index"));
+  Job no_events = JobAtEveryDefault();
+  no_events.events.clear();
+  EXPECT_FALSE(ToStoredJson(no_events).contains("events")) << "an empty list is a default too";
+  EXPECT_FALSE(stored["spec"].contains("cpu_milli"));
+  EXPECT_FALSE(stored["runs"][0].contains("failed_replica"));
+  EXPECT_FALSE(stored["runs"][0]["placement"][0].contains("tasks"));
+  EXPECT_FALSE(stored["runs"][0]["steps"][0].contains("workdir"));
+  EXPECT_FALSE(stored["events"][0].contains("reason"));
+  // Read by the stores' SQL when a job is retired (its end time, owner and queue columns).
+  EXPECT_EQ(stored["spec"]["queue"], "default");
+  EXPECT_EQ(stored["owner"], "");
+  EXPECT_EQ(stored["ended_at"], 0);
+}
+
 TEST(Codec, JsonNestingDepthCountsStructureNotStrings) {
   EXPECT_EQ(JsonNestingDepth(""), 0);
   EXPECT_EQ(JsonNestingDepth("42"), 0);

@@ -110,7 +110,8 @@ Result<LoadedState> DecodeStoredState(store::StoredState stored) {
   for (Job& j : stored.jobs) {
     s.next_job_id = std::max(s.next_job_id, j.id + 1);
     JobId id = j.id;
-    s.jobs[id] = std::move(j);
+    // The store's jobs come in ascending id: each goes at the end, moved once.
+    s.jobs.insert_or_assign(s.jobs.end(), id, std::move(j));
   }
   for (const auto& [id, state] : stored.retired) {
     JobState js;

@@ -52,5 +52,33 @@ TEST(DecodeJobDocs, TheFirstCorruptDocumentIsTheErrorAndNothingIsAppended) {
   EXPECT_TRUE(out.empty());
 }
 
+TEST(JobDocsPipeline, BatchesComeBackInTheirOrderAndTheFirstBadOneStopsIt) {
+  std::vector<std::string> docs = Docs(3000);
+  std::vector<Job> out;
+  JobDocsPipeline pipeline(&out);
+  for (size_t from = 0; from < docs.size(); from += 1000) {
+    std::vector<std::string> batch(docs.begin() + from, docs.begin() + from + 1000);
+    ASSERT_TRUE(pipeline.Add(&batch).ok());
+    EXPECT_TRUE(batch.empty()) << "the pipeline took the batch";
+  }
+  ASSERT_TRUE(pipeline.Finish().ok());
+  ASSERT_EQ(out.size(), 3000u);
+  for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i].id, i + 1) << "out of order at " << i;
+
+  std::vector<Job> bad_out;
+  JobDocsPipeline bad(&bad_out);
+  std::vector<std::string> first(docs.begin(), docs.begin() + 1000);
+  std::vector<std::string> second = {"not json in the second batch"};
+  std::vector<std::string> third(docs.begin() + 1000, docs.begin() + 2000);
+  ASSERT_TRUE(bad.Add(&first).ok());
+  ASSERT_TRUE(bad.Add(&second).ok());  // decoded while the third is read
+  Status st = bad.Add(&third);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("not json in the second batch"), std::string::npos);
+  EXPECT_EQ(third.size(), 1000u) << "refused, not taken";
+  EXPECT_FALSE(bad.Finish().ok()) << "the error stays";
+  EXPECT_EQ(bad_out.size(), 1000u) << "only the batch before the bad one";
+}
+
 }  // namespace
 }  // namespace corral::store

@@ -320,11 +320,11 @@ class PgStore final : public PostgresStore {
   Status Apply(const StateEdit& edit) {
     PGconn* c = conn_.get();
     if (const auto* e = std::get_if<PutJob>(&edit)) {
-      return pg::Exec(
-                 c,
-                 "INSERT INTO jobs (id, state, doc) VALUES ($1, $2, $3) ON CONFLICT (id) DO "
-                 "UPDATE SET state = EXCLUDED.state, doc = EXCLUDED.doc",
-                 {std::to_string(e->job.id), JobStateName(e->job.state), ToJson(e->job).dump()})
+      return pg::Exec(c,
+                      "INSERT INTO jobs (id, state, doc) VALUES ($1, $2, $3) ON CONFLICT (id) DO "
+                      "UPDATE SET state = EXCLUDED.state, doc = EXCLUDED.doc",
+                      {std::to_string(e->job.id), JobStateName(e->job.state),
+                       ToStoredJson(e->job).dump()})
           .status();
     }
     if (const auto* e = std::get_if<PutNode>(&edit)) {

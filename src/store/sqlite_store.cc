@@ -141,22 +141,18 @@ class SqliteStore final : public Store {
           state.jobs.reserve(static_cast<size_t>(sqlite3_column_int64(s, 0)));
           return Status::Ok();
         }));
-    // In batches: the documents of one batch are decoded on every core while memory holds
-    // only that batch's text.
+    // In batches: the documents of one batch are decoded on every core while the next batch is
+    // read, and memory holds only those two batches' text.
     constexpr size_t kBatch = 8192;
     std::vector<std::string> batch;
-    auto decode = [&]() -> Status {
-      std::vector<std::string_view> views(batch.begin(), batch.end());
-      CORRAL_RETURN_IF_ERROR(DecodeJobDocs(views, &state.jobs));
-      batch.clear();
-      return Status::Ok();
-    };
+    JobDocsPipeline decoder(&state.jobs);
     CORRAL_RETURN_IF_ERROR(
         rows("SELECT doc FROM jobs WHERE retired_state IS NULL ORDER BY id", [&](sqlite3_stmt* s) {
           batch.push_back(text(s, 0));
-          return batch.size() == kBatch ? decode() : Status::Ok();
+          return batch.size() == kBatch ? decoder.Add(&batch) : Status::Ok();
         }));
-    CORRAL_RETURN_IF_ERROR(decode());
+    CORRAL_RETURN_IF_ERROR(decoder.Add(&batch));
+    CORRAL_RETURN_IF_ERROR(decoder.Finish());
     CORRAL_RETURN_IF_ERROR(rows(
         "SELECT id, retired_state FROM jobs WHERE retired_state IS NOT NULL ORDER BY id",
         [&](sqlite3_stmt* s) {
@@ -242,7 +238,7 @@ class SqliteStore final : public Store {
         s = put_job.get();
         sqlite3_bind_int64(s, 1, static_cast<sqlite3_int64>(e->job.id));
         BindText(s, 2, JobStateName(e->job.state));
-        BindText(s, 3, ToJson(e->job).dump());
+        BindText(s, 3, ToStoredJson(e->job).dump());
       } else if (const auto* e = std::get_if<PutNode>(&edit)) {
         s = put_node.get();
         BindText(s, 1, e->node.name);

@@ -201,6 +201,38 @@ TEST_P(StoreConformance, AnOldStoreIsMigratedAndKeepsItsData) {
   }
 }
 
+// Rows are written without the fields at their defaults (ToStoredJson); a row in the full form,
+// as every earlier corral wrote them, loads beside them as the same job.
+TEST_P(StoreConformance, JobRowsInTheFullFormLoadBesideTheShortOnes) {
+  Job job = MakeJob(1, JobState::kSucceeded);
+  job.spec.env = {{"SEED", "7"}};
+  job.ended_at = 5000;
+  corral::Run run;
+  run.attempt = 1;
+  run.placement = {{"n1", {0, 1}}};
+  run.state = RunState::kSucceeded;
+  run.exit_codes = {0};
+  job.runs = {run};
+  job.events = {{1000, "submitted", "by ana"}, {5000, "succeeded", ""}};
+  auto s = backend_->Open();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_TRUE((*s)->Commit({PutJob{job}}).ok());
+  Job old = job;
+  old.id = 2;
+  auto ins = backend_->Sql("INSERT INTO jobs (id, state, doc) VALUES (2, 'succeeded', '" +
+                           ToJson(old).dump() + "')");
+  ASSERT_TRUE(ins.ok()) << ins.status().ToString();
+  auto short_len = backend_->Sql("SELECT length(doc) FROM jobs WHERE id = 1");
+  auto full_len = backend_->Sql("SELECT length(doc) FROM jobs WHERE id = 2");
+  ASSERT_TRUE(short_len.ok() && full_len.ok());
+  EXPECT_LT(std::stoi(*short_len), std::stoi(*full_len));
+  auto st = (*s)->Load();
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  ASSERT_EQ(st->jobs.size(), 2u);
+  EXPECT_EQ(ToJson(st->jobs[0]), ToJson(job));
+  EXPECT_EQ(ToJson(st->jobs[1]), ToJson(old));
+}
+
 // A store stamped at version 1 (after the first step) is taken through the remaining steps.
 TEST_P(StoreConformance, AStoreAtAnEarlierVersionRunsOnlyTheLaterSteps) {
   ASSERT_TRUE(backend_->Sql(backend_->SchemaV1()).ok());
@@ -259,6 +291,8 @@ TEST_P(StoreConformance, RetiredJobsLeaveLoadAndAreReadBackOnDemand) {
   EXPECT_EQ(ids((*s)->ReadRetiredJobs({.user = "bob"})), (std::vector<JobId>{2}));
   EXPECT_EQ(ids((*s)->ReadRetiredJobs({.user = "ana"})), (std::vector<JobId>{1, 3}));
   EXPECT_EQ(ids((*s)->ReadRetiredJobs({.queue = "org/team"})), (std::vector<JobId>{3}));
+  EXPECT_EQ(ids((*s)->ReadRetiredJobs({.queue = "default"})), (std::vector<JobId>{1, 2}))
+      << "a queue at its default is in the document all the same";
   EXPECT_TRUE((*s)->ReadRetiredJobs({.user = "bob", .queue = "org/team"})->empty());
 }
 
