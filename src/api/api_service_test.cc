@@ -6,27 +6,22 @@
 
 #include <future>
 
-#include "testing/fakes.h"
+#include "api/test_head.h"
 
 namespace corral::api {
 namespace {
 
 using corral::testing::CountingRandom;
 using corral::testing::FakeClock;
-using corral::testing::MemoryDisk;
-using corral::testing::MemoryStore;
-
-const char kAdmin[] = "admin-secret";
-const char kJoin[] = "join-secret";
+using test::kAdmin;
+using test::kJoin;
 
 class Api : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto h = head::Head::Create({}, std::make_unique<MemoryStore>(std::make_shared<MemoryDisk>()),
-                                &clock_, &random_, {kAdmin, kJoin});
+    auto h = test::StartTestHead(&clock_, &random_);
     ASSERT_TRUE(h.ok()) << h.status().ToString();
     head_ = std::move(*h);
-    head_->Start();
     api_ = std::make_unique<ApiService>(head_.get());
   }
   void TearDown() override { head_->Stop(); }

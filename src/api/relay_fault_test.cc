@@ -9,10 +9,10 @@
 #include <mutex>
 
 #include "api/api_service.h"
+#include "api/test_head.h"
 #include "core/codec.h"
 #include "net/head_client.h"
 #include "net/http_server.h"
-#include "testing/fakes.h"
 
 namespace corral::api {
 namespace {
@@ -20,12 +20,9 @@ namespace {
 using namespace std::chrono_literals;
 using corral::testing::CountingRandom;
 using corral::testing::FakeClock;
-using corral::testing::MemoryDisk;
-using corral::testing::MemoryStore;
+using test::kAdmin;
+using test::kJoin;
 using Clock = std::chrono::steady_clock;
-
-const char kAdmin[] = "admin-secret";
-const char kJoin[] = "join-secret";
 
 // An agent's exec endpoint: opens session "a1", holds every output poll until it is stopped.
 class FakeAgent {
@@ -59,11 +56,9 @@ class FakeAgent {
 class RelayFaults : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto h = head::Head::Create({}, std::make_unique<MemoryStore>(std::make_shared<MemoryDisk>()),
-                                &clock_, &random_, {kAdmin, kJoin});
+    auto h = test::StartTestHead(&clock_, &random_);
     ASSERT_TRUE(h.ok()) << h.status().ToString();
     head_ = std::move(*h);
-    head_->Start();
     api_ = std::make_unique<ApiService>(head_.get());
     server_ =
         std::make_unique<net::HttpServer>([this](net::HttpRequest req, net::Responder respond) {
