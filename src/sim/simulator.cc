@@ -266,16 +266,14 @@ class Loop {
     if (config_.policy != sched::OrderPolicy::kCorral) {
       p->oracle_duration_ms = t.duration_ms;
       p->attained_ms = w.progress_ms * HeldMilliGpus(t, config_.round_shares_up) / kGpuMilli;
-    } else if (in.oracle) {
-      p->predicted_ms = t.duration_ms;  // an upper bound of what predictions buy
-      p->run_quantiles = {};
-      // The index of a known service: its remaining GPU-time.
-      p->gittins_ms = std::max<DurationMs>(
-          1, t.duration_ms * std::max<int64_t>(1, t.num_gpus) - p->attained_ms);
-    } else if (in.bound == OracleBound::kNoisy) {
-      const DurationMs d = NoisyDuration(t.duration_ms, index_[job.id - 1], in.noise_sigma);
+    } else if (in.oracle || in.bound == OracleBound::kNoisy) {
+      // The true duration (an upper bound of what predictions buy), or it with a known error.
+      const DurationMs d = in.oracle
+                               ? t.duration_ms
+                               : NoisyDuration(t.duration_ms, index_[job.id - 1], in.noise_sigma);
       p->predicted_ms = d;
       p->run_quantiles = {};
+      // The index of a known service: its remaining GPU-time.
       p->gittins_ms =
           std::max<DurationMs>(1, d * std::max<int64_t>(1, t.num_gpus) - p->attained_ms);
     } else if (in.bound != OracleBound::kNone) {
