@@ -5,7 +5,9 @@
 // a fresh job of the first user is likely short, and one that ran past the minute is not.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -22,6 +24,26 @@ struct RunTimeQuantiles {
   bool empty() const { return at[kRunQuantiles - 1] <= 0; }
   bool operator==(const RunTimeQuantiles&) const = default;
 };
+
+// The points of n samples ascending by value, sample k of value value_at(k) and weight
+// weight_at(k), the weights summing to `total`: point i is the first sample whose running
+// weight reaches total x (2i + 1) / (2 kRunQuantiles) (the last where rounding leaves none),
+// at least 1 ms. All 0 for n == 0. RuntimeEstimator::Quantiles walks its owners' recent run
+// times so, and the simulator's bounds (sim/oracle_bounds.h) a trace's, each weighing 1.
+template <typename ValueAt, typename WeightAt>
+RunTimeQuantiles QuantilesOfAscending(size_t n, double total, ValueAt value_at,
+                                      WeightAt weight_at) {
+  RunTimeQuantiles out;
+  if (n == 0) return out;
+  double below = 0;
+  size_t j = 0;
+  for (int i = 0; i < kRunQuantiles; ++i) {
+    const double target = total * (2.0 * i + 1) / (2.0 * kRunQuantiles);
+    while (j + 1 < n && below + weight_at(j) < target) below += weight_at(j++);
+    out.at[static_cast<size_t>(i)] = std::max<DurationMs>(1, value_at(j));
+  }
+  return out;
+}
 
 // A job's distribution as a PendingJob holds it: one immutable copy that the copies of the job
 // (the pending entry, the run entry, the driver's) share, so that a job costs a pointer rather

@@ -143,15 +143,11 @@ RunTimeQuantiles RuntimeEstimator::Quantiles(const std::string& user, const std:
       return out;
     }
   }
-  const size_t n = v.size();
   std::sort(v.begin(), v.end());
-  double below = 0;
-  size_t j = 0;
-  for (int i = 0; i < kRunQuantiles; ++i) {
-    const double target = total * (2.0 * i + 1) / (2.0 * kRunQuantiles);
-    while (j + 1 < n && below + v[j].second < target) below += v[j++].second;
-    DurationMs x = std::max<DurationMs>(1, v[j].first);
-    out.at[i] = time_limit_ms > 0 ? std::min(x, time_limit_ms) : x;
+  out = QuantilesOfAscending(
+      v.size(), total, [&](size_t k) { return v[k].first; }, [&](size_t k) { return v[k].second; });
+  if (time_limit_ms > 0) {
+    for (DurationMs& x : out.at) x = std::min(x, time_limit_ms);
   }
   return out;
 }

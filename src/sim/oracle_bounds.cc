@@ -13,19 +13,10 @@ namespace corral::sim {
 
 namespace {
 
-// Point i of n ascending samples read through `at`: the first sample whose count reaches
-// n x (2i + 1) / 32, as RuntimeEstimator::Quantiles walks equal weights.
+// n ascending samples read through `at`, each weighing 1.
 template <typename At>
 sched::RunTimeQuantiles Points(size_t n, At at) {
-  sched::RunTimeQuantiles out;
-  if (n == 0) return out;
-  constexpr size_t kPoints = sched::kRunQuantiles;
-  constexpr size_t parts = 2 * kPoints;
-  for (size_t i = 0; i < kPoints; ++i) {
-    const size_t reach = (n * (2 * i + 1) + parts - 1) / parts;  // ceil
-    out.at[i] = std::max<DurationMs>(1, at(std::clamp<size_t>(reach, 1, n) - 1));
-  }
-  return out;
+  return sched::QuantilesOfAscending(n, static_cast<double>(n), at, [](size_t) { return 1.0; });
 }
 
 // The jobs' groups (rows in submission order) and each row's place in its own.
