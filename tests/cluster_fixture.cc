@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -142,8 +143,6 @@ void LocalCluster::StartHead() {
       "head",
       "--state-dir",
       head_dir(),
-      "--checkpoint-root",
-      dir_ + "/checkpoints",
       "--listen",
       addr_.empty() ? "127.0.0.1:0" : addr_.substr(addr_.find("://") + 3),
       "--unreachable-after",
@@ -151,6 +150,10 @@ void LocalCluster::StartHead() {
       "--down-after",
       "6"};
   argv.insert(argv.end(), head_flags_.begin(), head_flags_.end());
+  // The test's own root, unless the test names one (an empty one: the head's default).
+  if (std::find(head_flags_.begin(), head_flags_.end(), "--checkpoint-root") == head_flags_.end()) {
+    argv.insert(argv.end(), {"--checkpoint-root", dir_ + "/checkpoints"});
+  }
   std::regex re("listening on (https?://[0-9.:]+)");
   auto starts = [&](const std::string& text) {
     size_t count = 0;

@@ -511,7 +511,7 @@ TEST_F(Containers, ANotebookRunsInItsImageThroughTheHead) {
   GTEST_LOG_(INFO) << "corral notebook --image ready after " << took << " s";
   std::smatch m;
   const std::string url = r.out.substr(0, r.out.find('\n'));
-  ASSERT_TRUE(std::regex_match(url, m, std::regex(R"(https?://[^/]+/s/([0-9]+)/tree\?token=.+)")))
+  ASSERT_TRUE(std::regex_match(url, m, std::regex(R"(https?://[^/]+/s/([0-9]+)/tree\?ticket=.+)")))
       << r.out;
   const std::string id = m[1].str();
   Json job = Json::parse(As({"show", id, "-o", "json"}).out, nullptr, false);

@@ -177,7 +177,8 @@ TEST_F(Interactive, SrunInsideATwoNodeSallocRunsOnBothNodes) {
                   "srun sh -c 'echo task=$SLURM_PROCID/$SLURM_NTASKS'; "
                   "srun -N 3 true; echo three=$?; "
                   "srun sh -c 'exit $((SLURM_PROCID + 4))'; echo worst=$?; "
-                  "srun --pty -N 2 true; echo pty=$?; srun -N 2 --pty true; echo pty_after=$?"},
+                  "srun --pty -N 2 true; echo pty=$?; srun -N 2 --pty true; echo pty_after=$?; "
+                  "srun -l sh -c 'echo labelled=$SLURM_PROCID'"},
                  env);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("node1\n"), std::string::npos) << r.out;
@@ -193,6 +194,8 @@ TEST_F(Interactive, SrunInsideATwoNodeSallocRunsOnBothNodes) {
   EXPECT_NE(r.out.find("pty=1\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("pty_after=1\n"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("--pty: a terminal is for one task"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("0: labelled=0\n"), std::string::npos) << r.out;  // -l: "TASK: line"
+  EXPECT_NE(r.out.find("1: labelled=1\n"), std::string::npos) << r.out;
 }
 
 TEST_F(Interactive, SrunPtyRunsInASession) {
@@ -287,14 +290,14 @@ void CheckNotebookThroughTheHead(LocalCluster& c) {
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   GTEST_LOG_(INFO) << "corral notebook ready after " << took << " s";
-  // One URL, on the head, carrying the owner's token once.
+  // One URL, on the head, carrying a one-time ticket, never the owner's token.
   std::smatch m;
   std::string url = r.out.substr(0, r.out.find('\n'));
   ASSERT_TRUE(
-      std::regex_match(url, m, std::regex(R"((https?://[^/]+)/s/([0-9]+)/tree\?token=(.+))")))
+      std::regex_match(url, m, std::regex(R"((https?://[^/]+)/s/([0-9]+)/tree\?ticket=(.+))")))
       << r.out;
   EXPECT_EQ(m[1].str(), c.addr());
-  EXPECT_EQ(m[3].str(), owner);
+  EXPECT_EQ(r.out.find(owner), std::string::npos) << "the API token is in the output: " << r.out;
   const std::string id = m[2].str();
   auto show = Json::parse(c.Corral({"show", id, "-o", "json"}).out, nullptr, false);
   Json job = show.contains("job") ? show["job"] : show;
@@ -330,6 +333,26 @@ void CheckNotebookThroughTheHead(LocalCluster& c) {
   const std::string gpu = std::to_string(job["runs"].back()["placement"][0]["gpus"][0].get<int>());
   EXPECT_EQ(seen.value("output", ""), "CVD=" + gpu + "\n") << seen.dump();
   EXPECT_EQ(seen.value("delete_status", 0), 204) << seen.dump();
+  // The ticket was spent opening the session: the same URL again is refused, and
+  // `corral notebook --url` gives a new one that opens it.
+  const char* status_of = R"(import sys, ssl, urllib.request, urllib.error
+ctx = ssl.create_default_context(cafile=sys.argv[2]) if len(sys.argv) > 2 else None
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+opener = urllib.request.build_opener(NoRedirect, urllib.request.HTTPSHandler(context=ctx))
+try:
+    print(opener.open(sys.argv[1], timeout=30).status)
+except urllib.error.HTTPError as e:
+    print(e.code))";
+  std::vector<std::string> again = {kPython, "-c", status_of, url};
+  if (c.tls()) again.push_back(c.ca_path());
+  EXPECT_EQ(RunCommand(again, {}).out, "401\n") << "a ticket opens once";
+  auto fresh = RunCommand({CorralBin(), "notebook", "--url", id}, env);
+  ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
+  again[3] = fresh.out.substr(0, fresh.out.find('\n'));
+  EXPECT_NE(again[3], url);
+  EXPECT_EQ(RunCommand(again, {}).out, "302\n") << again[3];
   show = Json::parse(c.Corral({"show", id, "-o", "json"}).out, nullptr, false);
   job = show.contains("job") ? show["job"] : show;
   EXPECT_EQ(job.value("state", ""), "running") << "a notebook outlives the CLI that started it";

@@ -165,6 +165,27 @@ TEST_F(Security, JobsRunAsTheirOwnersWhoseFilesAndOutputAreTheirsAlone) {
   EXPECT_EQ(As(c, bob, {"cancel", bob_id}).exit_code, 0);
 }
 
+// The head's default checkpoint root, with the head and an agent on one machine as the README
+// shows: a job of a user other than the head's reaches its checkpoint directory (the default
+// is not inside the head's private state directory).
+TEST_F(Security, TheDefaultCheckpointRootIsReachableByJobsUsers) {
+  LocalCluster c("security-ckpt", 1, 1, {"--checkpoint-root", ""}, {});
+  const std::string ana = NewToken(c, kUserA);
+  auto sub =
+      As(c, ana,
+         {"submit", "--parsable", "--", "/bin/sh", "-c",
+          "echo saved > \"$CORRAL_CHECKPOINT_DIR/step\" && cat \"$CORRAL_CHECKPOINT_DIR/step\""});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  const std::string id = FirstLine(sub.out);
+  auto waited = As(c, ana, {"wait", id, "--timeout", "60s"});
+  EXPECT_EQ(waited.exit_code, 0) << waited.out << waited.err << Show(c, ana, id).dump();
+  auto logs = As(c, ana, {"logs", id});
+  EXPECT_EQ(logs.out, "saved\n") << logs.err;
+  struct stat st {};
+  ASSERT_EQ(stat((c.head_dir() + "-checkpoints").c_str(), &st), 0) << "the default root";
+  EXPECT_NE(st.st_mode & S_IXOTH, 0u) << "other users may pass through it";
+}
+
 TEST_F(Security, JobsOfRootOrOfUnknownUsersAreRefusedWithTheReason) {
   LocalCluster c("security-refuse", 1, 2, {}, {});
   const std::string root = NewToken(c, "root"), ghost = NewToken(c, "corral-no-such-user-here");

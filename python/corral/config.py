@@ -61,6 +61,12 @@ def load(env: Optional[Mapping[str, str]] = None) -> Config:
     for key, var in (("token", "CORRAL_TOKEN"), ("ca", "CORRAL_CA")):
         if env.get(var):
             fields[key] = env[var]
+    if not fields["addr"] and env.get("CORRAL_STEP_HEAD") and env.get("CORRAL_STEP_TOKEN"):
+        # Inside a job with no config of the user's: the job's own head and credential, which
+        # may act on that job only (as the CLI does).
+        fields["addr"], source = env["CORRAL_STEP_HEAD"], "CORRAL_STEP_HEAD"
+        fields["token"] = env["CORRAL_STEP_TOKEN"]
+        fields["ca"] = env.get("CORRAL_STEP_CA", "")
     if not fields["addr"]:
         raise ValueError("no head address configured: set CORRAL_ADDR (e.g. export "
                          "CORRAL_ADDR=http://127.0.0.1:7070) and CORRAL_TOKEN, or write "

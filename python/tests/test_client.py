@@ -43,6 +43,12 @@ class ClientTest(unittest.TestCase):
             with mock.patch.dict(os.environ, {"HOME": d}, clear=True):
                 with self.assertRaisesRegex(ValueError, "no head address configured"):
                     corral.Client()
+            # Inside a job, with no config of the user's: the job's own head and credential.
+            job_env = {"HOME": d, "CORRAL_STEP_HEAD": "http://job-head:7070",
+                       "CORRAL_STEP_TOKEN": "cstep_1_1_x"}
+            with mock.patch.dict(os.environ, job_env, clear=True):
+                got = corral.config.load()
+            self.assertEqual((got.addr, got.token), ("http://job-head:7070", "cstep_1_1_x"))
         cli = subprocess.run([CORRAL, "--version"], capture_output=True, text=True, check=True)
         self.assertEqual(cli.stdout.strip(), "corral " + self.client.version())
 

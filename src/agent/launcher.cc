@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <spawn.h>
+#include <spdlog/spdlog.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -28,6 +29,7 @@
 #include <thread>
 
 #include "agent/dirs.h"
+#include "agent/file_util.h"
 #include "agent/launcher_internal.h"
 #include "agent/monitor.h"
 #include "agent/notebook.h"
@@ -157,6 +159,49 @@ std::string ResolveExecutable(const std::string& name, const std::string& path_e
     }
   }
   return name;  // execve fails with ENOENT: the job exits 127 with a message on stderr
+}
+
+// Where a replica's share that runs unenforced is noted, in its run directory.
+constexpr char kShareNoteFile[] = "share-not-enforced";
+
+bool HasEntry(const std::vector<std::string>& env, const std::string& entry) {
+  return std::find(env.begin(), env.end(), entry) != env.end();
+}
+
+// The PATH of a task's environment ("" without one).
+std::string PathOf(const std::vector<std::string>& env) {
+  std::string path;
+  for (const std::string& kv : env) {
+    if (kv.rfind("PATH=", 0) == 0) path = kv.substr(5);
+  }
+  return path;
+}
+
+// Why `command` cannot be executed, when that is certain before anything starts: no file of
+// that name exists where execve would look (the job's PATH, or the workdir for a path with a
+// slash; a name without one that PATH lacks is also tried in the workdir, as execve does);
+// "" otherwise (a relative PATH entry, which would be searched from the workdir, is not judged).
+std::string MissingExecutable(const std::string& command, const std::string& path_env,
+                              const std::string& workdir) {
+  if (command.empty()) return "";  // execve's own error says it
+  auto exists = [](const std::string& path) {
+    struct stat st {};
+    return stat(path.c_str(), &st) == 0 || errno != ENOENT;
+  };
+  auto in_workdir = [&](const std::string& name) {
+    return name.front() == '/' ? name : workdir + "/" + name;
+  };
+  if (command.find('/') != std::string::npos) {
+    if (exists(in_workdir(command))) return "";
+    return "cannot execute " + command + ": No such file or directory";
+  }
+  std::istringstream in(path_env);
+  for (std::string dir; std::getline(in, dir, ':');) {
+    if (dir.empty() || dir.front() != '/' || exists(dir + "/" + command)) return "";
+  }
+  if (exists(in_workdir(command))) return "";
+  return "cannot execute " + command + ": No such file or directory (not found on PATH " +
+         path_env + ")";
 }
 
 std::vector<char*> CStrings(const std::vector<std::string>& v) {
@@ -393,6 +438,21 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
     p.out_paths.push_back(p.logs + "/" + LogFileName("stdout", t));
     p.err_paths.push_back(p.logs + "/" + LogFileName("stderr", t));
   }
+  if (HasEntry(p.envs[0], "CORRAL_GPU_SHARE_ENFORCED=0")) {
+    // Runs all the same (the job asked for a share, not for enforcement), but said: in the
+    // agent's log, and as a note (kShareNoteFile) that the head makes an event of the job's.
+    const std::string note = std::string(kShareNotEnforced) + ": node " + node_name_ +
+                             " has no GPU share shim (libcorral_gpushare.so beside corral), so "
+                             "the share's GPU memory limit is not enforced";
+    spdlog::warn("run {} replica {}: {}", order.run_id, order.replica, note);
+    (void)WriteTextFile(p.dir + "/" + kShareNoteFile, note);
+  }
+  if (order.container.empty()) {
+    // Said now, so that the reason reaches the head (`corral show`), not only the job's stderr.
+    std::string missing = MissingExecutable(order.command[0], PathOf(p.envs[0]),
+                                            order.workdir.empty() ? p.logs : order.workdir);
+    if (!missing.empty()) return FailLaunch(p, FailedPrecondition(missing));
+  }
   // MIG devices (and, beside them, whole GPUs) are named by UUID: CUDA's indices do not reach
   // a MIG device.
   if (!gpu_names_.empty()) {
@@ -462,15 +522,12 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
     p.envps.push_back(CStrings(p.envs[t]));
     p.task_plans.push_back({p.envps[t].data(), p.out_paths[t].c_str(), p.err_paths[t].c_str()});
   }
-  std::string path_env;
-  for (const std::string& kv : p.envs[0]) {
-    if (kv.rfind("PATH=", 0) == 0) path_env = kv.substr(5);
-  }
-  p.exe = in_container ? containers_.helper_exe : ResolveExecutable(order.command[0], path_env);
+  p.exe = in_container ? containers_.helper_exe
+                       : ResolveExecutable(order.command[0], PathOf(p.envs[0]));
   p.workdir = in_container ? p.dir : order.workdir.empty() ? p.logs : order.workdir;
   p.record_path = p.dir + "/" + kRunRecordName;
-  p.exec_error = "corral: cannot execute " + order.command[0] + ": errno ";
-  p.chdir_error = "corral: cannot change to workdir " + p.workdir + ": errno ";
+  p.exec_error = "corral: cannot execute " + order.command[0] + ": ";
+  p.chdir_error = "corral: cannot change to workdir " + p.workdir + ": ";
   p.argv = CStrings(in_container ? p.container_args : order.command);
   p.task_pids.assign(static_cast<size_t>(tasks), 0);
   p.report.assign(24 * (static_cast<size_t>(tasks) + 3), '\0');
@@ -599,6 +656,12 @@ RunStatus PosixLauncher::Finish(const LaunchedRun& run, RunStatus st) {
 RunStatus PosixLauncher::Check(LaunchedRun& run) {
   RunStatus st = CheckStatus(run);
   if (!run.order.container.empty()) st.note = ContainerNote(RunDir(run.key()));
+  if (gpushare_lib_.empty() && !run.order.gpus.empty()) {  // only then can a share go unenforced
+    std::string share;
+    if (ReadFile(RunDir(run.key()) + "/" + kShareNoteFile, &share)) {
+      st.note += (st.note.empty() ? "" : "\n") + share;
+    }
+  }
   if (run.order.notebook && st.running) {
     std::string ready = NotebookNote(RunDir(run.key()), run.order.job_id, node_name_);
     if (!ready.empty()) st.note += (st.note.empty() ? "" : "\n") + ready;

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "agent/agent_lease.h"
@@ -239,10 +240,29 @@ TEST_P(LauncherTest, MissingCommandAndWorkdirExit127WithAMessage) {
   PosixLauncher launcher(state.path(), "n", {}, {}, Cgroups::None(), Monitor());
   RunOrder o = ShellOrder("1.0", "");
   o.command = {"no-such-command-corral"};
-  EXPECT_EQ(RunToEnd(launcher, o).exit_code, kExitCannotExec);
+  o.env["PATH"] = "/usr/bin:/bin";
+  // Known before anything starts: refused with the reason in words (the head shows it).
+  Result<LaunchedRun> missing = launcher.Launch(o);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(),
+            "cannot execute no-such-command-corral: No such file or directory (not found on "
+            "PATH /usr/bin:/bin)");
   EXPECT_NE(ReadFileOr(state.path() + "/runs/1.0.0/logs/stderr")
-                .find("cannot execute no-such-command-corral"),
+                .find("cannot execute no-such-command-corral: No such file or directory"),
             std::string::npos);
+  LaunchedRun missing_rec;
+  missing_rec.order = o;
+  EXPECT_EQ(launcher.Check(missing_rec).exit_code, kExitCannotExec);
+  // Found but not executable: execve's error, in words, on the task's stderr.
+  TempDir bin;
+  std::ofstream(bin.path() + "/not-exec") << "#!/bin/sh\n";  // mode 0644: no x bit for anyone
+  o = ShellOrder("1.1", "");
+  o.command = {bin.path() + "/not-exec"};
+  EXPECT_EQ(RunToEnd(launcher, o).exit_code, kExitCannotExec);
+  EXPECT_NE(ReadFileOr(state.path() + "/runs/1.1.0/logs/stderr")
+                .find("cannot execute " + bin.path() + "/not-exec: Permission denied (errno 13)"),
+            std::string::npos)
+      << ReadFileOr(state.path() + "/runs/1.1.0/logs/stderr");
   o = ShellOrder("2.0", "true");
   o.workdir = "/nonexistent/dir";
   EXPECT_EQ(RunToEnd(launcher, o).exit_code, kExitCannotExec);

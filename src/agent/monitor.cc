@@ -105,12 +105,20 @@ void ResetSignals() {
   (void)sigprocmask(SIG_SETMASK, &none, nullptr);
 }
 
+// "<prefix><the error in words> (errno N)\n". strerrordesc_np reads a constant table (no locale,
+// no allocation), so it is safe after fork, where strerror is not.
 void WriteErrnoLine(int fd, const char* prefix, int err) {
   char buf[32];
   size_t pos = 0;
+  const char* words = strerrordesc_np(err);
+  buf[pos++] = ' ';
+  buf[pos++] = '(';
+  for (const char* c = "errno "; *c != '\0'; ++c) buf[pos++] = *c;
   AppendInt(buf, &pos, err);
+  buf[pos++] = ')';
   buf[pos++] = '\n';
   WriteAll(fd, prefix, Len(prefix));
+  if (words != nullptr) WriteAll(fd, words, Len(words));
   WriteAll(fd, buf, pos);
 }
 

@@ -55,8 +55,9 @@ struct ChildPlan {
   // its tasks are forked, and "exit <code> <ended_at_ms> <failed_task>" when they have ended.
   const char* record_path;
   const char* notify_path;  // a FIFO: one byte written after the exit, waking the agent at once
-  const char* exec_error;   // "corral: cannot execute <cmd>: errno "
-  const char* chdir_error;  // "corral: cannot change to workdir <dir>: errno "
+  // Each followed by the error in words and its number when a task cannot start.
+  const char* exec_error;   // "corral: cannot execute <cmd>: "
+  const char* chdir_error;  // "corral: cannot change to workdir <dir>: "
   int max_fd;
   // An interactive session's lease (agent_lease.h): the file its agent renews while it runs,
   // and how long the monitor lets it go unrenewed before it ends the replica (every process in

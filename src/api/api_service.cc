@@ -151,6 +151,7 @@ const std::vector<ApiService::Endpoint>& ApiService::Routes() {
         Serve<StartStep>("POST", "/v1/jobs/{id}/steps", DecodeStartStep, StepAnswer, 201),
         Serve<GetStep>("GET", "/v1/jobs/{id}/steps/{step}", DecodeGetStep, StepAnswer),
         custom("POST", "/v1/jobs/{id}/exec", &ApiService::HandleExecOpen),
+        custom("POST", "/v1/jobs/{id}/notebook-ticket", &ApiService::HandleNotebookTicket),
         Serve<TouchSession>("POST", "/v1/jobs/{id}/touch", DecodeTouchSession, SessionAnswer),
         custom("GET", "/v1/exec/{session}/{what}", &ApiService::HandleExecRelay),
         custom("POST", "/v1/exec/{session}/{what}", &ApiService::HandleExecRelay),
@@ -233,6 +234,32 @@ void ApiService::TakeSession(net::HttpRequest req, std::shared_ptr<net::TakenCon
 
 void ApiService::HandleExecOpen(const HttpRequest& req, const PathArgs& args, Responder respond) {
   exec_->Open(req, args, std::move(respond));
+}
+
+// A ticket that opens the job's notebook once (session_proxy.h), for whoever may open it now.
+void ApiService::HandleNotebookTicket(const HttpRequest& req, const PathArgs& args,
+                                      Responder respond) {
+  auto id = PathJobId(args.at(0));
+  if (!id.ok()) return respond(ErrorResponse(id.status()));
+  const std::string bearer = req.BearerToken();
+  head_->Run(
+      bearer, head::OpenExec{*id, 0},
+      [this, bearer, job = *id, respond](Result<head::ExecTarget> target) {
+        if (!target.ok()) return respond(ErrorResponse(target.status()));
+        if (!target->notebook) {
+          return respond(ErrorResponse(
+              NotFound("job " + std::to_string(job) + " is not a notebook (corral notebook)")));
+        }
+        const std::string ticket = sessions_->IssueTicket(bearer, job);
+        respond(HttpResponse{
+            .status = 201,
+            .body = Json{{"ticket", ticket},
+                         {"path", "/s/" + std::to_string(job) + "/tree?ticket=" + ticket},
+                         {"expires_in_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               SessionProxy::kTicketLifetime)
+                                               .count()}}
+                        .dump()});
+      });
 }
 
 void ApiService::HandleExecRelay(const HttpRequest& req, const PathArgs& args, Responder respond) {

@@ -71,6 +71,9 @@ class ApiService {
   // `corral exec` (exec_proxy.h).
   void HandleExecOpen(const net::HttpRequest& req, const PathArgs& args, net::Responder respond);
   void HandleExecRelay(const net::HttpRequest& req, const PathArgs& args, net::Responder respond);
+  // `corral notebook`'s one-time URL (session_proxy.h).
+  void HandleNotebookTicket(const net::HttpRequest& req, const PathArgs& args,
+                            net::Responder respond);
 
   template <typename T, typename F>
   head::Head::Callback<T> Answer(net::Responder respond, F to_json, int ok_status = 200);

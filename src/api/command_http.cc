@@ -238,12 +238,23 @@ Result<head::GetNode> DecodeGetNode(const HttpRequest&, const PathArgs& args) {
   return head::GetNode{args.at(0)};
 }
 
-Result<head::SetDrain> DecodeDrain(const HttpRequest&, const PathArgs& args) {
-  return head::SetDrain{args.at(0), true};
+// POST /v1/nodes/{name}/drain, body optional: {"reason": "..."}.
+Result<head::SetDrain> DecodeDrain(const HttpRequest& req, const PathArgs& args) {
+  head::SetDrain c{args.at(0), true, ""};
+  if (!req.body.empty()) {
+    auto body = BodyObject(req, " with an optional reason");
+    if (!body.ok()) return body.status();
+    auto r = body->find("reason");
+    if (r != body->end() && !r->is_string()) {
+      return InvalidArgument("field 'reason': want a string");
+    }
+    if (r != body->end()) c.reason = r->get<std::string>();
+  }
+  return c;
 }
 
 Result<head::SetDrain> DecodeUndrain(const HttpRequest&, const PathArgs& args) {
-  return head::SetDrain{args.at(0), false};
+  return head::SetDrain{args.at(0), false, ""};
 }
 
 // POST /v1/nodes/{name}/gpus/{gpu}/drain|undrain, body optional: {"reason": "..."}.

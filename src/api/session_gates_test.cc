@@ -151,5 +151,34 @@ TEST_F(SessionGates, ATokenPastItsRateGets429OnSessionsAndTheApiAlike) {
   EXPECT_EQ(r.headers["Retry-After"], "1");
 }
 
+// A notebook URL's ticket stands for its user's token once, for its own job: spent at its
+// first visit (which gets past the gates and authentication: the head then finds no job 7),
+// refused after that, and refused for another job.
+TEST_F(SessionGates, ATicketOpensItsJobsSessionOnce) {
+  RequestGates gates(head_.get(), 0, 0);
+  SessionProxy proxy(head_.get(), &gates, false, nullptr);
+  auto take = [&](const std::string& path, const std::string& ticket) {
+    net::HttpRequest req;
+    req.method = "GET";
+    req.path = path;
+    req.target = path + "?ticket=" + ticket;
+    req.query["ticket"] = ticket;
+    req.remote = "10.0.0.9:40000";
+    auto conn = std::make_shared<RecordedConnection>();
+    auto answered = conn->Answered();
+    proxy.Take(std::move(req), conn);
+    return answered.get();
+  };
+  const std::string ticket = proxy.IssueTicket(admin_, 7);
+  EXPECT_EQ(ticket.find(admin_), std::string::npos);
+  net::HttpResponse first = take("/s/7/tree", ticket);
+  EXPECT_EQ(first.status, 404) << first.body;  // authenticated as the admin: no job 7 here
+  net::HttpResponse again = take("/s/7/tree", ticket);
+  EXPECT_EQ(again.status, 401) << again.body;
+  EXPECT_NE(again.body.find("ticket is spent"), std::string::npos) << again.body;
+  EXPECT_EQ(take("/s/8/tree", proxy.IssueTicket(admin_, 7)).status, 401) << "another job's";
+  EXPECT_EQ(take("/s/7/tree", "made-up").status, 401);
+}
+
 }  // namespace
 }  // namespace corral::api

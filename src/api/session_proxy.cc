@@ -18,7 +18,8 @@ std::string Lower(std::string s) {
   return s;
 }
 
-// The request's target without its `token` parameter (the rest of the query as it came).
+// The request's target without its `token` and `ticket` parameters (the rest of the query as
+// it came).
 std::string TargetWithoutToken(const std::string& target) {
   auto q = target.find('?');
   if (q == std::string::npos) return target;
@@ -29,7 +30,9 @@ std::string TargetWithoutToken(const std::string& target) {
     size_t end = target.find('&', at);
     if (end == std::string::npos) end = target.size();
     std::string part = target.substr(at, end - at);
-    if (!part.empty() && part != "token" && part.rfind("token=", 0) != 0) {
+    const bool secret = part == "token" || part.rfind("token=", 0) == 0 || part == "ticket" ||
+                        part.rfind("ticket=", 0) == 0;
+    if (!part.empty() && !secret) {
       kept += (kept.empty() ? "" : "&") + part;
     }
     at = end + 1;
@@ -84,6 +87,11 @@ SessionProxy::SessionProxy(head::Head* head, RequestGates* gates, bool agent_htt
       agent_trust_(std::move(agent_trust)) {}
 
 std::string SessionProxy::BearerOf(const net::HttpRequest& req) {
+  if (auto t = req.query.find("ticket"); t != req.query.end()) {
+    std::lock_guard lock(mu_);
+    auto it = tickets_.find(t->second);
+    return it == tickets_.end() ? "" : it->second.bearer;
+  }
   if (auto t = req.query.find("token"); t != req.query.end()) return t->second;
   if (std::string b = req.BearerToken(); !b.empty()) return b;
   const std::string cookie = net::CookieValue(req.Header("cookie"), kCookie);
@@ -91,6 +99,24 @@ std::string SessionProxy::BearerOf(const net::HttpRequest& req) {
   std::lock_guard lock(mu_);
   auto it = sessions_.find(cookie);
   return it == sessions_.end() ? "" : it->second.bearer;
+}
+
+std::string SessionProxy::IssueTicket(const std::string& bearer, JobId job) {
+  const auto now = std::chrono::steady_clock::now();
+  std::string ticket = RandomHex(24);
+  std::lock_guard lock(mu_);
+  std::erase_if(tickets_, [&](const auto& kv) { return kv.second.expires <= now; });
+  tickets_[ticket] = Ticket{bearer, job, now + kTicketLifetime};
+  return ticket;
+}
+
+std::string SessionProxy::SpendTicket(const std::string& ticket, JobId job) {
+  std::lock_guard lock(mu_);
+  auto it = tickets_.find(ticket);
+  if (it == tickets_.end()) return "";
+  Ticket t = std::move(it->second);
+  tickets_.erase(it);  // spent whatever comes of it: a URL opens once
+  return t.job == job && std::chrono::steady_clock::now() < t.expires ? t.bearer : "";
 }
 
 size_t SessionProxy::SessionCount() {
@@ -136,11 +162,14 @@ void SessionProxy::Open(net::HttpRequest req, std::shared_ptr<net::TakenConnecti
     return conn->Answer(Redirect(base + (q == std::string::npos ? "" : req.target.substr(q))));
   }
   std::string bearer;
-  const bool from_query = req.query.count("token") > 0;
+  const bool from_ticket = req.query.count("ticket") > 0;
+  const bool from_query = from_ticket || req.query.count("token") > 0;
   // The dashboard's "open": its token as a header (never in a URL), answered with the cookie.
   const bool from_header =
       !from_query && req.method == "POST" && req.path == base && !req.BearerToken().empty();
-  if (from_query) {
+  if (from_ticket) {
+    bearer = SpendTicket(req.query.at("ticket"), job);
+  } else if (from_query) {
     bearer = req.query.at("token");
   } else if (from_header) {
     bearer = req.BearerToken();
@@ -157,7 +186,10 @@ void SessionProxy::Open(net::HttpRequest req, std::shared_ptr<net::TakenConnecti
     return conn->Answer(net::JsonError(
         401, "unauthenticated",
         "no session for job " + id_text +
-            ": open the URL `corral notebook` printed (it carries your token once: ?token=...)"));
+            (from_ticket ? ": the URL's ticket is spent, expired or another job's; run `corral "
+                           "notebook --url " +
+                               id_text + "` for a new one"
+                         : ": open the URL `corral notebook` printed (its ticket opens it once)")));
   }
   head_->Run(bearer, head::OpenExec{job, 0},
              [this, req = std::move(req), conn, bearer, job, from_query, from_header,

@@ -1,11 +1,14 @@
-// Notebooks through the head (docs/interactive.md): `corral notebook` prints
-// http(s)://HEAD/s/JOB/?token=API_TOKEN; the head takes every /s/ connection from its HTTP
+// Notebooks through the head (docs/interactive.md): `corral notebook` asks for a ticket
+// (IssueTicket: a random value good for one use within kTicketLifetime, for one job) and prints
+// http(s)://HEAD/s/JOB/tree?ticket=TICKET, never the user's API token (a URL lands in shell
+// history, browser history and proxies' logs); the head takes every /s/ connection from its HTTP
 // server (net/tunnel.h), authorises the caller for the job as `corral exec` does (OpenExec:
 // the job's owner, its queue's admins, admins; another user gets 403) and splices the
 // connection to the job's agent, which relays it to the Jupyter server on its node's loopback.
 // One request per connection (WebSockets stay open), so that the head checks every request.
 //
-// The token in the URL is taken once: the head answers 302 to the same URL without it and a
+// The ticket (or a token, ?token=, which older CLIs printed) in the URL is taken once: the
+// ticket is spent at its first use, and the head answers 302 to the same URL without it and a
 // session cookie (HttpOnly, SameSite=Strict, Path=/s/JOB/, Secure over TLS) that names an
 // entry of this table, in memory, which holds the token; each later request is checked again
 // with that token (a revoked token ends the session). A restarted head has no sessions: the
@@ -41,7 +44,13 @@ class SessionProxy {
 
   void Take(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn);
 
+  // A ticket that opens job `job`'s notebook once, as `bearer`, within kTicketLifetime. The
+  // caller has authenticated `bearer`; opening checks it for the job as a token would be.
+  std::string IssueTicket(const std::string& bearer, JobId job);
+
   size_t SessionCount();
+
+  static constexpr std::chrono::seconds kTicketLifetime{120};
 
  private:
   struct Session {
@@ -49,13 +58,22 @@ class SessionProxy {
     JobId job = 0;
     std::chrono::steady_clock::time_point last;
   };
+  struct Ticket {
+    std::string bearer;
+    JobId job = 0;
+    std::chrono::steady_clock::time_point expires;
+  };
 
   void Open(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn);
   void Forward(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn,
                const head::ExecTarget& target);
   std::string NewSession(const std::string& bearer, JobId job);
-  // The bearer a request carries: its ?token=, its Authorization header, or its cookie's.
+  // The bearer a request carries: its ?ticket='s (not spent here), its ?token=, its
+  // Authorization header, or its cookie's.
   std::string BearerOf(const net::HttpRequest& req);
+  // Spends ticket `ticket` for job `job`: its bearer, or "" (unknown, spent, expired, or
+  // another job's).
+  std::string SpendTicket(const std::string& ticket, JobId job);
 
   head::Head* const head_;
   RequestGates* const gates_;
@@ -64,6 +82,7 @@ class SessionProxy {
   const std::shared_ptr<const net::TlsClientContext> agent_trust_;
   std::mutex mu_;
   std::map<std::string, Session> sessions_;  // GUARDED_BY(mu_): by cookie value
+  std::map<std::string, Ticket> tickets_;    // GUARDED_BY(mu_): by ticket value
 };
 
 }  // namespace corral::api

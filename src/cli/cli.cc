@@ -40,7 +40,8 @@ const CommandInfo kCommands[] = {
      "run a command in a new interactive session and wait for it; exits with its code"},
     {"notebook", RunNotebook,
      "corral notebook [--gpus N] [--cpus C] [--memory M] [--queue Q] [--image REF] ...\n"
-     "                [-- jupyter-notebook [ARGS...]]  (submit's resource flags)",
+     "                [-- jupyter-notebook [ARGS...]]  (submit's resource flags)\n"
+     "       corral notebook --url ID  (a new URL for a running notebook: each opens once)",
      "start a Jupyter notebook in a new session; prints its URL on the head once it answers"},
     {"exec", RunExec, "corral exec ID [--replica R] [--pty] [--env K=V]... -- CMD [ARGS...]",
      "run a command inside a running job's allocation (its owner, queue admins, admins)"},
@@ -61,7 +62,7 @@ const CommandInfo kCommands[] = {
      "from inside a job: it just saved a checkpoint (preemption then loses less)"},
     {"nodes", RunNodes,
      "corral nodes [-o json] | corral nodes show NAME [-o json] | corral nodes drain|undrain NAME "
-     "[--gpu N [--reason TEXT]]",
+     "[--gpu N] [--reason TEXT (with drain)]",
      "list nodes (each GPU's health: ok, warn, critical, drained:admin|health); show one node's "
      "GPUs; drain or undrain a node, or one of its GPUs"},
     {"queues", RunQueues,

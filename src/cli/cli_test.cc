@@ -138,11 +138,56 @@ TEST(CheckpointDoneTest, ReportsForTheJobItRunsIn) {
   EXPECT_TRUE(outside.fake->sent.empty());
 }
 
+// Inside its job, checkpoint-done reports to the job's own head with the job's own credential,
+// not to the head the user's config names (another cluster's, perhaps).
+TEST(CheckpointDoneTest, InsideItsJobItUsesTheJobsHeadAndCredential) {
+  // The head and token a run of checkpoint-done ARGS connected with.
+  auto connected_with = [](const std::vector<std::string>& args) {
+    Harness h;
+    h.env = {{"CORRAL_JOB_ID", "42"},
+             {"CORRAL_STEP_HEAD", "http://own-head:7070"},
+             {"CORRAL_STEP_TOKEN", "cstep_42_1_x"},
+             {"CORRAL_ADDR", "http://other-cluster:7070"},
+             {"CORRAL_TOKEN", "users-token"}};
+    std::string used;
+    h.ctx.connect = [&]() -> Result<std::shared_ptr<ApiTransport>> {
+      auto cfg = LoadClientConfig(h.ctx.env);
+      if (!cfg.ok()) return cfg.status();
+      used = cfg->addr + " " + cfg->token;
+      return std::shared_ptr<ApiTransport>(h.fake);
+    };
+    h.fake->handler = [](const FakeTransport::Sent&) {
+      return JsonReply(200, {{"job", ToJson(MakeJob(42, JobState::kRunning))}});
+    };
+    EXPECT_EQ(h.Run("checkpoint-done", args), 0) << h.err.str();
+    return used;
+  };
+  EXPECT_EQ(connected_with({}), "http://own-head:7070 cstep_42_1_x");
+  EXPECT_EQ(connected_with({"42"}), "http://own-head:7070 cstep_42_1_x");
+  // Another job's report is the user's: their config.
+  EXPECT_EQ(connected_with({"7"}), "http://other-cluster:7070 users-token");
+}
+
+// Inside a job and without a config of the user's, commands reach the job's own head.
+TEST(ConfigTest, InsideAJobWithoutAConfigTheJobsHeadAndCredentialAreUsed) {
+  std::map<std::string, std::string> env = {{"CORRAL_STEP_HEAD", "http://own-head:7070"},
+                                            {"CORRAL_STEP_TOKEN", "cstep_1_1_x"}};
+  auto cfg = LoadClientConfig([&](const std::string& k) -> std::optional<std::string> {
+    auto it = env.find(k);
+    return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+  });
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_EQ(cfg->addr, "http://own-head:7070");
+  EXPECT_EQ(cfg->token, "cstep_1_1_x");
+}
+
 TEST(CancelTest, ReportsEachIdAndFailsIfAnyFailed) {
   Harness h;
   h.fake->handler = [](const FakeTransport::Sent& s) {
     if (s.path == "/v1/jobs/5/cancel")
       return Result<ApiReply>(JsonReply(200, {{"job", ToJson(MakeJob(5, JobState::kCancelled))}}));
+    if (s.method == "GET")
+      return Result<ApiReply>(JsonReply(200, {{"job", ToJson(MakeJob(6, JobState::kSucceeded))}}));
     return Result<ApiReply>(JsonReply(
         409,
         {{"error", {{"code", "failed_precondition"}, {"message", "job 6 already succeeded"}}}}));
@@ -150,8 +195,24 @@ TEST(CancelTest, ReportsEachIdAndFailsIfAnyFailed) {
   EXPECT_EQ(h.Run("cancel", {"5", "6"}), 1);
   EXPECT_EQ(h.out.str(), "Cancelled job 5\n");
   EXPECT_EQ(h.err.str(), "corral cancel: job 6: job 6 already succeeded\n");
-  ASSERT_EQ(h.fake->sent.size(), 2u);
+  ASSERT_EQ(h.fake->sent.size(), 3u);
   EXPECT_EQ(h.fake->sent[0].method, "POST");
+}
+
+// Cancelling a job that was already cancelled is what was asked: no error (the Python client's
+// cancel is idempotent too).
+TEST(CancelTest, AnAlreadyCancelledJobIsNoError) {
+  Harness h;
+  h.fake->handler = [](const FakeTransport::Sent& s) {
+    if (s.method == "GET")
+      return Result<ApiReply>(JsonReply(200, {{"job", ToJson(MakeJob(7, JobState::kCancelled))}}));
+    return Result<ApiReply>(JsonReply(
+        409,
+        {{"error", {{"code", "failed_precondition"}, {"message", "job 7 already cancelled"}}}}));
+  };
+  EXPECT_EQ(h.Run("cancel", {"7"}), 0) << h.err.str();
+  EXPECT_EQ(h.out.str(), "Job 7 already cancelled\n");
+  EXPECT_EQ(h.err.str(), "");
 }
 
 // ---- logs ----

@@ -108,8 +108,13 @@ int NodeAction(const std::string& action, const std::vector<std::string>& names,
              << (action == "drain" ? "drained" : "returned") << "\n";
     return kExitOk;
   }
-  if (args.Has("reason")) return UsageError(ctx, "nodes", "--reason goes with --gpu");
-  auto reply = api.CallJson("POST", "/v1/nodes/" + names[0] + "/" + action);
+  if (args.Has("reason") && action != "drain") {
+    return UsageError(ctx, "nodes", "--reason goes with drain");
+  }
+  Json body = Json::object();
+  if (args.Has("reason")) body["reason"] = args.Get("reason");
+  auto reply =
+      api.CallJson("POST", "/v1/nodes/" + names[0] + "/" + action, body.empty() ? "" : body.dump());
   if (!reply.ok()) {
     PrintError(ctx, "nodes", action + " " + names[0] + ": " + reply.status().message());
     return kExitError;
@@ -298,9 +303,20 @@ std::string GpuHealthWord(const NodeView& n, int32_t gpu) {
   return s != nullptr && s->check > 0 ? GpuHealthName(s->health) : "-";
 }
 
+// The node's state in a word, with an admin's drain kept beside a lost agent ("drained+down"):
+// the drain still holds when the node comes back, so it must not vanish while it is away.
+std::string NodeStateText(const Node& n) {
+  std::string state = NodeStateName(n.state());
+  if (n.liveness != Liveness::kAlive && n.drain != Drain::kNone) {
+    state = std::string(DrainName(n.drain)) + "+" + state;
+  }
+  return state;
+}
+
 // `corral nodes show NAME`: the node, and each of its GPUs on a line.
 std::string RenderNodeDetail(const NodeView& n) {
-  std::string out = "Node " + n.node.name + ": " + NodeStateName(n.node.state()) + "\n";
+  std::string out = "Node " + n.node.name + ": " + NodeStateText(n.node) + "\n";
+  if (!n.node.drain_reason.empty()) out += "  " + n.node.drain_reason + "\n";
   if (!n.node.unhealthy.empty()) out += "  unhealthy: " + n.node.unhealthy + "\n";
   if (!n.reservation.empty()) {
     out += std::string("  ") + (n.maintenance ? "maintenance window " : "reservation ") +
@@ -357,7 +373,7 @@ std::string RenderNodesTable(const std::vector<NodeView>& nodes) {
                                   ? health[0]
                                   : Join(health, ",");
     // Health is not an admin state: a ready node whose GPUs fail their probe shows unhealthy.
-    std::string state = NodeStateName(n.node.state());
+    std::string state = NodeStateText(n.node);
     if (!n.node.unhealthy.empty()) state = state == "ready" ? "unhealthy" : state + "+unhealthy";
     // Inside an admin reservation now (Slurm's sinfo: maint, reserved).
     if (!n.reservation.empty()) {

@@ -63,6 +63,14 @@ Result<ClientConfig> LoadClientConfig(const EnvLookup& env) {
   }
   if (auto t = env("CORRAL_TOKEN"); t && !t->empty()) cfg.token = *t;
   if (auto c = env("CORRAL_CA"); c && !c->empty()) cfg.ca = *c;
+  if (cfg.addr.empty() && env("CORRAL_STEP_HEAD") && env("CORRAL_STEP_TOKEN")) {
+    // Inside a job with no config of the user's: the job's own head and credential, which
+    // may act on that job only.
+    cfg.addr = *env("CORRAL_STEP_HEAD");
+    cfg.token = *env("CORRAL_STEP_TOKEN");
+    cfg.ca = env("CORRAL_STEP_CA").value_or("");
+    cfg.source = "CORRAL_STEP_HEAD";
+  }
   if (cfg.addr.empty()) {
     return FailedPrecondition(
         "no head address configured: set CORRAL_ADDR (e.g. export "

@@ -26,7 +26,9 @@ HttpTransport::HttpTransport(const std::string& addresses, const std::string& to
     : timeout_(timeout) {
   auto list = net::ParseHeadList(addresses);
   if (list.ok()) {
-    client_ = std::make_unique<net::HeadClient>(*list, token);
+    net::HeadClientOptions options;
+    options.retry_lone_head_refusal = false;  // a person waits: say at once that it is down
+    client_ = std::make_unique<net::HeadClient>(*list, token, options);
   } else {
     list_status_ = list.status();
   }

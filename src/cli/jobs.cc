@@ -154,7 +154,8 @@ std::string RenderJobsTable(const std::vector<Job>& jobs, TimeMs now, bool expan
     const Job& j = jobs[i];
     if (expand || !j.IsArrayElement()) {
       add({JobRef(j), j.spec.name.empty() ? "-" : j.spec.name, j.owner, j.spec.queue,
-           JobStateName(j.state), gpu_text(j), NodesOf(j.CurrentRun()), TimeOf(j, now),
+           JobStateName(j.state), gpu_text(j),
+           NodesOf(j.state == JobState::kPending ? nullptr : j.CurrentRun()), TimeOf(j, now),
            ReasonOf(j)},
           StartOf(j, now));
       continue;
@@ -283,7 +284,8 @@ std::string RenderJob(const Job& j, TimeMs now, bool utc) {
         std::vector<std::string> g;
         for (int32_t x : p.gpus) g.push_back(std::to_string(x));
         o << "    replica " << i << ": " << p.node << "  GPUs " << (g.empty() ? "-" : Join(g, ","));
-        if (i < r.exit_codes.size()) o << "  exit " << ExitCodeText(r.exit_codes[i]);
+        if (i < r.exit_codes.size() && r.exit_codes[i] != kNotExited)
+          o << "  exit " << ExitCodeText(r.exit_codes[i]);
         o << "\n";
       }
     }
@@ -617,6 +619,18 @@ int RunWait(const std::vector<std::string>& argv, CliContext& ctx) {
   return all_ok ? kExitOk : kExitError;
 }
 
+namespace {
+
+// Whether job `id` (not an array) has ended cancelled: a second cancel of it is no error.
+bool AlreadyCancelled(ApiClient& api, JobId id) {
+  auto reply = api.CallJson("GET", "/v1/jobs/" + std::to_string(id));
+  if (!reply.ok()) return false;
+  auto job = DecodeJobReply(*reply);
+  return job.ok() && job->array_id != id && job->state == JobState::kCancelled;
+}
+
+}  // namespace
+
 int RunCancel(const std::vector<std::string>& argv, CliContext& ctx) {
   auto parsed = ParseArgs(argv, {}, false);
   if (!parsed.ok()) return UsageError(ctx, "cancel", parsed.status().message());
@@ -642,6 +656,11 @@ int RunCancel(const std::vector<std::string>& argv, CliContext& ctx) {
     // An array's id cancels the whole array (as scancel does); ID_INDEX one element.
     auto reply = api.CallJson("POST", "/v1/jobs/" + std::to_string(ref->id) + "/cancel" +
                                           (ref->element ? "?element=1" : ""));
+    if (!reply.ok() && reply.status().code() == ErrorCode::kFailedPrecondition && !ref->element &&
+        AlreadyCancelled(api, ref->id)) {
+      *ctx.out << "Job " << a << " already cancelled\n";  // as asked: idempotent, as scancel
+      continue;
+    }
     if (!reply.ok()) {
       PrintError(ctx, "cancel", "job " + a + ": " + reply.status().message());
       code = kExitError;
@@ -672,6 +691,9 @@ int RunCheckpointDone(const std::vector<std::string>& argv, CliContext& ctx) {
   }
   auto id = ParseJobId(text);
   if (!id) return UsageError(ctx, "checkpoint-done", "not a job ID: '" + text + "'");
+  // From inside the job: its own head and credential, whatever the user's config names (which
+  // may be another cluster's head, or none).
+  if (ctx.env("CORRAL_JOB_ID").value_or("") == text) UseStepCredential(ctx);
   ApiClient api(ctx);
   auto reply = api.CallJson("POST", "/v1/jobs/" + std::to_string(*id) + "/checkpoint");
   if (!reply.ok()) {

@@ -136,6 +136,29 @@ TEST(JobsTest, ListsRecentlyEndedJobsUnlessAskedForAllOrAnotherWindow) {
   EXPECT_EQ(h.fake->sent.size(), 3u);
 }
 
+// A requeued job waits again: the node of its ended run is not where it is.
+TEST(JobsTest, ARequeuedPendingJobShowsNoNode) {
+  Job requeued = MakeJob(4, JobState::kPending);
+  corral::Run old;
+  old.attempt = 1;
+  old.state = RunState::kPreempted;
+  old.placement = {{"n7", {0}}};
+  old.exit_codes = {-15};
+  requeued.runs.push_back(old);
+  std::string table = RenderJobsTable({requeued}, kT0);
+  EXPECT_THAT(table, Not(HasSubstr("n7"))) << table;
+}
+
+// A replica still running has no exit code to print (its slot holds kNotExited).
+TEST(ShowTest, ARunningReplicaShowsNoExitCode) {
+  Job running = SampleJobs()[1];
+  running.runs.back().exit_codes = {kNotExited, 0};
+  std::string text = RenderJob(running, kT0 + 10 * kMinute, true);
+  EXPECT_THAT(text, HasSubstr("replica 0: n1  GPUs 0,1,2,3\n")) << text;
+  EXPECT_THAT(text, HasSubstr("replica 1: n2  GPUs 0,1,2,3  exit 0\n")) << text;
+  EXPECT_THAT(text, Not(HasSubstr("killed by"))) << text;
+}
+
 TEST(JobsTest, BadStateIsAUsageError) {
   Harness h;
   EXPECT_EQ(h.Run("jobs", {"--state", "runing"}), 2);
@@ -267,6 +290,48 @@ TEST(NodesTest, ANodeInsideAReservationShowsMaintOrReserved) {
   h.out.str("");
   ASSERT_EQ(h.Run("nodes", {"show", "a"}), 0) << h.err.str();
   EXPECT_NE(h.out.str().find("  maintenance window m1 "), std::string::npos) << h.out.str();
+}
+
+// `nodes drain NODE --reason TEXT` sends the reason; `nodes show` prints it.
+TEST(NodesTest, DrainTakesAReasonAndShowPrintsIt) {
+  Harness h;
+  Node n;
+  n.name = "e";
+  n.drain = Drain::kDrained;
+  n.drain_reason = "drained by admin: fan failing";
+  h.fake->handler = [&](const FakeTransport::Sent& s) {
+    if (s.method == "POST") return Result<ApiReply>(JsonReply(200, {{"node", ToJson(n)}}));
+    return Result<ApiReply>(
+        JsonReply(200, {{"nodes", Json::array({ToJson(NodeView{.node = n})})}}));
+  };
+  ASSERT_EQ(h.Run("nodes", {"drain", "e", "--reason", "fan failing"}), 0) << h.err.str();
+  ASSERT_EQ(h.fake->sent.size(), 1u);
+  EXPECT_EQ(h.fake->sent[0].path, "/v1/nodes/e/drain");
+  EXPECT_EQ(Json::parse(h.fake->sent[0].body)["reason"], "fan failing");
+  EXPECT_EQ(h.out.str(), "Node e: drained\n");
+  h.out.str("");
+  ASSERT_EQ(h.Run("nodes", {"show", "e"}), 0) << h.err.str();
+  EXPECT_NE(h.out.str().find("\n  drained by admin: fan failing\n"), std::string::npos)
+      << h.out.str();
+  EXPECT_EQ(h.Run("nodes", {"undrain", "e", "--reason", "x"}), 2) << "a reason goes with drain";
+}
+
+// A drained node whose agent is lost stays drained: both show, in the table and in `nodes show`.
+TEST(NodesTest, ADrainedNodeThatGoesDownShowsBoth) {
+  Harness h;
+  Node n;
+  n.name = "e";
+  n.drain = Drain::kDrained;
+  n.liveness = Liveness::kDown;
+  Json nodes = Json::array({ToJson(NodeView{.node = n})});
+  h.fake->handler = [&](const FakeTransport::Sent&) {
+    return Result<ApiReply>(JsonReply(200, {{"nodes", nodes}}));
+  };
+  ASSERT_EQ(h.Run("nodes", {}), 0) << h.err.str();
+  EXPECT_NE(h.out.str().find("\ne     drained+down "), std::string::npos) << h.out.str();
+  h.out.str("");
+  ASSERT_EQ(h.Run("nodes", {"show", "e"}), 0) << h.err.str();
+  EXPECT_NE(h.out.str().find("Node e: drained+down\n"), std::string::npos) << h.out.str();
 }
 
 TEST(QueuesTest, ATreeShowsParentsAndEachSubtreesUseAgainstItsQuota) {

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <ostream>
 
 #include "cli/commands.h"
@@ -141,6 +142,51 @@ int RunSalloc(const std::vector<std::string>& argv, CliContext& ctx) {
   return rc;
 }
 
+namespace {
+
+// Runs `run` in a child whose stdout and stderr go to a pipe, and writes what comes out of it
+// to ctx.out a whole line at a time as "TASK: line" (srun -l). Returns the child's code.
+int WithLabelledOutput(CliContext& ctx, int64_t task, const std::function<int()>& run) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    *ctx.err << "srun: error: cannot make a pipe: " << std::strerror(errno) << "\n";
+    return kExitError;
+  }
+  ctx.out->flush();
+  ctx.err->flush();
+  pid_t pid = fork();
+  if (pid == 0) {
+    (void)dup2(fds[1], 1);
+    (void)dup2(fds[1], 2);
+    int rc = run();
+    ctx.out->flush();
+    ctx.err->flush();
+    _exit(rc);
+  }
+  close(fds[1]);
+  std::string partial;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    partial.append(buf, static_cast<size_t>(n));
+    for (size_t nl; (nl = partial.find('\n')) != std::string::npos; partial.erase(0, nl + 1)) {
+      *ctx.out << task << ": " << partial.substr(0, nl + 1);
+    }
+    ctx.out->flush();
+  }
+  if (!partial.empty()) *ctx.out << task << ": " << partial << "\n";
+  close(fds[0]);
+  if (pid < 0) return kExitError;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return ShellExitCode(status);
+}
+
+}  // namespace
+
 int RunSallocStep(const slurm::ParsedOptions& opts, bool pty, CliContext& ctx) {
   auto id = ParseJobId(ctx.env("CORRAL_SALLOC_JOB").value_or(""));
   if (!id) {
@@ -185,7 +231,8 @@ int RunSallocStep(const slurm::ParsedOptions& opts, bool pty, CliContext& ctx) {
                 {"SLURM_NTASKS", std::to_string(nodes)},
                 {"SLURM_STEP_NUM_NODES", std::to_string(nodes)},
                 {"SLURM_STEP_NUM_TASKS", std::to_string(nodes)}};
-    return RunInJob(ctx, *id, exec);
+    if (!opts.Has("label") || pty) return RunInJob(ctx, *id, exec);
+    return WithLabelledOutput(ctx, node, [&] { return RunInJob(ctx, *id, exec); });
   };
   if (nodes == 1) return step(0);
   // One process per node (a session's client is one per process); stdin goes to task 0 only,

@@ -1,11 +1,14 @@
 // `corral up`: a whole cluster on one machine (DESIGN §2): the head and N agents with
 // simulated GPUs as real child processes, in one foreground command. With --demo it runs a
 // few sample jobs, prints their outcome, and stops.
+#include <netdb.h>
 #include <pwd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -46,12 +49,58 @@ bool WaitFor(std::chrono::milliseconds timeout, F probe) {
   return false;
 }
 
+// Why the head could not listen on HOST:PORT ("" when it can): `corral up` checks before it
+// starts one, so that it never waits on, nor talks to, whatever else answers there. The head
+// binds with SO_REUSEADDR too, so a port left in TIME_WAIT counts as free, as it is for it.
+std::string CannotListen(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  std::string where = host + ":" + std::to_string(port);
+  if (int err = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); err != 0) {
+    return "cannot resolve " + where + ": " + gai_strerror(err);
+  }
+  std::string why;
+  for (addrinfo* a = found; a != nullptr && why.empty(); a = a->ai_next) {
+    int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    int one = 1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 1) != 0) {
+      why =
+          "cannot listen on " + where + ": " + std::strerror(errno) +
+          (errno == EADDRINUSE ? " (another process listens there; choose another --listen)" : "");
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return why;
+}
+
+// The last lines of a log, for an error that says to look there.
+std::string LogTail(const std::string& path, size_t lines) {
+  std::ifstream in(path);
+  std::vector<std::string> tail;
+  for (std::string line; std::getline(in, line);) {
+    tail.push_back(line);
+    if (tail.size() > lines) tail.erase(tail.begin());
+  }
+  std::string out;
+  for (const std::string& line : tail) out += "  " + line + "\n";
+  return out;
+}
+
 struct SampleJob {
   const char* name;
   Json spec;
   bool should_succeed;
   size_t nodes = 1;  // distinct nodes its run must span
 };
+
+// The command `corral up` suggests: it works on simulated GPUs (which have no nvidia-smi) and
+// shows the GPUs the job was given. tests/up_test.sh runs it as printed.
+constexpr char kTryCommand[] = "sh -c 'echo GPUs $CUDA_VISIBLE_DEVICES on $CORRAL_NODE'";
 
 // The CPUs each agent offers. Simulated nodes share this machine's CPUs: offer a typical GPU
 // server's ratio so that CPUs do not cap the GPUs.
@@ -184,6 +233,10 @@ int UpMain(std::vector<std::string> args) {
   app.add_flag("--demo", demo, "run sample jobs, print their outcome, then stop");
   app.add_flag("--no-user-config", no_user_config,
                "do not write ~/.config/corral/config.json (only STATE_DIR/client.json)");
+  std::vector<std::string> head_args;
+  app.add_option("--head-arg", head_args,
+                 "an option for the head, passed to `corral head` as it is; repeat it for "
+                 "several (e.g. --head-arg=--min-runtime-before-preempt=0s)");
   bool tls = false;
   app.add_flag("--tls", tls,
                "HTTPS between the CLI, the head and the agents (the head's CA in STATE_DIR/tls; "
@@ -201,26 +254,45 @@ int UpMain(std::vector<std::string> args) {
   std::string addr = (tls ? "https://" : "http://") + listen;
   const std::string ca_path = tls ? state_dir + "/tls/ca.pem" : "";
 
+  if (std::string why = CannotListen(hp->first, hp->second); !why.empty()) {
+    std::cerr << "corral up: " << why << "\n";
+    return 1;
+  }
   // A single-user cluster: its admin is the user who started it, so jobs are theirs.
   const passwd* pw = ::getpwuid(::getuid());
   std::string me = pw != nullptr && pw->pw_name != nullptr ? pw->pw_name : "admin";
-  auto head = std::make_unique<ChildProcess>(
-      std::vector<std::string>{exe, "head", "--state-dir", state_dir, "--listen", listen,
-                               "--admin-user", me, tls ? "--tls" : "--no-tls"},
-      state_dir + "/head.log");
+  std::vector<std::string> head_argv{exe,
+                                     "head",
+                                     "--state-dir",
+                                     state_dir,
+                                     "--listen",
+                                     listen,
+                                     "--admin-user",
+                                     me,
+                                     tls ? "--tls" : "--no-tls"};
+  head_argv.insert(head_argv.end(), head_args.begin(), head_args.end());
+  auto head = std::make_unique<ChildProcess>(head_argv, state_dir + "/head.log");
   net::HttpClient probe(addr, "");
   bool trusted = !tls;
-  if (!WaitFor(20s, [&] {
-        if (!trusted) {  // the head makes its CA as it starts; every client here trusts it
-          auto ca = net::TlsClientContext::FromCaFile(ca_path);
-          if (!ca.ok()) return false;
-          net::SetDefaultClientTls(*ca);
-          trusted = true;
-        }
-        auto r = probe.Get("/healthz", 1s);
-        return r.ok() && r->status == 200;
-      })) {
-    std::cerr << "corral up: the head did not come up; see " << state_dir << "/head.log\n";
+  bool head_exited = false;
+  if (!WaitFor(20s,
+               [&] {
+                 // A head that exited (its port taken since the check) must not be mistaken for
+                 // whatever else answers on its address.
+                 if (!head->Alive()) return head_exited = true;
+                 if (!trusted) {  // the head makes its CA as it starts; every client here trusts it
+                   auto ca = net::TlsClientContext::FromCaFile(ca_path);
+                   if (!ca.ok()) return false;
+                   net::SetDefaultClientTls(*ca);
+                   trusted = true;
+                 }
+                 auto r = probe.Get("/healthz", 1s);
+                 return r.ok() && r->status == 200;
+               }) ||
+      head_exited) {
+    std::cerr << "corral up: the head " << (head_exited ? "exited" : "did not come up")
+              << "; the end of " << state_dir << "/head.log:\n"
+              << LogTail(state_dir + "/head.log", 5);
     return 1;
   }
   std::string token = ReadToken(state_dir + "/admin.token");
@@ -268,7 +340,8 @@ int UpMain(std::vector<std::string> args) {
             << "the CLI reads " << config_path << "; or set:\n"
             << "  export CORRAL_ADDR=" << addr << " CORRAL_TOKEN=$(cat " << state_dir
             << "/admin.token)" << (tls ? " CORRAL_CA=" + ca_path : "") << "\n"
-            << "try: corral submit --gpus 2 -- nvidia-smi; corral jobs; corral nodes\n"
+            << "try: corral submit --gpus " << std::min(gpus, 2) << " -- " << kTryCommand
+            << "; corral jobs; corral logs JOB; corral nodes\n"
             << "Slurm's commands: corral slurm install-shims " << state_dir
             << "/bin && export PATH=" << state_dir << "/bin:$PATH" << std::endl;
   int rc = 0;

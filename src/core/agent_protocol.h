@@ -45,6 +45,10 @@ struct RegisterResponse {
   int32_t protocol = kAgentProtocol;  // the head's; decoded as 1 when absent
 };
 
+// How a RunReport's note begins when a replica holding a share of a GPU runs on a node
+// without the share shim (its GPU memory limit is not enforced).
+inline constexpr char kShareNotEnforced[] = "share not enforced";
+
 // What the agent runs for one run id on this node (one replica of a run).
 struct RunReport {
   std::string run_id;  // "job.attempt"
@@ -59,7 +63,8 @@ struct RunReport {
   int32_t failed_task = -1;  // exited: the first task that failed (exit_code is its code)
   std::string error;         // exited without starting: why (e.g. the owner has no account here)
   // How its start goes, in words (a container's "pulling image REF on NODE", then "image REF
-  // pulled on NODE in N ms"); "" for nothing to say. The head makes each note an event once.
+  // pulled on NODE in N ms"; a share without its shim's kShareNotEnforced...); "" for nothing
+  // to say. The head makes each note (a line) an event once.
   std::string note;
   // Exited, from the run's cgroup (0 where the node has none):
   bool oom_killed = false;  // the kernel killed it for exceeding its memory limit

@@ -292,6 +292,7 @@ Json ToJson(const Node& n) {
          {"port_lo", n.port_lo},
          {"port_hi", n.port_hi}};
   if (!n.unhealthy.empty()) j["unhealthy"] = n.unhealthy;
+  if (!n.drain_reason.empty()) j["drain_reason"] = n.drain_reason;
   if (!n.gpu_drains.empty()) {
     Json drains = Json::array();
     for (const auto& [gpu, d] : n.gpu_drains) {
@@ -426,6 +427,7 @@ Result<Node> NodeFromJson(const Json& j) {
     n.port_lo = Get<int32_t>(j, "port_lo", 0);
     n.port_hi = Get<int32_t>(j, "port_hi", 0);
     n.unhealthy = Get<std::string>(j, "unhealthy", "");
+    n.drain_reason = Get<std::string>(j, "drain_reason", "");
     for (const Json& d : j.value("gpu_drains", Json::array())) {
       n.gpu_drains[Req<int32_t>(d, "gpu")] = Must(GpuDrainFromJson(d));
     }

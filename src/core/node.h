@@ -44,6 +44,7 @@ struct Node {
   std::map<std::string, std::string> labels;  // rack, zone, gpu_model, ...
   Liveness liveness = Liveness::kAlive;
   Drain drain = Drain::kNone;
+  std::string drain_reason;  // with a drain: who drained it and why ("drained by ana: fan")
   // Non-empty: some GPU failed its probe (why, per GPU); the node gets no new runs until its
   // agent reports every GPU healthy again. Independent of `drain` (an admin's).
   std::string unhealthy;

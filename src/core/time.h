@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace corral {
 
@@ -31,5 +32,9 @@ class SteadyClock final : public Clock {
  public:
   TimeMs Now() const override;
 };
+
+// `t` in UTC as ISO 8601 to the second ("2026-11-28T18:30:00Z"): a time in a message that
+// readers in any zone can place. A pure function of `t`, so the scheduler may use it.
+std::string FormatUtc(TimeMs t);
 
 }  // namespace corral

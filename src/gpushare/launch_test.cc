@@ -65,6 +65,30 @@ TEST(GpuShareLaunch, TheJobsProcessSeesItsShareAndIsCappedByTheShim) {
   }
 }
 
+// A node without the shim runs the share unenforced, and says so: a note the head makes an
+// event of (visible in `corral show`), beside the agent's log line.
+TEST(GpuShareLaunch, AShareWithoutTheShimRunsAndIsNotedUnenforced) {
+  TempDir state;
+  PosixLauncher launcher(state.path(), "node-1", {{"LD_LIBRARY_PATH", CORRAL_STUB_CUDA_DIR}}, {},
+                         Cgroups::None(), "", /*gpushare_lib=*/"");
+  RunOrder o = ShareOrder(GpuIsolation::kMemory);
+  o.command = {"/bin/sh", "-c", "echo ENFORCED=$CORRAL_GPU_SHARE_ENFORCED"};
+  Result<LaunchedRun> run = launcher.Launch(o);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  RunStatus st;
+  EXPECT_TRUE(WaitFor([&] { return !(st = launcher.Check(*run)).running; }));
+  EXPECT_EQ(st.exit_code, 0);
+  EXPECT_EQ(ReadFileOr(state.path() + "/runs/41.0.0/logs/stdout"), "ENFORCED=0\n");
+  EXPECT_EQ(st.note.rfind(kShareNotEnforced, 0), 0u) << st.note;
+  EXPECT_NE(st.note.find("node node-1 has no GPU share shim"), std::string::npos) << st.note;
+  PosixLauncher with_shim(state.path() + "/b", "node-1", {}, {}, Cgroups::None(), "",
+                          CORRAL_GPUSHARE_LIB);
+  run = with_shim.Launch(o);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_TRUE(WaitFor([&] { return !(st = with_shim.Check(*run)).running; }));
+  EXPECT_EQ(st.note, "") << "enforced: nothing to say";
+}
+
 TEST(GpuShareLaunch, AnMpsShareGetsTheMpsLimitsAndNoShim) {
   TempDir state;
   PosixLauncher launcher(state.path(), "node-1", {{"LD_LIBRARY_PATH", CORRAL_STUB_CUDA_DIR}}, {},

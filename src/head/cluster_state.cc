@@ -145,9 +145,12 @@ struct Applier {
     if (!c.reason.empty()) run.reason = c.reason;
     job.state = c.job_state;
     if (c.job_state == JobState::kPending) {
-      Event(job, "requeued",
-            "run " + std::to_string(run.attempt) + " " + RunStateName(c.run_state) + ": " +
-                run.reason);
+      // A preempted run's reason says so itself ("preempted: for job 7 ...", "requeued: ...").
+      std::string what = "run " + std::to_string(run.attempt);
+      if (c.run_state != RunState::kPreempted || run.reason.empty()) {
+        what += std::string(" ") + RunStateName(c.run_state);
+      }
+      Event(job, "requeued", what + ": " + run.reason);
       return;
     }
     job.ended_at = at;
@@ -194,6 +197,10 @@ struct Applier {
   void operator()(const NodeDrainSet& c) {
     auto it = s.nodes.find(c.node);
     CORRAL_CHECK(it != s.nodes.end(), "change names unknown node " + c.node);
+    // The operator's words stay while draining becomes drained (its last run ended).
+    if (c.drain == Drain::kNone || it->second.drain == Drain::kNone) {
+      it->second.drain_reason = c.drain == Drain::kNone ? "" : c.reason;
+    }
     it->second.drain = c.drain;
   }
   void operator()(const GpuDrainSet& c) {

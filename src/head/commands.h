@@ -162,9 +162,10 @@ struct GetNode {
 struct SetDrain {
   using Answer = NodeView;
   std::string node;
-  bool drain = true;  // false: undrain
+  bool drain = true;   // false: undrain
+  std::string reason;  // the operator's, with a drain
   Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
-    return core.SetDrain(by, node, drain, now);
+    return core.SetDrain(by, node, drain, now, reason);
   }
 };
 

@@ -228,8 +228,10 @@ void HeadCore::AddJobOrders(const Job& job, const std::string& node, SyncRespons
     o.interactive = job.spec.interactive;
     o.signals = run.signals;
     o.signal = run.last_signal;
-    if (job.spec.batch && replica == 0 && !state_.step_key.empty()) {
-      // The batch step may start job steps of this run (srun), and nothing else.
+    if (!state_.step_key.empty()) {
+      // Every task holds its run's own credential (CORRAL_STEP_TOKEN): it may report its
+      // checkpoints, cancel, requeue and read its job, start and follow job steps (srun), and
+      // nothing else; it ends with the run.
       o.step_token = StepToken(state_.step_key, RunId{job.id, run.attempt});
     }
     out->runs.push_back(std::move(o));
@@ -276,7 +278,7 @@ void HeadCore::LoseNode(const Node& node, TimeMs now) {
 }
 
 Result<NodeView> HeadCore::SetDrain(const Caller& by, const std::string& name, bool drain,
-                                    TimeMs now) {
+                                    TimeMs now, const std::string& reason) {
   if (!by.IsAdmin()) return PermissionDenied("draining a node needs an admin");
   auto it = state_.nodes.find(name);
   if (it == state_.nodes.end()) return NotFound("no node " + name);
@@ -285,7 +287,7 @@ Result<NodeView> HeadCore::SetDrain(const Caller& by, const std::string& name, b
   Drain now_drain = it->second.drain;
   if (drain && now_drain == Drain::kNone) {
     SetDrainState(name, active().OnNode(name).empty() ? Drain::kDrained : Drain::kDraining,
-                  "drained by " + by.name, now);
+                  "drained by " + by.name + (reason.empty() ? "" : ": " + reason), now);
   } else if (!drain && now_drain != Drain::kNone) {
     SetDrainState(name, Drain::kNone, "undrained by " + by.name, now);
   }

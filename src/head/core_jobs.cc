@@ -235,7 +235,8 @@ Result<Job> HeadCore::Cancel(const Caller& by, JobId id, TimeMs now, bool elemen
     return state_.jobs.at(id);
   }
   const Job& job = it->second;
-  if (!MayManageJob(by, job)) {
+  const bool own = by.kind == Caller::Kind::kJob && by.job == id;  // a job may end itself
+  if (!own && !MayManageJob(by, job)) {
     return PermissionDenied("user '" + by.name + "' may not cancel job " + std::to_string(id) +
                             " of '" + job.owner + "'");
   }
@@ -309,7 +310,8 @@ Result<Job> HeadCore::Signal(const Caller& by, JobId id, int32_t signal, SignalT
 Result<Job> HeadCore::ReportCheckpoint(const Caller& by, JobId id, TimeMs now) {
   auto it = state_.jobs.find(id);
   if (it == state_.jobs.end()) return UnknownJob(id);
-  if (!MayManageJob(by, it->second)) return PermissionDenied("not your job");
+  const bool own = by.kind == Caller::Kind::kJob && by.job == id;  // its own credential
+  if (!own && !MayManageJob(by, it->second)) return PermissionDenied("not your job");
   const Run* run = it->second.CurrentRun();
   if (!run || !active().IsActive(id)) {
     return FailedPrecondition("job " + std::to_string(id) + " has no live run");
@@ -453,9 +455,10 @@ void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const Ru
     bool known = false;
     for (const JobEvent& e : state_.jobs.at(job.id).events) known = known || e.reason == note;
     if (known) continue;
-    const char* what = note.rfind("notebook ready", 0) == 0 ? "notebook ready"
-                       : note.rfind("pulling", 0) == 0      ? "pulling image"
-                                                            : "image pulled";
+    const char* what = note.rfind("notebook ready", 0) == 0    ? "notebook ready"
+                       : note.rfind("pulling", 0) == 0         ? "pulling image"
+                       : note.rfind(kShareNotEnforced, 0) == 0 ? kShareNotEnforced
+                                                               : "image pulled";
     Emit(Caller::Node(node), now, RunNoted{job.id, run.attempt, what, note});
   }
   if (!r.running && r.fenced && run.exit_codes[r.replica] == kNotExited && !run.stop_requested) {

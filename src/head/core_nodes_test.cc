@@ -141,7 +141,7 @@ TEST_P(Scenario, DrainWaitsForTheLastRun) {
   Schedule();
   ASSERT_TRUE(*Report("n1", {Running(Get(job.id))}));
   EXPECT_EQ(core().SetDrain(kAna, "n1", true, now()).status().code(), ErrorCode::kPermissionDenied);
-  ASSERT_TRUE(core().SetDrain(kAdmin, "n1", true, now()).ok());
+  ASSERT_TRUE(core().SetDrain(kAdmin, "n1", true, now(), "fan failing").ok());
   Step();
   EXPECT_EQ(core().GetNode("n1")->state(), NodeState::kDraining);
   Job next = Submit(Spec(1));
@@ -149,8 +149,11 @@ TEST_P(Scenario, DrainWaitsForTheLastRun) {
   EXPECT_EQ(Get(next.id).state, JobState::kPending) << "nothing new lands on a draining node";
   ASSERT_TRUE(*Report("n1", {Exited(Get(job.id), 0, 0)}));
   EXPECT_EQ(core().GetNode("n1")->state(), NodeState::kDrained);
+  // The operator's reason stays with the drain, once drained too, and goes with it.
+  EXPECT_EQ(core().GetNode("n1")->drain_reason, "drained by admin: fan failing");
   ASSERT_TRUE(core().SetDrain(kAdmin, "n1", false, now()).ok());
   Step();
+  EXPECT_EQ(core().GetNode("n1")->drain_reason, "");
   Schedule();
   EXPECT_EQ(Get(next.id).state, JobState::kScheduled);
 }

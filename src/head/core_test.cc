@@ -146,6 +146,12 @@ TEST_P(Scenario, PreemptionStopsTheBorrowerAndRequeuesIt) {
   Job after = Get(a.id);
   EXPECT_EQ(after.state, JobState::kPending);
   EXPECT_EQ(after.runs[0].state, RunState::kPreempted);
+  ASSERT_FALSE(after.events.empty());
+  const JobEvent& requeued = after.events.back();
+  EXPECT_EQ(requeued.what, "requeued");
+  std::string why = requeued.reason;  // says "preempted" once, not once per layer
+  ASSERT_NE(why.find("preempted"), std::string::npos) << why;
+  EXPECT_EQ(why.find("preempted", why.find("preempted") + 1), std::string::npos) << why;
   Schedule();
   EXPECT_EQ(Get(b.id).state, JobState::kScheduled);
   EXPECT_EQ(Get(a.id).state, JobState::kPending);
@@ -326,12 +332,13 @@ TEST_P(Scenario, BatchJobStartsAStepAcrossItsNodesWithItsOwnCredential) {
   const std::string n0 = j.CurrentRun()->placement[0].node, n1 = j.CurrentRun()->placement[1].node;
   ASSERT_TRUE(*Report(n0, {Running(j, 0)}));
   ASSERT_TRUE(*Report(n1, {Running(j, 1)}));
-  // The batch step (replica 0) carries the credential; the holder does not.
+  // Every replica carries the run's credential (the batch step and the holder alike).
   std::vector<RunOrder> d0 = Desired(n0), d1 = Desired(n1);
   ASSERT_EQ(d0.size(), 1u);
   ASSERT_EQ(d1.size(), 1u);
   ASSERT_TRUE(d0[0].env.count("CORRAL_STEP_TOKEN"));
-  EXPECT_FALSE(d1[0].env.count("CORRAL_STEP_TOKEN"));
+  ASSERT_TRUE(d1[0].env.count("CORRAL_STEP_TOKEN"));
+  EXPECT_EQ(d1[0].env.at("CORRAL_STEP_TOKEN"), d0[0].env.at("CORRAL_STEP_TOKEN"));
   const std::string token = d0[0].env.at("CORRAL_STEP_TOKEN");
   auto caller = core().Authenticate(token, now());
   ASSERT_TRUE(caller.ok()) << caller.status().ToString();
@@ -402,6 +409,36 @@ TEST_P(Scenario, BatchJobStartsAStepAcrossItsNodesWithItsOwnCredential) {
   ASSERT_TRUE(*Report(n1, {Exited(j, 1, -15)}));
   EXPECT_EQ(Get(job.id).state, JobState::kSucceeded);
   EXPECT_FALSE(core().Authenticate(token, now()).ok());
+  h_.ExpectReplayEqualsLive();
+}
+
+// Any job's tasks (not only a batch script's) hold a credential for their own job: it reports
+// that job's checkpoints and may cancel it, is refused for another job, and ends with the run.
+TEST_P(Scenario, EveryJobsTasksHoldACredentialForTheirOwnJobOnly) {
+  Register("n1", 2);
+  Job job = Submit(Spec(1));
+  Job other = Submit(Spec(1));
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(job.id)), Running(Get(other.id))}));
+  std::string token;
+  for (const RunOrder& o : Desired("n1")) {
+    ASSERT_TRUE(o.env.count("CORRAL_STEP_TOKEN")) << o.run_id;
+    if (o.run_id == ToString(RunId{job.id, 1})) token = o.env.at("CORRAL_STEP_TOKEN");
+  }
+  ASSERT_FALSE(token.empty());
+  auto self = core().Authenticate(token, now());
+  ASSERT_TRUE(self.ok()) << self.status().ToString();
+  EXPECT_TRUE(core().ReportCheckpoint(*self, job.id, now()).ok());
+  EXPECT_EQ(core().ReportCheckpoint(*self, other.id, now()).status().code(),
+            ErrorCode::kPermissionDenied);
+  EXPECT_EQ(core().Cancel(*self, other.id, now()).status().code(), ErrorCode::kPermissionDenied);
+  EXPECT_EQ(core().Submit(*self, Spec(1), "", now()).status().code(), ErrorCode::kPermissionDenied);
+  Step();
+  ASSERT_TRUE(core().Cancel(*self, job.id, now()).ok());
+  Step();
+  ASSERT_TRUE(*Report("n1", {Exited(Get(job.id), 0, -15), Running(Get(other.id))}));
+  EXPECT_EQ(Get(job.id).state, JobState::kCancelled);
+  EXPECT_FALSE(core().Authenticate(token, now()).ok()) << "it ends with the job";
   h_.ExpectReplayEqualsLive();
 }
 

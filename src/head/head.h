@@ -39,6 +39,13 @@
 
 namespace corral::head {
 
+// The checkpoint root a head with state directory `state_dir` uses when given `root` (its
+// --checkpoint-root; "" for the default). Jobs' users must reach it, and the state directory
+// is the head's user's alone (0700), so the default is a directory of its own beside it
+// (STATE_DIR-checkpoints; the agents make it 0755 and each job's directory its owner's, 0700),
+// and a root inside the state directory is refused, naming the flag.
+Result<std::string> CheckpointRootFor(const std::string& root, const std::string& state_dir);
+
 struct HeadConfig {
   std::string state_dir;  // SQLite store and the admin/join secret files (Open)
   std::string store_url;  // "" = STATE_DIR/corral.db; see store::OpenStore
@@ -46,7 +53,7 @@ struct HeadConfig {
   // store when it leads, so that standbys send clients here. "" writes nothing (one head).
   std::string advertise_url;
   // The core's settings (checkpoint root, liveness, idle runs, retention, scheduler);
-  // core.checkpoint_root empty: STATE_DIR/checkpoints.
+  // core.checkpoint_root empty: STATE_DIR-checkpoints (CheckpointRootFor).
   CoreConfig core;
   std::string admin_user = "admin";            // the user the first admin token names
   DurationMs max_sync_hold_ms = 20 * kSecond;  // also held to a third of unreachable_after

@@ -208,7 +208,9 @@ class HeadCore {
   // `now`: for the admin reservation each node is in then (NodeView::reservation).
   std::vector<NodeView> ListNodes(TimeMs now = 0) const;
   Result<Node> GetNode(const std::string& name) const;
-  Result<NodeView> SetDrain(const Caller& by, const std::string& node, bool drain, TimeMs now);
+  // `reason`: the operator's words, kept with the drain (Node::drain_reason); "" for none.
+  Result<NodeView> SetDrain(const Caller& by, const std::string& node, bool drain, TimeMs now,
+                            const std::string& reason = "");
   // An operator's drain of one GPU (core_gpu.cc): it takes no new runs, the node's others do;
   // runs on it are let finish. Only an operator returns it (drain false), whoever drained it.
   Result<NodeView> SetGpuDrain(const Caller& by, const std::string& node, int32_t gpu, bool drain,

@@ -51,15 +51,40 @@ Result<StartingState> TailSinceSnapshot(store::Store& store, ClusterState warm) 
   return s;
 }
 
+// `path` absolute, without "." or ".." parts or a trailing slash.
+std::string NormalPath(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(path, ec);
+  std::string s = (ec ? std::filesystem::path(path) : p).lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
 }  // namespace
+
+Result<std::string> CheckpointRootFor(const std::string& root, const std::string& state_dir) {
+  const std::string state = NormalPath(state_dir);
+  if (root.empty()) return state + "-checkpoints";
+  const std::string given = NormalPath(root);
+  if (given == state || given.rfind(state + "/", 0) == 0) {
+    return InvalidArgument("--checkpoint-root " + root + " is inside the head's state directory " +
+                           state_dir +
+                           ", which is the head's user's alone (0700): jobs' users "
+                           "could not reach their checkpoints there; choose a directory outside "
+                           "it that every node mounts at the same path, or leave the flag out "
+                           "for " +
+                           state + "-checkpoints");
+  }
+  return root;
+}
 
 Result<std::unique_ptr<Head>> Head::Open(HeadConfig config, const Clock* clock,
                                          std::unique_ptr<store::Store> store,
                                          std::optional<ClusterState> warm) {
   CORRAL_RETURN_IF_ERROR(store::SecureStateDir(config.state_dir));
-  if (config.core.checkpoint_root.empty()) {
-    config.core.checkpoint_root = config.state_dir + "/checkpoints";
-  }
+  auto checkpoint_root = CheckpointRootFor(config.core.checkpoint_root, config.state_dir);
+  if (!checkpoint_root.ok()) return checkpoint_root.status();
+  config.core.checkpoint_root = *checkpoint_root;
   if (!store) {
     auto opened = store::OpenStore(config.store_url, config.state_dir);
     if (!opened.ok()) return opened.status();

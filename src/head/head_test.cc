@@ -4,6 +4,7 @@
 #include "head/head.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -241,6 +242,29 @@ TEST_F(HeadShell, AnArrayIsOneChangeInTheLogAndRecoversWhole) {
   EXPECT_EQ(jobs.result->back().id, r.result->id + 599);
   EXPECT_EQ(jobs.result->back().array_index, 1198);
   EXPECT_EQ(jobs.result->back().array_id, r.result->id);
+}
+
+// Jobs' users must reach the checkpoint root: the default is a directory beside the head's
+// private state directory, and a root inside it is refused, naming the flag.
+TEST(HeadCheckpointRoot, TheDefaultIsOutsideTheStateDirectoryAndOneInsideIsRefused) {
+  EXPECT_EQ(*CheckpointRootFor("", "/var/lib/corral/head/"), "/var/lib/corral/head-checkpoints");
+  EXPECT_EQ(*CheckpointRootFor("/mnt/ckpt", "/var/lib/corral/head"), "/mnt/ckpt");
+  EXPECT_EQ(*CheckpointRootFor("/var/lib/corral/headx", "/var/lib/corral/head"),
+            "/var/lib/corral/headx");
+  for (const char* inside : {"/var/lib/corral/head/checkpoints", "/var/lib/corral/head",
+                             "/var/lib/corral/x/../head/ckpt"}) {
+    auto refused = CheckpointRootFor(inside, "/var/lib/corral/head");
+    ASSERT_FALSE(refused.ok()) << inside;
+    EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(refused.status().message().find("--checkpoint-root"), std::string::npos)
+        << refused.status().message();
+  }
+  HeadConfig config;
+  config.state_dir = "/tmp/corral-ckpt-refused-" + std::to_string(getpid());
+  config.core.checkpoint_root = config.state_dir + "/checkpoints";
+  FakeClock clock;
+  EXPECT_FALSE(Head::Open(config, &clock).ok()) << "the head refuses to start with it";
+  std::filesystem::remove_all(config.state_dir);
 }
 
 // The audit log holds what an admin changed once it is durable, and nothing of a change the

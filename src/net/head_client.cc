@@ -94,6 +94,9 @@ Result<HttpResponse> HeadClient::Request(const std::string& method,
     auto r = ClientFor(current_).Request(method, path_and_query, body, timeout, headers);
     bool retry = false;
     if (!r.ok()) {
+      if (bases_.size() == 1 && !options_.retry_lone_head_refusal && NeverSent(r.status())) {
+        return r;
+      }
       retry = r.status().code() == ErrorCode::kUnavailable && (idempotent || NeverSent(r.status()));
     } else if (r->status == 307 || r->status == 308) {
       auto it = r->headers.find("location");

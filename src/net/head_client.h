@@ -30,6 +30,10 @@ struct HeadClientOptions {
   // How long a request keeps trying other heads (a failover takes a few seconds).
   std::chrono::milliseconds failover_window{20000};
   std::chrono::milliseconds pause_between_rounds{250};  // after every address failed once
+  // With one head in the list, a connection it refuses ends the request at once: no other head
+  // could take over, and a person at a CLI should hear so now, not after the window. A daemon
+  // that waits for its head to come back (an agent) keeps trying through the window.
+  bool retry_lone_head_refusal = true;
   int max_redirects = 8;
 };
 
@@ -59,9 +63,9 @@ class HeadClient {
   const std::string bearer_token_;
   const HeadClientOptions options_;
   mutable std::mutex mu_;
-  std::string current_;                     // GUARDED_BY(mu_)
-  size_t next_index_ = 0;                   // GUARDED_BY(mu_): the list's next to try
-  std::unique_ptr<HttpClient> client_;      // GUARDED_BY(mu_): to current_
+  std::string current_;                 // GUARDED_BY(mu_)
+  size_t next_index_ = 0;               // GUARDED_BY(mu_): the list's next to try
+  std::unique_ptr<HttpClient> client_;  // GUARDED_BY(mu_): to current_
 };
 
 // The base URL ("scheme://host:port") of a redirect's Location, or "" when it has none.

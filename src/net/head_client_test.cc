@@ -84,6 +84,28 @@ TEST(HeadClient, SkipsAHeadThatCannotBeReached) {
   EXPECT_EQ(leader.requests(), 1);
 }
 
+// One head configured and nothing listening: a CLI hears at once, not after the window; with
+// the option's default (an agent's) the window is waited through.
+TEST(HeadClient, ALoneHeadThatRefusesFailsAtOnceWhenAsked) {
+  HeadClientOptions cli;
+  cli.failover_window = 30s;
+  cli.retry_lone_head_refusal = false;
+  HeadClient c({DeadUrl()}, "t", cli);
+  auto start = std::chrono::steady_clock::now();
+  auto r = c.Request("GET", "/v1/jobs", "", 2s, true);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("cannot connect to "), std::string::npos)
+      << r.status().ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);  // the window is 30 s
+
+  HeadClientOptions agent = Quick();
+  agent.failover_window = 500ms;
+  HeadClient d({DeadUrl()}, "t", agent);
+  start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(d.Request("GET", "/v1/jobs", "", 2s, true).ok());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 500ms);
+}
+
 TEST(HeadClient, FollowsAStandbysRedirectToTheLeader) {
   Server leader([](const HttpRequest& req) { return Ok("leader saw " + req.target); });
   std::string to = leader.url();

@@ -47,15 +47,13 @@ std::string ReservationGate(const SchedState& st, const PendingJob& j, TimeMs en
     return "user " + j.user + " in queue " + j.queue + " is not allowed in reservation " + r.name;
   }
   if (st.now < r.start) {
-    return "waiting for reservation " + r.name + ", which starts at t=" + std::to_string(r.start) +
-           " ms";
+    return "waiting for reservation " + r.name + ", which starts at " + FormatUtc(r.start);
   }
   if (st.now >= r.end) {
-    return "reservation " + r.name + " ended at t=" + std::to_string(r.end) + " ms";
+    return "reservation " + r.name + " ended at " + FormatUtc(r.end);
   }
   if (end != kUnknownTime && end > r.end) {
-    return "its time limit runs past the end of reservation " + r.name +
-           " at t=" + std::to_string(r.end) + " ms";
+    return "its time limit runs past the end of reservation " + r.name + " at " + FormatUtc(r.end);
   }
   return "";
 }
@@ -81,7 +79,7 @@ std::string DescribeReservation(const NodeReservation& r) {
   for (size_t i = 0; i < r.nodes.size() && i < 4; ++i) nodes += (i ? "," : "") + r.nodes[i];
   if (r.nodes.size() > 4) nodes += ",... (" + std::to_string(r.nodes.size()) + " nodes)";
   return "reservation " + r.name + (r.maintenance ? " (maintenance)" : "") + " of " + nodes +
-         " from t=" + std::to_string(r.start) + " to t=" + std::to_string(r.end) + " ms";
+         " from " + FormatUtc(r.start) + " to " + FormatUtc(r.end);
 }
 
 }  // namespace corral::sched

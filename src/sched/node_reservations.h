@@ -29,7 +29,8 @@ std::string ReservationGate(const SchedState& st, const PendingJob& j, TimeMs en
 // use, or null: the first (by start) that holds free GPUs and that its run would overlap.
 const NodeReservation* BlockingReservation(const SchedState& st, const PendingJob& j, TimeMs end);
 
-// "reservation maint1 (maintenance) of node-a,node-b from t=... to t=... ms".
+// "reservation maint1 (maintenance) of node-a,node-b from 2026-11-28T18:00:00Z to
+// 2026-11-28T20:00:00Z".
 std::string DescribeReservation(const NodeReservation& r);
 
 }  // namespace corral::sched

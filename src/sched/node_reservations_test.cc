@@ -60,6 +60,11 @@ TEST(NodeReservations, AJobWhoseLimitOverlapsWaitsOneThatEndsBeforeIsBackfilled)
   EXPECT_EQ(why->code, PendingCode::kReservationWait);
   EXPECT_NE(why->reason.find("reservation maint (maintenance)"), std::string::npos) << why->reason;
   EXPECT_NE(why->reason.find("time limit would overlap"), std::string::npos) << why->reason;
+  // Times a reader can place, not epoch milliseconds.
+  EXPECT_NE(why->reason.find("from 1970-01-01T10:00:00Z to 1970-01-01T12:00:00Z"),
+            std::string::npos)
+      << why->reason;
+  EXPECT_EQ(why->reason.find(" ms"), std::string::npos) << why->reason;
 }
 
 TEST(NodeReservations, AJobWithoutALimitWaitsUntilTheWindowIsOver) {

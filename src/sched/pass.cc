@@ -314,34 +314,32 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
         st.being_preempted.insert(v);
         std::string why;
         if (cfg.policy != OrderPolicy::kCorral) {
-          why = std::string("preempted by ") + OrderPolicyName(cfg.policy) + " for job " +
-                std::to_string(j.id);
+          why =
+              std::string("by ") + OrderPolicyName(cfg.policy) + " for job " + std::to_string(j.id);
         } else if (e->aged && cfg.aged_may_displace && r.job.priority == j.priority &&
                    (r.queue == e->queue ||
                     st.queues.AllocGpus(e->queue) + TotalGpus(j) > st.queues.Quota(e->queue))) {
-          why = "preempted for job " + std::to_string(j.id) + " of queue " +
-                st.queues.Name(e->queue) + ", which has waited past its age bound of " +
+          why = "for job " + std::to_string(j.id) + " of queue " + st.queues.Name(e->queue) +
+                ", which has waited past its age bound of " +
                 std::to_string(st.pending.AgeBound(e->queue) / kMinute) + " minutes";
         } else if (r.queue == e->queue && r.job.priority == j.priority) {
           DurationMs attained = AttainedNow(r.job, r.gpus, r.started_at, now);
-          why = "preempted for job " + std::to_string(j.id) + " of queue " +
-                st.queues.Name(e->queue) + ", which has attained less service (LAS level " +
-                std::to_string(e->key.level) + "; this run has " +
-                std::to_string(attained / kHour) + " GPU-hours, level " +
+          why = "for job " + std::to_string(j.id) + " of queue " + st.queues.Name(e->queue) +
+                ", which has attained less service (LAS level " + std::to_string(e->key.level) +
+                "; this run has " + std::to_string(attained / kHour) + " GPU-hours, level " +
                 std::to_string(LasLevel(cfg, r.job, attained)) + ")";
         } else if (r.job.priority == j.priority && !FitsWhereTheyMeet(st, *e, r)) {
           // Not a reclaim (the job's quota level would go over its quota): LAS across queues.
           DurationMs attained = AttainedNow(r.job, r.gpus, r.started_at, now);
-          why = "preempted for job " + std::to_string(j.id) + " of queue " +
-                st.queues.Name(e->queue) + ", which has attained less service (LAS level " +
-                std::to_string(e->key.level) + "); queue " + st.queues.Name(r.queue) +
-                " was over its quota of " + std::to_string(st.queues.Quota(r.queue)) +
-                " GPUs and this run has " + std::to_string(attained / kHour) +
-                " GPU-hours, level " + std::to_string(LasLevel(cfg, r.job, attained));
+          why = "for job " + std::to_string(j.id) + " of queue " + st.queues.Name(e->queue) +
+                ", which has attained less service (LAS level " + std::to_string(e->key.level) +
+                "); queue " + st.queues.Name(r.queue) + " was over its quota of " +
+                std::to_string(st.queues.Quota(r.queue)) + " GPUs and this run has " +
+                std::to_string(attained / kHour) + " GPU-hours, level " +
+                std::to_string(LasLevel(cfg, r.job, attained));
         } else if (r.queue == e->queue || r.job.priority < j.priority) {
-          why = "preempted for job " + std::to_string(j.id) + " of priority " +
-                std::to_string(j.priority) + " (this run has priority " +
-                std::to_string(r.job.priority) + ")";
+          why = "for job " + std::to_string(j.id) + " of priority " + std::to_string(j.priority) +
+                " (this run has priority " + std::to_string(r.job.priority) + ")";
         } else {
           // The levels where the two queues meet: the queues themselves unless they share a
           // parent with a quota.
@@ -400,7 +398,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     } else if (reservations < cfg.reservation_depth && Reserve(st, *e, &rv)) {
       ++reservations;
       std::string when = rv.start == kUnknownTime ? "when running jobs without a time limit end"
-                                                  : "at t=" + std::to_string(rv.start) + " ms";
+                                                  : "at " + FormatUtc(rv.start);
       report(e, PendingCode::kReserved,
              "waiting for " + Describe(j) + "; reserved to start " + when + " on " +
                  NodeList(rv.nodes) + "; later jobs may not delay it");

@@ -10,6 +10,20 @@
 #include "sched/state.h"
 
 namespace corral::sched {
+namespace {
+
+// Milli-CPUs as a person writes them: "2", "0.5", "1.25".
+std::string CpuCount(int64_t milli) {
+  std::string text = std::to_string(milli / 1000);
+  if (int64_t frac = milli % 1000; frac != 0) {
+    std::string digits = std::to_string(1000 + frac).substr(1);
+    while (digits.back() == '0') digits.pop_back();
+    text += "." + digits;
+  }
+  return text;
+}
+
+}  // namespace
 
 struct Scheduler::Impl {
   explicit Impl(const SchedulerConfig& c) : st(c) {}
@@ -230,7 +244,7 @@ Fit Scheduler::Admit(const PendingJob& job, std::string* why) const {
                         (s.share_mem > 0 ? ", " + std::to_string(s.share_mem) + " MB" : "") + ")"
                   : std::to_string(s.gpus) + " GPU(s)";
       *why = "needs " + std::to_string(s.replicas) + " replica(s) of " + gpus + ", " +
-             std::to_string(s.cpu / 1000.0) + " CPUs, " + std::to_string(s.mem) + " MB memory" +
+             CpuCount(s.cpu) + " CPUs, " + std::to_string(s.mem) + " MB memory" +
              (job.gpu_model.empty() ? "" : ", GPU model " + job.gpu_model) +
              (job.node_labels.empty() ? "" : ", with the requested node labels") +
              (s.max_per_node > 0 ? ", at most " + std::to_string(s.max_per_node) + " on one node"

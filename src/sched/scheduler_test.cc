@@ -181,6 +181,9 @@ TEST(AdmitTest, Table) {
     EXPECT_EQ(s.Admit(c.job, &why), c.want);
     EXPECT_EQ(why.empty(), c.want != Fit::kInfeasible) << why;
   }
+  std::string why;
+  ASSERT_EQ(s.Admit(MakeJob(11).Gpus(1).Cpus(65), &why), Fit::kInfeasible);
+  EXPECT_NE(why.find(", 65 CPUs, "), std::string::npos) << why;  // not "65.000000 CPUs"
 }
 
 // --- Order -----------------------------------------------------------------------------

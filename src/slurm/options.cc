@@ -81,6 +81,72 @@ const OptionDef* FindShort(const std::vector<OptionDef>& defs, char c) {
   return nullptr;
 }
 
+// Slurm's options that Corral does not implement but that take a value: written with a space
+// ("--mail-type END"), the value is the option's, not the script or command.
+bool SlurmOptionTakesValue(const std::string& long_name) {
+  static const char* const kValued[] = {"mail-type",
+                                        "mail-user",
+                                        "begin",
+                                        "deadline",
+                                        "nice",
+                                        "licenses",
+                                        "distribution",
+                                        "cpu-freq",
+                                        "mem-bind",
+                                        "hint",
+                                        "gpu-bind",
+                                        "gpu-freq",
+                                        "cpus-per-gpu",
+                                        "ntasks-per-gpu",
+                                        "ntasks-per-core",
+                                        "ntasks-per-socket",
+                                        "sockets-per-node",
+                                        "cores-per-socket",
+                                        "threads-per-core",
+                                        "mincpus",
+                                        "tmp",
+                                        "wckey",
+                                        "profile",
+                                        "acctg-freq",
+                                        "network",
+                                        "switches",
+                                        "time-min",
+                                        "input",
+                                        "extra-node-info",
+                                        "clusters",
+                                        "core-spec",
+                                        "thread-spec",
+                                        "priority",
+                                        "prefer",
+                                        "gres-flags",
+                                        "delay-boot",
+                                        "mcs-label",
+                                        "cluster-constraint",
+                                        "tres-per-task",
+                                        "export-file",
+                                        "uid",
+                                        "gid",
+                                        "bb",
+                                        "bbf",
+                                        "kill-on-invalid-dep",
+                                        "power",
+                                        "batch",
+                                        "wait-all-nodes"};
+  for (const char* v : kValued) {
+    if (long_name == v) return true;
+  }
+  return false;
+}
+
+// The short forms among them: -b (begin), -L (licenses), -m (distribution), -i (input),
+// -B (extra-node-info), -M (clusters), -S (core-spec).
+bool SlurmShortOptionTakesValue(char c) {
+  for (char v : std::string("bLmiBMS")) {
+    if (c == v) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Result<ParsedOptions> ParseOptions(const std::vector<std::string>& args,
@@ -105,7 +171,9 @@ Result<ParsedOptions> ParseOptions(const std::vector<std::string>& args,
       std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
       const OptionDef* d = FindLong(defs, name);
       if (d == nullptr) {
-        out.unknown.push_back(a);
+        bool takes_next =
+            eq == std::string::npos && SlurmOptionTakesValue(name) && i + 1 < args.size();
+        out.unknown.push_back(takes_next ? a + "=" + args[++i] : a);
         continue;
       }
       if (d->arg == OptionDef::kNone) {
@@ -126,7 +194,8 @@ Result<ParsedOptions> ParseOptions(const std::vector<std::string>& args,
     }
     const OptionDef* d = FindShort(defs, a[1]);
     if (d == nullptr) {
-      out.unknown.push_back(a);
+      bool takes_next = a.size() == 2 && SlurmShortOptionTakesValue(a[1]) && i + 1 < args.size();
+      out.unknown.push_back(takes_next ? a + " " + args[++i] : a);
       continue;
     }
     if (d->arg == OptionDef::kNone) {

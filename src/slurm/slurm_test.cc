@@ -41,6 +41,17 @@ TEST(SlurmOptions, UnknownOptionsAreCollectedAndMissingValuesNamed) {
   EXPECT_NE(bad3.status().message().find("takes no value"), std::string::npos);
 }
 
+// Slurm's options that Corral ignores still take their value when it is written apart: the
+// value is not the script ("Unable to open file END").
+TEST(SlurmOptions, AnIgnoredOptionTakesItsSpaceSeparatedValue) {
+  ParsedOptions o =
+      Parse({"--mail-type", "END", "--mail-user", "a@b", "-M", "c1", "-Q", "--nodes=1", "run.sh"});
+  EXPECT_EQ(o.unknown,
+            (std::vector<std::string>{"--mail-type=END", "--mail-user=a@b", "-M c1", "-Q"}));
+  EXPECT_EQ(o.positional, (std::vector<std::string>{"run.sh"}));
+  EXPECT_EQ(o.Get("nodes"), "1");
+}
+
 TEST(SlurmOptions, DirectivesStopAtTheFirstCommandAndKeepQuotedWords) {
   const std::string script =
       "#!/bin/bash\n"

@@ -2,7 +2,7 @@
 """Drives a notebook through the head's /s/JOB/ proxy as a browser would (interactive_test).
 
 notebook_session.py URL OTHER_TOKEN [CA]
-  URL: what `corral notebook` printed (http(s)://HEAD/s/JOB/tree?token=OWNER_TOKEN).
+  URL: what `corral notebook` printed (http(s)://HEAD/s/JOB/tree?ticket=TICKET, good for one use).
   The cell it runs prints CUDA_VISIBLE_DEVICES, or runs $NOTEBOOK_CELL where set. With
   NOTEBOOK_NUDGE=1, once the cell runs it sends a kernel_info_request on the control channel (as
   Jupyter's server does on each new WebSocket, its "nudge"), then reads the kernel's
@@ -46,7 +46,7 @@ def main():
     u = urllib.parse.urlsplit(url)
     base = u.path[:u.path.index("/", 3) + 1]  # /s/JOB/
     seen = {}
-    # First visit: the token is swapped for a session cookie, and the URL loses it.
+    # First visit: the ticket is swapped for a session cookie, and the URL loses it.
     status, headers, _ = request(u, ca, "GET", u.path + "?" + u.query)
     seen["first_status"] = status
     cookie_header = [v for k, v in headers if k.lower() == "set-cookie"]
