@@ -31,7 +31,10 @@ int MigrateOnly(const std::string& store_url, const std::string& state_dir) {
     std::cerr << "corral head: " << st.ToString() << "\n";
     return 1;
   }
-  auto store = store::OpenStore(store_url, state_dir);
+  // Migrating leads nothing: no synchronous standby needed.
+  store::StoreOptions options;
+  options.sync_standby = store::StoreOptions::SyncStandby::kSkip;
+  auto store = store::OpenStore(store_url, state_dir, options);
   if (!store.ok()) {
     std::cerr << "corral head: " << store.status().ToString() << "\n";
     return 1;
@@ -54,10 +57,15 @@ std::optional<head::ClusterState> StandBy(store::Store& store, api::LeaderGate& 
     return std::nullopt;
   }
   bool said = false;
+  std::string last_refusal;  // said once, not every poll
   for (;;) {
     auto term = store.TryLead();
     if (term.ok() && term->has_value()) break;
-    if (!term.ok()) std::cerr << "corral head: " << term.status().ToString() << std::endl;
+    std::string refusal = term.ok() ? "" : term.status().ToString();
+    if (!refusal.empty() && refusal != last_refusal) {
+      std::cerr << "corral head: " << refusal << std::endl;
+    }
+    last_refusal = refusal;
     if (Status st = warm->CatchUp(store); !st.ok()) {
       std::cerr << "corral head: standby cannot follow the store: " << st.ToString() << std::endl;
     }
@@ -78,8 +86,9 @@ std::optional<head::ClusterState> StandBy(store::Store& store, api::LeaderGate& 
       return std::nullopt;
     }
   }
-  // The lock is ours and the term moved on: the old leader can commit nothing more.
-  if (Status st = warm->CatchUp(store); !st.ok()) {
+  // The lock is ours and the term moved on (its commit replicated): the old leader can
+  // commit nothing more, and what the store holds now is what survives.
+  if (Status st = warm->TakeOver(store); !st.ok()) {
     std::cerr << "corral head: " << st.ToString() << "\n";
     return std::nullopt;
   }
@@ -123,7 +132,19 @@ int HeadMain(std::vector<std::string> args) {
   bool migrate_only = false;
   app.add_option("--store", store_url,
                  "where state is kept: sqlite:PATH (default STATE_DIR/corral.db) or "
-                 "postgres://USER@HOST:PORT/DB");
+                 "postgres://USER@HOST:PORT/DB (several hosts: "
+                 "postgresql://USER@H1:P1,H2:P2/DB?target_session_attrs=read-write)");
+  store::StoreOptions store_options;
+  app.add_option("--store-synchronous-commit", store_options.synchronous_commit,
+                 "PostgreSQL: the synchronous_commit every session of this head sets (on, "
+                 "remote_apply or remote_write), whatever the server's default");
+  bool allow_async_store = false, require_sync_standby = false;
+  app.add_flag("--allow-async-store", allow_async_store,
+               "PostgreSQL on several hosts: lead even when the server has no synchronous "
+               "standby (a failover may then lose acknowledged changes)");
+  app.add_flag("--require-sync-standby", require_sync_standby,
+               "PostgreSQL on one host (a proxy or virtual IP in front of a replicated "
+               "cluster): refuse to lead without a synchronous standby, as with several hosts");
   app.add_option("--leader-lease", leader_lease,
                  "several heads on PostgreSQL: a leader that has not renewed its lease this long "
                  "(hung) is deposed by a standby; it renews every third of it");
@@ -190,6 +211,21 @@ int HeadMain(std::vector<std::string> args) {
                  "answers for them (corral show, corral jobs --all) (0s: keep all)");
   if (auto code = ParseFlags(app, std::move(args))) return *code;
   if (migrate_only) return MigrateOnly(store_url, state_dir);
+  if (allow_async_store && require_sync_standby) {
+    std::cerr << "corral head: flags '--allow-async-store' and '--require-sync-standby' "
+                 "contradict each other; give at most one\n";
+    return 2;
+  }
+  if (Status st = store::CheckSynchronousCommit("flag '--store-synchronous-commit'",
+                                                store_options.synchronous_commit);
+      !st.ok()) {
+    std::cerr << "corral head: " << st.message() << "\n";
+    return 2;
+  }
+  if (allow_async_store) store_options.sync_standby = store::StoreOptions::SyncStandby::kSkip;
+  if (require_sync_standby) {
+    store_options.sync_standby = store::StoreOptions::SyncStandby::kRequire;
+  }
   // Before any thread starts: it takes NOTIFY_SOCKET out of the environment.
   ServiceNotifier notifier = ServiceNotifier::FromEnvironment();
   auto hp = ListenFlag("head", listen);
@@ -267,7 +303,7 @@ int HeadMain(std::vector<std::string> args) {
     std::cerr << "corral head: " << st.ToString() << "\n";
     return 1;
   }
-  auto store = store::OpenStore(store_url, state_dir);
+  auto store = store::OpenStore(store_url, state_dir, store_options);
   if (!store.ok()) {
     std::cerr << "corral head: " << store.status().ToString() << "\n";
     return 1;

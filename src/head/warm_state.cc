@@ -10,12 +10,30 @@ namespace corral::head {
 Result<WarmState> WarmState::Load(store::Store& store) {
   auto loaded = store.Load();
   if (!loaded.ok()) return loaded.status();
+  store::ChangeRecord last =
+      loaded->changes.empty() ? store::ChangeRecord{} : loaded->changes.back();
   auto decoded = DecodeStoredState(std::move(*loaded));
   if (!decoded.ok()) return decoded.status();
   WarmState warm;
   warm.state_ = std::move(decoded->snapshot);
   for (const Change& c : decoded->tail) ApplyChange(warm.state_, c);
+  warm.last_ = std::move(last);
   return warm;
+}
+
+Status WarmState::TakeOver(store::Store& store) {
+  if (last_.revision != 0 && last_.revision == state_.revision) {
+    auto held = store.ReadChanges(last_.revision - 1, 1);
+    if (!held.ok()) return held.status();
+    if (held->empty() || held->front() != last_) {
+      auto again = Load(store);
+      if (!again.ok()) return again.status();
+      state_ = std::move(again->state_);
+      last_ = std::move(again->last_);
+      ++reloads_;
+    }
+  }
+  return CatchUp(store);
 }
 
 Status WarmState::CatchUp(store::Store& store) {
@@ -28,6 +46,7 @@ Status WarmState::CatchUp(store::Store& store) {
       auto again = Load(store);
       if (!again.ok()) return again.status();
       state_ = std::move(again->state_);
+      last_ = std::move(again->last_);
       ++reloads_;
       continue;
     }
@@ -35,6 +54,7 @@ Status WarmState::CatchUp(store::Store& store) {
       auto c = ChangeFromJson(Json::parse(rec.doc, nullptr, false));
       if (!c.ok()) return c.status();
       ApplyChange(state_, *c);
+      last_ = rec;
     }
     if (recs->size() < static_cast<size_t>(kBatch)) return Status::Ok();
   }

@@ -16,6 +16,11 @@ class WarmState {
   // Applies every change committed since. Where the log no longer reaches back to this
   // copy's revision (the leader truncated it), loads again.
   Status CatchUp(store::Store& store);
+  // Once this head leads (its term committed): checks that the store still holds the last
+  // change this copy applied, then catches up. A standby can have applied a change the old
+  // leader's server showed but never replicated (its commit's wait for the standbys was cut
+  // short); after a database failover the store lacks it, and this copy loads again.
+  Status TakeOver(store::Store& store);
 
   uint64_t revision() const { return state_.revision; }
   const ClusterState& state() const { return state_; }
@@ -24,6 +29,7 @@ class WarmState {
 
  private:
   ClusterState state_;
+  store::ChangeRecord last_;  // the last change applied, if state_ is at its revision
   int reloads_ = 0;
 };
 

@@ -18,7 +18,15 @@ Status CheckSchemaVersion(int64_t stored) {
   return Status::Ok();
 }
 
-Result<std::unique_ptr<Store>> OpenStore(const std::string& url, const std::string& state_dir) {
+Status CheckSynchronousCommit(const std::string& field, const std::string& value) {
+  if (value == "on" || value == "remote_apply" || value == "remote_write") return Status::Ok();
+  return InvalidArgument(field + ": got '" + value +
+                         "', want on, remote_apply or remote_write (local and off acknowledge "
+                         "commits no standby holds, which a failover loses)");
+}
+
+Result<std::unique_ptr<Store>> OpenStore(const std::string& url, const std::string& state_dir,
+                                         const StoreOptions& options) {
   std::string_view u = url;
   if (u.empty()) return OpenSqliteStore(state_dir + "/corral.db");
   if (u.starts_with("sqlite:")) {
@@ -28,7 +36,7 @@ Result<std::unique_ptr<Store>> OpenStore(const std::string& url, const std::stri
     return OpenSqliteStore(path);
   }
   if (u.starts_with("postgres://") || u.starts_with("postgresql://")) {
-    auto pg = OpenPostgresStore(url);
+    auto pg = OpenPostgresStore(url, options);
     if (!pg.ok()) return pg.status();
     return std::unique_ptr<Store>(std::move(*pg));
   }

@@ -1,5 +1,7 @@
 #include "store/pg_conn.h"
 
+#include <cstring>
+
 namespace corral::store::pg {
 namespace {
 
@@ -9,7 +11,45 @@ std::string Trimmed(const char* msg) {
   return s;
 }
 
+std::string Field(const PGresult* r, int code) {
+  const char* v = PQresultErrorField(r, code);
+  return v ? v : "";
+}
+
+// libpq calls this for every notice the server sends (instead of printing it to stderr: the
+// rest, such as "relation already exists, skipping" from an idempotent migration step, are
+// not errors).
+void ReceiveNotice(void* arg, const PGresult* notice) {
+  auto* notices = static_cast<Notices*>(arg);
+  if (!notices || !IsUnreplicatedCommitWarning(notice)) return;
+  notices->unreplicated = true;
+  notices->unreplicated_detail = Field(notice, PG_DIAG_MESSAGE_PRIMARY);
+  if (std::string detail = Field(notice, PG_DIAG_MESSAGE_DETAIL); !detail.empty()) {
+    notices->unreplicated_detail += " (" + detail + ")";
+  }
+}
+
 }  // namespace
+
+bool IsUnreplicatedCommitWarning(const PGresult* notice) {
+  return Field(notice, PG_DIAG_SEVERITY_NONLOCALIZED) == "WARNING" &&
+         Field(notice, PG_DIAG_SOURCE_FUNCTION) == "SyncRepWaitForLSN";
+}
+
+bool NamesSeveralHosts(const std::string& conninfo) {
+  char* err = nullptr;
+  PQconninfoOption* opts = PQconninfoParse(conninfo.c_str(), &err);
+  if (err) PQfreemem(err);
+  if (!opts) return false;
+  bool several = false;
+  for (PQconninfoOption* o = opts; o->keyword; ++o) {
+    bool names_hosts =
+        std::strcmp(o->keyword, "host") == 0 || std::strcmp(o->keyword, "hostaddr") == 0;
+    if (names_hosts && o->val && std::strchr(o->val, ',')) several = true;
+  }
+  PQconninfoFree(opts);
+  return several;
+}
 
 std::string Describe(PGconn* conn) {
   const char* host = PQhost(conn);
@@ -18,13 +58,10 @@ std::string Describe(PGconn* conn) {
   return std::string(host ? host : "?") + ":" + (port ? port : "?") + "/" + (db ? db : "?");
 }
 
-Result<Conn> Connect(const std::string& conninfo) {
+Result<Conn> Connect(const std::string& conninfo, Notices* notices) {
   Conn conn(PQconnectdb(conninfo.c_str()));
   if (!conn) return Unavailable("cannot connect to PostgreSQL: out of memory");
-  // libpq prints the server's notices (e.g. "relation already exists, skipping" from an
-  // idempotent migration step) to stderr; none of them is an error.
-  PQsetNoticeProcessor(
-      conn.get(), [](void*, const char*) {}, nullptr);
+  PQsetNoticeReceiver(conn.get(), &ReceiveNotice, notices);
   if (PQstatus(conn.get()) != CONNECTION_OK) {
     return Unavailable("cannot connect to PostgreSQL at " + Describe(conn.get()) + ": " +
                        Trimmed(PQerrorMessage(conn.get())));

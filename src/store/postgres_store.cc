@@ -57,10 +57,70 @@ constexpr char kExpiredLeader[] = R"(
    WHERE l.locktype = 'advisory' AND l.classid = 1 AND l.objid = 3119082877 AND l.objsubid = 1
      AND l.granted AND s.id = 1 AND s.renewed_at < now() - make_interval(secs => $1::float8))";
 
+// The synchronous standbys the server waits for, and how many stream as such now (a role
+// without pg_monitor sees no sync_state: none).
+constexpr char kSyncStandbys[] =
+    "SELECT current_setting('synchronous_standby_names'), (SELECT count(*) FROM "
+    "pg_stat_replication WHERE sync_state IN ('sync', 'quorum'))";
+
 class PgStore final : public PostgresStore {
  public:
-  PgStore(pg::Conn conn, std::string conninfo)
-      : conn_(std::move(conn)), conninfo_(std::move(conninfo)) {}
+  PgStore(pg::Conn conn, std::unique_ptr<pg::Notices> notices, std::string conninfo,
+          StoreOptions options)
+      : conn_(std::move(conn)),
+        notices_(std::move(notices)),
+        conninfo_(std::move(conninfo)),
+        options_(std::move(options)) {
+    using SyncStandby = StoreOptions::SyncStandby;
+    require_sync_standby_ =
+        options_.sync_standby == SyncStandby::kRequire ||
+        (options_.sync_standby == SyncStandby::kAuto && pg::NamesSeveralHosts(conninfo_));
+  }
+
+  // The session prepared, the startup check, the schema migrated.
+  Status Open() {
+    CORRAL_RETURN_IF_ERROR(EnsureConnected());
+    CORRAL_RETURN_IF_ERROR(CheckSyncStandby());
+    return Migrate();
+  }
+
+  // Every session's own synchronous_commit (StoreOptions): run on each new connection, by
+  // EnsureConnected.
+  Status PrepareSession() {
+    return pg::Exec(conn_.get(), "SELECT set_config('synchronous_commit', $1, false)",
+                    {options_.synchronous_commit})
+        .status();
+  }
+
+  // Leading needs a synchronous standby where the options say so (StoreOptions::SyncStandby).
+  // The refusal names the way out: the head's flag that leads anyway.
+  Status CheckSyncStandby() {
+    if (!require_sync_standby_) return Status::Ok();
+    Status missing = MissingSyncStandby();
+    if (missing.code() != ErrorCode::kFailedPrecondition) return missing;  // ok, or unreachable
+    return FailedPrecondition("refusing to lead: " + missing.message() +
+                              "; configure one (docs/reliability.md, \"The database\"), or "
+                              "start the head with --allow-async-store to lead anyway");
+  }
+
+  Status MissingSyncStandby() {
+    auto r = pg::Exec(conn_.get(), kSyncStandbys);
+    if (!r.ok()) return r.status();
+    std::string names = pg::Value(r->get(), 0, 0);
+    std::string where = "PostgreSQL at " + pg::Describe(conn_.get());
+    if (names.empty()) {
+      return FailedPrecondition(where +
+                                " has no synchronous standby (synchronous_standby_names is "
+                                "empty): what it acknowledges may be on no other server, and a "
+                                "failover would lose it");
+    }
+    if (pg::Value(r->get(), 0, 1) == "0") {
+      return FailedPrecondition(where + " names synchronous standbys (" + names +
+                                ") but none streams as sync or quorum in pg_stat_replication "
+                                "(or this role cannot see them: grant it pg_monitor)");
+    }
+    return Status::Ok();
+  }
 
   Status Migrate() {
     while (true) {
@@ -204,15 +264,20 @@ class PgStore final : public PostgresStore {
       return std::optional<uint64_t>();
     }
     uint64_t term = 0;
-    Status st = InTransaction("BEGIN", [&]() -> Status {
-      auto r = pg::Exec(conn_.get(),
-                        "UPDATE leadership SET term = term + 1, renewed_at = now() WHERE id = 1 "
-                        "RETURNING term");
-      if (!r.ok()) return r.status();
-      if (PQntuples(r->get()) != 1) return Internal("postgres store: no leadership row");
-      term = std::stoull(pg::Value(r->get(), 0, 0));
-      return Status::Ok();
-    });
+    // The term's commit is the new leader's first: it must reach the synchronous standbys
+    // (InTransaction refuses it otherwise). WAL is ordered, so then every change committed
+    // before it is replicated too, even one a deposed leader's ended session left behind.
+    Status st = CheckSyncStandby();
+    if (st.ok())
+      st = InTransaction("BEGIN", [&]() -> Status {
+        auto r = pg::Exec(conn_.get(),
+                          "UPDATE leadership SET term = term + 1, renewed_at = now() WHERE id = 1 "
+                          "RETURNING term");
+        if (!r.ok()) return r.status();
+        if (PQntuples(r->get()) != 1) return Internal("postgres store: no leadership row");
+        term = std::stoull(pg::Value(r->get(), 0, 0));
+        return Status::Ok();
+      });
     if (!st.ok()) {
       // Without a new term this session must not keep the lock either.
       if (PQstatus(conn_.get()) == CONNECTION_OK) {
@@ -263,30 +328,48 @@ class PgStore final : public PostgresStore {
   }
 
   // Runs `body` between `begin` and COMMIT; any failure rolls back (if the connection is
-  // still there) and is returned. COMMIT returning ok means durable: synchronous_commit is
-  // the server's, and its default (on) flushes the WAL before answering.
+  // still there) and is returned. COMMIT returning ok means durable: the session's
+  // synchronous_commit (PrepareSession) flushes the WAL here and on the synchronous standbys
+  // before the server answers, unless the wait was cut short, which the server reports only
+  // as a warning beside a successful COMMIT: that commit fails here.
   template <typename Body>
   Status InTransaction(const char* begin, Body&& body) {
     CORRAL_RETURN_IF_ERROR(EnsureConnected());
     CORRAL_RETURN_IF_ERROR(pg::Exec(conn_.get(), begin).status());
+    *notices_ = {};
     Status st = body();
     if (st.ok()) st = pg::Exec(conn_.get(), "COMMIT").status();
     if (!st.ok() && PQstatus(conn_.get()) == CONNECTION_OK) {
       (void)pg::Exec(conn_.get(), "ROLLBACK");
+    }
+    if (notices_->unreplicated && !options_.ignore_unreplicated_commits) {
+      return Unavailable("PostgreSQL at " + pg::Describe(conn_.get()) +
+                         " committed the transaction but may not have replicated it (" +
+                         notices_->unreplicated_detail +
+                         "): it is not acknowledged, since a failover could lose it");
     }
     return st;
   }
 
   // A connection the server or network dropped is reset here, on the call after the one that
   // failed: that call already reported the loss.
+  // With several hosts, PQreset tries them all again and keeps the one that target_session_attrs
+  // accepts: after a failover, the new primary. No statement runs on a session before it is
+  // prepared (PrepareSession).
   Status EnsureConnected() {
-    if (PQstatus(conn_.get()) == CONNECTION_OK) return Status::Ok();
-    PQreset(conn_.get());
     if (PQstatus(conn_.get()) != CONNECTION_OK) {
-      std::string why = PQerrorMessage(conn_.get());
-      while (!why.empty() && why.back() == '\n') why.pop_back();
-      return Unavailable("cannot reconnect to PostgreSQL at " + pg::Describe(conn_.get()) + ": " +
-                         why);
+      prepared_ = false;
+      PQreset(conn_.get());
+      if (PQstatus(conn_.get()) != CONNECTION_OK) {
+        std::string why = PQerrorMessage(conn_.get());
+        while (!why.empty() && why.back() == '\n') why.pop_back();
+        return Unavailable("cannot reconnect to PostgreSQL at " + pg::Describe(conn_.get()) + ": " +
+                           why);
+      }
+    }
+    if (!prepared_) {
+      CORRAL_RETURN_IF_ERROR(PrepareSession());
+      prepared_ = true;
     }
     return Status::Ok();
   }
@@ -385,7 +468,11 @@ class PgStore final : public PostgresStore {
   }
 
   pg::Conn conn_;
+  std::unique_ptr<pg::Notices> notices_;  // conn_'s notice receiver writes here
   std::string conninfo_;
+  StoreOptions options_;
+  bool require_sync_standby_ = false;
+  bool prepared_ = false;  // conn_'s session ran PrepareSession
   mutable std::mutex read_mu_;
   mutable pg::Conn reader_;  // GUARDED_BY(read_mu_): ReadRetiredJobs' own connection
   uint64_t term_ = 0;        // 0 until TryLead succeeds; then every Commit checks it
@@ -394,11 +481,14 @@ class PgStore final : public PostgresStore {
 
 }  // namespace
 
-Result<std::unique_ptr<PostgresStore>> OpenPostgresStore(const std::string& conninfo) {
-  auto conn = pg::Connect(conninfo);
+Result<std::unique_ptr<PostgresStore>> OpenPostgresStore(const std::string& conninfo,
+                                                         const StoreOptions& options) {
+  CORRAL_RETURN_IF_ERROR(CheckSynchronousCommit("synchronous_commit", options.synchronous_commit));
+  auto notices = std::make_unique<pg::Notices>();
+  auto conn = pg::Connect(conninfo, notices.get());
   if (!conn.ok()) return conn.status();
-  auto store = std::make_unique<PgStore>(std::move(*conn), conninfo);
-  CORRAL_RETURN_IF_ERROR(store->Migrate());
+  auto store = std::make_unique<PgStore>(std::move(*conn), std::move(notices), conninfo, options);
+  CORRAL_RETURN_IF_ERROR(store->Open());
   return std::unique_ptr<PostgresStore>(std::move(store));
 }
 

@@ -29,9 +29,15 @@ class PostgresStore : public Store {
   void SetLease(DurationMs lease) override = 0;
 };
 
-// Connects with a libpq connection string or URI (postgresql://USER@HOST:PORT/DB) and
-// migrates the schema. A Commit that loses the connection fails naming the cause (its
-// outcome is then unknown, as with any lost COMMIT); the next call reconnects.
-Result<std::unique_ptr<PostgresStore>> OpenPostgresStore(const std::string& conninfo);
+// Connects with a libpq connection string or URI (postgresql://USER@HOST:PORT/DB, or several
+// hosts with target_session_attrs=read-write: every connect and reconnect finds the primary),
+// sets the session's synchronous_commit, checks for a synchronous standby where `options`
+// ask (kFailedPrecondition saying what is missing), and migrates the schema. A Commit that
+// loses the connection fails naming the cause (its outcome is then unknown, as with any lost
+// COMMIT); the next call reconnects. A COMMIT the server says stopped waiting for its
+// synchronous standbys (pg_cancel_backend or pg_terminate_backend of the waiting session)
+// fails with kUnavailable: it holds on this server but maybe on no standby.
+Result<std::unique_ptr<PostgresStore>> OpenPostgresStore(const std::string& conninfo,
+                                                         const StoreOptions& options = {});
 
 }  // namespace corral::store

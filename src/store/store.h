@@ -141,8 +141,31 @@ Status CheckSchemaVersion(int64_t stored);
 // Opens (creating if needed) the SQLite file at `path` in WAL mode with full fsync on commit.
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path);
 
+// How a PostgreSQL store keeps what it acknowledges when its server fails over
+// (docs/reliability.md, "The database"). SQLite ignores them.
+struct StoreOptions {
+  // Every session sets synchronous_commit itself, so that a server or role default (local,
+  // off) cannot weaken it: "on" (a commit is acknowledged once flushed on the synchronous
+  // standbys the server names, if any), "remote_apply" (and applied there) or "remote_write".
+  std::string synchronous_commit = "on";
+  // Whether leading needs a synchronous standby (synchronous_standby_names set and one
+  // streaming as sync or quorum in pg_stat_replication): checked when the store opens and at
+  // every TryLead that would take the lock. kAuto: only when the connection string names
+  // several hosts (a store meant to fail over); a single server keeps working alone.
+  enum class SyncStandby { kAuto, kRequire, kSkip };
+  SyncStandby sync_standby = SyncStandby::kAuto;
+  // Tests only (the negative control of the failover test): take a commit that the server
+  // says stopped waiting for its standbys as acknowledged, as corral once did.
+  bool ignore_unreplicated_commits = false;
+};
+
+// Ok for a synchronous_commit value a store accepts; otherwise why not, naming `field`.
+Status CheckSynchronousCommit(const std::string& field, const std::string& value);
+
 // Opens the store `url` names, migrating its schema: "" (STATE_DIR/corral.db), "sqlite:PATH",
-// or "postgres://USER@HOST:PORT/DB" / "postgresql://..." (any libpq connection URI).
-Result<std::unique_ptr<Store>> OpenStore(const std::string& url, const std::string& state_dir);
+// or "postgres://USER@HOST:PORT/DB" / "postgresql://..." (any libpq connection URI, several
+// hosts too: postgresql://U@H1:P1,H2:P2/DB?target_session_attrs=read-write).
+Result<std::unique_ptr<Store>> OpenStore(const std::string& url, const std::string& state_dir,
+                                         const StoreOptions& options = {});
 
 }  // namespace corral::store

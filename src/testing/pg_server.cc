@@ -69,35 +69,90 @@ std::string PgServer::Unavailable() {
   return "";
 }
 
+namespace {
+
+// A new directory owned by the postgres user.
+Result<std::string> MakeServerDir() {
+  std::string tmpl = (fs::temp_directory_path() / "corral-pg-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) return Internal("mkdtemp failed");
+  passwd* pw = getpwnam("postgres");
+  if (chown(tmpl.c_str(), pw->pw_uid, pw->pw_gid) != 0) return Internal("chown " + tmpl);
+  return tmpl;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<PgServer>> PgServer::Start() {
   if (std::string why = Unavailable(); !why.empty()) return FailedPrecondition(why);
   std::string bin = FindBin();
-  std::string tmpl = (fs::temp_directory_path() / "corral-pg-XXXXXX").string();
-  if (!mkdtemp(tmpl.data())) return Internal("mkdtemp failed");
-  std::string dir = tmpl;
-  passwd* pw = getpwnam("postgres");
-  if (chown(dir.c_str(), pw->pw_uid, pw->pw_gid) != 0) return Internal("chown " + dir);
-  if (RunAsPostgres(bin + "/initdb -D " + dir + "/data -U postgres -A trust -E UTF8 --no-sync >" +
-                    dir + "/initdb.log 2>&1") != 0) {
-    std::string log = Tail(dir + "/initdb.log");
-    fs::remove_all(dir);
+  auto dir = MakeServerDir();
+  if (!dir.ok()) return dir.status();
+  if (RunAsPostgres(bin + "/initdb -D " + *dir + "/data -U postgres -A trust -E UTF8 --no-sync >" +
+                    *dir + "/initdb.log 2>&1") != 0) {
+    std::string log = Tail(*dir + "/initdb.log");
+    fs::remove_all(*dir);
     return Internal("initdb failed: " + log);
   }
+  return Launch(*dir, bin, "");
+}
+
+Result<std::unique_ptr<PgServer>> PgServer::StartStandby(const PgServer& primary,
+                                                         const std::string& name) {
+  auto dir = MakeServerDir();
+  if (!dir.ok()) return dir.status();
+  if (RunAsPostgres(primary.bin_ + "/pg_basebackup -D " + *dir + "/data -R -X stream -h " +
+                    "127.0.0.1 -p " + std::to_string(primary.port_) +
+                    " -U postgres --no-sync --checkpoint=fast >" + *dir + "/basebackup.log 2>&1") !=
+      0) {
+    std::string log = Tail(*dir + "/basebackup.log");
+    fs::remove_all(*dir);
+    return Internal("pg_basebackup failed: " + log);
+  }
+  auto standby = Launch(*dir, primary.bin_, " -c cluster_name=" + name);
+  if (!standby.ok()) return standby;
+  // Streaming once the primary lists it (the walreceiver connects a moment after start).
+  for (int i = 0; i < 300; ++i) {
+    auto n = primary.Query(
+        "postgres", "SELECT count(*) FROM pg_stat_replication WHERE application_name = '" + name +
+                        "' AND state = 'streaming'");
+    if (n.ok() && *n == "1") return standby;
+    usleep(100 * 1000);
+  }
+  return Internal("standby " + name + " did not start streaming within 30 s: " +
+                  Tail((*standby)->dir_ + "/server.log"));
+}
+
+Result<std::unique_ptr<PgServer>> PgServer::Launch(const std::string& dir, const std::string& bin,
+                                                   const std::string& extra) {
   // A port that was free a moment ago can be taken before postgres binds it: try a few.
   for (int attempt = 0; attempt < 5; ++attempt) {
     int port = FreePort();
     std::string opts = "-p " + std::to_string(port) + " -k " + dir +
                        " -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off"
-                       " -c full_page_writes=off";
+                       " -c full_page_writes=off" +
+                       extra;
     if (RunAsPostgres(bin + "/pg_ctl -D " + dir + "/data -l " + dir + "/server.log -w -t 30 -o '" +
                       opts + "' start >/dev/null 2>&1") == 0) {
-      return std::unique_ptr<PgServer>(new PgServer(dir, bin, port));
+      return std::unique_ptr<PgServer>(new PgServer(dir, bin, port, opts));
     }
   }
   std::string log = Tail(dir + "/server.log");
   fs::remove_all(dir);
   return Internal("postgres did not start: " + log);
 }
+
+Status PgServer::PgCtl(const std::string& args) const {
+  if (RunAsPostgres(bin_ + "/pg_ctl -D " + dir_ + "/data -l " + dir_ + "/server.log -w -t 60 " +
+                    args + " >/dev/null 2>&1") != 0) {
+    return Internal("pg_ctl " + args + " failed: " + Tail(dir_ + "/server.log"));
+  }
+  return Status::Ok();
+}
+
+Status PgServer::Stop() { return PgCtl("-m fast stop"); }
+Status PgServer::Crash() { return PgCtl("-m immediate stop"); }
+Status PgServer::Resume() { return PgCtl("-o '" + options_ + "' start"); }
+Status PgServer::Promote() { return PgCtl("promote"); }
 
 PgServer::~PgServer() {
   (void)RunAsPostgres(bin_ + "/pg_ctl -D " + dir_ + "/data -m immediate -w stop >/dev/null 2>&1");

@@ -17,6 +17,19 @@ class PgServer {
   // Why a server cannot be started here ("" if it can): tests GTEST_SKIP with it.
   static std::string Unavailable();
   static Result<std::unique_ptr<PgServer>> Start();
+  // A streaming standby of `primary` (pg_basebackup -R), on a port of its own, that reports
+  // to it as `name` (its cluster_name: what synchronous_standby_names lists). Returns once
+  // it streams.
+  static Result<std::unique_ptr<PgServer>> StartStandby(const PgServer& primary,
+                                                        const std::string& name);
+
+  // Fast shutdown (a clean stop: a standby flushes what it received); Crash: immediate
+  // shutdown, no checkpoint, as a server process that dies; Resume starts it again on its
+  // port (crash recovery after Crash). Promote makes a standby a primary and waits for it.
+  Status Stop();
+  Status Crash();
+  Status Resume();
+  Status Promote();
   ~PgServer();
   PgServer(const PgServer&) = delete;
   PgServer& operator=(const PgServer&) = delete;
@@ -30,10 +43,16 @@ class PgServer {
   int port() const { return port_; }
 
  private:
-  PgServer(std::string dir, std::string bin, int port) : dir_(dir), bin_(bin), port_(port) {}
+  PgServer(std::string dir, std::string bin, int port, std::string options)
+      : dir_(dir), bin_(bin), port_(port), options_(options) {}
+  // Starts the server in `dir`/data on a free port; `extra`: more postgres options.
+  static Result<std::unique_ptr<PgServer>> Launch(const std::string& dir, const std::string& bin,
+                                                  const std::string& extra);
+  Status PgCtl(const std::string& args) const;
   std::string dir_;
   std::string bin_;
   int port_;
+  std::string options_;  // postgres' -o options, for Resume
 };
 
 }  // namespace corral::testing
