@@ -81,7 +81,8 @@ TEST(GpuShareLaunch, AShareWithoutTheShimRunsAndIsNotedUnenforced) {
   EXPECT_EQ(ReadFileOr(state.path() + "/runs/41.0.0/logs/stdout"), "ENFORCED=0\n");
   EXPECT_EQ(st.note.rfind(kShareNotEnforced, 0), 0u) << st.note;
   EXPECT_NE(st.note.find("node node-1 has no GPU share shim"), std::string::npos) << st.note;
-  PosixLauncher with_shim(state.path() + "/b", "node-1", {}, {}, Cgroups::None(), "",
+  PosixLauncher with_shim(state.path() + "/b", "node-1",
+                          {{"LD_LIBRARY_PATH", CORRAL_STUB_CUDA_DIR}}, {}, Cgroups::None(), "",
                           CORRAL_GPUSHARE_LIB);
   run = with_shim.Launch(o);
   ASSERT_TRUE(run.ok()) << run.status().ToString();

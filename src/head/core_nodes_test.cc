@@ -150,7 +150,7 @@ TEST_P(Scenario, DrainWaitsForTheLastRun) {
   ASSERT_TRUE(*Report("n1", {Exited(Get(job.id), 0, 0)}));
   EXPECT_EQ(core().GetNode("n1")->state(), NodeState::kDrained);
   // The operator's reason stays with the drain, once drained too, and goes with it.
-  EXPECT_EQ(core().GetNode("n1")->drain_reason, "drained by admin: fan failing");
+  EXPECT_EQ(core().GetNode("n1")->drain_reason, "drained by root: fan failing");
   ASSERT_TRUE(core().SetDrain(kAdmin, "n1", false, now()).ok());
   Step();
   EXPECT_EQ(core().GetNode("n1")->drain_reason, "");
