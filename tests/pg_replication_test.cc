@@ -277,7 +277,9 @@ store::ChangeRecord ChangeAt(uint64_t revision) {
 TEST_F(SyncPair, AWarmStandbyDropsAChangeTheFailoverLost) {
   MakeS1Synchronous();
   auto leader = store::OpenPostgresStore(url_ + "&application_name=leader");
-  auto standby = store::OpenPostgresStore(url_ + "&application_name=standby");
+  StoreOptions alone;  // it leads on the promoted standby, which has no standby of its own
+  alone.sync_standby = StoreOptions::SyncStandby::kSkip;
+  auto standby = store::OpenPostgresStore(url_ + "&application_name=standby", alone);
   ASSERT_TRUE(leader.ok() && standby.ok());
   ASSERT_EQ(*(*leader)->TryLead(), std::optional<uint64_t>(1));
   ASSERT_TRUE((*leader)->Commit({store::AppendChange{ChangeAt(1)}}).ok());
