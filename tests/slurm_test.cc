@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "cluster_fixture.h"
 
@@ -53,10 +55,11 @@ class SlurmShims : public ::testing::Test {
   }
 
   // Runs a shell command line in the work dir with the shims first on PATH.
-  CommandResult Sh(const std::string& line) const {
+  // `token`: another user's (default: the admin's).
+  CommandResult Sh(const std::string& line, const std::string& token = "") const {
     return RunCommand({"/bin/sh", "-c", "cd " + work_ + " && " + line},
                       {{"CORRAL_ADDR", cluster_->addr()},
-                       {"CORRAL_TOKEN", cluster_->token()},
+                       {"CORRAL_TOKEN", token.empty() ? cluster_->token() : token},
                        {"CORRAL_CONFIG", cluster_->dir() + "/no-such-config.json"},
                        {"PATH", shims_ + ":/usr/local/bin:/usr/bin:/bin"}});
   }
@@ -84,7 +87,8 @@ std::string SlurmShims::shims_;
 std::string SlurmShims::work_;
 
 TEST_F(SlurmShims, InstallsEveryCommandAsALinkToCorral) {
-  for (const char* name : {"sbatch", "srun", "squeue", "scancel", "sacct", "scontrol", "sinfo"}) {
+  for (const char* name : {"sbatch", "srun", "squeue", "scancel", "sacct", "scontrol", "sinfo",
+                           "sacctmgr", "sshare", "sprio"}) {
     fs::path p = fs::path(shims_) / name;
     ASSERT_TRUE(fs::is_symlink(p)) << p;
     EXPECT_EQ(fs::canonical(p), fs::canonical(CorralBin()));
@@ -398,7 +402,7 @@ TEST_F(SlurmShims, ScancelSignalReachesTheRunningJobWhichKeepsRunning) {
 TEST_F(SlurmShims, SinfoListsTheNodes) {
   auto s = Sh("sinfo");
   EXPECT_EQ(s.exit_code, 0) << s.err;
-  EXPECT_EQ(s.out.substr(0, s.out.find('\n')), "PARTITION AVAIL  TIMELIMIT  NODES STATE NODELIST");
+  EXPECT_EQ(s.out.substr(0, s.out.find('\n')), "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST");
   EXPECT_NE(s.out.find("node"), std::string::npos) << s.out;
   auto l = Sh("sinfo -N -l");
   EXPECT_EQ(l.exit_code, 0) << l.err;
@@ -459,6 +463,105 @@ TEST_F(SlurmShims, PendingJobGetsAnEstimatedStartBehindALimitedRun) {
   auto show = cluster_->Corral({"show", waiter});
   EXPECT_NE(show.out.find("estimated start:"), std::string::npos) << show.out;
   EXPECT_EQ(Sh("scancel " + holder + " " + waiter).exit_code, 0);
+}
+
+// sinfo's -o/-O formats, and accounts: a user's queues are their accounts (sacctmgr), and
+// `sbatch -A` puts the job in that queue; an account that is no queue submits nothing.
+TEST_F(SlurmShims, SinfoFormatsAndAccountsThatSelectTheQueue) {
+  auto parts = Sh("sinfo -h -o %P");
+  ASSERT_EQ(parts.exit_code, 0) << parts.err;
+  EXPECT_EQ(parts.out.substr(0, parts.out.find('\n')), "default*") << parts.out;
+  auto nodes = Sh("sinfo -N -h -o '%N %.3D %G' -p default");
+  EXPECT_EQ(nodes.out, "node1   1 gpu:SimGPU:4\nnode2   1 gpu:SimGPU:4\n")
+      << nodes.out << nodes.err;  // the GPU model is Slurm's GRES type
+  auto wide = Sh("sinfo -h -O partition:12,nodes:.6 -p default");
+  EXPECT_EQ(wide.out, "default*         2\n") << wide.out << wide.err;
+  auto bad = Sh("sinfo -o '%P %W'");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("unknown field %W"), std::string::npos) << bad.err;
+
+  ASSERT_EQ(cluster_->Corral({"queues", "set", "acctq", "--weight", "2"}).exit_code, 0);
+  auto token = cluster_->Corral({"token", "create", "--user", "alice"});
+  ASSERT_EQ(token.exit_code, 0) << token.err;
+  const std::string alice = token.out.substr(0, token.out.find('\n'));
+  auto accounts = Sh("sacctmgr -n -s list user alice format=account%20", alice);
+  ASSERT_EQ(accounts.exit_code, 0) << accounts.err;
+  EXPECT_NE(accounts.out.find("               acctq \n"), std::string::npos) << accounts.out;
+  EXPECT_NE(accounts.out.find("             default \n"), std::string::npos) << accounts.out;
+
+  auto sub = Sh("sbatch --parsable -A acctq -H -o /dev/null --wrap true", alice);
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  const std::string id = sub.out.substr(0, sub.out.find('\n'));
+  EXPECT_EQ(Sh("squeue -h -j " + id + " -o %P").out, "acctq\n");
+  auto unknown = Sh("sbatch --parsable -A nosuch -o /dev/null --wrap true", alice);
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("Invalid account"), std::string::npos) << unknown.err;
+  auto both = Sh("sbatch -A acctq -p default -o /dev/null --wrap true", alice);
+  EXPECT_EQ(both.exit_code, 1);
+  EXPECT_NE(both.err.find("option --account"), std::string::npos) << both.err;
+  EXPECT_EQ(Sh("squeue -h -u alice -o %i").out, id + "\n") << "the refused ones submitted nothing";
+
+  auto share = Sh("sshare -a -P", alice);
+  ASSERT_EQ(share.exit_code, 0) << share.err;
+  EXPECT_EQ(share.out.substr(0, share.out.find('\n')),
+            "Account|User|RawShares|NormShares|RawUsage|EffectvUsage|FairShare");
+  EXPECT_NE(share.out.find(" acctq|alice|1|"), std::string::npos) << share.out;
+  // sprio: the pending jobs the scheduler ranks (not held ones, as Slurm's): one that waits
+  // for GPUs a job of alice holds on both nodes.
+  auto runner =
+      Sh("sbatch --parsable -A acctq -N 2 --gres=gpu:4 -o /dev/null --wrap 'sleep 300'", alice);
+  ASSERT_EQ(runner.exit_code, 0) << runner.err;
+  const std::string run_id = runner.out.substr(0, runner.out.find('\n'));
+  for (int i = 0; i < 300 && Sh("squeue -h -j " + run_id + " -o %t").out != "R\n"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  auto dep = Sh("sbatch --parsable -A acctq --gres=gpu:1 -o /dev/null --wrap true", alice);
+  ASSERT_EQ(dep.exit_code, 0) << dep.err;
+  const std::string dep_id = dep.out.substr(0, dep.out.find('\n'));
+  auto prio = Sh("sprio -h -o '%i %r %u' -u alice", alice);
+  EXPECT_EQ(prio.out, dep_id + " acctq alice\n") << prio.err;
+  EXPECT_EQ(Sh("scancel " + id + " " + run_id + " " + dep_id).exit_code, 0);
+}
+
+// scontrol update: a pending job's limit, queue and priority within its user's rights; only an
+// admin raises a priority or a limit; a running job cannot be updated. Refusals change nothing.
+TEST_F(SlurmShims, ScontrolUpdateChangesPendingJobsWithinTheUsersRights) {
+  ASSERT_EQ(cluster_->Corral({"queues", "set", "updq", "--weight", "1"}).exit_code, 0);
+  auto token = cluster_->Corral({"token", "create", "--user", "uma"});
+  ASSERT_EQ(token.exit_code, 0) << token.err;
+  const std::string uma = token.out.substr(0, token.out.find('\n'));
+  auto sub = Sh("sbatch --parsable -H -t 60 -o /dev/null --wrap true", uma);
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  const std::string id = sub.out.substr(0, sub.out.find('\n'));
+  auto show = [&] { return Sh("squeue -h -j " + id + " -o '%l %P %Q'").out; };
+  EXPECT_EQ(show(), "1:00:00 default 0\n");
+  auto ok = Sh("scontrol update JobId=" + id + " TimeLimit=30 Partition=updq", uma);
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(show(), "30:00 updq 0\n");
+  auto raise = Sh("scontrol update JobId=" + id + " Priority=9", uma);
+  EXPECT_EQ(raise.exit_code, 1);
+  EXPECT_NE(raise.err.find("field 'priority': only an admin may raise"), std::string::npos)
+      << raise.err;
+  auto longer = Sh("scontrol update JobId=" + id + " TimeLimit=2:00:00", uma);
+  EXPECT_EQ(longer.exit_code, 1);
+  EXPECT_NE(longer.err.find("field 'time_limit_ms'"), std::string::npos) << longer.err;
+  auto field = Sh("scontrol update JobId=" + id + " NumNodes=2", uma);
+  EXPECT_EQ(field.exit_code, 1);
+  EXPECT_NE(field.err.find("\"NumNodes\" cannot be updated"), std::string::npos) << field.err;
+  EXPECT_EQ(show(), "30:00 updq 0\n") << "refusals change nothing";
+  ASSERT_EQ(Sh("scontrol update JobId=" + id + " Priority=9").exit_code, 0) << "an admin may";
+  EXPECT_EQ(show(), "30:00 updq 9\n");
+
+  auto run = Sh("sbatch --parsable -o /dev/null --wrap 'sleep 300'", uma);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string running = run.out.substr(0, run.out.find('\n'));
+  for (int i = 0; i < 300 && Sh("squeue -h -j " + running + " -o %t").out != "R\n"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  auto late = Sh("scontrol update JobId=" + running + " TimeLimit=5", uma);
+  EXPECT_EQ(late.exit_code, 1);
+  EXPECT_NE(late.err.find("only a pending job"), std::string::npos) << late.err;
+  EXPECT_EQ(Sh("scancel " + id + " " + running).exit_code, 0);
 }
 
 }  // namespace

@@ -145,6 +145,7 @@ const std::vector<ApiService::Endpoint>& ApiService::Routes() {
         Serve<RequeueJob>("POST", "/v1/jobs/{id}/requeue", DecodeRequeueJob, JobAnswer),
         Serve<HoldJob>("POST", "/v1/jobs/{id}/hold", DecodeHoldJob, JobAnswer),
         Serve<HoldJob>("POST", "/v1/jobs/{id}/release", DecodeReleaseJob, JobAnswer),
+        Serve<UpdateJob>("POST", "/v1/jobs/{id}/update", DecodeUpdateJob, JobAnswer),
         Serve<ReportCheckpoint>("POST", "/v1/jobs/{id}/checkpoint", DecodeReportCheckpoint,
                                 JobAnswer),
         custom("GET", "/v1/jobs/{id}/logs", &ApiService::HandleLogs),

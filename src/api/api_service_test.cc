@@ -111,6 +111,9 @@ TEST_F(Api, EveryJobRouteRunsItsCommand) {
   ASSERT_EQ(hold.status, 200) << hold.body.dump();
   EXPECT_EQ(Call("GET", other).body["job"]["held"], true);
   EXPECT_EQ(Call("POST", other + "/release").body["job"]["held"], false);
+  Reply updated = Call("POST", other + "/update", Json{{"priority", 3}, {"time_limit_ms", 60000}});
+  ASSERT_EQ(updated.status, 200) << updated.body.dump();
+  EXPECT_EQ(updated.body["job"]["spec"]["priority"], 3) << updated.body.dump();
   EXPECT_EQ(Call("GET", "/v1/usage?by=queue").status, 200);
   Reply history = Call("GET", "/v1/history?since=3600");
   ASSERT_EQ(history.status, 200) << history.body.dump();
@@ -183,6 +186,9 @@ TEST_F(Api, BadInputNamesItsFieldAndChangesNothing) {
   expect_400(Call("POST", "/v1/tokens", Json{{"user", "ana"}, {"role", "root"}}), "field 'role'");
   expect_400(Call("POST", "/v1/admin/backup", Json{{"path", "relative"}}), "field 'path'");
   expect_400(Call("GET", "/v1/usage?by=team"), "query 'by'");
+  expect_400(Call("POST", "/v1/jobs/1/update", Json{{"nice", 1}}), "field 'nice': unknown");
+  expect_400(Call("POST", "/v1/jobs/1/update", Json{{"priority", "high"}}), "field 'priority'");
+  expect_400(Call("POST", "/v1/jobs/1/update", Json::object()), "want at least one of");
   expect_400(Call("GET", "/v1/history?since=0"), "query 'since'");
   expect_400(Call("GET", "/v1/events?max=0"), "query 'max'");
   EXPECT_EQ(Call("GET", "/v1/jobs").body["jobs"].size(), 0u) << "nothing was submitted";

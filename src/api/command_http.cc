@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 
 #include "api/step_request.h"
 #include "core/spec.h"
@@ -159,6 +160,35 @@ Result<head::HoldJob> DecodeReleaseJob(const HttpRequest&, const PathArgs& args)
   auto id = PathJobId(args.at(0));
   if (!id.ok()) return id.status();
   return head::HoldJob{*id, false};
+}
+
+// POST /v1/jobs/{id}/update {"time_limit_ms": N, "priority": P, "queue": "Q"}: any of them.
+Result<head::UpdateJob> DecodeUpdateJob(const HttpRequest& req, const PathArgs& args) {
+  auto id = PathJobId(args.at(0));
+  if (!id.ok()) return id.status();
+  auto body = BodyObject(req, " with time_limit_ms, priority or queue");
+  if (!body.ok()) return body.status();
+  head::UpdateJob u{*id, {}};
+  for (const auto& [key, value] : body->items()) {
+    if (key == "time_limit_ms" && value.is_number_integer()) {
+      u.update.time_limit_ms = value.get<int64_t>();
+    } else if (key == "priority" && value.is_number_integer() &&
+               value.get<int64_t>() >= std::numeric_limits<int32_t>::min() &&
+               value.get<int64_t>() <= std::numeric_limits<int32_t>::max()) {
+      u.update.priority = static_cast<int32_t>(value.get<int64_t>());
+    } else if (key == "queue" && value.is_string()) {
+      u.update.queue = value.get<std::string>();
+    } else if (key == "time_limit_ms" || key == "priority" || key == "queue") {
+      return InvalidArgument("field '" + key + "': got " + value.dump() + ", want " +
+                             (key == "queue" ? "a queue's name" : "a whole number"));
+    } else {
+      return InvalidArgument("field '" + key + "': unknown; known: time_limit_ms, priority, queue");
+    }
+  }
+  if (!u.update.time_limit_ms && !u.update.priority && !u.update.queue) {
+    return InvalidArgument("body: want at least one of time_limit_ms, priority, queue");
+  }
+  return u;
 }
 
 Result<head::ReportCheckpoint> DecodeReportCheckpoint(const HttpRequest&, const PathArgs& args) {

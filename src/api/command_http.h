@@ -32,6 +32,7 @@ Result<head::SignalJob> DecodeSignalJob(const net::HttpRequest& req, const PathA
 Result<head::RequeueJob> DecodeRequeueJob(const net::HttpRequest& req, const PathArgs& args);
 Result<head::HoldJob> DecodeHoldJob(const net::HttpRequest& req, const PathArgs& args);
 Result<head::HoldJob> DecodeReleaseJob(const net::HttpRequest& req, const PathArgs& args);
+Result<head::UpdateJob> DecodeUpdateJob(const net::HttpRequest& req, const PathArgs& args);
 Result<head::ReportCheckpoint> DecodeReportCheckpoint(const net::HttpRequest& req,
                                                       const PathArgs& args);
 Result<head::StartStep> DecodeStartStep(const net::HttpRequest& req, const PathArgs& args);

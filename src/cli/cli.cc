@@ -92,7 +92,8 @@ const CommandInfo kCommands[] = {
      "GPU-hours, jobs, average wait and preemptions per user or queue over a period"},
     {"slurm", RunSlurm,
      "corral slurm install-shims DIR  (then sbatch, srun, squeue, scancel, sacct, scontrol,\n"
-     "       sinfo in DIR run Corral's Slurm-compatible commands; also `corral sbatch ...`)",
+     "       sinfo, sacctmgr, sshare, sprio in DIR run Corral's Slurm-compatible commands; also "
+     "`corral sbatch ...`)",
      "Slurm compatibility: install sbatch, squeue, ... as commands"},
     {"token", RunToken,
      "corral token create --user NAME [--role user|queue-admin|admin] [--queue Q]... [--group "
@@ -239,6 +240,10 @@ int RunCommand(const std::string& command, const std::vector<std::string>& args,
         kSlurm = {{"sbatch", RunSbatch},   {"srun", RunSrun},    {"squeue", RunSqueue},
                   {"scancel", RunScancel}, {"sacct", RunSacct},  {"scontrol", RunScontrol},
                   {"sinfo", RunSinfo},     {"salloc", RunSalloc}};
+    // The accounting views (slurm_accounts.cc).
+    static const std::map<std::string, int (*)(const std::vector<std::string>&, CliContext&)>
+        kAccounting = {{"sacctmgr", RunSacctmgr}, {"sshare", RunSshare}, {"sprio", RunSprio}};
+    if (auto a = kAccounting.find(command); a != kAccounting.end()) return a->second(args, ctx);
     return kSlurm.at(command)(args, ctx);
   }
   if (c == nullptr) {

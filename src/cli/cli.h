@@ -40,8 +40,8 @@ struct CliContext {
 
 // True for the commands RunCommand knows.
 bool IsCliCommand(const std::string& command);
-// True for sbatch, srun, squeue, scancel, sacct, scontrol, sinfo (main answers to them as
-// argv[0]; RunCommand runs them too).
+// True for sbatch, srun, salloc, squeue, scancel, sacct, scontrol, sinfo, sacctmgr, sshare,
+// sprio (main answers to them as argv[0]; RunCommand runs them too).
 bool IsSlurmCommand(const std::string& name);
 // One line per client command, for the top-level `corral --help`.
 std::string CliUsage();

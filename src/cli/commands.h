@@ -110,6 +110,12 @@ int RunScancel(const std::vector<std::string>& args, CliContext& ctx);
 int RunSacct(const std::vector<std::string>& args, CliContext& ctx);
 int RunScontrol(const std::vector<std::string>& args, CliContext& ctx);
 int RunSinfo(const std::vector<std::string>& args, CliContext& ctx);
+// Slurm's accounting views (slurm_accounts.cc): queues as accounts, fair share, priorities.
+int RunSacctmgr(const std::vector<std::string>& args, CliContext& ctx);
+int RunSshare(const std::vector<std::string>& args, CliContext& ctx);
+int RunSprio(const std::vector<std::string>& args, CliContext& ctx);
+// scontrol update JobId=... (slurm_update.cc): the words after "update".
+int RunScontrolUpdate(const std::vector<std::string>& words, CliContext& ctx);
 // salloc: an interactive session held while a local shell runs, in which srun runs its steps
 // inside the allocation (slurm_interactive.cc); srun there.
 int RunSalloc(const std::vector<std::string>& args, CliContext& ctx);

@@ -11,6 +11,7 @@
 #include "core/spec.h"
 #include "slurm/format.h"
 #include "slurm/options.h"
+#include "slurm/sinfo.h"
 
 namespace corral::cli {
 namespace {
@@ -246,7 +247,7 @@ int RunScontrol(const std::vector<std::string>& argv, CliContext& ctx) {
   std::vector<std::string> a = argv;
   if (a.empty() || a[0] == "-h" || a[0] == "--help") {
     *ctx.out << "Usage: scontrol show job ID | show hostnames [LIST] | hold|release|requeue "
-                "ID[,ID...]\n";
+                "ID[,ID...] | update JobId=ID [TimeLimit=T] [Priority=P] [Partition=Q]\n";
     return a.empty() ? kExitError : kExitOk;
   }
   if (a[0] == "show" && a.size() >= 2 && (a[1] == "hostnames" || a[1] == "hostname")) {
@@ -294,7 +295,8 @@ int RunScontrol(const std::vector<std::string>& argv, CliContext& ctx) {
     }
     return kExitOk;
   }
-  if (a[0] == "requeuehold" || a[0] == "suspend" || a[0] == "resume" || a[0] == "update") {
+  if (a[0] == "update") return RunScontrolUpdate({a.begin() + 1, a.end()}, ctx);
+  if (a[0] == "requeuehold" || a[0] == "suspend" || a[0] == "resume") {
     return SlurmError(ctx, "scontrol",
                       a[0] + ": not supported by this Corral head (it has no API to " + a[0] +
                           " a job); see docs/slurm.md");
@@ -302,20 +304,26 @@ int RunScontrol(const std::vector<std::string>& argv, CliContext& ctx) {
   return SlurmError(
       ctx, "scontrol",
       "unsupported command \"" + a[0] +
-          "\"; supported: show job ID, show hostnames [LIST], hold, release, requeue");
+          "\"; supported: show job ID, show hostnames [LIST], hold, release, requeue, update");
 }
 
 int RunSinfo(const std::vector<std::string>& argv, CliContext& ctx) {
-  static const std::vector<OptionDef> kDefs = {{"Node", 'N', OptionDef::kNone},
-                                               {"long", 'l', OptionDef::kNone},
-                                               {"noheader", 'h', OptionDef::kNone},
-                                               {"help", 0, OptionDef::kNone}};
+  static const std::vector<OptionDef> kDefs = {
+      {"Node", 'N', OptionDef::kNone},       {"long", 'l', OptionDef::kNone},
+      {"noheader", 'h', OptionDef::kNone},   {"format", 'o', OptionDef::kRequired},
+      {"Format", 'O', OptionDef::kRequired}, {"partition", 'p', OptionDef::kRequired},
+      {"states", 't', OptionDef::kRequired}, {"summarize", 's', OptionDef::kNone},
+      {"all", 'a', OptionDef::kNone},        {"help", 0, OptionDef::kNone}};
   auto o = slurm::ParseOptions(argv, kDefs, false);
   if (!o.ok()) return SlurmError(ctx, "sinfo", o.status().message());
   if (!o->unknown.empty()) return SlurmError(ctx, "sinfo", "unrecognized option " + o->unknown[0]);
   if (o->Has("help")) {
-    *ctx.out << "Usage: sinfo [-N] [-l] [-h]\n";
+    *ctx.out << "Usage: sinfo [-N] [-l] [-s] [-h] [-o FORMAT] [-O FIELDS] [-p PARTS] "
+                "[-t STATES]\n";
     return kExitOk;
+  }
+  if (o->Has("format") && o->Has("Format")) {
+    return SlurmError(ctx, "sinfo", "options --format and --Format exclude each other");
   }
   ApiClient api(ctx);
   auto nodes = api.CallJson("GET", "/v1/nodes");
@@ -330,12 +338,18 @@ int RunSinfo(const std::vector<std::string>& argv, CliContext& ctx) {
   }
   auto node_views = NodesFromAnswer(*nodes);
   if (!node_views.ok()) return SlurmError(ctx, "sinfo", node_views.status().message());
-  std::string out = slurm::RenderSinfo(*node_views, partitions, o->Has("Node"), ctx.now());
-  if (o->Has("noheader")) {  // -N: the time line goes too
-    out = out.substr(out.find('\n') + 1);
-    if (o->Has("Node")) out = out.substr(out.find('\n') + 1);
-  }
-  *ctx.out << out;
+  slurm::SinfoOptions so;
+  so.format = o->Get("format");
+  so.long_format = o->Get("Format");
+  so.per_node = o->Has("Node");
+  so.long_output = o->Has("long");
+  so.summarize = o->Has("summarize");
+  so.header = !o->Has("noheader");
+  so.only_partitions = SplitComma(o->Get("partition"));
+  so.only_states = SplitComma(o->Get("states"));
+  auto out = slurm::RenderSinfo(*node_views, partitions, so, ctx.now());
+  if (!out.ok()) return SlurmError(ctx, "sinfo", out.status().message());
+  *ctx.out << *out;
   return kExitOk;
 }
 

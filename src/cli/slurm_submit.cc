@@ -17,8 +17,9 @@
 namespace corral::cli {
 namespace {
 
-constexpr const char* kSlurmNames[] = {"sbatch", "srun",     "squeue", "scancel",
-                                       "sacct",  "scontrol", "sinfo",  "salloc"};
+constexpr const char* kSlurmNames[] = {"sbatch",   "srun",     "squeue", "scancel",
+                                       "sacct",    "scontrol", "sinfo",  "salloc",
+                                       "sacctmgr", "sshare",   "sprio"};
 
 // Slurm's commands report errors as "CMD: error: MESSAGE" and exit 1.
 slurm::SubmitContext SubmitContextOf(CliContext& ctx) {
@@ -51,6 +52,25 @@ std::string JoinQuoted(const std::vector<std::string>& words) {
   std::string out;
   for (const std::string& w : words) out += (out.empty() ? "" : " ") + slurm::ShellQuote(w);
   return out;
+}
+
+// -A names a queue (an account is a queue: docs/slurm.md). One the head does not have is
+// refused before anything is submitted, as Slurm refuses an account without an association.
+Status CheckAccount(CliContext& ctx, const slurm::ParsedOptions& o) {
+  const std::string account = o.Get("account");
+  if (!o.Has("account") || account == "default") return Status::Ok();
+  ApiClient api(ctx);
+  auto reply = api.CallJson("GET", "/v1/queues");
+  if (!reply.ok()) return reply.status();
+  auto queues = QueuesFromAnswer(*reply);
+  if (!queues.ok()) return queues.status();
+  for (const QueueView& q : *queues) {
+    if (q.config.name == account) return Status::Ok();
+  }
+  return InvalidArgument(
+      "Batch job submission failed: Invalid account or account/partition combination "
+      "specified (option --account: \"" +
+      account + "\" is not a Corral queue; `sacctmgr show account` lists them)");
 }
 
 }  // namespace
@@ -103,7 +123,8 @@ int RunSlurm(const std::vector<std::string>& args, CliContext& ctx) {
       return kExitError;
     }
   }
-  *ctx.out << "Installed sbatch, srun, salloc, squeue, scancel, sacct, scontrol and sinfo in "
+  *ctx.out << "Installed sbatch, srun, salloc, squeue, scancel, sacct, scontrol, sinfo, sacctmgr, "
+              "sshare and sprio in "
            << dir.string() << " (links to " << self.string() << ").\nAdd them to your PATH:\n"
            << "  export PATH=" << dir.string() << ":$PATH\n";
   return kExitOk;
@@ -151,6 +172,7 @@ int RunSbatch(const std::vector<std::string>& argv, CliContext& ctx) {
   auto sub = slurm::BuildBatchSpec(opts, sc, opts.Has("strict"));
   if (!sub.ok()) return SlurmError(ctx, "sbatch", sub.status().message());
   for (const std::string& w : sub->warnings) *ctx.err << "sbatch: warning: " << w << "\n";
+  if (Status a = CheckAccount(ctx, opts); !a.ok()) return SlurmError(ctx, "sbatch", a.message());
   auto id = PostSpec(ctx, "sbatch", sub->spec);
   if (!id.ok()) return SlurmError(ctx, "sbatch", id.status().message());
   if (sub->parsable) {
@@ -193,6 +215,7 @@ int RunSrun(const std::vector<std::string>& given, CliContext& ctx) {
   auto sub = slurm::BuildBatchSpec(*opts, sc, false);
   if (!sub.ok()) return SlurmError(ctx, "srun", sub.status().message());
   for (const std::string& w : sub->warnings) *ctx.err << "srun: warning: " << w << "\n";
+  if (Status a = CheckAccount(ctx, *opts); !a.ok()) return SlurmError(ctx, "srun", a.message());
   Json spec = sub->spec;
   if (!opts->Has("output") && !opts->Has("error")) {
     spec["command"] = opts->positional;

@@ -44,6 +44,13 @@ struct Encoder {
               {"to_steps", c.to_steps}});
   }
   void operator()(const JobHoldSet& c) { j.update({{"job", c.job}, {"held", c.held}}); }
+  void operator()(const JobUpdated& c) {
+    j.update({{"job", c.job},
+              {"time_limit_ms", c.time_limit_ms},
+              {"priority", c.priority},
+              {"queue", c.queue},
+              {"previous_queue", c.previous_queue}});
+  }
   void operator()(const JobsRetired& c) { j["jobs"] = c.jobs; }
   void operator()(const StepStarted& c) {
     j.update({{"job", c.job}, {"attempt", c.attempt}, {"step", ToJson(c.step)}});
@@ -166,6 +173,11 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
                         Get<bool>(j, "to_replicas", true), Get<bool>(j, "to_steps", true)};
   }
   if (type == "job_hold_set") return JobHoldSet{job(), j.at("held").get<bool>()};
+  if (type == "job_updated") {
+    return JobUpdated{job(), j.at("time_limit_ms").get<DurationMs>(),
+                      j.at("priority").get<int32_t>(), j.at("queue").get<std::string>(),
+                      j.at("previous_queue").get<std::string>()};
+  }
   if (type == "jobs_retired") return JobsRetired{j.at("jobs").get<std::vector<JobId>>()};
   if (type == "step_exited") {
     return StepExited{job(), attempt(), j.at("step").get<int32_t>(), j.at("index").get<int32_t>(),
@@ -306,7 +318,7 @@ const char* ChangeName(const ChangeKind& what) {
       "step_exited",         "job_hold_set",    "run_signalled",     "node_health_set",
       "jobs_retired",        "array_submitted", "node_drain_set",    "gpu_drain_set",
       "run_noted",           "qos_set",         "qos_deleted",       "reservation_set",
-      "reservation_deleted"};
+      "reservation_deleted", "job_updated"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];
 }

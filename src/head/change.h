@@ -167,6 +167,15 @@ struct JobHoldSet {  // a user hold put on a pending job, or taken off
   JobId job = 0;
   bool held = false;
 };
+// A pending job's time limit, priority or queue changed (scontrol update): its new values
+// and the queue it was in, for the indexes counted per queue.
+struct JobUpdated {
+  JobId job = 0;
+  DurationMs time_limit_ms = 0;
+  int32_t priority = 0;
+  std::string queue;
+  std::string previous_queue;
+};
 // Jobs that ended longer ago than the retention window leave memory (DESIGN §9): their rows
 // stay in the store, which answers for them from then on, and a tombstone keeps each one's
 // final state for dependencies. An array leaves whole.
@@ -179,7 +188,8 @@ using ChangeKind =
                  RunEnded, JobEnded, CheckpointReported, NodeRegistered, NodeLivenessSet, QueueSet,
                  TokenIssued, TokenRevoked, IdleWarned, StepStarted, StepExited, JobHoldSet,
                  RunSignalled, NodeHealthSet, JobsRetired, ArraySubmitted, NodeDrainSet,
-                 GpuDrainSet, RunNoted, QosSet, QosDeleted, ReservationSet, ReservationDeleted>;
+                 GpuDrainSet, RunNoted, QosSet, QosDeleted, ReservationSet, ReservationDeleted,
+                 JobUpdated>;
 
 struct Change {
   uint64_t revision = 0;

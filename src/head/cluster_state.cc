@@ -66,6 +66,21 @@ struct Applier {
     job.held = c.held;
     Event(job, c.held ? "held" : "released", "");
   }
+  void operator()(const JobUpdated& c) {
+    Job& job = JobAt(s, c.job);
+    std::string what;
+    auto note = [&what](const std::string& field, const std::string& from, const std::string& to) {
+      if (from != to) what += (what.empty() ? "" : ", ") + field + " " + from + " -> " + to;
+    };
+    auto limit = [](DurationMs ms) { return ms > 0 ? std::to_string(ms / 1000) + " s" : "none"; };
+    note("time limit", limit(job.spec.time_limit_ms), limit(c.time_limit_ms));
+    note("priority", std::to_string(job.spec.priority), std::to_string(c.priority));
+    note("queue", job.spec.queue, c.queue);
+    job.spec.time_limit_ms = c.time_limit_ms;
+    job.spec.priority = c.priority;
+    job.spec.queue = c.queue;
+    Event(job, "updated", what);
+  }
   void operator()(const StepStarted& c) {
     Run& run = RunAt(s, c.job, c.attempt);
     CORRAL_CHECK(c.step.id == static_cast<int32_t>(run.steps.size()), "step out of order");

@@ -84,6 +84,16 @@ struct HoldJob {
   }
 };
 
+// scontrol update: a pending job's time limit, priority or queue.
+struct UpdateJob {
+  using Answer = Job;
+  JobId id = 0;
+  JobUpdate update;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.UpdateJob(by, id, update, now);
+  }
+};
+
 struct ReportCheckpoint {
   using Answer = Job;
   JobId id = 0;
@@ -346,6 +356,7 @@ constexpr bool ForAgents() {
   X(BackupStore)                \
   X(WatchEvents)                \
   X(RegisterAgent)              \
-  X(SyncAgent)
+  X(SyncAgent)                  \
+  X(UpdateJob)
 
 }  // namespace corral::head

@@ -53,8 +53,10 @@ const std::set<JobId>& ActiveRuns::OnNode(const std::string& node) const {
 
 // --- PendingCounts ---
 
-void PendingCounts::Add(const Job& job, int32_t delta) {
-  auto [it, added] = counts_.try_emplace({job.spec.queue, job.owner}, 0);
+void PendingCounts::Add(const Job& job, int32_t delta) { Add(job.spec.queue, job.owner, delta); }
+
+void PendingCounts::Add(const std::string& queue, const std::string& owner, int32_t delta) {
+  auto [it, added] = counts_.try_emplace({queue, owner}, 0);
   it->second += delta;
   if (it->second == 0) counts_.erase(it);
 }
@@ -67,6 +69,10 @@ void PendingCounts::Apply(const ClusterState& s, const Change& c) {
     if (e->job_state == JobState::kPending) Add(s.jobs.at(e->job), +1);  // requeued
   } else if (const auto* e = std::get_if<JobEnded>(&c.what)) {
     Add(s.jobs.at(e->job), -1);  // it ended while pending
+  } else if (const auto* e = std::get_if<JobUpdated>(&c.what)) {
+    const Job& job = s.jobs.at(e->job);  // only a pending job is updated: it moves queue
+    Add(e->previous_queue, job.owner, -1);
+    Add(job, +1);
   }
 }
 

@@ -47,6 +47,7 @@ class PendingCounts {
 
  private:
   void Add(const Job& job, int32_t delta);
+  void Add(const std::string& queue, const std::string& owner, int32_t delta);
   std::map<Key, int32_t> counts_;
 };
 

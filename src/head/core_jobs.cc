@@ -693,4 +693,86 @@ Status HeadCore::CheckUserLimits(const JobSpec& spec, const std::string& owner) 
   return Status::Ok();
 }
 
+Result<Job> HeadCore::UpdateJob(const Caller& by, JobId id, const JobUpdate& update, TimeMs now) {
+  auto it = state_.jobs.find(id);
+  if (it == state_.jobs.end()) return UnknownJob(id);
+  const Job& job = it->second;
+  if (!MayManageJob(by, job)) {
+    return PermissionDenied("user '" + by.name + "' may not update job " + std::to_string(id) +
+                            " of '" + job.owner + "'");
+  }
+  if (job.state != JobState::kPending) {
+    return FailedPrecondition("job " + std::to_string(id) + " is " + JobStateName(job.state) +
+                              ": only a pending job's time limit, priority and queue may be "
+                              "updated");
+  }
+  auto spec = UpdatedSpec(by, job, update, now);
+  if (!spec.ok()) return spec.status();
+  if (spec->time_limit_ms != job.spec.time_limit_ms || spec->priority != job.spec.priority ||
+      spec->queue != job.spec.queue) {
+    Emit(by, now, JobUpdated{id, spec->time_limit_ms, spec->priority, spec->queue, job.spec.queue});
+  }
+  return state_.jobs.at(id);
+}
+
+Result<JobSpec> HeadCore::UpdatedSpec(const Caller& by, const Job& job, const JobUpdate& u,
+                                      TimeMs now) const {
+  JobSpec spec = job.spec;
+  const std::string id = std::to_string(job.id);
+  auto ms = [](DurationMs d) { return d > 0 ? std::to_string(d) + " ms" : std::string("none"); };
+  if (u.time_limit_ms) {
+    const DurationMs from = job.spec.time_limit_ms, to = *u.time_limit_ms;
+    if (to < 0) {
+      return InvalidArgument("field 'time_limit_ms': got " + std::to_string(to) +
+                             ", want 0 (none) or more");
+    }
+    if (from > 0 && (to == 0 || to > from) && !by.IsAdmin()) {  // Slurm: users only lower it
+      return PermissionDenied("field 'time_limit_ms': only an admin may raise job " + id +
+                              "'s time limit (from " + ms(from) + " to " + ms(to) + ")");
+    }
+    spec.time_limit_ms = to;
+  }
+  if (u.priority) {
+    if (*u.priority > job.spec.priority && !by.IsAdmin()) {
+      return PermissionDenied("field 'priority': only an admin may raise job " + id +
+                              "'s priority (from " + std::to_string(job.spec.priority) + " to " +
+                              std::to_string(*u.priority) + ")");
+    }
+    spec.priority = *u.priority;
+  }
+  if (u.queue && *u.queue != job.spec.queue) {
+    if (u.queue->empty()) return InvalidArgument("field 'queue': got \"\", want a queue's name");
+    spec.queue = *u.queue;
+    CORRAL_RETURN_IF_ERROR(CheckQueueAccess(state_.queues, by, spec.queue));
+    CORRAL_RETURN_IF_ERROR(CheckGrace(state_.queues, spec));
+    CORRAL_RETURN_IF_ERROR(CheckGpuShare(spec));
+    CORRAL_RETURN_IF_ERROR(CheckQueueRoom(spec, job.owner));
+  }
+  // A lower priority is always the user's to choose (Slurm's rule); in another queue the job's
+  // priority must be one its QoS there allows.
+  if (spec.queue != job.spec.queue) CORRAL_RETURN_IF_ERROR(CheckPriority(by, spec, job.owner));
+  CORRAL_RETURN_IF_ERROR(CheckReservation(spec, job.owner, now));
+  return spec;
+}
+
+Status HeadCore::CheckQueueRoom(const JobSpec& spec, const std::string& owner) const {
+  auto q = state_.queues.find(spec.queue);
+  if (q == state_.queues.end()) return Status::Ok();
+  const int32_t total_gpus = spec.replicas * spec.per_replica.WholeGpus();
+  if (q->second.limit_gpus >= 0 && total_gpus > q->second.limit_gpus) {
+    return InvalidArgument("field 'queue': the job needs " + std::to_string(total_gpus) +
+                           " GPUs, more than queue '" + spec.queue + "' may ever use (limit " +
+                           std::to_string(q->second.limit_gpus) + ")");
+  }
+  const int32_t max = q->second.max_pending_per_user;
+  if (max > 0 && indexes_.get<PendingCounts>().Of(spec.queue, owner) + 1 > max) {
+    return Status(ErrorCode::kResourceExhausted,
+                  "field 'queue': user '" + owner + "' has " +
+                      std::to_string(indexes_.get<PendingCounts>().Of(spec.queue, owner)) +
+                      " jobs pending in queue '" + spec.queue + "'; its limit is " +
+                      std::to_string(max) + " (max_pending_per_user)");
+  }
+  return Status::Ok();
+}
+
 }  // namespace corral::head

@@ -98,22 +98,25 @@ void HeadCore::Index(const Change& c) {
       Job(e.job);
       BumpRun(e.job, e.attempt);
     }
-    void operator()(const JobHoldSet& e) {
-      Job(e.job);
-      const corral::Job& job = core.state_.jobs.at(e.job);
+    void operator()(const JobHoldSet& e) { Readmit(e.job); }
+    // The scheduler takes the job's new limit, priority and queue as it takes a release.
+    void operator()(const JobUpdated& e) { Readmit(e.job); }
+    void Readmit(JobId id) {
+      Job(id);
+      const corral::Job& job = core.state_.jobs.at(id);
       if (job.state != JobState::kPending) return;
       // Out of whatever held or admitted it, then admitted again: AdmitPending now sees the
       // user hold (or its absence) first.
-      if (core.held_.count(e.job)) {
+      if (core.held_.count(id)) {
         core.Unhold(job);
       } else {
-        core.scheduler_->RemovePending(e.job);
+        core.scheduler_->RemovePending(id);
         if (job.IsArrayElement()) {
           --core.array_live_[job.array_id];
           core.release_arrays_.insert(job.array_id);
         }
       }
-      core.pending_reason_.erase(e.job);
+      core.pending_reason_.erase(id);
       core.AdmitPending(job);
       core.WantSchedule();
     }
@@ -206,6 +209,7 @@ void HeadCore::MarkDirty(const Change& c) {
     void operator()(const IdleWarned& e) { d.jobs.insert(e.job); }
     void operator()(const StepStarted& e) { d.jobs.insert(e.job); }
     void operator()(const JobHoldSet& e) { d.jobs.insert(e.job); }
+    void operator()(const JobUpdated& e) { d.jobs.insert(e.job); }
     void operator()(const RunSignalled& e) { d.jobs.insert(e.job); }
     void operator()(const JobsRetired& e) {
       // Its row is current (a job is retired only once it is), and the change's own commit

@@ -88,6 +88,13 @@ struct JobFilter {
 // Whether `job` passes the filter's tests (all but `after` and `limit`).
 bool FilterMatches(const JobFilter& f, const Job& job);
 
+// What `scontrol update` changes of a pending job; an unset field stays as it is.
+struct JobUpdate {
+  std::optional<DurationMs> time_limit_ms;  // 0: none
+  std::optional<int32_t> priority;
+  std::optional<std::string> queue;
+};
+
 // srun's request for a job step (core_steps.cc).
 struct StepRequest {
   std::vector<std::string> command;
@@ -182,6 +189,10 @@ class HeadCore {
   Result<Job> Signal(const Caller& by, JobId id, int32_t signal, SignalTarget to, TimeMs now);
   // A user hold on a pending job (an array's id: its pending elements), or its release.
   Result<Job> SetHold(const Caller& by, JobId id, bool hold, TimeMs now);
+  // A pending job's time limit, priority or queue (core_jobs.cc), within the caller's rights
+  // as Slurm's scontrol update: only an admin raises a limit or a priority; a new queue must
+  // admit the caller and have room. A running job, or a field refused, changes nothing.
+  Result<Job> UpdateJob(const Caller& by, JobId id, const JobUpdate& update, TimeMs now);
   // Job steps (core_steps.cc): only the job itself (a kJob caller) starts them.
   Result<Step> StartStep(const Caller& by, JobId id, StepRequest req, TimeMs now);
   Result<Step> GetStep(const Caller& by, JobId id, int32_t step) const;
@@ -234,6 +245,11 @@ class HeadCore {
   // A submission's priority against the QoS of its owner and queue (or the head's
   // max_user_priority when none applies): 403 naming the limit.
   Status CheckPriority(const Caller& by, const JobSpec& spec, const std::string& owner) const;
+  // UpdateJob's checks: the job's spec with the update, or the first field refused.
+  Result<JobSpec> UpdatedSpec(const Caller& by, const Job& job, const JobUpdate& u,
+                              TimeMs now) const;
+  // A queue a pending job moves to: within its GPU limit and its max_pending_per_user.
+  Status CheckQueueRoom(const JobSpec& spec, const std::string& owner) const;
   // Pending jobs' scheduler inputs again (their QoS changed).
   void RefreshPendingInputs();
 

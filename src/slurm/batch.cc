@@ -585,13 +585,20 @@ Result<BatchSubmission> BuildBatchSpec(const ParsedOptions& o, const SubmitConte
   } else {
     spec["name"] = ctx.script_name.empty() ? "sbatch" : ctx.script_name;
   }
-  if (o.Has("partition")) {
-    std::string p = o.Get("partition");
-    if (p.empty() || p.find(',') != std::string::npos) {
-      return Bad("partition", p, "one partition (a Corral queue), e.g. gpu");
+  // An account is a queue (sacctmgr lists the queues a user may use as accounts): -A selects
+  // the queue as -p does, and both must then name the same one.
+  const std::string queue = o.Get("partition", o.Get("account", "default"));
+  if (o.Has("partition") && o.Has("account") && o.Get("account") != queue) {
+    return Bad("account", o.Get("account"),
+               "the queue of --partition=" + queue +
+                   " or none (an account is a Corral queue; sacctmgr show assoc lists them)");
+  }
+  if (o.Has("partition") || o.Has("account")) {
+    const char* option = o.Has("partition") ? "partition" : "account";
+    if (queue.empty() || queue.find(',') != std::string::npos) {
+      return Bad(option, queue, std::string("one ") + option + " (a Corral queue), e.g. gpu");
     }
-    spec["queue"] = p;
-    exports["SLURM_JOB_PARTITION"] = p;
+    spec["queue"] = queue;
   }
   if (o.Has("qos")) exports["SLURM_JOB_QOS"] = o.Get("qos");
   if (std::string r = o.Get("reservation"); o.Has("reservation")) {
@@ -599,7 +606,7 @@ Result<BatchSubmission> BuildBatchSpec(const ParsedOptions& o, const SubmitConte
       return Bad("reservation", r, "one reservation's name (corral reservations list)");
     spec["reservation"] = exports["SLURM_JOB_RESERVATION"] = r;
   }
-  if (o.Has("account")) exports["SLURM_JOB_ACCOUNT"] = o.Get("account");
+  exports["SLURM_JOB_ACCOUNT"] = queue;
   if (o.Has("comment")) env["CORRAL_SLURM_COMMENT"] = o.Get("comment");
   if (o.Has("array")) spec["array"] = o.Get("array");
   if (o.Has("dependency")) spec["dependency"] = o.Get("dependency");
@@ -670,7 +677,7 @@ Result<BatchSubmission> BuildBatchSpec(const ParsedOptions& o, const SubmitConte
   exports["SLURM_SUBMIT_DIR"] = ctx.cwd;
   if (!ctx.submit_host.empty()) exports["SLURM_SUBMIT_HOST"] = ctx.submit_host;
   exports["SLURM_CLUSTER_NAME"] = "corral";
-  exports["SLURM_JOB_PARTITION"] = o.Get("partition", "default");
+  exports["SLURM_JOB_PARTITION"] = queue;
   exports["SLURM_LOCALID"] = "0";
   exports["SLURM_PROCID"] = "0";
   exports["SLURM_NODEID"] = "0";

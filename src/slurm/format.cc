@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/hostlist.h"
+#include "slurm/sinfo.h"
 
 namespace corral::slurm {
 namespace {
@@ -358,7 +359,7 @@ Result<std::string> RenderSacct(const std::vector<Job>& jobs, const SacctOptions
     if (name == "JobIDRaw") return std::to_string(j.id) + (step ? ".batch" : "");
     if (name == "JobName") return step ? "batch" : j.spec.name;
     if (name == "Partition") return step ? "" : Partition(j);
-    if (name == "Account") return j.spec.env.count("SLURM_JOB_ACCOUNT") ? "" : "";
+    if (name == "Account") return j.spec.queue;  // an account is a queue (sacctmgr)
     if (name == "AllocCPUS") return std::to_string(step ? Cpus(j) / j.spec.replicas : Cpus(j));
     if (name == "State") {
       std::string s = SlurmState(j);
@@ -471,94 +472,9 @@ std::string RenderScontrolJob(const Job& j, TimeMs now) {
 std::string RenderSinfo(const std::vector<NodeView>& nodes,
                         const std::vector<std::string>& partitions, bool per_node_long,
                         TimeMs now) {
-  struct SinfoNode {
-    std::string name, state;
-    int64_t cpus = 0, memory = 0, gpus = 0;
-  };
-  std::vector<SinfoNode> views;
-  for (const NodeView& n : nodes) {
-    SinfoNode v;
-    v.name = n.node.name;
-    v.cpus = n.node.cpu_milli / 1000;
-    v.memory = n.node.memory_mb;
-    v.gpus = static_cast<int64_t>(n.node.gpus.size());
-    const int64_t used = n.gpus_used;
-    const NodeState st = n.node.state();
-    if (st == NodeState::kReady && !n.node.unhealthy.empty()) {
-      v.state = used == 0 ? "drain" : "drng";  // Slurm drains a node failing its health check
-    } else if (st == NodeState::kReady) {
-      v.state = used == 0 ? "idle" : (used >= v.gpus ? "alloc" : "mix");
-    } else if (st == NodeState::kDraining) {
-      v.state = "drng";
-    } else if (st == NodeState::kDrained) {
-      v.state = "drain";
-    } else if (st == NodeState::kUnreachable) {
-      v.state = "down*";
-    } else {
-      v.state = "down";
-    }
-    // A node in a reservation that is on now: Slurm's MAINT and RESERVED states.
-    if (!n.reservation.empty() && (st == NodeState::kReady || st == NodeState::kDraining)) {
-      v.state = n.maintenance ? "maint" : "resv";
-    }
-    views.push_back(v);
-  }
-  std::string out;
-  auto pad = [](const std::string& s, int w, bool right) { return Pad(s, w, right, false); };
-  if (per_node_long) {
-    // Slurm's -N -l: the time first (ctime's layout, local time), then its
-    // "%N %.6D %.9P %.11T %.4c %.8z %.6m %.8d %.6w %.8f %20E" columns. A node's sockets:cores:
-    // threads are given as Slurm derives them from a CPU count alone (CPUS:1:1).
-    std::time_t t = static_cast<std::time_t>(now / 1000);
-    std::tm tm{};
-    localtime_r(&t, &tm);
-    char date[64];
-    std::strftime(date, sizeof(date), "%a %b %e %H:%M:%S %Y", &tm);
-    out += std::string(date) + "\n";
-    out += pad("NODELIST", 10, false) + " " + pad("NODES", 5, true) + " " +
-           pad("PARTITION", 9, true) + " " + pad("STATE", 11, true) + " " + pad("CPUS", 4, false) +
-           " " + pad("S:C:T", 8, true) + " " + pad("MEMORY", 6, true) + " " +
-           pad("TMP_DISK", 8, true) + " " + pad("WEIGHT", 6, true) + " " +
-           pad("AVAIL_FE", 8, true) + " " + pad("REASON", 20, false) + "\n";
-    for (size_t p = 0; p < partitions.size(); ++p) {
-      for (const SinfoNode& v : views) {
-        out += pad(v.name, 10, false) + " " + pad("1", 5, true) + " " +
-               pad(partitions[p] + (p == 0 ? "*" : ""), 9, true) + " " +
-               pad(v.state == "idle"    ? "idle"
-                   : v.state == "alloc" ? "allocated"
-                   : v.state == "mix"   ? "mixed"
-                   : v.state == "resv"  ? "reserved"
-                                        : v.state,
-                   11, true) +
-               " " + pad(std::to_string(v.cpus), 4, false) + " " +
-               pad(std::to_string(v.cpus) + ":1:1", 8, true) + " " +
-               pad(std::to_string(v.memory), 6, true) + " " + pad("0", 8, true) + " " +
-               pad("1", 6, true) + " " + pad("(null)", 8, true) + " " + pad("none", 20, false) +
-               "\n";
-      }
-    }
-    return out;
-  }
-  out += pad("PARTITION", 9, false) + " " + pad("AVAIL", 5, true) + " " +
-         pad("TIMELIMIT", 10, true) + " " + pad("NODES", 6, true) + " " + pad("STATE", 5, true) +
-         " NODELIST\n";
-  for (size_t p = 0; p < partitions.size(); ++p) {
-    std::vector<std::string> states;
-    for (const SinfoNode& v : views) {
-      if (std::find(states.begin(), states.end(), v.state) == states.end())
-        states.push_back(v.state);
-    }
-    for (const std::string& st : states) {
-      std::vector<std::string> names;
-      for (const SinfoNode& v : views) {
-        if (v.state == st) names.push_back(v.name);
-      }
-      out += pad(partitions[p] + (p == 0 ? "*" : ""), 9, false) + " " + pad("up", 5, true) + " " +
-             pad("infinite", 10, true) + " " + pad(std::to_string(names.size()), 6, true) + " " +
-             pad(st, 5, true) + " " + CompressHostlist(names) + "\n";
-    }
-  }
-  return out;
+  SinfoOptions o;
+  o.per_node = o.long_output = per_node_long;
+  return *RenderSinfo(nodes, partitions, o, now);  // the default layouts have no bad field
 }
 
 }  // namespace corral::slurm

@@ -179,10 +179,10 @@ TEST(SlurmSinfo, DrainLivenessAndHealthMapToSlurmsStates) {
   nodes[2].node.unhealthy = "GPU 1: Xid 79";
   nodes[3].node.liveness = Liveness::kDown;
   std::string out = RenderSinfo(nodes, {"default"}, false, 0);
-  EXPECT_NE(out.find("1  drng n1\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("1 down* n2\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("1 drain n3\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("1  down n4\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("1   drng n1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("1  down* n2\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("1  drain n3\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("1   down n4\n"), std::string::npos) << out;
 }
 
 // Nodes inside a reservation that is on now (the API's node JSON says so): Slurm's MAINT and
@@ -197,9 +197,9 @@ TEST(SlurmSinfo, NodesInAReservationShowMaintOrResv) {
   std::vector<NodeView> nodes = {node("gpu01", 0, "", false), node("gpu02", 2, "m1", true),
                                  node("gpu03", 0, "m1", true), node("gpu04", 0, "train", false)};
   std::string out = RenderSinfo(nodes, {"default"}, false, 0);
-  EXPECT_NE(out.find("1  idle gpu01\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("2 maint gpu[02-03]\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("1  resv gpu04\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("1   idle gpu01\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("2  maint gpu[02-03]\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("1   resv gpu04\n"), std::string::npos) << out;
   std::string long_out = RenderSinfo(nodes, {"default"}, true, 0);
   EXPECT_NE(long_out.find("default*       maint"), std::string::npos) << long_out;
   EXPECT_NE(long_out.find("default*    reserved"), std::string::npos) << long_out;

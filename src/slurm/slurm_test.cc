@@ -167,7 +167,7 @@ TEST(SlurmBatch, MapsTheAllocationOntoTheSpec) {
   ParsedOptions o =
       Parse({"--nodes=2", "--ntasks-per-node=4", "--cpus-per-task=2", "--gpus-per-node=4",
              "--mem=32G", "--time=1:00:00", "-p", "gpu", "--job-name", "ddp", "--array=0-3%2",
-             "--dependency=afterok:7", "--chdir=sub", "--qos=high", "--account=proj"});
+             "--dependency=afterok:7", "--chdir=sub", "--qos=high", "--account=gpu"});
   auto sub = BuildBatchSpec(o, Ctx("#!/bin/bash\necho hi\n"), false);
   ASSERT_TRUE(sub.ok()) << sub.status().message();
   const Json& s = sub->spec;
@@ -193,7 +193,7 @@ TEST(SlurmBatch, MapsTheAllocationOntoTheSpec) {
   EXPECT_NE(program.find("export SLURM_NTASKS_PER_NODE='4(x2)'"), std::string::npos);
   EXPECT_NE(program.find("export SLURM_CPUS_PER_TASK='2'"), std::string::npos);
   EXPECT_NE(program.find("export SLURM_JOB_QOS='high'"), std::string::npos);
-  EXPECT_NE(program.find("export SLURM_JOB_ACCOUNT='proj'"), std::string::npos);
+  EXPECT_NE(program.find("export SLURM_JOB_ACCOUNT='gpu'"), std::string::npos);
   EXPECT_NE(program.find("export SLURM_SUBMIT_DIR='/home/alice/proj'"), std::string::npos);
   // The spec is one Corral accepts.
   auto valid = ParseJobSpec(s);
@@ -201,6 +201,29 @@ TEST(SlurmBatch, MapsTheAllocationOntoTheSpec) {
   EXPECT_TRUE(valid->batch);
   EXPECT_EQ(valid->replicas, 2);
   EXPECT_EQ(valid->tasks_per_replica, 1);  // one batch shell per node, not one per task
+}
+
+// An account is a queue (sacctmgr lists a user's queues as accounts): -A alone selects it, and
+// with -p both must name the same queue.
+TEST(SlurmBatch, AccountSelectsTheQueue) {
+  auto sub = BuildBatchSpec(Parse({"-A", "gpu"}), Ctx("#!/bin/bash\necho hi\n"), false);
+  ASSERT_TRUE(sub.ok()) << sub.status().message();
+  EXPECT_EQ(sub->spec["queue"], "gpu");
+  const std::string program = sub->spec["command"][2];
+  EXPECT_NE(program.find("export SLURM_JOB_PARTITION='gpu'"), std::string::npos);
+  EXPECT_NE(program.find("export SLURM_JOB_ACCOUNT='gpu'"), std::string::npos);
+  auto none = BuildBatchSpec(Parse({}), Ctx("#!/bin/bash\necho hi\n"), false);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->spec.contains("queue"));
+  EXPECT_NE(std::string(none->spec["command"][2]).find("export SLURM_JOB_ACCOUNT='default'"),
+            std::string::npos);
+  auto both = BuildBatchSpec(Parse({"-A", "gpu", "-p", "cpu"}), Ctx("#!/bin/bash\n"), false);
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(both.status().message().rfind("option --account: got \"gpu\", want the queue of "
+                                          "--partition=cpu",
+                                          0),
+            0u)
+      << both.status().message();
 }
 
 TEST(SlurmBatch, GpusFromGresTasksOrTotalAndConflictsNamed) {

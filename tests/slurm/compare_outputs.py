@@ -4,8 +4,10 @@ same jobs (tests/slurm/slurm_diff_test.sh). Usage:
 
   compare_outputs.py KIND SLURM_FILE CORRAL_FILE SLURM_IDS CORRAL_IDS
 
-KIND is table (squeue, sinfo: columns split on blanks), fixed (sacct's table: columns cut at
-its dashes line), parsable (sacct -P), or scontrol (`scontrol show job`). The IDS files hold
+KIND is table (squeue, sinfo, sprio: columns split on blanks), fixed (sacct's and sacctmgr's
+tables: columns cut at the dashes line), parsable (sacct -P), scontrol (`scontrol show job`), or
+header (the header line, and the dashes line under it if any: where the two sides' rows differ
+by construction, as sshare's tree of accounts). The IDS files hold
 "name id" lines. Header lines must be identical. In each row the values that differ by
 construction are normalised by column: job ids become the job's name, partitions PART, users
 and accounts USER, node names NODE, and times keep their shape only (each digit 9), so that a
@@ -19,7 +21,12 @@ ID_COLUMNS = {"JOBID", "JobID", "JobIDRaw", "JobId", "ArrayJobId"}
 PART_COLUMNS = {"PARTITION", "Partition"}
 USER_COLUMNS = {"USER", "User", "UserId", "GroupId"}
 # Corral has no Slurm accounts (docs/slurm.md): the column is there, its value is not compared.
-ACCOUNT_COLUMNS = {"Account", "ACCOUNT"}
+ACCOUNT_COLUMNS = {"Account", "ACCOUNT", "Def Acct"}
+CLUSTER_COLUMNS = {"Cluster"}
+# Slurm's GRES has no type here ("gpu:8"); Corral's names the GPU model ("gpu:SimGPU:8").
+GRES_COLUMNS = {"GRES"}
+# sprio's factors: Slurm's weighted sums, Corral's own priority and factors x1000.
+FACTOR_COLUMNS = {"PRIORITY", "SITE", "AGE", "FAIRSHARE"}
 # The machines' sizes differ by construction (Corral's agents report this host's).
 SIZE_COLUMNS = {"CPUS", "MEMORY", "S:C:T"}
 NODE_COLUMNS = {"NODELIST", "NODELIST(REASON)", "NodeList", "BatchHost"}
@@ -54,6 +61,12 @@ def norm(column, value, ids):
         return "USER" if value else ""
     if column in ACCOUNT_COLUMNS:
         return "ACCOUNT"
+    if column in CLUSTER_COLUMNS:
+        return "CLUSTER"
+    if column in GRES_COLUMNS:
+        return re.sub(r"gpu:[A-Za-z][\w.-]*:", "gpu:", value)
+    if column in FACTOR_COLUMNS:
+        return re.sub(r"\d+", "N", value)
     if column in SIZE_COLUMNS:
         return re.sub(r"\d+", "N", value)
     if column in NODE_COLUMNS:
@@ -119,6 +132,14 @@ def fields(text):
     return out
 
 
+def compare_header(slurm, corral):
+    def head(text):
+        lines = [l.rstrip() for l in text.splitlines() if l.strip()]
+        return lines[:2] if len(lines) > 1 and re.fullmatch(r"[- ]+", lines[1]) else lines[:1]
+    s, c = head(slurm), head(corral)
+    return [] if s == c else [f"header: slurm {s!r}, corral {c!r}"]
+
+
 def compare_scontrol(slurm, corral, sids, cids):
     s, c = fields(slurm), fields(corral)
     problems = []
@@ -143,6 +164,8 @@ def main():
     sids, cids = load_ids(sids_file), load_ids(cids_file)
     if kind == "scontrol":
         problems = compare_scontrol(slurm, corral, sids, cids)
+    elif kind == "header":
+        problems = compare_header(slurm, corral)
     else:
         problems = compare_tabular(kind, slurm, corral, sids, cids)
     if problems:

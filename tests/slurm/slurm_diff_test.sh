@@ -3,10 +3,12 @@
 # here on private ports) and through Corral's shims (`corral up`, 2 agents), then compare what
 # the scripts saw (SLURM_* variables, ids and host names normalised), their output files, and
 # each job's JobState and ExitCode from `scontrol show job`. Then what `sacct`, `squeue`,
-# `sinfo` and `scontrol show job` print for the same jobs (a running and a held one added), on
-# each side, captured now: headers, column sets, state names and time formats must agree
-# (compare_outputs.py normalises ids, users, partitions, node names and time values). Slurm's
-# accounting is a slurmdbd on a MariaDB server the test starts.
+# `sinfo` (default, -N -l, -o, -O, -N, -s) and `scontrol show job` print for the same jobs (a
+# running and a held one added), on each side, captured now: headers, column sets, state names
+# and time formats must agree (compare_outputs.py normalises ids, users, partitions, node names
+# and time values); and with an account (a queue on Corral) and a job waiting for GPUs, what
+# sacctmgr, sshare and sprio print (the same headers; rows where the state is the same). Slurm's
+# accounting is a slurmdbd on a MariaDB server the test starts (priority/multifactor).
 # Needs root and slurm-wlm, slurmdbd, munge and mariadb-server: without them it exits 77
 # (skipped), or fails under CI=true. A Slurm that does not start is a failure, always.
 # Env: CORRAL (the binary); BREAK_SLURM=1 starts slurmctld with a broken configuration (to see
@@ -113,6 +115,9 @@ AccountingStoragePort=$DBD_PORT
 JobAcctGatherType=jobacct_gather/none
 KillWait=5
 NodeName=node[1-2] NodeHostname=localhost NodeAddr=127.0.0.1 Port=$D1,$D2 CPUs=16 RealMemory=16000 Gres=gpu:8 State=UNKNOWN
+PriorityType=priority/multifactor
+PriorityWeightAge=1000
+PriorityWeightFairshare=1000
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
 : > "$S/gres.conf"
@@ -304,6 +309,43 @@ for side in slurm corral; do
   capture $side "$bin" scontrol-fail scontrol show job "$(sid $side fail)"
   capture $side "$bin" scontrol-run scontrol show job "$(sid $side run)"
 done
+# sinfo's formats, while each side has one partition (Corral's queues are its partitions).
+for side in slurm corral; do
+  bin=$SLURM_BIN; [ $side = corral ] && bin=$T/shims
+  capture $side "$bin" sinfo-o sinfo -o "%P %a %l %D %t %G %c %m %N"
+  capture $side "$bin" sinfo-O sinfo -O "partition:12 ,nodes:.5 ,statelong:12 ,gres:15 ,nodelist"
+  capture $side "$bin" sinfo-N sinfo -N
+  capture $side "$bin" sinfo-s sinfo -s
+done
+# Accounts, fair share and priorities. An account on Slurm (root in it) and a queue on Corral
+# (a queue is an account), and on each side a job that waits for GPUs (sprio ranks only jobs
+# that wait for resources: not held ones, nor those waiting on a dependency).
+PATH=$SLURM_BIN:$PATH sacctmgr -i add account acctq >/dev/null &&
+  PATH=$SLURM_BIN:$PATH sacctmgr -i add user root account=acctq >/dev/null ||
+  cannot_start "sacctmgr could not add an account"
+"$CORRAL" queues set acctq --weight 1 >/dev/null || { echo "corral queues set failed"; exit 1; }
+for side in slurm corral; do
+  bin=$SLURM_BIN; [ $side = corral ] && bin=$T/shims
+  w=$(cd "$T/work-$side" && PATH=$bin:$PATH sbatch --parsable -J wide -N 2 --gres=gpu:8 \
+    -o /dev/null --wrap true | cut -d';' -f1)
+  echo "wide $w" >> "$T/ids-$side"
+done
+# Slurm ranks a pending job on its next priority pass: wait until sprio lists it.
+for _ in $(seq 1 100); do
+  PATH=$SLURM_BIN:$PATH sprio -h -o %i | grep -qx "$(sid slurm wide)" && break
+  sleep 0.2
+done
+for side in slurm corral; do
+  bin=$SLURM_BIN; [ $side = corral ] && bin=$T/shims
+  capture $side "$bin" sacctmgr-user sacctmgr show user
+  capture $side "$bin" sacctmgr-user-s sacctmgr -s show user
+  capture $side "$bin" sacctmgr-account sacctmgr show account
+  capture $side "$bin" sacctmgr-assoc-P sacctmgr -P show assoc
+  capture $side "$bin" sshare sshare -a
+  capture $side "$bin" sshare-l sshare -a -l
+  capture $side "$bin" sprio sprio
+  capture $side "$bin" sprio-l sprio -l
+done
 compare() {  # compare KIND NAME
   if python3 "$HERE/compare_outputs.py" "$1" "$T/out-slurm/$2" "$T/out-corral/$2" \
     "$T/ids-slurm" "$T/ids-corral"; then
@@ -321,8 +363,20 @@ compare fixed sacct
 compare parsable sacct-P
 compare scontrol scontrol-fail
 compare scontrol scontrol-run
-PATH=$SLURM_BIN:$PATH scancel "$(sid slurm run)" "$(sid slurm held)"
-PATH=$T/shims:$PATH scancel "$(sid corral run)" "$(sid corral held)"
+compare table sinfo-o
+compare table sinfo-O
+compare table sinfo-N
+compare table sinfo-s
+compare fixed sacctmgr-user
+compare fixed sacctmgr-user-s
+compare header sacctmgr-account
+compare header sacctmgr-assoc-P
+compare header sshare
+compare header sshare-l
+compare table sprio
+compare header sprio-l
+PATH=$SLURM_BIN:$PATH scancel "$(sid slurm run)" "$(sid slurm held)" "$(sid slurm wide)"
+PATH=$T/shims:$PATH scancel "$(sid corral run)" "$(sid corral held)" "$(sid corral wide)"
 
 [ "$fail" = 0 ] && echo "PASS: Slurm and Corral agree" || echo "FAIL: see DIFFERS above"
 exit "$fail"
