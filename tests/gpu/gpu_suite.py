@@ -433,7 +433,7 @@ def check_metrics(s):
             f.write(code)
         argv = ["python3", script]
     else:
-        argv = ["bash", "-c", f"{s.probe} ctx info; sleep 8"]
+        argv = ["bash", "-c", f"{s.probe} ctx info; sleep 15"]
     job = s.submit("--gpus", "1", "--", *argv)
     s.wait_for(60, f"job {job} did not start", lambda: s.show(job)["state"] == "running")
     gpu = s.show(job)["runs"][-1]["placement"][0]["gpus"][0]
