@@ -19,6 +19,7 @@ PACKAGES=(
   clang            # libFuzzer targets (scripts/fuzz.sh)
   busybox-static docker-registry  # the container tests' image and registry
   jupyter-notebook python3-ipykernel python3-websocket  # corral notebook (interactive_test)
+  patchelf         # scripts/bundle.sh: the portable bundle's run paths (tests/bundle_test.sh)
 )
 ./scripts/apt-install.sh "${PACKAGES[@]}"
 # npm: Debian's package, unless the nodejs installed already carries its own (NodeSource's).

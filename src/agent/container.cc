@@ -128,6 +128,12 @@ Status ResolveCdi(const std::vector<std::string>& dirs, const std::vector<std::s
 
 }  // namespace
 
+Status CheckCdiDevices(const std::vector<std::string>& dirs,
+                       const std::vector<std::string>& names) {
+  Json devices = Json::array(), env = Json::array(), mounts = Json::array();
+  return ResolveCdi(dirs, names, &devices, &env, &mounts);
+}
+
 Status WriteSimulatedCdiSpec(const std::string& dir, int32_t count) {
   CORRAL_RETURN_IF_ERROR(MakeDirs(dir));
   Json devices = Json::array();

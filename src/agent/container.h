@@ -65,6 +65,10 @@ struct ContainerLaunch {
 };
 Status WriteContainerPlan(const ContainerConfig& config, const ContainerLaunch& launch);
 
+// Whether the CDI specs in `dirs` describe every device of `names` ("kind=name") with a host
+// device node that exists: what a container replica's plan would resolve (agent --check).
+Status CheckCdiDevices(const std::vector<std::string>& dirs, const std::vector<std::string>& names);
+
 // `corral container-task RUN_DIR TASK`: never returns on success (it becomes crun exec).
 int ContainerTaskMain(const std::string& run_dir, int task);
 

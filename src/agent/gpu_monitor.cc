@@ -20,6 +20,8 @@ GpuMonitor::GpuMonitor(GpuProbe* probe, std::string job_map_dir)
                     "Fraction of the last sample period a kernel ran on the GPU (NVML).");
   metrics_.Describe("corral_gpu_memory_used_bytes", T::kGauge, "GPU memory in use.");
   metrics_.Describe("corral_gpu_memory_total_bytes", T::kGauge, "GPU memory in all.");
+  metrics_.Describe("corral_gpu_temperature_celsius", T::kGauge,
+                    "The GPU's core temperature (NVML; nvidia-smi's temperature.gpu).");
   metrics_.Describe("corral_gpu_runs", T::kGauge, "Runs this agent placed on the GPU.");
   metrics_.Describe(
       "corral_gpu_healthy", T::kGauge,
@@ -161,9 +163,10 @@ void GpuMonitor::UpdateGauges(const std::vector<GpuSample>& samples) {
   for (const char* name : {"corral_gpu_utilization_ratio", "corral_gpu_memory_used_bytes",
                            "corral_gpu_memory_total_bytes", "corral_gpu_runs", "corral_gpu_healthy",
                            "corral_gpu_health", "corral_gpu_xid_total", "corral_gpu_ecc_errors",
-                           "corral_gpu_retired_pages"}) {
+                           "corral_gpu_retired_pages", "corral_gpu_temperature_celsius"}) {
     metrics_.Clear(name);
   }
+  const std::map<int32_t, int32_t> temperatures = probe_->Temperatures();
   for (const auto& [key, n] : xid_total_) {
     metrics_.Set("corral_gpu_xid_total",
                  {{"gpu", std::to_string(key.first)}, {"xid", std::to_string(key.second)}},
@@ -202,6 +205,9 @@ void GpuMonitor::UpdateGauges(const std::vector<GpuSample>& samples) {
       metrics_.Set("corral_gpu_utilization_ratio", labels, s.utilization_percent / 100.0);
       metrics_.Set("corral_gpu_memory_used_bytes", labels,
                    static_cast<double>(s.memory_used_bytes));
+      if (auto t = temperatures.find(g.index); t != temperatures.end()) {
+        metrics_.Set("corral_gpu_temperature_celsius", labels, t->second);
+      }
     }
   }
 }

@@ -387,6 +387,47 @@ Result<std::vector<Gpu>> NvmlGpuProbe::Probe() {
   return gpus;
 }
 
+Result<NvmlDriverInfo> NvmlGpuProbe::DriverInfo() const {
+  NvmlDriverInfo info;
+  DlHandle lib(OpenNvml(library_, &info.library));
+  if (lib.get() == nullptr) {
+    return NotFound("cannot load NVML " + (library_.empty() ? "libnvidia-ml.so.1" : library_));
+  }
+  Nvml n;
+  nvmlReturn_t (*version)(char*, unsigned) = nullptr;
+  if (!Resolve(lib.get(), "nvmlInit_v2", &n.init) ||
+      !Resolve(lib.get(), "nvmlShutdown", &n.shutdown) ||
+      !Resolve(lib.get(), "nvmlDeviceGetCount_v2", &n.count) ||
+      !Resolve(lib.get(), "nvmlDeviceGetHandleByIndex_v2", &n.handle)) {
+    return Internal("NVML library " + info.library + " lacks the calls discovery needs");
+  }
+  (void)Resolve(lib.get(), "nvmlErrorString", &n.error_string);
+  (void)Resolve(lib.get(), "nvmlSystemGetDriverVersion", &version);
+  (void)Resolve(lib.get(), "nvmlDeviceGetMigMode", &n.mig_mode);
+  if (nvmlReturn_t rc = n.init(); rc != kNvmlSuccess) {
+    return Unavailable(n.Error("nvmlInit_v2", rc));
+  }
+  char text[kNvmlStringBuffer] = {};
+  if (version != nullptr && version(text, sizeof(text) - 1) == kNvmlSuccess) {
+    info.driver_version = text;
+  }
+  unsigned count = 0;
+  if (n.count(&count) == kNvmlSuccess) {
+    for (unsigned i = 0; i < count; ++i) {
+      nvmlDevice_t dev = nullptr;
+      unsigned current = 0, pending = 0;
+      int32_t mode = -1;
+      if (n.handle(i, &dev) == kNvmlSuccess && n.mig_mode != nullptr &&
+          n.mig_mode(dev, &current, &pending) == kNvmlSuccess) {
+        mode = current == 1 ? 1 : 0;
+      }
+      info.mig_modes.push_back(mode);
+    }
+  }
+  (void)n.shutdown();
+  return info;
+}
+
 template <typename Reading>
 std::vector<Reading> NvmlGpuProbe::ByReportedIndex(const std::vector<Reading>& by_nvml) const {
   if (parents_.empty()) return by_nvml;
@@ -426,10 +467,13 @@ Result<std::vector<GpuSample>> NvmlGpuProbe::Sample() {
     return Internal("NVML library " + lib_name + " lacks a sampling call (driver too old?)");
   }
   (void)Resolve(lib.get(), "nvmlErrorString", &n.error_string);
+  nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned*) = nullptr;
+  (void)Resolve(lib.get(), "nvmlDeviceGetTemperature", &temperature);
   if (nvmlReturn_t rc = n.init(); rc != kNvmlSuccess) {
     return Unavailable(n.Error("nvmlInit_v2", rc));
   }
   std::vector<GpuSample> out;
+  std::vector<GpuSample> temps;  // index and temperature (in utilization_percent), by NVML index
   Status status;
   unsigned count = 0;
   if (nvmlReturn_t rc = n.count(&count); rc != kNvmlSuccess) {
@@ -453,9 +497,16 @@ Result<std::vector<GpuSample>> NvmlGpuProbe::Sample() {
     }
     out.push_back({static_cast<int32_t>(i), static_cast<int32_t>(std::min(util.gpu, 100u)),
                    static_cast<int64_t>(mem.used), ""});
+    unsigned celsius = 0;
+    if (temperature != nullptr &&
+        temperature(dev, 0 /* NVML_TEMPERATURE_GPU */, &celsius) == kNvmlSuccess) {
+      temps.push_back({static_cast<int32_t>(i), static_cast<int32_t>(celsius), 0, ""});
+    }
   }
   (void)n.shutdown();
   if (!status.ok()) return status;
+  temperatures_.clear();
+  for (const GpuSample& t : ByReportedIndex(temps)) temperatures_[t.index] = t.utilization_percent;
   return ByReportedIndex(out);
 }
 

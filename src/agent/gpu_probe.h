@@ -32,6 +32,9 @@ class GpuProbe {
   // Each GPU's utilisation and memory in use now, by index, or its fault where it failed the
   // probe. An Unavailable error: the driver failed as a whole. Default: not measured.
   virtual Result<std::vector<GpuSample>> Sample() { return std::vector<GpuSample>{}; }
+  // After Sample: each GPU's core temperature in degrees Celsius, by index, where the probe
+  // reads it (nvidia-smi's temperature.gpu). Empty: not read.
+  virtual std::map<int32_t, int32_t> Temperatures() const { return {}; }
   // After Probe: the /dev/nvidia minor of each GPU, by index, where the GPUs are real devices
   // (runs are then allowed only their own); empty for simulated GPUs.
   virtual std::map<int32_t, int32_t> DeviceMinors() const { return {}; }
@@ -47,14 +50,24 @@ class GpuProbe {
 
 // Reads GPUs through NVML. libnvidia-ml is dlopen()ed on each Probe() — never linked — so the
 // agent binary starts on machines without an NVIDIA driver and says why it found no GPUs.
+// What the driver says of itself and its physical GPUs (for `corral agent --check`).
+struct NvmlDriverInfo {
+  std::string library;         // the soname or path that loaded
+  std::string driver_version;  // nvmlSystemGetDriverVersion; "" where the library lacks it
+  // Each physical GPU's current MIG mode by NVML index: 1 on, 0 off, -1 not supported.
+  std::vector<int32_t> mig_modes;
+};
+
 class NvmlGpuProbe final : public GpuProbe {
  public:
   // `library`: a path or soname to dlopen; empty tries libnvidia-ml.so.1 then libnvidia-ml.so.
   explicit NvmlGpuProbe(std::string library = "");
   ~NvmlGpuProbe() override;
   Result<std::vector<Gpu>> Probe() override;
-  // nvmlDeviceGetUtilizationRates and nvmlDeviceGetMemoryInfo of every GPU.
+  // nvmlDeviceGetUtilizationRates and nvmlDeviceGetMemoryInfo of every GPU; and
+  // nvmlDeviceGetTemperature, where the driver has it, for Temperatures().
   Result<std::vector<GpuSample>> Sample() override;
+  std::map<int32_t, int32_t> Temperatures() const override { return temperatures_; }
   // nvmlDeviceGetMinorNumber (the index where the driver lacks it).
   // A MIG device's is its parent GPU's.
   std::map<int32_t, int32_t> DeviceMinors() const override { return minors_; }
@@ -64,6 +77,8 @@ class NvmlGpuProbe final : public GpuProbe {
   // Xid events from an NVML event set (nvmlEventSetWait_v2), which stays open between calls
   // (events are delivered only while registered).
   Result<std::vector<GpuHealthReading>> ReadHealth() override;
+  // Loads NVML as Probe() does and reads the driver's version and each GPU's MIG mode.
+  Result<NvmlDriverInfo> DriverInfo() const;
 
  private:
   struct Events;  // the open library and event set (gpu_probe.cc)
@@ -72,8 +87,9 @@ class NvmlGpuProbe final : public GpuProbe {
   std::vector<Reading> ByReportedIndex(const std::vector<Reading>& by_nvml) const;
   std::string library_;
   std::map<int32_t, int32_t> minors_;
-  std::map<int32_t, int32_t> parents_;      // reported index -> NVML index of the GPU
-  std::map<int32_t, std::string> visible_;  // see VisibleDeviceNames
+  std::map<int32_t, int32_t> parents_;       // reported index -> NVML index of the GPU
+  std::map<int32_t, std::string> visible_;   // see VisibleDeviceNames
+  std::map<int32_t, int32_t> temperatures_;  // by reported index, from the last Sample()
   std::unique_ptr<Events> events_;
 };
 

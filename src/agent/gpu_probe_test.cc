@@ -54,6 +54,8 @@ TEST(NvmlGpuProbeTest, MigDevicesAreGpusOfTheirOwn) {
   EXPECT_EQ((*samples)[1], (GpuSample{1, 60, 2048LL * 1024 * 1024}));
   EXPECT_EQ((*samples)[2], (GpuSample{2, 60, 2048LL * 1024 * 1024}));
   EXPECT_EQ((*samples)[3], (GpuSample{3, 10, 0}));
+  // A MIG device has its parent's temperature (the fake's default, 40).
+  EXPECT_EQ(probe.Temperatures(), (std::map<int32_t, int32_t>{{0, 40}, {1, 40}, {2, 40}, {3, 40}}));
   // Without MIG, GPUs keep their indices in CUDA_VISIBLE_DEVICES.
   ASSERT_TRUE(probe.Probe().ok());
   EXPECT_TRUE(probe.VisibleDeviceNames().empty());
@@ -62,9 +64,14 @@ TEST(NvmlGpuProbeTest, MigDevicesAreGpusOfTheirOwn) {
 TEST(NvmlGpuProbeTest, SamplesUtilizationAndMemoryInUse) {
   setenv("FAKE_NVML_GPUS", "A100:40960,H100:81559", 1);
   setenv("FAKE_NVML_USE", "35:1024,100:0", 1);
+  setenv("FAKE_NVML_TEMP", "38,71", 1);
   unsetenv("FAKE_NVML_INIT_ERROR");
-  Result<std::vector<GpuSample>> s = NvmlGpuProbe(FAKE_NVML_PATH).Sample();
+  NvmlGpuProbe probe(FAKE_NVML_PATH);
+  EXPECT_TRUE(probe.Temperatures().empty()) << "nothing read before a sample";
+  Result<std::vector<GpuSample>> s = probe.Sample();
   unsetenv("FAKE_NVML_USE");
+  unsetenv("FAKE_NVML_TEMP");
+  EXPECT_EQ(probe.Temperatures(), (std::map<int32_t, int32_t>{{0, 38}, {1, 71}}));
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   ASSERT_EQ(s->size(), 2u);
   EXPECT_EQ((*s)[0], (GpuSample{0, 35, 1024LL * 1024 * 1024}));

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
@@ -35,7 +36,15 @@
 namespace corral::cmd {
 
 int AgentMain(std::vector<std::string> args) {
+  if (std::find(args.begin(), args.end(), "--check") != args.end()) {
+    return AgentCheckMain(std::move(args));
+  }
   CLI::App app{"corral agent: runs jobs on this node"};
+  bool check = false;
+  app.add_flag("--check", check,
+               "check what the agent would use on this node (NVML, nvidia-smi, cgroups, "
+               "containers, shares, MPS, health program, the head), print it and exit: 1 if a "
+               "part failed (docs/gpu-suite.md); needs only the flags that choose those parts");
   std::string head_url, join_token_file, name, state_dir, simulate, listen, advertise;
   std::vector<std::string> labels;
   int64_t lease_s = 40;  // below the head's --down-after (60 s): a run is stopped here before it is

@@ -1,8 +1,9 @@
 // The subcommands' entry points; main() only dispatches.
 #pragma once
 
-#include <string>
 #include <utility>
+
+#include <string>
 #include <vector>
 
 #include "core/status.h"
@@ -11,6 +12,8 @@ namespace corral::cmd {
 
 int HeadMain(std::vector<std::string> args);
 int AgentMain(std::vector<std::string> args);
+// `corral agent --check ...` (agent_check.cc).
+int AgentCheckMain(std::vector<std::string> args);
 int UpMain(std::vector<std::string> args);
 
 }  // namespace corral::cmd

@@ -10,6 +10,7 @@ typedef int CUresult;
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
 typedef void* CUstream;
+typedef void* CUcontext;
 typedef void* CUmemoryPool;
 typedef unsigned long long CUmemGenericAllocationHandle;
 typedef uint64_t cuuint64_t;

@@ -7,6 +7,8 @@
 //                                               with NVML_ERROR_GPU_IS_LOST (15), as after Xid 79
 //   FAKE_NVML_MIG="0:1g.10gb:9856,0:3g.40gb:40192"  MIG devices: PARENT:PROFILE:MEMORY_MIB each;
 //                                               a GPU with any is in MIG mode (7 slots)
+//   FAKE_NVML_TEMP="40,52"                     core temperatures in Celsius (default 40 each)
+//   FAKE_NVML_DRIVER="550.54.15"               the driver version nvmlSystemGetDriverVersion gives
 //   FAKE_NVML_HEALTH=FILE                       errors, read at each call (a test appends):
 //       "INDEX sbe N" / "INDEX dbe N"           ECC counts (volatile and aggregate alike)
 //       "INDEX retired N", "INDEX pending"      retired pages, a retirement pending
@@ -154,6 +156,17 @@ const char* nvmlErrorString(int rc) {
   return rc == 9 ? "Driver Not Loaded" : rc == kGpuIsLost ? "GPU is lost" : "Fake NVML error";
 }
 
+// FAKE_NVML_DRIVER names the driver's version (default "550.54.15", a real driver's form).
+int nvmlSystemGetDriverVersion(char* version, unsigned length) {
+  if (!g_initialized) return kUninitialized;
+  const char* v = std::getenv("FAKE_NVML_DRIVER");
+  if (std::snprintf(version, length, "%s", v != nullptr ? v : "550.54.15") >=
+      static_cast<int>(length)) {
+    return kInsufficientSize;
+  }
+  return kSuccess;
+}
+
 int nvmlDeviceGetCount_v2(unsigned* count) {
   if (!g_initialized) return kUninitialized;
   *count = g_count;
@@ -231,6 +244,24 @@ int nvmlDeviceGetUtilizationRates(void* device, Utilization* util) {
   if (g_gpus[i].lost) return kGpuIsLost;
   util->gpu = g_gpus[i].util;
   util->memory = 0;
+  return kSuccess;
+}
+
+// FAKE_NVML_TEMP="40,52": each GPU's core temperature (sensor 0, NVML_TEMPERATURE_GPU); 40
+// for a GPU not listed. A lost GPU answers GPU_IS_LOST, as its other calls do.
+int nvmlDeviceGetTemperature(void* device, int sensor, unsigned* celsius) {
+  unsigned i = 0;
+  if (!Index(device, &i) || sensor != 0 || celsius == nullptr) return kInvalidArgument;
+  if (g_gpus[i].lost) return kGpuIsLost;
+  *celsius = 40;
+  const char* list = std::getenv("FAKE_NVML_TEMP");
+  for (unsigned k = 0; list != nullptr && *list != '\0'; ++k) {
+    char* end = nullptr;
+    unsigned long v = std::strtoul(list, &end, 10);
+    if (end == list) break;
+    if (k == i) *celsius = static_cast<unsigned>(v);
+    list = *end == ',' ? end + 1 : end;
+  }
   return kSuccess;
 }
 

@@ -1,6 +1,8 @@
 /* A CUDA program in miniature for the share shim's tests. It reaches the driver as the CUDA
  * runtime does (dlopen("libcuda.so.1"), dlsym("cuGetProcAddress"), then cuGetProcAddress), or
  * by dlsym of the _v2 symbol, or by the exported symbol (linked directly). Commands, in order:
+ *   ctx                       makes device 0's primary context current (a real driver needs
+ *                             one before cuMemGetInfo and cuMemAlloc); prints "ctx=<N>"
  *   info                      prints "total=<MiB> free=<MiB>" (cuMemGetInfo) and
  *                             "device_total=<MiB>" (cuDeviceTotalMem)
  *   alloc PATH MIB            PATH: gpa | gpa2 | dlsym | direct | async | pool; prints "rc=<N>"
@@ -49,7 +51,14 @@ int main(int argc, char** argv) {
   ((CUresult(*)(unsigned))lookup("cuInit"))(0);
   CUdeviceptr last = 0;
   for (int i = 1; i < argc; ++i) {
-    if (strcmp(argv[i], "info") == 0) {
+    if (strcmp(argv[i], "ctx") == 0) {
+      typedef CUresult (*retain_fn)(CUcontext*, CUdevice);
+      typedef CUresult (*set_fn)(CUcontext);
+      CUcontext ctx = NULL;
+      CUresult rc = ((retain_fn)lookup("cuDevicePrimaryCtxRetain"))(&ctx, 0);
+      if (rc == CUDA_SUCCESS) rc = ((set_fn)lookup("cuCtxSetCurrent"))(ctx);
+      printf("ctx=%d\n", rc);
+    } else if (strcmp(argv[i], "info") == 0) {
       size_t free_b = 0, total_b = 0, dev_total = 0;
       ((info_fn)lookup("cuMemGetInfo"))(&free_b, &total_b);
       ((total_fn)lookup("cuDeviceTotalMem"))(&dev_total, 0);

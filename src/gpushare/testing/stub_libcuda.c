@@ -47,6 +47,16 @@ EXPORT CUresult cuDeviceGet(CUdevice* d, int ordinal) {
   *d = 0;
   return CUDA_SUCCESS;
 }
+/* A real driver wants a current context before memory calls; the stub has one, always. */
+static char g_context;
+EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice d) {
+  if (!ctx || d != 0) return CUDA_ERROR_INVALID_VALUE;
+  *ctx = &g_context;
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
+  return ctx == &g_context ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
 EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice d) {
   if (!bytes || d != 0) return CUDA_ERROR_INVALID_VALUE;
   *bytes = kTotal;
@@ -82,6 +92,8 @@ static const struct {
 } k_table[] = {
     {"cuInit", (void*)cuInit},
     {"cuDeviceGet", (void*)cuDeviceGet},
+    {"cuDevicePrimaryCtxRetain", (void*)cuDevicePrimaryCtxRetain},
+    {"cuCtxSetCurrent", (void*)cuCtxSetCurrent},
     {"cuDeviceTotalMem", (void*)cuDeviceTotalMem_v2},
     {"cuMemGetInfo", (void*)cuMemGetInfo_v2},
     {"cuMemAlloc", (void*)cuMemAlloc_v2},
