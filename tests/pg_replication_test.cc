@@ -327,8 +327,8 @@ TEST_F(SyncPair, TheHeadRefusesToLeadWithoutASynchronousStandbyUnlessAllowed) {
                         .string();
   std::filesystem::remove_all(dir);
   // `timeout`: a head that led would serve until killed.
-  auto refused = RunCommand({"timeout", "60", CorralBin(), "head", "--state-dir", dir, "--store",
-                             url_, "--listen", "127.0.0.1:0"});
+  auto refused = RunCommand({"/usr/bin/timeout", "60", CorralBin(), "head", "--state-dir", dir,
+                             "--store", url_, "--listen", "127.0.0.1:0"});
   EXPECT_EQ(refused.exit_code, 1) << refused.err;
   EXPECT_NE(refused.err.find("refusing to lead: PostgreSQL at 127.0.0.1:"), std::string::npos)
       << refused.err;
