@@ -138,7 +138,7 @@ void Head::Drain() {
   if (retired >= 1000) malloc_trim(0);
   // A pass first, so that what it places rides in the same commit as what asked for it (a
   // submission's jobs and their placements: one commit to wait for, not two in a row).
-  if (core_.schedule_wanted() && !config_.driven) RequestSchedule();
+  if (core_.schedule_wanted()) RequestSchedule();
   if (!out.changes.empty()) {
     log_.AppendRetirements(out.changes, core_.state(), &next_edits_);
     for (Change& c : out.changes) next_changes_.push_back(std::move(c));
