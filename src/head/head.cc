@@ -97,6 +97,8 @@ void Head::Tick() {
   if (config_.estimate_interval_ms > 0) {
     TimeMs now = clock_->Now();
     if (now - last_estimate_at_ >= config_.estimate_interval_ms) {
+      // After the tick's pass: the estimates are then those of the jobs it leaves waiting.
+      if (core_.schedule_wanted()) RunPass();
       core_.EstimateStarts(now);
       last_estimate_at_ = now;
     }
