@@ -97,6 +97,8 @@ void Head::Tick() {
   if (config_.estimate_interval_ms > 0) {
     TimeMs now = clock_->Now();
     if (now - last_estimate_at_ >= config_.estimate_interval_ms) {
+      // After the tick's pass: the estimates are then those of the jobs it leaves waiting.
+      if (core_.schedule_wanted()) RunPass();
       core_.EstimateStarts(now);
       last_estimate_at_ = now;
     }
@@ -138,7 +140,7 @@ void Head::Drain() {
   if (retired >= 1000) malloc_trim(0);
   // A pass first, so that what it places rides in the same commit as what asked for it (a
   // submission's jobs and their placements: one commit to wait for, not two in a row).
-  if (core_.schedule_wanted() && !config_.driven) RequestSchedule();
+  if (core_.schedule_wanted()) RequestSchedule();
   if (!out.changes.empty()) {
     log_.AppendRetirements(out.changes, core_.state(), &next_edits_);
     for (Change& c : out.changes) next_changes_.push_back(std::move(c));

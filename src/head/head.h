@@ -74,9 +74,9 @@ struct HeadConfig {
   // should restart from what is durable. Default: nothing (tests look at failed()).
   std::function<void(const Status&)> on_store_failure;
   // Tests that drive a head on virtual time (the simulator's parity test, sim/shell_port.h):
-  // the shell arms no timer and runs no pass of its own; the driver runs them at the instants
-  // it chooses (TickNow, PassNow) and waits for their effects (Settle). Never set in a head
-  // that serves: nothing would run its timers.
+  // the shell arms no timer; the driver ticks and runs the timer's passes when it chooses
+  // (TickNow, PassNow) and waits for their effects (Settle); a command gets its pass as in a
+  // head that serves. Never set in a head that serves: nothing would run its timers.
   bool driven = false;
 };
 

@@ -17,11 +17,22 @@ int32_t GpusPerReplica(const PendingJob& j) {
   return j.per_replica.IsShare() ? 1 : j.per_replica.WholeGpus();
 }
 
+// Whether a job has run longer than all its prediction allowed: longer than every run time of
+// its owner's history, or than its predicted run time. What is left of it is then a guess (as
+// long again as it has run, order_policy.h), which a time limit beats.
+bool Outlived(const PendingJob& j, DurationMs attained_gpu_ms) {
+  DurationMs done = attained_gpu_ms / std::max<int64_t>(1, TotalGpus(j));
+  if (!j.run_quantiles.empty()) return done >= j.run_quantiles.get().at.back();
+  return j.predicted_ms > 0 && done >= j.predicted_ms;
+}
+
 // How long a job that has attained `attained_gpu_ms` before now still runs: its predicted
-// remaining time where known and shorter than `limit_left` (kUnknownTime: no limit).
+// remaining time where known and shorter than `limit_left` (kUnknownTime: no limit); what its
+// limit leaves once it has outlived its prediction.
 DurationMs Remaining(const SchedulerConfig& cfg, const PendingJob& j, DurationMs attained_gpu_ms,
                      DurationMs limit_left, bool use_predictions) {
   DurationMs left = limit_left;
+  if (limit_left != kUnknownTime && Outlived(j, attained_gpu_ms)) return left;
   if (use_predictions && HasPrediction(j)) {
     DurationMs predicted = PredictedRemainingMs(cfg, j, attained_gpu_ms);
     if (predicted > 0) left = std::min(left, predicted);
@@ -191,7 +202,8 @@ std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
     order.Done();
   }
   st.pending.RestoreAll();
-  std::vector<StartEstimate> out = SweepStarts(nodes, releases, jobs, now, runs);
+  std::vector<StartEstimate> out =
+      SweepStarts(nodes, releases, jobs, now, runs, /*not_now=*/!st.changed_since_pass);
   for (StartEstimate& e : in_reservations) out.push_back(std::move(e));
   return out;
 }

@@ -100,6 +100,7 @@ Scheduler::Scheduler(SchedulerConfig config) : impl_(std::make_unique<Impl>(conf
 Scheduler::~Scheduler() = default;
 
 void Scheduler::UpsertNode(const NodeInfo& given) {
+  impl_->st.changed_since_pass = true;
   ClusterModel& m = impl_->st.model;
   NodeInfo node = given;
   for (const auto& [name, r] : impl_->st.node_reservations) {
@@ -123,9 +124,13 @@ void Scheduler::UpsertNode(const NodeInfo& given) {
   }
 }
 
-void Scheduler::RemoveNode(const std::string& name) { impl_->st.model.Remove(name); }
+void Scheduler::RemoveNode(const std::string& name) {
+  impl_->st.changed_since_pass = true;
+  impl_->st.model.Remove(name);
+}
 
 void Scheduler::SetReservation(const NodeReservation& reservation) {
+  impl_->st.changed_since_pass = true;
   RemoveReservation(reservation.name);
   SchedState& st = impl_->st;
   st.node_reservations[reservation.name] = reservation;
@@ -139,6 +144,7 @@ void Scheduler::SetReservation(const NodeReservation& reservation) {
 }
 
 void Scheduler::RemoveReservation(const std::string& name) {
+  impl_->st.changed_since_pass = true;
   SchedState& st = impl_->st;
   auto it = st.node_reservations.find(name);
   if (it == st.node_reservations.end()) return;
@@ -153,6 +159,7 @@ void Scheduler::RemoveReservation(const std::string& name) {
 }
 
 void Scheduler::SetQueue(const QueueConfig& queue) {
+  impl_->st.changed_since_pass = true;
   SchedState& st = impl_->st;
   int32_t q = st.queues.Id(queue.name);
   DurationMs bound = st.queues.MaxWait(q);
@@ -162,6 +169,7 @@ void Scheduler::SetQueue(const QueueConfig& queue) {
 }
 
 void Scheduler::AddPending(const PendingJob& job) {
+  impl_->st.changed_since_pass = true;
   if (job.reservation.empty()) {
     impl_->st.reservation_jobs.erase(job.id);
     impl_->st.pending.Add(job);
@@ -175,19 +183,24 @@ void Scheduler::AddPending(const PendingJob& job) {
 }
 
 void Scheduler::RemovePending(JobId id) {
+  impl_->st.changed_since_pass = true;
   impl_->st.reservation_jobs.erase(id);
   impl_->st.pending.Remove(id);
   impl_->Forget(id);
 }
 
 void Scheduler::AddRunning(const RunningJob& run) {
+  impl_->st.changed_since_pass = true;
   impl_->st.pending.Remove(run.job.id);
   impl_->Forget(run.job.id);
   impl_->RemoveRun(run.job.id);
   impl_->AddRun(run.job, run.placement, run.started_at);
 }
 
-void Scheduler::RemoveRunning(JobId id) { impl_->RemoveRun(id); }
+void Scheduler::RemoveRunning(JobId id) {
+  impl_->st.changed_since_pass = true;
+  impl_->RemoveRun(id);
+}
 
 void Scheduler::UpdateAttained(JobId id, DurationMs attained_gpu_ms) {
   impl_->st.pending.SetAttained(id, attained_gpu_ms);
@@ -284,6 +297,7 @@ Decisions Scheduler::Impl::Pass(TimeMs now) {
   last.last_pass_skipped = r.skipped;
   last.last_pass_budget_denied = st.budget_denied;
   last.last_pass_budget_exhausted = r.exhausted;
+  st.changed_since_pass = r.exhausted;  // a pass cut short has not seen every job
   return d;
 }
 

@@ -239,7 +239,7 @@ class Victims {
 std::vector<StartEstimate> SweepStarts(const std::vector<EstimateNode>& nodes,
                                        const std::vector<EstimateRelease>& releases,
                                        const std::vector<EstimateJob>& jobs, TimeMs now,
-                                       const std::vector<EstimateRun>& runs) {
+                                       const std::vector<EstimateRun>& runs, bool not_now) {
   // at, node (-1: a run becomes preemptible), GPUs, run (-1: none)
   using Release = std::tuple<TimeMs, int32_t, int32_t, int32_t>;
   std::priority_queue<Release, std::vector<Release>, std::greater<>> ends;
@@ -286,6 +286,10 @@ std::vector<StartEstimate> SweepStarts(const std::vector<EstimateNode>& nodes,
   for (const EstimateJob& j : jobs) {
     StartEstimate& e = out.emplace_back();
     e.job = j.id;
+    if (not_now && cursor <= now) {
+      if (ends.empty()) continue;  // nothing it waits for is known to change
+      advance();
+    }
     if (j.gpus_per_replica <= 0 || j.replicas <= 0) {
       e.start = cursor;
       continue;

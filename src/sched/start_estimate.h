@@ -73,20 +73,28 @@ struct EstimateJob {
 
 // Estimates for `jobs`, given in scheduler order, from `now`. One result per job, same order.
 // `runs`: the running jobs that releases name (EstimateRelease::run), for preemption.
+// `not_now`: the jobs are those a pass left waiting at `now` (nothing changed since it): none
+// starts at `now`, whatever the sweep finds free then, since what kept it waiting is something
+// the sweep does not model (CPUs, memory, labels, a victim in its grace, a preemption budget):
+// at the earliest at the next change the sweep knows of (a run's end, a run becoming
+// preemptible); with none to come, no estimate.
 std::vector<StartEstimate> SweepStarts(const std::vector<EstimateNode>& nodes,
                                        const std::vector<EstimateRelease>& releases,
                                        const std::vector<EstimateJob>& jobs, TimeMs now,
-                                       const std::vector<EstimateRun>& runs = {});
+                                       const std::vector<EstimateRun>& runs = {},
+                                       bool not_now = false);
 
 struct SchedState;
 // The scheduler's live state as a sweep: its schedulable nodes' free GPUs, its runs ending at
 // their expected ends (with options.use_predictions, at their predicted ends where earlier:
 // the scheduler's own predicted remaining time, PredictedRemainingMs), its pending jobs in the
 // order of a pass (PassOrder), each lasting its predicted remaining time or its time limit.
-// Node labels and CPU/memory are not modelled; a GPU share counts as one GPU. Preemption as
+// A run that has outlived its prediction ends at its time limit where it has one. Node labels
+// and CPU/memory are not modelled; a GPU share counts as one GPU. Where nothing changed since
+// the last whole pass, no pending job starts at `now` (SweepStarts' not_now). Preemption as
 // the policy does it where it preempts: kSrtf and kLas by key; kCorral by LAS level inside a
-// queue and priority (las_within_queue, with the hysteresis and the predictions' sparing
-// rule), not by priority, quota reclaim or across queues, and without the preemption budgets.
+// queue and priority (las_within_queue, with the hysteresis and the predictions' sparing rule),
+// not by priority, quota reclaim or across queues, and without the preemption budgets.
 std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
                                              const EstimateOptions& options);
 

@@ -63,6 +63,10 @@ struct SchedState {
   std::map<JobId, std::vector<JobId>> victims_of;  // pending job -> its victims still running
   std::set<JobId> room_made;  // pending jobs whose victims have all ended since the last pass
   uint64_t pass = 0;
+  // Something that may let a pending job start (a job, a run, a node, a queue, a reservation)
+  // changed since the last whole pass: until the next, the pending jobs are not all ones a
+  // pass left waiting (start_estimate.h: the sweep lets none of those start at once).
+  bool changed_since_pass = true;
   // Admin reservations by name (node_reservations.h), and the pending jobs submitted into one.
   std::map<std::string, NodeReservation> node_reservations;
   std::set<JobId> reservation_jobs;

@@ -3,8 +3,11 @@
 // what `corral simulate` runs), and a whole head shell with its store, group commit and held
 // syncs (sim/shell_port.h, which the parity test runs against the core on the same trace).
 //
-// Every call is made at the core's time `now` and has taken effect when it returns. Owned and
-// called by one thread, the loop's.
+// Every call is made at the core's time `now` and has taken effect when it returns. A command
+// (every call but OrdersFor, EstimateStarts and the readers) is followed by the scheduling pass
+// it asks for, as in a head that serves: the shell's own (head::Head runs one after each
+// command that wants one), the core port's the same. Owned and called by one thread, the
+// loop's.
 #pragma once
 
 #include <utility>
@@ -41,15 +44,23 @@ class HeadPort {
   // The orders for `node` from the version it holds (`from`; 0: all of them).
   virtual SyncResponse OrdersFor(const std::string& node, uint64_t from) = 0;
 
-  // The head's timer: liveness, time limits, stops, retirement.
+  // The head's timer: liveness, time limits, stops, retirement, and its pass.
   virtual void Tick(TimeMs now) = 0;
-  // One scheduling pass.
+  // The timer's scheduling pass alone (and those it asks for at once: a pass cut short by its
+  // work budget goes on).
   virtual void Schedule(TimeMs now) = 0;
   // The head refreshes its start-time estimates of pending jobs; read them through core().
   virtual void EstimateStarts(TimeMs now) = 0;
 
   // The changes made since the last call (in order), and the nodes with new orders.
   virtual head::CoreOutput TakeOutput() = 0;
+
+  // The scheduling passes run so far, and the wall time spent in them where measured.
+  struct PassStats {
+    int64_t passes = 0;
+    double seconds = 0;
+  };
+  virtual PassStats pass_stats() const = 0;
 
   // The head's core, to read between calls (on the loop's thread) and from inside a call
   // through CoreConfig::adjust_scheduler_input.

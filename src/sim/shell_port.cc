@@ -130,6 +130,14 @@ class ShellPort final : public HeadPort {
   }
 
   const head::HeadCore& core() const override { return head_->core(); }
+  // The passes the head ran, as its /metrics count them (the pass duration histogram).
+  PassStats pass_stats() const override {
+    const std::string text = head_->metrics().Render();
+    const std::string key = "\ncorral_schedule_pass_duration_seconds_count ";
+    size_t at = text.find(key);
+    if (at == std::string::npos) return {};
+    return {std::stoll(text.substr(at + key.size())), 0};
+  }
 
  private:
   // Runs a command as the holder of `bearer` at `now` and waits for its answer and for the

@@ -1,7 +1,6 @@
 #include "sim/simulator.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <queue>
 #include <random>
@@ -181,7 +180,9 @@ class Loop {
       if (!events_.empty()) now = std::min(now, events_.top().at);
       if (next_pass_ != kNever) now = std::min(now, next_pass_);
       if (now == kNever) break;
+      const bool timer_pass = next_pass_ == now;
       next_pass_ = kNever;
+      const int64_t passes_before = port_->pass_stats().passes;
       bool tick = false;
       while (!events_.empty() && events_.top().at == now) {
         Event e = events_.top();
@@ -205,18 +206,12 @@ class Loop {
       while (next_arrival < jobs_.size() && jobs_[next_arrival].submit_ms == now) {
         Arrive(next_arrival++, now);
       }
-      CORRAL_RETURN_IF_ERROR(SchedulePass(now));
+      // The timer's pass, where no command of the instant ran one.
+      if (timer_pass && port_->pass_stats().passes == passes_before) TimerPass(now);
       if (port_->core().schedule_wanted() && pending_ > 0) {
-        // The pass stopped on its work budget; the head runs the next one at once.
-        if (++budget_passes_ > kMaxBudgetPassesPerInstant) {
-          return Internal("the scheduler exhausted its work budget " +
-                          std::to_string(kMaxBudgetPassesPerInstant) +
-                          " times at t=" + std::to_string(now) + " ms without finishing a pass");
-        }
-        next_pass_ = now;
-        continue;
+        return Internal("the scheduler exhausted its work budget in every pass at t=" +
+                        std::to_string(now) + " ms without finishing one");
       }
-      budget_passes_ = 0;
       if (!to_estimate_.empty()) Estimate(now);
       // Node events never run out: a scheduler that places nothing on an idle, whole cluster
       // would otherwise keep the loop going forever (without failures, the loop ends below).
@@ -235,6 +230,9 @@ class Loop {
                       " job(s) pending and " + std::to_string(running_) +
                       " running: the scheduler placed nothing on an idle cluster");
     }
+    HeadPort::PassStats passes = port_->pass_stats();
+    result_.schedule_calls = passes.passes;
+    if (config_.profile) result_.schedule_seconds = passes.seconds;
     std::stable_sort(result_.runs.begin(), result_.runs.end(),
                      [](const RunRecord& a, const RunRecord& b) {
                        return std::tie(a.start, a.job) < std::tie(b.start, b.job);
@@ -244,7 +242,6 @@ class Loop {
 
  private:
   static constexpr TimeMs kNever = INT64_MAX;
-  static constexpr int64_t kMaxBudgetPassesPerInstant = 1000;
 
   CoreConfig MakeCoreConfig() {
     CoreConfig c;
@@ -628,17 +625,10 @@ class Loop {
     to_estimate_.clear();
   }
 
-  Status SchedulePass(TimeMs now) {
-    std::chrono::steady_clock::time_point t0;
-    if (config_.profile) t0 = std::chrono::steady_clock::now();
+  // The pass a head's timer runs while jobs wait (the commands' passes run in the port).
+  void TimerPass(TimeMs now) {
     port_->Schedule(kEpoch + now);
-    if (config_.profile) {
-      result_.schedule_seconds +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
-    ++result_.schedule_calls;
     Pump(now);
-    return Status::Ok();
   }
 
   const std::vector<TraceJob>& jobs_;
@@ -663,7 +653,6 @@ class Loop {
   int64_t running_ = 0;
   TimeMs next_pass_ = kNever;
   TimeMs reservations_end_ = 0;  // of the last admin reservation (SimConfig::reservations)
-  int64_t budget_passes_ = 0;    // consecutive passes cut short by the work budget
   int64_t down_nodes_ = 0;       // failed, not yet repaired
   std::vector<std::pair<size_t, JobId>> to_estimate_;  // submitted this instant: (row, id)
 };
