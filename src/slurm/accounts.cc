@@ -12,7 +12,7 @@
 namespace corral::slurm {
 namespace {
 
-std::string Lower(std::string s) {
+std::string AccountsLower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
@@ -106,9 +106,9 @@ Result<std::pair<const SacctmgrColumn*, int>> FindSacctmgrColumn(const std::stri
     name = word.substr(0, pct);
     width = std::atoi(word.c_str() + pct + 1);
   }
-  const std::string want = Lower(name);
+  const std::string want = AccountsLower(name);
   for (const SacctmgrColumn& c : kSacctmgrColumns) {
-    const std::string full = Lower(c.name);
+    const std::string full = AccountsLower(c.name);
     if (want.size() >= c.min_abbrev && full.compare(0, want.size(), want) == 0) {
       return std::make_pair(&c, width);
     }
@@ -190,13 +190,13 @@ std::vector<std::string> SplitList(const std::string& s) {
 Result<SacctmgrQuery> ParseSacctmgrArgs(const std::vector<std::string>& args) {
   SacctmgrQuery q;
   for (const std::string& arg : args) {
-    if (Lower(arg) == "where" || Lower(arg) == "set") continue;
+    if (AccountsLower(arg) == "where" || AccountsLower(arg) == "set") continue;
     size_t eq = arg.find('=');
     if (eq == std::string::npos) {
       q.names.insert(arg);
       continue;
     }
-    const std::string key = Lower(arg.substr(0, eq));
+    const std::string key = AccountsLower(arg.substr(0, eq));
     const std::vector<std::string> values = SplitList(arg.substr(eq + 1));
     if (key == "format" || key == "fo" || key == "form") {
       q.format.insert(q.format.end(), values.begin(), values.end());
@@ -292,7 +292,7 @@ Status SacctmgrFields(const std::vector<std::string>& format, std::vector<PrintF
   for (const std::string& f : format) {
     auto c = FindSacctmgrColumn(f);
     if (!c.ok()) {
-      auto empty = kEmpty.find(Lower(f));
+      auto empty = kEmpty.find(AccountsLower(f));
       if (empty == kEmpty.end()) return c.status();
       fields->push_back(PrintField{empty->second, 8});
       columns->push_back(nullptr);
@@ -313,7 +313,7 @@ bool PrefixOf(const char* full, const std::string& word, size_t min) {
 Result<std::string> RenderSacctmgrShow(const AccountsView& v, const std::string& entity,
                                        const std::vector<std::string>& args, bool with_assoc,
                                        const PrintOptions& p) {
-  const std::string e = Lower(entity);
+  const std::string e = AccountsLower(entity);
   const bool users = PrefixOf("users", e, 1), accounts = PrefixOf("accounts", e, 2);
   const bool assocs = PrefixOf("associations", e, 3);
   if (!users && !accounts && !assocs) {
@@ -477,7 +477,8 @@ Result<std::string> RenderSshare(const AccountsView& v, const ShareUsage& u, con
     }
     const SshareColumn* found = nullptr;
     for (const SshareColumn& c : kSshareColumns) {
-      if (!found && !name.empty() && Lower(c.name).compare(0, name.size(), Lower(name)) == 0) {
+      if (!found && !name.empty() &&
+          AccountsLower(c.name).compare(0, name.size(), AccountsLower(name)) == 0) {
         found = &c;
       }
     }

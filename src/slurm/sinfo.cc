@@ -89,7 +89,7 @@ struct Field {
   bool width_from_data = false;  // sinfo's default layouts size PARTITION and NODELIST to fit
 };
 
-std::string Lower(std::string s) {
+std::string SinfoLower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
@@ -169,7 +169,7 @@ Result<std::vector<Field>> ParseLongFormat(const std::string& format) {
       f.suffix = token.substr(k);
     }
     for (const ColumnDef& d : kColumns) {
-      if (Lower(name) == d.name) f.def = &d;
+      if (SinfoLower(name) == d.name) f.def = &d;
     }
     if (f.def == nullptr) {
       return InvalidArgument("option --Format: unknown field \"" + name +
@@ -231,7 +231,7 @@ bool StateWanted(const std::string& state, const std::vector<std::string>& wante
   std::string bare = state;
   if (!bare.empty() && bare.back() == '*') bare.pop_back();
   for (const std::string& w : wanted) {
-    std::string l = Lower(w);
+    std::string l = SinfoLower(w);
     if (l == bare || l == LongState(bare) || (l == "drain" && bare == "drng")) return true;
   }
   return false;
