@@ -8,24 +8,13 @@
 #include "cli/slurm_errors.h"
 #include "core/credential.h"
 #include "slurm/accounts.h"
+#include "slurm/format.h"
 #include "slurm/options.h"
 
 namespace corral::cli {
 namespace {
 
 constexpr DurationMs kShareWindowMs = 7 * 24 * 3600 * 1000LL;  // as `corral usage`'s default
-
-std::vector<std::string> SplitCommas(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t comma = s.find(',', start);
-    std::string item = s.substr(start, comma == std::string::npos ? comma : comma - start);
-    if (!item.empty()) out.push_back(item);
-    start = comma == std::string::npos ? s.size() + 1 : comma + 1;
-  }
-  return out;
-}
 
 void AddUser(std::vector<slurm::AccountUser>& users, const std::string& name, Role role,
              const std::vector<std::string>& groups) {
@@ -156,12 +145,12 @@ int RunSshare(const std::vector<std::string>& argv, CliContext& ctx) {
     return kExitOk;
   }
   slurm::SshareOptions so;
-  so.fields = SplitCommas(o->Get("format"));
+  so.fields = slurm::SplitCommaList(o->Get("format"));
   so.long_output = o->Has("long");
   so.all_users = o->Has("all") || o->Get("users") == "all";
-  so.users = SplitCommas(o->Get("users"));
+  so.users = slurm::SplitCommaList(o->Get("users"));
   if (so.users.empty()) so.users.push_back(ctx.env("USER").value_or(""));  // Slurm: the caller
-  so.accounts = SplitCommas(o->Get("accounts"));
+  so.accounts = slurm::SplitCommaList(o->Get("accounts"));
   auto v = LoadAccounts(ctx);
   if (!v.ok()) return SlurmError(ctx, "sshare", v.status().message());
   auto usage = LoadUsage(ctx);
@@ -189,9 +178,9 @@ int RunSprio(const std::vector<std::string>& argv, CliContext& ctx) {
   if (!raw.ok()) return SlurmError(ctx, "sprio", raw.status().message());
   auto jobs = DecodeJobs(*raw);
   if (!jobs.ok()) return SlurmError(ctx, "sprio", jobs.status().message());
-  const std::vector<std::string> ids = SplitCommas(o->Get("jobs"));
-  const std::vector<std::string> users = SplitCommas(o->Get("user"));
-  const std::vector<std::string> parts = SplitCommas(o->Get("partition"));
+  const std::vector<std::string> ids = slurm::SplitCommaList(o->Get("jobs"));
+  const std::vector<std::string> users = slurm::SplitCommaList(o->Get("user"));
+  const std::vector<std::string> parts = slurm::SplitCommaList(o->Get("partition"));
   auto listed = [](const std::vector<std::string>& list, const std::string& v) {
     return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
   };

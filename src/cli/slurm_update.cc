@@ -11,14 +11,10 @@
 #include "cli/commands.h"
 #include "cli/slurm_errors.h"
 #include "slurm/batch.h"
+#include "slurm/format.h"
 
 namespace corral::cli {
 namespace {
-
-std::string UpdateLower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 struct UpdateRequest {
   std::vector<std::string> jobs;
@@ -36,7 +32,7 @@ Result<UpdateRequest> ParseUpdate(const std::vector<std::string>& words) {
                              "\" is not KEY=VALUE (JobId=, TimeLimit=, "
                              "Priority=, Partition=, Account=)");
     }
-    const std::string key = UpdateLower(w.substr(0, eq)), value = w.substr(eq + 1);
+    const std::string key = slurm::AsciiLower(w.substr(0, eq)), value = w.substr(eq + 1);
     if (key == "jobid" || key == "job") {
       for (size_t s = 0; s <= value.size();) {
         size_t comma = value.find(',', s);

@@ -8,14 +8,10 @@
 #include <set>
 
 #include "core/usage.h"
+#include "slurm/format.h"
 
 namespace corral::slurm {
 namespace {
-
-std::string AccountsLower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 // A column of Slurm's print_fields: its header and width (negative: left-justified).
 struct PrintField {
@@ -106,9 +102,9 @@ Result<std::pair<const SacctmgrColumn*, int>> FindSacctmgrColumn(const std::stri
     name = word.substr(0, pct);
     width = std::atoi(word.c_str() + pct + 1);
   }
-  const std::string want = AccountsLower(name);
+  const std::string want = AsciiLower(name);
   for (const SacctmgrColumn& c : kSacctmgrColumns) {
-    const std::string full = AccountsLower(c.name);
+    const std::string full = AsciiLower(c.name);
     if (want.size() >= c.min_abbrev && full.compare(0, want.size(), want) == 0) {
       return std::make_pair(&c, width);
     }
@@ -174,30 +170,18 @@ struct SacctmgrQuery {
   std::vector<std::string> format;
 };
 
-std::vector<std::string> SplitList(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t comma = s.find(',', start);
-    std::string item = s.substr(start, comma == std::string::npos ? comma : comma - start);
-    if (!item.empty()) out.push_back(item);
-    start = comma == std::string::npos ? s.size() + 1 : comma + 1;
-  }
-  return out;
-}
-
 // sacctmgr's words after the entity: bare names, "where", KEY=VALUE filters and format=.
 Result<SacctmgrQuery> ParseSacctmgrArgs(const std::vector<std::string>& args) {
   SacctmgrQuery q;
   for (const std::string& arg : args) {
-    if (AccountsLower(arg) == "where" || AccountsLower(arg) == "set") continue;
+    if (AsciiLower(arg) == "where" || AsciiLower(arg) == "set") continue;
     size_t eq = arg.find('=');
     if (eq == std::string::npos) {
       q.names.insert(arg);
       continue;
     }
-    const std::string key = AccountsLower(arg.substr(0, eq));
-    const std::vector<std::string> values = SplitList(arg.substr(eq + 1));
+    const std::string key = AsciiLower(arg.substr(0, eq));
+    const std::vector<std::string> values = SplitCommaList(arg.substr(eq + 1));
     if (key == "format" || key == "fo" || key == "form") {
       q.format.insert(q.format.end(), values.begin(), values.end());
     } else if (key == "name" || key == "names") {
@@ -292,7 +276,7 @@ Status SacctmgrFields(const std::vector<std::string>& format, std::vector<PrintF
   for (const std::string& f : format) {
     auto c = FindSacctmgrColumn(f);
     if (!c.ok()) {
-      auto empty = kEmpty.find(AccountsLower(f));
+      auto empty = kEmpty.find(AsciiLower(f));
       if (empty == kEmpty.end()) return c.status();
       fields->push_back(PrintField{empty->second, 8});
       columns->push_back(nullptr);
@@ -313,7 +297,7 @@ bool PrefixOf(const char* full, const std::string& word, size_t min) {
 Result<std::string> RenderSacctmgrShow(const AccountsView& v, const std::string& entity,
                                        const std::vector<std::string>& args, bool with_assoc,
                                        const PrintOptions& p) {
-  const std::string e = AccountsLower(entity);
+  const std::string e = AsciiLower(entity);
   const bool users = PrefixOf("users", e, 1), accounts = PrefixOf("accounts", e, 2);
   const bool assocs = PrefixOf("associations", e, 3);
   if (!users && !accounts && !assocs) {
@@ -478,7 +462,7 @@ Result<std::string> RenderSshare(const AccountsView& v, const ShareUsage& u, con
     const SshareColumn* found = nullptr;
     for (const SshareColumn& c : kSshareColumns) {
       if (!found && !name.empty() &&
-          AccountsLower(c.name).compare(0, name.size(), AccountsLower(name)) == 0) {
+          AsciiLower(c.name).compare(0, name.size(), AsciiLower(name)) == 0) {
         found = &c;
       }
     }

@@ -14,11 +14,6 @@ namespace {
 
 bool Contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 std::string Timestamp(TimeMs t) {
   if (t <= 0) return "Unknown";
   time_t secs = static_cast<time_t>(t / 1000);
@@ -90,6 +85,23 @@ std::string CommandText(const Job& j) {
 
 }  // namespace
 
+std::string AsciiLower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::vector<std::string> SplitCommaList(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    std::string item = s.substr(start, comma == std::string::npos ? comma : comma - start);
+    if (!item.empty()) out.push_back(item);
+    start = comma == std::string::npos ? s.size() + 1 : comma + 1;
+  }
+  return out;
+}
+
 const char kSqueueDefaultFormat[] = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
 const char kSqueueStartFormat[] = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R";
 
@@ -109,7 +121,7 @@ std::string SlurmState(const Job& j) {
       break;
   }
   if (run != nullptr) {
-    const std::string reason = Lower(run->reason);
+    const std::string reason = AsciiLower(run->reason);
     if (reason.rfind("time limit", 0) == 0) return "TIMEOUT";
     if (Contains(reason, "out of memory") || Contains(reason, "oom")) return "OUT_OF_MEMORY";
     if (run->state == RunState::kLost) return "NODE_FAIL";
@@ -344,7 +356,7 @@ Result<std::string> RenderSacct(const std::vector<Job>& jobs, const SacctOptions
   for (const std::string& name : o.fields) {
     const FieldDef* found = nullptr;
     for (const FieldDef& f : kFields) {
-      if (Lower(name) == Lower(f.name)) found = &f;
+      if (AsciiLower(name) == AsciiLower(f.name)) found = &f;
     }
     if (found == nullptr) {
       std::string known;

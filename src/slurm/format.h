@@ -12,6 +12,11 @@
 
 namespace corral::slurm {
 
+// Text helpers the Slurm renderers and the CLI's Slurm commands share: ASCII lower case (Slurm's
+// keywords and field names match case-insensitively), and a comma list without empty items.
+std::string AsciiLower(std::string s);
+std::vector<std::string> SplitCommaList(const std::string& s);
+
 // PENDING RUNNING COMPLETED FAILED CANCELLED TIMEOUT PREEMPTED NODE_FAIL OUT_OF_MEMORY.
 std::string SlurmState(const Job& j);
 // squeue's compact form: PD R CD F CA TO PR NF OOM.

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/hostlist.h"
+#include "slurm/format.h"
 
 namespace corral::slurm {
 namespace {
@@ -89,11 +90,6 @@ struct Field {
   bool width_from_data = false;  // sinfo's default layouts size PARTITION and NODELIST to fit
 };
 
-std::string SinfoLower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 std::string KnownLetters() {
   std::string s;
   for (const ColumnDef& d : kColumns) s += std::string(s.empty() ? "" : " ") + "%" + d.letter;
@@ -169,7 +165,7 @@ Result<std::vector<Field>> ParseLongFormat(const std::string& format) {
       f.suffix = token.substr(k);
     }
     for (const ColumnDef& d : kColumns) {
-      if (SinfoLower(name) == d.name) f.def = &d;
+      if (AsciiLower(name) == d.name) f.def = &d;
     }
     if (f.def == nullptr) {
       return InvalidArgument("option --Format: unknown field \"" + name +
@@ -231,7 +227,7 @@ bool StateWanted(const std::string& state, const std::vector<std::string>& wante
   std::string bare = state;
   if (!bare.empty() && bare.back() == '*') bare.pop_back();
   for (const std::string& w : wanted) {
-    std::string l = SinfoLower(w);
+    std::string l = AsciiLower(w);
     if (l == bare || l == LongState(bare) || (l == "drain" && bare == "drng")) return true;
   }
   return false;
