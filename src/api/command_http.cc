@@ -268,18 +268,23 @@ Result<head::GetNode> DecodeGetNode(const HttpRequest&, const PathArgs& args) {
   return head::GetNode{args.at(0)};
 }
 
+// The optional body of a drain: {"reason": "..."}; no body, no reason.
+Result<std::string> OptionalReason(const HttpRequest& req) {
+  if (req.body.empty()) return std::string();
+  auto body = BodyObject(req, " with an optional reason");
+  if (!body.ok()) return body.status();
+  auto r = body->find("reason");
+  if (r == body->end()) return std::string();
+  if (!r->is_string()) return InvalidArgument("field 'reason': want a string");
+  return r->get<std::string>();
+}
+
 // POST /v1/nodes/{name}/drain, body optional: {"reason": "..."}.
 Result<head::SetDrain> DecodeDrain(const HttpRequest& req, const PathArgs& args) {
   head::SetDrain c{args.at(0), true, ""};
-  if (!req.body.empty()) {
-    auto body = BodyObject(req, " with an optional reason");
-    if (!body.ok()) return body.status();
-    auto r = body->find("reason");
-    if (r != body->end() && !r->is_string()) {
-      return InvalidArgument("field 'reason': want a string");
-    }
-    if (r != body->end()) c.reason = r->get<std::string>();
-  }
+  auto reason = OptionalReason(req);
+  if (!reason.ok()) return reason.status();
+  c.reason = std::move(*reason);
   return c;
 }
 
@@ -297,15 +302,9 @@ Result<head::SetGpuDrain> DecodeGpuDrain(const HttpRequest& req, const PathArgs&
     return InvalidArgument("field 'gpu': got \"" + gpu + "\", want a GPU index 0-1024");
   }
   c.gpu = static_cast<int32_t>(index);
-  if (!req.body.empty()) {
-    auto body = BodyObject(req, " with an optional reason");
-    if (!body.ok()) return body.status();
-    auto r = body->find("reason");
-    if (r != body->end() && !r->is_string()) {
-      return InvalidArgument("field 'reason': want a string");
-    }
-    if (r != body->end()) c.reason = r->get<std::string>();
-  }
+  auto reason = OptionalReason(req);
+  if (!reason.ok()) return reason.status();
+  c.reason = std::move(*reason);
   return c;
 }
 
