@@ -135,6 +135,7 @@ struct Applier {
     run.stop_requested = true;
     run.stop_requested_at = at;
     run.reason = c.reason;
+    run.cause = c.cause;
     Event(JobAt(s, c.job), "stopping", c.reason);
   }
   void operator()(const RunEnded& c) {
@@ -143,6 +144,7 @@ struct Applier {
     run.state = c.run_state;
     run.ended_at = at;
     if (!c.reason.empty()) run.reason = c.reason;
+    run.cause = c.cause;
     job.state = c.job_state;
     if (c.job_state == JobState::kPending) {
       Event(job, "requeued",

@@ -333,6 +333,8 @@ struct PreemptDecision {
   JobId job = 0;       // victim
   JobId for_job = 0;   // the job it makes room for
   std::string reason;  // shown by `corral show`
+  // The rule that allowed it.
+  PreemptKind kind = PreemptKind::kPolicy;
 };
 
 // Why a pending job did not start in this pass.

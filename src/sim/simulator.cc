@@ -10,7 +10,6 @@
 
 #include "head/change.h"
 #include "head/head_core.h"
-#include "head/stop_reasons.h"
 #include "sim/emulated_node.h"
 #include "sim/head_port.h"
 
@@ -63,7 +62,7 @@ struct Work {
 // asked to stop.
 struct OpenRun {
   size_t run = 0;
-  std::string stop_reason;
+  StopCause stop_cause = StopCause::kNone;
 };
 
 // Splits a request into a gang of whole-node-sized replicas: the fewest replicas r such that
@@ -536,7 +535,7 @@ class Loop {
       --pending_;
       ++running_;
     } else if (const auto* e = std::get_if<StopRequested>(&c.what)) {
-      Open(e->job).stop_reason = e->reason;
+      Open(e->job).stop_cause = e->cause;
     } else if (const auto* e = std::get_if<RunEnded>(&c.what)) {
       Ended(*e, now);
     }
@@ -545,7 +544,7 @@ class Loop {
   void Ended(const RunEnded& e, TimeMs now) {
     size_t i = Row(e.job);
     RunRecord& r = result_.runs[Open(e.job).run];
-    std::string reason = std::exchange(Open(e.job).stop_reason, "");
+    StopCause stop = std::exchange(Open(e.job).stop_cause, StopCause::kNone);
     Work& w = WorkOf(e.job);
     if (e.run_state == RunState::kSucceeded) w.progress_ms = jobs_[i].duration_ms;
     if (e.run_state == RunState::kLost && !w.stopped) {
@@ -554,9 +553,8 @@ class Loop {
     }
     r.end = now;
     r.lost = e.run_state == RunState::kLost;
-    r.preempted = e.run_state == RunState::kPreempted ||
-                  (r.lost && head::StartsWith(reason, head::kReasonPreempted));
-    r.timeout = head::StartsWith(reason, head::kReasonTimeLimit);
+    r.preempted = e.run_state == RunState::kPreempted || (r.lost && stop == StopCause::kPreempted);
+    r.timeout = stop == StopCause::kTimeLimit;
     // GPU time the run held beyond the progress it kept.
     DurationMs gain = w.progress_ms - w.run_progress_start;
     result_.lost_gpu_ms += r.gpu_milli * std::max<DurationMs>(0, now - r.start - gain) / kGpuMilli;
