@@ -248,7 +248,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       continue;
     }
     ++st.work;
-    TimeMs end = ExpectedEndOf(cfg, e->job, now);
+    TimeMs end = ExpectedEndOf(e->job, now);
     std::string gate = ReservationGate(st, e->job, end);
     std::vector<ReplicaPlacement> placement;
     if (!gate.empty()) {
@@ -277,7 +277,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     if (!e || st.victims_of.count(id)) continue;
     ++st.work;
     std::vector<ReplicaPlacement> placement;
-    TimeMs end = ExpectedEndOf(cfg, e->job, now);
+    TimeMs end = ExpectedEndOf(e->job, now);
     if (placer.Place(ShapeOf(e->job), end, /*keep=*/true, &placement)) {
       bind(e, std::move(placement), end);
     }
@@ -302,8 +302,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       HeldRoom held = RoomInHeld(st.model, now);
       if (!st.pending.AnyVisibleFits(st.model.free_gpus() - st.model.held_gpus(),
                                      MaxUnheldFreeOnANode(st.model), st.model.free_gpus(),
-                                     held.node_free, held.max_limit,
-                                     /*unlimited_may_fit=*/cfg.backfill_with_predictions) &&
+                                     held.node_free, held.max_limit) &&
           !MayPreempt(st)) {
         break;
       }
@@ -333,7 +332,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       order.Done();
       continue;
     }
-    TimeMs end = ExpectedEndOf(cfg, j, now);
+    TimeMs end = ExpectedEndOf(j, now);
     std::vector<ReplicaPlacement> placement;
     if (placer.Place(s, end, /*keep=*/true, &placement)) {
       bind(e, std::move(placement), end);

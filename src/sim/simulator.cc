@@ -103,12 +103,9 @@ sched::SchedulerConfig SchedulerConfigOf(const SimConfig& c) {
   s.prediction_done_weight = c.prediction_done_weight;
   s.prediction_fresh_by_mean = c.prediction_fresh_by_mean;
   s.las_across_queues = c.las_across_queues;
-  s.backfill_with_predictions = c.backfill_with_predictions;
   s.borrowing_queues_by_level = c.borrowing_queues_by_level;
-  if (c.starvation_promote_factor >= 0) s.starvation_promote_factor = c.starvation_promote_factor;
   if (c.max_wait_ms >= 0) s.max_wait_ms = c.max_wait_ms;
   s.aged_may_displace = c.aged_may_displace;
-  s.gittins = c.gittins;
   return s;
 }
 
@@ -272,18 +269,13 @@ class Loop {
                                : NoisyDuration(t.duration_ms, index_[job.id - 1], in.noise_sigma);
       p->predicted_ms = d;
       p->run_quantiles = {};
-      // The index of a known service: its remaining GPU-time.
-      p->gittins_ms =
-          std::max<DurationMs>(1, d * std::max<int64_t>(1, t.num_gpus) - p->attained_ms);
     } else if (in.bound != OracleBound::kNone) {
       const sched::RunTimeQuantiles& d = bound_dists_[index_[job.id - 1]];
       p->predicted_ms = sched::ConditionalRemainingMs(d, 0, sched::PredictionRule::kQuantile, 0.5);
       p->run_quantiles = d;
-      p->gittins_ms = 0;  // no index: the job keeps its level (GittinsOrder::kForLevel)
     } else if (!in.history) {
       p->predicted_ms = in.time_limit ? job.spec.time_limit_ms : 0;
       p->run_quantiles = {};
-      p->gittins_ms = 0;
     } else if (!in.time_limit) {
       const sched::RuntimeEstimator& estimator = port_->core().estimator();
       p->predicted_ms = estimator.Estimate(p->user, p->name, p->queue, t.num_gpus);
