@@ -19,6 +19,7 @@
 #include "agent/dirs.h"
 #include "agent/file_util.h"
 #include "core/codec.h"
+#include "gpushare/share_contract.h"
 
 namespace corral::agent {
 namespace fs = std::filesystem;
@@ -199,7 +200,8 @@ Status WriteContainerPlan(const ContainerConfig& config, const ContainerLaunch& 
   // An MPS share's daemon (mps.h) is reached through its pipe directory, at the same path.
   if (!l.task_envs.empty()) {
     for (const std::string& kv : l.task_envs[0]) {
-      for (const char* key : {"CUDA_MPS_PIPE_DIRECTORY=", "CUDA_MPS_LOG_DIRECTORY="}) {
+      for (const char* key :
+           {CORRAL_ENV_MPS_PIPE_DIRECTORY "=", CORRAL_ENV_MPS_LOG_DIRECTORY "="}) {
         if (kv.rfind(key, 0) != 0) continue;
         const std::string dir = kv.substr(std::strlen(key));
         CORRAL_RETURN_IF_ERROR(add(dir, dir, false, true));

@@ -4,10 +4,12 @@
 
 #include <vector>
 
+#include "gpushare/share_contract.h"
+
 namespace corral::agent {
 
 std::string GpuShareLibraryBeside(const std::string& program) {
-  const std::string name = "libcorral_gpushare.so";
+  const std::string name = CORRAL_GPUSHARE_LIBRARY;
   std::vector<std::string> candidates;
   auto slash = program.find_last_of('/');
   if (slash != std::string::npos) candidates.push_back(program.substr(0, slash + 1) + name);
@@ -21,21 +23,34 @@ std::string GpuShareLibraryBeside(const std::string& program) {
   return {};
 }
 
-void AddGpuShareEnv(std::map<std::string, std::string>* env, const std::string& share_lib,
-                    const std::string& share_ledger) {
-  auto isolation = env->find("CORRAL_GPU_ISOLATION");
-  if (isolation == env->end() || isolation->second != "memory" ||
-      !env->count("CORRAL_GPU_MEMORY_LIMIT")) {
-    return;
+std::optional<GpuShareOrder> ShareOfOrder(const RunOrder& order) {
+  auto isolation = order.env.find(CORRAL_ENV_GPU_ISOLATION);
+  GpuShareOrder share;
+  if (isolation == order.env.end() || !ParseGpuIsolation(isolation->second, &share.isolation)) {
+    return std::nullopt;
   }
-  if (share_lib.empty()) {
-    (*env)["CORRAL_GPU_SHARE_ENFORCED"] = "0";
-    return;
+  share.memory_limited = order.env.count(CORRAL_ENV_GPU_MEMORY_LIMIT) > 0;
+  return share;
+}
+
+std::map<std::string, std::string> GpuShareEnv(const GpuShareOrder& share,
+                                               const std::string& share_lib,
+                                               const std::string& share_ledger,
+                                               const MpsClient* mps) {
+  switch (share.isolation) {
+    case GpuIsolation::kMemory:
+      if (!share.memory_limited) return {};
+      if (share_lib.empty()) return {{CORRAL_ENV_GPU_SHARE_ENFORCED, "0"}};
+      return {{"LD_PRELOAD", share_lib},
+              {CORRAL_ENV_GPU_SHARE_FILE, share_ledger},
+              {CORRAL_ENV_GPU_SHARE_ENFORCED, "1"}};
+    case GpuIsolation::kMps:
+      if (mps == nullptr) return {};
+      return {{CORRAL_ENV_MPS_PIPE_DIRECTORY, mps->pipe_dir},
+              {CORRAL_ENV_MPS_LOG_DIRECTORY, mps->log_dir},
+              {CORRAL_ENV_GPU_SHARE_ENFORCED, "1"}};
   }
-  std::string& preload = (*env)["LD_PRELOAD"];
-  preload = share_lib + (preload.empty() ? "" : ":" + preload);
-  (*env)["CORRAL_GPU_SHARE_FILE"] = share_ledger;
-  (*env)["CORRAL_GPU_SHARE_ENFORCED"] = "1";
+  return {};
 }
 
 }  // namespace corral::agent

@@ -248,8 +248,7 @@ std::string LogFileName(const std::string& stream, int32_t task) {
 std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string& node_name,
                                         int32_t task,
                                         const std::map<std::string, std::string>& defaults,
-                                        const std::string& share_lib,
-                                        const std::string& share_ledger) {
+                                        const std::map<std::string, std::string>& share_env) {
   std::map<std::string, std::string> env =
       task > 0 && task < static_cast<int32_t>(order.task_envs.size()) ? order.task_envs[task]
                                                                       : order.env;
@@ -277,7 +276,11 @@ std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string
     }
   }
   if (!within) env["CUDA_VISIBLE_DEVICES"] = gpus;
-  AddGpuShareEnv(&env, share_lib, share_ledger);
+  for (const auto& [k, v] : share_env) {
+    std::string& value = env[k];
+    // The shim goes first, before what the job preloads itself.
+    value = k == "LD_PRELOAD" && !value.empty() ? v + ":" + value : v;
+  }
   std::vector<std::string> out;
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
   return out;
@@ -379,6 +382,22 @@ Status PosixLauncher::FailLaunch(const Prepared& p, Status st) {
   return st;
 }
 
+Result<std::map<std::string, std::string>> PosixLauncher::ShareEnv(const Prepared& p) {
+  const RunOrder& order = p.run.order;
+  std::optional<GpuShareOrder> share = ShareOfOrder(order);
+  if (!share) return std::map<std::string, std::string>{};
+  // An MPS share: the owner's MPS daemon for its GPU (mps.h).
+  std::optional<MpsClient> mps;
+  if (share->isolation == GpuIsolation::kMps && mps_ != nullptr && !order.gpus.empty()) {
+    Result<MpsClient> acquired =
+        mps_->Acquire(RunDir(p.run.key()), run_as_.as_owner ? p.who.uid : geteuid(),
+                      run_as_.as_owner ? p.who.gid : getegid(), order.gpus[0]);
+    if (!acquired.ok()) return acquired.status();
+    mps = std::move(*acquired);
+  }
+  return GpuShareEnv(*share, gpushare_lib_, p.dir + "/gpushare", mps ? &*mps : nullptr);
+}
+
 Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const RunOrder& wanted) {
   CORRAL_RETURN_IF_ERROR(ValidateRunId(wanted.run_id));
   if (wanted.replica < 0)
@@ -430,11 +449,13 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
     }
   }
 
+  Result<std::map<std::string, std::string>> share_env = ShareEnv(p);
+  if (!share_env.ok()) return FailLaunch(p, share_env.status());
+
   // Prepare everything the children use: after fork they may not allocate.
   const int32_t tasks = TaskCount(order);
   for (int32_t t = 0; t < tasks; ++t) {
-    p.envs.push_back(
-        JobEnvironment(order, node_name_, t, defaults, gpushare_lib_, p.dir + "/gpushare"));
+    p.envs.push_back(JobEnvironment(order, node_name_, t, defaults, *share_env));
     p.out_paths.push_back(p.logs + "/" + LogFileName("stdout", t));
     p.err_paths.push_back(p.logs + "/" + LogFileName("stderr", t));
   }
@@ -468,14 +489,6 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
         kv = "CUDA_VISIBLE_DEVICES=" + named;
       }
     }
-  }
-  // An MPS share: the owner's MPS daemon for its GPU (mps.h), its clients' environment.
-  if (auto iso = order.env.find("CORRAL_GPU_ISOLATION");
-      mps_ != nullptr && iso != order.env.end() && iso->second == "mps" && !order.gpus.empty()) {
-    auto mps = mps_->Acquire(RunDir(p.run.key()), run_as_.as_owner ? p.who.uid : geteuid(),
-                             run_as_.as_owner ? p.who.gid : getegid(), order.gpus[0]);
-    if (!mps.ok()) return FailLaunch(p, mps.status());
-    for (auto& env : p.envs) env.insert(env.end(), mps->begin(), mps->end());
   }
   const bool in_container = !order.container.empty();
   if (in_container) {

@@ -206,6 +206,9 @@ class PosixLauncher final : public Launcher {
   // The durable "started" record, the log files, the cgroup and everything the fork needs.
   // Thread-safe (several run at once in LaunchAll).
   Result<std::unique_ptr<Prepared>> Prepare(const RunOrder& order);
+  // What the tasks of p's replica get for its share of a GPU, if it holds one (GpuShareEnv);
+  // an MPS share's owner's MPS daemon is started or joined first.
+  Result<std::map<std::string, std::string>> ShareEnv(const Prepared& p);
   Status ForkMonitor(Prepared& p);
   // An exec'd monitor whose replica ended less than kMonitorReuseMs ago takes p's plan (one
   // process start a launch instead of two); false where none is idle or none took it.
@@ -266,15 +269,12 @@ int32_t TaskCount(const RunOrder& order);
 // CORRAL_JOB_ID, CORRAL_RUN, CORRAL_NODE, CORRAL_REPLICA, PATH and HOME from the agent, and
 // CUDA_DEVICE_ORDER=PCI_BUS_ID. CUDA_VISIBLE_DEVICES is the head's choice when it names only
 // GPUs of the order (a task's own GPU), else all of the order's GPUs ("" for none).
-// A replica holding a share of a GPU with isolation "memory" (CORRAL_GPU_ISOLATION and
-// CORRAL_GPU_MEMORY_LIMIT from the head) gets `share_lib` first in LD_PRELOAD and its
-// replica's ledger `share_ledger` in CORRAL_GPU_SHARE_FILE (the shim's, gpushare/shim.c), or
-// CORRAL_GPU_SHARE_ENFORCED=0 without a shim.
+// A replica holding a share of a GPU gets `share_env` on top (GpuShareEnv, rendered once for
+// all its tasks), its LD_PRELOAD first in LD_PRELOAD.
 std::vector<std::string> JobEnvironment(const RunOrder& order, const std::string& node_name,
                                         int32_t task = 0,
                                         const std::map<std::string, std::string>& defaults = {},
-                                        const std::string& share_lib = {},
-                                        const std::string& share_ledger = {});
+                                        const std::map<std::string, std::string>& share_env = {});
 
 // A task's log file in its run's logs/ directory: "stdout" for task 0, "stdout.T" for task T.
 std::string LogFileName(const std::string& stream, int32_t task);

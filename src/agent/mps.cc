@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "agent/dirs.h"
+#include "gpushare/share_contract.h"
 
 namespace corral::agent {
 
@@ -98,8 +99,8 @@ Status MpsDaemons::Control(const Key& k, gid_t gid, const std::vector<std::strin
                            const std::string& input) {
   const std::string dir = DirOf(k);
   std::vector<std::string> env = {"CUDA_VISIBLE_DEVICES=" + std::to_string(k.second),
-                                  "CUDA_MPS_PIPE_DIRECTORY=" + dir + "/pipe",
-                                  "CUDA_MPS_LOG_DIRECTORY=" + dir + "/log",
+                                  CORRAL_ENV_MPS_PIPE_DIRECTORY "=" + dir + "/pipe",
+                                  CORRAL_ENV_MPS_LOG_DIRECTORY "=" + dir + "/log",
                                   "PATH=/usr/local/bin:/usr/bin:/bin"};
   std::vector<std::string> argv = {control_};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -146,8 +147,7 @@ Status MpsDaemons::Control(const Key& k, gid_t gid, const std::vector<std::strin
   return Status::Ok();
 }
 
-Result<std::vector<std::string>> MpsDaemons::Acquire(const std::string& run, uid_t uid, gid_t gid,
-                                                     int32_t gpu) {
+Result<MpsClient> MpsDaemons::Acquire(const std::string& run, uid_t uid, gid_t gid, int32_t gpu) {
   std::lock_guard<std::mutex> lock(mu_);
   const Key k{as_owner_ ? uid : geteuid(), gpu};
   const std::string dir = DirOf(k);
@@ -173,9 +173,7 @@ Result<std::vector<std::string>> MpsDaemons::Acquire(const std::string& run, uid
   users.insert(run);
   runs_[run] = k;
   Persist(k);
-  return std::vector<std::string>{"CUDA_MPS_PIPE_DIRECTORY=" + dir + "/pipe",
-                                  "CUDA_MPS_LOG_DIRECTORY=" + dir + "/log",
-                                  "CORRAL_GPU_SHARE_ENFORCED=1"};
+  return MpsClient{dir + "/pipe", dir + "/log"};
 }
 
 void MpsDaemons::Release(const std::string& run) {

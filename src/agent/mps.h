@@ -27,6 +27,12 @@
 
 namespace corral::agent {
 
+// An owner's MPS server for one GPU, as its clients find it (share_contract.h's variables).
+struct MpsClient {
+  std::string pipe_dir;
+  std::string log_dir;
+};
+
 class MpsDaemons {
  public:
   // `control`: the nvidia-cuda-mps-control executable; `dir`: where the daemons' directories
@@ -37,10 +43,9 @@ class MpsDaemons {
   // The runs that use the daemon of (uid, gpu), as known now (for tests and the agent's log).
   std::set<std::string> RunsOf(uid_t uid, int32_t gpu);
 
-  // The daemon of (uid, gpu), started if none runs, now used by `run` as well. Returns the
-  // environment its clients need (KEY=VALUE). Thread-safe.
-  Result<std::vector<std::string>> Acquire(const std::string& run, uid_t uid, gid_t gid,
-                                           int32_t gpu);
+  // The daemon of (uid, gpu), started if none runs, now used by `run` as well. Returns where
+  // its clients find it. Thread-safe.
+  Result<MpsClient> Acquire(const std::string& run, uid_t uid, gid_t gid, int32_t gpu);
   // `run` has ended: a daemon no run uses any more is told to quit. Thread-safe.
   void Release(const std::string& run);
 

@@ -103,6 +103,13 @@ Run DecodeRun(const Json& j) {
   r.reason = Get<std::string>(j, "reason", "");
   r.stop_requested = Get<bool>(j, "stop_requested", false);
   r.stop_requested_at = Get<int64_t>(j, "stop_requested_at", 0);
+  if (auto cause = j.find("cause"); cause != j.end()) {
+    if (!ParseStopCause(cause->get<std::string>(), &r.cause)) {
+      throw std::runtime_error("bad run cause '" + cause->get<std::string>() + "'");
+    }
+  } else {  // written before runs kept their cause, or a live run's (none) left out
+    r.cause = LegacyRunCause(r.state, r.stop_requested, r.reason);
+  }
   r.last_checkpoint_at = Get<int64_t>(j, "last_checkpoint_at", 0);
   r.master_port = Get<int32_t>(j, "master_port", 0);
   r.failed_replica = Get<int32_t>(j, "failed_replica", -1);
@@ -216,6 +223,7 @@ Json ToJson(const Run& r) {
            {"ended_at", r.ended_at},
            {"exit_codes", r.exit_codes},
            {"reason", r.reason},
+           {"cause", StopCauseName(r.cause)},
            {"stop_requested", r.stop_requested},
            {"stop_requested_at", r.stop_requested_at},
            {"last_checkpoint_at", r.last_checkpoint_at},

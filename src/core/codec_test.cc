@@ -76,6 +76,7 @@ Job JobOffEveryDefault() {
   r.reason = "replica 1 exited 1";
   r.stop_requested = true;
   r.stop_requested_at = 8000;
+  r.cause = StopCause::kOutOfMemory;
   r.last_checkpoint_at = 7000;
   r.master_port = 29500;
   r.failed_replica = 1;
@@ -147,6 +148,56 @@ TEST(Codec, AStoredJobLeavesOutItsDefaultsButKeepsWhatTheStoresQuery) {
   EXPECT_EQ(stored["spec"]["queue"], "default");
   EXPECT_EQ(stored["owner"], "");
   EXPECT_EQ(stored["ended_at"], 0);
+}
+
+// A run stored before runs kept their cause reads it from its state and its reason's words.
+TEST(Codec, AnOldRunsCauseComesFromItsStateAndReason) {
+  auto cause = [](RunState state, bool stop_requested, const std::string& reason) {
+    corral::Run r;
+    r.attempt = 1;
+    r.state = state;
+    r.stop_requested = stop_requested;
+    r.reason = reason;
+    Json j = ToJson(r);
+    j.erase("cause");
+    auto back = RunFromJson(j);
+    EXPECT_TRUE(back.ok()) << back.status().ToString();
+    return back.ok() ? back->cause : StopCause::kNone;
+  };
+  EXPECT_EQ(cause(RunState::kRunning, false, ""), StopCause::kNone);
+  EXPECT_EQ(cause(RunState::kRunning, true, "cancelled by ana"), StopCause::kCancelled);
+  EXPECT_EQ(cause(RunState::kRunning, true, "preempted: queue a reclaims its quota"),
+            StopCause::kPreempted);
+  EXPECT_EQ(cause(RunState::kScheduled, true, "requeued by ana"), StopCause::kRequeued);
+  EXPECT_EQ(cause(RunState::kFailed, true, "time limit 1:00:00 exceeded"), StopCause::kTimeLimit);
+  EXPECT_EQ(cause(RunState::kFailed, true, "GPU error: Xid 13"), StopCause::kGpuError);
+  EXPECT_EQ(cause(RunState::kFailed, true, "out of memory: replica 0"), StopCause::kOutOfMemory);
+  EXPECT_EQ(cause(RunState::kFailed, true, "cannot start replica 0 on node n1: no account"),
+            StopCause::kCannotStart);
+  EXPECT_EQ(cause(RunState::kFailed, false, "exit code 1"), StopCause::kFailed);
+  EXPECT_EQ(cause(RunState::kSucceeded, false, ""), StopCause::kCompleted);
+  EXPECT_EQ(cause(RunState::kCancelled, true, "cancelled by ana"), StopCause::kCancelled);
+  EXPECT_EQ(cause(RunState::kPreempted, true, "requeued by ana"), StopCause::kRequeued);
+  EXPECT_EQ(cause(RunState::kPreempted, true, "preempted: for job 3"), StopCause::kPreempted);
+  EXPECT_EQ(cause(RunState::kLost, false, "node n1 lost"), StopCause::kLost);
+  EXPECT_EQ(cause(RunState::kLost, true, "its stop (cancelled by ana) was not confirmed"),
+            StopCause::kLost);
+
+  corral::Run bad;
+  Json j = ToJson(bad);
+  j["cause"] = "gremlins";
+  auto decoded = RunFromJson(j);
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_NE(decoded.status().message().find("cause"), std::string::npos)
+      << decoded.status().message();
+  for (StopCause c :
+       {StopCause::kNone, StopCause::kCancelled, StopCause::kPreempted, StopCause::kRequeued,
+        StopCause::kTimeLimit, StopCause::kGpuError, StopCause::kOutOfMemory, StopCause::kLost,
+        StopCause::kCannotStart, StopCause::kCompleted, StopCause::kFailed}) {
+    StopCause back = StopCause::kNone;
+    EXPECT_TRUE(ParseStopCause(StopCauseName(c), &back)) << StopCauseName(c);
+    EXPECT_EQ(back, c);
+  }
 }
 
 TEST(Codec, JsonNestingDepthCountsStructureNotStrings) {

@@ -10,6 +10,7 @@
 #include "core/array_deps.h"
 #include "core/container_spec.h"
 #include "core/resources.h"
+#include "core/stop_cause.h"
 #include "core/time.h"
 
 namespace corral {
@@ -151,7 +152,9 @@ struct Run {
   TimeMs ended_at = 0;
   std::vector<int32_t> exit_codes;  // per replica; -N: killed by signal N; kNotExited while alive
   std::string reason;               // why it ended, in words
-  bool stop_requested = false;      // cancel/preempt/time limit sent to the agents
+  // Why it was asked to stop, then why it ended (RunEndCause): what the core decides by.
+  StopCause cause = StopCause::kNone;
+  bool stop_requested = false;  // cancel/preempt/time limit sent to the agents
   TimeMs stop_requested_at = 0;
   TimeMs last_checkpoint_at = 0;  // when the job last reported a checkpoint in this run
   int32_t master_port = 0;        // MASTER_PORT on replica 0's node; 0: none

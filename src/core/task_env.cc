@@ -5,6 +5,7 @@
 
 #include "core/agent_protocol.h"
 #include "core/hostlist.h"
+#include "gpushare/share_contract.h"
 
 namespace corral {
 namespace {
@@ -105,17 +106,18 @@ std::map<std::string, std::string> TaskEnv(const RunLayout& run, int32_t replica
   env["CUDA_VISIBLE_DEVICES"] = Join(gpus, ",");
   if (!mine.gpu_milli.empty()) {
     // A share of one GPU: what the node enforces (the agent adds the shim or MPS from these).
-    env["CORRAL_GPU_SHARE_MILLI"] = std::to_string(mine.gpu_milli[0]);
-    env["CORRAL_GPU_ISOLATION"] = GpuIsolationName(run.gpu_isolation);
+    env[CORRAL_ENV_GPU_SHARE_MILLI] = std::to_string(mine.gpu_milli[0]);
+    env[CORRAL_ENV_GPU_ISOLATION] = GpuIsolationName(run.gpu_isolation);
     if (mine.gpu_memory_mb > 0) {
-      env["CORRAL_GPU_MEMORY_LIMIT"] = std::to_string(mine.gpu_memory_mb) + "m";
+      env[CORRAL_ENV_GPU_MEMORY_LIMIT] =
+          std::to_string(mine.gpu_memory_mb) + CORRAL_GPU_MEMORY_LIMIT_UNIT;
       if (run.gpu_isolation == GpuIsolation::kMps) {
-        env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = "0=" + std::to_string(mine.gpu_memory_mb) + "M";
+        env[CORRAL_ENV_MPS_MEMORY_LIMIT] =
+            "0=" + std::to_string(mine.gpu_memory_mb) + CORRAL_MPS_MEMORY_LIMIT_UNIT;
       }
     }
     if (run.gpu_isolation == GpuIsolation::kMps) {
-      env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] =
-          std::to_string(std::max(1, mine.gpu_milli[0] / 10));
+      env[CORRAL_ENV_MPS_THREAD_PERCENTAGE] = std::to_string(std::max(1, mine.gpu_milli[0] / 10));
     }
   }
 

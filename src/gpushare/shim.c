@@ -3,6 +3,7 @@
  * The agent puts it in LD_PRELOAD of a job that holds a share (isolation "memory") with
  *   CORRAL_GPU_MEMORY_LIMIT  the share in bytes (suffixes k, m, g accepted; 0 or unset: no cap)
  *   CORRAL_GPU_SHARE_FILE    the job's ledger in its run directory (share_ledger.h)
+ * (share_contract.h: the names and units the head and the agent write them with).
  *
  * The CUDA runtime does not call the driver through its exported symbols: it dlopen()s
  * libcuda.so.1 and finds entry points with dlsym() and then cuGetProcAddress(). So the shim
@@ -24,6 +25,7 @@
 #include <string.h>
 
 #include "cuda_min.h"
+#include "share_contract.h"
 #include "share_ledger.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -74,8 +76,8 @@ static uint64_t parse_size(const char* s) {
 }
 
 static void init(void) {
-  g_limit = parse_size(getenv("CORRAL_GPU_MEMORY_LIMIT"));
-  g_ledger = share_ledger_open(getenv("CORRAL_GPU_SHARE_FILE"));
+  g_limit = parse_size(getenv(CORRAL_ENV_GPU_MEMORY_LIMIT));
+  g_ledger = share_ledger_open(getenv(CORRAL_ENV_GPU_SHARE_FILE));
   g_libcuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_GLOBAL);
 }
 

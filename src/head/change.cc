@@ -86,7 +86,11 @@ struct Encoder {
     if (c.cpu_ms > 0) j["cpu_ms"] = c.cpu_ms;
   }
   void operator()(const StopRequested& c) {
-    j.update({{"job", c.job}, {"attempt", c.attempt}, {"reason", c.reason}});
+    j.update({{"job", c.job},
+              {"attempt", c.attempt},
+              {"reason", c.reason},
+              {"cause", StopCauseName(c.cause)}});
+    if (c.preempt != PreemptKind::kNone) j["preempt"] = PreemptKindName(c.preempt);
   }
   void operator()(const RunEnded& c) {
     j.update({{"job", c.job},
@@ -94,7 +98,8 @@ struct Encoder {
               {"run_state", RunStateName(c.run_state)},
               {"reason", c.reason},
               {"job_state", JobStateName(c.job_state)},
-              {"exit_code", c.exit_code}});
+              {"exit_code", c.exit_code},
+              {"cause", StopCauseName(c.cause)}});
   }
   void operator()(const JobEnded& c) {
     j.update({{"job", c.job}, {"state", JobStateName(c.state)}, {"reason", c.reason}});
@@ -160,6 +165,33 @@ ChangeKind LegacyNodeStateSet(const Json& j) {
   return NodeLivenessSet{node, Liveness::kAlive, reason};
 }
 
+// A stop or an end logged before changes carried their cause reads as the cause its reason's
+// words stand for (stop_cause.h): decided once, here.
+StopRequested DecodeStopRequested(const Json& j) {
+  StopRequested s{j.at("job").get<JobId>(), j.at("attempt").get<int32_t>(),
+                  j.at("reason").get<std::string>()};
+  if (!j.contains("cause")) {
+    s.cause = LegacyStopCause(s.reason);
+    s.preempt = LegacyPreemptKind(s.reason);
+    return s;
+  }
+  s.cause = EnumFrom<StopCause>(j, "cause", ParseStopCause);
+  if (j.contains("preempt")) s.preempt = EnumFrom<PreemptKind>(j, "preempt", ParsePreemptKind);
+  return s;
+}
+
+RunEnded DecodeRunEnded(const Json& j) {
+  RunEnded e{j.at("job").get<JobId>(),
+             j.at("attempt").get<int32_t>(),
+             EnumFrom<RunState>(j, "run_state", ParseRunState),
+             j.at("reason").get<std::string>(),
+             EnumFrom<JobState>(j, "job_state", ParseJobState),
+             j.at("exit_code").get<int32_t>()};
+  e.cause = j.contains("cause") ? EnumFrom<StopCause>(j, "cause", ParseStopCause)
+                                : LegacyRunCause(e.run_state, true, e.reason);
+  return e;
+}
+
 ChangeKind DecodeKind(const std::string& type, const Json& j) {
   auto job = [&] { return j.at("job").get<JobId>(); };
   auto attempt = [&] { return j.at("attempt").get<int32_t>(); };
@@ -205,16 +237,8 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
                          j.value("peak_memory_bytes", int64_t{0}),
                          j.value("cpu_ms", int64_t{0})};
   }
-  if (type == "stop_requested")
-    return StopRequested{job(), attempt(), j.at("reason").get<std::string>()};
-  if (type == "run_ended") {
-    return RunEnded{job(),
-                    attempt(),
-                    EnumFrom<RunState>(j, "run_state", ParseRunState),
-                    j.at("reason").get<std::string>(),
-                    EnumFrom<JobState>(j, "job_state", ParseJobState),
-                    j.at("exit_code").get<int32_t>()};
-  }
+  if (type == "stop_requested") return DecodeStopRequested(j);
+  if (type == "run_ended") return DecodeRunEnded(j);
   if (type == "job_ended") {
     return JobEnded{job(), EnumFrom<JobState>(j, "state", ParseJobState),
                     j.at("reason").get<std::string>()};

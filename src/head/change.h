@@ -64,6 +64,9 @@ struct StopRequested {  // cancel, preemption, time limit, a failed gang member
   JobId job = 0;
   int32_t attempt = 0;
   std::string reason;
+  // What the run's end is decided by, and a preemption's rule (kNone for other causes).
+  StopCause cause = StopCause::kFailed;
+  PreemptKind preempt = PreemptKind::kNone;
 };
 struct RunEnded {  // the run is over; the job is requeued (job_state pending) or ends
   JobId job = 0;
@@ -72,6 +75,7 @@ struct RunEnded {  // the run is over; the job is requeued (job_state pending) o
   std::string reason;
   JobState job_state = JobState::kSucceeded;
   int32_t exit_code = 0;
+  StopCause cause = StopCause::kCompleted;  // RunEndCause(run_state, the stop's cause)
 };
 struct JobEnded {  // ended without a live run (cancelled while pending)
   JobId job = 0;

@@ -150,6 +150,7 @@ struct Applier {
     run.stop_requested = true;
     run.stop_requested_at = at;
     run.reason = c.reason;
+    run.cause = c.cause;
     Event(JobAt(s, c.job), "stopping", c.reason);
   }
   void operator()(const RunEnded& c) {
@@ -158,6 +159,7 @@ struct Applier {
     run.state = c.run_state;
     run.ended_at = at;
     if (!c.reason.empty()) run.reason = c.reason;
+    run.cause = c.cause;
     job.state = c.job_state;
     if (c.job_state == JobState::kPending) {
       // A preempted run's reason says so itself ("preempted: for job 7 ...", "requeued: ...").

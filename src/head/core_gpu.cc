@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "head/head_core.h"
-#include "head/stop_reasons.h"
 
 namespace corral::head {
 
@@ -65,7 +64,7 @@ void HeadCore::ObserveGpuHealth(const Node& node, const std::vector<GpuSample>& 
     for (int32_t xid : s.xids) {
       if (ClassifyXid(xid) != XidClass::kApplication) continue;
       for (JobId id : JobsOnGpu(name, s.index)) {
-        RequestStop(state_.jobs.at(id),
+        RequestStop(state_.jobs.at(id), StopCause::kGpuError,
                     std::string(kReasonGpuError) + ": " + XidText(xid) + " on " + gpu +
                         ", the application's fault",
                     now);
@@ -84,7 +83,7 @@ void HeadCore::ObserveGpuHealth(const Node& node, const std::vector<GpuSample>& 
       // restarts from its last checkpoint).
       for (JobId id : JobsOnGpu(name, s.index)) {
         RequestStop(
-            state_.jobs.at(id),
+            state_.jobs.at(id), StopCause::kRequeued,
             std::string(kReasonRequeued) + ": " + gpu + " is critical (" + s.health_reason + ")",
             now);
       }

@@ -119,9 +119,9 @@ void HeadCore::StopIdle(TimeMs now) {
     Emit(Caller::System(), now, IdleWarned{id, attempt, since, stop_at});
   }
   for (const auto& [id, since] : stop) {
-    // "cancelled" first: the run ends cancelled, and so does the job (core_jobs.cc).
-    RequestStop(state_.jobs.at(id),
-                "cancelled: its GPUs stayed under " +
+    // Cancelled: the run ends cancelled, and so does the job (core_jobs.cc).
+    RequestStop(state_.jobs.at(id), StopCause::kCancelled,
+                std::string(kReasonCancelled) + ": its GPUs stayed under " +
                     std::to_string(config_.idle_threshold_percent) + "% use for " +
                     FormatDuration(now - since) + " (queue " + state_.jobs.at(id).spec.queue +
                     " stops idle runs)",

@@ -6,7 +6,6 @@
 #include "core/task_env.h"
 #include "head/head_core.h"
 #include "head/queue_admin.h"
-#include "head/stop_reasons.h"
 #include "sched/job_input.h"
 
 namespace corral::head {
@@ -228,7 +227,8 @@ Result<Job> HeadCore::Cancel(const Caller& by, JobId id, TimeMs now, bool elemen
       if (e->state == JobState::kPending) {
         Emit(by, now, JobEnded{e->id, JobState::kCancelled, "array cancelled by " + by.name});
       } else {
-        RequestStop(*e, std::string(kReasonCancelled) + " by " + by.name, now);
+        RequestStop(*e, StopCause::kCancelled, std::string(kReasonCancelled) + " by " + by.name,
+                    now);
       }
     }
     if (!any) return FailedPrecondition("array " + std::to_string(id) + " already ended");
@@ -246,7 +246,7 @@ Result<Job> HeadCore::Cancel(const Caller& by, JobId id, TimeMs now, bool elemen
   if (job.state == JobState::kPending) {
     Emit(by, now, JobEnded{id, JobState::kCancelled, "by " + by.name + " while pending"});
   } else {
-    RequestStop(job, std::string(kReasonCancelled) + " by " + by.name, now);
+    RequestStop(job, StopCause::kCancelled, std::string(kReasonCancelled) + " by " + by.name, now);
   }
   return state_.jobs.at(id);
 }
@@ -266,7 +266,7 @@ Result<Job> HeadCore::Requeue(const Caller& by, JobId id, TimeMs now) {
                               "; only a live job can be requeued");
   }
   if (job.state != JobState::kPending) {
-    RequestStop(job, std::string(kReasonRequeued) + " by " + by.name, now);
+    RequestStop(job, StopCause::kRequeued, std::string(kReasonRequeued) + " by " + by.name, now);
   }
   return state_.jobs.at(id);
 }
@@ -383,7 +383,8 @@ void HeadCore::Schedule(TimeMs now) {
   for (const sched::PreemptDecision& p : d.preempt) {
     auto it = state_.jobs.find(p.job);
     if (it == state_.jobs.end() || !active().IsActive(p.job)) continue;
-    RequestStop(it->second, std::string(kReasonPreempted) + ": " + p.reason, now);
+    RequestStop(it->second, StopCause::kPreempted, std::string(kReasonPreempted) + ": " + p.reason,
+                now, p.kind);
   }
   for (const sched::WaitReason& w : d.waiting) pending_reason_[w.job] = {w.code, w.reason};
   // A pass cut short by its work budget that got somewhere goes on at once, not a tick later.
@@ -427,10 +428,11 @@ void HeadCore::PlaceRun(const sched::PlaceDecision& d, TimeMs now) {
   Emit(Caller::System(), now, RunPlaced{job.id, attempt, std::move(placement), port});
 }
 
-void HeadCore::RequestStop(const Job& job, const std::string& reason, TimeMs now) {
+void HeadCore::RequestStop(const Job& job, StopCause cause, const std::string& reason, TimeMs now,
+                           PreemptKind preempt) {
   const Run* run = job.CurrentRun();
   if (!run || run->stop_requested || IsRunOver(run->state)) return;
-  Emit(Caller::System(), now, StopRequested{job.id, run->attempt, reason});
+  Emit(Caller::System(), now, StopRequested{job.id, run->attempt, reason, cause, preempt});
 }
 
 void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const RunReport& r,
@@ -496,14 +498,14 @@ void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const Ru
   }
   if (!r.running && !r.error.empty() && run.exit_codes[r.replica] == kNotExited &&
       !run.stop_requested) {
-    RequestStop(job,
+    RequestStop(job, StopCause::kCannotStart,
                 std::string(kReasonCannotStart) + " replica " + std::to_string(r.replica) +
                     " on node " + node + ": " + r.error,
                 now);
   }
   if (!r.running && r.oom_killed && run.exit_codes[r.replica] == kNotExited &&
       !run.stop_requested) {
-    RequestStop(job,
+    RequestStop(job, StopCause::kOutOfMemory,
                 std::string(kReasonOutOfMemory) + ": replica " + std::to_string(r.replica) +
                     " on node " + node + " exceeded its memory limit",
                 now);
@@ -516,11 +518,11 @@ void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const Ru
     const Run& after = *state_.jobs.at(job.id).CurrentRun();
     if (job.spec.batch && r.replica == 0 && !after.stop_requested && after.placement.size() > 1) {
       // The batch script is the job; the other replicas only held their nodes for it.
-      RequestStop(state_.jobs.at(job.id),
-                  "the batch script (replica 0) ended with code " + std::to_string(r.exit_code),
-                  now);
+      RequestStop(
+          state_.jobs.at(job.id), r.exit_code == 0 ? StopCause::kCompleted : StopCause::kFailed,
+          "the batch script (replica 0) ended with code " + std::to_string(r.exit_code), now);
     } else if (r.exit_code != 0 && !after.stop_requested && after.placement.size() > 1) {
-      RequestStop(state_.jobs.at(job.id),
+      RequestStop(state_.jobs.at(job.id), StopCause::kFailed,
                   TaskName(after.placement[r.replica], r.replica, task) + " exited with code " +
                       std::to_string(r.exit_code) + "; stopping the gang",
                   now);
@@ -538,11 +540,11 @@ void HeadCore::MaybeFinishRun(const Job& job, TimeMs now) {
   for (int32_t code : run.exit_codes) all_zero &= code == 0;
   if (job.spec.batch) all_zero = run.exit_codes[0] == 0 && run.failed_replica <= 0;
   if (run.stop_requested &&
-      (StartsWith(run.reason, kReasonPreempted) || StartsWith(run.reason, kReasonRequeued))) {
+      (run.cause == StopCause::kPreempted || run.cause == StopCause::kRequeued)) {
     FinishRun(job, RunState::kPreempted, "", now);  // a requeue: back to pending, no restart spent
-  } else if (run.stop_requested && StartsWith(run.reason, kReasonCancelled)) {
+  } else if (run.stop_requested && run.cause == StopCause::kCancelled) {
     FinishRun(job, RunState::kCancelled, "", now);
-  } else if (run.stop_requested && StartsWith(run.reason, kReasonGpuError)) {
+  } else if (run.stop_requested && run.cause == StopCause::kGpuError) {
     FinishRun(job, RunState::kFailed, run.reason, now);
   } else if (all_zero) {
     FinishRun(job, RunState::kSucceeded, "", now);
@@ -574,7 +576,7 @@ void HeadCore::FinishRun(const Job& job, RunState state, const std::string& reas
   const bool session_lost = state == RunState::kLost && job.spec.interactive && !next_state;
   std::string why = reason + (session_lost ? "; an interactive session is not requeued" : "");
   if (why.empty() && state == RunState::kFailed &&
-      (StartsWith(run.reason, kReasonCannotStart) || StartsWith(run.reason, kReasonOutOfMemory))) {
+      (run.cause == StopCause::kCannotStart || run.cause == StopCause::kOutOfMemory)) {
     why = run.reason;
   } else if (why.empty() && state == RunState::kFailed && run.failed_replica >= 0) {
     why = TaskName(run.placement[run.failed_replica], run.failed_replica, run.failed_task) +
@@ -601,7 +603,8 @@ void HeadCore::FinishRun(const Job& job, RunState state, const std::string& reas
   }
   if (next_state) next = *next_state;
   JobId id = job.id;
-  Emit(Caller::System(), now, RunEnded{id, run.attempt, state, why, next, first_failure});
+  Emit(Caller::System(), now,
+       RunEnded{id, run.attempt, state, why, next, first_failure, RunEndCause(state, run.cause)});
   // A draining node whose last run ended is drained.
   for (const ReplicaPlacement& p : state_.jobs.at(id).CurrentRun()->placement) {
     auto n = state_.nodes.find(p.node);
@@ -626,7 +629,7 @@ void HeadCore::EnforceTimeLimits(TimeMs now) {
   for (JobId id : over) {
     const Job& job = state_.jobs.at(id);
     RequestStop(
-        job,
+        job, StopCause::kTimeLimit,
         std::string(kReasonTimeLimit) + " " + FormatDuration(job.spec.time_limit_ms) + " exceeded",
         now);
   }
@@ -648,10 +651,9 @@ void HeadCore::ExpireStops(TimeMs now) {
     // What the stop was for still decides what becomes of the job: a cancelled job is not
     // brought back by its run's loss, a preempted one is requeued as it would have been.
     std::optional<JobState> next;
-    if (StartsWith(run.reason, kReasonCancelled)) {
+    if (run.cause == StopCause::kCancelled) {
       next = JobState::kCancelled;
-    } else if (!StartsWith(run.reason, kReasonPreempted) &&
-               !StartsWith(run.reason, kReasonRequeued)) {
+    } else if (run.cause != StopCause::kPreempted && run.cause != StopCause::kRequeued) {
       int32_t failed_runs = 1;
       for (const Run& r : job.runs) failed_runs += r.state == RunState::kFailed;
       next = failed_runs <= job.spec.max_restarts ? JobState::kPending : JobState::kFailed;

@@ -8,7 +8,6 @@
 
 #include "core/spec.h"
 #include "head/head_core.h"
-#include "head/stop_reasons.h"
 
 namespace corral::head {
 
@@ -183,7 +182,7 @@ void HeadCore::CullSessions(TimeMs now) {
     if (j.state == JobState::kPending) {
       Emit(Caller::System(), now, JobEnded{id, JobState::kCancelled, reason});
     } else {
-      RequestStop(j, reason, now);
+      RequestStop(j, StopCause::kCancelled, reason, now);
     }
   }
 }

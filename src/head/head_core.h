@@ -354,7 +354,8 @@ class HeadCore {
   void RebuildIndexes(TimeMs now);
 
   void PlaceRun(const sched::PlaceDecision& d, TimeMs now);
-  void RequestStop(const Job& job, const std::string& reason, TimeMs now);
+  void RequestStop(const Job& job, StopCause cause, const std::string& reason, TimeMs now,
+                   PreemptKind preempt = PreemptKind::kNone);
   void OnReplicaReport(const Job& job, const std::string& node, const RunReport& r, TimeMs now);
   void OnStepReport(const Job& job, int32_t step, const std::string& node, const RunReport& r,
                     TimeMs now);

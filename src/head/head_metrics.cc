@@ -9,12 +9,20 @@ namespace corral::head {
 
 namespace {
 
-// Bounded label values for free-text reasons (Prometheus: no unbounded labels).
-std::string PreemptClass(const std::string& reason) {
-  if (reason.find("attained less service") != std::string::npos) return "las";
-  if (reason.find("reclaims its quota") != std::string::npos) return "quota";
-  if (reason.find("of priority") != std::string::npos) return "priority";
-  return "other";
+// The label of a preemption's rule: LAS within and across queues together, the rules of the
+// other orders and the age bound as "other".
+const char* PreemptClass(PreemptKind kind) {
+  switch (kind) {
+    case PreemptKind::kLas:
+    case PreemptKind::kLasAcrossQueues:
+      return "las";
+    case PreemptKind::kQuota:
+      return "quota";
+    case PreemptKind::kPriority:
+      return "priority";
+    default:
+      return "other";
+  }
 }
 
 }  // namespace
@@ -76,8 +84,8 @@ void Head::CountDurable(const Change& c) {
     metrics_.Observe("corral_job_wait_seconds", {{"queue", job.spec.queue}},
                      std::max<double>(0, (e->started_at - job.submitted_at) / 1000.0));
   } else if (const auto* e = std::get_if<StopRequested>(&c.what);
-             e && e->reason.rfind("preempted", 0) == 0) {
-    metrics_.Add("corral_preemptions_total", {{"reason", PreemptClass(e->reason)}}, 1);
+             e && e->cause == StopCause::kPreempted) {
+    metrics_.Add("corral_preemptions_total", {{"reason", PreemptClass(e->preempt)}}, 1);
   } else if (const auto* e = std::get_if<RunEnded>(&c.what)) {
     const Job& job = s.jobs.at(e->job);
     const corral::Run& run = job.runs[e->attempt - 1];

@@ -46,7 +46,6 @@ PendingJob ToPendingJob(const Job& job, const RuntimeEstimator* estimator) {
     p.run_quantiles =
         estimator->Quantiles(job.owner, job.spec.name, total_gpus, job.spec.time_limit_ms,
                              p.attained_ms / std::max<int64_t>(1, total_gpus));
-    p.gittins_ms = estimator->GittinsServiceMs(p.queue, total_gpus, p.attained_ms);
   }
   return p;
 }

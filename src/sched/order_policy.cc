@@ -33,31 +33,6 @@ bool ParseOrderPolicy(const std::string& text, OrderPolicy* out) {
   return false;
 }
 
-const char* GittinsOrderName(GittinsOrder g) {
-  switch (g) {
-    case GittinsOrder::kOff:
-      return "off";
-    case GittinsOrder::kInsideLevel:
-      return "inside-level";
-    case GittinsOrder::kForLevel:
-      return "for-level";
-    case GittinsOrder::kQueuesOnly:
-      return "queues-only";
-  }
-  return "unknown";
-}
-
-bool ParseGittinsOrder(const std::string& text, GittinsOrder* out) {
-  for (GittinsOrder g : {GittinsOrder::kOff, GittinsOrder::kInsideLevel, GittinsOrder::kForLevel,
-                         GittinsOrder::kQueuesOnly}) {
-    if (text == GittinsOrderName(g)) {
-      *out = g;
-      return true;
-    }
-  }
-  return false;
-}
-
 int64_t TotalGpus(const PendingJob& job) {
   int64_t per = (std::max(0, job.per_replica.gpu_milli) + kGpuMilli - 1) / kGpuMilli;
   return int64_t{std::max(1, job.replicas)} * per;
@@ -136,19 +111,8 @@ DurationMs AttainedNow(const PendingJob& job, int64_t gpus, TimeMs started_at, T
   return job.attained_ms + gpus * std::max<DurationMs>(0, now - started_at);
 }
 
-TimeMs ExpectedEndOf(const SchedulerConfig& config, const PendingJob& job, TimeMs start) {
-  TimeMs end = job.time_limit_ms > 0 ? start + job.time_limit_ms : kUnknownTime;
-  if (config.policy == OrderPolicy::kCorral && config.use_predictions &&
-      config.backfill_with_predictions) {
-    DurationMs done = job.attained_ms / std::max<int64_t>(1, TotalGpus(job));
-    DurationMs left =
-        job.run_quantiles.empty()
-            ? PredictedRemainingMs(config, job, job.attained_ms)
-            : ConditionalRemainingMs(job.run_quantiles, done, PredictionRule::kQuantile,
-                                     config.reservation_quantile);
-    if (left > 0) end = std::min(end, start + left);
-  }
-  return end;
+TimeMs ExpectedEndOf(const PendingJob& job, TimeMs start) {
+  return job.time_limit_ms > 0 ? start + job.time_limit_ms : kUnknownTime;
 }
 
 int64_t MinuteBucket(DurationMs ms) {
@@ -159,20 +123,13 @@ JobKey StaticKey(const SchedulerConfig& config, const PendingJob& job, DurationM
   switch (config.policy) {
     case OrderPolicy::kCorral: {
       const int64_t level = config.las_within_queue ? LasLevel(config, job, attained_gpu_ms) : 0;
-      const bool gittins =
-          config.las_within_queue && (config.gittins == GittinsOrder::kInsideLevel ||
-                                      config.gittins == GittinsOrder::kForLevel);
-      // A job without an index (no history yet, or a driver that gives none) keeps its level.
-      const bool gittins_for_level =
-          gittins && config.gittins == GittinsOrder::kForLevel && job.gittins_ms > 0;
       // A run-time distribution conditioned on the attained service already knows what the
       // level says (prediction_for_level).
       const bool dist_for_level =
           config.use_predictions && config.prediction_for_level && !job.run_quantiles.empty();
       return {
           .a = -int64_t{job.priority},
-          .order_level = gittins_for_level || dist_for_level ? 0 : level,
-          .gittins = gittins ? MinuteBucket(job.gittins_ms) : 0,
+          .order_level = dist_for_level ? 0 : level,
           .pred = config.use_predictions ? PredictedRemainingMs(config, job, attained_gpu_ms) : 0,
           .b = job.submitted_at,
           .id = job.id,

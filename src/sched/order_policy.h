@@ -15,17 +15,14 @@ namespace corral::sched {
 // inside a queue (SchedulerConfig::las_within_queue; 0 otherwise): the pass order puts it
 // after the queue's fair share and before the user's (pass_order.h). `pred` is kCorral's
 // predicted remaining run time (SchedulerConfig::use_predictions; 0 otherwise), right after
-// the level. `gittins` is kCorral's MinuteBucket of the job's index (SchedulerConfig::
-// gittins; 0 otherwise, and with GittinsOrder::kQueuesOnly), which the pass order puts after
-// the level or in its place.
+// the level.
 struct JobKey {
   int64_t a = 0;
   // kCorral's age bound (SchedulerConfig::max_wait_ms): the submit time of an aged job, which
   // goes ahead of every other of its priority; kUnknownTime for the others.
   int64_t aged = kUnknownTime;
-  int64_t order_level = 0;  // `level` where it orders (0 with GittinsOrder::kForLevel and an
-                            // index)
-  int64_t gittins = 0;
+  // `level` where it orders (0 with SchedulerConfig::prediction_for_level and a distribution)
+  int64_t order_level = 0;
   int64_t pred = 0;
   int64_t b = 0;
   JobId id = 0;
@@ -65,17 +62,13 @@ inline bool HasPrediction(const PendingJob& job) {
 DurationMs PredictedRemainingMs(const SchedulerConfig& config, const PendingJob& job,
                                 DurationMs attained_gpu_ms);
 
-// When a job started (or starting) at `start` is expected to end: start + its time limit,
-// or with SchedulerConfig::backfill_with_predictions (kCorral, use_predictions) start + its
-// predicted remaining run time (attained_ms: before this run) if that is earlier;
-// kUnknownTime without either.
-TimeMs ExpectedEndOf(const SchedulerConfig& config, const PendingJob& job, TimeMs start);
+// When a job started (or starting) at `start` is expected to end: start + its time limit;
+// kUnknownTime without one. Reservations and backfill count on limits, never on predictions.
+TimeMs ExpectedEndOf(const PendingJob& job, TimeMs start);
 
 // The order's view of a duration: its power-of-two bucket of whole minutes (0, 1, 2-3, 4-7, ...;
-// 0 also for 0, unknown). It compares inverse Gittins indices (PendingJob::gittins_ms, GPU-ms),
-// computed when a job is (re)queued from the history as it was then, whose drift the buckets
-// keep from reordering jobs whose indices are alike; and borrowing queues' predicted remaining
-// times (SchedulerConfig::borrowing_queues_by_level).
+// 0 also for 0, unknown). It compares borrowing queues' predicted remaining times
+// (SchedulerConfig::borrowing_queues_by_level).
 int64_t MinuteBucket(DurationMs ms);
 
 // The key of a pending job that has attained `attained_gpu_ms` so far.

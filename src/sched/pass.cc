@@ -118,6 +118,61 @@ bool FitsWhereTheyMeet(const SchedState& st, const PendingEntry& e, const RunEnt
   return st.queues.AllocGpus(level) + TotalGpus(e.job) <= st.queues.Quota(level);
 }
 
+// Why run `r` is preempted for the pending job `e`, in words (shown by `corral show`) and as
+// the rule that allowed it (the head's metrics count preemptions by it). `lost`: the work the
+// run loses.
+std::pair<std::string, PreemptKind> PreemptionReason(const SchedState& st, const PendingEntry& e,
+                                                     const RunEntry& r, DurationMs lost,
+                                                     TimeMs now) {
+  const SchedulerConfig& cfg = st.config;
+  std::string why;
+  PreemptKind kind = PreemptKind::kPolicy;
+  if (cfg.policy != OrderPolicy::kCorral) {
+    why = std::string("by ") + OrderPolicyName(cfg.policy) + " for job " +
+          std::to_string(e.job.id);
+  } else if (e.aged && cfg.aged_may_displace && r.job.priority == e.job.priority &&
+             (r.queue == e.queue ||
+              st.queues.AllocGpus(e.queue) + TotalGpus(e.job) > st.queues.Quota(e.queue))) {
+    kind = PreemptKind::kAgeBound;
+    why = "for job " + std::to_string(e.job.id) + " of queue " + st.queues.Name(e.queue) +
+          ", which has waited past its age bound of " +
+          std::to_string(st.pending.AgeBound(e.queue) / kMinute) + " minutes";
+  } else if (r.queue == e.queue && r.job.priority == e.job.priority) {
+    kind = PreemptKind::kLas;
+    DurationMs attained = AttainedNow(r.job, r.gpus, r.started_at, now);
+    why = "for job " + std::to_string(e.job.id) + " of queue " + st.queues.Name(e.queue) +
+          ", which has attained less service (LAS level " + std::to_string(e.key.level) +
+          "; this run has " + std::to_string(attained / kHour) + " GPU-hours, level " +
+          std::to_string(LasLevel(cfg, r.job, attained)) + ")";
+  } else if (r.job.priority == e.job.priority && !FitsWhereTheyMeet(st, e, r)) {
+    // Not a reclaim (the job's quota level would go over its quota): LAS across queues.
+    kind = PreemptKind::kLasAcrossQueues;
+    DurationMs attained = AttainedNow(r.job, r.gpus, r.started_at, now);
+    why = "for job " + std::to_string(e.job.id) + " of queue " + st.queues.Name(e.queue) +
+          ", which has attained less service (LAS level " + std::to_string(e.key.level) +
+          "); queue " + st.queues.Name(r.queue) + " was over its quota of " +
+          std::to_string(st.queues.Quota(r.queue)) + " GPUs and this run has " +
+          std::to_string(attained / kHour) + " GPU-hours, level " +
+          std::to_string(LasLevel(cfg, r.job, attained));
+  } else if (r.queue == e.queue || r.job.priority < e.job.priority) {
+    kind = PreemptKind::kPriority;
+    why = "for job " + std::to_string(e.job.id) + " of priority " +
+          std::to_string(e.job.priority) + " (this run has priority " +
+          std::to_string(r.job.priority) + ")";
+  } else {
+    // The levels where the two queues meet: the queues themselves unless they share a
+    // parent with a quota.
+    QueueBook::Meet m = st.queues.QuotaMeet(e.queue, r.queue);
+    kind = PreemptKind::kQuota;
+    why = "queue " + st.queues.Name(m.taker) + " reclaims its quota of " +
+          std::to_string(st.queues.Quota(m.taker)) + " GPUs for job " + std::to_string(e.job.id) +
+          "; queue " + st.queues.Name(m.holder) + " was over its quota";
+  }
+  why += "; loses " + std::to_string(lost / kMinute) + " GPU-minutes of work since " +
+         (r.job.last_checkpoint_at > r.started_at ? "its last checkpoint" : "it started");
+  return {std::move(why), kind};
+}
+
 }  // namespace
 
 PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs now, Decisions* d) {
@@ -193,7 +248,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       continue;
     }
     ++st.work;
-    TimeMs end = ExpectedEndOf(cfg, e->job, now);
+    TimeMs end = ExpectedEndOf(e->job, now);
     std::string gate = ReservationGate(st, e->job, end);
     std::vector<ReplicaPlacement> placement;
     if (!gate.empty()) {
@@ -222,7 +277,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     if (!e || st.victims_of.count(id)) continue;
     ++st.work;
     std::vector<ReplicaPlacement> placement;
-    TimeMs end = ExpectedEndOf(cfg, e->job, now);
+    TimeMs end = ExpectedEndOf(e->job, now);
     if (placer.Place(ShapeOf(e->job), end, /*keep=*/true, &placement)) {
       bind(e, std::move(placement), end);
     }
@@ -247,8 +302,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       HeldRoom held = RoomInHeld(st.model, now);
       if (!st.pending.AnyVisibleFits(st.model.free_gpus() - st.model.held_gpus(),
                                      MaxUnheldFreeOnANode(st.model), st.model.free_gpus(),
-                                     held.node_free, held.max_limit,
-                                     /*unlimited_may_fit=*/cfg.backfill_with_predictions) &&
+                                     held.node_free, held.max_limit) &&
           !MayPreempt(st)) {
         break;
       }
@@ -278,7 +332,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       order.Done();
       continue;
     }
-    TimeMs end = ExpectedEndOf(cfg, j, now);
+    TimeMs end = ExpectedEndOf(j, now);
     std::vector<ReplicaPlacement> placement;
     if (placer.Place(s, end, /*keep=*/true, &placement)) {
       bind(e, std::move(placement), end);
@@ -312,45 +366,8 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
         r.preempted_for = j.id;
         st.AddFreeing(r.queue, r.gpus);
         st.being_preempted.insert(v);
-        std::string why;
-        if (cfg.policy != OrderPolicy::kCorral) {
-          why =
-              std::string("by ") + OrderPolicyName(cfg.policy) + " for job " + std::to_string(j.id);
-        } else if (e->aged && cfg.aged_may_displace && r.job.priority == j.priority &&
-                   (r.queue == e->queue ||
-                    st.queues.AllocGpus(e->queue) + TotalGpus(j) > st.queues.Quota(e->queue))) {
-          why = "for job " + std::to_string(j.id) + " of queue " + st.queues.Name(e->queue) +
-                ", which has waited past its age bound of " +
-                std::to_string(st.pending.AgeBound(e->queue) / kMinute) + " minutes";
-        } else if (r.queue == e->queue && r.job.priority == j.priority) {
-          DurationMs attained = AttainedNow(r.job, r.gpus, r.started_at, now);
-          why = "for job " + std::to_string(j.id) + " of queue " + st.queues.Name(e->queue) +
-                ", which has attained less service (LAS level " + std::to_string(e->key.level) +
-                "; this run has " + std::to_string(attained / kHour) + " GPU-hours, level " +
-                std::to_string(LasLevel(cfg, r.job, attained)) + ")";
-        } else if (r.job.priority == j.priority && !FitsWhereTheyMeet(st, *e, r)) {
-          // Not a reclaim (the job's quota level would go over its quota): LAS across queues.
-          DurationMs attained = AttainedNow(r.job, r.gpus, r.started_at, now);
-          why = "for job " + std::to_string(j.id) + " of queue " + st.queues.Name(e->queue) +
-                ", which has attained less service (LAS level " + std::to_string(e->key.level) +
-                "); queue " + st.queues.Name(r.queue) + " was over its quota of " +
-                std::to_string(st.queues.Quota(r.queue)) + " GPUs and this run has " +
-                std::to_string(attained / kHour) + " GPU-hours, level " +
-                std::to_string(LasLevel(cfg, r.job, attained));
-        } else if (r.queue == e->queue || r.job.priority < j.priority) {
-          why = "for job " + std::to_string(j.id) + " of priority " + std::to_string(j.priority) +
-                " (this run has priority " + std::to_string(r.job.priority) + ")";
-        } else {
-          // The levels where the two queues meet: the queues themselves unless they share a
-          // parent with a quota.
-          QueueBook::Meet m = st.queues.QuotaMeet(e->queue, r.queue);
-          why = "queue " + st.queues.Name(m.taker) + " reclaims its quota of " +
-                std::to_string(st.queues.Quota(m.taker)) + " GPUs for job " + std::to_string(j.id) +
-                "; queue " + st.queues.Name(m.holder) + " was over its quota";
-        }
-        why += "; loses " + std::to_string(lost / kMinute) + " GPU-minutes of work since " +
-               (r.job.last_checkpoint_at > r.started_at ? "its last checkpoint" : "it started");
-        d->preempt.push_back({v, j.id, std::move(why)});
+        auto [why, kind] = PreemptionReason(st, *e, r, lost, now);
+        d->preempt.push_back({v, j.id, std::move(why), kind});
         for (const ReplicaPlacement& p : r.placement) {
           int32_t slot = st.model.Find(p.node);
           if (slot < 0) continue;

@@ -18,52 +18,38 @@ std::optional<PassOrder::UserKey> PassOrder::MakeUserKey(int32_t g) const {
   const PendingSet::Group& group = pending_.groups()[g];
   if (group.heads.empty()) return std::nullopt;
   const JobKey& k = group.heads.begin()->first;
-  if (k.aged != kUnknownTime) return UserKey{k.a, k.aged, 0, 0, 0, 0.0, k.b, k.id, g};
+  if (k.aged != kUnknownTime) return UserKey{k.a, k.aged, 0, 0, 0.0, k.b, k.id, g};
   double share = pending_.fair() ? queues_.UserShare(group.queue, group.user) : 0.0;
-  return UserKey{k.a, k.aged, k.order_level, k.gittins, k.pred, share, k.b, k.id, g};
+  return UserKey{k.a, k.aged, k.order_level, k.pred, share, k.b, k.id, g};
 }
 
 std::optional<PassOrder::QueueKey> PassOrder::MakeQueueKey(int32_t sel) const {
   if (users_[sel].empty()) return std::nullopt;
   const UserKey& head = *users_[sel].begin();
   if (std::get<1>(head) != kUnknownTime) {  // aged: by submit time alone
-    return QueueKey{std::get<0>(head), std::get<1>(head), 0,  0, 0, 0, 0.0, {}, 0, 0, 0,
-                    std::get<6>(head), std::get<7>(head), sel};
+    return QueueKey{std::get<0>(head), std::get<1>(head), 0,  0, 0, 0.0, {}, 0, 0,
+                    std::get<5>(head), std::get<6>(head), sel};
   }
   // 0 within its own quota, 1 within an ancestor's (lent its subtree's idle share before the
   // rest of the cluster), 2 borrowing from the cluster; flat queues are 0 or 2.
   int tier = 2;
   double share = 0;
   std::vector<double> deeper;
-  int64_t borrow_level = 0, borrow_gittins = 0, borrow_bucket = 0;
+  int64_t borrow_level = 0, borrow_bucket = 0;
   if (pending_.fair()) {
     tier = queues_.QuotaTier(sel);
     share = queues_.FairPath(sel, &deeper);
     const SchedulerConfig& cfg = pending_.config();
     if (tier == 2 && cfg.borrowing_queues_by_level && cfg.las_within_queue) {
       borrow_level = std::get<2>(head);
-      // The best job's index (also where the order inside the queue ignores it).
-      if (cfg.gittins != GittinsOrder::kOff) {
-        borrow_gittins = MinuteBucket(pending_.Head(std::get<8>(head))->job.gittins_ms);
-      }
-      borrow_bucket = MinuteBucket(std::get<4>(head));
+      borrow_bucket = MinuteBucket(std::get<3>(head));
     }
   }
   return QueueKey{
-      std::get<0>(head),
-      std::get<1>(head),
-      tier,
-      borrow_level,
-      borrow_gittins,
-      borrow_bucket,
-      share,
-      std::move(deeper),
-      std::get<2>(head),
-      std::get<3>(head),
-      std::get<4>(head),
-      std::get<6>(head),
-      std::get<7>(head),
-      sel,
+      std::get<0>(head), std::get<1>(head), tier,
+      borrow_level,      borrow_bucket,     share,
+      std::move(deeper), std::get<2>(head), std::get<3>(head),
+      std::get<5>(head), std::get<6>(head), sel,
   };
 }
 
@@ -82,11 +68,11 @@ void PassOrder::RekeyQueue(int32_t sel) {
 
 PendingEntry* PassOrder::Next() {
   while (!queue_set_.empty()) {
-    int32_t sel = std::get<13>(*queue_set_.begin());
+    int32_t sel = std::get<11>(*queue_set_.begin());
     // Re-validate the best user of the best queue: a hidden class may have moved its head.
     bool changed = false;
     while (!users_[sel].empty()) {
-      int32_t g = std::get<8>(*users_[sel].begin());
+      int32_t g = std::get<7>(*users_[sel].begin());
       std::optional<UserKey> fresh = MakeUserKey(g);
       if (fresh && *fresh == *user_keys_[g]) break;
       RekeyUser(g);
@@ -96,7 +82,7 @@ PendingEntry* PassOrder::Next() {
       RekeyQueue(sel);
       continue;
     }
-    current_ = std::get<8>(*users_[sel].begin());
+    current_ = std::get<7>(*users_[sel].begin());
     return pending_.Head(current_);
   }
   return nullptr;

@@ -3,10 +3,9 @@
 // with the least fair share (queues under quota first; queues over it by their
 // best job's LAS level and predicted remaining bucket first, SchedulerConfig::
 // borrowing_queues_by_level), then inside it the
-// lowest LAS level (JobKey::level; 0 unless las_within_queue), then the highest
-// Gittins index bucket (JobKey::gittins; SchedulerConfig::gittins, which may also take the
-// level's place), then the user with the least share at that level, then submit time and id; shares
-// are re-read after every placement, so queues and users interleave within a pass. For the
+// lowest LAS level (JobKey::level; 0 unless las_within_queue), then the shortest predicted
+// remaining run time, then the user with the least share at that level, then submit time and id;
+// shares are re-read after every placement, so queues and users interleave within a pass. For the
 // baselines: one group in static key order.
 //
 // Each group (queue, user) exposes only the head of each visible equivalence class
@@ -39,19 +38,17 @@ class PassOrder {
   void Done();
 
  private:
-  // (priority, aged (JobKey::aged), level (0 with GittinsOrder::kForLevel), Gittins bucket,
-  // predicted remaining, user share, submit, id, group). An aged job's level, bucket,
-  // prediction and share are 0: aged jobs go by submit time alone.
-  using UserKey =
-      std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, double, int64_t, JobId, int32_t>;
-  // (priority, aged, quota tier (QueueBook::QuotaTier), borrowing queue's level, Gittins
-  // bucket and prediction bucket (0 within a quota level; SchedulerConfig::
-  // borrowing_queues_by_level), queue share (its top quota level's, QueueBook::FairPath),
-  // the deeper levels' ids and shares, level, Gittins bucket, predicted remaining, submit, id,
-  // selection queue); for an aged head, 0 from the tier to predicted remaining.
-  using QueueKey =
-      std::tuple<int64_t, int64_t, int, int64_t, int64_t, int64_t, double, std::vector<double>,
-                 int64_t, int64_t, int64_t, int64_t, JobId, int32_t>;
+  // (priority, aged (JobKey::aged), level (JobKey::order_level), predicted remaining, user
+  // share, submit, id, group). An aged job's level, prediction and share are 0: aged jobs go
+  // by submit time alone.
+  using UserKey = std::tuple<int64_t, int64_t, int64_t, int64_t, double, int64_t, JobId, int32_t>;
+  // (priority, aged, quota tier (QueueBook::QuotaTier), borrowing queue's level and prediction
+  // bucket (0 within a quota level; SchedulerConfig::borrowing_queues_by_level), queue share
+  // (its top quota level's, QueueBook::FairPath), the deeper levels' ids and shares, level,
+  // predicted remaining, submit, id, selection queue); for an aged head, 0 from the tier to
+  // predicted remaining.
+  using QueueKey = std::tuple<int64_t, int64_t, int, int64_t, int64_t, double, std::vector<double>,
+                              int64_t, int64_t, int64_t, JobId, int32_t>;
 
   std::optional<UserKey> MakeUserKey(int32_t g) const;
   std::optional<QueueKey> MakeQueueKey(int32_t sel) const;

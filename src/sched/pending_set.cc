@@ -88,17 +88,13 @@ void PendingSet::CountVisible(int32_t klass, int sign) {
 }
 
 bool PendingSet::AnyVisibleFits(int64_t free_unheld, int64_t node_unheld, int64_t free_all,
-                                int64_t node_all, DurationMs max_limit,
-                                bool unlimited_may_fit) const {
+                                int64_t node_all, DurationMs max_limit) const {
   for (const auto& [k, n] : visible_) {
     (void)n;
     const auto& [total, limit, per_replica] = k;
     if (total > free_all) break;  // ordered by GPUs
     if (total <= free_unheld && per_replica <= node_unheld) return true;
-    // Any class may hold jobs predicted to end in time (unlimited_may_fit:
-    // SchedulerConfig::backfill_with_predictions; predictions are per job, not per class).
-    if (max_limit >= 0 && (unlimited_may_fit || (limit > 0 && limit <= max_limit)) &&
-        per_replica <= node_all) {
+    if (max_limit >= 0 && limit > 0 && limit <= max_limit && per_replica <= node_all) {
       return true;
     }
   }
@@ -152,7 +148,6 @@ PendingEntry* PendingSet::Add(const PendingJob& job) {
   e.klass = ClassOf(e);
   Count(e, +1);
   Insert(&e);
-  if (GuardOn()) fresh_.push_back(job.id);
   ScheduleAging(e);
   return &e;
 }
@@ -185,7 +180,6 @@ void PendingSet::Remove(JobId id) {
     Revisit(e.klass, was_visible);
   }
   Count(e, -1);
-  if (e.promote_at != kUnknownTime) promotions_.erase({e.promote_at, id});
   if (e.aged_at != kUnknownTime) aging_.erase({e.aged_at, id});
   jobs_.erase(it);
 }
@@ -201,7 +195,6 @@ void PendingSet::SetAttained(JobId id, DurationMs attained_gpu_ms) {
   Erase(e);
   e->job.attained_ms = attained_gpu_ms;
   e->key = StaticKey(config_, e->job, attained_gpu_ms);
-  if (e->promoted) e->key.level = e->key.order_level = 0;
   if (e->aged) e->key.aged = e->job.submitted_at;
   Insert(e);
   ScheduleAging(*e);
@@ -216,27 +209,6 @@ void PendingSet::Promote(TimeMs now) {
     e->aged_at = kUnknownTime;
     e->aged = true;
     e->key.aged = e->job.submitted_at;
-    Insert(e);
-  }
-  if (!GuardOn()) return;
-  for (JobId id : fresh_) {
-    PendingEntry* e = Find(id);
-    if (!e || e->promoted || e->promote_at != kUnknownTime || e->key.level == 0) continue;
-    double service = static_cast<double>(e->job.attained_ms) /
-                     static_cast<double>(std::max<int64_t>(1, TotalGpus(e->job)));
-    e->promote_at = now + static_cast<DurationMs>(config_.starvation_promote_factor * service);
-    promotions_.insert({e->promote_at, id});
-  }
-  fresh_.clear();
-  while (!promotions_.empty() && promotions_.begin()->first <= now) {
-    JobId id = promotions_.begin()->second;
-    promotions_.erase(promotions_.begin());
-    PendingEntry* e = Find(id);
-    if (!e) continue;
-    Erase(e);
-    e->promote_at = kUnknownTime;
-    e->promoted = true;
-    e->key.level = e->key.order_level = 0;
     Insert(e);
   }
 }

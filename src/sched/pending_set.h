@@ -26,13 +26,9 @@ struct PendingEntry {
   int32_t user = -1;   // user id inside the queue
   int32_t group = -1;
   int32_t klass = -1;
-  // Starvation guard (SchedulerConfig::starvation_promote_factor): when it is due to be
-  // ordered as level 0 (kUnknownTime: never, or not yet seen by a pass), and whether it is.
-  TimeMs promote_at = kUnknownTime;
   // Age bound (SchedulerConfig::max_wait_ms): when it is due to be aged (kUnknownTime: no
   // bound, or aged already), and whether it is (JobKey::aged set).
   TimeMs aged_at = kUnknownTime;
-  bool promoted = false;
   bool aged = false;
   // Why it waits, as last reported (only changes are reported).
   PendingCode last_code = PendingCode::kNone;
@@ -63,9 +59,7 @@ class PendingSet {
   void Remove(JobId id);
   PendingEntry* Find(JobId id);
   void SetAttained(JobId id, DurationMs attained_gpu_ms);
-  // At the start of a pass: jobs past their age bound are aged (JobKey::aged). Starvation
-  // guard: jobs added since the last pass start waiting now; jobs that have waited long enough
-  // are ordered as level 0 (a no-op when it is off).
+  // At the start of a pass: jobs past their age bound are aged (JobKey::aged).
   void Promote(TimeMs now);
   // The age bound of a job of queue q: the queue's (QueueBook::MaxWait), else the config's;
   // 0: none (also for the baselines).
@@ -100,7 +94,7 @@ class PendingSet {
   // one node when its time limit is at most `max_limit` (< 0: none may)? The pass stops when
   // none could. Classes are few shapes x limits, so this is cheap.
   bool AnyVisibleFits(int64_t free_unheld, int64_t node_unheld, int64_t free_all, int64_t node_all,
-                      DurationMs max_limit, bool unlimited_may_fit = false) const;
+                      DurationMs max_limit) const;
   // The fewest GPUs any pending job asks for; INT64_MAX when none is pending.
   int64_t MinTotalGpus() const {
     return live_totals_.empty() ? INT64_MAX : live_totals_.begin()->first;
@@ -161,17 +155,9 @@ class PendingSet {
   std::vector<std::map<int64_t, int64_t>> visible_totals_by_queue_;
   std::vector<PendingEntry*> hidden_jobs_;
   std::vector<int32_t> hidden_classes_;
-  // Starvation guard: jobs added since the last Promote, and (promote_at, id) of the others
-  // in a level above 0.
-  std::vector<JobId> fresh_;
-  std::set<std::pair<TimeMs, JobId>> promotions_;
   // Age bound: (aged_at, id) of the jobs not aged yet that have a bound.
   std::set<std::pair<TimeMs, JobId>> aging_;
   void ScheduleAging(PendingEntry& e);
-  bool GuardOn() const {
-    return config_.policy == OrderPolicy::kCorral && config_.las_within_queue &&
-           config_.starvation_promote_factor > 0;
-  }
 };
 
 }  // namespace corral::sched

@@ -211,7 +211,7 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
   int64_t gpus = TotalGpus(j);
   OrderPolicy policy = st.config.policy;
   // Victims on nodes an admin reservation keeps from the job free nothing it may use.
-  const TimeMs end = ExpectedEndOf(st.config, j, st.now);
+  const TimeMs end = ExpectedEndOf(j, st.now);
   std::vector<RunEntry*> cands;
   std::set<const RunEntry*> budgeted_runs;  // kCorral: candidates taken for priority or LAS
   bool reclaim = false;

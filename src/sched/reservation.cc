@@ -143,7 +143,7 @@ bool Reserve(SchedState& st, const PendingEntry& job, Reservation* out) {
   // Admin reservations: the scan keeps off nodes that the job would overlap if it started now.
   // Starting later, it may overlap one it would not have: then the scan is done again off
   // every reserved node (an upper bound: it may start there once the reservation is over).
-  const TimeMs end_now = ExpectedEndOf(st.config, job.job, st.now);
+  const TimeMs end_now = ExpectedEndOf(job.job, st.now);
   TimeMs start = st.now;
   std::vector<NodeDemand> acc;
   std::vector<ReplicaPlacement> placement;

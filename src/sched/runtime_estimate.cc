@@ -48,11 +48,6 @@ void RuntimeEstimator::Observe(const EndedJob& e) {
       Remember(requeue_by_user_[e.user], e.run_ms, config_.requeue_window);
     }
   }
-  double service =
-      static_cast<double>(e.run_ms) * static_cast<double>(std::max<int64_t>(1, e.gpus));
-  Add(service_by_queue_gpus_[{e.queue, e.gpus}], service);
-  Add(service_by_queue_[e.queue], service);
-  Add(service_all_, service);
 }
 
 void RuntimeEstimator::Remember(Recent& r, DurationMs run_ms, int window_jobs) const {
@@ -150,79 +145,6 @@ RunTimeQuantiles RuntimeEstimator::Quantiles(const std::string& user, const std:
     for (DurationMs& x : out.at) x = std::min(x, time_limit_ms);
   }
   return out;
-}
-
-void RuntimeEstimator::Add(Histogram& h, double service_ms) const {
-  ++h.n;
-  if (config_.gittins_weight > 0) {
-    double keep = 1.0 - std::max(config_.gittins_weight, 1.0 / static_cast<double>(h.n));
-    for (int i = 0; i < kServiceBins; ++i) {
-      h.weight[i] *= keep;
-      h.sum_ms[i] *= keep;
-    }
-  }
-  double seconds = std::max(1.0, service_ms / 1000.0);
-  int bin = std::clamp(static_cast<int>(4.0 * std::log2(seconds)), 0, kServiceBins - 1);
-  h.weight[bin] += 1.0;
-  h.sum_ms[bin] += service_ms;
-}
-
-DurationMs RuntimeEstimator::Gittins(const Histogram& h, DurationMs attained_gpu_ms) {
-  const double a = static_cast<double>(std::max<DurationMs>(0, attained_gpu_ms));
-  // Over the bins whose mean is above a (the job's service is known to exceed a): with the
-  // quantum D = m_j - a, the survivors ending within it (weights up to bin j) take their
-  // remaining service, the others D each; the index is completions / expected service.
-  double total = 0;
-  for (int i = 0; i < kServiceBins; ++i) {
-    if (h.weight[i] > 0 && h.sum_ms[i] / h.weight[i] > a) total += h.weight[i];
-  }
-  if (total <= 0) return 0;  // no ended job ran longer than a
-  double done = 0, spent = 0, best = -1;
-  for (int i = 0; i < kServiceBins; ++i) {
-    if (h.weight[i] <= 0) continue;
-    double mean = h.sum_ms[i] / h.weight[i];
-    if (mean <= a) continue;
-    done += h.weight[i];
-    spent += h.weight[i] * (mean - a);
-    double per_completion = (spent + (mean - a) * (total - done)) / done;
-    if (best < 0 || per_completion < best) best = per_completion;
-  }
-  return std::max<DurationMs>(1, static_cast<DurationMs>(std::llround(best)));
-}
-
-DurationMs RuntimeEstimator::GittinsServiceMs(const std::string& queue, int64_t gpus,
-                                              DurationMs attained_gpu_ms) const {
-  // The most specific distribution with a job that ran longer than a answers.
-  bool history = false;
-  if (config_.gittins_by_queue_gpus) {
-    auto it = service_by_queue_gpus_.find({queue, gpus});
-    if (it != service_by_queue_gpus_.end() && it->second.n >= kMinGittinsSamples) {
-      history = true;
-      if (DurationMs g = Gittins(it->second, attained_gpu_ms); g > 0) return g;
-    }
-  }
-  auto it = service_by_queue_.find(queue);
-  const double prior = config_.gittins_prior_jobs;
-  if (prior > 0 && service_all_.n > 0) {
-    // The queue's own jobs, plus the cluster's distribution scaled to `prior` jobs.
-    Histogram mixed = it != service_by_queue_.end() ? it->second : Histogram{};
-    double all = 0;
-    for (double w : service_all_.weight) all += w;
-    for (int i = 0; i < kServiceBins; ++i) {
-      mixed.weight[i] += prior * service_all_.weight[i] / all;
-      mixed.sum_ms[i] += prior * service_all_.sum_ms[i] / all;
-    }
-    history = true;
-    if (DurationMs g = Gittins(mixed, attained_gpu_ms); g > 0) return g;
-  } else if (it != service_by_queue_.end()) {
-    history = true;
-    if (DurationMs g = Gittins(it->second, attained_gpu_ms); g > 0) return g;
-  }
-  if (!history) return 0;
-  // It outlived every ended job of its queue: the cluster's jobs that ran as long tell more
-  // than the queue's history, which says nothing past a.
-  if (DurationMs g = Gittins(service_all_, attained_gpu_ms); g > 0) return g;
-  return std::max<DurationMs>(1, attained_gpu_ms);  // longer than any job: as much again
 }
 
 namespace {

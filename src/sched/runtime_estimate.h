@@ -9,7 +9,6 @@
 // does the same. No clock, no I/O; the same sequence of calls gives the same estimates.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -49,16 +48,6 @@ struct EstimatorConfig {
   // geometric mean: run times span seconds to months, and one long outlier must not make a
   // user's next hundred short jobs look long.
   double weight = 0.5;
-  // The service distributions behind GittinsServiceMs: per (queue, GPU count) when that key
-  // has seen at least kMinGittinsSamples jobs, else per queue. Off: per queue only.
-  bool gittins_by_queue_gpus = false;
-  // Weight of the newest job in the service histograms (each observation scales the key's
-  // older ones by 1 - weight); 0: every ended job counts alike.
-  double gittins_weight = 0;
-  // A prior: the cluster's distribution (every queue's ended jobs) counted as this many jobs
-  // in each queue's, so that a queue with few ended jobs is judged mostly by the cluster's
-  // and one with many by its own; 0: the queue's alone.
-  double gittins_prior_jobs = 0;
   // Run-time distributions (Quantiles): the last `window` run times of each (user, name),
   // (user, GPU count) and user; the most specific key that has seen at least `min_jobs`
   // answers (else the most specific with any). The window is the recency: a user's habits
@@ -86,9 +75,6 @@ struct EstimatorConfig {
   int requeue_window = 0;
 };
 
-// Jobs a (queue, GPU count) key must have seen before its own distribution is used.
-constexpr int64_t kMinGittinsSamples = 8;
-
 class RuntimeEstimator {
  public:
   explicit RuntimeEstimator(EstimatorConfig config = {}) : config_(config) {}
@@ -115,18 +101,6 @@ class RuntimeEstimator {
   RunTimeQuantiles Quantiles(const std::string& user, const std::string& name, int64_t gpus,
                              DurationMs time_limit_ms, DurationMs done_ms = 0) const;
 
-  // The inverse of the Gittins index (Gittins; Tiresias, NSDI'19) of a job of this queue and
-  // size that has attained `attained_gpu_ms`, from the distribution of the service (GPU-ms:
-  // run time x GPUs) of the queue's ended jobs: min over quanta D of
-  // E[min(S - a, D) | S > a] / P(S - a <= D | S > a), i.e. the service the job is expected to
-  // take per completion if it is given the best next quantum. Lower is better (the index
-  // higher). The distribution is a histogram in quarter-octave bins of GPU-seconds; the quanta
-  // are the bins' means above a. A job that outlived every ended job of its key is judged by
-  // the cluster's ended jobs (every queue's) that ran longer than a, and one that outlived
-  // them all is guessed to take as much again (a). 0: its queue has no history.
-  DurationMs GittinsServiceMs(const std::string& queue, int64_t gpus,
-                              DurationMs attained_gpu_ms) const;
-
   // Whether a job of this user and name would be predicted from its (user, name) history.
   bool HasNameHistory(const std::string& user, const std::string& name) const {
     return config_.by_user_name && !user.empty() && !name.empty() &&
@@ -140,14 +114,6 @@ class RuntimeEstimator {
     double log_ms = 0;
     int64_t n = 0;
   };
-  // Ended jobs' service in quarter-octave bins of GPU-seconds: weight and weighted sum (GPU-ms)
-  // per bin.
-  static constexpr int kServiceBins = 160;
-  struct Histogram {
-    std::array<double, kServiceBins> weight{};
-    std::array<double, kServiceBins> sum_ms{};
-    int64_t n = 0;
-  };
   // The last `window` run times of a key (a ring) and how many it has seen.
   struct Recent {
     std::vector<DurationMs> ms;
@@ -156,9 +122,6 @@ class RuntimeEstimator {
   };
   void Update(Mean& m, double log_ms) const;
   void Remember(Recent& r, DurationMs run_ms, int window) const;
-  void Add(Histogram& h, double service_ms) const;
-  // The inverse index from one histogram; 0 when none of its jobs ran longer than a.
-  static DurationMs Gittins(const Histogram& h, DurationMs attained_gpu_ms);
   DurationMs OwnEstimate(const std::string& user, const std::string& name) const;
 
   EstimatorConfig config_;
@@ -166,9 +129,6 @@ class RuntimeEstimator {
   std::map<std::string, Mean> by_user_;
   std::map<std::pair<std::string, int64_t>, Mean> by_queue_gpus_;
   std::map<std::string, Mean> by_queue_;
-  std::map<std::pair<std::string, int64_t>, Histogram> service_by_queue_gpus_;
-  std::map<std::string, Histogram> service_by_queue_;
-  Histogram service_all_;  // every queue's
   std::map<std::pair<std::string, std::string>, Recent> recent_by_user_name_;
   std::map<std::pair<std::string, int64_t>, Recent> recent_by_user_gpus_;
   std::map<std::string, Recent> recent_by_user_;

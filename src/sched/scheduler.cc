@@ -53,7 +53,7 @@ void Scheduler::Impl::AddRun(const PendingJob& job, std::vector<ReplicaPlacement
   }
   r.cpu = n * job.per_replica.cpu_milli;
   r.mem = n * job.per_replica.memory_mb;
-  r.expected_end = ExpectedEndOf(st.config, job, started_at);
+  r.expected_end = ExpectedEndOf(job, started_at);
   // A run re-added (a recovering head) keeps the protection it started with.
   r.aged = AgedAt(job, st.pending.AgeBound(r.queue)) <= started_at;
   r.placed_in_pass = 0;

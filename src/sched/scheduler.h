@@ -93,17 +93,6 @@ enum class OrderPolicy { kCorral, kFifo, kSjf, kSrtf, kLas };
 const char* OrderPolicyName(OrderPolicy p);
 bool ParseOrderPolicy(const std::string& text, OrderPolicy* out);
 
-// kCorral: where the Gittins index of a job's attained service (PendingJob::gittins_ms) enters
-// the order (SchedulerConfig::gittins).
-enum class GittinsOrder {
-  kOff,
-  kInsideLevel,  // after the LAS level, before the predicted remaining time
-  kForLevel,     // instead of the LAS level for jobs with an index (preemption still by level)
-  kQueuesOnly,   // only in the order of queues over their quota; inside a queue as kOff
-};
-const char* GittinsOrderName(GittinsOrder g);
-bool ParseGittinsOrder(const std::string& text, GittinsOrder* out);
-
 // The numbers a pass reads come first and the strings last: a pass walks past many jobs and
 // reads few fields of each, and the first two cache lines hold all it needs of most of them.
 struct PendingJob {
@@ -127,11 +116,6 @@ struct PendingJob {
   // Predicted run time of the whole job in wall ms (RuntimeEstimator::Predict: its owner's and
   // its name's history, its time limit; never its true duration); 0: no prediction.
   DurationMs predicted_ms = 0;
-  // The inverse Gittins index of the job at its attained_ms (RuntimeEstimator::
-  // GittinsServiceMs: GPU-ms of service per expected completion, from the service of the
-  // queue's ended jobs; never its own duration); 0: unknown. Computed when the job is
-  // (re)queued; UpdateAttained does not recompute it.
-  DurationMs gittins_ms = 0;
   // Simulator-only inputs of the baseline policies.
   DurationMs oracle_duration_ms = 0;
   DurationMs attained_ms = 0;  // GPU-time received before the current run, in GPU-ms
@@ -229,11 +213,8 @@ struct SchedulerConfig {
   // answers once it has run (what is left of a job that outlived some of them).
   bool prediction_fresh_by_mean = false;
   // A job with a distribution is ordered by its predicted remaining time in its LAS level's
-  // place (what it may preempt is still decided by its level), as GittinsOrder::kForLevel.
+  // place (what it may preempt is still decided by its level).
   bool prediction_for_level = false;
-  // With backfill_with_predictions: the conditional quantile of the run time a reservation
-  // counts on (a high one: a job backfilled on a guess that runs long delays the reservation).
-  double reservation_quantile = 0.9;
   // kCorral, with las_within_queue: a blocked job may also displace a preemptible run of
   // another queue that is over its quota, of the same priority, in a strictly higher LAS
   // level, under the same hysteresis, sparing rule and budgets as inside a queue, and only
@@ -244,16 +225,6 @@ struct SchedulerConfig {
   // queues' long runs on borrowed GPUs, which only quota reclaim could take. Off: LAS never
   // crosses queues (only quota reclaim does).
   bool las_across_queues = true;
-  // kCorral, with use_predictions: a run's expected end (what reservations are computed from)
-  // and a pending job's end when it would start (whether it may use GPUs held for a
-  // reservation) come from its predicted remaining run time where that is before its time
-  // limit's end (or it has no limit), not only from the limit. A reservation behind runs
-  // without a limit then gets a predicted start, and a job predicted to end before it may
-  // backfill into its held GPUs (EASY backfill on predictions). A run that outlives its
-  // predicted end counts as ending now. Off: only time limits. Off by default: a job predicted
-  // short that runs long delays the reservation it backfilled, and on the Philly trace that
-  // starves wide jobs of small queues (docs/simulation.md, "Options left off").
-  bool backfill_with_predictions = false;
   // kCorral, with las_within_queue: queues under their quota still come first, by fair share;
   // queues over it (borrowing) come after them in the order of their best pending job's LAS
   // level, then (use_predictions) of a power-of-two bucket of its predicted remaining run
@@ -263,15 +234,6 @@ struct SchedulerConfig {
   // queue's borrowed run is not left behind it in the order. Off: queues over quota by fair
   // share alone.
   bool borrowing_queues_by_level = true;
-  // kCorral, with las_within_queue: a starvation guard (Tiresias'). A pending job in a LAS
-  // level above 0 that has waited, since the first pass that saw it pending (its submit, or
-  // its requeue after a preemption), at least this factor times the service it has attained
-  // (attained GPU-ms / its GPUs) is ordered as level 0 until it starts; what it may preempt
-  // is unchanged (still its real level). Lets a long job of a busy or borrowing queue start
-  // behind a steady stream of new short ones. <= 0: off. Off by default: on the Philly trace
-  // the promoted long jobs take the reservation and the big queues' short jobs wait behind
-  // them (docs/simulation.md, "Options left off").
-  double starvation_promote_factor = 0;
   // kCorral: the age bound of queues that set none (QueueConfig::max_wait_ms). A pending job
   // that has waited this long in all (now - submitted_at - attained_ms / its GPUs: time since
   // submit not spent running) is aged: it goes ahead of every job of its priority that is not,
@@ -290,18 +252,6 @@ struct SchedulerConfig {
   // aged job that cannot start holds its reservation until runs end, and on a cluster of
   // runs without time limits the GPUs it holds idle meanwhile.
   bool aged_may_displace = true;
-  // kCorral, with las_within_queue: order pending jobs by the Gittins index of their
-  // attained service (PendingJob::gittins_ms, compared in power-of-two buckets of GPU-minutes,
-  // MinuteBucket: the higher the index, the lower the bucket, first; 0, unknown, first), as
-  // Tiresias' Gittins index. kInsideLevel: inside a LAS level. kForLevel: in the level's place
-  // for jobs that have an index (what a job may preempt is still decided by its level).
-  // kQueuesOnly: not inside a queue. Queues over their quota (borrowing_queues_by_level) are
-  // then ordered by their best job's bucket (after its level, except with kForLevel) before
-  // the bucket of its predicted remaining time. The index needs the driver to fill gittins_ms
-  // (ToPendingJob with a RuntimeEstimator); without it every job is 0 and the order is as with
-  // kOff. Off by default: on the Philly trace it shortens the average JCT by about 2% and
-  // lowers fairness across queues (docs/simulation.md, "Options left off").
-  GittinsOrder gittins = GittinsOrder::kOff;
   // kCorral, LAS preemption inside a queue: a run in a higher level is displaced only if it has
   // attained at least this factor times the threshold between the two levels, and the job
   // less than that threshold divided by it (see preemption.cc, "Hysteresis").
@@ -333,6 +283,8 @@ struct PreemptDecision {
   JobId job = 0;       // victim
   JobId for_job = 0;   // the job it makes room for
   std::string reason;  // shown by `corral show`
+  // The rule that allowed it.
+  PreemptKind kind = PreemptKind::kPolicy;
 };
 
 // Why a pending job did not start in this pass.

@@ -145,10 +145,6 @@ class JobBuilder {
     j_.run_quantiles = d;
     return *this;
   }
-  JobBuilder& Gittins(DurationMs gpu_ms) {
-    j_.gittins_ms = gpu_ms;
-    return *this;
-  }
   const PendingJob& Build() const { return j_; }
   operator PendingJob() const { return j_; }  // NOLINT: builder
 

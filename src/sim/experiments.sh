@@ -48,10 +48,9 @@ for pr in none time-limit user-name,user,queue,time-limit; do
 done
 for g in 512 768; do run --trace "$P" --gpus $g --policy corral --synth-time-limits; done
 run --trace "$P" --gpus 640 --load-scale 1.2 --policy corral --synth-time-limits
-echo; echo "## Borrowing queues by level, and the options left off (corral, JSON)"
+echo; echo "## Borrowing queues by level (corral, JSON)"
 for sz in "512" "640" "768" "640 --load-scale 1.2"; do
-  for fl in "" "--no-borrowing-queues-by-level" "--predict oracle" "--predict none" \
-            "--backfill-predictions" "--starvation-factor 10" "--starvation-factor 20"; do
+  for fl in "" "--no-borrowing-queues-by-level" "--predict oracle" "--predict none"; do
     # shellcheck disable=SC2086
     run --trace "$P" --gpus $sz --policy corral --no-timing -o json $fl
   done

@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "head/change.h"
-#include "head/stop_reasons.h"
 #include "sim/report.h"
 #include "sim/shell_port.h"
 #include "sim/simulator.h"
@@ -40,10 +39,12 @@ std::string DecisionOf(const head::Change& c) {
   } else if (const auto* p = std::get_if<head::RunStarted>(&c.what)) {
     s << c.at << " job " << p->job << "." << p->attempt << " started";
   } else if (const auto* p = std::get_if<head::StopRequested>(&c.what)) {
-    s << c.at << " job " << p->job << "." << p->attempt << " stop: " << p->reason;
+    s << c.at << " job " << p->job << "." << p->attempt << " stop " << StopCauseName(p->cause)
+      << ": " << p->reason;
   } else if (const auto* p = std::get_if<head::RunEnded>(&c.what)) {
     s << c.at << " job " << p->job << "." << p->attempt << " ended " << RunStateName(p->run_state)
-      << ", job " << JobStateName(p->job_state) << ": " << p->reason;
+      << ", job " << JobStateName(p->job_state) << " (" << StopCauseName(p->cause)
+      << "): " << p->reason;
   }
   return s.str();
 }
@@ -211,11 +212,11 @@ void ExpectParity(sched::OrderPolicy policy, const std::string& name, DurationMs
   // The trace tries what it should: every kind of decision happens.
   EXPECT_GT(Count(core.log, " placed on n"), jobs.size());
   EXPECT_GT(Count(core.log, "] n"), 0u) << "a gang over two nodes";
-  EXPECT_GT(Count(core.log, std::string("stop: ") + head::kReasonTimeLimit), 0u);
+  EXPECT_GT(Count(core.log, " stop time_limit: "), 0u);
   EXPECT_GT(Count(core.log, "ended lost"), 0u) << "runs lost with a failed node";
   EXPECT_GT(core.result.node_failures, 0);
   if (IsPreemptivePolicy(policy)) {
-    EXPECT_GT(Count(core.log, std::string("stop: ") + head::kReasonPreempted), 0u);
+    EXPECT_GT(Count(core.log, " stop preempted: "), 0u);
   }
 }
 

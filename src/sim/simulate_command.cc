@@ -59,15 +59,9 @@ struct Flags {
   std::string las_thresholds;
   double las_hysteresis = -1;
   bool no_las_across_queues = false;
-  bool backfill_predictions = false;
   bool no_borrowing_by_level = false;
-  double starvation_factor = -1;
   std::string max_wait;
   bool aged_no_displace = false;
-  std::string gittins = "off";
-  bool gittins_by_queue_gpus = false;
-  double gittins_weight = -1;
-  double gittins_prior = -1;
   std::string cluster_budget, queue_budget;
   PredictFlags predict;
   AdminFlags admin;
@@ -385,9 +379,7 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
     cfg.las_thresholds_gpu_ms = std::move(*t);
   }
   cfg.las_across_queues = !f.no_las_across_queues;
-  cfg.backfill_with_predictions = f.backfill_predictions;
   cfg.borrowing_queues_by_level = !f.no_borrowing_by_level;
-  cfg.starvation_promote_factor = f.starvation_factor;
   if (!f.max_wait.empty())
     CORRAL_RETURN_IF_ERROR(Duration("--max-wait", f.max_wait, &cfg.max_wait_ms));
   cfg.aged_may_displace = !f.aged_no_displace;
@@ -402,16 +394,6 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
                                     &cfg.min_runtime_before_preempt_ms));
   }
   CORRAL_RETURN_IF_ERROR(ApplyPredictFlags(f.predict, &cfg));
-  if (!sched::ParseGittinsOrder(f.gittins, &cfg.gittins)) {
-    return InvalidArgument("--gittins '" + f.gittins +
-                           "' is not one of off, inside-level, for-level, queues-only");
-  }
-  cfg.predict.estimator.gittins_by_queue_gpus = f.gittins_by_queue_gpus;
-  if (f.gittins_prior >= 0) cfg.predict.estimator.gittins_prior_jobs = f.gittins_prior;
-  if (f.gittins_weight >= 0) {
-    if (f.gittins_weight >= 1) return InvalidArgument("--gittins-weight must be in [0, 1)");
-    cfg.predict.estimator.gittins_weight = f.gittins_weight;
-  }
   CORRAL_RETURN_IF_ERROR(Duration("--node-mtbf", f.node_mtbf, &cfg.node_mtbf_ms));
   CORRAL_RETURN_IF_ERROR(Duration("--node-repair", f.node_repair, &cfg.node_repair_ms));
   if (cfg.node_mtbf_ms > 0 && cfg.node_repair_ms <= 0) {
@@ -613,10 +595,6 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
                "corral policy: queues over their quota come after those under it by fair share "
                "alone (the default orders them by their best job's LAS level and predicted "
                "remaining time first)");
-  app.add_option("--starvation-factor", f.starvation_factor,
-                 "corral policy: a job above LAS level 0 that has waited this many times the "
-                 "service it attained is ordered as level 0 (Tiresias' starvation guard; 0: "
-                 "off; default: the scheduler's)");
   app.add_option("--max-wait", f.max_wait,
                  "corral policy: the age bound: a job that has waited this long in all goes "
                  "ahead of the others, oldest first, with the reservation, and is not displaced "
@@ -625,24 +603,6 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
   app.add_flag("--aged-no-displace", f.aged_no_displace,
                "corral policy: a job past its age bound only holds its reservation (the default "
                "also lets it displace runs that are not aged, whatever their LAS levels)");
-  app.add_option("--gittins", f.gittins,
-                 "corral policy: order pending jobs by the Gittins index of their attained "
-                 "service, from the service of their queue's ended jobs: off, inside-level "
-                 "(inside a LAS level), for-level (in its place; preemption still by level) or "
-                 "queues-only (only the order of queues over their quota); needs history "
-                 "predictions (--predict with a history, or oracle); default off");
-  app.add_flag("--gittins-by-queue-gpus", f.gittins_by_queue_gpus,
-               "the Gittins index from the service of ended jobs of the same queue and GPU "
-               "count (once 8 have ended; default: of the same queue)");
-  app.add_option("--gittins-prior", f.gittins_prior,
-                 "the cluster's service distribution counted as this many ended jobs in each "
-                 "queue's (default 0: the queue's alone)");
-  app.add_option("--gittins-weight", f.gittins_weight,
-                 "weight of the newest ended job in the Gittins service histograms (default 0: "
-                 "all ended jobs alike)");
-  app.add_flag("--backfill-predictions", f.backfill_predictions,
-               "corral policy: reservations and backfill use predicted run times where they end "
-               "before the time limit (EASY backfill on predictions; default: time limits only)");
   app.add_option("--cluster-budget", f.cluster_budget,
                  "corral policy: RUNS,GPU_SECONDS: runs preempted per minute and GPU-seconds "
                  "lost per hour, cluster-wide (0: the scheduler's default, -1: unlimited)");

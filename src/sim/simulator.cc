@@ -9,7 +9,6 @@
 
 #include "head/change.h"
 #include "head/head_core.h"
-#include "head/stop_reasons.h"
 #include "sim/emulated_node.h"
 #include "sim/head_port.h"
 
@@ -62,7 +61,7 @@ struct Work {
 // asked to stop.
 struct OpenRun {
   size_t run = 0;
-  std::string stop_reason;
+  StopCause stop_cause = StopCause::kNone;
 };
 
 // Splits a request into a gang of whole-node-sized replicas: the fewest replicas r such that
@@ -103,12 +102,9 @@ sched::SchedulerConfig SchedulerConfigOf(const SimConfig& c) {
   s.prediction_done_weight = c.prediction_done_weight;
   s.prediction_fresh_by_mean = c.prediction_fresh_by_mean;
   s.las_across_queues = c.las_across_queues;
-  s.backfill_with_predictions = c.backfill_with_predictions;
   s.borrowing_queues_by_level = c.borrowing_queues_by_level;
-  if (c.starvation_promote_factor >= 0) s.starvation_promote_factor = c.starvation_promote_factor;
   if (c.max_wait_ms >= 0) s.max_wait_ms = c.max_wait_ms;
   s.aged_may_displace = c.aged_may_displace;
-  s.gittins = c.gittins;
   return s;
 }
 
@@ -270,18 +266,13 @@ class Loop {
                                : NoisyDuration(t.duration_ms, index_[job.id - 1], in.noise_sigma);
       p->predicted_ms = d;
       p->run_quantiles = {};
-      // The index of a known service: its remaining GPU-time.
-      p->gittins_ms =
-          std::max<DurationMs>(1, d * std::max<int64_t>(1, t.num_gpus) - p->attained_ms);
     } else if (in.bound != OracleBound::kNone) {
       const sched::RunTimeQuantiles& d = bound_dists_[index_[job.id - 1]];
       p->predicted_ms = sched::ConditionalRemainingMs(d, 0, sched::PredictionRule::kQuantile, 0.5);
       p->run_quantiles = d;
-      p->gittins_ms = 0;  // no index: the job keeps its level (GittinsOrder::kForLevel)
     } else if (!in.history) {
       p->predicted_ms = in.time_limit ? job.spec.time_limit_ms : 0;
       p->run_quantiles = {};
-      p->gittins_ms = 0;
     } else if (!in.time_limit) {
       const sched::RuntimeEstimator& estimator = port_->core().estimator();
       p->predicted_ms = estimator.Estimate(p->user, p->name, p->queue, t.num_gpus);
@@ -533,7 +524,7 @@ class Loop {
       --pending_;
       ++running_;
     } else if (const auto* e = std::get_if<StopRequested>(&c.what)) {
-      Open(e->job).stop_reason = e->reason;
+      Open(e->job).stop_cause = e->cause;
     } else if (const auto* e = std::get_if<RunEnded>(&c.what)) {
       Ended(*e, now);
     }
@@ -542,7 +533,7 @@ class Loop {
   void Ended(const RunEnded& e, TimeMs now) {
     size_t i = Row(e.job);
     RunRecord& r = result_.runs[Open(e.job).run];
-    std::string reason = std::exchange(Open(e.job).stop_reason, "");
+    StopCause stop = std::exchange(Open(e.job).stop_cause, StopCause::kNone);
     Work& w = WorkOf(e.job);
     if (e.run_state == RunState::kSucceeded) w.progress_ms = jobs_[i].duration_ms;
     if (e.run_state == RunState::kLost && !w.stopped) {
@@ -551,9 +542,8 @@ class Loop {
     }
     r.end = now;
     r.lost = e.run_state == RunState::kLost;
-    r.preempted = e.run_state == RunState::kPreempted ||
-                  (r.lost && head::StartsWith(reason, head::kReasonPreempted));
-    r.timeout = head::StartsWith(reason, head::kReasonTimeLimit);
+    r.preempted = e.run_state == RunState::kPreempted || (r.lost && stop == StopCause::kPreempted);
+    r.timeout = stop == StopCause::kTimeLimit;
     // GPU time the run held beyond the progress it kept.
     DurationMs gain = w.progress_ms - w.run_progress_start;
     result_.lost_gpu_ms += r.gpu_milli * std::max<DurationMs>(0, now - r.start - gain) / kGpuMilli;

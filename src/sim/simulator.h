@@ -112,19 +112,12 @@ struct SimConfig {
   bool prediction_fresh_by_mean = false;  // SchedulerConfig::prediction_fresh_by_mean
   // Corral policy: SchedulerConfig::las_across_queues.
   bool las_across_queues = true;
-  // Corral policy: SchedulerConfig::backfill_with_predictions.
-  bool backfill_with_predictions = false;
   // Corral policy: SchedulerConfig::borrowing_queues_by_level.
   bool borrowing_queues_by_level = true;
-  // Corral policy: SchedulerConfig::starvation_promote_factor (< 0: the scheduler's).
-  double starvation_promote_factor = -1;
   // Corral policy: SchedulerConfig::max_wait_ms, the age bound (< 0: the scheduler's; 0: none).
   DurationMs max_wait_ms = -1;
   // Corral policy: SchedulerConfig::aged_may_displace.
   bool aged_may_displace = true;
-  // Corral policy: SchedulerConfig::gittins (the index from `predict`'s estimator, or with
-  // predict.oracle from the true remaining service).
-  sched::GittinsOrder gittins = sched::GittinsOrder::kOff;
   // Node failures: mean up time of a node (0: nodes never fail), and how long it stays down.
   DurationMs node_mtbf_ms = 0;
   DurationMs node_repair_ms = kHour;

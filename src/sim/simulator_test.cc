@@ -329,8 +329,16 @@ TEST(SimulateCommandTest, IssueElevenOptionsReachTheSchedulerAndPassTheChecker) 
   std::string plain = summary({});
   EXPECT_FALSE(plain.empty());
   EXPECT_NE(summary({"--no-borrowing-queues-by-level"}), plain);
-  EXPECT_NE(summary({"--backfill-predictions"}), plain);
-  EXPECT_NE(summary({"--starvation-factor", "1"}), plain);
+  // The options measured and left off are gone, not silently ignored.
+  for (std::vector<std::string> gone : {std::vector<std::string>{"--backfill-predictions"},
+                                        {"--starvation-factor", "1"},
+                                        {"--gittins", "for-level"}}) {
+    std::vector<std::string> args = {"--trace", Data("philly_slice.csv"), "--nodes", "2"};
+    args.insert(args.end(), gone.begin(), gone.end());
+    int rc = 0;
+    RunCommand(args, &rc);
+    EXPECT_NE(rc, 0) << gone[0];
+  }
 }
 
 TEST(SimulateCommandTest, MalformedRowsAreReportedAndCapped) {

@@ -12,8 +12,6 @@
 namespace corral::slurm {
 namespace {
 
-bool Contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
-
 std::string Timestamp(TimeMs t) {
   if (t <= 0) return "Unknown";
   time_t secs = static_cast<time_t>(t / 1000);
@@ -121,9 +119,8 @@ std::string SlurmState(const Job& j) {
       break;
   }
   if (run != nullptr) {
-    const std::string reason = AsciiLower(run->reason);
-    if (reason.rfind("time limit", 0) == 0) return "TIMEOUT";
-    if (Contains(reason, "out of memory") || Contains(reason, "oom")) return "OUT_OF_MEMORY";
+    if (run->cause == StopCause::kTimeLimit) return "TIMEOUT";
+    if (run->cause == StopCause::kOutOfMemory) return "OUT_OF_MEMORY";
     if (run->state == RunState::kLost) return "NODE_FAIL";
     if (run->state == RunState::kPreempted) return "PREEMPTED";
   }

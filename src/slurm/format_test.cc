@@ -75,6 +75,7 @@ std::vector<Job> Jobs() {
   timeout.runs.push_back(StartedRun({"node04"}, kT0, kT0 + 61'000));
   timeout.runs.back().state = RunState::kFailed;
   timeout.runs.back().reason = "time limit 0:01:00 exceeded";
+  timeout.runs.back().cause = corral::StopCause::kTimeLimit;
   jobs.push_back(timeout);
 
   Job cancelled = MakeJob(12, "oops", JobState::kCancelled);
@@ -223,10 +224,15 @@ TEST(SlurmStates, EveryEndMapsToSlurmsName) {
   j.runs.back().state = RunState::kPreempted;
   EXPECT_EQ(SlurmState(j), "PREEMPTED");
   j.runs.back().state = RunState::kFailed;
-  j.runs.back().reason = "replica 0 was killed: out of memory";
+  j.runs.back().cause = corral::StopCause::kFailed;
+  EXPECT_EQ(SlurmState(j), "FAILED");
+  j.runs.back().cause = corral::StopCause::kOutOfMemory;
   EXPECT_EQ(SlurmState(j), "OUT_OF_MEMORY");
-  j.runs.back().reason = "time limit 1:00:00 exceeded";
+  j.runs.back().cause = corral::StopCause::kTimeLimit;
   EXPECT_EQ(SlurmState(j), "TIMEOUT");
+  j.runs.back().cause = corral::StopCause::kFailed;
+  j.runs.back().reason = "time limit 1:00:00 exceeded";  // words alone decide nothing
+  EXPECT_EQ(SlurmState(j), "FAILED");
   EXPECT_EQ(CompactState("TIMEOUT"), "TO");
   EXPECT_EQ(CompactState("PENDING"), "PD");
   EXPECT_EQ(SqueueTime(65'000), "1:05");
