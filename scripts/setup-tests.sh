@@ -13,6 +13,7 @@ PACKAGES=(
   systemd          # systemd-analyze verify, for the units (tests/units_test.py)
   prometheus
   python3 python3-torch
+  python3-cloudpickle  # the Python client's executor (python/corral/executor.py)
   chromium nodejs
   slurm-wlm munge  # the differential test against a real Slurm (tests/slurm), with sacct:
   slurmdbd mariadb-server  # its accounting (slurmdbd over a MariaDB the test starts)

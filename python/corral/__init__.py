@@ -8,9 +8,10 @@
     print(job.wait())                   # JobState.SUCCEEDED
 """
 
-from .client import Client, Job, JobState
+from .client import Client, ExecResult, Job, JobState
+from .executor import CorralFuture, Executor, FailedJobError
 from .errors import (AuthError, Conflict, CorralError, InvalidArgument, NotFound, QuotaExceeded,
                      ServerError, Unavailable)
 
-__all__ = ["Client", "Job", "JobState", "CorralError", "InvalidArgument", "AuthError", "NotFound",
+__all__ = ["Client", "Job", "JobState", "ExecResult", "Executor", "CorralFuture", "FailedJobError", "CorralError", "InvalidArgument", "AuthError", "NotFound",
            "Conflict", "QuotaExceeded", "Unavailable", "ServerError"]

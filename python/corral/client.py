@@ -11,7 +11,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple,
+                    Union)
 
 from . import config as _config
 from .errors import CorralError, ServerError, Unavailable, Conflict, error_for
@@ -134,6 +135,105 @@ class Client:
         """The head's version (``corral --version`` on its host)."""
         return self._json("GET", "/v1/version")["version"]
 
+    # ---- queues, usage, events, reservations ----
+
+    def queues(self) -> List[Dict[str, Any]]:
+        """Every queue with its quota, limits and what it holds now (docs/api.md, Queues)."""
+        return self._json("GET", "/v1/queues")["queues"]
+
+    def set_queue(self, name: str, **fields: Any) -> Dict[str, Any]:
+        """Creates or changes queue ``name`` (admins): ``quota_gpus``, ``limit_gpus``,
+        ``weight``, ``max_grace_ms`` and the other fields of ``PUT /v1/queues/NAME``."""
+        path = "/v1/queues/" + urllib.parse.quote(name, safe="")
+        return self._json("PUT", path, fields)["queue"]
+
+    def usage(self, by: str = "user", since: float = 7 * 86400) -> Dict[str, Any]:
+        """GPU-hours, jobs, waits and preemptions per user or queue over the last ``since``
+        seconds: ``{"by", "from", "to", "rows": [...], "total": {...}}``."""
+        query = urllib.parse.urlencode({"by": by, "since": int(since)})
+        return self._json("GET", "/v1/usage?" + query)
+
+    def events(self, since: int = 0, max: int = 1000, wait: float = 0.0) -> Dict[str, Any]:
+        """The durable changes after revision ``since``, as this caller may see them:
+        ``{"events": [...], "revision": LAST, "reset": bool}``; ``wait`` (seconds) holds the
+        answer until there is one."""
+        query = urllib.parse.urlencode({"since": since, "max": max, "wait": int(wait * 1000)})
+        return self._json("GET", "/v1/events?" + query)
+
+    def follow_events(self, since: int = 0, wait: float = 25.0) -> Iterator[Dict[str, Any]]:
+        """Every change after ``since`` as it happens, without end; after a ``reset`` (the head
+        no longer keeps what came after ``since``) it goes on from the head's revision."""
+        while True:
+            page = self.events(since, wait=wait)
+            yield from page.get("events", [])
+            since = page.get("revision", since)
+
+    def reservations(self) -> List[Dict[str, Any]]:
+        return self._json("GET", "/v1/reservations")["reservations"]
+
+    def create_reservation(self, name: str, nodes: Sequence[str], *, start_ms: int,
+                           duration: Optional[str] = None, end_ms: Optional[int] = None,
+                           maintenance: bool = False, users: Sequence[str] = (),
+                           queues: Sequence[str] = ()) -> Dict[str, Any]:
+        """Keeps ``nodes`` from ``start_ms`` for ``duration`` (or to ``end_ms``) for the users
+        and queues named, or for nobody with ``maintenance`` (admins)."""
+        body: Dict[str, Any] = {"name": name, "nodes": list(nodes), "start_ms": start_ms,
+                                "maintenance": maintenance, "users": list(users),
+                                "queues": list(queues)}
+        if duration is not None:
+            body["duration"] = duration
+        if end_ms is not None:
+            body["end_ms"] = end_ms
+        return self._json("POST", "/v1/reservations", body)["reservation"]
+
+    def delete_reservation(self, name: str) -> Dict[str, Any]:
+        path = "/v1/reservations/" + urllib.parse.quote(name, safe="")
+        return self._json("DELETE", path)["reservation"]
+
+    # ---- inside running jobs ----
+
+    def exec(self, job_id: int, command: Sequence[str], replica: int = 0,
+             timeout: float = 300.0) -> "ExecResult":
+        """Runs ``command`` inside the running job's replica (its cgroup, user and
+        environment), without a terminal, and returns its exit code and output."""
+        opened = self._json("POST", f"/v1/jobs/{int(job_id)}/exec",
+                            {"command": list(command), "replica": replica, "pty": False})
+        session = "/v1/exec/" + urllib.parse.quote(str(opened["session"]), safe="")
+        try:
+            self._call("POST", session + "/input?offset=0&eof=1", b"")
+            deadline = time.monotonic() + timeout
+            out = self._exec_stream(session, "stdout", deadline)
+            err = self._exec_stream(session, "stderr", deadline)
+            return ExecResult(out[1] if out[1] is not None else err[1], out[0], err[0])
+        finally:
+            try:
+                self._call("DELETE", session)
+            except CorralError:
+                pass
+
+    def _exec_stream(self, session: str, stream: str,
+                     deadline: float) -> Tuple[str, Optional[int]]:
+        """One stream of an exec session to its end: its text and the command's exit code."""
+        chunks: List[bytes] = []
+        offset = 0
+        while True:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{session}: {stream} still open")
+            query = urllib.parse.urlencode({"stream": stream, "offset": offset,
+                                            "wait_ms": 5000})
+            _, headers, body = self._call("GET", f"{session}/output?{query}")
+            chunks.append(body)
+            offset = int(headers.get("X-Corral-Next-Offset") or offset + len(body))
+            code = headers.get("X-Corral-Exit-Code")
+            if code is not None:
+                return b"".join(chunks).decode("utf-8", "replace"), int(code)
+
+    def notebook_url(self, job_id: int) -> str:
+        """A URL that opens the running notebook job once, as this caller, within two
+        minutes: it carries a one-time ticket, never this client's token."""
+        answer = self._json("POST", f"/v1/jobs/{int(job_id)}/notebook-ticket")
+        return self._heads[0] + answer["path"]
+
     # ---- transport ----
 
     def _json(self, method: str, path: str, body: Any = None) -> Dict[str, Any]:
@@ -146,7 +246,10 @@ class Client:
     def _call(self, method: str, path: str, body: Any = None) -> Tuple[int, Mapping[str, str], bytes]:
         """One request, tried on each head in turn while none answers; a standby's 307 is
         followed to its leader. Raises the CorralError the answer names."""
-        data = None if body is None else json.dumps(body).encode()
+        if isinstance(body, bytes):
+            data: Optional[bytes] = body
+        else:
+            data = None if body is None else json.dumps(body).encode()
         last: Optional[CorralError] = None
         heads = list(self._heads)
         i = 0
@@ -181,6 +284,13 @@ class Client:
                 last = Unavailable(0, "unavailable", f"{method} {url}: {reason}")
         assert last is not None
         raise last
+
+
+class ExecResult(NamedTuple):
+    """What ``Client.exec`` ran: its exit code (128+N when signal N ended it) and output."""
+    exit_code: int
+    stdout: str
+    stderr: str
 
 
 class Job:
