@@ -570,32 +570,10 @@ Result<std::string> RenderSprio(const AccountsView& v, const ShareUsage& u,
                                    " %.10Y %.10S %.10A %.10F";
     }
   }
-  struct Field {
-    std::string prefix;
-    char letter = 0;
-    int width = 0;
-    bool right = false;
-  };
-  std::vector<Field> fields;
-  std::string lit;
-  for (size_t i = 0; i < format.size(); ++i) {
-    if (format[i] != '%') {
-      lit += format[i];
-      continue;
-    }
-    Field f;
-    size_t k = i + 1;
-    if (k < format.size() && format[k] == '.') {
-      f.right = true;
-      ++k;
-    }
-    while (k < format.size() && std::isdigit(static_cast<unsigned char>(format[k]))) {
-      f.width = f.width * 10 + (format[k++] - '0');
-    }
-    if (k >= format.size()) return InvalidArgument("option --format: ends inside a % field");
-    f.letter = format[k];
-    f.prefix = lit;
-    lit.clear();
+  auto parsed = ParsePercentFormat(format);
+  if (!parsed.ok()) return parsed.status();
+  const PercentFormat& pf = *parsed;
+  for (const PercentField& f : pf.fields) {
     bool known = false;
     for (const SprioColumn& c : kSprioColumns) known |= c.letter == f.letter;
     if (!known) {
@@ -603,27 +581,17 @@ Result<std::string> RenderSprio(const AccountsView& v, const ShareUsage& u,
                              "; known: %i %r %u %Y %y %S %A %a %B %b %F %f %J %j %P %p %Q %q %N "
                              "%T %t");
     }
-    fields.push_back(f);
-    i = k;
   }
-  auto cell = [](std::string s, const Field& f) {
-    if (f.width > 0 && static_cast<int>(s.size()) > f.width) s.resize(f.width);
-    if (f.width > static_cast<int>(s.size())) {
-      std::string fill(f.width - s.size(), ' ');
-      s = f.right ? fill + s : s + fill;
-    }
-    return f.prefix + s;
-  };
   std::string out;
   if (o.header) {
-    for (const Field& f : fields) {
+    for (const PercentField& f : pf.fields) {
       std::string header;
       for (const SprioColumn& c : kSprioColumns) {
         if (c.letter == f.letter) header = c.header;
       }
-      out += cell(header, f);
+      out += PercentCell(header, f);
     }
-    out += lit + "\n";
+    out += pf.tail + "\n";
   }
   for (const Job& j : pending) {
     // Slurm's sprio shows the jobs it ranks: not held ones, nor those waiting on dependencies.
@@ -632,8 +600,10 @@ Result<std::string> RenderSprio(const AccountsView& v, const ShareUsage& u,
         j.pending_code == PendingCode::kDependencyNever) {
       continue;
     }
-    for (const Field& f : fields) out += cell(SprioValue(v, u, f.letter, j, now), f);
-    out += lit + "\n";
+    for (const PercentField& f : pf.fields) {
+      out += PercentCell(SprioValue(v, u, f.letter, j, now), f);
+    }
+    out += pf.tail + "\n";
   }
   return out;
 }

@@ -88,6 +88,41 @@ std::string AsciiLower(std::string s) {
   return s;
 }
 
+Result<PercentFormat> ParsePercentFormat(const std::string& format) {
+  PercentFormat out;
+  std::string literal;
+  for (size_t i = 0; i < format.size(); ++i) {
+    if (format[i] != '%') {
+      literal += format[i];
+      continue;
+    }
+    PercentField f;
+    size_t k = i + 1;
+    if (k < format.size() && format[k] == '.') {
+      f.right = true;
+      ++k;
+    }
+    if (k < format.size() && format[k] == '-') ++k;  // left is the default
+    while (k < format.size() && std::isdigit(static_cast<unsigned char>(format[k]))) {
+      f.width = f.width * 10 + (format[k++] - '0');
+    }
+    if (k >= format.size()) {
+      return InvalidArgument("option --format: \"" + format + "\" ends inside a % field");
+    }
+    f.letter = format[k];
+    f.prefix = std::move(literal);
+    literal.clear();
+    out.fields.push_back(std::move(f));
+    i = k;
+  }
+  out.tail = std::move(literal);
+  return out;
+}
+
+std::string PercentCell(std::string value, const PercentField& f) {
+  return f.prefix + Pad(value, f.width, f.right, true);
+}
+
 std::vector<std::string> SplitCommaList(const std::string& s) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -198,41 +233,9 @@ std::string NodeList(const Job& j) {
 
 Result<std::string> RenderSqueue(const std::vector<Job>& jobs, const std::string& format,
                                  bool header, TimeMs now) {
-  struct Field {
-    std::string literal;  // text before the field
-    char letter = 0;
-    int width = 0;
-    bool right = false;
-    bool truncate = false;
-  };
-  std::vector<Field> fields;
-  std::string lit;
-  for (size_t i = 0; i < format.size(); ++i) {
-    if (format[i] != '%') {
-      lit += format[i];
-      continue;
-    }
-    Field f;
-    size_t k = i + 1;
-    if (k < format.size() && format[k] == '.') {
-      f.right = true;
-      ++k;
-    }
-    if (k < format.size() && format[k] == '-') ++k;  // left is the default
-    while (k < format.size() && std::isdigit(static_cast<unsigned char>(format[k]))) {
-      f.width = f.width * 10 + (format[k] - '0');
-      f.truncate = true;
-      ++k;
-    }
-    if (k >= format.size()) {
-      return InvalidArgument("option --format: \"" + format + "\" ends inside a % field");
-    }
-    f.letter = format[k];
-    f.literal = lit;
-    lit.clear();
-    fields.push_back(f);
-    i = k;
-  }
+  auto parsed = ParsePercentFormat(format);
+  if (!parsed.ok()) return parsed.status();
+  const PercentFormat& pf = *parsed;
   static const std::map<char, std::string> kHeaders = {{'i', "JOBID"},
                                                        {'A', "JOBID"},
                                                        {'a', "ARRAY_TASK_ID"},
@@ -257,7 +260,7 @@ Result<std::string> RenderSqueue(const std::vector<Job>& jobs, const std::string
                                                        {'o', "COMMAND"},
                                                        {'Z', "WORK_DIR"},
                                                        {'%', "%"}};
-  for (const Field& f : fields) {
+  for (const PercentField& f : pf.fields) {
     if (!kHeaders.count(f.letter)) {
       return InvalidArgument(std::string("option --format: unknown field %") + f.letter +
                              "; known: %i %A %a %F %j %u %P %t %T %M %l %D %R %r %N %C %b %V %S %Y "
@@ -324,14 +327,13 @@ Result<std::string> RenderSqueue(const std::vector<Job>& jobs, const std::string
     return "";
   };
   std::string out;
-  auto row = [&](const std::function<std::string(const Field&)>& text) {
+  auto row = [&](const std::function<std::string(const PercentField&)>& text) {
     std::string line;
-    for (const Field& f : fields) line += f.literal + Pad(text(f), f.width, f.right, f.truncate);
-    line += lit;
-    out += line + "\n";
+    for (const PercentField& f : pf.fields) line += PercentCell(text(f), f);
+    out += line + pf.tail + "\n";
   };
-  if (header) row([&](const Field& f) { return kHeaders.at(f.letter); });
-  for (const Job& j : jobs) row([&](const Field& f) { return value(j, f.letter); });
+  if (header) row([&](const PercentField& f) { return kHeaders.at(f.letter); });
+  for (const Job& j : jobs) row([&](const PercentField& f) { return value(j, f.letter); });
   return out;
 }
 

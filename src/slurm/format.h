@@ -17,6 +17,24 @@ namespace corral::slurm {
 std::string AsciiLower(std::string s);
 std::vector<std::string> SplitCommaList(const std::string& s);
 
+// One %-field of an -o format (squeue, sprio): "%.10i" is field `i`, 10 wide, right-aligned;
+// "%-8j" and "%8j" are left-aligned. A width cuts a longer value to it.
+struct PercentField {
+  std::string prefix;  // the literal text before the field
+  char letter = 0;
+  int width = 0;  // 0: as wide as the value
+  bool right = false;
+};
+struct PercentFormat {
+  std::vector<PercentField> fields;
+  std::string tail;  // the literal text after the last field
+};
+// Splits an -o format into its fields. A format that ends inside a field is an error naming
+// the option.
+Result<PercentFormat> ParsePercentFormat(const std::string& format);
+// `value` laid out in field `f`: cut and padded to its width, after its prefix.
+std::string PercentCell(std::string value, const PercentField& f);
+
 // PENDING RUNNING COMPLETED FAILED CANCELLED TIMEOUT PREEMPTED NODE_FAIL OUT_OF_MEMORY.
 std::string SlurmState(const Job& j);
 // squeue's compact form: PD R CD F CA TO PR NF OOM.

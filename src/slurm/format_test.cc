@@ -105,6 +105,32 @@ class SlurmFormat : public ::testing::Test {
   }
 };
 
+// squeue and sprio read their -o formats with one parser: widths, alignment and the literal
+// text between and after the fields.
+TEST(SlurmPercentFormat, SplitsFieldsWidthsAlignmentAndLiterals) {
+  auto f = ParsePercentFormat("id=%.6i|%-4j%u;");
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  ASSERT_EQ(f->fields.size(), 3u);
+  EXPECT_EQ(f->fields[0].prefix, "id=");
+  EXPECT_EQ(f->fields[0].letter, 'i');
+  EXPECT_EQ(f->fields[0].width, 6);
+  EXPECT_TRUE(f->fields[0].right);
+  EXPECT_EQ(f->fields[1].prefix, "|");
+  EXPECT_EQ(f->fields[1].width, 4);
+  EXPECT_FALSE(f->fields[1].right);
+  EXPECT_EQ(f->fields[2].width, 0);
+  EXPECT_EQ(f->tail, ";");
+  EXPECT_EQ(PercentCell("42", f->fields[0]), "id=    42");
+  EXPECT_EQ(PercentCell("training", f->fields[1]), "|trai");
+  EXPECT_EQ(PercentCell("alice", f->fields[2]), "alice");
+}
+
+TEST(SlurmPercentFormat, AFormatEndingInsideAFieldIsAnErrorNamingTheOption) {
+  auto f = ParsePercentFormat("%.10i %.8");
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("--format"), std::string::npos) << f.status().message();
+}
+
 TEST_F(SlurmFormat, SqueueDefault) {
   auto out = RenderSqueue(Jobs(), kSqueueDefaultFormat, true, kT0 + 3'725'000);
   ASSERT_TRUE(out.ok()) << out.status().message();

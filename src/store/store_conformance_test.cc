@@ -211,6 +211,7 @@ TEST_P(StoreConformance, JobRowsInTheFullFormLoadBesideTheShortOnes) {
   run.attempt = 1;
   run.placement = {{"n1", {0, 1}}};
   run.state = RunState::kSucceeded;
+  run.cause = StopCause::kCompleted;  // as the core records every ended run
   run.exit_codes = {0};
   job.runs = {run};
   job.events = {{1000, "submitted", "by ana"}, {5000, "succeeded", ""}};
