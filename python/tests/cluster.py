@@ -36,7 +36,8 @@ def wait_until(probe: Callable[[], bool], timeout: float = 20.0) -> bool:
 
 
 class LocalCluster:
-    def __init__(self, agents: int = 2, gpus: int = 2):
+    def __init__(self, agents: int = 2, gpus: int = 2, head_args: List[str] = ()):
+        self.head_args = list(head_args)
         self.dir = tempfile.mkdtemp(prefix="corral-py-")
         os.makedirs(os.path.join(self.dir, "agents"))
         self.addr = ""
@@ -61,7 +62,8 @@ class LocalCluster:
         seen = _read(log).count("listening on") if os.path.exists(log) else 0
         listen = self.addr.split("://")[1] if self.addr else "127.0.0.1:0"
         self.head = self._spawn([CORRAL, "head", "--state-dir", self.dir, "--listen", listen,
-                                 "--unreachable-after", "3", "--down-after", "6"], "head.log")
+                                 "--unreachable-after", "3", "--down-after", "6", *self.head_args],
+                                "head.log")
         found: List[str] = []
 
         def listening() -> bool:

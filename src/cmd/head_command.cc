@@ -1,5 +1,7 @@
 // `corral head --state-dir DIR --listen HOST:PORT [--store URL] [--migrate-only]
 //              [--tls | --no-tls] [--tls-san NAME]... [--tls-cert F --tls-key F]`
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -19,6 +21,7 @@
 #include "core/spec.h"
 #include "head/warm_state.h"
 #include "net/http_server.h"
+#include "notify/notifier.h"
 #include "store/private_files.h"
 #include "store/store.h"
 
@@ -95,6 +98,32 @@ std::optional<head::ClusterState> StandBy(store::Store& store, api::LeaderGate& 
   return std::move(*warm).Take();
 }
 
+// The job notifier's settings from --webhook, --sendmail and --mail-domain.
+Result<notify::NotifierConfig> JobNotifierConfig(const std::vector<std::string>& webhooks,
+                                                 const std::string& sendmail,
+                                                 const std::string& mail_domain) {
+  notify::NotifierConfig c;
+  for (const std::string& w : webhooks) {
+    auto target = notify::ParseWebhookTarget("--webhook", w);
+    if (!target.ok()) return target.status();
+    c.webhooks.push_back(*target);
+  }
+  if (sendmail == "auto") {
+    if (access("/usr/sbin/sendmail", X_OK) == 0) c.sendmail = "/usr/sbin/sendmail";
+  } else if (sendmail != "none") {
+    if (access(sendmail.c_str(), X_OK) != 0) {
+      return InvalidArgument("flag '--sendmail': got \"" + sendmail +
+                             "\", want an executable program, auto or none");
+    }
+    c.sendmail = sendmail;
+  }
+  if (mail_domain.find_first_of(" @,<>\"\n\r\t") != std::string::npos) {
+    return InvalidArgument("flag '--mail-domain': got \"" + mail_domain + "\", want a domain");
+  }
+  c.mail_domain = mail_domain;
+  return c;
+}
+
 }  // namespace
 
 int HeadMain(std::vector<std::string> args) {
@@ -156,6 +185,17 @@ int HeadMain(std::vector<std::string> args) {
                  "this head's URL as clients and agents reach it, where standbys send them "
                  "(default http://LISTEN)");
   app.add_option("--checkpoint-root", checkpoint_root, "root of CORRAL_CHECKPOINT_DIR");
+  std::vector<std::string> webhooks;
+  app.add_option("--webhook", webhooks,
+                 "[user:NAME=|queue:NAME=]URL: POST a JSON notice there when a job (of that user "
+                 "or queue) begins, ends, fails, is requeued or preempted (repeatable)");
+  std::string sendmail = "auto";
+  app.add_option("--sendmail", sendmail,
+                 "the program jobs' --mail-type mail goes through; auto: /usr/sbin/sendmail "
+                 "where it exists; none: no mail");
+  std::string mail_domain;
+  app.add_option("--mail-domain", mail_domain,
+                 "appended as @DOMAIN to a mail address without one (a job's owner)");
   std::string admin_user = "admin";
   app.add_option("--admin-user", admin_user,
                  "the user named by the first admin token (STATE_DIR/admin.token)");
@@ -269,6 +309,11 @@ int HeadMain(std::vector<std::string> args) {
               << ", want a duration > 0\n";
     return 2;
   }
+  auto notify_config = JobNotifierConfig(webhooks, sendmail, mail_domain);
+  if (!notify_config.ok()) {
+    std::cerr << "corral head: " << notify_config.status().message() << "\n";
+    return 2;
+  }
   BlockStopSignals();
   SystemClock clock;
   head::HeadConfig config;
@@ -344,10 +389,19 @@ int HeadMain(std::vector<std::string> args) {
     }
     config.advertise_url = self_url;
   }
+  // Created before the state machine starts, which is the only caller of on_job_notice.
+  std::unique_ptr<notify::Notifier> job_notifier;
+  const bool notifies = !notify_config->webhooks.empty() || !notify_config->sendmail.empty();
+  if (notifies) {
+    config.on_job_notice = [&job_notifier](head::JobNotice n) { job_notifier->Enqueue(n); };
+  }
   auto head = head::Head::Open(config, &clock, std::move(*store), std::move(warm));
   if (!head.ok()) {
     std::cerr << "corral head: " << head.status().ToString() << "\n";
     return 1;
+  }
+  if (notifies) {
+    job_notifier = std::make_unique<notify::Notifier>(*notify_config, &(*head)->metrics());
   }
   api::ApiService api(head->get(), rate_limit, tls->agents, unauthenticated_rate,
                       net::SpliceIdle{.websocket = std::chrono::milliseconds(*relay_idle_ms)});

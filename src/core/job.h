@@ -9,6 +9,7 @@
 
 #include "core/array_deps.h"
 #include "core/container_spec.h"
+#include "core/notify_spec.h"
 #include "core/resources.h"
 #include "core/stop_cause.h"
 #include "core/time.h"
@@ -96,6 +97,7 @@ struct JobSpec {
   // Jupyter server on the node's loopback with a token of its own, and the head proxies
   // /s/JOB/ to it for the job's owner (docs/interactive.md).
   bool notebook = false;
+  NotifySpec notify;  // --mail-type/--mail-user: whom to mail for which events
 };
 
 enum class RunState { kScheduled, kRunning, kSucceeded, kFailed, kCancelled, kPreempted, kLost };

@@ -334,6 +334,8 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
                                                "priority",
                                                "preemptible",
                                                "reservation",
+                                               "mail_type",
+                                               "mail_user",
                                                "max_restarts",
                                                "checkpoint_signal",
                                                "grace_period",
@@ -517,6 +519,28 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
     auto v = StringField("reservation", *it);
     if (!v.ok()) return v.status();
     s.reservation = *v;
+  }
+  if (auto it = j.find("mail_type"); it != j.end()) {
+    std::string text;  // "END,FAIL", or a list of types (YAML's [end, fail])
+    if (it->is_array()) {
+      for (const Json& t : *it) {
+        if (!t.is_string()) return FieldError("mail_type", *it, "a list of mail types");
+        text += (text.empty() ? "" : ",") + t.get<std::string>();
+      }
+    } else {
+      auto v = StringField("mail_type", *it);
+      if (!v.ok()) return v.status();
+      text = *v;
+    }
+    auto events = ParseMailTypes("mail_type", text);
+    if (!events.ok()) return events.status();
+    s.notify.events = *events;
+  }
+  if (auto it = j.find("mail_user"); it != j.end()) {
+    auto v = StringField("mail_user", *it);
+    if (!v.ok()) return v.status();
+    if (Status st = ValidateMailUser("mail_user", *v); !st.ok()) return st;
+    s.notify.mail_user = *v;
   }
   if (auto it = j.find("node_labels"); it != j.end()) {
     auto v = StringMapField("node_labels", *it);

@@ -228,6 +228,9 @@ void Head::OnDurable(Status st) {
   if (committed) {
     for (Change& c : *committed) {
       CountDurable(c);
+      if (config_.on_job_notice) {
+        if (auto notice = NoticeFor(c, core_.state())) config_.on_job_notice(std::move(*notice));
+      }
       durable_revision_ = c.revision;
       recent_.push_back(std::move(c));
     }

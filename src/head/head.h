@@ -34,6 +34,7 @@
 #include "head/commit_pipeline.h"
 #include "head/durability.h"
 #include "head/head_core.h"
+#include "head/job_notice.h"
 #include "head/tokens.h"
 #include "store/store.h"
 
@@ -73,6 +74,10 @@ struct HeadConfig {
   // changes that are not durable, so the head answers nothing more (503) and the process
   // should restart from what is durable. Default: nothing (tests look at failed()).
   std::function<void(const Status&)> on_store_failure;
+  // Called on the state-machine thread for each durable change that people following a job
+  // are told of (head/job_notice.h): a begin, an end, a failure, a requeue, a preemption. Only
+  // the head that committed it calls it; it must not block (hand the notice to a queue).
+  std::function<void(JobNotice)> on_job_notice;
   // Tests that drive a head on virtual time (the simulator's parity test, sim/shell_port.h):
   // the shell arms no timer; the driver ticks and runs the timer's passes when it chooses
   // (TickNow, PassNow) and waits for their effects (Settle); a command gets its pass as in a

@@ -606,6 +606,8 @@ Result<BatchSubmission> BuildBatchSpec(const ParsedOptions& o, const SubmitConte
       return Bad("reservation", r, "one reservation's name (corral reservations list)");
     spec["reservation"] = exports["SLURM_JOB_RESERVATION"] = r;
   }
+  if (o.Has("mail-type")) spec["mail_type"] = o.Get("mail-type");
+  if (o.Has("mail-user")) spec["mail_user"] = o.Get("mail-user");
   exports["SLURM_JOB_ACCOUNT"] = queue;
   if (o.Has("comment")) env["CORRAL_SLURM_COMMENT"] = o.Get("comment");
   if (o.Has("array")) spec["array"] = o.Get("array");

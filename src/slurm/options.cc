@@ -23,6 +23,8 @@ const std::vector<OptionDef>& SbatchOptionDefs() {
       {"partition", 'p', A::kRequired},
       {"qos", 'q', A::kRequired},
       {"reservation", 0, A::kRequired},
+      {"mail-type", 0, A::kRequired},
+      {"mail-user", 0, A::kRequired},
       {"account", 'A', A::kRequired},
       {"output", 'o', A::kRequired},
       {"error", 'e', A::kRequired},
@@ -84,9 +86,7 @@ const OptionDef* FindShort(const std::vector<OptionDef>& defs, char c) {
 // Slurm's options that Corral does not implement but that take a value: written with a space
 // ("--mail-type END"), the value is the option's, not the script or command.
 bool SlurmOptionTakesValue(const std::string& long_name) {
-  static const char* const kValued[] = {"mail-type",
-                                        "mail-user",
-                                        "begin",
+  static const char* const kValued[] = {"begin",
                                         "deadline",
                                         "nice",
                                         "licenses",

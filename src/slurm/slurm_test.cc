@@ -28,8 +28,8 @@ TEST(SlurmOptions, LongShortAttachedAndSeparateValues) {
 }
 
 TEST(SlurmOptions, UnknownOptionsAreCollectedAndMissingValuesNamed) {
-  ParsedOptions o = Parse({"--mail-type=ALL", "-Q", "--nodes=1"});
-  EXPECT_EQ(o.unknown, (std::vector<std::string>{"--mail-type=ALL", "-Q"}));
+  ParsedOptions o = Parse({"--wckey=ALL", "-Q", "--nodes=1"});
+  EXPECT_EQ(o.unknown, (std::vector<std::string>{"--wckey=ALL", "-Q"}));
   auto bad = ParseOptions({"--time"}, SbatchOptionDefs(), true);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(), "option --time needs a value");
@@ -45,9 +45,8 @@ TEST(SlurmOptions, UnknownOptionsAreCollectedAndMissingValuesNamed) {
 // value is not the script ("Unable to open file END").
 TEST(SlurmOptions, AnIgnoredOptionTakesItsSpaceSeparatedValue) {
   ParsedOptions o =
-      Parse({"--mail-type", "END", "--mail-user", "a@b", "-M", "c1", "-Q", "--nodes=1", "run.sh"});
-  EXPECT_EQ(o.unknown,
-            (std::vector<std::string>{"--mail-type=END", "--mail-user=a@b", "-M c1", "-Q"}));
+      Parse({"--wckey", "END", "--begin", "now", "-M", "c1", "-Q", "--nodes=1", "run.sh"});
+  EXPECT_EQ(o.unknown, (std::vector<std::string>{"--wckey=END", "--begin=now", "-M c1", "-Q"}));
   EXPECT_EQ(o.positional, (std::vector<std::string>{"run.sh"}));
   EXPECT_EQ(o.Get("nodes"), "1");
 }
@@ -308,16 +307,26 @@ TEST(SlurmBatch, BadValuesNameTheOptionAndTheReason) {
   EXPECT_NE(no_shebang.status().message().find("first line must start with #!"), std::string::npos);
 }
 
+// --mail-type/--mail-user, either form, go into the job's spec, where the head checks them.
+TEST(SlurmBatch, MailOptionsGoIntoTheSpec) {
+  ParsedOptions o = Parse({"--mail-type", "END,FAIL", "--mail-user=ana@example.org", "run.sh"});
+  EXPECT_TRUE(o.unknown.empty());
+  auto sub = BuildBatchSpec(o, Ctx("#!/bin/sh\n"), true);
+  ASSERT_TRUE(sub.ok()) << sub.status().message();
+  EXPECT_EQ(sub->spec["mail_type"], "END,FAIL");
+  EXPECT_EQ(sub->spec["mail_user"], "ana@example.org");
+}
+
 TEST(SlurmBatch, UnknownOptionsWarnOrFailWithStrict) {
-  ParsedOptions o = Parse({"--mail-type=END", "--nodes=1"});
+  ParsedOptions o = Parse({"--wckey=END", "--nodes=1"});
   auto lax = BuildBatchSpec(o, Ctx("#!/bin/sh\n"), false);
   ASSERT_TRUE(lax.ok());
   ASSERT_EQ(lax->warnings.size(), 1u);
-  EXPECT_EQ(lax->warnings[0], "ignoring unknown option(s): --mail-type=END");
+  EXPECT_EQ(lax->warnings[0], "ignoring unknown option(s): --wckey=END");
   auto strict = BuildBatchSpec(o, Ctx("#!/bin/sh\n"), true);
   ASSERT_FALSE(strict.ok());
   EXPECT_EQ(strict.status().message(),
-            "unknown option(s): --mail-type=END (without --strict they are ignored with a "
+            "unknown option(s): --wckey=END (without --strict they are ignored with a "
             "warning)");
 }
 
