@@ -140,18 +140,29 @@ std::string RenderJobsTable(const std::vector<Job>& jobs, TimeMs now, bool expan
   std::vector<std::string> header = {"ID",   "NAME",  "USER", "QUEUE", "STATE",
                                      "GPUS", "NODES", "TIME", "REASON"};
   if (start) header.insert(header.begin() + 8, "START");
+  // Elastic jobs listed: a REPLICAS column with their size now and their range ("3/2:4").
+  const bool elastic =
+      std::any_of(jobs.begin(), jobs.end(), [](const Job& j) { return j.spec.IsElastic(); });
+  if (elastic) header.insert(header.begin() + 6, "REPLICAS");
   Table t(header);
+  const Job* row_job = nullptr;
   auto add = [&](std::vector<std::string> row, const std::string& start_text) {
     if (start) row.insert(row.begin() + 8, start_text);
+    if (elastic) row.insert(row.begin() + 6, ReplicaSizeText(*row_job));
     t.AddRow(row);
   };
   auto gpu_text = [](const Job& j) {
-    int64_t gpus = static_cast<int64_t>(j.spec.replicas) * j.spec.per_replica.gpu_milli;
+    // An elastic job's GPUs are those its replicas hold now (its maximum's while it waits).
+    const Run* run = j.CurrentRun();
+    const int64_t replicas =
+        j.spec.IsElastic() && run && !IsRunOver(run->state) ? run->LiveReplicas() : j.spec.replicas;
+    int64_t gpus = replicas * j.spec.per_replica.gpu_milli;
     return gpus % kGpuMilli == 0 ? std::to_string(gpus / kGpuMilli)
                                  : FormatCpus(static_cast<int32_t>(gpus));
   };
   for (size_t i = 0; i < jobs.size(); ++i) {
     const Job& j = jobs[i];
+    row_job = &j;
     if (expand || !j.IsArrayElement()) {
       add({JobRef(j), j.spec.name.empty() ? "-" : j.spec.name, j.owner, j.spec.queue,
            JobStateName(j.state), gpu_text(j),
@@ -250,6 +261,13 @@ std::string RenderJob(const Job& j, TimeMs now, bool utc) {
                     (s.per_replica.memory_mb > 0 ? FormatMemoryMb(s.per_replica.memory_mb) : "-") +
                     ")";
   kv("resources", res);
+  if (s.IsElastic()) {
+    const Run* run = j.CurrentRun();
+    kv("elastic", ReplicaSizeText(j) + " (held now / min:max)" +
+                      (run && run->resizes > 0
+                           ? ", resized " + std::to_string(run->resizes) + " time(s) in this run"
+                           : ""));
+  }
   if (s.max_replicas_per_node > 0) {
     kv("per node", s.max_replicas_per_node == 1
                        ? std::string("one replica (each on a different node)")

@@ -149,6 +149,34 @@ TEST(JobsTest, ARequeuedPendingJobShowsNoNode) {
   EXPECT_THAT(table, Not(HasSubstr("n7"))) << table;
 }
 
+// An elastic job listed: a REPLICAS column with its size now and its range; its GPUs are
+// those its replicas hold now.
+TEST(JobsTest, ElasticJobsShowTheirSizeAndRange) {
+  Job elastic = MakeJob(5, JobState::kRunning);
+  elastic.spec.replicas = 4;
+  elastic.spec.min_replicas = 2;
+  elastic.spec.per_replica.gpu_milli = 8000;
+  corral::Run run;
+  run.attempt = 1;
+  run.state = RunState::kRunning;
+  run.placement = {{"n1", {0}}, {"n2", {0}}, {"n3", {0}}, {"n4", {0}}};
+  run.departed = {3};  // grew to four, then gave one back
+  run.exit_codes = {kNotExited, kNotExited, kNotExited, -15};
+  elastic.runs.push_back(run);
+  Job waiting = MakeJob(6, JobState::kPending);
+  waiting.spec.replicas = 3;
+  waiting.spec.min_replicas = 1;
+  std::string table = RenderJobsTable({elastic, waiting}, kT0);
+  EXPECT_THAT(table, HasSubstr("REPLICAS")) << table;
+  EXPECT_THAT(table, HasSubstr("3/2:4")) << table;
+  EXPECT_THAT(table, HasSubstr(" 24 ")) << table;  // 3 x 8 GPUs held, not 4 x 8
+  EXPECT_THAT(table, Not(HasSubstr(" 32 "))) << table;
+  EXPECT_THAT(table, HasSubstr("0/1:3")) << table;
+  // Without elastic jobs the table has no such column.
+  waiting.spec.min_replicas = 0;
+  EXPECT_THAT(RenderJobsTable({waiting}, kT0), Not(HasSubstr("REPLICAS")));
+}
+
 // A replica still running has no exit code to print (its slot holds kNotExited).
 TEST(ShowTest, ARunningReplicaShowsNoExitCode) {
   Job running = SampleJobs()[1];

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "cli/cli_test_harness.h"
+#include "core/spec.h"
 
 namespace corral::cli {
 namespace {
@@ -98,6 +99,21 @@ TEST(SubmitTest, CommandWithoutDashDashParsableAndDefaultWorkdir) {
   EXPECT_EQ(s["gpus"], 1);
   EXPECT_EQ(s["workdir"], "/home/ana/proj");
   EXPECT_EQ(s["command"], (Json{"python", "t.py", "--gpus", "9"}));
+}
+
+TEST(SubmitTest, AReplicaRangeIsAnElasticJob) {
+  Harness h;
+  h.fake->handler = [](const FakeTransport::Sent&) {
+    return Result<ApiReply>(JsonReply(201, {{"job", {{"id", 43}}}}));
+  };
+  ASSERT_EQ(h.Run("submit", {"--parsable", "--replicas", "2:4", "--spread", "--", "x"}), 0)
+      << h.err.str();
+  Json s = Json::parse(h.fake->sent.at(0).body)["spec"];
+  EXPECT_EQ(s["replicas"], "2:4");
+  auto spec = ParseJobSpec(s);
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec->min_replicas, 2);
+  EXPECT_EQ(spec->replicas, 4);
 }
 
 TEST(SubmitTest, YamlFileWithOverridingFlags) {
@@ -197,6 +213,8 @@ TEST(SubmitTest, BadValuesAreRejectedLocallyNamingTheField) {
       {{"--gpus", "-1", "--", "x"}, "gpus"},
       {{"--gpus", "lots", "--", "x"}, "gpus"},
       {{"--replicas", "0", "--", "x"}, "replicas"},
+      {{"--replicas", "4:2", "--", "x"}, "field 'replicas'"},
+      {{"--replicas", "1:x", "--", "x"}, "field 'replicas.max'"},
       {{"--time-limit", "5x", "--", "x"}, "time_limit"},
       {{"--memory", "16Q", "--", "x"}, "memory"},
       {{"--checkpoint-signal", "SIGFOO", "--", "x"}, "checkpoint_signal"},

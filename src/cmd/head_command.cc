@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -249,8 +250,21 @@ int HeadMain(std::vector<std::string> args) {
   app.add_option("--retain-finished", retain_finished,
                  "jobs that ended longer ago than this leave the head's memory; the store "
                  "answers for them (corral show, corral jobs --all) (0s: keep all)");
+  std::string rdzv_host, rdzv_ports = "29400-29499", rdzv_python = "/usr/bin/python3";
+  app.add_option("--rdzv-host", rdzv_host,
+                 "the address replicas reach this host at: elastic jobs' torchrun rendezvous "
+                 "stores run here, one per job (docs/elastic.md); none without it");
+  app.add_option("--rdzv-ports", rdzv_ports, "LO-HI: the ports the rendezvous stores listen on");
+  app.add_option("--rdzv-python", rdzv_python, "the Python with torch that runs the stores");
   if (auto code = ParseFlags(app, std::move(args))) return *code;
   if (migrate_only) return MigrateOnly(store_url, state_dir);
+  int32_t rdzv_lo = 0, rdzv_hi = 0;
+  if (char dash = 0; std::sscanf(rdzv_ports.c_str(), "%d%c%d", &rdzv_lo, &dash, &rdzv_hi) != 3 ||
+                     dash != '-' || rdzv_lo < 1 || rdzv_hi < rdzv_lo || rdzv_hi > 65535) {
+    std::cerr << "corral head: flag '--rdzv-ports': got \"" << rdzv_ports
+              << "\", want LO-HI ports such as 29400-29499\n";
+    return 2;
+  }
   if (allow_async_store && require_sync_standby) {
     std::cerr << "corral head: flags '--allow-async-store' and '--require-sync-standby' "
                  "contradict each other; give at most one\n";
@@ -320,6 +334,10 @@ int HeadMain(std::vector<std::string> args) {
   config.state_dir = state_dir;
   config.store_url = store_url;
   config.core.checkpoint_root = checkpoint_root;
+  config.core.rdzv_host = rdzv_host;
+  config.core.rdzv_port_lo = rdzv_lo;
+  config.core.rdzv_port_hi = rdzv_hi;
+  config.rdzv_python = rdzv_python;
   config.admin_user = admin_user;
   // Memory then holds changes the store refused: exit and let the supervisor (systemd,
   // corral up) start a head that recovers from what is durable.

@@ -27,6 +27,7 @@ JobSpec DecodeSpec(const Json& j) {
   s.workdir = Get<std::string>(j, "workdir", "");
   s.queue = Get<std::string>(j, "queue", "default");
   s.replicas = Get<int32_t>(j, "replicas", 1);
+  s.min_replicas = Get<int32_t>(j, "min_replicas", 0);
   s.max_replicas_per_node = Get<int32_t>(j, "max_replicas_per_node", 0);
   s.reservation = Get<std::string>(j, "reservation", "");
   if (auto events = ParseMailTypes("mail_type", Get<std::string>(j, "mail_type", "none"));
@@ -130,6 +131,8 @@ Run DecodeRun(const Json& j) {
   if (auto it = j.find("steps"); it != j.end() && it->is_array()) {
     for (const Json& st : *it) r.steps.push_back(DecodeStep(st));
   }
+  r.departed = Get<std::vector<int32_t>>(j, "departed", {});
+  r.resizes = Get<int32_t>(j, "resizes", 0);
   return r;
 }
 
@@ -186,6 +189,7 @@ Json ToJson(const JobSpec& s) {
          {"dependency", FormatDependencies(s.dependencies)}};
   if (!s.container.empty()) j["container"] = ContainerJson(s.container);
   if (s.max_replicas_per_node > 0) j["max_replicas_per_node"] = s.max_replicas_per_node;
+  if (s.min_replicas > 0) j["min_replicas"] = s.min_replicas;
   if (!s.reservation.empty()) j["reservation"] = s.reservation;
   if (s.notify.events != 0) j["mail_type"] = MailTypesText(s.notify.events);
   if (!s.notify.mail_user.empty()) j["mail_user"] = s.notify.mail_user;
@@ -254,6 +258,8 @@ Json ToJson(const Run& r) {
     for (const Step& st : r.steps) steps.push_back(ToJson(st));
     out["steps"] = std::move(steps);
   }
+  if (!r.departed.empty()) out["departed"] = r.departed;
+  if (r.resizes > 0) out["resizes"] = r.resizes;
   return out;
 }
 

@@ -1,5 +1,6 @@
 #include "core/job.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "core/enum_names.h"
@@ -141,6 +142,43 @@ std::vector<GpuShare> Shares(const ReplicaPlacement& p) {
         {p.gpus[i], i < p.gpu_milli.size() ? p.gpu_milli[i] : kGpuMilli, p.gpu_memory_mb});
   }
   return out;
+}
+
+bool Run::Departed(int32_t replica) const {
+  return std::binary_search(departed.begin(), departed.end(), replica);
+}
+
+std::vector<ReplicaPlacement> Run::HeldPlacement() const {
+  std::vector<ReplicaPlacement> out = LivePlacement();
+  for (int32_t r : departed) {
+    if (r < static_cast<int32_t>(exit_codes.size()) && exit_codes[r] == kNotExited) {
+      out.push_back(placement[r]);
+    }
+  }
+  return out;
+}
+
+int32_t Run::Leaving() const {
+  int32_t n = 0;
+  for (int32_t r : departed)
+    n += r < static_cast<int32_t>(exit_codes.size()) && exit_codes[r] == kNotExited;
+  return n;
+}
+
+std::vector<ReplicaPlacement> Run::LivePlacement() const {
+  std::vector<ReplicaPlacement> out;
+  for (size_t r = 0; r < placement.size(); ++r) {
+    if (!Departed(static_cast<int32_t>(r))) out.push_back(placement[r]);
+  }
+  return out;
+}
+
+std::string ReplicaSizeText(const Job& job) {
+  if (!job.spec.IsElastic()) return std::to_string(job.spec.replicas);
+  const Run* run = job.CurrentRun();
+  const int32_t held = run && !IsRunOver(run->state) ? run->LiveReplicas() : 0;
+  return std::to_string(held) + "/" + std::to_string(job.spec.min_replicas) + ":" +
+         std::to_string(job.spec.replicas);
 }
 
 }  // namespace corral

@@ -61,12 +61,18 @@ inline bool IsTerminal(JobState s) {
 }
 
 struct JobSpec {
+  bool IsElastic() const { return min_replicas > 0 && min_replicas < replicas; }
+
   std::string name;
   std::vector<std::string> command;  // argv; command[0] is looked up on PATH
   std::map<std::string, std::string> env;
   std::string workdir;
   std::string queue = "default";
-  int32_t replicas = 1;  // gang size: all or nothing
+  int32_t replicas = 1;  // gang size: all or nothing; an elastic job's largest size (MAX)
+  // An elastic job (docs/elastic.md): the fewest replicas it runs with (MIN, below replicas);
+  // it starts once MIN fit, grows toward replicas, shrinks back to MIN before it is stopped.
+  // 0: a rigid gang of `replicas`.
+  int32_t min_replicas = 0;
   // At most this many of the gang's replicas on one node (1: each on a different node, as
   // Slurm's --nodes means); 0: no limit, the placer packs them onto as few nodes as it can.
   int32_t max_replicas_per_node = 0;
@@ -106,6 +112,8 @@ bool ParseRunState(const std::string& text, RunState* out);
 inline bool IsRunOver(RunState s) { return s != RunState::kScheduled && s != RunState::kRunning; }
 
 constexpr int32_t kNotExited = -1000;  // exit code slot of a replica that has not exited
+// Exit code slot of an elastic run's replica dropped with its lost node (it never reports).
+constexpr int32_t kReplicaLost = -1001;
 
 // Where one replica of a run lives. The scheduler fills node and gpus (whole GPUs); a share
 // below a whole GPU (gpu_milli) and the number of tasks are what let fractional GPUs and
@@ -169,6 +177,18 @@ struct Run {
   int32_t last_signal = 0;
   int32_t step_signals = 0;  // and to its steps' tasks
   int32_t last_step_signal = 0;
+  // An elastic run's replicas that left it (a shrink, a lost node), ascending positions in
+  // placement; replicas it grew by are appended to placement. Its size is placement less these.
+  std::vector<int32_t> departed;
+  int32_t resizes = 0;  // how many times it grew or shrank
+  int32_t LiveReplicas() const { return static_cast<int32_t>(placement.size() - departed.size()); }
+  bool Departed(int32_t replica) const;
+  // What the run holds: its live replicas (LivePlacement), then those leaving it that have not
+  // exited yet (Leaving of them).
+  std::vector<ReplicaPlacement> HeldPlacement() const;
+  int32_t Leaving() const;
+  // Its replicas that have not left, in order.
+  std::vector<ReplicaPlacement> LivePlacement() const;
 };
 
 struct JobEvent {
@@ -208,5 +228,9 @@ struct Job {
   const Run* CurrentRun() const { return runs.empty() ? nullptr : &runs.back(); }
   Run* CurrentRun() { return runs.empty() ? nullptr : &runs.back(); }
 };
+
+// A job's size as `corral jobs` shows it: an elastic job's replicas held now, then its range
+// ("3/2:4"; "0/2:4" while it waits); a rigid job's replicas ("4").
+std::string ReplicaSizeText(const Job& job);
 
 }  // namespace corral

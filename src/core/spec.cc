@@ -315,6 +315,45 @@ Result<int32_t> ParseGpuCount(const Json& v) {
   return m;
 }
 
+// "replicas": N, "MIN:MAX" (an elastic job) or {min: MIN, max: MAX}. MIN == MAX is a rigid gang.
+static Status ParseReplicaRange(const Json& v, JobSpec* s) {
+  const std::string want = "an integer from 1 to 4096, a range MIN:MAX or {min: MIN, max: MAX}";
+  Json lo, hi;
+  if (v.is_object()) {
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      if (it.key() != "min" && it.key() != "max") {
+        return FieldError("replicas." + it.key(), *it, "only the fields min and max");
+      }
+    }
+    if (!v.contains("min") || !v.contains("max")) return FieldError("replicas", v, want);
+    lo = v.at("min");
+    hi = v.at("max");
+  } else if (v.is_string() && v.get<std::string>().find(':') != std::string::npos) {
+    const std::string text = v.get<std::string>();
+    const size_t colon = text.find(':');
+    lo = text.substr(0, colon);
+    hi = text.substr(colon + 1);
+  } else {
+    auto n = IntField("replicas", v, 1, 4096);
+    if (!n.ok()) return n.status();
+    s->replicas = static_cast<int32_t>(*n);
+    s->min_replicas = 0;
+    return Status::Ok();
+  }
+  auto min = IntField("replicas.min", lo, 1, 4096);
+  if (!min.ok()) return min.status();
+  auto max = IntField("replicas.max", hi, 1, 4096);
+  if (!max.ok()) return max.status();
+  if (*min > *max) {
+    return FieldError("replicas", v,
+                      "a range whose min (" + std::to_string(*min) + ") is at most its max (" +
+                          std::to_string(*max) + ")");
+  }
+  s->replicas = static_cast<int32_t>(*max);
+  s->min_replicas = *min < *max ? static_cast<int32_t>(*min) : 0;
+  return Status::Ok();
+}
+
 Result<JobSpec> ParseJobSpec(const Json& j) {
   if (!j.is_object()) return InvalidArgument("job spec: want a JSON/YAML object, got " + Dump(j));
   static const std::set<std::string> kKnown = {"name",
@@ -432,7 +471,6 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
     std::function<void(int64_t)> set;
   };
   const IntSpec ints[] = {
-      {"replicas", 1, 4096, [&](int64_t x) { s.replicas = static_cast<int32_t>(x); }},
       {"max_replicas_per_node", 1, 4096,
        [&](int64_t x) { s.max_replicas_per_node = static_cast<int32_t>(x); }},
       {"priority", -1000000, 1000000, [&](int64_t x) { s.priority = static_cast<int32_t>(x); }},
@@ -444,6 +482,9 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
       if (!v.ok()) return v.status();
       f.set(*v);
     }
+  }
+  if (auto it = j.find("replicas"); it != j.end()) {
+    CORRAL_RETURN_IF_ERROR(ParseReplicaRange(*it, &s));
   }
   if (auto it = j.find("spread"); it != j.end()) {
     if (!it->is_boolean()) return FieldError("spread", *it, "true or false");
@@ -622,6 +663,16 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
   CORRAL_RETURN_IF_ERROR(ParseContainerFields(j, &s.container));
   if (s.interactive && !s.array.empty()) {
     return InvalidArgument("field 'array': an interactive session is one job; drop array or kind");
+  }
+  if (s.IsElastic() && !s.array.empty()) {
+    return InvalidArgument(
+        "field 'replicas': a range (MIN:MAX) makes one elastic job; an array's elements are "
+        "separate jobs, want one number or no array");
+  }
+  if (s.IsElastic() && s.interactive) {
+    return InvalidArgument(
+        "field 'replicas': a range (MIN:MAX) is for elastic jobs; an interactive session runs "
+        "on a fixed allocation, want one number");
   }
   return s;
 }

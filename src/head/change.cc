@@ -141,6 +141,16 @@ struct Encoder {
   void operator()(const ReservationDeleted& c) { j["name"] = c.name; }
   void operator()(const TokenIssued& c) { j["credential"] = ToJson(c.credential); }
   void operator()(const TokenRevoked& c) { j["id"] = c.id; }
+  void operator()(const JobResized& c) {
+    Json added = Json::array();
+    for (const ReplicaPlacement& r : c.added) added.push_back(ToJson(r));
+    j.update({{"job", c.job},
+              {"attempt", c.attempt},
+              {"added", added},
+              {"removed", c.removed},
+              {"cause", ResizeCauseName(c.cause)},
+              {"reason", c.reason}});
+  }
 };
 
 // A change logged before liveness and drain were apart set one state for both. Read back, each
@@ -286,6 +296,18 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
   if (type == "reservation_deleted") return ReservationDeleted{j.at("name").get<std::string>()};
   if (type == "token_issued") return TokenIssued{Must(CredentialFromJson(j.at("credential")))};
   if (type == "token_revoked") return TokenRevoked{j.at("id").get<std::string>()};
+  if (type == "job_resized") {
+    JobResized r{job(),
+                 attempt(),
+                 DecodePlacements(j.at("added")),
+                 j.at("removed").get<std::vector<int32_t>>(),
+                 EnumFrom<ResizeCause>(j, "cause", ParseResizeCause),
+                 j.at("reason").get<std::string>()};
+    if (r.added.empty() == r.removed.empty()) {
+      throw std::runtime_error("job_resized: want replicas added or removed, not both or none");
+    }
+    return r;
+  }
   throw std::runtime_error("unknown change type '" + type + "'");
 }
 
@@ -333,6 +355,28 @@ std::string UnhealthyReason(const std::map<int32_t, std::string>& faults) {
   return out;
 }
 
+const char* ResizeCauseName(ResizeCause c) {
+  switch (c) {
+    case ResizeCause::kGrow:
+      return "grow";
+    case ResizeCause::kReclaim:
+      return "reclaim";
+    case ResizeCause::kNodeLost:
+      return "node_lost";
+  }
+  return "grow";
+}
+
+bool ParseResizeCause(const std::string& text, ResizeCause* out) {
+  for (ResizeCause c : {ResizeCause::kGrow, ResizeCause::kReclaim, ResizeCause::kNodeLost}) {
+    if (text == ResizeCauseName(c)) {
+      *out = c;
+      return true;
+    }
+  }
+  return false;
+}
+
 const char* ChangeName(const ChangeKind& what) {
   static const char* const kNames[] = {
       "head_started",        "job_submitted",   "run_placed",        "run_started",
@@ -342,7 +386,7 @@ const char* ChangeName(const ChangeKind& what) {
       "step_exited",         "job_hold_set",    "run_signalled",     "node_health_set",
       "jobs_retired",        "array_submitted", "node_drain_set",    "gpu_drain_set",
       "run_noted",           "qos_set",         "qos_deleted",       "reservation_set",
-      "reservation_deleted", "job_updated"};
+      "reservation_deleted", "job_updated",     "job_resized"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];
 }

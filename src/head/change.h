@@ -187,13 +187,34 @@ struct JobsRetired {
   std::vector<JobId> jobs;  // ascending
 };
 
+// Why an elastic run changed size (docs/elastic.md).
+enum class ResizeCause : uint8_t {
+  kGrow,      // idle GPUs and nothing with a better claim waiting: toward its maximum
+  kReclaim,   // a job with a better claim needs the GPUs of replicas above its minimum
+  kNodeLost,  // a replica's node was lost; the others go on while at least the minimum remain
+};
+const char* ResizeCauseName(ResizeCause c);
+bool ParseResizeCause(const std::string& text, ResizeCause* out);
+
+// An elastic run grew or shrank: replicas appended to its placement, or replicas that leave
+// it (positions in its placement: they get the checkpoint signal and grace; the others keep
+// running). One of the two is not empty.
+struct JobResized {
+  JobId job = 0;
+  int32_t attempt = 0;
+  std::vector<ReplicaPlacement> added;
+  std::vector<int32_t> removed;  // ascending, each a live replica of the run
+  ResizeCause cause = ResizeCause::kGrow;
+  std::string reason;
+};
+
 using ChangeKind =
     std::variant<HeadStarted, JobSubmitted, RunPlaced, RunStarted, ReplicaExited, StopRequested,
                  RunEnded, JobEnded, CheckpointReported, NodeRegistered, NodeLivenessSet, QueueSet,
                  TokenIssued, TokenRevoked, IdleWarned, StepStarted, StepExited, JobHoldSet,
                  RunSignalled, NodeHealthSet, JobsRetired, ArraySubmitted, NodeDrainSet,
                  GpuDrainSet, RunNoted, QosSet, QosDeleted, ReservationSet, ReservationDeleted,
-                 JobUpdated>;
+                 JobUpdated, JobResized>;
 
 struct Change {
   uint64_t revision = 0;

@@ -140,7 +140,8 @@ struct Applier {
     run.peak_memory_bytes = std::max(run.peak_memory_bytes, c.peak_memory_bytes);
     run.cpu_ms += c.cpu_ms;
     // The cause of a failed run: the first replica to fail before anyone asked it to stop.
-    if (c.exit_code != 0 && !run.stop_requested && run.failed_replica < 0) {
+    if (c.exit_code != 0 && !run.stop_requested && run.failed_replica < 0 &&
+        !run.Departed(c.replica)) {
       run.failed_replica = c.replica;
       run.failed_task = c.task;
     }
@@ -184,6 +185,29 @@ struct Applier {
     RunAt(s, c.job, c.attempt).last_checkpoint_at = at;
   }
   void operator()(const RunNoted& c) { Event(JobAt(s, c.job), c.what, c.note); }
+  void operator()(const JobResized& c) {
+    Job& job = JobAt(s, c.job);
+    Run& run = RunAt(s, c.job, c.attempt);
+    const int32_t before = run.LiveReplicas();
+    for (const ReplicaPlacement& p : c.added) {
+      run.placement.push_back(p);
+      run.exit_codes.push_back(kNotExited);
+    }
+    for (int32_t r : c.removed) {
+      CORRAL_CHECK(r >= 0 && r < static_cast<int32_t>(run.placement.size()) &&
+                       !std::binary_search(run.departed.begin(), run.departed.end(), r),
+                   "job_resized removes a replica the run does not hold");
+      run.departed.insert(std::upper_bound(run.departed.begin(), run.departed.end(), r), r);
+      if (c.cause == ResizeCause::kNodeLost) run.exit_codes[r] = kReplicaLost;
+    }
+    ++run.resizes;
+    std::string what = c.added.empty() ? "shrunk" : "grown";
+    std::string sizes = std::to_string(before) + " -> " + std::to_string(run.LiveReplicas()) +
+                        " replicas (" + std::to_string(job.spec.min_replicas) + ":" +
+                        std::to_string(job.spec.replicas) + ")";
+    std::string where = c.added.empty() ? "" : " on " + DescribePlacement(c.added);
+    Event(job, std::move(what), sizes + where + (c.reason.empty() ? "" : ": " + c.reason));
+  }
   void operator()(const IdleWarned& c) {
     Job& job = JobAt(s, c.job);
     if (job.spec.interactive) {  // a session past its queue's idle_timeout (core_sessions.cc)

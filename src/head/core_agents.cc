@@ -174,7 +174,8 @@ RunOrder HeadCore::ReplicaOrder(const Job& job, const Run& run, int32_t replica)
   o.memory_mb = ReplicaMemoryCapMb(job, run.placement[replica]);
   o.gpus = run.placement[replica].gpus;
   o.container = job.spec.container;  // a job step runs in a container of the job's image too
-  o.stop = run.stop_requested;
+  // A replica an elastic run gave up stops alone, with the checkpoint signal and grace.
+  o.stop = run.stop_requested || run.Departed(replica);
   o.stop_signal = job.spec.checkpoint_signal;
   // A checkpoint reported after the stop was asked for is the job saying it is ready to go:
   // its grace ends there (the preemption handshake), and the node stops it at once.
@@ -273,8 +274,10 @@ void HeadCore::LoseNode(const Node& node, TimeMs now) {
   std::string name = node.name;
   SetLiveness(name, Liveness::kDown, "no sync for " + FormatDuration(config_.down_after_ms), now);
   std::set<JobId> lost = active().OnNode(name);
-  for (JobId id : lost)
+  for (JobId id : lost) {
+    if (DropLostReplicas(state_.jobs.at(id), name, now)) continue;
     FinishRun(state_.jobs.at(id), RunState::kLost, "node " + name + " lost", now);
+  }
 }
 
 Result<NodeView> HeadCore::SetDrain(const Caller& by, const std::string& name, bool drain,

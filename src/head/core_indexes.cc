@@ -24,6 +24,9 @@ void ActiveRuns::Apply(const ClusterState& s, const Change& c) {
   if (const auto* e = std::get_if<RunPlaced>(&c.what)) {
     jobs_.insert(e->job);
     for (const ReplicaPlacement& p : e->placement) by_node_[p.node].insert(e->job);
+  } else if (const auto* e = std::get_if<JobResized>(&c.what)) {
+    // A replica that left keeps its node listed until the run ends, as a rebuild lists it.
+    for (const ReplicaPlacement& p : e->added) by_node_[p.node].insert(e->job);
   } else if (const auto* e = std::get_if<RunEnded>(&c.what)) {
     for (const ReplicaPlacement& p : s.jobs.at(e->job).runs[e->attempt - 1].placement) {
       auto it = by_node_.find(p.node);

@@ -53,6 +53,46 @@ class Indexes : public Scenario {
     Retire();
   }
 
+  // An elastic job's lifecycle: it starts with two of three, grows to three, gives one to a
+  // higher-priority job, and ends; then retirement.
+  void ElasticLifecycle() {
+    for (const char* n : {"n1", "n2", "n3"}) Register(n, 1);
+    Job filler = Submit(Spec(1));
+    Schedule();
+    const std::string filler_node = Get(filler.id).CurrentRun()->placement[0].node;
+    JobSpec spec = Spec(1, 3);
+    spec.min_replicas = 1;
+    spec.max_replicas_per_node = 1;
+    Job e = Submit(spec);
+    Schedule();
+    ASSERT_EQ(Get(e.id).CurrentRun()->placement.size(), 2u);
+    ASSERT_TRUE(Report(filler_node, {Exited(Get(filler.id), 0, 0)}).ok());
+    Schedule();
+    ASSERT_EQ(Get(e.id).CurrentRun()->LiveReplicas(), 3);
+    JobSpec urgent = Spec(1);
+    urgent.priority = 10;
+    Job u = Submit(urgent, kAdmin);
+    Schedule();
+    const Job shrunk = Get(e.id);
+    ASSERT_EQ(shrunk.CurrentRun()->departed.size(), 1u);
+    const int32_t gone = shrunk.CurrentRun()->departed[0];
+    ASSERT_TRUE(
+        Report(shrunk.CurrentRun()->placement[gone].node, {Exited(shrunk, gone, -15)}).ok());
+    Schedule();
+    ASSERT_EQ(Get(u.id).state, JobState::kScheduled);
+    for (const Job& j : core().ListJobs(kAdmin, {})) {
+      if (j.state != JobState::kScheduled && j.state != JobState::kRunning) continue;
+      const corral::Run& run = *j.CurrentRun();
+      for (size_t r = 0; r < run.placement.size(); ++r) {
+        if (run.exit_codes[r] != kNotExited) continue;
+        ASSERT_TRUE(Report(run.placement[r].node, {Exited(j, static_cast<int>(r), 0)}).ok());
+      }
+    }
+    ASSERT_EQ(Get(e.id).state, JobState::kSucceeded);
+    now() += 2 * kDay;
+    Retire();
+  }
+
   // Replays the changes from an empty state into one index, comparing it with a rebuild of
   // the state after each; returns after how many changes the index held something.
   template <typename Index>
@@ -103,6 +143,14 @@ TEST_P(Indexes, PendingCountsApplyEqualsRebuild) {
 TEST_P(Indexes, RequestIdsApplyEqualsRebuild) {
   Lifecycle();
   EXPECT_GT(ExpectApplyEqualsRebuild<RequestIds>(), 0);
+}
+
+TEST_P(Indexes, ElasticSizesApplyEqualsRebuild) {
+  ElasticLifecycle();
+  EXPECT_TRUE(Saw([](const Change& c) { return std::holds_alternative<JobResized>(c.what); }));
+  EXPECT_GT(ExpectApplyEqualsRebuild<ElasticSizes>(), 0);
+  EXPECT_GT(ExpectApplyEqualsRebuild<ActiveRuns>(), 0);
+  EXPECT_GT(ExpectApplyEqualsRebuild<CoreIndexes>(), 0);
 }
 
 TEST_P(Indexes, AllIndexesTogetherEqualTheCoresRebuild) {

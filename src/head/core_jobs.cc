@@ -148,7 +148,9 @@ Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, 
   job.owner = std::move(owner);
   job.request_id = std::move(request_id);
   job.held = job.spec.hold;
-  int32_t total_gpus = job.spec.replicas * job.spec.per_replica.WholeGpus();
+  // An elastic job needs its minimum to ever run.
+  int32_t total_gpus = (job.spec.IsElastic() ? job.spec.min_replicas : job.spec.replicas) *
+                       job.spec.per_replica.WholeGpus();
   if (auto q = state_.queues.find(job.spec.queue);
       q != state_.queues.end() && q->second.limit_gpus >= 0 && total_gpus > q->second.limit_gpus) {
     return InvalidArgument("field 'gpus': the job needs " + std::to_string(total_gpus) +
@@ -188,6 +190,7 @@ Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, 
   job.state = JobState::kPending;
   if (job.spec.array.empty()) {
     job.id = state_.next_job_id;
+    if (job.spec.IsElastic() && !job.spec.batch) AddRendezvousEnv(&job);
     Emit(by, now, JobSubmitted{job});
     if (job.spec.interactive) session_heard_[job.id] = {now, now};  // core_sessions.cc
     return state_.jobs.at(job.id);
@@ -386,10 +389,11 @@ void HeadCore::Schedule(TimeMs now) {
     RequestStop(it->second, StopCause::kPreempted, std::string(kReasonPreempted) + ": " + p.reason,
                 now, p.kind);
   }
+  for (const sched::ResizeDecision& r : d.resize) ResizeRun(r, now);
   for (const sched::WaitReason& w : d.waiting) pending_reason_[w.job] = {w.code, w.reason};
   // A pass cut short by its work budget that got somewhere goes on at once, not a tick later.
   if (scheduler_->GetStats().last_pass_budget_exhausted &&
-      (!d.place.empty() || !d.preempt.empty())) {
+      (!d.place.empty() || !d.preempt.empty() || !d.resize.empty())) {
     WantSchedule();
   }
 }
@@ -463,6 +467,15 @@ void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const Ru
                                                                : "image pulled";
     Emit(Caller::Node(node), now, RunNoted{job.id, run.attempt, what, note});
   }
+  if (run.Departed(r.replica)) {  // it left an elastic run: only its exit is recorded
+    if (!r.running && run.exit_codes[r.replica] == kNotExited) {
+      Emit(Caller::Node(node), now,
+           ReplicaExited{job.id, run.attempt, r.replica, r.exit_code, -1, r.peak_memory_bytes,
+                         r.cpu_ms});
+      MaybeFinishRun(state_.jobs.at(job.id), now);
+    }
+    return;
+  }
   if (!r.running && r.fenced && run.exit_codes[r.replica] == kNotExited && !run.stop_requested) {
     // Its agent stopped it after losing the head: the run is lost, as if its node had been,
     // and the job goes back to the queue without spending a restart.
@@ -533,11 +546,14 @@ void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const Ru
 
 void HeadCore::MaybeFinishRun(const Job& job, TimeMs now) {
   const Run& run = *job.CurrentRun();
-  for (int32_t code : run.exit_codes) {
-    if (code == kNotExited) return;
-  }
+  if (IsRunOver(run.state)) return;
+  // Replicas an elastic run gave up neither keep it going nor decide how it ended.
   bool all_zero = true;
-  for (int32_t code : run.exit_codes) all_zero &= code == 0;
+  for (size_t i = 0; i < run.exit_codes.size(); ++i) {
+    if (run.Departed(static_cast<int32_t>(i))) continue;
+    if (run.exit_codes[i] == kNotExited) return;
+    all_zero &= run.exit_codes[i] == 0;
+  }
   if (job.spec.batch) all_zero = run.exit_codes[0] == 0 && run.failed_replica <= 0;
   if (run.stop_requested &&
       (run.cause == StopCause::kPreempted || run.cause == StopCause::kRequeued)) {
@@ -563,8 +579,9 @@ void HeadCore::FinishRun(const Job& job, RunState state, const std::string& reas
   } else if (job.spec.batch && !run.exit_codes.empty() && run.exit_codes[0] != kNotExited) {
     first_failure = run.exit_codes[0];  // the holders' codes say nothing about the job
   } else {
-    for (int32_t code : run.exit_codes) {
-      if (code != 0 && code != kNotExited) {
+    for (size_t i = 0; i < run.exit_codes.size(); ++i) {
+      const int32_t code = run.exit_codes[i];
+      if (code != 0 && code != kNotExited && !run.Departed(static_cast<int32_t>(i))) {
         first_failure = code;
         break;
       }

@@ -19,7 +19,9 @@ sched::NodeReservation ToSchedulerReservation(const NodeReservationSpec& r) {
 
 sched::RunningJob ToRunning(const Job& job, sched::PendingJob input) {
   const Run& run = *job.CurrentRun();
-  return {std::move(input), run.placement, run.started_at ? run.started_at : run.scheduled_at};
+  // An elastic run's replicas that left and exited hold nothing.
+  return {std::move(input), run.HeldPlacement(), run.started_at ? run.started_at : run.scheduled_at,
+          run.Leaving()};
 }
 
 }  // namespace
@@ -56,7 +58,14 @@ void HeadCore::Index(const Change& c) {
     void operator()(const RunStarted& e) { Job(e.job); }
     void operator()(const ReplicaExited& e) {
       Job(e.job);
-      core.Bump(core.state_.jobs.at(e.job).runs[e.attempt - 1].placement[e.replica].node, e.job);
+      const corral::Run& run = core.state_.jobs.at(e.job).runs[e.attempt - 1];
+      core.Bump(run.placement[e.replica].node, e.job);
+      // The last replica an elastic run gave up has exited: its GPUs are free for the job
+      // they were taken for.
+      if (run.Departed(e.replica) && !IsRunOver(run.state) && run.Leaving() == 0) {
+        core.scheduler_->ResizeRunning(e.job, run.LivePlacement());
+        core.WantSchedule();
+      }
     }
     // Every node of the run gets new orders.
     void BumpRun(JobId job, int32_t attempt) {
@@ -131,6 +140,20 @@ void HeadCore::Index(const Change& c) {
       core.Bump(run.placement[run.steps[e.step].replicas[e.index]].node, e.job);
     }
     void operator()(const RunNoted& e) { Job(e.job); }
+    // Every node of the run gets new orders: replicas added start, replicas removed stop.
+    void operator()(const JobResized& e) {
+      Job(e.job);
+      BumpRun(e.job, e.attempt);
+      // A grow was bound by the scheduler, and a shrink's replicas hold their GPUs until they
+      // exit; a lost node's replicas hold nothing from now on.
+      if (e.cause == ResizeCause::kNodeLost) {
+        core.scheduler_->ResizeRunning(e.job, RunOf(e).HeldPlacement(), RunOf(e).Leaving());
+      }
+      core.WantSchedule();
+    }
+    const corral::Run& RunOf(const JobResized& e) {
+      return core.state_.jobs.at(e.job).runs[e.attempt - 1];
+    }
     void operator()(const CheckpointReported& e) {
       Job(e.job);
       // Victims that just checkpointed lose least: the scheduler prefers them.
@@ -206,6 +229,7 @@ void HeadCore::MarkDirty(const Change& c) {
     void operator()(const JobEnded& e) { d.jobs.insert(e.job); }
     void operator()(const CheckpointReported& e) { d.jobs.insert(e.job); }
     void operator()(const RunNoted& e) { d.jobs.insert(e.job); }
+    void operator()(const JobResized& e) { d.jobs.insert(e.job); }
     void operator()(const IdleWarned& e) { d.jobs.insert(e.job); }
     void operator()(const StepStarted& e) { d.jobs.insert(e.job); }
     void operator()(const JobHoldSet& e) { d.jobs.insert(e.job); }
@@ -266,7 +290,12 @@ Json HeadCore::DerivedSummary() const {
   }
   Json doomed = Json::array();
   for (const auto& [id, why] : doomed_) doomed.push_back(id);
-  return Json{{"node_runs", node_runs},
+  Json elastic = Json::object();
+  for (const auto& [id, e] : indexes_.get<ElasticSizes>().all()) {
+    elastic[std::to_string(id)] = Json{e.attempt, e.min, e.max, e.current, e.resizes};
+  }
+  return Json{{"elastic", elastic},
+              {"node_runs", node_runs},
               {"active", ids(indexes_.get<ActiveRuns>().jobs())},
               {"pending_count", pending},
               {"requests", requests},

@@ -82,6 +82,7 @@ void Head::Stop() {
   stopped_ = true;
   io_.stop();
   thread_.join();
+  rdzv_.reset();       // the stores go with the head
   archive_io_.stop();  // a read under way finishes; its answer is not delivered
   archive_thread_.join();
   if (backup_thread_.joinable()) backup_thread_.join();  // its answer is not delivered
@@ -94,6 +95,7 @@ void Head::Post(std::function<void()> fn) { asio::post(io_, std::move(fn)); }
 
 void Head::Tick() {
   core_.Tick(clock_->Now());
+  if (rdzv_) rdzv_->Reconcile(core_.RendezvousWanted());
   if (config_.estimate_interval_ms > 0) {
     TimeMs now = clock_->Now();
     if (now - last_estimate_at_ >= config_.estimate_interval_ms) {

@@ -35,6 +35,7 @@
 #include "head/durability.h"
 #include "head/head_core.h"
 #include "head/job_notice.h"
+#include "head/rdzv_stores.h"
 #include "head/tokens.h"
 #include "store/store.h"
 
@@ -69,6 +70,9 @@ struct HeadConfig {
   // An array's cancel commits this many elements a turn, answering other commands between.
   int32_t cancel_slice = 250;
   DurabilityConfig durability;
+  // The Python with torch that runs elastic jobs' rendezvous stores (rdzv_stores.h), when
+  // core.rdzv_host is set.
+  std::string rdzv_python = "/usr/bin/python3";
   size_t event_buffer = 20000;  // durable changes kept in memory for the event stream
   // Called on the state-machine thread when the store fails a commit: memory then holds
   // changes that are not durable, so the head answers nothing more (503) and the process
@@ -279,6 +283,8 @@ class Head {
   std::unordered_map<std::string, std::string> credential_of_;  // id or "node/NAME" -> hash
 
   std::unique_ptr<CommitPipeline> pipeline_;
+  // Elastic jobs' rendezvous stores (state-machine thread; none without core.rdzv_host).
+  std::unique_ptr<RendezvousStores> rdzv_;
   std::thread backup_thread_;           // the last backup's; joined before the next and at Stop
   bool backup_running_ = false;         // state-machine thread
   boost::asio::io_context archive_io_;  // ReadRetired's, run by archive_thread_

@@ -38,6 +38,12 @@ struct CoreConfig {
   DurationMs down_after_ms = 60 * kSecond;
   int32_t master_port_lo = 29500;  // MASTER_PORT range on a node
   int32_t master_port_hi = 29999;
+  // Elastic jobs' rendezvous stores (docs/elastic.md): the address replicas reach the head's
+  // host at ("": none is run, and elastic jobs get no CORRAL_RDZV_* variables), and the ports
+  // the stores listen on there (job id modulo the range).
+  std::string rdzv_host;
+  int32_t rdzv_port_lo = 29400;
+  int32_t rdzv_port_hi = 29499;
   // A running run whose GPUs all stay under this utilisation for idle_after_ms is idle.
   int32_t idle_threshold_percent = 1;
   DurationMs idle_after_ms = 30 * kMinute;
@@ -311,6 +317,8 @@ class HeadCore {
   Json DerivedSummary() const;
   const std::map<JobId, PendingReason>& pending_reasons() const { return pending_reason_; }
   const std::set<JobId>& active_jobs() const { return indexes_.get<ActiveRuns>().jobs(); }
+  // Elastic runs' sizes (elastic_sizes.h).
+  const ElasticSizes& elastic_sizes() const { return indexes_.get<ElasticSizes>(); }
   // Runs flagged idle at the last Tick or report (core_idle.cc), by job.
   const std::map<JobId, TimeMs>& idle_runs() const { return idle_; }
   uint64_t revision() const { return state_.revision; }
@@ -354,6 +362,21 @@ class HeadCore {
   void RebuildIndexes(TimeMs now);
 
   void PlaceRun(const sched::PlaceDecision& d, TimeMs now);
+  // Elastic runs (core_elastic.cc): a resize decision of the scheduler made a JobResized, and
+  // a lost node's replicas dropped while the run keeps its minimum (true: dropped, the run
+  // goes on).
+  void ResizeRun(const sched::ResizeDecision& d, TimeMs now);
+  bool DropLostReplicas(const Job& job, const std::string& node, TimeMs now);
+  // The variables torchrun's c10d rendezvous needs (CORRAL_RDZV_ENDPOINT, ...), into the
+  // spec's environment of an elastic job about to be submitted (its id set).
+  void AddRendezvousEnv(Job* job) const;
+
+ public:
+  // The rendezvous stores the shell runs now (rdzv_stores.h): the port of each elastic job
+  // that is not over, by job.
+  std::map<JobId, int32_t> RendezvousWanted() const;
+
+ private:
   void RequestStop(const Job& job, StopCause cause, const std::string& reason, TimeMs now,
                    PreemptKind preempt = PreemptKind::kNone);
   void OnReplicaReport(const Job& job, const std::string& node, const RunReport& r, TimeMs now);

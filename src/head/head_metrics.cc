@@ -61,6 +61,8 @@ void Head::DescribeMetrics() {
              "GPU-seconds used by each queue's finished runs.");
   m.Describe("corral_jobs_submitted_total", T::kCounter, "Jobs accepted.");
   m.Describe("corral_jobs_finished_total", T::kCounter, "Jobs ended, by final state.");
+  m.Describe("corral_elastic_resizes_total", T::kCounter,
+             "Elastic runs grown or shrunk, by cause (grow, reclaim, node_lost).");
   m.Describe("corral_preemptions_total", T::kCounter,
              "Runs asked to stop by preemption, by reason.");
   m.Describe("corral_schedule_pass_duration_seconds", T::kHistogram, "Scheduling pass duration.",
@@ -99,6 +101,8 @@ void Head::CountDurable(const Change& c) {
     }
   } else if (const auto* e = std::get_if<JobEnded>(&c.what)) {
     metrics_.Add("corral_jobs_finished_total", {{"state", JobStateName(e->state)}}, 1);
+  } else if (const auto* e = std::get_if<JobResized>(&c.what)) {
+    metrics_.Add("corral_elastic_resizes_total", {{"cause", ResizeCauseName(e->cause)}}, 1);
   }
 }
 

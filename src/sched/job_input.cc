@@ -15,6 +15,10 @@ PendingJob ToPendingJob(const Job& job, const RuntimeEstimator* estimator) {
   p.submitted_at = job.submitted_at;
   p.replicas = job.spec.replicas;
   p.max_replicas_per_node = job.spec.max_replicas_per_node;
+  if (job.spec.IsElastic()) {
+    p.min_replicas = job.spec.min_replicas;
+    p.resizable = !job.spec.batch;
+  }
   p.per_replica = job.spec.per_replica;
   p.gpu_model = job.spec.gpu_model;
   p.node_labels = job.spec.node_labels;

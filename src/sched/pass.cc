@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "sched/elastic.h"
 #include "sched/node_reservations.h"
 #include "sched/pass_order.h"
 #include "sched/state.h"
@@ -128,8 +129,7 @@ std::pair<std::string, PreemptKind> PreemptionReason(const SchedState& st, const
   std::string why;
   PreemptKind kind = PreemptKind::kPolicy;
   if (cfg.policy != OrderPolicy::kCorral) {
-    why = std::string("by ") + OrderPolicyName(cfg.policy) + " for job " +
-          std::to_string(e.job.id);
+    why = std::string("by ") + OrderPolicyName(cfg.policy) + " for job " + std::to_string(e.job.id);
   } else if (e.aged && cfg.aged_may_displace && r.job.priority == e.job.priority &&
              (r.queue == e.queue ||
               st.queues.AllocGpus(e.queue) + TotalGpus(e.job) > st.queues.Quota(e.queue))) {
@@ -156,9 +156,8 @@ std::pair<std::string, PreemptKind> PreemptionReason(const SchedState& st, const
           std::to_string(LasLevel(cfg, r.job, attained));
   } else if (r.queue == e.queue || r.job.priority < e.job.priority) {
     kind = PreemptKind::kPriority;
-    why = "for job " + std::to_string(e.job.id) + " of priority " +
-          std::to_string(e.job.priority) + " (this run has priority " +
-          std::to_string(r.job.priority) + ")";
+    why = "for job " + std::to_string(e.job.id) + " of priority " + std::to_string(e.job.priority) +
+          " (this run has priority " + std::to_string(r.job.priority) + ")";
   } else {
     // The levels where the two queues meet: the queues themselves unless they share a
     // parent with a quota.
@@ -174,6 +173,14 @@ std::pair<std::string, PreemptKind> PreemptionReason(const SchedState& st, const
 }
 
 }  // namespace
+
+// A blocked job that no free GPU would help: one that does not fit the cluster even when idle,
+// or is kept off by an admin reservation. Elastic runs may grow past it.
+static bool IsWaitingForNothing(const SchedState& st, const PendingJob& j) {
+  const int64_t least =
+      j.min_replicas > 0 ? TotalGpus(j) / std::max(1, j.replicas) * j.min_replicas : TotalGpus(j);
+  return !j.reservation.empty() || st.model.total_gpus() < least;
+}
 
 PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs now, Decisions* d) {
   PassResult res;
@@ -219,10 +226,12 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     r.started_at = now;
     r.queue = e->queue;
     r.user = e->user;
-    r.gpus = TotalGpus(j);
-    r.gpu_milli = int64_t{s.replicas} * std::max(0, j.per_replica.gpu_milli);
-    r.cpu = int64_t{s.replicas} * j.per_replica.cpu_milli;
-    r.mem = int64_t{s.replicas} * j.per_replica.memory_mb;
+    // An elastic job may start below its maximum: count what was placed.
+    const int64_t n = static_cast<int64_t>(placement.size());
+    r.gpus = TotalGpus(j) / std::max(1, s.replicas) * n;
+    r.gpu_milli = n * std::max(0, j.per_replica.gpu_milli);
+    r.cpu = n * j.per_replica.cpu_milli;
+    r.mem = n * j.per_replica.memory_mb;
     r.expected_end = end;
     r.aged = e->aged;
     r.placed_in_pass = st.pass;
@@ -287,12 +296,16 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
   bool strict = cfg.policy == OrderPolicy::kFifo || !cfg.backfill;
   bool may_preempt = cfg.preemption && IsPreemptive(cfg.policy);
   int32_t reservations = 0;
+  // A job left waiting for GPUs: elastic runs do not grow into them (elastic.h).
+  bool someone_waits = false;
   while (PendingEntry* e = order.Next()) {
     if (st.work > cfg.max_work_per_pass) {
       res.exhausted = true;
+      someone_waits = true;
       break;
     }
     if (placements >= cfg.max_placements_per_pass || failed_live >= st.pending.live_classes()) {
+      someone_waits = true;
       break;
     }
     // Nothing left to do: no room for any class still to visit (held GPUs only for jobs that
@@ -304,6 +317,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
                                      MaxUnheldFreeOnANode(st.model), st.model.free_gpus(),
                                      held.node_free, held.max_limit) &&
           !MayPreempt(st)) {
+        someone_waits = true;
         break;
       }
     }
@@ -334,12 +348,14 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     }
     TimeMs end = ExpectedEndOf(j, now);
     std::vector<ReplicaPlacement> placement;
-    if (placer.Place(s, end, /*keep=*/true, &placement)) {
+    if (placer.Place(s, end, /*keep=*/true, &placement) ||
+        PlaceElasticStart(st, placer, *e, end, &placement)) {
       bind(e, std::move(placement), end);
       order.Done();
       continue;
     }
-    // Blocked.
+    // Blocked: elastic runs may not grow in this pass.
+    if (!IsWaitingForNothing(st, j)) someone_waits = true;
     auto own = st.victims_of.find(j.id);
     if (own != st.victims_of.end()) {
       Reservation rv;
@@ -350,6 +366,17 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
       report(e, PendingCode::kPreempting,
              "waiting for " + std::to_string(own->second.size()) +
                  " preempted run(s) to end; then starts on " + NodeList(rv.nodes));
+      st.pending.HideJob(e);
+      order.Done();
+      if (strict) break;
+      continue;
+    }
+    // Replicas above elastic runs' minimums go before any whole run is preempted.
+    if (std::vector<ShrinkCut> cuts; may_preempt && FindShrink(st, *e, end, &cuts)) {
+      ApplyShrink(st, *e, cuts, d);
+      report(
+          e, PendingCode::kPreempting,
+          "shrinking " + std::to_string(cuts.size()) + " elastic run(s) to start " + Describe(j));
       st.pending.HideJob(e);
       order.Done();
       if (strict) break;
@@ -432,6 +459,7 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     if (strict) break;
   }
   st.pending.RestoreAll();
+  if (!someone_waits && st.victims_of.empty()) GrowElastic(st, d);
   return res;
 }
 

@@ -27,6 +27,7 @@ int32_t PendingSet::ClassOf(const PendingEntry& e) {
                   std::to_string(j.per_replica.memory_mb) + '|' + std::to_string(j.time_limit_ms) +
                   '|' + j.gpu_model;
   if (j.max_replicas_per_node > 0) k += "|spread" + std::to_string(j.max_replicas_per_node);
+  if (j.min_replicas > 0) k += "|min" + std::to_string(j.min_replicas);
   if (!j.may_preempt) k += "|nopreempt";
   for (const auto& [lk, lv] : j.node_labels) {
     k += '|';
@@ -36,7 +37,9 @@ int32_t PendingSet::ClassOf(const PendingEntry& e) {
   }
   auto [it, added] = class_ids_.emplace(std::move(k), static_cast<int32_t>(class_members_.size()));
   if (added) {
-    class_totals_.push_back(TotalGpus(e.job));
+    // An elastic job starts with its minimum: what "could any class fit" must count.
+    class_totals_.push_back(j.min_replicas > 0 ? TotalGpus(j) / j.replicas * j.min_replicas
+                                               : TotalGpus(e.job));
     class_limits_.push_back(e.job.time_limit_ms);
     class_replica_gpus_.push_back(ShapeOf(e.job).gpus);
     class_queue_.push_back(e.queue);

@@ -34,6 +34,9 @@ struct Scheduler::Impl {
 
   void AddRun(const PendingJob& job, std::vector<ReplicaPlacement> placement, TimeMs started_at);
   void RemoveRun(JobId id);
+  // Run `run` no longer holds the replicas it was shrinking for pending job `for_job`: once
+  // none of its shrinks is left, the job starts first in the next pass (like its victims).
+  void ShrinkDone(JobId run, JobId for_job);
   void Forget(JobId pending_id) { st.victims_of.erase(pending_id); }
   Decisions Pass(TimeMs now);
 };
@@ -81,6 +84,7 @@ void Scheduler::Impl::RemoveRun(JobId id) {
     n->second.erase(id);
     if (n->second.empty()) st.runs_on_node.erase(n);
   }
+  if (r.shrink_for != 0) ShrinkDone(id, r.shrink_for);
   if (r.preempted_for != 0) {
     st.AddFreeing(r.queue, -r.gpus);
     st.being_preempted.erase(id);
@@ -94,6 +98,16 @@ void Scheduler::Impl::RemoveRun(JobId id) {
     }
   }
   st.running.erase(it);
+}
+
+void Scheduler::Impl::ShrinkDone(JobId run, JobId for_job) {
+  auto v = st.victims_of.find(for_job);
+  if (v == st.victims_of.end()) return;
+  std::erase(v->second, run);
+  if (v->second.empty()) {
+    st.room_made.insert(for_job);
+    st.victims_of.erase(v);
+  }
 }
 
 Scheduler::Scheduler(SchedulerConfig config) : impl_(std::make_unique<Impl>(config)) {}
@@ -195,11 +209,30 @@ void Scheduler::AddRunning(const RunningJob& run) {
   impl_->Forget(run.job.id);
   impl_->RemoveRun(run.job.id);
   impl_->AddRun(run.job, run.placement, run.started_at);
+  impl_->st.running.at(run.job.id).leaving = run.leaving;
 }
 
 void Scheduler::RemoveRunning(JobId id) {
   impl_->st.changed_since_pass = true;
   impl_->RemoveRun(id);
+}
+
+void Scheduler::ResizeRunning(JobId id, std::vector<ReplicaPlacement> placement, int32_t leaving) {
+  auto it = impl_->st.running.find(id);
+  if (it == impl_->st.running.end()) return;
+  impl_->st.changed_since_pass = true;
+  const JobId for_job = it->second.shrink_for;
+  it->second.shrink_for = 0;
+  if (it->second.preempted_for != 0) {  // going whole: its resources free at RemoveRunning
+    if (for_job != 0) impl_->ShrinkDone(id, for_job);
+    return;
+  }
+  PendingJob job = it->second.job;
+  const TimeMs started_at = it->second.started_at;
+  impl_->RemoveRun(id);
+  impl_->AddRun(job, std::move(placement), started_at);
+  impl_->st.running.at(id).leaving = leaving;
+  if (for_job != 0) impl_->ShrinkDone(id, for_job);
 }
 
 void Scheduler::UpdateAttained(JobId id, DurationMs attained_gpu_ms) {
@@ -229,6 +262,7 @@ void Scheduler::AddPastUsage(const std::vector<PastUsage>& usages, TimeMs now) {
 Fit Scheduler::Admit(const PendingJob& job, std::string* why) const {
   const SchedState& st = impl_->st;
   Shape s = ShapeOf(job);
+  if (job.min_replicas > 0) s.replicas = job.min_replicas;  // an elastic job fits at its minimum
   int64_t fit = 0;
   for (int32_t i = 0; i < st.model.slot_count() && fit < s.replicas; ++i) {
     const NodeSlot& n = st.model.slot(i);

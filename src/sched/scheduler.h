@@ -101,6 +101,12 @@ struct PendingJob {
   int32_t replicas = 1;
   TimeMs submitted_at = 0;
   int32_t max_replicas_per_node = 0;  // JobSpec::max_replicas_per_node; 0: no limit
+  // An elastic job (JobSpec::min_replicas, docs/elastic.md): it starts with as many replicas
+  // between min_replicas and `replicas` as fit; 0: a rigid gang.
+  int32_t min_replicas = 0;
+  // Elastic and resized after its start: grown into idle GPUs, shrunk to min_replicas before
+  // it is preempted. False for a batch job (Slurm's --nodes=MIN-MAX sizes it at start only).
+  bool resizable = false;
   bool preemptible = false;
   // An interactive session (JobSpec::interactive): counted against its queue's
   // max_interactive_gpus_per_user.
@@ -136,6 +142,9 @@ struct RunningJob {
   PendingJob job;
   std::vector<ReplicaPlacement> placement;
   TimeMs started_at = 0;  // of this run; the minimum runtime and lost work count from here
+  // An elastic run's last `leaving` replicas of placement are leaving it (a shrink decided by
+  // an earlier head): bound until ResizeRunning, never taken or grown meanwhile.
+  int32_t leaving = 0;
 };
 
 // How much preemption a pass may add, over sliding windows (kCorral; see preempt_budget.h).
@@ -279,6 +288,17 @@ struct PlaceDecision {
   std::vector<ReplicaPlacement> placement;  // one per replica
 };
 
+// An elastic run's new size (docs/elastic.md). Grow: `added` are bound at once, like a Place.
+// Shrink: `removed` leave (the checkpoint signal and grace go to them alone) and stay bound
+// until the driver says the run holds what is left (ResizeRunning); `for_job` then starts.
+struct ResizeDecision {
+  JobId job = 0;
+  std::vector<ReplicaPlacement> added;
+  std::vector<ReplicaPlacement> removed;
+  JobId for_job = 0;   // shrink: the job it makes room for
+  std::string reason;  // shown in the job's events
+};
+
 struct PreemptDecision {
   JobId job = 0;       // victim
   JobId for_job = 0;   // the job it makes room for
@@ -334,6 +354,7 @@ struct EstimateOptions {
 struct Decisions {
   std::vector<PlaceDecision> place;
   std::vector<PreemptDecision> preempt;
+  std::vector<ResizeDecision> resize;     // elastic runs grown or shrunk
   std::vector<WaitReason> waiting;        // only for jobs whose reason changed since the last pass
   std::vector<Reservation> reservations;  // this pass's reservations, in order
 };
@@ -358,6 +379,10 @@ class Scheduler {
   void RemovePending(JobId id);
   void AddRunning(const RunningJob& run);  // binds resources (recovery, or the simulator)
   void RemoveRunning(JobId id);            // frees them
+  // An elastic run now holds exactly `placement` (its replicas that have not left): after the
+  // replicas a shrink removed have exited (their resources are freed then), or a lost node's.
+  // Keeps the run's start and attained service.
+  void ResizeRunning(JobId id, std::vector<ReplicaPlacement> placement, int32_t leaving = 0);
 
   // Sets the GPU-ms a job attained before its current run (SRTF, LAS). Pending or running.
   void UpdateAttained(JobId id, DurationMs attained_gpu_ms);

@@ -31,7 +31,11 @@ struct RunEntry {
   int64_t mem = 0;
   TimeMs expected_end = kUnknownTime;  // started_at + time limit
   JobId preempted_for = 0;             // non-zero while being preempted
-  uint64_t placed_in_pass = 0;         // the pass that placed it (never a victim in it)
+  // An elastic run shrinking (elastic.h): the job its leaving replicas make room for, and how
+  // many of its placement's replicas are leaving (still bound until ResizeRunning).
+  JobId shrink_for = 0;
+  int32_t leaving = 0;
+  uint64_t placed_in_pass = 0;  // the pass that placed it (never a victim in it)
   // It started past its age bound (SchedulerConfig::max_wait_ms): not a LAS victim.
   bool aged = false;
   // Its place in SchedState::victim_order when that was built in pass victim_rank_pass: the

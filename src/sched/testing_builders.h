@@ -77,6 +77,13 @@ class JobBuilder {
     j_.replicas = n;
     return *this;
   }
+  // An elastic job of min..max replicas, resized after its start.
+  JobBuilder& Elastic(int min, int max) {
+    j_.min_replicas = min;
+    j_.replicas = max;
+    j_.resizable = true;
+    return *this;
+  }
   JobBuilder& PerNode(int max_replicas) {
     j_.max_replicas_per_node = max_replicas;
     return *this;

@@ -27,8 +27,9 @@ Result<int64_t> PositiveOption(const ParsedOptions& o, const std::string& option
   return n;
 }
 
-// "2" or "2-4" (Slurm's min-max; Corral allocates the minimum).
-Result<int64_t> NodesOption(const ParsedOptions& o) {
+// "2" or "2-4": Slurm's min-max, an elastic job that starts on as many nodes of the range as
+// fit (docs/elastic.md). Returns the minimum; `max` gets the maximum.
+Result<int64_t> NodesOption(const ParsedOptions& o, int64_t* max) {
   std::string v = o.Get("nodes");
   auto dash = v.find('-');
   std::string min = dash == std::string::npos ? v : v.substr(0, dash);
@@ -37,6 +38,7 @@ Result<int64_t> NodesOption(const ParsedOptions& o) {
       (dash != std::string::npos && (!ParseInt(v.substr(dash + 1), &m) || m < n))) {
     return Bad("nodes", v, "a node count such as 2, or a range MIN-MAX such as 2-4");
   }
+  *max = dash == std::string::npos ? n : m;
   return n;
 }
 
@@ -409,8 +411,9 @@ Result<BatchSubmission> BuildBatchSpec(const ParsedOptions& o, const SubmitConte
 
   // Layout: nodes -> replicas; tasks per node and CPUs per task -> CPUs per replica.
   int64_t nodes = 1;
+  int64_t max_nodes = 1;
   if (o.Has("nodes")) {
-    auto n = NodesOption(o);
+    auto n = NodesOption(o, &max_nodes);
     if (!n.ok()) return n.status();
     nodes = *n;
   }
@@ -451,9 +454,13 @@ Result<BatchSubmission> BuildBatchSpec(const ParsedOptions& o, const SubmitConte
     return InvalidArgument("options --cpus-per-task x --ntasks-per-node: " + std::to_string(cpus) +
                            " CPUs per node, want at most 4096");
   }
-  spec["replicas"] = nodes;
+  if (max_nodes > nodes) {
+    spec["replicas"] = Json{{"min", nodes}, {"max", max_nodes}};
+  } else {
+    spec["replicas"] = nodes;
+  }
   // Slurm's nodes are distinct machines: one replica per node.
-  if (nodes > 1) spec["max_replicas_per_node"] = 1;
+  if (max_nodes > 1) spec["max_replicas_per_node"] = 1;
   spec["cpus"] = cpus;
 
   // GPUs per node: --gpus-per-node, --gres=gpu:N, --gpus-per-task x tasks, or --gpus / nodes.

@@ -162,6 +162,22 @@ TEST(SlurmBatch, ReservationGoesIntoTheSpecAndTheEnvironment) {
   EXPECT_NE(two.status().message().find("reservation"), std::string::npos);
 }
 
+// Slurm's --nodes=MIN-MAX: an elastic job of MIN to MAX replicas, one per node.
+TEST(SlurmBatch, ANodeRangeIsAnElasticJob) {
+  auto sub = BuildBatchSpec(Parse({"--nodes=2-4"}), Ctx("#!/bin/sh\n"), false);
+  ASSERT_TRUE(sub.ok()) << sub.status().message();
+  EXPECT_EQ(sub->spec["replicas"], Json({{"min", 2}, {"max", 4}}));
+  EXPECT_EQ(sub->spec["max_replicas_per_node"], 1);
+  auto spec = ParseJobSpec(sub->spec);
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_TRUE(spec->IsElastic());
+  EXPECT_EQ(spec->min_replicas, 2);
+  EXPECT_EQ(spec->replicas, 4);
+  auto fixed = BuildBatchSpec(Parse({"--nodes=3"}), Ctx("#!/bin/sh\n"), false);
+  ASSERT_TRUE(fixed.ok());
+  EXPECT_EQ(fixed->spec["replicas"], 3);
+}
+
 TEST(SlurmBatch, MapsTheAllocationOntoTheSpec) {
   ParsedOptions o =
       Parse({"--nodes=2", "--ntasks-per-node=4", "--cpus-per-task=2", "--gpus-per-node=4",

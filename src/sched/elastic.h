@@ -1,0 +1,50 @@
+// Elastic runs in a pass (docs/elastic.md): how many replicas an elastic job starts with, which
+// replicas above their minimum a blocked job takes back, and growth into idle GPUs. Called by
+// RunPass (pass.cc); pure like the rest of the scheduler.
+//
+// Rules:
+//  - Start: an elastic job whose whole size does not fit starts with the most replicas
+//    between its minimum and its maximum that fit now (and that its queue's limit allows).
+//  - Grow: when a pass leaves no job waiting for GPUs, each resizable elastic run below its
+//    maximum gets one replica at a time on free GPUs (highest priority first, then the oldest
+//    run), bound at once. A job that spreads (max_replicas_per_node) grows onto nodes where
+//    it has room under its limit.
+//  - Shrink: a blocked job that may preempt by priority takes replicas above their minimum of
+//    elastic runs of a lower or equal priority (never its own), the lowest priority first,
+//    then the newest run, its last replicas first, before any whole run is preempted: only
+//    the replicas that leave get the checkpoint signal and grace, and the run keeps going. No
+//    replica below the minimum is ever taken this way; below it the run is preempted whole,
+//    as a rigid gang.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sched/placement.h"
+#include "sched/state.h"
+
+namespace corral::sched {
+
+// The largest start of elastic job e below its maximum (REQUIRES: the maximum did not fit):
+// binds it and returns true, or returns false with nothing bound.
+bool PlaceElasticStart(SchedState& st, Placer& placer, const PendingEntry& e, TimeMs end,
+                       std::vector<ReplicaPlacement>* out);
+
+// Replicas one elastic run gives up: positions in its placement, highest first.
+struct ShrinkCut {
+  JobId run = 0;
+  std::vector<int32_t> positions;
+};
+
+// Which replicas above their minimum e may take so that it fits now; false: none suffice.
+bool FindShrink(SchedState& st, const PendingEntry& e, TimeMs end, std::vector<ShrinkCut>* out);
+
+// Records the cuts: resize decisions for the runs, and e waits for the leaving replicas as it
+// waits for victims (SchedState::victims_of).
+void ApplyShrink(SchedState& st, const PendingEntry& e, const std::vector<ShrinkCut>& cuts,
+                 Decisions* d);
+
+// Grows elastic runs into free GPUs (call only when no job waits for GPUs).
+void GrowElastic(SchedState& st, Decisions* d);
+
+}  // namespace corral::sched

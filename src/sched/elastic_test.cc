@@ -1,0 +1,210 @@
+// Elastic jobs in the scheduler (elastic.h): start at the minimum, grow into idle GPUs only
+// when nothing waits, shrink instead of being preempted, preempted whole below the minimum.
+#include <gtest/gtest.h>
+
+#include "sched/scheduler.h"
+#include "sched/testing_builders.h"
+
+namespace corral::sched {
+namespace {
+
+using testing::MakeJob;
+using testing::MakeNode;
+using testing::Placed;
+using testing::Running;
+
+const PlaceDecision* PlaceOf(const Decisions& d, JobId id) {
+  for (const PlaceDecision& p : d.place) {
+    if (p.job == id) return &p;
+  }
+  return nullptr;
+}
+
+const ResizeDecision* ResizeOf(const Decisions& d, JobId id) {
+  for (const ResizeDecision& r : d.resize) {
+    if (r.job == id) return &r;
+  }
+  return nullptr;
+}
+
+SchedulerConfig NoMinimumRuntime() {
+  SchedulerConfig c;
+  c.min_runtime_before_preempt_ms = 0;
+  return c;
+}
+
+// Four one-GPU nodes, one replica per node (torchrun's one agent per host).
+void AddFourHosts(Scheduler& s) {
+  for (const char* n : {"h1", "h2", "h3", "h4"}) s.UpsertNode(MakeNode(n).Gpus(1));
+}
+
+TEST(ElasticTest, StartsWithTheMinimumWhileOtherNodesAreBusy) {
+  Scheduler s(NoMinimumRuntime());
+  AddFourHosts(s);
+  s.AddRunning(Running(MakeJob(100).Gpus(1), {{"h1", {0}}}));
+  s.AddRunning(Running(MakeJob(101).Gpus(1), {{"h2", {0}}}));
+  s.AddRunning(Running(MakeJob(102).Gpus(1), {{"h3", {0}}}));
+  s.AddPending(MakeJob(1).Gpus(1).Elastic(1, 3).PerNode(1));
+  Decisions d = s.Schedule(1000);
+  const PlaceDecision* p = PlaceOf(d, 1);
+  ASSERT_NE(p, nullptr);
+  ASSERT_EQ(p->placement.size(), 1u);
+  EXPECT_EQ(p->placement[0].node, "h4");
+}
+
+TEST(ElasticTest, RigidGangOfTheSameSizeWaits) {
+  Scheduler s(NoMinimumRuntime());
+  AddFourHosts(s);
+  s.AddRunning(Running(MakeJob(100).Gpus(1), {{"h1", {0}}}));
+  s.AddRunning(Running(MakeJob(101).Gpus(1), {{"h2", {0}}}));
+  s.AddPending(MakeJob(1).Gpus(1).Replicas(3).PerNode(1));
+  Decisions d = s.Schedule(1000);
+  EXPECT_FALSE(Placed(d, 1));
+}
+
+TEST(ElasticTest, StartsWithAsManyAsFitUpToTheMaximum) {
+  Scheduler s(NoMinimumRuntime());
+  AddFourHosts(s);
+  s.AddRunning(Running(MakeJob(100).Gpus(1), {{"h1", {0}}}));
+  s.AddPending(MakeJob(1).Gpus(1).Elastic(1, 4).PerNode(1));
+  Decisions d = s.Schedule(1000);
+  const PlaceDecision* p = PlaceOf(d, 1);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->placement.size(), 3u);
+}
+
+TEST(ElasticTest, GrowsWhenNodesFreeAndNothingWaits) {
+  Scheduler s(NoMinimumRuntime());
+  AddFourHosts(s);
+  s.AddRunning(Running(MakeJob(100).Gpus(1), {{"h1", {0}}}));
+  s.AddRunning(Running(MakeJob(101).Gpus(1), {{"h2", {0}}}));
+  s.AddRunning(Running(MakeJob(102).Gpus(1), {{"h3", {0}}}));
+  s.AddPending(MakeJob(1).Gpus(1).Elastic(1, 3).PerNode(1));
+  ASSERT_TRUE(Placed(s.Schedule(1000), 1));
+  s.RemoveRunning(100);
+  s.RemoveRunning(101);
+  Decisions d = s.Schedule(2000);
+  const ResizeDecision* r = ResizeOf(d, 1);
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(r->added.size(), 2u);
+  EXPECT_TRUE(r->removed.empty());
+  EXPECT_NE(r->added[0].node, r->added[1].node);  // one replica per node
+  for (const ReplicaPlacement& p : r->added) EXPECT_TRUE(p.node == "h1" || p.node == "h2");
+  // At its maximum: no further growth even with h3 free.
+  s.RemoveRunning(102);
+  EXPECT_EQ(ResizeOf(s.Schedule(3000), 1), nullptr);
+}
+
+TEST(ElasticTest, DoesNotGrowWhileAJobWaitsForGpus) {
+  Scheduler s(NoMinimumRuntime());
+  AddFourHosts(s);
+  s.AddRunning(Running(MakeJob(100).Gpus(1), {{"h1", {0}}}));
+  s.AddRunning(Running(MakeJob(101).Gpus(1), {{"h2", {0}}}));
+  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(1, 4).PerNode(1), {{"h3", {0}}}));
+  // A two-host gang waits for h4 and one more host: the elastic job must not take h4.
+  s.AddPending(MakeJob(2).Gpus(1).Replicas(2).PerNode(1));
+  Decisions d = s.Schedule(1000);
+  EXPECT_FALSE(Placed(d, 2));
+  EXPECT_EQ(ResizeOf(d, 1), nullptr);
+  // Once the gang has started, the elastic job grows into what is left.
+  s.RemoveRunning(100);
+  s.RemoveRunning(101);
+  d = s.Schedule(2000);
+  EXPECT_TRUE(Placed(d, 2));
+  const ResizeDecision* r = ResizeOf(d, 1);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->added.size(), 1u);
+}
+
+TEST(ElasticTest, HigherPriorityJobShrinksInsteadOfPreempting) {
+  Scheduler s(NoMinimumRuntime());
+  AddFourHosts(s);
+  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(2, 4).PerNode(1).Preemptible(),
+                       {{"h1", {0}}, {"h2", {0}}, {"h3", {0}}, {"h4", {0}}}));
+  s.AddPending(MakeJob(2).Gpus(1).Priority(10));
+  Decisions d = s.Schedule(1000);
+  EXPECT_TRUE(d.preempt.empty());
+  const ResizeDecision* r = ResizeOf(d, 1);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->for_job, 2u);
+  ASSERT_EQ(r->removed.size(), 1u);
+  EXPECT_EQ(r->removed[0].node, "h4");  // its last replica leaves
+  EXPECT_FALSE(Placed(d, 2));           // waits for the leaving replica
+  // The same pass again decides nothing new while the replica leaves.
+  d = s.Schedule(1500);
+  EXPECT_TRUE(d.resize.empty());
+  EXPECT_TRUE(d.preempt.empty());
+  // The replica has exited: the run holds three, and the job starts on h4.
+  s.ResizeRunning(1, {{"h1", {0}}, {"h2", {0}}, {"h3", {0}}});
+  d = s.Schedule(2000);
+  const PlaceDecision* p = PlaceOf(d, 2);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->placement[0].node, "h4");
+  EXPECT_EQ(ResizeOf(d, 1), nullptr);  // and it does not grow back into it
+}
+
+TEST(ElasticTest, NeverShrinksBelowTheMinimumButPreemptsWhole) {
+  Scheduler s(NoMinimumRuntime());
+  AddFourHosts(s);
+  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(2, 4).PerNode(1).Preemptible(),
+                       {{"h1", {0}}, {"h2", {0}}, {"h3", {0}}}));
+  s.AddRunning(Running(MakeJob(100).Gpus(1), {{"h4", {0}}}));
+  // Needs three hosts: only one replica is above the minimum, so the run goes whole.
+  s.AddPending(MakeJob(2).Gpus(1).Replicas(3).PerNode(1).Priority(10));
+  Decisions d = s.Schedule(1000);
+  EXPECT_TRUE(d.resize.empty());
+  ASSERT_EQ(d.preempt.size(), 1u);
+  EXPECT_EQ(d.preempt[0].job, 1u);
+}
+
+TEST(ElasticTest, LowerPriorityJobDoesNotShrink) {
+  Scheduler s(NoMinimumRuntime());
+  AddFourHosts(s);
+  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(1, 4).PerNode(1).Priority(5),
+                       {{"h1", {0}}, {"h2", {0}}, {"h3", {0}}, {"h4", {0}}}));
+  s.AddPending(MakeJob(2).Gpus(1).Priority(1));
+  Decisions d = s.Schedule(1000);
+  EXPECT_TRUE(d.resize.empty());
+  EXPECT_FALSE(Placed(d, 2));
+}
+
+TEST(ElasticTest, ShrinksTheLowestPriorityElasticRunFirst) {
+  Scheduler s(NoMinimumRuntime());
+  AddFourHosts(s);
+  s.AddRunning(
+      Running(MakeJob(1).Gpus(1).Elastic(1, 2).PerNode(1).Priority(3), {{"h1", {0}}, {"h2", {0}}}));
+  s.AddRunning(
+      Running(MakeJob(3).Gpus(1).Elastic(1, 2).PerNode(1).Priority(1), {{"h3", {0}}, {"h4", {0}}}));
+  s.AddPending(MakeJob(2).Gpus(1).Priority(10));
+  Decisions d = s.Schedule(1000);
+  ASSERT_EQ(d.resize.size(), 1u);
+  EXPECT_EQ(d.resize[0].job, 3u);
+}
+
+TEST(ElasticTest, RunEndingWhileShrinkingLetsTheJobStart) {
+  Scheduler s(NoMinimumRuntime());
+  AddFourHosts(s);
+  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(1, 4).PerNode(1),
+                       {{"h1", {0}}, {"h2", {0}}, {"h3", {0}}, {"h4", {0}}}));
+  s.AddPending(MakeJob(2).Gpus(1).Priority(10));
+  ASSERT_NE(ResizeOf(s.Schedule(1000), 1), nullptr);
+  s.RemoveRunning(1);  // the whole run ended before its replica left
+  EXPECT_TRUE(Placed(s.Schedule(2000), 2));
+}
+
+TEST(ElasticTest, BatchElasticJobIsSizedAtStartOnly) {
+  Scheduler s(NoMinimumRuntime());
+  AddFourHosts(s);
+  s.AddRunning(Running(MakeJob(100).Gpus(1), {{"h1", {0}}}));
+  PendingJob batch = MakeJob(1).Gpus(1).Elastic(1, 4).PerNode(1);
+  batch.resizable = false;
+  s.AddPending(batch);
+  Decisions d = s.Schedule(1000);
+  ASSERT_NE(PlaceOf(d, 1), nullptr);
+  EXPECT_EQ(PlaceOf(d, 1)->placement.size(), 3u);
+  s.RemoveRunning(100);
+  EXPECT_TRUE(s.Schedule(2000).resize.empty());
+}
+
+}  // namespace
+}  // namespace corral::sched
