@@ -29,6 +29,13 @@ JobSpec DecodeSpec(const Json& j) {
   s.replicas = Get<int32_t>(j, "replicas", 1);
   s.max_replicas_per_node = Get<int32_t>(j, "max_replicas_per_node", 0);
   s.reservation = Get<std::string>(j, "reservation", "");
+  if (auto it = j.find("datasets"); it != j.end()) {
+    for (const Json& d : *it) {
+      auto r = DatasetRefFromJson(d);
+      if (!r.ok()) throw std::runtime_error(r.status().message());
+      s.datasets.push_back(std::move(*r));
+    }
+  }
   s.tasks_per_replica = Get<int32_t>(j, "tasks_per_replica", 1);
   s.per_replica.gpu_milli = Get<int32_t>(j, "gpu_milli", 0);
   s.per_replica.cpu_milli = Get<int32_t>(j, "cpu_milli", 1000);
@@ -180,6 +187,11 @@ Json ToJson(const JobSpec& s) {
   if (!s.container.empty()) j["container"] = ContainerJson(s.container);
   if (s.max_replicas_per_node > 0) j["max_replicas_per_node"] = s.max_replicas_per_node;
   if (!s.reservation.empty()) j["reservation"] = s.reservation;
+  if (!s.datasets.empty()) {
+    Json all = Json::array();
+    for (const DatasetRef& r : s.datasets) all.push_back(ToJson(r));
+    j["datasets"] = all;
+  }
   if (s.notebook) j["notebook"] = true;
   if (s.per_replica.IsShare()) {
     j["gpu_memory_mb"] = s.per_replica.gpu_memory_mb;

@@ -9,6 +9,7 @@
 
 #include "core/array_deps.h"
 #include "core/container_spec.h"
+#include "core/dataset.h"
 #include "core/resources.h"
 #include "core/stop_cause.h"
 #include "core/time.h"
@@ -96,6 +97,9 @@ struct JobSpec {
   // Jupyter server on the node's loopback with a token of its own, and the head proxies
   // /s/JOB/ to it for the job's owner (docs/interactive.md).
   bool notebook = false;
+  // The datasets it reads (docs/datasets.md): staged on each of its nodes before it starts.
+  // The head fills in each reference's digest and source when it accepts the job.
+  std::vector<DatasetRef> datasets;
 };
 
 enum class RunState { kScheduled, kRunning, kSucceeded, kFailed, kCancelled, kPreempted, kLost };

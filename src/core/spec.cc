@@ -350,7 +350,8 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
                                                "gpu_memory",
                                                "gpu_isolation",
                                                "kind",
-                                               "notebook"};
+                                               "notebook",
+                                               "datasets"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!kKnown.count(it.key())) {
       return InvalidArgument(
@@ -361,7 +362,7 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
           "preemptible, reservation, max_restarts, checkpoint_signal, grace_period, "
           "array, dependency, tasks_per_replica, batch, hold, image, mounts, "
           "container_workdir, container_writable, container_mount_home, "
-          "gpu_memory, gpu_isolation, kind, notebook");
+          "gpu_memory, gpu_isolation, kind, notebook, datasets");
     }
   }
   JobSpec s;
@@ -517,6 +518,11 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
     auto v = StringField("reservation", *it);
     if (!v.ok()) return v.status();
     s.reservation = *v;
+  }
+  if (auto it = j.find("datasets"); it != j.end()) {
+    auto v = ParseDatasetRefs("datasets", *it);
+    if (!v.ok()) return v.status();
+    s.datasets = std::move(*v);
   }
   if (auto it = j.find("node_labels"); it != j.end()) {
     auto v = StringMapField("node_labels", *it);

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <csignal>
+#include <sstream>
 
 #include "core/spec.h"
 #include "slurm/patterns.h"
@@ -605,6 +606,11 @@ Result<BatchSubmission> BuildBatchSpec(const ParsedOptions& o, const SubmitConte
     if (r.empty() || r.find(',') != std::string::npos)
       return Bad("reservation", r, "one reservation's name (corral reservations list)");
     spec["reservation"] = exports["SLURM_JOB_RESERVATION"] = r;
+  }
+  if (o.Has("dataset")) {  // checked by the spec parser and the head, which name the dataset
+    spec["datasets"] = Json::array();
+    std::stringstream list(o.Get("dataset"));
+    for (std::string one; std::getline(list, one, ',');) spec["datasets"].push_back(one);
   }
   exports["SLURM_JOB_ACCOUNT"] = queue;
   if (o.Has("comment")) env["CORRAL_SLURM_COMMENT"] = o.Get("comment");

@@ -23,6 +23,7 @@ const std::vector<OptionDef>& SbatchOptionDefs() {
       {"partition", 'p', A::kRequired},
       {"qos", 'q', A::kRequired},
       {"reservation", 0, A::kRequired},
+      {"dataset", 0, A::kRequired},  // Corral's: NAME[@V][:MOUNT][,...] (docs/datasets.md)
       {"account", 'A', A::kRequired},
       {"output", 'o', A::kRequired},
       {"error", 'e', A::kRequired},
