@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -126,8 +125,6 @@ int64_t ReadSize(const std::string& path) {
   return (in >> v) ? v : 0;
 }
 
-std::atomic<int64_t> g_fetch_serial{0};
-
 }  // namespace
 
 std::string DigestHex(const std::string& digest) {
@@ -186,7 +183,7 @@ Status DatasetCache::Fetch(const DatasetRef& ref, const std::string& hex,
     if (e.path().filename().string().rfind(hex + ".", 0) == 0) fs::remove_all(e.path(), ec);
   }
   const std::string tmp = config_.dir + "/tmp/" + hex + "." + std::to_string(getpid()) + "." +
-                          std::to_string(g_fetch_serial++);
+                          std::to_string(syscall(SYS_gettid));
   if (mkdir(tmp.c_str(), 0700) != 0) {
     return DatasetError(ref, "cannot create " + tmp + ": " + ErrnoText());
   }

@@ -8,7 +8,7 @@
 //   CACHE/data/<hex>.use       held shared (flock) by every run that uses it: a pin
 //   CACHE/data/<hex>.size      its size in bytes; the .use file's mtime is its last use
 //   CACHE/locks/<hex>.lock     one fetch per dataset version at a time; the others wait
-//   CACHE/tmp/<hex>.<pid>.<n>  fetches in progress (a fetch's lock says it is live)
+//   CACHE/tmp/<hex>.<pid>.<tid> fetches in progress (a fetch's lock says it is live)
 //   CACHE/fetches              a line per fetch done: "<hex> <bytes> <ms>"
 //
 // The copy keeps each source file's owner and permission bits (set-id bits dropped), so the
