@@ -206,6 +206,12 @@ Result<std::vector<DatasetRef>> ParseDatasetRefs(const std::string& field, const
     if (v[i].is_string()) {
       r = ParseDatasetRef(at, v[i].get<std::string>());
     } else if (v[i].is_object()) {
+      for (const auto& [key, value] : v[i].items()) {
+        if (key != "name" && key != "version" && key != "mount") {
+          return FieldError(at + "." + key, value, "one of name, version, mount");
+        }
+        if (!value.is_string()) return FieldError(at + "." + key, value, "a string");
+      }
       std::string text = v[i].value("name", "");
       if (!v[i].value("version", "").empty()) text += "@" + v[i].value("version", "");
       if (!v[i].value("mount", "").empty()) text += ":" + v[i].value("mount", "");
