@@ -25,12 +25,12 @@ Status DatasetError(const DatasetRef& ref, const std::string& why) {
   return FailedPrecondition("dataset " + ref.name + " from " + ref.source + ": " + why);
 }
 
-std::string ErrnoText() { return std::strerror(errno); }
+std::string CacheErrnoText() { return std::strerror(errno); }
 
 // A flock on a file of the cache, released (and the descriptor closed) when it goes.
-class FileLock {
+class CacheFileLock {
  public:
-  FileLock(const std::string& path, int op) {
+  CacheFileLock(const std::string& path, int op) {
     fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd_ < 0) return;
     int r;
@@ -43,11 +43,11 @@ class FileLock {
       errno = saved;
     }
   }
-  ~FileLock() {
+  ~CacheFileLock() {
     if (fd_ >= 0) close(fd_);
   }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
+  CacheFileLock(const CacheFileLock&) = delete;
+  CacheFileLock& operator=(const CacheFileLock&) = delete;
   bool ok() const { return fd_ >= 0; }
   int Release() { return std::exchange(fd_, -1); }
 
@@ -85,7 +85,8 @@ class ActAs {
 Status CheckReadable(const DatasetRef& ref, const UnixIdentity& who) {
   ActAs as(who);
   int dir = open(ref.source.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) return DatasetError(ref, "user " + who.name + " cannot read it: " + ErrnoText());
+  if (dir < 0)
+    return DatasetError(ref, "user " + who.name + " cannot read it: " + CacheErrnoText());
   close(dir);
   std::error_code ec;
   fs::recursive_directory_iterator it(ref.source, ec), end;
@@ -95,7 +96,7 @@ Status CheckReadable(const DatasetRef& ref, const UnixIdentity& who) {
     if (fd < 0) {
       return DatasetError(ref, "user " + who.name + " may not read " +
                                    it->path().lexically_relative(ref.source).string() + ": " +
-                                   ErrnoText());
+                                   CacheErrnoText());
     }
     close(fd);
   }
@@ -152,14 +153,15 @@ Result<StagedDataset> DatasetCache::Acquire(const DatasetRef& ref, const UnixIde
   const std::string data = config_.dir + "/data/" + hex;
   // Pinned first: an eviction (which takes the pin's lock exclusively) waits for no one, and
   // one under way finishes before this goes on.
-  FileLock pin(data + ".use", LOCK_SH);
-  if (!pin.ok()) return DatasetError(ref, "cannot pin it in " + config_.dir + ": " + ErrnoText());
+  CacheFileLock pin(data + ".use", LOCK_SH);
+  if (!pin.ok())
+    return DatasetError(ref, "cannot pin it in " + config_.dir + ": " + CacheErrnoText());
   (void)utimensat(AT_FDCWD, (data + ".use").c_str(), nullptr, 0);  // its last use
   StagedDataset out;
   out.path = data;
   if (!IsDir(data)) {
-    FileLock fetching(config_.dir + "/locks/" + hex + ".lock", LOCK_EX);
-    if (!fetching.ok()) return DatasetError(ref, "cannot lock its fetch: " + ErrnoText());
+    CacheFileLock fetching(config_.dir + "/locks/" + hex + ".lock", LOCK_EX);
+    if (!fetching.ok()) return DatasetError(ref, "cannot lock its fetch: " + CacheErrnoText());
     if (!IsDir(data)) {  // nobody fetched it while this waited
       const auto start = std::chrono::steady_clock::now();
       CORRAL_RETURN_IF_ERROR(Fetch(ref, hex, progress));
@@ -185,14 +187,14 @@ Status DatasetCache::Fetch(const DatasetRef& ref, const std::string& hex,
   const std::string tmp = config_.dir + "/tmp/" + hex + "." + std::to_string(getpid()) + "." +
                           std::to_string(syscall(SYS_gettid));
   if (mkdir(tmp.c_str(), 0700) != 0) {
-    return DatasetError(ref, "cannot create " + tmp + ": " + ErrnoText());
+    return DatasetError(ref, "cannot create " + tmp + ": " + CacheErrnoText());
   }
   Status copied = CopyTree(ref, tmp, progress);
   if (copied.ok() && !SyncDir(tmp)) copied = DatasetError(ref, "cannot sync the copy");
   if (copied.ok()) {
     WriteTextFile(config_.dir + "/data/" + hex + ".size", std::to_string(ref.bytes) + "\n");
     if (rename(tmp.c_str(), (config_.dir + "/data/" + hex).c_str()) != 0) {
-      copied = DatasetError(ref, "cannot publish the copy: " + ErrnoText());
+      copied = DatasetError(ref, "cannot publish the copy: " + CacheErrnoText());
     } else {
       SyncDir(config_.dir + "/data");
     }
@@ -263,8 +265,8 @@ int DatasetCache::Evict() {
   for (const auto& [used, hex] : order) {
     if (u.bytes <= target) break;
     const std::string data = config_.dir + "/data/" + hex;
-    FileLock unpinned(data + ".use", LOCK_EX | LOCK_NB);  // held while the copy goes
-    if (!unpinned.ok()) continue;                         // a run uses it
+    CacheFileLock unpinned(data + ".use", LOCK_EX | LOCK_NB);  // held while the copy goes
+    if (!unpinned.ok()) continue;                              // a run uses it
     const int64_t size = ReadSize(data + ".size");
     const std::string gone = config_.dir + "/tmp/evicted." + hex;
     std::error_code ec;
@@ -300,7 +302,7 @@ void DatasetCache::CleanInterrupted() {
       continue;
     }
     const std::string hex = name.substr(0, name.find('.'));
-    FileLock lock(config_.dir + "/locks/" + hex + ".lock", LOCK_EX | LOCK_NB);
+    CacheFileLock lock(config_.dir + "/locks/" + hex + ".lock", LOCK_EX | LOCK_NB);
     if (lock.ok()) fs::remove_all(e.path(), ec);
   }
 }

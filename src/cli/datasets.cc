@@ -14,7 +14,7 @@
 namespace corral::cli {
 namespace {
 
-std::string FormatBytes(int64_t bytes) {
+std::string FormatDatasetBytes(int64_t bytes) {
   static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(bytes);
   size_t unit = 0;
@@ -27,18 +27,18 @@ std::string FormatBytes(int64_t bytes) {
   return buf;
 }
 
-std::string NodesOrNone(const std::vector<std::string>& nodes) {
+std::string DatasetNodesOrNone(const std::vector<std::string>& nodes) {
   return nodes.empty() ? "-" : Join(nodes, ",");
 }
 
-Result<DatasetView> ViewIn(const Result<Json>& reply, const char* key) {
+Result<DatasetView> DatasetViewIn(const Result<Json>& reply, const char* key) {
   if (!reply.ok()) return reply.status();
   auto it = reply->find(key);
   if (it == reply->end()) return InvalidArgument(std::string("no '") + key + "' in the answer");
   return DatasetViewFromJson(*it);
 }
 
-int Add(const ParsedArgs& args, CliContext& ctx) {
+int DatasetsAdd(const ParsedArgs& args, CliContext& ctx) {
   if (args.positional.size() != 2) return UsageError(ctx, "datasets", "add wants one name");
   if (!args.Has("source")) return UsageError(ctx, "datasets", "add needs --source PATH");
   std::error_code ec;
@@ -55,21 +55,22 @@ int Add(const ParsedArgs& args, CliContext& ctx) {
             {"bytes", manifest->bytes}};
   if (args.Has("version")) body["version"] = args.Get("version");
   ApiClient api(ctx);
-  auto v = ViewIn(api.CallJson("POST", "/v1/datasets", body.dump()), "dataset");
+  auto v = DatasetViewIn(api.CallJson("POST", "/v1/datasets", body.dump()), "dataset");
   if (!v.ok()) {
     PrintError(ctx, "datasets", "add " + args.positional[1] + ": " + v.status().message());
     return kExitError;
   }
   *ctx.out << "Dataset " << v->dataset.name << "@" << v->dataset.version << ": " << v->dataset.files
-           << " files, " << FormatBytes(v->dataset.bytes) << ", " << v->dataset.digest << "\n";
+           << " files, " << FormatDatasetBytes(v->dataset.bytes) << ", " << v->dataset.digest
+           << "\n";
   return kExitOk;
 }
 
-int Show(const ParsedArgs& args, CliContext& ctx) {
+int DatasetsShow(const ParsedArgs& args, CliContext& ctx) {
   if (args.positional.size() != 2) return UsageError(ctx, "datasets", "show wants one name");
   ApiClient api(ctx);
   auto reply = api.CallJson("GET", "/v1/datasets/" + args.positional[1]);
-  auto v = ViewIn(reply, "dataset");
+  auto v = DatasetViewIn(reply, "dataset");
   if (!v.ok()) {
     PrintError(ctx, "datasets", "show " + args.positional[1] + ": " + v.status().message());
     return kExitError;
@@ -83,17 +84,17 @@ int Show(const ParsedArgs& args, CliContext& ctx) {
   for (uint64_t id : v->users) users += (users.empty() ? "" : ",") + std::to_string(id);
   *ctx.out << "Name:     " << d.name << "\nVersion:  " << d.version << "\nDigest:   " << d.digest
            << "\nSource:   " << d.source << "\nFiles:    " << d.files
-           << "\nSize:     " << FormatBytes(d.bytes) << " (" << d.bytes << " bytes)"
+           << "\nSize:     " << FormatDatasetBytes(d.bytes) << " (" << d.bytes << " bytes)"
            << "\nOwner:    " << d.owner << "\nAdded:    " << FormatTimestamp(d.added_at, true)
            << "\nState:    " << v->State() << "\nJobs:     " << (users.empty() ? "-" : users)
-           << "\nNodes:    " << NodesOrNone(v->nodes) << "\n";
+           << "\nNodes:    " << DatasetNodesOrNone(v->nodes) << "\n";
   return kExitOk;
 }
 
-int Remove(const ParsedArgs& args, CliContext& ctx) {
+int DatasetsRemove(const ParsedArgs& args, CliContext& ctx) {
   if (args.positional.size() != 2) return UsageError(ctx, "datasets", "rm wants one name");
   ApiClient api(ctx);
-  auto v = ViewIn(api.CallJson("DELETE", "/v1/datasets/" + args.positional[1]), "dataset");
+  auto v = DatasetViewIn(api.CallJson("DELETE", "/v1/datasets/" + args.positional[1]), "dataset");
   if (!v.ok()) {
     PrintError(ctx, "datasets", "rm " + args.positional[1] + ": " + v.status().message());
     return kExitError;
@@ -102,7 +103,7 @@ int Remove(const ParsedArgs& args, CliContext& ctx) {
   return kExitOk;
 }
 
-int List(const ParsedArgs& args, CliContext& ctx) {
+int DatasetsList(const ParsedArgs& args, CliContext& ctx) {
   const std::string o = args.Get("output", "table");
   if (o != "json" && o != "table") {
     return UsageError(ctx, "datasets", "flag -o: got \"" + o + "\", want json or table");
@@ -126,8 +127,8 @@ int List(const ParsedArgs& args, CliContext& ctx) {
       return kExitError;
     }
     const Dataset& d = v->dataset;
-    t.AddRow({d.name, d.version, FormatBytes(d.bytes), std::to_string(d.files), v->State(),
-              NodesOrNone(v->nodes), d.source});
+    t.AddRow({d.name, d.version, FormatDatasetBytes(d.bytes), std::to_string(d.files), v->State(),
+              DatasetNodesOrNone(v->nodes), d.source});
   }
   *ctx.out << t.Render();
   return kExitOk;
@@ -146,10 +147,10 @@ int RunDatasets(const std::vector<std::string>& argv, CliContext& ctx) {
     return kExitOk;
   }
   const std::string sub = args.positional.empty() ? "list" : args.positional[0];
-  if (sub == "add") return Add(args, ctx);
-  if (sub == "show") return Show(args, ctx);
-  if (sub == "rm") return Remove(args, ctx);
-  if (sub == "list") return List(args, ctx);
+  if (sub == "add") return DatasetsAdd(args, ctx);
+  if (sub == "show") return DatasetsShow(args, ctx);
+  if (sub == "rm") return DatasetsRemove(args, ctx);
+  if (sub == "list") return DatasetsList(args, ctx);
   return UsageError(ctx, "datasets", "unknown subcommand '" + sub + "' (add, show, rm, list)");
 }
 

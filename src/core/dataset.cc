@@ -18,7 +18,7 @@ bool IsHexDigest(const std::string& d) {
   return true;
 }
 
-Result<int64_t> Count(const Json& body, const char* field) {
+Result<int64_t> DatasetCount(const Json& body, const char* field) {
   auto it = body.find(field);
   if (it == body.end() || !it->is_number_integer() || it->get<int64_t>() < 0) {
     return FieldError(field, it == body.end() ? Json() : *it, "a non-negative integer");
@@ -26,7 +26,7 @@ Result<int64_t> Count(const Json& body, const char* field) {
   return it->get<int64_t>();
 }
 
-Result<std::string> Text(const Json& body, const char* field, bool required) {
+Result<std::string> DatasetText(const Json& body, const char* field, bool required) {
   auto it = body.find(field);
   if (it == body.end() || it->is_null()) {
     if (required) return InvalidArgument(std::string("field '") + field + "': missing");
@@ -87,23 +87,23 @@ Result<Dataset> ParseDataset(const Json& body) {
     }
   }
   Dataset d;
-  auto name = Text(body, "name", true);
+  auto name = DatasetText(body, "name", true);
   if (!name.ok()) return name.status();
   if (!IsGoodName(*name)) {
     return FieldError("name", *name, "1-64 letters, digits, '-', '_' or '.'");
   }
   d.name = *name;
-  auto source = Text(body, "source", true);
+  auto source = DatasetText(body, "source", true);
   if (!source.ok()) return source.status();
   if (source->empty() || (*source)[0] != '/') {
     return FieldError("source", *source, "an absolute path to a directory");
   }
   d.source = *source;
-  auto digest = Text(body, "digest", true);
+  auto digest = DatasetText(body, "digest", true);
   if (!digest.ok()) return digest.status();
   if (!IsHexDigest(*digest)) return FieldError("digest", *digest, "sha256:<64 lowercase hex>");
   d.digest = *digest;
-  auto version = Text(body, "version", false);
+  auto version = DatasetText(body, "version", false);
   if (!version.ok()) return version.status();
   if (version->empty()) {
     d.version = d.digest.substr(7, kShortDigest);
@@ -112,9 +112,9 @@ Result<Dataset> ParseDataset(const Json& body) {
   } else {
     d.version = *version;
   }
-  auto files = Count(body, "files");
+  auto files = DatasetCount(body, "files");
   if (!files.ok()) return files.status();
-  auto bytes = Count(body, "bytes");
+  auto bytes = DatasetCount(body, "bytes");
   if (!bytes.ok()) return bytes.status();
   d.files = *files;
   d.bytes = *bytes;
