@@ -56,6 +56,9 @@ Agent::Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_pt
           }(),
           clock)),
       monitor_(std::make_unique<GpuMonitor>(probe_.get(), config_.job_map_dir)) {
+  DatasetCacheConfig datasets = config_.datasets;
+  if (datasets.dir.empty()) datasets.dir = config_.state_dir + "/datasets";
+  supervisor_->SetDatasetCache(datasets, config_.run_as.as_owner, config_.name);
   std::lock_guard lock(mu_);
   last_contact_ = lease_clock_->Now();
   if (pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) wake_pipe_[0] = wake_pipe_[1] = -1;
@@ -193,6 +196,7 @@ Status Agent::SyncOnce(int64_t wait_ms) {
     ImageCacheUsage u = ImageCache(config_.containers.cache).Usage();
     req.image_cache = {u.bytes, u.images, u.limit_bytes};
   }
+  req.datasets = supervisor_->HeldDatasets();
   monitor_->MapJobs(supervisor_->GpuHolders());  // exits: a GPU's file goes with its run
   Result<SyncResponse> resp = head_->Sync(req);
   if (!resp.ok()) return resp.status();

@@ -26,6 +26,7 @@
 
 #include "agent/cgroup.h"
 #include "agent/container.h"
+#include "agent/dataset_cache.h"
 #include "agent/gpu_monitor.h"
 #include "agent/gpu_probe.h"
 #include "agent/health_program.h"
@@ -70,9 +71,11 @@ struct AgentConfig {
   Cgroups cgroups = Cgroups::None();           // where each replica gets its own group
   std::string monitor_exe;     // corral-monitor, started for each replica; empty: fork the agent
   ContainerConfig containers;  // how replicas with an image run (container.h)
-  std::string gpushare_lib;    // the share shim preloaded into replicas holding a GPU share
-  std::string mps_control;     // nvidia-cuda-mps-control: a daemon per owner per GPU (mps.h)
-  int32_t port_lo = 29500;     // MASTER_PORT range of runs whose replica 0 is here
+  // Where runs' datasets are cached (dataset_cache.h); an empty dir: STATE_DIR/datasets.
+  DatasetCacheConfig datasets;
+  std::string gpushare_lib;  // the share shim preloaded into replicas holding a GPU share
+  std::string mps_control;   // nvidia-cuda-mps-control: a daemon per owner per GPU (mps.h)
+  int32_t port_lo = 29500;   // MASTER_PORT range of runs whose replica 0 is here
   int32_t port_hi = 29999;
   // Where the DCGM exporter's HPC job mapping files go (gpu_monitor.h); empty: none.
   std::string job_map_dir;

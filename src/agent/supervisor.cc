@@ -51,7 +51,18 @@ void Supervisor::Reconcile(const SyncResponse& desired) {
   for (const RunOrder& order : desired.runs) {
     RunKey key{order.run_id, order.replica};
     if (runs_.count(key) > 0 || order.stop || released_.count(key) > 0) continue;
-    if (listed.insert(key).second) to_start.push_back(order);  // never (re)start stopped ones
+    if (!listed.insert(key).second) continue;  // never (re)start stopped ones
+    if (!Stages(order)) {
+      to_start.push_back(order);
+    } else if (stager_ == nullptr) {
+      AddFailed(order, "node has no dataset cache for dataset " + order.datasets[0].name, now);
+    } else {
+      if (!staging_.count(key)) {
+        spdlog::info("staging the datasets of run {} replica {}", key.run_id, key.replica);
+      }
+      stager_->Start(order);  // once per key
+      staging_[key] = order;
+    }
   }
   std::vector<Result<LaunchedRun>> launched = launcher_->LaunchAll(to_start);
   for (size_t i = 0; i < to_start.size(); ++i) {
@@ -82,6 +93,7 @@ void Supervisor::Reconcile(const SyncResponse& desired) {
   for (const RunOrder& order : desired.runs) {
     RunKey key{order.run_id, order.replica};
     listed.insert(key);
+    if (order.stop) staging_.erase(key);  // answered as stopped before it started, below
     auto it = runs_.find(key);
     if (it == runs_.end() && order.stop && released_.count(key) == 0) {
       // Stopped before it ever ran here (an array cancelled while its element was being
@@ -107,6 +119,7 @@ void Supervisor::Reconcile(const SyncResponse& desired) {
     if (order.stop && e.stopping)
       e.kill_at = std::min(e.kill_at, now + std::max<int64_t>(0, order.grace_ms));
   }
+  std::erase_if(staging_, [&](const auto& kv) { return listed.count(kv.first) == 0; });
   for (auto it = runs_.begin(); it != runs_.end();) {
     Entry& e = it->second;
     if (listed.count(it->first) > 0) {
@@ -116,6 +129,7 @@ void Supervisor::Reconcile(const SyncResponse& desired) {
       ++it;
     } else if (e.exit_reported) {
       launcher_->Release(it->first);
+      if (stager_ != nullptr) stager_->Release({it->first.run_id, it->first.replica});
       released_.insert(it->first);
       it = runs_.erase(it);
     } else {
@@ -149,6 +163,13 @@ std::vector<RunReport> Supervisor::Report() {
     }
     out.push_back(std::move(r));
   }
+  for (const auto& [key, order] : staging_) {
+    RunReport r{key.run_id, key.replica, true, 0, 0, 0};
+    r.staging = true;
+    r.note = stager_->Note({key.run_id, key.replica});
+    staging_notes_[key] = r.note;
+    out.push_back(std::move(r));
+  }
   return out;
 }
 
@@ -165,8 +186,16 @@ std::map<int32_t, std::set<JobId>> Supervisor::GpuHolders() {
 bool Supervisor::Poll() {
   std::lock_guard lock(mu_);
   const TimeMs now = Now();
+  StartStaged(now);
   bool changed = exited_since_poll_;
   exited_since_poll_ = false;
+  for (const auto& [key, order] : staging_) {
+    // The head hears of each tenth of the way (not of every percent).
+    const std::string note = stager_->Note({key.run_id, key.replica});
+    const std::string& told = staging_notes_[key];
+    changed = changed || note.substr(0, note.size() > 2 ? note.size() - 2 : 0) !=
+                             told.substr(0, told.size() > 2 ? told.size() - 2 : 0);
+  }
   launcher_->DrainExitFd();  // before looking: an exit after this wakes the next wait
   for (auto& [key, e] : runs_) {
     if (!e.status.running) continue;
@@ -206,6 +235,63 @@ void Supervisor::SetGpuDevices(const std::map<int32_t, int32_t>& minors,
   std::lock_guard lock(mu_);
   launcher_->SetGpuDevices(minors);
   launcher_->SetGpuNames(names);
+}
+
+void Supervisor::AddFailed(const RunOrder& order, const std::string& error, TimeMs now) {
+  Entry e;
+  e.run.order = order;
+  e.run.started_at = now;
+  e.status = {false, kExitCannotExec, now};
+  e.error = error;
+  runs_.emplace(RunKey{order.run_id, order.replica}, std::move(e));
+  exited_since_poll_ = true;
+}
+
+void Supervisor::StartStaged(TimeMs now) {
+  for (auto it = staging_.begin(); it != staging_.end();) {
+    const RunKey key = it->first;
+    auto staged = stager_->Take({key.run_id, key.replica});
+    if (!staged) {
+      ++it;
+      continue;
+    }
+    const RunOrder order = std::move(it->second);
+    it = staging_.erase(it);
+    staging_notes_.erase(key);
+    if (!staged->ok()) {  // failed, never retried: the reason names the dataset and source
+      spdlog::error("cannot stage run {} replica {}: {}", key.run_id, key.replica,
+                    staged->status().message());
+      stager_->Release({key.run_id, key.replica});
+      AddFailed(order, staged->status().message(), now);
+      continue;
+    }
+    Result<LaunchedRun> launched = launcher_->Launch(**staged);
+    if (!launched.ok()) {
+      AddFailed(**staged, launched.status().message(), now);
+      continue;
+    }
+    spdlog::info("started run {} replica {} (pgid {}), its datasets staged", key.run_id,
+                 key.replica, launched->pgid);
+    Entry e;
+    e.signals_sent = (*staged)->signals;
+    e.run = std::move(*launched);
+    runs_.emplace(key, std::move(e));
+    exited_since_poll_ = true;  // the head hears it started at once
+  }
+}
+
+void Supervisor::SetDatasetCache(DatasetCacheConfig config, bool as_owner,
+                                 const std::string& node) {
+  std::lock_guard lock(mu_);
+  stager_ = std::make_unique<DatasetStager>(std::move(config), as_owner, node);
+  for (const auto& [key, e] : runs_) {
+    if (e.status.running && !e.run.order.datasets.empty()) stager_->Repin(e.run.order);
+  }
+}
+
+std::vector<std::string> Supervisor::HeldDatasets() {
+  std::lock_guard lock(mu_);
+  return stager_ == nullptr ? std::vector<std::string>{} : stager_->Held();
 }
 
 int Supervisor::RunningCount() {

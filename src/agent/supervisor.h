@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/dataset_stager.h"
 #include "agent/exec_context.h"
 #include "agent/launcher.h"
 #include "core/agent_protocol.h"
@@ -59,6 +60,11 @@ class Supervisor {
                      const std::map<int32_t, std::string>& names = {});
 
   int RunningCount();
+  // Runs that declare datasets are staged into this cache before they start (dataset_stager.h).
+  // Without one, such a run fails, saying the node has no dataset cache.
+  void SetDatasetCache(DatasetCacheConfig config, bool as_owner, const std::string& node);
+  // The digests of the datasets the node's cache holds (after evicting over its watermark).
+  std::vector<std::string> HeldDatasets();
   // The jobs of the running runs on each GPU index (several with shared GPUs).
   std::map<int32_t, std::set<JobId>> GpuHolders();
 
@@ -86,6 +92,10 @@ class Supervisor {
   };
 
   void BeginStop(Entry& e, int signal, int64_t grace_ms, TimeMs now);
+  // A new order: launched now, or (declaring datasets) staged first.
+  bool Stages(const RunOrder& order) const { return !order.datasets.empty(); }
+  void StartStaged(TimeMs now);  // launches the runs whose staging is over
+  void AddFailed(const RunOrder& order, const std::string& error, TimeMs now);
   TimeMs Now() const;
 
   std::mutex mu_;
@@ -96,6 +106,9 @@ class Supervisor {
   std::map<RunKey, Entry> runs_ GUARDED_BY(mu_);    // alive, or exited and not yet released
   std::set<RunKey> released_ GUARDED_BY(mu_);       // started once, acknowledged, forgotten
   bool exited_since_poll_ GUARDED_BY(mu_) = false;  // a run failed to launch: Poll says so
+  std::unique_ptr<DatasetStager> stager_ GUARDED_BY(mu_);
+  std::map<RunKey, RunOrder> staging_ GUARDED_BY(mu_);           // new runs whose data is staging
+  std::map<RunKey, std::string> staging_notes_ GUARDED_BY(mu_);  // as last reported
 };
 
 }  // namespace corral::agent

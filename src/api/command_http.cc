@@ -415,6 +415,22 @@ Result<head::DeleteReservation> DecodeDeleteReservation(const HttpRequest&, cons
   return head::DeleteReservation{args.at(0)};
 }
 
+Result<head::AddDataset> DecodeAddDataset(const HttpRequest& req, const PathArgs&) {
+  auto body = BodyObject(req, "");
+  if (!body.ok()) return body.status();
+  auto d = ParseDataset(*body);
+  if (!d.ok()) return d.status();
+  return head::AddDataset{std::move(*d)};
+}
+
+Result<head::GetDataset> DecodeGetDataset(const HttpRequest&, const PathArgs& args) {
+  return head::GetDataset{args.at(0)};
+}
+
+Result<head::RemoveDataset> DecodeRemoveDataset(const HttpRequest&, const PathArgs& args) {
+  return head::RemoveDataset{args.at(0)};
+}
+
 // --- credentials ---
 
 Result<head::CreateToken> DecodeCreateToken(const HttpRequest& req, const PathArgs&) {
@@ -583,6 +599,14 @@ Json ReservationListAnswer(const std::vector<NodeReservationSpec>& all) {
 }
 
 Json ReservationAnswer(const NodeReservationSpec& r) { return Json{{"reservation", ToJson(r)}}; }
+
+Json DatasetListAnswer(const std::vector<DatasetView>& all) {
+  Json arr = Json::array();
+  for (const DatasetView& d : all) arr.push_back(ToJson(d));
+  return Json{{"datasets", arr}};
+}
+
+Json DatasetAnswer(const DatasetView& d) { return Json{{"dataset", ToJson(d)}}; }
 
 Json TokensAnswer(const std::vector<head::Credential>& tokens) {
   Json arr = Json::array();

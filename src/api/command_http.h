@@ -55,6 +55,9 @@ Result<head::SetQos> DecodeSetQos(const net::HttpRequest& req, const PathArgs& a
 Result<head::DeleteQos> DecodeDeleteQos(const net::HttpRequest& req, const PathArgs& args);
 Result<head::CreateReservation> DecodeCreateReservation(const net::HttpRequest& req,
                                                         const PathArgs& args);
+Result<head::AddDataset> DecodeAddDataset(const net::HttpRequest& req, const PathArgs& args);
+Result<head::GetDataset> DecodeGetDataset(const net::HttpRequest& req, const PathArgs& args);
+Result<head::RemoveDataset> DecodeRemoveDataset(const net::HttpRequest& req, const PathArgs& args);
 Result<head::DeleteReservation> DecodeDeleteReservation(const net::HttpRequest& req,
                                                         const PathArgs& args);
 Result<head::CreateToken> DecodeCreateToken(const net::HttpRequest& req, const PathArgs& args);
@@ -85,6 +88,8 @@ Json QosListAnswer(const std::vector<QosClass>& classes);                 // {"q
 Json QosAnswer(const QosClass& qos);                                      // {"qos": ...}
 Json ReservationListAnswer(const std::vector<NodeReservationSpec>& all);  // {"reservations"}
 Json ReservationAnswer(const NodeReservationSpec& r);                     // {"reservation"}
+Json DatasetListAnswer(const std::vector<DatasetView>& all);              // {"datasets"}
+Json DatasetAnswer(const DatasetView& d);                                 // {"dataset"}
 Json TokensAnswer(const std::vector<head::Credential>& tokens);
 Json NewTokenAnswer(const head::NewToken& token);  // the secret, shown once
 Json RevokedAnswer(const head::Credential& token);

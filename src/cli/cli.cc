@@ -30,6 +30,7 @@ const CommandInfo kCommands[] = {
      "              [--checkpoint-signal SIG] [--grace-period D] [--env K=V]... [--workdir D]\n"
      "              [--gpu-model M] [--label K=V]... [--reservation NAME] [--user U (admins)]\n"
      "              [--mail-type END,FAIL|ALL [--mail-user ADDR]] [--parsable] [--dry-run]\n"
+     "              [--dataset NAME[@V][:MOUNT]]...\n"
      "              [--array 0-999[:STEP][%P]] [--dependency afterok:ID[:ID...],singleton]\n"
      "              [--image REF [--mount SRC:DST[:ro]]... [--container-workdir DIR]\n"
      "               [--container-writable] [--no-container-mount-home]]\n"
@@ -85,6 +86,11 @@ const CommandInfo kCommands[] = {
      "       corral reservations delete NAME (T: now, now+D, epoch ms, or YYYY-MM-DDTHH:MM[:SS] "
      "UTC)",
      "list advance reservations and maintenance windows; admins create and delete them"},
+    {"datasets", RunDatasets,
+     "corral datasets [-o json] | corral datasets add NAME --source DIR [--version V] |\n"
+     "       corral datasets show NAME [-o json] | corral datasets rm NAME",
+     "register directories on shared storage as datasets that jobs declare (--dataset); list "
+     "them with their size, files, state and the nodes that cache them; remove unused ones"},
     {"events", RunEvents, "corral events [-f] [--since REV] [-o json]",
      "print the cluster's changes; -f follows them as they happen"},
     {"top", RunTop, "corral top [--once]",

@@ -71,6 +71,7 @@ int RunNodes(const std::vector<std::string>& args, CliContext& ctx);
 int RunQueues(const std::vector<std::string>& args, CliContext& ctx);
 int RunQos(const std::vector<std::string>& args, CliContext& ctx);
 int RunReservations(const std::vector<std::string>& args, CliContext& ctx);
+int RunDatasets(const std::vector<std::string>& args, CliContext& ctx);
 int RunToken(const std::vector<std::string>& args, CliContext& ctx);
 int RunEvents(const std::vector<std::string>& args, CliContext& ctx);
 int RunUsage(const std::vector<std::string>& args, CliContext& ctx);

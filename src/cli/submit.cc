@@ -48,6 +48,7 @@ const std::vector<FlagDef> kSubmitFlags = {
     {"tasks-per-replica", 0, true},
     {"image", 0, true},
     {"mount", 0, true},
+    {"dataset", 0, true},
     {"container-workdir", 0, true},
     {"container-writable", 0, false},
     {"no-container-mount-home", 0, false},
@@ -82,7 +83,8 @@ bool IsTextField(const std::string& key) {
                                       "memory",       "array",
                                       "dependency",   "image",
                                       "mounts",       "container_workdir",
-                                      "gpu_memory",   "gpu_isolation"};
+                                      "gpu_memory",   "gpu_isolation",
+                                      "datasets"};
   for (const char* k : kText) {
     if (key == k) return true;
   }
@@ -258,6 +260,12 @@ Result<Json> BuildSubmitSpec(const ParsedArgs& args, const std::string& cwd, con
   for (const std::string& m : args.All("mount")) {
     if (!spec.contains("mounts") || !spec["mounts"].is_array()) spec["mounts"] = Json::array();
     spec["mounts"].push_back(m);
+  }
+  for (const std::string& d : args.All("dataset")) {  // NAME[@V][:MOUNT], checked by the head
+    if (!spec.contains("datasets") || !spec["datasets"].is_array()) {
+      spec["datasets"] = Json::array();
+    }
+    spec["datasets"].push_back(d);
   }
   CORRAL_RETURN_IF_ERROR(AddPairs(&spec, "env", "env", args.All("env"), &env));
   if (spec["env"].empty()) spec.erase("env");

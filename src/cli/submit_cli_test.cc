@@ -146,6 +146,27 @@ TEST(SubmitTest, YamlFileWithOverridingFlags) {
   EXPECT_EQ(s["workdir"], "/data/run");
 }
 
+TEST(SubmitTest, DatasetsFromYamlAndFlags) {
+  Harness h;
+  const std::string path = TempPath("data.yaml");
+  std::ofstream(path) << "command: [train]\n"
+                         "datasets: [imagenet, {name: cifar, version: 2, mount: /data/c}]\n";
+  h.fake->handler = [](const FakeTransport::Sent&) {
+    return Result<ApiReply>(JsonReply(201, {{"job", {{"id", 3}}}}));
+  };
+  ASSERT_EQ(h.Run("submit", {"-f", path, "--dataset", "coco@v1:/coco"}), 0) << h.err.str();
+  std::filesystem::remove(path);
+  Json s = Json::parse(h.fake->sent.at(0).body)["spec"];
+  auto spec = ParseJobSpec(s);
+  ASSERT_TRUE(spec.ok()) << spec.status().message() << s.dump();
+  ASSERT_EQ(spec->datasets.size(), 3u);
+  EXPECT_EQ(spec->datasets[0].name, "imagenet");
+  EXPECT_EQ(spec->datasets[1].version, "2");
+  EXPECT_EQ(spec->datasets[1].mount, "/data/c");
+  EXPECT_EQ(spec->datasets[2].name, "coco");
+  EXPECT_EQ(spec->datasets[2].mount, "/coco");
+}
+
 TEST(SubmitTest, JsonFileAndCommandLineCommandWins) {
   Harness h;
   const std::string path = TempPath("spec.json");

@@ -128,6 +128,13 @@ int AgentMain(std::vector<std::string> args) {
                  "on disk, not tmpfs)");
   app.add_option("--image-cache-size", image_cache_size,
                  "evict unused images beyond this size, least recently used first (default 20G)");
+  std::string dataset_cache, dataset_cache_size = "0";
+  app.add_option("--dataset-cache", dataset_cache,
+                 "where datasets jobs declare are cached, one copy per version shared by runs "
+                 "(default STATE_DIR/datasets; on local disk)");
+  app.add_option("--dataset-cache-size", dataset_cache_size,
+                 "over 95% of this, unused datasets are evicted, least recently used first, down "
+                 "to 70% (default 0: no limit)");
   app.add_option("--insecure-registry", insecure_registries,
                  "HOST:PORT of a registry reached over plain HTTP (repeatable; loopback ones are)");
   app.add_option("--cdi-dir", cdi_dirs,
@@ -213,6 +220,15 @@ int AgentMain(std::vector<std::string> args) {
   config.name = name;
   config.state_dir = state_dir;
   config.mps_control = mps_control;
+  {
+    auto limit = ParseMemoryMb("--dataset-cache-size", dataset_cache_size);
+    if (!limit.ok()) {
+      std::cerr << "corral agent: " << limit.status().message() << "\n";
+      return 2;
+    }
+    config.datasets.dir = dataset_cache;
+    config.datasets.limit_bytes = *limit * 1024 * 1024;
+  }
   {
     agent::ContainerConfig& c = config.containers;
     c.crun_root = state_dir + "/crun";

@@ -74,6 +74,9 @@ struct RunReport {
   // last active (0: a kernel is running a cell, in use until a report says otherwise; -1: not
   // known). A duration, not a time: the head's clock and the node's need not agree.
   int64_t notebook_idle_ms = -1;
+  // Running: its datasets are being staged and its processes not started yet; `note` says how
+  // far ("staging imagenet on node2: 41%"), shown as the job's reason, never an event.
+  bool staging = false;
   bool operator==(const RunReport&) const = default;
 };
 
@@ -113,6 +116,9 @@ struct SyncRequest {
   std::vector<int32_t> busy_ports;  // ports of the MASTER_PORT range something listens on
   std::vector<GpuSample> gpu_samples;  // empty: not measured (an older agent sends none)
   ImageCacheReport image_cache;
+  // The digests of the datasets its cache holds (docs/datasets.md); the head prefers nodes
+  // holding a job's datasets.
+  std::vector<std::string> datasets;
   // The agent applies delta answers (SyncResponse::delta); an older agent sends false and is
   // answered in full.
   bool deltas = false;
@@ -140,6 +146,12 @@ struct RunOrder {
   int64_t memory_mb = 0;  // the replica's memory cap; 0: none
   std::vector<int32_t> gpus;
   ContainerSpec container;  // the replica's tasks run in one container of this image
+  // The datasets the node stages into its cache before it starts the tasks (resolved: each
+  // names its digest and source), docs/datasets.md.
+  std::vector<DatasetRef> datasets;
+  // Variables the node adds to every task's environment (where its datasets are): set by the
+  // agent, never sent.
+  std::map<std::string, std::string> local_env;
   // The command is a Jupyter server: the agent gives it a loopback port and a token of its own
   // and relays the head's /s/JOB/ traffic to it (docs/interactive.md).
   bool notebook = false;

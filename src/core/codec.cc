@@ -37,6 +37,13 @@ JobSpec DecodeSpec(const Json& j) {
     throw std::runtime_error(events.status().message());
   }
   s.notify.mail_user = Get<std::string>(j, "mail_user", "");
+  if (auto it = j.find("datasets"); it != j.end()) {
+    for (const Json& d : *it) {
+      auto r = DatasetRefFromJson(d);
+      if (!r.ok()) throw std::runtime_error(r.status().message());
+      s.datasets.push_back(std::move(*r));
+    }
+  }
   s.tasks_per_replica = Get<int32_t>(j, "tasks_per_replica", 1);
   s.per_replica.gpu_milli = Get<int32_t>(j, "gpu_milli", 0);
   s.per_replica.cpu_milli = Get<int32_t>(j, "cpu_milli", 1000);
@@ -193,6 +200,11 @@ Json ToJson(const JobSpec& s) {
   if (!s.reservation.empty()) j["reservation"] = s.reservation;
   if (s.notify.events != 0) j["mail_type"] = MailTypesText(s.notify.events);
   if (!s.notify.mail_user.empty()) j["mail_user"] = s.notify.mail_user;
+  if (!s.datasets.empty()) {
+    Json all = Json::array();
+    for (const DatasetRef& r : s.datasets) all.push_back(ToJson(r));
+    j["datasets"] = all;
+  }
   if (s.notebook) j["notebook"] = true;
   if (s.per_replica.IsShare()) {
     j["gpu_memory_mb"] = s.per_replica.gpu_memory_mb;

@@ -63,6 +63,7 @@ Json ToJson(const RunReport& r) {
   if (r.failed_task >= 0) j["failed_task"] = r.failed_task;
   if (!r.error.empty()) j["error"] = r.error;
   if (!r.note.empty()) j["note"] = r.note;
+  if (r.staging) j["staging"] = true;
   if (r.oom_killed) j["oom_killed"] = true;
   if (r.peak_memory_bytes > 0) j["peak_memory_bytes"] = r.peak_memory_bytes;
   if (r.cpu_ms > 0) j["cpu_ms"] = r.cpu_ms;
@@ -83,6 +84,7 @@ Json ToJson(const SyncRequest& r) {
   for (const GpuSample& g : r.gpu_samples) j["gpu_samples"].push_back(ToJson(g));
   if (r.deltas) j["deltas"] = true;
   if (r.image_cache.limit_bytes > 0) j["image_cache"] = ImageCacheJson(r.image_cache);
+  if (!r.datasets.empty()) j["datasets"] = r.datasets;
   return j;
 }
 
@@ -134,6 +136,11 @@ Json ToJson(const RunOrder& r) {
   if (r.cpu_milli > 0) j["cpu_milli"] = r.cpu_milli;
   if (r.memory_mb > 0) j["memory_mb"] = r.memory_mb;
   if (!r.container.empty()) j["container"] = ContainerJson(r.container);
+  if (!r.datasets.empty()) {
+    Json all = Json::array();
+    for (const DatasetRef& d : r.datasets) all.push_back(ToJson(d));
+    j["datasets"] = all;
+  }
   if (r.notebook) j["notebook"] = true;
   if (r.interactive) j["interactive"] = true;
   return j;
@@ -204,6 +211,7 @@ Result<SyncRequest> SyncRequestFromJson(const Json& j) {
       rr.failed_task = Get<int32_t>(x, "failed_task", -1);
       rr.error = Get<std::string>(x, "error", "");
       rr.note = Get<std::string>(x, "note", "");
+      rr.staging = Get<bool>(x, "staging", false);
       rr.oom_killed = Get<bool>(x, "oom_killed", false);
       rr.peak_memory_bytes = Get<int64_t>(x, "peak_memory_bytes", 0);
       rr.cpu_ms = Get<int64_t>(x, "cpu_ms", 0);
@@ -211,6 +219,7 @@ Result<SyncRequest> SyncRequestFromJson(const Json& j) {
       r.runs.push_back(rr);
     }
     if (auto c = j.find("image_cache"); c != j.end()) r.image_cache = DecodeImageCache(*c);
+    r.datasets = Get<std::vector<std::string>>(j, "datasets", {});
     for (const Json& x : j.value("gpu_samples", Json::array())) {
       r.gpu_samples.push_back(Must(GpuSampleFromJson(x)));
     }
@@ -265,6 +274,13 @@ Result<SyncResponse> SyncResponseFromJson(const Json& j) {
       o.gpus = Get<std::vector<int32_t>>(x, "gpus", {});
       if (auto c = x.find("container"); c != x.end() && !c->is_null()) {
         o.container = DecodeContainer(*c);
+      }
+      if (auto d = x.find("datasets"); d != x.end()) {
+        for (const Json& e : *d) {
+          auto ref = DatasetRefFromJson(e);
+          if (!ref.ok()) throw std::runtime_error(ref.status().message());
+          o.datasets.push_back(std::move(*ref));
+        }
       }
       o.notebook = Get<bool>(x, "notebook", false);
       o.interactive = Get<bool>(x, "interactive", false);

@@ -10,6 +10,7 @@
 #include "core/array_deps.h"
 #include "core/container_spec.h"
 #include "core/notify_spec.h"
+#include "core/dataset.h"
 #include "core/resources.h"
 #include "core/stop_cause.h"
 #include "core/time.h"
@@ -104,6 +105,9 @@ struct JobSpec {
   // /s/JOB/ to it for the job's owner (docs/interactive.md).
   bool notebook = false;
   NotifySpec notify;  // --mail-type/--mail-user: whom to mail for which events
+  // The datasets it reads (docs/datasets.md): staged on each of its nodes before it starts.
+  // The head fills in each reference's digest and source when it accepts the job.
+  std::vector<DatasetRef> datasets;
 };
 
 enum class RunState { kScheduled, kRunning, kSucceeded, kFailed, kCancelled, kPreempted, kLost };

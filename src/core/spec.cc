@@ -391,7 +391,8 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
                                                "gpu_memory",
                                                "gpu_isolation",
                                                "kind",
-                                               "notebook"};
+                                               "notebook",
+                                               "datasets"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!kKnown.count(it.key())) {
       return InvalidArgument(
@@ -402,7 +403,7 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
           "preemptible, reservation, max_restarts, checkpoint_signal, grace_period, "
           "array, dependency, tasks_per_replica, batch, hold, image, mounts, "
           "container_workdir, container_writable, container_mount_home, "
-          "gpu_memory, gpu_isolation, kind, notebook");
+          "gpu_memory, gpu_isolation, kind, notebook, datasets");
     }
   }
   JobSpec s;
@@ -582,6 +583,11 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
     if (!v.ok()) return v.status();
     if (Status st = ValidateMailUser("mail_user", *v); !st.ok()) return st;
     s.notify.mail_user = *v;
+  }
+  if (auto it = j.find("datasets"); it != j.end()) {
+    auto v = ParseDatasetRefs("datasets", *it);
+    if (!v.ok()) return v.status();
+    s.datasets = std::move(*v);
   }
   if (auto it = j.find("node_labels"); it != j.end()) {
     auto v = StringMapField("node_labels", *it);

@@ -196,9 +196,23 @@ Status CheckOrderLayout(const RunOrder& order) {
   return Status::Ok();
 }
 
+namespace {
+
+void AddLocalEnv(RunOrder* o) {
+  for (const auto& [k, v] : o->local_env) {
+    o->env[k] = v;
+    for (auto& env : o->task_envs) env[k] = v;
+  }
+}
+
+}  // namespace
+
 Status ExpandOrderEnv(RunOrder* o) {
   const RunLayout& l = o->layout;
-  if (l.job_id == 0) return Status::Ok();
+  if (l.job_id == 0) {
+    AddLocalEnv(o);
+    return Status::Ok();
+  }
   if (Status st = CheckOrderLayout(*o); !st.ok()) return st;
   const int32_t tasks = l.placement[o->replica].tasks;
   o->env = TaskEnv(l, o->replica, 0);
@@ -209,6 +223,7 @@ Status ExpandOrderEnv(RunOrder* o) {
     o->task_envs.push_back(TaskEnv(l, o->replica, t));
     if (!o->step_token.empty()) o->task_envs.back()["CORRAL_STEP_TOKEN"] = o->step_token;
   }
+  AddLocalEnv(o);
   return Status::Ok();
 }
 

@@ -139,6 +139,8 @@ struct Encoder {
   void operator()(const QosDeleted& c) { j["name"] = c.name; }
   void operator()(const ReservationSet& c) { j["reservation"] = ToJson(c.reservation); }
   void operator()(const ReservationDeleted& c) { j["name"] = c.name; }
+  void operator()(const DatasetAdded& c) { j["dataset"] = ToJson(c.dataset); }
+  void operator()(const DatasetRemoved& c) { j["name"] = c.name; }
   void operator()(const TokenIssued& c) { j["credential"] = ToJson(c.credential); }
   void operator()(const TokenRevoked& c) { j["id"] = c.id; }
   void operator()(const JobResized& c) {
@@ -294,6 +296,8 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
     return ReservationSet{Must(NodeReservationFromJson(j.at("reservation")))};
   }
   if (type == "reservation_deleted") return ReservationDeleted{j.at("name").get<std::string>()};
+  if (type == "dataset_added") return DatasetAdded{Must(DatasetFromJson(j.at("dataset")))};
+  if (type == "dataset_removed") return DatasetRemoved{j.at("name").get<std::string>()};
   if (type == "token_issued") return TokenIssued{Must(CredentialFromJson(j.at("credential")))};
   if (type == "token_revoked") return TokenRevoked{j.at("id").get<std::string>()};
   if (type == "job_resized") {
@@ -328,6 +332,10 @@ struct KeyOf {
   void operator()(const ReservationDeleted& e) {
     j.update({{"kind", "reservation"}, {"key", e.name}});
   }
+  void operator()(const DatasetAdded& e) {
+    j.update({{"kind", "dataset"}, {"key", e.dataset.name}});
+  }
+  void operator()(const DatasetRemoved& e) { j.update({{"kind", "dataset"}, {"key", e.name}}); }
   void operator()(const TokenIssued& e) { j.update({{"kind", "token"}, {"key", e.credential.id}}); }
   void operator()(const TokenRevoked& e) { j.update({{"kind", "token"}, {"key", e.id}}); }
   void operator()(const JobSubmitted& e) { j.update({{"kind", "job"}, {"key", e.job.id}}); }
@@ -386,7 +394,8 @@ const char* ChangeName(const ChangeKind& what) {
       "step_exited",         "job_hold_set",    "run_signalled",     "node_health_set",
       "jobs_retired",        "array_submitted", "node_drain_set",    "gpu_drain_set",
       "run_noted",           "qos_set",         "qos_deleted",       "reservation_set",
-      "reservation_deleted", "job_updated",     "job_resized"};
+      "reservation_deleted", "job_updated",     "job_resized",
+      "dataset_added",       "dataset_removed"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];
 }

@@ -11,6 +11,7 @@
 
 #include "core/codec.h"
 #include "core/credential.h"
+#include "core/dataset.h"
 #include "core/identity.h"
 #include "core/job.h"
 #include "core/node.h"
@@ -134,6 +135,12 @@ struct ReservationSet {  // an admin reservation or maintenance window (node_res
 struct ReservationDeleted {
   std::string name;
 };
+struct DatasetAdded {  // a dataset registered: its name, version, source and manifest summary
+  Dataset dataset;
+};
+struct DatasetRemoved {
+  std::string name;
+};
 struct TokenIssued {
   Credential credential;
 };
@@ -214,7 +221,7 @@ using ChangeKind =
                  TokenIssued, TokenRevoked, IdleWarned, StepStarted, StepExited, JobHoldSet,
                  RunSignalled, NodeHealthSet, JobsRetired, ArraySubmitted, NodeDrainSet,
                  GpuDrainSet, RunNoted, QosSet, QosDeleted, ReservationSet, ReservationDeleted,
-                 JobUpdated, JobResized>;
+                 JobUpdated, JobResized, DatasetAdded, DatasetRemoved>;
 
 struct Change {
   uint64_t revision = 0;

@@ -264,6 +264,8 @@ struct Applier {
   void operator()(const QosDeleted& c) { s.qos.erase(c.name); }
   void operator()(const ReservationSet& c) { s.reservations[c.reservation.name] = c.reservation; }
   void operator()(const ReservationDeleted& c) { s.reservations.erase(c.name); }
+  void operator()(const DatasetAdded& c) { s.datasets.Apply(c); }
+  void operator()(const DatasetRemoved& c) { s.datasets.Apply(c); }
   void operator()(const JobsRetired& c) {
     // The store marks the rows retired, and keeps the usage, in the change's own commit: on
     // recovery the jobs are already out of the rows loaded, their usage already counted.
@@ -358,7 +360,8 @@ Json StateToJson(const ClusterState& s) {
               {"retired", retired},
               {"retired_usage", RetiredUsageToJson(s.retired_usage)},
               {"qos", qos},
-              {"reservations", reservations}};
+              {"reservations", reservations},
+              {"datasets", s.datasets.ToJson()}};
 }
 
 Json RetiredUsageToJson(const std::map<RetiredUsageKey, RetiredUsage>& usage) {

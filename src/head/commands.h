@@ -256,6 +256,39 @@ struct DeleteReservation {
   }
 };
 
+// --- datasets ---
+
+struct ListDatasets {
+  using Answer = std::vector<DatasetView>;
+  Result<Answer> operator()(HeadCore& core, const Caller&, TimeMs) && {
+    return Result<Answer>(core.ListDatasets());
+  }
+};
+
+struct GetDataset {
+  using Answer = DatasetView;
+  std::string name;
+  Result<Answer> operator()(HeadCore& core, const Caller&, TimeMs) && {
+    return core.GetDataset(name);
+  }
+};
+
+struct AddDataset {
+  using Answer = DatasetView;
+  Dataset dataset;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.AddDataset(by, std::move(dataset), now);
+  }
+};
+
+struct RemoveDataset {
+  using Answer = DatasetView;
+  std::string name;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.RemoveDataset(by, name, now);
+  }
+};
+
 // --- credentials ---
 
 // Answered by the shell, which draws the secret.
@@ -350,6 +383,10 @@ constexpr bool ForAgents() {
   X(ListReservations)           \
   X(CreateReservation)          \
   X(DeleteReservation)          \
+  X(ListDatasets)               \
+  X(GetDataset)                 \
+  X(AddDataset)                 \
+  X(RemoveDataset)              \
   X(CreateToken)                \
   X(RevokeToken)                \
   X(ListTokens)                 \

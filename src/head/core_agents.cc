@@ -20,6 +20,9 @@ sched::NodeInfo HeadCore::ToNodeInfo(const Node& node) const {
   info.gpus = node.gpus;
   // A drained GPU takes no new runs; the node's others still do.
   for (Gpu& g : info.gpus) g.healthy = g.healthy && !node.gpu_drains.count(g.index);
+  if (auto held = dataset_holders_.find(node.name); held != dataset_holders_.end()) {
+    info.datasets.assign(held->second.begin(), held->second.end());
+  }
   return info;
 }
 
@@ -99,6 +102,7 @@ Result<bool> HeadCore::Report(const Caller& by, const SyncRequest& req, TimeMs n
     ports = std::set<int32_t>(req.busy_ports.begin(), req.busy_ports.end());
   }
   if (req.image_cache.limit_bytes > 0) image_caches_[req.node] = req.image_cache;
+  ObserveDatasets(req.node, req.datasets);
   if (!req.gpu_samples.empty()) {
     gpu_samples_[req.node] = req.gpu_samples;
     ObserveUse(req.node, now);
@@ -174,6 +178,7 @@ RunOrder HeadCore::ReplicaOrder(const Job& job, const Run& run, int32_t replica)
   o.memory_mb = ReplicaMemoryCapMb(job, run.placement[replica]);
   o.gpus = run.placement[replica].gpus;
   o.container = job.spec.container;  // a job step runs in a container of the job's image too
+  o.datasets = job.spec.datasets;
   // A replica an elastic run gave up stops alone, with the checkpoint signal and grace.
   o.stop = run.stop_requested || run.Departed(replica);
   o.stop_signal = job.spec.checkpoint_signal;

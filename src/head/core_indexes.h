@@ -14,6 +14,7 @@
 
 #include "head/cluster_state.h"
 #include "head/elastic_sizes.h"
+#include "head/datasets.h"
 
 namespace corral::head {
 
@@ -89,6 +90,6 @@ class IndexSet {
   std::tuple<Index...> all_;
 };
 
-using CoreIndexes = IndexSet<ActiveRuns, PendingCounts, RequestIds, ElasticSizes>;
+using CoreIndexes = IndexSet<ActiveRuns, PendingCounts, RequestIds, ElasticSizes, DatasetUsers>;
 
 }  // namespace corral::head

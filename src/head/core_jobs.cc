@@ -143,6 +143,7 @@ Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, 
   if (!by.IsAdmin()) CORRAL_RETURN_IF_ERROR(CheckUserLimits(spec, owner));
   CORRAL_RETURN_IF_ERROR(CheckPriority(by, spec, owner));
   CORRAL_RETURN_IF_ERROR(CheckReservation(spec, owner, now));
+  CORRAL_RETURN_IF_ERROR(ResolveDatasets(&spec));
   Job job;
   job.spec = std::move(spec);
   job.owner = std::move(owner);
@@ -333,6 +334,9 @@ Result<Job> HeadCore::GetJob(const Caller& by, JobId id) const {
     job.pending_code = r->second.code;
     job.pending_reason = r->second.text;
   }
+  if (auto s = staging_.find(id); s != staging_.end() && job.state == JobState::kScheduled) {
+    job.pending_reason = s->second;
+  }
   if (auto e = start_estimates_.find(id);
       e != start_estimates_.end() && job.state == JobState::kPending && !job.held) {
     job.estimated_start = e->second.start == sched::kUnknownTime ? 0 : e->second.start;
@@ -446,6 +450,11 @@ void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const Ru
       run.placement[r.replica].node != node || IsRunOver(run.state)) {
     return;
   }
+  if (r.staging && r.running) {  // not started yet: the note is its reason while it waits
+    if (run.state == RunState::kScheduled) staging_[job.id] = r.note;
+    return;
+  }
+  staging_.erase(job.id);
   if (run.state == RunState::kScheduled) {
     Emit(Caller::Node(node), now,
          RunStarted{job.id, run.attempt, r.started_at ? r.started_at : now});

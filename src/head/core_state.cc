@@ -99,6 +99,7 @@ void HeadCore::Index(const Change& c) {
         core.Unhold(job);
       }
       core.pending_reason_.erase(e.job);
+      core.staging_.erase(e.job);
       core.OnTerminal(job, live);
       core.WantSchedule();
     }
@@ -202,6 +203,8 @@ void HeadCore::Index(const Change& c) {
     }
     void operator()(const TokenIssued&) {}
     void operator()(const TokenRevoked&) {}
+    void operator()(const DatasetAdded&) {}
+    void operator()(const DatasetRemoved&) {}
     void operator()(const JobsRetired& e) { core.OnRetired(e); }
   };
   MarkDirty(c);
@@ -254,6 +257,8 @@ void HeadCore::MarkDirty(const Change& c) {
     void operator()(const QosDeleted&) { d.qos = true; }
     void operator()(const ReservationSet&) { d.reservations = true; }
     void operator()(const ReservationDeleted&) { d.reservations = true; }
+    void operator()(const DatasetAdded&) { d.datasets = true; }
+    void operator()(const DatasetRemoved&) { d.datasets = true; }
     void operator()(const TokenIssued&) { d.credentials = true; }
     void operator()(const TokenRevoked&) { d.credentials = true; }
   };

@@ -75,6 +75,9 @@ void EditLog::MaybeSnapshot(HeadCore& core, bool force, std::vector<store::State
     for (const auto& [name, r] : s.reservations) all.push_back(ToJson(r));
     batch->push_back(store::PutMeta{SnapshotMeta::kReservations, all.dump()});
   }
+  if (dirty.datasets) {
+    batch->push_back(store::PutMeta{SnapshotMeta::kDatasets, s.datasets.ToJson().dump()});
+  }
   if (dirty.meta) {
     batch->push_back(store::PutMeta{SnapshotMeta::kEpoch, std::to_string(s.epoch)});
     batch->push_back(store::PutMeta{SnapshotMeta::kNextJobId, std::to_string(s.next_job_id)});
@@ -162,6 +165,11 @@ Result<LoadedState> DecodeStoredState(store::StoredState stored) {
       if (!r.ok()) return r.status();
       s.reservations[r->name] = *r;
     }
+  }
+  if (auto it = stored.meta.find(SnapshotMeta::kDatasets); it != stored.meta.end()) {
+    auto datasets = DatasetCatalog::FromJson(Json::parse(it->second, nullptr, false));
+    if (!datasets.ok()) return Internal("store meta 'datasets': " + datasets.status().message());
+    s.datasets = std::move(*datasets);
   }
   for (const store::ChangeRecord& rec : stored.changes) {
     Json j = Json::parse(rec.doc, nullptr, false);

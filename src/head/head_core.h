@@ -245,6 +245,15 @@ class HeadCore {
                                                 TimeMs now);
   Result<NodeReservationSpec> DeleteReservation(const Caller& by, const std::string& name,
                                                 TimeMs now);
+  // Datasets (core_datasets.cc): users add them and remove their own (admins any); one in use
+  // by a job not over cannot be removed.
+  std::vector<DatasetView> ListDatasets() const;
+  Result<DatasetView> GetDataset(const std::string& name) const;
+  Result<DatasetView> AddDataset(const Caller& by, Dataset d, TimeMs now);
+  Result<DatasetView> RemoveDataset(const Caller& by, const std::string& name, TimeMs now);
+  // Each of a submission's datasets must be registered (at the version it names, if any): its
+  // reference gets the version, digest, source and size it stands for now.
+  Status ResolveDatasets(JobSpec* spec) const;
   // A job may name a reservation that exists, is not over or a maintenance window, and admits
   // its owner and queue.
   Status CheckReservation(const JobSpec& spec, const std::string& owner, TimeMs now) const;
@@ -294,6 +303,7 @@ class HeadCore {
     bool credentials = false;   // written whole: 10,000 agents' credentials, not per submission
     bool qos = false;           // written whole: a few classes
     bool reservations = false;  // written whole: a few
+    bool datasets = false;      // written whole: a few hundred at most
   };
   Dirty TakeDirty();
   // Jobs wait to be retired until the snapshot rows hold them as they ended: the shell
@@ -465,6 +475,13 @@ class HeadCore {
   // Observations of GPU use (core_idle.cc): each node's last samples; per run and node, since
   // when the run's GPUs there have all been under the threshold; runs idle long enough.
   std::map<std::string, std::vector<GpuSample>> gpu_samples_;
+  // Each node's cached datasets (their digests), as its agent last reported: an observation,
+  // not durable (a new head learns them at the agents' next syncs).
+  std::map<std::string, std::set<std::string>> dataset_holders_;
+  // Scheduled jobs whose datasets a node is staging: how far, as it last said.
+  std::map<JobId, std::string> staging_;
+  void ObserveDatasets(const std::string& node, const std::vector<std::string>& digests);
+  DatasetView ViewOfDataset(const Dataset& d) const;
   // Health checks seen (core_gpu.cc), per node and GPU: the last check taken, and the clean
   // ones in a row since a health drain. Observations: a new head counts afresh.
   struct GpuChecks {

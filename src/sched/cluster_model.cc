@@ -31,6 +31,7 @@ Shape ShapeOf(const PendingJob& job) {
   s.owner = &job.user;
   s.gpu_model = &job.gpu_model;
   s.node_labels = &job.node_labels;
+  if (!job.datasets.empty()) s.datasets = &job.datasets;
   return s;
 }
 

@@ -31,6 +31,7 @@ struct Shape {
   int64_t mem = 0;
   const std::string* gpu_model = nullptr;                           // empty: any
   const std::map<std::string, std::string>* node_labels = nullptr;  // all must match
+  const std::vector<std::string>* datasets = nullptr;               // preferred where held
 
   int64_t TotalGpus() const { return int64_t{replicas} * gpus; }
 };

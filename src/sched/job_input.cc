@@ -25,6 +25,7 @@ PendingJob ToPendingJob(const Job& job, const RuntimeEstimator* estimator) {
   p.time_limit_ms = job.spec.time_limit_ms;
   p.preemptible = job.spec.preemptible;
   p.reservation = job.spec.reservation;
+  for (const DatasetRef& d : job.spec.datasets) p.datasets.push_back(d.digest);
   p.interactive = job.spec.interactive;
   p.name = job.spec.name;
   p.predicted_ms = estimator ? estimator->Predict(job.owner, job.spec.name, job.spec.queue,

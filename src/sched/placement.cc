@@ -35,6 +35,7 @@ int32_t Placer::BestFit(const Shape& s, TimeMs end, int32_t rack, int32_t replic
   if (s.max_per_node > 0 && replicas > s.max_per_node) return -1;
   int64_t need = int64_t{replicas} * s.gpus;
   if (need > model_.max_gpus()) return -1;
+  if (s.datasets != nullptr) return NearestData(s, end, rack, replicas, need);
   // A job without GPUs takes CPU and memory that shares on the node's GPUs may still need:
   // among nodes without free GPUs, the one whose shared GPUs have the least room left.
   if (need == 0 && !s.share && !model_.shared_nodes().empty()) {
@@ -60,6 +61,32 @@ int32_t Placer::BestFit(const Shape& s, TimeMs end, int32_t rack, int32_t replic
     }
   }
   return -1;
+}
+
+// Among the nodes that fit, the one holding the most of the job's datasets, best fit among
+// equals: the first found in the order of BestFit's buckets (and the nodes without free GPUs
+// first for a job of none).
+int32_t Placer::NearestData(const Shape& s, TimeMs end, int32_t rack, int32_t replicas,
+                            int64_t need) {
+  int32_t best = -1;
+  size_t best_held = 0;
+  for (int32_t k = static_cast<int32_t>(need); k <= model_.max_gpus(); ++k) {
+    for (int32_t i : Bucket(rack, k)) {
+      ++*work_;
+      if (Room(i, s, end, replicas) < replicas) continue;
+      const std::vector<std::string>& held = model_.slot(i).info.datasets;
+      size_t n = 0;
+      for (const std::string& d : *s.datasets) {
+        n += std::binary_search(held.begin(), held.end(), d) ? 1 : 0;
+      }
+      if (best < 0 || n > best_held) {
+        best = i;
+        best_held = n;
+        if (n == s.datasets->size()) return best;
+      }
+    }
+  }
+  return best;
 }
 
 int32_t Placer::Largest(const Shape& s, TimeMs end, int32_t rack, int32_t replicas, int32_t* cap) {

@@ -48,6 +48,7 @@ class Placer {
   // Node i matches s and has its CPU and memory (holds apply).
   bool RoomBesideGpus(int32_t i, const Shape& s, TimeMs end) const;
   int32_t BestFit(const Shape& s, TimeMs end, int32_t rack, int32_t replicas);
+  int32_t NearestData(const Shape& s, TimeMs end, int32_t rack, int32_t replicas, int64_t need);
   int32_t Largest(const Shape& s, TimeMs end, int32_t rack, int32_t replicas, int32_t* cap);
   void Take(int32_t slot, const Shape& s, int32_t replicas, std::vector<ReplicaPlacement>* out);
   void Undo(const Shape& s, std::vector<ReplicaPlacement>* out);

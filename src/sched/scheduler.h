@@ -84,6 +84,9 @@ struct NodeInfo {
   int32_t cpu_milli = 0;
   int64_t memory_mb = 0;
   std::vector<Gpu> gpus;  // healthy ones are allocatable
+  // Digests of the datasets its cache holds, sorted: among nodes that fit, a job prefers those
+  // holding more of its datasets (a score, never a constraint).
+  std::vector<std::string> datasets;
 };
 
 // Order policy: `kCorral` is the production policy (priority, queue fair share, user fair
@@ -136,6 +139,7 @@ struct PendingJob {
   std::map<std::string, std::string> node_labels;
   // The admin reservation it runs in (NodeReservation::name): only on its nodes, during it.
   std::string reservation;
+  std::vector<std::string> datasets;  // digests of the datasets it reads (NodeInfo::datasets)
 };
 
 struct RunningJob {

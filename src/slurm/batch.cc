@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <csignal>
+#include <sstream>
 
 #include "core/spec.h"
 #include "slurm/patterns.h"
@@ -615,6 +616,11 @@ Result<BatchSubmission> BuildBatchSpec(const ParsedOptions& o, const SubmitConte
   }
   if (o.Has("mail-type")) spec["mail_type"] = o.Get("mail-type");
   if (o.Has("mail-user")) spec["mail_user"] = o.Get("mail-user");
+  if (o.Has("dataset")) {  // checked by the spec parser and the head, which name the dataset
+    spec["datasets"] = Json::array();
+    std::stringstream list(o.Get("dataset"));
+    for (std::string one; std::getline(list, one, ',');) spec["datasets"].push_back(one);
+  }
   exports["SLURM_JOB_ACCOUNT"] = queue;
   if (o.Has("comment")) env["CORRAL_SLURM_COMMENT"] = o.Get("comment");
   if (o.Has("array")) spec["array"] = o.Get("array");

@@ -178,6 +178,24 @@ TEST(SlurmBatch, ANodeRangeIsAnElasticJob) {
   EXPECT_EQ(fixed->spec["replicas"], 3);
 }
 
+TEST(SlurmBatch, DatasetsGoIntoTheSpec) {
+  auto sub = BuildBatchSpec(Parse({"--dataset=imagenet,cifar@v2:/data/c"}),
+                            Ctx("#!/bin/bash\n#SBATCH --time=10\n"), false);
+  ASSERT_TRUE(sub.ok()) << sub.status().message();
+  auto valid = ParseJobSpec(sub->spec);
+  ASSERT_TRUE(valid.ok()) << valid.status().message();
+  ASSERT_EQ(valid->datasets.size(), 2u);
+  EXPECT_EQ(valid->datasets[0].name, "imagenet");
+  EXPECT_EQ(valid->datasets[1].version, "v2");
+  EXPECT_EQ(valid->datasets[1].mount, "/data/c");
+  auto bad = BuildBatchSpec(Parse({"--dataset=no good"}), Ctx("#!/bin/bash\n"), false);
+  ASSERT_TRUE(bad.ok());
+  auto refused = ParseJobSpec(bad->spec);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("field 'datasets[0]'"), std::string::npos)
+      << refused.status().message();
+}
+
 TEST(SlurmBatch, MapsTheAllocationOntoTheSpec) {
   ParsedOptions o =
       Parse({"--nodes=2", "--ntasks-per-node=4", "--cpus-per-task=2", "--gpus-per-node=4",

@@ -1,0 +1,209 @@
+// The node's dataset cache with real files, locks, threads and processes: one copy per
+// version, one fetch when several race for it, no partial entry after a SIGKILL mid-fetch
+// (the next use fetches again), eviction of whole unpinned datasets only, a copy whose content
+// changed refused, and the stager's note and environment.
+#include "agent/dataset_cache.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "agent/dataset_stager.h"
+#include "agent/test_util.h"
+#include "core/dataset_files.h"
+
+namespace corral::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+// A source directory of `files` files of `size` bytes each (in two subdirectories), and its
+// reference as the head would resolve it.
+DatasetRef MakeSource(const std::string& dir, const std::string& name, int files, int size) {
+  fs::create_directories(dir + "/a");
+  fs::create_directories(dir + "/b");
+  for (int i = 0; i < files; ++i) {
+    std::ofstream out(dir + (i % 2 ? "/a/" : "/b/") + "f" + std::to_string(i));
+    out << std::string(size, static_cast<char>('a' + i % 26)) << name;
+  }
+  auto m = ScanDataset(dir);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  DatasetRef r;
+  r.name = name;
+  r.source = dir;
+  r.digest = m->digest;
+  r.files = static_cast<int64_t>(m->files.size());
+  r.bytes = m->bytes;
+  return r;
+}
+
+int Fetches(const std::string& cache) {
+  std::ifstream in(cache + "/fetches");
+  int n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
+TEST(DatasetCache, OneCopyServesEveryUseAndTheCopyIsTheSource) {
+  TempDir tmp;
+  DatasetRef ref = MakeSource(tmp.path() + "/src", "imagenet", 20, 1000);
+  DatasetCache cache({tmp.path() + "/cache"});
+  auto first = cache.Acquire(ref, nullptr);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_TRUE(first->fetched);
+  auto second = cache.Acquire(ref, nullptr);
+  ASSERT_TRUE(second.ok());
+  EXPECT_FALSE(second->fetched);
+  EXPECT_EQ(first->path, second->path);
+  EXPECT_EQ(Fetches(tmp.path() + "/cache"), 1);
+  auto copy = ScanDataset(first->path);
+  ASSERT_TRUE(copy.ok());
+  EXPECT_EQ(copy->digest, ref.digest);
+  EXPECT_EQ(cache.Usage().digests, std::vector<std::string>{ref.digest});
+  EXPECT_EQ(cache.Usage().bytes, ref.bytes);
+  close(first->use_fd);
+  close(second->use_fd);
+}
+
+TEST(DatasetCache, RacingUsesCauseOneFetch) {
+  TempDir tmp;
+  DatasetRef ref = MakeSource(tmp.path() + "/src", "cifar", 40, 20000);
+  DatasetCache cache({tmp.path() + "/cache"});
+  std::atomic<int> fetched{0}, ok{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&] {
+      auto s = cache.Acquire(ref, nullptr, [](int64_t) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the others catch up
+      });
+      if (s.ok()) {
+        ++ok;
+        fetched += s->fetched ? 1 : 0;
+        close(s->use_fd);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(ok, 4);
+  EXPECT_EQ(fetched, 1);
+  EXPECT_EQ(Fetches(tmp.path() + "/cache"), 1);
+}
+
+TEST(DatasetCache, AFetchKilledMidwayLeavesNoEntryAndTheNextUseFetchesAgain) {
+  TempDir tmp;
+  DatasetRef ref = MakeSource(tmp.path() + "/src", "big", 8, 6 << 20);  // 48 MiB
+  const std::string dir = tmp.path() + "/cache";
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // a fetcher that stops for good once it has copied something
+    DatasetCache cache({dir});
+    (void)cache.Acquire(ref, nullptr, [&](int64_t bytes) {
+      if (bytes >= (4 << 20)) {
+        (void)!write(ready[1], "x", 1);
+        pause();
+      }
+    });
+    _exit(0);
+  }
+  close(ready[1]);
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  close(ready[0]);
+  const std::string data = dir + "/data/" + DigestHex(ref.digest);
+  EXPECT_FALSE(fs::exists(data));
+  EXPECT_FALSE(fs::is_empty(dir + "/tmp")) << "the fetch under way writes in tmp/";
+  kill(child, SIGKILL);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_FALSE(fs::exists(data)) << "no partial entry";
+  DatasetCache cache({dir});
+  cache.CleanInterrupted();
+  EXPECT_TRUE(fs::is_empty(dir + "/tmp")) << "what the dead fetch left is gone";
+  EXPECT_TRUE(cache.Usage().digests.empty());
+  auto s = cache.Acquire(ref, nullptr);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_TRUE(s->fetched);
+  EXPECT_EQ(ScanDataset(s->path)->digest, ref.digest);
+  close(s->use_fd);
+}
+
+TEST(DatasetCache, EvictionTakesWholeUnpinnedDatasetsOnly) {
+  TempDir tmp;
+  DatasetRef a = MakeSource(tmp.path() + "/a", "a", 4, 100000);
+  DatasetRef b = MakeSource(tmp.path() + "/b", "b", 4, 100000);
+  DatasetRef c = MakeSource(tmp.path() + "/c", "c", 4, 100000);
+  DatasetCacheConfig config{tmp.path() + "/cache"};
+  config.limit_bytes = a.bytes;  // over the high watermark even with one alone
+  DatasetCache cache(config);
+  auto pinned = cache.Acquire(a, nullptr);  // a run uses it throughout
+  ASSERT_TRUE(pinned.ok());
+  for (const DatasetRef* r : {&b, &c}) {
+    auto s = cache.Acquire(*r, nullptr);
+    ASSERT_TRUE(s.ok());
+    close(s->use_fd);  // that run is over
+  }
+  EXPECT_EQ(cache.Usage().datasets, 3);
+  EXPECT_EQ(cache.Evict(), 2);
+  EXPECT_EQ(cache.Usage().digests, std::vector<std::string>{a.digest});
+  EXPECT_TRUE(fs::exists(pinned->path + "/b/f0"));
+  EXPECT_EQ(cache.Evict(), 0) << "the pinned one stays, even over the watermark";
+  close(pinned->use_fd);
+  EXPECT_EQ(cache.Evict(), 1);
+  EXPECT_TRUE(cache.Usage().digests.empty());
+}
+
+TEST(DatasetCache, ASourceChangedSinceItWasAddedIsRefusedNamingIt) {
+  TempDir tmp;
+  DatasetRef ref = MakeSource(tmp.path() + "/src", "moving", 3, 10);
+  std::ofstream(tmp.path() + "/src/a/new") << "added later";
+  DatasetCache cache({tmp.path() + "/cache"});
+  auto s = cache.Acquire(ref, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("dataset moving from " + ref.source), std::string::npos)
+      << s.status().message();
+  EXPECT_NE(s.status().message().find("changed since it was added"), std::string::npos);
+  EXPECT_TRUE(cache.Usage().digests.empty());
+  EXPECT_TRUE(fs::is_empty(tmp.path() + "/cache/tmp"));
+  DatasetRef missing = ref;
+  missing.source = tmp.path() + "/nowhere";
+  s = cache.Acquire(missing, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("dataset moving from " + missing.source), std::string::npos);
+}
+
+TEST(DatasetStager, StagesThenGivesTheOrderItsDatasetsPlaces) {
+  TempDir tmp;
+  DatasetRef ref = MakeSource(tmp.path() + "/src", "image-net", 6, 1000);
+  ref.mount = "/data/in";
+  DatasetStager stager({tmp.path() + "/cache"}, /*as_owner=*/false, "node7");
+  RunOrder order = testing::ShellOrder("5.1", "true");
+  order.datasets = {ref};
+  stager.Start(order);
+  std::optional<Result<RunOrder>> staged;
+  ASSERT_TRUE(testing::WaitFor([&] { return (staged = stager.Take({"5.1", 0})).has_value(); }));
+  ASSERT_TRUE(staged->ok()) << staged->status().ToString();
+  const std::string path = tmp.path() + "/cache/data/" + DigestHex(ref.digest);
+  EXPECT_EQ((*staged)->local_env.at("CORRAL_DATASET_IMAGE_NET"), path);
+  EXPECT_EQ(stager.Held(), std::vector<std::string>{ref.digest});
+  // In a container the dataset is mounted read-only at its mount point, which the job is told.
+  RunOrder in_container = order;
+  in_container.container.image = "registry.example/train:1";
+  PlaceDatasets({path}, &in_container);
+  ASSERT_EQ(in_container.container.mounts.size(), 1u);
+  EXPECT_EQ(in_container.container.mounts[0], (ContainerMount{path, "/data/in", true}));
+  EXPECT_EQ(in_container.local_env.at("CORRAL_DATASET_IMAGE_NET"), "/data/in");
+  stager.Release({"5.1", 0});
+}
+
+}  // namespace
+}  // namespace corral::agent

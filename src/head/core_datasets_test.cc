@@ -1,0 +1,160 @@
+// Datasets through the head's core: users add them (a typed change each), jobs declare them
+// and get them resolved to the content they name, a dataset in use cannot be removed, bad
+// input changes nothing, and all of it survives a crash after every step (the fixture,
+// core_scenario.h, recovers after each Step with the parameter set).
+#include "head/core_scenario.h"
+
+namespace corral::head::core_test {
+namespace {
+
+Dataset Imagenet(const std::string& version = "") {
+  Dataset d;
+  d.name = "imagenet";
+  d.source = "/shared/imagenet";
+  d.digest = "sha256:" + std::string(64, 'a');
+  d.version = version.empty() ? d.digest.substr(7, kShortDigest) : version;
+  d.files = 3;
+  d.bytes = 3000;
+  return d;
+}
+
+JobSpec Using(JobSpec spec, const std::string& name, const std::string& version = "") {
+  DatasetRef r;
+  r.name = name;
+  r.version = version;
+  spec.datasets.push_back(r);
+  return spec;
+}
+
+TEST_P(Scenario, ADatasetIsAddedListedAndRemovedAcrossCrashes) {
+  auto added = core().AddDataset(kAna, Imagenet(), now());
+  ASSERT_TRUE(added.ok()) << added.status().ToString();
+  EXPECT_EQ(added->dataset.owner, "ana");
+  Step();
+  ASSERT_EQ(core().ListDatasets().size(), 1u);
+  const DatasetView v = core().ListDatasets()[0];
+  EXPECT_EQ(v.dataset.version, "aaaaaaaaaaaa");
+  EXPECT_EQ(v.dataset.files, 3);
+  EXPECT_EQ(v.dataset.bytes, 3000);
+  EXPECT_EQ(v.dataset.added_at, now());
+  EXPECT_EQ(v.State(), "idle");
+  auto again = core().AddDataset(kBob, Imagenet("v2"), now());
+  EXPECT_EQ(again.status().code(), ErrorCode::kAlreadyExists);
+  EXPECT_NE(again.status().message().find("field 'name'"), std::string::npos);
+  EXPECT_EQ(core().RemoveDataset(kBob, "imagenet", now()).status().code(),
+            ErrorCode::kPermissionDenied);
+  EXPECT_EQ(core().RemoveDataset(kAna, "nope", now()).status().code(), ErrorCode::kNotFound);
+  Step();
+  ASSERT_TRUE(core().RemoveDataset(kAna, "imagenet", now()).ok());
+  Step();
+  EXPECT_TRUE(core().ListDatasets().empty());
+  EXPECT_EQ(core().GetDataset("imagenet").status().code(), ErrorCode::kNotFound);
+  h_.ExpectReplayEqualsLive();
+}
+
+TEST_P(Scenario, ASubmissionNamesOnlyRegisteredDatasetsAndGetsTheirContent) {
+  Register("n1", 2);
+  auto unknown = core().Submit(kAna, Using(Spec(1), "imagenet"), "", now());
+  ASSERT_EQ(unknown.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(unknown.status().message().find("field 'datasets[0]': no dataset 'imagenet'"),
+            std::string::npos)
+      << unknown.status().message();
+  ASSERT_TRUE(core().AddDataset(kAna, Imagenet("v1"), now()).ok());
+  Step();
+  auto wrong = core().Submit(kAna, Using(Spec(1), "imagenet", "v9"), "", now());
+  ASSERT_EQ(wrong.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(wrong.status().message().find("has version 'v1', not 'v9'"), std::string::npos);
+  Job job = Submit(Using(Spec(1), "imagenet"), kBob);
+  const Job got = Get(job.id);
+  const DatasetRef& r = got.spec.datasets.at(0);
+  EXPECT_EQ(r.version, "v1");
+  EXPECT_EQ(r.digest, Imagenet().digest);
+  EXPECT_EQ(r.source, "/shared/imagenet");
+  EXPECT_EQ(r.bytes, 3000);
+  Schedule();
+  // The agent's order carries the resolved reference, which it fetches and verifies.
+  std::vector<RunOrder> orders = Desired("n1");
+  ASSERT_EQ(orders.size(), 1u);
+  ASSERT_EQ(orders[0].datasets.size(), 1u);
+  EXPECT_EQ(orders[0].datasets[0].digest, Imagenet().digest);
+  h_.ExpectReplayEqualsLive();
+}
+
+TEST_P(Scenario, ADatasetInUseByAPendingOrRunningJobCannotBeRemoved) {
+  Register("n1", 1);
+  ASSERT_TRUE(core().AddDataset(kAna, Imagenet(), now()).ok());
+  Step();
+  Job running = Submit(Using(Spec(1), "imagenet"));
+  Schedule();
+  ASSERT_EQ(Get(running.id).state, JobState::kScheduled);
+  Job pending = Submit(Using(Spec(1), "imagenet"));
+  EXPECT_EQ(core().GetDataset("imagenet")->State(), "in use");
+  auto refused = core().RemoveDataset(kAna, "imagenet", now());
+  ASSERT_EQ(refused.status().code(), ErrorCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find(std::to_string(running.id) + ", " +
+                                            std::to_string(pending.id)),
+            std::string::npos)
+      << refused.status().message();
+  ASSERT_TRUE(core().Cancel(kAna, pending.id, now()).ok());
+  Step();
+  ASSERT_TRUE(*Report("n1", {Running(Get(running.id))}));
+  EXPECT_EQ(core().RemoveDataset(kAdmin, "imagenet", now()).status().code(),
+            ErrorCode::kFailedPrecondition);
+  ASSERT_TRUE(*Report("n1", {Exited(Get(running.id), 0, 0)}));
+  EXPECT_EQ(core().GetDataset("imagenet")->users, std::vector<uint64_t>{});
+  ASSERT_TRUE(core().RemoveDataset(kAdmin, "imagenet", now()).ok());  // an admin may
+  Step();
+  EXPECT_TRUE(core().ListDatasets().empty());
+  h_.ExpectReplayEqualsLive();
+}
+
+TEST(DatasetParse, NamesTheBadField) {
+  auto parse = [](const std::string& text) { return ParseDataset(Json::parse(text)); };
+  const std::string digest = "\"sha256:" + std::string(64, 'b') + "\"";
+  auto ok = parse(R"({"name":"cifar","source":"/data/cifar","files":2,"bytes":10,"digest":)" +
+                  digest + "}");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->version, std::string(kShortDigest, 'b'));
+  auto field_of = [&](const std::string& text) {
+    auto r = parse(text);
+    return r.ok() ? std::string("ok") : r.status().message();
+  };
+  EXPECT_NE(field_of(R"({"name":"a b","source":"/d","files":1,"bytes":1,"digest":)" + digest + "}")
+                .find("field 'name'"),
+            std::string::npos);
+  EXPECT_NE(field_of(R"({"name":"a","files":1,"bytes":1,"digest":)" + digest + "}")
+                .find("field 'source': missing"),
+            std::string::npos);
+  EXPECT_NE(field_of(R"({"name":"a","source":"rel","files":1,"bytes":1,"digest":)" + digest + "}")
+                .find("field 'source'"),
+            std::string::npos);
+  EXPECT_NE(field_of(R"({"name":"a","source":"/d","files":1,"bytes":1,"digest":"md5:x"})")
+                .find("field 'digest'"),
+            std::string::npos);
+  EXPECT_NE(field_of(R"({"name":"a","source":"/d","files":-1,"bytes":1,"digest":)" + digest + "}")
+                .find("field 'files'"),
+            std::string::npos);
+  EXPECT_NE(field_of(R"({"name":"a","source":"/d","files":1,"bytes":1,"digest":)" + digest +
+                     R"(,"colour":1})")
+                .find("field 'colour'"),
+            std::string::npos);
+}
+
+TEST(DatasetParse, ReferencesFromTheCommandLineAndSpecs) {
+  auto r = ParseDatasetRef("dataset", "imagenet@v2:/data/in");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->name, "imagenet");
+  EXPECT_EQ(r->version, "v2");
+  EXPECT_EQ(r->mount, "/data/in");
+  EXPECT_TRUE(ParseDatasetRef("dataset", "cifar")->version.empty());
+  EXPECT_FALSE(ParseDatasetRef("dataset", "cifar:relative").ok());
+  EXPECT_FALSE(ParseDatasetRef("dataset", "cifar:/a/../etc").ok());
+  EXPECT_FALSE(ParseDatasetRef("dataset", "bad name").ok());
+  auto twice = ParseDatasetRefs("datasets", Json::parse(R"(["a", {"name": "a"}])"));
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("field 'datasets[1]'"), std::string::npos);
+  EXPECT_EQ(DatasetEnvName("image-net.v1"), "CORRAL_DATASET_IMAGE_NET_V1");
+}
+
+}  // namespace
+}  // namespace corral::head::core_test

@@ -1,0 +1,53 @@
+// The head's datasets (docs/datasets.md), one component for the durable catalog and one index
+// of who uses each dataset:
+//  - DatasetCatalog: the registered datasets by name. Durable: part of ClusterState, changed
+//    only by DatasetAdded and DatasetRemoved (Apply, from ApplyChange, live and on replay),
+//    kept in a snapshot as one meta row (ToJson / FromJson: its rebuild on recovery).
+//  - DatasetUsers: the jobs not yet over that declare each dataset, so that a dataset in use
+//    cannot be removed. Derived from the state alone: an index (core_indexes.h).
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "core/dataset.h"
+#include "head/change.h"
+
+namespace corral::head {
+
+struct ClusterState;
+
+class DatasetCatalog {
+ public:
+  // Called by ApplyChange only: the catalog changes with the rest of the state.
+  void Apply(const DatasetAdded& c);
+  void Apply(const DatasetRemoved& c);
+  // nullptr: none of that name.
+  const Dataset* Find(const std::string& name) const;
+  const std::map<std::string, Dataset>& all() const { return datasets_; }
+
+  Json ToJson() const;  // the snapshot row: an array of datasets
+  static Result<DatasetCatalog> FromJson(const Json& j);
+  bool operator==(const DatasetCatalog&) const = default;
+
+ private:
+  std::map<std::string, Dataset> datasets_;
+};
+
+class DatasetUsers {
+ public:
+  void Apply(const ClusterState& s, const Change& c);
+  void Rebuild(const ClusterState& s, TimeMs now);
+
+  // The jobs not over (pending, scheduled or running) that use `name`; empty: none.
+  const std::set<JobId>& Of(const std::string& name) const;
+  const std::map<std::string, std::set<JobId>>& all() const { return users_; }
+  bool operator==(const DatasetUsers&) const = default;
+
+ private:
+  void Update(const ClusterState& s, JobId id);
+  std::map<std::string, std::set<JobId>> users_;  // no empty sets
+};
+
+}  // namespace corral::head

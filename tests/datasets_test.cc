@@ -1,0 +1,255 @@
+// Datasets through a real head and real agents, driven by the real CLI (docs/datasets.md):
+// jobs on one node share one cached copy fetched once; a dataset in use cannot be removed;
+// an agent killed while it fetches leaves no partial copy and the job still runs; a job goes
+// to the node that holds its data; another user's job cannot reach a private dataset.
+#include <gtest/gtest.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cluster_fixture.h"
+
+namespace corral::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+// `files` files of `size` bytes under `dir` (two subdirectories).
+void MakeSource(const std::string& dir, int files, int size) {
+  fs::create_directories(dir + "/train");
+  fs::create_directories(dir + "/val");
+  for (int i = 0; i < files; ++i) {
+    std::ofstream(dir + (i % 4 ? "/train/" : "/val/") + std::to_string(i) + ".jpg")
+        << std::string(size, static_cast<char>('a' + i % 26));
+  }
+}
+
+Json ShowJob(const LocalCluster& c, const std::string& id) {
+  auto r = c.Corral({"show", id, "-o", "json"});
+  return Json::parse(r.out, nullptr, false);
+}
+
+std::string State(const LocalCluster& c, const std::string& id) {
+  Json j = ShowJob(c, id);
+  return j.is_object() ? j.value("state", "") : "";
+}
+
+std::string NodeOf(const LocalCluster& c, const std::string& id) {
+  Json j = ShowJob(c, id);
+  if (!j.is_object() || !j.contains("runs") || j["runs"].empty()) return "";
+  return j["runs"].back()["placement"][0].value("node", "");
+}
+
+bool WaitState(const LocalCluster& c, const std::string& id, const std::string& want,
+               int timeout_ms = 60000) {
+  return WaitUntil(timeout_ms, [&] { return State(c, id) == want; });
+}
+
+int Lines(const std::string& path) {
+  std::ifstream in(path);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
+std::vector<std::string> Entries(const std::string& dir, bool dirs_only) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (!dirs_only || e.is_directory()) out.push_back(e.path().filename().string());
+  }
+  return out;
+}
+
+Json DatasetJson(const LocalCluster& c, const std::string& name) {
+  auto r = c.Corral({"datasets", "show", name, "-o", "json"});
+  return Json::parse(r.out, nullptr, false);
+}
+
+TEST(Datasets, JobsShareOneCopyFetchedOnceAndADatasetInUseStays) {
+  LocalCluster c("datasets-share", 1, 2);
+  const std::string src = c.dir() + "/shared/imagenet";
+  MakeSource(src, 200, 3000);
+  // Bad input is refused naming the field, and changes nothing.
+  auto bad = c.Corral({"datasets", "add", "no good", "--source", src});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("field 'name'"), std::string::npos) << bad.err;
+  auto missing = c.Corral({"datasets", "add", "ghost", "--source", c.dir() + "/nowhere"});
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("field 'source'"), std::string::npos) << missing.err;
+  auto add = c.Corral({"datasets", "add", "imagenet", "--source", src});
+  ASSERT_EQ(add.exit_code, 0) << add.err;
+  EXPECT_NE(add.out.find("200 files"), std::string::npos) << add.out;
+  auto unknown = c.Corral({"submit", "--dataset", "nope", "--", "true"});
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_NE(unknown.err.find("no dataset 'nope'"), std::string::npos) << unknown.err;
+
+  // Two jobs at once, one GPU each on the same node: each reads the dataset where its variable
+  // says, the first file's bytes as the source has them.
+  const std::string script =
+      "test \"$(head -c 3 \"$CORRAL_DATASET_IMAGENET/val/0.jpg\")\" = aaa && "
+      "ls \"$CORRAL_DATASET_IMAGENET/train\" | wc -l && echo \"at $CORRAL_DATASET_IMAGENET\" && "
+      "sleep 1";
+  const std::string a =
+      c.Submit({"--gpus", "1", "--dataset", "imagenet", "--", "/bin/sh", "-c", script});
+  const std::string b =
+      c.Submit({"--gpus", "1", "--dataset",
+                "imagenet@" + DatasetJson(c, "imagenet")["version"].get<std::string>(), "--",
+                "/bin/sh", "-c", script});
+  ASSERT_TRUE(WaitState(c, a, "succeeded")) << ShowJob(c, a).dump();
+  ASSERT_TRUE(WaitState(c, b, "succeeded")) << ShowJob(c, b).dump();
+  auto log_a = c.Corral({"logs", a}), log_b = c.Corral({"logs", b});
+  EXPECT_NE(log_a.out.find("150\n"), std::string::npos) << log_a.out;
+  const std::string cache = c.dir() + "/agents/node1/datasets";
+  const std::string digest = DatasetJson(c, "imagenet")["digest"];
+  const std::string copy = cache + "/data/" + digest.substr(7);
+  EXPECT_NE(log_a.out.find("at " + copy), std::string::npos) << log_a.out;
+  EXPECT_NE(log_b.out.find("at " + copy), std::string::npos) << log_b.out;
+  EXPECT_EQ(Lines(cache + "/fetches"), 1) << "one fetch for both jobs";
+  EXPECT_EQ(Entries(cache + "/data", true).size(), 1u) << "one copy";
+  // The list says which nodes hold it (as the agent reports at its next sync).
+  EXPECT_TRUE(WaitUntil(30000, [&] {
+    auto l = c.Corral({"datasets"});
+    return l.out.find("node1") != std::string::npos;
+  })) << c.Corral({"datasets"}).out;
+
+  // In use by a running job, it cannot be removed; once the job is over it can.
+  const std::string holder =
+      c.Submit({"--gpus", "1", "--dataset", "imagenet", "--", "sleep", "60"});
+  ASSERT_TRUE(WaitState(c, holder, "running")) << ShowJob(c, holder).dump();
+  auto refused = c.Corral({"datasets", "rm", "imagenet"});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("used by jobs not yet over (" + holder + ")"), std::string::npos)
+      << refused.err;
+  ASSERT_EQ(c.Corral({"cancel", holder}).exit_code, 0);
+  ASSERT_TRUE(WaitState(c, holder, "cancelled"));
+  auto removed = c.Corral({"datasets", "rm", "imagenet"});
+  EXPECT_EQ(removed.exit_code, 0) << removed.err;
+  EXPECT_EQ(c.Corral({"datasets", "show", "imagenet"}).exit_code, 1);
+}
+
+TEST(Datasets, AnAgentKilledWhileFetchingLeavesNoPartialCopyAndTheJobStillRuns) {
+  LocalCluster c("datasets-kill", 1, 1);
+  const std::string src = c.dir() + "/shared/big";
+  MakeSource(src, 24, 8 << 20);  // 192 MiB: long enough to catch the fetch under way
+  ASSERT_EQ(c.Corral({"datasets", "add", "big", "--source", src}).exit_code, 0);
+  const std::string cache = c.dir() + "/agents/node1/datasets";
+  const std::string id = c.Submit(
+      {"--dataset", "big", "--", "/bin/sh", "-c", "ls \"$CORRAL_DATASET_BIG/train\" | wc -l"});
+  ASSERT_TRUE(WaitUntil(60000, [&] { return !Entries(cache + "/tmp", false).empty(); }));
+  c.KillAgent(1);
+  // What the fetch wrote is in tmp/ only: no copy is published that was not complete.
+  for (const std::string& d : Entries(cache + "/data", true)) {
+    auto m = c.Corral({"datasets", "show", "big", "-o", "json"});
+    EXPECT_EQ("sha256:" + d, Json::parse(m.out)["digest"]) << "only a complete copy";
+  }
+  EXPECT_EQ(State(c, id), "scheduled") << "its processes never started";
+  c.StartAgent(1);
+  ASSERT_TRUE(WaitState(c, id, "succeeded", 120000)) << ShowJob(c, id).dump();
+  EXPECT_EQ(c.Corral({"logs", id}).out, "18\n");
+  EXPECT_TRUE(Entries(cache + "/tmp", false).empty()) << "the interrupted fetch is cleaned";
+  EXPECT_EQ(Entries(cache + "/data", true).size(), 1u);
+}
+
+TEST(Datasets, AJobGoesToTheNodeThatHoldsItsData) {
+  LocalCluster c("datasets-place", 2, 1);
+  const std::string src = c.dir() + "/shared/cifar";
+  MakeSource(src, 20, 1000);
+  ASSERT_EQ(c.Corral({"datasets", "add", "cifar", "--source", src}).exit_code, 0);
+  // node1 busy: the first job with the data goes to node2, which then holds it.
+  const std::string blocker = c.Submit({"--gpus", "1", "--", "sleep", "60"});
+  ASSERT_TRUE(WaitState(c, blocker, "running"));
+  const std::string blocked_node = NodeOf(c, blocker);
+  const std::string first = c.Submit({"--gpus", "1", "--dataset", "cifar", "--", "true"});
+  ASSERT_TRUE(WaitState(c, first, "succeeded")) << ShowJob(c, first).dump();
+  const std::string holder = NodeOf(c, first);
+  ASSERT_NE(holder, blocked_node);
+  ASSERT_EQ(c.Corral({"cancel", blocker}).exit_code, 0);
+  ASSERT_TRUE(WaitState(c, blocker, "cancelled"));
+  ASSERT_TRUE(WaitUntil(30000, [&] {
+    Json d = DatasetJson(c, "cifar");
+    return d.is_object() && d["nodes"] == Json::array({holder});
+  })) << DatasetJson(c, "cifar").dump();
+  // Both nodes free: a job without data goes where best fit puts it (the blocker's node), a
+  // job with the data goes where the data is.
+  const std::string plain = c.Submit({"--gpus", "1", "--", "true"});
+  ASSERT_TRUE(WaitState(c, plain, "succeeded"));
+  EXPECT_EQ(NodeOf(c, plain), blocked_node) << "the control: locality is what moves the next";
+  const std::string second = c.Submit({"--gpus", "1", "--dataset", "cifar", "--", "true"});
+  ASSERT_TRUE(WaitState(c, second, "succeeded")) << ShowJob(c, second).dump();
+  EXPECT_EQ(NodeOf(c, second), holder);
+  EXPECT_EQ(Lines(c.dir() + "/agents/" + holder + "/datasets/fetches"), 1);
+}
+
+// Multi-user, as root (agents run jobs as their owners): a dataset whose files only its owner
+// may read reaches no other user's job, neither through the job's staging nor on the node.
+constexpr char kAna[] = "corral-ds-ana";
+constexpr char kBob[] = "corral-ds-bob";
+
+bool EnsureUnixUser(const std::string& name) {
+  if (getpwnam(name.c_str()) != nullptr) return true;
+  auto r = RunCommand({"/usr/sbin/useradd", "--create-home", "--shell", "/bin/sh", name});
+  return r.exit_code == 0 && getpwnam(name.c_str()) != nullptr;
+}
+
+CommandResult As(const LocalCluster& c, const std::string& user,
+                 const std::vector<std::string>& args) {
+  auto token = c.Corral({"token", "create", "--user", user});
+  std::vector<std::string> argv = {CorralBin()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv, {{"CORRAL_ADDR", c.addr()},
+                           {"CORRAL_TOKEN", token.out.substr(0, token.out.find('\n'))},
+                           {"CORRAL_CONFIG", c.dir() + "/none.json"}});
+}
+
+TEST(Datasets, AnotherUsersJobCannotReadAPrivateDataset) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: creates Unix users and runs jobs as them";
+  ASSERT_TRUE(EnsureUnixUser(kAna) && EnsureUnixUser(kBob));
+  LocalCluster c("datasets-private", 1, 2, {}, {});  // the agent as root: jobs as their owners
+  const std::string src = c.dir() + "/shared/private";
+  MakeSource(src, 10, 100);
+  struct passwd* ana = getpwnam(kAna);
+  for (const auto& e : fs::recursive_directory_iterator(src)) {
+    ASSERT_EQ(chown(e.path().c_str(), ana->pw_uid, ana->pw_gid), 0);
+    chmod(e.path().c_str(), e.is_directory() ? 0700 : 0600);
+  }
+  ASSERT_EQ(chown(src.c_str(), ana->pw_uid, ana->pw_gid), 0);
+  chmod(src.c_str(), 0700);
+  chmod((c.dir() + "/shared").c_str(), 0755);
+  auto add = As(c, kAna, {"datasets", "add", "private", "--source", src});
+  ASSERT_EQ(add.exit_code, 0) << add.err;
+  const std::string script = "head -c 3 \"$CORRAL_DATASET_PRIVATE/val/0.jpg\"";
+  auto mine =
+      As(c, kAna, {"submit", "--parsable", "--dataset", "private", "--", "/bin/sh", "-c", script});
+  ASSERT_EQ(mine.exit_code, 0) << mine.err;
+  const std::string ana_job = mine.out.substr(0, mine.out.find('\n'));
+  ASSERT_TRUE(WaitState(c, ana_job, "succeeded")) << ShowJob(c, ana_job).dump();
+  EXPECT_EQ(c.Corral({"logs", ana_job}).out, "aaa");
+  // Bob's job asks for the same data, now cached on the node: refused, naming it.
+  auto theirs =
+      As(c, kBob, {"submit", "--parsable", "--dataset", "private", "--", "/bin/sh", "-c", script});
+  ASSERT_EQ(theirs.exit_code, 0) << theirs.err;
+  const std::string bob_job = theirs.out.substr(0, theirs.out.find('\n'));
+  ASSERT_TRUE(WaitState(c, bob_job, "failed")) << ShowJob(c, bob_job).dump();
+  const std::string why = ShowJob(c, bob_job).dump();
+  EXPECT_NE(why.find("dataset private from " + src), std::string::npos) << why;
+  EXPECT_NE(why.find(std::string("user ") + kBob), std::string::npos) << why;
+  // On the node the copy keeps the source's owner and modes: bob cannot read it there either.
+  const std::string digest = DatasetJson(c, "private")["digest"];
+  const std::string copied = c.dir() + "/agents/node1/datasets/data/" + digest.substr(7);
+  struct stat st {};
+  ASSERT_EQ(stat((copied + "/val/0.jpg").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, ana->pw_uid);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto peek =
+      RunCommand({"/usr/sbin/runuser", "-u", kBob, "--", "/bin/cat", copied + "/val/0.jpg"});
+  EXPECT_NE(peek.exit_code, 0) << peek.out;
+}
+
+}  // namespace
+}  // namespace corral::testing
