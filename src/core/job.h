@@ -9,8 +9,8 @@
 
 #include "core/array_deps.h"
 #include "core/container_spec.h"
-#include "core/notify_spec.h"
 #include "core/dataset.h"
+#include "core/notify_spec.h"
 #include "core/resources.h"
 #include "core/stop_cause.h"
 #include "core/time.h"

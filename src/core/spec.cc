@@ -400,7 +400,8 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
           "'; known fields: name, command, env, workdir, queue, replicas, "
           "max_replicas_per_node, spread, "
           "gpus, cpus, memory, gpu_model, node_labels, time_limit, priority, "
-          "preemptible, reservation, max_restarts, checkpoint_signal, grace_period, "
+          "preemptible, reservation, mail_type, mail_user, max_restarts, checkpoint_signal, "
+          "grace_period, "
           "array, dependency, tasks_per_replica, batch, hold, image, mounts, "
           "container_workdir, container_writable, container_mount_home, "
           "gpu_memory, gpu_isolation, kind, notebook, datasets");

@@ -394,8 +394,8 @@ const char* ChangeName(const ChangeKind& what) {
       "step_exited",         "job_hold_set",    "run_signalled",     "node_health_set",
       "jobs_retired",        "array_submitted", "node_drain_set",    "gpu_drain_set",
       "run_noted",           "qos_set",         "qos_deleted",       "reservation_set",
-      "reservation_deleted", "job_updated",     "job_resized",
-      "dataset_added",       "dataset_removed"};
+      "reservation_deleted", "job_updated",     "job_resized",       "dataset_added",
+      "dataset_removed"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];
 }

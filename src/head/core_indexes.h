@@ -13,8 +13,8 @@
 #include <tuple>
 
 #include "head/cluster_state.h"
-#include "head/elastic_sizes.h"
 #include "head/datasets.h"
+#include "head/elastic_sizes.h"
 
 namespace corral::head {
 
