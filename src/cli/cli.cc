@@ -84,6 +84,15 @@ const CommandInfo kCommands[] = {
      "       corral reservations delete NAME (T: now, now+D, epoch ms, or YYYY-MM-DDTHH:MM[:SS] "
      "UTC)",
      "list advance reservations and maintenance windows; admins create and delete them"},
+    {"serve", RunServe,
+     "corral serve NAME [--replicas N | --min-replicas A --max-replicas B] --port PORT\n"
+     "       [--health PATH] [--any-user] [resources as for submit: --gpus, --cpus, --memory,\n"
+     "       --queue, --image, --mount, --env ...] [-f SERVICE.yaml] -- CMD  (--port 0: a free\n"
+     "       port per replica; each replica finds it in $PORT and $CORRAL_PORT)",
+     "run CMD as a service: replicas kept alive, reachable at HEAD/v/NAME/"},
+    {"services", RunServices,
+     "corral services [-o json] | corral services show NAME [-o json] | corral services rm NAME",
+     "list services; show one with its replicas; remove one (its replicas stop)"},
     {"events", RunEvents, "corral events [-f] [--since REV] [-o json]",
      "print the cluster's changes; -f follows them as they happen"},
     {"top", RunTop, "corral top [--once]",

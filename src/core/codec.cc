@@ -29,6 +29,7 @@ JobSpec DecodeSpec(const Json& j) {
   s.replicas = Get<int32_t>(j, "replicas", 1);
   s.max_replicas_per_node = Get<int32_t>(j, "max_replicas_per_node", 0);
   s.reservation = Get<std::string>(j, "reservation", "");
+  s.service = Get<std::string>(j, "service", "");
   s.tasks_per_replica = Get<int32_t>(j, "tasks_per_replica", 1);
   s.per_replica.gpu_milli = Get<int32_t>(j, "gpu_milli", 0);
   s.per_replica.cpu_milli = Get<int32_t>(j, "cpu_milli", 1000);
@@ -180,6 +181,7 @@ Json ToJson(const JobSpec& s) {
   if (!s.container.empty()) j["container"] = ContainerJson(s.container);
   if (s.max_replicas_per_node > 0) j["max_replicas_per_node"] = s.max_replicas_per_node;
   if (!s.reservation.empty()) j["reservation"] = s.reservation;
+  if (!s.service.empty()) j["service"] = s.service;
   if (s.notebook) j["notebook"] = true;
   if (s.per_replica.IsShare()) {
     j["gpu_memory_mb"] = s.per_replica.gpu_memory_mb;

@@ -139,6 +139,9 @@ struct Encoder {
   void operator()(const QosDeleted& c) { j["name"] = c.name; }
   void operator()(const ReservationSet& c) { j["reservation"] = ToJson(c.reservation); }
   void operator()(const ReservationDeleted& c) { j["name"] = c.name; }
+  void operator()(const ServiceCreated& c) { j["service"] = ToJson(c.service); }
+  void operator()(const ServiceUpdated& c) { j["service"] = ToJson(c.service); }
+  void operator()(const ServiceRemoved& c) { j["name"] = c.name; }
   void operator()(const TokenIssued& c) { j["credential"] = ToJson(c.credential); }
   void operator()(const TokenRevoked& c) { j["id"] = c.id; }
 };
@@ -284,6 +287,9 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
     return ReservationSet{Must(NodeReservationFromJson(j.at("reservation")))};
   }
   if (type == "reservation_deleted") return ReservationDeleted{j.at("name").get<std::string>()};
+  if (type == "service_created") return ServiceCreated{Must(ServiceFromJson(j.at("service")))};
+  if (type == "service_updated") return ServiceUpdated{Must(ServiceFromJson(j.at("service")))};
+  if (type == "service_removed") return ServiceRemoved{j.at("name").get<std::string>()};
   if (type == "token_issued") return TokenIssued{Must(CredentialFromJson(j.at("credential")))};
   if (type == "token_revoked") return TokenRevoked{j.at("id").get<std::string>()};
   throw std::runtime_error("unknown change type '" + type + "'");
@@ -306,6 +312,13 @@ struct KeyOf {
   void operator()(const ReservationDeleted& e) {
     j.update({{"kind", "reservation"}, {"key", e.name}});
   }
+  void operator()(const ServiceCreated& e) {
+    j.update({{"kind", "service"}, {"key", e.service.spec.name}});
+  }
+  void operator()(const ServiceUpdated& e) {
+    j.update({{"kind", "service"}, {"key", e.service.spec.name}});
+  }
+  void operator()(const ServiceRemoved& e) { j.update({{"kind", "service"}, {"key", e.name}}); }
   void operator()(const TokenIssued& e) { j.update({{"kind", "token"}, {"key", e.credential.id}}); }
   void operator()(const TokenRevoked& e) { j.update({{"kind", "token"}, {"key", e.id}}); }
   void operator()(const JobSubmitted& e) { j.update({{"kind", "job"}, {"key", e.job.id}}); }
@@ -342,7 +355,8 @@ const char* ChangeName(const ChangeKind& what) {
       "step_exited",         "job_hold_set",    "run_signalled",     "node_health_set",
       "jobs_retired",        "array_submitted", "node_drain_set",    "gpu_drain_set",
       "run_noted",           "qos_set",         "qos_deleted",       "reservation_set",
-      "reservation_deleted", "job_updated"};
+      "reservation_deleted", "job_updated",     "service_created",   "service_updated",
+      "service_removed"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];
 }
@@ -366,6 +380,13 @@ Json EventJson(const Change& c, const Caller& who) {
     if (!may_see_env) j["job"]["spec"].erase("env");
   }
   if (j.contains("step") && j["step"].is_object()) j["step"].erase("env");  // holds its token
+  const Service* service = nullptr;
+  if (const auto* s = std::get_if<ServiceCreated>(&c.what)) service = &s->service;
+  if (const auto* s = std::get_if<ServiceUpdated>(&c.what)) service = &s->service;
+  if (service && !who.IsAdmin() &&
+      !(who.kind == Caller::Kind::kUser && who.name == service->spec.owner)) {
+    j["service"]["spec"].erase("env");
+  }
   std::visit(KeyOf{j}, c.what);
   // Credentials as /v1/tokens shows them: a user sees their own, an admin everyone's (a
   // revocation names only an id, whose owner the change does not say: admins alone see it).

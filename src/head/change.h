@@ -16,6 +16,7 @@
 #include "core/node.h"
 #include "core/node_reservation.h"
 #include "core/qos.h"
+#include "core/service.h"
 
 namespace corral::head {
 
@@ -134,6 +135,17 @@ struct ReservationSet {  // an admin reservation or maintenance window (node_res
 struct ReservationDeleted {
   std::string name;
 };
+// A service (core/service.h) created; its replicas are jobs the core submits (JobSubmitted with
+// spec.service set) and stops (StopRequested, JobEnded) as it keeps `desired` of them alive.
+struct ServiceCreated {
+  Service service;
+};
+struct ServiceUpdated {  // its spec, version or desired replicas changed
+  Service service;
+};
+struct ServiceRemoved {  // its replicas are stopped by the changes that follow
+  std::string name;
+};
 struct TokenIssued {
   Credential credential;
 };
@@ -193,7 +205,7 @@ using ChangeKind =
                  TokenIssued, TokenRevoked, IdleWarned, StepStarted, StepExited, JobHoldSet,
                  RunSignalled, NodeHealthSet, JobsRetired, ArraySubmitted, NodeDrainSet,
                  GpuDrainSet, RunNoted, QosSet, QosDeleted, ReservationSet, ReservationDeleted,
-                 JobUpdated>;
+                 JobUpdated, ServiceCreated, ServiceUpdated, ServiceRemoved>;
 
 struct Change {
   uint64_t revision = 0;

@@ -246,6 +246,7 @@ void HeadCore::Tick(TimeMs now) {
   FlagIdle(now);
   CullSessions(now);
   RetireEnded(now);
+  KeepServices(now);
   WantSchedule();
 }
 

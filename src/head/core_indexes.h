@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "head/cluster_state.h"
+#include "head/core_services.h"
 
 namespace corral::head {
 
@@ -88,6 +89,6 @@ class IndexSet {
   std::tuple<Index...> all_;
 };
 
-using CoreIndexes = IndexSet<ActiveRuns, PendingCounts, RequestIds>;
+using CoreIndexes = IndexSet<ActiveRuns, PendingCounts, RequestIds, Services>;
 
 }  // namespace corral::head
