@@ -36,7 +36,13 @@ bool MayCallService(const Caller& by, const Service& s) {
 void Services::Ended(const ClusterState& s, const Job& job) {
   auto it = live_.find(job.spec.service);
   if (it != live_.end() && it->second.erase(job.id) && it->second.empty()) live_.erase(it);
-  if (job.state != JobState::kFailed || !s.services.count(job.spec.service)) return;
+  // Failures count for the service as it is now: not for one removed, nor for the replicas of
+  // an earlier service of the same name.
+  auto service = s.services.find(job.spec.service);
+  if (job.state != JobState::kFailed || service == s.services.end() ||
+      job.submitted_at < service->second.created_at) {
+    return;
+  }
   std::vector<TimeMs>& f = failed_at_[job.spec.service];
   f.insert(std::upper_bound(f.begin(), f.end(), job.ended_at), job.ended_at);
   if (f.size() > kKeptFailures) f.erase(f.begin(), f.end() - kKeptFailures);

@@ -148,9 +148,10 @@ TEST_P(ServiceScenario, RemovingAServiceStopsItsReplicasAndNoneReplacesThem) {
 TEST_P(ServiceScenario, BadServicesAreRefusedAndChangeNothing) {
   Register("n1", 4);
   const uint64_t before = core().revision();
-  ServiceSpec no_queue = TwoReplicas();
-  no_queue.job.queue = "nope";
-  EXPECT_FALSE(core().CreateService(kAna, no_queue, now()).ok());
+  ServiceSpec urgent = TwoReplicas();
+  urgent.job.priority = 100;  // above what a plain user may ask: a submission would be refused
+  EXPECT_EQ(core().CreateService(kAna, urgent, now()).status().code(),
+            ErrorCode::kPermissionDenied);
   ServiceSpec too_big = TwoReplicas();
   too_big.job.per_replica.gpu_milli = 8 * kGpuMilli;
   auto big = core().CreateService(kAna, too_big, now());
