@@ -49,8 +49,9 @@ struct Answer {
 };
 
 Answer Get(const LocalCluster& c, const std::string& path, const std::string& token) {
-  CommandResult r = RunCommand({"curl", "-s", "-m", "30", "-o", "-", "-w", "\n%{http_code}", "-H",
-                                "Authorization: Bearer " + token, c.addr() + path});
+  CommandResult r =
+      RunCommand({"/usr/bin/curl", "-s", "-m", "30", "-o", "-", "-w", "\n%{http_code}", "-H",
+                  "Authorization: Bearer " + token, c.addr() + path});
   Answer a;
   const auto nl = r.out.rfind('\n');
   if (nl == std::string::npos) return a;
