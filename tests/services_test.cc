@@ -164,6 +164,11 @@ TEST_F(Services, ReplicasAnswerThroughTheHeadAndAKilledOneIsReplaced) {
     return pids.size() == 2;
   })) << failure;
 
+  // --replicas 2 is its minimum and its maximum: scaling outside is refused, naming the field.
+  auto scale = c_.Corral({"services", "scale", "echo", "--replicas", "3"});
+  EXPECT_NE(scale.exit_code, 0);
+  EXPECT_NE(scale.err.find("field 'replicas'"), std::string::npos) << scale.err;
+
   // Removing it stops every replica; its address answers 404.
   std::set<std::string> last = Running("echo");
   auto rm = c_.Corral({"services", "rm", "echo"});

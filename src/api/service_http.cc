@@ -40,6 +40,22 @@ Result<head::GetService> DecodeGetService(const net::HttpRequest&, const PathArg
   return head::GetService{args.at(0)};
 }
 
+Result<head::ScaleService> DecodeScaleService(const net::HttpRequest& req, const PathArgs& args) {
+  Json body = Json::parse(req.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) {
+    return InvalidArgument("body: want a JSON object {\"replicas\": N}");
+  }
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    if (it.key() != "replicas")
+      return InvalidArgument("unknown field '" + it.key() + "'; want replicas");
+  }
+  const Json r = body.value("replicas", Json());
+  if (!r.is_number_integer() || r.get<int64_t>() < 0 || r.get<int64_t>() > 1000) {
+    return InvalidArgument("field 'replicas': want an integer, got " + r.dump());
+  }
+  return head::ScaleService{args.at(0), r.get<int32_t>()};
+}
+
 Result<head::RemoveService> DecodeRemoveService(const net::HttpRequest&, const PathArgs& args) {
   return head::RemoveService{args.at(0)};
 }

@@ -91,8 +91,10 @@ const CommandInfo kCommands[] = {
      "       port per replica; each replica finds it in $PORT and $CORRAL_PORT)",
      "run CMD as a service: replicas kept alive, reachable at HEAD/v/NAME/"},
     {"services", RunServices,
-     "corral services [-o json] | corral services show NAME [-o json] | corral services rm NAME",
-     "list services; show one with its replicas; remove one (its replicas stop)"},
+     "corral services [-o json] | corral services show NAME [-o json] |\n"
+     "       corral services scale NAME --replicas N | corral services rm NAME",
+     "list services; show one with its replicas; set its replicas (within its min and max); "
+     "remove one (its replicas stop)"},
     {"events", RunEvents, "corral events [-f] [--since REV] [-o json]",
      "print the cluster's changes; -f follows them as they happen"},
     {"top", RunTop, "corral top [--once]",

@@ -173,7 +173,8 @@ int RunServe(const std::vector<std::string>& argv, CliContext& ctx) {
 }
 
 int RunServices(const std::vector<std::string>& argv, CliContext& ctx) {
-  auto parsed = ParseArgs(argv, {{"output", 'o', true}}, /*stop_at_positional=*/false);
+  auto parsed = ParseArgs(argv, {{"output", 'o', true}, {"replicas", 0, true}},
+                          /*stop_at_positional=*/false);
   if (!parsed.ok()) return UsageError(ctx, "services", parsed.status().message());
   const ParsedArgs& args = *parsed;
   if (args.Has("help")) {
@@ -186,13 +187,28 @@ int RunServices(const std::vector<std::string>& argv, CliContext& ctx) {
   }
   const std::vector<std::string>& pos = args.positional;
   const std::string verb = pos.empty() ? "" : pos[0];
-  if (!pos.empty() && (pos.size() != 2 || (verb != "show" && verb != "rm"))) {
-    return UsageError(ctx, "services", "want no argument, `show NAME` or `rm NAME`");
+  if (!pos.empty() && (pos.size() != 2 || (verb != "show" && verb != "rm" && verb != "scale"))) {
+    return UsageError(ctx, "services",
+                      "want no argument, `show NAME`, `scale NAME --replicas N` or `rm NAME`");
+  }
+  if ((verb == "scale") != args.Has("replicas")) {
+    return UsageError(ctx, "services", "--replicas goes with scale, and scale needs it");
   }
   ApiClient api(ctx);
-  const std::string method = verb == "rm" ? "DELETE" : "GET";
-  const std::string path = verb.empty() ? "/v1/services" : "/v1/services/" + pos[1];
-  auto reply = api.CallJson(method, path);
+  const std::string method = verb == "rm" ? "DELETE" : verb == "scale" ? "POST" : "GET";
+  std::string path = verb.empty() ? "/v1/services" : "/v1/services/" + pos[1];
+  std::string body;
+  if (verb == "scale") {
+    path += "/scale";
+    int64_t n = -1;
+    const std::string v = args.Get("replicas");
+    auto r = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (v.empty() || r.ec != std::errc{} || r.ptr != v.data() + v.size()) {
+      return UsageError(ctx, "services", "flag --replicas: got \"" + v + "\", want a number");
+    }
+    body = Json{{"replicas", n}}.dump();
+  }
+  auto reply = api.CallJson(method, path, body);
   if (!reply.ok()) {
     PrintError(ctx, "services", reply.status().message());
     return kExitError;
@@ -203,6 +219,11 @@ int RunServices(const std::vector<std::string>& argv, CliContext& ctx) {
   }
   if (verb.empty()) return ListServicesTable(*reply, ctx);
   if (verb == "show") return ShowService(reply->value("service", Json::object()), ctx);
+  if (verb == "scale") {
+    *ctx.out << "Service " << pos[1] << " scaled to "
+             << reply->value("service", Json::object()).value("desired", 0) << " replica(s)\n";
+    return kExitOk;
+  }
   *ctx.out << "Service " << pos[1] << " removed; its replicas are stopping\n";
   return kExitOk;
 }

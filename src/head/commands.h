@@ -291,6 +291,15 @@ struct GetService {
   }
 };
 
+struct ScaleService {
+  using Answer = Service;
+  std::string name;
+  int32_t replicas = 0;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.ScaleService(by, name, replicas, now);
+  }
+};
+
 // The head's liveness probes: a replica that stopped answering is stopped and replaced.
 struct ReplaceReplica {
   using Answer = Job;
@@ -399,6 +408,7 @@ constexpr bool ForAgents() {
   X(RemoveService)              \
   X(ListServices)               \
   X(GetService)                 \
+  X(ScaleService)               \
   X(ReplaceReplica)             \
   X(CreateToken)                \
   X(RevokeToken)                \

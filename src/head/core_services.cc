@@ -141,6 +141,32 @@ Result<Service> HeadCore::RemoveService(const Caller& by, const std::string& nam
   return gone;
 }
 
+Result<Service> HeadCore::ScaleService(const Caller& by, const std::string& name, int32_t replicas,
+                                       TimeMs now) {
+  auto it = state_.services.find(name);
+  if (it == state_.services.end() || !MayCallService(by, it->second)) {
+    return NotFound("no service '" + name + "'");
+  }
+  if (!MayManageService(by, it->second)) {
+    return PermissionDenied("user '" + by.name + "' may not scale service '" + name + "' of '" +
+                            it->second.spec.owner + "'");
+  }
+  const ServiceSpec& spec = it->second.spec;
+  if (replicas < std::max(spec.min_replicas, 1) || replicas > spec.max_replicas) {
+    return InvalidArgument("field 'replicas': " + std::to_string(replicas) +
+                           " is outside the service's range [" +
+                           std::to_string(std::max(spec.min_replicas, 1)) + ", " +
+                           std::to_string(spec.max_replicas) + "]");
+  }
+  if (replicas != it->second.desired) {
+    Service s = it->second;
+    s.desired = replicas;
+    Emit(by, now, ServiceUpdated{std::move(s)});
+    KeepReplicas(state_.services.at(name), now);
+  }
+  return state_.services.at(name);
+}
+
 Result<Job> HeadCore::ReplaceReplica(const Caller& by, JobId id, const std::string& reason,
                                      TimeMs now) {
   if (!by.IsAdmin()) return PermissionDenied("only the head replaces a service's replicas");

@@ -204,6 +204,39 @@ TEST_P(ServiceScenario, ReplicasAboveTheMinimumArePreemptibleAndALivenessFailure
   h_.ExpectDerivedStateRebuilds();
 }
 
+TEST_P(ServiceScenario, ScalingStartsOrStopsReplicasWithinItsRange) {
+  Register("n1", 4);
+  ServiceSpec s = TwoReplicas();
+  s.min_replicas = 1;
+  s.max_replicas = 3;
+  Create(s);
+  RunAll("echo");
+  EXPECT_EQ(core().ScaleService(kAna, "echo", 4, now()).status().code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(core().ScaleService(kAna, "echo", 0, now()).status().code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(core().ScaleService(kBob, "echo", 2, now()).status().code(), ErrorCode::kNotFound);
+  ASSERT_TRUE(core().ScaleService(kAna, "echo", 3, now()).ok());
+  Step();
+  ServiceView v = Show("echo");
+  ASSERT_EQ(v.replicas.size(), 3u);
+  EXPECT_EQ(v.service.desired, 3);
+  EXPECT_FALSE(Get(v.replicas[0].job).spec.preemptible);
+  EXPECT_TRUE(Get(v.replicas[1].job).spec.preemptible) << "above the minimum: preemptible";
+  EXPECT_TRUE(Get(v.replicas[2].job).spec.preemptible);
+  ASSERT_TRUE(core().ScaleService(kAna, "echo", 1, now()).ok());
+  Step();
+  v = Show("echo");
+  // The two newest are stopped (pending ones end at once), the first stays.
+  EXPECT_EQ(v.service.desired, 1);
+  EXPECT_EQ(Get(v.replicas[0].job).state, JobState::kRunning);
+  for (size_t i = 1; i < v.replicas.size(); ++i) {
+    EXPECT_FALSE(v.replicas[i].running) << v.replicas[i].job;
+  }
+  h_.ExpectDerivedStateRebuilds();
+  h_.ExpectReplayEqualsLive();
+}
+
 TEST(ServiceSpecParse, NamesTheBadField) {
   auto parse = [](const std::string& text) { return ParseServiceSpec(Json::parse(text)); };
   auto ok = parse(R"({"name":"echo","replicas":2,"port":8000,"spec":{"command":["srv"]}})");

@@ -259,6 +259,10 @@ class HeadCore {
   Result<Service> CreateService(const Caller& by, ServiceSpec spec, TimeMs now);
   // Removes a service (its owner, admins) and stops its replicas.
   Result<Service> RemoveService(const Caller& by, const std::string& name, TimeMs now);
+  // Sets how many replicas a service keeps (its owner, admins), within its min and max: the
+  // core starts the missing ones or stops the newest above it (ServiceUpdated).
+  Result<Service> ScaleService(const Caller& by, const std::string& name, int32_t replicas,
+                               TimeMs now);
   // Stops a live replica (admins: the head's liveness probes); the service starts another.
   Result<Job> ReplaceReplica(const Caller& by, JobId job, const std::string& reason, TimeMs now);
   // The services `by` may call: its own, those open to any user, all for admins.
