@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "api/service_http.h"
 #include "core/codec.h"
 #include "core/spec.h"
 #include "core/version.h"
@@ -182,6 +183,11 @@ const std::vector<ApiService::Endpoint>& ApiService::Routes() {
         Serve<GetDataset>("GET", "/v1/datasets/{name}", DecodeGetDataset, DatasetAnswer),
         Serve<AddDataset>("POST", "/v1/datasets", DecodeAddDataset, DatasetAnswer, 201),
         Serve<RemoveDataset>("DELETE", "/v1/datasets/{name}", DecodeRemoveDataset, DatasetAnswer),
+        Serve<ListServices>("GET", "/v1/services", NoFields<ListServices>, ServiceListAnswer),
+        Serve<CreateService>("POST", "/v1/services", DecodeCreateService, ServiceAnswer, 201),
+        Serve<GetService>("GET", "/v1/services/{name}", DecodeGetService, ServiceViewAnswer),
+        Serve<ScaleService>("POST", "/v1/services/{name}/scale", DecodeScaleService, ServiceAnswer),
+        Serve<RemoveService>("DELETE", "/v1/services/{name}", DecodeRemoveService, ServiceAnswer),
         Serve<ListTokens>("GET", "/v1/tokens", NoFields<ListTokens>, TokensAnswer),
         Serve<CreateToken>("POST", "/v1/tokens", DecodeCreateToken, NewTokenAnswer, 201),
         Serve<RevokeToken>("DELETE", "/v1/tokens/{id}", DecodeRevokeToken, RevokedAnswer),
@@ -231,7 +237,8 @@ ApiService::ApiService(head::Head* head, double requests_per_second, AgentTls ag
           std::make_unique<ExecProxy>(head, proxy_, static_cast<bool>(agent_tls_.issue_log_cert))),
       sessions_(std::make_unique<SessionProxy>(head, &gates_,
                                                static_cast<bool>(agent_tls_.issue_log_cert),
-                                               agent_tls_.log_trust, relay_idle)) {}
+                                               agent_tls_.log_trust, relay_idle)),
+      services_(std::make_unique<ServiceProxy>(head)) {}
 
 void ApiService::TakeSession(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn) {
   sessions_->Take(std::move(req), std::move(conn));
@@ -308,6 +315,12 @@ void ApiService::Route(HttpRequest req, const std::vector<std::string>& parts,
   }
   // The dashboard's own files; everything it shows comes from the API below, with its token.
   if (web::IsWebPath(req.path)) return respond(web::ServeWeb(req));
+  if (!parts.empty() && parts[0] == "v" && req.path.size() > 3) {  // /v/NAME/: a service
+    if (auto refused = gates_.Admit(req.BearerToken(), req.remote)) {
+      return respond(std::move(*refused));
+    }
+    return services_->Handle(std::move(req), std::move(respond));
+  }
   if (parts.size() < 2 || parts[0] != "v1") {
     return respond(ErrorResponse(NotFound("no such path: " + req.path)));
   }

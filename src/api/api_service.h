@@ -9,6 +9,7 @@
 #include "api/command_http.h"
 #include "api/exec_proxy.h"
 #include "api/request_gates.h"
+#include "api/service_proxy.h"
 #include "api/session_proxy.h"
 #include "head/head.h"
 #include "net/async_http_client.h"
@@ -36,6 +37,9 @@ class ApiService {
                       double unauthenticated_per_second = 0,
                       net::SpliceIdle relay_idle = net::SpliceIdle{});
   void Handle(net::HttpRequest req, net::Responder respond);
+  // Starts the readiness and liveness probes of services' replicas (service_proxy.h): the head
+  // process, once it leads.
+  void StartServiceProbes() { services_->Start(); }
   // A /s/ connection (a notebook's traffic, session_proxy.h).
   void TakeSession(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn);
 
@@ -84,6 +88,7 @@ class ApiService {
   std::shared_ptr<net::AsyncHttpClient> proxy_;  // the log proxy's connections to agents
   std::unique_ptr<ExecProxy> exec_;              // exec sessions relayed to agents
   std::unique_ptr<SessionProxy> sessions_;       // notebooks relayed to agents
+  std::unique_ptr<ServiceProxy> services_;       // /v/NAME/ to services' replicas
 };
 
 // Every answer of the API carries the revision of the head's state it reflects.

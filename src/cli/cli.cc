@@ -91,6 +91,17 @@ const CommandInfo kCommands[] = {
      "       corral datasets show NAME [-o json] | corral datasets rm NAME",
      "register directories on shared storage as datasets that jobs declare (--dataset); list "
      "them with their size, files, state and the nodes that cache them; remove unused ones"},
+    {"serve", RunServe,
+     "corral serve NAME [--replicas N | --min-replicas A --max-replicas B] --port PORT\n"
+     "       [--health PATH] [--any-user] [resources as for submit: --gpus, --cpus, --memory,\n"
+     "       --queue, --image, --mount, --env ...] [-f SERVICE.yaml] -- CMD  (--port 0: a free\n"
+     "       port per replica; each replica finds it in $PORT and $CORRAL_PORT)",
+     "run CMD as a service: replicas kept alive, reachable at HEAD/v/NAME/"},
+    {"services", RunServices,
+     "corral services [-o json] | corral services show NAME [-o json] |\n"
+     "       corral services scale NAME --replicas N | corral services rm NAME",
+     "list services; show one with its replicas; set its replicas (within its min and max); "
+     "remove one (its replicas stop)"},
     {"events", RunEvents, "corral events [-f] [--since REV] [-o json]",
      "print the cluster's changes; -f follows them as they happen"},
     {"top", RunTop, "corral top [--once]",

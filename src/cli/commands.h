@@ -72,6 +72,9 @@ int RunQueues(const std::vector<std::string>& args, CliContext& ctx);
 int RunQos(const std::vector<std::string>& args, CliContext& ctx);
 int RunReservations(const std::vector<std::string>& args, CliContext& ctx);
 int RunDatasets(const std::vector<std::string>& args, CliContext& ctx);
+// Services (services.cc): corral serve, corral services.
+int RunServe(const std::vector<std::string>& args, CliContext& ctx);
+int RunServices(const std::vector<std::string>& args, CliContext& ctx);
 int RunToken(const std::vector<std::string>& args, CliContext& ctx);
 int RunEvents(const std::vector<std::string>& args, CliContext& ctx);
 int RunUsage(const std::vector<std::string>& args, CliContext& ctx);

@@ -424,6 +424,7 @@ int HeadMain(std::vector<std::string> args) {
   api::ApiService api(head->get(), rate_limit, tls->agents, unauthenticated_rate,
                       net::SpliceIdle{.websocket = std::chrono::milliseconds(*relay_idle_ms)});
   (*head)->Start();
+  api.StartServiceProbes();
   gate->Lead(&api);
   std::cout << "corral head: listening on " << self_url << " (epoch " << (*head)->epoch()
             << ", state " << state_dir << ")"

@@ -84,7 +84,9 @@ struct JobSpec {
   DurationMs time_limit_ms = 0;                    // 0: none
   int32_t priority = 0;                            // higher first
   bool preemptible = false;
-  std::string reservation;         // an admin reservation it runs in (Slurm's --reservation)
+  std::string reservation;  // an admin reservation it runs in (Slurm's --reservation)
+  // The service this job is a replica of (core/service.h); set by the head, never by a user.
+  std::string service;
   int32_t max_restarts = 0;        // restarts after node loss or failure
   int32_t checkpoint_signal = 15;  // SIGTERM
   DurationMs grace_ms = 10 * kSecond;

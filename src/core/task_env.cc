@@ -54,6 +54,11 @@ RunLayout LayoutOf(const Job& job, const Run& run, std::vector<std::string> repl
   l.workdir = job.spec.workdir;
   l.array_id = job.array_id;
   l.array_index = job.array_index;
+  // A service's replica without a fixed port listens on the port the head picked for it on
+  // its node (core/service.h): its run's master port.
+  if (!job.spec.service.empty() && !l.user_env.count("PORT")) {
+    l.user_env["PORT"] = l.user_env["CORRAL_PORT"] = std::to_string(run.master_port);
+  }
   return l;
 }
 

@@ -141,6 +141,9 @@ struct Encoder {
   void operator()(const ReservationDeleted& c) { j["name"] = c.name; }
   void operator()(const DatasetAdded& c) { j["dataset"] = ToJson(c.dataset); }
   void operator()(const DatasetRemoved& c) { j["name"] = c.name; }
+  void operator()(const ServiceCreated& c) { j["service"] = ToJson(c.service); }
+  void operator()(const ServiceUpdated& c) { j["service"] = ToJson(c.service); }
+  void operator()(const ServiceRemoved& c) { j["name"] = c.name; }
   void operator()(const TokenIssued& c) { j["credential"] = ToJson(c.credential); }
   void operator()(const TokenRevoked& c) { j["id"] = c.id; }
   void operator()(const JobResized& c) {
@@ -298,6 +301,9 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
   if (type == "reservation_deleted") return ReservationDeleted{j.at("name").get<std::string>()};
   if (type == "dataset_added") return DatasetAdded{Must(DatasetFromJson(j.at("dataset")))};
   if (type == "dataset_removed") return DatasetRemoved{j.at("name").get<std::string>()};
+  if (type == "service_created") return ServiceCreated{Must(ServiceFromJson(j.at("service")))};
+  if (type == "service_updated") return ServiceUpdated{Must(ServiceFromJson(j.at("service")))};
+  if (type == "service_removed") return ServiceRemoved{j.at("name").get<std::string>()};
   if (type == "token_issued") return TokenIssued{Must(CredentialFromJson(j.at("credential")))};
   if (type == "token_revoked") return TokenRevoked{j.at("id").get<std::string>()};
   if (type == "job_resized") {
@@ -336,6 +342,13 @@ struct KeyOf {
     j.update({{"kind", "dataset"}, {"key", e.dataset.name}});
   }
   void operator()(const DatasetRemoved& e) { j.update({{"kind", "dataset"}, {"key", e.name}}); }
+  void operator()(const ServiceCreated& e) {
+    j.update({{"kind", "service"}, {"key", e.service.spec.name}});
+  }
+  void operator()(const ServiceUpdated& e) {
+    j.update({{"kind", "service"}, {"key", e.service.spec.name}});
+  }
+  void operator()(const ServiceRemoved& e) { j.update({{"kind", "service"}, {"key", e.name}}); }
   void operator()(const TokenIssued& e) { j.update({{"kind", "token"}, {"key", e.credential.id}}); }
   void operator()(const TokenRevoked& e) { j.update({{"kind", "token"}, {"key", e.id}}); }
   void operator()(const JobSubmitted& e) { j.update({{"kind", "job"}, {"key", e.job.id}}); }
@@ -395,7 +408,7 @@ const char* ChangeName(const ChangeKind& what) {
       "jobs_retired",        "array_submitted", "node_drain_set",    "gpu_drain_set",
       "run_noted",           "qos_set",         "qos_deleted",       "reservation_set",
       "reservation_deleted", "job_updated",     "job_resized",       "dataset_added",
-      "dataset_removed"};
+      "dataset_removed",     "service_created", "service_updated",   "service_removed"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];
 }
@@ -419,6 +432,13 @@ Json EventJson(const Change& c, const Caller& who) {
     if (!may_see_env) j["job"]["spec"].erase("env");
   }
   if (j.contains("step") && j["step"].is_object()) j["step"].erase("env");  // holds its token
+  const Service* service = nullptr;
+  if (const auto* s = std::get_if<ServiceCreated>(&c.what)) service = &s->service;
+  if (const auto* s = std::get_if<ServiceUpdated>(&c.what)) service = &s->service;
+  if (service && !who.IsAdmin() &&
+      !(who.kind == Caller::Kind::kUser && who.name == service->spec.owner)) {
+    j["service"]["spec"].erase("env");
+  }
   std::visit(KeyOf{j}, c.what);
   // Credentials as /v1/tokens shows them: a user sees their own, an admin everyone's (a
   // revocation names only an id, whose owner the change does not say: admins alone see it).

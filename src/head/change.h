@@ -17,6 +17,7 @@
 #include "core/node.h"
 #include "core/node_reservation.h"
 #include "core/qos.h"
+#include "core/service.h"
 
 namespace corral::head {
 
@@ -141,6 +142,17 @@ struct DatasetAdded {  // a dataset registered: its name, version, source and ma
 struct DatasetRemoved {
   std::string name;
 };
+// A service (core/service.h) created; its replicas are jobs the core submits (JobSubmitted with
+// spec.service set) and stops (StopRequested, JobEnded) as it keeps `desired` of them alive.
+struct ServiceCreated {
+  Service service;
+};
+struct ServiceUpdated {  // its spec, version or desired replicas changed
+  Service service;
+};
+struct ServiceRemoved {  // its replicas are stopped by the changes that follow
+  std::string name;
+};
 struct TokenIssued {
   Credential credential;
 };
@@ -221,7 +233,8 @@ using ChangeKind =
                  TokenIssued, TokenRevoked, IdleWarned, StepStarted, StepExited, JobHoldSet,
                  RunSignalled, NodeHealthSet, JobsRetired, ArraySubmitted, NodeDrainSet,
                  GpuDrainSet, RunNoted, QosSet, QosDeleted, ReservationSet, ReservationDeleted,
-                 JobUpdated, JobResized, DatasetAdded, DatasetRemoved>;
+                 JobUpdated, JobResized, DatasetAdded, DatasetRemoved, ServiceCreated,
+                 ServiceUpdated, ServiceRemoved>;
 
 struct Change {
   uint64_t revision = 0;

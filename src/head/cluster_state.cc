@@ -266,6 +266,9 @@ struct Applier {
   void operator()(const ReservationDeleted& c) { s.reservations.erase(c.name); }
   void operator()(const DatasetAdded& c) { s.datasets.Apply(c); }
   void operator()(const DatasetRemoved& c) { s.datasets.Apply(c); }
+  void operator()(const ServiceCreated& c) { s.services[c.service.spec.name] = c.service; }
+  void operator()(const ServiceUpdated& c) { s.services[c.service.spec.name] = c.service; }
+  void operator()(const ServiceRemoved& c) { s.services.erase(c.name); }
   void operator()(const JobsRetired& c) {
     // The store marks the rows retired, and keeps the usage, in the change's own commit: on
     // recovery the jobs are already out of the rows loaded, their usage already counted.
@@ -347,6 +350,8 @@ Json StateToJson(const ClusterState& s) {
   for (const auto& [name, q] : s.qos) qos.push_back(ToJson(q));
   Json reservations = Json::array();
   for (const auto& [name, r] : s.reservations) reservations.push_back(ToJson(r));
+  Json services = Json::array();
+  for (const auto& [name, v] : s.services) services.push_back(ToJson(v));
   Json retired = Json::array();
   for (const auto& [id, state] : s.retired) retired.push_back(Json{id, JobStateName(state)});
   return Json{{"revision", s.revision},
@@ -361,7 +366,8 @@ Json StateToJson(const ClusterState& s) {
               {"retired_usage", RetiredUsageToJson(s.retired_usage)},
               {"qos", qos},
               {"reservations", reservations},
-              {"datasets", s.datasets.ToJson()}};
+              {"datasets", s.datasets.ToJson()},
+              {"services", services}};
 }
 
 Json RetiredUsageToJson(const std::map<RetiredUsageKey, RetiredUsage>& usage) {

@@ -289,6 +289,60 @@ struct RemoveDataset {
   }
 };
 
+// --- services (core/service.h) ---
+
+struct CreateService {
+  using Answer = Service;
+  ServiceSpec spec;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.CreateService(by, std::move(spec), now);
+  }
+};
+
+struct RemoveService {
+  using Answer = Service;
+  std::string name;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.RemoveService(by, name, now);
+  }
+};
+
+struct ListServices {
+  using Answer = std::vector<ServiceView>;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs) && {
+    return Result<Answer>(core.ListServices(by));
+  }
+};
+
+// Also what the head's proxy asks before each request to /v/NAME/: it answers only those who
+// may call the service.
+struct GetService {
+  using Answer = ServiceView;
+  std::string name;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs) && {
+    return core.GetService(by, name);
+  }
+};
+
+struct ScaleService {
+  using Answer = Service;
+  std::string name;
+  int32_t replicas = 0;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.ScaleService(by, name, replicas, now);
+  }
+};
+
+// The head's liveness probes: a replica that stopped answering is stopped and replaced.
+struct ReplaceReplica {
+  using Answer = Job;
+  JobId job = 0;
+  std::string reason;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.ReplaceReplica(by, job, reason, now);
+  }
+};
+
 // --- credentials ---
 
 // Answered by the shell, which draws the secret.
@@ -387,6 +441,12 @@ constexpr bool ForAgents() {
   X(GetDataset)                 \
   X(AddDataset)                 \
   X(RemoveDataset)              \
+  X(CreateService)              \
+  X(RemoveService)              \
+  X(ListServices)               \
+  X(GetService)                 \
+  X(ScaleService)               \
+  X(ReplaceReplica)             \
   X(CreateToken)                \
   X(RevokeToken)                \
   X(ListTokens)                 \

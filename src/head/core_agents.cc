@@ -252,6 +252,7 @@ void HeadCore::Tick(TimeMs now) {
   FlagIdle(now);
   CullSessions(now);
   RetireEnded(now);
+  KeepServices(now);
   WantSchedule();
 }
 

@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "head/cluster_state.h"
+#include "head/core_services.h"
 #include "head/datasets.h"
 #include "head/elastic_sizes.h"
 
@@ -90,6 +91,7 @@ class IndexSet {
   std::tuple<Index...> all_;
 };
 
-using CoreIndexes = IndexSet<ActiveRuns, PendingCounts, RequestIds, ElasticSizes, DatasetUsers>;
+using CoreIndexes =
+    IndexSet<ActiveRuns, PendingCounts, RequestIds, ElasticSizes, DatasetUsers, Services>;
 
 }  // namespace corral::head

@@ -123,32 +123,14 @@ Status HeadCore::CheckGpuShare(const JobSpec& spec) const {
   return Status::Ok();
 }
 
-Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, TimeMs now,
-                             std::string request_id) {
-  if (by.kind != Caller::Kind::kUser && by.kind != Caller::Kind::kSystem) {
-    return PermissionDenied("only users submit jobs");
-  }
-  if (owner.empty()) owner = by.name;
-  if (owner != by.name && !by.IsAdmin()) {
-    return PermissionDenied("user '" + by.name + "' may not submit jobs as '" + owner + "'");
-  }
-  CORRAL_RETURN_IF_ERROR(CheckRequestId(request_id));
-  if (!request_id.empty()) {
-    if (JobId seen = indexes_.get<RequestIds>().Find(owner, request_id)) {
-      return state_.jobs.at(seen);
-    }
-  }
-  CORRAL_RETURN_IF_ERROR(CheckQueueAccess(state_.queues, by, spec.queue));
-  CORRAL_RETURN_IF_ERROR(CheckGrace(state_.queues, spec));
-  if (!by.IsAdmin()) CORRAL_RETURN_IF_ERROR(CheckUserLimits(spec, owner));
-  CORRAL_RETURN_IF_ERROR(CheckPriority(by, spec, owner));
-  CORRAL_RETURN_IF_ERROR(CheckReservation(spec, owner, now));
-  CORRAL_RETURN_IF_ERROR(ResolveDatasets(&spec));
-  Job job;
-  job.spec = std::move(spec);
-  job.owner = std::move(owner);
-  job.request_id = std::move(request_id);
-  job.held = job.spec.hold;
+// A new job's checks against the queues, limits and nodes: what Submit refuses before it
+// changes anything (a service's replica template is checked with them too).
+Status HeadCore::CheckNewJob(const Caller& by, const Job& job, TimeMs now) {
+  CORRAL_RETURN_IF_ERROR(CheckQueueAccess(state_.queues, by, job.spec.queue));
+  CORRAL_RETURN_IF_ERROR(CheckGrace(state_.queues, job.spec));
+  if (!by.IsAdmin()) CORRAL_RETURN_IF_ERROR(CheckUserLimits(job.spec, job.owner));
+  CORRAL_RETURN_IF_ERROR(CheckPriority(by, job.spec, job.owner));
+  CORRAL_RETURN_IF_ERROR(CheckReservation(job.spec, job.owner, now));
   // An elastic job needs its minimum to ever run.
   int32_t total_gpus = (job.spec.IsElastic() ? job.spec.min_replicas : job.spec.replicas) *
                        job.spec.per_replica.WholeGpus();
@@ -187,6 +169,31 @@ Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, 
       }
     }
   }
+  return Status::Ok();
+}
+
+Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, TimeMs now,
+                             std::string request_id) {
+  if (by.kind != Caller::Kind::kUser && by.kind != Caller::Kind::kSystem) {
+    return PermissionDenied("only users submit jobs");
+  }
+  if (owner.empty()) owner = by.name;
+  if (owner != by.name && !by.IsAdmin()) {
+    return PermissionDenied("user '" + by.name + "' may not submit jobs as '" + owner + "'");
+  }
+  CORRAL_RETURN_IF_ERROR(CheckRequestId(request_id));
+  if (!request_id.empty()) {
+    if (JobId seen = indexes_.get<RequestIds>().Find(owner, request_id)) {
+      return state_.jobs.at(seen);
+    }
+  }
+  Job job;
+  job.spec = std::move(spec);
+  job.owner = std::move(owner);
+  job.request_id = std::move(request_id);
+  job.held = job.spec.hold;
+  CORRAL_RETURN_IF_ERROR(ResolveDatasets(&job.spec));
+  CORRAL_RETURN_IF_ERROR(CheckNewJob(by, job, now));
   job.submitted_at = now;
   job.state = JobState::kPending;
   if (job.spec.array.empty()) {

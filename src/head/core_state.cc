@@ -205,6 +205,9 @@ void HeadCore::Index(const Change& c) {
     void operator()(const TokenRevoked&) {}
     void operator()(const DatasetAdded&) {}
     void operator()(const DatasetRemoved&) {}
+    void operator()(const ServiceCreated&) {}
+    void operator()(const ServiceUpdated&) {}
+    void operator()(const ServiceRemoved&) {}
     void operator()(const JobsRetired& e) { core.OnRetired(e); }
   };
   MarkDirty(c);
@@ -259,6 +262,9 @@ void HeadCore::MarkDirty(const Change& c) {
     void operator()(const ReservationDeleted&) { d.reservations = true; }
     void operator()(const DatasetAdded&) { d.datasets = true; }
     void operator()(const DatasetRemoved&) { d.datasets = true; }
+    void operator()(const ServiceCreated&) { d.services = true; }
+    void operator()(const ServiceUpdated&) { d.services = true; }
+    void operator()(const ServiceRemoved&) { d.services = true; }
     void operator()(const TokenIssued&) { d.credentials = true; }
     void operator()(const TokenRevoked&) { d.credentials = true; }
   };
@@ -310,6 +316,7 @@ Json HeadCore::DerivedSummary() const {
               {"waiting_on", waiting_on},
               {"singletons", ids(singletons_)},
               {"doomed", doomed},
+              {"services", services().Summary()},
               {"scheduler", scheduler_->ModelSummary()}};
 }
 

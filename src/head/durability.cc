@@ -78,6 +78,11 @@ void EditLog::MaybeSnapshot(HeadCore& core, bool force, std::vector<store::State
   if (dirty.datasets) {
     batch->push_back(store::PutMeta{SnapshotMeta::kDatasets, s.datasets.ToJson().dump()});
   }
+  if (dirty.services) {
+    Json all = Json::array();
+    for (const auto& [name, v] : s.services) all.push_back(ToJson(v));
+    batch->push_back(store::PutMeta{SnapshotMeta::kServices, all.dump()});
+  }
   if (dirty.meta) {
     batch->push_back(store::PutMeta{SnapshotMeta::kEpoch, std::to_string(s.epoch)});
     batch->push_back(store::PutMeta{SnapshotMeta::kNextJobId, std::to_string(s.next_job_id)});
@@ -170,6 +175,15 @@ Result<LoadedState> DecodeStoredState(store::StoredState stored) {
     auto datasets = DatasetCatalog::FromJson(Json::parse(it->second, nullptr, false));
     if (!datasets.ok()) return Internal("store meta 'datasets': " + datasets.status().message());
     s.datasets = std::move(*datasets);
+  }
+  if (auto it = stored.meta.find(SnapshotMeta::kServices); it != stored.meta.end()) {
+    Json arr = Json::parse(it->second, nullptr, false);
+    if (!arr.is_array()) return Internal("store meta 'services': not a JSON array");
+    for (const Json& j : arr) {
+      auto v = ServiceFromJson(j);
+      if (!v.ok()) return v.status();
+      s.services[v->spec.name] = *v;
+    }
   }
   for (const store::ChangeRecord& rec : stored.changes) {
     Json j = Json::parse(rec.doc, nullptr, false);

@@ -268,6 +268,22 @@ class HeadCore {
   // Pending jobs' scheduler inputs again (their QoS changed).
   void RefreshPendingInputs();
 
+  // --- services (core_services.cc) ---
+  // Creates a service owned by the caller and submits its first replicas. Its replica template
+  // passes the checks a submission would (queue, limits, fit), or nothing changes.
+  Result<Service> CreateService(const Caller& by, ServiceSpec spec, TimeMs now);
+  // Removes a service (its owner, admins) and stops its replicas.
+  Result<Service> RemoveService(const Caller& by, const std::string& name, TimeMs now);
+  // Sets how many replicas a service keeps (its owner, admins), within its min and max: the
+  // core starts the missing ones or stops the newest above it (ServiceUpdated).
+  Result<Service> ScaleService(const Caller& by, const std::string& name, int32_t replicas,
+                               TimeMs now);
+  // Stops a live replica (admins: the head's liveness probes); the service starts another.
+  Result<Job> ReplaceReplica(const Caller& by, JobId job, const std::string& reason, TimeMs now);
+  // The services `by` may call: its own, those open to any user, all for admins.
+  std::vector<ServiceView> ListServices(const Caller& by) const;
+  Result<ServiceView> GetService(const Caller& by, const std::string& name) const;
+
   // --- agents ---
   Result<RegisterResponse> Register(const Caller& by, RegisterRequest req,
                                     const std::string& secret, TimeMs now);
@@ -304,6 +320,7 @@ class HeadCore {
     bool qos = false;           // written whole: a few classes
     bool reservations = false;  // written whole: a few
     bool datasets = false;      // written whole: a few hundred at most
+    bool services = false;      // written whole: a few
   };
   Dirty TakeDirty();
   // Jobs wait to be retired until the snapshot rows hold them as they ended: the shell
@@ -443,6 +460,14 @@ class HeadCore {
   // Appends the orders of `job` (active on `node`) for the replicas and steps still to run there.
   void AddJobOrders(const Job& job, const std::string& node, SyncResponse* out) const;
   void WantSchedule() { schedule_wanted_ = true; }
+  // A new job's checks (core_jobs.cc): what Submit refuses before it changes anything.
+  Status CheckNewJob(const Caller& by, const Job& job, TimeMs now);
+  // Services (core_services.cc): each one's desired replicas kept alive, in Tick.
+  void KeepServices(TimeMs now);
+  void KeepReplicas(const Service& s, TimeMs now);
+  void StopReplica(const Caller& by, const Job& job, const std::string& reason, TimeMs now);
+  ServiceView ViewOf(const Caller& by, const Service& s) const;
+  const Services& services() const { return indexes_.get<Services>(); }
   const ActiveRuns& active() const { return indexes_.get<ActiveRuns>(); }
 
   CoreConfig config_;
@@ -503,6 +528,9 @@ class HeadCore {
   };
   std::map<JobId, SessionHeard> session_heard_;
   std::map<RunId, TimeMs> session_stop_at_;  // idle-warned sessions -> when they end
+  // Why a service has fewer replicas than it wants (a crash loop's backoff, a refused
+  // submission), as its last KeepReplicas found: not durable, redone each tick.
+  std::map<std::string, std::string> service_notes_;
   bool settling_ = false;
   bool schedule_wanted_ = false;
   TimeMs next_retire_check_ = 0;

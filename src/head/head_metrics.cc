@@ -73,6 +73,15 @@ void Head::DescribeMetrics() {
              "Group commit duration, hand-off to durable.", MetricsRegistry::LatencyBuckets());
   m.Describe("corral_api_request_duration_seconds", T::kHistogram,
              "API request duration by route and HTTP code.", MetricsRegistry::LatencyBuckets());
+  // Services through the head's /v/NAME/ (api/service_proxy.h).
+  m.Describe("corral_service_requests_total", T::kCounter,
+             "Requests to each service through the head, by HTTP code.");
+  m.Describe("corral_service_request_duration_seconds", T::kHistogram,
+             "Duration of requests to each service through the head.",
+             MetricsRegistry::LatencyBuckets());
+  m.Describe("corral_service_replicas_ready", T::kGauge,
+             "Replicas of each service that answer their health check.");
+  m.Describe("corral_service_replicas_desired", T::kGauge, "Replicas each service wants running.");
 }
 
 void Head::CountDurable(const Change& c) {

@@ -1,0 +1,73 @@
+#include "api/service_http.h"
+
+namespace corral::api {
+namespace {
+
+Json ServiceReplicaJson(const head::ServiceReplica& r) {
+  Json j{{"job", r.job}, {"state", JobStateName(r.state)}, {"running", r.running}};
+  if (!r.run_id.empty()) j["run"] = r.run_id;
+  if (!r.node.empty()) {
+    j["node"] = r.node;
+    j["address"] = r.host + ":" + std::to_string(r.port);
+    j["port"] = r.port;
+  }
+  return j;
+}
+
+Json ServiceViewJson(const head::ServiceView& v) {
+  Json j = ToJson(v.service);
+  Json replicas = Json::array();
+  for (const head::ServiceReplica& r : v.replicas) replicas.push_back(ServiceReplicaJson(r));
+  j["replicas"] = std::move(replicas);
+  j["path"] = "/v/" + v.service.spec.name + "/";
+  if (!v.note.empty()) j["note"] = v.note;
+  return j;
+}
+
+}  // namespace
+
+Result<head::CreateService> DecodeCreateService(const net::HttpRequest& req, const PathArgs&) {
+  Json body = Json::parse(req.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) {
+    return InvalidArgument("body: want a JSON object {\"name\", \"port\", \"spec\", ...}");
+  }
+  auto spec = ParseServiceSpec(body);
+  if (!spec.ok()) return spec.status();
+  return head::CreateService{std::move(*spec)};
+}
+
+Result<head::GetService> DecodeGetService(const net::HttpRequest&, const PathArgs& args) {
+  return head::GetService{args.at(0)};
+}
+
+Result<head::ScaleService> DecodeScaleService(const net::HttpRequest& req, const PathArgs& args) {
+  Json body = Json::parse(req.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) {
+    return InvalidArgument("body: want a JSON object {\"replicas\": N}");
+  }
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    if (it.key() != "replicas")
+      return InvalidArgument("unknown field '" + it.key() + "'; want replicas");
+  }
+  const Json r = body.value("replicas", Json());
+  if (!r.is_number_integer() || r.get<int64_t>() < 0 || r.get<int64_t>() > 1000) {
+    return InvalidArgument("field 'replicas': want an integer, got " + r.dump());
+  }
+  return head::ScaleService{args.at(0), r.get<int32_t>()};
+}
+
+Result<head::RemoveService> DecodeRemoveService(const net::HttpRequest&, const PathArgs& args) {
+  return head::RemoveService{args.at(0)};
+}
+
+Json ServiceAnswer(const Service& s) { return Json{{"service", ToJson(s)}}; }
+
+Json ServiceViewAnswer(const head::ServiceView& v) { return Json{{"service", ServiceViewJson(v)}}; }
+
+Json ServiceListAnswer(const std::vector<head::ServiceView>& all) {
+  Json arr = Json::array();
+  for (const head::ServiceView& v : all) arr.push_back(ServiceViewJson(v));
+  return Json{{"services", arr}};
+}
+
+}  // namespace corral::api

@@ -1,0 +1,274 @@
+#include "api/service_proxy.h"
+
+#include "api/api_service.h"
+
+namespace corral::api {
+namespace {
+
+bool IdempotentMethod(const std::string& m) {
+  return m == "GET" || m == "HEAD" || m == "PUT" || m == "DELETE" || m == "OPTIONS";
+}
+
+std::string ReplicaUrl(const head::ServiceReplica& r) {
+  const bool v6 = r.host.find(':') != std::string::npos;
+  return "http://" + (v6 ? "[" + r.host + "]" : r.host) + ":" + std::to_string(r.port);
+}
+
+}  // namespace
+
+ServiceProxy::ServiceProxy(head::Head* head, ServiceProxyOptions options)
+    : head_(head), options_(options) {}
+
+ServiceProxy::~ServiceProxy() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (prober_.joinable()) prober_.join();
+}
+
+void ServiceProxy::Start() {
+  if (!prober_.joinable()) prober_ = std::thread([this] { ProbeLoop(); });
+}
+
+void ServiceProxy::Handle(net::HttpRequest req, net::Responder respond) {
+  // /v/NAME/REST?QUERY, taken from the raw target so that REST reaches the replica as sent.
+  const std::string& target = req.target;
+  const size_t end = target.find_first_of("/?", 3);
+  const std::string name = target.substr(3, end == std::string::npos ? end : end - 3);
+  if (name.empty()) {
+    return respond(net::JsonError(
+        404, "not_found", "no service at " + req.path + ": want /v/NAME/ (a service's name)"));
+  }
+  std::string rest = end == std::string::npos ? "" : target.substr(end);
+  if (rest.empty() || rest[0] == '?') rest = "/" + rest;
+  const auto now = std::chrono::steady_clock::now();
+  Pending p{name,
+            req.method,
+            std::move(rest),
+            std::move(req.body),
+            std::move(respond),
+            now + options_.wait_for_ready,
+            now};
+  head_->Run(req.BearerToken(), head::GetService{name},
+             [this, p = std::move(p)](Result<head::ServiceView> v) mutable {
+               if (!v.ok()) return p.respond(ErrorResponse(v.status()));
+               Dispatch(std::move(p));
+             });
+}
+
+std::string ServiceProxy::PickLocked(const std::string& service) {
+  auto pool = pools_.find(service);
+  if (pool == pools_.end()) return "";
+  // The fewest in flight; among equals, in turn (sequential requests then spread evenly too).
+  std::vector<const std::string*> least;
+  int fewest = 0;
+  for (const auto& [run, r] : pool->second) {
+    if (!r.ready) continue;
+    if (least.empty() || r.in_flight < fewest) {
+      least.clear();
+      fewest = r.in_flight;
+    }
+    if (r.in_flight == fewest) least.push_back(&run);
+  }
+  if (least.empty()) return "";
+  return *least[turn_[service]++ % least.size()];
+}
+
+void ServiceProxy::Dispatch(Pending p) {
+  std::unique_lock lock(mu_);
+  const std::string run = PickLocked(p.service);
+  if (run.empty()) {
+    if (waiting_.size() >= options_.max_waiting) {
+      lock.unlock();
+      return p.respond(net::JsonError(
+          503, "unavailable",
+          "service '" + p.service + "': too many requests waiting for a ready replica"));
+    }
+    waiting_.push_back(std::move(p));
+    return;
+  }
+  Replica& r = pools_[p.service][run];
+  ++r.in_flight;
+  const std::string url = r.base_url;
+  lock.unlock();
+  ++p.tries;
+  std::string method = p.method, target = p.target, body = p.body;
+  client_.Request(url, "", std::move(method), std::move(target), std::move(body),
+                  options_.request_timeout,
+                  [this, p = std::move(p), run](Result<net::HttpResponse> a) mutable {
+                    OnAnswer(std::move(p), run, std::move(a));
+                  });
+}
+
+void ServiceProxy::OnAnswer(Pending p, const std::string& run, Result<net::HttpResponse> a) {
+  {
+    std::lock_guard lock(mu_);
+    if (auto pool = pools_.find(p.service); pool != pools_.end()) {
+      if (auto r = pool->second.find(run); r != pool->second.end()) {
+        --r->second.in_flight;
+        if (!a.ok()) r->second.ready = false;  // out of the pool until a probe says otherwise
+      }
+    }
+  }
+  if (!a.ok() && IdempotentMethod(p.method) && p.tries < 2) return Dispatch(std::move(p));
+  net::HttpResponse out;
+  if (a.ok()) {
+    out.status = a->status;
+    out.body = std::move(a->body);
+    auto ct = a->headers.find("content-type");
+    out.content_type = ct == a->headers.end() ? "application/octet-stream" : ct->second;
+  } else {
+    out = net::JsonError(502, "bad_gateway",
+                         "service '" + p.service + "': replica run " + run +
+                             " did not answer: " + a.status().message());
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - p.started).count();
+  head_->metrics().Add("corral_service_requests_total",
+                       {{"service", p.service}, {"code", std::to_string(out.status)}}, 1);
+  head_->metrics().Observe("corral_service_request_duration_seconds", {{"service", p.service}},
+                           seconds);
+  p.respond(std::move(out));
+}
+
+void ServiceProxy::RetryWaiting() {
+  std::vector<Pending> go, expired;
+  std::map<std::string, std::string> why;
+  {
+    std::lock_guard lock(mu_);
+    const auto now = std::chrono::steady_clock::now();
+    std::deque<Pending> keep;
+    for (Pending& p : waiting_) {
+      if (!PickLocked(p.service).empty()) {
+        go.push_back(std::move(p));
+      } else if (now >= p.deadline) {
+        auto m = missing_.find(p.service);
+        why[p.service] = m != missing_.end() ? m->second
+                                             : "its replicas run but none answers its health "
+                                               "check with 2xx yet";
+        expired.push_back(std::move(p));
+      } else {
+        keep.push_back(std::move(p));
+      }
+    }
+    waiting_ = std::move(keep);
+  }
+  for (Pending& p : go) Dispatch(std::move(p));
+  for (Pending& p : expired) {
+    const auto waited =
+        std::chrono::duration_cast<std::chrono::milliseconds>(options_.wait_for_ready).count();
+    head_->metrics().Add("corral_service_requests_total", {{"service", p.service}, {"code", "503"}},
+                         1);
+    p.respond(net::JsonError(503, "unavailable",
+                             "service '" + p.service + "' has no ready replica after " +
+                                 std::to_string(waited) + " ms: " + why[p.service]));
+  }
+}
+
+void ServiceProxy::ProbeLoop() {
+  while (true) {
+    {
+      std::unique_lock lock(mu_);
+      if (wake_.wait_for(lock, options_.probe_interval, [this] { return stopping_; })) return;
+    }
+    head_->Run(head_->tokens().admin, head::ListServices{},
+               [this](Result<std::vector<head::ServiceView>> views) {
+                 if (views.ok()) Refresh(*views);
+                 RetryWaiting();
+               });
+  }
+}
+
+void ServiceProxy::Refresh(const std::vector<head::ServiceView>& views) {
+  std::vector<std::pair<std::string, std::string>> to_probe;
+  {
+    std::lock_guard lock(mu_);
+    std::map<std::string, std::map<std::string, Replica>> next;
+    missing_.clear();
+    for (const head::ServiceView& v : views) {
+      const std::string& name = v.service.spec.name;
+      auto& pool = next[name];
+      auto old = pools_.find(name);
+      int32_t ready = 0;
+      for (const head::ServiceReplica& r : v.replicas) {
+        if (!r.running || r.port <= 0) continue;  // pending, starting, or being stopped
+        const Replica* kept = nullptr;
+        if (old != pools_.end()) {
+          if (auto k = old->second.find(r.run_id); k != old->second.end()) kept = &k->second;
+        }
+        pool[r.run_id] = kept ? *kept : Replica{r.job, ReplicaUrl(r), v.service.spec.health_path};
+        ready += pool[r.run_id].ready ? 1 : 0;
+      }
+      if (pool.empty()) {
+        missing_[name] = !v.note.empty() ? v.note
+                         : v.replicas.empty()
+                             ? "it has no replica"
+                             : std::to_string(v.replicas.size()) + " replicas waiting to start";
+      }
+      head_->metrics().Set("corral_service_replicas_ready", {{"service", name}}, ready);
+      head_->metrics().Set("corral_service_replicas_desired", {{"service", name}},
+                           v.service.desired);
+    }
+    pools_ = std::move(next);
+    for (auto& [name, pool] : pools_) {
+      for (auto& [run, r] : pool) {
+        if (r.probing) continue;
+        r.probing = true;
+        to_probe.emplace_back(name, run);
+      }
+    }
+  }
+  for (const auto& [name, run] : to_probe) {
+    std::string url, health;
+    {
+      std::lock_guard lock(mu_);
+      const Replica& r = pools_[name][run];
+      url = r.base_url;
+      health = r.health;
+    }
+    client_.Request(url, "", "GET", health, options_.probe_timeout,
+                    [this, name, run](Result<net::HttpResponse> a) {
+                      OnProbe(name, run, a.ok() && a->status / 100 == 2);
+                    });
+  }
+}
+
+void ServiceProxy::OnProbe(const std::string& service, const std::string& run, bool ok) {
+  bool became_ready = false;
+  JobId replace = 0;
+  std::string health;
+  {
+    std::lock_guard lock(mu_);
+    auto pool = pools_.find(service);
+    if (pool == pools_.end()) return;
+    auto it = pool->second.find(run);
+    if (it == pool->second.end()) return;
+    Replica& r = it->second;
+    r.probing = false;
+    if (ok) {
+      became_ready = !r.ready;
+      r.ready = r.ever_ready = true;
+      r.failures = 0;
+    } else {
+      r.ready = false;
+      ++r.failures;
+      if (r.ever_ready && r.failures >= kLivenessFailures && !r.replacing) {
+        r.replacing = true;
+        replace = r.job;
+        health = r.health;
+      }
+    }
+  }
+  if (replace != 0) {
+    head_->Run(
+        head_->tokens().admin,
+        head::ReplaceReplica{replace, "liveness: GET " + health + " failed " +
+                                          std::to_string(kLivenessFailures) + " times in a row"},
+        [](Result<Job>) {});
+  }
+  if (became_ready) RetryWaiting();
+}
+
+}  // namespace corral::api

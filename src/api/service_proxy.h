@@ -1,0 +1,105 @@
+// The stable address of a service (docs/services.md): the head answers
+// http(s)://HEAD/v/NAME/REST by forwarding REST to one of the service's ready replicas, the one
+// with the fewest requests in flight through this head (least outstanding requests), and
+// relays its answer. Who may call is the service's rule (GetService answers only them).
+//
+// Readiness and liveness are probed from here, the head's shell, not by the agents: the head
+// is the one that routes, so what it can reach is what counts, and it needs no new agent
+// protocol. Every probe interval it lists the services (as an admin) and sends GET of each
+// running replica's health path: a 2xx makes the replica ready, anything else takes it out of
+// the pool at once, and kLivenessFailures in a row of a replica that was ready once has the
+// core stop and replace it (ReplaceReplica). A replica that never became ready is left to
+// start (a model loading its weights), and gets no traffic.
+//
+// A request with no ready replica waits up to `wait_for_ready` for one (a replica starting),
+// then gets 503 with the reason. A request that fails to reach its replica (refused, reset) is
+// tried once more on another ready replica when its method is idempotent.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "head/head.h"
+#include "net/async_http_client.h"
+#include "net/http.h"
+
+namespace corral::api {
+
+struct ServiceProxyOptions {
+  std::chrono::milliseconds probe_interval{500};
+  std::chrono::milliseconds probe_timeout{2000};
+  std::chrono::milliseconds wait_for_ready{10'000};
+  std::chrono::milliseconds request_timeout{60'000};
+  size_t max_waiting = 1000;  // requests held at once for lack of a ready replica
+};
+
+class ServiceProxy {
+ public:
+  static constexpr int kLivenessFailures = 3;
+
+  ServiceProxy(head::Head* head, ServiceProxyOptions options = {});
+  ~ServiceProxy();  // stops the probes; requests in flight are dropped
+  ServiceProxy(const ServiceProxy&) = delete;
+  ServiceProxy& operator=(const ServiceProxy&) = delete;
+
+  // Starts probing the services' replicas (the head process calls it once it leads). Without
+  // it no replica becomes ready.
+  void Start();
+  // A request under /v/. Any thread; never blocks.
+  void Handle(net::HttpRequest req, net::Responder respond);
+
+ private:
+  struct Replica {
+    JobId job = 0;
+    std::string base_url;  // http://HOST:PORT
+    std::string health;
+    bool ready = false;
+    bool ever_ready = false;
+    bool probing = false;
+    bool replacing = false;
+    int failures = 0;  // probes failed in a row
+    int in_flight = 0;
+  };
+  struct Pending {
+    std::string service;
+    std::string method;
+    std::string target;  // what the replica is asked: the path after /v/NAME, and the query
+    std::string body;
+    net::Responder respond;
+    std::chrono::steady_clock::time_point deadline;
+    std::chrono::steady_clock::time_point started;
+    int tries = 0;
+  };
+
+  void ProbeLoop();
+  void Refresh(const std::vector<head::ServiceView>& views);
+  void OnProbe(const std::string& service, const std::string& run, bool ok);
+  // Forwards `p` to the ready replica with the fewest requests in flight, or holds it.
+  void Dispatch(Pending p);
+  void OnAnswer(Pending p, const std::string& run, Result<net::HttpResponse> answer);
+  // Held requests whose service now has a ready replica, or whose wait is over.
+  void RetryWaiting();
+  // REQUIRES: mu_ held. The run of the ready replica of `service` with the fewest in flight.
+  std::string PickLocked(const std::string& service);
+
+  head::Head* const head_;
+  const ServiceProxyOptions options_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;                                        // GUARDED_BY(mu_)
+  std::map<std::string, std::map<std::string, Replica>> pools_;  // GUARDED_BY(mu_): service -> run
+  std::map<std::string, std::string> missing_;  // GUARDED_BY(mu_): why a service has no replica
+  std::deque<Pending> waiting_;                 // GUARDED_BY(mu_)
+  std::map<std::string, size_t> turn_;          // GUARDED_BY(mu_): ties taken in turn
+  std::thread prober_;
+  // Last: destroyed first, so that no answer of a probe or request arrives after the rest.
+  net::AsyncHttpClient client_;
+};
+
+}  // namespace corral::api

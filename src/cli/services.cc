@@ -1,0 +1,231 @@
+// corral serve and corral services (docs/services.md): create a service from flags and/or a
+// YAML/JSON file, list services, show one with its replicas, remove one.
+#include <charconv>
+#include <ostream>
+
+#include "cli/commands.h"
+#include "cli/table.h"
+#include "core/service.h"
+
+namespace corral::cli {
+namespace {
+
+// serve's own flags; the rest are submit's resource flags, for the replica template.
+const std::vector<std::string> kServiceOnlyFlags = {
+    "file", "replicas", "min-replicas", "max-replicas", "port", "health", "any-user", "dry-run"};
+
+std::vector<FlagDef> ServeFlags() {
+  std::vector<FlagDef> flags = {{"file", 'f', true},       {"replicas", 0, true},
+                                {"min-replicas", 0, true}, {"max-replicas", 0, true},
+                                {"port", 0, true},         {"health", 0, true},
+                                {"any-user", 0, false},    {"dry-run", 0, false}};
+  static const char* const kTemplate[] = {"gpus",
+                                          "gpu-memory",
+                                          "gpu-isolation",
+                                          "cpus",
+                                          "memory",
+                                          "queue",
+                                          "priority",
+                                          "env",
+                                          "workdir",
+                                          "gpu-model",
+                                          "label",
+                                          "image",
+                                          "mount",
+                                          "container-workdir",
+                                          "container-writable",
+                                          "no-container-mount-home"};
+  for (const FlagDef& f : SubmitFlags()) {
+    for (const char* t : kTemplate) {
+      if (f.name == t) flags.push_back(f);
+    }
+  }
+  return flags;
+}
+
+// An integer flag's value as a number, else as the text (the head's check names the field).
+Json IntOrText(const std::string& v) {
+  int64_t n = 0;
+  auto r = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (!v.empty() && r.ec == std::errc{} && r.ptr == v.data() + v.size()) return n;
+  return v;
+}
+
+// The service's body (ParseServiceSpec's form) from -f FILE, NAME, the flags and the command.
+Result<Json> BuildServiceBody(const ParsedArgs& args, CliContext& ctx) {
+  Json body = Json::object();
+  if (args.Has("file")) {
+    auto f = ReadSpecFile(args.Get("file"));
+    if (!f.ok()) return f.status();
+    body = *f;
+  }
+  if (!args.positional.empty()) body["name"] = args.positional[0];
+  static const std::pair<const char*, const char*> kInts[] = {{"replicas", "replicas"},
+                                                              {"min-replicas", "min_replicas"},
+                                                              {"max-replicas", "max_replicas"},
+                                                              {"port", "port"}};
+  for (const auto& [flag, field] : kInts) {
+    if (args.Has(flag)) body[field] = IntOrText(args.Get(flag));
+  }
+  if (args.Has("health")) body["health"] = args.Get("health");
+  if (args.Has("any-user")) body["any_user"] = true;
+  ParsedArgs resources = args;
+  for (const std::string& f : kServiceOnlyFlags) resources.flags.erase(f);
+  auto spec = BuildSubmitSpec(resources, ctx.cwd, ctx.env);
+  if (!spec.ok()) return spec.status();
+  Json merged = body.contains("spec") && body["spec"].is_object() ? body["spec"] : Json::object();
+  if (body.contains("spec") && merged.contains("workdir")) spec->erase("workdir");
+  merged.update(*spec);
+  body["spec"] = merged;
+  return body;
+}
+
+std::string ReplicaCounts(const Json& s) {
+  int running = 0;
+  for (const Json& r : s.value("replicas", Json::array())) running += r.value("running", false);
+  return std::to_string(running) + "/" + std::to_string(s.value("desired", 0));
+}
+
+std::string ServiceReplicaRange(const Json& s) {
+  const int lo = s.value("min_replicas", 0), hi = s.value("max_replicas", 0);
+  return lo == hi ? std::to_string(lo) : std::to_string(lo) + "-" + std::to_string(hi);
+}
+
+std::string PortText(const Json& s) {
+  const int port = s.value("port", 0);
+  return port == 0 ? "auto" : std::to_string(port);
+}
+
+int ListServicesTable(const Json& answer, CliContext& ctx) {
+  auto all = ArrayIn(answer, "services");
+  if (!all.ok()) {
+    PrintError(ctx, "services", all.status().message());
+    return kExitError;
+  }
+  Table t({"NAME", "OWNER", "RUNNING", "REPLICAS", "PORT", "HEALTH", "PATH", "NOTE"});
+  for (const Json& s : *all) {
+    t.AddRow({s.value("name", ""), s.value("owner", ""), ReplicaCounts(s), ServiceReplicaRange(s),
+              PortText(s), s.value("health", "/"), s.value("path", ""), s.value("note", "-")});
+  }
+  *ctx.out << t.Render();
+  return kExitOk;
+}
+
+int ShowService(const Json& s, CliContext& ctx) {
+  *ctx.out << "Name:     " << s.value("name", "") << "\n"
+           << "Owner:    " << s.value("owner", "") << "\n"
+           << "Address:  " << s.value("path", "") << " on the head"
+           << (s.value("any_user", false) ? " (any authenticated user)" : " (owner and admins)")
+           << "\n"
+           << "Replicas: " << ReplicaCounts(s) << " running (min " << s.value("min_replicas", 0)
+           << ", max " << s.value("max_replicas", 0) << ")\n"
+           << "Port:     " << PortText(s) << "\n"
+           << "Health:   GET " << s.value("health", "/") << "\n"
+           << "Version:  " << s.value("version", 1) << "\n";
+  if (s.contains("note")) *ctx.out << "Note:     " << s.value("note", "") << "\n";
+  Table t({"JOB", "STATE", "NODE", "ADDRESS"});
+  for (const Json& r : s.value("replicas", Json::array())) {
+    t.AddRow({std::to_string(r.value("job", 0)), r.value("state", ""), r.value("node", "-"),
+              r.value("address", "-")});
+  }
+  *ctx.out << "\n" << t.Render();
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunServe(const std::vector<std::string>& argv, CliContext& ctx) {
+  auto parsed = ParseArgs(argv, ServeFlags(), /*stop_at_positional=*/false);
+  if (!parsed.ok()) return UsageError(ctx, "serve", parsed.status().message());
+  const ParsedArgs& args = *parsed;
+  if (args.Has("help")) {
+    *ctx.out << CommandUsage("serve") << "\n";
+    return kExitOk;
+  }
+  if (args.positional.size() > 1) {
+    return UsageError(ctx, "serve",
+                      "one service name, then the flags, then -- and the command (got \"" +
+                          args.positional[1] + "\" after the name)");
+  }
+  if (args.positional.empty() && !args.Has("file")) {
+    return UsageError(ctx, "serve", "no service name given: corral serve NAME ... -- CMD");
+  }
+  auto body = BuildServiceBody(args, ctx);
+  if (!body.ok()) return UsageError(ctx, "serve", body.status().message());
+  if (auto valid = ParseServiceSpec(*body); !valid.ok()) {
+    PrintError(ctx, "serve", valid.status().message());
+    return kExitUsage;
+  }
+  if (args.Has("dry-run")) {
+    *ctx.out << body->dump(2) << "\n";
+    return kExitOk;
+  }
+  ApiClient api(ctx);
+  auto reply = api.CallJson("POST", "/v1/services", body->dump());
+  if (!reply.ok()) {
+    PrintError(ctx, "serve", reply.status().message());
+    return kExitError;
+  }
+  const Json s = reply->value("service", Json::object());
+  *ctx.out << "Service " << s.value("name", "") << " created: " << s.value("desired", 0)
+           << " replica(s), at " << ctx.addr << "/v/" << s.value("name", "") << "/\n";
+  return kExitOk;
+}
+
+int RunServices(const std::vector<std::string>& argv, CliContext& ctx) {
+  auto parsed = ParseArgs(argv, {{"output", 'o', true}, {"replicas", 0, true}},
+                          /*stop_at_positional=*/false);
+  if (!parsed.ok()) return UsageError(ctx, "services", parsed.status().message());
+  const ParsedArgs& args = *parsed;
+  if (args.Has("help")) {
+    *ctx.out << CommandUsage("services") << "\n";
+    return kExitOk;
+  }
+  const std::string output = args.Get("output", "table");
+  if (output != "table" && output != "json") {
+    return UsageError(ctx, "services", "flag --output: got \"" + output + "\", want table or json");
+  }
+  const std::vector<std::string>& pos = args.positional;
+  const std::string verb = pos.empty() ? "" : pos[0];
+  if (!pos.empty() && (pos.size() != 2 || (verb != "show" && verb != "rm" && verb != "scale"))) {
+    return UsageError(ctx, "services",
+                      "want no argument, `show NAME`, `scale NAME --replicas N` or `rm NAME`");
+  }
+  if ((verb == "scale") != args.Has("replicas")) {
+    return UsageError(ctx, "services", "--replicas goes with scale, and scale needs it");
+  }
+  ApiClient api(ctx);
+  const std::string method = verb == "rm" ? "DELETE" : verb == "scale" ? "POST" : "GET";
+  std::string path = verb.empty() ? "/v1/services" : "/v1/services/" + pos[1];
+  std::string body;
+  if (verb == "scale") {
+    path += "/scale";
+    int64_t n = -1;
+    const std::string v = args.Get("replicas");
+    auto r = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (v.empty() || r.ec != std::errc{} || r.ptr != v.data() + v.size()) {
+      return UsageError(ctx, "services", "flag --replicas: got \"" + v + "\", want a number");
+    }
+    body = Json{{"replicas", n}}.dump();
+  }
+  auto reply = api.CallJson(method, path, body);
+  if (!reply.ok()) {
+    PrintError(ctx, "services", reply.status().message());
+    return kExitError;
+  }
+  if (output == "json") {
+    *ctx.out << reply->dump(2) << "\n";
+    return kExitOk;
+  }
+  if (verb.empty()) return ListServicesTable(*reply, ctx);
+  if (verb == "show") return ShowService(reply->value("service", Json::object()), ctx);
+  if (verb == "scale") {
+    *ctx.out << "Service " << pos[1] << " scaled to "
+             << reply->value("service", Json::object()).value("desired", 0) << " replica(s)\n";
+    return kExitOk;
+  }
+  *ctx.out << "Service " << pos[1] << " removed; its replicas are stopping\n";
+  return kExitOk;
+}
+
+}  // namespace corral::cli

@@ -1,0 +1,288 @@
+// Services through the head's core: a service keeps its desired replicas alive as ordinary
+// jobs (a replica that exits is replaced, after a backoff when they crash in a loop), its
+// minimum replicas are not preemptible, removing it stops them, bad input changes nothing, and
+// all of it survives a crash after every step (the fixture, core_scenario.h).
+#include "core/service.h"
+#include "head/core_scenario.h"
+
+namespace corral::head::core_test {
+namespace {
+
+ServiceSpec TwoReplicas(const std::string& name = "echo") {
+  ServiceSpec s;
+  s.name = name;
+  s.min_replicas = 2;
+  s.max_replicas = 3;
+  s.port = 0;
+  s.health_path = "/health";
+  s.job.command = {"python3", "server.py"};
+  s.job.per_replica.gpu_milli = kGpuMilli;
+  return s;
+}
+
+class ServiceScenario : public Scenario {
+ protected:
+  Service Create(ServiceSpec spec, const Caller& by = kAna) {
+    auto r = core().CreateService(by, std::move(spec), now());
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    Step();
+    return r.ok() ? *r : Service{};
+  }
+  ServiceView Show(const std::string& name) {
+    auto v = core().GetService(kAna, name);
+    EXPECT_TRUE(v.ok()) << v.status().ToString();
+    return v.ok() ? *v : ServiceView{};
+  }
+  void Tick() {
+    core().Tick(now());
+    Step();
+  }
+  // Every live replica scheduled on n1 reports running.
+  void RunAll(const std::string& name) {
+    Schedule();
+    std::vector<RunReport> runs;
+    for (const ServiceReplica& r : Show(name).replicas) runs.push_back(Running(Get(r.job)));
+    ASSERT_TRUE(*Report("n1", runs));
+  }
+};
+
+TEST_P(ServiceScenario, KeepsItsReplicasRunningAndReplacesOneThatExits) {
+  Register("n1", 4);
+  Create(TwoReplicas());
+  ServiceView v = Show("echo");
+  ASSERT_EQ(v.replicas.size(), 2u);
+  for (const ServiceReplica& r : v.replicas) {
+    const Job job = Get(r.job);
+    EXPECT_EQ(job.spec.service, "echo");
+    EXPECT_EQ(job.owner, "ana");
+    EXPECT_FALSE(job.spec.preemptible) << "the minimum replicas are guaranteed";
+  }
+  RunAll("echo");
+  v = Show("echo");
+  std::set<int32_t> ports;
+  for (const ServiceReplica& r : v.replicas) {
+    EXPECT_TRUE(r.running);
+    EXPECT_EQ(r.node, "n1");
+    EXPECT_EQ(r.host, "n1.example");
+    ports.insert(r.port);
+  }
+  EXPECT_EQ(ports.size(), 2u) << "two replicas on one node listen on two ports";
+  // Each replica's environment names its own port.
+  for (const RunOrder& o : Desired("n1")) {
+    const int32_t port = std::stoi(o.env.at("PORT"));
+    EXPECT_TRUE(ports.count(port)) << port;
+    EXPECT_EQ(o.env.at("CORRAL_PORT"), o.env.at("PORT"));
+  }
+  const JobId crashed = v.replicas[0].job;
+  ASSERT_TRUE(*Report("n1", {Exited(Get(crashed), 0, -9)}));
+  EXPECT_EQ(Get(crashed).state, JobState::kFailed);
+  Tick();  // within the first backoff (1 s): none yet, and the service says why
+  EXPECT_EQ(Show("echo").replicas.size(), 1u);
+  if (!GetParam()) {  // the note is not durable: a recovered core finds it at its next tick
+    EXPECT_NE(Show("echo").note.find("crash loop: 1 replicas failed"), std::string::npos)
+        << Show("echo").note;
+  }
+  now() += 2 * kSecond;
+  Tick();
+  v = Show("echo");
+  ASSERT_EQ(v.replicas.size(), 2u);
+  EXPECT_GT(v.replicas[1].job, crashed) << "a new job replaces the one that failed";
+  EXPECT_TRUE(v.note.empty()) << v.note;
+  h_.ExpectDerivedStateRebuilds();
+  h_.ExpectReplayEqualsLive();
+}
+
+TEST_P(ServiceScenario, ACrashLoopBacksOffLongerEachTime) {
+  Register("n1", 4);
+  ServiceSpec one = TwoReplicas();
+  one.min_replicas = one.max_replicas = 1;
+  Create(one);
+  TimeMs last_start = now();
+  DurationMs previous_gap = 0;
+  for (int i = 0; i < 4; ++i) {
+    RunAll("echo");
+    const JobId id = Show("echo").replicas.at(0).job;
+    ASSERT_TRUE(*Report("n1", {Exited(Get(id), 0, 1)}));
+    // Tick each half second until the replacement appears: the gap grows 1, 2, 4, 8 s.
+    TimeMs failed = now();
+    while (Show("echo").replicas.empty()) {
+      now() += kSecond / 2;
+      Tick();
+      ASSERT_LT(now() - failed, kMinute);
+    }
+    const DurationMs gap = now() - failed;
+    EXPECT_GE(gap, DurationMs{kSecond} << i) << "failure " << i + 1;
+    EXPECT_GT(gap, previous_gap);
+    previous_gap = gap;
+    last_start = now();
+  }
+  (void)last_start;
+  h_.ExpectDerivedStateRebuilds();
+}
+
+TEST_P(ServiceScenario, RemovingAServiceStopsItsReplicasAndNoneReplacesThem) {
+  Register("n1", 4);
+  Create(TwoReplicas());
+  RunAll("echo");
+  const ServiceView v = Show("echo");
+  EXPECT_EQ(core().RemoveService(kBob, "echo", now()).status().code(),
+            ErrorCode::kPermissionDenied);
+  ASSERT_TRUE(core().RemoveService(kAna, "echo", now()).ok());
+  Step();
+  EXPECT_EQ(core().GetService(kAna, "echo").status().code(), ErrorCode::kNotFound);
+  std::vector<RunReport> exits;
+  for (const ServiceReplica& r : v.replicas) {
+    const Job job = Get(r.job);
+    ASSERT_TRUE(job.CurrentRun()->stop_requested) << r.job;
+    exits.push_back(Exited(job, 0, -15));
+  }
+  ASSERT_TRUE(*Report("n1", exits));
+  now() += kMinute;
+  Tick();
+  for (const ServiceReplica& r : v.replicas) EXPECT_EQ(Get(r.job).state, JobState::kCancelled);
+  EXPECT_EQ(core().ListJobs(kAna, {}).size(), 2u) << "no replica was started after the removal";
+  h_.ExpectDerivedStateRebuilds();
+  h_.ExpectReplayEqualsLive();
+}
+
+TEST_P(ServiceScenario, BadServicesAreRefusedAndChangeNothing) {
+  Register("n1", 4);
+  const uint64_t before = core().revision();
+  ServiceSpec urgent = TwoReplicas();
+  urgent.job.priority = 100;  // above what a plain user may ask: a submission would be refused
+  EXPECT_EQ(core().CreateService(kAna, urgent, now()).status().code(),
+            ErrorCode::kPermissionDenied);
+  ServiceSpec too_big = TwoReplicas();
+  too_big.job.per_replica.gpu_milli = 8 * kGpuMilli;
+  auto big = core().CreateService(kAna, too_big, now());
+  ASSERT_EQ(big.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(big.status().message().find("can never fit"), std::string::npos);
+  EXPECT_EQ(core().CreateService(Caller::Node("n1"), TwoReplicas(), now()).status().code(),
+            ErrorCode::kPermissionDenied);
+  EXPECT_EQ(core().revision(), before);
+  Create(TwoReplicas());
+  auto again = core().CreateService(kBob, TwoReplicas(), now());
+  EXPECT_EQ(again.status().code(), ErrorCode::kAlreadyExists);
+  EXPECT_NE(again.status().message().find("field 'name'"), std::string::npos);
+  // Another user's private service is not shown; one open to any user is.
+  EXPECT_EQ(core().GetService(kBob, "echo").status().code(), ErrorCode::kNotFound);
+  EXPECT_TRUE(core().ListServices(kBob).empty());
+  ServiceSpec open = TwoReplicas("open");
+  open.any_user = true;
+  open.job.env["API_KEY"] = "secret";
+  Create(open);
+  ASSERT_TRUE(core().GetService(kBob, "open").ok());
+  EXPECT_TRUE(core().GetService(kBob, "open")->service.spec.job.env.empty())
+      << "another user may call it, not read its environment";
+  EXPECT_EQ(core().GetService(kAna, "open")->service.spec.job.env.at("API_KEY"), "secret");
+  EXPECT_EQ(core().ListServices(kBob).size(), 1u);
+  EXPECT_EQ(core().ListServices(kAdmin).size(), 2u);
+}
+
+TEST_P(ServiceScenario, ReplicasAboveTheMinimumArePreemptibleAndALivenessFailureReplacesOne) {
+  Register("n1", 4);
+  ServiceSpec s = TwoReplicas();
+  s.min_replicas = 1;
+  s.max_replicas = 3;
+  Create(s);
+  ServiceView v = Show("echo");
+  ASSERT_EQ(v.replicas.size(), 1u);
+  EXPECT_FALSE(Get(v.replicas[0].job).spec.preemptible);
+  RunAll("echo");
+  const JobId first = v.replicas[0].job;
+  EXPECT_EQ(core().ReplaceReplica(kAna, first, "liveness", now()).status().code(),
+            ErrorCode::kPermissionDenied);
+  ASSERT_TRUE(
+      core().ReplaceReplica(kAdmin, first, "liveness: GET /health failed 3 times", now()).ok());
+  Step();
+  ASSERT_TRUE(*Report("n1", {Exited(Get(first), 0, -15)}));
+  EXPECT_EQ(Get(first).state, JobState::kCancelled);
+  Tick();  // a cancelled replica is no crash: replaced at once
+  v = Show("echo");
+  ASSERT_EQ(v.replicas.size(), 1u);
+  EXPECT_NE(v.replicas[0].job, first);
+  h_.ExpectDerivedStateRebuilds();
+}
+
+TEST_P(ServiceScenario, ScalingStartsOrStopsReplicasWithinItsRange) {
+  Register("n1", 4);
+  ServiceSpec s = TwoReplicas();
+  s.min_replicas = 1;
+  s.max_replicas = 3;
+  Create(s);
+  RunAll("echo");
+  EXPECT_EQ(core().ScaleService(kAna, "echo", 4, now()).status().code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(core().ScaleService(kAna, "echo", 0, now()).status().code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(core().ScaleService(kBob, "echo", 2, now()).status().code(), ErrorCode::kNotFound);
+  ASSERT_TRUE(core().ScaleService(kAna, "echo", 3, now()).ok());
+  Step();
+  ServiceView v = Show("echo");
+  ASSERT_EQ(v.replicas.size(), 3u);
+  EXPECT_EQ(v.service.desired, 3);
+  EXPECT_FALSE(Get(v.replicas[0].job).spec.preemptible);
+  EXPECT_TRUE(Get(v.replicas[1].job).spec.preemptible) << "above the minimum: preemptible";
+  EXPECT_TRUE(Get(v.replicas[2].job).spec.preemptible);
+  ASSERT_TRUE(core().ScaleService(kAna, "echo", 1, now()).ok());
+  Step();
+  v = Show("echo");
+  // The two newest are stopped (pending ones end at once), the first stays.
+  EXPECT_EQ(v.service.desired, 1);
+  EXPECT_EQ(Get(v.replicas[0].job).state, JobState::kRunning);
+  for (size_t i = 1; i < v.replicas.size(); ++i) {
+    EXPECT_FALSE(v.replicas[i].running) << v.replicas[i].job;
+  }
+  h_.ExpectDerivedStateRebuilds();
+  h_.ExpectReplayEqualsLive();
+}
+
+TEST(ServiceSpecParse, NamesTheBadField) {
+  auto parse = [](const std::string& text) { return ParseServiceSpec(Json::parse(text)); };
+  auto ok = parse(R"({"name":"echo","replicas":2,"port":8000,"spec":{"command":["srv"]}})");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->min_replicas, 2);
+  EXPECT_EQ(ok->max_replicas, 2);
+  EXPECT_EQ(ReplicaSpec(*ok, false).env.at("PORT"), "8000");
+  EXPECT_EQ(ReplicaSpec(*ok, false).env.at("CORRAL_PORT"), "8000");
+  EXPECT_TRUE(ReplicaSpec(*ok, true).preemptible);
+  auto field_of = [&](const std::string& text) {
+    auto r = parse(text);
+    EXPECT_FALSE(r.ok()) << text;
+    return r.ok() ? std::string() : r.status().message();
+  };
+  EXPECT_NE(field_of(R"({"name":"Echo","port":1,"spec":{"command":["s"]}})").find("field 'name'"),
+            std::string::npos);
+  EXPECT_NE(field_of(R"({"name":"e","spec":{"command":["s"]}})").find("field 'port'"),
+            std::string::npos);
+  EXPECT_NE(field_of(R"({"name":"e","port":70000,"spec":{"command":["s"]}})").find("field 'port'"),
+            std::string::npos);
+  EXPECT_NE(field_of(R"({"name":"e","port":1,"min_replicas":3,"max_replicas":2,)"
+                     R"("spec":{"command":["s"]}})")
+                .find("field 'max_replicas'"),
+            std::string::npos);
+  EXPECT_NE(
+      field_of(R"({"name":"e","port":1,"replicas":2,"min_replicas":1,"spec":{"command":["s"]}})")
+          .find("field 'replicas'"),
+      std::string::npos);
+  EXPECT_NE(field_of(R"({"name":"e","port":1,"health":"up","spec":{"command":["s"]}})")
+                .find("field 'health'"),
+            std::string::npos);
+  EXPECT_NE(field_of(R"({"name":"e","port":1,"spec":{"command":["s"],"replicas":2}})")
+                .find("field 'spec.replicas'"),
+            std::string::npos);
+  EXPECT_NE(field_of(R"({"name":"e","port":1,"spec":{"command":["s"],"time_limit":"1h"}})")
+                .find("field 'spec.time_limit'"),
+            std::string::npos);
+  EXPECT_NE(field_of(R"({"name":"e","port":1,"spec":{}})").find("field 'spec"), std::string::npos);
+  EXPECT_NE(field_of(R"({"name":"e","port":1,"colour":"red","spec":{"command":["s"]}})")
+                .find("unknown field 'colour'"),
+            std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Head, ServiceScenario, ::testing::Bool(), [](const auto& info) {
+  return info.param ? "CrashEveryStep" : "Straight";
+});
+
+}  // namespace
+}  // namespace corral::head::core_test
