@@ -107,12 +107,12 @@ TEST_F(SlurmShims, BatchScriptOnTwoNodesSeesTheAllocationAndWritesItsOutputPatte
                                       "#SBATCH --cpus-per-task=1\n"
                                       "#SBATCH --output=out-%x-%j.txt\n"
                                       "#SBATCH --time=5\n"
-                                      "#SBATCH --mail-type=END\n"
+                                      "#SBATCH --wckey=END\n"
                                       "echo \"hello from batch $1\"\n"
                                       "env | grep ^SLURM | sort\n";
   auto r = Sh("sbatch env.sh arg1");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.err.find("sbatch: warning: ignoring unknown option(s): --mail-type=END"),
+  EXPECT_NE(r.err.find("sbatch: warning: ignoring unknown option(s): --wckey=END"),
             std::string::npos)
       << r.err;
   std::smatch m;
@@ -199,9 +199,9 @@ TEST_F(SlurmShims, BadOptionsSubmitNothing) {
   EXPECT_EQ(r.err,
             "sbatch: error: option --time: got \"abc\", want MINUTES, MM:SS, HH:MM:SS, D-HH, "
             "D-HH:MM, D-HH:MM:SS or UNLIMITED, e.g. 90 or 1-12:00:00\n");
-  auto strict = Sh("sbatch --strict --mail-user=x --wrap true");
+  auto strict = Sh("sbatch --strict --wckey=x --wrap true");
   EXPECT_EQ(strict.exit_code, 1);
-  EXPECT_NE(strict.err.find("unknown option(s): --mail-user=x"), std::string::npos);
+  EXPECT_NE(strict.err.find("unknown option(s): --wckey=x"), std::string::npos);
   auto after = cluster_->Corral({"jobs", "--all", "-o", "json"});
   EXPECT_EQ(Json::parse(after.out).size(), count);
 }
