@@ -128,7 +128,7 @@ Result<bool> HeadCore::Report(const Caller& by, const SyncRequest& req, TimeMs n
     if (job == state_.jobs.end() || !active().IsActive(id.job)) continue;
     if (job->second.CurrentRun()->attempt != id.attempt) continue;
     if (r.running && r.notebook_idle_ms >= 0) {
-      ObserveNotebookActivity(id.job, r.notebook_idle_ms, now);
+      sessions_.KernelActivity(id.job, r.notebook_idle_ms, now);
     }
     OnReplicaReport(job->second, req.node, r, now);
   }

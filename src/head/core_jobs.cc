@@ -200,7 +200,7 @@ Result<Job> HeadCore::Submit(const Caller& by, JobSpec spec, std::string owner, 
     job.id = state_.next_job_id;
     if (job.spec.IsElastic() && !job.spec.batch) AddRendezvousEnv(&job);
     Emit(by, now, JobSubmitted{job});
-    if (job.spec.interactive) session_heard_[job.id] = {now, now};  // core_sessions.cc
+    if (job.spec.interactive) sessions_.Start(job.id, now);
     return state_.jobs.at(job.id);
   }
   auto array = ParseArray(job.spec.array);

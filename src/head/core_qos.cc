@@ -58,7 +58,7 @@ Status HeadCore::CheckPriority(const Caller& by, const JobSpec& spec,
 
 void HeadCore::RefreshPendingInputs() {
   for (const auto& [id, job] : state_.jobs) {
-    if (job.state != JobState::kPending || held_.count(id)) continue;
+    if (job.state != JobState::kPending || admission_.IsHeld(id)) continue;
     scheduler_->RemovePending(id);
     scheduler_->AddPending(SchedulerInput(job));
   }

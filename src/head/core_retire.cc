@@ -62,9 +62,7 @@ void HeadCore::RetireEnded(TimeMs now) {
 void HeadCore::OnRetired(const JobsRetired& e) {
   for (JobId id : e.jobs) {
     pending_reason_.erase(id);
-    array_live_.erase(id);
-    array_held_.erase(id);
-    waiting_on_.erase(id);
+    admission_.Forget(id);
   }
   RebuildEstimator();
 }

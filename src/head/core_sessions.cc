@@ -2,8 +2,8 @@
 // rules that end a session no one uses: its client is gone (the head's inactive limit, as
 // Slurm's InactiveLimit), or its terminal (a notebook's kernels and terminals) and GPUs stay
 // idle past its queue's idle_timeout.
-// When a client was last heard from and last typed are observations, like an agent's
-// last-heard time: not durable, and a new leadership starts every session's clocks afresh.
+// The sessions' clocks and the rules that end them are SessionClocks' (session_clocks.h); the
+// core opens sessions, combines their idleness with their GPUs', and emits what they decide.
 #include <algorithm>
 
 #include "core/spec.h"
@@ -52,7 +52,7 @@ Result<ExecTarget> HeadCore::OpenExec(const Caller& by, JobId id, int32_t replic
     return FailedPrecondition("node " + t.node + " is " + LivenessName(node->second.liveness));
   }
   t.address = node->second.address;
-  if (auto s = session_heard_.find(id); s != session_heard_.end()) s->second.heard = now;
+  sessions_.Heard(id, /*typed=*/false, now);
   return t;
 }
 
@@ -70,15 +70,11 @@ Result<SessionStatus> HeadCore::TouchSession(const Caller& by, JobId id, bool ty
   }
   SessionStatus out;
   out.inactive_limit_ms = config_.inactive_limit_ms;
-  if (auto s = session_heard_.find(id); s != session_heard_.end()) {
-    s->second.heard = now;
-    if (typed) s->second.typed = now;
-  }
+  sessions_.Heard(id, typed, now);
   if (const Run* run = job.CurrentRun()) {
-    if (auto at = session_stop_at_.find(RunId{id, run->attempt}); at != session_stop_at_.end()) {
-      // Typing now forgives it at the next check; say so only while it still stands.
-      if (!typed) out.idle_stop_at = at->second;
-    }
+    // Typing now forgives it at the next check; say so only while it still stands.
+    std::optional<TimeMs> at = sessions_.StopAt(RunId{id, run->attempt});
+    if (at && !typed) out.idle_stop_at = *at;
   }
   auto seen = GetJob(by, id);
   if (!seen.ok()) return seen.status();
@@ -86,23 +82,9 @@ Result<SessionStatus> HeadCore::TouchSession(const Caller& by, JobId id, bool ty
   return out;
 }
 
-// A notebook's agent reports how long ago its kernels or terminals were last active; taken as
-// a time on the head's clock, so that the two clocks need not agree. A kernel running a cell
-// (0) is in use until a report says otherwise: agents sync every few seconds, cells run longer.
-void HeadCore::ObserveNotebookActivity(JobId job, int64_t idle_ms, TimeMs now) {
-  auto s = session_heard_.find(job);
-  if (s == session_heard_.end()) return;
-  s->second.kernel = std::max(s->second.kernel, now - idle_ms);
-  s->second.kernel_busy = idle_ms == 0;
-}
-
 TimeMs HeadCore::SessionIdleSince(const Job& job, const Run& run) const {
-  auto heard = session_heard_.find(job.id);
-  TimeMs since = run.started_at;
-  if (heard != session_heard_.end()) {
-    if (heard->second.kernel_busy) return 0;
-    since = std::max({since, heard->second.typed, heard->second.kernel});
-  }
+  TimeMs since = sessions_.UserIdleSince(job.id, run.started_at);
+  if (since == 0) return 0;
   auto low = low_since_.find(RunId{job.id, run.attempt});
   for (const ReplicaPlacement& p : run.placement) {
     if (p.gpus.empty()) continue;
@@ -116,68 +98,18 @@ TimeMs HeadCore::SessionIdleSince(const Job& job, const Run& run) const {
 }
 
 void HeadCore::CullSessions(TimeMs now) {
-  std::vector<std::pair<JobId, std::string>> end;
-  std::vector<std::pair<JobId, TimeMs>> warn;  // with the time it has been idle since
-  for (auto it = session_heard_.begin(); it != session_heard_.end();) {
-    auto job = state_.jobs.find(it->first);
-    if (job == state_.jobs.end() || IsTerminal(job->second.state)) {
-      it = session_heard_.erase(it);
-      continue;
-    }
-    const Job& j = job->second;
-    const Run* run = j.CurrentRun();
-    if (run != nullptr && run->stop_requested) {
-      ++it;
-      continue;
-    }
-    // A notebook has no attached client: its browser comes and goes, and only idle culling
-    // ends it.
-    if (config_.inactive_limit_ms > 0 && !j.spec.notebook &&
-        now - it->second.heard > config_.inactive_limit_ms) {
-      end.emplace_back(
-          j.id, std::string(kReasonCancelled) + ": its client has not been heard from for " +
-                    FormatDuration(now - it->second.heard) + " (the head's inactive limit is " +
-                    FormatDuration(config_.inactive_limit_ms) + ")");
-      ++it;
-      continue;
-    }
-    auto queue = state_.queues.find(j.spec.queue);
-    DurationMs timeout = queue == state_.queues.end() ? 0 : queue->second.idle_timeout_ms;
-    if (timeout <= 0 || j.state != JobState::kRunning || run == nullptr ||
-        run->state != RunState::kRunning) {
-      ++it;
-      continue;
-    }
-    RunId key{j.id, run->attempt};
-    TimeMs since = SessionIdleSince(j, *run);
-    if (since == 0 || now - since < timeout) {
-      session_stop_at_.erase(key);  // used again: forgiven, the clock starts over
-    } else if (auto at = session_stop_at_.find(key); at == session_stop_at_.end()) {
-      warn.emplace_back(j.id, since);
-    } else if (now >= at->second) {
-      bool gpus = std::any_of(run->placement.begin(), run->placement.end(),
-                              [](const ReplicaPlacement& p) { return !p.gpus.empty(); });
-      end.emplace_back(
-          j.id, std::string(kReasonCancelled) + ": idle for " + FormatDuration(now - since) +
-                    (j.spec.notebook ? ": no kernel or terminal activity in its notebook"
-                                     : ": no terminal input") +
-                    (gpus ? " and its GPUs under " +
-                                std::to_string(config_.idle_threshold_percent) + "% use"
-                          : std::string()) +
-                    " (queue " + j.spec.queue + "'s idle_timeout is " + FormatDuration(timeout) +
-                    ")");
-    }
-    ++it;
-  }
-  for (const auto& [id, since] : warn) {
+  SessionClocks::Verdicts verdicts = sessions_.Check(
+      state_, {config_.inactive_limit_ms, config_.idle_threshold_percent},
+      [this](const Job& job, const Run& run) { return SessionIdleSince(job, run); }, now);
+  for (const auto& [id, since] : verdicts.warn) {
     const Job& j = state_.jobs.at(id);
     const int32_t attempt = j.CurrentRun()->attempt;
     DurationMs timeout = state_.queues.at(j.spec.queue).idle_timeout_ms;
     TimeMs stop_at = now + std::min(config_.idle_stop_warning_ms, timeout);
-    session_stop_at_[RunId{id, attempt}] = stop_at;
+    sessions_.Warned(RunId{id, attempt}, stop_at);
     Emit(Caller::System(), now, IdleWarned{id, attempt, since, stop_at});
   }
-  for (const auto& [id, reason] : end) {
+  for (const auto& [id, reason] : verdicts.end) {
     const Job& j = state_.jobs.at(id);
     if (j.state == JobState::kPending) {
       Emit(Caller::System(), now, JobEnded{id, JobState::kCancelled, reason});

@@ -85,22 +85,18 @@ void HeadCore::Index(const Change& c) {
       if (e.job_state == JobState::kPending) {
         core.scheduler_->AddPending(core.SchedulerInput(job));  // a requeue stays admitted
       } else {
-        core.OnTerminal(job, /*was_live=*/true);
+        core.admission_.Release(job);
+        core.OnTerminal(job);
       }
       core.WantSchedule();
     }
     void operator()(const JobEnded& e) {
       Job(e.job);
       const corral::Job& job = core.state_.jobs.at(e.job);
-      bool live = !core.held_.count(e.job);
-      if (live) {
-        core.scheduler_->RemovePending(e.job);
-      } else {
-        core.Unhold(job);
-      }
+      if (core.admission_.Withdraw(job)) core.scheduler_->RemovePending(e.job);
       core.pending_reason_.erase(e.job);
       core.staging_.erase(e.job);
-      core.OnTerminal(job, live);
+      core.OnTerminal(job);
       core.WantSchedule();
     }
     void operator()(const IdleWarned& e) { Job(e.job); }
@@ -117,15 +113,7 @@ void HeadCore::Index(const Change& c) {
       if (job.state != JobState::kPending) return;
       // Out of whatever held or admitted it, then admitted again: AdmitPending now sees the
       // user hold (or its absence) first.
-      if (core.held_.count(id)) {
-        core.Unhold(job);
-      } else {
-        core.scheduler_->RemovePending(id);
-        if (job.IsArrayElement()) {
-          --core.array_live_[job.array_id];
-          core.release_arrays_.insert(job.array_id);
-        }
-      }
+      if (core.admission_.Withdraw(job)) core.scheduler_->RemovePending(id);
       core.pending_reason_.erase(id);
       core.AdmitPending(job);
       core.WantSchedule();
@@ -287,20 +275,6 @@ Json HeadCore::DerivedSummary() const {
   for (const auto& [key, id] : indexes_.get<RequestIds>().all()) {
     requests.push_back(Json{key.first, key.second, id});
   }
-  Json array_held = Json::object();
-  for (const auto& [array, jobs] : array_held_) {
-    if (!jobs.empty()) array_held[std::to_string(array)] = ids(jobs);
-  }
-  Json array_live = Json::object();
-  for (const auto& [array, n] : array_live_) {
-    if (n != 0) array_live[std::to_string(array)] = n;
-  }
-  Json waiting_on = Json::object();
-  for (const auto& [job, held] : waiting_on_) {
-    if (!held.empty()) waiting_on[std::to_string(job)] = ids(held);
-  }
-  Json doomed = Json::array();
-  for (const auto& [id, why] : doomed_) doomed.push_back(id);
   Json elastic = Json::object();
   for (const auto& [id, e] : indexes_.get<ElasticSizes>().all()) {
     elastic[std::to_string(id)] = Json{e.attempt, e.min, e.max, e.current, e.resizes};
@@ -310,12 +284,7 @@ Json HeadCore::DerivedSummary() const {
               {"active", ids(indexes_.get<ActiveRuns>().jobs())},
               {"pending_count", pending},
               {"requests", requests},
-              {"held", ids(held_)},
-              {"array_held", array_held},
-              {"array_live", array_live},
-              {"waiting_on", waiting_on},
-              {"singletons", ids(singletons_)},
-              {"doomed", doomed},
+              {"admission", admission_.Summary()},
               {"services", services().Summary()},
               {"scheduler", scheduler_->ModelSummary()}};
 }
@@ -347,24 +316,12 @@ void HeadCore::RebuildIndexes(TimeMs now) {
   desired_.clear();
   last_heard_.clear();
   pending_reason_.clear();
-  held_.clear();
-  array_held_.clear();
-  array_live_.clear();
-  waiting_on_.clear();
-  singletons_.clear();
-  recheck_.clear();
-  release_arrays_.clear();
-  doomed_.clear();
-  session_heard_.clear();
-  session_stop_at_.clear();
+  admission_ = {};
+  sessions_.Rebuild(state_, now);
   // Each job that is not over keeps the prediction it was queued with (as a live head would
   // have): a restart must not reorder the queue by what ended since.
   std::unordered_map<JobId, sched::PendingJob> queued;
   RebuildEstimator(&queued);
-  for (const auto& [id, job] : state_.jobs) {
-    // A new leadership gives every session's client a full inactive limit to reach it.
-    if (job.spec.interactive && !IsTerminal(job.state)) session_heard_[id] = {now, now};
-  }
   for (const auto& [name, q] : state_.queues) scheduler_->SetQueue(q);
   for (const auto& [name, r] : state_.reservations) {
     scheduler_->SetReservation(ToSchedulerReservation(r));
@@ -377,14 +334,14 @@ void HeadCore::RebuildIndexes(TimeMs now) {
   for (const auto& [id, job] : state_.jobs) {
     if (job.state == JobState::kScheduled || job.state == JobState::kRunning) {
       scheduler_->AddRunning(ToRunning(job, queued.at(id)));
-      if (job.IsArrayElement()) ++array_live_[job.array_id];
+      admission_.CountAdmitted(job);
     }
   }
   for (const auto& [id, job] : state_.jobs) {
     // A requeued job was admitted before; only one that never ran waits again for room.
     if (job.state == JobState::kPending && !job.runs.empty()) {
       scheduler_->AddPending(queued.at(id));
-      if (job.IsArrayElement()) ++array_live_[job.array_id];
+      admission_.CountAdmitted(job);
     } else if (job.state == JobState::kPending) {
       AdmitPending(job, &queued.at(id));
     }

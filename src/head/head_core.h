@@ -24,9 +24,11 @@
 #include "core/task_env.h"
 #include "core/usage.h"
 #include "core/views.h"
+#include "head/admission.h"
 #include "head/cluster_state.h"
 #include "head/core_indexes.h"
 #include "head/desired_log.h"
+#include "head/session_clocks.h"
 #include "sched/runtime_estimate.h"
 #include "sched/scheduler.h"
 
@@ -365,9 +367,7 @@ class HeadCore {
   // `input`: the job's scheduler input where the caller has it (a recovery's, predicted as
   // the job was queued); else SchedulerInput(job).
   void AdmitPending(const Job& job, const sched::PendingJob* input = nullptr);
-  void ForgetWaits(const Job& job);
-  void Unhold(const Job& job);
-  void OnTerminal(const Job& job, bool was_live);
+  void OnTerminal(const Job& job);
   void Settle(TimeMs now);
   void RetireEnded(TimeMs now);
   // Why a command names a job not in memory: none such, or one retired long after it ended.
@@ -382,7 +382,7 @@ class HeadCore {
 
  public:
   std::vector<const Job*> DependencyTargets(JobId id) const;
-  bool IsHeld(JobId id) const { return held_.count(id) > 0; }
+  bool IsHeld(JobId id) const { return admission_.IsHeld(id); }
 
  private:
   void MarkDirty(const Change& c);
@@ -440,7 +440,6 @@ class HeadCore {
   // Since when an interactive run has been idle: no input and its GPUs under the threshold;
   // 0 while it is in use.
   TimeMs SessionIdleSince(const Job& job, const Run& run) const;
-  void ObserveNotebookActivity(JobId job, int64_t idle_ms, TimeMs now);
   void CheckLiveness(TimeMs now);
   void LoseNode(const Node& node, TimeMs now);
   void SetLiveness(const std::string& node, Liveness liveness, const std::string& reason,
@@ -488,14 +487,7 @@ class HeadCore {
   std::map<std::string, TimeMs> last_heard_;               // liveness: the last sync received
   std::map<JobId, PendingReason> pending_reason_;          // as the scheduler last said
   std::map<JobId, sched::StartEstimate> start_estimates_;  // of the last EstimateStarts
-  std::set<JobId> held_;                                   // pending, not in the scheduler
-  std::map<JobId, std::set<JobId>> array_held_;            // array -> elements over its %P
-  std::map<JobId, int32_t> array_live_;                    // array -> elements pending or active
-  std::map<JobId, std::set<JobId>> waiting_on_;            // job -> held jobs depending on it
-  std::set<JobId> singletons_;                             // held by singleton
-  std::set<JobId> recheck_;                                // held jobs to evaluate again
-  std::set<JobId> release_arrays_;                         // arrays with room again
-  std::map<JobId, std::string> doomed_;                    // held jobs whose dependency failed
+  Admission admission_;                                    // which pending jobs the scheduler sees
 
   // Observations of GPU use (core_idle.cc): each node's last samples; per run and node, since
   // when the run's GPUs there have all been under the threshold; runs idle long enough.
@@ -519,15 +511,7 @@ class HeadCore {
   std::map<RunId, std::map<std::string, TimeMs>> low_since_;
   std::map<JobId, TimeMs> idle_;          // job -> idle since
   std::map<RunId, TimeMs> idle_stop_at_;  // warned runs -> when they are stopped
-  // Live interactive jobs: when their client was last heard from, and last typed into them.
-  struct SessionHeard {
-    TimeMs heard = 0;
-    TimeMs typed = 0;
-    TimeMs kernel = 0;         // a notebook's last kernel or terminal activity, as its agent tells
-    bool kernel_busy = false;  // its agent said last that a kernel runs a cell
-  };
-  std::map<JobId, SessionHeard> session_heard_;
-  std::map<RunId, TimeMs> session_stop_at_;  // idle-warned sessions -> when they end
+  SessionClocks sessions_;  // live interactive sessions: when last heard, typed, warned
   // Why a service has fewer replicas than it wants (a crash loop's backoff, a refused
   // submission), as its last KeepReplicas found: not durable, redone each tick.
   std::map<std::string, std::string> service_notes_;
