@@ -20,19 +20,20 @@ sched::NodeInfo HeadCore::ToNodeInfo(const Node& node) const {
   info.gpus = node.gpus;
   // A drained GPU takes no new runs; the node's others still do.
   for (Gpu& g : info.gpus) g.healthy = g.healthy && !node.gpu_drains.count(g.index);
-  if (auto held = dataset_holders_.find(node.name); held != dataset_holders_.end()) {
+  const auto& holders = node_watch_.dataset_holders();
+  if (auto held = holders.find(node.name); held != holders.end()) {
     info.datasets.assign(held->second.begin(), held->second.end());
   }
   return info;
 }
 
 void HeadCore::Bump(const std::string& node, JobId job) {
-  desired_[node].Changed(job);
+  node_watch_.Changed(node, job);
   out_.nodes_to_notify.insert(node);
 }
 
 void HeadCore::BumpAll(const std::string& node) {
-  desired_[node].ChangedAll();
+  node_watch_.ChangedAll(node);
   out_.nodes_to_notify.insert(node);
 }
 
@@ -74,8 +75,8 @@ Result<RegisterResponse> HeadCore::Register(const Caller& by, RegisterRequest re
   n.liveness = Liveness::kAlive;  // its drain stays what the operator made it
   n.agent_epoch += 1;
   n.registered_at = now;
-  n.unhealthy.clear();        // its GPUs were just probed afresh; the next sync reports any fault
-  gpu_checks_.erase(n.name);  // a new agent counts its checks from 1
+  n.unhealthy.clear();         // its GPUs were just probed afresh; the next sync reports any fault
+  gpus_.ForgetChecks(n.name);  // a new agent counts its checks from 1
   n.last_heartbeat = 0;
   Credential cred;
   cred.hash = Sha256Hex(secret);
@@ -93,18 +94,12 @@ Result<bool> HeadCore::Report(const Caller& by, const SyncRequest& req, TimeMs n
   }
   auto it = state_.nodes.find(req.node);
   if (it == state_.nodes.end() || req.agent_epoch != it->second.agent_epoch) return false;
-  last_heard_[req.node] = now;
-  // Rebuilt only when it changed: most syncs report the same ports (often none).
-  std::set<int32_t>& ports = busy_ports_[req.node];
-  if (ports.size() != req.busy_ports.size() ||
-      !std::all_of(req.busy_ports.begin(), req.busy_ports.end(),
-                   [&](int32_t p) { return ports.count(p) > 0; })) {
-    ports = std::set<int32_t>(req.busy_ports.begin(), req.busy_ports.end());
-  }
-  if (req.image_cache.limit_bytes > 0) image_caches_[req.node] = req.image_cache;
+  node_watch_.Heard(req.node, now);
+  node_watch_.ObservePorts(req.node, req.busy_ports);
+  node_watch_.ObserveImageCache(req.node, req.image_cache);
   ObserveDatasets(req.node, req.datasets);
   if (!req.gpu_samples.empty()) {
-    gpu_samples_[req.node] = req.gpu_samples;
+    gpus_.Observe(req.node, req.gpu_samples);
     ObserveUse(req.node, now);
     ObserveHealth(it->second, req.gpu_samples, now);
     ObserveGpuHealth(state_.nodes.at(req.node), req.gpu_samples, now);
@@ -151,8 +146,7 @@ void HeadCore::ObserveHealth(const Node& node, const std::vector<GpuSample>& sam
 }
 
 uint64_t HeadCore::NodeVersion(const std::string& node) const {
-  auto it = desired_.find(node);
-  return it == desired_.end() ? state_.epoch << 32 : it->second.version();
+  return node_watch_.Version(node, state_.epoch);
 }
 
 // A replica's memory cap: what its job asked for, else its node's memory in proportion to the
@@ -198,9 +192,9 @@ SyncResponse HeadCore::DesiredFor(const std::string& node) const {
 }
 
 SyncResponse HeadCore::AnswerFor(const std::string& node, uint64_t from) const {
-  auto log = desired_.find(node);
+  const DesiredLog* log = node_watch_.LogOf(node);
   std::optional<std::vector<JobId>> changed;
-  if (from != 0 && log != desired_.end()) changed = log->second.ChangedSince(from);
+  if (from != 0 && log != nullptr) changed = log->ChangedSince(from);
   if (!changed) return DesiredFor(node);
   const std::set<JobId>& runs = active().OnNode(node);
   // Where every job left on the node changed, the full answer lists no more orders and names
@@ -210,7 +204,7 @@ SyncResponse HeadCore::AnswerFor(const std::string& node, uint64_t from) const {
   if (here == runs.size()) return DesiredFor(node);
   SyncResponse r;
   r.head_epoch = state_.epoch;
-  r.desired_version = log->second.version();
+  r.desired_version = log->version();
   r.delta = true;
   r.base_version = from;
   r.changed_jobs = std::move(*changed);
@@ -259,10 +253,7 @@ void HeadCore::Tick(TimeMs now) {
 void HeadCore::CheckLiveness(TimeMs now) {
   std::vector<std::string> down, unreachable;
   for (const auto& [name, node] : state_.nodes) {
-    auto heard = last_heard_.find(name);
-    TimeMs last = heard == last_heard_.end() ? now : heard->second;
-    if (heard == last_heard_.end()) last_heard_[name] = now;  // a full timeout to reconnect
-    DurationMs silent = now - last;
+    DurationMs silent = now - node_watch_.LastHeard(name, now);  // new: a full timeout
     if (silent > config_.down_after_ms && node.liveness != Liveness::kDown) {
       down.push_back(name);
     } else if (silent > config_.unreachable_after_ms && node.liveness == Liveness::kAlive) {
@@ -316,9 +307,9 @@ std::vector<NodeView> HeadCore::ListNodes(TimeMs now) const {
       }
     }
     std::set<int32_t> held;
-    if (auto h = last_heard_.find(name); h != last_heard_.end()) v.node.last_heartbeat = h->second;
-    if (auto g = gpu_samples_.find(name); g != gpu_samples_.end()) v.gpu_samples = g->second;
-    if (auto c = image_caches_.find(name); c != image_caches_.end()) v.image_cache = c->second;
+    if (auto h = node_watch_.LastHeardIfAny(name)) v.node.last_heartbeat = *h;
+    if (const std::vector<GpuSample>* g = gpus_.SamplesOf(name)) v.gpu_samples = *g;
+    if (const ImageCacheReport* c = node_watch_.ImageCacheOf(name)) v.image_cache = *c;
     for (JobId id : active().OnNode(name)) {
       const Job& job = state_.jobs.at(id);
       const Run& run = *job.CurrentRun();

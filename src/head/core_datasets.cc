@@ -21,7 +21,7 @@ DatasetView HeadCore::ViewOfDataset(const Dataset& d) const {
   DatasetView v;
   v.dataset = d;
   for (JobId id : indexes_.get<DatasetUsers>().Of(d.name)) v.users.push_back(id);
-  for (const auto& [node, held] : dataset_holders_) {
+  for (const auto& [node, held] : node_watch_.dataset_holders()) {
     if (held.count(d.digest)) v.nodes.push_back(node);
   }
   return v;
@@ -61,14 +61,7 @@ Result<DatasetView> HeadCore::RemoveDataset(const Caller& by, const std::string&
 }
 
 void HeadCore::ObserveDatasets(const std::string& node, const std::vector<std::string>& digests) {
-  std::set<std::string> held(digests.begin(), digests.end());
-  auto it = dataset_holders_.find(node);
-  if (it == dataset_holders_.end() ? held.empty() : it->second == held) return;
-  if (held.empty()) {
-    dataset_holders_.erase(it);
-  } else {
-    dataset_holders_[node] = std::move(held);
-  }
+  if (!node_watch_.ObserveDatasets(node, digests)) return;
   // The scheduler's copy of the node, for placements near the data.
   if (auto n = state_.nodes.find(node); n != state_.nodes.end()) {
     scheduler_->UpsertNode(ToNodeInfo(n->second));

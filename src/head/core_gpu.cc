@@ -43,7 +43,7 @@ Result<NodeView> HeadCore::SetGpuDrain(const Caller& by, const std::string& name
   } else if (d != node.gpu_drains.end()) {
     Emit(by, now,
          GpuDrainSet{name, gpu, GpuDrain{DrainSource::kNone, "returned by " + by.name, now}});
-    gpu_checks_[name][gpu].clean = 0;
+    gpus_.ChecksOf(name, gpu).clean = 0;
   }
   return NodeView{state_.nodes.at(name), 0, {}, {}};
 }
@@ -52,13 +52,13 @@ void HeadCore::ObserveGpuHealth(const Node& node, const std::vector<GpuSample>& 
                                 TimeMs now) {
   const std::string name = node.name;  // `node` may move as changes apply
   for (const GpuSample& s : samples) {
-    GpuChecks& seen = gpu_checks_[name][s.index];
+    GpuWatch::Checks& seen = gpus_.ChecksOf(name, s.index);
     // Each check once: the agent repeats its last one (and its undelivered Xids) until a sync
     // gets through.
     if (s.check == 0 || s.check <= seen.last) continue;
     seen.last = s.check;
     const std::string gpu = "GPU " + std::to_string(s.index) + " of node " + name;
-    for (int32_t xid : s.xids) ++xid_counts_[{name, xid}];
+    for (int32_t xid : s.xids) gpus_.CountXid(name, xid);
     // The application's own errors: its run fails (a restart spent, as any failure), the GPU
     // stays in service.
     for (int32_t xid : s.xids) {

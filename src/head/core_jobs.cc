@@ -349,7 +349,7 @@ Result<Job> HeadCore::GetJob(const Caller& by, JobId id) const {
     job.estimated_start = e->second.start == sched::kUnknownTime ? 0 : e->second.start;
     job.estimated_nodes = e->second.nodes;
   }
-  if (auto i = idle_.find(id); i != idle_.end() && job.state == JobState::kRunning) {
+  if (auto i = gpus_.idle().find(id); i != gpus_.idle().end() && job.state == JobState::kRunning) {
     job.idle_since = i->second;
   }
   return job;
@@ -420,9 +420,8 @@ int32_t HeadCore::PickMasterPort(const std::string& node) const {
     const Run& r = *state_.jobs.at(id).CurrentRun();
     if (!r.placement.empty() && r.placement[0].node == node) used.insert(r.master_port);
   }
-  if (auto busy = busy_ports_.find(node); busy != busy_ports_.end()) {
-    used.insert(busy->second.begin(), busy->second.end());
-  }
+  const std::set<int32_t>& busy = node_watch_.BusyPorts(node);
+  used.insert(busy.begin(), busy.end());
   for (int32_t p = lo; p <= hi; ++p) {
     if (!used.count(p)) return p;
   }

@@ -85,14 +85,12 @@ Result<SessionStatus> HeadCore::TouchSession(const Caller& by, JobId id, bool ty
 TimeMs HeadCore::SessionIdleSince(const Job& job, const Run& run) const {
   TimeMs since = sessions_.UserIdleSince(job.id, run.started_at);
   if (since == 0) return 0;
-  auto low = low_since_.find(RunId{job.id, run.attempt});
   for (const ReplicaPlacement& p : run.placement) {
     if (p.gpus.empty()) continue;
     // GPUs not (yet) measured under the threshold count as in use.
-    if (low == low_since_.end()) return 0;
-    auto n = low->second.find(p.node);
-    if (n == low->second.end()) return 0;
-    since = std::max(since, n->second);
+    std::optional<TimeMs> low = gpus_.LowSince(RunId{job.id, run.attempt}, p.node);
+    if (!low) return 0;
+    since = std::max(since, *low);
   }
   return since;
 }

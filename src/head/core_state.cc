@@ -38,10 +38,7 @@ void HeadCore::Index(const Change& c) {
     HeadCore& core;
     const Change& c;
     void Job(JobId) {}
-    void operator()(const HeadStarted&) {
-      for (const auto& [name, node] : core.state_.nodes)
-        core.desired_[name] = DesiredLog(core.state_.epoch << 32);
-    }
+    void operator()(const HeadStarted&) { core.node_watch_.NewEpoch(core.state_); }
     void operator()(const JobSubmitted& e) { Submitted(e.job.id); }
     void operator()(const ArraySubmitted& e) {
       for (size_t i = 0; i < e.size(); ++i) Submitted(e.job.id + i);
@@ -153,8 +150,7 @@ void HeadCore::Index(const Change& c) {
     }
     void operator()(const NodeRegistered& e) {
       const std::string& name = e.node.name;
-      if (!core.desired_.count(name)) core.desired_[name] = DesiredLog(core.state_.epoch << 32);
-      core.last_heard_[name] = c.at;
+      core.node_watch_.Registered(name, core.state_.epoch, c.at);
       core.scheduler_->UpsertNode(core.ToNodeInfo(core.state_.nodes.at(name)));
       core.BumpAll(name);
       core.WantSchedule();
@@ -313,8 +309,7 @@ void HeadCore::RebuildIndexes(TimeMs now) {
   // the holds (admission decides which pending jobs it sees), orders to agents (versions start
   // afresh each epoch), and liveness and session clocks (a new leadership restarts them).
   scheduler_ = std::make_unique<sched::Scheduler>(config_.scheduler);
-  desired_.clear();
-  last_heard_.clear();
+  node_watch_.Rebuild(state_, now);
   pending_reason_.clear();
   admission_ = {};
   sessions_.Rebuild(state_, now);
@@ -328,8 +323,6 @@ void HeadCore::RebuildIndexes(TimeMs now) {
   }
   for (const auto& [name, node] : state_.nodes) {
     scheduler_->UpsertNode(ToNodeInfo(node));
-    desired_[name] = DesiredLog(state_.epoch << 32);
-    last_heard_[name] = now;  // give every agent a full timeout to reconnect
   }
   for (const auto& [id, job] : state_.jobs) {
     if (job.state == JobState::kScheduled || job.state == JobState::kRunning) {

@@ -4,11 +4,12 @@
 // core turns what it decides (drains, stops, warnings) into changes.
 #pragma once
 
+#include <utility>
+
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "head/cluster_state.h"

@@ -28,6 +28,8 @@
 #include "head/cluster_state.h"
 #include "head/core_indexes.h"
 #include "head/desired_log.h"
+#include "head/gpu_watch.h"
+#include "head/node_watch.h"
 #include "head/session_clocks.h"
 #include "sched/runtime_estimate.h"
 #include "sched/scheduler.h"
@@ -349,14 +351,14 @@ class HeadCore {
   // Elastic runs' sizes (elastic_sizes.h).
   const ElasticSizes& elastic_sizes() const { return indexes_.get<ElasticSizes>(); }
   // Runs flagged idle at the last Tick or report (core_idle.cc), by job.
-  const std::map<JobId, TimeMs>& idle_runs() const { return idle_; }
+  const std::map<JobId, TimeMs>& idle_runs() const { return gpus_.idle(); }
   uint64_t revision() const { return state_.revision; }
   // The run-time predictions, as learned from the jobs ended so far.
   const sched::RuntimeEstimator& estimator() const { return estimator_; }
   const CoreConfig& config() const { return config_; }
   // Xid events the agents reported since this head started, by node and Xid (core_gpu.cc).
   const std::map<std::pair<std::string, int32_t>, int64_t>& xid_counts() const {
-    return xid_counts_;
+    return gpus_.xid_counts();
   }
 
  private:
@@ -481,37 +483,17 @@ class HeadCore {
   // indexes_: it learns in end order, and jobs that end in one millisecond are learnt live in
   // the order they ended but rebuilt in id order, so a rebuild need not equal it exactly.
   sched::RuntimeEstimator estimator_;
-  std::map<std::string, DesiredLog> desired_;  // per node: its version and recent changes
-  // Observations, not state: ports something listens on, per node, from its last sync.
-  std::map<std::string, std::set<int32_t>> busy_ports_;
-  std::map<std::string, TimeMs> last_heard_;               // liveness: the last sync received
   std::map<JobId, PendingReason> pending_reason_;          // as the scheduler last said
   std::map<JobId, sched::StartEstimate> start_estimates_;  // of the last EstimateStarts
-  Admission admission_;                                    // which pending jobs the scheduler sees
-
-  // Observations of GPU use (core_idle.cc): each node's last samples; per run and node, since
-  // when the run's GPUs there have all been under the threshold; runs idle long enough.
-  std::map<std::string, std::vector<GpuSample>> gpu_samples_;
-  // Each node's cached datasets (their digests), as its agent last reported: an observation,
-  // not durable (a new head learns them at the agents' next syncs).
-  std::map<std::string, std::set<std::string>> dataset_holders_;
+  // The components that own what is derived through decisions or observed (architecture.md).
+  Admission admission_;     // which pending jobs the scheduler sees
+  NodeWatch node_watch_;    // each node: its orders log, when last heard, what it last reported
+  GpuWatch gpus_;           // the GPUs: samples, health checks, Xids, idleness
+  SessionClocks sessions_;  // live interactive sessions: when last heard, typed, warned
   // Scheduled jobs whose datasets a node is staging: how far, as it last said.
   std::map<JobId, std::string> staging_;
   void ObserveDatasets(const std::string& node, const std::vector<std::string>& digests);
   DatasetView ViewOfDataset(const Dataset& d) const;
-  // Health checks seen (core_gpu.cc), per node and GPU: the last check taken, and the clean
-  // ones in a row since a health drain. Observations: a new head counts afresh.
-  struct GpuChecks {
-    uint64_t last = 0;
-    int32_t clean = 0;
-  };
-  std::map<std::string, std::map<int32_t, GpuChecks>> gpu_checks_;
-  std::map<std::pair<std::string, int32_t>, int64_t> xid_counts_;  // (node, Xid) -> seen
-  std::map<std::string, ImageCacheReport> image_caches_;           // each node's, as last reported
-  std::map<RunId, std::map<std::string, TimeMs>> low_since_;
-  std::map<JobId, TimeMs> idle_;          // job -> idle since
-  std::map<RunId, TimeMs> idle_stop_at_;  // warned runs -> when they are stopped
-  SessionClocks sessions_;  // live interactive sessions: when last heard, typed, warned
   // Why a service has fewer replicas than it wants (a crash loop's backoff, a refused
   // submission), as its last KeepReplicas found: not durable, redone each tick.
   std::map<std::string, std::string> service_notes_;
