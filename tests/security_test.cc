@@ -499,9 +499,10 @@ TEST(AuthMatrix, EveryEndpointForEveryKindOfCaller) {
     who["node"] = Json::parse(r.out, nullptr, false).value("node_token", "");
     ASSERT_FALSE(who["node"].empty()) << r.out;
     // A node with no runs for the admin to remove.
-    auto spare = RunCommand({"/usr/bin/curl", "-s", "-H", "Authorization: Bearer " + join, "-d",
-                             R"({"name":"matrix-spare","cpu_milli":1000,"memory_mb":1024})",
-                             c.addr() + "/v1/agent/register"});
+    auto spare =
+        RunCommand({"/usr/bin/curl", "-s", "-H", "Authorization: Bearer " + join, "-d",
+                    R"({"name":"matrix-spare","cpu_milli":1000,"memory_mb":1024,"protocol":2})",
+                    c.addr() + "/v1/agent/register"});
     ASSERT_NE(spare.out.find("node_token"), std::string::npos) << spare.out;
   }
   // A fresh job of the user's in queue "team", so that each cell finds it as it was.
