@@ -498,6 +498,12 @@ TEST(AuthMatrix, EveryEndpointForEveryKindOfCaller) {
                          c.addr() + "/v1/agent/register"});
     who["node"] = Json::parse(r.out, nullptr, false).value("node_token", "");
     ASSERT_FALSE(who["node"].empty()) << r.out;
+    // A node with no runs for the admin to remove.
+    auto spare =
+        RunCommand({"/usr/bin/curl", "-s", "-H", "Authorization: Bearer " + join, "-d",
+                    R"({"name":"matrix-spare","cpu_milli":1000,"memory_mb":1024,"protocol":2})",
+                    c.addr() + "/v1/agent/register"});
+    ASSERT_NE(spare.out.find("node_token"), std::string::npos) << spare.out;
   }
   // A fresh job of the user's in queue "team", so that each cell finds it as it was.
   auto fresh_job = [&] {
@@ -536,6 +542,10 @@ TEST(AuthMatrix, EveryEndpointForEveryKindOfCaller) {
       {"POST",
        "/v1/nodes/node1/undrain",
        "{}",
+       {"401", "401", "401", "403", "403", "403", "2", "403"}},
+      {"DELETE",
+       "/v1/nodes/matrix-spare",
+       "",
        {"401", "401", "401", "403", "403", "403", "2", "403"}},
       {"GET", "/v1/queues", "", {"401", "401", "401", "2", "2", "2", "2", "403"}},
       {"PUT",

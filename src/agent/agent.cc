@@ -274,6 +274,9 @@ void Agent::SyncLoop() {
       std::lock_guard lock(mu_);
       in_long_poll_ = false;
       if (!st.ok()) unreported_exit_ = true;  // after the backoff, sync without waiting
+      // The head refuses this node's credential (the node was removed, or registered again
+      // elsewhere): register again, which asks for a new one.
+      if (st.code() == ErrorCode::kUnauthenticated) registered_ = false;
     }
     if (st.ok()) {
       backoff = config_.retry_min_ms;

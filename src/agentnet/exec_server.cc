@@ -69,10 +69,8 @@ net::HttpResponse JsonOk(int status, const Json& body) {
 
 }  // namespace
 
-ExecServer::ExecServer(std::string join_token, TargetLookup target, int64_t abandon_after_ms)
-    : join_token_(std::move(join_token)),
-      target_(std::move(target)),
-      abandon_after_ms_(abandon_after_ms) {
+ExecServer::ExecServer(const RelayAuth* auth, TargetLookup target, int64_t abandon_after_ms)
+    : auth_(auth), target_(std::move(target)), abandon_after_ms_(abandon_after_ms) {
   reaper_ = std::thread([this] { ReapLoop(); });
 }
 
@@ -108,16 +106,31 @@ std::shared_ptr<ExecServer::Entry> ExecServer::Find(const std::string& id) {
   return it->second;
 }
 
-void ExecServer::Handle(net::HttpRequest req, net::Responder respond) {
-  if (!TokensEqual(req.BearerToken(), join_token_)) {
-    return respond(net::JsonError(401, "unauthenticated", "bad token"));
+std::optional<net::HttpResponse> ExecServer::Refuse(const net::HttpRequest& req,
+                                                    const std::string& id) {
+  std::string run;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = sessions_.find(id); it != sessions_.end()) run = it->second->run_id;
   }
+  GrantCheck check = auth_->Check(req.BearerToken(), run);
+  // No such session: a grant of this node's head (for whichever run) may learn that, no one else.
+  if (run.empty() && check.refusal == GrantRefusal::kOtherRun) return std::nullopt;
+  if (!check.ok()) return RelayAuth::Refusal(check);
+  return std::nullopt;
+}
+
+void ExecServer::Handle(net::HttpRequest req, net::Responder respond) {
   auto parts = net::SplitPath(req.path);
   if (parts.size() == 4 && parts[1] == "runs") {
+    if (GrantCheck check = auth_->Check(req.BearerToken(), parts[2]); !check.ok()) {
+      return respond(RelayAuth::Refusal(check));
+    }
     if (req.method != "POST") return respond(Error(NotFound("no such path: " + req.path)));
     return Open(req, parts[2], std::move(respond));
   }
   const std::string& id = parts[2];
+  if (auto refused = Refuse(req, id)) return respond(std::move(*refused));
   auto entry = Find(id);
   if (!entry) {
     return respond(Error(NotFound("no exec session " + id + " on this node (it ended)")));
@@ -230,6 +243,7 @@ void ExecServer::Open(const net::HttpRequest& req, const std::string& run_id,
     if (!session.ok()) return respond(Error(session.status()));
     entry->session = std::move(*session);
     entry->last_request_ms = SteadyClock().Now();
+    entry->run_id = run_id;
     std::string id = RandomHex(16);
     {
       std::lock_guard lock(mu_);

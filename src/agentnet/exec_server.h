@@ -1,6 +1,7 @@
 // The agent's side of `corral exec` (docs/interactive.md): commands run inside a running job,
-// their input and output relayed over HTTP. Only the head calls it (the join token as bearer),
-// on behalf of a user it has authorised for that job; the head proxies the user's requests.
+// their input and output relayed over HTTP. Only the head calls it, on behalf of a user it has
+// authorised for that job: every request carries a relay grant (relay_auth.h) the head signed
+// for this node and the session's run; the head proxies the user's requests.
 //
 //   POST   /v1/runs/RUN_ID/exec?replica=R   {"command":[..],"pty":b,"rows":n,"cols":n,"env":{}}
 //          -> 201 {"session":"ID"}
@@ -25,11 +26,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "agent/container_exec.h"
 #include "agent/exec_session.h"
+#include "agentnet/relay_auth.h"
 #include "net/http.h"
 
 namespace corral::agentnet {
@@ -40,7 +43,8 @@ class ExecServer {
   // process; its container, where it has one: the command then runs in it, container_exec.h).
   using TargetLookup =
       std::function<Result<agent::ExecTarget>(const std::string& run_id, int32_t replica)>;
-  ExecServer(std::string join_token, TargetLookup target, int64_t abandon_after_ms = 60000);
+  // `auth` outlives the server.
+  ExecServer(const RelayAuth* auth, TargetLookup target, int64_t abandon_after_ms = 60000);
   ~ExecServer();  // ends every session
   ExecServer(const ExecServer&) = delete;
   ExecServer& operator=(const ExecServer&) = delete;
@@ -55,12 +59,15 @@ class ExecServer {
     std::unique_ptr<agent::ContainerExec> container;  // its files outlive the session
     std::unique_ptr<agent::ExecSession> session;
     int64_t last_request_ms = 0;
+    std::string run_id;  // the run it was opened in: each later request's grant must name it
   };
   void Open(const net::HttpRequest& req, const std::string& run_id, net::Responder respond);
   std::shared_ptr<Entry> Find(const std::string& id);
+  // The grant of a request for session `id`: refused, or the session (null: no such session).
+  std::optional<net::HttpResponse> Refuse(const net::HttpRequest& req, const std::string& id);
   void ReapLoop();
 
-  const std::string join_token_;
+  const RelayAuth* const auth_;
   const TargetLookup target_;
   const int64_t abandon_after_ms_;
   std::mutex mu_;

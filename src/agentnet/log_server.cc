@@ -8,17 +8,17 @@
 
 namespace corral::agentnet {
 
-net::HttpResponse ServeLog(const std::string& state_dir, const std::string& join_token,
+net::HttpResponse ServeLog(const std::string& state_dir, const RelayAuth& auth,
                            const net::HttpRequest& req) {
-  if (!TokensEqual(req.BearerToken(), join_token)) {
-    return net::JsonError(401, "unauthenticated", "bad token");
-  }
   const std::string prefix = "/v1/runs/";
   if (req.method != "GET" || req.path.rfind(prefix, 0) != 0 ||
       req.path.size() < prefix.size() + 6 || req.path.substr(req.path.size() - 5) != "/logs") {
     return net::JsonError(404, "not_found", "no such path: " + req.path);
   }
   std::string run_id = req.path.substr(prefix.size(), req.path.size() - prefix.size() - 5);
+  if (GrantCheck check = auth.Check(req.BearerToken(), run_id); !check.ok()) {
+    return RelayAuth::Refusal(check);
+  }
   std::string bad;
   auto num = [&](const char* key, int64_t def) {
     auto it = req.query.find(key);
@@ -60,9 +60,10 @@ bool FromLoopback(const std::string& remote) {
 
 }  // namespace
 
-LogService::LogService(std::string state_dir, std::string join_token,
+LogService::LogService(std::string state_dir, const RelayAuth* auth, std::string join_token,
                        std::function<std::string()> render_metrics, int threads)
     : state_dir_(std::move(state_dir)),
+      auth_(auth),
       join_token_(std::move(join_token)),
       render_metrics_(std::move(render_metrics)),
       pool_(static_cast<size_t>(threads)) {}
@@ -82,7 +83,7 @@ void LogService::Handle(net::HttpRequest req, net::Responder respond) {
     return respond(std::move(r));
   }
   boost::asio::post(pool_, [this, req = std::move(req), respond = std::move(respond)] {
-    respond(ServeLog(state_dir_, join_token_, req));
+    respond(ServeLog(state_dir_, *auth_, req));
   });
 }
 

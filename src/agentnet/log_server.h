@@ -1,7 +1,8 @@
 // The agent's log endpoint (docs/api.md, "Agents"): the head proxies `corral logs` here.
 //   GET /v1/runs/RUN_ID/logs?replica=R&task=T&stream=stdout|stderr&offset=N&max=N
 // answers the bytes of one task's log from `offset`, with X-Corral-Next-Offset. Only the head
-// may call it (the join token as bearer). The same server answers GET /metrics.
+// may call it: the bearer is a relay grant for this node and RUN_ID (relay_auth.h). The same
+// server answers GET /metrics.
 #pragma once
 
 #include <utility>  // before Boost.Asio (DESIGN §13)
@@ -11,13 +12,14 @@
 #include <string>
 
 #include "agentnet/exec_server.h"
+#include "agentnet/relay_auth.h"
 #include "net/http.h"
 
 namespace corral::agentnet {
 
 // One request, answered from the run directories under `state_dir`. Any thread; it reads a
 // file, so not on a thread that other requests wait on (LogService).
-net::HttpResponse ServeLog(const std::string& state_dir, const std::string& join_token,
+net::HttpResponse ServeLog(const std::string& state_dir, const RelayAuth& auth,
                            const net::HttpRequest& req);
 
 // The agent's HTTP handler. The server's I/O thread only hands each log read to a small pool
@@ -28,7 +30,8 @@ net::HttpResponse ServeLog(const std::string& state_dir, const std::string& join
 // Owned by the agent's main(); Handle is called from the server's I/O threads.
 class LogService {
  public:
-  LogService(std::string state_dir, std::string join_token,
+  // `auth` outlives the service; `join_token` only reads /metrics from off the node.
+  LogService(std::string state_dir, const RelayAuth* auth, std::string join_token,
              std::function<std::string()> render_metrics, int threads = 4);
   ~LogService();  // waits for the reads in flight
   LogService(const LogService&) = delete;
@@ -42,6 +45,7 @@ class LogService {
  private:
   ExecServer* exec_ = nullptr;
   std::string state_dir_;
+  const RelayAuth* const auth_;
   std::string join_token_;
   std::function<std::string()> render_metrics_;
   boost::asio::thread_pool pool_;

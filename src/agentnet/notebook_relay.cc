@@ -1,7 +1,6 @@
 #include "agentnet/notebook_relay.h"
 
 #include "agent/notebook.h"
-#include "core/secrets.h"
 
 namespace corral::agentnet {
 namespace {
@@ -16,14 +15,14 @@ bool ValidRunId(const std::string& run) {
 
 }  // namespace
 
-NotebookRelay::NotebookRelay(std::string state_dir, std::string join_token, net::SpliceIdle idle)
-    : runs_dir_(std::move(state_dir) + "/runs"), join_token_(std::move(join_token)), idle_(idle) {}
+NotebookRelay::NotebookRelay(std::string state_dir, const RelayAuth* auth, net::SpliceIdle idle)
+    : runs_dir_(std::move(state_dir) + "/runs"), auth_(auth), idle_(idle) {}
 
 void NotebookRelay::Take(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn) const {
-  if (!TokensEqual(req.BearerToken(), join_token_)) {
-    return conn->Answer(net::JsonError(401, "unauthenticated", "bad token"));
-  }
   const std::string run = req.Header("x-corral-run");
+  if (GrantCheck check = auth_->Check(req.BearerToken(), run); !check.ok()) {
+    return conn->Answer(RelayAuth::Refusal(check));
+  }
   if (!ValidRunId(run)) {
     return conn->Answer(net::JsonError(
         400, "invalid_argument", "header X-Corral-Run: got \"" + run + "\", want JOB.ATTEMPT"));

@@ -60,7 +60,9 @@ TEST(Notebook, TheAgentServesItOnLoopbackWithItsOwnTokenAndRelaysToIt) {
   EXPECT_EQ(agent::NotebookNote(run_dir, 7, "n1"), "notebook ready on n1");
   EXPECT_EQ(agent::NotebookEarlyExit(run_dir), "") << "it had answered";
 
-  NotebookRelay relay(state.path(), "join-secret");
+  RelayAuth auth("n1");
+  auth.SetCredential("credential-n1");
+  NotebookRelay relay(state.path(), &auth);
   net::HttpServer front(
       [](net::HttpRequest, net::Responder r) { r(net::JsonError(404, "not_found", "x")); },
       net::HttpServerOptions{
@@ -82,15 +84,25 @@ TEST(Notebook, TheAgentServesItOnLoopbackWithItsOwnTokenAndRelaysToIt) {
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : net::HttpResponse{};
   };
-  auto ok = get("join-secret", "7.1", "/s/7/api/kernels?x=1");
+  auto grant = [](const std::string& run, const std::string& node = "n1",
+                  const std::string& credential = "credential-n1") {
+    return SignRelayGrant(NodeGrantKey(credential),
+                          {node, run, SystemClock().Now() + kRelayGrantLifetimeMs});
+  };
+  auto ok = get(grant("7.1"), "7.1", "/s/7/api/kernels?x=1");
   EXPECT_EQ(ok.status, 200) << ok.body;
   auto seen = nlohmann::json::parse(ok.body, nullptr, false);
   EXPECT_EQ(seen["target"], "/s/7/api/kernels?x=1");
   EXPECT_FALSE(seen["headers"].contains("x-corral-run"));
-  EXPECT_EQ(get("wrong", "7.1", "/s/7/").status, 401);
-  EXPECT_EQ(get("join-secret", "../7.1", "/s/7/").status, 400);
-  EXPECT_EQ(get("join-secret", "7.1", "/s/8/").status, 400) << "another job's path";
-  EXPECT_EQ(get("join-secret", "9.1", "/s/9/").status, 404) << "no notebook in that run";
+  EXPECT_EQ(seen["headers"].dump().find("cg1."), std::string::npos)
+      << "the grant is not passed on to Jupyter";
+  EXPECT_EQ(get("join-secret", "7.1", "/s/7/").status, 401) << "the join token opens nothing";
+  EXPECT_EQ(get(grant("8.1"), "7.1", "/s/7/").status, 403) << "another run's grant";
+  EXPECT_EQ(get(grant("7.1", "n2", "credential-n2"), "7.1", "/s/7/").status, 401)
+      << "another node's grant";
+  EXPECT_EQ(get(grant("../7.1"), "../7.1", "/s/7/").status, 400);
+  EXPECT_EQ(get(grant("7.1"), "7.1", "/s/8/").status, 400) << "another job's path";
+  EXPECT_EQ(get(grant("9.1"), "9.1", "/s/9/").status, 404) << "no notebook in that run";
 }
 
 // A WebSocket relayed to Jupyter that passes nothing either way is closed after the relay's
@@ -116,8 +128,9 @@ TEST(Notebook, TheRelayClosesASilentConnectionAfterItsIdleTime) {
       net::HttpServerOptions{.io_threads = 1});
   ASSERT_TRUE(jupyter.Listen("127.0.0.1", server->port).ok());
   jupyter.Start();
-  NotebookRelay relay(state.path(), "join-secret",
-                      net::SpliceIdle{.http = 300ms, .websocket = 900ms});
+  RelayAuth auth("n1");
+  auth.SetCredential("credential-n1");
+  NotebookRelay relay(state.path(), &auth, net::SpliceIdle{.http = 300ms, .websocket = 900ms});
   net::HttpServer front(
       [](net::HttpRequest, net::Responder r) { r(net::JsonError(404, "not_found", "x")); },
       net::HttpServerOptions{
@@ -131,7 +144,9 @@ TEST(Notebook, TheRelayClosesASilentConnectionAfterItsIdleTime) {
   front.Start();
   // How long a silent request through the relay lasts before the relay closes it.
   auto lasts = [&](bool websocket) {
-    net::HttpClient client("http://127.0.0.1:" + std::to_string(*port), "join-secret");
+    net::HttpClient client(
+        "http://127.0.0.1:" + std::to_string(*port),
+        SignRelayGrant(NodeGrantKey("credential-n1"), {"n1", "7.1", SystemClock().Now() + 60000}));
     std::map<std::string, std::string> headers = {{"X-Corral-Run", "7.1"}};
     if (websocket) {
       headers["Connection"] = "Upgrade";

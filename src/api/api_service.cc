@@ -162,6 +162,7 @@ const std::vector<ApiService::Endpoint>& ApiService::Routes() {
         Serve<GetHistory>("GET", "/v1/history", DecodeGetHistory, HistoryAnswer),
         Serve<ListNodes>("GET", "/v1/nodes", NoFields<ListNodes>, NodesAnswer),
         Serve<GetNode>("GET", "/v1/nodes/{name}", DecodeGetNode, NodeRecordAnswer),
+        Serve<RemoveNode>("DELETE", "/v1/nodes/{name}", DecodeRemoveNode, NodeRecordAnswer),
         Serve<SetDrain>("POST", "/v1/nodes/{name}/drain", DecodeDrain, NodeAnswer),
         Serve<SetDrain>("POST", "/v1/nodes/{name}/undrain", DecodeUndrain, NodeAnswer),
         Serve<SetGpuDrain>("POST", "/v1/nodes/{name}/gpus/{gpu}/drain", DecodeGpuDrainOn,
@@ -416,7 +417,10 @@ void ApiService::HandleLogs(const HttpRequest& req, const PathArgs& args, Respon
                        return respond(ErrorResponse(FailedPrecondition(
                            "node " + node + " has no address to read the job's logs at")));
                      }
-                     std::string token = head_->tokens().join;
+                     // A grant for this run's log on this node alone.
+                     auto grant = head_->RelayGrantFor(node, run_id);
+                     if (!grant.ok()) return respond(ErrorResponse(grant.status()));
+                     std::string token = *grant;
                      // Asynchronous: a slow or unreachable agent holds a socket, not a thread.
                      proxy_->Request(
                          (agent_tls_.issue_log_cert ? "https://" : "http://") + address, token,

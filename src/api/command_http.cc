@@ -264,6 +264,10 @@ Result<head::GetHistory> DecodeGetHistory(const HttpRequest& req, const PathArgs
 
 // --- cluster ---
 
+Result<head::RemoveNode> DecodeRemoveNode(const HttpRequest&, const PathArgs& args) {
+  return head::RemoveNode{args.at(0)};
+}
+
 Result<head::GetNode> DecodeGetNode(const HttpRequest&, const PathArgs& args) {
   return head::GetNode{args.at(0)};
 }

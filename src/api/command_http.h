@@ -45,6 +45,8 @@ Result<head::TouchSession> DecodeTouchSession(const net::HttpRequest& req, const
 Result<head::GetUsage> DecodeGetUsage(const net::HttpRequest& req, const PathArgs& args);
 Result<head::GetHistory> DecodeGetHistory(const net::HttpRequest& req, const PathArgs& args);
 Result<head::GetNode> DecodeGetNode(const net::HttpRequest& req, const PathArgs& args);
+// DELETE /v1/nodes/{name}
+Result<head::RemoveNode> DecodeRemoveNode(const net::HttpRequest& req, const PathArgs& args);
 Result<head::SetDrain> DecodeDrain(const net::HttpRequest& req, const PathArgs& args);
 Result<head::SetGpuDrain> DecodeGpuDrainOn(const net::HttpRequest& req, const PathArgs& args);
 Result<head::SetGpuDrain> DecodeGpuDrainOff(const net::HttpRequest& req, const PathArgs& args);

@@ -69,8 +69,10 @@ void ExecProxy::Open(const net::HttpRequest& req, const PathArgs& args, net::Res
         std::string url = (agent_tls_ ? "https://" : "http://") + target->address;
         std::string path = "/v1/runs/" + target->run_id + "/exec?" +
                            net::EncodeQuery({{"replica", std::to_string(target->replica)}});
+        auto grant = head_->RelayGrantFor(target->node, target->run_id);
+        if (!grant.ok()) return respond(ErrorResponse(grant.status()));
         client_->Request(
-            url, head_->tokens().join, "POST", path, std::move(body), std::chrono::seconds(20),
+            url, *grant, "POST", path, std::move(body), std::chrono::seconds(20),
             [this, url, bearer, respond, from, t = *target](Result<net::HttpResponse> r) mutable {
               if (!r.ok()) {
                 return respond(RelayErrorResponse(
@@ -93,8 +95,12 @@ void ExecProxy::Open(const net::HttpRequest& req, const PathArgs& args, net::Res
               std::string id = RandomHex(16);
               {
                 std::lock_guard lock(mu_);
-                sessions_[id] = Session{t.node, url, answer["session"].get<std::string>(),
-                                        head::Sha256Hex(bearer), SteadyClock().Now()};
+                sessions_[id] = Session{t.node,
+                                        url,
+                                        answer["session"].get<std::string>(),
+                                        t.run_id,
+                                        head::Sha256Hex(bearer),
+                                        SteadyClock().Now()};
               }
               net::HttpResponse out;
               out.status = 201;
@@ -138,8 +144,11 @@ void ExecProxy::Relay(const net::HttpRequest& req, const PathArgs& args, net::Re
     wait_ms = std::atoll(w->second.c_str());
   }
   const bool closing = req.method == "DELETE";
+  // A fresh grant for each request: a session outlives any one grant.
+  auto grant = head_->RelayGrantFor(s.node, s.run_id);
+  if (!grant.ok()) return respond(ErrorResponse(grant.status()));
   client_->Request(
-      s.agent_url, head_->tokens().join, req.method, path, req.body,
+      s.agent_url, *grant, req.method, path, req.body,
       std::chrono::milliseconds(std::clamp<int64_t>(wait_ms, 0, 30000) + 15000),
       [this, id, closing, respond, node = s.node](Result<net::HttpResponse> r) mutable {
         if (!r.ok()) {

@@ -2,8 +2,9 @@
 // job (OpenExec: its owner, its queue's admins, admins), opens the session on the job's node
 // and then relays the session's requests to that node's agent, as it relays `corral logs`.
 // Users reach only the head, over the API's own TLS and tokens; the head reaches the agent with
-// the join token, over TLS where the head serves it (each agent's endpoint has a certificate
-// from the head's CA).
+// a relay grant for the session's run on that node (core/relay_grant.h), fresh on each request,
+// over TLS where the head serves it (each agent's endpoint has a certificate from the head's
+// CA).
 //
 //   POST /v1/jobs/ID/exec   {"command":[..],"replica":R,"pty":b,"rows":n,"cols":n,"env":{}}
 //        -> 201 {"session":"S","node":N,"job":ID}
@@ -45,6 +46,7 @@ class ExecProxy {
     std::string node;
     std::string agent_url;      // "https://host:port"
     std::string agent_session;  // the agent's id for it
+    std::string run_id;         // what each request's grant names
     std::string token_hash;     // of the bearer that opened it
     int64_t last_ms = 0;        // steady clock: the last request relayed
   };

@@ -240,7 +240,10 @@ void SessionProxy::Forward(net::HttpRequest req, std::shared_ptr<net::TakenConne
   }
   // One request per connection: the next one comes through the head again, and is checked.
   if (!upgrade) headers["connection"] = "close";
-  headers["authorization"] = "Bearer " + head_->tokens().join;
+  // A grant for this run on this node alone: the agent takes nothing else.
+  auto grant = head_->RelayGrantFor(target.node, target.run_id);
+  if (!grant.ok()) return conn->Answer(ErrorResponse(grant.status()));
+  headers["authorization"] = "Bearer " + *grant;
   headers["x-corral-run"] = target.run_id;
   conn->Splice((agent_https_ ? "https://" : "http://") + target.address, agent_trust_,
                net::SerializeRequest(req.method, req.target, headers, req.body),

@@ -64,9 +64,10 @@ const CommandInfo kCommands[] = {
      "from inside a job: it just saved a checkpoint (preemption then loses less)"},
     {"nodes", RunNodes,
      "corral nodes [-o json] | corral nodes show NAME [-o json] | corral nodes drain|undrain NAME "
-     "[--gpu N] [--reason TEXT (with drain)]",
+     "[--gpu N] [--reason TEXT (with drain)] | corral nodes rm NAME",
      "list nodes (each GPU's health: ok, warn, critical, drained:admin|health); show one node's "
-     "GPUs; drain or undrain a node, or one of its GPUs"},
+     "GPUs; drain or undrain a node, or one of its GPUs; remove a node with no live run (its "
+     "credential is revoked)"},
     {"queues", RunQueues,
      "corral queues [-o json] | corral queues set NAME [--quota N] [--limit M] [--weight W]\n"
      "       [--max-pending-per-user N] [--max-grace DURATION] [--allow-user U]...\n"

@@ -127,6 +127,20 @@ int NodeAction(const std::string& action, const std::vector<std::string>& names,
   return kExitOk;
 }
 
+// `corral nodes rm NAME`: the node's record and credential go (its agent, if still running,
+// registers it again only with the join token).
+int RemoveNodeCommand(const std::vector<std::string>& names, CliContext& ctx) {
+  if (names.size() != 1) return UsageError(ctx, "nodes", "rm wants exactly one node name");
+  ApiClient api(ctx);
+  auto reply = api.CallJson("DELETE", "/v1/nodes/" + names[0], "");
+  if (!reply.ok()) {
+    PrintError(ctx, "nodes", "rm " + names[0] + ": " + reply.status().message());
+    return kExitError;
+  }
+  *ctx.out << "Node " << names[0] << ": removed; its credential is revoked\n";
+  return kExitOk;
+}
+
 Result<double> ParseNumberFlag(const std::string& flag, const std::string& text, double lo) {
   try {
     size_t pos = 0;
@@ -508,6 +522,8 @@ int RunNodes(const std::vector<std::string>& argv, CliContext& ctx) {
     if (sub == "drain" || sub == "undrain") {
       return NodeAction(sub, {args.positional.begin() + 1, args.positional.end()}, args, ctx);
     }
+    if (sub == "rm")
+      return RemoveNodeCommand({args.positional.begin() + 1, args.positional.end()}, ctx);
     if (sub == "show") {
       if (args.positional.size() != 2) return UsageError(ctx, "nodes", "show wants one node name");
       ApiClient api(ctx);

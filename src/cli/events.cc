@@ -32,6 +32,7 @@ std::string Summary(const Json& e) {
     return "replica " + std::to_string(e.value("replica", 0)) + " exit " +
            std::to_string(e.value("exit_code", 0));
   }
+  if (type == "node_removed") return "removed";
   if (type == "node_liveness_set") return s("liveness") + " " + s("reason");
   if (type == "node_drain_set") {
     return (s("drain") == "none" ? std::string("undrained") : s("drain")) + " " + s("reason");

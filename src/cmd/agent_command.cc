@@ -23,6 +23,7 @@
 #include "agentnet/log_cert_channel.h"
 #include "agentnet/log_server.h"
 #include "agentnet/notebook_relay.h"
+#include "agentnet/relay_auth.h"
 #include "cmd/commands.h"
 #include "cmd/flags.h"
 #include "cmd/service_notifier.h"
@@ -59,7 +60,10 @@ int AgentMain(std::vector<std::string> args) {
   app.add_option("--ca", ca_file,
                  "with an https --head: the CA that signed the head's certificate (the head's "
                  "STATE_DIR/tls/ca.pem; default $CORRAL_CA, else the system's CA store)");
-  app.add_option("--join-token-file", join_token_file, "file holding the join token")->required();
+  app.add_option("--join-token-file", join_token_file,
+                 "file holding the join token; once the node has joined, its own credential "
+                 "(STATE_DIR/node.credential) registers it again and this file may be removed")
+      ->required();
   app.add_option("--name", name, "this node's name")->required();
   app.add_option("--state-dir", state_dir, "where runs, logs and records are kept")->required();
   app.add_option("--simulate-gpus", simulate, "N or NxMODEL: simulated GPUs instead of NVML");
@@ -198,9 +202,12 @@ int AgentMain(std::vector<std::string> args) {
     std::ifstream in(join_token_file);
     std::getline(in, join_token);
   }
-  if (join_token.empty()) {
+  // A node that has joined registers again with its own credential: the join token may then
+  // be removed from it.
+  if (join_token.empty() && !std::filesystem::exists(state_dir + "/node.credential")) {
     std::cerr << "corral agent: flag '--join-token-file': cannot read a token from "
-              << join_token_file << "\n";
+              << join_token_file << " (and " << state_dir
+              << "/node.credential holds no credential of this node's)\n";
     return 2;
   }
   std::unique_ptr<agent::GpuProbe> probe;
@@ -342,12 +349,15 @@ int AgentMain(std::vector<std::string> args) {
   std::filesystem::create_directories(state_dir, ec);
   // The agent serves its /metrics here too; it exists once the port is known (its address).
   std::atomic<agent::Agent*> metrics_of{nullptr};
-  agentnet::LogService log_service(state_dir, join_token, [&metrics_of] {
+  // The relays (logs, exec, notebooks) take the head's grants for this node alone, checked with
+  // the key of the credential the head issues at each registration.
+  agentnet::RelayAuth relay_auth(name);
+  agentnet::LogService log_service(state_dir, &relay_auth, join_token, [&metrics_of] {
     agent::Agent* a = metrics_of.load();
     return a != nullptr ? a->RenderMetrics() : std::string();
   });
   // `corral exec` into this node's runs: the head proxies its users' sessions here.
-  agentnet::ExecServer exec_server(join_token, [&metrics_of](const std::string& run, int32_t r) {
+  agentnet::ExecServer exec_server(&relay_auth, [&metrics_of](const std::string& run, int32_t r) {
     agent::Agent* a = metrics_of.load();
     return a != nullptr ? a->ExecTargetOf(run, r)
                         : Result<agent::ExecTarget>(Unavailable("the agent is starting"));
@@ -355,7 +365,7 @@ int AgentMain(std::vector<std::string> args) {
   log_service.SetExec(&exec_server);
   // Notebooks' traffic from the head, to the Jupyter servers on this node's loopback.
   const agentnet::NotebookRelay notebooks(
-      state_dir, join_token,
+      state_dir, &relay_auth,
       net::SpliceIdle{.websocket =
                           std::chrono::milliseconds(static_cast<int64_t>(relay_idle_s * 1000))});
   net::HttpServer logs(
@@ -378,8 +388,9 @@ int AgentMain(std::vector<std::string> args) {
   config.address =
       (advertised->find(':') != std::string::npos ? "[" + *advertised + "]" : *advertised) + ":" +
       std::to_string(*port);
-  std::unique_ptr<agent::HeadChannel> channel =
-      std::make_unique<agentnet::HttpHeadChannel>(*heads, join_token);
+  std::unique_ptr<agent::HeadChannel> channel = std::make_unique<agentnet::HttpHeadChannel>(
+      *heads, join_token, state_dir + "/node.credential",
+      [&relay_auth](const std::string& credential) { relay_auth.SetCredential(credential); });
   if (log_tls) {
     channel = std::make_unique<agentnet::LogCertChannel>(std::move(channel), log_tls, name);
   }

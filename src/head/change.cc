@@ -120,6 +120,7 @@ struct Encoder {
     j["node"] = ToJson(c.node);
     j["credential"] = ToJson(c.credential);
   }
+  void operator()(const NodeRemoved& c) { j["node"] = c.node; }
   void operator()(const NodeLivenessSet& c) {
     j.update({{"node", c.node}, {"liveness", LivenessName(c.liveness)}, {"reason", c.reason}});
   }
@@ -271,6 +272,7 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
     return NodeRegistered{Must(NodeFromJson(j.at("node"))),
                           Must(CredentialFromJson(j.at("credential")))};
   }
+  if (type == "node_removed") return NodeRemoved{j.at("node").get<std::string>()};
   if (type == "node_liveness_set") {
     return NodeLivenessSet{j.at("node").get<std::string>(),
                            EnumFrom<Liveness>(j, "liveness", ParseLiveness),
@@ -326,6 +328,7 @@ struct KeyOf {
   void operator()(const HeadStarted&) { j.update({{"kind", "head"}, {"key", ""}}); }
   void operator()(const NodeRegistered& e) { j.update({{"kind", "node"}, {"key", e.node.name}}); }
   void operator()(const NodeLivenessSet& e) { j.update({{"kind", "node"}, {"key", e.node}}); }
+  void operator()(const NodeRemoved& e) { j.update({{"kind", "node"}, {"key", e.node}}); }
   void operator()(const NodeDrainSet& e) { j.update({{"kind", "node"}, {"key", e.node}}); }
   void operator()(const NodeHealthSet& e) { j.update({{"kind", "node"}, {"key", e.node}}); }
   void operator()(const GpuDrainSet& e) { j.update({{"kind", "node"}, {"key", e.node}}); }
@@ -408,7 +411,8 @@ const char* ChangeName(const ChangeKind& what) {
       "jobs_retired",        "array_submitted", "node_drain_set",    "gpu_drain_set",
       "run_noted",           "qos_set",         "qos_deleted",       "reservation_set",
       "reservation_deleted", "job_updated",     "job_resized",       "dataset_added",
-      "dataset_removed",     "service_created", "service_updated",   "service_removed"};
+      "dataset_removed",     "service_created", "service_updated",   "service_removed",
+      "node_removed"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];
 }

@@ -100,6 +100,12 @@ struct NodeRegistered {  // the node as registered (agent epoch bumped) and its 
   Node node;
   Credential credential;
 };
+// An operator removed the node (it had no live run): its record and its credential are gone, so
+// its agent's calls and the relay grants signed for it stop working. An agent that still holds
+// the join token can register it again.
+struct NodeRemoved {
+  std::string node;
+};
 struct NodeLivenessSet {  // the agent went silent, or was heard from again
   std::string node;
   Liveness liveness = Liveness::kAlive;
@@ -234,7 +240,7 @@ using ChangeKind =
                  RunSignalled, NodeHealthSet, JobsRetired, ArraySubmitted, NodeDrainSet,
                  GpuDrainSet, RunNoted, QosSet, QosDeleted, ReservationSet, ReservationDeleted,
                  JobUpdated, JobResized, DatasetAdded, DatasetRemoved, ServiceCreated,
-                 ServiceUpdated, ServiceRemoved>;
+                 ServiceUpdated, ServiceRemoved, NodeRemoved>;
 
 struct Change {
   uint64_t revision = 0;

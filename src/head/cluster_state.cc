@@ -230,6 +230,14 @@ struct Applier {
     s.credentials[c.credential.hash] = c.credential;
     s.nodes[c.node.name] = c.node;
   }
+  void operator()(const NodeRemoved& c) {
+    CORRAL_CHECK(s.nodes.count(c.node), "change names unknown node " + c.node);
+    for (auto it = s.credentials.begin(); it != s.credentials.end();) {
+      bool its = it->second.who.kind == Caller::Kind::kNode && it->second.who.name == c.node;
+      it = its ? s.credentials.erase(it) : std::next(it);
+    }
+    s.nodes.erase(c.node);
+  }
   void operator()(const NodeLivenessSet& c) {
     auto it = s.nodes.find(c.node);
     CORRAL_CHECK(it != s.nodes.end(), "change names unknown node " + c.node);

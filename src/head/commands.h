@@ -179,6 +179,15 @@ struct SetDrain {
   }
 };
 
+// `corral nodes rm NODE`: answers the node as it was.
+struct RemoveNode {
+  using Answer = Node;
+  std::string node;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.RemoveNode(by, node, now);
+  }
+};
+
 // One GPU of a node drained (an operator's, kept until an operator returns it) or returned.
 struct SetGpuDrain {
   using Answer = NodeView;
@@ -428,6 +437,7 @@ constexpr bool ForAgents() {
   X(ListNodes)                  \
   X(GetNode)                    \
   X(SetDrain)                   \
+  X(RemoveNode)                 \
   X(SetGpuDrain)                \
   X(ListQueues)                 \
   X(SetQueue)                   \

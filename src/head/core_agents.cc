@@ -49,8 +49,14 @@ void HeadCore::SetDrainState(const std::string& node, Drain drain, const std::st
 
 Result<RegisterResponse> HeadCore::Register(const Caller& by, RegisterRequest req,
                                             const std::string& secret, TimeMs now) {
-  if (by.kind != Caller::Kind::kJoin && !by.IsAdmin()) {
-    return PermissionDenied("registering a node needs the join token");
+  // A node registers again with its own credential (rotating it); only the join token or an
+  // admin may register a name for the first time or in another node's stead.
+  const bool own = by.kind == Caller::Kind::kNode && by.name == req.name;
+  if (by.kind != Caller::Kind::kJoin && !by.IsAdmin() && !own) {
+    return PermissionDenied(by.kind == Caller::Kind::kNode
+                                ? "node " + by.name + "'s credential registers only node " +
+                                      by.name + ", not '" + req.name + "'"
+                                : "registering a node needs the join token");
   }
   if (req.name.empty()) return InvalidArgument("field 'name': the node needs a name");
   if (req.protocol < kMinAgentProtocol) {
@@ -292,6 +298,36 @@ Result<NodeView> HeadCore::SetDrain(const Caller& by, const std::string& name, b
     SetDrainState(name, Drain::kNone, "undrained by " + by.name, now);
   }
   return NodeView{state_.nodes.at(name), 0, {}};
+}
+
+Result<Node> HeadCore::RemoveNode(const Caller& by, const std::string& name, TimeMs now) {
+  if (!by.IsAdmin()) return PermissionDenied("removing a node needs an admin");
+  auto it = state_.nodes.find(name);
+  if (it == state_.nodes.end()) return NotFound("node '" + name + "': no such node");
+  const std::set<JobId>& live = active().OnNode(name);
+  if (!live.empty()) {
+    std::string jobs;
+    for (JobId id : live) jobs += (jobs.empty() ? "" : ", ") + std::to_string(id);
+    return FailedPrecondition("node '" + name + "': " + std::to_string(live.size()) +
+                              " live run(s) (job " + jobs +
+                              "): drain it and let them end, or cancel them, then remove it");
+  }
+  Node gone = it->second;
+  Emit(by, now, NodeRemoved{name});
+  return gone;
+}
+
+void HeadCore::ForgetNode(const std::string& node) {
+  desired_.erase(node);
+  busy_ports_.erase(node);
+  last_heard_.erase(node);
+  gpu_samples_.erase(node);
+  dataset_holders_.erase(node);
+  gpu_checks_.erase(node);
+  image_caches_.erase(node);
+  std::erase_if(xid_counts_, [&](const auto& kv) { return kv.first.first == node; });
+  scheduler_->RemoveNode(node);
+  WantSchedule();
 }
 
 std::vector<NodeView> HeadCore::ListNodes(TimeMs now) const {

@@ -155,6 +155,7 @@ void HeadCore::Index(const Change& c) {
       core.BumpAll(name);
       core.WantSchedule();
     }
+    void operator()(const NodeRemoved& e) { core.ForgetNode(e.node); }
     void operator()(const NodeLivenessSet& e) {
       core.scheduler_->UpsertNode(core.ToNodeInfo(core.state_.nodes.at(e.node)));
       core.WantSchedule();
@@ -236,6 +237,10 @@ void HeadCore::MarkDirty(const Change& c) {
       d.credentials = true;
     }
     void operator()(const NodeLivenessSet& e) { d.nodes.insert(e.node); }
+    void operator()(const NodeRemoved& e) {
+      d.nodes.insert(e.node);  // no longer in the state: its row is deleted
+      d.credentials = true;
+    }
     void operator()(const NodeDrainSet& e) { d.nodes.insert(e.node); }
     void operator()(const NodeHealthSet& e) { d.nodes.insert(e.node); }
     void operator()(const GpuDrainSet& e) { d.nodes.insert(e.node); }

@@ -58,7 +58,14 @@ void EditLog::MaybeSnapshot(HeadCore& core, bool force, std::vector<store::State
     job.pending_reason.clear();
     batch->push_back(store::PutJob{std::move(job)});
   }
-  for (const std::string& n : dirty.nodes) batch->push_back(store::PutNode{s.nodes.at(n)});
+  for (const std::string& n : dirty.nodes) {
+    auto it = s.nodes.find(n);
+    if (it == s.nodes.end()) {
+      batch->push_back(store::DeleteNode{n});  // removed
+    } else {
+      batch->push_back(store::PutNode{it->second});
+    }
+  }
   for (const std::string& q : dirty.queues) batch->push_back(store::PutQueue{s.queues.at(q)});
   if (dirty.credentials) {
     Json creds = Json::array();

@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 #include <future>
 
+#include "core/relay_grant.h"
 #include "head/head_internal.h"
 
 namespace corral::head {
@@ -316,6 +317,8 @@ void Head::NoteCredentials(const std::vector<Change>& changes) {
       key = "node/" + n->node.name;  // replaces the node's earlier credential
     } else if (const auto* r = std::get_if<TokenRevoked>(&c.what)) {
       key = r->id;
+    } else if (const auto* gone = std::get_if<NodeRemoved>(&c.what)) {
+      key = "node/" + gone->node;  // its credential goes with it
     } else {
       continue;
     }
@@ -336,6 +339,23 @@ bool Head::IsCurrentCredential(const std::string& bearer) const {
   std::lock_guard lock(credentials_mu_);
   auto it = credential_expiry_.find(hash);
   return it != credential_expiry_.end() && (it->second == 0 || it->second > clock_->Now());
+}
+
+Result<std::string> Head::RelayGrantFor(const std::string& node, const std::string& run) const {
+  std::string key;
+  {
+    std::lock_guard lock(credentials_mu_);
+    auto it = credential_of_.find("node/" + node);
+    if (it == credential_of_.end()) {
+      return FailedPrecondition("node " + node +
+                                " holds no credential (it has not registered with this cluster, "
+                                "or it was removed)");
+    }
+    key = it->second;  // == NodeGrantKey(the credential)
+  }
+  // The agent checks the expiry against its wall clock: the wall clock here too, never the
+  // head's own (virtual in driven tests).
+  return SignRelayGrant(key, RelayGrant{node, run, SystemClock().Now() + kRelayGrantLifetimeMs});
 }
 
 // --- commands ---

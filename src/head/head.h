@@ -145,6 +145,11 @@ class Head {
   // turn of the state machine: the API's throttle of unauthenticated traffic asks it of every
   // request whose token it has not seen work. Any thread.
   bool IsCurrentCredential(const std::string& bearer) const;
+  // A relay grant (core/relay_grant.h) for `run` on `node`, signed with the key of the node's
+  // current credential (the SHA-256 the head keeps of it), valid kRelayGrantLifetimeMs from
+  // now: what the API puts on each request it relays to that node's agent (exec, logs,
+  // notebooks). FailedPrecondition for a node with no credential. Any thread.
+  Result<std::string> RelayGrantFor(const std::string& node, const std::string& run) const;
   // Appends to the audit log, where the head keeps one (Open does); any thread.
   void Audit(const Json& record) {
     if (audit_) audit_->Write(record);

@@ -232,6 +232,9 @@ class HeadCore {
   // `reason`: the operator's words, kept with the drain (Node::drain_reason); "" for none.
   Result<NodeView> SetDrain(const Caller& by, const std::string& node, bool drain, TimeMs now,
                             const std::string& reason = "");
+  // An operator forgets a node (`corral nodes rm`): its record and its credential go, so its
+  // agent's calls and grants signed for it are refused. Refused while a run is live on it.
+  Result<Node> RemoveNode(const Caller& by, const std::string& node, TimeMs now);
   // An operator's drain of one GPU (core_gpu.cc): it takes no new runs, the node's others do;
   // runs on it are let finish. Only an operator returns it (drain false), whoever drained it.
   Result<NodeView> SetGpuDrain(const Caller& by, const std::string& node, int32_t gpu, bool drain,
@@ -375,6 +378,8 @@ class HeadCore {
   // Why a command names a job not in memory: none such, or one retired long after it ended.
   Status UnknownJob(JobId id) const;
   void OnRetired(const JobsRetired& e);
+  // What the core observed of a removed node (NodeRemoved): its sync log, samples, ports.
+  void ForgetNode(const std::string& node);
   // The estimator from the ended jobs in memory. With `queued`: each live job's scheduler
   // input too, predicted from the history as it stood when the job was last queued (see
   // QueuedAt in core_retire.cc), as the live head predicted it.
