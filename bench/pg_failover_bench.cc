@@ -7,10 +7,11 @@
 // fails (opens the store again, takes the lead, whose term commit must replicate) until a
 // commit succeeds.
 //
-//   corral_pg_failover_bench [--seconds 10] [--rounds 3] [--failovers 3] [--default-timeouts]
+//   corral_pg_failover_bench [--seconds 10] [--rounds 3] [--failovers 3]
+//                            [--timeouts test|default|layout]
 //
-// Root (the servers run as the postgres user). --default-timeouts keeps pg_auto_failover's
-// production timeouts (a failover then takes about a minute) instead of the tests' short ones.
+// Root (the servers run as the postgres user). --timeouts picks the monitor's: the tests'
+// short ones, pg_auto_failover's defaults, or those docs/reliability.md's layout gives.
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
@@ -40,31 +41,6 @@ std::vector<store::StateEdit> HeadCommit(uint64_t n) {
   j.spec.command = {"/bin/sh", "-c", std::string(1200, 'x')};
   store::ChangeRecord c{n, std::string(800, 'c')};
   return {store::PutJob{j}, store::AppendChange{c}};
-}
-
-Status SetReplication(PgAutoFailover& pg, bool synchronous) {
-  // Raising the count needs the quorum first; lowering it, the count first.
-  auto count = [&] {
-    return pg
-        .MonitorQuery("SELECT pgautofailover.set_formation_number_sync_standbys('default', " +
-                      std::string(synchronous ? "1" : "0") + ")")
-        .status();
-  };
-  if (!synchronous) CORRAL_RETURN_IF_ERROR(count());
-  for (const char* node : {"n1", "n2", "n3"}) {
-    CORRAL_RETURN_IF_ERROR(
-        pg.MonitorQuery(std::string("SELECT pgautofailover.set_node_replication_quorum('default', "
-                                    "'") +
-                        node + "', " + (synchronous ? "true" : "false") + ")")
-            .status());
-  }
-  if (synchronous) CORRAL_RETURN_IF_ERROR(count());
-  for (int i = 0; i < 300; ++i) {
-    auto names = pg.Query(pg.Primary(), "postgres", "SHOW synchronous_standby_names");
-    if (names.ok() && names->empty() != synchronous) return pg.WaitHealthy(120000);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return Internal("synchronous_standby_names did not change");
 }
 
 // A store that leads, as a head opens it (the startup check, then its term).
@@ -97,7 +73,7 @@ Status MeasureLatency(PgAutoFailover& pg, const std::string& url, int seconds, i
   std::vector<double> sync_ms, async_ms;
   for (int r = 0; r < rounds; ++r) {
     for (bool sync : {true, false}) {
-      CORRAL_RETURN_IF_ERROR(SetReplication(pg, sync));
+      CORRAL_RETURN_IF_ERROR(pg.SetSynchronous(sync));
       auto s = OpenLeading(url, sync);
       if (!s.ok()) return s.status();
       auto end = Clock::now() + std::chrono::seconds(seconds);
@@ -108,7 +84,7 @@ Status MeasureLatency(PgAutoFailover& pg, const std::string& url, int seconds, i
       }
     }
   }
-  CORRAL_RETURN_IF_ERROR(SetReplication(pg, true));
+  CORRAL_RETURN_IF_ERROR(pg.SetSynchronous(true));
   Report("synchronous (ANY 1 of 2 standbys)", sync_ms);
   Report("asynchronous (no quorum standby)", async_ms);
   return Status::Ok();
@@ -149,17 +125,32 @@ Status MeasureFailover(PgAutoFailover& pg, const std::string& url, uint64_t* nex
   return pg.WaitHealthy(300000);
 }
 
+// docs/reliability.md's layout: a primary that stops answering fails its health checks within
+// about 8 s and is called unhealthy after 10 s without a report; a standby is promoted 10 s
+// after it was asked to demote. That keeps a failover inside the agents' 40 s lease.
+std::vector<std::string> LayoutTimeouts() {
+  return {"pgautofailover.health_check_period = 2000",
+          "pgautofailover.health_check_timeout = 2000",
+          "pgautofailover.health_check_max_retries = 2",
+          "pgautofailover.health_check_retry_delay = 1000",
+          "pgautofailover.node_considered_unhealthy_timeout = 10000",
+          "pgautofailover.primary_demote_timeout = 10000"};
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{"commit latency and failover time of the store on pg_auto_failover"};
   int seconds = 10, rounds = 3, failovers = 3;
-  bool default_timeouts = false;
+  std::string timeouts = "test";
   app.add_option("--seconds", seconds, "each mode's time per round");
   app.add_option("--rounds", rounds, "rounds of both modes");
   app.add_option("--failovers", failovers, "primary SIGKILLs to time");
-  app.add_flag("--default-timeouts", default_timeouts,
-               "pg_auto_failover's production timeouts (not the tests' short ones)");
+  app.add_option("--timeouts", timeouts, "the monitor's: test, default or layout")
+      ->check(CLI::IsMember({"test", "default", "layout"}));
   CLI11_PARSE(app, argc, argv);
-  auto pg = PgAutoFailover::Start("bench", !default_timeouts);
+  std::vector<std::string> settings;  // default: none
+  if (timeouts == "test") settings = PgAutoFailover::TestTimeouts();
+  if (timeouts == "layout") settings = LayoutTimeouts();
+  auto pg = PgAutoFailover::Start("bench", settings);
   if (!pg.ok()) {
     std::cerr << "corral_pg_failover_bench: " << pg.status().ToString() << "\n";
     return 1;

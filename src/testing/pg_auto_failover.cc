@@ -30,19 +30,6 @@ namespace fs = std::filesystem;
 
 constexpr char kAutoctl[] = "/usr/bin/pg_autoctl";
 
-// The monitor's timeouts for tests: it checks each node every second, calls one unhealthy
-// after 3 s without a report and a failed check, and promotes 3 s after asking an unreachable
-// primary to demote. (Production defaults: 5 s, 20 s and 30 s; docs/reliability.md.)
-constexpr const char* kTestTimeouts[] = {
-    "pgautofailover.health_check_period = 1000",
-    "pgautofailover.health_check_timeout = 1000",
-    "pgautofailover.health_check_max_retries = 1",
-    "pgautofailover.health_check_retry_delay = 500",
-    "pgautofailover.node_considered_unhealthy_timeout = 3000",
-    "pgautofailover.primary_demote_timeout = 3000",
-    "pgautofailover.startup_grace_period = 2000",
-};
-
 // The states in which the monitor has given a node the primary's role.
 constexpr char kPrimaryStates[] =
     "('single', 'primary', 'wait_primary', 'join_primary', 'apply_settings')";
@@ -131,8 +118,20 @@ std::string PgAutoFailover::Unavailable() {
   return "";
 }
 
-Result<std::unique_ptr<PgAutoFailover>> PgAutoFailover::Start(const std::string& db,
-                                                              bool test_timeouts) {
+std::vector<std::string> PgAutoFailover::TestTimeouts() {
+  return {
+      "pgautofailover.health_check_period = 1000",
+      "pgautofailover.health_check_timeout = 1000",
+      "pgautofailover.health_check_max_retries = 1",
+      "pgautofailover.health_check_retry_delay = 500",
+      "pgautofailover.node_considered_unhealthy_timeout = 3000",
+      "pgautofailover.primary_demote_timeout = 3000",
+      "pgautofailover.startup_grace_period = 2000",
+  };
+}
+
+Result<std::unique_ptr<PgAutoFailover>> PgAutoFailover::Start(
+    const std::string& db, const std::vector<std::string>& monitor_settings) {
   if (std::string why = Unavailable(); !why.empty()) return FailedPrecondition(why);
   std::string tmpl = (fs::temp_directory_path() / "corral-pgaf-XXXXXX").string();
   if (!mkdtemp(tmpl.data())) return Internal("mkdtemp failed");
@@ -146,7 +145,7 @@ Result<std::unique_ptr<PgAutoFailover>> PgAutoFailover::Start(const std::string&
   for (int i = 1; i <= kNodes; ++i) {
     f->nodes_.push_back({"n" + std::to_string(i), AutoFailoverFreePort(), -1});
   }
-  CORRAL_RETURN_IF_ERROR(f->CreateMonitor(test_timeouts));
+  CORRAL_RETURN_IF_ERROR(f->CreateMonitor(monitor_settings));
   // The first node becomes the primary ("single" until a standby joins); the others clone it.
   CORRAL_RETURN_IF_ERROR(f->CreateNode(0));
   if (!WaitFor(60000, [&] { return f->Primary() == 0; })) {
@@ -164,7 +163,7 @@ Result<std::unique_ptr<PgAutoFailover>> PgAutoFailover::Start(const std::string&
   return f;
 }
 
-Status PgAutoFailover::CreateMonitor(bool test_timeouts) {
+Status PgAutoFailover::CreateMonitor(const std::vector<std::string>& settings) {
   std::string pgdata = PgData("monitor");
   std::string create = "runuser -u postgres -- " + NodeEnv("monitor") + " " + kAutoctl +
                        " create monitor --pgctl " + AutoFailoverPgBin() + "/pg_ctl --pgdata " +
@@ -180,9 +179,8 @@ Status PgAutoFailover::CreateMonitor(bool test_timeouts) {
   if (!WaitFor(60000, [&] { return MonitorQuery("SELECT 1").ok(); })) {
     return Internal("the monitor did not start: " + AutoFailoverTail(Log("monitor")));
   }
-  if (!test_timeouts) return Status::Ok();
-  for (const char* setting : kTestTimeouts) {
-    CORRAL_RETURN_IF_ERROR(MonitorQuery(std::string("ALTER SYSTEM SET ") + setting).status());
+  for (const std::string& setting : settings) {
+    CORRAL_RETURN_IF_ERROR(MonitorQuery("ALTER SYSTEM SET " + setting).status());
   }
   return MonitorQuery("SELECT pg_reload_conf()").status();
 }
@@ -272,14 +270,50 @@ Status PgAutoFailover::Restart(int node) {
   return Run(n, "run --pgdata " + PgData(n.name));
 }
 
-Status PgAutoFailover::SignalWalReceiver(int node, int sig) {
+Status PgAutoFailover::HoldReplication(int node) {
+  std::vector<pid_t> senders;
   for (pid_t p : Processes(nodes_[static_cast<size_t>(node)])) {
-    if (CommandLine(p).rfind("postgres: walreceiver", 0) == 0) {
-      kill(p, sig);
+    if (CommandLine(p).rfind("postgres: walsender", 0) == 0) senders.push_back(p);
+  }
+  if (senders.empty()) return NotFound("node n" + std::to_string(node + 1) + " sends no WAL");
+  for (pid_t p : senders) kill(p, SIGSTOP);
+  return Status::Ok();
+}
+
+Status PgAutoFailover::SetSynchronous(bool synchronous) {
+  // The monitor takes one settings change at a time (the primary must be back in "primary"
+  // from applying the last): each is retried until it is accepted.
+  auto apply = [&](const std::string& sql) -> Status {
+    Status last;
+    if (WaitFor(60000, [&] { return (last = MonitorQuery(sql).status()).ok(); })) {
       return Status::Ok();
     }
+    return last;
+  };
+  std::vector<std::string> steps;
+  std::string count = std::string("SELECT pgautofailover.set_formation_number_sync_standbys(") +
+                      "'default', " + (synchronous ? "1" : "0") + ")";
+  if (!synchronous) steps.push_back(count);  // lowered before the quorum shrinks
+  for (const Node& n : nodes_) {
+    steps.push_back("SELECT pgautofailover.set_node_replication_quorum('default', '" + n.name +
+                    "', " + (synchronous ? "true" : "false") + ")");
   }
-  return NotFound("node n" + std::to_string(node + 1) + " has no WAL receiver");
+  if (synchronous) steps.push_back(count);  // raised once the quorum is back
+  for (const std::string& sql : steps) CORRAL_RETURN_IF_ERROR(apply(sql));
+  bool applied = WaitFor(60000, [&] {
+    auto names = Query(Primary(), "postgres", "SHOW synchronous_standby_names");
+    return names.ok() && names->empty() != synchronous;
+  });
+  if (!applied) return corral::Unavailable("synchronous_standby_names did not change: " + States());
+  return WaitHealthy(120000);
+}
+
+Status PgAutoFailover::Revive() {
+  for (int i = 0; i < kNodes; ++i) {
+    Status st = nodes_[static_cast<size_t>(i)].runner > 0 ? Continue(i) : Restart(i);
+    CORRAL_RETURN_IF_ERROR(st);
+  }
+  return Status::Ok();
 }
 
 PgAutoFailover::~PgAutoFailover() {

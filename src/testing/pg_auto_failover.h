@@ -2,7 +2,7 @@
 // (a primary and two standbys, number_sync_standbys = 1, so a commit waits for one of the two)
 // on loopback, each node a `pg_autoctl run` keeper with its postgres, in a fresh temp dir.
 // The monitor promotes a standby when the primary stops answering; its timeouts are set short
-// for tests (kTestTimeouts), so a failover takes seconds, not the production minute.
+// for tests (TestTimeouts), so a failover takes seconds, not the production minute.
 //
 // Like PgServer, everything runs as the `postgres` OS user (PostgreSQL refuses root) through
 // runuser, so the test process must be root. Each node's processes are found as the
@@ -28,10 +28,14 @@ class PgAutoFailover {
   static std::string Unavailable();
   // The monitor, the primary, then both standbys; returns once the monitor reports a primary
   // and two secondaries. `db` is created on the primary (replicated to the standbys).
-  // `test_timeouts`: the monitor's short timeouts (a failover in seconds); false keeps
-  // pg_auto_failover's defaults (bench/pg_failover_bench measures both).
-  static Result<std::unique_ptr<PgAutoFailover>> Start(const std::string& db,
-                                                       bool test_timeouts = true);
+  // `monitor_settings`: "pgautofailover.NAME = VALUE" settings of the monitor (its timeouts);
+  // by default the tests' short ones (TestTimeouts), none: pg_auto_failover's defaults.
+  static Result<std::unique_ptr<PgAutoFailover>> Start(
+      const std::string& db, const std::vector<std::string>& monitor_settings = TestTimeouts());
+  // The tests' monitor timeouts: each node checked every second, one unhealthy after 3 s
+  // without a report and a failed check, a standby promoted 3 s after an unreachable primary
+  // was asked to demote (defaults: 5 s, 20 s and 30 s).
+  static std::vector<std::string> TestTimeouts();
   ~PgAutoFailover();
   PgAutoFailover(const PgAutoFailover&) = delete;
   PgAutoFailover& operator=(const PgAutoFailover&) = delete;
@@ -58,10 +62,16 @@ class PgAutoFailover {
   Status Stop(int node);
   Status Continue(int node);
   Status Restart(int node);
-  // A standby's WAL receiver only: SIGSTOP holds what the primary sends in its socket (the
-  // standby confirms nothing, so a synchronous commit waits), SIGKILL discards it (postgres
-  // restarts the standby and it streams again from what it flushed).
-  Status SignalWalReceiver(int node, int sig);
+  // Stops (SIGSTOP) every WAL sender of `node`, all at once: its standbys receive nothing
+  // more and confirm nothing more (a synchronous commit waits), while they and their keepers
+  // stay healthy. Continue(node) or Kill(node) ends it.
+  Status HoldReplication(int node);
+  // Synchronous replication (every node in the quorum, number_sync_standbys 1: the primary's
+  // synchronous_standby_names is ANY 1 of the standbys) or asynchronous (no node in the
+  // quorum, number_sync_standbys 0: it is empty). Returns once the primary has it.
+  Status SetSynchronous(bool synchronous);
+  // Continues every stopped node and restarts every killed one (a test's clean start).
+  Status Revive();
 
   // Runs SQL on a node (database `db`); the first column of the first row ("" if none).
   Result<std::string> Query(int node, const std::string& db, const std::string& sql) const;
@@ -75,7 +85,7 @@ class PgAutoFailover {
     pid_t runner = -1;  // runuser of `pg_autoctl run`, our child; -1: not running
   };
   explicit PgAutoFailover(std::string dir) : dir_(std::move(dir)) {}
-  Status CreateMonitor(bool test_timeouts);
+  Status CreateMonitor(const std::vector<std::string>& settings);
   Status CreateNode(size_t i);
   Status Run(Node& node, const std::string& autoctl_args);
   // Every process under `node`'s runuser, top-down: the keeper, postgres, its backends.
