@@ -89,6 +89,17 @@ struct Verdict {
   }
 };
 
+class Workload;
+
+// One fault the nemesis made, and what followed it.
+struct Fault {
+  std::string what;
+  Clock::time_point at;
+  double promoted_s = -1;   // until the monitor promoted a standby (-1: not a database fault)
+  double first_ack_s = -1;  // until the first submission begun after it was acknowledged
+  std::string ToString(const Workload& w) const;
+};
+
 // Heads, agents and submitters on one database of the formation.
 class Workload {
  public:
@@ -117,8 +128,7 @@ class Workload {
   Status Start(unsigned seed, int agents = kAgents) {
     seed_ = seed;
     started_ = Clock::now();
-    auto created = pg_.Query(pg_.Primary(), "postgres", "CREATE DATABASE \"" + db_ + "\"");
-    if (!created.ok()) return created.status();
+    CORRAL_RETURN_IF_ERROR(pg_.CreateDatabase(db_));
     for (int i = 0; i < kHeads; ++i) urls_[i] = "http://127.0.0.1:" + std::to_string(FreePort());
     StartHead(0);
     if (!WaitUntil(60000, [&] { return Says(HeadLog(0), "listening on"); })) {
@@ -351,10 +361,9 @@ class Workload {
 
   // The change log on the primary: revisions from the oldest kept to the newest, no gap.
   std::string CheckRevisions() const {
-    int primary = pg_.Primary();
-    auto r = pg_.Query(primary, db_,
-                       "SELECT count(*) || ' ' || coalesce(min(revision), 0) || ' ' || "
-                       "coalesce(max(revision), 0) FROM changes");
+    auto r = pg_.QueryPrimary(db_,
+                              "SELECT count(*) || ' ' || coalesce(min(revision), 0) || ' ' || "
+                              "coalesce(max(revision), 0) FROM changes");
     if (!r.ok()) return r.status().ToString();
     long count = 0, lo = 0, hi = 0;
     std::istringstream(*r) >> count >> lo >> hi;
@@ -398,6 +407,14 @@ int Workload::FreePort() {
   return port;
 }
 
+std::string Fault::ToString(const Workload& w) const {
+  std::ostringstream o;
+  o << what << " at " << w.SinceStart(at) << " s: ";
+  if (promoted_s >= 0) o << "standby promoted after " << promoted_s << " s, ";
+  o << "first acknowledged submission " << first_ack_s << " s after";
+  return o.str();
+}
+
 unsigned Seed() {
   const char* s = std::getenv("PGAF_SEED");
   return s && *s ? static_cast<unsigned>(std::atoi(s)) : 1u;
@@ -430,8 +447,8 @@ class PgFailover : public ::testing::Test {
     ASSERT_TRUE(formation_->Revive().ok());  // after a test that failed midway
     Status whole = formation_->WaitHealthy(120000);
     ASSERT_TRUE(whole.ok()) << whole.ToString();
-    auto names = formation_->Query(formation_->Primary(), "postgres",
-                                   "SHOW synchronous_standby_names");
+    auto names =
+        formation_->Query(formation_->Primary(), "postgres", "SHOW synchronous_standby_names");
     if (names.ok() && names->empty()) {  // a negative control failed before restoring it
       Status sync = formation_->SetSynchronous(true);
       ASSERT_TRUE(sync.ok()) << sync.ToString();
@@ -456,6 +473,63 @@ class PgFailover : public ::testing::Test {
     ASSERT_TRUE(pg().Restart(primary).ok());
   }
 
+  // 1. The primary's machine dies; the killed node rejoins as a standby.
+  void KillPrimary(std::vector<Fault>* faults) {
+    int primary = pg().Primary();
+    ASSERT_GE(primary, 0);
+    ASSERT_TRUE(pg().Kill(primary).ok());
+    faults->push_back({"SIGKILL primary", Clock::now()});
+    auto next = pg().WaitFailover(primary, 90000);
+    ASSERT_TRUE(next.ok()) << next.status().ToString();
+    faults->back().promoted_s = Since(faults->back().at, Clock::now());
+    ASSERT_TRUE(pg().Restart(primary).ok());
+    Status whole = pg().WaitHealthy(120000);
+    ASSERT_TRUE(whole.ok()) << whole.ToString();
+  }
+  // 2. The primary hangs until the monitor has promoted a standby, then wakes (its keeper
+  // demotes it and it rejoins as a standby).
+  void StopPrimary(Workload& w, std::vector<Fault>* faults) {
+    int primary = pg().Primary();
+    ASSERT_GE(primary, 0);
+    ASSERT_TRUE(pg().Stop(primary).ok());
+    faults->push_back({"SIGSTOP primary", Clock::now()});
+    auto next = pg().WaitFailover(primary, 90000);
+    ASSERT_TRUE(next.ok()) << next.status().ToString();
+    faults->back().promoted_s = Since(faults->back().at, Clock::now());
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    ASSERT_TRUE(pg().Continue(primary).ok());
+    std::cout << "[pgaf] SIGCONT old primary at " << w.SinceStart(Clock::now()) << " s"
+              << std::endl;
+    Status whole = pg().WaitHealthy(120000);
+    ASSERT_TRUE(whole.ok()) << whole.ToString();
+  }
+  // 3, 4. Commits waiting for the standbys cut short, cancelled then terminated, then the
+  // primary dies before the standbys received them: a commit acknowledged here would be lost.
+  void CutCommitsAndKillPrimary(Workload& w, std::vector<Fault>* faults, int* cancelled,
+                                int* terminated) {
+    double failover_s = 0;
+    ASSERT_NO_FATAL_FAILURE(KillPrimaryWithReplicationHeld(
+        [&] {
+          int primary = pg().Primary();
+          *cancelled = w.CutWaitingCommits(primary, "pg_cancel_backend", std::chrono::seconds(2));
+          *terminated =
+              w.CutWaitingCommits(primary, "pg_terminate_backend", std::chrono::seconds(2));
+          faults->push_back({"commits cut short, SIGKILL primary", Clock::now()});
+        },
+        &failover_s));
+    faults->back().promoted_s = failover_s;
+    Status whole = pg().WaitHealthy(120000);
+    ASSERT_TRUE(whole.ok()) << whole.ToString();
+  }
+  // 5. The leader head dies (its supervisor starts it again, a standby now).
+  void KillLeaderHead(Workload& w, std::vector<Fault>* faults) {
+    int leader = -1;
+    ASSERT_TRUE(WaitUntil(60000, [&] { return (leader = w.Leader()) >= 0; }));
+    w.KillHead(leader);
+    faults->push_back({"SIGKILL leader head", Clock::now()});
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+  }
+
   static PgAutoFailover* formation_;
   static std::string* start_error_;
 };
@@ -469,76 +543,19 @@ TEST_F(PgFailover, NoAcknowledgedSubmissionIsLostOrRunTwiceThroughEveryFault) {
   w.StartSubmitters(2);
   std::this_thread::sleep_for(std::chrono::seconds(3));
 
-  std::vector<std::pair<std::string, Clock::time_point>> faults;
-  std::vector<double> promoted_s;
-  // 1. The primary's machine dies.
-  {
-    int primary = pg().Primary();
-    ASSERT_GE(primary, 0);
-    ASSERT_TRUE(pg().Kill(primary).ok());
-    faults.emplace_back("SIGKILL primary", Clock::now());
-    auto next = pg().WaitFailover(primary, 90000);
-    ASSERT_TRUE(next.ok()) << next.status().ToString();
-    promoted_s.push_back(Since(faults.back().second, Clock::now()));
-    ASSERT_TRUE(pg().Restart(primary).ok());
-    Status whole = pg().WaitHealthy(120000);
-    ASSERT_TRUE(whole.ok()) << whole.ToString();
-  }
-  // 2. The primary hangs until the monitor has promoted a standby, then wakes (its keeper
-  // demotes it and it rejoins as a standby).
-  {
-    int primary = pg().Primary();
-    ASSERT_GE(primary, 0);
-    ASSERT_TRUE(pg().Stop(primary).ok());
-    faults.emplace_back("SIGSTOP primary", Clock::now());
-    auto next = pg().WaitFailover(primary, 90000);
-    ASSERT_TRUE(next.ok()) << next.status().ToString();
-    promoted_s.push_back(Since(faults.back().second, Clock::now()));
-    std::this_thread::sleep_for(std::chrono::seconds(1));
-    ASSERT_TRUE(pg().Continue(primary).ok());
-    std::cout << "[pgaf] SIGCONT old primary at " << w.SinceStart(Clock::now()) << " s"
-              << std::endl;
-    Status whole = pg().WaitHealthy(120000);
-    ASSERT_TRUE(whole.ok()) << whole.ToString();
-  }
-  // 3, 4. Commits waiting for the standbys cut short, cancelled then terminated, then the
-  // primary dies before the standbys received them: a commit acknowledged here would be lost.
+  std::vector<Fault> faults;
+  ASSERT_NO_FATAL_FAILURE(KillPrimary(&faults));
+  ASSERT_NO_FATAL_FAILURE(StopPrimary(w, &faults));
   int cancelled = 0, terminated = 0;
-  {
-    double failover_s = 0;
-    ASSERT_NO_FATAL_FAILURE(KillPrimaryWithReplicationHeld(
-        [&] {
-          int primary = pg().Primary();
-          cancelled = w.CutWaitingCommits(primary, "pg_cancel_backend", std::chrono::seconds(2));
-          terminated =
-              w.CutWaitingCommits(primary, "pg_terminate_backend", std::chrono::seconds(2));
-          faults.emplace_back("commits cut short, SIGKILL primary", Clock::now());
-        },
-        &failover_s));
-    promoted_s.push_back(failover_s);
-    Status whole = pg().WaitHealthy(120000);
-    ASSERT_TRUE(whole.ok()) << whole.ToString();
-  }
-  // 5. The leader head dies.
-  int leader = -1;
-  ASSERT_TRUE(WaitUntil(60000, [&] { return (leader = w.Leader()) >= 0; }));
-  w.KillHead(leader);
-  faults.emplace_back("SIGKILL leader head", Clock::now());
-  std::this_thread::sleep_for(std::chrono::seconds(5));
+  ASSERT_NO_FATAL_FAILURE(CutCommitsAndKillPrimary(w, &faults, &cancelled, &terminated));
+  ASSERT_NO_FATAL_FAILURE(KillLeaderHead(w, &faults));
 
-  std::vector<double> unavailable_s;
-  for (const auto& [what, t0] : faults) unavailable_s.push_back(w.FirstAckAfter(t0));
+  for (Fault& f : faults) f.first_ack_s = w.FirstAckAfter(f.at);
   Verdict v = w.Check(120000);
   std::cout << "[pgaf] seed " << Seed() << ": " << v.ToString() << "; " << cancelled
             << " commits cancelled, " << terminated << " terminated; " << w.head_restarts()
             << " head restarts; " << w.FencedRuns() << " runs fenced\n";
-  for (size_t i = 0; i < faults.size(); ++i) {
-    std::cout << "[pgaf] " << faults[i].first << " at " << w.SinceStart(faults[i].second) << " s: "
-              << (i < promoted_s.size()
-                      ? "standby promoted after " + std::to_string(promoted_s[i]) + " s, "
-                      : std::string())
-              << "first acknowledged submission " << unavailable_s[i] << " s after\n";
-  }
+  for (const Fault& f : faults) std::cout << "[pgaf] " << f.ToString(w) << "\n";
   EXPECT_TRUE(v.lost.empty()) << v.ToString() << "; see " << w.dir();
   EXPECT_TRUE(v.duplicate.empty()) << v.ToString();
   EXPECT_TRUE(v.unexpected.empty()) << v.ToString();
@@ -548,7 +565,9 @@ TEST_F(PgFailover, NoAcknowledgedSubmissionIsLostOrRunTwiceThroughEveryFault) {
   EXPECT_GT(cancelled + terminated, 0)
       << "no commit waited for the standbys: the cut step tested nothing";
   EXPECT_GT(v.acked, 30);
-  for (double s : unavailable_s) EXPECT_GE(s, 0) << "writes never resumed after a fault";
+  for (const Fault& f : faults) {
+    EXPECT_GE(f.first_ack_s, 0) << "writes never resumed after " << f.what;
+  }
 }
 
 // Negative control: with asynchronous replication (no standby in the quorum, the heads told

@@ -154,12 +154,7 @@ Result<std::unique_ptr<PgAutoFailover>> PgAutoFailover::Start(
   }
   for (size_t i = 1; i < kNodes; ++i) CORRAL_RETURN_IF_ERROR(f->CreateNode(i));
   CORRAL_RETURN_IF_ERROR(f->WaitHealthy(120000));
-  auto created =
-      f->Query(0, "postgres", "SELECT count(*) FROM pg_database WHERE datname = '" + db + "'");
-  if (!created.ok()) return created.status();
-  if (*created == "0") {
-    CORRAL_RETURN_IF_ERROR(f->Query(0, "postgres", "CREATE DATABASE \"" + db + "\"").status());
-  }
+  if (db != "postgres") CORRAL_RETURN_IF_ERROR(f->CreateDatabase(db));
   return f;
 }
 
@@ -334,10 +329,8 @@ std::string PgAutoFailover::Url(const std::string& db) const {
          "?target_session_attrs=read-write&connect_timeout=2";
 }
 
-Result<std::string> PgAutoFailover::QueryAt(int port, const std::string& db,
-                                            const std::string& sql) const {
-  std::string conninfo =
-      "postgresql://postgres@127.0.0.1:" + std::to_string(port) + "/" + db + "?connect_timeout=2";
+Result<std::string> PgAutoFailover::QueryConninfo(const std::string& conninfo,
+                                                  const std::string& sql) const {
   std::unique_ptr<PGconn, decltype(&PQfinish)> conn(PQconnectdb(conninfo.c_str()), &PQfinish);
   if (PQstatus(conn.get()) != CONNECTION_OK) return corral::Unavailable(PQerrorMessage(conn.get()));
   std::unique_ptr<PGresult, decltype(&PQclear)> r(PQexec(conn.get(), sql.c_str()), &PQclear);
@@ -353,11 +346,27 @@ Result<std::string> PgAutoFailover::QueryAt(int port, const std::string& db,
 
 Result<std::string> PgAutoFailover::Query(int node, const std::string& db,
                                           const std::string& sql) const {
-  return QueryAt(port(node), db, sql);
+  if (node < 0 || node >= kNodes) {
+    return corral::Unavailable("no node " + std::to_string(node) + " (no primary now?)");
+  }
+  return QueryConninfo("postgresql://postgres@127.0.0.1:" + std::to_string(port(node)) + "/" + db +
+                           "?connect_timeout=2",
+                       sql);
 }
 
 Result<std::string> PgAutoFailover::MonitorQuery(const std::string& sql) const {
-  return QueryAt(monitor_.port, "pg_auto_failover", sql);
+  return QueryConninfo("postgresql://postgres@127.0.0.1:" + std::to_string(monitor_.port) +
+                           "/pg_auto_failover?connect_timeout=2",
+                       sql);
+}
+
+Result<std::string> PgAutoFailover::QueryPrimary(const std::string& db,
+                                                 const std::string& sql) const {
+  return QueryConninfo(Url(db), sql);
+}
+
+Status PgAutoFailover::CreateDatabase(const std::string& db) const {
+  return QueryConninfo(Url("postgres"), "CREATE DATABASE \"" + db + "\"").status();
 }
 
 int PgAutoFailover::Primary() const {

@@ -73,7 +73,12 @@ class PgAutoFailover {
   // Continues every stopped node and restarts every killed one (a test's clean start).
   Status Revive();
 
-  // Runs SQL on a node (database `db`); the first column of the first row ("" if none).
+  // A new database, made where the multi-host URL leads (the primary that accepts writes).
+  Status CreateDatabase(const std::string& db) const;
+  // Runs SQL where the multi-host URL of `db` leads (as the heads would).
+  Result<std::string> QueryPrimary(const std::string& db, const std::string& sql) const;
+  // Runs SQL on a node (database `db`); the first column of the first row ("" if none). A
+  // node out of range (Primary() in the middle of a failover) is an error.
   Result<std::string> Query(int node, const std::string& db, const std::string& sql) const;
   // Runs SQL on the monitor's pg_auto_failover database (settings, states).
   Result<std::string> MonitorQuery(const std::string& sql) const;
@@ -94,7 +99,7 @@ class PgAutoFailover {
   std::string NodeEnv(const std::string& name) const;
   std::string PgData(const std::string& name) const { return dir_ + "/" + name + "/pgdata"; }
   std::string Log(const std::string& name) const { return dir_ + "/" + name + ".log"; }
-  Result<std::string> QueryAt(int port, const std::string& db, const std::string& sql) const;
+  Result<std::string> QueryConninfo(const std::string& conninfo, const std::string& sql) const;
   std::string States() const;
 
   std::string dir_;
