@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <libpq-fe.h>
 #include <netinet/in.h>
 #include <pwd.h>
@@ -67,6 +68,18 @@ std::string AutoFailoverTail(const std::string& path) {
   return s.size() > 3000 ? s.substr(s.size() - 3000) : s;
 }
 
+// A /proc file's text ("" once the process is gone: plain read(2), since a stream's read
+// error there throws).
+std::string ReadProcFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return out;
+}
+
 // pid -> parent pid of every process now.
 std::map<pid_t, pid_t> ParentsOfAll() {
   std::map<pid_t, pid_t> parents;
@@ -76,10 +89,9 @@ std::map<pid_t, pid_t> ParentsOfAll() {
     char* end = nullptr;
     long pid = std::strtol(e->d_name, &end, 10);
     if (*end != '\0' || pid <= 0) continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string stat = ReadProcFile(std::string("/proc/") + e->d_name + "/stat");
     auto paren = stat.rfind(')');
-    if (paren == std::string::npos) continue;
+    if (paren == std::string::npos || paren + 2 >= stat.size()) continue;
     std::istringstream rest(stat.substr(paren + 2));
     char state = 0;
     long ppid = 0;
@@ -91,8 +103,7 @@ std::map<pid_t, pid_t> ParentsOfAll() {
 }
 
 std::string CommandLine(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string s = ReadProcFile("/proc/" + std::to_string(pid) + "/cmdline");
   for (char& c : s) {
     if (c == '\0') c = ' ';
   }
