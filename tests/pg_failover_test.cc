@@ -48,6 +48,11 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kHeads = 2;
 constexpr int kAgents = 2;
+// The agents' lease must outlast a database failover (docs/reliability.md: lease > write
+// unavailability + 10 s). The tests' monitor timeouts fail over in 20-30 s on a quiet machine,
+// but a loaded 2-core one took 60 s, past the default 40 s: every agent fenced. The heads'
+// --down-after stays above the lease.
+constexpr int kAgentLeaseS = 90;
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path);
@@ -310,12 +315,27 @@ class Workload {
 
   void StartAgent(int i) {
     std::string name = "node" + std::to_string(i);
-    agents_[i] = std::make_unique<Daemon>(
-        std::vector<std::string>{CorralBin(), "agent", "--head", HeadList(), "--join-token-file",
-                                 HeadDir(0) + "/join.token", "--name", name, "--state-dir",
-                                 dir_ + "/" + name, "--simulate-gpus", "4", "--cpus", "64",
-                                 "--memory", "256G", "--run-as", "agent"},
-        dir_ + "/" + name + ".log");
+    agents_[i] = std::make_unique<Daemon>(std::vector<std::string>{CorralBin(),
+                                                                   "agent",
+                                                                   "--head",
+                                                                   HeadList(),
+                                                                   "--join-token-file",
+                                                                   HeadDir(0) + "/join.token",
+                                                                   "--name",
+                                                                   name,
+                                                                   "--state-dir",
+                                                                   dir_ + "/" + name,
+                                                                   "--simulate-gpus",
+                                                                   "4",
+                                                                   "--cpus",
+                                                                   "64",
+                                                                   "--memory",
+                                                                   "256G",
+                                                                   "--run-as",
+                                                                   "agent",
+                                                                   "--lease",
+                                                                   std::to_string(kAgentLeaseS)},
+                                          dir_ + "/" + name + ".log");
   }
   int ReadyNodes() const {
     Json nodes = Json::parse(Corral({"nodes", "-o", "json"}).out, nullptr, false);
