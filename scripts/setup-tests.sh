@@ -9,6 +9,7 @@ PACKAGES=(
   clang-format
   libgtest-dev libgmock-dev libbenchmark-dev
   sqlite3 postgresql
+  postgresql-15-auto-failover pg-auto-failover-cli  # the failover test's formation (tests/pg_failover_test.cc)
   procps iproute2 curl
   systemd          # systemd-analyze verify, for the units (tests/units_test.py)
   prometheus

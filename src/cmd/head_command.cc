@@ -175,6 +175,13 @@ int HeadMain(std::vector<std::string> args) {
   app.add_flag("--require-sync-standby", require_sync_standby,
                "PostgreSQL on one host (a proxy or virtual IP in front of a replicated "
                "cluster): refuse to lead without a synchronous standby, as with several hosts");
+  // Hidden (no group): a negative control for the failover test only, which must show that
+  // acknowledging such a commit loses it. Never for a cluster.
+  app.add_flag("--unsafe-acknowledge-unreplicated-commits",
+               store_options.ignore_unreplicated_commits,
+               "TESTS ONLY: take a COMMIT whose synchronous replication wait was cut short as "
+               "durable (loses acknowledged changes on a failover)")
+      ->group("");
   app.add_option("--leader-lease", leader_lease,
                  "several heads on PostgreSQL: a leader that has not renewed its lease this long "
                  "(hung) is deposed by a standby; it renews every third of it");

@@ -318,14 +318,8 @@ Result<Node> HeadCore::RemoveNode(const Caller& by, const std::string& name, Tim
 }
 
 void HeadCore::ForgetNode(const std::string& node) {
-  desired_.erase(node);
-  busy_ports_.erase(node);
-  last_heard_.erase(node);
-  gpu_samples_.erase(node);
-  dataset_holders_.erase(node);
-  gpu_checks_.erase(node);
-  image_caches_.erase(node);
-  std::erase_if(xid_counts_, [&](const auto& kv) { return kv.first.first == node; });
+  node_watch_.Forget(node);
+  gpus_.Forget(node);
   scheduler_->RemoveNode(node);
   WantSchedule();
 }

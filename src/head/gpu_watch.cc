@@ -41,6 +41,12 @@ void GpuWatch::Observe(const std::string& node, std::vector<GpuSample> samples) 
   samples_[node] = std::move(samples);
 }
 
+void GpuWatch::Forget(const std::string& node) {
+  samples_.erase(node);
+  checks_.erase(node);
+  std::erase_if(xid_counts_, [&](const auto& kv) { return kv.first.first == node; });
+}
+
 const std::vector<GpuSample>* GpuWatch::SamplesOf(const std::string& node) const {
   auto it = samples_.find(node);
   return it == samples_.end() ? nullptr : &it->second;

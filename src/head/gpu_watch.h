@@ -21,6 +21,8 @@ class GpuWatch {
   // Samples: each node's, as its agent last reported.
   void Observe(const std::string& node, std::vector<GpuSample> samples);
   const std::vector<GpuSample>* SamplesOf(const std::string& node) const;
+  // A removed node: its samples, checks and Xid counts.
+  void Forget(const std::string& node);
 
   // Health checks seen, per node and GPU: the last check taken, and the clean ones in a row
   // since a health drain.

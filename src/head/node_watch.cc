@@ -23,6 +23,14 @@ void NodeWatch::Registered(const std::string& node, uint64_t epoch, TimeMs at) {
   last_heard_[node] = at;
 }
 
+void NodeWatch::Forget(const std::string& node) {
+  logs_.erase(node);
+  last_heard_.erase(node);
+  busy_ports_.erase(node);
+  image_caches_.erase(node);
+  dataset_holders_.erase(node);
+}
+
 uint64_t NodeWatch::Version(const std::string& node, uint64_t epoch) const {
   auto it = logs_.find(node);
   return it == logs_.end() ? epoch << 32 : it->second.version();

@@ -26,6 +26,9 @@ class NodeWatch {
   // A node registered (again): it keeps its orders log, or gets one of this epoch.
   void Registered(const std::string& node, uint64_t epoch, TimeMs at);
 
+  // A removed node: everything known of it.
+  void Forget(const std::string& node);
+
   // Orders.
   void Changed(const std::string& node, JobId job) { logs_[node].Changed(job); }
   void ChangedAll(const std::string& node) { logs_[node].ChangedAll(); }

@@ -21,43 +21,50 @@ Result<WarmState> WarmState::Load(store::Store& store) {
   return warm;
 }
 
-Status WarmState::TakeOver(store::Store& store) {
-  if (last_.revision != 0 && last_.revision == state_.revision) {
-    auto held = store.ReadChanges(last_.revision - 1, 1);
-    if (!held.ok()) return held.status();
-    if (held->empty() || held->front() != last_) {
-      auto again = Load(store);
-      if (!again.ok()) return again.status();
-      state_ = std::move(again->state_);
-      last_ = std::move(again->last_);
-      ++reloads_;
-    }
-  }
-  return CatchUp(store);
-}
+Status WarmState::TakeOver(store::Store& store) { return CatchUp(store); }
 
 Status WarmState::CatchUp(store::Store& store) {
   constexpr int32_t kBatch = 5000;
   for (;;) {
-    auto recs = store.ReadChanges(state_.revision, kBatch);
+    // From the last change applied, which the store must still hold as it was applied: a
+    // change a leader's server showed but never replicated (its commit's wait for the
+    // standbys cut short) is gone after a database failover, and the new leader writes other
+    // changes under its revision and the next. Applying those on top would fork this copy.
+    const bool check_last = last_.revision != 0 && last_.revision == state_.revision;
+    auto recs = store.ReadChanges(check_last ? last_.revision - 1 : state_.revision, kBatch);
     if (!recs.ok()) return recs.status();
-    if (recs->empty()) return Status::Ok();
-    if (recs->front().revision != state_.revision + 1) {
-      auto again = Load(store);
-      if (!again.ok()) return again.status();
-      state_ = std::move(again->state_);
-      last_ = std::move(again->last_);
-      ++reloads_;
+    size_t next = 0;
+    if (check_last) {
+      if (recs->empty() || recs->front() != last_) {
+        CORRAL_RETURN_IF_ERROR(Reload(store));
+        continue;
+      }
+      next = 1;
+    }
+    if (next == recs->size()) return Status::Ok();
+    if ((*recs)[next].revision != state_.revision + 1) {
+      // The log no longer reaches back to this copy (truncated), or this copy has no record
+      // of its last change (loaded from a snapshot): load again.
+      CORRAL_RETURN_IF_ERROR(Reload(store));
       continue;
     }
-    for (const store::ChangeRecord& rec : *recs) {
-      auto c = ChangeFromJson(Json::parse(rec.doc, nullptr, false));
+    for (size_t i = next; i < recs->size(); ++i) {
+      auto c = ChangeFromJson(Json::parse((*recs)[i].doc, nullptr, false));
       if (!c.ok()) return c.status();
       ApplyChange(state_, *c);
-      last_ = rec;
+      last_ = (*recs)[i];
     }
     if (recs->size() < static_cast<size_t>(kBatch)) return Status::Ok();
   }
+}
+
+Status WarmState::Reload(store::Store& store) {
+  auto again = Load(store);
+  if (!again.ok()) return again.status();
+  state_ = std::move(again->state_);
+  last_ = std::move(again->last_);
+  ++reloads_;
+  return Status::Ok();
 }
 
 }  // namespace corral::head

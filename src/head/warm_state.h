@@ -13,13 +13,14 @@ namespace corral::head {
 class WarmState {
  public:
   static Result<WarmState> Load(store::Store& store);
-  // Applies every change committed since. Where the log no longer reaches back to this
-  // copy's revision (the leader truncated it), loads again.
-  Status CatchUp(store::Store& store);
-  // Once this head leads (its term committed): checks that the store still holds the last
-  // change this copy applied, then catches up. A standby can have applied a change the old
+  // Applies every change committed since, once it has checked that the store still holds the
+  // last change this copy applied, byte for byte. A standby can have applied a change the old
   // leader's server showed but never replicated (its commit's wait for the standbys was cut
-  // short); after a database failover the store lacks it, and this copy loads again.
+  // short); after a database failover the store lacks it, and the new leader's changes
+  // reuse its revision: this copy then loads again, as it does where the log no longer
+  // reaches back to its revision (the leader truncated it).
+  Status CatchUp(store::Store& store);
+  // Once this head leads (its term committed): the same, a last time.
   Status TakeOver(store::Store& store);
 
   uint64_t revision() const { return state_.revision; }
@@ -28,6 +29,7 @@ class WarmState {
   int reloads() const { return reloads_; }
 
  private:
+  Status Reload(store::Store& store);
   ClusterState state_;
   store::ChangeRecord last_;  // the last change applied, if state_ is at its revision
   int reloads_ = 0;
