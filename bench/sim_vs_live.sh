@@ -3,11 +3,11 @@
 # longer traces than CI's: runs tests/sim_live_test.cc's comparison for each JOBS and SEED and
 # prints its figures (Spearman of the start order, average JCT live and simulated, mean and
 # largest start difference, preempted jobs). Each trace runs in real time: about 2 s a job.
-#   bench/sim_vs_live.sh [BUILD_DIR] [JOBS...]      e.g. bench/sim_vs_live.sh build 36 80 160
+#   bench/sim_vs_live.sh [BUILD_DIR] [JOBS...]      e.g. bench/sim_vs_live.sh build 28 60 120
 set -euo pipefail
 BUILD="${1:-build}"
 shift || true
-SIZES=("${@:-36 80}")
+SIZES=("${@:-28 60}")
 SEEDS="${SEEDS:-1 2}"
 test -x "$BUILD/tests/sim_live_test" || { echo "build $BUILD/tests/sim_live_test first" >&2; exit 2; }
 for n in ${SIZES[@]}; do

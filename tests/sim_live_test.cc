@@ -4,7 +4,7 @@
 // submitted at the trace's times) and through `corral simulate` with the head's settings. The
 // start order, each job's start and the average JCT must agree within what real timing allows.
 //
-// CORRAL_SIM_LIVE_JOBS (default 36) and CORRAL_SIM_LIVE_SEED (default 1) change the trace, for
+// CORRAL_SIM_LIVE_JOBS (default 28) and CORRAL_SIM_LIVE_SEED (default 1) change the trace, for
 // bench/sim_vs_live.sh; the figures go to stdout and to the test's properties.
 #include <gtest/gtest.h>
 
@@ -36,8 +36,8 @@ struct TraceJob {
 };
 
 // Bob's burst fills the cluster, Ana's follows in one instant and reclaims her queue's quota;
-// then arrivals 0.5-2.5 s apart, a third of them in the instant of the one before, of 1 to 4
-// GPUs and gangs of 6 (two replicas of 3), each running 2 to 10 s.
+// then arrivals 0.5-2.5 s apart (to the millisecond), a third of them in the instant of the one
+// before, of 1 to 4 GPUs and gangs of 6 (two replicas of 3), each running 2 to 6 s.
 std::vector<TraceJob> MakeTrace(int n, uint64_t seed) {
   std::vector<TraceJob> jobs = {
       {"", 0, 9, 2, "bob"},   {"", 0, 10, 2, "bob"},  {"", 0, 7, 2, "bob"},
@@ -50,20 +50,28 @@ std::vector<TraceJob> MakeTrace(int n, uint64_t seed) {
   double t = 1.5;
   std::string user = "ana";
   while (static_cast<int>(jobs.size()) < n) {
-    if (pick(3) != 0) t += 0.5 + pick(5) * 0.5;
+    // Not on a grid: a job's end in the simulator (a start plus whole seconds) would otherwise
+    // fall in the very instant of an arrival, where the simulator applies the exit first and
+    // the head, whose processes end a little later, the submission.
+    if (pick(3) != 0) t += 0.5 + pick(2001) * 0.001;
     if (pick(3) == 0) user = user == "ana" ? "bob" : "ana";
-    jobs.push_back({"", t, 2.0 + pick(9), kGpus[pick(9)], user});
+    jobs.push_back({"", t, 2.0 + pick(5), kGpus[pick(9)], user});
   }
   for (size_t i = 0; i < jobs.size(); ++i) jobs[i].id = "j" + std::to_string(i);
   return jobs;
 }
 
+// What a `sleep` holds its GPUs for beyond its seconds on a head and agents here: the process's
+// start and exit and the agent's report of each (0.07-0.15 s measured, runs' scheduled_at to
+// ended_at); the simulator's jobs last that much longer.
+constexpr double kProcessOverheadS = 0.1;
+
 std::string TraceCsv(const std::vector<TraceJob>& jobs) {
   std::ostringstream csv;
   csv << "job_id,submit_time,duration,num_gpus,queue,user,name\n";
   for (const TraceJob& j : jobs) {
-    csv << j.id << "," << j.submit_s << "," << j.duration_s << "," << j.gpus << ","
-        << (j.user == "ana" ? "a" : "b") << "," << j.user << ",sleep\n";
+    csv << j.id << "," << j.submit_s << "," << j.duration_s + kProcessOverheadS << "," << j.gpus
+        << "," << (j.user == "ana" ? "a" : "b") << "," << j.user << ",sleep\n";
   }
   return csv.str();
 }
@@ -128,7 +136,9 @@ std::vector<Outcome> RunLive(const LocalCluster& c, const std::vector<TraceJob>&
   EXPECT_TRUE(WaitAllSucceeded([&](const auto& args) { return c.Corral(args); }, ids,
                                120000 + 4000 * static_cast<int>(jobs.size()), &state))
       << "the jobs did not all succeed";
-  Json all = Json::parse(c.Corral({"jobs", "--all", "-o", "json"}).out, nullptr, false);
+  const std::string listed = c.Corral({"jobs", "--all", "-o", "json"}).out;
+  std::ofstream(c.dir() + "/live.json") << listed;
+  Json all = Json::parse(listed, nullptr, false);
   std::map<std::string, Json> by_id;
   for (const Json& j : all) by_id[std::to_string(j["id"].get<uint64_t>())] = j;
   // The trace's 0: the first submission as the head recorded it.
@@ -178,7 +188,7 @@ std::vector<Outcome> RunSimulated(const LocalCluster& c, const std::vector<Trace
 }
 
 TEST(SimLive, TheSimulatorDecidesAsTheLiveClusterDoes) {
-  const int n = EnvInt("CORRAL_SIM_LIVE_JOBS", 36);
+  const int n = EnvInt("CORRAL_SIM_LIVE_JOBS", 28);
   const std::vector<TraceJob> jobs =
       MakeTrace(n, static_cast<uint64_t>(EnvInt("CORRAL_SIM_LIVE_SEED", 1)));
   LocalCluster c("simlive", 2, 4, {"--min-runtime-before-preempt", "0"});
@@ -188,6 +198,14 @@ TEST(SimLive, TheSimulatorDecidesAsTheLiveClusterDoes) {
   }
   std::vector<Outcome> live = RunLive(c, jobs);
   std::vector<Outcome> sim = RunSimulated(c, jobs);
+  if (const char* keep = std::getenv("CORRAL_SIM_LIVE_OUT"); keep && *keep) {
+    // For bench/sim_vs_live.sh and a look at a difference: the trace, the queues, the
+    // simulated runs and the live jobs as `corral jobs --all -o json` gives them.
+    for (const char* f : {"trace.csv", "queues.csv", "runs.csv", "live.json"}) {
+      std::ifstream in(c.dir() + "/" + f, std::ios::binary);
+      std::ofstream(std::string(keep) + "/" + f, std::ios::binary) << in.rdbuf();
+    }
+  }
 
   std::vector<double> live_start, sim_start;
   double live_jct = 0, sim_jct = 0, start_error = 0, max_start_error = 0;
@@ -227,12 +245,15 @@ TEST(SimLive, TheSimulatorDecidesAsTheLiveClusterDoes) {
   // The trace tries what it should: quota reclaim preempts, live and simulated.
   EXPECT_GT(live_preempted, 0);
   EXPECT_GT(sim_preempted, 0);
-  // Real time adds the processes' start and exit, the agents' reports and the submissions'
-  // own time (tens to hundreds of milliseconds each on a loaded machine) to every job, and a
-  // few of them decide ties of start differently; the bounds leave room for that.
-  EXPECT_GE(rho, 0.9);
-  EXPECT_LE(jct_gap, 0.15);
-  EXPECT_LE(start_error, 3.0);
+  // Measured on a 2-core machine compiling beside it: Spearman 0.998, JCT 3.3% longer live,
+  // starts 0.43 s apart on average (docs/simulation.md). Real time adds the processes' start
+  // and exit and the agents' reports to every job (more when the machine is loaded: the
+  // simulator's jobs get 0.1 s), and a loaded machine may turn a near tie the other way; the
+  // bounds leave room for that, and fail where the simulator decides otherwise than the head
+  // (before the trace left the whole-second grid: Spearman 0.96, JCT 27% apart).
+  EXPECT_GE(rho, 0.97);
+  EXPECT_LE(jct_gap, 0.08);
+  EXPECT_LE(start_error, 1.5);
 }
 
 }  // namespace
