@@ -306,6 +306,9 @@ std::vector<StartEstimate> SweepStarts(const std::vector<EstimateNode>& nodes,
     bool fits = !never && Fits(j, at_cursor, nodes);
     while (!fits) {
       if (victims.Take(j, cursor, at_cursor, nodes, &taken)) {
+        // On the preemption as the sweep models it (without budgets, the victims' requeue
+        // not estimated again): at best a prediction (philly-users: two thirds started late).
+        cursor_confidence = Weakest(cursor_confidence, EstimateConfidence::kMedium);
         // A victim without an end frees its GPUs now for good (then the job may hold them).
         for (int32_t run : taken) {
           for (const Victims::Part& p : victims.parts(run)) {

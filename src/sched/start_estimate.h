@@ -76,7 +76,8 @@ struct EstimateJob {
 // Estimates for `jobs`, given in scheduler order, from `now`. One result per job, same order.
 // Each start's confidence is that of the instant it starts at: now and a run becoming
 // preemptible are known (kHigh); a release is as sure as what its time rests on, and the end
-// of a job the sweep started as the weaker of its start's and its duration's.
+// of a job the sweep started as the weaker of its start's and its duration's. A start that
+// takes victims is kMedium at best: the preemption is the sweep's model of the policy's.
 // `runs`: the running jobs that releases name (EstimateRelease::run), for preemption.
 // `not_now`: the jobs are those a pass left waiting at `now` (nothing changed since it): none
 // starts at `now`, whatever the sweep finds free then, since what kept it waiting is something

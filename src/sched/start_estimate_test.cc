@@ -252,6 +252,8 @@ TEST(EstimateStartsTest, NewJobUnderLasStartsWhenTheLongRunIsPreemptible) {
   auto e = ById(s->EstimateStarts(1000));
   EXPECT_EQ(e[2].start, kPreemptibleAt);
   EXPECT_EQ(e[2].nodes, std::vector<std::string>{"n1"});
+  // A start by preemption rests on the sweep's model of it: not a bound.
+  EXPECT_EQ(e[2].confidence, EstimateConfidence::kMedium);
   // The scheduler does what was estimated: not before, then by preempting run 1.
   EXPECT_TRUE(s->Schedule(1000).preempt.empty());
   Decisions d = s->Schedule(kPreemptibleAt);
