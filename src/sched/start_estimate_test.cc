@@ -151,7 +151,8 @@ TEST(EstimateStartsTest, ConfidenceFollowsWhatTheStartRestsOn) {
   EXPECT_EQ(queue.confidence, EstimateConfidence::kLow);
 
   // A chain: a run with a limit, then a pending job predicted from one ended job (first by its
-  // priority), then two with a limit. The third starts at the second's predicted end: as weak as that.
+  // priority), then two with a limit. The third starts at the second's predicted end: as weak as
+  // that.
   Scheduler s;
   s.UpsertNode(MakeNode("n1").Gpus(8));
   s.AddRunning(Running(MakeJob(1).Gpus(8).Limit(10'000), {{"n1", {0, 1, 2, 3, 4, 5, 6, 7}}}, 0));
