@@ -446,13 +446,21 @@ TEST_F(SlurmShims, PendingJobGetsAnEstimatedStartBehindALimitedRun) {
   EXPECT_GT(start, holder_submitted);
   EXPECT_LE(start, holder_submitted + 10 * 60'000 + 30'000);
   EXPECT_EQ(job["estimated_nodes"].size(), 2u) << job.dump();
+  // What the time rests on: the holder's limit (high), or its owner's history (medium from
+  // four ended jobs or more, low from fewer).
+  const std::string confidence = job.value("estimate_confidence", "");
+  EXPECT_TRUE(confidence == "high" || confidence == "medium" || confidence == "low") << job.dump();
 
-  auto q = Sh("squeue --start -h -o '%i %t %S %Y'");
+  auto q = Sh("squeue --start -h -o '%i %t %S %Y %~'");
   EXPECT_EQ(q.exit_code, 0) << q.err;
   std::smatch m;
   EXPECT_TRUE(std::regex_search(
-      q.out, m, std::regex(waiter + " PD [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8} [^ ]+\n")))
+      q.out, m,
+      std::regex(waiter + " PD [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8} [^ ]+ (high|medium|low)\n")))
       << q.out;
+  // squeue --start's own columns: Slurm's, and the confidence before the reason.
+  auto plain = Sh("squeue --start");
+  EXPECT_NE(plain.out.find("CONFIDENCE NODELIST(REASON)"), std::string::npos) << plain.out;
   // A line of its own: the id may also end a timestamp's seconds ("...:21 ").
   EXPECT_FALSE(std::regex_search(q.out, std::regex("(^|\n)" + holder + " ")))
       << "--start lists pending jobs only: " << q.out;
@@ -462,6 +470,9 @@ TEST_F(SlurmShims, PendingJobGetsAnEstimatedStartBehindALimitedRun) {
   EXPECT_TRUE(std::regex_search(table.out, std::regex(" (now|in [0-9hms]+) "))) << table.out;
   auto show = cluster_->Corral({"show", waiter});
   EXPECT_NE(show.out.find("estimated start:"), std::string::npos) << show.out;
+  // (The estimate may have been refreshed since: the holder outliving its prediction.)
+  EXPECT_TRUE(std::regex_search(show.out, std::regex("(high|medium|low) confidence \\(")))
+      << show.out;
   EXPECT_EQ(Sh("scancel " + holder + " " + waiter).exit_code, 0);
 }
 

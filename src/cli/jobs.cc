@@ -134,6 +134,20 @@ std::string StartOf(const Job& j, TimeMs now) {
   return j.estimated_start <= now ? "now" : "in " + FormatAge(j.estimated_start - now);
 }
 
+// What an estimate's confidence means to its reader.
+std::string ConfidenceText(EstimateConfidence c) {
+  switch (c) {
+    case EstimateConfidence::kHigh:
+      return "high confidence (from time limits: by then at the latest, if nothing overtakes it)";
+    case EstimateConfidence::kMedium:
+      return "medium confidence (from the run times of the users' ended jobs)";
+    case EstimateConfidence::kLow:
+      return "low confidence (a job ahead has no time limit and little or no history: it may "
+             "be much later)";
+  }
+  return "low confidence";
+}
+
 }  // namespace
 
 std::string RenderJobsTable(const std::vector<Job>& jobs, TimeMs now, bool expand, bool start) {
@@ -240,7 +254,8 @@ std::string RenderJob(const Job& j, TimeMs now, bool utc) {
     TimeMs t = j.estimated_start;
     kv("estimated start", t <= 0 ? "N/A"
                                  : FormatTimestamp(t, utc) + " (" + StartOf(j, now) + ") on " +
-                                       Join(j.estimated_nodes, ","));
+                                       Join(j.estimated_nodes, ",") + ", " +
+                                       ConfidenceText(j.estimate_confidence));
   }
   if (j.idle_since > 0)
     kv("idle", "its GPUs have stayed under the threshold since " + when(j.idle_since));

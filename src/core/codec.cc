@@ -304,6 +304,7 @@ Json ToJson(const Job& j) {
   if (j.estimated_start > 0) {  // a pending job's estimate, shown when there is one
     out["estimated_start"] = j.estimated_start;
     out["estimated_nodes"] = j.estimated_nodes;
+    out["estimate_confidence"] = EstimateConfidenceName(j.estimate_confidence);
   }
   return out;
 }
@@ -418,6 +419,10 @@ Result<Job> JobFromJson(const Json& j) {
     job.estimated_start = Get<int64_t>(j, "estimated_start", 0);
     if (j.contains("estimated_nodes")) {
       job.estimated_nodes = j.at("estimated_nodes").get<std::vector<std::string>>();
+    }
+    if (!ParseEstimateConfidence(Get<std::string>(j, "estimate_confidence", "high"),
+                                 &job.estimate_confidence)) {
+      throw std::runtime_error("field 'estimate_confidence': not high, medium or low");
     }
     job.exit_code = Get<int32_t>(j, "exit_code", 0);
     job.array_id = Get<JobId>(j, "array_id", 0);

@@ -101,6 +101,7 @@ Job JobOffEveryDefault() {
   j.idle_since = 8500;
   j.estimated_start = 9500;
   j.estimated_nodes = {"n1"};
+  j.estimate_confidence = EstimateConfidence::kLow;
   return j;
 }
 

@@ -103,6 +103,24 @@ bool ParsePendingCode(const std::string& text, PendingCode* out) {
   return ParseByName(text, kPendingCodes, PendingCodeName, out);
 }
 
+const char* EstimateConfidenceName(EstimateConfidence c) {
+  switch (c) {
+    case EstimateConfidence::kHigh:
+      return "high";
+    case EstimateConfidence::kMedium:
+      return "medium";
+    case EstimateConfidence::kLow:
+      return "low";
+  }
+  return "low";
+}
+
+bool ParseEstimateConfidence(const std::string& text, EstimateConfidence* out) {
+  constexpr EstimateConfidence kAll[] = {EstimateConfidence::kHigh, EstimateConfidence::kMedium,
+                                         EstimateConfidence::kLow};
+  return ParseByName(text, kAll, EstimateConfidenceName, out);
+}
+
 const char* RunStateName(RunState s) {
   switch (s) {
     case RunState::kScheduled:

@@ -53,6 +53,15 @@ enum class PendingCode : uint8_t {
 };
 const char* PendingCodeName(PendingCode c);
 bool ParsePendingCode(const std::string& text, PendingCode* out);
+
+// How far a pending job's estimated start may be trusted:
+//  kHigh: it rests on time limits and known instants only: a bound (the job starts by then if
+//    the order stays as it is and nothing arrives ahead of it);
+//  kMedium: on predictions from at least 4 ended jobs of their owners;
+//  kLow: on a prediction from fewer, from other users' jobs (a queue's history), or on none.
+enum class EstimateConfidence : uint8_t { kHigh, kMedium, kLow };
+const char* EstimateConfidenceName(EstimateConfidence c);
+bool ParseEstimateConfidence(const std::string& text, EstimateConfidence* out);
 struct PendingReason {
   PendingCode code = PendingCode::kNone;
   std::string text;
@@ -228,6 +237,7 @@ struct Job {
   // from the head's last start-time estimate.
   TimeMs estimated_start = 0;
   std::vector<std::string> estimated_nodes;
+  EstimateConfidence estimate_confidence = EstimateConfidence::kHigh;
 
   bool IsArrayElement() const { return array_id != 0; }
 

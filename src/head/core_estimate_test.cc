@@ -38,7 +38,32 @@ TEST_P(Estimates, BehindARunThatOutlivedItsPredictionTheLimitTells) {
     ASSERT_EQ(Get(jb.id).state, JobState::kPending) << s;
     EXPECT_GT(e, now()) << "at " << s << " s the blocked job is told it starts now";
     EXPECT_EQ(e, started + (s < 20 ? 20 * kSecond : 3 * kMinute)) << "at " << s << " s";
+    // The job's document says what the time rests on: her four ended jobs, then the limit.
+    EXPECT_EQ(Get(jb.id).estimate_confidence,
+              s < 20 ? EstimateConfidence::kMedium : EstimateConfidence::kHigh)
+        << "at " << s << " s";
   }
+}
+
+// Ana has one ended job and her run no limit: what Bob is told rests on one run time, and
+// says so; with no history at all there is no time to tell.
+TEST_P(Estimates, BehindARunPredictedFromOneEndedJobTheEstimateIsLow) {
+  Register("n1", 4);
+  RunNamed("train", 20 * kSecond);
+  JobSpec a = Spec(4);
+  a.name = "train";
+  Job ja = Submit(a);
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(ja.id))}));
+  const TimeMs started = now();
+  Job jb = Submit(Spec(4), kBob);
+  Schedule();
+  now() += kSecond;
+  TimeMs e = EstimateAt(core(), jb.id, now());
+  EXPECT_EQ(e, started + 20 * kSecond);
+  Job b = Get(jb.id);
+  EXPECT_EQ(b.estimated_start, e);
+  EXPECT_EQ(b.estimate_confidence, EstimateConfidence::kLow);
 }
 
 // Bob's job finds a GPU free, but Ana's run holds every CPU of the node until its limit: the

@@ -348,6 +348,7 @@ Result<Job> HeadCore::GetJob(const Caller& by, JobId id) const {
       e != start_estimates_.end() && job.state == JobState::kPending && !job.held) {
     job.estimated_start = e->second.start == sched::kUnknownTime ? 0 : e->second.start;
     job.estimated_nodes = e->second.nodes;
+    job.estimate_confidence = e->second.confidence;
   }
   if (auto i = gpus_.idle().find(id); i != gpus_.idle().end() && job.state == JobState::kRunning) {
     job.idle_since = i->second;

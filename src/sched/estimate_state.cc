@@ -26,16 +26,28 @@ bool Outlived(const PendingJob& j, DurationMs attained_gpu_ms) {
   return j.predicted_ms > 0 && done >= j.predicted_ms;
 }
 
+// How long a job still runs, and what that rests on.
+struct Left {
+  DurationMs ms = kUnknownTime;
+  EstimateConfidence confidence = EstimateConfidence::kHigh;
+};
+
+// A prediction's worth: its owner's ended jobs behind it (PendingJob::prediction_jobs).
+EstimateConfidence PredictionConfidence(const PendingJob& j) {
+  return j.prediction_jobs >= kConfidentPredictionJobs ? EstimateConfidence::kMedium
+                                                       : EstimateConfidence::kLow;
+}
+
 // How long a job that has attained `attained_gpu_ms` before now still runs: its predicted
 // remaining time where known and shorter than `limit_left` (kUnknownTime: no limit); what its
-// limit leaves once it has outlived its prediction.
-DurationMs Remaining(const SchedulerConfig& cfg, const PendingJob& j, DurationMs attained_gpu_ms,
-                     DurationMs limit_left, bool use_predictions) {
-  DurationMs left = limit_left;
+// limit leaves once it has outlived its prediction (a bound: kHigh).
+Left Remaining(const SchedulerConfig& cfg, const PendingJob& j, DurationMs attained_gpu_ms,
+               DurationMs limit_left, bool use_predictions) {
+  Left left{limit_left, EstimateConfidence::kHigh};
   if (limit_left != kUnknownTime && Outlived(j, attained_gpu_ms)) return left;
   if (use_predictions && HasPrediction(j)) {
     DurationMs predicted = PredictedRemainingMs(cfg, j, attained_gpu_ms);
-    if (predicted > 0) left = std::min(left, predicted);
+    if (predicted > 0 && predicted < left.ms) left = {predicted, PredictionConfidence(j)};
   }
   return left;
 }
@@ -143,8 +155,8 @@ std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
     DurationMs limit_left = r.expected_end == kUnknownTime
                                 ? kUnknownTime
                                 : std::max<DurationMs>(0, r.expected_end - now);
-    DurationMs left = Remaining(st.config, r.job, attained, limit_left, options.use_predictions);
-    TimeMs end = left == kUnknownTime ? kUnknownTime : now + left;
+    const Left left = Remaining(st.config, r.job, attained, limit_left, options.use_predictions);
+    TimeMs end = left.ms == kUnknownTime ? kUnknownTime : now + left.ms;
     const std::vector<int32_t>& slots = st.SlotsOf(r);
     for (size_t k = 0; k < r.placement.size() && k < slots.size(); ++k) {
       int32_t slot = slots[k];
@@ -156,7 +168,11 @@ std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
       TimeMs at = !reserved || end == kUnknownTime ? end : std::max(end, reserved_until[i]);
       // Preempting it frees nothing on a reserved node before the reservation ends: that part
       // is no victim's, it is released then.
-      if (g > 0) releases.push_back({at, i, g, reserved ? -1 : run_index});
+      if (g > 0) {
+        // Held until a reservation's end: that instant is known.
+        releases.push_back({at, i, g, reserved ? -1 : run_index,
+                            at == end ? left.confidence : EstimateConfidence::kHigh});
+      }
     }
   }
   std::vector<EstimateJob> jobs;
@@ -176,14 +192,15 @@ std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
       in_reservations.push_back(std::move(est));
     } else if (static_cast<int64_t>(jobs.size()) < options.max_jobs) {
       DurationMs limit = j.time_limit_ms > 0 ? j.time_limit_ms : kUnknownTime;
-      DurationMs left = Remaining(st.config, j, j.attained_ms, limit, options.use_predictions);
+      const Left left = Remaining(st.config, j, j.attained_ms, limit, options.use_predictions);
       EstimateJob& job = jobs.emplace_back();
       job = {j.id,
              j.replicas,
              GpusPerReplica(j),
              j.max_replicas_per_node,
              j.gpu_model,
-             left == kUnknownTime ? 0 : std::max<DurationMs>(1, left)};
+             left.ms == kUnknownTime ? 0 : std::max<DurationMs>(1, left.ms)};
+      job.duration_confidence = left.confidence;
       if (corral_las && MayDisplace(cfg, *e)) {
         auto c = class_of.find({e->queue, j.priority});
         if (c != class_of.end()) {

@@ -1,6 +1,7 @@
 #include "sched/job_input.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "sched/order_policy.h"
 
@@ -47,6 +48,8 @@ PendingJob ToPendingJob(const Job& job, const RuntimeEstimator* estimator) {
     }
   }
   if (estimator) {
+    p.prediction_jobs = static_cast<int32_t>(
+        std::min<int64_t>(INT32_MAX, estimator->OwnerJobs(job.owner, job.spec.name)));
     const int64_t total_gpus = TotalGpus(p);
     p.run_quantiles =
         estimator->Quantiles(job.owner, job.spec.name, total_gpus, job.spec.time_limit_ms,

@@ -167,6 +167,20 @@ DurationMs RuntimeEstimator::OwnEstimate(const std::string& user, const std::str
   return 0;
 }
 
+int64_t RuntimeEstimator::OwnerJobs(const std::string& user, const std::string& name) const {
+  if (user.empty()) return 0;
+  int64_t n = 0;
+  if (config_.by_user_name && !name.empty()) {
+    if (auto it = by_user_name_.find({user, name}); it != by_user_name_.end()) n = it->second.n;
+  }
+  if (config_.by_user) {
+    // The distribution (Quantiles) falls back to the user's whole window when its (user,
+    // name) key has few jobs.
+    if (auto it = by_user_.find(user); it != by_user_.end()) n = std::max(n, it->second.n);
+  }
+  return n;
+}
+
 DurationMs RuntimeEstimator::Estimate(const std::string& user, const std::string& name,
                                       const std::string& queue, int64_t gpus) const {
   auto answer = [](const Mean& m) { return Answer(m.log_ms); };

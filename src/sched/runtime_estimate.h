@@ -107,6 +107,10 @@ class RuntimeEstimator {
            by_user_name_.count({user, name}) > 0;
   }
 
+  // Ended jobs of `user` its predictions of a job of this name rest on: its (user, name)
+  // history's, else its user history's (0: none; a prediction then comes from the queue).
+  int64_t OwnerJobs(const std::string& user, const std::string& name) const;
+
   int64_t observed() const { return observed_; }
 
  private:

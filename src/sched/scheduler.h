@@ -140,6 +140,10 @@ struct PendingJob {
   // The admin reservation it runs in (NodeReservation::name): only on its nodes, during it.
   std::string reservation;
   std::vector<std::string> datasets;  // digests of the datasets it reads (NodeInfo::datasets)
+  // Ended jobs of its owner behind predicted_ms and run_quantiles (RuntimeEstimator::
+  // OwnerJobs); 0: the prediction, if any, is other users' (its queue's) or its time limit.
+  // How much a start-time estimate resting on the prediction may be trusted.
+  int32_t prediction_jobs = 0;
 };
 
 struct RunningJob {
@@ -341,10 +345,21 @@ struct Reservation {
 };
 
 // When and where a pending job is expected to start (Scheduler::EstimateStarts).
+// How far a start-time estimate may be trusted (EstimateConfidence, core/job.h), from what the
+// time it names rests on: the end of a run or of a job estimated ahead of it (its time limit:
+// kHigh; a prediction: kMedium or kLow by the ended jobs behind it), and what placed that one.
+// Ended jobs of an owner behind a prediction to call it more than a guess: what the run-time
+// estimator needs for a distribution of the owner's (EstimatorConfig::min_jobs' default).
+inline constexpr int32_t kConfidentPredictionJobs = 4;
+inline EstimateConfidence Weakest(EstimateConfidence a, EstimateConfidence b) {
+  return a > b ? a : b;
+}
+
 struct StartEstimate {
   JobId job = 0;
   TimeMs start = kUnknownTime;     // kUnknownTime: no estimate
   std::vector<std::string> nodes;  // sorted, distinct; empty without an estimate
+  EstimateConfidence confidence = EstimateConfidence::kHigh;
 };
 
 struct EstimateOptions {

@@ -240,8 +240,8 @@ std::vector<StartEstimate> SweepStarts(const std::vector<EstimateNode>& nodes,
                                        const std::vector<EstimateRelease>& releases,
                                        const std::vector<EstimateJob>& jobs, TimeMs now,
                                        const std::vector<EstimateRun>& runs, bool not_now) {
-  // at, node (-1: a run becomes preemptible), GPUs, run (-1: none)
-  using Release = std::tuple<TimeMs, int32_t, int32_t, int32_t>;
+  // at, node (-1: a run becomes preemptible), GPUs, run (-1: none), what `at` rests on
+  using Release = std::tuple<TimeMs, int32_t, int32_t, int32_t, EstimateConfidence>;
   std::priority_queue<Release, std::vector<Release>, std::greater<>> ends;
   std::vector<int32_t> free(nodes.size(), 0);
   std::vector<int32_t> eventual(nodes.size(), 0);  // free once every known end has passed
@@ -250,15 +250,15 @@ std::vector<StartEstimate> SweepStarts(const std::vector<EstimateNode>& nodes,
     if (r.at == kUnknownTime || r.node < 0 || r.node >= static_cast<int32_t>(nodes.size()))
       continue;
     ends.push({std::max(r.at, now), r.node, r.gpus,
-               r.run >= 0 && r.run < static_cast<int32_t>(runs.size()) ? r.run : -1});
+               r.run >= 0 && r.run < static_cast<int32_t>(runs.size()) ? r.run : -1, r.confidence});
     eventual[r.node] += r.gpus;
   }
   Victims victims(runs, releases, static_cast<int32_t>(nodes.size()));
   for (const EstimateRun& r : runs) {
     if (r.rank_class < 0) continue;
-    if (r.preemptible_at > now) ends.push({r.preemptible_at, -1, 0, -1});
+    if (r.preemptible_at > now) ends.push({r.preemptible_at, -1, 0, -1, EstimateConfidence::kHigh});
     for (auto [from, rank] : r.later_ranks) {
-      if (from > now) ends.push({from, -1, 0, -1});
+      if (from > now) ends.push({from, -1, 0, -1, EstimateConfidence::kHigh});
     }
   }
   int32_t max_gpus = 0;
@@ -266,16 +266,22 @@ std::vector<StartEstimate> SweepStarts(const std::vector<EstimateNode>& nodes,
   FreeGpus at_cursor(std::move(free), max_gpus, /*index_nodes=*/true);
   FreeGpus at_end(std::move(eventual), max_gpus, /*index_nodes=*/false);
   TimeMs cursor = now;
+  // What the cursor's instant rests on: the weakest of the releases that brought it there.
+  EstimateConfidence cursor_confidence = EstimateConfidence::kHigh;
   auto advance = [&] {  // to the next end, releasing everything that ends then
-    cursor = std::max(cursor, std::get<0>(ends.top()));
+    if (std::get<0>(ends.top()) > cursor) {
+      cursor = std::get<0>(ends.top());
+      cursor_confidence = EstimateConfidence::kHigh;
+    }
     while (!ends.empty() && std::get<0>(ends.top()) <= cursor) {
-      auto [at, node, gpus, run] = ends.top();
+      auto [at, node, gpus, run, confidence] = ends.top();
       ends.pop();
       if (run >= 0) {
         if (victims.taken(run)) continue;  // the job that took it holds these GPUs
         victims.End(run);
       }
       if (node >= 0) at_cursor.Add(node, gpus);
+      cursor_confidence = Weakest(cursor_confidence, confidence);
     }
   };
   if (!ends.empty() && std::get<0>(ends.top()) <= now) advance();
@@ -292,6 +298,7 @@ std::vector<StartEstimate> SweepStarts(const std::vector<EstimateNode>& nodes,
     }
     if (j.gpus_per_replica <= 0 || j.replicas <= 0) {
       e.start = cursor;
+      e.confidence = cursor_confidence;
       continue;
     }
     // Never fits without preempting: only a preemption at the cursor may start it.
@@ -299,6 +306,9 @@ std::vector<StartEstimate> SweepStarts(const std::vector<EstimateNode>& nodes,
     bool fits = !never && Fits(j, at_cursor, nodes);
     while (!fits) {
       if (victims.Take(j, cursor, at_cursor, nodes, &taken)) {
+        // On the preemption as the sweep models it (without budgets, the victims' requeue
+        // not estimated again): at best a prediction (philly-users: two thirds started late).
+        cursor_confidence = Weakest(cursor_confidence, EstimateConfidence::kMedium);
         // A victim without an end frees its GPUs now for good (then the job may hold them).
         for (int32_t run : taken) {
           for (const Victims::Part& p : victims.parts(run)) {
@@ -314,11 +324,13 @@ std::vector<StartEstimate> SweepStarts(const std::vector<EstimateNode>& nodes,
     }
     if (!fits) continue;
     e.start = cursor;
+    e.confidence = cursor_confidence;
+    const EstimateConfidence end_confidence = Weakest(cursor_confidence, j.duration_confidence);
     for (auto [n, replicas] : Choose(j, at_cursor, nodes)) {
       int32_t gpus = replicas * j.gpus_per_replica;
       at_cursor.Add(n, -gpus);
       if (j.duration_ms > 0) {
-        ends.push({cursor + j.duration_ms, n, gpus, -1});
+        ends.push({cursor + j.duration_ms, n, gpus, -1, end_confidence});
       } else {
         at_end.Add(n, -gpus);
       }

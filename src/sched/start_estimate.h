@@ -45,6 +45,7 @@ struct EstimateRelease {
   int32_t node = 0;  // index in the node list
   int32_t gpus = 0;
   int32_t run = -1;  // index in the runs given to SweepStarts; -1: not a run's (never a victim)
+  EstimateConfidence confidence = EstimateConfidence::kHigh;  // what `at` rests on
 };
 
 // How a running job ranks against the pending jobs that may preempt it.
@@ -68,10 +69,15 @@ struct EstimateJob {
   DurationMs duration_ms = 0;         // 0: unknown (holds its GPUs forever)
   int32_t rank_class = -1;            // the runs it may preempt (EstimateRun); -1: none
   int64_t rank = 0;
-  DurationMs predicted_left_ms = 0;  // 0: no prediction
+  DurationMs predicted_left_ms = 0;                                    // 0: no prediction
+  EstimateConfidence duration_confidence = EstimateConfidence::kHigh;  // what duration_ms rests on
 };
 
 // Estimates for `jobs`, given in scheduler order, from `now`. One result per job, same order.
+// Each start's confidence is that of the instant it starts at: now and a run becoming
+// preemptible are known (kHigh); a release is as sure as what its time rests on, and the end
+// of a job the sweep started as the weaker of its start's and its duration's. A start that
+// takes victims is kMedium at best: the preemption is the sweep's model of the policy's.
 // `runs`: the running jobs that releases name (EstimateRelease::run), for preemption.
 // `not_now`: the jobs are those a pass left waiting at `now` (nothing changed since it): none
 // starts at `now`, whatever the sweep finds free then, since what kept it waiting is something

@@ -127,6 +127,69 @@ TEST(EstimateStartsTest, PredictionsShortenARunsEndUnlessTurnedOff) {
   EXPECT_EQ(s.EstimateStarts(1000, limits_only)[0].start, 100'000);
 }
 
+// What an estimate rests on: a run's time limit (high), a prediction from enough of its
+// owner's ended jobs (medium), or from few (low); and the weakest link of a chain.
+TEST(EstimateStartsTest, ConfidenceFollowsWhatTheStartRestsOn) {
+  auto first_behind = [](PendingJob run) {
+    Scheduler s;
+    s.UpsertNode(MakeNode("n1").Gpus(8));
+    s.AddRunning(Running(std::move(run), {{"n1", {0, 1, 2, 3, 4, 5, 6, 7}}}, 0));
+    s.AddPending(MakeJob(2).Gpus(8).Submit(10));
+    return s.EstimateStarts(1000).at(0);
+  };
+  StartEstimate limit = first_behind(MakeJob(1).Gpus(8).Limit(60'000));
+  EXPECT_EQ(limit.start, 60'000);
+  EXPECT_EQ(limit.confidence, EstimateConfidence::kHigh);
+  StartEstimate history = first_behind(MakeJob(1).Gpus(8).Limit(60'000).Predicted(20'000, 9));
+  EXPECT_EQ(history.start, 20'000);
+  EXPECT_EQ(history.confidence, EstimateConfidence::kMedium);
+  StartEstimate few = first_behind(MakeJob(1).Gpus(8).Predicted(20'000, 1));
+  EXPECT_EQ(few.start, 20'000);
+  EXPECT_EQ(few.confidence, EstimateConfidence::kLow);
+  // Other users' history only (a queue's): as weak.
+  StartEstimate queue = first_behind(MakeJob(1).Gpus(8).Predicted(20'000, 0));
+  EXPECT_EQ(queue.confidence, EstimateConfidence::kLow);
+
+  // A chain: a run with a limit, then a pending job predicted from one ended job (first by its
+  // priority), then two with a limit. The third starts at the second's predicted end: as weak as
+  // that.
+  Scheduler s;
+  s.UpsertNode(MakeNode("n1").Gpus(8));
+  s.AddRunning(Running(MakeJob(1).Gpus(8).Limit(10'000), {{"n1", {0, 1, 2, 3, 4, 5, 6, 7}}}, 0));
+  s.AddPending(MakeJob(2).Gpus(8).Submit(10).Predicted(5'000, 1).Priority(10));
+  s.AddPending(MakeJob(3).Gpus(8).Submit(20).Limit(5'000));
+  s.AddPending(MakeJob(4).Gpus(8).Submit(30).Limit(5'000));
+  auto e = ById(s.EstimateStarts(0));
+  EXPECT_EQ(e[2].start, 10'000);
+  EXPECT_EQ(e[2].confidence, EstimateConfidence::kHigh);
+  EXPECT_EQ(e[3].start, 15'000);
+  EXPECT_EQ(e[3].confidence, EstimateConfidence::kLow);
+  EXPECT_EQ(e[4].start, 20'000);
+  EXPECT_EQ(e[4].confidence, EstimateConfidence::kLow);
+}
+
+TEST(SweepStartsTest, AStartIsAsSureAsTheWeakestReleaseOfItsInstant) {
+  // Two nodes of 4: n1 frees at 100 on a limit, n2 at 100 on a weak prediction. A gang of
+  // both starts at 100 resting on the weak one; a job needing n1 alone at 100 too, but the
+  // sweep does not know which of the instant's releases made room: the weakest counts.
+  std::vector<EstimateNode> nodes = {{"n1", "", 0}, {"n2", "", 0}};
+  std::vector<EstimateRelease> rel = {{100, 0, 4, -1, EstimateConfidence::kHigh},
+                                      {100, 1, 4, -1, EstimateConfidence::kLow}};
+  auto e = SweepStarts(nodes, rel, {Job(1, 2, 4, 1000)}, 0);
+  EXPECT_EQ(e[0].start, 100);
+  EXPECT_EQ(e[0].confidence, EstimateConfidence::kLow);
+  // Apart: the job that starts at n1's sure release is sure.
+  rel[1].at = 200;
+  e = SweepStarts(nodes, rel, {Job(1, 1, 4, 1000), Job(2, 1, 4, 1000)}, 0);
+  EXPECT_EQ(e[0].start, 100);
+  EXPECT_EQ(e[0].confidence, EstimateConfidence::kHigh);
+  EXPECT_EQ(e[1].start, 200);
+  EXPECT_EQ(e[1].confidence, EstimateConfidence::kLow);
+  // A job that fits now is sure.
+  e = SweepStarts({{"n1", "", 8}}, {}, {Job(1, 1, 4, 1000)}, 0);
+  EXPECT_EQ(e[0].confidence, EstimateConfidence::kHigh);
+}
+
 TEST(EstimateStartsTest, FifoOrderOfTheSchedulerIsRespected) {
   Scheduler s;
   s.UpsertNode(MakeNode("n1").Gpus(8));
@@ -190,6 +253,8 @@ TEST(EstimateStartsTest, NewJobUnderLasStartsWhenTheLongRunIsPreemptible) {
   auto e = ById(s->EstimateStarts(1000));
   EXPECT_EQ(e[2].start, kPreemptibleAt);
   EXPECT_EQ(e[2].nodes, std::vector<std::string>{"n1"});
+  // A start by preemption rests on the sweep's model of it: not a bound.
+  EXPECT_EQ(e[2].confidence, EstimateConfidence::kMedium);
   // The scheduler does what was estimated: not before, then by preempting run 1.
   EXPECT_TRUE(s->Schedule(1000).preempt.empty());
   Decisions d = s->Schedule(kPreemptibleAt);

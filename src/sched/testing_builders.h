@@ -144,6 +144,12 @@ class JobBuilder {
     j_.predicted_ms = ms;
     return *this;
   }
+  // Predicted from `jobs` of its owner's ended jobs (PendingJob::prediction_jobs).
+  JobBuilder& Predicted(DurationMs ms, int32_t jobs) {
+    j_.predicted_ms = ms;
+    j_.prediction_jobs = jobs;
+    return *this;
+  }
   JobBuilder& Attained(DurationMs gpu_ms) {
     j_.attained_ms = gpu_ms;
     return *this;

@@ -28,6 +28,8 @@ EstimateAccuracy MeasureEstimateAccuracy(const std::vector<TraceJob>& jobs, cons
   EstimateAccuracy a;
   std::vector<double> abs_errors, errors, waits;
   int64_t late = 0;
+  std::vector<double> abs_by[3];
+  int64_t late_by[3] = {0, 0, 0};
   for (size_t i = 0; i < jobs.size() && i < result.jobs.size(); ++i) {
     const JobOutcome& o = result.jobs[i];
     if (!o.estimate_sampled || jobs[i].submit_ms < report_from) continue;
@@ -50,6 +52,16 @@ EstimateAccuracy MeasureEstimateAccuracy(const std::vector<TraceJob>& jobs, cons
     abs_errors.push_back(std::fabs(error));
     waits.push_back(static_cast<double>(o.first_start - jobs[i].submit_ms) / 1000.0);
     if (error < -60.0) ++late;
+    const auto c = static_cast<size_t>(o.estimate_confidence);
+    abs_by[c].push_back(std::fabs(error));
+    late_by[c] += error < -60.0;
+  }
+  for (size_t c = 0; c < 3; ++c) {
+    EstimateAccuracy::ByConfidence& b = a.by_confidence[c];
+    b.judged = static_cast<int64_t>(abs_by[c].size());
+    b.median_abs_error_s = NearestRank(abs_by[c], 50);
+    b.late_share =
+        b.judged == 0 ? 0 : static_cast<double>(late_by[c]) / static_cast<double>(b.judged);
   }
   a.judged = static_cast<int64_t>(errors.size());
   a.median_abs_error_s = NearestRank(abs_errors, 50);
@@ -68,7 +80,15 @@ std::string EstimateAccuracyJson(const EstimateAccuracy& a) {
     << ", \"p90_abs_error_s\": " << Fixed(a.p90_abs_error_s)
     << ", \"median_error_s\": " << Fixed(a.median_error_s)
     << ", \"late_share\": " << Fixed(a.late_share)
-    << ", \"median_wait_s\": " << Fixed(a.median_wait_s) << "}";
+    << ", \"median_wait_s\": " << Fixed(a.median_wait_s) << ", \"by_confidence\": {";
+  for (size_t c = 0; c < 3; ++c) {
+    const EstimateAccuracy::ByConfidence& b = a.by_confidence[c];
+    o << (c ? ", " : "") << "\"" << EstimateConfidenceName(static_cast<EstimateConfidence>(c))
+      << "\": {\"judged\": " << b.judged
+      << ", \"median_abs_error_s\": " << Fixed(b.median_abs_error_s)
+      << ", \"late_share\": " << Fixed(b.late_share) << "}";
+  }
+  o << "}}";
   return o.str();
 }
 
@@ -83,7 +103,17 @@ std::string EstimateAccuracyLine(const std::string& policy, const EstimateAccura
                 static_cast<long long>(a.judged), a.median_abs_error_s / 3600,
                 a.p90_abs_error_s / 3600, a.median_error_s / 3600, 100 * a.late_share,
                 a.median_wait_s / 3600);
-  return buf;
+  std::string out = buf;
+  for (size_t c = 0; c < 3; ++c) {
+    const EstimateAccuracy::ByConfidence& b = a.by_confidence[c];
+    if (b.judged == 0) continue;
+    std::snprintf(
+        buf, sizeof buf, "%-8s   %s confidence: %lld judged: |error| median %.2f h; %.1f%% late\n",
+        "", EstimateConfidenceName(static_cast<EstimateConfidence>(c)),
+        static_cast<long long>(b.judged), b.median_abs_error_s / 3600, 100 * b.late_share);
+    out += buf;
+  }
+  return out;
 }
 
 }  // namespace corral::sim

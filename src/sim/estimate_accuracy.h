@@ -26,6 +26,14 @@ struct EstimateAccuracy {
   double median_error_s = 0;
   double late_share = 0;     // of judged: started more than a minute after the estimate
   double median_wait_s = 0;  // of judged: their real wait, for scale
+  // The judged by the confidence the head gave (EstimateConfidence: high, medium, low): does a
+  // weaker one name a worse estimate?
+  struct ByConfidence {
+    int64_t judged = 0;
+    double median_abs_error_s = 0;
+    double late_share = 0;
+  };
+  ByConfidence by_confidence[3];
 };
 
 // Over the sampled jobs submitted at or after `report_from` (Summarize's meaning).

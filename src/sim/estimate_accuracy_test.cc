@@ -31,6 +31,25 @@ const char* kBehindALimit =
     "B,600,1800,8,default,u,b,3600\n"
     "C,700,600,8,default,u,c,3600\n";
 
+// U's one ended job ran a minute; her next, without a limit, runs an hour. V's job waits for
+// it, told a time that rests on one run time: low confidence, and far off.
+TEST(EstimateAccuracy, AnEstimateOnOneEndedJobIsLowConfidence) {
+  auto jobs = Jobs(
+      "job_id,submit_time,duration,num_gpus,queue,user,name\n"
+      "X,0,60,8,default,u,x\n"
+      "A,100,3600,8,default,u,x\n"
+      "B,130,600,8,default,v,b\n");
+  SimResult r = Sim(jobs, sched::OrderPolicy::kCorral, 1);
+  ASSERT_GE(r.jobs[2].estimated_start, 0);
+  EXPECT_EQ(r.jobs[2].estimate_confidence, EstimateConfidence::kLow);
+  EXPECT_LT(r.jobs[2].estimated_start, r.jobs[2].first_start - 60 * 1000) << "told too early";
+  EstimateAccuracy a = MeasureEstimateAccuracy(jobs, r);
+  EXPECT_EQ(a.by_confidence[2].judged, 1);
+  EXPECT_DOUBLE_EQ(a.by_confidence[2].late_share, 1);
+  EXPECT_NE(EstimateAccuracyJson(a).find("\"low\": {\"judged\": 1"), std::string::npos)
+      << EstimateAccuracyJson(a);
+}
+
 TEST(EstimateAccuracy, AJobBehindALimitedRunIsToldItsLimit) {
   auto jobs = Jobs(kBehindALimit);
   SimResult r = Sim(jobs, sched::OrderPolicy::kFifo, 1);
@@ -54,6 +73,11 @@ TEST(EstimateAccuracy, AJobBehindALimitedRunIsToldItsLimit) {
   EXPECT_DOUBLE_EQ(a.p90_abs_error_s, 5400);
   EXPECT_DOUBLE_EQ(a.median_error_s, 3600);
   EXPECT_DOUBLE_EQ(a.late_share, 0);
+  // Both rest on time limits alone: high confidence.
+  EXPECT_EQ(r.jobs[1].estimate_confidence, EstimateConfidence::kHigh);
+  EXPECT_EQ(a.by_confidence[0].judged, 2);
+  EXPECT_DOUBLE_EQ(a.by_confidence[0].median_abs_error_s, 3600);
+  EXPECT_EQ(a.by_confidence[2].judged, 0);
   // Only the jobs submitted from 650 s on: C.
   EstimateAccuracy late_half = MeasureEstimateAccuracy(jobs, r, 650 * 1000);
   EXPECT_EQ(late_half.sampled, 1);

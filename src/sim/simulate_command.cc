@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -75,7 +76,18 @@ struct Flags {
   int32_t estimate_every = 0;
 };
 
+// A duration as a job spec takes one, or whole milliseconds ("500ms": the head's own tick).
 Status Duration(const std::string& flag, const std::string& text, DurationMs* out) {
+  if (text.size() > 2 && text.compare(text.size() - 2, 2, "ms") == 0) {
+    int64_t ms = -1;
+    const char* end = text.data() + text.size() - 2;
+    if (std::from_chars(text.data(), end, ms).ptr != end || ms < 0) {
+      return InvalidArgument("field '" + flag + "': got \"" + text +
+                             "\", want whole milliseconds >= 0 such as 500ms");
+    }
+    *out = ms;
+    return Status::Ok();
+  }
   Result<DurationMs> d = ParseDuration(flag, text);
   if (!d.ok()) return d.status();
   *out = *d;

@@ -610,6 +610,7 @@ class Loop {
       auto e = estimates.find(id);
       if (e != estimates.end() && e->second.start != sched::kUnknownTime) {
         o.estimated_start = e->second.start - kEpoch;
+        o.estimate_confidence = e->second.confidence;
       }
     }
     to_estimate_.clear();

@@ -162,6 +162,7 @@ struct JobOutcome {
   // submission (trace time), -1 where it started at once or the head had none.
   bool estimate_sampled = false;
   TimeMs estimated_start = -1;
+  EstimateConfidence estimate_confidence = EstimateConfidence::kHigh;  // of estimated_start
 };
 
 struct SimResult {

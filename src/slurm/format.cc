@@ -136,7 +136,8 @@ std::vector<std::string> SplitCommaList(const std::string& s) {
 }
 
 const char kSqueueDefaultFormat[] = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
-const char kSqueueStartFormat[] = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R";
+// Slurm's, with the estimate's confidence (Corral's %~) before the last column.
+const char kSqueueStartFormat[] = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %.10~ %R";
 
 std::string SlurmState(const Job& j) {
   const Run* run = j.CurrentRun();
@@ -256,6 +257,7 @@ Result<std::string> RenderSqueue(const std::vector<Job>& jobs, const std::string
                                                        {'V', "SUBMIT_TIME"},
                                                        {'S', "START_TIME"},
                                                        {'Y', "SCHEDNODES"},
+                                                       {'~', "CONFIDENCE"},
                                                        {'Q', "PRIORITY"},
                                                        {'o', "COMMAND"},
                                                        {'Z', "WORK_DIR"},
@@ -264,7 +266,7 @@ Result<std::string> RenderSqueue(const std::vector<Job>& jobs, const std::string
     if (!kHeaders.count(f.letter)) {
       return InvalidArgument(std::string("option --format: unknown field %") + f.letter +
                              "; known: %i %A %a %F %j %u %P %t %T %M %l %D %R %r %N %C %b %V %S %Y "
-                             "%Q %o %Z");
+                             "%~ %Q %o %Z");
     }
   }
   auto value = [&](const Job& j, char c) -> std::string {
@@ -311,6 +313,10 @@ Result<std::string> RenderSqueue(const std::vector<Job>& jobs, const std::string
         if (run != nullptr && run->started_at > 0) return Timestamp(run->started_at);
         return j.state == JobState::kPending && j.estimated_start > 0 ? Timestamp(j.estimated_start)
                                                                       : "N/A";
+      case '~':  // Corral's: how far a pending job's estimated start may be trusted
+        return j.state == JobState::kPending && j.estimated_start > 0
+                   ? EstimateConfidenceName(j.estimate_confidence)
+                   : "N/A";
       case 'Y':  // the nodes a pending job is expected to start on
         return j.state == JobState::kPending && !j.estimated_nodes.empty()
                    ? CompressHostlist(j.estimated_nodes)

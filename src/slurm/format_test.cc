@@ -280,15 +280,16 @@ TEST(SqueueStart, PendingJobsShowTheirEstimate) {
   Job est = MakeJob(21, "big", JobState::kPending);
   est.estimated_start = kT0 + 3600'000;
   est.estimated_nodes = {"node01", "node02"};
+  est.estimate_confidence = EstimateConfidence::kLow;
   Job none = MakeJob(22, "huge", JobState::kPending);
-  auto out = RenderSqueue({est, none}, "%i %S %Y", false, kT0);
+  auto out = RenderSqueue({est, none}, "%i %S %Y %~", false, kT0);
   ASSERT_TRUE(out.ok()) << out.status().message();
-  EXPECT_EQ(*out, "21 2027-01-15T09:00:00 node[01-02]\n22 N/A (null)\n");
+  EXPECT_EQ(*out, "21 2027-01-15T09:00:00 node[01-02] low\n22 N/A (null) N/A\n");
   auto header = RenderSqueue({}, kSqueueStartFormat, true, kT0);
   ASSERT_TRUE(header.ok());
   EXPECT_EQ(*header,
             "             JOBID PARTITION     NAME     USER ST          START_TIME  NODES "
-            "SCHEDNODES           NODELIST(REASON)\n");
+            "SCHEDNODES           CONFIDENCE NODELIST(REASON)\n");
 }
 
 }  // namespace
