@@ -504,6 +504,11 @@ TEST(AuthMatrix, EveryEndpointForEveryKindOfCaller) {
                     R"({"name":"matrix-spare","cpu_milli":1000,"memory_mb":1024,"protocol":2})",
                     c.addr() + "/v1/agent/register"});
     ASSERT_NE(spare.out.find("node_token"), std::string::npos) << spare.out;
+    // Drained, so that none of the matrix's jobs is placed there before the admin removes it.
+    auto drained = RunCommand({"/usr/bin/curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X",
+                               "POST", "-H", "Authorization: Bearer " + who["admin"], "-d", "{}",
+                               c.addr() + "/v1/nodes/matrix-spare/drain"});
+    ASSERT_EQ(drained.out, "200") << drained.err;
   }
   // A fresh job of the user's in queue "team", so that each cell finds it as it was.
   auto fresh_job = [&] {
