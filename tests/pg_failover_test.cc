@@ -40,6 +40,7 @@
 #include "cluster_fixture.h"
 #include "net/http_client.h"
 #include "testing/pg_auto_failover.h"
+#include "testing/pg_server.h"
 
 namespace corral::testing {
 namespace {
@@ -422,21 +423,7 @@ class Workload {
   std::map<std::string, Outcome> outcomes_;  // GUARDED_BY(mu_): by submission name
 };
 
-int Workload::FreePort() {
-  // A port the kernel gives and takes back at once; the head binds it a moment later.
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = -1;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  close(fd);
-  return port;
-}
+int Workload::FreePort() { return FreeLoopbackPort(); }
 
 std::string Fault::ToString(const Workload& w) const {
   std::ostringstream o;

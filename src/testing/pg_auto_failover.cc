@@ -45,29 +45,6 @@ std::string AutoFailoverPgBin() {
   return best;
 }
 
-int AutoFailoverFreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = -1;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
-std::string AutoFailoverTail(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string s = ss.str();
-  return s.size() > 3000 ? s.substr(s.size() - 3000) : s;
-}
-
 // A /proc file's text ("" once the process is gone: plain read(2), since a stream's read
 // error there throws).
 std::string ReadProcFile(const std::string& path) {
@@ -152,16 +129,16 @@ Result<std::unique_ptr<PgAutoFailover>> PgAutoFailover::Start(
     fs::create_directories(tmpl + sub);
     if (chown((tmpl + sub).c_str(), pw->pw_uid, pw->pw_gid) != 0) return Internal("chown");
   }
-  f->monitor_ = {"monitor", AutoFailoverFreePort(), -1};
+  f->monitor_ = {"monitor", FreeLoopbackPort(), -1};
   for (int i = 1; i <= kNodes; ++i) {
-    f->nodes_.push_back({"n" + std::to_string(i), AutoFailoverFreePort(), -1});
+    f->nodes_.push_back({"n" + std::to_string(i), FreeLoopbackPort(), -1});
   }
   CORRAL_RETURN_IF_ERROR(f->CreateMonitor(monitor_settings));
   // The first node becomes the primary ("single" until a standby joins); the others clone it.
   CORRAL_RETURN_IF_ERROR(f->CreateNode(0));
   if (!WaitFor(60000, [&] { return f->Primary() == 0; })) {
     return Internal("node n1 never became the primary: " + f->States() +
-                    AutoFailoverTail(f->Log("n1")));
+                    FileTail(f->Log("n1"), 3000));
   }
   for (size_t i = 1; i < kNodes; ++i) CORRAL_RETURN_IF_ERROR(f->CreateNode(i));
   CORRAL_RETURN_IF_ERROR(f->WaitHealthy(120000));
@@ -179,11 +156,11 @@ Status PgAutoFailover::CreateMonitor(const std::vector<std::string>& settings) {
                        " config set --pgdata " + pgdata +
                        " postgresql.listen_addresses 127.0.0.1 >>" + Log("monitor") + " 2>&1";
   if (std::system(create.c_str()) != 0) {
-    return Internal("pg_autoctl create monitor failed: " + AutoFailoverTail(Log("monitor")));
+    return Internal("pg_autoctl create monitor failed: " + FileTail(Log("monitor"), 3000));
   }
   CORRAL_RETURN_IF_ERROR(Run(monitor_, "run --pgdata " + pgdata));
   if (!WaitFor(60000, [&] { return MonitorQuery("SELECT 1").ok(); })) {
-    return Internal("the monitor did not start: " + AutoFailoverTail(Log("monitor")));
+    return Internal("the monitor did not start: " + FileTail(Log("monitor"), 3000));
   }
   for (const std::string& setting : settings) {
     CORRAL_RETURN_IF_ERROR(MonitorQuery("ALTER SYSTEM SET " + setting).status());

@@ -28,7 +28,13 @@ std::string FindBin() {
   return best;
 }
 
-int FreePort() {
+int RunAsPostgres(const std::string& cmd) {
+  return std::system(("runuser -u postgres -- " + cmd).c_str());
+}
+
+}  // namespace
+
+int FreeLoopbackPort() {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -43,19 +49,13 @@ int FreePort() {
   return port;
 }
 
-std::string Tail(const std::string& path) {
+std::string FileTail(const std::string& path, size_t max_chars) {
   std::ifstream in(path);
   std::stringstream ss;
   ss << in.rdbuf();
   std::string s = ss.str();
-  return s.size() > 2000 ? s.substr(s.size() - 2000) : s;
+  return s.size() > max_chars ? s.substr(s.size() - max_chars) : s;
 }
-
-int RunAsPostgres(const std::string& cmd) {
-  return std::system(("runuser -u postgres -- " + cmd).c_str());
-}
-
-}  // namespace
 
 std::string PgServer::Unavailable() {
   if (geteuid() != 0) {
@@ -89,7 +89,7 @@ Result<std::unique_ptr<PgServer>> PgServer::Start() {
   if (!dir.ok()) return dir.status();
   if (RunAsPostgres(bin + "/initdb -D " + *dir + "/data -U postgres -A trust -E UTF8 --no-sync >" +
                     *dir + "/initdb.log 2>&1") != 0) {
-    std::string log = Tail(*dir + "/initdb.log");
+    std::string log = FileTail(*dir + "/initdb.log", 2000);
     fs::remove_all(*dir);
     return Internal("initdb failed: " + log);
   }
@@ -104,7 +104,7 @@ Result<std::unique_ptr<PgServer>> PgServer::StartStandby(const PgServer& primary
                     "127.0.0.1 -p " + std::to_string(primary.port_) +
                     " -U postgres --no-sync --checkpoint=fast >" + *dir + "/basebackup.log 2>&1") !=
       0) {
-    std::string log = Tail(*dir + "/basebackup.log");
+    std::string log = FileTail(*dir + "/basebackup.log", 2000);
     fs::remove_all(*dir);
     return Internal("pg_basebackup failed: " + log);
   }
@@ -119,14 +119,14 @@ Result<std::unique_ptr<PgServer>> PgServer::StartStandby(const PgServer& primary
     usleep(100 * 1000);
   }
   return Internal("standby " + name + " did not start streaming within 30 s: " +
-                  Tail((*standby)->dir_ + "/server.log"));
+                  FileTail((*standby)->dir_ + "/server.log", 2000));
 }
 
 Result<std::unique_ptr<PgServer>> PgServer::Launch(const std::string& dir, const std::string& bin,
                                                    const std::string& extra) {
   // A port that was free a moment ago can be taken before postgres binds it: try a few.
   for (int attempt = 0; attempt < 5; ++attempt) {
-    int port = FreePort();
+    int port = FreeLoopbackPort();
     std::string opts = "-p " + std::to_string(port) + " -k " + dir +
                        " -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off"
                        " -c full_page_writes=off" +
@@ -136,7 +136,7 @@ Result<std::unique_ptr<PgServer>> PgServer::Launch(const std::string& dir, const
       return std::unique_ptr<PgServer>(new PgServer(dir, bin, port, opts));
     }
   }
-  std::string log = Tail(dir + "/server.log");
+  std::string log = FileTail(dir + "/server.log", 2000);
   fs::remove_all(dir);
   return Internal("postgres did not start: " + log);
 }
@@ -144,7 +144,7 @@ Result<std::unique_ptr<PgServer>> PgServer::Launch(const std::string& dir, const
 Status PgServer::PgCtl(const std::string& args) const {
   if (RunAsPostgres(bin_ + "/pg_ctl -D " + dir_ + "/data -l " + dir_ + "/server.log -w -t 60 " +
                     args + " >/dev/null 2>&1") != 0) {
-    return Internal("pg_ctl " + args + " failed: " + Tail(dir_ + "/server.log"));
+    return Internal("pg_ctl " + args + " failed: " + FileTail(dir_ + "/server.log", 2000));
   }
   return Status::Ok();
 }

@@ -12,6 +12,11 @@
 
 namespace corral::testing {
 
+// A loopback port the kernel gives and takes back at once (a server binds it a moment later).
+int FreeLoopbackPort();
+// The last `max_chars` characters of a file (a server's log, for an error message).
+std::string FileTail(const std::string& path, size_t max_chars);
+
 class PgServer {
  public:
   // Why a server cannot be started here ("" if it can): tests GTEST_SKIP with it.
