@@ -28,6 +28,7 @@
 #include "head/cluster_state.h"
 #include "head/core_indexes.h"
 #include "head/desired_log.h"
+#include "head/explanations.h"
 #include "head/gpu_watch.h"
 #include "head/node_watch.h"
 #include "head/session_clocks.h"
@@ -152,6 +153,15 @@ struct SessionStatus {
 struct CoreOutput {
   std::vector<Change> changes;
   std::set<std::string> nodes_to_notify;
+};
+
+// What the core owes its driver next: a scheduling pass, a snapshot (retired jobs wait on one
+// before their rows go), and when to look again for finished jobs to retire. The shell and
+// the simulator read it after each command and tick.
+struct CoreAgenda {
+  bool schedule = false;
+  bool snapshot = false;
+  TimeMs next_retire_check = 0;
 };
 
 class HeadCore {
@@ -313,8 +323,10 @@ class HeadCore {
   // leader recomputes it at its first refresh (core_estimate.cc).
   void EstimateStarts(TimeMs now);
   // Of the last EstimateStarts, by job (pending jobs only, with or without a start).
-  const std::map<JobId, sched::StartEstimate>& start_estimates() const { return start_estimates_; }
-  bool schedule_wanted() const { return schedule_wanted_; }
+  const std::map<JobId, sched::StartEstimate>& start_estimates() const {
+    return explained_.estimates();
+  }
+  bool schedule_wanted() const { return agenda_.schedule; }
 
   // --- output ---
   CoreOutput TakeOutput();
@@ -332,7 +344,7 @@ class HeadCore {
   Dirty TakeDirty();
   // Jobs wait to be retired until the snapshot rows hold them as they ended: the shell
   // should write a snapshot soon (once per true answer).
-  bool TakeSnapshotWanted() { return std::exchange(snapshot_wanted_, false); }
+  bool TakeSnapshotWanted() { return std::exchange(agenda_.snapshot, false); }
 
   // --- retired jobs (core_retire.cc) ---
   // The final state of a job retired from memory; nullopt for any other id.
@@ -349,7 +361,7 @@ class HeadCore {
   // from the same state must show the same. Leaves out what a new leadership starts afresh
   // (liveness, desired-state versions, pending reasons, GPU samples).
   Json DerivedSummary() const;
-  const std::map<JobId, PendingReason>& pending_reasons() const { return pending_reason_; }
+  const std::map<JobId, PendingReason>& pending_reasons() const { return explained_.waiting(); }
   const std::set<JobId>& active_jobs() const { return indexes_.get<ActiveRuns>().jobs(); }
   // Elastic runs' sizes (elastic_sizes.h).
   const ElasticSizes& elastic_sizes() const { return indexes_.get<ElasticSizes>(); }
@@ -465,7 +477,7 @@ class HeadCore {
   void BumpAll(const std::string& node);
   // Appends the orders of `job` (active on `node`) for the replicas and steps still to run there.
   void AddJobOrders(const Job& job, const std::string& node, SyncResponse* out) const;
-  void WantSchedule() { schedule_wanted_ = true; }
+  void WantSchedule() { agenda_.schedule = true; }
   // A new job's checks (core_jobs.cc): what Submit refuses before it changes anything.
   Status CheckNewJob(const Caller& by, const Job& job, TimeMs now);
   // Services (core_services.cc): each one's desired replicas kept alive, in Tick.
@@ -488,24 +500,16 @@ class HeadCore {
   // indexes_: it learns in end order, and jobs that end in one millisecond are learnt live in
   // the order they ended but rebuilt in id order, so a rebuild need not equal it exactly.
   sched::RuntimeEstimator estimator_;
-  std::map<JobId, PendingReason> pending_reason_;          // as the scheduler last said
-  std::map<JobId, sched::StartEstimate> start_estimates_;  // of the last EstimateStarts
   // The components that own what is derived through decisions or observed (architecture.md).
   Admission admission_;     // which pending jobs the scheduler sees
   NodeWatch node_watch_;    // each node: its orders log, when last heard, what it last reported
   GpuWatch gpus_;           // the GPUs: samples, health checks, Xids, idleness
   SessionClocks sessions_;  // live interactive sessions: when last heard, typed, warned
-  // Scheduled jobs whose datasets a node is staging: how far, as it last said.
-  std::map<JobId, std::string> staging_;
+  Explanations explained_;  // why jobs wait, how far staging is, estimates, services short
   void ObserveDatasets(const std::string& node, const std::vector<std::string>& digests);
   DatasetView ViewOfDataset(const Dataset& d) const;
-  // Why a service has fewer replicas than it wants (a crash loop's backoff, a refused
-  // submission), as its last KeepReplicas found: not durable, redone each tick.
-  std::map<std::string, std::string> service_notes_;
-  bool settling_ = false;
-  bool schedule_wanted_ = false;
-  TimeMs next_retire_check_ = 0;
-  bool snapshot_wanted_ = false;
+  bool settling_ = false;  // in Settle: a change it emits must not settle again
+  CoreAgenda agenda_;
 
   CoreOutput out_;
   Dirty dirty_;
