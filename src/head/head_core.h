@@ -140,6 +140,23 @@ struct ExecTarget {
   bool notebook = false;  // the job serves a notebook at /s/JOB/
 };
 
+// Which output of a job `corral logs` reads: a replica of its latest placed run, a task in it,
+// and the job's own processes or one step's (-1: the job's own).
+struct LogQuery {
+  int32_t replica = 0;
+  int32_t task = 0;
+  int32_t step = -1;
+};
+
+// Where that output is: the run on a node's agent. An empty run_id: nothing was placed yet, so
+// there is no output so far.
+struct LogSource {
+  JobState job_state = JobState::kPending;
+  std::string run_id;  // "job.attempt", or a step's ("job.attempt-sS")
+  std::string node;
+  std::string address;  // the node agent's host:port
+};
+
 // What a session's client learns from each touch: the job, and when an idle session is ended
 // unless used (0: it is not idle).
 struct SessionStatus {
@@ -231,6 +248,9 @@ class HeadCore {
   // --- interactive sessions (core_sessions.cc) ---
   // Where to run a command inside job `id`'s replica: for its owner, its queue's admins and
   // admins, while it runs. Counts as hearing from an interactive job's client.
+  // Where a job's output is (a live job's, or a retired one the shell read from the store):
+  // the query is checked against the run (replica, step, task) and the node's agent found.
+  Result<LogSource> LocateLogs(const Job& job, const LogQuery& q) const;
   Result<ExecTarget> OpenExec(const Caller& by, JobId id, int32_t replica, TimeMs now);
   // A session's client is alive (`typed`: its user typed since its last touch).
   Result<SessionStatus> TouchSession(const Caller& by, JobId id, bool typed, TimeMs now);
@@ -485,6 +505,8 @@ class HeadCore {
   void KeepReplicas(const Service& s, TimeMs now);
   void StopReplica(const Caller& by, const Job& job, const std::string& reason, TimeMs now);
   ServiceView ViewOf(const Caller& by, const Service& s) const;
+  // A node whose agent can be asked (it has an address), for exec and logs.
+  Result<const Node*> AgentNode(const std::string& name) const;
   const Services& services() const { return indexes_.get<Services>(); }
   const ActiveRuns& active() const { return indexes_.get<ActiveRuns>(); }
 
