@@ -78,6 +78,51 @@ Status CheckGrace(const std::map<std::string, QueueConfig>& queues, const JobSpe
   return Status::Ok();
 }
 
+// The lines of a replica's note not yet among the job's events, each with its event's name:
+// a job's events are durable, so a repeated report (or one after a failover) finds them there.
+std::vector<std::pair<const char*, std::string>> NewNotes(const Job& job, const std::string& text) {
+  std::vector<std::pair<const char*, std::string>> out;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    std::string note = text.substr(at, end - at);
+    at = end + 1;
+    if (note.empty()) continue;
+    bool known = false;
+    for (const JobEvent& e : job.events) known = known || e.reason == note;
+    if (known) continue;
+    const char* what = note.rfind("notebook ready", 0) == 0    ? "notebook ready"
+                       : note.rfind("pulling", 0) == 0         ? "pulling image"
+                       : note.rfind(kShareNotEnforced, 0) == 0 ? kShareNotEnforced
+                                                               : "image pulled";
+    out.emplace_back(what, std::move(note));
+  }
+  return out;
+}
+
+// Why a replica's end loses the run rather than ending it as the job's own doing (requeued
+// without spending a restart, as with a lost node), or nullopt: its agent stopped it after
+// losing the head (fenced), lost track of it (vanished), or it failed on a GPU that failed its
+// probe. REQUIRES: the replica has ended, no exit of it is recorded, no stop was requested.
+std::optional<std::string> LossOfReplica(const ClusterState& s, const Run& run,
+                                         const std::string& node, const RunReport& r) {
+  if (r.fenced) return "node " + node + " stopped it after losing contact with the head (fenced)";
+  if (r.vanished) {
+    return "node " + node + " lost replica " + std::to_string(r.replica) +
+           " without an exit status (its launch or monitor was killed)";
+  }
+  auto n = s.nodes.find(node);
+  if (r.exit_code == 0 || n == s.nodes.end()) return std::nullopt;
+  for (int32_t gpu : run.placement[r.replica].gpus) {
+    for (const Gpu& g : n->second.gpus) {
+      if (g.index != gpu || g.healthy) continue;
+      return "replica " + std::to_string(r.replica) + " died with GPU " + std::to_string(gpu) +
+             " of node " + node + " (" + n->second.unhealthy + ")";
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 HeadCore::HeadCore(CoreConfig config)
@@ -454,22 +499,8 @@ void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const Ru
     Emit(Caller::Node(node), now,
          RunStarted{job.id, run.attempt, r.started_at ? r.started_at : now});
   }
-  // Each note (a line) once: a job's events are durable, so a repeated report (or one after a
-  // failover) finds it there.
-  for (size_t at = 0; at < r.note.size();) {
-    size_t end = r.note.find('\n', at);
-    if (end == std::string::npos) end = r.note.size();
-    const std::string note = r.note.substr(at, end - at);
-    at = end + 1;
-    if (note.empty()) continue;
-    bool known = false;
-    for (const JobEvent& e : state_.jobs.at(job.id).events) known = known || e.reason == note;
-    if (known) continue;
-    const char* what = note.rfind("notebook ready", 0) == 0    ? "notebook ready"
-                       : note.rfind("pulling", 0) == 0         ? "pulling image"
-                       : note.rfind(kShareNotEnforced, 0) == 0 ? kShareNotEnforced
-                                                               : "image pulled";
-    Emit(Caller::Node(node), now, RunNoted{job.id, run.attempt, what, note});
+  for (auto& [what, note] : NewNotes(state_.jobs.at(job.id), r.note)) {
+    Emit(Caller::Node(node), now, RunNoted{job.id, run.attempt, what, std::move(note)});
   }
   if (run.Departed(r.replica)) {  // it left an elastic run: only its exit is recorded
     if (!r.running && run.exit_codes[r.replica] == kNotExited) {
@@ -480,48 +511,21 @@ void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const Ru
     }
     return;
   }
-  if (!r.running && r.fenced && run.exit_codes[r.replica] == kNotExited && !run.stop_requested) {
-    // Its agent stopped it after losing the head: the run is lost, as if its node had been,
-    // and the job goes back to the queue without spending a restart.
-    FinishRun(job, RunState::kLost,
-              "node " + node + " stopped it after losing contact with the head (fenced)", now);
-    return;
-  }
-  if (!r.running && r.vanished && run.exit_codes[r.replica] == kNotExited && !run.stop_requested) {
-    // Its agent lost track of it (killed while launching it, or its monitor killed): how the
-    // job fared is unknown, so the run is lost, as with a lost node, and the job requeued.
-    FinishRun(job, RunState::kLost,
-              "node " + node + " lost replica " + std::to_string(r.replica) +
-                  " without an exit status (its launch or monitor was killed)",
-              now);
-    return;
-  }
-  if (!r.running && r.exit_code != 0 && run.exit_codes[r.replica] == kNotExited &&
-      !run.stop_requested) {
-    // A replica that failed on a GPU that failed its probe died with its GPU, not of its own
-    // fault: a loss, requeued without spending a restart, as with a lost node.
-    auto n = state_.nodes.find(node);
-    for (int32_t gpu : run.placement[r.replica].gpus) {
-      if (n == state_.nodes.end()) break;
-      for (const Gpu& g : n->second.gpus) {
-        if (g.index != gpu || g.healthy) continue;
-        FinishRun(job, RunState::kLost,
-                  "replica " + std::to_string(r.replica) + " died with GPU " + std::to_string(gpu) +
-                      " of node " + node + " (" + n->second.unhealthy + ")",
-                  now);
-        return;
-      }
+  const bool ended_unrecorded =
+      !r.running && run.exit_codes[r.replica] == kNotExited && !run.stop_requested;
+  if (ended_unrecorded) {
+    if (std::optional<std::string> loss = LossOfReplica(state_, run, node, r)) {
+      FinishRun(job, RunState::kLost, *loss, now);
+      return;
     }
   }
-  if (!r.running && !r.error.empty() && run.exit_codes[r.replica] == kNotExited &&
-      !run.stop_requested) {
+  if (ended_unrecorded && !r.error.empty()) {
     RequestStop(job, StopCause::kCannotStart,
                 std::string(kReasonCannotStart) + " replica " + std::to_string(r.replica) +
                     " on node " + node + ": " + r.error,
                 now);
   }
-  if (!r.running && r.oom_killed && run.exit_codes[r.replica] == kNotExited &&
-      !run.stop_requested) {
+  if (ended_unrecorded && r.oom_killed) {
     RequestStop(job, StopCause::kOutOfMemory,
                 std::string(kReasonOutOfMemory) + ": replica " + std::to_string(r.replica) +
                     " on node " + node + " exceeded its memory limit",
