@@ -127,11 +127,14 @@ std::string JobRef(const Job& j) {
 
 namespace {
 
-// A pending job's estimated start from now ("in 5m", "now"; "N/A": none).
+// A pending job's estimated start from now ("in 5m", "now"; "N/A": none), marked where it is
+// less than sure ("in 5m (medium)", "in 2h (low)"; ConfidenceText says what each means).
 std::string StartOf(const Job& j, TimeMs now) {
   if (j.state != JobState::kPending) return "-";
   if (j.estimated_start <= 0) return "N/A";
-  return j.estimated_start <= now ? "now" : "in " + FormatAge(j.estimated_start - now);
+  std::string when = j.estimated_start <= now ? "now" : "in " + FormatAge(j.estimated_start - now);
+  if (j.estimate_confidence == EstimateConfidence::kHigh) return when;
+  return when + " (" + EstimateConfidenceName(j.estimate_confidence) + ")";
 }
 
 // What an estimate's confidence means to its reader.

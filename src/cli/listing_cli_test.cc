@@ -149,6 +149,26 @@ TEST(JobsTest, ARequeuedPendingJobShowsNoNode) {
   EXPECT_THAT(table, Not(HasSubstr("n7"))) << table;
 }
 
+// `corral jobs --start`: each pending job's estimate, marked where it rests on predictions.
+TEST(JobsTest, StartColumnMarksEstimatesThatAreLessThanSure) {
+  std::vector<Job> jobs;
+  for (auto c :
+       {EstimateConfidence::kHigh, EstimateConfidence::kMedium, EstimateConfidence::kLow}) {
+    Job j = MakeJob(static_cast<JobId>(jobs.size() + 1), JobState::kPending);
+    j.estimated_start = kT0 + 5 * kMinute;
+    j.estimated_nodes = {"n1"};
+    j.estimate_confidence = c;
+    jobs.push_back(j);
+  }
+  Job none = MakeJob(4, JobState::kPending);
+  jobs.push_back(none);
+  std::string table = RenderJobsTable(jobs, kT0, false, /*start=*/true);
+  EXPECT_THAT(table, HasSubstr("in 5m00s (medium)")) << table;
+  EXPECT_THAT(table, HasSubstr("in 5m00s (low)")) << table;
+  EXPECT_THAT(table, HasSubstr("N/A")) << table;
+  EXPECT_THAT(table, Not(HasSubstr("(high)"))) << table;
+}
+
 // An elastic job listed: a REPLICAS column with its size now and its range; its GPUs are
 // those its replicas hold now.
 TEST(JobsTest, ElasticJobsShowTheirSizeAndRange) {
