@@ -188,6 +188,8 @@ const std::vector<ApiService::Endpoint>& ApiService::Routes() {
         Serve<CreateService>("POST", "/v1/services", DecodeCreateService, ServiceAnswer, 201),
         Serve<GetService>("GET", "/v1/services/{name}", DecodeGetService, ServiceViewAnswer),
         Serve<ScaleService>("POST", "/v1/services/{name}/scale", DecodeScaleService, ServiceAnswer),
+        Serve<UpdateService>("POST", "/v1/services/{name}/update", DecodeUpdateService,
+                             ServiceAnswer),
         Serve<RemoveService>("DELETE", "/v1/services/{name}", DecodeRemoveService, ServiceAnswer),
         Serve<ListTokens>("GET", "/v1/tokens", NoFields<ListTokens>, TokensAnswer),
         Serve<CreateToken>("POST", "/v1/tokens", DecodeCreateToken, NewTokenAnswer, 201),

@@ -4,7 +4,9 @@ namespace corral::api {
 namespace {
 
 Json ServiceReplicaJson(const head::ServiceReplica& r) {
-  Json j{{"job", r.job}, {"state", JobStateName(r.state)}, {"running", r.running}};
+  Json j{{"job", r.job},         {"state", JobStateName(r.state)},
+         {"running", r.running}, {"version", r.version},
+         {"ready", r.ready},     {"draining", r.draining}};
   if (!r.run_id.empty()) j["run"] = r.run_id;
   if (!r.node.empty()) {
     j["node"] = r.node;
@@ -54,6 +56,16 @@ Result<head::ScaleService> DecodeScaleService(const net::HttpRequest& req, const
     return InvalidArgument("field 'replicas': want an integer, got " + r.dump());
   }
   return head::ScaleService{args.at(0), r.get<int32_t>()};
+}
+
+Result<head::UpdateService> DecodeUpdateService(const net::HttpRequest& req, const PathArgs& args) {
+  Json body = Json::parse(req.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) {
+    return InvalidArgument("body: want a JSON object {\"spec\": {...}, \"ready_timeout\": \"5m\"}");
+  }
+  auto patch = ParseServiceUpdate(body);
+  if (!patch.ok()) return patch.status();
+  return head::UpdateService{args.at(0), std::move(*patch)};
 }
 
 Result<head::RemoveService> DecodeRemoveService(const net::HttpRequest&, const PathArgs& args) {

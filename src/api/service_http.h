@@ -11,6 +11,8 @@ Result<head::CreateService> DecodeCreateService(const net::HttpRequest& req, con
 Result<head::GetService> DecodeGetService(const net::HttpRequest& req, const PathArgs& args);
 // POST /v1/services/{name}/scale {"replicas": N}
 Result<head::ScaleService> DecodeScaleService(const net::HttpRequest& req, const PathArgs& args);
+// POST /v1/services/{name}/update {"spec": {job-spec fields to change}, "ready_timeout": "5m"}
+Result<head::UpdateService> DecodeUpdateService(const net::HttpRequest& req, const PathArgs& args);
 Result<head::RemoveService> DecodeRemoveService(const net::HttpRequest& req, const PathArgs& args);
 
 Json ServiceAnswer(const Service& s);                               // {"service": ...}

@@ -65,7 +65,7 @@ std::string ServiceProxy::PickLocked(const std::string& service) {
   std::vector<const std::string*> least;
   int fewest = 0;
   for (const auto& [run, r] : pool->second) {
-    if (!r.ready) continue;
+    if (!r.ready || r.draining) continue;
     if (least.empty() || r.in_flight < fewest) {
       least.clear();
       fewest = r.in_flight;
@@ -103,15 +103,18 @@ void ServiceProxy::Dispatch(Pending p) {
 }
 
 void ServiceProxy::OnAnswer(Pending p, const std::string& run, Result<net::HttpResponse> a) {
+  std::vector<JobId> drained;
   {
     std::lock_guard lock(mu_);
     if (auto pool = pools_.find(p.service); pool != pools_.end()) {
       if (auto r = pool->second.find(run); r != pool->second.end()) {
         --r->second.in_flight;
         if (!a.ok()) r->second.ready = false;  // out of the pool until a probe says otherwise
+        if (r->second.draining && r->second.in_flight == 0) drained.push_back(r->second.job);
       }
     }
   }
+  ReportDrained(drained);
   if (!a.ok() && IdempotentMethod(p.method) && p.tries < 2) return Dispatch(std::move(p));
   net::HttpResponse out;
   if (a.ok()) {
@@ -181,8 +184,15 @@ void ServiceProxy::ProbeLoop() {
   }
 }
 
+void ServiceProxy::ReportDrained(const std::vector<JobId>& jobs) {
+  for (JobId job : jobs) {
+    head_->Run(head_->tokens().admin, head::ReportReplicaDrained{job}, [](Result<Job>) {});
+  }
+}
+
 void ServiceProxy::Refresh(const std::vector<head::ServiceView>& views) {
   std::vector<std::pair<std::string, std::string>> to_probe;
+  std::vector<JobId> drained;
   {
     std::lock_guard lock(mu_);
     std::map<std::string, std::map<std::string, Replica>> next;
@@ -198,8 +208,12 @@ void ServiceProxy::Refresh(const std::vector<head::ServiceView>& views) {
         if (old != pools_.end()) {
           if (auto k = old->second.find(r.run_id); k != old->second.end()) kept = &k->second;
         }
-        pool[r.run_id] = kept ? *kept : Replica{r.job, ReplicaUrl(r), v.service.spec.health_path};
-        ready += pool[r.run_id].ready ? 1 : 0;
+        Replica& entry = pool[r.run_id] =
+            kept ? *kept : Replica{r.job, ReplicaUrl(r), v.service.spec.health_path};
+        entry.core_ready = r.ready;
+        entry.draining = r.draining;
+        if (entry.draining && entry.in_flight == 0) drained.push_back(entry.job);
+        ready += entry.ready && !entry.draining ? 1 : 0;
       }
       if (pool.empty()) {
         missing_[name] = !v.note.empty() ? v.note
@@ -220,6 +234,7 @@ void ServiceProxy::Refresh(const std::vector<head::ServiceView>& views) {
       }
     }
   }
+  ReportDrained(drained);
   for (const auto& [name, run] : to_probe) {
     std::string url, health;
     {
@@ -237,7 +252,7 @@ void ServiceProxy::Refresh(const std::vector<head::ServiceView>& views) {
 
 void ServiceProxy::OnProbe(const std::string& service, const std::string& run, bool ok) {
   bool became_ready = false;
-  JobId replace = 0;
+  JobId replace = 0, now_ready = 0;
   std::string health;
   {
     std::lock_guard lock(mu_);
@@ -251,6 +266,7 @@ void ServiceProxy::OnProbe(const std::string& service, const std::string& run, b
       became_ready = !r.ready;
       r.ready = r.ever_ready = true;
       r.failures = 0;
+      if (!r.core_ready) now_ready = r.job;
     } else {
       r.ready = false;
       ++r.failures;
@@ -267,6 +283,9 @@ void ServiceProxy::OnProbe(const std::string& service, const std::string& run, b
         head::ReplaceReplica{replace, "liveness: GET " + health + " failed " +
                                           std::to_string(kLivenessFailures) + " times in a row"},
         [](Result<Job>) {});
+  }
+  if (now_ready != 0) {
+    head_->Run(head_->tokens().admin, head::ReportReplicaReady{now_ready}, [](Result<Job>) {});
   }
   if (became_ready) RetryWaiting();
 }

@@ -11,6 +11,12 @@
 // core stop and replace it (ReplaceReplica). A replica that never became ready is left to
 // start (a model loading its weights), and gets no traffic.
 //
+// The core decides which replicas serve; the proxy tells it what only the proxy sees: a
+// replica answered its readiness check (ReportReplicaReady: a rolling update waits for it), and
+// a draining replica (one leaving: no new request is sent to it) has no request in flight any
+// more (ReportReplicaDrained: it may stop). Both are repeated until the core's view shows them,
+// and the core takes a repeat as a no-op.
+//
 // A request with no ready replica waits up to `wait_for_ready` for one (a replica starting),
 // then gets 503 with the reason. A request that fails to reach its replica (refused, reset) is
 // tried once more on another ready replica when its method is idempotent.
@@ -63,7 +69,9 @@ class ServiceProxy {
     bool ever_ready = false;
     bool probing = false;
     bool replacing = false;
-    int failures = 0;  // probes failed in a row
+    bool core_ready = false;  // the core knows it answered its readiness check
+    bool draining = false;    // leaving: no new request
+    int failures = 0;         // probes failed in a row
     int in_flight = 0;
   };
   struct Pending {
@@ -80,6 +88,8 @@ class ServiceProxy {
   void ProbeLoop();
   void Refresh(const std::vector<head::ServiceView>& views);
   void OnProbe(const std::string& service, const std::string& run, bool ok);
+  // Tells the core that these draining replicas have no request in flight.
+  void ReportDrained(const std::vector<JobId>& jobs);
   // Forwards `p` to the ready replica with the fewest requests in flight, or holds it.
   void Dispatch(Pending p);
   void OnAnswer(Pending p, const std::string& run, Result<net::HttpResponse> answer);

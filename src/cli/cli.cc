@@ -94,10 +94,13 @@ const CommandInfo kCommands[] = {
      "them with their size, files, state and the nodes that cache them; remove unused ones"},
     {"serve", RunServe,
      "corral serve NAME [--replicas N | --min-replicas A --max-replicas B] --port PORT\n"
-     "       [--health PATH] [--any-user] [resources as for submit: --gpus, --cpus, --memory,\n"
-     "       --queue, --image, --mount, --env ...] [-f SERVICE.yaml] -- CMD  (--port 0: a free\n"
-     "       port per replica; each replica finds it in $PORT and $CORRAL_PORT)",
-     "run CMD as a service: replicas kept alive, reachable at HEAD/v/NAME/"},
+     "       [--health PATH] [--any-user] [--drain-timeout 30s] [resources as for submit: --gpus,\n"
+     "       --cpus, --memory, --queue, --image, --mount, --env ...] [-f SERVICE.yaml] -- CMD\n"
+     "       (--port 0: a free port per replica; each replica finds it in $PORT and $CORRAL_PORT)\n"
+     "       corral serve update NAME [--ready-timeout 5m] [--image I] [--gpus G] [--env K=V ...]\n"
+     "       [-f UPDATE.yaml] [-- NEW CMD]  (a rolling update; rolled back if not ready in time)",
+     "run CMD as a service: replicas kept alive, reachable at HEAD/v/NAME/; update its "
+     "replicas one at a time"},
     {"services", RunServices,
      "corral services [-o json] | corral services show NAME [-o json] |\n"
      "       corral services scale NAME --replicas N | corral services rm NAME",

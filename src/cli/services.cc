@@ -12,13 +12,12 @@ namespace {
 
 // serve's own flags; the rest are submit's resource flags, for the replica template.
 const std::vector<std::string> kServiceOnlyFlags = {
-    "file", "replicas", "min-replicas", "max-replicas", "port", "health", "any-user", "dry-run"};
+    "file",   "replicas", "min-replicas",  "max-replicas",  "port",
+    "health", "any-user", "drain-timeout", "ready-timeout", "dry-run"};
 
-std::vector<FlagDef> ServeFlags() {
-  std::vector<FlagDef> flags = {{"file", 'f', true},       {"replicas", 0, true},
-                                {"min-replicas", 0, true}, {"max-replicas", 0, true},
-                                {"port", 0, true},         {"health", 0, true},
-                                {"any-user", 0, false},    {"dry-run", 0, false}};
+// The flags of the replica template that `serve` takes and `serve update` may change.
+std::vector<FlagDef> ReplicaTemplateFlags() {
+  std::vector<FlagDef> flags;
   static const char* const kTemplate[] = {"gpus",
                                           "gpu-memory",
                                           "gpu-isolation",
@@ -40,6 +39,22 @@ std::vector<FlagDef> ServeFlags() {
       if (f.name == t) flags.push_back(f);
     }
   }
+  return flags;
+}
+
+std::vector<FlagDef> ServeFlags() {
+  std::vector<FlagDef> flags = {
+      {"file", 'f', true},       {"replicas", 0, true}, {"min-replicas", 0, true},
+      {"max-replicas", 0, true}, {"port", 0, true},     {"health", 0, true},
+      {"any-user", 0, false},    {"dry-run", 0, false}, {"drain-timeout", 0, true}};
+  for (FlagDef& f : ReplicaTemplateFlags()) flags.push_back(std::move(f));
+  return flags;
+}
+
+std::vector<FlagDef> ServeUpdateFlags() {
+  std::vector<FlagDef> flags = {
+      {"file", 'f', true}, {"ready-timeout", 0, true}, {"dry-run", 0, false}};
+  for (FlagDef& f : ReplicaTemplateFlags()) flags.push_back(std::move(f));
   return flags;
 }
 
@@ -69,6 +84,7 @@ Result<Json> BuildServiceBody(const ParsedArgs& args, CliContext& ctx) {
   }
   if (args.Has("health")) body["health"] = args.Get("health");
   if (args.Has("any-user")) body["any_user"] = true;
+  if (args.Has("drain-timeout")) body["drain_timeout"] = args.Get("drain-timeout");
   ParsedArgs resources = args;
   for (const std::string& f : kServiceOnlyFlags) resources.flags.erase(f);
   auto spec = BuildSubmitSpec(resources, ctx.cwd, ctx.env);
@@ -78,6 +94,57 @@ Result<Json> BuildServiceBody(const ParsedArgs& args, CliContext& ctx) {
   merged.update(*spec);
   body["spec"] = merged;
   return body;
+}
+
+// An update's body (ParseServiceUpdate's form) from -f FILE, the flags given and the command:
+// only what is given changes (the working directory only with --workdir).
+Result<Json> BuildUpdateBody(const ParsedArgs& args, CliContext& ctx) {
+  Json body = Json::object();
+  if (args.Has("file")) {
+    auto f = ReadSpecFile(args.Get("file"));
+    if (!f.ok()) return f.status();
+    body = *f;
+  }
+  if (args.Has("ready-timeout")) body["ready_timeout"] = args.Get("ready-timeout");
+  ParsedArgs resources = args;
+  for (const std::string& f : kServiceOnlyFlags) resources.flags.erase(f);
+  auto spec = BuildSubmitSpec(resources, ctx.cwd, ctx.env);
+  if (!spec.ok()) return spec.status();
+  if (!args.Has("workdir")) spec->erase("workdir");
+  Json merged = body.contains("spec") && body["spec"].is_object() ? body["spec"] : Json::object();
+  merged.update(*spec);
+  body["spec"] = merged;
+  return body;
+}
+
+int RunServeUpdate(const std::vector<std::string>& argv, CliContext& ctx) {
+  auto parsed = ParseArgs(argv, ServeUpdateFlags(), /*stop_at_positional=*/false);
+  if (!parsed.ok()) return UsageError(ctx, "serve update", parsed.status().message());
+  const ParsedArgs& args = *parsed;
+  if (args.positional.size() != 1) {
+    return UsageError(ctx, "serve update",
+                      "want one service name: corral serve update NAME [flags] [-- NEW CMD]");
+  }
+  auto body = BuildUpdateBody(args, ctx);
+  if (!body.ok()) return UsageError(ctx, "serve update", body.status().message());
+  if (auto valid = ParseServiceUpdate(*body); !valid.ok()) {
+    PrintError(ctx, "serve update", valid.status().message());
+    return kExitUsage;
+  }
+  if (args.Has("dry-run")) {
+    *ctx.out << body->dump(2) << "\n";
+    return kExitOk;
+  }
+  ApiClient api(ctx);
+  auto reply = api.CallJson("POST", "/v1/services/" + args.positional[0] + "/update", body->dump());
+  if (!reply.ok()) {
+    PrintError(ctx, "serve update", reply.status().message());
+    return kExitError;
+  }
+  const Json s = reply->value("service", Json::object());
+  *ctx.out << "Service " << s.value("name", "") << ": updating to version " << s.value("version", 0)
+           << ", one replica at a time (corral services show " << s.value("name", "") << ")\n";
+  return kExitOk;
 }
 
 std::string ReplicaCounts(const Json& s) {
@@ -122,10 +189,21 @@ int ShowService(const Json& s, CliContext& ctx) {
            << "Port:     " << PortText(s) << "\n"
            << "Health:   GET " << s.value("health", "/") << "\n"
            << "Version:  " << s.value("version", 1) << "\n";
+  if (s.contains("rollout")) {
+    *ctx.out << "Update:   to version " << s.value("version", 1) << " from version "
+             << s["rollout"].value("from_version", 0) << ", in progress\n";
+  }
+  if (s.contains("last_rollout")) {
+    *ctx.out << "Last update: " << s.value("last_rollout", "") << "\n";
+  }
   if (s.contains("note")) *ctx.out << "Note:     " << s.value("note", "") << "\n";
-  Table t({"JOB", "STATE", "NODE", "ADDRESS"});
+  Table t({"JOB", "STATE", "VERSION", "SERVING", "NODE", "ADDRESS"});
   for (const Json& r : s.value("replicas", Json::array())) {
-    t.AddRow({std::to_string(r.value("job", 0)), r.value("state", ""), r.value("node", "-"),
+    const std::string serving = r.value("draining", false) ? "draining"
+                                : r.value("ready", false)  ? "ready"
+                                                           : "-";
+    t.AddRow({std::to_string(r.value("job", 0)), r.value("state", ""),
+              std::to_string(r.value("version", 1)), serving, r.value("node", "-"),
               r.value("address", "-")});
   }
   *ctx.out << "\n" << t.Render();
@@ -135,6 +213,9 @@ int ShowService(const Json& s, CliContext& ctx) {
 }  // namespace
 
 int RunServe(const std::vector<std::string>& argv, CliContext& ctx) {
+  if (!argv.empty() && argv[0] == "update") {
+    return RunServeUpdate(std::vector<std::string>(argv.begin() + 1, argv.end()), ctx);
+  }
   auto parsed = ParseArgs(argv, ServeFlags(), /*stop_at_positional=*/false);
   if (!parsed.ok()) return UsageError(ctx, "serve", parsed.status().message());
   const ParsedArgs& args = *parsed;

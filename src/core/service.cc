@@ -81,10 +81,21 @@ Status ParseReplicaCounts(const Json& body, ServiceSpec* s) {
   return Status::Ok();
 }
 
+// A duration field ("30s", "5m"), within [0, most].
+Result<DurationMs> ServiceDuration(const Json& v, const std::string& field, DurationMs most) {
+  if (!v.is_string()) return ServiceFieldError(field, "want a duration such as \"30s\"");
+  auto d = ParseDuration(field, v.get<std::string>());
+  if (!d.ok()) return d.status();
+  if (*d < 0 || *d > most) {
+    return ServiceFieldError(
+        field, "want at most " + FormatDuration(most) + ", got " + v.get<std::string>());
+  }
+  return *d;
+}
+
 }  // namespace
 
-Json ToJson(const Service& s) {
-  const ServiceSpec& p = s.spec;
+Json ToJson(const ServiceSpec& p) {
   return Json{{"name", p.name},
               {"owner", p.owner},
               {"spec", ToJson(p.job)},
@@ -93,39 +104,150 @@ Json ToJson(const Service& s) {
               {"port", p.port},
               {"health", p.health_path},
               {"any_user", p.any_user},
-              {"desired", s.desired},
-              {"version", s.version},
-              {"created_at", s.created_at}};
+              {"drain_timeout_ms", p.drain_timeout_ms}};
+}
+
+Result<ServiceSpec> ServiceSpecFromJson(const Json& j) {
+  auto job = JobSpecFromJson(j.value("spec", Json::object()));
+  if (!job.ok()) return job.status();
+  ServiceSpec p;
+  p.name = j.value("name", "");
+  p.owner = j.value("owner", "");
+  p.job = std::move(*job);
+  p.min_replicas = j.value("min_replicas", 1);
+  p.max_replicas = j.value("max_replicas", 1);
+  p.port = j.value("port", 0);
+  p.health_path = j.value("health", "/");
+  p.any_user = j.value("any_user", false);
+  p.drain_timeout_ms = j.value("drain_timeout_ms", 30 * kSecond);
+  return p;
+}
+
+Json ToJson(const Service& s) {
+  Json j = ToJson(s.spec);
+  j["desired"] = s.desired;
+  j["version"] = s.version;
+  j["generation"] = s.generation;
+  j["created_at"] = s.created_at;
+  if (s.rollout) {
+    j["rollout"] = Json{{"from", ToJson(s.rollout->from)},
+                        {"from_version", s.rollout->from_version},
+                        {"started_at", s.rollout->started_at},
+                        {"ready_timeout_ms", s.rollout->ready_timeout_ms}};
+  }
+  if (!s.last_rollout.empty()) j["last_rollout"] = s.last_rollout;
+  j["ready"] = Json(std::vector<JobId>(s.ready.begin(), s.ready.end()));
+  Json draining = Json::array();
+  for (const auto& [job, until] : s.draining)
+    draining.push_back(Json{{"job", job}, {"until", until}});
+  j["draining"] = std::move(draining);
+  if (s.removing) j["removing"] = true;
+  Json epochs = Json::array();
+  for (const Service::Epoch& e : s.epochs)
+    epochs.push_back(Json{{"first", e.first}, {"version", e.version}});
+  j["epochs"] = std::move(epochs);
+  return j;
 }
 
 Result<Service> ServiceFromJson(const Json& j) {
   if (!j.is_object()) return InvalidArgument("service: want an object");
-  auto job = JobSpecFromJson(j.value("spec", Json::object()));
-  if (!job.ok()) return job.status();
+  auto spec = ServiceSpecFromJson(j);
+  if (!spec.ok()) return spec.status();
   Service s;
-  s.spec.name = j.value("name", "");
-  s.spec.owner = j.value("owner", "");
-  s.spec.job = std::move(*job);
-  s.spec.min_replicas = j.value("min_replicas", 1);
-  s.spec.max_replicas = j.value("max_replicas", 1);
-  s.spec.port = j.value("port", 0);
-  s.spec.health_path = j.value("health", "/");
-  s.spec.any_user = j.value("any_user", false);
+  s.spec = std::move(*spec);
   s.desired = j.value("desired", 1);
   s.version = j.value("version", 1);
+  s.generation = j.value("generation", s.version);
   s.created_at = j.value("created_at", TimeMs{0});
+  if (auto r = j.find("rollout"); r != j.end() && r->is_object()) {
+    auto from = ServiceSpecFromJson(r->value("from", Json::object()));
+    if (!from.ok()) return from.status();
+    s.rollout = ServiceRollout{std::move(*from), r->value("from_version", 1),
+                               r->value("started_at", TimeMs{0}),
+                               r->value("ready_timeout_ms", kDefaultReadyTimeout)};
+  }
+  s.last_rollout = j.value("last_rollout", "");
+  for (const Json& id : j.value("ready", Json::array())) s.ready.insert(id.get<JobId>());
+  for (const Json& d : j.value("draining", Json::array())) {
+    s.draining[d.value("job", JobId{0})] = d.value("until", TimeMs{0});
+  }
+  s.removing = j.value("removing", false);
+  for (const Json& e : j.value("epochs", Json::array())) {
+    s.epochs.push_back({e.value("first", JobId{0}), e.value("version", 1)});
+  }
   return s;
+}
+
+int32_t Service::VersionOf(JobId replica) const {
+  int32_t v = 1;
+  for (const Epoch& e : epochs) {
+    if (e.first > replica) break;
+    v = e.version;
+  }
+  return v;
+}
+
+std::string ServiceDurationText(DurationMs ms) {
+  if (ms % kSecond != 0) return std::to_string(ms) + "ms";
+  const DurationMs s = ms / kSecond;
+  std::string out;
+  if (s >= 3600) out += std::to_string(s / 3600) + "h";
+  if (s % 3600 >= 60) out += std::to_string(s % 3600 / 60) + "m";
+  if (s % 60 != 0 || s == 0) out += std::to_string(s % 60) + "s";
+  return out;
+}
+
+void StartRollout(Service& s, ServiceSpec spec, DurationMs ready_timeout, TimeMs at,
+                  JobId next_job) {
+  s.rollout = ServiceRollout{s.spec, s.version, at, ready_timeout};
+  s.spec = std::move(spec);
+  s.version = ++s.generation;
+  s.epochs.push_back({next_job, s.version});
+}
+
+void EndRollout(Service& s, bool rolled_back, const std::string& reason, JobId next_job) {
+  if (!s.rollout) return;
+  if (rolled_back) {
+    s.spec = s.rollout->from;
+    s.version = s.rollout->from_version;
+    s.epochs.push_back({next_job, s.version});
+  }
+  s.rollout.reset();
+  s.last_rollout = reason;
+}
+
+const char* ReplicaMarkName(ReplicaMark m) {
+  return m == ReplicaMark::kReady ? "ready" : "draining";
+}
+
+bool ParseReplicaMark(const std::string& text, ReplicaMark* out) {
+  for (ReplicaMark m : {ReplicaMark::kReady, ReplicaMark::kDraining}) {
+    if (text == ReplicaMarkName(m)) {
+      *out = m;
+      return true;
+    }
+  }
+  return false;
+}
+
+void MarkReplica(Service& s, JobId job, ReplicaMark mark, TimeMs until) {
+  if (mark == ReplicaMark::kReady) {
+    s.ready.insert(job);
+  } else {
+    s.draining[job] = until;
+  }
 }
 
 Result<ServiceSpec> ParseServiceSpec(const Json& body) {
   if (!body.is_object()) return InvalidArgument("service: want a JSON/YAML object");
-  static const std::set<std::string> kKnown = {"name", "replicas", "min_replicas", "max_replicas",
-                                               "port", "health",   "any_user",     "spec"};
+  static const std::set<std::string> kKnown = {"name",         "replicas",      "min_replicas",
+                                               "max_replicas", "port",          "health",
+                                               "any_user",     "drain_timeout", "spec"};
   for (auto it = body.begin(); it != body.end(); ++it) {
     if (!kKnown.count(it.key())) {
       return InvalidArgument("unknown field '" + it.key() +
                              "'; known fields: name, replicas, min_replicas, max_replicas, "
-                             "port, health, any_user, spec");
+                             "port, health, any_user, drain_timeout, spec");
     }
   }
   ServiceSpec s;
@@ -152,6 +274,11 @@ Result<ServiceSpec> ParseServiceSpec(const Json& body) {
     if (!body.at("any_user").is_boolean()) return ServiceFieldError("any_user", "want a boolean");
     s.any_user = body.at("any_user").get<bool>();
   }
+  if (body.contains("drain_timeout")) {
+    auto d = ServiceDuration(body.at("drain_timeout"), "drain_timeout", 10 * kMinute);
+    if (!d.ok()) return d.status();
+    s.drain_timeout_ms = *d;
+  }
   auto job = ParseJobSpec(body.value("spec", Json()));
   if (!job.ok()) return InvalidArgument("field 'spec': " + job.status().message());
   s.job = std::move(*job);
@@ -170,6 +297,103 @@ JobSpec ReplicaSpec(const ServiceSpec& s, bool above_minimum) {
     j.env["CORRAL_PORT"] = std::to_string(s.port);
   }
   return j;
+}
+
+}  // namespace corral
+
+namespace corral {
+namespace {
+
+// The job-spec fields an update may change, each with what it copies from the patch.
+using TemplateField = void (*)(JobSpec& to, const JobSpec& from);
+const std::map<std::string, TemplateField>& UpdatableFields() {
+  static const std::map<std::string, TemplateField> kFields = {
+      {"command", [](JobSpec& t, const JobSpec& f) { t.command = f.command; }},
+      {"env", [](JobSpec& t, const JobSpec& f) { t.env = f.env; }},
+      {"workdir", [](JobSpec& t, const JobSpec& f) { t.workdir = f.workdir; }},
+      {"queue", [](JobSpec& t, const JobSpec& f) { t.queue = f.queue; }},
+      {"priority", [](JobSpec& t, const JobSpec& f) { t.priority = f.priority; }},
+      {"gpu_model", [](JobSpec& t, const JobSpec& f) { t.gpu_model = f.gpu_model; }},
+      {"node_labels", [](JobSpec& t, const JobSpec& f) { t.node_labels = f.node_labels; }},
+      {"gpus",
+       [](JobSpec& t, const JobSpec& f) {
+         t.per_replica.gpu_milli = f.per_replica.gpu_milli;
+         t.per_replica.gpu_memory_mb = f.per_replica.gpu_memory_mb;
+         t.per_replica.gpu_isolation = f.per_replica.gpu_isolation;
+       }},
+      {"gpu_memory",
+       [](JobSpec& t, const JobSpec& f) {
+         t.per_replica.gpu_memory_mb = f.per_replica.gpu_memory_mb;
+       }},
+      {"gpu_isolation",
+       [](JobSpec& t, const JobSpec& f) {
+         t.per_replica.gpu_isolation = f.per_replica.gpu_isolation;
+       }},
+      {"cpus",
+       [](JobSpec& t, const JobSpec& f) { t.per_replica.cpu_milli = f.per_replica.cpu_milli; }},
+      {"memory",
+       [](JobSpec& t, const JobSpec& f) { t.per_replica.memory_mb = f.per_replica.memory_mb; }},
+      {"image", [](JobSpec& t, const JobSpec& f) { t.container.image = f.container.image; }},
+      {"mounts", [](JobSpec& t, const JobSpec& f) { t.container.mounts = f.container.mounts; }},
+      {"container_workdir",
+       [](JobSpec& t, const JobSpec& f) { t.container.workdir = f.container.workdir; }},
+      {"container_writable",
+       [](JobSpec& t, const JobSpec& f) { t.container.writable = f.container.writable; }},
+      {"container_mount_home",
+       [](JobSpec& t, const JobSpec& f) { t.container.mount_home = f.container.mount_home; }},
+  };
+  return kFields;
+}
+
+}  // namespace
+
+Result<ServiceTemplatePatch> ParseServiceUpdate(const Json& body) {
+  if (!body.is_object()) return InvalidArgument("update: want a JSON/YAML object");
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    if (it.key() != "spec" && it.key() != "ready_timeout") {
+      return InvalidArgument("unknown field '" + it.key() + "'; known fields: spec, ready_timeout");
+    }
+  }
+  ServiceTemplatePatch p;
+  if (body.contains("ready_timeout")) {
+    auto d = ServiceDuration(body.at("ready_timeout"), "ready_timeout", kHour);
+    if (!d.ok()) return d.status();
+    if (*d == 0) return ServiceFieldError("ready_timeout", "want more than 0s");
+    p.ready_timeout_ms = *d;
+  }
+  const Json spec = body.value("spec", Json::object());
+  if (!spec.is_object() || spec.empty()) {
+    return ServiceFieldError("spec",
+                             "want the replica fields to change (command, image, gpus, ...)");
+  }
+  for (auto it = spec.begin(); it != spec.end(); ++it) {
+    if (!UpdatableFields().count(it.key())) {
+      std::string known;
+      for (const auto& [name, copy] : UpdatableFields())
+        known += (known.empty() ? "" : ", ") + name;
+      return ServiceFieldError("spec." + it.key(), "an update may change only " + known);
+    }
+    p.fields.insert(it.key());
+  }
+  Json full = spec;
+  if (!full.contains("command")) full["command"] = Json::array({"true"});  // not taken
+  auto job = ParseJobSpec(full);
+  if (!job.ok()) return InvalidArgument("field 'spec': " + job.status().message());
+  p.job = std::move(*job);
+  return p;
+}
+
+Result<JobSpec> PatchedTemplate(const JobSpec& base, const ServiceTemplatePatch& patch) {
+  JobSpec out = base;
+  for (const std::string& f : patch.fields) {
+    auto it = UpdatableFields().find(f);
+    if (it == UpdatableFields().end()) {
+      return ServiceFieldError("spec." + f, "an update may not change it");
+    }
+    it->second(out, patch.job);
+  }
+  CORRAL_RETURN_IF_ERROR(CheckReplicaTemplate(out));
+  return out;
 }
 
 }  // namespace corral

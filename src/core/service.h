@@ -4,7 +4,11 @@
 // replicas unchanged. The head proxies http(s)://HEAD/v/NAME/... to its ready replicas.
 #pragma once
 
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "core/codec.h"
 #include "core/job.h"
@@ -24,19 +28,77 @@ struct ServiceSpec {
   int32_t port = 0;
   std::string health_path = "/";  // readiness and liveness: GET answers 2xx
   bool any_user = false;          // any authenticated user may call it; else owner and admins
+  // How long a replica leaving (an update, a scale-down, the service's removal) may finish the
+  // requests it has in flight, after the head's proxy stopped sending it new ones.
+  DurationMs drain_timeout_ms = 30 * kSecond;
   bool operator==(const ServiceSpec&) const = default;
 };
 
+// An update in progress: replicas of the new version replace the old one at a time.
+struct ServiceRollout {
+  ServiceSpec from;  // the template it replaces, restored by a rollback
+  int32_t from_version = 0;
+  TimeMs started_at = 0;
+  DurationMs ready_timeout_ms = 0;  // a new replica not ready this long after it was submitted
+                                    // rolls the update back
+  bool operator==(const ServiceRollout&) const = default;
+};
+
+// The default of `corral serve update --ready-timeout`: a model server loads its weights first.
+constexpr DurationMs kDefaultReadyTimeout = 5 * kMinute;
+
 struct Service {
   ServiceSpec spec;
-  int32_t desired = 1;  // replicas to keep alive, within [min, max]
-  int32_t version = 1;  // bumped by each update of the spec
+  int32_t desired = 1;     // replicas to keep alive, within [min, max]
+  int32_t version = 1;     // the version of `spec`; each replica's job names the one it runs
+  int32_t generation = 1;  // the highest version it ever had: an update takes the next one
   TimeMs created_at = 0;
+  std::optional<ServiceRollout> rollout;  // an update in progress
+  std::string last_rollout;               // how the latest update ended, and why
+  // Replicas that answered the head's readiness check once (the proxy reports it): an update
+  // replaces an old replica only once a new one is.
+  std::set<JobId> ready;
+  // Replicas leaving: the proxy sends them no new request; each is stopped once it has none in
+  // flight, or at its time (now + drain_timeout when it started leaving).
+  std::map<JobId, TimeMs> draining;
+  bool removing = false;  // removed: its replicas drain, then it is gone
+  // Which version each replica runs, by job id (ids only grow): replicas from job id `first`
+  // on run `version`, until the next entry. Before the first entry, version 1.
+  struct Epoch {
+    JobId first = 0;
+    int32_t version = 1;
+    bool operator==(const Epoch&) const = default;
+  };
+  std::vector<Epoch> epochs;
+  int32_t VersionOf(JobId replica) const;
   bool operator==(const Service&) const = default;
 };
 
+// The typed changes of a service's rollout and replicas (head/change.h carries them); applied
+// here, so that the live head and a recovered one hold the same service.
+// `next_job`: the id the next job submitted will have (the first of the new version).
+void StartRollout(Service& s, ServiceSpec spec, DurationMs ready_timeout, TimeMs at,
+                  JobId next_job);
+// Ends the update: kept, or rolled back (the old template and version restored).
+void EndRollout(Service& s, bool rolled_back, const std::string& reason, JobId next_job);
+enum class ReplicaMark { kReady, kDraining };
+const char* ReplicaMarkName(ReplicaMark m);
+bool ParseReplicaMark(const std::string& text, ReplicaMark* out);
+void MarkReplica(Service& s, JobId job, ReplicaMark mark, TimeMs until);
+// Forgets the marks of replicas that `live` says have ended (they are never reused).
+template <typename Live>
+void ForgetEndedReplicas(Service& s, Live live) {
+  std::erase_if(s.ready, [&](JobId id) { return !live(id); });
+  std::erase_if(s.draining, [&](const auto& d) { return !live(d.first); });
+}
+
+Json ToJson(const ServiceSpec& s);
+Result<ServiceSpec> ServiceSpecFromJson(const Json& j);
 Json ToJson(const Service& s);
 Result<Service> ServiceFromJson(const Json& j);  // the stored form (the head wrote it)
+
+// A duration as services' messages say it: "30s", "5m", "1m30s", "250ms".
+std::string ServiceDurationText(DurationMs ms);
 
 // A service as a user sends it (POST /v1/services): {"name", "min_replicas", "max_replicas"
 // or "replicas", "port", "health", "any_user", "spec": a job spec as for submit}. Every field
@@ -47,5 +109,18 @@ Result<ServiceSpec> ParseServiceSpec(const Json& body);
 // the port is fixed, never restarted by itself (the service replaces it), preemptible only
 // above the minimum.
 JobSpec ReplicaSpec(const ServiceSpec& s, bool above_minimum);
+
+// An update of a service's replica template (`corral serve update`, POST
+// /v1/services/NAME/update): the job-spec fields given replace the template's, the others
+// stay.
+struct ServiceTemplatePatch {
+  JobSpec job;                   // parsed as for submit
+  std::set<std::string> fields;  // the job-spec fields given (command, image, gpus, ...)
+  DurationMs ready_timeout_ms = kDefaultReadyTimeout;
+};
+// {"spec": {job-spec fields}, "ready_timeout": "5m"}: every field checked, the wrong one named.
+Result<ServiceTemplatePatch> ParseServiceUpdate(const Json& body);
+// The template with the patch's fields; the first that may not change names itself.
+Result<JobSpec> PatchedTemplate(const JobSpec& base, const ServiceTemplatePatch& patch);
 
 }  // namespace corral

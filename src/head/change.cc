@@ -145,6 +145,17 @@ struct Encoder {
   void operator()(const ServiceCreated& c) { j["service"] = ToJson(c.service); }
   void operator()(const ServiceUpdated& c) { j["service"] = ToJson(c.service); }
   void operator()(const ServiceRemoved& c) { j["name"] = c.name; }
+  void operator()(const ServiceRolloutStarted& c) {
+    j.update(
+        {{"name", c.name}, {"service", ToJson(c.spec)}, {"ready_timeout_ms", c.ready_timeout_ms}});
+  }
+  void operator()(const ServiceRolloutEnded& c) {
+    j.update({{"name", c.name}, {"rolled_back", c.rolled_back}, {"reason", c.reason}});
+  }
+  void operator()(const ServiceReplicaMarked& c) {
+    j.update({{"name", c.name}, {"job", c.job}, {"mark", ReplicaMarkName(c.mark)}});
+    if (c.mark == ReplicaMark::kDraining) j["until"] = c.until;
+  }
   void operator()(const TokenIssued& c) { j["credential"] = ToJson(c.credential); }
   void operator()(const TokenRevoked& c) { j["id"] = c.id; }
   void operator()(const JobResized& c) {
@@ -306,6 +317,20 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
   if (type == "service_created") return ServiceCreated{Must(ServiceFromJson(j.at("service")))};
   if (type == "service_updated") return ServiceUpdated{Must(ServiceFromJson(j.at("service")))};
   if (type == "service_removed") return ServiceRemoved{j.at("name").get<std::string>()};
+  if (type == "service_rollout_started") {
+    return ServiceRolloutStarted{j.at("name").get<std::string>(),
+                                 Must(ServiceSpecFromJson(j.at("service"))),
+                                 j.at("ready_timeout_ms").get<DurationMs>()};
+  }
+  if (type == "service_rollout_ended") {
+    return ServiceRolloutEnded{j.at("name").get<std::string>(), j.at("rolled_back").get<bool>(),
+                               j.at("reason").get<std::string>()};
+  }
+  if (type == "service_replica_marked") {
+    return ServiceReplicaMarked{j.at("name").get<std::string>(), j.at("job").get<JobId>(),
+                                EnumFrom<ReplicaMark>(j, "mark", ParseReplicaMark),
+                                j.value("until", TimeMs{0})};
+  }
   if (type == "token_issued") return TokenIssued{Must(CredentialFromJson(j.at("credential")))};
   if (type == "token_revoked") return TokenRevoked{j.at("id").get<std::string>()};
   if (type == "job_resized") {
@@ -352,6 +377,15 @@ struct KeyOf {
     j.update({{"kind", "service"}, {"key", e.service.spec.name}});
   }
   void operator()(const ServiceRemoved& e) { j.update({{"kind", "service"}, {"key", e.name}}); }
+  void operator()(const ServiceRolloutStarted& e) {
+    j.update({{"kind", "service"}, {"key", e.name}});
+  }
+  void operator()(const ServiceRolloutEnded& e) {
+    j.update({{"kind", "service"}, {"key", e.name}});
+  }
+  void operator()(const ServiceReplicaMarked& e) {
+    j.update({{"kind", "service"}, {"key", e.name}});
+  }
   void operator()(const TokenIssued& e) { j.update({{"kind", "token"}, {"key", e.credential.id}}); }
   void operator()(const TokenRevoked& e) { j.update({{"kind", "token"}, {"key", e.id}}); }
   void operator()(const JobSubmitted& e) { j.update({{"kind", "job"}, {"key", e.job.id}}); }
@@ -402,17 +436,46 @@ bool ParseResizeCause(const std::string& text, ResizeCause* out) {
 }
 
 const char* ChangeName(const ChangeKind& what) {
-  static const char* const kNames[] = {
-      "head_started",        "job_submitted",   "run_placed",        "run_started",
-      "replica_exited",      "stop_requested",  "run_ended",         "job_ended",
-      "checkpoint_reported", "node_registered", "node_liveness_set", "queue_set",
-      "token_issued",        "token_revoked",   "idle_warned",       "step_started",
-      "step_exited",         "job_hold_set",    "run_signalled",     "node_health_set",
-      "jobs_retired",        "array_submitted", "node_drain_set",    "gpu_drain_set",
-      "run_noted",           "qos_set",         "qos_deleted",       "reservation_set",
-      "reservation_deleted", "job_updated",     "job_resized",       "dataset_added",
-      "dataset_removed",     "service_created", "service_updated",   "service_removed",
-      "node_removed"};
+  static const char* const kNames[] = {"head_started",
+                                       "job_submitted",
+                                       "run_placed",
+                                       "run_started",
+                                       "replica_exited",
+                                       "stop_requested",
+                                       "run_ended",
+                                       "job_ended",
+                                       "checkpoint_reported",
+                                       "node_registered",
+                                       "node_liveness_set",
+                                       "queue_set",
+                                       "token_issued",
+                                       "token_revoked",
+                                       "idle_warned",
+                                       "step_started",
+                                       "step_exited",
+                                       "job_hold_set",
+                                       "run_signalled",
+                                       "node_health_set",
+                                       "jobs_retired",
+                                       "array_submitted",
+                                       "node_drain_set",
+                                       "gpu_drain_set",
+                                       "run_noted",
+                                       "qos_set",
+                                       "qos_deleted",
+                                       "reservation_set",
+                                       "reservation_deleted",
+                                       "job_updated",
+                                       "job_resized",
+                                       "dataset_added",
+                                       "dataset_removed",
+                                       "service_created",
+                                       "service_updated",
+                                       "service_removed",
+                                       "node_removed",
+                                       "service_rollout_started",
+                                       "service_rollout_ended",
+                                       "service_replica_marked"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];
 }
@@ -436,12 +499,14 @@ Json EventJson(const Change& c, const Caller& who) {
     if (!may_see_env) j["job"]["spec"].erase("env");
   }
   if (j.contains("step") && j["step"].is_object()) j["step"].erase("env");  // holds its token
-  const Service* service = nullptr;
-  if (const auto* s = std::get_if<ServiceCreated>(&c.what)) service = &s->service;
-  if (const auto* s = std::get_if<ServiceUpdated>(&c.what)) service = &s->service;
+  const ServiceSpec* service = nullptr;
+  if (const auto* s = std::get_if<ServiceCreated>(&c.what)) service = &s->service.spec;
+  if (const auto* s = std::get_if<ServiceUpdated>(&c.what)) service = &s->service.spec;
+  if (const auto* s = std::get_if<ServiceRolloutStarted>(&c.what)) service = &s->spec;
   if (service && !who.IsAdmin() &&
-      !(who.kind == Caller::Kind::kUser && who.name == service->spec.owner)) {
+      !(who.kind == Caller::Kind::kUser && who.name == service->owner)) {
     j["service"]["spec"].erase("env");
+    if (j["service"].contains("rollout")) j["service"]["rollout"]["from"]["spec"].erase("env");
   }
   std::visit(KeyOf{j}, c.what);
   // Credentials as /v1/tokens shows them: a user sees their own, an admin everyone's (a

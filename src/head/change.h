@@ -159,6 +159,27 @@ struct ServiceUpdated {  // its spec, version or desired replicas changed
 struct ServiceRemoved {  // its replicas are stopped by the changes that follow
   std::string name;
 };
+// An update of its replica template began: `spec` becomes the next version, and replicas of
+// it replace the old ones one at a time (StartRollout).
+struct ServiceRolloutStarted {
+  std::string name;
+  ServiceSpec spec;
+  DurationMs ready_timeout_ms = 0;
+};
+// The update ended: every replica runs the new version, or it was rolled back (EndRollout).
+struct ServiceRolloutEnded {
+  std::string name;
+  bool rolled_back = false;
+  std::string reason;
+};
+// A replica answered its readiness check (the head's proxy saw it), or began to drain (no new
+// requests; stopped once idle or at `until`).
+struct ServiceReplicaMarked {
+  std::string name;
+  JobId job = 0;
+  ReplicaMark mark = ReplicaMark::kReady;
+  TimeMs until = 0;  // kDraining: when it is stopped even with requests in flight
+};
 struct TokenIssued {
   Credential credential;
 };
@@ -240,7 +261,8 @@ using ChangeKind =
                  RunSignalled, NodeHealthSet, JobsRetired, ArraySubmitted, NodeDrainSet,
                  GpuDrainSet, RunNoted, QosSet, QosDeleted, ReservationSet, ReservationDeleted,
                  JobUpdated, JobResized, DatasetAdded, DatasetRemoved, ServiceCreated,
-                 ServiceUpdated, ServiceRemoved, NodeRemoved>;
+                 ServiceUpdated, ServiceRemoved, NodeRemoved, ServiceRolloutStarted,
+                 ServiceRolloutEnded, ServiceReplicaMarked>;
 
 struct Change {
   uint64_t revision = 0;

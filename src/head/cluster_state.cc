@@ -277,6 +277,25 @@ struct Applier {
   void operator()(const ServiceCreated& c) { s.services[c.service.spec.name] = c.service; }
   void operator()(const ServiceUpdated& c) { s.services[c.service.spec.name] = c.service; }
   void operator()(const ServiceRemoved& c) { s.services.erase(c.name); }
+  void operator()(const ServiceRolloutStarted& c) {
+    StartRollout(ServiceNamed(c.name), c.spec, c.ready_timeout_ms, at, s.next_job_id);
+  }
+  void operator()(const ServiceRolloutEnded& c) {
+    EndRollout(ServiceNamed(c.name), c.rolled_back, c.reason, s.next_job_id);
+  }
+  void operator()(const ServiceReplicaMarked& c) {
+    Service& service = ServiceNamed(c.name);
+    ForgetEndedReplicas(service, [&](JobId id) {
+      auto job = s.jobs.find(id);
+      return job != s.jobs.end() && !IsTerminal(job->second.state);
+    });
+    MarkReplica(service, c.job, c.mark, c.until);
+  }
+  Service& ServiceNamed(const std::string& name) {
+    auto it = s.services.find(name);
+    CORRAL_CHECK(it != s.services.end(), "change names unknown service " + name);
+    return it->second;
+  }
   void operator()(const JobsRetired& c) {
     // The store marks the rows retired, and keeps the usage, in the change's own commit: on
     // recovery the jobs are already out of the rows loaded, their usage already counted.

@@ -359,6 +359,34 @@ struct ReplaceReplica {
   }
 };
 
+// An update of a service's replica template: a rolling update to the next version.
+struct UpdateService {
+  using Answer = Service;
+  std::string name;
+  ServiceTemplatePatch patch;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.UpdateService(by, name, std::move(patch), now);
+  }
+};
+
+// The head's proxy: a replica answered its readiness check for the first time.
+struct ReportReplicaReady {
+  using Answer = Job;
+  JobId job = 0;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.ReportReplicaReady(by, job, now);
+  }
+};
+
+// The head's proxy: a draining replica has no request in flight any more; it may stop.
+struct ReportReplicaDrained {
+  using Answer = Job;
+  JobId job = 0;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.ReportReplicaDrained(by, job, now);
+  }
+};
+
 // --- credentials ---
 
 // Answered by the shell, which draws the secret.
@@ -465,6 +493,9 @@ constexpr bool ForAgents() {
   X(GetService)                 \
   X(ScaleService)               \
   X(ReplaceReplica)             \
+  X(UpdateService)              \
+  X(ReportReplicaReady)         \
+  X(ReportReplicaDrained)       \
   X(CreateToken)                \
   X(RevokeToken)                \
   X(ListTokens)                 \

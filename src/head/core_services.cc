@@ -46,6 +46,10 @@ void Services::Ended(const ClusterState& s, const Job& job) {
   std::vector<TimeMs>& f = failed_at_[job.spec.service];
   f.insert(std::upper_bound(f.begin(), f.end(), job.ended_at), job.ended_at);
   if (f.size() > kKeptFailures) f.erase(f.begin(), f.end() - kKeptFailures);
+  auto& v = failed_versions_[job.spec.service];
+  const std::pair<TimeMs, int32_t> failure{job.ended_at, service->second.VersionOf(job.id)};
+  v.insert(std::upper_bound(v.begin(), v.end(), failure), failure);
+  if (v.size() > kKeptFailures) v.erase(v.begin(), v.end() - kKeptFailures);
 }
 
 void Services::Apply(const ClusterState& s, const Change& c) {
@@ -61,12 +65,16 @@ void Services::Apply(const ClusterState& s, const Change& c) {
     if (it != s.jobs.end() && !it->second.spec.service.empty()) Ended(s, it->second);
     return;
   }
-  if (const auto* e = std::get_if<ServiceRemoved>(&c.what)) failed_at_.erase(e->name);
+  if (const auto* e = std::get_if<ServiceRemoved>(&c.what)) {
+    failed_at_.erase(e->name);
+    failed_versions_.erase(e->name);
+  }
 }
 
 void Services::Rebuild(const ClusterState& s, TimeMs) {
   live_.clear();
   failed_at_.clear();
+  failed_versions_.clear();
   for (const auto& [id, job] : s.jobs) {
     if (job.spec.service.empty()) continue;
     if (!IsTerminal(job.state)) {
@@ -95,6 +103,14 @@ const std::vector<TimeMs>& Services::FailedAt(const std::string& service) const 
   return it == failed_at_.end() ? NoServiceFailures() : it->second;
 }
 
+int32_t Services::FailuresSince(const std::string& service, int32_t version, TimeMs since) const {
+  auto it = failed_versions_.find(service);
+  if (it == failed_versions_.end()) return 0;
+  return static_cast<int32_t>(
+      std::count_if(it->second.begin(), it->second.end(),
+                    [&](const auto& f) { return f.first >= since && f.second == version; }));
+}
+
 DurationMs CrashBackoff(const std::vector<TimeMs>& failed_at, TimeMs now, int32_t* recent) {
   *recent = static_cast<int32_t>(
       failed_at.end() - std::lower_bound(failed_at.begin(), failed_at.end(), now - kCrashWindow));
@@ -107,9 +123,10 @@ DurationMs CrashBackoff(const std::vector<TimeMs>& failed_at, TimeMs now, int32_
 
 Result<Service> HeadCore::CreateService(const Caller& by, ServiceSpec spec, TimeMs now) {
   if (by.kind != Caller::Kind::kUser) return PermissionDenied("only users create services");
-  if (state_.services.count(spec.name)) {
+  if (auto it = state_.services.find(spec.name); it != state_.services.end()) {
     return Status(ErrorCode::kAlreadyExists,
-                  "field 'name': a service '" + spec.name + "' exists already");
+                  "field 'name': a service '" + spec.name + "' exists already" +
+                      (it->second.removing ? " (its replicas are draining)" : ""));
   }
   spec.owner = by.name;
   Job replica;
@@ -126,40 +143,55 @@ Result<Service> HeadCore::CreateService(const Caller& by, ServiceSpec spec, Time
   return state_.services.at(name);
 }
 
-Result<Service> HeadCore::RemoveService(const Caller& by, const std::string& name, TimeMs now) {
+// The service `by` may manage, or why not (a removed one is absent; another user's private one
+// too where `hide_private`).
+Result<const Service*> HeadCore::ManagedService(const Caller& by, const std::string& name,
+                                                const char* verb, bool hide_private) const {
   auto it = state_.services.find(name);
-  if (it == state_.services.end()) return NotFound("no service '" + name + "'");
-  if (!MayManageService(by, it->second)) {
-    return PermissionDenied("user '" + by.name + "' may not remove service '" + name + "' of '" +
-                            it->second.spec.owner + "'");
+  if (it == state_.services.end() || it->second.removing ||
+      (hide_private && !MayCallService(by, it->second))) {
+    return NotFound("no service '" + name + "'");
   }
-  Service gone = it->second;
-  Emit(by, now, ServiceRemoved{name});
+  if (!MayManageService(by, it->second)) {
+    return PermissionDenied("user '" + by.name + "' may not " + verb + " service '" + name +
+                            "' of '" + it->second.spec.owner + "'");
+  }
+  return &it->second;
+}
+
+Result<Service> HeadCore::RemoveService(const Caller& by, const std::string& name, TimeMs now) {
+  auto found = ManagedService(by, name, "remove", false);
+  if (!found.ok()) return found.status();
+  Service gone = **found;
   explained_.ServiceFine(name);
+  // Its replicas leave as in a scale-down: those serving drain first, and the service goes once
+  // none is left to drain (KeepReplicas); the name is taken until then.
+  Service removing = gone;
+  removing.removing = true;
+  Emit(by, now, ServiceUpdated{std::move(removing)});
   const std::set<JobId> live = services().Live(name);  // a copy: the stops change it
-  for (JobId id : live) StopReplica(by, state_.jobs.at(id), "service removed by " + by.name, now);
+  for (JobId id : live) {
+    LeaveReplica(state_.services.at(name), state_.jobs.at(id), "service removed by " + by.name,
+                 now);
+  }
+  KeepReplicas(state_.services.at(name), now);
   return gone;
 }
 
 Result<Service> HeadCore::ScaleService(const Caller& by, const std::string& name, int32_t replicas,
                                        TimeMs now) {
-  auto it = state_.services.find(name);
-  if (it == state_.services.end() || !MayCallService(by, it->second)) {
-    return NotFound("no service '" + name + "'");
-  }
-  if (!MayManageService(by, it->second)) {
-    return PermissionDenied("user '" + by.name + "' may not scale service '" + name + "' of '" +
-                            it->second.spec.owner + "'");
-  }
-  const ServiceSpec& spec = it->second.spec;
+  auto found = ManagedService(by, name, "scale", true);
+  if (!found.ok()) return found.status();
+  const Service& current = **found;
+  const ServiceSpec& spec = current.spec;
   if (replicas < std::max(spec.min_replicas, 1) || replicas > spec.max_replicas) {
     return InvalidArgument("field 'replicas': " + std::to_string(replicas) +
                            " is outside the service's range [" +
                            std::to_string(std::max(spec.min_replicas, 1)) + ", " +
                            std::to_string(spec.max_replicas) + "]");
   }
-  if (replicas != it->second.desired) {
-    Service s = it->second;
+  if (replicas != current.desired) {
+    Service s = current;
     s.desired = replicas;
     Emit(by, now, ServiceUpdated{std::move(s)});
     KeepReplicas(state_.services.at(name), now);
@@ -167,25 +199,80 @@ Result<Service> HeadCore::ScaleService(const Caller& by, const std::string& name
   return state_.services.at(name);
 }
 
-Result<Job> HeadCore::ReplaceReplica(const Caller& by, JobId id, const std::string& reason,
-                                     TimeMs now) {
-  if (!by.IsAdmin()) return PermissionDenied("only the head replaces a service's replicas");
+Result<Service> HeadCore::UpdateService(const Caller& by, const std::string& name,
+                                        ServiceTemplatePatch patch, TimeMs now) {
+  auto found = ManagedService(by, name, "update", true);
+  if (!found.ok()) return found.status();
+  const Service& s = **found;
+  if (s.rollout) {
+    return FailedPrecondition("service '" + name + "' is being updated to version " +
+                              std::to_string(s.version) + " already; wait until it ends");
+  }
+  auto job = PatchedTemplate(s.spec.job, patch);
+  if (!job.ok()) return job.status();
+  if (ToJson(*job) == ToJson(s.spec.job)) {
+    return InvalidArgument("field 'spec': the update changes nothing in the replica template");
+  }
+  ServiceSpec next = s.spec;
+  next.job = std::move(*job);
+  Job replica;
+  replica.spec = ReplicaSpec(next, false);
+  replica.owner = s.spec.owner;
+  CORRAL_RETURN_IF_ERROR(CheckNewJob(by, replica, now));
+  Emit(by, now, ServiceRolloutStarted{name, std::move(next), patch.ready_timeout_ms});
+  KeepReplicas(state_.services.at(name), now);
+  return state_.services.at(name);
+}
+
+// A live replica of a service that exists, for the head's own reports.
+Result<const Job*> HeadCore::LiveReplica(const Caller& by, JobId id) const {
+  if (!by.IsAdmin()) return PermissionDenied("only the head reports on a service's replicas");
   auto it = state_.jobs.find(id);
   if (it == state_.jobs.end()) return UnknownJob(id);
-  if (it->second.spec.service.empty()) {
+  if (it->second.spec.service.empty() || !state_.services.count(it->second.spec.service)) {
     return InvalidArgument("job " + std::to_string(id) + " is no service's replica");
   }
   if (IsTerminal(it->second.state)) {
     return FailedPrecondition("job " + std::to_string(id) + " already ended");
   }
-  StopReplica(by, it->second, reason, now);
+  return &it->second;
+}
+
+Result<Job> HeadCore::ReplaceReplica(const Caller& by, JobId id, const std::string& reason,
+                                     TimeMs now) {
+  auto job = LiveReplica(by, id);
+  if (!job.ok()) return job.status();
+  StopReplica(by, **job, reason, now);
+  return state_.jobs.at(id);
+}
+
+Result<Job> HeadCore::ReportReplicaReady(const Caller& by, JobId id, TimeMs now) {
+  auto job = LiveReplica(by, id);
+  if (!job.ok()) return job.status();
+  const std::string name = (*job)->spec.service;
+  if (!state_.services.at(name).ready.count(id)) {
+    Emit(by, now, ServiceReplicaMarked{name, id, ReplicaMark::kReady, 0});
+    KeepReplicas(state_.services.at(name), now);  // an update goes on at once
+  }
+  return state_.jobs.at(id);
+}
+
+Result<Job> HeadCore::ReportReplicaDrained(const Caller& by, JobId id, TimeMs now) {
+  auto job = LiveReplica(by, id);
+  if (!job.ok()) return job.status();
+  const std::string name = (*job)->spec.service;
+  if (state_.services.at(name).draining.count(id)) {
+    StopReplica(Caller::System(), **job, "drained: no request in flight", now);
+    KeepReplicas(state_.services.at(name), now);
+  }
   return state_.jobs.at(id);
 }
 
 std::vector<ServiceView> HeadCore::ListServices(const Caller& by) const {
   std::vector<ServiceView> out;
   for (const auto& [name, s] : state_.services) {
-    if (MayCallService(by, s)) out.push_back(ViewOf(by, s));
+    // One being removed only for admins: the head's proxy drains its replicas.
+    if (MayCallService(by, s) && (!s.removing || by.IsAdmin())) out.push_back(ViewOf(by, s));
   }
   return out;
 }
@@ -193,22 +280,26 @@ std::vector<ServiceView> HeadCore::ListServices(const Caller& by) const {
 Result<ServiceView> HeadCore::GetService(const Caller& by, const std::string& name) const {
   auto it = state_.services.find(name);
   // Another user's private service is reported as absent: names are not for everyone to probe.
-  if (it == state_.services.end() || !MayCallService(by, it->second)) {
+  if (it == state_.services.end() || it->second.removing || !MayCallService(by, it->second)) {
     return NotFound("no service '" + name + "'");
   }
   return ViewOf(by, it->second);
 }
 
-// --- keeping replicas alive ---
-
 ServiceView HeadCore::ViewOf(const Caller& by, const Service& s) const {
   ServiceView v{s, {}, ""};
   // Its environment (which may hold secrets) only to those who manage it, as a job's.
-  if (!MayManageService(by, s)) v.service.spec.job.env.clear();
+  if (!MayManageService(by, s)) {
+    v.service.spec.job.env.clear();
+    if (v.service.rollout) v.service.rollout->from.job.env.clear();
+  }
   v.note = explained_.ServiceNote(s.spec.name);
   for (JobId id : services().Live(s.spec.name)) {
     const Job& job = state_.jobs.at(id);
     ServiceReplica r{id, job.state};
+    r.version = s.VersionOf(id);
+    r.ready = s.ready.count(id) > 0;
+    r.draining = s.draining.count(id) > 0;
     if (const Run* run = job.CurrentRun(); run && !IsRunOver(run->state)) {
       r.run_id = std::to_string(id) + "." + std::to_string(run->attempt);
       r.running = run->state == RunState::kRunning && !run->stop_requested;
@@ -221,54 +312,6 @@ ServiceView HeadCore::ViewOf(const Caller& by, const Service& s) const {
     v.replicas.push_back(std::move(r));
   }
   return v;
-}
-
-void HeadCore::StopReplica(const Caller& by, const Job& job, const std::string& reason,
-                           TimeMs now) {
-  if (job.state == JobState::kPending) {
-    Emit(by, now, JobEnded{job.id, JobState::kCancelled, reason});
-  } else if (const Run* run = job.CurrentRun(); run && !run->stop_requested) {
-    RequestStop(job, StopCause::kCancelled, reason, now);
-  }
-}
-
-void HeadCore::KeepServices(TimeMs now) {
-  std::vector<std::string> names;
-  for (const auto& [name, s] : state_.services) names.push_back(name);
-  for (const std::string& name : names) KeepReplicas(state_.services.at(name), now);
-}
-
-// Starts replicas up to `desired` (after a crash loop's backoff), or stops the newest above it.
-void HeadCore::KeepReplicas(const Service& s, TimeMs now) {
-  const std::string& name = s.spec.name;
-  std::vector<JobId> live(services().Live(name).begin(), services().Live(name).end());
-  int32_t count = 0;
-  for (JobId id : live) {
-    const Run* run = state_.jobs.at(id).CurrentRun();
-    if (!(run && run->stop_requested)) ++count;  // one being stopped is no longer counted
-  }
-  for (auto it = live.rbegin(); it != live.rend() && count > s.desired; ++it) {
-    StopReplica(Caller::System(), state_.jobs.at(*it),
-                "service scaled to " + std::to_string(s.desired), now);
-    --count;
-  }
-  explained_.ServiceFine(name);
-  if (count >= s.desired) return;
-  int32_t recent = 0;
-  if (DurationMs wait = CrashBackoff(services().FailedAt(name), now, &recent); wait > 0) {
-    explained_.ServiceShort(
-        name, "crash loop: " + std::to_string(recent) + " replicas failed in the last " +
-                  FormatDuration(kCrashWindow) + "; next replica in " + FormatDuration(wait));
-    return;
-  }
-  for (; count < s.desired; ++count) {
-    JobSpec spec = ReplicaSpec(s.spec, count >= s.spec.min_replicas);
-    auto job = Submit(Caller::System(), std::move(spec), s.spec.owner, now);
-    if (!job.ok()) {
-      explained_.ServiceShort(name, "cannot start a replica: " + job.status().message());
-      return;
-    }
-  }
 }
 
 }  // namespace corral::head

@@ -27,6 +27,8 @@ class Services {
   // When its latest replicas that failed ended (ascending, the last kKeptFailures): a
   // crash loop's backoff is counted from them.
   const std::vector<TimeMs>& FailedAt(const std::string& service) const;
+  // How many of its replicas of `version` failed at or after `since` (of the latest kept).
+  int32_t FailuresSince(const std::string& service, int32_t version, TimeMs since) const;
   Json Summary() const;  // for HeadCore::DerivedSummary
   bool operator==(const Services&) const = default;
 
@@ -36,6 +38,8 @@ class Services {
   void Ended(const ClusterState& s, const Job& job);
   std::map<std::string, std::set<JobId>> live_;           // no empty sets
   std::map<std::string, std::vector<TimeMs>> failed_at_;  // no empty vectors
+  // The same failures with the version each replica ran, in the order they ended.
+  std::map<std::string, std::vector<std::pair<TimeMs, int32_t>>> failed_versions_;
 };
 
 // A crash loop's backoff: after the n-th failure within kCrashWindow, the next replica starts
@@ -56,6 +60,9 @@ struct ServiceReplica {
   std::string host;  // the node's advertised address, without the port
   int32_t port = 0;  // where the replica listens on it (0 while pending)
   bool running = false;
+  int32_t version = 1;    // of the service's template it runs
+  bool ready = false;     // it answered its readiness check once
+  bool draining = false;  // leaving: no new requests
 };
 struct ServiceView {
   Service service;

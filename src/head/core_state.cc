@@ -192,6 +192,9 @@ void HeadCore::Index(const Change& c) {
     void operator()(const ServiceCreated&) {}
     void operator()(const ServiceUpdated&) {}
     void operator()(const ServiceRemoved&) {}
+    void operator()(const ServiceRolloutStarted&) {}
+    void operator()(const ServiceRolloutEnded&) {}
+    void operator()(const ServiceReplicaMarked&) {}
     void operator()(const JobsRetired& e) { core.OnRetired(e); }
   };
   MarkDirty(c);
@@ -253,6 +256,9 @@ void HeadCore::MarkDirty(const Change& c) {
     void operator()(const ServiceCreated&) { d.services = true; }
     void operator()(const ServiceUpdated&) { d.services = true; }
     void operator()(const ServiceRemoved&) { d.services = true; }
+    void operator()(const ServiceRolloutStarted&) { d.services = true; }
+    void operator()(const ServiceRolloutEnded&) { d.services = true; }
+    void operator()(const ServiceReplicaMarked&) { d.services = true; }
     void operator()(const TokenIssued&) { d.credentials = true; }
     void operator()(const TokenRevoked&) { d.credentials = true; }
   };

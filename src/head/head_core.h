@@ -317,6 +317,15 @@ class HeadCore {
                                TimeMs now);
   // Stops a live replica (admins: the head's liveness probes); the service starts another.
   Result<Job> ReplaceReplica(const Caller& by, JobId job, const std::string& reason, TimeMs now);
+  // Starts a rolling update of a service's replica template (its owner, admins): replicas of
+  // the next version replace the old ones one at a time; one not ready in time, or failing,
+  // rolls it back (core_services.cc).
+  Result<Service> UpdateService(const Caller& by, const std::string& name,
+                                ServiceTemplatePatch patch, TimeMs now);
+  // The head's proxy (admins): a replica answered its readiness check; a draining replica has
+  // no request in flight any more and may stop.
+  Result<Job> ReportReplicaReady(const Caller& by, JobId job, TimeMs now);
+  Result<Job> ReportReplicaDrained(const Caller& by, JobId job, TimeMs now);
   // The services `by` may call: its own, those open to any user, all for admins.
   std::vector<ServiceView> ListServices(const Caller& by) const;
   Result<ServiceView> GetService(const Caller& by, const std::string& name) const;
@@ -504,9 +513,25 @@ class HeadCore {
   void KeepServices(TimeMs now);
   void KeepReplicas(const Service& s, TimeMs now);
   void StopReplica(const Caller& by, const Job& job, const std::string& reason, TimeMs now);
+  // A replica leaves: one that serves drains first (no new requests), any other stops at once.
+  void LeaveReplica(const Service& s, const Job& job, const std::string& reason, TimeMs now);
+  // Draining replicas whose drain time is over are stopped.
+  void StopDrainedReplicas(const Service& s, TimeMs now);
+  // An update in progress ends: done once every replica runs the new version and is ready,
+  // rolled back when a new replica fails or is not ready in time. True if it ended.
+  bool CheckRollout(const Service& s, TimeMs now);
+  // Replaces one replica of an older version: surges one of the current version, or (once
+  // every current one is ready) lets one old one leave.
+  void RollOneReplica(const Service& s, const std::vector<JobId>& current,
+                      const std::vector<JobId>& stale, TimeMs now);
+  // Submits one replica of the current version unless a crash loop's backoff holds it back.
+  bool StartReplica(const Service& s, int32_t index, TimeMs now);
   ServiceView ViewOf(const Caller& by, const Service& s) const;
   // A node whose agent can be asked (it has an address), for exec and logs.
   Result<const Node*> AgentNode(const std::string& name) const;
+  Result<const Service*> ManagedService(const Caller& by, const std::string& name, const char* verb,
+                                        bool hide_private) const;
+  Result<const Job*> LiveReplica(const Caller& by, JobId id) const;
   const Services& services() const { return indexes_.get<Services>(); }
   const ActiveRuns& active() const { return indexes_.get<ActiveRuns>(); }
 
