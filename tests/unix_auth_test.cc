@@ -24,28 +24,31 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr char kAna[] = "corral-ua-ana";  // a plain user
-constexpr char kBob[] = "corral-ua-bob";  // another plain user
-constexpr char kOli[] = "corral-ua-oli";  // in kOps, which the head maps to admin
-constexpr char kOps[] = "corral-ua-ops";
+// This process's own names (ctest runs each test in a process of its own, several at once): a
+// plain user, another, one in the group the head maps to admin, and that group.
+const std::string kAna = "corral-ua-ana-" + std::to_string(getpid());
+const std::string kBob = "corral-ua-bob-" + std::to_string(getpid());
+const std::string kOli = "corral-ua-oli-" + std::to_string(getpid());
+const std::string kOps = "corral-ua-ops-" + std::to_string(getpid());
 
 std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
 
-// The users and the group, made once for the suite and removed after it.
+// The users and the group, made once for the process and removed after it.
 class UnixAuth : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (geteuid() != 0) return;
     RunCommand({"/usr/sbin/groupadd", kOps});
-    for (const char* u : {kAna, kBob, kOli}) {
-      if (getpwnam(u) == nullptr)
-        RunCommand({"/usr/sbin/useradd", "--create-home", "--shell", "/bin/sh", u});
+    for (const std::string& u : {kAna, kBob, kOli}) {
+      RunCommand({"/usr/sbin/useradd", "--create-home", "--shell", "/bin/sh", u});
     }
     RunCommand({"/usr/sbin/usermod", "-a", "-G", kOps, kOli});
   }
   static void TearDownTestSuite() {
     if (geteuid() != 0) return;
-    for (const char* u : {kAna, kBob, kOli}) RunCommand({"/usr/sbin/userdel", "--remove", u});
+    for (const std::string& u : {kAna, kBob, kOli}) {
+      RunCommand({"/usr/sbin/userdel", "--remove", u});
+    }
     RunCommand({"/usr/sbin/groupdel", kOps});
   }
   void SetUp() override {
@@ -54,10 +57,10 @@ class UnixAuth : public ::testing::Test {
       if (ci != nullptr && std::string(ci) == "true") FAIL() << "CI runs this as root: not root";
       GTEST_SKIP() << "needs root: creates Unix users and runs corral and jobs as them";
     }
-    for (const char* u : {kAna, kBob, kOli}) {
-      ASSERT_NE(getpwnam(u), nullptr) << "useradd could not create " << u;
+    for (const std::string& u : {kAna, kBob, kOli}) {
+      ASSERT_NE(getpwnam(u.c_str()), nullptr) << "useradd could not create " << u;
     }
-    ASSERT_NE(getgrnam(kOps), nullptr) << "groupadd could not create " << kOps;
+    ASSERT_NE(getgrnam(kOps.c_str()), nullptr) << "groupadd could not create " << kOps;
   }
 
   // A cluster whose head serves a local socket and maps kOps to admin; its agent runs jobs as
@@ -68,8 +71,7 @@ class UnixAuth : public ::testing::Test {
                   .string();
     return std::make_unique<LocalCluster>(
         name, 1, 2,
-        std::vector<std::string>{"--unix-socket", socket_, "--unix-group-role",
-                                 std::string(kOps) + "=admin"},
+        std::vector<std::string>{"--unix-socket", socket_, "--unix-group-role", kOps + "=admin"},
         std::vector<std::string>{});
   }
 
@@ -114,7 +116,7 @@ Json WhoAmI(const CommandResult& r) { return Json::parse(r.out, nullptr, false);
 
 TEST_F(UnixAuth, AUnixUserIsWhoCorralSaysAndItsJobRunsAsThatUser) {
   auto c = StartCluster("unixauth-who");
-  struct passwd* ana = getpwnam(kAna);
+  struct passwd* ana = getpwnam(kAna.c_str());
   ASSERT_NE(ana, nullptr);
 
   auto who = As(kAna, {"whoami", "-o", "json"});
@@ -200,7 +202,8 @@ TEST_F(UnixAuth, AUserCannotClaimAnotherOrActOnAnothersJob) {
   EXPECT_EQ(exec_own.out, std::string(kBob) + "\n");
   auto exec_other = As(kAna, {"exec", bobs, "--", "/usr/bin/id", "-un"});
   EXPECT_NE(exec_other.exit_code, 0);
-  EXPECT_NE(exec_other.err.find("permission denied"), std::string::npos) << exec_other.err;
+  EXPECT_NE(exec_other.err.find("is for its owner (" + std::string(kBob) + ")"), std::string::npos)
+      << exec_other.err;
 
   auto own = As(kBob, {"cancel", bobs});
   EXPECT_EQ(own.exit_code, 0) << own.err;
@@ -211,8 +214,9 @@ TEST_F(UnixAuth, AUserCannotClaimAnotherOrActOnAnothersJob) {
     auto r = RunCommand({"/bin/cat", c->head_dir() + "/audit.log"});
     audit = r.out;
   }
-  EXPECT_NE(audit.find("\"from\":\"local uid " + std::to_string(getpwnam(kAna)->pw_uid) + "\""),
-            std::string::npos)
+  EXPECT_NE(
+      audit.find("\"from\":\"local uid " + std::to_string(getpwnam(kAna.c_str())->pw_uid) + "\""),
+      std::string::npos)
       << audit;
 }
 
