@@ -89,7 +89,9 @@ Result<ClientConfig> LoadClientConfig(const EnvLookup& env) {
         "CORRAL_ADDR=http://127.0.0.1:7070) "
         "and CORRAL_TOKEN, or write " +
         (path.empty() ? std::string("$HOME/.config/corral/config.json") : path) +
-        " as {\"addr\": \"http://HOST:PORT\", \"token\": \"...\"} (corral up writes it)");
+        " as {\"addr\": \"http://HOST:PORT\", \"token\": \"...\"} (corral up writes it); on a "
+        "head's host, corral uses its local socket without a token (CORRAL_SOCKET, default " +
+        kDefaultHeadSocket + ")");
   }
   while (cfg.addr.size() > 1 && cfg.addr.back() == '/') cfg.addr.pop_back();
   return cfg;
