@@ -349,6 +349,12 @@ void ApiService::Route(HttpRequest req, const std::vector<std::string>& parts,
   // The dashboard's own files; everything it shows comes from the API below, with its token.
   if (web::IsWebPath(req.path)) return respond(web::ServeWeb(req));
   if (!parts.empty() && parts[0] == "v" && req.path.size() > 3) {  // /v/NAME/: a service
+    if (req.peer) {
+      // A service's callers carry tokens of their own (or none the service asks for); the
+      // socket's one identity is its Unix user, which a service's replica does not see.
+      return respond(ErrorResponse(InvalidArgument(
+          "services (/v/NAME/) are served on the head's TCP address, not on the local socket")));
+    }
     if (auto refused = gates_.Admit(req.BearerToken(), req.remote, req.peer.has_value())) {
       return respond(std::move(*refused));
     }

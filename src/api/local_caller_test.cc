@@ -118,13 +118,14 @@ TEST_F(LocalCaller, AnUnnamedUidIsRefusedAndAgentsRoutesAreNotForUsers) {
       Call("GET", "/v1/whoami", nullptr, net::PeerCredentials{4000000123u, 4000000123u, 1});
   EXPECT_EQ(unnamed.status, 401);
   EXPECT_NE(unnamed.error().find("uid 4000000123 has no user name"), std::string::npos);
+  EXPECT_EQ(Call("GET", "/v/svc/").status, 400) << "services are the TCP address's";
   Reply registered = Call("POST", "/v1/agent/register",
-                         Json{{"name", "n1"},
-                              {"address", "n1:7071"},
-                              {"cpu_milli", 8000},
-                              {"memory_mb", 16000},
-                              {"gpus", Json::array()},
-                              {"protocol", kAgentProtocol}});
+                          Json{{"name", "n1"},
+                               {"address", "n1:7071"},
+                               {"cpu_milli", 8000},
+                               {"memory_mb", 16000},
+                               {"gpus", Json::array()},
+                               {"protocol", kAgentProtocol}});
   EXPECT_EQ(registered.status, 403) << registered.body.dump();
   EXPECT_NE(registered.error().find("takes its credential, not a Unix user"), std::string::npos);
 }

@@ -43,7 +43,7 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
-using local = asio::local::stream_protocol;
+using unix_stream = asio::local::stream_protocol;
 using boost::system::error_code;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
@@ -104,9 +104,9 @@ struct HttpServer::Impl {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   std::vector<std::shared_ptr<ListenerBase>> listeners;  // owner thread only
   std::vector<std::string> unix_paths;                   // owner thread only: removed at Stop
-  std::vector<std::thread> threads;                  // owner thread only
-  bool started = false;                              // owner thread only
-  bool stopped = false;                              // owner thread only
+  std::vector<std::thread> threads;                      // owner thread only
+  bool started = false;                                  // owner thread only
+  bool stopped = false;                                  // owner thread only
 
   explicit Impl(Handler h, HttpServerOptions o) : handler(std::move(h)), options(o) {}
 
@@ -119,7 +119,7 @@ struct HttpServer::Impl {
   std::shared_ptr<void> HandOver(SessionBase* s);
   // Starts serving an accepted connection (on its strand's executor).
   void Adopt(tcp::socket socket);
-  void Adopt(local::socket socket);
+  void Adopt(unix_stream::socket socket);
 };
 
 // What the server and the Responders need of a connection, whatever its stream.
@@ -133,9 +133,9 @@ class SessionBase : public std::enable_shared_from_this<SessionBase> {
   // when called on this connection's strand (a handler answering at once), else posts.
   virtual void PostResponse(uint64_t seq, HttpResponse response) = 0;
 
-  std::string address;   // the client's, without the port; set before Register
+  std::string address;                  // the client's, without the port; set before Register
   std::optional<PeerCredentials> peer;  // a Unix listener's connection: set before Start
-  bool counted = false;  // GUARDED_BY(Impl::mu): counted in Impl::per_address
+  bool counted = false;                 // GUARDED_BY(Impl::mu): counted in Impl::per_address
 };
 
 template <typename Stream>
@@ -563,7 +563,7 @@ void HttpServer::Impl::Adopt(tcp::socket socket) {
 // shutdown, close), so once its peer's credentials are read the connection is carried in a
 // tcp::socket handle and served like any other, over plain HTTP (the kernel carries it). Nothing
 // TCP-specific is asked of it: its address comes from the credentials, not remote_endpoint().
-void HttpServer::Impl::Adopt(local::socket socket) {
+void HttpServer::Impl::Adopt(unix_stream::socket socket) {
   struct ucred cred {};
   socklen_t len = sizeof(cred);
   if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
@@ -668,9 +668,9 @@ namespace {
 // Whether a process accepts connections on the Unix socket at `path` now.
 bool UnixSocketAnswers(const std::string& path) {
   asio::io_context ioc;
-  local::socket probe(ioc);
+  unix_stream::socket probe(ioc);
   error_code ec;
-  probe.connect(local::endpoint(path), ec);
+  probe.connect(unix_stream::endpoint(path), ec);
   return !ec;
 }
 
@@ -692,13 +692,13 @@ Status HttpServer::ListenUnix(const std::string& path) {
     ::unlink(path.c_str());  // left by a process that is gone
   }
   error_code ec;
-  local::acceptor acceptor(asio::make_strand(s.ioc));
+  unix_stream::acceptor acceptor(asio::make_strand(s.ioc));
   auto fail = [&](const char* step) -> Status {
     return Unavailable(where + step + ": " + ec.message());
   };
-  acceptor.open(local(), ec);
+  acceptor.open(unix_stream(), ec);
   if (ec) return fail("open");
-  acceptor.bind(local::endpoint(path), ec);
+  acceptor.bind(unix_stream::endpoint(path), ec);
   if (ec) return fail("bind");
   // Every local user may connect: who they are is what the kernel says of them.
   if (::chmod(path.c_str(), 0666) != 0) {
@@ -710,7 +710,7 @@ Status HttpServer::ListenUnix(const std::string& path) {
     ::unlink(path.c_str());
     return fail("listen");
   }
-  auto listener = std::make_shared<Listener<local>>(impl_.get(), std::move(acceptor));
+  auto listener = std::make_shared<Listener<unix_stream>>(impl_.get(), std::move(acceptor));
   s.listeners.push_back(listener);
   s.unix_paths.push_back(path);
   if (s.started) listener->Start();
