@@ -122,8 +122,11 @@ class Agent {
   Result<ExecTarget> ExecTargetOf(const std::string& run_id, int32_t replica) {
     return supervisor_->ExecTargetOf(run_id, replica);
   }
-  // The agent's Prometheus metrics (per-GPU use). Any thread, before or during Run().
-  std::string RenderMetrics() { return monitor_->RenderMetrics(); }
+  // The agent's Prometheus metrics (per-GPU use, the dataset cache). Any thread, before or
+  // during Run().
+  std::string RenderMetrics() {
+    return monitor_->RenderMetrics() + supervisor_->RenderDatasetMetrics();
+  }
 
  private:
   Status Init();

@@ -205,5 +205,60 @@ TEST(DatasetStager, StagesThenGivesTheOrderItsDatasetsPlaces) {
   stager.Release({"5.1", 0});
 }
 
+// The value of a series in Prometheus text ("" when absent).
+std::string Series(const std::string& text, const std::string& series) {
+  size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return "";
+  at += series.size() + 2;
+  return text.substr(at, text.find('\n', at) - at);
+}
+
+std::optional<Result<RunOrder>> StageAndWait(DatasetStager& stager, const std::string& run_id,
+                                             const DatasetRef& ref) {
+  RunOrder order = testing::ShellOrder(run_id, "true");
+  order.datasets = {ref};
+  stager.Start(order);
+  std::optional<Result<RunOrder>> staged;
+  EXPECT_TRUE(testing::WaitFor([&] { return (staged = stager.Take({run_id, 0})).has_value(); }));
+  return staged;
+}
+
+TEST(DatasetStager, MetricsCountHitsFetchesBytesFailuresAndEvictions) {
+  TempDir tmp;
+  DatasetRef a = MakeSource(tmp.path() + "/a", "a", 4, 10000);
+  DatasetRef b = MakeSource(tmp.path() + "/b", "b", 4, 10000);
+  DatasetCacheConfig config{tmp.path() + "/cache"};
+  config.limit_bytes = a.bytes + b.bytes / 2;  // both together are over the high watermark
+  DatasetStager stager(config, /*as_owner=*/false, "node7");
+  const std::string none = stager.RenderMetrics();
+  EXPECT_EQ(Series(none, "corral_dataset_stage_ins_total{result=\"cached\"}"), "0");
+  EXPECT_EQ(Series(none, "corral_dataset_cache_bytes"), "0");
+
+  ASSERT_TRUE(StageAndWait(stager, "1.1", a)->ok());
+  ASSERT_TRUE(StageAndWait(stager, "2.1", a)->ok());  // the same version: a hit
+  DatasetRef gone = b;
+  gone.source = tmp.path() + "/nowhere";
+  EXPECT_FALSE(StageAndWait(stager, "3.1", gone)->ok());
+  std::string text = stager.RenderMetrics();
+  EXPECT_EQ(Series(text, "corral_dataset_stage_ins_total{result=\"fetched\"}"), "1");
+  EXPECT_EQ(Series(text, "corral_dataset_stage_ins_total{result=\"cached\"}"), "1");
+  EXPECT_EQ(Series(text, "corral_dataset_stage_ins_total{result=\"failed\"}"), "1");
+  EXPECT_EQ(Series(text, "corral_dataset_source_read_bytes_total{source=\"" + a.source + "\"}"),
+            std::to_string(a.bytes));
+  EXPECT_EQ(Series(text, "corral_dataset_fetch_seconds_count"), "1");
+  EXPECT_EQ(Series(text, "corral_dataset_cache_datasets"), "1");
+  EXPECT_EQ(Series(text, "corral_dataset_cache_limit_bytes"), std::to_string(config.limit_bytes));
+
+  // Both runs of a end; b comes in over the watermark, and a (unpinned) goes.
+  stager.Release({"1.1", 0});
+  stager.Release({"2.1", 0});
+  ASSERT_TRUE(StageAndWait(stager, "4.1", b)->ok());
+  EXPECT_EQ(stager.Held(), std::vector<std::string>{b.digest});
+  text = stager.RenderMetrics();
+  EXPECT_EQ(Series(text, "corral_dataset_evictions_total"), "1");
+  EXPECT_EQ(Series(text, "corral_dataset_cache_datasets"), "1");
+  stager.Release({"4.1", 0});
+}
+
 }  // namespace
 }  // namespace corral::agent

@@ -20,9 +20,55 @@ struct DatasetStager::Job {
   }
 };
 
+namespace {
+
+constexpr char kCacheBytes[] = "corral_dataset_cache_bytes";
+constexpr char kCacheLimit[] = "corral_dataset_cache_limit_bytes";
+constexpr char kCacheDatasets[] = "corral_dataset_cache_datasets";
+constexpr char kStageIns[] = "corral_dataset_stage_ins_total";
+constexpr char kSourceBytes[] = "corral_dataset_source_read_bytes_total";
+constexpr char kFetchSeconds[] = "corral_dataset_fetch_seconds";
+constexpr char kEvictions[] = "corral_dataset_evictions_total";
+
+void DescribeDatasetMetrics(MetricsRegistry& m) {
+  using T = MetricsRegistry::Type;
+  m.Describe(kCacheBytes, T::kGauge, "Bytes of complete datasets in the node's cache.");
+  m.Describe(kCacheLimit, T::kGauge, "The cache's size limit in bytes (0: none).");
+  m.Describe(kCacheDatasets, T::kGauge, "Complete dataset versions in the cache.");
+  m.Describe(kStageIns, T::kCounter,
+             "Datasets staged for runs, by result: cached (a hit), fetched, failed.");
+  m.Describe(kSourceBytes, T::kCounter, "Bytes fetched from each dataset source.");
+  m.Describe(kFetchSeconds, T::kHistogram, "Time to fetch a dataset into the cache.",
+             MetricsRegistry::LatencyBuckets());
+  m.Describe(kEvictions, T::kCounter, "Unpinned datasets evicted over the high watermark.");
+}
+
+}  // namespace
+
 DatasetStager::DatasetStager(DatasetCacheConfig config, bool as_owner, std::string node)
     : cache_(std::move(config)), as_owner_(as_owner), node_(std::move(node)) {
   cache_.CleanInterrupted();
+  DescribeDatasetMetrics(metrics_);
+  for (const char* result : {"cached", "fetched", "failed"}) {
+    metrics_.Add(kStageIns, {{"result", result}}, 0);  // each result present from the start
+  }
+  metrics_.Add(kEvictions, {}, 0);
+}
+
+void DatasetStager::Count(const DatasetRef& r, const Result<StagedDataset>& staged) {
+  if (!staged.ok()) return metrics_.Add(kStageIns, {{"result", "failed"}}, 1);
+  metrics_.Add(kStageIns, {{"result", staged->fetched ? "fetched" : "cached"}}, 1);
+  if (!staged->fetched) return;
+  metrics_.Add(kSourceBytes, {{"source", r.source}}, static_cast<double>(r.bytes));
+  metrics_.Observe(kFetchSeconds, {}, static_cast<double>(staged->fetch_ms) / 1000.0);
+}
+
+std::string DatasetStager::RenderMetrics() const {
+  DatasetCacheUsage u = cache_.Usage();
+  metrics_.Set(kCacheBytes, {}, static_cast<double>(u.bytes));
+  metrics_.Set(kCacheLimit, {}, static_cast<double>(u.limit_bytes));
+  metrics_.Set(kCacheDatasets, {}, u.datasets);
+  return metrics_.Render();
 }
 
 DatasetStager::~DatasetStager() {
@@ -68,6 +114,7 @@ void DatasetStager::Stage(std::shared_ptr<Job> job) {
     };
     progress(0);
     auto staged = cache_.Acquire(r, who ? &*who : nullptr, progress);
+    Count(r, staged);
     if (!staged.ok()) {
       status = staged.status();
       break;
@@ -133,7 +180,10 @@ void DatasetStager::Release(const StagingKey& key) {
 
 std::vector<std::string> DatasetStager::Held() {
   int evicted = cache_.Evict();
-  if (evicted > 0) spdlog::info("dataset cache: evicted {} unused datasets", evicted);
+  if (evicted > 0) {
+    spdlog::info("dataset cache: evicted {} unused datasets", evicted);
+    metrics_.Add(kEvictions, {}, evicted);
+  }
   return cache_.Usage().digests;
 }
 

@@ -15,6 +15,7 @@
 
 #include "agent/dataset_cache.h"
 #include "core/agent_protocol.h"
+#include "core/metrics.h"
 #include "core/status.h"
 
 namespace corral::agent {
@@ -49,14 +50,20 @@ class DatasetStager {
   void Release(const StagingKey& key);
   // Evicts over the high watermark; the digests the cache holds.
   std::vector<std::string> Held();
+  // The cache's metrics for the agent's /metrics: its size and limit now, stage-ins by result
+  // (the hit ratio is cached over cached + fetched), bytes read from each source, fetch
+  // times, evictions. Any thread.
+  std::string RenderMetrics() const;
 
  private:
   struct Job;
   void Stage(std::shared_ptr<Job> job);
+  void Count(const DatasetRef& r, const Result<StagedDataset>& staged);
 
   DatasetCache cache_;
   const bool as_owner_;
   const std::string node_;
+  mutable MetricsRegistry metrics_;  // thread-safe itself
   mutable std::mutex mu_;
   std::map<StagingKey, std::shared_ptr<Job>> jobs_;  // GUARDED_BY(mu_)
 };

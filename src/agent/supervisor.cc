@@ -294,6 +294,11 @@ std::vector<std::string> Supervisor::HeldDatasets() {
   return stager_ == nullptr ? std::vector<std::string>{} : stager_->Held();
 }
 
+std::string Supervisor::RenderDatasetMetrics() {
+  std::lock_guard lock(mu_);
+  return stager_ == nullptr ? std::string() : stager_->RenderMetrics();
+}
+
 int Supervisor::RunningCount() {
   std::lock_guard lock(mu_);
   int n = 0;

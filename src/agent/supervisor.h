@@ -65,6 +65,8 @@ class Supervisor {
   void SetDatasetCache(DatasetCacheConfig config, bool as_owner, const std::string& node);
   // The digests of the datasets the node's cache holds (after evicting over its watermark).
   std::vector<std::string> HeldDatasets();
+  // The dataset cache's metrics ("" without a cache).
+  std::string RenderDatasetMetrics();
   // The jobs of the running runs on each GPU index (several with shared GPUs).
   std::map<int32_t, std::set<JobId>> GpuHolders();
 

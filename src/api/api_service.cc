@@ -378,120 +378,64 @@ void ApiService::Route(HttpRequest req, const std::vector<std::string>& parts,
   found->handle(*this, req, args, std::move(respond));
 }
 
+namespace {
+
+// Output so far of a job whose run has not started on its agent yet: none, from where the
+// client is.
+HttpResponse NoOutputYet(int64_t offset, const std::string& state) {
+  HttpResponse r;
+  r.content_type = "text/plain";
+  r.headers["X-Corral-Next-Offset"] = std::to_string(offset);
+  r.headers["X-Corral-Job-State"] = state;
+  return r;
+}
+
+}  // namespace
+
+// The core finds the output (LocateLogs); this relays the read to the agent there with a grant
+// for that run alone.
 void ApiService::HandleLogs(const HttpRequest& req, const PathArgs& args, Responder respond) {
-  auto job_id = PathJobId(args.at(0));
-  if (!job_id.ok()) return respond(ErrorResponse(job_id.status()));
-  const JobId id = *job_id;
-  std::string stream = req.query.count("stream") ? req.query.at("stream") : "stdout";
-  if (stream != "stdout" && stream != "stderr") {
-    return respond(ErrorResponse(
-        InvalidArgument("query 'stream': got \"" + stream + "\", want stdout or stderr")));
-  }
-  auto replica = QueryInt(req, "replica", 0, 0, 4095);
-  auto task = QueryInt(req, "task", 0, 0, 1023);
-  auto offset = QueryInt(req, "offset", 0, 0, INT64_MAX);
-  auto max = QueryInt(req, "max", 1 << 16, 1, 1 << 22);
-  auto step = QueryInt(req, "step", -1, -1, INT32_MAX);  // -1: the job's own processes
-  for (const auto* r : {&replica, &task, &offset, &max, &step}) {
-    if (!r->ok()) return respond(ErrorResponse(r->status()));
-  }
-  head::Presented who = Who(req);
-  head_->Run(
-      who, head::GetJob{id, /*for_logs=*/true},
-      [this, who, respond, stream, replica = *replica, task = *task, offset = *offset, max = *max,
-       step = *step](Result<Job> job) mutable {
-        if (!job.ok()) return respond(ErrorResponse(job.status()));
-        const Run* run = nullptr;
-        for (auto it = job->runs.rbegin(); it != job->runs.rend(); ++it) {
-          if (!it->placement.empty()) {
-            run = &*it;
-            break;
-          }
-        }
-        std::string state = JobStateName(job->state);
-        if (!run) {
-          HttpResponse r;
-          r.content_type = "text/plain";
-          r.headers["X-Corral-Next-Offset"] = std::to_string(offset);
-          r.headers["X-Corral-Job-State"] = state;
-          return respond(std::move(r));
-        }
-        if (replica >= static_cast<int64_t>(run->placement.size())) {
-          return respond(ErrorResponse(InvalidArgument("query 'replica': the job has " +
-                                                       std::to_string(run->placement.size()) +
-                                                       " replica(s)")));
-        }
-        int32_t tasks = run->placement[replica].tasks;
-        if (step >= 0) {
-          // A step's share on this replica's node: its own run there, its own task count.
-          if (step >= static_cast<int64_t>(run->steps.size())) {
-            return respond(ErrorResponse(InvalidArgument(
-                "query 'step': the run has " + std::to_string(run->steps.size()) + " step(s)")));
-          }
-          const Step& s = run->steps[step];
-          auto at = std::find(s.replicas.begin(), s.replicas.end(), replica);
-          if (at == s.replicas.end()) {
-            return respond(ErrorResponse(
-                InvalidArgument("query 'replica': step " + std::to_string(step) +
-                                " does not run on replica " + std::to_string(replica))));
-          }
-          tasks = s.tasks[at - s.replicas.begin()];
-        }
-        if (task >= std::max<int64_t>(1, tasks)) {
-          return respond(ErrorResponse(
-              InvalidArgument("query 'task': replica " + std::to_string(replica) + " has " +
-                              std::to_string(std::max<int32_t>(1, tasks)) + " task(s)")));
-        }
-        std::string node = run->placement[replica].node;
-        std::string run_id =
-            step >= 0 ? StepRunId(RunId{job->id, run->attempt}, static_cast<int32_t>(step))
-                      : ToString(RunId{job->id, run->attempt});
-        head_->Run(who, head::GetNode{node},
-                   [this, respond, node, run_id, stream, replica, task, offset, max,
-                    state](Result<Node> found) mutable {
-                     std::string address = found.ok() ? found->address : "";
-                     if (address.empty()) {
-                       // A 503 would be retried as a head without a leader; this will not mend.
-                       return respond(ErrorResponse(FailedPrecondition(
-                           "node " + node + " has no address to read the job's logs at")));
-                     }
-                     // A grant for this run's log on this node alone.
-                     auto grant = head_->RelayGrantFor(node, run_id);
-                     if (!grant.ok()) return respond(ErrorResponse(grant.status()));
-                     std::string token = *grant;
-                     // Asynchronous: a slow or unreachable agent holds a socket, not a thread.
-                     proxy_->Request(
-                         (agent_tls_.issue_log_cert ? "https://" : "http://") + address, token,
-                         "GET",
-                         "/v1/runs/" + run_id + "/logs?" +
-                             net::EncodeQuery({{"replica", std::to_string(replica)},
-                                               {"task", std::to_string(task)},
-                                               {"stream", stream},
-                                               {"offset", std::to_string(offset)},
-                                               {"max", std::to_string(max)}}),
-                         std::chrono::seconds(10),
-                         [respond, offset, state](Result<net::HttpResponse> r) mutable {
-                           if (!r.ok()) return respond(RelayErrorResponse(r.status()));
-                           if (r->status == 404 && state == JobStateName(JobState::kScheduled)) {
-                             // Placed, and the agent has not started it yet: no output so far.
-                             HttpResponse empty;
-                             empty.content_type = "text/plain";
-                             empty.headers["X-Corral-Next-Offset"] = std::to_string(offset);
-                             empty.headers["X-Corral-Job-State"] = state;
-                             return respond(std::move(empty));
-                           }
-                           HttpResponse out;
-                           out.status = r->status;
-                           out.content_type = r->status == 200 ? "text/plain" : "application/json";
-                           out.body = std::move(r->body);
-                           auto next = r->headers.find("x-corral-next-offset");
-                           out.headers["X-Corral-Next-Offset"] =
-                               next != r->headers.end() ? next->second : std::to_string(offset);
-                           out.headers["X-Corral-Job-State"] = state;
-                           respond(std::move(out));
-                         });
-                   });
-      });
+  auto read = DecodeLogRead(req, args);
+  if (!read.ok()) return respond(ErrorResponse(read.status()));
+  head_->Run(Who(req), read->locate,
+             [this, respond, read = *read](Result<head::LogSource> at) mutable {
+               if (!at.ok()) return respond(ErrorResponse(at.status()));
+               std::string state = JobStateName(at->job_state);
+               if (at->run_id.empty()) return respond(NoOutputYet(read.offset, state));
+               auto grant = head_->RelayGrantFor(at->node, at->run_id);
+               if (!grant.ok()) return respond(ErrorResponse(grant.status()));
+               RelayLogRead(*at, read, *grant, std::move(respond));
+             });
+}
+
+void ApiService::RelayLogRead(const head::LogSource& at, const LogRead& read,
+                              const std::string& grant, Responder respond) {
+  std::string state = JobStateName(at.job_state);
+  const int64_t offset = read.offset;
+  // Asynchronous: a slow or unreachable agent holds a socket, not a thread.
+  proxy_->Request((agent_tls_.issue_log_cert ? "https://" : "http://") + at.address, grant, "GET",
+                  "/v1/runs/" + at.run_id + "/logs?" +
+                      net::EncodeQuery({{"replica", std::to_string(read.locate.query.replica)},
+                                        {"task", std::to_string(read.locate.query.task)},
+                                        {"stream", read.stream},
+                                        {"offset", std::to_string(offset)},
+                                        {"max", std::to_string(read.max)}}),
+                  std::chrono::seconds(10),
+                  [respond, offset, state, scheduled = at.job_state == JobState::kScheduled](
+                      Result<net::HttpResponse> r) mutable {
+                    if (!r.ok()) return respond(RelayErrorResponse(r.status()));
+                    // Placed, and the agent has not started it yet: no output so far.
+                    if (r->status == 404 && scheduled) return respond(NoOutputYet(offset, state));
+                    HttpResponse out;
+                    out.status = r->status;
+                    out.content_type = r->status == 200 ? "text/plain" : "application/json";
+                    out.body = std::move(r->body);
+                    auto next = r->headers.find("x-corral-next-offset");
+                    out.headers["X-Corral-Next-Offset"] =
+                        next != r->headers.end() ? next->second : std::to_string(offset);
+                    out.headers["X-Corral-Job-State"] = state;
+                    respond(std::move(out));
+                  });
 }
 
 void ApiService::HandleEvents(const HttpRequest& req, const PathArgs& args, Responder respond) {

@@ -78,6 +78,8 @@ class ApiService {
   // answer), the event stream (long polls or server-sent events), an agent's registration
   // (with its log endpoint's certificate).
   void HandleLogs(const net::HttpRequest& req, const PathArgs& args, net::Responder respond);
+  void RelayLogRead(const head::LogSource& at, const LogRead& read, const std::string& grant,
+                    net::Responder respond);
   void HandleEvents(const net::HttpRequest& req, const PathArgs& args, net::Responder respond);
   void HandleRegister(const net::HttpRequest& req, const PathArgs& args, net::Responder respond);
   // `corral exec` (exec_proxy.h).

@@ -118,7 +118,31 @@ Result<head::ListJobs> DecodeListJobs(const HttpRequest& req, const PathArgs&) {
 Result<head::GetJob> DecodeGetJob(const HttpRequest&, const PathArgs& args) {
   auto id = PathJobId(args.at(0));
   if (!id.ok()) return id.status();
-  return head::GetJob{*id, false};
+  return head::GetJob{*id};
+}
+
+Result<LogRead> DecodeLogRead(const HttpRequest& req, const PathArgs& args) {
+  auto id = PathJobId(args.at(0));
+  if (!id.ok()) return id.status();
+  LogRead out;
+  out.locate.id = *id;
+  if (auto s = req.query.find("stream"); s != req.query.end()) out.stream = s->second;
+  if (out.stream != "stdout" && out.stream != "stderr") {
+    return InvalidArgument("query 'stream': got \"" + out.stream + "\", want stdout or stderr");
+  }
+  auto replica = QueryInt(req, "replica", 0, 0, 4095);
+  auto task = QueryInt(req, "task", 0, 0, 1023);
+  auto offset = QueryInt(req, "offset", 0, 0, INT64_MAX);
+  auto max = QueryInt(req, "max", 1 << 16, 1, 1 << 22);
+  auto step = QueryInt(req, "step", -1, -1, INT32_MAX);  // -1: the job's own processes
+  for (const auto* r : {&replica, &task, &offset, &max, &step}) {
+    if (!r->ok()) return r->status();
+  }
+  out.locate.query = {static_cast<int32_t>(*replica), static_cast<int32_t>(*task),
+                      static_cast<int32_t>(*step)};
+  out.offset = *offset;
+  out.max = *max;
+  return out;
 }
 
 Result<head::CancelJob> DecodeCancelJob(const HttpRequest& req, const PathArgs& args) {

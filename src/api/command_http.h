@@ -27,6 +27,15 @@ Result<C> NoFields(const net::HttpRequest&, const PathArgs&) {
 Result<head::SubmitJob> DecodeSubmitJob(const net::HttpRequest& req, const PathArgs& args);
 Result<head::ListJobs> DecodeListJobs(const net::HttpRequest& req, const PathArgs& args);
 Result<head::GetJob> DecodeGetJob(const net::HttpRequest& req, const PathArgs& args);
+// GET /v1/jobs/{id}/logs?replica=&task=&step=&stream=&offset=&max=: the command that finds the
+// output, and what the agent is asked for there.
+struct LogRead {
+  head::LocateLogs locate;
+  std::string stream = "stdout";  // or stderr
+  int64_t offset = 0;
+  int64_t max = 1 << 16;
+};
+Result<LogRead> DecodeLogRead(const net::HttpRequest& req, const PathArgs& args);
 Result<head::CancelJob> DecodeCancelJob(const net::HttpRequest& req, const PathArgs& args);
 Result<head::SignalJob> DecodeSignalJob(const net::HttpRequest& req, const PathArgs& args);
 Result<head::RequeueJob> DecodeRequeueJob(const net::HttpRequest& req, const PathArgs& args);

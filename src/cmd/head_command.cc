@@ -20,7 +20,7 @@
 #include "cmd/service_notifier.h"
 #include "cmd/signals.h"
 #include "core/spec.h"
-#include "head/warm_state.h"
+#include "head/standby.h"
 #include "net/http_server.h"
 #include "notify/notifier.h"
 #include "store/private_files.h"
@@ -47,56 +47,37 @@ int MigrateOnly(const std::string& store_url, const std::string& state_dir) {
   return 0;
 }
 
-// Several heads on one PostgreSQL: until this one takes the leader's lock it stands by,
-// keeping a warm copy of the state and sending clients to the leader. Returns the warm
-// state once it leads, or nullopt when a stop signal came first (`*stopped`) or the store
-// failed.
-// A standby is a running service (READY=1 with its status): it serves clients, sending them on.
+// Several heads on one PostgreSQL: until this one takes the leader's lock it stands by
+// (head/standby.h), sending clients to the leader. A standby is a running service (READY=1
+// with its status). Returns the warm state once it leads, or nullopt when a stop signal came
+// first (`*stopped`) or the store failed.
 std::optional<head::ClusterState> StandBy(store::Store& store, api::LeaderGate& gate,
                                           const std::string& self_url, ServiceNotifier& notifier,
                                           bool* stopped) {
-  auto warm = head::WarmState::Load(store);
+  head::StandbyHooks hooks;
+  hooks.leader = [&gate](const std::string& url) { gate.SetLeaderUrl(url); };
+  hooks.standing_by = [&](uint64_t revision, const std::string& leader) {
+    std::string leader_url = leader.empty() ? "unknown" : leader;
+    std::cout << "corral head: standby on " << self_url << " (revision " << revision << "), leader "
+              << leader_url << std::endl;
+    if (Status st = notifier.Ready("standby, leader " + leader_url); !st.ok()) {
+      std::cerr << "corral head: " << st.ToString() << std::endl;
+    }
+  };
+  hooks.trouble = [](const Status& st) {
+    std::cerr << "corral head: " << st.ToString() << std::endl;
+  };
+  hooks.wait_or_stop = [&notifier, stopped] {
+    notifier.Alive();
+    *stopped = PollStopSignal(500) != 0;
+    return *stopped;
+  };
+  auto warm = head::StandByUntilLeader(store, hooks);
   if (!warm.ok()) {
     std::cerr << "corral head: " << warm.status().ToString() << "\n";
     return std::nullopt;
   }
-  bool said = false;
-  std::string last_refusal;  // said once, not every poll
-  for (;;) {
-    auto term = store.TryLead();
-    if (term.ok() && term->has_value()) break;
-    std::string refusal = term.ok() ? "" : term.status().ToString();
-    if (!refusal.empty() && refusal != last_refusal) {
-      std::cerr << "corral head: " << refusal << std::endl;
-    }
-    last_refusal = refusal;
-    if (Status st = warm->CatchUp(store); !st.ok()) {
-      std::cerr << "corral head: standby cannot follow the store: " << st.ToString() << std::endl;
-    }
-    auto leader = store.ReadMeta(store::kLeaderUrlKey);
-    if (leader.ok()) gate.SetLeaderUrl(*leader);
-    if (!said) {
-      std::string leader_url = leader.ok() && !leader->empty() ? *leader : "unknown";
-      std::cout << "corral head: standby on " << self_url << " (revision " << warm->revision()
-                << "), leader " << leader_url << std::endl;
-      if (Status st = notifier.Ready("standby, leader " + leader_url); !st.ok()) {
-        std::cerr << "corral head: " << st.ToString() << std::endl;
-      }
-      said = true;
-    }
-    notifier.Alive();
-    if (PollStopSignal(500) != 0) {
-      *stopped = true;
-      return std::nullopt;
-    }
-  }
-  // The lock is ours and the term moved on (its commit replicated): the old leader can
-  // commit nothing more, and what the store holds now is what survives.
-  if (Status st = warm->TakeOver(store); !st.ok()) {
-    std::cerr << "corral head: " << st.ToString() << "\n";
-    return std::nullopt;
-  }
-  return std::move(*warm).Take();
+  return std::move(*warm);
 }
 
 // The job notifier's settings from --webhook, --sendmail and --mail-domain.

@@ -36,12 +36,19 @@ struct SubmitJob {
   }
 };
 
-// Answered by the shell: a retired job is read from the store. `for_logs`: only for those who
-// may read its output.
+// Answered by the shell: a retired job is read from the store.
 struct GetJob {
   using Answer = Job;
   JobId id = 0;
-  bool for_logs = false;
+};
+
+// Where a job's output is, for those who may read it (its owner, who manages it, its own
+// steps). Answered by the shell, which reads a retired job from the store; the core checks the
+// query against the run and finds the agent.
+struct LocateLogs {
+  using Answer = LogSource;
+  JobId id = 0;
+  LogQuery query;
 };
 
 // Answered by the shell: retired jobs that match are read from the store.
@@ -429,6 +436,7 @@ constexpr bool ForAgents() {
 #define CORRAL_HEAD_COMMANDS(X) \
   X(SubmitJob)                  \
   X(GetJob)                     \
+  X(LocateLogs)                 \
   X(ListJobs)                   \
   X(CancelJob)                  \
   X(SignalJob)                  \

@@ -3,12 +3,6 @@
 
 namespace corral::head {
 
-void HeadCore::EstimateStarts(TimeMs now) {
-  start_estimates_.clear();
-  for (sched::StartEstimate& e : scheduler_->EstimateStarts(now)) {
-    JobId id = e.job;
-    start_estimates_.emplace(id, std::move(e));
-  }
-}
+void HeadCore::EstimateStarts(TimeMs now) { explained_.Estimated(scheduler_->EstimateStarts(now)); }
 
 }  // namespace corral::head

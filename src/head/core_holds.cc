@@ -11,7 +11,7 @@ std::vector<const Job*> HeadCore::DependencyTargets(JobId id) const {
 
 void HeadCore::AdmitPending(const Job& job, const sched::PendingJob* input) {
   if (std::optional<PendingReason> held = admission_.Admit(state_, job)) {
-    pending_reason_[job.id] = std::move(*held);
+    explained_.Waiting(job.id, std::move(*held));
     return;
   }
   scheduler_->AddPending(input != nullptr ? *input : SchedulerInput(job));
@@ -37,7 +37,7 @@ void HeadCore::Settle(TimeMs now) {
       AdmitPending(state_.jobs.at(again->job));
     } else {
       JobId id = std::get<Admission::Admitted>(*step).job;
-      pending_reason_.erase(id);
+      explained_.Admitted(id);
       scheduler_->AddPending(SchedulerInput(state_.jobs.at(id)));
       WantSchedule();
     }

@@ -337,19 +337,7 @@ Result<Job> HeadCore::GetJob(const Caller& by, JobId id) const {
   auto it = state_.jobs.find(id);
   if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
   Job job = JobAsSeenBy(by, it->second);
-  if (auto r = pending_reason_.find(id); r != pending_reason_.end()) {
-    job.pending_code = r->second.code;
-    job.pending_reason = r->second.text;
-  }
-  if (auto s = staging_.find(id); s != staging_.end() && job.state == JobState::kScheduled) {
-    job.pending_reason = s->second;
-  }
-  if (auto e = start_estimates_.find(id);
-      e != start_estimates_.end() && job.state == JobState::kPending && !job.held) {
-    job.estimated_start = e->second.start == sched::kUnknownTime ? 0 : e->second.start;
-    job.estimated_nodes = e->second.nodes;
-    job.estimate_confidence = e->second.confidence;
-  }
+  explained_.Explain(&job);
   if (auto i = gpus_.idle().find(id); i != gpus_.idle().end() && job.state == JobState::kRunning) {
     job.idle_since = i->second;
   }
@@ -392,7 +380,7 @@ std::vector<Job> HeadCore::ListJobs(const Caller& by, const JobFilter& f) const 
 }
 
 void HeadCore::Schedule(TimeMs now) {
-  schedule_wanted_ = false;
+  agenda_.schedule = false;
   sched::Decisions d = scheduler_->Schedule(now);
   for (const sched::PlaceDecision& p : d.place) PlaceRun(p, now);
   for (const sched::PreemptDecision& p : d.preempt) {
@@ -402,7 +390,7 @@ void HeadCore::Schedule(TimeMs now) {
                 now, p.kind);
   }
   for (const sched::ResizeDecision& r : d.resize) ResizeRun(r, now);
-  for (const sched::WaitReason& w : d.waiting) pending_reason_[w.job] = {w.code, w.reason};
+  for (const sched::WaitReason& w : d.waiting) explained_.Waiting(w.job, {w.code, w.reason});
   // A pass cut short by its work budget that got somewhere goes on at once, not a tick later.
   if (scheduler_->GetStats().last_pass_budget_exhausted &&
       (!d.place.empty() || !d.preempt.empty() || !d.resize.empty())) {
@@ -458,10 +446,10 @@ void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const Ru
     return;
   }
   if (r.staging && r.running) {  // not started yet: the note is its reason while it waits
-    if (run.state == RunState::kScheduled) staging_[job.id] = r.note;
+    if (run.state == RunState::kScheduled) explained_.Staging(job.id, r.note);
     return;
   }
-  staging_.erase(job.id);
+  explained_.StagingDone(job.id);
   if (run.state == RunState::kScheduled) {
     Emit(Caller::Node(node), now,
          RunStarted{job.id, run.attempt, r.started_at ? r.started_at : now});

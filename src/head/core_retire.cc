@@ -18,9 +18,10 @@ constexpr size_t kMaxRetiredPerChange = 5000;
 }  // namespace
 
 void HeadCore::RetireEnded(TimeMs now) {
-  if (config_.retain_finished_ms <= 0 || now < next_retire_check_) return;
-  bool first = next_retire_check_ == 0;
-  next_retire_check_ = now + std::clamp(config_.retain_finished_ms / 10, kSecond, 10 * kMinute);
+  if (config_.retain_finished_ms <= 0 || now < agenda_.next_retire_check) return;
+  bool first = agenda_.next_retire_check == 0;
+  agenda_.next_retire_check =
+      now + std::clamp(config_.retain_finished_ms / 10, kSecond, 10 * kMinute);
   // Not at a leadership's first tick: its first answers would wait for that commit.
   if (first) return;
   TimeMs cutoff = now - config_.retain_finished_ms;
@@ -54,14 +55,14 @@ void HeadCore::RetireEnded(TimeMs now) {
     }
     if (all) out.insert(out.end(), elements.begin(), elements.end());
   }
-  snapshot_wanted_ |= waits_on_snapshot;
-  if (out.size() >= kMaxRetiredPerChange) next_retire_check_ = now;  // more at the next tick
+  agenda_.snapshot |= waits_on_snapshot;
+  if (out.size() >= kMaxRetiredPerChange) agenda_.next_retire_check = now;  // more at the next tick
   if (!out.empty()) Emit(Caller::System(), now, JobsRetired{out});
 }
 
 void HeadCore::OnRetired(const JobsRetired& e) {
   for (JobId id : e.jobs) {
-    pending_reason_.erase(id);
+    explained_.Ended(id);
     admission_.Forget(id);
   }
   RebuildEstimator();

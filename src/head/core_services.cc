@@ -135,7 +135,7 @@ Result<Service> HeadCore::RemoveService(const Caller& by, const std::string& nam
   }
   Service gone = it->second;
   Emit(by, now, ServiceRemoved{name});
-  service_notes_.erase(name);
+  explained_.ServiceFine(name);
   const std::set<JobId> live = services().Live(name);  // a copy: the stops change it
   for (JobId id : live) StopReplica(by, state_.jobs.at(id), "service removed by " + by.name, now);
   return gone;
@@ -205,7 +205,7 @@ ServiceView HeadCore::ViewOf(const Caller& by, const Service& s) const {
   ServiceView v{s, {}, ""};
   // Its environment (which may hold secrets) only to those who manage it, as a job's.
   if (!MayManageService(by, s)) v.service.spec.job.env.clear();
-  if (auto n = service_notes_.find(s.spec.name); n != service_notes_.end()) v.note = n->second;
+  v.note = explained_.ServiceNote(s.spec.name);
   for (JobId id : services().Live(s.spec.name)) {
     const Job& job = state_.jobs.at(id);
     ServiceReplica r{id, job.state};
@@ -252,20 +252,20 @@ void HeadCore::KeepReplicas(const Service& s, TimeMs now) {
                 "service scaled to " + std::to_string(s.desired), now);
     --count;
   }
-  service_notes_.erase(name);
+  explained_.ServiceFine(name);
   if (count >= s.desired) return;
   int32_t recent = 0;
   if (DurationMs wait = CrashBackoff(services().FailedAt(name), now, &recent); wait > 0) {
-    service_notes_[name] = "crash loop: " + std::to_string(recent) +
-                           " replicas failed in the last " + FormatDuration(kCrashWindow) +
-                           "; next replica in " + FormatDuration(wait);
+    explained_.ServiceShort(
+        name, "crash loop: " + std::to_string(recent) + " replicas failed in the last " +
+                  FormatDuration(kCrashWindow) + "; next replica in " + FormatDuration(wait));
     return;
   }
   for (; count < s.desired; ++count) {
     JobSpec spec = ReplicaSpec(s.spec, count >= s.spec.min_replicas);
     auto job = Submit(Caller::System(), std::move(spec), s.spec.owner, now);
     if (!job.ok()) {
-      service_notes_[name] = "cannot start a replica: " + job.status().message();
+      explained_.ServiceShort(name, "cannot start a replica: " + job.status().message());
       return;
     }
   }

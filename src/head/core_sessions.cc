@@ -42,16 +42,13 @@ Result<ExecTarget> HeadCore::OpenExec(const Caller& by, JobId id, int32_t replic
   t.owner = job.owner;
   t.caller = by.name;
   t.notebook = job.spec.notebook;
-  auto node = state_.nodes.find(t.node);
-  // A precondition, not "unavailable": clients take a 503 for a head without a leader and try
-  // every head again for their failover window; the node's state is said at once.
-  if (node == state_.nodes.end() || node->second.address.empty()) {
-    return FailedPrecondition("node " + t.node + " has no address to reach its agent at");
+  Result<const Node*> node = AgentNode(t.node);
+  if (!node.ok()) return node.status();
+  // The node's state is said at once, rather than the relay's timeout later.
+  if ((*node)->liveness != Liveness::kAlive) {
+    return FailedPrecondition("node " + t.node + " is " + LivenessName((*node)->liveness));
   }
-  if (node->second.liveness != Liveness::kAlive) {
-    return FailedPrecondition("node " + t.node + " is " + LivenessName(node->second.liveness));
-  }
-  t.address = node->second.address;
+  t.address = (*node)->address;
   sessions_.Heard(id, /*typed=*/false, now);
   return t;
 }

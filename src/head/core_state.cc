@@ -49,7 +49,7 @@ void HeadCore::Index(const Change& c) {
     }
     void operator()(const RunPlaced& e) {
       Job(e.job);
-      core.pending_reason_.erase(e.job);
+      core.explained_.Admitted(e.job);
       for (const ReplicaPlacement& p : e.placement) core.Bump(p.node, e.job);
     }
     void operator()(const RunStarted& e) { Job(e.job); }
@@ -91,8 +91,7 @@ void HeadCore::Index(const Change& c) {
       Job(e.job);
       const corral::Job& job = core.state_.jobs.at(e.job);
       if (core.admission_.Withdraw(job)) core.scheduler_->RemovePending(e.job);
-      core.pending_reason_.erase(e.job);
-      core.staging_.erase(e.job);
+      core.explained_.Ended(e.job);
       core.OnTerminal(job);
       core.WantSchedule();
     }
@@ -111,7 +110,7 @@ void HeadCore::Index(const Change& c) {
       // Out of whatever held or admitted it, then admitted again: AdmitPending now sees the
       // user hold (or its absence) first.
       if (core.admission_.Withdraw(job)) core.scheduler_->RemovePending(id);
-      core.pending_reason_.erase(id);
+      core.explained_.Admitted(id);
       core.AdmitPending(job);
       core.WantSchedule();
     }
@@ -315,7 +314,7 @@ void HeadCore::RebuildIndexes(TimeMs now) {
   // afresh each epoch), and liveness and session clocks (a new leadership restarts them).
   scheduler_ = std::make_unique<sched::Scheduler>(config_.scheduler);
   node_watch_.Rebuild(state_, now);
-  pending_reason_.clear();
+  explained_.Clear();
   admission_ = {};
   sessions_.Rebuild(state_, now);
   // Each job that is not over keeps the prediction it was queued with (as a live head would

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "head/change_tail.h"
+
 namespace corral::head {
 namespace {
 
@@ -193,16 +195,8 @@ Result<LoadedState> DecodeStoredState(store::StoredState stored) {
     }
   }
   for (const store::ChangeRecord& rec : stored.changes) {
-    Json j = Json::parse(rec.doc, nullptr, false);
-    if (j.is_discarded()) {
-      return Internal("change " + std::to_string(rec.revision) + " in the store is not JSON");
-    }
-    auto c = ChangeFromJson(j);
+    Result<Change> c = DecodeChangeRecord(rec);
     if (!c.ok()) return c.status();
-    if (c->revision != rec.revision) {
-      return Internal("change " + std::to_string(rec.revision) + " names revision " +
-                      std::to_string(c->revision));
-    }
     out.tail.push_back(std::move(*c));
   }
   return out;

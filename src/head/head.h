@@ -200,6 +200,8 @@ class Head {
   template <typename C>
   void Execute(const Caller& by, TimeMs now, C command, Callback<typename C::Answer> done);
   void Execute(const Caller& by, TimeMs now, GetJob command, Callback<Job> done);
+  void Execute(const Caller& by, TimeMs now, LocateLogs command, Callback<LogSource> done);
+  void FindJob(const Caller& by, JobId id, bool for_logs, Callback<Job> done);
   void Execute(const Caller& by, TimeMs now, CancelJob command, Callback<Job> done);
   void CancelRest(Caller by, JobId id, Callback<Job> done);
   void CancelSlice(Caller by, JobId id, Callback<Job> done);

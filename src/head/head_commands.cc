@@ -54,12 +54,8 @@ void Head::ReadRetired(std::function<Result<std::vector<Job>>()> read,
   });
 }
 
-// A job by id; a retired one from the store. `for_logs`: only for those who may read its
-// output.
-// A job by id; a retired one from the store.
-void Head::Execute(const Caller& by, TimeMs, GetJob command, Callback<Job> done) {
-  const JobId id = command.id;
-  const bool for_logs = command.for_logs;
+// A job by id; a retired one from the store, seen as `by` may see it.
+void Head::FindJob(const Caller& by, JobId id, bool for_logs, Callback<Job> done) {
   Result<Job> live = for_logs ? core_.GetJobForLogs(by, id) : core_.GetJob(by, id);
   if (live.ok() || !core_.RetiredState(id)) return Reply<Job>(std::move(done), std::move(live));
   ReadRetired([this, id] { return store_->ReadRetiredJobs({.id = id, .limit = 1}); },
@@ -72,6 +68,18 @@ void Head::Execute(const Caller& by, TimeMs, GetJob command, Callback<Job> done)
                 if (!may.ok()) return Reply<Job>(std::move(done), may);
                 Reply<Job>(std::move(done), core_.JobAsSeenBy(by, std::move(job)));
               });
+}
+
+void Head::Execute(const Caller& by, TimeMs, GetJob command, Callback<Job> done) {
+  FindJob(by, command.id, /*for_logs=*/false, std::move(done));
+}
+
+void Head::Execute(const Caller& by, TimeMs, LocateLogs command, Callback<LogSource> done) {
+  FindJob(by, command.id, /*for_logs=*/true,
+          [this, query = command.query, done = std::move(done)](Result<Job> job) mutable {
+            if (!job.ok()) return Reply<LogSource>(std::move(done), job.status());
+            Reply<LogSource>(std::move(done), core_.LocateLogs(*job, query));
+          });
 }
 
 bool Head::ReachesRetired(const JobFilter& f, TimeMs now) const {

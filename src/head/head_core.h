@@ -28,6 +28,7 @@
 #include "head/cluster_state.h"
 #include "head/core_indexes.h"
 #include "head/desired_log.h"
+#include "head/explanations.h"
 #include "head/gpu_watch.h"
 #include "head/node_watch.h"
 #include "head/session_clocks.h"
@@ -139,6 +140,23 @@ struct ExecTarget {
   bool notebook = false;  // the job serves a notebook at /s/JOB/
 };
 
+// Which output of a job `corral logs` reads: a replica of its latest placed run, a task in it,
+// and the job's own processes or one step's (-1: the job's own).
+struct LogQuery {
+  int32_t replica = 0;
+  int32_t task = 0;
+  int32_t step = -1;
+};
+
+// Where that output is: the run on a node's agent. An empty run_id: nothing was placed yet, so
+// there is no output so far.
+struct LogSource {
+  JobState job_state = JobState::kPending;
+  std::string run_id;  // "job.attempt", or a step's ("job.attempt-sS")
+  std::string node;
+  std::string address;  // the node agent's host:port
+};
+
 // What a session's client learns from each touch: the job, and when an idle session is ended
 // unless used (0: it is not idle).
 struct SessionStatus {
@@ -152,6 +170,15 @@ struct SessionStatus {
 struct CoreOutput {
   std::vector<Change> changes;
   std::set<std::string> nodes_to_notify;
+};
+
+// What the core owes its driver next: a scheduling pass, a snapshot (retired jobs wait on one
+// before their rows go), and when to look again for finished jobs to retire. The shell and
+// the simulator read it after each command and tick.
+struct CoreAgenda {
+  bool schedule = false;
+  bool snapshot = false;
+  TimeMs next_retire_check = 0;
 };
 
 class HeadCore {
@@ -221,6 +248,9 @@ class HeadCore {
   // --- interactive sessions (core_sessions.cc) ---
   // Where to run a command inside job `id`'s replica: for its owner, its queue's admins and
   // admins, while it runs. Counts as hearing from an interactive job's client.
+  // Where a job's output is (a live job's, or a retired one the shell read from the store):
+  // the query is checked against the run (replica, step, task) and the node's agent found.
+  Result<LogSource> LocateLogs(const Job& job, const LogQuery& q) const;
   Result<ExecTarget> OpenExec(const Caller& by, JobId id, int32_t replica, TimeMs now);
   // A session's client is alive (`typed`: its user typed since its last touch).
   Result<SessionStatus> TouchSession(const Caller& by, JobId id, bool typed, TimeMs now);
@@ -313,8 +343,10 @@ class HeadCore {
   // leader recomputes it at its first refresh (core_estimate.cc).
   void EstimateStarts(TimeMs now);
   // Of the last EstimateStarts, by job (pending jobs only, with or without a start).
-  const std::map<JobId, sched::StartEstimate>& start_estimates() const { return start_estimates_; }
-  bool schedule_wanted() const { return schedule_wanted_; }
+  const std::map<JobId, sched::StartEstimate>& start_estimates() const {
+    return explained_.estimates();
+  }
+  bool schedule_wanted() const { return agenda_.schedule; }
 
   // --- output ---
   CoreOutput TakeOutput();
@@ -332,7 +364,7 @@ class HeadCore {
   Dirty TakeDirty();
   // Jobs wait to be retired until the snapshot rows hold them as they ended: the shell
   // should write a snapshot soon (once per true answer).
-  bool TakeSnapshotWanted() { return std::exchange(snapshot_wanted_, false); }
+  bool TakeSnapshotWanted() { return std::exchange(agenda_.snapshot, false); }
 
   // --- retired jobs (core_retire.cc) ---
   // The final state of a job retired from memory; nullopt for any other id.
@@ -349,7 +381,7 @@ class HeadCore {
   // from the same state must show the same. Leaves out what a new leadership starts afresh
   // (liveness, desired-state versions, pending reasons, GPU samples).
   Json DerivedSummary() const;
-  const std::map<JobId, PendingReason>& pending_reasons() const { return pending_reason_; }
+  const std::map<JobId, PendingReason>& pending_reasons() const { return explained_.waiting(); }
   const std::set<JobId>& active_jobs() const { return indexes_.get<ActiveRuns>().jobs(); }
   // Elastic runs' sizes (elastic_sizes.h).
   const ElasticSizes& elastic_sizes() const { return indexes_.get<ElasticSizes>(); }
@@ -465,7 +497,7 @@ class HeadCore {
   void BumpAll(const std::string& node);
   // Appends the orders of `job` (active on `node`) for the replicas and steps still to run there.
   void AddJobOrders(const Job& job, const std::string& node, SyncResponse* out) const;
-  void WantSchedule() { schedule_wanted_ = true; }
+  void WantSchedule() { agenda_.schedule = true; }
   // A new job's checks (core_jobs.cc): what Submit refuses before it changes anything.
   Status CheckNewJob(const Caller& by, const Job& job, TimeMs now);
   // Services (core_services.cc): each one's desired replicas kept alive, in Tick.
@@ -473,6 +505,8 @@ class HeadCore {
   void KeepReplicas(const Service& s, TimeMs now);
   void StopReplica(const Caller& by, const Job& job, const std::string& reason, TimeMs now);
   ServiceView ViewOf(const Caller& by, const Service& s) const;
+  // A node whose agent can be asked (it has an address), for exec and logs.
+  Result<const Node*> AgentNode(const std::string& name) const;
   const Services& services() const { return indexes_.get<Services>(); }
   const ActiveRuns& active() const { return indexes_.get<ActiveRuns>(); }
 
@@ -488,24 +522,16 @@ class HeadCore {
   // indexes_: it learns in end order, and jobs that end in one millisecond are learnt live in
   // the order they ended but rebuilt in id order, so a rebuild need not equal it exactly.
   sched::RuntimeEstimator estimator_;
-  std::map<JobId, PendingReason> pending_reason_;          // as the scheduler last said
-  std::map<JobId, sched::StartEstimate> start_estimates_;  // of the last EstimateStarts
   // The components that own what is derived through decisions or observed (architecture.md).
   Admission admission_;     // which pending jobs the scheduler sees
   NodeWatch node_watch_;    // each node: its orders log, when last heard, what it last reported
   GpuWatch gpus_;           // the GPUs: samples, health checks, Xids, idleness
   SessionClocks sessions_;  // live interactive sessions: when last heard, typed, warned
-  // Scheduled jobs whose datasets a node is staging: how far, as it last said.
-  std::map<JobId, std::string> staging_;
+  Explanations explained_;  // why jobs wait, how far staging is, estimates, services short
   void ObserveDatasets(const std::string& node, const std::vector<std::string>& digests);
   DatasetView ViewOfDataset(const Dataset& d) const;
-  // Why a service has fewer replicas than it wants (a crash loop's backoff, a refused
-  // submission), as its last KeepReplicas found: not durable, redone each tick.
-  std::map<std::string, std::string> service_notes_;
-  bool settling_ = false;
-  bool schedule_wanted_ = false;
-  TimeMs next_retire_check_ = 0;
-  bool snapshot_wanted_ = false;
+  bool settling_ = false;  // in Settle: a change it emits must not settle again
+  CoreAgenda agenda_;
 
   CoreOutput out_;
   Dirty dirty_;

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "head/change_tail.h"
 #include "head/head.h"
 #include "store/private_files.h"
 
@@ -39,16 +40,10 @@ Result<StartingState> TailSinceSnapshot(store::Store& store, ClusterState warm) 
     return Internal(std::string("store meta '") + store::kSnapshotRevisionKey +
                     "': not a number: " + *meta);
   }
-  auto recs =
-      store.ReadChanges(std::min(snapshot, warm.revision), std::numeric_limits<int32_t>::max());
-  if (!recs.ok()) return recs.status();
-  StartingState s{std::move(warm), {}, snapshot};
-  for (const store::ChangeRecord& rec : *recs) {
-    auto c = ChangeFromJson(Json::parse(rec.doc, nullptr, false));
-    if (!c.ok()) return c.status();
-    s.tail.push_back(std::move(*c));
-  }
-  return s;
+  auto tail = ReadChangeTail(store, std::min(snapshot, warm.revision),
+                             std::numeric_limits<int32_t>::max(), TailStart::kNext);
+  if (!tail.ok()) return tail.status();
+  return StartingState{std::move(warm), std::move(*tail), snapshot};
 }
 
 // `path` absolute, without "." or ".." parts or a trailing slash.
@@ -120,14 +115,10 @@ Result<std::unique_ptr<Head>> Head::Create(HeadConfig config, std::unique_ptr<st
   // The event stream resumes across a restart from the changes the store still holds.
   head->durable_revision_ = core.revision();
   uint64_t keep = head->config_.event_buffer;
-  auto recent = head->store_->ReadChanges(core.revision() > keep ? core.revision() - keep : 0,
-                                          static_cast<int32_t>(keep));
+  auto recent = ReadChangeTail(*head->store_, core.revision() > keep ? core.revision() - keep : 0,
+                               static_cast<int32_t>(keep), TailStart::kAnyLater);
   if (!recent.ok()) return recent.status();
-  for (const store::ChangeRecord& rec : *recent) {
-    auto c = ChangeFromJson(Json::parse(rec.doc, nullptr, false));
-    if (!c.ok()) return c.status();
-    head->recent_.push_back(std::move(*c));
-  }
+  for (Change& c : *recent) head->recent_.push_back(std::move(c));
   if (!bootstrap.admin.empty() && !core.HasCredentialFor(Caller::Kind::kUser, Role::kAdmin)) {
     TokenRequest admin{head->config_.admin_user, Role::kAdmin, {}, 0};
     CORRAL_RETURN_IF_ERROR(core.IssueToken(Caller::System(), admin, bootstrap.admin, now).status());

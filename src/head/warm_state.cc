@@ -2,7 +2,7 @@
 
 #include <limits>
 
-#include "head/change.h"
+#include "head/change_tail.h"
 #include "head/durability.h"
 
 namespace corral::head {
@@ -49,7 +49,7 @@ Status WarmState::CatchUp(store::Store& store) {
       continue;
     }
     for (size_t i = next; i < recs->size(); ++i) {
-      auto c = ChangeFromJson(Json::parse((*recs)[i].doc, nullptr, false));
+      Result<Change> c = DecodeChangeRecord((*recs)[i]);
       if (!c.ok()) return c.status();
       ApplyChange(state_, *c);
       last_ = (*recs)[i];

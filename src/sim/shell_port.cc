@@ -7,6 +7,7 @@
 #include <mutex>
 #include <set>
 
+#include "head/change_tail.h"
 #include "head/head.h"
 
 namespace corral::sim {
@@ -116,13 +117,12 @@ class ShellPort final : public HeadPort {
 
   head::CoreOutput TakeOutput() override {
     head::CoreOutput out;
-    auto records = reader_->ReadChanges(read_revision_, std::numeric_limits<int32_t>::max());
-    CORRAL_CHECK(records.ok(), "reading the head's changes: " + records.status().message());
-    for (const store::ChangeRecord& rec : *records) {
-      Result<head::Change> c = head::ChangeFromJson(Json::parse(rec.doc, nullptr, false));
-      CORRAL_CHECK(c.ok(), "change " + std::to_string(rec.revision) + ": " + c.status().message());
-      read_revision_ = rec.revision;
-      out.changes.push_back(std::move(*c));
+    auto changes = head::ReadChangeTail(
+        *reader_, read_revision_, std::numeric_limits<int32_t>::max(), head::TailStart::kNext);
+    CORRAL_CHECK(changes.ok(), "reading the head's changes: " + changes.status().message());
+    for (head::Change& c : *changes) {
+      read_revision_ = c.revision;
+      out.changes.push_back(std::move(c));
     }
     std::lock_guard lock(mu_);
     out.nodes_to_notify = std::exchange(answered_, {});
