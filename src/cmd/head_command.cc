@@ -120,9 +120,6 @@ std::string DefaultUnixSocket() {
 // user reaches it.
 Status ListenOnUnixSocket(net::HttpServer& server, const std::string& path) {
   if (path.empty() || path == "none") return Status::Ok();
-  if (path.front() != '/') {
-    return InvalidArgument("flag '--unix-socket': got \"" + path + "\", want an absolute path");
-  }
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   std::error_code ec;
   if (!std::filesystem::exists(dir, ec)) {
@@ -350,6 +347,11 @@ int HeadMain(std::vector<std::string> args) {
   auto unix_roles = api::ParseUnixGroupRoles(unix_group_roles);
   if (!unix_roles.ok()) {
     std::cerr << "corral head: " << unix_roles.status().message() << "\n";
+    return 2;
+  }
+  if (unix_socket != "none" && !unix_socket.empty() && unix_socket.front() != '/') {
+    std::cerr << "corral head: flag '--unix-socket': got \"" << unix_socket
+              << "\", want an absolute path or none\n";
     return 2;
   }
   auto notify_config = JobNotifierConfig(webhooks, sendmail, mail_domain);
