@@ -562,6 +562,7 @@ TEST(AuthMatrix, EveryEndpointForEveryKindOfCaller) {
        R"({"quota_gpus":0})",
        {"401", "401", "401", "403", "403", "403", "2", "403"}},
       {"GET", "/v1/tokens", "", {"401", "401", "401", "2", "2", "2", "2", "403"}},
+      {"GET", "/v1/whoami", "", {"401", "401", "401", "2", "2", "2", "2", "403"}},
       {"POST",
        "/v1/tokens",
        R"({"user":"eve","role":"user"})",

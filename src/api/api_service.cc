@@ -122,7 +122,7 @@ ApiService::Endpoint ApiService::Serve(const char* method, const char* pattern, 
             } else {
               to_json = encode;
             }
-            api.head_->Run(req.BearerToken(), std::move(*command),
+            api.head_->Run(api.Who(req), std::move(*command),
                            api.Answer<Answer>(std::move(respond), to_json, ok_status));
           }};
 }
@@ -192,6 +192,7 @@ const std::vector<ApiService::Endpoint>& ApiService::Routes() {
                              ServiceAnswer),
         Serve<RemoveService>("DELETE", "/v1/services/{name}", DecodeRemoveService, ServiceAnswer),
         Serve<ListTokens>("GET", "/v1/tokens", NoFields<ListTokens>, TokensAnswer),
+        custom("GET", "/v1/whoami", &ApiService::HandleWhoAmI),
         Serve<CreateToken>("POST", "/v1/tokens", DecodeCreateToken, NewTokenAnswer, 201),
         Serve<RevokeToken>("DELETE", "/v1/tokens/{id}", DecodeRevokeToken, RevokedAnswer),
         custom("GET", "/v1/events", &ApiService::HandleEvents),
@@ -248,7 +249,7 @@ void ApiService::TakeSession(net::HttpRequest req, std::shared_ptr<net::TakenCon
 }
 
 void ApiService::HandleExecOpen(const HttpRequest& req, const PathArgs& args, Responder respond) {
-  exec_->Open(req, args, std::move(respond));
+  exec_->Open(req, args, Who(req), std::move(respond));
 }
 
 // A ticket that opens the job's notebook once (session_proxy.h), for whoever may open it now.
@@ -256,6 +257,11 @@ void ApiService::HandleNotebookTicket(const HttpRequest& req, const PathArgs& ar
                                       Responder respond) {
   auto id = PathJobId(args.at(0));
   if (!id.ok()) return respond(ErrorResponse(id.status()));
+  if (req.peer) {
+    return respond(ErrorResponse(FailedPrecondition(
+        "a notebook's page is opened in a browser, which the local socket does not serve: ask "
+        "an admin for a token (corral token create) and use the head's TCP address")));
+  }
   const std::string bearer = req.BearerToken();
   head_->Run(
       bearer, head::OpenExec{*id, 0},
@@ -277,6 +283,32 @@ void ApiService::HandleNotebookTicket(const HttpRequest& req, const PathArgs& ar
       });
 }
 
+head::Presented ApiService::Who(const HttpRequest& req) const {
+  if (!req.peer) return head::Presented(req.BearerToken());
+  if (!req.Header("authorization").empty()) {
+    // One connection, one identity: a token here would be a second claim of who is calling.
+    return head::Presented::Local(InvalidArgument(
+        "header 'Authorization': the local socket takes no token; the caller is its Unix user "
+        "(uid " +
+        std::to_string(req.peer->uid) + "). Send tokens to the head's TCP address instead"));
+  }
+  auto user = LookUpUnixUser(*req.peer);
+  if (!user.ok()) return head::Presented::Local(user.status());
+  return head::Presented::Local(CallerOfUnixUser(*user, unix_roles_));
+}
+
+void ApiService::HandleWhoAmI(const HttpRequest& req, const PathArgs&, Responder respond) {
+  std::optional<net::PeerCredentials> peer = req.peer;
+  head_->Run(Who(req), head::WhoAmI{}, [respond, peer](Result<Caller> who) {
+    if (!who.ok()) return respond(ErrorResponse(who.status()));
+    Json j{{"user", who->name},           {"kind", CallerKindName(who->kind)},
+           {"role", RoleName(who->role)}, {"queues", who->queues},
+           {"groups", who->groups},       {"via", peer ? "unix_socket" : "token"}};
+    if (peer) j["uid"] = peer->uid;
+    respond(JsonResponse(200, j));
+  });
+}
+
 void ApiService::HandleExecRelay(const HttpRequest& req, const PathArgs& args, Responder respond) {
   exec_->Relay(req, args, std::move(respond));
 }
@@ -288,9 +320,9 @@ void ApiService::Handle(HttpRequest req, Responder respond) {
   PathArgs args;
   const Endpoint* found = FindRoute(req.method, parts, &args);
   respond = [this, route = RouteLabel(req.method, parts, found), t0, request = std::move(request),
-             from = req.remote, bearer = req.BearerToken(),
+             from = req.remote, bearer = req.BearerToken(), local = req.peer.has_value(),
              respond = std::move(respond)](HttpResponse r) {
-    gates_.Answered(bearer, from, request, r);
+    gates_.Answered(local ? "" : bearer, from, request, r);
     head_->metrics().Observe(
         "corral_api_request_duration_seconds",
         {{"route", route}, {"code", std::to_string(r.status)}},
@@ -319,7 +351,13 @@ void ApiService::Route(HttpRequest req, const std::vector<std::string>& parts,
   // The dashboard's own files; everything it shows comes from the API below, with its token.
   if (web::IsWebPath(req.path)) return respond(web::ServeWeb(req));
   if (!parts.empty() && parts[0] == "v" && req.path.size() > 3) {  // /v/NAME/: a service
-    if (auto refused = gates_.Admit(req.BearerToken(), req.remote)) {
+    if (req.peer) {
+      // A service's callers carry tokens of their own (or none the service asks for); the
+      // socket's one identity is its Unix user, which a service's replica does not see.
+      return respond(ErrorResponse(InvalidArgument(
+          "services (/v/NAME/) are served on the head's TCP address, not on the local socket")));
+    }
+    if (auto refused = gates_.Admit(req.BearerToken(), req.remote, req.peer.has_value())) {
       return respond(std::move(*refused));
     }
     return services_->Handle(std::move(req), std::move(respond));
@@ -327,7 +365,7 @@ void ApiService::Route(HttpRequest req, const std::vector<std::string>& parts,
   if (parts.size() < 2 || parts[0] != "v1") {
     return respond(ErrorResponse(NotFound("no such path: " + req.path)));
   }
-  if (auto refused = gates_.Admit(req.BearerToken(), req.remote)) {
+  if (auto refused = gates_.Admit(req.BearerToken(), req.remote, req.peer.has_value())) {
     return respond(std::move(*refused));
   }
   // A session's input is what its user types, not JSON.
@@ -361,7 +399,7 @@ HttpResponse NoOutputYet(int64_t offset, const std::string& state) {
 void ApiService::HandleLogs(const HttpRequest& req, const PathArgs& args, Responder respond) {
   auto read = DecodeLogRead(req, args);
   if (!read.ok()) return respond(ErrorResponse(read.status()));
-  head_->Run(req.BearerToken(), read->locate,
+  head_->Run(Who(req), read->locate,
              [this, respond, read = *read](Result<head::LogSource> at) mutable {
                if (!at.ok()) return respond(ErrorResponse(at.status()));
                std::string state = JobStateName(at->job_state);
@@ -406,7 +444,7 @@ void ApiService::HandleEvents(const HttpRequest& req, const PathArgs& args, Resp
   auto command = DecodeWatchEvents(req, args);
   if (!command.ok()) return respond(ErrorResponse(command.status()));
   bool sse = WantsEventStream(req);
-  head_->Run(req.BearerToken(), std::move(*command),
+  head_->Run(Who(req), std::move(*command),
              [head = head_, respond = std::move(respond), sse](Result<head::Events> r) {
                if (!r.ok()) return respond(ErrorResponse(r.status()));
                HttpResponse out;
@@ -441,7 +479,7 @@ void ApiService::HandleRegister(const HttpRequest& req, const PathArgs& args, Re
   auto command = DecodeRegisterAgent(req, args);
   if (!command.ok()) return respond(ErrorResponse(command.status()));
   auto answer = Answer<RegisterResponse>(std::move(respond), RegisterAnswer);
-  if (!agent_tls_.issue_log_cert) return head_->Run(req.BearerToken(), std::move(*command), answer);
+  if (!agent_tls_.issue_log_cert) return head_->Run(Who(req), std::move(*command), answer);
   if (command->request.csr_pem.empty()) {
     return answer(InvalidArgument(
         "csr_pem: this head serves TLS and issues the agent's log endpoint a certificate; "
@@ -449,7 +487,7 @@ void ApiService::HandleRegister(const HttpRequest& req, const PathArgs& args, Re
   }
   auto cert = agent_tls_.issue_log_cert(command->request);
   if (!cert.ok()) return answer(cert.status());
-  head_->Run(req.BearerToken(), std::move(*command),
+  head_->Run(Who(req), std::move(*command),
              [answer, cert = std::move(*cert)](Result<RegisterResponse> registered) mutable {
                if (registered.ok()) registered->log_cert_pem = std::move(cert);
                answer(std::move(registered));

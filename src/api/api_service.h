@@ -11,6 +11,7 @@
 #include "api/request_gates.h"
 #include "api/service_proxy.h"
 #include "api/session_proxy.h"
+#include "api/unix_identity.h"
 #include "head/head.h"
 #include "net/async_http_client.h"
 #include "net/http.h"
@@ -37,6 +38,13 @@ class ApiService {
                       double unauthenticated_per_second = 0,
                       net::SpliceIdle relay_idle = net::SpliceIdle{});
   void Handle(net::HttpRequest req, net::Responder respond);
+  // The roles of Unix groups for callers over the head's local socket (unix_identity.h).
+  // Before the first request.
+  void SetUnixGroupRoles(UnixGroupRoles roles) { unix_roles_ = std::move(roles); }
+  // Who `req` says it comes from, for Head::Run: its bearer token, or, on the local socket,
+  // the Unix user the kernel names (a token sent there is refused: one connection, one
+  // identity). Any thread; on the socket it asks the user database (NSS).
+  head::Presented Who(const net::HttpRequest& req) const;
   // Starts the readiness and liveness probes of services' replicas (service_proxy.h): the head
   // process, once it leads.
   void StartServiceProbes() { services_->Start(); }
@@ -80,11 +88,14 @@ class ApiService {
   // `corral notebook`'s one-time URL (session_proxy.h).
   void HandleNotebookTicket(const net::HttpRequest& req, const PathArgs& args,
                             net::Responder respond);
+  // `corral whoami`: the caller as the head takes it, and how it was identified.
+  void HandleWhoAmI(const net::HttpRequest& req, const PathArgs& args, net::Responder respond);
 
   template <typename T, typename F>
   head::Head::Callback<T> Answer(net::Responder respond, F to_json, int ok_status = 200);
 
   head::Head* head_;
+  UnixGroupRoles unix_roles_;
   RequestGates gates_;  // before sessions_, which uses it
   AgentTls agent_tls_;
   std::shared_ptr<net::AsyncHttpClient> proxy_;  // the log proxy's connections to agents

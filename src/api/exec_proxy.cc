@@ -54,16 +54,21 @@ void ExecProxy::ExpireIdle(int64_t now_ms) {
                 [&](const auto& kv) { return now_ms - kv.second.last_ms > kForgetAfterMs; });
 }
 
-void ExecProxy::Open(const net::HttpRequest& req, const PathArgs& args, net::Responder respond) {
+std::string ExecProxy::PrincipalOf(const net::HttpRequest& req) {
+  if (req.peer) return "local uid " + std::to_string(req.peer->uid);
+  return head::Sha256Hex(req.BearerToken());
+}
+
+void ExecProxy::Open(const net::HttpRequest& req, const PathArgs& args, head::Presented who,
+                     net::Responder respond) {
   auto command = DecodeOpenExec(req, args);
   if (!command.ok()) return respond(ErrorResponse(command.status()));
   ExpireIdle(SteadyClock().Now());
-  std::string bearer = req.BearerToken();
   Json body = Json::parse(req.body, nullptr, false);
   body.erase("replica");
   head_->Run(
-      bearer, std::move(*command),
-      [this, bearer, respond, from = req.remote,
+      std::move(who), std::move(*command),
+      [this, opener = PrincipalOf(req), respond, from = req.remote,
        body = body.dump()](Result<head::ExecTarget> target) mutable {
         if (!target.ok()) return respond(ErrorResponse(target.status()));
         std::string url = (agent_tls_ ? "https://" : "http://") + target->address;
@@ -73,7 +78,7 @@ void ExecProxy::Open(const net::HttpRequest& req, const PathArgs& args, net::Res
         if (!grant.ok()) return respond(ErrorResponse(grant.status()));
         client_->Request(
             url, *grant, "POST", path, std::move(body), std::chrono::seconds(20),
-            [this, url, bearer, respond, from, t = *target](Result<net::HttpResponse> r) mutable {
+            [this, url, opener, respond, from, t = *target](Result<net::HttpResponse> r) mutable {
               if (!r.ok()) {
                 return respond(RelayErrorResponse(
                     Status(r.status().code(),
@@ -95,12 +100,8 @@ void ExecProxy::Open(const net::HttpRequest& req, const PathArgs& args, net::Res
               std::string id = RandomHex(16);
               {
                 std::lock_guard lock(mu_);
-                sessions_[id] = Session{t.node,
-                                        url,
-                                        answer["session"].get<std::string>(),
-                                        t.run_id,
-                                        head::Sha256Hex(bearer),
-                                        SteadyClock().Now()};
+                sessions_[id] = Session{t.node,   url,    answer["session"].get<std::string>(),
+                                        t.run_id, opener, SteadyClock().Now()};
               }
               net::HttpResponse out;
               out.status = 201;
@@ -125,13 +126,14 @@ void ExecProxy::Relay(const net::HttpRequest& req, const PathArgs& args, net::Re
     auto it = sessions_.find(id);
     // The same answer for a session that is not there and one of another token's: an id
     // tells nobody else anything.
-    if (it == sessions_.end() || !TokensEqual(it->second.token_hash, head::Sha256Hex(bearer))) {
+    if (it == sessions_.end() || !TokensEqual(it->second.opener, PrincipalOf(req))) {
       return respond(Error(404, "not_found", "no exec session " + id + " for this token"));
     }
     it->second.last_ms = SteadyClock().Now();
     s = it->second;
   }
-  if (!head_->IsCurrentCredential(bearer)) {
+  // The kernel names a local caller afresh on each connection; a token may have been revoked.
+  if (!req.peer && !head_->IsCurrentCredential(bearer)) {
     Forget(id);
     return respond(
         Error(401, "unauthenticated", "the token that opened this session is no longer valid"));

@@ -13,9 +13,10 @@
 //        -> as the agent answers them (agentnet/exec_server.h)
 //
 // A session is the caller's alone: each relayed request must carry the token that opened it,
-// still valid. Relaying touches nothing in the head's state machine: a keystroke costs the head
-// one table lookup and one request to the agent. Sessions live in this table, in memory: a
-// restarted head has none (the agent ends each one when nothing asks for it).
+// still valid, or come over the local socket from the Unix user that opened it there. Relaying
+// touches nothing in the head's state machine: a keystroke costs the head one table lookup and one
+// request to the agent. Sessions live in this table, in memory: a restarted head has none (the
+// agent ends each one when nothing asks for it).
 #pragma once
 
 #include <cstdint>
@@ -36,7 +37,9 @@ class ExecProxy {
   // `agent_tls`: agents serve https (the head serves TLS).
   ExecProxy(head::Head* head, std::shared_ptr<net::AsyncHttpClient> client, bool agent_tls);
 
-  void Open(const net::HttpRequest& req, const PathArgs& args, net::Responder respond);
+  // `who`: the caller as the API identified it (ApiService::Who).
+  void Open(const net::HttpRequest& req, const PathArgs& args, head::Presented who,
+            net::Responder respond);
   // /v1/exec/{session}[/{what}]
   void Relay(const net::HttpRequest& req, const PathArgs& args, net::Responder respond);
   size_t SessionCount();
@@ -47,9 +50,11 @@ class ExecProxy {
     std::string agent_url;      // "https://host:port"
     std::string agent_session;  // the agent's id for it
     std::string run_id;         // what each request's grant names
-    std::string token_hash;     // of the bearer that opened it
+    std::string opener;         // PrincipalOf the request that opened it
     int64_t last_ms = 0;        // steady clock: the last request relayed
   };
+  // Whose a session is: the SHA-256 of a token, or the local socket's Unix user.
+  static std::string PrincipalOf(const net::HttpRequest& req);
   void Forget(const std::string& id);
   void ExpireIdle(int64_t now_ms);
 

@@ -29,8 +29,13 @@ RequestGates::RequestGates(head::Head* head, double requests_per_second,
       }) {}
 
 std::optional<net::HttpResponse> RequestGates::Admit(const std::string& bearer,
-                                                     const std::string& remote) {
+                                                     const std::string& remote, bool local_peer) {
   const std::string address = AddressOf(remote);
+  if (local_peer) {
+    if (rate_.Allow("peer " + address)) return std::nullopt;
+    return ErrorResponse(
+        Status(ErrorCode::kResourceExhausted, "too many requests from this Unix user; slow down"));
+  }
   if (!unauthenticated_.Allow(bearer, address)) {
     return ErrorResponse(
         Status(ErrorCode::kResourceExhausted,

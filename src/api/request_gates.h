@@ -23,8 +23,11 @@ class RequestGates {
   RequestGates(head::Head* head, double requests_per_second, double unauthenticated_per_second);
 
   // A 429 (with Retry-After) for a request with `bearer` from `remote` ("host:port") that must
-  // not go on; nullopt when it may.
-  std::optional<net::HttpResponse> Admit(const std::string& bearer, const std::string& remote);
+  // not go on; nullopt when it may. `local_peer`: it came over the local socket, where the
+  // kernel named its user (remote "local uid N"): never throttled as unauthenticated, and
+  // rate-limited per Unix user.
+  std::optional<net::HttpResponse> Admit(const std::string& bearer, const std::string& remote,
+                                         bool local_peer = false);
   // What the answer `r` to `request` ("METHOD /path") says of `bearer`: a token that worked
   // passes the throttle from now on, one refused is throttled again; a refusal is audited.
   void Answered(const std::string& bearer, const std::string& remote, const std::string& request,

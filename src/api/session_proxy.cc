@@ -136,6 +136,13 @@ std::string SessionProxy::NewSession(const std::string& bearer, JobId job) {
 void SessionProxy::Take(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn) {
   // The API's gates before any work: a flood of requests without a working token, or one
   // token's past its rate, is answered 429 here and costs the head nothing.
+  if (req.peer) {
+    // A browser's traffic, which never comes over the local socket: its tokens and tickets
+    // belong to the TCP address, where the socket's one identity (the Unix user) cannot mix.
+    return conn->Answer(net::JsonError(400, "invalid_argument",
+                                       "notebooks are served on the head's TCP address, not on "
+                                       "the local socket"));
+  }
   std::string bearer = BearerOf(req);
   if (auto refused = gates_->Admit(bearer, req.remote)) return conn->Answer(std::move(*refused));
   conn = std::make_shared<GatedConnection>(std::move(conn), gates_, bearer, req.remote,

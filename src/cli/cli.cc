@@ -123,6 +123,9 @@ const CommandInfo kCommands[] = {
      "       [--expires D]\n"
      "       corral token list | corral token revoke ID...",
      "create, list and revoke access tokens (admins)"},
+    {"whoami", RunWhoAmI, "corral whoami [-o json]",
+     "who the head takes you for: your user, role and groups, and whether by token or as your "
+     "Unix user over the head's local socket"},
     {"admin", RunAdmin, "corral admin backup FILE  (FILE on the head's host)",
      "an online copy of the head's SQLite store (admins; PostgreSQL: its own tools)"},
 };

@@ -1,7 +1,10 @@
 // Client commands against a fake transport: wait, cancel, logs, usage errors and the config.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <deque>
 #include <fstream>
@@ -420,6 +423,53 @@ TEST(ConfigTest, EnvOverridesFileFieldByField) {
   cfg = LoadClientConfig(lookup);
   ASSERT_TRUE(cfg.ok());
   EXPECT_EQ(cfg->addr, "http://home:3");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ConfigTest, WithoutATokenTheHeadsLocalSocketIsUsed) {
+  const std::string dir = TempPath("cfg-socket");
+  std::filesystem::create_directories(dir);
+  const std::string socket = dir + "/corral.sock";
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", socket.c_str());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  std::map<std::string, std::string> env = {{"CORRAL_SOCKET", socket}, {"HOME", dir}};
+  EnvLookup lookup = [&](const std::string& k) -> std::optional<std::string> {
+    auto it = env.find(k);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  };
+  auto cfg = LoadClientConfig(lookup);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_EQ(cfg->addr, "unix://" + socket);
+  EXPECT_EQ(cfg->token, "");
+
+  // A token means TCP as before; so does an address given in CORRAL_ADDR.
+  env["CORRAL_TOKEN"] = "t";
+  env["CORRAL_ADDR"] = "http://h:1";
+  cfg = LoadClientConfig(lookup);
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_EQ(cfg->addr, "http://h:1");
+  EXPECT_EQ(cfg->token, "t");
+  env.erase("CORRAL_TOKEN");
+  cfg = LoadClientConfig(lookup);
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_EQ(cfg->addr, "http://h:1");
+  // Asked for by address, the socket gets no token, whatever is configured.
+  env["CORRAL_ADDR"] = "unix://" + socket;
+  env["CORRAL_TOKEN"] = "t";
+  cfg = LoadClientConfig(lookup);
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_EQ(cfg->addr, "unix://" + socket);
+  EXPECT_EQ(cfg->token, "");
+  // No socket there: the usual message.
+  env = {{"CORRAL_SOCKET", dir + "/absent.sock"}, {"HOME", dir}};
+  cfg = LoadClientConfig(lookup);
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_THAT(cfg.status().message(), HasSubstr("local socket"));
+  ::close(fd);
   std::filesystem::remove_all(dir);
 }
 

@@ -76,6 +76,7 @@ int RunDatasets(const std::vector<std::string>& args, CliContext& ctx);
 int RunServe(const std::vector<std::string>& args, CliContext& ctx);
 int RunServices(const std::vector<std::string>& args, CliContext& ctx);
 int RunToken(const std::vector<std::string>& args, CliContext& ctx);
+int RunWhoAmI(const std::vector<std::string>& args, CliContext& ctx);
 int RunEvents(const std::vector<std::string>& args, CliContext& ctx);
 int RunUsage(const std::vector<std::string>& args, CliContext& ctx);
 int RunTop(const std::vector<std::string>& args, CliContext& ctx);

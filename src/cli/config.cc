@@ -71,13 +71,27 @@ Result<ClientConfig> LoadClientConfig(const EnvLookup& env) {
     cfg.ca = env("CORRAL_STEP_CA").value_or("");
     cfg.source = "CORRAL_STEP_HEAD";
   }
+  const bool addr_from_env = cfg.source == "CORRAL_ADDR";
+  if (cfg.token.empty() && !addr_from_env) {
+    // No token: the head's local socket, where the kernel says who is calling.
+    const std::string socket = env("CORRAL_SOCKET").value_or(kDefaultHeadSocket);
+    struct stat st {};
+    if (!socket.empty() && ::stat(socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
+      cfg.addr = "unix://" + socket;
+      cfg.source = "the head's local socket " + socket;
+    }
+  }
+  // The socket takes no token (its caller is the Unix user): none is sent there.
+  if (cfg.addr.rfind("unix://", 0) == 0) cfg.token.clear();
   if (cfg.addr.empty()) {
     return FailedPrecondition(
         "no head address configured: set CORRAL_ADDR (e.g. export "
         "CORRAL_ADDR=http://127.0.0.1:7070) "
         "and CORRAL_TOKEN, or write " +
         (path.empty() ? std::string("$HOME/.config/corral/config.json") : path) +
-        " as {\"addr\": \"http://HOST:PORT\", \"token\": \"...\"} (corral up writes it)");
+        " as {\"addr\": \"http://HOST:PORT\", \"token\": \"...\"} (corral up writes it); on a "
+        "head's host, corral uses its local socket without a token (CORRAL_SOCKET, default " +
+        kDefaultHeadSocket + ")");
   }
   while (cfg.addr.size() > 1 && cfg.addr.back() == '/') cfg.addr.pop_back();
   return cfg;

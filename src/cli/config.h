@@ -1,6 +1,8 @@
 // Where the CLI finds the head: CORRAL_ADDR / CORRAL_TOKEN / CORRAL_CA, else a JSON config file
 // ($CORRAL_CONFIG or $HOME/.config/corral/config.json) that `corral up` writes.
-// Environment variables override the file field by field.
+// Environment variables override the file field by field. With no token anywhere and no
+// CORRAL_ADDR, the head's local socket ($CORRAL_SOCKET, default /run/corral/corral.sock) where
+// it exists: the caller is then its Unix user (docs/security.md).
 #pragma once
 
 #include <functional>
@@ -11,8 +13,11 @@
 
 namespace corral::cli {
 
+// Where a head serves its local socket unless told otherwise (corral head --unix-socket).
+inline constexpr char kDefaultHeadSocket[] = "/run/corral/corral.sock";
+
 struct ClientConfig {
-  std::string addr;    // e.g. http://127.0.0.1:7070
+  std::string addr;    // e.g. http://127.0.0.1:7070, or unix:///run/corral/corral.sock
   std::string token;   // bearer token
   std::string ca;      // PEM file of the CA that signed an https head's certificate ("": system)
   std::string source;  // where addr came from, for messages ("CORRAL_ADDR", a file path)

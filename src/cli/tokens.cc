@@ -1,5 +1,5 @@
 // `corral token create|list|revoke`: identities on the cluster (admins only, except that
-// anyone may list their own tokens).
+// anyone may list their own tokens); `corral whoami`: who the head takes the caller for.
 #include "cli/commands.h"
 #include "cli/table.h"
 #include "core/credential.h"
@@ -94,6 +94,45 @@ int RunToken(const std::vector<std::string>& argv, CliContext& ctx) {
   if (sub == "list") return List(ctx);
   if (sub == "revoke") return Revoke({args.positional.begin() + 1, args.positional.end()}, ctx);
   return UsageError(ctx, "token", "unknown subcommand '" + sub + "'");
+}
+
+int RunWhoAmI(const std::vector<std::string>& argv, CliContext& ctx) {
+  auto parsed = ParseArgs(argv, {{"output", 'o', true}}, false);
+  if (!parsed.ok()) return UsageError(ctx, "whoami", parsed.status().message());
+  if (parsed->Has("help")) {
+    *ctx.out << CommandUsage("whoami") << "\n";
+    return kExitOk;
+  }
+  ApiClient api(ctx);
+  auto r = api.CallJson("GET", "/v1/whoami");
+  if (!r.ok()) {
+    PrintError(ctx, "whoami", r.status().message());
+    return kExitError;
+  }
+  if (parsed->Get("output", "text") == "json") {
+    *ctx.out << r->dump(2) << "\n";
+    return kExitOk;
+  }
+  // "ana (user) via unix socket, uid 1001, groups ana,vision"
+  std::string line = Str(*r, "user") + " (" + Str(*r, "role");
+  if (auto q = r->find("queues"); q != r->end() && q->is_array() && !q->empty()) {
+    std::string queues;
+    for (const Json& one : *q) queues += (queues.empty() ? "" : ",") + one.get<std::string>();
+    line += " of " + queues;
+  }
+  line += ")";
+  if (Str(*r, "via") == "unix_socket") {
+    line += " via the local socket, uid " + std::to_string(r->value("uid", 0));
+  } else {
+    line += " via a token";
+  }
+  if (auto g = r->find("groups"); g != r->end() && g->is_array() && !g->empty()) {
+    std::string groups;
+    for (const Json& one : *g) groups += (groups.empty() ? "" : ",") + one.get<std::string>();
+    line += ", groups " + groups;
+  }
+  *ctx.out << line << "\n";
+  return kExitOk;
 }
 
 }  // namespace corral::cli

@@ -106,6 +106,30 @@ Result<notify::NotifierConfig> JobNotifierConfig(const std::vector<std::string>&
   return c;
 }
 
+// Where the head serves its local socket unless told: the service's runtime directory, which
+// systemd makes (RuntimeDirectory=corral: /run/corral, 0755) and removes; none elsewhere, so
+// that heads started by hand or by tests claim no shared path.
+std::string DefaultUnixSocket() {
+  const char* dir = std::getenv("RUNTIME_DIRECTORY");
+  if (dir == nullptr || *dir == '\0') return "none";
+  std::string first = dir;  // several directories are separated by ':'
+  return first.substr(0, first.find(':')) + "/corral.sock";
+}
+
+// The local socket (unless "none"), its directory made 0755 if missing so that every local
+// user reaches it.
+Status ListenOnUnixSocket(net::HttpServer& server, const std::string& path) {
+  if (path.empty() || path == "none") return Status::Ok();
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) {
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return Unavailable("cannot make " + dir.string() + ": " + ec.message());
+    std::filesystem::permissions(dir, std::filesystem::perms(0755), ec);
+  }
+  return server.ListenUnix(path);
+}
+
 }  // namespace
 
 int HeadMain(std::vector<std::string> args) {
@@ -201,6 +225,15 @@ int HeadMain(std::vector<std::string> args) {
                  "a run whose GPUs all stay idle this long is flagged idle");
   HeadTlsFlags tls_flags;
   tls_flags.AddTo(app);
+  std::string unix_socket = DefaultUnixSocket();
+  app.add_option("--unix-socket", unix_socket,
+                 "serve the API on this local socket too, to every local user as their Unix user "
+                 "(no token); default $RUNTIME_DIRECTORY/corral.sock under systemd "
+                 "(/run/corral/corral.sock), else none; none: no socket");
+  std::vector<std::string> unix_group_roles;
+  app.add_option("--unix-group-role", unix_group_roles,
+                 "GROUP=ROLE: callers over the local socket in Unix group GROUP get ROLE (admin, "
+                 "user, or queue-admin:QUEUE); repeatable; others are plain users");
   std::vector<std::string> idle_stop_queues;
   std::string idle_stop_warning = "10m";
   app.add_option("--idle-stop-queues", idle_stop_queues,
@@ -311,6 +344,16 @@ int HeadMain(std::vector<std::string> args) {
               << ", want a duration > 0\n";
     return 2;
   }
+  auto unix_roles = api::ParseUnixGroupRoles(unix_group_roles);
+  if (!unix_roles.ok()) {
+    std::cerr << "corral head: " << unix_roles.status().message() << "\n";
+    return 2;
+  }
+  if (unix_socket != "none" && !unix_socket.empty() && unix_socket.front() != '/') {
+    std::cerr << "corral head: flag '--unix-socket': got \"" << unix_socket
+              << "\", want an absolute path or none\n";
+    return 2;
+  }
   auto notify_config = JobNotifierConfig(webhooks, sendmail, mail_domain);
   if (!notify_config.ok()) {
     std::cerr << "corral head: " << notify_config.status().message() << "\n";
@@ -378,6 +421,10 @@ int HeadMain(std::vector<std::string> args) {
     std::cerr << "corral head: " << port.status().ToString() << "\n";
     return 1;
   }
+  if (Status st = ListenOnUnixSocket(server, unix_socket); !st.ok()) {
+    std::cerr << "corral head: " << st.ToString() << "\n";
+    return 1;
+  }
   std::string self_url = advertise.empty() ? (tls->enabled ? "https://" : "http://") + hp->first +
                                                  ":" + std::to_string(*port)
                                            : advertise;
@@ -411,12 +458,15 @@ int HeadMain(std::vector<std::string> args) {
   }
   api::ApiService api(head->get(), rate_limit, tls->agents, unauthenticated_rate,
                       net::SpliceIdle{.websocket = std::chrono::milliseconds(*relay_idle_ms)});
+  api.SetUnixGroupRoles(std::move(*unix_roles));
   (*head)->Start();
   api.StartServiceProbes();
   gate->Lead(&api);
   std::cout << "corral head: listening on " << self_url << " (epoch " << (*head)->epoch()
             << ", state " << state_dir << ")"
             << (tls->ca_path.empty() ? "" : "; clients trust " + tls->ca_path + " (--ca)")
+            << (unix_socket == "none" || unix_socket.empty() ? ""
+                                                             : "; local users on " + unix_socket)
             << std::endl;
   // The store is open and the listener serves: ready (systemd's Type=notify).
   if (Status st = notifier.Ready("leading, epoch " + std::to_string((*head)->epoch())); !st.ok()) {

@@ -410,6 +410,13 @@ struct ListTokens {
   }
 };
 
+// Who the head takes the caller for (a token's user and role, or a local Unix user with the
+// role of its groups): `corral whoami`. Any authenticated caller.
+struct WhoAmI {
+  using Answer = Caller;
+  Result<Answer> operator()(HeadCore&, const Caller& by, TimeMs) && { return by; }
+};
+
 // --- the head itself ---
 
 // An online backup of the store to `path` on the head's host (admins only; one at a time),
@@ -499,6 +506,7 @@ constexpr bool ForAgents() {
   X(CreateToken)                \
   X(RevokeToken)                \
   X(ListTokens)                 \
+  X(WhoAmI)                     \
   X(BackupStore)                \
   X(WatchEvents)                \
   X(RegisterAgent)              \

@@ -360,8 +360,17 @@ Result<std::string> Head::RelayGrantFor(const std::string& node, const std::stri
 
 // --- commands ---
 
-Result<Caller> Head::AuthenticateFor(const std::string& bearer, TimeMs now, bool for_agents) const {
-  auto who = core_.Authenticate(bearer, now);
+Result<Caller> Head::AuthenticateFor(const Presented& presented, TimeMs now,
+                                     bool for_agents) const {
+  // A local caller is a user the kernel named: never an agent, and no token is looked up.
+  if (presented.local) {
+    if (for_agents && presented.local->ok()) {
+      return PermissionDenied(
+          "registering and syncing a node takes its credential, not a Unix user");
+    }
+    return *presented.local;
+  }
+  auto who = core_.Authenticate(presented.bearer, now);
   if (who.ok() && !for_agents &&
       (who->kind == Caller::Kind::kNode || who->kind == Caller::Kind::kJoin)) {
     return PermissionDenied("an agent's credential only registers and syncs its node");

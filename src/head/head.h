@@ -35,6 +35,7 @@
 #include "head/durability.h"
 #include "head/head_core.h"
 #include "head/job_notice.h"
+#include "head/presented.h"
 #include "head/rdzv_stores.h"
 #include "head/tokens.h"
 #include "store/store.h"
@@ -125,11 +126,11 @@ class Head {
   // The revision the answer being delivered reflects. Only inside a callback.
   uint64_t ReplyRevision() const { return reply_revision_; }
 
-  // Runs a command (head/commands.h) for the caller `bearer` names (a bad one is answered
-  // 401; an agent's credential only for the agents' commands) and answers once everything
-  // it changed is durable.
+  // Runs a command (head/commands.h) for the caller `who` names (a bad token is answered
+  // 401; an agent's credential only for the agents' commands; a local caller is who the
+  // kernel said) and answers once everything it changed is durable.
   template <typename C>
-  void Run(std::string bearer, C command, Callback<typename C::Answer> done);
+  void Run(Presented who, C command, Callback<typename C::Answer> done);
 
   bool failed() const;  // the store failed a commit; see HeadConfig::on_store_failure
 
@@ -214,10 +215,9 @@ class Head {
                Callback<RegisterResponse> done);
   void Execute(const Caller& by, TimeMs now, SyncAgent command, Callback<SyncResponse> done);
   // The start of every command: nothing is answered after a failed commit, and the caller is
-  // the one `bearer` names. nullopt: `done` has been answered.
+  // the one `who` names. nullopt: `done` has been answered.
   template <typename T>
-  std::optional<Caller> Admit(const std::string& bearer, TimeMs now, bool for_agents,
-                              Callback<T>& done);
+  std::optional<Caller> Admit(const Presented& who, TimeMs now, bool for_agents, Callback<T>& done);
   template <typename T>
   void Reply(Callback<T> done, Result<T> result);
   void Drain();  // moves the core's output into the next batch
@@ -233,7 +233,7 @@ class Head {
   void DescribeMetrics();
   void CountDurable(const Change& c);  // counters and histograms fed by committed changes
   void AnswerWatchers();
-  Result<Caller> AuthenticateFor(const std::string& bearer, TimeMs now, bool for_agents) const;
+  Result<Caller> AuthenticateFor(const Presented& who, TimeMs now, bool for_agents) const;
   void Tick();
   void Post(std::function<void()> fn);
   // Retired jobs (HeadCore::RetiredState): read from the store on the archive thread, so that

@@ -24,11 +24,11 @@ Status ForEachRetiredJob(const store::Store& store, store::RetiredJobsQuery q,
 }
 
 template <typename C>
-void Head::Run(std::string bearer, C command, Callback<typename C::Answer> done) {
-  Post([this, bearer = std::move(bearer), command = std::move(command),
+void Head::Run(Presented presented, C command, Callback<typename C::Answer> done) {
+  Post([this, presented = std::move(presented), command = std::move(command),
         done = std::move(done)]() mutable {
     TimeMs now = clock_->Now();
-    auto who = Admit(bearer, now, ForAgents<C>(), done);
+    auto who = Admit(presented, now, ForAgents<C>(), done);
     if (!who) return;
     Execute(*who, now, std::move(command), std::move(done));
   });
@@ -42,7 +42,7 @@ void Head::Execute(const Caller& by, TimeMs now, C command, Callback<typename C:
   Reply<typename C::Answer>(std::move(done), std::move(r));
 }
 
-#define CORRAL_INSTANTIATE_RUN(C) template void Head::Run<C>(std::string, C, Callback<C::Answer>);
+#define CORRAL_INSTANTIATE_RUN(C) template void Head::Run<C>(Presented, C, Callback<C::Answer>);
 CORRAL_HEAD_COMMANDS(CORRAL_INSTANTIATE_RUN)
 #undef CORRAL_INSTANTIATE_RUN
 

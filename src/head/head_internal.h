@@ -36,13 +36,13 @@ void Head::Reply(Callback<T> done, Result<T> result) {
 }
 
 template <typename T>
-std::optional<Caller> Head::Admit(const std::string& bearer, TimeMs now, bool for_agents,
+std::optional<Caller> Head::Admit(const Presented& presented, TimeMs now, bool for_agents,
                                   Callback<T>& done) {
   if (failed_) {
     done(StoreFailed(Unavailable("an earlier commit failed")));
     return std::nullopt;
   }
-  auto who = AuthenticateFor(bearer, now, for_agents);
+  auto who = AuthenticateFor(presented, now, for_agents);
   if (!who.ok()) {
     Reply<T>(std::move(done), who.status());
     return std::nullopt;

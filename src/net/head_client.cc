@@ -29,7 +29,7 @@ Result<std::vector<std::string>> ParseHeadList(const std::string& list) {
     if (comma == std::string::npos) comma = list.size();
     std::string one = TrimBlanks(list.substr(start, comma - start));
     if (!one.empty()) {
-      auto url = ParseUrl(one);
+      auto url = ParseClientUrl(one);
       if (!url.ok()) {
         return InvalidArgument("head address list '" + list + "': " + url.status().message());
       }

@@ -2,11 +2,21 @@
 // No Boost in this header: api/ and head/ code handles requests without seeing Beast.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace corral::net {
+
+// Who is at the other end of a local (Unix) socket, as the kernel says (SO_PEERCRED, read when
+// the connection was accepted): the process's user and group ids and its pid.
+struct PeerCredentials {
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  int32_t pid = 0;
+};
 
 struct HttpRequest {
   std::string method;                          // "GET", "POST", ... as sent
@@ -15,7 +25,10 @@ struct HttpRequest {
   std::map<std::string, std::string> query;    // url-decoded; last value wins on repeats
   std::map<std::string, std::string> headers;  // lower-case names; repeats joined with ", "
   std::string body;
-  std::string remote;  // peer "ip:port"
+  std::string remote;  // peer "ip:port"; "local uid N" for a Unix socket's peer
+  // Set by the server for a request that came over one of its Unix listeners, and only then:
+  // nothing the client sends sets it.
+  std::optional<PeerCredentials> peer;
 
   // The token of an "Authorization: Bearer <token>" header (scheme case-insensitive,
   // surrounding spaces trimmed); "" when there is none or the scheme is not Bearer.

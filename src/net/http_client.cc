@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
@@ -91,6 +92,7 @@ struct HttpClient::Conn {
                      const TlsClientContext* tls_ctx) {
     Close();
     failure.clear();
+    if (!url.socket_path.empty()) return ConnectUnix(url.socket_path);
     error_code ec;
     std::vector<tcp::endpoint> endpoints;
     const auto addr = asio::ip::make_address(url.host, ec);
@@ -134,13 +136,34 @@ struct HttpClient::Conn {
     Tcp().socket().set_option(tcp::no_delay(true), ec);
     return {};
   }
+
+  // A head's local socket. Connecting is immediate (refused, or queued by the kernel); the
+  // connected socket is carried in the plain stream's tcp::socket handle, as the server does
+  // (http_server.cc): reads, writes and shutdown are the same calls on AF_UNIX.
+  error_code ConnectUnix(const std::string& path) {
+    error_code ec;
+    asio::local::stream_protocol::socket s(ioc);
+    s.connect(asio::local::stream_protocol::endpoint(path), ec);
+    if (ec) return ec;
+    const int fd = s.release(ec);
+    if (ec) return ec;
+    plain.emplace(ioc);
+    plain->socket().assign(tcp::v4(), fd, ec);
+    if (ec) {
+      ::close(fd);
+      plain.reset();
+      return ec;
+    }
+    ++opened;
+    return {};
+  }
 };
 
 HttpClient::HttpClient(std::string base_url, std::string bearer_token, HttpClientOptions options)
     : base_url_(std::move(base_url)),
       bearer_token_(std::move(bearer_token)),
       options_(std::move(options)),
-      url_(ParseUrl(base_url_)),
+      url_(ParseClientUrl(base_url_)),
       conn_(std::make_unique<Conn>()) {}
 
 HttpClient::~HttpClient() = default;
@@ -163,7 +186,7 @@ Result<HttpResponse> HttpClient::Request(std::string method, std::string path_an
   std::shared_ptr<const TlsClientContext> tls;
   if (url.scheme == "https") {
     tls = options_.tls ? options_.tls : DefaultClientTls();
-  } else if (url.scheme != "http") {
+  } else if (url.scheme != "http" && url.scheme != "unix") {
     return InvalidArgument("cannot reach " + base_url_ + ": want an http:// or https:// URL");
   }
   if (method.empty() || method.find_first_of(" \r\n") != std::string::npos) {
@@ -175,7 +198,9 @@ Result<HttpResponse> HttpClient::Request(std::string method, std::string path_an
   }
   if (path_and_query.empty() || path_and_query.front() != '/') path_and_query.insert(0, "/");
   const std::string target = url.path + path_and_query;
-  const std::string what = method + " " + url.scheme + "://" + url.HostPort() + target;
+  const std::string what =
+      method + " " +
+      (url.scheme == "unix" ? url.ToString() + " " : url.scheme + "://" + url.HostPort()) + target;
 
   http::request<http::string_body> req;
   req.version(11);

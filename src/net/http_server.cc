@@ -4,18 +4,25 @@
 #include <utility>
 
 #include <pthread.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <optional>
@@ -36,6 +43,7 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
+using unix_stream = asio::local::stream_protocol;
 using boost::system::error_code;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
@@ -56,6 +64,12 @@ std::string EndpointString(const tcp::endpoint& ep) {
   return a + ":" + std::to_string(ep.port());
 }
 
+// What a Unix socket's peer is called where a TCP peer's "ip:port" goes (no ':', so that the
+// per-address bookkeeping keys it by the whole string: one user's connections together).
+std::string LocalRemote(const PeerCredentials& peer) {
+  return "local uid " + std::to_string(peer.uid);
+}
+
 bool IsHttpParseError(const error_code& ec) {
   return ec.category() == http::make_error_code(http::error::bad_method).category();
 }
@@ -63,7 +77,7 @@ bool IsHttpParseError(const error_code& ec) {
 }  // namespace
 
 class SessionBase;
-class Listener;
+class ListenerBase;
 
 // Guards posting into the io_context from foreign threads (Responders): Stop() closes it
 // first, so no Responder touches a session or the io_context once stopping has begun.
@@ -88,10 +102,11 @@ struct HttpServer::Impl {
 
   asio::io_context ioc;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
-  std::vector<std::shared_ptr<Listener>> listeners;  // owner thread only
-  std::vector<std::thread> threads;                  // owner thread only
-  bool started = false;                              // owner thread only
-  bool stopped = false;                              // owner thread only
+  std::vector<std::shared_ptr<ListenerBase>> listeners;  // owner thread only
+  std::vector<std::string> unix_paths;                   // owner thread only: removed at Stop
+  std::vector<std::thread> threads;                      // owner thread only
+  bool started = false;                                  // owner thread only
+  bool stopped = false;                                  // owner thread only
 
   explicit Impl(Handler h, HttpServerOptions o) : handler(std::move(h)), options(o) {}
 
@@ -102,6 +117,9 @@ struct HttpServer::Impl {
   // The session's place under its address's cap, moved to an object that gives it back when
   // dropped (null when it was not counted): for a connection handed over.
   std::shared_ptr<void> HandOver(SessionBase* s);
+  // Starts serving an accepted connection (on its strand's executor).
+  void Adopt(tcp::socket socket);
+  void Adopt(unix_stream::socket socket);
 };
 
 // What the server and the Responders need of a connection, whatever its stream.
@@ -115,8 +133,9 @@ class SessionBase : public std::enable_shared_from_this<SessionBase> {
   // when called on this connection's strand (a handler answering at once), else posts.
   virtual void PostResponse(uint64_t seq, HttpResponse response) = 0;
 
-  std::string address;   // the client's, without the port; set before Register
-  bool counted = false;  // GUARDED_BY(Impl::mu): counted in Impl::per_address
+  std::string address;                  // the client's, without the port; set before Register
+  std::optional<PeerCredentials> peer;  // a Unix listener's connection: set before Start
+  bool counted = false;                 // GUARDED_BY(Impl::mu): counted in Impl::per_address
 };
 
 template <typename Stream>
@@ -253,7 +272,7 @@ class Session final : public SessionBase {
     pending_ = true;
     hold_ = Self();  // a held request keeps its connection until answered
     Lowest().expires_never();
-    InvokeHandler(ToHttpRequest(std::move(msg), remote_));
+    InvokeHandler(Request(std::move(msg)));
     // After the handler: one that answered at once is already writing (no race between
     // its answer and a client that half-closes after its request).
     if (pending_ || writing_) Watch();
@@ -261,11 +280,17 @@ class Session final : public SessionBase {
 
   void InvokeHandler(HttpRequest req);  // below: needs ResponderState
 
+  HttpRequest Request(http::request<http::string_body>&& msg) {
+    HttpRequest req = ToHttpRequest(std::move(msg), peer ? LocalRemote(*peer) : remote_);
+    req.peer = peer;
+    return req;
+  }
+
   // The connection leaves the server with its request (tunnel.h): this session is over.
   void TakeOver(http::request<http::string_body>&& msg) {
     std::string leftover(static_cast<const char*>(buffer_.data().data()), buffer_.size());
     buffer_.clear();
-    HttpRequest req = ToHttpRequest(std::move(msg), remote_);
+    HttpRequest req = Request(std::move(msg));
     Lowest().expires_never();
     std::shared_ptr<TakenConnection> conn;
     std::shared_ptr<void> slot = server_->HandOver(this);
@@ -457,20 +482,31 @@ void Session<Stream>::InvokeHandler(HttpRequest req) {
 }
 
 // Accepts connections on one address, each onto its own strand.
-class Listener : public std::enable_shared_from_this<Listener> {
+class ListenerBase {
  public:
-  Listener(HttpServer::Impl* server, tcp::acceptor acceptor)
+  virtual ~ListenerBase() = default;
+  virtual void Start() = 0;
+  virtual void Close() = 0;     // any thread
+  virtual void CloseNow() = 0;  // only when no I/O thread runs
+};
+
+template <typename Protocol>
+class Listener final : public ListenerBase,
+                       public std::enable_shared_from_this<Listener<Protocol>> {
+ public:
+  using Acceptor = typename Protocol::acceptor;
+  using Socket = typename Protocol::socket;
+
+  Listener(HttpServer::Impl* server, Acceptor acceptor)
       : server_(server), acceptor_(std::move(acceptor)), retry_(acceptor_.get_executor()) {}
 
-  void Start() {
-    asio::dispatch(acceptor_.get_executor(), [self = shared_from_this()] { self->Accept(); });
+  void Start() override {
+    asio::dispatch(acceptor_.get_executor(), [self = this->shared_from_this()] { self->Accept(); });
   }
-  // Any thread.
-  void Close() {
-    asio::post(acceptor_.get_executor(), [self = shared_from_this()] { self->CloseNow(); });
+  void Close() override {
+    asio::post(acceptor_.get_executor(), [self = this->shared_from_this()] { self->CloseNow(); });
   }
-  // Only when no I/O thread runs.
-  void CloseNow() {
+  void CloseNow() override {
     closed_ = true;
     error_code ignored;
     acceptor_.close(ignored);
@@ -481,43 +517,74 @@ class Listener : public std::enable_shared_from_this<Listener> {
  private:
   void Accept() {
     if (closed_) return;
-    acceptor_.async_accept(asio::make_strand(server_->ioc),
-                           beast::bind_front_handler(&Listener::OnAccept, shared_from_this()));
+    acceptor_.async_accept(
+        asio::make_strand(server_->ioc),
+        beast::bind_front_handler(&Listener::OnAccept, this->shared_from_this()));
   }
 
-  void OnAccept(error_code ec, tcp::socket socket) {
+  void OnAccept(error_code ec, Socket socket) {
     if (closed_) return;
     if (ec) {
       if (ec == asio::error::operation_aborted) return;
       // EMFILE and friends: back off instead of spinning; the listen queue holds clients.
       std::fprintf(stderr, "corral http: accept failed: %s\n", ec.message().c_str());
       retry_.expires_after(std::chrono::milliseconds(100));
-      retry_.async_wait([self = shared_from_this()](error_code wait_ec) {
+      retry_.async_wait([self = this->shared_from_this()](error_code wait_ec) {
         if (!wait_ec) self->Accept();
       });
       return;
     }
-    error_code ignored;
-    socket.set_option(tcp::no_delay(true), ignored);
-    const auto peer = socket.remote_endpoint(ignored);
-    std::string address = ignored ? std::string() : peer.address().to_string();
-    std::shared_ptr<SessionBase> session;
-    if (server_->options.tls) {
-      session = std::make_shared<Session<TlsStream>>(server_, std::move(socket),
-                                                     server_->options.tls->Current());
-    } else {
-      session = std::make_shared<Session<beast::tcp_stream>>(server_, std::move(socket), nullptr);
-    }
-    session->address = std::move(address);
-    if (server_->Register(session)) session->Start();
+    server_->Adopt(std::move(socket));
     Accept();
   }
 
   HttpServer::Impl* const server_;
-  tcp::acceptor acceptor_;
+  Acceptor acceptor_;
   asio::steady_timer retry_;
   bool closed_ = false;
 };
+
+void HttpServer::Impl::Adopt(tcp::socket socket) {
+  error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);
+  const auto peer = socket.remote_endpoint(ignored);
+  std::string address = ignored ? std::string() : peer.address().to_string();
+  std::shared_ptr<SessionBase> session;
+  if (options.tls) {
+    session = std::make_shared<Session<TlsStream>>(this, std::move(socket), options.tls->Current());
+  } else {
+    session = std::make_shared<Session<beast::tcp_stream>>(this, std::move(socket), nullptr);
+  }
+  session->address = std::move(address);
+  if (Register(session)) session->Start();
+}
+
+// Beast's streams are TCP's; an AF_UNIX stream socket takes the same calls (recv, send,
+// shutdown, close), so once its peer's credentials are read the connection is carried in a
+// tcp::socket handle and served like any other, over plain HTTP (the kernel carries it). Nothing
+// TCP-specific is asked of it: its address comes from the credentials, not remote_endpoint().
+void HttpServer::Impl::Adopt(unix_stream::socket socket) {
+  struct ucred cred {};
+  socklen_t len = sizeof(cred);
+  if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    std::fprintf(stderr, "corral http: SO_PEERCRED failed: %s\n", std::strerror(errno));
+    return;  // closed as it is dropped: a caller the kernel cannot name is served nothing
+  }
+  const auto executor = socket.get_executor();
+  error_code ec;
+  const int fd = socket.release(ec);
+  if (ec) return;
+  tcp::socket carried(executor);
+  carried.assign(tcp::v4(), fd, ec);
+  if (ec) {
+    ::close(fd);
+    return;
+  }
+  auto session = std::make_shared<Session<beast::tcp_stream>>(this, std::move(carried), nullptr);
+  session->peer = PeerCredentials{cred.uid, cred.gid, cred.pid};
+  session->address = LocalRemote(*session->peer);
+  if (Register(session)) session->Start();
+}
 
 bool HttpServer::Impl::Register(const std::shared_ptr<SessionBase>& s) {
   std::lock_guard<std::mutex> lock(mu);
@@ -590,10 +657,64 @@ Result<int> HttpServer::Listen(const std::string& host, int port) {
   if (ec) return fail("bind");
   acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return fail("listen");
-  auto listener = std::make_shared<Listener>(impl_.get(), std::move(acceptor));
+  auto listener = std::make_shared<Listener<tcp>>(impl_.get(), std::move(acceptor));
   s.listeners.push_back(listener);
   if (s.started) listener->Start();
   return listener->port();
+}
+
+namespace {
+
+// Whether a process accepts connections on the Unix socket at `path` now.
+bool UnixSocketAnswers(const std::string& path) {
+  asio::io_context ioc;
+  unix_stream::socket probe(ioc);
+  error_code ec;
+  probe.connect(unix_stream::endpoint(path), ec);
+  return !ec;
+}
+
+}  // namespace
+
+Status HttpServer::ListenUnix(const std::string& path) {
+  Impl& s = *impl_;
+  CORRAL_CHECK(!s.stopped, "ListenUnix after Stop");
+  const std::string where = "cannot listen on unix socket " + path + ": ";
+  if (path.empty() || path.size() >= sizeof(sockaddr_un::sun_path)) {
+    return InvalidArgument(where + "want a path of 1 to " +
+                           std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " bytes");
+  }
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode))
+      return FailedPrecondition(where + "a file that is not a socket is there");
+    if (UnixSocketAnswers(path)) return Unavailable(where + "another process serves it");
+    ::unlink(path.c_str());  // left by a process that is gone
+  }
+  error_code ec;
+  unix_stream::acceptor acceptor(asio::make_strand(s.ioc));
+  auto fail = [&](const char* step) -> Status {
+    return Unavailable(where + step + ": " + ec.message());
+  };
+  acceptor.open(unix_stream(), ec);
+  if (ec) return fail("open");
+  acceptor.bind(unix_stream::endpoint(path), ec);
+  if (ec) return fail("bind");
+  // Every local user may connect: who they are is what the kernel says of them.
+  if (::chmod(path.c_str(), 0666) != 0) {
+    ::unlink(path.c_str());
+    return Unavailable(where + "chmod: " + std::strerror(errno));
+  }
+  acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    ::unlink(path.c_str());
+    return fail("listen");
+  }
+  auto listener = std::make_shared<Listener<unix_stream>>(impl_.get(), std::move(acceptor));
+  s.listeners.push_back(listener);
+  s.unix_paths.push_back(path);
+  if (s.started) listener->Start();
+  return Status::Ok();
 }
 
 void HttpServer::Start() {
@@ -645,6 +766,7 @@ void HttpServer::Stop() {
       if (auto session = weak.lock()) sessions.push_back(std::move(session));
     }
   }
+  for (const std::string& path : s.unix_paths) ::unlink(path.c_str());
   if (!s.started) {
     for (const auto& l : s.listeners) l->CloseNow();
     s.listeners.clear();

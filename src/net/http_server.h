@@ -69,6 +69,13 @@ class HttpServer {
   // REQUIRES: before Start().
   Result<int> Listen(const std::string& host, int port);
 
+  // Binds and listens on a local (Unix) stream socket at `path`, mode 0666 so that every local
+  // user may connect: each request on it carries its connection's peer credentials
+  // (HttpRequest::peer) and is served over plain HTTP whatever `tls` says. A socket left at
+  // `path` by a process that is gone is replaced; one that answers, or a file that is not a
+  // socket, is refused. The file is removed at Stop(). REQUIRES: before Start().
+  Status ListenUnix(const std::string& path);
+
   // Starts the I/O threads and begins accepting. Idempotent.
   void Start();
 

@@ -26,11 +26,28 @@ Status BadUrl(const std::string& url, const std::string& why) {
 }  // namespace
 
 std::string ParsedUrl::HostPort() const {
+  if (scheme == "unix") return host;
   std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
   return h + ":" + std::to_string(port);
 }
 
-std::string ParsedUrl::ToString() const { return scheme + "://" + HostPort() + path; }
+std::string ParsedUrl::ToString() const {
+  if (scheme == "unix") return "unix://" + socket_path;
+  return scheme + "://" + HostPort() + path;
+}
+
+Result<ParsedUrl> ParseClientUrl(const std::string& url) {
+  constexpr std::string_view kUnix = "unix://";
+  if (url.rfind(kUnix, 0) != 0) return ParseUrl(url);
+  ParsedUrl out;
+  out.scheme = "unix";
+  out.host = "localhost";
+  out.socket_path = url.substr(kUnix.size());
+  if (out.socket_path.empty() || out.socket_path.front() != '/') {
+    return BadUrl(url, "want unix:///PATH, an absolute path to the head's socket");
+  }
+  return out;
+}
 
 Result<ParsedUrl> ParseUrl(const std::string& url) {
   ParsedUrl out;

@@ -16,6 +16,8 @@ struct ParsedUrl {
   std::string host;    // without IPv6 brackets
   int port = 0;        // defaulted from the scheme when absent (80 / 443)
   std::string path;    // "" or a prefix starting with '/', no trailing '/'
+  // scheme "unix" (ParseClientUrl only): the local socket's path; host is then "localhost".
+  std::string socket_path;
 
   // "host:port" with IPv6 brackets restored: what goes into the Host header.
   std::string HostPort() const;
@@ -26,6 +28,9 @@ struct ParsedUrl {
 // Accepts http:// and https:// URLs with an optional port and path prefix; rejects
 // query strings, fragments, user info and other schemes with a message naming the URL.
 Result<ParsedUrl> ParseUrl(const std::string& url);
+// ParseUrl, and also unix:///PATH: a head's local socket (HttpClient connects to PATH and
+// sends its requests as to http://localhost).
+Result<ParsedUrl> ParseClientUrl(const std::string& url);
 
 // Percent-encodes everything except the RFC 3986 unreserved set (A-Z a-z 0-9 - _ . ~):
 // safe for a query key or value and for one path segment.
