@@ -26,13 +26,17 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=100000)
-parser.add_argument("--step-sleep", type=float, default=0.2)
+parser.add_argument("--step-sleep", type=float, default=0.1)
 parser.add_argument("--out", required=True)
+# How long a collective waits for a peer: a worker whose peer vanished with its node (no
+# connection reset) sits in it that long unless killed. NCCL's default is 30 minutes.
+parser.add_argument("--collective-timeout", type=float, default=300)
 args = parser.parse_args()
 
 rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 restart = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
-dist.init_process_group("gloo", init_method="env://", timeout=datetime.timedelta(seconds=60))
+dist.init_process_group("gloo", init_method="env://",
+                        timeout=datetime.timedelta(seconds=args.collective_timeout))
 
 torch.manual_seed(0)
 true_w = torch.randn(32, 1)
