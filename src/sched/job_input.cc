@@ -45,7 +45,8 @@ PendingJob ToPendingJob(const Job& job, const RuntimeEstimator* estimator) {
     // the head, whose times are Unix times).
     bool ran = r.started_at > 0 || r.scheduled_at == 0;
     if (IsRunOver(r.state) && ran && r.ended_at > r.started_at) {
-      p.attained_ms += gpus * r.ReplicaMs(r.ended_at);
+      p.attained_ms += gpus * (r.joined_at.empty() ? job.spec.replicas * (r.ended_at - r.started_at)
+                                                   : r.ReplicaMs(r.ended_at));
     }
   }
   if (estimator) {
