@@ -24,6 +24,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "agent/process_groups.h"
+
 namespace corral::agent {
 namespace {
 
@@ -97,31 +99,6 @@ OwnedFd ReceiveTerminal(int listener, pid_t pid) {
     }
   }
   return OwnedFd();
-}
-
-// The processes of process group `pgid`, from /proc.
-std::vector<pid_t> ProcessGroupMembers(pid_t pgid) {
-  std::vector<pid_t> out;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return out;
-  while (struct dirent* e = readdir(proc)) {
-    char* end = nullptr;
-    long pid = std::strtol(e->d_name, &end, 10);
-    if (pid <= 0 || *end != '\0') continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    // "PID (COMM) STATE PPID PGRP ...": COMM may hold anything, so from its last ')'.
-    size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    char state = 0;
-    long ppid = 0, pgrp = 0;
-    if (sscanf(stat.c_str() + close + 1, " %c %ld %ld", &state, &ppid, &pgrp) == 3 &&
-        pgrp == pgid) {
-      out.push_back(static_cast<pid_t>(pid));
-    }
-  }
-  closedir(proc);
-  return out;
 }
 
 // What the child needs, prepared before fork: after it only async-signal-safe calls are made

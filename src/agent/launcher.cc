@@ -34,6 +34,7 @@
 #include "agent/monitor.h"
 #include "agent/notebook.h"
 #include "agent/notebook_activity.h"
+#include "agent/process_groups.h"
 #include "agent/run_record.h"
 
 namespace corral::agent {
@@ -726,6 +727,18 @@ void PosixLauncher::Signal(const LaunchedRun& run, int signal) {
     if (pgid > 0) (void)kill(-pgid, signal);
   }
   if (signal == SIGKILL && !cgroups_.none()) cgroups_.KillAll(CgroupName(run.key()));
+}
+
+int32_t PosixLauncher::SignalWorkers(const LaunchedRun& run, int signal, const std::string& env) {
+  if (ReadRunRecord(RunDir(run.key()), RecordPart::kStatus).exited) return 0;
+  int32_t sent = 0;
+  for (int32_t pgid : run.pgids) {
+    if (pgid <= 0) continue;
+    for (pid_t pid : ProcessGroupMembers(pgid)) {
+      if (ProcessSetsEnv(pid, env) && kill(pid, signal) == 0) ++sent;
+    }
+  }
+  return sent;
 }
 
 void PosixLauncher::Release(const RunKey& key) {

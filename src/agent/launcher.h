@@ -127,6 +127,10 @@ class Launcher {
   virtual RunStatus Check(LaunchedRun& run) = 0;
   // Sends `signal` to the run's whole process group. No-op once the run has exited.
   virtual void Signal(const LaunchedRun& run, int signal) = 0;
+  // Sends `signal` to those of the run's processes whose environment sets `env` and returns
+  // how many: torchrun sets TORCHELASTIC_RUN_ID for the workers it starts alone, so its workers
+  // get it and torchrun, which watches them, does not. No-op once the run has exited.
+  virtual int32_t SignalWorkers(const LaunchedRun& run, int signal, const std::string& env) = 0;
   // The head has acknowledged the end of the run: remember it only as started.
   virtual void Release(const RunKey& key) = 0;
   // The node's GPUs are real devices: GPU index -> /dev/nvidia minor. From then on a run may
@@ -173,6 +177,7 @@ class PosixLauncher final : public Launcher {
   std::vector<Result<LaunchedRun>> LaunchAll(const std::vector<RunOrder>& orders) override;
   RunStatus Check(LaunchedRun& run) override;
   void Signal(const LaunchedRun& run, int signal) override;
+  int32_t SignalWorkers(const LaunchedRun& run, int signal, const std::string& env) override;
   void Release(const RunKey& key) override;
   void SetGpuDevices(const std::map<int32_t, int32_t>& minors) override { gpu_minors_ = minors; }
   void SetGpuNames(const std::map<int32_t, std::string>& names) override { gpu_names_ = names; }

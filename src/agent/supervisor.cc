@@ -22,6 +22,7 @@ Supervisor::Supervisor(std::unique_ptr<Launcher> launcher, const Clock* clock)
     e.run = std::move(r.run);
     // Signals asked for after the launch and before the agent's restart may be sent again.
     e.signals_sent = e.run.order.signals;
+    e.peers_lost_seen = e.run.order.peers_lost;
     e.status = launcher_->Check(e.run);
     if (!e.status.running && !e.status.error.empty()) e.error = e.status.error;
     spdlog::info("re-adopted run {} replica {}: {}", key.run_id, key.replica,
@@ -31,6 +32,20 @@ Supervisor::Supervisor(std::unique_ptr<Launcher> launcher, const Clock* clock)
 }
 
 TimeMs Supervisor::Now() const { return clock_->Now(); }
+
+// A peer replica of this elastic run was lost with its node: its torchrun workers are killed
+// so that torchrun sees its worker group fail and re-rendezvouses with the replicas left now,
+// instead of its workers waiting in a collective for the lost peer until the collective's
+// timeout (NCCL's is 30 minutes). SIGKILL, not SIGTERM: a worker blocked inside a collective
+// runs no Python signal handler, and the step it was in cannot complete anyway without the peer.
+// torchrun itself is spared (its workers alone carry TORCHELASTIC_RUN_ID).
+void Supervisor::KillElasticWorkers(Entry& e) {
+  const int32_t killed = launcher_->SignalWorkers(e.run, SIGKILL, "TORCHELASTIC_RUN_ID");
+  spdlog::info(
+      "run {} replica {}: a peer replica was lost with its node; {} torchrun worker(s) "
+      "killed so that they re-rendezvous",
+      e.run.order.run_id, e.run.order.replica, killed);
+}
 
 void Supervisor::BeginStop(Entry& e, int signal, int64_t grace_ms, TimeMs now) {
   if (e.stopping || !e.status.running) return;
@@ -70,6 +85,7 @@ void Supervisor::Reconcile(const SyncResponse& desired) {
     RunKey key{order.run_id, order.replica};
     Entry e;
     e.signals_sent = order.signals;  // those asked for before it ran are not its
+    e.peers_lost_seen = order.peers_lost;
     if (launched[i].ok()) {
       e.run = std::move(launched[i].value());  // running: Poll() notices when it ends
       spdlog::info("started run {} replica {} (pgid {})", key.run_id, key.replica, e.run.pgid);
@@ -114,6 +130,10 @@ void Supervisor::Reconcile(const SyncResponse& desired) {
       launcher_->Signal(e.run, order.signal);
     }
     e.signals_sent = std::max(e.signals_sent, order.signals);
+    if (order.peers_lost > e.peers_lost_seen && e.status.running && !e.stopping && !order.stop) {
+      KillElasticWorkers(e);
+    }
+    e.peers_lost_seen = std::max(e.peers_lost_seen, order.peers_lost);
     if (order.stop) BeginStop(e, order.stop_signal, order.grace_ms, now);
     // A grace cut short while stopping (the job reported its checkpoint): the kill comes now.
     if (order.stop && e.stopping)
@@ -274,6 +294,7 @@ void Supervisor::StartStaged(TimeMs now) {
                  key.replica, launched->pgid);
     Entry e;
     e.signals_sent = (*staged)->signals;
+    e.peers_lost_seen = (*staged)->peers_lost;
     e.run = std::move(*launched);
     runs_.emplace(key, std::move(e));
     exited_since_poll_ = true;  // the head hears it started at once

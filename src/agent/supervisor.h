@@ -87,13 +87,15 @@ class Supervisor {
     bool exit_reported = false;  // an exited status went out in a Report()
     bool fenced = false;         // stopped by StopAll (self-fencing)
     bool stopping = false;
-    int32_t signals_sent = 0;  // of the order's `signals`
-    TimeMs kill_at = 0;        // SIGKILL the group at this time if still running
+    int32_t signals_sent = 0;     // of the order's `signals`
+    int32_t peers_lost_seen = 0;  // of the order's `peers_lost`
+    TimeMs kill_at = 0;           // SIGKILL the group at this time if still running
     bool killed = false;
     std::string error;  // why it could not start (refused by the node's policy)
   };
 
   void BeginStop(Entry& e, int signal, int64_t grace_ms, TimeMs now);
+  void KillElasticWorkers(Entry& e);
   // A new order: launched now, or (declaring datasets) staged first.
   bool Stages(const RunOrder& order) const { return !order.datasets.empty(); }
   void StartStaged(TimeMs now);  // launches the runs whose staging is over

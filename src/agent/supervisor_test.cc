@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "agent/test_util.h"
@@ -198,6 +199,43 @@ TEST(SupervisorTest, EachRequestedSignalIsSentOnceAndTheRunKeepsRunning) {
   std::vector<RunReport> r = PollUntilExit(*sup);
   EXPECT_EQ(r[0].exit_code, 0);
   EXPECT_EQ(ReadFileOr(d + "/got"), "usr1\nusr1\n") << "two signals asked for, two sent";
+}
+
+// A peer of an elastic run lost with its node: the replica's torchrun workers (the processes
+// whose environment sets TORCHELASTIC_RUN_ID) are killed, once per loss; the replica's main
+// process (torchrun, here the shell that waits for its worker) is not, and the run goes on.
+TEST(SupervisorTest, ALostPeerKillsTheTorchrunWorkersAndSparesTheReplica) {
+  TempDir state, dir;
+  auto sup = MakeSupervisor(state);
+  const std::string d = dir.path();
+  const std::string worker = "TORCHELASTIC_RUN_ID=job sh -c 'echo $$ >> " + d +
+                             "/workers; exec sleep 60' & wait $!; echo \"worker $?\" >> " + d +
+                             "/exits; ";
+  RunOrder o =
+      ShellOrder("1.0", worker + worker + "while [ ! -f " + d + "/go ]; do sleep 0.02; done");
+  o.peers_lost = 2;  // lost before this run existed: not its
+  sup->Reconcile(Desired({o}));
+  ASSERT_TRUE(WaitFor([&] { return !ReadFileOr(d + "/workers").empty(); }));
+  sup->Reconcile(Desired({o}));
+  EXPECT_EQ(ReadFileOr(d + "/exits"), "");
+  o.peers_lost = 3;
+  sup->Reconcile(Desired({o}));
+  ASSERT_TRUE(WaitFor([&] { return ReadFileOr(d + "/exits") == "worker 137\n"; }));
+  auto started = [&] {
+    const std::string pids = ReadFileOr(d + "/workers");
+    return std::count(pids.begin(), pids.end(), '\n');
+  };
+  ASSERT_TRUE(WaitFor([&] { return started() == 2; }));  // the second worker
+  sup->Reconcile(Desired({o}));  // the same count again: the second worker lives
+  EXPECT_FALSE(sup->Poll());
+  EXPECT_TRUE(sup->Report()[0].running) << "the replica itself goes on";
+  EXPECT_EQ(ReadFileOr(d + "/exits"), "worker 137\n");
+  o.peers_lost = 4;
+  sup->Reconcile(Desired({o}));
+  ASSERT_TRUE(WaitFor([&] { return ReadFileOr(d + "/exits") == "worker 137\nworker 137\n"; }));
+  Touch(d + "/go");
+  std::vector<RunReport> r = PollUntilExit(*sup);
+  EXPECT_EQ(r[0].exit_code, 0);
 }
 
 TEST(SupervisorTest, ARunTheHeadNoLongerListsIsTerminated) {

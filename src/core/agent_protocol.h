@@ -165,6 +165,11 @@ struct RunOrder {
   // agent sends `signal` once each time `signals` grows past what it has sent.
   int32_t signals = 0;
   int32_t signal = 0;
+  // Replicas of this elastic run lost with their nodes so far (docs/elastic.md). Each time it
+  // grows past what the agent has acted on, the agent kills the replica's torchrun workers, so
+  // that torchrun re-rendezvouses with the replicas left at once instead of its workers waiting
+  // for the lost peer in a collective.
+  int32_t peers_lost = 0;
   bool operator==(const RunOrder&) const = default;
 };
 

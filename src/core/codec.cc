@@ -141,6 +141,9 @@ Run DecodeRun(const Json& j) {
   }
   r.departed = Get<std::vector<int32_t>>(j, "departed", {});
   r.resizes = Get<int32_t>(j, "resizes", 0);
+  r.joined_at = Get<std::vector<TimeMs>>(j, "joined_at", {});
+  r.left_at = Get<std::vector<TimeMs>>(j, "left_at", {});
+  r.peers_lost = Get<int32_t>(j, "peers_lost", 0);
   return r;
 }
 
@@ -274,6 +277,9 @@ Json ToJson(const Run& r) {
   }
   if (!r.departed.empty()) out["departed"] = r.departed;
   if (r.resizes > 0) out["resizes"] = r.resizes;
+  if (!r.joined_at.empty()) out["joined_at"] = r.joined_at;
+  if (!r.left_at.empty()) out["left_at"] = r.left_at;
+  if (r.peers_lost > 0) out["peers_lost"] = r.peers_lost;
   return out;
 }
 

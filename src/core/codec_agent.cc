@@ -132,6 +132,7 @@ Json ToJson(const RunOrder& r) {
     j["signals"] = r.signals;
     j["signal"] = r.signal;
   }
+  if (r.peers_lost > 0) j["peers_lost"] = r.peers_lost;
   if (!r.user.empty()) j["user"] = r.user;
   if (r.cpu_milli > 0) j["cpu_milli"] = r.cpu_milli;
   if (r.memory_mb > 0) j["memory_mb"] = r.memory_mb;
@@ -289,6 +290,7 @@ Result<SyncResponse> SyncResponseFromJson(const Json& j) {
       o.grace_ms = Get<int64_t>(x, "grace_ms", 10000);
       o.signals = Get<int32_t>(x, "signals", 0);
       o.signal = Get<int32_t>(x, "signal", 0);
+      o.peers_lost = Get<int32_t>(x, "peers_lost", 0);
       r.runs.push_back(std::move(o));
     }
     r.delta = Get<bool>(j, "delta", false);

@@ -87,6 +87,11 @@ Job JobOffEveryDefault() {
   r.last_signal = 10;
   r.step_signals = 1;
   r.last_step_signal = 2;
+  r.departed = {1};
+  r.resizes = 1;
+  r.joined_at = {0, 4000};
+  r.left_at = {0, 8500};
+  r.peers_lost = 1;
   r.steps = {{1, {"hostname"}, {{"A", "b"}}, "/s", {0, 1}, {1, 1}, true, {0, 0}, 4000, 5000}};
   j.runs = {r};
   j.events = {{1000, "submitted", "by ana"}, {9000, "failed", "replica 1 exited 1"}};
@@ -320,6 +325,18 @@ TEST(Codec, AnOrderSaysWhetherItIsAnInteractiveSession) {
   ASSERT_TRUE(got.ok()) << got.status().message();
   EXPECT_TRUE(got->runs.at(0).interactive);
   EXPECT_FALSE(got->runs.at(1).interactive);
+}
+
+TEST(Codec, AnElasticOrderCarriesItsLostPeers) {
+  RunOrder survivor = TwoTaskOrder();
+  survivor.peers_lost = 2;
+  RunOrder rigid = TwoTaskOrder();
+  Json wire = ToJson(SyncResponse{1, 2, {survivor, rigid}, false});
+  EXPECT_FALSE(wire["runs"][1].contains("peers_lost")) << "an order of no loss carries nothing";
+  auto got = SyncResponseFromJson(wire);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(got->runs.at(0).peers_lost, 2);
+  EXPECT_EQ(got->runs.at(1).peers_lost, 0);
 }
 
 // Decoding `wire` fails with an error that names `field`.

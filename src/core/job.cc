@@ -162,6 +162,24 @@ std::vector<GpuShare> Shares(const ReplicaPlacement& p) {
   return out;
 }
 
+std::pair<TimeMs, TimeMs> Run::ReplicaHeld(int32_t r, TimeMs end) const {
+  const size_t i = static_cast<size_t>(r);
+  TimeMs from = started_at;
+  if (i < joined_at.size()) from = std::max(from, joined_at[i]);
+  TimeMs to = end;
+  if (i < left_at.size() && left_at[i] > 0) to = std::min(to, left_at[i]);
+  return {from, to};
+}
+
+DurationMs Run::ReplicaMs(TimeMs end) const {
+  DurationMs ms = 0;
+  for (size_t r = 0; r < placement.size(); ++r) {
+    const auto [from, to] = ReplicaHeld(static_cast<int32_t>(r), end);
+    ms += std::max<DurationMs>(0, to - from);
+  }
+  return ms;
+}
+
 bool Run::Departed(int32_t replica) const {
   return std::binary_search(departed.begin(), departed.end(), replica);
 }

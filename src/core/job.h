@@ -1,6 +1,8 @@
 // Jobs, their specs and their runs (attempts): the data model of DESIGN §4 and §5.
 #pragma once
 
+#include <utility>
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -196,6 +198,21 @@ struct Run {
   // placement; replicas it grew by are appended to placement. Its size is placement less these.
   std::vector<int32_t> departed;
   int32_t resizes = 0;  // how many times it grew or shrank
+  // When each replica of an elastic run that resized began and stopped holding its resources,
+  // by position in placement: joined_at 0 is "with the run" (from started_at), left_at 0 is
+  // "to the run's end". A replica taken away holds its GPUs until it exits; one lost with its
+  // node, until the node was declared lost. Both empty for a run that never resized.
+  std::vector<TimeMs> joined_at;
+  std::vector<TimeMs> left_at;
+  // How many times replicas of it were lost with their nodes: its survivors' orders carry it
+  // (RunOrder::peers_lost), and their agents kill their torchrun workers each time it grows.
+  int32_t peers_lost = 0;
+  // [from, to) during which replica r held its resources, for a run that ends (or is counted
+  // up to) `end`; from >= to: none of it (the run had not started, or the replica never ran).
+  std::pair<TimeMs, TimeMs> ReplicaHeld(int32_t r, TimeMs end) const;
+  // Replica-milliseconds held up to `end`: the sum of ReplicaHeld over its replicas (a rigid
+  // run: its replicas times its length).
+  DurationMs ReplicaMs(TimeMs end) const;
   int32_t LiveReplicas() const { return static_cast<int32_t>(placement.size() - departed.size()); }
   bool Departed(int32_t replica) const;
   // What the run holds: its live replicas (LivePlacement), then those leaving it that have not

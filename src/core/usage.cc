@@ -14,15 +14,19 @@ Result<UsageBy> ParseUsageBy(const std::string& field, const std::string& text) 
 
 double RunGpuSecondsIn(const Run& run, TimeMs from, TimeMs to) {
   if (run.started_at <= 0) return 0;  // never ran: it held GPUs only while being set up
-  TimeMs end = IsRunOver(run.state) ? run.ended_at : to;
-  TimeMs lo = std::max(run.started_at, from);
-  TimeMs hi = std::min(end, to);
-  if (hi <= lo) return 0;
-  int64_t milli = 0;
-  for (const ReplicaPlacement& p : run.placement) {
-    for (const GpuShare& s : Shares(p)) milli += s.milli;
+  const TimeMs end = IsRunOver(run.state) ? run.ended_at : to;
+  int64_t milli_ms = 0;
+  // Each replica for as long as it held its GPUs: an elastic run's size changes over time.
+  for (size_t r = 0; r < run.placement.size(); ++r) {
+    const auto [held_from, held_to] = run.ReplicaHeld(static_cast<int32_t>(r), end);
+    const TimeMs lo = std::max(held_from, from);
+    const TimeMs hi = std::min(held_to, to);
+    if (hi <= lo) continue;
+    int64_t milli = 0;
+    for (const GpuShare& s : Shares(run.placement[r])) milli += s.milli;
+    milli_ms += milli * (hi - lo);
   }
-  return static_cast<double>(milli) / kGpuMilli * static_cast<double>(hi - lo) / kSecond;
+  return static_cast<double>(milli_ms) / kGpuMilli / kSecond;
 }
 
 void UsageAccumulator::Add(const Job& job) {

@@ -137,6 +137,11 @@ struct Applier {
     CORRAL_CHECK(c.replica >= 0 && c.replica < static_cast<int32_t>(run.exit_codes.size()),
                  "replica out of range");
     run.exit_codes[c.replica] = c.exit_code;
+    // A replica taken from an elastic run held its GPUs until now (through its grace).
+    if (run.Departed(c.replica) && static_cast<size_t>(c.replica) < run.left_at.size() &&
+        run.left_at[c.replica] == 0) {
+      run.left_at[c.replica] = at;
+    }
     run.peak_memory_bytes = std::max(run.peak_memory_bytes, c.peak_memory_bytes);
     run.cpu_ms += c.cpu_ms;
     // The cause of a failed run: the first replica to fail before anyone asked it to stop.
@@ -189,18 +194,29 @@ struct Applier {
     Job& job = JobAt(s, c.job);
     Run& run = RunAt(s, c.job, c.attempt);
     const int32_t before = run.LiveReplicas();
+    // From the first resize on, each replica's time in the run is kept (GPU time counts the
+    // replicas held, not the run's largest size).
+    run.joined_at.resize(run.placement.size(), 0);
+    run.left_at.resize(run.placement.size(), 0);
     for (const ReplicaPlacement& p : c.added) {
       run.placement.push_back(p);
       run.exit_codes.push_back(kNotExited);
+      run.joined_at.push_back(at);
+      run.left_at.push_back(0);
     }
     for (int32_t r : c.removed) {
       CORRAL_CHECK(r >= 0 && r < static_cast<int32_t>(run.placement.size()) &&
                        !std::binary_search(run.departed.begin(), run.departed.end(), r),
                    "job_resized removes a replica the run does not hold");
       run.departed.insert(std::upper_bound(run.departed.begin(), run.departed.end(), r), r);
-      if (c.cause == ResizeCause::kNodeLost) run.exit_codes[r] = kReplicaLost;
+      // A lost node's replica holds nothing from now; one asked to leave, until it exits.
+      if (c.cause == ResizeCause::kNodeLost) {
+        run.exit_codes[r] = kReplicaLost;
+        run.left_at[r] = at;
+      }
     }
     ++run.resizes;
+    if (c.cause == ResizeCause::kNodeLost) ++run.peers_lost;
     std::string what = c.added.empty() ? "shrunk" : "grown";
     std::string sizes = std::to_string(before) + " -> " + std::to_string(run.LiveReplicas()) +
                         " replicas (" + std::to_string(job.spec.min_replicas) + ":" +

@@ -234,6 +234,7 @@ void HeadCore::AddJobOrders(const Job& job, const std::string& node, SyncRespons
     o.interactive = job.spec.interactive;
     o.signals = run.signals;
     o.signal = run.last_signal;
+    o.peers_lost = run.peers_lost;  // the survivors of a lost node kill their workers (elastic)
     if (!state_.step_key.empty()) {
       // Every task holds its run's own credential (CORRAL_STEP_TOKEN): it may report its
       // checkpoints, cancel, requeue and read its job, start and follow job steps (srun), and

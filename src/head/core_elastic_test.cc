@@ -3,7 +3,9 @@
 // node's replica while it keeps its minimum. Every scenario also runs with the head killed and
 // recovered after every step (core_scenario.h): each JobResized is durable and replayed.
 #include "core/spec.h"
+#include "core/usage.h"
 #include "head/core_scenario.h"
+#include "sched/job_input.h"
 
 namespace corral::head::core_test {
 namespace {
@@ -125,7 +127,10 @@ TEST_P(Elastic, AHigherPriorityJobShrinksItAndItKeepsRunning) {
   EXPECT_EQ(orders[0].replica, gone);
   for (const char* n : {"h1", "h2", "h3"}) {
     if (n == node) continue;
-    for (const RunOrder& o : Desired(n)) EXPECT_FALSE(o.stop) << n;
+    for (const RunOrder& o : Desired(n)) {
+      EXPECT_FALSE(o.stop) << n;
+      EXPECT_EQ(o.peers_lost, 0) << n << ": a replica asked to leave is no lost peer";
+    }
   }
   // Killed by its checkpoint signal: not a failure of the job.
   ASSERT_TRUE(*Report(node, {Exited(shrunk, gone, -15)}));
@@ -153,6 +158,7 @@ TEST_P(Elastic, ALostNodeDropsItsReplicaAndTheJobGoesOn) {
   Schedule();
   const Job started = Get(e.id);
   ReportAllRunning(started);
+  for (const char* n : {"h1", "h2", "h3"}) EXPECT_EQ(Desired(n).at(0).peers_lost, 0) << n;
   LoseAllBut(started, "h3");
   const Job after = Get(e.id);
   EXPECT_EQ(after.state, JobState::kRunning);
@@ -160,6 +166,14 @@ TEST_P(Elastic, ALostNodeDropsItsReplicaAndTheJobGoesOn) {
   EXPECT_EQ(after.CurrentRun()->LiveReplicas(), 2);
   EXPECT_TRUE(HasEvent(e.id, "shrunk"));
   EXPECT_EQ(Size(e.id), 2);
+  // The survivors' agents are told at once: their orders count the loss (they kill their
+  // torchrun workers, which re-rendezvous), and they keep running.
+  for (const char* n : {"h1", "h2"}) {
+    std::vector<RunOrder> orders = Desired(n);
+    ASSERT_EQ(orders.size(), 1u) << n;
+    EXPECT_EQ(orders[0].peers_lost, 1) << n;
+    EXPECT_FALSE(orders[0].stop) << n;
+  }
   // h3 comes back: a replacement replica joins the same run there.
   ASSERT_TRUE(Register("h3", 1) > 0);
   Schedule();
@@ -183,6 +197,74 @@ TEST_P(Elastic, BelowItsMinimumALostNodeRequeuesTheJob) {
   EXPECT_EQ(after.state, JobState::kPending);  // requeued whole, as a rigid gang
   EXPECT_EQ(after.runs.back().state, RunState::kLost);
   EXPECT_EQ(Size(e.id), -1);
+  h_.ExpectDerivedStateRebuilds();
+  h_.ExpectReplayEqualsLive();
+}
+
+// GPU time counts the replicas an elastic run held over time: one replica for an hour, three
+// for the next, then one taken away (it holds its GPU through its 10 minutes of grace) and two
+// for the last hour. `corral usage`, fair share (what a recovered head and retirement count)
+// and the attained service of the job agree; its maximum for its whole length would be 9.5 h.
+TEST_P(Elastic, GpuTimeCountsTheReplicasItHeld) {
+  ThreeHosts();
+  Job a = Filler("h1");
+  Job b = Filler("h2");
+  Job e = Submit(ElasticSpec(1, 3));
+  Schedule();
+  const TimeMs t0 = now();
+  ASSERT_TRUE(*Report("h3", {Running(Get(e.id))}));
+  now() += kHour;
+  ASSERT_TRUE(*Report("h1", {Exited(a, 0, 0)}));
+  ASSERT_TRUE(*Report("h2", {Exited(b, 0, 0)}));
+  Schedule();
+  ASSERT_EQ(Size(e.id), 3);
+  ReportAllRunning(Get(e.id));
+  now() += kHour;
+  JobSpec urgent = Spec(1);
+  urgent.priority = 10;
+  Submit(urgent, kAdmin);
+  Schedule();
+  ASSERT_EQ(Size(e.id), 2);
+  const Job shrunk = Get(e.id);
+  const int32_t gone = shrunk.CurrentRun()->departed.at(0);
+  now() += 10 * kMinute;
+  ASSERT_TRUE(*Report(shrunk.CurrentRun()->placement[gone].node, {Exited(shrunk, gone, -15)}));
+  Schedule();
+  now() += kHour;
+  // Replica 0: 3 h 10; the replica that stayed: 2 h 10; the one taken away: 1 h 10.
+  const double want_s = (3 * 60 + 10 + 2 * 60 + 10 + 60 + 10) * 60.0;
+  auto live = core().Usage(kAna, UsageBy::kUser, 4 * kHour, now());
+  ASSERT_TRUE(live.ok());
+  double ana_s = 0;
+  for (const UsageRow& r : live->rows) ana_s += r.key == "ana" ? r.gpu_seconds : 0;
+  EXPECT_DOUBLE_EQ(ana_s, want_s + 2 * 3600.0) << "the elastic run, then the two fillers' hours";
+  const Job after = Get(e.id);
+  EXPECT_DOUBLE_EQ(RunGpuSecondsIn(*after.CurrentRun(), t0, now()), want_s);
+  int64_t past_gpu_ms = 0;
+  for (const sched::PastUsage& u : sched::PastUsageOf(after, now())) {
+    past_gpu_ms += u.gpu_milli * (u.to - u.from) / kGpuMilli;
+  }
+  EXPECT_EQ(past_gpu_ms, static_cast<int64_t>(want_s) * kSecond);
+  // The run ends: its attained service, and what retirement keeps for fair share.
+  for (size_t r = 0; r < after.CurrentRun()->placement.size(); ++r) {
+    if (after.CurrentRun()->Departed(static_cast<int32_t>(r))) continue;
+    ASSERT_TRUE(
+        *Report(after.CurrentRun()->placement[r].node, {Exited(after, static_cast<int>(r), 0)}));
+  }
+  ASSERT_EQ(Get(e.id).state, JobState::kSucceeded);
+  EXPECT_EQ(sched::ToPendingJob(Get(e.id)).attained_ms, static_cast<int64_t>(want_s) * kSecond);
+  // What corral_queue_gpu_seconds_total adds at the run's end, times its GPUs per replica.
+  const Job done = Get(e.id);
+  const corral::Run& ended = *done.CurrentRun();
+  EXPECT_EQ(ended.ReplicaMs(ended.ended_at), static_cast<int64_t>(want_s) * kSecond);
+  now() += 25 * kHour;
+  Retire();
+  ASSERT_FALSE(core().state().jobs.count(e.id));
+  int64_t retired_gpu_ms = 0;
+  for (const auto& [key, u] : core().state().retired_usage) {
+    if (key.user == "ana") retired_gpu_ms += u.gpu_ms;
+  }
+  EXPECT_EQ(retired_gpu_ms, static_cast<int64_t>(want_s) * kSecond + 2 * kHour);
   h_.ExpectDerivedStateRebuilds();
   h_.ExpectReplayEqualsLive();
 }

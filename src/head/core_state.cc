@@ -393,7 +393,12 @@ std::vector<QueueView> HeadCore::ListQueues() const {
       ++v.pending;
     } else {
       ++v.running;
-      v.used_gpus += job.spec.replicas * job.spec.per_replica.WholeGpus();
+      // An elastic run holds what it holds now, not its maximum.
+      const Run* run = job.CurrentRun();
+      const int32_t replicas = job.spec.IsElastic() && run
+                                   ? static_cast<int32_t>(run->HeldPlacement().size())
+                                   : job.spec.replicas;
+      v.used_gpus += replicas * job.spec.per_replica.WholeGpus();
     }
   }
   std::vector<QueueView> out;

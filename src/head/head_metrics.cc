@@ -101,9 +101,13 @@ void Head::CountDurable(const Change& c) {
     const Job& job = s.jobs.at(e->job);
     const corral::Run& run = job.runs[e->attempt - 1];
     if (run.started_at > 0 && run.ended_at > run.started_at) {
-      double gpus = job.spec.replicas * job.spec.per_replica.gpu_milli / double(kGpuMilli);
+      // Per replica held over time: an elastic run's size changes (Run::ReplicaMs).
+      const DurationMs replica_ms = run.joined_at.empty()
+                                        ? job.spec.replicas * (run.ended_at - run.started_at)
+                                        : run.ReplicaMs(run.ended_at);
+      double gpus = job.spec.per_replica.gpu_milli / double(kGpuMilli);
       metrics_.Add("corral_queue_gpu_seconds_total", {{"queue", job.spec.queue}},
-                   gpus * (run.ended_at - run.started_at) / 1000.0);
+                   gpus * static_cast<double>(replica_ms) / 1000.0);
     }
     if (IsTerminal(e->job_state)) {
       metrics_.Add("corral_jobs_finished_total", {{"state", JobStateName(e->job_state)}}, 1);

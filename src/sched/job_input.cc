@@ -37,14 +37,16 @@ PendingJob ToPendingJob(const Job& job, const RuntimeEstimator* estimator) {
   }
   // GPU-time the job's finished runs held: the scheduler orders a queue by attained service
   // (and adds the current run itself), so a requeued job keeps the level it reached.
-  const DurationMs gpus = job.spec.replicas * job.spec.per_replica.WholeGpus();
+  // An elastic run counts the replicas it held over time (Run::ReplicaMs).
+  const DurationMs gpus = job.spec.per_replica.WholeGpus();
   for (const Run& r : job.runs) {
     // started_at 0 means "never reported running" to the head; the simulator's clock starts
     // at 0, where a run placed at t = 0 also starts at 0 (scheduled_at == 0 never happens in
     // the head, whose times are Unix times).
     bool ran = r.started_at > 0 || r.scheduled_at == 0;
     if (IsRunOver(r.state) && ran && r.ended_at > r.started_at) {
-      p.attained_ms += gpus * (r.ended_at - r.started_at);
+      p.attained_ms += gpus * (r.joined_at.empty() ? job.spec.replicas * (r.ended_at - r.started_at)
+                                                   : r.ReplicaMs(r.ended_at));
     }
   }
   if (estimator) {
@@ -58,22 +60,42 @@ PendingJob ToPendingJob(const Job& job, const RuntimeEstimator* estimator) {
   return p;
 }
 
+namespace {
+
+// One replica's (or, for a run that never resized, all replicas') usage over [from, to).
+PastUsage JobInputUsage(const Job& job, const std::vector<ReplicaPlacement>& replicas, TimeMs from,
+                        TimeMs to) {
+  PastUsage u;
+  u.queue = job.spec.queue.empty() ? "default" : job.spec.queue;
+  u.user = job.owner;
+  const int64_t n = static_cast<int64_t>(replicas.size());
+  for (const ReplicaPlacement& p : replicas) {
+    for (const GpuShare& g : Shares(p)) u.gpu_milli += g.milli;
+  }
+  u.cpu_milli = n * job.spec.per_replica.cpu_milli;
+  u.memory_mb = n * job.spec.per_replica.memory_mb;
+  u.from = from;
+  u.to = to;
+  return u;
+}
+
+}  // namespace
+
 std::vector<PastUsage> PastUsageOf(const Job& job, TimeMs now) {
   std::vector<PastUsage> out;
   for (const Run& run : job.runs) {
     if (run.started_at <= 0) continue;  // never ran (as RunGpuSecondsIn counts)
-    PastUsage u;
-    u.queue = job.spec.queue.empty() ? "default" : job.spec.queue;
-    u.user = job.owner;
-    int64_t replicas = static_cast<int64_t>(run.placement.size());
-    for (const ReplicaPlacement& p : run.placement) {
-      for (const GpuShare& g : Shares(p)) u.gpu_milli += g.milli;
+    const TimeMs end = IsRunOver(run.state) ? run.ended_at : now;
+    if (run.joined_at.empty()) {
+      if (end > run.started_at)
+        out.push_back(JobInputUsage(job, run.placement, run.started_at, end));
+      continue;
     }
-    u.cpu_milli = replicas * job.spec.per_replica.cpu_milli;
-    u.memory_mb = replicas * job.spec.per_replica.memory_mb;
-    u.from = run.started_at;
-    u.to = IsRunOver(run.state) ? run.ended_at : now;
-    if (u.to > u.from) out.push_back(std::move(u));
+    // An elastic run that resized: each replica for the time it held its resources.
+    for (size_t r = 0; r < run.placement.size(); ++r) {
+      const auto [from, to] = run.ReplicaHeld(static_cast<int32_t>(r), end);
+      if (to > from) out.push_back(JobInputUsage(job, {run.placement[r]}, from, to));
+    }
   }
   return out;
 }
