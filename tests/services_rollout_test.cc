@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -91,9 +92,19 @@ with open(out, "w") as f:
     json.dump(res, f)
 )";
 
+// Replicas with --port 0 take ports from their node's range, lowest free first: each test's
+// agent gets a range of its own, so that tests run at once (ctest -j) on one machine never
+// bind one port, where one cluster's proxy would reach the other's replica.
+std::string PortRangeOfThisTest() {
+  const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  const int base = 31000 + static_cast<int>(std::hash<std::string>{}(test) % 40) * 100;
+  return std::to_string(base) + "-" + std::to_string(base + 99);
+}
+
 class ServiceRollouts : public ::testing::Test {
  protected:
-  ServiceRollouts() : c_("svcroll", 1, 4) {
+  ServiceRollouts()
+      : c_("svcroll", 1, 4, {}, {"--run-as", "agent", "--port-range", PortRangeOfThisTest()}) {
     std::filesystem::create_directories(c_.dir() + "/svc");
     std::filesystem::permissions(c_.dir() + "/svc", std::filesystem::perms::all);
     for (const auto& [file, text] : {std::pair{"server.py", kVersionServer}, {"load.py", kLoad}}) {
