@@ -1,6 +1,7 @@
 // One scheduling pass (DESIGN §6): jobs in order; each starts now, or preempts to start
 // soon, or gets a reservation that later jobs may not delay, or waits.
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -182,48 +183,122 @@ static bool IsWaitingForNothing(const SchedState& st, const PendingJob& j) {
   return !j.reservation.empty() || st.model.total_gpus() < least;
 }
 
-PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs now, Decisions* d) {
-  PassResult res;
-  ++st.pass;
-  st.now = now;
-  st.work = 0;
-  st.budget_denied = 0;
-  st.budget.Advance(now);
-  st.queues.Advance(now, st.model.total_gpus(), st.model.total_cpu(), st.model.total_mem());
-  st.model.ClearHolds();
-  class_failed.assign(st.pending.class_count(), 0);
-  st.placed_preemptible_gpus.assign(st.placed_preemptible_gpus.size(), 0);
-  int64_t failed_live = 0;
+namespace {
 
-  auto report = [&](PendingEntry* e, PendingCode code, std::string text) {
+// Preempts `victims` for pending job `e` to place it at `placement`: the runs are marked, their
+// budgets charged, the decisions recorded, and the free part of the placement held for it.
+void PreemptFor(SchedState& st, const PendingEntry& e, const std::vector<JobId>& victims,
+                const std::vector<ReplicaPlacement>& placement, TimeMs now, Decisions* d) {
+  std::vector<NodeDemand> freed;
+  for (JobId v : victims) {
+    RunEntry& r = st.running.at(v);
+    DurationMs lost = st.LostWork(r);
+    st.budget.Record(now, r.queue, lost);
+    st.CountVictim(r, -1);
+    r.preempted_for = e.job.id;
+    st.AddFreeing(r.queue, r.gpus);
+    st.being_preempted.insert(v);
+    auto [why, kind] = PreemptionReason(st, e, r, lost, now);
+    d->preempt.push_back({v, e.job.id, std::move(why), kind});
+    for (const ReplicaPlacement& p : r.placement) {
+      int32_t slot = st.model.Find(p.node);
+      if (slot < 0) continue;
+      // A share frees no whole GPU (others may stay on it).
+      int32_t whole = p.gpu_milli.empty() ? static_cast<int32_t>(p.gpus.size()) : 0;
+      freed.push_back({slot, whole, r.job.per_replica.cpu_milli, r.job.per_replica.memory_mb});
+    }
+  }
+  st.victims_of[e.job.id] = victims;
+  // Merge per node and hold the free part of the placement for this job.
+  std::sort(freed.begin(), freed.end(), [](auto& a, auto& b) { return a.slot < b.slot; });
+  std::vector<NodeDemand> merged;
+  for (const NodeDemand& f : freed) {
+    if (!merged.empty() && merged.back().slot == f.slot) {
+      merged.back().gpus += f.gpus;
+      merged.back().cpu += f.cpu;
+      merged.back().mem += f.mem;
+    } else {
+      merged.push_back(f);
+    }
+  }
+  HoldFor(st, ShapeOf(e.job), placement, merged, now);
+}
+
+std::vector<std::string> DistinctNodes(const std::vector<ReplicaPlacement>& placement) {
+  std::vector<std::string> n;
+  for (const ReplicaPlacement& p : placement) n.push_back(p.node);
+  std::sort(n.begin(), n.end());
+  n.erase(std::unique(n.begin(), n.end()), n.end());
+  return n;
+}
+
+// One pass, as named steps: admin reservations' jobs, jobs whose room was made, then the order
+// (each job placed, or gated, or blocked: its own victims, a shrink, a preemption, a
+// reservation or a reason), then elastic growth.
+class PassRun {
+ public:
+  PassRun(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs now, Decisions* d)
+      : st_(st),
+        cfg_(st.config),
+        class_failed_(class_failed),
+        now_(now),
+        d_(d),
+        placer_(st.model, &st.work) {}
+
+  PassResult Run() {
+    Begin();
+    PlaceReservationJobs();
+    HoldReservedNodes(st_);
+    PlaceMadeRoom();
+    VisitOrder();
+    st_.pending.RestoreAll();
+    if (!someone_waits_ && st_.victims_of.empty()) GrowElastic(st_, d_);
+    return res_;
+  }
+
+ private:
+  // What a blocked job's step left the pass to do.
+  enum class Next { kContinue, kStopIfStrict };
+
+  void Begin() {
+    ++st_.pass;
+    st_.now = now_;
+    st_.work = 0;
+    st_.budget_denied = 0;
+    st_.budget.Advance(now_);
+    st_.queues.Advance(now_, st_.model.total_gpus(), st_.model.total_cpu(), st_.model.total_mem());
+    st_.model.ClearHolds();
+    class_failed_.assign(st_.pending.class_count(), 0);
+    st_.placed_preemptible_gpus.assign(st_.placed_preemptible_gpus.size(), 0);
+  }
+
+  void Report(PendingEntry* e, PendingCode code, std::string text) {
     if (e->last_code == code && e->last_reason == text) return;
     e->last_code = code;
     e->last_reason = text;
-    d->waiting.push_back({e->job.id, code, std::move(text)});
-  };
+    d_->waiting.push_back({e->job.id, code, std::move(text)});
+  }
+
   // A failed class is hidden for the rest of the pass: its other members are not visited
   // (they keep the reason they had).
-  auto fail_class = [&](int32_t k) {
-    if (!class_failed[k]) {
-      class_failed[k] = 1;
-      if (st.pending.class_members(k) > 0) {
-        ++failed_live;
-        res.skipped += st.pending.class_members(k) - 1;
-      }
-      st.pending.HideClass(k);
+  void FailClass(int32_t k) {
+    if (class_failed_[k]) return;
+    class_failed_[k] = 1;
+    if (st_.pending.class_members(k) > 0) {
+      ++failed_live_;
+      res_.skipped += st_.pending.class_members(k) - 1;
     }
-  };
-  Placer placer(st.model, &st.work);
-  const SchedulerConfig& cfg = st.config;
-  int64_t placements = 0;
+    st_.pending.HideClass(k);
+  }
+
   // Binds a placement of pending job e (the scheduler's assumed placement, DESIGN §6).
-  auto bind = [&](PendingEntry* e, std::vector<ReplicaPlacement> placement, TimeMs end) {
+  void Bind(PendingEntry* e, std::vector<ReplicaPlacement> placement, TimeMs end) {
     const PendingJob& j = e->job;
     Shape s = ShapeOf(j);
     RunEntry r;
     r.job = j;
     r.placement = placement;
-    r.started_at = now;
+    r.started_at = now_;
     r.queue = e->queue;
     r.user = e->user;
     // An elastic job may start below its maximum: count what was placed.
@@ -234,233 +309,240 @@ PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs no
     r.mem = n * j.per_replica.memory_mb;
     r.expected_end = end;
     r.aged = e->aged;
-    r.placed_in_pass = st.pass;
-    st.queues.Charge(r.queue, r.user, r.gpu_milli, r.cpu, r.mem, +1, j.interactive);
-    st.CountVictim(r, +1);
-    if (j.preemptible) st.PlacedPreemptible(r.queue) += r.gpus;
-    st.by_end.insert({r.expected_end, j.id});
-    st.RunsOfQueue(r.queue).insert(j.id);
-    for (const ReplicaPlacement& p : r.placement) st.runs_on_node[p.node].insert(j.id);
+    r.placed_in_pass = st_.pass;
+    st_.queues.Charge(r.queue, r.user, r.gpu_milli, r.cpu, r.mem, +1, j.interactive);
+    st_.CountVictim(r, +1);
+    if (j.preemptible) st_.PlacedPreemptible(r.queue) += r.gpus;
+    st_.by_end.insert({r.expected_end, j.id});
+    st_.RunsOfQueue(r.queue).insert(j.id);
+    for (const ReplicaPlacement& p : r.placement) st_.runs_on_node[p.node].insert(j.id);
     JobId id = j.id;
-    st.running[id] = std::move(r);
-    d->place.push_back({id, std::move(placement)});
-    ++placements;
-    st.victims_of.erase(id);
-    st.pending.Remove(id);
-  };
+    st_.running[id] = std::move(r);
+    d_->place.push_back({id, std::move(placement)});
+    ++placements_;
+    st_.victims_of.erase(id);
+    st_.pending.Remove(id);
+  }
+
   // Jobs of admin reservations try their reservation's nodes (their label) before the
   // reservations' holds are set, and only then; the main order does not see them.
-  for (JobId id : std::vector<JobId>(st.reservation_jobs.begin(), st.reservation_jobs.end())) {
-    PendingEntry* e = st.pending.Find(id);
-    if (!e) {
-      st.reservation_jobs.erase(id);
-      continue;
-    }
-    ++st.work;
-    TimeMs end = ExpectedEndOf(e->job, now);
-    std::string gate = ReservationGate(st, e->job, end);
-    std::vector<ReplicaPlacement> placement;
-    if (!gate.empty()) {
-      report(e, PendingCode::kReservationWait, std::move(gate));
-    } else if (int32_t q = st.queues.LimitingQueue(e->queue, TotalGpus(e->job)); q >= 0) {
-      report(e, PendingCode::kQueueLimit, "queue " + st.queues.Name(q) + " is at its limit");
-    } else if (placer.Place(ShapeOf(e->job), end, /*keep=*/true, &placement)) {
-      st.reservation_jobs.erase(id);
-      bind(e, std::move(placement), end);
-      continue;
-    } else {
-      report(e, PendingCode::kReservationWait,
-             "waiting for free GPUs for " + Describe(e->job) + " on the nodes of reservation " +
-                 e->job.reservation);
-    }
-    st.pending.HideJob(e);
-  }
-  HoldReservedNodes(st);
-  // Jobs whose victims have all ended start first, on the room made for
-  // them (after the admin reservations' holds, which they must not overlap): a job earlier
-  // in this pass's order could take it otherwise, and the job would preempt again.
-  std::set<JobId> ready;
-  ready.swap(st.room_made);
-  for (JobId id : ready) {
-    PendingEntry* e = st.pending.Find(id);
-    if (!e || st.victims_of.count(id)) continue;
-    ++st.work;
-    std::vector<ReplicaPlacement> placement;
-    TimeMs end = ExpectedEndOf(e->job, now);
-    if (placer.Place(ShapeOf(e->job), end, /*keep=*/true, &placement)) {
-      bind(e, std::move(placement), end);
+  void PlaceReservationJobs() {
+    for (JobId id : std::vector<JobId>(st_.reservation_jobs.begin(), st_.reservation_jobs.end())) {
+      PendingEntry* e = st_.pending.Find(id);
+      if (!e) {
+        st_.reservation_jobs.erase(id);
+        continue;
+      }
+      ++st_.work;
+      TimeMs end = ExpectedEndOf(e->job, now_);
+      std::string gate = ReservationGate(st_, e->job, end);
+      std::vector<ReplicaPlacement> placement;
+      if (!gate.empty()) {
+        Report(e, PendingCode::kReservationWait, std::move(gate));
+      } else if (int32_t q = st_.queues.LimitingQueue(e->queue, TotalGpus(e->job)); q >= 0) {
+        Report(e, PendingCode::kQueueLimit, "queue " + st_.queues.Name(q) + " is at its limit");
+      } else if (placer_.Place(ShapeOf(e->job), end, /*keep=*/true, &placement)) {
+        st_.reservation_jobs.erase(id);
+        Bind(e, std::move(placement), end);
+        continue;
+      } else {
+        Report(e, PendingCode::kReservationWait,
+               "waiting for free GPUs for " + Describe(e->job) + " on the nodes of reservation " +
+                   e->job.reservation);
+      }
+      st_.pending.HideJob(e);
     }
   }
-  st.pending.Promote(now);
-  PassOrder order(st.pending, st.queues);
-  bool strict = cfg.policy == OrderPolicy::kFifo || !cfg.backfill;
-  bool may_preempt = cfg.preemption && IsPreemptive(cfg.policy);
-  int32_t reservations = 0;
-  // A job left waiting for GPUs: elastic runs do not grow into them (elastic.h).
-  bool someone_waits = false;
-  while (PendingEntry* e = order.Next()) {
-    if (st.work > cfg.max_work_per_pass) {
-      res.exhausted = true;
-      someone_waits = true;
-      break;
+
+  // Jobs whose victims have all ended start first, on the room made for them (after the admin
+  // reservations' holds, which they must not overlap): a job earlier in this pass's order
+  // could take it otherwise, and the job would preempt again.
+  void PlaceMadeRoom() {
+    std::set<JobId> ready;
+    ready.swap(st_.room_made);
+    for (JobId id : ready) {
+      PendingEntry* e = st_.pending.Find(id);
+      if (!e || st_.victims_of.count(id)) continue;
+      ++st_.work;
+      std::vector<ReplicaPlacement> placement;
+      TimeMs end = ExpectedEndOf(e->job, now_);
+      if (placer_.Place(ShapeOf(e->job), end, /*keep=*/true, &placement)) {
+        Bind(e, std::move(placement), end);
+      }
     }
-    if (placements >= cfg.max_placements_per_pass || failed_live >= st.pending.live_classes()) {
-      someone_waits = true;
-      break;
-    }
-    // Nothing left to do: no room for any class still to visit (held GPUs only for jobs that
-    // end before a reservation starts), every reservation given out, and no blocked job could
-    // preempt. Stops a pass over a full cluster early.
-    if (reservations >= cfg.reservation_depth) {
-      HeldRoom held = RoomInHeld(st.model, now);
-      if (!st.pending.AnyVisibleFits(st.model.free_gpus() - st.model.held_gpus(),
-                                     MaxUnheldFreeOnANode(st.model), st.model.free_gpus(),
-                                     held.node_free, held.max_limit) &&
-          !MayPreempt(st)) {
-        someone_waits = true;
+  }
+
+  void VisitOrder() {
+    st_.pending.Promote(now_);
+    PassOrder order(st_.pending, st_.queues);
+    const bool strict = cfg_.policy == OrderPolicy::kFifo || !cfg_.backfill;
+    while (PendingEntry* e = order.Next()) {
+      if (ShouldStop()) {
+        someone_waits_ = true;
         break;
       }
+      ++st_.work;
+      ++res_.attempts;
+      std::optional<Next> next = Visit(e);
+      order.Done();
+      if (next == Next::kStopIfStrict && strict) break;
     }
-    ++st.work;
-    ++res.attempts;
+  }
+
+  // Whether the pass ends before the next job: its work budget or placements spent, every
+  // class failed, or nothing left to do (no room for any class still to visit, held GPUs only
+  // for jobs that end before a reservation starts, every reservation given out, and no blocked
+  // job could preempt: stops a pass over a full cluster early).
+  bool ShouldStop() {
+    if (st_.work > cfg_.max_work_per_pass) {
+      res_.exhausted = true;
+      return true;
+    }
+    if (placements_ >= cfg_.max_placements_per_pass || failed_live_ >= st_.pending.live_classes()) {
+      return true;
+    }
+    if (reservations_ < cfg_.reservation_depth) return false;
+    HeldRoom held = RoomInHeld(st_.model, now_);
+    return !st_.pending.AnyVisibleFits(st_.model.free_gpus() - st_.model.held_gpus(),
+                                       MaxUnheldFreeOnANode(st_.model), st_.model.free_gpus(),
+                                       held.node_free, held.max_limit) &&
+           !MayPreempt(st_);
+  }
+
+  // One job in order: gated by its queue, placed, or blocked. nullopt: placed or gated (the
+  // pass goes on whatever the policy).
+  std::optional<Next> Visit(PendingEntry* e) {
+    if (Gated(e)) return std::nullopt;
     const PendingJob& j = e->job;
-    Shape s = ShapeOf(j);
-    int64_t gpus = TotalGpus(j);
-    if (int32_t q = st.queues.LimitingQueue(e->queue, gpus); q >= 0) {
-      report(e, PendingCode::kQueueLimit,
-             "queue " + st.queues.Name(q) + " is at its limit (" +
-                 std::to_string(st.queues.AllocGpus(q)) + " GPUs in use)");
-      fail_class(e->klass);
-      order.Done();
-      continue;
-    }
-    // One user's sessions past the queue's cap wait; others' jobs of the same shape need not.
-    if (const int64_t milli = int64_t{j.replicas} * std::max(0, j.per_replica.gpu_milli);
-        j.interactive && milli > 0 && !st.queues.WithinInteractiveCap(e->queue, e->user, milli)) {
-      report(e, PendingCode::kQueueLimit,
-             "user " + j.user + "'s interactive sessions hold " +
-                 GpuText(st.queues.InteractiveMilli(e->queue, e->user)) + " GPUs in queue " +
-                 st.queues.Name(e->queue) + ", its max_interactive_gpus_per_user is " +
-                 std::to_string(st.queues.InteractiveCap(e->queue)));
-      st.pending.HideJob(e);
-      order.Done();
-      continue;
-    }
-    TimeMs end = ExpectedEndOf(j, now);
+    TimeMs end = ExpectedEndOf(j, now_);
     std::vector<ReplicaPlacement> placement;
-    if (placer.Place(s, end, /*keep=*/true, &placement) ||
-        PlaceElasticStart(st, placer, *e, end, &placement)) {
-      bind(e, std::move(placement), end);
-      order.Done();
-      continue;
+    if (placer_.Place(ShapeOf(j), end, /*keep=*/true, &placement) ||
+        PlaceElasticStart(st_, placer_, *e, end, &placement)) {
+      Bind(e, std::move(placement), end);
+      return std::nullopt;
     }
     // Blocked: elastic runs may not grow in this pass.
-    if (!IsWaitingForNothing(st, j)) someone_waits = true;
-    auto own = st.victims_of.find(j.id);
-    if (own != st.victims_of.end()) {
-      Reservation rv;
-      if (Reserve(st, *e, &rv)) {
-        rv.after_place = static_cast<int32_t>(d->place.size());
-        d->reservations.push_back(rv);
-      }
-      report(e, PendingCode::kPreempting,
-             "waiting for " + std::to_string(own->second.size()) +
-                 " preempted run(s) to end; then starts on " + NodeList(rv.nodes));
-      st.pending.HideJob(e);
-      order.Done();
-      if (strict) break;
-      continue;
+    if (!IsWaitingForNothing(st_, j)) someone_waits_ = true;
+    if (WaitsForOwnVictims(e) || Shrinks(e, end) || Preempts(e)) {
+      st_.pending.HideJob(e);
+      return Next::kStopIfStrict;
     }
-    // Replicas above elastic runs' minimums go before any whole run is preempted.
-    if (std::vector<ShrinkCut> cuts; may_preempt && FindShrink(st, *e, end, &cuts)) {
-      ApplyShrink(st, *e, cuts, d);
-      report(
-          e, PendingCode::kPreempting,
-          "shrinking " + std::to_string(cuts.size()) + " elastic run(s) to start " + Describe(j));
-      st.pending.HideJob(e);
-      order.Done();
-      if (strict) break;
-      continue;
+    ReserveOrWait(e, end);
+    FailClass(e->klass);
+    return Next::kStopIfStrict;
+  }
+
+  // A job its queue's limits keep waiting: the queue at its limit (the job's class fails), or
+  // the user's interactive sessions past the queue's cap (this job only: others' jobs of the
+  // same shape need not wait).
+  bool Gated(PendingEntry* e) {
+    const PendingJob& j = e->job;
+    if (int32_t q = st_.queues.LimitingQueue(e->queue, TotalGpus(j)); q >= 0) {
+      Report(e, PendingCode::kQueueLimit,
+             "queue " + st_.queues.Name(q) + " is at its limit (" +
+                 std::to_string(st_.queues.AllocGpus(q)) + " GPUs in use)");
+      FailClass(e->klass);
+      return true;
     }
-    std::vector<JobId> victims;
-    if (may_preempt && FindVictims(st, *e, &victims, &placement)) {
-      std::vector<NodeDemand> freed;
-      for (JobId v : victims) {
-        RunEntry& r = st.running.at(v);
-        DurationMs lost = st.LostWork(r);
-        st.budget.Record(now, r.queue, lost);
-        st.CountVictim(r, -1);
-        r.preempted_for = j.id;
-        st.AddFreeing(r.queue, r.gpus);
-        st.being_preempted.insert(v);
-        auto [why, kind] = PreemptionReason(st, *e, r, lost, now);
-        d->preempt.push_back({v, j.id, std::move(why), kind});
-        for (const ReplicaPlacement& p : r.placement) {
-          int32_t slot = st.model.Find(p.node);
-          if (slot < 0) continue;
-          // A share frees no whole GPU (others may stay on it).
-          int32_t whole = p.gpu_milli.empty() ? static_cast<int32_t>(p.gpus.size()) : 0;
-          freed.push_back({slot, whole, r.job.per_replica.cpu_milli, r.job.per_replica.memory_mb});
-        }
-      }
-      st.victims_of[j.id] = victims;
-      // Merge per node and hold the free part of the placement for this job.
-      std::sort(freed.begin(), freed.end(), [](auto& a, auto& b) { return a.slot < b.slot; });
-      std::vector<NodeDemand> merged;
-      for (const NodeDemand& f : freed) {
-        if (!merged.empty() && merged.back().slot == f.slot) {
-          merged.back().gpus += f.gpus;
-          merged.back().cpu += f.cpu;
-          merged.back().mem += f.mem;
-        } else {
-          merged.push_back(f);
-        }
-      }
-      HoldFor(st, s, placement, merged, now);
-      report(e, PendingCode::kPreempting,
-             "preempting " + std::to_string(victims.size()) + " run(s) to start " + Describe(j) +
-                 " on " + NodeList([&] {
-                   std::vector<std::string> n;
-                   for (auto& p : placement) n.push_back(p.node);
-                   std::sort(n.begin(), n.end());
-                   n.erase(std::unique(n.begin(), n.end()), n.end());
-                   return n;
-                 }()));
-      st.pending.HideJob(e);
-      order.Done();
-      if (strict) break;
-      continue;
+    if (const int64_t milli = int64_t{j.replicas} * std::max(0, j.per_replica.gpu_milli);
+        j.interactive && milli > 0 && !st_.queues.WithinInteractiveCap(e->queue, e->user, milli)) {
+      Report(e, PendingCode::kQueueLimit,
+             "user " + j.user + "'s interactive sessions hold " +
+                 GpuText(st_.queues.InteractiveMilli(e->queue, e->user)) + " GPUs in queue " +
+                 st_.queues.Name(e->queue) + ", its max_interactive_gpus_per_user is " +
+                 std::to_string(st_.queues.InteractiveCap(e->queue)));
+      st_.pending.HideJob(e);
+      return true;
     }
+    return false;
+  }
+
+  // A job whose earlier preemption is under way keeps waiting for its victims.
+  bool WaitsForOwnVictims(PendingEntry* e) {
+    auto own = st_.victims_of.find(e->job.id);
+    if (own == st_.victims_of.end()) return false;
     Reservation rv;
-    if (const NodeReservation* r = BlockingReservation(st, j, end)) {
+    if (Reserve(st_, *e, &rv)) {
+      rv.after_place = static_cast<int32_t>(d_->place.size());
+      d_->reservations.push_back(rv);
+    }
+    Report(e, PendingCode::kPreempting,
+           "waiting for " + std::to_string(own->second.size()) +
+               " preempted run(s) to end; then starts on " + NodeList(rv.nodes));
+    return true;
+  }
+
+  // Replicas above elastic runs' minimums go before any whole run is preempted.
+  bool Shrinks(PendingEntry* e, TimeMs end) {
+    std::vector<ShrinkCut> cuts;
+    if (!MayPreemptHere() || !FindShrink(st_, *e, end, &cuts)) return false;
+    ApplyShrink(st_, *e, cuts, d_);
+    Report(e, PendingCode::kPreempting,
+           "shrinking " + std::to_string(cuts.size()) + " elastic run(s) to start " +
+               Describe(e->job));
+    return true;
+  }
+
+  bool Preempts(PendingEntry* e) {
+    std::vector<JobId> victims;
+    std::vector<ReplicaPlacement> placement;
+    if (!MayPreemptHere() || !FindVictims(st_, *e, &victims, &placement)) return false;
+    PreemptFor(st_, *e, victims, placement, now_, d_);
+    Report(e, PendingCode::kPreempting,
+           "preempting " + std::to_string(victims.size()) + " run(s) to start " + Describe(e->job) +
+               " on " + NodeList(DistinctNodes(placement)));
+    return true;
+  }
+
+  bool MayPreemptHere() const { return cfg_.preemption && IsPreemptive(cfg_.policy); }
+
+  // A blocked job that cannot preempt: kept off by an admin reservation, given one of the
+  // pass's reservations (later jobs may not delay it), or told why it waits.
+  void ReserveOrWait(PendingEntry* e, TimeMs end) {
+    const PendingJob& j = e->job;
+    Reservation rv;
+    if (const NodeReservation* r = BlockingReservation(st_, j, end)) {
       // Kept off free nodes by an admin reservation (its run could overlap it): it takes no
       // backfill reservation of its own there.
-      report(e, PendingCode::kReservationWait,
+      Report(e, PendingCode::kReservationWait,
              "waiting: " + DescribeReservation(*r) +
                  (end == kUnknownTime ? "; a job without a time limit could overlap it"
                                       : "; its time limit would overlap it"));
-    } else if (reservations < cfg.reservation_depth && Reserve(st, *e, &rv)) {
-      ++reservations;
+    } else if (reservations_ < cfg_.reservation_depth && Reserve(st_, *e, &rv)) {
+      ++reservations_;
       std::string when = rv.start == kUnknownTime ? "when running jobs without a time limit end"
                                                   : "at " + FormatUtc(rv.start);
-      report(e, PendingCode::kReserved,
+      Report(e, PendingCode::kReserved,
              "waiting for " + Describe(j) + "; reserved to start " + when + " on " +
                  NodeList(rv.nodes) + "; later jobs may not delay it");
-      rv.after_place = static_cast<int32_t>(d->place.size());
-      d->reservations.push_back(std::move(rv));
-    } else if (reservations < cfg.reservation_depth) {
-      report(e, PendingCode::kNoFit,
+      rv.after_place = static_cast<int32_t>(d_->place.size());
+      d_->reservations.push_back(std::move(rv));
+    } else if (reservations_ < cfg_.reservation_depth) {
+      Report(e, PendingCode::kNoFit,
              "waiting: " + Describe(j) + " does not fit the schedulable nodes even when idle");
     } else {
-      report(e, PendingCode::kResources, "waiting for free GPUs for " + Describe(j));
+      Report(e, PendingCode::kResources, "waiting for free GPUs for " + Describe(j));
     }
-    fail_class(e->klass);
-    order.Done();
-    if (strict) break;
   }
-  st.pending.RestoreAll();
-  if (!someone_waits && st.victims_of.empty()) GrowElastic(st, d);
-  return res;
+
+  SchedState& st_;
+  const SchedulerConfig& cfg_;
+  std::vector<uint8_t>& class_failed_;
+  const TimeMs now_;
+  Decisions* d_;
+  Placer placer_;
+  PassResult res_;
+  int64_t failed_live_ = 0;
+  int64_t placements_ = 0;
+  int32_t reservations_ = 0;
+  // A job left waiting for GPUs: elastic runs do not grow into them (elastic.h).
+  bool someone_waits_ = false;
+};
+
+}  // namespace
+
+PassResult RunPass(SchedState& st, std::vector<uint8_t>& class_failed, TimeMs now, Decisions* d) {
+  return PassRun(st, class_failed, now, d).Run();
 }
 
 }  // namespace corral::sched

@@ -204,295 +204,399 @@ void BuildVictimOrder(SchedState& st) {
 
 }  // namespace
 
-bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* victims,
-                 std::vector<ReplicaPlacement>* placement) {
-  const PendingJob& j = job.job;
-  Shape s = ShapeOf(j);
-  int64_t gpus = TotalGpus(j);
-  OrderPolicy policy = st.config.policy;
-  // Victims on nodes an admin reservation keeps from the job free nothing it may use.
-  const TimeMs end = ExpectedEndOf(j, st.now);
-  std::vector<RunEntry*> cands;
-  std::set<const RunEntry*> budgeted_runs;  // kCorral: candidates taken for priority or LAS
-  bool reclaim = false;
-  // kCorral, by queue: does the job reclaim from its runs, and how far up its quota levels
-  // does it meet them (QueueBook::QuotaMeet)?
-  std::vector<uint8_t> reclaim_from;
-  std::vector<int32_t> meet_depth;
-  std::vector<int32_t> holder_level;  // the run's side of the meet, which must stay over quota
-  // Upper bounds first: most blocked jobs have no possible victims at all.
-  if (st.preemptible_priorities.empty()) return false;
-  int64_t bound = st.model.free_gpus();
-  for (int32_t q = 0; q < static_cast<int32_t>(st.preemptible_gpus.size()); ++q) {
-    bound += st.preemptible_gpus[q] - st.PlacedPreemptible(q);
+namespace {
+
+// One victim search, as steps: the bounds that rule most jobs out at once; the candidates
+// (kCorral: by quota levels, budgets and queues; the baselines: by key); the candidates
+// released on the scratch until the job fits; the released runs the placement does not need
+// given back; the budgets checked against the victims chosen.
+class VictimSearch {
+ public:
+  VictimSearch(SchedState& st, const PendingEntry& job)
+      : st_(st),
+        job_(job),
+        j_(job.job),
+        s_(ShapeOf(job.job)),
+        gpus_(TotalGpus(job.job)),
+        policy_(st.config.policy),
+        end_(ExpectedEndOf(job.job, st.now)) {}
+
+  bool Find(std::vector<JobId>* victims, std::vector<ReplicaPlacement>* placement) {
+    if (!AnyVictimPossible()) return false;
+    if (policy_ == OrderPolicy::kCorral) {
+      if (!CorralCandidates()) return false;
+    } else if (!KeyCandidates()) {
+      return false;
+    }
+    if (cands_.empty()) return Infeasible();
+    // Even releasing every candidate would leave too few free GPUs: no try could succeed.
+    int64_t cand_gpus = 0;
+    for (const RunEntry* r : cands_) cand_gpus += r->gpus;
+    if (st_.model.free_gpus() + cand_gpus < s_.TotalGpus()) return Infeasible();
+    st_.what_if.Reset(&st_.model, s_, end_);
+    switch (ReleaseUntilFits()) {
+      case Released::kFits:
+        break;
+      case Released::kNeverFits:
+        return Infeasible();
+      case Released::kCutShort:
+        return false;
+    }
+    PlaceOnScratch(placement);
+    std::vector<RunEntry*> chosen = GiveBackUnneeded(*placement);
+    if (!BudgetsTake(chosen)) return false;
+    // The victims keep their resources until the driver removes them.
+    std::sort(chosen.begin(), chosen.end(), [](auto* a, auto* b) { return a->job.id < b->job.id; });
+    victims->clear();
+    for (RunEntry* r : chosen) victims->push_back(r->job.id);
+    return !victims->empty();
   }
-  if (bound < gpus) return false;
-  if (policy != OrderPolicy::kCorral && !IsPreemptive(policy)) return false;
-  if (st.NoVictimYet()) return false;
-  // Candidates: the pass's possible victims that this job may displace, in victim order.
-  if (policy == OrderPolicy::kCorral) {
-    // Reclaim at each of the job's quota levels: the job, with the jobs of that subtree already
-    // waiting for their victims, stays within the level's quota.
+
+ private:
+  // Upper bounds first: most blocked jobs have no possible victims at all.
+  bool AnyVictimPossible() const {
+    if (st_.preemptible_priorities.empty()) return false;
+    int64_t bound = st_.model.free_gpus();
+    for (int32_t q = 0; q < static_cast<int32_t>(st_.preemptible_gpus.size()); ++q) {
+      bound += st_.preemptible_gpus[q] - st_.PlacedPreemptible(q);
+    }
+    if (bound < gpus_) return false;
+    if (policy_ != OrderPolicy::kCorral && !IsPreemptive(policy_)) return false;
+    return !st_.NoVictimYet();
+  }
+
+  // kCorral: whether the job reclaims at each of its quota levels: the job, with the jobs of
+  // that subtree already waiting for their victims, stays within the level's quota.
+  std::vector<uint8_t> ReclaimFits() {
     std::vector<int32_t> levels;
-    st.queues.QuotaLevels(job.queue, &levels);
+    st_.queues.QuotaLevels(job_.queue, &levels);
     std::vector<uint8_t> fits(levels.size(), 0);
     for (size_t k = 0; k < levels.size(); ++k) {
       int64_t incoming = 0;
-      for (const auto& [id, vs] : st.victims_of) {
+      for (const auto& [id, vs] : st_.victims_of) {
         (void)vs;
-        if (const PendingEntry* e = st.pending.Find(id);
-            e && st.queues.Within(e->queue, levels[k])) {
+        if (const PendingEntry* e = st_.pending.Find(id);
+            e && st_.queues.Within(e->queue, levels[k])) {
           incoming += TotalGpus(e->job);
         }
       }
-      fits[k] = st.queues.AllocGpus(levels[k]) + incoming + gpus <= st.queues.Quota(levels[k]);
-      reclaim = reclaim || fits[k];
+      fits[k] = st_.queues.AllocGpus(levels[k]) + incoming + gpus_ <= st_.queues.Quota(levels[k]);
+      reclaim_ = reclaim_ || fits[k];
     }
+    return fits;
+  }
+
+  // Without reclaim every victim spends its queue's budget, and victims come only from the
+  // job's own queue or (lower priority, or LAS across queues) queues over their quota: when
+  // all of those budgets are closed, the scan could only be denied. Skipping it keeps a pass
+  // that visits many blocked jobs while the budgets are spent from scanning every run for
+  // each of them.
+  bool AnyBudgetOpenToTake() const {
+    bool any = (las_ || by_priority_) && st_.QueueBudgetOpen(job_.queue);
+    for (int32_t q = 0; !any && (by_priority_ || borrowed_las_) &&
+                        q < static_cast<int32_t>(st_.preemptible_gpus.size());
+         ++q) {
+      any = q != job_.queue && st_.preemptible_gpus[q] > 0 &&
+            st_.OverQuota(st_.queues.QuotaMeet(job_.queue, q).holder) && st_.QueueBudgetOpen(q);
+    }
+    return any;
+  }
+
+  bool CorralCandidates() {
+    const std::vector<uint8_t> fits = ReclaimFits();
     // Priority and LAS preemption spend the budgets; reclaim does not need them.
-    bool open = st.ClusterBudgetOpen();
-    bool las = open && st.config.las_within_queue && st.PreemptibleGpus(job.queue) > 0;
-    bool by_priority =
-        open && j.may_preempt && st.preemptible_priorities.begin()->first < j.priority;
-    bool borrowed_las = open && st.config.las_within_queue && st.config.las_across_queues;
-    if (!reclaim && !las && !by_priority && !borrowed_las) {
-      if (!open) ++st.budget_denied;
+    const bool open = st_.ClusterBudgetOpen();
+    las_ = open && st_.config.las_within_queue && st_.PreemptibleGpus(job_.queue) > 0;
+    by_priority_ =
+        open && j_.may_preempt && st_.preemptible_priorities.begin()->first < j_.priority;
+    borrowed_las_ = open && st_.config.las_within_queue && st_.config.las_across_queues;
+    if (!reclaim_ && !las_ && !by_priority_ && !borrowed_las_) {
+      if (!open) ++st_.budget_denied;
       return false;
     }
-    // Without reclaim every victim spends its queue's budget, and victims come only from the
-    // job's own queue or (lower priority, or LAS across queues) queues over their quota: when
-    // all of those budgets are closed, the scan below could only be denied. Skipping it keeps
-    // a pass that visits many blocked jobs while the budgets are spent from scanning every
-    // run for each of them.
-    if (!reclaim) {
-      bool any = (las || by_priority) && st.QueueBudgetOpen(job.queue);
-      for (int32_t q = 0; !any && (by_priority || borrowed_las) &&
-                          q < static_cast<int32_t>(st.preemptible_gpus.size());
-           ++q) {
-        any = q != job.queue && st.preemptible_gpus[q] > 0 &&
-              st.OverQuota(st.queues.QuotaMeet(job.queue, q).holder) && st.QueueBudgetOpen(q);
-      }
-      if (!any) {
-        ++st.budget_denied;
-        return false;
-      }
+    if (!reclaim_ && !AnyBudgetOpenToTake()) {
+      ++st_.budget_denied;
+      return false;
     }
-    if (st.victim_order_pass != st.pass) BuildVictimOrder(st);
-    std::vector<int8_t> queue_open(st.running_by_queue.size(), -1);  // -1: not asked yet
-    auto budget_allows = [&](int32_t q) {
-      if (queue_open[q] < 0) queue_open[q] = st.QueueBudgetOpen(q) ? 1 : 0;
-      return queue_open[q] == 1;
-    };
-    bool denied = false;
-    // By queue: 0 not searched, 1 searched and not over its quota, 2 searched and over.
-    // Over its quota: the run's side of the meet with the job (for flat queues, its queue).
-    std::vector<uint8_t> searched(st.running_by_queue.size(), 0);
-    reclaim_from.assign(searched.size(), 0);
-    meet_depth.assign(searched.size(), 0);
-    holder_level.assign(searched.size(), -1);
-    for (int32_t q = 0; q < static_cast<int32_t>(st.running_by_queue.size()); ++q) {
-      QueueBook::Meet m = st.queues.QuotaMeet(job.queue, q);
-      bool over = st.OverQuota(m.holder);
-      if (q != job.queue && !over) continue;
-      searched[q] = over ? 2 : 1;
-      reclaim_from[q] = over && fits[m.taker_depth];
-      meet_depth[q] = m.taker_depth;
-      holder_level[q] = m.holder;
+    if (st_.victim_order_pass != st_.pass) BuildVictimOrder(st_);
+    queue_open_.assign(st_.running_by_queue.size(), -1);
+    MarkSearchedQueues(fits);
+    ScanCandidates(ScanPositions(PlanScan()));
+    if (denied_ && cands_.empty()) ++st_.budget_denied;
+    // A child reclaims first from borrowers farthest from it: those outside its parent use
+    // its subtree's idle share, its siblings only their own subtree's.
+    bool deep = false;
+    for (const RunEntry* r : cands_) deep = deep || meet_depth_[r->queue] > 0;
+    if (deep) {
+      std::stable_sort(cands_.begin(), cands_.end(), [&](const RunEntry* a, const RunEntry* b) {
+        return meet_depth_[a->queue] > meet_depth_[b->queue];
+      });
     }
-    // The positions in victim_order to scan: the job's own queue, and the other searched
-    // queues only if it may take from them (reclaim, lower priority, LAS across queues); a
-    // run of any other queue could be neither a reclaim, a priority nor a LAS victim. A queue
-    // that could offer only LAS victims contributes only its runs of the job's priority, and
-    // none when none of them has attained the hysteresis threshold or its budget is closed.
-    // The positions are in victim order either way, so the candidates are too.
+    return true;
+  }
+
+  bool BudgetAllows(int32_t q) {
+    if (queue_open_[q] < 0) queue_open_[q] = st_.QueueBudgetOpen(q) ? 1 : 0;
+    return queue_open_[q] == 1;
+  }
+
+  // The queues searched: the job's own, and those over their quota where they meet the job's
+  // (the run's side of the meet; for flat queues, its queue); and for each, whether the job
+  // reclaims from it and how far up its quota levels they meet (QueueBook::QuotaMeet).
+  void MarkSearchedQueues(const std::vector<uint8_t>& fits) {
+    const size_t n = st_.running_by_queue.size();
+    searched_.assign(n, 0);
+    reclaim_from_.assign(n, 0);
+    meet_depth_.assign(n, 0);
+    holder_level_.assign(n, -1);
+    for (int32_t q = 0; q < static_cast<int32_t>(n); ++q) {
+      QueueBook::Meet m = st_.queues.QuotaMeet(job_.queue, q);
+      bool over = st_.OverQuota(m.holder);
+      if (q != job_.queue && !over) continue;
+      searched_[q] = over ? 2 : 1;
+      reclaim_from_[q] = over && fits[m.taker_depth];
+      meet_depth_[q] = m.taker_depth;
+      holder_level_[q] = m.holder;
+    }
+  }
+
+  // By queue: 0 not scanned, 1 every run, 2 only runs of the job's priority. The job's own
+  // queue, and the other searched queues only if it may take from them (reclaim, lower
+  // priority, LAS across queues); a run of any other queue could be neither a reclaim, a
+  // priority nor a LAS victim. A queue that could offer only LAS victims contributes only its
+  // runs of the job's priority, and none when none of them has attained the hysteresis
+  // threshold or its budget is closed.
+  std::vector<uint8_t> PlanScan() {
     DurationMs las_needs = INT64_MAX;  // GPU-ms a LAS victim must have attained
-    const DurationMs threshold = LasThresholdAt(st.config, j, job.key.level);
-    if (borrowed_las && job.aged && st.config.aged_may_displace) {
+    const DurationMs threshold = LasThresholdAt(st_.config, j_, job_.key.level);
+    if (borrowed_las_ && job_.aged && st_.config.aged_may_displace) {
       las_needs = 0;
-    } else if (borrowed_las && threshold > 0) {
+    } else if (borrowed_las_ && threshold > 0) {
       const double t = static_cast<double>(threshold);
-      const double h = std::max(1.0, st.config.las_preempt_hysteresis);
-      if (static_cast<double>(j.attained_ms) * h < t) las_needs = static_cast<DurationMs>(h * t);
+      const double h = std::max(1.0, st_.config.las_preempt_hysteresis);
+      if (static_cast<double>(j_.attained_ms) * h < t) las_needs = static_cast<DurationMs>(h * t);
     }
-    // By queue: 0 not scanned, 1 every run, 2 only runs of the job's priority.
-    std::vector<uint8_t> scan(searched.size(), 0);
-    bool other_whole = false;  // another queue is scanned whole: filter the whole order
-    for (int32_t q = 0; q < static_cast<int32_t>(searched.size()); ++q) {
-      if (!searched[q] || q >= static_cast<int32_t>(st.victim_order_by_queue.size())) continue;
-      if (st.victim_order_by_queue[q].empty()) continue;
-      if (q == job.queue || reclaim_from[q] || by_priority) {
+    std::vector<uint8_t> scan(searched_.size(), 0);
+    for (int32_t q = 0; q < static_cast<int32_t>(searched_.size()); ++q) {
+      if (!searched_[q] || q >= static_cast<int32_t>(st_.victim_order_by_queue.size())) continue;
+      if (st_.victim_order_by_queue[q].empty()) continue;
+      if (q == job_.queue || reclaim_from_[q] || by_priority_) {
         scan[q] = 1;
-        other_whole = other_whole || q != job.queue;
         continue;
       }
-      if (!borrowed_las) continue;
-      auto it = st.victim_order_by_queue_priority.find({q, j.priority});
-      if (it == st.victim_order_by_queue_priority.end() || it->second.max_attained < las_needs) {
+      if (!borrowed_las_) continue;
+      auto it = st_.victim_order_by_queue_priority.find({q, j_.priority});
+      if (it == st_.victim_order_by_queue_priority.end() || it->second.max_attained < las_needs) {
         continue;
       }
-      if (!budget_allows(q)) {
-        denied = true;
+      if (!BudgetAllows(q)) {
+        denied_ = true;
         continue;
       }
       scan[q] = 2;
     }
+    return scan;
+  }
+
+  // The positions in victim_order the plan names, in victim order: filtered from the whole
+  // order when another queue is scanned whole, else merged from the queues' own lists.
+  std::vector<int32_t> ScanPositions(const std::vector<uint8_t>& scan) const {
+    bool other_whole = false;
+    for (int32_t q = 0; q < static_cast<int32_t>(scan.size()); ++q) {
+      other_whole = other_whole || (scan[q] == 1 && q != job_.queue);
+    }
     std::vector<int32_t> positions;
     if (other_whole) {
-      for (size_t i = 0; i < st.victim_order.size(); ++i) {
-        const RunEntry& r = *st.victim_order[i].run;
+      for (size_t i = 0; i < st_.victim_order.size(); ++i) {
+        const RunEntry& r = *st_.victim_order[i].run;
         int32_t q = r.queue;
         if (q < 0 || q >= static_cast<int32_t>(scan.size()) || !scan[q]) continue;
-        if (scan[q] == 2 && r.job.priority != j.priority) continue;
+        if (scan[q] == 2 && r.job.priority != j_.priority) continue;
         positions.push_back(static_cast<int32_t>(i));
       }
-    } else {
-      for (int32_t q = 0; q < static_cast<int32_t>(scan.size()); ++q) {
-        if (scan[q] == 0) continue;
-        const std::vector<int32_t>& of_q =
-            scan[q] == 1 ? st.victim_order_by_queue[q]
-                         : st.victim_order_by_queue_priority.at({q, j.priority}).positions;
-        positions.insert(positions.end(), of_q.begin(), of_q.end());
-      }
-      std::sort(positions.begin(), positions.end());
+      return positions;
     }
-    st.work += static_cast<int64_t>(positions.size());  // the scan below
+    for (int32_t q = 0; q < static_cast<int32_t>(scan.size()); ++q) {
+      if (scan[q] == 0) continue;
+      const std::vector<int32_t>& of_q =
+          scan[q] == 1 ? st_.victim_order_by_queue[q]
+                       : st_.victim_order_by_queue_priority.at({q, j_.priority}).positions;
+      positions.insert(positions.end(), of_q.begin(), of_q.end());
+    }
+    std::sort(positions.begin(), positions.end());
+    return positions;
+  }
+
+  // The runs at `positions` this job may displace: reclaimed, or budgeted (lower priority,
+  // LAS inside its queue or across queues) where their queue's budget is open.
+  void ScanCandidates(const std::vector<int32_t>& positions) {
+    st_.work += static_cast<int64_t>(positions.size());
     for (int32_t pos : positions) {
-      RunEntry& r = *st.victim_order[pos].run;
+      RunEntry& r = *st_.victim_order[pos].run;
       int32_t q = r.queue;
       if (r.preempted_for != 0) continue;  // spared since the order was built
-      bool over = searched[q] == 2;
-      bool lower = by_priority && r.job.priority < j.priority;
-      bool reclaims = reclaim_from[q];
-      bool budgeted = lower || (q == job.queue && las && LasVictim(st, r, job)) ||
-                      (over && borrowed_las && BorrowedLasVictim(st, r, job));
+      bool over = searched_[q] == 2;
+      bool lower = by_priority_ && r.job.priority < j_.priority;
+      bool reclaims = reclaim_from_[q];
+      bool budgeted = lower || (q == job_.queue && las_ && LasVictim(st_, r, job_)) ||
+                      (over && borrowed_las_ && BorrowedLasVictim(st_, r, job_));
       if (!reclaims && !budgeted) continue;
-      if (!reclaims && !budget_allows(q)) {
-        denied = true;
+      if (!reclaims && !BudgetAllows(q)) {
+        denied_ = true;
         continue;
       }
-      if (!TouchesMatching(st, r, s, end)) continue;
-      cands.push_back(&r);
+      if (!TouchesMatching(st_, r, s_, end_)) continue;
+      cands_.push_back(&r);
       // Only candidates can be chosen, so only they need to be told apart.
-      if (!reclaims) budgeted_runs.insert(&r);
+      if (!reclaims) budgeted_runs_.insert(&r);
     }
-    if (denied && cands.empty()) ++st.budget_denied;
-    // A child reclaims first from borrowers farthest from it: those outside its parent use
-    // its subtree's idle share, its siblings only their own subtree's.
-    bool deep = false;
-    for (const RunEntry* r : cands) deep = deep || meet_depth[r->queue] > 0;
-    if (deep) {
-      std::stable_sort(cands.begin(), cands.end(), [&](const RunEntry* a, const RunEntry* b) {
-        return meet_depth[a->queue] > meet_depth[b->queue];
-      });
-    }
-  } else {
-    if (st.victim_order_pass != st.pass) BuildVictimOrder(st);
-    st.work += static_cast<int64_t>(st.running.size());
-    // Only runs with a strictly worse key may be displaced.
-    if (st.victim_max_key_a <= job.key.a) return false;
-    for (const SchedState::FailedSearch& f : st.failed_searches) {
-      if (job.key.a >= f.key_a && s.replicas >= f.replicas && s.gpus >= f.gpus && s.cpu >= f.cpu &&
-          s.mem >= f.mem && s.share == f.share && s.share_milli >= f.share_milli &&
-          s.share_mem >= f.share_mem && s.isolation == f.isolation && j.gpu_model == f.gpu_model &&
-          j.node_labels == f.node_labels && end >= f.end) {
+  }
+
+  // The baselines (kSrtf, kLas): only runs with a strictly worse key, unless a search of a job
+  // no harder than this one already failed in this pass.
+  bool KeyCandidates() {
+    if (st_.victim_order_pass != st_.pass) BuildVictimOrder(st_);
+    st_.work += static_cast<int64_t>(st_.running.size());
+    if (st_.victim_max_key_a <= job_.key.a) return false;
+    for (const SchedState::FailedSearch& f : st_.failed_searches) {
+      if (job_.key.a >= f.key_a && s_.replicas >= f.replicas && s_.gpus >= f.gpus &&
+          s_.cpu >= f.cpu && s_.mem >= f.mem && s_.share == f.share &&
+          s_.share_milli >= f.share_milli && s_.share_mem >= f.share_mem &&
+          s_.isolation == f.isolation && j_.gpu_model == f.gpu_model &&
+          j_.node_labels == f.node_labels && end_ >= f.end) {
         return false;
       }
     }
-    for (const SchedState::VictimEntry& v : st.victim_order) {
-      if (v.key_a <= job.key.a || v.run->preempted_for != 0) continue;
-      if (TouchesMatching(st, *v.run, s, end)) cands.push_back(v.run);
+    for (const SchedState::VictimEntry& v : st_.victim_order) {
+      if (v.key_a <= job_.key.a || v.run->preempted_for != 0) continue;
+      if (TouchesMatching(st_, *v.run, s_, end_)) cands_.push_back(v.run);
     }
+    return true;
   }
+
   // The job does not fit even with every candidate gone (see SchedState::failed_searches).
-  auto infeasible = [&] {
-    if (policy != OrderPolicy::kCorral) {
-      st.failed_searches.push_back({s.replicas, s.gpus, s.cpu, s.mem, s.share, s.share_milli,
-                                    s.share_mem, s.isolation, j.gpu_model, j.node_labels, job.key.a,
-                                    end});
+  bool Infeasible() {
+    if (policy_ != OrderPolicy::kCorral) {
+      st_.failed_searches.push_back({s_.replicas, s_.gpus, s_.cpu, s_.mem, s_.share, s_.share_milli,
+                                     s_.share_mem, s_.isolation, j_.gpu_model, j_.node_labels,
+                                     job_.key.a, end_});
     }
     return false;
-  };
-  if (cands.empty()) return infeasible();
-  // Even releasing every candidate would leave too few free GPUs: no try could succeed.
-  int64_t cand_gpus = 0;
-  for (const RunEntry* r : cands) cand_gpus += r->gpus;
-  if (st.model.free_gpus() + cand_gpus < s.TotalGpus()) return infeasible();
-  auto cheaper = [&](const RunEntry* a, const RunEntry* b) { return Cheaper(st, *a, *b); };
-
-  WhatIf& w = st.what_if;
-  w.Reset(&st.model, s, end);
-  auto release = [&](const RunEntry& r, int sign) {
-    w.Release(r.placement, st.SlotsOf(r), r.job.per_replica, r.job.user, sign);
-  };
-  std::vector<RunEntry*> released;
-  std::map<int32_t, int64_t> taken;  // queue -> GPUs released from its subtree here
-  bool ok = false;
-  bool all_released = true;  // not cut short by the pass budget
-  size_t next_try = 1;
-  for (RunEntry* r : cands) {
-    if (st.work > st.config.max_work_per_pass) {
-      all_released = false;
-      break;
-    }
-    bool own_lower = r->queue == job.queue && r->job.priority < j.priority;
-    if (policy == OrderPolicy::kCorral && !own_lower && !LasVictim(st, *r, job)) {
-      int32_t level = holder_level[r->queue];
-      if (!st.OverQuota(level, taken[level])) continue;  // no longer over its quota
-    }
-    release(*r, -1);
-    released.push_back(r);
-    for (int32_t a = r->queue; a >= 0; a = st.queues.Parent(a)) taken[a] += r->gpus;
-    ++st.work;
-    // Trying after every release would make the search quadratic; the tries thin out.
-    if (w.free_gpus() < s.TotalGpus() || released.size() < next_try) continue;
-    ++st.work;
-    if (w.Fits()) {
-      ok = true;
-      break;
-    }
-    next_try = released.size() + std::max<size_t>(1, released.size() / 8);
   }
-  if (!ok && !released.empty() && released.size() < next_try) ok = w.Fits();
-  // Capacity only grows as runs are released, so a failed last try means no set fits.
-  if (!ok) return all_released && (released.empty() || !w.Fits()) ? infeasible() : false;
-  Placer placer(st.model, &st.work);
-  w.Apply();
-  bool placed = placer.Place(s, kUnknownTime, false, placement);
-  w.Restore();
-  CORRAL_CHECK(placed, "WhatIf::Fits disagrees with Placer::Place for job " + std::to_string(j.id));
-  // Give back what the placement does not need: runs off its nodes need no check (they
+
+  void Release(const RunEntry& r, int sign) {
+    st_.what_if.Release(r.placement, st_.SlotsOf(r), r.job.per_replica, r.job.user, sign);
+  }
+
+  enum class Released { kFits, kNeverFits, kCutShort };
+  // Releases candidates on the scratch, the least lost work first, until the job fits.
+  // kNeverFits: no set of them fits; kCutShort: the pass's work budget ended the search.
+  Released ReleaseUntilFits() {
+    WhatIf& w = st_.what_if;
+    std::map<int32_t, int64_t> taken;  // queue -> GPUs released from its subtree here
+    bool all_released = true;          // not cut short by the pass budget
+    size_t next_try = 1;
+    for (RunEntry* r : cands_) {
+      if (st_.work > st_.config.max_work_per_pass) {
+        all_released = false;
+        break;
+      }
+      bool own_lower = r->queue == job_.queue && r->job.priority < j_.priority;
+      if (policy_ == OrderPolicy::kCorral && !own_lower && !LasVictim(st_, *r, job_)) {
+        int32_t level = holder_level_[r->queue];
+        if (!st_.OverQuota(level, taken[level])) continue;  // no longer over its quota
+      }
+      Release(*r, -1);
+      released_.push_back(r);
+      for (int32_t a = r->queue; a >= 0; a = st_.queues.Parent(a)) taken[a] += r->gpus;
+      ++st_.work;
+      // Trying after every release would make the search quadratic; the tries thin out.
+      if (w.free_gpus() < s_.TotalGpus() || released_.size() < next_try) continue;
+      ++st_.work;
+      if (w.Fits()) return Released::kFits;
+      next_try = released_.size() + std::max<size_t>(1, released_.size() / 8);
+    }
+    if (!released_.empty() && released_.size() < next_try && w.Fits()) return Released::kFits;
+    // Capacity only grows as runs are released, so a failed last try means no set fits.
+    return all_released && (released_.empty() || !w.Fits()) ? Released::kNeverFits
+                                                            : Released::kCutShort;
+  }
+
+  void PlaceOnScratch(std::vector<ReplicaPlacement>* placement) {
+    Placer placer(st_.model, &st_.work);
+    st_.what_if.Apply();
+    bool placed = placer.Place(s_, kUnknownTime, false, placement);
+    st_.what_if.Restore();
+    CORRAL_CHECK(placed,
+                 "WhatIf::Fits disagrees with Placer::Place for job " + std::to_string(j_.id));
+  }
+
+  // Gives back what the placement does not need: runs off its nodes need no check (they
   // cannot change its nodes' room), then the costliest runs on its nodes while the placement
   // still fits. Only the scratch changes: the model still has every run bound.
-  std::vector<NodeDemand> demand = DemandOf(st.model, s, *placement);
-  std::vector<RunEntry*> needed;
-  for (RunEntry* r : released) {
-    if (TouchesAny(st, *r, demand)) needed.push_back(r);
-  }
-  std::sort(needed.begin(), needed.end(), [&](auto* a, auto* b) { return cheaper(b, a); });
-  std::vector<RunEntry*> chosen;
-  for (RunEntry* r : needed) {
-    ++st.work;
-    release(*r, +1);
-    if (!w.Satisfied(demand)) {
-      release(*r, -1);
-      chosen.push_back(r);
+  std::vector<RunEntry*> GiveBackUnneeded(const std::vector<ReplicaPlacement>& placement) {
+    std::vector<NodeDemand> demand = DemandOf(st_.model, s_, placement);
+    std::vector<RunEntry*> needed;
+    for (RunEntry* r : released_) {
+      if (TouchesAny(st_, *r, demand)) needed.push_back(r);
     }
+    std::sort(needed.begin(), needed.end(), [&](auto* a, auto* b) { return Cheaper(st_, *b, *a); });
+    std::vector<RunEntry*> chosen;
+    for (RunEntry* r : needed) {
+      ++st_.work;
+      Release(*r, +1);
+      if (!st_.what_if.Satisfied(demand)) {
+        Release(*r, -1);
+        chosen.push_back(r);
+      }
+    }
+    return chosen;
   }
+
   // A decision may overshoot the cluster's runs-per-minute budget only when it is the first
   // in the window (so a gang needing many victims is delayed, never starved): otherwise the
   // budgeted victims must fit what is left.
-  if (policy == OrderPolicy::kCorral && !budgeted_runs.empty()) {
+  bool BudgetsTake(const std::vector<RunEntry*>& chosen) {
+    if (policy_ != OrderPolicy::kCorral || budgeted_runs_.empty()) return true;
     int64_t budgeted = 0;
-    for (const RunEntry* r : chosen) budgeted += budgeted_runs.count(r) ? 1 : 0;
-    if (budgeted > 0 && !st.ClusterBudgetTakes(budgeted)) {
-      ++st.budget_denied;
+    for (const RunEntry* r : chosen) budgeted += budgeted_runs_.count(r) ? 1 : 0;
+    if (budgeted > 0 && !st_.ClusterBudgetTakes(budgeted)) {
+      ++st_.budget_denied;
       return false;
     }
+    return true;
   }
-  // The victims keep their resources until the driver removes them.
-  std::sort(chosen.begin(), chosen.end(), [](auto* a, auto* b) { return a->job.id < b->job.id; });
-  victims->clear();
-  for (RunEntry* r : chosen) victims->push_back(r->job.id);
-  return !victims->empty();
+
+  SchedState& st_;
+  const PendingEntry& job_;
+  const PendingJob& j_;
+  const Shape s_;
+  const int64_t gpus_;
+  const OrderPolicy policy_;
+  // Victims on nodes an admin reservation keeps from the job free nothing it may use.
+  const TimeMs end_;
+  std::vector<RunEntry*> cands_;
+  std::set<const RunEntry*> budgeted_runs_;  // kCorral: candidates taken for priority or LAS
+  std::vector<RunEntry*> released_;
+  // kCorral: the ways this job may take runs, and by queue what the search found.
+  bool reclaim_ = false;
+  bool las_ = false;
+  bool by_priority_ = false;
+  bool borrowed_las_ = false;
+  bool denied_ = false;
+  std::vector<int8_t> queue_open_;  // -1: not asked yet
+  // By queue: 0 not searched, 1 searched and not over its quota, 2 searched and over.
+  std::vector<uint8_t> searched_;
+  std::vector<uint8_t> reclaim_from_;
+  std::vector<int32_t> meet_depth_;
+  std::vector<int32_t> holder_level_;  // the run's side of the meet, which must stay over quota
+};
+
+}  // namespace
+
+bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* victims,
+                 std::vector<ReplicaPlacement>* placement) {
+  return VictimSearch(st, job).Find(victims, placement);
 }
 
 }  // namespace corral::sched
