@@ -136,7 +136,7 @@ BENCHMARK(BM_FullPass)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 void Incremental(benchmark::State& state, bool priority_mix, bool predictions = true) {
   SchedulerConfig config = BenchConfig();
-  config.use_predictions = predictions;
+  config.corral.predict.on = predictions;
   Scheduler s(config);
   AddCluster(s);
   std::mt19937_64 rng(42);
@@ -219,7 +219,7 @@ void Incremental(benchmark::State& state, bool priority_mix, bool predictions = 
 void BM_Incremental(benchmark::State& state) { Incremental(state, false); }
 BENCHMARK(BM_Incremental)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(100);
 
-// The same as BM_Incremental with SchedulerConfig::use_predictions off: what predictions
+// The same as BM_Incremental with PredictionConfig::on off: what predictions
 // cost or save, side by side in one run.
 void BM_IncrementalNoPredictions(benchmark::State& state) { Incremental(state, false, false); }
 BENCHMARK(BM_IncrementalNoPredictions)

@@ -90,7 +90,7 @@ struct QueueConfig {
   // in all (time since submit not spent running) goes ahead of every job that has not, oldest
   // first, gets the reservation that backfill must not delay, and is not displaced by
   // attained-service (LAS) preemption once it runs. 0: its parent's, else the scheduler's
-  // default (SchedulerConfig::max_wait_ms).
+  // default (CorralConfig::max_wait_ms).
   DurationMs max_wait_ms = 0;
   // GPUs a user's interactive sessions (shells, notebooks) may hold in this queue at once; a
   // session past it waits (kQueueLimit), batch jobs are not counted. 0: no limit.

@@ -1,4 +1,4 @@
-// Unit tests of the age bound (SchedulerConfig::max_wait_ms, QueueConfig::max_wait_ms): a job
+// Unit tests of the age bound (CorralConfig::max_wait_ms, QueueConfig::max_wait_ms): a job
 // that has waited past it goes ahead of the others, holds the reservation that backfill must
 // not delay, and once running is not displaced by LAS.
 #include <gtest/gtest.h>
@@ -17,7 +17,7 @@ using testing::Running;
 SchedulerConfig NoPreemption(DurationMs max_wait) {
   SchedulerConfig c;
   c.preemption = false;
-  c.max_wait_ms = max_wait;
+  c.corral.max_wait_ms = max_wait;
   return c;
 }
 
@@ -146,7 +146,7 @@ TEST(AgeBound, AnAgedWideJobIsNotStarvedByBackfill) {
 // 0); at 10 h, with preemption on, job 2 (level 0) arrives. Is job 1 displaced by LAS?
 bool PreemptedByLas(DurationMs max_wait, TimeMs started) {
   SchedulerConfig c;
-  c.max_wait_ms = max_wait;
+  c.corral.max_wait_ms = max_wait;
   Scheduler s(c);
   s.UpsertNode(MakeNode("n1").Gpus(1));
   s.AddRunning(Running(MakeJob(1).Gpus(1).Submit(0).Attained(4 * kHour).Preemptible(),
@@ -170,8 +170,8 @@ TEST(AgeBound, ARunThatStartedAgedIsNotALasVictim) {
 // run 3 GPU-hours before (level 1) and waits since 0: at 10 h it has waited 7 h.
 Decisions AgedAgainstLowerLevel(DurationMs max_wait, bool displace) {
   SchedulerConfig c;
-  c.max_wait_ms = max_wait;
-  c.aged_may_displace = displace;
+  c.corral.max_wait_ms = max_wait;
+  c.corral.aged_may_displace = displace;
   Scheduler s(c);
   s.UpsertNode(MakeNode("n1").Gpus(1));
   s.AddRunning(Running(MakeJob(1).Gpus(1).Submit(9 * kHour).Preemptible(), {{"n1", {0}}},

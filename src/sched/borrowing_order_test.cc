@@ -22,7 +22,7 @@ Decisions OneFreeGpu(bool by_level, DurationMs a_predicted, DurationMs b_predict
                      DurationMs a_attained = 2 * kHour) {
   SchedulerConfig c;
   c.preemption = false;
-  c.borrowing_queues_by_level = by_level;
+  c.corral.borrowing_queues_by_level = by_level;
   Scheduler s(c);
   s.UpsertNode(MakeNode("n1").Gpus(8));
   s.SetQueue({"a", 2, -1, 1.0});

@@ -77,7 +77,7 @@ void RankAsItRuns(const std::vector<DurationMs>& thresholds, double hysteresis, 
 bool MayDisplace(const SchedulerConfig& c, const PendingEntry& e) {
   const DurationMs t = LasThresholdAt(c, e.job, e.key.level);
   if (t <= 0) return false;
-  const double h = std::max(1.0, c.las_preempt_hysteresis);
+  const double h = std::max(1.0, c.corral.las_preempt_hysteresis);
   return static_cast<double>(e.job.attained_ms) * h < static_cast<double>(t);
 }
 
@@ -118,7 +118,7 @@ std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
   // level below which they may be displaced; kSrtf and kLas by key, one class.
   const SchedulerConfig& cfg = st.config;
   const bool corral_las = cfg.preemption && cfg.policy == OrderPolicy::kCorral &&
-                          cfg.las_within_queue && !cfg.las_thresholds_gpu_ms.empty();
+                          cfg.corral.las_within_queue && !cfg.las_thresholds_gpu_ms.empty();
   const bool baseline =
       cfg.preemption && IsPreemptive(cfg.policy) && cfg.policy != OrderPolicy::kCorral;
   std::map<std::pair<int32_t, int32_t>, int32_t> class_of;  // (queue, priority)
@@ -136,8 +136,8 @@ std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
             class_of.try_emplace({r.queue, r.job.priority}, static_cast<int32_t>(class_of.size()))
                 .first->second;
         RankAsItRuns(HasHistoryLevels(cfg, r.job) ? with_history : cfg.las_thresholds_gpu_ms,
-                     cfg.las_preempt_hysteresis, attained, gpus, now, &run);
-        if (cfg.use_predictions && HasPrediction(r.job)) {
+                     cfg.corral.las_preempt_hysteresis, attained, gpus, now, &run);
+        if (cfg.corral.predict.on && HasPrediction(r.job)) {
           run.predicted_left_ms =
               std::max<DurationMs>(1, PredictedRemainingMs(cfg, r.job, attained));
         }
@@ -206,7 +206,7 @@ std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
         if (c != class_of.end()) {
           job.rank_class = c->second;
           job.rank = e->key.level;
-          if (cfg.use_predictions && HasPrediction(j)) {
+          if (cfg.corral.predict.on && HasPrediction(j)) {
             job.predicted_left_ms = std::max<DurationMs>(1, e->key.pred);
           }
         }

@@ -130,8 +130,8 @@ TEST(GoldenTest, LasHysteresis) {
 // neither takes the other's room and preempts again.
 TEST(GoldenTest, PreemptionBudgets) {
   SchedulerConfig c;
-  c.cluster_budget = {2, -1};
-  c.queue_budget = {-1, -1};
+  c.corral.cluster_budget = {2, -1};
+  c.corral.queue_budget = {-1, -1};
   Driver d(c);
   for (const char* n : {"n1", "n2", "n3"}) d.s().UpsertNode(MakeNode(n).Gpus(2));
   d.s().SetQueue({"lender", 0, -1, 1.0});

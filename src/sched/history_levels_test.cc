@@ -1,5 +1,5 @@
 // Unit tests of kCorral's LAS levels for jobs predicted from their owner's history
-// (SchedulerConfig::history_las_thresholds_gpu_ms): past the usual 1 and 10 GPU-hours, a job
+// (PredictionConfig::history_las_thresholds_gpu_ms): past the usual 1 and 10 GPU-hours, a job
 // with a run-time distribution has one more level at 100 GPU-hours, which lets a job of the
 // top usual level displace a run far past it; a job without a distribution keeps the usual
 // levels, and so do the baselines.
@@ -34,7 +34,7 @@ std::vector<JobId> Victims(const Decisions& d) {
 
 TEST(HistoryLevelsTest, OnlyAJobWithADistributionCountsTheHistoryLevel) {
   SchedulerConfig c;
-  ASSERT_EQ(c.history_las_thresholds_gpu_ms, std::vector<DurationMs>{100 * kHour});
+  ASSERT_EQ(c.corral.predict.history_las_thresholds_gpu_ms, std::vector<DurationMs>{100 * kHour});
   const PendingJob with = MakeJob(1).Gpus(1).Distribution(AllAt(30 * kHour));
   const PendingJob without = MakeJob(2).Gpus(1);
   EXPECT_EQ(LasLevel(c, with, 99 * kHour), 2);
@@ -48,13 +48,13 @@ TEST(HistoryLevelsTest, OnlyAJobWithADistributionCountsTheHistoryLevel) {
   EXPECT_FALSE(HasHistoryLevels(c, without));
   // Not without predictions, nor for the baselines (LAS keeps Tiresias' two thresholds).
   SchedulerConfig off = c;
-  off.use_predictions = false;
+  off.corral.predict.on = false;
   EXPECT_EQ(LasLevel(off, with, 500 * kHour), 2);
   SchedulerConfig las = c;
   las.policy = OrderPolicy::kLas;
   EXPECT_EQ(LasLevel(las, with, 500 * kHour), 2);
   SchedulerConfig none = c;
-  none.history_las_thresholds_gpu_ms.clear();
+  none.corral.predict.history_las_thresholds_gpu_ms.clear();
   EXPECT_EQ(LasLevel(none, with, 500 * kHour), 2);
 }
 

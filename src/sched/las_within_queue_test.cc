@@ -1,5 +1,5 @@
 // Unit tests of kCorral's least-attained-service order inside a queue
-// (SchedulerConfig::las_within_queue): levels at the default 1 and 10 GPU-hours, preemption
+// (CorralConfig::las_within_queue): levels at the default 1 and 10 GPU-hours, preemption
 // only of preemptible runs of the same queue and priority in a strictly higher level, after
 // the minimum runtime, with the default hysteresis (the run past twice the threshold between
 // the levels, the job below half of it).
@@ -153,7 +153,7 @@ TEST(LasWithinQueueTest, LevelBeforeUserShareBeforeSubmitTime) {
 
 TEST(LasWithinQueueTest, SwitchedOffKeepsSubmitOrderAndDoesNotPreempt) {
   SchedulerConfig c;
-  c.las_within_queue = false;
+  c.corral.las_within_queue = false;
   Scheduler s(c);
   OneNodeTwoQueues(s, 1);
   s.AddRunning(Running(MakeJob(100).Gpus(1).Queue("q").Preemptible(), {{"n1", {0}}}, 0));
@@ -164,7 +164,7 @@ TEST(LasWithinQueueTest, SwitchedOffKeepsSubmitOrderAndDoesNotPreempt) {
   EXPECT_EQ(Placed(s.Schedule(20 * kHour)), std::vector<JobId>{1});
 }
 
-// SchedulerConfig::las_across_queues: a run of another queue over its quota is displaced by
+// CorralConfig::las_across_queues: a run of another queue over its quota is displaced by
 // the LAS rules of a queue (strictly higher level, hysteresis), and only down to its quota.
 namespace across {
 
@@ -203,7 +203,7 @@ TEST(LasAcrossQueuesTest, NeverBelowTheVictimsQuota) {
 
 TEST(LasAcrossQueuesTest, SwitchedOffLasStaysInsideAQueue) {
   SchedulerConfig c;
-  c.las_across_queues = false;
+  c.corral.las_across_queues = false;
   Scheduler s(c);
   QBorrowsOneGpu(s);
   s.AddPending(MakeJob(1).Gpus(1).Queue("r"));

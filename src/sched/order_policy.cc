@@ -55,14 +55,14 @@ int64_t LasLevel(const SchedulerConfig& config, DurationMs attained_gpu_ms) {
 }
 
 bool HasHistoryLevels(const SchedulerConfig& config, const PendingJob& job) {
-  return config.policy == OrderPolicy::kCorral && config.use_predictions &&
-         !job.run_quantiles.empty() && !config.history_las_thresholds_gpu_ms.empty();
+  return config.policy == OrderPolicy::kCorral && config.corral.predict.on &&
+         !job.run_quantiles.empty() && !config.corral.predict.history_las_thresholds_gpu_ms.empty();
 }
 
 std::vector<DurationMs> LasThresholdsWithHistory(const SchedulerConfig& config) {
   std::vector<DurationMs> t = config.las_thresholds_gpu_ms;
-  t.insert(t.end(), config.history_las_thresholds_gpu_ms.begin(),
-           config.history_las_thresholds_gpu_ms.end());
+  t.insert(t.end(), config.corral.predict.history_las_thresholds_gpu_ms.begin(),
+           config.corral.predict.history_las_thresholds_gpu_ms.end());
   return t;
 }
 
@@ -77,25 +77,27 @@ DurationMs LasThresholdAt(const SchedulerConfig& config, const PendingJob& job, 
   if (level < 0) return 0;
   if (level < n) return base[static_cast<size_t>(level)];
   if (!HasHistoryLevels(config, job)) return 0;
-  const auto& more = config.history_las_thresholds_gpu_ms;
+  const auto& more = config.corral.predict.history_las_thresholds_gpu_ms;
   return level - n < static_cast<int64_t>(more.size()) ? more[static_cast<size_t>(level - n)] : 0;
 }
 
 int64_t LasLevel(const SchedulerConfig& config, const PendingJob& job, DurationMs attained_gpu_ms) {
   int64_t level = LasLevel(config, attained_gpu_ms);
   if (!HasHistoryLevels(config, job)) return level;
-  for (DurationMs t : config.history_las_thresholds_gpu_ms) level += attained_gpu_ms >= t;
+  for (DurationMs t : config.corral.predict.history_las_thresholds_gpu_ms)
+    level += attained_gpu_ms >= t;
   return level;
 }
 
 DurationMs PredictedRemainingMs(const SchedulerConfig& config, const PendingJob& job,
                                 DurationMs attained_gpu_ms) {
   DurationMs done = attained_gpu_ms / std::max<int64_t>(1, TotalGpus(job));
-  const bool fresh_by_mean = config.prediction_fresh_by_mean && done <= 0 && job.predicted_ms > 0;
+  const bool fresh_by_mean =
+      config.corral.predict.fresh_by_mean && done <= 0 && job.predicted_ms > 0;
   if (!job.run_quantiles.empty() && !fresh_by_mean) {
-    DurationMs left = ConditionalRemainingMs(job.run_quantiles, done, config.prediction_rule,
-                                             config.prediction_quantile);
-    const double a = config.prediction_done_weight;
+    DurationMs left = ConditionalRemainingMs(job.run_quantiles, done, config.corral.predict.rule,
+                                             config.corral.predict.quantile);
+    const double a = config.corral.predict.done_weight;
     if (done <= 0 || a <= 0) return left;
     // The run time so far is evidence of its own: long jobs' remaining time grows with it
     // beyond what the owner's few long jobs tell.
@@ -122,15 +124,16 @@ int64_t MinuteBucket(DurationMs ms) {
 JobKey StaticKey(const SchedulerConfig& config, const PendingJob& job, DurationMs attained_gpu_ms) {
   switch (config.policy) {
     case OrderPolicy::kCorral: {
-      const int64_t level = config.las_within_queue ? LasLevel(config, job, attained_gpu_ms) : 0;
+      const int64_t level =
+          config.corral.las_within_queue ? LasLevel(config, job, attained_gpu_ms) : 0;
       // A run-time distribution conditioned on the attained service already knows what the
       // level says (prediction_for_level).
       const bool dist_for_level =
-          config.use_predictions && config.prediction_for_level && !job.run_quantiles.empty();
+          config.corral.predict.on && config.corral.predict.for_level && !job.run_quantiles.empty();
       return {
           .a = -int64_t{job.priority},
           .order_level = dist_for_level ? 0 : level,
-          .pred = config.use_predictions ? PredictedRemainingMs(config, job, attained_gpu_ms) : 0,
+          .pred = config.corral.predict.on ? PredictedRemainingMs(config, job, attained_gpu_ms) : 0,
           .b = job.submitted_at,
           .id = job.id,
           .level = level};

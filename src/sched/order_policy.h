@@ -12,16 +12,16 @@
 namespace corral::sched {
 
 // Smaller comes first. `id` last makes every key unique. `level` is kCorral's LAS level
-// inside a queue (SchedulerConfig::las_within_queue; 0 otherwise): the pass order puts it
+// inside a queue (CorralConfig::las_within_queue; 0 otherwise): the pass order puts it
 // after the queue's fair share and before the user's (pass_order.h). `pred` is kCorral's
-// predicted remaining run time (SchedulerConfig::use_predictions; 0 otherwise), right after
+// predicted remaining run time (PredictionConfig::on; 0 otherwise), right after
 // the level.
 struct JobKey {
   int64_t a = 0;
-  // kCorral's age bound (SchedulerConfig::max_wait_ms): the submit time of an aged job, which
+  // kCorral's age bound (CorralConfig::max_wait_ms): the submit time of an aged job, which
   // goes ahead of every other of its priority; kUnknownTime for the others.
   int64_t aged = kUnknownTime;
-  // `level` where it orders (0 with SchedulerConfig::prediction_for_level and a distribution)
+  // `level` where it orders (0 with PredictionConfig::for_level and a distribution)
   int64_t order_level = 0;
   int64_t pred = 0;
   int64_t b = 0;
@@ -31,7 +31,7 @@ struct JobKey {
 };
 
 int64_t TotalGpus(const PendingJob& job);
-// When a job is aged under an age bound of `bound` ms (SchedulerConfig::max_wait_ms): its
+// When a job is aged under an age bound of `bound` ms (CorralConfig::max_wait_ms): its
 // submit time plus the run time it has had (attained GPU-ms / its GPUs) plus the bound, the
 // moment it has waited that long in all; kUnknownTime for bound <= 0.
 TimeMs AgedAt(const PendingJob& job, DurationMs bound);
@@ -54,8 +54,8 @@ int64_t LasLevel(const SchedulerConfig& config, const PendingJob& job, DurationM
 // kCorral's guess of a job's remaining run time from its prediction and the GPU-ms it has
 // attained, with done = attained / GPUs: predicted - done while done < predicted, else done
 // (it outlived its prediction: guessed to run as long again); 0 without a prediction (see
-// SchedulerConfig::use_predictions). With a distribution (PendingJob::run_quantiles):
-// ConditionalRemainingMs under config.prediction_rule.
+// PredictionConfig::on). With a distribution (PendingJob::run_quantiles):
+// ConditionalRemainingMs under config.corral.predict.rule.
 inline bool HasPrediction(const PendingJob& job) {
   return job.predicted_ms > 0 || !job.run_quantiles.empty();
 }
@@ -68,7 +68,7 @@ TimeMs ExpectedEndOf(const PendingJob& job, TimeMs start);
 
 // The order's view of a duration: its power-of-two bucket of whole minutes (0, 1, 2-3, 4-7, ...;
 // 0 also for 0, unknown). It compares borrowing queues' predicted remaining times
-// (SchedulerConfig::borrowing_queues_by_level).
+// (CorralConfig::borrowing_queues_by_level).
 int64_t MinuteBucket(DurationMs ms);
 
 // The key of a pending job that has attained `attained_gpu_ms` so far.

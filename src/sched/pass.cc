@@ -95,7 +95,7 @@ bool MayPreempt(SchedState& st) {
     lender = lender || lends;
     open_lender = lends && open && st.QueueBudgetOpen(q);
   }
-  if (open_lender && cfg.las_within_queue && cfg.las_across_queues &&
+  if (open_lender && cfg.corral.las_within_queue && cfg.corral.las_across_queues &&
       st.pending.MaxVisiblePriority() != INT32_MIN) {
     return true;
   }
@@ -106,7 +106,7 @@ bool MayPreempt(SchedState& st) {
     if (lender && st.AnyLevelFits(q, smallest)) return true;
     // A run of the queue in a higher LAS level than a job of it; LAS victims spend the
     // queue's own budget.
-    if (open && cfg.las_within_queue && st.PreemptibleGpus(q) > 0 && st.QueueBudgetOpen(q)) {
+    if (open && cfg.corral.las_within_queue && st.PreemptibleGpus(q) > 0 && st.QueueBudgetOpen(q)) {
       return true;
     }
   }
@@ -131,7 +131,7 @@ std::pair<std::string, PreemptKind> PreemptionReason(const SchedState& st, const
   PreemptKind kind = PreemptKind::kPolicy;
   if (cfg.policy != OrderPolicy::kCorral) {
     why = std::string("by ") + OrderPolicyName(cfg.policy) + " for job " + std::to_string(e.job.id);
-  } else if (e.aged && cfg.aged_may_displace && r.job.priority == e.job.priority &&
+  } else if (e.aged && cfg.corral.aged_may_displace && r.job.priority == e.job.priority &&
              (r.queue == e.queue ||
               st.queues.AllocGpus(e.queue) + TotalGpus(e.job) > st.queues.Quota(e.queue))) {
     kind = PreemptKind::kAgeBound;

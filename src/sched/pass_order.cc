@@ -40,7 +40,7 @@ std::optional<PassOrder::QueueKey> PassOrder::MakeQueueKey(int32_t sel) const {
     tier = queues_.QuotaTier(sel);
     share = queues_.FairPath(sel, &deeper);
     const SchedulerConfig& cfg = pending_.config();
-    if (tier == 2 && cfg.borrowing_queues_by_level && cfg.las_within_queue) {
+    if (tier == 2 && cfg.corral.borrowing_queues_by_level && cfg.corral.las_within_queue) {
       borrow_level = std::get<2>(head);
       borrow_bucket = MinuteBucket(std::get<3>(head));
     }

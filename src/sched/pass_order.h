@@ -1,5 +1,5 @@
 // The order of one pass over the pending jobs (DESIGN §6.3). For kCorral: priority first,
-// then jobs past their age bound (SchedulerConfig::max_wait_ms) by submit time, then the queue
+// then jobs past their age bound (CorralConfig::max_wait_ms) by submit time, then the queue
 // with the least fair share (queues under quota first; queues over it by their
 // best job's LAS level and predicted remaining bucket first, SchedulerConfig::
 // borrowing_queues_by_level), then inside it the
@@ -43,7 +43,7 @@ class PassOrder {
   // by submit time alone.
   using UserKey = std::tuple<int64_t, int64_t, int64_t, int64_t, double, int64_t, JobId, int32_t>;
   // (priority, aged, quota tier (QueueBook::QuotaTier), borrowing queue's level and prediction
-  // bucket (0 within a quota level; SchedulerConfig::borrowing_queues_by_level), queue share
+  // bucket (0 within a quota level; CorralConfig::borrowing_queues_by_level), queue share
   // (its top quota level's, QueueBook::FairPath), the deeper levels' ids and shares, level,
   // predicted remaining, submit, id, selection queue); for an aged head, 0 from the tier to
   // predicted remaining.

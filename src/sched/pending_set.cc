@@ -158,7 +158,7 @@ PendingEntry* PendingSet::Add(const PendingJob& job) {
 DurationMs PendingSet::AgeBound(int32_t q) const {
   if (config_.policy != OrderPolicy::kCorral) return 0;
   DurationMs own = queues_.MaxWait(q);
-  return own > 0 ? own : std::max<DurationMs>(0, config_.max_wait_ms);
+  return own > 0 ? own : std::max<DurationMs>(0, config_.corral.max_wait_ms);
 }
 
 void PendingSet::ScheduleAging(PendingEntry& e) {

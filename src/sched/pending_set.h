@@ -26,7 +26,7 @@ struct PendingEntry {
   int32_t user = -1;   // user id inside the queue
   int32_t group = -1;
   int32_t klass = -1;
-  // Age bound (SchedulerConfig::max_wait_ms): when it is due to be aged (kUnknownTime: no
+  // Age bound (CorralConfig::max_wait_ms): when it is due to be aged (kUnknownTime: no
   // bound, or aged already), and whether it is (JobKey::aged set).
   TimeMs aged_at = kUnknownTime;
   bool aged = false;

@@ -1,4 +1,4 @@
-// Preemption budgets (SchedulerConfig::cluster_budget, queue_budget): how many runs were
+// Preemption budgets (CorralConfig::cluster_budget, queue_budget): how many runs were
 // preempted in the last minute and how much work they lost in the last hour, cluster-wide and
 // per victim queue. A scheduler that preempts a hundred runs a minute would be switched off by
 // any operator whatever its average JCT; the budgets bound the churn whatever the policy's

@@ -67,7 +67,7 @@ bool LasLevelsAllow(const SchedState& st, const RunEntry& r, const PendingEntry&
 
 bool LasVictim(const SchedState& st, const RunEntry& r, const PendingEntry& job) {
   const SchedulerConfig& c = st.config;
-  if (c.policy != OrderPolicy::kCorral || !c.las_within_queue || r.queue != job.queue ||
+  if (c.policy != OrderPolicy::kCorral || !c.corral.las_within_queue || r.queue != job.queue ||
       r.job.priority != job.job.priority) {
     return false;
   }
@@ -78,8 +78,8 @@ bool LasVictim(const SchedState& st, const RunEntry& r, const PendingEntry& job)
 // and of `job`'s priority, and the levels allow it as inside a queue.
 bool BorrowedLasVictim(const SchedState& st, const RunEntry& r, const PendingEntry& job) {
   const SchedulerConfig& c = st.config;
-  if (c.policy != OrderPolicy::kCorral || !c.las_within_queue || !c.las_across_queues ||
-      r.queue == job.queue || r.job.priority != job.job.priority) {
+  if (c.policy != OrderPolicy::kCorral || !c.corral.las_within_queue ||
+      !c.corral.las_across_queues || r.queue == job.queue || r.job.priority != job.job.priority) {
     return false;
   }
   return LasLevelsAllow(st, r, job);
@@ -91,21 +91,21 @@ bool LasLevelsAllow(const SchedState& st, const RunEntry& r, const PendingEntry&
   // A run that waited past its age bound is not sent back behind the jobs it waited for; a
   // job past it may displace the others (aged_may_displace).
   if (r.aged) return false;
-  if (job.aged && c.aged_may_displace) return true;
+  if (job.aged && c.corral.aged_may_displace) return true;
   DurationMs attained = AttainedNow(r.job, r.gpus, r.started_at, st.now);
   if (LasLevel(c, r.job, attained) <= job.key.level) return false;
   // A job without the history levels cannot displace a run past its own top level.
   const DurationMs threshold = LasThresholdAt(c, job.job, job.key.level);
   if (threshold <= 0) return false;
   const double t = static_cast<double>(threshold);
-  const double h = std::max(1.0, c.las_preempt_hysteresis);
+  const double h = std::max(1.0, c.corral.las_preempt_hysteresis);
   if (static_cast<double>(attained) < h * t || static_cast<double>(job.job.attained_ms) * h >= t) {
     return false;
   }
   // Predictions (use_predictions): a run predicted to end before the job would is spared;
   // displacing it loses its work and frees its GPUs no sooner than waiting would. Only when
   // both have a prediction; a run that outlived its own is guessed to run as long again.
-  if (c.use_predictions && HasPrediction(r.job) && HasPrediction(job.job) &&
+  if (c.corral.predict.on && HasPrediction(r.job) && HasPrediction(job.job) &&
       PredictedRemainingMs(c, r.job, attained) <= job.key.pred) {
     return false;
   }
@@ -306,10 +306,11 @@ class VictimSearch {
     const std::vector<uint8_t> fits = ReclaimFits();
     // Priority and LAS preemption spend the budgets; reclaim does not need them.
     const bool open = st_.ClusterBudgetOpen();
-    las_ = open && st_.config.las_within_queue && st_.PreemptibleGpus(job_.queue) > 0;
+    las_ = open && st_.config.corral.las_within_queue && st_.PreemptibleGpus(job_.queue) > 0;
     by_priority_ =
         open && j_.may_preempt && st_.preemptible_priorities.begin()->first < j_.priority;
-    borrowed_las_ = open && st_.config.las_within_queue && st_.config.las_across_queues;
+    borrowed_las_ =
+        open && st_.config.corral.las_within_queue && st_.config.corral.las_across_queues;
     if (!reclaim_ && !las_ && !by_priority_ && !borrowed_las_) {
       if (!open) ++st_.budget_denied;
       return false;
@@ -369,11 +370,11 @@ class VictimSearch {
   std::vector<uint8_t> PlanScan() {
     DurationMs las_needs = INT64_MAX;  // GPU-ms a LAS victim must have attained
     const DurationMs threshold = LasThresholdAt(st_.config, j_, job_.key.level);
-    if (borrowed_las_ && job_.aged && st_.config.aged_may_displace) {
+    if (borrowed_las_ && job_.aged && st_.config.corral.aged_may_displace) {
       las_needs = 0;
     } else if (borrowed_las_ && threshold > 0) {
       const double t = static_cast<double>(threshold);
-      const double h = std::max(1.0, st_.config.las_preempt_hysteresis);
+      const double h = std::max(1.0, st_.config.corral.las_preempt_hysteresis);
       if (static_cast<double>(j_.attained_ms) * h < t) las_needs = static_cast<DurationMs>(h * t);
     }
     std::vector<uint8_t> scan(searched_.size(), 0);

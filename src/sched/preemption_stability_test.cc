@@ -28,8 +28,8 @@ std::vector<JobId> Victims(const Decisions& d) {
 
 SchedulerConfig Unlimited() {
   SchedulerConfig c;
-  c.cluster_budget = {-1, -1};
-  c.queue_budget = {-1, -1};
+  c.corral.cluster_budget = {-1, -1};
+  c.corral.queue_budget = {-1, -1};
   return c;
 }
 
@@ -78,7 +78,7 @@ void ThreeVictims(Scheduler& s) {
 
 TEST(BudgetTest, ClusterRunsPerMinute) {
   SchedulerConfig c = Unlimited();
-  c.cluster_budget.runs_per_minute = 2;
+  c.corral.cluster_budget.runs_per_minute = 2;
   Scheduler s(c);
   ThreeVictims(s);
   TimeMs t = kHour;
@@ -91,7 +91,7 @@ TEST(BudgetTest, ClusterRunsPerMinute) {
 
 TEST(BudgetTest, ADecisionOvershootsOnlyAnEmptyWindow) {
   SchedulerConfig c = Unlimited();
-  c.cluster_budget.runs_per_minute = 2;
+  c.corral.cluster_budget.runs_per_minute = 2;
   Scheduler s(c);
   for (const char* n : {"n1", "n2", "n3"}) s.UpsertNode(MakeNode(n).Gpus(2));
   for (int k = 0; k < 6; ++k) {
@@ -114,7 +114,7 @@ TEST(BudgetTest, ADecisionOvershootsOnlyAnEmptyWindow) {
 
 TEST(BudgetTest, ClusterLostWorkPerHourMayBeOvershotByOneDecision) {
   SchedulerConfig c = Unlimited();
-  c.cluster_budget.lost_gpu_seconds_per_hour = 60;  // one GPU-minute
+  c.corral.cluster_budget.lost_gpu_seconds_per_hour = 60;  // one GPU-minute
   Scheduler s(c);
   ThreeVictims(s);
   // The first victim loses far more than a GPU-minute: allowed (the window was empty), and
@@ -127,7 +127,7 @@ TEST(BudgetTest, ClusterLostWorkPerHourMayBeOvershotByOneDecision) {
 
 TEST(BudgetTest, PerVictimQueueRunsPerMinute) {
   SchedulerConfig c = Unlimited();
-  c.queue_budget.runs_per_minute = 1;
+  c.corral.queue_budget.runs_per_minute = 1;
   Scheduler s(c);
   // Queues a and b hold no quota, so their runs are over it and a higher priority may take
   // them; a's run loses less work, so a's is taken first, then b's: one per queue.
@@ -147,7 +147,7 @@ TEST(BudgetTest, PerVictimQueueRunsPerMinute) {
 
 TEST(BudgetTest, QuotaReclaimIsNotLimitedButCounts) {
   SchedulerConfig c = Unlimited();
-  c.cluster_budget.runs_per_minute = 1;
+  c.corral.cluster_budget.runs_per_minute = 1;
   Scheduler s(c);
   s.SetQueue({"owner", 4, -1, 1.0});
   s.SetQueue({"borrower", 0, -1, 1.0});

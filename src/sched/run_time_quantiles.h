@@ -67,7 +67,7 @@ class SharedQuantiles {
 };
 
 // How kCorral turns a distribution and the run time a job has had into the remaining time it
-// orders by (SchedulerConfig::prediction_rule).
+// orders by (PredictionConfig::rule).
 enum class PredictionRule {
   kQuantile,  // the conditional quantile (prediction_quantile) of the run time, less done
   kMean,      // the conditional mean, less done

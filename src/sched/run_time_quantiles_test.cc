@@ -221,7 +221,7 @@ TEST(RunTimeQuantilesTest, AFailFastUsersFreshJobGoesFirstButNotOnceItOutlivedTh
   EXPECT_EQ(PredictedRemainingMs(c, MakeJob(2).Gpus(1).Distribution(Bimodal()), 5 * kMinute),
             10 * kHour - 5 * kMinute);
   // Without predictions the order is LAS and submit time.
-  c.use_predictions = false;
+  c.corral.predict.on = false;
   EXPECT_EQ(first_placed(0), 1u);
 }
 

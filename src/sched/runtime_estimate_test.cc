@@ -164,7 +164,7 @@ TEST(PredictionOrderTest, AJobThatOutlivedItsPredictionIsGuessedToRunAsLongAgain
   EXPECT_EQ(d.place[0].job, 2u);
 
   SchedulerConfig off;
-  off.use_predictions = false;
+  off.corral.predict.on = false;
   Scheduler t(off);
   t.UpsertNode(MakeNode("n1").Gpus(1));
   t.SetQueue({"q", 1, -1, 1.0});

@@ -168,24 +168,35 @@ struct PreemptionBudget {
   int64_t lost_gpu_seconds_per_hour = 0;
 };
 
-struct SchedulerConfig {
-  OrderPolicy policy = OrderPolicy::kCorral;
-  DurationMs fair_share_half_life_ms = 7 * 24 * kHour;  // <= 0: only current allocation
-  DurationMs min_runtime_before_preempt_ms = 5 * kMinute;
-  bool backfill = true;
-  bool preemption = true;
-  int32_t max_placements_per_pass = 1 << 30;
-  // How many blocked jobs (in order) get a reservation that lower jobs must not delay, so that
-  // a wide job is not overtaken forever by the narrow ones behind it.
-  // 0: none (work-conserving greedy skipping; large jobs may starve).
-  int32_t reservation_depth = 1;
-  // The budget of one pass, in work units (one unit: one node examined by placement, one
-  // pending job visited, one running job considered as a victim or released in a
-  // reservation scan). When spent, the pass stops; the rest waits for the next pass.
-  int64_t max_work_per_pass = 20'000'000;
-  // kLas level boundaries, in attained GPU-ms, ascending (also kCorral's with
-  // las_within_queue).
-  std::vector<DurationMs> las_thresholds_gpu_ms = {1 * kHour, 10 * kHour};
+// kCorral's use of run-time predictions from its owners' history (runtime_estimate.h,
+// run_time_quantiles.h): how a job's predicted remaining time orders it and spares its runs.
+struct PredictionConfig {
+  // kCorral: inside a LAS level (and priority, queue), order by predicted remaining run time,
+  // shortest first: predicted_ms - done while done < predicted_ms, else done (a job that
+  // outlived its prediction is guessed to run as long again), where done is the attained
+  // GPU-ms per GPU; 0 (first) without a prediction, so that without predictions the order is
+  // plain LAS. And spare a LAS victim predicted to end before the job that would displace it
+  // (see preemption.cc, LasVictim): displacing it would lose its work and free its GPUs no
+  // sooner. A level holds jobs of very different lengths; the history of ended jobs
+  // (RuntimeEstimator) tells them apart where attained service cannot.
+  bool on = true;
+  // kCorral, use_predictions, for jobs with a run-time distribution (PendingJob::
+  // run_quantiles): the remaining time they are ordered by and spared with, from the run
+  // times of the owner's jobs that outlived what the job has run (run_time_quantiles.h).
+  // Gittins and the median measured on the philly-users trace (docs/simulation.md,
+  // "Predictions from users' history").
+  PredictionRule rule = PredictionRule::kQuantile;
+  double quantile = 0.5;  // kQuantile's
+  // For a job that has run `done` ms: the remaining time is done^w x rule's^(1 - w) (a
+  // weighted geometric mean); 0: the rule's alone.
+  double done_weight = 0;
+  // A job that has not run yet is predicted by predicted_ms (the running mean of its owner's
+  // log run times: the best guess of a next job, recent jobs weighing most); the distribution
+  // answers once it has run (what is left of a job that outlived some of them).
+  bool fresh_by_mean = false;
+  // A job with a distribution is ordered by its predicted remaining time in its LAS level's
+  // place (what it may preempt is still decided by its level).
+  bool for_level = false;
   // kCorral with use_predictions: further level boundaries, ascending and above the last of
   // las_thresholds_gpu_ms, for a job predicted from its owner's history (one with a run-time
   // distribution, PendingJob::run_quantiles). The top level otherwise holds a 10 GPU-hour job
@@ -195,6 +206,11 @@ struct SchedulerConfig {
   // average JCT (docs/simulation.md, "Predictions from users' history"). A job with the
   // boundary and a run without it compare levels as each counts them.
   std::vector<DurationMs> history_las_thresholds_gpu_ms = {100 * kHour};
+};
+
+// kCorral's own settings: LAS inside and across queues, the age bound, the hysteresis and
+// budgets of its preemption, and its predictions. The other policies have none of their own.
+struct CorralConfig {
   // kCorral: inside a queue, order by LAS level (attained GPU-ms against
   // las_thresholds_gpu_ms) before user fair share and submit time, and let a blocked job
   // preempt a preemptible run of the same queue and priority in a strictly higher level
@@ -206,32 +222,6 @@ struct SchedulerConfig {
   // re-add a requeued job with its attained_ms (else it returns at level 0 and it and the
   // job that displaced it may take turns every level's worth of service).
   bool las_within_queue = true;
-  // kCorral: inside a LAS level (and priority, queue), order by predicted remaining run time,
-  // shortest first: predicted_ms - done while done < predicted_ms, else done (a job that
-  // outlived its prediction is guessed to run as long again), where done is the attained
-  // GPU-ms per GPU; 0 (first) without a prediction, so that without predictions the order is
-  // plain LAS. And spare a LAS victim predicted to end before the job that would displace it
-  // (see preemption.cc, LasVictim): displacing it would lose its work and free its GPUs no
-  // sooner. A level holds jobs of very different lengths; the history of ended jobs
-  // (RuntimeEstimator) tells them apart where attained service cannot.
-  bool use_predictions = true;
-  // kCorral, use_predictions, for jobs with a run-time distribution (PendingJob::
-  // run_quantiles): the remaining time they are ordered by and spared with, from the run
-  // times of the owner's jobs that outlived what the job has run (run_time_quantiles.h).
-  // Gittins and the median measured on the philly-users trace (docs/simulation.md,
-  // "Predictions from users' history").
-  PredictionRule prediction_rule = PredictionRule::kQuantile;
-  double prediction_quantile = 0.5;  // kQuantile's
-  // For a job that has run `done` ms: the remaining time is done^w x rule's^(1 - w) (a
-  // weighted geometric mean); 0: the rule's alone.
-  double prediction_done_weight = 0;
-  // A job that has not run yet is predicted by predicted_ms (the running mean of its owner's
-  // log run times: the best guess of a next job, recent jobs weighing most); the distribution
-  // answers once it has run (what is left of a job that outlived some of them).
-  bool prediction_fresh_by_mean = false;
-  // A job with a distribution is ordered by its predicted remaining time in its LAS level's
-  // place (what it may preempt is still decided by its level).
-  bool prediction_for_level = false;
   // kCorral, with las_within_queue: a blocked job may also displace a preemptible run of
   // another queue that is over its quota, of the same priority, in a strictly higher LAS
   // level, under the same hysteresis, sparing rule and budgets as inside a queue, and only
@@ -278,6 +268,30 @@ struct SchedulerConfig {
   // gives only up to the other's quota) but counts against them.
   PreemptionBudget cluster_budget;
   PreemptionBudget queue_budget;
+  PredictionConfig predict;
+};
+
+// What every policy shares (the order and victims, backfill, a pass's bounds), and each
+// policy's own settings beside it.
+struct SchedulerConfig {
+  OrderPolicy policy = OrderPolicy::kCorral;
+  DurationMs fair_share_half_life_ms = 7 * 24 * kHour;  // <= 0: only current allocation
+  DurationMs min_runtime_before_preempt_ms = 5 * kMinute;
+  bool backfill = true;
+  bool preemption = true;
+  int32_t max_placements_per_pass = 1 << 30;
+  // How many blocked jobs (in order) get a reservation that lower jobs must not delay, so that
+  // a wide job is not overtaken forever by the narrow ones behind it.
+  // 0: none (work-conserving greedy skipping; large jobs may starve).
+  int32_t reservation_depth = 1;
+  // The budget of one pass, in work units (one unit: one node examined by placement, one
+  // pending job visited, one running job considered as a victim or released in a
+  // reservation scan). When spent, the pass stops; the rest waits for the next pass.
+  int64_t max_work_per_pass = 20'000'000;
+  // kLas level boundaries, in attained GPU-ms, ascending (also kCorral's with
+  // las_within_queue).
+  std::vector<DurationMs> las_thresholds_gpu_ms = {1 * kHour, 10 * kHour};
+  CorralConfig corral;  // kCorral only
 };
 
 // One run's allocation over a period, for AddPastUsage.

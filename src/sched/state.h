@@ -36,7 +36,7 @@ struct RunEntry {
   JobId shrink_for = 0;
   int32_t leaving = 0;
   uint64_t placed_in_pass = 0;  // the pass that placed it (never a victim in it)
-  // It started past its age bound (SchedulerConfig::max_wait_ms): not a LAS victim.
+  // It started past its age bound (CorralConfig::max_wait_ms): not a LAS victim.
   bool aged = false;
   // Its place in SchedState::victim_order when that was built in pass victim_rank_pass: the
   // next build starts from the last order, which mostly still holds.
@@ -194,17 +194,18 @@ struct SchedState {
   // kCorral budgets (preempt_budget.h): may this pass still preempt for priority or LAS, and
   // may it take victims from queue q?
   bool ClusterBudgetOpen() const {
-    return budget.ClusterAllows(config.cluster_budget, static_cast<int64_t>(running.size()),
+    return budget.ClusterAllows(config.corral.cluster_budget, static_cast<int64_t>(running.size()),
                                 model.total_gpus());
   }
   bool ClusterBudgetTakes(int64_t runs) const {
-    return budget.ClusterTakes(config.cluster_budget, static_cast<int64_t>(running.size()), runs);
+    return budget.ClusterTakes(config.corral.cluster_budget, static_cast<int64_t>(running.size()),
+                               runs);
   }
   bool QueueBudgetOpen(int32_t q) const {
     int64_t runs = q < static_cast<int32_t>(running_by_queue.size())
                        ? static_cast<int64_t>(running_by_queue[q].size())
                        : 0;
-    return budget.QueueAllows(config.queue_budget, q, runs,
+    return budget.QueueAllows(config.corral.queue_budget, q, runs,
                               std::max<int64_t>(queues.Quota(q), queues.AllocGpus(q)));
   }
   // The work a preemption of `r` now loses: GPU-ms since its last checkpoint, or its start.

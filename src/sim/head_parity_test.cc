@@ -164,12 +164,12 @@ TEST(PredictionTest, LearnedFromEndedJobsAShortJobOvertakesALongOneInItsLevel) {
   SimResult with = Sim(jobs, c);
   EXPECT_EQ(with.jobs[4].end, 310 * kSecond);  // S2 300-310
   EXPECT_EQ(with.jobs[3].end, 410 * kSecond);  // L2 310-410
-  c.use_predictions = false;
+  c.corral.predict.on = false;
   SimResult without = Sim(jobs, c);
   EXPECT_EQ(without.jobs[3].end, 400 * kSecond);
   EXPECT_EQ(without.jobs[4].end, 410 * kSecond);
   // The oracle needs no history: the same order here.
-  c.use_predictions = true;
+  c.corral.predict.on = true;
   c.predict.oracle = true;
   EXPECT_EQ(Sim(jobs, c).jobs[4].end, 310 * kSecond);
   // History (means and distributions) by (user, name) and user switched off, by queue on: both

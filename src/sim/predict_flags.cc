@@ -16,7 +16,7 @@ Status ParsePredict(const std::string& text, SimConfig* cfg) {
   PredictionInputs& in = cfg->predict;
   in = PredictionInputs{};
   if (text == "none") {
-    cfg->use_predictions = false;
+    cfg->corral.predict.on = false;
     return Status::Ok();
   }
   if (text == "oracle") {
@@ -89,7 +89,7 @@ Status PredictionFlags(const PredictFlags& f, SimConfig* cfg) {
   sched::EstimatorConfig& e = cfg->predict.estimator;
   if (f.rule == "running-mean") {
     e.dist_by_user_name = e.dist_by_user_gpus = e.dist_by_user = false;
-  } else if (!sched::ParsePredictionRule(f.rule, &cfg->prediction_rule)) {
+  } else if (!sched::ParsePredictionRule(f.rule, &cfg->corral.predict.rule)) {
     return InvalidArgument("--predict-rule '" + f.rule +
                            "' is not one of gittins, quantile, mean, running-mean");
   }
@@ -97,18 +97,18 @@ Status PredictionFlags(const PredictFlags& f, SimConfig* cfg) {
     if (f.quantile <= 0 || f.quantile > 1) {
       return InvalidArgument("--predict-quantile must be in (0, 1]");
     }
-    cfg->prediction_quantile = f.quantile;
+    cfg->corral.predict.quantile = f.quantile;
   }
   if (f.window != 0) {
     if (f.window < 1) return InvalidArgument("--predict-window must be >= 1");
     e.window = f.window;
   }
   if (f.min_jobs >= 0) e.min_jobs = f.min_jobs;
-  cfg->prediction_for_level = f.for_level;
-  cfg->prediction_fresh_by_mean = f.fresh_by_mean;
+  cfg->corral.predict.for_level = f.for_level;
+  cfg->corral.predict.fresh_by_mean = f.fresh_by_mean;
   if (f.done_weight >= 0) {
     if (f.done_weight > 1) return InvalidArgument("--predict-done-weight must be in [0, 1]");
-    cfg->prediction_done_weight = f.done_weight;
+    cfg->corral.predict.done_weight = f.done_weight;
   }
   if (f.global_prior >= 0) {
     if (f.global_prior > 1e6) return InvalidArgument("--predict-global-prior must be in [0, 1e6]");
@@ -142,7 +142,7 @@ Status ParseLevels(const std::string& text, SimConfig* cfg) {
     if (!parsed.ok()) return parsed.status();
     levels = std::move(*parsed);
   }
-  cfg->history_las_thresholds_gpu_ms = std::move(levels);
+  cfg->corral.predict.history_las_thresholds_gpu_ms = std::move(levels);
   return Status::Ok();
 }
 

@@ -390,17 +390,18 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
     if (!t.ok()) return t.status();
     cfg.las_thresholds_gpu_ms = std::move(*t);
   }
-  cfg.las_across_queues = !f.no_las_across_queues;
-  cfg.borrowing_queues_by_level = !f.no_borrowing_by_level;
+  cfg.corral.las_across_queues = !f.no_las_across_queues;
+  cfg.corral.borrowing_queues_by_level = !f.no_borrowing_by_level;
   if (!f.max_wait.empty())
-    CORRAL_RETURN_IF_ERROR(Duration("--max-wait", f.max_wait, &cfg.max_wait_ms));
-  cfg.aged_may_displace = !f.aged_no_displace;
+    CORRAL_RETURN_IF_ERROR(Duration("--max-wait", f.max_wait, &cfg.corral.max_wait_ms));
+  cfg.corral.aged_may_displace = !f.aged_no_displace;
   if (f.las_hysteresis >= 0) {
     if (f.las_hysteresis < 1) return InvalidArgument("--las-hysteresis must be >= 1");
-    cfg.las_preempt_hysteresis = f.las_hysteresis;
+    cfg.corral.las_preempt_hysteresis = f.las_hysteresis;
   }
-  CORRAL_RETURN_IF_ERROR(ParseBudget("--cluster-budget", f.cluster_budget, &cfg.cluster_budget));
-  CORRAL_RETURN_IF_ERROR(ParseBudget("--queue-budget", f.queue_budget, &cfg.queue_budget));
+  CORRAL_RETURN_IF_ERROR(
+      ParseBudget("--cluster-budget", f.cluster_budget, &cfg.corral.cluster_budget));
+  CORRAL_RETURN_IF_ERROR(ParseBudget("--queue-budget", f.queue_budget, &cfg.corral.queue_budget));
   if (!f.min_preempt_runtime.empty()) {
     CORRAL_RETURN_IF_ERROR(Duration("--min-preempt-runtime", f.min_preempt_runtime,
                                     &cfg.min_runtime_before_preempt_ms));

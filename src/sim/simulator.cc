@@ -89,22 +89,7 @@ sched::SchedulerConfig SchedulerConfigOf(const SimConfig& c) {
   }
   if (c.fair_share_half_life_ms != 0) s.fair_share_half_life_ms = c.fair_share_half_life_ms;
   if (!c.las_thresholds_gpu_ms.empty()) s.las_thresholds_gpu_ms = c.las_thresholds_gpu_ms;
-  if (c.history_las_thresholds_gpu_ms) {
-    s.history_las_thresholds_gpu_ms = *c.history_las_thresholds_gpu_ms;
-  }
-  if (c.las_preempt_hysteresis >= 0) s.las_preempt_hysteresis = c.las_preempt_hysteresis;
-  s.cluster_budget = c.cluster_budget;
-  s.queue_budget = c.queue_budget;
-  s.use_predictions = c.use_predictions;
-  s.prediction_rule = c.prediction_rule;
-  s.prediction_quantile = c.prediction_quantile;
-  s.prediction_for_level = c.prediction_for_level;
-  s.prediction_done_weight = c.prediction_done_weight;
-  s.prediction_fresh_by_mean = c.prediction_fresh_by_mean;
-  s.las_across_queues = c.las_across_queues;
-  s.borrowing_queues_by_level = c.borrowing_queues_by_level;
-  if (c.max_wait_ms >= 0) s.max_wait_ms = c.max_wait_ms;
-  s.aged_may_displace = c.aged_may_displace;
+  s.corral = c.corral;
   return s;
 }
 
@@ -495,7 +480,7 @@ class Loop {
   // Whether the corral policy's prediction for a job of this user and name comes from the
   // history of their ended jobs.
   bool PredictedByName(const std::string& user, const std::string& name) const {
-    return config_.policy == sched::OrderPolicy::kCorral && config_.use_predictions &&
+    return config_.policy == sched::OrderPolicy::kCorral && config_.corral.predict.on &&
            config_.predict.history && !config_.predict.oracle &&
            config_.predict.bound == OracleBound::kNone &&
            port_->core().estimator().HasNameHistory(user, name);

@@ -83,13 +83,6 @@ struct SimConfig {
   DurationMs fair_share_half_life_ms = 0;
   // SchedulerConfig::las_thresholds_gpu_ms; empty: the scheduler's default.
   std::vector<DurationMs> las_thresholds_gpu_ms;
-  // SchedulerConfig::history_las_thresholds_gpu_ms; unset: the scheduler's default.
-  std::optional<std::vector<DurationMs>> history_las_thresholds_gpu_ms;
-  // SchedulerConfig::las_preempt_hysteresis; < 0: the scheduler's default.
-  double las_preempt_hysteresis = -1;
-  // SchedulerConfig::cluster_budget and queue_budget (0 fields: the scheduler's defaults).
-  sched::PreemptionBudget cluster_budget;
-  sched::PreemptionBudget queue_budget;
   // Queues for the corral policy: name -> guaranteed GPUs. Empty: one queue per trace queue
   // with a quota proportional to its share of the trace's GPU-time (QuotasByDemand).
   std::map<std::string, int32_t> quotas;
@@ -99,25 +92,12 @@ struct SimConfig {
   // Admin reservations and maintenance windows, created before the first submission; their
   // times count from it (as the trace's), their nodes are the simulated ones' names.
   std::vector<NodeReservationSpec> reservations;
-  // Corral policy: run-time predictions (SchedulerConfig::use_predictions is on unless
-  // use_predictions is false).
+  // Corral policy: what its run-time predictions may use (corral.predict.on: whether it uses
+  // them at all).
   PredictionInputs predict;
-  bool use_predictions = true;
-  // Corral policy: SchedulerConfig::prediction_rule and prediction_quantile (how a job's
-  // run-time distribution orders it).
-  sched::PredictionRule prediction_rule = sched::PredictionRule::kQuantile;
-  double prediction_quantile = 0.5;
-  bool prediction_for_level = false;      // SchedulerConfig::prediction_for_level
-  double prediction_done_weight = 0;      // SchedulerConfig::prediction_done_weight
-  bool prediction_fresh_by_mean = false;  // SchedulerConfig::prediction_fresh_by_mean
-  // Corral policy: SchedulerConfig::las_across_queues.
-  bool las_across_queues = true;
-  // Corral policy: SchedulerConfig::borrowing_queues_by_level.
-  bool borrowing_queues_by_level = true;
-  // Corral policy: SchedulerConfig::max_wait_ms, the age bound (< 0: the scheduler's; 0: none).
-  DurationMs max_wait_ms = -1;
-  // Corral policy: SchedulerConfig::aged_may_displace.
-  bool aged_may_displace = true;
+  // The corral policy's own settings, as the head's scheduler has them (its defaults unless a
+  // flag sets one): the simulator's flags write them, no copy field by field.
+  sched::CorralConfig corral;
   // Node failures: mean up time of a node (0: nodes never fail), and how long it stays down.
   DurationMs node_mtbf_ms = 0;
   DurationMs node_repair_ms = kHour;
