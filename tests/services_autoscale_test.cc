@@ -144,11 +144,31 @@ class ServiceAutoscaling : public ::testing::Test {
 
 TEST_F(ServiceAutoscaling, LoadRaisesReplicasItsAbsenceLowersThemToZeroAndARequestWakesIt) {
   // Target 1 in flight per replica; six requests held open want six, the maximum is 3.
-  auto serve = c_.Corral({"serve", "echo", "--min-replicas", "0", "--max-replicas", "3", "--port",
-                          "0", "--health", "/health", "--cpus", "0.25", "--target-in-flight",
-                          "1", "--scale-up-delay", "2s", "--scale-down-delay", "3s",
-                          "--scale-to-zero-after", "6s", "--drain-timeout", "5s", "--",
-                          "/usr/bin/python3", c_.dir() + "/svc/server.py"});
+  auto serve = c_.Corral({"serve",
+                          "echo",
+                          "--min-replicas",
+                          "0",
+                          "--max-replicas",
+                          "3",
+                          "--port",
+                          "0",
+                          "--health",
+                          "/health",
+                          "--cpus",
+                          "0.25",
+                          "--target-in-flight",
+                          "1",
+                          "--scale-up-delay",
+                          "2s",
+                          "--scale-down-delay",
+                          "3s",
+                          "--scale-to-zero-after",
+                          "6s",
+                          "--drain-timeout",
+                          "5s",
+                          "--",
+                          "/usr/bin/python3",
+                          c_.dir() + "/svc/server.py"});
   ASSERT_EQ(serve.exit_code, 0) << serve.err;
   auto text = c_.Corral({"services", "show", "echo"});
   EXPECT_NE(text.out.find("Autoscale: target 1 in flight per replica, up after 2s, down after "
@@ -167,17 +187,14 @@ TEST_F(ServiceAutoscaling, LoadRaisesReplicasItsAbsenceLowersThemToZeroAndAReque
   std::vector<std::string> scalings = Scalings();
   ASSERT_FALSE(scalings.empty());
   EXPECT_NE(scalings[0].find("autoscaler: scaled 1 \u2192 "), std::string::npos) << scalings[0];
-  EXPECT_NE(scalings[0].find("requests in flight per replica over 2s, target 1"),
-            std::string::npos)
+  EXPECT_NE(scalings[0].find("requests in flight per replica over 2s, target 1"), std::string::npos)
       << scalings[0];
-  EXPECT_NE(metrics.find("corral_service_requests_total{class=\"2xx\",code=\"200\","
-                         "service=\"echo\"}"),
+  EXPECT_NE(metrics.find("corral_service_requests_total{service=\"echo\",code=\"200\","
+                         "class=\"2xx\"}"),
             std::string::npos)
       << metrics;
-  EXPECT_NE(metrics.find("corral_service_requests_in_flight{service=\"echo\"}"),
-            std::string::npos);
-  EXPECT_NE(metrics.find("corral_service_replicas_desired{service=\"echo\"} 3"),
-            std::string::npos);
+  EXPECT_NE(metrics.find("corral_service_requests_in_flight{service=\"echo\"}"), std::string::npos);
+  EXPECT_NE(metrics.find("corral_service_replicas_desired{service=\"echo\"} 3"), std::string::npos);
   EXPECT_NE(metrics.find("corral_service_request_duration_seconds_bucket{"), std::string::npos);
 
   // No load: down to one after the 3 s down-delay, then to zero after 6 s idle.

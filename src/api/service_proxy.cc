@@ -1,5 +1,7 @@
 #include "api/service_proxy.h"
 
+#include <algorithm>
+
 #include "api/api_service.h"
 
 namespace corral::api {
@@ -54,14 +56,19 @@ void ServiceProxy::Handle(net::HttpRequest req, net::Responder respond) {
   head_->Run(req.BearerToken(), head::GetService{name},
              [this, p = std::move(p)](Result<head::ServiceView> v) mutable {
                if (!v.ok()) return p.respond(ErrorResponse(v.status()));
-               if (v->service.desired == 0) {  // scaled to zero: a replica starts for it
-                 p.deadline = p.started + options_.wait_from_zero;
-                 head_->Run(head_->tokens().admin, head::WakeService{p.service},
-                            [](Result<Service>) {});
-               }
+               const bool asleep = v->service.desired == 0;
                {
                  std::lock_guard lock(mu_);
+                 // Scaled to zero: a replica starts for it, and the requests that come while
+                 // it starts wait for it as long as this one.
+                 auto& waking = waking_[p.service];
+                 if (asleep) waking = p.started + options_.wait_from_zero;
+                 p.deadline = std::max(p.deadline, waking);
                  MeterLocked(p.service, 1);
+               }
+               if (asleep) {
+                 head_->Run(head_->tokens().admin, head::WakeService{p.service},
+                            [](Result<Service>) {});
                }
                Dispatch(std::move(p));
              });
@@ -148,14 +155,14 @@ void ServiceProxy::Finish(Pending& p, net::HttpResponse out, const char* error_k
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - p.started).count();
   const std::string code = std::to_string(out.status);
-  head_->metrics().Add("corral_service_requests_total",
-                       {{"service", p.service}, {"code", code}, {"class", code.substr(0, 1) + "xx"}},
-                       1);
+  head_->metrics().Add(
+      "corral_service_requests_total",
+      {{"service", p.service}, {"code", code}, {"class", code.substr(0, 1) + "xx"}}, 1);
   head_->metrics().Observe("corral_service_request_duration_seconds", {{"service", p.service}},
                            seconds);
   if (error_kind) {
-    head_->metrics().Add("corral_service_errors_total", {{"service", p.service}, {"kind", error_kind}},
-                         1);
+    head_->metrics().Add("corral_service_errors_total",
+                         {{"service", p.service}, {"kind", error_kind}}, 1);
   }
   {
     std::lock_guard lock(mu_);
@@ -279,17 +286,18 @@ void ServiceProxy::Refresh(const std::vector<head::ServiceView>& views) {
         ready += entry.ready && !entry.draining ? 1 : 0;
       }
       if (pool.empty()) {
-        missing_[name] = !v.note.empty() ? v.note
-                         : v.replicas.empty()
-                             ? (v.service.desired == 0 ? "it is scaled to zero"
-                                                       : "it has no replica")
-                             : std::to_string(v.replicas.size()) + " replicas waiting to start";
+        missing_[name] =
+            !v.note.empty() ? v.note
+            : v.replicas.empty()
+                ? (v.service.desired == 0 ? "it is scaled to zero" : "it has no replica")
+                : std::to_string(v.replicas.size()) + " replicas waiting to start";
       }
       head_->metrics().Set("corral_service_replicas_ready", {{"service", name}}, ready);
       head_->metrics().Set("corral_service_replicas_desired", {{"service", name}},
                            v.service.desired);
     }
     pools_ = std::move(next);
+    std::erase_if(waking_, [&](const auto& w) { return !pools_.count(w.first); });
     for (auto& [name, pool] : pools_) {
       for (auto& [run, r] : pool) {
         if (r.probing) continue;

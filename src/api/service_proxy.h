@@ -23,8 +23,8 @@
 //
 // The autoscaler's input is measured here: each service's requests in flight (sent to a
 // replica, or held for one), averaged over time, reported to the core every
-// `load_report_interval` (ReportServiceLoad). A request that fails to reach its replica (refused, reset) is
-// tried once more on another ready replica when its method is idempotent.
+// `load_report_interval` (ReportServiceLoad). A request that fails to reach its replica (refused,
+// reset) is tried once more on another ready replica when its method is idempotent.
 #pragma once
 
 #include <chrono>
@@ -128,6 +128,8 @@ class ServiceProxy {
   std::deque<Pending> waiting_;                 // GUARDED_BY(mu_)
   std::map<std::string, size_t> turn_;          // GUARDED_BY(mu_): ties taken in turn
   std::map<std::string, LoadMeter> meters_;     // GUARDED_BY(mu_): by service
+  // GUARDED_BY(mu_): services woken from zero, until when their requests may wait.
+  std::map<std::string, std::chrono::steady_clock::time_point> waking_;
   std::chrono::steady_clock::time_point reported_;  // GUARDED_BY(mu_): the last load report
   std::thread prober_;
   // Last: destroyed first, so that no answer of a probe or request arrives after the rest.

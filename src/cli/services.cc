@@ -12,11 +12,20 @@ namespace corral::cli {
 namespace {
 
 // serve's own flags; the rest are submit's resource flags, for the replica template.
-const std::vector<std::string> kServiceOnlyFlags = {
-    "file",           "replicas",         "min-replicas",  "max-replicas",
-    "port",           "health",           "any-user",      "drain-timeout",
-    "ready-timeout",  "dry-run",          "target-in-flight", "scale-up-delay",
-    "scale-down-delay", "scale-to-zero-after"};
+const std::vector<std::string> kServiceOnlyFlags = {"file",
+                                                    "replicas",
+                                                    "min-replicas",
+                                                    "max-replicas",
+                                                    "port",
+                                                    "health",
+                                                    "any-user",
+                                                    "drain-timeout",
+                                                    "ready-timeout",
+                                                    "dry-run",
+                                                    "target-in-flight",
+                                                    "scale-up-delay",
+                                                    "scale-down-delay",
+                                                    "scale-to-zero-after"};
 
 // The flags of the replica template that `serve` takes and `serve update` may change.
 std::vector<FlagDef> ReplicaTemplateFlags() {
@@ -46,12 +55,19 @@ std::vector<FlagDef> ReplicaTemplateFlags() {
 }
 
 std::vector<FlagDef> ServeFlags() {
-  std::vector<FlagDef> flags = {
-      {"file", 'f', true},       {"replicas", 0, true}, {"min-replicas", 0, true},
-      {"max-replicas", 0, true}, {"port", 0, true},     {"health", 0, true},
-      {"any-user", 0, false},    {"dry-run", 0, false}, {"drain-timeout", 0, true},
-      {"target-in-flight", 0, true}, {"scale-up-delay", 0, true},
-      {"scale-down-delay", 0, true}, {"scale-to-zero-after", 0, true}};
+  std::vector<FlagDef> flags = {{"file", 'f', true},
+                                {"replicas", 0, true},
+                                {"min-replicas", 0, true},
+                                {"max-replicas", 0, true},
+                                {"port", 0, true},
+                                {"health", 0, true},
+                                {"any-user", 0, false},
+                                {"dry-run", 0, false},
+                                {"drain-timeout", 0, true},
+                                {"target-in-flight", 0, true},
+                                {"scale-up-delay", 0, true},
+                                {"scale-down-delay", 0, true},
+                                {"scale-to-zero-after", 0, true}};
   for (FlagDef& f : ReplicaTemplateFlags()) flags.push_back(std::move(f));
   return flags;
 }

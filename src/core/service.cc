@@ -319,11 +319,19 @@ void MarkReplica(Service& s, JobId job, ReplicaMark mark, TimeMs until) {
 
 Result<ServiceSpec> ParseServiceSpec(const Json& body) {
   if (!body.is_object()) return InvalidArgument("service: want a JSON/YAML object");
-  static const std::set<std::string> kKnown = {
-      "name",           "replicas",         "min_replicas",        "max_replicas",
-      "port",           "health",           "any_user",            "drain_timeout",
-      "spec",           "target_in_flight", "scale_up_delay",      "scale_down_delay",
-      "scale_to_zero_after"};
+  static const std::set<std::string> kKnown = {"name",
+                                               "replicas",
+                                               "min_replicas",
+                                               "max_replicas",
+                                               "port",
+                                               "health",
+                                               "any_user",
+                                               "drain_timeout",
+                                               "spec",
+                                               "target_in_flight",
+                                               "scale_up_delay",
+                                               "scale_down_delay",
+                                               "scale_to_zero_after"};
   for (auto it = body.begin(); it != body.end(); ++it) {
     if (!kKnown.count(it.key())) {
       return InvalidArgument("unknown field '" + it.key() +

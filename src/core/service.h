@@ -20,9 +20,9 @@ namespace corral {
 // The autoscaler's settings (docs/services.md, "Autoscaling"). Defaults are Ray Serve's
 // (AutoscalingConfig: target_ongoing_requests 2, upscale_delay_s 30, downscale_delay_s 600).
 struct ServiceAutoscaling {
-  double target_in_flight = 2;  // requests in flight per replica it aims at
-  DurationMs scale_up_delay_ms = 30 * kSecond;     // load above target this long: scale up
-  DurationMs scale_down_delay_ms = 10 * kMinute;   // load below target this long: scale down
+  double target_in_flight = 2;                       // requests in flight per replica it aims at
+  DurationMs scale_up_delay_ms = 30 * kSecond;       // load above target this long: scale up
+  DurationMs scale_down_delay_ms = 10 * kMinute;     // load below target this long: scale down
   DurationMs scale_to_zero_after_ms = 10 * kMinute;  // min_replicas 0: no request this long
   bool operator==(const ServiceAutoscaling&) const = default;
 };

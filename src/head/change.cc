@@ -340,8 +340,8 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
   }
   if (type == "service_scaled") {
     return ServiceScaled{j.at("name").get<std::string>(), j.at("from").get<int32_t>(),
-                         j.at("to").get<int32_t>(), EnumFrom<ScaleCause>(j, "cause", ParseScaleCause),
-                         j.value("reason", "")};
+                         j.at("to").get<int32_t>(),
+                         EnumFrom<ScaleCause>(j, "cause", ParseScaleCause), j.value("reason", "")};
   }
   if (type == "token_issued") return TokenIssued{Must(CredentialFromJson(j.at("credential")))};
   if (type == "token_revoked") return TokenRevoked{j.at("id").get<std::string>()};

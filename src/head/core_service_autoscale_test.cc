@@ -166,8 +166,7 @@ TEST_P(AutoscaleScenario, ScalesToZeroWhenIdleAndARequestWakesIt) {
   EXPECT_EQ(LiveReplicas(), 0u);
   EXPECT_EQ(Scalings().back().reason, "scaled 1 \u2192 0: no request in flight for 1m");
   // A request arrives: the proxy asks for a replica, which starts at once.
-  EXPECT_EQ(core().WakeService(kAna, "echo", now()).status().code(),
-            ErrorCode::kPermissionDenied);
+  EXPECT_EQ(core().WakeService(kAna, "echo", now()).status().code(), ErrorCode::kPermissionDenied);
   ASSERT_TRUE(core().WakeService(kAdmin, "echo", now()).ok());
   Step();
   EXPECT_EQ(Desired(), 1);
@@ -258,9 +257,9 @@ TEST(AutoscaleSpecParse, NamesTheBadField) {
   EXPECT_NE(error(R"(,"scale_to_zero_after":"1m")").find("field 'scale_to_zero_after'"),
             std::string::npos)
       << "only with min_replicas 0";
-  EXPECT_NE(error(R"(,"min_replicas":0,"scale_to_zero_after":"0s")")
-                .find("field 'scale_to_zero_after'"),
-            std::string::npos);
+  EXPECT_NE(
+      error(R"(,"min_replicas":0,"scale_to_zero_after":"0s")").find("field 'scale_to_zero_after'"),
+      std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Head, AutoscaleScenario, ::testing::Bool(), [](const auto& info) {

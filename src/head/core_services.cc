@@ -202,8 +202,7 @@ Result<Service> HeadCore::ScaleService(const Caller& by, const std::string& name
 }
 
 Result<int32_t> HeadCore::ReportServiceLoad(const Caller& by,
-                                            const std::map<std::string, double>& load,
-                                            TimeMs now) {
+                                            const std::map<std::string, double>& load, TimeMs now) {
   if (!by.IsAdmin()) return PermissionDenied("only the head reports services' load");
   int32_t scaled = 0;
   for (const auto& [name, in_flight] : load) {
@@ -224,7 +223,8 @@ Result<int32_t> HeadCore::ReportServiceLoad(const Caller& by,
 Result<Service> HeadCore::WakeService(const Caller& by, const std::string& name, TimeMs now) {
   if (!by.IsAdmin()) return PermissionDenied("only the head wakes a service");
   auto it = state_.services.find(name);
-  if (it == state_.services.end() || it->second.removing) return NotFound("no service '" + name + "'");
+  if (it == state_.services.end() || it->second.removing)
+    return NotFound("no service '" + name + "'");
   if (it->second.desired == 0) {
     Emit(Caller::System(), now,
          ServiceScaled{name, 0, 1, ScaleCause::kRequest,

@@ -561,7 +561,7 @@ class HeadCore {
   GpuWatch gpus_;           // the GPUs: samples, health checks, Xids, idleness
   SessionClocks sessions_;  // live interactive sessions: when last heard, typed, warned
   ServiceAutoscaler autoscaler_;  // each service's recent load and scaling windows
-  Explanations explained_;  // why jobs wait, how far staging is, estimates, services short
+  Explanations explained_;        // why jobs wait, how far staging is, estimates, services short
   void ObserveDatasets(const std::string& node, const std::vector<std::string>& digests);
   DatasetView ViewOfDataset(const Dataset& d) const;
   bool settling_ = false;  // in Settle: a change it emits must not settle again
