@@ -143,6 +143,16 @@ class ServiceAutoscaling : public ::testing::Test {
 };
 
 TEST_F(ServiceAutoscaling, LoadRaisesReplicasItsAbsenceLowersThemToZeroAndARequestWakesIt) {
+  // Bad settings are refused naming the field, and create nothing.
+  auto bad = c_.Corral({"serve", "bad", "--min-replicas", "1", "--max-replicas", "3", "--port", "0",
+                        "--target-in-flight", "none", "--", "/usr/bin/python3", "x.py"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("field 'target_in_flight'"), std::string::npos) << bad.err;
+  bad = c_.Corral({"serve", "bad", "--replicas", "2", "--port", "0", "--scale-to-zero-after", "1m",
+                   "--", "/usr/bin/python3", "x.py"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("field 'scale_to_zero_after'"), std::string::npos) << bad.err;
+  EXPECT_NE(c_.Corral({"services", "show", "bad"}).exit_code, 0);
   // Target 1 in flight per replica; six requests held open want six, the maximum is 3.
   auto serve = c_.Corral({"serve",
                           "echo",

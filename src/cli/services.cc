@@ -88,7 +88,7 @@ Json IntOrText(const std::string& v) {
 }
 
 // A number flag's value (an integer or a decimal) as a number, else as the text.
-Json NumberOrText(const std::string& v) {
+Json ServeNumberOrText(const std::string& v) {
   double d = 0;
   auto r = std::from_chars(v.data(), v.data() + v.size(), d);
   if (!v.empty() && r.ec == std::errc{} && r.ptr == v.data() + v.size()) return d;
@@ -115,7 +115,7 @@ Result<Json> BuildServiceBody(const ParsedArgs& args, CliContext& ctx) {
   if (args.Has("any-user")) body["any_user"] = true;
   if (args.Has("drain-timeout")) body["drain_timeout"] = args.Get("drain-timeout");
   if (args.Has("target-in-flight")) {
-    body["target_in_flight"] = NumberOrText(args.Get("target-in-flight"));
+    body["target_in_flight"] = ServeNumberOrText(args.Get("target-in-flight"));
   }
   static const std::pair<const char*, const char*> kDelays[] = {
       {"scale-up-delay", "scale_up_delay"},
