@@ -224,6 +224,20 @@ TEST_P(AutoscaleScenario, AFixedCountIsNotAutoscaled) {
             ErrorCode::kPermissionDenied);
 }
 
+TEST_P(AutoscaleScenario, PausesWhileARollingUpdateRuns) {
+  Register("n1", 8);
+  Create(Scaled(1, 4));
+  ServiceTemplatePatch patch;
+  patch.job.command = {"python3", "v2.py"};
+  patch.fields = {"command"};
+  patch.ready_timeout_ms = 10 * kMinute;
+  ASSERT_TRUE(core().UpdateService(kAna, "echo", patch, now()).ok());
+  Step();
+  Load(8, 2 * kMinute);  // its new replica never answers: the update goes on throughout
+  EXPECT_EQ(Desired(), 1) << "the update keeps desired as it was";
+  EXPECT_TRUE(Scalings().empty());
+}
+
 TEST(AutoscaleSpecParse, NamesTheBadField) {
   auto parse = [](const std::string& fields) {
     return ParseServiceSpec(
