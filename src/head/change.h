@@ -153,7 +153,7 @@ struct DatasetRemoved {
 struct ServiceCreated {
   Service service;
 };
-struct ServiceUpdated {  // its spec, version or desired replicas changed
+struct ServiceUpdated {  // its spec or version changed, or it is being removed
   Service service;
 };
 struct ServiceRemoved {  // its replicas are stopped by the changes that follow
