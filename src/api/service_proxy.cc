@@ -1,5 +1,7 @@
 #include "api/service_proxy.h"
 
+#include <algorithm>
+
 #include "api/api_service.h"
 
 namespace corral::api {
@@ -54,6 +56,20 @@ void ServiceProxy::Handle(net::HttpRequest req, net::Responder respond) {
   head_->Run(req.BearerToken(), head::GetService{name},
              [this, p = std::move(p)](Result<head::ServiceView> v) mutable {
                if (!v.ok()) return p.respond(ErrorResponse(v.status()));
+               const bool asleep = v->service.desired == 0;
+               {
+                 std::lock_guard lock(mu_);
+                 // Scaled to zero: a replica starts for it, and the requests that come while
+                 // it starts wait for it as long as this one.
+                 auto& waking = waking_[p.service];
+                 if (asleep) waking = p.started + options_.wait_from_zero;
+                 p.deadline = std::max(p.deadline, waking);
+                 MeterLocked(p.service, 1);
+               }
+               if (asleep) {
+                 head_->Run(head_->tokens().admin, head::WakeService{p.service},
+                            [](Result<Service>) {});
+               }
                Dispatch(std::move(p));
              });
 }
@@ -82,9 +98,11 @@ void ServiceProxy::Dispatch(Pending p) {
   if (run.empty()) {
     if (waiting_.size() >= options_.max_waiting) {
       lock.unlock();
-      return p.respond(net::JsonError(
-          503, "unavailable",
-          "service '" + p.service + "': too many requests waiting for a ready replica"));
+      return Finish(p,
+                    net::JsonError(503, "unavailable",
+                                   "service '" + p.service +
+                                       "': too many requests waiting for a ready replica"),
+                    "queue_full");
     }
     waiting_.push_back(std::move(p));
     return;
@@ -117,23 +135,74 @@ void ServiceProxy::OnAnswer(Pending p, const std::string& run, Result<net::HttpR
   ReportDrained(drained);
   if (!a.ok() && IdempotentMethod(p.method) && p.tries < 2) return Dispatch(std::move(p));
   net::HttpResponse out;
+  const char* error = nullptr;
   if (a.ok()) {
     out.status = a->status;
     out.body = std::move(a->body);
     auto ct = a->headers.find("content-type");
     out.content_type = ct == a->headers.end() ? "application/octet-stream" : ct->second;
+    if (out.status / 100 == 5) error = "replica_5xx";
   } else {
     out = net::JsonError(502, "bad_gateway",
                          "service '" + p.service + "': replica run " + run +
                              " did not answer: " + a.status().message());
+    error = "replica_unreachable";
   }
+  Finish(p, std::move(out), error);
+}
+
+void ServiceProxy::Finish(Pending& p, net::HttpResponse out, const char* error_kind) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - p.started).count();
-  head_->metrics().Add("corral_service_requests_total",
-                       {{"service", p.service}, {"code", std::to_string(out.status)}}, 1);
+  const std::string code = std::to_string(out.status);
+  head_->metrics().Add(
+      "corral_service_requests_total",
+      {{"service", p.service}, {"code", code}, {"class", code.substr(0, 1) + "xx"}}, 1);
   head_->metrics().Observe("corral_service_request_duration_seconds", {{"service", p.service}},
                            seconds);
+  if (error_kind) {
+    head_->metrics().Add("corral_service_errors_total",
+                         {{"service", p.service}, {"kind", error_kind}}, 1);
+  }
+  {
+    std::lock_guard lock(mu_);
+    MeterLocked(p.service, -1);
+  }
   p.respond(std::move(out));
+}
+
+void ServiceProxy::MeterLocked(const std::string& service, int delta) {
+  const auto now = std::chrono::steady_clock::now();
+  LoadMeter& m = meters_[service];
+  if (m.last != std::chrono::steady_clock::time_point{}) {
+    m.area += m.count * std::chrono::duration<double>(now - m.last).count();
+  }
+  m.last = now;
+  m.count += delta;
+}
+
+void ServiceProxy::ReportLoad() {
+  std::map<std::string, double> load;
+  {
+    std::lock_guard lock(mu_);
+    const auto now = std::chrono::steady_clock::now();
+    if (now - reported_ < options_.load_report_interval) return;
+    const bool first = reported_ == std::chrono::steady_clock::time_point{};
+    const double elapsed = std::chrono::duration<double>(now - reported_).count();
+    reported_ = now;
+    for (const auto& [name, pool] : pools_) meters_[name];  // an idle service reports 0 too
+    for (auto it = meters_.begin(); it != meters_.end();) {
+      MeterLocked(it->first, 0);  // its integral up to now
+      if (!first) load[it->first] = it->second.area / elapsed;
+      it->second.area = 0;
+      head_->metrics().Set("corral_service_requests_in_flight", {{"service", it->first}},
+                           it->second.count);
+      it = it->second.count == 0 && !pools_.count(it->first) ? meters_.erase(it) : std::next(it);
+    }
+  }
+  if (load.empty()) return;
+  head_->Run(head_->tokens().admin, head::ReportServiceLoad{std::move(load)},
+             [](Result<int32_t>) {});
 }
 
 void ServiceProxy::RetryWaiting() {
@@ -161,12 +230,12 @@ void ServiceProxy::RetryWaiting() {
   for (Pending& p : go) Dispatch(std::move(p));
   for (Pending& p : expired) {
     const auto waited =
-        std::chrono::duration_cast<std::chrono::milliseconds>(options_.wait_for_ready).count();
-    head_->metrics().Add("corral_service_requests_total", {{"service", p.service}, {"code", "503"}},
-                         1);
-    p.respond(net::JsonError(503, "unavailable",
-                             "service '" + p.service + "' has no ready replica after " +
-                                 std::to_string(waited) + " ms: " + why[p.service]));
+        std::chrono::duration_cast<std::chrono::milliseconds>(p.deadline - p.started).count();
+    Finish(p,
+           net::JsonError(503, "unavailable",
+                          "service '" + p.service + "' has no ready replica after " +
+                              std::to_string(waited) + " ms: " + why[p.service]),
+           "no_ready_replica");
   }
 }
 
@@ -181,6 +250,7 @@ void ServiceProxy::ProbeLoop() {
                  if (views.ok()) Refresh(*views);
                  RetryWaiting();
                });
+    ReportLoad();
   }
 }
 
@@ -216,16 +286,18 @@ void ServiceProxy::Refresh(const std::vector<head::ServiceView>& views) {
         ready += entry.ready && !entry.draining ? 1 : 0;
       }
       if (pool.empty()) {
-        missing_[name] = !v.note.empty() ? v.note
-                         : v.replicas.empty()
-                             ? "it has no replica"
-                             : std::to_string(v.replicas.size()) + " replicas waiting to start";
+        missing_[name] =
+            !v.note.empty() ? v.note
+            : v.replicas.empty()
+                ? (v.service.desired == 0 ? "it is scaled to zero" : "it has no replica")
+                : std::to_string(v.replicas.size()) + " replicas waiting to start";
       }
       head_->metrics().Set("corral_service_replicas_ready", {{"service", name}}, ready);
       head_->metrics().Set("corral_service_replicas_desired", {{"service", name}},
                            v.service.desired);
     }
     pools_ = std::move(next);
+    std::erase_if(waking_, [&](const auto& w) { return !pools_.count(w.first); });
     for (auto& [name, pool] : pools_) {
       for (auto& [run, r] : pool) {
         if (r.probing) continue;

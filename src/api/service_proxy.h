@@ -18,8 +18,13 @@
 // and the core takes a repeat as a no-op.
 //
 // A request with no ready replica waits up to `wait_for_ready` for one (a replica starting),
-// then gets 503 with the reason. A request that fails to reach its replica (refused, reset) is
-// tried once more on another ready replica when its method is idempotent.
+// then gets 503 with the reason. A request to a service scaled to zero asks the core for a
+// replica (WakeService) and waits up to `wait_from_zero`.
+//
+// The autoscaler's input is measured here: each service's requests in flight (sent to a
+// replica, or held for one), averaged over time, reported to the core every
+// `load_report_interval` (ReportServiceLoad). A request that fails to reach its replica (refused,
+// reset) is tried once more on another ready replica when its method is idempotent.
 #pragma once
 
 #include <chrono>
@@ -43,6 +48,8 @@ struct ServiceProxyOptions {
   std::chrono::milliseconds wait_for_ready{10'000};
   std::chrono::milliseconds request_timeout{60'000};
   size_t max_waiting = 1000;  // requests held at once for lack of a ready replica
+  std::chrono::milliseconds wait_from_zero{60'000};  // a replica's cold start
+  std::chrono::milliseconds load_report_interval{1000};
 };
 
 class ServiceProxy {
@@ -84,6 +91,13 @@ class ServiceProxy {
     std::chrono::steady_clock::time_point started;
     int tries = 0;
   };
+  // A service's requests in flight through this head over time: their count, and its
+  // integral since the last report (request-seconds), for the autoscaler's mean.
+  struct LoadMeter {
+    int count = 0;
+    std::chrono::steady_clock::time_point last;
+    double area = 0;
+  };
 
   void ProbeLoop();
   void Refresh(const std::vector<head::ServiceView>& views);
@@ -95,6 +109,12 @@ class ServiceProxy {
   void OnAnswer(Pending p, const std::string& run, Result<net::HttpResponse> answer);
   // Held requests whose service now has a ready replica, or whose wait is over.
   void RetryWaiting();
+  // Answers `p` and counts it (its code, latency, and the end of its time in flight).
+  void Finish(Pending& p, net::HttpResponse out, const char* error_kind);
+  // REQUIRES: mu_ held. `service`'s requests in flight change by `delta`.
+  void MeterLocked(const std::string& service, int delta);
+  // Each service's mean requests in flight since the last report, to the core.
+  void ReportLoad();
   // REQUIRES: mu_ held. The run of the ready replica of `service` with the fewest in flight.
   std::string PickLocked(const std::string& service);
 
@@ -107,6 +127,10 @@ class ServiceProxy {
   std::map<std::string, std::string> missing_;  // GUARDED_BY(mu_): why a service has no replica
   std::deque<Pending> waiting_;                 // GUARDED_BY(mu_)
   std::map<std::string, size_t> turn_;          // GUARDED_BY(mu_): ties taken in turn
+  std::map<std::string, LoadMeter> meters_;     // GUARDED_BY(mu_): by service
+  // GUARDED_BY(mu_): services woken from zero, until when their requests may wait.
+  std::map<std::string, std::chrono::steady_clock::time_point> waking_;
+  std::chrono::steady_clock::time_point reported_;  // GUARDED_BY(mu_): the last load report
   std::thread prober_;
   // Last: destroyed first, so that no answer of a probe or request arrives after the rest.
   net::AsyncHttpClient client_;

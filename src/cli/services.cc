@@ -2,6 +2,7 @@
 // YAML/JSON file, list services, show one with its replicas, remove one.
 #include <charconv>
 #include <ostream>
+#include <sstream>
 
 #include "cli/commands.h"
 #include "cli/table.h"
@@ -11,9 +12,20 @@ namespace corral::cli {
 namespace {
 
 // serve's own flags; the rest are submit's resource flags, for the replica template.
-const std::vector<std::string> kServiceOnlyFlags = {
-    "file",   "replicas", "min-replicas",  "max-replicas",  "port",
-    "health", "any-user", "drain-timeout", "ready-timeout", "dry-run"};
+const std::vector<std::string> kServiceOnlyFlags = {"file",
+                                                    "replicas",
+                                                    "min-replicas",
+                                                    "max-replicas",
+                                                    "port",
+                                                    "health",
+                                                    "any-user",
+                                                    "drain-timeout",
+                                                    "ready-timeout",
+                                                    "dry-run",
+                                                    "target-in-flight",
+                                                    "scale-up-delay",
+                                                    "scale-down-delay",
+                                                    "scale-to-zero-after"};
 
 // The flags of the replica template that `serve` takes and `serve update` may change.
 std::vector<FlagDef> ReplicaTemplateFlags() {
@@ -43,10 +55,19 @@ std::vector<FlagDef> ReplicaTemplateFlags() {
 }
 
 std::vector<FlagDef> ServeFlags() {
-  std::vector<FlagDef> flags = {
-      {"file", 'f', true},       {"replicas", 0, true}, {"min-replicas", 0, true},
-      {"max-replicas", 0, true}, {"port", 0, true},     {"health", 0, true},
-      {"any-user", 0, false},    {"dry-run", 0, false}, {"drain-timeout", 0, true}};
+  std::vector<FlagDef> flags = {{"file", 'f', true},
+                                {"replicas", 0, true},
+                                {"min-replicas", 0, true},
+                                {"max-replicas", 0, true},
+                                {"port", 0, true},
+                                {"health", 0, true},
+                                {"any-user", 0, false},
+                                {"dry-run", 0, false},
+                                {"drain-timeout", 0, true},
+                                {"target-in-flight", 0, true},
+                                {"scale-up-delay", 0, true},
+                                {"scale-down-delay", 0, true},
+                                {"scale-to-zero-after", 0, true}};
   for (FlagDef& f : ReplicaTemplateFlags()) flags.push_back(std::move(f));
   return flags;
 }
@@ -63,6 +84,14 @@ Json IntOrText(const std::string& v) {
   int64_t n = 0;
   auto r = std::from_chars(v.data(), v.data() + v.size(), n);
   if (!v.empty() && r.ec == std::errc{} && r.ptr == v.data() + v.size()) return n;
+  return v;
+}
+
+// A number flag's value (an integer or a decimal) as a number, else as the text.
+Json ServeNumberOrText(const std::string& v) {
+  double d = 0;
+  auto r = std::from_chars(v.data(), v.data() + v.size(), d);
+  if (!v.empty() && r.ec == std::errc{} && r.ptr == v.data() + v.size()) return d;
   return v;
 }
 
@@ -85,6 +114,16 @@ Result<Json> BuildServiceBody(const ParsedArgs& args, CliContext& ctx) {
   if (args.Has("health")) body["health"] = args.Get("health");
   if (args.Has("any-user")) body["any_user"] = true;
   if (args.Has("drain-timeout")) body["drain_timeout"] = args.Get("drain-timeout");
+  if (args.Has("target-in-flight")) {
+    body["target_in_flight"] = ServeNumberOrText(args.Get("target-in-flight"));
+  }
+  static const std::pair<const char*, const char*> kDelays[] = {
+      {"scale-up-delay", "scale_up_delay"},
+      {"scale-down-delay", "scale_down_delay"},
+      {"scale-to-zero-after", "scale_to_zero_after"}};
+  for (const auto& [flag, field] : kDelays) {
+    if (args.Has(flag)) body[field] = args.Get(flag);
+  }
   ParsedArgs resources = args;
   for (const std::string& f : kServiceOnlyFlags) resources.flags.erase(f);
   auto spec = BuildSubmitSpec(resources, ctx.cwd, ctx.env);
@@ -178,6 +217,23 @@ int ListServicesTable(const Json& answer, CliContext& ctx) {
   return kExitOk;
 }
 
+// "Autoscale: target 2 in flight per replica, up after 30s, down after 10m", or nothing for a
+// fixed count.
+std::string AutoscaleLine(const Json& s) {
+  const int lo = s.value("min_replicas", 1), hi = s.value("max_replicas", 1);
+  if (lo == hi && lo > 0) return "";
+  std::ostringstream out;
+  out << "Autoscale: target " << s.value("target_in_flight", 2.0)
+      << " in flight per replica, up after "
+      << ServiceDurationText(s.value("scale_up_delay_ms", DurationMs{0})) << ", down after "
+      << ServiceDurationText(s.value("scale_down_delay_ms", DurationMs{0}));
+  if (lo == 0) {
+    out << ", to zero after "
+        << ServiceDurationText(s.value("scale_to_zero_after_ms", DurationMs{0}));
+  }
+  return out.str() + "\n";
+}
+
 int ShowService(const Json& s, CliContext& ctx) {
   *ctx.out << "Name:     " << s.value("name", "") << "\n"
            << "Owner:    " << s.value("owner", "") << "\n"
@@ -186,7 +242,7 @@ int ShowService(const Json& s, CliContext& ctx) {
            << "\n"
            << "Replicas: " << ReplicaCounts(s) << " running (min " << s.value("min_replicas", 0)
            << ", max " << s.value("max_replicas", 0) << ")\n"
-           << "Port:     " << PortText(s) << "\n"
+           << AutoscaleLine(s) << "Port:     " << PortText(s) << "\n"
            << "Health:   GET " << s.value("health", "/") << "\n"
            << "Version:  " << s.value("version", 1) << "\n";
   if (s.contains("rollout")) {

@@ -93,7 +93,76 @@ Result<DurationMs> ServiceDuration(const Json& v, const std::string& field, Dura
   return *d;
 }
 
+// The autoscaler's fields: target_in_flight (a number > 0), scale_up_delay, scale_down_delay
+// and scale_to_zero_after (durations; the last only with min_replicas 0, and by default the
+// scale-down delay).
+Status ParseAutoscaling(const Json& body, ServiceSpec* s) {
+  ServiceAutoscaling& a = s->autoscaling;
+  if (body.contains("target_in_flight")) {
+    const Json& v = body.at("target_in_flight");
+    if (!v.is_number() || !(v.get<double>() > 0) || v.get<double>() > 1000) {
+      return ServiceFieldError("target_in_flight",
+                               "want a number of requests in flight per replica in (0, 1000], "
+                               "got " +
+                                   v.dump());
+    }
+    a.target_in_flight = v.get<double>();
+  }
+  if (body.contains("scale_up_delay")) {
+    auto d = ServiceDuration(body.at("scale_up_delay"), "scale_up_delay", kHour);
+    if (!d.ok()) return d.status();
+    a.scale_up_delay_ms = *d;
+  }
+  if (body.contains("scale_down_delay")) {
+    auto d = ServiceDuration(body.at("scale_down_delay"), "scale_down_delay", kHour);
+    if (!d.ok()) return d.status();
+    a.scale_down_delay_ms = *d;
+  }
+  a.scale_to_zero_after_ms = a.scale_down_delay_ms;
+  if (body.contains("scale_to_zero_after")) {
+    if (s->min_replicas != 0) {
+      return ServiceFieldError("scale_to_zero_after",
+                               "a service scales to zero only with min_replicas 0, it has " +
+                                   std::to_string(s->min_replicas));
+    }
+    auto d = ServiceDuration(body.at("scale_to_zero_after"), "scale_to_zero_after", kHour);
+    if (!d.ok()) return d.status();
+    if (*d < kSecond) {
+      return ServiceFieldError("scale_to_zero_after",
+                               "want at least 1s, got " + body.at("scale_to_zero_after").dump());
+    }
+    a.scale_to_zero_after_ms = *d;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+bool Autoscaled(const ServiceSpec& s) {
+  return s.min_replicas < s.max_replicas || s.min_replicas == 0;
+}
+
+const char* ScaleCauseName(ScaleCause c) {
+  switch (c) {
+    case ScaleCause::kHand:
+      return "hand";
+    case ScaleCause::kAutoscaler:
+      return "autoscaler";
+    case ScaleCause::kRequest:
+      return "request";
+  }
+  return "hand";
+}
+
+bool ParseScaleCause(const std::string& text, ScaleCause* out) {
+  for (ScaleCause c : {ScaleCause::kHand, ScaleCause::kAutoscaler, ScaleCause::kRequest}) {
+    if (text == ScaleCauseName(c)) {
+      *out = c;
+      return true;
+    }
+  }
+  return false;
+}
 
 Json ToJson(const ServiceSpec& p) {
   return Json{{"name", p.name},
@@ -104,7 +173,11 @@ Json ToJson(const ServiceSpec& p) {
               {"port", p.port},
               {"health", p.health_path},
               {"any_user", p.any_user},
-              {"drain_timeout_ms", p.drain_timeout_ms}};
+              {"drain_timeout_ms", p.drain_timeout_ms},
+              {"target_in_flight", p.autoscaling.target_in_flight},
+              {"scale_up_delay_ms", p.autoscaling.scale_up_delay_ms},
+              {"scale_down_delay_ms", p.autoscaling.scale_down_delay_ms},
+              {"scale_to_zero_after_ms", p.autoscaling.scale_to_zero_after_ms}};
 }
 
 Result<ServiceSpec> ServiceSpecFromJson(const Json& j) {
@@ -120,6 +193,12 @@ Result<ServiceSpec> ServiceSpecFromJson(const Json& j) {
   p.health_path = j.value("health", "/");
   p.any_user = j.value("any_user", false);
   p.drain_timeout_ms = j.value("drain_timeout_ms", 30 * kSecond);
+  const ServiceAutoscaling defaults;
+  p.autoscaling.target_in_flight = j.value("target_in_flight", defaults.target_in_flight);
+  p.autoscaling.scale_up_delay_ms = j.value("scale_up_delay_ms", defaults.scale_up_delay_ms);
+  p.autoscaling.scale_down_delay_ms = j.value("scale_down_delay_ms", defaults.scale_down_delay_ms);
+  p.autoscaling.scale_to_zero_after_ms =
+      j.value("scale_to_zero_after_ms", defaults.scale_to_zero_after_ms);
   return p;
 }
 
@@ -240,14 +319,25 @@ void MarkReplica(Service& s, JobId job, ReplicaMark mark, TimeMs until) {
 
 Result<ServiceSpec> ParseServiceSpec(const Json& body) {
   if (!body.is_object()) return InvalidArgument("service: want a JSON/YAML object");
-  static const std::set<std::string> kKnown = {"name",         "replicas",      "min_replicas",
-                                               "max_replicas", "port",          "health",
-                                               "any_user",     "drain_timeout", "spec"};
+  static const std::set<std::string> kKnown = {"name",
+                                               "replicas",
+                                               "min_replicas",
+                                               "max_replicas",
+                                               "port",
+                                               "health",
+                                               "any_user",
+                                               "drain_timeout",
+                                               "spec",
+                                               "target_in_flight",
+                                               "scale_up_delay",
+                                               "scale_down_delay",
+                                               "scale_to_zero_after"};
   for (auto it = body.begin(); it != body.end(); ++it) {
     if (!kKnown.count(it.key())) {
       return InvalidArgument("unknown field '" + it.key() +
                              "'; known fields: name, replicas, min_replicas, max_replicas, "
-                             "port, health, any_user, drain_timeout, spec");
+                             "port, health, any_user, drain_timeout, target_in_flight, "
+                             "scale_up_delay, scale_down_delay, scale_to_zero_after, spec");
     }
   }
   ServiceSpec s;
@@ -258,6 +348,7 @@ Result<ServiceSpec> ParseServiceSpec(const Json& body) {
   }
   s.name = name.get<std::string>();
   CORRAL_RETURN_IF_ERROR(ParseReplicaCounts(body, &s));
+  CORRAL_RETURN_IF_ERROR(ParseAutoscaling(body, &s));
   if (!body.contains("port")) return ServiceFieldError("port", "want the port replicas listen on");
   auto port = ServiceInt(body, "port", 0, 65535);
   if (!port.ok()) return port.status();

@@ -17,6 +17,16 @@
 
 namespace corral {
 
+// The autoscaler's settings (docs/services.md, "Autoscaling"). Defaults are Ray Serve's
+// (AutoscalingConfig: target_ongoing_requests 2, upscale_delay_s 30, downscale_delay_s 600).
+struct ServiceAutoscaling {
+  double target_in_flight = 2;                       // requests in flight per replica it aims at
+  DurationMs scale_up_delay_ms = 30 * kSecond;       // load above target this long: scale up
+  DurationMs scale_down_delay_ms = 10 * kMinute;     // load below target this long: scale down
+  DurationMs scale_to_zero_after_ms = 10 * kMinute;  // min_replicas 0: no request this long
+  bool operator==(const ServiceAutoscaling&) const = default;
+};
+
 struct ServiceSpec {
   std::string name;  // [a-z0-9-], 1..40, starts with a letter: it is a URL path segment
   std::string owner;
@@ -31,8 +41,18 @@ struct ServiceSpec {
   // How long a replica leaving (an update, a scale-down, the service's removal) may finish the
   // requests it has in flight, after the head's proxy stopped sending it new ones.
   DurationMs drain_timeout_ms = 30 * kSecond;
+  ServiceAutoscaling autoscaling;  // used where Autoscaled()
   bool operator==(const ServiceSpec&) const = default;
 };
+
+// Whether the autoscaler sets its desired replicas: it has a range to move in (min < max), or
+// may scale to zero (min 0).
+bool Autoscaled(const ServiceSpec& s);
+
+// Who changed a service's desired replicas (head/change.h ServiceScaled).
+enum class ScaleCause { kHand, kAutoscaler, kRequest };
+const char* ScaleCauseName(ScaleCause c);
+bool ParseScaleCause(const std::string& text, ScaleCause* out);
 
 // An update in progress: replicas of the new version replace the old one at a time.
 struct ServiceRollout {

@@ -156,6 +156,13 @@ struct Encoder {
     j.update({{"name", c.name}, {"job", c.job}, {"mark", ReplicaMarkName(c.mark)}});
     if (c.mark == ReplicaMark::kDraining) j["until"] = c.until;
   }
+  void operator()(const ServiceScaled& c) {
+    j.update({{"name", c.name},
+              {"from", c.from},
+              {"to", c.to},
+              {"cause", ScaleCauseName(c.cause)},
+              {"reason", c.reason}});
+  }
   void operator()(const TokenIssued& c) { j["credential"] = ToJson(c.credential); }
   void operator()(const TokenRevoked& c) { j["id"] = c.id; }
   void operator()(const JobResized& c) {
@@ -331,6 +338,11 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
                                 EnumFrom<ReplicaMark>(j, "mark", ParseReplicaMark),
                                 j.value("until", TimeMs{0})};
   }
+  if (type == "service_scaled") {
+    return ServiceScaled{j.at("name").get<std::string>(), j.at("from").get<int32_t>(),
+                         j.at("to").get<int32_t>(),
+                         EnumFrom<ScaleCause>(j, "cause", ParseScaleCause), j.value("reason", "")};
+  }
   if (type == "token_issued") return TokenIssued{Must(CredentialFromJson(j.at("credential")))};
   if (type == "token_revoked") return TokenRevoked{j.at("id").get<std::string>()};
   if (type == "job_resized") {
@@ -386,6 +398,7 @@ struct KeyOf {
   void operator()(const ServiceReplicaMarked& e) {
     j.update({{"kind", "service"}, {"key", e.name}});
   }
+  void operator()(const ServiceScaled& e) { j.update({{"kind", "service"}, {"key", e.name}}); }
   void operator()(const TokenIssued& e) { j.update({{"kind", "token"}, {"key", e.credential.id}}); }
   void operator()(const TokenRevoked& e) { j.update({{"kind", "token"}, {"key", e.id}}); }
   void operator()(const JobSubmitted& e) { j.update({{"kind", "job"}, {"key", e.job.id}}); }
@@ -475,7 +488,8 @@ const char* ChangeName(const ChangeKind& what) {
                                        "node_removed",
                                        "service_rollout_started",
                                        "service_rollout_ended",
-                                       "service_replica_marked"};
+                                       "service_replica_marked",
+                                       "service_scaled"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];
 }

@@ -153,7 +153,7 @@ struct DatasetRemoved {
 struct ServiceCreated {
   Service service;
 };
-struct ServiceUpdated {  // its spec, version or desired replicas changed
+struct ServiceUpdated {  // its spec or version changed, or it is being removed
   Service service;
 };
 struct ServiceRemoved {  // its replicas are stopped by the changes that follow
@@ -179,6 +179,16 @@ struct ServiceReplicaMarked {
   JobId job = 0;
   ReplicaMark mark = ReplicaMark::kReady;
   TimeMs until = 0;  // kDraining: when it is stopped even with requests in flight
+};
+// Its desired replicas changed: by hand (`corral services scale`), by the autoscaler on the
+// load the head's proxy reported, or by a request that found it scaled to zero. `reason` is
+// what the event says ("scaled 1 → 3: 5.8 requests in flight per replica over 30s, target 2").
+struct ServiceScaled {
+  std::string name;
+  int32_t from = 0;
+  int32_t to = 0;
+  ScaleCause cause = ScaleCause::kHand;
+  std::string reason;
 };
 struct TokenIssued {
   Credential credential;
@@ -262,7 +272,7 @@ using ChangeKind =
                  GpuDrainSet, RunNoted, QosSet, QosDeleted, ReservationSet, ReservationDeleted,
                  JobUpdated, JobResized, DatasetAdded, DatasetRemoved, ServiceCreated,
                  ServiceUpdated, ServiceRemoved, NodeRemoved, ServiceRolloutStarted,
-                 ServiceRolloutEnded, ServiceReplicaMarked>;
+                 ServiceRolloutEnded, ServiceReplicaMarked, ServiceScaled>;
 
 struct Change {
   uint64_t revision = 0;

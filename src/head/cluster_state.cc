@@ -307,6 +307,7 @@ struct Applier {
     });
     MarkReplica(service, c.job, c.mark, c.until);
   }
+  void operator()(const ServiceScaled& c) { ServiceNamed(c.name).desired = c.to; }
   Service& ServiceNamed(const std::string& name) {
     auto it = s.services.find(name);
     CORRAL_CHECK(it != s.services.end(), "change names unknown service " + name);

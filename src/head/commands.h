@@ -387,6 +387,24 @@ struct ReportReplicaDrained {
   }
 };
 
+// The head's proxy, every second: each service's requests in flight (the autoscaler's input).
+struct ReportServiceLoad {
+  using Answer = int32_t;
+  std::map<std::string, double> in_flight;  // by service
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.ReportServiceLoad(by, in_flight, now);
+  }
+};
+
+// The head's proxy: a request came for a service scaled to zero.
+struct WakeService {
+  using Answer = Service;
+  std::string name;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.WakeService(by, name, now);
+  }
+};
+
 // --- credentials ---
 
 // Answered by the shell, which draws the secret.
@@ -503,6 +521,8 @@ constexpr bool ForAgents() {
   X(UpdateService)              \
   X(ReportReplicaReady)         \
   X(ReportReplicaDrained)       \
+  X(ReportServiceLoad)          \
+  X(WakeService)                \
   X(CreateToken)                \
   X(RevokeToken)                \
   X(ListTokens)                 \

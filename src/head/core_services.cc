@@ -184,16 +184,51 @@ Result<Service> HeadCore::ScaleService(const Caller& by, const std::string& name
   if (!found.ok()) return found.status();
   const Service& current = **found;
   const ServiceSpec& spec = current.spec;
-  if (replicas < std::max(spec.min_replicas, 1) || replicas > spec.max_replicas) {
+  // To zero only where the service may be at zero (min_replicas 0): a request wakes it.
+  const int32_t least = spec.min_replicas;
+  if (replicas < least || replicas > spec.max_replicas) {
     return InvalidArgument("field 'replicas': " + std::to_string(replicas) +
-                           " is outside the service's range [" +
-                           std::to_string(std::max(spec.min_replicas, 1)) + ", " +
+                           " is outside the service's range [" + std::to_string(least) + ", " +
                            std::to_string(spec.max_replicas) + "]");
   }
   if (replicas != current.desired) {
-    Service s = current;
-    s.desired = replicas;
-    Emit(by, now, ServiceUpdated{std::move(s)});
+    Emit(by, now,
+         ServiceScaled{name, current.desired, replicas, ScaleCause::kHand,
+                       "scaled " + std::to_string(current.desired) + " \u2192 " +
+                           std::to_string(replicas) + " by " + by.name});
+    KeepReplicas(state_.services.at(name), now);
+  }
+  return state_.services.at(name);
+}
+
+Result<int32_t> HeadCore::ReportServiceLoad(const Caller& by,
+                                            const std::map<std::string, double>& load, TimeMs now) {
+  if (!by.IsAdmin()) return PermissionDenied("only the head reports services' load");
+  int32_t scaled = 0;
+  for (const auto& [name, in_flight] : load) {
+    auto it = state_.services.find(name);
+    if (it == state_.services.end() || it->second.removing) continue;
+    autoscaler_.Record(name, now, in_flight, LongestScaleWindow(it->second.spec));
+    auto decision = autoscaler_.Decide(it->second, now);
+    if (!decision) continue;
+    Emit(Caller::System(), now,
+         ServiceScaled{name, it->second.desired, decision->to, ScaleCause::kAutoscaler,
+                       std::move(decision->reason)});
+    KeepReplicas(state_.services.at(name), now);
+    ++scaled;
+  }
+  return scaled;
+}
+
+Result<Service> HeadCore::WakeService(const Caller& by, const std::string& name, TimeMs now) {
+  if (!by.IsAdmin()) return PermissionDenied("only the head wakes a service");
+  auto it = state_.services.find(name);
+  if (it == state_.services.end() || it->second.removing)
+    return NotFound("no service '" + name + "'");
+  if (it->second.desired == 0) {
+    Emit(Caller::System(), now,
+         ServiceScaled{name, 0, 1, ScaleCause::kRequest,
+                       "scaled 0 \u2192 1: a request came with no replica"});
     KeepReplicas(state_.services.at(name), now);
   }
   return state_.services.at(name);

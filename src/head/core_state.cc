@@ -195,10 +195,12 @@ void HeadCore::Index(const Change& c) {
     void operator()(const ServiceRolloutStarted&) {}
     void operator()(const ServiceRolloutEnded&) {}
     void operator()(const ServiceReplicaMarked&) {}
+    void operator()(const ServiceScaled&) {}
     void operator()(const JobsRetired& e) { core.OnRetired(e); }
   };
   MarkDirty(c);
   indexes_.Apply(state_, c);
+  autoscaler_.Apply(state_, c);
   std::visit(Visitor{*this, c}, c.what);
 }
 
@@ -259,6 +261,7 @@ void HeadCore::MarkDirty(const Change& c) {
     void operator()(const ServiceRolloutStarted&) { d.services = true; }
     void operator()(const ServiceRolloutEnded&) { d.services = true; }
     void operator()(const ServiceReplicaMarked&) { d.services = true; }
+    void operator()(const ServiceScaled&) { d.services = true; }
     void operator()(const TokenIssued&) { d.credentials = true; }
     void operator()(const TokenRevoked&) { d.credentials = true; }
   };
@@ -323,6 +326,7 @@ void HeadCore::RebuildIndexes(TimeMs now) {
   explained_.Clear();
   admission_ = {};
   sessions_.Rebuild(state_, now);
+  autoscaler_.Rebuild(state_, now);
   // Each job that is not over keeps the prediction it was queued with (as a live head would
   // have): a restart must not reorder the queue by what ended since.
   std::unordered_map<JobId, sched::PendingJob> queued;

@@ -31,6 +31,7 @@
 #include "head/explanations.h"
 #include "head/gpu_watch.h"
 #include "head/node_watch.h"
+#include "head/service_autoscaler.h"
 #include "head/session_clocks.h"
 #include "sched/runtime_estimate.h"
 #include "sched/scheduler.h"
@@ -326,6 +327,13 @@ class HeadCore {
   // no request in flight any more and may stop.
   Result<Job> ReportReplicaReady(const Caller& by, JobId job, TimeMs now);
   Result<Job> ReportReplicaDrained(const Caller& by, JobId job, TimeMs now);
+  // The head's proxy: each service's requests in flight, on average over the interval that
+  // ends now (its replicas' and those held for one). The autoscaler records them and may
+  // change services' desired replicas (ServiceScaled). Answers how many it changed.
+  Result<int32_t> ReportServiceLoad(const Caller& by, const std::map<std::string, double>& load,
+                                    TimeMs now);
+  // The head's proxy: a request came for a service scaled to zero; one replica starts.
+  Result<Service> WakeService(const Caller& by, const std::string& name, TimeMs now);
   // The services `by` may call: its own, those open to any user, all for admins.
   std::vector<ServiceView> ListServices(const Caller& by) const;
   Result<ServiceView> GetService(const Caller& by, const std::string& name) const;
@@ -552,7 +560,8 @@ class HeadCore {
   NodeWatch node_watch_;    // each node: its orders log, when last heard, what it last reported
   GpuWatch gpus_;           // the GPUs: samples, health checks, Xids, idleness
   SessionClocks sessions_;  // live interactive sessions: when last heard, typed, warned
-  Explanations explained_;  // why jobs wait, how far staging is, estimates, services short
+  ServiceAutoscaler autoscaler_;  // each service's recent load and scaling windows
+  Explanations explained_;        // why jobs wait, how far staging is, estimates, services short
   void ObserveDatasets(const std::string& node, const std::vector<std::string>& digests);
   DatasetView ViewOfDataset(const Dataset& d) const;
   bool settling_ = false;  // in Settle: a change it emits must not settle again

@@ -75,7 +75,13 @@ void Head::DescribeMetrics() {
              "API request duration by route and HTTP code.", MetricsRegistry::LatencyBuckets());
   // Services through the head's /v/NAME/ (api/service_proxy.h).
   m.Describe("corral_service_requests_total", T::kCounter,
-             "Requests to each service through the head, by HTTP code.");
+             "Requests to each service through the head, by HTTP code and its class (2xx...).");
+  m.Describe("corral_service_errors_total", T::kCounter,
+             "Requests to each service that failed, by kind (no_ready_replica, queue_full, "
+             "replica_unreachable, replica_5xx).");
+  m.Describe("corral_service_requests_in_flight", T::kGauge,
+             "Requests to each service in flight through the head, those held for a replica "
+             "included.");
   m.Describe("corral_service_request_duration_seconds", T::kHistogram,
              "Duration of requests to each service through the head.",
              MetricsRegistry::LatencyBuckets());

@@ -1,0 +1,284 @@
+// The services' autoscaler through the head's core: the proxy's load reports raise a service's
+// replicas only after a whole up-delay above its target and lower them only after a whole
+// down-delay below it, within its bounds, never flapping on a load around the target; a
+// service with min_replicas 0 goes to zero after its idle time and a request wakes it; a scale
+// by hand restarts the windows; every change of desired replicas is one ServiceScaled with its
+// reason; and it all holds with a crash after every step (a recovered head watches a whole
+// window afresh before it decides).
+#include "core/service.h"
+#include "head/core_scenario.h"
+
+namespace corral::head::core_test {
+namespace {
+
+ServiceSpec Scaled(int32_t min, int32_t max) {
+  ServiceSpec s;
+  s.name = "echo";
+  s.min_replicas = min;
+  s.max_replicas = max;
+  s.port = 0;
+  s.health_path = "/health";
+  s.job.command = {"python3", "server.py"};
+  s.job.per_replica.gpu_milli = kGpuMilli;
+  s.autoscaling.scale_to_zero_after_ms = s.autoscaling.scale_down_delay_ms;
+  return s;
+}
+
+class AutoscaleScenario : public Scenario {
+ protected:
+  void Create(ServiceSpec spec) {
+    auto r = core().CreateService(kAna, std::move(spec), now());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    Step();
+  }
+  int32_t Desired() { return core().GetService(kAna, "echo")->service.desired; }
+  size_t LiveReplicas() {
+    size_t n = 0;
+    const Result<ServiceView> v = core().GetService(kAna, "echo");
+    for (const ServiceReplica& r : v->replicas) {
+      n += r.running || r.state == JobState::kPending ? 1 : 0;
+    }
+    return n;
+  }
+  // The proxy's reports, one a second for `for_ms`, of `in_flight` requests on average. A
+  // report that scales is a step (a crash follows it in the crashing variant); the others
+  // change nothing durable.
+  void Load(double in_flight, DurationMs for_ms) {
+    for (TimeMs end = now() + for_ms; now() < end;) {
+      now() += kSecond;
+      auto r = core().ReportServiceLoad(kAdmin, {{"echo", in_flight}}, now());
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      if (*r > 0) Step();
+    }
+  }
+  // The scalings so far, in order.
+  std::vector<ServiceScaled> Scalings() {
+    std::vector<ServiceScaled> out;
+    for (const Change& c : h_.changes()) {
+      if (const auto* e = std::get_if<ServiceScaled>(&c.what)) out.push_back(*e);
+    }
+    return out;
+  }
+};
+
+TEST_P(AutoscaleScenario, ScalesUpAfterAWholeUpDelayAboveTargetAndNeverPastItsMaximum) {
+  Register("n1", 8);
+  Create(Scaled(1, 4));
+  Load(5.8, 29 * kSecond);
+  EXPECT_EQ(Desired(), 1) << "29 s of load is not the 30 s up-delay";
+  Load(5.8, 2 * kSecond);
+  EXPECT_EQ(Desired(), 3) << "ceil(5.8 / 2)";
+  EXPECT_EQ(LiveReplicas(), 3u);
+  std::vector<ServiceScaled> s = Scalings();
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].cause, ScaleCause::kAutoscaler);
+  EXPECT_EQ(s[0].from, 1);
+  EXPECT_EQ(s[0].to, 3);
+  EXPECT_EQ(s[0].reason,
+            "scaled 1 \u2192 3: 5.8 requests in flight per replica over 30s, target 2");
+  // More load: the new count holds a whole up-delay, then goes to the maximum, not past it.
+  Load(40, 29 * kSecond);
+  EXPECT_EQ(Desired(), 3);
+  Load(40, 2 * kSecond);
+  EXPECT_EQ(Desired(), 4);
+  EXPECT_EQ(LiveReplicas(), 4u);
+  Load(40, 2 * kMinute);
+  EXPECT_EQ(Scalings().size(), 2u);
+  h_.ExpectDerivedStateRebuilds();
+  h_.ExpectReplayEqualsLive();
+}
+
+TEST_P(AutoscaleScenario, AShortBurstScalesNothing) {
+  Register("n1", 8);
+  Create(Scaled(1, 4));
+  // A burst every 20 s, each under the up-delay: the window always holds a quiet sample.
+  for (int i = 0; i < 10; ++i) {
+    Load(9, 15 * kSecond);
+    Load(0.5, 5 * kSecond);
+  }
+  EXPECT_EQ(Desired(), 1);
+  EXPECT_TRUE(Scalings().empty());
+}
+
+TEST_P(AutoscaleScenario, ALoadAroundTheTargetNeverFlaps) {
+  Register("n1", 8);
+  Create(Scaled(1, 4));
+  ASSERT_TRUE(core().ScaleService(kAna, "echo", 2, now()).ok());
+  Step();
+  // Wanting 1 and 3 replicas in turn for 20 minutes: neither window is ever one-sided.
+  for (int i = 0; i < 60; ++i) {
+    Load(1.5, 10 * kSecond);
+    Load(5, 10 * kSecond);
+  }
+  EXPECT_EQ(Desired(), 2);
+  ASSERT_EQ(Scalings().size(), 1u) << "only the scale by hand";
+  EXPECT_EQ(Scalings()[0].cause, ScaleCause::kHand);
+  EXPECT_EQ(Scalings()[0].reason, "scaled 1 \u2192 2 by ana");
+}
+
+TEST_P(AutoscaleScenario, ScalesDownAfterAWholeDownDelayButNotBelowItsMinimum) {
+  Register("n1", 8);
+  Create(Scaled(2, 4));
+  Load(8, 31 * kSecond);
+  ASSERT_EQ(Desired(), 4);
+  // 3 in flight wants 2 replicas: after the 10 minute down-delay, not before.
+  Load(3, 9 * kMinute);
+  EXPECT_EQ(Desired(), 4);
+  Load(3, 62 * kSecond);
+  EXPECT_EQ(Desired(), 2);
+  EXPECT_NE(Scalings().back().reason.find("scaled 4 \u2192 2: 0.75 requests in flight per "
+                                          "replica over 10m, target 2"),
+            std::string::npos)
+      << Scalings().back().reason;
+  // No load at all: never below min_replicas 2.
+  Load(0, 25 * kMinute);
+  EXPECT_EQ(Desired(), 2);
+  EXPECT_EQ(LiveReplicas(), 2u);
+  h_.ExpectDerivedStateRebuilds();
+  h_.ExpectReplayEqualsLive();
+}
+
+TEST_P(AutoscaleScenario, ATargetAndDelaysOfItsOwn) {
+  Register("n1", 8);
+  ServiceSpec s = Scaled(1, 8);
+  s.autoscaling.target_in_flight = 0.5;
+  s.autoscaling.scale_up_delay_ms = 3 * kSecond;
+  s.autoscaling.scale_down_delay_ms = 5 * kSecond;
+  Create(s);
+  Load(2, 4 * kSecond);
+  EXPECT_EQ(Desired(), 4) << "2 in flight at 0.5 each";
+  Load(0, 6 * kSecond);
+  EXPECT_EQ(Desired(), 1);
+}
+
+TEST_P(AutoscaleScenario, ScalesToZeroWhenIdleAndARequestWakesIt) {
+  Register("n1", 8);
+  ServiceSpec s = Scaled(0, 2);
+  s.autoscaling.scale_to_zero_after_ms = kMinute;
+  Create(s);
+  EXPECT_EQ(Desired(), 1) << "it starts with one replica";
+  Load(0.2, 2 * kMinute);
+  EXPECT_EQ(Desired(), 1) << "a request now and then keeps it";
+  Load(0, 59 * kSecond);
+  EXPECT_EQ(Desired(), 1);
+  Load(0, 3 * kSecond);
+  EXPECT_EQ(Desired(), 0);
+  EXPECT_EQ(LiveReplicas(), 0u);
+  EXPECT_EQ(Scalings().back().reason, "scaled 1 \u2192 0: no request in flight for 1m");
+  // A request arrives: the proxy asks for a replica, which starts at once.
+  EXPECT_EQ(core().WakeService(kAna, "echo", now()).status().code(), ErrorCode::kPermissionDenied);
+  ASSERT_TRUE(core().WakeService(kAdmin, "echo", now()).ok());
+  Step();
+  EXPECT_EQ(Desired(), 1);
+  EXPECT_EQ(LiveReplicas(), 1u);
+  EXPECT_EQ(Scalings().back().cause, ScaleCause::kRequest);
+  ASSERT_TRUE(core().WakeService(kAdmin, "echo", now()).ok());  // a repeat changes nothing
+  EXPECT_EQ(Scalings().size(), 2u);
+  // Asleep again, a report of requests held wakes it too, to what they want.
+  Load(0, 62 * kSecond);
+  ASSERT_EQ(Desired(), 0);
+  Load(3, kSecond);
+  EXPECT_EQ(Desired(), 2);
+  EXPECT_EQ(LiveReplicas(), 2u);
+  // By hand: to zero is within its range [0, 2].
+  ASSERT_TRUE(core().ScaleService(kAna, "echo", 0, now()).ok());
+  Step();
+  EXPECT_EQ(Desired(), 0);
+  h_.ExpectDerivedStateRebuilds();
+  h_.ExpectReplayEqualsLive();
+}
+
+TEST_P(AutoscaleScenario, AScaleByHandRestartsTheWindows) {
+  Register("n1", 8);
+  Create(Scaled(1, 4));
+  Load(5.8, 25 * kSecond);
+  ASSERT_TRUE(core().ScaleService(kAna, "echo", 2, now()).ok());
+  Step();
+  Load(5.8, 25 * kSecond);
+  EXPECT_EQ(Desired(), 2) << "the up-delay counts from the scale by hand";
+  Load(5.8, 6 * kSecond);
+  EXPECT_EQ(Desired(), 3);
+  EXPECT_EQ(core().ScaleService(kAna, "echo", 0, now()).status().code(),
+            ErrorCode::kInvalidArgument)
+      << "zero is outside [1, 4]";
+}
+
+TEST_P(AutoscaleScenario, ARecoveredHeadWatchesAWholeWindowBeforeItDecides) {
+  Register("n1", 8);
+  Create(Scaled(1, 4));
+  Load(5.8, 20 * kSecond);
+  h_.Crash();  // the samples were observations: gone with the head
+  Load(5.8, 20 * kSecond);
+  EXPECT_EQ(Desired(), 1);
+  Load(5.8, 12 * kSecond);
+  EXPECT_EQ(Desired(), 3);
+}
+
+TEST_P(AutoscaleScenario, AFixedCountIsNotAutoscaled) {
+  Register("n1", 8);
+  Create(Scaled(2, 2));
+  Load(50, 2 * kMinute);
+  EXPECT_EQ(Desired(), 2);
+  EXPECT_TRUE(Scalings().empty());
+  EXPECT_EQ(core().ReportServiceLoad(kAna, {{"echo", 1}}, now()).status().code(),
+            ErrorCode::kPermissionDenied);
+}
+
+TEST_P(AutoscaleScenario, PausesWhileARollingUpdateRuns) {
+  Register("n1", 8);
+  Create(Scaled(1, 4));
+  ServiceTemplatePatch patch;
+  patch.job.command = {"python3", "v2.py"};
+  patch.fields = {"command"};
+  patch.ready_timeout_ms = 10 * kMinute;
+  ASSERT_TRUE(core().UpdateService(kAna, "echo", patch, now()).ok());
+  Step();
+  Load(8, 2 * kMinute);  // its new replica never answers: the update goes on throughout
+  EXPECT_EQ(Desired(), 1) << "the update keeps desired as it was";
+  EXPECT_TRUE(Scalings().empty());
+}
+
+TEST(AutoscaleSpecParse, NamesTheBadField) {
+  auto parse = [](const std::string& fields) {
+    return ParseServiceSpec(
+        Json::parse(R"({"name":"e","port":1,"spec":{"command":["s"]})" + fields + "}"));
+  };
+  auto ok = parse(R"(,"min_replicas":0,"max_replicas":3,"target_in_flight":1.5,)"
+                  R"("scale_up_delay":"5s","scale_down_delay":"1m","scale_to_zero_after":"20s")");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->autoscaling.target_in_flight, 1.5);
+  EXPECT_EQ(ok->autoscaling.scale_up_delay_ms, 5 * kSecond);
+  EXPECT_EQ(ok->autoscaling.scale_down_delay_ms, kMinute);
+  EXPECT_EQ(ok->autoscaling.scale_to_zero_after_ms, 20 * kSecond);
+  EXPECT_TRUE(Autoscaled(*ok));
+  auto defaults = parse(R"(,"min_replicas":1,"max_replicas":3)");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->autoscaling, ServiceAutoscaling{}) << "Ray Serve's: 2, 30 s, 600 s";
+  auto fixed = parse(R"(,"replicas":2)");
+  ASSERT_TRUE(fixed.ok());
+  EXPECT_FALSE(Autoscaled(*fixed));
+  auto error = [&](const std::string& fields) {
+    auto r = parse(fields);
+    EXPECT_FALSE(r.ok()) << fields;
+    return r.ok() ? std::string() : r.status().message();
+  };
+  EXPECT_NE(error(R"(,"target_in_flight":0)").find("field 'target_in_flight'"), std::string::npos);
+  EXPECT_NE(error(R"(,"target_in_flight":"2")").find("field 'target_in_flight'"),
+            std::string::npos);
+  EXPECT_NE(error(R"(,"scale_up_delay":"soon")").find("scale_up_delay"), std::string::npos);
+  EXPECT_NE(error(R"(,"scale_down_delay":"2h")").find("field 'scale_down_delay'"),
+            std::string::npos);
+  EXPECT_NE(error(R"(,"scale_to_zero_after":"1m")").find("field 'scale_to_zero_after'"),
+            std::string::npos)
+      << "only with min_replicas 0";
+  EXPECT_NE(
+      error(R"(,"min_replicas":0,"scale_to_zero_after":"0s")").find("field 'scale_to_zero_after'"),
+      std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Head, AutoscaleScenario, ::testing::Bool(), [](const auto& info) {
+  return info.param ? "CrashEveryStep" : "Straight";
+});
+
+}  // namespace
+}  // namespace corral::head::core_test

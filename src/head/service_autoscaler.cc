@@ -1,0 +1,133 @@
+#include "head/service_autoscaler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace corral::head {
+namespace {
+
+// Replicas that `in_flight` requests want at `target` per replica (a hair under a whole
+// number counts as it: averages of whole numbers are not exact).
+int32_t AutoscalerWanted(double in_flight, double target) {
+  return static_cast<int32_t>(std::ceil(in_flight / target - 1e-9));
+}
+
+// "5.8", "2", "0.25": a load or a target as the events say it.
+std::string AutoscalerNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2g", v);
+  if (v >= 10) std::snprintf(buf, sizeof buf, "%.0f", v);
+  return buf;
+}
+
+std::string AutoscalerArrow(int32_t from, int32_t to) {
+  return "scaled " + std::to_string(from) + " \u2192 " + std::to_string(to) + ": ";
+}
+
+}  // namespace
+
+DurationMs LongestScaleWindow(const ServiceSpec& s) {
+  const ServiceAutoscaling& a = s.autoscaling;
+  return std::max({a.scale_up_delay_ms, a.scale_down_delay_ms, a.scale_to_zero_after_ms});
+}
+
+void ServiceAutoscaler::Apply(const ClusterState&, const Change& c) {
+  if (const auto* e = std::get_if<ServiceCreated>(&c.what)) {
+    windows_[e->service.spec.name] = Window{c.at, {}};
+  } else if (const auto* e = std::get_if<ServiceScaled>(&c.what)) {
+    windows_[e->name] = Window{c.at, {}};
+  } else if (const auto* e = std::get_if<ServiceRemoved>(&c.what)) {
+    windows_.erase(e->name);
+  }
+}
+
+void ServiceAutoscaler::Rebuild(const ClusterState& s, TimeMs now) {
+  windows_.clear();
+  for (const auto& [name, service] : s.services) windows_[name] = Window{now, {}};
+}
+
+void ServiceAutoscaler::Record(const std::string& service, TimeMs at, double in_flight,
+                               DurationMs keep_ms) {
+  auto [it, added] = windows_.try_emplace(service, Window{at, {}});
+  Window& w = it->second;
+  if (!w.samples.empty() && at < w.samples.back().at) return;  // the clock never goes back
+  w.samples.push_back({at, std::max(0.0, in_flight)});
+  while (!w.samples.empty() && w.samples.front().at <= at - keep_ms - kSecond) {
+    w.samples.pop_front();
+  }
+}
+
+size_t ServiceAutoscaler::SampleCount(const std::string& service) const {
+  auto it = windows_.find(service);
+  return it == windows_.end() ? 0 : it->second.samples.size();
+}
+
+std::optional<ServiceAutoscaler::Load> ServiceAutoscaler::Over(const Window& w, DurationMs length,
+                                                               double target, TimeMs now) {
+  // The window must have been watched whole: since its start, and by samples from its start
+  // (within a report's interval: a gap in the reports is no evidence of a quiet service).
+  if (w.samples.empty() || now - w.since < length ||
+      w.samples.front().at > now - length + kScaleSampleSlack) {
+    return std::nullopt;
+  }
+  Load load;
+  int32_t n = 0;
+  for (auto it = w.samples.rbegin(); it != w.samples.rend(); ++it) {
+    // The latest sample always counts (a window of 0 is the last sample alone).
+    if (n > 0 && it->at <= now - length) break;
+    const int32_t wanted = AutoscalerWanted(it->in_flight, target);
+    load.fewest_wanted = n == 0 ? wanted : std::min(load.fewest_wanted, wanted);
+    load.most_wanted = std::max(load.most_wanted, wanted);
+    load.peak = std::max(load.peak, it->in_flight);
+    load.mean += it->in_flight;
+    ++n;
+  }
+  load.mean /= n;
+  return load;
+}
+
+std::optional<ServiceAutoscaler::Decision> ServiceAutoscaler::Decide(const Service& s,
+                                                                     TimeMs now) const {
+  const ServiceSpec& spec = s.spec;
+  if (!Autoscaled(spec) || s.removing || s.rollout) return std::nullopt;
+  auto it = windows_.find(spec.name);
+  if (it == windows_.end() || it->second.samples.empty()) return std::nullopt;
+  const Window& w = it->second;
+  const ServiceAutoscaling& a = spec.autoscaling;
+  const double target = a.target_in_flight;
+  const int32_t from = s.desired;
+  const std::string per_target = ", target " + AutoscalerNumber(target);
+  if (from == 0) {  // a request waits: no window
+    const double latest = w.samples.back().in_flight;
+    if (latest <= 0) return std::nullopt;
+    const int32_t to = std::clamp(AutoscalerWanted(latest, target), 1, spec.max_replicas);
+    return Decision{to, AutoscalerArrow(from, to) + AutoscalerNumber(latest) +
+                            " request(s) in flight with no replica"};
+  }
+  if (auto up = Over(w, a.scale_up_delay_ms, target, now)) {
+    const int32_t to = std::min(up->fewest_wanted, spec.max_replicas);
+    if (to > from) {
+      return Decision{to, AutoscalerArrow(from, to) + AutoscalerNumber(up->mean / from) +
+                              " requests in flight per replica over " +
+                              ServiceDurationText(a.scale_up_delay_ms) + per_target};
+    }
+  }
+  if (spec.min_replicas == 0) {
+    if (auto idle = Over(w, a.scale_to_zero_after_ms, target, now); idle && idle->peak <= 0) {
+      return Decision{0, AutoscalerArrow(from, 0) + "no request in flight for " +
+                             ServiceDurationText(a.scale_to_zero_after_ms)};
+    }
+  }
+  if (auto down = Over(w, a.scale_down_delay_ms, target, now)) {
+    const int32_t to = std::max(down->most_wanted, std::max(spec.min_replicas, 1));
+    if (to < from) {
+      return Decision{to, AutoscalerArrow(from, to) + AutoscalerNumber(down->mean / from) +
+                              " requests in flight per replica over " +
+                              ServiceDurationText(a.scale_down_delay_ms) + per_target};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace corral::head

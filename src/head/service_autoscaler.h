@@ -1,0 +1,76 @@
+// The services' autoscaler (docs/services.md, "Autoscaling"): each service's recent load, as
+// the head's proxy measures and reports it (the requests in flight to its replicas and those
+// held waiting for one, averaged over each report's interval), and the decision of how many
+// replicas it wants, with stabilisation windows so that it does not flap:
+//
+// - up: when every sample of the last scale_up_delay wants more replicas than it has, to the
+//   fewest any of them wants (ceil(in flight / target)), at most max_replicas;
+// - down: when every sample of the last scale_down_delay wants fewer, to the most any of them
+//   wants, at least max(min_replicas, 1);
+// - to zero (min_replicas 0): when no request was in flight for scale_to_zero_after;
+// - from zero: at once, on the first sample with a request (the proxy also asks for a replica
+//   as the request arrives: HeadCore::WakeService).
+//
+// The windows count from the service's creation or its last change of desired replicas (by
+// hand or by the autoscaler), so a new count holds at least one window before the next. The
+// samples are observations, not durable: a new leadership starts every window afresh
+// (Rebuild), so a restarted head decides nothing before a whole window of new samples.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "head/cluster_state.h"
+
+namespace corral::head {
+
+class ServiceAutoscaler {
+ public:
+  // Services created, scaled or removed: their windows start afresh, or are forgotten.
+  void Apply(const ClusterState& s, const Change& c);
+  // Every service's window starts empty at `now`.
+  void Rebuild(const ClusterState& s, TimeMs now);
+
+  // A sample of `service`'s load: `in_flight` requests on average (over all its replicas, and
+  // held for one) over the interval ending at `at`. Samples older than `keep_ms` go.
+  void Record(const std::string& service, TimeMs at, double in_flight, DurationMs keep_ms);
+
+  struct Decision {
+    int32_t to = 0;
+    std::string reason;  // "scaled 1 → 3: 5.8 requests in flight per replica over 30s, target 2"
+  };
+  // Whether `s` should now have another number of replicas, and why.
+  std::optional<Decision> Decide(const Service& s, TimeMs now) const;
+
+  // How many samples it keeps of `service` (tests, and the head's own checks).
+  size_t SampleCount(const std::string& service) const;
+
+ private:
+  struct Sample {
+    TimeMs at = 0;
+    double in_flight = 0;
+  };
+  struct Window {
+    TimeMs since = 0;  // its samples count from here
+    std::deque<Sample> samples;
+  };
+  // The load over the last `length` of a window, if the window spans it.
+  struct Load {
+    int32_t fewest_wanted = 0;  // the smallest ceil(in flight / target) of its samples
+    int32_t most_wanted = 0;
+    double mean = 0;  // in flight, over all replicas
+    double peak = 0;
+  };
+  static std::optional<Load> Over(const Window& w, DurationMs length, double target, TimeMs now);
+  std::map<std::string, Window> windows_;
+};
+
+// How far the oldest sample may start after a window's start: the proxy reports every second.
+constexpr DurationMs kScaleSampleSlack = 2 * kSecond;
+
+// The longest window a service's autoscaler looks back over: its samples are kept that long.
+DurationMs LongestScaleWindow(const ServiceSpec& s);
+
+}  // namespace corral::head

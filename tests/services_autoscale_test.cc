@@ -1,0 +1,234 @@
+// Autoscaling end to end (docs/services.md, "Autoscaling"): a real head and agent on loopback,
+// replicas that are real HTTP servers (Python's http.server) whose /slow handler holds each
+// request 0.4 s, and a bounded load generator (Python threads on loopback) keeping requests in
+// flight through the head's /v/NAME/. With short windows (flags): load raises the replicas to
+// the maximum, its absence lowers them and then scales the service to zero, and a request to
+// the service at zero is held while a replica starts and answered. /metrics shows the
+// service's requests by code class, in flight, and replicas ready and desired.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cluster_fixture.h"
+
+namespace corral::testing {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr const char* kSlowServer = R"(import http.server, json, os, time
+port = int(os.environ["PORT"])
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path.startswith("/slow"):
+            time.sleep(0.4)
+        body = json.dumps({"pid": os.getpid()}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+http.server.ThreadingHTTPServer(("", port), Handler).serve_forever()
+)";
+
+// Six threads call GET BASE/v/NAME/slow in a loop until STOP exists (at most 40 s), and write
+// {"ok", "failed", "failures"} to OUT.
+constexpr const char* kHoldLoad = R"(import http.client, json, os, sys, threading, time
+import urllib.parse
+base, token, name, stop, out = sys.argv[1:6]
+u = urllib.parse.urlparse(base)
+deadline = time.time() + 40
+lock = threading.Lock()
+res = {"ok": 0, "failed": 0, "failures": []}
+def worker():
+    while not os.path.exists(stop) and time.time() < deadline:
+        try:
+            c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+            c.request("GET", "/v/" + name + "/slow", headers={"Authorization": "Bearer " + token})
+            r = c.getresponse()
+            body = r.read()
+            c.close()
+            failure = None if r.status == 200 else "%d %r" % (r.status, body[:300])
+        except Exception as e:
+            failure = repr(e)
+        with lock:
+            if failure:
+                res["failed"] += 1
+                res["failures"].append(failure)
+            else:
+                res["ok"] += 1
+threads = [threading.Thread(target=worker) for _ in range(6)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+with open(out, "w") as f:
+    json.dump(res, f)
+)";
+
+// Replicas with --port 0 take ports from their node's range: a range of this test's own
+// (apart from the other service tests'), so that tests run at once never bind one port.
+std::string AutoscalePortRange() {
+  const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  const int base = 36000 + static_cast<int>(std::hash<std::string>{}(test) % 20) * 100;
+  return std::to_string(base) + "-" + std::to_string(base + 99);
+}
+
+class ServiceAutoscaling : public ::testing::Test {
+ protected:
+  ServiceAutoscaling()
+      : c_("svcscale", 1, 4, {}, {"--run-as", "agent", "--port-range", AutoscalePortRange()}) {
+    std::filesystem::create_directories(c_.dir() + "/svc");
+    std::filesystem::permissions(c_.dir() + "/svc", std::filesystem::perms::all);
+    for (const auto& [file, text] : {std::pair{"server.py", kSlowServer}, {"load.py", kHoldLoad}}) {
+      const std::string path = c_.dir() + "/svc/" + file;
+      std::ofstream(path) << text;
+      std::filesystem::permissions(path, std::filesystem::perms::owner_all |
+                                             std::filesystem::perms::group_read |
+                                             std::filesystem::perms::others_read);
+    }
+  }
+  ~ServiceAutoscaling() override { StopLoad(); }
+
+  Json Show() {
+    auto r = c_.Corral({"services", "show", "echo", "-o", "json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return Json::parse(r.out, nullptr, false).value("service", Json::object());
+  }
+  int Desired() { return Show().value("desired", -1); }
+  int Ready() {
+    int n = 0;
+    for (const Json& r : Show().value("replicas", Json::array())) {
+      n += r.value("running", false) && r.value("ready", false) && !r.value("draining", false);
+    }
+    return n;
+  }
+  // The reasons of the service's scale events, in order.
+  std::vector<std::string> Scalings() {
+    auto r = c_.Corral({"events", "-o", "json"});
+    std::vector<std::string> out;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+      const Json e = Json::parse(line, nullptr, false);
+      if (e.is_object() && e.value("type", "") == "service_scaled") {
+        out.push_back(e.value("cause", "") + ": " + e.value("reason", ""));
+      }
+    }
+    return out;
+  }
+  void StartLoad() {
+    load_ = std::thread([this] {
+      RunCommand({"/usr/bin/python3", c_.dir() + "/svc/load.py", c_.addr(), c_.token(), "echo",
+                  c_.dir() + "/svc/stop", c_.dir() + "/svc/load.json"});
+    });
+  }
+  Json StopLoad() {
+    if (!load_.joinable()) return Json();
+    std::ofstream(c_.dir() + "/svc/stop") << "stop";
+    load_.join();
+    std::ifstream in(c_.dir() + "/svc/load.json");
+    return Json::parse(in, nullptr, false);
+  }
+
+  LocalCluster c_;
+  std::thread load_;
+};
+
+TEST_F(ServiceAutoscaling, LoadRaisesReplicasItsAbsenceLowersThemToZeroAndARequestWakesIt) {
+  // Bad settings are refused naming the field, and create nothing.
+  auto bad = c_.Corral({"serve", "bad", "--min-replicas", "1", "--max-replicas", "3", "--port", "0",
+                        "--target-in-flight", "none", "--", "/usr/bin/python3", "x.py"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("field 'target_in_flight'"), std::string::npos) << bad.err;
+  bad = c_.Corral({"serve", "bad", "--replicas", "2", "--port", "0", "--scale-to-zero-after", "1m",
+                   "--", "/usr/bin/python3", "x.py"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("field 'scale_to_zero_after'"), std::string::npos) << bad.err;
+  EXPECT_NE(c_.Corral({"services", "show", "bad"}).exit_code, 0);
+  // Target 1 in flight per replica; six requests held open want six, the maximum is 3.
+  auto serve = c_.Corral({"serve",
+                          "echo",
+                          "--min-replicas",
+                          "0",
+                          "--max-replicas",
+                          "3",
+                          "--port",
+                          "0",
+                          "--health",
+                          "/health",
+                          "--cpus",
+                          "0.25",
+                          "--target-in-flight",
+                          "1",
+                          "--scale-up-delay",
+                          "2s",
+                          "--scale-down-delay",
+                          "3s",
+                          "--scale-to-zero-after",
+                          "6s",
+                          "--drain-timeout",
+                          "5s",
+                          "--",
+                          "/usr/bin/python3",
+                          c_.dir() + "/svc/server.py"});
+  ASSERT_EQ(serve.exit_code, 0) << serve.err;
+  auto text = c_.Corral({"services", "show", "echo"});
+  EXPECT_NE(text.out.find("Autoscale: target 1 in flight per replica, up after 2s, down after "
+                          "3s, to zero after 6s"),
+            std::string::npos)
+      << text.out;
+  ASSERT_TRUE(WaitUntil(20000, [&] { return Ready() == 1; })) << Show().dump();
+
+  StartLoad();
+  ASSERT_TRUE(WaitUntil(25000, [&] { return Desired() == 3 && Ready() == 3; })) << Show().dump();
+  const std::string metrics = RunCommand({"/usr/bin/curl", "-sf", c_.addr() + "/metrics"}).out;
+  const Json load = StopLoad();
+  ASSERT_TRUE(load.is_object());
+  std::cout << "load while scaling up: " << load.dump() << "\n";
+  EXPECT_EQ(load.value("failed", -1), 0) << load.dump();
+  std::vector<std::string> scalings = Scalings();
+  ASSERT_FALSE(scalings.empty());
+  EXPECT_NE(scalings[0].find("autoscaler: scaled 1 \u2192 "), std::string::npos) << scalings[0];
+  EXPECT_NE(scalings[0].find("requests in flight per replica over 2s, target 1"), std::string::npos)
+      << scalings[0];
+  EXPECT_NE(metrics.find("corral_service_requests_total{service=\"echo\",code=\"200\","
+                         "class=\"2xx\"}"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("corral_service_requests_in_flight{service=\"echo\"}"), std::string::npos);
+  EXPECT_NE(metrics.find("corral_service_replicas_desired{service=\"echo\"} 3"), std::string::npos);
+  EXPECT_NE(metrics.find("corral_service_request_duration_seconds_bucket{"), std::string::npos);
+
+  // No load: down to one after the 3 s down-delay, then to zero after 6 s idle.
+  ASSERT_TRUE(WaitUntil(30000, [&] {
+    return Desired() == 0 && Show().value("replicas", Json::array()).empty();
+  })) << Show().dump();
+  scalings = Scalings();
+  EXPECT_NE(scalings.back().find("autoscaler: scaled 1 \u2192 0: no request in flight for 6s"),
+            std::string::npos)
+      << scalings.back();
+
+  // A request to the service at zero is held while a replica starts, then answered.
+  const auto start = std::chrono::steady_clock::now();
+  CommandResult woke =
+      RunCommand({"/usr/bin/curl", "-s", "-m", "60", "-o", "-", "-w", "\n%{http_code}", "-H",
+                  "Authorization: Bearer " + c_.token(), c_.addr() + "/v/echo/hello"});
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "a request to the service at zero was answered after " << waited << " s\n";
+  EXPECT_NE(woke.out.rfind("\n200"), std::string::npos) << woke.out;
+  EXPECT_EQ(Desired(), 1);
+  EXPECT_NE(Scalings().back().find("request: scaled 0 \u2192 1"), std::string::npos)
+      << Scalings().back();
+}
+
+}  // namespace
+}  // namespace corral::testing
