@@ -50,7 +50,23 @@ bool IsMountPath(const std::string& p) {
   return true;
 }
 
+bool DatasetNameEndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
 }  // namespace
+
+bool IsArchiveName(const std::string& path) {
+  return DatasetNameEndsWith(path, ".tar") || DatasetNameEndsWith(path, ".tar.gz") ||
+         DatasetNameEndsWith(path, ".tgz");
+}
+
+DatasetSourceKind SourceKindOf(const std::string& source) {
+  if (source.rfind("http://", 0) == 0 || source.rfind("https://", 0) == 0) {
+    return DatasetSourceKind::kUrl;
+  }
+  return IsArchiveName(source) ? DatasetSourceKind::kArchive : DatasetSourceKind::kDirectory;
+}
 
 Json ToJson(const Dataset& d) {
   return Json{{"name", d.name},     {"version", d.version},  {"source", d.source},
@@ -95,8 +111,16 @@ Result<Dataset> ParseDataset(const Json& body) {
   d.name = *name;
   auto source = DatasetText(body, "source", true);
   if (!source.ok()) return source.status();
-  if (source->empty() || (*source)[0] != '/') {
-    return FieldError("source", *source, "an absolute path to a directory");
+  if (SourceKindOf(*source) == DatasetSourceKind::kUrl) {
+    const size_t host = source->find("://") + 3;
+    const size_t path = source->find('/', host);
+    if (path == std::string::npos || path == host || !IsArchiveName(source->substr(path))) {
+      return FieldError("source", *source,
+                        "an http(s) URL of an archive (.tar, .tar.gz or .tgz) with a host");
+    }
+  } else if (source->empty() || (*source)[0] != '/') {
+    return FieldError("source", *source,
+                      "an absolute path to a directory or an archive, or an http(s) URL");
   }
   d.source = *source;
   auto digest = DatasetText(body, "digest", true);
