@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 
+#include "core/dataset_kind.h"
 #include "core/field_error.h"
 
 namespace corral {

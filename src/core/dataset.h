@@ -20,7 +20,7 @@ using Json = nlohmann::json;
 struct Dataset {
   std::string name;     // IsGoodName
   std::string version;  // given, or the digest's first kShortDigest hex digits
-  std::string source;   // an absolute path on shared storage or an http(s) URL (SourceKindOf)
+  std::string source;   // an absolute directory path on shared storage
   std::string digest;   // "sha256:<64 hex>" of the manifest (ManifestDigest)
   int64_t files = 0;
   int64_t bytes = 0;
@@ -30,14 +30,6 @@ struct Dataset {
 };
 
 constexpr size_t kShortDigest = 12;
-
-// What a dataset's source is, told by its text: an http:// or https:// URL (an archive served
-// over HTTP), an absolute path ending in .tar, .tar.gz or .tgz (an archive on shared storage),
-// or any other absolute path (a directory on shared storage).
-enum class DatasetSourceKind { kDirectory, kArchive, kUrl };
-DatasetSourceKind SourceKindOf(const std::string& source);
-// Whether a path or URL names an archive Corral unpacks (.tar, .tar.gz, .tgz).
-bool IsArchiveName(const std::string& path);
 
 // A job's use of a dataset: what it asked for (name, version, mount) and, once the head has
 // accepted the job, what the name stood for then (digest, source, files, bytes), so that the

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/dataset_files.h"
+#include "core/dataset_kind.h"
 #include "core/status.h"
 
 namespace corral {

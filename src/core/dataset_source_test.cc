@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "core/dataset.h"
+#include "core/dataset_kind.h"
 
 namespace corral {
 namespace {

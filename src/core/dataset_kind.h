@@ -1,0 +1,15 @@
+// What a dataset's source is, told by its text (docs/datasets.md, "Sources"): an http:// or
+// https:// URL (an archive served over HTTP), an absolute path ending in .tar, .tar.gz or .tgz
+// (an archive on shared storage), or any other absolute path (a directory on shared storage).
+#pragma once
+
+#include <string>
+
+namespace corral {
+
+enum class DatasetSourceKind { kDirectory, kArchive, kUrl };
+DatasetSourceKind SourceKindOf(const std::string& source);
+// Whether a path or URL names an archive Corral unpacks (.tar, .tar.gz, .tgz).
+bool IsArchiveName(const std::string& path);
+
+}  // namespace corral
