@@ -119,7 +119,7 @@ const char* MemberKind(archive_entry* e) {
   }
 }
 
-Status MakeDirs(const std::string& into, const std::vector<std::string>& rels) {
+Status MakeMemberDirs(const std::string& into, const std::vector<std::string>& rels) {
   for (const std::string& rel : rels) {
     const std::string full = into + "/" + rel;
     if (mkdir(full.c_str(), 0700) == 0) continue;
@@ -180,7 +180,7 @@ Status ReadEntry(archive* a, archive_entry* e, const std::string& into, MemberTr
   if (!into.empty()) {
     std::vector<std::string> make = MemberTree::Parents(*rel);
     if (dir && !rel->empty()) make.push_back(*rel);
-    CORRAL_RETURN_IF_ERROR(MakeDirs(into, make));
+    CORRAL_RETURN_IF_ERROR(MakeMemberDirs(into, make));
   }
   if (dir) return Status::Ok();
   int fd = -1;
