@@ -317,6 +317,13 @@ TEST(DatasetCache, AUrlIsDownloadedCheckedPublishedAndAChangedOneRefused) {
   fs::remove(archive);
   PackSource(dir, archive);
   DatasetCache fresh({tmp.path() + "/cache2"});
+  // What a download killed midway leaves (its archive and its half-unpacked copy) goes at the
+  // agent's next start.
+  const std::string dead = tmp.path() + "/cache2/tmp/" + DigestHex(ref.digest) + ".1.2";
+  fs::create_directories(dead + "/a");
+  std::ofstream(dead + ".download") << "half an archive";
+  fresh.CleanInterrupted();
+  EXPECT_TRUE(fs::is_empty(tmp.path() + "/cache2/tmp"));
   auto s = fresh.Acquire(ref, nullptr);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("dataset remote from " + ref.source), std::string::npos)

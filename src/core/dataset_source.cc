@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -319,10 +320,17 @@ Result<Manifest> ScanSource(const std::string& source, const std::string& scratc
     case DatasetSourceKind::kUrl:
       break;
   }
-  const std::string tmp = scratch_dir + "/corral-dataset." + std::to_string(getpid()) + ".tar";
+  std::string dir = scratch_dir + "/corral-dataset.XXXXXX";
+  if (mkdtemp(dir.data()) == nullptr) {
+    return field(
+        Status{ErrorCode::kFailedPrecondition,
+               "cannot create a directory in " + scratch_dir + ": " + std::strerror(errno)});
+  }
+  const std::string tmp = dir + "/archive";
   auto got = DownloadUrl(source, tmp);
   Result<Manifest> m = got.ok() ? ReadArchive(tmp, "") : Result<Manifest>(got.status());
   unlink(tmp.c_str());
+  rmdir(dir.c_str());
   if (!m.ok()) return field(m.status());
   return m;
 }
