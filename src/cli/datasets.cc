@@ -46,9 +46,13 @@ int DatasetsAdd(const ParsedArgs& args, CliContext& ctx) {
   if (args.positional.size() != 2) return UsageError(ctx, "datasets", "add wants one name");
   if (!args.Has("source")) return UsageError(ctx, "datasets", "add needs --source PATH|URL");
   std::string source = args.Get("source");
-  if (SourceKindOf(source) != DatasetSourceKind::kUrl) {
+  if (SourceKindOf(source) != DatasetSourceKind::kUrl && source.find("://") == std::string::npos) {
     std::error_code ec;
     source = std::filesystem::absolute(source, ec).lexically_normal();
+  }
+  if (Status bad = CheckSourceText(source); !bad.ok()) {  // before any download
+    PrintError(ctx, "datasets", "add " + args.positional[1] + ": " + bad.message());
+    return kExitError;
   }
   const char* tmpdir = std::getenv("TMPDIR");
   auto manifest = ScanSource(source, tmpdir != nullptr && *tmpdir ? tmpdir : "/tmp");

@@ -62,6 +62,21 @@ bool IsArchiveName(const std::string& path) {
          DatasetNameEndsWith(path, ".tgz");
 }
 
+Status CheckSourceText(const std::string& source) {
+  if (SourceKindOf(source) == DatasetSourceKind::kUrl) {
+    const size_t host = source.find("://") + 3;
+    const size_t path = source.find('/', host);
+    if (path == std::string::npos || path == host || !IsArchiveName(source.substr(path))) {
+      return FieldError("source", source,
+                        "an http(s) URL of an archive (.tar, .tar.gz or .tgz) with a host");
+    }
+  } else if (source.empty() || source[0] != '/' || source.find("://") != std::string::npos) {
+    return FieldError("source", source,
+                      "an absolute path to a directory or an archive, or an http(s) URL");
+  }
+  return Status::Ok();
+}
+
 DatasetSourceKind SourceKindOf(const std::string& source) {
   if (source.rfind("http://", 0) == 0 || source.rfind("https://", 0) == 0) {
     return DatasetSourceKind::kUrl;
@@ -112,17 +127,7 @@ Result<Dataset> ParseDataset(const Json& body) {
   d.name = *name;
   auto source = DatasetText(body, "source", true);
   if (!source.ok()) return source.status();
-  if (SourceKindOf(*source) == DatasetSourceKind::kUrl) {
-    const size_t host = source->find("://") + 3;
-    const size_t path = source->find('/', host);
-    if (path == std::string::npos || path == host || !IsArchiveName(source->substr(path))) {
-      return FieldError("source", *source,
-                        "an http(s) URL of an archive (.tar, .tar.gz or .tgz) with a host");
-    }
-  } else if (source->empty() || (*source)[0] != '/') {
-    return FieldError("source", *source,
-                      "an absolute path to a directory or an archive, or an http(s) URL");
-  }
+  CORRAL_RETURN_IF_ERROR(CheckSourceText(*source));
   d.source = *source;
   auto digest = DatasetText(body, "digest", true);
   if (!digest.ok()) return digest.status();

@@ -5,11 +5,16 @@
 
 #include <string>
 
+#include "core/status.h"
+
 namespace corral {
 
 enum class DatasetSourceKind { kDirectory, kArchive, kUrl };
 DatasetSourceKind SourceKindOf(const std::string& source);
 // Whether a path or URL names an archive Corral unpacks (.tar, .tar.gz, .tgz).
 bool IsArchiveName(const std::string& path);
+// Whether a source's text can name a source at all (errors name the field 'source'): an
+// absolute path (without "://"), or an http(s) URL with a host whose path names an archive.
+Status CheckSourceText(const std::string& source);
 
 }  // namespace corral
