@@ -90,7 +90,7 @@ const CommandInfo kCommands[] = {
     {"datasets", RunDatasets,
      "corral datasets [-o json] |\n"
      "       corral datasets add NAME --source DIR|ARCHIVE|URL [--version V] |\n"
-     "       corral datasets show NAME [-o json] | corral datasets rm NAME",
+     "       corral datasets show NAME[@V] [-o json] | corral datasets rm NAME[@V]",
      "register directories or archives on shared storage, or archives at URLs, as datasets "
      "that jobs declare (--dataset); list "
      "them with their size, files, state and the nodes that cache them; remove unused ones"},

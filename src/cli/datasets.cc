@@ -111,7 +111,7 @@ int DatasetsRemove(const ParsedArgs& args, CliContext& ctx) {
     PrintError(ctx, "datasets", "rm " + args.positional[1] + ": " + v.status().message());
     return kExitError;
   }
-  *ctx.out << "Dataset " << v->dataset.name << " removed\n";
+  *ctx.out << "Dataset " << args.positional[1] << " removed\n";
   return kExitOk;
 }
 

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 
+#include "core/dataset_key.h"
 #include "core/dataset_kind.h"
 #include "core/field_error.h"
 
@@ -60,6 +61,16 @@ bool DatasetNameEndsWith(const std::string& s, const std::string& tail) {
 bool IsArchiveName(const std::string& path) {
   return DatasetNameEndsWith(path, ".tar") || DatasetNameEndsWith(path, ".tar.gz") ||
          DatasetNameEndsWith(path, ".tgz");
+}
+
+std::string DatasetKey(const std::string& name, const std::string& version) {
+  return name + "@" + version;
+}
+
+std::pair<std::string, std::string> SplitDatasetKey(const std::string& text) {
+  const size_t at = text.find('@');
+  if (at == std::string::npos) return {text, ""};
+  return {text.substr(0, at), text.substr(at + 1)};
 }
 
 Status CheckSourceText(const std::string& source) {

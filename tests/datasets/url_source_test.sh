@@ -9,7 +9,8 @@
 #   - a second job on the same node reads the cached copy: nginx serves no further request and
 #     corral_dataset_source_read_bytes_total{source} stays as it was (the archive's size once);
 #   - an archive changed behind its URL since it was added fails its job with a reason naming
-#     the dataset and the URL.
+#     the dataset and the URL; added again as another version, it lives beside the first
+#     (NAME@V), and a job that names it reads the new content.
 # FILES (default 1500) files of 4 KiB; RATE (default 16mbit) the source's shaped link.
 set -euo pipefail
 CORRAL=${CORRAL:?path of the corral binary}
@@ -124,4 +125,15 @@ wait_state "$stale" failed
 why=$(corral show "$stale" -o json)
 echo "$why" | grep -q "dataset small from http://$NET.2/small.tar" || fail "no dataset and source in: $why"
 echo "$why" | grep -q "changed since it was added" || fail "no reason in: $why"
+# The changed archive added as a second version beside the first: a job names it (NAME@V)
+# and reads it; removing the first version leaves the second.
+first_version=$(corral datasets show small -o json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])')
+corral datasets add small --source "http://$NET.2/small.tar" --version v2 || fail "add small@v2"
+[ "$(corral datasets -o json | grep -c '"name": "small"')" = 2 ] || fail "not two versions: $(corral datasets)"
+newer=$(corral submit --parsable --dataset small@v2 -- /bin/sh -c 'cat "$CORRAL_DATASET_SMALL/2.txt"')
+wait_state "$newer" succeeded
+[ "$(corral logs "$newer")" = "changed" ] || fail "small@v2 read $(corral logs "$newer")"
+corral datasets rm "small@$first_version" || fail "rm small@$first_version"
+[ "$(corral datasets show small -o json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])')" = v2 ] ||
+  fail "small is not v2 after the first version's removal"
 echo "PASS: $FILES files ($archive_bytes bytes at $RATE) fetched once, the second job read the cache"
