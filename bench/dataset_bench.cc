@@ -130,8 +130,9 @@ int main(int argc, char** argv) {
   std::printf("archive .tar.gz %.1f MiB\n", tgz_mib);
   std::printf("tar -xzf + sync   %.2f s  %.1f MiB/s  %.0f files/s\n", untar, mib / untar,
               files / untar);
-  std::printf("stage-in (.tar.gz) %.2f s  %.1f MiB/s  %.0f files/s  (%.2fx tar -xzf, %.2fx cp -r)\n",
-              stage_tgz, mib / stage_tgz, files / stage_tgz, stage_tgz / untar, stage_tgz / cp);
+  std::printf(
+      "stage-in (.tar.gz) %.2f s  %.1f MiB/s  %.0f files/s  (%.2fx tar -xzf, %.2fx cp -r)\n",
+      stage_tgz, mib / stage_tgz, files / stage_tgz, stage_tgz / untar, stage_tgz / cp);
   close(unpacked->use_fd);
   fs::remove_all(base);
   return 0;

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # A data source on a host made by netns_hosts.sh: nginx serving a directory, behind the host's
 # link shaped with tc (sourced after netns_hosts.sh; needs nginx and iproute2). Usage:
 #   netns_nginx NS IP ROOT DIR    serve ROOT on IP:80 from host NS (config, logs, pid in DIR;
