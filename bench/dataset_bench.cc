@@ -1,7 +1,9 @@
 // The node's dataset cache on this machine (docs/benchmarks.md, "Datasets"): the stage-in of a
 // dataset of many small files (a fresh cache's Acquire: copy, SHA-256 of every file, the
 // manifest's check, syncfs, rename) against `cp -r` of the same files (then `sync`), and the
-// time a job takes to read every file from the source and from the cached copy.
+// time a job takes to read every file from the source and from the cached copy; and the same
+// files as a .tar.gz archive on the source: its stage-in (unpacked by libarchive, every member
+// hashed and checked) against `tar -xzf` of it (then `sync`).
 //
 //   corral_dataset_bench [FILES] [BYTES_PER_FILE] [DIR]   (defaults 20000 4096 /var/tmp)
 #include <sys/wait.h>
@@ -16,6 +18,7 @@
 
 #include "agent/dataset_cache.h"
 #include "core/dataset_files.h"
+#include "core/dataset_source.h"
 
 namespace {
 
@@ -104,6 +107,33 @@ int main(int argc, char** argv) {
   std::printf("read all: source %.2f s, cache %.2f s, ratio %.2f\n", read_src, read_cache,
               read_src / read_cache);
   close(staged->use_fd);
+
+  const std::string tgz = base + "/src.tar.gz";
+  Run({"/bin/tar", "-C", src, "-czf", tgz, "."});
+  const double tgz_mib = static_cast<double>(fs::file_size(tgz)) / (1 << 20);
+  fs::create_directories(base + "/untar");
+  Run({"/bin/sync"});
+  t = Clock::now();
+  Run({"/bin/tar", "-C", base + "/untar", "-xzf", tgz});
+  Run({"/bin/sync"});
+  const double untar = Seconds(t);
+  corral::DatasetRef packed = ref;
+  packed.source = tgz;
+  corral::agent::DatasetCache archive_cache({base + "/cache-tgz"});
+  t = Clock::now();
+  auto unpacked = archive_cache.Acquire(packed, nullptr);
+  const double stage_tgz = Seconds(t);
+  if (!unpacked.ok()) {
+    std::fprintf(stderr, "%s\n", unpacked.status().message().c_str());
+    return 1;
+  }
+  std::printf("archive .tar.gz %.1f MiB\n", tgz_mib);
+  std::printf("tar -xzf + sync   %.2f s  %.1f MiB/s  %.0f files/s\n", untar, mib / untar,
+              files / untar);
+  std::printf(
+      "stage-in (.tar.gz) %.2f s  %.1f MiB/s  %.0f files/s  (%.2fx tar -xzf, %.2fx cp -r)\n",
+      stage_tgz, mib / stage_tgz, files / stage_tgz, stage_tgz / untar, stage_tgz / cp);
+  close(unpacked->use_fd);
   fs::remove_all(base);
   return 0;
 }

@@ -11,6 +11,7 @@ PACKAGES=(
   sqlite3 postgresql
   postgresql-15-auto-failover pg-auto-failover-cli  # the failover test's formation (tests/pg_failover_test.cc)
   procps iproute2 curl
+  nginx-light      # the dataset source served over a throttled link (tests/datasets/url_source_test.sh)
   systemd          # systemd-analyze verify, for the units (tests/units_test.py)
   prometheus
   python3 python3-torch

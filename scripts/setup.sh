@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
   cmake ninja-build g++ pkg-config \
   libboost-dev libboost-system-dev libssl-dev \
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev \
-  libsqlite3-dev libpq-dev libncurses-dev
+  libsqlite3-dev libpq-dev libncurses-dev libarchive-dev libcurl4-openssl-dev
 if [ "${1:-}" = --containers ]; then
   ./scripts/apt-install.sh crun skopeo umoci  # the runtime, pulls, unpacking (docs/containers.md)
 fi

@@ -15,6 +15,7 @@
 
 #include "agent/file_util.h"
 #include "core/dataset_files.h"
+#include "core/dataset_source.h"
 
 namespace corral::agent {
 namespace {
@@ -83,7 +84,17 @@ class ActAs {
 // Whether `who` may read every file under `root` (and enter every directory): each is opened
 // with their file-system identity, as a job of theirs would.
 Status CheckReadable(const DatasetRef& ref, const UnixIdentity& who) {
+  const DatasetSourceKind kind = SourceKindOf(ref.source);
+  if (kind == DatasetSourceKind::kUrl) return Status::Ok();  // no owner: anyone who declares it
   ActAs as(who);
+  if (kind == DatasetSourceKind::kArchive) {
+    int fd = open(ref.source.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+      return DatasetError(ref, "user " + who.name + " may not read it: " + CacheErrnoText());
+    }
+    close(fd);
+    return Status::Ok();
+  }
   int dir = open(ref.source.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0)
     return DatasetError(ref, "user " + who.name + " cannot read it: " + CacheErrnoText());
@@ -118,6 +129,30 @@ bool SyncDir(const std::string& path) {
   bool ok = syncfs(fd) == 0;
   close(fd);
   return ok;
+}
+
+// What was read matches the registered manifest, or the source changed since it was added.
+Status CheckManifestDigest(const DatasetRef& ref, size_t files, const std::string& digest) {
+  if (digest == ref.digest) return Status::Ok();
+  return DatasetError(ref, "its content changed since it was added (" + std::to_string(files) +
+                               " files, digest " + digest + ", registered " + ref.digest +
+                               "); add it again");
+}
+
+// An unpacked archive's files and directories all take one owner and the archive's permission
+// bits (directories also searchable where readable), as a directory's copy keeps its files'.
+void GiveUnpackedOwnership(const std::string& root, uid_t uid, gid_t gid, mode_t mode) {
+  const mode_t file_mode = mode & 0666;
+  const mode_t dir_mode = file_mode | ((file_mode & 0444) >> 2);
+  std::error_code ec;
+  const bool chown_too = geteuid() == 0;
+  for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    const bool dir = it->is_directory(ec);
+    if (chown_too) (void)lchown(it->path().c_str(), uid, gid);
+    (void)chmod(it->path().c_str(), dir ? dir_mode : file_mode);
+  }
+  if (chown_too) (void)lchown(root.c_str(), uid, gid);
+  (void)chmod(root.c_str(), dir_mode);
 }
 
 int64_t ReadSize(const std::string& path) {
@@ -164,7 +199,9 @@ Result<StagedDataset> DatasetCache::Acquire(const DatasetRef& ref, const UnixIde
     if (!fetching.ok()) return DatasetError(ref, "cannot lock its fetch: " + CacheErrnoText());
     if (!IsDir(data)) {  // nobody fetched it while this waited
       const auto start = std::chrono::steady_clock::now();
-      CORRAL_RETURN_IF_ERROR(Fetch(ref, hex, progress));
+      auto read = Fetch(ref, hex, progress);
+      if (!read.ok()) return read.status();
+      out.source_bytes = *read;
       out.fetched = true;
       out.fetch_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                          std::chrono::steady_clock::now() - start)
@@ -177,8 +214,8 @@ Result<StagedDataset> DatasetCache::Acquire(const DatasetRef& ref, const UnixIde
   return out;
 }
 
-Status DatasetCache::Fetch(const DatasetRef& ref, const std::string& hex,
-                           const std::function<void(int64_t)>& progress) {
+Result<int64_t> DatasetCache::Fetch(const DatasetRef& ref, const std::string& hex,
+                                    const std::function<void(int64_t)>& progress) {
   std::error_code ec;
   // Holding the fetch lock: whatever tmp/ holds for this digest is a dead fetch's.
   for (const auto& e : fs::directory_iterator(config_.dir + "/tmp", ec)) {
@@ -189,7 +226,8 @@ Status DatasetCache::Fetch(const DatasetRef& ref, const std::string& hex,
   if (mkdir(tmp.c_str(), 0700) != 0) {
     return DatasetError(ref, "cannot create " + tmp + ": " + CacheErrnoText());
   }
-  Status copied = CopyTree(ref, tmp, progress);
+  auto read = Fill(ref, tmp, progress);
+  Status copied = read.status();
   if (copied.ok() && !SyncDir(tmp)) copied = DatasetError(ref, "cannot sync the copy");
   if (copied.ok()) {
     WriteTextFile(config_.dir + "/data/" + hex + ".size", std::to_string(ref.bytes) + "\n");
@@ -199,8 +237,55 @@ Status DatasetCache::Fetch(const DatasetRef& ref, const std::string& hex,
       SyncDir(config_.dir + "/data");
     }
   }
-  if (!copied.ok()) fs::remove_all(tmp, ec);
-  return copied;
+  if (!copied.ok()) {
+    fs::remove_all(tmp, ec);
+    return copied;
+  }
+  return *read;
+}
+
+Result<int64_t> DatasetCache::Fill(const DatasetRef& ref, const std::string& into,
+                                   const std::function<void(int64_t)>& progress) {
+  switch (SourceKindOf(ref.source)) {
+    case DatasetSourceKind::kDirectory: {
+      CORRAL_RETURN_IF_ERROR(CopyTree(ref, into, progress));
+      return ref.bytes;
+    }
+    case DatasetSourceKind::kArchive: {
+      struct stat st {};
+      if (stat(ref.source.c_str(), &st) != 0) {
+        return DatasetError(ref, "cannot read it: " + CacheErrnoText());
+      }
+      auto m = ReadArchive(ref.source, into, progress);
+      if (!m.ok()) return DatasetError(ref, m.status().message());
+      CORRAL_RETURN_IF_ERROR(CheckManifestDigest(ref, m->files.size(), m->digest));
+      GiveUnpackedOwnership(into, st.st_uid, st.st_gid, st.st_mode);
+      return static_cast<int64_t>(st.st_size);
+    }
+    case DatasetSourceKind::kUrl:
+      break;
+  }
+  return Download(ref, into, progress);
+}
+
+// Downloads the archive next to `into` (its name plus ".download"), then unpacks it there. The
+// download is the first half of the progress, unpacking the second.
+Result<int64_t> DatasetCache::Download(const DatasetRef& ref, const std::string& into,
+                                       const std::function<void(int64_t)>& progress) {
+  const std::string file = into + ".download";
+  auto got = DownloadUrl(ref.source, file, [&](int64_t bytes, int64_t total) {
+    if (progress && total > 0) progress(ref.bytes * bytes / total / 2);
+  });
+  Result<Manifest> m = got.ok() ? ReadArchive(file, into,
+                                              [&](int64_t n) {
+                                                if (progress) progress(ref.bytes / 2 + n / 2);
+                                              })
+                                : Result<Manifest>(got.status());
+  unlink(file.c_str());
+  if (!m.ok()) return DatasetError(ref, m.status().message());
+  CORRAL_RETURN_IF_ERROR(CheckManifestDigest(ref, m->files.size(), m->digest));
+  GiveUnpackedOwnership(into, geteuid(), getegid(), 0644);
+  return *got;
 }
 
 Status DatasetCache::CopyTree(const DatasetRef& ref, const std::string& into,
@@ -233,12 +318,7 @@ Status DatasetCache::CopyTree(const DatasetRef& ref, const std::string& into,
   }
   std::sort(files.begin(), files.end(),
             [](const ManifestFile& a, const ManifestFile& b) { return a.path < b.path; });
-  const std::string digest = ManifestDigest(files);
-  if (digest != ref.digest) {
-    return DatasetError(ref, "its content changed since it was added (" +
-                                 std::to_string(files.size()) + " files, digest " + digest +
-                                 ", registered " + ref.digest + "); add it again");
-  }
+  CORRAL_RETURN_IF_ERROR(CheckManifestDigest(ref, files.size(), ManifestDigest(files)));
   for (auto d = dirs.rbegin(); d != dirs.rend(); ++d) KeepOwnership(d->first, d->second);
   KeepOwnership(ref.source, into);
   return Status::Ok();

@@ -11,9 +11,16 @@
 //   CACHE/tmp/<hex>.<pid>.<tid> fetches in progress (a fetch's lock says it is live)
 //   CACHE/fetches              a line per fetch done: "<hex> <bytes> <ms>"
 //
-// The copy keeps each source file's owner and permission bits (set-id bits dropped), so the
-// cache lets nobody read what the source would not let them. A fetch also first checks, as
-// the job's owner, that the owner may read every file of the source.
+// Sources (core/dataset_source.h): a directory, or an archive on shared storage, unpacked into
+// tmp/; or an archive at an http(s) URL, downloaded into tmp/
+// (CACHE/tmp/<hex>.<pid>.<tid>.download) and unpacked beside it. Every file is checked against the
+// manifest's digest before publish.
+//
+// The copy keeps each source file's owner and permission bits (set-id bits dropped; an
+// archive's members all take the archive file's), so the cache lets nobody read what the
+// source would not let them. A fetch also first checks, as the job's owner, that the owner may
+// read every file of the source (for an archive: the archive). A URL has no owner: anyone who
+// may declare the dataset reads it.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +48,7 @@ struct StagedDataset {
   int use_fd = -1;       // the pin; the caller closes it when the run is over
   bool fetched = false;  // this call fetched it (else it was cached)
   int64_t fetch_ms = 0;
+  int64_t source_bytes = 0;  // read from the source: its files', its archive's, or downloaded
 };
 
 struct DatasetCacheUsage {
@@ -71,10 +79,16 @@ class DatasetCache {
   void CleanInterrupted();
 
  private:
-  Status Fetch(const DatasetRef& ref, const std::string& hex,
-               const std::function<void(int64_t)>& progress);
+  // Fetches into tmp/, checks and publishes it; the bytes read from the source.
+  Result<int64_t> Fetch(const DatasetRef& ref, const std::string& hex,
+                        const std::function<void(int64_t)>& progress);
+  // The source's content written under `into` (by its kind) and checked against the digest.
+  Result<int64_t> Fill(const DatasetRef& ref, const std::string& into,
+                       const std::function<void(int64_t)>& progress);
   Status CopyTree(const DatasetRef& ref, const std::string& into,
                   const std::function<void(int64_t)>& progress);
+  Result<int64_t> Download(const DatasetRef& ref, const std::string& into,
+                           const std::function<void(int64_t)>& progress);
 
   DatasetCacheConfig config_;
 };

@@ -18,6 +18,8 @@
 #include "agent/dataset_stager.h"
 #include "agent/test_util.h"
 #include "core/dataset_files.h"
+#include "core/dataset_source.h"
+#include "net/http_server.h"
 
 namespace corral::agent {
 namespace {
@@ -179,6 +181,161 @@ TEST(DatasetCache, ASourceChangedSinceItWasAddedIsRefusedNamingIt) {
   s = cache.Acquire(missing, nullptr);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("dataset moving from " + missing.source), std::string::npos);
+}
+
+// The directory `dir` packed by the system's tar into `archive` (gzip for .tgz): a reference to
+// the archive with the manifest `corral datasets add` would make.
+DatasetRef PackSource(const DatasetRef& dir, const std::string& archive) {
+  const std::string flags = archive.ends_with(".tgz") ? "-czf" : "-cf";
+  EXPECT_EQ(std::system(("tar -C " + dir.source + " " + flags + " " + archive + " .").c_str()), 0);
+  auto m = ScanSource(archive, "/tmp");
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  DatasetRef r = dir;
+  r.source = archive;
+  r.digest = m->digest;
+  return r;
+}
+
+TEST(DatasetCache, AnArchiveIsUnpackedCheckedAndKeepsItsPermissions) {
+  TempDir tmp;
+  DatasetRef dir = MakeSource(tmp.path() + "/src", "packed", 30, 5000);
+  DatasetRef ref = PackSource(dir, tmp.path() + "/packed.tgz");
+  EXPECT_EQ(ref.digest, dir.digest);  // the same content, the same version
+  chmod(ref.source.c_str(), 0640);
+  DatasetCache cache({tmp.path() + "/cache"});
+  auto got = cache.Acquire(ref, nullptr);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(got->fetched);
+  EXPECT_EQ(got->source_bytes, static_cast<int64_t>(fs::file_size(ref.source)));
+  auto copy = ScanDataset(got->path);
+  ASSERT_TRUE(copy.ok());
+  EXPECT_EQ(copy->digest, ref.digest);
+  EXPECT_EQ(fs::status(got->path + "/a/f1").permissions(),
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  close(got->use_fd);
+
+  // Repacked with a file changed: refused naming the dataset and the archive, nothing kept.
+  std::ofstream(dir.source + "/a/f1") << "changed";
+  DatasetRef stale = ref;
+  PackSource(dir, ref.source);
+  DatasetCache fresh({tmp.path() + "/cache2"});
+  auto s = fresh.Acquire(stale, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("dataset packed from " + ref.source), std::string::npos)
+      << s.status().message();
+  EXPECT_NE(s.status().message().find("changed since it was added"), std::string::npos);
+  EXPECT_TRUE(fresh.Usage().digests.empty());
+  EXPECT_TRUE(fs::is_empty(tmp.path() + "/cache2/tmp"));
+}
+
+TEST(DatasetCache, AnArchiveWithALinkOutIsRefusedAndLeavesNothing) {
+  TempDir tmp;
+  fs::create_directories(tmp.path() + "/evil");
+  std::ofstream(tmp.path() + "/evil/ok") << "ok";
+  fs::create_symlink("/etc/passwd", tmp.path() + "/evil/passwd");
+  ASSERT_EQ(
+      std::system(("tar -C " + tmp.path() + "/evil -cf " + tmp.path() + "/evil.tar .").c_str()), 0);
+  DatasetRef ref;
+  ref.name = "evil";
+  ref.source = tmp.path() + "/evil.tar";
+  ref.digest = "sha256:" + std::string(64, '0');
+  DatasetCache cache({tmp.path() + "/cache"});
+  auto s = cache.Acquire(ref, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("'./passwd' is a symbolic link"), std::string::npos)
+      << s.status().message();
+  EXPECT_TRUE(cache.Usage().digests.empty());
+  EXPECT_TRUE(fs::is_empty(tmp.path() + "/cache/tmp"));
+}
+
+// An archive served over real HTTP on loopback; `served` counts the bytes sent.
+class ArchiveServer {
+ public:
+  explicit ArchiveServer(const std::string& file)
+      : server_([this, file](net::HttpRequest req, net::Responder respond) {
+          net::HttpResponse r;
+          r.content_type = "application/octet-stream";
+          std::ifstream in(file, std::ios::binary);
+          if (req.path != "/data/set.tgz" || !in) {
+            r.status = 404;
+          } else {
+            r.body.assign(std::istreambuf_iterator<char>(in), {});
+            served_ += static_cast<int64_t>(r.body.size());
+          }
+          respond(std::move(r));
+        }) {
+    port_ = *server_.Listen("127.0.0.1", 0);
+    server_.Start();
+  }
+  std::string Url(const std::string& path) const {
+    return "http://127.0.0.1:" + std::to_string(port_) + path;
+  }
+  int64_t served() const { return served_; }
+
+ private:
+  std::atomic<int64_t> served_{0};
+  net::HttpServer server_;
+  int port_ = 0;
+};
+
+TEST(DatasetCache, AUrlIsDownloadedCheckedPublishedAndAChangedOneRefused) {
+  TempDir tmp;
+  DatasetRef dir = MakeSource(tmp.path() + "/src", "remote", 40, 3000);
+  const std::string archive = tmp.path() + "/set.tgz";
+  PackSource(dir, archive);
+  ArchiveServer server(archive);
+  DatasetRef ref = dir;
+  ref.source = server.Url("/data/set.tgz");
+  auto m = ScanSource(ref.source, tmp.path());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->digest, dir.digest);
+  const int64_t once = server.served();
+  EXPECT_EQ(once, static_cast<int64_t>(fs::file_size(archive)));
+
+  DatasetCache cache({tmp.path() + "/cache"});
+  std::vector<int64_t> progress;
+  auto got = cache.Acquire(ref, nullptr, [&](int64_t n) { progress.push_back(n); });
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(got->fetched);
+  EXPECT_EQ(got->source_bytes, once);
+  EXPECT_EQ(server.served(), 2 * once);
+  ASSERT_FALSE(progress.empty());
+  EXPECT_EQ(progress.back(), ref.bytes);
+  auto copy = ScanDataset(got->path);
+  ASSERT_TRUE(copy.ok());
+  EXPECT_EQ(copy->digest, ref.digest);
+  close(got->use_fd);
+  auto again = cache.Acquire(ref, nullptr);  // cached: the source is not read
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->fetched);
+  EXPECT_EQ(server.served(), 2 * once);
+  close(again->use_fd);
+  EXPECT_TRUE(fs::is_empty(tmp.path() + "/cache/tmp"));
+
+  // The archive behind the URL changed: refused naming the dataset and the URL.
+  std::ofstream(dir.source + "/b/f0") << "changed";
+  fs::remove(archive);
+  PackSource(dir, archive);
+  DatasetCache fresh({tmp.path() + "/cache2"});
+  // What a download killed midway leaves (its archive and its half-unpacked copy) goes at the
+  // agent's next start.
+  const std::string dead = tmp.path() + "/cache2/tmp/" + DigestHex(ref.digest) + ".1.2";
+  fs::create_directories(dead + "/a");
+  std::ofstream(dead + ".download") << "half an archive";
+  fresh.CleanInterrupted();
+  EXPECT_TRUE(fs::is_empty(tmp.path() + "/cache2/tmp"));
+  auto s = fresh.Acquire(ref, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("dataset remote from " + ref.source), std::string::npos)
+      << s.status().message();
+  EXPECT_NE(s.status().message().find("changed since it was added"), std::string::npos);
+  DatasetRef gone = ref;
+  gone.source = server.Url("/data/gone.tgz");
+  s = fresh.Acquire(gone, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("404"), std::string::npos) << s.status().message();
+  EXPECT_TRUE(fresh.Usage().digests.empty());
+  EXPECT_TRUE(fs::is_empty(tmp.path() + "/cache2/tmp"));
 }
 
 TEST(DatasetStager, StagesThenGivesTheOrderItsDatasetsPlaces) {

@@ -59,7 +59,7 @@ void DatasetStager::Count(const DatasetRef& r, const Result<StagedDataset>& stag
   if (!staged.ok()) return metrics_.Add(kStageIns, {{"result", "failed"}}, 1);
   metrics_.Add(kStageIns, {{"result", staged->fetched ? "fetched" : "cached"}}, 1);
   if (!staged->fetched) return;
-  metrics_.Add(kSourceBytes, {{"source", r.source}}, static_cast<double>(r.bytes));
+  metrics_.Add(kSourceBytes, {{"source", r.source}}, static_cast<double>(staged->source_bytes));
   metrics_.Observe(kFetchSeconds, {}, static_cast<double>(staged->fetch_ms) / 1000.0);
 }
 

@@ -88,9 +88,11 @@ const CommandInfo kCommands[] = {
      "UTC)",
      "list advance reservations and maintenance windows; admins create and delete them"},
     {"datasets", RunDatasets,
-     "corral datasets [-o json] | corral datasets add NAME --source DIR [--version V] |\n"
-     "       corral datasets show NAME [-o json] | corral datasets rm NAME",
-     "register directories on shared storage as datasets that jobs declare (--dataset); list "
+     "corral datasets [-o json] |\n"
+     "       corral datasets add NAME --source DIR|ARCHIVE|URL [--version V] |\n"
+     "       corral datasets show NAME[@V] [-o json] | corral datasets rm NAME[@V]",
+     "register directories or archives on shared storage, or archives at URLs, as datasets "
+     "that jobs declare (--dataset); list "
      "them with their size, files, state and the nodes that cache them; remove unused ones"},
     {"serve", RunServe,
      "corral serve NAME [--replicas N | --min-replicas A --max-replicas B] --port PORT\n"

@@ -1,8 +1,11 @@
-// corral datasets: register a directory on shared storage as a dataset (the manifest is made
-// here, by reading every file), list datasets, show one, remove one (docs/datasets.md).
+// corral datasets: register a directory or an archive on shared storage, or an archive at an
+// http(s) URL, as a dataset (the manifest is made here, by reading every file: the user who adds
+// it shows they can reach it, and the head never reads or downloads anything for a user), list
+// datasets, show one, remove one (docs/datasets.md).
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <ostream>
 
@@ -10,6 +13,7 @@
 #include "cli/table.h"
 #include "core/dataset.h"
 #include "core/dataset_files.h"
+#include "core/dataset_source.h"
 
 namespace corral::cli {
 namespace {
@@ -40,10 +44,18 @@ Result<DatasetView> DatasetViewIn(const Result<Json>& reply, const char* key) {
 
 int DatasetsAdd(const ParsedArgs& args, CliContext& ctx) {
   if (args.positional.size() != 2) return UsageError(ctx, "datasets", "add wants one name");
-  if (!args.Has("source")) return UsageError(ctx, "datasets", "add needs --source PATH");
-  std::error_code ec;
-  const std::string source = std::filesystem::absolute(args.Get("source"), ec).lexically_normal();
-  auto manifest = ScanDataset(source);
+  if (!args.Has("source")) return UsageError(ctx, "datasets", "add needs --source PATH|URL");
+  std::string source = args.Get("source");
+  if (SourceKindOf(source) != DatasetSourceKind::kUrl && source.find("://") == std::string::npos) {
+    std::error_code ec;
+    source = std::filesystem::absolute(source, ec).lexically_normal();
+  }
+  if (Status bad = CheckSourceText(source); !bad.ok()) {  // before any download
+    PrintError(ctx, "datasets", "add " + args.positional[1] + ": " + bad.message());
+    return kExitError;
+  }
+  const char* tmpdir = std::getenv("TMPDIR");
+  auto manifest = ScanSource(source, tmpdir != nullptr && *tmpdir ? tmpdir : "/tmp");
   if (!manifest.ok()) {
     PrintError(ctx, "datasets", "add " + args.positional[1] + ": " + manifest.status().message());
     return kExitError;
@@ -99,7 +111,7 @@ int DatasetsRemove(const ParsedArgs& args, CliContext& ctx) {
     PrintError(ctx, "datasets", "rm " + args.positional[1] + ": " + v.status().message());
     return kExitError;
   }
-  *ctx.out << "Dataset " << v->dataset.name << " removed\n";
+  *ctx.out << "Dataset " << args.positional[1] << " removed\n";
   return kExitOk;
 }
 

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <set>
 
+#include "core/dataset_key.h"
+#include "core/dataset_kind.h"
 #include "core/field_error.h"
 
 namespace corral {
@@ -50,7 +52,48 @@ bool IsMountPath(const std::string& p) {
   return true;
 }
 
+bool DatasetNameEndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
 }  // namespace
+
+bool IsArchiveName(const std::string& path) {
+  return DatasetNameEndsWith(path, ".tar") || DatasetNameEndsWith(path, ".tar.gz") ||
+         DatasetNameEndsWith(path, ".tgz");
+}
+
+std::string DatasetKey(const std::string& name, const std::string& version) {
+  return name + "@" + version;
+}
+
+std::pair<std::string, std::string> SplitDatasetKey(const std::string& text) {
+  const size_t at = text.find('@');
+  if (at == std::string::npos) return {text, ""};
+  return {text.substr(0, at), text.substr(at + 1)};
+}
+
+Status CheckSourceText(const std::string& source) {
+  if (SourceKindOf(source) == DatasetSourceKind::kUrl) {
+    const size_t host = source.find("://") + 3;
+    const size_t path = source.find('/', host);
+    if (path == std::string::npos || path == host || !IsArchiveName(source.substr(path))) {
+      return FieldError("source", source,
+                        "an http(s) URL of an archive (.tar, .tar.gz or .tgz) with a host");
+    }
+  } else if (source.empty() || source[0] != '/' || source.find("://") != std::string::npos) {
+    return FieldError("source", source,
+                      "an absolute path to a directory or an archive, or an http(s) URL");
+  }
+  return Status::Ok();
+}
+
+DatasetSourceKind SourceKindOf(const std::string& source) {
+  if (source.rfind("http://", 0) == 0 || source.rfind("https://", 0) == 0) {
+    return DatasetSourceKind::kUrl;
+  }
+  return IsArchiveName(source) ? DatasetSourceKind::kArchive : DatasetSourceKind::kDirectory;
+}
 
 Json ToJson(const Dataset& d) {
   return Json{{"name", d.name},     {"version", d.version},  {"source", d.source},
@@ -95,9 +138,7 @@ Result<Dataset> ParseDataset(const Json& body) {
   d.name = *name;
   auto source = DatasetText(body, "source", true);
   if (!source.ok()) return source.status();
-  if (source->empty() || (*source)[0] != '/') {
-    return FieldError("source", *source, "an absolute path to a directory");
-  }
+  CORRAL_RETURN_IF_ERROR(CheckSourceText(*source));
   d.source = *source;
   auto digest = DatasetText(body, "digest", true);
   if (!digest.ok()) return digest.status();

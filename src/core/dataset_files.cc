@@ -96,6 +96,16 @@ Result<ManifestFile> HashStream(const std::string& from, int out, const std::str
 
 }  // namespace
 
+struct Sha256Stream::Impl {
+  Md md = NewSha256();
+};
+Sha256Stream::Sha256Stream() : impl_(std::make_unique<Impl>()) {}
+Sha256Stream::~Sha256Stream() = default;
+void Sha256Stream::Update(const void* data, size_t size) {
+  EVP_DigestUpdate(impl_->md.get(), data, size);
+}
+std::string Sha256Stream::FinishHex() { return Finish(impl_->md.get()); }
+
 std::string Sha256Hex(const std::string& bytes) {
   Md md = NewSha256();
   EVP_DigestUpdate(md.get(), bytes.data(), bytes.size());

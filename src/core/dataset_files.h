@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,21 @@ struct Manifest {
 
 // SHA-256 of a byte string, 64 lowercase hex digits.
 std::string Sha256Hex(const std::string& bytes);
+
+// SHA-256 of bytes given in pieces (an archive's member as it is read).
+class Sha256Stream {
+ public:
+  Sha256Stream();
+  ~Sha256Stream();
+  Sha256Stream(const Sha256Stream&) = delete;
+  Sha256Stream& operator=(const Sha256Stream&) = delete;
+  void Update(const void* data, size_t size);
+  std::string FinishHex();  // 64 lowercase hex digits; once
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // The manifest of the directory `root`: regular files only (symbolic links are refused, so
 // that a dataset never reaches outside its root). Errors name the path and why.

@@ -1,9 +1,31 @@
 // Datasets (core/dataset.h, head/datasets.h): users register them, each a typed change; a job
 // may declare only registered ones, and the head resolves each to the content it names at
-// submission, so that a later re-registration never changes what a queued job reads.
+// submission, so that a later re-registration never changes what a queued job reads. A name
+// may hold several versions at once (core/dataset_key.h): "NAME" is its latest, "NAME@V" one.
+#include "core/dataset_key.h"
 #include "head/head_core.h"
 
 namespace corral::head {
+namespace {
+
+// Every version registered under `name`, in version order.
+std::vector<const Dataset*> VersionsNamed(const DatasetCatalog& catalog, const std::string& name) {
+  std::vector<const Dataset*> out;
+  const std::string prefix = name + "@";
+  for (auto it = catalog.all().lower_bound(prefix);
+       it != catalog.all().end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+    out.push_back(&it->second);
+  }
+  return out;
+}
+
+std::string DatasetVersionList(const std::vector<const Dataset*>& versions) {
+  std::string out;
+  for (const Dataset* d : versions) out += (out.empty() ? "" : ", ") + d->version;
+  return out;
+}
+
+}  // namespace
 
 std::vector<DatasetView> HeadCore::ListDatasets() const {
   std::vector<DatasetView> out;
@@ -20,7 +42,9 @@ Result<DatasetView> HeadCore::GetDataset(const std::string& name) const {
 DatasetView HeadCore::ViewOfDataset(const Dataset& d) const {
   DatasetView v;
   v.dataset = d;
-  for (JobId id : indexes_.get<DatasetUsers>().Of(d.name)) v.users.push_back(id);
+  for (JobId id : indexes_.get<DatasetUsers>().Of(DatasetKey(d.name, d.version))) {
+    v.users.push_back(id);
+  }
   for (const auto& [node, held] : node_watch_.dataset_holders()) {
     if (held.count(d.digest)) v.nodes.push_back(node);
   }
@@ -31,9 +55,18 @@ Result<DatasetView> HeadCore::AddDataset(const Caller& by, Dataset d, TimeMs now
   if (by.kind != Caller::Kind::kUser && by.kind != Caller::Kind::kSystem) {
     return PermissionDenied("only users add datasets");
   }
-  if (state_.datasets.Find(d.name) != nullptr) {
-    return Status{ErrorCode::kAlreadyExists,
-                  "field 'name': dataset '" + d.name + "' exists (remove it first)"};
+  const std::vector<const Dataset*> versions = VersionsNamed(state_.datasets, d.name);
+  for (const Dataset* other : versions) {
+    if (other->version == d.version) {
+      return Status{ErrorCode::kAlreadyExists,
+                    "field 'version': dataset '" + DatasetKey(d.name, d.version) +
+                        "' exists (remove it first, or add another version)"};
+    }
+  }
+  // A name's versions are its owner's: another user's data under a trusted name is refused.
+  if (!versions.empty() && by.name != versions[0]->owner && !by.IsAdmin()) {
+    return PermissionDenied("field 'name': dataset '" + d.name + "' is " + versions[0]->owner +
+                            "'s: only they or an admin may add versions of it");
   }
   d.owner = by.name;
   d.added_at = now;
@@ -42,20 +75,29 @@ Result<DatasetView> HeadCore::AddDataset(const Caller& by, Dataset d, TimeMs now
 }
 
 Result<DatasetView> HeadCore::RemoveDataset(const Caller& by, const std::string& name, TimeMs now) {
-  const Dataset* d = state_.datasets.Find(name);
-  if (d == nullptr) return NotFound("no dataset '" + name + "'");
-  if (!by.IsAdmin() && by.name != d->owner) {
-    return PermissionDenied("dataset '" + name + "' is " + d->owner +
-                            "'s: only they or an admin may remove it");
+  // "NAME@V": that version; "NAME": every version of NAME.
+  const auto [bare, version] = SplitDatasetKey(name);
+  std::vector<const Dataset*> gone_versions;
+  for (const Dataset* d : VersionsNamed(state_.datasets, bare)) {
+    if (version.empty() || d->version == version) gone_versions.push_back(d);
   }
-  const std::set<JobId>& users = indexes_.get<DatasetUsers>().Of(name);
+  if (gone_versions.empty()) return NotFound("no dataset '" + name + "'");
+  std::set<JobId> users;
+  for (const Dataset* d : gone_versions) {
+    if (!by.IsAdmin() && by.name != d->owner) {
+      return PermissionDenied("dataset '" + name + "' is " + d->owner +
+                              "'s: only they or an admin may remove it");
+    }
+    const auto& of = indexes_.get<DatasetUsers>().Of(DatasetKey(d->name, d->version));
+    users.insert(of.begin(), of.end());
+  }
   if (!users.empty()) {
     std::string ids;
     for (JobId id : users) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
     return FailedPrecondition("dataset '" + name + "' is used by jobs not yet over (" + ids +
                               "): cancel them or wait for them to end");
   }
-  DatasetView gone = ViewOfDataset(*d);
+  DatasetView gone = ViewOfDataset(*gone_versions.back());
   Emit(by, now, DatasetRemoved{name});
   return gone;
 }
@@ -73,14 +115,16 @@ Status HeadCore::ResolveDatasets(JobSpec* spec) const {
   for (size_t i = 0; i < spec->datasets.size(); ++i) {
     DatasetRef& r = spec->datasets[i];
     const std::string field = "datasets[" + std::to_string(i) + "]";
-    const Dataset* d = state_.datasets.Find(r.name);
-    if (d == nullptr) {
+    const std::vector<const Dataset*> versions = VersionsNamed(state_.datasets, r.name);
+    if (versions.empty()) {
       return InvalidArgument("field '" + field + "': no dataset '" + r.name +
                              "' (corral datasets add)");
     }
-    if (!r.version.empty() && r.version != d->version) {
-      return InvalidArgument("field '" + field + "': dataset '" + r.name + "' has version '" +
-                             d->version + "', not '" + r.version + "'");
+    const Dataset* d =
+        state_.datasets.Find(r.version.empty() ? r.name : DatasetKey(r.name, r.version));
+    if (d == nullptr) {
+      return InvalidArgument("field '" + field + "': dataset '" + r.name + "' has no version '" +
+                             r.version + "' (it has " + DatasetVersionList(versions) + ")");
     }
     r.version = d->version;
     r.digest = d->digest;

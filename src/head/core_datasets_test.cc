@@ -38,9 +38,12 @@ TEST_P(Scenario, ADatasetIsAddedListedAndRemovedAcrossCrashes) {
   EXPECT_EQ(v.dataset.bytes, 3000);
   EXPECT_EQ(v.dataset.added_at, now());
   EXPECT_EQ(v.State(), "idle");
-  auto again = core().AddDataset(kBob, Imagenet("v2"), now());
+  auto again = core().AddDataset(kAna, Imagenet(), now());
   EXPECT_EQ(again.status().code(), ErrorCode::kAlreadyExists);
-  EXPECT_NE(again.status().message().find("field 'name'"), std::string::npos);
+  EXPECT_NE(again.status().message().find("field 'version'"), std::string::npos);
+  auto theirs = core().AddDataset(kBob, Imagenet("v2"), now());  // a version of Ana's name
+  EXPECT_EQ(theirs.status().code(), ErrorCode::kPermissionDenied);
+  EXPECT_NE(theirs.status().message().find("field 'name'"), std::string::npos);
   EXPECT_EQ(core().RemoveDataset(kBob, "imagenet", now()).status().code(),
             ErrorCode::kPermissionDenied);
   EXPECT_EQ(core().RemoveDataset(kAna, "nope", now()).status().code(), ErrorCode::kNotFound);
@@ -63,7 +66,8 @@ TEST_P(Scenario, ASubmissionNamesOnlyRegisteredDatasetsAndGetsTheirContent) {
   Step();
   auto wrong = core().Submit(kAna, Using(Spec(1), "imagenet", "v9"), "", now());
   ASSERT_EQ(wrong.status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_NE(wrong.status().message().find("has version 'v1', not 'v9'"), std::string::npos);
+  EXPECT_NE(wrong.status().message().find("has no version 'v9' (it has v1)"), std::string::npos)
+      << wrong.status().message();
   Job job = Submit(Using(Spec(1), "imagenet"), kBob);
   const Job got = Get(job.id);
   const DatasetRef& r = got.spec.datasets.at(0);
@@ -77,6 +81,58 @@ TEST_P(Scenario, ASubmissionNamesOnlyRegisteredDatasetsAndGetsTheirContent) {
   ASSERT_EQ(orders.size(), 1u);
   ASSERT_EQ(orders[0].datasets.size(), 1u);
   EXPECT_EQ(orders[0].datasets[0].digest, Imagenet().digest);
+  h_.ExpectReplayEqualsLive();
+}
+
+TEST_P(Scenario, SeveralVersionsOfANameAtOnce) {
+  Register("n1", 2);
+  Dataset v1 = Imagenet("v1");
+  ASSERT_TRUE(core().AddDataset(kAna, v1, now()).ok());
+  Step();
+  Dataset v2 = Imagenet("v2");
+  v2.digest = "sha256:" + std::string(64, 'b');
+  v2.source = "/shared/imagenet-2.tar.gz";
+  v2.files = 4;
+  now() += 1000;
+  ASSERT_TRUE(core().AddDataset(kAna, v2, now()).ok());
+  Step();
+  // Both are listed and shown; the bare name is the latest.
+  ASSERT_EQ(core().ListDatasets().size(), 2u);
+  EXPECT_EQ(core().GetDataset("imagenet")->dataset.version, "v2");
+  EXPECT_EQ(core().GetDataset("imagenet@v1")->dataset.digest, v1.digest);
+  EXPECT_EQ(core().GetDataset("imagenet@v3").status().code(), ErrorCode::kNotFound);
+  // Jobs get the version they name, or the latest.
+  Job old = Submit(Using(Spec(1), "imagenet", "v1"));
+  Job latest = Submit(Using(Spec(1), "imagenet"));
+  EXPECT_EQ(Get(old.id).spec.datasets.at(0).digest, v1.digest);
+  EXPECT_EQ(Get(latest.id).spec.datasets.at(0).digest, v2.digest);
+  EXPECT_EQ(Get(latest.id).spec.datasets.at(0).source, "/shared/imagenet-2.tar.gz");
+  Step();
+  // Each version has its own users (pending jobs here): v1 cannot go while its job is not
+  // over, nor the name.
+  EXPECT_EQ(core().GetDataset("imagenet@v1")->users, std::vector<uint64_t>{old.id});
+  EXPECT_EQ(core().GetDataset("imagenet@v2")->users, std::vector<uint64_t>{latest.id});
+  EXPECT_EQ(core().RemoveDataset(kAna, "imagenet@v1", now()).status().code(),
+            ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(core().RemoveDataset(kAna, "imagenet", now()).status().code(),
+            ErrorCode::kFailedPrecondition);
+  ASSERT_TRUE(core().Cancel(kAna, old.id, now()).ok());
+  Step();
+  ASSERT_TRUE(core().RemoveDataset(kAna, "imagenet@v1", now()).ok());
+  Step();
+  ASSERT_EQ(core().ListDatasets().size(), 1u);
+  EXPECT_EQ(core().GetDataset("imagenet")->dataset.version, "v2");
+  EXPECT_EQ(core().GetDataset("imagenet@v1").status().code(), ErrorCode::kNotFound);
+  auto gone = core().Submit(kAna, Using(Spec(1), "imagenet", "v1"), "", now());
+  EXPECT_NE(gone.status().message().find("has no version 'v1' (it has v2)"), std::string::npos)
+      << gone.status().message();
+  ASSERT_TRUE(core().Cancel(kAna, latest.id, now()).ok());
+  Step();
+  ASSERT_TRUE(core().AddDataset(kAna, v1, now()).ok());  // back, beside v2
+  Step();
+  ASSERT_TRUE(core().RemoveDataset(kAna, "imagenet", now()).ok());  // every version
+  Step();
+  EXPECT_TRUE(core().ListDatasets().empty());
   h_.ExpectReplayEqualsLive();
 }
 

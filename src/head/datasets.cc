@@ -1,18 +1,47 @@
 #include "head/datasets.h"
 
+#include "core/dataset_key.h"
 #include "head/cluster_state.h"
 
 namespace corral::head {
 
 // --- DatasetCatalog ---
+//
+// Several versions under one name at once: the catalog is keyed by "NAME@VERSION"
+// (core/dataset_key.h). DatasetRemoved's name is "NAME@VERSION" for one version, or "NAME" for
+// every version of NAME (what it always meant when a name had one version). Find("NAME") is
+// the name's latest version: the one added last (equal times: the greater version).
 
-void DatasetCatalog::Apply(const DatasetAdded& c) { datasets_[c.dataset.name] = c.dataset; }
+void DatasetCatalog::Apply(const DatasetAdded& c) {
+  datasets_[DatasetKey(c.dataset.name, c.dataset.version)] = c.dataset;
+}
 
-void DatasetCatalog::Apply(const DatasetRemoved& c) { datasets_.erase(c.name); }
+void DatasetCatalog::Apply(const DatasetRemoved& c) {
+  const auto [name, version] = SplitDatasetKey(c.name);
+  if (!version.empty()) {
+    datasets_.erase(c.name);
+    return;
+  }
+  const std::string prefix = name + "@";
+  auto it = datasets_.lower_bound(prefix);
+  while (it != datasets_.end() && it->first.compare(0, prefix.size(), prefix) == 0) {
+    it = datasets_.erase(it);
+  }
+}
 
 const Dataset* DatasetCatalog::Find(const std::string& name) const {
-  auto it = datasets_.find(name);
-  return it == datasets_.end() ? nullptr : &it->second;
+  const auto [bare, version] = SplitDatasetKey(name);
+  if (!version.empty()) {
+    auto it = datasets_.find(name);
+    return it == datasets_.end() ? nullptr : &it->second;
+  }
+  const std::string prefix = bare + "@";
+  const Dataset* latest = nullptr;
+  for (auto it = datasets_.lower_bound(prefix);
+       it != datasets_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+    if (latest == nullptr || it->second.added_at >= latest->added_at) latest = &it->second;
+  }
+  return latest;
 }
 
 Json DatasetCatalog::ToJson() const {
@@ -27,7 +56,7 @@ Result<DatasetCatalog> DatasetCatalog::FromJson(const Json& j) {
   for (const Json& e : j) {
     auto d = DatasetFromJson(e);
     if (!d.ok()) return d.status();
-    out.datasets_[d->name] = std::move(*d);
+    out.datasets_[DatasetKey(d->name, d->version)] = std::move(*d);
   }
   return out;
 }
@@ -46,8 +75,8 @@ void DatasetUsers::Update(const ClusterState& s, JobId id) {
   }
   for (const DatasetRef& r : it->second.spec.datasets) {
     if (uses) {
-      users_[r.name].insert(id);
-    } else if (auto u = users_.find(r.name); u != users_.end()) {
+      users_[DatasetKey(r.name, r.version)].insert(id);
+    } else if (auto u = users_.find(DatasetKey(r.name, r.version)); u != users_.end()) {
       u->second.erase(id);
       if (u->second.empty()) users_.erase(u);
     }
@@ -72,7 +101,7 @@ void DatasetUsers::Rebuild(const ClusterState& s, TimeMs) {
   users_.clear();
   for (const auto& [id, job] : s.jobs) {
     if (IsTerminal(job.state)) continue;
-    for (const DatasetRef& r : job.spec.datasets) users_[r.name].insert(id);
+    for (const DatasetRef& r : job.spec.datasets) users_[DatasetKey(r.name, r.version)].insert(id);
   }
 }
 
