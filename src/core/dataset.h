@@ -1,7 +1,8 @@
-// Datasets (docs/datasets.md): a directory of files on shared storage, registered once under a
-// name with a manifest (each file's relative path, size and SHA-256) whose digest names its
-// content. Jobs declare the datasets they read; each node keeps one verified copy of a dataset
-// per content digest in its cache, shared by every job that uses it.
+// Datasets (docs/datasets.md): a directory or an archive on shared storage, or an archive at an
+// HTTP(S) URL, registered once under a name and version with a manifest (each file's relative path,
+// size and SHA-256) whose digest names its content. Jobs declare the datasets they read; each node
+// keeps one verified copy of a dataset per content digest in its cache, shared by every job that
+// uses it.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +21,7 @@ using Json = nlohmann::json;
 struct Dataset {
   std::string name;     // IsGoodName
   std::string version;  // given, or the digest's first kShortDigest hex digits
-  std::string source;   // an absolute directory path on shared storage
+  std::string source;   // a directory or archive path on shared storage, or a URL (dataset_kind.h)
   std::string digest;   // "sha256:<64 hex>" of the manifest (ManifestDigest)
   int64_t files = 0;
   int64_t bytes = 0;
@@ -36,7 +37,7 @@ constexpr size_t kShortDigest = 12;
 // agents fetch exactly that content.
 struct DatasetRef {
   std::string name;
-  std::string version;  // "": whichever is registered
+  std::string version;  // "": the name's latest version
   std::string mount;    // where a container sees it; "": /datasets/NAME
   std::string digest;   // resolved by the head at submission
   std::string source;

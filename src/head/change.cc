@@ -1,5 +1,7 @@
 #include "head/change.h"
 
+#include "core/dataset_key.h"
+
 namespace corral::head {
 namespace {
 
@@ -141,7 +143,10 @@ struct Encoder {
   void operator()(const ReservationSet& c) { j["reservation"] = ToJson(c.reservation); }
   void operator()(const ReservationDeleted& c) { j["name"] = c.name; }
   void operator()(const DatasetAdded& c) { j["dataset"] = ToJson(c.dataset); }
-  void operator()(const DatasetRemoved& c) { j["name"] = c.name; }
+  void operator()(const DatasetRemoved& c) {
+    j["name"] = c.name;
+    if (!c.version.empty()) j["version"] = c.version;
+  }
   void operator()(const ServiceCreated& c) { j["service"] = ToJson(c.service); }
   void operator()(const ServiceUpdated& c) { j["service"] = ToJson(c.service); }
   void operator()(const ServiceRemoved& c) { j["name"] = c.name; }
@@ -320,7 +325,9 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
   }
   if (type == "reservation_deleted") return ReservationDeleted{j.at("name").get<std::string>()};
   if (type == "dataset_added") return DatasetAdded{Must(DatasetFromJson(j.at("dataset")))};
-  if (type == "dataset_removed") return DatasetRemoved{j.at("name").get<std::string>()};
+  if (type == "dataset_removed") {
+    return DatasetRemoved{j.at("name").get<std::string>(), j.value("version", std::string())};
+  }
   if (type == "service_created") return ServiceCreated{Must(ServiceFromJson(j.at("service")))};
   if (type == "service_updated") return ServiceUpdated{Must(ServiceFromJson(j.at("service")))};
   if (type == "service_removed") return ServiceRemoved{j.at("name").get<std::string>()};
@@ -381,7 +388,10 @@ struct KeyOf {
   void operator()(const DatasetAdded& e) {
     j.update({{"kind", "dataset"}, {"key", e.dataset.name}});
   }
-  void operator()(const DatasetRemoved& e) { j.update({{"kind", "dataset"}, {"key", e.name}}); }
+  void operator()(const DatasetRemoved& e) {
+    j.update(
+        {{"kind", "dataset"}, {"key", e.version.empty() ? e.name : DatasetKey(e.name, e.version)}});
+  }
   void operator()(const ServiceCreated& e) {
     j.update({{"kind", "service"}, {"key", e.service.spec.name}});
   }

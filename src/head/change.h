@@ -147,6 +147,7 @@ struct DatasetAdded {  // a dataset registered: its name, version, source and ma
 };
 struct DatasetRemoved {
   std::string name;
+  std::string version;  // empty: every version of the name
 };
 // A service (core/service.h) created; its replicas are jobs the core submits (JobSubmitted with
 // spec.service set) and stops (StopRequested, JobEnded) as it keeps `desired` of them alive.

@@ -98,7 +98,7 @@ Result<DatasetView> HeadCore::RemoveDataset(const Caller& by, const std::string&
                               "): cancel them or wait for them to end");
   }
   DatasetView gone = ViewOfDataset(*gone_versions.back());
-  Emit(by, now, DatasetRemoved{name});
+  Emit(by, now, DatasetRemoved{bare, version});
   return gone;
 }
 

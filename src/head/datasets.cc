@@ -8,8 +8,8 @@ namespace corral::head {
 // --- DatasetCatalog ---
 //
 // Several versions under one name at once: the catalog is keyed by "NAME@VERSION"
-// (core/dataset_key.h). DatasetRemoved's name is "NAME@VERSION" for one version, or "NAME" for
-// every version of NAME (what it always meant when a name had one version). Find("NAME") is
+// (core/dataset_key.h). DatasetRemoved names one version, or every version of its name without
+// one (what it always meant when a name had one version). Find("NAME") is
 // the name's latest version: the one added last (equal times: the greater version).
 
 void DatasetCatalog::Apply(const DatasetAdded& c) {
@@ -17,12 +17,11 @@ void DatasetCatalog::Apply(const DatasetAdded& c) {
 }
 
 void DatasetCatalog::Apply(const DatasetRemoved& c) {
-  const auto [name, version] = SplitDatasetKey(c.name);
-  if (!version.empty()) {
-    datasets_.erase(c.name);
+  if (!c.version.empty()) {
+    datasets_.erase(DatasetKey(c.name, c.version));
     return;
   }
-  const std::string prefix = name + "@";
+  const std::string prefix = c.name + "@";
   auto it = datasets_.lower_bound(prefix);
   while (it != datasets_.end() && it->first.compare(0, prefix.size(), prefix) == 0) {
     it = datasets_.erase(it);
