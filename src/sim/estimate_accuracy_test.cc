@@ -138,7 +138,6 @@ TEST(EstimateAccuracy, ForwardEstimatesAreExactWithTrueDurationsAndNoArrivals) {
            std::to_string(1 << (i % 4)) + ",default,user" + std::to_string(i % 3) + ",n" +
            std::to_string(i % 4) + "\n";
   }
-  csv += "LATE,60,900,8,default,user0,n0\n";  // submitted after them: its estimate is exact too
   auto jobs = Jobs(csv);
   SimConfig c;
   c.cluster = {2, 8, 1};
@@ -157,6 +156,9 @@ TEST(EstimateAccuracy, ForwardEstimatesAreExactWithTrueDurationsAndNoArrivals) {
   }
   EXPECT_EQ(exact, a.judged);
   EXPECT_DOUBLE_EQ(a.late_share, 0);
+  int64_t preempted = 0;
+  for (const JobOutcome& o : forward->jobs) preempted += o.preemptions;
+  EXPECT_GT(preempted, 0) << "the scenario exercises LAS preemption and requeues";
   c.start_estimates.method = sched::EstimateMethod::kSweep;
   Result<SimResult> sweep = Simulate(jobs, c);
   ASSERT_TRUE(sweep.ok());
