@@ -121,6 +121,7 @@ class ForwardRun {
   std::unordered_set<JobId> victims_;                 // ending as victims, at their end
   int64_t waiting_ = 0;                               // watched jobs not started yet
   int64_t passes_ = 0;
+  int64_t work_ = 0;  // of the passes run
   FwdTimeline timeline_;
   const std::vector<DurationMs> history_thresholds_;
 };
@@ -245,9 +246,10 @@ EstimateConfidence ForwardRun::EndsAt(TimeMs t, bool* victim_ended) {
 
 bool ForwardRun::PassesAt(TimeMs t, EstimateConfidence instant) {
   for (int32_t k = 0; k < std::max(1, options_.max_passes_per_instant); ++k) {
-    if (passes_ >= options_.max_passes) return false;
+    if (passes_ >= options_.max_passes || work_ >= kForwardMaxWork) return false;
     ++passes_;
     Decisions d = fork_.Schedule(t);
+    work_ += fork_.GetStats().last_pass_work;
     for (const PlaceDecision& p : d.place) Placed(p, t, instant);
     for (const PreemptDecision& p : d.preempt) Preempted(p.job, t);
     if (d.place.empty() && d.preempt.empty()) return true;
