@@ -7,9 +7,10 @@
 //    the median pass time (median_ms) and preemptions per pass beside placements.
 //  - BM_IncrementalPriorityMix: the same with a priority mix (10% priority 1, 2% priority 2):
 //    higher classes preempt lower ones, and LAS levels inside queues.
-//  - BM_EstimateStarts: the cluster full after one pass, 100,000 jobs still pending: one
-//    start-time estimate of every pending job (Scheduler::EstimateStarts); reports how many got
-//    an estimate and the median time (median_ms).
+//  - BM_EstimateStarts/N: the cluster full after one pass, 100,000 jobs still pending: one
+//    start-time estimate of every pending job (Scheduler::EstimateStarts); N = 0: the sweep,
+//    else the pass run forward on a fork with at most N passes (the rest from the sweep);
+//    reports how many got an estimate and the median time (median_ms).
 // All with the default SchedulerConfig (las_within_queue, hysteresis, preemption budgets,
 // run-time predictions: jobs carry PendingJob::predicted_ms as ToPendingJob gives it). The
 // driver behaves like the head: a preempted run is requeued with the service it attained.
@@ -250,7 +251,15 @@ PendingJob LimitedJob(std::mt19937_64& rng, JobId id) {
   return j;
 }
 
+// arg 0: the sweep (EstimateMethod::kSweep); > 0: the pass run forward with that many passes
+// at most (kForward's max_passes).
 void BM_EstimateStarts(benchmark::State& state) {
+  EstimateOptions options;
+  if (state.range(0) == 0) {
+    options.method = EstimateMethod::kSweep;
+  } else {
+    options.max_passes = state.range(0);
+  }
   Scheduler s(BenchConfig());
   AddCluster(s);
   std::mt19937_64 rng(42);
@@ -264,7 +273,7 @@ void BM_EstimateStarts(benchmark::State& state) {
   int64_t estimated = 0;
   for (auto _ : state) {
     auto t0 = std::chrono::steady_clock::now();
-    std::vector<StartEstimate> e = s.EstimateStarts(now);
+    std::vector<StartEstimate> e = s.EstimateStarts(now, options);
     auto t1 = std::chrono::steady_clock::now();
     double secs = std::chrono::duration<double>(t1 - t0).count();
     state.SetIterationTime(secs);
@@ -278,7 +287,14 @@ void BM_EstimateStarts(benchmark::State& state) {
   state.counters["running"] = static_cast<double>(s.GetStats().running);
   state.counters["estimated"] = static_cast<double>(estimated);
 }
-BENCHMARK(BM_EstimateStarts)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(10);
+BENCHMARK(BM_EstimateStarts)
+    ->Arg(0)
+    ->Arg(16)
+    ->Arg(64)
+    ->Arg(256)
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime()
+    ->Iterations(5);
 
 }  // namespace
 }  // namespace corral::sched

@@ -3,6 +3,10 @@
 
 namespace corral::head {
 
-void HeadCore::EstimateStarts(TimeMs now) { explained_.Estimated(scheduler_->EstimateStarts(now)); }
+void HeadCore::EstimateStarts(TimeMs now, const std::vector<JobId>& watch) {
+  sched::EstimateOptions options = config_.start_estimates;
+  options.stop_when_started = watch;
+  explained_.Estimated(scheduler_->EstimateStarts(now, options));
+}
 
 }  // namespace corral::head

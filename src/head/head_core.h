@@ -82,6 +82,9 @@ struct CoreConfig {
   sched::SchedulerConfig scheduler;
   // How run times are predicted from ended jobs (which history, how fast it forgets).
   sched::EstimatorConfig estimator;
+  // How pending jobs' start times are estimated (EstimateStarts): the scheduler's pass run
+  // forward on a copy of its state, within a budget of passes, or the older forward sweep.
+  sched::EstimateOptions start_estimates;
   // What the simulator knows of a job and a head cannot (its true duration and progress, for
   // the baseline policies and the oracle), applied to every job's scheduler input. Unset in a
   // head.
@@ -358,7 +361,9 @@ class HeadCore {
   // (sched::Scheduler::EstimateStarts). Derived and not durable, like pending reasons: a
   // forward sweep redone every few seconds is worth no write per job per refresh, and a new
   // leader recomputes it at its first refresh (core_estimate.cc).
-  void EstimateStarts(TimeMs now);
+  // `watch`: stop the forward run once these have started (others then get no estimate), for
+  // a caller that reads only them (the simulator's judged jobs); empty: every pending job.
+  void EstimateStarts(TimeMs now, const std::vector<JobId>& watch = {});
   // Of the last EstimateStarts, by job (pending jobs only, with or without a start).
   const std::map<JobId, sched::StartEstimate>& start_estimates() const {
     return explained_.estimates();

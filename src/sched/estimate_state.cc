@@ -83,6 +83,23 @@ bool MayDisplace(const SchedulerConfig& c, const PendingEntry& e) {
 
 }  // namespace
 
+EstimatedLeft RunLeft(const SchedState& st, const RunEntry& r, TimeMs now, bool use_predictions) {
+  const int64_t gpus = std::max<int64_t>(1, r.gpus);
+  const DurationMs attained =
+      r.job.attained_ms + gpus * std::max<DurationMs>(0, now - r.started_at);
+  const DurationMs limit_left =
+      r.expected_end == kUnknownTime ? kUnknownTime : std::max<DurationMs>(0, r.expected_end - now);
+  const Left left = Remaining(st.config, r.job, attained, limit_left, use_predictions);
+  return {left.ms, left.confidence};
+}
+
+EstimatedLeft PendingLeft(const SchedulerConfig& cfg, const PendingJob& j, bool use_predictions) {
+  const DurationMs limit = j.time_limit_ms > 0 ? j.time_limit_ms : kUnknownTime;
+  const Left left = Remaining(cfg, j, j.attained_ms, limit, use_predictions);
+  return {left.ms == kUnknownTime ? kUnknownTime : std::max<DurationMs>(1, left.ms),
+          left.confidence};
+}
+
 std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
                                              const EstimateOptions& options) {
   std::vector<EstimateNode> nodes;

@@ -192,6 +192,11 @@ PendingEntry* PendingSet::Find(JobId id) {
   return it == jobs_.end() ? nullptr : &it->second;
 }
 
+const PendingEntry* PendingSet::Find(JobId id) const {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
 void PendingSet::SetAttained(JobId id, DurationMs attained_gpu_ms) {
   PendingEntry* e = Find(id);
   if (!e) return;

@@ -58,6 +58,7 @@ class PendingSet {
   PendingEntry* Add(const PendingJob& job);  // replaces one with the same id
   void Remove(JobId id);
   PendingEntry* Find(JobId id);
+  const PendingEntry* Find(JobId id) const;
   void SetAttained(JobId id, DurationMs attained_gpu_ms);
   // At the start of a pass: jobs past their age bound are aged (JobKey::aged).
   void Promote(TimeMs now);

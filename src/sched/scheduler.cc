@@ -338,7 +338,48 @@ Decisions Scheduler::Impl::Pass(TimeMs now) {
 Decisions Scheduler::Schedule(TimeMs now) { return impl_->Pass(now); }
 
 std::vector<StartEstimate> Scheduler::EstimateStarts(TimeMs now, const EstimateOptions& options) {
-  return EstimateFromState(impl_->st, now, options);
+  if (options.method == EstimateMethod::kSweep) return EstimateFromState(impl_->st, now, options);
+  std::unique_ptr<Scheduler> fork = Fork();
+  return ForwardStarts(impl_->st, *fork, now, options);
+}
+
+std::unique_ptr<Scheduler> Scheduler::Fork() const {
+  const SchedState& from = impl_->st;
+  auto fork = std::make_unique<Scheduler>(from.config);
+  SchedState& to = fork->impl_->st;
+  // Every member is a value but the pending set, which points into itself and at the queue
+  // book: it is rebuilt over the copied book (same queue and user ids), in id order.
+  to.model = from.model;
+  to.queues = from.queues;
+  to.running = from.running;
+  to.by_end = from.by_end;
+  to.running_by_queue = from.running_by_queue;
+  to.runs_on_node = from.runs_on_node;
+  to.freeing_gpus = from.freeing_gpus;
+  to.being_preempted = from.being_preempted;
+  to.victims_of = from.victims_of;
+  to.room_made = from.room_made;
+  to.pass = from.pass;
+  to.changed_since_pass = from.changed_since_pass;
+  to.node_reservations = from.node_reservations;
+  to.reservation_jobs = from.reservation_jobs;
+  to.preemptible_gpus = from.preemptible_gpus;
+  to.preemptible_priorities = from.preemptible_priorities;
+  to.preemptible_starts = from.preemptible_starts;
+  to.placed_preemptible_gpus = from.placed_preemptible_gpus;
+  to.budget = from.budget;
+  to.now = from.now;
+  // victim_order and its indexes hold pointers into `running`: the fork's first search
+  // builds its own (victim_order_pass stays 0).
+  for (JobId id : from.pending.Ids()) {
+    const PendingEntry* e = from.pending.Find(id);
+    PendingEntry* copy = to.pending.Add(e->job);
+    copy->last_code = e->last_code;
+    copy->last_reason = e->last_reason;
+  }
+  fork->impl_->class_failed = impl_->class_failed;
+  fork->impl_->last = impl_->last;
+  return fork;
 }
 
 Scheduler::Stats Scheduler::GetStats() const {

@@ -376,12 +376,38 @@ struct StartEstimate {
   EstimateConfidence confidence = EstimateConfidence::kHigh;
 };
 
+// How start-time estimates are made (start_estimate.h).
+enum class EstimateMethod {
+  // The scheduler's own pass run forward on a copy of its state (ForwardStarts).
+  kForward,
+  // One forward sweep of the pending jobs in the pass order (SweepStarts).
+  kSweep,
+};
+
 struct EstimateOptions {
   // Runs and pending jobs last their predicted remaining time where it is known and shorter
   // than their time limit; off: time limits only (unknown without one).
   bool use_predictions = true;
-  // Only the first max_jobs pending jobs (in order) are estimated; the rest get none.
+  // Only the first max_jobs pending jobs (in order) are estimated; the rest get none (kSweep;
+  // kForward estimates every pending job it sees start, and gives the rest the sweep's
+  // estimate, which honours it).
   int64_t max_jobs = INT64_MAX;
+  EstimateMethod method = EstimateMethod::kForward;
+  // kForward: the most passes it runs. Past them the jobs not yet started get the sweep's
+  // estimate, no earlier than the instant the forward run reached, at low confidence.
+  int64_t max_passes = 256;
+  // kForward: the most passes at one instant (a pass places, a victim ends, the next places
+  // the job it made room for, ...).
+  int32_t max_passes_per_instant = 4;
+  // kForward: with nothing ending sooner, a pass this long after the last one (a run may have
+  // become preemptible or crossed a LAS level meanwhile). <= 0: only at ends.
+  DurationMs idle_step_ms = 30 * kMinute;
+  // kForward: how long a victim runs after it is told to stop (its grace) before its GPUs
+  // are free; the job it makes room for starts at the earliest then.
+  DurationMs victim_grace_ms = 0;
+  // kForward: stop as soon as all these pending jobs have started in the forward run (their
+  // estimates are then what a longer run would give). Empty: every pending job.
+  std::vector<JobId> stop_when_started;
 };
 
 struct Decisions {
@@ -438,6 +464,11 @@ class Scheduler {
   // Start-time estimates for every pending job, in the order of a pass (start_estimate.h):
   // a forward sweep of the current state; changes nothing the next pass sees.
   std::vector<StartEstimate> EstimateStarts(TimeMs now, const EstimateOptions& options = {});
+
+  // A scheduler with this one's whole state (nodes, queues and their fair-share usage, runs,
+  // pending jobs, victims in flight, budgets): what it decides from here is what this one
+  // would, given the same calls. For running the pass forward without touching this one.
+  std::unique_ptr<Scheduler> Fork() const;
 
   struct Stats {
     int64_t pending = 0;

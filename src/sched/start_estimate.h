@@ -104,4 +104,44 @@ struct SchedState;
 std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
                                              const EstimateOptions& options);
 
+// How long a job still runs, and what that rests on: its predicted remaining time where known
+// and shorter than what its time limit leaves, that limit once it has outlived its prediction.
+struct EstimatedLeft {
+  DurationMs ms = kUnknownTime;  // kUnknownTime: no limit, no prediction (never ends)
+  EstimateConfidence confidence = EstimateConfidence::kHigh;
+};
+struct RunEntry;
+// Of a run at `now`, and of a pending job once it starts (at least 1 ms).
+EstimatedLeft RunLeft(const SchedState& st, const RunEntry& r, TimeMs now, bool use_predictions);
+EstimatedLeft PendingLeft(const SchedulerConfig& cfg, const PendingJob& j, bool use_predictions);
+
+// Start-time estimates from the production pass run forward (EstimateMethod::kForward).
+//
+// `fork` is a Scheduler::Fork of the one whose state is `st`. From `now` it is driven as its
+// driver would drive it, with no new arrivals: passes at an instant until one decides nothing
+// (at most options.max_passes_per_instant); a placed job runs for its PendingLeft and a run
+// for its RunLeft, then ends (RemoveRunning); a victim ends options.victim_grace_ms after its
+// Preempt decision and is requeued with the service it attained and the rest of its run still
+// to do; between ends, a pass where a run becomes preemptible, an admin reservation starts or
+// ends, or options.idle_step_ms has passed. A pending job's estimate is its first start in
+// the fork, on the nodes it was placed on. So placement, the order, backfill and its
+// reservations, preemption with its hysteresis, sparing rule and budgets, quotas, CPUs, memory
+// and labels are the pass's own; what is modelled is only when runs end.
+//
+// Confidence of a start: that of its instant (now, a run becoming preemptible, a reservation
+// boundary: kHigh; an end: what the ended runs' times rest on, a job started in the fork
+// ending no surer than its start; an idle step: kMedium), and kMedium at best where a victim
+// ended at the instant (the grace and the requeue are modelled).
+//
+// Bound: options.max_passes passes in all, and kForwardMaxWork. Jobs not started by then get the sweep's estimate
+// (EstimateFromState), no earlier than the instant reached, at kLow; jobs that cannot start
+// once nothing is left to end get none. Stops early once options.stop_when_started (or every
+// pending job) has started. Cost: a copy of the state plus up to max_passes passes.
+// ForwardStarts' second bound, on the work of its passes (the scheduler's unit, max_work_per_pass:
+// a node examined, a pending job visited, a run considered as a victim): a few passes of a
+// 10,000-node cluster with 100,000 pending jobs, hundreds of a Philly-sized one.
+inline constexpr int64_t kForwardMaxWork = 1'000'000;
+std::vector<StartEstimate> ForwardStarts(SchedState& st, Scheduler& fork, TimeMs now,
+                                         const EstimateOptions& options);
+
 }  // namespace corral::sched

@@ -226,6 +226,27 @@ TEST(SimulateCommandTest, BadPredictionAndFailureFlagsAreNamed) {
   EXPECT_NE(out.find("--predict-weight must be in (0, 1]"), std::string::npos) << out;
 }
 
+TEST(SimulateCommandTest, BadEstimatorFlagsAreNamed) {
+  std::string trace = std::string(CORRAL_SIM_TESTDATA) + "/philly_slice.csv";
+  int rc = 0;
+  std::string out = Command({"--trace", trace, "--nodes", "4", "--estimator", "crystal"}, &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("--estimator 'crystal': must be forward or sweep"), std::string::npos) << out;
+  out = Command({"--trace", trace, "--nodes", "4", "--estimate-passes", "0"}, &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("--estimate-passes 0: must be a positive count"), std::string::npos) << out;
+  // Both estimators judge the same runs: estimating decides nothing.
+  out = Command({"--trace", trace, "--nodes", "4", "--sample", "200", "--estimate-every", "5",
+                 "--estimator", "sweep", "--no-timing"},
+                &rc);
+  EXPECT_EQ(rc, 0) << out;
+  std::string forward = Command({"--trace", trace, "--nodes", "4", "--sample", "200",
+                                 "--estimate-every", "5", "--estimate-passes", "32", "--no-timing"},
+                                &rc);
+  EXPECT_EQ(rc, 0) << forward;
+  EXPECT_EQ(out.substr(0, out.find("estimates:")), forward.substr(0, forward.find("estimates:")));
+}
+
 TEST(SimulateCommandTest, FailuresAndSyntheticLimitsPassTheCheckerAndAreReported) {
   std::string trace = std::string(CORRAL_SIM_TESTDATA) + "/philly_slice.csv";
   int rc = 0;

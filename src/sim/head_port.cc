@@ -64,7 +64,9 @@ class CorePort final : public HeadPort {
     Pass(now);
     PassesWanted(now);
   }
-  void EstimateStarts(TimeMs now) override { core_.EstimateStarts(now); }
+  void EstimateStarts(TimeMs now, const std::vector<JobId>& watch) override {
+    core_.EstimateStarts(now, watch);
+  }
 
   head::CoreOutput TakeOutput() override {
     (void)core_.TakeDirty();  // there are no snapshot rows to write

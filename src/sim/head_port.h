@@ -50,7 +50,8 @@ class HeadPort {
   // work budget goes on).
   virtual void Schedule(TimeMs now) = 0;
   // The head refreshes its start-time estimates of pending jobs; read them through core().
-  virtual void EstimateStarts(TimeMs now) = 0;
+  // `watch`: the jobs the caller reads (HeadCore::EstimateStarts); a head shell estimates all.
+  virtual void EstimateStarts(TimeMs now, const std::vector<JobId>& watch) = 0;
 
   // The changes made since the last call (in order), and the nodes with new orders.
   virtual head::CoreOutput TakeOutput() = 0;

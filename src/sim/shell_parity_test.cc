@@ -70,7 +70,9 @@ class Recorder final : public HeadPort {
   }
   void Tick(TimeMs now) override { head_->Tick(now); }
   void Schedule(TimeMs now) override { head_->Schedule(now); }
-  void EstimateStarts(TimeMs now) override { head_->EstimateStarts(now); }
+  void EstimateStarts(TimeMs now, const std::vector<JobId>& watch) override {
+    head_->EstimateStarts(now, watch);
+  }
   head::CoreOutput TakeOutput() override {
     head::CoreOutput out = head_->TakeOutput();
     for (const head::Change& c : out.changes) {

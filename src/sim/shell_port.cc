@@ -109,7 +109,7 @@ class ShellPort final : public HeadPort {
     head_->Settle();
   }
 
-  void EstimateStarts(TimeMs now) override {
+  void EstimateStarts(TimeMs now, const std::vector<JobId>& /*watch*/) override {
     clock_.Set(now);
     head_->EstimateNow();
     head_->Settle();

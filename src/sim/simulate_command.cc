@@ -74,6 +74,8 @@ struct Flags {
   bool check = false;
   bool profile = false;
   int32_t estimate_every = 0;
+  std::string estimator = "forward";
+  int64_t estimate_passes = sched::EstimateOptions{}.max_passes;
 };
 
 // A duration as a job spec takes one, or whole milliseconds ("500ms": the head's own tick).
@@ -419,6 +421,18 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
                            ": must be 0 (none) or a positive count of jobs");
   }
   cfg.estimate_every = f.estimate_every;
+  if (f.estimator == "forward") {
+    cfg.start_estimates.method = sched::EstimateMethod::kForward;
+  } else if (f.estimator == "sweep") {
+    cfg.start_estimates.method = sched::EstimateMethod::kSweep;
+  } else {
+    return InvalidArgument("--estimator '" + f.estimator + "': must be forward or sweep");
+  }
+  if (f.estimate_passes < 1) {
+    return InvalidArgument("--estimate-passes " + std::to_string(f.estimate_passes) +
+                           ": must be a positive count of passes");
+  }
+  cfg.start_estimates.max_passes = f.estimate_passes;
   if (!f.quotas.empty()) {
     CORRAL_RETURN_IF_ERROR(ReadQuotas(
         f.quotas, jobs, static_cast<int64_t>(cfg.cluster.nodes) * cfg.cluster.gpus_per_node,
@@ -638,6 +652,12 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
   app.add_option("--estimate-every", f.estimate_every,
                  "judge the head's start-time estimates on every Nth job: the estimate after its "
                  "submission against its real start (median, p90 error; default 0: none)");
+  app.add_option("--estimator", f.estimator,
+                 "how the head estimates start times: forward (its pass run forward on a copy "
+                 "of its state; default) or sweep (one forward sweep of the pending jobs)");
+  app.add_option("--estimate-passes", f.estimate_passes,
+                 "forward: the most passes one estimate runs; past them, the sweep's estimate "
+                 "(default 256)");
   app.add_flag("--profile", f.profile, "report wall time spent inside Scheduler::Schedule");
   try {
     std::vector<std::string> rev(args.rbegin(), args.rend());

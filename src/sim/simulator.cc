@@ -228,6 +228,8 @@ class Loop {
     CoreConfig c;
     c.scheduler = SchedulerConfigOf(config_);
     c.estimator = config_.predict.estimator;
+    c.start_estimates = config_.start_estimates;
+    c.start_estimates.victim_grace_ms = config_.preempt_grace_ms;
     c.retain_finished_ms = 0;  // every job stays in memory: there is no store to answer
     c.adjust_scheduler_input = [this](const Job& job, sched::PendingJob* p) { Adjust(job, p); };
     return c;
@@ -586,7 +588,11 @@ class Loop {
   // The estimates a user sees after submitting: the head's refresh once the instant's passes
   // are done. A job placed by them started at once and has none to judge.
   void Estimate(TimeMs now) {
-    port_->EstimateStarts(kEpoch + now);
+    std::vector<JobId> watch;
+    for (const auto& [row, id] : to_estimate_) {
+      if (result_.jobs[row].first_start < 0) watch.push_back(id);
+    }
+    port_->EstimateStarts(kEpoch + now, watch);
     const std::map<JobId, sched::StartEstimate>& estimates = port_->core().start_estimates();
     for (const auto& [row, id] : to_estimate_) {
       JobOutcome& o = result_.jobs[row];

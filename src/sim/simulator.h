@@ -110,6 +110,8 @@ struct SimConfig {
   // instant it was submitted (after that instant's passes), for the report's accuracy
   // (estimate_accuracy.h). Estimating never changes a decision.
   int32_t estimate_every = 0;
+  // How the head estimates them (HeadCore's CoreConfig::start_estimates).
+  sched::EstimateOptions start_estimates;
   // Measure wall time spent inside Scheduler::Schedule (reads the wall clock around that one
   // call; never feeds back into the simulation).
   bool profile = false;
