@@ -212,5 +212,25 @@ TEST(DatasetParse, ReferencesFromTheCommandLineAndSpecs) {
   EXPECT_EQ(DatasetEnvName("image-net.v1"), "CORRAL_DATASET_IMAGE_NET_V1");
 }
 
+// A removal's version travels in a field of its own; without one it removes every version
+// (as records written before versions read).
+TEST(DatasetRemovedRecord, NamesItsVersionInAFieldOfItsOwn) {
+  for (const DatasetRemoved& removed :
+       {DatasetRemoved{"imagenet", "v1"}, DatasetRemoved{"imagenet", ""}}) {
+    Change c;
+    c.revision = 7;
+    c.by = Caller::System();
+    c.what = removed;
+    Json j = ToJson(c);
+    EXPECT_EQ(j.contains("version"), !removed.version.empty()) << j.dump();
+    auto back = ChangeFromJson(j);
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    const auto* got = std::get_if<DatasetRemoved>(&back->what);
+    ASSERT_NE(got, nullptr);
+    EXPECT_EQ(got->name, "imagenet");
+    EXPECT_EQ(got->version, removed.version);
+  }
+}
+
 }  // namespace
 }  // namespace corral::head::core_test

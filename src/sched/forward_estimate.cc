@@ -171,8 +171,8 @@ void ForwardRun::WakeAsItRuns(const PendingJob& job, DurationMs attained, int64_
   const SchedulerConfig& cfg = st_.config;
   timeline_.Wake(started_at + cfg.min_runtime_before_preempt_ms, t);
   const bool las = cfg.policy == OrderPolicy::kLas;
-  if (!las && !(cfg.policy == OrderPolicy::kCorral && cfg.las_within_queue)) return;
-  const double h = las ? 1.0 : std::max(1.0, cfg.las_preempt_hysteresis);
+  if (!las && !(cfg.policy == OrderPolicy::kCorral && cfg.corral.las_within_queue)) return;
+  const double h = las ? 1.0 : std::max(1.0, cfg.corral.las_preempt_hysteresis);
   const std::vector<DurationMs>& thresholds =
       las || !HasHistoryLevels(cfg, job) ? cfg.las_thresholds_gpu_ms : history_thresholds_;
   const double g = static_cast<double>(std::max<int64_t>(1, gpus));
