@@ -133,14 +133,20 @@ EstimatedLeft PendingLeft(const SchedulerConfig& cfg, const PendingJob& j, bool 
 // ending no surer than its start; an idle step: kMedium), and kMedium at best where a victim
 // ended at the instant (the grace and the requeue are modelled).
 //
-// Bound: options.max_passes passes in all, and kForwardMaxWork. Jobs not started by then get the sweep's estimate
-// (EstimateFromState), no earlier than the instant reached, at kLow; jobs that cannot start
-// once nothing is left to end get none. Stops early once options.stop_when_started (or every
-// pending job) has started. Cost: a copy of the state plus up to max_passes passes.
+// Bound: options.max_passes passes in all, and kForwardMaxWork. Jobs not started by then get the
+// sweep's estimate (EstimateFromState), no earlier than the instant reached, at kLow; jobs that
+// cannot start once nothing is left to end get none. Stops early once options.stop_when_started (or
+// every pending job) has started. Cost: a copy of the state plus up to max_passes passes.
+//
 // ForwardStarts' second bound, on the work of its passes (the scheduler's unit, max_work_per_pass:
-// a node examined, a pending job visited, a run considered as a victim): a few passes of a
-// 10,000-node cluster with 100,000 pending jobs, hundreds of a Philly-sized one.
+// a node examined, a pending job visited, a run considered as a victim). Passes after ends
+// visit few jobs and nodes, so it seldom binds before max_passes (on Philly at 512 GPUs it cut
+// a few of 4,113 estimates short); it caps a pass that walks a huge queue.
 inline constexpr int64_t kForwardMaxWork = 1'000'000;
+// Above this many pending jobs the head estimates by the sweep alone (HeadCore::EstimateStarts):
+// the fork and its passes cost seconds of CPU at 100,000 (docs/benchmarks.md), too much for a
+// refresh every few seconds on the core's one thread.
+inline constexpr int64_t kForwardMaxPending = 10'000;
 std::vector<StartEstimate> ForwardStarts(SchedState& st, Scheduler& fork, TimeMs now,
                                          const EstimateOptions& options);
 
