@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "cluster_fixture.h"
+#include "service_cluster.h"
 
 namespace corral::testing {
 namespace {
@@ -74,35 +74,13 @@ with open(out, "w") as f:
     json.dump(res, f)
 )";
 
-// Replicas with --port 0 take ports from their node's range: a range of this test's own
-// (apart from the other service tests'), so that tests run at once never bind one port.
-std::string AutoscalePortRange() {
-  const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  const int base = 36000 + static_cast<int>(std::hash<std::string>{}(test) % 20) * 100;
-  return std::to_string(base) + "-" + std::to_string(base + 99);
-}
-
-class ServiceAutoscaling : public ::testing::Test {
+// Its ports are apart from the other service suites'.
+class ServiceAutoscaling : public ServiceCluster {
  protected:
   ServiceAutoscaling()
-      : c_("svcscale", 1, 4, {}, {"--run-as", "agent", "--port-range", AutoscalePortRange()}) {
-    std::filesystem::create_directories(c_.dir() + "/svc");
-    std::filesystem::permissions(c_.dir() + "/svc", std::filesystem::perms::all);
-    for (const auto& [file, text] : {std::pair{"server.py", kSlowServer}, {"load.py", kHoldLoad}}) {
-      const std::string path = c_.dir() + "/svc/" + file;
-      std::ofstream(path) << text;
-      std::filesystem::permissions(path, std::filesystem::perms::owner_all |
-                                             std::filesystem::perms::group_read |
-                                             std::filesystem::perms::others_read);
-    }
-  }
-  ~ServiceAutoscaling() override { StopLoad(); }
+      : ServiceCluster("svcscale", PortRangeOfThisTest(36000, 20),
+                       {{"server.py", kSlowServer}, {"load.py", kHoldLoad}}) {}
 
-  Json Show() {
-    auto r = c_.Corral({"services", "show", "echo", "-o", "json"});
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return Json::parse(r.out, nullptr, false).value("service", Json::object());
-  }
   int Desired() { return Show().value("desired", -1); }
   int Ready() {
     int n = 0;
@@ -124,22 +102,6 @@ class ServiceAutoscaling : public ::testing::Test {
     }
     return out;
   }
-  void StartLoad() {
-    load_ = std::thread([this] {
-      RunCommand({"/usr/bin/python3", c_.dir() + "/svc/load.py", c_.addr(), c_.token(), "echo",
-                  c_.dir() + "/svc/stop", c_.dir() + "/svc/load.json"});
-    });
-  }
-  Json StopLoad() {
-    if (!load_.joinable()) return Json();
-    std::ofstream(c_.dir() + "/svc/stop") << "stop";
-    load_.join();
-    std::ifstream in(c_.dir() + "/svc/load.json");
-    return Json::parse(in, nullptr, false);
-  }
-
-  LocalCluster c_;
-  std::thread load_;
 };
 
 TEST_F(ServiceAutoscaling, LoadRaisesReplicasItsAbsenceLowersThemToZeroAndARequestWakesIt) {

@@ -15,7 +15,7 @@
 #include <set>
 #include <thread>
 
-#include "cluster_fixture.h"
+#include "service_cluster.h"
 
 namespace corral::testing {
 namespace {
@@ -92,41 +92,17 @@ with open(out, "w") as f:
     json.dump(res, f)
 )";
 
-// Replicas with --port 0 take ports from their node's range, lowest free first: each test's
-// agent gets a range of its own, so that tests run at once (ctest -j) on one machine never
-// bind one port, where one cluster's proxy would reach the other's replica.
-std::string PortRangeOfThisTest() {
-  const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  const int base = 31000 + static_cast<int>(std::hash<std::string>{}(test) % 40) * 100;
-  return std::to_string(base) + "-" + std::to_string(base + 99);
-}
-
-class ServiceRollouts : public ::testing::Test {
+class ServiceRollouts : public ServiceCluster {
  protected:
   ServiceRollouts()
-      : c_("svcroll", 1, 4, {}, {"--run-as", "agent", "--port-range", PortRangeOfThisTest()}) {
-    std::filesystem::create_directories(c_.dir() + "/svc");
-    std::filesystem::permissions(c_.dir() + "/svc", std::filesystem::perms::all);
-    for (const auto& [file, text] : {std::pair{"server.py", kVersionServer}, {"load.py", kLoad}}) {
-      const std::string path = c_.dir() + "/svc/" + file;
-      std::ofstream(path) << text;
-      std::filesystem::permissions(path, std::filesystem::perms::owner_all |
-                                             std::filesystem::perms::group_read |
-                                             std::filesystem::perms::others_read);
-    }
-  }
-  ~ServiceRollouts() override { StopLoad(); }
+      : ServiceCluster("svcroll", PortRangeOfThisTest(31000, 40),
+                       {{"server.py", kVersionServer}, {"load.py", kLoad}}) {}
 
   void Serve(const std::string& version) {
     auto r = c_.Corral({"serve", "echo", "--replicas", "2", "--port", "0", "--health", "/health",
                         "--cpus", "0.25", "--drain-timeout", "20s", "--", "/usr/bin/python3",
                         c_.dir() + "/svc/server.py", version});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-  }
-  Json Show() {
-    auto r = c_.Corral({"services", "show", "echo", "-o", "json"});
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return Json::parse(r.out, nullptr, false).value("service", Json::object());
   }
   // The running, ready replicas' job ids, each with the version it runs.
   std::map<int64_t, int> Serving() {
@@ -138,22 +114,6 @@ class ServiceRollouts : public ::testing::Test {
     }
     return out;
   }
-  void StartLoad() {
-    load_ = std::thread([this] {
-      RunCommand({"/usr/bin/python3", c_.dir() + "/svc/load.py", c_.addr(), c_.token(), "echo",
-                  c_.dir() + "/svc/stop", c_.dir() + "/svc/load.json"});
-    });
-  }
-  Json StopLoad() {
-    if (!load_.joinable()) return Json();
-    std::ofstream(c_.dir() + "/svc/stop") << "stop";
-    load_.join();
-    std::ifstream in(c_.dir() + "/svc/load.json");
-    return Json::parse(in, nullptr, false);
-  }
-
-  LocalCluster c_;
-  std::thread load_;
 };
 
 TEST_F(ServiceRollouts, AnUpdateUnderLoadLosesNoRequestAndEndsOnTheNewVersion) {
