@@ -1,8 +1,9 @@
 // The head's datasets (docs/datasets.md), one component for the durable catalog and one index
 // of who uses each dataset:
-//  - DatasetCatalog: the registered datasets by name. Durable: part of ClusterState, changed
-//    only by DatasetAdded and DatasetRemoved (Apply, from ApplyChange, live and on replay),
-//    kept in a snapshot as one meta row (ToJson / FromJson: its rebuild on recovery).
+//  - DatasetCatalog: the registered datasets by name and version. Durable: part of
+//    ClusterState, changed only by DatasetAdded and DatasetRemoved (Apply, from ApplyChange,
+//    live and on replay), kept in a snapshot as one meta row (ToJson / FromJson: its rebuild
+//    on recovery).
 //  - DatasetUsers: the jobs not yet over that declare each dataset, so that a dataset in use
 //    cannot be removed. Derived from the state alone: an index (core_indexes.h).
 #pragma once
@@ -23,7 +24,7 @@ class DatasetCatalog {
   // Called by ApplyChange only: the catalog changes with the rest of the state.
   void Apply(const DatasetAdded& c);
   void Apply(const DatasetRemoved& c);
-  // nullptr: none of that name.
+  // "NAME@VERSION": that version; "NAME": the name's latest. nullptr: none.
   const Dataset* Find(const std::string& name) const;
   const std::map<std::string, Dataset>& all() const { return datasets_; }
 

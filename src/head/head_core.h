@@ -286,8 +286,9 @@ class HeadCore {
                                                 TimeMs now);
   Result<NodeReservationSpec> DeleteReservation(const Caller& by, const std::string& name,
                                                 TimeMs now);
-  // Datasets (core_datasets.cc): users add them and remove their own (admins any); one in use
-  // by a job not over cannot be removed.
+  // Datasets (core_datasets.cc): users add versions of their own names and remove them (admins
+  // any); a version in use by a job not over cannot be removed. `name`: "NAME" (every version;
+  // shown: the latest) or "NAME@VERSION".
   std::vector<DatasetView> ListDatasets() const;
   Result<DatasetView> GetDataset(const std::string& name) const;
   Result<DatasetView> AddDataset(const Caller& by, Dataset d, TimeMs now);
@@ -358,8 +359,8 @@ class HeadCore {
   void Tick(TimeMs now);      // liveness, time limits, retirement
   void Schedule(TimeMs now);  // one scheduling pass
   // Recomputes every pending job's start-time estimate from the scheduler's state
-  // (sched::Scheduler::EstimateStarts). Derived and not durable, like pending reasons: a
-  // forward sweep redone every few seconds is worth no write per job per refresh, and a new
+  // (sched::Scheduler::EstimateStarts). Derived and not durable, like pending reasons: an
+  // estimate redone every few seconds is worth no write per job per refresh, and a new
   // leader recomputes it at its first refresh (core_estimate.cc).
   // `watch`: stop the forward run once these have started (others then get no estimate), for
   // a caller that reads only them (the simulator's judged jobs); empty: every pending job.
