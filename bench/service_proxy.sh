@@ -15,28 +15,9 @@ while getopts "c:d:" o; do
     *) exit 2 ;;
   esac
 done
-here="$(cd "$(dirname "$0")/.." && pwd)"
-bin="${BIN:-$here/build}"
-work=$(mktemp -d /tmp/corral-svc-bench.XXXXXX)
-chmod 755 "$work"
-pid=
-cleanup() {
-  [ -n "$pid" ] && kill -INT "$pid" 2>/dev/null || true
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-port=$((20000 + RANDOM % 20000))
-"$bin/corral" up --no-user-config --agents 1 --gpus-per-agent 2 --state-dir "$work/up" \
-  --listen "127.0.0.1:$port" >"$work/up.log" 2>&1 &
-pid=$!
-for _ in $(seq 120); do
-  grep -q "corral up: head on" "$work/up.log" && break
-  sleep 0.5
-done
-export CORRAL_CONFIG=/nonexistent CORRAL_ADDR="http://127.0.0.1:$port"
-CORRAL_TOKEN="$(cat "$work/up/admin.token")"
-export CORRAL_TOKEN
+# shellcheck source=bench/lib/up_cluster.sh
+. "$(dirname "$0")/lib/up_cluster.sh"
+start_up_cluster corral-svc-bench
 cat >"$work/server.py" <<'PY'
 import http.server, os
 body = b'{"ok": true}'
