@@ -1,7 +1,6 @@
 // One scheduling pass (DESIGN §6): jobs in order; each starts now, or preempts to start
 // soon, or gets a reservation that later jobs may not delay, or waits.
 #include <algorithm>
-#include <optional>
 #include <set>
 #include <string>
 
@@ -257,9 +256,6 @@ class PassRun {
   }
 
  private:
-  // What a blocked job's step left the pass to do.
-  enum class Next { kContinue, kStopIfStrict };
-
   void Begin() {
     ++st_.pass;
     st_.now = now_;
@@ -383,9 +379,10 @@ class PassRun {
       }
       ++st_.work;
       ++res_.attempts;
-      std::optional<Next> next = Visit(e);
+      const bool blocked = Visit(e);
       order.Done();
-      if (next == Next::kStopIfStrict && strict) break;
+      // A strict order (fifo, or no backfill) lets no job pass a blocked one.
+      if (blocked && strict) break;
     }
   }
 
@@ -409,27 +406,27 @@ class PassRun {
            !MayPreempt(st_);
   }
 
-  // One job in order: gated by its queue, placed, or blocked. nullopt: placed or gated (the
-  // pass goes on whatever the policy).
-  std::optional<Next> Visit(PendingEntry* e) {
-    if (Gated(e)) return std::nullopt;
+  // One job in order: gated by its queue, placed, or blocked. Whether it was blocked (a gated
+  // or placed job lets the pass go on whatever the policy).
+  bool Visit(PendingEntry* e) {
+    if (Gated(e)) return false;
     const PendingJob& j = e->job;
     TimeMs end = ExpectedEndOf(j, now_);
     std::vector<ReplicaPlacement> placement;
     if (placer_.Place(ShapeOf(j), end, /*keep=*/true, &placement) ||
         PlaceElasticStart(st_, placer_, *e, end, &placement)) {
       Bind(e, std::move(placement), end);
-      return std::nullopt;
+      return false;
     }
     // Blocked: elastic runs may not grow in this pass.
     if (!IsWaitingForNothing(st_, j)) someone_waits_ = true;
     if (WaitsForOwnVictims(e) || Shrinks(e, end) || Preempts(e)) {
       st_.pending.HideJob(e);
-      return Next::kStopIfStrict;
+      return true;
     }
     ReserveOrWait(e, end);
     FailClass(e->klass);
-    return Next::kStopIfStrict;
+    return true;
   }
 
   // A job its queue's limits keep waiting: the queue at its limit (the job's class fails), or
