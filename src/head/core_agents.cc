@@ -10,23 +10,6 @@
 
 namespace corral::head {
 
-sched::NodeInfo HeadCore::ToNodeInfo(const Node& node) const {
-  sched::NodeInfo info;
-  info.name = node.name;
-  info.labels = node.labels;
-  info.schedulable = node.Schedulable();
-  info.cpu_milli = node.cpu_milli;
-  info.memory_mb = node.memory_mb;
-  info.gpus = node.gpus;
-  // A drained GPU takes no new runs; the node's others still do.
-  for (Gpu& g : info.gpus) g.healthy = g.healthy && !node.gpu_drains.count(g.index);
-  const auto& holders = node_watch_.dataset_holders();
-  if (auto held = holders.find(node.name); held != holders.end()) {
-    info.datasets.assign(held->second.begin(), held->second.end());
-  }
-  return info;
-}
-
 void HeadCore::Bump(const std::string& node, JobId job) {
   node_watch_.Changed(node, job);
   out_.nodes_to_notify.insert(node);
@@ -321,8 +304,6 @@ Result<Node> HeadCore::RemoveNode(const Caller& by, const std::string& name, Tim
 void HeadCore::ForgetNode(const std::string& node) {
   node_watch_.Forget(node);
   gpus_.Forget(node);
-  scheduler_->RemoveNode(node);
-  WantSchedule();
 }
 
 std::vector<NodeView> HeadCore::ListNodes(TimeMs now) const {

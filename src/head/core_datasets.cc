@@ -106,7 +106,7 @@ void HeadCore::ObserveDatasets(const std::string& node, const std::vector<std::s
   if (!node_watch_.ObserveDatasets(node, digests)) return;
   // The scheduler's copy of the node, for placements near the data.
   if (auto n = state_.nodes.find(node); n != state_.nodes.end()) {
-    scheduler_->UpsertNode(ToNodeInfo(n->second));
+    model_.UpsertNode(n->second, node_watch_.dataset_holders());
     WantSchedule();
   }
 }

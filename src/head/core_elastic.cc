@@ -48,7 +48,7 @@ void HeadCore::ResizeRun(const sched::ResizeDecision& d, TimeMs now) {
     // Stale: the run ended or is stopping. The scheduler holds what the state says it holds.
     if (it != state_.jobs.end() && active().IsActive(d.job)) {
       const Run& run = *it->second.CurrentRun();
-      scheduler_->ResizeRunning(d.job, run.HeldPlacement(), run.Leaving());
+      model_.scheduler().ResizeRunning(d.job, run.HeldPlacement(), run.Leaving());
     }
     return;
   }
@@ -56,7 +56,7 @@ void HeadCore::ResizeRun(const sched::ResizeDecision& d, TimeMs now) {
   const Run& run = *job.CurrentRun();
   const std::vector<int32_t> removed = ElasticPositionsOf(run, d.removed);
   if (!removed.empty() && removed.front() < 0) {  // not the run the scheduler saw: resync it
-    scheduler_->ResizeRunning(d.job, run.HeldPlacement(), run.Leaving());
+    model_.scheduler().ResizeRunning(d.job, run.HeldPlacement(), run.Leaving());
     return;
   }
   JobResized change{job.id, run.attempt, {}, {}, ResizeCause::kGrow, d.reason};

@@ -7,10 +7,10 @@ namespace corral::head {
 void HeadCore::EstimateStarts(TimeMs now, const std::vector<JobId>& watch) {
   sched::EstimateOptions options = config_.start_estimates;
   options.stop_when_started = watch;
-  if (scheduler_->GetStats().pending > sched::kForwardMaxPending) {
+  if (model_.scheduler().GetStats().pending > sched::kForwardMaxPending) {
     options.method = sched::EstimateMethod::kSweep;
   }
-  explained_.Estimated(scheduler_->EstimateStarts(now, options));
+  explained_.Estimated(model_.scheduler().EstimateStarts(now, options));
 }
 
 }  // namespace corral::head

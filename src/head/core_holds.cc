@@ -1,7 +1,6 @@
 // The core's side of admission (admission.h): what it admits goes to the scheduler, what it
 // holds carries its reason, and its settling steps become changes. SetHold is the command.
 #include "head/head_core.h"
-#include "sched/job_input.h"
 
 namespace corral::head {
 
@@ -9,18 +8,18 @@ std::vector<const Job*> HeadCore::DependencyTargets(JobId id) const {
   return head::DependencyTargets(state_, id);
 }
 
-void HeadCore::AdmitPending(const Job& job, const sched::PendingJob* input) {
+bool HeadCore::Admit(const Job& job) {
   if (std::optional<PendingReason> held = admission_.Admit(state_, job)) {
     explained_.Waiting(job.id, std::move(*held));
-    return;
+    return false;
   }
-  scheduler_->AddPending(input != nullptr ? *input : SchedulerInput(job));
-  WantSchedule();
+  return true;
 }
 
-void HeadCore::OnTerminal(const Job& job) {
-  estimator_.Observe(sched::EndedJobOf(job));
-  admission_.OnEnded(job);
+void HeadCore::AdmitPending(const Job& job) {
+  if (!Admit(job)) return;
+  model_.Queue(state_, job);
+  WantSchedule();
 }
 
 // Admission's steps until it has none: each may emit a change, which may give it more.
@@ -38,7 +37,7 @@ void HeadCore::Settle(TimeMs now) {
     } else {
       JobId id = std::get<Admission::Admitted>(*step).job;
       explained_.Admitted(id);
-      scheduler_->AddPending(SchedulerInput(state_.jobs.at(id)));
+      model_.Queue(state_, state_.jobs.at(id));
       WantSchedule();
     }
   }

@@ -127,8 +127,7 @@ std::optional<std::string> LossOfReplica(const ClusterState& s, const Run& run,
 
 HeadCore::HeadCore(CoreConfig config)
     : config_(std::move(config)),
-      scheduler_(std::make_unique<sched::Scheduler>(config_.scheduler)),
-      estimator_(config_.estimator) {}
+      model_(config_.scheduler, config_.estimator, config_.adjust_scheduler_input) {}
 
 void HeadCore::Emit(const Caller& by, TimeMs now, ChangeKind what) {
   Change c{state_.revision + 1, now, by, std::move(what)};
@@ -204,7 +203,7 @@ Status HeadCore::CheckNewJob(const Caller& by, const Job& job, TimeMs now) {
   // Only against nodes the cluster knows: with none yet, the job waits for them.
   std::string why;
   if (!state_.nodes.empty() &&
-      scheduler_->Admit(SchedulerInput(job), &why) == sched::Fit::kInfeasible) {
+      model_.scheduler().Admit(model_.Input(state_, job), &why) == sched::Fit::kInfeasible) {
     return InvalidArgument("job can never fit: " + why);
   }
   for (const Dependency& d : job.spec.dependencies) {
@@ -426,7 +425,7 @@ std::vector<Job> HeadCore::ListJobs(const Caller& by, const JobFilter& f) const 
 
 void HeadCore::Schedule(TimeMs now) {
   agenda_.schedule = false;
-  sched::Decisions d = scheduler_->Schedule(now);
+  sched::Decisions d = model_.scheduler().Schedule(now);
   for (const sched::PlaceDecision& p : d.place) PlaceRun(p, now);
   for (const sched::PreemptDecision& p : d.preempt) {
     auto it = state_.jobs.find(p.job);
@@ -437,7 +436,7 @@ void HeadCore::Schedule(TimeMs now) {
   for (const sched::ResizeDecision& r : d.resize) ResizeRun(r, now);
   for (const sched::WaitReason& w : d.waiting) explained_.Waiting(w.job, {w.code, w.reason});
   // A pass cut short by its work budget that got somewhere goes on at once, not a tick later.
-  if (scheduler_->GetStats().last_pass_budget_exhausted &&
+  if (model_.scheduler().GetStats().last_pass_budget_exhausted &&
       (!d.place.empty() || !d.preempt.empty() || !d.resize.empty())) {
     WantSchedule();
   }
@@ -465,7 +464,7 @@ int32_t HeadCore::PickMasterPort(const std::string& node) const {
 void HeadCore::PlaceRun(const sched::PlaceDecision& d, TimeMs now) {
   auto it = state_.jobs.find(d.job);
   if (it == state_.jobs.end() || it->second.state != JobState::kPending) {
-    scheduler_->RemoveRunning(d.job);  // stale decision: give the resources back
+    model_.scheduler().RemoveRunning(d.job);  // stale decision: give the resources back
     return;
   }
   const Job& job = it->second;

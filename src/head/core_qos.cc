@@ -59,8 +59,8 @@ Status HeadCore::CheckPriority(const Caller& by, const JobSpec& spec,
 void HeadCore::RefreshPendingInputs() {
   for (const auto& [id, job] : state_.jobs) {
     if (job.state != JobState::kPending || admission_.IsHeld(id)) continue;
-    scheduler_->RemovePending(id);
-    scheduler_->AddPending(SchedulerInput(job));
+    model_.Unqueue(id);
+    model_.Queue(state_, job);
   }
   WantSchedule();
 }

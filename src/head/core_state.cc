@@ -11,197 +11,94 @@
 #include "sched/job_input.h"
 
 namespace corral::head {
-namespace {
-
-sched::NodeReservation ToSchedulerReservation(const NodeReservationSpec& r) {
-  return {r.name, r.nodes, r.start_ms, r.end_ms, r.maintenance, r.users, r.queues};
-}
-
-sched::RunningJob ToRunning(const Job& job, sched::PendingJob input) {
-  const Run& run = *job.CurrentRun();
-  // An elastic run's replicas that left and exited hold nothing.
-  return {std::move(input), run.HeldPlacement(), run.started_at ? run.started_at : run.scheduled_at,
-          run.Leaving()};
-}
-
-}  // namespace
-
-sched::PendingJob HeadCore::SchedulerInput(const Job& job) const {
-  sched::PendingJob p = sched::ToPendingJob(job, &estimator_);
-  if (const QosClass* q = QosFor(state_.qos, job.owner, job.spec.queue)) p.may_preempt = q->preempt;
-  if (config_.adjust_scheduler_input) config_.adjust_scheduler_input(job, &p);
-  return p;
-}
+// What the core itself follows of a change: admission, the orders to each node, the
+// explanations. The scheduler's model follows it after (SchedulerModel::Apply).
+struct HeadCore::ChangeFollower {
+  HeadCore& core;
+  const Change& c;
+  void operator()(const HeadStarted&) { core.node_watch_.NewEpoch(core.state_); }
+  void operator()(const JobSubmitted& e) { core.AdmitPending(core.state_.jobs.at(e.job.id)); }
+  void operator()(const ArraySubmitted& e) {
+    for (size_t i = 0; i < e.size(); ++i) core.AdmitPending(core.state_.jobs.at(e.job.id + i));
+  }
+  void operator()(const RunPlaced& e) {
+    core.explained_.Admitted(e.job);
+    for (const ReplicaPlacement& p : e.placement) core.Bump(p.node, e.job);
+  }
+  void operator()(const ReplicaExited& e) {
+    const corral::Run& run = core.state_.jobs.at(e.job).runs[e.attempt - 1];
+    core.Bump(run.placement[e.replica].node, e.job);
+  }
+  // Every node of the run gets new orders.
+  void BumpRun(JobId job, int32_t attempt) {
+    for (const ReplicaPlacement& p : core.state_.jobs.at(job).runs[attempt - 1].placement) {
+      core.Bump(p.node, job);
+    }
+  }
+  void operator()(const StopRequested& e) { BumpRun(e.job, e.attempt); }
+  void operator()(const RunEnded& e) {
+    BumpRun(e.job, e.attempt);
+    if (e.job_state == JobState::kPending) return;  // a requeue stays admitted (the model's)
+    const corral::Job& job = core.state_.jobs.at(e.job);
+    core.admission_.Release(job);
+    core.admission_.OnEnded(job);
+  }
+  void operator()(const JobEnded& e) {
+    const corral::Job& job = core.state_.jobs.at(e.job);
+    if (core.admission_.Withdraw(job)) core.model_.Unqueue(e.job);
+    core.explained_.Ended(e.job);
+    core.admission_.OnEnded(job);
+    core.WantSchedule();
+  }
+  void operator()(const RunSignalled& e) { BumpRun(e.job, e.attempt); }
+  void operator()(const JobHoldSet& e) { Readmit(e.job); }
+  // The scheduler takes the job's new limit, priority and queue as it takes a release.
+  void operator()(const JobUpdated& e) { Readmit(e.job); }
+  void Readmit(JobId id) {
+    const corral::Job& job = core.state_.jobs.at(id);
+    if (job.state != JobState::kPending) return;
+    // Out of whatever held or admitted it, then admitted again: AdmitPending now sees the
+    // user hold (or its absence) first.
+    if (core.admission_.Withdraw(job)) core.model_.Unqueue(id);
+    core.explained_.Admitted(id);
+    core.AdmitPending(job);
+    core.WantSchedule();
+  }
+  void operator()(const StepStarted& e) {
+    const Run& run = core.state_.jobs.at(e.job).runs[e.attempt - 1];
+    for (int32_t r : e.step.replicas) core.Bump(run.placement[r].node, e.job);
+  }
+  void operator()(const StepExited& e) {
+    const Run& run = core.state_.jobs.at(e.job).runs[e.attempt - 1];
+    core.Bump(run.placement[run.steps[e.step].replicas[e.index]].node, e.job);
+  }
+  // Every node of the run gets new orders: replicas added start, replicas removed stop.
+  void operator()(const JobResized& e) { BumpRun(e.job, e.attempt); }
+  void operator()(const CheckpointReported& e) {
+    // During a stop's grace it ends the grace (ReplicaOrder): the nodes get new orders.
+    const Run& run = core.state_.jobs.at(e.job).runs[e.attempt - 1];
+    if (run.stop_requested) BumpRun(e.job, e.attempt);
+  }
+  void operator()(const NodeRegistered& e) {
+    core.node_watch_.Registered(e.node.name, core.state_.epoch, c.at);
+    core.BumpAll(e.node.name);
+  }
+  void operator()(const NodeRemoved& e) { core.ForgetNode(e.node); }
+  void operator()(const QosSet&) { core.RefreshPendingInputs(); }
+  void operator()(const QosDeleted&) { core.RefreshPendingInputs(); }
+  void operator()(const JobsRetired& e) { core.OnRetired(e); }
+  // Nothing else here: queues, reservations and nodes' states are the model's, tokens,
+  // datasets and services the indexes'.
+  template <typename Other>
+  void operator()(const Other&) {}
+};
 
 void HeadCore::Index(const Change& c) {
-  struct Visitor {
-    HeadCore& core;
-    const Change& c;
-    void Job(JobId) {}
-    void operator()(const HeadStarted&) { core.node_watch_.NewEpoch(core.state_); }
-    void operator()(const JobSubmitted& e) { Submitted(e.job.id); }
-    void operator()(const ArraySubmitted& e) {
-      for (size_t i = 0; i < e.size(); ++i) Submitted(e.job.id + i);
-    }
-    void Submitted(JobId id) {
-      Job(id);
-      core.AdmitPending(core.state_.jobs.at(id));
-    }
-    void operator()(const RunPlaced& e) {
-      Job(e.job);
-      core.explained_.Admitted(e.job);
-      for (const ReplicaPlacement& p : e.placement) core.Bump(p.node, e.job);
-    }
-    void operator()(const RunStarted& e) { Job(e.job); }
-    void operator()(const ReplicaExited& e) {
-      Job(e.job);
-      const corral::Run& run = core.state_.jobs.at(e.job).runs[e.attempt - 1];
-      core.Bump(run.placement[e.replica].node, e.job);
-      // The last replica an elastic run gave up has exited: its GPUs are free for the job
-      // they were taken for.
-      if (run.Departed(e.replica) && !IsRunOver(run.state) && run.Leaving() == 0) {
-        core.scheduler_->ResizeRunning(e.job, run.LivePlacement());
-        core.WantSchedule();
-      }
-    }
-    // Every node of the run gets new orders.
-    void BumpRun(JobId job, int32_t attempt) {
-      for (const ReplicaPlacement& p : core.state_.jobs.at(job).runs[attempt - 1].placement) {
-        core.Bump(p.node, job);
-      }
-    }
-    void operator()(const StopRequested& e) {
-      Job(e.job);
-      BumpRun(e.job, e.attempt);
-    }
-    void operator()(const RunEnded& e) {
-      Job(e.job);
-      const corral::Job& job = core.state_.jobs.at(e.job);
-      for (const ReplicaPlacement& p : job.runs[e.attempt - 1].placement) core.Bump(p.node, e.job);
-      core.scheduler_->RemoveRunning(e.job);
-      if (e.job_state == JobState::kPending) {
-        core.scheduler_->AddPending(core.SchedulerInput(job));  // a requeue stays admitted
-      } else {
-        core.admission_.Release(job);
-        core.OnTerminal(job);
-      }
-      core.WantSchedule();
-    }
-    void operator()(const JobEnded& e) {
-      Job(e.job);
-      const corral::Job& job = core.state_.jobs.at(e.job);
-      if (core.admission_.Withdraw(job)) core.scheduler_->RemovePending(e.job);
-      core.explained_.Ended(e.job);
-      core.OnTerminal(job);
-      core.WantSchedule();
-    }
-    void operator()(const IdleWarned& e) { Job(e.job); }
-    void operator()(const RunSignalled& e) {
-      Job(e.job);
-      BumpRun(e.job, e.attempt);
-    }
-    void operator()(const JobHoldSet& e) { Readmit(e.job); }
-    // The scheduler takes the job's new limit, priority and queue as it takes a release.
-    void operator()(const JobUpdated& e) { Readmit(e.job); }
-    void Readmit(JobId id) {
-      Job(id);
-      const corral::Job& job = core.state_.jobs.at(id);
-      if (job.state != JobState::kPending) return;
-      // Out of whatever held or admitted it, then admitted again: AdmitPending now sees the
-      // user hold (or its absence) first.
-      if (core.admission_.Withdraw(job)) core.scheduler_->RemovePending(id);
-      core.explained_.Admitted(id);
-      core.AdmitPending(job);
-      core.WantSchedule();
-    }
-    void operator()(const StepStarted& e) {
-      Job(e.job);
-      const Run& run = core.state_.jobs.at(e.job).runs[e.attempt - 1];
-      for (int32_t r : e.step.replicas) core.Bump(run.placement[r].node, e.job);
-    }
-    void operator()(const StepExited& e) {
-      Job(e.job);
-      const Run& run = core.state_.jobs.at(e.job).runs[e.attempt - 1];
-      core.Bump(run.placement[run.steps[e.step].replicas[e.index]].node, e.job);
-    }
-    void operator()(const RunNoted& e) { Job(e.job); }
-    // Every node of the run gets new orders: replicas added start, replicas removed stop.
-    void operator()(const JobResized& e) {
-      Job(e.job);
-      BumpRun(e.job, e.attempt);
-      // A grow was bound by the scheduler, and a shrink's replicas hold their GPUs until they
-      // exit; a lost node's replicas hold nothing from now on.
-      if (e.cause == ResizeCause::kNodeLost) {
-        core.scheduler_->ResizeRunning(e.job, RunOf(e).HeldPlacement(), RunOf(e).Leaving());
-      }
-      core.WantSchedule();
-    }
-    const corral::Run& RunOf(const JobResized& e) {
-      return core.state_.jobs.at(e.job).runs[e.attempt - 1];
-    }
-    void operator()(const CheckpointReported& e) {
-      Job(e.job);
-      // Victims that just checkpointed lose least: the scheduler prefers them.
-      core.scheduler_->ReportCheckpoint(e.job, c.at);
-      // During a stop's grace it ends the grace (ReplicaOrder): the nodes get new orders.
-      const Run& run = core.state_.jobs.at(e.job).runs[e.attempt - 1];
-      if (run.stop_requested) BumpRun(e.job, e.attempt);
-    }
-    void operator()(const NodeRegistered& e) {
-      const std::string& name = e.node.name;
-      core.node_watch_.Registered(name, core.state_.epoch, c.at);
-      core.scheduler_->UpsertNode(core.ToNodeInfo(core.state_.nodes.at(name)));
-      core.BumpAll(name);
-      core.WantSchedule();
-    }
-    void operator()(const NodeRemoved& e) { core.ForgetNode(e.node); }
-    void operator()(const NodeLivenessSet& e) {
-      core.scheduler_->UpsertNode(core.ToNodeInfo(core.state_.nodes.at(e.node)));
-      core.WantSchedule();
-    }
-    void operator()(const NodeDrainSet& e) {
-      core.scheduler_->UpsertNode(core.ToNodeInfo(core.state_.nodes.at(e.node)));
-      core.WantSchedule();
-    }
-    void operator()(const NodeHealthSet& e) {
-      core.scheduler_->UpsertNode(core.ToNodeInfo(core.state_.nodes.at(e.node)));
-      core.WantSchedule();
-    }
-    void operator()(const GpuDrainSet& e) {
-      core.scheduler_->UpsertNode(core.ToNodeInfo(core.state_.nodes.at(e.node)));
-      core.WantSchedule();
-    }
-    void operator()(const QueueSet& e) {
-      core.scheduler_->SetQueue(e.queue);
-      core.WantSchedule();
-    }
-    void operator()(const QosSet&) { core.RefreshPendingInputs(); }
-    void operator()(const QosDeleted&) { core.RefreshPendingInputs(); }
-    void operator()(const ReservationSet& e) {
-      core.scheduler_->SetReservation(ToSchedulerReservation(e.reservation));
-      core.WantSchedule();
-    }
-    void operator()(const ReservationDeleted& e) {
-      core.scheduler_->RemoveReservation(e.name);
-      core.WantSchedule();
-    }
-    void operator()(const TokenIssued&) {}
-    void operator()(const TokenRevoked&) {}
-    void operator()(const DatasetAdded&) {}
-    void operator()(const DatasetRemoved&) {}
-    void operator()(const ServiceCreated&) {}
-    void operator()(const ServiceUpdated&) {}
-    void operator()(const ServiceRemoved&) {}
-    void operator()(const ServiceRolloutStarted&) {}
-    void operator()(const ServiceRolloutEnded&) {}
-    void operator()(const ServiceReplicaMarked&) {}
-    void operator()(const ServiceScaled&) {}
-    void operator()(const JobsRetired& e) { core.OnRetired(e); }
-  };
   MarkDirty(c);
   indexes_.Apply(state_, c);
   autoscaler_.Apply(state_, c);
-  std::visit(Visitor{*this, c}, c.what);
+  std::visit(ChangeFollower{*this, c}, c.what);
+  if (model_.Apply(state_, c, node_watch_.dataset_holders())) WantSchedule();
 }
 
 void HeadCore::MarkDirty(const Change& c) {
@@ -295,7 +192,7 @@ Json HeadCore::DerivedSummary() const {
               {"requests", requests},
               {"admission", admission_.Summary()},
               {"services", services().Summary()},
-              {"scheduler", scheduler_->ModelSummary()}};
+              {"scheduler", model_.scheduler().ModelSummary()}};
 }
 
 Status HeadCore::Recover(ClusterState snapshot, const std::vector<Change>& tail, TimeMs now) {
@@ -321,45 +218,24 @@ void HeadCore::RebuildIndexes(TimeMs now) {
   // What follows is not an index but a decision or an observation: the scheduler's model and
   // the holds (admission decides which pending jobs it sees), orders to agents (versions start
   // afresh each epoch), and liveness and session clocks (a new leadership restarts them).
-  scheduler_ = std::make_unique<sched::Scheduler>(config_.scheduler);
   node_watch_.Rebuild(state_, now);
   explained_.Clear();
   admission_ = {};
   sessions_.Rebuild(state_, now);
   autoscaler_.Rebuild(state_, now);
-  // Each job that is not over keeps the prediction it was queued with (as a live head would
-  // have): a restart must not reorder the queue by what ended since.
-  std::unordered_map<JobId, sched::PendingJob> queued;
-  RebuildEstimator(&queued);
-  for (const auto& [name, q] : state_.queues) scheduler_->SetQueue(q);
-  for (const auto& [name, r] : state_.reservations) {
-    scheduler_->SetReservation(ToSchedulerReservation(r));
-  }
-  for (const auto& [name, node] : state_.nodes) {
-    scheduler_->UpsertNode(ToNodeInfo(node));
-  }
   for (const auto& [id, job] : state_.jobs) {
     if (job.state == JobState::kScheduled || job.state == JobState::kRunning) {
-      scheduler_->AddRunning(ToRunning(job, queued.at(id)));
       admission_.CountAdmitted(job);
     }
   }
-  for (const auto& [id, job] : state_.jobs) {
+  model_.Rebuild(state_, now, node_watch_.dataset_holders(), [this](const Job& job) {
     // A requeued job was admitted before; only one that never ran waits again for room.
-    if (job.state == JobState::kPending && !job.runs.empty()) {
-      scheduler_->AddPending(queued.at(id));
+    if (!job.runs.empty()) {
       admission_.CountAdmitted(job);
-    } else if (job.state == JobState::kPending) {
-      AdmitPending(job, &queued.at(id));
+      return true;
     }
-  }
-  // Fair share remembers what each queue and user ran before this leadership (DESIGN §6.2).
-  std::vector<sched::PastUsage> past = RetiredPastUsage(state_);
-  for (const auto& [id, job] : state_.jobs) {
-    std::vector<sched::PastUsage> runs = sched::PastUsageOf(job, now);
-    past.insert(past.end(), runs.begin(), runs.end());
-  }
-  scheduler_->AddPastUsage(past, now);
+    return Admit(job);
+  });
   WantSchedule();
 }
 

@@ -31,6 +31,7 @@
 #include "head/explanations.h"
 #include "head/gpu_watch.h"
 #include "head/node_watch.h"
+#include "head/scheduler_model.h"
 #include "head/service_autoscaler.h"
 #include "head/session_clocks.h"
 #include "sched/runtime_estimate.h"
@@ -412,7 +413,7 @@ class HeadCore {
   const std::map<JobId, TimeMs>& idle_runs() const { return gpus_.idle(); }
   uint64_t revision() const { return state_.revision; }
   // The run-time predictions, as learned from the jobs ended so far.
-  const sched::RuntimeEstimator& estimator() const { return estimator_; }
+  const sched::RuntimeEstimator& estimator() const { return model_.estimator(); }
   const CoreConfig& config() const { return config_; }
   // Xid events the agents reported since this head started, by node and Xid (core_gpu.cc).
   const std::map<std::pair<std::string, int32_t>, int64_t>& xid_counts() const {
@@ -423,11 +424,11 @@ class HeadCore {
   // Applies a change, keeps the indexes and the scheduler in step, and queues it.
   void Emit(const Caller& by, TimeMs now, ChangeKind what);
   void Index(const Change& c);
-  // Pending jobs held back from the scheduler (core_holds.cc).
-  // `input`: the job's scheduler input where the caller has it (a recovery's, predicted as
-  // the job was queued); else SchedulerInput(job).
-  void AdmitPending(const Job& job, const sched::PendingJob* input = nullptr);
-  void OnTerminal(const Job& job);
+  struct ChangeFollower;  // core_state.cc
+  // Pending jobs held back from the scheduler (core_holds.cc). Admit: admission's answer
+  // (a held job's reason told); AdmitPending: and an admitted job queued in the model.
+  bool Admit(const Job& job);
+  void AdmitPending(const Job& job);
   void Settle(TimeMs now);
   void RetireEnded(TimeMs now);
   // Why a command names a job not in memory: none such, or one retired long after it ended.
@@ -435,12 +436,6 @@ class HeadCore {
   void OnRetired(const JobsRetired& e);
   // What the core observed of a removed node (NodeRemoved): its sync log, samples, ports.
   void ForgetNode(const std::string& node);
-  // The estimator from the ended jobs in memory. With `queued`: each live job's scheduler
-  // input too, predicted from the history as it stood when the job was last queued (see
-  // QueuedAt in core_retire.cc), as the live head predicted it.
-  void RebuildEstimator(std::unordered_map<JobId, sched::PendingJob>* queued = nullptr);
-  // The scheduler's input for a job: its spec and history, and the prediction from ended jobs.
-  sched::PendingJob SchedulerInput(const Job& job) const;
 
  public:
   std::vector<const Job*> DependencyTargets(JobId id) const;
@@ -512,7 +507,6 @@ class HeadCore {
   // An order for one replica of a run, with what every order for it carries: the job, owner,
   // limits, GPUs and how it is stopped. The caller sets run id, command, env, workdir, signals.
   RunOrder ReplicaOrder(const Job& job, const Run& run, int32_t replica) const;
-  sched::NodeInfo ToNodeInfo(const Node& node) const;
   RunLayout LayoutFor(const Job& job, const Run& run) const;
   bool MayManageJob(const Caller& by, const Job& job) const;
   // A job's orders on `node` changed; BumpAll: the node's whole desired state did.
@@ -551,17 +545,12 @@ class HeadCore {
 
   CoreConfig config_;
   ClusterState state_;
-  std::unique_ptr<sched::Scheduler> scheduler_;
 
   // Derived from state_ alone: applied change by change, rebuilt on recovery.
   CoreIndexes indexes_;
   // Below: derived too, but through decisions (holds, the scheduler's model), or not durable.
-  // Run times of ended jobs, per user and name and queue: the predictions the scheduler
-  // orders by (sched/runtime_estimate.h). Rebuilt from the ended jobs on recovery. Not in
-  // indexes_: it learns in end order, and jobs that end in one millisecond are learnt live in
-  // the order they ended but rebuilt in id order, so a rebuild need not equal it exactly.
-  sched::RuntimeEstimator estimator_;
   // The components that own what is derived through decisions or observed (architecture.md).
+  SchedulerModel model_;    // the scheduler's model and the run-time predictions it orders by
   Admission admission_;     // which pending jobs the scheduler sees
   NodeWatch node_watch_;    // each node: its orders log, when last heard, what it last reported
   GpuWatch gpus_;           // the GPUs: samples, health checks, Xids, idleness
@@ -576,8 +565,5 @@ class HeadCore {
   CoreOutput out_;
   Dirty dirty_;
 };
-
-// The fair-share usage of retired jobs' runs, from their per-day sums.
-std::vector<sched::PastUsage> RetiredPastUsage(const ClusterState& s);
 
 }  // namespace corral::head
