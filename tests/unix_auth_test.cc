@@ -365,6 +365,15 @@ TEST_F(UnixAuth, ANodesUserIsTheirUnixUserThroughItsAgentAndNoOneElse) {
   ASSERT_EQ(state.exit_code, 0);
   EXPECT_NE(Json::parse(state.out)["state"], "cancelled");
 
+  // Exec through the node's socket: bob's session in his own job runs as bob.
+  ASSERT_TRUE(WaitUntil(30000, [&] {
+    auto r = c->Corral({"show", bobs, "-o", "json"});
+    return Json::parse(r.out, nullptr, false).value("state", "") == "running";
+  }));
+  auto exec_own = As(kBob, {"exec", bobs, "--", "/usr/bin/id", "-un"});
+  EXPECT_EQ(exec_own.exit_code, 0) << exec_own.err;
+  EXPECT_EQ(exec_own.out, std::string(kBob) + "\n");
+
   // The head's group mapping holds for a node's users: oli (kOps, admin) cancels bob's job.
   auto oli_cancel = As(kOli, {"cancel", bobs});
   EXPECT_EQ(oli_cancel.exit_code, 0) << oli_cancel.err;

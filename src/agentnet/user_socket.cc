@@ -19,7 +19,7 @@ constexpr auto kForwardTimeout = 90s;
 // Accept and Last-Event-ID); nothing else of the caller's reaches the head.
 constexpr std::string_view kForwardedHeaders[] = {"content-type", "accept", "last-event-id"};
 
-bool UnderPrefix(const std::string& path, std::string_view prefix) {
+bool UserSocketPathUnder(const std::string& path, std::string_view prefix) {
   return path.compare(0, prefix.size(), prefix) == 0;
 }
 
@@ -33,15 +33,16 @@ Result<std::string> ForwardedTarget(const net::HttpRequest& req) {
         "user (uid " +
         std::to_string(req.peer->uid) + "). Send tokens to the head's TCP address instead");
   }
-  if (UnderPrefix(req.path, "/s/") || UnderPrefix(req.path, "/v/")) {
+  if (UserSocketPathUnder(req.path, "/s/") || UserSocketPathUnder(req.path, "/v/")) {
     return InvalidArgument(
         "notebooks (/s/) and services (/v/NAME/) are served on the head's TCP address, not on "
         "a node's local socket");
   }
-  if (!UnderPrefix(req.path, "/v1/") || !UnderPrefix(req.target, "/v1/")) {
+  if (!UserSocketPathUnder(req.path, "/v1/") || !UserSocketPathUnder(req.target, "/v1/")) {
     return NotFound("no such path on a node's local socket: " + req.path + " (the API is /v1/)");
   }
-  if (UnderPrefix(req.path, "/v1/agent/") || UnderPrefix(req.path, "/v1/forwarded/")) {
+  if (UserSocketPathUnder(req.path, "/v1/agent/") ||
+      UserSocketPathUnder(req.path, "/v1/forwarded/")) {
     return PermissionDenied("path '" + req.path +
                             "': an agent's own route, not forwarded for a user");
   }
@@ -60,7 +61,7 @@ net::HttpResponse RelayedAnswer(const Result<net::HttpResponse>& from_head) {
   for (const auto& [name, value] : from_head->headers) {
     if (name == "content-type") {
       out.content_type = value;
-    } else if (UnderPrefix(name, "x-corral-") || name == "retry-after") {
+    } else if (UserSocketPathUnder(name, "x-corral-") || name == "retry-after") {
       out.headers[name] = value;
     }
   }

@@ -38,7 +38,7 @@ net::HttpResponse RelayedAnswer(const Result<net::HttpResponse>& from_head);
 class UserForwarder {
  public:
   // REQUIRES: workers >= 1.
-  explicit UserForwarder(std::vector<std::string> head_urls, int workers = 4,
+  explicit UserForwarder(std::vector<std::string> head_urls, int workers = 16,
                          size_t max_queued = 256);
   ~UserForwarder();  // joins the workers; requests still queued are answered 503
   UserForwarder(const UserForwarder&) = delete;

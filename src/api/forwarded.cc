@@ -23,14 +23,14 @@ bool SplitForwardedUid(std::string_view s, uint32_t* uid, std::string_view* rest
   return true;
 }
 
-bool StartsWith(std::string_view s, std::string_view prefix) {
+bool BeginsWithPart(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
 
 }  // namespace
 
 bool IsForwarded(const net::HttpRequest& req) {
-  return StartsWith(req.path, kForwardedPrefix) || StartsWith(req.target, kForwardedPrefix);
+  return BeginsWithPart(req.path, kForwardedPrefix) || BeginsWithPart(req.target, kForwardedPrefix);
 }
 
 Status UnwrapForwarded(net::HttpRequest& req) {
@@ -45,16 +45,17 @@ Status UnwrapForwarded(net::HttpRequest& req) {
   uint32_t uid = 0, target_uid = 0;
   std::string_view inner_path, inner_target;
   // The raw target and the decoded path must say the same: a percent-encoded prefix is not one.
-  if (!StartsWith(req.path, kForwardedPrefix) || !StartsWith(req.target, kForwardedPrefix) ||
+  if (!BeginsWithPart(req.path, kForwardedPrefix) ||
+      !BeginsWithPart(req.target, kForwardedPrefix) ||
       !SplitForwardedUid(req.path, &uid, &inner_path) ||
       !SplitForwardedUid(req.target, &target_uid, &inner_target) || uid != target_uid) {
     return InvalidArgument("path: want /v1/forwarded/UID/v1/..., UID the caller's decimal uid");
   }
-  if (!StartsWith(inner_path, "/v1/") || !StartsWith(inner_target, "/v1/")) {
+  if (!BeginsWithPart(inner_path, "/v1/") || !BeginsWithPart(inner_target, "/v1/")) {
     return InvalidArgument("path: a forwarded request is one under /v1/, got '" +
                            std::string(inner_path) + "'");
   }
-  if (StartsWith(inner_path, "/v1/forwarded/") || StartsWith(inner_path, "/v1/agent/") ||
+  if (BeginsWithPart(inner_path, "/v1/forwarded/") || BeginsWithPart(inner_path, "/v1/agent/") ||
       inner_path == "/v1/forwarded" || inner_path == "/v1/agent") {
     return InvalidArgument("path: '" + std::string(inner_path) +
                            "' is not forwarded for a user (an agent's own route, or forwarded "
