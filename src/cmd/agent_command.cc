@@ -37,6 +37,23 @@
 #include "net/url.h"
 
 namespace corral::cmd {
+namespace {
+
+// The node's users' local socket at `path` ("none": a server listening nowhere), each request
+// handed to `users`. Started.
+Result<std::unique_ptr<net::HttpServer>> ServeNodeUsers(agentnet::UserForwarder& users,
+                                                        const std::string& path) {
+  auto server = std::make_unique<net::HttpServer>(
+      [&users](net::HttpRequest req, net::Responder respond) {
+        users.Handle(std::move(req), std::move(respond));
+      },
+      net::HttpServerOptions{.io_threads = 1});
+  if (Status st = ListenOnLocalSocket(*server, path); !st.ok()) return st;
+  server->Start();
+  return server;
+}
+
+}  // namespace
 
 int AgentMain(std::vector<std::string> args) {
   if (std::find(args.begin(), args.end(), "--check") != args.end()) {
@@ -403,16 +420,11 @@ int AgentMain(std::vector<std::string> args) {
       std::to_string(*port);
   // This node's Unix users, forwarded to the head under the node's credential.
   agentnet::UserForwarder users(*heads);
-  net::HttpServer user_socket(
-      [&users](net::HttpRequest req, net::Responder respond) {
-        users.Handle(std::move(req), std::move(respond));
-      },
-      net::HttpServerOptions{.io_threads = 1});
-  if (Status st = ListenOnLocalSocket(user_socket, unix_socket); !st.ok()) {
-    std::cerr << "corral agent: flag '--unix-socket': " << st.message() << "\n";
+  auto user_socket = ServeNodeUsers(users, unix_socket);
+  if (!user_socket.ok()) {
+    std::cerr << "corral agent: flag '--unix-socket': " << user_socket.status().message() << "\n";
     return 1;
   }
-  user_socket.Start();
   std::unique_ptr<agent::HeadChannel> channel = std::make_unique<agentnet::HttpHeadChannel>(
       *heads, join_token, state_dir + "/node.credential",
       [&relay_auth, &users](const std::string& credential) {
@@ -435,7 +447,7 @@ int AgentMain(std::vector<std::string> args) {
   // Run() returned on its own (a fatal error): wake the signal thread so it can be joined.
   kill(getpid(), SIGTERM);
   stopper.join();
-  user_socket.Stop();
+  (*user_socket)->Stop();
   logs.Stop();
   metrics_of = nullptr;
   return rc;
