@@ -2,7 +2,9 @@
 // agent running jobs as their owners, and `corral` run as Unix users this test creates
 // (useradd, runuser). The caller over the socket is the Unix user the kernel names (SO_PEERCRED),
 // whatever the request claims; a Unix group an admin maps gets its role; tokens over TCP keep
-// their expiry and revocation. Needs root; removes its users and group at the end.
+// their expiry and revocation. On a node's host the agent serves the same socket and forwards
+// each call under its node's credential (UnixAuth.ANodesUser...): the head takes the uid only
+// from a current node. Needs root; removes its users and group at the end.
 #include <grp.h>
 #include <gtest/gtest.h>
 #include <pwd.h>
@@ -73,6 +75,22 @@ class UnixAuth : public ::testing::Test {
         name, 1, 2,
         std::vector<std::string>{"--unix-socket", socket_, "--unix-group-role", kOps + "=admin"},
         std::vector<std::string>{});
+  }
+
+  // A cluster whose head serves no local socket and whose one agent (node1, a process of its
+  // own) serves its node's users on one: every call of theirs is forwarded under node1's
+  // credential. The head maps kOps to admin.
+  std::unique_ptr<LocalCluster> StartNodeCluster(const std::string& name) {
+    socket_ = (std::filesystem::temp_directory_path() /
+               ("corral-it-" + name + "-" + std::to_string(getpid())) / "node-run" / "corral.sock")
+                  .string();
+    auto c = std::make_unique<LocalCluster>(
+        name, 1, 2, std::vector<std::string>{"--unix-group-role", kOps + "=admin"},
+        std::vector<std::string>{"--unix-socket", socket_});
+    // The socket forwards once the node has its credential (its registration).
+    EXPECT_TRUE(WaitUntil(30000, [&] { return As(kAna, {"whoami"}).exit_code == 0; }))
+        << As(kAna, {"whoami"}).err;
+    return c;
   }
 
   // `corral ARGS...` as Unix user `user`, with nothing configured but where the socket is: no
@@ -283,6 +301,114 @@ TEST_F(UnixAuth, AnExpiredOrRevokedTokenIsStillRefusedOverTcp) {
   auto after_expiry = tcp_as(expiring, {"whoami"});
   EXPECT_NE(after_expiry.exit_code, 0);
   EXPECT_NE(after_expiry.err.find("expired"), std::string::npos) << after_expiry.err;
+}
+
+// A user on a node's host (an agent, no head there: the head here serves no socket at all) is
+// its Unix user too: the agent forwards each call under its node's credential, and the head
+// names the uid and applies the same group roles.
+TEST_F(UnixAuth, ANodesUserIsTheirUnixUserThroughItsAgentAndNoOneElse) {
+  auto c = StartNodeCluster("unixauth-node");
+  struct passwd* ana = getpwnam(kAna.c_str());
+  ASSERT_NE(ana, nullptr);
+  auto who = As(kAna, {"whoami", "-o", "json"});
+  ASSERT_EQ(who.exit_code, 0) << who.err;
+  EXPECT_EQ(WhoAmI(who)["user"], kAna);
+  EXPECT_EQ(WhoAmI(who)["role"], "user");
+  EXPECT_EQ(WhoAmI(who)["via"], "node_socket");
+  EXPECT_EQ(WhoAmI(who)["uid"], ana->pw_uid);
+  EXPECT_NE(As(kAna, {"whoami"}).out.find("via this node's local socket"), std::string::npos);
+  auto root = As("root", {"whoami", "-o", "json"});
+  EXPECT_EQ(WhoAmI(root)["role"], "user") << "the node vouches for root as a plain user";
+
+  // Ana's job is hers and runs as her; bob's is his.
+  auto sub = As(kAna, {"submit", "--parsable", "--", "/bin/sh", "-c", "id -un"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  const std::string anas = FirstLine(sub.out);
+  auto bob_sub = As(kBob, {"submit", "--parsable", "--", "/bin/sleep", "300"});
+  ASSERT_EQ(bob_sub.exit_code, 0) << bob_sub.err;
+  const std::string bobs = FirstLine(bob_sub.out);
+  auto waited = As(kAna, {"wait", anas, "--timeout", "60s"});
+  ASSERT_EQ(waited.exit_code, 0) << waited.out << waited.err;
+  auto logs = As(kAna, {"logs", anas});
+  ASSERT_EQ(logs.exit_code, 0) << logs.err;
+  EXPECT_EQ(logs.out, std::string(kAna) + "\n");
+  for (const auto& [id, owner] : {std::pair{anas, kAna}, std::pair{bobs, kBob}}) {
+    auto shown = c->Corral({"show", id, "-o", "json"});  // the admin's token, over TCP
+    ASSERT_EQ(shown.exit_code, 0) << shown.err;
+    EXPECT_EQ(Json::parse(shown.out)["owner"], owner) << shown.out;
+  }
+
+  // Ana cannot claim bob, by header or body, nor act on or read his job.
+  auto claimed =
+      Curl(kAna, {"-H", std::string("X-Corral-User: ") + kBob, "http://localhost/v1/whoami"});
+  ASSERT_EQ(StatusOf(claimed), 200) << claimed.out << claimed.err;
+  EXPECT_EQ(Json::parse(BodyOf(claimed))["user"], kAna);
+  const std::string as_bob = Json{{"spec", {{"command", {"/bin/true"}}}}, {"user", kBob}}.dump();
+  auto submitted = Curl(kAna, {"-X", "POST", "-H", "Content-Type: application/json", "--data",
+                               as_bob, "http://localhost/v1/jobs"});
+  EXPECT_EQ(StatusOf(submitted), 403) << submitted.out;
+  auto cancel = As(kAna, {"cancel", bobs});
+  EXPECT_NE(cancel.exit_code, 0);
+  EXPECT_NE(cancel.err.find("permission denied"), std::string::npos) << cancel.err;
+  auto peek = As(kAna, {"logs", bobs});
+  EXPECT_NE(peek.exit_code, 0);
+  EXPECT_NE(peek.err.find("permission denied"), std::string::npos) << peek.err;
+  // A token over the node's socket, even the admin's, is refused, and so is the forwarding
+  // route itself (the node forwards for whoever the kernel says is calling, no one else).
+  auto with_token = Curl(kAna, {"-H", "Authorization: Bearer " + c->token(),
+                                "http://localhost/v1/jobs/" + bobs + "/cancel", "-X", "POST"});
+  EXPECT_EQ(StatusOf(with_token), 400) << with_token.out;
+  EXPECT_NE(BodyOf(with_token).find("takes no token"), std::string::npos) << with_token.out;
+  auto as_root = Curl(kAna, {"http://localhost/v1/forwarded/0/v1/whoami"});
+  EXPECT_EQ(StatusOf(as_root), 403) << as_root.out;
+  auto state = c->Corral({"show", bobs, "-o", "json"});
+  ASSERT_EQ(state.exit_code, 0);
+  EXPECT_NE(Json::parse(state.out)["state"], "cancelled");
+
+  // Exec through the node's socket: bob's session in his own job runs as bob.
+  ASSERT_TRUE(WaitUntil(30000, [&] {
+    auto r = c->Corral({"show", bobs, "-o", "json"});
+    return Json::parse(r.out, nullptr, false).value("state", "") == "running";
+  }));
+  auto exec_own = As(kBob, {"exec", bobs, "--", "/usr/bin/id", "-un"});
+  EXPECT_EQ(exec_own.exit_code, 0) << exec_own.err;
+  EXPECT_EQ(exec_own.out, std::string(kBob) + "\n");
+
+  // The head's group mapping holds for a node's users: oli (kOps, admin) cancels bob's job.
+  auto oli_cancel = As(kOli, {"cancel", bobs});
+  EXPECT_EQ(oli_cancel.exit_code, 0) << oli_cancel.err;
+
+  // Ana's refusals are audited with her uid and the node that forwarded them.
+  const std::string audit = RunCommand({"/bin/cat", c->head_dir() + "/audit.log"}).out;
+  EXPECT_NE(audit.find("\"from\":\"uid " + std::to_string(ana->pw_uid) + " via node at "),
+            std::string::npos)
+      << audit;
+}
+
+// The head takes a forwarded uid only with a current node credential: a user's token on the
+// route vouches for no one, and once the node is removed its credential forwards no one.
+TEST_F(UnixAuth, ARemovedNodesCredentialForwardsNoOne) {
+  auto c = StartNodeCluster("unixauth-removed");
+  const std::string uid = std::to_string(getpwnam(kAna.c_str())->pw_uid);
+  const std::string credential =
+      FirstLine(RunCommand({"/bin/cat", c->dir() + "/agents/node1/node.credential"}).out);
+  ASSERT_FALSE(credential.empty());
+  auto forward = [&](const std::string& bearer) {
+    return RunCommand({"/usr/bin/curl", "-s", "-w", "\n%{http_code}", "-H",
+                       "Authorization: Bearer " + bearer,
+                       c->addr() + "/v1/forwarded/" + uid + "/v1/whoami"});
+  };
+  auto by_node = forward(credential);
+  ASSERT_EQ(StatusOf(by_node), 200) << by_node.out;
+  EXPECT_EQ(Json::parse(BodyOf(by_node))["user"], kAna);
+  EXPECT_EQ(StatusOf(forward(c->token())), 403) << "an admin's token vouches for no one";
+
+  c->KillAgent(1);
+  auto removed = c->Corral({"nodes", "rm", "node1"});
+  ASSERT_EQ(removed.exit_code, 0) << removed.err;
+  auto after = forward(credential);
+  EXPECT_EQ(StatusOf(after), 401) << after.out;
+  EXPECT_NE(BodyOf(after).find("the forwarding node's credential"), std::string::npos) << after.out;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "api/forwarded.h"
 #include "api/service_http.h"
 #include "core/codec.h"
 #include "core/spec.h"
@@ -17,6 +18,20 @@ namespace {
 using net::HttpRequest;
 using net::HttpResponse;
 using net::Responder;
+
+// Threads that route requests of local callers (the head's socket, or forwarded by a node's
+// agent), whose user lookups may block on a directory, and how many such requests may wait.
+constexpr int kLocalCallerThreads = 4;
+constexpr size_t kMaxLocalCallersWaiting = 1024;
+
+// Where the audit log says a request came from: its peer, and for one a node forwarded, the
+// Unix user the node named too.
+std::string AuditedFrom(const HttpRequest& req) {
+  if (req.peer && req.peer->via_node) {
+    return "uid " + std::to_string(req.peer->uid) + " via node at " + req.remote;
+  }
+  return req.remote;
+}
 
 HttpResponse JsonResponse(int status, const Json& body) {
   HttpResponse r;
@@ -242,7 +257,9 @@ ApiService::ApiService(head::Head* head, double requests_per_second, AgentTls ag
       sessions_(std::make_unique<SessionProxy>(head, &gates_,
                                                static_cast<bool>(agent_tls_.issue_log_cert),
                                                agent_tls_.log_trust, relay_idle)),
-      services_(std::make_unique<ServiceProxy>(head)) {}
+      services_(std::make_unique<ServiceProxy>(head)),
+      local_callers_(
+          std::make_unique<net::WorkerPool>(kLocalCallerThreads, kMaxLocalCallersWaiting)) {}
 
 void ApiService::TakeSession(net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn) {
   sessions_->Take(std::move(req), std::move(conn));
@@ -285,6 +302,13 @@ void ApiService::HandleNotebookTicket(const HttpRequest& req, const PathArgs& ar
 
 head::Presented ApiService::Who(const HttpRequest& req) const {
   if (!req.peer) return head::Presented(req.BearerToken());
+  if (req.peer->via_node) {
+    // The bearer is the forwarding node's credential, which the head checks before it takes
+    // the user the node's kernel named.
+    auto user = LookUpUnixUser(*req.peer);
+    if (!user.ok()) return head::Presented::Forwarded(req.BearerToken(), user.status());
+    return head::Presented::Forwarded(req.BearerToken(), CallerOfUnixUser(*user, unix_roles_));
+  }
   if (!req.Header("authorization").empty()) {
     // One connection, one identity: a token here would be a second claim of who is calling.
     return head::Presented::Local(InvalidArgument(
@@ -301,9 +325,14 @@ void ApiService::HandleWhoAmI(const HttpRequest& req, const PathArgs&, Responder
   std::optional<net::PeerCredentials> peer = req.peer;
   head_->Run(Who(req), head::WhoAmI{}, [respond, peer](Result<Caller> who) {
     if (!who.ok()) return respond(ErrorResponse(who.status()));
-    Json j{{"user", who->name},           {"kind", CallerKindName(who->kind)},
-           {"role", RoleName(who->role)}, {"queues", who->queues},
-           {"groups", who->groups},       {"via", peer ? "unix_socket" : "token"}};
+    Json j{{"user", who->name},
+           {"kind", CallerKindName(who->kind)},
+           {"role", RoleName(who->role)},
+           {"queues", who->queues},
+           {"groups", who->groups},
+           {"via", !peer            ? "token"
+                   : peer->via_node ? "node_socket"
+                                    : "unix_socket"}};
     if (peer) j["uid"] = peer->uid;
     respond(JsonResponse(200, j));
   });
@@ -315,12 +344,14 @@ void ApiService::HandleExecRelay(const HttpRequest& req, const PathArgs& args, R
 
 void ApiService::Handle(HttpRequest req, Responder respond) {
   auto t0 = std::chrono::steady_clock::now();
+  // A node's agent forwarding one of its local users: served as the request it carries.
+  const Status unwrapped = IsForwarded(req) ? UnwrapForwarded(req) : Status::Ok();
   std::vector<std::string> parts = net::SplitPath(req.path);
   std::string request = AuditedRequest(req.method, req.path);
   PathArgs args;
   const Endpoint* found = FindRoute(req.method, parts, &args);
   respond = [this, route = RouteLabel(req.method, parts, found), t0, request = std::move(request),
-             from = req.remote, bearer = req.BearerToken(), local = req.peer.has_value(),
+             from = AuditedFrom(req), bearer = req.BearerToken(), local = OnLocalSocket(req),
              respond = std::move(respond)](HttpResponse r) {
     gates_.Answered(local ? "" : bearer, from, request, r);
     head_->metrics().Observe(
@@ -329,7 +360,19 @@ void ApiService::Handle(HttpRequest req, Responder respond) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     respond(std::move(r));
   };
-  Route(std::move(req), parts, found, args, std::move(respond));
+  if (!unwrapped.ok()) return respond(ErrorResponse(unwrapped));
+  if (!req.peer) return Route(std::move(req), parts, found, args, std::move(respond));
+  // A local or forwarded caller: its Unix user is looked up (Who) on a thread of the pool's.
+  Responder refuse = respond;
+  const bool queued = local_callers_->Post(
+      [this, req = std::move(req), parts, found, args, respond = std::move(respond)]() mutable {
+        Route(std::move(req), parts, found, args, std::move(respond));
+      });
+  if (!queued) {
+    refuse(
+        ErrorResponse(Status(ErrorCode::kResourceExhausted,
+                             "too many local callers waiting for the user database; slow down")));
+  }
 }
 
 void ApiService::Route(HttpRequest req, const std::vector<std::string>& parts,
@@ -357,7 +400,7 @@ void ApiService::Route(HttpRequest req, const std::vector<std::string>& parts,
       return respond(ErrorResponse(InvalidArgument(
           "services (/v/NAME/) are served on the head's TCP address, not on the local socket")));
     }
-    if (auto refused = gates_.Admit(req.BearerToken(), req.remote, req.peer.has_value())) {
+    if (auto refused = gates_.Admit(req.BearerToken(), req.remote, OnLocalSocket(req))) {
       return respond(std::move(*refused));
     }
     return services_->Handle(std::move(req), std::move(respond));
@@ -365,7 +408,7 @@ void ApiService::Route(HttpRequest req, const std::vector<std::string>& parts,
   if (parts.size() < 2 || parts[0] != "v1") {
     return respond(ErrorResponse(NotFound("no such path: " + req.path)));
   }
-  if (auto refused = gates_.Admit(req.BearerToken(), req.remote, req.peer.has_value())) {
+  if (auto refused = gates_.Admit(req.BearerToken(), req.remote, OnLocalSocket(req))) {
     return respond(std::move(*refused));
   }
   // A session's input is what its user types, not JSON.

@@ -1,6 +1,8 @@
 // The REST handlers of docs/api.md: authenticate, validate, turn a request into a head
 // command, and the head's answer into JSON. Owned by the head process; Handle() is called on
-// the HTTP server's I/O threads and never blocks (the head answers through callbacks).
+// the HTTP server's I/O threads and never blocks (the head answers through callbacks): a local
+// caller's request, whose user the user database names (NSS, which may ask a directory), is
+// routed on a few threads of its own (`local_callers_`).
 #pragma once
 
 #include <functional>
@@ -15,6 +17,7 @@
 #include "head/head.h"
 #include "net/async_http_client.h"
 #include "net/http.h"
+#include "net/worker_pool.h"
 
 namespace corral::api {
 
@@ -43,7 +46,9 @@ class ApiService {
   void SetUnixGroupRoles(UnixGroupRoles roles) { unix_roles_ = std::move(roles); }
   // Who `req` says it comes from, for Head::Run: its bearer token, or, on the local socket,
   // the Unix user the kernel names (a token sent there is refused: one connection, one
-  // identity). Any thread; on the socket it asks the user database (NSS).
+  // identity), or, forwarded by a node (api/forwarded.h), the Unix user that node's kernel
+  // named, vouched for by the node's credential (the bearer). Any thread; for a peer it asks
+  // the user database (NSS), which Handle does on `local_callers_`.
   head::Presented Who(const net::HttpRequest& req) const;
   // Starts the readiness and liveness probes of services' replicas (service_proxy.h): the head
   // process, once it leads.
@@ -102,6 +107,9 @@ class ApiService {
   std::unique_ptr<ExecProxy> exec_;              // exec sessions relayed to agents
   std::unique_ptr<SessionProxy> sessions_;       // notebooks relayed to agents
   std::unique_ptr<ServiceProxy> services_;       // /v/NAME/ to services' replicas
+  // Last: its threads, which route local and forwarded callers' requests (and so look up their
+  // Unix users), are joined before the members they use go.
+  std::unique_ptr<net::WorkerPool> local_callers_;
 };
 
 // Every answer of the API carries the revision of the head's state it reflects.

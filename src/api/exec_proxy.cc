@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "api/api_service.h"
+#include "api/forwarded.h"
 #include "core/secrets.h"
 #include "core/time.h"
 #include "head/tokens.h"
@@ -55,7 +56,9 @@ void ExecProxy::ExpireIdle(int64_t now_ms) {
 }
 
 std::string ExecProxy::PrincipalOf(const net::HttpRequest& req) {
-  if (req.peer) return "local uid " + std::to_string(req.peer->uid);
+  if (req.peer) {
+    return (req.peer->via_node ? "forwarded uid " : "local uid ") + std::to_string(req.peer->uid);
+  }
   return head::Sha256Hex(req.BearerToken());
 }
 
@@ -133,7 +136,8 @@ void ExecProxy::Relay(const net::HttpRequest& req, const PathArgs& args, net::Re
     s = it->second;
   }
   // The kernel names a local caller afresh on each connection; a token may have been revoked.
-  if (!req.peer && !head_->IsCurrentCredential(bearer)) {
+  // A forwarded caller's node may have been removed since (its credential is the bearer).
+  if (!OnLocalSocket(req) && !head_->IsCurrentCredential(bearer)) {
     Forget(id);
     return respond(
         Error(401, "unauthenticated", "the token that opened this session is no longer valid"));

@@ -36,6 +36,18 @@ void LeaderGate::Handle(net::HttpRequest req, net::Responder respond) {
     return respond(net::JsonError(503, "no_leader",
                                   "this head is a standby and no head leads yet; retry shortly"));
   }
+  if (req.peer) {
+    // Its socket's caller would reach the leader as nobody: a redirect is to the leader's TCP
+    // address, where a token is needed, and a standby holds no credential the leader takes as
+    // vouching for a Unix user (docs/security.md). Said now, not retried through a window.
+    return respond(net::JsonError(
+        409, "standby",
+        "this head is a standby: its local socket serves only while it leads. The leader is " +
+            leader +
+            ": use the local socket on the leader's host or on a node's, or a token there "
+            "(CORRAL_ADDR=" +
+            leader + " CORRAL_TOKEN=...)"));
+  }
   net::HttpResponse r =
       net::JsonError(307, "not_leader", "this head is a standby; the leader is " + leader);
   r.headers["Location"] = leader + req.target;

@@ -1,7 +1,9 @@
 // LeaderGate: the front of a head that may be a standby (DESIGN §7, HA). While another head
 // leads, every request is answered 307 with a Location at the leader (or 503 "no_leader"
 // while none is known), so that clients and agents follow it (net::HeadClient); once this
-// head leads, requests go to its ApiService. `GET /v1/leader` is answered in both roles.
+// head leads, requests go to its ApiService. A request over a standby's local socket is
+// answered 409 "standby" naming the leader instead: a redirect would take its Unix user to
+// the leader's TCP address as nobody. `GET /v1/leader` is answered in both roles.
 // Thread-safe: the HTTP server's threads call Handle, the election loop the setters.
 #pragma once
 

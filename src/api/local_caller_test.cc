@@ -7,6 +7,7 @@
 #include <future>
 
 #include "api/api_service.h"
+#include "api/leader_gate.h"
 #include "api/test_head.h"
 
 namespace corral::api {
@@ -128,6 +129,122 @@ TEST_F(LocalCaller, AnUnnamedUidIsRefusedAndAgentsRoutesAreNotForUsers) {
                                {"protocol", kAgentProtocol}});
   EXPECT_EQ(registered.status, 403) << registered.body.dump();
   EXPECT_NE(registered.error().find("takes its credential, not a Unix user"), std::string::npos);
+}
+
+// A request a node's agent forwarded from its own local socket (api/forwarded.h): the uid in the
+// path is taken only with a current node credential, and is then that Unix user as on the
+// head's socket.
+class ForwardedCaller : public LocalCaller {
+ protected:
+  void SetUp() override {
+    LocalCaller::SetUp();
+    Reply registered = Call("POST", "/v1/agent/register",
+                            Json{{"name", "n1"},
+                                 {"address", "n1:7071"},
+                                 {"cpu_milli", 8000},
+                                 {"memory_mb", 16000},
+                                 {"gpus", Json::array()},
+                                 {"protocol", kAgentProtocol}},
+                            std::nullopt, Bearer(test::kJoin));
+    ASSERT_EQ(registered.status, 200) << registered.body.dump();
+    node_ = registered.body.value("node_token", "");
+    ASSERT_FALSE(node_.empty()) << registered.body.dump();
+  }
+  static std::map<std::string, std::string> Bearer(const std::string& secret) {
+    return {{"authorization", "Bearer " + secret}};
+  }
+  // `method` of `path` as the node's agent forwards it for `uid`, with `bearer`.
+  Reply Forwarded(const std::string& bearer, const std::string& method, const std::string& path,
+                  const Json& body = nullptr, uint32_t uid = ::getuid()) {
+    return Call(method, "/v1/forwarded/" + std::to_string(uid) + path, body, std::nullopt,
+                bearer.empty() ? std::map<std::string, std::string>{} : Bearer(bearer));
+  }
+  std::string node_;
+};
+
+TEST_F(ForwardedCaller, ANodesCredentialForwardsItsUnixUserWhoGetsNoMore) {
+  Reply who = Forwarded(node_, "GET", "/v1/whoami");
+  ASSERT_EQ(who.status, 200) << who.body.dump();
+  EXPECT_EQ(who.body["user"], me_.name);
+  EXPECT_EQ(who.body["role"], "user");
+  EXPECT_EQ(who.body["via"], "node_socket");
+  EXPECT_EQ(who.body["uid"], ::getuid());
+  Reply mine = Forwarded(node_, "POST", "/v1/jobs", Json{{"spec", {{"command", {"true"}}}}});
+  ASSERT_EQ(mine.status, 201) << mine.body.dump();
+  EXPECT_EQ(mine.body["job"]["owner"], me_.name);
+  Reply as_other = Forwarded(node_, "POST", "/v1/jobs",
+                             Json{{"spec", {{"command", {"true"}}}}, {"user", "someone-else"}});
+  EXPECT_EQ(as_other.status, 403) << as_other.body.dump();
+  // Root forwarded is the plain user root: no mapping names one of its groups.
+  Reply root = Forwarded(node_, "GET", "/v1/whoami", nullptr, 0);
+  ASSERT_EQ(root.status, 200) << root.body.dump();
+  EXPECT_EQ(root.body["user"], "root");
+  EXPECT_EQ(root.body["role"], "user");
+  // A mapped group gives its role to a forwarded user as to a local one.
+  auto roles = ParseUnixGroupRoles({me_.groups.front() + "=admin"});
+  ASSERT_TRUE(roles.ok());
+  api_->SetUnixGroupRoles(*roles);
+  EXPECT_EQ(Forwarded(node_, "GET", "/v1/whoami").body["role"], "admin");
+}
+
+TEST_F(ForwardedCaller, OnlyACurrentNodesCredentialVouchesForAUser) {
+  Reply admin = Forwarded(test::kAdmin, "GET", "/v1/whoami");
+  EXPECT_EQ(admin.status, 403) << "a user's token, even an admin's, vouches for nobody";
+  EXPECT_NE(admin.error().find("only from a node's credential"), std::string::npos)
+      << admin.error();
+  EXPECT_EQ(Forwarded(test::kJoin, "GET", "/v1/whoami").status, 403) << "the join token";
+  EXPECT_EQ(Forwarded("", "GET", "/v1/whoami").status, 401);
+  EXPECT_EQ(Forwarded("not-a-credential", "GET", "/v1/whoami").status, 401);
+  // A removed node's credential forwards no one.
+  ASSERT_EQ(Call("DELETE", "/v1/nodes/n1", nullptr, std::nullopt, Bearer(test::kAdmin)).status,
+            200);
+  Reply removed = Forwarded(node_, "GET", "/v1/whoami");
+  EXPECT_EQ(removed.status, 401) << removed.body.dump();
+  EXPECT_NE(removed.error().find("the forwarding node's credential"), std::string::npos)
+      << removed.error();
+}
+
+TEST_F(ForwardedCaller, TheRouteCarriesOneUsersApiRequestAndNothingElse) {
+  // Over the head's own socket, whose caller is its Unix user, the route is refused.
+  Reply on_socket = Call("GET", "/v1/forwarded/0/v1/whoami", nullptr, Me(), Bearer(node_));
+  EXPECT_EQ(on_socket.status, 400) << on_socket.body.dump();
+  EXPECT_EQ(Forwarded(node_, "GET", "/v1/forwarded/0/v1/whoami").status, 400) << "twice";
+  EXPECT_EQ(Forwarded(node_, "POST", "/v1/agent/sync", Json::object()).status, 400);
+  EXPECT_EQ(Forwarded(node_, "GET", "/metrics").status, 400);
+  EXPECT_EQ(Call("GET", "/v1/forwarded/abc/v1/whoami", nullptr, std::nullopt, Bearer(node_)).status,
+            400);
+  EXPECT_EQ(Call("GET", "/v1/forwarded/99999999999/v1/whoami", nullptr, std::nullopt, Bearer(node_))
+                .status,
+            400);
+  // A node's credential without the route is still only an agent's.
+  EXPECT_EQ(Call("GET", "/v1/whoami", nullptr, std::nullopt, Bearer(node_)).status, 403);
+}
+
+TEST(StandbySocket, AStandbysSocketNamesTheLeaderInsteadOfRedirectingToIt) {
+  LeaderGate gate("http://self:7070");
+  gate.SetLeaderUrl("http://leader:7070");
+  auto ask = [&gate](std::optional<net::PeerCredentials> peer) {
+    net::HttpRequest req;
+    req.method = "GET";
+    req.target = req.path = "/v1/jobs";
+    req.peer = peer;
+    std::promise<net::HttpResponse> p;
+    gate.Handle(req, [&p](net::HttpResponse r) { p.set_value(std::move(r)); });
+    return p.get_future().get();
+  };
+  net::HttpResponse local = ask(net::PeerCredentials{1001, 1001, 7});
+  EXPECT_EQ(local.status, 409);
+  Json body = Json::parse(local.body, nullptr, false);
+  EXPECT_EQ(body["error"]["code"], "standby");
+  EXPECT_NE(body["error"]["message"].get<std::string>().find("http://leader:7070"),
+            std::string::npos);
+  EXPECT_EQ(local.headers.count("Location"), 0u);
+  net::HttpResponse tcp = ask(std::nullopt);
+  EXPECT_EQ(tcp.status, 307);
+  EXPECT_EQ(tcp.headers["Location"], "http://leader:7070/v1/jobs");
+  // With no leader known yet, both are told to retry (it may be this head next).
+  gate.SetLeaderUrl("");
+  EXPECT_EQ(ask(net::PeerCredentials{1001, 1001, 7}).status, 503);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <vector>
 
 namespace corral::cli {
 
@@ -73,12 +74,17 @@ Result<ClientConfig> LoadClientConfig(const EnvLookup& env) {
   }
   const bool addr_from_env = cfg.source == "CORRAL_ADDR";
   if (cfg.token.empty() && !addr_from_env) {
-    // No token: the head's local socket, where the kernel says who is calling.
-    const std::string socket = env("CORRAL_SOCKET").value_or(kDefaultHeadSocket);
-    struct stat st {};
-    if (!socket.empty() && ::stat(socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
-      cfg.addr = "unix://" + socket;
-      cfg.source = "the head's local socket " + socket;
+    // No token: a local socket, where the kernel says who is calling. The one named, else the
+    // head's, else a node agent's (which forwards to the head).
+    std::vector<std::string> sockets = {kDefaultHeadSocket, kDefaultNodeSocket};
+    if (auto named = env("CORRAL_SOCKET")) sockets = {*named};
+    for (const std::string& socket : sockets) {
+      struct stat st {};
+      if (!socket.empty() && ::stat(socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
+        cfg.addr = "unix://" + socket;
+        cfg.source = "the local socket " + socket;
+        break;
+      }
     }
   }
   // The socket takes no token (its caller is the Unix user): none is sent there.
@@ -90,8 +96,9 @@ Result<ClientConfig> LoadClientConfig(const EnvLookup& env) {
         "and CORRAL_TOKEN, or write " +
         (path.empty() ? std::string("$HOME/.config/corral/config.json") : path) +
         " as {\"addr\": \"http://HOST:PORT\", \"token\": \"...\"} (corral up writes it); on a "
-        "head's host, corral uses its local socket without a token (CORRAL_SOCKET, default " +
-        kDefaultHeadSocket + ")");
+        "head's or a node's host, corral uses its local socket without a token (CORRAL_SOCKET, "
+        "default " +
+        kDefaultHeadSocket + ", then " + kDefaultNodeSocket + ")");
   }
   while (cfg.addr.size() > 1 && cfg.addr.back() == '/') cfg.addr.pop_back();
   return cfg;

@@ -123,6 +123,8 @@ int RunWhoAmI(const std::vector<std::string>& argv, CliContext& ctx) {
   line += ")";
   if (Str(*r, "via") == "unix_socket") {
     line += " via the local socket, uid " + std::to_string(r->value("uid", 0));
+  } else if (Str(*r, "via") == "node_socket") {
+    line += " via this node's local socket, uid " + std::to_string(r->value("uid", 0));
   } else {
     line += " via a token";
   }

@@ -24,8 +24,10 @@
 #include "agentnet/log_server.h"
 #include "agentnet/notebook_relay.h"
 #include "agentnet/relay_auth.h"
+#include "agentnet/user_socket.h"
 #include "cmd/commands.h"
 #include "cmd/flags.h"
+#include "cmd/local_socket.h"
 #include "cmd/service_notifier.h"
 #include "cmd/signals.h"
 #include "core/spec.h"
@@ -35,6 +37,23 @@
 #include "net/url.h"
 
 namespace corral::cmd {
+namespace {
+
+// The node's users' local socket at `path` ("none": a server listening nowhere), each request
+// handed to `users`. Started.
+Result<std::unique_ptr<net::HttpServer>> ServeNodeUsers(agentnet::UserForwarder& users,
+                                                        const std::string& path) {
+  auto server = std::make_unique<net::HttpServer>(
+      [&users](net::HttpRequest req, net::Responder respond) {
+        users.Handle(std::move(req), std::move(respond));
+      },
+      net::HttpServerOptions{.io_threads = 1});
+  if (Status st = ListenOnLocalSocket(*server, path); !st.ok()) return st;
+  server->Start();
+  return server;
+}
+
+}  // namespace
 
 int AgentMain(std::vector<std::string> args) {
   if (std::find(args.begin(), args.end(), "--check") != args.end()) {
@@ -144,6 +163,12 @@ int AgentMain(std::vector<std::string> args) {
   app.add_option("--cdi-dir", cdi_dirs,
                  "a directory of CDI specs for the GPUs (repeatable; default /etc/cdi "
                  "/var/run/cdi; simulated GPUs: STATE_DIR/cdi, written by the agent)");
+  std::string unix_socket = DefaultLocalSocket();
+  app.add_option("--unix-socket", unix_socket,
+                 "serve this node's Unix users on this local socket: corral there needs no "
+                 "token, each request is forwarded to the head as its caller's Unix user under "
+                 "this node's credential; default $RUNTIME_DIRECTORY/corral.sock under systemd "
+                 "(/run/corral-node/corral.sock), else none; none: no socket");
   std::string mps_control = "auto";
   app.add_option("--mps-control", mps_control,
                  "nvidia-cuda-mps-control, run per owner per GPU for MPS shares (default: found "
@@ -157,6 +182,11 @@ int AgentMain(std::vector<std::string> args) {
              access(mps_control.c_str(), X_OK) != 0) {
     std::cerr << "corral agent: flag '--mps-control': " << mps_control
               << " is not an executable absolute path (or \"none\")\n";
+    return 2;
+  }
+  if (!IsLocalSocketFlag(unix_socket)) {
+    std::cerr << "corral agent: flag '--unix-socket': got \"" << unix_socket
+              << "\", want an absolute path or none\n";
     return 2;
   }
   // Before any thread starts: it takes NOTIFY_SOCKET out of the environment jobs inherit.
@@ -388,9 +418,19 @@ int AgentMain(std::vector<std::string> args) {
   config.address =
       (advertised->find(':') != std::string::npos ? "[" + *advertised + "]" : *advertised) + ":" +
       std::to_string(*port);
+  // This node's Unix users, forwarded to the head under the node's credential.
+  agentnet::UserForwarder users(*heads);
+  auto user_socket = ServeNodeUsers(users, unix_socket);
+  if (!user_socket.ok()) {
+    std::cerr << "corral agent: flag '--unix-socket': " << user_socket.status().message() << "\n";
+    return 1;
+  }
   std::unique_ptr<agent::HeadChannel> channel = std::make_unique<agentnet::HttpHeadChannel>(
       *heads, join_token, state_dir + "/node.credential",
-      [&relay_auth](const std::string& credential) { relay_auth.SetCredential(credential); });
+      [&relay_auth, &users](const std::string& credential) {
+        relay_auth.SetCredential(credential);
+        users.SetCredential(credential);
+      });
   if (log_tls) {
     channel = std::make_unique<agentnet::LogCertChannel>(std::move(channel), log_tls, name);
   }
@@ -407,6 +447,7 @@ int AgentMain(std::vector<std::string> args) {
   // Run() returned on its own (a fatal error): wake the signal thread so it can be joined.
   kill(getpid(), SIGTERM);
   stopper.join();
+  (*user_socket)->Stop();
   logs.Stop();
   metrics_of = nullptr;
   return rc;

@@ -17,6 +17,7 @@
 #include "cmd/commands.h"
 #include "cmd/flags.h"
 #include "cmd/head_tls.h"
+#include "cmd/local_socket.h"
 #include "cmd/service_notifier.h"
 #include "cmd/signals.h"
 #include "core/spec.h"
@@ -104,30 +105,6 @@ Result<notify::NotifierConfig> JobNotifierConfig(const std::vector<std::string>&
   }
   c.mail_domain = mail_domain;
   return c;
-}
-
-// Where the head serves its local socket unless told: the service's runtime directory, which
-// systemd makes (RuntimeDirectory=corral: /run/corral, 0755) and removes; none elsewhere, so
-// that heads started by hand or by tests claim no shared path.
-std::string DefaultUnixSocket() {
-  const char* dir = std::getenv("RUNTIME_DIRECTORY");
-  if (dir == nullptr || *dir == '\0') return "none";
-  std::string first = dir;  // several directories are separated by ':'
-  return first.substr(0, first.find(':')) + "/corral.sock";
-}
-
-// The local socket (unless "none"), its directory made 0755 if missing so that every local
-// user reaches it.
-Status ListenOnUnixSocket(net::HttpServer& server, const std::string& path) {
-  if (path.empty() || path == "none") return Status::Ok();
-  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  std::error_code ec;
-  if (!std::filesystem::exists(dir, ec)) {
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return Unavailable("cannot make " + dir.string() + ": " + ec.message());
-    std::filesystem::permissions(dir, std::filesystem::perms(0755), ec);
-  }
-  return server.ListenUnix(path);
 }
 
 }  // namespace
@@ -225,7 +202,7 @@ int HeadMain(std::vector<std::string> args) {
                  "a run whose GPUs all stay idle this long is flagged idle");
   HeadTlsFlags tls_flags;
   tls_flags.AddTo(app);
-  std::string unix_socket = DefaultUnixSocket();
+  std::string unix_socket = DefaultLocalSocket();
   app.add_option("--unix-socket", unix_socket,
                  "serve the API on this local socket too, to every local user as their Unix user "
                  "(no token); default $RUNTIME_DIRECTORY/corral.sock under systemd "
@@ -421,7 +398,7 @@ int HeadMain(std::vector<std::string> args) {
     std::cerr << "corral head: " << port.status().ToString() << "\n";
     return 1;
   }
-  if (Status st = ListenOnUnixSocket(server, unix_socket); !st.ok()) {
+  if (Status st = ListenOnLocalSocket(server, unix_socket); !st.ok()) {
     std::cerr << "corral head: " << st.ToString() << "\n";
     return 1;
   }

@@ -362,6 +362,18 @@ Result<std::string> Head::RelayGrantFor(const std::string& node, const std::stri
 
 Result<Caller> Head::AuthenticateFor(const Presented& presented, TimeMs now,
                                      bool for_agents) const {
+  // A forwarded caller is a Unix user a node's kernel named, taken only from a node that is
+  // registered now (a removed node's credential is gone from the table).
+  if (presented.vouching_node) {
+    auto node = core_.Authenticate(*presented.vouching_node, now);
+    if (!node.ok()) {
+      return Status(node.status().code(),
+                    "the forwarding node's credential: " + node.status().message());
+    }
+    if (node->kind != Caller::Kind::kNode) {
+      return PermissionDenied("a forwarded Unix user is taken only from a node's credential");
+    }
+  }
   // A local caller is a user the kernel named: never an agent, and no token is looked up.
   if (presented.local) {
     if (for_agents && presented.local->ok()) {

@@ -16,6 +16,10 @@ struct PeerCredentials {
   uint32_t uid = 0;
   uint32_t gid = 0;
   int32_t pid = 0;
+  // Set by the head's API, never by the server, for a request a node's agent forwarded from
+  // its own local socket (api/forwarded.h): `uid` is then what that node's kernel said, vouched
+  // for by the node credential the request carries; gid and pid are not sent.
+  bool via_node = false;
 };
 
 struct HttpRequest {
