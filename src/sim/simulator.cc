@@ -584,9 +584,13 @@ class Loop {
     r.lost = e.run_state == RunState::kLost;
     r.preempted = e.run_state == RunState::kPreempted || (r.lost && stop == StopCause::kPreempted);
     r.timeout = stop == StopCause::kTimeLimit;
-    // GPU time the run held beyond the progress it kept.
+    // GPU time the run held beyond the progress it kept (an elastic world's pauses are counted
+    // as they pass: ElasticKeep).
     DurationMs gain = w.progress_ms - w.run_progress_start;
-    result_.lost_gpu_ms += r.gpu_milli * std::max<DurationMs>(0, now - r.start - gain) / kGpuMilli;
+    if (!IsElastic(e.job)) {
+      result_.lost_gpu_ms +=
+          r.gpu_milli * std::max<DurationMs>(0, now - r.start - gain) / kGpuMilli;
+    }
     JobOutcome& o = result_.jobs[i];
     o.preemptions += r.preempted;
     o.lost_runs += r.lost;
@@ -610,6 +614,9 @@ class Loop {
     Work& w = WorkOf(id);
     const DurationMs ran = now - x.since - x.overhead;
     const auto n = static_cast<int32_t>(x.processes.size());
+    // The GPUs it held without progress (a restart, a resize) are lost GPU time.
+    const DurationMs paused = std::min(now - x.since, x.overhead);
+    if (n > 0 && paused > 0) result_.lost_gpu_ms += paused * n * x.shape.per_replica;
     if (n == 0 || ran <= 0) return;
     const double rate = ElasticRate(x.shape, n, config_.elastic.alpha);
     const auto done = static_cast<DurationMs>(std::llround(static_cast<double>(ran) * rate));

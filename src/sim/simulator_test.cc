@@ -426,6 +426,8 @@ TEST(SimulatorTest, AnElasticJobStartsSmallGrowsAndEndsSooner) {
     if (r.job == 1) stretches.emplace_back(r.gpus, r.start);
   }
   EXPECT_EQ(stretches, (std::vector<std::pair<int32_t, TimeMs>>{{3, 1000}, {4, 100000}}));
+  // The 30 s pause of the grow, on four GPUs, is all the GPU time it lost.
+  EXPECT_EQ(elastic->lost_gpu_ms, 4 * 30000);
   Summary s = Summarize("corral", jobs, *elastic);
   EXPECT_LT(s.avg_jct, Summarize("corral", jobs, *rigid).avg_jct);
 }
