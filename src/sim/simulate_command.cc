@@ -96,6 +96,11 @@ Status ApplySimElasticFlags(const Flags& f, ElasticModel* out) {
     return InvalidArgument("field '--elastic-alpha': got " + std::to_string(f.elastic_alpha) +
                            ", want an exponent in (0, 1] (1: linear scaling)");
   }
+  if (f.elastic && f.check) {
+    return InvalidArgument(
+        "field '--check': it checks rigid runs (each job on its trace GPUs at the trace's speed); "
+        "leave it out with --elastic");
+  }
   m.min_fraction = f.elastic_min;
   m.alpha = f.elastic_alpha;
   CORRAL_RETURN_IF_ERROR(

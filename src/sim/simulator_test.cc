@@ -432,5 +432,28 @@ TEST(SimulatorTest, AnElasticJobStartsSmallGrowsAndEndsSooner) {
   EXPECT_LT(s.avg_jct, Summarize("corral", jobs, *rigid).avg_jct);
 }
 
+TEST(SimulateCommandTest, ElasticFlags) {
+  int rc = 0;
+  const std::vector<std::string> base = {"--trace", Data("philly_slice.csv"), "--nodes", "4",
+                                         "--no-timing"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  std::string out = RunCommand(with({"--elastic", "--elastic-alpha", "1.5"}), &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("field '--elastic-alpha'"), std::string::npos) << out;
+  out = RunCommand(with({"--elastic", "--elastic-min", "0"}), &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("field '--elastic-min'"), std::string::npos) << out;
+  out = RunCommand(with({"--elastic", "--check"}), &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("field '--check'"), std::string::npos) << out;
+  const std::string first = RunCommand(with({"--elastic"}), &rc);
+  EXPECT_EQ(rc, 0) << first;
+  EXPECT_EQ(RunCommand(with({"--elastic"}), &rc), first) << "the same inputs, the same output";
+}
+
 }  // namespace
 }  // namespace corral::sim
