@@ -567,7 +567,7 @@ Result<std::unique_ptr<PosixLauncher::Prepared>> PosixLauncher::Prepare(const Ru
   plan.exec_error = p.exec_error.c_str();
   plan.chdir_error = p.chdir_error.c_str();
   plan.max_fd = static_cast<int>(open_max > 0 && open_max < 65536 ? open_max : 65536);
-  if (order.interactive && session_lease_ms_ > 0) {
+  if ((order.interactive || order.elastic) && session_lease_ms_ > 0) {
     plan.lease_path = session_lease_path_.c_str();
     plan.lease_ms = session_lease_ms_;
   }

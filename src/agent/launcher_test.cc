@@ -477,9 +477,10 @@ TEST_P(LauncherTest, AMonitorWhoseAgentIsGoneFinishesItsRunThenExits) {
 }
 
 // An interactive session's monitor ends it once its agent's lease goes unrenewed (the agent is
-// gone); a batch job beside it is never ended for that, and a session whose lease is renewed (a
-// live agent, or a new one on the same state directory) goes on.
-TEST_P(LauncherTest, AnUnrenewedAgentLeaseEndsInteractiveRunsOnly) {
+// gone), and an elastic replica's too (the head drops it from its run); a batch job beside them
+// is never ended for that, and a session whose lease is renewed (a live agent, or a new one on
+// the same state directory) goes on.
+TEST_P(LauncherTest, AnUnrenewedAgentLeaseEndsSessionsAndElasticReplicasOnly) {
   TempDir gone_dir, live_dir;
   PosixLauncher gone(gone_dir.path(), "n", {}, {}, Cgroups::None(), Monitor());
   PosixLauncher live(live_dir.path(), "n", {}, {}, Cgroups::None(), Monitor());
@@ -496,10 +497,13 @@ TEST_P(LauncherTest, AnUnrenewedAgentLeaseEndsInteractiveRunsOnly) {
   session.interactive = true;
   RunOrder renewed = session;
   renewed.run_id = "2.0";
+  RunOrder replica = ShellOrder("4.0", "sleep 60 & wait");
+  replica.elastic = true;
   auto s = gone.Launch(session);
   auto b = gone.Launch(ShellOrder("3.0", "sleep 60"));
   auto r = live.Launch(renewed);
-  ASSERT_TRUE(s.ok() && b.ok() && r.ok());
+  auto e = gone.Launch(replica);
+  ASSERT_TRUE(s.ok() && b.ok() && r.ok() && e.ok());
   RunStatus ended;
   ASSERT_TRUE(WaitFor([&] {
     (void)RenewAgentLease(live_lease);
@@ -510,6 +514,10 @@ TEST_P(LauncherTest, AnUnrenewedAgentLeaseEndsInteractiveRunsOnly) {
   EXPECT_LT(took, 3.0);
   EXPECT_EQ(ended.exit_code, -SIGKILL);
   EXPECT_FALSE(testing::Alive(s->pgid));
+  ASSERT_TRUE(WaitFor([&] { return !(ended = gone.Check(*e)).running; }))
+      << "the elastic replica outlived its agent's lease";
+  EXPECT_EQ(ended.exit_code, -SIGKILL);
+  EXPECT_FALSE(testing::Alive(e->pgid));
   for (int i = 0; i < 10; ++i) {  // two more terms: the others go on
     (void)RenewAgentLease(live_lease);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -158,6 +158,12 @@ struct RunOrder {
   // The job is an interactive session (JobSpec::interactive): its monitor ends it when the agent
   // has been gone longer than the agent's lease (monitor.h), where a batch job outlives it.
   bool interactive = false;
+  // A replica of an elastic run the head resizes (docs/elastic.md): its monitor ends it, like
+  // an interactive session, once its agent has been gone longer than the lease. The head drops
+  // a replica whose node it declares lost (--down-after, above the lease) and tells the others;
+  // one left running would rejoin the job's rendezvous behind the head's back and hold GPUs the
+  // scheduler has given to another.
+  bool elastic = false;
   bool stop = false;  // stop it: signal, grace, then SIGKILL
   int32_t stop_signal = 15;
   int64_t grace_ms = 10000;

@@ -144,6 +144,7 @@ Json ToJson(const RunOrder& r) {
   }
   if (r.notebook) j["notebook"] = true;
   if (r.interactive) j["interactive"] = true;
+  if (r.elastic) j["elastic"] = true;
   return j;
 }
 
@@ -285,6 +286,7 @@ Result<SyncResponse> SyncResponseFromJson(const Json& j) {
       }
       o.notebook = Get<bool>(x, "notebook", false);
       o.interactive = Get<bool>(x, "interactive", false);
+      o.elastic = Get<bool>(x, "elastic", false);
       o.stop = Get<bool>(x, "stop", false);
       o.stop_signal = Get<int32_t>(x, "stop_signal", 15);
       o.grace_ms = Get<int64_t>(x, "grace_ms", 10000);

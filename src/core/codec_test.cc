@@ -327,6 +327,18 @@ TEST(Codec, AnOrderSaysWhetherItIsAnInteractiveSession) {
   EXPECT_FALSE(got->runs.at(1).interactive);
 }
 
+TEST(Codec, AnOrderSaysWhetherItIsAnElasticReplica) {
+  RunOrder replica = TwoTaskOrder();
+  replica.elastic = true;
+  RunOrder batch = TwoTaskOrder();
+  Json wire = ToJson(SyncResponse{1, 2, {replica, batch}, false});
+  EXPECT_FALSE(wire["runs"][1].contains("elastic")) << "a rigid job's order carries nothing";
+  auto got = SyncResponseFromJson(wire);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_TRUE(got->runs.at(0).elastic);
+  EXPECT_FALSE(got->runs.at(1).elastic);
+}
+
 TEST(Codec, AnElasticOrderCarriesItsLostPeers) {
   RunOrder survivor = TwoTaskOrder();
   survivor.peers_lost = 2;

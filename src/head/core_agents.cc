@@ -215,6 +215,7 @@ void HeadCore::AddJobOrders(const Job& job, const std::string& node, SyncRespons
     o.workdir = job.spec.workdir;
     o.notebook = job.spec.notebook;
     o.interactive = job.spec.interactive;
+    o.elastic = job.spec.IsElastic() && !job.spec.batch;  // sbatch's allocation is not resized
     o.signals = run.signals;
     o.signal = run.last_signal;
     o.peers_lost = run.peers_lost;  // the survivors of a lost node kill their workers (elastic)

@@ -83,7 +83,7 @@ void Head::Stop() {
   stopped_ = true;
   io_.stop();
   thread_.join();
-  rdzv_.reset();       // the stores go with the head
+  rdzv_.reset();       // the stores stay for a head started again (rdzv_stores.h)
   archive_io_.stop();  // a read under way finishes; its answer is not delivered
   archive_thread_.join();
   if (backup_thread_.joinable()) backup_thread_.join();  // its answer is not delivered

@@ -151,8 +151,10 @@ Head::Head(HeadConfig config, std::unique_ptr<store::Store> store, const Clock* 
       log_(config_.durability) {
   DescribeMetrics();
   if (!config_.core.rdzv_host.empty() && !config_.driven) {
-    rdzv_ = std::make_unique<RendezvousStores>(
-        config_.rdzv_python, config_.state_dir.empty() ? "" : config_.state_dir + "/rdzv.log");
+    const std::string& dir = config_.state_dir;
+    rdzv_ = std::make_unique<RendezvousStores>(config_.rdzv_python,
+                                               dir.empty() ? "" : dir + "/rdzv.log",
+                                               dir.empty() ? "" : dir + "/rdzv");
   }
 }
 

@@ -70,6 +70,10 @@ struct Flags {
   std::string infer_job_names;  // a window; empty: off
   std::string node_mtbf = "0s";
   std::string node_repair = "1h";
+  bool elastic = false;
+  double elastic_min = ElasticModel{}.min_fraction;
+  double elastic_alpha = ElasticModel{}.alpha;
+  std::string elastic_resize_overhead = "30s";
   bool no_timing = false;
   bool check = false;
   bool profile = false;
@@ -77,6 +81,33 @@ struct Flags {
   std::string estimator = "forward";
   int64_t estimate_passes = sched::EstimateOptions{}.max_passes;
 };
+
+Status Duration(const std::string& flag, const std::string& text, DurationMs* out);
+
+// --elastic and its model's settings (elastic_model.h); bad values change nothing.
+Status ApplySimElasticFlags(const Flags& f, ElasticModel* out) {
+  ElasticModel m;
+  m.on = f.elastic;
+  if (!(f.elastic_min > 0 && f.elastic_min <= 1)) {
+    return InvalidArgument("field '--elastic-min': got " + std::to_string(f.elastic_min) +
+                           ", want a share of the job's replicas in (0, 1]");
+  }
+  if (!(f.elastic_alpha > 0 && f.elastic_alpha <= 1)) {
+    return InvalidArgument("field '--elastic-alpha': got " + std::to_string(f.elastic_alpha) +
+                           ", want an exponent in (0, 1] (1: linear scaling)");
+  }
+  if (f.elastic && f.check) {
+    return InvalidArgument(
+        "field '--check': it checks rigid runs (each job on its trace GPUs at the trace's speed); "
+        "leave it out with --elastic");
+  }
+  m.min_fraction = f.elastic_min;
+  m.alpha = f.elastic_alpha;
+  CORRAL_RETURN_IF_ERROR(
+      Duration("--elastic-resize-overhead", f.elastic_resize_overhead, &m.resize_overhead_ms));
+  *out = m;
+  return Status::Ok();
+}
 
 // A duration as a job spec takes one, or whole milliseconds ("500ms": the head's own tick).
 Status Duration(const std::string& flag, const std::string& text, DurationMs* out) {
@@ -415,6 +446,7 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
     return InvalidArgument("--node-repair must be > 0 when nodes fail (--node-mtbf)");
   }
   cfg.failure_seed = f.seed;
+  CORRAL_RETURN_IF_ERROR(ApplySimElasticFlags(f, &cfg.elastic));
   cfg.profile = f.profile && !f.no_timing;
   if (f.estimate_every < 0) {
     return InvalidArgument("--estimate-every " + std::to_string(f.estimate_every) +
@@ -647,6 +679,14 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
   app.add_option("--node-mtbf", f.node_mtbf,
                  "mean time between failures of a node (e.g. 2000h; exponential, seeded by "
                  "--seed); its runs are lost and requeued (default 0s: nodes never fail)");
+  app.add_flag("--elastic", f.elastic,
+               "submit every job of 2 GPUs or more as an elastic job (docs/simulation.md)");
+  app.add_option("--elastic-min", f.elastic_min,
+                 "an elastic job's fewest replicas, as a share of its trace size (default 0.5)");
+  app.add_option("--elastic-alpha", f.elastic_alpha,
+                 "scaling law: throughput on g GPUs grows as g^alpha (default 0.8)");
+  app.add_option("--elastic-resize-overhead", f.elastic_resize_overhead,
+                 "an elastic world's pause at each change of membership (default 30s)");
   app.add_option("--node-repair", f.node_repair, "how long a failed node stays down (default 1h)");
   app.add_flag("--check", f.check, "validate the runs against the trace; fail if wrong");
   app.add_option("--estimate-every", f.estimate_every,

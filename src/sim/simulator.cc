@@ -24,6 +24,7 @@ namespace {
 using head::Change;
 using head::CoreConfig;
 using head::CoreOutput;
+using head::JobResized;
 using head::JobSubmitted;
 using head::RunEnded;
 using head::RunPlaced;
@@ -44,6 +45,9 @@ struct Event {
   size_t node = 0;
   uint64_t process = 0;
   int32_t exit_code = 0;
+  // An elastic run's planned end (ElasticWorld): void once a later plan replaced it.
+  JobId job = 0;
+  uint64_t plan = 0;
   bool operator>(const Event& o) const { return std::tie(at, seq) > std::tie(o.at, o.seq); }
 };
 
@@ -55,6 +59,17 @@ struct Work {
   TimeMs run_start = 0;               // trace time the current run was placed
   int32_t attempt = 0;                // the current run's
   bool stopped = false;               // the current run was asked to stop: its work is saved
+};
+
+// An elastic job's current world (SimConfig::elastic): its replicas' live processes and the
+// stretch since its last change of membership, whose rate the scaling model gives.
+struct ElasticWorld {
+  ElasticShape shape;  // max == 0: a rigid job
+  // (node, process) -> the plan of the exit planned for it.
+  std::map<std::pair<size_t, uint64_t>, uint64_t> processes;
+  TimeMs since = 0;         // the last change of membership
+  DurationMs overhead = 0;  // without progress after `since`
+  uint64_t plan = 0;        // numbers the planned ends: a later one voids the earlier
 };
 
 // A job's current run as the report records it: its record in SimResult::runs, and why it was
@@ -381,6 +396,18 @@ class Loop {
       w.stopped = false;
       // The head kills a run once it has run its job's limit: it looks when the time comes.
       if (t.time_limit_ms > 0) Plan({now + t.time_limit_ms, 0, EventKind::kTick});
+      if (IsElastic(c.job)) {
+        ElasticWorld& x = World(c.job);
+        x.processes.clear();
+        x.since = now;
+        x.overhead = Overhead(c.attempt);
+      }
+    }
+    if (IsElastic(c.job)) {
+      ElasticKeep(c.job, now);
+      World(c.job).processes[{n, c.process}] = 0;
+      ElasticResized(c.job, now);
+      return;
     }
     TimeMs end = w.run_start + Overhead(c.attempt) + t.duration_ms - w.progress_ms;
     Plan({std::max(now, end), 0, EventKind::kExit, n, c.process, 0});
@@ -402,7 +429,13 @@ class Loop {
   // last periodic checkpoint) and exits at the end of its grace.
   void StopOrdered(size_t n, const ProcessChange& c, TimeMs now) {
     Work& w = WorkOf(c.job);
-    if (w.attempt == c.attempt && !w.stopped) {
+    if (IsElastic(c.job)) {  // a replica leaves the world: the others go on without it
+      if (w.attempt == c.attempt && World(c.job).processes.count({n, c.process})) {
+        ElasticKeep(c.job, now);
+        World(c.job).processes.erase({n, c.process});
+        ElasticResized(c.job, now);
+      }
+    } else if (w.attempt == c.attempt && !w.stopped) {
       w.progress_ms = WorkAt(w, jobs_[Row(c.job)], now, /*checkpoint_now=*/true);
       w.stopped = true;
     }
@@ -410,6 +443,7 @@ class Loop {
   }
 
   void Exit(const Event& e, TimeMs now) {
+    if (e.plan != 0 && !ElasticPlanHolds(e)) return;  // the world changed since it was planned
     EmulatedNode& node = nodes_[e.node];
     if (!node.up() || !node.Exit(e.process, e.exit_code, kEpoch + now)) return;  // killed meanwhile
     Report(e.node, now);
@@ -447,6 +481,12 @@ class Loop {
       spec.preemptible = true;
       spec.grace_ms = config_.preempt_grace_ms;
     }
+    ElasticShape elastic;
+    if (ElasticShapeOf(t, config_.cluster.gpus_per_node, config_.elastic, &elastic)) {
+      spec.replicas = elastic.max;
+      spec.min_replicas = elastic.min;
+      spec.per_replica.gpu_milli = elastic.per_replica * kGpuMilli;
+    }
     spec.command = {"trace-job"};
     spec.name = t.name;
     spec.time_limit_ms = t.time_limit_ms;
@@ -456,12 +496,14 @@ class Loop {
     CORRAL_CHECK(id == index_.size() + 1, "the core numbers jobs one by one");
     index_.push_back(i);
     work_.push_back(Work{});
+    worlds_.push_back(ElasticWorld{elastic});
     open_runs_.emplace_back();
     // The owner is the trace's user, which may be none.
     Result<Job> job = port_->Submit(std::move(spec), t.user, kEpoch + now);
     if (!job.ok()) {
       index_.pop_back();
       work_.pop_back();
+      worlds_.pop_back();
       open_runs_.pop_back();
       result_.jobs[i].rejected = true;
       result_.jobs[i].why_rejected = job.status().message();
@@ -505,11 +547,17 @@ class Loop {
       r.end = -1;
       r.gpus = jobs_[i].num_gpus;
       r.gpu_milli = HeldMilliGpus(jobs_[i], config_.round_shares_up);
+      if (IsElastic(e->job)) {
+        r.gpus = World(e->job).shape.per_replica * static_cast<int32_t>(e->placement.size());
+        r.gpu_milli = int64_t{r.gpus} * kGpuMilli;
+      }
       r.placement = e->placement;
       result_.runs.push_back(std::move(r));
       if (result_.jobs[i].first_start < 0) result_.jobs[i].first_start = now;
       --pending_;
       ++running_;
+    } else if (const auto* e = std::get_if<JobResized>(&c.what)) {
+      ElasticRecordResize(*e, now);
     } else if (const auto* e = std::get_if<StopRequested>(&c.what)) {
       Open(e->job).stop_cause = e->cause;
     } else if (const auto* e = std::get_if<RunEnded>(&c.what)) {
@@ -522,6 +570,11 @@ class Loop {
     RunRecord& r = result_.runs[Open(e.job).run];
     StopCause stop = std::exchange(Open(e.job).stop_cause, StopCause::kNone);
     Work& w = WorkOf(e.job);
+    if (IsElastic(e.job)) {  // what its world did is kept (a checkpoint every step)
+      ElasticKeep(e.job, now);
+      World(e.job).processes.clear();
+      w.stopped = true;
+    }
     if (e.run_state == RunState::kSucceeded) w.progress_ms = jobs_[i].duration_ms;
     if (e.run_state == RunState::kLost && !w.stopped) {
       // Its node failed (or went silent): only the last periodic checkpoint is kept.
@@ -531,9 +584,13 @@ class Loop {
     r.lost = e.run_state == RunState::kLost;
     r.preempted = e.run_state == RunState::kPreempted || (r.lost && stop == StopCause::kPreempted);
     r.timeout = stop == StopCause::kTimeLimit;
-    // GPU time the run held beyond the progress it kept.
+    // GPU time the run held beyond the progress it kept (an elastic world's pauses are counted
+    // as they pass: ElasticKeep).
     DurationMs gain = w.progress_ms - w.run_progress_start;
-    result_.lost_gpu_ms += r.gpu_milli * std::max<DurationMs>(0, now - r.start - gain) / kGpuMilli;
+    if (!IsElastic(e.job)) {
+      result_.lost_gpu_ms +=
+          r.gpu_milli * std::max<DurationMs>(0, now - r.start - gain) / kGpuMilli;
+    }
     JobOutcome& o = result_.jobs[i];
     o.preemptions += r.preempted;
     o.lost_runs += r.lost;
@@ -545,6 +602,81 @@ class Loop {
     }
     o.end = now;
     o.timeout = r.timeout;
+  }
+
+  bool IsElastic(JobId id) const { return worlds_.at(id - 1).shape.max > 0; }
+  ElasticWorld& World(JobId id) { return worlds_.at(id - 1); }
+
+  // The work an elastic world did since its last change, kept: its workers checkpoint every
+  // step. REQUIRES: before its membership changes.
+  void ElasticKeep(JobId id, TimeMs now) {
+    ElasticWorld& x = World(id);
+    Work& w = WorkOf(id);
+    const DurationMs ran = now - x.since - x.overhead;
+    const auto n = static_cast<int32_t>(x.processes.size());
+    // The GPUs it held without progress (a restart, a resize) are lost GPU time.
+    const DurationMs paused = std::min(now - x.since, x.overhead);
+    if (n > 0 && paused > 0) result_.lost_gpu_ms += paused * n * x.shape.per_replica;
+    if (n == 0 || ran <= 0) return;
+    const double rate = ElasticRate(x.shape, n, config_.elastic.alpha);
+    const auto done = static_cast<DurationMs>(std::llround(static_cast<double>(ran) * rate));
+    w.progress_ms = std::min(jobs_[Row(id)].duration_ms, w.progress_ms + done);
+  }
+
+  // The world's membership changed at `now`: it restarts (the resize overhead, unless the change
+  // is at the instant of the last one, as a placement's replicas start together) and its
+  // processes end once the rest of the work is done at the new rate.
+  void ElasticResized(JobId id, TimeMs now) {
+    ElasticWorld& x = World(id);
+    if (now != x.since) x.overhead = config_.elastic.resize_overhead_ms;
+    x.since = now;
+    const auto n = static_cast<int32_t>(x.processes.size());
+    if (n == 0) {
+      WorkOf(id).stopped = true;
+      return;
+    }
+    const double rate = ElasticRate(x.shape, n, config_.elastic.alpha);
+    const DurationMs left = jobs_[Row(id)].duration_ms - WorkOf(id).progress_ms;
+    const TimeMs end =
+        now + x.overhead + static_cast<DurationMs>(std::ceil(static_cast<double>(left) / rate));
+    ++x.plan;
+    for (auto& [key, plan] : x.processes) {
+      plan = x.plan;
+      Plan({end, 0, EventKind::kExit, key.first, key.second, 0, id, x.plan});
+    }
+  }
+
+  bool ElasticPlanHolds(const Event& e) {
+    const ElasticWorld& x = World(e.job);
+    auto it = x.processes.find({e.node, e.process});
+    return it != x.processes.end() && it->second == e.plan;
+  }
+
+  // Node n failed under a replica of elastic job id: the world goes on without it (the head
+  // drops it, or ends the run below its minimum).
+  void ElasticNodeFailed(JobId id, size_t n, TimeMs now) {
+    ElasticWorld& x = World(id);
+    ElasticKeep(id, now);
+    for (auto it = x.processes.begin(); it != x.processes.end();) {
+      it = it->first.first == n ? x.processes.erase(it) : std::next(it);
+    }
+    ElasticResized(id, now);
+  }
+
+  // A resize ends the run's record and opens one of its new size, so that the report counts
+  // the GPUs it held over time.
+  void ElasticRecordResize(const JobResized& e, TimeMs now) {
+    const corral::Run* run = port_->core().state().jobs.at(e.job).CurrentRun();
+    if (!IsElastic(e.job) || run == nullptr) return;
+    RunRecord next = result_.runs[Open(e.job).run];
+    result_.runs[Open(e.job).run].end = now;
+    next.start = now;
+    next.end = -1;
+    next.placement = run->HeldPlacement();
+    next.gpus = World(e.job).shape.per_replica * static_cast<int32_t>(next.placement.size());
+    next.gpu_milli = int64_t{next.gpus} * kGpuMilli;
+    Open(e.job).run = result_.runs.size();
+    result_.runs.push_back(std::move(next));
   }
 
   // A uniformly distributed double in [0, 1) from the raw mt19937_64 stream (the same on
@@ -566,7 +698,9 @@ class Loop {
       RunId id;
       if (!r.running || !ParseRunId(r.run_id, &id)) continue;
       Work& w = WorkOf(id.job);
-      if (w.attempt == id.attempt && !w.stopped) {
+      if (IsElastic(id.job)) {
+        if (w.attempt == id.attempt) ElasticNodeFailed(id.job, n, now);
+      } else if (w.attempt == id.attempt && !w.stopped) {
         w.progress_ms = WorkAt(w, jobs_[Row(id.job)], now, /*checkpoint_now=*/false);
         w.stopped = true;
       }
@@ -619,6 +753,7 @@ class Loop {
   // (kNoRow: none, a refused submission) and what its processes did.
   std::vector<size_t> index_;
   std::vector<Work> work_;
+  std::vector<ElasticWorld> worlds_;  // by job id - 1, as work_
   // By trace row: the distributions of PredictionInputs::bound (kUserGpus, kWindow).
   std::vector<sched::RunTimeQuantiles> bound_dists_;
   HeadPortFactory make_port_;

@@ -42,6 +42,7 @@
 #include "core/time.h"
 #include "sched/runtime_estimate.h"
 #include "sched/scheduler.h"
+#include "sim/elastic_model.h"
 #include "sim/head_port.h"
 #include "sim/oracle_bounds.h"
 #include "sim/trace.h"
@@ -112,6 +113,8 @@ struct SimConfig {
   int32_t estimate_every = 0;
   // How the head estimates them (HeadCore's CoreConfig::start_estimates).
   sched::EstimateOptions start_estimates;
+  // Elastic jobs (elastic_model.h): off, every job is the rigid gang the trace gives it.
+  ElasticModel elastic;
   // Measure wall time spent inside Scheduler::Schedule (reads the wall clock around that one
   // call; never feeds back into the simulation).
   bool profile = false;

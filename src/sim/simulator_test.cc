@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -360,6 +361,98 @@ TEST(SimulateCommandTest, MalformedRowsAreReportedAndCapped) {
   EXPECT_NE(out.find("line 51"), std::string::npos) << out;
   EXPECT_NE(out.find("\"bad_rows\": 1"), std::string::npos) << out;
   EXPECT_NE(out.find("\"jobs\": 49"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace corral::sim
+
+namespace corral::sim {
+namespace {
+
+TEST(SimElasticModelTest, ShapesAndRates) {
+  ElasticModel m;
+  m.on = true;
+  ElasticShape s;
+  auto job = [](int32_t gpus) {
+    TraceJob t;
+    t.num_gpus = gpus;
+    return t;
+  };
+  EXPECT_FALSE(ElasticShapeOf(job(1), 8, m, &s)) << "one GPU cannot shrink";
+  ASSERT_TRUE(ElasticShapeOf(job(4), 8, m, &s));
+  EXPECT_EQ(s.min, 2);
+  EXPECT_EQ(s.max, 4);
+  EXPECT_EQ(s.per_replica, 1);
+  ASSERT_TRUE(ElasticShapeOf(job(32), 8, m, &s));  // whole-node replicas, as the rigid gang's
+  EXPECT_EQ(s.per_replica, 8);
+  EXPECT_EQ(s.max, 4);
+  EXPECT_EQ(s.min, 2);
+  EXPECT_FALSE(ElasticShapeOf(job(2), 8, ElasticModel{}, &s)) << "the model is off";
+  ASSERT_TRUE(ElasticShapeOf(job(4), 8, m, &s));
+  EXPECT_DOUBLE_EQ(ElasticRate(s, 4, 0.8), 1.0);
+  EXPECT_DOUBLE_EQ(ElasticRate(s, 2, 0.8), std::pow(0.5, 0.8));
+  EXPECT_DOUBLE_EQ(ElasticRate(s, 2, 1.0), 0.5);
+  EXPECT_EQ(ElasticRate(s, 0, 0.8), 0);
+}
+
+// One node of four GPUs. B holds one GPU for 100 s; A wants all four for 100 s from t = 1 s.
+// Rigid, A waits for B: 100-200. Elastic (2:4 replicas of one GPU), A starts at once on the
+// three free GPUs at (3/4)^0.8 of its rate, grows to four when B ends (a 30 s pause), and ends
+// when the rest of its work is done at the full rate.
+TEST(SimulatorTest, AnElasticJobStartsSmallGrowsAndEndsSooner) {
+  auto jobs = testing::Jobs(
+      "job_id,submit_time,duration,num_gpus\n"
+      "B,0,100,1\n"
+      "A,1,100,4\n");
+  SimConfig c;
+  c.cluster = {1, 4, 1};
+  c.policy = sched::OrderPolicy::kCorral;
+  Result<SimResult> rigid = Simulate(jobs, c);
+  ASSERT_TRUE(rigid.ok()) << rigid.status().message();
+  EXPECT_EQ(rigid->jobs[1].first_start, 100000);
+  EXPECT_EQ(rigid->jobs[1].end, 200000);
+
+  c.elastic.on = true;
+  Result<SimResult> elastic = Simulate(jobs, c);
+  ASSERT_TRUE(elastic.ok()) << elastic.status().message();
+  const JobOutcome& a = elastic->jobs[1];
+  EXPECT_EQ(a.first_start, 1000);
+  const auto done_on_three = std::llround(99000 * std::pow(0.75, 0.8));
+  EXPECT_EQ(a.end, 100000 + 30000 + (100000 - done_on_three));
+  EXPECT_EQ(elastic->jobs[0].end, 100000) << "B is untouched";
+  // A's runs as the report counts GPUs: three GPUs until the grow, then four.
+  std::vector<std::pair<int32_t, TimeMs>> stretches;
+  for (const RunRecord& r : elastic->runs) {
+    if (r.job == 1) stretches.emplace_back(r.gpus, r.start);
+  }
+  EXPECT_EQ(stretches, (std::vector<std::pair<int32_t, TimeMs>>{{3, 1000}, {4, 100000}}));
+  // The 30 s pause of the grow, on four GPUs, is all the GPU time it lost.
+  EXPECT_EQ(elastic->lost_gpu_ms, 4 * 30000);
+  Summary s = Summarize("corral", jobs, *elastic);
+  EXPECT_LT(s.avg_jct, Summarize("corral", jobs, *rigid).avg_jct);
+}
+
+TEST(SimulateCommandTest, ElasticFlags) {
+  int rc = 0;
+  const std::vector<std::string> base = {"--trace", Data("philly_slice.csv"), "--nodes", "4",
+                                         "--no-timing"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  std::string out = RunCommand(with({"--elastic", "--elastic-alpha", "1.5"}), &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("field '--elastic-alpha'"), std::string::npos) << out;
+  out = RunCommand(with({"--elastic", "--elastic-min", "0"}), &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("field '--elastic-min'"), std::string::npos) << out;
+  out = RunCommand(with({"--elastic", "--check"}), &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("field '--check'"), std::string::npos) << out;
+  const std::string first = RunCommand(with({"--elastic"}), &rc);
+  EXPECT_EQ(rc, 0) << first;
+  EXPECT_EQ(RunCommand(with({"--elastic"}), &rc), first) << "the same inputs, the same output";
 }
 
 }  // namespace

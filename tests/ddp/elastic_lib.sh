@@ -6,7 +6,8 @@
 #       the head on $NET.1 with its rendezvous stores (--rdzv-host), and an agent with one
 #       (simulated) GPU on each of N hosts .2, .3, ..., each in its own UTS namespace with its own
 #       hostname known to the others (torchrun's agents publish their host's name as the
-#       workers' MASTER_ADDR); HOSTS names their namespaces
+#       workers' MASTER_ADDR); HOSTS names their namespaces, AGENTS the agents' pids
+#   restart_head                  SIGKILLs the head and starts it again on the same state
 #   $LAUNCH                       the one-line torchrun launch of docs/elastic.md, training
 #                                 tests/ddp/elastic_train.py with its step logs in $W/out
 #   wait_until SECONDS WHAT CMD...  polls CMD, fails naming WHAT after SECONDS
@@ -31,6 +32,7 @@ ID=$(( ($$ + 101) % 200 + 20 ))
 NET=10.79.$ID
 W=$(mktemp -d /tmp/corral-elastic.XXXXXX)
 HOSTS=()
+AGENTS=()
 # shellcheck disable=SC2034  # used by the tests that source this
 START=$SECONDS
 
@@ -67,16 +69,28 @@ elastic_cluster() {  # elastic_cluster N [HEAD_FLAGS...] [-- AGENT_FLAGS...]
   for ns in "${HOSTS[@]}"; do
     mkdir -p "/etc/netns/$ns" && printf '%s' "$hosts_file" >"/etc/netns/$ns/hosts"
   done
-  netns_head "cel$ID-h" "$NET.1" "$W/head" "$W/checkpoints" "$W/head.log" --rdzv-host "$NET.1" \
-    "${head_flags[@]}"
+  HEAD_ARGS=("cel$ID-h" "$NET.1" "$W/head" "$W/checkpoints" "$W/head.log" --rdzv-host "$NET.1"
+    "${head_flags[@]}")
+  netns_head "${HEAD_ARGS[@]}"
+  HEAD_PID=$!  # ip netns exec execs the head
   for ((i = 0; i < n; i++)); do
     ns=${HOSTS[$i]}
     ip netns exec "$ns" unshare --uts sh -c "hostname $ns && exec \"\$0\" \"\$@\"" "$CORRAL" agent \
       --head "$CORRAL_ADDR" --join-token-file "$W/head/join.token" --name "node0$((i + 1))" \
       --run-as agent --state-dir "$W/node$i" --simulate-gpus 1 --cpus 4 --memory 4G \
       "${agent_flags[@]}" >"$W/node$i.log" 2>&1 &
+    AGENTS+=($!)  # ip netns exec, unshare and sh exec the agent: the same pid
   done
   netns_wait_ready "$n"
+}
+
+restart_head() {  # SIGKILL, then the same head on the same state, until its API answers
+  kill -9 "$HEAD_PID"
+  wait "$HEAD_PID" 2>/dev/null || true
+  cat "$W/head.log" >>"$W/head-before-restart.log"
+  netns_head "${HEAD_ARGS[@]}"
+  HEAD_PID=$!
+  wait_until 60 "the restarted head answers" corral jobs
 }
 
 # The launch docs/elastic.md documents (through the shim Debian 12's torch needs), with a
