@@ -125,6 +125,7 @@ void HeadCore::Index(const Change& c) {
       core.Bump(run.placement[run.steps[e.step].replicas[e.index]].node, e.job);
     }
     void operator()(const RunNoted& e) { Job(e.job); }
+    void operator()(const RunUsageSampled& e) { Job(e.job); }
     // Every node of the run gets new orders: replicas added start, replicas removed stop.
     void operator()(const JobResized& e) {
       Job(e.job);
@@ -224,6 +225,7 @@ void HeadCore::MarkDirty(const Change& c) {
     void operator()(const JobEnded& e) { d.jobs.insert(e.job); }
     void operator()(const CheckpointReported& e) { d.jobs.insert(e.job); }
     void operator()(const RunNoted& e) { d.jobs.insert(e.job); }
+    void operator()(const RunUsageSampled& e) { d.jobs.insert(e.job); }
     void operator()(const JobResized& e) { d.jobs.insert(e.job); }
     void operator()(const IdleWarned& e) { d.jobs.insert(e.job); }
     void operator()(const StepStarted& e) { d.jobs.insert(e.job); }
