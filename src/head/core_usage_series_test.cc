@@ -26,7 +26,9 @@ TEST_P(Scenario, UsageSamplesAreKeptWithTheRunOnceEach) {
   // The same samples again (an answer lost, an agent restarted): nothing changes.
   ASSERT_TRUE(*Report("n1", {WithUsage(Running(Get(job.id), 0), {Sample(1, 10), Sample(2, 20)}),
                              Running(Get(job.id), 1)}));
-  if (!GetParam()) EXPECT_EQ(core().revision(), rev) << "a repeat is no change";
+  if (!GetParam()) {
+    EXPECT_EQ(core().revision(), rev) << "a repeat is no change";
+  }
   // Overlapping: only 3 is new; replica 1 starts its own numbering.
   ASSERT_TRUE(*Report("n1", {WithUsage(Running(Get(job.id), 0), {Sample(2, 20), Sample(3, 30)}),
                              WithUsage(Running(Get(job.id), 1), {Sample(1, 90)})}));
@@ -35,7 +37,7 @@ TEST_P(Scenario, UsageSamplesAreKeptWithTheRunOnceEach) {
                              WithUsage(Exited(Get(job.id), 1, 0), {Sample(2, 80)})}));
   const Job done = Get(job.id);
   ASSERT_EQ(done.state, JobState::kSucceeded);
-  const Run& run = done.runs[0];
+  const corral::Run& run = done.runs[0];
   ASSERT_EQ(run.usage.size(), 2u);
   EXPECT_EQ(run.usage[0].replica, 0);
   EXPECT_EQ(run.usage[0].last_seq, 4);
