@@ -16,8 +16,10 @@ function s(tag, attrs, ...children) {
   return el;
 }
 
-function mib(bytes) {
-  return bytes >= 1024 ** 3 ? (bytes / 1024 ** 3).toFixed(1) + " GiB" : Math.round(bytes / 1024 ** 2) + " MiB";
+function bytesText(bytes) {
+  if (bytes >= 1024 ** 3) return (bytes / 1024 ** 3).toFixed(1) + " GiB";
+  if (bytes >= 1024 ** 2) return Math.round(bytes / 1024 ** 2) + " MiB";
+  return Math.round(bytes / 1024) + " KiB";
 }
 
 // Every replica's points of every run, by replica: [{replica, points: [[at, value], ...]}].
@@ -68,5 +70,5 @@ export function usagePlots(job) {
   const memTop = Math.max(1, ...mem.flatMap((r) => r.points.map((p) => p[1])));
   return h("div", { id: "usage" },
     panel("plot-gpu", "GPU utilisation (%)", util, 100, (v) => v + "%", t0, t1),
-    panel("plot-mem", "Memory (cgroup)", mem, memTop, (v) => (v === 0 ? "0" : mib(v)), t0, t1));
+    panel("plot-mem", "Memory (cgroup)", mem, memTop, (v) => (v === 0 ? "0" : bytesText(v)), t0, t1));
 }
