@@ -16,6 +16,7 @@ PACKAGES=(
   prometheus
   python3 python3-torch
   python3-cloudpickle  # the Python client's executor (python/corral/executor.py)
+  python3-aiosmtpd msmtp  # job mail through a real SMTP client into a real sink (tests/notify_smtp_test.py)
   chromium nodejs
   slurm-wlm munge  # the differential test against a real Slurm (tests/slurm), with sacct:
   slurmdbd mariadb-server  # its accounting (slurmdbd over a MariaDB the test starts)

@@ -54,6 +54,33 @@ TEST(Browser, SignInSeeAJobArriveReadItsLogAndTheNodesGpus) {
   std::cout << r.out;
 }
 
+// A job's page draws its usage series (docs/efficiency.md) as an SVG plot.
+TEST(Browser, AJobsPagePlotsItsUseOverTime) {
+  if (access(kChromium, X_OK) != 0) {
+    GTEST_SKIP()
+        << "Chromium not installed (Debian package chromium; scripts/setup.sh installs it)";
+  }
+  const std::string dir = CORRAL_BROWSER_DIR;
+  if (!std::filesystem::exists(dir + "/node_modules/puppeteer-core")) {
+    GTEST_SKIP() << "puppeteer-core not installed in " << dir;
+  }
+  LocalCluster c("browser-eff", 1, 2, {}, {"--run-as", "agent", "--usage-interval", "1"});
+  std::ofstream(c.dir() + "/agents/node1/simulated-gpu-use") << "0 60 1000\n1 60 1000\n";
+  std::string id = c.Submit({"--gpus", "1", "--", "sleep", "60"});
+  const char* shots = getenv("SCREENSHOT_DIR");
+  auto r = RunCommand({"/usr/bin/node", dir + "/efficiency_test.mjs"},
+                      {{"CORRAL_ADDR", c.addr()},
+                       {"CORRAL_TOKEN", c.token()},
+                       {"JOB_ID", id},
+                       {"WANT_UTIL", "60"},
+                       {"CHROMIUM", kChromium},
+                       {"SCREENSHOT_DIR", shots ? shots : c.dir() + "/screenshots"},
+                       {"HOME", c.dir()}});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err << "\n(cluster and screenshots in " << c.dir() << ")";
+  std::cout << r.out;
+  c.Corral({"cancel", id});
+}
+
 // The owner opens their notebook from the dashboard and runs a cell in it; another user cannot.
 TEST(Browser, ANotebookOpensFromMySessionsAndRunsACell) {
   if (access(kChromium, X_OK) != 0) {

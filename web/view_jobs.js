@@ -2,6 +2,7 @@
 // followed logs.
 import { getJson, getLog, postJson } from "./api.js";
 import { ago, duration, h, notice, replace, table, when } from "./dom.js";
+import { usagePlots } from "./plot.js";
 import { caller } from "./state.js";
 
 const STATES = ["pending", "scheduled", "running", "succeeded", "failed", "cancelled"];
@@ -212,6 +213,7 @@ export function jobView(section, m) {
   let alive = true;
   const head = h("div", {});
   const runs = h("div", {});
+  const usage = h("div", {});
   const events = h("div", {});
   const spec = h("pre", { class: "spec" });
   const pre = h("pre", { class: "log", id: "log" });
@@ -228,6 +230,7 @@ export function jobView(section, m) {
   replica.addEventListener("change", restartLog);
   replace(section, head,
     h("h3", {}, "Runs"), runs,
+    h("h3", {}, "Use over time"), usage,
     h("h3", {}, "Log ", stream, " replica ", replica, " ", logStatus), pre,
     h("h3", {}, "Events"), events,
     h("details", {}, h("summary", {}, "Spec"), spec));
@@ -255,6 +258,7 @@ export function jobView(section, m) {
         FINISHED.has(j.state) ? null
           : h("button", { id: "cancel", onclick: (ev) => cancel(ev.target) }, "Cancel job"));
       replace(runs, (j.runs || []).length ? runsTable(j) : h("p", { class: "hint" }, "Not run yet."));
+      replace(usage, usagePlots(j));
       replace(events, eventsTable(j));
       spec.textContent = JSON.stringify(j.spec, null, 2);
       if (!stopLog && (j.runs || []).length) restartLog();

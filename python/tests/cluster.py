@@ -36,8 +36,10 @@ def wait_until(probe: Callable[[], bool], timeout: float = 20.0) -> bool:
 
 
 class LocalCluster:
-    def __init__(self, agents: int = 2, gpus: int = 2, head_args: List[str] = ()):
+    def __init__(self, agents: int = 2, gpus: int = 2, head_args: List[str] = (),
+                 head_env: Dict[str, str] | None = None):
         self.head_args = list(head_args)
+        self.head_env = dict(os.environ, **(head_env or {}))
         self.dir = tempfile.mkdtemp(prefix="corral-py-")
         os.makedirs(os.path.join(self.dir, "agents"))
         self.addr = ""
@@ -52,10 +54,11 @@ class LocalCluster:
         if not wait_until(lambda: sum(n["state"] == "ready" for n in client.nodes()) >= agents):
             raise RuntimeError(f"agents did not register; see {self.dir}")
 
-    def _spawn(self, argv: List[str], log: str) -> subprocess.Popen:
+    def _spawn(self, argv: List[str], log: str,
+                env: Dict[str, str] | None = None) -> subprocess.Popen:
         with open(os.path.join(self.dir, log), "ab") as out:
             return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+                                    stdin=subprocess.DEVNULL, start_new_session=True, env=env)
 
     def start_head(self) -> None:
         log = os.path.join(self.dir, "head.log")
@@ -63,7 +66,7 @@ class LocalCluster:
         listen = self.addr.split("://")[1] if self.addr else "127.0.0.1:0"
         self.head = self._spawn([CORRAL, "head", "--state-dir", self.dir, "--listen", listen,
                                  "--unreachable-after", "3", "--down-after", "6", *self.head_args],
-                                "head.log")
+                                "head.log", self.head_env)
         found: List[str] = []
 
         def listening() -> bool:

@@ -55,7 +55,8 @@ Agent::Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_pt
             return launcher;
           }(),
           clock)),
-      monitor_(std::make_unique<GpuMonitor>(probe_.get(), config_.job_map_dir)) {
+      monitor_(std::make_unique<GpuMonitor>(probe_.get(), config_.job_map_dir)),
+      usage_(config_.usage_interval_ms, &wall_clock_) {
   DatasetCacheConfig datasets = config_.datasets;
   if (datasets.dir.empty()) datasets.dir = config_.state_dir + "/datasets";
   supervisor_->SetDatasetCache(datasets, config_.run_as.as_owner, config_.name);
@@ -190,6 +191,7 @@ Status Agent::SyncOnce(int64_t wait_ms) {
   req.wait_ms = wait_ms;
   req.deltas = true;
   req.runs = supervisor_->Report();
+  usage_.Attach(&req.runs, supervisor_->RunDirectories());
   req.busy_ports = ListeningPorts(config_.port_lo, config_.port_hi);
   req.gpu_samples = monitor_->SampleAndCheck();
   if (config_.containers.enabled() && !config_.containers.cache.dir.empty()) {
@@ -200,6 +202,7 @@ Status Agent::SyncOnce(int64_t wait_ms) {
   monitor_->MapJobs(supervisor_->GpuHolders());  // exits: a GPU's file goes with its run
   Result<SyncResponse> resp = head_->Sync(req);
   if (!resp.ok()) return resp.status();
+  usage_.Delivered(req.runs);
   if (!req.gpu_samples.empty() && req.gpu_samples[0].check > 0) {
     monitor_->HealthDelivered(req.gpu_samples[0].check);
   }
@@ -286,12 +289,25 @@ void Agent::SyncLoop() {
   }
 }
 
+void Agent::SampleUsage() {
+  // Each replica is sampled on its own interval; looking a few times an interval keeps a
+  // sample within a tenth of it of its time without reading every cgroup at every poll.
+  const TimeMs now = wall_clock_.Now();
+  const int64_t step = std::clamp<int64_t>(config_.usage_interval_ms / 10, 100, 5000);
+  if (now - usage_checked_at_ < step) return;
+  usage_checked_at_ = now;
+  std::vector<LiveReplica> live = supervisor_->LiveReplicas();
+  if (live.empty()) return;
+  usage_.Sample(live, monitor_->Sample());
+}
+
 void Agent::PollLoop() {
   // Exits wake this loop at once (the monitors write to the exit FIFO); the interval only
   // paces grace-period kills and the lease check.
   while (WaitForExit(config_.poll_interval_ms)) {
     if (config_.on_poll) config_.on_poll();
     bool exited = supervisor_->Poll();
+    SampleUsage();
     bool fence = false;
     {
       std::lock_guard lock(mu_);

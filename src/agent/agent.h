@@ -32,6 +32,7 @@
 #include "agent/health_program.h"
 #include "agent/run_as.h"
 #include "agent/supervisor.h"
+#include "agent/usage_recorder.h"
 #include "core/agent_protocol.h"
 #include "core/desired_runs.h"
 #include "core/status.h"
@@ -86,6 +87,8 @@ struct AgentConfig {
   int64_t health_limit_ms = 60 * 1000;
   // How often the GPUs' health checks count as a new check (GpuMonitor::SampleAndCheck).
   int64_t gpu_check_interval_ms = 10 * 1000;
+  // How often each running replica's use is sampled for its job's series (usage_recorder.h).
+  int64_t usage_interval_ms = 60 * 1000;
   // For the service manager (Type=notify): called after each registration with the head, on
   // the sync thread, and on every turn of the poller (at least every poll_interval_ms) while
   // it supervises runs, so a keep-alive stops when the agent hangs.
@@ -136,6 +139,7 @@ class Agent {
   void PollLoop();
   void ReportLoop();
   void KeepLease();
+  void SampleUsage();  // the poller's: samples replicas' use when an interval may have passed
   // Sleeps up to `ms`; returns false if stopping.
   bool SleepFor(int64_t ms);
   // Waits up to `ms` or until a run exits (the supervisor's exit descriptor) or Stop();
@@ -148,8 +152,11 @@ class Agent {
   const Clock* lease_clock_;
   std::unique_ptr<GpuProbe> probe_;
   std::unique_ptr<HeadChannel> head_;
-  std::unique_ptr<Supervisor> supervisor_;               // thread-safe itself
-  std::unique_ptr<GpuMonitor> monitor_;                  // thread-safe itself
+  std::unique_ptr<Supervisor> supervisor_;  // thread-safe itself
+  std::unique_ptr<GpuMonitor> monitor_;     // thread-safe itself
+  SystemClock wall_clock_;
+  UsageRecorder usage_;                                  // thread-safe itself
+  TimeMs usage_checked_at_ = 0;                          // the poller's own
   std::unique_ptr<HealthProgramRunner> health_program_;  // none without --health-program
   std::vector<Gpu> gpus_;                                // set by Init, then read-only
   int32_t cpu_milli_ = 0;

@@ -206,6 +206,7 @@ CgroupUsage Cgroups::Usage(const std::string& name) const {
   if (version_ == 2) {
     const std::string dir = v2_base_ + "/" + name;
     u.peak_memory_bytes = Number(dir + "/memory.peak");
+    u.memory_bytes = std::max<int64_t>(0, Number(dir + "/memory.current"));
     u.cpu_ns = std::max<int64_t>(0, KeyedValue(Slurp(dir + "/cpu.stat"), "usage_usec")) * 1000;
     u.oom_killed = KeyedValue(Slurp(dir + "/memory.events"), "oom_kill") > 0;
     return u;
@@ -213,6 +214,7 @@ CgroupUsage Cgroups::Usage(const std::string& name) const {
   if (auto m = v1_base_.find("memory"); m != v1_base_.end()) {
     const std::string dir = m->second + "/" + name;
     u.peak_memory_bytes = Number(dir + "/memory.max_usage_in_bytes");
+    u.memory_bytes = std::max<int64_t>(0, Number(dir + "/memory.usage_in_bytes"));
     u.oom_killed = KeyedValue(Slurp(dir + "/memory.oom_control"), "oom_kill") > 0;
   }
   if (auto c = v1_base_.find("cpuacct"); c != v1_base_.end()) {

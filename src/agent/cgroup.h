@@ -35,7 +35,9 @@ struct CgroupLimits {
 struct CgroupUsage {
   int64_t peak_memory_bytes = 0;
   int64_t cpu_ns = 0;
-  bool oom_killed = false;  // the kernel killed a process of the group for exceeding memory
+  bool oom_killed = false;
+  int64_t memory_bytes = 0;  // in use now (memory.current; v1 memory.usage_in_bytes)  // the kernel
+                             // killed a process of the group for exceeding memory
 };
 
 class Cgroups {

@@ -144,6 +144,11 @@ class Launcher {
     (void)key;
     return {};
   }
+  // A running replica's cgroup use now (zeros where runs have no cgroups).
+  virtual CgroupUsage LiveUsage(const RunKey& key) const {
+    (void)key;
+    return {};
+  }
   // Every run ever started here, from the state directory.
   virtual std::vector<RecoveredRun> Recover() = 0;
   virtual Result<std::string> ReadLog(const RunKey& key, int32_t task, const std::string& stream,
@@ -203,6 +208,9 @@ class PosixLauncher final : public Launcher {
 
   std::string RunDir(const RunKey& key) const;
   std::string RunDirectory(const RunKey& key) const override { return RunDir(key); }
+  CgroupUsage LiveUsage(const RunKey& key) const override {
+    return cgroups_.none() ? CgroupUsage{} : cgroups_.Usage(CgroupName(key));
+  }
   std::string CgroupName(const RunKey& key) const;
   std::string ContainerId(const RunKey& key) const;
 

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <sstream>
@@ -58,6 +59,19 @@ bool ParseUsageFields(std::istringstream& in, CgroupUsage* out) {
   int oom = 0;
   if (!(in >> out->peak_memory_bytes >> out->cpu_ns >> oom)) return false;
   out->oom_killed = oom != 0;
+  return true;
+}
+
+// "<seq> <at_ms> <gpu_util> <gpu_mem> <cpu_milli> <mem> <cpu_ns>"
+bool ParseSampleFields(std::istringstream& in, RecordedSample* out) {
+  int64_t seq = 0, gpu_mem = 0, mem = 0, cpu_ns = 0;
+  TimeMs at = 0;
+  int32_t gpu_util = 0, cpu_milli = 0;
+  if (!(in >> seq >> at >> gpu_util >> gpu_mem >> cpu_milli >> mem >> cpu_ns) || seq < 1) {
+    return false;
+  }
+  out->point = RawUsagePoint(seq, at, gpu_util, gpu_mem, cpu_milli, mem);
+  out->cpu_ns = cpu_ns;
   return true;
 }
 
@@ -120,6 +134,11 @@ RunRecord ReadRunRecord(const std::string& dir, RecordPart part) {
         r.has_usage = ParseUsageFields(rest, &r.status.usage) || r.has_usage;
       } else if (kind == "released") {
         r.released = true;
+      } else if (kind == "sample") {
+        if (RecordedSample sample; ParseSampleFields(rest, &sample)) r.samples.push_back(sample);
+      } else if (kind == "samples-sent") {
+        int64_t seq = 0;
+        if (rest >> seq) r.samples_sent = std::max(r.samples_sent, seq);
       }
     }
   }
@@ -155,5 +174,15 @@ std::string UsageLine(const CgroupUsage& usage) {
   return "usage " + std::to_string(usage.peak_memory_bytes) + " " + std::to_string(usage.cpu_ns) +
          " " + (usage.oom_killed ? "1" : "0") + "\n";
 }
+
+std::string SampleLine(const RecordedSample& s) {
+  const UsagePoint& p = s.point;
+  return "sample " + std::to_string(p.seq) + " " + std::to_string(p.at) + " " +
+         std::to_string(p.gpu_util) + " " + std::to_string(p.gpu_mem) + " " +
+         std::to_string(p.cpu_milli) + " " + std::to_string(p.mem) + " " +
+         std::to_string(s.cpu_ns) + "\n";
+}
+
+std::string SamplesSentLine(int64_t seq) { return "samples-sent " + std::to_string(seq) + "\n"; }
 
 }  // namespace corral::agent

@@ -10,6 +10,12 @@
 //   vanished                               the agent: the run ended with no recorded status
 //   usage <peak_bytes> <cpu_ns> <oom 0|1>  the agent, from the run's cgroup, when it ended
 //   released                               the agent: the head acknowledged the end
+//   sample <seq> <at_ms> <gpu_util> <gpu_mem> <cpu_milli> <mem> <cpu_ns>
+//                                          the agent, once an interval while it runs: a sample
+//                                          of its use (usage_recorder.h; cpu_ns: the cgroup's
+//                                          total, what the next sample's CPU is counted from)
+//   samples-sent <seq>                     the agent: a sync carrying the samples up to seq
+//                                          reached the head
 //
 // Each line is one write(2) to a descriptor opened with O_APPEND, so two writers' lines never
 // interleave; a last line without its newline (a write a crash cut short) is ignored. Runs
@@ -21,10 +27,16 @@
 #include <vector>
 
 #include "agent/launcher.h"
+#include "core/usage_series.h"
 
 namespace corral::agent {
 
 constexpr const char* kRunRecordName = "record";
+
+struct RecordedSample {
+  UsagePoint point;
+  int64_t cpu_ns = 0;
+};
 
 struct RunRecord {
   bool started = false;  // a start line (or run.json) that decodes: `run` holds its order
@@ -36,6 +48,8 @@ struct RunRecord {
   RunStatus status;  // where exited: exit code, end, failed task, vanished, usage
   bool has_usage = false;
   bool released = false;
+  std::vector<RecordedSample> samples;  // in the order written
+  int64_t samples_sent = 0;             // the largest samples-sent
 };
 
 // What a reader needs of the record: kStatus leaves the order undecoded (`started` then only
@@ -56,5 +70,7 @@ bool ParsePidReport(const std::string& text, int32_t* monitor_pid, std::vector<i
 std::string StartLine(const LaunchedRun& run);
 std::string ExitLine(int32_t code, TimeMs ended_at, int32_t failed_task);
 std::string UsageLine(const CgroupUsage& usage);
+std::string SampleLine(const RecordedSample& sample);
+std::string SamplesSentLine(int64_t seq);
 
 }  // namespace corral::agent

@@ -203,6 +203,24 @@ std::map<int32_t, std::set<JobId>> Supervisor::GpuHolders() {
   return out;
 }
 
+std::vector<LiveReplica> Supervisor::LiveReplicas() {
+  std::lock_guard lock(mu_);
+  std::vector<LiveReplica> out;
+  for (const auto& [key, e] : runs_) {
+    if (!e.status.running || e.run.started_at <= 0) continue;
+    out.push_back({key, launcher_->RunDirectory(key), e.run.order.gpus, e.run.started_at,
+                   launcher_->LiveUsage(key)});
+  }
+  return out;
+}
+
+std::map<RunKey, std::string> Supervisor::RunDirectories() {
+  std::lock_guard lock(mu_);
+  std::map<RunKey, std::string> out;
+  for (const auto& [key, e] : runs_) out[key] = launcher_->RunDirectory(key);
+  return out;
+}
+
 bool Supervisor::Poll() {
   std::lock_guard lock(mu_);
   const TimeMs now = Now();

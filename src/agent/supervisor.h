@@ -21,6 +21,7 @@
 #include "agent/dataset_stager.h"
 #include "agent/exec_context.h"
 #include "agent/launcher.h"
+#include "agent/usage_recorder.h"
 #include "core/agent_protocol.h"
 
 #ifndef GUARDED_BY
@@ -69,6 +70,11 @@ class Supervisor {
   std::string RenderDatasetMetrics();
   // The jobs of the running runs on each GPU index (several with shared GPUs).
   std::map<int32_t, std::set<JobId>> GpuHolders();
+
+  // The running replicas with their cgroups' use now (for the UsageRecorder), and the record
+  // directory of every replica it holds.
+  std::vector<LiveReplica> LiveReplicas();
+  std::map<RunKey, std::string> RunDirectories();
 
   // Readable when a run has exited since the last Poll (-1: none, poll on a timer). Any thread.
   int ExitFd() const { return exit_fd_; }

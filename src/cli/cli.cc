@@ -54,6 +54,9 @@ const CommandInfo kCommands[] = {
      "list live jobs and those that ended in the last hour (--since D), newest last; --all: every "
      "job"},
     {"show", RunShow, "corral show ID [-o json]", "show one job: spec, runs, events"},
+    {"eff", RunEff, "corral eff ID [-o json]",
+     "a job's use of what it holds, over time: GPU utilisation and memory, CPUs and memory "
+     "(means and peaks), and a verdict (idle GPUs, memory headroom); `seff ID` in Slurm's form"},
     {"wait", RunWait, "corral wait ID... [--timeout D]",
      "wait until jobs finish; exit 0 only if all succeeded (124 on timeout)"},
     {"cancel", RunCancel, "corral cancel ID|ARRAYID_INDEX...",
@@ -119,8 +122,8 @@ const CommandInfo kCommands[] = {
      "GPU-hours, jobs, average wait and preemptions per user or queue over a period"},
     {"slurm", RunSlurm,
      "corral slurm install-shims DIR  (then sbatch, srun, squeue, scancel, sacct, scontrol,\n"
-     "       sinfo, sacctmgr, sshare, sprio in DIR run Corral's Slurm-compatible commands; also "
-     "`corral sbatch ...`)",
+     "       sinfo, sacctmgr, sshare, sprio, seff in DIR run Corral's Slurm-compatible\n"
+     "       commands; also `corral sbatch ...`)",
      "Slurm compatibility: install sbatch, squeue, ... as commands"},
     {"token", RunToken,
      "corral token create --user NAME [--role user|queue-admin|admin] [--queue Q]... [--group "
@@ -267,9 +270,9 @@ int RunCommand(const std::string& command, const std::vector<std::string>& args,
   const CommandInfo* c = FindCommand(command);
   if (c == nullptr && IsSlurmCommand(command)) {
     static const std::map<std::string, int (*)(const std::vector<std::string>&, CliContext&)>
-        kSlurm = {{"sbatch", RunSbatch},   {"srun", RunSrun},    {"squeue", RunSqueue},
-                  {"scancel", RunScancel}, {"sacct", RunSacct},  {"scontrol", RunScontrol},
-                  {"sinfo", RunSinfo},     {"salloc", RunSalloc}};
+        kSlurm = {{"sbatch", RunSbatch},   {"srun", RunSrun},     {"squeue", RunSqueue},
+                  {"scancel", RunScancel}, {"sacct", RunSacct},   {"scontrol", RunScontrol},
+                  {"sinfo", RunSinfo},     {"salloc", RunSalloc}, {"seff", RunSeff}};
     // The accounting views (slurm_accounts.cc).
     static const std::map<std::string, int (*)(const std::vector<std::string>&, CliContext&)>
         kAccounting = {{"sacctmgr", RunSacctmgr}, {"sshare", RunSshare}, {"sprio", RunSprio}};

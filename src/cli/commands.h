@@ -63,6 +63,11 @@ int RunSubmit(const std::vector<std::string>& args, CliContext& ctx);
 int RunAdmin(const std::vector<std::string>& args, CliContext& ctx);
 int RunJobs(const std::vector<std::string>& args, CliContext& ctx);
 int RunShow(const std::vector<std::string>& args, CliContext& ctx);
+// A job's efficiency (efficiency.cc): corral eff, Slurm's seff, and the line corral show prints
+// ("" before its first sample).
+int RunEff(const std::vector<std::string>& args, CliContext& ctx);
+int RunSeff(const std::vector<std::string>& args, CliContext& ctx);
+std::string EfficiencyLine(const Job& job, TimeMs now);
 int RunWait(const std::vector<std::string>& args, CliContext& ctx);
 int RunCancel(const std::vector<std::string>& args, CliContext& ctx);
 int RunCheckpointDone(const std::vector<std::string>& args, CliContext& ctx);

@@ -279,6 +279,7 @@ std::string RenderJob(const Job& j, TimeMs now, bool utc) {
                     (s.per_replica.memory_mb > 0 ? FormatMemoryMb(s.per_replica.memory_mb) : "-") +
                     ")";
   kv("resources", res);
+  if (std::string use = EfficiencyLine(j, now); !use.empty()) kv("use (mean)", use);
   if (s.IsElastic()) {
     const Run* run = j.CurrentRun();
     kv("elastic", ReplicaSizeText(j) + " (held now / min:max)" +

@@ -19,7 +19,7 @@ namespace {
 
 constexpr const char* kSlurmNames[] = {"sbatch",   "srun",     "squeue", "scancel",
                                        "sacct",    "scontrol", "sinfo",  "salloc",
-                                       "sacctmgr", "sshare",   "sprio"};
+                                       "sacctmgr", "sshare",   "sprio",  "seff"};
 
 // Slurm's commands report errors as "CMD: error: MESSAGE" and exit 1.
 slurm::SubmitContext SubmitContextOf(CliContext& ctx) {

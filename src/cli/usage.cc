@@ -31,12 +31,15 @@ std::string CsvField(const std::string& s) {
 std::string RenderUsageTable(const UsageReport& report) {
   std::string upper = UsageByName(report.by);
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  Table t({upper, "GPU-HOURS", "JOBS", "STARTED", "AVG-WAIT", "PREEMPTIONS"});
+  Table t({upper, "GPU-HOURS", "JOBS", "STARTED", "AVG-WAIT", "PREEMPTIONS", "GPU-UTIL", "CPU-EFF",
+           "MEM-EFF", "IDLE-GPU-JOBS"});
+  auto pct = [](double v) { return v < 0 ? std::string("-") : Fixed(v, 0) + "%"; };
   auto add = [&](const UsageRow& r, const std::string& key) {
     t.AddRow({key, Fixed(r.gpu_seconds / 3600.0, 2), std::to_string(r.jobs),
               std::to_string(r.started),
               FormatAge(static_cast<DurationMs>(r.AverageWaitSeconds() * kSecond)),
-              std::to_string(r.preemptions)});
+              std::to_string(r.preemptions), pct(r.GpuUtil()), pct(r.CpuEfficiency()),
+              pct(r.MemoryEfficiency()), std::to_string(r.idle_gpu_jobs)});
   };
   for (const UsageRow& r : report.rows) add(r, r.key);
   add(report.total, "TOTAL");
@@ -45,11 +48,15 @@ std::string RenderUsageTable(const UsageReport& report) {
 
 std::string RenderUsageCsv(const UsageReport& report) {
   std::string out = std::string(UsageByName(report.by)) +
-                    ",gpu_hours,gpu_seconds,jobs,started,avg_wait_seconds,preemptions\n";
+                    ",gpu_hours,gpu_seconds,jobs,started,avg_wait_seconds,preemptions,"
+                    "gpu_util,cpu_efficiency,memory_efficiency,idle_gpu_jobs\n";
+  auto pct = [](double v) { return v < 0 ? std::string() : Fixed(v, 1); };
   auto add = [&](const UsageRow& r, const std::string& key) {
     out += CsvField(key) + "," + Fixed(r.gpu_seconds / 3600.0, 4) + "," + Fixed(r.gpu_seconds, 1) +
            "," + std::to_string(r.jobs) + "," + std::to_string(r.started) + "," +
-           Fixed(r.AverageWaitSeconds(), 1) + "," + std::to_string(r.preemptions) + "\n";
+           Fixed(r.AverageWaitSeconds(), 1) + "," + std::to_string(r.preemptions) + "," +
+           pct(r.GpuUtil()) + "," + pct(r.CpuEfficiency()) + "," + pct(r.MemoryEfficiency()) + "," +
+           std::to_string(r.idle_gpu_jobs) + "\n";
   };
   for (const UsageRow& r : report.rows) add(r, r.key);
   add(report.total, "total");

@@ -60,11 +60,13 @@ TEST(CliUsage, CsvHasAHeaderAndQuotesFieldsWithCommas) {
   h.fake->AnswerAll(Report());
   ASSERT_EQ(h.Run({"--by", "queue", "-o", "csv"}), kExitOk);
   std::string out = h.out.str();
-  EXPECT_THAT(out, HasSubstr("queue,gpu_hours,gpu_seconds,jobs,started,avg_wait_seconds,"
-                             "preemptions\n"));
-  EXPECT_THAT(out, HasSubstr("train,2.5000,9000.0,4,2,60.0,1\n"));
-  EXPECT_THAT(out, HasSubstr("\"a,b\",0.5000,1800.0,1,1,30.0,0\n"));
-  EXPECT_THAT(out, HasSubstr("total,3.0000,10800.0,5,3,50.0,1\n"));
+  EXPECT_THAT(out,
+              HasSubstr("queue,gpu_hours,gpu_seconds,jobs,started,avg_wait_seconds,"
+                        "preemptions,gpu_util,cpu_efficiency,memory_efficiency,idle_gpu_jobs\n"));
+  // No samples in the answer: the efficiency columns are empty.
+  EXPECT_THAT(out, HasSubstr("train,2.5000,9000.0,4,2,60.0,1,,,,0\n"));
+  EXPECT_THAT(out, HasSubstr("\"a,b\",0.5000,1800.0,1,1,30.0,0,,,,0\n"));
+  EXPECT_THAT(out, HasSubstr("total,3.0000,10800.0,5,3,50.0,1,,,,0\n"));
 }
 
 TEST(CliUsage, JsonIsTheHeadsAnswer) {

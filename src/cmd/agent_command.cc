@@ -102,6 +102,11 @@ int AgentMain(std::vector<std::string> args) {
                  "seconds between the GPU health checks the head counts (a GPU not ok is "
                  "reported at once)")
       ->check(CLI::Range(0.1, 3600.0));
+  double usage_interval_s = 60;
+  app.add_option("--usage-interval", usage_interval_s,
+                 "seconds between two samples of a running job's GPU, CPU and memory use, kept "
+                 "as its efficiency series (corral eff)")
+      ->check(CLI::Range(0.1, 86400.0));
   double relay_idle_s = 3600;
   app.add_option("--relay-idle-timeout", relay_idle_s,
                  "seconds a notebook's WebSocket relayed to its Jupyter server may pass no byte "
@@ -296,6 +301,7 @@ int AgentMain(std::vector<std::string> args) {
   config.job_map_dir = job_map_dir == "none" ? "" : job_map_dir;
   config.health_program = health_program;
   config.gpu_check_interval_ms = static_cast<int64_t>(gpu_check_interval_s * 1000);
+  config.usage_interval_ms = static_cast<int64_t>(usage_interval_s * 1000);
   config.health_interval_ms = static_cast<int64_t>(health_interval_s * 1000);
   config.health_limit_ms = static_cast<int64_t>(health_limit_s * 1000);
   // Exits wake the agent at once (the monitors' FIFO); this interval only paces grace-period

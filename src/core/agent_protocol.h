@@ -11,6 +11,7 @@
 #include "core/job.h"
 #include "core/node.h"
 #include "core/task_env.h"
+#include "core/usage_series.h"
 
 namespace corral {
 
@@ -77,6 +78,9 @@ struct RunReport {
   // Running: its datasets are being staged and its processes not started yet; `note` says how
   // far ("staging imagenet on node2: 41%"), shown as the job's reason, never an event.
   bool staging = false;
+  // Samples of its use (usage_series.h) the agent has not yet had a sync acknowledge; a point
+  // may come again (the head takes each sample number once).
+  std::vector<UsagePoint> usage;
   bool operator==(const RunReport&) const = default;
 };
 

@@ -144,6 +144,9 @@ Run DecodeRun(const Json& j) {
   r.joined_at = Get<std::vector<TimeMs>>(j, "joined_at", {});
   r.left_at = Get<std::vector<TimeMs>>(j, "left_at", {});
   r.peers_lost = Get<int32_t>(j, "peers_lost", 0);
+  if (auto it = j.find("usage"); it != j.end() && it->is_array()) {
+    for (const Json& u : *it) r.usage.push_back(DecodeReplicaUsage(u));
+  }
   return r;
 }
 
@@ -280,6 +283,11 @@ Json ToJson(const Run& r) {
   if (!r.joined_at.empty()) out["joined_at"] = r.joined_at;
   if (!r.left_at.empty()) out["left_at"] = r.left_at;
   if (r.peers_lost > 0) out["peers_lost"] = r.peers_lost;
+  if (!r.usage.empty()) {
+    Json usage = Json::array();
+    for (const ReplicaUsage& u : r.usage) usage.push_back(ToJson(u));
+    out["usage"] = std::move(usage);
+  }
   return out;
 }
 

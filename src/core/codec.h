@@ -44,6 +44,14 @@ Json ToJson(const SyncResponse& r);
 // is derived beside them. Each GPU carries its last sample, drain and shares.
 Json ToJson(const NodeView& v);
 Json ToJson(const QueueView& v);
+// Usage series (codec_usage.cc): a point is a compact array of its fields in declaration order.
+Json ToJson(const UsagePoint& p);
+Json ToJson(const ReplicaUsage& r);
+Json UsagePointsToJson(const std::vector<UsagePoint>& points);
+// Throw on malformed input: for the other decoders, which turn that into a Status.
+std::vector<UsagePoint> DecodeUsagePoints(const Json& j);
+ReplicaUsage DecodeReplicaUsage(const Json& j);
+Result<std::vector<UsagePoint>> UsagePointsFromJson(const Json& j);
 
 // Decoders of trusted data (the store, the other daemon): a malformed document is an error,
 // not a crash. User-facing specs go through ParseJobSpec (spec.h), which explains itself.

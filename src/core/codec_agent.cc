@@ -68,6 +68,7 @@ Json ToJson(const RunReport& r) {
   if (r.peak_memory_bytes > 0) j["peak_memory_bytes"] = r.peak_memory_bytes;
   if (r.cpu_ms > 0) j["cpu_ms"] = r.cpu_ms;
   if (r.notebook_idle_ms >= 0) j["notebook_idle_ms"] = r.notebook_idle_ms;
+  if (!r.usage.empty()) j["usage"] = UsagePointsToJson(r.usage);
   return j;
 }
 
@@ -218,6 +219,7 @@ Result<SyncRequest> SyncRequestFromJson(const Json& j) {
       rr.peak_memory_bytes = Get<int64_t>(x, "peak_memory_bytes", 0);
       rr.cpu_ms = Get<int64_t>(x, "cpu_ms", 0);
       rr.notebook_idle_ms = Get<int64_t>(x, "notebook_idle_ms", -1);
+      if (auto u = x.find("usage"); u != x.end()) rr.usage = DecodeUsagePoints(*u);
       r.runs.push_back(rr);
     }
     if (auto c = j.find("image_cache"); c != j.end()) r.image_cache = DecodeImageCache(*c);

@@ -16,6 +16,7 @@
 #include "core/resources.h"
 #include "core/stop_cause.h"
 #include "core/time.h"
+#include "core/usage_series.h"
 
 namespace corral {
 
@@ -189,8 +190,10 @@ struct Run {
   int32_t failed_task = -1;       // and its first failing task
   int64_t peak_memory_bytes = 0;  // the largest replica's peak (from its cgroup; 0: unknown)
   int64_t cpu_ms = 0;             // CPU time of all replicas together
-  std::vector<Step> steps;        // job steps started inside it (Step)
-  int32_t signals = 0;            // signals sent to its replicas on request (scancel --signal)
+  // Each replica's use over time, as its agent sampled it (usage_series.h); empty: none yet.
+  std::vector<ReplicaUsage> usage;
+  std::vector<Step> steps;  // job steps started inside it (Step)
+  int32_t signals = 0;      // signals sent to its replicas on request (scancel --signal)
   int32_t last_signal = 0;
   int32_t step_signals = 0;  // and to its steps' tasks
   int32_t last_step_signal = 0;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/usage_series.h"
+
 namespace corral {
 
 const char* UsageByName(UsageBy by) { return by == UsageBy::kUser ? "user" : "queue"; }
@@ -29,6 +31,57 @@ double RunGpuSecondsIn(const Run& run, TimeMs from, TimeMs to) {
   return static_cast<double>(milli_ms) / kGpuMilli / kSecond;
 }
 
+namespace {
+
+// The job's samples taken in [from, to] added to `row`; returns whether they were any.
+bool AddSampledUse(const Job& job, TimeMs from, TimeMs to, UsageRow* row) {
+  const Resources& asked = job.spec.per_replica;
+  const double gpus = static_cast<double>(asked.gpu_milli) / kGpuMilli;
+  const double memory = static_cast<double>(asked.memory_mb) * 1024 * 1024;
+  std::vector<ReplicaUsage> in_period;
+  for (const Run& run : job.runs) {
+    for (const ReplicaUsage& u : run.usage) {
+      ReplicaUsage kept{u.replica, u.last_seq, {}};
+      for (const UsagePoint& p : u.points) {
+        if (p.at < from || p.at > to) continue;
+        kept.points.push_back(p);
+        const double n = p.samples;
+        if (gpus > 0) {
+          row->gpu_util_sum += p.gpu_util * n * gpus;
+          row->gpu_weight += n * gpus;
+        }
+        if (asked.cpu_milli > 0) {
+          row->cpu_used += p.cpu_milli * n;
+          row->cpu_asked += asked.cpu_milli * n;
+        }
+        if (memory > 0 && p.mem_max > 0) {
+          row->mem_used += static_cast<double>(p.mem) * n;
+          row->mem_asked += memory * n;
+        }
+      }
+      if (!kept.points.empty()) in_period.push_back(std::move(kept));
+    }
+  }
+  if (in_period.empty()) return false;
+  UsageRequest request{gpus, 0, asked.cpu_milli, asked.memory_mb * 1024 * 1024};
+  for (const EfficiencyNote& n : JudgeUsage(SummarizeUsage(in_period), request)) {
+    if (n.finding == EfficiencyFinding::kIdleGpus) ++row->idle_gpu_jobs;
+  }
+  return true;
+}
+
+}  // namespace
+
+void UsageRow::AddEfficiency(const UsageRow& o) {
+  gpu_util_sum += o.gpu_util_sum;
+  gpu_weight += o.gpu_weight;
+  cpu_used += o.cpu_used;
+  cpu_asked += o.cpu_asked;
+  mem_used += o.mem_used;
+  mem_asked += o.mem_asked;
+  idle_gpu_jobs += o.idle_gpu_jobs;
+}
+
 void UsageAccumulator::Add(const Job& job) {
   auto in = [&](TimeMs t) { return t > 0 && t >= from_ && t <= to_; };
   double gpu_seconds = 0;
@@ -49,6 +102,7 @@ void UsageAccumulator::Add(const Job& job) {
   const std::string& key = by_ == UsageBy::kUser ? job.owner : job.spec.queue;
   UsageRow& row = rows_[key];
   row.key = key;
+  AddSampledUse(job, from_, to_, &row);
   row.gpu_seconds += gpu_seconds;
   row.jobs += 1;
   row.preemptions += preemptions;
@@ -71,6 +125,7 @@ UsageReport UsageAccumulator::Finish() const {
     out.total.started += row.started;
     out.total.wait_seconds += row.wait_seconds;
     out.total.preemptions += row.preemptions;
+    out.total.AddEfficiency(row);
   }
   std::stable_sort(out.rows.begin(), out.rows.end(), [](const UsageRow& a, const UsageRow& b) {
     return a.gpu_seconds > b.gpu_seconds;  // ties keep the map's order: by key
@@ -85,13 +140,23 @@ UsageReport ComputeUsage(const std::vector<Job>& jobs, UsageBy by, TimeMs from, 
 }
 
 Json ToJson(const UsageRow& row) {
-  return Json{{"key", row.key},
-              {"gpu_seconds", row.gpu_seconds},
-              {"gpu_hours", row.gpu_seconds / 3600.0},
-              {"jobs", row.jobs},
-              {"started", row.started},
-              {"avg_wait_seconds", row.AverageWaitSeconds()},
-              {"preemptions", row.preemptions}};
+  Json j{{"key", row.key},
+         {"gpu_seconds", row.gpu_seconds},
+         {"gpu_hours", row.gpu_seconds / 3600.0},
+         {"jobs", row.jobs},
+         {"started", row.started},
+         {"avg_wait_seconds", row.AverageWaitSeconds()},
+         {"preemptions", row.preemptions}};
+  // Percentages (null: nothing measured) and the weights behind them (docs/efficiency.md).
+  auto pct = [](double v) { return v < 0 ? Json(nullptr) : Json(v); };
+  j["efficiency"] = Json{{"gpu_util", pct(row.GpuUtil())},
+                         {"gpu_weight", row.gpu_weight},
+                         {"cpu_efficiency", pct(row.CpuEfficiency())},
+                         {"cpu_asked", row.cpu_asked},
+                         {"memory_efficiency", pct(row.MemoryEfficiency())},
+                         {"memory_asked", row.mem_asked},
+                         {"idle_gpu_jobs", row.idle_gpu_jobs}};
+  return j;
 }
 
 Json ToJson(const UsageReport& report) {
@@ -114,6 +179,19 @@ UsageRow DecodeUsageRow(const Json& j) {
   r.started = j.value("started", int64_t{0});
   r.wait_seconds = j.value("avg_wait_seconds", 0.0) * static_cast<double>(r.started);
   r.preemptions = j.value("preemptions", int64_t{0});
+  if (auto e = j.find("efficiency"); e != j.end() && e->is_object()) {
+    auto pct = [&](const char* key) {
+      auto v = e->find(key);
+      return v == e->end() || v->is_null() ? 0.0 : v->get<double>();
+    };
+    r.gpu_weight = e->value("gpu_weight", 0.0);
+    r.gpu_util_sum = pct("gpu_util") * r.gpu_weight;
+    r.cpu_asked = e->value("cpu_asked", 0.0);
+    r.cpu_used = pct("cpu_efficiency") / 100 * r.cpu_asked;
+    r.mem_asked = e->value("memory_asked", 0.0);
+    r.mem_used = pct("memory_efficiency") / 100 * r.mem_asked;
+    r.idle_gpu_jobs = e->value("idle_gpu_jobs", int64_t{0});
+  }
   return r;
 }
 

@@ -30,8 +30,23 @@ struct UsageRow {
   int64_t started = 0;      // jobs whose first run started in the period
   double wait_seconds = 0;  // summed over `started`: first start minus submit
   int64_t preemptions = 0;  // runs preempted (ended) in the period
+  // Efficiency over the usage samples taken in the period (usage_series.h), kept as sums so
+  // that rows add up: GPU utilisation weighted by samples x GPUs; CPU and memory used against
+  // what was asked, over the samples of jobs that asked for them.
+  double gpu_util_sum = 0;  // utilisation (percent) x samples x GPUs
+  double gpu_weight = 0;    // samples x GPUs
+  double cpu_used = 0;      // milli-CPUs x samples
+  double cpu_asked = 0;
+  double mem_used = 0;  // bytes x samples (where the node measured memory)
+  double mem_asked = 0;
+  int64_t idle_gpu_jobs = 0;  // jobs whose verdict is idle GPUs (EfficiencyFinding::kIdleGpus)
 
   double AverageWaitSeconds() const { return started ? wait_seconds / started : 0; }
+  // Percent; -1: nothing measured.
+  double GpuUtil() const { return gpu_weight > 0 ? gpu_util_sum / gpu_weight : -1; }
+  double CpuEfficiency() const { return cpu_asked > 0 ? 100 * cpu_used / cpu_asked : -1; }
+  double MemoryEfficiency() const { return mem_asked > 0 ? 100 * mem_used / mem_asked : -1; }
+  void AddEfficiency(const UsageRow& other);
   bool operator==(const UsageRow&) const = default;
 };
 

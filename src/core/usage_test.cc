@@ -152,6 +152,46 @@ TEST(Usage, PreemptionOutsideTheWindowIsNotCounted) {
   EXPECT_DOUBLE_EQ(r.rows[0].gpu_seconds, 3600.0);
 }
 
+// Efficiency per user: GPU utilisation weighted by samples x GPUs, CPU and memory against what
+// was asked, idle-GPU jobs counted, samples outside the window left out.
+TEST(Usage, EfficiencyWeighsSamplesByGpusAndCountsIdleJobs) {
+  constexpr int64_t kMiB = 1024 * 1024;
+  Job busy = MakeJob(1, "ana", "a", kFrom);
+  busy.spec.per_replica = {2 * kGpuMilli, 4000, 1024};
+  busy.runs.push_back(MakeRun(1, 2, kFrom + kH, kFrom + 3 * kH, RunState::kSucceeded));
+  busy.runs[0].usage = {{0,
+                         3,
+                         {RawUsagePoint(1, kFrom + kH + 1, 90, 0, 1000, 512 * kMiB),
+                          RawUsagePoint(2, kFrom + kH + 2, 90, 0, 3000, 512 * kMiB),
+                          // before the window: not counted
+                          RawUsagePoint(3, kFrom - 1, 0, 0, 0, 0)}}};
+  Job idle = MakeJob(2, "ana", "a", kFrom);
+  idle.spec.per_replica = {1 * kGpuMilli, 1000, 0};
+  idle.runs.push_back(MakeRun(1, 1, kFrom + kH, kFrom + 3 * kH, RunState::kSucceeded));
+  idle.runs[0].usage = {{0,
+                         2,
+                         {RawUsagePoint(1, kFrom + kH + 1, 0, 0, 0, kMiB),
+                          RawUsagePoint(2, kFrom + kH + 2, 3, 0, 0, kMiB)}}};
+  Job unmeasured = MakeJob(3, "bob", "a", kFrom);
+  unmeasured.runs.push_back(MakeRun(1, 1, kFrom + kH, kFrom + 2 * kH, RunState::kSucceeded));
+  UsageReport r = ComputeUsage({busy, idle, unmeasured}, UsageBy::kUser, kFrom, kTo);
+  ASSERT_EQ(r.rows.size(), 2u);
+  const UsageRow& ana = r.rows[0];
+  ASSERT_EQ(ana.key, "ana");
+  // 2 samples x 2 GPUs at 90%, 2 samples x 1 GPU at 0% and 3%.
+  EXPECT_DOUBLE_EQ(ana.GpuUtil(), (90.0 * 4 + 0 + 3) / 6);
+  EXPECT_DOUBLE_EQ(ana.CpuEfficiency(), 100.0 * (1000 + 3000 + 0 + 0) / (4000 * 2 + 1000 * 2));
+  EXPECT_DOUBLE_EQ(ana.MemoryEfficiency(), 50.0);  // only the job that asked for memory
+  EXPECT_EQ(ana.idle_gpu_jobs, 1);
+  EXPECT_LT(r.rows[1].GpuUtil(), 0) << "nothing measured";
+  EXPECT_DOUBLE_EQ(r.total.GpuUtil(), ana.GpuUtil());
+  auto back = UsageReportFromJson(ToJson(r));
+  ASSERT_TRUE(back.ok());
+  EXPECT_NEAR(back->rows[0].GpuUtil(), ana.GpuUtil(), 1e-9);
+  EXPECT_EQ(back->rows[0].idle_gpu_jobs, 1);
+  EXPECT_LT(back->rows[1].GpuUtil(), 0);
+}
+
 TEST(Usage, ParseByNamesTheFieldAndTheChoices) {
   EXPECT_EQ(*ParseUsageBy("by", "queue"), UsageBy::kQueue);
   auto bad = ParseUsageBy("flag --by", "color");

@@ -161,6 +161,12 @@ struct Encoder {
     j.update({{"name", c.name}, {"job", c.job}, {"mark", ReplicaMarkName(c.mark)}});
     if (c.mark == ReplicaMark::kDraining) j["until"] = c.until;
   }
+  void operator()(const RunUsageSampled& c) {
+    j.update({{"job", c.job},
+              {"attempt", c.attempt},
+              {"replica", c.replica},
+              {"points", UsagePointsToJson(c.points)}});
+  }
   void operator()(const ServiceScaled& c) {
     j.update({{"name", c.name},
               {"from", c.from},
@@ -350,6 +356,10 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
                          j.at("to").get<int32_t>(),
                          EnumFrom<ScaleCause>(j, "cause", ParseScaleCause), j.value("reason", "")};
   }
+  if (type == "run_usage_sampled") {
+    return RunUsageSampled{job(), attempt(), j.at("replica").get<int32_t>(),
+                           DecodeUsagePoints(j.at("points"))};
+  }
   if (type == "token_issued") return TokenIssued{Must(CredentialFromJson(j.at("credential")))};
   if (type == "token_revoked") return TokenRevoked{j.at("id").get<std::string>()};
   if (type == "job_resized") {
@@ -499,7 +509,8 @@ const char* ChangeName(const ChangeKind& what) {
                                        "service_rollout_started",
                                        "service_rollout_ended",
                                        "service_replica_marked",
-                                       "service_scaled"};
+                                       "service_scaled",
+                                       "run_usage_sampled"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];
 }

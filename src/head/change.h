@@ -265,6 +265,15 @@ struct JobResized {
   std::string reason;
 };
 
+// New samples of a replica's use (core/usage_series.h), each numbered after the last the run
+// holds for it: the core drops the repeats of a report before it emits this.
+struct RunUsageSampled {
+  JobId job = 0;
+  int32_t attempt = 0;
+  int32_t replica = 0;
+  std::vector<UsagePoint> points;  // ascending seq
+};
+
 using ChangeKind =
     std::variant<HeadStarted, JobSubmitted, RunPlaced, RunStarted, ReplicaExited, StopRequested,
                  RunEnded, JobEnded, CheckpointReported, NodeRegistered, NodeLivenessSet, QueueSet,
@@ -273,7 +282,7 @@ using ChangeKind =
                  GpuDrainSet, RunNoted, QosSet, QosDeleted, ReservationSet, ReservationDeleted,
                  JobUpdated, JobResized, DatasetAdded, DatasetRemoved, ServiceCreated,
                  ServiceUpdated, ServiceRemoved, NodeRemoved, ServiceRolloutStarted,
-                 ServiceRolloutEnded, ServiceReplicaMarked, ServiceScaled>;
+                 ServiceRolloutEnded, ServiceReplicaMarked, ServiceScaled, RunUsageSampled>;
 
 struct Change {
   uint64_t revision = 0;

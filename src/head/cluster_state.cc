@@ -190,6 +190,19 @@ struct Applier {
     RunAt(s, c.job, c.attempt).last_checkpoint_at = at;
   }
   void operator()(const RunNoted& c) { Event(JobAt(s, c.job), c.what, c.note); }
+  void operator()(const RunUsageSampled& c) {
+    Run& run = RunAt(s, c.job, c.attempt);
+    auto it = std::find_if(run.usage.begin(), run.usage.end(),
+                           [&](const ReplicaUsage& u) { return u.replica == c.replica; });
+    if (it == run.usage.end()) {
+      // Kept in replica order.
+      it = run.usage.insert(
+          std::find_if(run.usage.begin(), run.usage.end(),
+                       [&](const ReplicaUsage& u) { return u.replica > c.replica; }),
+          ReplicaUsage{c.replica, 0, {}});
+    }
+    AppendUsage(&*it, c.points);
+  }
   void operator()(const JobResized& c) {
     Job& job = JobAt(s, c.job);
     Run& run = RunAt(s, c.job, c.attempt);

@@ -486,9 +486,11 @@ void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const Ru
                                TimeMs now) {
   const Run& run = *job.CurrentRun();
   if (r.replica < 0 || r.replica >= static_cast<int32_t>(run.placement.size()) ||
-      run.placement[r.replica].node != node || IsRunOver(run.state)) {
+      run.placement[r.replica].node != node) {
     return;
   }
+  RecordUsage(job, node, r, now);
+  if (IsRunOver(run.state)) return;
   if (r.staging && r.running) {  // not started yet: the note is its reason while it waits
     if (run.state == RunState::kScheduled) explained_.Staging(job.id, r.note);
     return;
@@ -549,6 +551,21 @@ void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const Ru
     }
     MaybeFinishRun(state_.jobs.at(job.id), now);
   }
+}
+
+void HeadCore::RecordUsage(const Job& job, const std::string& node, const RunReport& r,
+                           TimeMs now) {
+  if (r.usage.empty()) return;
+  const Run& run = *job.CurrentRun();
+  int64_t held = 0;
+  for (const ReplicaUsage& u : run.usage) {
+    if (u.replica == r.replica) held = u.last_seq;
+  }
+  std::vector<UsagePoint> fresh = UsageAfter(r.usage, held);
+  if (fresh.empty()) return;
+  std::sort(fresh.begin(), fresh.end(),
+            [](const UsagePoint& a, const UsagePoint& b) { return a.seq < b.seq; });
+  Emit(Caller::Node(node), now, RunUsageSampled{job.id, run.attempt, r.replica, std::move(fresh)});
 }
 
 void HeadCore::MaybeFinishRun(const Job& job, TimeMs now) {

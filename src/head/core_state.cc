@@ -121,6 +121,7 @@ void HeadCore::MarkDirty(const Change& c) {
     void operator()(const JobEnded& e) { d.jobs.insert(e.job); }
     void operator()(const CheckpointReported& e) { d.jobs.insert(e.job); }
     void operator()(const RunNoted& e) { d.jobs.insert(e.job); }
+    void operator()(const RunUsageSampled& e) { d.jobs.insert(e.job); }
     void operator()(const JobResized& e) { d.jobs.insert(e.job); }
     void operator()(const IdleWarned& e) { d.jobs.insert(e.job); }
     void operator()(const StepStarted& e) { d.jobs.insert(e.job); }

@@ -464,6 +464,8 @@ class HeadCore {
   void RequestStop(const Job& job, StopCause cause, const std::string& reason, TimeMs now,
                    PreemptKind preempt = PreemptKind::kNone);
   void OnReplicaReport(const Job& job, const std::string& node, const RunReport& r, TimeMs now);
+  // The report's samples of its use the run does not hold yet, as one change.
+  void RecordUsage(const Job& job, const std::string& node, const RunReport& r, TimeMs now);
   void OnStepReport(const Job& job, int32_t step, const std::string& node, const RunReport& r,
                     TimeMs now);
   void AddStepOrders(const Job& job, const Run& run, const RunLayout& layout,
