@@ -6,7 +6,6 @@
 
 #include "core/spec.h"
 #include "head/head_core.h"
-#include "sched/job_input.h"
 
 namespace corral::head {
 namespace {

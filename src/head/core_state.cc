@@ -1,14 +1,11 @@
-// The head core's bookkeeping: the indexes and the scheduler kept in step with each change,
+// The head core's bookkeeping: its indexes and components kept in step with each change,
 // recovery, queues, and identities.
-#include <algorithm>
-#include <unordered_map>
 #include <vector>
 
 #include "core/queue_tree.h"
 #include "core/spec.h"
 #include "head/head_core.h"
 #include "head/tokens.h"
-#include "sched/job_input.h"
 
 namespace corral::head {
 // What the core itself follows of a change: admission, the orders to each node, the
