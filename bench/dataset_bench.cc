@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/dataset_cache.h"
+#include "agent/data/dataset_cache.h"
 #include "core/dataset_files.h"
 #include "core/dataset_source.h"
 

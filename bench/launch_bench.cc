@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/cgroup.h"
-#include "agent/launcher.h"
+#include "agent/launch/cgroup.h"
+#include "agent/launch/launcher.h"
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "agent/image_cache.h"
+#include "agent/containers/image_cache.h"
 #include "cluster_fixture.h"
 
 namespace corral::testing {

@@ -13,8 +13,8 @@
 #include <sstream>
 #include <thread>
 
-#include "agent/agent_lease.h"
-#include "agent/ports.h"
+#include "agent/launch/agent_lease.h"
+#include "agent/node/ports.h"
 
 namespace corral::agent {
 

@@ -24,15 +24,15 @@
 #include <string>
 #include <vector>
 
-#include "agent/cgroup.h"
-#include "agent/container.h"
-#include "agent/dataset_cache.h"
-#include "agent/gpu_monitor.h"
-#include "agent/gpu_probe.h"
-#include "agent/health_program.h"
-#include "agent/run_as.h"
+#include "agent/containers/container.h"
+#include "agent/data/dataset_cache.h"
+#include "agent/gpus/gpu_monitor.h"
+#include "agent/gpus/gpu_probe.h"
+#include "agent/gpus/health_program.h"
+#include "agent/launch/cgroup.h"
+#include "agent/launch/usage_recorder.h"
+#include "agent/node/run_as.h"
 #include "agent/supervisor.h"
-#include "agent/usage_recorder.h"
 #include "core/agent_protocol.h"
 #include "core/desired_runs.h"
 #include "core/status.h"

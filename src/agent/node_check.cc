@@ -7,10 +7,10 @@
 #include <set>
 #include <sstream>
 
-#include "agent/cgroup.h"
-#include "agent/container.h"
-#include "agent/health_program.h"
-#include "agent/image_cache.h"
+#include "agent/containers/container.h"
+#include "agent/containers/image_cache.h"
+#include "agent/gpus/health_program.h"
+#include "agent/launch/cgroup.h"
 
 namespace corral::agent {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/gpu_probe.h"
+#include "agent/gpus/gpu_probe.h"
 #include "core/status.h"
 
 namespace corral::agent {

@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "agent/dataset_stager.h"
-#include "agent/exec_context.h"
-#include "agent/launcher.h"
-#include "agent/usage_recorder.h"
+#include "agent/data/dataset_stager.h"
+#include "agent/launch/launcher.h"
+#include "agent/launch/usage_recorder.h"
+#include "agent/sessions/exec_context.h"
 #include "core/agent_protocol.h"
 
 #ifndef GUARDED_BY

@@ -30,8 +30,8 @@
 #include <string>
 #include <thread>
 
-#include "agent/container_exec.h"
-#include "agent/exec_session.h"
+#include "agent/sessions/container_exec.h"
+#include "agent/sessions/exec_session.h"
 #include "agentnet/relay_auth.h"
 #include "net/http.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 
-#include "agent/launcher.h"
+#include "agent/launch/launcher.h"
 #include "core/secrets.h"
 
 namespace corral::agentnet {

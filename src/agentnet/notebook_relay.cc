@@ -1,6 +1,6 @@
 #include "agentnet/notebook_relay.h"
 
-#include "agent/notebook.h"
+#include "agent/sessions/notebook.h"
 
 namespace corral::agentnet {
 namespace {

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
-#include "agent/notebook.h"
+#include "agent/sessions/notebook.h"
 #include "agent/test_util.h"
 #include "net/http_client.h"
 #include "net/http_server.h"

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <fstream>
 
-#include "agent/launcher.h"
+#include "agent/launch/launcher.h"
 #include "agent/test_util.h"
 #include "core/agent_protocol.h"
 #include "core/task_env.h"

@@ -1,0 +1,99 @@
+// The node's dataset cache (docs/datasets.md): one verified copy of each dataset version,
+// keyed by its manifest digest, shared by every run that uses it. Used by the agent's stager
+// (dataset_stager.h) from several threads at once, and safe against other processes using
+// the same directory; all coordination is by file locks in the cache directory:
+//
+//   CACHE/data/<hex>/          a complete copy (renamed into place only once every file is
+//                              written, its digest checked and the file system synced)
+//   CACHE/data/<hex>.use       held shared (flock) by every run that uses it: a pin
+//   CACHE/data/<hex>.size      its size in bytes; the .use file's mtime is its last use
+//   CACHE/locks/<hex>.lock     one fetch per dataset version at a time; the others wait
+//   CACHE/tmp/<hex>.<pid>.<tid> fetches in progress (a fetch's lock says it is live)
+//   CACHE/fetches              a line per fetch done: "<hex> <bytes> <ms>"
+//
+// Sources (core/dataset_source.h): a directory, or an archive on shared storage, unpacked into
+// tmp/; or an archive at an http(s) URL, downloaded into tmp/
+// (CACHE/tmp/<hex>.<pid>.<tid>.download) and unpacked beside it. Every file is checked against the
+// manifest's digest before publish.
+//
+// The copy keeps each source file's owner and permission bits (set-id bits dropped; an
+// archive's members all take the archive file's), so the cache lets nobody read what the
+// source would not let them. A fetch also first checks, as the job's owner, that the owner may
+// read every file of the source (for an archive: the archive). A URL has no owner: anyone who
+// may declare the dataset reads it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "agent/node/run_as.h"
+#include "core/dataset.h"
+#include "core/status.h"
+
+namespace corral::agent {
+
+struct DatasetCacheConfig {
+  std::string dir;          // CACHE
+  int64_t limit_bytes = 0;  // 0: no limit
+  // Over high x limit, whole unpinned datasets go, least recently used first, down to low x
+  // limit (Fluid's defaults).
+  double high_watermark = 0.95;
+  double low_watermark = 0.7;
+};
+
+struct StagedDataset {
+  std::string path;      // CACHE/data/<hex>: where the job reads it
+  int use_fd = -1;       // the pin; the caller closes it when the run is over
+  bool fetched = false;  // this call fetched it (else it was cached)
+  int64_t fetch_ms = 0;
+  int64_t source_bytes = 0;  // read from the source: its files', its archive's, or downloaded
+};
+
+struct DatasetCacheUsage {
+  int64_t bytes = 0;
+  int32_t datasets = 0;
+  int64_t limit_bytes = 0;
+  std::vector<std::string> digests;  // "sha256:<hex>" of every complete copy
+};
+
+class DatasetCache {
+ public:
+  explicit DatasetCache(DatasetCacheConfig config);
+
+  // The dataset `ref` (resolved: digest and source set) in the cache and pinned. `who`: the
+  // job's owner, whose right to read the source is checked first (nullptr: not checked, for
+  // an agent that runs every job as itself). `progress` gets the bytes fetched so far. Errors
+  // name the dataset and its source.
+  Result<StagedDataset> Acquire(const DatasetRef& ref, const UnixIdentity* who,
+                                const std::function<void(int64_t)>& progress = {});
+
+  // Over the high watermark, removes whole unpinned datasets, least recently used first,
+  // until under the low one. Returns how many it removed.
+  int Evict();
+
+  DatasetCacheUsage Usage() const;
+
+  // Removes what interrupted fetches left in tmp/ (those whose lock nobody holds).
+  void CleanInterrupted();
+
+ private:
+  // Fetches into tmp/, checks and publishes it; the bytes read from the source.
+  Result<int64_t> Fetch(const DatasetRef& ref, const std::string& hex,
+                        const std::function<void(int64_t)>& progress);
+  // The source's content written under `into` (by its kind) and checked against the digest.
+  Result<int64_t> Fill(const DatasetRef& ref, const std::string& into,
+                       const std::function<void(int64_t)>& progress);
+  Status CopyTree(const DatasetRef& ref, const std::string& into,
+                  const std::function<void(int64_t)>& progress);
+  Result<int64_t> Download(const DatasetRef& ref, const std::string& into,
+                           const std::function<void(int64_t)>& progress);
+
+  DatasetCacheConfig config_;
+};
+
+// Hex of a "sha256:<hex>" digest ("" when it is not one).
+std::string DigestHex(const std::string& digest);
+
+}  // namespace corral::agent
