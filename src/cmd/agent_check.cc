@@ -12,10 +12,10 @@
 #include <memory>
 #include <sstream>
 
-#include "agent/container.h"
-#include "agent/gpu_probe.h"
-#include "agent/gpu_share_env.h"
-#include "agent/mps.h"
+#include "agent/containers/container.h"
+#include "agent/gpus/gpu_probe.h"
+#include "agent/gpus/gpu_share_env.h"
+#include "agent/gpus/mps.h"
 #include "agent/node_check.h"
 #include "cmd/commands.h"
 #include "cmd/flags.h"

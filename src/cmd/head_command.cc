@@ -14,8 +14,10 @@
 
 #include "api/api_service.h"
 #include "api/leader_gate.h"
+#include "api/unix_identity.h"
 #include "cmd/commands.h"
 #include "cmd/flags.h"
+#include "cmd/head_flags.h"
 #include "cmd/head_tls.h"
 #include "cmd/local_socket.h"
 #include "cmd/service_notifier.h"
@@ -107,274 +109,220 @@ Result<notify::NotifierConfig> JobNotifierConfig(const std::vector<std::string>&
   return c;
 }
 
-}  // namespace
+// The flags given as durations, parsed.
+struct HeadDurations {
+  int64_t min_runtime_ms = 0, half_life_ms = 0, idle_after_ms = 0, idle_stop_warning_ms = 0;
+  int64_t leader_lease_ms = 0, retain_finished_ms = 0, stop_confirm_after_ms = 0;
+  int64_t header_timeout_ms = 0, inactive_limit_ms = 0, relay_idle_ms = 0;
+};
 
-int HeadMain(std::vector<std::string> args) {
-  CLI::App app{"corral head: the control plane"};
-  std::string state_dir, listen = "127.0.0.1:7070", checkpoint_root;
-  int64_t unreachable_s = 15, down_s = 60;
-  std::string min_runtime = "5m", half_life = "7d";
-  app.add_option("--state-dir", state_dir, "directory for corral.db and tokens")->required();
-  // Far above what people and agents send (a CLI call is ~14 ms to start), low enough that one
-  // runaway script cannot monopolise the head's strand.
-  double rate_limit = 2000;
-  app.add_option("--rate-limit", rate_limit,
-                 "API requests per second per token (bursts of twice that); 0: no limit")
-      ->check(CLI::NonNegativeNumber);
-  // Requests whose token never worked here (random tokens, none): a person mistyping one
-  // stays far under it, a script trying tokens does not fill the audit log.
-  double unauthenticated_rate = 10;
-  app.add_option("--rate-limit-unauthenticated", unauthenticated_rate,
-                 "API requests per second per client address whose token has not worked here "
-                 "(bursts of ten times that); past it 429, unaudited; 0: no limit")
-      ->check(CLI::NonNegativeNumber);
-  size_t max_connections_per_address = 1024;
-  std::string header_timeout = "10s";
-  // A notebook's kernel channel is quiet while its user reads; a tab left open a night is not.
-  std::string relay_idle = "1h";
-  app.add_option("--relay-idle-timeout", relay_idle,
-                 "a notebook's WebSocket relayed through the head is closed after this long "
-                 "without a byte either way (its plain requests after the API's 30s)");
-  app.add_option("--header-timeout", header_timeout,
-                 "a request's whole header must arrive within this (slow clients are cut)");
-  app.add_option("--max-connections-per-address", max_connections_per_address,
-                 "open connections from one client address at most (more are closed as they "
-                 "are accepted); 0: no limit");
-  std::string store_url, leader_lease = "15s";
-  bool migrate_only = false;
-  app.add_option("--store", store_url,
-                 "where state is kept: sqlite:PATH (default STATE_DIR/corral.db) or "
-                 "postgres://USER@HOST:PORT/DB (several hosts: "
-                 "postgresql://USER@H1:P1,H2:P2/DB?target_session_attrs=read-write)");
-  store::StoreOptions store_options;
-  app.add_option("--store-synchronous-commit", store_options.synchronous_commit,
-                 "PostgreSQL: the synchronous_commit every session of this head sets (on, "
-                 "remote_apply or remote_write), whatever the server's default");
-  bool allow_async_store = false, require_sync_standby = false;
-  app.add_flag("--allow-async-store", allow_async_store,
-               "PostgreSQL on several hosts: lead even when the server has no synchronous "
-               "standby (a failover may then lose acknowledged changes)");
-  app.add_flag("--require-sync-standby", require_sync_standby,
-               "PostgreSQL on one host (a proxy or virtual IP in front of a replicated "
-               "cluster): refuse to lead without a synchronous standby, as with several hosts");
-  // Hidden (no group): a negative control for the failover test only, which must show that
-  // acknowledging such a commit loses it. Never for a cluster.
-  app.add_flag("--unsafe-acknowledge-unreplicated-commits",
-               store_options.ignore_unreplicated_commits,
-               "TESTS ONLY: take a COMMIT whose synchronous replication wait was cut short as "
-               "durable (loses acknowledged changes on a failover)")
-      ->group("");
-  app.add_option("--leader-lease", leader_lease,
-                 "several heads on PostgreSQL: a leader that has not renewed its lease this long "
-                 "(hung) is deposed by a standby; it renews every third of it");
-  app.add_flag("--migrate-only", migrate_only,
-               "bring the store's schema up to this corral's version, then exit");
-  app.add_option("--listen", listen, "HOST:PORT to serve the API on");
-  std::string advertise;
-  app.add_option("--advertise", advertise,
-                 "this head's URL as clients and agents reach it, where standbys send them "
-                 "(default http://LISTEN)");
-  app.add_option("--checkpoint-root", checkpoint_root, "root of CORRAL_CHECKPOINT_DIR");
-  std::vector<std::string> webhooks;
-  app.add_option("--webhook", webhooks,
-                 "[user:NAME=|queue:NAME=]URL: POST a JSON notice there when a job (of that user "
-                 "or queue) begins, ends, fails, is requeued or preempted (repeatable)");
-  std::string sendmail = "auto";
-  app.add_option("--sendmail", sendmail,
-                 "the program jobs' --mail-type mail goes through; auto: /usr/sbin/sendmail "
-                 "where it exists; none: no mail");
-  std::string mail_domain;
-  app.add_option("--mail-domain", mail_domain,
-                 "appended as @DOMAIN to a mail address without one (a job's owner)");
-  std::string admin_user = "admin";
-  app.add_option("--admin-user", admin_user,
-                 "the user named by the first admin token (STATE_DIR/admin.token)");
-  app.add_option("--unreachable-after", unreachable_s, "seconds without a sync before unreachable");
-  app.add_option("--down-after", down_s, "seconds without a sync before down (runs lost)");
-  app.add_option("--min-runtime-before-preempt", min_runtime,
-                 "a run is not preempted before it ran this long (anti-thrashing)");
-  app.add_option("--fair-share-half-life", half_life, "half-life of the usage behind fair share");
-  int32_t idle_threshold = 1;
-  std::string idle_after = "30m";
-  app.add_option("--idle-threshold", idle_threshold,
-                 "GPU utilisation percent under which a run's GPUs count as idle (0-100)");
-  app.add_option("--idle-after", idle_after,
-                 "a run whose GPUs all stay idle this long is flagged idle");
-  HeadTlsFlags tls_flags;
-  tls_flags.AddTo(app);
-  std::string unix_socket = DefaultLocalSocket();
-  app.add_option("--unix-socket", unix_socket,
-                 "serve the API on this local socket too, to every local user as their Unix user "
-                 "(no token); default $RUNTIME_DIRECTORY/corral.sock under systemd "
-                 "(/run/corral/corral.sock), else none; none: no socket");
-  std::vector<std::string> unix_group_roles;
-  app.add_option("--unix-group-role", unix_group_roles,
-                 "GROUP=ROLE: callers over the local socket in Unix group GROUP get ROLE (admin, "
-                 "user, or queue-admin:QUEUE); repeatable; others are plain users");
-  std::vector<std::string> idle_stop_queues;
-  std::string idle_stop_warning = "10m";
-  app.add_option("--idle-stop-queues", idle_stop_queues,
-                 "queues (with their sub-queues) whose preemptible runs, once flagged idle, are "
-                 "warned and then cancelled")
-      ->delimiter(',');
-  app.add_option("--idle-stop-warning", idle_stop_warning,
-                 "time between an idle run's warning event and its stop");
-  std::string inactive_limit = "5m";
-  app.add_option("--inactive-limit", inactive_limit,
-                 "an interactive session (corral run, srun --pty, salloc) whose client has not "
-                 "been heard from this long is ended; batch jobs never are (0s: never)");
-  std::string retain_finished = "1d";
-  std::string stop_confirm_after = "2m";
-  int32_t max_user_priority = 0, max_array_size = 10000, max_pending_per_user = 10000;
-  app.add_option("--max-array-size", max_array_size,
-                 "elements of one array submission at most, for users other than admins (0: no "
-                 "limit)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--max-pending-per-user", max_pending_per_user,
-                 "a user's jobs pending at once, over all queues, for users other than admins (0: "
-                 "no limit); queues may set a lower one of their own")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--max-user-priority", max_user_priority,
-                 "the highest job priority a plain user may set (more takes an admin or an admin "
-                 "of the job's queue)");
-  int32_t gpu_clean_checks = 3;
-  app.add_option("--gpu-clean-checks", gpu_clean_checks,
-                 "clean health checks in a row that return a GPU the checks drained (admin drains "
-                 "stay)")
-      ->check(CLI::Range(1, 1000));
-  app.add_option("--stop-confirm-after", stop_confirm_after,
-                 "a run whose node has not confirmed its stop this long after the run's grace "
-                 "is declared lost and its GPUs freed");
-  app.add_option("--retain-finished", retain_finished,
-                 "jobs that ended longer ago than this leave the head's memory; the store "
-                 "answers for them (corral show, corral jobs --all) (0s: keep all)");
-  std::string rdzv_host, rdzv_ports = "29400-29499", rdzv_python = "/usr/bin/python3";
-  app.add_option("--rdzv-host", rdzv_host,
-                 "the address replicas reach this host at: elastic jobs' torchrun rendezvous "
-                 "stores run here, one per job (docs/elastic.md); none without it");
-  app.add_option("--rdzv-ports", rdzv_ports, "LO-HI: the ports the rendezvous stores listen on");
-  app.add_option("--rdzv-python", rdzv_python, "the Python with torch that runs the stores");
-  if (auto code = ParseFlags(app, std::move(args))) return *code;
-  if (migrate_only) return MigrateOnly(store_url, state_dir);
-  int32_t rdzv_lo = 0, rdzv_hi = 0;
-  if (char dash = 0; std::sscanf(rdzv_ports.c_str(), "%d%c%d", &rdzv_lo, &dash, &rdzv_hi) != 3 ||
-                     dash != '-' || rdzv_lo < 1 || rdzv_hi < rdzv_lo || rdzv_hi > 65535) {
-    std::cerr << "corral head: flag '--rdzv-ports': got \"" << rdzv_ports
-              << "\", want LO-HI ports such as 29400-29499\n";
-    return 2;
+Result<HeadDurations> ParseHeadDurations(const HeadFlags& f) {
+  HeadDurations d;
+  const std::pair<const char*, std::pair<const std::string*, int64_t*>> flags[] = {
+      {"--min-runtime-before-preempt", {&f.min_runtime, &d.min_runtime_ms}},
+      {"--fair-share-half-life", {&f.half_life, &d.half_life_ms}},
+      {"--idle-after", {&f.idle_after, &d.idle_after_ms}},
+      {"--idle-stop-warning", {&f.idle_stop_warning, &d.idle_stop_warning_ms}},
+      {"--leader-lease", {&f.leader_lease, &d.leader_lease_ms}},
+      {"--retain-finished", {&f.retain_finished, &d.retain_finished_ms}},
+      {"--stop-confirm-after", {&f.stop_confirm_after, &d.stop_confirm_after_ms}},
+      {"--header-timeout", {&f.header_timeout, &d.header_timeout_ms}},
+      {"--inactive-limit", {&f.inactive_limit, &d.inactive_limit_ms}},
+      {"--relay-idle-timeout", {&f.relay_idle, &d.relay_idle_ms}},
+  };
+  for (const auto& [flag, text_and_ms] : flags) {
+    auto ms = ParseDuration(flag, *text_and_ms.first);
+    if (!ms.ok()) return ms.status();
+    *text_and_ms.second = *ms;
   }
-  if (allow_async_store && require_sync_standby) {
-    std::cerr << "corral head: flags '--allow-async-store' and '--require-sync-standby' "
-                 "contradict each other; give at most one\n";
-    return 2;
+  if (d.header_timeout_ms <= 0) {
+    return InvalidArgument("flag '--header-timeout': got " + f.header_timeout +
+                           ", want a duration > 0");
   }
-  if (Status st = store::CheckSynchronousCommit("flag '--store-synchronous-commit'",
-                                                store_options.synchronous_commit);
-      !st.ok()) {
-    std::cerr << "corral head: " << st.message() << "\n";
-    return 2;
+  if (d.relay_idle_ms <= 0) {
+    return InvalidArgument("flag '--relay-idle-timeout': got " + f.relay_idle +
+                           ", want a duration > 0");
   }
-  if (allow_async_store) store_options.sync_standby = store::StoreOptions::SyncStandby::kSkip;
-  if (require_sync_standby) {
-    store_options.sync_standby = store::StoreOptions::SyncStandby::kRequire;
+  return d;
+}
+
+// The store's flags checked and folded into its options.
+Status CheckStoreFlags(HeadFlags& f) {
+  if (f.allow_async_store && f.require_sync_standby) {
+    return InvalidArgument(
+        "flags '--allow-async-store' and '--require-sync-standby' contradict each other; give "
+        "at most one");
   }
-  // Before any thread starts: it takes NOTIFY_SOCKET out of the environment.
-  ServiceNotifier notifier = ServiceNotifier::FromEnvironment();
-  auto hp = ListenFlag("head", listen);
-  if (!hp) return 2;
-  auto tls = SetUpHeadTls(tls_flags, state_dir, hp->first);
-  if (!tls.ok()) {
-    std::cerr << "corral head: " << tls.status().message() << "\n";
-    return tls.status().code() == ErrorCode::kInvalidArgument ? 2 : 1;
+  CORRAL_RETURN_IF_ERROR(store::CheckSynchronousCommit("flag '--store-synchronous-commit'",
+                                                       f.store_options.synchronous_commit));
+  if (f.allow_async_store) f.store_options.sync_standby = store::StoreOptions::SyncStandby::kSkip;
+  if (f.require_sync_standby) {
+    f.store_options.sync_standby = store::StoreOptions::SyncStandby::kRequire;
   }
-  for (const auto& note : tls->notes) std::cerr << "corral head: " << note << "\n";
-  auto min_runtime_ms = ParseDuration("--min-runtime-before-preempt", min_runtime);
-  auto half_life_ms = ParseDuration("--fair-share-half-life", half_life);
-  auto idle_after_ms = ParseDuration("--idle-after", idle_after);
-  auto idle_stop_warning_ms = ParseDuration("--idle-stop-warning", idle_stop_warning);
-  auto leader_lease_ms = ParseDuration("--leader-lease", leader_lease);
-  auto retain_finished_ms = ParseDuration("--retain-finished", retain_finished);
-  auto stop_confirm_after_ms = ParseDuration("--stop-confirm-after", stop_confirm_after);
-  auto header_timeout_ms = ParseDuration("--header-timeout", header_timeout);
-  auto inactive_limit_ms = ParseDuration("--inactive-limit", inactive_limit);
-  auto relay_idle_ms = ParseDuration("--relay-idle-timeout", relay_idle);
-  if (idle_threshold < 0 || idle_threshold > 100) {
-    std::cerr << "corral head: flag '--idle-threshold': got " << idle_threshold
-              << ", want a percent from 0 to 100\n";
-    return 2;
+  return Status::Ok();
+}
+
+Result<std::pair<int32_t, int32_t>> ParseRdzvPorts(const std::string& text) {
+  int32_t lo = 0, hi = 0;
+  if (char dash = 0; std::sscanf(text.c_str(), "%d%c%d", &lo, &dash, &hi) != 3 || dash != '-' ||
+                     lo < 1 || hi < lo || hi > 65535) {
+    return InvalidArgument("flag '--rdzv-ports': got \"" + text +
+                           "\", want LO-HI ports such as 29400-29499");
   }
-  for (const auto* d : {&min_runtime_ms, &half_life_ms, &idle_after_ms, &idle_stop_warning_ms,
-                        &leader_lease_ms, &retain_finished_ms, &stop_confirm_after_ms,
-                        &header_timeout_ms, &inactive_limit_ms, &relay_idle_ms}) {
-    if (!d->ok()) {
-      std::cerr << "corral head: " << d->status().message() << "\n";
-      return 2;
-    }
-  }
-  if (*header_timeout_ms <= 0) {
-    std::cerr << "corral head: flag '--header-timeout': got " << header_timeout
-              << ", want a duration > 0\n";
-    return 2;
-  }
-  if (*relay_idle_ms <= 0) {
-    std::cerr << "corral head: flag '--relay-idle-timeout': got " << relay_idle
-              << ", want a duration > 0\n";
-    return 2;
-  }
-  auto unix_roles = api::ParseUnixGroupRoles(unix_group_roles);
-  if (!unix_roles.ok()) {
-    std::cerr << "corral head: " << unix_roles.status().message() << "\n";
-    return 2;
-  }
-  if (unix_socket != "none" && !unix_socket.empty() && unix_socket.front() != '/') {
-    std::cerr << "corral head: flag '--unix-socket': got \"" << unix_socket
-              << "\", want an absolute path or none\n";
-    return 2;
-  }
-  auto notify_config = JobNotifierConfig(webhooks, sendmail, mail_domain);
-  if (!notify_config.ok()) {
-    std::cerr << "corral head: " << notify_config.status().message() << "\n";
-    return 2;
-  }
-  BlockStopSignals();
-  SystemClock clock;
+  return std::make_pair(lo, hi);
+}
+
+// The head's core and shell settings from the flags.
+head::HeadConfig HeadConfigOf(const HeadFlags& f, const HeadDurations& d,
+                              std::pair<int32_t, int32_t> rdzv_ports) {
   head::HeadConfig config;
-  config.state_dir = state_dir;
-  config.store_url = store_url;
-  config.core.checkpoint_root = checkpoint_root;
-  config.core.rdzv_host = rdzv_host;
-  config.core.rdzv_port_lo = rdzv_lo;
-  config.core.rdzv_port_hi = rdzv_hi;
-  config.rdzv_python = rdzv_python;
-  config.admin_user = admin_user;
+  config.state_dir = f.state_dir;
+  config.store_url = f.store_url;
+  config.core.checkpoint_root = f.checkpoint_root;
+  config.core.rdzv_host = f.rdzv_host;
+  config.core.rdzv_port_lo = rdzv_ports.first;
+  config.core.rdzv_port_hi = rdzv_ports.second;
+  config.rdzv_python = f.rdzv_python;
+  config.admin_user = f.admin_user;
   // Memory then holds changes the store refused: exit and let the supervisor (systemd,
   // corral up) start a head that recovers from what is durable.
   config.on_store_failure = [](const Status& st) {
     std::cerr << "corral head: the store failed a commit, exiting: " << st.ToString() << std::endl;
     std::_Exit(75);
   };
-  config.core.unreachable_after_ms = unreachable_s * kSecond;
-  config.core.down_after_ms = down_s * kSecond;
-  config.core.scheduler.min_runtime_before_preempt_ms = *min_runtime_ms;
-  config.core.scheduler.fair_share_half_life_ms = *half_life_ms;
-  config.core.idle_threshold_percent = idle_threshold;
-  config.core.idle_after_ms = *idle_after_ms;
-  config.core.idle_stop_queues = {idle_stop_queues.begin(), idle_stop_queues.end()};
-  config.core.idle_stop_warning_ms = *idle_stop_warning_ms;
-  config.core.inactive_limit_ms = *inactive_limit_ms;
-  config.core.retain_finished_ms = *retain_finished_ms;
-  config.core.stop_confirm_after_ms = *stop_confirm_after_ms;
-  config.core.max_user_priority = max_user_priority;
-  config.core.gpu_clean_checks_to_return = gpu_clean_checks;
-  config.core.max_array_size = max_array_size;
-  config.core.max_pending_per_user = max_pending_per_user;
+  config.core.unreachable_after_ms = f.unreachable_s * kSecond;
+  config.core.down_after_ms = f.down_s * kSecond;
+  config.core.scheduler.min_runtime_before_preempt_ms = d.min_runtime_ms;
+  config.core.scheduler.fair_share_half_life_ms = d.half_life_ms;
+  config.core.idle_threshold_percent = f.idle_threshold;
+  config.core.idle_after_ms = d.idle_after_ms;
+  config.core.idle_stop_queues = {f.idle_stop_queues.begin(), f.idle_stop_queues.end()};
+  config.core.idle_stop_warning_ms = d.idle_stop_warning_ms;
+  config.core.inactive_limit_ms = d.inactive_limit_ms;
+  config.core.retain_finished_ms = d.retain_finished_ms;
+  config.core.stop_confirm_after_ms = d.stop_confirm_after_ms;
+  config.core.max_user_priority = f.max_user_priority;
+  config.core.gpu_clean_checks_to_return = f.gpu_clean_checks;
+  config.core.max_array_size = f.max_array_size;
+  config.core.max_pending_per_user = f.max_pending_per_user;
+  return config;
+}
+
+// Everything the head's servers and state machine need, decided from the flags before either
+// starts.
+struct HeadPlan {
+  std::pair<std::string, int> listen;
+  HeadTls tls;
+  HeadDurations durations;
+  api::UnixGroupRoles unix_roles;
+  notify::NotifierConfig notify;
+  head::HeadConfig config;
+};
+
+// A usage error is InvalidArgument (exit 2); a TLS setup that failed otherwise exits 1.
+Result<HeadPlan> PlanHead(HeadFlags& f) {
+  HeadPlan plan;
+  auto rdzv_ports = ParseRdzvPorts(f.rdzv_ports);
+  if (!rdzv_ports.ok()) return rdzv_ports.status();
+  CORRAL_RETURN_IF_ERROR(CheckStoreFlags(f));
+  auto hp = ParseHostPort("--listen", f.listen);
+  if (!hp.ok()) return hp.status();
+  plan.listen = *hp;
+  auto tls = SetUpHeadTls(f.tls, f.state_dir, plan.listen.first);
+  if (!tls.ok()) return tls.status();
+  plan.tls = std::move(*tls);
+  for (const auto& note : plan.tls.notes) std::cerr << "corral head: " << note << "\n";
+  if (f.idle_threshold < 0 || f.idle_threshold > 100) {
+    return InvalidArgument("flag '--idle-threshold': got " + std::to_string(f.idle_threshold) +
+                           ", want a percent from 0 to 100");
+  }
+  auto durations = ParseHeadDurations(f);
+  if (!durations.ok()) return durations.status();
+  plan.durations = *durations;
+  auto unix_roles = api::ParseUnixGroupRoles(f.unix_group_roles);
+  if (!unix_roles.ok()) return unix_roles.status();
+  plan.unix_roles = std::move(*unix_roles);
+  if (f.unix_socket != "none" && !f.unix_socket.empty() && f.unix_socket.front() != '/') {
+    return InvalidArgument("flag '--unix-socket': got \"" + f.unix_socket +
+                           "\", want an absolute path or none");
+  }
+  auto notify_config = JobNotifierConfig(f.webhooks, f.sendmail, f.mail_domain);
+  if (!notify_config.ok()) return notify_config.status();
+  plan.notify = std::move(*notify_config);
+  plan.config = HeadConfigOf(f, plan.durations, *rdzv_ports);
+  return plan;
+}
+
+// Waits for a stop signal; meanwhile, under a systemd watchdog, each keep-alive is sent from
+// the state machine's thread, so that a wedged head stops sending. The signal.
+int WaitForStopKeepingAlive(head::Head& head, ServiceNotifier& notifier) {
+  if (notifier.watchdog().count() <= 0) return WaitForStopSignal();
+  // Asked twice as often as Alive() sends, so that one comes every quarter of the interval.
+  auto every = std::chrono::duration_cast<std::chrono::milliseconds>(notifier.watchdog() / 8);
+  int sig = 0;
+  while ((sig = PollStopSignal(std::max<int>(1, every.count()))) == 0) {
+    head.Ping([&notifier] { notifier.Alive(); });
+  }
+  return sig;
+}
+
+// Leads from the (warm) state: the state machine, the API behind the leader gate, notices of
+// jobs; until a stop signal, when `server` stops. The exit code.
+int Lead(const HeadFlags& f, HeadPlan& plan, std::unique_ptr<store::Store> store,
+         std::optional<head::ClusterState> warm, net::HttpServer& server, api::LeaderGate& gate,
+         const std::string& self_url, ServiceNotifier& notifier) {
+  SystemClock clock;
+  // Created before the state machine starts, which is the only caller of on_job_notice.
+  std::unique_ptr<notify::Notifier> job_notifier;
+  const bool notifies = !plan.notify.webhooks.empty() || !plan.notify.sendmail.empty();
+  if (notifies) {
+    plan.config.on_job_notice = [&job_notifier](head::JobNotice n) { job_notifier->Enqueue(n); };
+  }
+  auto head = head::Head::Open(plan.config, &clock, std::move(store), std::move(warm));
+  if (!head.ok()) {
+    std::cerr << "corral head: " << head.status().ToString() << "\n";
+    return 1;
+  }
+  if (notifies) {
+    job_notifier = std::make_unique<notify::Notifier>(plan.notify, &(*head)->metrics());
+  }
+  api::ApiService api(
+      head->get(), f.rate_limit, plan.tls.agents, f.unauthenticated_rate,
+      net::SpliceIdle{.websocket = std::chrono::milliseconds(plan.durations.relay_idle_ms)});
+  api.SetUnixGroupRoles(std::move(plan.unix_roles));
+  (*head)->Start();
+  api.StartServiceProbes();
+  gate.Lead(&api);
+  std::cout << "corral head: listening on " << self_url << " (epoch " << (*head)->epoch()
+            << ", state " << f.state_dir << ")"
+            << (plan.tls.ca_path.empty() ? "" : "; clients trust " + plan.tls.ca_path + " (--ca)")
+            << (f.unix_socket == "none" || f.unix_socket.empty()
+                    ? ""
+                    : "; local users on " + f.unix_socket)
+            << std::endl;
+  // The store is open and the listener serves: ready (systemd's Type=notify).
+  if (Status st = notifier.Ready("leading, epoch " + std::to_string((*head)->epoch())); !st.ok()) {
+    std::cerr << "corral head: " << st.ToString() << std::endl;
+  }
+  int sig = WaitForStopKeepingAlive(**head, notifier);
+  (void)notifier.Stopping();  // where it fails, so did READY, reported
+  std::cout << "corral head: stopping on signal " << sig << std::endl;
+  server.Stop();  // before the API it calls into goes
+  (*head)->Stop();
+  return 0;
+}
+
+// Opens the store, serves (as a standby first where the store is shared) and leads. The exit
+// code.
+int ServeAndLead(const HeadFlags& f, HeadPlan& plan, ServiceNotifier& notifier) {
+  BlockStopSignals();
   // Once every flag is known good, before the database, the tokens and the audit log are
   // written there (the TLS keys, in tls/, are 0600 from their creation).
-  if (Status st = store::SecureStateDir(state_dir); !st.ok()) {
+  if (Status st = store::SecureStateDir(f.state_dir); !st.ok()) {
     std::cerr << "corral head: " << st.ToString() << "\n";
     return 1;
   }
-  auto store = store::OpenStore(store_url, state_dir, store_options);
+  auto store = store::OpenStore(f.store_url, f.state_dir, f.store_options);
   if (!store.ok()) {
     std::cerr << "corral head: " << store.status().ToString() << "\n";
     return 1;
@@ -386,85 +334,60 @@ int HeadMain(std::vector<std::string> args) {
       },
       net::HttpServerOptions{
           .io_threads = 2,
-          .header_timeout = std::chrono::milliseconds(*header_timeout_ms),
-          .max_connections_per_address = max_connections_per_address,
-          .tls = tls->server,
+          .header_timeout = std::chrono::milliseconds(plan.durations.header_timeout_ms),
+          .max_connections_per_address = f.max_connections_per_address,
+          .tls = plan.tls.server,
           .takeover_prefix = "/s/",
           .takeover = [&gate](net::HttpRequest req, std::shared_ptr<net::TakenConnection> conn) {
             gate->Take(std::move(req), std::move(conn));
           }});
-  auto port = server.Listen(hp->first, hp->second);
+  auto port = server.Listen(plan.listen.first, plan.listen.second);
   if (!port.ok()) {
     std::cerr << "corral head: " << port.status().ToString() << "\n";
     return 1;
   }
-  if (Status st = ListenOnLocalSocket(server, unix_socket); !st.ok()) {
+  if (Status st = ListenOnLocalSocket(server, f.unix_socket); !st.ok()) {
     std::cerr << "corral head: " << st.ToString() << "\n";
     return 1;
   }
-  std::string self_url = advertise.empty() ? (tls->enabled ? "https://" : "http://") + hp->first +
-                                                 ":" + std::to_string(*port)
-                                           : advertise;
+  std::string self_url = f.advertise.empty() ? (plan.tls.enabled ? "https://" : "http://") +
+                                                   plan.listen.first + ":" + std::to_string(*port)
+                                             : f.advertise;
   gate = std::make_unique<api::LeaderGate>(self_url);
   server.Start();
   std::optional<head::ClusterState> warm;
   if ((*store)->Shared()) {
-    (*store)->SetLease(*leader_lease_ms);
-    config.lease_renew_ms = *leader_lease_ms / 3;
+    (*store)->SetLease(plan.durations.leader_lease_ms);
+    plan.config.lease_renew_ms = plan.durations.leader_lease_ms / 3;
     bool stopped = false;
     warm = StandBy(**store, *gate, self_url, notifier, &stopped);
     if (!warm) {
       server.Stop();
       return stopped ? 0 : 1;
     }
-    config.advertise_url = self_url;
+    plan.config.advertise_url = self_url;
   }
-  // Created before the state machine starts, which is the only caller of on_job_notice.
-  std::unique_ptr<notify::Notifier> job_notifier;
-  const bool notifies = !notify_config->webhooks.empty() || !notify_config->sendmail.empty();
-  if (notifies) {
-    config.on_job_notice = [&job_notifier](head::JobNotice n) { job_notifier->Enqueue(n); };
-  }
-  auto head = head::Head::Open(config, &clock, std::move(*store), std::move(warm));
-  if (!head.ok()) {
-    std::cerr << "corral head: " << head.status().ToString() << "\n";
-    return 1;
-  }
-  if (notifies) {
-    job_notifier = std::make_unique<notify::Notifier>(*notify_config, &(*head)->metrics());
-  }
-  api::ApiService api(head->get(), rate_limit, tls->agents, unauthenticated_rate,
-                      net::SpliceIdle{.websocket = std::chrono::milliseconds(*relay_idle_ms)});
-  api.SetUnixGroupRoles(std::move(*unix_roles));
-  (*head)->Start();
-  api.StartServiceProbes();
-  gate->Lead(&api);
-  std::cout << "corral head: listening on " << self_url << " (epoch " << (*head)->epoch()
-            << ", state " << state_dir << ")"
-            << (tls->ca_path.empty() ? "" : "; clients trust " + tls->ca_path + " (--ca)")
-            << (unix_socket == "none" || unix_socket.empty() ? ""
-                                                             : "; local users on " + unix_socket)
-            << std::endl;
-  // The store is open and the listener serves: ready (systemd's Type=notify).
-  if (Status st = notifier.Ready("leading, epoch " + std::to_string((*head)->epoch())); !st.ok()) {
-    std::cerr << "corral head: " << st.ToString() << std::endl;
-  }
-  int sig = 0;
-  if (notifier.watchdog().count() > 0) {
-    // Each keep-alive is sent from the state machine's thread: a wedged head stops sending.
-    // Asked twice as often as Alive() sends, so that one comes every quarter of the interval.
-    auto every = std::chrono::duration_cast<std::chrono::milliseconds>(notifier.watchdog() / 8);
-    while ((sig = PollStopSignal(std::max<int>(1, every.count()))) == 0) {
-      (*head)->Ping([&notifier] { notifier.Alive(); });
-    }
-  } else {
-    sig = WaitForStopSignal();
-  }
-  (void)notifier.Stopping();  // where it fails, so did READY, reported
-  std::cout << "corral head: stopping on signal " << sig << std::endl;
+  int rc = Lead(f, plan, std::move(*store), std::move(warm), server, *gate, self_url, notifier);
   server.Stop();
-  (*head)->Stop();
-  return 0;
+  return rc;
+}
+
+}  // namespace
+
+int HeadMain(std::vector<std::string> args) {
+  CLI::App app{"corral head: the control plane"};
+  HeadFlags flags;
+  AddHeadFlags(app, flags);
+  if (auto code = ParseFlags(app, std::move(args))) return *code;
+  if (flags.migrate_only) return MigrateOnly(flags.store_url, flags.state_dir);
+  // Before any thread starts: it takes NOTIFY_SOCKET out of the environment.
+  ServiceNotifier notifier = ServiceNotifier::FromEnvironment();
+  auto plan = PlanHead(flags);
+  if (!plan.ok()) {
+    std::cerr << "corral head: " << plan.status().message() << "\n";
+    return plan.status().code() == ErrorCode::kInvalidArgument ? 2 : 1;
+  }
+  return ServeAndLead(flags, *plan, notifier);
 }
 
 }  // namespace corral::cmd

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/container.h"
+#include "agent/containers/container.h"
 #include "cli/cli.h"
 #include "cmd/commands.h"
 #include "core/version.h"
