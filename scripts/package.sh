@@ -52,6 +52,9 @@ for p in corral corral-head corral-agent python3-corral; do
   debs+=("$(ls "$stage"/${p}_"$VERSION"_*.deb)")
 done
 cp "${debs[@]}" "$out/"
-# Errors fail the build; warnings and notes are printed.
-lintian --fail-on error "$stage"/corral_"$VERSION"_*.changes
+# Errors fail the build; warnings and notes are printed. LINTIAN=0 skips it (the package test's
+# second build, which differs from its first in the version alone).
+if [ "${LINTIAN:-1}" != 0 ]; then
+  lintian --fail-on error "$stage"/corral_"$VERSION"_*.changes
+fi
 ls -l "$out"/*_"$VERSION"_*.deb

@@ -30,11 +30,12 @@ fail() {
 stage_dir=/var/tmp/corral-package-test
 exec 9>/var/tmp/corral-package-test.lock
 flock 9
-packages() {  # VERSION
+packages() {  # VERSION [LINTIAN]
   # Unoptimised and without debug information (optimisation and debug information are most of
   # a build's compile time; noddebs: no dbgsym package): what is tested here is the packaging,
-  # on every CI run. Both versions share every object but the version's own file.
-  (cd "$src" && VERSION="$1" OUT_DIR="$work/dist-$1" STAGE_DIR="$stage_dir" \
+  # on every CI run. Both versions share every object but the version's own file, and lintian
+  # checks the first.
+  (cd "$src" && VERSION="$1" LINTIAN="${2:-1}" OUT_DIR="$work/dist-$1" STAGE_DIR="$stage_dir" \
     DEB_CXXFLAGS_APPEND=-g0 DEB_BUILD_OPTIONS="noopt noddebs ${DEB_BUILD_OPTIONS:-}" \
     ./scripts/package.sh >"$work/package-$1.log" 2>&1) ||
     { tail -50 "$work/package-$1.log" >&2; fail "package.sh VERSION=$1" >&2; }
@@ -94,7 +95,7 @@ cli wait "$id" --timeout 60s >/dev/null || { cat "$work/agent.log"; fail "job $i
 stop_daemons
 
 echo "== upgrade to $v2"
-debs="$(packages "$v2")"
+debs="$(packages "$v2" 0)"
 read -ra debs2 <<<"$debs"
 dpkg -i "${debs2[@]}" >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "upgrade"; }
 [ "$(/usr/bin/corral --version)" = "corral $v2" ] || fail "after the upgrade: $(/usr/bin/corral --version)"
