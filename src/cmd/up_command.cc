@@ -218,62 +218,46 @@ void CancelActiveJobs(net::HttpClient& client) {
   WaitFor(15s, [&] { return active().empty(); });
 }
 
-}  // namespace
-
-int UpMain(std::vector<std::string> args) {
-  CLI::App app{"corral up: a local cluster (head + agents with simulated GPUs)"};
+// A local cluster as `corral up` was asked for it.
+struct UpPlan {
   int agents = 2, gpus = 4;
   std::string state_dir = ".corral", listen = "127.0.0.1:7070", model = "SimGPU";
-  bool demo = false, no_user_config = false;
-  app.add_option("--agents", agents, "number of node agents")->check(CLI::Range(1, 256));
-  app.add_option("--gpus-per-agent", gpus, "simulated GPUs per agent")->check(CLI::Range(0, 64));
-  app.add_option("--gpu-model", model, "model name of the simulated GPUs");
-  app.add_option("--state-dir", state_dir, "where the head and agents keep their state");
-  app.add_option("--listen", listen, "HOST:PORT of the head's API");
-  app.add_flag("--demo", demo, "run sample jobs, print their outcome, then stop");
-  app.add_flag("--no-user-config", no_user_config,
-               "do not write ~/.config/corral/config.json (only STATE_DIR/client.json)");
+  bool demo = false, no_user_config = false, tls = false;
   std::vector<std::string> head_args;
-  app.add_option("--head-arg", head_args,
+  // Derived once the flags are parsed.
+  std::string exe, addr, ca_path;
+};
+
+void AddUpFlags(CLI::App& app, UpPlan& up) {
+  app.add_option("--agents", up.agents, "number of node agents")->check(CLI::Range(1, 256));
+  app.add_option("--gpus-per-agent", up.gpus, "simulated GPUs per agent")->check(CLI::Range(0, 64));
+  app.add_option("--gpu-model", up.model, "model name of the simulated GPUs");
+  app.add_option("--state-dir", up.state_dir, "where the head and agents keep their state");
+  app.add_option("--listen", up.listen, "HOST:PORT of the head's API");
+  app.add_flag("--demo", up.demo, "run sample jobs, print their outcome, then stop");
+  app.add_flag("--no-user-config", up.no_user_config,
+               "do not write ~/.config/corral/config.json (only STATE_DIR/client.json)");
+  app.add_option("--head-arg", up.head_args,
                  "an option for the head, passed to `corral head` as it is; repeat it for "
                  "several (e.g. --head-arg=--min-runtime-before-preempt=0s)");
-  bool tls = false;
-  app.add_flag("--tls", tls,
+  app.add_flag("--tls", up.tls,
                "HTTPS between the CLI, the head and the agents (the head's CA in STATE_DIR/tls; "
                "the default when --listen is not a loopback address)");
-  if (auto code = ParseFlags(app, std::move(args))) return *code;
-  auto hp = ListenFlag("up", listen);
-  if (!hp) return 2;
-  tls = tls || !IsLoopbackHost(hp->first);
-  BlockStopSignals();
-  std::error_code ec;
-  std::filesystem::create_directories(state_dir + "/agents", ec);
-  state_dir = std::filesystem::absolute(state_dir).lexically_normal().string();
-  if (!state_dir.empty() && state_dir.back() == '/') state_dir.pop_back();
-  std::string exe = SelfExe();
-  std::string addr = (tls ? "https://" : "http://") + listen;
-  const std::string ca_path = tls ? state_dir + "/tls/ca.pem" : "";
+}
 
-  if (std::string why = CannotListen(hp->first, hp->second); !why.empty()) {
-    std::cerr << "corral up: " << why << "\n";
-    return 1;
-  }
+// Starts the head and waits for it to answer (trusting the CA it makes, with TLS). Null after
+// saying why where it exited or did not come up.
+std::unique_ptr<ChildProcess> StartHead(const UpPlan& up) {
   // A single-user cluster: its admin is the user who started it, so jobs are theirs.
   const passwd* pw = ::getpwuid(::getuid());
   std::string me = pw != nullptr && pw->pw_name != nullptr ? pw->pw_name : "admin";
-  std::vector<std::string> head_argv{exe,
-                                     "head",
-                                     "--state-dir",
-                                     state_dir,
-                                     "--listen",
-                                     listen,
-                                     "--admin-user",
-                                     me,
-                                     tls ? "--tls" : "--no-tls"};
-  head_argv.insert(head_argv.end(), head_args.begin(), head_args.end());
-  auto head = std::make_unique<ChildProcess>(head_argv, state_dir + "/head.log");
-  net::HttpClient probe(addr, "");
-  bool trusted = !tls;
+  std::vector<std::string> head_argv{up.exe,         "head",     "--state-dir",
+                                     up.state_dir,   "--listen", up.listen,
+                                     "--admin-user", me,         up.tls ? "--tls" : "--no-tls"};
+  head_argv.insert(head_argv.end(), up.head_args.begin(), up.head_args.end());
+  auto head = std::make_unique<ChildProcess>(head_argv, up.state_dir + "/head.log");
+  net::HttpClient probe(up.addr, "");
+  bool trusted = !up.tls;
   bool head_exited = false;
   if (!WaitFor(20s,
                [&] {
@@ -281,7 +265,7 @@ int UpMain(std::vector<std::string> args) {
                  // whatever else answers on its address.
                  if (!head->Alive()) return head_exited = true;
                  if (!trusted) {  // the head makes its CA as it starts; every client here trusts it
-                   auto ca = net::TlsClientContext::FromCaFile(ca_path);
+                   auto ca = net::TlsClientContext::FromCaFile(up.ca_path);
                    if (!ca.ok()) return false;
                    net::SetDefaultClientTls(*ca);
                    trusted = true;
@@ -291,28 +275,35 @@ int UpMain(std::vector<std::string> args) {
                }) ||
       head_exited) {
     std::cerr << "corral up: the head " << (head_exited ? "exited" : "did not come up")
-              << "; the end of " << state_dir << "/head.log:\n"
-              << LogTail(state_dir + "/head.log", 5);
-    return 1;
+              << "; the end of " << up.state_dir << "/head.log:\n"
+              << LogTail(up.state_dir + "/head.log", 5);
+    return nullptr;
   }
-  std::string token = ReadToken(state_dir + "/admin.token");
-  std::vector<std::unique_ptr<ChildProcess>> agent_procs;
-  for (int i = 1; i <= agents; ++i) {
+  return head;
+}
+
+std::vector<std::unique_ptr<ChildProcess>> StartAgents(const UpPlan& up) {
+  std::vector<std::unique_ptr<ChildProcess>> agents;
+  for (int i = 1; i <= up.agents; ++i) {
     std::string name = "node" + std::to_string(i);
     std::vector<std::string> argv{
-        exe, "agent", "--head", addr, "--join-token-file", state_dir + "/join.token", "--name",
-        name, "--state-dir", state_dir + "/agents/" + name, "--simulate-gpus",
-        std::to_string(gpus) + "x" + model, "--cpus", std::to_string(CpusPerAgent(gpus)),
-        "--memory", std::to_string(std::max(gpus, 1) * 64) + "G",
+        up.exe, "agent", "--head", up.addr, "--join-token-file", up.state_dir + "/join.token",
+        "--name", name, "--state-dir", up.state_dir + "/agents/" + name, "--simulate-gpus",
+        std::to_string(up.gpus) + "x" + up.model, "--cpus", std::to_string(CpusPerAgent(up.gpus)),
+        "--memory", std::to_string(std::max(up.gpus, 1) * 64) + "G",
         // One user's cluster: jobs run as whoever started it.
         "--run-as", "agent"};
-    if (tls) argv.insert(argv.end(), {"--ca", ca_path});
-    agent_procs.push_back(
-        std::make_unique<ChildProcess>(argv, state_dir + "/agents/" + name + ".log"));
+    if (up.tls) argv.insert(argv.end(), {"--ca", up.ca_path});
+    agents.push_back(
+        std::make_unique<ChildProcess>(argv, up.state_dir + "/agents/" + name + ".log"));
   }
-  net::HttpClient client(addr, token);
+  return agents;
+}
+
+// Whether every agent registered and is ready within 30 s; says why not where not.
+bool WaitForAgents(const UpPlan& up, net::HttpClient& client) {
   std::string last_error;
-  if (!WaitFor(30s, [&] {
+  if (WaitFor(30s, [&] {
         auto r = client.Get("/v1/nodes", 2s);
         if (!r.ok() || r->status != 200) {
           last_error = r.ok() ? r->body : r.status().ToString();
@@ -322,31 +313,68 @@ int UpMain(std::vector<std::string> args) {
         Json body = Json::parse(r->body, nullptr, false);
         if (!body.is_object() || !body.contains("nodes")) return false;
         for (const Json& n : body["nodes"]) ready += n.value("state", "") == "ready";
-        return ready >= agents;
+        return ready >= up.agents;
       })) {
-    std::cerr << "corral up: the agents did not register (" << last_error << "); see " << state_dir
-              << "/agents/*.log\n";
-    return 1;
+    return true;
   }
-  std::string config_path = state_dir + "/client.json";
-  (void)cli::WriteClientConfig(config_path, addr, token, ca_path);
-  if (!no_user_config) {
+  std::cerr << "corral up: the agents did not register (" << last_error << "); see " << up.state_dir
+            << "/agents/*.log\n";
+  return false;
+}
+
+// Writes the CLI's configuration (STATE_DIR/client.json, and the user's unless told not to)
+// and says how to use the cluster.
+void WriteConfigAndWelcome(const UpPlan& up, const std::string& token) {
+  std::string config_path = up.state_dir + "/client.json";
+  (void)cli::WriteClientConfig(config_path, up.addr, token, up.ca_path);
+  if (!up.no_user_config) {
     auto user_config = cli::DefaultConfigPath(cli::ProcessEnv());
-    Status st = cli::WriteClientConfig(user_config, addr, token, ca_path);
+    Status st = cli::WriteClientConfig(user_config, up.addr, token, up.ca_path);
     if (st.ok()) config_path = user_config;
   }
-  std::cout << "corral up: head on " << addr << ", " << agents << " agent(s) x " << gpus << " "
-            << model << " GPU(s); state in " << state_dir << "\n"
+  std::cout << "corral up: head on " << up.addr << ", " << up.agents << " agent(s) x " << up.gpus
+            << " " << up.model << " GPU(s); state in " << up.state_dir << "\n"
             << "the CLI reads " << config_path << "; or set:\n"
-            << "  export CORRAL_ADDR=" << addr << " CORRAL_TOKEN=$(cat " << state_dir
-            << "/admin.token)" << (tls ? " CORRAL_CA=" + ca_path : "") << "\n"
-            << "try: corral submit --gpus " << std::min(gpus, 2) << " -- " << kTryCommand
+            << "  export CORRAL_ADDR=" << up.addr << " CORRAL_TOKEN=$(cat " << up.state_dir
+            << "/admin.token)" << (up.tls ? " CORRAL_CA=" + up.ca_path : "") << "\n"
+            << "try: corral submit --gpus " << std::min(up.gpus, 2) << " -- " << kTryCommand
             << "; corral jobs; corral logs JOB; corral nodes\n"
-            << "Slurm's commands: corral slurm install-shims " << state_dir
-            << "/bin && export PATH=" << state_dir << "/bin:$PATH" << std::endl;
+            << "Slurm's commands: corral slurm install-shims " << up.state_dir
+            << "/bin && export PATH=" << up.state_dir << "/bin:$PATH" << std::endl;
+}
+
+}  // namespace
+
+int UpMain(std::vector<std::string> args) {
+  CLI::App app{"corral up: a local cluster (head + agents with simulated GPUs)"};
+  UpPlan up;
+  AddUpFlags(app, up);
+  if (auto code = ParseFlags(app, std::move(args))) return *code;
+  auto hp = ListenFlag("up", up.listen);
+  if (!hp) return 2;
+  up.tls = up.tls || !IsLoopbackHost(hp->first);
+  BlockStopSignals();
+  std::error_code ec;
+  std::filesystem::create_directories(up.state_dir + "/agents", ec);
+  up.state_dir = std::filesystem::absolute(up.state_dir).lexically_normal().string();
+  if (!up.state_dir.empty() && up.state_dir.back() == '/') up.state_dir.pop_back();
+  up.exe = SelfExe();
+  up.addr = (up.tls ? "https://" : "http://") + up.listen;
+  up.ca_path = up.tls ? up.state_dir + "/tls/ca.pem" : "";
+  if (std::string why = CannotListen(hp->first, hp->second); !why.empty()) {
+    std::cerr << "corral up: " << why << "\n";
+    return 1;
+  }
+  std::unique_ptr<ChildProcess> head = StartHead(up);
+  if (head == nullptr) return 1;
+  std::string token = ReadToken(up.state_dir + "/admin.token");
+  std::vector<std::unique_ptr<ChildProcess>> agent_procs = StartAgents(up);
+  net::HttpClient client(up.addr, token);
+  if (!WaitForAgents(up, client)) return 1;
+  WriteConfigAndWelcome(up, token);
   int rc = 0;
-  if (demo) {
-    rc = RunDemo(client, agents, gpus);
+  if (up.demo) {
+    rc = RunDemo(client, up.agents, up.gpus);
   } else {
     std::cout << "press Ctrl-C to stop" << std::endl;
     WaitForStopSignal();
