@@ -248,57 +248,141 @@ Result<std::vector<GpuHealthReading>> NvmlGpuProbe::ReadHealth() {
   return ByReportedIndex(out);
 }
 
-Result<std::vector<Gpu>> NvmlGpuProbe::Probe() {
+namespace {
+
+// dlopen of the library given, else the driver's: null with every loader's error.
+void* LoadNvmlForProbe(const std::string& library, std::string* errors) {
   std::vector<std::string> candidates;
-  if (library_.empty()) {
+  if (library.empty()) {
     candidates = {"libnvidia-ml.so.1", "libnvidia-ml.so"};
   } else {
-    candidates = {library_};
+    candidates = {library};
   }
-  void* raw = nullptr;
-  std::string errors;
   for (const std::string& c : candidates) {
-    raw = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (raw != nullptr) break;
+    void* raw = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (raw != nullptr) return raw;
     const char* e = dlerror();
-    errors += std::string(errors.empty() ? "" : "; ") + (e != nullptr ? e : c);
+    *errors += std::string(errors->empty() ? "" : "; ") + (e != nullptr ? e : c);
   }
-  if (raw == nullptr) {
+  return nullptr;
+}
+
+// The calls Probe needs from `lib` (a required one missing is an error naming it), and the
+// optional ones it uses where they exist.
+Status ResolveProbeCalls(void* lib, const std::string& library, Nvml* n) {
+  const char* missing = nullptr;
+  if (!Resolve(lib, "nvmlInit_v2", &n->init))
+    missing = "nvmlInit_v2";
+  else if (!Resolve(lib, "nvmlShutdown", &n->shutdown))
+    missing = "nvmlShutdown";
+  else if (!Resolve(lib, "nvmlDeviceGetCount_v2", &n->count))
+    missing = "nvmlDeviceGetCount_v2";
+  else if (!Resolve(lib, "nvmlDeviceGetHandleByIndex_v2", &n->handle))
+    missing = "nvmlDeviceGetHandleByIndex_v2";
+  else if (!Resolve(lib, "nvmlDeviceGetName", &n->name))
+    missing = "nvmlDeviceGetName";
+  else if (!Resolve(lib, "nvmlDeviceGetUUID", &n->uuid))
+    missing = "nvmlDeviceGetUUID";
+  else if (!Resolve(lib, "nvmlDeviceGetMemoryInfo", &n->memory))
+    missing = "nvmlDeviceGetMemoryInfo";
+  if (missing != nullptr) {
+    return Internal(std::string("NVML library ") + (library.empty() ? "libnvidia-ml" : library) +
+                    " lacks " + missing + " (driver too old?)");
+  }
+  (void)Resolve(lib, "nvmlErrorString", &n->error_string);
+  (void)Resolve(lib, "nvmlDeviceGetNumaNodeId", &n->numa);
+  (void)Resolve(lib, "nvmlDeviceGetPciInfo_v3", &n->pci);
+  (void)Resolve(lib, "nvmlDeviceGetMinorNumber", &n->minor);
+  (void)Resolve(lib, "nvmlDeviceGetMigMode", &n->mig_mode);
+  (void)Resolve(lib, "nvmlDeviceGetMaxMigDeviceCount", &n->max_mig);
+  (void)Resolve(lib, "nvmlDeviceGetMigDeviceHandleByIndex", &n->mig_handle);
+  return Status::Ok();
+}
+
+// NVML's GPU i: its handle, and its description (model, UUID, memory, group: its NUMA node)
+// with its NVML name.
+struct NvmlGpu {
+  nvmlDevice_t dev = nullptr;
+  Gpu gpu;
+  std::string name;
+};
+
+Result<NvmlGpu> DescribeGpu(const Nvml& n, unsigned i) {
+  NvmlGpu out;
+  char name[kNvmlStringBuffer] = {};
+  char uuid[kNvmlStringBuffer] = {};
+  nvmlMemory_t mem{};
+  nvmlReturn_t rc = n.handle(i, &out.dev);
+  const char* call = "nvmlDeviceGetHandleByIndex_v2";
+  if (rc == kNvmlSuccess) rc = n.name(out.dev, name, sizeof(name) - 1), call = "nvmlDeviceGetName";
+  if (rc == kNvmlSuccess) rc = n.uuid(out.dev, uuid, sizeof(uuid) - 1), call = "nvmlDeviceGetUUID";
+  if (rc == kNvmlSuccess) rc = n.memory(out.dev, &mem), call = "nvmlDeviceGetMemoryInfo";
+  if (rc != kNvmlSuccess) return Unavailable(n.Error(call, rc) + " for GPU " + std::to_string(i));
+  out.name = name;
+  Gpu& g = out.gpu;
+  g.uuid = uuid;
+  g.model = ShortGpuModel(name);
+  g.memory_mb = static_cast<int64_t>(mem.total / (1024ULL * 1024ULL));
+  int32_t numa = -1;
+  unsigned numa_id = 0;
+  if (n.numa != nullptr && n.numa(out.dev, &numa_id) == kNvmlSuccess)
+    numa = static_cast<int32_t>(numa_id);
+  nvmlPciInfo_t pci{};
+  if (numa < 0 && n.pci != nullptr && n.pci(out.dev, &pci) == kNvmlSuccess) {
+    pci.bus_id[sizeof(pci.bus_id) - 1] = '\0';
+    numa = NumaFromSysfs(pci.bus_id);
+  }
+  g.group = numa < 0 ? 0 : numa;
+  return out;
+}
+
+// A GPU in MIG mode: each of its MIG devices is a GPU of its own (its memory, its UUID), in the
+// parent's group, behind the parent's device node; the parent itself is not offered. Empty for
+// a GPU not in MIG mode. `first_index`: the index the first device gets.
+Result<std::vector<Gpu>> MigDevicesOf(const Nvml& n, const NvmlGpu& parent, unsigned i,
+                                      size_t first_index) {
+  std::vector<Gpu> migs;
+  unsigned mig_on = 0, mig_pending = 0, slots = 0;
+  if (n.mig_mode == nullptr || n.max_mig == nullptr || n.mig_handle == nullptr ||
+      n.mig_mode(parent.dev, &mig_on, &mig_pending) != kNvmlSuccess || mig_on != 1 ||
+      n.max_mig(parent.dev, &slots) != kNvmlSuccess) {
+    return migs;
+  }
+  for (unsigned m = 0; m < slots; ++m) {
+    nvmlDevice_t mig = nullptr;
+    if (n.mig_handle(parent.dev, m, &mig) != kNvmlSuccess) continue;  // an empty slot
+    char mig_name[kNvmlStringBuffer] = {};
+    char mig_uuid[kNvmlStringBuffer] = {};
+    nvmlMemory_t mig_mem{};
+    if (n.name(mig, mig_name, sizeof(mig_name) - 1) != kNvmlSuccess ||
+        n.uuid(mig, mig_uuid, sizeof(mig_uuid) - 1) != kNvmlSuccess ||
+        n.memory(mig, &mig_mem) != kNvmlSuccess) {
+      return Unavailable("NVML cannot describe MIG device " + std::to_string(m) + " of GPU " +
+                         std::to_string(i));
+    }
+    Gpu mg = parent.gpu;
+    mg.index = static_cast<int32_t>(first_index + migs.size());
+    mg.uuid = mig_uuid;
+    mg.model = MigGpuModel(parent.name, mig_name);
+    mg.memory_mb = static_cast<int64_t>(mig_mem.total / (1024ULL * 1024ULL));
+    migs.push_back(std::move(mg));
+  }
+  return migs;
+}
+
+}  // namespace
+
+Result<std::vector<Gpu>> NvmlGpuProbe::Probe() {
+  std::string errors;
+  DlHandle lib(LoadNvmlForProbe(library_, &errors));
+  if (lib.get() == nullptr) {
     return NotFound(
         "cannot load NVML (is the NVIDIA driver installed? use --simulate-gpus "
         "on a machine without GPUs): " +
         errors);
   }
-  DlHandle lib(raw);
-
   Nvml n;
-  const char* missing = nullptr;
-  if (!Resolve(lib.get(), "nvmlInit_v2", &n.init))
-    missing = "nvmlInit_v2";
-  else if (!Resolve(lib.get(), "nvmlShutdown", &n.shutdown))
-    missing = "nvmlShutdown";
-  else if (!Resolve(lib.get(), "nvmlDeviceGetCount_v2", &n.count))
-    missing = "nvmlDeviceGetCount_v2";
-  else if (!Resolve(lib.get(), "nvmlDeviceGetHandleByIndex_v2", &n.handle))
-    missing = "nvmlDeviceGetHandleByIndex_v2";
-  else if (!Resolve(lib.get(), "nvmlDeviceGetName", &n.name))
-    missing = "nvmlDeviceGetName";
-  else if (!Resolve(lib.get(), "nvmlDeviceGetUUID", &n.uuid))
-    missing = "nvmlDeviceGetUUID";
-  else if (!Resolve(lib.get(), "nvmlDeviceGetMemoryInfo", &n.memory))
-    missing = "nvmlDeviceGetMemoryInfo";
-  if (missing != nullptr) {
-    return Internal(std::string("NVML library ") + (library_.empty() ? "libnvidia-ml" : library_) +
-                    " lacks " + missing + " (driver too old?)");
-  }
-  (void)Resolve(lib.get(), "nvmlErrorString", &n.error_string);
-  (void)Resolve(lib.get(), "nvmlDeviceGetNumaNodeId", &n.numa);
-  (void)Resolve(lib.get(), "nvmlDeviceGetPciInfo_v3", &n.pci);
-  (void)Resolve(lib.get(), "nvmlDeviceGetMinorNumber", &n.minor);
-  (void)Resolve(lib.get(), "nvmlDeviceGetMigMode", &n.mig_mode);
-  (void)Resolve(lib.get(), "nvmlDeviceGetMaxMigDeviceCount", &n.max_mig);
-  (void)Resolve(lib.get(), "nvmlDeviceGetMigDeviceHandleByIndex", &n.mig_handle);
-
+  CORRAL_RETURN_IF_ERROR(ResolveProbeCalls(lib.get(), library_, &n));
   if (nvmlReturn_t rc = n.init(); rc != kNvmlSuccess)
     return Unavailable(n.Error("nvmlInit_v2", rc));
   std::vector<Gpu> gpus;
@@ -312,68 +396,22 @@ Result<std::vector<Gpu>> NvmlGpuProbe::Probe() {
     status = Unavailable(n.Error("nvmlDeviceGetCount_v2", rc));
   }
   for (unsigned i = 0; status.ok() && i < count; ++i) {
-    nvmlDevice_t dev = nullptr;
-    char name[kNvmlStringBuffer] = {};
-    char uuid[kNvmlStringBuffer] = {};
-    nvmlMemory_t mem{};
-    nvmlReturn_t rc = n.handle(i, &dev);
-    const char* call = "nvmlDeviceGetHandleByIndex_v2";
-    if (rc == kNvmlSuccess) rc = n.name(dev, name, sizeof(name) - 1), call = "nvmlDeviceGetName";
-    if (rc == kNvmlSuccess) rc = n.uuid(dev, uuid, sizeof(uuid) - 1), call = "nvmlDeviceGetUUID";
-    if (rc == kNvmlSuccess) rc = n.memory(dev, &mem), call = "nvmlDeviceGetMemoryInfo";
-    if (rc != kNvmlSuccess) {
-      status = Unavailable(n.Error(call, rc) + " for GPU " + std::to_string(i));
+    Result<NvmlGpu> described = DescribeGpu(n, i);
+    if (!described.ok()) {
+      status = described.status();
       break;
     }
-    Gpu g;
-    g.index = static_cast<int32_t>(gpus.size());
-    g.uuid = uuid;
-    g.model = ShortGpuModel(name);
-    g.memory_mb = static_cast<int64_t>(mem.total / (1024ULL * 1024ULL));
-    int32_t numa = -1;
-    unsigned numa_id = 0;
-    if (n.numa != nullptr && n.numa(dev, &numa_id) == kNvmlSuccess)
-      numa = static_cast<int32_t>(numa_id);
-    nvmlPciInfo_t pci{};
-    if (numa < 0 && n.pci != nullptr && n.pci(dev, &pci) == kNvmlSuccess) {
-      pci.bus_id[sizeof(pci.bus_id) - 1] = '\0';
-      numa = NumaFromSysfs(pci.bus_id);
-    }
-    g.group = numa < 0 ? 0 : numa;
+    described->gpu.index = static_cast<int32_t>(gpus.size());
     unsigned minor = i;
-    if (n.minor != nullptr && n.minor(dev, &minor) != kNvmlSuccess) minor = i;
-    // A GPU in MIG mode: each of its MIG devices is a GPU of its own (its memory, its UUID), in
-    // the parent's group, behind the parent's device node; the parent itself is not offered.
-    std::vector<Gpu> migs;
-    unsigned mig_on = 0, mig_pending = 0, slots = 0;
-    if (n.mig_mode != nullptr && n.max_mig != nullptr && n.mig_handle != nullptr &&
-        n.mig_mode(dev, &mig_on, &mig_pending) == kNvmlSuccess && mig_on == 1 &&
-        n.max_mig(dev, &slots) == kNvmlSuccess) {
-      for (unsigned m = 0; m < slots; ++m) {
-        nvmlDevice_t mig = nullptr;
-        if (n.mig_handle(dev, m, &mig) != kNvmlSuccess) continue;  // an empty slot
-        char mig_name[kNvmlStringBuffer] = {};
-        char mig_uuid[kNvmlStringBuffer] = {};
-        nvmlMemory_t mig_mem{};
-        if (n.name(mig, mig_name, sizeof(mig_name) - 1) != kNvmlSuccess ||
-            n.uuid(mig, mig_uuid, sizeof(mig_uuid) - 1) != kNvmlSuccess ||
-            n.memory(mig, &mig_mem) != kNvmlSuccess) {
-          status = Unavailable("NVML cannot describe MIG device " + std::to_string(m) + " of GPU " +
-                               std::to_string(i));
-          break;
-        }
-        Gpu mg = g;
-        mg.index = static_cast<int32_t>(gpus.size() + migs.size());
-        mg.uuid = mig_uuid;
-        mg.model = MigGpuModel(name, mig_name);
-        mg.memory_mb = static_cast<int64_t>(mig_mem.total / (1024ULL * 1024ULL));
-        migs.push_back(std::move(mg));
-      }
+    if (n.minor != nullptr && n.minor(described->dev, &minor) != kNvmlSuccess) minor = i;
+    Result<std::vector<Gpu>> migs = MigDevicesOf(n, *described, i, gpus.size());
+    if (!migs.ok()) {
+      status = migs.status();
+      break;
     }
-    if (!status.ok()) break;
-    if (migs.empty()) migs.push_back(std::move(g));
-    any_mig = any_mig || migs.size() > 1 || migs[0].uuid.rfind("MIG-", 0) == 0;
-    for (Gpu& d : migs) {
+    if (migs->empty()) migs->push_back(std::move(described->gpu));
+    any_mig = any_mig || migs->size() > 1 || (*migs)[0].uuid.rfind("MIG-", 0) == 0;
+    for (Gpu& d : *migs) {
       minors_[d.index] = static_cast<int32_t>(minor);
       parents_[d.index] = static_cast<int32_t>(i);
       visible_[d.index] = d.uuid;
