@@ -157,6 +157,30 @@ struct HttpClient::Conn {
     ++opened;
     return {};
   }
+  // Writes `req` and reads its answer into `parser` on the connected stream, by `deadline`.
+  // Reads even after a failed write: a server that rejects a request early (413) may have
+  // closed its side with the answer already sent.
+  error_code Exchange(const http::request<http::string_body>& req,
+                      http::response_parser<http::string_body>& parser,
+                      Clock::time_point deadline) {
+    Tcp().expires_at(deadline);
+    error_code write_ec;
+    WithStream([&](auto& stream) {
+      http::async_write(stream, req, [&write_ec](error_code e, size_t) { write_ec = e; });
+    });
+    Run();
+    error_code read_ec = write_ec == beast::error::timeout ? write_ec : error_code{};
+    if (!read_ec && connected()) {
+      Tcp().expires_at(deadline);
+      WithStream([&](auto& stream) {
+        http::async_read(stream, buffer, parser, [&read_ec](error_code e, size_t) { read_ec = e; });
+      });
+      Run();
+    } else if (!read_ec) {
+      read_ec = write_ec;
+    }
+    return read_ec;
+  }
 };
 
 HttpClient::HttpClient(std::string base_url, std::string bearer_token, HttpClientOptions options)
@@ -178,6 +202,58 @@ int HttpClient::connections_opened() const {
   return conn_->opened;
 }
 
+namespace {
+
+// The request as it goes on the wire; bad input (a method, path or header that would split the
+// request) is refused, naming it.
+Result<http::request<http::string_body>> MakeRequest(
+    const ParsedUrl& url, const HttpClientOptions& options, const std::string& bearer_token,
+    const std::string& method, const std::string& target, std::string body,
+    const std::map<std::string, std::string>& headers) {
+  http::request<http::string_body> req;
+  req.version(11);
+  const http::verb verb = http::string_to_verb(method);
+  if (verb == http::verb::unknown) {
+    req.method_string(method);
+  } else {
+    req.method(verb);
+  }
+  req.target(target);
+  req.set(http::field::host, url.HostPort());
+  req.set(http::field::user_agent, options.user_agent);
+  if (!bearer_token.empty()) req.set(http::field::authorization, "Bearer " + bearer_token);
+  if (!body.empty()) req.set(http::field::content_type, "application/json");
+  for (const auto& [name, value] : headers) {
+    if (name.find_first_of("\r\n") != std::string::npos ||
+        value.find_first_of("\r\n") != std::string::npos) {
+      return InvalidArgument("invalid header '" + name + "': contains a line break");
+    }
+    req.set(name, value);
+  }
+  req.keep_alive(true);
+  req.body() = std::move(body);
+  req.prepare_payload();
+  return req;
+}
+
+HttpResponse ResponseOf(http::response<http::string_body>&& res) {
+  HttpResponse out;
+  out.status = static_cast<int>(res.result_int());
+  out.content_type = std::string(SV(res[http::field::content_type]));
+  for (const auto& field : res) {
+    auto [it, inserted] =
+        out.headers.try_emplace(AsciiLower(SV(field.name_string())), SV(field.value()));
+    if (!inserted) {
+      it->second += ", ";
+      it->second += SV(field.value());
+    }
+  }
+  out.body = std::move(res.body());
+  return out;
+}
+
+}  // namespace
+
 Result<HttpResponse> HttpClient::Request(std::string method, std::string path_and_query,
                                          std::string body, std::chrono::milliseconds timeout,
                                          const std::map<std::string, std::string>& headers) {
@@ -198,34 +274,11 @@ Result<HttpResponse> HttpClient::Request(std::string method, std::string path_an
   }
   if (path_and_query.empty() || path_and_query.front() != '/') path_and_query.insert(0, "/");
   const std::string target = url.path + path_and_query;
+  auto req = MakeRequest(url, options_, bearer_token_, method, target, std::move(body), headers);
+  if (!req.ok()) return req.status();
   const std::string what =
       method + " " +
       (url.scheme == "unix" ? url.ToString() + " " : url.scheme + "://" + url.HostPort()) + target;
-
-  http::request<http::string_body> req;
-  req.version(11);
-  const http::verb verb = http::string_to_verb(method);
-  if (verb == http::verb::unknown) {
-    req.method_string(method);
-  } else {
-    req.method(verb);
-  }
-  req.target(target);
-  req.set(http::field::host, url.HostPort());
-  req.set(http::field::user_agent, options_.user_agent);
-  if (!bearer_token_.empty()) req.set(http::field::authorization, "Bearer " + bearer_token_);
-  if (!body.empty()) req.set(http::field::content_type, "application/json");
-  for (const auto& [name, value] : headers) {
-    if (name.find_first_of("\r\n") != std::string::npos ||
-        value.find_first_of("\r\n") != std::string::npos) {
-      return InvalidArgument("invalid header '" + name + "': contains a line break");
-    }
-    req.set(name, value);
-  }
-  req.keep_alive(true);
-  req.body() = std::move(body);
-  req.prepare_payload();
-
   // A huge timeout ("forever") must not overflow the clock: cap it at a year.
   const auto deadline =
       Clock::now() + std::min<std::chrono::milliseconds>(timeout, std::chrono::hours(24 * 365));
@@ -248,50 +301,16 @@ Result<HttpResponse> HttpClient::Request(std::string method, std::string path_an
                            (c.failure.empty() ? ec.message() : c.failure));
       }
     }
-
-    c.Tcp().expires_at(deadline);
-    error_code write_ec;
-    c.WithStream([&](auto& stream) {
-      http::async_write(stream, req, [&write_ec](error_code e, size_t) { write_ec = e; });
-    });
-    c.Run();
-
-    // Read even after a failed write: a server that rejects a request early (413) may
-    // have closed its side with the answer already sent.
     http::response_parser<http::string_body> parser;
     parser.body_limit(options_.max_response_body_bytes);
     parser.header_limit(64u << 10);
-    if (verb == http::verb::head) parser.skip(true);
-    error_code read_ec = write_ec == beast::error::timeout ? write_ec : error_code{};
-    if (!read_ec && c.connected()) {
-      c.Tcp().expires_at(deadline);
-      c.WithStream([&](auto& stream) {
-        http::async_read(stream, c.buffer, parser,
-                         [&read_ec](error_code e, size_t) { read_ec = e; });
-      });
-      c.Run();
-    } else if (!read_ec) {
-      read_ec = write_ec;
-    }
-
+    if (req->method() == http::verb::head) parser.skip(true);
+    const error_code read_ec = c.Exchange(*req, parser, deadline);
     if (!read_ec) {
       auto res = parser.release();
-      HttpResponse out;
-      out.status = static_cast<int>(res.result_int());
-      out.content_type = std::string(SV(res[http::field::content_type]));
-      for (const auto& field : res) {
-        auto [it, inserted] =
-            out.headers.try_emplace(AsciiLower(SV(field.name_string())), SV(field.value()));
-        if (!inserted) {
-          it->second += ", ";
-          it->second += SV(field.value());
-        }
-      }
       if (!res.keep_alive()) c.Close();
-      out.body = std::move(res.body());
-      return out;
+      return ResponseOf(std::move(res));
     }
-
     const bool got_response_bytes = parser.got_some() || c.buffer.size() > 0;
     c.Close();
     if (read_ec == beast::error::timeout) {
