@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <thread>
 
@@ -224,13 +225,17 @@ std::string RunOver(const ApiReply& r, const Json& answer, JobId id, const std::
   return "";
 }
 
-}  // namespace
+// A session the head opened: the transports (the caller's thread's first, then one per output
+// stream), its id and the run it is in.
+struct OpenedSession {
+  std::vector<std::shared_ptr<ApiTransport>> apis;
+  std::string session, run;
+};
 
-int RunInJob(CliContext& ctx, JobId job, const ExecOptions& opts) {
+// Asks the head for a session in `job`; null after printing why where it could not.
+std::optional<OpenedSession> OpenSession(CliContext& ctx, JobId job, const ExecOptions& opts,
+                                         int32_t rows, int32_t cols) {
   const std::string& name = opts.command_name;
-  const bool local_tty = isatty(0);
-  int32_t rows = 24, cols = 80;
-  if (opts.pty) WindowSize(&rows, &cols);
   Json body{{"command", opts.command}, {"replica", opts.replica}, {"pty", opts.pty}};
   Json env = Json::object();
   for (const auto& [k, v] : opts.env) env[k] = v;
@@ -240,40 +245,196 @@ int RunInJob(CliContext& ctx, JobId job, const ExecOptions& opts) {
     if (!env.contains("TERM")) env["TERM"] = ctx.env("TERM").value_or("xterm");
   }
   body["env"] = env;
+  OpenedSession opened;
   // One transport per thread: the caller's (input, resizes, touches) and each output stream's.
-  std::vector<std::shared_ptr<ApiTransport>> apis;
   for (int i = 0; i < (opts.pty ? 2 : 3); ++i) {
     auto t = ctx.connect();
     if (!t.ok()) {
       PrintError(ctx, name, t.status().message());
-      return kExitError;
+      return std::nullopt;
     }
-    apis.push_back(*t);
+    opened.apis.push_back(*t);
   }
-  auto opened = apis[0]->Call("POST", "/v1/jobs/" + std::to_string(job) + "/exec", body.dump());
-  if (!opened.ok()) {
-    PrintError(ctx, name,
-               "cannot reach the head at " + ctx.addr + ": " + opened.status().message());
-    return kExitError;
+  auto r = opened.apis[0]->Call("POST", "/v1/jobs/" + std::to_string(job) + "/exec", body.dump());
+  if (!r.ok()) {
+    PrintError(ctx, name, "cannot reach the head at " + ctx.addr + ": " + r.status().message());
+    return std::nullopt;
   }
-  if (opened->status != 201) {
-    PrintError(ctx, name, "job " + std::to_string(job) + ": " + ErrorMessageFromBody(*opened));
-    return kExitError;
+  if (r->status != 201) {
+    PrintError(ctx, name, "job " + std::to_string(job) + ": " + ErrorMessageFromBody(*r));
+    return std::nullopt;
   }
-  Json answer = Json::parse(opened->body, nullptr, false);
+  Json answer = Json::parse(r->body, nullptr, false);
   if (!answer.is_object() || !answer.contains("session") || !answer["session"].is_string()) {
-    PrintError(ctx, name, "the head's answer names no session: " + opened->body);
-    return kExitError;
+    PrintError(ctx, name, "the head's answer names no session: " + r->body);
+    return std::nullopt;
   }
-  const std::string session = answer["session"].get<std::string>();
-  const std::string run = answer.value("run", "");
+  opened.session = answer["session"].get<std::string>();
+  opened.run = answer.value("run", "");
+  return opened;
+}
+
+// The caller's side of an open session, on the caller's thread: relays signals and input,
+// touches (or reads) the job, and learns from the output threads when they end.
+class SessionLoop {
+ public:
+  SessionLoop(CliContext& ctx, JobId job, const ExecOptions& opts, const OpenedSession& s,
+              int done_read, SignalRelay& signals, std::string nl, int32_t rows, int32_t cols)
+      : ctx_(ctx),
+        job_(job),
+        opts_(opts),
+        s_(s),
+        api_(*s.apis[0]),
+        done_read_(done_read),
+        signals_(signals),
+        nl_(std::move(nl)),
+        rows_(rows),
+        cols_(cols),
+        touch_every_(opts.touch_every_ms) {}
+
+  // Until `readers` output threads have ended, a stop signal came, or the job is over.
+  void Run(size_t readers) {
+    size_t finished = 0;
+    while (finished < readers) {
+      const int timeout = static_cast<int>(std::max<int64_t>(
+          0, std::chrono::duration_cast<std::chrono::milliseconds>(next_touch_ -
+                                                                   std::chrono::steady_clock::now())
+                 .count()));
+      struct pollfd fds[3] = {{done_read_, POLLIN, 0},
+                              {signals_.read_fd(), POLLIN, 0},
+                              {stdin_open_ && hangup_ == 0 ? 0 : -1, POLLIN, 0}};
+      int n = poll(fds, 3, timeout);
+      if (n < 0 && errno != EINTR) break;
+      if (fds[0].revents & POLLIN) {
+        char b = 0;
+        if (read(done_read_, &b, 1) == 1 && b == 'x') ++finished;
+        // A failed relay: the node may be gone. How the job stands says whether it is.
+        if (b == 'f') next_touch_ = std::chrono::steady_clock::now();
+        continue;
+      }
+      if ((fds[1].revents & POLLIN) && !RelaySignals()) break;
+      if (fds[2].revents & (POLLIN | POLLHUP | POLLERR)) RelayInput();
+      if (std::chrono::steady_clock::now() < next_touch_) continue;
+      if (!Touch()) break;
+    }
+  }
+
+  int hangup() const { return hangup_; }
+  // Why the session's job is no longer running (the session is lost); "" while it is.
+  const std::string& job_over() const { return job_over_; }
+
+ private:
+  Result<ApiReply> Post(const std::string& what, const std::map<std::string, std::string>& q,
+                        const std::string& data) {
+    auto r = api_.Call("POST", "/v1/exec/" + s_.session + "/" + what + "?" + Query(q), data);
+    if (!r.ok()) return Result<ApiReply>(r.status());
+    return r;
+  }
+
+  // Resizes and signals go to the session; SIGTERM or SIGHUP end it here. False on those.
+  bool RelaySignals() {
+    unsigned char sig = 0;
+    while (read(signals_.read_fd(), &sig, 1) == 1) {
+      if (sig == SIGWINCH && opts_.pty && WindowSize(&rows_, &cols_)) {
+        (void)Post("resize", {{"rows", std::to_string(rows_)}, {"cols", std::to_string(cols_)}},
+                   "");
+      } else if (sig == SIGTERM || sig == SIGHUP) {
+        hangup_ = sig;
+      } else if (sig != SIGWINCH) {
+        (void)Post("signal", {{"signal", std::to_string(sig)}}, "");
+      }
+    }
+    return hangup_ == 0;
+  }
+
+  void RelayInput() {
+    char buf[16384];
+    ssize_t got = read(0, buf, sizeof(buf));
+    if (got > 0) {
+      typed_ = true;
+      auto r = Post("input", {{"offset", std::to_string(input_offset_)}},
+                    std::string(buf, static_cast<size_t>(got)));
+      if (r.ok() && r->status == 200) {
+        input_offset_ += got;
+      } else if (r.ok() && r->status == 409) {
+        stdin_open_ = false;  // the command has exited: its output will say so
+      }
+    } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+      stdin_open_ = false;
+      (void)Post("input", {{"offset", std::to_string(input_offset_)}, {"eof", "1"}}, "");
+    }
+  }
+
+  // A session's job is touched (kept alive, saying whether the user typed); a command inside a
+  // batch job only reads how the job stands, as often, so that a lost node ends its client even
+  // while the head's relay to that node still waits (up to its timeout). False once the job is
+  // over.
+  bool Touch() {
+    next_touch_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(touch_every_);
+    const std::string job = "/v1/jobs/" + std::to_string(job_);
+    auto r = opts_.touch_job ? api_.Call("POST", job + "/touch?typed=" + (typed_ ? "1" : "0"), "")
+                             : api_.Call("GET", job, "");
+    typed_ = false;
+    if (!r.ok()) return true;
+    Json t = r->status == 200 ? Json::parse(r->body, nullptr, false) : Json();
+    // Said at once, not after the output's retries.
+    job_over_ = RunOver(*r, t, job_, s_.run);
+    if (!job_over_.empty()) return false;
+    if (opts_.touch_job && r->status == 200) FollowTouchAnswer(t);
+    return true;
+  }
+
+  // Touches well within the head's inactive limit, whatever it is, and warns once when the
+  // session is flagged idle.
+  void FollowTouchAnswer(const Json& t) {
+    int64_t limit = t.is_object() ? t.value("inactive_limit_ms", int64_t{0}) : 0;
+    if (limit > 0) {
+      touch_every_ = std::clamp<int64_t>(limit / 4, 250, opts_.touch_every_ms);
+      next_touch_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(touch_every_);
+    }
+    bool idle = t.is_object() && t.contains("idle_stop_at") && t["idle_stop_at"].is_number();
+    if (idle && !warned_) {
+      int64_t left_s = (t["idle_stop_at"].get<int64_t>() - ctx_.now()) / 1000;
+      WriteAll(2, nl_ + "corral " + opts_.command_name +
+                      ": this session is idle (no input, GPUs unused); "
+                      "it ends in " +
+                      std::to_string(std::max<int64_t>(0, left_s)) + "s unless used" + nl_);
+    }
+    warned_ = idle;
+  }
+
+  CliContext& ctx_;
+  const JobId job_;
+  const ExecOptions& opts_;
+  const OpenedSession& s_;
+  ApiTransport& api_;
+  const int done_read_;
+  SignalRelay& signals_;
+  const std::string nl_;
+  int32_t rows_, cols_;
+  int64_t input_offset_ = 0;
+  bool stdin_open_ = true, typed_ = false, warned_ = false;
+  int hangup_ = 0;
+  std::chrono::steady_clock::time_point next_touch_ = std::chrono::steady_clock::now();
+  int64_t touch_every_;
+  std::string job_over_;
+};
+
+}  // namespace
+
+int RunInJob(CliContext& ctx, JobId job, const ExecOptions& opts) {
+  const std::string& name = opts.command_name;
+  const bool local_tty = isatty(0);
+  int32_t rows = 24, cols = 80;
+  if (opts.pty) WindowSize(&rows, &cols);
+  std::optional<OpenedSession> opened = OpenSession(ctx, job, opts, rows, cols);
+  if (!opened) return kExitError;
   ctx.out->flush();
   ctx.err->flush();
 
   auto outcome = std::make_shared<Outcome>();
   if (outcome->done[0] < 0) return kExitError;
   outcome->sleep = ctx.sleep;
-  const int done_read = outcome->done[0];
   std::vector<int> relayed = {SIGWINCH, SIGTERM, SIGHUP};
   if (!opts.pty) relayed.insert(relayed.end(), {SIGINT, SIGQUIT, SIGTSTP});
   SignalRelay signals(relayed);
@@ -284,123 +445,28 @@ int RunInJob(CliContext& ctx, JobId job, const ExecOptions& opts) {
   const std::string nl = raw && raw->active() ? "\r\n" : "\n";
 
   std::vector<std::thread> readers;
-  readers.emplace_back(FollowOutput, apis[1], session, "stdout", 1, outcome);
-  if (!opts.pty) readers.emplace_back(FollowOutput, apis[2], session, "stderr", 2, outcome);
-  size_t finished = 0;
-
-  ApiTransport& api = *apis[0];
-  int64_t input_offset = 0;
-  bool stdin_open = true, typed = false, warned = false;
-  int hangup = 0;
-  auto next_touch = std::chrono::steady_clock::now();
-  int64_t touch_every = opts.touch_every_ms;
-  std::string sent_error;
-  std::string job_over;  // the session's job is no longer running: why (the session is lost)
-  auto post = [&](const std::string& what, const std::map<std::string, std::string>& q,
-                  const std::string& data) {
-    auto r = api.Call("POST", "/v1/exec/" + session + "/" + what + "?" + Query(q), data);
-    if (!r.ok()) return Result<ApiReply>(r.status());
-    return r;
-  };
-  while (finished < readers.size()) {
-    const int timeout =
-        static_cast<int>(std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                  next_touch - std::chrono::steady_clock::now())
-                                                  .count()));
-    struct pollfd fds[3] = {{done_read, POLLIN, 0},
-                            {signals.read_fd(), POLLIN, 0},
-                            {stdin_open && hangup == 0 ? 0 : -1, POLLIN, 0}};
-    int n = poll(fds, 3, timeout);
-    if (n < 0 && errno != EINTR) break;
-    if (fds[0].revents & POLLIN) {
-      char b = 0;
-      if (read(done_read, &b, 1) == 1 && b == 'x') ++finished;
-      // A failed relay: the node may be gone. How the job stands says whether it is.
-      if (b == 'f') next_touch = std::chrono::steady_clock::now();
-      continue;
-    }
-    if (fds[1].revents & POLLIN) {
-      unsigned char sig = 0;
-      while (read(signals.read_fd(), &sig, 1) == 1) {
-        if (sig == SIGWINCH && opts.pty && WindowSize(&rows, &cols)) {
-          (void)post("resize", {{"rows", std::to_string(rows)}, {"cols", std::to_string(cols)}},
-                     "");
-        } else if (sig == SIGTERM || sig == SIGHUP) {
-          hangup = sig;
-        } else if (sig != SIGWINCH) {
-          (void)post("signal", {{"signal", std::to_string(sig)}}, "");
-        }
-      }
-      if (hangup != 0) break;
-    }
-    if (fds[2].revents & (POLLIN | POLLHUP | POLLERR)) {
-      char buf[16384];
-      ssize_t got = read(0, buf, sizeof(buf));
-      if (got > 0) {
-        typed = true;
-        auto r = post("input", {{"offset", std::to_string(input_offset)}},
-                      std::string(buf, static_cast<size_t>(got)));
-        if (r.ok() && r->status == 200) {
-          input_offset += got;
-        } else if (r.ok() && r->status == 409) {
-          stdin_open = false;  // the command has exited: its output will say so
-        }
-      } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
-        stdin_open = false;
-        (void)post("input", {{"offset", std::to_string(input_offset)}, {"eof", "1"}}, "");
-      }
-    }
-    if (std::chrono::steady_clock::now() < next_touch) continue;
-    next_touch = std::chrono::steady_clock::now() + std::chrono::milliseconds(touch_every);
-    // A session's job is touched (kept alive, saying whether the user typed); a command inside
-    // a batch job only reads how the job stands, as often, so that a lost node ends its client
-    // even while the head's relay to that node still waits (up to its timeout).
-    auto r =
-        opts.touch_job
-            ? api.Call("POST",
-                       "/v1/jobs/" + std::to_string(job) + "/touch?typed=" + (typed ? "1" : "0"),
-                       "")
-            : api.Call("GET", "/v1/jobs/" + std::to_string(job), "");
-    typed = false;
-    if (!r.ok()) continue;
-    Json t = r->status == 200 ? Json::parse(r->body, nullptr, false) : Json();
-    // Said at once, not after the output's retries.
-    job_over = RunOver(*r, t, job, run);
-    if (!job_over.empty()) break;
-    if (opts.touch_job && r->status == 200) {
-      // Well within the head's inactive limit, whatever it is.
-      int64_t limit = t.is_object() ? t.value("inactive_limit_ms", int64_t{0}) : 0;
-      if (limit > 0) {
-        touch_every = std::clamp<int64_t>(limit / 4, 250, opts.touch_every_ms);
-        next_touch = std::chrono::steady_clock::now() + std::chrono::milliseconds(touch_every);
-      }
-      bool idle = t.is_object() && t.contains("idle_stop_at") && t["idle_stop_at"].is_number();
-      if (idle && !warned) {
-        int64_t left_s = (t["idle_stop_at"].get<int64_t>() - ctx.now()) / 1000;
-        WriteAll(2, nl + "corral " + name +
-                        ": this session is idle (no input, GPUs unused); "
-                        "it ends in " +
-                        std::to_string(std::max<int64_t>(0, left_s)) + "s unless used" + nl);
-      }
-      warned = idle;
-    }
+  readers.emplace_back(FollowOutput, opened->apis[1], opened->session, "stdout", 1, outcome);
+  if (!opts.pty) {
+    readers.emplace_back(FollowOutput, opened->apis[2], opened->session, "stderr", 2, outcome);
   }
-  if (!job_over.empty()) {
+  SessionLoop loop(ctx, job, opts, *opened, outcome->done[0], signals, nl, rows, cols);
+  loop.Run(readers.size());
+  if (!loop.job_over().empty()) {
     // The job has ended, its command with it: nothing is left to end on the node, and the
     // output threads may be waiting on a node that no longer answers. They are left to the
     // process's exit; they write nothing more.
     outcome->abandoned = true;
     for (std::thread& t : readers) t.detach();
     raw.reset();
-    WriteAll(2, "corral " + name + ": lost the session: " + job_over + "\n");
+    WriteAll(2, "corral " + name + ": lost the session: " + loop.job_over() + "\n");
     return kExitLost;
   }
   // Ends the session on the node (a no-op for one whose command has exited) and stops the
   // output threads, which then see it gone.
-  (void)api.Call("DELETE", "/v1/exec/" + session, "");
+  (void)opened->apis[0]->Call("DELETE", "/v1/exec/" + opened->session, "");
   for (std::thread& t : readers) t.join();
   raw.reset();
-  if (hangup != 0) return 128 + hangup;
+  if (loop.hangup() != 0) return 128 + loop.hangup();
   std::lock_guard lock(outcome->mu);
   if (outcome->exit_code >= 0) return outcome->exit_code;
   WriteAll(2, "corral " + name + ": lost the session: " +
