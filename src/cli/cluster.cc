@@ -152,6 +152,104 @@ Result<double> ParseNumberFlag(const std::string& flag, const std::string& text,
                          "\", want a number >= " + Number(lo));
 }
 
+// A whole-number flag of `queues set` into body[key]; `want` says what it takes.
+Status SetWholeNumber(const ParsedArgs& args, const char* flag, const char* key,
+                      const std::string& want, Json& body) {
+  if (!args.Has(flag)) return Status::Ok();
+  auto x = ParseNumberFlag(flag, args.Get(flag), 0);
+  if (!x.ok() || *x != std::floor(*x)) {
+    return InvalidArgument(std::string("flag --") + flag + ": got \"" + args.Get(flag) +
+                           "\", want " + want);
+  }
+  body[key] = static_cast<int64_t>(*x);
+  return Status::Ok();
+}
+
+// The GPU counts and limits of `queues set` (--quota, --limit, --weight, the per-user ones).
+Status SetQueueNumbers(const ParsedArgs& args, Json& body) {
+  CORRAL_RETURN_IF_ERROR(
+      SetWholeNumber(args, "quota", "quota_gpus", "a whole number of GPUs >= 0", body));
+  if (args.Has("limit")) {
+    const std::string l = args.Get("limit");
+    if (l == "none" || l == "-1" || l == "unlimited") {
+      body["limit_gpus"] = -1;
+    } else {
+      CORRAL_RETURN_IF_ERROR(SetWholeNumber(args, "limit", "limit_gpus",
+                                            "a whole number of GPUs >= 0, or none", body));
+    }
+  }
+  if (args.Has("weight")) {
+    auto x = ParseNumberFlag("weight", args.Get("weight"), 0);
+    if (!x.ok() || *x <= 0) {
+      return InvalidArgument("flag --weight: got \"" + args.Get("weight") +
+                             "\", want a number > 0");
+    }
+    body["weight"] = *x;
+  }
+  CORRAL_RETURN_IF_ERROR(SetWholeNumber(args, "max-pending-per-user", "max_pending_per_user",
+                                        "a whole number >= 0 (0: no limit)", body));
+  return SetWholeNumber(args, "max-interactive-gpus-per-user", "max_interactive_gpus_per_user",
+                        "a whole number of GPUs >= 0 (0: no limit)", body);
+}
+
+// The times, sharing and access of `queues set`.
+Status SetQueuePolicies(const ParsedArgs& args, Json& body) {
+  if (args.Has("max-grace")) {
+    auto ms = ParseDuration("max-grace", args.Get("max-grace"));
+    if (!ms.ok()) {
+      return InvalidArgument("flag --max-grace: got \"" + args.Get("max-grace") +
+                             "\", want a duration such as 10m (0: no limit)");
+    }
+    body["max_grace_ms"] = *ms;
+  }
+  if (args.Has("gpu-sharing")) {
+    const std::string v = args.Get("gpu-sharing");
+    if (v != "on" && v != "off" && v != "true" && v != "false") {
+      return InvalidArgument("flag --gpu-sharing: got \"" + v + "\", want on or off");
+    }
+    body["gpu_sharing"] = v == "on" || v == "true";
+  }
+  if (args.Has("idle-timeout")) {
+    auto d = ParseDuration("--idle-timeout", args.Get("idle-timeout"));
+    if (!d.ok()) return InvalidArgument(d.status().message() + " (0: never)");
+    body["idle_timeout_ms"] = *d;
+  }
+  if (args.Has("max-wait")) {
+    auto d = ParseDuration("--max-wait", args.Get("max-wait"));
+    if (!d.ok()) {
+      return InvalidArgument(d.status().message() + " (0: the parent queue's or the scheduler's)");
+    }
+    body["max_wait_ms"] = *d;
+  }
+  // Repeated to name several; one empty value clears the list (everyone may submit).
+  for (const char* flag : {"allow-user", "allow-group"}) {
+    if (!args.Has(flag)) continue;
+    Json names = Json::array();
+    for (const std::string& n : args.All(flag)) {
+      if (!n.empty()) names.push_back(n);
+    }
+    body[std::string(flag) == "allow-user" ? "allowed_users" : "allowed_groups"] = names;
+  }
+  return Status::Ok();
+}
+
+// The PUT sets the whole queue: what was not given is filled from the queue as it is now.
+Status FillFromCurrentQueue(ApiClient& api, const std::string& name, Json& body) {
+  auto queues = ListOf(api, "/v1/queues", "queues");
+  if (!queues.ok()) return queues.status();
+  auto views = Decoded<QueueView>(*queues, QueueViewFromJson);
+  if (!views.ok()) return views.status();
+  for (const QueueView& q : *views) {
+    if (q.config.name != name) continue;
+    Json current = ToJson(q.config);
+    current.erase("name");  // the path names the queue
+    for (auto it = current.begin(); it != current.end(); ++it) {
+      if (!body.contains(it.key())) body[it.key()] = it.value();
+    }
+  }
+  return Status::Ok();
+}
+
 int QueueSet(const ParsedArgs& args, CliContext& ctx) {
   if (args.positional.size() != 2)
     return UsageError(ctx, "queues", "set wants exactly one queue name");
@@ -168,113 +266,13 @@ int QueueSet(const ParsedArgs& args, CliContext& ctx) {
                           "--max-interactive-gpus-per-user");
   }
   Json body = Json::object();
-  if (args.Has("quota")) {
-    auto x = ParseNumberFlag("quota", args.Get("quota"), 0);
-    if (!x.ok() || *x != std::floor(*x)) {
-      return UsageError(
-          ctx, "queues",
-          "flag --quota: got \"" + args.Get("quota") + "\", want a whole number of GPUs >= 0");
-    }
-    body["quota_gpus"] = static_cast<int64_t>(*x);
-  }
-  if (args.Has("limit")) {
-    const std::string l = args.Get("limit");
-    if (l == "none" || l == "-1" || l == "unlimited") {
-      body["limit_gpus"] = -1;
-    } else {
-      auto x = ParseNumberFlag("limit", l, 0);
-      if (!x.ok() || *x != std::floor(*x)) {
-        return UsageError(
-            ctx, "queues",
-            "flag --limit: got \"" + l + "\", want a whole number of GPUs >= 0, or none");
-      }
-      body["limit_gpus"] = static_cast<int64_t>(*x);
-    }
-  }
-  if (args.Has("weight")) {
-    auto x = ParseNumberFlag("weight", args.Get("weight"), 0);
-    if (!x.ok() || *x <= 0) {
-      return UsageError(ctx, "queues",
-                        "flag --weight: got \"" + args.Get("weight") + "\", want a number > 0");
-    }
-    body["weight"] = *x;
-  }
-  if (args.Has("max-pending-per-user")) {
-    auto x = ParseNumberFlag("max-pending-per-user", args.Get("max-pending-per-user"), 0);
-    if (!x.ok() || *x != std::floor(*x)) {
-      return UsageError(ctx, "queues",
-                        "flag --max-pending-per-user: got \"" + args.Get("max-pending-per-user") +
-                            "\", want a whole number >= 0 (0: no limit)");
-    }
-    body["max_pending_per_user"] = static_cast<int64_t>(*x);
-  }
-  if (args.Has("max-interactive-gpus-per-user")) {
-    const std::string v = args.Get("max-interactive-gpus-per-user");
-    auto x = ParseNumberFlag("max-interactive-gpus-per-user", v, 0);
-    if (!x.ok() || *x != std::floor(*x)) {
-      return UsageError(ctx, "queues",
-                        "flag --max-interactive-gpus-per-user: got \"" + v +
-                            "\", want a whole number of GPUs >= 0 (0: no limit)");
-    }
-    body["max_interactive_gpus_per_user"] = static_cast<int64_t>(*x);
-  }
-  if (args.Has("max-grace")) {
-    auto ms = ParseDuration("max-grace", args.Get("max-grace"));
-    if (!ms.ok()) {
-      return UsageError(ctx, "queues",
-                        "flag --max-grace: got \"" + args.Get("max-grace") +
-                            "\", want a duration such as 10m (0: no limit)");
-    }
-    body["max_grace_ms"] = *ms;
-  }
-  if (args.Has("gpu-sharing")) {
-    const std::string v = args.Get("gpu-sharing");
-    if (v != "on" && v != "off" && v != "true" && v != "false") {
-      return UsageError(ctx, "queues", "flag --gpu-sharing: got \"" + v + "\", want on or off");
-    }
-    body["gpu_sharing"] = v == "on" || v == "true";
-  }
-  if (args.Has("idle-timeout")) {
-    auto d = ParseDuration("--idle-timeout", args.Get("idle-timeout"));
-    if (!d.ok()) return UsageError(ctx, "queues", d.status().message() + " (0: never)");
-    body["idle_timeout_ms"] = *d;
-  }
-  if (args.Has("max-wait")) {
-    auto d = ParseDuration("--max-wait", args.Get("max-wait"));
-    if (!d.ok()) {
-      return UsageError(ctx, "queues",
-                        d.status().message() + " (0: the parent queue's or the scheduler's)");
-    }
-    body["max_wait_ms"] = *d;
-  }
-  // Repeated to name several; one empty value clears the list (everyone may submit).
-  for (const char* flag : {"allow-user", "allow-group"}) {
-    if (!args.Has(flag)) continue;
-    Json names = Json::array();
-    for (const std::string& n : args.All(flag)) {
-      if (!n.empty()) names.push_back(n);
-    }
-    body[std::string(flag) == "allow-user" ? "allowed_users" : "allowed_groups"] = names;
-  }
+  Status st = SetQueueNumbers(args, body);
+  if (st.ok()) st = SetQueuePolicies(args, body);
+  if (!st.ok()) return UsageError(ctx, "queues", st.message());
   ApiClient api(ctx);
-  // The PUT sets the whole queue: fill what was not given from the queue as it is now.
-  auto queues = ListOf(api, "/v1/queues", "queues");
-  if (!queues.ok()) {
-    PrintError(ctx, "queues", queues.status().message());
+  if (st = FillFromCurrentQueue(api, name, body); !st.ok()) {
+    PrintError(ctx, "queues", st.message());
     return kExitError;
-  }
-  auto views = Decoded<QueueView>(*queues, QueueViewFromJson);
-  if (!views.ok()) {
-    PrintError(ctx, "queues", views.status().message());
-    return kExitError;
-  }
-  for (const QueueView& q : *views) {
-    if (q.config.name != name) continue;
-    Json current = ToJson(q.config);
-    current.erase("name");  // the path names the queue
-    for (auto it = current.begin(); it != current.end(); ++it) {
-      if (!body.contains(it.key())) body[it.key()] = it.value();
-    }
   }
   auto reply = api.CallJson("PUT", "/v1/queues/" + name, body.dump());
   if (!reply.ok()) {

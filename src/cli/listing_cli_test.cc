@@ -482,6 +482,18 @@ TEST(QueuesTest, TableAndSetMergesCurrentValues) {
   EXPECT_THAT(bad.err.str(), HasSubstr("--max-grace"));
   EXPECT_EQ(bad.Run("queues", {"set", "x", "--max-wait", "soon"}), 2);
   EXPECT_THAT(bad.err.str(), HasSubstr("--max-wait"));
+  EXPECT_EQ(bad.Run("queues", {"set", "x", "--quota", "1.5"}), 2);
+  EXPECT_THAT(bad.err.str(), HasSubstr("--quota: got \"1.5\", want a whole number of GPUs"));
+  EXPECT_EQ(bad.Run("queues", {"set", "x", "--limit", "-3"}), 2);
+  EXPECT_THAT(bad.err.str(), HasSubstr("--limit: got \"-3\""));
+  EXPECT_EQ(bad.Run("queues", {"set", "x", "--max-interactive-gpus-per-user", "x"}), 2);
+  EXPECT_THAT(bad.err.str(), HasSubstr("--max-interactive-gpus-per-user"));
+  EXPECT_EQ(bad.Run("queues", {"set", "x", "--gpu-sharing", "maybe"}), 2);
+  EXPECT_THAT(bad.err.str(), HasSubstr("--gpu-sharing: got \"maybe\", want on or off"));
+  // A good flag beside a bad one sends nothing either.
+  EXPECT_EQ(bad.Run("queues", {"set", "x", "--quota", "4", "--idle-timeout", "later"}), 2);
+  EXPECT_THAT(bad.err.str(), HasSubstr("--idle-timeout"));
+  EXPECT_TRUE(bad.fake->sent.empty()) << "bad input reached the head";
 }
 
 // ---- wait ----
