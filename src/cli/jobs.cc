@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -527,37 +528,32 @@ bool HeadIsGone(const Status& st) {
   return st.code() == ErrorCode::kUnavailable && st.message().rfind("cannot reach", 0) == 0;
 }
 
-}  // namespace
+// A job waited for, with the array it was named by (0: by its own id): an array's elements
+// are read with one listing a round, not one call each.
+struct Waited {
+  JobId id;
+  JobId array;
+};
 
-int RunWait(const std::vector<std::string>& argv, CliContext& ctx) {
-  auto parsed = ParseArgs(argv, {{"timeout", 't', true}}, false);
-  if (!parsed.ok()) return UsageError(ctx, "wait", parsed.status().message());
-  const ParsedArgs& args = *parsed;
-  if (args.Has("help")) {
-    *ctx.out << CommandUsage("wait") << "\n";
-    return kExitOk;
-  }
-  if (args.positional.empty()) return UsageError(ctx, "wait", "want one or more job IDs");
-  // Each job waited for, with the array it was named by (0: by its own id): an array's
-  // elements are read with one listing a round, not one call each.
-  struct Waited {
-    JobId id;
-    JobId array;
-  };
+// The jobs `corral wait` names: an array's id stands for each of its elements. Nullopt, with
+// the exit code, after saying why where one cannot be waited for.
+std::optional<std::vector<Waited>> JobsToWait(ApiClient& api, const std::vector<std::string>& refs,
+                                              CliContext& ctx, int* exit_code) {
   std::vector<Waited> waiting;
   std::set<JobId> named;
   auto add = [&](JobId id, JobId array) {
     if (named.insert(id).second) waiting.push_back({id, array});
   };
-  ApiClient api(ctx);
-  for (const std::string& a : args.positional) {
+  for (const std::string& a : refs) {
     if (a.find('_') == std::string::npos && !ParseJobId(a)) {
-      return UsageError(ctx, "wait", "not a job ID: '" + a + "'");
+      *exit_code = UsageError(ctx, "wait", "not a job ID: '" + a + "'");
+      return std::nullopt;
     }
     auto ref = ResolveJobRef(api, a);
     if (!ref.ok()) {
       PrintError(ctx, "wait", ref.status().message());
-      return kExitError;
+      *exit_code = kExitError;
+      return std::nullopt;
     }
     bool added = false;
     if (!ref->element) {  // an array's id stands for every element
@@ -573,25 +569,21 @@ int RunWait(const std::vector<std::string>& argv, CliContext& ctx) {
     }
     if (!added) add(ref->id, 0);
   }
-  DurationMs timeout = -1;
-  if (args.Has("timeout")) {
-    auto d = ParseDuration("--timeout", args.Get("timeout"));
-    if (!d.ok()) return UsageError(ctx, "wait", d.status().message());
-    timeout = *d;
-  }
-  const TimeMs deadline = timeout >= 0 ? ctx.now() + timeout : 0;
-  bool all_ok = true;
-  // Per array: its elements that ended are listed from this time of the head's on. An element
-  // ending after a listing ends later than any element that listing held, so each round asks
-  // only for those that ended since the last ones seen, less a margin for the head's clock
-  // stepping back (an element seen twice is reported once). O(elements ended), not O(array).
-  constexpr DurationMs kEndedMargin = 5 * kSecond;
-  std::map<JobId, TimeMs> ended_since;
-  while (true) {
-    std::map<JobId, Result<std::map<JobId, Job>>> arrays;  // this round's listings
+  return waiting;
+}
+
+// Per array: its elements that ended are listed from this time of the head's on. An element
+// ending after a listing ends later than any element that listing held, so each round asks
+// only for those that ended since the last ones seen, less a margin for the head's clock
+// stepping back (an element seen twice is reported once). O(elements ended), not O(array).
+class EndedElements {
+ public:
+  // This round's listings, one per array waited for.
+  void Refresh(ApiClient& api, const std::vector<Waited>& waiting) {
+    arrays_.clear();
     for (const Waited& w : waiting) {
-      if (w.array == 0 || arrays.count(w.array)) continue;
-      TimeMs since = ended_since[w.array];
+      if (w.array == 0 || arrays_.count(w.array)) continue;
+      TimeMs since = ended_since_[w.array];
       auto listed = FetchArrayElements(
           api, w.array,
           "&state=succeeded,failed,cancelled" +
@@ -600,46 +592,101 @@ int RunWait(const std::vector<std::string>& argv, CliContext& ctx) {
         for (const auto& [id, job] : *listed) {
           since = std::max(since, job.ended_at - kEndedMargin);
         }
-        ended_since[w.array] = since;
+        ended_since_[w.array] = since;
       }
-      arrays.emplace(w.array, std::move(listed));
+      arrays_.emplace(w.array, std::move(listed));
     }
-    std::vector<Waited> still;
-    for (const Waited& w : waiting) {
-      Result<Job> job = Internal("not read");
-      if (w.array == 0) {
-        auto reply = api.CallJson("GET", "/v1/jobs/" + std::to_string(w.id));
-        job = reply.ok() ? DecodeJobReply(*reply) : Result<Job>(reply.status());
-      } else if (const auto& listed = arrays.at(w.array); !listed.ok()) {
-        job = listed.status();
-      } else if (auto it = listed->find(w.id); it != listed->end()) {
-        job = it->second;
-      } else {
-        still.push_back(w);  // not ended yet
-        continue;
-      }
-      if (!job.ok()) {
-        PrintError(ctx, "wait", "job " + std::to_string(w.id) + ": " + job.status().message());
-        if (HeadIsGone(job.status())) return kExitError;  // waiting longer would not tell more
-        all_ok = false;
-        continue;
-      }
-      if (!IsTerminal(job->state)) {
-        still.push_back(w);
-        continue;
-      }
-      *ctx.out << "job " << JobRef(*job) << " " << JobStateName(job->state);
-      if (job->state == JobState::kFailed)
-        *ctx.out << " (exit code " << ExitCodeText(job->exit_code) << ")";
-      const Run* run = job->CurrentRun();
-      if (job->state != JobState::kSucceeded && run != nullptr && !run->reason.empty()) {
-        *ctx.out << ": " << run->reason;
-      }
-      *ctx.out << "\n";
-      ctx.out->flush();
-      if (job->state != JobState::kSucceeded) all_ok = false;
+  }
+  // Element w as listed this round; nullopt where it has not ended.
+  std::optional<Result<Job>> Of(const Waited& w) const {
+    const auto& listed = arrays_.at(w.array);
+    if (!listed.ok()) return Result<Job>(listed.status());
+    if (auto it = listed->find(w.id); it != listed->end()) return Result<Job>(it->second);
+    return std::nullopt;
+  }
+
+ private:
+  static constexpr DurationMs kEndedMargin = 5 * kSecond;
+  std::map<JobId, TimeMs> ended_since_;
+  std::map<JobId, Result<std::map<JobId, Job>>> arrays_;
+};
+
+void PrintEnded(CliContext& ctx, const Job& job) {
+  *ctx.out << "job " << JobRef(job) << " " << JobStateName(job.state);
+  if (job.state == JobState::kFailed)
+    *ctx.out << " (exit code " << ExitCodeText(job.exit_code) << ")";
+  const Run* run = job.CurrentRun();
+  if (job.state != JobState::kSucceeded && run != nullptr && !run->reason.empty()) {
+    *ctx.out << ": " << run->reason;
+  }
+  *ctx.out << "\n";
+  ctx.out->flush();
+}
+
+// One round: prints each job that ended, keeps those that have not. `all_ok` turns false on a
+// job that did not succeed or could not be read; nullopt where the head is gone (waiting
+// longer would not tell more).
+std::optional<std::vector<Waited>> WaitRound(ApiClient& api, CliContext& ctx,
+                                             const std::vector<Waited>& waiting,
+                                             EndedElements& ended, bool* all_ok) {
+  ended.Refresh(api, waiting);
+  std::vector<Waited> still;
+  for (const Waited& w : waiting) {
+    Result<Job> job = Internal("not read");
+    if (w.array == 0) {
+      auto reply = api.CallJson("GET", "/v1/jobs/" + std::to_string(w.id));
+      job = reply.ok() ? DecodeJobReply(*reply) : Result<Job>(reply.status());
+    } else if (auto listed = ended.Of(w); listed) {
+      job = std::move(*listed);
+    } else {
+      still.push_back(w);  // not ended yet
+      continue;
     }
-    waiting = std::move(still);
+    if (!job.ok()) {
+      PrintError(ctx, "wait", "job " + std::to_string(w.id) + ": " + job.status().message());
+      if (HeadIsGone(job.status())) return std::nullopt;
+      *all_ok = false;
+      continue;
+    }
+    if (!IsTerminal(job->state)) {
+      still.push_back(w);
+      continue;
+    }
+    PrintEnded(ctx, *job);
+    if (job->state != JobState::kSucceeded) *all_ok = false;
+  }
+  return still;
+}
+
+}  // namespace
+
+int RunWait(const std::vector<std::string>& argv, CliContext& ctx) {
+  auto parsed = ParseArgs(argv, {{"timeout", 't', true}}, false);
+  if (!parsed.ok()) return UsageError(ctx, "wait", parsed.status().message());
+  const ParsedArgs& args = *parsed;
+  if (args.Has("help")) {
+    *ctx.out << CommandUsage("wait") << "\n";
+    return kExitOk;
+  }
+  if (args.positional.empty()) return UsageError(ctx, "wait", "want one or more job IDs");
+  ApiClient api(ctx);
+  int exit_code = kExitError;
+  auto to_wait = JobsToWait(api, args.positional, ctx, &exit_code);
+  if (!to_wait) return exit_code;
+  std::vector<Waited> waiting = std::move(*to_wait);
+  DurationMs timeout = -1;
+  if (args.Has("timeout")) {
+    auto d = ParseDuration("--timeout", args.Get("timeout"));
+    if (!d.ok()) return UsageError(ctx, "wait", d.status().message());
+    timeout = *d;
+  }
+  const TimeMs deadline = timeout >= 0 ? ctx.now() + timeout : 0;
+  bool all_ok = true;
+  EndedElements ended;
+  while (true) {
+    auto still = WaitRound(api, ctx, waiting, ended, &all_ok);
+    if (!still) return kExitError;
+    waiting = std::move(*still);
     if (waiting.empty()) break;
     if (timeout >= 0 && ctx.now() >= deadline) {
       std::vector<std::string> ids;
