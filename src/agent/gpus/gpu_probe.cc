@@ -125,6 +125,8 @@ struct nvmlEventData_t {
 }  // namespace
 
 // NVML kept open for its event set: Xid events reach only a set registered when they happen.
+// NVML kept open between health checks: the devices, the event set Xids arrive on, and the
+// counters' calls.
 struct NvmlGpuProbe::Events {
   void* lib = nullptr;
   nvmlEventSet_t set = nullptr;
@@ -141,7 +143,117 @@ struct NvmlGpuProbe::Events {
     if (shutdown != nullptr) (void)shutdown();
     if (lib != nullptr) dlclose(lib);
   }
+
+  static Result<std::unique_ptr<Events>> Open(const std::string& library);
+  // Registers every device for critical Xids (and double-bit ECC errors where it can). Without
+  // the event calls (or where a GPU supports no events) Xids go unseen; the counters are still
+  // read.
+  void RegisterForXids();
+  // The Xids that arrived since the last call, onto the readings of their devices.
+  void DrainXids(std::vector<GpuHealthReading>& out) const;
+  GpuErrorCounters CountersOf(nvmlDevice_t dev) const;
 };
+
+Result<std::unique_ptr<NvmlGpuProbe::Events>> NvmlGpuProbe::Events::Open(
+    const std::string& library) {
+  auto e = std::make_unique<Events>();
+  std::string name;
+  e->lib = OpenNvml(library, &name);
+  if (e->lib == nullptr) return NotFound("cannot load NVML for health checks");
+  Nvml n;
+  if (!Resolve(e->lib, "nvmlInit_v2", &n.init) ||
+      !Resolve(e->lib, "nvmlDeviceGetCount_v2", &n.count) ||
+      !Resolve(e->lib, "nvmlDeviceGetHandleByIndex_v2", &n.handle) ||
+      !Resolve(e->lib, "nvmlShutdown", &e->shutdown)) {
+    return Internal("NVML library " + name + " lacks the calls a health check needs");
+  }
+  (void)Resolve(e->lib, "nvmlErrorString", &n.error_string);
+  (void)Resolve(e->lib, "nvmlDeviceGetTotalEccErrors", &e->ecc);
+  (void)Resolve(e->lib, "nvmlDeviceGetRetiredPages", &e->retired);
+  (void)Resolve(e->lib, "nvmlDeviceGetRetiredPagesPendingStatus", &e->retired_pending);
+  (void)Resolve(e->lib, "nvmlDeviceGetRemappedRows", &e->remapped);
+  if (nvmlReturn_t rc = n.init(); rc != kNvmlSuccess) {
+    e->shutdown = nullptr;  // not initialised: nothing to shut down
+    return Unavailable(n.Error("nvmlInit_v2", rc));
+  }
+  unsigned count = 0;
+  if (nvmlReturn_t rc = n.count(&count); rc != kNvmlSuccess) {
+    return Unavailable(n.Error("nvmlDeviceGetCount_v2", rc));
+  }
+  for (unsigned i = 0; i < count; ++i) {
+    nvmlDevice_t dev = nullptr;
+    if (nvmlReturn_t rc = n.handle(i, &dev); rc != kNvmlSuccess) {
+      return Unavailable(n.Error("nvmlDeviceGetHandleByIndex_v2", rc));
+    }
+    e->devices.push_back(dev);
+  }
+  e->RegisterForXids();
+  return e;
+}
+
+void NvmlGpuProbe::Events::RegisterForXids() {
+  nvmlReturn_t (*set_create)(nvmlEventSet_t*) = nullptr;
+  nvmlReturn_t (*register_events)(nvmlDevice_t, unsigned long long, nvmlEventSet_t) = nullptr;
+  if (!Resolve(lib, "nvmlEventSetCreate", &set_create) ||
+      !Resolve(lib, "nvmlDeviceRegisterEvents", &register_events) ||
+      !Resolve(lib, "nvmlEventSetWait_v2", &wait) || !Resolve(lib, "nvmlEventSetFree", &set_free) ||
+      set_create(&set) != kNvmlSuccess) {
+    wait = nullptr;
+    return;
+  }
+  for (nvmlDevice_t dev : devices) {
+    if (register_events(dev, kEventXidCritical | kEventDoubleBitEcc, set) != kNvmlSuccess) {
+      (void)register_events(dev, kEventXidCritical, set);
+    }
+  }
+}
+
+void NvmlGpuProbe::Events::DrainXids(std::vector<GpuHealthReading>& out) const {
+  if (wait == nullptr || set == nullptr) return;
+  nvmlEventData_t data{};
+  for (int guard = 0; guard < 1024 && wait(set, &data, 0) == kNvmlSuccess; ++guard) {
+    if ((data.event_type & kEventXidCritical) == 0) continue;
+    auto it = std::find(devices.begin(), devices.end(), data.device);
+    if (it == devices.end()) continue;
+    out[it - devices.begin()].xids.push_back(static_cast<int32_t>(data.event_data));
+  }
+}
+
+GpuErrorCounters NvmlGpuProbe::Events::CountersOf(nvmlDevice_t dev) const {
+  GpuErrorCounters c;
+  unsigned long long v = 0;
+  // errorType 0: corrected (single-bit), 1: uncorrected; counterType 0: volatile, 1: aggregate.
+  if (ecc != nullptr) {
+    if (ecc(dev, 0, 0, &v) == kNvmlSuccess) c.ecc_sbe_volatile = static_cast<int64_t>(v);
+    if (ecc(dev, 1, 0, &v) == kNvmlSuccess) c.ecc_dbe_volatile = static_cast<int64_t>(v);
+    if (ecc(dev, 0, 1, &v) == kNvmlSuccess) c.ecc_sbe_aggregate = static_cast<int64_t>(v);
+    if (ecc(dev, 1, 1, &v) == kNvmlSuccess) c.ecc_dbe_aggregate = static_cast<int64_t>(v);
+  }
+  if (retired != nullptr) {
+    int64_t pages = 0;
+    bool any = false;
+    for (int cause : {0, 1}) {  // multiple single-bit errors, a double-bit error
+      unsigned n_pages = 0;
+      nvmlReturn_t rc = retired(dev, cause, &n_pages, nullptr);
+      if (rc == kNvmlSuccess || rc == 7 /* insufficient size: n_pages says how many */) {
+        pages += n_pages;
+        any = true;
+      }
+    }
+    if (any) c.retired_pages = pages;
+    int pending = 0;
+    if (retired_pending != nullptr && retired_pending(dev, &pending) == kNvmlSuccess) {
+      c.retirement_pending = pending != 0;
+    }
+  }
+  unsigned corrected = 0, uncorrected = 0, pending = 0, failed = 0;
+  if (c.retired_pages < 0 && remapped != nullptr &&
+      remapped(dev, &corrected, &uncorrected, &pending, &failed) == kNvmlSuccess) {
+    c.retired_pages = static_cast<int64_t>(corrected) + uncorrected;  // rows, on A100 and later
+    c.retirement_pending = pending != 0 || failed != 0;
+  }
+  return c;
+}
 
 NvmlGpuProbe::NvmlGpuProbe(std::string library) : library_(std::move(library)) {}
 
@@ -149,102 +261,15 @@ NvmlGpuProbe::~NvmlGpuProbe() = default;
 
 Result<std::vector<GpuHealthReading>> NvmlGpuProbe::ReadHealth() {
   if (events_ == nullptr) {
-    auto e = std::make_unique<Events>();
-    std::string name;
-    e->lib = OpenNvml(library_, &name);
-    if (e->lib == nullptr) return NotFound("cannot load NVML for health checks");
-    Nvml n;
-    nvmlReturn_t (*set_create)(nvmlEventSet_t*) = nullptr;
-    nvmlReturn_t (*register_events)(nvmlDevice_t, unsigned long long, nvmlEventSet_t) = nullptr;
-    if (!Resolve(e->lib, "nvmlInit_v2", &n.init) ||
-        !Resolve(e->lib, "nvmlDeviceGetCount_v2", &n.count) ||
-        !Resolve(e->lib, "nvmlDeviceGetHandleByIndex_v2", &n.handle) ||
-        !Resolve(e->lib, "nvmlShutdown", &e->shutdown)) {
-      return Internal("NVML library " + name + " lacks the calls a health check needs");
-    }
-    (void)Resolve(e->lib, "nvmlErrorString", &n.error_string);
-    (void)Resolve(e->lib, "nvmlDeviceGetTotalEccErrors", &e->ecc);
-    (void)Resolve(e->lib, "nvmlDeviceGetRetiredPages", &e->retired);
-    (void)Resolve(e->lib, "nvmlDeviceGetRetiredPagesPendingStatus", &e->retired_pending);
-    (void)Resolve(e->lib, "nvmlDeviceGetRemappedRows", &e->remapped);
-    if (nvmlReturn_t rc = n.init(); rc != kNvmlSuccess) {
-      e->shutdown = nullptr;  // not initialised: nothing to shut down
-      return Unavailable(n.Error("nvmlInit_v2", rc));
-    }
-    unsigned count = 0;
-    if (nvmlReturn_t rc = n.count(&count); rc != kNvmlSuccess) {
-      return Unavailable(n.Error("nvmlDeviceGetCount_v2", rc));
-    }
-    for (unsigned i = 0; i < count; ++i) {
-      nvmlDevice_t dev = nullptr;
-      if (nvmlReturn_t rc = n.handle(i, &dev); rc != kNvmlSuccess) {
-        return Unavailable(n.Error("nvmlDeviceGetHandleByIndex_v2", rc));
-      }
-      e->devices.push_back(dev);
-    }
-    // Without the event calls (or where a GPU supports no events) Xids go unseen; the counters
-    // are still read.
-    if (Resolve(e->lib, "nvmlEventSetCreate", &set_create) &&
-        Resolve(e->lib, "nvmlDeviceRegisterEvents", &register_events) &&
-        Resolve(e->lib, "nvmlEventSetWait_v2", &e->wait) &&
-        Resolve(e->lib, "nvmlEventSetFree", &e->set_free) && set_create(&e->set) == kNvmlSuccess) {
-      for (nvmlDevice_t dev : e->devices) {
-        if (register_events(dev, kEventXidCritical | kEventDoubleBitEcc, e->set) != kNvmlSuccess) {
-          (void)register_events(dev, kEventXidCritical, e->set);
-        }
-      }
-    } else {
-      e->wait = nullptr;
-    }
-    events_ = std::move(e);
+    auto opened = Events::Open(library_);
+    if (!opened.ok()) return opened.status();
+    events_ = std::move(*opened);
   }
-  Events& e = *events_;
+  const Events& e = *events_;
   std::vector<GpuHealthReading> out(e.devices.size());
   for (size_t i = 0; i < e.devices.size(); ++i) out[i].index = static_cast<int32_t>(i);
-  if (e.wait != nullptr && e.set != nullptr) {
-    nvmlEventData_t data{};
-    for (int guard = 0; guard < 1024 && e.wait(e.set, &data, 0) == kNvmlSuccess; ++guard) {
-      if ((data.event_type & kEventXidCritical) == 0) continue;
-      auto it = std::find(e.devices.begin(), e.devices.end(), data.device);
-      if (it == e.devices.end()) continue;
-      out[it - e.devices.begin()].xids.push_back(static_cast<int32_t>(data.event_data));
-    }
-  }
-  for (size_t i = 0; i < e.devices.size(); ++i) {
-    nvmlDevice_t dev = e.devices[i];
-    GpuErrorCounters& c = out[i].counters;
-    unsigned long long v = 0;
-    // errorType 0: corrected (single-bit), 1: uncorrected; counterType 0: volatile, 1: aggregate.
-    if (e.ecc != nullptr) {
-      if (e.ecc(dev, 0, 0, &v) == kNvmlSuccess) c.ecc_sbe_volatile = static_cast<int64_t>(v);
-      if (e.ecc(dev, 1, 0, &v) == kNvmlSuccess) c.ecc_dbe_volatile = static_cast<int64_t>(v);
-      if (e.ecc(dev, 0, 1, &v) == kNvmlSuccess) c.ecc_sbe_aggregate = static_cast<int64_t>(v);
-      if (e.ecc(dev, 1, 1, &v) == kNvmlSuccess) c.ecc_dbe_aggregate = static_cast<int64_t>(v);
-    }
-    if (e.retired != nullptr) {
-      int64_t pages = 0;
-      bool any = false;
-      for (int cause : {0, 1}) {  // multiple single-bit errors, a double-bit error
-        unsigned n_pages = 0;
-        nvmlReturn_t rc = e.retired(dev, cause, &n_pages, nullptr);
-        if (rc == kNvmlSuccess || rc == 7 /* insufficient size: n_pages says how many */) {
-          pages += n_pages;
-          any = true;
-        }
-      }
-      if (any) c.retired_pages = pages;
-      int pending = 0;
-      if (e.retired_pending != nullptr && e.retired_pending(dev, &pending) == kNvmlSuccess) {
-        c.retirement_pending = pending != 0;
-      }
-    }
-    unsigned corrected = 0, uncorrected = 0, pending = 0, failed = 0;
-    if (c.retired_pages < 0 && e.remapped != nullptr &&
-        e.remapped(dev, &corrected, &uncorrected, &pending, &failed) == kNvmlSuccess) {
-      c.retired_pages = static_cast<int64_t>(corrected) + uncorrected;  // rows, on A100 and later
-      c.retirement_pending = pending != 0 || failed != 0;
-    }
-  }
+  e.DrainXids(out);
+  for (size_t i = 0; i < e.devices.size(); ++i) out[i].counters = e.CountersOf(e.devices[i]);
   return ByReportedIndex(out);
 }
 
