@@ -125,6 +125,108 @@ void Head::CountDurable(const Change& c) {
   }
 }
 
+namespace {
+
+// Jobs by state, and pending jobs by queue and the class of why they wait.
+void SetJobGauges(const ClusterState& s, const HeadCore& core, MetricsRegistry& m) {
+  std::map<std::string, int64_t> by_state;
+  std::map<std::pair<std::string, std::string>, int64_t> pending;
+  for (const auto& [id, job] : s.jobs) {
+    ++by_state[JobStateName(job.state)];
+    if (job.state == JobState::kPending) {
+      auto r = core.pending_reasons().find(id);
+      PendingCode code = r == core.pending_reasons().end() ? PendingCode::kNone : r->second.code;
+      ++pending[{job.spec.queue, PendingCodeName(code)}];
+    }
+  }
+  for (JobState st : {JobState::kPending, JobState::kScheduled, JobState::kRunning,
+                      JobState::kSucceeded, JobState::kFailed, JobState::kCancelled}) {
+    m.Set("corral_jobs", {{"state", JobStateName(st)}}, by_state[JobStateName(st)]);
+  }
+  for (const auto& [key, n] : pending) {
+    m.Set("corral_pending_jobs", {{"queue", key.first}, {"reason", key.second}}, n);
+  }
+}
+
+// GPUs held per queue against its quota, and each shared GPU's shares. The GPUs held (whole or
+// shared).
+int64_t SetAllocationGauges(const ClusterState& s, const HeadCore& core, MetricsRegistry& m) {
+  std::map<std::string, double> allocated;
+  std::set<std::pair<std::string, int32_t>> held;  // (node, GPU): whole or shared
+  struct Shared {
+    int64_t shares = 0, milli = 0, memory_mb = 0;
+  };
+  std::map<MetricLabels, Shared> shared;
+  for (JobId id : core.active_jobs()) {
+    const Job& job = s.jobs.at(id);
+    for (const ReplicaPlacement& p : job.CurrentRun()->placement) {
+      for (const GpuShare& g : Shares(p)) {
+        allocated[job.spec.queue] += g.milli / double(kGpuMilli);
+        held.insert({p.node, g.index});
+        if (p.gpu_milli.empty()) continue;
+        Shared& sh = shared[{{"node", p.node},
+                             {"gpu", std::to_string(g.index)},
+                             {"isolation", GpuIsolationName(job.spec.per_replica.gpu_isolation)}}];
+        ++sh.shares;
+        sh.milli += g.milli;
+        sh.memory_mb += g.memory_mb;
+      }
+    }
+  }
+  for (const auto& [labels, sh] : shared) {
+    m.Set("corral_gpu_shares", labels, static_cast<double>(sh.shares));
+    m.Set("corral_gpu_shared_milli", labels, static_cast<double>(sh.milli));
+    m.Set("corral_gpu_shared_memory_bytes", labels, double(sh.memory_mb) * 1024 * 1024);
+  }
+  for (const auto& [name, q] : s.queues) {
+    m.Set("corral_queue_gpu_quota", {{"queue", name}}, q.quota_gpus);
+    m.Set("corral_queue_gpus_allocated", {{"queue", name}}, allocated[name]);
+  }
+  return static_cast<int64_t>(held.size());
+}
+
+// Nodes by state; GPUs allocated, idle and unavailable; drained GPUs, health checks and Xids.
+void SetNodeGauges(const ClusterState& s, const HeadCore& core, int64_t gpus_allocated,
+                   MetricsRegistry& m) {
+  std::map<std::string, int64_t> nodes;
+  int64_t usable = 0, unusable = 0;
+  for (const auto& [name, node] : s.nodes) {
+    // An unhealthy ready node is counted as unhealthy: it takes no new runs.
+    NodeState st = node.state();
+    ++nodes[st == NodeState::kReady && !node.unhealthy.empty() ? "unhealthy" : NodeStateName(st)];
+    bool ok = st == NodeState::kReady || st == NodeState::kDraining;
+    for (const Gpu& g : node.gpus) {
+      (ok && g.healthy && !node.gpu_drains.count(g.index) ? usable : unusable) += 1;
+    }
+    for (const auto& [gpu, d] : node.gpu_drains) {
+      m.Set("corral_gpu_drained",
+            {{"node", name}, {"gpu", std::to_string(gpu)}, {"source", DrainSourceName(d.source)}},
+            1);
+    }
+  }
+  for (const NodeView& v : core.ListNodes()) {
+    for (const GpuSample& g : v.gpu_samples) {
+      if (g.check == 0) continue;
+      m.Set("corral_gpu_health", {{"node", v.node.name}, {"gpu", std::to_string(g.index)}},
+            static_cast<int>(g.health));
+    }
+  }
+  for (const auto& [key, n] : core.xid_counts()) {
+    m.Set("corral_gpu_xid_total", {{"node", key.first}, {"xid", std::to_string(key.second)}},
+          static_cast<double>(n));
+  }
+  for (NodeState st : {NodeState::kReady, NodeState::kDraining, NodeState::kDrained,
+                       NodeState::kUnreachable, NodeState::kDown}) {
+    m.Set("corral_nodes", {{"state", NodeStateName(st)}}, nodes[NodeStateName(st)]);
+  }
+  m.Set("corral_nodes", {{"state", "unhealthy"}}, nodes["unhealthy"]);
+  m.Set("corral_gpus", {{"state", "allocated"}}, gpus_allocated);
+  m.Set("corral_gpus", {{"state", "idle"}}, std::max<int64_t>(0, usable - gpus_allocated));
+  m.Set("corral_gpus", {{"state", "unavailable"}}, unusable);
+}
+
+}  // namespace
+
 void Head::RenderMetrics(Callback<std::string> done) {
   Post([this, done = std::move(done)] {
     const ClusterState& s = core_.state();
@@ -139,91 +241,9 @@ void Head::RenderMetrics(Callback<std::string> done) {
     m.Set("corral_idle_runs", {}, static_cast<double>(core_.idle_runs().size()));
     m.Set("corral_jobs_retired", {}, static_cast<double>(s.retired.size()));
     m.Set("corral_state_revision", {}, static_cast<double>(durable_revision_));
-    std::map<std::string, int64_t> by_state;
-    std::map<std::pair<std::string, std::string>, int64_t> pending;
-    for (const auto& [id, job] : s.jobs) {
-      ++by_state[JobStateName(job.state)];
-      if (job.state == JobState::kPending) {
-        auto r = core_.pending_reasons().find(id);
-        PendingCode code = r == core_.pending_reasons().end() ? PendingCode::kNone : r->second.code;
-        ++pending[{job.spec.queue, PendingCodeName(code)}];
-      }
-    }
-    for (JobState st : {JobState::kPending, JobState::kScheduled, JobState::kRunning,
-                        JobState::kSucceeded, JobState::kFailed, JobState::kCancelled}) {
-      m.Set("corral_jobs", {{"state", JobStateName(st)}}, by_state[JobStateName(st)]);
-    }
-    for (const auto& [key, n] : pending) {
-      m.Set("corral_pending_jobs", {{"queue", key.first}, {"reason", key.second}}, n);
-    }
-    std::map<std::string, double> allocated;
-    std::set<std::pair<std::string, int32_t>> held;  // (node, GPU): whole or shared
-    struct Shared {
-      int64_t shares = 0, milli = 0, memory_mb = 0;
-    };
-    std::map<MetricLabels, Shared> shared;
-    for (JobId id : core_.active_jobs()) {
-      const Job& job = s.jobs.at(id);
-      for (const ReplicaPlacement& p : job.CurrentRun()->placement) {
-        for (const GpuShare& g : Shares(p)) {
-          allocated[job.spec.queue] += g.milli / double(kGpuMilli);
-          held.insert({p.node, g.index});
-          if (p.gpu_milli.empty()) continue;
-          Shared& sh =
-              shared[{{"node", p.node},
-                      {"gpu", std::to_string(g.index)},
-                      {"isolation", GpuIsolationName(job.spec.per_replica.gpu_isolation)}}];
-          ++sh.shares;
-          sh.milli += g.milli;
-          sh.memory_mb += g.memory_mb;
-        }
-      }
-    }
-    const int64_t gpus_allocated = static_cast<int64_t>(held.size());
-    for (const auto& [labels, sh] : shared) {
-      m.Set("corral_gpu_shares", labels, static_cast<double>(sh.shares));
-      m.Set("corral_gpu_shared_milli", labels, static_cast<double>(sh.milli));
-      m.Set("corral_gpu_shared_memory_bytes", labels, double(sh.memory_mb) * 1024 * 1024);
-    }
-    for (const auto& [name, q] : s.queues) {
-      m.Set("corral_queue_gpu_quota", {{"queue", name}}, q.quota_gpus);
-      m.Set("corral_queue_gpus_allocated", {{"queue", name}}, allocated[name]);
-    }
-    std::map<std::string, int64_t> nodes;
-    int64_t usable = 0, unusable = 0;
-    for (const auto& [name, node] : s.nodes) {
-      // An unhealthy ready node is counted as unhealthy: it takes no new runs.
-      NodeState st = node.state();
-      ++nodes[st == NodeState::kReady && !node.unhealthy.empty() ? "unhealthy" : NodeStateName(st)];
-      bool ok = st == NodeState::kReady || st == NodeState::kDraining;
-      for (const Gpu& g : node.gpus) {
-        (ok && g.healthy && !node.gpu_drains.count(g.index) ? usable : unusable) += 1;
-      }
-      for (const auto& [gpu, d] : node.gpu_drains) {
-        m.Set("corral_gpu_drained",
-              {{"node", name}, {"gpu", std::to_string(gpu)}, {"source", DrainSourceName(d.source)}},
-              1);
-      }
-    }
-    for (const NodeView& v : core_.ListNodes()) {
-      for (const GpuSample& g : v.gpu_samples) {
-        if (g.check == 0) continue;
-        m.Set("corral_gpu_health", {{"node", v.node.name}, {"gpu", std::to_string(g.index)}},
-              static_cast<int>(g.health));
-      }
-    }
-    for (const auto& [key, n] : core_.xid_counts()) {
-      m.Set("corral_gpu_xid_total", {{"node", key.first}, {"xid", std::to_string(key.second)}},
-            static_cast<double>(n));
-    }
-    for (NodeState st : {NodeState::kReady, NodeState::kDraining, NodeState::kDrained,
-                         NodeState::kUnreachable, NodeState::kDown}) {
-      m.Set("corral_nodes", {{"state", NodeStateName(st)}}, nodes[NodeStateName(st)]);
-    }
-    m.Set("corral_nodes", {{"state", "unhealthy"}}, nodes["unhealthy"]);
-    m.Set("corral_gpus", {{"state", "allocated"}}, gpus_allocated);
-    m.Set("corral_gpus", {{"state", "idle"}}, std::max<int64_t>(0, usable - gpus_allocated));
-    m.Set("corral_gpus", {{"state", "unavailable"}}, unusable);
+    SetJobGauges(s, core_, m);
+    const int64_t gpus_allocated = SetAllocationGauges(s, core_, m);
+    SetNodeGauges(s, core_, gpus_allocated, m);
     done(m.Render());
   });
 }
