@@ -62,109 +62,136 @@ RunLayout LayoutOf(const Job& job, const Run& run, std::vector<std::string> repl
   return l;
 }
 
-std::map<std::string, std::string> TaskEnv(const RunLayout& run, int32_t replica, int32_t task) {
-  std::map<std::string, std::string> env = run.user_env;
-  const int32_t replicas = static_cast<int32_t>(run.placement.size());
-  // Nodes in first-appearance order: two replicas on one node are one node to torch and Slurm.
+namespace {
+
+// Where a task stands in its run: nodes in first-appearance order (two replicas on one node
+// are one node to torch and Slurm), the tasks on each, and the task's ranks.
+struct TaskRanks {
   std::vector<std::string> nodes;
   std::vector<int32_t> tasks_on_node;
   int32_t world = 0, rank = 0, node_rank = 0, local_rank = 0;
-  for (int32_t r = 0; r < replicas; ++r) {
+};
+
+TaskRanks RanksOfTask(const RunLayout& run, int32_t replica, int32_t task) {
+  TaskRanks t;
+  for (int32_t r = 0; r < static_cast<int32_t>(run.placement.size()); ++r) {
     const ReplicaPlacement& p = run.placement[r];
-    auto it = std::find(nodes.begin(), nodes.end(), p.node);
-    size_t n = it - nodes.begin();
-    if (it == nodes.end()) {
-      nodes.push_back(p.node);
-      tasks_on_node.push_back(0);
+    auto it = std::find(t.nodes.begin(), t.nodes.end(), p.node);
+    size_t n = it - t.nodes.begin();
+    if (it == t.nodes.end()) {
+      t.nodes.push_back(p.node);
+      t.tasks_on_node.push_back(0);
     }
     if (r == replica) {
-      rank = world + task;
-      node_rank = static_cast<int32_t>(n);
-      local_rank = tasks_on_node[n] + task;
+      t.rank = t.world + task;
+      t.node_rank = static_cast<int32_t>(n);
+      t.local_rank = t.tasks_on_node[n] + task;
     }
-    tasks_on_node[n] += p.tasks;
-    world += p.tasks;
+    t.tasks_on_node[n] += p.tasks;
+    t.world += p.tasks;
   }
-  const ReplicaPlacement& mine = run.placement[replica];
+  return t;
+}
+
+// The task's GPUs, and a share's contract with the node (the agent adds the shim or MPS from
+// these).
+void SetTaskGpuEnv(const RunLayout& run, const ReplicaPlacement& mine, int32_t task,
+                   std::map<std::string, std::string>& env) {
   std::vector<std::string> gpus;
   if (run.task_per_gpu && task < static_cast<int32_t>(mine.gpus.size())) {
     gpus.push_back(std::to_string(mine.gpus[task]));
   } else {
     for (int32_t g : mine.gpus) gpus.push_back(std::to_string(g));
   }
-  auto host = [&](int32_t r) {
-    return r < static_cast<int32_t>(run.replica_hosts.size()) && !run.replica_hosts[r].empty()
-               ? run.replica_hosts[r]
-               : std::string("127.0.0.1");
-  };
-  std::string id = std::to_string(run.job_id);
-  int32_t local_world = tasks_on_node[node_rank];
-
-  env["CORRAL_JOB_ID"] = id;
-  env["CORRAL_RUN"] = id + "." + std::to_string(run.attempt);
-  env["CORRAL_NODE"] = mine.node;
-  env["CORRAL_REPLICA"] = std::to_string(replica);
-  env["CORRAL_NUM_REPLICAS"] = std::to_string(replicas);
-  env["CORRAL_TASK"] = std::to_string(task);
-  env["CORRAL_NODES"] = Join(nodes, ",");
-  env["CORRAL_CHECKPOINT_DIR"] = run.checkpoint_dir;
   env["CUDA_VISIBLE_DEVICES"] = Join(gpus, ",");
-  if (!mine.gpu_milli.empty()) {
-    // A share of one GPU: what the node enforces (the agent adds the shim or MPS from these).
-    env[CORRAL_ENV_GPU_SHARE_MILLI] = std::to_string(mine.gpu_milli[0]);
-    env[CORRAL_ENV_GPU_ISOLATION] = GpuIsolationName(run.gpu_isolation);
-    if (mine.gpu_memory_mb > 0) {
-      env[CORRAL_ENV_GPU_MEMORY_LIMIT] =
-          std::to_string(mine.gpu_memory_mb) + CORRAL_GPU_MEMORY_LIMIT_UNIT;
-      if (run.gpu_isolation == GpuIsolation::kMps) {
-        env[CORRAL_ENV_MPS_MEMORY_LIMIT] =
-            "0=" + std::to_string(mine.gpu_memory_mb) + CORRAL_MPS_MEMORY_LIMIT_UNIT;
-      }
-    }
+  if (mine.gpu_milli.empty()) return;
+  env[CORRAL_ENV_GPU_SHARE_MILLI] = std::to_string(mine.gpu_milli[0]);
+  env[CORRAL_ENV_GPU_ISOLATION] = GpuIsolationName(run.gpu_isolation);
+  if (mine.gpu_memory_mb > 0) {
+    env[CORRAL_ENV_GPU_MEMORY_LIMIT] =
+        std::to_string(mine.gpu_memory_mb) + CORRAL_GPU_MEMORY_LIMIT_UNIT;
     if (run.gpu_isolation == GpuIsolation::kMps) {
-      env[CORRAL_ENV_MPS_THREAD_PERCENTAGE] = std::to_string(std::max(1, mine.gpu_milli[0] / 10));
+      env[CORRAL_ENV_MPS_MEMORY_LIMIT] =
+          "0=" + std::to_string(mine.gpu_memory_mb) + CORRAL_MPS_MEMORY_LIMIT_UNIT;
     }
   }
+  if (run.gpu_isolation == GpuIsolation::kMps) {
+    env[CORRAL_ENV_MPS_THREAD_PERCENTAGE] = std::to_string(std::max(1, mine.gpu_milli[0] / 10));
+  }
+}
 
-  env["MASTER_ADDR"] = host(0);
+std::string ReplicaHost(const RunLayout& run, int32_t r) {
+  return r < static_cast<int32_t>(run.replica_hosts.size()) && !run.replica_hosts[r].empty()
+             ? run.replica_hosts[r]
+             : std::string("127.0.0.1");
+}
+
+// torch.distributed's variables, and TF_CONFIG: one worker per task; task i listens on
+// MASTER_PORT + 1 + i of its node.
+void SetTaskDistributedEnv(const RunLayout& run, const TaskRanks& t,
+                           std::map<std::string, std::string>& env) {
+  env["MASTER_ADDR"] = ReplicaHost(run, 0);
   env["MASTER_PORT"] = std::to_string(run.master_port);
-  env["WORLD_SIZE"] = std::to_string(world);
-  env["RANK"] = std::to_string(rank);
-  env["LOCAL_RANK"] = std::to_string(local_rank);
-  env["LOCAL_WORLD_SIZE"] = std::to_string(local_world);
-  env["NODE_RANK"] = std::to_string(node_rank);
-  env["NNODES"] = std::to_string(nodes.size());
-
-  // TF_CONFIG: one worker per task; task i listens on MASTER_PORT + 1 + i of its node.
+  env["WORLD_SIZE"] = std::to_string(t.world);
+  env["RANK"] = std::to_string(t.rank);
+  env["LOCAL_RANK"] = std::to_string(t.local_rank);
+  env["LOCAL_WORLD_SIZE"] = std::to_string(t.tasks_on_node[t.node_rank]);
+  env["NODE_RANK"] = std::to_string(t.node_rank);
+  env["NNODES"] = std::to_string(t.nodes.size());
   nlohmann::json workers = nlohmann::json::array();
   int32_t i = 0;
-  for (int32_t r = 0; r < replicas; ++r) {
-    for (int32_t t = 0; t < run.placement[r].tasks; ++t, ++i) {
-      workers.push_back(host(r) + ":" + std::to_string(run.master_port + 1 + i));
+  for (int32_t r = 0; r < static_cast<int32_t>(run.placement.size()); ++r) {
+    for (int32_t k = 0; k < run.placement[r].tasks; ++k, ++i) {
+      workers.push_back(ReplicaHost(run, r) + ":" + std::to_string(run.master_port + 1 + i));
     }
   }
   env["TF_CONFIG"] = nlohmann::json{{"cluster", {{"worker", workers}}},
-                                    {"task", {{"type", "worker"}, {"index", rank}}}}
+                                    {"task", {{"type", "worker"}, {"index", t.rank}}}}
                          .dump();
+}
 
+// What a Slurm job's tasks read (docs/slurm.md).
+void SetTaskSlurmEnv(const RunLayout& run, const ReplicaPlacement& mine, const TaskRanks& t,
+                     std::map<std::string, std::string>& env) {
+  const std::string id = std::to_string(run.job_id);
   env["SLURM_JOB_ID"] = id;
   env["SLURM_JOBID"] = id;
   env["SLURM_JOB_NAME"] = run.job_name.empty() ? "corral-" + id : run.job_name;
   env["SLURM_JOB_USER"] = run.owner;
-  env["SLURM_PROCID"] = std::to_string(rank);
-  env["SLURM_LOCALID"] = std::to_string(local_rank);
-  env["SLURM_NODEID"] = std::to_string(node_rank);
-  env["SLURM_NTASKS"] = std::to_string(world);
-  env["SLURM_NPROCS"] = std::to_string(world);
-  env["SLURM_NTASKS_PER_NODE"] = CountsForm(tasks_on_node);
-  env["SLURM_TASKS_PER_NODE"] = CountsForm(tasks_on_node);
-  env["SLURM_NNODES"] = std::to_string(nodes.size());
-  env["SLURM_JOB_NUM_NODES"] = std::to_string(nodes.size());
-  env["SLURM_JOB_NODELIST"] = CompressHostlist(nodes);
+  env["SLURM_PROCID"] = std::to_string(t.rank);
+  env["SLURM_LOCALID"] = std::to_string(t.local_rank);
+  env["SLURM_NODEID"] = std::to_string(t.node_rank);
+  env["SLURM_NTASKS"] = std::to_string(t.world);
+  env["SLURM_NPROCS"] = std::to_string(t.world);
+  env["SLURM_NTASKS_PER_NODE"] = CountsForm(t.tasks_on_node);
+  env["SLURM_TASKS_PER_NODE"] = CountsForm(t.tasks_on_node);
+  env["SLURM_NNODES"] = std::to_string(t.nodes.size());
+  env["SLURM_JOB_NUM_NODES"] = std::to_string(t.nodes.size());
+  env["SLURM_JOB_NODELIST"] = CompressHostlist(t.nodes);
   env["SLURM_NODELIST"] = env["SLURM_JOB_NODELIST"];
   env["SLURM_GPUS_ON_NODE"] = std::to_string(mine.gpus.size());
   env["SLURMD_NODENAME"] = mine.node;
   if (!run.workdir.empty()) env["SLURM_SUBMIT_DIR"] = run.workdir;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> TaskEnv(const RunLayout& run, int32_t replica, int32_t task) {
+  std::map<std::string, std::string> env = run.user_env;
+  const TaskRanks t = RanksOfTask(run, replica, task);
+  const ReplicaPlacement& mine = run.placement[replica];
+  const std::string id = std::to_string(run.job_id);
+  env["CORRAL_JOB_ID"] = id;
+  env["CORRAL_RUN"] = id + "." + std::to_string(run.attempt);
+  env["CORRAL_NODE"] = mine.node;
+  env["CORRAL_REPLICA"] = std::to_string(replica);
+  env["CORRAL_NUM_REPLICAS"] = std::to_string(run.placement.size());
+  env["CORRAL_TASK"] = std::to_string(task);
+  env["CORRAL_NODES"] = Join(t.nodes, ",");
+  env["CORRAL_CHECKPOINT_DIR"] = run.checkpoint_dir;
+  SetTaskGpuEnv(run, mine, task, env);
+  SetTaskDistributedEnv(run, t, env);
+  SetTaskSlurmEnv(run, mine, t, env);
   if (run.array_id != 0) {
     env["CORRAL_ARRAY_JOB_ID"] = env["SLURM_ARRAY_JOB_ID"] = std::to_string(run.array_id);
     env["CORRAL_ARRAY_INDEX"] = env["SLURM_ARRAY_TASK_ID"] = std::to_string(run.array_index);
