@@ -6,7 +6,7 @@
 # earlier than told). Root, slurm-wlm and munge; about 1.5 minutes a round.
 #   bench/squeue_start_vs_slurm.sh [BUILD_DIR]        env: ROUNDS (3), BURST, WARM (8)
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 BUILD="${1:-build}"
 ROUNDS=${ROUNDS:-3}
 export BURST=${BURST:-"2:8 2:8 2:10 2:6 4:8 2:8 1:12 3:8 2:6 4:10 1:8 2:9"}

@@ -107,8 +107,8 @@ CPORT=$((7600 + RANDOM % 100))
 PIDS+=($!)
 for _ in $(seq 1 150); do [ -s "$T/corral/admin.token" ] && grep -q "head on" "$T/corral-up.log" && break; sleep 0.2; done
 grep -q "head on" "$T/corral-up.log" || cannot_start "corral up: $(tail -5 "$T/corral-up.log")"
-export CORRAL_ADDR=http://127.0.0.1:$CPORT CORRAL_TOKEN=$(cat "$T/corral/admin.token") \
-  CORRAL_CONFIG=$T/no-config.json
+CORRAL_TOKEN=$(cat "$T/corral/admin.token")
+export CORRAL_ADDR=http://127.0.0.1:$CPORT CORRAL_TOKEN CORRAL_CONFIG=$T/no-config.json
 "$CORRAL" slurm install-shims "$T/shims" >/dev/null || cannot_start "install-shims failed"
 for _ in $(seq 1 100); do
   [ "$(PATH=$T/shims:$PATH sinfo -h -N -o '%T' 2>/dev/null)" = idle ] && break
