@@ -18,14 +18,23 @@ function gpus(job) {
 // (the head refreshes them every 5 s), so waiting for the job's next event could show none.
 const ESTIMATE_REFRESH_MS = 5000;
 
+// How far an estimate may be trusted (the job's estimate_confidence): high rests on time limits
+// and known instants, medium on predictions from the owner's own ended jobs, low on little
+// history or other users' jobs. A low one is a rough guess and reads as one.
+function confidence(job) {
+  const c = job.estimate_confidence || "high";
+  return { about: c === "low" ? "about " : "", text: `${c} confidence` };
+}
+
 // When the head expects a pending job to start, and where (its estimate, refreshed every few
-// seconds; none behind runs of unknown length).
+// seconds; none behind runs of unknown length), and how sure that is.
 function expected(job) {
   if (job.state !== "pending" || !(job.estimated_start > 0)) return "";
   const left = job.estimated_start - Date.now();
-  const at = left > 0 ? `in ${duration(left)}` : "now";
+  const c = confidence(job);
+  const at = left > 0 ? `in ${c.about}${duration(left)}` : "now";
   const nodes = (job.estimated_nodes || []).join(", ");
-  return `expected to start ${at}` + (nodes ? ` on ${nodes}` : "");
+  return `expected to start ${at}` + (nodes ? ` on ${nodes}` : "") + ` (${c.text})`;
 }
 
 function reason(job) {

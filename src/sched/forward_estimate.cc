@@ -246,7 +246,7 @@ EstimateConfidence ForwardRun::EndsAt(TimeMs t, bool* victim_ended) {
 
 bool ForwardRun::PassesAt(TimeMs t, EstimateConfidence instant) {
   for (int32_t k = 0; k < std::max(1, options_.max_passes_per_instant); ++k) {
-    if (passes_ >= options_.max_passes || work_ >= kForwardMaxWork) return false;
+    if (passes_ >= options_.max_passes || work_ >= options_.max_work) return false;
     ++passes_;
     Decisions d = fork_.Schedule(t);
     work_ += fork_.GetStats().last_pass_work;

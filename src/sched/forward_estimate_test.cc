@@ -130,6 +130,67 @@ TEST(ForwardStartsTest, PastItsBudgetAJobGetsTheSweepsEstimateAtLowConfidence) {
   }
 }
 
+// One node of 8 GPUs held by a run until one minute; `n` whole-node jobs of one minute each
+// wait in line: the forward run starts one per minute, each after a pass that walks the rest.
+std::unique_ptr<Scheduler> WholeNodeLine(int n) {
+  auto s = std::make_unique<Scheduler>();
+  s->UpsertNode(MakeNode("n1").Gpus(8));
+  s->AddRunning(Running(MakeJob(1).Gpus(8).Limit(kMinute).Submit(0), AllOf("n1"), 0));
+  for (int i = 0; i < n; ++i) s->AddPending(MakeJob(2 + i).Gpus(8).Limit(kMinute).Submit(10 + i));
+  return s;
+}
+
+TEST(ForwardStartsTest, TheDefaultWorkBoundIsTheHeads) {
+  EXPECT_EQ(EstimateOptions{}.max_work, kForwardMaxWork);
+}
+
+// The work bound alone (passes to spare): the jobs the forward run started before it give
+// their exact starts (high), the rest fall back to the sweep, no earlier than where the run
+// stopped, at low confidence; a bigger bound starts more of them in the run.
+TEST(ForwardStartsTest, PastItsWorkBoundAJobGetsTheSweepsEstimateAtLowConfidence) {
+  const int n = 40;
+  auto s = WholeNodeLine(n);
+  std::unique_ptr<Scheduler> probe = s->Fork();
+  (void)probe->Schedule(1000);
+  const int64_t one_pass = probe->GetStats().last_pass_work;
+  ASSERT_GT(one_pass, 0);
+  EstimateOptions sweep;
+  sweep.method = EstimateMethod::kSweep;
+  auto by_sweep = FwdById(s->EstimateStarts(1000, sweep));
+  int64_t started_in_run_before = -1;
+  for (int64_t passes_of_work : {1, 10, 30}) {
+    EstimateOptions bounded;
+    bounded.max_passes = 100'000;
+    bounded.max_work = passes_of_work * one_pass;
+    auto e = FwdById(s->EstimateStarts(1000, bounded));
+    ASSERT_EQ(e.size(), static_cast<size_t>(n)) << passes_of_work;
+    int64_t high = 0;
+    TimeMs last_high = 0;
+    for (JobId id = 2; id < 2 + n; ++id) {
+      const StartEstimate& est = e[id];
+      if (est.confidence == EstimateConfidence::kHigh) {
+        EXPECT_EQ(high, id - 2) << "the run's starts are a prefix of the line: job " << id;
+        EXPECT_EQ(est.start, (id - 1) * kMinute) << "job " << id;
+        ++high;
+        last_high = est.start;
+        continue;
+      }
+      EXPECT_EQ(est.confidence, EstimateConfidence::kLow) << "job " << id;
+      EXPECT_GE(est.start, last_high) << "job " << id;
+      // In this line the sweep's starts are exact too, and no earlier than where the run stopped.
+      EXPECT_EQ(est.start, by_sweep[id].start) << "job " << id;
+    }
+    EXPECT_LT(high, n) << passes_of_work << " passes of work cannot start all " << n;
+    EXPECT_GT(high, started_in_run_before) << passes_of_work << " passes of work";
+    started_in_run_before = high;
+  }
+  // The default bound: every job of the line starts in the run.
+  for (const auto& [id, est] : FwdById(s->EstimateStarts(1000))) {
+    EXPECT_EQ(est.confidence, EstimateConfidence::kHigh) << id;
+    EXPECT_EQ(est.start, (id - 1) * kMinute) << id;
+  }
+}
+
 TEST(ForwardStartsTest, StopsOnceTheWatchedJobsHaveStarted) {
   auto s = Busy();
   EstimateOptions watch;

@@ -384,6 +384,13 @@ enum class EstimateMethod {
   kSweep,
 };
 
+// ForwardStarts' default bound on the work of its passes (EstimateOptions::max_work): the
+// scheduler's unit, max_work_per_pass (a node examined, a pending job visited, a run considered
+// as a victim). Passes after ends visit few jobs and nodes, so it seldom binds before
+// max_passes (on Philly at 512 GPUs it cut a few of 4,113 estimates short); it caps a pass that
+// walks a huge queue.
+inline constexpr int64_t kForwardMaxWork = 1'000'000;
+
 struct EstimateOptions {
   // Runs and pending jobs last their predicted remaining time where it is known and shorter
   // than their time limit; off: time limits only (unknown without one).
@@ -396,6 +403,9 @@ struct EstimateOptions {
   // kForward: the most passes it runs. Past them the jobs not yet started get the sweep's
   // estimate, no earlier than the instant the forward run reached, at low confidence.
   int64_t max_passes = 256;
+  // kForward: the most work its passes do in all (kForwardMaxWork), a bound on its CPU that
+  // holds whatever the passes find to do; past it as past max_passes.
+  int64_t max_work = kForwardMaxWork;
   // kForward: the most passes at one instant (a pass places, a victim ends, the next places
   // the job it made room for, ...).
   int32_t max_passes_per_instant = 4;

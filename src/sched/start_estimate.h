@@ -133,16 +133,11 @@ EstimatedLeft PendingLeft(const SchedulerConfig& cfg, const PendingJob& j, bool 
 // ending no surer than its start; an idle step: kMedium), and kMedium at best where a victim
 // ended at the instant (the grace and the requeue are modelled).
 //
-// Bound: options.max_passes passes in all, and kForwardMaxWork. Jobs not started by then get the
-// sweep's estimate (EstimateFromState), no earlier than the instant reached, at kLow; jobs that
-// cannot start once nothing is left to end get none. Stops early once options.stop_when_started (or
-// every pending job) has started. Cost: a copy of the state plus up to max_passes passes.
-//
-// ForwardStarts' second bound, on the work of its passes (the scheduler's unit, max_work_per_pass:
-// a node examined, a pending job visited, a run considered as a victim). Passes after ends
-// visit few jobs and nodes, so it seldom binds before max_passes (on Philly at 512 GPUs it cut
-// a few of 4,113 estimates short); it caps a pass that walks a huge queue.
-inline constexpr int64_t kForwardMaxWork = 1'000'000;
+// Bound: options.max_passes passes in all, and options.max_work (kForwardMaxWork, scheduler.h)
+// work units of those passes. Jobs not started by then get the sweep's estimate
+// (EstimateFromState), no earlier than the instant reached, at kLow; jobs that cannot start once
+// nothing is left to end get none. Stops early once options.stop_when_started (or every pending
+// job) has started. Cost: a copy of the state plus up to max_passes passes.
 // Above this many pending jobs the head estimates by the sweep alone (HeadCore::EstimateStarts):
 // the fork and its passes cost seconds of CPU at 100,000 (docs/benchmarks.md), too much for a
 // refresh every few seconds on the core's one thread.

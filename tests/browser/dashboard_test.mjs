@@ -78,8 +78,32 @@ try {
   await page.waitForFunction(() => document.querySelector("#gpus-busy .value")?.textContent === "1", WAIT);
   await page.screenshot({ path: `${shots}/dashboard-cluster.png` });
 
+  step("a job waiting behind a run predicted from one ended job is told a rough time, and that it is");
+  // One ended "probe" job is all the history there is: the 4-GPU run without a limit ends when
+  // that predicts, at low confidence, and the job behind it (no 4 GPUs free elsewhere) says so.
+  await page.click('nav a[href="#/jobs"]');
+  const probe = corral("submit", "--parsable", "--name", "probe", "--gpus", "1", "--", "sleep", "2");
+  await page.waitForFunction((id) => document.querySelector(`tr[data-job="${id}"] .badge`)?.textContent === "succeeded",
+    { timeout: 20000 }, probe);
+  const blocker = corral("submit", "--parsable", "--name", "probe", "--gpus", "4", "--", "sleep", "300");
+  await page.waitForFunction((id) => document.querySelector(`tr[data-job="${id}"] .badge`)?.textContent === "running",
+    WAIT, blocker);
+  const behind = corral("submit", "--parsable", "--name", "probe", "--gpus", "4", "--", "sleep", "300");
+  await page.waitForFunction((id) => {
+    const cell = document.querySelector(`tr[data-job="${id}"] .reason`);
+    return cell && /expected to start in about [0-9ms]+ on node\d \(low confidence\)/.test(cell.textContent);
+  }, { timeout: 20000 }, behind);
+  await page.screenshot({ path: `${shots}/dashboard-low-confidence.png` });
+  corral("cancel", behind);
+  corral("cancel", blocker);
+  for (const id of [behind, blocker]) {
+    await page.waitForFunction((id) => document.querySelector(`tr[data-job="${id}"] .badge`)?.textContent === "cancelled",
+      WAIT, id);
+  }
+
   step("queue train (quota 2) borrows 2 GPUs and has a job pending, with when it should start");
-  // Runs with a time limit end by then at the latest: the pending job gets an estimate.
+  // Runs with a time limit end by then at the latest: the pending job gets an estimate, as sure
+  // as the limits it rests on.
   const train = ["--queue", "train", "--time-limit", "10m", "--", "sleep", "60"];
   corral("submit", "--gpus", "2", ...train);
   corral("submit", "--gpus", "2", ...train);
@@ -87,7 +111,7 @@ try {
   await page.click('nav a[href="#/jobs"]');
   await page.waitForFunction((id) => {
     const cell = document.querySelector(`tr[data-job="${id}"] .reason`);
-    return cell && /expected to start in (9m|10m)\d\ds on node\d/.test(cell.textContent);
+    return cell && /expected to start in (9m|10m)\d\ds on node\d \(high confidence\)/.test(cell.textContent);
   }, { timeout: 20000 }, waiting);
 
   step("the nodes' GPUs, five held");
