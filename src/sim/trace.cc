@@ -337,243 +337,267 @@ bool ParseDateTime(const std::string& text, int64_t* seconds) {
   return true;
 }
 
-Result<Trace> ParseTrace(const std::string& text, const std::string& source,
-                         const TraceOptions& options) {
-  Lines lines = SplitLines(text);
-  if (lines.rows.empty()) return InvalidArgument(source + ": the trace is empty");
-  const std::string& first = lines.rows.front().second;
-  CORRAL_RETURN_IF_ERROR(RejectAggregates(options.format, first, source));
-  TraceFormat format = options.format == TraceFormat::kAuto ? Detect(first) : options.format;
-  Reader r{source, options, {}};
-  r.trace.format = format;
-  size_t begin = 0;
+namespace {
 
+Status ReadCsvTrace(const std::string& first, const Lines& lines, Reader* r) {
+  const std::string& source = r->source;
+  size_t begin = 0;
+  // job_id,submit_time,duration,num_gpus[,queue][,user]; the header is optional and, when
+  // present, may order the columns differently and add name and time_limit (seconds).
+  std::vector<std::string> h = Split(first, ',');
+  std::map<std::string, int> idx;
+  if (!h.empty() && h[0] == "job_id") {
+    idx = HeaderIndex(h);
+    begin = 1;
+    for (const char* need : {"job_id", "submit_time", "duration", "num_gpus"}) {
+      if (Col(idx, need) < 0) {
+        return InvalidArgument(source + ": the CSV header '" + first + "' lacks column '" + need +
+                               "'; expected job_id,submit_time,duration,num_gpus[,queue]"
+                               "[,user] (or use --format philly|gavel|tiresias|helios|alibaba)");
+      }
+    }
+  } else {
+    idx = {{"job_id", 0},   {"submit_time", 1}, {"duration", 2},
+           {"num_gpus", 3}, {"queue", 4},       {"user", 5}};
+  }
+  for (size_t i = begin; i < lines.rows.size(); ++i) {
+    const auto& [line, l] = lines.rows[i];
+    std::vector<std::string> f = Split(l, ',');
+    ++r->trace.rows;
+    if (f.size() < 4) {
+      r->Bad(line, "has " + std::to_string(f.size()) +
+                       " field(s); expected job_id,submit_time,duration,num_gpus[,queue][,user]");
+      continue;
+    }
+    if (r->Add(line, Field(f, Col(idx, "job_id")), Field(f, Col(idx, "submit_time")),
+               Field(f, Col(idx, "duration")), Field(f, Col(idx, "num_gpus")),
+               Field(f, Col(idx, "queue")), Field(f, Col(idx, "user")), 1.0)) {
+      r->SetExtras(line, Field(f, Col(idx, "name")), Field(f, Col(idx, "time_limit")));
+    }
+  }
+  return Status::Ok();
+}
+
+Status ReadPhillyTrace(const std::string& first, const Lines& lines, Reader* r) {
+  const std::string& source = r->source;
+  // timestamp,duration,num_gpus,gpu_time,cluster (pollux's philly.csv); no job id.
+  if (!StartsWith(first, "timestamp,")) {
+    return InvalidArgument(source +
+                           ": a Philly trace starts with the header "
+                           "'timestamp,duration,num_gpus,gpu_time,cluster', not '" +
+                           first + "'");
+  }
+  for (size_t i = 1; i < lines.rows.size(); ++i) {
+    const auto& [line, l] = lines.rows[i];
+    std::vector<std::string> f = Split(l, ',');
+    ++r->trace.rows;
+    if (f.size() != 5) {
+      r->Bad(line, "has " + std::to_string(f.size()) +
+                       " field(s); expected 5: timestamp,duration,num_gpus,gpu_time,cluster");
+      continue;
+    }
+    int64_t sec = 0;
+    if (!ParseDateTime(f[0], &sec)) {
+      r->Bad(line, "timestamp '" + f[0] + "' is not 'YYYY-MM-DD HH:MM:SS'");
+      continue;
+    }
+    r->Add(line, "", std::to_string(sec), f[1], f[2], f[4], "", 1.0);
+  }
+  return Status::Ok();
+}
+
+Status ReadPhillyUsersTrace(const std::string& first, const Lines& lines, Reader* r) {
+  const std::string& source = r->source;
+  // u_id,user,gpu_num,cpu_num,node_num,interval,run_time,wall_time,new_status (the JSSPP'24
+  // slice of Philly with user ids): a job is submitted `interval` seconds after the row
+  // before it. One queue; the user is "u<user>".
+  const std::string header =
+      "u_id,user,gpu_num,cpu_num,node_num,interval,run_time,wall_time,new_status";
+  if (!StartsWith(first, "u_id,")) {
+    return InvalidArgument(source + ": a philly-users trace starts with the header '" + header +
+                           "', not '" + first + "'");
+  }
+  double submit = 0;
+  for (size_t i = 1; i < lines.rows.size(); ++i) {
+    const auto& [line, l] = lines.rows[i];
+    std::vector<std::string> f = Split(l, ',');
+    ++r->trace.rows;
+    double interval = 0;
+    if (f.size() != 9) {
+      r->Bad(line, "has " + std::to_string(f.size()) + " field(s); expected 9: " + header);
+      continue;
+    }
+    if (!ParseDouble(f[5], &interval) || interval < 0 || !(interval < 1e9)) {
+      r->Bad(line, "interval '" + f[5] + "' is not a non-negative number of seconds");
+      continue;
+    }
+    if (f[1].empty()) {
+      r->Bad(line, "user is empty");
+      continue;
+    }
+    submit += interval;
+    std::ostringstream at;
+    at.precision(17);
+    at << submit;
+    r->Add(line, f[0], at.str(), f[6], f[2], "", "u" + f[1], 1.0);
+  }
+  return Status::Ok();
+}
+
+Status ReadGavelTrace(const std::string& /*first*/, const Lines& lines, Reader* r) {
+  const std::string& source = r->source;
+  // Tab-separated. 7 fields (msr traces): job_type, command, num_steps_arg,
+  // needs_data_dir, total_steps, arrival_time_s, scale_factor. 10 fields (current
+  // format): job_type, command, working_directory, num_steps_arg, needs_data_dir,
+  // total_steps, scale_factor, priority_weight, SLO, arrival_time. The file's stem (the
+  // Philly VC for msr traces) is the queue.
+  if (!(r->options.gavel_steps_per_second > 0)) {
+    return InvalidArgument("--gavel-steps-per-second must be > 0");
+  }
+  std::string queue = Stem(source);
+  for (const auto& [line, l] : lines.rows) {
+    std::vector<std::string> f = Split(l, '\t');
+    ++r->trace.rows;
+    std::string steps, arrival, gpus;
+    if (f.size() == 7) {
+      steps = f[4], arrival = f[5], gpus = f[6];
+    } else if (f.size() == 10) {
+      steps = f[5], gpus = f[6], arrival = f[9];
+    } else {
+      r->Bad(line, "has " + std::to_string(f.size()) +
+                       " tab-separated field(s); a Gavel trace row has 7 or 10");
+      continue;
+    }
+    r->Add(line, "", arrival, steps, gpus, queue, "", 1.0 / r->options.gavel_steps_per_second);
+  }
+  return Status::Ok();
+}
+
+Status ReadTiresiasTrace(const std::string& first, const Lines& lines, Reader* r) {
+  const std::string& source = r->source;
+  // job_id,num_gpu,submit_time,iterations,model_name,duration,interval
+  std::map<std::string, int> idx = HeaderIndex(Split(first, ','));
+  for (const char* need : {"job_id", "num_gpu", "submit_time", "duration"}) {
+    if (Col(idx, need) < 0) {
+      return InvalidArgument(source + ": the Tiresias header '" + first + "' lacks column '" +
+                             need + "'");
+    }
+  }
+  for (size_t i = 1; i < lines.rows.size(); ++i) {
+    const auto& [line, l] = lines.rows[i];
+    std::vector<std::string> f = Split(l, ',');
+    ++r->trace.rows;
+    if (f.size() < idx.size()) {
+      r->Bad(line, "has " + std::to_string(f.size()) + " field(s); the header has " +
+                       std::to_string(idx.size()));
+      continue;
+    }
+    r->Add(line, Field(f, Col(idx, "job_id")), Field(f, Col(idx, "submit_time")),
+           Field(f, Col(idx, "duration")), Field(f, Col(idx, "num_gpu")), "", "", 1.0);
+  }
+  return Status::Ok();
+}
+
+Status ReadHeliosTrace(const std::string& first, const Lines& lines, Reader* r) {
+  const std::string& source = r->source;
+  // HeliosData cluster_log.csv: job_id,user,vc,jobname,gpu_num,cpu_num,node_num,state,
+  // submit_time,start_time,end_time,duration,queue. CPU-only jobs are skipped.
+  std::map<std::string, int> idx = HeaderIndex(Split(first, ','));
+  for (const char* need : {"job_id", "gpu_num", "submit_time", "duration"}) {
+    if (Col(idx, need) < 0) {
+      return InvalidArgument(source +
+                             ": a Helios job log has a header with job_id, "
+                             "gpu_num, submit_time and duration; '" +
+                             first + "' lacks '" + need +
+                             "' (only Helios aggregates are available in "
+                             "shared/traces/helios-aggregates, and they cannot be replayed)");
+    }
+  }
+  for (size_t i = 1; i < lines.rows.size(); ++i) {
+    const auto& [line, l] = lines.rows[i];
+    std::vector<std::string> f = Split(l, ',');
+    ++r->trace.rows;
+    if (f.size() < idx.size()) {
+      r->Bad(line, "has " + std::to_string(f.size()) + " field(s); the header has " +
+                       std::to_string(idx.size()));
+      continue;
+    }
+    if (Field(f, Col(idx, "gpu_num")) == "0") continue;  // a CPU job
+    if (r->Add(line, Field(f, Col(idx, "job_id")), Field(f, Col(idx, "submit_time")),
+               Field(f, Col(idx, "duration")), Field(f, Col(idx, "gpu_num")),
+               Field(f, Col(idx, "vc")), Field(f, Col(idx, "user")), 1.0)) {
+      r->SetExtras(line, Field(f, Col(idx, "jobname")), "");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ReadAlibabaTrace(const std::string& first, const Lines& lines, Reader* r) {
+  size_t begin = 0;
+  // pai_task_table (no header upstream): job_name,task_name,inst_num,status,start_time,
+  // end_time,plan_cpu,plan_mem,plan_gpu,gpu_type. plan_gpu is percent of one GPU per
+  // instance; one task is one job of ceil(inst_num * plan_gpu / 100) GPUs, submitted at
+  // start_time (the task table has no submit time). Tasks without GPUs are skipped.
+  if (StartsWith(first, "job_name,")) begin = 1;
+  for (size_t i = begin; i < lines.rows.size(); ++i) {
+    const auto& [line, l] = lines.rows[i];
+    std::vector<std::string> f = Split(l, ',');
+    ++r->trace.rows;
+    if (f.size() != 10) {
+      r->Bad(line, "has " + std::to_string(f.size()) +
+                       " field(s); a pai_task_table row has 10: job_name,task_name,inst_num,"
+                       "status,start_time,end_time,plan_cpu,plan_mem,plan_gpu,gpu_type");
+      continue;
+    }
+    double inst = 0, plan = 0, start = 0, end = 0;
+    if (f[8].empty() || (ParseDouble(f[8], &plan) && plan == 0)) continue;  // CPU task
+    if (!ParseDouble(f[2], &inst) || inst <= 0 || !ParseDouble(f[8], &plan) || plan < 0 ||
+        !ParseDouble(f[4], &start) || !ParseDouble(f[5], &end) || end < start) {
+      r->Bad(line, "inst_num, plan_gpu, start_time or end_time is missing or inconsistent");
+      continue;
+    }
+    const double want = std::ceil(inst * plan / 100.0 - 1e-9);
+    if (!(want <= 1e6)) {  // a cast of a larger (or NaN) double is undefined (fuzz_trace)
+      r->Bad(line, "inst_num x plan_gpu asks for more than a million GPUs");
+      continue;
+    }
+    int64_t gpus = static_cast<int64_t>(want);
+    std::ostringstream dur;
+    dur.precision(17);
+    dur << (end - start);
+    r->Add(line, f[0] + "/" + f[1], f[4], dur.str(), std::to_string(gpus), "", "", 1.0);
+  }
+  return Status::Ok();
+}
+
+// The rows of a trace in `format` into r's trace (bad rows noted there); a header that does
+// not fit the format is an error.
+Status ReadTraceRows(TraceFormat format, const std::string& first, const Lines& lines, Reader* r) {
   switch (format) {
     case TraceFormat::kAuto:
-    case TraceFormat::kCsv: {
-      // job_id,submit_time,duration,num_gpus[,queue][,user]; the header is optional and, when
-      // present, may order the columns differently and add name and time_limit (seconds).
-      std::vector<std::string> h = Split(first, ',');
-      std::map<std::string, int> idx;
-      if (!h.empty() && h[0] == "job_id") {
-        idx = HeaderIndex(h);
-        begin = 1;
-        for (const char* need : {"job_id", "submit_time", "duration", "num_gpus"}) {
-          if (Col(idx, need) < 0) {
-            return InvalidArgument(
-                source + ": the CSV header '" + first + "' lacks column '" + need +
-                "'; expected job_id,submit_time,duration,num_gpus[,queue]"
-                "[,user] (or use --format philly|gavel|tiresias|helios|alibaba)");
-          }
-        }
-      } else {
-        idx = {{"job_id", 0},   {"submit_time", 1}, {"duration", 2},
-               {"num_gpus", 3}, {"queue", 4},       {"user", 5}};
-      }
-      for (size_t i = begin; i < lines.rows.size(); ++i) {
-        const auto& [line, l] = lines.rows[i];
-        std::vector<std::string> f = Split(l, ',');
-        ++r.trace.rows;
-        if (f.size() < 4) {
-          r.Bad(line,
-                "has " + std::to_string(f.size()) +
-                    " field(s); expected job_id,submit_time,duration,num_gpus[,queue][,user]");
-          continue;
-        }
-        if (r.Add(line, Field(f, Col(idx, "job_id")), Field(f, Col(idx, "submit_time")),
-                  Field(f, Col(idx, "duration")), Field(f, Col(idx, "num_gpus")),
-                  Field(f, Col(idx, "queue")), Field(f, Col(idx, "user")), 1.0)) {
-          r.SetExtras(line, Field(f, Col(idx, "name")), Field(f, Col(idx, "time_limit")));
-        }
-      }
-      break;
-    }
-    case TraceFormat::kPhilly: {
-      // timestamp,duration,num_gpus,gpu_time,cluster (pollux's philly.csv); no job id.
-      if (!StartsWith(first, "timestamp,")) {
-        return InvalidArgument(source +
-                               ": a Philly trace starts with the header "
-                               "'timestamp,duration,num_gpus,gpu_time,cluster', not '" +
-                               first + "'");
-      }
-      for (size_t i = 1; i < lines.rows.size(); ++i) {
-        const auto& [line, l] = lines.rows[i];
-        std::vector<std::string> f = Split(l, ',');
-        ++r.trace.rows;
-        if (f.size() != 5) {
-          r.Bad(line, "has " + std::to_string(f.size()) +
-                          " field(s); expected 5: timestamp,duration,num_gpus,gpu_time,cluster");
-          continue;
-        }
-        int64_t sec = 0;
-        if (!ParseDateTime(f[0], &sec)) {
-          r.Bad(line, "timestamp '" + f[0] + "' is not 'YYYY-MM-DD HH:MM:SS'");
-          continue;
-        }
-        r.Add(line, "", std::to_string(sec), f[1], f[2], f[4], "", 1.0);
-      }
-      break;
-    }
-    case TraceFormat::kPhillyUsers: {
-      // u_id,user,gpu_num,cpu_num,node_num,interval,run_time,wall_time,new_status (the JSSPP'24
-      // slice of Philly with user ids): a job is submitted `interval` seconds after the row
-      // before it. One queue; the user is "u<user>".
-      const std::string header =
-          "u_id,user,gpu_num,cpu_num,node_num,interval,run_time,wall_time,new_status";
-      if (!StartsWith(first, "u_id,")) {
-        return InvalidArgument(source + ": a philly-users trace starts with the header '" + header +
-                               "', not '" + first + "'");
-      }
-      double submit = 0;
-      for (size_t i = 1; i < lines.rows.size(); ++i) {
-        const auto& [line, l] = lines.rows[i];
-        std::vector<std::string> f = Split(l, ',');
-        ++r.trace.rows;
-        double interval = 0;
-        if (f.size() != 9) {
-          r.Bad(line, "has " + std::to_string(f.size()) + " field(s); expected 9: " + header);
-          continue;
-        }
-        if (!ParseDouble(f[5], &interval) || interval < 0 || !(interval < 1e9)) {
-          r.Bad(line, "interval '" + f[5] + "' is not a non-negative number of seconds");
-          continue;
-        }
-        if (f[1].empty()) {
-          r.Bad(line, "user is empty");
-          continue;
-        }
-        submit += interval;
-        std::ostringstream at;
-        at.precision(17);
-        at << submit;
-        r.Add(line, f[0], at.str(), f[6], f[2], "", "u" + f[1], 1.0);
-      }
-      break;
-    }
-    case TraceFormat::kGavel: {
-      // Tab-separated. 7 fields (msr traces): job_type, command, num_steps_arg,
-      // needs_data_dir, total_steps, arrival_time_s, scale_factor. 10 fields (current
-      // format): job_type, command, working_directory, num_steps_arg, needs_data_dir,
-      // total_steps, scale_factor, priority_weight, SLO, arrival_time. The file's stem (the
-      // Philly VC for msr traces) is the queue.
-      if (!(options.gavel_steps_per_second > 0)) {
-        return InvalidArgument("--gavel-steps-per-second must be > 0");
-      }
-      std::string queue = Stem(source);
-      for (const auto& [line, l] : lines.rows) {
-        std::vector<std::string> f = Split(l, '\t');
-        ++r.trace.rows;
-        std::string steps, arrival, gpus;
-        if (f.size() == 7) {
-          steps = f[4], arrival = f[5], gpus = f[6];
-        } else if (f.size() == 10) {
-          steps = f[5], gpus = f[6], arrival = f[9];
-        } else {
-          r.Bad(line, "has " + std::to_string(f.size()) +
-                          " tab-separated field(s); a Gavel trace row has 7 or 10");
-          continue;
-        }
-        r.Add(line, "", arrival, steps, gpus, queue, "", 1.0 / options.gavel_steps_per_second);
-      }
-      break;
-    }
-    case TraceFormat::kTiresias: {
-      // job_id,num_gpu,submit_time,iterations,model_name,duration,interval
-      std::map<std::string, int> idx = HeaderIndex(Split(first, ','));
-      for (const char* need : {"job_id", "num_gpu", "submit_time", "duration"}) {
-        if (Col(idx, need) < 0) {
-          return InvalidArgument(source + ": the Tiresias header '" + first + "' lacks column '" +
-                                 need + "'");
-        }
-      }
-      for (size_t i = 1; i < lines.rows.size(); ++i) {
-        const auto& [line, l] = lines.rows[i];
-        std::vector<std::string> f = Split(l, ',');
-        ++r.trace.rows;
-        if (f.size() < idx.size()) {
-          r.Bad(line, "has " + std::to_string(f.size()) + " field(s); the header has " +
-                          std::to_string(idx.size()));
-          continue;
-        }
-        r.Add(line, Field(f, Col(idx, "job_id")), Field(f, Col(idx, "submit_time")),
-              Field(f, Col(idx, "duration")), Field(f, Col(idx, "num_gpu")), "", "", 1.0);
-      }
-      break;
-    }
-    case TraceFormat::kHelios: {
-      // HeliosData cluster_log.csv: job_id,user,vc,jobname,gpu_num,cpu_num,node_num,state,
-      // submit_time,start_time,end_time,duration,queue. CPU-only jobs are skipped.
-      std::map<std::string, int> idx = HeaderIndex(Split(first, ','));
-      for (const char* need : {"job_id", "gpu_num", "submit_time", "duration"}) {
-        if (Col(idx, need) < 0) {
-          return InvalidArgument(source +
-                                 ": a Helios job log has a header with job_id, "
-                                 "gpu_num, submit_time and duration; '" +
-                                 first + "' lacks '" + need +
-                                 "' (only Helios aggregates are available in "
-                                 "shared/traces/helios-aggregates, and they cannot be replayed)");
-        }
-      }
-      for (size_t i = 1; i < lines.rows.size(); ++i) {
-        const auto& [line, l] = lines.rows[i];
-        std::vector<std::string> f = Split(l, ',');
-        ++r.trace.rows;
-        if (f.size() < idx.size()) {
-          r.Bad(line, "has " + std::to_string(f.size()) + " field(s); the header has " +
-                          std::to_string(idx.size()));
-          continue;
-        }
-        if (Field(f, Col(idx, "gpu_num")) == "0") continue;  // a CPU job
-        if (r.Add(line, Field(f, Col(idx, "job_id")), Field(f, Col(idx, "submit_time")),
-                  Field(f, Col(idx, "duration")), Field(f, Col(idx, "gpu_num")),
-                  Field(f, Col(idx, "vc")), Field(f, Col(idx, "user")), 1.0)) {
-          r.SetExtras(line, Field(f, Col(idx, "jobname")), "");
-        }
-      }
-      break;
-    }
-    case TraceFormat::kAlibaba: {
-      // pai_task_table (no header upstream): job_name,task_name,inst_num,status,start_time,
-      // end_time,plan_cpu,plan_mem,plan_gpu,gpu_type. plan_gpu is percent of one GPU per
-      // instance; one task is one job of ceil(inst_num * plan_gpu / 100) GPUs, submitted at
-      // start_time (the task table has no submit time). Tasks without GPUs are skipped.
-      if (StartsWith(first, "job_name,")) begin = 1;
-      for (size_t i = begin; i < lines.rows.size(); ++i) {
-        const auto& [line, l] = lines.rows[i];
-        std::vector<std::string> f = Split(l, ',');
-        ++r.trace.rows;
-        if (f.size() != 10) {
-          r.Bad(line, "has " + std::to_string(f.size()) +
-                          " field(s); a pai_task_table row has 10: job_name,task_name,inst_num,"
-                          "status,start_time,end_time,plan_cpu,plan_mem,plan_gpu,gpu_type");
-          continue;
-        }
-        double inst = 0, plan = 0, start = 0, end = 0;
-        if (f[8].empty() || (ParseDouble(f[8], &plan) && plan == 0)) continue;  // CPU task
-        if (!ParseDouble(f[2], &inst) || inst <= 0 || !ParseDouble(f[8], &plan) || plan < 0 ||
-            !ParseDouble(f[4], &start) || !ParseDouble(f[5], &end) || end < start) {
-          r.Bad(line, "inst_num, plan_gpu, start_time or end_time is missing or inconsistent");
-          continue;
-        }
-        const double want = std::ceil(inst * plan / 100.0 - 1e-9);
-        if (!(want <= 1e6)) {  // a cast of a larger (or NaN) double is undefined (fuzz_trace)
-          r.Bad(line, "inst_num x plan_gpu asks for more than a million GPUs");
-          continue;
-        }
-        int64_t gpus = static_cast<int64_t>(want);
-        std::ostringstream dur;
-        dur.precision(17);
-        dur << (end - start);
-        r.Add(line, f[0] + "/" + f[1], f[4], dur.str(), std::to_string(gpus), "", "", 1.0);
-      }
-      break;
-    }
+    case TraceFormat::kCsv:
+      return ReadCsvTrace(first, lines, r);
+    case TraceFormat::kPhilly:
+      return ReadPhillyTrace(first, lines, r);
+    case TraceFormat::kPhillyUsers:
+      return ReadPhillyUsersTrace(first, lines, r);
+    case TraceFormat::kGavel:
+      return ReadGavelTrace(first, lines, r);
+    case TraceFormat::kTiresias:
+      return ReadTiresiasTrace(first, lines, r);
+    case TraceFormat::kHelios:
+      return ReadHeliosTrace(first, lines, r);
+    case TraceFormat::kAlibaba:
+      return ReadAlibabaTrace(first, lines, r);
     case TraceFormat::kOpenb:
-      CORRAL_RETURN_IF_ERROR(ReadOpenb(first, lines, &r));
-      break;
+      return ReadOpenb(first, lines, r);
   }
+  return Status::Ok();
+}
 
-  Trace& t = r.trace;
+// Too many bad rows, or no GPU job, is an error; else the jobs in submit order, from time 0.
+Result<Trace> FinishTrace(Trace t, TraceFormat format, const std::string& source,
+                          const TraceOptions& options) {
   if (t.rows == 0) return InvalidArgument(source + ": the trace has a header but no rows");
   if (static_cast<double>(t.bad.size()) > options.max_bad_fraction * static_cast<double>(t.rows)) {
     std::string msg = source + ": " + std::to_string(t.bad.size()) + " of " +
@@ -594,7 +618,22 @@ Result<Trace> ParseTrace(const std::string& text, const std::string& source,
     j.epoch_ms = j.submit_ms;
     j.submit_ms -= t0;
   }
-  return std::move(r.trace);
+  return t;
+}
+
+}  // namespace
+
+Result<Trace> ParseTrace(const std::string& text, const std::string& source,
+                         const TraceOptions& options) {
+  Lines lines = SplitLines(text);
+  if (lines.rows.empty()) return InvalidArgument(source + ": the trace is empty");
+  const std::string& first = lines.rows.front().second;
+  CORRAL_RETURN_IF_ERROR(RejectAggregates(options.format, first, source));
+  TraceFormat format = options.format == TraceFormat::kAuto ? Detect(first) : options.format;
+  Reader r{source, options, {}};
+  r.trace.format = format;
+  CORRAL_RETURN_IF_ERROR(ReadTraceRows(format, first, lines, &r));
+  return FinishTrace(std::move(r.trace), format, source, options);
 }
 
 int64_t InferJobNames(std::vector<TraceJob>* jobs, DurationMs window) {
