@@ -100,146 +100,205 @@ EstimatedLeft PendingLeft(const SchedulerConfig& cfg, const PendingJob& j, bool 
           left.confidence};
 }
 
-std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
-                                             const EstimateOptions& options) {
-  std::vector<EstimateNode> nodes;
-  std::vector<int32_t> index_of_slot(st.model.slot_count(), -1);
-  for (int32_t s = 0; s < st.model.slot_count(); ++s) {
-    const NodeSlot& n = st.model.slot(s);
-    if (!n.live || !n.info.schedulable) continue;
-    index_of_slot[s] = static_cast<int32_t>(nodes.size());
-    nodes.push_back({n.info.name, n.common_model, n.free_gpus});
+namespace {
+
+// The sweep's input, made from the scheduler's state a step at a time: the nodes and their
+// free GPUs, the releases of reserved nodes and of running runs, and the pending jobs in pass
+// order.
+class SweepInput {
+ public:
+  SweepInput(SchedState& st, TimeMs now, const EstimateOptions& options)
+      : st_(st),
+        cfg_(st.config),
+        now_(now),
+        options_(options),
+        // Preemption: kCorral's LAS victims inside a queue and priority (rank class), ranked by
+        // the level below which they may be displaced; kSrtf and kLas by key, one class.
+        corral_las_(cfg_.preemption && cfg_.policy == OrderPolicy::kCorral &&
+                    cfg_.corral.las_within_queue && !cfg_.las_thresholds_gpu_ms.empty()),
+        baseline_(cfg_.preemption && IsPreemptive(cfg_.policy) &&
+                  cfg_.policy != OrderPolicy::kCorral),
+        // Built once: a list per running job would be an allocation each, at every estimate.
+        with_history_(LasThresholdsWithHistory(cfg_)) {}
+
+  std::vector<StartEstimate> Estimate() {
+    AddNodes();
+    HoldReservedNodes();
+    for (const auto& [id, r] : st_.running) AddRunning(r);
+    AddPending();
+    std::vector<StartEstimate> out =
+        SweepStarts(nodes_, releases_, jobs_, now_, runs_, /*not_now=*/!st_.changed_since_pass);
+    for (StartEstimate& e : in_reservations_) out.push_back(std::move(e));
+    return out;
   }
-  std::vector<EstimateRelease> releases;
+
+ private:
+  void AddNodes() {
+    index_of_slot_.assign(st_.model.slot_count(), -1);
+    for (int32_t s = 0; s < st_.model.slot_count(); ++s) {
+      const NodeSlot& n = st_.model.slot(s);
+      if (!n.live || !n.info.schedulable) continue;
+      index_of_slot_[s] = static_cast<int32_t>(nodes_.size());
+      nodes_.push_back({n.info.name, n.common_model, n.free_gpus});
+    }
+  }
+
   // A node of an admin reservation not over yet gives no GPU before the reservation ends: an
   // upper bound (jobs that would end before it starts may still backfill there).
-  std::vector<TimeMs> reserved_until(nodes.size(), kUnknownTime);
-  for (const auto& [name, r] : st.node_reservations) {
-    if (r.end <= now) continue;
-    for (const std::string& node : r.nodes) {
-      int32_t slot = st.model.Find(node);
-      if (slot < 0 || index_of_slot[slot] < 0) continue;
-      int32_t i = index_of_slot[slot];
-      TimeMs& until = reserved_until[i];
-      until = until == kUnknownTime ? r.end : std::max(until, r.end);
-    }
-  }
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (reserved_until[i] == kUnknownTime) continue;
-    if (nodes[i].free_gpus > 0) {
-      releases.push_back({reserved_until[i], static_cast<int32_t>(i), nodes[i].free_gpus});
-    }
-    nodes[i].free_gpus = 0;
-  }
-  // Preemption: kCorral's LAS victims inside a queue and priority (rank class), ranked by the
-  // level below which they may be displaced; kSrtf and kLas by key, one class.
-  const SchedulerConfig& cfg = st.config;
-  const bool corral_las = cfg.preemption && cfg.policy == OrderPolicy::kCorral &&
-                          cfg.corral.las_within_queue && !cfg.las_thresholds_gpu_ms.empty();
-  const bool baseline =
-      cfg.preemption && IsPreemptive(cfg.policy) && cfg.policy != OrderPolicy::kCorral;
-  std::map<std::pair<int32_t, int32_t>, int32_t> class_of;  // (queue, priority)
-  // Built once: a list per running job would be an allocation each, at every estimate.
-  const std::vector<DurationMs> with_history = LasThresholdsWithHistory(cfg);
-  std::vector<EstimateRun> runs;
-  for (const auto& [id, r] : st.running) {
-    int64_t gpus = std::max<int64_t>(1, r.gpus);
-    DurationMs attained = r.job.attained_ms + gpus * std::max<DurationMs>(0, now - r.started_at);
-    EstimateRun run;
-    run.preemptible_at = std::max(now, r.started_at + cfg.min_runtime_before_preempt_ms);
-    if (r.job.preemptible && r.preempted_for == 0 && !r.aged && (corral_las || baseline)) {
-      if (corral_las) {
-        run.rank_class =
-            class_of.try_emplace({r.queue, r.job.priority}, static_cast<int32_t>(class_of.size()))
-                .first->second;
-        RankAsItRuns(HasHistoryLevels(cfg, r.job) ? with_history : cfg.las_thresholds_gpu_ms,
-                     cfg.corral.las_preempt_hysteresis, attained, gpus, now, &run);
-        if (cfg.corral.predict.on && HasPrediction(r.job)) {
-          run.predicted_left_ms =
-              std::max<DurationMs>(1, PredictedRemainingMs(cfg, r.job, attained));
-        }
-      } else {
-        run.rank_class = 0;
-        if (cfg.policy == OrderPolicy::kLas) {
-          RankAsItRuns(cfg.las_thresholds_gpu_ms, 1.0, attained, gpus, now, &run);
-        } else {
-          run.rank = StaticKey(cfg, r.job, attained).a;  // kSrtf: its key only falls
-        }
+  void HoldReservedNodes() {
+    reserved_until_.assign(nodes_.size(), kUnknownTime);
+    for (const auto& [name, r] : st_.node_reservations) {
+      if (r.end <= now_) continue;
+      for (const std::string& node : r.nodes) {
+        int32_t slot = st_.model.Find(node);
+        if (slot < 0 || index_of_slot_[slot] < 0) continue;
+        TimeMs& until = reserved_until_[index_of_slot_[slot]];
+        until = until == kUnknownTime ? r.end : std::max(until, r.end);
       }
     }
-    const int32_t run_index = static_cast<int32_t>(runs.size());
-    runs.push_back(run);
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (reserved_until_[i] == kUnknownTime) continue;
+      if (nodes_[i].free_gpus > 0) {
+        releases_.push_back({reserved_until_[i], static_cast<int32_t>(i), nodes_[i].free_gpus});
+      }
+      nodes_[i].free_gpus = 0;
+    }
+  }
+
+  // How a running run may be displaced, if it may: its rank class and rank.
+  EstimateRun RunAsVictim(const RunEntry& r, DurationMs attained, int64_t gpus) {
+    EstimateRun run;
+    run.preemptible_at = std::max(now_, r.started_at + cfg_.min_runtime_before_preempt_ms);
+    if (!r.job.preemptible || r.preempted_for != 0 || r.aged || !(corral_las_ || baseline_)) {
+      return run;
+    }
+    if (corral_las_) {
+      run.rank_class =
+          class_of_.try_emplace({r.queue, r.job.priority}, static_cast<int32_t>(class_of_.size()))
+              .first->second;
+      RankAsItRuns(HasHistoryLevels(cfg_, r.job) ? with_history_ : cfg_.las_thresholds_gpu_ms,
+                   cfg_.corral.las_preempt_hysteresis, attained, gpus, now_, &run);
+      if (cfg_.corral.predict.on && HasPrediction(r.job)) {
+        run.predicted_left_ms =
+            std::max<DurationMs>(1, PredictedRemainingMs(cfg_, r.job, attained));
+      }
+    } else {
+      run.rank_class = 0;
+      if (cfg_.policy == OrderPolicy::kLas) {
+        RankAsItRuns(cfg_.las_thresholds_gpu_ms, 1.0, attained, gpus, now_, &run);
+      } else {
+        run.rank = StaticKey(cfg_, r.job, attained).a;  // kSrtf: its key only falls
+      }
+    }
+    return run;
+  }
+
+  // A running run, and the GPUs it releases on each of its nodes when it is expected to end.
+  void AddRunning(const RunEntry& r) {
+    int64_t gpus = std::max<int64_t>(1, r.gpus);
+    DurationMs attained = r.job.attained_ms + gpus * std::max<DurationMs>(0, now_ - r.started_at);
+    const int32_t run_index = static_cast<int32_t>(runs_.size());
+    runs_.push_back(RunAsVictim(r, attained, gpus));
     DurationMs limit_left = r.expected_end == kUnknownTime
                                 ? kUnknownTime
-                                : std::max<DurationMs>(0, r.expected_end - now);
-    const Left left = Remaining(st.config, r.job, attained, limit_left, options.use_predictions);
-    TimeMs end = left.ms == kUnknownTime ? kUnknownTime : now + left.ms;
-    const std::vector<int32_t>& slots = st.SlotsOf(r);
+                                : std::max<DurationMs>(0, r.expected_end - now_);
+    const Left left = Remaining(cfg_, r.job, attained, limit_left, options_.use_predictions);
+    TimeMs end = left.ms == kUnknownTime ? kUnknownTime : now_ + left.ms;
+    const std::vector<int32_t>& slots = st_.SlotsOf(r);
     for (size_t k = 0; k < r.placement.size() && k < slots.size(); ++k) {
       int32_t slot = slots[k];
-      if (slot < 0 || index_of_slot[slot] < 0) continue;
+      if (slot < 0 || index_of_slot_[slot] < 0) continue;
       const ReplicaPlacement& p = r.placement[k];
       int32_t g = p.gpu_milli.empty() ? static_cast<int32_t>(p.gpus.size()) : 0;
-      int32_t i = index_of_slot[slot];
-      const bool reserved = reserved_until[i] != kUnknownTime;
-      TimeMs at = !reserved || end == kUnknownTime ? end : std::max(end, reserved_until[i]);
+      int32_t i = index_of_slot_[slot];
+      const bool reserved = reserved_until_[i] != kUnknownTime;
+      TimeMs at = !reserved || end == kUnknownTime ? end : std::max(end, reserved_until_[i]);
       // Preempting it frees nothing on a reserved node before the reservation ends: that part
       // is no victim's, it is released then.
       if (g > 0) {
         // Held until a reservation's end: that instant is known.
-        releases.push_back({at, i, g, reserved ? -1 : run_index,
-                            at == end ? left.confidence : EstimateConfidence::kHigh});
+        releases_.push_back({at, i, g, reserved ? -1 : run_index,
+                             at == end ? left.confidence : EstimateConfidence::kHigh});
       }
     }
   }
-  std::vector<EstimateJob> jobs;
-  std::vector<StartEstimate> in_reservations;
-  PassOrder order(st.pending, st.queues);
-  while (PendingEntry* e = order.Next()) {
-    const PendingJob& j = e->job;
-    if (!j.reservation.empty()) {
-      // Starts when its reservation does, on its nodes (if it exists and takes jobs).
-      auto r = st.node_reservations.find(j.reservation);
-      StartEstimate est{j.id, kUnknownTime, {}};
-      if (r != st.node_reservations.end() && !r->second.maintenance && r->second.end > now) {
-        est.start = std::max(now, r->second.start);
-        est.nodes = r->second.nodes;
-        std::sort(est.nodes.begin(), est.nodes.end());
-      }
-      in_reservations.push_back(std::move(est));
-    } else if (static_cast<int64_t>(jobs.size()) < options.max_jobs) {
-      DurationMs limit = j.time_limit_ms > 0 ? j.time_limit_ms : kUnknownTime;
-      const Left left = Remaining(st.config, j, j.attained_ms, limit, options.use_predictions);
-      EstimateJob& job = jobs.emplace_back();
-      job = {j.id,
-             j.replicas,
-             GpusPerReplica(j),
-             j.max_replicas_per_node,
-             j.gpu_model,
-             left.ms == kUnknownTime ? 0 : std::max<DurationMs>(1, left.ms)};
-      job.duration_confidence = left.confidence;
-      if (corral_las && MayDisplace(cfg, *e)) {
-        auto c = class_of.find({e->queue, j.priority});
-        if (c != class_of.end()) {
-          job.rank_class = c->second;
-          job.rank = e->key.level;
-          if (cfg.corral.predict.on && HasPrediction(j)) {
-            job.predicted_left_ms = std::max<DurationMs>(1, e->key.pred);
-          }
+
+  // A job waiting for a reservation starts when it does, on its nodes (if it exists and takes
+  // jobs).
+  StartEstimate InReservation(const PendingJob& j) const {
+    auto r = st_.node_reservations.find(j.reservation);
+    StartEstimate est{j.id, kUnknownTime, {}};
+    if (r != st_.node_reservations.end() && !r->second.maintenance && r->second.end > now_) {
+      est.start = std::max(now_, r->second.start);
+      est.nodes = r->second.nodes;
+      std::sort(est.nodes.begin(), est.nodes.end());
+    }
+    return est;
+  }
+
+  EstimateJob JobToPlace(const PendingEntry& e) {
+    const PendingJob& j = e.job;
+    DurationMs limit = j.time_limit_ms > 0 ? j.time_limit_ms : kUnknownTime;
+    const Left left = Remaining(cfg_, j, j.attained_ms, limit, options_.use_predictions);
+    EstimateJob job = {j.id,
+                       j.replicas,
+                       GpusPerReplica(j),
+                       j.max_replicas_per_node,
+                       j.gpu_model,
+                       left.ms == kUnknownTime ? 0 : std::max<DurationMs>(1, left.ms)};
+    job.duration_confidence = left.confidence;
+    if (corral_las_ && MayDisplace(cfg_, e)) {
+      auto c = class_of_.find({e.queue, j.priority});
+      if (c != class_of_.end()) {
+        job.rank_class = c->second;
+        job.rank = e.key.level;
+        if (cfg_.corral.predict.on && HasPrediction(j)) {
+          job.predicted_left_ms = std::max<DurationMs>(1, e.key.pred);
         }
-      } else if (baseline) {
-        job.rank_class = 0;
-        job.rank = e->key.a;
       }
+    } else if (baseline_) {
+      job.rank_class = 0;
+      job.rank = e.key.a;
     }
-    st.pending.HideJob(e);
-    order.Done();
+    return job;
   }
-  st.pending.RestoreAll();
-  std::vector<StartEstimate> out =
-      SweepStarts(nodes, releases, jobs, now, runs, /*not_now=*/!st.changed_since_pass);
-  for (StartEstimate& e : in_reservations) out.push_back(std::move(e));
-  return out;
+
+  // The pending jobs in the pass's order (at most options.max_jobs of them placed).
+  void AddPending() {
+    PassOrder order(st_.pending, st_.queues);
+    while (PendingEntry* e = order.Next()) {
+      if (!e->job.reservation.empty()) {
+        in_reservations_.push_back(InReservation(e->job));
+      } else if (static_cast<int64_t>(jobs_.size()) < options_.max_jobs) {
+        jobs_.push_back(JobToPlace(*e));
+      }
+      st_.pending.HideJob(e);
+      order.Done();
+    }
+    st_.pending.RestoreAll();
+  }
+
+  SchedState& st_;
+  const SchedulerConfig& cfg_;
+  const TimeMs now_;
+  const EstimateOptions& options_;
+  const bool corral_las_, baseline_;
+  const std::vector<DurationMs> with_history_;
+  std::vector<EstimateNode> nodes_;
+  std::vector<int32_t> index_of_slot_;
+  std::vector<TimeMs> reserved_until_;
+  std::vector<EstimateRelease> releases_;
+  std::map<std::pair<int32_t, int32_t>, int32_t> class_of_;  // (queue, priority)
+  std::vector<EstimateRun> runs_;
+  std::vector<EstimateJob> jobs_;
+  std::vector<StartEstimate> in_reservations_;
+};
+
+}  // namespace
+
+std::vector<StartEstimate> EstimateFromState(SchedState& st, TimeMs now,
+                                             const EstimateOptions& options) {
+  return SweepInput(st, now, options).Estimate();
 }
 
 }  // namespace corral::sched
