@@ -67,20 +67,15 @@ Status Err(int64_t line, const std::string& what) {
   return Internal("runs line " + std::to_string(line) + ": " + what);
 }
 
-}  // namespace
-
-Status CheckRuns(const std::vector<TraceJob>& jobs, const std::string& runs_csv,
-                 const CheckOptions& o) {
+// The runs file's rows, each checked against the trace: its GPUs add up over its nodes, it ends
+// after it starts, after its job's submit, holding what the job asks for.
+Result<std::vector<Row>> ParseRunRows(const std::vector<TraceJob>& jobs,
+                                      const std::map<std::string, size_t>& by_id,
+                                      const std::string& runs_csv, const CheckOptions& o) {
   std::istringstream in(runs_csv);
   std::string text;
   int64_t line = 0;
   std::vector<Row> rows;
-  std::map<std::string, size_t> by_id;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    if (!by_id.emplace(jobs[i].id, i).second) {
-      return InvalidArgument("trace job id '" + jobs[i].id + "' is not unique");
-    }
-  }
   while (std::getline(in, text)) {
     ++line;
     if (line == 1) {
@@ -119,8 +114,11 @@ Status CheckRuns(const std::vector<TraceJob>& jobs, const std::string& runs_csv,
     if (r.start < j.submit_ms) return Err(line, "job " + r.job + " runs before its submit");
     rows.push_back(std::move(r));
   }
+  return rows;
+}
 
-  // Capacity: sweep over run boundaries; a run ending at t frees before one starting at t.
+// Capacity: sweep over run boundaries; a run ending at t frees before one starting at t.
+Status CheckCapacity(const std::vector<Row>& rows, const CheckOptions& o) {
   std::vector<std::tuple<TimeMs, int, size_t>> edges;  // (time, +1 start / -1 end, row)
   for (size_t i = 0; i < rows.size(); ++i) {
     edges.emplace_back(rows[i].start, 1, i);
@@ -150,10 +148,59 @@ Status CheckRuns(const std::vector<TraceJob>& jobs, const std::string& runs_csv,
     return Internal("runs use " + std::to_string(busy.size()) +
                     " distinct nodes; the cluster has " + std::to_string(o.nodes));
   }
+  return Status::Ok();
+}
 
-  // Service: per job, in start order.
+// Service of one job over its runs, in start order: no two overlap, and (exact service) the
+// last one ends its duration, the earlier ones' work counted up to their last checkpoint.
+Status CheckServiceOf(const TraceJob& j, std::vector<const Row*>& runs, const CheckOptions& o) {
+  std::stable_sort(runs.begin(), runs.end(),
+                   [](const Row* a, const Row* b) { return a->start < b->start; });
+  DurationMs progress = 0;
+  for (size_t k = 0; k < runs.size(); ++k) {
+    const Row& r = *runs[k];
+    if (k > 0 && r.start < runs[k - 1]->end) {
+      return Err(r.line, "job " + j.id + " overlaps its previous run");
+    }
+    if (!o.exact_service) continue;
+    DurationMs len = r.end - r.start;
+    DurationMs overhead = k > 0 ? o.restart_overhead_ms : 0;
+    if (k + 1 == runs.size()) {
+      if (len - overhead != j.duration_ms - progress) {
+        return Err(r.line, "job " + j.id + " gets " + std::to_string(progress + len - overhead) +
+                               " ms of service; its duration is " + std::to_string(j.duration_ms) +
+                               " ms");
+      }
+    } else {
+      DurationMs useful = std::max<DurationMs>(0, len - o.preempt_grace_ms - overhead);
+      DurationMs t = std::min(j.duration_ms, progress + useful);
+      if (o.checkpoint_interval_ms > 0) {
+        t = std::max(progress, t / o.checkpoint_interval_ms * o.checkpoint_interval_ms);
+      }
+      if (len < o.preempt_grace_ms) {
+        return Err(r.line, "preempted run of job " + j.id + " is shorter than the grace");
+      }
+      progress = t;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckRuns(const std::vector<TraceJob>& jobs, const std::string& runs_csv,
+                 const CheckOptions& o) {
+  std::map<std::string, size_t> by_id;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (!by_id.emplace(jobs[i].id, i).second) {
+      return InvalidArgument("trace job id '" + jobs[i].id + "' is not unique");
+    }
+  }
+  Result<std::vector<Row>> rows = ParseRunRows(jobs, by_id, runs_csv, o);
+  if (!rows.ok()) return rows.status();
+  CORRAL_RETURN_IF_ERROR(CheckCapacity(*rows, o));
   std::map<std::string, std::vector<const Row*>> per_job;
-  for (const Row& r : rows) per_job[r.job].push_back(&r);
+  for (const Row& r : *rows) per_job[r.job].push_back(&r);
   for (const TraceJob& j : jobs) {
     auto it = per_job.find(j.id);
     if (it == per_job.end()) {
@@ -161,36 +208,7 @@ Status CheckRuns(const std::vector<TraceJob>& jobs, const std::string& runs_csv,
       return Internal("job " + j.id + " (trace line " + std::to_string(j.line) + ") never ran");
     }
     if (o.rejected.count(j.id)) return Internal("rejected job " + j.id + " ran");
-    std::vector<const Row*>& runs = it->second;
-    std::stable_sort(runs.begin(), runs.end(),
-                     [](const Row* a, const Row* b) { return a->start < b->start; });
-    DurationMs progress = 0;
-    for (size_t k = 0; k < runs.size(); ++k) {
-      const Row& r = *runs[k];
-      if (k > 0 && r.start < runs[k - 1]->end) {
-        return Err(r.line, "job " + j.id + " overlaps its previous run");
-      }
-      if (!o.exact_service) continue;
-      DurationMs len = r.end - r.start;
-      DurationMs overhead = k > 0 ? o.restart_overhead_ms : 0;
-      if (k + 1 == runs.size()) {
-        if (len - overhead != j.duration_ms - progress) {
-          return Err(r.line, "job " + j.id + " gets " + std::to_string(progress + len - overhead) +
-                                 " ms of service; its duration is " +
-                                 std::to_string(j.duration_ms) + " ms");
-        }
-      } else {
-        DurationMs useful = std::max<DurationMs>(0, len - o.preempt_grace_ms - overhead);
-        DurationMs t = std::min(j.duration_ms, progress + useful);
-        if (o.checkpoint_interval_ms > 0) {
-          t = std::max(progress, t / o.checkpoint_interval_ms * o.checkpoint_interval_ms);
-        }
-        if (len < o.preempt_grace_ms) {
-          return Err(r.line, "preempted run of job " + j.id + " is shorter than the grace");
-        }
-        progress = t;
-      }
-    }
+    CORRAL_RETURN_IF_ERROR(CheckServiceOf(j, it->second, o));
   }
   return Status::Ok();
 }
