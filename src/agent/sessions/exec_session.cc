@@ -172,17 +172,77 @@ struct ExecChildPlan {
   _exit(127);
 }
 
+// The job's environment with the session's variables over it.
+std::vector<std::string> SessionEnv(std::vector<std::string> env,
+                                    const std::vector<std::string>& over) {
+  for (const std::string& kv : over) {
+    std::string key = kv.substr(0, kv.find('='));
+    std::erase_if(env, [&](const std::string& e) { return e.rfind(key + "=", 0) == 0; });
+    env.push_back(kv);
+  }
+  return env;
+}
+
+// The session's ends of its stdio, made before the fork: a terminal the program (crun) makes
+// and sends back on a console socket, a pseudo-terminal of the agent's, or three pipes.
+struct SessionFds {
+  OwnedFd master, slave, in_r, in_w, out_r, out_w, err_r, err_w, listener, null;
+
+  // The program makes the terminal and sends it here; its own stdio: nothing in, its messages
+  // (why it could not start the command) to the terminal's output.
+  Status ForConsole(const ExecSpec& spec, ExecChildPlan& p) {
+    auto l = ListenUnix(spec.console_socket);
+    if (!l.ok()) return l.status();
+    listener = std::move(*l);
+    null = OwnedFd(open("/dev/null", O_RDWR | O_CLOEXEC));
+    int fds[2];
+    if (!null.valid() || pipe2(fds, O_CLOEXEC) != 0) {
+      return Internal(std::string("pipe: ") + std::strerror(errno));
+    }
+    err_r = OwnedFd(fds[0]);
+    err_w = OwnedFd(fds[1]);
+    p.in = null.get();
+    p.out = null.get();
+    p.err = err_w.get();
+    return Status::Ok();
+  }
+
+  Status ForPty(const ExecSpec& spec, ExecChildPlan& p) {
+    int m = -1, s = -1;
+    struct winsize ws {};
+    ws.ws_row = static_cast<unsigned short>(std::clamp(spec.rows, 1, 10000));
+    ws.ws_col = static_cast<unsigned short>(std::clamp(spec.cols, 1, 10000));
+    if (openpty(&m, &s, nullptr, nullptr, &ws) != 0) {
+      return Internal(std::string("openpty: ") + std::strerror(errno));
+    }
+    master = OwnedFd(m);
+    slave = OwnedFd(s);
+    (void)fcntl(m, F_SETFD, FD_CLOEXEC);
+    (void)fcntl(s, F_SETFD, FD_CLOEXEC);  // the child's copies on 0, 1, 2 are not
+    p.slave = s;
+    return Status::Ok();
+  }
+
+  Status ForPipes(ExecChildPlan& p) {
+    int fds[2];
+    for (auto [r, w] : {std::pair{&in_r, &in_w}, {&out_r, &out_w}, {&err_r, &err_w}}) {
+      if (pipe2(fds, O_CLOEXEC) != 0) return Internal(std::string("pipe: ") + std::strerror(errno));
+      *r = OwnedFd(fds[0]);
+      *w = OwnedFd(fds[1]);
+    }
+    p.in = in_r.get();
+    p.out = out_w.get();
+    p.err = err_w.get();
+    return Status::Ok();
+  }
+};
+
 }  // namespace
 
 Result<std::unique_ptr<ExecSession>> ExecSession::Start(const ProcessContext& ctx,
                                                         const ExecSpec& spec, bool switch_user) {
   if (spec.command.empty()) return InvalidArgument("command: empty; give a command to run");
-  std::vector<std::string> env = ctx.env;
-  for (const std::string& kv : spec.env) {
-    std::string key = kv.substr(0, kv.find('='));
-    std::erase_if(env, [&](const std::string& e) { return e.rfind(key + "=", 0) == 0; });
-    env.push_back(kv);
-  }
+  std::vector<std::string> env = SessionEnv(ctx.env, spec.env);
   auto path = FindExecutable(spec.command[0], env);
   if (!path.ok()) return path.status();
   if (!switch_user && ctx.uid != geteuid() && geteuid() != 0) {
@@ -206,73 +266,34 @@ Result<std::unique_ptr<ExecSession>> ExecSession::Start(const ProcessContext& ct
   p.groups = ctx.groups.data();
   p.group_count = ctx.groups.size();
   p.exec_error = exec_error.c_str();
-
-  OwnedFd master, slave, in_r, in_w, out_r, out_w, err_r, err_w, listener, null;
+  SessionFds f;
   const bool console = spec.pty && !spec.console_socket.empty();
-  if (console) {
-    // The program makes the terminal and sends it here; its own stdio: nothing in, its
-    // messages (why it could not start the command) to the terminal's output.
-    auto l = ListenUnix(spec.console_socket);
-    if (!l.ok()) return l.status();
-    listener = std::move(*l);
-    null = OwnedFd(open("/dev/null", O_RDWR | O_CLOEXEC));
-    int fds[2];
-    if (!null.valid() || pipe2(fds, O_CLOEXEC) != 0) {
-      return Internal(std::string("pipe: ") + std::strerror(errno));
-    }
-    err_r = OwnedFd(fds[0]);
-    err_w = OwnedFd(fds[1]);
-    p.in = null.get();
-    p.out = null.get();
-    p.err = err_w.get();
-  } else if (spec.pty) {
-    int m = -1, s = -1;
-    struct winsize ws {};
-    ws.ws_row = static_cast<unsigned short>(std::clamp(spec.rows, 1, 10000));
-    ws.ws_col = static_cast<unsigned short>(std::clamp(spec.cols, 1, 10000));
-    if (openpty(&m, &s, nullptr, nullptr, &ws) != 0) {
-      return Internal(std::string("openpty: ") + std::strerror(errno));
-    }
-    master = OwnedFd(m);
-    slave = OwnedFd(s);
-    (void)fcntl(m, F_SETFD, FD_CLOEXEC);
-    (void)fcntl(s, F_SETFD, FD_CLOEXEC);  // the child's copies on 0, 1, 2 are not
-    p.slave = s;
-  } else {
-    int fds[2];
-    for (auto [r, w] : {std::pair{&in_r, &in_w}, {&out_r, &out_w}, {&err_r, &err_w}}) {
-      if (pipe2(fds, O_CLOEXEC) != 0) return Internal(std::string("pipe: ") + std::strerror(errno));
-      *r = OwnedFd(fds[0]);
-      *w = OwnedFd(fds[1]);
-    }
-    p.in = in_r.get();
-    p.out = out_w.get();
-    p.err = err_w.get();
-  }
+  Status made = console ? f.ForConsole(spec, p) : spec.pty ? f.ForPty(spec, p) : f.ForPipes(p);
+  if (!made.ok()) return made;
   pid_t pid = fork();
   if (pid < 0) return Internal(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) ChildMain(p);
   std::unique_ptr<ExecSession> s;
   if (console) {
-    err_w = OwnedFd();  // the child's copy alone: its end is the program's end
-    master = ReceiveTerminal(listener.get(), pid);
+    f.err_w = OwnedFd();  // the child's copy alone: its end is the program's end
+    f.master = ReceiveTerminal(f.listener.get(), pid);
     (void)unlink(spec.console_socket.c_str());
-    if (master.valid()) {
+    if (f.master.valid()) {
       struct winsize ws {};
       ws.ws_row = static_cast<unsigned short>(std::clamp(spec.rows, 1, 10000));
       ws.ws_col = static_cast<unsigned short>(std::clamp(spec.cols, 1, 10000));
-      (void)ioctl(master.get(), TIOCSWINSZ, &ws);
-      SetNonBlocking(master.get());
+      (void)ioctl(f.master.get(), TIOCSWINSZ, &ws);
+      SetNonBlocking(f.master.get());
     }
-    SetNonBlocking(err_r.get());
-    s.reset(
-        new ExecSession(pid, true, std::move(master), OwnedFd(), std::move(err_r), spec.pid_file));
+    SetNonBlocking(f.err_r.get());
+    s.reset(new ExecSession(pid, true, std::move(f.master), OwnedFd(), std::move(f.err_r),
+                            spec.pid_file));
   } else if (spec.pty) {
-    SetNonBlocking(master.get());
-    s.reset(new ExecSession(pid, true, std::move(master), OwnedFd(), OwnedFd(), spec.pid_file));
+    SetNonBlocking(f.master.get());
+    s.reset(new ExecSession(pid, true, std::move(f.master), OwnedFd(), OwnedFd(), spec.pid_file));
   } else {
-    for (const OwnedFd* fd : {&in_w, &out_r, &err_r}) SetNonBlocking(fd->get());
-    s.reset(new ExecSession(pid, false, std::move(in_w), std::move(out_r), std::move(err_r),
+    for (const OwnedFd* fd : {&f.in_w, &f.out_r, &f.err_r}) SetNonBlocking(fd->get());
+    s.reset(new ExecSession(pid, false, std::move(f.in_w), std::move(f.out_r), std::move(f.err_r),
                             spec.pid_file));
   }
   return s;
