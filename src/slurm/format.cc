@@ -232,11 +232,10 @@ std::string NodeList(const Job& j) {
   return CompressHostlist(names);
 }
 
-Result<std::string> RenderSqueue(const std::vector<Job>& jobs, const std::string& format,
-                                 bool header, TimeMs now) {
-  auto parsed = ParsePercentFormat(format);
-  if (!parsed.ok()) return parsed.status();
-  const PercentFormat& pf = *parsed;
+namespace {
+
+// squeue's column headers, by --format letter.
+const std::map<char, std::string>& SqueueHeaders() {
   static const std::map<char, std::string> kHeaders = {{'i', "JOBID"},
                                                        {'A', "JOBID"},
                                                        {'a', "ARRAY_TASK_ID"},
@@ -262,84 +261,98 @@ Result<std::string> RenderSqueue(const std::vector<Job>& jobs, const std::string
                                                        {'o', "COMMAND"},
                                                        {'Z', "WORK_DIR"},
                                                        {'%', "%"}};
+  return kHeaders;
+}
+
+// Job j's cell for squeue's --format letter c.
+std::string SqueueField(const Job& j, char c, TimeMs now) {
+  const Run* run = j.CurrentRun();
+  const bool pending = j.state == JobState::kPending;
+  switch (c) {
+    case 'i':
+      return SlurmJobId(j);
+    case 'A':
+      return std::to_string(j.id);
+    case 'a':
+      return j.IsArrayElement() ? std::to_string(j.array_index) : "N/A";
+    case 'F':
+      return std::to_string(j.IsArrayElement() ? j.array_id : j.id);
+    case 'j':
+      return j.spec.name;
+    case 'u':
+      return j.owner;
+    case 'P':
+      return Partition(j);
+    case 't':
+      return CompactState(SlurmState(j));
+    case 'T':
+      return SlurmState(j);
+    case 'M':
+      return SqueueTime(Elapsed(j, now));
+    case 'l':
+      return TimeLimit(j, false);
+    case 'D':
+      return std::to_string(j.spec.replicas);
+    case 'R':
+      return pending ? "(" + PendingReason(j) + ")" : NodeList(j);
+    case 'r':
+      return pending ? PendingReason(j) : "None";
+    case 'N':
+      return NodeList(j);
+    case 'C':
+      return std::to_string(Cpus(j));
+    case 'b':
+      return GpusPerNode(j) > 0 ? "gres/gpu:" + std::to_string(GpusPerNode(j)) : "N/A";
+    case 'V':
+      return Timestamp(j.submitted_at);
+    case 'S':  // a pending job: its estimated start
+      if (run != nullptr && run->started_at > 0) return Timestamp(run->started_at);
+      return j.state == JobState::kPending && j.estimated_start > 0 ? Timestamp(j.estimated_start)
+                                                                    : "N/A";
+    case '~':  // Corral's: how far a pending job's estimated start may be trusted
+      return j.state == JobState::kPending && j.estimated_start > 0
+                 ? EstimateConfidenceName(j.estimate_confidence)
+                 : "N/A";
+    case 'Y':  // the nodes a pending job is expected to start on
+      return j.state == JobState::kPending && !j.estimated_nodes.empty()
+                 ? CompressHostlist(j.estimated_nodes)
+                 : "(null)";
+    case 'Q':
+      return std::to_string(j.spec.priority);
+    case 'o':
+      return CommandText(j);
+    case 'Z':
+      return j.spec.workdir;
+    case '%':
+      return "%";
+  }
+  return "";
+}
+
+}  // namespace
+
+Result<std::string> RenderSqueue(const std::vector<Job>& jobs, const std::string& format,
+                                 bool header, TimeMs now) {
+  auto parsed = ParsePercentFormat(format);
+  if (!parsed.ok()) return parsed.status();
+  const PercentFormat& pf = *parsed;
+  const std::map<char, std::string>& headers = SqueueHeaders();
   for (const PercentField& f : pf.fields) {
-    if (!kHeaders.count(f.letter)) {
+    if (!headers.count(f.letter)) {
       return InvalidArgument(std::string("option --format: unknown field %") + f.letter +
                              "; known: %i %A %a %F %j %u %P %t %T %M %l %D %R %r %N %C %b %V %S %Y "
                              "%~ %Q %o %Z");
     }
   }
-  auto value = [&](const Job& j, char c) -> std::string {
-    const Run* run = j.CurrentRun();
-    const bool pending = j.state == JobState::kPending;
-    switch (c) {
-      case 'i':
-        return SlurmJobId(j);
-      case 'A':
-        return std::to_string(j.id);
-      case 'a':
-        return j.IsArrayElement() ? std::to_string(j.array_index) : "N/A";
-      case 'F':
-        return std::to_string(j.IsArrayElement() ? j.array_id : j.id);
-      case 'j':
-        return j.spec.name;
-      case 'u':
-        return j.owner;
-      case 'P':
-        return Partition(j);
-      case 't':
-        return CompactState(SlurmState(j));
-      case 'T':
-        return SlurmState(j);
-      case 'M':
-        return SqueueTime(Elapsed(j, now));
-      case 'l':
-        return TimeLimit(j, false);
-      case 'D':
-        return std::to_string(j.spec.replicas);
-      case 'R':
-        return pending ? "(" + PendingReason(j) + ")" : NodeList(j);
-      case 'r':
-        return pending ? PendingReason(j) : "None";
-      case 'N':
-        return NodeList(j);
-      case 'C':
-        return std::to_string(Cpus(j));
-      case 'b':
-        return GpusPerNode(j) > 0 ? "gres/gpu:" + std::to_string(GpusPerNode(j)) : "N/A";
-      case 'V':
-        return Timestamp(j.submitted_at);
-      case 'S':  // a pending job: its estimated start
-        if (run != nullptr && run->started_at > 0) return Timestamp(run->started_at);
-        return j.state == JobState::kPending && j.estimated_start > 0 ? Timestamp(j.estimated_start)
-                                                                      : "N/A";
-      case '~':  // Corral's: how far a pending job's estimated start may be trusted
-        return j.state == JobState::kPending && j.estimated_start > 0
-                   ? EstimateConfidenceName(j.estimate_confidence)
-                   : "N/A";
-      case 'Y':  // the nodes a pending job is expected to start on
-        return j.state == JobState::kPending && !j.estimated_nodes.empty()
-                   ? CompressHostlist(j.estimated_nodes)
-                   : "(null)";
-      case 'Q':
-        return std::to_string(j.spec.priority);
-      case 'o':
-        return CommandText(j);
-      case 'Z':
-        return j.spec.workdir;
-      case '%':
-        return "%";
-    }
-    return "";
-  };
   std::string out;
   auto row = [&](const std::function<std::string(const PercentField&)>& text) {
     std::string line;
     for (const PercentField& f : pf.fields) line += PercentCell(text(f), f);
     out += line + pf.tail + "\n";
   };
-  if (header) row([&](const PercentField& f) { return kHeaders.at(f.letter); });
-  for (const Job& j : jobs) row([&](const PercentField& f) { return value(j, f.letter); });
+  if (header) row([&](const PercentField& f) { return headers.at(f.letter); });
+  for (const Job& j : jobs)
+    row([&](const PercentField& f) { return SqueueField(j, f.letter, now); });
   return out;
 }
 
