@@ -356,83 +356,102 @@ Result<std::string> RenderSqueue(const std::vector<Job>& jobs, const std::string
   return out;
 }
 
-Result<std::string> RenderSacct(const std::vector<Job>& jobs, const SacctOptions& o, TimeMs now) {
-  struct FieldDef {
-    const char* name;
-    int width;
-    bool right;
-  };
-  static const FieldDef kFields[] = {
-      {"JobID", 12, false},     {"JobIDRaw", 12, false}, {"JobName", 10, true},
-      {"Partition", 10, true},  {"Account", 10, true},   {"AllocCPUS", 10, true},
-      {"State", 10, true},      {"ExitCode", 8, true},   {"Elapsed", 10, true},
-      {"ElapsedRaw", 10, true}, {"Start", 19, true},     {"End", 19, true},
-      {"Submit", 19, true},     {"NNodes", 8, true},     {"NodeList", 15, true},
-      {"User", 9, true},        {"Timelimit", 10, true}, {"AllocTRES", 20, true},
-      {"WorkDir", 20, true}};
-  std::vector<const FieldDef*> fields;
-  for (const std::string& name : o.fields) {
-    const FieldDef* found = nullptr;
-    for (const FieldDef& f : kFields) {
+namespace {
+
+// A column of sacct's: its name, width and alignment.
+struct SacctField {
+  const char* name;
+  int width;
+  bool right;
+};
+
+constexpr SacctField kSacctFields[] = {
+    {"JobID", 12, false},     {"JobIDRaw", 12, false}, {"JobName", 10, true},
+    {"Partition", 10, true},  {"Account", 10, true},   {"AllocCPUS", 10, true},
+    {"State", 10, true},      {"ExitCode", 8, true},   {"Elapsed", 10, true},
+    {"ElapsedRaw", 10, true}, {"Start", 19, true},     {"End", 19, true},
+    {"Submit", 19, true},     {"NNodes", 8, true},     {"NodeList", 15, true},
+    {"User", 9, true},        {"Timelimit", 10, true}, {"AllocTRES", 20, true},
+    {"WorkDir", 20, true}};
+
+// The columns --format names, in its order; an unknown one is an error naming it.
+Result<std::vector<const SacctField*>> SacctColumns(const std::vector<std::string>& names) {
+  std::vector<const SacctField*> fields;
+  for (const std::string& name : names) {
+    const SacctField* found = nullptr;
+    for (const SacctField& f : kSacctFields) {
       if (AsciiLower(name) == AsciiLower(f.name)) found = &f;
     }
     if (found == nullptr) {
       std::string known;
-      for (const FieldDef& f : kFields) known += (known.empty() ? "" : ",") + std::string(f.name);
+      for (const SacctField& f : kSacctFields) {
+        known += (known.empty() ? "" : ",") + std::string(f.name);
+      }
       return InvalidArgument("option --format: unknown field \"" + name + "\"; known: " + known);
     }
     fields.push_back(found);
   }
-  auto value = [&](const Job& j, const std::string& name, bool step) -> std::string {
-    const Run* run = j.CurrentRun();
-    if (name == "JobID") return SlurmJobId(j) + (step ? ".batch" : "");
-    if (name == "JobIDRaw") return std::to_string(j.id) + (step ? ".batch" : "");
-    if (name == "JobName") return step ? "batch" : j.spec.name;
-    if (name == "Partition") return step ? "" : Partition(j);
-    if (name == "Account") return j.spec.queue;  // an account is a queue (sacctmgr)
-    if (name == "AllocCPUS") return std::to_string(step ? Cpus(j) / j.spec.replicas : Cpus(j));
-    if (name == "State") {
-      std::string s = SlurmState(j);
-      // The batch step of a timed-out or cancelled job was killed by a signal.
-      if (step && (s == "TIMEOUT" || s == "PREEMPTED" || s == "NODE_FAIL")) return "CANCELLED";
-      return s;
-    }
-    if (name == "ExitCode") return ExitCodeField(j);
-    if (name == "Elapsed") return SacctTime(Elapsed(j, now));
-    if (name == "ElapsedRaw") return std::to_string(Elapsed(j, now) / 1000);
-    if (name == "Start") {
-      return run != nullptr && run->started_at > 0 ? Timestamp(run->started_at) : "Unknown";
-    }
-    if (name == "End") {
-      return run != nullptr && run->ended_at > 0 ? Timestamp(run->ended_at) : "Unknown";
-    }
-    if (name == "Submit") return Timestamp(j.submitted_at);
-    if (name == "NNodes") return std::to_string(step ? 1 : j.spec.replicas);
-    if (name == "NodeList") {
-      std::string n = NodeList(j);
-      if (step && run != nullptr && !run->placement.empty()) n = run->placement[0].node;
-      return n.empty() ? "None assigned" : n;
-    }
-    if (name == "User") return step ? "" : j.owner;
-    if (name == "Timelimit") {
-      // A pending job without a limit of its own gets its partition's when it starts.
-      if (step) return "";
-      return j.state == JobState::kPending && j.spec.time_limit_ms <= 0 ? "Partition_Limit"
-                                                                        : TimeLimit(j, true);
-    }
-    if (name == "AllocTRES") {
-      std::string t = "cpu=" + std::to_string(Cpus(j)) + ",node=" + std::to_string(j.spec.replicas);
-      if (GpusPerNode(j) > 0) t += ",gres/gpu=" + std::to_string(GpusPerNode(j) * j.spec.replicas);
-      return t;
-    }
-    if (name == "WorkDir") return j.spec.workdir;
-    return "";
-  };
+  return fields;
+}
+
+// Job j's cell in column `name`: the job's line, or its batch step's (`step`).
+std::string SacctCell(const Job& j, const std::string& name, bool step, TimeMs now) {
+  const Run* run = j.CurrentRun();
+  if (name == "JobID") return SlurmJobId(j) + (step ? ".batch" : "");
+  if (name == "JobIDRaw") return std::to_string(j.id) + (step ? ".batch" : "");
+  if (name == "JobName") return step ? "batch" : j.spec.name;
+  if (name == "Partition") return step ? "" : Partition(j);
+  if (name == "Account") return j.spec.queue;  // an account is a queue (sacctmgr)
+  if (name == "AllocCPUS") return std::to_string(step ? Cpus(j) / j.spec.replicas : Cpus(j));
+  if (name == "State") {
+    std::string s = SlurmState(j);
+    // The batch step of a timed-out or cancelled job was killed by a signal.
+    if (step && (s == "TIMEOUT" || s == "PREEMPTED" || s == "NODE_FAIL")) return "CANCELLED";
+    return s;
+  }
+  if (name == "ExitCode") return ExitCodeField(j);
+  if (name == "Elapsed") return SacctTime(Elapsed(j, now));
+  if (name == "ElapsedRaw") return std::to_string(Elapsed(j, now) / 1000);
+  if (name == "Start") {
+    return run != nullptr && run->started_at > 0 ? Timestamp(run->started_at) : "Unknown";
+  }
+  if (name == "End") {
+    return run != nullptr && run->ended_at > 0 ? Timestamp(run->ended_at) : "Unknown";
+  }
+  if (name == "Submit") return Timestamp(j.submitted_at);
+  if (name == "NNodes") return std::to_string(step ? 1 : j.spec.replicas);
+  if (name == "NodeList") {
+    std::string n = NodeList(j);
+    if (step && run != nullptr && !run->placement.empty()) n = run->placement[0].node;
+    return n.empty() ? "None assigned" : n;
+  }
+  if (name == "User") return step ? "" : j.owner;
+  if (name == "Timelimit") {
+    // A pending job without a limit of its own gets its partition's when it starts.
+    if (step) return "";
+    return j.state == JobState::kPending && j.spec.time_limit_ms <= 0 ? "Partition_Limit"
+                                                                      : TimeLimit(j, true);
+  }
+  if (name == "AllocTRES") {
+    std::string t = "cpu=" + std::to_string(Cpus(j)) + ",node=" + std::to_string(j.spec.replicas);
+    if (GpusPerNode(j) > 0) t += ",gres/gpu=" + std::to_string(GpusPerNode(j) * j.spec.replicas);
+    return t;
+  }
+  if (name == "WorkDir") return j.spec.workdir;
+  return "";
+}
+
+}  // namespace
+
+Result<std::string> RenderSacct(const std::vector<Job>& jobs, const SacctOptions& o, TimeMs now) {
+  auto columns = SacctColumns(o.fields);
+  if (!columns.ok()) return columns.status();
+  const std::vector<const SacctField*>& fields = *columns;
   std::string out;
-  auto row = [&](const std::function<std::string(const FieldDef&)>& text) {
+  auto row = [&](const std::function<std::string(const SacctField&)>& text) {
     std::string line;
     for (size_t i = 0; i < fields.size(); ++i) {
-      const FieldDef& f = *fields[i];
+      const SacctField& f = *fields[i];
       if (o.parsable2 || o.parsable) {
         line += text(f);
         if (o.parsable || i + 1 < fields.size()) line += "|";
@@ -443,15 +462,15 @@ Result<std::string> RenderSacct(const std::vector<Job>& jobs, const SacctOptions
     out += line + "\n";
   };
   if (o.header) {
-    row([](const FieldDef& f) { return std::string(f.name); });
+    row([](const SacctField& f) { return std::string(f.name); });
     if (!o.parsable2 && !o.parsable)
-      row([](const FieldDef& f) { return std::string(f.width, '-'); });
+      row([](const SacctField& f) { return std::string(f.width, '-'); });
   }
   for (const Job& j : jobs) {
-    row([&](const FieldDef& f) { return value(j, f.name, false); });
+    row([&](const SacctField& f) { return SacctCell(j, f.name, false, now); });
     const Run* run = j.CurrentRun();
     if (!o.allocations_only && j.spec.batch && run != nullptr && run->started_at > 0) {
-      row([&](const FieldDef& f) { return value(j, f.name, true); });
+      row([&](const SacctField& f) { return SacctCell(j, f.name, true, now); });
     }
   }
   return out;
