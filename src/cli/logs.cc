@@ -69,6 +69,109 @@ std::optional<int64_t> SmallInt(const std::string& text, int64_t max) {
 
 }  // namespace
 
+namespace {
+
+// Reads (and with --follow, follows) a job's logs: each stream from its offset, retrying
+// transient errors (a node or the head restarting) a few times in a row.
+class LogReader {
+ public:
+  LogReader(CliContext& ctx, JobId id, std::string stream, bool follow)
+      : ctx_(ctx), api_(ctx), id_(id), stream_(std::move(stream)), follow_(follow) {}
+
+  int Run(const LogStream& one, bool picked) {
+    Status st = ChooseStreams(one, picked);
+    if (!st.ok()) return Fail(st);
+    while (true) {
+      bool over = false;
+      for (LogStream& s : streams_) {
+        if (Status read = ReadStream(s, &over); !read.ok()) return Fail(read);
+      }
+      ctx_.out->flush();
+      if (!follow_ || over) break;
+      if (!picked && streams_.size() == 1 && streams_[0].prefix.empty()) {
+        // The job may have been pending: once it runs, it may have several tasks.
+        auto all = AllStreams(api_, id_);
+        if (all.ok() && all->size() > 1) streams_ = std::move(*all);
+      }
+      ctx_.sleep(ctx_.poll_interval);
+    }
+    for (LogStream& s : streams_) Emit(ctx_, s, "", true);
+    ctx_.out->flush();
+    return kExitOk;
+  }
+
+ private:
+  // Whether `st` may pass: following, and the head or a node is restarting.
+  bool Transient(const Status& st) {
+    if (follow_ && st.code() == ErrorCode::kUnavailable && ++failures_ <= kFollowRetries) {
+      ctx_.sleep(ctx_.poll_interval);
+      return true;
+    }
+    return false;
+  }
+
+  int Fail(const Status& st) {
+    ctx_.out->flush();
+    PrintError(ctx_, "logs", "job " + std::to_string(id_) + ": " + st.message());
+    return kExitError;
+  }
+
+  // The stream picked (--replica, --task), else every stream of the job's run; a job with no
+  // run yet has one, whose answer says its state and no output.
+  Status ChooseStreams(const LogStream& one, bool picked) {
+    if (picked) {
+      streams_ = {one};
+      return Status::Ok();
+    }
+    for (;;) {
+      auto all = AllStreams(api_, id_);
+      if (all.ok()) {
+        streams_ = all->empty() ? std::vector<LogStream>{one} : std::move(*all);
+        return Status::Ok();
+      }
+      if (!Transient(all.status())) return all.status();
+    }
+  }
+
+  // Prints what stream s has past its offset, up to its end now; `over` once the job's state,
+  // as the answer says it, is terminal.
+  Status ReadStream(LogStream& s, bool* over) {
+    for (;;) {
+      auto reply = api_.Call("GET", "/v1/jobs/" + std::to_string(id_) + "/logs?stream=" + stream_ +
+                                        "&replica=" + std::to_string(s.replica) +
+                                        "&task=" + std::to_string(s.task) +
+                                        "&max=65536&offset=" + std::to_string(s.offset));
+      if (!reply.ok()) {
+        if (Transient(reply.status())) continue;
+        return reply.status();
+      }
+      failures_ = 0;
+      int64_t next = s.offset + static_cast<int64_t>(reply->body.size());
+      if (std::string h = reply->Header("x-corral-next-offset"); !h.empty()) {
+        try {
+          next = std::stoll(h);
+        } catch (...) {
+        }
+      }
+      if (!reply->body.empty()) Emit(ctx_, s, reply->body, false);
+      JobState st;
+      *over = ParseJobState(reply->Header("x-corral-job-state"), &st) && IsTerminal(st);
+      if (next <= s.offset) return Status::Ok();
+      s.offset = next;  // there may be more right away
+    }
+  }
+
+  CliContext& ctx_;
+  ApiClient api_;
+  const JobId id_;
+  const std::string stream_;
+  const bool follow_;
+  std::vector<LogStream> streams_;
+  int failures_ = 0;  // consecutive transient errors while following
+};
+
+}  // namespace
+
 int RunLogs(const std::vector<std::string>& argv, CliContext& ctx) {
   static const std::vector<FlagDef> kFlags = {
       {"follow", 'f', false}, {"stderr", 0, false}, {"replica", 'r', true}, {"task", 't', true}};
@@ -94,78 +197,8 @@ int RunLogs(const std::vector<std::string>& argv, CliContext& ctx) {
     }
     *field = *n;
   }
-  const bool follow = args.Has("follow");
-  const std::string stream = args.Has("stderr") ? "stderr" : "stdout";
-  ApiClient api(ctx);
-  std::vector<LogStream> streams;
-  const bool picked = args.Has("replica") || args.Has("task");
-  int failures = 0;  // consecutive transient errors while following
-  auto transient = [&](const Status& st) {
-    if (follow && st.code() == ErrorCode::kUnavailable && ++failures <= kFollowRetries) {
-      ctx.sleep(ctx.poll_interval);  // a node or the head restarting: try again
-      return true;
-    }
-    return false;
-  };
-  auto fail = [&](const Status& st) {
-    ctx.out->flush();
-    PrintError(ctx, "logs", "job " + std::to_string(*id) + ": " + st.message());
-    return kExitError;
-  };
-  while (streams.empty()) {
-    if (picked) {
-      streams = {one};
-      break;
-    }
-    auto all = AllStreams(api, *id);
-    if (!all.ok()) {
-      if (transient(all.status())) continue;
-      return fail(all.status());
-    }
-    streams = std::move(*all);
-    if (!streams.empty()) break;
-    streams = {one};  // no run yet: the head answers the job's state and no output
-    break;
-  }
-  while (true) {
-    bool over = false;
-    for (LogStream& s : streams) {
-      for (;;) {
-        auto reply = api.Call("GET", "/v1/jobs/" + std::to_string(*id) + "/logs?stream=" + stream +
-                                         "&replica=" + std::to_string(s.replica) +
-                                         "&task=" + std::to_string(s.task) +
-                                         "&max=65536&offset=" + std::to_string(s.offset));
-        if (!reply.ok()) {
-          if (transient(reply.status())) continue;
-          return fail(reply.status());
-        }
-        failures = 0;
-        int64_t next = s.offset + static_cast<int64_t>(reply->body.size());
-        if (std::string h = reply->Header("x-corral-next-offset"); !h.empty()) {
-          try {
-            next = std::stoll(h);
-          } catch (...) {
-          }
-        }
-        if (!reply->body.empty()) Emit(ctx, s, reply->body, false);
-        JobState st;
-        over = ParseJobState(reply->Header("x-corral-job-state"), &st) && IsTerminal(st);
-        if (next <= s.offset) break;
-        s.offset = next;  // there may be more right away
-      }
-    }
-    ctx.out->flush();
-    if (!follow || over) break;
-    if (!picked && streams.size() == 1 && streams[0].prefix.empty()) {
-      // The job may have been pending: once it runs, it may have several tasks.
-      auto all = AllStreams(api, *id);
-      if (all.ok() && all->size() > 1) streams = std::move(*all);
-    }
-    ctx.sleep(ctx.poll_interval);
-  }
-  for (LogStream& s : streams) Emit(ctx, s, "", true);
-  ctx.out->flush();
-  return kExitOk;
+  LogReader reader(ctx, *id, args.Has("stderr") ? "stderr" : "stdout", args.Has("follow"));
+  return reader.Run(one, args.Has("replica") || args.Has("task"));
 }
 
 }  // namespace corral::cli
