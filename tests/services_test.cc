@@ -2,13 +2,15 @@
 // real HTTP servers (Python's http.server), requests through the head's /v/NAME/ with curl.
 // Two replicas answer through the head, a SIGKILLed replica is replaced while requests keep
 // succeeding, a service whose replicas never pass their health check answers 503 with the
-// reason, and `corral services rm` stops every replica.
+// reason after its wake timeout, and `corral services rm` stops every replica.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -182,13 +184,36 @@ TEST_F(Services, ReplicasAnswerThroughTheHeadAndAKilledOneIsReplaced) {
   EXPECT_NE(gone.exit_code, 0);
 }
 
-TEST_F(Services, NoReadyReplicaAnswers503WithTheReasonAndBadInputIsRefused) {
-  auto made = c_.Corral(Serve("sick", "/never-healthy"));
+TEST_F(Services, NoReadyReplicaAnswers503WithTheReasonAfterTheWakeTimeoutAndBadInputIsRefused) {
+  std::vector<std::string> sick = Serve("sick", "/never-healthy");
+  sick.insert(sick.begin() + 2, {"--wake-timeout", "4s"});
+  auto made = c_.Corral(sick);
   ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_NE(c_.Corral({"services", "show", "sick"})
+                .out.find("Wake:     a request waits up to 4s "
+                          "for a ready replica"),
+            std::string::npos);
   ASSERT_TRUE(WaitUntil(45000, [&] { return Running("sick").size() == 2; }));
+  // Held for the service's wake timeout (4 s, not the default minute), then 503 with why.
+  const auto start = std::chrono::steady_clock::now();
   Answer a = Get(c_, "/v/sick/whoami", c_.token());
+  const double held =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "a request to a service with no ready replica was answered after " << held << " s\n";
   EXPECT_EQ(a.status, 503) << a.body;
-  EXPECT_NE(a.body.find("no ready replica"), std::string::npos) << a.body;
+  EXPECT_NE(a.body.find("service 'sick' has no ready replica after 4000 ms: its replicas run but "
+                        "none answers its health check"),
+            std::string::npos)
+      << a.body;
+  EXPECT_GE(held, 4.0);
+  // A wake timeout out of range is refused naming the field, and creates nothing.
+  for (const char* wake : {"0s", "11m", "soon"}) {
+    std::vector<std::string> bad_wake = Serve("late", "/health");
+    bad_wake.insert(bad_wake.begin() + 2, {"--wake-timeout", wake});
+    auto refused = c_.Corral(bad_wake);
+    EXPECT_NE(refused.exit_code, 0) << wake;
+    EXPECT_NE(refused.err.find("field 'wake_timeout'"), std::string::npos) << refused.err;
+  }
   // No token: not served.
   EXPECT_EQ(Get(c_, "/v/sick/whoami", "").status, 401);
   auto dup = c_.Corral(Serve("sick", "/health"));

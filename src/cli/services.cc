@@ -12,20 +12,10 @@ namespace corral::cli {
 namespace {
 
 // serve's own flags; the rest are submit's resource flags, for the replica template.
-const std::vector<std::string> kServiceOnlyFlags = {"file",
-                                                    "replicas",
-                                                    "min-replicas",
-                                                    "max-replicas",
-                                                    "port",
-                                                    "health",
-                                                    "any-user",
-                                                    "drain-timeout",
-                                                    "ready-timeout",
-                                                    "dry-run",
-                                                    "target-in-flight",
-                                                    "scale-up-delay",
-                                                    "scale-down-delay",
-                                                    "scale-to-zero-after"};
+const std::vector<std::string> kServiceOnlyFlags = {
+    "file",    "replicas",         "min-replicas",   "max-replicas",     "port",
+    "health",  "any-user",         "drain-timeout",  "wake-timeout",     "ready-timeout",
+    "dry-run", "target-in-flight", "scale-up-delay", "scale-down-delay", "scale-to-zero-after"};
 
 // The flags of the replica template that `serve` takes and `serve update` may change.
 std::vector<FlagDef> ReplicaTemplateFlags() {
@@ -64,6 +54,7 @@ std::vector<FlagDef> ServeFlags() {
                                 {"any-user", 0, false},
                                 {"dry-run", 0, false},
                                 {"drain-timeout", 0, true},
+                                {"wake-timeout", 0, true},
                                 {"target-in-flight", 0, true},
                                 {"scale-up-delay", 0, true},
                                 {"scale-down-delay", 0, true},
@@ -114,6 +105,7 @@ Result<Json> BuildServiceBody(const ParsedArgs& args, CliContext& ctx) {
   if (args.Has("health")) body["health"] = args.Get("health");
   if (args.Has("any-user")) body["any_user"] = true;
   if (args.Has("drain-timeout")) body["drain_timeout"] = args.Get("drain-timeout");
+  if (args.Has("wake-timeout")) body["wake_timeout"] = args.Get("wake-timeout");
   if (args.Has("target-in-flight")) {
     body["target_in_flight"] = ServeNumberOrText(args.Get("target-in-flight"));
   }
@@ -244,6 +236,9 @@ int ShowService(const Json& s, CliContext& ctx) {
            << ", max " << s.value("max_replicas", 0) << ")\n"
            << AutoscaleLine(s) << "Port:     " << PortText(s) << "\n"
            << "Health:   GET " << s.value("health", "/") << "\n"
+           << "Wake:     a request waits up to "
+           << ServiceDurationText(s.value("wake_timeout_ms", kDefaultWakeTimeout))
+           << " for a ready replica\n"
            << "Version:  " << s.value("version", 1) << "\n";
   if (s.contains("rollout")) {
     *ctx.out << "Update:   to version " << s.value("version", 1) << " from version "

@@ -174,6 +174,7 @@ Json ToJson(const ServiceSpec& p) {
               {"health", p.health_path},
               {"any_user", p.any_user},
               {"drain_timeout_ms", p.drain_timeout_ms},
+              {"wake_timeout_ms", p.wake_timeout_ms},
               {"target_in_flight", p.autoscaling.target_in_flight},
               {"scale_up_delay_ms", p.autoscaling.scale_up_delay_ms},
               {"scale_down_delay_ms", p.autoscaling.scale_down_delay_ms},
@@ -193,6 +194,7 @@ Result<ServiceSpec> ServiceSpecFromJson(const Json& j) {
   p.health_path = j.value("health", "/");
   p.any_user = j.value("any_user", false);
   p.drain_timeout_ms = j.value("drain_timeout_ms", 30 * kSecond);
+  p.wake_timeout_ms = j.value("wake_timeout_ms", kDefaultWakeTimeout);
   const ServiceAutoscaling defaults;
   p.autoscaling.target_in_flight = j.value("target_in_flight", defaults.target_in_flight);
   p.autoscaling.scale_up_delay_ms = j.value("scale_up_delay_ms", defaults.scale_up_delay_ms);
@@ -327,6 +329,7 @@ Result<ServiceSpec> ParseServiceSpec(const Json& body) {
                                                "health",
                                                "any_user",
                                                "drain_timeout",
+                                               "wake_timeout",
                                                "spec",
                                                "target_in_flight",
                                                "scale_up_delay",
@@ -336,7 +339,8 @@ Result<ServiceSpec> ParseServiceSpec(const Json& body) {
     if (!kKnown.count(it.key())) {
       return InvalidArgument("unknown field '" + it.key() +
                              "'; known fields: name, replicas, min_replicas, max_replicas, "
-                             "port, health, any_user, drain_timeout, target_in_flight, "
+                             "port, health, any_user, drain_timeout, wake_timeout, "
+                             "target_in_flight, "
                              "scale_up_delay, scale_down_delay, scale_to_zero_after, spec");
     }
   }
@@ -369,6 +373,17 @@ Result<ServiceSpec> ParseServiceSpec(const Json& body) {
     auto d = ServiceDuration(body.at("drain_timeout"), "drain_timeout", 10 * kMinute);
     if (!d.ok()) return d.status();
     s.drain_timeout_ms = *d;
+  }
+  if (body.contains("wake_timeout")) {
+    auto d = ServiceDuration(body.at("wake_timeout"), "wake_timeout", 10 * kMinute);
+    if (!d.ok()) return d.status();
+    if (*d < kSecond) {
+      return ServiceFieldError("wake_timeout",
+                               "want at least 1s (a request is held this long "
+                               "for a ready replica), got " +
+                                   body.at("wake_timeout").dump());
+    }
+    s.wake_timeout_ms = *d;
   }
   auto job = ParseJobSpec(body.value("spec", Json()));
   if (!job.ok()) return InvalidArgument("field 'spec': " + job.status().message());

@@ -246,6 +246,13 @@ TEST(ServiceSpecParse, NamesTheBadField) {
   EXPECT_EQ(ReplicaSpec(*ok, false).env.at("PORT"), "8000");
   EXPECT_EQ(ReplicaSpec(*ok, false).env.at("CORRAL_PORT"), "8000");
   EXPECT_TRUE(ReplicaSpec(*ok, true).preemptible);
+  EXPECT_EQ(ok->wake_timeout_ms, kDefaultWakeTimeout);
+  auto wake = parse(R"({"name":"e","port":1,"wake_timeout":"2m","spec":{"command":["s"]}})");
+  ASSERT_TRUE(wake.ok()) << wake.status().ToString();
+  EXPECT_EQ(wake->wake_timeout_ms, 2 * kMinute);
+  auto stored = ServiceSpecFromJson(ToJson(*wake));
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->wake_timeout_ms, 2 * kMinute);
   auto field_of = [&](const std::string& text) {
     auto r = parse(text);
     EXPECT_FALSE(r.ok()) << text;
@@ -274,6 +281,13 @@ TEST(ServiceSpecParse, NamesTheBadField) {
   EXPECT_NE(field_of(R"({"name":"e","port":1,"spec":{"command":["s"],"time_limit":"1h"}})")
                 .find("field 'spec.time_limit'"),
             std::string::npos);
+  for (const char* wake : {"\"500ms\"", "\"11m\"", "\"soon\"", "30"}) {
+    EXPECT_NE(field_of(std::string(R"({"name":"e","port":1,"spec":{"command":["s"]},)") +
+                       R"("wake_timeout":)" + wake + "}")
+                  .find("field 'wake_timeout'"),
+              std::string::npos)
+        << wake;
+  }
   EXPECT_NE(field_of(R"({"name":"e","port":1,"spec":{}})").find("field 'spec"), std::string::npos);
   EXPECT_NE(field_of(R"({"name":"e","port":1,"colour":"red","spec":{"command":["s"]}})")
                 .find("unknown field 'colour'"),
