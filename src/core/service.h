@@ -144,9 +144,17 @@ struct ServiceTemplatePatch {
   JobSpec job;                   // parsed as for submit
   std::set<std::string> fields;  // the job-spec fields given (command, image, gpus, ...)
   DurationMs ready_timeout_ms = kDefaultReadyTimeout;
+  // Or the service's settings to change, as given (ServiceSettingFields: replica counts,
+  // the autoscaler's, the timeouts): they apply at once and replace no replica. Never both.
+  Json settings = Json::object();
 };
-// {"spec": {job-spec fields}, "ready_timeout": "5m"}: every field checked, the wrong one named.
+// The settings an update may change without replacing replicas, as ParseServiceSpec names them.
+const std::set<std::string>& ServiceSettingFields();
+// {"spec": {job-spec fields}, "ready_timeout": "5m"} or {settings...}: every field checked,
+// the wrong one named.
 Result<ServiceTemplatePatch> ParseServiceUpdate(const Json& body);
+// `base` with the settings given (ServiceTemplatePatch::settings), checked against each other.
+Result<ServiceSpec> PatchedSettings(const ServiceSpec& base, const Json& settings);
 // The template with the patch's fields; the first that may not change names itself.
 Result<JobSpec> PatchedTemplate(const JobSpec& base, const ServiceTemplatePatch& patch);
 
