@@ -177,7 +177,8 @@ TEST_F(ServicePreemption, AScaleUpPreemptsTrainingWhichResumesAfterTheScaleDown)
   EXPECT_EQ(saved, "step-" + training + ".1") << "the training job got no checkpoint signal";
   // The new replica answers requests: the load reaches both replicas' jobs.
   std::string added;
-  for (const Json& r : Show()["replicas"]) {
+  const Json scaled = Show();
+  for (const Json& r : scaled["replicas"]) {
     const std::string id = std::to_string(r.value("job", static_cast<int64_t>(0)));
     if (id != guaranteed) added = id;
   }
@@ -199,7 +200,7 @@ TEST_F(ServicePreemption, AScaleUpPreemptsTrainingWhichResumesAfterTheScaleDown)
   auto waited = c_.Corral({"wait", "--timeout", "40s", training});
   EXPECT_EQ(waited.exit_code, 0) << waited.out << waited.err << Job(training).dump();
   const Json done = Job(training);
-  EXPECT_EQ(done.value("state", ""), "completed") << done.dump();
+  EXPECT_EQ(done.value("state", ""), "succeeded") << done.dump();
   EXPECT_EQ(done["runs"].size(), 2u) << done.dump();
   const std::string logs = c_.Corral({"logs", training}).out;
   EXPECT_NE(logs.find("resumed from step-" + training + ".1 in run " + training + ".2\n"),

@@ -267,7 +267,7 @@ Result<Service> HeadCore::UpdateServiceSettings(const Caller& by, const Service&
                                                 const Json& settings, TimeMs now) {
   auto spec = PatchedSettings(s.spec, settings);
   if (!spec.ok()) return spec.status();
-  if (*spec == s.spec) {
+  if (ToJson(*spec) == ToJson(s.spec)) {
     return InvalidArgument("field '" + settings.begin().key() +
                            "': the update changes nothing in the service's settings");
   }
