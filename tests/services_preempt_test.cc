@@ -208,6 +208,10 @@ TEST_F(ServicePreemption, AScaleUpPreemptsTrainingWhichResumesAfterTheScaleDown)
       << logs;
   EXPECT_EQ(JobState(added), "cancelled") << Job(added).dump();
   EXPECT_EQ(JobState(guaranteed), "running");
+  // Removed, its last replica stops (no replica outlives the test's cluster).
+  ASSERT_EQ(c_.Corral({"services", "rm", "echo"}).exit_code, 0);
+  EXPECT_TRUE(WaitUntil(30000, [&] { return JobState(guaranteed) == "cancelled"; }))
+      << Job(guaranteed).dump();
 }
 
 }  // namespace

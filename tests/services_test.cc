@@ -345,6 +345,18 @@ TEST_F(Services, NoReadyReplicaAnswers503WithTheReasonAfterTheWakeTimeoutAndBadI
   EXPECT_NE(no_port.err.find("field 'port'"), std::string::npos) << no_port.err;
   auto list = c_.Corral({"services", "-o", "json"});
   EXPECT_EQ(Json::parse(list.out, nullptr, false).value("services", Json::array()).size(), 1u);
+  // Removed, its replicas stop (none outlives the test's cluster).
+  const std::set<std::string> sick_replicas = Running("sick");
+  ASSERT_EQ(c_.Corral({"services", "rm", "sick"}).exit_code, 0);
+  for (const std::string& job : sick_replicas) {
+    EXPECT_TRUE(WaitUntil(30000,
+                          [&] {
+                            const Json shown = Json::parse(
+                                c_.Corral({"show", job, "-o", "json"}).out, nullptr, false);
+                            return shown.is_object() && shown.value("state", "") == "cancelled";
+                          }))
+        << "replica " << job;
+  }
 }
 
 }  // namespace
