@@ -35,9 +35,11 @@ class ServiceCluster : public ::testing::Test {
  protected:
   // `scripts`: file name and text, written under DIR/svc readable by the agent's job user;
   // the load generator is "load.py": argv BASE TOKEN SERVICE STOP_FILE OUT_FILE.
+  // `head_flags`: the head's own flags (e.g. --min-runtime-before-preempt).
   ServiceCluster(const std::string& name, const std::string& port_range,
-                 const std::vector<std::pair<std::string, std::string>>& scripts)
-      : c_(name, 1, 4, {}, {"--run-as", "agent", "--port-range", port_range}) {
+                 const std::vector<std::pair<std::string, std::string>>& scripts,
+                 std::vector<std::string> head_flags = {})
+      : c_(name, 1, 4, std::move(head_flags), {"--run-as", "agent", "--port-range", port_range}) {
     namespace fs = std::filesystem;
     fs::create_directories(c_.dir() + "/svc");
     fs::permissions(c_.dir() + "/svc", fs::perms::all);

@@ -2,13 +2,17 @@
 // real HTTP servers (Python's http.server), requests through the head's /v/NAME/ with curl.
 // Two replicas answer through the head, a SIGKILLed replica is replaced while requests keep
 // succeeding, a service whose replicas never pass their health check answers 503 with the
-// reason, and `corral services rm` stops every replica.
+// reason after its wake timeout, an update of its settings replaces no replica, a PyTorch model
+// on the CPU answers through the head, and `corral services rm` stops every replica.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -42,6 +46,66 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 http.server.ThreadingHTTPServer(("", port), Handler).serve_forever()
 )";
+
+// A replica that is a PyTorch model on the CPU (Debian's python3-torch): a two-layer MLP with
+// fixed weights, loaded on a thread after the server listens, so that it is alive before it is
+// ready (GET /health answers 503 until the model is loaded). GET /predict?x=A,B,C&x=... answers
+// {"y": the model's outputs, one row per x}.
+constexpr const char* kTorchServer = R"(import http.server, json, os, threading, urllib.parse
+port = int(os.environ["PORT"])
+model = None
+def load():
+    global model
+    import torch
+    torch.set_num_threads(1)
+    m = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    with torch.no_grad():
+        m[0].weight.copy_(torch.arange(12, dtype=torch.float32).reshape(4, 3) / 10 - 0.5)
+        m[0].bias.copy_(torch.tensor([0.1, -0.2, 0.3, -0.4]))
+        m[2].weight.copy_(torch.arange(8, dtype=torch.float32).reshape(2, 4) / 4 - 1)
+        m[2].bias.copy_(torch.tensor([0.25, -0.75]))
+    m.eval()
+    model = (torch, m)
+threading.Thread(target=load, daemon=True).start()
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        u = urllib.parse.urlparse(self.path)
+        code, body = 404, {"error": "no such page"}
+        if u.path == "/health":
+            code, body = (200, {"model": "loaded"}) if model else (503, {"model": "loading"})
+        elif u.path == "/predict" and model:
+            torch, m = model
+            rows = [[float(v) for v in x.split(",")] for x in urllib.parse.parse_qs(u.query)["x"]]
+            with torch.no_grad():
+                y = m(torch.tensor(rows, dtype=torch.float32))
+            code, body = 200, {"y": y.tolist(), "torch": torch.__version__}
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+    def log_message(self, *args):
+        pass
+http.server.ThreadingHTTPServer(("", port), Handler).serve_forever()
+)";
+
+// The same MLP in doubles: tanh(W1 x + b1), then W2 h + b2, with kTorchServer's weights.
+std::vector<double> ExpectedMlp(const std::vector<double>& x) {
+  std::vector<double> h(4), y(2);
+  const double b1[4] = {0.1, -0.2, 0.3, -0.4}, b2[2] = {0.25, -0.75};
+  for (int i = 0; i < 4; ++i) {
+    double sum = b1[i];
+    for (int j = 0; j < 3; ++j) sum += ((i * 3 + j) / 10.0 - 0.5) * x[j];
+    h[i] = std::tanh(sum);
+  }
+  for (int i = 0; i < 2; ++i) {
+    double sum = b2[i];
+    for (int j = 0; j < 4; ++j) sum += ((i * 4 + j) / 4.0 - 1) * h[j];
+    y[i] = sum;
+  }
+  return y;
+}
 
 struct Answer {
   int status = 0;
@@ -169,6 +233,27 @@ TEST_F(Services, ReplicasAnswerThroughTheHeadAndAKilledOneIsReplaced) {
   EXPECT_NE(scale.exit_code, 0);
   EXPECT_NE(scale.err.find("field 'replicas'"), std::string::npos) << scale.err;
 
+  // An update of its settings alone replaces no replica: a range, the autoscaler's target and
+  // the wake timeout change at once. One that does not hold names the field, changes nothing.
+  const std::set<std::string> serving = Running("echo");
+  auto bad = c_.Corral({"serve", "update", "echo", "--min-replicas", "4"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("field 'min_replicas'"), std::string::npos) << bad.err;
+  auto settings = c_.Corral({"serve", "update", "echo", "--max-replicas", "3", "--target-in-flight",
+                             "5", "--wake-timeout", "20s"});
+  ASSERT_EQ(settings.exit_code, 0) << settings.err;
+  EXPECT_NE(settings.out.find("settings updated, no replica replaced (replicas 2-3, desired 2)"),
+            std::string::npos)
+      << settings.out;
+  const Json updated = Show("echo");
+  EXPECT_EQ(updated.value("max_replicas", 0), 3);
+  EXPECT_EQ(updated.value("target_in_flight", 0.0), 5.0);
+  EXPECT_EQ(updated.value("wake_timeout_ms", 0), 20000);
+  EXPECT_EQ(updated.value("version", 0), 1);
+  EXPECT_FALSE(updated.contains("rollout"));
+  EXPECT_EQ(Running("echo"), serving);
+  ASSERT_EQ(PidsAnswering("echo", 4, &failure).size(), 2u) << failure;
+
   // Removing it stops every replica; its address answers 404.
   std::set<std::string> last = Running("echo");
   auto rm = c_.Corral({"services", "rm", "echo"});
@@ -182,13 +267,71 @@ TEST_F(Services, ReplicasAnswerThroughTheHeadAndAKilledOneIsReplaced) {
   EXPECT_NE(gone.exit_code, 0);
 }
 
-TEST_F(Services, NoReadyReplicaAnswers503WithTheReasonAndBadInputIsRefused) {
-  auto made = c_.Corral(Serve("sick", "/never-healthy"));
+TEST_F(Services, APyTorchModelOnTheCpuAnswersThroughTheHead) {
+  std::ofstream(c_.dir() + "/svc/model.py") << kTorchServer;
+  std::filesystem::permissions(c_.dir() + "/svc/model.py", std::filesystem::perms::owner_all |
+                                                               std::filesystem::perms::group_read |
+                                                               std::filesystem::perms::others_read);
+  auto made = c_.Corral({"serve", "model", "--replicas", "1", "--port", "0", "--health", "/health",
+                         "--cpus", "0.5", "--wake-timeout", "2m", "--", "/usr/bin/python3",
+                         c_.dir() + "/svc/model.py"});
   ASSERT_EQ(made.exit_code, 0) << made.err;
+  // Importing torch takes seconds (more on a loaded machine): ready only once loaded.
+  ASSERT_TRUE(WaitUntil(150000, [&] {
+    const Json replicas = Show("model").value("replicas", Json::array());
+    return replicas.size() == 1 && replicas[0].value("ready", false);
+  })) << Show("model").dump();
+  const std::vector<std::vector<double>> inputs = {{0.5, -1, 2}, {0, 0, 0}, {3, 1.25, -2}};
+  std::string query;
+  for (const auto& x : inputs) {
+    query += (query.empty() ? "?x=" : "&x=") + std::to_string(x[0]) + "," + std::to_string(x[1]) +
+             "," + std::to_string(x[2]);
+  }
+  Answer a = Get(c_, "/v/model/predict" + query, c_.token());
+  ASSERT_EQ(a.status, 200) << a.body;
+  const Json answer = Json::parse(a.body, nullptr, false);
+  ASSERT_TRUE(answer.contains("y")) << a.body;
+  EXPECT_FALSE(answer.value("torch", "").empty()) << a.body;
+  ASSERT_EQ(answer["y"].size(), inputs.size()) << a.body;
+  for (size_t r = 0; r < inputs.size(); ++r) {
+    const std::vector<double> want = ExpectedMlp(inputs[r]);
+    ASSERT_EQ(answer["y"][r].size(), 2u) << a.body;
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_NEAR(answer["y"][r][i].get<double>(), want[i], 1e-5) << "row " << r << ": " << a.body;
+    }
+  }
+}
+
+TEST_F(Services, NoReadyReplicaAnswers503WithTheReasonAfterTheWakeTimeoutAndBadInputIsRefused) {
+  std::vector<std::string> sick = Serve("sick", "/never-healthy");
+  sick.insert(sick.begin() + 2, {"--wake-timeout", "4s"});
+  auto made = c_.Corral(sick);
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_NE(c_.Corral({"services", "show", "sick"})
+                .out.find("Wake:     a request waits up to 4s "
+                          "for a ready replica"),
+            std::string::npos);
   ASSERT_TRUE(WaitUntil(45000, [&] { return Running("sick").size() == 2; }));
+  // Held for the service's wake timeout (4 s, not the default minute), then 503 with why.
+  const auto start = std::chrono::steady_clock::now();
   Answer a = Get(c_, "/v/sick/whoami", c_.token());
+  const double held =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "a request to a service with no ready replica was answered after " << held << " s\n";
   EXPECT_EQ(a.status, 503) << a.body;
-  EXPECT_NE(a.body.find("no ready replica"), std::string::npos) << a.body;
+  EXPECT_NE(a.body.find("service 'sick' has no ready replica after 4000 ms: its replicas run but "
+                        "none answers its health check"),
+            std::string::npos)
+      << a.body;
+  EXPECT_GE(held, 4.0);
+  // A wake timeout out of range is refused naming the field, and creates nothing.
+  for (const char* wake : {"0s", "11m", "soon"}) {
+    std::vector<std::string> bad_wake = Serve("late", "/health");
+    bad_wake.insert(bad_wake.begin() + 2, {"--wake-timeout", wake});
+    auto refused = c_.Corral(bad_wake);
+    EXPECT_NE(refused.exit_code, 0) << wake;
+    EXPECT_NE(refused.err.find("field 'wake_timeout'"), std::string::npos) << refused.err;
+  }
   // No token: not served.
   EXPECT_EQ(Get(c_, "/v/sick/whoami", "").status, 401);
   auto dup = c_.Corral(Serve("sick", "/health"));
@@ -202,6 +345,18 @@ TEST_F(Services, NoReadyReplicaAnswers503WithTheReasonAndBadInputIsRefused) {
   EXPECT_NE(no_port.err.find("field 'port'"), std::string::npos) << no_port.err;
   auto list = c_.Corral({"services", "-o", "json"});
   EXPECT_EQ(Json::parse(list.out, nullptr, false).value("services", Json::array()).size(), 1u);
+  // Removed, its replicas stop (none outlives the test's cluster).
+  const std::set<std::string> sick_replicas = Running("sick");
+  ASSERT_EQ(c_.Corral({"services", "rm", "sick"}).exit_code, 0);
+  for (const std::string& job : sick_replicas) {
+    EXPECT_TRUE(WaitUntil(30000,
+                          [&] {
+                            const Json shown = Json::parse(
+                                c_.Corral({"show", job, "-o", "json"}).out, nullptr, false);
+                            return shown.is_object() && shown.value("state", "") == "cancelled";
+                          }))
+        << "replica " << job;
+  }
 }
 
 }  // namespace

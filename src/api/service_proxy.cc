@@ -51,19 +51,17 @@ void ServiceProxy::Handle(net::HttpRequest req, net::Responder respond) {
             std::move(rest),
             std::move(req.body),
             std::move(respond),
-            now + options_.wait_for_ready,
+            now + std::chrono::milliseconds(kDefaultWakeTimeout),
             now};
   head_->Run(req.BearerToken(), head::GetService{name},
              [this, p = std::move(p)](Result<head::ServiceView> v) mutable {
                if (!v.ok()) return p.respond(ErrorResponse(v.status()));
                const bool asleep = v->service.desired == 0;
+               // Held for a ready replica at most the service's wake timeout, whether it
+               // wakes from zero (a replica starts for it) or its replicas are starting.
+               p.deadline = p.started + std::chrono::milliseconds(v->service.spec.wake_timeout_ms);
                {
                  std::lock_guard lock(mu_);
-                 // Scaled to zero: a replica starts for it, and the requests that come while
-                 // it starts wait for it as long as this one.
-                 auto& waking = waking_[p.service];
-                 if (asleep) waking = p.started + options_.wait_from_zero;
-                 p.deadline = std::max(p.deadline, waking);
                  MeterLocked(p.service, 1);
                }
                if (asleep) {
@@ -297,7 +295,6 @@ void ServiceProxy::Refresh(const std::vector<head::ServiceView>& views) {
                            v.service.desired);
     }
     pools_ = std::move(next);
-    std::erase_if(waking_, [&](const auto& w) { return !pools_.count(w.first); });
     for (auto& [name, pool] : pools_) {
       for (auto& [run, r] : pool) {
         if (r.probing) continue;

@@ -17,9 +17,9 @@
 // more (ReportReplicaDrained: it may stop). Both are repeated until the core's view shows them,
 // and the core takes a repeat as a no-op.
 //
-// A request with no ready replica waits up to `wait_for_ready` for one (a replica starting),
-// then gets 503 with the reason. A request to a service scaled to zero asks the core for a
-// replica (WakeService) and waits up to `wait_from_zero`.
+// A request with no ready replica waits up to its service's wake timeout (ServiceSpec::
+// wake_timeout_ms) for one, then gets 503 with the reason; one to a service scaled to zero
+// first asks the core for a replica (WakeService).
 //
 // The autoscaler's input is measured here: each service's requests in flight (sent to a
 // replica, or held for one), averaged over time, reported to the core every
@@ -45,10 +45,8 @@ namespace corral::api {
 struct ServiceProxyOptions {
   std::chrono::milliseconds probe_interval{500};
   std::chrono::milliseconds probe_timeout{2000};
-  std::chrono::milliseconds wait_for_ready{10'000};
   std::chrono::milliseconds request_timeout{60'000};
   size_t max_waiting = 1000;  // requests held at once for lack of a ready replica
-  std::chrono::milliseconds wait_from_zero{60'000};  // a replica's cold start
   std::chrono::milliseconds load_report_interval{1000};
 };
 
@@ -124,12 +122,10 @@ class ServiceProxy {
   std::condition_variable wake_;
   bool stopping_ = false;                                        // GUARDED_BY(mu_)
   std::map<std::string, std::map<std::string, Replica>> pools_;  // GUARDED_BY(mu_): service -> run
-  std::map<std::string, std::string> missing_;  // GUARDED_BY(mu_): why a service has no replica
-  std::deque<Pending> waiting_;                 // GUARDED_BY(mu_)
-  std::map<std::string, size_t> turn_;          // GUARDED_BY(mu_): ties taken in turn
-  std::map<std::string, LoadMeter> meters_;     // GUARDED_BY(mu_): by service
-  // GUARDED_BY(mu_): services woken from zero, until when their requests may wait.
-  std::map<std::string, std::chrono::steady_clock::time_point> waking_;
+  std::map<std::string, std::string> missing_;      // GUARDED_BY(mu_): why a service has no replica
+  std::deque<Pending> waiting_;                     // GUARDED_BY(mu_)
+  std::map<std::string, size_t> turn_;              // GUARDED_BY(mu_): ties taken in turn
+  std::map<std::string, LoadMeter> meters_;         // GUARDED_BY(mu_): by service
   std::chrono::steady_clock::time_point reported_;  // GUARDED_BY(mu_): the last load report
   std::thread prober_;
   // Last: destroyed first, so that no answer of a probe or request arrives after the rest.

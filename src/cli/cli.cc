@@ -99,9 +99,9 @@ const CommandInfo kCommands[] = {
      "them with their size, files, state and the nodes that cache them; remove unused ones"},
     {"serve", RunServe,
      "corral serve NAME [--replicas N | --min-replicas A --max-replicas B] --port PORT\n"
-     "       [--health PATH] [--any-user] [--drain-timeout 30s] [--target-in-flight 2]\n"
-     "       [--scale-up-delay 30s] [--scale-down-delay 10m] [--scale-to-zero-after D (min 0)]\n"
-     "       [resources as for submit: --gpus,\n"
+     "       [--health PATH] [--any-user] [--drain-timeout 30s] [--wake-timeout 60s]\n"
+     "       [--target-in-flight 2] [--scale-up-delay 30s] [--scale-down-delay 10m]\n"
+     "       [--scale-to-zero-after D (min 0)] [resources as for submit: --gpus,\n"
      "       --cpus, --memory, --queue, --image, --mount, --env ...] [-f SERVICE.yaml] -- CMD\n"
      "       (--port 0: a free port per replica; each replica finds it in $PORT and $CORRAL_PORT)\n"
      "       corral serve update NAME [--ready-timeout 5m] [--image I] [--gpus G] [--env K=V ...]\n"

@@ -12,20 +12,10 @@ namespace corral::cli {
 namespace {
 
 // serve's own flags; the rest are submit's resource flags, for the replica template.
-const std::vector<std::string> kServiceOnlyFlags = {"file",
-                                                    "replicas",
-                                                    "min-replicas",
-                                                    "max-replicas",
-                                                    "port",
-                                                    "health",
-                                                    "any-user",
-                                                    "drain-timeout",
-                                                    "ready-timeout",
-                                                    "dry-run",
-                                                    "target-in-flight",
-                                                    "scale-up-delay",
-                                                    "scale-down-delay",
-                                                    "scale-to-zero-after"};
+const std::vector<std::string> kServiceOnlyFlags = {
+    "file",    "replicas",         "min-replicas",   "max-replicas",     "port",
+    "health",  "any-user",         "drain-timeout",  "wake-timeout",     "ready-timeout",
+    "dry-run", "target-in-flight", "scale-up-delay", "scale-down-delay", "scale-to-zero-after"};
 
 // The flags of the replica template that `serve` takes and `serve update` may change.
 std::vector<FlagDef> ReplicaTemplateFlags() {
@@ -64,6 +54,7 @@ std::vector<FlagDef> ServeFlags() {
                                 {"any-user", 0, false},
                                 {"dry-run", 0, false},
                                 {"drain-timeout", 0, true},
+                                {"wake-timeout", 0, true},
                                 {"target-in-flight", 0, true},
                                 {"scale-up-delay", 0, true},
                                 {"scale-down-delay", 0, true},
@@ -74,7 +65,10 @@ std::vector<FlagDef> ServeFlags() {
 
 std::vector<FlagDef> ServeUpdateFlags() {
   std::vector<FlagDef> flags = {
-      {"file", 'f', true}, {"ready-timeout", 0, true}, {"dry-run", 0, false}};
+      {"file", 'f', true},         {"ready-timeout", 0, true},    {"dry-run", 0, false},
+      {"replicas", 0, true},       {"min-replicas", 0, true},     {"max-replicas", 0, true},
+      {"drain-timeout", 0, true},  {"wake-timeout", 0, true},     {"target-in-flight", 0, true},
+      {"scale-up-delay", 0, true}, {"scale-down-delay", 0, true}, {"scale-to-zero-after", 0, true}};
   for (FlagDef& f : ReplicaTemplateFlags()) flags.push_back(std::move(f));
   return flags;
 }
@@ -95,6 +89,28 @@ Json ServeNumberOrText(const std::string& v) {
   return v;
 }
 
+// The settings flags given (replica counts, the autoscaler's, the timeouts), as the fields of
+// a service or of an update of its settings.
+void AddSettingFlags(const ParsedArgs& args, Json& body) {
+  static const std::pair<const char*, const char*> kInts[] = {
+      {"replicas", "replicas"}, {"min-replicas", "min_replicas"}, {"max-replicas", "max_replicas"}};
+  for (const auto& [flag, field] : kInts) {
+    if (args.Has(flag)) body[field] = IntOrText(args.Get(flag));
+  }
+  if (args.Has("target-in-flight")) {
+    body["target_in_flight"] = ServeNumberOrText(args.Get("target-in-flight"));
+  }
+  static const std::pair<const char*, const char*> kDurations[] = {
+      {"scale-up-delay", "scale_up_delay"},
+      {"scale-down-delay", "scale_down_delay"},
+      {"scale-to-zero-after", "scale_to_zero_after"},
+      {"drain-timeout", "drain_timeout"},
+      {"wake-timeout", "wake_timeout"}};
+  for (const auto& [flag, field] : kDurations) {
+    if (args.Has(flag)) body[field] = args.Get(flag);
+  }
+}
+
 // The service's body (ParseServiceSpec's form) from -f FILE, NAME, the flags and the command.
 Result<Json> BuildServiceBody(const ParsedArgs& args, CliContext& ctx) {
   Json body = Json::object();
@@ -104,26 +120,10 @@ Result<Json> BuildServiceBody(const ParsedArgs& args, CliContext& ctx) {
     body = *f;
   }
   if (!args.positional.empty()) body["name"] = args.positional[0];
-  static const std::pair<const char*, const char*> kInts[] = {{"replicas", "replicas"},
-                                                              {"min-replicas", "min_replicas"},
-                                                              {"max-replicas", "max_replicas"},
-                                                              {"port", "port"}};
-  for (const auto& [flag, field] : kInts) {
-    if (args.Has(flag)) body[field] = IntOrText(args.Get(flag));
-  }
+  if (args.Has("port")) body["port"] = IntOrText(args.Get("port"));
   if (args.Has("health")) body["health"] = args.Get("health");
   if (args.Has("any-user")) body["any_user"] = true;
-  if (args.Has("drain-timeout")) body["drain_timeout"] = args.Get("drain-timeout");
-  if (args.Has("target-in-flight")) {
-    body["target_in_flight"] = ServeNumberOrText(args.Get("target-in-flight"));
-  }
-  static const std::pair<const char*, const char*> kDelays[] = {
-      {"scale-up-delay", "scale_up_delay"},
-      {"scale-down-delay", "scale_down_delay"},
-      {"scale-to-zero-after", "scale_to_zero_after"}};
-  for (const auto& [flag, field] : kDelays) {
-    if (args.Has(flag)) body[field] = args.Get(flag);
-  }
+  AddSettingFlags(args, body);
   ParsedArgs resources = args;
   for (const std::string& f : kServiceOnlyFlags) resources.flags.erase(f);
   auto spec = BuildSubmitSpec(resources, ctx.cwd, ctx.env);
@@ -145,16 +145,25 @@ Result<Json> BuildUpdateBody(const ParsedArgs& args, CliContext& ctx) {
     body = *f;
   }
   if (args.Has("ready-timeout")) body["ready_timeout"] = args.Get("ready-timeout");
+  AddSettingFlags(args, body);
   ParsedArgs resources = args;
   for (const std::string& f : kServiceOnlyFlags) resources.flags.erase(f);
   auto spec = BuildSubmitSpec(resources, ctx.cwd, ctx.env);
   if (!spec.ok()) return spec.status();
   if (!args.Has("workdir")) spec->erase("workdir");
+  // Settings alone change no replica: no template fields then (the check names both).
+  if (spec->empty() && !body.contains("spec")) {
+    for (const std::string& f : ServiceSettingFields()) {
+      if (body.contains(f)) return body;
+    }
+  }
   Json merged = body.contains("spec") && body["spec"].is_object() ? body["spec"] : Json::object();
   merged.update(*spec);
   body["spec"] = merged;
   return body;
 }
+
+std::string ServiceReplicaRange(const Json& s);
 
 int RunServeUpdate(const std::vector<std::string>& argv, CliContext& ctx) {
   auto parsed = ParseArgs(argv, ServeUpdateFlags(), /*stop_at_positional=*/false);
@@ -181,6 +190,12 @@ int RunServeUpdate(const std::vector<std::string>& argv, CliContext& ctx) {
     return kExitError;
   }
   const Json s = reply->value("service", Json::object());
+  if (!s.contains("rollout")) {  // its settings: at once
+    *ctx.out << "Service " << s.value("name", "") << ": settings updated, no replica replaced "
+             << "(replicas " << ServiceReplicaRange(s) << ", desired " << s.value("desired", 0)
+             << ")\n";
+    return kExitOk;
+  }
   *ctx.out << "Service " << s.value("name", "") << ": updating to version " << s.value("version", 0)
            << ", one replica at a time (corral services show " << s.value("name", "") << ")\n";
   return kExitOk;
@@ -244,6 +259,9 @@ int ShowService(const Json& s, CliContext& ctx) {
            << ", max " << s.value("max_replicas", 0) << ")\n"
            << AutoscaleLine(s) << "Port:     " << PortText(s) << "\n"
            << "Health:   GET " << s.value("health", "/") << "\n"
+           << "Wake:     a request waits up to "
+           << ServiceDurationText(s.value("wake_timeout_ms", kDefaultWakeTimeout))
+           << " for a ready replica\n"
            << "Version:  " << s.value("version", 1) << "\n";
   if (s.contains("rollout")) {
     *ctx.out << "Update:   to version " << s.value("version", 1) << " from version "

@@ -136,7 +136,35 @@ Status ParseAutoscaling(const Json& body, ServiceSpec* s) {
   return Status::Ok();
 }
 
+// drain_timeout (at most 10m) and wake_timeout (1s to 10m), where given.
+Status ParseServiceTimeouts(const Json& body, ServiceSpec* s) {
+  if (body.contains("drain_timeout")) {
+    auto d = ServiceDuration(body.at("drain_timeout"), "drain_timeout", 10 * kMinute);
+    if (!d.ok()) return d.status();
+    s->drain_timeout_ms = *d;
+  }
+  if (body.contains("wake_timeout")) {
+    auto d = ServiceDuration(body.at("wake_timeout"), "wake_timeout", 10 * kMinute);
+    if (!d.ok()) return d.status();
+    if (*d < kSecond) {
+      return ServiceFieldError("wake_timeout",
+                               "want at least 1s (a request is held this long for a ready "
+                               "replica), got " +
+                                   body.at("wake_timeout").dump());
+    }
+    s->wake_timeout_ms = *d;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+const std::set<std::string>& ServiceSettingFields() {
+  static const std::set<std::string> kFields = {
+      "replicas",         "min_replicas",  "max_replicas", "target_in_flight",   "scale_up_delay",
+      "scale_down_delay", "drain_timeout", "wake_timeout", "scale_to_zero_after"};
+  return kFields;
+}
 
 bool Autoscaled(const ServiceSpec& s) {
   return s.min_replicas < s.max_replicas || s.min_replicas == 0;
@@ -174,6 +202,7 @@ Json ToJson(const ServiceSpec& p) {
               {"health", p.health_path},
               {"any_user", p.any_user},
               {"drain_timeout_ms", p.drain_timeout_ms},
+              {"wake_timeout_ms", p.wake_timeout_ms},
               {"target_in_flight", p.autoscaling.target_in_flight},
               {"scale_up_delay_ms", p.autoscaling.scale_up_delay_ms},
               {"scale_down_delay_ms", p.autoscaling.scale_down_delay_ms},
@@ -193,6 +222,7 @@ Result<ServiceSpec> ServiceSpecFromJson(const Json& j) {
   p.health_path = j.value("health", "/");
   p.any_user = j.value("any_user", false);
   p.drain_timeout_ms = j.value("drain_timeout_ms", 30 * kSecond);
+  p.wake_timeout_ms = j.value("wake_timeout_ms", kDefaultWakeTimeout);
   const ServiceAutoscaling defaults;
   p.autoscaling.target_in_flight = j.value("target_in_flight", defaults.target_in_flight);
   p.autoscaling.scale_up_delay_ms = j.value("scale_up_delay_ms", defaults.scale_up_delay_ms);
@@ -327,6 +357,7 @@ Result<ServiceSpec> ParseServiceSpec(const Json& body) {
                                                "health",
                                                "any_user",
                                                "drain_timeout",
+                                               "wake_timeout",
                                                "spec",
                                                "target_in_flight",
                                                "scale_up_delay",
@@ -336,7 +367,8 @@ Result<ServiceSpec> ParseServiceSpec(const Json& body) {
     if (!kKnown.count(it.key())) {
       return InvalidArgument("unknown field '" + it.key() +
                              "'; known fields: name, replicas, min_replicas, max_replicas, "
-                             "port, health, any_user, drain_timeout, target_in_flight, "
+                             "port, health, any_user, drain_timeout, wake_timeout, "
+                             "target_in_flight, "
                              "scale_up_delay, scale_down_delay, scale_to_zero_after, spec");
     }
   }
@@ -365,11 +397,7 @@ Result<ServiceSpec> ParseServiceSpec(const Json& body) {
     if (!body.at("any_user").is_boolean()) return ServiceFieldError("any_user", "want a boolean");
     s.any_user = body.at("any_user").get<bool>();
   }
-  if (body.contains("drain_timeout")) {
-    auto d = ServiceDuration(body.at("drain_timeout"), "drain_timeout", 10 * kMinute);
-    if (!d.ok()) return d.status();
-    s.drain_timeout_ms = *d;
-  }
+  CORRAL_RETURN_IF_ERROR(ParseServiceTimeouts(body, &s));
   auto job = ParseJobSpec(body.value("spec", Json()));
   if (!job.ok()) return InvalidArgument("field 'spec': " + job.status().message());
   s.job = std::move(*job);
@@ -438,14 +466,70 @@ const std::map<std::string, TemplateField>& UpdatableFields() {
 
 }  // namespace
 
+Result<ServiceSpec> PatchedSettings(const ServiceSpec& base, const Json& settings) {
+  ServiceSpec s = base;
+  if (settings.contains("replicas")) {
+    if (settings.contains("min_replicas") || settings.contains("max_replicas")) {
+      return ServiceFieldError("replicas", "give either replicas or min_replicas/max_replicas");
+    }
+    auto n = ServiceInt(settings, "replicas", 1, kMaxServiceReplicas);
+    if (!n.ok()) return n.status();
+    s.min_replicas = s.max_replicas = *n;
+  }
+  if (settings.contains("min_replicas")) {
+    auto n = ServiceInt(settings, "min_replicas", 0, kMaxServiceReplicas);
+    if (!n.ok()) return n.status();
+    s.min_replicas = *n;
+  }
+  if (settings.contains("max_replicas")) {
+    auto n = ServiceInt(settings, "max_replicas", 1, kMaxServiceReplicas);
+    if (!n.ok()) return n.status();
+    s.max_replicas = *n;
+  }
+  if (s.max_replicas < s.min_replicas) {
+    return ServiceFieldError(settings.contains("max_replicas") ? "max_replicas" : "min_replicas",
+                             "max_replicas " + std::to_string(s.max_replicas) +
+                                 " would be below min_replicas " + std::to_string(s.min_replicas));
+  }
+  // The idle time to zero keeps its value unless given (ParseAutoscaling would take the
+  // down-delay's).
+  const DurationMs to_zero = s.autoscaling.scale_to_zero_after_ms;
+  CORRAL_RETURN_IF_ERROR(ParseAutoscaling(settings, &s));
+  if (!settings.contains("scale_to_zero_after")) s.autoscaling.scale_to_zero_after_ms = to_zero;
+  CORRAL_RETURN_IF_ERROR(ParseServiceTimeouts(settings, &s));
+  return s;
+}
+
 Result<ServiceTemplatePatch> ParseServiceUpdate(const Json& body) {
   if (!body.is_object()) return InvalidArgument("update: want a JSON/YAML object");
+  ServiceTemplatePatch p;
   for (auto it = body.begin(); it != body.end(); ++it) {
-    if (it.key() != "spec" && it.key() != "ready_timeout") {
-      return InvalidArgument("unknown field '" + it.key() + "'; known fields: spec, ready_timeout");
+    if (ServiceSettingFields().count(it.key())) {
+      p.settings[it.key()] = it.value();
+    } else if (it.key() != "spec" && it.key() != "ready_timeout") {
+      std::string known = "spec, ready_timeout";
+      for (const std::string& f : ServiceSettingFields()) known += ", " + f;
+      return InvalidArgument("unknown field '" + it.key() + "'; known fields: " + known);
     }
   }
-  ServiceTemplatePatch p;
+  if (!p.settings.empty()) {
+    // Each setting's form, against a service that allows any range (the head checks them
+    // against the service's own).
+    ServiceSpec any;
+    any.min_replicas = 0;
+    any.max_replicas = kMaxServiceReplicas;
+    auto checked = PatchedSettings(any, p.settings);
+    if (!checked.ok()) return checked.status();
+    const Json spec = body.value("spec", Json::object());
+    if (!spec.is_object() || !spec.empty() || body.contains("ready_timeout")) {
+      return ServiceFieldError(
+          "spec",
+          "an update changes either the replica template (replaced one replica at a "
+          "time) or the service's settings (at once, no replica replaced), not both: "
+          "make two updates");
+    }
+    return p;
+  }
   if (body.contains("ready_timeout")) {
     auto d = ServiceDuration(body.at("ready_timeout"), "ready_timeout", kHour);
     if (!d.ok()) return d.status();

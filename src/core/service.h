@@ -27,6 +27,9 @@ struct ServiceAutoscaling {
   bool operator==(const ServiceAutoscaling&) const = default;
 };
 
+// The default of `wake_timeout` (Knative's activator holds a request for a cold start as long).
+constexpr DurationMs kDefaultWakeTimeout = 60 * kSecond;
+
 struct ServiceSpec {
   std::string name;  // [a-z0-9-], 1..40, starts with a letter: it is a URL path segment
   std::string owner;
@@ -41,6 +44,10 @@ struct ServiceSpec {
   // How long a replica leaving (an update, a scale-down, the service's removal) may finish the
   // requests it has in flight, after the head's proxy stopped sending it new ones.
   DurationMs drain_timeout_ms = 30 * kSecond;
+  // How long the head's proxy holds a request for lack of a ready replica (the service at zero
+  // and waking, or its replicas starting) before it answers 503 with the reason: a model's cold
+  // start.
+  DurationMs wake_timeout_ms = kDefaultWakeTimeout;
   ServiceAutoscaling autoscaling;  // used where Autoscaled()
   bool operator==(const ServiceSpec&) const = default;
 };
@@ -137,9 +144,17 @@ struct ServiceTemplatePatch {
   JobSpec job;                   // parsed as for submit
   std::set<std::string> fields;  // the job-spec fields given (command, image, gpus, ...)
   DurationMs ready_timeout_ms = kDefaultReadyTimeout;
+  // Or the service's settings to change, as given (ServiceSettingFields: replica counts,
+  // the autoscaler's, the timeouts): they apply at once and replace no replica. Never both.
+  Json settings = Json::object();
 };
-// {"spec": {job-spec fields}, "ready_timeout": "5m"}: every field checked, the wrong one named.
+// The settings an update may change without replacing replicas, as ParseServiceSpec names them.
+const std::set<std::string>& ServiceSettingFields();
+// {"spec": {job-spec fields}, "ready_timeout": "5m"} or {settings...}: every field checked,
+// the wrong one named.
 Result<ServiceTemplatePatch> ParseServiceUpdate(const Json& body);
+// `base` with the settings given (ServiceTemplatePatch::settings), checked against each other.
+Result<ServiceSpec> PatchedSettings(const ServiceSpec& base, const Json& settings);
 // The template with the patch's fields; the first that may not change names itself.
 Result<JobSpec> PatchedTemplate(const JobSpec& base, const ServiceTemplatePatch& patch);
 

@@ -64,25 +64,27 @@ class AutoscaleScenario : public Scenario {
 TEST_P(AutoscaleScenario, ScalesUpAfterAWholeUpDelayAboveTargetAndNeverPastItsMaximum) {
   Register("n1", 8);
   Create(Scaled(1, 4));
-  Load(5.8, 29 * kSecond);
+  // 3.8 in flight: 190% of what one replica takes at target 2, under the panic ratio.
+  Load(3.8, 29 * kSecond);
   EXPECT_EQ(Desired(), 1) << "29 s of load is not the 30 s up-delay";
-  Load(5.8, 2 * kSecond);
-  EXPECT_EQ(Desired(), 3) << "ceil(5.8 / 2)";
-  EXPECT_EQ(LiveReplicas(), 3u);
+  Load(3.8, 2 * kSecond);
+  EXPECT_EQ(Desired(), 2) << "ceil(3.8 / 2)";
+  EXPECT_EQ(LiveReplicas(), 2u);
   std::vector<ServiceScaled> s = Scalings();
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].cause, ScaleCause::kAutoscaler);
   EXPECT_EQ(s[0].from, 1);
-  EXPECT_EQ(s[0].to, 3);
+  EXPECT_EQ(s[0].to, 2);
   EXPECT_EQ(s[0].reason,
-            "scaled 1 \u2192 3: 5.8 requests in flight per replica over 30s, target 2");
-  // More load: the new count holds a whole up-delay, then goes to the maximum, not past it.
-  Load(40, 29 * kSecond);
-  EXPECT_EQ(Desired(), 3);
-  Load(40, 2 * kSecond);
+            "scaled 1 \u2192 2: 3.8 requests in flight per replica over 30s, target 2");
+  // More load (3.5 per replica): the new count holds a whole up-delay, then goes to the
+  // maximum, not past it.
+  Load(7, 29 * kSecond);
+  EXPECT_EQ(Desired(), 2);
+  Load(7, 2 * kSecond);
   EXPECT_EQ(Desired(), 4);
   EXPECT_EQ(LiveReplicas(), 4u);
-  Load(40, 2 * kMinute);
+  Load(7, 2 * kMinute);
   EXPECT_EQ(Scalings().size(), 2u);
   h_.ExpectDerivedStateRebuilds();
   h_.ExpectReplayEqualsLive();
@@ -91,9 +93,10 @@ TEST_P(AutoscaleScenario, ScalesUpAfterAWholeUpDelayAboveTargetAndNeverPastItsMa
 TEST_P(AutoscaleScenario, AShortBurstScalesNothing) {
   Register("n1", 8);
   Create(Scaled(1, 4));
-  // A burst every 20 s, each under the up-delay: the window always holds a quiet sample.
+  // A burst every 20 s, each under the up-delay (and the panic ratio): the window always holds
+  // a quiet sample.
   for (int i = 0; i < 10; ++i) {
-    Load(9, 15 * kSecond);
+    Load(3.9, 15 * kSecond);
     Load(0.5, 5 * kSecond);
   }
   EXPECT_EQ(Desired(), 1);
@@ -191,7 +194,7 @@ TEST_P(AutoscaleScenario, ScalesToZeroWhenIdleAndARequestWakesIt) {
 TEST_P(AutoscaleScenario, AScaleByHandRestartsTheWindows) {
   Register("n1", 8);
   Create(Scaled(1, 4));
-  Load(5.8, 25 * kSecond);
+  Load(3.8, 25 * kSecond);
   ASSERT_TRUE(core().ScaleService(kAna, "echo", 2, now()).ok());
   Step();
   Load(5.8, 25 * kSecond);
@@ -206,12 +209,37 @@ TEST_P(AutoscaleScenario, AScaleByHandRestartsTheWindows) {
 TEST_P(AutoscaleScenario, ARecoveredHeadWatchesAWholeWindowBeforeItDecides) {
   Register("n1", 8);
   Create(Scaled(1, 4));
-  Load(5.8, 20 * kSecond);
+  Load(3.8, 20 * kSecond);
   h_.Crash();  // the samples were observations: gone with the head
-  Load(5.8, 20 * kSecond);
+  Load(3.8, 20 * kSecond);
   EXPECT_EQ(Desired(), 1);
-  Load(5.8, 12 * kSecond);
-  EXPECT_EQ(Desired(), 3);
+  Load(3.8, 12 * kSecond);
+  EXPECT_EQ(Desired(), 2);
+}
+
+// Knative's panic window: a mean load of at least 200% of what the replicas take over the
+// last 6 s scales up at once, to what that load wants; a spike under 200% waits for the
+// up-delay.
+TEST_P(AutoscaleScenario, APanicScalesUpAtOnceOnTwiceTheTarget) {
+  Register("n1", 8);
+  Create(Scaled(1, 8));
+  Load(9, 5 * kSecond);
+  EXPECT_EQ(Desired(), 1) << "the panic window is 6 s";
+  Load(9, 2 * kSecond);
+  EXPECT_EQ(Desired(), 5) << "ceil(9 / 2), at once";
+  ASSERT_FALSE(Scalings().empty());
+  EXPECT_EQ(Scalings().back().reason,
+            "scaled 1 \u2192 5: panic: 9 requests in flight per replica over 6s, at least 200% "
+            "of target 2");
+  // 15 in flight on 5 replicas is 150% of target: no panic, it waits for the up-delay.
+  Load(15, 20 * kSecond);
+  EXPECT_EQ(Desired(), 5);
+  // 40 is 400%: panic again, to the maximum.
+  Load(40, 7 * kSecond);
+  EXPECT_EQ(Desired(), 8);
+  EXPECT_EQ(LiveReplicas(), 8u);
+  h_.ExpectDerivedStateRebuilds();
+  h_.ExpectReplayEqualsLive();
 }
 
 TEST_P(AutoscaleScenario, AFixedCountIsNotAutoscaled) {

@@ -243,6 +243,7 @@ Result<Service> HeadCore::UpdateService(const Caller& by, const std::string& nam
     return FailedPrecondition("service '" + name + "' is being updated to version " +
                               std::to_string(s.version) + " already; wait until it ends");
   }
+  if (!patch.settings.empty()) return UpdateServiceSettings(by, s, patch.settings, now);
   auto job = PatchedTemplate(s.spec.job, patch);
   if (!job.ok()) return job.status();
   if (ToJson(*job) == ToJson(s.spec.job)) {
@@ -255,6 +256,36 @@ Result<Service> HeadCore::UpdateService(const Caller& by, const std::string& nam
   replica.owner = s.spec.owner;
   CORRAL_RETURN_IF_ERROR(CheckNewJob(by, replica, now));
   Emit(by, now, ServiceRolloutStarted{name, std::move(next), patch.ready_timeout_ms});
+  KeepReplicas(state_.services.at(name), now);
+  return state_.services.at(name);
+}
+
+// Settings change at once and replace no replica: one service_updated change with the new
+// spec, then, where `desired` falls outside the new range, a service_scaled change into it
+// (cause hand) whose replicas leave or start as in any scaling.
+Result<Service> HeadCore::UpdateServiceSettings(const Caller& by, const Service& s,
+                                                const Json& settings, TimeMs now) {
+  auto spec = PatchedSettings(s.spec, settings);
+  if (!spec.ok()) return spec.status();
+  if (ToJson(*spec) == ToJson(s.spec)) {
+    return InvalidArgument("field '" + settings.begin().key() +
+                           "': the update changes nothing in the service's settings");
+  }
+  const std::string name = s.spec.name;
+  const int32_t desired = s.desired;
+  Service next = s;
+  next.spec = std::move(*spec);
+  const int32_t lo = next.spec.min_replicas, hi = next.spec.max_replicas;
+  Emit(by, now, ServiceUpdated{std::move(next)});
+  // Held at zero only while the service may be there.
+  const int32_t into = std::clamp(desired, lo, hi);
+  if (into != desired) {
+    Emit(by, now,
+         ServiceScaled{name, desired, into, ScaleCause::kHand,
+                       "scaled " + std::to_string(desired) + " \u2192 " + std::to_string(into) +
+                           ": the range is now [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                           "] (updated by " + by.name + ")"});
+  }
   KeepReplicas(state_.services.at(name), now);
   return state_.services.at(name);
 }

@@ -237,6 +237,79 @@ TEST_P(ServiceScenario, ScalingStartsOrStopsReplicasWithinItsRange) {
   h_.ExpectReplayEqualsLive();
 }
 
+// An update of the settings alone: the spec changes at once, no replica is replaced, and a
+// range that no longer holds `desired` scales it into the range.
+TEST_P(ServiceScenario, AnUpdateOfItsSettingsReplacesNoReplica) {
+  Register("n1", 4);
+  ServiceSpec s = TwoReplicas();
+  s.min_replicas = 1;
+  s.max_replicas = 3;
+  Create(s);
+  ASSERT_TRUE(core().ScaleService(kAna, "echo", 3, now()).ok());
+  Step();
+  RunAll("echo");
+  const std::vector<ServiceReplica> before = Show("echo").replicas;
+  const Json job_before = ToJson(Show("echo").service.spec.job);
+  ASSERT_EQ(before.size(), 3u);
+  auto settings = [](const std::string& text) {
+    auto p = ParseServiceUpdate(Json::parse(text));
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    return p.ok() ? *p : ServiceTemplatePatch{};
+  };
+  // The autoscaler's settings and the wake timeout: the same replicas, the same version.
+  auto r = core().UpdateService(
+      kAna, "echo", settings(R"({"target_in_flight":4,"scale_up_delay":"5s","wake_timeout":"2m"})"),
+      now());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Step();
+  ServiceView v = Show("echo");
+  EXPECT_EQ(v.service.spec.autoscaling.target_in_flight, 4);
+  EXPECT_EQ(v.service.spec.autoscaling.scale_up_delay_ms, 5 * kSecond);
+  EXPECT_EQ(v.service.spec.wake_timeout_ms, 2 * kMinute);
+  EXPECT_EQ(ToJson(v.service.spec.job), job_before);
+  EXPECT_EQ(v.service.version, 1);
+  EXPECT_FALSE(v.service.rollout);
+  ASSERT_EQ(v.replicas.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(v.replicas[i].job, before[i].job);
+    EXPECT_TRUE(v.replicas[i].running);
+  }
+  // Settings that do not hold against the service's own (its max below the new min), or scale to
+  // zero with a minimum, change nothing.
+  auto both = ParseServiceUpdate(Json::parse(R"({"spec":{"image":"x"},"max_replicas":2})"));
+  EXPECT_NE(both.status().message().find("field 'spec'"), std::string::npos)
+      << both.status().ToString();
+  auto over = core().UpdateService(kAna, "echo", settings(R"({"min_replicas":4})"), now());
+  EXPECT_NE(over.status().message().find("field 'min_replicas'"), std::string::npos)
+      << over.status().ToString();
+  auto to_zero =
+      core().UpdateService(kAna, "echo", settings(R"({"scale_to_zero_after":"1m"})"), now());
+  EXPECT_NE(to_zero.status().message().find("field 'scale_to_zero_after'"), std::string::npos)
+      << to_zero.status().ToString();
+  EXPECT_EQ(
+      core().UpdateService(kBob, "echo", settings(R"({"max_replicas":2})"), now()).status().code(),
+      ErrorCode::kNotFound);
+  EXPECT_EQ(core()
+                .UpdateService(kAna, "echo", settings(R"({"target_in_flight":4})"), now())
+                .status()
+                .code(),
+            ErrorCode::kInvalidArgument)
+      << "an update that changes nothing";
+  EXPECT_EQ(Show("echo").service.spec.max_replicas, 3);
+  // A lower maximum: desired follows it into the range, the newest replica leaves.
+  ASSERT_TRUE(core().UpdateService(kAna, "echo", settings(R"({"max_replicas":2})"), now()).ok());
+  Step();
+  v = Show("echo");
+  EXPECT_EQ(v.service.spec.max_replicas, 2);
+  EXPECT_EQ(v.service.desired, 2);
+  EXPECT_TRUE(v.replicas[0].running);
+  EXPECT_TRUE(v.replicas[1].running);
+  EXPECT_FALSE(v.replicas[2].running) << "the newest leaves";
+  EXPECT_EQ(v.replicas[2].job, before[2].job);
+  h_.ExpectDerivedStateRebuilds();
+  h_.ExpectReplayEqualsLive();
+}
+
 TEST(ServiceSpecParse, NamesTheBadField) {
   auto parse = [](const std::string& text) { return ParseServiceSpec(Json::parse(text)); };
   auto ok = parse(R"({"name":"echo","replicas":2,"port":8000,"spec":{"command":["srv"]}})");
@@ -246,6 +319,13 @@ TEST(ServiceSpecParse, NamesTheBadField) {
   EXPECT_EQ(ReplicaSpec(*ok, false).env.at("PORT"), "8000");
   EXPECT_EQ(ReplicaSpec(*ok, false).env.at("CORRAL_PORT"), "8000");
   EXPECT_TRUE(ReplicaSpec(*ok, true).preemptible);
+  EXPECT_EQ(ok->wake_timeout_ms, kDefaultWakeTimeout);
+  auto wake = parse(R"({"name":"e","port":1,"wake_timeout":"2m","spec":{"command":["s"]}})");
+  ASSERT_TRUE(wake.ok()) << wake.status().ToString();
+  EXPECT_EQ(wake->wake_timeout_ms, 2 * kMinute);
+  auto stored = ServiceSpecFromJson(ToJson(*wake));
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->wake_timeout_ms, 2 * kMinute);
   auto field_of = [&](const std::string& text) {
     auto r = parse(text);
     EXPECT_FALSE(r.ok()) << text;
@@ -274,6 +354,13 @@ TEST(ServiceSpecParse, NamesTheBadField) {
   EXPECT_NE(field_of(R"({"name":"e","port":1,"spec":{"command":["s"],"time_limit":"1h"}})")
                 .find("field 'spec.time_limit'"),
             std::string::npos);
+  for (const char* wake : {"\"500ms\"", "\"11m\"", "\"soon\"", "30"}) {
+    EXPECT_NE(field_of(std::string(R"({"name":"e","port":1,"spec":{"command":["s"]},)") +
+                       R"("wake_timeout":)" + wake + "}")
+                  .find("field 'wake_timeout'"),
+              std::string::npos)
+        << wake;
+  }
   EXPECT_NE(field_of(R"({"name":"e","port":1,"spec":{}})").find("field 'spec"), std::string::npos);
   EXPECT_NE(field_of(R"({"name":"e","port":1,"colour":"red","spec":{"command":["s"]}})")
                 .find("unknown field 'colour'"),

@@ -522,6 +522,9 @@ class HeadCore {
   // Services (core_services.cc): each one's desired replicas kept alive, in Tick.
   void KeepServices(TimeMs now);
   void KeepReplicas(const Service& s, TimeMs now);
+  // An update of only the service's settings (ServiceTemplatePatch::settings): at once.
+  Result<Service> UpdateServiceSettings(const Caller& by, const Service& s, const Json& settings,
+                                        TimeMs now);
   void StopReplica(const Caller& by, const Job& job, const std::string& reason, TimeMs now);
   // A replica leaves: one that serves drains first (no new requests), any other stops at once.
   void LeaveReplica(const Service& s, const Job& job, const std::string& reason, TimeMs now);

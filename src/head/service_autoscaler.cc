@@ -21,6 +21,13 @@ std::string AutoscalerNumber(double v) {
   return buf;
 }
 
+// Knative's panic mode (its KPA defaults): a mean load over the last 6 s (10% of its 60 s
+// stable window) of at least 200% of what the replicas take at their target scales up at once,
+// without waiting for the whole up-delay. A spike then costs seconds, not the up-delay; a load
+// under 200% still waits for the up-delay, which keeps a swing around the target from flapping.
+constexpr DurationMs kAutoscalerPanicWindow = 6 * kSecond;
+constexpr double kAutoscalerPanicRatio = 2.0;
+
 std::string AutoscalerArrow(int32_t from, int32_t to) {
   return "scaled " + std::to_string(from) + " \u2192 " + std::to_string(to) + ": ";
 }
@@ -104,6 +111,20 @@ std::optional<ServiceAutoscaler::Decision> ServiceAutoscaler::Decide(const Servi
     const int32_t to = std::clamp(AutoscalerWanted(latest, target), 1, spec.max_replicas);
     return Decision{to, AutoscalerArrow(from, to) + AutoscalerNumber(latest) +
                             " request(s) in flight with no replica"};
+  }
+  // The panic window, where it is shorter than the up-delay (else the up-delay acts first).
+  if (a.scale_up_delay_ms > kAutoscalerPanicWindow) {
+    if (auto panic = Over(w, kAutoscalerPanicWindow, target, now);
+        panic && panic->mean / from >= kAutoscalerPanicRatio * target) {
+      const int32_t to = std::min(AutoscalerWanted(panic->mean, target), spec.max_replicas);
+      if (to > from) {
+        return Decision{to, AutoscalerArrow(from, to) +
+                                "panic: " + AutoscalerNumber(panic->mean / from) +
+                                " requests in flight per replica over " +
+                                ServiceDurationText(kAutoscalerPanicWindow) +
+                                ", at least 200% of target " + AutoscalerNumber(target)};
+      }
+    }
   }
   if (auto up = Over(w, a.scale_up_delay_ms, target, now)) {
     const int32_t to = std::min(up->fewest_wanted, spec.max_replicas);

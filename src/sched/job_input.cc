@@ -28,6 +28,7 @@ PendingJob ToPendingJob(const Job& job, const RuntimeEstimator* estimator) {
   p.reservation = job.spec.reservation;
   for (const DatasetRef& d : job.spec.datasets) p.datasets.push_back(d.digest);
   p.interactive = job.spec.interactive;
+  p.serving = !job.spec.service.empty();
   p.name = job.spec.name;
   p.predicted_ms = estimator ? estimator->Predict(job.owner, job.spec.name, job.spec.queue,
                                                   TotalGpus(p), job.spec.time_limit_ms)

@@ -137,6 +137,11 @@ std::pair<std::string, PreemptKind> PreemptionReason(const SchedState& st, const
     why = "for job " + std::to_string(e.job.id) + " of queue " + st.queues.Name(e.queue) +
           ", which has waited past its age bound of " +
           std::to_string(st.pending.AgeBound(e.queue) / kMinute) + " minutes";
+  } else if (e.job.serving && !r.job.serving && r.job.priority == e.job.priority &&
+             (r.queue == e.queue || !FitsWhereTheyMeet(st, e, r))) {
+    kind = PreemptKind::kPriority;
+    why = "for job " + std::to_string(e.job.id) + ", a service's replica: serving comes before " +
+          "training of its priority (" + std::to_string(e.job.priority) + ")";
   } else if (r.queue == e.queue && r.job.priority == e.job.priority) {
     kind = PreemptKind::kLas;
     DurationMs attained = AttainedNow(r.job, r.gpus, r.started_at, now);

@@ -29,6 +29,7 @@ int32_t PendingSet::ClassOf(const PendingEntry& e) {
   if (j.max_replicas_per_node > 0) k += "|spread" + std::to_string(j.max_replicas_per_node);
   if (j.min_replicas > 0) k += "|min" + std::to_string(j.min_replicas);
   if (!j.may_preempt) k += "|nopreempt";
+  if (j.serving) k += "|serving";  // it may preempt training that its class-mates may not
   for (const auto& [lk, lv] : j.node_labels) {
     k += '|';
     k += lk;

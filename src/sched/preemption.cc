@@ -1,5 +1,6 @@
 // Victim selection (DESIGN §6.7). A blocked job may displace preemptible runs that
-// (kCorral) are lower priority in its own queue, or of its own queue and priority in a
+// (kCorral) are lower priority in its own queue (a service's replica also outranks training of
+// its own priority: Outranks), or of its own queue and priority in a
 // strictly higher LAS level (las_within_queue), or belong to a queue over its quota when
 // the job is higher priority, or its queue reclaims its quota (the job fits within the
 // quota), or (las_across_queues) they are of its priority in a strictly higher LAS level;
@@ -26,6 +27,20 @@
 namespace corral::sched {
 
 namespace {
+
+// Does `job` outrank `r` for priority preemption: a lower priority, or (a service's replica
+// against training) the same one; serving comes first (PendingJob::serving).
+bool Outranks(const PendingJob& job, const PendingJob& r) {
+  return r.priority < job.priority || (r.priority == job.priority && job.serving && !r.serving);
+}
+
+// Is there a preemptible run that `job` outranks (the bound before any victim search)?
+bool OutranksAnyRun(const SchedState& st, const PendingJob& job) {
+  if (!st.preemptible_priorities.empty() && st.preemptible_priorities.begin()->first < job.priority)
+    return true;
+  return job.serving && !st.preemptible_training_priorities.empty() &&
+         st.preemptible_training_priorities.begin()->first <= job.priority;
+}
 
 bool Spared(const SchedState& st, const RunEntry& r) {
   return !r.job.preemptible || r.preempted_for != 0 || r.placed_in_pass == st.pass ||
@@ -68,7 +83,7 @@ bool LasLevelsAllow(const SchedState& st, const RunEntry& r, const PendingEntry&
 bool LasVictim(const SchedState& st, const RunEntry& r, const PendingEntry& job) {
   const SchedulerConfig& c = st.config;
   if (c.policy != OrderPolicy::kCorral || !c.corral.las_within_queue || r.queue != job.queue ||
-      r.job.priority != job.job.priority) {
+      r.job.priority != job.job.priority || r.job.serving) {
     return false;
   }
   return LasLevelsAllow(st, r, job);
@@ -79,7 +94,8 @@ bool LasVictim(const SchedState& st, const RunEntry& r, const PendingEntry& job)
 bool BorrowedLasVictim(const SchedState& st, const RunEntry& r, const PendingEntry& job) {
   const SchedulerConfig& c = st.config;
   if (c.policy != OrderPolicy::kCorral || !c.corral.las_within_queue ||
-      !c.corral.las_across_queues || r.queue == job.queue || r.job.priority != job.job.priority) {
+      !c.corral.las_across_queues || r.queue == job.queue || r.job.priority != job.job.priority ||
+      r.job.serving) {
     return false;
   }
   return LasLevelsAllow(st, r, job);
@@ -307,8 +323,7 @@ class VictimSearch {
     // Priority and LAS preemption spend the budgets; reclaim does not need them.
     const bool open = st_.ClusterBudgetOpen();
     las_ = open && st_.config.corral.las_within_queue && st_.PreemptibleGpus(job_.queue) > 0;
-    by_priority_ =
-        open && j_.may_preempt && st_.preemptible_priorities.begin()->first < j_.priority;
+    by_priority_ = open && j_.may_preempt && OutranksAnyRun(st_, j_);
     borrowed_las_ =
         open && st_.config.corral.las_within_queue && st_.config.corral.las_across_queues;
     if (!reclaim_ && !las_ && !by_priority_ && !borrowed_las_) {
@@ -437,7 +452,7 @@ class VictimSearch {
       int32_t q = r.queue;
       if (r.preempted_for != 0) continue;  // spared since the order was built
       bool over = searched_[q] == 2;
-      bool lower = by_priority_ && r.job.priority < j_.priority;
+      bool lower = by_priority_ && Outranks(j_, r.job);
       bool reclaims = reclaim_from_[q];
       bool budgeted = lower || (q == job_.queue && las_ && LasVictim(st_, r, job_)) ||
                       (over && borrowed_las_ && BorrowedLasVictim(st_, r, job_));
@@ -502,7 +517,7 @@ class VictimSearch {
         all_released = false;
         break;
       }
-      bool own_lower = r->queue == job_.queue && r->job.priority < j_.priority;
+      bool own_lower = r->queue == job_.queue && Outranks(j_, r->job);
       if (policy_ == OrderPolicy::kCorral && !own_lower && !LasVictim(st_, *r, job_)) {
         int32_t level = holder_level_[r->queue];
         if (!st_.OverQuota(level, taken[level])) continue;  // no longer over its quota

@@ -114,6 +114,11 @@ struct PendingJob {
   // An interactive session (JobSpec::interactive): counted against its queue's
   // max_interactive_gpus_per_user.
   bool interactive = false;
+  // A service's replica (JobSpec::service, docs/services.md): serving comes before training,
+  // so it may preempt preemptible runs that are not replicas (training) of its priority as if
+  // they were of a lower one (it outranks them), under the same rules and budgets. A replica
+  // run is never a LAS victim: its attained service says nothing about its remaining work.
+  bool serving = false;
   // It may preempt lower-priority runs by priority (its owner's QoS's right; docs/qos.md).
   // Quota reclaim and attained-service (LAS) preemption do not depend on it.
   bool may_preempt = true;

@@ -78,6 +78,9 @@ struct SchedState {
   // Cheap upper bounds that let a blocked job skip the victim search.
   std::vector<int64_t> preemptible_gpus;
   std::map<int32_t, int64_t> preemptible_priorities;
+  // The same for the runs that are not a service's replicas (training): what a blocked
+  // replica may outrank (PendingJob::serving).
+  std::map<int32_t, int64_t> preemptible_training_priorities;
   std::multiset<TimeMs> preemptible_starts;      // started_at of the same runs
   std::vector<int64_t> placed_preemptible_gpus;  // by queue, placed in this pass
   PreemptBudget budget;                          // kCorral: preemptions of the last minute and hour
@@ -180,6 +183,11 @@ struct SchedState {
     int64_t& n = preemptible_priorities[r.job.priority];
     n += sign;
     if (n == 0) preemptible_priorities.erase(r.job.priority);
+    if (!r.job.serving) {
+      int64_t& t = preemptible_training_priorities[r.job.priority];
+      t += sign;
+      if (t == 0) preemptible_training_priorities.erase(r.job.priority);
+    }
     if (sign > 0) {
       preemptible_starts.insert(r.started_at);
     } else {

@@ -124,6 +124,10 @@ class JobBuilder {
     j_.interactive = i;
     return *this;
   }
+  JobBuilder& Serving(bool v = true) {
+    j_.serving = v;
+    return *this;
+  }
   JobBuilder& Preemptible(bool p = true) {
     j_.preemptible = p;
     return *this;
