@@ -105,7 +105,11 @@ const CommandInfo kCommands[] = {
      "       --cpus, --memory, --queue, --image, --mount, --env ...] [-f SERVICE.yaml] -- CMD\n"
      "       (--port 0: a free port per replica; each replica finds it in $PORT and $CORRAL_PORT)\n"
      "       corral serve update NAME [--ready-timeout 5m] [--image I] [--gpus G] [--env K=V ...]\n"
-     "       [-f UPDATE.yaml] [-- NEW CMD]  (a rolling update; rolled back if not ready in time)",
+     "       [-f UPDATE.yaml] [-- NEW CMD]  (a rolling update; rolled back if not ready in time)\n"
+     "       corral serve update NAME [--replicas N | --min-replicas A --max-replicas B]\n"
+     "       [--target-in-flight N] [--scale-up-delay D] [--scale-down-delay D]\n"
+     "       [--scale-to-zero-after D] [--drain-timeout D] [--wake-timeout D]\n"
+     "       (its settings: at once, no replica replaced)",
      "run CMD as a service: replicas kept alive, reachable at HEAD/v/NAME/; update its "
      "replicas one at a time"},
     {"services", RunServices,
