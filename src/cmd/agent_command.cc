@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -51,6 +52,36 @@ Result<std::unique_ptr<net::HttpServer>> ServeNodeUsers(agentnet::UserForwarder&
   if (Status st = ListenOnLocalSocket(*server, path); !st.ok()) return st;
   server->Start();
   return server;
+}
+
+// --dataset-source-rate: bytes per second, with K, M or G (powers of 1024); 0: no limit.
+Result<int64_t> ParseDatasetSourceRate(const std::string& text) {
+  auto bad = [&] {
+    return InvalidArgument("--dataset-source-rate: got \"" + text +
+                           "\", want bytes per second such as 0 (no limit), 500K, 100M or 1G");
+  };
+  if (text.empty()) return bad();
+  std::string digits = text;
+  int64_t mult = 1;
+  switch (std::toupper(static_cast<unsigned char>(text.back()))) {
+    case 'K':
+      mult = int64_t{1} << 10;
+      break;
+    case 'M':
+      mult = int64_t{1} << 20;
+      break;
+    case 'G':
+      mult = int64_t{1} << 30;
+      break;
+    default:
+      break;
+  }
+  if (mult > 1) digits.pop_back();
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos ||
+      digits.size() > 12) {
+    return bad();
+  }
+  return std::stoll(digits) * mult;
 }
 
 }  // namespace
@@ -163,6 +194,14 @@ int AgentMain(std::vector<std::string> args) {
   app.add_option("--dataset-cache-size", dataset_cache_size,
                  "over 95% of this, unused datasets are evicted, least recently used first, down "
                  "to 70% (default 0: no limit)");
+  int32_t dataset_fetches_per_source = 2;
+  std::string dataset_source_rate = "0";
+  app.add_option("--dataset-fetches-per-source", dataset_fetches_per_source,
+                 "at most this many datasets fetched at once from one source (a file system, or "
+                 "an HTTP host), the others queued in order (default 2; 0: no limit)");
+  app.add_option("--dataset-source-rate", dataset_source_rate,
+                 "bytes per second all fetches from one source may read together, e.g. 100M "
+                 "(default 0: no limit)");
   app.add_option("--insecure-registry", insecure_registries,
                  "HOST:PORT of a registry reached over plain HTTP (repeatable; loopback ones are)");
   app.add_option("--cdi-dir", cdi_dirs,
@@ -270,6 +309,15 @@ int AgentMain(std::vector<std::string> args) {
     }
     config.datasets.dir = dataset_cache;
     config.datasets.limit_bytes = *limit * 1024 * 1024;
+    auto rate = ParseDatasetSourceRate(dataset_source_rate);
+    if (!rate.ok() || dataset_fetches_per_source < 0) {
+      std::cerr << "corral agent: "
+                << (rate.ok() ? "--dataset-fetches-per-source: want 0 or more"
+                              : rate.status().message())
+                << "\n";
+      return 2;
+    }
+    config.datasets.sources = {dataset_fetches_per_source, *rate};
   }
   {
     agent::ContainerConfig& c = config.containers;
