@@ -50,6 +50,10 @@ class DaemonFlags(unittest.TestCase):
         self.refused(self.agent("--memory", "lots"), "--memory", "lots")
         self.refused(self.agent("--dataset-cache-size", "big"), "--dataset-cache-size", "big")
         self.refused(self.agent("--image-cache-size", "x1"), "--image-cache-size", "x1")
+        self.refused(self.agent("--dataset-source-rate", "fast"), "--dataset-source-rate",
+                     "want bytes per second")
+        self.refused(self.agent("--dataset-fetches-per-source", "-1"),
+                     "--dataset-fetches-per-source", "want 0 or more")
         self.refused(self.agent("--mps-control", "mps"), "--mps-control",
                      "not an executable absolute path")
         self.refused(self.agent("--ca", "/etc/hostname"), "--ca", "http://, not https://")

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -249,6 +250,209 @@ TEST(Datasets, AnotherUsersJobCannotReadAPrivateDataset) {
   auto peek =
       RunCommand({"/usr/sbin/runuser", "-u", kBob, "--", "/bin/cat", copied + "/val/0.jpg"});
   EXPECT_NE(peek.exit_code, 0) << peek.out;
+}
+
+TEST(Datasets, AnotherUsersJobCannotReadAPrivateArchive) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: creates Unix users and runs jobs as them";
+  ASSERT_TRUE(EnsureUnixUser(kAna) && EnsureUnixUser(kBob));
+  LocalCluster c("datasets-private-tar", 1, 2, {}, {});  // the agent as root: jobs as owners
+  const std::string dir = c.dir() + "/shared/private";
+  MakeSource(dir, 6, 100);
+  const std::string tar = c.dir() + "/shared/private.tar";
+  ASSERT_EQ(RunCommand({"/bin/tar", "-cf", tar, "-C", dir, "train", "val"}).exit_code, 0);
+  fs::remove_all(dir);
+  struct passwd* ana = getpwnam(kAna);
+  ASSERT_EQ(chown(tar.c_str(), ana->pw_uid, ana->pw_gid), 0);
+  ASSERT_EQ(chmod(tar.c_str(), 0600), 0);
+  chmod((c.dir() + "/shared").c_str(), 0755);
+  auto add = As(c, kAna, {"datasets", "add", "ptar", "--source", tar});
+  ASSERT_EQ(add.exit_code, 0) << add.err;
+  const std::string script = "head -c 3 \"$CORRAL_DATASET_PTAR/val/0.jpg\"";
+  auto mine =
+      As(c, kAna, {"submit", "--parsable", "--dataset", "ptar", "--", "/bin/sh", "-c", script});
+  ASSERT_EQ(mine.exit_code, 0) << mine.err;
+  const std::string ana_job = mine.out.substr(0, mine.out.find('\n'));
+  ASSERT_TRUE(WaitState(c, ana_job, "succeeded")) << ShowJob(c, ana_job).dump();
+  EXPECT_EQ(c.Corral({"logs", ana_job}).out, "aaa");
+  // Now cached on the node, unpacked as ana's 0600 files; bob's job is refused before it runs.
+  auto theirs =
+      As(c, kBob, {"submit", "--parsable", "--dataset", "ptar", "--", "/bin/sh", "-c", script});
+  ASSERT_EQ(theirs.exit_code, 0) << theirs.err;
+  const std::string bob_job = theirs.out.substr(0, theirs.out.find('\n'));
+  ASSERT_TRUE(WaitState(c, bob_job, "failed")) << ShowJob(c, bob_job).dump();
+  const std::string why = ShowJob(c, bob_job)["runs"].back().value("reason", "");
+  EXPECT_NE(why.find("dataset ptar from " + tar), std::string::npos) << why;
+  EXPECT_NE(why.find(std::string("user ") + kBob + " may not read it"), std::string::npos) << why;
+  EXPECT_EQ(c.Corral({"logs", bob_job}).out, "") << "its processes never ran";
+  const std::string digest = DatasetJson(c, "ptar")["digest"];
+  const std::string copied = c.dir() + "/agents/node1/datasets/data/" + digest.substr(7);
+  struct stat st {};
+  ASSERT_EQ(stat((copied + "/val/0.jpg").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, ana->pw_uid);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto peek =
+      RunCommand({"/usr/sbin/runuser", "-u", kBob, "--", "/bin/cat", copied + "/val/0.jpg"});
+  EXPECT_NE(peek.exit_code, 0) << peek.out;
+}
+
+// Fetches from one source are queued and paced: with one fetch at a time per source and 4 MiB/s,
+// three jobs' different datasets on one file system are fetched one after another, each no
+// faster than the rate, as the agent's own record of its fetches says; a job waiting its turn
+// says where it is in line.
+struct FetchRecord {
+  int64_t bytes = 0, ms = 0, start = 0, end = 0;
+};
+
+std::vector<FetchRecord> Fetches(const std::string& path) {
+  std::vector<FetchRecord> out;
+  std::ifstream in(path);
+  std::string hex;
+  for (FetchRecord r; in >> hex >> r.bytes >> r.ms >> r.start >> r.end;) out.push_back(r);
+  return out;
+}
+
+TEST(Datasets, FetchesFromOneSourceAreQueuedAndPaced) {
+  constexpr int64_t kRate = 4 << 20;
+  LocalCluster c(
+      "datasets-pace", 1, 3, {},
+      {"--run-as", "agent", "--dataset-fetches-per-source", "1", "--dataset-source-rate", "4M"});
+  std::vector<std::string> ids;
+  for (int d = 0; d < 3; ++d) {
+    const std::string name = "set" + std::to_string(d);
+    const std::string src = c.dir() + "/shared/" + name;
+    MakeSource(src, 4, 1 << 20);
+    std::ofstream(src + "/which") << name;  // each its own content
+    ASSERT_EQ(c.Corral({"datasets", "add", name, "--source", src}).exit_code, 0);
+  }
+  for (int d = 0; d < 3; ++d) {
+    ids.push_back(c.Submit({"--gpus", "1", "--dataset", "set" + std::to_string(d), "--", "true"}));
+  }
+  std::string seen;
+  EXPECT_TRUE(WaitUntil(30000, [&] {
+    for (const std::string& id : ids) {
+      const std::string j = ShowJob(c, id).dump();
+      if (j.find("queued for its source") != std::string::npos) seen = j;
+    }
+    return !seen.empty();
+  })) << "a job waiting for its turn says so";
+  EXPECT_NE(seen.find("in line"), std::string::npos) << seen;
+  for (const std::string& id : ids) ASSERT_TRUE(WaitState(c, id, "succeeded")) << id;
+  std::vector<FetchRecord> f = Fetches(c.dir() + "/agents/node1/datasets/fetches");
+  ASSERT_EQ(f.size(), 3u);
+  std::sort(f.begin(), f.end(),
+            [](const FetchRecord& a, const FetchRecord& b) { return a.start < b.start; });
+  for (size_t i = 0; i < f.size(); ++i) {
+    EXPECT_GE(f[i].ms, f[i].bytes * 1000 / kRate - 20) << "fetch " << i << " ran over the rate";
+    if (i > 0) {
+      EXPECT_GE(f[i].start, f[i - 1].end) << "one fetch at a time from the source";
+    }
+  }
+}
+
+// Stage-out, as root (agents run jobs as their owners): what a job leaves in its directory on
+// the node is copied to shared storage as its owner once its processes end and before its GPU
+// goes to the next job; a copy the owner may not make fails the job, naming the path, and
+// leaves what the job made where it was.
+int64_t BytesUnder(const std::string& dir) {
+  int64_t n = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_regular_file()) n += static_cast<int64_t>(it->file_size());
+  }
+  return n;
+}
+
+std::string EventNamed(const Json& job, const std::string& what) {
+  if (!job.is_object() || !job.contains("events")) return "";
+  for (const Json& e : job["events"]) {
+    if (e.value("what", "") == what) return e.value("reason", "");
+  }
+  return "";
+}
+
+TEST(Datasets, StageOutCopiesBackAsTheOwnerBeforeTheGpuIsFreed) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: creates Unix users and runs jobs as them";
+  ASSERT_TRUE(EnsureUnixUser(kAna) && EnsureUnixUser(kBob));
+  LocalCluster c("datasets-stageout", 1, 1, {}, {});  // the agent as root: jobs as their owners
+  struct passwd* ana = getpwnam(kAna);
+  const std::string scratch = c.dir() + "/scratch", shared = c.dir() + "/shared";
+  fs::create_directories(scratch);
+  fs::create_directories(shared + "/ana");
+  chmod(scratch.c_str(), 01777);
+  chmod(shared.c_str(), 0755);
+  ASSERT_EQ(chown((shared + "/ana").c_str(), ana->pw_uid, ana->pw_gid), 0);
+  chmod((shared + "/ana").c_str(), 0755);
+
+  // Bad input is refused naming the field, and submits nothing.
+  auto relative = As(c, kAna, {"submit", "--stage-out", "out:" + shared + "/ana/r", "--", "true"});
+  EXPECT_NE(relative.exit_code, 0);
+  EXPECT_NE(relative.err.find("field 'stage_out'"), std::string::npos) << relative.err;
+  auto nested =
+      As(c, kAna, {"submit", "--stage-out", scratch + ":" + scratch + "/x", "--", "true"});
+  EXPECT_NE(nested.exit_code, 0);
+  EXPECT_NE(nested.err.find("field 'stage_out'"), std::string::npos) << nested.err;
+  // A destination its user may not write is refused by the CLI run as that user.
+  auto token = c.Corral({"token", "create", "--user", kBob});
+  auto unwritable =
+      RunCommand({"/usr/sbin/runuser", "-u", kBob, "--", CorralBin(), "submit", "--stage-out",
+                  scratch + "/b:" + shared + "/ana/from-bob", "--", "true"},
+                 {{"CORRAL_ADDR", c.addr()},
+                  {"CORRAL_TOKEN", token.out.substr(0, token.out.find('\n'))},
+                  {"CORRAL_CONFIG", c.dir() + "/none.json"}});
+  EXPECT_NE(unwritable.exit_code, 0);
+  EXPECT_NE(unwritable.err.find("field 'stage_out'"), std::string::npos) << unwritable.err;
+  EXPECT_NE(unwritable.err.find("may not write in " + shared + "/ana"), std::string::npos)
+      << unwritable.err;
+  EXPECT_EQ(c.Corral({"jobs", "-o", "json"}).out.find("\"id\""), std::string::npos)
+      << "nothing was submitted";
+
+  // Ana's job writes 48 MiB and a log; the next job on the only GPU finds all of it in place.
+  const std::string dest = shared + "/ana/run1";
+  const std::string writer =
+      "mkdir -p \"$CORRAL_STAGE_OUT/ckpt\" && head -c 50331648 /dev/urandom > "
+      "\"$CORRAL_STAGE_OUT/ckpt/model.bin\" && echo done > \"$CORRAL_STAGE_OUT/log.txt\"";
+  auto a = As(c, kAna,
+              {"submit", "--parsable", "--gpus", "1", "--stage-out", scratch + "/ana-1:" + dest,
+               "--", "/bin/sh", "-c", writer});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  const std::string first = a.out.substr(0, a.out.find('\n'));
+  const std::string reader =
+      "find " + dest + " -type f -printf '%s\\n' | awk '{n+=$1} END {print n}'";
+  auto b = As(c, kAna, {"submit", "--parsable", "--gpus", "1", "--", "/bin/sh", "-c", reader});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const std::string next = b.out.substr(0, b.out.find('\n'));
+  ASSERT_TRUE(WaitState(c, first, "succeeded")) << ShowJob(c, first).dump();
+  ASSERT_TRUE(WaitState(c, next, "succeeded")) << ShowJob(c, next).dump();
+  const int64_t want = 50331648 + 5;
+  EXPECT_EQ(c.Corral({"logs", next}).out, std::to_string(want) + "\n")
+      << "the next job on the GPU saw the whole stage-out";
+  EXPECT_EQ(BytesUnder(dest), want);
+  const std::string said = EventNamed(ShowJob(c, first), "staged out");
+  EXPECT_NE(said.find(std::to_string(want) + " bytes, 2 files"), std::string::npos)
+      << ShowJob(c, first).dump();
+  struct stat st {};
+  ASSERT_EQ(stat((dest + "/ckpt/model.bin").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, ana->pw_uid) << "copied as its owner";
+
+  // Bob's job names ana's directory as its destination (past the CLI's check: the agent's copy
+  // as bob is what enforces it): it fails naming the path and why; its output stays.
+  auto theirs = As(
+      c, kBob,
+      {"submit", "--parsable", "--stage-out", scratch + "/bob-1:" + shared + "/ana/from-bob", "--",
+       "/bin/sh", "-c", "mkdir -p \"$CORRAL_STAGE_OUT\" && echo mine > \"$CORRAL_STAGE_OUT/out\""});
+  ASSERT_EQ(theirs.exit_code, 0) << theirs.err;
+  const std::string bobs = theirs.out.substr(0, theirs.out.find('\n'));
+  ASSERT_TRUE(WaitState(c, bobs, "failed")) << ShowJob(c, bobs).dump();
+  const std::string why = ShowJob(c, bobs)["runs"].back().value("reason", "");
+  EXPECT_NE(why.find("stage-out of " + scratch + "/bob-1 to " + shared + "/ana/from-bob"),
+            std::string::npos)
+      << ShowJob(c, bobs).dump();
+  EXPECT_NE(why.find("Permission denied"), std::string::npos) << why;
+  EXPECT_FALSE(fs::exists(shared + "/ana/from-bob")) << "nothing written as root";
+  std::ifstream kept(scratch + "/bob-1/out");
+  std::string line;
+  std::getline(kept, line);
+  EXPECT_EQ(line, "mine") << "what the job made is kept";
 }
 
 }  // namespace

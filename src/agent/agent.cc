@@ -60,6 +60,7 @@ Agent::Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_pt
   DatasetCacheConfig datasets = config_.datasets;
   if (datasets.dir.empty()) datasets.dir = config_.state_dir + "/datasets";
   supervisor_->SetDatasetCache(datasets, config_.run_as.as_owner, config_.name);
+  supervisor_->SetStageOutIdentity(config_.run_as.as_owner, config_.name);
   std::lock_guard lock(mu_);
   last_contact_ = lease_clock_->Now();
   if (pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) wake_pipe_[0] = wake_pipe_[1] = -1;

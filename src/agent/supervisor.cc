@@ -9,7 +9,9 @@
 namespace corral::agent {
 
 Supervisor::Supervisor(std::unique_ptr<Launcher> launcher, const Clock* clock)
-    : clock_(clock ? clock : &system_clock_), launcher_(std::move(launcher)) {
+    : clock_(clock ? clock : &system_clock_),
+      launcher_(std::move(launcher)),
+      stage_outs_(std::make_unique<StageOutRunner>(false, "")) {
   std::lock_guard lock(mu_);
   exit_fd_ = launcher_->ExitFd();
   for (RecoveredRun& r : launcher_->Recover()) {
@@ -63,10 +65,12 @@ void Supervisor::Reconcile(const SyncResponse& desired) {
   // New runs are launched together (their durable records and monitor starts overlap), then
   // every order is applied in the head's order.
   std::vector<RunOrder> to_start;
-  for (const RunOrder& order : desired.runs) {
-    RunKey key{order.run_id, order.replica};
-    if (runs_.count(key) > 0 || order.stop || released_.count(key) > 0) continue;
+  for (const RunOrder& desired_order : desired.runs) {
+    RunKey key{desired_order.run_id, desired_order.replica};
+    if (runs_.count(key) > 0 || desired_order.stop || released_.count(key) > 0) continue;
     if (!listed.insert(key).second) continue;  // never (re)start stopped ones
+    RunOrder order = desired_order;
+    if (!order.stage_out.empty()) order.local_env["CORRAL_STAGE_OUT"] = order.stage_out.dir;
     if (!Stages(order)) {
       to_start.push_back(order);
     } else if (stager_ == nullptr) {
@@ -150,6 +154,7 @@ void Supervisor::Reconcile(const SyncResponse& desired) {
     } else if (e.exit_reported) {
       launcher_->Release(it->first);
       if (stager_ != nullptr) stager_->Release({it->first.run_id, it->first.replica});
+      stage_outs_->Forget(it->first);
       released_.insert(it->first);
       it = runs_.erase(it);
     } else {
@@ -162,9 +167,16 @@ std::vector<RunReport> Supervisor::Report() {
   std::lock_guard lock(mu_);
   std::vector<RunReport> out;
   for (auto& [key, e] : runs_) {
+    if (StagingOut(key, e)) {  // its GPUs stay held until what it made is back
+      out.push_back(RunReport{key.run_id, key.replica, true, 0, e.run.started_at, 0});
+      continue;
+    }
     if (!e.status.running) e.exit_reported = true;
     RunReport r{key.run_id,         key.replica,      e.status.running,
                 e.status.exit_code, e.run.started_at, e.status.ended_at};
+    if (!e.status.running) {
+      if (auto done = stage_outs_->Result(key)) r.stage_out = *done;
+    }
     r.fenced = e.fenced;
     r.vanished = !e.status.running && e.status.vanished;
     r.failed_task = e.status.running ? -1 : e.status.failed_task;
@@ -251,6 +263,13 @@ bool Supervisor::Poll() {
       e.killed = true;
     }
   }
+  StartStageOuts();
+  for (auto& [key, e] : runs_) {  // the head hears at once that a stage-out is over
+    if (!e.stage_out_told && stage_outs_->Result(key)) {
+      e.stage_out_told = true;
+      changed = true;
+    }
+  }
   return changed;
 }
 
@@ -283,6 +302,24 @@ void Supervisor::AddFailed(const RunOrder& order, const std::string& error, Time
   e.error = error;
   runs_.emplace(RunKey{order.run_id, order.replica}, std::move(e));
   exited_since_poll_ = true;
+}
+
+bool Supervisor::StagingOut(const RunKey& key, const Entry& e) const {
+  return WantsStageOut(e.run.order, e.run.pgid, e.status.running, e.error) &&
+         !stage_outs_->Result(key);
+}
+
+void Supervisor::StartStageOuts() {
+  for (const auto& [key, e] : runs_) {
+    if (WantsStageOut(e.run.order, e.run.pgid, e.status.running, e.error) && !e.exit_reported) {
+      stage_outs_->Start(key, e.run.order);  // once per key
+    }
+  }
+}
+
+void Supervisor::SetStageOutIdentity(bool as_owner, const std::string& node) {
+  std::lock_guard lock(mu_);
+  stage_outs_ = std::make_unique<StageOutRunner>(as_owner, node);
 }
 
 void Supervisor::StartStaged(TimeMs now) {

@@ -22,6 +22,7 @@
 #include "agent/launch/launcher.h"
 #include "agent/launch/usage_recorder.h"
 #include "agent/sessions/exec_context.h"
+#include "agent/stage_out_runner.h"
 #include "core/agent_protocol.h"
 
 #ifndef GUARDED_BY
@@ -61,6 +62,9 @@ class Supervisor {
                      const std::map<int32_t, std::string>& names = {});
 
   int RunningCount();
+  // Whose identity stage-outs copy as (stage_out_runner.h): each run's owner with `as_owner`,
+  // else the agent's own user (the default).
+  void SetStageOutIdentity(bool as_owner, const std::string& node);
   // Runs that declare datasets are staged into this cache before they start (dataset_stager.h).
   // Without one, such a run fails, saying the node has no dataset cache.
   void SetDatasetCache(DatasetCacheConfig config, bool as_owner, const std::string& node);
@@ -97,7 +101,8 @@ class Supervisor {
     int32_t peers_lost_seen = 0;  // of the order's `peers_lost`
     TimeMs kill_at = 0;           // SIGKILL the group at this time if still running
     bool killed = false;
-    std::string error;  // why it could not start (refused by the node's policy)
+    std::string error;            // why it could not start (refused by the node's policy)
+    bool stage_out_told = false;  // Poll has noticed its stage-out end
   };
 
   void BeginStop(Entry& e, int signal, int64_t grace_ms, TimeMs now);
@@ -106,6 +111,9 @@ class Supervisor {
   bool Stages(const RunOrder& order) const { return !order.datasets.empty(); }
   void StartStaged(TimeMs now);  // launches the runs whose staging is over
   void AddFailed(const RunOrder& order, const std::string& error, TimeMs now);
+  // Exited, but its stage-out is not over: reported as running, its GPUs still held.
+  bool StagingOut(const RunKey& key, const Entry& e) const;
+  void StartStageOuts();  // of the runs that have just ended
   TimeMs Now() const;
 
   std::mutex mu_;
@@ -119,6 +127,7 @@ class Supervisor {
   std::unique_ptr<DatasetStager> stager_ GUARDED_BY(mu_);
   std::map<RunKey, RunOrder> staging_ GUARDED_BY(mu_);           // new runs whose data is staging
   std::map<RunKey, std::string> staging_notes_ GUARDED_BY(mu_);  // as last reported
+  std::unique_ptr<StageOutRunner> stage_outs_ GUARDED_BY(mu_);
 };
 
 }  // namespace corral::agent

@@ -30,7 +30,7 @@ const CommandInfo kCommands[] = {
      "              [--checkpoint-signal SIG] [--grace-period D] [--env K=V]... [--workdir D]\n"
      "              [--gpu-model M] [--label K=V]... [--reservation NAME] [--user U (admins)]\n"
      "              [--mail-type END,FAIL|ALL [--mail-user ADDR]] [--parsable] [--dry-run]\n"
-     "              [--dataset NAME[@V][:MOUNT]]...\n"
+     "              [--dataset NAME[@V][:MOUNT]]... [--stage-out DIR:DEST]\n"
      "              [--array 0-999[:STEP][%P]] [--dependency afterok:ID[:ID...],singleton]\n"
      "              [--image REF [--mount SRC:DST[:ro]]... [--container-workdir DIR]\n"
      "               [--container-writable] [--no-container-mount-home]]\n"

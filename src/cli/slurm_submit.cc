@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/slurm_errors.h"
+#include "cli/stage_out_dest.h"
 #include "core/spec.h"
 #include "slurm/batch.h"
 #include "slurm/options.h"
@@ -36,6 +37,7 @@ slurm::SubmitContext SubmitContextOf(CliContext& ctx) {
 Result<std::string> PostSpec(CliContext& ctx, const std::string& command, const Json& spec) {
   auto valid = ParseJobSpec(spec);
   if (!valid.ok()) return InvalidArgument(valid.status().message());
+  CORRAL_RETURN_IF_ERROR(CheckStageOutDest(*valid));
   ApiClient api(ctx);
   auto reply =
       api.CallJson("POST", "/v1/jobs", Json{{"spec", spec}, {"request_id", NewRequestId()}}.dump());

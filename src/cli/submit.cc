@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/stage_out_dest.h"
 #include "core/spec.h"
 
 namespace corral::cli {
@@ -49,6 +50,7 @@ const std::vector<FlagDef> kSubmitFlags = {
     {"image", 0, true},
     {"mount", 0, true},
     {"dataset", 0, true},
+    {"stage-out", 0, true},
     {"container-workdir", 0, true},
     {"container-writable", 0, false},
     {"no-container-mount-home", 0, false},
@@ -84,7 +86,7 @@ bool IsTextField(const std::string& key) {
                                       "dependency",   "image",
                                       "mounts",       "container_workdir",
                                       "gpu_memory",   "gpu_isolation",
-                                      "datasets"};
+                                      "datasets",     "stage_out"};
   for (const char* k : kText) {
     if (key == k) return true;
   }
@@ -247,6 +249,7 @@ Result<Json> BuildSubmitSpec(const ParsedArgs& args, const std::string& cwd, con
       {"tasks-per-replica", "tasks_per_replica", true},
       {"image", "image", false},
       {"container-workdir", "container_workdir", false},
+      {"stage-out", "stage_out", false},
   };
   for (const Mapping& m : kScalars) {
     if (!args.Has(m.flag)) continue;
@@ -306,6 +309,10 @@ int RunSubmit(const std::vector<std::string>& argv, CliContext& ctx) {
   auto valid = ParseJobSpec(*spec);
   if (!valid.ok()) {
     PrintError(ctx, "submit", valid.status().message());
+    return kExitUsage;
+  }
+  if (Status dest = CheckStageOutDest(*valid); !dest.ok()) {
+    PrintError(ctx, "submit", dest.message());
     return kExitUsage;
   }
   // The owner is whoever the token names; only an admin may submit for someone else.

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -120,12 +121,49 @@ Result<std::unique_ptr<agent::GpuProbe>> MakeGpuProbe(const AgentFlags& f) {
   return probe;
 }
 
+// --dataset-source-rate: bytes per second, with K, M or G (powers of 1024); 0: no limit.
+Result<int64_t> ParseDatasetSourceRate(const std::string& text) {
+  auto bad = [&] {
+    return InvalidArgument("flag '--dataset-source-rate': got \"" + text +
+                           "\", want bytes per second such as 0 (no limit), 500K, 100M or 1G");
+  };
+  if (text.empty()) return bad();
+  std::string digits = text;
+  int64_t mult = 1;
+  switch (std::toupper(static_cast<unsigned char>(text.back()))) {
+    case 'K':
+      mult = int64_t{1} << 10;
+      break;
+    case 'M':
+      mult = int64_t{1} << 20;
+      break;
+    case 'G':
+      mult = int64_t{1} << 30;
+      break;
+    default:
+      break;
+  }
+  if (mult > 1) digits.pop_back();
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos ||
+      digits.size() > 12) {
+    return bad();
+  }
+  return std::stoll(digits) * mult;
+}
+
 // The dataset and image caches, and the CDI specs containers find GPUs by.
 Status ConfigureCaches(const AgentFlags& f, agent::AgentConfig& config) {
   auto dataset_limit = ParseMemoryMb("--dataset-cache-size", f.dataset_cache_size);
   if (!dataset_limit.ok()) return dataset_limit.status();
   config.datasets.dir = f.dataset_cache;
   config.datasets.limit_bytes = *dataset_limit * 1024 * 1024;
+  auto rate = ParseDatasetSourceRate(f.dataset_source_rate);
+  if (!rate.ok()) return rate.status();
+  if (f.dataset_fetches_per_source < 0) {
+    return InvalidArgument("flag '--dataset-fetches-per-source': got " +
+                           std::to_string(f.dataset_fetches_per_source) + ", want 0 or more");
+  }
+  config.datasets.sources = {f.dataset_fetches_per_source, *rate};
   agent::ContainerConfig& c = config.containers;
   c.crun_root = f.state_dir + "/crun";
   c.cache.dir = f.image_cache.empty() ? f.state_dir + "/images" : f.image_cache;

@@ -101,6 +101,12 @@ void AddJobFlags(CLI::App& app, AgentFlags& f) {
   app.add_option("--dataset-cache-size", f.dataset_cache_size,
                  "over 95% of this, unused datasets are evicted, least recently used first, down "
                  "to 70% (default 0: no limit)");
+  app.add_option("--dataset-fetches-per-source", f.dataset_fetches_per_source,
+                 "at most this many datasets fetched at once from one source (a file system, or "
+                 "an HTTP host), the others queued in order (default 2; 0: no limit)");
+  app.add_option("--dataset-source-rate", f.dataset_source_rate,
+                 "bytes per second all fetches from one source may read together, e.g. 100M "
+                 "(default 0: no limit)");
   app.add_option("--insecure-registry", f.insecure_registries,
                  "HOST:PORT of a registry reached over plain HTTP (repeatable; loopback ones are)");
   app.add_option("--cdi-dir", f.cdi_dirs,

@@ -28,6 +28,8 @@ struct AgentFlags {
   bool allow_root_jobs = false;
   bool check = false;  // handled before parsing (AgentCheckMain); declared for --help
   std::string image_cache, image_cache_size = "20G", dataset_cache, dataset_cache_size = "0";
+  int32_t dataset_fetches_per_source = 2;
+  std::string dataset_source_rate = "0";
   std::vector<std::string> insecure_registries, cdi_dirs;
 };
 

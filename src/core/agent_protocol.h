@@ -20,7 +20,8 @@ namespace corral {
 // a GPU's drain) and run jobs wrongly. An agent that sends none predates the exchange: version 1.
 // Raise kAgentProtocol when a message gains a field an older peer would silently ignore, and
 // kMinAgentProtocol when ignoring it would run a job wrongly.
-inline constexpr int32_t kAgentProtocol = 4;  // 3: RunOrder::notebook; 4: RunOrder::interactive
+inline constexpr int32_t kAgentProtocol = 5;  // 3: RunOrder::notebook; 4: ::interactive;
+                                              // 5: RunOrder::stage_out
 inline constexpr int32_t kMinAgentProtocol = 2;
 
 struct RegisterRequest {
@@ -78,6 +79,9 @@ struct RunReport {
   // Running: its datasets are being staged and its processes not started yet; `note` says how
   // far ("staging imagenet on node2: 41%"), shown as the job's reason, never an event.
   bool staging = false;
+  // Exited, with a stage-out declared: what it did (its bytes, or why it failed). The agent
+  // reports the replica as running until its stage-out is over, so that its GPUs stay held.
+  StageOutResult stage_out;
   // Samples of its use (usage_series.h) the agent has not yet had a sync acknowledge; a point
   // may come again (the head takes each sample number once).
   std::vector<UsagePoint> usage;
@@ -156,6 +160,9 @@ struct RunOrder {
   // Variables the node adds to every task's environment (where its datasets are): set by the
   // agent, never sent.
   std::map<std::string, std::string> local_env;
+  // Copied back as the owner once the replica's processes end (core/stage_out.h); with
+  // several replicas, each into DEST/replica-N.
+  StageOut stage_out;
   // The command is a Jupyter server: the agent gives it a loopback port and a token of its own
   // and relays the head's /s/JOB/ traffic to it (docs/interactive.md).
   bool notebook = false;

@@ -44,6 +44,7 @@ JobSpec DecodeSpec(const Json& j) {
       s.datasets.push_back(std::move(*r));
     }
   }
+  if (auto it = j.find("stage_out"); it != j.end()) s.stage_out = StageOutFromJson(*it);
   s.service = Get<std::string>(j, "service", "");
   s.tasks_per_replica = Get<int32_t>(j, "tasks_per_replica", 1);
   s.per_replica.gpu_milli = Get<int32_t>(j, "gpu_milli", 0);
@@ -212,6 +213,7 @@ Json ToJson(const JobSpec& s) {
     for (const DatasetRef& r : s.datasets) all.push_back(ToJson(r));
     j["datasets"] = all;
   }
+  if (!s.stage_out.empty()) j["stage_out"] = ToJson(s.stage_out);
   if (!s.service.empty()) j["service"] = s.service;
   if (s.notebook) j["notebook"] = true;
   if (s.per_replica.IsShare()) {

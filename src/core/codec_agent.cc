@@ -64,6 +64,7 @@ Json ToJson(const RunReport& r) {
   if (!r.error.empty()) j["error"] = r.error;
   if (!r.note.empty()) j["note"] = r.note;
   if (r.staging) j["staging"] = true;
+  if (r.stage_out.done) j["stage_out"] = ToJson(r.stage_out);
   if (r.oom_killed) j["oom_killed"] = true;
   if (r.peak_memory_bytes > 0) j["peak_memory_bytes"] = r.peak_memory_bytes;
   if (r.cpu_ms > 0) j["cpu_ms"] = r.cpu_ms;
@@ -143,6 +144,7 @@ Json ToJson(const RunOrder& r) {
     for (const DatasetRef& d : r.datasets) all.push_back(ToJson(d));
     j["datasets"] = all;
   }
+  if (!r.stage_out.empty()) j["stage_out"] = ToJson(r.stage_out);
   if (r.notebook) j["notebook"] = true;
   if (r.interactive) j["interactive"] = true;
   if (r.elastic) j["elastic"] = true;
@@ -215,6 +217,7 @@ Result<SyncRequest> SyncRequestFromJson(const Json& j) {
       rr.error = Get<std::string>(x, "error", "");
       rr.note = Get<std::string>(x, "note", "");
       rr.staging = Get<bool>(x, "staging", false);
+      if (auto so = x.find("stage_out"); so != x.end()) rr.stage_out = StageOutResultFromJson(*so);
       rr.oom_killed = Get<bool>(x, "oom_killed", false);
       rr.peak_memory_bytes = Get<int64_t>(x, "peak_memory_bytes", 0);
       rr.cpu_ms = Get<int64_t>(x, "cpu_ms", 0);
@@ -286,6 +289,7 @@ Result<SyncResponse> SyncResponseFromJson(const Json& j) {
           o.datasets.push_back(std::move(*ref));
         }
       }
+      if (auto so = x.find("stage_out"); so != x.end()) o.stage_out = StageOutFromJson(*so);
       o.notebook = Get<bool>(x, "notebook", false);
       o.interactive = Get<bool>(x, "interactive", false);
       o.elastic = Get<bool>(x, "elastic", false);

@@ -14,6 +14,7 @@
 #include "core/dataset.h"
 #include "core/notify_spec.h"
 #include "core/resources.h"
+#include "core/stage_out.h"
 #include "core/stop_cause.h"
 #include "core/time.h"
 #include "core/usage_series.h"
@@ -122,6 +123,9 @@ struct JobSpec {
   // The datasets it reads (docs/datasets.md): staged on each of its nodes before it starts.
   // The head fills in each reference's digest and source when it accepts the job.
   std::vector<DatasetRef> datasets;
+  // A directory each replica's node copies back to shared storage once the replica's processes
+  // end, before its GPUs are freed (docs/datasets.md); empty: none.
+  StageOut stage_out;
 };
 
 enum class RunState { kScheduled, kRunning, kSucceeded, kFailed, kCancelled, kPreempted, kLost };

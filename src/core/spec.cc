@@ -392,7 +392,8 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
                                                "gpu_isolation",
                                                "kind",
                                                "notebook",
-                                               "datasets"};
+                                               "datasets",
+                                               "stage_out"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!kKnown.count(it.key())) {
       return InvalidArgument(
@@ -404,7 +405,7 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
           "grace_period, "
           "array, dependency, tasks_per_replica, batch, hold, image, mounts, "
           "container_workdir, container_writable, container_mount_home, "
-          "gpu_memory, gpu_isolation, kind, notebook, datasets");
+          "gpu_memory, gpu_isolation, kind, notebook, datasets, stage_out");
     }
   }
   JobSpec s;
@@ -589,6 +590,11 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
     auto v = ParseDatasetRefs("datasets", *it);
     if (!v.ok()) return v.status();
     s.datasets = std::move(*v);
+  }
+  if (auto it = j.find("stage_out"); it != j.end()) {
+    auto v = ParseStageOutJson("stage_out", *it);
+    if (!v.ok()) return v.status();
+    s.stage_out = std::move(*v);
   }
   if (auto it = j.find("node_labels"); it != j.end()) {
     auto v = StringMapField("node_labels", *it);

@@ -49,6 +49,30 @@ TEST(ParseJobSpec, SpreadIsOneReplicaPerNodeAndSurvivesTheCodec) {
   EXPECT_EQ(back->spec.max_replicas_per_node, 2);
 }
 
+TEST(ParseJobSpec, StageOutIsTwoAbsolutePathsAndSurvivesTheCodec) {
+  auto text = ParseJobSpec(Json::parse(R"({"command":["x"],"stage_out":"/scratch/o:/shared/r"})"));
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_EQ(text->stage_out, (StageOut{"/scratch/o", "/shared/r"}));
+  auto object = ParseJobSpec(
+      Json::parse(R"({"command":["x"],"stage_out":{"dir":"/scratch/o","dest":"/shared/r"}})"));
+  ASSERT_TRUE(object.ok()) << object.status().ToString();
+  EXPECT_EQ(object->stage_out, text->stage_out);
+  Job job;
+  job.id = 1;
+  job.spec = *object;
+  auto back = JobFromJson(ToJson(job));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->spec.stage_out, text->stage_out);
+  for (const char* bad : {R"("out:/shared/r")", R"("/scratch/o:shared")", R"("/scratch/o")",
+                          R"("/scratch/o:/scratch/o/r")", R"("/shared:/shared/../x")",
+                          R"("/a/b:/a")", R"({"dir":"/a"})", "3"}) {
+    auto r = ParseJobSpec(Json::parse(std::string(R"({"command":["x"],"stage_out":)") + bad + "}"));
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("field 'stage_out'"), std::string::npos)
+        << r.status().message();
+  }
+}
+
 TEST(ParseJobSpec, AcceptsFullSpec) {
   auto s = ParseJobSpec(Json::parse(R"({"name":"train","command":["python","t.py"],
     "gpus":4,"cpus":2.5,"memory":"16G","replicas":2,"time_limit":"1:30:00","queue":"org/team",

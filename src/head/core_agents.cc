@@ -162,6 +162,7 @@ RunOrder HeadCore::ReplicaOrder(const Job& job, const Run& run, int32_t replica)
   o.gpus = run.placement[replica].gpus;
   o.container = job.spec.container;  // a job step runs in a container of the job's image too
   o.datasets = job.spec.datasets;
+  o.stage_out = job.spec.stage_out;
   // A replica an elastic run gave up stops alone, with the checkpoint signal and grace.
   o.stop = run.stop_requested || run.Departed(replica);
   o.stop_signal = job.spec.checkpoint_signal;

@@ -164,6 +164,49 @@ TEST_P(Scenario, ADatasetInUseByAPendingOrRunningJobCannotBeRemoved) {
   h_.ExpectReplayEqualsLive();
 }
 
+// A stage-out's result comes with the replica's exit (the agent holds the exit back until the
+// copy is over): the job's record keeps it as an event, and one that failed fails the job with
+// its reason even though the job's processes exited 0.
+TEST_P(Scenario, AStageOutIsRecordedAndOneThatFailedFailsTheJob) {
+  Register("n1", 2);
+  JobSpec spec = Spec(1);
+  spec.stage_out = {"/scratch/out", "/shared/results"};
+  Job ok = Submit(spec);
+  Job bad = Submit(spec);
+  Schedule();
+  std::vector<RunOrder> orders = Desired("n1");
+  ASSERT_EQ(orders.size(), 2u);
+  EXPECT_EQ(orders[0].stage_out, spec.stage_out) << "the order carries it to the node";
+  ASSERT_TRUE(*Report("n1", {Running(Get(ok.id)), Running(Get(bad.id))}));
+  RunReport copied = Exited(Get(ok.id), 0, 0);
+  copied.stage_out = {true, 4096, 2, 15, "/scratch/out", "/shared/results", ""};
+  RunReport refused = Exited(Get(bad.id), 0, 0);
+  refused.stage_out = {true,
+                       0,
+                       0,
+                       3,
+                       "/scratch/out",
+                       "/shared/results",
+                       "cannot make /shared/results: Permission denied"};
+  ASSERT_TRUE(*Report("n1", {copied, refused}));
+  const Job a = Get(ok.id), b = Get(bad.id);
+  EXPECT_EQ(a.state, JobState::kSucceeded);
+  bool recorded = false;
+  for (const JobEvent& e : a.events) {
+    recorded |= e.what == "staged out" &&
+                e.reason ==
+                    "staged out /scratch/out to /shared/results on n1: 4096 bytes, 2 "
+                    "files in 15 ms";
+  }
+  EXPECT_TRUE(recorded) << ToJson(a).dump();
+  EXPECT_EQ(b.state, JobState::kFailed);
+  EXPECT_NE(b.runs.back().reason.find("stage-out of /scratch/out to /shared/results on n1 "
+                                      "failed: cannot make /shared/results: Permission denied"),
+            std::string::npos)
+      << b.runs.back().reason;
+  EXPECT_NE(b.runs.back().reason.find("stays in /scratch/out"), std::string::npos);
+}
+
 TEST(DatasetParse, NamesTheBadField) {
   auto parse = [](const std::string& text) { return ParseDataset(Json::parse(text)); };
   const std::string digest = "\"sha256:" + std::string(64, 'b') + "\"";

@@ -526,6 +526,9 @@ void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const Ru
                     " on node " + node + ": " + r.error,
                 now);
   }
+  if (ended_unrecorded && !r.stage_out.error.empty()) {  // what it made is not where it belongs
+    RequestStop(job, StopCause::kFailed, DescribeStageOut(r.stage_out, node), now);
+  }
   if (ended_unrecorded && r.oom_killed) {
     RequestStop(job, StopCause::kOutOfMemory,
                 std::string(kReasonOutOfMemory) + ": replica " + std::to_string(r.replica) +
@@ -533,6 +536,12 @@ void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const Ru
                 now);
   }
   if (!r.running && run.exit_codes[r.replica] == kNotExited) {
+    if (r.stage_out.done) {  // the job's record keeps what its stage-out did, once
+      Emit(Caller::Node(node), now,
+           RunNoted{job.id, run.attempt,
+                    r.stage_out.error.empty() ? "staged out" : "stage-out failed",
+                    DescribeStageOut(r.stage_out, node)});
+    }
     int32_t task = r.exit_code == 0 ? -1 : std::max(0, r.failed_task);
     Emit(Caller::Node(node), now,
          ReplicaExited{job.id, run.attempt, r.replica, r.exit_code, task, r.peak_memory_bytes,
@@ -586,6 +595,8 @@ void HeadCore::MaybeFinishRun(const Job& job, TimeMs now) {
     FinishRun(job, RunState::kCancelled, "", now);
   } else if (run.stop_requested && run.cause == StopCause::kGpuError) {
     FinishRun(job, RunState::kFailed, run.reason, now);
+  } else if (run.stop_requested && run.cause == StopCause::kFailed && all_zero) {
+    FinishRun(job, RunState::kFailed, run.reason, now);  // exits 0, failed otherwise: stage-out
   } else if (all_zero) {
     FinishRun(job, RunState::kSucceeded, "", now);
   } else {

@@ -191,6 +191,7 @@ void HeadCore::AddStepOrders(const Job& job, const Run& run, const RunLayout& la
       RunOrder o = ReplicaOrder(job, run, replica);
       o.run_id = StepRunId(RunId{job.id, run.attempt}, step.id);
       o.command = step.command;
+      o.stage_out = {};  // the job's, once its replicas end, not each step's
       for (int32_t t = 0; t < step.tasks[i]; ++t) {
         auto env = TaskEnv(sl, static_cast<int32_t>(i), t);
         // The allocation stays the job's; the step's own shape has Slurm's step names.

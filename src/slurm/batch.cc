@@ -621,6 +621,7 @@ Result<BatchSubmission> BuildBatchSpec(const ParsedOptions& o, const SubmitConte
     std::stringstream list(o.Get("dataset"));
     for (std::string one; std::getline(list, one, ',');) spec["datasets"].push_back(one);
   }
+  if (o.Has("stage-out")) spec["stage_out"] = o.Get("stage-out");  // checked by the spec parser
   exports["SLURM_JOB_ACCOUNT"] = queue;
   if (o.Has("comment")) env["CORRAL_SLURM_COMMENT"] = o.Get("comment");
   if (o.Has("array")) spec["array"] = o.Get("array");

@@ -25,7 +25,8 @@ const std::vector<OptionDef>& SbatchOptionDefs() {
       {"reservation", 0, A::kRequired},
       {"mail-type", 0, A::kRequired},
       {"mail-user", 0, A::kRequired},
-      {"dataset", 0, A::kRequired},  // Corral's: NAME[@V][:MOUNT][,...] (docs/datasets.md)
+      {"dataset", 0, A::kRequired},    // Corral's: NAME[@V][:MOUNT][,...] (docs/datasets.md)
+      {"stage-out", 0, A::kRequired},  // Corral's: DIR:DEST (docs/datasets.md)
       {"account", 'A', A::kRequired},
       {"output", 'o', A::kRequired},
       {"error", 'e', A::kRequired},

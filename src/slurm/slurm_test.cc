@@ -196,6 +196,23 @@ TEST(SlurmBatch, DatasetsGoIntoTheSpec) {
       << refused.status().message();
 }
 
+TEST(SlurmBatch, StageOutGoesIntoTheSpec) {
+  auto sub = BuildBatchSpec(Parse({"--stage-out=/scratch/out:/shared/results"}),
+                            Ctx("#!/bin/bash\n"), false);
+  ASSERT_TRUE(sub.ok()) << sub.status().message();
+  auto valid = ParseJobSpec(sub->spec);
+  ASSERT_TRUE(valid.ok()) << valid.status().message();
+  EXPECT_EQ(valid->stage_out.dir, "/scratch/out");
+  EXPECT_EQ(valid->stage_out.dest, "/shared/results");
+  auto bad =
+      BuildBatchSpec(Parse({"--stage-out=out:/shared/results"}), Ctx("#!/bin/bash\n"), false);
+  ASSERT_TRUE(bad.ok());
+  auto refused = ParseJobSpec(bad->spec);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("field 'stage_out'"), std::string::npos)
+      << refused.status().message();
+}
+
 TEST(SlurmBatch, MapsTheAllocationOntoTheSpec) {
   ParsedOptions o =
       Parse({"--nodes=2", "--ntasks-per-node=4", "--cpus-per-task=2", "--gpus-per-node=4",

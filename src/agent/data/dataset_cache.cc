@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "agent/node/act_as.h"
 #include "agent/node/file_util.h"
 #include "core/dataset_files.h"
 #include "core/dataset_source.h"
@@ -54,31 +55,6 @@ class CacheFileLock {
 
  private:
   int fd_ = -1;
-};
-
-// This thread's file-system identity switched to a user's for as long as it lives: the
-// kernel's credentials are per thread, and setfsuid/setfsgid/setgroups as raw system calls
-// change only the calling thread's (glibc's setgroups would change every thread's).
-class ActAs {
- public:
-  explicit ActAs(const UnixIdentity& who) {
-    saved_groups_.resize(64);
-    int n = getgroups(static_cast<int>(saved_groups_.size()), saved_groups_.data());
-    saved_groups_.resize(n > 0 ? n : 0);
-    syscall(SYS_setgroups, who.groups.size(), who.groups.data());
-    syscall(SYS_setfsgid, who.gid);
-    syscall(SYS_setfsuid, who.uid);
-  }
-  ~ActAs() {
-    syscall(SYS_setfsuid, 0);
-    syscall(SYS_setfsgid, 0);
-    syscall(SYS_setgroups, saved_groups_.size(), saved_groups_.data());
-  }
-  ActAs(const ActAs&) = delete;
-  ActAs& operator=(const ActAs&) = delete;
-
- private:
-  std::vector<gid_t> saved_groups_;
 };
 
 // Whether `who` may read every file under `root` (and enter every directory): each is opened
@@ -155,6 +131,12 @@ void GiveUnpackedOwnership(const std::string& root, uid_t uid, gid_t gid, mode_t
   (void)chmod(root.c_str(), dir_mode);
 }
 
+int64_t UnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 int64_t ReadSize(const std::string& path) {
   std::ifstream in(path);
   int64_t v = 0;
@@ -172,7 +154,8 @@ std::string DigestHex(const std::string& digest) {
   return hex.find_first_not_of("0123456789abcdef") == std::string::npos ? hex : "";
 }
 
-DatasetCache::DatasetCache(DatasetCacheConfig config) : config_(std::move(config)) {
+DatasetCache::DatasetCache(DatasetCacheConfig config)
+    : config_(std::move(config)), gate_(std::make_unique<SourceGate>(config_.sources)) {
   std::error_code ec;
   for (const char* d : {"/data", "/locks", "/tmp"}) fs::create_directories(config_.dir + d, ec);
   // Jobs pass through to their datasets' copies; only the agent lists or changes the cache.
@@ -181,7 +164,8 @@ DatasetCache::DatasetCache(DatasetCacheConfig config) : config_(std::move(config
 }
 
 Result<StagedDataset> DatasetCache::Acquire(const DatasetRef& ref, const UnixIdentity* who,
-                                            const std::function<void(int64_t)>& progress) {
+                                            const std::function<void(int64_t)>& progress,
+                                            const std::function<void(int32_t)>& queued) {
   const std::string hex = DigestHex(ref.digest);
   if (hex.empty()) return DatasetError(ref, "no valid digest ('" + ref.digest + "')");
   if (who != nullptr) CORRAL_RETURN_IF_ERROR(CheckReadable(ref, *who));
@@ -198,8 +182,16 @@ Result<StagedDataset> DatasetCache::Acquire(const DatasetRef& ref, const UnixIde
     CacheFileLock fetching(config_.dir + "/locks/" + hex + ".lock", LOCK_EX);
     if (!fetching.ok()) return DatasetError(ref, "cannot lock its fetch: " + CacheErrnoText());
     if (!IsDir(data)) {  // nobody fetched it while this waited
+      const std::string source = SourceOfDataset(ref.source);
+      SourceGate::Slot slot = gate_->Enter(source, queued);  // in line behind its source's others
       const auto start = std::chrono::steady_clock::now();
-      auto read = Fetch(ref, hex, progress);
+      const int64_t started_ms = UnixMs();
+      int64_t paced = 0;
+      FetchProgress p{progress, [&](int64_t read_so_far) {
+                        gate_->Pace(source, read_so_far - paced);
+                        paced = std::max(paced, read_so_far);
+                      }};
+      auto read = Fetch(ref, hex, p);
       if (!read.ok()) return read.status();
       out.source_bytes = *read;
       out.fetched = true;
@@ -207,7 +199,8 @@ Result<StagedDataset> DatasetCache::Acquire(const DatasetRef& ref, const UnixIde
                          std::chrono::steady_clock::now() - start)
                          .count();
       std::ofstream(config_.dir + "/fetches", std::ios::app)
-          << hex << " " << ref.bytes << " " << out.fetch_ms << "\n";
+          << hex << " " << ref.bytes << " " << out.fetch_ms << " " << started_ms << " " << UnixMs()
+          << "\n";
     }
   }
   out.use_fd = pin.Release();
@@ -215,7 +208,7 @@ Result<StagedDataset> DatasetCache::Acquire(const DatasetRef& ref, const UnixIde
 }
 
 Result<int64_t> DatasetCache::Fetch(const DatasetRef& ref, const std::string& hex,
-                                    const std::function<void(int64_t)>& progress) {
+                                    const FetchProgress& progress) {
   std::error_code ec;
   // Holding the fetch lock: whatever tmp/ holds for this digest is a dead fetch's.
   for (const auto& e : fs::directory_iterator(config_.dir + "/tmp", ec)) {
@@ -245,7 +238,7 @@ Result<int64_t> DatasetCache::Fetch(const DatasetRef& ref, const std::string& he
 }
 
 Result<int64_t> DatasetCache::Fill(const DatasetRef& ref, const std::string& into,
-                                   const std::function<void(int64_t)>& progress) {
+                                   const FetchProgress& progress) {
   switch (SourceKindOf(ref.source)) {
     case DatasetSourceKind::kDirectory: {
       CORRAL_RETURN_IF_ERROR(CopyTree(ref, into, progress));
@@ -256,7 +249,10 @@ Result<int64_t> DatasetCache::Fill(const DatasetRef& ref, const std::string& int
       if (stat(ref.source.c_str(), &st) != 0) {
         return DatasetError(ref, "cannot read it: " + CacheErrnoText());
       }
-      auto m = ReadArchive(ref.source, into, progress);
+      auto m = ReadArchive(ref.source, into, [&](int64_t n) {
+        progress.source_read(n);
+        if (progress.progress) progress.progress(n);
+      });
       if (!m.ok()) return DatasetError(ref, m.status().message());
       CORRAL_RETURN_IF_ERROR(CheckManifestDigest(ref, m->files.size(), m->digest));
       GiveUnpackedOwnership(into, st.st_uid, st.st_gid, st.st_mode);
@@ -271,14 +267,15 @@ Result<int64_t> DatasetCache::Fill(const DatasetRef& ref, const std::string& int
 // Downloads the archive next to `into` (its name plus ".download"), then unpacks it there. The
 // download is the first half of the progress, unpacking the second.
 Result<int64_t> DatasetCache::Download(const DatasetRef& ref, const std::string& into,
-                                       const std::function<void(int64_t)>& progress) {
+                                       const FetchProgress& p) {
   const std::string file = into + ".download";
   auto got = DownloadUrl(ref.source, file, [&](int64_t bytes, int64_t total) {
-    if (progress && total > 0) progress(ref.bytes * bytes / total / 2);
+    p.source_read(bytes);
+    if (p.progress && total > 0) p.progress(ref.bytes * bytes / total / 2);
   });
   Result<Manifest> m = got.ok() ? ReadArchive(file, into,
                                               [&](int64_t n) {
-                                                if (progress) progress(ref.bytes / 2 + n / 2);
+                                                if (p.progress) p.progress(ref.bytes / 2 + n / 2);
                                               })
                                 : Result<Manifest>(got.status());
   unlink(file.c_str());
@@ -289,7 +286,7 @@ Result<int64_t> DatasetCache::Download(const DatasetRef& ref, const std::string&
 }
 
 Status DatasetCache::CopyTree(const DatasetRef& ref, const std::string& into,
-                              const std::function<void(int64_t)>& progress) {
+                              const FetchProgress& progress) {
   std::vector<ManifestFile> files;
   std::vector<std::pair<std::string, std::string>> dirs;  // (source, copy), set last
   int64_t done = 0;
@@ -308,7 +305,8 @@ Status DatasetCache::CopyTree(const DatasetRef& ref, const std::string& into,
     }
     if (!fs::is_regular_file(st)) return DatasetError(ref, rel + " is not a regular file");
     auto f = CopyAndHash(it->path().string(), to, [&](int64_t n) {
-      if (progress) progress(done + n);
+      progress.source_read(done + n);
+      if (progress.progress) progress.progress(done + n);
     });
     if (!f.ok()) return DatasetError(ref, f.status().message());
     KeepOwnership(it->path().string(), to);

@@ -9,7 +9,8 @@
 //   CACHE/data/<hex>.size      its size in bytes; the .use file's mtime is its last use
 //   CACHE/locks/<hex>.lock     one fetch per dataset version at a time; the others wait
 //   CACHE/tmp/<hex>.<pid>.<tid> fetches in progress (a fetch's lock says it is live)
-//   CACHE/fetches              a line per fetch done: "<hex> <bytes> <ms>"
+//   CACHE/fetches              a line per fetch done: "<hex> <bytes> <ms> <start> <end>" (start
+//                              and end: Unix ms, the fetch's own time, without its queueing)
 //
 // Sources (core/dataset_source.h): a directory, or an archive on shared storage, unpacked into
 // tmp/; or an archive at an http(s) URL, downloaded into tmp/
@@ -25,9 +26,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "agent/data/source_gate.h"
 #include "agent/node/run_as.h"
 #include "core/dataset.h"
 #include "core/status.h"
@@ -41,6 +44,8 @@ struct DatasetCacheConfig {
   // limit (Fluid's defaults).
   double high_watermark = 0.95;
   double low_watermark = 0.7;
+  // How fetches share each source's bandwidth (source_gate.h).
+  SourceGateConfig sources;
 };
 
 struct StagedDataset {
@@ -64,10 +69,12 @@ class DatasetCache {
 
   // The dataset `ref` (resolved: digest and source set) in the cache and pinned. `who`: the
   // job's owner, whose right to read the source is checked first (nullptr: not checked, for
-  // an agent that runs every job as itself). `progress` gets the bytes fetched so far. Errors
+  // an agent that runs every job as itself). `progress` gets the bytes fetched so far; `queued`
+  // the fetch's place in its source's line while it waits for it (source_gate.h). Errors
   // name the dataset and its source.
   Result<StagedDataset> Acquire(const DatasetRef& ref, const UnixIdentity* who,
-                                const std::function<void(int64_t)>& progress = {});
+                                const std::function<void(int64_t)>& progress = {},
+                                const std::function<void(int32_t)>& queued = {});
 
   // Over the high watermark, removes whole unpinned datasets, least recently used first,
   // until under the low one. Returns how many it removed.
@@ -79,18 +86,21 @@ class DatasetCache {
   void CleanInterrupted();
 
  private:
+  // Reports a fetch's progress and paces its reads from the source: `progress` gets the bytes
+  // fetched so far (for the job's note), `source_read` the bytes read from the source so far.
+  struct FetchProgress {
+    std::function<void(int64_t)> progress;
+    std::function<void(int64_t)> source_read;
+  };
   // Fetches into tmp/, checks and publishes it; the bytes read from the source.
-  Result<int64_t> Fetch(const DatasetRef& ref, const std::string& hex,
-                        const std::function<void(int64_t)>& progress);
+  Result<int64_t> Fetch(const DatasetRef& ref, const std::string& hex, const FetchProgress& p);
   // The source's content written under `into` (by its kind) and checked against the digest.
-  Result<int64_t> Fill(const DatasetRef& ref, const std::string& into,
-                       const std::function<void(int64_t)>& progress);
-  Status CopyTree(const DatasetRef& ref, const std::string& into,
-                  const std::function<void(int64_t)>& progress);
-  Result<int64_t> Download(const DatasetRef& ref, const std::string& into,
-                           const std::function<void(int64_t)>& progress);
+  Result<int64_t> Fill(const DatasetRef& ref, const std::string& into, const FetchProgress& p);
+  Status CopyTree(const DatasetRef& ref, const std::string& into, const FetchProgress& p);
+  Result<int64_t> Download(const DatasetRef& ref, const std::string& into, const FetchProgress& p);
 
   DatasetCacheConfig config_;
+  std::unique_ptr<SourceGate> gate_;  // shared by every thread that fetches
 };
 
 // Hex of a "sha256:<hex>" digest ("" when it is not one).

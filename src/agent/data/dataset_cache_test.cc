@@ -13,9 +13,12 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include "agent/data/dataset_stager.h"
+#include "agent/data/source_gate.h"
 #include "agent/test_util.h"
 #include "core/dataset_files.h"
 #include "core/dataset_source.h"
@@ -417,5 +420,56 @@ TEST(DatasetStager, MetricsCountHitsFetchesBytesFailuresAndEvictions) {
   stager.Release({"4.1", 0});
 }
 
+// The gate of a source: with one fetch at a time, three threads go one after another in the
+// order they came, the later ones told their place in line; the rate holds all fetches of the
+// source together to it (a lower bound on the time: a loaded machine only makes it longer).
+TEST(SourceGate, OneFetchAtATimeInOrderAndNoFasterThanTheRate) {
+  SourceGate gate(SourceGateConfig{1, 4 << 20});
+  std::atomic<int> inside{0}, most{0};
+  std::mutex mu;
+  std::vector<int> order;
+  std::vector<int32_t> places;
+  struct Held {
+    SourceGate::Slot slot;
+  };
+  auto first = std::unique_ptr<Held>(new Held{gate.Enter("s", nullptr)});  // holds it
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 3; ++i) {
+    threads.emplace_back([&, i] {
+      SourceGate::Slot slot = gate.Enter("s", [&](int32_t place) {
+        std::lock_guard lock(mu);
+        places.push_back(place);
+      });
+      most = std::max(most.load(), ++inside);
+      {
+        std::lock_guard lock(mu);
+        order.push_back(i);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      --inside;
+    });
+    // Each in line before the next comes: its place is told once it waits.
+    ASSERT_TRUE(testing::WaitFor([&] {
+      std::lock_guard lock(mu);
+      return static_cast<int>(places.size()) > i;
+    }));
+  }
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(places, (std::vector<int32_t>{1, 2, 3}));
+  }
+  first.reset();
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(most.load(), 1);
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2}));
+  // Another source has its own line: it goes at once.
+  {
+    SourceGate::Slot other = gate.Enter("t", [](int32_t) { ADD_FAILURE() << "queued"; });
+  }
+  const auto start = std::chrono::steady_clock::now();
+  gate.Pace("s", 1 << 20);
+  gate.Pace("s", 1 << 20);  // 2 MiB at 4 MiB/s: at least half a second
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(490));
+}
 }  // namespace
 }  // namespace corral::agent

@@ -112,8 +112,13 @@ void DatasetStager::Stage(std::shared_ptr<Job> job) {
       std::lock_guard lock(mu_);
       job->note = "staging " + r.name + " on " + node_ + ": " + std::to_string(pct) + "%";
     };
+    auto queued = [&](int32_t place) {  // waiting for a turn at its source (source_gate.h)
+      std::lock_guard lock(mu_);
+      job->note = "staging " + r.name + " on " + node_ + ": queued for its source, " +
+                  std::to_string(place) + (place == 1 ? " (next)" : " in line");
+    };
     progress(0);
-    auto staged = cache_.Acquire(r, who ? &*who : nullptr, progress);
+    auto staged = cache_.Acquire(r, who ? &*who : nullptr, progress, queued);
     Count(r, staged);
     if (!staged.ok()) {
       status = staged.status();
