@@ -22,64 +22,12 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr const char* kSlowServer = R"(import http.server, json, os, time
-port = int(os.environ["PORT"])
-class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        if self.path.startswith("/slow"):
-            time.sleep(0.4)
-        body = json.dumps({"pid": os.getpid()}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
-http.server.ThreadingHTTPServer(("", port), Handler).serve_forever()
-)";
-
-// Six threads call GET BASE/v/NAME/slow in a loop until STOP exists (at most 40 s), and write
-// {"ok", "failed", "failures"} to OUT.
-constexpr const char* kHoldLoad = R"(import http.client, json, os, sys, threading, time
-import urllib.parse
-base, token, name, stop, out = sys.argv[1:6]
-u = urllib.parse.urlparse(base)
-deadline = time.time() + 40
-lock = threading.Lock()
-res = {"ok": 0, "failed": 0, "failures": []}
-def worker():
-    while not os.path.exists(stop) and time.time() < deadline:
-        try:
-            c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
-            c.request("GET", "/v/" + name + "/slow", headers={"Authorization": "Bearer " + token})
-            r = c.getresponse()
-            body = r.read()
-            c.close()
-            failure = None if r.status == 200 else "%d %r" % (r.status, body[:300])
-        except Exception as e:
-            failure = repr(e)
-        with lock:
-            if failure:
-                res["failed"] += 1
-                res["failures"].append(failure)
-            else:
-                res["ok"] += 1
-threads = [threading.Thread(target=worker) for _ in range(6)]
-for t in threads:
-    t.start()
-for t in threads:
-    t.join()
-with open(out, "w") as f:
-    json.dump(res, f)
-)";
-
 // Its ports are apart from the other service suites'.
 class ServiceAutoscaling : public ServiceCluster {
  protected:
   ServiceAutoscaling()
       : ServiceCluster("svcscale", PortRangeOfThisTest(36000, 20),
-                       {{"server.py", kSlowServer}, {"load.py", kHoldLoad}}) {}
+                       {{"server.py", kSlowReplica}, {"load.py", kSlowLoad}}) {}
 
   int Desired() { return Show().value("desired", -1); }
   int Ready() {

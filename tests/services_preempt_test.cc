@@ -21,63 +21,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-// GET /slow holds the request 0.4 s; any other path answers at once. Each answer names the
-// replica's job.
-constexpr const char* kReplica = R"(import http.server, json, os, time
-port = int(os.environ["PORT"])
-class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        if self.path.startswith("/slow"):
-            time.sleep(0.4)
-        body = json.dumps({"job": os.environ["CORRAL_JOB_ID"]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
-http.server.ThreadingHTTPServer(("", port), Handler).serve_forever()
-)";
-
-// Six threads call GET BASE/v/NAME/slow until STOP exists (at most 50 s); OUT gets {"ok",
-// "failed", "failures", "jobs"} (the replicas' jobs that answered).
-constexpr const char* kLoad = R"(import http.client, json, os, sys, threading, time
-import urllib.parse
-base, token, name, stop, out = sys.argv[1:6]
-u = urllib.parse.urlparse(base)
-deadline = time.time() + 50
-lock = threading.Lock()
-res = {"ok": 0, "failed": 0, "failures": [], "jobs": []}
-def worker():
-    while not os.path.exists(stop) and time.time() < deadline:
-        try:
-            c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
-            c.request("GET", "/v/" + name + "/slow", headers={"Authorization": "Bearer " + token})
-            r = c.getresponse()
-            body = r.read()
-            c.close()
-            failure = None if r.status == 200 else "%d %r" % (r.status, body[:300])
-        except Exception as e:
-            failure = repr(e)
-        with lock:
-            if failure:
-                res["failed"] += 1
-                res["failures"].append(failure)
-            else:
-                res["ok"] += 1
-                job = json.loads(body)["job"]
-                if job not in res["jobs"]:
-                    res["jobs"].append(job)
-threads = [threading.Thread(target=worker) for _ in range(6)]
-for t in threads:
-    t.start()
-for t in threads:
-    t.join()
-with open(out, "w") as f:
-    json.dump(res, f)
-)";
-
 // The training job: a first run loops until its checkpoint signal (SIGTERM), saves a checkpoint
 // and exits; a run that finds the checkpoint resumes from it and finishes.
 constexpr const char* kTraining =
@@ -94,7 +37,7 @@ class ServicePreemption : public ServiceCluster {
  protected:
   ServicePreemption()
       : ServiceCluster("svcpre", PortRangeOfThisTest(39000, 10),
-                       {{"server.py", kReplica}, {"load.py", kLoad}},
+                       {{"server.py", kSlowReplica}, {"load.py", kSlowLoad}},
                        {"--min-runtime-before-preempt", "0"}) {}
 
   int Desired() { return Show().value("desired", -1); }
