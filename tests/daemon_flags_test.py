@@ -52,6 +52,8 @@ class DaemonFlags(unittest.TestCase):
         self.refused(self.agent("--image-cache-size", "x1"), "--image-cache-size", "x1")
         self.refused(self.agent("--dataset-source-rate", "fast"), "--dataset-source-rate",
                      "want bytes per second")
+        self.refused(self.agent("--dataset-source-rate", "999999999999G"),
+                     "--dataset-source-rate", "want bytes per second")
         self.refused(self.agent("--dataset-fetches-per-source", "-1"),
                      "--dataset-fetches-per-source", "want 0 or more")
         self.refused(self.agent("--mps-control", "mps"), "--mps-control",

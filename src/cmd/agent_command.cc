@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -75,7 +76,8 @@ Status CheckEarlyFlags(AgentFlags& f) {
 
 // With an https head: its CA trusted (--ca, else $CORRAL_CA) and the log server's TLS, whose
 // certificate the head issues at registration. Null for an http head.
-Result<std::shared_ptr<net::TlsServerContext>> HeadTls(AgentFlags& f, const net::ParsedUrl& head) {
+Result<std::shared_ptr<net::TlsServerContext>> TrustTheHead(AgentFlags& f,
+                                                            const net::ParsedUrl& head) {
   if (head.scheme != "https") {
     if (!f.ca_file.empty()) {
       return InvalidArgument("flag '--ca': the head's URL is http://, not https://");
@@ -148,7 +150,9 @@ Result<int64_t> ParseDatasetSourceRate(const std::string& text) {
       digits.size() > 12) {
     return bad();
   }
-  return std::stoll(digits) * mult;
+  const int64_t value = std::stoll(digits);
+  if (value > std::numeric_limits<int64_t>::max() / mult) return bad();
+  return value * mult;
 }
 
 // The dataset and image caches, and the CDI specs containers find GPUs by.
@@ -302,7 +306,7 @@ Result<AgentPlan> PlanAgent(AgentFlags& f) {
   if (!heads.ok()) return InvalidArgument("flag '--head': " + heads.status().message());
   plan.heads = *heads;
   auto head = net::ParseUrl(heads->front());  // ParseHeadList checked it
-  auto tls = HeadTls(f, *head);
+  auto tls = TrustTheHead(f, *head);
   if (!tls.ok()) return tls.status();
   plan.log_tls = *tls;
   auto advertised = agentnet::AdvertiseAddress(f.advertise, head->host, head->port);

@@ -7,7 +7,7 @@
 namespace corral::cmd {
 namespace {
 
-void AddHeadFlags(CLI::App& app, AgentFlags& f) {
+void AddAgentHeadFlags(CLI::App& app, AgentFlags& f) {
   app.add_option("--head", f.head_url,
                  "the head's URL, e.g. https://10.0.0.1:7070, or several heads' URLs separated "
                  "by commas (the agent follows the leader)")
@@ -42,7 +42,7 @@ void AddHeadFlags(CLI::App& app, AgentFlags& f) {
                  "(/run/corral-node/corral.sock), else none; none: no socket");
 }
 
-void AddNodeFlags(CLI::App& app, AgentFlags& f) {
+void AddAgentNodeFlags(CLI::App& app, AgentFlags& f) {
   app.add_option("--simulate-gpus", f.simulate, "N or NxMODEL: simulated GPUs instead of NVML");
   app.add_option("--nvml-library", f.nvml_library,
                  "the NVML library to load (default: the driver's libnvidia-ml.so.1)");
@@ -73,7 +73,7 @@ void AddNodeFlags(CLI::App& app, AgentFlags& f) {
                  "in /usr/bin, /usr/local/bin or /usr/local/cuda/bin; \"none\": off)");
 }
 
-void AddJobFlags(CLI::App& app, AgentFlags& f) {
+void AddAgentJobFlags(CLI::App& app, AgentFlags& f) {
   // Like slurmd: a root agent runs each job as its owner; `corral up` (one user) runs jobs as
   // whoever started it.
   f.run_as = geteuid() == 0 ? "owner" : "agent";
@@ -121,9 +121,9 @@ void AddAgentFlags(CLI::App& app, AgentFlags& flags) {
                "check what the agent would use on this node (NVML, nvidia-smi, cgroups, "
                "containers, shares, MPS, health program, the head), print it and exit: 1 if a "
                "part failed (docs/gpu-suite.md); needs only the flags that choose those parts");
-  AddHeadFlags(app, flags);
-  AddNodeFlags(app, flags);
-  AddJobFlags(app, flags);
+  AddAgentHeadFlags(app, flags);
+  AddAgentNodeFlags(app, flags);
+  AddAgentJobFlags(app, flags);
 }
 
 }  // namespace corral::cmd

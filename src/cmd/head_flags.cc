@@ -5,7 +5,7 @@
 namespace corral::cmd {
 namespace {
 
-void AddServingFlags(CLI::App& app, HeadFlags& f) {
+void AddHeadServingFlags(CLI::App& app, HeadFlags& f) {
   app.add_option("--state-dir", f.state_dir, "directory for corral.db and tokens")->required();
   app.add_option("--listen", f.listen, "HOST:PORT to serve the API on");
   app.add_option("--advertise", f.advertise,
@@ -39,7 +39,7 @@ void AddServingFlags(CLI::App& app, HeadFlags& f) {
                  "the user named by the first admin token (STATE_DIR/admin.token)");
 }
 
-void AddStoreFlags(CLI::App& app, HeadFlags& f) {
+void AddHeadStoreFlags(CLI::App& app, HeadFlags& f) {
   app.add_option("--store", f.store_url,
                  "where state is kept: sqlite:PATH (default STATE_DIR/corral.db) or "
                  "postgres://USER@HOST:PORT/DB (several hosts: "
@@ -67,7 +67,7 @@ void AddStoreFlags(CLI::App& app, HeadFlags& f) {
                "bring the store's schema up to this corral's version, then exit");
 }
 
-void AddNodeAndIdleFlags(CLI::App& app, HeadFlags& f) {
+void AddHeadNodeFlags(CLI::App& app, HeadFlags& f) {
   app.add_option("--unreachable-after", f.unreachable_s,
                  "seconds without a sync before unreachable");
   app.add_option("--down-after", f.down_s, "seconds without a sync before down (runs lost)");
@@ -93,7 +93,7 @@ void AddNodeAndIdleFlags(CLI::App& app, HeadFlags& f) {
                  "been heard from this long is ended; batch jobs never are (0s: never)");
 }
 
-void AddJobFlags(CLI::App& app, HeadFlags& f) {
+void AddHeadJobFlags(CLI::App& app, HeadFlags& f) {
   app.add_option("--checkpoint-root", f.checkpoint_root, "root of CORRAL_CHECKPOINT_DIR");
   app.add_option("--min-runtime-before-preempt", f.min_runtime,
                  "a run is not preempted before it ran this long (anti-thrashing)");
@@ -130,10 +130,10 @@ void AddJobFlags(CLI::App& app, HeadFlags& f) {
 }  // namespace
 
 void AddHeadFlags(CLI::App& app, HeadFlags& flags) {
-  AddServingFlags(app, flags);
-  AddStoreFlags(app, flags);
-  AddNodeAndIdleFlags(app, flags);
-  AddJobFlags(app, flags);
+  AddHeadServingFlags(app, flags);
+  AddHeadStoreFlags(app, flags);
+  AddHeadNodeFlags(app, flags);
+  AddHeadJobFlags(app, flags);
 }
 
 }  // namespace corral::cmd

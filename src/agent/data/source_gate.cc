@@ -62,7 +62,10 @@ void SourceGate::Pace(const std::string& source, int64_t bytes) {
   {
     std::lock_guard lock(mu_);
     Line& line = lines_[source];
-    const auto cost = std::chrono::nanoseconds(bytes * 1000000000 / config_.bytes_per_second);
+    // In double: bytes x 10^9 overflows 64 bits past 9 GB read between two calls.
+    const auto cost =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(
+            static_cast<double>(bytes) / static_cast<double>(config_.bytes_per_second)));
     line.paid_until = std::max(line.paid_until, Clock::now()) + cost;
     until = line.paid_until;
   }
