@@ -104,7 +104,7 @@ class DaemonFlags(unittest.TestCase):
                                  "--unix-socket", "none", "--rdzv-ports", "29400-29410",
                                  "--idle-threshold", "5"],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.addCleanup(head.kill)
+        self.addCleanup(lambda: (head.kill(), head.communicate()))
         token = os.path.join(state, "join.token")
         for _ in range(200):
             if os.path.exists(token):
@@ -116,7 +116,7 @@ class DaemonFlags(unittest.TestCase):
                                   "--unix-socket", "none", "--run-as", "agent",
                                   "--port-range", "30000-30100", "--label", "rack=r1"],
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.addCleanup(agent.kill)
+        self.addCleanup(lambda: (agent.kill(), agent.communicate()))
         with open(os.path.join(state, "admin.token")) as f:
             admin = f.read().strip()
         nodes = ""
