@@ -64,35 +64,17 @@ TEST_F(ServiceAutoscaling, LoadRaisesReplicasItsAbsenceLowersThemToZeroAndAReque
   EXPECT_NE(bad.err.find("field 'scale_to_zero_after'"), std::string::npos) << bad.err;
   EXPECT_NE(c_.Corral({"services", "show", "bad"}).exit_code, 0);
   // Target 1 in flight per replica; six requests held open want six, the maximum is 3.
-  auto serve = c_.Corral({"serve",
-                          "echo",
-                          "--min-replicas",
-                          "0",
-                          "--max-replicas",
-                          "3",
-                          "--port",
-                          "0",
-                          "--health",
-                          "/health",
-                          "--cpus",
-                          "0.25",
-                          "--target-in-flight",
-                          "1",
-                          "--scale-up-delay",
-                          "2s",
-                          "--scale-down-delay",
-                          "3s",
-                          "--scale-to-zero-after",
-                          "6s",
-                          "--drain-timeout",
-                          "5s",
-                          "--",
-                          "/usr/bin/python3",
-                          c_.dir() + "/svc/server.py"});
+  auto serve = c_.Corral(
+      {"serve", "echo", "--min-replicas", "0", "--max-replicas", "3", "--port", "0", "--health",
+       "/health", "--cpus", "0.25", "--target-in-flight", "1", "--scale-up-delay", "2s",
+       "--scale-down-delay", "3s", "--scale-to-zero-after",
+       // Longer than its replica may take to start on a loaded machine: a
+       // service is scaled to zero even before its replica is ready.
+       "15s", "--drain-timeout", "5s", "--", "/usr/bin/python3", c_.dir() + "/svc/server.py"});
   ASSERT_EQ(serve.exit_code, 0) << serve.err;
   auto text = c_.Corral({"services", "show", "echo"});
   EXPECT_NE(text.out.find("Autoscale: target 1 in flight per replica, up after 2s, down after "
-                          "3s, to zero after 6s"),
+                          "3s, to zero after 15s"),
             std::string::npos)
       << text.out;
   ASSERT_TRUE(WaitUntil(20000, [&] { return Ready() == 1; })) << Show().dump();
@@ -117,12 +99,12 @@ TEST_F(ServiceAutoscaling, LoadRaisesReplicasItsAbsenceLowersThemToZeroAndAReque
   EXPECT_NE(metrics.find("corral_service_replicas_desired{service=\"echo\"} 3"), std::string::npos);
   EXPECT_NE(metrics.find("corral_service_request_duration_seconds_bucket{"), std::string::npos);
 
-  // No load: down to one after the 3 s down-delay, then to zero after 6 s idle.
-  ASSERT_TRUE(WaitUntil(30000, [&] {
+  // No load: down to one after the 3 s down-delay, then to zero after 15 s idle.
+  ASSERT_TRUE(WaitUntil(45000, [&] {
     return Desired() == 0 && Show().value("replicas", Json::array()).empty();
   })) << Show().dump();
   scalings = Scalings();
-  EXPECT_NE(scalings.back().find("autoscaler: scaled 1 \u2192 0: no request in flight for 6s"),
+  EXPECT_NE(scalings.back().find("autoscaler: scaled 1 \u2192 0: no request in flight for 15s"),
             std::string::npos)
       << scalings.back();
 
