@@ -285,9 +285,12 @@ void ConfigureJobEnvironment(const AgentFlags& f, const std::string& advertised,
   }
 }
 
-// The address with brackets where it is IPv6, for HOST:PORT.
-std::string HostForUrl(const std::string& address) {
-  return address.find(':') != std::string::npos ? "[" + address + "]" : address;
+// ADDRESS:PORT, an IPv6 address in brackets (net::ParsedUrl's one rule for it).
+std::string AddressAndPort(const std::string& address, int port) {
+  net::ParsedUrl url;
+  url.host = address;
+  url.port = port;
+  return url.HostPort();
 }
 
 // Everything the agent's servers and loop need, decided from the flags before any starts.
@@ -312,7 +315,7 @@ Result<AgentPlan> PlanAgent(AgentFlags& f) {
   auto advertised = agentnet::AdvertiseAddress(f.advertise, head->host, head->port);
   if (!advertised.ok()) return advertised.status();
   plan.advertised = *advertised;
-  if (f.listen.empty()) f.listen = HostForUrl(plan.advertised) + ":0";
+  if (f.listen.empty()) f.listen = AddressAndPort(plan.advertised, 0);
   auto hp = ParseHostPort("--listen", f.listen);
   if (!hp.ok()) return hp.status();
   plan.listen = *hp;
@@ -407,7 +410,7 @@ int ServeAndRun(const AgentFlags& f, AgentPlan& plan, ServiceNotifier& notifier)
     std::cerr << "corral agent: " << port.status().ToString() << "\n";
     return 1;
   }
-  plan.config.address = HostForUrl(plan.advertised) + ":" + std::to_string(*port);
+  plan.config.address = AddressAndPort(plan.advertised, *port);
   // This node's Unix users, forwarded to the head under the node's credential.
   agentnet::UserForwarder users(plan.heads);
   auto user_socket = ServeNodeUsers(users, f.unix_socket);
