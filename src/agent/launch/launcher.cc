@@ -626,7 +626,10 @@ Status PosixLauncher::OpenLogsCgroupAndPipes(Prepared& p) {
   for (const std::string& s : p.cgroup_procs) p.cgroup_cstrs.push_back(s.c_str());
   p.plan.cgroup_procs = p.cgroup_cstrs.data();
   p.plan.cgroup_count = static_cast<int>(p.cgroup_cstrs.size());
-  if (saved_errno == 0) CORRAL_RETURN_IF_ERROR(MakeCheckpointDir(p));
+  // A container's was made with its plan, to be mounted.
+  if (saved_errno == 0 && p.run.order.container.empty()) {
+    CORRAL_RETURN_IF_ERROR(MakeCheckpointDir(p));
+  }
   p.null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (saved_errno == 0 && (p.null_fd < 0 || pipe2(p.pipe_fds, O_CLOEXEC) != 0)) {
     saved_errno = errno;
