@@ -354,108 +354,118 @@ static Status ParseReplicaRange(const Json& v, JobSpec* s) {
   return Status::Ok();
 }
 
-Result<JobSpec> ParseJobSpec(const Json& j) {
-  if (!j.is_object()) return InvalidArgument("job spec: want a JSON/YAML object, got " + Dump(j));
-  static const std::set<std::string> kKnown = {"name",
-                                               "command",
-                                               "env",
-                                               "workdir",
-                                               "queue",
-                                               "replicas",
-                                               "max_replicas_per_node",
-                                               "spread",
-                                               "gpus",
-                                               "cpus",
-                                               "memory",
-                                               "gpu_model",
-                                               "node_labels",
-                                               "time_limit",
-                                               "priority",
-                                               "preemptible",
-                                               "reservation",
-                                               "mail_type",
-                                               "mail_user",
-                                               "max_restarts",
-                                               "checkpoint_signal",
-                                               "grace_period",
-                                               "array",
-                                               "dependency",
-                                               "tasks_per_replica",
-                                               "batch",
-                                               "hold",
-                                               "image",
-                                               "mounts",
-                                               "container_workdir",
-                                               "container_writable",
-                                               "container_mount_home",
-                                               "gpu_memory",
-                                               "gpu_isolation",
-                                               "kind",
-                                               "notebook",
-                                               "datasets",
-                                               "stage_out"};
+namespace {
+
+// The fields a job spec may have, in the order an error lists them.
+constexpr const char* kJobSpecFields[] = {"name",
+                                          "command",
+                                          "env",
+                                          "workdir",
+                                          "queue",
+                                          "replicas",
+                                          "max_replicas_per_node",
+                                          "spread",
+                                          "gpus",
+                                          "cpus",
+                                          "memory",
+                                          "gpu_model",
+                                          "node_labels",
+                                          "time_limit",
+                                          "priority",
+                                          "preemptible",
+                                          "reservation",
+                                          "mail_type",
+                                          "mail_user",
+                                          "max_restarts",
+                                          "checkpoint_signal",
+                                          "grace_period",
+                                          "array",
+                                          "dependency",
+                                          "tasks_per_replica",
+                                          "batch",
+                                          "hold",
+                                          "image",
+                                          "mounts",
+                                          "container_workdir",
+                                          "container_writable",
+                                          "container_mount_home",
+                                          "gpu_memory",
+                                          "gpu_isolation",
+                                          "kind",
+                                          "notebook",
+                                          "datasets",
+                                          "stage_out"};
+
+Status CheckSpecFieldsKnown(const Json& j) {
+  static const std::set<std::string> known(std::begin(kJobSpecFields), std::end(kJobSpecFields));
   for (auto it = j.begin(); it != j.end(); ++it) {
-    if (!kKnown.count(it.key())) {
-      return InvalidArgument(
-          "unknown field '" + it.key() +
-          "'; known fields: name, command, env, workdir, queue, replicas, "
-          "max_replicas_per_node, spread, "
-          "gpus, cpus, memory, gpu_model, node_labels, time_limit, priority, "
-          "preemptible, reservation, mail_type, mail_user, max_restarts, checkpoint_signal, "
-          "grace_period, "
-          "array, dependency, tasks_per_replica, batch, hold, image, mounts, "
-          "container_workdir, container_writable, container_mount_home, "
-          "gpu_memory, gpu_isolation, kind, notebook, datasets, stage_out");
-    }
+    if (known.count(it.key())) continue;
+    std::string list;
+    for (const char* f : kJobSpecFields) list += (list.empty() ? "" : ", ") + std::string(f);
+    return InvalidArgument("unknown field '" + it.key() + "'; known fields: " + list);
   }
-  JobSpec s;
-  if (auto it = j.find("name"); it != j.end()) {
-    auto v = StringField("name", *it);
-    if (!v.ok()) return v.status();
-    if (v->size() > 200) return FieldError("name", *it, "at most 200 characters");
-    s.name = *v;
-  }
+  return Status::Ok();
+}
+
+Status ParseSpecCommand(const Json& j, JobSpec* s) {
   auto cmd = j.find("command");
   if (cmd == j.end()) return InvalidArgument("field 'command': required, want an array of strings");
   if (cmd->is_string()) {
-    s.command = {"/bin/sh", "-c", cmd->get<std::string>()};
+    s->command = {"/bin/sh", "-c", cmd->get<std::string>()};
   } else if (cmd->is_array() && !cmd->empty()) {
     for (const Json& a : *cmd) {
       if (!a.is_string()) return FieldError("command", *cmd, "an array of strings");
-      s.command.push_back(a.get<std::string>());
+      s->command.push_back(a.get<std::string>());
     }
   } else {
     return FieldError("command", *cmd, "a non-empty array of strings");
   }
-  if (s.command[0].empty()) return FieldError("command", *cmd, "a non-empty program name");
+  if (s->command[0].empty()) return FieldError("command", *cmd, "a non-empty program name");
   // Sizes a head must hold for every job it keeps (and send to agents): generous for any real
   // command line, small enough that one request cannot bloat the cluster's state.
   size_t command_bytes = 0;
-  for (const std::string& a : s.command) command_bytes += a.size();
-  if (s.command.size() > kMaxCommandArgs || command_bytes > kMaxCommandBytes) {
-    return InvalidArgument("field 'command': " + std::to_string(s.command.size()) + " arguments, " +
-                           std::to_string(command_bytes) + " bytes; want at most " +
-                           std::to_string(kMaxCommandArgs) + " arguments and " +
-                           std::to_string(kMaxCommandBytes) + " bytes");
+  for (const std::string& a : s->command) command_bytes += a.size();
+  if (s->command.size() > kMaxCommandArgs || command_bytes > kMaxCommandBytes) {
+    return InvalidArgument("field 'command': " + std::to_string(s->command.size()) +
+                           " arguments, " + std::to_string(command_bytes) +
+                           " bytes; want at most " + std::to_string(kMaxCommandArgs) +
+                           " arguments and " + std::to_string(kMaxCommandBytes) + " bytes");
   }
-  if (auto it = j.find("env"); it != j.end()) {
-    auto v = StringMapField("env", *it);
+  return Status::Ok();
+}
+
+Status ParseSpecEnv(const Json& j, JobSpec* s) {
+  auto it = j.find("env");
+  if (it == j.end()) return Status::Ok();
+  auto v = StringMapField("env", *it);
+  if (!v.ok()) return v.status();
+  size_t env_bytes = 0;
+  for (const auto& [k, val] : *v) env_bytes += k.size() + val.size();
+  if (v->size() > kMaxEnvVars || env_bytes > kMaxEnvBytes) {
+    return InvalidArgument("field 'env': " + std::to_string(v->size()) + " variables, " +
+                           std::to_string(env_bytes) + " bytes; want at most " +
+                           std::to_string(kMaxEnvVars) + " variables and " +
+                           std::to_string(kMaxEnvBytes) + " bytes");
+  }
+  s->env = *v;
+  return Status::Ok();
+}
+
+// name, command, env, workdir and queue: what the job is and where it goes.
+Status ParseSpecIdentity(const Json& j, JobSpec* s) {
+  if (auto it = j.find("name"); it != j.end()) {
+    auto v = StringField("name", *it);
     if (!v.ok()) return v.status();
-    size_t env_bytes = 0;
-    for (const auto& [k, val] : *v) env_bytes += k.size() + val.size();
-    if (v->size() > kMaxEnvVars || env_bytes > kMaxEnvBytes) {
-      return InvalidArgument("field 'env': " + std::to_string(v->size()) + " variables, " +
-                             std::to_string(env_bytes) + " bytes; want at most " +
-                             std::to_string(kMaxEnvVars) + " variables and " +
-                             std::to_string(kMaxEnvBytes) + " bytes");
-    }
-    s.env = *v;
+    if (v->size() > 200) return FieldError("name", *it, "at most 200 characters");
+    s->name = *v;
   }
+  CORRAL_RETURN_IF_ERROR(ParseSpecCommand(j, s));
+  CORRAL_RETURN_IF_ERROR(ParseSpecEnv(j, s));
   if (auto it = j.find("workdir"); it != j.end()) {
     auto v = StringField("workdir", *it);
     if (!v.ok()) return v.status();
     if (!v->empty() && (*v)[0] != '/') return FieldError("workdir", *it, "an absolute path");
-    s.workdir = *v;
+    s->workdir = *v;
   }
   if (auto it = j.find("queue"); it != j.end()) {
     auto v = StringField("queue", *it);
@@ -466,8 +476,13 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
             std::string::npos) {
       return FieldError("queue", *it, "a queue name like 'default' or 'org/team'");
     }
-    s.queue = *v;
+    s->queue = *v;
   }
+  return Status::Ok();
+}
+
+// The integer fields, replicas and spread: the gang's shape and its rank.
+Status ParseSpecShape(const Json& j, JobSpec* s) {
   struct IntSpec {
     const char* field;
     int64_t lo, hi;
@@ -475,9 +490,9 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
   };
   const IntSpec ints[] = {
       {"max_replicas_per_node", 1, 4096,
-       [&](int64_t x) { s.max_replicas_per_node = static_cast<int32_t>(x); }},
-      {"priority", -1000000, 1000000, [&](int64_t x) { s.priority = static_cast<int32_t>(x); }},
-      {"max_restarts", 0, 1000, [&](int64_t x) { s.max_restarts = static_cast<int32_t>(x); }},
+       [&](int64_t x) { s->max_replicas_per_node = static_cast<int32_t>(x); }},
+      {"priority", -1000000, 1000000, [&](int64_t x) { s->priority = static_cast<int32_t>(x); }},
+      {"max_restarts", 0, 1000, [&](int64_t x) { s->max_restarts = static_cast<int32_t>(x); }},
   };
   for (const IntSpec& f : ints) {
     if (auto it = j.find(f.field); it != j.end()) {
@@ -487,24 +502,23 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
     }
   }
   if (auto it = j.find("replicas"); it != j.end()) {
-    CORRAL_RETURN_IF_ERROR(ParseReplicaRange(*it, &s));
+    CORRAL_RETURN_IF_ERROR(ParseReplicaRange(*it, s));
   }
   if (auto it = j.find("spread"); it != j.end()) {
     if (!it->is_boolean()) return FieldError("spread", *it, "true or false");
     if (it->get<bool>()) {
-      if (s.max_replicas_per_node > 1) {
+      if (s->max_replicas_per_node > 1) {
         return FieldError("spread", *it,
                           "not with max_replicas_per_node above 1 (spread means one replica per "
                           "node)");
       }
-      s.max_replicas_per_node = 1;
+      s->max_replicas_per_node = 1;
     }
   }
-  if (auto it = j.find("gpus"); it != j.end()) {
-    auto v = ParseGpuCount(*it);
-    if (!v.ok()) return v.status();
-    s.per_replica.gpu_milli = *v;
-  }
+  return Status::Ok();
+}
+
+Status ParseSpecGpuShare(const Json& j, JobSpec* s) {
   if (auto it = j.find("gpu_memory"); it != j.end()) {
     if (!it->is_string() && !it->is_number_integer()) {
       return FieldError("gpu_memory", *it, "a size of GPU memory such as 10G or 4096M");
@@ -512,58 +526,75 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
     auto v = ParseMemoryMb("gpu_memory", ScalarText(*it));
     if (!v.ok()) return v.status();
     if (*v <= 0) return FieldError("gpu_memory", *it, "a size above 0, such as 10G");
-    if (s.per_replica.gpu_milli >= kGpuMilli) {
+    if (s->per_replica.gpu_milli >= kGpuMilli) {
       return FieldError("gpu_memory", *it,
                         "a share of one GPU: give it with gpus below 1 (e.g. 0.25) or alone; "
                         "whole GPUs are exclusive and have all their memory");
     }
-    s.per_replica.gpu_memory_mb = *v;
+    s->per_replica.gpu_memory_mb = *v;
   }
   if (auto it = j.find("gpu_isolation"); it != j.end()) {
     GpuIsolation g;
     if (!it->is_string() || !ParseGpuIsolation(it->get<std::string>(), &g)) {
       return FieldError("gpu_isolation", *it, "\"memory\" (the default) or \"mps\"");
     }
-    if (!s.per_replica.IsShare()) {
+    if (!s->per_replica.IsShare()) {
       return FieldError("gpu_isolation", *it,
                         "only for a share of one GPU (gpus below 1 or gpu_memory)");
     }
-    s.per_replica.gpu_isolation = g;
+    s->per_replica.gpu_isolation = g;
   }
-  if (auto it = j.find("cpus"); it != j.end()) {
-    double c = -1;
-    if (it->is_number())
-      c = it->get<double>();
-    else if (it->is_string()) {
-      try {
-        size_t pos = 0;
-        c = std::stod(it->get<std::string>(), &pos);
-        if (pos != it->get<std::string>().size()) c = -1;
-      } catch (...) {
-        c = -1;
-      }
+  return Status::Ok();
+}
+
+// "cpus": a number of cores (a JSON number or its text) from 0 to 4096.
+Status ParseSpecCpus(const Json& j, JobSpec* s) {
+  auto it = j.find("cpus");
+  if (it == j.end()) return Status::Ok();
+  double c = -1;
+  if (it->is_number()) {
+    c = it->get<double>();
+  } else if (it->is_string()) {
+    try {
+      size_t pos = 0;
+      c = std::stod(it->get<std::string>(), &pos);
+      if (pos != it->get<std::string>().size()) c = -1;
+    } catch (...) {
+      c = -1;
     }
-    if (!(c >= 0 && c <= 4096)) return FieldError("cpus", *it, "a number of cores from 0 to 4096");
-    s.per_replica.cpu_milli = static_cast<int32_t>(c * 1000 + 0.5);
   }
+  if (!(c >= 0 && c <= 4096)) return FieldError("cpus", *it, "a number of cores from 0 to 4096");
+  s->per_replica.cpu_milli = static_cast<int32_t>(c * 1000 + 0.5);
+  return Status::Ok();
+}
+
+// gpus, the GPU share's fields, cpus, memory and gpu_model: what each replica holds.
+Status ParseSpecResources(const Json& j, JobSpec* s) {
+  if (auto it = j.find("gpus"); it != j.end()) {
+    auto v = ParseGpuCount(*it);
+    if (!v.ok()) return v.status();
+    s->per_replica.gpu_milli = *v;
+  }
+  CORRAL_RETURN_IF_ERROR(ParseSpecGpuShare(j, s));
+  CORRAL_RETURN_IF_ERROR(ParseSpecCpus(j, s));
   if (auto it = j.find("memory"); it != j.end()) {
     if (!it->is_string() && !it->is_number_integer()) {
       return FieldError("memory", *it, "a size such as 512 (MB), 512M or 16G");
     }
     auto v = ParseMemoryMb("memory", ScalarText(*it));
     if (!v.ok()) return v.status();
-    s.per_replica.memory_mb = *v;
+    s->per_replica.memory_mb = *v;
   }
   if (auto it = j.find("gpu_model"); it != j.end()) {
     auto v = StringField("gpu_model", *it);
     if (!v.ok()) return v.status();
-    s.gpu_model = *v;
+    s->gpu_model = *v;
   }
-  if (auto it = j.find("reservation"); it != j.end()) {
-    auto v = StringField("reservation", *it);
-    if (!v.ok()) return v.status();
-    s.reservation = *v;
-  }
+  return Status::Ok();
+}
+
+// mail_type and mail_user: whom to tell of what.
+Status ParseSpecMail(const Json& j, JobSpec* s) {
   if (auto it = j.find("mail_type"); it != j.end()) {
     std::string text;  // "END,FAIL", or a list of types (YAML's [end, fail])
     if (it->is_array()) {
@@ -578,85 +609,93 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
     }
     auto events = ParseMailTypes("mail_type", text);
     if (!events.ok()) return events.status();
-    s.notify.events = *events;
+    s->notify.events = *events;
   }
   if (auto it = j.find("mail_user"); it != j.end()) {
     auto v = StringField("mail_user", *it);
     if (!v.ok()) return v.status();
     if (Status st = ValidateMailUser("mail_user", *v); !st.ok()) return st;
-    s.notify.mail_user = *v;
+    s->notify.mail_user = *v;
   }
+  return Status::Ok();
+}
+
+// datasets, stage_out and node_labels: what the job carries and where it may run.
+Status ParseSpecPlacementAndData(const Json& j, JobSpec* s) {
   if (auto it = j.find("datasets"); it != j.end()) {
     auto v = ParseDatasetRefs("datasets", *it);
     if (!v.ok()) return v.status();
-    s.datasets = std::move(*v);
+    s->datasets = std::move(*v);
   }
   if (auto it = j.find("stage_out"); it != j.end()) {
     auto v = ParseStageOutJson("stage_out", *it);
     if (!v.ok()) return v.status();
-    s.stage_out = std::move(*v);
+    s->stage_out = std::move(*v);
   }
   if (auto it = j.find("node_labels"); it != j.end()) {
     auto v = StringMapField("node_labels", *it);
     if (!v.ok()) return v.status();
-    s.node_labels = *v;
+    s->node_labels = *v;
   }
-  if (auto it = j.find("time_limit"); it != j.end()) {
-    if (!it->is_string() && !it->is_number_integer()) {
-      return FieldError("time_limit", *it, "a duration such as 90s, 15m, 2h or 1:30:00");
-    }
-    auto v = ParseDuration("time_limit", ScalarText(*it));
-    if (!v.ok()) return v.status();
-    s.time_limit_ms = *v;
-  }
-  if (auto it = j.find("grace_period"); it != j.end()) {
-    if (!it->is_string() && !it->is_number_integer()) {
-      return FieldError("grace_period", *it, "a duration such as 10s or 2m");
-    }
-    auto v = ParseDuration("grace_period", ScalarText(*it));
-    if (!v.ok()) return v.status();
-    s.grace_ms = *v;
-  }
-  if (auto it = j.find("preemptible"); it != j.end()) {
-    if (!it->is_boolean()) return FieldError("preemptible", *it, "true or false");
-    s.preemptible = it->get<bool>();
-  }
-  if (auto it = j.find("hold"); it != j.end()) {
-    if (!it->is_boolean()) return FieldError("hold", *it, "true or false");
-    s.hold = it->get<bool>();
-  }
+  return Status::Ok();
+}
+
+// A duration field (a string such as 90s or an integer of seconds), if present.
+Status ParseSpecDuration(const Json& j, const char* field, const char* want, int64_t* out) {
+  auto it = j.find(field);
+  if (it == j.end()) return Status::Ok();
+  if (!it->is_string() && !it->is_number_integer()) return FieldError(field, *it, want);
+  auto v = ParseDuration(field, ScalarText(*it));
+  if (!v.ok()) return v.status();
+  *out = *v;
+  return Status::Ok();
+}
+
+// A boolean field, if present.
+Status ParseSpecBool(const Json& j, const char* field, bool* out) {
+  auto it = j.find(field);
+  if (it == j.end()) return Status::Ok();
+  if (!it->is_boolean()) return FieldError(field, *it, "true or false");
+  *out = it->get<bool>();
+  return Status::Ok();
+}
+
+// preemptible, hold, kind, notebook and batch.
+Status ParseSpecKindAndFlags(const Json& j, JobSpec* s) {
+  CORRAL_RETURN_IF_ERROR(ParseSpecBool(j, "preemptible", &s->preemptible));
+  CORRAL_RETURN_IF_ERROR(ParseSpecBool(j, "hold", &s->hold));
   if (auto it = j.find("kind"); it != j.end()) {
     if (!it->is_string() || (*it != "job" && *it != "interactive")) {
       return FieldError("kind", *it, "\"job\" or \"interactive\"");
     }
-    s.interactive = *it == "interactive";
+    s->interactive = *it == "interactive";
   }
   if (auto it = j.find("notebook"); it != j.end()) {
-    if (!it->is_boolean()) return FieldError("notebook", *it, "true or false");
-    s.notebook = it->get<bool>();
-    if (s.notebook && !s.interactive) {
+    CORRAL_RETURN_IF_ERROR(ParseSpecBool(j, "notebook", &s->notebook));
+    if (s->notebook && !s->interactive) {
       return FieldError("notebook", *it, "false: a notebook is a session (kind \"interactive\")");
     }
   }
-  if (auto it = j.find("batch"); it != j.end()) {
-    if (!it->is_boolean()) return FieldError("batch", *it, "true or false");
-    s.batch = it->get<bool>();
-  }
+  return ParseSpecBool(j, "batch", &s->batch);
+}
+
+// checkpoint_signal, tasks_per_replica, array and dependency: how the job is run and released.
+Status ParseSpecLaunch(const Json& j, JobSpec* s) {
   if (auto it = j.find("checkpoint_signal"); it != j.end()) {
     auto v = ParseSignal("checkpoint_signal", ScalarText(*it));
     if (!v.ok()) return v.status();
-    s.checkpoint_signal = *v;
+    s->checkpoint_signal = *v;
   }
   if (auto it = j.find("tasks_per_replica"); it != j.end()) {
     if (it->is_string() && it->get<std::string>() == "gpu") {
-      s.tasks_per_replica = -1;
+      s->tasks_per_replica = -1;
     } else {
       auto v = IntField("tasks_per_replica", *it, 1, 1024);
       if (!v.ok()) {
         return FieldError("tasks_per_replica", *it,
                           "an integer from 1 to 1024, or \"gpu\" (one per GPU)");
       }
-      s.tasks_per_replica = static_cast<int32_t>(*v);
+      s->tasks_per_replica = static_cast<int32_t>(*v);
     }
   }
   if (auto it = j.find("array"); it != j.end()) {
@@ -665,15 +704,19 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
     }
     auto a = ParseArray(ScalarText(*it));
     if (!a.ok()) return a.status();
-    s.array = ScalarText(*it);
+    s->array = ScalarText(*it);
   }
   if (auto it = j.find("dependency"); it != j.end()) {
     if (!it->is_string()) return FieldError("dependency", *it, "a string like \"afterok:12\"");
     auto d = ParseDependencies(it->get<std::string>());
     if (!d.ok()) return d.status();
-    s.dependencies = *d;
+    s->dependencies = *d;
   }
-  CORRAL_RETURN_IF_ERROR(ParseContainerFields(j, &s.container));
+  return Status::Ok();
+}
+
+// Fields each valid alone that do not go together.
+Status CheckSpecCombinations(const JobSpec& s) {
   if (s.interactive && !s.array.empty()) {
     return InvalidArgument("field 'array': an interactive session is one job; drop array or kind");
   }
@@ -687,6 +730,35 @@ Result<JobSpec> ParseJobSpec(const Json& j) {
         "field 'replicas': a range (MIN:MAX) is for elastic jobs; an interactive session runs "
         "on a fixed allocation, want one number");
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+// The steps in the order the fields were always checked, so that a spec with several errors
+// is told the same first one.
+Result<JobSpec> ParseJobSpec(const Json& j) {
+  if (!j.is_object()) return InvalidArgument("job spec: want a JSON/YAML object, got " + Dump(j));
+  CORRAL_RETURN_IF_ERROR(CheckSpecFieldsKnown(j));
+  JobSpec s;
+  CORRAL_RETURN_IF_ERROR(ParseSpecIdentity(j, &s));
+  CORRAL_RETURN_IF_ERROR(ParseSpecShape(j, &s));
+  CORRAL_RETURN_IF_ERROR(ParseSpecResources(j, &s));
+  if (auto it = j.find("reservation"); it != j.end()) {
+    auto v = StringField("reservation", *it);
+    if (!v.ok()) return v.status();
+    s.reservation = *v;
+  }
+  CORRAL_RETURN_IF_ERROR(ParseSpecMail(j, &s));
+  CORRAL_RETURN_IF_ERROR(ParseSpecPlacementAndData(j, &s));
+  CORRAL_RETURN_IF_ERROR(ParseSpecDuration(
+      j, "time_limit", "a duration such as 90s, 15m, 2h or 1:30:00", &s.time_limit_ms));
+  CORRAL_RETURN_IF_ERROR(
+      ParseSpecDuration(j, "grace_period", "a duration such as 10s or 2m", &s.grace_ms));
+  CORRAL_RETURN_IF_ERROR(ParseSpecKindAndFlags(j, &s));
+  CORRAL_RETURN_IF_ERROR(ParseSpecLaunch(j, &s));
+  CORRAL_RETURN_IF_ERROR(ParseContainerFields(j, &s.container));
+  CORRAL_RETURN_IF_ERROR(CheckSpecCombinations(s));
   return s;
 }
 
