@@ -388,10 +388,41 @@ Status AddContainerOptions(const ParsedOptions& o, const std::string& workdir, J
   return Status::Ok();
 }
 
-Result<BatchSubmission> BuildBatchSpec(const ParsedOptions& o, const SubmitContext& ctx,
-                                       bool strict) {
-  BatchSubmission sub;
-  sub.parsable = o.Has("parsable");
+namespace {
+
+using SlurmEnvMap = std::map<std::string, std::string>;
+
+// What a batch job is built from, filled step by step.
+struct BatchDraft {
+  Json spec = Json::object();
+  SlurmEnvMap env;      // the job's environment (--export, --comment)
+  SlurmEnvMap exports;  // SLURM_* variables the batch step exports
+};
+
+// Nodes -> replicas; tasks per node and CPUs per task -> CPUs per replica.
+struct BatchLayout {
+  int64_t nodes = 1, max_nodes = 1, tasks_per_node = 1, ntasks = 0, cpus = 1;
+};
+
+struct BatchGpus {
+  int64_t per_node = 0;
+  std::string model;
+  int32_t share_milli = 0;  // a share of one GPU (--gres=mps:N, --gpus 0.5)
+  bool mps = false;
+};
+
+// The checkpoint signal sbatch --signal asks for; without B the batch shell ignores it.
+struct BatchSignal {
+  int32_t signal = 0;
+  bool ignore_in_shell = false;
+};
+
+struct BatchOutputs {
+  std::string open_mode, output, error;
+};
+
+Status CheckBatchOptionsAndScript(const ParsedOptions& o, const SubmitContext& ctx, bool strict,
+                                  BatchSubmission* sub) {
   if (!o.unknown.empty()) {
     std::string names;
     for (const std::string& u : o.unknown) names += (names.empty() ? "" : ", ") + u;
@@ -399,93 +430,119 @@ Result<BatchSubmission> BuildBatchSpec(const ParsedOptions& o, const SubmitConte
       return InvalidArgument("unknown option(s): " + names +
                              " (without --strict they are ignored with a warning)");
     }
-    sub.warnings.push_back("ignoring unknown option(s): " + names);
+    sub->warnings.push_back("ignoring unknown option(s): " + names);
   }
   if (ctx.script.rfind("#!", 0) != 0) {
     return InvalidArgument(
         "the script does not look like a batch script: its first line must start with #! "
         "followed by the path to an interpreter, e.g. #!/bin/bash");
   }
-  Json spec = Json::object();
-  std::map<std::string, std::string> env;
-  std::map<std::string, std::string> exports;
+  return Status::Ok();
+}
 
-  // Layout: nodes -> replicas; tasks per node and CPUs per task -> CPUs per replica.
-  int64_t nodes = 1;
-  int64_t max_nodes = 1;
-  if (o.Has("nodes")) {
-    auto n = NodesOption(o, &max_nodes);
-    if (!n.ok()) return n.status();
-    nodes = *n;
-  }
-  int64_t tasks_per_node = 1;
-  int64_t ntasks = 0;
+// --ntasks and --ntasks-per-node over the nodes: tasks per node and in all.
+Status ReadBatchTasks(const ParsedOptions& o, BatchLayout* l) {
   if (o.Has("ntasks")) {
     auto n = PositiveOption(o, "ntasks", 1'000'000);
     if (!n.ok()) return n.status();
-    ntasks = *n;
+    l->ntasks = *n;
   }
   if (o.Has("ntasks-per-node")) {
     auto n = PositiveOption(o, "ntasks-per-node", 4096);
     if (!n.ok()) return n.status();
-    tasks_per_node = *n;
-    if (ntasks > 0 && ntasks > tasks_per_node * nodes) {
-      return InvalidArgument("option --ntasks: " + std::to_string(ntasks) + " tasks do not fit " +
-                             std::to_string(nodes) + " node(s) x " +
-                             std::to_string(tasks_per_node) + " (--ntasks-per-node)");
+    l->tasks_per_node = *n;
+    if (l->ntasks > 0 && l->ntasks > l->tasks_per_node * l->nodes) {
+      return InvalidArgument("option --ntasks: " + std::to_string(l->ntasks) +
+                             " tasks do not fit " + std::to_string(l->nodes) + " node(s) x " +
+                             std::to_string(l->tasks_per_node) + " (--ntasks-per-node)");
     }
-  } else if (ntasks > 0) {
-    if (ntasks < nodes) {
-      return InvalidArgument("option --ntasks: " + std::to_string(ntasks) +
-                             " is fewer than --nodes " + std::to_string(nodes) +
+  } else if (l->ntasks > 0) {
+    if (l->ntasks < l->nodes) {
+      return InvalidArgument("option --ntasks: " + std::to_string(l->ntasks) +
+                             " is fewer than --nodes " + std::to_string(l->nodes) +
                              "; want at least one task per node");
     }
-    tasks_per_node = (ntasks + nodes - 1) / nodes;
+    l->tasks_per_node = (l->ntasks + l->nodes - 1) / l->nodes;
   }
-  if (ntasks == 0) ntasks = tasks_per_node * nodes;
+  if (l->ntasks == 0) l->ntasks = l->tasks_per_node * l->nodes;
+  return Status::Ok();
+}
+
+Result<BatchLayout> ReadBatchLayout(const ParsedOptions& o, BatchDraft* d) {
+  BatchLayout l;
+  if (o.Has("nodes")) {
+    auto n = NodesOption(o, &l.max_nodes);
+    if (!n.ok()) return n.status();
+    l.nodes = *n;
+  }
+  CORRAL_RETURN_IF_ERROR(ReadBatchTasks(o, &l));
   int64_t cpus_per_task = 1;
   if (o.Has("cpus-per-task")) {
     auto n = PositiveOption(o, "cpus-per-task", 4096);
     if (!n.ok()) return n.status();
     cpus_per_task = *n;
-    exports["SLURM_CPUS_PER_TASK"] = std::to_string(cpus_per_task);
+    d->exports["SLURM_CPUS_PER_TASK"] = std::to_string(cpus_per_task);
   }
-  const int64_t cpus = cpus_per_task * tasks_per_node;
-  if (cpus > 4096) {
-    return InvalidArgument("options --cpus-per-task x --ntasks-per-node: " + std::to_string(cpus) +
-                           " CPUs per node, want at most 4096");
+  l.cpus = cpus_per_task * l.tasks_per_node;
+  if (l.cpus > 4096) {
+    return InvalidArgument("options --cpus-per-task x --ntasks-per-node: " +
+                           std::to_string(l.cpus) + " CPUs per node, want at most 4096");
   }
-  if (max_nodes > nodes) {
-    spec["replicas"] = Json{{"min", nodes}, {"max", max_nodes}};
+  if (l.max_nodes > l.nodes) {
+    d->spec["replicas"] = Json{{"min", l.nodes}, {"max", l.max_nodes}};
   } else {
-    spec["replicas"] = nodes;
+    d->spec["replicas"] = l.nodes;
   }
   // Slurm's nodes are distinct machines: one replica per node.
-  if (max_nodes > 1) spec["max_replicas_per_node"] = 1;
-  spec["cpus"] = cpus;
+  if (l.max_nodes > 1) d->spec["max_replicas_per_node"] = 1;
+  d->spec["cpus"] = l.cpus;
+  return l;
+}
 
-  // GPUs per node: --gpus-per-node, --gres=gpu:N, --gpus-per-task x tasks, or --gpus / nodes.
-  int64_t gpus = 0;
-  std::string model;
+// --gpus: a whole number over the nodes, or a share of one GPU on one node.
+Status ReadBatchGpusOption(const ParsedOptions& o, const BatchLayout& l, BatchGpus* g) {
+  const std::string v = o.Get("gpus");
+  if (v.find('.') != std::string::npos) {
+    auto m = ParseGpuCount(Json(v));
+    if (!m.ok() || *m >= kGpuMilli || *m % kGpuMilli == 0) {
+      return Bad("gpus", v,
+                 "a whole number of GPUs, or a share of one GPU below 1 (e.g. 0.25) for a "
+                 "single-node job");
+    }
+    if (l.nodes != 1) return Bad("gpus", v, "a share of one GPU only with one node (--nodes 1)");
+    g->share_milli = *m;
+    return Status::Ok();
+  }
+  int64_t total = 0;
+  if (!ParseInt(v, &total) || total < 0 || total % l.nodes != 0) {
+    return Bad("gpus", v,
+               "a whole number of GPUs that divides evenly over the " + std::to_string(l.nodes) +
+                   " node(s)");
+  }
+  g->per_node = total / l.nodes;
+  return Status::Ok();
+}
+
+// GPUs per node: --gpus-per-node, --gres=gpu:N, --gpus-per-task x tasks, or --gpus / nodes.
+Result<BatchGpus> ReadBatchGpus(const ParsedOptions& o, const BatchLayout& l) {
+  BatchGpus g;
   int given = 0;
   if (o.Has("gpus-per-node")) {
     ++given;
     std::string v = o.Get("gpus-per-node");
     auto colon = v.rfind(':');
     if (colon != std::string::npos) {
-      model = v.substr(0, colon);
+      g.model = v.substr(0, colon);
       v = v.substr(colon + 1);
     }
-    if (!ParseInt(v, &gpus) || gpus < 0 || gpus > 1024) {
+    if (!ParseInt(v, &g.per_node) || g.per_node < 0 || g.per_node > 1024) {
       return Bad("gpus-per-node", o.Get("gpus-per-node"), "N or TYPE:N, e.g. 8 or a100:8");
     }
   }
-  int32_t share_milli = 0;  // a share of one GPU (--gres=mps:N, --gpus 0.5)
-  bool mps = false;
   if (o.Has("gres")) {
     ++given;
-    CORRAL_RETURN_IF_ERROR(ParseGres(o.Get("gres"), &gpus, &model, &share_milli));
-    mps = share_milli > 0;
+    CORRAL_RETURN_IF_ERROR(ParseGres(o.Get("gres"), &g.per_node, &g.model, &g.share_milli));
+    g.mps = g.share_milli > 0;
   }
   if (o.Has("gpus-per-task")) {
     ++given;
@@ -495,45 +552,33 @@ Result<BatchSubmission> BuildBatchSpec(const ParsedOptions& o, const SubmitConte
                  "a whole number of GPUs (Slurm has no fractions per task; for a share of one "
                  "GPU use --gpus 0.5 with one task, or --gres=mps:50)");
     }
-    gpus = per_task * tasks_per_node;
+    g.per_node = per_task * l.tasks_per_node;
   }
-  if (o.Has("gpus") && o.Get("gpus").find('.') != std::string::npos) {
+  if (o.Has("gpus")) {
     ++given;
-    auto m = ParseGpuCount(Json(o.Get("gpus")));
-    if (!m.ok() || *m >= kGpuMilli || *m % kGpuMilli == 0) {
-      return Bad("gpus", o.Get("gpus"),
-                 "a whole number of GPUs, or a share of one GPU below 1 (e.g. 0.25) for a "
-                 "single-node job");
-    }
-    if (nodes != 1) {
-      return Bad("gpus", o.Get("gpus"), "a share of one GPU only with one node (--nodes 1)");
-    }
-    share_milli = *m;
-  } else if (o.Has("gpus")) {
-    ++given;
-    int64_t total = 0;
-    if (!ParseInt(o.Get("gpus"), &total) || total < 0 || total % nodes != 0) {
-      return Bad("gpus", o.Get("gpus"),
-                 "a whole number of GPUs that divides evenly over the " + std::to_string(nodes) +
-                     " node(s)");
-    }
-    gpus = total / nodes;
+    CORRAL_RETURN_IF_ERROR(ReadBatchGpusOption(o, l, &g));
   }
   if (given > 1) {
     return InvalidArgument(
         "options --gpus-per-node, --gres, --gpus-per-task and --gpus: give only one of them");
   }
-  if (gpus > 0) spec["gpus"] = gpus;
-  if (share_milli > 0) {
-    spec["gpus"] = share_milli / static_cast<double>(kGpuMilli);
-    if (mps) spec["gpu_isolation"] = "mps";
-  }
-  if (!model.empty()) spec["gpu_model"] = model;
-  if (o.Has("gpus-per-node") || o.Has("gres")) {
-    exports["SLURM_GPUS_PER_NODE"] = std::to_string(gpus);
-  }
+  return g;
+}
 
-  // Memory per node.
+void AddBatchGpus(const ParsedOptions& o, const BatchGpus& g, BatchDraft* d) {
+  if (g.per_node > 0) d->spec["gpus"] = g.per_node;
+  if (g.share_milli > 0) {
+    d->spec["gpus"] = g.share_milli / static_cast<double>(kGpuMilli);
+    if (g.mps) d->spec["gpu_isolation"] = "mps";
+  }
+  if (!g.model.empty()) d->spec["gpu_model"] = g.model;
+  if (o.Has("gpus-per-node") || o.Has("gres")) {
+    d->exports["SLURM_GPUS_PER_NODE"] = std::to_string(g.per_node);
+  }
+}
+
+// Memory per node, from --mem, --mem-per-cpu or --mem-per-gpu.
+Status AddBatchMemory(const ParsedOptions& o, int64_t cpus, int64_t gpus, BatchDraft* d) {
   int mem_given = o.Has("mem") + o.Has("mem-per-cpu") + o.Has("mem-per-gpu");
   if (mem_given > 1) {
     return InvalidArgument("options --mem, --mem-per-cpu and --mem-per-gpu: give only one");
@@ -543,40 +588,40 @@ Result<BatchSubmission> BuildBatchSpec(const ParsedOptions& o, const SubmitConte
     auto m = ParseSlurmMemoryMb("mem", o.Get("mem"));
     if (!m.ok()) return m.status();
     mem_mb = *m;  // 0: all of the node's memory; Corral then asks for none in particular
-    exports["SLURM_MEM_PER_NODE"] = std::to_string(mem_mb);
+    d->exports["SLURM_MEM_PER_NODE"] = std::to_string(mem_mb);
   } else if (o.Has("mem-per-cpu")) {
     auto m = ParseSlurmMemoryMb("mem-per-cpu", o.Get("mem-per-cpu"));
     if (!m.ok()) return m.status();
     mem_mb = *m * cpus;
-    exports["SLURM_MEM_PER_CPU"] = std::to_string(*m);
+    d->exports["SLURM_MEM_PER_CPU"] = std::to_string(*m);
   } else if (o.Has("mem-per-gpu")) {
     auto m = ParseSlurmMemoryMb("mem-per-gpu", o.Get("mem-per-gpu"));
     if (!m.ok()) return m.status();
-    if (gpus == 0) {
-      return InvalidArgument("option --mem-per-gpu: the job asks for no GPUs");
-    }
+    if (gpus == 0) return InvalidArgument("option --mem-per-gpu: the job asks for no GPUs");
     mem_mb = *m * gpus;
-    exports["SLURM_MEM_PER_GPU"] = std::to_string(*m);
+    d->exports["SLURM_MEM_PER_GPU"] = std::to_string(*m);
   }
-  if (mem_mb > 0) spec["memory"] = std::to_string(mem_mb) + "M";
+  if (mem_mb > 0) d->spec["memory"] = std::to_string(mem_mb) + "M";
+  return Status::Ok();
+}
 
-  // Time limit and the signal before it.
+// Time limit and the signal before it.
+Result<BatchSignal> AddBatchTimeAndSignal(const ParsedOptions& o, BatchDraft* d) {
   DurationMs limit = 0;
   if (o.Has("time")) {
     auto t = ParseSlurmTime("time", o.Get("time"));
     if (!t.ok()) return t.status();
     limit = *t;
   }
-  bool ignore_signal_in_shell = false;
-  int32_t signal = 0;
+  BatchSignal out;
   if (o.Has("signal")) {
     auto s = ParseSignalOption(o.Get("signal"));
     if (!s.ok()) return s.status();
-    signal = s->signal;
+    out.signal = s->signal;
     // Corral sends the checkpoint signal when a run must stop and SIGKILL a grace period
     // later; ending the limit SECONDS early gives Slurm's "SIG at SECONDS before the end".
-    spec["checkpoint_signal"] = std::to_string(s->signal);
-    spec["grace_period"] = std::to_string(s->seconds) + "s";
+    d->spec["checkpoint_signal"] = std::to_string(s->signal);
+    d->spec["grace_period"] = std::to_string(s->seconds) + "s";
     if (limit > 0) {
       if (limit <= s->seconds * 1000) {
         return InvalidArgument("option --signal: " + std::to_string(s->seconds) +
@@ -584,17 +629,15 @@ Result<BatchSubmission> BuildBatchSpec(const ParsedOptions& o, const SubmitConte
       }
       limit -= s->seconds * 1000;
     }
-    ignore_signal_in_shell = !s->batch_shell && s->signal != SIGTERM;
+    out.ignore_in_shell = !s->batch_shell && s->signal != SIGTERM;
   }
-  if (limit > 0) spec["time_limit"] = std::to_string(limit / 1000) + "s";
+  if (limit > 0) d->spec["time_limit"] = std::to_string(limit / 1000) + "s";
+  return out;
+}
 
-  if (o.Has("job-name")) {
-    spec["name"] = o.Get("job-name");
-  } else {
-    spec["name"] = ctx.script_name.empty() ? "sbatch" : ctx.script_name;
-  }
-  // An account is a queue (sacctmgr lists the queues a user may use as accounts): -A selects
-  // the queue as -p does, and both must then name the same one.
+// An account is a queue (sacctmgr lists the queues a user may use as accounts): -A selects
+// the queue as -p does, and both must then name the same one.
+Result<std::string> AddBatchQueue(const ParsedOptions& o, BatchDraft* d) {
   const std::string queue = o.Get("partition", o.Get("account", "default"));
   if (o.Has("partition") && o.Has("account") && o.Get("account") != queue) {
     return Bad("account", o.Get("account"),
@@ -606,117 +649,173 @@ Result<BatchSubmission> BuildBatchSpec(const ParsedOptions& o, const SubmitConte
     if (queue.empty() || queue.find(',') != std::string::npos) {
       return Bad(option, queue, std::string("one ") + option + " (a Corral queue), e.g. gpu");
     }
-    spec["queue"] = queue;
+    d->spec["queue"] = queue;
   }
-  if (o.Has("qos")) exports["SLURM_JOB_QOS"] = o.Get("qos");
+  return queue;
+}
+
+// The options carried into the spec as they are (their parsers check them) and --reservation.
+Status AddBatchPassThrough(const ParsedOptions& o, BatchDraft* d) {
+  if (o.Has("qos")) d->exports["SLURM_JOB_QOS"] = o.Get("qos");
   if (std::string r = o.Get("reservation"); o.Has("reservation")) {
     if (r.empty() || r.find(',') != std::string::npos)
       return Bad("reservation", r, "one reservation's name (corral reservations list)");
-    spec["reservation"] = exports["SLURM_JOB_RESERVATION"] = r;
+    d->spec["reservation"] = d->exports["SLURM_JOB_RESERVATION"] = r;
   }
-  if (o.Has("mail-type")) spec["mail_type"] = o.Get("mail-type");
-  if (o.Has("mail-user")) spec["mail_user"] = o.Get("mail-user");
+  if (o.Has("mail-type")) d->spec["mail_type"] = o.Get("mail-type");
+  if (o.Has("mail-user")) d->spec["mail_user"] = o.Get("mail-user");
   if (o.Has("dataset")) {  // checked by the spec parser and the head, which name the dataset
-    spec["datasets"] = Json::array();
+    d->spec["datasets"] = Json::array();
     std::stringstream list(o.Get("dataset"));
-    for (std::string one; std::getline(list, one, ',');) spec["datasets"].push_back(one);
+    for (std::string one; std::getline(list, one, ',');) d->spec["datasets"].push_back(one);
   }
-  if (o.Has("stage-out")) spec["stage_out"] = o.Get("stage-out");  // checked by the spec parser
-  exports["SLURM_JOB_ACCOUNT"] = queue;
-  if (o.Has("comment")) env["CORRAL_SLURM_COMMENT"] = o.Get("comment");
-  if (o.Has("array")) spec["array"] = o.Get("array");
-  if (o.Has("dependency")) spec["dependency"] = o.Get("dependency");
-  if (o.Has("constraint")) {
-    std::string c = o.Get("constraint");
-    if (c.empty() || c.find_first_of("&|[]*,!") != std::string::npos) {
-      return Bad("constraint", c,
-                 "one feature name, taken as the GPU model (e.g. a100); expressions are not "
-                 "supported");
-    }
-    if (!model.empty() && model != c) {
-      return InvalidArgument("option --constraint: \"" + c + "\" contradicts the GPU type \"" +
-                             model + "\" asked for in --gres/--gpus-per-node");
-    }
-    spec["gpu_model"] = c;
+  if (o.Has("stage-out")) d->spec["stage_out"] = o.Get("stage-out");  // the spec parser checks
+  return Status::Ok();
+}
+
+// --constraint: one feature, taken as the GPU model.
+Status AddBatchConstraint(const ParsedOptions& o, const std::string& model, BatchDraft* d) {
+  if (!o.Has("constraint")) return Status::Ok();
+  std::string c = o.Get("constraint");
+  if (c.empty() || c.find_first_of("&|[]*,!") != std::string::npos) {
+    return Bad("constraint", c,
+               "one feature name, taken as the GPU model (e.g. a100); expressions are not "
+               "supported");
   }
+  if (!model.empty() && model != c) {
+    return InvalidArgument("option --constraint: \"" + c + "\" contradicts the GPU type \"" +
+                           model + "\" asked for in --gres/--gpus-per-node");
+  }
+  d->spec["gpu_model"] = c;
+  return Status::Ok();
+}
+
+// Options accepted with a warning: what Corral does instead.
+void WarnBatchIgnored(const ParsedOptions& o, BatchSubmission* sub) {
   if (o.Has("exclusive")) {
-    sub.warnings.push_back(
+    sub->warnings.push_back(
         "--exclusive: Corral does not reserve whole nodes; the job gets the CPUs, GPUs and "
         "memory it asks for");
   }
   if (o.Has("exclude")) {
-    sub.warnings.push_back("--exclude: Corral does not exclude nodes by name; ignored");
+    sub->warnings.push_back("--exclude: Corral does not exclude nodes by name; ignored");
   }
-  if (o.Has("nodelist")) {
-    sub.warnings.push_back("--nodelist: Corral places jobs itself; ignored");
-  }
-  if (o.Has("hold")) spec["hold"] = true;
+  if (o.Has("nodelist")) sub->warnings.push_back("--nodelist: Corral places jobs itself; ignored");
   // --requeue is what Corral does anyway (a lost or preempted run goes back to the queue);
   // --no-requeue cannot be had.
   if (o.Has("no-requeue")) {
-    sub.warnings.push_back("--no-requeue: Corral always requeues runs lost with their node");
+    sub->warnings.push_back("--no-requeue: Corral always requeues runs lost with their node");
   }
+}
 
-  std::string workdir = ctx.cwd;
-  if (o.Has("chdir")) {
-    std::string d = o.Get("chdir");
-    if (d.empty()) return Bad("chdir", d, "a directory");
-    workdir = d[0] == '/' ? d : ctx.cwd + "/" + d;
-  }
-  spec["workdir"] = workdir;
-  CORRAL_RETURN_IF_ERROR(AddContainerOptions(o, workdir, &spec, &sub));
+Result<std::string> BatchWorkdir(const ParsedOptions& o, const SubmitContext& ctx) {
+  if (!o.Has("chdir")) return ctx.cwd;
+  std::string d = o.Get("chdir");
+  if (d.empty()) return Bad("chdir", d, "a directory");
+  return d[0] == '/' ? d : ctx.cwd + "/" + d;
+}
 
-  std::string open_mode = o.Get("open-mode", "truncate");
-  if (open_mode != "truncate" && open_mode != "append") {
-    return Bad("open-mode", open_mode, "append or truncate");
+Result<BatchOutputs> ReadBatchOutputs(const ParsedOptions& o, const SubmitContext& ctx) {
+  BatchOutputs out;
+  out.open_mode = o.Get("open-mode", "truncate");
+  if (out.open_mode != "truncate" && out.open_mode != "append") {
+    return Bad("open-mode", out.open_mode, "append or truncate");
   }
-  const bool is_array = o.Has("array");
-  std::string output = o.Get("output", is_array ? "slurm-%A_%a.out" : "slurm-%j.out");
-  if (ctx.output_to_log && !o.Has("output")) output.clear();
-  if (!output.empty()) CORRAL_RETURN_IF_ERROR(ValidatePattern("output", output));
-  std::string error;
+  out.output = o.Get("output", o.Has("array") ? "slurm-%A_%a.out" : "slurm-%j.out");
+  if (ctx.output_to_log && !o.Has("output")) out.output.clear();
+  if (!out.output.empty()) CORRAL_RETURN_IF_ERROR(ValidatePattern("output", out.output));
   if (o.Has("error")) {
-    error = o.Get("error");
-    CORRAL_RETURN_IF_ERROR(ValidatePattern("error", error));
+    out.error = o.Get("error");
+    CORRAL_RETURN_IF_ERROR(ValidatePattern("error", out.error));
   }
-  const std::string name = spec["name"].get<std::string>();
+  return out;
+}
 
-  CORRAL_RETURN_IF_ERROR(AddExports(o.Get("export", "ALL"), ctx, &env));
+// The batch step's view of the whole allocation (Corral runs one process per node for it).
+void AddAllocationExports(const ParsedOptions& o, const BatchLayout& l, const SubmitContext& ctx,
+                          const std::string& queue, const std::string& open_mode, SlurmEnvMap* e) {
+  SlurmEnvMap& x = *e;
+  x["SLURM_NTASKS"] = std::to_string(l.ntasks);
+  x["SLURM_NPROCS"] = std::to_string(l.ntasks);
+  x["SLURM_NTASKS_PER_NODE"] = CountsForm(l.tasks_per_node, l.nodes);
+  x["SLURM_TASKS_PER_NODE"] = CountsForm(l.tasks_per_node, l.nodes);
+  x["SLURM_JOB_CPUS_PER_NODE"] = CountsForm(l.cpus, l.nodes);
+  x["SLURM_CPUS_ON_NODE"] = std::to_string(l.cpus);
+  x["SLURM_SUBMIT_DIR"] = ctx.cwd;
+  if (!ctx.submit_host.empty()) x["SLURM_SUBMIT_HOST"] = ctx.submit_host;
+  x["SLURM_CLUSTER_NAME"] = "corral";
+  x["SLURM_JOB_PARTITION"] = queue;
+  x["SLURM_LOCALID"] = "0";
+  x["SLURM_PROCID"] = "0";
+  x["SLURM_NODEID"] = "0";
+  if (o.Has("open-mode")) x["SLURM_OPEN_MODE"] = open_mode == "append" ? "a" : "t";
+}
 
-  // The batch step's view of the whole allocation (Corral runs one process per node for it).
-  exports["SLURM_NTASKS"] = std::to_string(ntasks);
-  exports["SLURM_NPROCS"] = std::to_string(ntasks);
-  exports["SLURM_NTASKS_PER_NODE"] = CountsForm(tasks_per_node, nodes);
-  exports["SLURM_TASKS_PER_NODE"] = CountsForm(tasks_per_node, nodes);
-  exports["SLURM_JOB_CPUS_PER_NODE"] = CountsForm(cpus, nodes);
-  exports["SLURM_CPUS_ON_NODE"] = std::to_string(cpus);
-  exports["SLURM_SUBMIT_DIR"] = ctx.cwd;
-  if (!ctx.submit_host.empty()) exports["SLURM_SUBMIT_HOST"] = ctx.submit_host;
-  exports["SLURM_CLUSTER_NAME"] = "corral";
-  exports["SLURM_JOB_PARTITION"] = queue;
-  exports["SLURM_LOCALID"] = "0";
-  exports["SLURM_PROCID"] = "0";
-  exports["SLURM_NODEID"] = "0";
-  if (o.Has("open-mode")) exports["SLURM_OPEN_MODE"] = open_mode == "append" ? "a" : "t";
-  if (!env.empty()) spec["env"] = env;
-
+// The batch step's command: the script run by the program BatchStepProgram renders.
+Json BatchCommand(const SubmitContext& ctx, const BatchOutputs& out, const BatchSignal& sig,
+                  const BatchDraft& d) {
+  const std::string name = d.spec["name"].get<std::string>();
   std::string program = BatchStepProgram(
-      ctx.script, output.empty() ? "" : PatternToShell(output, name, ctx.user),
-      error.empty() ? "" : PatternToShell(error, name, ctx.user), open_mode == "append", exports);
-  if (ignore_signal_in_shell) {
+      ctx.script, out.output.empty() ? "" : PatternToShell(out.output, name, ctx.user),
+      out.error.empty() ? "" : PatternToShell(out.error, name, ctx.user), out.open_mode == "append",
+      d.exports);
+  if (sig.ignore_in_shell) {
     // Without B: Slurm signals the steps, not the batch shell; Corral signals every process
     // of the run, so the script's shell ignores it (programs that handle it still can).
-    std::string trap = "trap '' " + std::to_string(signal) + "\n\"$f\" \"$@\"\n";
+    std::string trap = "trap '' " + std::to_string(sig.signal) + "\n\"$f\" \"$@\"\n";
     program.replace(program.rfind("\"$f\" \"$@\"\n"), 10, trap);
   }
   // An image need not have bash; the batch step's program is plain sh.
   Json command =
-      Json::array({spec.contains("image") ? "/bin/sh" : "/bin/bash", "-c", program, "sbatch"});
+      Json::array({d.spec.contains("image") ? "/bin/sh" : "/bin/bash", "-c", program, "sbatch"});
   for (const std::string& a : ctx.script_args) command.push_back(a);
-  spec["command"] = command;
-  spec["batch"] = true;
-  sub.tasks_per_node = tasks_per_node;
-  sub.spec = std::move(spec);
+  return command;
+}
+
+}  // namespace
+
+// The steps in the order the options were always checked, so that a submission with several
+// errors is told the same first one.
+Result<BatchSubmission> BuildBatchSpec(const ParsedOptions& o, const SubmitContext& ctx,
+                                       bool strict) {
+  BatchSubmission sub;
+  sub.parsable = o.Has("parsable");
+  CORRAL_RETURN_IF_ERROR(CheckBatchOptionsAndScript(o, ctx, strict, &sub));
+  BatchDraft d;
+  auto layout = ReadBatchLayout(o, &d);
+  if (!layout.ok()) return layout.status();
+  auto gpus = ReadBatchGpus(o, *layout);
+  if (!gpus.ok()) return gpus.status();
+  AddBatchGpus(o, *gpus, &d);
+  CORRAL_RETURN_IF_ERROR(AddBatchMemory(o, layout->cpus, gpus->per_node, &d));
+  auto signal = AddBatchTimeAndSignal(o, &d);
+  if (!signal.ok()) return signal.status();
+  d.spec["name"] = o.Has("job-name")         ? o.Get("job-name")
+                   : ctx.script_name.empty() ? std::string("sbatch")
+                                             : ctx.script_name;
+  auto queue = AddBatchQueue(o, &d);
+  if (!queue.ok()) return queue.status();
+  CORRAL_RETURN_IF_ERROR(AddBatchPassThrough(o, &d));
+  d.exports["SLURM_JOB_ACCOUNT"] = *queue;
+  if (o.Has("comment")) d.env["CORRAL_SLURM_COMMENT"] = o.Get("comment");
+  if (o.Has("array")) d.spec["array"] = o.Get("array");
+  if (o.Has("dependency")) d.spec["dependency"] = o.Get("dependency");
+  CORRAL_RETURN_IF_ERROR(AddBatchConstraint(o, gpus->model, &d));
+  WarnBatchIgnored(o, &sub);
+  if (o.Has("hold")) d.spec["hold"] = true;
+  auto workdir = BatchWorkdir(o, ctx);
+  if (!workdir.ok()) return workdir.status();
+  d.spec["workdir"] = *workdir;
+  CORRAL_RETURN_IF_ERROR(AddContainerOptions(o, *workdir, &d.spec, &sub));
+  auto outputs = ReadBatchOutputs(o, ctx);
+  if (!outputs.ok()) return outputs.status();
+  CORRAL_RETURN_IF_ERROR(AddExports(o.Get("export", "ALL"), ctx, &d.env));
+  AddAllocationExports(o, *layout, ctx, *queue, outputs->open_mode, &d.exports);
+  if (!d.env.empty()) d.spec["env"] = d.env;
+  d.spec["command"] = BatchCommand(ctx, *outputs, *signal, d);
+  d.spec["batch"] = true;
+  sub.tasks_per_node = layout->tasks_per_node;
+  sub.spec = std::move(d.spec);
   return sub;
 }
 
