@@ -321,7 +321,8 @@ std::string WithPolicy(const std::string& path, const std::string& policy) {
   return path.substr(0, dot) + "." + policy + path.substr(dot);
 }
 
-Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
+// The trace, its malformed and left-out rows told on err.
+Result<Trace> LoadTrace(const Flags& f, std::ostream& err) {
   TraceOptions topt;
   if (!ParseTraceFormat(f.format, &topt.format)) {
     return InvalidArgument(
@@ -344,17 +345,25 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
     err << f.trace << ": left out " << trace->skipped << " of " << trace->rows
         << " rows (CPU-only tasks, and tasks the traced cluster never scheduled)\n";
   }
-  std::vector<TraceJob> jobs = trace->jobs;
-  CORRAL_RETURN_IF_ERROR(Select(f, &jobs));
+  return trace;
+}
+
+// The jobs kept (--start, --end, --sample, ...) and, with --infer-job-names, named by bursts.
+Status SelectJobs(const Flags& f, std::vector<TraceJob>* jobs, std::ostream& err) {
+  CORRAL_RETURN_IF_ERROR(Select(f, jobs));
   if (!f.infer_job_names.empty()) {
     DurationMs window = 0;
     CORRAL_RETURN_IF_ERROR(Duration("--infer-job-names", f.infer_job_names, &window));
     if (window < 0) return InvalidArgument("--infer-job-names must be >= 0");
-    int64_t bursts = InferJobNames(&jobs, window);
+    int64_t bursts = InferJobNames(jobs, window);
     err << "--infer-job-names " << f.infer_job_names << ": " << bursts << " bursts of "
-        << jobs.size() << " jobs\n";
+        << jobs->size() << " jobs\n";
   }
+  return Status::Ok();
+}
 
+// --report-from: an offset, or the submit time of the job that many per cent in.
+Result<TimeMs> ReportFrom(const Flags& f, const std::vector<TraceJob>& jobs) {
   TimeMs report_from = 0;
   if (!f.report_from.empty()) {
     if (f.report_from.back() == '%') {
@@ -374,8 +383,12 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
       CORRAL_RETURN_IF_ERROR(Duration("--report-from", f.report_from, &report_from));
     }
   }
+  return report_from;
+}
 
-  SimConfig cfg;
+// The cluster's size and GPUs; with --poisson-load, the jobs' arrivals replaced.
+Status ConfigureCluster(const Flags& f, SimConfig* cfg_out, std::vector<TraceJob>* jobs) {
+  SimConfig& cfg = *cfg_out;
   if (f.gpus_per_node <= 0) return InvalidArgument("--gpus-per-node must be > 0");
   cfg.cluster.gpus_per_node = f.gpus_per_node;
   cfg.cluster.racks = f.racks;
@@ -401,9 +414,15 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
   }
   if (f.poisson_load > 0) {
     // The same arrivals for every policy and for --round-shares-up: the load counts shares.
-    PoissonArrivals(&jobs, f.poisson_load,
+    PoissonArrivals(jobs, f.poisson_load,
                     int64_t{cfg.cluster.nodes} * cfg.cluster.gpus_per_node * kGpuMilli, f.seed);
   }
+  return Status::Ok();
+}
+
+// Restarts, checkpoints, the tick, the policies' settings, predictions, failures, elasticity.
+Status ConfigurePolicies(const Flags& f, SimConfig* cfg_out) {
+  SimConfig& cfg = *cfg_out;
   CORRAL_RETURN_IF_ERROR(
       Duration("--restart-overhead", f.restart_overhead, &cfg.restart_overhead_ms));
   CORRAL_RETURN_IF_ERROR(
@@ -447,6 +466,12 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
   }
   cfg.failure_seed = f.seed;
   CORRAL_RETURN_IF_ERROR(ApplySimElasticFlags(f, &cfg.elastic));
+  return Status::Ok();
+}
+
+// --profile and the start-time estimates' flags.
+Status ConfigureEstimates(const Flags& f, SimConfig* cfg_out) {
+  SimConfig& cfg = *cfg_out;
   cfg.profile = f.profile && !f.no_timing;
   if (f.estimate_every < 0) {
     return InvalidArgument("--estimate-every " + std::to_string(f.estimate_every) +
@@ -465,13 +490,11 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
                            ": must be a positive count of passes");
   }
   cfg.start_estimates.max_passes = f.estimate_passes;
-  if (!f.quotas.empty()) {
-    CORRAL_RETURN_IF_ERROR(ReadQuotas(
-        f.quotas, jobs, static_cast<int64_t>(cfg.cluster.nodes) * cfg.cluster.gpus_per_node,
-        &cfg.quotas));
-  }
-  CORRAL_RETURN_IF_ERROR(ApplyAdminFlags(f.admin, &cfg, &jobs));
+  return Status::Ok();
+}
 
+// The policies to run (--policy, or --compare's list), each checked, and the output's form.
+Result<std::vector<std::string>> PoliciesToRun(const Flags& f) {
   std::vector<std::string> policies;
   if (!f.compare.empty()) {
     std::stringstream ss(f.compare);
@@ -489,58 +512,71 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
   if (f.output != "table" && f.output != "json") {
     return InvalidArgument("-o '" + f.output + "' is not one of table, json");
   }
+  return policies;
+}
 
-  std::vector<Summary> summaries;
-  for (const std::string& p : policies) {
-    sched::ParseOrderPolicy(p, &cfg.policy);
-    auto t0 = std::chrono::steady_clock::now();
-    Result<SimResult> r = Simulate(jobs, cfg);
-    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!r.ok()) return r.status();
-    Summary s = Summarize(p, jobs, *r, report_from);
-    s.trace_rows = trace->rows;
-    s.bad_rows = static_cast<int64_t>(trace->bad.size());
-    if (!f.no_timing) {
-      s.sim_wall_time_s = wall;
-      if (cfg.profile) s.schedule_wall_time_s = r->schedule_seconds;
-    }
-    std::string runs;
-    if (!f.out_runs.empty() || f.check) runs = RunsCsv(jobs, *r);
-    if (!f.out_runs.empty()) {
-      CORRAL_RETURN_IF_ERROR(
-          WriteFile(policies.size() > 1 ? WithPolicy(f.out_runs, p) : f.out_runs, runs));
-    }
-    if (f.check) {
-      CheckOptions co;
-      co.nodes = cfg.cluster.nodes;
-      co.gpus_per_node = cfg.cluster.gpus_per_node;
-      co.restart_overhead_ms = cfg.restart_overhead_ms;
-      co.preempt_grace_ms = cfg.preempt_grace_ms;
-      co.checkpoint_interval_ms = cfg.checkpoint_interval_ms;
-      co.round_shares_up = cfg.round_shares_up;
-      // Runs lost to node failures or killed at a time limit end short of the job's service.
-      co.exact_service = cfg.node_mtbf_ms <= 0 &&
-                         std::none_of(jobs.begin(), jobs.end(),
-                                      [](const TraceJob& j) { return j.time_limit_ms > 0; });
-      for (size_t i = 0; i < jobs.size(); ++i) {
-        if (r->jobs[i].rejected) co.rejected.insert(jobs[i].id);
-      }
-      Status st = CheckRuns(jobs, runs, co);
-      if (!st.ok()) return Internal("--check failed for policy " + p + ": " + st.message());
-    }
-    if (s.rejected > 0) {
-      size_t shown = 0;
-      for (size_t i = 0; i < jobs.size() && shown < 1; ++i) {
-        if (!r->jobs[i].rejected) continue;
-        err << p << ": " << s.rejected << " job(s) can never fit this cluster and were "
-            << "rejected at submit, e.g. job " << jobs[i].id << " (" << jobs[i].num_gpus
-            << " GPUs): " << r->jobs[i].why_rejected << "\n";
-        ++shown;
-      }
-    }
-    summaries.push_back(std::move(s));
+// --check: the runs against the trace, by the independent checker.
+Status CheckPolicyRuns(const std::string& p, const std::vector<TraceJob>& jobs,
+                       const SimConfig& cfg, const SimResult& r, const std::string& runs) {
+  CheckOptions co;
+  co.nodes = cfg.cluster.nodes;
+  co.gpus_per_node = cfg.cluster.gpus_per_node;
+  co.restart_overhead_ms = cfg.restart_overhead_ms;
+  co.preempt_grace_ms = cfg.preempt_grace_ms;
+  co.checkpoint_interval_ms = cfg.checkpoint_interval_ms;
+  co.round_shares_up = cfg.round_shares_up;
+  // Runs lost to node failures or killed at a time limit end short of the job's service.
+  co.exact_service =
+      cfg.node_mtbf_ms <= 0 &&
+      std::none_of(jobs.begin(), jobs.end(), [](const TraceJob& j) { return j.time_limit_ms > 0; });
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (r.jobs[i].rejected) co.rejected.insert(jobs[i].id);
   }
+  Status st = CheckRuns(jobs, runs, co);
+  if (!st.ok()) return Internal("--check failed for policy " + p + ": " + st.message());
+  return Status::Ok();
+}
 
+// One policy's run: its summary, its runs written (--out-runs) and checked (--check).
+// With several policies (--compare) each writes its runs to a file of its own.
+Result<Summary> SimulatePolicy(const Flags& f, const std::string& p, bool several,
+                               const std::vector<TraceJob>& jobs, SimConfig cfg, const Trace& trace,
+                               TimeMs report_from, std::ostream& err) {
+  sched::ParseOrderPolicy(p, &cfg.policy);
+  auto t0 = std::chrono::steady_clock::now();
+  Result<SimResult> r = Simulate(jobs, cfg);
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!r.ok()) return r.status();
+  Summary s = Summarize(p, jobs, *r, report_from);
+  s.trace_rows = trace.rows;
+  s.bad_rows = static_cast<int64_t>(trace.bad.size());
+  if (!f.no_timing) {
+    s.sim_wall_time_s = wall;
+    if (cfg.profile) s.schedule_wall_time_s = r->schedule_seconds;
+  }
+  std::string runs;
+  if (!f.out_runs.empty() || f.check) runs = RunsCsv(jobs, *r);
+  if (!f.out_runs.empty()) {
+    CORRAL_RETURN_IF_ERROR(WriteFile(several ? WithPolicy(f.out_runs, p) : f.out_runs, runs));
+  }
+  if (f.check) CORRAL_RETURN_IF_ERROR(CheckPolicyRuns(p, jobs, cfg, *r, runs));
+  if (s.rejected > 0) {
+    size_t shown = 0;
+    for (size_t i = 0; i < jobs.size() && shown < 1; ++i) {
+      if (!r->jobs[i].rejected) continue;
+      err << p << ": " << s.rejected << " job(s) can never fit this cluster and were "
+          << "rejected at submit, e.g. job " << jobs[i].id << " (" << jobs[i].num_gpus
+          << " GPUs): " << r->jobs[i].why_rejected << "\n";
+      ++shown;
+    }
+  }
+  return s;
+}
+
+// The summaries as JSON or a table on out, and the JCT plot (--plot).
+Status WriteSummaries(const Flags& f, const std::vector<Summary>& summaries,
+                      const std::vector<TraceJob>& jobs, const SimConfig& cfg, TraceFormat format,
+                      std::ostream& out) {
   if (f.output == "json") {
     if (summaries.size() == 1) {
       out << SummaryJson(summaries[0]);
@@ -552,7 +588,7 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
       out << "]\n";
     }
   } else {
-    out << "trace " << f.trace << " (" << TraceFormatName(trace->format) << "): " << jobs.size()
+    out << "trace " << f.trace << " (" << TraceFormatName(format) << "): " << jobs.size()
         << " jobs; cluster " << cfg.cluster.nodes << " nodes x " << cfg.cluster.gpus_per_node
         << " GPUs\n";
     out << SummaryTable(summaries);
@@ -569,6 +605,178 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
   return Status::Ok();
 }
 
+Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
+  Result<Trace> trace = LoadTrace(f, err);
+  if (!trace.ok()) return trace.status();
+  std::vector<TraceJob> jobs = trace->jobs;
+  CORRAL_RETURN_IF_ERROR(SelectJobs(f, &jobs, err));
+  Result<TimeMs> report_from = ReportFrom(f, jobs);
+  if (!report_from.ok()) return report_from.status();
+  SimConfig cfg;
+  CORRAL_RETURN_IF_ERROR(ConfigureCluster(f, &cfg, &jobs));
+  CORRAL_RETURN_IF_ERROR(ConfigurePolicies(f, &cfg));
+  CORRAL_RETURN_IF_ERROR(ConfigureEstimates(f, &cfg));
+  if (!f.quotas.empty()) {
+    CORRAL_RETURN_IF_ERROR(ReadQuotas(
+        f.quotas, jobs, static_cast<int64_t>(cfg.cluster.nodes) * cfg.cluster.gpus_per_node,
+        &cfg.quotas));
+  }
+  CORRAL_RETURN_IF_ERROR(ApplyAdminFlags(f.admin, &cfg, &jobs));
+  Result<std::vector<std::string>> policies = PoliciesToRun(f);
+  if (!policies.ok()) return policies.status();
+  std::vector<Summary> summaries;
+  for (const std::string& p : *policies) {
+    Result<Summary> s =
+        SimulatePolicy(f, p, policies->size() > 1, jobs, cfg, *trace, *report_from, err);
+    if (!s.ok()) return s.status();
+    summaries.push_back(std::move(*s));
+  }
+  return WriteSummaries(f, summaries, jobs, cfg, trace->format, out);
+}
+
+// corral simulate's flags: the trace and how to read it.
+void AddSimTraceFlags(CLI::App* app, Flags* f) {
+  app->add_option("--trace", f->trace, "trace file")->required();
+  app->add_option("--format", f->format,
+                  "auto|csv|philly|gavel|tiresias|helios|alibaba|openb (auto: from the header)");
+  app->add_option("--max-bad-rows", f->max_bad_rows,
+                  "fail when more than this percentage of rows are malformed (default 1%)");
+  app->add_option("--gavel-steps-per-second", f->gavel_steps_per_second,
+                  "Gavel traces count steps: duration = total_steps / this (default 1)");
+}
+
+// corral simulate's flags: the simulated cluster.
+void AddSimClusterFlags(CLI::App* app, Flags* f) {
+  app->add_option("--nodes", f->nodes, "simulated nodes");
+  app->add_option("--gpus-per-node", f->gpus_per_node, "GPUs per node (default 8)");
+  app->add_option("--racks", f->racks, "racks the nodes are spread over (default 1)");
+  app->add_option("--gpus", f->gpus, "total GPUs (instead of --nodes)");
+  app->add_option("--gpu-memory", f->gpu_memory,
+                  "device memory of each GPU (default 32G); shares of a GPU are packed within it");
+  app->add_option("--poisson-load", f->poisson_load,
+                  "replace the trace's submit times by Poisson arrivals (seeded by --seed) that "
+                  "offer this share of the cluster's GPU capacity (e.g. 0.9); durations and GPUs "
+                  "stay the trace's");
+  app->add_flag("--round-shares-up", f->round_shares_up,
+                "submit every share of a GPU in the trace as one whole GPU (no sharing)");
+}
+
+// corral simulate's flags: the policies run and what is written.
+void AddSimOutputFlags(CLI::App* app, Flags* f) {
+  app->add_option("--policy", f->policy, "fifo|sjf|srtf|las|corral (default corral)");
+  app->add_option("--compare", f->compare, "comma-separated policies to run and compare");
+  app->add_option("-o,--output", f->output, "table|json (default table)");
+  app->add_option("--out-runs", f->out_runs,
+                  "write job_id,start,end,gpus,nodes per run (with --compare: FILE.<policy>.csv)");
+  app->add_option("--plot", f->plot, "write an SVG of the JCT CDF per policy");
+  app->add_option("--title", f->title, "title of the plot");
+}
+
+// corral simulate's flags: which jobs of the trace, their queues and their load.
+void AddSimSelectionFlags(CLI::App* app, Flags* f) {
+  app->add_option("--limit", f->limit, "keep the first N jobs (after --start/--end/--sample)");
+  app->add_option("--start", f->start, "keep jobs submitted at or after this offset (e.g. 30d)");
+  app->add_option("--end", f->end, "keep jobs submitted before this offset");
+  app->add_option("--report-from", f->report_from,
+                  "report only jobs submitted from this offset (e.g. 28d), or from the job this "
+                  "percentage of the jobs in (e.g. 50%: the second half); the earlier jobs run and "
+                  "teach the predictors");
+  app->add_option("--sample", f->sample, "keep a random sample of N jobs (see --seed)");
+  app->add_option("--min-duration", f->min_duration, "drop jobs shorter than this (e.g. 60s)");
+  app->add_option("--max-gpu-time", f->max_gpu_time,
+                  "drop jobs with at least this much GPU-time (e.g. 1000h)");
+  app->add_option("--time-of-day", f->time_of_day,
+                  "keep jobs submitted in this time of day (any day), e.g. 2h-10h, arriving at "
+                  "their offset into it (Pollux's sampling)");
+  app->add_option("--quotas", f->quotas,
+                  "corral policy: CSV queue,size (e.g. VC node counts), scaled to the cluster; "
+                  "default: quotas proportional to each queue's GPU-time in the trace");
+  AddAdminFlags(*app, &f->admin);
+  app->add_option("--seed", f->seed, "seed of any sampling (default 1)");
+  app->add_option("--load-scale", f->load_scale,
+                  "divide inter-arrival times by this (2: twice the load)");
+}
+
+// corral simulate's flags: the policies' settings and the predictions.
+void AddSimPolicyFlags(CLI::App* app, Flags* f) {
+  app->add_option("--restart-overhead", f->restart_overhead,
+                  "time a resumed run spends before progressing (default 0s)");
+  app->add_option("--checkpoint-interval", f->checkpoint_interval,
+                  "progress is saved every this much work; 0: on preemption (default)");
+  app->add_option("--preempt-grace", f->preempt_grace,
+                  "a victim keeps its GPUs this long after the preempt decision (default 0s)");
+  app->add_option("--tick", f->tick, "periodic pass for preemptive policies (default 60s)");
+  app->add_option("--min-preempt-runtime", f->min_preempt_runtime,
+                  "a run is not preempted before this (default: the scheduler's, 5m)");
+  app->add_option("--fair-share-half-life", f->fair_share_half_life,
+                  "corral policy: half-life of decayed queue usage (default: the scheduler's, 7d)");
+  app->add_option("--las-thresholds", f->las_thresholds,
+                  "las policy: attained GPU-time level boundaries, ascending (default: the "
+                  "scheduler's, 1h,10h)");
+  app->add_flag("--no-timing", f->no_timing, "leave wall-clock times out of the output");
+  app->add_option("--las-hysteresis", f->las_hysteresis,
+                  "corral policy: a run is preempted for a lower LAS level only past this times "
+                  "the threshold between them, the job below threshold / this (default: the "
+                  "scheduler's, 2; 1: plain LAS)");
+  app->add_flag("--no-las-across-queues", f->no_las_across_queues,
+                "corral policy: LAS preemption stays inside a queue (the default also lets a "
+                "job displace a run of a higher LAS level from another queue over its quota)");
+  app->add_flag("--no-borrowing-queues-by-level", f->no_borrowing_by_level,
+                "corral policy: queues over their quota come after those under it by fair share "
+                "alone (the default orders them by their best job's LAS level and predicted "
+                "remaining time first)");
+  app->add_option("--max-wait", f->max_wait,
+                  "corral policy: the age bound: a job that has waited this long in all goes "
+                  "ahead of the others, oldest first, with the reservation, and is not displaced "
+                  "by LAS once it runs (0: none; default: the scheduler's, SchedulerConfig::"
+                  "max_wait_ms)");
+  app->add_flag("--aged-no-displace", f->aged_no_displace,
+                "corral policy: a job past its age bound only holds its reservation (the default "
+                "also lets it displace runs that are not aged, whatever their LAS levels)");
+  app->add_option("--cluster-budget", f->cluster_budget,
+                  "corral policy: RUNS,GPU_SECONDS: runs preempted per minute and GPU-seconds "
+                  "lost per hour, cluster-wide (0: the scheduler's default, -1: unlimited)");
+  app->add_option("--queue-budget", f->queue_budget,
+                  "corral policy: RUNS,GPU_SECONDS as --cluster-budget, per victim queue");
+  AddPredictFlags(*app, &f->predict);
+}
+
+// corral simulate's flags: what-ifs, failures, elasticity, checks and the start estimates.
+void AddSimWhatIfFlags(CLI::App* app, Flags* f) {
+  app->add_flag("--synth-time-limits", f->synth_time_limits,
+                "give jobs without a time limit the one a user might ask for: the duration rounded "
+                "up to a power of two hours, at least 1h (a what-if for traces without limits)");
+  app->add_option("--infer-job-names", f->infer_job_names,
+                  "name jobs without a name by submission bursts: a job submitted within this "
+                  "window (e.g. 60s) of the previous one of its queue and GPU count shares its "
+                  "name, and the queue is its user, so predictions learn from its ended burst "
+                  "siblings (a what-if for traces without names; default off)");
+  app->add_option("--node-mtbf", f->node_mtbf,
+                  "mean time between failures of a node (e.g. 2000h; exponential, seeded by "
+                  "--seed); its runs are lost and requeued (default 0s: nodes never fail)");
+  app->add_flag("--elastic", f->elastic,
+                "submit every job of 2 GPUs or more as an elastic job (docs/simulation.md)");
+  app->add_option("--elastic-min", f->elastic_min,
+                  "an elastic job's fewest replicas, as a share of its trace size (default 0.5)");
+  app->add_option("--elastic-alpha", f->elastic_alpha,
+                  "scaling law: throughput on g GPUs grows as g^alpha (default 0.8)");
+  app->add_option("--elastic-resize-overhead", f->elastic_resize_overhead,
+                  "an elastic world's pause at each change of membership (default 30s)");
+  app->add_option("--node-repair", f->node_repair,
+                  "how long a failed node stays down (default 1h)");
+  app->add_flag("--check", f->check, "validate the runs against the trace; fail if wrong");
+  app->add_option("--estimate-every", f->estimate_every,
+                  "judge the head's start-time estimates on every Nth job: the estimate after its "
+                  "submission against its real start (median, p90 error; default 0: none)");
+  app->add_option("--estimator", f->estimator,
+                  "how the head estimates start times: forward (its pass run forward on a copy "
+                  "of its state; default) or sweep (one forward sweep of the pending jobs)");
+  app->add_option("--estimate-passes", f->estimate_passes,
+                  "forward: the most passes one estimate runs; past them, the sweep's estimate "
+                  "(default 256)");
+  app->add_flag("--profile", f->profile, "report wall time spent inside Scheduler::Schedule");
+}
+
 }  // namespace
 
 int SimulateMain(const std::vector<std::string>& args) {
@@ -581,124 +789,12 @@ int SimulateMain(const std::vector<std::string>& args, std::ostream& out, std::o
       "time",
       "corral simulate"};
   Flags f;
-  app.add_option("--trace", f.trace, "trace file")->required();
-  app.add_option("--format", f.format,
-                 "auto|csv|philly|gavel|tiresias|helios|alibaba|openb (auto: from the header)");
-  app.add_option("--max-bad-rows", f.max_bad_rows,
-                 "fail when more than this percentage of rows are malformed (default 1%)");
-  app.add_option("--gavel-steps-per-second", f.gavel_steps_per_second,
-                 "Gavel traces count steps: duration = total_steps / this (default 1)");
-  app.add_option("--nodes", f.nodes, "simulated nodes");
-  app.add_option("--gpus-per-node", f.gpus_per_node, "GPUs per node (default 8)");
-  app.add_option("--racks", f.racks, "racks the nodes are spread over (default 1)");
-  app.add_option("--gpus", f.gpus, "total GPUs (instead of --nodes)");
-  app.add_option("--gpu-memory", f.gpu_memory,
-                 "device memory of each GPU (default 32G); shares of a GPU are packed within it");
-  app.add_option("--poisson-load", f.poisson_load,
-                 "replace the trace's submit times by Poisson arrivals (seeded by --seed) that "
-                 "offer this share of the cluster's GPU capacity (e.g. 0.9); durations and GPUs "
-                 "stay the trace's");
-  app.add_flag("--round-shares-up", f.round_shares_up,
-               "submit every share of a GPU in the trace as one whole GPU (no sharing)");
-  app.add_option("--policy", f.policy, "fifo|sjf|srtf|las|corral (default corral)");
-  app.add_option("--compare", f.compare, "comma-separated policies to run and compare");
-  app.add_option("-o,--output", f.output, "table|json (default table)");
-  app.add_option("--out-runs", f.out_runs,
-                 "write job_id,start,end,gpus,nodes per run (with --compare: FILE.<policy>.csv)");
-  app.add_option("--plot", f.plot, "write an SVG of the JCT CDF per policy");
-  app.add_option("--title", f.title, "title of the plot");
-  app.add_option("--limit", f.limit, "keep the first N jobs (after --start/--end/--sample)");
-  app.add_option("--start", f.start, "keep jobs submitted at or after this offset (e.g. 30d)");
-  app.add_option("--end", f.end, "keep jobs submitted before this offset");
-  app.add_option("--report-from", f.report_from,
-                 "report only jobs submitted from this offset (e.g. 28d), or from the job this "
-                 "percentage of the jobs in (e.g. 50%: the second half); the earlier jobs run and "
-                 "teach the predictors");
-  app.add_option("--sample", f.sample, "keep a random sample of N jobs (see --seed)");
-  app.add_option("--min-duration", f.min_duration, "drop jobs shorter than this (e.g. 60s)");
-  app.add_option("--max-gpu-time", f.max_gpu_time,
-                 "drop jobs with at least this much GPU-time (e.g. 1000h)");
-  app.add_option("--time-of-day", f.time_of_day,
-                 "keep jobs submitted in this time of day (any day), e.g. 2h-10h, arriving at "
-                 "their offset into it (Pollux's sampling)");
-  app.add_option("--quotas", f.quotas,
-                 "corral policy: CSV queue,size (e.g. VC node counts), scaled to the cluster; "
-                 "default: quotas proportional to each queue's GPU-time in the trace");
-  AddAdminFlags(app, &f.admin);
-  app.add_option("--seed", f.seed, "seed of any sampling (default 1)");
-  app.add_option("--load-scale", f.load_scale,
-                 "divide inter-arrival times by this (2: twice the load)");
-  app.add_option("--restart-overhead", f.restart_overhead,
-                 "time a resumed run spends before progressing (default 0s)");
-  app.add_option("--checkpoint-interval", f.checkpoint_interval,
-                 "progress is saved every this much work; 0: on preemption (default)");
-  app.add_option("--preempt-grace", f.preempt_grace,
-                 "a victim keeps its GPUs this long after the preempt decision (default 0s)");
-  app.add_option("--tick", f.tick, "periodic pass for preemptive policies (default 60s)");
-  app.add_option("--min-preempt-runtime", f.min_preempt_runtime,
-                 "a run is not preempted before this (default: the scheduler's, 5m)");
-  app.add_option("--fair-share-half-life", f.fair_share_half_life,
-                 "corral policy: half-life of decayed queue usage (default: the scheduler's, 7d)");
-  app.add_option("--las-thresholds", f.las_thresholds,
-                 "las policy: attained GPU-time level boundaries, ascending (default: the "
-                 "scheduler's, 1h,10h)");
-  app.add_flag("--no-timing", f.no_timing, "leave wall-clock times out of the output");
-  app.add_option("--las-hysteresis", f.las_hysteresis,
-                 "corral policy: a run is preempted for a lower LAS level only past this times "
-                 "the threshold between them, the job below threshold / this (default: the "
-                 "scheduler's, 2; 1: plain LAS)");
-  app.add_flag("--no-las-across-queues", f.no_las_across_queues,
-               "corral policy: LAS preemption stays inside a queue (the default also lets a "
-               "job displace a run of a higher LAS level from another queue over its quota)");
-  app.add_flag("--no-borrowing-queues-by-level", f.no_borrowing_by_level,
-               "corral policy: queues over their quota come after those under it by fair share "
-               "alone (the default orders them by their best job's LAS level and predicted "
-               "remaining time first)");
-  app.add_option("--max-wait", f.max_wait,
-                 "corral policy: the age bound: a job that has waited this long in all goes "
-                 "ahead of the others, oldest first, with the reservation, and is not displaced "
-                 "by LAS once it runs (0: none; default: the scheduler's, SchedulerConfig::"
-                 "max_wait_ms)");
-  app.add_flag("--aged-no-displace", f.aged_no_displace,
-               "corral policy: a job past its age bound only holds its reservation (the default "
-               "also lets it displace runs that are not aged, whatever their LAS levels)");
-  app.add_option("--cluster-budget", f.cluster_budget,
-                 "corral policy: RUNS,GPU_SECONDS: runs preempted per minute and GPU-seconds "
-                 "lost per hour, cluster-wide (0: the scheduler's default, -1: unlimited)");
-  app.add_option("--queue-budget", f.queue_budget,
-                 "corral policy: RUNS,GPU_SECONDS as --cluster-budget, per victim queue");
-  AddPredictFlags(app, &f.predict);
-  app.add_flag("--synth-time-limits", f.synth_time_limits,
-               "give jobs without a time limit the one a user might ask for: the duration rounded "
-               "up to a power of two hours, at least 1h (a what-if for traces without limits)");
-  app.add_option("--infer-job-names", f.infer_job_names,
-                 "name jobs without a name by submission bursts: a job submitted within this "
-                 "window (e.g. 60s) of the previous one of its queue and GPU count shares its "
-                 "name, and the queue is its user, so predictions learn from its ended burst "
-                 "siblings (a what-if for traces without names; default off)");
-  app.add_option("--node-mtbf", f.node_mtbf,
-                 "mean time between failures of a node (e.g. 2000h; exponential, seeded by "
-                 "--seed); its runs are lost and requeued (default 0s: nodes never fail)");
-  app.add_flag("--elastic", f.elastic,
-               "submit every job of 2 GPUs or more as an elastic job (docs/simulation.md)");
-  app.add_option("--elastic-min", f.elastic_min,
-                 "an elastic job's fewest replicas, as a share of its trace size (default 0.5)");
-  app.add_option("--elastic-alpha", f.elastic_alpha,
-                 "scaling law: throughput on g GPUs grows as g^alpha (default 0.8)");
-  app.add_option("--elastic-resize-overhead", f.elastic_resize_overhead,
-                 "an elastic world's pause at each change of membership (default 30s)");
-  app.add_option("--node-repair", f.node_repair, "how long a failed node stays down (default 1h)");
-  app.add_flag("--check", f.check, "validate the runs against the trace; fail if wrong");
-  app.add_option("--estimate-every", f.estimate_every,
-                 "judge the head's start-time estimates on every Nth job: the estimate after its "
-                 "submission against its real start (median, p90 error; default 0: none)");
-  app.add_option("--estimator", f.estimator,
-                 "how the head estimates start times: forward (its pass run forward on a copy "
-                 "of its state; default) or sweep (one forward sweep of the pending jobs)");
-  app.add_option("--estimate-passes", f.estimate_passes,
-                 "forward: the most passes one estimate runs; past them, the sweep's estimate "
-                 "(default 256)");
-  app.add_flag("--profile", f.profile, "report wall time spent inside Scheduler::Schedule");
+  AddSimTraceFlags(&app, &f);
+  AddSimClusterFlags(&app, &f);
+  AddSimOutputFlags(&app, &f);
+  AddSimSelectionFlags(&app, &f);
+  AddSimPolicyFlags(&app, &f);
+  AddSimWhatIfFlags(&app, &f);
   try {
     std::vector<std::string> rev(args.rbegin(), args.rend());
     app.parse(rev);
