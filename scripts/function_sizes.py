@@ -5,7 +5,9 @@
   scripts/function_sizes.py --members FILE:CLASS              (its data members)
 
 Prints "LINES path:line name" for each function over the limit, longest first, then their
-count. A function is a definition that begins at the start of a line (this tree does not
+count. A function may carry its reason for its length in the comment just above it, one line
+that starts with "Long:" ("// Long: one case per change kind, the decoder's table."); those are
+listed apart, with their reasons, and not counted. A function is a definition that begins at the start of a line (this tree does not
 indent namespace bodies) and ends at its matching closing brace; member functions defined
 inside a class body are not counted (they are the short ones). Strings, character literals
 and comments are skipped when braces are matched. Test sources (*_test.cc, testing/) are left
@@ -57,10 +59,27 @@ def strip_code(text):
     return "".join(out)
 
 
+LONG_REASON = re.compile(r"^\s*//\s*Long:\s*(.+)$")
+
+
+def reason_above(raw, i):
+    """The "Long:" reason in the comment lines just above line index i, or None."""
+    k = i - 1
+    while k >= 0 and raw[k].lstrip().startswith("//"):
+        m = LONG_REASON.match(raw[k])
+        if m:
+            return m.group(1).strip()
+        k -= 1
+    return None
+
+
 def functions(path):
-    """(first line, line count, name) of each function defined at the start of a line."""
+    """(first line, line count, name, reason) of each function defined at the start of a
+    line; reason is its "Long:" comment's, or None."""
     with open(path, encoding="utf-8", errors="replace") as f:
-        lines = strip_code(f.read()).split("\n")
+        text = f.read()
+    raw = text.split("\n")
+    lines = strip_code(text).split("\n")
     found = []
     i = 0
     while i < len(lines):
@@ -85,7 +104,7 @@ def functions(path):
             if depth <= 0 and "}" in lines[k]:
                 break
         name = re.findall(r"([~\w:]+(?:operator\S*)?)\s*\(", head[: brace])
-        found.append((i + 1, k - i + 1, name[0] if name else "?"))
+        found.append((i + 1, k - i + 1, name[0] if name else "?", reason_above(raw, i)))
         i = k + 1
     return found
 
@@ -127,7 +146,7 @@ def main():
         print(" ".join(names))
         print(f"{len(names)} data members")
         return 0
-    long = []
+    long, explained = [], []
     for top in args.dirs:
         for root, _, files in os.walk(top):
             for name in files:
@@ -135,12 +154,16 @@ def main():
                 is_test = name.endswith("_test.cc") or "/testing" in root
                 if not SOURCE.match(name) or (is_test and not args.all):
                     continue
-                for line, count, fn in functions(path):
+                for line, count, fn, why in functions(path):
                     if count > args.limit:
-                        long.append((count, path, line, fn))
-    for count, path, line, fn in sorted(long, key=lambda x: (-x[0], x[1])):
+                        (explained if why else long).append((count, path, line, fn, why))
+    for count, path, line, fn, _ in sorted(long, key=lambda x: (-x[0], x[1])):
         print(f"{count:5d} {path}:{line} {fn}")
-    print(f"{len(long)} functions over {args.limit} lines")
+    print(f"{len(long)} functions over {args.limit} lines without a reason")
+    for count, path, line, fn, why in sorted(explained, key=lambda x: (-x[0], x[1])):
+        print(f"{count:5d} {path}:{line} {fn} (Long: {why})")
+    if explained:
+        print(f"{len(explained)} functions over {args.limit} lines with one")
     return 0
 
 

@@ -143,6 +143,7 @@ ApiService::Endpoint ApiService::Serve(const char* method, const char* pattern, 
 }
 
 // Every route of docs/api.md under /v1. A pattern's {name} parts are the PathArgs.
+// Long: the route table, one line per route; a new endpoint adds one line here.
 const std::vector<ApiService::Endpoint>& ApiService::Routes() {
   using namespace head;
   auto custom = [](const char* method, const char* pattern,

@@ -237,6 +237,7 @@ RunEnded DecodeRunEnded(const Json& j) {
   return e;
 }
 
+// Long: one case per change kind, the decoder's table; a new kind adds one case here.
 ChangeKind DecodeKind(const std::string& type, const Json& j) {
   auto job = [&] { return j.at("job").get<JobId>(); };
   auto attempt = [&] { return j.at("attempt").get<int32_t>(); };
