@@ -61,9 +61,14 @@ void Supervisor::BeginStop(Entry& e, int signal, int64_t grace_ms, TimeMs now) {
 void Supervisor::Reconcile(const SyncResponse& desired) {
   std::lock_guard lock(mu_);
   const TimeMs now = Now();
+  StartNewRuns(desired, now);
+  StopOrReleaseUnlisted(ApplyOrders(desired, now), now);
+}
+
+// New runs are launched together (their durable records and monitor starts overlap); a run
+// that declares datasets is staged first.
+void Supervisor::StartNewRuns(const SyncResponse& desired, TimeMs now) {
   std::set<RunKey> listed;
-  // New runs are launched together (their durable records and monitor starts overlap), then
-  // every order is applied in the head's order.
   std::vector<RunOrder> to_start;
   for (const RunOrder& desired_order : desired.runs) {
     RunKey key{desired_order.run_id, desired_order.replica};
@@ -83,9 +88,13 @@ void Supervisor::Reconcile(const SyncResponse& desired) {
       staging_[key] = order;
     }
   }
-  std::vector<Result<LaunchedRun>> launched = launcher_->LaunchAll(to_start);
-  for (size_t i = 0; i < to_start.size(); ++i) {
-    const RunOrder& order = to_start[i];
+  AddLaunched(to_start, launcher_->LaunchAll(to_start), now);
+}
+
+void Supervisor::AddLaunched(const std::vector<RunOrder>& orders,
+                             std::vector<Result<LaunchedRun>> launched, TimeMs now) {
+  for (size_t i = 0; i < orders.size(); ++i) {
+    const RunOrder& order = orders[i];
     RunKey key{order.run_id, order.replica};
     Entry e;
     e.signals_sent = order.signals;  // those asked for before it ran are not its
@@ -109,7 +118,11 @@ void Supervisor::Reconcile(const SyncResponse& desired) {
     }
     runs_.emplace(key, std::move(e));
   }
-  listed.clear();
+}
+
+// Every order in the head's order: new signals, lost peers, stops. Returns the runs listed.
+std::set<RunKey> Supervisor::ApplyOrders(const SyncResponse& desired, TimeMs now) {
+  std::set<RunKey> listed;
   for (const RunOrder& order : desired.runs) {
     RunKey key{order.run_id, order.replica};
     listed.insert(key);
@@ -143,6 +156,11 @@ void Supervisor::Reconcile(const SyncResponse& desired) {
     if (order.stop && e.stopping)
       e.kill_at = std::min(e.kill_at, now + std::max<int64_t>(0, order.grace_ms));
   }
+  return listed;
+}
+
+// A run the head no longer lists: stopped while it runs, released once its exit was told.
+void Supervisor::StopOrReleaseUnlisted(const std::set<RunKey>& listed, TimeMs now) {
   std::erase_if(staging_, [&](const auto& kv) { return listed.count(kv.first) == 0; });
   for (auto it = runs_.begin(); it != runs_.end();) {
     Entry& e = it->second;

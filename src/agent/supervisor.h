@@ -107,6 +107,14 @@ class Supervisor {
 
   void BeginStop(Entry& e, int signal, int64_t grace_ms, TimeMs now);
   void KillElasticWorkers(Entry& e);
+  // Reconcile's steps, under mu_: the new orders launched together (or staged first), each
+  // order's signals and stop applied, and the runs the head no longer lists stopped or
+  // released.
+  void StartNewRuns(const SyncResponse& desired, TimeMs now);
+  void AddLaunched(const std::vector<RunOrder>& orders, std::vector<Result<LaunchedRun>> launched,
+                   TimeMs now);
+  std::set<RunKey> ApplyOrders(const SyncResponse& desired, TimeMs now);
+  void StopOrReleaseUnlisted(const std::set<RunKey>& listed, TimeMs now);
   // A new order: launched now, or (declaring datasets) staged first.
   bool Stages(const RunOrder& order) const { return !order.datasets.empty(); }
   void StartStaged(TimeMs now);  // launches the runs whose staging is over
