@@ -473,104 +473,128 @@ bool ExecSession::Finished() {
   return exited_ && buf_[0].eof && buf_[1].eof;
 }
 
-void ExecSession::Loop() {
+// The command's output streams as Loop reads them. A terminal is one stream: what the started
+// program itself says there joins it.
+struct ExecSession::Streams {
+  int out_fd = -1;
+  Buffer* err_buf = nullptr;
+  bool out_open = false, err_open = false;
   char chunk[16384];
-  const int out_fd = pty_ ? in_.get() : out_.get();
-  // A terminal is one stream: what the started program itself says there joins it.
-  Buffer& err_buf = pty_ ? buf_[0] : buf_[1];
-  bool out_open = out_fd >= 0, err_open = err_.valid();
-  for (;;) {
-    std::vector<std::function<void()>> later;
-    struct pollfd fds[4];
-    int n = 0;
-    int i_out = -1, i_err = -1, i_in = -1;
-    int64_t next_deadline = INT64_MAX;
-    {
-      std::lock_guard lock(mu_);
-      if (stopping_) return;
-      fds[n++] = {wake_r_.get(), POLLIN, 0};
-      if (out_open && static_cast<int64_t>(buf_[0].data.size()) < kMaxUnread) {
-        i_out = n;
-        fds[n++] = {out_fd, POLLIN, 0};
-      }
-      if (err_open && static_cast<int64_t>(err_buf.data.size()) < kMaxUnread) {
-        i_err = n;
-        fds[n++] = {err_.get(), POLLIN, 0};
-      }
-      if (!pending_input_.empty() && in_.valid()) {
-        if (i_out >= 0 && pty_) {
-          fds[i_out].events |= POLLOUT;
-          i_in = i_out;
-        } else {
-          i_in = n;
-          fds[n++] = {in_.get(), POLLOUT, 0};
-        }
-      }
-      for (const Buffer& b : buf_) {
-        if (b.waiter) next_deadline = std::min(next_deadline, b.waiter_deadline_ms);
+};
+
+struct ExecSession::PollSet {
+  struct pollfd fds[4];
+  int n = 0, i_out = -1, i_err = -1, i_in = -1;
+  int64_t next_deadline = INT64_MAX;  // of the held requests, on the steady clock
+};
+
+// False once the session stops. Streams whose buffers are full are not read (back-pressure).
+bool ExecSession::FillPollSet(const Streams& s, PollSet* p) {
+  std::lock_guard lock(mu_);
+  if (stopping_) return false;
+  p->fds[p->n++] = {wake_r_.get(), POLLIN, 0};
+  if (s.out_open && static_cast<int64_t>(buf_[0].data.size()) < kMaxUnread) {
+    p->i_out = p->n;
+    p->fds[p->n++] = {s.out_fd, POLLIN, 0};
+  }
+  if (s.err_open && static_cast<int64_t>(s.err_buf->data.size()) < kMaxUnread) {
+    p->i_err = p->n;
+    p->fds[p->n++] = {err_.get(), POLLIN, 0};
+  }
+  if (!pending_input_.empty() && in_.valid()) {
+    if (p->i_out >= 0 && pty_) {
+      p->fds[p->i_out].events |= POLLOUT;
+      p->i_in = p->i_out;
+    } else {
+      p->i_in = p->n;
+      p->fds[p->n++] = {in_.get(), POLLOUT, 0};
+    }
+  }
+  for (const Buffer& b : buf_) {
+    if (b.waiter) p->next_deadline = std::min(p->next_deadline, b.waiter_deadline_ms);
+  }
+  return true;
+}
+
+void ExecSession::PumpStreams(const PollSet& p, Streams* s) {
+  auto pump = [&](int idx, int fd, Buffer& b, bool* open) {
+    if (idx < 0 || !(p.fds[idx].revents & (POLLIN | POLLHUP | POLLERR))) return;
+    ssize_t r = read(fd, s->chunk, sizeof(s->chunk));
+    if (r > 0) {
+      b.data.append(s->chunk, static_cast<size_t>(r));
+    } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+      *open = false;  // EOF, or EIO: a terminal whose every slave is closed
+    }
+  };
+  pump(p.i_out, s->out_fd, buf_[0], &s->out_open);
+  pump(p.i_err, err_.get(), *s->err_buf, &s->err_open);
+  if (p.i_in >= 0 && (p.fds[p.i_in].revents & (POLLOUT | POLLERR | POLLHUP))) {
+    ssize_t w = write(in_.get(), pending_input_.data(), pending_input_.size());
+    if (w > 0) {
+      pending_input_.erase(0, static_cast<size_t>(w));
+    } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+      pending_input_.clear();  // the command closed its input
+    }
+  }
+  if (!pty_ && input_eof_ && pending_input_.empty() && in_.valid()) in_ = OwnedFd();
+}
+
+void ExecSession::ReapExit() {
+  if (exited_) return;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) != pid_) return;
+  exited_ = true;
+  if (WIFSIGNALED(status)) {
+    exit_signal_ = WTERMSIG(status);
+    exit_code_ = 128 + exit_signal_;
+  } else {
+    exit_code_ = WEXITSTATUS(status);
+  }
+}
+
+// What is still buffered in the terminal or the pipes is the command's last output.
+void ExecSession::DrainAfterExit(Streams* s) {
+  for (auto [fd, b, open] : {std::tuple{s->out_fd, &buf_[0], &s->out_open},
+                             std::tuple{err_.get(), s->err_buf, &s->err_open}}) {
+    while (*open && static_cast<int64_t>(b->data.size()) < kMaxUnread) {
+      ssize_t r = read(fd, s->chunk, sizeof(s->chunk));
+      if (r > 0) {
+        b->data.append(s->chunk, static_cast<size_t>(r));
+      } else {
+        // A pipe may still be held by the command's background children: their output
+        // is not waited for once the command itself has gone.
+        *open = false;
       }
     }
+  }
+  if (pty_) (void)kill(-pid_, SIGHUP);  // the terminal goes: what is left of it hangs up
+}
+
+void ExecSession::Loop() {
+  Streams s;
+  s.out_fd = pty_ ? in_.get() : out_.get();
+  s.err_buf = pty_ ? &buf_[0] : &buf_[1];
+  s.out_open = s.out_fd >= 0;
+  s.err_open = err_.valid();
+  for (;;) {
+    PollSet p;
+    if (!FillPollSet(s, &p)) return;
     // The exit is noticed on a short tick: a terminal's master stays open while a background
     // process holds its slave, so the end of output does not mean the end of the command.
-    int timeout = static_cast<int>(std::clamp<int64_t>(next_deadline - SteadyMs(), 0, 50));
-    (void)poll(fds, static_cast<nfds_t>(n), timeout);
-    if (fds[0].revents) {
+    int timeout = static_cast<int>(std::clamp<int64_t>(p.next_deadline - SteadyMs(), 0, 50));
+    (void)poll(p.fds, static_cast<nfds_t>(p.n), timeout);
+    if (p.fds[0].revents) {
       char drain[64];
       while (read(wake_r_.get(), drain, sizeof(drain)) > 0) {
       }
     }
+    std::vector<std::function<void()>> later;
     std::unique_lock lock(mu_);
-    auto pump = [&](int idx, int fd, Buffer& b, bool* open) {
-      if (idx < 0 || !(fds[idx].revents & (POLLIN | POLLHUP | POLLERR))) return;
-      ssize_t r = read(fd, chunk, sizeof(chunk));
-      if (r > 0) {
-        b.data.append(chunk, static_cast<size_t>(r));
-      } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
-        *open = false;  // EOF, or EIO: a terminal whose every slave is closed
-      }
-    };
-    pump(i_out, out_fd, buf_[0], &out_open);
-    pump(i_err, err_.get(), err_buf, &err_open);
-    if (i_in >= 0 && (fds[i_in].revents & (POLLOUT | POLLERR | POLLHUP))) {
-      ssize_t w = write(in_.get(), pending_input_.data(), pending_input_.size());
-      if (w > 0) {
-        pending_input_.erase(0, static_cast<size_t>(w));
-      } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
-        pending_input_.clear();  // the command closed its input
-      }
-    }
-    if (!pty_ && input_eof_ && pending_input_.empty() && in_.valid()) in_ = OwnedFd();
-    if (!exited_) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        exited_ = true;
-        if (WIFSIGNALED(status)) {
-          exit_signal_ = WTERMSIG(status);
-          exit_code_ = 128 + exit_signal_;
-        } else {
-          exit_code_ = WEXITSTATUS(status);
-        }
-      }
-    }
-    if (exited_) {
-      // What is still buffered in the terminal or the pipes is the command's last output.
-      for (auto [fd, b, open] :
-           {std::tuple{out_fd, &buf_[0], &out_open}, std::tuple{err_.get(), &err_buf, &err_open}}) {
-        while (*open && static_cast<int64_t>(b->data.size()) < kMaxUnread) {
-          ssize_t r = read(fd, chunk, sizeof(chunk));
-          if (r > 0) {
-            b->data.append(chunk, static_cast<size_t>(r));
-          } else {
-            // A pipe may still be held by the command's background children: their output
-            // is not waited for once the command itself has gone.
-            *open = false;
-          }
-        }
-      }
-      if (pty_) (void)kill(-pid_, SIGHUP);  // the terminal goes: what is left of it hangs up
-    }
-    buf_[0].eof = !out_open && !(pty_ && err_open);
-    if (!pty_) buf_[1].eof = !err_open;
+    PumpStreams(p, &s);
+    ReapExit();
+    if (exited_) DrainAfterExit(&s);
+    buf_[0].eof = !s.out_open && !(pty_ && s.err_open);
+    if (!pty_) buf_[1].eof = !s.err_open;
     for (Buffer& b : buf_) MaybeAnswer(b, false, &later);
     lock.unlock();
     for (auto& f : later) f();

@@ -100,6 +100,14 @@ class ExecSession {
   };
   ExecSession(pid_t pid, bool pty, OwnedFd in, OwnedFd out, OwnedFd err, std::string pid_file);
   void Loop();
+  // Loop's steps (exec_session.cc): the fds to wait on; then, with mu_ held, the streams read
+  // and the input written, the command's exit reaped, and its last output read.
+  struct Streams;
+  struct PollSet;
+  bool FillPollSet(const Streams& s, PollSet* p);
+  void PumpStreams(const PollSet& p, Streams* s);
+  void ReapExit();
+  void DrainAfterExit(Streams* s);
   // The process the started program runs for it (spec.pid_file), 0 when unknown (yet).
   pid_t RunPid() const;
   // `sig` to the command's processes: its process group, or with a pid file, the group of the
