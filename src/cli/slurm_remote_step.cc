@@ -119,17 +119,19 @@ void UseStepCredential(CliContext& ctx) {
   };
 }
 
-int RunRemoteStep(const slurm::ParsedOptions& o, int64_t nodes, CliContext& ctx) {
-  const std::string job_id = ctx.env("CORRAL_JOB_ID").value_or("");
+namespace {
+
+// The step's request: its command, replicas, tasks and environment. An error names the option.
+Result<Json> RemoteStepRequest(const slurm::ParsedOptions& o, int64_t nodes, CliContext& ctx) {
   const int64_t alloc_nodes = LeadingInt(ctx.env("SLURM_JOB_NUM_NODES").value_or("1"), 1);
   if (nodes < 1 || nodes > alloc_nodes) {
-    return StepError(ctx, "option --nodes: this allocation has " + std::to_string(alloc_nodes) +
-                              " node(s); a step may use 1 to " + std::to_string(alloc_nodes));
+    return InvalidArgument("option --nodes: this allocation has " + std::to_string(alloc_nodes) +
+                           " node(s); a step may use 1 to " + std::to_string(alloc_nodes));
   }
   if (o.Has("nodelist") || o.Has("exclude")) {
-    return StepError(ctx,
-                     "options --nodelist/--exclude are not supported for job steps; a step "
-                     "uses the allocation's first --nodes nodes");
+    return InvalidArgument(
+        "options --nodelist/--exclude are not supported for job steps; a step uses the "
+        "allocation's first --nodes nodes");
   }
   Json req{{"command", o.positional}, {"workdir", ctx.cwd}};
   std::vector<int32_t> replicas;
@@ -146,9 +148,9 @@ int RunRemoteStep(const slurm::ParsedOptions& o, int64_t nodes, CliContext& ctx)
   }
   for (const char* k : {"ntasks", "tasks_per_replica"}) {
     if (req.contains(k) && req[k].get<int64_t>() < 1) {
-      return StepError(ctx, std::string("option --") +
-                                (std::string(k) == "ntasks" ? "ntasks" : "ntasks-per-node") +
-                                ": want a whole number of tasks, 1 or more");
+      return InvalidArgument(std::string("option --") +
+                             (std::string(k) == "ntasks" ? "ntasks" : "ntasks-per-node") +
+                             ": want a whole number of tasks, 1 or more");
     }
   }
   if (o.Has("gpus-per-task")) req["gpus_per_task"] = true;
@@ -162,32 +164,27 @@ int RunRemoteStep(const slurm::ParsedOptions& o, int64_t nodes, CliContext& ctx)
   }
   if (o.Has("unbuffered")) env["PYTHONUNBUFFERED"] = "1";
   req["env"] = env;
+  return req;
+}
 
-  UseStepCredential(ctx);
-  ApiClient api(ctx);
-  const std::string base = "/v1/jobs/" + job_id;
-  auto started = api.CallJson("POST", base + "/steps", req.dump());
-  if (!started.ok()) return StepError(ctx, "cannot start the step: " + started.status().message());
-  auto step = StepFromJson(started->value("step", Json::object()));
-  if (!step.ok()) return StepError(ctx, "the head's answer: " + step.status().message());
-
+// Each task's stdout and stderr, to the terminal or to the files --output/--error name.
+void FollowStepTasks(const slurm::ParsedOptions& o, const Step& step, const std::string& job_id,
+                     CliContext& ctx, StepFollower* follow) {
   slurm::PatternValues pv;
   pv.job_id = ctx.env("SLURM_JOB_ID").value_or(job_id);
   pv.array_job_id = ctx.env("SLURM_ARRAY_JOB_ID").value_or(pv.job_id);
   pv.array_index = ctx.env("SLURM_ARRAY_TASK_ID").value_or("4294967294");
   pv.job_name = ctx.env("SLURM_JOB_NAME").value_or("");
   pv.user = ctx.env("SLURM_JOB_USER").value_or("");
-  pv.step = std::to_string(step->id);
-  StepFollower follow(ctx, api, base, o.Has("label"));
-  follow.set_step(std::to_string(step->id));
+  pv.step = std::to_string(step.id);
   int64_t rank = 0;
-  for (size_t i = 0; i < step->replicas.size(); ++i) {
-    for (int32_t t = 0; t < step->tasks[i]; ++t, ++rank) {
+  for (size_t i = 0; i < step.replicas.size(); ++i) {
+    for (int32_t t = 0; t < step.tasks[i]; ++t, ++rank) {
       pv.task = std::to_string(rank);
       pv.node_id = std::to_string(i);
       for (const char* stream : {"stdout", "stderr"}) {
         TaskStream s;
-        s.replica = step->replicas[i];
+        s.replica = step.replicas[i];
         s.task = t;
         s.rank = rank;
         s.stream = stream;
@@ -196,13 +193,17 @@ int RunRemoteStep(const slurm::ParsedOptions& o, int64_t nodes, CliContext& ctx)
         if (std::string(stream) == "stderr" && !o.Has("error") && o.Has("output")) {
           s.file = slurm::ExpandPattern(o.Get("output"), pv);  // as Slurm: both to --output
         }
-        follow.Add(std::move(s));
+        follow->Add(std::move(s));
       }
     }
   }
-  const std::string step_path = base + "/steps/" + std::to_string(step->id);
-  // Signals srun gets go to the steps' tasks through the head (their agents send them), as
-  // Slurm's srun forwards them; srun itself keeps following.
+}
+
+// Signals srun gets go to the steps' tasks through the head (their agents send them), as
+// Slurm's srun forwards them; srun itself keeps following. Returns the worst exit.
+int WaitForStep(const std::string& base, int32_t step_id, ApiClient& api, CliContext& ctx,
+                StepFollower* follow) {
+  const std::string step_path = base + "/steps/" + std::to_string(step_id);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) signal(sig, RecordSignal);
   for (;;) {
     if (int sig = forward_signal.exchange(0); sig != 0) {
@@ -212,7 +213,7 @@ int RunRemoteStep(const slurm::ParsedOptions& o, int64_t nodes, CliContext& ctx)
         *ctx.err << "srun: error: forwarding signal " << sig << ": " << sent.status().message()
                  << "\n";
     }
-    follow.Pump(false);
+    follow->Pump(false);
     auto now = api.CallJson("GET", step_path);
     if (!now.ok()) return StepError(ctx, "lost the step: " + now.status().message());
     auto st = StepFromJson(now->value("step", Json::object()));
@@ -220,13 +221,32 @@ int RunRemoteStep(const slurm::ParsedOptions& o, int64_t nodes, CliContext& ctx)
     bool done = true;
     for (int32_t code : st->exit_codes) done &= code != kNotExited;
     if (done) {
-      follow.Pump(true);
+      follow->Pump(true);
       int worst = 0;
       for (int32_t code : st->exit_codes) worst = std::max(worst, code < 0 ? 128 - code : code);
       return worst;
     }
     ctx.sleep(std::min<DurationMs>(ctx.poll_interval, 100));
   }
+}
+
+}  // namespace
+
+int RunRemoteStep(const slurm::ParsedOptions& o, int64_t nodes, CliContext& ctx) {
+  const std::string job_id = ctx.env("CORRAL_JOB_ID").value_or("");
+  Result<Json> req = RemoteStepRequest(o, nodes, ctx);
+  if (!req.ok()) return StepError(ctx, req.status().message());
+  UseStepCredential(ctx);
+  ApiClient api(ctx);
+  const std::string base = "/v1/jobs/" + job_id;
+  auto started = api.CallJson("POST", base + "/steps", req->dump());
+  if (!started.ok()) return StepError(ctx, "cannot start the step: " + started.status().message());
+  auto step = StepFromJson(started->value("step", Json::object()));
+  if (!step.ok()) return StepError(ctx, "the head's answer: " + step.status().message());
+  StepFollower follow(ctx, api, base, o.Has("label"));
+  follow.set_step(std::to_string(step->id));
+  FollowStepTasks(o, *step, job_id, ctx, &follow);
+  return WaitForStep(base, step->id, api, ctx, &follow);
 }
 
 }  // namespace corral::cli
