@@ -1,5 +1,6 @@
 // Elastic jobs in the scheduler (elastic.h): start at the minimum, grow into idle GPUs only
-// when nothing waits, shrink instead of being preempted, preempted whole below the minimum.
+// when nothing waits (by fair share), shrink instead of being preempted (another queue takes
+// only what a run borrows beyond its quota), preempted whole below the minimum.
 #include <gtest/gtest.h>
 
 #include "sched/scheduler.h"
@@ -204,6 +205,118 @@ TEST(ElasticTest, BatchElasticJobIsSizedAtStartOnly) {
   EXPECT_EQ(PlaceOf(d, 1)->placement.size(), 3u);
   s.RemoveRunning(100);
   EXPECT_TRUE(s.Schedule(2000).resize.empty());
+}
+
+// Fair share (kCorral): growth goes first to the queue under its share, and what a run
+// borrows beyond its queue's quota is what others take back, first.
+
+TEST(ElasticShareTest, GrowsTheQueueUnderItsQuotaBeforeAnOlderRunOfAQueueAtIt) {
+  Scheduler s(NoMinimumRuntime());
+  AddFourHosts(s);
+  s.SetQueue({"a", 2, -1, 1.0});
+  s.SetQueue({"b", 2, -1, 1.0});
+  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(1, 4).PerNode(1).Queue("a"),
+                       {{"h1", {0}}, {"h2", {0}}}, 0));
+  s.AddRunning(Running(MakeJob(2).Gpus(1).Elastic(1, 4).PerNode(1).Queue("b"), {{"h3", {0}}}, 500));
+  Decisions d = s.Schedule(1000);
+  // The older run's queue holds its quota: the one free host goes to queue b's run.
+  EXPECT_EQ(ResizeOf(d, 1), nullptr);
+  const ResizeDecision* r = ResizeOf(d, 2);
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(r->added.size(), 1u);
+  EXPECT_EQ(r->added[0].node, "h4");
+}
+
+TEST(ElasticShareTest, FreeHostsAreSharedByFairShareNotFilledByTheOldestRun) {
+  Scheduler s(NoMinimumRuntime());
+  for (const char* n : {"h1", "h2", "h3", "h4", "h5", "h6"}) s.UpsertNode(MakeNode(n).Gpus(1));
+  s.SetQueue({"a", 3, -1, 1.0});
+  s.SetQueue({"b", 3, -1, 1.0});
+  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(1, 6).PerNode(1).Queue("a"), {{"h1", {0}}}, 0));
+  s.AddRunning(Running(MakeJob(2).Gpus(1).Elastic(1, 6).PerNode(1).Queue("b"), {{"h2", {0}}}, 500));
+  Decisions d = s.Schedule(1000);
+  const ResizeDecision* a = ResizeOf(d, 1);
+  const ResizeDecision* b = ResizeOf(d, 2);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  // Each queue grows to its quota of three (the oldest run alone would have taken all four).
+  EXPECT_EQ(a->added.size(), 2u);
+  EXPECT_EQ(b->added.size(), 2u);
+}
+
+TEST(ElasticShareTest, GrowthBeyondTheQuotaSaysItIsBorrowed) {
+  Scheduler s(NoMinimumRuntime());
+  AddFourHosts(s);
+  s.SetQueue({"a", 2, -1, 1.0});
+  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(1, 4).PerNode(1).Queue("a"), {{"h1", {0}}}, 0));
+  Decisions d = s.Schedule(1000);
+  const ResizeDecision* r = ResizeOf(d, 1);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->added.size(), 3u);  // nothing waits: idle GPUs are used
+  EXPECT_NE(r->reason.find("beyond queue a's quota"), std::string::npos) << r->reason;
+}
+
+TEST(ElasticShareTest, AQueueReclaimingItsQuotaTakesBorrowedReplicasBackWhateverThePriority) {
+  Scheduler s(NoMinimumRuntime());
+  AddFourHosts(s);
+  s.SetQueue({"a", 1, -1, 1.0});
+  s.SetQueue({"b", 3, -1, 1.0});
+  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(1, 4).PerNode(1).Queue("a").Priority(5),
+                       {{"h1", {0}}, {"h2", {0}}, {"h3", {0}}, {"h4", {0}}}, 0));
+  PendingJob low = MakeJob(2).Gpus(1).Queue("b").Priority(0);
+  low.may_preempt = false;  // a reclaim needs no right to preempt
+  s.AddPending(low);
+  Decisions d = s.Schedule(1000);
+  EXPECT_TRUE(d.preempt.empty());
+  const ResizeDecision* r = ResizeOf(d, 1);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->for_job, 2u);
+  ASSERT_EQ(r->removed.size(), 1u);
+  EXPECT_EQ(r->removed[0].node, "h4");
+}
+
+TEST(ElasticShareTest, ReplicasWithinTheQueuesQuotaGoToNoOtherQueuesJob) {
+  Scheduler s(NoMinimumRuntime());
+  AddFourHosts(s);
+  s.SetQueue({"a", 4, -1, 1.0});
+  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(1, 4).PerNode(1).Queue("a").Preemptible(),
+                       {{"h1", {0}}, {"h2", {0}}, {"h3", {0}}, {"h4", {0}}}, 0));
+  s.AddPending(MakeJob(2).Gpus(1).Queue("b"));  // same priority, a queue without a quota
+  Decisions d = s.Schedule(1000);
+  EXPECT_TRUE(d.resize.empty());
+  EXPECT_TRUE(d.preempt.empty());
+  EXPECT_FALSE(Placed(d, 2));
+  // A job of the run's own queue, of its priority, still takes a replica above the minimum.
+  s.AddPending(MakeJob(3).Gpus(1).Queue("a"));
+  d = s.Schedule(2000);
+  const ResizeDecision* r = ResizeOf(d, 1);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->for_job, 3u);
+}
+
+// Queue a (quota 2) holds four hosts with one elastic run; a job of queue b of a higher
+// priority needs `hosts` of them.
+Decisions TakeHostsFromABorrowingRun(int hosts) {
+  Scheduler s(NoMinimumRuntime());
+  AddFourHosts(s);
+  s.SetQueue({"a", 2, -1, 1.0});
+  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(1, 4).PerNode(1).Queue("a"),
+                       {{"h1", {0}}, {"h2", {0}}, {"h3", {0}}, {"h4", {0}}}, 0));
+  s.AddPending(MakeJob(2).Gpus(1).Replicas(hosts).PerNode(1).Queue("b").Priority(10));
+  return s.Schedule(1000);
+}
+
+TEST(ElasticShareTest, AnotherQueuesJobTakesOnlyTheBorrowedReplicas) {
+  // Two hosts: the run's last two, which it borrows beyond queue a's quota.
+  Decisions d = TakeHostsFromABorrowingRun(2);
+  const ResizeDecision* r = ResizeOf(d, 1);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->for_job, 2u);
+  ASSERT_EQ(r->removed.size(), 2u);
+  EXPECT_EQ(r->removed[0].node, "h4");
+  EXPECT_EQ(r->removed[1].node, "h3");
+  // Three: the third would be within queue a's quota, so the run is not shrunk.
+  EXPECT_TRUE(TakeHostsFromABorrowingRun(3).resize.empty());
 }
 
 }  // namespace
