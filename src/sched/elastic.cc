@@ -41,14 +41,15 @@ bool ElasticShrinkable(const SchedState& st, const RunEntry& r, const PendingEnt
       static_cast<int32_t>(r.placement.size()) <= r.job.min_replicas) {
     return false;
   }
-  const bool by_priority = j.may_preempt && r.job.priority <= j.priority;
-  if (st.config.policy != OrderPolicy::kCorral || r.queue == e.queue) return by_priority;
-  // Another queue's run: only what its level borrows beyond its quota, for a job that
-  // outranks it or whose own level reclaims its quota (a quota is its queue's guarantee).
+  // Any replica above the minimum, to a job at the run's priority or above.
+  if (j.may_preempt && r.job.priority <= j.priority) return true;
+  if (st.config.policy != OrderPolicy::kCorral || r.queue == e.queue) return false;
+  // Another queue's run, to a job of any priority that reclaims its quota: only what the
+  // run's level borrows beyond its own quota.
   const QueueBook::Meet m = st.queues.QuotaMeet(e.queue, r.queue);
   if (!st.OverQuota(m.holder)) return false;
   *holder = m.holder;
-  return by_priority || ElasticReclaims(st, m.taker, j);
+  return ElasticReclaims(st, m.taker, j);
 }
 
 // Binds one more replica of run r on node slot i, as a Place would.

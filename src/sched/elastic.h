@@ -15,12 +15,11 @@
 //  - Shrink: a blocked job takes replicas above their minimum of elastic runs, the lowest
 //    priority first, then the newest run, its last replicas first, before any whole run is
 //    preempted: only the replicas that leave get the checkpoint signal and grace, and the run
-//    keeps going. From a run of its own queue (or under a baseline policy) a job that may
-//    preempt takes them at its priority or below. From another queue's run (kCorral) it takes
-//    only what that run's quota level (QueueBook::QuotaMeet) holds beyond its quota: at its
-//    priority or below if it may preempt, or whatever the priorities if its own level reclaims
-//    its quota (it stays within it, as a quota reclaim does). A queue's quota is its
-//    guarantee: replicas within it go to no other queue's job. No
+//    keeps going. A job that may preempt takes them from runs whose priority is not above
+//    its own (as a replica above the minimum is preemptible capacity); besides, under
+//    kCorral, a job whose queue reclaims its quota (it stays within it, as a quota reclaim
+//    does) takes what another queue's run borrows beyond that queue's quota (its quota level,
+//    QueueBook::QuotaMeet), whatever the priorities and without the right to preempt. No
 //    replica below the minimum is ever taken this way; below it the run is preempted whole,
 //    as a rigid gang.
 #pragma once

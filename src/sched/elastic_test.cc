@@ -1,6 +1,6 @@
 // Elastic jobs in the scheduler (elastic.h): start at the minimum, grow into idle GPUs only
-// when nothing waits (by fair share), shrink instead of being preempted (another queue takes
-// only what a run borrows beyond its quota), preempted whole below the minimum.
+// when nothing waits (by fair share), shrink instead of being preempted (a queue reclaiming its
+// quota takes what a run borrows beyond its own), preempted whole below the minimum.
 #include <gtest/gtest.h>
 
 #include "sched/scheduler.h"
@@ -275,40 +275,38 @@ TEST(ElasticShareTest, AQueueReclaimingItsQuotaTakesBorrowedReplicasBackWhatever
   EXPECT_EQ(r->removed[0].node, "h4");
 }
 
-TEST(ElasticShareTest, ReplicasWithinTheQueuesQuotaGoToNoOtherQueuesJob) {
+TEST(ElasticShareTest, ALowerPriorityJobThatDoesNotReclaimTakesNothing) {
   Scheduler s(NoMinimumRuntime());
   AddFourHosts(s);
-  s.SetQueue({"a", 4, -1, 1.0});
-  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(1, 4).PerNode(1).Queue("a").Preemptible(),
+  s.SetQueue({"a", 1, -1, 1.0});
+  s.SetQueue({"b", 1, -1, 1.0});
+  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(1, 4).PerNode(1).Queue("a").Priority(5),
                        {{"h1", {0}}, {"h2", {0}}, {"h3", {0}}, {"h4", {0}}}, 0));
-  s.AddPending(MakeJob(2).Gpus(1).Queue("b"));  // same priority, a queue without a quota
+  s.UpsertNode(MakeNode("h5").Gpus(1));
+  s.AddRunning(Running(MakeJob(100).Gpus(1).Queue("b"), {{"h5", {0}}}, 0));
+  // Queue b already holds its quota: a job of it beyond that is no reclaim.
+  s.AddPending(MakeJob(2).Gpus(1).Queue("b").Priority(0));
   Decisions d = s.Schedule(1000);
   EXPECT_TRUE(d.resize.empty());
-  EXPECT_TRUE(d.preempt.empty());
   EXPECT_FALSE(Placed(d, 2));
-  // A job of the run's own queue, of its priority, still takes a replica above the minimum.
-  s.AddPending(MakeJob(3).Gpus(1).Queue("a"));
-  d = s.Schedule(2000);
-  const ResizeDecision* r = ResizeOf(d, 1);
-  ASSERT_NE(r, nullptr);
-  EXPECT_EQ(r->for_job, 3u);
 }
 
-// Queue a (quota 2) holds four hosts with one elastic run; a job of queue b of a higher
-// priority needs `hosts` of them.
-Decisions TakeHostsFromABorrowingRun(int hosts) {
+// Queue a (quota 2) holds four hosts with one elastic run of priority 5; a job of queue b
+// (quota 3) of priority 0 needs `hosts` of them.
+Decisions ReclaimHostsFromABorrowingRun(int hosts) {
   Scheduler s(NoMinimumRuntime());
   AddFourHosts(s);
   s.SetQueue({"a", 2, -1, 1.0});
-  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(1, 4).PerNode(1).Queue("a"),
+  s.SetQueue({"b", 3, -1, 1.0});
+  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(1, 4).PerNode(1).Queue("a").Priority(5),
                        {{"h1", {0}}, {"h2", {0}}, {"h3", {0}}, {"h4", {0}}}, 0));
-  s.AddPending(MakeJob(2).Gpus(1).Replicas(hosts).PerNode(1).Queue("b").Priority(10));
+  s.AddPending(MakeJob(2).Gpus(1).Replicas(hosts).PerNode(1).Queue("b").Priority(0));
   return s.Schedule(1000);
 }
 
-TEST(ElasticShareTest, AnotherQueuesJobTakesOnlyTheBorrowedReplicas) {
+TEST(ElasticShareTest, AReclaimTakesOnlyTheBorrowedReplicas) {
   // Two hosts: the run's last two, which it borrows beyond queue a's quota.
-  Decisions d = TakeHostsFromABorrowingRun(2);
+  Decisions d = ReclaimHostsFromABorrowingRun(2);
   const ResizeDecision* r = ResizeOf(d, 1);
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->for_job, 2u);
@@ -316,7 +314,7 @@ TEST(ElasticShareTest, AnotherQueuesJobTakesOnlyTheBorrowedReplicas) {
   EXPECT_EQ(r->removed[0].node, "h4");
   EXPECT_EQ(r->removed[1].node, "h3");
   // Three: the third would be within queue a's quota, so the run is not shrunk.
-  EXPECT_TRUE(TakeHostsFromABorrowingRun(3).resize.empty());
+  EXPECT_TRUE(ReclaimHostsFromABorrowingRun(3).resize.empty());
 }
 
 }  // namespace
