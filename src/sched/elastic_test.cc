@@ -244,6 +244,25 @@ TEST(ElasticShareTest, FreeHostsAreSharedByFairShareNotFilledByTheOldestRun) {
   EXPECT_EQ(b->added.size(), 2u);
 }
 
+TEST(ElasticShareTest, GrowthIntoItsParentsIdleShareComesBeforeBorrowingFromTheCluster) {
+  Scheduler s(NoMinimumRuntime());
+  AddFourHosts(s);
+  s.SetQueue({"org", 3, -1, 1.0});
+  s.SetQueue({"org/a", 1, -1, 1.0});
+  s.SetQueue({"x", 0, -1, 1.0});
+  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(1, 4).PerNode(1).Queue("x"), {{"h1", {0}}}, 0));
+  s.AddRunning(Running(MakeJob(2).Gpus(1).Elastic(1, 4).PerNode(1).Queue("org/a"),
+                       {{"h2", {0}}, {"h3", {0}}}, 500));
+  // org/a is over its own quota but org has room for one more: the host goes to job 2,
+  // although job 1 is older.
+  Decisions d = s.Schedule(1000);
+  EXPECT_EQ(ResizeOf(d, 1), nullptr);
+  const ResizeDecision* r = ResizeOf(d, 2);
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(r->added.size(), 1u);
+  EXPECT_EQ(r->added[0].node, "h4");
+}
+
 TEST(ElasticShareTest, GrowthBeyondTheQuotaSaysItIsBorrowed) {
   Scheduler s(NoMinimumRuntime());
   AddFourHosts(s);
