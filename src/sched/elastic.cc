@@ -207,6 +207,22 @@ ElasticGrowKey ElasticGrowKeyOf(const SchedState& st, const RunEntry& r) {
   return k;
 }
 
+// The candidate that grows next, and its key. REQUIRES: candidates not empty.
+size_t ElasticNextToGrow(SchedState& st, const std::vector<JobId>& candidates,
+                         ElasticGrowKey* key) {
+  size_t best = 0;
+  *key = ElasticGrowKeyOf(st, st.running.at(candidates[0]));
+  for (size_t c = 1; c < candidates.size(); ++c) {
+    ++st.work;
+    ElasticGrowKey k = ElasticGrowKeyOf(st, st.running.at(candidates[c]));
+    if (k < *key) {
+      best = c;
+      *key = std::move(k);
+    }
+  }
+  return best;
+}
+
 bool ElasticMayGrow(const RunEntry& r) {
   return r.job.resizable && r.leaving == 0 && r.preempted_for == 0 &&
          static_cast<int32_t>(r.placement.size()) < r.job.replicas && !r.job.per_replica.IsShare();
@@ -246,16 +262,8 @@ void GrowElastic(SchedState& st, Decisions* d) {
   std::map<JobId, int> worst_tier;
   std::vector<JobId> grown;  // in the order of their first replica
   while (!candidates.empty()) {
-    size_t best = 0;
-    ElasticGrowKey best_key = ElasticGrowKeyOf(st, st.running.at(candidates[0]));
-    for (size_t c = 1; c < candidates.size(); ++c) {
-      ++st.work;
-      ElasticGrowKey k = ElasticGrowKeyOf(st, st.running.at(candidates[c]));
-      if (k < best_key) {
-        best = c;
-        best_key = std::move(k);
-      }
-    }
+    ElasticGrowKey best_key;
+    const size_t best = ElasticNextToGrow(st, candidates, &best_key);
     RunEntry& r = st.running.at(candidates[best]);
     std::vector<ReplicaPlacement>& mine = added[r.job.id];
     if (!ElasticGrowOne(st, r, &mine)) {
@@ -264,8 +272,9 @@ void GrowElastic(SchedState& st, Decisions* d) {
     }
     if (mine.size() == 1) grown.push_back(r.job.id);
     worst_tier[r.job.id] = std::max(worst_tier[r.job.id], best_key.tier);
-    if (!ElasticMayGrow(r))
+    if (!ElasticMayGrow(r)) {
       candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(best));
+    }
   }
   for (JobId id : grown) {
     ResizeDecision rd;
