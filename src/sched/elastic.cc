@@ -47,10 +47,34 @@ bool ElasticShrinkable(const SchedState& st, const RunEntry& r, const PendingEnt
   // Another queue's run, to a job of any priority that reclaims its quota: only what the
   // run's level borrows beyond its own quota.
   const QueueBook::Meet m = st.queues.QuotaMeet(e.queue, r.queue);
-  if (!st.OverQuota(m.holder)) return false;
   *holder = m.holder;
   return ElasticReclaims(st, m.taker, j);
 }
+
+// By quota level: GPUs no longer borrowed from its subtree, counting the replicas of elastic
+// runs already leaving it (still charged until they exit) and those cut by this search.
+class ElasticTaken {
+ public:
+  explicit ElasticTaken(const SchedState& st) : st_(st) {}
+  // Does the level still hold more than its quota?
+  bool StillBorrows(int32_t level) { return st_.OverQuota(level, Of(level)); }
+  void Add(int32_t level, int64_t gpus) { Of(level) += gpus; }
+
+ private:
+  int64_t& Of(int32_t level) {
+    auto [it, fresh] = taken_.try_emplace(level, 0);
+    if (fresh) {
+      for (const auto& [id, r] : st_.running) {
+        if (r.leaving > 0 && st_.queues.Within(r.queue, level)) {
+          it->second += int64_t{r.leaving} * ElasticReplicaGpus(r.job);
+        }
+      }
+    }
+    return it->second;
+  }
+  const SchedState& st_;
+  std::map<int32_t, int64_t> taken_;
+};
 
 // Binds one more replica of run r on node slot i, as a Place would.
 void ElasticBindReplica(SchedState& st, RunEntry& r, int32_t i, const Shape& s,
@@ -110,10 +134,11 @@ bool PlaceElasticStart(SchedState& st, Placer& placer, const PendingEntry& e, Ti
 bool FindShrink(SchedState& st, const PendingEntry& e, TimeMs end, std::vector<ShrinkCut>* out) {
   // Candidates: the lowest priority first, then the newest run, then the highest id.
   std::vector<std::tuple<int32_t, TimeMs, JobId, int32_t>> order;
+  ElasticTaken taken(st);
   for (const auto& [id, r] : st.running) {
     ++st.work;
     int32_t holder = -1;
-    if (ElasticShrinkable(st, r, e, &holder)) {
+    if (ElasticShrinkable(st, r, e, &holder) && (holder < 0 || taken.StillBorrows(holder))) {
       order.emplace_back(r.job.priority, -r.started_at, -id, holder);
     }
   }
@@ -122,7 +147,6 @@ bool FindShrink(SchedState& st, const PendingEntry& e, TimeMs end, std::vector<S
   const Shape s = ShapeOf(e.job);
   st.what_if.Reset(&st.model, s, end);
   out->clear();
-  std::map<int32_t, int64_t> taken;  // quota level -> GPUs cut from its subtree here
   bool fits = st.what_if.Fits();
   for (const auto& [priority, neg_start, neg_id, holder] : order) {
     if (fits) break;
@@ -132,10 +156,10 @@ bool FindShrink(SchedState& st, const PendingEntry& e, TimeMs end, std::vector<S
     ShrinkCut cut{r.job.id, {}};
     for (int32_t pos = static_cast<int32_t>(r.placement.size()) - 1;
          pos >= r.job.min_replicas && !fits; --pos) {
-      if (holder >= 0 && !st.OverQuota(holder, taken[holder])) break;  // no longer borrowing
+      if (holder >= 0 && !taken.StillBorrows(holder)) break;
       st.what_if.Release({r.placement[pos]}, {slots[pos]}, r.job.per_replica, r.job.user, -1);
       cut.positions.push_back(pos);
-      if (holder >= 0) taken[holder] += per;
+      if (holder >= 0) taken.Add(holder, per);
       fits = st.what_if.Fits();
     }
     if (!cut.positions.empty()) out->push_back(std::move(cut));

@@ -336,5 +336,26 @@ TEST(ElasticShareTest, AReclaimTakesOnlyTheBorrowedReplicas) {
   EXPECT_TRUE(ReclaimHostsFromABorrowingRun(3).resize.empty());
 }
 
+TEST(ElasticShareTest, ReplicasAlreadyLeavingCountAgainstWhatAQueueBorrows) {
+  Scheduler s(NoMinimumRuntime());
+  for (const char* n : {"h1", "h2", "h3", "h4", "h5", "h6"}) s.UpsertNode(MakeNode(n).Gpus(1));
+  s.SetQueue({"a", 4, -1, 1.0});
+  s.SetQueue({"b", 3, -1, 1.0});
+  // Queue a holds six GPUs, two beyond its quota, in three runs of two.
+  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(1, 2).PerNode(1).Queue("a").Priority(5),
+                       {{"h1", {0}}, {"h2", {0}}}, 0));
+  s.AddRunning(Running(MakeJob(2).Gpus(1).Elastic(1, 2).PerNode(1).Queue("a").Priority(5),
+                       {{"h3", {0}}, {"h4", {0}}}, 100));
+  s.AddRunning(Running(MakeJob(3).Gpus(1).Elastic(1, 2).PerNode(1).Queue("a").Priority(5),
+                       {{"h5", {0}}, {"h6", {0}}}, 200));
+  for (JobId id : {10, 11, 12}) s.AddPending(MakeJob(id).Gpus(1).Queue("b"));
+  Decisions d = s.Schedule(1000);
+  // Two jobs of queue b take the two borrowed replicas; the third takes none of queue a's
+  // quota, although a still holds six GPUs until the two have left.
+  ASSERT_EQ(d.resize.size(), 2u);
+  EXPECT_EQ(ResizeOf(d, 1), nullptr);
+  EXPECT_EQ(ResizeOf(s.Schedule(2000), 1), nullptr);
+}
+
 }  // namespace
 }  // namespace corral::sched
