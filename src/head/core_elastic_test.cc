@@ -1,6 +1,7 @@
 // Elastic jobs through the head's core (docs/elastic.md): a job starts with its minimum, grows
-// into freed nodes, gives replicas to a higher-priority job and keeps running, and drops a lost
-// node's replica while it keeps its minimum. Every scenario also runs with the head killed and
+// into freed nodes, gives replicas to a higher-priority job (and what it borrows beyond its
+// queue's quota to a queue reclaiming its own) and keeps running, and drops a lost node's
+// replica while it keeps its minimum. Every scenario also runs with the head killed and
 // recovered after every step (core_scenario.h): each JobResized is durable and replayed.
 #include "core/spec.h"
 #include "core/usage.h"
@@ -148,6 +149,41 @@ TEST_P(Elastic, AHigherPriorityJobShrinksItAndItKeepsRunning) {
   }
   EXPECT_EQ(Get(e.id).state, JobState::kSucceeded);
   EXPECT_EQ(Size(e.id), -1);
+  h_.ExpectDerivedStateRebuilds();
+  h_.ExpectReplayEqualsLive();
+}
+
+TEST_P(Elastic, AQueueUnderItsQuotaTakesBackWhatAnotherQueueBorrows) {
+  ThreeHosts();
+  ASSERT_TRUE(core().SetQueue(kAdmin, {"a", 1, -1, 1.0}, now()).ok());
+  Step();
+  ASSERT_TRUE(core().SetQueue(kAdmin, {"b", 2, -1, 1.0}, now()).ok());
+  Step();
+  JobSpec spec = ElasticSpec(1, 3);
+  spec.queue = "a";
+  spec.priority = 5;
+  Job e = Submit(spec, kAdmin);
+  Schedule();
+  ASSERT_EQ(Get(e.id).CurrentRun()->placement.size(), 3u);  // two beyond queue a's quota
+  ReportAllRunning(Get(e.id));
+  // A job of queue b, of a lower priority, reclaims its quota.
+  JobSpec low = Spec(1);
+  low.queue = "b";
+  Job l = Submit(low, kAdmin);
+  Schedule();
+  const Job shrunk = Get(e.id);
+  ASSERT_EQ(shrunk.CurrentRun()->departed.size(), 1u) << Json(ToJson(shrunk)).dump();
+  const int32_t gone = shrunk.CurrentRun()->departed[0];
+  const std::string node = shrunk.CurrentRun()->placement[gone].node;
+  EXPECT_TRUE(HasEvent(e.id, "shrunk"));
+  EXPECT_EQ(Size(e.id), 2);
+  EXPECT_EQ(Get(l.id).state, JobState::kPending);  // waits for the replica to leave
+  ASSERT_TRUE(*Report(node, {Exited(shrunk, gone, -15)}));
+  Schedule();
+  ASSERT_EQ(Get(l.id).state, JobState::kScheduled);
+  EXPECT_EQ(Get(l.id).CurrentRun()->placement[0].node, node);
+  EXPECT_EQ(Get(e.id).state, JobState::kRunning);
+  EXPECT_EQ(Get(e.id).runs.size(), 1u);
   h_.ExpectDerivedStateRebuilds();
   h_.ExpectReplayEqualsLive();
 }

@@ -1,9 +1,11 @@
 #include "sched/elastic.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <map>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "sched/order_policy.h"
 
@@ -15,12 +17,64 @@ int64_t ElasticReplicaGpus(const PendingJob& j) {
   return (std::max(0, j.per_replica.gpu_milli) + kGpuMilli - 1) / kGpuMilli;
 }
 
-// May a run of `r` give replicas to `j` by the shrink rule?
-bool ElasticShrinkable(const SchedState& st, const RunEntry& r, const PendingJob& j) {
-  return r.job.resizable && r.job.id != j.id && r.leaving == 0 && r.preempted_for == 0 &&
-         r.placed_in_pass != st.pass && r.job.priority <= j.priority &&
-         static_cast<int32_t>(r.placement.size()) > r.job.min_replicas;
+// kCorral: does j's queue reclaim its quota from the level `taker` (QueueBook::QuotaMeet):
+// the job, with the jobs of that subtree already waiting for their victims, stays within it.
+bool ElasticReclaims(const SchedState& st, int32_t taker, const PendingJob& j) {
+  int64_t incoming = 0;
+  for (const auto& [id, victims] : st.victims_of) {
+    (void)victims;
+    if (const PendingEntry* w = st.pending.Find(id); w && st.queues.Within(w->queue, taker)) {
+      incoming += TotalGpus(w->job);
+    }
+  }
+  return st.queues.AllocGpus(taker) + incoming + TotalGpus(j) <= st.queues.Quota(taker);
 }
+
+// May a run of `r` give replicas to `j` by the shrink rule? Sets *holder to the quota level
+// whose borrowed GPUs alone may be taken (-1: any replica above the minimum).
+bool ElasticShrinkable(const SchedState& st, const RunEntry& r, const PendingEntry& e,
+                       int32_t* holder) {
+  const PendingJob& j = e.job;
+  *holder = -1;
+  if (!r.job.resizable || r.job.id == j.id || r.leaving != 0 || r.preempted_for != 0 ||
+      r.placed_in_pass == st.pass ||
+      static_cast<int32_t>(r.placement.size()) <= r.job.min_replicas) {
+    return false;
+  }
+  // Any replica above the minimum, to a job at the run's priority or above.
+  if (j.may_preempt && r.job.priority <= j.priority) return true;
+  if (st.config.policy != OrderPolicy::kCorral || r.queue == e.queue) return false;
+  // Another queue's run, to a job of any priority that reclaims its quota: only what the
+  // run's level borrows beyond its own quota.
+  const QueueBook::Meet m = st.queues.QuotaMeet(e.queue, r.queue);
+  *holder = m.holder;
+  return ElasticReclaims(st, m.taker, j);
+}
+
+// By quota level: GPUs no longer borrowed from its subtree, counting the replicas of elastic
+// runs already leaving it (still charged until they exit) and those cut by this search.
+class ElasticTaken {
+ public:
+  explicit ElasticTaken(const SchedState& st) : st_(st) {}
+  // Does the level still hold more than its quota?
+  bool StillBorrows(int32_t level) { return st_.OverQuota(level, Of(level)); }
+  void Add(int32_t level, int64_t gpus) { Of(level) += gpus; }
+
+ private:
+  int64_t& Of(int32_t level) {
+    auto [it, fresh] = taken_.try_emplace(level, 0);
+    if (fresh) {
+      for (const auto& [id, r] : st_.running) {
+        if (r.leaving > 0 && st_.queues.Within(r.queue, level)) {
+          it->second += int64_t{r.leaving} * ElasticReplicaGpus(r.job);
+        }
+      }
+    }
+    return it->second;
+  }
+  const SchedState& st_;
+  std::map<int32_t, int64_t> taken_;
+};
 
 // Binds one more replica of run r on node slot i, as a Place would.
 void ElasticBindReplica(SchedState& st, RunEntry& r, int32_t i, const Shape& s,
@@ -78,29 +132,34 @@ bool PlaceElasticStart(SchedState& st, Placer& placer, const PendingEntry& e, Ti
 }
 
 bool FindShrink(SchedState& st, const PendingEntry& e, TimeMs end, std::vector<ShrinkCut>* out) {
-  const PendingJob& j = e.job;
-  if (!j.may_preempt) return false;
   // Candidates: the lowest priority first, then the newest run, then the highest id.
-  std::vector<std::tuple<int32_t, TimeMs, JobId>> order;
+  std::vector<std::tuple<int32_t, TimeMs, JobId, int32_t>> order;
+  ElasticTaken taken(st);
   for (const auto& [id, r] : st.running) {
     ++st.work;
-    if (ElasticShrinkable(st, r, j)) order.emplace_back(r.job.priority, -r.started_at, -id);
+    int32_t holder = -1;
+    if (ElasticShrinkable(st, r, e, &holder) && (holder < 0 || taken.StillBorrows(holder))) {
+      order.emplace_back(r.job.priority, -r.started_at, -id, holder);
+    }
   }
   if (order.empty()) return false;
   std::sort(order.begin(), order.end());
-  const Shape s = ShapeOf(j);
+  const Shape s = ShapeOf(e.job);
   st.what_if.Reset(&st.model, s, end);
   out->clear();
   bool fits = st.what_if.Fits();
-  for (const auto& entry : order) {
+  for (const auto& [priority, neg_start, neg_id, holder] : order) {
     if (fits) break;
-    RunEntry& r = st.running.at(static_cast<JobId>(-std::get<2>(entry)));
+    RunEntry& r = st.running.at(static_cast<JobId>(-neg_id));
     const std::vector<int32_t>& slots = st.SlotsOf(r);
+    const int64_t per = ElasticReplicaGpus(r.job);
     ShrinkCut cut{r.job.id, {}};
     for (int32_t pos = static_cast<int32_t>(r.placement.size()) - 1;
          pos >= r.job.min_replicas && !fits; --pos) {
+      if (holder >= 0 && !taken.StillBorrows(holder)) break;
       st.what_if.Release({r.placement[pos]}, {slots[pos]}, r.job.per_replica, r.job.user, -1);
       cut.positions.push_back(pos);
+      if (holder >= 0) taken.Add(holder, per);
       fits = st.what_if.Fits();
     }
     if (!cut.positions.empty()) out->push_back(std::move(cut));
@@ -131,36 +190,121 @@ void ApplyShrink(SchedState& st, const PendingEntry& e, const std::vector<Shrink
   }
 }
 
-void GrowElastic(SchedState& st, Decisions* d) {
-  // The highest priority first, then the oldest run, then the lowest id.
-  std::vector<std::tuple<int32_t, TimeMs, JobId>> order;
-  for (const auto& [id, r] : st.running) {
+namespace {
+
+// How one more replica of a queue's run would be held (the pass order's tiers,
+// QueueBook::QuotaTier): 0 within the queue's own quota, 1 within an ancestor's (its
+// subtree's idle share), 2 borrowed from the cluster. Flat queues are 0 or 2.
+int ElasticGrowthTier(const SchedState& st, int32_t q, int64_t gpus) {
+  if (st.queues.AllocGpus(q) + gpus <= st.queues.Quota(q)) return 0;
+  for (int32_t a = st.queues.Parent(q); a >= 0; a = st.queues.Parent(a)) {
+    if (st.queues.Quota(a) > 0 && st.queues.AllocGpus(a) + gpus <= st.queues.Quota(a)) return 1;
+  }
+  return 2;
+}
+
+// Which run grows next: the highest priority, then (kCorral) the lowest growth tier, then the
+// queue's fair share (QueueBook::FairPath, which moves with every replica bound), then the
+// oldest run, then the lowest id.
+struct ElasticGrowKey {
+  int32_t neg_priority = 0;
+  int tier = 0;
+  double share = 0;
+  std::vector<double> deeper;
+  TimeMs started_at = 0;
+  JobId id = 0;
+  bool operator<(const ElasticGrowKey& o) const {
+    return std::tie(neg_priority, tier, share, deeper, started_at, id) <
+           std::tie(o.neg_priority, o.tier, o.share, o.deeper, o.started_at, o.id);
+  }
+};
+
+ElasticGrowKey ElasticGrowKeyOf(const SchedState& st, const RunEntry& r) {
+  ElasticGrowKey k;
+  k.neg_priority = -r.job.priority;
+  k.started_at = r.started_at;
+  k.id = r.job.id;
+  if (st.config.policy == OrderPolicy::kCorral) {
+    k.tier = ElasticGrowthTier(st, r.queue, ElasticReplicaGpus(r.job));
+    k.share = st.queues.FairPath(r.queue, &k.deeper);
+  }
+  return k;
+}
+
+// The candidate that grows next, and its key. REQUIRES: candidates not empty.
+size_t ElasticNextToGrow(SchedState& st, const std::vector<JobId>& candidates,
+                         ElasticGrowKey* key) {
+  size_t best = 0;
+  *key = ElasticGrowKeyOf(st, st.running.at(candidates[0]));
+  for (size_t c = 1; c < candidates.size(); ++c) {
     ++st.work;
-    if (r.job.resizable && r.leaving == 0 && r.preempted_for == 0 &&
-        static_cast<int32_t>(r.placement.size()) < r.job.replicas && !r.job.per_replica.IsShare()) {
-      order.emplace_back(-r.job.priority, r.started_at, id);
+    ElasticGrowKey k = ElasticGrowKeyOf(st, st.running.at(candidates[c]));
+    if (k < *key) {
+      best = c;
+      *key = std::move(k);
     }
   }
-  std::sort(order.begin(), order.end());
-  for (const auto& entry : order) {
-    const JobId id = std::get<2>(entry);
-    RunEntry& r = st.running.at(id);
-    Shape one = ShapeOf(r.job);
-    one.replicas = 1;
-    const int64_t per = ElasticReplicaGpus(r.job);
-    std::vector<ReplicaPlacement> added;
-    while (static_cast<int32_t>(r.placement.size()) < r.job.replicas &&
-           st.queues.LimitingQueue(r.queue, per) < 0) {
-      const int32_t i = ElasticPickNode(st, r, one);
-      if (i < 0) break;
-      ElasticBindReplica(st, r, i, one, &added);
+  return best;
+}
+
+bool ElasticMayGrow(const RunEntry& r) {
+  return r.job.resizable && r.leaving == 0 && r.preempted_for == 0 &&
+         static_cast<int32_t>(r.placement.size()) < r.job.replicas && !r.job.per_replica.IsShare();
+}
+
+// Binds one more replica of r if its queue's limit and a node allow; false: it cannot grow.
+bool ElasticGrowOne(SchedState& st, RunEntry& r, std::vector<ReplicaPlacement>* added) {
+  if (st.queues.LimitingQueue(r.queue, ElasticReplicaGpus(r.job)) >= 0) return false;
+  Shape one = ShapeOf(r.job);
+  one.replicas = 1;
+  const int32_t i = ElasticPickNode(st, r, one);
+  if (i < 0) return false;
+  ElasticBindReplica(st, r, i, one, added);
+  return true;
+}
+
+std::string ElasticGrowReason(const SchedState& st, const RunEntry& r, size_t added, int tier) {
+  std::string why = "idle GPUs and no job waiting: grows by " + std::to_string(added) +
+                    " replica(s) toward its maximum of " + std::to_string(r.job.replicas);
+  if (tier == 2 && st.config.policy == OrderPolicy::kCorral) {
+    why += "; beyond queue " + st.queues.Name(r.queue) +
+           "'s quota: a job of a queue under its quota takes them back first";
+  }
+  return why;
+}
+
+}  // namespace
+
+void GrowElastic(SchedState& st, Decisions* d) {
+  std::vector<JobId> candidates;
+  for (const auto& [id, r] : st.running) {
+    ++st.work;
+    if (ElasticMayGrow(r)) candidates.push_back(id);
+  }
+  // One replica at a time to the run that comes first now (the key moves as replicas bind).
+  std::map<JobId, std::vector<ReplicaPlacement>> added;
+  std::map<JobId, int> worst_tier;
+  std::vector<JobId> grown;  // in the order of their first replica
+  while (!candidates.empty()) {
+    ElasticGrowKey best_key;
+    const size_t best = ElasticNextToGrow(st, candidates, &best_key);
+    RunEntry& r = st.running.at(candidates[best]);
+    std::vector<ReplicaPlacement>& mine = added[r.job.id];
+    if (!ElasticGrowOne(st, r, &mine)) {
+      candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(best));
+      continue;
     }
-    if (added.empty()) continue;
+    if (mine.size() == 1) grown.push_back(r.job.id);
+    worst_tier[r.job.id] = std::max(worst_tier[r.job.id], best_key.tier);
+    if (!ElasticMayGrow(r)) {
+      candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(best));
+    }
+  }
+  for (JobId id : grown) {
     ResizeDecision rd;
     rd.job = id;
-    rd.reason = "idle GPUs and no job waiting: grows by " + std::to_string(added.size()) +
-                " replica(s) toward its maximum of " + std::to_string(r.job.replicas);
-    rd.added = std::move(added);
+    rd.reason = ElasticGrowReason(st, st.running.at(id), added[id].size(), worst_tier[id]);
+    rd.added = std::move(added[id]);
     d->resize.push_back(std::move(rd));
   }
 }

@@ -5,14 +5,21 @@
 // Rules:
 //  - Start: an elastic job whose whole size does not fit starts with the most replicas
 //    between its minimum and its maximum that fit now (and that its queue's limit allows).
-//  - Grow: when a pass leaves no job waiting for GPUs, each resizable elastic run below its
-//    maximum gets one replica at a time on free GPUs (highest priority first, then the oldest
-//    run), bound at once. A job that spreads (max_replicas_per_node) grows onto nodes where
-//    it has room under its limit.
-//  - Shrink: a blocked job that may preempt by priority takes replicas above their minimum of
-//    elastic runs of a lower or equal priority (never its own), the lowest priority first,
-//    then the newest run, its last replicas first, before any whole run is preempted: only
-//    the replicas that leave get the checkpoint signal and grace, and the run keeps going. No
+//  - Grow: when a pass leaves no job waiting for GPUs, resizable elastic runs below their
+//    maximum get free GPUs one replica at a time, bound at once, each to the run that comes
+//    first now: the highest priority, then (kCorral) a replica within its queue's quota before
+//    one within an ancestor's and both before one borrowed beyond every quota level, then the
+//    queue of the lowest fair share (which rises with each replica), then the oldest run. A
+//    job that spreads (max_replicas_per_node) grows onto nodes where it has room under its
+//    limit. What a run borrows beyond its queue's quota is taken back first (Shrink).
+//  - Shrink: a blocked job takes replicas above their minimum of elastic runs, the lowest
+//    priority first, then the newest run, its last replicas first, before any whole run is
+//    preempted: only the replicas that leave get the checkpoint signal and grace, and the run
+//    keeps going. A job that may preempt takes them from runs whose priority is not above
+//    its own (as a replica above the minimum is preemptible capacity); besides, under
+//    kCorral, a job whose queue reclaims its quota (it stays within it, as a quota reclaim
+//    does) takes what another queue's run borrows beyond that queue's quota (its quota level,
+//    QueueBook::QuotaMeet), whatever the priorities and without the right to preempt. No
 //    replica below the minimum is ever taken this way; below it the run is preempted whole,
 //    as a rigid gang.
 #pragma once

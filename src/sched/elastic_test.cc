@@ -1,5 +1,6 @@
 // Elastic jobs in the scheduler (elastic.h): start at the minimum, grow into idle GPUs only
-// when nothing waits, shrink instead of being preempted, preempted whole below the minimum.
+// when nothing waits (by fair share), shrink instead of being preempted (a queue reclaiming its
+// quota takes what a run borrows beyond its own), preempted whole below the minimum.
 #include <gtest/gtest.h>
 
 #include "sched/scheduler.h"
@@ -204,6 +205,156 @@ TEST(ElasticTest, BatchElasticJobIsSizedAtStartOnly) {
   EXPECT_EQ(PlaceOf(d, 1)->placement.size(), 3u);
   s.RemoveRunning(100);
   EXPECT_TRUE(s.Schedule(2000).resize.empty());
+}
+
+// Fair share (kCorral): growth goes first to the queue under its share, and what a run
+// borrows beyond its queue's quota is what others take back, first.
+
+TEST(ElasticShareTest, GrowsTheQueueUnderItsQuotaBeforeAnOlderRunOfAQueueAtIt) {
+  Scheduler s(NoMinimumRuntime());
+  AddFourHosts(s);
+  s.SetQueue({"a", 2, -1, 1.0});
+  s.SetQueue({"b", 2, -1, 1.0});
+  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(1, 4).PerNode(1).Queue("a"),
+                       {{"h1", {0}}, {"h2", {0}}}, 0));
+  s.AddRunning(Running(MakeJob(2).Gpus(1).Elastic(1, 4).PerNode(1).Queue("b"), {{"h3", {0}}}, 500));
+  Decisions d = s.Schedule(1000);
+  // The older run's queue holds its quota: the one free host goes to queue b's run.
+  EXPECT_EQ(ResizeOf(d, 1), nullptr);
+  const ResizeDecision* r = ResizeOf(d, 2);
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(r->added.size(), 1u);
+  EXPECT_EQ(r->added[0].node, "h4");
+}
+
+TEST(ElasticShareTest, FreeHostsAreSharedByFairShareNotFilledByTheOldestRun) {
+  Scheduler s(NoMinimumRuntime());
+  for (const char* n : {"h1", "h2", "h3", "h4", "h5", "h6"}) s.UpsertNode(MakeNode(n).Gpus(1));
+  s.SetQueue({"a", 3, -1, 1.0});
+  s.SetQueue({"b", 3, -1, 1.0});
+  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(1, 6).PerNode(1).Queue("a"), {{"h1", {0}}}, 0));
+  s.AddRunning(Running(MakeJob(2).Gpus(1).Elastic(1, 6).PerNode(1).Queue("b"), {{"h2", {0}}}, 500));
+  Decisions d = s.Schedule(1000);
+  const ResizeDecision* a = ResizeOf(d, 1);
+  const ResizeDecision* b = ResizeOf(d, 2);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  // Each queue grows to its quota of three (the oldest run alone would have taken all four).
+  EXPECT_EQ(a->added.size(), 2u);
+  EXPECT_EQ(b->added.size(), 2u);
+}
+
+TEST(ElasticShareTest, GrowthIntoItsParentsIdleShareComesBeforeBorrowingFromTheCluster) {
+  Scheduler s(NoMinimumRuntime());
+  AddFourHosts(s);
+  s.SetQueue({"org", 3, -1, 1.0});
+  s.SetQueue({"org/a", 1, -1, 1.0});
+  s.SetQueue({"x", 0, -1, 1.0});
+  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(1, 4).PerNode(1).Queue("x"), {{"h1", {0}}}, 0));
+  s.AddRunning(Running(MakeJob(2).Gpus(1).Elastic(1, 4).PerNode(1).Queue("org/a"),
+                       {{"h2", {0}}, {"h3", {0}}}, 500));
+  // org/a is over its own quota but org has room for one more: the host goes to job 2,
+  // although job 1 is older.
+  Decisions d = s.Schedule(1000);
+  EXPECT_EQ(ResizeOf(d, 1), nullptr);
+  const ResizeDecision* r = ResizeOf(d, 2);
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(r->added.size(), 1u);
+  EXPECT_EQ(r->added[0].node, "h4");
+}
+
+TEST(ElasticShareTest, GrowthBeyondTheQuotaSaysItIsBorrowed) {
+  Scheduler s(NoMinimumRuntime());
+  AddFourHosts(s);
+  s.SetQueue({"a", 2, -1, 1.0});
+  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(1, 4).PerNode(1).Queue("a"), {{"h1", {0}}}, 0));
+  Decisions d = s.Schedule(1000);
+  const ResizeDecision* r = ResizeOf(d, 1);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->added.size(), 3u);  // nothing waits: idle GPUs are used
+  EXPECT_NE(r->reason.find("beyond queue a's quota"), std::string::npos) << r->reason;
+}
+
+TEST(ElasticShareTest, AQueueReclaimingItsQuotaTakesBorrowedReplicasBackWhateverThePriority) {
+  Scheduler s(NoMinimumRuntime());
+  AddFourHosts(s);
+  s.SetQueue({"a", 1, -1, 1.0});
+  s.SetQueue({"b", 3, -1, 1.0});
+  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(1, 4).PerNode(1).Queue("a").Priority(5),
+                       {{"h1", {0}}, {"h2", {0}}, {"h3", {0}}, {"h4", {0}}}, 0));
+  PendingJob low = MakeJob(2).Gpus(1).Queue("b").Priority(0);
+  low.may_preempt = false;  // a reclaim needs no right to preempt
+  s.AddPending(low);
+  Decisions d = s.Schedule(1000);
+  EXPECT_TRUE(d.preempt.empty());
+  const ResizeDecision* r = ResizeOf(d, 1);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->for_job, 2u);
+  ASSERT_EQ(r->removed.size(), 1u);
+  EXPECT_EQ(r->removed[0].node, "h4");
+}
+
+TEST(ElasticShareTest, ALowerPriorityJobThatDoesNotReclaimTakesNothing) {
+  Scheduler s(NoMinimumRuntime());
+  AddFourHosts(s);
+  s.SetQueue({"a", 1, -1, 1.0});
+  s.SetQueue({"b", 1, -1, 1.0});
+  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(1, 4).PerNode(1).Queue("a").Priority(5),
+                       {{"h1", {0}}, {"h2", {0}}, {"h3", {0}}, {"h4", {0}}}, 0));
+  s.UpsertNode(MakeNode("h5").Gpus(1));
+  s.AddRunning(Running(MakeJob(100).Gpus(1).Queue("b"), {{"h5", {0}}}, 0));
+  // Queue b already holds its quota: a job of it beyond that is no reclaim.
+  s.AddPending(MakeJob(2).Gpus(1).Queue("b").Priority(0));
+  Decisions d = s.Schedule(1000);
+  EXPECT_TRUE(d.resize.empty());
+  EXPECT_FALSE(Placed(d, 2));
+}
+
+// Queue a (quota 2) holds four hosts with one elastic run of priority 5; a job of queue b
+// (quota 3) of priority 0 needs `hosts` of them.
+Decisions ReclaimHostsFromABorrowingRun(int hosts) {
+  Scheduler s(NoMinimumRuntime());
+  AddFourHosts(s);
+  s.SetQueue({"a", 2, -1, 1.0});
+  s.SetQueue({"b", 3, -1, 1.0});
+  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(1, 4).PerNode(1).Queue("a").Priority(5),
+                       {{"h1", {0}}, {"h2", {0}}, {"h3", {0}}, {"h4", {0}}}, 0));
+  s.AddPending(MakeJob(2).Gpus(1).Replicas(hosts).PerNode(1).Queue("b").Priority(0));
+  return s.Schedule(1000);
+}
+
+TEST(ElasticShareTest, AReclaimTakesOnlyTheBorrowedReplicas) {
+  // Two hosts: the run's last two, which it borrows beyond queue a's quota.
+  Decisions d = ReclaimHostsFromABorrowingRun(2);
+  const ResizeDecision* r = ResizeOf(d, 1);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->for_job, 2u);
+  ASSERT_EQ(r->removed.size(), 2u);
+  EXPECT_EQ(r->removed[0].node, "h4");
+  EXPECT_EQ(r->removed[1].node, "h3");
+  // Three: the third would be within queue a's quota, so the run is not shrunk.
+  EXPECT_TRUE(ReclaimHostsFromABorrowingRun(3).resize.empty());
+}
+
+TEST(ElasticShareTest, ReplicasAlreadyLeavingCountAgainstWhatAQueueBorrows) {
+  Scheduler s(NoMinimumRuntime());
+  for (const char* n : {"h1", "h2", "h3", "h4", "h5", "h6"}) s.UpsertNode(MakeNode(n).Gpus(1));
+  s.SetQueue({"a", 4, -1, 1.0});
+  s.SetQueue({"b", 3, -1, 1.0});
+  // Queue a holds six GPUs, two beyond its quota, in three runs of two.
+  s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(1, 2).PerNode(1).Queue("a").Priority(5),
+                       {{"h1", {0}}, {"h2", {0}}}, 0));
+  s.AddRunning(Running(MakeJob(2).Gpus(1).Elastic(1, 2).PerNode(1).Queue("a").Priority(5),
+                       {{"h3", {0}}, {"h4", {0}}}, 100));
+  s.AddRunning(Running(MakeJob(3).Gpus(1).Elastic(1, 2).PerNode(1).Queue("a").Priority(5),
+                       {{"h5", {0}}, {"h6", {0}}}, 200));
+  for (JobId id : {10, 11, 12}) s.AddPending(MakeJob(id).Gpus(1).Queue("b"));
+  Decisions d = s.Schedule(1000);
+  // Two jobs of queue b take the two borrowed replicas; the third takes none of queue a's
+  // quota, although a still holds six GPUs until the two have left.
+  ASSERT_EQ(d.resize.size(), 2u);
+  EXPECT_EQ(ResizeOf(d, 1), nullptr);
+  EXPECT_EQ(ResizeOf(s.Schedule(2000), 1), nullptr);
 }
 
 }  // namespace
