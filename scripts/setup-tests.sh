@@ -21,6 +21,7 @@ PACKAGES=(
   slurm-wlm munge  # the differential test against a real Slurm (tests/slurm), with sacct:
   slurmdbd mariadb-server  # its accounting (slurmdbd over a MariaDB the test starts)
   clang            # libFuzzer targets (scripts/fuzz.sh)
+  lld              # CI's links (scripts/test.sh): a third of GNU ld's time on the tests' executables
   busybox-static docker-registry  # the container tests' image and registry
   jupyter-notebook python3-ipykernel python3-websocket  # corral notebook (interactive_test)
   patchelf         # scripts/bundle.sh: the portable bundle's run paths (tests/bundle_test.sh)

@@ -53,11 +53,18 @@ stage "setup (apt-get, npm)"
 # costs more compile time than anything else here. (Not -O3: GCC 12 reports a false
 # -Werror=restrict inside std::string there.) The unit tests are built and run once, under
 # ASan+UBSan; the benchmarks are built here (with -Werror), and the emulated agents' test runs.
+# lld links the ~100 test executables in a third of GNU ld's time (docs/benchmarks.md); links
+# are never cached, so this counts on a warm machine too.
+linker=()
+if command -v ld.lld >/dev/null; then
+  linker=(-DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld)
+fi
 stage "build (-O2, -Werror, no unit tests)"
-# Tests and system suites on explicitly: demo.sh configures the same build/ without.
+# Tests and system suites on explicitly: demo.sh configures the same build/ without. File by
+# file: this build is also the check that every source compiles on its own.
 BUILD_DIR=build BUILD_TYPE=RelWithDebInfo ./scripts/build.sh -DCORRAL_WERROR=ON \
   -DCORRAL_TESTS=ON -DCORRAL_UNIT_TESTS=OFF -DCORRAL_SYSTEM_TESTS=ON -DCORRAL_BENCH=ON \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG"
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG" "${linker[@]}"
 stage "multi-process suites"
 # integration and the suites that need root or third-party servers (they skip with a message
 # where they cannot run, and fail under CI=true: pg starts its own PostgreSQL as root);
@@ -71,9 +78,11 @@ run_ctest build --output-on-failure -j "$JOBS" \
 
 stage "build (ASan+UBSan, unit tests)"
 # Only the unit tests and what they run: not the binaries, which the -O2 stage built and ran.
-BUILD_DIR=build-asan BUILD_TYPE=Debug BUILD_TARGETS=unit_tests ./scripts/build.sh -DCORRAL_WERROR=ON -DCORRAL_SANITIZE=ON \
-  -DCORRAL_TESTS=ON -DCORRAL_UNIT_TESTS=ON -DCORRAL_BENCH=OFF -DCORRAL_SYSTEM_TESTS=OFF \
-  -DCMAKE_CXX_FLAGS_DEBUG=-g1
+# The libraries in batches (UNITY_BUILD: 16 sources a unit; the test executables stay file by
+# file): under ASan a third of the CPU of compiling them one by one (docs/benchmarks.md).
+BUILD_DIR=build-asan BUILD_TYPE=Debug BUILD_TARGETS=unit_tests UNITY_BUILD=ON ./scripts/build.sh \
+  -DCORRAL_WERROR=ON -DCORRAL_SANITIZE=ON -DCORRAL_TESTS=ON -DCORRAL_UNIT_TESTS=ON \
+  -DCORRAL_BENCH=OFF -DCORRAL_SYSTEM_TESTS=OFF -DCMAKE_CXX_FLAGS_DEBUG=-g1 "${linker[@]}"
 stage "unit tests under ASan+UBSan"
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
