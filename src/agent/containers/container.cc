@@ -157,20 +157,15 @@ Status WriteSimulatedCdiSpec(const std::string& dir, int32_t count) {
   return Status::Ok();
 }
 
-Status WriteContainerPlan(const ContainerConfig& config, const ContainerLaunch& l) {
-  const RunOrder& order = *l.order;
-  const ContainerSpec& c = order.container;
-  const std::string dir = ContainerDir(l.run_dir);
-  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    return Internal("mkdir " + dir + ": " + std::strerror(errno));
-  }
-  UnixIdentity root;
-  root.name = "root";
-  const UnixIdentity& who = l.who ? *l.who : root;
-  // Mounts: the job's, then the owner's home and the checkpoint directory at their own paths.
-  Json mounts = Json::array();
+namespace {
+
+// The bind mounts of a container's plan, each checked on the node as its owner.
+struct PlanMounts {
+  Json list = Json::array();
   std::vector<std::pair<std::string, std::string>> mapped;  // host source -> container path
-  auto add = [&](const std::string& src, const std::string& dst, bool ro, bool required) -> Status {
+
+  Status Add(const ContainerLaunch& l, const UnixIdentity& who, const std::string& src,
+             const std::string& dst, bool ro, bool required) {
     struct stat st {};
     if (stat(src.c_str(), &st) != 0) {
       if (!required) return Status::Ok();
@@ -183,46 +178,73 @@ Status WriteContainerPlan(const ContainerConfig& config, const ContainerLaunch& 
     }
     Json options = {"rbind", "nosuid", "nodev"};
     if (ro) options.push_back("ro");
-    mounts.push_back(
-        {{"destination", dst}, {"type", "bind"}, {"source", src}, {"options", options}});
+    list.push_back({{"destination", dst}, {"type", "bind"}, {"source", src}, {"options", options}});
     mapped.emplace_back(src, dst);
     return Status::Ok();
-  };
-  for (const ContainerMount& m : c.mounts) {
-    CORRAL_RETURN_IF_ERROR(add(m.source, m.destination, m.read_only, true));
+  }
+};
+
+// The job's mounts, then the owner's home and the checkpoint directory at their own paths, and
+// an MPS share's daemon directories (mps.h), reached at the same paths.
+Result<PlanMounts> ContainerPlanMounts(const ContainerLaunch& l, const UnixIdentity& who) {
+  const ContainerSpec& c = l.order->container;
+  PlanMounts m;
+  for (const ContainerMount& x : c.mounts) {
+    CORRAL_RETURN_IF_ERROR(m.Add(l, who, x.source, x.destination, x.read_only, true));
   }
   if (c.mount_home && l.who != nullptr && !l.who->home.empty() && l.who->home != "/") {
-    CORRAL_RETURN_IF_ERROR(add(l.who->home, l.who->home, false, false));
+    CORRAL_RETURN_IF_ERROR(m.Add(l, who, l.who->home, l.who->home, false, false));
   }
   if (!l.checkpoint_dir.empty()) {
-    CORRAL_RETURN_IF_ERROR(add(l.checkpoint_dir, l.checkpoint_dir, false, true));
+    CORRAL_RETURN_IF_ERROR(m.Add(l, who, l.checkpoint_dir, l.checkpoint_dir, false, true));
   }
-  // An MPS share's daemon (mps.h) is reached through its pipe directory, at the same path.
   if (!l.task_envs.empty()) {
     for (const std::string& kv : l.task_envs[0]) {
       for (const char* key :
            {CORRAL_ENV_MPS_PIPE_DIRECTORY "=", CORRAL_ENV_MPS_LOG_DIRECTORY "="}) {
         if (kv.rfind(key, 0) != 0) continue;
         const std::string dir = kv.substr(std::strlen(key));
-        CORRAL_RETURN_IF_ERROR(add(dir, dir, false, true));
+        CORRAL_RETURN_IF_ERROR(m.Add(l, who, dir, dir, false, true));
       }
     }
   }
-  // Where tasks start: the asked-for directory, else the job's workdir where a mount shows it.
-  std::string cwd = c.workdir;
+  return m;
+}
+
+// Where tasks start: the asked-for directory, else the job's workdir where a mount shows it.
+std::string ContainerPlanCwd(const ContainerLaunch& l, const PlanMounts& m) {
+  std::string cwd = l.order->container.workdir;
   if (cwd.empty() && !l.host_workdir.empty()) {
-    for (const auto& [src, dst] : mapped) {
+    for (const auto& [src, dst] : m.mapped) {
       if (l.host_workdir == src ||
           (l.host_workdir.rfind(src, 0) == 0 && l.host_workdir[src.size()] == '/')) {
         cwd = dst + l.host_workdir.substr(src.size());
       }
     }
   }
+  return cwd;
+}
+
+}  // namespace
+
+Status WriteContainerPlan(const ContainerConfig& config, const ContainerLaunch& l) {
+  const RunOrder& order = *l.order;
+  const ContainerSpec& c = order.container;
+  const std::string dir = ContainerDir(l.run_dir);
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Internal("mkdir " + dir + ": " + std::strerror(errno));
+  }
+  UnixIdentity root;
+  root.name = "root";
+  const UnixIdentity& who = l.who ? *l.who : root;
+  Result<PlanMounts> mounts = ContainerPlanMounts(l, who);
+  if (!mounts.ok()) return mounts.status();
+  const std::string cwd = ContainerPlanCwd(l, *mounts);
   Json devices = Json::array(), cdi_env = Json::array();
   std::vector<std::string> names;
   for (int32_t g : order.gpus) names.push_back(config.cdi_kind + "=" + std::to_string(g));
   if (!names.empty()) {
-    CORRAL_RETURN_IF_ERROR(ResolveCdi(config.cdi_dirs, names, &devices, &cdi_env, &mounts));
+    CORRAL_RETURN_IF_ERROR(ResolveCdi(config.cdi_dirs, names, &devices, &cdi_env, &mounts->list));
   }
   Json tasks = Json::array();
   for (const auto& env : l.task_envs) tasks.push_back({{"env", env}});
@@ -236,7 +258,7 @@ Status WriteContainerPlan(const ContainerConfig& config, const ContainerLaunch& 
                {"init", config.init_exe},
                {"writable", c.writable},
                {"shm_bytes", order.memory_mb * 1024 * 1024},
-               {"mounts", mounts},
+               {"mounts", mounts->list},
                {"devices", devices},
                {"cdi_env", cdi_env},
                {"cwd", cwd},
