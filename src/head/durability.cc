@@ -103,48 +103,95 @@ void EditLog::MaybeSnapshot(HeadCore& core, bool force, std::vector<store::State
   snapshot_revision_ = rev;
 }
 
-Result<LoadedState> DecodeStoredState(store::StoredState stored) {
-  LoadedState out;
-  ClusterState& s = out.snapshot;
-  auto meta = [&](const char* key) -> Result<uint64_t> {
-    auto it = stored.meta.find(key);
-    if (it == stored.meta.end()) return uint64_t{0};
-    uint64_t v = 0;
-    if (!ParseU64(it->second, &v)) {
-      return Internal(std::string("store meta '") + key + "': not a number: " + it->second);
-    }
-    return v;
-  };
-  auto rev = meta(store::kSnapshotRevisionKey);
-  auto epoch = meta(SnapshotMeta::kEpoch);
-  auto next = meta(SnapshotMeta::kNextJobId);
-  for (const auto* r : {&rev, &epoch, &next}) {
-    if (!r->ok()) return r->status();
+namespace {
+
+// A number in the store's meta table; 0 where the key is absent.
+Result<uint64_t> StoredMetaNumber(const store::StoredState& stored, const char* key) {
+  auto it = stored.meta.find(key);
+  if (it == stored.meta.end()) return uint64_t{0};
+  uint64_t v = 0;
+  if (!ParseU64(it->second, &v)) {
+    return Internal(std::string("store meta '") + key + "': not a number: " + it->second);
   }
-  s.revision = *rev;
-  s.epoch = *epoch;
-  s.next_job_id = std::max<uint64_t>(1, *next);
+  return v;
+}
+
+// Each element of a JSON array kept under `key` in the meta table, decoded and added by `add`.
+template <typename Decode, typename Add>
+Status ForEachStoredMetaItem(const store::StoredState& stored, const char* key, const char* what,
+                             Decode decode, Add add) {
+  auto it = stored.meta.find(key);
+  if (it == stored.meta.end()) return Status::Ok();
+  Json arr = Json::parse(it->second, nullptr, false);
+  if (!arr.is_array()) return Internal(std::string("store meta '") + what + "': not a JSON array");
+  for (const Json& j : arr) {
+    auto v = decode(j);
+    if (!v.ok()) return v.status();
+    add(std::move(*v));
+  }
+  return Status::Ok();
+}
+
+// The jobs, live and retired, and the next job id past all of them.
+Status AddStoredJobs(store::StoredState& stored, ClusterState* s) {
   for (Job& j : stored.jobs) {
-    s.next_job_id = std::max(s.next_job_id, j.id + 1);
+    s->next_job_id = std::max(s->next_job_id, j.id + 1);
     JobId id = j.id;
     // The store's jobs come in ascending id: each goes at the end, moved once.
-    s.jobs.insert_or_assign(s.jobs.end(), id, std::move(j));
+    s->jobs.insert_or_assign(s->jobs.end(), id, std::move(j));
   }
   for (const auto& [id, state] : stored.retired) {
     JobState js;
     if (!ParseJobState(state, &js)) {
       return Internal("store: retired job " + std::to_string(id) + " has state '" + state + "'");
     }
-    s.retired[id] = js;
-    s.next_job_id = std::max(s.next_job_id, id + 1);
+    s->retired[id] = js;
+    s->next_job_id = std::max(s->next_job_id, id + 1);
   }
   if (auto it = stored.meta.find(SnapshotMeta::kRetiredUsage); it != stored.meta.end()) {
     Json j = Json::parse(it->second, nullptr, false);
     if (!j.is_array()) return Internal("store meta 'retired_usage': not a JSON array");
     auto usage = RetiredUsageFromJson(j);
     if (!usage.ok()) return usage.status();
-    s.retired_usage = std::move(*usage);
+    s->retired_usage = std::move(*usage);
   }
+  return Status::Ok();
+}
+
+// Credentials, QoS, reservations, datasets and services: the meta table's JSON documents.
+Status AddStoredCatalogs(const store::StoredState& stored, ClusterState* s) {
+  CORRAL_RETURN_IF_ERROR(
+      ForEachStoredMetaItem(stored, kCredentialsKey, "credentials", CredentialFromJson,
+                            [&](Credential c) { s->credentials[c.hash] = std::move(c); }));
+  CORRAL_RETURN_IF_ERROR(ForEachStoredMetaItem(stored, SnapshotMeta::kQos, "qos", QosFromJson,
+                                               [&](QosClass q) { s->qos[q.name] = std::move(q); }));
+  CORRAL_RETURN_IF_ERROR(ForEachStoredMetaItem(
+      stored, SnapshotMeta::kReservations, "reservations", NodeReservationFromJson,
+      [&](NodeReservationSpec r) { s->reservations[r.name] = std::move(r); }));
+  if (auto it = stored.meta.find(SnapshotMeta::kDatasets); it != stored.meta.end()) {
+    auto datasets = DatasetCatalog::FromJson(Json::parse(it->second, nullptr, false));
+    if (!datasets.ok()) return Internal("store meta 'datasets': " + datasets.status().message());
+    s->datasets = std::move(*datasets);
+  }
+  return ForEachStoredMetaItem(stored, SnapshotMeta::kServices, "services", ServiceFromJson,
+                               [&](Service v) { s->services[v.spec.name] = std::move(v); });
+}
+
+}  // namespace
+
+Result<LoadedState> DecodeStoredState(store::StoredState stored) {
+  LoadedState out;
+  ClusterState& s = out.snapshot;
+  auto rev = StoredMetaNumber(stored, store::kSnapshotRevisionKey);
+  auto epoch = StoredMetaNumber(stored, SnapshotMeta::kEpoch);
+  auto next = StoredMetaNumber(stored, SnapshotMeta::kNextJobId);
+  for (const auto* r : {&rev, &epoch, &next}) {
+    if (!r->ok()) return r->status();
+  }
+  s.revision = *rev;
+  s.epoch = *epoch;
+  s.next_job_id = std::max<uint64_t>(1, *next);
+  CORRAL_RETURN_IF_ERROR(AddStoredJobs(stored, &s));
   for (Node& n : stored.nodes) {
     std::string name = n.name;
     s.nodes[name] = std::move(n);
@@ -153,47 +200,7 @@ Result<LoadedState> DecodeStoredState(store::StoredState stored) {
   if (auto it = stored.meta.find(SnapshotMeta::kStepKey); it != stored.meta.end()) {
     s.step_key = it->second;
   }
-  if (auto it = stored.meta.find(kCredentialsKey); it != stored.meta.end()) {
-    Json arr = Json::parse(it->second, nullptr, false);
-    if (!arr.is_array()) return Internal("store meta 'credentials': not a JSON array");
-    for (const Json& j : arr) {
-      auto c = CredentialFromJson(j);
-      if (!c.ok()) return c.status();
-      s.credentials[c->hash] = *c;
-    }
-  }
-  if (auto it = stored.meta.find(SnapshotMeta::kQos); it != stored.meta.end()) {
-    Json arr = Json::parse(it->second, nullptr, false);
-    if (!arr.is_array()) return Internal("store meta 'qos': not a JSON array");
-    for (const Json& j : arr) {
-      auto q = QosFromJson(j);
-      if (!q.ok()) return q.status();
-      s.qos[q->name] = *q;
-    }
-  }
-  if (auto it = stored.meta.find(SnapshotMeta::kReservations); it != stored.meta.end()) {
-    Json arr = Json::parse(it->second, nullptr, false);
-    if (!arr.is_array()) return Internal("store meta 'reservations': not a JSON array");
-    for (const Json& j : arr) {
-      auto r = NodeReservationFromJson(j);
-      if (!r.ok()) return r.status();
-      s.reservations[r->name] = *r;
-    }
-  }
-  if (auto it = stored.meta.find(SnapshotMeta::kDatasets); it != stored.meta.end()) {
-    auto datasets = DatasetCatalog::FromJson(Json::parse(it->second, nullptr, false));
-    if (!datasets.ok()) return Internal("store meta 'datasets': " + datasets.status().message());
-    s.datasets = std::move(*datasets);
-  }
-  if (auto it = stored.meta.find(SnapshotMeta::kServices); it != stored.meta.end()) {
-    Json arr = Json::parse(it->second, nullptr, false);
-    if (!arr.is_array()) return Internal("store meta 'services': not a JSON array");
-    for (const Json& j : arr) {
-      auto v = ServiceFromJson(j);
-      if (!v.ok()) return v.status();
-      s.services[v->spec.name] = *v;
-    }
-  }
+  CORRAL_RETURN_IF_ERROR(AddStoredCatalogs(stored, &s));
   for (const store::ChangeRecord& rec : stored.changes) {
     Result<Change> c = DecodeChangeRecord(rec);
     if (!c.ok()) return c.status();
