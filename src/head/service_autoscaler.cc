@@ -34,7 +34,8 @@ std::string AutoscalerArrow(int32_t from, int32_t to) {
 
 // `at` where `service` has a replica that answered its readiness check, is live and is not
 // leaving; none: nothing (its replicas are starting, or there are none).
-std::optional<TimeMs> ServingSince(const ClusterState& s, const std::string& service, TimeMs at) {
+std::optional<TimeMs> AutoscalerServingSince(const ClusterState& s, const std::string& service,
+                                             TimeMs at) {
   auto it = s.services.find(service);
   if (it == s.services.end()) return std::nullopt;
   const Service& svc = it->second;
@@ -60,7 +61,7 @@ void ServiceAutoscaler::Apply(const ClusterState& s, const Change& c) {
     windows_[e->service.spec.name] = Window{c.at, std::nullopt, {}};
   } else if (const auto* e = std::get_if<ServiceScaled>(&c.what)) {
     // A replica that serves on through the change keeps the idle time going from the change.
-    windows_[e->name] = Window{c.at, ServingSince(s, e->name, c.at), {}};
+    windows_[e->name] = Window{c.at, AutoscalerServingSince(s, e->name, c.at), {}};
   } else if (const auto* e = std::get_if<ServiceRemoved>(&c.what)) {
     windows_.erase(e->name);
   } else if (const auto* e = std::get_if<ServiceReplicaMarked>(&c.what);
@@ -73,7 +74,7 @@ void ServiceAutoscaler::Apply(const ClusterState& s, const Change& c) {
 void ServiceAutoscaler::Rebuild(const ClusterState& s, TimeMs now) {
   windows_.clear();
   for (const auto& [name, service] : s.services) {
-    windows_[name] = Window{now, ServingSince(s, name, now), {}};
+    windows_[name] = Window{now, AutoscalerServingSince(s, name, now), {}};
   }
 }
 

@@ -27,19 +27,20 @@ std::vector<std::string> GuaranteeLevels(const std::string& queue) {
   return out;
 }
 
-bool CountsIn(const std::string& queue, const std::string& level) {
+bool GuaranteeCountsIn(const std::string& queue, const std::string& level) {
   return queue == level ||
          (queue.size() > level.size() && queue.compare(0, level.size(), level) == 0 &&
           queue[level.size()] == '/');
 }
 
 // The other services' guaranteed GPUs that count in `level`, and their names.
-int64_t OthersIn(const std::string& level, const std::string& except,
-                 const std::map<std::string, Service>& services, std::string* names) {
+int64_t GuaranteeOthersIn(const std::string& level, const std::string& except,
+                          const std::map<std::string, Service>& services, std::string* names) {
   int64_t milli = 0;
   for (const auto& [name, s] : services) {
     const int64_t g = GuaranteedGpuMilli(s.spec);
-    if (name == except || s.removing || g == 0 || !CountsIn(s.spec.job.queue, level)) continue;
+    if (name == except || s.removing || g == 0 || !GuaranteeCountsIn(s.spec.job.queue, level))
+      continue;
     milli += g;
     *names += (names->empty() ? "'" : ", '") + name + "'";
   }
@@ -62,7 +63,7 @@ Status CheckServiceGuarantee(const ServiceSpec& spec,
     auto q = queues.find(level);
     if (q == queues.end()) continue;
     std::string names;
-    const int64_t others = OthersIn(level, spec.name, services, &names);
+    const int64_t others = GuaranteeOthersIn(level, spec.name, services, &names);
     const QueueConfig& c = q->second;
     std::string bound;
     if (c.quota_gpus > 0 && own + others > int64_t{c.quota_gpus} * kGpuMilli) {
