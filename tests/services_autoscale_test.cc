@@ -68,8 +68,8 @@ TEST_F(ServiceAutoscaling, LoadRaisesReplicasItsAbsenceLowersThemToZeroAndAReque
       {"serve", "echo", "--min-replicas", "0", "--max-replicas", "3", "--port", "0", "--health",
        "/health", "--cpus", "0.25", "--target-in-flight", "1", "--scale-up-delay", "2s",
        "--scale-down-delay", "3s", "--scale-to-zero-after",
-       // Longer than its replica may take to start on a loaded machine: a
-       // service is scaled to zero even before its replica is ready.
+       // The idle time counts from its first ready replica; long enough that the load below
+       // starts well within it on a loaded machine.
        "15s", "--drain-timeout", "5s", "--", "/usr/bin/python3", c_.dir() + "/svc/server.py"});
   ASSERT_EQ(serve.exit_code, 0) << serve.err;
   auto text = c_.Corral({"services", "show", "echo"});

@@ -343,6 +343,15 @@ TEST_F(Services, NoReadyReplicaAnswers503WithTheReasonAfterTheWakeTimeoutAndBadI
   EXPECT_NE(bad.err.find("field 'replicas'"), std::string::npos) << bad.err;
   auto no_port = c_.Corral({"serve", "x", "--", "true"});
   EXPECT_NE(no_port.err.find("field 'port'"), std::string::npos) << no_port.err;
+  // Guaranteed replicas (never preempted) beyond their queue's quota: refused naming the field.
+  ASSERT_EQ(c_.Corral({"queues", "set", "team", "--quota", "1"}).exit_code, 0);
+  auto over_quota = c_.Corral({"serve", "x", "--replicas", "2", "--gpus", "1", "--queue", "team",
+                               "--port", "0", "--", "true"});
+  EXPECT_NE(over_quota.exit_code, 0);
+  EXPECT_NE(over_quota.err.find("field 'min_replicas': 2 guaranteed replica(s) of 1 GPU(s) (2 "
+                                "GPUs never preempted) do not fit the quota of queue 'team'"),
+            std::string::npos)
+      << over_quota.err;
   auto list = c_.Corral({"services", "-o", "json"});
   EXPECT_EQ(Json::parse(list.out, nullptr, false).value("services", Json::array()).size(), 1u);
   // Removed, its replicas stop (none outlives the test's cluster).

@@ -212,6 +212,35 @@ TEST_F(Api, ASubQueuesQuotaAboveItsParentsIsRefused) {
   EXPECT_EQ(Call("PUT", "/v1/queues/org/team", Json{{"quota_gpus", 2}}).status, 200);
 }
 
+// A service's guaranteed replicas are never preempted: over HTTP, a minimum whose GPUs exceed
+// its queue's quota is a 400 naming min_replicas and the quota, at creation and in an update,
+// and changes nothing.
+TEST_F(Api, AServicesGuaranteedReplicasBeyondItsQueuesQuotaAreRefused) {
+  RegisterNode("n1");
+  ASSERT_EQ(Call("PUT", "/v1/queues/team", Json{{"quota_gpus", 1}}).status, 200);
+  auto service = [](int min) {
+    return Json{{"name", "chat"},
+                {"min_replicas", min},
+                {"max_replicas", 3},
+                {"port", 8000},
+                {"spec", {{"command", {"server"}}, {"gpus", 1}, {"queue", "team"}}}};
+  };
+  Reply over = Call("POST", "/v1/services", service(2));
+  EXPECT_EQ(over.status, 400) << over.body.dump();
+  EXPECT_NE(ErrorOf(over).find("field 'min_replicas': 2 guaranteed replica(s) of 1 GPU(s) (2 GPUs "
+                               "never preempted) do not fit the quota of queue 'team' (1 GPUs)"),
+            std::string::npos)
+      << ErrorOf(over);
+  EXPECT_EQ(Call("GET", "/v1/services").body["services"].size(), 0u) << "nothing was created";
+  Reply fits = Call("POST", "/v1/services", service(1));
+  ASSERT_EQ(fits.status, 201) << fits.body.dump();
+  Reply raised = Call("POST", "/v1/services/chat/update", Json{{"min_replicas", 2}});
+  EXPECT_EQ(raised.status, 400) << raised.body.dump();
+  EXPECT_NE(ErrorOf(raised).find("field 'min_replicas'"), std::string::npos) << ErrorOf(raised);
+  EXPECT_EQ(Call("GET", "/v1/services/chat").body["service"]["min_replicas"], 1)
+      << "the refused update changed nothing";
+}
+
 // QoS classes over HTTP: admins set them, a user's submission above the class is 403 naming the
 // limit, bad fields are 400 naming the field and change nothing.
 TEST_F(Api, QosRoutesSetListAndEnforceTheLimit) {

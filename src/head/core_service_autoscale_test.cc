@@ -1,7 +1,8 @@
 // The services' autoscaler through the head's core: the proxy's load reports raise a service's
 // replicas only after a whole up-delay above its target and lower them only after a whole
 // down-delay below it, within its bounds, never flapping on a load around the target; a
-// service with min_replicas 0 goes to zero after its idle time and a request wakes it; a scale
+// service with min_replicas 0 goes to zero after its idle time, counted from its first ready
+// replica (never while its replica loads), and a request wakes it; a scale
 // by hand restarts the windows; every change of desired replicas is one ServiceScaled with its
 // reason; and it all holds with a crash after every step (a recovered head watches a whole
 // window afresh before it decides).
@@ -39,6 +40,41 @@ class AutoscaleScenario : public Scenario {
       n += r.running || r.state == JobState::kPending ? 1 : 0;
     }
     return n;
+  }
+  size_t ReadyReplicas() {
+    size_t n = 0;
+    const Result<ServiceView> v = core().GetService(kAna, "echo");
+    for (const ServiceReplica& r : v->replicas) {
+      n += r.running && r.ready && !r.draining ? 1 : 0;
+    }
+    return n;
+  }
+  // The agent's and the proxy's sides: pending replicas are placed and run, those asked to
+  // stop exit, draining ones report no request in flight, and (with `ready`) running ones
+  // answer their readiness check.
+  void Serve(bool ready) {
+    for (int round = 0; round < 3; ++round) {
+      Schedule();
+      std::vector<RunReport> runs;
+      const Result<ServiceView> placed = core().GetService(kAna, "echo");
+      for (const ServiceReplica& r : placed->replicas) {
+        const Job job = Get(r.job);
+        const corral::Run* run = job.CurrentRun();
+        if (run) runs.push_back(run->stop_requested ? Exited(job, 0, -15) : Running(job));
+      }
+      ASSERT_TRUE(*Report("n1", runs));
+      const Result<ServiceView> reported = core().GetService(kAna, "echo");
+      for (const ServiceReplica& r : reported->replicas) {
+        if (ready && r.running && !r.ready) {
+          ASSERT_TRUE(core().ReportReplicaReady(kAdmin, r.job, now()).ok());
+          Step();
+        }
+        if (r.draining && r.running) {
+          ASSERT_TRUE(core().ReportReplicaDrained(kAdmin, r.job, now()).ok());
+          Step();
+        }
+      }
+    }
   }
   // The proxy's reports, one a second for `for_ms`, of `in_flight` requests on average. A
   // report that scales is a step (a crash follows it in the crashing variant); the others
@@ -160,14 +196,17 @@ TEST_P(AutoscaleScenario, ScalesToZeroWhenIdleAndARequestWakesIt) {
   s.autoscaling.scale_to_zero_after_ms = kMinute;
   Create(s);
   EXPECT_EQ(Desired(), 1) << "it starts with one replica";
+  Serve(true);
+  ASSERT_EQ(ReadyReplicas(), 1u);
   Load(0.2, 2 * kMinute);
   EXPECT_EQ(Desired(), 1) << "a request now and then keeps it";
   Load(0, 59 * kSecond);
   EXPECT_EQ(Desired(), 1);
   Load(0, 3 * kSecond);
   EXPECT_EQ(Desired(), 0);
-  EXPECT_EQ(LiveReplicas(), 0u);
   EXPECT_EQ(Scalings().back().reason, "scaled 1 \u2192 0: no request in flight for 1m");
+  Serve(true);  // its replica drains and exits
+  EXPECT_EQ(LiveReplicas(), 0u);
   // A request arrives: the proxy asks for a replica, which starts at once.
   EXPECT_EQ(core().WakeService(kAna, "echo", now()).status().code(), ErrorCode::kPermissionDenied);
   ASSERT_TRUE(core().WakeService(kAdmin, "echo", now()).ok());
@@ -177,9 +216,11 @@ TEST_P(AutoscaleScenario, ScalesToZeroWhenIdleAndARequestWakesIt) {
   EXPECT_EQ(Scalings().back().cause, ScaleCause::kRequest);
   ASSERT_TRUE(core().WakeService(kAdmin, "echo", now()).ok());  // a repeat changes nothing
   EXPECT_EQ(Scalings().size(), 2u);
-  // Asleep again, a report of requests held wakes it too, to what they want.
+  // Served, then asleep again, a report of requests held wakes it too, to what they want.
+  Serve(true);
   Load(0, 62 * kSecond);
   ASSERT_EQ(Desired(), 0);
+  Serve(true);
   Load(3, kSecond);
   EXPECT_EQ(Desired(), 2);
   EXPECT_EQ(LiveReplicas(), 2u);
@@ -189,6 +230,70 @@ TEST_P(AutoscaleScenario, ScalesToZeroWhenIdleAndARequestWakesIt) {
   EXPECT_EQ(Desired(), 0);
   h_.ExpectDerivedStateRebuilds();
   h_.ExpectReplayEqualsLive();
+}
+
+// A model server loading its weights for longer than the idle time gets no request because it
+// cannot take one yet: the idle time counts from its first ready replica, at creation and after
+// a wake alike (the old rule, idle since the window began, stopped it while it loaded).
+TEST_P(AutoscaleScenario, AReplicaSlowerToBeReadyThanTheIdleTimeIsKept) {
+  Register("n1", 8);
+  ServiceSpec s = Scaled(0, 2);
+  s.autoscaling.scale_to_zero_after_ms = kMinute;
+  Create(s);
+  Serve(false);  // running, loading: not ready
+  ASSERT_EQ(LiveReplicas(), 1u);
+  Load(0, 5 * kMinute);
+  EXPECT_EQ(Desired(), 1) << "five idle minutes while it loads are not idle time";
+  EXPECT_TRUE(Scalings().empty());
+  Serve(true);
+  ASSERT_EQ(ReadyReplicas(), 1u);
+  Load(0, 59 * kSecond);
+  EXPECT_EQ(Desired(), 1) << "the idle minute counts from its readiness";
+  Load(0, 3 * kSecond);
+  ASSERT_EQ(Desired(), 0);
+  EXPECT_EQ(Scalings().back().reason, "scaled 1 \u2192 0: no request in flight for 1m");
+  Serve(true);
+  ASSERT_EQ(LiveReplicas(), 0u);
+  // Woken by a request that gives up (the proxy's wake timeout) while the new replica loads:
+  // the replica is kept until it is ready and then idle for the whole minute.
+  ASSERT_TRUE(core().WakeService(kAdmin, "echo", now()).ok());
+  Step();
+  Serve(false);
+  Load(1, 30 * kSecond);
+  Load(0, 3 * kMinute);
+  EXPECT_EQ(Desired(), 1);
+  EXPECT_EQ(LiveReplicas(), 1u);
+  Serve(true);
+  Load(0, 59 * kSecond);
+  EXPECT_EQ(Desired(), 1);
+  Load(0, 3 * kSecond);
+  EXPECT_EQ(Desired(), 0);
+  h_.ExpectDerivedStateRebuilds();
+  h_.ExpectReplayEqualsLive();
+}
+
+// A scale-down keeps the idle time of the replicas that serve on: it counts from the change,
+// and the service goes to zero a whole idle time later (as it would with none ever leaving).
+TEST_P(AutoscaleScenario, AfterAScaleDownTheReplicasServingOnGoToZeroWhenIdle) {
+  Register("n1", 8);
+  ServiceSpec s = Scaled(0, 2);
+  s.autoscaling.scale_down_delay_ms = 30 * kSecond;
+  s.autoscaling.scale_to_zero_after_ms = kMinute;
+  Create(s);
+  Serve(true);
+  Load(3, 31 * kSecond);  // 150% of target on one replica: up after the up-delay
+  ASSERT_EQ(Desired(), 2);
+  Serve(true);
+  ASSERT_EQ(ReadyReplicas(), 2u);
+  Load(0, 31 * kSecond);
+  ASSERT_EQ(Desired(), 1) << "the down-delay is shorter than the idle time";
+  Serve(true);  // one drains and exits; the other serves on, ready all along
+  ASSERT_EQ(LiveReplicas(), 1u);
+  Load(0, 58 * kSecond);
+  EXPECT_EQ(Desired(), 1) << "the idle time counts from the scale-down";
+  Load(0, 3 * kSecond);
+  EXPECT_EQ(Desired(), 0);
+  EXPECT_EQ(Scalings().back().reason, "scaled 1 \u2192 0: no request in flight for 1m");
 }
 
 TEST_P(AutoscaleScenario, AScaleByHandRestartsTheWindows) {

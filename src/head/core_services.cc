@@ -6,6 +6,7 @@
 
 #include "core/spec.h"
 #include "head/head_core.h"
+#include "head/service_guarantee.h"
 
 namespace corral::head {
 namespace {
@@ -133,6 +134,8 @@ Result<Service> HeadCore::CreateService(const Caller& by, ServiceSpec spec, Time
   replica.spec = ReplicaSpec(spec, false);
   replica.owner = spec.owner;
   CORRAL_RETURN_IF_ERROR(CheckNewJob(by, replica, now));
+  CORRAL_RETURN_IF_ERROR(
+      CheckServiceGuarantee(spec, state_.services, state_.queues, "min_replicas"));
   Service s;
   s.desired = std::clamp(spec.min_replicas, 1, spec.max_replicas);
   s.spec = std::move(spec);
@@ -255,6 +258,12 @@ Result<Service> HeadCore::UpdateService(const Caller& by, const std::string& nam
   replica.spec = ReplicaSpec(next, false);
   replica.owner = s.spec.owner;
   CORRAL_RETURN_IF_ERROR(CheckNewJob(by, replica, now));
+  // A new queue or new GPUs per replica must hold the guaranteed replicas as well (only then:
+  // a quota lowered since bars no other update).
+  if (patch.fields.count("queue") || patch.fields.count("gpus")) {
+    CORRAL_RETURN_IF_ERROR(CheckServiceGuarantee(next, state_.services, state_.queues,
+                                                 patch.fields.count("queue") ? "queue" : "gpus"));
+  }
   Emit(by, now, ServiceRolloutStarted{name, std::move(next), patch.ready_timeout_ms});
   KeepReplicas(state_.services.at(name), now);
   return state_.services.at(name);
@@ -270,6 +279,11 @@ Result<Service> HeadCore::UpdateServiceSettings(const Caller& by, const Service&
   if (ToJson(*spec) == ToJson(s.spec)) {
     return InvalidArgument("field '" + settings.begin().key() +
                            "': the update changes nothing in the service's settings");
+  }
+  if (settings.contains("replicas") || settings.contains("min_replicas")) {
+    CORRAL_RETURN_IF_ERROR(
+        CheckServiceGuarantee(*spec, state_.services, state_.queues,
+                              settings.contains("replicas") ? "replicas" : "min_replicas"));
   }
   const std::string name = s.spec.name;
   const int32_t desired = s.desired;

@@ -179,6 +179,92 @@ TEST_P(ServiceScenario, BadServicesAreRefusedAndChangeNothing) {
   EXPECT_EQ(core().ListServices(kAdmin).size(), 2u);
 }
 
+// The guaranteed replicas are never preempted, so they must fit their queue's quota (and each
+// ancestor's with one), together with the other services' guaranteed replicas there, and its
+// limit: creating, raising min_replicas, or moving the template to more GPUs or another queue
+// beyond them is refused naming the field, and changes nothing.
+TEST_P(ServiceScenario, GuaranteedReplicasMustFitTheirQueuesQuotaAndLimit) {
+  Register("n1", 8);
+  auto set_queue = [&](QueueConfig q) {
+    ASSERT_TRUE(core().SetQueue(kAdmin, std::move(q), now()).ok());
+    Step();
+  };
+  set_queue({.name = "team", .quota_gpus = 4});
+  set_queue({.name = "capped", .limit_gpus = 3});
+  set_queue({.name = "org", .quota_gpus = 6});
+  set_queue({.name = "org/a"});
+  auto in = [](const std::string& name, const std::string& queue, int32_t min, int32_t gpus) {
+    ServiceSpec s = TwoReplicas(name);
+    s.job.queue = queue;
+    s.min_replicas = min;
+    s.max_replicas = 6;
+    s.job.per_replica.gpu_milli = gpus * kGpuMilli;
+    return s;
+  };
+  auto refused = [&](Result<Service> r, const std::string& says) {
+    ASSERT_FALSE(r.ok()) << says;
+    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(says), std::string::npos) << r.status().ToString();
+  };
+  const uint64_t before = core().revision();
+  refused(core().CreateService(kAna, in("big", "team", 3, 2), now()),
+          "field 'min_replicas': 3 guaranteed replica(s) of 2 GPU(s) (6 GPUs never preempted) do "
+          "not fit the quota of queue 'team' (4 GPUs); lower min_replicas");
+  refused(core().CreateService(kAna, in("big", "capped", 2, 2), now()),
+          "do not fit what queue 'capped' may ever use (limit 3 GPUs)");
+  refused(core().CreateService(kAna, in("big", "org/a", 4, 2), now()),
+          "do not fit the quota of queue 'org' (6 GPUs)");
+  EXPECT_EQ(core().revision(), before) << "refused: nothing changed";
+  EXPECT_TRUE(core().ListServices(kAdmin).empty());
+  // At the quota exactly, it fits; a second service's guarantee counts with the first's.
+  Create(in("echo", "team", 2, 2));
+  refused(core().CreateService(kAna, in("more", "team", 1, 1), now()),
+          "of which service(s) 'echo' guarantee 4 already");
+  // Replicas above the minimum are preemptible and may borrow: a service that guarantees
+  // nothing (min 0, or no GPUs) fits any quota; so do GPU shares within it.
+  Create(in("elastic", "team", 0, 2));
+  Create(in("cpu", "team", 3, 0));
+  set_queue({.name = "shared", .quota_gpus = 1});
+  ServiceSpec shares = in("shares", "shared", 2, 0);
+  shares.job.per_replica.gpu_milli = 500;
+  Create(shares);
+  refused(core().CreateService(
+              kAna,
+              [&] {
+                ServiceSpec third = in("third", "shared", 1, 0);
+                third.job.per_replica.gpu_milli = 250;
+                return third;
+              }(),
+              now()),
+          "1 guaranteed replica(s) of 0.25 GPU(s) (0.25 GPUs never preempted) do not fit the "
+          "quota of queue 'shared' (1 GPUs), of which service(s) 'shares' guarantee 1 already");
+  // A queue without a quota on its path guarantees nothing: only its limit bounds.
+  Create(in("free", "default", 4, 2));
+  // Updates: raising the minimum, more GPUs, another queue.
+  const uint64_t updated = core().revision();
+  auto settings = [](const std::string& text) { return *ParseServiceUpdate(Json::parse(text)); };
+  refused(core().UpdateService(kAna, "echo", settings(R"({"min_replicas":3})"), now()),
+          "field 'min_replicas': 3 guaranteed replica(s) of 2 GPU(s)");
+  refused(core().UpdateService(kAna, "elastic", settings(R"({"min_replicas":1})"), now()),
+          "of which service(s) 'echo' guarantee 4 already");
+  refused(core().UpdateService(kAna, "free", settings(R"({"spec":{"queue":"capped"}})"), now()),
+          "field 'queue': 4 guaranteed replica(s) of 2 GPU(s)");
+  refused(core().UpdateService(kAna, "echo", settings(R"({"spec":{"gpus":3}})"), now()),
+          "field 'gpus': 2 guaranteed replica(s) of 3 GPU(s) (6 GPUs never preempted)");
+  EXPECT_EQ(core().revision(), updated) << "refused: nothing changed";
+  EXPECT_EQ(Show("echo").service.spec.min_replicas, 2);
+  EXPECT_EQ(Show("echo").service.version, 1);
+  // Within the quota, the same updates pass: fewer GPUs each, and a lower minimum.
+  auto fewer = core().UpdateService(kAna, "echo", settings(R"({"spec":{"gpus":1}})"), now());
+  ASSERT_TRUE(fewer.ok()) << fewer.status().ToString();
+  Step();
+  auto lower = core().UpdateService(kAna, "free", settings(R"({"min_replicas":1})"), now());
+  ASSERT_TRUE(lower.ok()) << lower.status().ToString();
+  Step();
+  h_.ExpectDerivedStateRebuilds();
+  h_.ExpectReplayEqualsLive();
+}
+
 TEST_P(ServiceScenario, ReplicasAboveTheMinimumArePreemptibleAndALivenessFailureReplacesOne) {
   Register("n1", 4);
   ServiceSpec s = TwoReplicas();

@@ -32,6 +32,23 @@ std::string AutoscalerArrow(int32_t from, int32_t to) {
   return "scaled " + std::to_string(from) + " \u2192 " + std::to_string(to) + ": ";
 }
 
+// `at` where `service` has a replica that answered its readiness check, is live and is not
+// leaving; none: nothing (its replicas are starting, or there are none).
+std::optional<TimeMs> AutoscalerServingSince(const ClusterState& s, const std::string& service,
+                                             TimeMs at) {
+  auto it = s.services.find(service);
+  if (it == s.services.end()) return std::nullopt;
+  const Service& svc = it->second;
+  // Its marks keep replicas that ended since (until the next mark): only a live one counts.
+  for (JobId id : svc.ready) {
+    auto job = s.jobs.find(id);
+    if (job != s.jobs.end() && !IsTerminal(job->second.state) && !svc.draining.count(id)) {
+      return at;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 DurationMs LongestScaleWindow(const ServiceSpec& s) {
@@ -39,24 +56,31 @@ DurationMs LongestScaleWindow(const ServiceSpec& s) {
   return std::max({a.scale_up_delay_ms, a.scale_down_delay_ms, a.scale_to_zero_after_ms});
 }
 
-void ServiceAutoscaler::Apply(const ClusterState&, const Change& c) {
+void ServiceAutoscaler::Apply(const ClusterState& s, const Change& c) {
   if (const auto* e = std::get_if<ServiceCreated>(&c.what)) {
-    windows_[e->service.spec.name] = Window{c.at, {}};
+    windows_[e->service.spec.name] = Window{c.at, std::nullopt, {}};
   } else if (const auto* e = std::get_if<ServiceScaled>(&c.what)) {
-    windows_[e->name] = Window{c.at, {}};
+    // A replica that serves on through the change keeps the idle time going from the change.
+    windows_[e->name] = Window{c.at, AutoscalerServingSince(s, e->name, c.at), {}};
   } else if (const auto* e = std::get_if<ServiceRemoved>(&c.what)) {
     windows_.erase(e->name);
+  } else if (const auto* e = std::get_if<ServiceReplicaMarked>(&c.what);
+             e && e->mark == ReplicaMark::kReady) {
+    auto it = windows_.find(e->name);
+    if (it != windows_.end() && !it->second.ready_since) it->second.ready_since = c.at;
   }
 }
 
 void ServiceAutoscaler::Rebuild(const ClusterState& s, TimeMs now) {
   windows_.clear();
-  for (const auto& [name, service] : s.services) windows_[name] = Window{now, {}};
+  for (const auto& [name, service] : s.services) {
+    windows_[name] = Window{now, AutoscalerServingSince(s, name, now), {}};
+  }
 }
 
 void ServiceAutoscaler::Record(const std::string& service, TimeMs at, double in_flight,
                                DurationMs keep_ms) {
-  auto [it, added] = windows_.try_emplace(service, Window{at, {}});
+  auto [it, added] = windows_.try_emplace(service, Window{at, std::nullopt, {}});
   Window& w = it->second;
   if (!w.samples.empty() && at < w.samples.back().at) return;  // the clock never goes back
   w.samples.push_back({at, std::max(0.0, in_flight)});
@@ -92,6 +116,16 @@ std::optional<ServiceAutoscaler::Load> ServiceAutoscaler::Over(const Window& w, 
   }
   load.mean /= n;
   return load;
+}
+
+bool ServiceAutoscaler::IdleSinceReady(const Service& s, const Window& w, TimeMs now) {
+  const ServiceAutoscaling& a = s.spec.autoscaling;
+  if (s.spec.min_replicas != 0 || !w.ready_since) return false;
+  // The idle time starts when a replica was first ready: a replica loading its model for longer
+  // than the idle time gets no request because it cannot take one yet, not for lack of use.
+  if (now - *w.ready_since < a.scale_to_zero_after_ms) return false;
+  auto idle = Over(w, a.scale_to_zero_after_ms, a.target_in_flight, now);
+  return idle && idle->peak <= 0;
 }
 
 std::optional<ServiceAutoscaler::Decision> ServiceAutoscaler::Decide(const Service& s,
@@ -134,11 +168,9 @@ std::optional<ServiceAutoscaler::Decision> ServiceAutoscaler::Decide(const Servi
                               ServiceDurationText(a.scale_up_delay_ms) + per_target};
     }
   }
-  if (spec.min_replicas == 0) {
-    if (auto idle = Over(w, a.scale_to_zero_after_ms, target, now); idle && idle->peak <= 0) {
-      return Decision{0, AutoscalerArrow(from, 0) + "no request in flight for " +
-                             ServiceDurationText(a.scale_to_zero_after_ms)};
-    }
+  if (IdleSinceReady(s, w, now)) {
+    return Decision{0, AutoscalerArrow(from, 0) + "no request in flight for " +
+                           ServiceDurationText(a.scale_to_zero_after_ms)};
   }
   if (auto down = Over(w, a.scale_down_delay_ms, target, now)) {
     const int32_t to = std::max(down->most_wanted, std::max(spec.min_replicas, 1));

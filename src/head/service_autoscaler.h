@@ -7,7 +7,9 @@
 //   fewest any of them wants (ceil(in flight / target)), at most max_replicas;
 // - down: when every sample of the last scale_down_delay wants fewer, to the most any of them
 //   wants, at least max(min_replicas, 1);
-// - to zero (min_replicas 0): when no request was in flight for scale_to_zero_after;
+// - to zero (min_replicas 0): when no request was in flight for scale_to_zero_after, counted
+//   from when a replica was first ready (a cold start longer than the idle time is not an
+//   idle service: its replica is not killed while it loads);
 // - from zero: at once, on the first sample with a request (the proxy also asks for a replica
 //   as the request arrives: HeadCore::WakeService).
 //
@@ -28,9 +30,11 @@ namespace corral::head {
 
 class ServiceAutoscaler {
  public:
-  // Services created, scaled or removed: their windows start afresh, or are forgotten.
+  // Services created, scaled or removed: their windows start afresh (the idle time too, where
+  // a ready replica serves on), or are forgotten; a replica marked ready starts the idle time
+  // of a window that had none.
   void Apply(const ClusterState& s, const Change& c);
-  // Every service's window starts empty at `now`.
+  // Every service's window starts empty at `now`, its idle time too where a replica is ready.
   void Rebuild(const ClusterState& s, TimeMs now);
 
   // A sample of `service`'s load: `in_flight` requests on average (over all its replicas, and
@@ -54,6 +58,9 @@ class ServiceAutoscaler {
   };
   struct Window {
     TimeMs since = 0;  // its samples count from here
+    // When a replica of the service was first ready in this window: the idle time to zero
+    // counts from here, never from before (none yet: it is starting, not idle).
+    std::optional<TimeMs> ready_since;
     std::deque<Sample> samples;
   };
   // The load over the last `length` of a window, if the window spans it.
@@ -64,6 +71,8 @@ class ServiceAutoscaler {
     double peak = 0;
   };
   static std::optional<Load> Over(const Window& w, DurationMs length, double target, TimeMs now);
+  // Whether `s` has had a ready replica and no request in flight for its scale_to_zero_after.
+  static bool IdleSinceReady(const Service& s, const Window& w, TimeMs now);
   std::map<std::string, Window> windows_;
 };
 
