@@ -7,13 +7,13 @@ namespace corral::sched {
 
 void ArrivalHistory::Record(const PendingJob& job) {
   if (ids_.count(job.id) > 0 || !job.reservation.empty()) return;  // (a reservation's own)
-  if (job.submitted_at < newest_ - kArrivalKeepMs) return;  // an old job given again
+  if (job.submitted_at < newest_ - kArrivalKeepMs) return;         // an old job given again
   ids_.insert(job.id);
   newest_ = std::max(newest_, job.submitted_at);
   // Kept in submission order: a job given late (a recovery's order) goes to its place.
-  auto later = std::upper_bound(
-      jobs_.begin(), jobs_.end(), job.submitted_at,
-      [](TimeMs at, const PendingJob& kept) { return at < kept.submitted_at; });
+  auto later =
+      std::upper_bound(jobs_.begin(), jobs_.end(), job.submitted_at,
+                       [](TimeMs at, const PendingJob& kept) { return at < kept.submitted_at; });
   jobs_.insert(later, job);
   Trim();
 }
@@ -29,16 +29,20 @@ void ArrivalHistory::Trim() {
 std::vector<const PendingJob*> ArrivalHistory::Within(TimeMs now, DurationMs window) const {
   std::vector<const PendingJob*> out;
   if (window <= 0) return out;
-  auto first = std::upper_bound(
-      jobs_.begin(), jobs_.end(), now - window,
-      [](TimeMs at, const PendingJob& kept) { return at < kept.submitted_at; });
+  auto first =
+      std::upper_bound(jobs_.begin(), jobs_.end(), now - window,
+                       [](TimeMs at, const PendingJob& kept) { return at < kept.submitted_at; });
   for (auto it = first; it != jobs_.end() && it->submitted_at <= now; ++it) out.push_back(&*it);
   return out;
 }
 
 ExpectedArrivals::ExpectedArrivals(std::vector<const PendingJob*> recent, TimeMs now,
-                                   DurationMs window, DurationMs step)
-    : recent_(std::move(recent)), now_(now), window_(window), step_(std::max<DurationMs>(1, step)) {}
+                                   DurationMs window, DurationMs step, int64_t windows)
+    : recent_(std::move(recent)),
+      now_(now),
+      window_(window),
+      step_(std::max<DurationMs>(1, step)),
+      windows_(windows) {}
 
 TimeMs ExpectedArrivals::At(int64_t k) const {
   // The k-th (from 0) of N per window: (k + 1) x window / N after now, rounded up to a step.
@@ -49,11 +53,15 @@ TimeMs ExpectedArrivals::At(int64_t k) const {
 
 TimeMs ExpectedArrivals::Next() const {
   if (recent_.empty() || window_ <= 0) return kUnknownTime;
+  if (windows_ > 0 && taken_ >= windows_ * static_cast<int64_t>(recent_.size())) {
+    return kUnknownTime;
+  }
   return At(taken_);
 }
 
 PendingJob ExpectedArrivals::Take() {
-  const PendingJob& like = *recent_[static_cast<size_t>(taken_ % static_cast<int64_t>(recent_.size()))];
+  const PendingJob& like =
+      *recent_[static_cast<size_t>(taken_ % static_cast<int64_t>(recent_.size()))];
   PendingJob job = like;
   job.id = kSyntheticJobIdBase + static_cast<JobId>(taken_);
   job.submitted_at = At(taken_);

@@ -35,6 +35,8 @@ inline constexpr DurationMs kArrivalKeepMs = 24 * kHour;
 // The most kept: a bound on the memory and on the jobs one window injects (at a higher rate
 // the model undercounts, by the rate the kept ones give over the whole window).
 inline constexpr int64_t kArrivalMaxKept = 10'000;
+// The forward estimate expects arrivals in this many windows after now (0: with no end).
+inline constexpr int64_t kExpectedArrivalWindows = 1;
 // Synthetic jobs' ids, above any the head gives (it numbers jobs from 1).
 inline constexpr JobId kSyntheticJobIdBase = JobId{1} << 62;
 
@@ -58,8 +60,9 @@ class ArrivalHistory {
 // rounded up to a whole `step` after now so that arrivals close together share a pass.
 class ExpectedArrivals {
  public:
+  // `windows`: how many windows after now arrivals are expected in (0: with no end).
   ExpectedArrivals(std::vector<const PendingJob*> recent, TimeMs now, DurationMs window,
-                   DurationMs step);
+                   DurationMs step, int64_t windows = 0);
   // The instant of the next arrival (kUnknownTime: none expected).
   TimeMs Next() const;
   // The next arrival; Next() must not be kUnknownTime.
@@ -72,6 +75,7 @@ class ExpectedArrivals {
   TimeMs now_;
   DurationMs window_;
   DurationMs step_;
+  int64_t windows_;
   int64_t taken_ = 0;
 };
 

@@ -1,5 +1,7 @@
 // The arrivals the forward estimate expects (arrival_history.h) and what they do to its
 // estimates (ForwardStarts).
+#include "sched/arrival_history.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -7,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "sched/arrival_history.h"
 #include "sched/scheduler.h"
 #include "sched/start_estimate.h"
 #include "sched/testing_builders.h"
@@ -84,6 +85,12 @@ TEST(ArrivalHistoryTest, ExpectedArrivalsRepeatTheWindowEvenlySpaced) {
   (void)odd.Take();
   EXPECT_EQ(odd.Next(), now + 42 * kMinute);
   EXPECT_EQ(ExpectedArrivals({}, now, kHour, kMinute).Next(), kUnknownTime) << "none seen";
+  // In one window only (the forward estimate's kExpectedArrivalWindows): then none.
+  ExpectedArrivals once({&a, &b}, now, kHour, kMinute, /*windows=*/1);
+  (void)once.Take();
+  EXPECT_EQ(once.Next(), now + kHour);
+  (void)once.Take();
+  EXPECT_EQ(once.Next(), kUnknownTime);
 }
 
 std::map<JobId, StartEstimate> EstById(const std::vector<StartEstimate>& v) {

@@ -93,9 +93,9 @@ class ForwardRun {
         now_(now),
         options_(options),
         history_thresholds_(LasThresholdsWithHistory(st.config)),
-        arrivals_(st.arrivals.Within(now, std::min(options.arrival_window_ms, kArrivalKeepMs)),
-                  now, std::min(options.arrival_window_ms, kArrivalKeepMs),
-                  options.arrival_step_ms) {}
+        arrivals_(st.arrivals.Within(now, std::min(options.arrival_window_ms, kArrivalKeepMs)), now,
+                  std::min(options.arrival_window_ms, kArrivalKeepMs), options.arrival_step_ms,
+                  kExpectedArrivalWindows) {}
 
   std::vector<StartEstimate> Run();
 

@@ -467,8 +467,8 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
                            ": must be a positive count of passes");
   }
   cfg.start_estimates.max_passes = f.estimate_passes;
-  CORRAL_RETURN_IF_ERROR(Duration("--estimate-arrivals", f.estimate_arrivals,
-                                  &cfg.start_estimates.arrival_window_ms));
+  CORRAL_RETURN_IF_ERROR(
+      Duration("--estimate-arrivals", f.estimate_arrivals, &cfg.start_estimates.arrival_window_ms));
   if (cfg.start_estimates.arrival_window_ms > sched::kArrivalKeepMs) {
     return InvalidArgument("--estimate-arrivals " + f.estimate_arrivals +
                            ": must be at most 24h (the arrivals the scheduler keeps)");
