@@ -105,8 +105,8 @@ class ForwardRun {
   // its service crosses each level threshold times the hysteresis: a pass then.
   void WakeAsItRuns(const PendingJob& job, DurationMs attained, int64_t gpus, TimeMs started_at,
                     TimeMs t);
-  // The expected arrivals due by `t` join the fork's queue; whether any did.
-  bool ArriveBy(TimeMs t);
+  // The expected arrivals due by `t` join the fork's queue.
+  void ArriveBy(TimeMs t);
   // The next instant to drive the fork at after `t`: an end, a wake-up or an idle step
   // (`idle`), or an expected arrival before them (`arrival`); kUnknownTime once nothing is
   // left to end or wake for (arrivals alone start nothing that was waiting).
@@ -264,16 +264,13 @@ EstimateConfidence ForwardRun::EndsAt(TimeMs t, bool* victim_ended) {
   return instant;
 }
 
-bool ForwardRun::ArriveBy(TimeMs t) {
-  bool any = false;
+void ForwardRun::ArriveBy(TimeMs t) {
   while (arrivals_.Next() != kUnknownTime && arrivals_.Next() <= t) {
     arrived_.push_back(arrivals_.Take());
     const PendingJob& job = arrived_.back();
     runs_[job.id].job = &job;
     fork_.AddPending(job);
-    any = true;
   }
-  return any;
 }
 
 TimeMs ForwardRun::NextInstant(TimeMs t, bool* idle, bool* arrival) const {
