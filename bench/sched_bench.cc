@@ -7,9 +7,10 @@
 //    the median pass time (median_ms) and preemptions per pass beside placements.
 //  - BM_IncrementalPriorityMix: the same with a priority mix (10% priority 1, 2% priority 2):
 //    higher classes preempt lower ones, and LAS levels inside queues.
-//  - BM_EstimateStarts/N: the cluster full after one pass, 100,000 jobs still pending: one
+//  - BM_EstimateStarts/N/A: the cluster full after one pass, 100,000 jobs still pending: one
 //    start-time estimate of every pending job (Scheduler::EstimateStarts); N = 0: the sweep,
-//    else the pass run forward on a fork with at most N passes (the rest from the sweep);
+//    else the pass run forward on a fork with at most N passes (the rest from the sweep), with
+//    (A = 1) or without (A = 0) the expected arrivals;
 //    reports how many got an estimate and the median time (median_ms).
 // All with the default SchedulerConfig (las_within_queue, hysteresis, preemption budgets,
 // run-time predictions: jobs carry PendingJob::predicted_ms as ToPendingJob gives it). The
@@ -252,7 +253,9 @@ PendingJob LimitedJob(std::mt19937_64& rng, JobId id) {
 }
 
 // arg 0: the sweep (EstimateMethod::kSweep); > 0: the pass run forward with that many passes
-// at most (kForward's max_passes).
+// at most (kForward's max_passes). Second arg: 1, with the expected arrivals of the default
+// window (every job was submitted within it: the 10,000 kept arrive again, some 83 a minute);
+// 0: none arrive.
 void BM_EstimateStarts(benchmark::State& state) {
   EstimateOptions options;
   if (state.range(0) == 0) {
@@ -260,6 +263,7 @@ void BM_EstimateStarts(benchmark::State& state) {
   } else {
     options.max_passes = state.range(0);
   }
+  if (state.range(1) == 0) options.arrival_window_ms = 0;
   Scheduler s(BenchConfig());
   AddCluster(s);
   std::mt19937_64 rng(42);
@@ -288,10 +292,11 @@ void BM_EstimateStarts(benchmark::State& state) {
   state.counters["estimated"] = static_cast<double>(estimated);
 }
 BENCHMARK(BM_EstimateStarts)
-    ->Arg(0)
-    ->Arg(16)
-    ->Arg(64)
-    ->Arg(256)
+    ->Args({0, 0})
+    ->Args({16, 1})
+    ->Args({64, 1})
+    ->Args({256, 1})
+    ->Args({256, 0})
     ->Unit(benchmark::kMillisecond)
     ->UseManualTime()
     ->Iterations(5);

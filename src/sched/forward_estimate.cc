@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <queue>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "sched/arrival_history.h"
 #include "sched/order_policy.h"
 #include "sched/start_estimate.h"
 #include "sched/state.h"
@@ -90,7 +92,10 @@ class ForwardRun {
         fork_(fork),
         now_(now),
         options_(options),
-        history_thresholds_(LasThresholdsWithHistory(st.config)) {}
+        history_thresholds_(LasThresholdsWithHistory(st.config)),
+        arrivals_(st.arrivals.Within(now, std::min(options.arrival_window_ms, kArrivalKeepMs)), now,
+                  std::min(options.arrival_window_ms, kArrivalKeepMs), options.arrival_step_ms,
+                  kExpectedArrivalWindows) {}
 
   std::vector<StartEstimate> Run();
 
@@ -100,6 +105,12 @@ class ForwardRun {
   // its service crosses each level threshold times the hysteresis: a pass then.
   void WakeAsItRuns(const PendingJob& job, DurationMs attained, int64_t gpus, TimeMs started_at,
                     TimeMs t);
+  // The expected arrivals due by `t` join the fork's queue.
+  void ArriveBy(TimeMs t);
+  // The next instant to drive the fork at after `t`: an end, a wake-up or an idle step
+  // (`idle`), or an expected arrival before them (`arrival`); kUnknownTime once nothing is
+  // left to end or wake for (arrivals alone start nothing that was waiting).
+  TimeMs NextInstant(TimeMs t, bool* idle, bool* arrival) const;
   // Passes at `t` until one decides nothing; false once the budget is spent.
   bool PassesAt(TimeMs t, EstimateConfidence instant);
   void Placed(const PlaceDecision& p, TimeMs t, EstimateConfidence instant);
@@ -124,6 +135,9 @@ class ForwardRun {
   int64_t work_ = 0;  // of the passes run
   FwdTimeline timeline_;
   const std::vector<DurationMs> history_thresholds_;
+  ExpectedArrivals arrivals_;
+  std::deque<PendingJob> arrived_;  // the expected arrivals injected (FwdRun::job points here)
+  bool arrivals_placed_ = false;    // an expected arrival has started in the fork
 };
 
 void ForwardRun::Seed() {
@@ -202,9 +216,15 @@ void ForwardRun::Placed(const PlaceDecision& p, TimeMs t, EstimateConfidence ins
   if (st_.config.preemption) {
     WakeAsItRuns(*run.job, run.job->attained_ms + run.attained_extra, run.gpus, t, t);
   }
+  if (p.job >= kSyntheticJobIdBase) {
+    arrivals_placed_ = true;
+    return;
+  }
   auto [it, first] = started_.try_emplace(p.job);
   if (!first) return;
-  it->second = {p.job, t, FwdNodesOf(p.placement), instant};
+  // After expected arrivals took GPUs, a start rests on the arrival model too.
+  it->second = {p.job, t, FwdNodesOf(p.placement),
+                arrivals_placed_ ? Weakest(instant, EstimateConfidence::kMedium) : instant};
   if (watched_.count(p.job) > 0) --waiting_;
 }
 
@@ -242,6 +262,28 @@ EstimateConfidence ForwardRun::EndsAt(TimeMs t, bool* victim_ended) {
     }
   }
   return instant;
+}
+
+void ForwardRun::ArriveBy(TimeMs t) {
+  while (arrivals_.Next() != kUnknownTime && arrivals_.Next() <= t) {
+    arrived_.push_back(arrivals_.Take());
+    const PendingJob& job = arrived_.back();
+    runs_[job.id].job = &job;
+    fork_.AddPending(job);
+  }
+}
+
+TimeMs ForwardRun::NextInstant(TimeMs t, bool* idle, bool* arrival) const {
+  *arrival = false;
+  TimeMs next = timeline_.Next(t, options_.idle_step_ms, idle);
+  if (next == kUnknownTime) return next;
+  const TimeMs arrive = arrivals_.Next();
+  if (arrive != kUnknownTime && arrive < next) {
+    *idle = false;
+    *arrival = true;
+    return arrive;
+  }
+  return next;
 }
 
 bool ForwardRun::PassesAt(TimeMs t, EstimateConfidence instant) {
@@ -311,14 +353,17 @@ std::vector<StartEstimate> ForwardRun::Run() {
     }
     if (Done()) break;
     bool idle = false;
-    const TimeMs next = timeline_.Next(t, options_.idle_step_ms, &idle);
+    bool arrival = false;
+    const TimeMs next = NextInstant(t, &idle, &arrival);
     // Nothing left to end or wake for: what has not started never will in this model.
     if (next == kUnknownTime) break;
     t = next;
     bool victim_ended = false;
     instant = EndsAt(t, &victim_ended);
+    ArriveBy(t);
     if (victim_ended) instant = Weakest(instant, EstimateConfidence::kMedium);
-    if (idle) instant = Weakest(instant, EstimateConfidence::kMedium);
+    // An idle step's or an arrival's instant is the model's, not a known one.
+    if (idle || arrival) instant = Weakest(instant, EstimateConfidence::kMedium);
   }
   return Results(t, budget_spent);
 }

@@ -184,6 +184,7 @@ void Scheduler::SetQueue(const QueueConfig& queue) {
 
 void Scheduler::AddPending(const PendingJob& job) {
   impl_->st.changed_since_pass = true;
+  impl_->st.arrivals.Record(job);
   if (job.reservation.empty()) {
     impl_->st.reservation_jobs.erase(job.id);
     impl_->st.pending.Add(job);
@@ -205,6 +206,7 @@ void Scheduler::RemovePending(JobId id) {
 
 void Scheduler::AddRunning(const RunningJob& run) {
   impl_->st.changed_since_pass = true;
+  impl_->st.arrivals.Record(run.job);
   impl_->st.pending.Remove(run.job.id);
   impl_->Forget(run.job.id);
   impl_->RemoveRun(run.job.id);

@@ -420,6 +420,13 @@ struct EstimateOptions {
   // kForward: how long a victim runs after it is told to stop (its grace) before its GPUs
   // are free; the job it makes room for starts at the earliest then.
   DurationMs victim_grace_ms = 0;
+  // kForward: the jobs expected to arrive meanwhile (arrival_history.h): the arrivals of this
+  // long before now arrive again, evenly spaced, in every window after it. 0: none arrive.
+  // At most kArrivalKeepMs.
+  DurationMs arrival_window_ms = 2 * kHour;
+  // kForward: expected arrivals are rounded up to a multiple of this after now (those in one
+  // step share a pass).
+  DurationMs arrival_step_ms = kMinute;
   // kForward: stop as soon as all these pending jobs have started in the forward run (their
   // estimates are then what a longer run would give). Empty: every pending job.
   std::vector<JobId> stop_when_started;

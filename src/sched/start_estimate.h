@@ -118,19 +118,23 @@ EstimatedLeft PendingLeft(const SchedulerConfig& cfg, const PendingJob& j, bool 
 // Start-time estimates from the production pass run forward (EstimateMethod::kForward).
 //
 // `fork` is a Scheduler::Fork of the one whose state is `st`. From `now` it is driven as its
-// driver would drive it, with no new arrivals: passes at an instant until one decides nothing
+// driver would drive it, with the arrivals expected from the recent ones (arrival_history.h:
+// those of options.arrival_window_ms before now again, evenly spaced; none with 0), each a
+// new job the pass ranks and places as any: passes at an instant until one decides nothing
 // (at most options.max_passes_per_instant); a placed job runs for its PendingLeft and a run
 // for its RunLeft, then ends (RemoveRunning); a victim ends options.victim_grace_ms after its
 // Preempt decision and is requeued with the service it attained and the rest of its run still
 // to do; between ends, a pass where a run becomes preemptible, an admin reservation starts or
-// ends, or options.idle_step_ms has passed. A pending job's estimate is its first start in
+// ends, an expected job arrives, or options.idle_step_ms has passed (arrivals alone do not
+// keep the run going once nothing is left to end). A pending job's estimate is its first start in
 // the fork, on the nodes it was placed on. So placement, the order, backfill and its
 // reservations, preemption with its hysteresis, sparing rule and budgets, quotas, CPUs, memory
 // and labels are the pass's own; what is modelled is only when runs end.
 //
 // Confidence of a start: that of its instant (now, a run becoming preemptible, a reservation
 // boundary: kHigh; an end: what the ended runs' times rest on, a job started in the fork
-// ending no surer than its start; an idle step: kMedium), and kMedium at best where a victim
+// ending no surer than its start; an idle step or an expected arrival: kMedium), kMedium at
+// best once an expected arrival has started in the fork, and kMedium at best where a victim
 // ended at the instant (the grace and the requeue are modelled).
 //
 // Bound: options.max_passes passes in all, and options.max_work (kForwardMaxWork, scheduler.h)

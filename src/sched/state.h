@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sched/arrival_history.h"
 #include "sched/cluster_model.h"
 #include "sched/fair_share.h"
 #include "sched/order_policy.h"
@@ -71,6 +72,9 @@ struct SchedState {
   // changed since the last whole pass: until the next, the pending jobs are not all ones a
   // pass left waiting (start_estimate.h: the sweep lets none of those start at once).
   bool changed_since_pass = true;
+  // The jobs submitted lately, what the forward estimate expects more of (arrival_history.h).
+  // Read by estimates only: no decision depends on it. Not copied by Fork.
+  ArrivalHistory arrivals;
   // Admin reservations by name (node_reservations.h), and the pending jobs submitted into one.
   std::map<std::string, NodeReservation> node_reservations;
   std::set<JobId> reservation_jobs;

@@ -144,6 +144,7 @@ TEST(EstimateAccuracy, ForwardEstimatesAreExactWithTrueDurationsAndNoArrivals) {
   c.policy = sched::OrderPolicy::kCorral;
   c.estimate_every = 1;
   c.predict.oracle = true;
+  c.start_estimates.arrival_window_ms = 0;  // no expected arrivals either (none come)
   Result<SimResult> forward = Simulate(jobs, c);
   ASSERT_TRUE(forward.ok()) << forward.status().message();
   EstimateAccuracy a = MeasureEstimateAccuracy(jobs, *forward);

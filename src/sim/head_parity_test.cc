@@ -235,6 +235,12 @@ TEST(SimulateCommandTest, BadEstimatorFlagsAreNamed) {
   out = Command({"--trace", trace, "--nodes", "4", "--estimate-passes", "0"}, &rc);
   EXPECT_NE(rc, 0);
   EXPECT_NE(out.find("--estimate-passes 0: must be a positive count"), std::string::npos) << out;
+  out = Command({"--trace", trace, "--nodes", "4", "--estimate-arrivals", "25h"}, &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("--estimate-arrivals 25h: must be at most 24h"), std::string::npos) << out;
+  out = Command({"--trace", trace, "--nodes", "4", "--estimate-arrivals", "soon"}, &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("'--estimate-arrivals': got \"soon\""), std::string::npos) << out;
   // Both estimators judge the same runs: estimating decides nothing.
   out = Command({"--trace", trace, "--nodes", "4", "--sample", "200", "--estimate-every", "5",
                  "--estimator", "sweep", "--no-timing"},
@@ -245,6 +251,14 @@ TEST(SimulateCommandTest, BadEstimatorFlagsAreNamed) {
                                 &rc);
   EXPECT_EQ(rc, 0) << forward;
   EXPECT_EQ(out.substr(0, out.find("estimates:")), forward.substr(0, forward.find("estimates:")));
+  // Nor do the expected arrivals: the same runs without them.
+  std::string no_arrivals =
+      Command({"--trace", trace, "--nodes", "4", "--sample", "200", "--estimate-every", "5",
+               "--estimate-passes", "32", "--estimate-arrivals", "0", "--no-timing"},
+              &rc);
+  EXPECT_EQ(rc, 0) << no_arrivals;
+  EXPECT_EQ(no_arrivals.substr(0, no_arrivals.find("estimates:")),
+            forward.substr(0, forward.find("estimates:")));
 }
 
 TEST(SimulateCommandTest, FailuresAndSyntheticLimitsPassTheCheckerAndAreReported) {

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/spec.h"
+#include "sched/arrival_history.h"
 #include "sim/admin_flags.h"
 #include "sim/checker.h"
 #include "sim/predict_flags.h"
@@ -80,6 +81,7 @@ struct Flags {
   int32_t estimate_every = 0;
   std::string estimator = "forward";
   int64_t estimate_passes = sched::EstimateOptions{}.max_passes;
+  std::string estimate_arrivals = "2h";
 };
 
 Status Duration(const std::string& flag, const std::string& text, DurationMs* out);
@@ -490,6 +492,12 @@ Status ConfigureEstimates(const Flags& f, SimConfig* cfg_out) {
                            ": must be a positive count of passes");
   }
   cfg.start_estimates.max_passes = f.estimate_passes;
+  CORRAL_RETURN_IF_ERROR(
+      Duration("--estimate-arrivals", f.estimate_arrivals, &cfg.start_estimates.arrival_window_ms));
+  if (cfg.start_estimates.arrival_window_ms > sched::kArrivalKeepMs) {
+    return InvalidArgument("--estimate-arrivals " + f.estimate_arrivals +
+                           ": must be at most 24h (the arrivals the scheduler keeps)");
+  }
   return Status::Ok();
 }
 
@@ -774,6 +782,9 @@ void AddSimWhatIfFlags(CLI::App* app, Flags* f) {
   app->add_option("--estimate-passes", f->estimate_passes,
                   "forward: the most passes one estimate runs; past them, the sweep's estimate "
                   "(default 256)");
+  app->add_option("--estimate-arrivals", f->estimate_arrivals,
+                  "forward: the jobs expected to arrive meanwhile are those of this window "
+                  "before the estimate again, evenly spaced (default 2h; 0: none arrive)");
   app->add_flag("--profile", f->profile, "report wall time spent inside Scheduler::Schedule");
 }
 
