@@ -8,9 +8,7 @@ namespace {
 // nullptr: none.
 const QueueConfig* QuotaParent(const std::string& name, const QueueConfig& q,
                                const std::map<std::string, QueueConfig>& queues) {
-  for (size_t slash = name.rfind('/'); slash != std::string::npos && slash > 0;
-       slash = name.rfind('/', slash - 1)) {
-    std::string parent = name.substr(0, slash);
+  for (const std::string& parent : QueueAncestors(name)) {
     const QueueConfig* p = nullptr;
     if (parent == q.name) {
       p = &q;
@@ -23,6 +21,15 @@ const QueueConfig* QuotaParent(const std::string& name, const QueueConfig& q,
 }
 
 }  // namespace
+
+std::vector<std::string> QueueAncestors(const std::string& name) {
+  std::vector<std::string> out;
+  for (size_t slash = name.rfind('/'); slash != std::string::npos && slash > 0;
+       slash = name.rfind('/', slash - 1)) {
+    out.push_back(name.substr(0, slash));
+  }
+  return out;
+}
 
 Status ValidateQuotaInTree(const QueueConfig& q, const std::map<std::string, QueueConfig>& queues) {
   if (const QueueConfig* p = QuotaParent(q.name, q, queues); p && q.quota_gpus > p->quota_gpus) {

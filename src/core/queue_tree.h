@@ -6,11 +6,15 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/node.h"
 #include "core/status.h"
 
 namespace corral {
+
+// The ancestors of queue `name`, nearest first: "org/team/a" -> {"org/team", "org"}.
+std::vector<std::string> QueueAncestors(const std::string& name);
 
 // Would setting `q` (replacing any queue of its name in `queues`, the configured queues by
 // name) leave every quota within its nearest ancestor's? Checks `q` against its ancestors

@@ -1,7 +1,11 @@
 #include "head/service_guarantee.h"
 
+#include <utility>
+
 #include <cstdio>
 #include <vector>
+
+#include "core/queue_tree.h"
 
 namespace corral::head {
 namespace {
@@ -20,10 +24,7 @@ std::string GuaranteeGpus(int64_t milli) {
 // `queue` and each of its ancestors, itself first.
 std::vector<std::string> GuaranteeLevels(const std::string& queue) {
   std::vector<std::string> out{queue};
-  for (size_t slash = queue.rfind('/'); slash != std::string::npos && slash > 0;
-       slash = queue.rfind('/', slash - 1)) {
-    out.push_back(queue.substr(0, slash));
-  }
+  for (std::string& a : QueueAncestors(queue)) out.push_back(std::move(a));
   return out;
 }
 
