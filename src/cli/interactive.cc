@@ -147,11 +147,13 @@ std::string EndReason(const Job& job) {
   return job.events.empty() ? "" : job.events.back().reason;
 }
 
-Result<JobId> StartSession(const Json& spec, CliContext& ctx, const std::string& name,
-                           const std::string& user) {
+namespace {
+
+// Submits a session's job: its id, or the error, said.
+Result<JobId> SubmitSessionJob(const Json& spec, CliContext& ctx, ApiClient& api,
+                               const std::string& name, const std::string& user) {
   Json body = {{"spec", spec}, {"request_id", NewRequestId()}};
   if (!user.empty()) body["user"] = user;
-  ApiClient api(ctx);
   auto reply = api.CallJson("POST", "/v1/jobs", body.dump());
   if (!reply.ok()) {
     // Resources that can never fit, a queue the user may not use: said at once.
@@ -163,86 +165,133 @@ Result<JobId> StartSession(const Json& spec, CliContext& ctx, const std::string&
     PrintError(ctx, name, "the head's answer names no job: " + reply->dump());
     return Internal("no job id");
   }
-  const std::string path = "/v1/jobs/" + std::to_string(id);
-  auto cancel = [&] { (void)api.Call("POST", path + "/cancel", ""); };
-  {
-    InterruptWatch watch;
-    std::string said;
-    DurationMs nap = kFirstPendingPollMs;
+  return id;
+}
+
+// Waits until a submitted session job runs, touching it (which keeps a waiting session alive
+// and says how it stands) and saying each new pending reason; cancels it when interrupted or
+// when it can never start.
+class SessionStartWait {
+ public:
+  SessionStartWait(CliContext& ctx, ApiClient& api, const std::string& name, JobId id)
+      : watch_(),
+        ctx_(ctx),
+        api_(api),
+        name_(name),
+        id_(id),
+        path_("/v1/jobs/" + std::to_string(id)) {
     // The revision before the first touch: a change after it wakes the first wait at once.
-    auto now_page = ReadEvents(api, INT64_MAX, 1, 0);
-    bool streaming = now_page.ok();  // false: poll instead
-    uint64_t since = streaming ? now_page->revision : 0;
+    auto now_page = ReadEvents(api_, INT64_MAX, 1, 0);
+    streaming_ = now_page.ok();  // false: poll instead
+    since_ = streaming_ ? now_page->revision : 0;
+  }
+
+  Status Wait() {
     for (;;) {
       if (g_interrupted != 0) {
-        cancel();
-        *ctx.err << "corral " << name << ": interrupted; session job " << id << " cancelled\n";
+        Cancel();
+        *ctx_.err << "corral " << name_ << ": interrupted; session job " << id_ << " cancelled\n";
         return FailedPrecondition("interrupted");
       }
-      // A touch both keeps the waiting session alive and says how it stands.
-      auto t = api.CallJson("POST", path + "/touch", "");
+      auto t = api_.CallJson("POST", path_ + "/touch", "");
+      if (!t.ok() && t.status().code() == ErrorCode::kUnavailable) {
+        ctx_.sleep(kPendingPollMs);
+        continue;
+      }
       if (!t.ok()) {
-        if (t.status().code() == ErrorCode::kUnavailable) {
-          ctx.sleep(kPendingPollMs);
-          continue;
-        }
-        PrintError(ctx, name, "job " + std::to_string(id) + ": " + t.status().message());
-        cancel();
+        PrintError(ctx_, name_, "job " + std::to_string(id_) + ": " + t.status().message());
+        Cancel();
         return t.status();
       }
       auto job = JobFromJson(t->value("job", Json::object()));
       if (!job.ok()) {
-        PrintError(ctx, name, "the head's answer: " + job.status().message());
-        cancel();
+        PrintError(ctx_, name_, "the head's answer: " + job.status().message());
+        Cancel();
         return job.status();
       }
-      const std::string state = JobStateName(job->state);
-      if (job->state == JobState::kRunning) break;
-      if (IsTerminal(job->state)) {
-        PrintError(ctx, name,
-                   "session job " + std::to_string(id) + " " + state + ": " + EndReason(*job));
-        return FailedPrecondition("ended");
-      }
-      const std::string& reason = job->pending_reason;
-      if (job->pending_code == PendingCode::kNoFit ||
-          job->pending_code == PendingCode::kDependencyNever) {
-        cancel();
-        PrintError(ctx, name, "session job " + std::to_string(id) + " can never start: " + reason);
-        return FailedPrecondition("never");
-      }
-      std::string now = state == "pending" ? reason : state;
-      if (!now.empty() && now != said) {
-        *ctx.err << "corral " << name << ": job " << id << " "
-                 << (state == "pending" ? "pending: " : "") << now << "\n";
-        ctx.err->flush();
-        said = now;
-      }
-      // Until a change to this job (or the keep-alive interval): other jobs' changes do not
-      // make it ask again, however busy the cluster.
-      const TimeMs touched = ctx.now();
-      const std::string key = std::to_string(id);
-      bool ours = false;
-      while (streaming && !ours && g_interrupted == 0) {
-        const DurationMs left = kPendingPollMs - (ctx.now() - touched);
-        if (left <= 0) break;
-        auto page = ReadEvents(api, since, 100, left);
-        if (!page.ok()) {
-          streaming = false;  // the stream failed: poll from here on
-          break;
-        }
-        // A page of the first 100 changes ends before the head's revision: the rest is next.
-        since = page->events.empty() ? page->revision : EventRevision(page->events.back());
-        ours = page->reset;
-        for (const Json& e : page->events) {
-          ours = ours || (EventKind(e) == "job" && EventKey(e) == key);
-        }
-      }
-      if (streaming) continue;
-      ctx.sleep(nap);
-      nap = std::min(nap * 2, kPendingPollMs);
+      if (job->state == JobState::kRunning) return Status::Ok();
+      CORRAL_RETURN_IF_ERROR(Judge(*job));
+      WaitForChange();
     }
   }
-  return id;
+
+ private:
+  void Cancel() { (void)api_.Call("POST", path_ + "/cancel", ""); }
+
+  // A job not running yet: an error if it ended or can never start, else how it stands, said
+  // when that changed.
+  Status Judge(const Job& job) {
+    const std::string state = JobStateName(job.state);
+    if (IsTerminal(job.state)) {
+      PrintError(ctx_, name_,
+                 "session job " + std::to_string(id_) + " " + state + ": " + EndReason(job));
+      return FailedPrecondition("ended");
+    }
+    const std::string& reason = job.pending_reason;
+    if (job.pending_code == PendingCode::kNoFit ||
+        job.pending_code == PendingCode::kDependencyNever) {
+      Cancel();
+      PrintError(ctx_, name_, "session job " + std::to_string(id_) + " can never start: " + reason);
+      return FailedPrecondition("never");
+    }
+    std::string now = state == "pending" ? reason : state;
+    if (!now.empty() && now != said_) {
+      *ctx_.err << "corral " << name_ << ": job " << id_ << " "
+                << (state == "pending" ? "pending: " : "") << now << "\n";
+      ctx_.err->flush();
+      said_ = now;
+    }
+    return Status::Ok();
+  }
+
+  // Until a change to this job (or the keep-alive interval): other jobs' changes do not make
+  // it ask again, however busy the cluster. Without the event stream: a poll, backing off.
+  void WaitForChange() {
+    const TimeMs touched = ctx_.now();
+    const std::string key = std::to_string(id_);
+    bool ours = false;
+    while (streaming_ && !ours && g_interrupted == 0) {
+      const DurationMs left = kPendingPollMs - (ctx_.now() - touched);
+      if (left <= 0) break;
+      auto page = ReadEvents(api_, since_, 100, left);
+      if (!page.ok()) {
+        streaming_ = false;  // the stream failed: poll from here on
+        break;
+      }
+      // A page of the first 100 changes ends before the head's revision: the rest is next.
+      since_ = page->events.empty() ? page->revision : EventRevision(page->events.back());
+      ours = page->reset;
+      for (const Json& e : page->events) {
+        ours = ours || (EventKind(e) == "job" && EventKey(e) == key);
+      }
+    }
+    if (streaming_) return;
+    ctx_.sleep(nap_);
+    nap_ = std::min(nap_ * 2, kPendingPollMs);
+  }
+
+  InterruptWatch watch_;  // first: from before the first read of the event stream
+  CliContext& ctx_;
+  ApiClient& api_;
+  const std::string& name_;
+  const JobId id_;
+  const std::string path_;
+  bool streaming_ = false;
+  uint64_t since_ = 0;
+  std::string said_;
+  DurationMs nap_ = kFirstPendingPollMs;
+};
+
+}  // namespace
+
+Result<JobId> StartSession(const Json& spec, CliContext& ctx, const std::string& name,
+                           const std::string& user) {
+  ApiClient api(ctx);
+  auto id = SubmitSessionJob(spec, ctx, api, name, user);
+  if (!id.ok()) return id.status();
+  SessionStartWait wait(ctx, api, name, *id);
+  CORRAL_RETURN_IF_ERROR(wait.Wait());
+  return *id;
 }
 
 int RunRun(const std::vector<std::string>& argv, CliContext& ctx) {

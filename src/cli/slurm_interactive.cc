@@ -185,16 +185,10 @@ int WithLabelledOutput(CliContext& ctx, int64_t task, const std::function<int()>
   return ShellExitCode(status);
 }
 
-}  // namespace
-
-int RunSallocStep(const slurm::ParsedOptions& opts, bool pty, CliContext& ctx) {
-  auto id = ParseJobId(ctx.env("CORRAL_SALLOC_JOB").value_or(""));
-  if (!id) {
-    *ctx.err << "srun: error: CORRAL_SALLOC_JOB: want a job id\n";
-    return kExitError;
-  }
-  // As Slurm's steps: on every node of the allocation unless -N says fewer, one task a node;
-  // a terminal (--pty) is one task's, on the first node, unless -N asks for more.
+// How many nodes a step inside salloc runs on: every node of the allocation unless -N says
+// fewer, one task a node; a terminal (--pty) is one task's, on the first node, unless -N asks
+// for more. 0: an error, said.
+int64_t SallocStepNodes(const slurm::ParsedOptions& opts, bool pty, JobId id, CliContext& ctx) {
   auto allocated = ParseJobId(ctx.env("SLURM_NNODES").value_or("1"));
   const int64_t have = allocated && *allocated > 0 ? static_cast<int64_t>(*allocated) : 1;
   int64_t nodes = pty ? 1 : have;
@@ -202,8 +196,8 @@ int RunSallocStep(const slurm::ParsedOptions& opts, bool pty, CliContext& ctx) {
     auto n = ParseJobId(opts.Get("nodes"));
     if (!n || *n == 0 || static_cast<int64_t>(*n) > have) {
       *ctx.err << "srun: error: -N/--nodes: got \"" << opts.Get("nodes") << "\", want 1.." << have
-               << " (the nodes of allocation " << *id << ")\n";
-      return kExitError;
+               << " (the nodes of allocation " << id << ")\n";
+      return 0;
     }
     nodes = static_cast<int64_t>(*n);
   }
@@ -211,32 +205,19 @@ int RunSallocStep(const slurm::ParsedOptions& opts, bool pty, CliContext& ctx) {
     *ctx.err << "srun: error: -n/--ntasks: got \"" << opts.Get("ntasks")
              << "\"; a step inside salloc runs one task on each of its " << nodes
              << " node(s) (-N)\n";
-    return kExitError;
+    return 0;
   }
   if (pty && nodes > 1) {
     *ctx.err << "srun: error: --pty: a terminal is for one task; use -N 1 (the step has " << nodes
              << " nodes)\n";
-    return kExitError;
+    return 0;
   }
-  // Its environment is the allocation's (each node's replica's), with the step's variables.
-  auto step = [&](int64_t node) {
-    ExecOptions exec;
-    exec.command = opts.positional;
-    exec.pty = pty;
-    exec.command_name = "srun";
-    exec.replica = static_cast<int32_t>(node);
-    exec.env = {{"SLURM_STEP_ID", "0"},
-                {"SLURM_PROCID", std::to_string(node)},
-                {"SLURM_NODEID", std::to_string(node)},
-                {"SLURM_NTASKS", std::to_string(nodes)},
-                {"SLURM_STEP_NUM_NODES", std::to_string(nodes)},
-                {"SLURM_STEP_NUM_TASKS", std::to_string(nodes)}};
-    if (!opts.Has("label") || pty) return RunInJob(ctx, *id, exec);
-    return WithLabelledOutput(ctx, node, [&] { return RunInJob(ctx, *id, exec); });
-  };
-  if (nodes == 1) return step(0);
-  // One process per node (a session's client is one per process); stdin goes to task 0 only,
-  // as Slurm's default. The step's code is the highest of its tasks', as srun's.
+  return nodes;
+}
+
+// Runs step(node) in one process per node (a session's client is one per process); stdin goes
+// to task 0 only, as Slurm's default. The step's code is the highest of its tasks', as srun's.
+int RunSallocTasks(int64_t nodes, CliContext& ctx, const std::function<int(int64_t)>& step) {
   ctx.out->flush();
   ctx.err->flush();
   std::vector<pid_t> tasks;
@@ -269,6 +250,36 @@ int RunSallocStep(const slurm::ParsedOptions& opts, bool pty, CliContext& ctx) {
     worst = std::max(worst, ShellExitCode(status));
   }
   return worst;
+}
+
+}  // namespace
+
+int RunSallocStep(const slurm::ParsedOptions& opts, bool pty, CliContext& ctx) {
+  auto id = ParseJobId(ctx.env("CORRAL_SALLOC_JOB").value_or(""));
+  if (!id) {
+    *ctx.err << "srun: error: CORRAL_SALLOC_JOB: want a job id\n";
+    return kExitError;
+  }
+  const int64_t nodes = SallocStepNodes(opts, pty, *id, ctx);
+  if (nodes == 0) return kExitError;
+  // Its environment is the allocation's (each node's replica's), with the step's variables.
+  auto step = [&](int64_t node) {
+    ExecOptions exec;
+    exec.command = opts.positional;
+    exec.pty = pty;
+    exec.command_name = "srun";
+    exec.replica = static_cast<int32_t>(node);
+    exec.env = {{"SLURM_STEP_ID", "0"},
+                {"SLURM_PROCID", std::to_string(node)},
+                {"SLURM_NODEID", std::to_string(node)},
+                {"SLURM_NTASKS", std::to_string(nodes)},
+                {"SLURM_STEP_NUM_NODES", std::to_string(nodes)},
+                {"SLURM_STEP_NUM_TASKS", std::to_string(nodes)}};
+    if (!opts.Has("label") || pty) return RunInJob(ctx, *id, exec);
+    return WithLabelledOutput(ctx, node, [&] { return RunInJob(ctx, *id, exec); });
+  };
+  if (nodes == 1) return step(0);
+  return RunSallocTasks(nodes, ctx, step);
 }
 
 }  // namespace corral::cli

@@ -235,89 +235,105 @@ Result<SyncRequest> SyncRequestFromJson(const Json& j) {
   });
 }
 
+namespace {
+
+// A run order's layout (its placement, ranks and names); throws naming the field.
+void DecodeRunLayout(const Json& l, RunLayout& layout) {
+  layout.job_id = Req<JobId>(l, "job_id");
+  if (layout.job_id == 0) throw std::runtime_error("field 'layout.job_id': must not be 0");
+  layout.attempt = Req<int32_t>(l, "attempt");
+  layout.job_name = Get<std::string>(l, "job_name", "");
+  layout.owner = Get<std::string>(l, "owner", "");
+  layout.user_env = Get<std::map<std::string, std::string>>(l, "user_env", {});
+  for (const Json& p : l.at("placement")) layout.placement.push_back(Must(PlacementFromJson(p)));
+  layout.replica_hosts = Get<std::vector<std::string>>(l, "replica_hosts", {});
+  layout.master_port = Get<int32_t>(l, "master_port", 0);
+  layout.task_per_gpu = Get<bool>(l, "task_per_gpu", false);
+  if (!ParseGpuIsolation(Get<std::string>(l, "gpu_isolation", "memory"), &layout.gpu_isolation)) {
+    throw std::runtime_error("field 'gpu_isolation': want memory or mps");
+  }
+  layout.checkpoint_dir = Get<std::string>(l, "checkpoint_dir", "");
+  layout.workdir = Get<std::string>(l, "workdir", "");
+  layout.array_id = Get<JobId>(l, "array_id", 0);
+  layout.array_index = Get<int32_t>(l, "array_index", -1);
+}
+
+// What the order runs with: its container, datasets and stage-out.
+void DecodeRunOrderInputs(const Json& x, RunOrder& o) {
+  if (auto c = x.find("container"); c != x.end() && !c->is_null()) {
+    o.container = DecodeContainer(*c);
+  }
+  if (auto d = x.find("datasets"); d != x.end()) {
+    for (const Json& e : *d) {
+      auto ref = DatasetRefFromJson(e);
+      if (!ref.ok()) throw std::runtime_error(ref.status().message());
+      o.datasets.push_back(std::move(*ref));
+    }
+  }
+  if (auto so = x.find("stage_out"); so != x.end()) o.stage_out = StageOutFromJson(*so);
+}
+
+RunOrder DecodeRunOrder(const Json& x) {
+  RunOrder o;
+  o.run_id = x.at("run_id").get<std::string>();
+  o.job_id = Req<JobId>(x, "job_id");
+  o.attempt = Req<int32_t>(x, "attempt");
+  o.replica = Get<int32_t>(x, "replica", 0);
+  o.command = x.at("command").get<std::vector<std::string>>();
+  o.env = Get<std::map<std::string, std::string>>(x, "env", {});
+  o.task_envs = Get<std::vector<std::map<std::string, std::string>>>(x, "task_envs", {});
+  if (auto l = x.find("layout"); l != x.end()) {
+    DecodeRunLayout(*l, o.layout);
+    o.step_token = Get<std::string>(x, "step_token", "");
+    if (Status st = CheckOrderLayout(o); !st.ok()) throw std::runtime_error(st.message());
+  }
+  o.workdir = Get<std::string>(x, "workdir", "");
+  o.user = Get<std::string>(x, "user", "");
+  o.cpu_milli = Get<int32_t>(x, "cpu_milli", 0);
+  o.memory_mb = Get<int64_t>(x, "memory_mb", 0);
+  o.gpus = Get<std::vector<int32_t>>(x, "gpus", {});
+  DecodeRunOrderInputs(x, o);
+  o.notebook = Get<bool>(x, "notebook", false);
+  o.interactive = Get<bool>(x, "interactive", false);
+  o.elastic = Get<bool>(x, "elastic", false);
+  o.stop = Get<bool>(x, "stop", false);
+  o.stop_signal = Get<int32_t>(x, "stop_signal", 15);
+  o.grace_ms = Get<int64_t>(x, "grace_ms", 10000);
+  o.signals = Get<int32_t>(x, "signals", 0);
+  o.signal = Get<int32_t>(x, "signal", 0);
+  o.peers_lost = Get<int32_t>(x, "peers_lost", 0);
+  return o;
+}
+
+// A delta names the jobs it changes, in order, and orders only for those.
+void DecodeSyncDelta(const Json& j, SyncResponse& r) {
+  r.base_version = Req<uint64_t>(j, "base_version");
+  r.changed_jobs = Get<std::vector<JobId>>(j, "changed_jobs", {});
+  if (!std::is_sorted(r.changed_jobs.begin(), r.changed_jobs.end())) {
+    throw std::runtime_error("field 'changed_jobs': must be ascending");
+  }
+  if (r.base_version > r.desired_version) {
+    throw std::runtime_error("field 'base_version': after desired_version");
+  }
+  for (const RunOrder& o : r.runs) {
+    if (!std::binary_search(r.changed_jobs.begin(), r.changed_jobs.end(), o.job_id)) {
+      throw std::runtime_error("field 'runs': an order for job " + std::to_string(o.job_id) +
+                               ", which changed_jobs does not name");
+    }
+  }
+}
+
+}  // namespace
+
 Result<SyncResponse> SyncResponseFromJson(const Json& j) {
   return Decode<SyncResponse>(j, "sync response", [](const Json& j) {
     SyncResponse r;
     r.head_epoch = Req<uint64_t>(j, "head_epoch");
     r.desired_version = Req<uint64_t>(j, "desired_version");
     r.reregister = Get<bool>(j, "reregister", false);
-    for (const Json& x : j.value("runs", Json::array())) {
-      RunOrder o;
-      o.run_id = x.at("run_id").get<std::string>();
-      o.job_id = Req<JobId>(x, "job_id");
-      o.attempt = Req<int32_t>(x, "attempt");
-      o.replica = Get<int32_t>(x, "replica", 0);
-      o.command = x.at("command").get<std::vector<std::string>>();
-      o.env = Get<std::map<std::string, std::string>>(x, "env", {});
-      o.task_envs = Get<std::vector<std::map<std::string, std::string>>>(x, "task_envs", {});
-      if (auto l = x.find("layout"); l != x.end()) {
-        RunLayout& layout = o.layout;
-        layout.job_id = Req<JobId>(*l, "job_id");
-        if (layout.job_id == 0) throw std::runtime_error("field 'layout.job_id': must not be 0");
-        layout.attempt = Req<int32_t>(*l, "attempt");
-        layout.job_name = Get<std::string>(*l, "job_name", "");
-        layout.owner = Get<std::string>(*l, "owner", "");
-        layout.user_env = Get<std::map<std::string, std::string>>(*l, "user_env", {});
-        for (const Json& p : l->at("placement"))
-          layout.placement.push_back(Must(PlacementFromJson(p)));
-        layout.replica_hosts = Get<std::vector<std::string>>(*l, "replica_hosts", {});
-        layout.master_port = Get<int32_t>(*l, "master_port", 0);
-        layout.task_per_gpu = Get<bool>(*l, "task_per_gpu", false);
-        if (!ParseGpuIsolation(Get<std::string>(*l, "gpu_isolation", "memory"),
-                               &layout.gpu_isolation)) {
-          throw std::runtime_error("field 'gpu_isolation': want memory or mps");
-        }
-        layout.checkpoint_dir = Get<std::string>(*l, "checkpoint_dir", "");
-        layout.workdir = Get<std::string>(*l, "workdir", "");
-        layout.array_id = Get<JobId>(*l, "array_id", 0);
-        layout.array_index = Get<int32_t>(*l, "array_index", -1);
-        o.step_token = Get<std::string>(x, "step_token", "");
-        if (Status st = CheckOrderLayout(o); !st.ok()) throw std::runtime_error(st.message());
-      }
-      o.workdir = Get<std::string>(x, "workdir", "");
-      o.user = Get<std::string>(x, "user", "");
-      o.cpu_milli = Get<int32_t>(x, "cpu_milli", 0);
-      o.memory_mb = Get<int64_t>(x, "memory_mb", 0);
-      o.gpus = Get<std::vector<int32_t>>(x, "gpus", {});
-      if (auto c = x.find("container"); c != x.end() && !c->is_null()) {
-        o.container = DecodeContainer(*c);
-      }
-      if (auto d = x.find("datasets"); d != x.end()) {
-        for (const Json& e : *d) {
-          auto ref = DatasetRefFromJson(e);
-          if (!ref.ok()) throw std::runtime_error(ref.status().message());
-          o.datasets.push_back(std::move(*ref));
-        }
-      }
-      if (auto so = x.find("stage_out"); so != x.end()) o.stage_out = StageOutFromJson(*so);
-      o.notebook = Get<bool>(x, "notebook", false);
-      o.interactive = Get<bool>(x, "interactive", false);
-      o.elastic = Get<bool>(x, "elastic", false);
-      o.stop = Get<bool>(x, "stop", false);
-      o.stop_signal = Get<int32_t>(x, "stop_signal", 15);
-      o.grace_ms = Get<int64_t>(x, "grace_ms", 10000);
-      o.signals = Get<int32_t>(x, "signals", 0);
-      o.signal = Get<int32_t>(x, "signal", 0);
-      o.peers_lost = Get<int32_t>(x, "peers_lost", 0);
-      r.runs.push_back(std::move(o));
-    }
+    for (const Json& x : j.value("runs", Json::array())) r.runs.push_back(DecodeRunOrder(x));
     r.delta = Get<bool>(j, "delta", false);
-    if (r.delta) {
-      r.base_version = Req<uint64_t>(j, "base_version");
-      r.changed_jobs = Get<std::vector<JobId>>(j, "changed_jobs", {});
-      if (!std::is_sorted(r.changed_jobs.begin(), r.changed_jobs.end())) {
-        throw std::runtime_error("field 'changed_jobs': must be ascending");
-      }
-      if (r.base_version > r.desired_version) {
-        throw std::runtime_error("field 'base_version': after desired_version");
-      }
-      for (const RunOrder& o : r.runs) {
-        if (!std::binary_search(r.changed_jobs.begin(), r.changed_jobs.end(), o.job_id)) {
-          throw std::runtime_error("field 'runs': an order for job " + std::to_string(o.job_id) +
-                                   ", which changed_jobs does not name");
-        }
-      }
-    }
+    if (r.delta) DecodeSyncDelta(j, r);
     return r;
   });
 }

@@ -99,19 +99,12 @@ std::string ImageRef::Canonical() const {
   return out;
 }
 
-Result<ImageRef> ParseImageRef(const std::string& field, const std::string& text) {
-  ImageRef r;
-  if (text.empty()) return RefError(field, text, "empty");
-  if (text.size() > 1024) return RefError(field, text.substr(0, 64) + "...", "over 1024 bytes");
+namespace {
+
+// oci-archive:/file.tar (kOciArchive) or oci:/dir[:tag] (kOciLayout).
+Result<ImageRef> ParseOciImageRef(const std::string& field, const std::string& text) {
   auto path_ok = [&](const std::string& p) { return CleanAbsolutePath(p) || p == "/"; };
-  if (text[0] == '/') {
-    if (!CleanAbsolutePath(text)) {
-      return RefError(field, text, "a path with '..', ':' or ','");
-    }
-    r.kind = ImageRef::Kind::kPath;
-    r.path = text;
-    return r;
-  }
+  ImageRef r;
   if (text.rfind("oci-archive:", 0) == 0) {
     r.kind = ImageRef::Kind::kOciArchive;
     r.path = text.substr(12);
@@ -120,20 +113,63 @@ Result<ImageRef> ParseImageRef(const std::string& field, const std::string& text
     }
     return r;
   }
-  if (text.rfind("oci:", 0) == 0) {
-    r.kind = ImageRef::Kind::kOciLayout;
-    std::string rest = text.substr(4);
-    auto colon = rest.find(':');
-    r.path = rest.substr(0, colon);
-    if (colon != std::string::npos) r.tag = rest.substr(colon + 1);
-    if (!path_ok(r.path) || r.path == "/") {
-      return RefError(field, text, "an OCI layout must be an absolute directory");
-    }
-    if (colon != std::string::npos && !ValidTag(r.tag)) {
-      return RefError(field, text, "bad tag '" + r.tag + "'");
-    }
-    return r;
+  r.kind = ImageRef::Kind::kOciLayout;
+  std::string rest = text.substr(4);
+  auto colon = rest.find(':');
+  r.path = rest.substr(0, colon);
+  if (colon != std::string::npos) r.tag = rest.substr(colon + 1);
+  if (!path_ok(r.path) || r.path == "/") {
+    return RefError(field, text, "an OCI layout must be an absolute directory");
   }
+  if (colon != std::string::npos && !ValidTag(r.tag)) {
+    return RefError(field, text, "bad tag '" + r.tag + "'");
+  }
+  return r;
+}
+
+// Takes the registry off the front of `rest` into r->registry: the first component if it looks
+// like a host (a '.' or a port, or localhost), else docker.io (whose one-component names are
+// under library/).
+Status TakeRegistry(const std::string& field, const std::string& text, std::string& rest,
+                    ImageRef* r) {
+  auto slash = rest.find('/');
+  std::string first = rest.substr(0, slash);
+  if (slash != std::string::npos &&
+      (first.find('.') != std::string::npos || first.find(':') != std::string::npos ||
+       first == "localhost")) {
+    r->registry = first;
+    rest = rest.substr(slash + 1);
+    if (!ValidHost(r->registry)) return RefError(field, text, "bad registry '" + r->registry + "'");
+    return Status::Ok();
+  }
+  r->registry = "docker.io";
+  if (slash == std::string::npos) rest = "library/" + rest;
+  return Status::Ok();
+}
+
+// The repository's path: at most 255 bytes of valid components.
+Status CheckRepository(const std::string& field, const std::string& text,
+                       const std::string& repository) {
+  if (repository.empty() || repository.size() > 255) {
+    return RefError(field, text, "no image name");
+  }
+  size_t start = 0;
+  while (start <= repository.size()) {
+    size_t s = repository.find('/', start);
+    if (s == std::string::npos) s = repository.size();
+    if (!ValidComponent(repository.substr(start, s - start))) {
+      return RefError(field, text,
+                      "bad name component '" + repository.substr(start, s - start) +
+                          "' (lower-case letters, digits, '.', '_', '-')");
+    }
+    start = s + 1;
+  }
+  return Status::Ok();
+}
+
+// [docker://][registry/]name[:tag][@sha256:digest]
+Result<ImageRef> ParseRegistryImageRef(const std::string& field, const std::string& text) {
+  ImageRef r;
   std::string rest = text;
   if (rest.rfind("docker://", 0) == 0) rest = rest.substr(9);
   if (auto at = rest.find('@'); at != std::string::npos) {
@@ -144,19 +180,7 @@ Result<ImageRef> ParseImageRef(const std::string& field, const std::string& text
                       "bad digest '" + r.digest + "' (want sha256: and 64 hex digits)");
     }
   }
-  // The first component is a registry if it looks like a host (a '.' or a port, or localhost).
-  auto slash = rest.find('/');
-  std::string first = rest.substr(0, slash);
-  if (slash != std::string::npos &&
-      (first.find('.') != std::string::npos || first.find(':') != std::string::npos ||
-       first == "localhost")) {
-    r.registry = first;
-    rest = rest.substr(slash + 1);
-    if (!ValidHost(r.registry)) return RefError(field, text, "bad registry '" + r.registry + "'");
-  } else {
-    r.registry = "docker.io";
-    if (slash == std::string::npos) rest = "library/" + rest;
-  }
+  CORRAL_RETURN_IF_ERROR(TakeRegistry(field, text, rest, &r));
   auto last_slash = rest.rfind('/');
   auto colon = rest.rfind(':');
   if (colon != std::string::npos && (last_slash == std::string::npos || colon > last_slash)) {
@@ -164,21 +188,30 @@ Result<ImageRef> ParseImageRef(const std::string& field, const std::string& text
     rest = rest.substr(0, colon);
     if (!ValidTag(r.tag)) return RefError(field, text, "bad tag '" + r.tag + "'");
   }
-  if (rest.empty() || rest.size() > 255) return RefError(field, text, "no image name");
-  size_t start = 0;
-  while (start <= rest.size()) {
-    size_t s = rest.find('/', start);
-    if (s == std::string::npos) s = rest.size();
-    if (!ValidComponent(rest.substr(start, s - start))) {
-      return RefError(field, text,
-                      "bad name component '" + rest.substr(start, s - start) +
-                          "' (lower-case letters, digits, '.', '_', '-')");
-    }
-    start = s + 1;
-  }
+  CORRAL_RETURN_IF_ERROR(CheckRepository(field, text, rest));
   r.repository = rest;
   if (r.tag.empty() && r.digest.empty()) r.tag = "latest";
   return r;
+}
+
+}  // namespace
+
+Result<ImageRef> ParseImageRef(const std::string& field, const std::string& text) {
+  if (text.empty()) return RefError(field, text, "empty");
+  if (text.size() > 1024) return RefError(field, text.substr(0, 64) + "...", "over 1024 bytes");
+  if (text[0] == '/') {
+    if (!CleanAbsolutePath(text)) {
+      return RefError(field, text, "a path with '..', ':' or ','");
+    }
+    ImageRef r;
+    r.kind = ImageRef::Kind::kPath;
+    r.path = text;
+    return r;
+  }
+  if (text.rfind("oci-archive:", 0) == 0 || text.rfind("oci:", 0) == 0) {
+    return ParseOciImageRef(field, text);
+  }
+  return ParseRegistryImageRef(field, text);
 }
 
 Status ValidateMount(const std::string& field, const ContainerMount& m) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sched/order_policy.h"
+#include "sched/policy.h"
 
 namespace corral::sched {
 namespace {
@@ -43,7 +44,7 @@ bool ElasticShrinkable(const SchedState& st, const RunEntry& r, const PendingEnt
   }
   // Any replica above the minimum, to a job at the run's priority or above.
   if (j.may_preempt && r.job.priority <= j.priority) return true;
-  if (st.config.policy != OrderPolicy::kCorral || r.queue == e.queue) return false;
+  if (st.policy->displacement() != Displacement::kByClaim || r.queue == e.queue) return false;
   // Another queue's run, to a job of any priority that reclaims its quota: only what the
   // run's level borrows beyond its own quota.
   const QueueBook::Meet m = st.queues.QuotaMeet(e.queue, r.queue);
@@ -224,7 +225,7 @@ ElasticGrowKey ElasticGrowKeyOf(const SchedState& st, const RunEntry& r) {
   k.neg_priority = -r.job.priority;
   k.started_at = r.started_at;
   k.id = r.job.id;
-  if (st.config.policy == OrderPolicy::kCorral) {
+  if (st.policy->ByFairShare()) {
     k.tier = ElasticGrowthTier(st, r.queue, ElasticReplicaGpus(r.job));
     k.share = st.queues.FairPath(r.queue, &k.deeper);
   }
@@ -266,7 +267,7 @@ bool ElasticGrowOne(SchedState& st, RunEntry& r, std::vector<ReplicaPlacement>* 
 std::string ElasticGrowReason(const SchedState& st, const RunEntry& r, size_t added, int tier) {
   std::string why = "idle GPUs and no job waiting: grows by " + std::to_string(added) +
                     " replica(s) toward its maximum of " + std::to_string(r.job.replicas);
-  if (tier == 2 && st.config.policy == OrderPolicy::kCorral) {
+  if (tier == 2 && st.policy->ByFairShare()) {
     why += "; beyond queue " + st.queues.Name(r.queue) +
            "'s quota: a job of a queue under its quota takes them back first";
   }

@@ -114,12 +114,10 @@ class SweepInput {
         options_(options),
         // Preemption: kCorral's LAS victims inside a queue and priority (rank class), ranked by
         // the level below which they may be displaced; kSrtf and kLas by key, one class.
-        corral_las_(cfg_.preemption && cfg_.policy == OrderPolicy::kCorral &&
+        policy_(*st.policy),
+        corral_las_(cfg_.preemption && policy_.displacement() == Displacement::kByClaim &&
                     cfg_.corral.las_within_queue && !cfg_.las_thresholds_gpu_ms.empty()),
-        baseline_(cfg_.preemption && IsPreemptive(cfg_.policy) &&
-                  cfg_.policy != OrderPolicy::kCorral),
-        // Built once: a list per running job would be an allocation each, at every estimate.
-        with_history_(LasThresholdsWithHistory(cfg_)) {}
+        baseline_(cfg_.preemption && policy_.displacement() == Displacement::kByKey) {}
 
   std::vector<StartEstimate> Estimate() {
     AddNodes();
@@ -172,23 +170,18 @@ class SweepInput {
     if (!r.job.preemptible || r.preempted_for != 0 || r.aged || !(corral_las_ || baseline_)) {
       return run;
     }
-    if (corral_las_) {
-      run.rank_class =
-          class_of_.try_emplace({r.queue, r.job.priority}, static_cast<int32_t>(class_of_.size()))
-              .first->second;
-      RankAsItRuns(HasHistoryLevels(cfg_, r.job) ? with_history_ : cfg_.las_thresholds_gpu_ms,
-                   cfg_.corral.las_preempt_hysteresis, attained, gpus, now_, &run);
-      if (cfg_.corral.predict.on && HasPrediction(r.job)) {
-        run.predicted_left_ms =
-            std::max<DurationMs>(1, PredictedRemainingMs(cfg_, r.job, attained));
-      }
+    run.rank_class = corral_las_ ? class_of_
+                                       .try_emplace({r.queue, r.job.priority},
+                                                    static_cast<int32_t>(class_of_.size()))
+                                       .first->second
+                                 : 0;
+    if (const std::vector<DurationMs>* levels = policy_.LevelsAsItRuns(r.job)) {
+      RankAsItRuns(*levels, policy_.LevelHysteresis(), attained, gpus, now_, &run);
     } else {
-      run.rank_class = 0;
-      if (cfg_.policy == OrderPolicy::kLas) {
-        RankAsItRuns(cfg_.las_thresholds_gpu_ms, 1.0, attained, gpus, now_, &run);
-      } else {
-        run.rank = StaticKey(cfg_, r.job, attained).a;  // kSrtf: its key only falls
-      }
+      run.rank = policy_.Key(r.job, attained).a;  // srtf: its key only falls
+    }
+    if (corral_las_ && cfg_.corral.predict.on && HasPrediction(r.job)) {
+      run.predicted_left_ms = std::max<DurationMs>(1, PredictedRemainingMs(cfg_, r.job, attained));
     }
     return run;
   }
@@ -282,8 +275,8 @@ class SweepInput {
   const SchedulerConfig& cfg_;
   const TimeMs now_;
   const EstimateOptions& options_;
+  const Policy& policy_;
   const bool corral_las_, baseline_;
-  const std::vector<DurationMs> with_history_;
   std::vector<EstimateNode> nodes_;
   std::vector<int32_t> index_of_slot_;
   std::vector<TimeMs> reserved_until_;

@@ -92,7 +92,6 @@ class ForwardRun {
         fork_(fork),
         now_(now),
         options_(options),
-        history_thresholds_(LasThresholdsWithHistory(st.config)),
         arrivals_(st.arrivals.Within(now, std::min(options.arrival_window_ms, kArrivalKeepMs)), now,
                   std::min(options.arrival_window_ms, kArrivalKeepMs), options.arrival_step_ms,
                   kExpectedArrivalWindows) {}
@@ -134,7 +133,6 @@ class ForwardRun {
   int64_t passes_ = 0;
   int64_t work_ = 0;  // of the passes run
   FwdTimeline timeline_;
-  const std::vector<DurationMs> history_thresholds_;
   ExpectedArrivals arrivals_;
   std::deque<PendingJob> arrived_;  // the expected arrivals injected (FwdRun::job points here)
   bool arrivals_placed_ = false;    // an expected arrival has started in the fork
@@ -184,13 +182,11 @@ void ForwardRun::WakeAsItRuns(const PendingJob& job, DurationMs attained, int64_
   if (!job.preemptible) return;
   const SchedulerConfig& cfg = st_.config;
   timeline_.Wake(started_at + cfg.min_runtime_before_preempt_ms, t);
-  const bool las = cfg.policy == OrderPolicy::kLas;
-  if (!las && !(cfg.policy == OrderPolicy::kCorral && cfg.corral.las_within_queue)) return;
-  const double h = las ? 1.0 : std::max(1.0, cfg.corral.las_preempt_hysteresis);
-  const std::vector<DurationMs>& thresholds =
-      las || !HasHistoryLevels(cfg, job) ? cfg.las_thresholds_gpu_ms : history_thresholds_;
+  const std::vector<DurationMs>* thresholds = st_.policy->LevelsAsItRuns(job);
+  if (thresholds == nullptr) return;
+  const double h = std::max(1.0, st_.policy->LevelHysteresis());
   const double g = static_cast<double>(std::max<int64_t>(1, gpus));
-  for (DurationMs threshold : thresholds) {
+  for (DurationMs threshold : *thresholds) {
     const double need = h * static_cast<double>(threshold) - static_cast<double>(attained);
     if (need <= 0) continue;
     timeline_.Wake(started_at + static_cast<DurationMs>(std::ceil(need / g)), t);

@@ -121,43 +121,4 @@ int64_t MinuteBucket(DurationMs ms) {
   return std::bit_width(static_cast<uint64_t>(std::max<DurationMs>(0, ms) / kMinute));
 }
 
-JobKey StaticKey(const SchedulerConfig& config, const PendingJob& job, DurationMs attained_gpu_ms) {
-  switch (config.policy) {
-    case OrderPolicy::kCorral: {
-      const int64_t level =
-          config.corral.las_within_queue ? LasLevel(config, job, attained_gpu_ms) : 0;
-      // A run-time distribution conditioned on the attained service already knows what the
-      // level says (prediction_for_level).
-      const bool dist_for_level =
-          config.corral.predict.on && config.corral.predict.for_level && !job.run_quantiles.empty();
-      return {
-          .a = -int64_t{job.priority},
-          .order_level = dist_for_level ? 0 : level,
-          .pred = config.corral.predict.on ? PredictedRemainingMs(config, job, attained_gpu_ms) : 0,
-          .b = job.submitted_at,
-          .id = job.id,
-          .level = level};
-    }
-    case OrderPolicy::kFifo:
-      return {.a = job.submitted_at, .b = 0, .id = job.id};
-    case OrderPolicy::kSjf:
-      return {.a = job.oracle_duration_ms, .b = job.submitted_at, .id = job.id};
-    case OrderPolicy::kSrtf:
-      return {.a = RemainingMs(job, attained_gpu_ms), .b = job.submitted_at, .id = job.id};
-    case OrderPolicy::kLas:
-      return {.a = LasLevel(config, attained_gpu_ms), .b = job.submitted_at, .id = job.id};
-  }
-  return {.id = job.id};
-}
-
-bool BaselinePreempts(OrderPolicy policy, const JobKey& pending, const JobKey& running) {
-  if (policy != OrderPolicy::kSrtf && policy != OrderPolicy::kLas) return false;
-  return running.a > pending.a;
-}
-
-bool IsPreemptive(OrderPolicy policy) {
-  return policy == OrderPolicy::kCorral || policy == OrderPolicy::kSrtf ||
-         policy == OrderPolicy::kLas;
-}
-
 }  // namespace corral::sched

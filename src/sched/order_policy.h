@@ -71,16 +71,8 @@ TimeMs ExpectedEndOf(const PendingJob& job, TimeMs start);
 // (CorralConfig::borrowing_queues_by_level).
 int64_t MinuteBucket(DurationMs ms);
 
-// The key of a pending job that has attained `attained_gpu_ms` so far.
-JobKey StaticKey(const SchedulerConfig& config, const PendingJob& job, DurationMs attained_gpu_ms);
-
 // The GPU-ms a job running on `gpus` GPUs since `started_at` has attained by `now`: before
 // this run (job.attained_ms), plus this run so far.
 DurationMs AttainedNow(const PendingJob& job, int64_t gpus, TimeMs started_at, TimeMs now);
-
-// True if the policy lets a blocked job with key `pending` preempt a running job whose key
-// (computed from its attained service now) is `running` (kSrtf, kLas only).
-bool BaselinePreempts(OrderPolicy policy, const JobKey& pending, const JobKey& running);
-bool IsPreemptive(OrderPolicy policy);
 
 }  // namespace corral::sched

@@ -79,8 +79,8 @@ HeldRoom RoomInHeld(const ClusterModel& m, TimeMs now) {
 // their budgets, which only close within a pass otherwise, stay as they are.
 bool MayPreempt(SchedState& st) {
   const SchedulerConfig& cfg = st.config;
-  if (!cfg.preemption || !IsPreemptive(cfg.policy) || st.NoVictimYet()) return false;
-  if (cfg.policy != OrderPolicy::kCorral) return true;
+  if (!cfg.preemption || !st.policy->Preemptive() || st.NoVictimYet()) return false;
+  if (st.policy->displacement() != Displacement::kByClaim) return true;
   // Priority and LAS preemption need the cluster budget; reclaim does not.
   bool open = st.ClusterBudgetOpen();
   if (open && st.pending.MaxVisiblePriority() > st.preemptible_priorities.begin()->first) {
@@ -128,8 +128,8 @@ std::pair<std::string, PreemptKind> PreemptionReason(const SchedState& st, const
   const SchedulerConfig& cfg = st.config;
   std::string why;
   PreemptKind kind = PreemptKind::kPolicy;
-  if (cfg.policy != OrderPolicy::kCorral) {
-    why = std::string("by ") + OrderPolicyName(cfg.policy) + " for job " + std::to_string(e.job.id);
+  if (st.policy->displacement() != Displacement::kByClaim) {
+    why = std::string("by ") + st.policy->name() + " for job " + std::to_string(e.job.id);
   } else if (e.aged && cfg.corral.aged_may_displace && r.job.priority == e.job.priority &&
              (r.queue == e.queue ||
               st.queues.AllocGpus(e.queue) + TotalGpus(e.job) > st.queues.Quota(e.queue))) {
@@ -376,7 +376,7 @@ class PassRun {
   void VisitOrder() {
     st_.pending.Promote(now_);
     PassOrder order(st_.pending, st_.queues);
-    const bool strict = cfg_.policy == OrderPolicy::kFifo || !cfg_.backfill;
+    const bool strict = st_.policy->Strict() || !cfg_.backfill;
     while (PendingEntry* e = order.Next()) {
       if (ShouldStop()) {
         someone_waits_ = true;
@@ -496,7 +496,7 @@ class PassRun {
     return true;
   }
 
-  bool MayPreemptHere() const { return cfg_.preemption && IsPreemptive(cfg_.policy); }
+  bool MayPreemptHere() const { return cfg_.preemption && st_.policy->Preemptive(); }
 
   // A blocked job that cannot preempt: kept off by an admin reservation, given one of the
   // pass's reservations (later jobs may not delay it), or told why it waits.

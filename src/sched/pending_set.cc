@@ -145,7 +145,7 @@ PendingEntry* PendingSet::Add(const PendingJob& job) {
   Remove(job.id);
   PendingEntry& e = jobs_[job.id];
   e.job = job;
-  e.key = StaticKey(config_, job, job.attained_ms);
+  e.key = policy_.Key(job, job.attained_ms);
   e.queue = queues_.Id(job.queue.empty() ? "default" : job.queue);
   e.user = queues_.UserId(e.queue, job.user);
   e.group = GroupOf(e.queue, e.user);
@@ -157,7 +157,7 @@ PendingEntry* PendingSet::Add(const PendingJob& job) {
 }
 
 DurationMs PendingSet::AgeBound(int32_t q) const {
-  if (config_.policy != OrderPolicy::kCorral) return 0;
+  if (!policy_.ByFairShare()) return 0;
   DurationMs own = queues_.MaxWait(q);
   return own > 0 ? own : std::max<DurationMs>(0, config_.corral.max_wait_ms);
 }
@@ -203,7 +203,7 @@ void PendingSet::SetAttained(JobId id, DurationMs attained_gpu_ms) {
   if (!e) return;
   Erase(e);
   e->job.attained_ms = attained_gpu_ms;
-  e->key = StaticKey(config_, e->job, attained_gpu_ms);
+  e->key = policy_.Key(e->job, attained_gpu_ms);
   if (e->aged) e->key.aged = e->job.submitted_at;
   Insert(e);
   ScheduleAging(*e);

@@ -14,6 +14,7 @@
 
 #include "sched/fair_share.h"
 #include "sched/order_policy.h"
+#include "sched/policy.h"
 #include "sched/scheduler.h"
 
 namespace corral::sched {
@@ -53,7 +54,8 @@ class PendingSet {
     std::set<std::pair<JobKey, int32_t>> heads;  // first job of each visible class
   };
 
-  PendingSet(const SchedulerConfig& config, QueueBook& queues) : config_(config), queues_(queues) {}
+  PendingSet(const SchedulerConfig& config, const Policy& policy, QueueBook& queues)
+      : config_(config), policy_(policy), queues_(queues) {}
 
   PendingEntry* Add(const PendingJob& job);  // replaces one with the same id
   void Remove(JobId id);
@@ -88,7 +90,7 @@ class PendingSet {
   int32_t class_count() const { return static_cast<int32_t>(class_members_.size()); }
   int32_t live_classes() const { return live_classes_; }
   int64_t class_members(int32_t k) const { return class_members_[k]; }
-  bool fair() const { return config_.policy == OrderPolicy::kCorral; }
+  bool fair() const { return policy_.ByFairShare(); }
   const SchedulerConfig& config() const { return config_; }
   // Could a job of a visible class (see Visible) fit `free_unheld` GPUs with at most
   // `node_unheld` on one node, or (held GPUs included) `free_all` with at most `node_all` on
@@ -124,6 +126,7 @@ class PendingSet {
   void Erase(PendingEntry* e);
 
   const SchedulerConfig& config_;
+  const Policy& policy_;
   QueueBook& queues_;
   std::unordered_map<JobId, PendingEntry> jobs_;  // looked up only, never iterated
   std::vector<Group> groups_;

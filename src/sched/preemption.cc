@@ -82,8 +82,8 @@ bool LasLevelsAllow(const SchedState& st, const RunEntry& r, const PendingEntry&
 
 bool LasVictim(const SchedState& st, const RunEntry& r, const PendingEntry& job) {
   const SchedulerConfig& c = st.config;
-  if (c.policy != OrderPolicy::kCorral || !c.corral.las_within_queue || r.queue != job.queue ||
-      r.job.priority != job.job.priority || r.job.serving) {
+  if (st.policy->displacement() != Displacement::kByClaim || !c.corral.las_within_queue ||
+      r.queue != job.queue || r.job.priority != job.job.priority || r.job.serving) {
     return false;
   }
   return LasLevelsAllow(st, r, job);
@@ -93,7 +93,7 @@ bool LasVictim(const SchedState& st, const RunEntry& r, const PendingEntry& job)
 // and of `job`'s priority, and the levels allow it as inside a queue.
 bool BorrowedLasVictim(const SchedState& st, const RunEntry& r, const PendingEntry& job) {
   const SchedulerConfig& c = st.config;
-  if (c.policy != OrderPolicy::kCorral || !c.corral.las_within_queue ||
+  if (st.policy->displacement() != Displacement::kByClaim || !c.corral.las_within_queue ||
       !c.corral.las_across_queues || r.queue == job.queue || r.job.priority != job.job.priority ||
       r.job.serving) {
     return false;
@@ -153,10 +153,10 @@ void BuildVictimOrder(SchedState& st) {
   for (auto& [id, r] : st.running) {
     if (Spared(st, r)) continue;
     int64_t key_a = 0;
-    if (st.config.policy != OrderPolicy::kCorral) {
+    if (st.policy->displacement() != Displacement::kByClaim) {
       DurationMs attained =
           r.job.attained_ms + r.gpus * std::max<DurationMs>(0, st.now - r.started_at);
-      key_a = StaticKey(st.config, r.job, attained).a;
+      key_a = st.policy->Key(r.job, attained).a;
       st.victim_max_key_a = std::max(st.victim_max_key_a, key_a);
     }
     SchedState::VictimEntry e{&r, key_a, LostWork(st, r)};
@@ -234,12 +234,12 @@ class VictimSearch {
         j_(job.job),
         s_(ShapeOf(job.job)),
         gpus_(TotalGpus(job.job)),
-        policy_(st.config.policy),
+        displacement_(st.policy->displacement()),
         end_(ExpectedEndOf(job.job, st.now)) {}
 
   bool Find(std::vector<JobId>* victims, std::vector<ReplicaPlacement>* placement) {
     if (!AnyVictimPossible()) return false;
-    if (policy_ == OrderPolicy::kCorral) {
+    if (displacement_ == Displacement::kByClaim) {
       if (!CorralCandidates()) return false;
     } else if (!KeyCandidates()) {
       return false;
@@ -277,7 +277,7 @@ class VictimSearch {
       bound += st_.preemptible_gpus[q] - st_.PlacedPreemptible(q);
     }
     if (bound < gpus_) return false;
-    if (policy_ != OrderPolicy::kCorral && !IsPreemptive(policy_)) return false;
+    if (displacement_ == Displacement::kNever) return false;
     return !st_.NoVictimYet();
   }
 
@@ -468,7 +468,7 @@ class VictimSearch {
     }
   }
 
-  // The baselines (kSrtf, kLas): only runs with a strictly worse key, unless a search of a job
+  // Displacement::kByKey (srtf, las): only runs with a strictly worse key, unless a search of a job
   // no harder than this one already failed in this pass.
   bool KeyCandidates() {
     if (st_.victim_order_pass != st_.pass) BuildVictimOrder(st_);
@@ -492,7 +492,7 @@ class VictimSearch {
 
   // The job does not fit even with every candidate gone (see SchedState::failed_searches).
   bool Infeasible() {
-    if (policy_ != OrderPolicy::kCorral) {
+    if (displacement_ != Displacement::kByClaim) {
       st_.failed_searches.push_back({s_.replicas, s_.gpus, s_.cpu, s_.mem, s_.share, s_.share_milli,
                                      s_.share_mem, s_.isolation, j_.gpu_model, j_.node_labels,
                                      job_.key.a, end_});
@@ -518,7 +518,7 @@ class VictimSearch {
         break;
       }
       bool own_lower = r->queue == job_.queue && Outranks(j_, r->job);
-      if (policy_ == OrderPolicy::kCorral && !own_lower && !LasVictim(st_, *r, job_)) {
+      if (displacement_ == Displacement::kByClaim && !own_lower && !LasVictim(st_, *r, job_)) {
         int32_t level = holder_level_[r->queue];
         if (!st_.OverQuota(level, taken[level])) continue;  // no longer over its quota
       }
@@ -573,7 +573,7 @@ class VictimSearch {
   // in the window (so a gang needing many victims is delayed, never starved): otherwise the
   // budgeted victims must fit what is left.
   bool BudgetsTake(const std::vector<RunEntry*>& chosen) {
-    if (policy_ != OrderPolicy::kCorral || budgeted_runs_.empty()) return true;
+    if (displacement_ != Displacement::kByClaim || budgeted_runs_.empty()) return true;
     int64_t budgeted = 0;
     for (const RunEntry* r : chosen) budgeted += budgeted_runs_.count(r) ? 1 : 0;
     if (budgeted > 0 && !st_.ClusterBudgetTakes(budgeted)) {
@@ -588,7 +588,7 @@ class VictimSearch {
   const PendingJob& j_;
   const Shape s_;
   const int64_t gpus_;
-  const OrderPolicy policy_;
+  const Displacement displacement_;
   // Victims on nodes an admin reservation keeps from the job free nothing it may use.
   const TimeMs end_;
   std::vector<RunEntry*> cands_;

@@ -61,11 +61,9 @@ void RuntimeEstimator::Remember(Recent& r, DurationMs run_ms, int window_jobs) c
   r.next = (r.next + 1) % window;
 }
 
-RunTimeQuantiles RuntimeEstimator::Quantiles(const std::string& user, const std::string& name,
-                                             int64_t gpus, DurationMs time_limit_ms,
-                                             DurationMs done_ms) const {
-  RunTimeQuantiles out;
-  if (user.empty()) return out;
+const RuntimeEstimator::Recent* RuntimeEstimator::RecentFor(const std::string& user,
+                                                            const std::string& name,
+                                                            int64_t gpus) const {
   // Most specific first; a key with fewer than min_jobs answers only if no other has enough.
   const Recent* keys[3] = {nullptr, nullptr, nullptr};
   if (config_.dist_by_user_name && !name.empty()) {
@@ -80,67 +78,76 @@ RunTimeQuantiles RuntimeEstimator::Quantiles(const std::string& user, const std:
     auto it = recent_by_user_.find(user);
     if (it != recent_by_user_.end()) keys[2] = &it->second;
   }
-  const Recent* use = nullptr;
   for (const Recent* k : keys) {
-    if (k && k->n >= config_.min_jobs) {
-      use = k;
-      break;
-    }
+    if (k && k->n >= config_.min_jobs) return k;
   }
-  if (!use) {
-    for (const Recent* k : keys) {
-      if (k) {
-        use = k;
-        break;
-      }
-    }
+  for (const Recent* k : keys) {
+    if (k) return k;
   }
-  if (!use || use->ms.empty()) return out;
-  // Weighted quantiles: the newest run time weighs 1, each older one (1 - recency) times the
-  // next newer: a user's next job is most like their last ones.
-  const size_t m = use->ms.size();
+  return nullptr;
+}
+
+RuntimeEstimator::Weighted RuntimeEstimator::ByRecency(const Recent& r) const {
+  // The newest run time weighs 1, each older one (1 - recency) times the next newer: a user's
+  // next job is most like their last ones.
+  const size_t m = r.ms.size();
   const double keep = 1.0 - std::clamp(config_.recency, 0.0, 0.99);
-  std::vector<std::pair<DurationMs, double>> v;
-  v.reserve(m);
-  double w = 1, total = 0;
+  Weighted out;
+  out.v.reserve(m);
+  double w = 1;
   for (size_t age = 0; age < m; ++age) {
     // The ring's newest is just before `next` once full, else the last pushed.
-    size_t at = (use->next + m - 1 - age) % m;
-    v.emplace_back(use->ms[at], w);
-    total += w;
+    size_t at = (r.next + m - 1 - age) % m;
+    out.v.emplace_back(r.ms[at], w);
+    out.total += w;
     w *= keep;
   }
+  return out;
+}
+
+void RuntimeEstimator::GivenDone(const std::string& user, DurationMs done_ms, Weighted* w) const {
+  // The owner's longer run times, and the cluster's longer ones weighing global_prior_jobs in
+  // all.
+  if (config_.requeue_window > 0) {
+    // The owner's longer history (any size): a window of 16 seldom holds a long job's peers.
+    w->v.clear();
+    if (auto it = requeue_by_user_.find(user); it != requeue_by_user_.end()) {
+      for (DurationMs x : it->second.ms) w->v.emplace_back(x, 1.0);
+    }
+  }
+  std::erase_if(w->v, [&](const auto& x) { return x.first <= done_ms; });
+  w->total = 0;
+  for (const auto& x : w->v) w->total += x.second;
+  size_t longer = 0;
+  for (DurationMs x : recent_all_.ms) longer += x > done_ms;
+  if (longer == 0) return;
+  const double each = config_.global_prior_jobs / static_cast<double>(longer);
+  for (DurationMs x : recent_all_.ms) {
+    if (x > done_ms) w->v.emplace_back(x, each);
+  }
+  w->total += config_.global_prior_jobs;
+}
+
+RunTimeQuantiles RuntimeEstimator::Quantiles(const std::string& user, const std::string& name,
+                                             int64_t gpus, DurationMs time_limit_ms,
+                                             DurationMs done_ms) const {
+  RunTimeQuantiles out;
+  if (user.empty()) return out;
+  const Recent* use = RecentFor(user, name, gpus);
+  if (!use || use->ms.empty()) return out;
+  Weighted w = ByRecency(*use);
   if (done_ms > 0 && (config_.global_prior_jobs > 0 || config_.requeue_window > 0)) {
-    // Given that the job outlived done_ms: the owner's longer run times, and the cluster's
-    // longer ones weighing global_prior_jobs in all (EstimatorConfig::global_prior_jobs).
-    if (config_.requeue_window > 0) {
-      // The owner's longer history (any size): a window of 16 seldom holds a long job's peers.
-      v.clear();
-      if (auto it = requeue_by_user_.find(user); it != requeue_by_user_.end()) {
-        for (DurationMs x : it->second.ms) v.emplace_back(x, 1.0);
-      }
-    }
-    std::erase_if(v, [&](const auto& x) { return x.first <= done_ms; });
-    total = 0;
-    for (const auto& x : v) total += x.second;
-    size_t longer = 0;
-    for (DurationMs x : recent_all_.ms) longer += x > done_ms;
-    if (longer > 0) {
-      const double each = config_.global_prior_jobs / static_cast<double>(longer);
-      for (DurationMs x : recent_all_.ms) {
-        if (x > done_ms) v.emplace_back(x, each);
-      }
-      total += config_.global_prior_jobs;
-    }
-    if (v.empty()) {
+    GivenDone(user, done_ms, &w);
+    if (w.v.empty()) {
       // It outlived every job known: guessed to run as long again.
       out.at.fill(time_limit_ms > 0 ? std::min(2 * done_ms, time_limit_ms) : 2 * done_ms);
       return out;
     }
   }
-  std::sort(v.begin(), v.end());
+  std::sort(w.v.begin(), w.v.end());
   out = QuantilesOfAscending(
-      v.size(), total, [&](size_t k) { return v[k].first; }, [&](size_t k) { return v[k].second; });
+      w.v.size(), w.total, [&](size_t k) { return w.v[k].first; },
+      [&](size_t k) { return w.v[k].second; });
   if (time_limit_ms > 0) {
     for (DurationMs& x : out.at) x = std::min(x, time_limit_ms);
   }

@@ -12,6 +12,7 @@ namespace {
 // gang fits is a sum over GPU counts rather than a scan of the nodes.
 class FreeGpus {
  public:
+  FreeGpus() = default;  // empty until assigned
   FreeGpus(std::vector<int32_t> free, int32_t max_gpus, bool index_nodes)
       : free_(std::move(free)), count_(max_gpus + 1, 0), index_nodes_(index_nodes) {
     if (index_nodes_) {
@@ -55,7 +56,7 @@ class FreeGpus {
   std::vector<int64_t> count_;
   std::vector<std::vector<int32_t>> nodes_;  // by free GPUs (unordered)
   std::vector<int32_t> pos_;                 // each node's place in its nodes_ list
-  bool index_nodes_;
+  bool index_nodes_ = false;
   int64_t total_ = 0;
 };
 
@@ -234,111 +235,163 @@ class Victims {
   std::vector<std::vector<int64_t>> gpus_before_;  // by class: GPUs of its first k runs
 };
 
+// The sweep: a cursor moving forward over the known ends of runs, each job in order placed at
+// the first instant it fits (or, by preempting, at the cursor), its own end then known too.
+class Sweep {
+ public:
+  Sweep(const std::vector<EstimateNode>& nodes, const std::vector<EstimateRelease>& releases,
+        const std::vector<EstimateRun>& runs, TimeMs now)
+      : nodes_(nodes), now_(now), cursor_(now), victims_(runs, releases, NodeCount()) {
+    std::vector<int32_t> free(nodes.size(), 0);
+    std::vector<int32_t> eventual(nodes.size(), 0);  // free once every known end has passed
+    for (size_t n = 0; n < nodes.size(); ++n) {
+      free[n] = eventual[n] = std::max(0, nodes[n].free_gpus);
+    }
+    AddReleases(releases, static_cast<int32_t>(runs.size()), &eventual);
+    AddPreemptibleMoments(runs);
+    for (int32_t e : eventual) max_gpus_ = std::max(max_gpus_, e);
+    at_cursor_ = FreeGpus(std::move(free), max_gpus_, /*index_nodes=*/true);
+    at_end_ = FreeGpus(std::move(eventual), max_gpus_, /*index_nodes=*/false);
+    if (!ends_.empty() && std::get<0>(ends_.top()) <= now) Advance();
+  }
+
+  StartEstimate Estimate(const EstimateJob& j, bool not_now) {
+    StartEstimate e;
+    e.job = j.id;
+    if (not_now && cursor_ <= now_) {
+      if (ends_.empty()) return e;  // nothing it waits for is known to change
+      Advance();
+    }
+    if (j.gpus_per_replica <= 0 || j.replicas <= 0) {
+      e.start = cursor_;
+      e.confidence = cursor_confidence_;
+      return e;
+    }
+    if (!FitsAtCursor(j)) return e;
+    e.start = cursor_;
+    e.confidence = cursor_confidence_;
+    Place(j, &e);
+    return e;
+  }
+
+ private:
+  // at, node (-1: a run becomes preemptible), GPUs, run (-1: none), what `at` rests on
+  using Release = std::tuple<TimeMs, int32_t, int32_t, int32_t, EstimateConfidence>;
+
+  int32_t NodeCount() const { return static_cast<int32_t>(nodes_.size()); }
+
+  void AddReleases(const std::vector<EstimateRelease>& releases, int32_t run_count,
+                   std::vector<int32_t>* eventual) {
+    for (const EstimateRelease& r : releases) {
+      if (r.at == kUnknownTime || r.node < 0 || r.node >= NodeCount()) continue;
+      ends_.push({std::max(r.at, now_), r.node, r.gpus,
+                  r.run >= 0 && r.run < run_count ? r.run : -1, r.confidence});
+      (*eventual)[r.node] += r.gpus;
+    }
+  }
+
+  // The moments a run becomes preemptible or falls to a rank a job may displace: the cursor
+  // stops there too.
+  void AddPreemptibleMoments(const std::vector<EstimateRun>& runs) {
+    for (const EstimateRun& r : runs) {
+      if (r.rank_class < 0) continue;
+      if (r.preemptible_at > now_) {
+        ends_.push({r.preemptible_at, -1, 0, -1, EstimateConfidence::kHigh});
+      }
+      for (auto [from, rank] : r.later_ranks) {
+        if (from > now_) ends_.push({from, -1, 0, -1, EstimateConfidence::kHigh});
+      }
+    }
+  }
+
+  // To the next end, releasing everything that ends then.
+  void Advance() {
+    if (std::get<0>(ends_.top()) > cursor_) {
+      cursor_ = std::get<0>(ends_.top());
+      cursor_confidence_ = EstimateConfidence::kHigh;
+    }
+    while (!ends_.empty() && std::get<0>(ends_.top()) <= cursor_) {
+      auto [at, node, gpus, run, confidence] = ends_.top();
+      ends_.pop();
+      if (run >= 0) {
+        if (victims_.taken(run)) continue;  // the job that took it holds these GPUs
+        victims_.End(run);
+      }
+      if (node >= 0) at_cursor_.Add(node, gpus);
+      cursor_confidence_ = Weakest(cursor_confidence_, confidence);
+    }
+  }
+
+  // Moves the cursor until `j` fits, by ends or by preempting at the cursor; false if it
+  // never does as far as anything is known.
+  bool FitsAtCursor(const EstimateJob& j) {
+    // Never fits without preempting: only a preemption at the cursor may start it.
+    const bool never = j.gpus_per_replica > max_gpus_ || !Fits(j, at_end_, nodes_);
+    bool fits = !never && Fits(j, at_cursor_, nodes_);
+    while (!fits) {
+      if (victims_.Take(j, cursor_, at_cursor_, nodes_, &taken_)) {
+        TakeVictims();
+        return true;
+      }
+      if (never || ends_.empty()) return false;
+      Advance();
+      fits = Fits(j, at_cursor_, nodes_);
+    }
+    return true;
+  }
+
+  void TakeVictims() {
+    // On the preemption as the sweep models it (without budgets, the victims' requeue not
+    // estimated again): at best a prediction (philly-users: two thirds started late).
+    cursor_confidence_ = Weakest(cursor_confidence_, EstimateConfidence::kMedium);
+    // A victim without an end frees its GPUs now for good (then the job may hold them).
+    for (int32_t run : taken_) {
+      for (const Victims::Part& p : victims_.parts(run)) {
+        if (!p.ends) at_end_.Add(p.node, p.gpus);
+      }
+    }
+  }
+
+  // Takes `j`'s GPUs at the cursor and adds its end.
+  void Place(const EstimateJob& j, StartEstimate* e) {
+    const EstimateConfidence end_confidence = Weakest(cursor_confidence_, j.duration_confidence);
+    for (auto [n, replicas] : Choose(j, at_cursor_, nodes_)) {
+      int32_t gpus = replicas * j.gpus_per_replica;
+      at_cursor_.Add(n, -gpus);
+      if (j.duration_ms > 0) {
+        ends_.push({cursor_ + j.duration_ms, n, gpus, -1, end_confidence});
+      } else {
+        at_end_.Add(n, -gpus);
+      }
+      e->nodes.push_back(nodes_[n].name);
+    }
+    std::sort(e->nodes.begin(), e->nodes.end());
+    e->nodes.erase(std::unique(e->nodes.begin(), e->nodes.end()), e->nodes.end());
+  }
+
+  const std::vector<EstimateNode>& nodes_;
+  const TimeMs now_;
+  TimeMs cursor_;
+  // What the cursor's instant rests on: the weakest of the releases that brought it there.
+  EstimateConfidence cursor_confidence_ = EstimateConfidence::kHigh;
+  std::priority_queue<Release, std::vector<Release>, std::greater<>> ends_;
+  Victims victims_;
+  int32_t max_gpus_ = 0;
+  FreeGpus at_cursor_;
+  FreeGpus at_end_;
+  std::vector<int32_t> taken_;  // scratch of Victims::Take
+};
+
 }  // namespace
 
 std::vector<StartEstimate> SweepStarts(const std::vector<EstimateNode>& nodes,
                                        const std::vector<EstimateRelease>& releases,
                                        const std::vector<EstimateJob>& jobs, TimeMs now,
                                        const std::vector<EstimateRun>& runs, bool not_now) {
-  // at, node (-1: a run becomes preemptible), GPUs, run (-1: none), what `at` rests on
-  using Release = std::tuple<TimeMs, int32_t, int32_t, int32_t, EstimateConfidence>;
-  std::priority_queue<Release, std::vector<Release>, std::greater<>> ends;
-  std::vector<int32_t> free(nodes.size(), 0);
-  std::vector<int32_t> eventual(nodes.size(), 0);  // free once every known end has passed
-  for (size_t n = 0; n < nodes.size(); ++n) free[n] = eventual[n] = std::max(0, nodes[n].free_gpus);
-  for (const EstimateRelease& r : releases) {
-    if (r.at == kUnknownTime || r.node < 0 || r.node >= static_cast<int32_t>(nodes.size()))
-      continue;
-    ends.push({std::max(r.at, now), r.node, r.gpus,
-               r.run >= 0 && r.run < static_cast<int32_t>(runs.size()) ? r.run : -1, r.confidence});
-    eventual[r.node] += r.gpus;
-  }
-  Victims victims(runs, releases, static_cast<int32_t>(nodes.size()));
-  for (const EstimateRun& r : runs) {
-    if (r.rank_class < 0) continue;
-    if (r.preemptible_at > now) ends.push({r.preemptible_at, -1, 0, -1, EstimateConfidence::kHigh});
-    for (auto [from, rank] : r.later_ranks) {
-      if (from > now) ends.push({from, -1, 0, -1, EstimateConfidence::kHigh});
-    }
-  }
-  int32_t max_gpus = 0;
-  for (int32_t e : eventual) max_gpus = std::max(max_gpus, e);
-  FreeGpus at_cursor(std::move(free), max_gpus, /*index_nodes=*/true);
-  FreeGpus at_end(std::move(eventual), max_gpus, /*index_nodes=*/false);
-  TimeMs cursor = now;
-  // What the cursor's instant rests on: the weakest of the releases that brought it there.
-  EstimateConfidence cursor_confidence = EstimateConfidence::kHigh;
-  auto advance = [&] {  // to the next end, releasing everything that ends then
-    if (std::get<0>(ends.top()) > cursor) {
-      cursor = std::get<0>(ends.top());
-      cursor_confidence = EstimateConfidence::kHigh;
-    }
-    while (!ends.empty() && std::get<0>(ends.top()) <= cursor) {
-      auto [at, node, gpus, run, confidence] = ends.top();
-      ends.pop();
-      if (run >= 0) {
-        if (victims.taken(run)) continue;  // the job that took it holds these GPUs
-        victims.End(run);
-      }
-      if (node >= 0) at_cursor.Add(node, gpus);
-      cursor_confidence = Weakest(cursor_confidence, confidence);
-    }
-  };
-  if (!ends.empty() && std::get<0>(ends.top()) <= now) advance();
-
+  Sweep sweep(nodes, releases, runs, now);
   std::vector<StartEstimate> out;
   out.reserve(jobs.size());
-  std::vector<int32_t> taken;
-  for (const EstimateJob& j : jobs) {
-    StartEstimate& e = out.emplace_back();
-    e.job = j.id;
-    if (not_now && cursor <= now) {
-      if (ends.empty()) continue;  // nothing it waits for is known to change
-      advance();
-    }
-    if (j.gpus_per_replica <= 0 || j.replicas <= 0) {
-      e.start = cursor;
-      e.confidence = cursor_confidence;
-      continue;
-    }
-    // Never fits without preempting: only a preemption at the cursor may start it.
-    bool never = j.gpus_per_replica > max_gpus || !Fits(j, at_end, nodes);
-    bool fits = !never && Fits(j, at_cursor, nodes);
-    while (!fits) {
-      if (victims.Take(j, cursor, at_cursor, nodes, &taken)) {
-        // On the preemption as the sweep models it (without budgets, the victims' requeue
-        // not estimated again): at best a prediction (philly-users: two thirds started late).
-        cursor_confidence = Weakest(cursor_confidence, EstimateConfidence::kMedium);
-        // A victim without an end frees its GPUs now for good (then the job may hold them).
-        for (int32_t run : taken) {
-          for (const Victims::Part& p : victims.parts(run)) {
-            if (!p.ends) at_end.Add(p.node, p.gpus);
-          }
-        }
-        fits = true;
-        break;
-      }
-      if (never || ends.empty()) break;
-      advance();
-      fits = Fits(j, at_cursor, nodes);
-    }
-    if (!fits) continue;
-    e.start = cursor;
-    e.confidence = cursor_confidence;
-    const EstimateConfidence end_confidence = Weakest(cursor_confidence, j.duration_confidence);
-    for (auto [n, replicas] : Choose(j, at_cursor, nodes)) {
-      int32_t gpus = replicas * j.gpus_per_replica;
-      at_cursor.Add(n, -gpus);
-      if (j.duration_ms > 0) {
-        ends.push({cursor + j.duration_ms, n, gpus, -1, end_confidence});
-      } else {
-        at_end.Add(n, -gpus);
-      }
-      e.nodes.push_back(nodes[n].name);
-    }
-    std::sort(e.nodes.begin(), e.nodes.end());
-    e.nodes.erase(std::unique(e.nodes.begin(), e.nodes.end()), e.nodes.end());
-  }
+  for (const EstimateJob& j : jobs) out.push_back(sweep.Estimate(j, not_now));
   return out;
 }
 

@@ -14,6 +14,7 @@
 #include "sched/order_policy.h"
 #include "sched/pending_set.h"
 #include "sched/placement.h"
+#include "sched/policy.h"
 #include "sched/preempt_budget.h"
 #include "sched/scheduler.h"
 #include "sched/what_if.h"
@@ -53,9 +54,14 @@ struct RunEntry {
 
 struct SchedState {
   explicit SchedState(const SchedulerConfig& c)
-      : config(c), queues(c.fair_share_half_life_ms), pending(config, queues) {}
+      : config(c),
+        policy(MakePolicy(config)),
+        queues(c.fair_share_half_life_ms),
+        pending(config, *policy, queues) {}
 
   SchedulerConfig config;
+  // The order of pending work and who may displace whom (policy.h), built from `config`.
+  std::unique_ptr<const Policy> policy;
   ClusterModel model;
   QueueBook queues;
   PendingSet pending;
@@ -99,7 +105,7 @@ struct SchedState {
   // and baseline key do not change during a pass, and one spared stays spared.
   struct VictimEntry {
     RunEntry* run;
-    int64_t key_a;    // StaticKey(...).a of the run now (kSrtf, kLas)
+    int64_t key_a;    // policy->Key(...).a of the run now (Displacement::kByKey)
     DurationMs lost;  // GPU-ms since it started
   };
   std::vector<VictimEntry> victim_order;

@@ -52,17 +52,88 @@ std::string FormatSeconds(int64_t ms) {
   return buf;
 }
 
+namespace {
+
+// What Summarize gathers job by job before it sorts and averages.
+struct SummaryJobFigures {
+  double delay_sum = 0, jct_sum = 0, dur_sum = 0;
+  TimeMs first_submit = INT64_MAX, last_end = INT64_MIN;
+  std::map<std::string, std::pair<double, int64_t>> slow;  // queue -> (sum, count)
+  std::vector<double> slowdowns, delays, total_waits;
+};
+
+void AddFinishedJob(const TraceJob& job, const JobOutcome& o, Summary& s, SummaryJobFigures& f) {
+  ++s.jobs;
+  double jct = static_cast<double>(o.end - job.submit_ms) / 1000.0;
+  s.jcts.push_back(jct);
+  f.jct_sum += jct;
+  f.total_waits.push_back(std::max(0.0, jct - static_cast<double>(job.duration_ms) / 1000.0));
+  f.dur_sum += static_cast<double>(job.duration_ms) / 1000.0;
+  f.delays.push_back(static_cast<double>(o.first_start - job.submit_ms) / 1000.0);
+  f.delay_sum += f.delays.back();
+  f.first_submit = std::min(f.first_submit, job.submit_ms);
+  f.last_end = std::max(f.last_end, o.end);
+  s.preemptions += o.preemptions;
+  s.lost_runs += o.lost_runs;
+  s.timeouts += o.timeout ? 1 : 0;
+  double dur = std::max(10.0, static_cast<double>(job.duration_ms) / 1000.0);
+  auto& [sum, n] = f.slow[job.queue];
+  sum += std::max(1.0, jct / dur);
+  f.slowdowns.push_back(std::max(1.0, jct / dur));
+  ++n;
+}
+
+// Averages and tails of the jobs' times (s.jobs > 0).
+void SetTimeFigures(Summary& s, SummaryJobFigures& f) {
+  std::sort(s.jcts.begin(), s.jcts.end());
+  s.avg_jct = f.jct_sum / static_cast<double>(s.jobs);
+  s.avg_queue_delay = f.delay_sum / static_cast<double>(s.jobs);
+  s.avg_duration = f.dur_sum / static_cast<double>(s.jobs);
+  s.p50_jct = Percentile(s.jcts, 50);
+  s.p95_jct = Percentile(s.jcts, 95);
+  s.p99_jct = Percentile(s.jcts, 99);
+  std::sort(f.delays.begin(), f.delays.end());
+  s.p99_queue_delay = Percentile(f.delays, 99);
+  std::sort(f.total_waits.begin(), f.total_waits.end());
+  s.p99_total_wait = Percentile(f.total_waits, 99);
+  s.makespan = static_cast<double>(f.last_end - f.first_submit) / 1000.0;
+  std::sort(f.slowdowns.begin(), f.slowdowns.end());
+  s.p99_slowdown = Percentile(f.slowdowns, 99);
+}
+
+// GPU-seconds held by the runs of the jobs reported (a share counts its fraction).
+double BusyGpuSeconds(const std::vector<TraceJob>& jobs, const SimResult& result,
+                      TimeMs report_from) {
+  double busy = 0;
+  for (const RunRecord& r : result.runs) {
+    if (jobs[r.job].submit_ms < report_from) continue;
+    busy += static_cast<double>(r.end - r.start) / 1000.0 *
+            (r.gpu_milli % kGpuMilli == 0 ? r.gpus : static_cast<double>(r.gpu_milli) / kGpuMilli);
+  }
+  return busy;
+}
+
+// Each queue's mean slowdown and Jain's index over them.
+void SetQueueFairness(Summary& s, const SummaryJobFigures& f) {
+  double sx = 0, sxx = 0;
+  for (const auto& [q, p] : f.slow) {
+    double x = p.first / static_cast<double>(p.second);
+    s.queue_slowdown[q] = x;
+    sx += x;
+    sxx += x * x;
+  }
+  s.jain_fairness = f.slow.empty() || sxx == 0 ? 1.0 : sx * sx / (f.slow.size() * sxx);
+}
+
+}  // namespace
+
 Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
                   const SimResult& result, TimeMs report_from) {
   Summary s;
   s.policy = policy;
   s.total_gpus = result.total_gpus;
   s.schedule_calls = result.schedule_calls;
-  double delay_sum = 0, jct_sum = 0, dur_sum = 0;
-  TimeMs first_submit = INT64_MAX, last_end = INT64_MIN;
-  std::map<std::string, std::pair<double, int64_t>> slow;  // queue -> (sum, count)
-  std::vector<double> slowdowns;
-  std::vector<double> delays, total_waits;
+  SummaryJobFigures f;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const JobOutcome& o = result.jobs[i];
     if (jobs[i].submit_ms < report_from) continue;
@@ -70,66 +141,22 @@ Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
       ++s.rejected;
       continue;
     }
-    if (o.end < 0) continue;
-    ++s.jobs;
-    double jct = static_cast<double>(o.end - jobs[i].submit_ms) / 1000.0;
-    s.jcts.push_back(jct);
-    jct_sum += jct;
-    total_waits.push_back(std::max(0.0, jct - static_cast<double>(jobs[i].duration_ms) / 1000.0));
-    dur_sum += static_cast<double>(jobs[i].duration_ms) / 1000.0;
-    delays.push_back(static_cast<double>(o.first_start - jobs[i].submit_ms) / 1000.0);
-    delay_sum += delays.back();
-    first_submit = std::min(first_submit, jobs[i].submit_ms);
-    last_end = std::max(last_end, o.end);
-    s.preemptions += o.preemptions;
-    s.lost_runs += o.lost_runs;
-    s.timeouts += o.timeout ? 1 : 0;
-    double dur = std::max(10.0, static_cast<double>(jobs[i].duration_ms) / 1000.0);
-    auto& [sum, n] = slow[jobs[i].queue];
-    sum += std::max(1.0, jct / dur);
-    slowdowns.push_back(std::max(1.0, jct / dur));
-    ++n;
+    if (o.end >= 0) AddFinishedJob(jobs[i], o, s, f);
   }
-  std::sort(s.jcts.begin(), s.jcts.end());
-  if (s.jobs > 0) {
-    s.avg_jct = jct_sum / static_cast<double>(s.jobs);
-    s.avg_queue_delay = delay_sum / static_cast<double>(s.jobs);
-    s.avg_duration = dur_sum / static_cast<double>(s.jobs);
-    s.p50_jct = Percentile(s.jcts, 50);
-    s.p95_jct = Percentile(s.jcts, 95);
-    s.p99_jct = Percentile(s.jcts, 99);
-    std::sort(delays.begin(), delays.end());
-    s.p99_queue_delay = Percentile(delays, 99);
-    std::sort(total_waits.begin(), total_waits.end());
-    s.p99_total_wait = Percentile(total_waits, 99);
-    s.makespan = static_cast<double>(last_end - first_submit) / 1000.0;
-    std::sort(slowdowns.begin(), slowdowns.end());
-    s.p99_slowdown = Percentile(slowdowns, 99);
-  }
-  if (s.makespan > 0)
+  if (s.jobs > 0) SetTimeFigures(s, f);
+  if (s.makespan > 0) {
     s.preemptions_per_hour = static_cast<double>(s.preemptions) / (s.makespan / 3600);
+  }
   s.lost_gpu_hours = static_cast<double>(result.lost_gpu_ms) / 1000.0 / 3600.0;
   s.node_failures = result.node_failures;
   s.predicted_by_name = result.predicted_by_name;
   s.predicted_by_name_at_submit = result.predicted_by_name_at_submit;
-  double busy = 0;
-  for (const RunRecord& r : result.runs) {
-    if (jobs[r.job].submit_ms < report_from) continue;
-    busy += static_cast<double>(r.end - r.start) / 1000.0 *
-            (r.gpu_milli % kGpuMilli == 0 ? r.gpus : static_cast<double>(r.gpu_milli) / kGpuMilli);
-  }
   s.fragmented = FragmentedShare(result);
   if (s.makespan > 0 && s.total_gpus > 0) {
-    s.utilization = busy / (static_cast<double>(s.total_gpus) * s.makespan);
+    s.utilization = BusyGpuSeconds(jobs, result, report_from) /
+                    (static_cast<double>(s.total_gpus) * s.makespan);
   }
-  double sx = 0, sxx = 0;
-  for (const auto& [q, p] : slow) {
-    double x = p.first / static_cast<double>(p.second);
-    s.queue_slowdown[q] = x;
-    sx += x;
-    sxx += x * x;
-  }
-  s.jain_fairness = slow.empty() || sxx == 0 ? 1.0 : sx * sx / (slow.size() * sxx);
+  SetQueueFairness(s, f);
   s.estimates = MeasureEstimateAccuracy(jobs, result, report_from);
   return s;
 }

@@ -9,14 +9,16 @@
 
 #include "head/change.h"
 #include "head/head_core.h"
+#include "sched/policy.h"
 #include "sim/emulated_node.h"
 #include "sim/head_port.h"
 
 namespace corral::sim {
 
 bool IsPreemptivePolicy(sched::OrderPolicy p) {
-  return p == sched::OrderPolicy::kSrtf || p == sched::OrderPolicy::kLas ||
-         p == sched::OrderPolicy::kCorral;
+  sched::SchedulerConfig config;
+  config.policy = p;
+  return sched::MakePolicy(config)->Preemptive();
 }
 
 namespace {
