@@ -297,7 +297,7 @@ TEST(Datasets, AnotherUsersJobCannotReadAPrivateArchive) {
 }
 
 // Fetches from one source are queued and paced: with one fetch at a time per source and 4 MiB/s,
-// three jobs' different datasets on one file system are fetched one after another, each no
+// three jobs' different datasets (8 MiB each) on one file system are fetched one after another, each no
 // faster than the rate, as the agent's own record of its fetches says; a job waiting its turn
 // says where it is in line.
 struct FetchRecord {
@@ -321,7 +321,9 @@ TEST(Datasets, FetchesFromOneSourceAreQueuedAndPaced) {
   for (int d = 0; d < 3; ++d) {
     const std::string name = "set" + std::to_string(d);
     const std::string src = c.dir() + "/shared/" + name;
-    MakeSource(src, 4, 1 << 20);
+    // 8 MiB: two seconds a fetch at the rate, so that the jobs behind it wait long enough for
+    // a poll (three `corral show`s) to see them waiting, even on a loaded machine.
+    MakeSource(src, 8, 1 << 20);
     std::ofstream(src + "/which") << name;  // each its own content
     ASSERT_EQ(c.Corral({"datasets", "add", name, "--source", src}).exit_code, 0);
   }

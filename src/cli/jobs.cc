@@ -235,109 +235,157 @@ Result<JobRefId> ResolveJobRef(ApiClient& api, const std::string& text) {
   return NotFound("array " + std::to_string(*array) + " has no element " + want);
 }
 
-std::string RenderJob(const Job& j, TimeMs now, bool utc) {
-  std::ostringstream o;
-  const JobSpec& s = j.spec;
-  auto kv = [&](const std::string& k, const std::string& v) {
-    o << "  " << k << ":" << std::string(k.size() < 18 ? 18 - k.size() : 1, ' ') << v << "\n";
-  };
-  auto when = [&](TimeMs t) {
-    if (t <= 0) return std::string("-");
-    return FormatTimestamp(t, utc) + " (" + FormatAge(now - t) + " ago)";
-  };
-  o << "Job " << j.id << (s.name.empty() ? "" : " (" + s.name + ")") << ": "
-    << JobStateName(j.state) << "\n";
-  kv("owner", j.owner);
-  kv("queue", s.queue);
-  kv("submitted", when(j.submitted_at));
-  if (j.ended_at > 0) kv("ended", when(j.ended_at));
-  if (IsTerminal(j.state)) kv("exit code", ExitCodeText(j.exit_code));
-  if (j.state == JobState::kPending && !j.pending_reason.empty())
-    kv("pending reason", j.pending_reason);
-  if (j.state == JobState::kPending) {
-    TimeMs t = j.estimated_start;
-    kv("estimated start", t <= 0 ? "N/A"
-                                 : FormatTimestamp(t, utc) + " (" + StartOf(j, now) + ") on " +
-                                       Join(j.estimated_nodes, ",") + ", " +
-                                       ConfidenceText(j.estimate_confidence));
+namespace {
+
+// `corral show JOB`'s page, a section at a time.
+class JobPage {
+ public:
+  JobPage(const Job& j, TimeMs now, bool utc) : j_(j), s_(j.spec), now_(now), utc_(utc) {}
+
+  std::string Render() {
+    o_ << "Job " << j_.id << (s_.name.empty() ? "" : " (" + s_.name + ")") << ": "
+       << JobStateName(j_.state) << "\n";
+    Standing();
+    What();
+    Holdings();
+    Rules();
+    if (!j_.runs.empty()) Runs();
+    if (!j_.events.empty()) Events();
+    return o_.str();
   }
-  if (j.idle_since > 0)
-    kv("idle", "its GPUs have stayed under the threshold since " + when(j.idle_since));
-  if (j.IsArrayElement()) {
-    kv("array",
-       std::to_string(j.array_id) + " index " + std::to_string(j.array_index) +
-           (j.array_max_running ? " (at most " + std::to_string(j.array_max_running) + " running)"
-                                : ""));
+
+ private:
+  void Kv(const std::string& k, const std::string& v) {
+    o_ << "  " << k << ":" << std::string(k.size() < 18 ? 18 - k.size() : 1, ' ') << v << "\n";
   }
-  if (!s.dependencies.empty()) kv("waits for", FormatDependencies(s.dependencies));
-  kv("command", FormatCommand(s.command));
-  kv("workdir", s.workdir.empty() ? "-" : s.workdir);
-  std::string res = std::to_string(s.replicas) + (s.replicas == 1 ? " replica" : " replicas") +
-                    " x (" + FormatCpus(s.per_replica.gpu_milli) + " GPU" +
-                    (s.per_replica.gpu_milli == kGpuMilli ? "" : "s") + ", " +
-                    FormatCpus(s.per_replica.cpu_milli) + " CPU" +
-                    (s.per_replica.cpu_milli == 1000 ? "" : "s") + ", memory " +
-                    (s.per_replica.memory_mb > 0 ? FormatMemoryMb(s.per_replica.memory_mb) : "-") +
-                    ")";
-  kv("resources", res);
-  if (std::string use = EfficiencyLine(j, now); !use.empty()) kv("use (mean)", use);
-  if (s.IsElastic()) {
-    const Run* run = j.CurrentRun();
-    kv("elastic", ReplicaSizeText(j) + " (held now / min:max)" +
-                      (run && run->resizes > 0
-                           ? ", resized " + std::to_string(run->resizes) + " time(s) in this run"
+  std::string When(TimeMs t) const {
+    if (t <= 0) return "-";
+    return FormatTimestamp(t, utc_) + " (" + FormatAge(now_ - t) + " ago)";
+  }
+
+  // Who, where, when, and how it stands.
+  void Standing() {
+    Kv("owner", j_.owner);
+    Kv("queue", s_.queue);
+    Kv("submitted", When(j_.submitted_at));
+    if (j_.ended_at > 0) Kv("ended", When(j_.ended_at));
+    if (IsTerminal(j_.state)) Kv("exit code", ExitCodeText(j_.exit_code));
+    if (j_.state == JobState::kPending && !j_.pending_reason.empty()) {
+      Kv("pending reason", j_.pending_reason);
+    }
+    if (j_.state == JobState::kPending) {
+      TimeMs t = j_.estimated_start;
+      Kv("estimated start", t <= 0 ? "N/A"
+                                   : FormatTimestamp(t, utc_) + " (" + StartOf(j_, now_) + ") on " +
+                                         Join(j_.estimated_nodes, ",") + ", " +
+                                         ConfidenceText(j_.estimate_confidence));
+    }
+    if (j_.idle_since > 0) {
+      Kv("idle", "its GPUs have stayed under the threshold since " + When(j_.idle_since));
+    }
+  }
+
+  // What it runs: its array element, dependencies, command and directory.
+  void What() {
+    if (j_.IsArrayElement()) {
+      Kv("array", std::to_string(j_.array_id) + " index " + std::to_string(j_.array_index) +
+                      (j_.array_max_running
+                           ? " (at most " + std::to_string(j_.array_max_running) + " running)"
                            : ""));
+    }
+    if (!s_.dependencies.empty()) Kv("waits for", FormatDependencies(s_.dependencies));
+    Kv("command", FormatCommand(s_.command));
+    Kv("workdir", s_.workdir.empty() ? "-" : s_.workdir);
   }
-  if (s.max_replicas_per_node > 0) {
-    kv("per node", s.max_replicas_per_node == 1
-                       ? std::string("one replica (each on a different node)")
-                       : "at most " + std::to_string(s.max_replicas_per_node) + " replicas");
+
+  // What it holds: replicas and their size, its use, elastic size, spread and constraints.
+  void Holdings() {
+    const Resources& r = s_.per_replica;
+    Kv("resources", std::to_string(s_.replicas) + (s_.replicas == 1 ? " replica" : " replicas") +
+                        " x (" + FormatCpus(r.gpu_milli) + " GPU" +
+                        (r.gpu_milli == kGpuMilli ? "" : "s") + ", " + FormatCpus(r.cpu_milli) +
+                        " CPU" + (r.cpu_milli == 1000 ? "" : "s") + ", memory " +
+                        (r.memory_mb > 0 ? FormatMemoryMb(r.memory_mb) : "-") + ")");
+    if (std::string use = EfficiencyLine(j_, now_); !use.empty()) Kv("use (mean)", use);
+    if (s_.IsElastic()) {
+      const Run* run = j_.CurrentRun();
+      Kv("elastic", ReplicaSizeText(j_) + " (held now / min:max)" +
+                        (run && run->resizes > 0
+                             ? ", resized " + std::to_string(run->resizes) + " time(s) in this run"
+                             : ""));
+    }
+    if (s_.max_replicas_per_node > 0) {
+      Kv("per node", s_.max_replicas_per_node == 1
+                         ? std::string("one replica (each on a different node)")
+                         : "at most " + std::to_string(s_.max_replicas_per_node) + " replicas");
+    }
+    if (!s_.gpu_model.empty()) Kv("gpu model", s_.gpu_model);
+    if (!s_.node_labels.empty()) Kv("node labels", FormatLabels(s_.node_labels));
   }
-  if (!s.gpu_model.empty()) kv("gpu model", s.gpu_model);
-  if (!s.node_labels.empty()) kv("node labels", FormatLabels(s.node_labels));
-  kv("time limit", s.time_limit_ms > 0 ? FormatDuration(s.time_limit_ms) : "none");
-  kv("priority", std::to_string(s.priority));
-  kv("preemptible", s.preemptible ? "yes" : "no");
-  kv("max restarts", std::to_string(s.max_restarts));
-  kv("checkpoint",
-     SignalName(s.checkpoint_signal) + ", then SIGKILL after " + FormatAge(s.grace_ms));
-  for (const auto& [k, v] : s.env) kv("env", k + "=" + v);
-  if (!j.runs.empty()) {
-    o << "Runs:\n";
-    for (const Run& r : j.runs) {
-      o << "  " << j.id << "." << r.attempt << "  " << RunStateName(r.state);
-      if (r.started_at > 0)
-        o << "  started " << FormatTimestamp(r.started_at, utc);
-      else if (r.scheduled_at > 0)
-        o << "  scheduled " << FormatTimestamp(r.scheduled_at, utc);
+
+  // How it is treated: its limit, priority, preemption, restarts, checkpoint and environment.
+  void Rules() {
+    Kv("time limit", s_.time_limit_ms > 0 ? FormatDuration(s_.time_limit_ms) : "none");
+    Kv("priority", std::to_string(s_.priority));
+    Kv("preemptible", s_.preemptible ? "yes" : "no");
+    Kv("max restarts", std::to_string(s_.max_restarts));
+    Kv("checkpoint",
+       SignalName(s_.checkpoint_signal) + ", then SIGKILL after " + FormatAge(s_.grace_ms));
+    for (const auto& [k, v] : s_.env) Kv("env", k + "=" + v);
+  }
+
+  void Runs() {
+    o_ << "Runs:\n";
+    for (const Run& r : j_.runs) {
+      o_ << "  " << j_.id << "." << r.attempt << "  " << RunStateName(r.state);
+      if (r.started_at > 0) {
+        o_ << "  started " << FormatTimestamp(r.started_at, utc_);
+      } else if (r.scheduled_at > 0) {
+        o_ << "  scheduled " << FormatTimestamp(r.scheduled_at, utc_);
+      }
       if (r.ended_at > 0) {
-        o << "  ended " << FormatTimestamp(r.ended_at, utc);
+        o_ << "  ended " << FormatTimestamp(r.ended_at, utc_);
         TimeMs start = r.started_at > 0 ? r.started_at : r.scheduled_at;
-        if (start > 0) o << " (ran " << FormatAge(r.ended_at - start) << ")";
+        if (start > 0) o_ << " (ran " << FormatAge(r.ended_at - start) << ")";
       }
-      if (!r.reason.empty()) o << "  reason: " << r.reason;
-      o << "\n";
-      for (size_t i = 0; i < r.placement.size(); ++i) {
-        const ReplicaPlacement& p = r.placement[i];
-        std::vector<std::string> g;
-        for (int32_t x : p.gpus) g.push_back(std::to_string(x));
-        o << "    replica " << i << ": " << p.node << "  GPUs " << (g.empty() ? "-" : Join(g, ","));
-        if (i < r.exit_codes.size() && r.exit_codes[i] != kNotExited)
-          o << "  exit " << ExitCodeText(r.exit_codes[i]);
-        o << "\n";
-      }
+      if (!r.reason.empty()) o_ << "  reason: " << r.reason;
+      o_ << "\n";
+      Replicas(r);
     }
   }
-  if (!j.events.empty()) {
-    o << "Events:\n";
-    for (const JobEvent& e : j.events) {
-      o << "  " << FormatTimestamp(e.at, utc) << "  " << e.what;
-      if (!e.reason.empty()) o << "  " << e.reason;
-      o << "\n";
+
+  void Replicas(const Run& r) {
+    for (size_t i = 0; i < r.placement.size(); ++i) {
+      const ReplicaPlacement& p = r.placement[i];
+      std::vector<std::string> g;
+      for (int32_t x : p.gpus) g.push_back(std::to_string(x));
+      o_ << "    replica " << i << ": " << p.node << "  GPUs " << (g.empty() ? "-" : Join(g, ","));
+      if (i < r.exit_codes.size() && r.exit_codes[i] != kNotExited) {
+        o_ << "  exit " << ExitCodeText(r.exit_codes[i]);
+      }
+      o_ << "\n";
     }
   }
-  return o.str();
-}
+
+  void Events() {
+    o_ << "Events:\n";
+    for (const JobEvent& e : j_.events) {
+      o_ << "  " << FormatTimestamp(e.at, utc_) << "  " << e.what;
+      if (!e.reason.empty()) o_ << "  " << e.reason;
+      o_ << "\n";
+    }
+  }
+
+  const Job& j_;
+  const JobSpec& s_;
+  const TimeMs now_;
+  const bool utc_;
+  std::ostringstream o_;
+};
+
+}  // namespace
+
+std::string RenderJob(const Job& j, TimeMs now, bool utc) { return JobPage(j, now, utc).Render(); }
 
 int RunJobs(const std::vector<std::string>& argv, CliContext& ctx) {
   static const std::vector<FlagDef> kFlags = {

@@ -61,9 +61,62 @@ void RuntimeEstimator::Remember(Recent& r, DurationMs run_ms, int window_jobs) c
   r.next = (r.next + 1) % window;
 }
 
-const RuntimeEstimator::Recent* RuntimeEstimator::RecentFor(const std::string& user,
-                                                            const std::string& name,
-                                                            int64_t gpus) const {
+namespace {
+
+// Run times with weights, and their weights' sum.
+struct WeightedRunTimes {
+  std::vector<std::pair<DurationMs, double>> v;
+  double total = 0;
+};
+
+// A ring of the latest run times (`next`: where the next goes once full), the newest weighing
+// 1 and each older one (1 - recency) times the next newer: a user's next job is most like
+// their last ones.
+WeightedRunTimes ByRecency(const std::vector<DurationMs>& ring, size_t next, double recency) {
+  const size_t m = ring.size();
+  const double keep = 1.0 - std::clamp(recency, 0.0, 0.99);
+  WeightedRunTimes out;
+  out.v.reserve(m);
+  double w = 1;
+  for (size_t age = 0; age < m; ++age) {
+    // The ring's newest is just before `next` once full, else the last pushed.
+    size_t at = (next + m - 1 - age) % m;
+    out.v.emplace_back(ring[at], w);
+    out.total += w;
+    w *= keep;
+  }
+  return out;
+}
+
+// `w` given that the run time exceeds done_ms: only the longer ones (the owner's longer
+// history instead where `owner_longer` is given), and the cluster's longer ones (`all`)
+// weighing `global_prior_jobs` in all.
+void GivenDone(DurationMs done_ms, const std::vector<DurationMs>* owner_longer,
+               const std::vector<DurationMs>& all, double global_prior_jobs, WeightedRunTimes* w) {
+  if (owner_longer != nullptr) {
+    w->v.clear();
+    for (DurationMs x : *owner_longer) w->v.emplace_back(x, 1.0);
+  }
+  std::erase_if(w->v, [&](const auto& x) { return x.first <= done_ms; });
+  w->total = 0;
+  for (const auto& x : w->v) w->total += x.second;
+  size_t longer = 0;
+  for (DurationMs x : all) longer += x > done_ms;
+  if (longer == 0) return;
+  const double each = global_prior_jobs / static_cast<double>(longer);
+  for (DurationMs x : all) {
+    if (x > done_ms) w->v.emplace_back(x, each);
+  }
+  w->total += global_prior_jobs;
+}
+
+}  // namespace
+
+RunTimeQuantiles RuntimeEstimator::Quantiles(const std::string& user, const std::string& name,
+                                             int64_t gpus, DurationMs time_limit_ms,
+                                             DurationMs done_ms) const {
+  RunTimeQuantiles out;
+  if (user.empty()) return out;
   // Most specific first; a key with fewer than min_jobs answers only if no other has enough.
   const Recent* keys[3] = {nullptr, nullptr, nullptr};
   if (config_.dist_by_user_name && !name.empty()) {
@@ -78,66 +131,22 @@ const RuntimeEstimator::Recent* RuntimeEstimator::RecentFor(const std::string& u
     auto it = recent_by_user_.find(user);
     if (it != recent_by_user_.end()) keys[2] = &it->second;
   }
+  const Recent* use = nullptr;
   for (const Recent* k : keys) {
-    if (k && k->n >= config_.min_jobs) return k;
+    if (k && (k->n >= config_.min_jobs || use == nullptr)) use = k;
+    if (k && k->n >= config_.min_jobs) break;
   }
-  for (const Recent* k : keys) {
-    if (k) return k;
-  }
-  return nullptr;
-}
-
-RuntimeEstimator::Weighted RuntimeEstimator::ByRecency(const Recent& r) const {
-  // The newest run time weighs 1, each older one (1 - recency) times the next newer: a user's
-  // next job is most like their last ones.
-  const size_t m = r.ms.size();
-  const double keep = 1.0 - std::clamp(config_.recency, 0.0, 0.99);
-  Weighted out;
-  out.v.reserve(m);
-  double w = 1;
-  for (size_t age = 0; age < m; ++age) {
-    // The ring's newest is just before `next` once full, else the last pushed.
-    size_t at = (r.next + m - 1 - age) % m;
-    out.v.emplace_back(r.ms[at], w);
-    out.total += w;
-    w *= keep;
-  }
-  return out;
-}
-
-void RuntimeEstimator::GivenDone(const std::string& user, DurationMs done_ms, Weighted* w) const {
-  // The owner's longer run times, and the cluster's longer ones weighing global_prior_jobs in
-  // all.
-  if (config_.requeue_window > 0) {
-    // The owner's longer history (any size): a window of 16 seldom holds a long job's peers.
-    w->v.clear();
-    if (auto it = requeue_by_user_.find(user); it != requeue_by_user_.end()) {
-      for (DurationMs x : it->second.ms) w->v.emplace_back(x, 1.0);
-    }
-  }
-  std::erase_if(w->v, [&](const auto& x) { return x.first <= done_ms; });
-  w->total = 0;
-  for (const auto& x : w->v) w->total += x.second;
-  size_t longer = 0;
-  for (DurationMs x : recent_all_.ms) longer += x > done_ms;
-  if (longer == 0) return;
-  const double each = config_.global_prior_jobs / static_cast<double>(longer);
-  for (DurationMs x : recent_all_.ms) {
-    if (x > done_ms) w->v.emplace_back(x, each);
-  }
-  w->total += config_.global_prior_jobs;
-}
-
-RunTimeQuantiles RuntimeEstimator::Quantiles(const std::string& user, const std::string& name,
-                                             int64_t gpus, DurationMs time_limit_ms,
-                                             DurationMs done_ms) const {
-  RunTimeQuantiles out;
-  if (user.empty()) return out;
-  const Recent* use = RecentFor(user, name, gpus);
   if (!use || use->ms.empty()) return out;
-  Weighted w = ByRecency(*use);
+  WeightedRunTimes w = ByRecency(use->ms, use->next, config_.recency);
   if (done_ms > 0 && (config_.global_prior_jobs > 0 || config_.requeue_window > 0)) {
-    GivenDone(user, done_ms, &w);
+    // The owner's longer history (any size): a window of 16 seldom holds a long job's peers.
+    static const std::vector<DurationMs> kNone;
+    const std::vector<DurationMs>* owner = nullptr;
+    if (config_.requeue_window > 0) {
+      auto it = requeue_by_user_.find(user);
+      owner = it != requeue_by_user_.end() ? &it->second.ms : &kNone;
+    }
+    GivenDone(done_ms, owner, recent_all_.ms, config_.global_prior_jobs, &w);
     if (w.v.empty()) {
       // It outlived every job known: guessed to run as long again.
       out.at.fill(time_limit_ms > 0 ? std::min(2 * done_ms, time_limit_ms) : 2 * done_ms);

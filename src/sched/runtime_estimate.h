@@ -124,18 +124,8 @@ class RuntimeEstimator {
     size_t next = 0;
     int64_t n = 0;
   };
-  // Run times with weights, and their weights' sum.
-  struct Weighted {
-    std::vector<std::pair<DurationMs, double>> v;
-    double total = 0;
-  };
   void Update(Mean& m, double log_ms) const;
   void Remember(Recent& r, DurationMs run_ms, int window) const;
-  // The most specific history of the owner with min_jobs, else the most specific one at all.
-  const Recent* RecentFor(const std::string& user, const std::string& name, int64_t gpus) const;
-  Weighted ByRecency(const Recent& r) const;
-  // `w` given that the run time exceeds done_ms (EstimatorConfig::global_prior_jobs).
-  void GivenDone(const std::string& user, DurationMs done_ms, Weighted* w) const;
   DurationMs OwnEstimate(const std::string& user, const std::string& name) const;
 
   EstimatorConfig config_;
