@@ -93,11 +93,26 @@ Result<DurationMs> ServiceDuration(const Json& v, const std::string& field, Dura
   return *d;
 }
 
+// A latency target: "250ms" (whole milliseconds), or a duration as the others ("2s"); at most
+// 10m, 0 none.
+Result<DurationMs> ServiceLatency(const Json& v) {
+  const std::string text = v.is_string() ? v.get<std::string>() : "";
+  const bool ms = text.size() > 2 && text.compare(text.size() - 2, 2, "ms") == 0 &&
+                  text.find_first_not_of("0123456789") == text.size() - 2;
+  if (!ms) return ServiceDuration(v, "target_latency", 10 * kMinute);
+  const DurationMs d =
+      text.size() > 11 ? 10 * kMinute + 1 : std::stoll(text.substr(0, text.size() - 2));
+  if (d > 10 * kMinute) {
+    return ServiceFieldError("target_latency", "want at most 10m, got " + text);
+  }
+  return d;
+}
+
 // The autoscaler's latency target (at most 10m; 0: none) and its panic window (1s to 1h) and
 // threshold (Knative's bounds: 110% to 1000%), where given.
 Status ParseLatencyAndPanic(const Json& body, ServiceAutoscaling& a) {
   if (body.contains("target_latency")) {
-    auto d = ServiceDuration(body.at("target_latency"), "target_latency", 10 * kMinute);
+    auto d = ServiceLatency(body.at("target_latency"));
     if (!d.ok()) return d.status();
     a.target_latency_ms = *d;
   }
