@@ -15,6 +15,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "cluster_fixture.h"
 
@@ -107,6 +108,34 @@ std::vector<double> ExpectedMlp(const std::vector<double>& x) {
   return y;
 }
 
+// A replica with a readiness path and a liveness path of its own: GET /ready answers 503 while
+// DIR/busy-JOB exists (alive, not ready: a model reloading), GET /live answers 500 while
+// DIR/sick-JOB exists (wedged), GET /whoami its pid.
+constexpr const char* kLiveServer = R"(import http.server, json, os, sys
+port = int(os.environ["PORT"])
+job = os.environ["CORRAL_JOB_ID"]
+with open(os.path.join(sys.argv[1], "pids", job), "w") as f:
+    f.write(str(os.getpid()))
+def marked(what):
+    return os.path.exists(os.path.join(sys.argv[1], what + "-" + job))
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        code = 200
+        if self.path == "/ready" and marked("busy"):
+            code = 503
+        elif self.path == "/live" and marked("sick"):
+            code = 500
+        body = json.dumps({"pid": os.getpid(), "job": job, "path": self.path}).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+http.server.ThreadingHTTPServer(("", port), Handler).serve_forever()
+)";
+
 struct Answer {
   int status = 0;
   std::string body;
@@ -130,11 +159,14 @@ class Services : public ::testing::Test {
     std::filesystem::create_directories(c_.dir() + "/svc/pids");
     std::filesystem::permissions(c_.dir() + "/svc", std::filesystem::perms::all);
     std::filesystem::permissions(c_.dir() + "/svc/pids", std::filesystem::perms::all);
-    std::ofstream(c_.dir() + "/svc/server.py") << kServer;
-    std::filesystem::permissions(c_.dir() + "/svc/server.py",
-                                 std::filesystem::perms::owner_all |
-                                     std::filesystem::perms::group_read |
-                                     std::filesystem::perms::others_read);
+    for (const auto& [file, text] :
+         {std::pair{"server.py", kServer}, std::pair{"live.py", kLiveServer}}) {
+      std::ofstream(c_.dir() + "/svc/" + file) << text;
+      std::filesystem::permissions(c_.dir() + "/svc/" + file,
+                                   std::filesystem::perms::owner_all |
+                                       std::filesystem::perms::group_read |
+                                       std::filesystem::perms::others_read);
+    }
   }
   std::vector<std::string> Serve(const std::string& name, const std::string& health) {
     return {"serve",
@@ -265,6 +297,45 @@ TEST_F(Services, ReplicasAnswerThroughTheHeadAndAKilledOneIsReplaced) {
   EXPECT_EQ(Get(c_, "/v/echo/whoami", c_.token()).status, 404);
   auto gone = c_.Corral({"services", "show", "echo"});
   EXPECT_NE(gone.exit_code, 0);
+}
+
+// --live: a replica failing its readiness path only leaves the pool (it is alive: a model
+// reloading); one failing its liveness path 3 probes in a row is stopped and replaced, the
+// reason naming the path.
+TEST_F(Services, AReplicaFailingItsLivePathIsRestartedAndOneOnlyNotReadyIsKept) {
+  auto made = c_.Corral({"serve", "live", "--replicas", "1", "--port", "0", "--health", "/ready",
+                         "--live", "/live", "--wake-timeout", "2s", "--cpus", "0.25", "--",
+                         "/usr/bin/python3", c_.dir() + "/svc/live.py", c_.dir() + "/svc"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  auto show = c_.Corral({"services", "show", "live"});
+  EXPECT_NE(show.out.find("GET /ready (ready), GET /live (live)"), std::string::npos) << show.out;
+  ASSERT_TRUE(
+      WaitUntil(45000, [&] { return Get(c_, "/v/live/whoami", c_.token()).status == 200; }));
+  const std::set<std::string> first = Running("live");
+  ASSERT_EQ(first.size(), 1u);
+  const std::string job = *first.begin();
+
+  // Not ready, still alive: out of the pool (503 after the wake timeout), never restarted.
+  std::ofstream(c_.dir() + "/svc/busy-" + job) << "";
+  ASSERT_TRUE(
+      WaitUntil(10000, [&] { return Get(c_, "/v/live/whoami", c_.token()).status == 503; }));
+  std::this_thread::sleep_for(std::chrono::seconds(4));  // 8 probes: 3 would restart it
+  EXPECT_EQ(Running("live"), first) << "a replica that is alive is not restarted";
+  std::filesystem::remove(c_.dir() + "/svc/busy-" + job);
+  ASSERT_TRUE(
+      WaitUntil(10000, [&] { return Get(c_, "/v/live/whoami", c_.token()).status == 200; }));
+
+  // Ready but wedged: its live path fails 3 times in a row; a new replica replaces it.
+  std::ofstream(c_.dir() + "/svc/sick-" + job) << "";
+  ASSERT_TRUE(WaitUntil(30000, [&] {
+    std::set<std::string> now = Running("live");
+    return now.size() == 1 && !now.count(job);
+  })) << Show("live").dump();
+  auto ended = c_.Corral({"show", job, "-o", "json"});
+  EXPECT_NE(ended.out.find("liveness: GET /live failed 3 times in a row"), std::string::npos)
+      << ended.out;
+  ASSERT_TRUE(
+      WaitUntil(30000, [&] { return Get(c_, "/v/live/whoami", c_.token()).status == 200; }));
 }
 
 TEST_F(Services, APyTorchModelOnTheCpuAnswersThroughTheHead) {

@@ -1,6 +1,8 @@
 #include "api/service_proxy.h"
 
 #include <algorithm>
+#include <optional>
+#include <vector>
 
 #include "api/api_service.h"
 
@@ -9,6 +11,14 @@ namespace {
 
 bool IdempotentMethod(const std::string& m) {
   return m == "GET" || m == "HEAD" || m == "PUT" || m == "DELETE" || m == "OPTIONS";
+}
+
+// The median of `values` (none: nothing); reorders them.
+std::optional<double> ProxyMedian(std::vector<double>& values) {
+  if (values.empty()) return std::nullopt;
+  auto mid = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), mid, values.end());
+  return *mid;
 }
 
 std::string ReplicaUrl(const head::ServiceReplica& r) {
@@ -165,6 +175,14 @@ void ServiceProxy::Finish(Pending& p, net::HttpResponse out, const char* error_k
   {
     std::lock_guard lock(mu_);
     MeterLocked(p.service, -1);
+    LoadMeter& m = meters_[p.service];
+    // The latest kLatencyKept of the interval, in a ring: a median needs no more.
+    if (m.latencies_ms.size() < kLatencyKept) {
+      m.latencies_ms.push_back(seconds * 1000);
+    } else {
+      m.latencies_ms[m.answered % kLatencyKept] = seconds * 1000;
+    }
+    ++m.answered;
   }
   p.respond(std::move(out));
 }
@@ -180,7 +198,7 @@ void ServiceProxy::MeterLocked(const std::string& service, int delta) {
 }
 
 void ServiceProxy::ReportLoad() {
-  std::map<std::string, double> load;
+  std::map<std::string, ServiceLoad> load;
   {
     std::lock_guard lock(mu_);
     const auto now = std::chrono::steady_clock::now();
@@ -191,8 +209,11 @@ void ServiceProxy::ReportLoad() {
     for (const auto& [name, pool] : pools_) meters_[name];  // an idle service reports 0 too
     for (auto it = meters_.begin(); it != meters_.end();) {
       MeterLocked(it->first, 0);  // its integral up to now
-      if (!first) load[it->first] = it->second.area / elapsed;
-      it->second.area = 0;
+      LoadMeter& m = it->second;
+      if (!first) load[it->first] = ServiceLoad{m.area / elapsed, ProxyMedian(m.latencies_ms)};
+      m.area = 0;
+      m.latencies_ms.clear();
+      m.answered = 0;
       head_->metrics().Set("corral_service_requests_in_flight", {{"service", it->first}},
                            it->second.count);
       it = it->second.count == 0 && !pools_.count(it->first) ? meters_.erase(it) : std::next(it);
@@ -259,7 +280,7 @@ void ServiceProxy::ReportDrained(const std::vector<JobId>& jobs) {
 }
 
 void ServiceProxy::Refresh(const std::vector<head::ServiceView>& views) {
-  std::vector<std::pair<std::string, std::string>> to_probe;
+  std::vector<std::tuple<std::string, std::string, Probe>> to_probe;
   std::vector<JobId> drained;
   {
     std::lock_guard lock(mu_);
@@ -277,7 +298,9 @@ void ServiceProxy::Refresh(const std::vector<head::ServiceView>& views) {
           if (auto k = old->second.find(r.run_id); k != old->second.end()) kept = &k->second;
         }
         Replica& entry = pool[r.run_id] =
-            kept ? *kept : Replica{r.job, ReplicaUrl(r), v.service.spec.health_path};
+            kept ? *kept
+                 : Replica{r.job, ReplicaUrl(r), v.service.spec.health_path,
+                           LivenessPath(v.service.spec)};
         entry.core_ready = r.ready;
         entry.draining = r.draining;
         if (entry.draining && entry.in_flight == 0) drained.push_back(entry.job);
@@ -297,32 +320,44 @@ void ServiceProxy::Refresh(const std::vector<head::ServiceView>& views) {
     pools_ = std::move(next);
     for (auto& [name, pool] : pools_) {
       for (auto& [run, r] : pool) {
-        if (r.probing) continue;
-        r.probing = true;
-        to_probe.emplace_back(name, run);
+        const bool one_path = r.live == r.health;
+        if (!r.probing) {
+          r.probing = true;
+          to_probe.emplace_back(name, run, one_path ? Probe::kBoth : Probe::kReady);
+        }
+        if (!one_path && !r.live_probing) {
+          r.live_probing = true;
+          to_probe.emplace_back(name, run, Probe::kLive);
+        }
       }
     }
   }
   ReportDrained(drained);
-  for (const auto& [name, run] : to_probe) {
-    std::string url, health;
+  SendProbes(to_probe);
+}
+
+void ServiceProxy::SendProbes(
+    const std::vector<std::tuple<std::string, std::string, Probe>>& to_probe) {
+  for (const auto& [name, run, probe] : to_probe) {
+    std::string url, path;
     {
       std::lock_guard lock(mu_);
       const Replica& r = pools_[name][run];
       url = r.base_url;
-      health = r.health;
+      path = probe == Probe::kLive ? r.live : r.health;
     }
-    client_.Request(url, "", "GET", health, options_.probe_timeout,
-                    [this, name, run](Result<net::HttpResponse> a) {
-                      OnProbe(name, run, a.ok() && a->status / 100 == 2);
+    client_.Request(url, "", "GET", path, options_.probe_timeout,
+                    [this, name, run, probe](Result<net::HttpResponse> a) {
+                      OnProbe(name, run, probe, a.ok() && a->status / 100 == 2);
                     });
   }
 }
 
-void ServiceProxy::OnProbe(const std::string& service, const std::string& run, bool ok) {
+void ServiceProxy::OnProbe(const std::string& service, const std::string& run, Probe probe,
+                           bool ok) {
   bool became_ready = false;
   JobId replace = 0, now_ready = 0;
-  std::string health;
+  std::string live;
   {
     std::lock_guard lock(mu_);
     auto pool = pools_.find(service);
@@ -330,26 +365,27 @@ void ServiceProxy::OnProbe(const std::string& service, const std::string& run, b
     auto it = pool->second.find(run);
     if (it == pool->second.end()) return;
     Replica& r = it->second;
-    r.probing = false;
-    if (ok) {
-      became_ready = !r.ready;
-      r.ready = r.ever_ready = true;
-      r.failures = 0;
-      if (!r.core_ready) now_ready = r.job;
-    } else {
-      r.ready = false;
-      ++r.failures;
-      if (r.ever_ready && r.failures >= kLivenessFailures && !r.replacing) {
+    if (probe != Probe::kLive) {  // readiness
+      r.probing = false;
+      became_ready = ok && !r.ready;
+      r.ready = ok;
+      if (ok && !r.core_ready) now_ready = r.job;
+    }
+    if (probe != Probe::kReady) {  // liveness
+      if (probe == Probe::kLive) r.live_probing = false;
+      r.failures = ok ? 0 : r.failures + 1;
+      r.ever_live = r.ever_live || ok;
+      if (r.ever_live && r.failures >= kLivenessFailures && !r.replacing) {
         r.replacing = true;
         replace = r.job;
-        health = r.health;
+        live = r.live;
       }
     }
   }
   if (replace != 0) {
     head_->Run(
         head_->tokens().admin,
-        head::ReplaceReplica{replace, "liveness: GET " + health + " failed " +
+        head::ReplaceReplica{replace, "liveness: GET " + live + " failed " +
                                           std::to_string(kLivenessFailures) + " times in a row"},
         [](Result<Job>) {});
   }

@@ -7,9 +7,10 @@
 // is the one that routes, so what it can reach is what counts, and it needs no new agent
 // protocol. Every probe interval it lists the services (as an admin) and sends GET of each
 // running replica's health path: a 2xx makes the replica ready, anything else takes it out of
-// the pool at once, and kLivenessFailures in a row of a replica that was ready once has the
-// core stop and replace it (ReplaceReplica). A replica that never became ready is left to
-// start (a model loading its weights), and gets no traffic.
+// the pool at once. Liveness is GET of its live path (the health path unless the service
+// names another, then a probe of its own): kLivenessFailures in a row of a replica whose live
+// path answered 2xx once has the core stop and replace it (ReplaceReplica). A replica that
+// never answered is left to start (a model loading its weights), and gets no traffic.
 //
 // The core decides which replicas serve; the proxy tells it what only the proxy sees: a
 // replica answered its readiness check (ReportReplicaReady: a rolling update waits for it), and
@@ -35,6 +36,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "head/head.h"
 #include "net/async_http_client.h"
@@ -70,15 +73,19 @@ class ServiceProxy {
     JobId job = 0;
     std::string base_url;  // http://HOST:PORT
     std::string health;
+    std::string live;  // the liveness path; the same as `health`: one probe answers both
     bool ready = false;
-    bool ever_ready = false;
+    bool ever_live = false;  // its live path answered 2xx once: it has started
     bool probing = false;
+    bool live_probing = false;  // a liveness probe of its own (`live` differs) is out
     bool replacing = false;
     bool core_ready = false;  // the core knows it answered its readiness check
     bool draining = false;    // leaving: no new request
-    int failures = 0;         // probes failed in a row
+    int failures = 0;         // liveness probes failed in a row
     int in_flight = 0;
   };
+  // What a probe asks: readiness, liveness, or both (one path for both).
+  enum class Probe { kReady, kLive, kBoth };
   struct Pending {
     std::string service;
     std::string method;
@@ -90,16 +97,22 @@ class ServiceProxy {
     int tries = 0;
   };
   // A service's requests in flight through this head over time: their count, and its
-  // integral since the last report (request-seconds), for the autoscaler's mean.
+  // integral since the last report (request-seconds), for the autoscaler's mean; and the
+  // latencies of the requests answered since (the latest kLatencyKept), for its median.
   struct LoadMeter {
     int count = 0;
     std::chrono::steady_clock::time_point last;
     double area = 0;
+    std::vector<double> latencies_ms;
+    size_t answered = 0;
   };
+  static constexpr size_t kLatencyKept = 10000;
 
   void ProbeLoop();
   void Refresh(const std::vector<head::ServiceView>& views);
-  void OnProbe(const std::string& service, const std::string& run, bool ok);
+  // Sends the probes `to_probe` names: service, run, and what each asks.
+  void SendProbes(const std::vector<std::tuple<std::string, std::string, Probe>>& to_probe);
+  void OnProbe(const std::string& service, const std::string& run, Probe probe, bool ok);
   // Tells the core that these draining replicas have no request in flight.
   void ReportDrained(const std::vector<JobId>& jobs);
   // Forwards `p` to the ready replica with the fewest requests in flight, or holds it.

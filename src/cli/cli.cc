@@ -99,9 +99,10 @@ const CommandInfo kCommands[] = {
      "them with their size, files, state and the nodes that cache them; remove unused ones"},
     {"serve", RunServe,
      "corral serve NAME [--replicas N | --min-replicas A --max-replicas B] --port PORT\n"
-     "       [--health PATH] [--any-user] [--drain-timeout 30s] [--wake-timeout 60s]\n"
-     "       [--target-in-flight 2] [--scale-up-delay 30s] [--scale-down-delay 10m]\n"
-     "       [--scale-to-zero-after D (min 0)] [resources as for submit: --gpus,\n"
+     "       [--health PATH] [--live PATH] [--any-user] [--drain-timeout 30s]\n"
+     "       [--wake-timeout 60s] [--target-in-flight 2] [--scale-up-delay 30s]\n"
+     "       [--scale-down-delay 10m] [--scale-to-zero-after D (min 0)] [--target-latency D]\n"
+     "       [--panic-window 6s] [--panic-threshold-pct 200] [resources as for submit: --gpus,\n"
      "       --cpus, --memory, --queue, --image, --mount, --env ...] [-f SERVICE.yaml] -- CMD\n"
      "       (--port 0: a free port per replica; each replica finds it in $PORT and $CORRAL_PORT)\n"
      "       corral serve update NAME [--ready-timeout 5m] [--image I] [--gpus G] [--env K=V ...]\n"
@@ -109,6 +110,7 @@ const CommandInfo kCommands[] = {
      "       corral serve update NAME [--replicas N | --min-replicas A --max-replicas B]\n"
      "       [--target-in-flight N] [--scale-up-delay D] [--scale-down-delay D]\n"
      "       [--scale-to-zero-after D] [--drain-timeout D] [--wake-timeout D]\n"
+     "       [--target-latency D] [--panic-window D] [--panic-threshold-pct N]\n"
      "       (its settings: at once, no replica replaced)",
      "run CMD as a service: replicas kept alive, reachable at HEAD/v/NAME/; update its "
      "replicas one at a time"},

@@ -13,9 +13,10 @@ namespace {
 
 // serve's own flags; the rest are submit's resource flags, for the replica template.
 const std::vector<std::string> kServiceOnlyFlags = {
-    "file",    "replicas",         "min-replicas",   "max-replicas",     "port",
-    "health",  "any-user",         "drain-timeout",  "wake-timeout",     "ready-timeout",
-    "dry-run", "target-in-flight", "scale-up-delay", "scale-down-delay", "scale-to-zero-after"};
+    "file",    "replicas",         "min-replicas",   "max-replicas",       "port",
+    "health",  "any-user",         "drain-timeout",  "wake-timeout",       "ready-timeout",
+    "dry-run", "target-in-flight", "scale-up-delay", "scale-down-delay",   "scale-to-zero-after",
+    "live",    "target-latency",   "panic-window",   "panic-threshold-pct"};
 
 // The flags of the replica template that `serve` takes and `serve update` may change.
 std::vector<FlagDef> ReplicaTemplateFlags() {
@@ -51,6 +52,7 @@ std::vector<FlagDef> ServeFlags() {
                                 {"max-replicas", 0, true},
                                 {"port", 0, true},
                                 {"health", 0, true},
+                                {"live", 0, true},
                                 {"any-user", 0, false},
                                 {"dry-run", 0, false},
                                 {"drain-timeout", 0, true},
@@ -58,7 +60,10 @@ std::vector<FlagDef> ServeFlags() {
                                 {"target-in-flight", 0, true},
                                 {"scale-up-delay", 0, true},
                                 {"scale-down-delay", 0, true},
-                                {"scale-to-zero-after", 0, true}};
+                                {"scale-to-zero-after", 0, true},
+                                {"target-latency", 0, true},
+                                {"panic-window", 0, true},
+                                {"panic-threshold-pct", 0, true}};
   for (FlagDef& f : ReplicaTemplateFlags()) flags.push_back(std::move(f));
   return flags;
 }
@@ -68,7 +73,8 @@ std::vector<FlagDef> ServeUpdateFlags() {
       {"file", 'f', true},         {"ready-timeout", 0, true},    {"dry-run", 0, false},
       {"replicas", 0, true},       {"min-replicas", 0, true},     {"max-replicas", 0, true},
       {"drain-timeout", 0, true},  {"wake-timeout", 0, true},     {"target-in-flight", 0, true},
-      {"scale-up-delay", 0, true}, {"scale-down-delay", 0, true}, {"scale-to-zero-after", 0, true}};
+      {"scale-up-delay", 0, true}, {"scale-down-delay", 0, true}, {"scale-to-zero-after", 0, true},
+      {"target-latency", 0, true}, {"panic-window", 0, true},     {"panic-threshold-pct", 0, true}};
   for (FlagDef& f : ReplicaTemplateFlags()) flags.push_back(std::move(f));
   return flags;
 }
@@ -93,7 +99,10 @@ Json ServeNumberOrText(const std::string& v) {
 // a service or of an update of its settings.
 void AddSettingFlags(const ParsedArgs& args, Json& body) {
   static const std::pair<const char*, const char*> kInts[] = {
-      {"replicas", "replicas"}, {"min-replicas", "min_replicas"}, {"max-replicas", "max_replicas"}};
+      {"replicas", "replicas"},
+      {"min-replicas", "min_replicas"},
+      {"max-replicas", "max_replicas"},
+      {"panic-threshold-pct", "panic_threshold_pct"}};
   for (const auto& [flag, field] : kInts) {
     if (args.Has(flag)) body[field] = IntOrText(args.Get(flag));
   }
@@ -105,7 +114,9 @@ void AddSettingFlags(const ParsedArgs& args, Json& body) {
       {"scale-down-delay", "scale_down_delay"},
       {"scale-to-zero-after", "scale_to_zero_after"},
       {"drain-timeout", "drain_timeout"},
-      {"wake-timeout", "wake_timeout"}};
+      {"wake-timeout", "wake_timeout"},
+      {"target-latency", "target_latency"},
+      {"panic-window", "panic_window"}};
   for (const auto& [flag, field] : kDurations) {
     if (args.Has(flag)) body[field] = args.Get(flag);
   }
@@ -122,6 +133,7 @@ Result<Json> BuildServiceBody(const ParsedArgs& args, CliContext& ctx) {
   if (!args.positional.empty()) body["name"] = args.positional[0];
   if (args.Has("port")) body["port"] = IntOrText(args.Get("port"));
   if (args.Has("health")) body["health"] = args.Get("health");
+  if (args.Has("live")) body["live"] = args.Get("live");
   if (args.Has("any-user")) body["any_user"] = true;
   AddSettingFlags(args, body);
   ParsedArgs resources = args;
@@ -246,6 +258,11 @@ std::string AutoscaleLine(const Json& s) {
     out << ", to zero after "
         << ServiceDurationText(s.value("scale_to_zero_after_ms", DurationMs{0}));
   }
+  if (const DurationMs latency = s.value("target_latency_ms", DurationMs{0}); latency > 0) {
+    out << "; median latency target " << ServiceDurationText(latency);
+  }
+  out << "; panic at " << s.value("panic_threshold_pct", 200) << "% over "
+      << ServiceDurationText(s.value("panic_window_ms", 6 * kSecond));
   return out.str() + "\n";
 }
 
@@ -258,7 +275,8 @@ int ShowService(const Json& s, CliContext& ctx) {
            << "Replicas: " << ReplicaCounts(s) << " running (min " << s.value("min_replicas", 0)
            << ", max " << s.value("max_replicas", 0) << ")\n"
            << AutoscaleLine(s) << "Port:     " << PortText(s) << "\n"
-           << "Health:   GET " << s.value("health", "/") << "\n"
+           << "Health:   GET " << s.value("health", "/") << " (ready), GET "
+           << s.value("live", s.value("health", "/")) << " (live)\n"
            << "Wake:     a request waits up to "
            << ServiceDurationText(s.value("wake_timeout_ms", kDefaultWakeTimeout))
            << " for a ready replica\n"

@@ -93,6 +93,48 @@ Result<DurationMs> ServiceDuration(const Json& v, const std::string& field, Dura
   return *d;
 }
 
+// A latency target: "250ms" (whole milliseconds), or a duration as the others ("2s"); at most
+// 10m, 0 none.
+Result<DurationMs> ServiceLatency(const Json& v) {
+  const std::string text = v.is_string() ? v.get<std::string>() : "";
+  const bool ms = text.size() > 2 && text.compare(text.size() - 2, 2, "ms") == 0 &&
+                  text.find_first_not_of("0123456789") == text.size() - 2;
+  if (!ms) return ServiceDuration(v, "target_latency", 10 * kMinute);
+  const DurationMs d =
+      text.size() > 11 ? 10 * kMinute + 1 : std::stoll(text.substr(0, text.size() - 2));
+  if (d > 10 * kMinute) {
+    return ServiceFieldError("target_latency", "want at most 10m, got " + text);
+  }
+  return d;
+}
+
+// The autoscaler's latency target (at most 10m; 0: none) and its panic window (1s to 1h) and
+// threshold (Knative's bounds: 110% to 1000%), where given.
+Status ParseLatencyAndPanic(const Json& body, ServiceAutoscaling& a) {
+  if (body.contains("target_latency")) {
+    auto d = ServiceLatency(body.at("target_latency"));
+    if (!d.ok()) return d.status();
+    a.target_latency_ms = *d;
+  }
+  if (body.contains("panic_window")) {
+    auto d = ServiceDuration(body.at("panic_window"), "panic_window", kHour);
+    if (!d.ok()) return d.status();
+    if (*d < kSecond) {
+      return ServiceFieldError("panic_window",
+                               "want at least 1s (the proxy reports every "
+                               "second), got " +
+                                   body.at("panic_window").dump());
+    }
+    a.panic_window_ms = *d;
+  }
+  if (body.contains("panic_threshold_pct")) {
+    auto pct = ServiceInt(body, "panic_threshold_pct", 110, 1000);
+    if (!pct.ok()) return pct.status();
+    a.panic_threshold_pct = *pct;
+  }
+  return Status::Ok();
+}
+
 // The autoscaler's fields: target_in_flight (a number > 0), scale_up_delay, scale_down_delay
 // and scale_to_zero_after (durations; the last only with min_replicas 0, and by default the
 // scale-down delay).
@@ -133,7 +175,7 @@ Status ParseAutoscaling(const Json& body, ServiceSpec* s) {
     }
     a.scale_to_zero_after_ms = *d;
   }
-  return Status::Ok();
+  return ParseLatencyAndPanic(body, a);
 }
 
 // drain_timeout (at most 10m) and wake_timeout (1s to 10m), where given.
@@ -161,9 +203,15 @@ Status ParseServiceTimeouts(const Json& body, ServiceSpec* s) {
 
 const std::set<std::string>& ServiceSettingFields() {
   static const std::set<std::string> kFields = {
-      "replicas",         "min_replicas",  "max_replicas", "target_in_flight",   "scale_up_delay",
-      "scale_down_delay", "drain_timeout", "wake_timeout", "scale_to_zero_after"};
+      "replicas",         "min_replicas",   "max_replicas",
+      "target_in_flight", "scale_up_delay", "scale_down_delay",
+      "drain_timeout",    "wake_timeout",   "scale_to_zero_after",
+      "target_latency",   "panic_window",   "panic_threshold_pct"};
   return kFields;
+}
+
+const std::string& LivenessPath(const ServiceSpec& s) {
+  return s.live_path.empty() ? s.health_path : s.live_path;
 }
 
 bool Autoscaled(const ServiceSpec& s) {
@@ -193,20 +241,33 @@ bool ParseScaleCause(const std::string& text, ScaleCause* out) {
 }
 
 Json ToJson(const ServiceSpec& p) {
-  return Json{{"name", p.name},
-              {"owner", p.owner},
-              {"spec", ToJson(p.job)},
-              {"min_replicas", p.min_replicas},
-              {"max_replicas", p.max_replicas},
-              {"port", p.port},
-              {"health", p.health_path},
-              {"any_user", p.any_user},
-              {"drain_timeout_ms", p.drain_timeout_ms},
-              {"wake_timeout_ms", p.wake_timeout_ms},
-              {"target_in_flight", p.autoscaling.target_in_flight},
-              {"scale_up_delay_ms", p.autoscaling.scale_up_delay_ms},
-              {"scale_down_delay_ms", p.autoscaling.scale_down_delay_ms},
-              {"scale_to_zero_after_ms", p.autoscaling.scale_to_zero_after_ms}};
+  Json j{{"name", p.name},
+         {"owner", p.owner},
+         {"spec", ToJson(p.job)},
+         {"min_replicas", p.min_replicas},
+         {"max_replicas", p.max_replicas},
+         {"port", p.port},
+         {"health", p.health_path},
+         {"any_user", p.any_user},
+         {"drain_timeout_ms", p.drain_timeout_ms},
+         {"wake_timeout_ms", p.wake_timeout_ms},
+         {"target_in_flight", p.autoscaling.target_in_flight},
+         {"scale_up_delay_ms", p.autoscaling.scale_up_delay_ms},
+         {"scale_down_delay_ms", p.autoscaling.scale_down_delay_ms},
+         {"scale_to_zero_after_ms", p.autoscaling.scale_to_zero_after_ms}};
+  // Written only where set, so that a service's stored form without them reads back the same.
+  if (!p.live_path.empty()) j["live"] = p.live_path;
+  const ServiceAutoscaling defaults;
+  if (p.autoscaling.target_latency_ms != defaults.target_latency_ms) {
+    j["target_latency_ms"] = p.autoscaling.target_latency_ms;
+  }
+  if (p.autoscaling.panic_window_ms != defaults.panic_window_ms) {
+    j["panic_window_ms"] = p.autoscaling.panic_window_ms;
+  }
+  if (p.autoscaling.panic_threshold_pct != defaults.panic_threshold_pct) {
+    j["panic_threshold_pct"] = p.autoscaling.panic_threshold_pct;
+  }
+  return j;
 }
 
 Result<ServiceSpec> ServiceSpecFromJson(const Json& j) {
@@ -229,6 +290,10 @@ Result<ServiceSpec> ServiceSpecFromJson(const Json& j) {
   p.autoscaling.scale_down_delay_ms = j.value("scale_down_delay_ms", defaults.scale_down_delay_ms);
   p.autoscaling.scale_to_zero_after_ms =
       j.value("scale_to_zero_after_ms", defaults.scale_to_zero_after_ms);
+  p.live_path = j.value("live", "");
+  p.autoscaling.target_latency_ms = j.value("target_latency_ms", defaults.target_latency_ms);
+  p.autoscaling.panic_window_ms = j.value("panic_window_ms", defaults.panic_window_ms);
+  p.autoscaling.panic_threshold_pct = j.value("panic_threshold_pct", defaults.panic_threshold_pct);
   return p;
 }
 
@@ -355,6 +420,7 @@ Result<ServiceSpec> ParseServiceSpec(const Json& body) {
                                                "max_replicas",
                                                "port",
                                                "health",
+                                               "live",
                                                "any_user",
                                                "drain_timeout",
                                                "wake_timeout",
@@ -362,14 +428,18 @@ Result<ServiceSpec> ParseServiceSpec(const Json& body) {
                                                "target_in_flight",
                                                "scale_up_delay",
                                                "scale_down_delay",
-                                               "scale_to_zero_after"};
+                                               "scale_to_zero_after",
+                                               "target_latency",
+                                               "panic_window",
+                                               "panic_threshold_pct"};
   for (auto it = body.begin(); it != body.end(); ++it) {
     if (!kKnown.count(it.key())) {
       return InvalidArgument("unknown field '" + it.key() +
                              "'; known fields: name, replicas, min_replicas, max_replicas, "
-                             "port, health, any_user, drain_timeout, wake_timeout, "
-                             "target_in_flight, "
-                             "scale_up_delay, scale_down_delay, scale_to_zero_after, spec");
+                             "port, health, live, any_user, drain_timeout, wake_timeout, "
+                             "target_in_flight, scale_up_delay, scale_down_delay, "
+                             "scale_to_zero_after, target_latency, panic_window, "
+                             "panic_threshold_pct, spec");
     }
   }
   ServiceSpec s;
@@ -385,13 +455,14 @@ Result<ServiceSpec> ParseServiceSpec(const Json& body) {
   auto port = ServiceInt(body, "port", 0, 65535);
   if (!port.ok()) return port.status();
   s.port = *port;
-  if (body.contains("health")) {
-    const Json& h = body.at("health");
+  for (const char* field : {"health", "live"}) {
+    if (!body.contains(field)) continue;
+    const Json& h = body.at(field);
     if (!h.is_string() || h.get<std::string>().empty() || h.get<std::string>()[0] != '/' ||
         h.get<std::string>().find_first_of(" \r\n") != std::string::npos) {
-      return ServiceFieldError("health", "want an HTTP path starting with '/', got " + h.dump());
+      return ServiceFieldError(field, "want an HTTP path starting with '/', got " + h.dump());
     }
-    s.health_path = h.get<std::string>();
+    (std::string(field) == "health" ? s.health_path : s.live_path) = h.get<std::string>();
   }
   if (body.contains("any_user")) {
     if (!body.at("any_user").is_boolean()) return ServiceFieldError("any_user", "want a boolean");

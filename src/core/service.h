@@ -24,7 +24,24 @@ struct ServiceAutoscaling {
   DurationMs scale_up_delay_ms = 30 * kSecond;       // load above target this long: scale up
   DurationMs scale_down_delay_ms = 10 * kMinute;     // load below target this long: scale down
   DurationMs scale_to_zero_after_ms = 10 * kMinute;  // min_replicas 0: no request this long
+  // The median latency through the head's proxy it aims at (0: latency is no input). Each
+  // sample's median over the target wants replicas in proportion, as in-flight load does.
+  DurationMs target_latency_ms = 0;
+  // Knative's panic mode (KPA defaults: 10% of its 60 s stable window, 200%): a mean load over
+  // the last panic_window of at least panic_threshold_pct% of what the replicas take at the
+  // target scales up at once.
+  DurationMs panic_window_ms = 6 * kSecond;
+  int32_t panic_threshold_pct = 200;
   bool operator==(const ServiceAutoscaling&) const = default;
+};
+
+// What the head's proxy measured of a service over one report's interval: the autoscaler's
+// input.
+struct ServiceLoad {
+  double in_flight = 0;  // requests in flight on average (to its replicas, and held for one)
+  // The median latency of the requests answered in the interval (ms); none answered: nothing.
+  std::optional<double> median_latency_ms;
+  bool operator==(const ServiceLoad&) const = default;
 };
 
 // The default of `wake_timeout` (Knative's activator holds a request for a cold start as long).
@@ -39,7 +56,8 @@ struct ServiceSpec {
   // The port every replica listens on (PORT and CORRAL_PORT in its environment); 0: the head
   // picks a free port per replica on its node (the run's master port).
   int32_t port = 0;
-  std::string health_path = "/";  // readiness and liveness: GET answers 2xx
+  std::string health_path = "/";  // readiness: GET answers 2xx
+  std::string live_path;          // liveness: GET answers 2xx; empty: the health path
   bool any_user = false;          // any authenticated user may call it; else owner and admins
   // How long a replica leaving (an update, a scale-down, the service's removal) may finish the
   // requests it has in flight, after the head's proxy stopped sending it new ones.
@@ -55,6 +73,8 @@ struct ServiceSpec {
 // Whether the autoscaler sets its desired replicas: it has a range to move in (min < max), or
 // may scale to zero (min 0).
 bool Autoscaled(const ServiceSpec& s);
+// The path a replica's liveness is probed on: `live_path`, or the health path.
+const std::string& LivenessPath(const ServiceSpec& s);
 
 // Who changed a service's desired replicas (head/change.h ServiceScaled).
 enum class ScaleCause { kHand, kAutoscaler, kRequest };

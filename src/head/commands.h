@@ -387,12 +387,13 @@ struct ReportReplicaDrained {
   }
 };
 
-// The head's proxy, every second: each service's requests in flight (the autoscaler's input).
+// The head's proxy, every second: each service's requests in flight and median latency (the
+// autoscaler's input).
 struct ReportServiceLoad {
   using Answer = int32_t;
-  std::map<std::string, double> in_flight;  // by service
+  std::map<std::string, ServiceLoad> load;  // by service
   Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
-    return core.ReportServiceLoad(by, in_flight, now);
+    return core.ReportServiceLoad(by, load, now);
   }
 };
 

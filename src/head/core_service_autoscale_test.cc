@@ -76,13 +76,14 @@ class AutoscaleScenario : public Scenario {
       }
     }
   }
-  // The proxy's reports, one a second for `for_ms`, of `in_flight` requests on average. A
-  // report that scales is a step (a crash follows it in the crashing variant); the others
-  // change nothing durable.
-  void Load(double in_flight, DurationMs for_ms) {
+  // The proxy's reports, one a second for `for_ms`, of `in_flight` requests on average (and
+  // the requests' median latency, where given). A report that scales is a step (a crash
+  // follows it in the crashing variant); the others change nothing durable.
+  void Load(double in_flight, DurationMs for_ms, std::optional<double> latency_ms = {}) {
     for (TimeMs end = now() + for_ms; now() < end;) {
       now() += kSecond;
-      auto r = core().ReportServiceLoad(kAdmin, {{"echo", in_flight}}, now());
+      auto r =
+          core().ReportServiceLoad(kAdmin, {{"echo", ServiceLoad{in_flight, latency_ms}}}, now());
       ASSERT_TRUE(r.ok()) << r.status().ToString();
       if (*r > 0) Step();
     }
@@ -347,13 +348,69 @@ TEST_P(AutoscaleScenario, APanicScalesUpAtOnceOnTwiceTheTarget) {
   h_.ExpectReplayEqualsLive();
 }
 
+// A panic window and threshold of the service's own: 250% of target over 6 s panics at the
+// default 200% but not at 300%; 350% over the service's 3 s does.
+TEST_P(AutoscaleScenario, APanicWindowAndThresholdOfItsOwn) {
+  Register("n1", 8);
+  ServiceSpec spec = Scaled(1, 8);
+  spec.autoscaling.panic_window_ms = 3 * kSecond;
+  spec.autoscaling.panic_threshold_pct = 300;
+  Create(spec);
+  Load(5, 10 * kSecond);
+  EXPECT_EQ(Desired(), 1) << "250% of target is under the service's 300%";
+  Load(11, kSecond);
+  EXPECT_EQ(Desired(), 4) << "the last 3 s (5, 5, 11) average 7: ceil(7 / 2), at once";
+  ASSERT_FALSE(Scalings().empty());
+  EXPECT_EQ(Scalings().back().reason,
+            "scaled 1 \u2192 4: panic: 7 requests in flight per replica over 3s, at least 300% "
+            "of target 2");
+}
+
+// Latency as an input: a median latency above the target for a whole up-delay wants replicas
+// in proportion (500 ms against 200 ms on one replica: 3), even where the requests in flight
+// alone want none more; a median under the target for a whole down-delay lowers them in
+// proportion. Reports with no answered request are no evidence either way.
+TEST_P(AutoscaleScenario, AMedianLatencyAboveItsTargetScalesUpInProportion) {
+  Register("n1", 8);
+  ServiceSpec spec = Scaled(1, 4);
+  spec.autoscaling.target_latency_ms = 200;
+  Create(spec);
+  Load(1, 20 * kSecond, 500);
+  Load(1, 15 * kSecond);  // nothing answered: no evidence of slowness
+  EXPECT_EQ(Desired(), 1) << "the up-delay's samples do not all want more";
+  Load(1, 29 * kSecond, 500);
+  EXPECT_EQ(Desired(), 1) << "29 s is not the 30 s up-delay";
+  Load(1, 2 * kSecond, 500);
+  EXPECT_EQ(Desired(), 3) << "ceil(1 x 500 / 200)";
+  ASSERT_EQ(Scalings().size(), 1u);
+  EXPECT_EQ(Scalings().back().reason,
+            "scaled 1 \u2192 3: 1 requests in flight per replica over 30s, target 2, median "
+            "latency 500 ms (target 200 ms)");
+  Load(1, 9 * kMinute, 120);
+  EXPECT_EQ(Desired(), 3) << "the down-delay is 10 minutes";
+  Load(1, 2 * kMinute, 120);
+  EXPECT_EQ(Desired(), 2) << "ceil(3 x 120 / 200)";
+  h_.ExpectDerivedStateRebuilds();
+  h_.ExpectReplayEqualsLive();
+}
+
+// Without a target latency the same slow answers scale nothing: latency is an input only
+// where asked for.
+TEST_P(AutoscaleScenario, LatencyWithoutATargetScalesNothing) {
+  Register("n1", 8);
+  Create(Scaled(1, 4));
+  Load(1, 2 * kMinute, 5000);
+  EXPECT_EQ(Desired(), 1);
+  EXPECT_TRUE(Scalings().empty());
+}
+
 TEST_P(AutoscaleScenario, AFixedCountIsNotAutoscaled) {
   Register("n1", 8);
   Create(Scaled(2, 2));
   Load(50, 2 * kMinute);
   EXPECT_EQ(Desired(), 2);
   EXPECT_TRUE(Scalings().empty());
-  EXPECT_EQ(core().ReportServiceLoad(kAna, {{"echo", 1}}, now()).status().code(),
+  EXPECT_EQ(core().ReportServiceLoad(kAna, {{"echo", ServiceLoad{1, {}}}}, now()).status().code(),
             ErrorCode::kPermissionDenied);
 }
 
@@ -407,6 +464,48 @@ TEST(AutoscaleSpecParse, NamesTheBadField) {
   EXPECT_NE(
       error(R"(,"min_replicas":0,"scale_to_zero_after":"0s")").find("field 'scale_to_zero_after'"),
       std::string::npos);
+}
+
+TEST(AutoscaleSpecParse, LatencyAndPanicSettingsAreCheckedAndKept) {
+  auto parse = [](const std::string& fields) {
+    return ParseServiceSpec(Json::parse(
+        R"({"name":"e","port":1,"min_replicas":1,"max_replicas":3,"spec":{"command":["s"]})" +
+        fields + "}"));
+  };
+  auto ok = parse(R"(,"target_latency":"250ms","panic_window":"10s","panic_threshold_pct":150,)"
+                  R"("live":"/live")");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->autoscaling.target_latency_ms, 250);
+  EXPECT_EQ(ok->autoscaling.panic_window_ms, 10 * kSecond);
+  EXPECT_EQ(ok->autoscaling.panic_threshold_pct, 150);
+  EXPECT_EQ(ok->live_path, "/live");
+  EXPECT_EQ(LivenessPath(*ok), "/live");
+  auto stored = ServiceSpecFromJson(ToJson(*ok));
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->autoscaling, ok->autoscaling) << "the stored form keeps them";
+  EXPECT_EQ(stored->live_path, "/live");
+  auto defaults = parse("");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->autoscaling.target_latency_ms, 0) << "latency is no input unless asked";
+  EXPECT_EQ(defaults->autoscaling.panic_window_ms, 6 * kSecond) << "Knative's";
+  EXPECT_EQ(defaults->autoscaling.panic_threshold_pct, 200) << "Knative's";
+  EXPECT_EQ(LivenessPath(*defaults), "/") << "the health path";
+  EXPECT_FALSE(ToJson(*defaults).contains("live")) << "an old head reads the stored form";
+  auto error = [&](const std::string& fields) {
+    auto r = parse(fields);
+    EXPECT_FALSE(r.ok()) << fields;
+    return r.ok() ? std::string() : r.status().message();
+  };
+  EXPECT_NE(error(R"(,"target_latency":"1h")").find("field 'target_latency'"), std::string::npos);
+  EXPECT_NE(error(R"(,"target_latency":200)").find("field 'target_latency'"), std::string::npos);
+  EXPECT_NE(error(R"(,"panic_window":"500ms")").find("field 'panic_window'"), std::string::npos);
+  EXPECT_NE(error(R"(,"panic_threshold_pct":100)").find("field 'panic_threshold_pct'"),
+            std::string::npos)
+      << "Knative's bounds: 110 to 1000";
+  EXPECT_NE(error(R"(,"live":"live")").find("field 'live'"), std::string::npos);
+  auto patched = PatchedSettings(*defaults, Json::parse(R"({"target_latency":"300ms"})"));
+  ASSERT_TRUE(patched.ok()) << patched.status().ToString();
+  EXPECT_EQ(patched->autoscaling.target_latency_ms, 300) << "an update of the settings";
 }
 
 INSTANTIATE_TEST_SUITE_P(Head, AutoscaleScenario, ::testing::Bool(), [](const auto& info) {

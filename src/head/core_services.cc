@@ -205,13 +205,14 @@ Result<Service> HeadCore::ScaleService(const Caller& by, const std::string& name
 }
 
 Result<int32_t> HeadCore::ReportServiceLoad(const Caller& by,
-                                            const std::map<std::string, double>& load, TimeMs now) {
+                                            const std::map<std::string, ServiceLoad>& load,
+                                            TimeMs now) {
   if (!by.IsAdmin()) return PermissionDenied("only the head reports services' load");
   int32_t scaled = 0;
-  for (const auto& [name, in_flight] : load) {
+  for (const auto& [name, sample] : load) {
     auto it = state_.services.find(name);
     if (it == state_.services.end() || it->second.removing) continue;
-    autoscaler_.Record(name, now, in_flight, LongestScaleWindow(it->second.spec));
+    autoscaler_.Record(name, now, sample, LongestScaleWindow(it->second.spec));
     auto decision = autoscaler_.Decide(it->second, now);
     if (!decision) continue;
     Emit(Caller::System(), now,

@@ -265,6 +265,54 @@ TEST_P(ServiceScenario, GuaranteedReplicasMustFitTheirQueuesQuotaAndLimit) {
   h_.ExpectReplayEqualsLive();
 }
 
+// A queue's quota or limit lowered below the guarantees of the services that count in it
+// (its own, its descendants') is refused naming the field and the services, and changes
+// nothing: their replicas run and nothing preempts them. At the guarantees, or once the
+// services' minimum is lowered, it passes.
+TEST_P(ServiceScenario, AQuotaLoweredBelowItsServicesGuaranteesIsRefusedNamingThem) {
+  Register("n1", 8);
+  ASSERT_TRUE(core().SetQueue(kAdmin, {.name = "org", .quota_gpus = 6}, now()).ok());
+  Step();
+  ASSERT_TRUE(core().SetQueue(kAdmin, {.name = "org/a", .limit_gpus = 4}, now()).ok());
+  Step();
+  ServiceSpec a = TwoReplicas("a");
+  a.job.queue = "org/a";
+  a.job.per_replica.gpu_milli = 2 * kGpuMilli;  // 2 guaranteed replicas: 4 GPUs
+  Create(a);
+  ServiceSpec b = TwoReplicas("b");
+  b.job.queue = "org";
+  b.min_replicas = b.max_replicas = 1;
+  b.job.per_replica.gpu_milli = kGpuMilli;  // 1 GPU
+  Create(b);
+  const uint64_t before = core().revision();
+  auto quota = core().SetQueue(kAdmin, {.name = "org", .quota_gpus = 4}, now());
+  ASSERT_FALSE(quota.ok());
+  EXPECT_EQ(quota.status().message(),
+            "field 'quota_gpus': queue 'org' would have a quota of 4 GPUs, below the 5 GPUs that "
+            "the guaranteed replicas of service(s) 'a', 'b' hold and nothing preempts; lower "
+            "their min_replicas first (corral serve update NAME --min-replicas N), or keep at "
+            "least 5 GPUs");
+  auto limit = core().SetQueue(kAdmin, {.name = "org/a", .limit_gpus = 3}, now());
+  ASSERT_FALSE(limit.ok());
+  EXPECT_NE(limit.status().message().find("field 'limit_gpus': queue 'org/a' would have a limit "
+                                          "of 3 GPUs, below the 4 GPUs"),
+            std::string::npos)
+      << limit.status().ToString();
+  EXPECT_EQ(core().revision(), before) << "refused: nothing changed";
+  EXPECT_EQ(core().state().queues.at("org").quota_gpus, 6);
+  ASSERT_TRUE(core().SetQueue(kAdmin, {.name = "org", .quota_gpus = 5}, now()).ok())
+      << "at the guarantees";
+  Step();
+  auto lower = core().UpdateService(
+      kAna, "a", *ParseServiceUpdate(Json::parse(R"({"min_replicas":1})")), now());
+  ASSERT_TRUE(lower.ok()) << lower.status().ToString();
+  Step();
+  ASSERT_TRUE(core().SetQueue(kAdmin, {.name = "org", .quota_gpus = 3}, now()).ok())
+      << "once a's minimum is lowered: 2 + 1 GPUs";
+  Step();
+  h_.ExpectReplayEqualsLive();
+}
+
 TEST_P(ServiceScenario, ReplicasAboveTheMinimumArePreemptibleAndALivenessFailureReplacesOne) {
   Register("n1", 4);
   ServiceSpec s = TwoReplicas();

@@ -5,6 +5,7 @@
 #include "core/queue_tree.h"
 #include "core/spec.h"
 #include "head/head_core.h"
+#include "head/service_guarantee.h"
 #include "head/tokens.h"
 
 namespace corral::head {
@@ -295,6 +296,7 @@ Result<QueueConfig> HeadCore::SetQueue(const Caller& by, QueueConfig q, TimeMs n
     return PermissionDenied("user '" + by.name + "' may not set queue '" + q.name + "'");
   CORRAL_RETURN_IF_ERROR(ValidateQueue(q));
   CORRAL_RETURN_IF_ERROR(ValidateQuotaInTree(q, state_.queues));
+  CORRAL_RETURN_IF_ERROR(CheckQueueKeepsGuarantees(q, state_.services));
   Emit(by, now, QueueSet{q});
   return q;
 }

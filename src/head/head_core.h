@@ -333,10 +333,11 @@ class HeadCore {
   Result<Job> ReportReplicaReady(const Caller& by, JobId job, TimeMs now);
   Result<Job> ReportReplicaDrained(const Caller& by, JobId job, TimeMs now);
   // The head's proxy: each service's requests in flight, on average over the interval that
-  // ends now (its replicas' and those held for one). The autoscaler records them and may
-  // change services' desired replicas (ServiceScaled). Answers how many it changed.
-  Result<int32_t> ReportServiceLoad(const Caller& by, const std::map<std::string, double>& load,
-                                    TimeMs now);
+  // ends now (its replicas' and those held for one), and the median latency of the requests
+  // answered in it. The autoscaler records them and may change services' desired replicas
+  // (ServiceScaled). Answers how many it changed.
+  Result<int32_t> ReportServiceLoad(const Caller& by,
+                                    const std::map<std::string, ServiceLoad>& load, TimeMs now);
   // The head's proxy: a request came for a service scaled to zero; one replica starts.
   Result<Service> WakeService(const Caller& by, const std::string& name, TimeMs now);
   // The services `by` may call: its own, those open to any user, all for admins.

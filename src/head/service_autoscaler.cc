@@ -21,12 +21,22 @@ std::string AutoscalerNumber(double v) {
   return buf;
 }
 
-// Knative's panic mode (its KPA defaults): a mean load over the last 6 s (10% of its 60 s
-// stable window) of at least 200% of what the replicas take at their target scales up at once,
-// without waiting for the whole up-delay. A spike then costs seconds, not the up-delay; a load
-// under 200% still waits for the up-delay, which keeps a swing around the target from flapping.
-constexpr DurationMs kAutoscalerPanicWindow = 6 * kSecond;
-constexpr double kAutoscalerPanicRatio = 2.0;
+// Replicas that a median latency of `latency_ms` wants of `replicas` at `target_ms`: in
+// proportion, as Kubernetes' HPA scales on any metric (twice the target wants twice the
+// replicas). No target, or no request answered: none (the latency is no evidence).
+int32_t LatencyWanted(const ServiceLoad& load, const ServiceAutoscaling& a, int32_t replicas) {
+  if (a.target_latency_ms <= 0 || !load.median_latency_ms) return 0;
+  return AutoscalerWanted(replicas * *load.median_latency_ms,
+                          static_cast<double>(a.target_latency_ms));
+}
+
+// ", median latency 480 ms (target 200 ms)" where the service targets a latency and its
+// window saw one.
+std::string LatencyText(const std::optional<double>& latency_ms, const ServiceAutoscaling& a) {
+  if (a.target_latency_ms <= 0 || !latency_ms) return "";
+  return ", median latency " + AutoscalerNumber(*latency_ms) + " ms (target " +
+         std::to_string(a.target_latency_ms) + " ms)";
+}
 
 std::string AutoscalerArrow(int32_t from, int32_t to) {
   return "scaled " + std::to_string(from) + " \u2192 " + std::to_string(to) + ": ";
@@ -53,7 +63,8 @@ std::optional<TimeMs> AutoscalerServingSince(const ClusterState& s, const std::s
 
 DurationMs LongestScaleWindow(const ServiceSpec& s) {
   const ServiceAutoscaling& a = s.autoscaling;
-  return std::max({a.scale_up_delay_ms, a.scale_down_delay_ms, a.scale_to_zero_after_ms});
+  return std::max(
+      {a.scale_up_delay_ms, a.scale_down_delay_ms, a.scale_to_zero_after_ms, a.panic_window_ms});
 }
 
 void ServiceAutoscaler::Apply(const ClusterState& s, const Change& c) {
@@ -78,12 +89,15 @@ void ServiceAutoscaler::Rebuild(const ClusterState& s, TimeMs now) {
   }
 }
 
-void ServiceAutoscaler::Record(const std::string& service, TimeMs at, double in_flight,
+void ServiceAutoscaler::Record(const std::string& service, TimeMs at, const ServiceLoad& load,
                                DurationMs keep_ms) {
   auto [it, added] = windows_.try_emplace(service, Window{at, std::nullopt, {}});
   Window& w = it->second;
   if (!w.samples.empty() && at < w.samples.back().at) return;  // the clock never goes back
-  w.samples.push_back({at, std::max(0.0, in_flight)});
+  ServiceLoad kept = load;
+  kept.in_flight = std::max(0.0, load.in_flight);
+  if (kept.median_latency_ms && !(*kept.median_latency_ms >= 0)) kept.median_latency_ms.reset();
+  w.samples.push_back({at, kept});
   while (!w.samples.empty() && w.samples.front().at <= at - keep_ms - kSecond) {
     w.samples.pop_front();
   }
@@ -95,26 +109,36 @@ size_t ServiceAutoscaler::SampleCount(const std::string& service) const {
 }
 
 std::optional<ServiceAutoscaler::Load> ServiceAutoscaler::Over(const Window& w, DurationMs length,
-                                                               double target, TimeMs now) {
+                                                               const ServiceSpec& s,
+                                                               int32_t replicas, TimeMs now) {
   // The window must have been watched whole: since its start, and by samples from its start
   // (within a report's interval: a gap in the reports is no evidence of a quiet service).
   if (w.samples.empty() || now - w.since < length ||
       w.samples.front().at > now - length + kScaleSampleSlack) {
     return std::nullopt;
   }
+  const ServiceAutoscaling& a = s.autoscaling;
   Load load;
-  int32_t n = 0;
+  int32_t n = 0, timed = 0;
+  double latency_sum = 0;
   for (auto it = w.samples.rbegin(); it != w.samples.rend(); ++it) {
     // The latest sample always counts (a window of 0 is the last sample alone).
     if (n > 0 && it->at <= now - length) break;
-    const int32_t wanted = AutoscalerWanted(it->in_flight, target);
+    const ServiceLoad& l = it->load;
+    const int32_t wanted =
+        std::max(AutoscalerWanted(l.in_flight, a.target_in_flight), LatencyWanted(l, a, replicas));
     load.fewest_wanted = n == 0 ? wanted : std::min(load.fewest_wanted, wanted);
     load.most_wanted = std::max(load.most_wanted, wanted);
-    load.peak = std::max(load.peak, it->in_flight);
-    load.mean += it->in_flight;
+    load.peak = std::max(load.peak, l.in_flight);
+    load.mean += l.in_flight;
+    if (l.median_latency_ms) {
+      latency_sum += *l.median_latency_ms;
+      ++timed;
+    }
     ++n;
   }
   load.mean /= n;
+  if (timed > 0) load.latency_ms = latency_sum / timed;
   return load;
 }
 
@@ -124,8 +148,27 @@ bool ServiceAutoscaler::IdleSinceReady(const Service& s, const Window& w, TimeMs
   // The idle time starts when a replica was first ready: a replica loading its model for longer
   // than the idle time gets no request because it cannot take one yet, not for lack of use.
   if (now - *w.ready_since < a.scale_to_zero_after_ms) return false;
-  auto idle = Over(w, a.scale_to_zero_after_ms, a.target_in_flight, now);
+  auto idle = Over(w, a.scale_to_zero_after_ms, s.spec, s.desired, now);
   return idle && idle->peak <= 0;
+}
+
+std::optional<ServiceAutoscaler::Decision> ServiceAutoscaler::Panic(const Service& s,
+                                                                    const Window& w, TimeMs now) {
+  // Only where the panic window is shorter than the up-delay (else the up-delay acts first).
+  const ServiceAutoscaling& a = s.spec.autoscaling;
+  if (a.scale_up_delay_ms <= a.panic_window_ms) return std::nullopt;
+  auto panic = Over(w, a.panic_window_ms, s.spec, s.desired, now);
+  const double target = a.target_in_flight;
+  if (!panic || panic->mean / s.desired < a.panic_threshold_pct / 100.0 * target) {
+    return std::nullopt;
+  }
+  const int32_t to = std::min(AutoscalerWanted(panic->mean, target), s.spec.max_replicas);
+  if (to <= s.desired) return std::nullopt;
+  return Decision{
+      to, AutoscalerArrow(s.desired, to) + "panic: " + AutoscalerNumber(panic->mean / s.desired) +
+              " requests in flight per replica over " + ServiceDurationText(a.panic_window_ms) +
+              ", at least " + std::to_string(a.panic_threshold_pct) + "% of target " +
+              AutoscalerNumber(target)};
 }
 
 std::optional<ServiceAutoscaler::Decision> ServiceAutoscaler::Decide(const Service& s,
@@ -140,44 +183,33 @@ std::optional<ServiceAutoscaler::Decision> ServiceAutoscaler::Decide(const Servi
   const int32_t from = s.desired;
   const std::string per_target = ", target " + AutoscalerNumber(target);
   if (from == 0) {  // a request waits: no window
-    const double latest = w.samples.back().in_flight;
+    const double latest = w.samples.back().load.in_flight;
     if (latest <= 0) return std::nullopt;
     const int32_t to = std::clamp(AutoscalerWanted(latest, target), 1, spec.max_replicas);
     return Decision{to, AutoscalerArrow(from, to) + AutoscalerNumber(latest) +
                             " request(s) in flight with no replica"};
   }
-  // The panic window, where it is shorter than the up-delay (else the up-delay acts first).
-  if (a.scale_up_delay_ms > kAutoscalerPanicWindow) {
-    if (auto panic = Over(w, kAutoscalerPanicWindow, target, now);
-        panic && panic->mean / from >= kAutoscalerPanicRatio * target) {
-      const int32_t to = std::min(AutoscalerWanted(panic->mean, target), spec.max_replicas);
-      if (to > from) {
-        return Decision{to, AutoscalerArrow(from, to) +
-                                "panic: " + AutoscalerNumber(panic->mean / from) +
-                                " requests in flight per replica over " +
-                                ServiceDurationText(kAutoscalerPanicWindow) +
-                                ", at least 200% of target " + AutoscalerNumber(target)};
-      }
-    }
-  }
-  if (auto up = Over(w, a.scale_up_delay_ms, target, now)) {
+  if (auto panic = Panic(s, w, now)) return panic;
+  if (auto up = Over(w, a.scale_up_delay_ms, spec, from, now)) {
     const int32_t to = std::min(up->fewest_wanted, spec.max_replicas);
     if (to > from) {
       return Decision{to, AutoscalerArrow(from, to) + AutoscalerNumber(up->mean / from) +
                               " requests in flight per replica over " +
-                              ServiceDurationText(a.scale_up_delay_ms) + per_target};
+                              ServiceDurationText(a.scale_up_delay_ms) + per_target +
+                              LatencyText(up->latency_ms, a)};
     }
   }
   if (IdleSinceReady(s, w, now)) {
     return Decision{0, AutoscalerArrow(from, 0) + "no request in flight for " +
                            ServiceDurationText(a.scale_to_zero_after_ms)};
   }
-  if (auto down = Over(w, a.scale_down_delay_ms, target, now)) {
+  if (auto down = Over(w, a.scale_down_delay_ms, spec, from, now)) {
     const int32_t to = std::max(down->most_wanted, std::max(spec.min_replicas, 1));
     if (to < from) {
       return Decision{to, AutoscalerArrow(from, to) + AutoscalerNumber(down->mean / from) +
                               " requests in flight per replica over " +
-                              ServiceDurationText(a.scale_down_delay_ms) + per_target};
+                              ServiceDurationText(a.scale_down_delay_ms) + per_target +
+                              LatencyText(down->latency_ms, a)};
     }
   }
   return std::nullopt;

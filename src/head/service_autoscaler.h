@@ -4,9 +4,12 @@
 // replicas it wants, with stabilisation windows so that it does not flap:
 //
 // - up: when every sample of the last scale_up_delay wants more replicas than it has, to the
-//   fewest any of them wants (ceil(in flight / target)), at most max_replicas;
+//   fewest any of them wants (ceil(in flight / target); with a target latency, at least
+//   ceil(replicas × median latency / target latency)), at most max_replicas;
 // - down: when every sample of the last scale_down_delay wants fewer, to the most any of them
 //   wants, at least max(min_replicas, 1);
+// - panic (Knative's): when the mean in flight over the last panic_window is at least
+//   panic_threshold_pct% of what the replicas take at the target, at once to what it wants;
 // - to zero (min_replicas 0): when no request was in flight for scale_to_zero_after, counted
 //   from when a replica was first ready (a cold start longer than the idle time is not an
 //   idle service: its replica is not killed while it loads);
@@ -37,9 +40,10 @@ class ServiceAutoscaler {
   // Every service's window starts empty at `now`, its idle time too where a replica is ready.
   void Rebuild(const ClusterState& s, TimeMs now);
 
-  // A sample of `service`'s load: `in_flight` requests on average (over all its replicas, and
-  // held for one) over the interval ending at `at`. Samples older than `keep_ms` go.
-  void Record(const std::string& service, TimeMs at, double in_flight, DurationMs keep_ms);
+  // A sample of `service`'s load over the interval ending at `at`: requests in flight on
+  // average (over all its replicas, and held for one) and the median latency of those
+  // answered. Samples older than `keep_ms` go.
+  void Record(const std::string& service, TimeMs at, const ServiceLoad& load, DurationMs keep_ms);
 
   struct Decision {
     int32_t to = 0;
@@ -54,7 +58,7 @@ class ServiceAutoscaler {
  private:
   struct Sample {
     TimeMs at = 0;
-    double in_flight = 0;
+    ServiceLoad load;
   };
   struct Window {
     TimeMs since = 0;  // its samples count from here
@@ -65,12 +69,19 @@ class ServiceAutoscaler {
   };
   // The load over the last `length` of a window, if the window spans it.
   struct Load {
-    int32_t fewest_wanted = 0;  // the smallest ceil(in flight / target) of its samples
+    int32_t fewest_wanted = 0;  // the smallest number of replicas one of its samples wants
     int32_t most_wanted = 0;
     double mean = 0;  // in flight, over all replicas
     double peak = 0;
+    std::optional<double> latency_ms;  // the mean of its samples' median latencies
   };
-  static std::optional<Load> Over(const Window& w, DurationMs length, double target, TimeMs now);
+  // What each sample of the last `length` wants of `s`, which has `replicas` (its windows
+  // start at each change of them, so every sample saw as many).
+  static std::optional<Load> Over(const Window& w, DurationMs length, const ServiceSpec& s,
+                                  int32_t replicas, TimeMs now);
+  // Knative's panic mode: the mean in flight over the panic window at least the threshold's
+  // percent of what `s`'s replicas take at the target scales up at once, to what it wants.
+  static std::optional<Decision> Panic(const Service& s, const Window& w, TimeMs now);
   // Whether `s` has had a ready replica and no request in flight for its scale_to_zero_after.
   static bool IdleSinceReady(const Service& s, const Window& w, TimeMs now);
   std::map<std::string, Window> windows_;

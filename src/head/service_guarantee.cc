@@ -88,4 +88,27 @@ Status CheckServiceGuarantee(const ServiceSpec& spec,
   return Status::Ok();
 }
 
+Status CheckQueueKeepsGuarantees(const QueueConfig& q,
+                                 const std::map<std::string, Service>& services) {
+  std::string names;
+  const int64_t held = GuaranteeOthersIn(q.name, "", services, &names);
+  if (held == 0) return Status::Ok();
+  std::string field, setting;
+  if (q.quota_gpus > 0 && held > int64_t{q.quota_gpus} * kGpuMilli) {
+    field = "quota_gpus";
+    setting = "a quota of " + std::to_string(q.quota_gpus) + " GPUs";
+  } else if (q.limit_gpus >= 0 && held > int64_t{q.limit_gpus} * kGpuMilli) {
+    field = "limit_gpus";
+    setting = "a limit of " + std::to_string(q.limit_gpus) + " GPUs";
+  } else {
+    return Status::Ok();
+  }
+  return InvalidArgument("field '" + field + "': queue '" + q.name + "' would have " + setting +
+                         ", below the " + GuaranteeGpus(held) +
+                         " GPUs that the guaranteed replicas of service(s) " + names +
+                         " hold and nothing preempts; lower their min_replicas first (corral "
+                         "serve update NAME --min-replicas N), or keep at least " +
+                         GuaranteeGpus(held) + " GPUs");
+}
+
 }  // namespace corral::head

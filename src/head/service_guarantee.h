@@ -29,4 +29,12 @@ Status CheckServiceGuarantee(const ServiceSpec& spec,
                              const std::map<std::string, QueueConfig>& queues,
                              const std::string& field);
 
+// Would `q` (a queue's new settings) still hold the guaranteed GPUs of the services that count
+// in it (its own and its descendants'), by the rule above? A quota or limit lowered below them
+// is refused naming the field and the services: their replicas run and nothing may preempt
+// them, so the quota would promise GPUs it cannot give back. Lower the services' min_replicas
+// first.
+Status CheckQueueKeepsGuarantees(const QueueConfig& q,
+                                 const std::map<std::string, Service>& services);
+
 }  // namespace corral::head
