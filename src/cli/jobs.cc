@@ -287,6 +287,13 @@ std::string RenderJob(const Job& j, TimeMs now, bool utc) {
                       (run && run->resizes > 0
                            ? ", resized " + std::to_string(run->resizes) + " time(s) in this run"
                            : ""));
+    if (s.hot_spares > 0) {
+      std::string held;
+      for (const std::string& n : j.hot_spare_nodes) held += (held.empty() ? "" : ",") + n;
+      kv("hot spares",
+         std::to_string(j.hot_spare_nodes.size()) + "/" + std::to_string(s.hot_spares) + " held" +
+             (held.empty() ? " (none: GPUs are busy or a job waits)" : " on " + held));
+    }
   }
   if (s.max_replicas_per_node > 0) {
     kv("per node", s.max_replicas_per_node == 1
