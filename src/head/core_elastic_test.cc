@@ -258,7 +258,9 @@ TEST_P(Elastic, ALostReplicaIsReplacedOnItsHotSpareBeforeAWaitingJob) {
     for (const ReplicaPlacement& p : started.CurrentRun()->placement) used |= p.node == n;
     if (!used) spare_host = n;
   }
-  if (!GetParam()) EXPECT_EQ(Get(e.id).hot_spare_nodes, std::vector<std::string>{spare_host});
+  if (!GetParam()) {
+    EXPECT_EQ(Get(e.id).hot_spare_nodes, std::vector<std::string>{spare_host});
+  }
   JobSpec low = Spec(1);
   low.priority = -1;
   Job waiting = Submit(low);
