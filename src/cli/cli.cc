@@ -20,7 +20,7 @@ const CommandInfo kCommands[] = {
     {"submit", RunSubmit,
      "corral submit [-f SPEC.yaml] [--gpus N|0.25] [--gpu-memory 10G] [--gpu-isolation "
      "memory|mps]\n"
-     "              [--cpus C] [--memory M] [--replicas R|MIN:MAX [--spread | "
+     "              [--cpus C] [--memory M] [--replicas R|MIN:MAX [--hot-spares K] [--spread | "
      "--max-replicas-per-node "
      "K]]\n"
      "              [--name S]\n"

@@ -313,6 +313,13 @@ class JobPage {
                         (run && run->resizes > 0
                              ? ", resized " + std::to_string(run->resizes) + " time(s) in this run"
                              : ""));
+      if (s_.hot_spares > 0) {
+        std::string held;
+        for (const std::string& n : j_.hot_spare_nodes) held += (held.empty() ? "" : ",") + n;
+        Kv("hot spares",
+           std::to_string(j_.hot_spare_nodes.size()) + "/" + std::to_string(s_.hot_spares) +
+               " held" + (held.empty() ? " (none: GPUs are busy or a job waits)" : " on " + held));
+      }
     }
     if (s_.max_replicas_per_node > 0) {
       Kv("per node", s_.max_replicas_per_node == 1

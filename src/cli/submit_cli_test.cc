@@ -116,6 +116,22 @@ TEST(SubmitTest, AReplicaRangeIsAnElasticJob) {
   EXPECT_EQ(spec->replicas, 4);
 }
 
+TEST(SubmitTest, HotSparesGoWithAReplicaRange) {
+  Harness h;
+  h.fake->handler = [](const FakeTransport::Sent&) {
+    return Result<ApiReply>(JsonReply(201, {{"job", {{"id", 44}}}}));
+  };
+  ASSERT_EQ(h.Run("submit",
+                  {"--parsable", "--replicas", "1:3", "--hot-spares", "2", "--spread", "--", "x"}),
+            0)
+      << h.err.str();
+  Json s = Json::parse(h.fake->sent.at(0).body)["spec"];
+  EXPECT_EQ(s["hot_spares"], 2);
+  auto spec = ParseJobSpec(s);
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec->hot_spares, 2);
+}
+
 TEST(SubmitTest, YamlFileWithOverridingFlags) {
   Harness h;
   const std::string path = TempPath("spec.yaml");
@@ -236,6 +252,8 @@ TEST(SubmitTest, BadValuesAreRejectedLocallyNamingTheField) {
       {{"--replicas", "0", "--", "x"}, "replicas"},
       {{"--replicas", "4:2", "--", "x"}, "field 'replicas'"},
       {{"--replicas", "1:x", "--", "x"}, "field 'replicas.max'"},
+      {{"--replicas", "1:3", "--hot-spares", "3", "--", "x"}, "field 'hot_spares'"},
+      {{"--replicas", "2", "--hot-spares", "1", "--", "x"}, "field 'hot_spares'"},
       {{"--time-limit", "5x", "--", "x"}, "time_limit"},
       {{"--memory", "16Q", "--", "x"}, "memory"},
       {{"--checkpoint-signal", "SIGFOO", "--", "x"}, "checkpoint_signal"},

@@ -28,6 +28,7 @@ JobSpec DecodeSpec(const Json& j) {
   s.queue = Get<std::string>(j, "queue", "default");
   s.replicas = Get<int32_t>(j, "replicas", 1);
   s.min_replicas = Get<int32_t>(j, "min_replicas", 0);
+  s.hot_spares = Get<int32_t>(j, "hot_spares", 0);
   s.max_replicas_per_node = Get<int32_t>(j, "max_replicas_per_node", 0);
   s.reservation = Get<std::string>(j, "reservation", "");
   if (auto events = ParseMailTypes("mail_type", Get<std::string>(j, "mail_type", "none"));
@@ -205,6 +206,7 @@ Json ToJson(const JobSpec& s) {
   if (!s.container.empty()) j["container"] = ContainerJson(s.container);
   if (s.max_replicas_per_node > 0) j["max_replicas_per_node"] = s.max_replicas_per_node;
   if (s.min_replicas > 0) j["min_replicas"] = s.min_replicas;
+  if (s.hot_spares > 0) j["hot_spares"] = s.hot_spares;
   if (!s.reservation.empty()) j["reservation"] = s.reservation;
   if (s.notify.events != 0) j["mail_type"] = MailTypesText(s.notify.events);
   if (!s.notify.mail_user.empty()) j["mail_user"] = s.notify.mail_user;
@@ -317,6 +319,7 @@ Json ToJson(const Job& j) {
            {"held", j.held}};
   if (!j.request_id.empty()) out["request_id"] = j.request_id;
   if (j.idle_since > 0) out["idle_since"] = j.idle_since;  // an observation, shown when set
+  if (!j.hot_spare_nodes.empty()) out["hot_spare_nodes"] = j.hot_spare_nodes;
   if (j.estimated_start > 0) {  // a pending job's estimate, shown when there is one
     out["estimated_start"] = j.estimated_start;
     out["estimated_nodes"] = j.estimated_nodes;
@@ -433,6 +436,7 @@ Result<Job> JobFromJson(const Json& j) {
     }
     job.idle_since = Get<int64_t>(j, "idle_since", 0);
     job.estimated_start = Get<int64_t>(j, "estimated_start", 0);
+    job.hot_spare_nodes = Get<std::vector<std::string>>(j, "hot_spare_nodes", {});
     if (j.contains("estimated_nodes")) {
       job.estimated_nodes = j.at("estimated_nodes").get<std::vector<std::string>>();
     }

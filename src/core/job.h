@@ -87,6 +87,10 @@ struct JobSpec {
   // it starts once MIN fit, grows toward replicas, shrinks back to MIN before it is stopped.
   // 0: a rigid gang of `replicas`.
   int32_t min_replicas = 0;
+  // An elastic job's hot spares (docs/elastic.md): replica-sized slots the scheduler holds for
+  // the run on other nodes while GPUs are idle, so that a replica lost with its node is
+  // replaced in the pass that learns of the loss. 0..replicas - min_replicas; 0: none.
+  int32_t hot_spares = 0;
   // At most this many of the gang's replicas on one node (1: each on a different node, as
   // Slurm's --nodes means); 0: no limit, the placer packs them onto as few nodes as it can.
   int32_t max_replicas_per_node = 0;
@@ -262,6 +266,9 @@ struct Job {
   TimeMs estimated_start = 0;
   std::vector<std::string> estimated_nodes;
   EstimateConfidence estimate_confidence = EstimateConfidence::kHigh;
+  // Not durable either: the nodes of the hot spares the scheduler holds for its run now
+  // (JobSpec::hot_spares; held between passes, given up to any job that needs them).
+  std::vector<std::string> hot_spare_nodes;
 
   bool IsArrayElement() const { return array_id != 0; }
 

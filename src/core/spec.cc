@@ -321,8 +321,8 @@ static Status ParseReplicaRange(const Json& v, JobSpec* s) {
   Json lo, hi;
   if (v.is_object()) {
     for (auto it = v.begin(); it != v.end(); ++it) {
-      if (it.key() != "min" && it.key() != "max") {
-        return FieldError("replicas." + it.key(), *it, "only the fields min and max");
+      if (it.key() != "min" && it.key() != "max" && it.key() != "hot_spares") {
+        return FieldError("replicas." + it.key(), *it, "only the fields min, max and hot_spares");
       }
     }
     if (!v.contains("min") || !v.contains("max")) return FieldError("replicas", v, want);
@@ -351,6 +351,34 @@ static Status ParseReplicaRange(const Json& v, JobSpec* s) {
   }
   s->replicas = static_cast<int32_t>(*max);
   s->min_replicas = *min < *max ? static_cast<int32_t>(*min) : 0;
+  if (v.is_object() && v.contains("hot_spares")) {
+    auto k = IntField("replicas.hot_spares", v.at("hot_spares"), 0, 4096);
+    if (!k.ok()) return k.status();
+    s->hot_spares = static_cast<int32_t>(*k);
+  }
+  return Status::Ok();
+}
+
+// Hot spares stand in for replicas an elastic run loses and survives: at most max - min of
+// them (a run that loses more is lost whole, and a spare more would never be used).
+static Status CheckHotSpares(const JobSpec& s) {
+  const std::string field = "hot_spares";
+  if (s.hot_spares == 0) return Status::Ok();
+  if (!s.IsElastic()) {
+    return InvalidArgument("field '" + field + "': " + std::to_string(s.hot_spares) +
+                           ": hot spares replace lost replicas of an elastic job; want replicas "
+                           "MIN:MAX with MIN below MAX, or no hot spares");
+  }
+  if (s.batch) {
+    return InvalidArgument("field '" + field +
+                           "': a batch job keeps the size it started with; want no hot spares");
+  }
+  const int32_t most = s.replicas - s.min_replicas;
+  if (s.hot_spares > most) {
+    return InvalidArgument("field '" + field + "': " + std::to_string(s.hot_spares) +
+                           ": want an integer from 0 to max - min (" + std::to_string(most) +
+                           "): a run that loses more replicas than that is lost whole");
+  }
   return Status::Ok();
 }
 
@@ -363,6 +391,7 @@ constexpr const char* kJobSpecFields[] = {"name",
                                           "workdir",
                                           "queue",
                                           "replicas",
+                                          "hot_spares",
                                           "max_replicas_per_node",
                                           "spread",
                                           "gpus",
@@ -503,6 +532,14 @@ Status ParseSpecShape(const Json& j, JobSpec* s) {
   }
   if (auto it = j.find("replicas"); it != j.end()) {
     CORRAL_RETURN_IF_ERROR(ParseReplicaRange(*it, s));
+  }
+  if (auto it = j.find("hot_spares"); it != j.end()) {
+    if (s->hot_spares > 0) {
+      return FieldError("hot_spares", *it, "one of hot_spares and replicas.hot_spares");
+    }
+    auto k = IntField("hot_spares", *it, 0, 4096);
+    if (!k.ok()) return k.status();
+    s->hot_spares = static_cast<int32_t>(*k);
   }
   if (auto it = j.find("spread"); it != j.end()) {
     if (!it->is_boolean()) return FieldError("spread", *it, "true or false");
@@ -730,7 +767,7 @@ Status CheckSpecCombinations(const JobSpec& s) {
         "field 'replicas': a range (MIN:MAX) is for elastic jobs; an interactive session runs "
         "on a fixed allocation, want one number");
   }
-  return Status::Ok();
+  return CheckHotSpares(s);
 }
 
 }  // namespace

@@ -382,6 +382,11 @@ Result<Job> HeadCore::GetJob(const Caller& by, JobId id) const {
   if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
   Job job = JobAsSeenBy(by, it->second);
   explained_.Explain(&job);
+  if (job.spec.hot_spares > 0 && active().IsActive(id)) {
+    for (const ReplicaPlacement& p : model_.scheduler().HotSpares(id)) {
+      job.hot_spare_nodes.push_back(p.node);
+    }
+  }
   if (auto i = gpus_.idle().find(id); i != gpus_.idle().end() && job.state == JobState::kRunning) {
     job.idle_since = i->second;
   }

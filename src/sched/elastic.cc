@@ -97,17 +97,19 @@ void ElasticBindReplica(SchedState& st, RunEntry& r, int32_t i, const Shape& s,
 }
 
 // The node a new replica of r goes to: the matching node with the fewest free GPUs that has
-// room for one (whole nodes stay whole), under the run's limit per node; -1: none.
-int32_t ElasticPickNode(const SchedState& st, const RunEntry& r, const Shape& one) {
+// room for one (whole nodes stay whole), under the run's limit per node; -1: none. A hot
+// spare goes to a node with none of the run's replicas or spares: one lost node must not take
+// a replica and the spare that replaces it.
+int32_t ElasticPickNode(const SchedState& st, const RunEntry& r, const Shape& one, bool spare) {
   std::map<std::string, int32_t> mine;
   for (const ReplicaPlacement& p : r.placement) ++mine[p.node];
+  for (const ReplicaPlacement& p : r.spares) ++mine[p.node];
+  const int32_t per_node = spare ? 1 : r.job.max_replicas_per_node;
   int32_t best = -1;
   for (int32_t i = 0; i < st.model.slot_count(); ++i) {
     const NodeSlot& n = st.model.slot(i);
     if (!n.live || !n.info.schedulable || !Matches(n, one)) continue;
-    if (r.job.max_replicas_per_node > 0 && mine[n.info.name] >= r.job.max_replicas_per_node) {
-      continue;
-    }
+    if (per_node > 0 && mine[n.info.name] >= per_node) continue;
     if (st.model.Capacity(i, one, r.expected_end, 1) < 1) continue;
     if (best < 0 || n.free_gpus < st.model.slot(best).free_gpus) best = i;
   }
@@ -258,7 +260,7 @@ bool ElasticGrowOne(SchedState& st, RunEntry& r, std::vector<ReplicaPlacement>* 
   if (st.queues.LimitingQueue(r.queue, ElasticReplicaGpus(r.job)) >= 0) return false;
   Shape one = ShapeOf(r.job);
   one.replicas = 1;
-  const int32_t i = ElasticPickNode(st, r, one);
+  const int32_t i = ElasticPickNode(st, r, one, /*spare=*/false);
   if (i < 0) return false;
   ElasticBindReplica(st, r, i, one, added);
   return true;
@@ -307,6 +309,119 @@ void GrowElastic(SchedState& st, Decisions* d) {
     rd.reason = ElasticGrowReason(st, st.running.at(id), added[id].size(), worst_tier[id]);
     rd.added = std::move(added[id]);
     d->resize.push_back(std::move(rd));
+  }
+}
+
+namespace {
+
+// Charges (+1) or uncharges (-1) one spare of r to its queue: held for it, like a replica.
+void ChargeHotSpare(SchedState& st, const RunEntry& r, int sign) {
+  const Resources& per = r.job.per_replica;
+  st.queues.Charge(r.queue, r.user, std::max(0, per.gpu_milli), per.cpu_milli, per.memory_mb, sign,
+                   r.job.interactive);
+}
+
+// Unbinds spare p of r (its node's slot, if it still has one) and uncharges it.
+void UnbindHotSpare(SchedState& st, const RunEntry& r, const ReplicaPlacement& p) {
+  if (const int32_t i = st.model.Find(p.node); i >= 0) {
+    st.model.AdjustReplica(i, p, r.job.per_replica, r.job.user, -1);
+  }
+  ChargeHotSpare(st, r, -1);
+}
+
+bool HotSpareNodeUsable(const SchedState& st, int32_t i) {
+  return i >= 0 && st.model.slot(i).live && st.model.slot(i).info.schedulable;
+}
+
+std::string HotSpareReason(const RunEntry& r, const std::vector<ReplicaPlacement>& added) {
+  std::string nodes;
+  for (const ReplicaPlacement& p : added) nodes += (nodes.empty() ? "" : ",") + p.node;
+  return "replaces " + std::to_string(added.size()) + " lost replica(s) on its hot spare(s) on " +
+         nodes + " toward its maximum of " + std::to_string(r.job.replicas) +
+         "; spares are held again when GPUs are idle";
+}
+
+bool ElasticWantsSpare(const RunEntry& r) {
+  return r.job.resizable && r.leaving == 0 && r.preempted_for == 0 &&
+         static_cast<int32_t>(r.spares.size()) < r.job.hot_spares &&
+         static_cast<int32_t>(r.placement.size()) >= r.job.replicas && !r.job.per_replica.IsShare();
+}
+
+// Holds one more spare for r if its queue's limit and a node allow; false: it cannot.
+bool HoldOneHotSpare(SchedState& st, RunEntry& r) {
+  if (st.queues.LimitingQueue(r.queue, ElasticReplicaGpus(r.job)) >= 0) return false;
+  Shape one = ShapeOf(r.job);
+  one.replicas = 1;
+  const int32_t i = ElasticPickNode(st, r, one, /*spare=*/true);
+  if (i < 0) return false;
+  ReplicaPlacement p{st.model.slot(i).info.name, st.model.PickGpus(i, one.gpus)};
+  st.model.AdjustReplica(i, p, r.job.per_replica, r.job.user, +1);
+  ChargeHotSpare(st, r, +1);
+  r.spares.push_back(std::move(p));
+  return true;
+}
+
+}  // namespace
+
+void ReplaceFromHotSpares(SchedState& st, Decisions* d) {
+  for (auto& [id, r] : st.running) {
+    if (r.spares.empty()) continue;
+    ++st.work;
+    std::vector<ReplicaPlacement> spares;
+    spares.swap(r.spares);
+    std::vector<ReplicaPlacement> added;
+    Shape one = ShapeOf(r.job);
+    one.replicas = 1;
+    for (const ReplicaPlacement& p : spares) {
+      UnbindHotSpare(st, r, p);
+      const int32_t i = st.model.Find(p.node);
+      // A lost replica: the run is below its maximum; its spare's node must still be usable.
+      if (ElasticMayGrow(r) && HotSpareNodeUsable(st, i) &&
+          st.model.Capacity(i, one, r.expected_end, 1) >= 1) {
+        ElasticBindReplica(st, r, i, one, &added);
+      }
+    }
+    if (added.empty()) continue;
+    ResizeDecision rd;
+    rd.job = id;
+    rd.reason = HotSpareReason(r, added);
+    rd.added = std::move(added);
+    d->resize.push_back(std::move(rd));
+  }
+}
+
+void RefillHotSpares(SchedState& st) {
+  std::vector<JobId> candidates;
+  for (const auto& [id, r] : st.running) {
+    ++st.work;
+    if (r.job.hot_spares > 0 && ElasticWantsSpare(r)) candidates.push_back(id);
+  }
+  // One spare at a time to the run that comes first in the growth order now.
+  while (!candidates.empty()) {
+    ElasticGrowKey key;
+    const size_t best = ElasticNextToGrow(st, candidates, &key);
+    RunEntry& r = st.running.at(candidates[best]);
+    if (!HoldOneHotSpare(st, r) || !ElasticWantsSpare(r)) {
+      candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(best));
+    }
+  }
+}
+
+void ReleaseHotSpares(SchedState& st, RunEntry& r) {
+  for (const ReplicaPlacement& p : r.spares) UnbindHotSpare(st, r, p);
+  r.spares.clear();
+}
+
+void DropHotSparesOn(SchedState& st, const std::string& node) {
+  for (auto& [id, r] : st.running) {
+    for (size_t k = 0; k < r.spares.size();) {
+      if (r.spares[k].node != node) {
+        ++k;
+        continue;
+      }
+      ChargeHotSpare(st, r, -1);  // its slot goes with the node: nothing to unbind
+      r.spares.erase(r.spares.begin() + static_cast<std::ptrdiff_t>(k));
+    }
   }
 }
 

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "sched/placement.h"
@@ -53,5 +54,22 @@ void ApplyShrink(SchedState& st, const PendingEntry& e, const std::vector<Shrink
 
 // Grows elastic runs into free GPUs (call only when no job waits for GPUs).
 void GrowElastic(SchedState& st, Decisions* d);
+
+// Hot spares (PendingJob::hot_spares): replica-sized slots held for a run at its maximum on
+// nodes without its replicas, one per node, while no job waits for GPUs.
+//  - At a pass's start, before anything else: a run below its maximum (it lost a replica with
+//    its node) takes its spares on usable nodes as replicas, a grow decision like any other;
+//    then every spare left is given up, so that a job of the pass order takes a spare before
+//    it shrinks or preempts anything: spares never cost another job a start.
+//  - After growth (only when no job waits): runs at their maximum hold spares again, one at a
+//    time in the growth order, within their queue's limit.
+// Spares count against the queue's quota and fair share while held (the GPUs are held for
+// it), never in a run's placement, so GPU time counts only replicas.
+void ReplaceFromHotSpares(SchedState& st, Decisions* d);
+void RefillHotSpares(SchedState& st);
+// Gives up a run's spares (a run removed).
+void ReleaseHotSpares(SchedState& st, RunEntry& r);
+// Drops the spares on a node leaving the model, whose slot no longer holds them.
+void DropHotSparesOn(SchedState& st, const std::string& node);
 
 }  // namespace corral::sched

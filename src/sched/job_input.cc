@@ -19,6 +19,7 @@ PendingJob ToPendingJob(const Job& job, const RuntimeEstimator* estimator) {
   if (job.spec.IsElastic()) {
     p.min_replicas = job.spec.min_replicas;
     p.resizable = !job.spec.batch;
+    p.hot_spares = p.resizable ? job.spec.hot_spares : 0;
   }
   p.per_replica = job.spec.per_replica;
   p.gpu_model = job.spec.gpu_model;

@@ -251,12 +251,18 @@ class PassRun {
 
   PassResult Run() {
     Begin();
+    // A replica lost since the last pass is replaced on a hot spare first; the other spares
+    // are given up, so that the jobs below may take them.
+    ReplaceFromHotSpares(st_, d_);
     PlaceReservationJobs();
     HoldReservedNodes(st_);
     PlaceMadeRoom();
     VisitOrder();
     st_.pending.RestoreAll();
-    if (!someone_waits_ && st_.victims_of.empty()) GrowElastic(st_, d_);
+    if (!someone_waits_ && st_.victims_of.empty()) {
+      GrowElastic(st_, d_);
+      RefillHotSpares(st_);
+    }
     return res_;
   }
 

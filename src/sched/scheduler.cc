@@ -2,9 +2,11 @@
 #include "sched/scheduler.h"
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 #include <string>
 
+#include "sched/elastic.h"
 #include "sched/node_reservations.h"
 #include "sched/start_estimate.h"
 #include "sched/state.h"
@@ -73,6 +75,7 @@ void Scheduler::Impl::RemoveRun(JobId id) {
   auto it = st.running.find(id);
   if (it == st.running.end()) return;
   RunEntry& r = it->second;
+  ReleaseHotSpares(st, r);
   st.BindRun(r, -1);
   st.CountVictim(r, -1);
   st.queues.Charge(r.queue, r.user, r.gpu_milli, r.cpu, r.mem, -1, r.job.interactive);
@@ -140,6 +143,7 @@ void Scheduler::UpsertNode(const NodeInfo& given) {
 
 void Scheduler::RemoveNode(const std::string& name) {
   impl_->st.changed_since_pass = true;
+  DropHotSparesOn(impl_->st, name);
   impl_->st.model.Remove(name);
 }
 
@@ -231,9 +235,14 @@ void Scheduler::ResizeRunning(JobId id, std::vector<ReplicaPlacement> placement,
   }
   PendingJob job = it->second.job;
   const TimeMs started_at = it->second.started_at;
+  // Its hot spares stay held (bound and charged): a lost replica is replaced on one next pass.
+  std::vector<ReplicaPlacement> spares;
+  spares.swap(it->second.spares);
   impl_->RemoveRun(id);
   impl_->AddRun(job, std::move(placement), started_at);
-  impl_->st.running.at(id).leaving = leaving;
+  RunEntry& resized = impl_->st.running.at(id);
+  resized.leaving = leaving;
+  resized.spares = std::move(spares);
   if (for_job != 0) impl_->ShrinkDone(id, for_job);
 }
 
@@ -400,6 +409,11 @@ int64_t Scheduler::QueueAllocatedGpus(const std::string& queue) const {
 
 bool Scheduler::IsBeingPreempted(JobId id) const { return impl_->st.being_preempted.count(id) > 0; }
 
+std::vector<ReplicaPlacement> Scheduler::HotSpares(JobId id) const {
+  auto it = impl_->st.running.find(id);
+  return it == impl_->st.running.end() ? std::vector<ReplicaPlacement>{} : it->second.spares;
+}
+
 std::string Scheduler::ModelSummary() const {
   const SchedState& st = impl_->st;
   std::ostringstream out;
@@ -414,6 +428,20 @@ std::string Scheduler::ModelSummary() const {
       out << "]";
     }
   }
+  // Hot spares are the pass's to hold, not the driver's: a scheduler rebuilt from the same
+  // jobs holds them after its first pass, so their GPUs, CPU and memory count as free here.
+  struct SpareUse {
+    int64_t gpus = 0, cpu = 0, mem = 0;
+  };
+  std::map<std::string, SpareUse> spare_use;
+  for (const auto& [id, r] : st.running) {
+    for (const ReplicaPlacement& p : r.spares) {
+      SpareUse& u = spare_use[p.node];
+      u.gpus += static_cast<int64_t>(p.gpus.size());
+      u.cpu += r.job.per_replica.cpu_milli;
+      u.mem += r.job.per_replica.memory_mb;
+    }
+  }
   std::vector<const NodeSlot*> slots;
   for (int32_t i = 0; i < st.model.slot_count(); ++i) {
     if (st.model.slot(i).live) slots.push_back(&st.model.slot(i));
@@ -421,9 +449,10 @@ std::string Scheduler::ModelSummary() const {
   std::sort(slots.begin(), slots.end(),
             [](const NodeSlot* a, const NodeSlot* b) { return a->info.name < b->info.name; });
   for (const NodeSlot* n : slots) {
+    const SpareUse spared = spare_use[n->info.name];
     out << "\nnode " << n->info.name << (n->info.schedulable ? "" : " unschedulable") << " free "
-        << n->free_gpus << "/" << n->healthy_gpus << " gpus " << n->free_cpu << " mcpu "
-        << n->free_mem << " mb";
+        << n->free_gpus + spared.gpus << "/" << n->healthy_gpus << " gpus "
+        << n->free_cpu + spared.cpu << " mcpu " << n->free_mem + spared.mem << " mb";
   }
   return out.str();
 }

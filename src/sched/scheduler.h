@@ -110,6 +110,10 @@ struct PendingJob {
   // Elastic and resized after its start: grown into idle GPUs, shrunk to min_replicas before
   // it is preempted. False for a batch job (Slurm's --nodes=MIN-MAX sizes it at start only).
   bool resizable = false;
+  // A resizable job's hot spares (JobSpec::hot_spares): up to this many replica-sized slots
+  // held for its run on nodes without its replicas while no job waits; a replica lost with
+  // its node is replaced on one at the start of the next pass, before the pass order.
+  int32_t hot_spares = 0;
   bool preemptible = false;
   // An interactive session (JobSpec::interactive): counted against its queue's
   // max_interactive_gpus_per_user.
@@ -505,6 +509,9 @@ class Scheduler {
     bool last_pass_budget_exhausted = false;
   };
   Stats GetStats() const;
+
+  // The hot spares held for a run now (PendingJob::hot_spares), one per node; empty if none.
+  std::vector<ReplicaPlacement> HotSpares(JobId id) const;
 
   // Allocated GPUs of a queue (its own runs, and its sub-queues' runs), for tests and metrics.
   int64_t QueueAllocatedGpus(const std::string& queue) const;

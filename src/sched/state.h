@@ -50,6 +50,9 @@ struct RunEntry {
   mutable uint64_t slots_version = 0;
   PendingJob job;
   std::vector<ReplicaPlacement> placement;
+  // Its hot spares (PendingJob::hot_spares, elastic.h): one replica's resources each, on nodes
+  // without its replicas, bound in the model and charged to its queue between passes.
+  std::vector<ReplicaPlacement> spares;
 };
 
 struct SchedState {

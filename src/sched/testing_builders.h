@@ -84,6 +84,11 @@ class JobBuilder {
     j_.resizable = true;
     return *this;
   }
+  // Hot spares of an elastic job (PendingJob::hot_spares).
+  JobBuilder& HotSpares(int k) {
+    j_.hot_spares = k;
+    return *this;
+  }
   JobBuilder& PerNode(int max_replicas) {
     j_.max_replicas_per_node = max_replicas;
     return *this;
