@@ -59,7 +59,7 @@ Agent::Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_pt
       usage_(config_.usage_interval_ms, &env_.clock.Wall()) {
   DatasetCacheConfig datasets = config_.datasets;
   if (datasets.dir.empty()) datasets.dir = config_.state_dir + "/datasets";
-  supervisor_->SetDatasetCache(datasets, config_.run_as.as_owner, config_.name);
+  supervisor_->SetDatasetCache(datasets, config_.run_as.as_owner, config_.name, env_.clock);
   supervisor_->SetStageOutIdentity(config_.run_as.as_owner, config_.name);
   std::lock_guard lock(mu_);
   last_contact_ = env_.clock.Steady().Now();
