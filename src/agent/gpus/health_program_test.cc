@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "agent/node/fake_node_env.h"
+#include "agent/test_util.h"
 
 namespace corral::agent {
 namespace {
@@ -71,9 +72,10 @@ TEST_F(HealthProgramTest, ARealProgramsStatusAndFirstLineAreItsVerdict) {
 
 // A program that hangs (and a child it started) is killed at the limit, and that is reported.
 TEST_F(HealthProgramTest, AHangingProgramIsKilledAtTheLimitAndReported) {
-  const std::string marker = "/tmp/corral-health-" + std::to_string(getpid()) + "-child";
+  const std::string child_pid = "/tmp/corral-health-" + std::to_string(getpid()) + "-child";
+  paths_.push_back(child_pid);
   const std::string path =
-      Script("hang", "(sleep 30; touch " + marker + ") & echo checking; sleep 30; exit 0");
+      Script("hang", "sleep 30 & echo $! > " + child_pid + "; echo checking; sleep 30; exit 0");
   auto t0 = std::chrono::steady_clock::now();
   auto r = RunHealthProgram(path, 700, RealNodeEnv().programs);
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -83,8 +85,10 @@ TEST_F(HealthProgramTest, AHangingProgramIsKilledAtTheLimitAndReported) {
   EXPECT_NE(r->reason.find("killed after"), std::string::npos) << r->reason;
   EXPECT_GE(took, 0.6);
   EXPECT_LT(took, 5.0) << "killed at the limit, not waited for";
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_NE(access(marker.c_str(), F_OK), 0) << "its child was killed too";
+  const int child = std::stoi(testing::ReadFileOr(child_pid, "0"));
+  ASSERT_GT(child, 0);
+  EXPECT_TRUE(testing::WaitFor([&] { return !testing::Alive(child); }))
+      << "its child was killed too";
 }
 
 // At once, then every interval on the agent's clock: not a millisecond before it.
