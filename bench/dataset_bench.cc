@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
   Run({"/bin/cp", "-r", src, base + "/cp"});
   Run({"/bin/sync"});
   const double cp = Seconds(t);
-  corral::agent::DatasetCache cache({base + "/cache"});
+  corral::agent::DatasetCache cache({base + "/cache"}, corral::agent::RealNodeEnv().clock);
   t = Clock::now();
   auto staged = cache.Acquire(ref, nullptr);
   const double stage = Seconds(t);
@@ -119,7 +119,8 @@ int main(int argc, char** argv) {
   const double untar = Seconds(t);
   corral::DatasetRef packed = ref;
   packed.source = tgz;
-  corral::agent::DatasetCache archive_cache({base + "/cache-tgz"});
+  corral::agent::DatasetCache archive_cache({base + "/cache-tgz"},
+                                            corral::agent::RealNodeEnv().clock);
   t = Clock::now();
   auto unpacked = archive_cache.Acquire(packed, nullptr);
   const double stage_tgz = Seconds(t);

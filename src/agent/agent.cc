@@ -39,9 +39,9 @@ int64_t MachineMemoryMb() {
 }
 
 Agent::Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_ptr<HeadChannel> head,
-             const Clock* clock)
+             NodeEnv env)
     : config_(std::move(config)),
-      lease_clock_(clock ? clock : &steady_clock_),
+      env_(env),
       probe_(std::move(probe)),
       head_(std::move(head)),
       supervisor_(std::make_unique<Supervisor>(
@@ -54,15 +54,15 @@ Agent::Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_pt
             launcher->SetSessionLease(AgentLeasePath(config_.state_dir), config_.lease_ms);
             return launcher;
           }(),
-          clock)),
-      monitor_(std::make_unique<GpuMonitor>(probe_.get(), config_.job_map_dir)),
-      usage_(config_.usage_interval_ms, &wall_clock_) {
+          &env_.clock.Wall())),
+      monitor_(std::make_unique<GpuMonitor>(probe_.get(), config_.job_map_dir, env_)),
+      usage_(config_.usage_interval_ms, &env_.clock.Wall()) {
   DatasetCacheConfig datasets = config_.datasets;
   if (datasets.dir.empty()) datasets.dir = config_.state_dir + "/datasets";
-  supervisor_->SetDatasetCache(datasets, config_.run_as.as_owner, config_.name);
+  supervisor_->SetDatasetCache(datasets, config_.run_as.as_owner, config_.name, env_.clock);
   supervisor_->SetStageOutIdentity(config_.run_as.as_owner, config_.name);
   std::lock_guard lock(mu_);
-  last_contact_ = lease_clock_->Now();
+  last_contact_ = env_.clock.Steady().Now();
   if (pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) wake_pipe_[0] = wake_pipe_[1] = -1;
 }
 
@@ -87,18 +87,19 @@ Status Agent::Init() {
   if (!config_.health_program.empty() && health_program_ == nullptr) {
     // Its first run starts now, before the agent registers (as slurmd's does).
     health_program_ = std::make_unique<HealthProgramRunner>(
-        config_.health_program, config_.health_interval_ms, config_.health_limit_ms);
+        config_.health_program, config_.health_interval_ms, config_.health_limit_ms, env_);
     monitor_->UseHealthProgram(health_program_.get());
   }
   std::map<int32_t, int32_t> minors = probe_->DeviceMinors();
   supervisor_->SetGpuDevices(minors, probe_->VisibleDeviceNames());
   cpu_milli_ = config_.cpu_milli > 0 ? config_.cpu_milli : MachineCpuMilli();
   memory_mb_ = config_.memory_mb > 0 ? config_.memory_mb : MachineMemoryMb();
-  std::ifstream in(config_.state_dir + "/head_epoch");
+  Result<std::string> saved = env_.files.Read(config_.state_dir + "/head_epoch");
+  std::istringstream in(saved.ok() ? *saved : "");
   uint64_t epoch = 0;
   std::lock_guard lock(mu_);
   if (in >> epoch) max_head_epoch_ = epoch;
-  last_contact_ = lease_clock_->Now();  // the lease runs from the start, too
+  last_contact_ = env_.clock.Steady().Now();  // the lease runs from the start, too
   spdlog::info("agent {}: {} GPUs, {} mCPU, {} MiB, state in {}", config_.name, gpus_.size(),
                cpu_milli_, memory_mb_, config_.state_dir);
   spdlog::info("runs are isolated with {}; tasks run as {}; monitors are {}",
@@ -119,16 +120,8 @@ Status Agent::Init() {
 
 void Agent::SaveHeadEpoch(uint64_t epoch) {
   const std::string path = config_.state_dir + "/head_epoch";
-  {
-    std::ofstream out(path + ".tmp", std::ios::trunc);
-    out << epoch << "\n";
-    if (!out.flush()) {
-      spdlog::warn("cannot write {}.tmp", path);
-      return;
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(path + ".tmp", path, ec);
+  if (Status st = env_.files.Replace(path, path + ".tmp", std::to_string(epoch) + "\n"); !st.ok())
+    spdlog::warn("cannot save the head epoch: {}", st.message());
 }
 
 bool Agent::WaitForExit(int64_t ms) {
@@ -140,7 +133,7 @@ bool Agent::WaitForExit(int64_t ms) {
 
 bool Agent::SleepFor(int64_t ms) {
   std::unique_lock lock(mu_);
-  return !cv_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return stopping_; });
+  return !env_.clock.WaitFor(lock, cv_, ms, [&] { return stopping_; });
 }
 
 Status Agent::DoRegister() {
@@ -172,7 +165,7 @@ Status Agent::DoRegister() {
     registered_ = true;
     desired_.Reset();  // the first sync must not be held: get the whole desired state
     unreported_exit_ = true;
-    last_contact_ = lease_clock_->Now();
+    last_contact_ = env_.clock.Steady().Now();
     fenced_ = false;
   }
   if (save != 0) SaveHeadEpoch(save);
@@ -221,7 +214,7 @@ Status Agent::SyncOnce(int64_t wait_ms) {
                                 std::to_string(max_head_epoch_) + " already seen");
     }
     if (resp->head_epoch > max_head_epoch_) save = max_head_epoch_ = resp->head_epoch;
-    last_contact_ = lease_clock_->Now();
+    last_contact_ = env_.clock.Steady().Now();
     if (fenced_) spdlog::info("the head is reachable again");
     fenced_ = false;
     if (reregister) {
@@ -293,7 +286,7 @@ void Agent::SyncLoop() {
 void Agent::SampleUsage() {
   // Each replica is sampled on its own interval; looking a few times an interval keeps a
   // sample within a tenth of it of its time without reading every cgroup at every poll.
-  const TimeMs now = wall_clock_.Now();
+  const TimeMs now = env_.clock.Wall().Now();
   const int64_t step = std::clamp<int64_t>(config_.usage_interval_ms / 10, 100, 5000);
   if (now - usage_checked_at_ < step) return;
   usage_checked_at_ = now;
@@ -312,7 +305,7 @@ void Agent::PollLoop() {
     bool fence = false;
     {
       std::lock_guard lock(mu_);
-      DurationMs silent = lease_clock_->Now() - last_contact_;
+      DurationMs silent = env_.clock.Steady().Now() - last_contact_;
       if (!fenced_ && silent > config_.lease_ms) {
         fenced_ = fence = true;
       }

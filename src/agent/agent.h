@@ -31,6 +31,7 @@
 #include "agent/gpus/health_program.h"
 #include "agent/launch/cgroup.h"
 #include "agent/launch/usage_recorder.h"
+#include "agent/node/node_env.h"
 #include "agent/node/run_as.h"
 #include "agent/supervisor.h"
 #include "core/agent_protocol.h"
@@ -103,10 +104,12 @@ int64_t MachineMemoryMb();
 
 class Agent {
  public:
-  // `clock`: what the lease and the runs' grace periods are measured on; null: the machine's
-  // (steady for the lease, the wall clock for grace). Tests pass a virtual clock.
+  // `env`: the node's clocks (the lease, backoffs and the lease keeper on its steady clock; the
+  // runs' grace periods and usage samples on its wall clock), its health program runner and
+  // the files of the head epoch and the GPU job map. The machine's is RealNodeEnv(); tests pass
+  // fakes (fake_node_env.h).
   Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_ptr<HeadChannel> head,
-        const Clock* clock = nullptr);
+        NodeEnv env);
   ~Agent();
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
@@ -148,13 +151,11 @@ class Agent {
   void SaveHeadEpoch(uint64_t epoch);
 
   const AgentConfig config_;
-  SteadyClock steady_clock_;
-  const Clock* lease_clock_;
+  const NodeEnv env_;
   std::unique_ptr<GpuProbe> probe_;
   std::unique_ptr<HeadChannel> head_;
-  std::unique_ptr<Supervisor> supervisor_;  // thread-safe itself
-  std::unique_ptr<GpuMonitor> monitor_;     // thread-safe itself
-  SystemClock wall_clock_;
+  std::unique_ptr<Supervisor> supervisor_;               // thread-safe itself
+  std::unique_ptr<GpuMonitor> monitor_;                  // thread-safe itself
   UsageRecorder usage_;                                  // thread-safe itself
   TimeMs usage_checked_at_ = 0;                          // the poller's own
   std::unique_ptr<HealthProgramRunner> health_program_;  // none without --health-program
@@ -174,7 +175,7 @@ class Agent {
   bool in_long_poll_ GUARDED_BY(mu_) = false;
   bool unreported_exit_ GUARDED_BY(mu_) = false;  // the next sync must not be held
   bool urgent_ GUARDED_BY(mu_) = false;           // the reporter should sync now
-  TimeMs last_contact_ GUARDED_BY(mu_) = 0;       // on lease_clock_
+  TimeMs last_contact_ GUARDED_BY(mu_) = 0;       // on env_'s steady clock
   bool fenced_ GUARDED_BY(mu_) = false;
   int wake_pipe_[2] = {-1, -1};  // Stop() writes here: wakes WaitForExit's poll()
 };

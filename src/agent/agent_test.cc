@@ -6,11 +6,13 @@
 #include <atomic>
 #include <thread>
 
+#include "agent/node/fake_node_env.h"
 #include "agent/test_util.h"
 
 namespace corral::agent {
 namespace {
 
+using testing::FakeNodeEnv;
 using testing::ReadFileOr;
 using testing::ShellOrder;
 using testing::TempDir;
@@ -70,11 +72,14 @@ struct AgentUnderTest {
   std::thread thread;
   int rc = -1;
   // `desired`: what the head wants from the first sync on (a restarted agent that found the
-  // head wanting nothing would rightly stop what it re-adopted).
+  // head wanting nothing would rightly stop what it re-adopted). `reachable`: whether the head
+  // answers from the start.
   AgentUnderTest(const std::string& state, AgentConfig config = {},
-                 std::vector<RunOrder> desired = {}, const Clock* clock = nullptr) {
+                 std::vector<RunOrder> desired = {}, NodeEnv env = RealNodeEnv(),
+                 bool reachable = true) {
     auto h = std::make_unique<FakeHead>();
     h->desired = std::move(desired);
+    h->reachable = reachable;
     head = h.get();
     config.name = "n1";
     config.state_dir = state;
@@ -82,7 +87,7 @@ struct AgentUnderTest {
     config.retry_min_ms = 20;
     config.retry_max_ms = 100;
     agent = std::make_unique<Agent>(config, std::make_unique<SimulatedGpuProbe>(2, "H100", "n1"),
-                                    std::move(h), clock);
+                                    std::move(h), env);
     thread = std::thread([this] { rc = agent->Run(); });
   }
   ~AgentUnderTest() { StopAndJoin(); }
@@ -152,93 +157,102 @@ TEST(AgentTest, AnExitWakesTheAgentWithoutAPollingInterval) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
 }
 
+// Threads of the agent that wait on its clock when at rest: the lease keeper always, and the
+// sync loop while it backs off after a failed call.
+constexpr int kLeaseKeeper = 1;
+constexpr int kLeaseKeeperAndBackoff = 2;
+
+// A deposed leader's orders are refused: the sync that brought them failed, and the agent
+// backs off on its clock having started nothing; a newer leader's are run once it is asked to
+// register again.
 TEST(AgentTest, RefusesOrdersFromAnOlderHeadEpochAndReregistersWhenAsked) {
   TempDir state, dir;
-  AgentUnderTest t(state.path());
+  FakeNodeEnv fake;
+  AgentUnderTest t(state.path(), {}, {}, {fake.clock, RealNodeEnv().programs, fake.files});
   ASSERT_TRUE(WaitFor([&] { return t.head->Saw([](auto&) { return true; }); }));
   t.head->Set([&] {
     t.head->head_epoch = 4;  // a deposed leader
     t.head->desired = {ShellOrder("1.0", "touch " + dir.path() + "/started")};
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(fake.clock.BlockUntilWaiting(kLeaseKeeperAndBackoff)) << "the sync was refused";
   EXPECT_EQ(ReadFileOr(dir.path() + "/started", "absent"), "absent");
+  EXPECT_EQ(*fake.files.Read(state.path() + "/head_epoch"), "5\n") << "not lowered";
   t.head->Set([&] {
     t.head->head_epoch = 6;
     t.head->reregister = true;
   });
+  fake.clock.Advance(kSecond);  // past the backoff
   ASSERT_TRUE(WaitFor([&] {
     std::lock_guard l(t.head->mu);
     return t.head->registers.size() == 2;
   }));
   ASSERT_TRUE(WaitFor([&] { return ReadFileOr(dir.path() + "/started", "absent") != "absent"; }));
+  EXPECT_EQ(*fake.files.Read(state.path() + "/head_epoch"), "6\n");
 }
 
-TEST(AgentTest, RetriesRegistrationThenFencesItsRunsWhenTheHeadIsGone) {
+// Failed registrations are retried after a backoff that doubles from retry_min_ms up to
+// retry_max_ms, counted on the agent's clock: each retry exactly when its backoff has passed.
+TEST(AgentTest, RetriesRegistrationWithABackoffThatDoublesUpToItsMaximum) {
   TempDir state;
-  AgentConfig config;
-  config.lease_ms = 400;
-  AgentUnderTest t(state.path(), config);
-  t.head->Set([&] { t.head->reachable = false; });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  t.head->Set([&] {
-    t.head->reachable = true;
-    t.head->desired = {ShellOrder("1.0", "sleep 60")};
-  });
-  ASSERT_TRUE(
-      WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", true); }); }));
-  t.head->Set([&] { t.head->reachable = false; });
-  // Fenced after the lease (counted from the last answer the agent got, not from when the test
-  // noticed): the run gets SIGTERM; its exit is reported when the head is back.
-  ASSERT_TRUE(WaitFor([&] {
-    return ReadFileOr(state.path() + "/runs/1.0.0/record").find("\nexit ") != std::string::npos;
-  }));
-  std::chrono::steady_clock::time_point last;
-  t.head->Set([&] { last = t.head->last_answer; });
-  EXPECT_GE(std::chrono::steady_clock::now() - last, std::chrono::milliseconds(400));
-  t.head->Set([&] { t.head->reachable = true; });
-  ASSERT_TRUE(WaitFor(
-      [&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", false, -SIGTERM); }); }));
-}
-
-// A clock the test moves; the agent's threads read it.
-class ManualClock final : public Clock {
- public:
-  TimeMs Now() const override { return now_.load(); }
-  void Advance(DurationMs d) { now_ += d; }
-
- private:
-  std::atomic<TimeMs> now_{1'000'000};
-};
-
-// The lease runs on the agent's clock, not the machine's: with a lease of an hour, the agent
-// fences its runs as soon as its clock passes the hour, and not a moment of virtual time before.
-TEST(AgentTest, TheLeaseRunsOnTheAgentsClock) {
-  TempDir state;
-  ManualClock clock;
-  AgentConfig config;
-  config.lease_ms = kHour;
-  config.poll_interval_ms = 10;
-  AgentUnderTest t(state.path(), config, {}, &clock);
-  t.head->Set([&] { t.head->desired = {ShellOrder("1.0", "sleep 60")}; });
-  ASSERT_TRUE(
-      WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", true); }); }));
-  t.head->Set([&] { t.head->reachable = false; });
+  FakeNodeEnv fake;
+  AgentConfig config;  // AgentUnderTest: retry_min_ms 20, retry_max_ms 100
+  AgentUnderTest t(state.path(), config, {}, fake.env(), /*reachable=*/false);
   auto failed_calls = [&] {
     std::lock_guard l(t.head->mu);
     return t.head->unreachable_calls;
   };
-  // The agent keeps calling a head it cannot reach; after several failed calls with the clock
-  // just short of the lease, its run still runs.
-  clock.Advance(kHour - kSecond);
-  int64_t seen = failed_calls();
-  ASSERT_TRUE(WaitFor([&] { return failed_calls() >= seen + 3; }));
-  EXPECT_EQ(ReadFileOr(state.path() + "/runs/1.0.0/record").find("\nexit "), std::string::npos)
-      << "fenced before its lease ran out";
-  clock.Advance(2 * kSecond);
-  ASSERT_TRUE(WaitFor([&] {
-    return ReadFileOr(state.path() + "/runs/1.0.0/record").find("\nexit ") != std::string::npos;
-  })) << "not fenced once the lease ran out";
+  ASSERT_TRUE(fake.clock.BlockUntilWaiting(kLeaseKeeperAndBackoff));
+  EXPECT_EQ(failed_calls(), 1);
+  for (DurationMs backoff : {20, 40, 80, 100, 100}) {
+    fake.clock.Advance(backoff - 1);
+    ASSERT_TRUE(fake.clock.BlockUntilWaiting(kLeaseKeeperAndBackoff));
+    const int64_t before = failed_calls();
+    fake.clock.Advance(1);
+    ASSERT_TRUE(WaitFor([&] { return failed_calls() == before + 1; }))
+        << "retried when its " << backoff << " ms had passed";
+    ASSERT_TRUE(fake.clock.BlockUntilWaiting(kLeaseKeeperAndBackoff));
+  }
+  EXPECT_EQ(failed_calls(), 6);
   t.head->Set([&] { t.head->reachable = true; });
+  fake.clock.Advance(100);
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard l(t.head->mu);
+    return t.head->registers.size() == 1;
+  }));
+}
+
+// The lease runs on the agent's clock, not the machine's, and ends exactly at its deadline:
+// with a lease of an hour and the head gone, the run still runs when the clock has moved an
+// hour since the last answer, and is fenced a millisecond later.
+TEST(AgentTest, TheLeaseEndsExactlyAtItsDeadlineOnTheAgentsClock) {
+  TempDir state;
+  FakeNodeEnv fake;
+  AgentConfig config;
+  config.lease_ms = kHour;
+  config.poll_interval_ms = 10;
+  std::atomic<int64_t> polls{0};
+  config.on_poll = [&] { ++polls; };
+  AgentUnderTest t(state.path(), config, {}, {fake.clock, RealNodeEnv().programs, fake.files});
+  t.head->Set([&] { t.head->desired = {ShellOrder("1.0", "sleep 60")}; });
+  ASSERT_TRUE(
+      WaitFor([&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", true); }); }));
+  t.head->Set([&] { t.head->reachable = false; });
+  ASSERT_TRUE(fake.clock.BlockUntilWaiting(kLeaseKeeperAndBackoff)) << "its sync failed";
+  // Every answer came at the clock's start: the lease ends an hour after it.
+  auto fenced = [&] {
+    return ReadFileOr(state.path() + "/runs/1.0.0/record").find("\nexit ") != std::string::npos;
+  };
+  auto two_more_polls = [&] {
+    const int64_t seen = polls.load();
+    return WaitFor([&] { return polls.load() >= seen + 2; });  // one whole turn after this
+  };
+  fake.clock.Advance(kHour);
+  ASSERT_TRUE(two_more_polls());
+  EXPECT_FALSE(fenced()) << "fenced at its deadline, not after it";
+  fake.clock.Advance(1);
+  ASSERT_TRUE(WaitFor(fenced)) << "not fenced once the lease ran out";
+  t.head->Set([&] { t.head->reachable = true; });
+  fake.clock.Advance(kSecond);  // past the sync loop's backoff
   ASSERT_TRUE(WaitFor(
       [&] { return t.head->Saw([](auto& s) { return Reports(s, "1.0", false, -SIGTERM); }); }));
 }
@@ -270,7 +284,7 @@ TEST(AgentTest, AFailedGpuProbeStopsTheAgentWithAnError) {
   config.name = "n1";
   config.state_dir = state.path();
   Agent agent(config, std::make_unique<NvmlGpuProbe>("/nonexistent/libnvidia-ml.so.1"),
-              std::make_unique<FakeHead>());
+              std::make_unique<FakeHead>(), RealNodeEnv());
   EXPECT_EQ(agent.Run(), 1);
 }
 

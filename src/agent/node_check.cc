@@ -178,7 +178,9 @@ CheckPart CheckMps(const NodeCheckInputs& in) {
 
 CheckPart CheckHealthProgram(const NodeCheckInputs& in) {
   if (in.health_program.empty()) return {"health program", V::kSkip, "none (--health-program)", {}};
-  Result<HealthProgramResult> r = RunHealthProgram(in.health_program, in.health_limit_ms);
+  // A check of this machine as it is: its own program runner, never a fake.
+  Result<HealthProgramResult> r =
+      RunHealthProgram(in.health_program, in.health_limit_ms, RealNodeEnv().programs);
   if (!r.ok()) return {"health program", V::kFail, r.status().message(), {}};
   const V verdict = r->health == GpuHealth::kOk     ? V::kOk
                     : r->health == GpuHealth::kWarn ? V::kWarn

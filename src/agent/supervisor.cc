@@ -374,10 +374,10 @@ void Supervisor::StartStaged(TimeMs now) {
   }
 }
 
-void Supervisor::SetDatasetCache(DatasetCacheConfig config, bool as_owner,
-                                 const std::string& node) {
+void Supervisor::SetDatasetCache(DatasetCacheConfig config, bool as_owner, const std::string& node,
+                                 const NodeClock& clock) {
   std::lock_guard lock(mu_);
-  stager_ = std::make_unique<DatasetStager>(std::move(config), as_owner, node);
+  stager_ = std::make_unique<DatasetStager>(std::move(config), as_owner, node, clock);
   for (const auto& [key, e] : runs_) {
     if (e.status.running && !e.run.order.datasets.empty()) stager_->Repin(e.run.order);
   }

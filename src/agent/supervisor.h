@@ -65,9 +65,11 @@ class Supervisor {
   // Whose identity stage-outs copy as (stage_out_runner.h): each run's owner with `as_owner`,
   // else the agent's own user (the default).
   void SetStageOutIdentity(bool as_owner, const std::string& node);
-  // Runs that declare datasets are staged into this cache before they start (dataset_stager.h).
-  // Without one, such a run fails, saying the node has no dataset cache.
-  void SetDatasetCache(DatasetCacheConfig config, bool as_owner, const std::string& node);
+  // Runs that declare datasets are staged into this cache before they start (dataset_stager.h),
+  // its sources' fetches paced on `clock`. Without one, such a run fails, saying the node has
+  // no dataset cache.
+  void SetDatasetCache(DatasetCacheConfig config, bool as_owner, const std::string& node,
+                       const NodeClock& clock);
   // The digests of the datasets the node's cache holds (after evicting over its watermark).
   std::vector<std::string> HeldDatasets();
   // The dataset cache's metrics ("" without a cache).

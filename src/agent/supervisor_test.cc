@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "agent/node/fake_node_env.h"
 #include "agent/test_util.h"
 
 namespace corral::agent {
@@ -18,8 +19,9 @@ using testing::TempDir;
 using testing::Touch;
 using testing::WaitFor;
 
-std::unique_ptr<Supervisor> MakeSupervisor(const TempDir& state) {
-  return std::make_unique<Supervisor>(std::make_unique<PosixLauncher>(state.path(), "n1"));
+// `clock`: when grace periods end (null: the machine's wall clock).
+std::unique_ptr<Supervisor> MakeSupervisor(const TempDir& state, const Clock* clock = nullptr) {
+  return std::make_unique<Supervisor>(std::make_unique<PosixLauncher>(state.path(), "n1"), clock);
 }
 
 SyncResponse Desired(std::vector<RunOrder> runs) {
@@ -118,7 +120,8 @@ TEST(SupervisorTest, ReadoptsRunsAfterARestartAndNeverStartsThemTwice) {
 
 TEST(SupervisorTest, StopSignalsTheGroupThenKillsItAfterGraceIncludingGrandchildren) {
   TempDir state, dir;
-  auto sup = MakeSupervisor(state);
+  testing::FakeNodeClock clock;
+  auto sup = MakeSupervisor(state, &clock.Wall());
   const std::string d = dir.path();
   // Records SIGTERM and ignores it; a background grandchild ignores SIGTERM too.
   RunOrder o = ShellOrder("1.0", "trap 'echo term >> " + d +
@@ -128,23 +131,23 @@ TEST(SupervisorTest, StopSignalsTheGroupThenKillsItAfterGraceIncludingGrandchild
                                      "/child; exec sleep 60' & "
                                      "while true; do sleep 0.02; done");
   o.stop_signal = SIGTERM;
-  o.grace_ms = 600;
+  o.grace_ms = kMinute;
   sup->Reconcile(Desired({o}));
   ASSERT_TRUE(WaitFor([&] { return !ReadFileOr(d + "/child").empty(); }));
   int child = std::stoi(ReadFileOr(d + "/child"));
   ASSERT_TRUE(Alive(child));
 
   o.stop = true;
-  auto t0 = std::chrono::steady_clock::now();
   sup->Reconcile(Desired({o}));
   ASSERT_TRUE(WaitFor([&] { return !ReadFileOr(d + "/got").empty(); }));  // the signal first
   EXPECT_FALSE(sup->Poll());
   EXPECT_TRUE(sup->Report()[0].running);  // it ignores SIGTERM: alive during the grace
   EXPECT_TRUE(Alive(child));
+  clock.Advance(kMinute - 1);  // the grace is on the supervisor's clock, to the millisecond
+  EXPECT_FALSE(sup->Poll());
+  EXPECT_TRUE(sup->Report()[0].running) << "killed before its grace was over";
+  clock.Advance(1);
   std::vector<RunReport> r = PollUntilExit(*sup);
-  auto waited = std::chrono::steady_clock::now() - t0;
-  EXPECT_GE(waited, std::chrono::milliseconds(550));
-  EXPECT_LT(waited, std::chrono::milliseconds(3000));
   EXPECT_EQ(r[0].exit_code, -SIGKILL);
   EXPECT_TRUE(WaitFor([&] { return !Alive(child); }, std::chrono::seconds(2)));
 }

@@ -427,7 +427,8 @@ int ServeAndRun(const AgentFlags& f, AgentPlan& plan, ServiceNotifier& notifier)
   if (plan.log_tls) {
     channel = std::make_unique<agentnet::LogCertChannel>(std::move(channel), plan.log_tls, f.name);
   }
-  agent::Agent node(plan.config, std::move(plan.probe), std::move(channel));
+  // The one place the agent is given the machine's clocks, programs and files.
+  agent::Agent node(plan.config, std::move(plan.probe), std::move(channel), agent::RealNodeEnv());
   services.Serve(&node);
   int rc = 0;
   std::thread runner([&] { rc = node.Run(); });

@@ -154,8 +154,8 @@ std::string DigestHex(const std::string& digest) {
   return hex.find_first_not_of("0123456789abcdef") == std::string::npos ? hex : "";
 }
 
-DatasetCache::DatasetCache(DatasetCacheConfig config)
-    : config_(std::move(config)), gate_(std::make_unique<SourceGate>(config_.sources)) {
+DatasetCache::DatasetCache(DatasetCacheConfig config, const NodeClock& clock)
+    : config_(std::move(config)), gate_(std::make_unique<SourceGate>(config_.sources, clock)) {
   std::error_code ec;
   for (const char* d : {"/data", "/locks", "/tmp"}) fs::create_directories(config_.dir + d, ec);
   // Jobs pass through to their datasets' copies; only the agent lists or changes the cache.

@@ -65,7 +65,9 @@ struct DatasetCacheUsage {
 
 class DatasetCache {
  public:
-  explicit DatasetCache(DatasetCacheConfig config);
+  // `clock`: what the pacing of sources' fetches is measured on (source_gate.h); it must
+  // outlive the cache.
+  DatasetCache(DatasetCacheConfig config, const NodeClock& clock);
 
   // The dataset `ref` (resolved: digest and source set) in the cache and pinned. `who`: the
   // job's owner, whose right to read the source is checked first (nullptr: not checked, for

@@ -19,6 +19,7 @@
 
 #include "agent/data/dataset_stager.h"
 #include "agent/data/source_gate.h"
+#include "agent/node/fake_node_env.h"
 #include "agent/test_util.h"
 #include "core/dataset_files.h"
 #include "core/dataset_source.h"
@@ -60,7 +61,7 @@ int Fetches(const std::string& cache) {
 TEST(DatasetCache, OneCopyServesEveryUseAndTheCopyIsTheSource) {
   TempDir tmp;
   DatasetRef ref = MakeSource(tmp.path() + "/src", "imagenet", 20, 1000);
-  DatasetCache cache({tmp.path() + "/cache"});
+  DatasetCache cache({tmp.path() + "/cache"}, RealNodeEnv().clock);
   auto first = cache.Acquire(ref, nullptr);
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_TRUE(first->fetched);
@@ -81,7 +82,7 @@ TEST(DatasetCache, OneCopyServesEveryUseAndTheCopyIsTheSource) {
 TEST(DatasetCache, RacingUsesCauseOneFetch) {
   TempDir tmp;
   DatasetRef ref = MakeSource(tmp.path() + "/src", "cifar", 40, 20000);
-  DatasetCache cache({tmp.path() + "/cache"});
+  DatasetCache cache({tmp.path() + "/cache"}, RealNodeEnv().clock);
   std::atomic<int> fetched{0}, ok{0};
   std::vector<std::thread> threads;
   for (int i = 0; i < 4; ++i) {
@@ -111,7 +112,7 @@ TEST(DatasetCache, AFetchKilledMidwayLeavesNoEntryAndTheNextUseFetchesAgain) {
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {  // a fetcher that stops for good once it has copied something
-    DatasetCache cache({dir});
+    DatasetCache cache({dir}, RealNodeEnv().clock);
     (void)cache.Acquire(ref, nullptr, [&](int64_t bytes) {
       if (bytes >= (4 << 20)) {
         (void)!write(ready[1], "x", 1);
@@ -131,7 +132,7 @@ TEST(DatasetCache, AFetchKilledMidwayLeavesNoEntryAndTheNextUseFetchesAgain) {
   int status = 0;
   waitpid(child, &status, 0);
   EXPECT_FALSE(fs::exists(data)) << "no partial entry";
-  DatasetCache cache({dir});
+  DatasetCache cache({dir}, RealNodeEnv().clock);
   cache.CleanInterrupted();
   EXPECT_TRUE(fs::is_empty(dir + "/tmp")) << "what the dead fetch left is gone";
   EXPECT_TRUE(cache.Usage().digests.empty());
@@ -149,7 +150,7 @@ TEST(DatasetCache, EvictionTakesWholeUnpinnedDatasetsOnly) {
   DatasetRef c = MakeSource(tmp.path() + "/c", "c", 4, 100000);
   DatasetCacheConfig config{tmp.path() + "/cache"};
   config.limit_bytes = a.bytes;  // over the high watermark even with one alone
-  DatasetCache cache(config);
+  DatasetCache cache(config, RealNodeEnv().clock);
   auto pinned = cache.Acquire(a, nullptr);  // a run uses it throughout
   ASSERT_TRUE(pinned.ok());
   for (const DatasetRef* r : {&b, &c}) {
@@ -171,7 +172,7 @@ TEST(DatasetCache, ASourceChangedSinceItWasAddedIsRefusedNamingIt) {
   TempDir tmp;
   DatasetRef ref = MakeSource(tmp.path() + "/src", "moving", 3, 10);
   std::ofstream(tmp.path() + "/src/a/new") << "added later";
-  DatasetCache cache({tmp.path() + "/cache"});
+  DatasetCache cache({tmp.path() + "/cache"}, RealNodeEnv().clock);
   auto s = cache.Acquire(ref, nullptr);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("dataset moving from " + ref.source), std::string::npos)
@@ -205,7 +206,7 @@ TEST(DatasetCache, AnArchiveIsUnpackedCheckedAndKeepsItsPermissions) {
   DatasetRef ref = PackSource(dir, tmp.path() + "/packed.tgz");
   EXPECT_EQ(ref.digest, dir.digest);  // the same content, the same version
   chmod(ref.source.c_str(), 0640);
-  DatasetCache cache({tmp.path() + "/cache"});
+  DatasetCache cache({tmp.path() + "/cache"}, RealNodeEnv().clock);
   auto got = cache.Acquire(ref, nullptr);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_TRUE(got->fetched);
@@ -221,7 +222,7 @@ TEST(DatasetCache, AnArchiveIsUnpackedCheckedAndKeepsItsPermissions) {
   std::ofstream(dir.source + "/a/f1") << "changed";
   DatasetRef stale = ref;
   PackSource(dir, ref.source);
-  DatasetCache fresh({tmp.path() + "/cache2"});
+  DatasetCache fresh({tmp.path() + "/cache2"}, RealNodeEnv().clock);
   auto s = fresh.Acquire(stale, nullptr);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("dataset packed from " + ref.source), std::string::npos)
@@ -242,7 +243,7 @@ TEST(DatasetCache, AnArchiveWithALinkOutIsRefusedAndLeavesNothing) {
   ref.name = "evil";
   ref.source = tmp.path() + "/evil.tar";
   ref.digest = "sha256:" + std::string(64, '0');
-  DatasetCache cache({tmp.path() + "/cache"});
+  DatasetCache cache({tmp.path() + "/cache"}, RealNodeEnv().clock);
   auto s = cache.Acquire(ref, nullptr);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("'./passwd' is a symbolic link"), std::string::npos)
@@ -295,7 +296,7 @@ TEST(DatasetCache, AUrlIsDownloadedCheckedPublishedAndAChangedOneRefused) {
   const int64_t once = server.served();
   EXPECT_EQ(once, static_cast<int64_t>(fs::file_size(archive)));
 
-  DatasetCache cache({tmp.path() + "/cache"});
+  DatasetCache cache({tmp.path() + "/cache"}, RealNodeEnv().clock);
   std::vector<int64_t> progress;
   auto got = cache.Acquire(ref, nullptr, [&](int64_t n) { progress.push_back(n); });
   ASSERT_TRUE(got.ok()) << got.status().ToString();
@@ -319,7 +320,7 @@ TEST(DatasetCache, AUrlIsDownloadedCheckedPublishedAndAChangedOneRefused) {
   std::ofstream(dir.source + "/b/f0") << "changed";
   fs::remove(archive);
   PackSource(dir, archive);
-  DatasetCache fresh({tmp.path() + "/cache2"});
+  DatasetCache fresh({tmp.path() + "/cache2"}, RealNodeEnv().clock);
   // What a download killed midway leaves (its archive and its half-unpacked copy) goes at the
   // agent's next start.
   const std::string dead = tmp.path() + "/cache2/tmp/" + DigestHex(ref.digest) + ".1.2";
@@ -345,7 +346,7 @@ TEST(DatasetStager, StagesThenGivesTheOrderItsDatasetsPlaces) {
   TempDir tmp;
   DatasetRef ref = MakeSource(tmp.path() + "/src", "image-net", 6, 1000);
   ref.mount = "/data/in";
-  DatasetStager stager({tmp.path() + "/cache"}, /*as_owner=*/false, "node7");
+  DatasetStager stager({tmp.path() + "/cache"}, /*as_owner=*/false, "node7", RealNodeEnv().clock);
   RunOrder order = testing::ShellOrder("5.1", "true");
   order.datasets = {ref};
   stager.Start(order);
@@ -389,7 +390,7 @@ TEST(DatasetStager, MetricsCountHitsFetchesBytesFailuresAndEvictions) {
   DatasetRef b = MakeSource(tmp.path() + "/b", "b", 4, 10000);
   DatasetCacheConfig config{tmp.path() + "/cache"};
   config.limit_bytes = a.bytes + b.bytes / 2;  // both together are over the high watermark
-  DatasetStager stager(config, /*as_owner=*/false, "node7");
+  DatasetStager stager(config, /*as_owner=*/false, "node7", RealNodeEnv().clock);
   const std::string none = stager.RenderMetrics();
   EXPECT_EQ(Series(none, "corral_dataset_stage_ins_total{result=\"cached\"}"), "0");
   EXPECT_EQ(Series(none, "corral_dataset_cache_bytes"), "0");
@@ -421,10 +422,9 @@ TEST(DatasetStager, MetricsCountHitsFetchesBytesFailuresAndEvictions) {
 }
 
 // The gate of a source: with one fetch at a time, three threads go one after another in the
-// order they came, the later ones told their place in line; the rate holds all fetches of the
-// source together to it (a lower bound on the time: a loaded machine only makes it longer).
-TEST(SourceGate, OneFetchAtATimeInOrderAndNoFasterThanTheRate) {
-  SourceGate gate(SourceGateConfig{1, 4 << 20});
+// order they came, the later ones told their place in line.
+TEST(SourceGate, OneFetchAtATimeInOrder) {
+  SourceGate gate(SourceGateConfig{1, 4 << 20}, RealNodeEnv().clock);
   std::atomic<int> inside{0}, most{0};
   std::mutex mu;
   std::vector<int> order;
@@ -466,10 +466,31 @@ TEST(SourceGate, OneFetchAtATimeInOrderAndNoFasterThanTheRate) {
   {
     SourceGate::Slot other = gate.Enter("t", [](int32_t) { ADD_FAILURE() << "queued"; });
   }
-  const auto start = std::chrono::steady_clock::now();
-  gate.Pace("s", 1 << 20);
-  gate.Pace("s", 1 << 20);  // 2 MiB at 4 MiB/s: at least half a second
-  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(490));
+}
+
+// The rate holds all reads of a source together, on the agent's clock: each MiB at 4 MiB/s is
+// let through when its quarter of a second has passed, not a millisecond before; another
+// source is not held by it.
+TEST(SourceGate, ReadsOfASourceGoNoFasterThanItsRate) {
+  testing::FakeNodeClock clock;
+  SourceGate gate(SourceGateConfig{1, 4 << 20}, clock);
+  std::atomic<int> paced{0};
+  std::thread reader([&] {
+    for (int i = 0; i < 2; ++i) {
+      gate.Pace("s", 1 << 20);
+      ++paced;
+    }
+  });
+  for (int mib = 1; mib <= 2; ++mib) {
+    ASSERT_TRUE(clock.BlockUntilWaiting(1));
+    gate.Pace("t", 1 << 10);  // another source's bucket is its own: this returns at once
+    clock.Advance(249);
+    ASSERT_TRUE(clock.BlockUntilWaiting(1));
+    EXPECT_EQ(paced.load(), mib - 1) << "MiB " << mib << " a millisecond early";
+    clock.Advance(1);
+    ASSERT_TRUE(testing::WaitFor([&] { return paced.load() == mib; }));
+  }
+  reader.join();
 }
 }  // namespace
 }  // namespace corral::agent

@@ -45,8 +45,9 @@ void DescribeDatasetMetrics(MetricsRegistry& m) {
 
 }  // namespace
 
-DatasetStager::DatasetStager(DatasetCacheConfig config, bool as_owner, std::string node)
-    : cache_(std::move(config)), as_owner_(as_owner), node_(std::move(node)) {
+DatasetStager::DatasetStager(DatasetCacheConfig config, bool as_owner, std::string node,
+                             const NodeClock& clock)
+    : cache_(std::move(config), clock), as_owner_(as_owner), node_(std::move(node)) {
   cache_.CleanInterrupted();
   DescribeDatasetMetrics(metrics_);
   for (const char* result : {"cached", "fetched", "failed"}) {

@@ -29,8 +29,9 @@ struct StagingKey {
 class DatasetStager {
  public:
   // as_owner: check, as each run's owner, that they may read the source (an agent that runs
-  // jobs as their owners); else every job is the agent's own user's.
-  DatasetStager(DatasetCacheConfig config, bool as_owner, std::string node);
+  // jobs as their owners); else every job is the agent's own user's. `clock`: the cache's
+  // (DatasetCache).
+  DatasetStager(DatasetCacheConfig config, bool as_owner, std::string node, const NodeClock& clock);
   ~DatasetStager();
   DatasetStager(const DatasetStager&) = delete;
   DatasetStager& operator=(const DatasetStager&) = delete;

@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <thread>
 
 #include "core/dataset_kind.h"
 
@@ -58,18 +57,16 @@ void SourceGate::Leave(const std::string& source) {
 
 void SourceGate::Pace(const std::string& source, int64_t bytes) {
   if (config_.bytes_per_second <= 0 || bytes <= 0) return;
-  Clock::time_point until;
-  {
-    std::lock_guard lock(mu_);
-    Line& line = lines_[source];
-    // In double: bytes x 10^9 overflows 64 bits past 9 GB read between two calls.
-    const auto cost =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(
-            static_cast<double>(bytes) / static_cast<double>(config_.bytes_per_second)));
-    line.paid_until = std::max(line.paid_until, Clock::now()) + cost;
-    until = line.paid_until;
-  }
-  std::this_thread::sleep_until(until);
+  std::unique_lock lock(mu_);
+  Line& line = lines_[source];
+  // In double: a fetch's reads cost fractions of a millisecond, which the bucket keeps, so
+  // that waiting whole milliseconds never lets the source run ahead by more than one.
+  const double cost_ms =
+      static_cast<double>(bytes) * 1000.0 / static_cast<double>(config_.bytes_per_second);
+  const TimeMs now = clock_.Steady().Now();
+  line.paid_until_ms = std::max(line.paid_until_ms, static_cast<double>(now)) + cost_ms;
+  const auto wait_ms = static_cast<DurationMs>(line.paid_until_ms - static_cast<double>(now));
+  if (wait_ms > 0) (void)clock_.WaitFor(lock, changed_, wait_ms, [] { return false; });
 }
 
 }  // namespace corral::agent

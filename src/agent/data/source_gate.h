@@ -6,7 +6,6 @@
 // the rate). One per node's dataset cache, used by every staging thread at once.
 #pragma once
 
-#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -14,6 +13,8 @@
 #include <map>
 #include <mutex>
 #include <string>
+
+#include "agent/node/node_env.h"
 
 namespace corral::agent {
 
@@ -30,7 +31,8 @@ std::string SourceOfDataset(const std::string& source);
 
 class SourceGate {
  public:
-  explicit SourceGate(SourceGateConfig config) : config_(config) {}
+  // The rate is kept on `clock`'s steady clock, which must outlive the gate.
+  SourceGate(SourceGateConfig config, const NodeClock& clock) : config_(config), clock_(clock) {}
   SourceGate(const SourceGate&) = delete;
   SourceGate& operator=(const SourceGate&) = delete;
 
@@ -52,21 +54,23 @@ class SourceGate {
   // time it changes while it waits; it is not called when the fetch goes at once.
   Slot Enter(const std::string& source, const std::function<void(int32_t)>& queued);
 
-  // Counts `bytes` more read from `source` and sleeps until the source's rate allows them.
+  // Counts `bytes` more read from `source` and waits until the source's rate allows them.
   void Pace(const std::string& source, int64_t bytes);
 
   const SourceGateConfig& config() const { return config_; }
 
  private:
-  using Clock = std::chrono::steady_clock;
   struct Line {
     int32_t running = 0;
-    std::deque<uint64_t> waiting;    // tickets, first come first
-    Clock::time_point paid_until{};  // the bucket: when the bytes counted so far are allowed
+    std::deque<uint64_t> waiting;  // tickets, first come first
+    // The bucket: when the bytes counted so far are allowed, in milliseconds on the steady
+    // clock, with their fraction (a fetch's small reads must not each round a millisecond up).
+    double paid_until_ms = 0;
   };
   void Leave(const std::string& source);
 
   const SourceGateConfig config_;
+  const NodeClock& clock_;
   std::mutex mu_;
   std::condition_variable changed_;
   uint64_t next_ticket_ = 0;           // GUARDED_BY(mu_)

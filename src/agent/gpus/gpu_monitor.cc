@@ -3,8 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 
 namespace corral::agent {
 namespace {
@@ -13,8 +11,8 @@ constexpr double kBytesPerMib = 1024.0 * 1024.0;
 
 }  // namespace
 
-GpuMonitor::GpuMonitor(GpuProbe* probe, std::string job_map_dir)
-    : probe_(probe), job_map_dir_(std::move(job_map_dir)) {
+GpuMonitor::GpuMonitor(GpuProbe* probe, std::string job_map_dir, NodeEnv env)
+    : probe_(probe), job_map_dir_(std::move(job_map_dir)), env_(env) {
   using T = MetricsRegistry::Type;
   metrics_.Describe("corral_gpu_utilization_ratio", T::kGauge,
                     "Fraction of the last sample period a kernel ran on the GPU (NVML).");
@@ -82,8 +80,8 @@ std::vector<GpuSample> GpuMonitor::SampleAndCheck() {
     s.health_reason = a.reason;
     s.counters = reading.counters;
   }
-  const auto now = std::chrono::steady_clock::now();
-  if (check_ == 0 || news || now - checked_at_ >= std::chrono::milliseconds(check_interval_ms_)) {
+  const TimeMs now = env_.clock.Steady().Now();
+  if (check_ == 0 || news || now - checked_at_ >= check_interval_ms_) {
     ++check_;
     checked_at_ = now;
   }
@@ -223,17 +221,15 @@ void GpuMonitor::MapJobs(const std::map<int32_t, std::set<JobId>>& holders) {
   for (const auto& [index, jobs] : holders)
     runs_per_gpu_[index] = static_cast<int32_t>(jobs.size());
   if (job_map_dir_.empty()) return;
-  std::error_code ec;
-  std::filesystem::create_directories(job_map_dir_, ec);
-  if (ec) {
-    spdlog::warn("cannot create the job mapping directory {}: {}", job_map_dir_, ec.message());
+  if (Status st = env_.files.MakeDirs(job_map_dir_); !st.ok()) {
+    spdlog::warn("cannot create the job mapping directory: {}", st.message());
     return;
   }
   for (const Gpu& g : gpus_) {
     std::string path = job_map_dir_ + "/" + std::to_string(g.index);
     auto held = holders.find(g.index);
     if (held == holders.end() || held->second.empty()) {
-      if (mapped_.erase(g.index) > 0 || !map_cleaned_) std::filesystem::remove(path, ec);
+      if (mapped_.erase(g.index) > 0 || !map_cleaned_) (void)env_.files.Remove(path);
       continue;
     }
     std::string content;
@@ -242,17 +238,8 @@ void GpuMonitor::MapJobs(const std::map<int32_t, std::set<JobId>>& holders) {
     if (it != mapped_.end() && it->second == content) continue;
     // A dot name, so that an exporter listing the directory never takes it for a GPU.
     std::string tmp = job_map_dir_ + "/." + std::to_string(g.index) + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::trunc);
-      out << content;
-      if (!out.flush()) {
-        spdlog::warn("cannot write {}", tmp);
-        continue;
-      }
-    }
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-      spdlog::warn("cannot rename {}: {}", tmp, ec.message());
+    if (Status st = env_.files.Replace(path, tmp, content); !st.ok()) {
+      spdlog::warn("{}", st.message());
       continue;
     }
     mapped_[g.index] = content;

@@ -8,7 +8,6 @@
 // thread renders metrics; one mutex serialises them (and the probe, which need not be).
 #pragma once
 
-#include <chrono>
 #include <map>
 #include <mutex>
 #include <set>
@@ -17,6 +16,7 @@
 
 #include "agent/gpus/gpu_probe.h"
 #include "agent/gpus/health_program.h"
+#include "agent/node/node_env.h"
 #include "core/agent_protocol.h"
 #include "core/metrics.h"
 
@@ -28,8 +28,9 @@ namespace corral::agent {
 
 class GpuMonitor {
  public:
-  // `probe` must outlive the monitor. `job_map_dir` empty: no mapping files.
-  GpuMonitor(GpuProbe* probe, std::string job_map_dir);
+  // `probe` must outlive the monitor. `job_map_dir` empty: no mapping files. The check
+  // interval runs on `env`'s steady clock; the mapping files are written through its files.
+  GpuMonitor(GpuProbe* probe, std::string job_map_dir, NodeEnv env);
 
   // The GPUs found at start (before this, Sample() reports nothing).
   void SetGpus(std::vector<Gpu> gpus);
@@ -62,6 +63,7 @@ class GpuMonitor {
 
   GpuProbe* const probe_;
   const std::string job_map_dir_;
+  const NodeEnv env_;
   std::mutex mu_;
   std::vector<Gpu> gpus_ GUARDED_BY(mu_);
   std::map<int32_t, std::string> mapped_ GUARDED_BY(mu_);  // index -> file content written
@@ -70,7 +72,7 @@ class GpuMonitor {
   std::set<int32_t> faulty_ GUARDED_BY(mu_);  // GPUs whose last sample was a fault (logged once)
   uint64_t check_ GUARDED_BY(mu_) = 0;        // the last health check's number
   int64_t check_interval_ms_ GUARDED_BY(mu_) = 10000;
-  std::chrono::steady_clock::time_point checked_at_ GUARDED_BY(mu_);
+  TimeMs checked_at_ GUARDED_BY(mu_) = 0;  // on env_'s steady clock
   const HealthProgramRunner* program_ GUARDED_BY(mu_) = nullptr;
   std::map<int32_t, GpuErrorCounters> counters_ GUARDED_BY(mu_);  // at the last check
   // Xids read but not yet delivered: (check that read it, Xid), per GPU.

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/node/fake_node_env.h"
+
 namespace corral::agent {
 namespace {
 
@@ -34,10 +36,11 @@ class GpuMonitorTest : public ::testing::Test {
 
   fs::path dir_;
   SimulatedGpuProbe probe_;
+  testing::FakeNodeEnv fake_;
 };
 
 TEST_F(GpuMonitorTest, MetricsCarryEachGpusUseWithIndexAndUuidLabels) {
-  GpuMonitor m(&probe_, "");
+  GpuMonitor m(&probe_, "", fake_.env());
   m.SetGpus(*probe_.Probe());
   SetUse("0 37 2048\n2 100\n");
   std::string text = m.RenderMetrics();
@@ -67,7 +70,7 @@ TEST_F(GpuMonitorTest, MetricsCarryEachGpusUseWithIndexAndUuidLabels) {
 // Each sync's sample is a health check: numbered, with its verdict (AssessGpu) and the Xids
 // not yet delivered; /metrics shows the verdicts, Xid counts by code, ECC counts.
 TEST_F(GpuMonitorTest, EachCheckAssessesTheGpusAndKeepsXidsUntilDelivered) {
-  GpuMonitor m(&probe_, "");
+  GpuMonitor m(&probe_, "", fake_.env());
   m.SetGpus(*probe_.Probe());
   auto first = m.SampleAndCheck();
   ASSERT_EQ(first.size(), 3u);
@@ -101,11 +104,10 @@ TEST_F(GpuMonitorTest, AHealthProgramsVerdictAppliesToEveryGpu) {
   const std::string script = (dir_ / "check").string();
   std::ofstream(script) << "#!/bin/sh\necho 'PCIe link degraded'\nexit 2\n";
   fs::permissions(script, fs::perms::owner_all);
-  HealthProgramRunner runner(script, 60000, 5000);
-  for (int i = 0; i < 100 && !runner.Last(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  GpuMonitor m(&probe_, "");
+  fake_.programs.Answer({.exited = true, .exit_code = 2, .stdout_text = "PCIe link degraded\n"});
+  HealthProgramRunner runner(script, 60000, 5000, fake_.env());
+  ASSERT_TRUE(fake_.clock.BlockUntilWaiting(1)) << "its first run ended: it waits an interval";
+  GpuMonitor m(&probe_, "", fake_.env());
   m.SetGpus(*probe_.Probe());
   m.UseHealthProgram(&runner);
   auto s = m.SampleAndCheck();
@@ -117,7 +119,7 @@ TEST_F(GpuMonitorTest, AHealthProgramsVerdictAppliesToEveryGpu) {
 }
 
 TEST_F(GpuMonitorTest, SamplesNothingBeforeTheGpusAreKnown) {
-  GpuMonitor m(&probe_, "");
+  GpuMonitor m(&probe_, "", fake_.env());
   EXPECT_TRUE(m.Sample().empty());
   m.SetGpus(*probe_.Probe());
   SetUse("1 60 100\n");
@@ -128,7 +130,7 @@ TEST_F(GpuMonitorTest, SamplesNothingBeforeTheGpusAreKnown) {
 }
 
 TEST_F(GpuMonitorTest, EveryKnownGpuIsReportedAndOneThatFailsOrVanishesCarriesAFault) {
-  GpuMonitor m(&probe_, "");
+  GpuMonitor m(&probe_, "", fake_.env());
   m.SetGpus(*probe_.Probe());
   SetUse("0 fault NVML: GPU is lost\n2 gone\n1 70\n");
   auto s = m.Sample();
@@ -145,11 +147,41 @@ TEST_F(GpuMonitorTest, EveryKnownGpuIsReportedAndOneThatFailsOrVanishesCarriesAF
   for (const GpuSample& x : m.Sample()) EXPECT_EQ(x.fault, "") << "GPU " << x.index << " healed";
 }
 
+// A check is numbered anew when the interval has passed on the agent's clock, not a
+// millisecond before; in between, the last number is repeated.
+TEST_F(GpuMonitorTest, ACheckIsNumberedAnewExactlyWhenTheIntervalHasPassed) {
+  GpuMonitor m(&probe_, "", fake_.env());
+  m.SetGpus(*probe_.Probe());
+  m.SetCheckInterval(10 * kSecond);
+  EXPECT_EQ(m.SampleAndCheck()[0].check, 1u);
+  fake_.clock.Advance(10 * kSecond - 1);
+  EXPECT_EQ(m.SampleAndCheck()[0].check, 1u) << "a millisecond short of the interval";
+  fake_.clock.Advance(1);
+  EXPECT_EQ(m.SampleAndCheck()[0].check, 2u);
+  EXPECT_EQ(m.SampleAndCheck()[0].check, 2u);
+  fake_.clock.Advance(kHour);
+  EXPECT_EQ(m.SampleAndCheck()[0].check, 3u) << "an hour later is one new check, not 360";
+}
+
+// Mapping files are written only when what they say changes (a DCGM exporter rereads them).
+TEST_F(GpuMonitorTest, AJobMapFileIsRewrittenOnlyWhenItsJobsChange) {
+  GpuMonitor m(&probe_, "/map", fake_.env());
+  m.SetGpus(*probe_.Probe());
+  m.MapJobs({{0, {12}}});
+  m.MapJobs({{0, {12}}});
+  EXPECT_EQ(fake_.files.Writes(), 1);
+  m.MapJobs({{0, {12, 15}}});
+  EXPECT_EQ(fake_.files.Writes(), 2);
+  EXPECT_EQ(fake_.files.Files(), (std::map<std::string, std::string>{{"/map/0", "12\n15\n"}}));
+  m.MapJobs({});
+  EXPECT_TRUE(fake_.files.Files().empty());
+}
+
 TEST_F(GpuMonitorTest, JobMapFilesFollowTheRunsOnEachGpu) {
   std::string map_dir = (dir_ / "map").string();
   fs::create_directories(map_dir);
   std::ofstream(map_dir + "/2") << "999\n";  // left by an earlier agent: GPU 2 is free now
-  GpuMonitor m(&probe_, map_dir);
+  GpuMonitor m(&probe_, map_dir, RealNodeEnv());
   m.SetGpus(*probe_.Probe());
   m.MapJobs({{0, {12}}, {1, {12, 15}}});
   EXPECT_EQ(Read(map_dir + "/0"), "12\n");

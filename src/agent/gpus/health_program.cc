@@ -1,95 +1,47 @@
 #include "agent/gpus/health_program.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <spdlog/spdlog.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <chrono>
-#include <cstring>
-
-#include "agent/node/owned_fd.h"
 
 namespace corral::agent {
-namespace {
 
-int64_t SteadyNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+Result<HealthProgramResult> RunHealthProgram(const std::string& path, int64_t limit_ms,
+                                             const ProgramRunner& programs) {
+  Result<ProgramOutcome> outcome = programs.Run({path}, limit_ms);
+  if (!outcome.ok()) return outcome.status();
+  return HealthVerdict(path, limit_ms, *outcome);
 }
 
-}  // namespace
-
-Result<HealthProgramResult> RunHealthProgram(const std::string& path, int64_t limit_ms) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return Internal(std::string("pipe: ") + std::strerror(errno));
-  OwnedFd read_end(fds[0]), write_end(fds[1]);
-  pid_t pid = fork();
-  if (pid < 0) return Internal(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    setpgid(0, 0);
-    int null = open("/dev/null", O_RDONLY);
-    if (null >= 0) dup2(null, STDIN_FILENO);
-    dup2(write_end.get(), STDOUT_FILENO);
-    execl(path.c_str(), path.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  setpgid(pid, pid);  // (also in the child: whichever runs first)
-  write_end = OwnedFd();
-  std::string out;
-  const int64_t deadline = SteadyNowMs() + limit_ms;
-  bool killed = false;
-  for (;;) {
-    const int64_t left = deadline - SteadyNowMs();
-    if (left <= 0) {
-      kill(-pid, SIGKILL);
-      killed = true;
-      break;
-    }
-    pollfd p{read_end.get(), POLLIN, 0};
-    int ready = poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
-    if (ready < 0 && errno != EINTR) break;
-    if (ready <= 0) continue;
-    char buf[4096];
-    ssize_t n = read(read_end.get(), buf, sizeof(buf));
-    if (n <= 0) break;  // EOF: the program (and whatever held its stdout) is done
-    if (out.size() < 65536) out.append(buf, static_cast<size_t>(n));
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!killed) kill(-pid, SIGKILL);  // children it left behind
+HealthProgramResult HealthVerdict(const std::string& path, int64_t limit_ms,
+                                  const ProgramOutcome& outcome) {
   HealthProgramResult r;
-  r.reason = out.substr(0, out.find('\n'));
-  r.killed = killed;
-  if (killed) {
+  r.reason = outcome.stdout_text.substr(0, outcome.stdout_text.find('\n'));
+  r.killed = outcome.killed;
+  if (outcome.killed) {
     r.health = GpuHealth::kWarn;
     r.reason = "health program " + path + " killed after " + std::to_string(limit_ms / 1000) +
                " s (its limit)";
-  } else if (WIFEXITED(status) && WEXITSTATUS(status) <= 2) {
-    r.health = WEXITSTATUS(status) == 0   ? GpuHealth::kOk
-               : WEXITSTATUS(status) == 1 ? GpuHealth::kWarn
-                                          : GpuHealth::kCritical;
+  } else if (outcome.exited && outcome.exit_code <= 2) {
+    r.health = outcome.exit_code == 0   ? GpuHealth::kOk
+               : outcome.exit_code == 1 ? GpuHealth::kWarn
+                                        : GpuHealth::kCritical;
     if (r.health != GpuHealth::kOk && r.reason.empty()) {
-      r.reason = "health program " + path + " exited " + std::to_string(WEXITSTATUS(status));
+      r.reason = "health program " + path + " exited " + std::to_string(outcome.exit_code);
     }
   } else {
     r.health = GpuHealth::kWarn;
     r.reason = "health program " + path + " failed: " +
-               (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
-                                  : "signal " + std::to_string(WTERMSIG(status)));
+               (outcome.exited ? "exit status " + std::to_string(outcome.exit_code)
+                               : "signal " + std::to_string(outcome.signal));
   }
   return r;
 }
 
-HealthProgramRunner::HealthProgramRunner(std::string path, int64_t interval_ms, int64_t limit_ms)
+HealthProgramRunner::HealthProgramRunner(std::string path, int64_t interval_ms, int64_t limit_ms,
+                                         NodeEnv env)
     : path_(std::move(path)),
       interval_ms_(interval_ms),
       limit_ms_(limit_ms),
+      env_(env),
       thread_([this] { Loop(); }) {}
 
 HealthProgramRunner::~HealthProgramRunner() {
@@ -108,7 +60,7 @@ std::optional<HealthProgramResult> HealthProgramRunner::Last() const {
 
 void HealthProgramRunner::Loop() {
   for (;;) {
-    Result<HealthProgramResult> r = RunHealthProgram(path_, limit_ms_);
+    Result<HealthProgramResult> r = RunHealthProgram(path_, limit_ms_, env_.programs);
     if (!r.ok()) {
       r = HealthProgramResult{GpuHealth::kWarn, "health program: " + r.status().message(), false};
     }
@@ -117,7 +69,7 @@ void HealthProgramRunner::Loop() {
     }
     std::unique_lock lock(mu_);
     last_ = *r;
-    if (cv_.wait_for(lock, std::chrono::milliseconds(interval_ms_), [&] { return stopping_; })) {
+    if (env_.clock.WaitFor(lock, cv_, interval_ms_, [&] { return stopping_; })) {
       return;
     }
   }

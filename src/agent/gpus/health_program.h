@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "agent/node/node_env.h"
 #include "core/gpu_health.h"
 #include "core/status.h"
 
@@ -24,14 +25,20 @@ struct HealthProgramResult {
   bool killed = false;  // ran past the limit
 };
 
-// Runs `path` once (no arguments, stdin /dev/null, in its own process group), waits at most
-// `limit_ms`, then kills the group. An error only when it cannot be started at all.
-Result<HealthProgramResult> RunHealthProgram(const std::string& path, int64_t limit_ms);
+// Runs `path` once through `programs` (no arguments, stdin /dev/null, in its own process
+// group), waits at most `limit_ms`, then kills the group. An error only when it cannot be
+// started at all.
+Result<HealthProgramResult> RunHealthProgram(const std::string& path, int64_t limit_ms,
+                                             const ProgramRunner& programs);
+// The verdict of a run that ended as `outcome`.
+HealthProgramResult HealthVerdict(const std::string& path, int64_t limit_ms,
+                                  const ProgramOutcome& outcome);
 
-// Runs the program on its own thread: at once, then every `interval_ms`. Thread-safe.
+// Runs the program on its own thread: at once, then every `interval_ms` on the env's steady
+// clock. Thread-safe.
 class HealthProgramRunner {
  public:
-  HealthProgramRunner(std::string path, int64_t interval_ms, int64_t limit_ms);
+  HealthProgramRunner(std::string path, int64_t interval_ms, int64_t limit_ms, NodeEnv env);
   ~HealthProgramRunner();  // stops the thread (a run under way is waited for, up to its limit)
   HealthProgramRunner(const HealthProgramRunner&) = delete;
   HealthProgramRunner& operator=(const HealthProgramRunner&) = delete;
@@ -44,6 +51,7 @@ class HealthProgramRunner {
   const std::string path_;
   const int64_t interval_ms_;
   const int64_t limit_ms_;
+  const NodeEnv env_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;

@@ -10,6 +10,9 @@
 #include <fstream>
 #include <thread>
 
+#include "agent/node/fake_node_env.h"
+#include "agent/test_util.h"
+
 namespace corral::agent {
 namespace {
 
@@ -28,20 +31,40 @@ class HealthProgramTest : public ::testing::Test {
   std::vector<std::string> paths_;
 };
 
-TEST_F(HealthProgramTest, ExitStatusIsTheVerdictAndStdoutTheReason) {
-  auto ok = RunHealthProgram(Script("ok", "echo fine; exit 0"), 5000);
-  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
-  EXPECT_EQ(ok->health, GpuHealth::kOk);
-  auto warn = RunHealthProgram(Script("warn", "echo 'fan 2 slow'; echo more; exit 1"), 5000);
-  EXPECT_EQ(warn->health, GpuHealth::kWarn);
-  EXPECT_EQ(warn->reason, "fan 2 slow") << "the first line";
-  auto crit = RunHealthProgram(Script("crit", "echo 'GPU 3 missing'; exit 2"), 5000);
+ProgramOutcome Exited(int code, std::string out = "") {
+  return {.exited = true, .exit_code = code, .stdout_text = std::move(out)};
+}
+
+TEST(HealthVerdict, ExitStatusIsTheVerdictAndStdoutTheReason) {
+  HealthProgramResult ok = HealthVerdict("/c", 5000, Exited(0, "fine\n"));
+  EXPECT_EQ(ok.health, GpuHealth::kOk);
+  HealthProgramResult warn = HealthVerdict("/c", 5000, Exited(1, "fan 2 slow\nmore\n"));
+  EXPECT_EQ(warn.health, GpuHealth::kWarn);
+  EXPECT_EQ(warn.reason, "fan 2 slow") << "the first line";
+  HealthProgramResult crit = HealthVerdict("/c", 5000, Exited(2, "GPU 3 missing\n"));
+  EXPECT_EQ(crit.health, GpuHealth::kCritical);
+  EXPECT_EQ(crit.reason, "GPU 3 missing");
+  EXPECT_EQ(HealthVerdict("/c", 5000, Exited(2)).reason, "health program /c exited 2");
+  HealthProgramResult odd = HealthVerdict("/c", 5000, Exited(7));
+  EXPECT_EQ(odd.health, GpuHealth::kWarn);
+  EXPECT_EQ(odd.reason, "health program /c failed: exit status 7");
+  HealthProgramResult signalled = HealthVerdict("/c", 5000, {.signal = 9});
+  EXPECT_EQ(signalled.reason, "health program /c failed: signal 9");
+  HealthProgramResult killed = HealthVerdict("/c", 5000, {.killed = true});
+  EXPECT_TRUE(killed.killed);
+  EXPECT_EQ(killed.health, GpuHealth::kWarn);
+  EXPECT_EQ(killed.reason, "health program /c killed after 5 s (its limit)");
+}
+
+// The real program runner end to end: a script's status and first line, a missing program.
+TEST_F(HealthProgramTest, ARealProgramsStatusAndFirstLineAreItsVerdict) {
+  const ProgramRunner& real = RealNodeEnv().programs;
+  auto crit =
+      RunHealthProgram(Script("crit", "echo 'GPU 3 missing'; echo more; exit 2"), 5000, real);
+  ASSERT_TRUE(crit.ok()) << crit.status().ToString();
   EXPECT_EQ(crit->health, GpuHealth::kCritical);
   EXPECT_EQ(crit->reason, "GPU 3 missing");
-  auto odd = RunHealthProgram(Script("odd", "exit 7"), 5000);
-  EXPECT_EQ(odd->health, GpuHealth::kWarn);
-  EXPECT_NE(odd->reason.find("exit status 7"), std::string::npos) << odd->reason;
-  auto missing = RunHealthProgram("/nonexistent/check", 5000);
+  auto missing = RunHealthProgram("/nonexistent/check", 5000, real);
   ASSERT_TRUE(missing.ok());
   EXPECT_EQ(missing->health, GpuHealth::kWarn);
   EXPECT_NE(missing->reason.find("exit status 127"), std::string::npos) << missing->reason;
@@ -49,11 +72,12 @@ TEST_F(HealthProgramTest, ExitStatusIsTheVerdictAndStdoutTheReason) {
 
 // A program that hangs (and a child it started) is killed at the limit, and that is reported.
 TEST_F(HealthProgramTest, AHangingProgramIsKilledAtTheLimitAndReported) {
-  const std::string marker = "/tmp/corral-health-" + std::to_string(getpid()) + "-child";
+  const std::string child_pid = "/tmp/corral-health-" + std::to_string(getpid()) + "-child";
+  paths_.push_back(child_pid);
   const std::string path =
-      Script("hang", "(sleep 30; touch " + marker + ") & echo checking; sleep 30; exit 0");
+      Script("hang", "sleep 30 & echo $! > " + child_pid + "; echo checking; sleep 30; exit 0");
   auto t0 = std::chrono::steady_clock::now();
-  auto r = RunHealthProgram(path, 700);
+  auto r = RunHealthProgram(path, 700, RealNodeEnv().programs);
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(r->killed);
@@ -61,26 +85,36 @@ TEST_F(HealthProgramTest, AHangingProgramIsKilledAtTheLimitAndReported) {
   EXPECT_NE(r->reason.find("killed after"), std::string::npos) << r->reason;
   EXPECT_GE(took, 0.6);
   EXPECT_LT(took, 5.0) << "killed at the limit, not waited for";
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_NE(access(marker.c_str(), F_OK), 0) << "its child was killed too";
+  const int child = std::stoi(testing::ReadFileOr(child_pid, "0"));
+  ASSERT_GT(child, 0);
+  EXPECT_TRUE(testing::WaitFor([&] { return !testing::Alive(child); }))
+      << "its child was killed too";
 }
 
-TEST_F(HealthProgramTest, TheRunnerRunsAtOnceAndThenEveryInterval) {
-  const std::string count = "/tmp/corral-health-" + std::to_string(getpid()) + "-count";
-  paths_.push_back(count);
-  HealthProgramRunner runner(Script("count", "echo x >> " + count + "; echo 'disk full'; exit 2"),
-                             100, 5000);
-  for (int i = 0; i < 100 && !runner.Last(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+// At once, then every interval on the agent's clock: not a millisecond before it.
+TEST(HealthProgramRunnerTest, RunsAtOnceAndThenExactlyEveryInterval) {
+  testing::FakeNodeEnv fake;
+  fake.programs.Answer(Exited(2, "disk full\n"));
+  HealthProgramRunner runner("/etc/corral/check", kMinute, 5000, fake.env());
+  ASSERT_TRUE(fake.clock.BlockUntilWaiting(1));
+  EXPECT_EQ(fake.programs.Runs(), 1);
+  EXPECT_EQ(fake.programs.LastArgv(), std::vector<std::string>{"/etc/corral/check"});
   ASSERT_TRUE(runner.Last());
   EXPECT_EQ(runner.Last()->health, GpuHealth::kCritical);
   EXPECT_EQ(runner.Last()->reason, "disk full");
-  std::this_thread::sleep_for(std::chrono::milliseconds(450));
-  std::ifstream in(count);
-  int lines = 0;
-  for (std::string l; std::getline(in, l);) ++lines;
-  EXPECT_GE(lines, 3) << "every 100 ms";
+  fake.clock.Advance(kMinute - 1);
+  ASSERT_TRUE(fake.clock.BlockUntilWaiting(1));
+  EXPECT_EQ(fake.programs.Runs(), 1) << "a millisecond short of the interval";
+  fake.programs.Answer(Exited(0));
+  fake.clock.Advance(1);
+  ASSERT_TRUE(fake.clock.BlockUntilWaiting(1));
+  EXPECT_EQ(fake.programs.Runs(), 2);
+  EXPECT_EQ(runner.Last()->health, GpuHealth::kOk) << "the last run's verdict";
+  for (int i = 0; i < 3; ++i) {
+    fake.clock.Advance(kMinute);
+    ASSERT_TRUE(fake.clock.BlockUntilWaiting(1));
+  }
+  EXPECT_EQ(fake.programs.Runs(), 5);
 }
 
 }  // namespace
