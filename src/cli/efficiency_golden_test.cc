@@ -24,8 +24,8 @@ std::vector<UsagePoint> Minutes(int64_t seq, TimeMs from, int samples, int32_t g
                                 int64_t gpu_mem, int32_t cpu_milli, int64_t mem) {
   std::vector<UsagePoint> out;
   for (int i = 0; i < samples; ++i) {
-    out.push_back(RawUsagePoint(seq + i, from + (i + 1) * kMinute, gpu_util, gpu_mem, cpu_milli,
-                                mem));
+    out.push_back(
+        RawUsagePoint(seq + i, from + (i + 1) * kMinute, gpu_util, gpu_mem, cpu_milli, mem));
   }
   return out;
 }
@@ -45,8 +45,8 @@ Job FinishedJob() {
   r.cpu_ms = 20 * kMinute * 3500 / 1000 + 10 * kMinute * 1200 / 1000;
   ReplicaUsage u{.replica = 0};
   AppendUsage(&u, Minutes(1, r.started_at, 20, 85, 30 * 1024 * kMiB, 3500, 2 * 1024 * kMiB));
-  AppendUsage(&u, Minutes(21, r.started_at + 20 * kMinute, 10, 15, 12 * 1024 * kMiB, 1200,
-                          1536 * kMiB));
+  AppendUsage(
+      &u, Minutes(21, r.started_at + 20 * kMinute, 10, 15, 12 * 1024 * kMiB, 1200, 1536 * kMiB));
   r.usage = {u};
   j.runs = {r};
   j.exit_code = 0;
@@ -74,7 +74,8 @@ Job RunningJob() {
 Node NodeWithGpus(const std::string& name) {
   Node n;
   n.name = name;
-  for (int32_t i = 0; i < 4; ++i) n.gpus.push_back({.index = i, .model = "H100", .memory_mb = 81920});
+  for (int32_t i = 0; i < 4; ++i)
+    n.gpus.push_back({.index = i, .model = "H100", .memory_mb = 81920});
   return n;
 }
 

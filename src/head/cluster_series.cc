@@ -6,8 +6,8 @@
 
 namespace corral::head {
 
-ClusterPoint SampleCluster(const std::vector<NodeView>& nodes,
-                           const std::vector<QueueView>& queues, TimeMs now) {
+ClusterPoint SampleCluster(const std::vector<NodeView>& nodes, const std::vector<QueueView>& queues,
+                           TimeMs now) {
   ClusterPoint p;
   p.at = now;
   int64_t util_sum = 0, measured = 0;
@@ -57,9 +57,9 @@ ClusterSeriesView ClusterSeries::Since(TimeMs from) const {
 Json ToJson(const ClusterSeriesView& v) {
   Json points = Json::array();
   for (const ClusterPoint& p : v.points) {
-    points.push_back(Json::array({p.at, p.gpus, p.gpus_used,
-                                  p.gpu_util < 0 ? Json(nullptr) : Json(p.gpu_util), p.pending,
-                                  p.running}));
+    points.push_back(
+        Json::array({p.at, p.gpus, p.gpus_used, p.gpu_util < 0 ? Json(nullptr) : Json(p.gpu_util),
+                     p.pending, p.running}));
   }
   return Json{{"step_ms", v.step_ms}, {"capacity", v.capacity}, {"points", std::move(points)}};
 }

@@ -41,8 +41,8 @@ struct ClusterSeriesView {
 };
 
 // The point the head's views give at `now` (HeadCore::ListNodes and ListQueues).
-ClusterPoint SampleCluster(const std::vector<NodeView>& nodes,
-                           const std::vector<QueueView>& queues, TimeMs now);
+ClusterPoint SampleCluster(const std::vector<NodeView>& nodes, const std::vector<QueueView>& queues,
+                           TimeMs now);
 
 class ClusterSeries {
  public:

@@ -7,16 +7,16 @@
 namespace corral::head {
 namespace {
 
-NodeView NodeWith(const std::string& name, int32_t gpus, int32_t used,
-                  std::vector<int32_t> utils, Liveness liveness = Liveness::kAlive) {
+NodeView NodeWith(const std::string& name, int32_t gpus, int32_t used, std::vector<int32_t> utils,
+                  Liveness liveness = Liveness::kAlive) {
   NodeView v;
   v.node.name = name;
   v.node.liveness = liveness;
   for (int32_t i = 0; i < gpus; ++i) v.node.gpus.push_back(Gpu{.index = i});
   v.gpus_used = used;
   for (size_t i = 0; i < utils.size(); ++i) {
-    v.gpu_samples.push_back(GpuSample{.index = static_cast<int32_t>(i),
-                                      .utilization_percent = utils[i]});
+    v.gpu_samples.push_back(
+        GpuSample{.index = static_cast<int32_t>(i), .utilization_percent = utils[i]});
   }
   return v;
 }
@@ -30,8 +30,7 @@ QueueView QueueWith(const std::string& name, int32_t pending, int32_t running) {
 }
 
 TEST(ClusterSeries, APointCountsTheLiveNodesGpusTheirMeanUseAndEveryQueuesJobs) {
-  std::vector<NodeView> nodes = {NodeWith("n1", 4, 3, {90, 60, 0, 11}),
-                                 NodeWith("n2", 2, 1, {}),
+  std::vector<NodeView> nodes = {NodeWith("n1", 4, 3, {90, 60, 0, 11}), NodeWith("n2", 2, 1, {}),
                                  NodeWith("n3", 8, 8, {100, 100}, Liveness::kDown)};
   nodes[1].gpu_samples.push_back(GpuSample{.index = 0, .utilization_percent = 50});
   nodes[1].gpu_samples.push_back(GpuSample{.index = 1, .utilization_percent = 99, .fault = "gone"});

@@ -272,7 +272,7 @@ class Head {
   std::shared_ptr<std::vector<Change>> inflight_changes_;  // in the batch being written
   uint64_t durable_revision_ = 0;
   std::chrono::steady_clock::time_point commit_started_;
-  TimeMs last_estimate_at_ = 0;  // of the last start-time estimate (Tick)
+  TimeMs last_estimate_at_ = 0;   // of the last start-time estimate (Tick)
   ClusterSeries cluster_series_;  // sampled by Tick
   MetricsRegistry metrics_;
   uint64_t reply_revision_ = 0;
