@@ -88,7 +88,9 @@ TEST(Efficiency, SeriesSurvivesAnAgentKillAndFeedsEffSeffAndShow) {
     // No stamp twice (a sample sent again under a new number after the restart) or out of
     // order; the only gap is the agent's downtime (1.5 s and its restart), nothing lost.
     EXPECT_GT(p[1].get<int64_t>(), last_at) << "stamps strictly increase: " << series.dump();
-    if (last_at > 0) EXPECT_LE(p[1].get<int64_t>() - last_at, 15000) << series.dump();
+    if (last_at > 0) {
+      EXPECT_LE(p[1].get<int64_t>() - last_at, 15000) << series.dump();
+    }
     last_at = p[1].get<int64_t>();
     EXPECT_EQ(p[2].get<int>(), 1) << "raw: nothing merged";
     EXPECT_EQ(p[3].get<int>(), 70) << "the mean of its two GPUs";
