@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "cluster_fixture.h"
 
@@ -79,6 +80,41 @@ TEST(Browser, AJobsPagePlotsItsUseOverTime) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err << "\n(cluster and screenshots in " << c.dir() << ")";
   std::cout << r.out;
   c.Corral({"cancel", id});
+}
+
+// The overview plots the cluster's series (GPUs held and their use, jobs pending and running)
+// as SVG, following the head's points (one a second here).
+TEST(Browser, TheOverviewPlotsTheClustersUseAndQueuesOverTime) {
+  if (access(kChromium, X_OK) != 0) {
+    GTEST_SKIP()
+        << "Chromium not installed (Debian package chromium; scripts/setup.sh installs it)";
+  }
+  const std::string dir = CORRAL_BROWSER_DIR;
+  if (!std::filesystem::exists(dir + "/node_modules/puppeteer-core")) {
+    GTEST_SKIP() << "puppeteer-core not installed in " << dir;
+  }
+  LocalCluster c("browser-plots", 2, 4, {"--cluster-series-step", "1s"});
+  std::ofstream(c.dir() + "/agents/node1/simulated-gpu-use") << "0 80\n1 40\n2 90\n3 70\n";
+  std::ofstream(c.dir() + "/agents/node2/simulated-gpu-use") << "0 30\n1 10\n";
+  // Three jobs of 2 GPUs hold 6 of the 8; two of 4 find no node with 4 free and wait.
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(c.Submit({"--gpus", "2", "--", "sleep", "300"}));
+  for (int i = 0; i < 2; ++i) ids.push_back(c.Submit({"--gpus", "4", "--", "sleep", "300"}));
+  const char* shots = getenv("SCREENSHOT_DIR");
+  auto r = RunCommand({"/usr/bin/node", dir + "/cluster_plots_test.mjs"},
+                      {{"CORRAL_ADDR", c.addr()},
+                       {"CORRAL_TOKEN", c.token()},
+                       {"WANT_GPUS", "8"},
+                       {"WANT_HELD", "6"},
+                       {"WANT_PENDING", "2"},
+                       {"WANT_RUNNING", "3"},
+                       {"JOB_ID", ids.front()},
+                       {"CHROMIUM", kChromium},
+                       {"SCREENSHOT_DIR", shots ? shots : c.dir() + "/screenshots"},
+                       {"HOME", c.dir()}});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err << "\n(cluster and screenshots in " << c.dir() << ")";
+  std::cout << r.out;
+  for (const std::string& id : ids) c.Corral({"cancel", id});
 }
 
 // The owner opens their notebook from the dashboard and runs a cell in it; another user cannot.

@@ -82,6 +82,10 @@ class DaemonFlags(unittest.TestCase):
         self.refused(self.head("--relay-idle-timeout", "0s"), "--relay-idle-timeout",
                      "want a duration > 0")
         self.refused(self.head("--idle-after", "soon"), "--idle-after", "soon")
+        self.refused(self.head("--cluster-series-step", "0s"), "--cluster-series-step",
+                     "want a duration of 1s or more")
+        self.refused(self.head("--cluster-series-step", "1s", "--cluster-series-keep", "1000h"),
+                     "--cluster-series-keep", "at most 100000")
         self.refused(self.head("--store-synchronous-commit", "off"),
                      "--store-synchronous-commit", "off")
         self.refused(self.head("--allow-async-store", "--require-sync-standby"),

@@ -81,9 +81,17 @@ TEST(Efficiency, SeriesSurvivesAnAgentKillAndFeedsEffSeffAndShow) {
       << series.dump() << " vs " << RecordedSamples(record) << " samples in " << record;
   const Json& points = series["points"];
   ASSERT_GE(points.size(), 6u);
+  int64_t last_at = 0;
   for (size_t i = 0; i < points.size(); ++i) {
     const Json& p = points[i];
     EXPECT_EQ(p[0].get<int64_t>(), static_cast<int64_t>(i + 1)) << "each sample once, in order";
+    // No stamp twice (a sample sent again under a new number after the restart) or out of
+    // order; the only gap is the agent's downtime (1.5 s and its restart), nothing lost.
+    EXPECT_GT(p[1].get<int64_t>(), last_at) << "stamps strictly increase: " << series.dump();
+    if (last_at > 0) {
+      EXPECT_LE(p[1].get<int64_t>() - last_at, 15000) << series.dump();
+    }
+    last_at = p[1].get<int64_t>();
     EXPECT_EQ(p[2].get<int>(), 1) << "raw: nothing merged";
     EXPECT_EQ(p[3].get<int>(), 70) << "the mean of its two GPUs";
     EXPECT_EQ(p[5].get<int64_t>(), int64_t{6144} << 20) << "their memory together";

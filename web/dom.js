@@ -47,6 +47,11 @@ export function when(at) {
   return at > 0 ? new Date(at).toLocaleString() : "-";
 }
 
+// How long ago, with the clock time in the tooltip: "4m12s ago" (hover: "29/11/2026, 14:03:22").
+export function whenAgo(at) {
+  return at > 0 ? h("time", { datetime: new Date(at).toISOString(), title: when(at) }, ago(at)) : "-";
+}
+
 // A notice in place of a view: what was refused or failed, in the API's own words.
 export function notice(e, what = "see this") {
   if (e && e.status === 403) {

@@ -2,6 +2,7 @@
 import { getJson } from "./api.js";
 import { h, notice, replace, table } from "./dom.js";
 import { gpuCounts, gpuMap, loadCluster } from "./gpus.js";
+import { clusterPlots } from "./plot.js";
 import { startsPerMinute } from "./state.js";
 
 // A GPU allocated to a run but used less than this (percent) is counted as wasted.
@@ -62,12 +63,32 @@ function usageBar(used, quota) {
   return [within, over, mark];
 }
 
+// The cluster's series; a head that keeps none (or refuses it) leaves the plots out.
+async function loadSeries() {
+  try {
+    return (await getJson("/v1/cluster/series")).body;
+  } catch (_) {
+    return null;
+  }
+}
+
 export function clusterView(section) {
   let alive = true;
+  let tick = null;
+  let every = 0;
   const load = async () => {
     try {
-      const [{ nodes, jobs }, q] = await Promise.all([loadCluster(), getJson("/v1/queues")]);
+      const [{ nodes, jobs }, q, series] =
+        await Promise.all([loadCluster(), getJson("/v1/queues"), loadSeries()]);
       if (!alive) return;
+      // Re-read as often as the head adds a point (at most every second), at least every 30 s
+      // (the start rate falls as time passes even when nothing happens).
+      const want = Math.min(30000, Math.max(1000, (series && series.step_ms) || 30000));
+      if (want !== every) {
+        clearInterval(tick);
+        every = want;
+        tick = setInterval(load, every);
+      }
       const map = gpuMap(nodes, jobs);
       const c = gpuCounts(map, IDLE_BELOW);
       const pending = jobs.filter((j) => j.state === "pending").length;
@@ -85,6 +106,7 @@ export function clusterView(section) {
           stat("jobs-running", "jobs running", running),
           stat("start-rate", "jobs started / min (5 min)", startsPerMinute(jobs, 5).toFixed(1)),
           stat("nodes-ready", "nodes ready", `${ready} / ${nodes.length}`)),
+        series ? [h("h3", {}, "Over the last hours"), clusterPlots(series)] : null,
         h("h3", {}, "Queues"),
         queueTable(q.body.queues, jobs));
     } catch (e) {
@@ -92,8 +114,6 @@ export function clusterView(section) {
     }
   };
   load();
-  // The start rate falls as time passes even when nothing happens.
-  const tick = setInterval(load, 30000);
   // It reads every active job and node: at most every 2 s however fast jobs flow.
   return { every: 2000, refresh: load, unmount: () => { alive = false; clearInterval(tick); } };
 }

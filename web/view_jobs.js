@@ -1,7 +1,7 @@
 // "Jobs" (mine or everyone's, filtered) and one job's page with its spec, runs, events and
 // followed logs.
 import { getJson, getLog, postJson } from "./api.js";
-import { ago, duration, h, notice, replace, table, when } from "./dom.js";
+import { ago, duration, h, notice, replace, table, whenAgo } from "./dom.js";
 import { usagePlots } from "./plot.js";
 import { caller } from "./state.js";
 
@@ -173,7 +173,7 @@ function runsTable(job) {
       h("td", { class: "num" }, r.attempt),
       h("td", {}, h("span", { class: "badge " + r.state }, r.state)),
       h("td", {}, placementText(r.placement || [])),
-      h("td", {}, when(r.started_at)),
+      h("td", {}, whenAgo(r.started_at)),
       h("td", {}, r.started_at > 0 ? duration((r.ended_at || Date.now()) - r.started_at) : ""),
       // A replica that has not exited has no code yet (-1000 in the record).
       h("td", {}, (r.exit_codes || []).map((c) => (c <= -1000 ? "-" : c)).join(",")),
@@ -182,7 +182,7 @@ function runsTable(job) {
 
 function eventsTable(job) {
   return table(["when", "what", "reason"],
-    (job.events || []).map((e) => h("tr", {}, h("td", {}, when(e.at)), h("td", {}, e.what),
+    (job.events || []).map((e) => h("tr", {}, h("td", {}, whenAgo(e.at)), h("td", {}, e.what),
       h("td", {}, e.reason || ""))), { class: "events" });
 }
 
@@ -262,7 +262,8 @@ export function jobView(section, m) {
       replace(head,
         h("h2", {}, `Job ${j.id}`, j.spec.name ? ` \u00b7 ${j.spec.name}` : "", " ",
           h("span", { class: "badge " + j.state, id: "job-state" }, j.state)),
-        h("p", {}, `${j.owner} \u00b7 queue ${j.spec.queue} \u00b7 ${gpus(j)} GPUs \u00b7 submitted ${when(j.submitted_at)}`,
+        h("p", {}, `${j.owner} \u00b7 queue ${j.spec.queue} \u00b7 ${gpus(j)} GPUs \u00b7 submitted `,
+          whenAgo(j.submitted_at),
           reason(j) ? h("span", { class: "reason" }, " \u00b7 " + reason(j)) : ""),
         FINISHED.has(j.state) ? null
           : h("button", { id: "cancel", onclick: (ev) => cancel(ev.target) }, "Cancel job"));

@@ -8,10 +8,10 @@
     print(job.wait())                   # JobState.SUCCEEDED
 """
 
-from .client import Client, ExecResult, Job, JobState
+from .client import ClusterPoint, Client, ExecResult, Job, JobState, UsagePoint
 from .executor import CorralFuture, Executor, FailedJobError
 from .errors import (AuthError, Conflict, CorralError, InvalidArgument, NotFound, QuotaExceeded,
                      ServerError, Unavailable)
 
-__all__ = ["Client", "Job", "JobState", "ExecResult", "Executor", "CorralFuture", "FailedJobError", "CorralError", "InvalidArgument", "AuthError", "NotFound",
+__all__ = ["Client", "Job", "JobState", "ExecResult", "UsagePoint", "ClusterPoint", "Executor", "CorralFuture", "FailedJobError", "CorralError", "InvalidArgument", "AuthError", "NotFound",
            "Conflict", "QuotaExceeded", "Unavailable", "ServerError"]

@@ -171,6 +171,24 @@ class Client:
     def reservations(self) -> List[Dict[str, Any]]:
         return self._json("GET", "/v1/reservations")["reservations"]
 
+    # ---- use over time (docs/efficiency.md, docs/dashboard.md) ----
+
+    def efficiency(self, job_id: int) -> Dict[str, Any]:
+        """A job's use of what it holds, from its runs' usage series, as ``corral eff -o json``
+        figures it: ``{"job", "state", "samples", "gpu_util", "gpu_memory_bytes",
+        "cpu_milli", "memory_bytes"}``, each figure ``{"mean", "peak"}`` (means weighted by
+        the samples each point merges; zero with no sample yet). The verdict is the CLI's."""
+        return self.job(job_id).efficiency()
+
+    def cluster_series(self, since: float = 0) -> Dict[str, Any]:
+        """The cluster's recent use as the head samples it for the dashboard's plots: ``{"step_ms",
+        "capacity", "points": [ClusterPoint, ...]}``, the last ``since`` seconds (0: every
+        point the head keeps; it keeps none across a restart)."""
+        page = self._json("GET", "/v1/cluster/series?" +
+                          urllib.parse.urlencode({"since": int(since)}))
+        page["points"] = [ClusterPoint(*p) for p in page.get("points", [])]
+        return page
+
     def create_reservation(self, name: str, nodes: Sequence[str], *, start_ms: int,
                            duration: Optional[str] = None, end_ms: Optional[int] = None,
                            maintenance: bool = False, users: Sequence[str] = (),
@@ -286,6 +304,33 @@ class Client:
         raise last
 
 
+class UsagePoint(NamedTuple):
+    """One point of a replica's usage series (docs/efficiency.md): a raw sample
+    (``samples == 1``) or several merged (means, with the peaks in ``*_max``)."""
+    seq: int
+    at: int
+    samples: int
+    gpu_util: int
+    gpu_util_max: int
+    gpu_mem: int
+    gpu_mem_max: int
+    cpu_milli: int
+    cpu_milli_max: int
+    mem: int
+    mem_max: int
+
+
+class ClusterPoint(NamedTuple):
+    """One point of the cluster's series: when (epoch ms), the live nodes' GPUs, those held,
+    their mean measured use (percent; None: none measured), jobs pending and running."""
+    at: int
+    gpus: int
+    gpus_used: int
+    gpu_util: Optional[int]
+    pending: int
+    running: int
+
+
 class ExecResult(NamedTuple):
     """What ``Client.exec`` ran: its exit code (128+N when signal N ended it) and output."""
     exit_code: int
@@ -319,6 +364,32 @@ class Job:
     @property
     def name(self) -> str:
         return self.data.get("spec", {}).get("name", "")
+
+    def usage(self) -> Dict[int, List[UsagePoint]]:
+        """Each replica's usage series over every run, oldest first, by replica index."""
+        out: Dict[int, List[UsagePoint]] = {}
+        for run in self.data.get("runs", []):
+            for series in run.get("usage", []):
+                out.setdefault(int(series["replica"]), []).extend(
+                    UsagePoint(*p) for p in series.get("points", []))
+        return out
+
+    def efficiency(self) -> Dict[str, Any]:
+        """Means and peaks of the job's use as last read (``refresh()`` first for news); see
+        ``Client.efficiency``."""
+        points = [p for series in self.usage().values() for p in series]
+        n = sum(p.samples for p in points)
+
+        def figure(mean_field: str, peak_field: str) -> Dict[str, float]:
+            total = sum(getattr(p, mean_field) * p.samples for p in points)
+            return {"mean": total / n if n else 0.0,
+                    "peak": max((getattr(p, peak_field) for p in points), default=0)}
+
+        return {"job": self.id, "state": self.state.value, "samples": n,
+                "gpu_util": figure("gpu_util", "gpu_util_max"),
+                "gpu_memory_bytes": figure("gpu_mem", "gpu_mem_max"),
+                "cpu_milli": figure("cpu_milli", "cpu_milli_max"),
+                "memory_bytes": figure("mem", "mem_max")}
 
     def refresh(self) -> "Job":
         self.data = self._client._json("GET", f"/v1/jobs/{self.id}")["job"]

@@ -37,8 +37,9 @@ def wait_until(probe: Callable[[], bool], timeout: float = 20.0) -> bool:
 
 class LocalCluster:
     def __init__(self, agents: int = 2, gpus: int = 2, head_args: List[str] = (),
-                 head_env: Dict[str, str] | None = None):
+                 head_env: Dict[str, str] | None = None, agent_args: List[str] = ()):
         self.head_args = list(head_args)
+        self.agent_args = list(agent_args)
         self.head_env = dict(os.environ, **(head_env or {}))
         self.dir = tempfile.mkdtemp(prefix="corral-py-")
         os.makedirs(os.path.join(self.dir, "agents"))
@@ -93,7 +94,8 @@ class LocalCluster:
             [CORRAL, "agent", "--head", self.addr, "--join-token-file",
              os.path.join(self.dir, "join.token"), "--name", name, "--state-dir",
              os.path.join(self.dir, "agents", name), "--simulate-gpus", str(self.gpus),
-             "--cpus", "16", "--memory", "64G", "--run-as", "agent"], f"agents/{name}.log")
+             "--cpus", "16", "--memory", "64G", "--run-as", "agent", *self.agent_args],
+            f"agents/{name}.log")
 
     def close(self, keep: bool = False) -> None:
         # Jobs outlive their agents by design: cancel what still runs first.

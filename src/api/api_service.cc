@@ -176,6 +176,8 @@ const std::vector<ApiService::Endpoint>& ApiService::Routes() {
         custom("DELETE", "/v1/exec/{session}", &ApiService::HandleExecRelay),
         Serve<GetUsage>("GET", "/v1/usage", DecodeGetUsage, UsageAnswer),
         Serve<GetHistory>("GET", "/v1/history", DecodeGetHistory, HistoryAnswer),
+        Serve<GetClusterSeries>("GET", "/v1/cluster/series", DecodeGetClusterSeries,
+                                ClusterSeriesAnswer),
         Serve<ListNodes>("GET", "/v1/nodes", NoFields<ListNodes>, NodesAnswer),
         Serve<GetNode>("GET", "/v1/nodes/{name}", DecodeGetNode, NodeRecordAnswer),
         Serve<RemoveNode>("DELETE", "/v1/nodes/{name}", DecodeRemoveNode, NodeRecordAnswer),

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <future>
+#include <thread>
 
 #include "api/test_head.h"
 
@@ -159,6 +161,39 @@ TEST_F(Api, ClusterQueueAndTokenRoutesRunTheirCommands) {
   Reply events = Call("GET", "/v1/events?since=0&max=5");
   ASSERT_EQ(events.status, 200);
   EXPECT_EQ(events.body["events"].size(), 5u);
+}
+
+// The head samples the cluster on its tick, one point a step (a minute here); the route
+// answers the points, the recent ones with `since`.
+TEST_F(Api, TheClusterSeriesAnswersThePointsTheHeadSampledOneAStep) {
+  // The first point fell at the start (1,000,000 ms, in the minute from 960,000); the node
+  // registers a second before the next minute, so that it is still heard from at its point.
+  clock_.Advance(19 * kSecond);
+  RegisterNode("n1");
+  ASSERT_EQ(Call("POST", "/v1/jobs", OneGpuJob()).status, 201);
+  ASSERT_EQ(Call("POST", "/v1/jobs", OneGpuJob()).status, 201);
+  ASSERT_EQ(Call("GET", "/v1/cluster/series").body["points"].size(), 1u) << "the same minute";
+  clock_.Advance(kSecond);
+  Reply series;
+  for (int i = 0; i < 100; ++i) {  // the tick runs every 500 ms of real time
+    series = Call("GET", "/v1/cluster/series");
+    if (series.body["points"].size() >= 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(series.status, 200) << series.body.dump();
+  EXPECT_EQ(series.body["step_ms"], kMinute);
+  const Json& points = series.body["points"];
+  ASSERT_EQ(points.size(), 2u) << "one point a step however often the tick runs: "
+                               << series.body.dump();
+  EXPECT_EQ(points[0][1], 0) << "the first point, at the start, saw no node";
+  // n1's GPU held by one job, the other pending; no GPU measured.
+  EXPECT_EQ(points[1], Json::array({clock_.Now(), 1, 1, nullptr, 1, 1})) << series.body.dump();
+  Reply recent = Call("GET", "/v1/cluster/series?since=10");
+  ASSERT_EQ(recent.status, 200);
+  EXPECT_EQ(recent.body["points"].size(), 1u) << recent.body.dump();
+  Reply bad = Call("GET", "/v1/cluster/series?since=-5");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(ErrorOf(bad).find("since"), std::string::npos) << ErrorOf(bad);
 }
 
 TEST_F(Api, BadInputNamesItsFieldAndChangesNothing) {

@@ -286,6 +286,13 @@ Result<head::GetHistory> DecodeGetHistory(const HttpRequest& req, const PathArgs
   return head::GetHistory{*since * kSecond};
 }
 
+// GET /v1/cluster/series?since=SECONDS (default 0: every point the head keeps).
+Result<head::GetClusterSeries> DecodeGetClusterSeries(const HttpRequest& req, const PathArgs&) {
+  auto since = QueryInt(req, "since", 0, 0, int64_t{100} * 365 * 86400);
+  if (!since.ok()) return since.status();
+  return head::GetClusterSeries{*since * kSecond};
+}
+
 // --- cluster ---
 
 Result<head::RemoveNode> DecodeRemoveNode(const HttpRequest&, const PathArgs& args) {
@@ -593,6 +600,8 @@ Json StepAnswer(const Step& step) { return Json{{"step", ToJson(step)}}; }
 Json UsageAnswer(const UsageReport& report) { return ToJson(report); }
 
 Json HistoryAnswer(const head::History& history) { return head::ToJson(history); }
+
+Json ClusterSeriesAnswer(const head::ClusterSeriesView& series) { return head::ToJson(series); }
 
 Json NodesAnswer(const std::vector<NodeView>& nodes) {
   Json arr = Json::array();

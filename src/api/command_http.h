@@ -53,6 +53,8 @@ Result<head::OpenExec> DecodeOpenExec(const net::HttpRequest& req, const PathArg
 Result<head::TouchSession> DecodeTouchSession(const net::HttpRequest& req, const PathArgs& args);
 Result<head::GetUsage> DecodeGetUsage(const net::HttpRequest& req, const PathArgs& args);
 Result<head::GetHistory> DecodeGetHistory(const net::HttpRequest& req, const PathArgs& args);
+Result<head::GetClusterSeries> DecodeGetClusterSeries(const net::HttpRequest& req,
+                                                      const PathArgs& args);
 Result<head::GetNode> DecodeGetNode(const net::HttpRequest& req, const PathArgs& args);
 // DELETE /v1/nodes/{name}
 Result<head::RemoveNode> DecodeRemoveNode(const net::HttpRequest& req, const PathArgs& args);
@@ -90,6 +92,7 @@ Json StepAnswer(const Step& step);                  // {"step": ...}
 Json SessionAnswer(const head::SessionStatus& s);   // {"job": ..., "idle_stop_at": ms|null}
 Json UsageAnswer(const UsageReport& report);
 Json HistoryAnswer(const head::History& history);
+Json ClusterSeriesAnswer(const head::ClusterSeriesView& series);
 Json NodesAnswer(const std::vector<NodeView>& nodes);  // {"nodes": [...]}
 Json NodeAnswer(const NodeView& node);                 // {"node": ...}
 Json NodeRecordAnswer(const Node& node);  // {"node": ...}, as registered, without its use

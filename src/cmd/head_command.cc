@@ -114,6 +114,7 @@ struct HeadDurations {
   int64_t min_runtime_ms = 0, half_life_ms = 0, idle_after_ms = 0, idle_stop_warning_ms = 0;
   int64_t leader_lease_ms = 0, retain_finished_ms = 0, stop_confirm_after_ms = 0;
   int64_t header_timeout_ms = 0, inactive_limit_ms = 0, relay_idle_ms = 0;
+  int64_t cluster_series_step_ms = 0, cluster_series_keep_ms = 0;
 };
 
 Result<HeadDurations> ParseHeadDurations(const HeadFlags& f) {
@@ -129,6 +130,8 @@ Result<HeadDurations> ParseHeadDurations(const HeadFlags& f) {
       {"--header-timeout", {&f.header_timeout, &d.header_timeout_ms}},
       {"--inactive-limit", {&f.inactive_limit, &d.inactive_limit_ms}},
       {"--relay-idle-timeout", {&f.relay_idle, &d.relay_idle_ms}},
+      {"--cluster-series-step", {&f.cluster_series_step, &d.cluster_series_step_ms}},
+      {"--cluster-series-keep", {&f.cluster_series_keep, &d.cluster_series_keep_ms}},
   };
   for (const auto& [flag, text_and_ms] : flags) {
     auto ms = ParseDuration(flag, *text_and_ms.first);
@@ -138,6 +141,16 @@ Result<HeadDurations> ParseHeadDurations(const HeadFlags& f) {
   if (d.header_timeout_ms <= 0) {
     return InvalidArgument("flag '--header-timeout': got " + f.header_timeout +
                            ", want a duration > 0");
+  }
+  if (d.cluster_series_step_ms < kSecond) {
+    return InvalidArgument("flag '--cluster-series-step': got " + f.cluster_series_step +
+                           ", want a duration of 1s or more");
+  }
+  if (d.cluster_series_keep_ms < d.cluster_series_step_ms ||
+      d.cluster_series_keep_ms / d.cluster_series_step_ms > 100000) {
+    return InvalidArgument("flag '--cluster-series-keep': got " + f.cluster_series_keep +
+                           ", want at least one step (" + f.cluster_series_step +
+                           ") and at most 100000 of them");
   }
   if (d.relay_idle_ms <= 0) {
     return InvalidArgument("flag '--relay-idle-timeout': got " + f.relay_idle +
@@ -205,6 +218,9 @@ head::HeadConfig HeadConfigOf(const HeadFlags& f, const HeadDurations& d,
   config.core.gpu_clean_checks_to_return = f.gpu_clean_checks;
   config.core.max_array_size = f.max_array_size;
   config.core.max_pending_per_user = f.max_pending_per_user;
+  config.cluster_series_step_ms = d.cluster_series_step_ms;
+  config.cluster_series_points =
+      static_cast<size_t>(d.cluster_series_keep_ms / d.cluster_series_step_ms);
   return config;
 }
 

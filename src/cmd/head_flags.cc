@@ -88,6 +88,11 @@ void AddHeadNodeFlags(CLI::App& app, HeadFlags& f) {
       ->delimiter(',');
   app.add_option("--idle-stop-warning", f.idle_stop_warning,
                  "time between an idle run's warning event and its stop");
+  app.add_option("--cluster-series-step", f.cluster_series_step,
+                 "the dashboard's plots of the cluster: how often the head takes a point of its "
+                 "GPUs' use and its queues (not durable: a new leader starts anew)");
+  app.add_option("--cluster-series-keep", f.cluster_series_keep,
+                 "how far back the cluster's points go (at most 100000 points)");
   app.add_option("--inactive-limit", f.inactive_limit,
                  "an interactive session (corral run, srun --pty, salloc) whose client has not "
                  "been heard from this long is ended; batch jobs never are (0s: never)");

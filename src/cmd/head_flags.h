@@ -40,6 +40,8 @@ struct HeadFlags {
   std::string retain_finished = "1d", stop_confirm_after = "2m";
   int32_t max_user_priority = 0, max_array_size = 10000, max_pending_per_user = 10000;
   std::string rdzv_host, rdzv_ports = "29400-29499", rdzv_python = "/usr/bin/python3";
+  // The dashboard's cluster series: a point every step, kept this long.
+  std::string cluster_series_step = "1m", cluster_series_keep = "6h";
   // Notices of jobs.
   std::vector<std::string> webhooks;
   std::string sendmail = "auto", mail_domain;

@@ -10,6 +10,7 @@
 #include "core/agent_protocol.h"
 #include "core/event_page.h"
 #include "core/usage.h"
+#include "head/cluster_series.h"
 #include "head/head_core.h"
 #include "head/history.h"
 #include "store/store.h"
@@ -153,6 +154,13 @@ struct GetUsage {
   using Answer = UsageReport;
   UsageBy by = UsageBy::kUser;
   DurationMs since_ms = 7 * kDay;
+};
+
+// Answered by the shell, which samples the cluster (head/cluster_series.h): the points of the
+// last `since_ms` (0: every point kept).
+struct GetClusterSeries {
+  using Answer = ClusterSeriesView;
+  DurationMs since_ms = 0;
 };
 
 // Answered by the shell: retired jobs of the period are read from the store.
@@ -496,6 +504,7 @@ constexpr bool ForAgents() {
   X(TouchSession)               \
   X(GetUsage)                   \
   X(GetHistory)                 \
+  X(GetClusterSeries)           \
   X(ListNodes)                  \
   X(GetNode)                    \
   X(SetDrain)                   \

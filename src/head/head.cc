@@ -96,6 +96,9 @@ void Head::Post(std::function<void()> fn) { asio::post(io_, std::move(fn)); }
 
 void Head::Tick() {
   core_.Tick(clock_->Now());
+  if (TimeMs now = clock_->Now(); cluster_series_.Due(now)) {
+    cluster_series_.Add(SampleCluster(core_.ListNodes(now), core_.ListQueues(), now));
+  }
   if (rdzv_) rdzv_->Reconcile(core_.RendezvousWanted());
   if (config_.estimate_interval_ms > 0) {
     TimeMs now = clock_->Now();

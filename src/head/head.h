@@ -30,6 +30,7 @@
 #include "core/metrics.h"
 #include "core/time.h"
 #include "head/audit_log.h"
+#include "head/cluster_series.h"
 #include "head/commands.h"
 #include "head/commit_pipeline.h"
 #include "head/durability.h"
@@ -70,6 +71,10 @@ struct HeadConfig {
   DurationMs lease_renew_ms = 0;
   // An array's cancel commits this many elements a turn, answering other commands between.
   int32_t cancel_slice = 250;
+  // The cluster's series for the dashboard (cluster_series.h): a point a step, the newest
+  // cluster_series_points kept (six hours of minutes by default).
+  DurationMs cluster_series_step_ms = kMinute;
+  size_t cluster_series_points = 360;
   DurabilityConfig durability;
   // The Python with torch that runs elastic jobs' rendezvous stores (rdzv_stores.h), when
   // core.rdzv_host is set.
@@ -208,6 +213,8 @@ class Head {
   void Execute(const Caller& by, TimeMs now, ListJobs command, Callback<std::vector<Job>> done);
   void Execute(const Caller& by, TimeMs now, GetUsage command, Callback<UsageReport> done);
   void Execute(const Caller& by, TimeMs now, GetHistory command, Callback<History> done);
+  void Execute(const Caller& by, TimeMs now, GetClusterSeries command,
+               Callback<ClusterSeriesView> done);
   void Execute(const Caller& by, TimeMs now, CreateToken command, Callback<NewToken> done);
   void Execute(const Caller& by, TimeMs now, BackupStore command, Callback<store::BackupInfo> done);
   void Execute(const Caller& by, TimeMs now, WatchEvents command, Callback<Events> done);
@@ -265,7 +272,8 @@ class Head {
   std::shared_ptr<std::vector<Change>> inflight_changes_;  // in the batch being written
   uint64_t durable_revision_ = 0;
   std::chrono::steady_clock::time_point commit_started_;
-  TimeMs last_estimate_at_ = 0;  // of the last start-time estimate (Tick)
+  TimeMs last_estimate_at_ = 0;   // of the last start-time estimate (Tick)
+  ClusterSeries cluster_series_;  // sampled by Tick
   MetricsRegistry metrics_;
   uint64_t reply_revision_ = 0;
   bool schedule_posted_ = false;

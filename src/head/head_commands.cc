@@ -164,6 +164,17 @@ void Head::Execute(const Caller& by, TimeMs now, GetUsage command, Callback<Usag
   });
 }
 
+void Head::Execute(const Caller&, TimeMs now, GetClusterSeries command,
+                   Callback<ClusterSeriesView> done) {
+  if (command.since_ms < 0) {
+    return Reply<ClusterSeriesView>(
+        std::move(done), InvalidArgument("field 'since': got " + std::to_string(command.since_ms) +
+                                         " ms, want 0 (every point kept) or more"));
+  }
+  const TimeMs from = command.since_ms == 0 || command.since_ms >= now ? 0 : now - command.since_ms;
+  Reply<ClusterSeriesView>(std::move(done), cluster_series_.Since(from));
+}
+
 // A huge array is cancelled a slice at a time (CancelRest), so that other commands are
 // answered between slices.
 void Head::Execute(const Caller& by, TimeMs now, CancelJob command, Callback<Job> done) {

@@ -148,7 +148,8 @@ Head::Head(HeadConfig config, std::unique_ptr<store::Store> store, const Clock* 
       clock_(clock),
       random_(random),
       core_(config_.core),
-      log_(config_.durability) {
+      log_(config_.durability),
+      cluster_series_(config_.cluster_series_step_ms, config_.cluster_series_points) {
   DescribeMetrics();
   if (!config_.core.rdzv_host.empty() && !config_.driven) {
     const std::string& dir = config_.state_dir;
