@@ -202,8 +202,8 @@ TEST(Datasets, A2ReplicaGangHasItsDatasetOnBothNodes) {
       "test \"$(head -c 3 \"$CORRAL_DATASET_COCO/val/0.jpg\")\" = aaa && "
       "echo \"$CORRAL_NODE $(ls \"$CORRAL_DATASET_COCO/train\" | wc -l) at "
       "$CORRAL_DATASET_COCO\"";
-  const std::string id = c.Submit({"--gpus", "1", "--replicas", "2", "--dataset", "coco", "--",
-                                   "/bin/sh", "-c", script});
+  const std::string id = c.Submit(
+      {"--gpus", "1", "--replicas", "2", "--dataset", "coco", "--", "/bin/sh", "-c", script});
   ASSERT_TRUE(WaitState(c, id, "succeeded")) << ShowJob(c, id).dump();
   const Json placement = ShowJob(c, id)["runs"].back()["placement"];
   ASSERT_EQ(placement.size(), 2u);

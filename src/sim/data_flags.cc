@@ -54,8 +54,7 @@ Status ApplyDataFlags(const DataFlags& f, uint64_t seed, SimConfig* cfg,
                            ", want datasets per queue from 0 (none) to 10000");
   }
   if (f.placement != "on" && f.placement != "off") {
-    return InvalidArgument("field '--placement-data': got \"" + f.placement +
-                           "\", want on or off");
+    return InvalidArgument("field '--placement-data': got \"" + f.placement + "\", want on or off");
   }
   if (f.per_queue == 0) return Status::Ok();
   DatasetRule rule;

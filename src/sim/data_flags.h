@@ -18,8 +18,8 @@ class App;
 namespace corral::sim {
 
 struct DataFlags {
-  int32_t per_queue = 0;               // --datasets
-  std::string dataset_size = "100G";   // median
+  int32_t per_queue = 0;              // --datasets
+  std::string dataset_size = "100G";  // median
   double dataset_size_sigma = 1.0;
   std::string family_window = "10m";
   std::string node_cache = "2T";

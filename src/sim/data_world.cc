@@ -21,8 +21,7 @@ void SimNodeCache::Unpin(const std::string& digest, TimeMs now) {
   it->second.last_use = now;
 }
 
-int64_t SimNodeCache::Publish(const std::string& digest, int64_t bytes, int32_t pins,
-                              TimeMs now) {
+int64_t SimNodeCache::Publish(const std::string& digest, int64_t bytes, int32_t pins, TimeMs now) {
   Entry& e = entries_[digest];
   if (e.bytes == 0) bytes_ += bytes;
   e.bytes = bytes;
@@ -65,8 +64,8 @@ SharedSource::SharedSource(int64_t bytes_per_s)
 
 void SharedSource::Advance(TimeMs now) {
   if (!left_.empty() && now > at_) {
-    const double each = static_cast<double>(now - at_) * bytes_per_ms_ /
-                        static_cast<double>(left_.size());
+    const double each =
+        static_cast<double>(now - at_) * bytes_per_ms_ / static_cast<double>(left_.size());
     for (auto& [fetch, left] : left_) left -= each;
   }
   at_ = std::max(at_, now);
@@ -145,8 +144,8 @@ void DataWorld::Publish(const Fetch& f, TimeMs now, std::vector<Key>* ready) {
   stats_.fetched_bytes += f.bytes;
   // The replicas on the node that waited for it pin it as it lands.
   std::vector<Key> waited;
-  for (auto it = waiting_.lower_bound({f.node, 0}); it != waiting_.end() && it->first.first == f.node;
-       ++it) {
+  for (auto it = waiting_.lower_bound({f.node, 0});
+       it != waiting_.end() && it->first.first == f.node; ++it) {
     if (it->second.missing.count(f.digest)) waited.push_back(it->first);
   }
   stats_.evictions +=

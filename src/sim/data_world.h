@@ -7,11 +7,12 @@
 // the simulator's loop (one thread); no wall clock.
 #pragma once
 
+#include <utility>
+
 #include <cstdint>
 #include <map>
 #include <set>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "core/dataset.h"
@@ -40,11 +41,11 @@ struct DataConfig {
 
 // What the nodes did with their data over a simulation.
 struct DataStats {
-  int64_t stage_ins = 0;      // datasets staged for replicas, found or fetched
-  int64_t hits = 0;           // of which found in the node's cache (or being fetched there)
-  int64_t fetches = 0;        // copies from the source completed
-  int64_t fetched_bytes = 0;  // their bytes
-  int64_t evictions = 0;      // unpinned datasets removed over the high watermark
+  int64_t stage_ins = 0;        // datasets staged for replicas, found or fetched
+  int64_t hits = 0;             // of which found in the node's cache (or being fetched there)
+  int64_t fetches = 0;          // copies from the source completed
+  int64_t fetched_bytes = 0;    // their bytes
+  int64_t evictions = 0;        // unpinned datasets removed over the high watermark
   int64_t staged_replicas = 0;  // replicas that waited for a fetch before starting
   int64_t staging_ms = 0;       // their waits, summed
 };
@@ -111,8 +112,7 @@ class DataWorld {
   bool Stage(size_t node, uint64_t process, const std::vector<DatasetRef>& datasets, TimeMs now);
   // What the source completed by `now` is published in the caches (and evicts); returns the
   // processes whose data is now all in place, ascending by (node, process).
-  std::vector<std::pair<size_t, uint64_t>> FetchesDone(TimeMs now,
-                                                       std::set<size_t>* nodes_changed);
+  std::vector<std::pair<size_t, uint64_t>> FetchesDone(TimeMs now, std::set<size_t>* nodes_changed);
   TimeMs NextFetchEnd() const { return source_.NextEnd(); }
   // The process no longer waits for its data (its run was stopped); its fetches go on.
   void StopWaiting(size_t node, uint64_t process);

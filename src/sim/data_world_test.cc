@@ -219,19 +219,19 @@ TEST(SimDataTest, WithoutDatasetsTheJobsRunAsBefore) {
 }
 
 // One node, one GPU, a cache of 100 MiB: y's arrival puts it over 95 MiB, so x, unpinned,
-// is evicted, and the next job reading x fetches it again.
+// is evicted, and the next job reading x fetches it again (and evicts y).
 TEST(SimDataTest, AFullCacheEvictsWhatNoRunPins) {
-  auto jobs = WithData(
-      "job_id,submit_time,duration,num_gpus\nA,0,100,1\nB,1000,100,1\nC,2000,100,1\n",
-      {"x", "y", "x"});
+  auto jobs =
+      WithData("job_id,submit_time,duration,num_gpus\nA,0,100,1\nB,1000,100,1\nC,2000,100,1\n",
+               {"x", "y", "x"});
   SimResult r = MustSimulate(jobs, DataSim(1, 1, 100 * kMiB, true));
-  EXPECT_EQ(r.data.evictions, 1);
+  EXPECT_EQ(r.data.evictions, 2);
   EXPECT_EQ(r.data.fetches, 3);
   EXPECT_EQ(JctS(jobs, r, 2), 160) << "x was evicted: C stages it again";
   // Two GPUs: A (x) still runs when y lands, so x is pinned and stays; C then finds it.
-  auto pinned = WithData(
-      "job_id,submit_time,duration,num_gpus\nA,0,10000,1\nB,0,100,1\nC,1000,100,1\n",
-      {"x", "y", "x"});
+  auto pinned =
+      WithData("job_id,submit_time,duration,num_gpus\nA,0,10000,1\nB,0,100,1\nC,1000,100,1\n",
+               {"x", "y", "x"});
   SimResult p = MustSimulate(pinned, DataSim(1, 2, 100 * kMiB, true));
   EXPECT_EQ(p.data.evictions, 0);
   EXPECT_EQ(p.data.fetches, 2);

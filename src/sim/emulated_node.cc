@@ -28,8 +28,8 @@ bool EmulatedNode::Apply(SyncResponse answer, TimeMs now, std::vector<ProcessCha
         p.report.running = true;
         p.report.started_at = now;
         processes_.emplace(key, p);
-        changes->push_back({ProcessChange::Kind::kStarted, o.job_id, o.attempt, o.replica,
-                            p.number, o.datasets});
+        changes->push_back(
+            {ProcessChange::Kind::kStarted, o.job_id, o.attempt, o.replica, p.number, o.datasets});
       } else if (o.stop && it->second.report.running && !it->second.stopping) {
         it->second.stopping = true;
         changes->push_back(
@@ -44,8 +44,8 @@ bool EmulatedNode::Apply(SyncResponse answer, TimeMs now, std::vector<ProcessCha
     if (e.second.report.running) {
       RunId id;
       if (ParseRunId(e.first.first, &id)) {
-        changes->push_back({ProcessChange::Kind::kGone, id.job, id.attempt, e.first.second,
-                            e.second.number});
+        changes->push_back(
+            {ProcessChange::Kind::kGone, id.job, id.attempt, e.first.second, e.second.number});
       }
     }
     return true;

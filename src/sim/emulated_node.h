@@ -25,7 +25,7 @@ struct ProcessChange {
   JobId job = 0;
   int32_t attempt = 0;
   int32_t replica = 0;
-  uint64_t process = 0;  // the process's number on this node: names it in Exit
+  uint64_t process = 0;              // the process's number on this node: names it in Exit
   std::vector<DatasetRef> datasets;  // kStarted: what its order says it reads
 };
 

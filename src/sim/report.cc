@@ -142,9 +142,9 @@ double HitRatio(const DataStats& d) {
   return d.stage_ins > 0 ? static_cast<double>(d.hits) / static_cast<double>(d.stage_ins) : 0;
 }
 double MeanStagingS(const DataStats& d) {
-  return d.staged_replicas > 0 ? static_cast<double>(d.staging_ms) / 1000.0 /
-                                     static_cast<double>(d.staged_replicas)
-                               : 0;
+  return d.staged_replicas > 0
+             ? static_cast<double>(d.staging_ms) / 1000.0 / static_cast<double>(d.staged_replicas)
+             : 0;
 }
 constexpr double kTiB = 1024.0 * 1024 * 1024 * 1024;
 

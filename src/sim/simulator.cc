@@ -446,8 +446,9 @@ class Loop {
   Status CheckData() const {
     if (!config_.data.on()) return Status::Ok();
     if (config_.data.source_bytes_per_s <= 0) {
-      return InvalidArgument("field 'source_bytes_per_s': the data source needs a bandwidth "
-                             "above 0 bytes/s");
+      return InvalidArgument(
+          "field 'source_bytes_per_s': the data source needs a bandwidth "
+          "above 0 bytes/s");
     }
     if (config_.elastic.on) {
       return InvalidArgument("datasets are staged for rigid runs only: leave out --elastic");

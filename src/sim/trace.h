@@ -47,7 +47,7 @@ struct TraceJob {
   // The dataset it reads (SimConfig::data; dataset_assign.h gives one where the trace has
   // none); "": none.
   std::string dataset;
-  int64_t line = 0;              // line of the source file, for error messages
+  int64_t line = 0;  // line of the source file, for error messages
   // A job as a head recorded it (`corral whatif`): submitted with this spec (its queue, name
   // and time limit replaced by the fields above) rather than as a preemptible gang of
   // whole-node replicas. Shared: a trace and its changed copies hold one spec per job.
