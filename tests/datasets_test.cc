@@ -1,7 +1,8 @@
 // Datasets through a real head and real agents, driven by the real CLI (docs/datasets.md):
 // jobs on one node share one cached copy fetched once; a dataset in use cannot be removed;
 // an agent killed while it fetches leaves no partial copy and the job still runs; a job goes
-// to the node that holds its data; another user's job cannot reach a private dataset.
+// to the node that holds its data; a 2-replica gang has its data on both its nodes; another
+// user's job cannot reach a private dataset.
 #include <gtest/gtest.h>
 #include <pwd.h>
 #include <sys/stat.h>
@@ -186,6 +187,50 @@ TEST(Datasets, AJobGoesToTheNodeThatHoldsItsData) {
   ASSERT_TRUE(WaitState(c, second, "succeeded")) << ShowJob(c, second).dump();
   EXPECT_EQ(NodeOf(c, second), holder);
   EXPECT_EQ(Lines(c.dir() + "/agents/" + holder + "/datasets/fetches"), 1);
+}
+
+// A gang whose replicas each read a dataset: with one GPU on each of two nodes, a 2-replica
+// job runs a replica on each node; each node's agent stages the dataset into its own cache
+// (one fetch each, one copy each) before its replica starts, and each replica reads it there.
+TEST(Datasets, A2ReplicaGangHasItsDatasetOnBothNodes) {
+  LocalCluster c("datasets-gang", 2, 1);
+  const std::string src = c.dir() + "/shared/coco";
+  MakeSource(src, 40, 2000);
+  ASSERT_EQ(c.Corral({"datasets", "add", "coco", "--source", src}).exit_code, 0);
+  const std::string digest = DatasetJson(c, "coco")["digest"];
+  const std::string script =
+      "test \"$(head -c 3 \"$CORRAL_DATASET_COCO/val/0.jpg\")\" = aaa && "
+      "echo \"$CORRAL_NODE $(ls \"$CORRAL_DATASET_COCO/train\" | wc -l) at "
+      "$CORRAL_DATASET_COCO\"";
+  const std::string id = c.Submit(
+      {"--gpus", "1", "--replicas", "2", "--dataset", "coco", "--", "/bin/sh", "-c", script});
+  ASSERT_TRUE(WaitState(c, id, "succeeded")) << ShowJob(c, id).dump();
+  const Json placement = ShowJob(c, id)["runs"].back()["placement"];
+  ASSERT_EQ(placement.size(), 2u);
+  std::vector<std::string> nodes;
+  for (int rep = 0; rep < 2; ++rep) {
+    const std::string node = placement[rep]["node"];
+    nodes.push_back(node);
+    const std::string cache = c.dir() + "/agents/" + node + "/datasets";
+    const std::string copy = cache + "/data/" + digest.substr(7);
+    // The node's cache holds the one complete copy, fetched once there.
+    EXPECT_EQ(Entries(cache + "/data", true), std::vector<std::string>{digest.substr(7)}) << node;
+    EXPECT_EQ(Lines(cache + "/fetches"), 1) << node;
+    EXPECT_TRUE(fs::exists(copy + "/train/1.jpg")) << copy;
+    // The replica on it read the dataset from that copy.
+    auto logs = c.Corral({"logs", id, "--replica", std::to_string(rep)});
+    ASSERT_EQ(logs.exit_code, 0) << logs.err;
+    EXPECT_EQ(logs.out, node + " 30 at " + copy + "\n") << "replica " << rep;
+  }
+  EXPECT_NE(nodes[0], nodes[1]) << "one replica on each node";
+  // The head hears from both agents that they hold it.
+  EXPECT_TRUE(WaitUntil(30000, [&] {
+    Json d = DatasetJson(c, "coco");
+    if (!d.is_object() || !d.contains("nodes")) return false;
+    std::vector<std::string> held = d["nodes"];
+    std::sort(held.begin(), held.end());
+    return held == std::vector<std::string>{"node1", "node2"};
+  })) << DatasetJson(c, "coco").dump();
 }
 
 // Multi-user, as root (agents run jobs as their owners): a dataset whose files only its owner

@@ -29,7 +29,7 @@ bool EmulatedNode::Apply(SyncResponse answer, TimeMs now, std::vector<ProcessCha
         p.report.started_at = now;
         processes_.emplace(key, p);
         changes->push_back(
-            {ProcessChange::Kind::kStarted, o.job_id, o.attempt, o.replica, p.number});
+            {ProcessChange::Kind::kStarted, o.job_id, o.attempt, o.replica, p.number, o.datasets});
       } else if (o.stop && it->second.report.running && !it->second.stopping) {
         it->second.stopping = true;
         changes->push_back(
@@ -39,7 +39,17 @@ bool EmulatedNode::Apply(SyncResponse answer, TimeMs now, std::vector<ProcessCha
   }
   // What the head no longer lists is over for it: a process still running is killed (as the
   // real agent stops a run it is not asked to run), an exited one forgotten.
-  std::erase_if(processes_, [&](const auto& e) { return !wanted.count(e.first); });
+  std::erase_if(processes_, [&](const auto& e) {
+    if (wanted.count(e.first)) return false;
+    if (e.second.report.running) {
+      RunId id;
+      if (ParseRunId(e.first.first, &id)) {
+        changes->push_back(
+            {ProcessChange::Kind::kGone, id.job, id.attempt, e.first.second, e.second.number});
+      }
+    }
+    return true;
+  });
   return true;
 }
 
@@ -61,12 +71,35 @@ void EmulatedNode::Fail() {
   desired_.Reset();
 }
 
+bool EmulatedNode::Staging(uint64_t process, const std::string& note) {
+  for (auto& [key, p] : processes_) {
+    if (p.number != process) continue;
+    p.report.staging = true;
+    p.report.note = note;
+    return true;
+  }
+  return false;
+}
+
+bool EmulatedNode::Begin(uint64_t process, TimeMs now) {
+  for (auto& [key, p] : processes_) {
+    if (p.number != process) continue;
+    if (!p.report.running) return false;
+    p.report.staging = false;
+    p.report.note.clear();
+    p.report.started_at = now;
+    return true;
+  }
+  return false;
+}
+
 SyncRequest EmulatedNode::Report() const {
   SyncRequest r;
   r.node = registration_.name;
   r.agent_epoch = agent_epoch_;
   r.desired_version = desired_.version();
   r.deltas = true;
+  r.datasets = datasets_;
   r.runs.reserve(processes_.size());
   for (const auto& [key, p] : processes_) r.runs.push_back(p.report);
   return r;

@@ -19,12 +19,14 @@ namespace corral::sim {
 
 // What an answer made the agent do to one replica's process.
 struct ProcessChange {
-  enum class Kind { kStarted, kStopOrdered };
+  // kGone: a process still running that the head no longer lists, killed.
+  enum class Kind { kStarted, kStopOrdered, kGone };
   Kind kind = Kind::kStarted;
   JobId job = 0;
   int32_t attempt = 0;
   int32_t replica = 0;
-  uint64_t process = 0;  // the process's number on this node: names it in Exit
+  uint64_t process = 0;              // the process's number on this node: names it in Exit
+  std::vector<DatasetRef> datasets;  // kStarted: what its order says it reads
 };
 
 class EmulatedNode {
@@ -46,6 +48,12 @@ class EmulatedNode {
   bool Exit(uint64_t process, int32_t exit_code, TimeMs now);
   // The node fails: every process dies with it and the agent says nothing until Registered.
   void Fail();
+  // The process waits for its datasets (`note` says which), or its data is in place and it
+  // starts now. False if it is no longer there.
+  bool Staging(uint64_t process, const std::string& note);
+  bool Begin(uint64_t process, TimeMs now);
+  // The digests its dataset cache holds, for its reports.
+  void SetDatasets(std::vector<std::string> digests) { datasets_ = std::move(digests); }
 
   // The sync request: every process alive or exited and not yet forgotten.
   SyncRequest Report() const;
@@ -63,6 +71,7 @@ class EmulatedNode {
   DesiredRuns desired_;
   std::map<std::pair<std::string, int32_t>, Process> processes_;  // (run id, replica)
   uint64_t next_process_ = 1;
+  std::vector<std::string> datasets_;
 };
 
 }  // namespace corral::sim

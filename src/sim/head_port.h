@@ -17,6 +17,7 @@
 #include <string>
 
 #include "core/agent_protocol.h"
+#include "core/dataset.h"
 #include "core/job.h"
 #include "core/status.h"
 #include "head/head_core.h"
@@ -31,6 +32,8 @@ class HeadPort {
   virtual Status SetQueue(const QueueConfig& queue, TimeMs now) = 0;
   // An admin creates a reservation or maintenance window.
   virtual Status CreateReservation(const NodeReservationSpec& reservation, TimeMs now) = 0;
+  // An admin registers a dataset (its manifest's figures as `corral datasets add` sends them).
+  virtual Status AddDataset(const Dataset& dataset, TimeMs now) = 0;
   // A user's submission, `owner` the job's owner ("" may be one), submitted by an admin.
   virtual Result<Job> Submit(JobSpec spec, const std::string& owner, TimeMs now) = 0;
 

@@ -148,6 +148,8 @@ Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
     s.preemptions_per_hour = static_cast<double>(s.preemptions) / (s.makespan / 3600);
   }
   s.lost_gpu_hours = static_cast<double>(result.lost_gpu_ms) / 1000.0 / 3600.0;
+  s.data = result.data;
+  s.staging_gpu_hours = static_cast<double>(result.staging_gpu_ms) / 1000.0 / 3600.0;
   s.node_failures = result.node_failures;
   s.predicted_by_name = result.predicted_by_name;
   s.predicted_by_name_at_submit = result.predicted_by_name_at_submit;
@@ -160,6 +162,45 @@ Summary Summarize(const std::string& policy, const std::vector<TraceJob>& jobs,
   s.estimates = MeasureEstimateAccuracy(jobs, result, report_from);
   return s;
 }
+
+namespace {
+
+double HitRatio(const DataStats& d) {
+  return d.stage_ins > 0 ? static_cast<double>(d.hits) / static_cast<double>(d.stage_ins) : 0;
+}
+double MeanStagingS(const DataStats& d) {
+  return d.staged_replicas > 0
+             ? static_cast<double>(d.staging_ms) / 1000.0 / static_cast<double>(d.staged_replicas)
+             : 0;
+}
+constexpr double kTiB = 1024.0 * 1024 * 1024 * 1024;
+
+std::string DataJson(const Summary& s) {
+  const DataStats& d = s.data;
+  std::ostringstream o;
+  o << "{\"stage_ins\": " << d.stage_ins << ", \"hit_ratio\": " << Num(HitRatio(d), 4)
+    << ", \"fetches\": " << d.fetches
+    << ", \"fetched_tib\": " << Num(static_cast<double>(d.fetched_bytes) / kTiB, 3)
+    << ", \"evictions\": " << d.evictions << ", \"staged_replicas\": " << d.staged_replicas
+    << ", \"mean_staging_s\": " << Num(MeanStagingS(d))
+    << ", \"staging_gpu_hours\": " << Num(s.staging_gpu_hours) << "}";
+  return o.str();
+}
+
+std::string DataLine(const Summary& s) {
+  const DataStats& d = s.data;
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "%s data: %lld stage-ins, hit ratio %.3f, %lld fetches (%.2f TiB), %lld "
+                "evictions, %lld replicas waited %.0f s on average, %.1f GPU-hours staging\n",
+                s.policy.c_str(), static_cast<long long>(d.stage_ins), HitRatio(d),
+                static_cast<long long>(d.fetches), static_cast<double>(d.fetched_bytes) / kTiB,
+                static_cast<long long>(d.evictions), static_cast<long long>(d.staged_replicas),
+                MeanStagingS(d), s.staging_gpu_hours);
+  return buf;
+}
+
+}  // namespace
 
 std::string SummaryJson(const Summary& s) {
   std::ostringstream o;
@@ -200,6 +241,7 @@ std::string SummaryJson(const Summary& s) {
   o << "},\n";
   if (s.estimates.sampled > 0)
     o << "  \"estimates\": " << EstimateAccuracyJson(s.estimates) << ",\n";
+  if (s.data.stage_ins > 0) o << "  \"data\": " << DataJson(s) << ",\n";
   o << "  \"schedule_calls\": " << s.schedule_calls;
   if (s.sim_wall_time_s >= 0) {
     o << ",\n  \"sim_wall_time_s\": " << Num(s.sim_wall_time_s);
@@ -235,6 +277,9 @@ std::string SummaryTable(const std::vector<Summary>& rows) {
   }
   for (const Summary& s : rows) {
     if (s.estimates.sampled > 0) o << EstimateAccuracyLine(s.policy, s.estimates);
+  }
+  for (const Summary& s : rows) {
+    if (s.data.stage_ins > 0) o << DataLine(s);
   }
   return o.str();
 }

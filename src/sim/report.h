@@ -27,6 +27,10 @@ namespace corral::sim {
 //  lost_gpu_hours = GPU time held by runs beyond the progress they kept (work lost to
 //                   preemptions and node failures since the last checkpoint, restart
 //                   overhead, grace)
+//  data (with datasets): stage-ins of a replica's dataset, the hit ratio (found in the node's
+//                  cache, or being fetched there, over all stage-ins), fetches and TiB read
+//                  from the source, evictions, replicas that waited for a fetch and their mean
+//                  wait, and staging_gpu_hours: GPU time runs held while waiting for data
 //  jain_fairness = Jain's index over queues of each queue's mean slowdown:
 //                  (sum x)^2 / (n * sum x^2); 1 when every queue is slowed alike.
 struct Summary {
@@ -63,6 +67,8 @@ struct Summary {
   double schedule_wall_time_s = -1;
   std::vector<double> jcts;    // sorted, seconds; for the plot
   EstimateAccuracy estimates;  // with SimConfig::estimate_every; sampled 0 otherwise
+  DataStats data;              // with SimConfig::data; stage_ins 0 otherwise
+  double staging_gpu_hours = 0;
 };
 
 // `report_from`: only jobs submitted at or after it are counted (JCT, waits, slowdown,

@@ -57,6 +57,7 @@ class Recorder final : public HeadPort {
   Status CreateReservation(const NodeReservationSpec& r, TimeMs now) override {
     return head_->CreateReservation(r, now);
   }
+  Status AddDataset(const Dataset& d, TimeMs now) override { return head_->AddDataset(d, now); }
   Result<Job> Submit(JobSpec spec, const std::string& owner, TimeMs now) override {
     return head_->Submit(std::move(spec), owner, now);
   }

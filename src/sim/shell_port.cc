@@ -60,6 +60,10 @@ class ShellPort final : public HeadPort {
     return Call(head_->tokens().admin, head::CreateReservation{reservation}, now).status();
   }
 
+  Status AddDataset(const Dataset& dataset, TimeMs now) override {
+    return Call(head_->tokens().admin, head::AddDataset{dataset}, now).status();
+  }
+
   Result<Job> Submit(JobSpec spec, const std::string& owner, TimeMs now) override {
     return Call(head_->tokens().admin, head::SubmitJob{std::move(spec), owner, ""}, now);
   }

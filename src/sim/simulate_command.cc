@@ -15,6 +15,7 @@
 #include "sched/arrival_history.h"
 #include "sim/admin_flags.h"
 #include "sim/checker.h"
+#include "sim/data_flags.h"
 #include "sim/predict_flags.h"
 #include "sim/report.h"
 #include "sim/simulator.h"
@@ -67,6 +68,7 @@ struct Flags {
   std::string cluster_budget, queue_budget;
   PredictFlags predict;
   AdminFlags admin;
+  DataFlags data;
   bool synth_time_limits = false;
   std::string infer_job_names;  // a window; empty: off
   std::string node_mtbf = "0s";
@@ -630,6 +632,12 @@ Status Run(const Flags& f, std::ostream& out, std::ostream& err) {
         &cfg.quotas));
   }
   CORRAL_RETURN_IF_ERROR(ApplyAdminFlags(f.admin, &cfg, &jobs));
+  CORRAL_RETURN_IF_ERROR(ApplyDataFlags(f.data, f.seed, &cfg, &jobs));
+  if (cfg.data.on() && f.check) {
+    return InvalidArgument(
+        "field '--check': it checks runs that serve from their start; a run that stages its "
+        "data first does not: leave it out with --datasets");
+  }
   Result<std::vector<std::string>> policies = PoliciesToRun(f);
   if (!policies.ok()) return policies.status();
   std::vector<Summary> summaries;
@@ -786,6 +794,7 @@ void AddSimWhatIfFlags(CLI::App* app, Flags* f) {
                   "forward: the jobs expected to arrive meanwhile are those of this window "
                   "before the estimate again, evenly spaced (default 2h; 0: none arrive)");
   app->add_flag("--profile", f->profile, "report wall time spent inside Scheduler::Schedule");
+  AddDataFlags(*app, &f->data);
 }
 
 }  // namespace

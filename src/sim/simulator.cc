@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <queue>
 #include <random>
 #include <set>
@@ -38,7 +39,8 @@ constexpr TimeMs kEpoch = 18599 * kDay;  // 2020-12-03 (a whole number of weeks)
 
 // The simulation's events, in time order and then in the order they were planned. A process
 // exit or a node event names the node by index.
-enum class EventKind { kExit, kTick, kNodeFail, kNodeRepair };
+// A fetch-done event is the source's next completion as planned when `plan` was its plan.
+enum class EventKind { kExit, kTick, kNodeFail, kNodeRepair, kFetchDone };
 
 struct Event {
   TimeMs at = 0;  // trace time
@@ -61,7 +63,15 @@ struct Work {
   TimeMs run_start = 0;               // trace time the current run was placed
   int32_t attempt = 0;                // the current run's
   bool stopped = false;               // the current run was asked to stop: its work is saved
+  // A run that reads datasets begins its work once every replica has its data (run_start is
+  // kNotBegun until then): its replicas' processes and how many have their data.
+  std::vector<std::pair<size_t, uint64_t>> processes;  // (node, process)
+  int32_t ready = 0;
 };
+
+// Work::run_start of a run whose replicas still wait for their data: far enough ahead that
+// the run has made no progress, near enough that no difference overflows.
+constexpr TimeMs kNotBegun = INT64_MAX / 4;
 
 // An elastic job's current world (SimConfig::elastic): its replicas' live processes and the
 // stretch since its last change of membership, whose rate the scaling model gives.
@@ -132,10 +142,12 @@ class Loop {
     if (c.registered.empty() && (c.nodes <= 0 || c.gpus_per_node <= 0)) {
       return InvalidArgument("the cluster needs --nodes > 0 and --gpus-per-node > 0");
     }
+    CORRAL_RETURN_IF_ERROR(CheckData());
     Result<std::unique_ptr<HeadPort>> port = make_port_(MakeCoreConfig(), kEpoch);
     if (!port.ok()) return port.status();
     port_ = std::move(*port);
     MakeNodes();
+    CORRAL_RETURN_IF_ERROR(StartData());
     result_.total_gpus = static_cast<int64_t>(c.nodes) * c.gpus_per_node;
     if (!c.registered.empty()) {
       result_.total_gpus = 0;
@@ -198,6 +210,9 @@ class Loop {
           case EventKind::kNodeRepair:
             RepairNode(e.node, now);
             break;
+          case EventKind::kFetchDone:
+            if (e.plan == fetch_plan_) FetchesDone(now);
+            break;
         }
       }
       if (tick) Tick(now);
@@ -228,6 +243,7 @@ class Loop {
                       " job(s) pending and " + std::to_string(running_) +
                       " running: the scheduler placed nothing on an idle cluster");
     }
+    if (data_) result_.data = data_->stats();
     HeadPort::PassStats passes = port_->pass_stats();
     result_.schedule_calls = passes.passes;
     if (config_.profile) result_.schedule_seconds = passes.seconds;
@@ -256,6 +272,8 @@ class Loop {
   // progress; for the corral policy, the inputs `predict` leaves out, or the oracle or one of
   // its bounds (oracle_bounds.h).
   void Adjust(const Job& job, sched::PendingJob* p) const {
+    // Cache-blind placement: the scheduler does not know what the job reads.
+    if (config_.data.on() && !config_.data.placement_aware) p->datasets.clear();
     if (job.id == 0 || job.id > index_.size()) return;
     const TraceJob& t = jobs_[index_[job.id - 1]];
     const Work& w = work_[job.id - 1];
@@ -332,6 +350,7 @@ class Loop {
   }
 
   void Report(size_t n, TimeMs now) {
+    if (data_) nodes_[n].SetDatasets(data_->Held(n));
     port_->Report(nodes_[n].Report(), kEpoch + now);
     Pump(now);
   }
@@ -362,10 +381,16 @@ class Loop {
                    "emulated node " + node.name() + " refused a full answer");
     }
     for (const ProcessChange& c : changes) {
-      if (c.kind == ProcessChange::Kind::kStarted) {
-        Started(n, c, now);
-      } else {
-        StopOrdered(n, c, now);
+      switch (c.kind) {
+        case ProcessChange::Kind::kStarted:
+          Started(n, c, now);
+          break;
+        case ProcessChange::Kind::kStopOrdered:
+          StopOrdered(n, c, now);
+          break;
+        case ProcessChange::Kind::kGone:
+          if (data_) ReleaseData(n, c.process, now);
+          break;
       }
     }
     // The agent reports what it started at once (its next sync); a stop changes nothing to
@@ -389,6 +414,10 @@ class Loop {
 
   // A replica's process starts: it ends by itself once it has done the rest of the job's work.
   void Started(size_t n, const ProcessChange& c, TimeMs now) {
+    if (data_ && !c.datasets.empty() && !IsElastic(c.job)) {
+      StartedWithData(n, c, now);
+      return;
+    }
     Work& w = WorkOf(c.job);
     const TraceJob& t = jobs_[Row(c.job)];
     if (w.attempt != c.attempt) {  // the run's first replica to start
@@ -413,6 +442,106 @@ class Loop {
     }
     TimeMs end = w.run_start + Overhead(c.attempt) + t.duration_ms - w.progress_ms;
     Plan({std::max(now, end), 0, EventKind::kExit, n, c.process, 0});
+  }
+
+  // SimConfig::data's settings a simulation cannot run with.
+  Status CheckData() const {
+    if (!config_.data.on()) return Status::Ok();
+    if (config_.data.source_bytes_per_s <= 0) {
+      return InvalidArgument(
+          "field 'source_bytes_per_s': the data source needs a bandwidth "
+          "above 0 bytes/s");
+    }
+    if (config_.elastic.on) {
+      return InvalidArgument("datasets are staged for rigid runs only: leave out --elastic");
+    }
+    return Status::Ok();
+  }
+
+  // The nodes' caches and the source, and every dataset registered as `corral datasets add`
+  // does, before the first submission.
+  Status StartData() {
+    if (!config_.data.on()) return Status::Ok();
+    data_.emplace(config_.data, nodes_.size());
+    for (const SimDataset& s : config_.data.datasets) {
+      Dataset d;
+      d.name = s.name;
+      d.version = "v1";
+      d.source = "/shared/" + s.name;
+      d.digest = s.digest;
+      d.files = 1;
+      d.bytes = s.bytes;
+      CORRAL_RETURN_IF_ERROR(port_->AddDataset(d, kEpoch));
+    }
+    Pump(0);
+    return Status::Ok();
+  }
+
+  // A replica that reads datasets starts on node n: it stages them (data_world.h) and begins
+  // once they are all in place.
+  void StartedWithData(size_t n, const ProcessChange& c, TimeMs now) {
+    Work& w = WorkOf(c.job);
+    if (w.attempt != c.attempt) {  // the run's first replica to start
+      w.attempt = c.attempt;
+      w.run_start = kNotBegun;
+      w.run_progress_start = w.progress_ms;
+      w.stopped = false;
+      w.processes.clear();
+      w.ready = 0;
+    }
+    w.processes.emplace_back(n, c.process);
+    data_process_[{n, c.process}] = {c.job, c.attempt};
+    if (data_->Stage(n, c.process, c.datasets, now)) {
+      ReplicaReady(n, c.process, now);
+    } else {
+      nodes_[n].Staging(c.process,
+                        "staging " + data_->Awaited(n, c.process) + " on " + nodes_[n].name());
+    }
+    PlanFetch();
+  }
+
+  // The replica's data is all on its node: its process starts; once every replica's is, the
+  // run's work begins and its processes end when the rest of the job's work is done.
+  void ReplicaReady(size_t n, uint64_t process, TimeMs now) {
+    auto it = data_process_.find({n, process});
+    if (it == data_process_.end() || !nodes_[n].Begin(process, kEpoch + now)) return;
+    const auto [job, attempt] = it->second;
+    Work& w = WorkOf(job);
+    if (w.attempt != attempt || w.stopped) return;
+    const TraceJob& t = jobs_[Row(job)];
+    // The head counts the limit from the run's start, its first replica's.
+    if (++w.ready == 1 && t.time_limit_ms > 0) Plan({now + t.time_limit_ms, 0, EventKind::kTick});
+    if (w.ready < static_cast<int32_t>(result_.runs[Open(job).run].placement.size())) return;
+    w.run_start = now;
+    const TimeMs end = now + Overhead(attempt) + t.duration_ms - w.progress_ms;
+    for (const auto& [node, p] : w.processes) Plan({end, 0, EventKind::kExit, node, p, 0});
+  }
+
+  // The process is over (or gone): its pins go, it waits for nothing.
+  void ReleaseData(size_t n, uint64_t process, TimeMs now) {
+    data_->Release(n, process, now);
+    data_process_.erase({n, process});
+  }
+
+  // The source's completions at `now`: published on their nodes, whose agents report their
+  // caches; the replicas whose data is now in place start.
+  void FetchesDone(TimeMs now) {
+    fetch_at_ = -1;
+    std::set<size_t> changed;
+    for (const auto& [n, p] : data_->FetchesDone(now, &changed)) ReplicaReady(n, p, now);
+    for (size_t n : changed) {
+      if (nodes_[n].up()) Report(n, now);
+    }
+    PlanFetch();
+  }
+
+  // The event of the source's next completion, planned again where it moved.
+  void PlanFetch() {
+    const TimeMs at = data_->NextFetchEnd();
+    if (at == fetch_at_) return;
+    fetch_at_ = at;
+    ++fetch_plan_;
+    if (at >= 0) Plan({at, 0, EventKind::kFetchDone, 0, 0, 0, 0, fetch_plan_});
   }
 
   // The run's work up to `now`, as a checkpoint keeps it.
@@ -441,11 +570,13 @@ class Loop {
       w.progress_ms = WorkAt(w, jobs_[Row(c.job)], now, /*checkpoint_now=*/true);
       w.stopped = true;
     }
+    if (data_) data_->StopWaiting(n, c.process);
     Plan({now + config_.preempt_grace_ms, 0, EventKind::kExit, n, c.process, -15});
   }
 
   void Exit(const Event& e, TimeMs now) {
     if (e.plan != 0 && !ElasticPlanHolds(e)) return;  // the world changed since it was planned
+    if (data_) ReleaseData(e.node, e.process, now);
     EmulatedNode& node = nodes_[e.node];
     if (!node.up() || !node.Exit(e.process, e.exit_code, kEpoch + now)) return;  // killed meanwhile
     Report(e.node, now);
@@ -488,6 +619,11 @@ class Loop {
       spec.replicas = elastic.max;
       spec.min_replicas = elastic.min;
       spec.per_replica.gpu_milli = elastic.per_replica * kGpuMilli;
+    }
+    if (data_ && !t.dataset.empty()) {
+      DatasetRef d;
+      d.name = t.dataset;
+      spec.datasets = {d};
     }
     spec.command = {"trace-job"};
     spec.name = t.name;
@@ -587,11 +723,16 @@ class Loop {
     r.preempted = e.run_state == RunState::kPreempted || (r.lost && stop == StopCause::kPreempted);
     r.timeout = stop == StopCause::kTimeLimit;
     // GPU time the run held beyond the progress it kept (an elastic world's pauses are counted
-    // as they pass: ElasticKeep).
+    // as they pass: ElasticKeep), apart from its replicas' waits for their data.
     DurationMs gain = w.progress_ms - w.run_progress_start;
+    DurationMs staged = 0;
+    if (!w.processes.empty()) {
+      staged = std::clamp<DurationMs>(std::min(now, w.run_start) - r.start, 0, now - r.start);
+      result_.staging_gpu_ms += r.gpu_milli * staged / kGpuMilli;
+    }
     if (!IsElastic(e.job)) {
       result_.lost_gpu_ms +=
-          r.gpu_milli * std::max<DurationMs>(0, now - r.start - gain) / kGpuMilli;
+          r.gpu_milli * std::max<DurationMs>(0, now - r.start - gain - staged) / kGpuMilli;
     }
     JobOutcome& o = result_.jobs[i];
     o.preemptions += r.preempted;
@@ -708,6 +849,11 @@ class Loop {
       }
     }
     nodes_[n].Fail();
+    if (data_) {
+      data_->NodeFailed(n, now);
+      std::erase_if(data_process_, [n](const auto& p) { return p.first.first == n; });
+      PlanFetch();
+    }
     ++down_nodes_;
     const CoreConfig& c = port_->core().config();
     Plan({now + c.unreachable_after_ms + 1, 0, EventKind::kTick});
@@ -773,6 +919,12 @@ class Loop {
   TimeMs next_pass_ = kNever;
   TimeMs reservations_end_ = 0;  // of the last admin reservation (SimConfig::reservations)
   int64_t down_nodes_ = 0;       // failed, not yet repaired
+  // SimConfig::data: the caches and the source, the run (job, attempt) of each process that
+  // reads datasets, and the plan of the source's next completion (its time; -1: none).
+  std::optional<DataWorld> data_;
+  std::map<std::pair<size_t, uint64_t>, std::pair<JobId, int32_t>> data_process_;
+  uint64_t fetch_plan_ = 0;
+  TimeMs fetch_at_ = -1;
   std::vector<std::pair<size_t, JobId>> to_estimate_;  // submitted this instant: (row, id)
 };
 

@@ -5,6 +5,12 @@
 // as in a head; the loop only moves time and plays the processes. No wall clock is read inside
 // the loop; the same trace and config give the same result.
 //
+// Datasets (SimConfig::data, data_world.h): a job that reads a dataset is submitted declaring
+// it; each replica's process waits until its node's cache holds it (a fetch from the shared
+// source where it does not), and the run's work begins once every replica has its data. The
+// nodes report what their caches hold, so the head's placement sees it as it sees a real
+// agent's.
+//
 // Run model (what a process does with its time). A job needs `duration` of service on all its
 // GPUs at once. A run's processes start when the agents get its orders (the instant it is
 // placed). A stop order (preemption, time limit) makes each process checkpoint and exit at the
@@ -42,6 +48,7 @@
 #include "core/time.h"
 #include "sched/runtime_estimate.h"
 #include "sched/scheduler.h"
+#include "sim/data_world.h"
 #include "sim/elastic_model.h"
 #include "sim/head_port.h"
 #include "sim/oracle_bounds.h"
@@ -115,6 +122,9 @@ struct SimConfig {
   sched::EstimateOptions start_estimates;
   // Elastic jobs (elastic_model.h): off, every job is the rigid gang the trace gives it.
   ElasticModel elastic;
+  // Datasets (data_world.h): each job reads its TraceJob::dataset, staged on its nodes before
+  // its work begins. Off (no datasets): no job declares one.
+  DataConfig data;
   // Measure wall time spent inside Scheduler::Schedule (reads the wall clock around that one
   // call; never feeds back into the simulation).
   bool profile = false;
@@ -165,6 +175,10 @@ struct SimResult {
   // (restart overhead and grace included).
   int64_t lost_gpu_ms = 0;
   double schedule_seconds = 0;  // wall time inside Scheduler::Schedule (profiling only)
+  // With SimConfig::data: what the nodes did with their data, and the GPU-ms runs held while
+  // their replicas waited for it (not counted in lost_gpu_ms).
+  DataStats data;
+  int64_t staging_gpu_ms = 0;
 };
 
 // Milli-GPUs a trace job holds while it runs: its share of one GPU, or num_gpus x 1000 (with

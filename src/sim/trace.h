@@ -44,7 +44,10 @@ struct TraceJob {
   std::string user;
   std::string name;              // the job's name where the format has one (Helios jobname)
   DurationMs time_limit_ms = 0;  // where the format has one; 0: none
-  int64_t line = 0;              // line of the source file, for error messages
+  // The dataset it reads (SimConfig::data; dataset_assign.h gives one where the trace has
+  // none); "": none.
+  std::string dataset;
+  int64_t line = 0;  // line of the source file, for error messages
   // A job as a head recorded it (`corral whatif`): submitted with this spec (its queue, name
   // and time limit replaced by the fields above) rather than as a preemptible gang of
   // whole-node replicas. Shared: a trace and its changed copies hold one spec per job.
