@@ -181,6 +181,71 @@ Status StartContainer(const std::string& run_dir, const Json& plan, const Cached
   return Status::Ok();
 }
 
+// The image the plan names, from the node's cache (pulled if it is not there yet, the agent
+// told of the pull through files beside the plan).
+Result<CachedImage> AcquirePlanImage(const std::string& dir, const Json& plan) {
+  const std::string image_ref = plan["image"];
+  ImageCacheConfig cc;
+  cc.dir = plan["cache"]["dir"];
+  cc.limit_bytes = plan["cache"]["limit_bytes"];
+  cc.insecure_registries = plan["cache"]["insecure"].get<std::vector<std::string>>();
+  cc.skopeo = plan["cache"]["skopeo"];
+  cc.umoci = plan["cache"]["umoci"];
+  ImageCache cache(cc);
+  const std::string node = plan.value("node", "");
+  auto image = cache.Acquire(image_ref, node, std::cerr, [&](const std::string& line) {
+    WriteTextFile(dir + "/pulling", line);  // the agent reports it (ContainerNote)
+  });
+  if (image.ok() && image->pulled) {
+    WriteTextFile(dir + "/pulled", "image " + image_ref + " pulled on " + node + " in " +
+                                       std::to_string(image->pull_ms) + " ms");
+  }
+  return image;
+}
+
+// The replica's container, started by the first of its tasks to get the lock; the others find
+// it started. False: another task's start failed already (its reason is the replica's).
+Result<bool> EnsureContainerStarted(const std::string& run_dir, const Json& plan,
+                                    const CachedImage& image) {
+  const std::string dir = ContainerDir(run_dir);
+  int lock = open((dir + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock < 0 || flock(lock, LOCK_EX) != 0) {
+    return FailedPrecondition("cannot lock " + dir + "/lock: " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (stat((dir + "/error").c_str(), &st) == 0) return false;
+  if (stat((dir + "/started").c_str(), &st) != 0) {
+    CORRAL_RETURN_IF_ERROR(StartContainer(run_dir, plan, image));
+    WriteTextFile(dir + "/started", image.digest + "\n");
+  }
+  close(lock);
+  return true;
+}
+
+// The task's process for crun exec: the job's environment over the image's (the image keeps
+// its PATH), the plan's user and command, no capabilities.
+Json TaskProcess(const Json& plan, int task, const CachedImage& image) {
+  std::map<std::string, std::string> env = EnvMap(Json(image.env));
+  const std::string image_path = env.count("PATH") ? env["PATH"] : "";
+  for (const auto& [k, v] : EnvMap(plan["tasks"][task]["env"])) env[k] = v;
+  for (const auto& [k, v] : EnvMap(plan["cdi_env"])) env[k] = v;
+  if (!image_path.empty()) env["PATH"] = image_path;
+  Json env_list = Json::array();
+  for (const auto& [k, v] : env) env_list.push_back(k + "=" + v);
+  std::string cwd = plan.value("cwd", "");
+  if (cwd.empty()) cwd = image.workdir.empty() ? "/" : image.workdir;
+  Json caps = Json::array();
+  return {
+      {"terminal", false},
+      {"user", {{"uid", plan["uid"]}, {"gid", plan["gid"]}, {"additionalGids", plan["groups"]}}},
+      {"args", plan["command"]},
+      {"env", env_list},
+      {"cwd", cwd},
+      {"noNewPrivileges", true},
+      {"capabilities",
+       {{"bounding", caps}, {"effective", caps}, {"permitted", caps}, {"ambient", caps}}}};
+}
+
 }  // namespace
 
 int ContainerTaskMain(const std::string& run_dir, int task) {
@@ -197,70 +262,23 @@ int ContainerTaskMain(const std::string& run_dir, int task) {
               << "\n";
     return kContainerFailed;
   }
-  const std::string image_ref = plan["image"];
-  ImageCacheConfig cc;
-  cc.dir = plan["cache"]["dir"];
-  cc.limit_bytes = plan["cache"]["limit_bytes"];
-  cc.insecure_registries = plan["cache"]["insecure"].get<std::vector<std::string>>();
-  cc.skopeo = plan["cache"]["skopeo"];
-  cc.umoci = plan["cache"]["umoci"];
-  ImageCache cache(cc);
-  const std::string node = plan.value("node", "");
-  auto image = cache.Acquire(image_ref, node, std::cerr, [&](const std::string& line) {
-    WriteTextFile(dir + "/pulling", line);  // the agent reports it (ContainerNote)
-  });
+  auto image = AcquirePlanImage(dir, plan);
   if (!image.ok()) {
     Fail(run_dir, image.status().message());
     return kContainerFailed;
   }
-  if (image->pulled) {
-    WriteTextFile(dir + "/pulled", "image " + image_ref + " pulled on " + node + " in " +
-                                       std::to_string(image->pull_ms) + " ms");
+  auto started = EnsureContainerStarted(run_dir, plan, *image);
+  if (!started.ok()) {
+    Fail(run_dir, started.status().message());
+    return kContainerFailed;
   }
-  {
-    int lock = open((dir + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (lock < 0 || flock(lock, LOCK_EX) != 0) {
-      Fail(run_dir, "cannot lock " + dir + "/lock: " + std::strerror(errno));
-      return kContainerFailed;
-    }
-    struct stat st {};
-    if (stat((dir + "/error").c_str(), &st) == 0) {
-      std::cerr << "corral: the replica's container could not start\n";
-      return kContainerFailed;
-    }
-    if (stat((dir + "/started").c_str(), &st) != 0) {
-      Status started = StartContainer(run_dir, plan, *image);
-      if (!started.ok()) {
-        Fail(run_dir, started.message());
-        return kContainerFailed;
-      }
-      WriteTextFile(dir + "/started", image->digest + "\n");
-    }
-    close(lock);
+  if (!*started) {
+    std::cerr << "corral: the replica's container could not start\n";
+    return kContainerFailed;
   }
   close(image->use_fd);
-  // The task's process: the job's environment over the image's (the image keeps its PATH).
-  std::map<std::string, std::string> env = EnvMap(Json(image->env));
-  const std::string image_path = env.count("PATH") ? env["PATH"] : "";
-  for (const auto& [k, v] : EnvMap(plan["tasks"][task]["env"])) env[k] = v;
-  for (const auto& [k, v] : EnvMap(plan["cdi_env"])) env[k] = v;
-  if (!image_path.empty()) env["PATH"] = image_path;
-  Json env_list = Json::array();
-  for (const auto& [k, v] : env) env_list.push_back(k + "=" + v);
-  std::string cwd = plan.value("cwd", "");
-  if (cwd.empty()) cwd = image->workdir.empty() ? "/" : image->workdir;
-  Json caps = Json::array();
-  Json process = {
-      {"terminal", false},
-      {"user", {{"uid", plan["uid"]}, {"gid", plan["gid"]}, {"additionalGids", plan["groups"]}}},
-      {"args", plan["command"]},
-      {"env", env_list},
-      {"cwd", cwd},
-      {"noNewPrivileges", true},
-      {"capabilities",
-       {{"bounding", caps}, {"effective", caps}, {"permitted", caps}, {"ambient", caps}}}};
   const std::string process_file = dir + "/task." + std::to_string(task) + ".json";
-  if (!WriteTextFile(process_file, process.dump())) {
+  if (!WriteTextFile(process_file, TaskProcess(plan, task, *image).dump())) {
     Fail(run_dir, "cannot write " + process_file + ": " + std::strerror(errno));
     return kContainerFailed;
   }

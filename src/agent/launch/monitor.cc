@@ -233,13 +233,10 @@ void BecomeMonitor() {
   (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 }
 
-// One replica, from its tasks' start to its recorded exit. The pid report goes to kFdPipe,
-// which is closed after it.
-void SuperviseReplica(const ChildPlan& p) {
-  g_plan = &p;
-  LeaseWatch lease;
-  if (p.lease_ms > 0) StartLeaseWatch(p, &lease);
-  bool lease_over = false;
+// Starts the replica's tasks, each in its own process group, and reports their pids (to the
+// record, and to the agent through kFdPipe, which is closed after). False if one could not
+// start: the others are killed and the exit recorded.
+bool StartReplicaTasks(const ChildPlan& p) {
   // "pids " for the record; the agent's pipe gets the rest of the line.
   constexpr size_t kPrefix = 5;
   for (size_t i = 0; i < kPrefix; ++i) p.report[i] = "pids "[i];
@@ -251,8 +248,7 @@ void SuperviseReplica(const ChildPlan& p) {
       SignalLiveTasks(p, SIGKILL);
       WriteExitRaw(p, kExitCannotExec, t);
       close(kFdPipe);
-      g_plan = nullptr;
-      return;
+      return false;
     }
     (void)setpgid(pid, pid);  // also done by the task: whichever runs first
     p.task_pids[t] = pid;
@@ -263,14 +259,28 @@ void SuperviseReplica(const ChildPlan& p) {
   AppendRecordRaw(p.record_path, p.report, pos, false);
   WriteAll(kFdPipe, p.report + kPrefix, pos - kPrefix);
   close(kFdPipe);
-  // Orphaned descendants of the tasks are re-parented here (we are a subreaper) and reaped as
-  // they die: under a container init that does not reap, they would stay zombies forever.
-  // WNOWAIT on a task itself: it stays a zombie, so its pid (= its pgid) cannot be reused
-  // while we kill what is left of its group.
+  return true;
+}
+
+// How the replica's tasks ended: the first failing task's code (0: none failed), or lost (no
+// child to wait for, which cannot happen while a task lives).
+struct ReplicaEnd {
+  int64_t code = 0;
+  int64_t failed_task = -1;
+  bool lost = false;
+};
+
+// Reaps until every task has ended. Orphaned descendants of the tasks are re-parented here (we
+// are a subreaper) and reaped as they die: under a container init that does not reap, they
+// would stay zombies forever. WNOWAIT on a task itself: it stays a zombie, so its pid (= its
+// pgid) cannot be reused while we kill what is left of its group. The first task that fails
+// stops the others (stop signal, then SIGKILL after the grace, by SIGALRM).
+ReplicaEnd ReapReplicaTasks(const ChildPlan& p, LeaseWatch* lease) {
+  ReplicaEnd end;
   int remaining = p.task_count;
-  int64_t code = 0, failed_task = -1;
+  bool lease_over = false;
   while (remaining > 0) {
-    if (p.lease_ms > 0 && !lease_over && !AwaitChildWithinLease(p, &lease)) {
+    if (p.lease_ms > 0 && !lease_over && !AwaitChildWithinLease(p, lease)) {
       // The agent has been gone for a whole lease: nobody can reach this session any more, nor
       // tell the head that it runs. End it, everything in its cgroups (the commands exec'd into
       // it, which the dead agent started) and its tasks' groups; their exits are reaped below.
@@ -282,10 +292,8 @@ void SuperviseReplica(const ChildPlan& p) {
     siginfo_t info{};
     if (waitid(P_ALL, 0, &info, WEXITED | WNOWAIT) != 0) {
       if (errno == EINTR) continue;
-      alarm(0);
-      WriteExitRaw(p, kExitLost, failed_task);
-      g_plan = nullptr;
-      return;
+      end.lost = true;
+      return end;
     }
     int t = 0;
     while (t < p.task_count && p.task_pids[t] != info.si_pid) ++t;
@@ -297,20 +305,22 @@ void SuperviseReplica(const ChildPlan& p) {
     (void)waitpid(info.si_pid, nullptr, 0);
     if (t == p.task_count) continue;  // an orphan, reaped
     int64_t c = info.si_code == CLD_EXITED ? info.si_status : -static_cast<int64_t>(info.si_status);
-    if (c != 0 && failed_task < 0) {
-      code = c;
-      failed_task = t;
+    if (c != 0 && end.failed_task < 0) {
+      end.code = c;
+      end.failed_task = t;
       if (remaining > 0) {
         SignalLiveTasks(p, p.stop_signal);
         alarm(static_cast<unsigned>(p.grace_s > 0 ? p.grace_s : 1));
       }
     }
   }
-  alarm(0);
-  g_plan = nullptr;
-  // What was left of each task's group was killed, and comes here (the subreaper) to be
-  // reaped: wait for that (a second at most, for a process stuck in the kernel), so that a
-  // replica reported over has no process left.
+  return end;
+}
+
+// What was left of each task's group was killed, and comes here (the subreaper) to be reaped:
+// waits for that (a second at most, for a process stuck in the kernel), so that a replica
+// reported over has no process left.
+void AwaitTaskGroupsGone(const ChildPlan& p) {
   for (int tries = 0; tries < 1000; ++tries) {
     bool empty = true;
     for (int t = 0; t < p.task_count; ++t) empty = empty && kill(p.task_pids[t], 0) != 0;
@@ -320,7 +330,26 @@ void SuperviseReplica(const ChildPlan& p) {
     const timespec pause{0, 1'000'000};
     (void)nanosleep(&pause, nullptr);
   }
-  WriteExitRaw(p, code, failed_task);
+}
+
+// One replica, from its tasks' start to its recorded exit.
+void SuperviseReplica(const ChildPlan& p) {
+  g_plan = &p;
+  LeaseWatch lease;
+  if (p.lease_ms > 0) StartLeaseWatch(p, &lease);
+  if (!StartReplicaTasks(p)) {
+    g_plan = nullptr;
+    return;
+  }
+  const ReplicaEnd end = ReapReplicaTasks(p, &lease);
+  alarm(0);
+  g_plan = nullptr;
+  if (end.lost) {
+    WriteExitRaw(p, kExitLost, end.failed_task);
+    return;
+  }
+  AwaitTaskGroupsGone(p);
+  WriteExitRaw(p, end.code, end.failed_task);
 }
 
 [[noreturn]] void ReapOrphansAndExit() {

@@ -91,94 +91,113 @@ std::string EncodePlan(const ChildPlan& p) {
   return out;
 }
 
-bool DecodePlan(const std::string& bytes, OwnedPlan* o) {
-  Reader r{bytes};
-  // Every string first, into one vector whose addresses then stay put; the layout is
-  // remembered as indices.
-  std::vector<std::string>& s = o->strings;
-  const size_t path = s.size();
-  s.emplace_back(r.Next());
-  const size_t argv_at = s.size();
-  r.Strings(r.Int(), s);
-  const size_t argv_n = s.size() - argv_at;
-  const int64_t tasks = r.Int();
-  if (tasks < 1 || tasks > 4096) return false;
-  struct TaskAt {
+namespace {
+
+// Where DecodePlan put each string of the plan in OwnedPlan::strings: indices, because the
+// strings' addresses only stay put once every string is in.
+struct PlanStringsAt {
+  struct Task {
     size_t env_at, env_n, out, err;
   };
-  std::vector<TaskAt> task_at;
-  for (int64_t t = 0; t < tasks && r.ok; ++t) {
-    TaskAt at{};
-    at.env_at = s.size();
-    r.Strings(r.Int(), s);
-    at.env_n = s.size() - at.env_at;
-    at.out = s.size();
-    s.emplace_back(r.Next());
-    at.err = s.size();
-    s.emplace_back(r.Next());
-    task_at.push_back(at);
-  }
+  size_t path = 0, argv_at = 0, argv_n = 0, workdir = 0, cgroups_at = 0, cgroups_n = 0;
+  size_t record = 0, notify = 0, exec_error = 0, chdir_error = 0, lease_path = 0;
+  std::vector<Task> tasks;
+};
+
+// One string field into `s`: its index.
+size_t PlanString(Reader& r, std::vector<std::string>& s) {
+  s.emplace_back(r.Next());
+  return s.size() - 1;
+}
+
+// Reads the fields in ChildPlan's order: the strings into o->strings, the numbers into
+// o->plan and o->groups. False on a malformed plan.
+bool ReadPlanFields(Reader& r, OwnedPlan* o, PlanStringsAt* at) {
+  std::vector<std::string>& s = o->strings;
   ChildPlan& p = o->plan;
+  at->path = PlanString(r, s);
+  at->argv_at = s.size();
+  r.Strings(r.Int(), s);
+  at->argv_n = s.size() - at->argv_at;
+  const int64_t tasks = r.Int();
+  if (tasks < 1 || tasks > 4096) return false;
+  for (int64_t t = 0; t < tasks && r.ok; ++t) {
+    PlanStringsAt::Task task{};
+    task.env_at = s.size();
+    r.Strings(r.Int(), s);
+    task.env_n = s.size() - task.env_at;
+    task.out = PlanString(r, s);
+    task.err = PlanString(r, s);
+    at->tasks.push_back(task);
+  }
   p.stop_signal = static_cast<int>(r.Int());
   p.grace_s = static_cast<int>(r.Int());
-  const size_t workdir = s.size();
-  s.emplace_back(r.Next());
+  at->workdir = PlanString(r, s);
   p.switch_user = r.Int() != 0;
   p.uid = static_cast<uid_t>(r.Int());
   p.gid = static_cast<gid_t>(r.Int());
   const int64_t groups = r.Int();
   if (groups < 0 || groups > 65536) return false;
   for (int64_t i = 0; i < groups && r.ok; ++i) o->groups.push_back(static_cast<gid_t>(r.Int()));
-  const size_t cgroups_at = s.size();
+  at->cgroups_at = s.size();
   r.Strings(r.Int(), s);
-  const size_t cgroups_n = s.size() - cgroups_at;
-  const size_t record = s.size();
-  s.emplace_back(r.Next());
-  const size_t notify = s.size();
-  s.emplace_back(r.Next());
-  const size_t exec_error = s.size();
-  s.emplace_back(r.Next());
-  const size_t chdir_error = s.size();
-  s.emplace_back(r.Next());
+  at->cgroups_n = s.size() - at->cgroups_at;
+  at->record = PlanString(r, s);
+  at->notify = PlanString(r, s);
+  at->exec_error = PlanString(r, s);
+  at->chdir_error = PlanString(r, s);
   p.max_fd = static_cast<int>(r.Int());
-  const size_t lease_path = s.size();
-  s.emplace_back(r.Next());
+  at->lease_path = PlanString(r, s);
   p.lease_ms = r.Int();
-  if (!r.ok || !r.in.empty() || argv_n == 0) return false;
+  return r.ok && r.in.empty() && at->argv_n > 0;
+}
 
-  auto array = [&](size_t at, size_t n) {
+// Points the plan at its strings and arrays, now that they stay put.
+void BindPlan(const PlanStringsAt& at, OwnedPlan* o) {
+  std::vector<std::string>& s = o->strings;
+  ChildPlan& p = o->plan;
+  auto array = [&](size_t from, size_t n) {
     std::vector<char*>& a = o->arrays.emplace_back();
-    for (size_t i = 0; i < n; ++i) a.push_back(s[at + i].data());
+    for (size_t i = 0; i < n; ++i) a.push_back(s[from + i].data());
     a.push_back(nullptr);
     return o->arrays.size() - 1;
   };
-  o->arrays.reserve(2 + task_at.size());  // stable addresses for the pointers taken below
-  const size_t argv = array(argv_at, argv_n);
-  const size_t cgroups = array(cgroups_at, cgroups_n);
-  for (const TaskAt& at : task_at) {
-    const size_t env = array(at.env_at, at.env_n);
-    o->tasks.push_back({o->arrays[env].data(), s[at.out].c_str(), s[at.err].c_str()});
+  o->arrays.reserve(2 + at.tasks.size());  // stable addresses for the pointers taken below
+  const size_t argv = array(at.argv_at, at.argv_n);
+  const size_t cgroups = array(at.cgroups_at, at.cgroups_n);
+  for (const PlanStringsAt::Task& t : at.tasks) {
+    const size_t env = array(t.env_at, t.env_n);
+    o->tasks.push_back({o->arrays[env].data(), s[t.out].c_str(), s[t.err].c_str()});
   }
-  o->task_pids.assign(task_at.size(), 0);
-  o->report.assign(24 * (task_at.size() + 3), '\0');
-  p.path = s[path].c_str();
+  o->task_pids.assign(at.tasks.size(), 0);
+  o->report.assign(24 * (at.tasks.size() + 3), '\0');
+  p.path = s[at.path].c_str();
   p.argv = o->arrays[argv].data();
   p.tasks = o->tasks.data();
-  p.task_count = static_cast<int>(task_at.size());
+  p.task_count = static_cast<int>(at.tasks.size());
   p.task_pids = o->task_pids.data();
   p.report = o->report.data();
   p.report_cap = o->report.size();
-  p.workdir = s[workdir].c_str();
+  p.workdir = s[at.workdir].c_str();
   p.groups = o->groups.data();
   p.group_count = o->groups.size();
   p.cgroup_procs = o->arrays[cgroups].data();
-  p.cgroup_count = static_cast<int>(cgroups_n);
-  p.record_path = s[record].c_str();
-  p.notify_path = s[notify].c_str();
-  p.exec_error = s[exec_error].c_str();
-  p.chdir_error = s[chdir_error].c_str();
-  p.lease_path = s[lease_path].empty() ? nullptr : s[lease_path].c_str();
+  p.cgroup_count = static_cast<int>(at.cgroups_n);
+  p.record_path = s[at.record].c_str();
+  p.notify_path = s[at.notify].c_str();
+  p.exec_error = s[at.exec_error].c_str();
+  p.chdir_error = s[at.chdir_error].c_str();
+  p.lease_path = s[at.lease_path].empty() ? nullptr : s[at.lease_path].c_str();
   if (p.lease_path == nullptr) p.lease_ms = 0;
+}
+
+}  // namespace
+
+bool DecodePlan(const std::string& bytes, OwnedPlan* o) {
+  Reader r{bytes};
+  PlanStringsAt at;
+  if (!ReadPlanFields(r, o, &at)) return false;
+  BindPlan(at, o);
   return true;
 }
 

@@ -68,23 +68,10 @@ Status FindInContainer(pid_t pid, const std::string& command, const std::string&
                   ")");
 }
 
-}  // namespace
-
-Result<ContainerExec> ContainerExec::Prepare(const std::string& run_dir, const ExecSpec& spec) {
-  if (spec.command.empty()) return InvalidArgument("command: empty; give a command to run");
-  const std::string dir = run_dir + "/container";
-  auto plan = ReadJson(dir + "/plan.json");
-  if (!plan.ok()) return plan.status();
-  struct stat st {};
-  if (stat((dir + "/started").c_str(), &st) != 0) {
-    return Unavailable(
-        "the job's container is not started yet (its image may still be being pulled): try "
-        "again in a moment");
-  }
-  // Task 0's process as its helper gave it to crun: identity, environment, working directory.
-  auto task = ReadJson(dir + "/task.0.json");
-  if (!task.ok()) return task.status();
-  Json process = std::move(*task);
+// The command's process: task 0's as its helper gave it to crun (identity, environment,
+// working directory), with the command, its terminal and its extra variables (which replace
+// the task's of the same name).
+Json ExecProcess(Json process, const ExecSpec& spec) {
   process["args"] = spec.command;
   process["terminal"] = spec.pty;
   if (spec.pty) {
@@ -103,20 +90,73 @@ Result<ContainerExec> ContainerExec::Prepare(const std::string& run_dir, const E
   }
   for (const std::string& extra : spec.env) env.push_back(extra);
   process["env"] = env;
-  // The container's init (crun's state): where the command is looked for.
+  return process;
+}
+
+// The PATH the process's environment sets, else the usual one.
+std::string ExecPath(const Json& process) {
   std::string path_env = "/usr/local/bin:/usr/bin:/bin";
-  for (const Json& kv : env) {
+  for (const Json& kv : process["env"]) {
     if (kv.get<std::string>().rfind("PATH=", 0) == 0) path_env = kv.get<std::string>().substr(5);
   }
+  return path_env;
+}
+
+// `text` into a new file `path` (0600, not through a link).
+Status WriteNewFile(const std::string& path, const std::string& text) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return Internal("cannot write " + path + ": " + std::strerror(errno));
+  const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  if (!written) return Internal("cannot write " + path);
+  return Status::Ok();
+}
+
+// crun exec of the process in `process_file` in container `id`, its pid into `dir`.
+ExecSpec CrunExecSpec(const std::string& crun, const std::string& crun_root, const std::string& id,
+                      const std::string& process_file, const std::string& dir,
+                      const ExecSpec& spec) {
+  ExecSpec c;
+  c.command = {crun,         "--cgroup-manager=disabled",
+               "--root",     crun_root,
+               "exec",       "--process",
+               process_file, "--pid-file",
+               dir + "/pid"};
+  if (spec.pty) {
+    c.console_socket = dir + "/console.sock";
+    c.command.insert(c.command.end(), {"--tty", "--console-socket", c.console_socket});
+  }
+  c.command.push_back(id);
+  c.pty = spec.pty;
+  c.rows = spec.rows;
+  c.cols = spec.cols;
+  c.pid_file = dir + "/pid";
+  c.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
+  return c;
+}
+
+}  // namespace
+
+Result<ContainerExec> ContainerExec::Prepare(const std::string& run_dir, const ExecSpec& spec) {
+  if (spec.command.empty()) return InvalidArgument("command: empty; give a command to run");
+  const std::string dir = run_dir + "/container";
+  auto plan = ReadJson(dir + "/plan.json");
+  if (!plan.ok()) return plan.status();
+  struct stat st {};
+  if (stat((dir + "/started").c_str(), &st) != 0) {
+    return Unavailable(
+        "the job's container is not started yet (its image may still be being pulled): try "
+        "again in a moment");
+  }
+  auto task = ReadJson(dir + "/task.0.json");
+  if (!task.ok()) return task.status();
+  const Json process = ExecProcess(std::move(*task), spec);
+  // The container's init (crun's state): where the command is looked for.
   const std::string crun_root = plan->value("crun_root", ""), id = plan->value("id", "");
   if (auto state = ReadJson(crun_root + "/" + id + "/status"); state.ok()) {
     const pid_t init = state->value("pid", 0);
-    if (init > 0) {
-      Status found = FindInContainer(init, spec.command[0], path_env);
-      if (!found.ok()) return found;
-    }
+    if (init > 0) CORRAL_RETURN_IF_ERROR(FindInContainer(init, spec.command[0], ExecPath(process)));
   }
-
   const char* tmp = std::getenv("TMPDIR");
   std::string pattern =
       std::string(tmp != nullptr && *tmp == '/' ? tmp : "/tmp") + "/corral-exec.XXXXXX";
@@ -126,34 +166,9 @@ Result<ContainerExec> ContainerExec::Prepare(const std::string& run_dir, const E
   ContainerExec out;
   out.dir_ = pattern;
   const std::string process_file = out.dir_ + "/process.json";
-  const std::string text = process.dump();
-  int fd = open(process_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return Internal("cannot write " + process_file + ": " + std::strerror(errno));
-  const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  close(fd);
-  if (!written) return Internal("cannot write " + process_file);
-
-  const std::string crun = plan->value("crun", "/usr/bin/crun");
-  ExecSpec& c = out.crun_;
-  c.command = {crun,
-               "--cgroup-manager=disabled",
-               "--root",
-               crun_root,
-               "exec",
-               "--process",
-               process_file,
-               "--pid-file",
-               out.dir_ + "/pid"};
-  if (spec.pty) {
-    c.console_socket = out.dir_ + "/console.sock";
-    c.command.insert(c.command.end(), {"--tty", "--console-socket", c.console_socket});
-  }
-  c.command.push_back(id);
-  c.pty = spec.pty;
-  c.rows = spec.rows;
-  c.cols = spec.cols;
-  c.pid_file = out.dir_ + "/pid";
-  c.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
+  CORRAL_RETURN_IF_ERROR(WriteNewFile(process_file, process.dump()));
+  out.crun_ = CrunExecSpec(plan->value("crun", "/usr/bin/crun"), crun_root, id, process_file,
+                           out.dir_, spec);
   return out;
 }
 
