@@ -166,8 +166,13 @@ TEST_F(Api, ClusterQueueAndTokenRoutesRunTheirCommands) {
 // The head samples the cluster on its tick, one point a step (a minute here); the route
 // answers the points, the recent ones with `since`.
 TEST_F(Api, TheClusterSeriesAnswersThePointsTheHeadSampledOneAStep) {
-  // The first point fell at the start (1,000,000 ms, in the minute from 960,000); the node
-  // registers a second before the next minute, so that it is still heard from at its point.
+  // The first point falls at the start (1,000,000 ms, in the minute from 960,000), at the
+  // shell's first tick: waited for, so that the clock moves only after it. The node registers
+  // a second before the next minute, so that it is still heard from at its point.
+  for (int i = 0; i < 100; ++i) {
+    if (Call("GET", "/v1/cluster/series").body["points"].size() >= 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   clock_.Advance(19 * kSecond);
   RegisterNode("n1");
   ASSERT_EQ(Call("POST", "/v1/jobs", OneGpuJob()).status, 201);
