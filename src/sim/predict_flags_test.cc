@@ -24,7 +24,9 @@ std::string RunSimulate(const std::vector<std::string>& args, int* rc) {
 // mean (about an hour, the newest weighing half) puts steady's job first, its distribution
 // (the median: 30 s) flaky's.
 std::string Trace() {
-  std::string path = ::testing::TempDir() + "/two_users.csv";
+  // One file a test: ctest runs this binary's tests as processes side by side.
+  std::string path = ::testing::TempDir() + "/two_users." +
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".csv";
   std::ofstream o(path);
   o << "job_id,submit_time,duration,num_gpus,queue,user\n";
   const int flaky[] = {30, 30, 30, 20000, 20000};
