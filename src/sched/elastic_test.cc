@@ -11,28 +11,11 @@ namespace {
 
 using testing::MakeJob;
 using testing::MakeNode;
+using testing::NoMinimumRuntime;
 using testing::Placed;
+using testing::PlaceOf;
+using testing::ResizeOf;
 using testing::Running;
-
-const PlaceDecision* PlaceOf(const Decisions& d, JobId id) {
-  for (const PlaceDecision& p : d.place) {
-    if (p.job == id) return &p;
-  }
-  return nullptr;
-}
-
-const ResizeDecision* ResizeOf(const Decisions& d, JobId id) {
-  for (const ResizeDecision& r : d.resize) {
-    if (r.job == id) return &r;
-  }
-  return nullptr;
-}
-
-SchedulerConfig NoMinimumRuntime() {
-  SchedulerConfig c;
-  c.min_runtime_before_preempt_ms = 0;
-  return c;
-}
 
 // Four one-GPU nodes, one replica per node (torchrun's one agent per host).
 void AddFourHosts(Scheduler& s) {

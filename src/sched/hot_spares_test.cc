@@ -11,28 +11,11 @@ namespace {
 
 using testing::MakeJob;
 using testing::MakeNode;
+using testing::NoMinimumRuntime;
 using testing::Placed;
+using testing::PlaceOf;
+using testing::ResizeOf;
 using testing::Running;
-
-const ResizeDecision* SpareTestResizeOf(const Decisions& d, JobId id) {
-  for (const ResizeDecision& r : d.resize) {
-    if (r.job == id) return &r;
-  }
-  return nullptr;
-}
-
-const PlaceDecision* SpareTestPlaceOf(const Decisions& d, JobId id) {
-  for (const PlaceDecision& p : d.place) {
-    if (p.job == id) return &p;
-  }
-  return nullptr;
-}
-
-SchedulerConfig SpareTestConfig() {
-  SchedulerConfig c;
-  c.min_runtime_before_preempt_ms = 0;
-  return c;
-}
 
 // Four one-GPU hosts; job 1 (1:2, one replica per host, `spares` hot spares) runs on h1 and h2,
 // and job 100 holds h4: h3 is the one free host.
@@ -52,10 +35,10 @@ void LoseHostTwo(Scheduler& s) {
 }
 
 TEST(HotSpareTest, HeldAtTheMaximumOnAFreeHostWithoutAReplica) {
-  Scheduler s(SpareTestConfig());
+  Scheduler s(NoMinimumRuntime());
   StartOnHostsOneAndTwo(s, 1);
   Decisions d = s.Schedule(1000);
-  EXPECT_EQ(SpareTestResizeOf(d, 1), nullptr);  // a spare is no replica: the run keeps two
+  EXPECT_EQ(ResizeOf(d, 1), nullptr);  // a spare is no replica: the run keeps two
   const std::vector<ReplicaPlacement> spares = s.HotSpares(1);
   ASSERT_EQ(spares.size(), 1u);
   EXPECT_EQ(spares[0].node, "h3");
@@ -69,7 +52,7 @@ TEST(HotSpareTest, HeldAtTheMaximumOnAFreeHostWithoutAReplica) {
 }
 
 TEST(HotSpareTest, NoneWithoutHotSpares) {
-  Scheduler s(SpareTestConfig());
+  Scheduler s(NoMinimumRuntime());
   StartOnHostsOneAndTwo(s, 0);
   (void)s.Schedule(1000);
   EXPECT_TRUE(s.HotSpares(1).empty());
@@ -77,7 +60,7 @@ TEST(HotSpareTest, NoneWithoutHotSpares) {
 }
 
 TEST(HotSpareTest, ALostReplicaIsReplacedOnTheSpareInThePassThatLearnsOfTheLoss) {
-  Scheduler s(SpareTestConfig());
+  Scheduler s(NoMinimumRuntime());
   StartOnHostsOneAndTwo(s, 1);
   (void)s.Schedule(1000);
   ASSERT_EQ(s.HotSpares(1).size(), 1u);
@@ -86,7 +69,7 @@ TEST(HotSpareTest, ALostReplicaIsReplacedOnTheSpareInThePassThatLearnsOfTheLoss)
   // only when nothing waits). Its priority is below the run's, so it shrinks nothing.
   s.AddPending(MakeJob(5).Gpus(1).Priority(-1));
   Decisions d = s.Schedule(2000);
-  const ResizeDecision* r = SpareTestResizeOf(d, 1);
+  const ResizeDecision* r = ResizeOf(d, 1);
   ASSERT_NE(r, nullptr);
   ASSERT_EQ(r->added.size(), 1u);
   EXPECT_EQ(r->added[0].node, "h3");
@@ -97,20 +80,20 @@ TEST(HotSpareTest, ALostReplicaIsReplacedOnTheSpareInThePassThatLearnsOfTheLoss)
 }
 
 TEST(HotSpareTest, WithoutASpareTheWaitingJobTakesTheFreeHostFirst) {
-  Scheduler s(SpareTestConfig());
+  Scheduler s(NoMinimumRuntime());
   StartOnHostsOneAndTwo(s, 0);
   (void)s.Schedule(1000);
   LoseHostTwo(s);
   s.AddPending(MakeJob(5).Gpus(1).Priority(-1));
   Decisions d = s.Schedule(2000);
-  EXPECT_EQ(SpareTestResizeOf(d, 1), nullptr);
-  const PlaceDecision* p = SpareTestPlaceOf(d, 5);
+  EXPECT_EQ(ResizeOf(d, 1), nullptr);
+  const PlaceDecision* p = PlaceOf(d, 5);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->placement[0].node, "h3");
 }
 
 TEST(HotSpareTest, APendingJobTakesASpareBeforeShrinkingTheRun) {
-  Scheduler s(SpareTestConfig());
+  Scheduler s(NoMinimumRuntime());
   StartOnHostsOneAndTwo(s, 1, /*preemptible=*/true);
   (void)s.Schedule(1000);
   ASSERT_EQ(s.HotSpares(1).size(), 1u);
@@ -118,16 +101,16 @@ TEST(HotSpareTest, APendingJobTakesASpareBeforeShrinkingTheRun) {
   // minimum; the spare goes first.
   s.AddPending(MakeJob(2).Gpus(1).Priority(10));
   Decisions d = s.Schedule(2000);
-  const PlaceDecision* p = SpareTestPlaceOf(d, 2);
+  const PlaceDecision* p = PlaceOf(d, 2);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->placement[0].node, "h3");
-  EXPECT_EQ(SpareTestResizeOf(d, 1), nullptr);
+  EXPECT_EQ(ResizeOf(d, 1), nullptr);
   EXPECT_TRUE(d.preempt.empty());
   EXPECT_TRUE(s.HotSpares(1).empty());
 }
 
 TEST(HotSpareTest, SparesAreHeldAgainWhenTheHostFrees) {
-  Scheduler s(SpareTestConfig());
+  Scheduler s(NoMinimumRuntime());
   StartOnHostsOneAndTwo(s, 1, /*preemptible=*/true);
   (void)s.Schedule(1000);
   s.AddPending(MakeJob(2).Gpus(1).Priority(10));
@@ -140,13 +123,13 @@ TEST(HotSpareTest, SparesAreHeldAgainWhenTheHostFrees) {
 }
 
 TEST(HotSpareTest, AnotherRunsGrowthComesBeforeASpare) {
-  Scheduler s(SpareTestConfig());
+  Scheduler s(NoMinimumRuntime());
   for (const char* n : {"h1", "h2", "h3", "h4"}) s.UpsertNode(MakeNode(n).Gpus(1));
   s.AddRunning(Running(MakeJob(1).Gpus(1).Elastic(1, 2).PerNode(1).HotSpares(1),
                        {{"h1", {0}}, {"h2", {0}}}));
   s.AddRunning(Running(MakeJob(3).Gpus(1).Elastic(1, 2).PerNode(1), {{"h4", {0}}}));
   Decisions d = s.Schedule(1000);
-  const ResizeDecision* r = SpareTestResizeOf(d, 3);
+  const ResizeDecision* r = ResizeOf(d, 3);
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->added[0].node, "h3");
   EXPECT_TRUE(s.HotSpares(1).empty());
@@ -158,20 +141,20 @@ TEST(HotSpareTest, AnotherRunsGrowthComesBeforeASpare) {
 }
 
 TEST(HotSpareTest, ASpareOnAHostThatGoesDownIsDroppedNotUsed) {
-  Scheduler s(SpareTestConfig());
+  Scheduler s(NoMinimumRuntime());
   StartOnHostsOneAndTwo(s, 1);
   (void)s.Schedule(1000);
   ASSERT_EQ(s.HotSpares(1).size(), 1u);
   s.UpsertNode(MakeNode("h3").Gpus(1).Unschedulable());
   LoseHostTwo(s);
   Decisions d = s.Schedule(2000);
-  EXPECT_EQ(SpareTestResizeOf(d, 1), nullptr);
+  EXPECT_EQ(ResizeOf(d, 1), nullptr);
   EXPECT_TRUE(s.HotSpares(1).empty());
   EXPECT_EQ(s.QueueAllocatedGpus("default"), 2);  // job 100 and the replica on h1
 }
 
 TEST(HotSpareTest, ASpareOnARemovedNodeIsUnchargedAndTheRunEndsClean) {
-  Scheduler s(SpareTestConfig());
+  Scheduler s(NoMinimumRuntime());
   StartOnHostsOneAndTwo(s, 1);
   (void)s.Schedule(1000);
   s.RemoveNode("h3");
@@ -183,7 +166,7 @@ TEST(HotSpareTest, ASpareOnARemovedNodeIsUnchargedAndTheRunEndsClean) {
 }
 
 TEST(HotSpareTest, TheModelSummaryCountsSparesAsFree) {
-  Scheduler a(SpareTestConfig()), b(SpareTestConfig());
+  Scheduler a(NoMinimumRuntime()), b(NoMinimumRuntime());
   StartOnHostsOneAndTwo(a, 1);
   StartOnHostsOneAndTwo(b, 1);
   (void)a.Schedule(1000);

@@ -189,4 +189,25 @@ inline RunningJob Running(const PendingJob& job, std::vector<ReplicaPlacement> p
   return RunningJob{job, std::move(placement), started_at};
 }
 
+// The decision placing (resizing) job `id`, or nullptr.
+inline const PlaceDecision* PlaceOf(const Decisions& d, JobId id) {
+  for (const PlaceDecision& p : d.place) {
+    if (p.job == id) return &p;
+  }
+  return nullptr;
+}
+inline const ResizeDecision* ResizeOf(const Decisions& d, JobId id) {
+  for (const ResizeDecision& r : d.resize) {
+    if (r.job == id) return &r;
+  }
+  return nullptr;
+}
+
+// A config where a run may be preempted as soon as it starts.
+inline SchedulerConfig NoMinimumRuntime() {
+  SchedulerConfig c;
+  c.min_runtime_before_preempt_ms = 0;
+  return c;
+}
+
 }  // namespace corral::sched::testing
