@@ -81,7 +81,8 @@ class ServiceCluster : public ::testing::Test {
   // Replicas with --port 0 take ports from their node's range, lowest free first: each test's
   // agent gets `slots` ports of its own from `first` up (by the test's name), so that tests
   // run at once (ctest -j) on one machine never bind one port, where one cluster's proxy
-  // would reach the other's replica.
+  // would reach the other's replica. Each suite's ranges lie below the kernel's ephemeral ports
+  // (32768 and up), where any outgoing connection of the machine may hold one.
   static std::string PortRangeOfThisTest(int first, int ranges) {
     const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
     const int base = first + static_cast<int>(std::hash<std::string>{}(test) % ranges) * 100;

@@ -26,7 +26,7 @@ using Json = nlohmann::json;
 class ServiceAutoscaling : public ServiceCluster {
  protected:
   ServiceAutoscaling()
-      : ServiceCluster("svcscale", PortRangeOfThisTest(36000, 20),
+      : ServiceCluster("svcscale", PortRangeOfThisTest(14000, 20),
                        {{"server.py", kSlowReplica}, {"load.py", kSlowLoad}}) {}
 
   int Desired() { return Show().value("desired", -1); }

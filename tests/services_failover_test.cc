@@ -59,8 +59,8 @@ TEST(ServiceFailover, TheStandbyServesAServiceFromItsRunningReplicasAfterTheLead
   c.StartHead(1);
   ASSERT_TRUE(WaitUntil(20000, [&] { return c.LogSays(1, "standby on"); })) << Slurp(c.HeadLog(1));
   ASSERT_EQ(c.Leader(), 0);
-  // Ports of this suite's own (the other service suites take 31000-34999 and 36000-39999).
-  c.StartAgent(1, 4, {"--port-range", "35400-35499"});
+  // Ports of this suite's own (the other service suites take 10000-16999).
+  c.StartAgent(1, 4, {"--port-range", "17400-17499"});
   ASSERT_TRUE(WaitUntil(30000, [&] {
     Json nodes = Json::parse(c.Corral({"nodes", "-o", "json"}).out, nullptr, false);
     if (nodes.is_object()) nodes = nodes.value("nodes", Json::array());

@@ -36,7 +36,7 @@ constexpr const char* kTraining =
 class ServicePreemption : public ServiceCluster {
  protected:
   ServicePreemption()
-      : ServiceCluster("svcpre", PortRangeOfThisTest(39000, 10),
+      : ServiceCluster("svcpre", PortRangeOfThisTest(16000, 10),
                        {{"server.py", kSlowReplica}, {"load.py", kSlowLoad}},
                        {"--min-runtime-before-preempt", "0"}) {}
 

@@ -95,7 +95,7 @@ with open(out, "w") as f:
 class ServiceRollouts : public ServiceCluster {
  protected:
   ServiceRollouts()
-      : ServiceCluster("svcroll", PortRangeOfThisTest(31000, 40),
+      : ServiceCluster("svcroll", PortRangeOfThisTest(10000, 40),
                        {{"server.py", kVersionServer}, {"load.py", kLoad}}) {}
 
   void Serve(const std::string& version) {

@@ -186,7 +186,7 @@ Status Agent::SyncOnce(int64_t wait_ms) {
   req.deltas = true;
   req.runs = supervisor_->Report();
   usage_.Attach(&req.runs, supervisor_->RunDirectories());
-  req.busy_ports = ListeningPorts(config_.port_lo, config_.port_hi);
+  req.busy_ports = PortsInUse(config_.port_lo, config_.port_hi);
   req.gpu_samples = monitor_->SampleAndCheck();
   if (config_.containers.enabled() && !config_.containers.cache.dir.empty()) {
     ImageCacheUsage u = ImageCache(config_.containers.cache).Usage();

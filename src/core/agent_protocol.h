@@ -121,7 +121,7 @@ struct SyncRequest {
   uint64_t desired_version = 0;     // last version the agent received; the head holds if unchanged
   int64_t wait_ms = 0;              // how long the head may hold the call
   std::vector<RunReport> runs;      // everything alive or exited-but-not-yet-released
-  std::vector<int32_t> busy_ports;  // ports of the MASTER_PORT range something listens on
+  std::vector<int32_t> busy_ports;  // ports of the node's range a socket there holds
   std::vector<GpuSample> gpu_samples;  // empty: not measured (an older agent sends none)
   ImageCacheReport image_cache;
   // The digests of the datasets its cache holds (docs/datasets.md); the head prefers nodes

@@ -56,7 +56,7 @@ class NodeWatch {
  private:
   std::map<std::string, DesiredLog> logs_;  // per node: its version and recent changes
   std::map<std::string, TimeMs> last_heard_;
-  std::map<std::string, std::set<int32_t>> busy_ports_;  // ports something listens on
+  std::map<std::string, std::set<int32_t>> busy_ports_;  // ports a socket holds
   std::map<std::string, ImageCacheReport> image_caches_;
   std::map<std::string, std::set<std::string>> dataset_holders_;
 };

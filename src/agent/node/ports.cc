@@ -18,14 +18,21 @@
 namespace corral::agent {
 namespace {
 
+// Every TCP state but TIME_WAIT: a listener, and as much a connected socket's local port (an
+// outgoing connection's ephemeral port can fall in the range), make another bind() fail with
+// EADDRINUSE; a TIME_WAIT socket does not stop one with SO_REUSEADDR (Python's http.server,
+// PyTorch's TCPStore), and TIME_WAIT sockets are most of a busy node's.
+constexpr uint32_t kStatesHoldingAPort = ((1u << (TCP_CLOSING + 1)) - 1) & ~(1u << TCP_TIME_WAIT);
+
 void SortUnique(std::vector<int32_t>* v) {
   std::sort(v->begin(), v->end());
   v->erase(std::unique(v->begin(), v->end()), v->end());
 }
 
-// One family's LISTEN sockets over NETLINK_SOCK_DIAG; false if the kernel would not say.
-bool AppendDiagListeners(int fd, uint8_t family, int32_t lo, int32_t hi,
-                         std::vector<int32_t>* out) {
+// One family's sockets that hold their port over NETLINK_SOCK_DIAG; false if the kernel would
+// not say.
+bool AppendDiagPortsInUse(int fd, uint8_t family, int32_t lo, int32_t hi,
+                          std::vector<int32_t>* out) {
   struct {
     nlmsghdr nlh;
     inet_diag_req_v2 req;
@@ -35,7 +42,7 @@ bool AppendDiagListeners(int fd, uint8_t family, int32_t lo, int32_t hi,
   msg.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
   msg.req.sdiag_family = family;
   msg.req.sdiag_protocol = IPPROTO_TCP;
-  msg.req.idiag_states = 1u << TCP_LISTEN;
+  msg.req.idiag_states = kStatesHoldingAPort;
   sockaddr_nl kernel{};
   kernel.nl_family = AF_NETLINK;
   if (sendto(fd, &msg, sizeof(msg), 0, reinterpret_cast<sockaddr*>(&kernel), sizeof(kernel)) !=
@@ -61,8 +68,8 @@ bool AppendDiagListeners(int fd, uint8_t family, int32_t lo, int32_t hi,
 
 }  // namespace
 
-std::vector<int32_t> ParseListeningPorts(const std::string& text, int32_t lo, int32_t hi) {
-  // "  sl  local_address rem_address   st ...": local_address is HEXIP:HEXPORT, st 0A is LISTEN.
+std::vector<int32_t> ParsePortsInUse(const std::string& text, int32_t lo, int32_t hi) {
+  // "  sl  local_address rem_address   st ...": local_address is HEXIP:HEXPORT, st 06 TIME_WAIT.
   std::vector<int32_t> out;
   std::istringstream in(text);
   std::string line;
@@ -70,7 +77,7 @@ std::vector<int32_t> ParseListeningPorts(const std::string& text, int32_t lo, in
   while (std::getline(in, line)) {
     std::istringstream f(line);
     std::string slot, local, remote, state;
-    if (!(f >> slot >> local >> remote >> state) || state != "0A") continue;
+    if (!(f >> slot >> local >> remote >> state) || state == "06") continue;
     auto colon = local.rfind(':');
     if (colon == std::string::npos) continue;
     int32_t port = 0;
@@ -85,32 +92,32 @@ std::vector<int32_t> ParseListeningPorts(const std::string& text, int32_t lo, in
   return out;
 }
 
-std::optional<std::vector<int32_t>> DiagListeningPorts(int32_t lo, int32_t hi) {
+std::optional<std::vector<int32_t>> DiagPortsInUse(int32_t lo, int32_t hi) {
   OwnedFd s(socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
   if (!s.valid()) return std::nullopt;
   std::vector<int32_t> out;
   for (uint8_t family : {AF_INET, AF_INET6}) {
-    if (!AppendDiagListeners(s.get(), family, lo, hi, &out)) return std::nullopt;
+    if (!AppendDiagPortsInUse(s.get(), family, lo, hi, &out)) return std::nullopt;
   }
   SortUnique(&out);
   return out;
 }
 
-std::vector<int32_t> ProcListeningPorts(int32_t lo, int32_t hi) {
+std::vector<int32_t> ProcPortsInUse(int32_t lo, int32_t hi) {
   std::vector<int32_t> out;
   for (const char* path : {"/proc/net/tcp", "/proc/net/tcp6"}) {
     std::ifstream in(path);
     std::stringstream text;
     text << in.rdbuf();
-    for (int32_t p : ParseListeningPorts(text.str(), lo, hi)) out.push_back(p);
+    for (int32_t p : ParsePortsInUse(text.str(), lo, hi)) out.push_back(p);
   }
   SortUnique(&out);
   return out;
 }
 
-std::vector<int32_t> ListeningPorts(int32_t lo, int32_t hi) {
-  if (auto ports = DiagListeningPorts(lo, hi)) return *ports;
-  return ProcListeningPorts(lo, hi);
+std::vector<int32_t> PortsInUse(int32_t lo, int32_t hi) {
+  if (auto ports = DiagPortsInUse(lo, hi)) return *ports;
+  return ProcPortsInUse(lo, hi);
 }
 
 }  // namespace corral::agent

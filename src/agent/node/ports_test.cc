@@ -7,21 +7,24 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 
 namespace corral::agent {
 namespace {
 
-TEST(Ports, ParsesListenSocketsInRange) {
+TEST(Ports, ParsesSocketsHoldingAPortInRange) {
   const std::string text =
       "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid\n"
       "   0: 0100007F:7530 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0\n"
       "   1: 00000000:7531 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0\n"
       "   2: 0100007F:7532 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0\n"
       "   3: 00000000:0016 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0\n"
-      "   4: 0100007F:7530 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0\n";
-  // 0x7530 = 30000 and 0x7531 listen; 0x7532 is an established connection; 22 is outside.
-  EXPECT_EQ(ParseListeningPorts(text, 29500, 30999), (std::vector<int32_t>{30000, 30001}));
-  EXPECT_TRUE(ParseListeningPorts(text, 1, 21).empty());
+      "   4: 0100007F:7530 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0\n"
+      "   5: 0100007F:7533 0100007F:9C40 06 00000000:00000000 00:00000000 00000000     0\n";
+  // 0x7530 = 30000 and 0x7531 listen; 0x7532 is an established connection, whose port a bind()
+  // is refused as well; 0x7533 is in TIME_WAIT; 22 is outside.
+  EXPECT_EQ(ParsePortsInUse(text, 29500, 30999), (std::vector<int32_t>{30000, 30001, 30002}));
+  EXPECT_TRUE(ParsePortsInUse(text, 1, 21).empty());
 }
 
 // A socket listening on an ephemeral port of 127.0.0.1; fd -1 on failure.
@@ -44,14 +47,15 @@ TEST(Ports, SeesAPortThisProcessListensOn) {
   int fd = ListenOnLoopback(&a);
   ASSERT_GE(fd, 0);
   int32_t port = ntohs(a.sin_port);
-  auto ports = ListeningPorts(port, port);
+  auto ports = PortsInUse(port, port);
   close(fd);
   EXPECT_EQ(ports, std::vector<int32_t>{port});
-  EXPECT_TRUE(ListeningPorts(port, port).empty());
+  EXPECT_TRUE(PortsInUse(port, port).empty());
 }
 
-// The socket-diagnostics dump and /proc agree, over IPv4 and IPv6 listeners, and neither
-// counts a connected socket.
+// The socket-diagnostics dump and /proc agree, over IPv4 and IPv6 listeners and a connected
+// socket's local port (an outgoing connection's ephemeral port, which a replica's bind() would
+// find taken: both count it).
 TEST(Ports, SocketDiagnosticsAndProcAgree) {
   sockaddr_in a;
   int v4 = ListenOnLoopback(&a);
@@ -66,21 +70,30 @@ TEST(Ports, SocketDiagnosticsAndProcAgree) {
   if (have_v6) {
     ASSERT_EQ(getsockname(v6, reinterpret_cast<sockaddr*>(&b), &len), 0);
   }
-  // A connection to the IPv4 listener: its client end is not a listener.
+  // A connection to the IPv4 listener: its client end holds its port too.
   int client = socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_EQ(connect(client, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
   sockaddr_in c{};
   len = sizeof(c);
   ASSERT_EQ(getsockname(client, reinterpret_cast<sockaddr*>(&c), &len), 0);
   int32_t p4 = ntohs(a.sin_port), p6 = have_v6 ? ntohs(b.sin6_port) : p4, pc = ntohs(c.sin_port);
+  // Why it counts: a server's bind() to it is refused even with SO_REUSEADDR.
+  int server = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  ASSERT_EQ(setsockopt(server, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), 0);
+  sockaddr_in any{};
+  any.sin_family = AF_INET;
+  any.sin_port = c.sin_port;
+  EXPECT_NE(bind(server, reinterpret_cast<sockaddr*>(&any), sizeof(any)), 0);
+  EXPECT_EQ(errno, EADDRINUSE);
+  close(server);
   // One port at a time: a range between them could hold other listeners of this machine.
   for (int32_t port : {p4, p6, pc}) {
-    std::vector<int32_t> want;
-    if (port != pc) want.push_back(port);
-    auto diag = DiagListeningPorts(port, port);
+    const std::vector<int32_t> want{port};
+    auto diag = DiagPortsInUse(port, port);
     ASSERT_TRUE(diag.has_value()) << "NETLINK_SOCK_DIAG refused";
     EXPECT_EQ(*diag, want) << "port " << port;
-    EXPECT_EQ(ProcListeningPorts(port, port), want) << "port " << port;
+    EXPECT_EQ(ProcPortsInUse(port, port), want) << "port " << port;
   }
   close(client);
   close(v4);
