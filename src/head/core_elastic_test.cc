@@ -45,9 +45,11 @@ class Elastic : public Scenario {
     return false;
   }
   // `silent` stops syncing until the head declares it down; the other nodes of `job` report
-  // their replicas running just before the tick that does (with no step between: a recovered
-  // head gives every node a full timeout again).
-  void LoseAllBut(const Job& job, const std::string& silent) {
+  // their replicas running, and `idle` (nodes without its replicas) an empty sync, just before
+  // the tick that does (with no step between: a recovered head gives every node a full timeout
+  // again).
+  void LoseAllBut(const Job& job, const std::string& silent,
+                  const std::vector<std::string>& idle = {}) {
     now() += core().config().down_after_ms + kSecond;
     const corral::Run& run = *job.CurrentRun();
     for (size_t r = 0; r < run.placement.size(); ++r) {
@@ -57,6 +59,12 @@ class Elastic : public Scenario {
       req.node = node;
       req.agent_epoch = epochs_[node];
       req.runs = {Running(job, static_cast<int>(r))};
+      ASSERT_TRUE(core().Report(Caller::Node(node), req, now()).ok());
+    }
+    for (const std::string& node : idle) {
+      SyncRequest req;
+      req.node = node;
+      req.agent_epoch = epochs_[node];
       ASSERT_TRUE(core().Report(Caller::Node(node), req, now()).ok());
     }
     core().Tick(now());
@@ -233,6 +241,58 @@ TEST_P(Elastic, BelowItsMinimumALostNodeRequeuesTheJob) {
   EXPECT_EQ(after.state, JobState::kPending);  // requeued whole, as a rigid gang
   EXPECT_EQ(after.runs.back().state, RunState::kLost);
   EXPECT_EQ(Size(e.id), -1);
+  h_.ExpectDerivedStateRebuilds();
+  h_.ExpectReplayEqualsLive();
+}
+
+// Hot spares (docs/elastic.md): a 1:2 job with one spare runs on two of three hosts and the
+// scheduler holds the third for it. A low-priority job is submitted just as a host of the job
+// is lost: the pass that learns of the loss replaces the replica on the spare, before the
+// job. Spares are not durable: a head restarted holds them again at its first pass when no
+// job waits; with a crash after every step that pass is the one after the loss, where the
+// waiting job comes first and the run keeps going on its minimum.
+TEST_P(Elastic, ALostReplicaIsReplacedOnItsHotSpareBeforeAWaitingJob) {
+  ThreeHosts();
+  JobSpec spec = ElasticSpec(1, 2);
+  spec.hot_spares = 1;
+  Job e = Submit(spec);
+  Schedule();
+  const Job started = Get(e.id);
+  ASSERT_EQ(started.CurrentRun()->placement.size(), 2u);
+  ReportAllRunning(started);
+  std::string spare_host = "h1";
+  for (const char* n : {"h1", "h2", "h3"}) {
+    bool used = false;
+    for (const ReplicaPlacement& p : started.CurrentRun()->placement) used |= p.node == n;
+    if (!used) spare_host = n;
+  }
+  if (!GetParam()) {
+    EXPECT_EQ(Get(e.id).hot_spare_nodes, std::vector<std::string>{spare_host});
+  }
+  JobSpec low = Spec(1);
+  low.priority = -1;
+  Job waiting = Submit(low);
+  const std::string lost = started.CurrentRun()->placement[1].node;
+  LoseAllBut(started, lost, {spare_host});
+  Schedule();
+  const Job after = Get(e.id);
+  EXPECT_EQ(after.runs.size(), 1u);  // no requeue, no restart
+  EXPECT_TRUE(HasEvent(e.id, "shrunk"));
+  if (GetParam()) {
+    EXPECT_EQ(Get(waiting.id).state, JobState::kScheduled);
+    EXPECT_EQ(after.CurrentRun()->LiveReplicas(), 1);
+  } else {
+    EXPECT_EQ(Get(waiting.id).state, JobState::kPending);
+    EXPECT_EQ(after.CurrentRun()->LiveReplicas(), 2);
+    EXPECT_EQ(after.CurrentRun()->placement.back().node, spare_host);
+    EXPECT_EQ(Size(e.id), 2);
+    bool from_spare = false;
+    for (const JobEvent& ev : after.events) {
+      from_spare |= ev.what == "grown" && ev.reason.find("hot spare") != std::string::npos;
+    }
+    EXPECT_TRUE(from_spare);
+    EXPECT_TRUE(Get(e.id).hot_spare_nodes.empty());  // no host left to hold another
+  }
   h_.ExpectDerivedStateRebuilds();
   h_.ExpectReplayEqualsLive();
 }
