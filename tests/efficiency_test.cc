@@ -181,5 +181,23 @@ TEST(Efficiency, IdleGpusAreTheVerdict) {
   EXPECT_EQ(u["total"]["efficiency"]["idle_gpu_jobs"].get<int>(), 1) << usage_json.out;
 }
 
+// A job that ends before the agent's first interval (10 s) still has a point: the last look
+// at it (a second or less before its end) makes its one sample, which reaches the head with
+// its exit; `corral eff` reports it.
+TEST(Efficiency, AJobShorterThanTheIntervalHasOneSampleFromItsEnd) {
+  LocalCluster c("effshort", 1, 1, {}, {"--run-as", "agent", "--usage-interval", "10"});
+  SetGpuUse(c, "0 70 1000\n");
+  std::string id = c.Submit({"--gpus", "1", "--", "sleep", "3"});
+  ASSERT_EQ(c.Corral({"wait", id, "--timeout", "60s"}).exit_code, 0);
+  ASSERT_TRUE(WaitUntil(10000, [&] { return Points(c, id) >= 1; })) << JobJson(c, id).dump();
+  const Json point = Series(JobJson(c, id))["points"][0];
+  EXPECT_EQ(Points(c, id), 1u);
+  EXPECT_EQ(point[0].get<int64_t>(), 1);   // seq
+  EXPECT_EQ(point[3].get<int64_t>(), 70);  // GPU utilisation
+  auto r = c.Corral({"eff", id, "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Json::parse(r.out).value("samples", -1), 1) << r.out;
+}
+
 }  // namespace
 }  // namespace corral::testing

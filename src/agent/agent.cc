@@ -283,14 +283,18 @@ void Agent::SyncLoop() {
   }
 }
 
-void Agent::SampleUsage() {
+void Agent::SampleUsage(bool exited) {
   // Each replica is sampled on its own interval; looking a few times an interval keeps a
   // sample within a tenth of it of its time without reading every cgroup at every poll.
   const TimeMs now = env_.clock.Wall().Now();
   const int64_t step = std::clamp<int64_t>(config_.usage_interval_ms / 10, 100, 5000);
-  if (now - usage_checked_at_ < step) return;
-  usage_checked_at_ = now;
+  const bool look = now - usage_checked_at_ >= step;
+  if (!look && !exited) return;
   std::vector<LiveReplica> live = supervisor_->LiveReplicas();
+  // Before the sync that reports the exit: its last sample goes with it.
+  if (exited) usage_.CloseEnded(live);
+  if (!look) return;
+  usage_checked_at_ = now;
   if (live.empty()) return;
   usage_.Sample(live, monitor_->Sample());
 }
@@ -301,7 +305,7 @@ void Agent::PollLoop() {
   while (WaitForExit(config_.poll_interval_ms)) {
     if (config_.on_poll) config_.on_poll();
     bool exited = supervisor_->Poll();
-    SampleUsage();
+    SampleUsage(exited);
     bool fence = false;
     {
       std::lock_guard lock(mu_);

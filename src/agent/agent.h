@@ -142,7 +142,9 @@ class Agent {
   void PollLoop();
   void ReportLoop();
   void KeepLease();
-  void SampleUsage();  // the poller's: samples replicas' use when an interval may have passed
+  // The poller's: samples replicas' use when an interval may have passed, and the last of
+  // those that `exited`.
+  void SampleUsage(bool exited);
   // Sleeps up to `ms`; returns false if stopping.
   bool SleepFor(int64_t ms);
   // Waits up to `ms` or until a run exits (the supervisor's exit descriptor) or Stop();

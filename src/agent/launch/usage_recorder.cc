@@ -43,34 +43,52 @@ UsageRecorder::Replica& UsageRecorder::Load(const RunKey& key, const std::string
   return r;
 }
 
+bool UsageRecorder::Append(const RunKey& key, Replica& r, const Look& look) {
+  const TimeMs since = r.last_at > 0 ? r.last_at : look.started_at;
+  const int64_t cpu_ns = std::max(look.cgroup.cpu_ns - r.last_cpu_ns, int64_t{0});
+  const auto cpu_milli =
+      static_cast<int32_t>(cpu_ns / 1000 / std::max<int64_t>(1, look.at - since));
+  RecordedSample s{RawUsagePoint(r.last_seq + 1, look.at, look.gpu_util, look.gpu_mem, cpu_milli,
+                                 look.cgroup.memory_bytes),
+                   look.cgroup.cpu_ns};
+  // In the record before any report: a sample the head may hold is never numbered again.
+  if (!r.dir.empty()) {
+    if (Status st = AppendRunRecord(r.dir, SampleLine(s), false); !st.ok()) {
+      spdlog::warn("run {} replica {}: usage sample not kept: {}", key.run_id, key.replica,
+                   st.ToString());
+      return false;
+    }
+  }
+  r.last_seq = s.point.seq;
+  r.last_at = look.at;
+  r.last_cpu_ns = look.cgroup.cpu_ns;
+  r.unsent.push_back(s.point);
+  return true;
+}
+
 void UsageRecorder::Sample(const std::vector<LiveReplica>& live,
                            const std::vector<GpuSample>& gpus) {
   std::lock_guard lock(mu_);
   const TimeMs now = clock_->Now();
   for (const LiveReplica& l : live) {
     Replica& r = Load(l.key, l.dir);
+    Look look{now, l.started_at, 0, 0, l.cgroup};
+    ReplicaGpuUse(l.gpus, gpus, &look.gpu_util, &look.gpu_mem);
     const TimeMs since = r.last_at > 0 ? r.last_at : l.started_at;
-    if (since <= 0 || now - since < interval_ms_) continue;
-    int32_t util = 0;
-    int64_t gpu_mem = 0;
-    ReplicaGpuUse(l.gpus, gpus, &util, &gpu_mem);
-    const int64_t cpu_ns = std::max(l.cgroup.cpu_ns - r.last_cpu_ns, int64_t{0});
-    const auto cpu_milli = static_cast<int32_t>(cpu_ns / 1000 / std::max<int64_t>(1, now - since));
-    RecordedSample s{
-        RawUsagePoint(r.last_seq + 1, now, util, gpu_mem, cpu_milli, l.cgroup.memory_bytes),
-        l.cgroup.cpu_ns};
-    // In the record before any report: a sample the head may hold is never numbered again.
-    if (!r.dir.empty()) {
-      if (Status st = AppendRunRecord(r.dir, SampleLine(s), false); !st.ok()) {
-        spdlog::warn("run {} replica {}: usage sample not kept: {}", l.key.run_id, l.key.replica,
-                     st.ToString());
-        continue;
-      }
-    }
-    r.last_seq = s.point.seq;
-    r.last_at = now;
-    r.last_cpu_ns = l.cgroup.cpu_ns;
-    r.unsent.push_back(s.point);
+    if (since <= 0 || now <= since) continue;
+    r.last_look = look;
+    if (now - since >= interval_ms_) Append(l.key, r, look);
+  }
+}
+
+void UsageRecorder::CloseEnded(const std::vector<LiveReplica>& live) {
+  std::lock_guard lock(mu_);
+  std::set<RunKey> running;
+  for (const LiveReplica& l : live) running.insert(l.key);
+  for (auto& [key, r] : replicas_) {
+    if (r.closed || running.count(key) > 0 || !r.last_look) continue;
+    r.closed = true;
+    if (r.last_look->at > r.last_at) Append(key, r, *r.last_look);
   }
 }
 

@@ -5,7 +5,10 @@
 // record before any report carries it; a sync's reports carry the samples no sync has yet
 // delivered, and a delivered sync is written to the record too (samples-sent). An agent that
 // restarts reads both back: it loses no sample and sends again only those it cannot know
-// arrived, which the head, taking each number once, does not count twice.
+// arrived, which the head, taking each number once, does not count twice. A replica that ends
+// between two samples gets a last one, from the poller's last look at it (a tenth of an interval
+// or less before its end): a run shorter than an interval has one point, and no run loses the
+// end of its last interval.
 //
 // Owned by the Agent. Thread-safe: the poller samples, the sync threads attach and deliver.
 #pragma once
@@ -13,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,9 +46,13 @@ class UsageRecorder {
   // samples' times), which must outlive the recorder.
   UsageRecorder(int64_t interval_ms, const Clock* clock);
 
-  // Samples the replicas of `live` whose interval has passed, given the GPUs' samples now.
-  // Replicas not in `live` are left as they are (an exited run's samples are still reported).
+  // Looks at the replicas of `live` and samples those whose interval has passed, given the
+  // GPUs' samples now. Replicas not in `live` are left as they are (an exited run's samples are
+  // still reported).
   void Sample(const std::vector<LiveReplica>& live, const std::vector<GpuSample>& gpus);
+  // The replicas looked at since their last sample that are no longer in `live` (they ended)
+  // get their last sample, once, from that look.
+  void CloseEnded(const std::vector<LiveReplica>& live);
   // Adds to each report the samples not yet delivered (read from the record the first time a
   // replica is seen); replicas no longer reported (released) are forgotten.
   void Attach(std::vector<RunReport>* reports, const std::map<RunKey, std::string>& dirs);
@@ -52,6 +60,14 @@ class UsageRecorder {
   void Delivered(const std::vector<RunReport>& reports);
 
  private:
+  // What one look at a live replica saw.
+  struct Look {
+    TimeMs at = 0;
+    TimeMs started_at = 0;
+    int32_t gpu_util = 0;
+    int64_t gpu_mem = 0;
+    CgroupUsage cgroup;
+  };
   struct Replica {
     std::string dir;
     int64_t last_seq = 0;
@@ -59,9 +75,14 @@ class UsageRecorder {
     int64_t last_cpu_ns = 0;
     int64_t sent = 0;  // delivered up to this sample number
     std::vector<UsagePoint> unsent;
+    std::optional<Look> last_look;  // by this recorder (none after a restart)
+    bool closed = false;            // its last sample taken
   };
   // The replica's entry, loaded from its record the first time. REQUIRES: mu_ held.
   Replica& Load(const RunKey& key, const std::string& dir);
+  // Numbers `look` as the replica's next sample, keeps it in the record, queues it to be sent;
+  // false if the record refused it. REQUIRES: mu_ held.
+  bool Append(const RunKey& key, Replica& r, const Look& look);
 
   const int64_t interval_ms_;
   const Clock* clock_;

@@ -127,5 +127,57 @@ TEST(UsageRecorder, ReleasedReplicasAreForgotten) {
   ASSERT_EQ(reports[0].usage.size(), 1u);
 }
 
+// A run shorter than an interval has one sample, from the last look before it ended; one that
+// ends between samples gets the end of its last interval; each only once, and a replica still
+// running or not looked at since its last sample gets none.
+TEST(UsageRecorder, AReplicaThatEndsGetsItsLastSampleFromTheLastLook) {
+  Node n;
+  UsageRecorder rec(60'000, &n.clock);
+  n.clock.Advance(4000);
+  rec.Sample({n.Live(2'000'000'000, 8 * kMiB)}, n.Gpus(40, 60));  // a look: 4 s in
+  rec.CloseEnded({n.Live(2'000'000'000, 8 * kMiB)});              // still running: nothing
+  n.clock.Advance(500);
+  rec.CloseEnded({});  // it ended
+  rec.CloseEnded({});  // told again: nothing more
+  auto reports = n.Reports();
+  rec.Attach(&reports, n.Dirs());
+  ASSERT_EQ(reports[0].usage.size(), 1u);
+  const UsagePoint& p = reports[0].usage[0];
+  EXPECT_EQ(p.seq, 1);
+  EXPECT_EQ(p.at, 1'004'000);  // the look's time, not the end's
+  EXPECT_EQ(p.gpu_util, 50);
+  EXPECT_EQ(p.cpu_milli, 500);  // 2 s of CPU over its 4 s
+  EXPECT_EQ(p.mem, 8 * kMiB);
+  // Kept in the record like the others: a restarted agent sends it and numbers on from it.
+  UsageRecorder after(60'000, &n.clock);
+  auto again = n.Reports();
+  after.Attach(&again, n.Dirs());
+  ASSERT_EQ(again[0].usage.size(), 1u);
+  EXPECT_EQ(again[0].usage[0].seq, 1);
+
+  Node m;
+  UsageRecorder on_time(1000, &m.clock);
+  m.clock.Advance(1000);
+  on_time.Sample({m.Live(1'000'000'000, 0)}, m.Gpus(10, 10));  // sample 1
+  on_time.CloseEnded({});  // nothing looked at since: no second sample
+  Node k;
+  UsageRecorder ends_later(1000, &k.clock);
+  k.clock.Advance(1000);
+  ends_later.Sample({k.Live(1'000'000'000, 0)}, k.Gpus(10, 10));  // sample 1
+  k.clock.Advance(300);
+  ends_later.Sample({k.Live(1'300'000'000, 0)}, k.Gpus(90, 90));  // a look, not a sample
+  ends_later.CloseEnded({});
+  auto one = m.Reports();
+  on_time.Attach(&one, m.Dirs());
+  EXPECT_EQ(one[0].usage.size(), 1u);
+  auto two = k.Reports();
+  ends_later.Attach(&two, k.Dirs());
+  ASSERT_EQ(two[0].usage.size(), 2u);
+  EXPECT_EQ(two[0].usage[1].seq, 2);
+  EXPECT_EQ(two[0].usage[1].at, 1'001'300);
+  EXPECT_EQ(two[0].usage[1].gpu_util, 90);
+  EXPECT_EQ(two[0].usage[1].cpu_milli, 1000);  // 0.3 s of CPU in 0.3 s
+}
+
 }  // namespace
 }  // namespace corral::agent
