@@ -36,7 +36,7 @@ constexpr auto kRetryAfter = 200ms;
 struct AgentFleet::Slot {
   Slot(Shard* s, std::string name, const FleetConfig& c, asio::io_context& ioc)
       : shard(s),
-        agent(std::move(name), c.gpus_per_agent, c.runtime_ms, c.deltas),
+        agent(std::move(name), c.gpus_per_agent, c.runtime_ms, c.deltas, c.usage_every_ms),
         poll(std::make_shared<KeepAliveConn>(ioc, c.head, c.host_header)),
         exit_timer(ioc),
         retry_timer(ioc) {}

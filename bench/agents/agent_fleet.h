@@ -32,6 +32,7 @@ struct FleetConfig {
   int64_t sync_wait_ms = 20000;  // long-poll hold asked of the head (it caps it)
   int max_registering = 64;      // registrations in flight at once
   bool deltas = true;            // ask for delta answers, as the real agent does
+  int64_t usage_every_ms = 0;    // a usage sample of each running run this often (0: none)
 };
 
 struct FleetCounters {

@@ -37,6 +37,7 @@ struct Flags {
   int gpus = 8;
   int threads = 2;
   int64_t runtime_ms = 0;
+  int64_t usage_every_ms = 0;
   int64_t sync_wait_ms = 20000;
   int jobs = 100000;
   int array_size = 1000;
@@ -157,6 +158,9 @@ int Main(int argc, char** argv) {
   app.add_option("--threads", f.threads, "event-loop threads")->check(CLI::Range(1, 64));
   app.add_option("--runtime-ms", f.runtime_ms, "how long a run runs (0: exits at once)");
   app.add_option("--sync-wait-ms", f.sync_wait_ms, "long-poll hold asked of the head");
+  app.add_option("--usage-every-ms", f.usage_every_ms,
+                 "a usage sample of each running run this often, as agents keep (0: none)")
+      ->check(CLI::Range(int64_t{0}, int64_t{3600000}));
   app.add_option("--jobs", f.jobs, "one-GPU jobs to submit (0: only the agents)");
   app.add_option("--array-size", f.array_size, "jobs per array submission")
       ->check(CLI::Range(1, 100000));
@@ -195,6 +199,7 @@ int Main(int argc, char** argv) {
   fc.runtime_ms = f.runtime_ms;
   fc.sync_wait_ms = f.sync_wait_ms;
   fc.deltas = !f.no_deltas;
+  fc.usage_every_ms = f.usage_every_ms;
 
   HeadWatch head{f.head_pid};
   if (f.head_pid > 0) {

@@ -88,6 +88,25 @@ TEST(EmulatedAgentTest, TimedRunExitsWhenDue) {
   EXPECT_EQ(a.NextExitAt(), 0);
 }
 
+// With --usage-every-ms a running run carries its samples due since the last sync, numbered
+// on, each once, the last no later than its end.
+TEST(EmulatedAgentTest, UsageSamplesAreCarriedOnceEachUpToTheRunsEnd) {
+  EmulatedAgent a("emu-1", 8, 1000, true, 300);
+  a.OnRegistered(RegisterResponse{"tok", 1, 7, ""});
+  (void)a.MakeSync(20000, 0);
+  a.Apply(Desired(5, {Order("3.1")}), 100);
+  SyncRequest first = a.MakeSync(20000, 750);  // samples at 400 and 700
+  ASSERT_EQ(first.runs.at(0).usage.size(), 2u);
+  EXPECT_EQ(first.runs.at(0).usage[0].seq, 1);
+  EXPECT_EQ(first.runs.at(0).usage[1].at, 700);
+  EXPECT_TRUE(a.MakeSync(20000, 790).runs.at(0).usage.empty());
+  SyncRequest ended = a.MakeSync(20000, 5000);  // ended at 1100: one more, at 1000
+  ASSERT_EQ(ended.runs.at(0).usage.size(), 1u);
+  EXPECT_EQ(ended.runs.at(0).usage[0].seq, 3);
+  EXPECT_EQ(ended.runs.at(0).usage[0].at, 1000);
+  EXPECT_TRUE(Registered(1000).MakeSync(20000, 5000).runs.empty());
+}
+
 TEST(EmulatedAgentTest, StopEndsARunWithItsSignal) {
   EmulatedAgent a = Registered(60000);
   a.Apply(Desired(5, {Order("3.1")}), 100);

@@ -2,10 +2,17 @@
 
 #include <set>
 
+#include "core/usage_series.h"
+
 namespace corral::bench {
 
-EmulatedAgent::EmulatedAgent(std::string name, int32_t gpus, int64_t runtime_ms, bool deltas)
-    : name_(std::move(name)), gpus_(gpus), runtime_ms_(runtime_ms), deltas_(deltas) {}
+EmulatedAgent::EmulatedAgent(std::string name, int32_t gpus, int64_t runtime_ms, bool deltas,
+                             int64_t usage_every_ms)
+    : name_(std::move(name)),
+      gpus_(gpus),
+      runtime_ms_(runtime_ms),
+      deltas_(deltas),
+      usage_every_ms_(usage_every_ms) {}
 
 RegisterRequest EmulatedAgent::MakeRegisterRequest() const {
   RegisterRequest req;
@@ -43,8 +50,25 @@ SyncRequest EmulatedAgent::MakeSync(int64_t wait_ms, TimeMs now) {
   req.wait_ms = unreported_ ? 0 : wait_ms;
   unreported_ = false;
   req.runs.reserve(runs_.size());
-  for (const auto& [key, report] : runs_) req.runs.push_back(report);
+  for (const auto& [key, report] : runs_) {
+    req.runs.push_back(report);
+    // Each sample once: the head takes a number once, so one that an unanswered sync carried
+    // is simply missing from its series, which a bench does not mind.
+    if (usage_every_ms_ > 0) req.runs.back().usage = SamplesDue(key, report, now);
+  }
   return req;
+}
+
+std::vector<UsagePoint> EmulatedAgent::SamplesDue(const Key& key, const RunReport& report,
+                                                  TimeMs now) {
+  std::vector<UsagePoint> out;
+  int64_t& last = samples_[key];
+  const TimeMs until = report.running ? now : report.ended_at;
+  for (TimeMs at = report.started_at + (last + 1) * usage_every_ms_; at <= until;
+       at += usage_every_ms_) {
+    out.push_back(RawUsagePoint(++last, at, 50, int64_t{8} << 30, 1000, int64_t{2} << 30));
+  }
+  return out;
 }
 
 int EmulatedAgent::Apply(SyncResponse r, TimeMs now) {
@@ -65,6 +89,7 @@ int EmulatedAgent::Apply(SyncResponse r, TimeMs now) {
     }
     if (!it->second.running) ++forgotten_;
     ends_at_.erase(it->first);
+    samples_.erase(it->first);
     it = runs_.erase(it);
   }
   return started;

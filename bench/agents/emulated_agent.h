@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "core/agent_protocol.h"
 #include "core/desired_runs.h"
@@ -24,7 +25,10 @@ class EmulatedAgent {
   // `runtime_ms` 0: a started run is reported started and exited 0 in the same report.
   // `deltas`: ask the head for delta answers, as the real agent does (false: full answers, as
   // older agents get).
-  EmulatedAgent(std::string name, int32_t gpus, int64_t runtime_ms, bool deltas = true);
+  // `usage_every_ms` > 0: each running run has a usage sample (core/usage_series.h) that often,
+  // carried by the next sync, as the real agent's recorder does.
+  EmulatedAgent(std::string name, int32_t gpus, int64_t runtime_ms, bool deltas = true,
+                int64_t usage_every_ms = 0);
 
   const std::string& name() const { return name_; }
   bool registered() const { return registered_; }
@@ -55,18 +59,22 @@ class EmulatedAgent {
   // Follows one desired order (starts or stops its run) and marks it desired. Returns 1 when it
   // started the run.
   int Follow(const RunOrder& o, TimeMs now, std::set<Key>* desired);
+  // The samples of `key`'s run due by `now` (up to its end), numbered on from the last.
+  std::vector<UsagePoint> SamplesDue(const Key& key, const RunReport& report, TimeMs now);
 
   std::string name_;
   int32_t gpus_;
   int64_t runtime_ms_;
   bool deltas_;
+  int64_t usage_every_ms_;
   bool registered_ = false;
   uint64_t agent_epoch_ = 0;
   DesiredRuns desired_;
   bool unreported_ = false;
   int64_t forgotten_ = 0;
-  std::map<Key, RunReport> runs_;  // alive, or exited and not yet released
-  std::map<Key, TimeMs> ends_at_;  // running runs: when they exit
+  std::map<Key, RunReport> runs_;   // alive, or exited and not yet released
+  std::map<Key, TimeMs> ends_at_;   // running runs: when they exit
+  std::map<Key, int64_t> samples_;  // runs sampled: the last sample's number
 };
 
 }  // namespace corral::bench
