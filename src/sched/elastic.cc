@@ -65,7 +65,8 @@ class ElasticTaken {
   int64_t& Of(int32_t level) {
     auto [it, fresh] = taken_.try_emplace(level, 0);
     if (fresh) {
-      for (const auto& [id, r] : st_.running) {
+      for (JobId id : st_.resizable_running) {  // only elastic runs have replicas leaving
+        const RunEntry& r = st_.running.at(id);
         if (r.leaving > 0 && st_.queues.Within(r.queue, level)) {
           it->second += int64_t{r.leaving} * ElasticReplicaGpus(r.job);
         }
@@ -138,7 +139,8 @@ bool FindShrink(SchedState& st, const PendingEntry& e, TimeMs end, std::vector<S
   // Candidates: the lowest priority first, then the newest run, then the highest id.
   std::vector<std::tuple<int32_t, TimeMs, JobId, int32_t>> order;
   ElasticTaken taken(st);
-  for (const auto& [id, r] : st.running) {
+  for (JobId id : st.resizable_running) {
+    const RunEntry& r = st.running.at(id);
     ++st.work;
     int32_t holder = -1;
     if (ElasticShrinkable(st, r, e, &holder) && (holder < 0 || taken.StillBorrows(holder))) {
@@ -280,9 +282,9 @@ std::string ElasticGrowReason(const SchedState& st, const RunEntry& r, size_t ad
 
 void GrowElastic(SchedState& st, Decisions* d) {
   std::vector<JobId> candidates;
-  for (const auto& [id, r] : st.running) {
+  for (JobId id : st.resizable_running) {
     ++st.work;
-    if (ElasticMayGrow(r)) candidates.push_back(id);
+    if (ElasticMayGrow(st.running.at(id))) candidates.push_back(id);
   }
   // One replica at a time to the run that comes first now (the key moves as replicas bind).
   std::map<JobId, std::vector<ReplicaPlacement>> added;
@@ -364,7 +366,8 @@ bool HoldOneHotSpare(SchedState& st, RunEntry& r) {
 }  // namespace
 
 void ReplaceFromHotSpares(SchedState& st, Decisions* d) {
-  for (auto& [id, r] : st.running) {
+  for (JobId id : st.resizable_running) {
+    RunEntry& r = st.running.at(id);
     if (r.spares.empty()) continue;
     ++st.work;
     std::vector<ReplicaPlacement> spares;
@@ -392,8 +395,9 @@ void ReplaceFromHotSpares(SchedState& st, Decisions* d) {
 
 void RefillHotSpares(SchedState& st) {
   std::vector<JobId> candidates;
-  for (const auto& [id, r] : st.running) {
+  for (JobId id : st.resizable_running) {
     ++st.work;
+    const RunEntry& r = st.running.at(id);
     if (r.job.hot_spares > 0 && ElasticWantsSpare(r)) candidates.push_back(id);
   }
   // One spare at a time to the run that comes first in the growth order now.
@@ -413,7 +417,8 @@ void ReleaseHotSpares(SchedState& st, RunEntry& r) {
 }
 
 void DropHotSparesOn(SchedState& st, const std::string& node) {
-  for (auto& [id, r] : st.running) {
+  for (JobId id : st.resizable_running) {
+    RunEntry& r = st.running.at(id);
     for (size_t k = 0; k < r.spares.size();) {
       if (r.spares[k].node != node) {
         ++k;

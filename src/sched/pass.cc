@@ -324,6 +324,7 @@ class PassRun {
     st_.RunsOfQueue(r.queue).insert(j.id);
     for (const ReplicaPlacement& p : r.placement) st_.runs_on_node[p.node].insert(j.id);
     JobId id = j.id;
+    if (j.resizable) st_.resizable_running.insert(id);
     st_.running[id] = std::move(r);
     d_->place.push_back({id, std::move(placement)});
     ++placements_;

@@ -68,6 +68,7 @@ void Scheduler::Impl::AddRun(const PendingJob& job, std::vector<ReplicaPlacement
   st.by_end.insert({r.expected_end, job.id});
   st.RunsOfQueue(r.queue).insert(job.id);
   for (const ReplicaPlacement& p : r.placement) st.runs_on_node[p.node].insert(job.id);
+  if (job.resizable) st.resizable_running.insert(job.id);
   st.running[job.id] = std::move(r);
 }
 
@@ -100,6 +101,7 @@ void Scheduler::Impl::RemoveRun(JobId id) {
       }
     }
   }
+  st.resizable_running.erase(id);
   st.running.erase(it);
 }
 
@@ -363,6 +365,7 @@ std::unique_ptr<Scheduler> Scheduler::Fork() const {
   to.model = from.model;
   to.queues = from.queues;
   to.running = from.running;
+  to.resizable_running = from.resizable_running;
   to.by_end = from.by_end;
   to.running_by_queue = from.running_by_queue;
   to.runs_on_node = from.runs_on_node;

@@ -69,6 +69,10 @@ struct SchedState {
   QueueBook queues;
   PendingSet pending;
   std::map<JobId, RunEntry> running;
+  // The running jobs that may change size (PendingJob::resizable): the only ones the elastic
+  // steps (growth, shrinks, hot spares) look at, so that a pass over thousands of rigid runs
+  // does not walk them for every blocked job.
+  std::set<JobId> resizable_running;
   std::set<std::pair<TimeMs, JobId>> by_end;      // running, by expected end
   std::vector<std::set<JobId>> running_by_queue;  // by queue id
   std::map<std::string, std::set<JobId>> runs_on_node;
