@@ -65,6 +65,40 @@ std::optional<std::pair<JobId, std::string>> ReplicaLine(const ChangeKind& what)
   return std::nullopt;
 }
 
+// The service among `names` that `what` concerns, or nullptr; a replica's submission is noted
+// in `replicas`, so that its later changes are recognised. Decided before any line is written:
+// most changes kept concern no service asked for.
+const std::string* ConcernedService(const ChangeKind& what, const std::set<std::string>& names,
+                                    std::map<JobId, std::string>& replicas) {
+  const std::string* own = std::visit(
+      [](const auto& c) -> const std::string* {
+        using T = std::decay_t<decltype(c)>;
+        if constexpr (std::is_same_v<T, ServiceCreated> || std::is_same_v<T, ServiceUpdated>) {
+          return &c.service.spec.name;
+        } else if constexpr (std::is_same_v<T, ServiceRemoved> ||
+                             std::is_same_v<T, ServiceRolloutStarted> ||
+                             std::is_same_v<T, ServiceRolloutEnded> ||
+                             std::is_same_v<T, ServiceReplicaMarked> ||
+                             std::is_same_v<T, ServiceScaled>) {
+          return &c.name;
+        } else {
+          return nullptr;
+        }
+      },
+      what);
+  if (own) return names.count(*own) ? own : nullptr;
+  if (const auto* s = std::get_if<JobSubmitted>(&what)) {
+    if (!names.count(s->job.spec.service)) return nullptr;
+    return &(replicas[s->job.id] = s->job.spec.service);
+  }
+  JobId job = 0;
+  if (const auto* r = std::get_if<StopRequested>(&what)) job = r->job;
+  if (const auto* r = std::get_if<RunEnded>(&what)) job = r->job;
+  if (const auto* r = std::get_if<JobEnded>(&what)) job = r->job;
+  auto it = job == 0 ? replicas.end() : replicas.find(job);
+  return it == replicas.end() ? nullptr : &it->second;
+}
+
 void AddEvent(ServiceHistory& h, ServiceEvent e, size_t max) {
   if (max == 0) return;
   h.events.push_back(std::move(e));
@@ -80,30 +114,24 @@ std::map<std::string, ServiceHistory> ServiceHistories(const std::deque<Change>&
   for (const std::string& n : names) out[n];
   std::map<JobId, std::string> replicas;  // replicas submitted within `recent`: their service
   for (const Change& c : recent) {
+    const std::string* service = ConcernedService(c.what, names, replicas);
+    if (!service) continue;
     ServiceEvent e{c.revision, c.at, ChangeName(c.what), 0, "", ""};
-    std::string service;
     if (auto line = ServiceLine(c.what)) {
-      std::tie(service, e.text) = std::move(*line);
+      e.text = std::move(line->second);
       if (const auto* m = std::get_if<ServiceReplicaMarked>(&c.what)) e.job = m->job;
     } else if (const auto* s = std::get_if<JobSubmitted>(&c.what)) {
-      if (s->job.spec.service.empty() || !names.count(s->job.spec.service)) continue;
-      service = s->job.spec.service;
-      replicas[s->job.id] = service;
       e.job = s->job.id;
       e.text = ReplicaText(s->job.id, "submitted");
     } else if (auto r = ReplicaLine(c.what)) {
-      auto it = replicas.find(r->first);
-      if (it == replicas.end()) continue;
-      service = it->second;
       std::tie(e.job, e.text) = std::move(*r);
     }
-    auto h = out.find(service);
-    if (h == out.end()) continue;
+    ServiceHistory& h = out[*service];
     if (const auto* s = std::get_if<ServiceScaled>(&c.what)) {
       e.cause = ScaleCauseName(s->cause);
-      h->second.last_scale = e;
+      h.last_scale = e;
     }
-    AddEvent(h->second, std::move(e), max);
+    AddEvent(h, std::move(e), max);
   }
   return out;
 }
