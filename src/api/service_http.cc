@@ -58,10 +58,6 @@ Result<head::CreateService> DecodeCreateService(const net::HttpRequest& req, con
   return head::CreateService{std::move(*spec)};
 }
 
-Result<head::GetService> DecodeGetService(const net::HttpRequest&, const PathArgs& args) {
-  return head::GetService{args.at(0)};
-}
-
 Result<head::ScaleService> DecodeScaleService(const net::HttpRequest& req, const PathArgs& args) {
   Json body = Json::parse(req.body, nullptr, false);
   if (body.is_discarded() || !body.is_object()) {

@@ -14,7 +14,6 @@ namespace corral::api {
 
 // The body is a service as ParseServiceSpec takes it; the owner is the caller.
 Result<head::CreateService> DecodeCreateService(const net::HttpRequest& req, const PathArgs& args);
-Result<head::GetService> DecodeGetService(const net::HttpRequest& req, const PathArgs& args);
 // POST /v1/services/{name}/scale {"replicas": N}
 Result<head::ScaleService> DecodeScaleService(const net::HttpRequest& req, const PathArgs& args);
 // POST /v1/services/{name}/update {"spec": {job-spec fields to change}, "ready_timeout": "5m"}
