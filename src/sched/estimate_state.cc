@@ -43,8 +43,9 @@ EstimateConfidence PredictionConfidence(const PendingJob& j) {
 // distribution, the mean of what its owner's runs that outlived `done` had left (the policy
 // orders by their median, PredictionConfig::rule: the median ranks jobs as well, but run times
 // are skewed, so a run ends after its median more often than not, and estimates resting on it
-// told too early a time: on the philly-users test half 41.6% started more than a minute later
-// than told, 28.0% with the mean; docs/simulation.md). Without one, the policy's prediction.
+// told too early a time: on the philly-users test half at 640 GPUs 41.6% started more than a
+// minute later than told, 28.0% with the mean; docs/simulation.md). Without one, the
+// policy's prediction.
 DurationMs EstimatedRemainingMs(const SchedulerConfig& cfg, const PendingJob& j,
                                 DurationMs attained_gpu_ms) {
   if (j.run_quantiles.empty()) return PredictedRemainingMs(cfg, j, attained_gpu_ms);
