@@ -149,6 +149,13 @@ struct DatasetRemoved {
   std::string name;
   std::string version;  // empty: every version of the name
 };
+// A run's stage-in measured: it started `ms` after its placement on a node that lacked `bytes`
+// of its datasets, all from `source` (DatasetSourceKey). The source's rate is bytes / ms.
+struct SourceRateMeasured {
+  std::string source;
+  int64_t bytes = 0;
+  DurationMs ms = 0;
+};
 // A service (core/service.h) created; its replicas are jobs the core submits (JobSubmitted with
 // spec.service set) and stops (StopRequested, JobEnded) as it keeps `desired` of them alive.
 struct ServiceCreated {
@@ -282,7 +289,8 @@ using ChangeKind =
                  GpuDrainSet, RunNoted, QosSet, QosDeleted, ReservationSet, ReservationDeleted,
                  JobUpdated, JobResized, DatasetAdded, DatasetRemoved, ServiceCreated,
                  ServiceUpdated, ServiceRemoved, NodeRemoved, ServiceRolloutStarted,
-                 ServiceRolloutEnded, ServiceReplicaMarked, ServiceScaled, RunUsageSampled>;
+                 ServiceRolloutEnded, ServiceReplicaMarked, ServiceScaled, RunUsageSampled,
+                 SourceRateMeasured>;
 
 struct Change {
   uint64_t revision = 0;
