@@ -281,16 +281,14 @@ struct RunUsageSampled {
   std::vector<UsagePoint> points;  // ascending seq
 };
 
-using ChangeKind =
-    std::variant<HeadStarted, JobSubmitted, RunPlaced, RunStarted, ReplicaExited, StopRequested,
-                 RunEnded, JobEnded, CheckpointReported, NodeRegistered, NodeLivenessSet, QueueSet,
-                 TokenIssued, TokenRevoked, IdleWarned, StepStarted, StepExited, JobHoldSet,
-                 RunSignalled, NodeHealthSet, JobsRetired, ArraySubmitted, NodeDrainSet,
-                 GpuDrainSet, RunNoted, QosSet, QosDeleted, ReservationSet, ReservationDeleted,
-                 JobUpdated, JobResized, DatasetAdded, DatasetRemoved, ServiceCreated,
-                 ServiceUpdated, ServiceRemoved, NodeRemoved, ServiceRolloutStarted,
-                 ServiceRolloutEnded, ServiceReplicaMarked, ServiceScaled, RunUsageSampled,
-                 SourceRateMeasured>;
+using ChangeKind = std::variant<
+    HeadStarted, JobSubmitted, RunPlaced, RunStarted, ReplicaExited, StopRequested, RunEnded,
+    JobEnded, CheckpointReported, NodeRegistered, NodeLivenessSet, QueueSet, TokenIssued,
+    TokenRevoked, IdleWarned, StepStarted, StepExited, JobHoldSet, RunSignalled, NodeHealthSet,
+    JobsRetired, ArraySubmitted, NodeDrainSet, GpuDrainSet, RunNoted, QosSet, QosDeleted,
+    ReservationSet, ReservationDeleted, JobUpdated, JobResized, DatasetAdded, DatasetRemoved,
+    ServiceCreated, ServiceUpdated, ServiceRemoved, NodeRemoved, ServiceRolloutStarted,
+    ServiceRolloutEnded, ServiceReplicaMarked, ServiceScaled, RunUsageSampled, SourceRateMeasured>;
 
 struct Change {
   uint64_t revision = 0;
