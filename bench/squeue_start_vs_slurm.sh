@@ -4,7 +4,8 @@
 # same on both sides) ROUNDS times, with a longer burst than CI's, and both systems' errors over
 # all the jobs judged (estimate read right after submitting, against the real start; > 0: started
 # earlier than told). Root, slurm-wlm and munge; about 1.5 minutes a round.
-#   bench/squeue_start_vs_slurm.sh [BUILD_DIR]        env: ROUNDS (3), BURST, WARM (8)
+#   bench/squeue_start_vs_slurm.sh [BUILD_DIR]        env: ROUNDS (3), BURST, WARM (8), USERS (1;
+#   2: two users, the burst alternating between them, as squeue_start_test.sh's USERS)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 BUILD="${1:-build}"

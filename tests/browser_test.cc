@@ -117,6 +117,81 @@ TEST(Browser, TheOverviewPlotsTheClustersUseAndQueuesOverTime) {
   for (const std::string& id : ids) c.Corral({"cancel", id});
 }
 
+// A replica for the services page: /health and / answer 200 at once, /work after 20 ms,
+// /fail 500.
+constexpr char kPageReplica[] = R"(import http.server, os, time
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        code = 500 if self.path.startswith("/fail") else 200
+        if self.path.startswith("/work"):
+            time.sleep(0.02)
+        body = b"ok" if code == 200 else b"failed"
+        self.send_response(code)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+http.server.ThreadingHTTPServer(("", int(os.environ["PORT"])), Handler).serve_forever()
+)";
+
+// The Services page and a service's own page show what the API gives of a real service: its
+// replicas, its traffic through the head (tests/browser/services_test.mjs sends a known load)
+// and its recent events.
+TEST(Browser, TheServicesPagesShowAServicesTrafficReplicasAndEventsAsTheApiGivesThem) {
+  if (access(kChromium, X_OK) != 0) {
+    GTEST_SKIP()
+        << "Chromium not installed (Debian package chromium; scripts/setup.sh installs it)";
+  }
+  const std::string dir = CORRAL_BROWSER_DIR;
+  if (!std::filesystem::exists(dir + "/node_modules/puppeteer-core")) {
+    GTEST_SKIP() << "puppeteer-core not installed in " << dir;
+  }
+  // The agent's own port range, away from the service suites' (tests/service_cluster.h).
+  LocalCluster c("browser-svc", 1, 4, {}, {"--run-as", "agent", "--port-range", "17600-17699"});
+  namespace fs = std::filesystem;
+  fs::create_directories(c.dir() + "/svc");
+  fs::permissions(c.dir() + "/svc", fs::perms::all);
+  const std::string server = c.dir() + "/svc/server.py";
+  std::ofstream(server) << kPageReplica;
+  fs::permissions(server, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
+  auto served =
+      c.Corral({"serve", "echo", "--min-replicas", "1", "--max-replicas", "3", "--port", "0",
+                "--health", "/health", "--cpus", "0.25", "--", "/usr/bin/python3", server});
+  ASSERT_EQ(served.exit_code, 0) << served.err;
+  auto ready = [&](size_t want) {
+    return WaitUntil(45000, [&] {
+      auto show = nlohmann::json::parse(c.Corral({"services", "show", "echo", "-o", "json"}).out,
+                                        nullptr, false);
+      size_t n = 0;
+      for (const auto& r : show["service"].value("replicas", nlohmann::json::array())) {
+        n += r.value("running", false) && r.value("ready", false) ? 1 : 0;
+      }
+      return n == want;
+    });
+  };
+  ASSERT_TRUE(ready(1));
+  ASSERT_EQ(c.Corral({"services", "scale", "echo", "--replicas", "2"}).exit_code, 0);
+  ASSERT_TRUE(ready(2));
+
+  const char* shots = getenv("SCREENSHOT_DIR");
+  auto r = RunCommand({"/usr/bin/node", dir + "/services_test.mjs"},
+                      {{"CORRAL_ADDR", c.addr()},
+                       {"CORRAL_TOKEN", c.token()},
+                       {"WANT_NODE", "node1"},
+                       {"CHROMIUM", kChromium},
+                       {"SCREENSHOT_DIR", shots ? shots : c.dir() + "/screenshots"},
+                       {"HOME", c.dir()}});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err << "\n(cluster and screenshots in " << c.dir() << ")";
+  std::cout << r.out;
+  // The CLI shows the same traffic (the load is still within the minute).
+  const std::string show = c.Corral({"services", "show", "echo"}).out;
+  EXPECT_NE(show.find("requests/s over the last "), std::string::npos) << show;
+  EXPECT_NE(show.find(", 10.0% answered 5xx, p50 "), std::string::npos) << show;
+  EXPECT_NE(show.find("Scaled:   scaled 1 \u2192 2 by "), std::string::npos) << show;
+  c.Corral({"services", "rm", "echo"});
+}
+
 // The owner opens their notebook from the dashboard and runs a cell in it; another user cannot.
 TEST(Browser, ANotebookOpensFromMySessionsAndRunsACell) {
   if (access(kChromium, X_OK) != 0) {

@@ -7,6 +7,7 @@ import { caller, starts } from "./state.js";
 import { clusterView, queuesView } from "./view_cluster.js";
 import { jobView, jobsView } from "./view_jobs.js";
 import { nodesView } from "./view_nodes.js";
+import { serviceView, servicesView } from "./view_services.js";
 import { sessionsView } from "./view_sessions.js";
 
 const main = document.getElementById("main");
@@ -107,6 +108,8 @@ const routes = [
   [/^#\/jobs\/(\d+)$/, () => jobView],
   [/^#\/nodes$/, () => nodesView],
   [/^#\/sessions$/, () => sessionsView],
+  [/^#\/services$/, () => servicesView],
+  [/^#\/services\/([^/?]+)$/, () => serviceView],
 ];
 
 function route() {

@@ -23,6 +23,8 @@ using net::Responder;
 // agent), whose user lookups may block on a directory, and how many such requests may wait.
 constexpr int kLocalCallerThreads = 4;
 constexpr size_t kMaxLocalCallersWaiting = 1024;
+// The latest changes about a service that GET /v1/services/NAME lists.
+constexpr size_t kServiceEventsShown = 20;
 
 // Where the audit log says a request came from: its peer, and for one a node forwarded, the
 // Unix user the node named too.
@@ -202,9 +204,9 @@ const std::vector<ApiService::Endpoint>& ApiService::Routes() {
         Serve<GetDataset>("GET", "/v1/datasets/{name}", DecodeGetDataset, DatasetAnswer),
         Serve<AddDataset>("POST", "/v1/datasets", DecodeAddDataset, DatasetAnswer, 201),
         Serve<RemoveDataset>("DELETE", "/v1/datasets/{name}", DecodeRemoveDataset, DatasetAnswer),
-        Serve<ListServices>("GET", "/v1/services", NoFields<ListServices>, ServiceListAnswer),
+        custom("GET", "/v1/services", &ApiService::HandleServices),
         Serve<CreateService>("POST", "/v1/services", DecodeCreateService, ServiceAnswer, 201),
-        Serve<GetService>("GET", "/v1/services/{name}", DecodeGetService, ServiceViewAnswer),
+        custom("GET", "/v1/services/{name}", &ApiService::HandleServices),
         Serve<ScaleService>("POST", "/v1/services/{name}/scale", DecodeScaleService, ServiceAnswer),
         Serve<UpdateService>("POST", "/v1/services/{name}/update", DecodeUpdateService,
                              ServiceAnswer),
@@ -322,6 +324,34 @@ head::Presented ApiService::Who(const HttpRequest& req) const {
   auto user = LookUpUnixUser(*req.peer);
   if (!user.ok()) return head::Presented::Local(user.status());
   return head::Presented::Local(CallerOfUnixUser(*user, unix_roles_));
+}
+
+// The core's view of the services (one, or those the caller may call), then the shell's: their
+// recent history from the changes the head keeps, and their traffic through this head's proxy.
+void ApiService::HandleServices(const HttpRequest& req, const PathArgs& args, Responder respond) {
+  const head::Presented who = Who(req);
+  auto observe = [this, who, respond](std::vector<head::ServiceView> views, bool one) {
+    head::GetServiceHistory query{{}, one ? kServiceEventsShown : 0};
+    for (const head::ServiceView& v : views) query.names.insert(v.service.spec.name);
+    auto to_json = [views = std::move(views), one, traffic = services_->Traffic()](
+                       const std::map<std::string, head::ServiceHistory>& history) {
+      const ServiceObserved seen{history, traffic};
+      return one ? ServiceViewAnswer(views.front(), seen) : ServiceListAnswer(views, seen);
+    };
+    head_->Run(who, std::move(query),
+               Answer<std::map<std::string, head::ServiceHistory>>(respond, std::move(to_json)));
+  };
+  if (args.empty()) {
+    return head_->Run(who, head::ListServices{},
+                      [respond, observe](Result<std::vector<head::ServiceView>> all) {
+                        if (!all.ok()) return respond(ErrorResponse(all.status()));
+                        observe(std::move(*all), false);
+                      });
+  }
+  head_->Run(who, head::GetService{args.at(0)}, [respond, observe](Result<head::ServiceView> v) {
+    if (!v.ok()) return respond(ErrorResponse(v.status()));
+    observe({std::move(*v)}, true);
+  });
 }
 
 void ApiService::HandleWhoAmI(const HttpRequest& req, const PathArgs&, Responder respond) {

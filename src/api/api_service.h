@@ -93,6 +93,8 @@ class ApiService {
   // `corral notebook`'s one-time URL (session_proxy.h).
   void HandleNotebookTicket(const net::HttpRequest& req, const PathArgs& args,
                             net::Responder respond);
+  // GET /v1/services[/NAME]: the core's view with the shell's observations (service_http.h).
+  void HandleServices(const net::HttpRequest& req, const PathArgs& args, net::Responder respond);
   // `corral whoami`: the caller as the head takes it, and how it was identified.
   void HandleWhoAmI(const net::HttpRequest& req, const PathArgs& args, net::Responder respond);
 

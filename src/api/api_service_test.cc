@@ -281,6 +281,58 @@ TEST_F(Api, AServicesGuaranteedReplicasBeyondItsQueuesQuotaAreRefused) {
       << "the refused update changed nothing";
 }
 
+// What the head's shell adds to a service's JSON: its recent events and latest scale from the
+// changes it keeps, and its traffic through the proxy over the last minute (here one request
+// that found no ready replica: a 503 after the wake timeout).
+TEST_F(Api, AServicesJsonCarriesItsRecentEventsLastScaleAndTraffic) {
+  RegisterNode("n1");
+  Json chat{{"name", "chat"},       {"min_replicas", 1},
+            {"max_replicas", 3},    {"port", 8000},
+            {"wake_timeout", "1s"}, {"spec", {{"command", {"server"}}, {"gpus", 1}}}};
+  ASSERT_EQ(Call("POST", "/v1/services", chat).status, 201);
+  ASSERT_EQ(Call("POST", "/v1/services/chat/scale", Json{{"replicas", 2}}).status, 200);
+
+  Reply one = Call("GET", "/v1/services/chat");
+  ASSERT_EQ(one.status, 200) << one.body.dump();
+  const Json& s = one.body["service"];
+  std::vector<std::string> types;
+  for (const Json& e : s["events"]) types.push_back(e["type"]);
+  EXPECT_EQ(types, (std::vector<std::string>{"service_created", "job_submitted", "service_scaled",
+                                             "job_submitted"}))
+      << s["events"].dump();
+  EXPECT_EQ(s["events"][1]["text"], "replica " + s["events"][1]["job"].dump() + " submitted");
+  EXPECT_EQ(s["last_scale"]["cause"], "hand") << s.dump();
+  EXPECT_EQ(s["last_scale"]["text"].get<std::string>().rfind("scaled 1 \u2192 2", 0), 0u)
+      << s["last_scale"].dump();
+  EXPECT_EQ(s["traffic"]["requests"], 0);
+  EXPECT_TRUE(s["traffic"]["p50_ms"].is_null()) << "no request answered: no latency";
+
+  Reply list = Call("GET", "/v1/services");
+  ASSERT_EQ(list.body["services"].size(), 1u);
+  EXPECT_EQ(list.body["services"][0]["last_scale"], s["last_scale"]);
+  EXPECT_FALSE(list.body["services"][0].contains("events"))
+      << "the list carries the last scale only";
+
+  api_->StartServiceProbes();  // the proxy answers held requests
+  net::HttpRequest req;
+  req.method = "GET";
+  req.target = req.path = "/v/chat/predict";
+  req.headers["authorization"] = "Bearer " + std::string(kAdmin);
+  req.remote = "127.0.0.1:5555";
+  std::promise<net::HttpResponse> answered;
+  api_->Handle(req, [&](net::HttpResponse r) { answered.set_value(std::move(r)); });
+  EXPECT_EQ(answered.get_future().get().status, 503) << "no replica runs (no agent)";
+  const Json t = Call("GET", "/v1/services/chat").body["service"]["traffic"];
+  EXPECT_EQ(t["requests"], 1) << t.dump();
+  EXPECT_EQ(t["errors_5xx"], 1);
+  EXPECT_EQ(t["error_share"], 1.0);
+  EXPECT_GE(t["p50_ms"].get<double>(), 1000) << "held for the wake timeout";
+  EXPECT_EQ(t["p99_ms"], t["p50_ms"]);
+  EXPECT_GT(t["requests_per_s"].get<double>(), 0);
+  EXPECT_EQ(Call("GET", "/v1/services").body["services"][0]["traffic"]["requests"], 1);
+  api_.reset();  // its probes stop before the head does
+}
+
 // QoS classes over HTTP: admins set them, a user's submission above the class is 403 naming the
 // limit, bad fields are 400 naming the field and change nothing.
 TEST_F(Api, QosRoutesSetListAndEnforceTheLimit) {

@@ -16,13 +16,33 @@ Json ServiceReplicaJson(const head::ServiceReplica& r) {
   return j;
 }
 
-Json ServiceViewJson(const head::ServiceView& v) {
+Json ServiceEventJson(const head::ServiceEvent& e) {
+  Json j{{"rev", e.rev}, {"at", e.at}, {"type", e.type}, {"text", e.text}};
+  if (e.job != 0) j["job"] = e.job;
+  if (!e.cause.empty()) j["cause"] = e.cause;
+  return j;
+}
+
+// The core's view of a service, with what the shell observed of it; `events`: its history too.
+Json ServiceViewJson(const head::ServiceView& v, const ServiceObserved& seen, bool events) {
   Json j = ToJson(v.service);
   Json replicas = Json::array();
   for (const head::ServiceReplica& r : v.replicas) replicas.push_back(ServiceReplicaJson(r));
   j["replicas"] = std::move(replicas);
   j["path"] = "/v/" + v.service.spec.name + "/";
   if (!v.note.empty()) j["note"] = v.note;
+  const std::string& name = v.service.spec.name;
+  auto traffic = seen.traffic.find(name);
+  j["traffic"] = ToJson(traffic == seen.traffic.end() ? ServiceTraffic{} : traffic->second);
+  auto history = seen.history.find(name);
+  const head::ServiceHistory none;
+  const head::ServiceHistory& h = history == seen.history.end() ? none : history->second;
+  j["last_scale"] = h.last_scale ? ServiceEventJson(*h.last_scale) : Json();
+  if (events) {
+    Json list = Json::array();
+    for (const head::ServiceEvent& e : h.events) list.push_back(ServiceEventJson(e));
+    j["events"] = std::move(list);
+  }
   return j;
 }
 
@@ -36,10 +56,6 @@ Result<head::CreateService> DecodeCreateService(const net::HttpRequest& req, con
   auto spec = ParseServiceSpec(body);
   if (!spec.ok()) return spec.status();
   return head::CreateService{std::move(*spec)};
-}
-
-Result<head::GetService> DecodeGetService(const net::HttpRequest&, const PathArgs& args) {
-  return head::GetService{args.at(0)};
 }
 
 Result<head::ScaleService> DecodeScaleService(const net::HttpRequest& req, const PathArgs& args) {
@@ -74,11 +90,13 @@ Result<head::RemoveService> DecodeRemoveService(const net::HttpRequest&, const P
 
 Json ServiceAnswer(const Service& s) { return Json{{"service", ToJson(s)}}; }
 
-Json ServiceViewAnswer(const head::ServiceView& v) { return Json{{"service", ServiceViewJson(v)}}; }
+Json ServiceViewAnswer(const head::ServiceView& v, const ServiceObserved& seen) {
+  return Json{{"service", ServiceViewJson(v, seen, true)}};
+}
 
-Json ServiceListAnswer(const std::vector<head::ServiceView>& all) {
+Json ServiceListAnswer(const std::vector<head::ServiceView>& all, const ServiceObserved& seen) {
   Json arr = Json::array();
-  for (const head::ServiceView& v : all) arr.push_back(ServiceViewJson(v));
+  for (const head::ServiceView& v : all) arr.push_back(ServiceViewJson(v, seen, false));
   return Json{{"services", arr}};
 }
 

@@ -183,8 +183,20 @@ void ServiceProxy::Finish(Pending& p, net::HttpResponse out, const char* error_k
       m.latencies_ms[m.answered % kLatencyKept] = seconds * 1000;
     }
     ++m.answered;
+    traffic_[p.service].Record(std::chrono::steady_clock::now(), seconds * 1000, out.status);
   }
   p.respond(std::move(out));
+}
+
+std::map<std::string, ServiceTraffic> ServiceProxy::Traffic() {
+  std::lock_guard lock(mu_);
+  const auto now = std::chrono::steady_clock::now();
+  std::map<std::string, ServiceTraffic> out;
+  for (const auto& [name, window] : traffic_) out[name] = window.Summary(now);
+  for (const auto& [name, m] : meters_) {
+    if (m.count > 0) out[name].in_flight = m.count;
+  }
+  return out;
 }
 
 void ServiceProxy::MeterLocked(const std::string& service, int delta) {
@@ -217,6 +229,9 @@ void ServiceProxy::ReportLoad() {
       head_->metrics().Set("corral_service_requests_in_flight", {{"service", it->first}},
                            it->second.count);
       it = it->second.count == 0 && !pools_.count(it->first) ? meters_.erase(it) : std::next(it);
+    }
+    for (auto it = traffic_.begin(); it != traffic_.end();) {
+      it = it->second.Empty(now) && !pools_.count(it->first) ? traffic_.erase(it) : std::next(it);
     }
   }
   if (load.empty()) return;

@@ -39,6 +39,7 @@
 #include <tuple>
 #include <vector>
 
+#include "api/service_traffic.h"
 #include "head/head.h"
 #include "net/async_http_client.h"
 #include "net/http.h"
@@ -67,6 +68,9 @@ class ServiceProxy {
   void Start();
   // A request under /v/. Any thread; never blocks.
   void Handle(net::HttpRequest req, net::Responder respond);
+  // Each service's traffic through this head over the last minute (service_traffic.h), by name;
+  // a service with none has no entry. Any thread.
+  std::map<std::string, ServiceTraffic> Traffic();
 
  private:
   struct Replica {
@@ -139,6 +143,7 @@ class ServiceProxy {
   std::deque<Pending> waiting_;                     // GUARDED_BY(mu_)
   std::map<std::string, size_t> turn_;              // GUARDED_BY(mu_): ties taken in turn
   std::map<std::string, LoadMeter> meters_;         // GUARDED_BY(mu_): by service
+  std::map<std::string, TrafficWindow> traffic_;    // GUARDED_BY(mu_): by service
   std::chrono::steady_clock::time_point reported_;  // GUARDED_BY(mu_): the last load report
   std::thread prober_;
   // Last: destroyed first, so that no answer of a probe or request arrives after the rest.

@@ -1,6 +1,7 @@
 // corral serve and corral services (docs/services.md): create a service from flags and/or a
 // YAML/JSON file, list services, show one with its replicas, remove one.
 #include <charconv>
+#include <cmath>
 #include <ostream>
 #include <sstream>
 
@@ -266,6 +267,33 @@ std::string AutoscaleLine(const Json& s) {
   return out.str() + "\n";
 }
 
+// Its traffic through the head over the last minute (the service JSON's "traffic").
+std::string TrafficLine(const Json& s) {
+  const Json t = s.value("traffic", Json::object());
+  std::ostringstream out;
+  out << "Traffic:  ";
+  if (t.value("requests", 0) == 0) {
+    out << "no request answered in the last minute";
+  } else {
+    auto latency = [&](const char* key) {
+      const Json v = t.value(key, Json());
+      std::ostringstream ms;
+      ms.setf(std::ios::fixed);
+      ms.precision(v.is_number() && v.get<double>() < 10 ? 1 : 0);
+      if (v.is_number()) ms << v.get<double>() << " ms";
+      return v.is_number() ? ms.str() : std::string("-");
+    };
+    out.setf(std::ios::fixed);
+    out.precision(1);
+    out << t.value("requests_per_s", 0.0) << " requests/s over the last "
+        << ServiceDurationText(std::llround(t.value("window_s", 0.0)) * kSecond) << ", "
+        << 100 * t.value("error_share", 0.0) << "% answered 5xx, p50 " << latency("p50_ms")
+        << ", p99 " << latency("p99_ms");
+  }
+  if (t.value("in_flight", 0) > 0) out << "; " << t.value("in_flight", 0) << " in flight";
+  return out.str() + "\n";
+}
+
 int ShowService(const Json& s, CliContext& ctx) {
   *ctx.out << "Name:     " << s.value("name", "") << "\n"
            << "Owner:    " << s.value("owner", "") << "\n"
@@ -289,6 +317,11 @@ int ShowService(const Json& s, CliContext& ctx) {
     *ctx.out << "Last update: " << s.value("last_rollout", "") << "\n";
   }
   if (s.contains("note")) *ctx.out << "Note:     " << s.value("note", "") << "\n";
+  *ctx.out << TrafficLine(s);
+  if (const Json scale = s.value("last_scale", Json()); scale.is_object()) {
+    *ctx.out << "Scaled:   " << scale.value("text", "") << " (" << scale.value("cause", "")
+             << ")\n";
+  }
   Table t({"JOB", "STATE", "VERSION", "SERVING", "NODE", "ADDRESS"});
   for (const Json& r : s.value("replicas", Json::array())) {
     const std::string serving = r.value("draining", false) ? "draining"

@@ -73,6 +73,25 @@ std::pair<std::string, std::string> SplitDatasetKey(const std::string& text) {
   return {text.substr(0, at), text.substr(at + 1)};
 }
 
+std::string DatasetSourceKey(const std::string& source) {
+  const size_t scheme_end = source.find("://");
+  if (scheme_end == std::string::npos) {
+    // A path: the directory that holds it (the root holds "/x").
+    const size_t slash = source.find_last_of('/');
+    return slash == std::string::npos || slash == 0 ? "/" : source.substr(0, slash);
+  }
+  std::string scheme = source.substr(0, scheme_end);
+  const size_t host = scheme_end + 3;
+  std::string authority = source.substr(host, source.find('/', host) - host);
+  authority = authority.substr(authority.find('@') + 1);  // no user's credentials in a key
+  std::transform(scheme.begin(), scheme.end(), scheme.begin(), ::tolower);
+  std::transform(authority.begin(), authority.end(), authority.begin(), ::tolower);
+  if (authority.find(':', authority.rfind(']') + 1) == std::string::npos) {
+    authority += scheme == "https" ? ":443" : ":80";
+  }
+  return scheme + "://" + authority;
+}
+
 Status CheckSourceText(const std::string& source) {
   if (SourceKindOf(source) == DatasetSourceKind::kUrl) {
     const size_t host = source.find("://") + 3;

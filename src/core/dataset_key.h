@@ -12,5 +12,9 @@ namespace corral {
 std::string DatasetKey(const std::string& name, const std::string& version);
 // "NAME@VERSION" -> {NAME, VERSION}; "NAME" -> {NAME, ""}.
 std::pair<std::string, std::string> SplitDatasetKey(const std::string& text);
+// The source a dataset is fetched from, as the head measures and budgets it: a URL's scheme,
+// host and port ("https://store.example:443"); a path's directory that holds it
+// ("/shared/imagenet" and "/shared/cifar.tar" are both from "/shared").
+std::string DatasetSourceKey(const std::string& source);
 
 }  // namespace corral

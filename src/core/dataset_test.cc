@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "core/dataset_files.h"
+#include "core/dataset_key.h"
 
 namespace corral {
 namespace {
@@ -67,6 +68,20 @@ TEST_F(ManifestTest, CopyAndHashGivesTheSourcesDigest) {
   EXPECT_EQ(f->size, 4);
   EXPECT_EQ(f->sha256, Sha256Hex("bbbb"));
   EXPECT_FALSE(CopyAndHash(dir_ + "/train/b.jpg", dir_ + "/copy").ok()) << "never overwrites";
+}
+
+// The head measures and budgets a source by this key: every dataset of one directory of shared
+// storage is one source, and a URL's host and port (its default port written out) is one.
+TEST(DatasetSourceKeyTest, APathsDirectoryOrAUrlsSchemeHostAndPort) {
+  EXPECT_EQ(DatasetSourceKey("/shared/imagenet"), "/shared");
+  EXPECT_EQ(DatasetSourceKey("/shared/cifar.tar.gz"), "/shared");
+  EXPECT_EQ(DatasetSourceKey("/data"), "/");
+  EXPECT_EQ(DatasetSourceKey("https://Store.example/a/coco.tar"), "https://store.example:443");
+  EXPECT_EQ(DatasetSourceKey("http://store.example/coco.tar"), "http://store.example:80");
+  EXPECT_EQ(DatasetSourceKey("http://ana:pw@store.example:8080/x.tgz"),
+            "http://store.example:8080");
+  EXPECT_EQ(DatasetSourceKey("https://[::1]/x.tar"), "https://[::1]:443");
+  EXPECT_EQ(DatasetSourceKey("https://[::1]:9443/x.tar"), "https://[::1]:9443");
 }
 
 }  // namespace

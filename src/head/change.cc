@@ -161,6 +161,9 @@ struct Encoder {
     j.update({{"name", c.name}, {"job", c.job}, {"mark", ReplicaMarkName(c.mark)}});
     if (c.mark == ReplicaMark::kDraining) j["until"] = c.until;
   }
+  void operator()(const SourceRateMeasured& c) {
+    j.update({{"source", c.source}, {"bytes", c.bytes}, {"ms", c.ms}});
+  }
   void operator()(const RunUsageSampled& c) {
     j.update({{"job", c.job},
               {"attempt", c.attempt},
@@ -361,6 +364,10 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
     return RunUsageSampled{job(), attempt(), j.at("replica").get<int32_t>(),
                            DecodeUsagePoints(j.at("points"))};
   }
+  if (type == "source_rate_measured") {
+    return SourceRateMeasured{j.at("source").get<std::string>(), j.at("bytes").get<int64_t>(),
+                              j.at("ms").get<DurationMs>()};
+  }
   if (type == "token_issued") return TokenIssued{Must(CredentialFromJson(j.at("credential")))};
   if (type == "token_revoked") return TokenRevoked{j.at("id").get<std::string>()};
   if (type == "job_resized") {
@@ -398,6 +405,9 @@ struct KeyOf {
   }
   void operator()(const DatasetAdded& e) {
     j.update({{"kind", "dataset"}, {"key", e.dataset.name}});
+  }
+  void operator()(const SourceRateMeasured& e) {
+    j.update({{"kind", "dataset"}, {"key", e.source}});
   }
   void operator()(const DatasetRemoved& e) {
     j.update(
@@ -511,7 +521,8 @@ const char* ChangeName(const ChangeKind& what) {
                                        "service_rollout_ended",
                                        "service_replica_marked",
                                        "service_scaled",
-                                       "run_usage_sampled"};
+                                       "run_usage_sampled",
+                                       "source_rate_measured"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];
 }

@@ -149,6 +149,13 @@ struct DatasetRemoved {
   std::string name;
   std::string version;  // empty: every version of the name
 };
+// A run's stage-in measured: it started `ms` after its placement on a node that lacked `bytes`
+// of its datasets, all from `source` (DatasetSourceKey). The source's rate is bytes / ms.
+struct SourceRateMeasured {
+  std::string source;
+  int64_t bytes = 0;
+  DurationMs ms = 0;
+};
 // A service (core/service.h) created; its replicas are jobs the core submits (JobSubmitted with
 // spec.service set) and stops (StopRequested, JobEnded) as it keeps `desired` of them alive.
 struct ServiceCreated {
@@ -274,15 +281,14 @@ struct RunUsageSampled {
   std::vector<UsagePoint> points;  // ascending seq
 };
 
-using ChangeKind =
-    std::variant<HeadStarted, JobSubmitted, RunPlaced, RunStarted, ReplicaExited, StopRequested,
-                 RunEnded, JobEnded, CheckpointReported, NodeRegistered, NodeLivenessSet, QueueSet,
-                 TokenIssued, TokenRevoked, IdleWarned, StepStarted, StepExited, JobHoldSet,
-                 RunSignalled, NodeHealthSet, JobsRetired, ArraySubmitted, NodeDrainSet,
-                 GpuDrainSet, RunNoted, QosSet, QosDeleted, ReservationSet, ReservationDeleted,
-                 JobUpdated, JobResized, DatasetAdded, DatasetRemoved, ServiceCreated,
-                 ServiceUpdated, ServiceRemoved, NodeRemoved, ServiceRolloutStarted,
-                 ServiceRolloutEnded, ServiceReplicaMarked, ServiceScaled, RunUsageSampled>;
+using ChangeKind = std::variant<
+    HeadStarted, JobSubmitted, RunPlaced, RunStarted, ReplicaExited, StopRequested, RunEnded,
+    JobEnded, CheckpointReported, NodeRegistered, NodeLivenessSet, QueueSet, TokenIssued,
+    TokenRevoked, IdleWarned, StepStarted, StepExited, JobHoldSet, RunSignalled, NodeHealthSet,
+    JobsRetired, ArraySubmitted, NodeDrainSet, GpuDrainSet, RunNoted, QosSet, QosDeleted,
+    ReservationSet, ReservationDeleted, JobUpdated, JobResized, DatasetAdded, DatasetRemoved,
+    ServiceCreated, ServiceUpdated, ServiceRemoved, NodeRemoved, ServiceRolloutStarted,
+    ServiceRolloutEnded, ServiceReplicaMarked, ServiceScaled, RunUsageSampled, SourceRateMeasured>;
 
 struct Change {
   uint64_t revision = 0;

@@ -303,6 +303,7 @@ struct Applier {
   void operator()(const ReservationDeleted& c) { s.reservations.erase(c.name); }
   void operator()(const DatasetAdded& c) { s.datasets.Apply(c); }
   void operator()(const DatasetRemoved& c) { s.datasets.Apply(c); }
+  void operator()(const SourceRateMeasured& c) { s.datasets.Apply(c); }
   void operator()(const ServiceCreated& c) { s.services[c.service.spec.name] = c.service; }
   void operator()(const ServiceUpdated& c) { s.services[c.service.spec.name] = c.service; }
   void operator()(const ServiceRemoved& c) { s.services.erase(c.name); }
@@ -424,6 +425,7 @@ Json StateToJson(const ClusterState& s) {
               {"qos", qos},
               {"reservations", reservations},
               {"datasets", s.datasets.ToJson()},
+              {"dataset_sources", s.datasets.SourcesToJson()},
               {"services", services}};
 }
 

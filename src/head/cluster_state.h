@@ -44,8 +44,8 @@ struct ClusterState {
   std::map<std::string, QosClass> qos;                      // by name
   std::map<std::string, NodeReservationSpec> reservations;  // by name
   DatasetCatalog datasets;
-  std::map<std::string, Service> services;                  // by name
-  std::string step_key;  // job-step credentials derive from it (HeadStarted)
+  std::map<std::string, Service> services;  // by name
+  std::string step_key;                     // job-step credentials derive from it (HeadStarted)
   // Jobs retired from memory (JobsRetired): each one's final state. An array's id (its first
   // element's) holds the array's: succeeded if every element did, else failed.
   std::map<JobId, JobState> retired;
@@ -66,10 +66,11 @@ struct SnapshotMeta {
   static constexpr char kCredentialPrefix[] = "credential/";
   static constexpr char kStepKey[] = "step_key";
   static constexpr char kRetiredUsage[] = "retired_usage";
-  static constexpr char kQos[] = "qos";                    // every QoS class, one JSON array
-  static constexpr char kReservations[] = "reservations";  // every reservation, one array
-  static constexpr char kDatasets[] = "datasets";          // every dataset, one array
-  static constexpr char kServices[] = "services";          // every service, one array
+  static constexpr char kQos[] = "qos";                         // every QoS class, one JSON array
+  static constexpr char kReservations[] = "reservations";       // every reservation, one array
+  static constexpr char kDatasets[] = "datasets";               // every dataset, one array
+  static constexpr char kDatasetSources[] = "dataset_sources";  // each source's measured rate
+  static constexpr char kServices[] = "services";               // every service, one array
 };
 Json RetiredUsageToJson(const std::map<RetiredUsageKey, RetiredUsage>& usage);
 Result<std::map<RetiredUsageKey, RetiredUsage>> RetiredUsageFromJson(const Json& j);

@@ -4,6 +4,8 @@
 // Adding a command: a type here, its handler in the core, a row in the API's route table.
 #pragma once
 
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,7 @@
 #include "head/cluster_series.h"
 #include "head/head_core.h"
 #include "head/history.h"
+#include "head/service_history.h"
 #include "store/store.h"
 
 namespace corral::head {
@@ -338,6 +341,15 @@ struct ListServices {
   }
 };
 
+// Answered by the shell, from the changes it keeps for the event stream (service_history.h):
+// the recent history of each of `names` that the caller may see (others are left out), at most
+// `max` events each (0: only the latest scale).
+struct GetServiceHistory {
+  using Answer = std::map<std::string, ServiceHistory>;
+  std::set<std::string> names;
+  size_t max = 0;
+};
+
 // Also what the head's proxy asks before each request to /v/NAME/: it answers only those who
 // may call the service.
 struct GetService {
@@ -526,6 +538,7 @@ constexpr bool ForAgents() {
   X(RemoveService)              \
   X(ListServices)               \
   X(GetService)                 \
+  X(GetServiceHistory)          \
   X(ScaleService)               \
   X(ReplaceReplica)             \
   X(UpdateService)              \

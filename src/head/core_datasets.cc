@@ -111,6 +111,50 @@ void HeadCore::ObserveDatasets(const std::string& node, const std::vector<std::s
   }
 }
 
+void HeadCore::NoteLacking(const Job& job, int32_t attempt,
+                           const std::vector<ReplicaPlacement>& where) {
+  // Runs that ended before they started (cancelled while staging) are measured by no start.
+  for (auto it = lacking_.begin(); it != lacking_.end();) {
+    auto j = state_.jobs.find(it->first);
+    const bool staging = j != state_.jobs.end() && j->second.state == JobState::kScheduled;
+    it = staging ? std::next(it) : lacking_.erase(it);
+  }
+  lacking_.erase(job.id);
+  if (job.spec.datasets.empty()) return;
+  Lacking l;
+  l.attempt = attempt;
+  const DatasetHolders& holders = node_watch_.dataset_holders();
+  for (const ReplicaPlacement& p : where) {
+    if (l.bytes.count(p.node)) continue;
+    auto held = holders.find(p.node);
+    std::map<std::string, int64_t>& lacks = l.bytes[p.node];
+    for (const DatasetRef& d : job.spec.datasets) {
+      if (held == holders.end() || !held->second.count(d.digest)) {
+        lacks[DatasetSourceKey(d.source)] += d.bytes;
+      }
+    }
+  }
+  lacking_[job.id] = std::move(l);
+}
+
+// A run's first replica started on `node`: if that node lacked its data from one source, the
+// time from its placement to its start is what fetching those bytes took (a lack from several
+// sources at once says nothing of each one's rate, and is not measured).
+void HeadCore::MeasureStageIn(const Job& job, const std::string& node, TimeMs started_at,
+                              TimeMs now) {
+  auto it = lacking_.find(job.id);
+  if (it == lacking_.end()) return;
+  const Lacking l = std::move(it->second);
+  lacking_.erase(it);
+  const Run& run = *job.CurrentRun();
+  auto lacks = l.bytes.find(node);
+  if (l.attempt != run.attempt || lacks == l.bytes.end() || lacks->second.size() != 1) return;
+  const auto& [source, bytes] = *lacks->second.begin();
+  const DurationMs ms = started_at - run.scheduled_at;
+  if (bytes <= 0 || ms <= 0) return;
+  Emit(Caller::Node(node), now, SourceRateMeasured{source, bytes, ms});
+}
+
 Status HeadCore::ResolveDatasets(JobSpec* spec) const {
   for (size_t i = 0; i < spec->datasets.size(); ++i) {
     DatasetRef& r = spec->datasets[i];

@@ -477,6 +477,7 @@ void HeadCore::PlaceRun(const sched::PlaceDecision& d, TimeMs now) {
   for (ReplicaPlacement& p : placement) p.tasks = TasksFor(job.spec, p);
   int32_t attempt = static_cast<int32_t>(job.runs.size()) + 1;
   int32_t port = placement.empty() ? 0 : PickMasterPort(placement[0].node);
+  NoteLacking(job, attempt, placement);
   Emit(Caller::System(), now, RunPlaced{job.id, attempt, std::move(placement), port});
 }
 
@@ -502,8 +503,9 @@ void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const Ru
   }
   explained_.StagingDone(job.id);
   if (run.state == RunState::kScheduled) {
-    Emit(Caller::Node(node), now,
-         RunStarted{job.id, run.attempt, r.started_at ? r.started_at : now});
+    const TimeMs started_at = r.started_at ? r.started_at : now;
+    MeasureStageIn(job, node, started_at, now);
+    Emit(Caller::Node(node), now, RunStarted{job.id, run.attempt, started_at});
   }
   for (auto& [what, note] : NewNotes(state_.jobs.at(job.id), r.note)) {
     Emit(Caller::Node(node), now, RunNoted{job.id, run.attempt, what, std::move(note)});

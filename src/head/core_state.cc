@@ -151,6 +151,7 @@ void HeadCore::MarkDirty(const Change& c) {
     void operator()(const ReservationDeleted&) { d.reservations = true; }
     void operator()(const DatasetAdded&) { d.datasets = true; }
     void operator()(const DatasetRemoved&) { d.datasets = true; }
+    void operator()(const SourceRateMeasured&) { d.datasets = true; }
     void operator()(const ServiceCreated&) { d.services = true; }
     void operator()(const ServiceUpdated&) { d.services = true; }
     void operator()(const ServiceRemoved&) { d.services = true; }

@@ -28,6 +28,12 @@ void DatasetCatalog::Apply(const DatasetRemoved& c) {
   }
 }
 
+// The last measurement stands for the source: a source's rate changes with its load, and the
+// latest stage-in says most about the next one.
+void DatasetCatalog::Apply(const SourceRateMeasured& c) {
+  if (c.bytes > 0 && c.ms > 0) sources_[c.source] = SourceRate{c.bytes, c.ms};
+}
+
 const Dataset* DatasetCatalog::Find(const std::string& name) const {
   const auto [bare, version] = SplitDatasetKey(name);
   if (!version.empty()) {
@@ -58,6 +64,24 @@ Result<DatasetCatalog> DatasetCatalog::FromJson(const Json& j) {
     out.datasets_[DatasetKey(d->name, d->version)] = std::move(*d);
   }
   return out;
+}
+
+Json DatasetCatalog::SourcesToJson() const {
+  Json all = Json::object();
+  for (const auto& [source, r] : sources_) all[source] = Json{{"bytes", r.bytes}, {"ms", r.ms}};
+  return all;
+}
+
+Status DatasetCatalog::SourcesFromJson(const Json& j) {
+  if (!j.is_object()) return Internal("dataset sources: not a JSON object");
+  sources_.clear();
+  for (const auto& [source, r] : j.items()) {
+    if (!r.is_object() || !r.contains("bytes") || !r.contains("ms")) {
+      return Internal("dataset sources: '" + source + "' wants bytes and ms");
+    }
+    sources_[source] = SourceRate{r.at("bytes").get<int64_t>(), r.at("ms").get<DurationMs>()};
+  }
+  return Status::Ok();
 }
 
 // --- DatasetUsers ---

@@ -24,16 +24,30 @@ class DatasetCatalog {
   // Called by ApplyChange only: the catalog changes with the rest of the state.
   void Apply(const DatasetAdded& c);
   void Apply(const DatasetRemoved& c);
+  void Apply(const SourceRateMeasured& c);
   // "NAME@VERSION": that version; "NAME": the name's latest. nullptr: none.
   const Dataset* Find(const std::string& name) const;
   const std::map<std::string, Dataset>& all() const { return datasets_; }
 
+  // Each source's last measured stage-in (SourceRateMeasured), by DatasetSourceKey.
+  struct SourceRate {
+    int64_t bytes = 0;
+    DurationMs ms = 0;
+    int64_t BytesPerSecond() const { return ms > 0 ? bytes * 1000 / ms : 0; }
+    bool operator==(const SourceRate&) const = default;
+  };
+  const std::map<std::string, SourceRate>& sources() const { return sources_; }
+
   Json ToJson() const;  // the snapshot row: an array of datasets
   static Result<DatasetCatalog> FromJson(const Json& j);
+  // The sources' rates: a snapshot row of their own (an object by source).
+  Json SourcesToJson() const;
+  Status SourcesFromJson(const Json& j);
   bool operator==(const DatasetCatalog&) const = default;
 
  private:
   std::map<std::string, Dataset> datasets_;
+  std::map<std::string, SourceRate> sources_;
 };
 
 class DatasetUsers {

@@ -86,6 +86,8 @@ void EditLog::MaybeSnapshot(HeadCore& core, bool force, std::vector<store::State
   }
   if (dirty.datasets) {
     batch->push_back(store::PutMeta{SnapshotMeta::kDatasets, s.datasets.ToJson().dump()});
+    batch->push_back(
+        store::PutMeta{SnapshotMeta::kDatasetSources, s.datasets.SourcesToJson().dump()});
   }
   if (dirty.services) {
     Json all = Json::array();
@@ -172,6 +174,11 @@ Status AddStoredCatalogs(const store::StoredState& stored, ClusterState* s) {
     auto datasets = DatasetCatalog::FromJson(Json::parse(it->second, nullptr, false));
     if (!datasets.ok()) return Internal("store meta 'datasets': " + datasets.status().message());
     s->datasets = std::move(*datasets);
+  }
+  // A store written before sources were measured has no row: no source measured yet.
+  if (auto it = stored.meta.find(SnapshotMeta::kDatasetSources); it != stored.meta.end()) {
+    Status st = s->datasets.SourcesFromJson(Json::parse(it->second, nullptr, false));
+    if (!st.ok()) return Internal("store meta 'dataset_sources': " + st.message());
   }
   return ForEachStoredMetaItem(stored, SnapshotMeta::kServices, "services", ServiceFromJson,
                                [&](Service v) { s->services[v.spec.name] = std::move(v); });

@@ -280,6 +280,16 @@ void Head::AnswerWatchers() {
   }
 }
 
+void Head::Execute(const Caller& by, TimeMs, GetServiceHistory command,
+                   Callback<std::map<std::string, ServiceHistory>> done) {
+  std::set<std::string> visible;
+  for (const std::string& name : command.names) {
+    if (core_.GetService(by, name).ok()) visible.insert(name);
+  }
+  Reply<std::map<std::string, ServiceHistory>>(std::move(done),
+                                               ServiceHistories(recent_, visible, command.max));
+}
+
 void Head::Execute(const Caller& by, TimeMs, WatchEvents command, Callback<Events> done) {
   const uint64_t since = command.since;
   if (since < durable_revision_ || command.wait_ms <= 0) {

@@ -218,6 +218,8 @@ class Head {
   void Execute(const Caller& by, TimeMs now, CreateToken command, Callback<NewToken> done);
   void Execute(const Caller& by, TimeMs now, BackupStore command, Callback<store::BackupInfo> done);
   void Execute(const Caller& by, TimeMs now, WatchEvents command, Callback<Events> done);
+  void Execute(const Caller& by, TimeMs now, GetServiceHistory command,
+               Callback<std::map<std::string, ServiceHistory>> done);
   void Execute(const Caller& by, TimeMs now, RegisterAgent command,
                Callback<RegisterResponse> done);
   void Execute(const Caller& by, TimeMs now, SyncAgent command, Callback<SyncResponse> done);

@@ -564,6 +564,16 @@ class HeadCore {
   ServiceAutoscaler autoscaler_;  // each service's recent load and scaling windows
   Explanations explained_;        // why jobs wait, how far staging is, estimates, services short
   void ObserveDatasets(const std::string& node, const std::vector<std::string>& digests);
+  // Stage-ins under way (core_datasets.cc): what each placed run's nodes lacked of its
+  // datasets, by job, node and source, so that its start measures the source's rate. Not
+  // durable: a run placed before a restart is not measured.
+  struct Lacking {
+    int32_t attempt = 0;
+    std::map<std::string, std::map<std::string, int64_t>> bytes;  // node -> source -> bytes
+  };
+  std::map<JobId, Lacking> lacking_;
+  void NoteLacking(const Job& job, int32_t attempt, const std::vector<ReplicaPlacement>& where);
+  void MeasureStageIn(const Job& job, const std::string& node, TimeMs started_at, TimeMs now);
   DatasetView ViewOfDataset(const Dataset& d) const;
   bool settling_ = false;  // in Settle: a change it emits must not settle again
   CoreAgenda agenda_;

@@ -111,6 +111,12 @@ struct ModelVisitor {
     scheduler.RemoveReservation(e.name);
     return true;
   }
+  bool operator()(const SourceRateMeasured& e) {
+    if (auto r = s.datasets.sources().find(e.source); r != s.datasets.sources().end()) {
+      scheduler.SetSourceRate(e.source, r->second.BytesPerSecond());
+    }
+    return true;
+  }
   // Submissions, holds and updates reach the scheduler through admission (Queue, Unqueue);
   // the rest does not change what it sees.
   template <typename Other>
@@ -190,6 +196,9 @@ void SchedulerModel::Rebuild(const ClusterState& s, TimeMs now, const DatasetHol
     scheduler_->SetReservation(ToSchedulerReservation(r));
   }
   for (const auto& [name, node] : s.nodes) scheduler_->UpsertNode(SchedulerNode(node, holders));
+  for (const auto& [source, rate] : s.datasets.sources()) {
+    scheduler_->SetSourceRate(source, rate.BytesPerSecond());
+  }
   for (const auto& [id, job] : s.jobs) {
     if (job.state == JobState::kScheduled || job.state == JobState::kRunning) {
       scheduler_->AddRunning(ToRunning(job, queued.at(id)));

@@ -32,11 +32,21 @@ Shape ShapeOf(const PendingJob& job) {
   s.gpu_model = &job.gpu_model;
   s.node_labels = &job.node_labels;
   if (!job.datasets.empty()) s.datasets = &job.datasets;
+  if (!job.datasets.empty() && job.dataset_bytes.size() == job.datasets.size() &&
+      job.dataset_sources.size() == job.datasets.size()) {
+    s.dataset_bytes = &job.dataset_bytes;
+    s.dataset_sources = &job.dataset_sources;
+  }
   return s;
 }
 
 bool Matches(const NodeSlot& n, const Shape& s) {
   if (!n.live) return false;
+  if (s.data_only && s.datasets != nullptr) {
+    for (const std::string& d : *s.datasets) {
+      if (!std::binary_search(n.info.datasets.begin(), n.info.datasets.end(), d)) return false;
+    }
+  }
   if (s.gpu_model && !s.gpu_model->empty() && n.common_model != *s.gpu_model) return false;
   if (s.node_labels) {
     for (const auto& [k, v] : *s.node_labels) {
@@ -428,6 +438,42 @@ void ClusterModel::ClearHolds() {
   }
   held_.clear();
   held_gpus_ = 0;
+}
+
+void ClusterModel::SetSourceRate(const std::string& source, int64_t bytes_per_s) {
+  if (bytes_per_s > 0) {
+    source_rates_[source] = bytes_per_s;
+  } else {
+    source_rates_.erase(source);
+  }
+}
+
+bool ClusterModel::HoldsAll(int32_t i, const Shape& s) const {
+  if (s.datasets == nullptr) return true;
+  const std::vector<std::string>& held = slots_[i].info.datasets;
+  for (const std::string& d : *s.datasets) {
+    if (!std::binary_search(held.begin(), held.end(), d)) return false;
+  }
+  return true;
+}
+
+DurationMs ClusterModel::FetchMs(int32_t i, const Shape& s) const {
+  if (s.datasets == nullptr || s.dataset_bytes == nullptr || source_rates_.empty()) return 0;
+  const std::vector<std::string>& held = slots_[i].info.datasets;
+  // Fetches from one source share its rate: their bytes add up, per source.
+  std::map<std::string, int64_t> lacking;
+  for (size_t k = 0; k < s.datasets->size(); ++k) {
+    if (std::binary_search(held.begin(), held.end(), (*s.datasets)[k])) continue;
+    lacking[(*s.dataset_sources)[k]] += (*s.dataset_bytes)[k];
+  }
+  DurationMs ms = 0;
+  for (const auto& [source, bytes] : lacking) {
+    auto rate = source_rates_.find(source);
+    if (rate == source_rates_.end()) continue;
+    ms = std::max<DurationMs>(ms, static_cast<DurationMs>(static_cast<double>(bytes) * 1000.0 /
+                                                          static_cast<double>(rate->second)));
+  }
+  return ms;
 }
 
 }  // namespace corral::sched

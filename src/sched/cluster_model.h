@@ -32,6 +32,11 @@ struct Shape {
   const std::string* gpu_model = nullptr;                           // empty: any
   const std::map<std::string, std::string>* node_labels = nullptr;  // all must match
   const std::vector<std::string>* datasets = nullptr;               // preferred where held
+  // Per datasets[i]: bytes and source (PendingJob::dataset_bytes, dataset_sources).
+  const std::vector<int64_t>* dataset_bytes = nullptr;
+  const std::vector<std::string>* dataset_sources = nullptr;
+  // Only nodes holding every dataset match (placement that waits for its data's nodes).
+  bool data_only = false;
 
   int64_t TotalGpus() const { return int64_t{replicas} * gpus; }
 };
@@ -171,6 +176,14 @@ class ClusterModel {
   int64_t total_mem() const { return total_mem_; }
   int64_t free_gpus() const { return free_gpus_; }
   int64_t held_gpus() const { return held_gpus_; }
+
+  // Dataset sources' measured stage-in rates (Scheduler::SetSourceRate).
+  void SetSourceRate(const std::string& source, int64_t bytes_per_s);
+  // The time node i would take to fetch what it lacks of s's datasets at their sources'
+  // rates: 0 when it holds them all, or when no lacking one's source has been measured.
+  DurationMs FetchMs(int32_t i, const Shape& s) const;
+  // Whether node i holds every dataset of s.
+  bool HoldsAll(int32_t i, const Shape& s) const;
   // The slots with holds in this pass (few: those of the pass's reservations and preemptions).
   const std::vector<int32_t>& held_slots() const { return held_; }
 
@@ -195,6 +208,7 @@ class ClusterModel {
   int64_t free_gpus_ = 0;  // on schedulable nodes
   int64_t held_gpus_ = 0;  // by holds of this pass
   uint64_t layout_version_ = 1;
+  std::map<std::string, int64_t> source_rates_;  // bytes per second, by source
 };
 
 }  // namespace corral::sched

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/dataset_key.h"
 #include "sched/order_policy.h"
 
 namespace corral::sched {
@@ -27,7 +28,11 @@ PendingJob ToPendingJob(const Job& job, const RuntimeEstimator* estimator) {
   p.time_limit_ms = job.spec.time_limit_ms;
   p.preemptible = job.spec.preemptible;
   p.reservation = job.spec.reservation;
-  for (const DatasetRef& d : job.spec.datasets) p.datasets.push_back(d.digest);
+  for (const DatasetRef& d : job.spec.datasets) {
+    p.datasets.push_back(d.digest);
+    p.dataset_bytes.push_back(d.bytes);
+    p.dataset_sources.push_back(DatasetSourceKey(d.source));
+  }
   p.interactive = job.spec.interactive;
   p.serving = !job.spec.service.empty();
   p.name = job.spec.name;

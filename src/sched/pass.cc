@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "core/spec.h"
 #include "sched/elastic.h"
 #include "sched/node_reservations.h"
 #include "sched/pass_order.h"
@@ -424,6 +425,11 @@ class PassRun {
     if (Gated(e)) return false;
     const PendingJob& j = e->job;
     TimeMs end = ExpectedEndOf(j, now_);
+    if (WaitsForItsData(e, end)) {
+      someone_waits_ = true;
+      st_.pending.HideJob(e);
+      return true;
+    }
     std::vector<ReplicaPlacement> placement;
     if (placer_.Place(ShapeOf(j), end, /*keep=*/true, &placement) ||
         PlaceElasticStart(st_, placer_, *e, end, &placement)) {
@@ -438,6 +444,40 @@ class PassRun {
     }
     ReserveOrWait(e, end);
     FailClass(e->klass);
+    return true;
+  }
+
+  // A job that fits now only on nodes lacking some of its data, whose fetch there would take
+  // longer than waiting for nodes that hold all of it: it reserves those (placed where the
+  // data is lacking it would start after the fetch; there, when their runs end).
+  bool WaitsForItsData(PendingEntry* e, TimeMs end) {
+    const PendingJob& j = e->job;
+    if (j.datasets.empty() || reservations_ >= cfg_.reservation_depth) return false;
+    Shape s = ShapeOf(j);
+    if (s.dataset_bytes == nullptr) return false;
+    std::vector<ReplicaPlacement> trial;
+    if (!placer_.Place(s, end, /*keep=*/false, &trial)) return false;
+    DurationMs fetch = 0;
+    for (const std::string& node : DistinctNodes(trial)) {
+      fetch = std::max(fetch, st_.model.FetchMs(st_.model.Find(node), s));
+    }
+    if (fetch <= 0) return false;
+    s.data_only = true;
+    TimeMs start = kUnknownTime;
+    ++st_.work;
+    if (!EarliestStart(st_, *e, s, &start) || start == kUnknownTime || start - now_ >= fetch) {
+      return false;
+    }
+    Reservation rv;
+    if (!Reserve(st_, *e, &rv, &s)) return false;
+    ++reservations_;
+    Report(e, PendingCode::kReserved,
+           "waiting for " + Describe(j) + " on " + NodeList(rv.nodes) +
+               ", which hold its data; reserved to start at " + FormatUtc(rv.start) +
+               " (fetching its data elsewhere would take " + FormatDuration(fetch) +
+               "); later jobs may not delay it");
+    rv.after_place = static_cast<int32_t>(d_->place.size());
+    d_->reservations.push_back(std::move(rv));
     return true;
   }
 

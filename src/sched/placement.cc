@@ -63,13 +63,15 @@ int32_t Placer::BestFit(const Shape& s, TimeMs end, int32_t rack, int32_t replic
   return -1;
 }
 
-// Among the nodes that fit, the one holding the most of the job's datasets, best fit among
-// equals: the first found in the order of BestFit's buckets (and the nodes without free GPUs
-// first for a job of none).
+// Among the nodes that fit, the one whose fetch of what it lacks of the job's datasets would
+// take the least time at their sources' measured rates (ClusterModel::FetchMs), then the one
+// holding the most of them, best fit among equals: the first found in the order of BestFit's
+// buckets. Without measured rates every fetch counts 0 ms and the count alone decides.
 int32_t Placer::NearestData(const Shape& s, TimeMs end, int32_t rack, int32_t replicas,
                             int64_t need) {
   int32_t best = -1;
   size_t best_held = 0;
+  DurationMs best_fetch = 0;
   for (int32_t k = static_cast<int32_t>(need); k <= model_.max_gpus(); ++k) {
     for (int32_t i : Bucket(rack, k)) {
       ++*work_;
@@ -79,9 +81,11 @@ int32_t Placer::NearestData(const Shape& s, TimeMs end, int32_t rack, int32_t re
       for (const std::string& d : *s.datasets) {
         n += std::binary_search(held.begin(), held.end(), d) ? 1 : 0;
       }
-      if (best < 0 || n > best_held) {
+      const DurationMs fetch = n == s.datasets->size() ? 0 : model_.FetchMs(i, s);
+      if (best < 0 || fetch < best_fetch || (fetch == best_fetch && n > best_held)) {
         best = i;
         best_held = n;
+        best_fetch = fetch;
         if (n == s.datasets->size()) return best;
       }
     }

@@ -138,8 +138,14 @@ bool ScanReleases(SchedState& st, const PendingEntry& job, const Shape& s, TimeM
 
 // The release scan runs on a WhatIf scratch (what_if.h): the model is touched only to find
 // the placement once the job fits.
-bool Reserve(SchedState& st, const PendingEntry& job, Reservation* out) {
-  Shape s = ShapeOf(job.job);
+bool EarliestStart(SchedState& st, const PendingEntry& job, const Shape& s, TimeMs* start) {
+  std::vector<NodeDemand> acc;
+  std::vector<ReplicaPlacement> placement;
+  return ScanReleases(st, job, s, ExpectedEndOf(job.job, st.now), start, &acc, &placement);
+}
+
+bool Reserve(SchedState& st, const PendingEntry& job, Reservation* out, const Shape* shape) {
+  const Shape s = shape != nullptr ? *shape : ShapeOf(job.job);
   // Admin reservations: the scan keeps off nodes that the job would overlap if it started now.
   // Starting later, it may overlap one it would not have: then the scan is done again off
   // every reserved node (an upper bound: it may start there once the reservation is over).

@@ -118,6 +118,11 @@ void Scheduler::Impl::ShrinkDone(JobId run, JobId for_job) {
 Scheduler::Scheduler(SchedulerConfig config) : impl_(std::make_unique<Impl>(config)) {}
 Scheduler::~Scheduler() = default;
 
+void Scheduler::SetSourceRate(const std::string& source, int64_t bytes_per_s) {
+  impl_->st.changed_since_pass = true;
+  impl_->st.model.SetSourceRate(source, bytes_per_s);
+}
+
 void Scheduler::UpsertNode(const NodeInfo& given) {
   impl_->st.changed_since_pass = true;
   ClusterModel& m = impl_->st.model;

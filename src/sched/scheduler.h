@@ -149,6 +149,10 @@ struct PendingJob {
   // The admin reservation it runs in (NodeReservation::name): only on its nodes, during it.
   std::string reservation;
   std::vector<std::string> datasets;  // digests of the datasets it reads (NodeInfo::datasets)
+  // Per datasets[i]: its bytes and its source (DatasetSourceKey). A node lacking it would fetch
+  // them at the source's measured rate (Scheduler::SetSourceRate) before the job starts.
+  std::vector<int64_t> dataset_bytes;
+  std::vector<std::string> dataset_sources;
   // Ended jobs of its owner behind predicted_ms and run_quantiles (RuntimeEstimator::
   // OwnerJobs); 0: the prediction, if any, is other users' (its queue's) or its time limit.
   // How much a start-time estimate resting on the prediction may be trusted.
@@ -454,6 +458,9 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   void UpsertNode(const NodeInfo& node);
+  // A dataset source's measured stage-in rate (bytes per second; 0: not measured): placement
+  // weighs a node lacking a job's data by the time its fetch would take at this rate.
+  void SetSourceRate(const std::string& source, int64_t bytes_per_s);
   void RemoveNode(const std::string& name);
   void SetQueue(const QueueConfig& queue);
   // Adds or replaces an admin reservation (by name), or removes one.

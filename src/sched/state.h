@@ -281,7 +281,12 @@ bool FindVictims(SchedState& st, const PendingEntry& job, std::vector<JobId>* vi
 // Reservation (reservation.cc): the earliest time and nodes at which `job` fits, scanning
 // running jobs by expected end. On success holds the reserved resources in the model for
 // the rest of the pass.
-bool Reserve(SchedState& st, const PendingEntry& job, Reservation* out);
+// `shape`: the job's shape narrowed (Shape::data_only); null: ShapeOf(job.job).
+bool Reserve(SchedState& st, const PendingEntry& job, Reservation* out,
+             const Shape* shape = nullptr);
+// When `job` of shape `s` would start by the same scan, holding nothing (kUnknownTime: behind
+// runs without a time limit). False: it never fits.
+bool EarliestStart(SchedState& st, const PendingEntry& job, const Shape& s, TimeMs* start);
 // Holds the resources of `placement` that are free now (the rest comes from runs ending by
 // `start`), so that jobs ending after `start` cannot take them.
 void HoldFor(SchedState& st, const Shape& s, const std::vector<ReplicaPlacement>& placement,

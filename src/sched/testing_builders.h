@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include <algorithm>
 #include <string>
 
 #include "sched/scheduler.h"
@@ -50,6 +51,11 @@ class NodeBuilder {
   }
   NodeBuilder& Unschedulable() {
     n_.schedulable = false;
+    return *this;
+  }
+  // Its cache holds the dataset of this digest (NodeInfo::datasets, kept sorted).
+  NodeBuilder& Holds(const std::string& digest) {
+    n_.datasets.insert(std::lower_bound(n_.datasets.begin(), n_.datasets.end(), digest), digest);
     return *this;
   }
   const NodeInfo& Build() const { return n_; }
@@ -161,6 +167,13 @@ class JobBuilder {
   }
   JobBuilder& Attained(DurationMs gpu_ms) {
     j_.attained_ms = gpu_ms;
+    return *this;
+  }
+  // It reads the dataset of this digest, of `bytes`, from `source` (PendingJob::datasets).
+  JobBuilder& Reads(const std::string& digest, int64_t bytes, const std::string& source) {
+    j_.datasets.push_back(digest);
+    j_.dataset_bytes.push_back(bytes);
+    j_.dataset_sources.push_back(source);
     return *this;
   }
   JobBuilder& Distribution(const RunTimeQuantiles& d) {

@@ -15,7 +15,10 @@
 # Env: CORRAL (the binary); WARM (the warm-up jobs' run time, s: 8); BURST (the burst, one
 # GPUS:SECONDS per job: "2:8 2:8 2:10 2:6 4:8 2:8"); LIMIT (the jobs' --time: 1, a minute:
 # Slurm keeps limits in minutes); STRICT=0 prints the figures without asserting (bench);
-# TOL_MAX (5), TOL_MEDIAN (3); KEEP=1 keeps the work directory; OUT=FILE appends the figures.
+# TOL_MAX (5), TOL_MEDIAN (3); KEEP=1 keeps the work directory; OUT=FILE appends the figures;
+# USERS=2: two users, each with its own warm-up, the burst's jobs alternating between them
+# (Slurm: root and `nobody`, by `runuser`; Corral: two users' tokens), so that Corral's fair
+# share orders the burst and each user's estimates rest on their own history.
 set -u
 CORRAL=${CORRAL:?set CORRAL to the corral binary}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -28,6 +31,7 @@ done
 WARM=${WARM:-8}
 BURST=${BURST:-"2:8 2:8 2:10 2:6 4:8 2:8"}
 LIMIT=${LIMIT:-1}
+USERS=${USERS:-1}
 export TZ=UTC  # both sides print local times: the same zone for the parser
 
 T=$(mktemp -d /tmp/corral-squeue-start.XXXXXX)
@@ -84,6 +88,8 @@ KillWait=5
 NodeName=node1 NodeHostname=localhost NodeAddr=127.0.0.1 Port=$D1 CPUs=16 RealMemory=16000 Gres=gpu:4 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
+# The second user (nobody) reads slurm.conf through the work directory.
+[ "$USERS" = 2 ] && chmod a+rx "$T" "$S"
 mkdir -p "$S/fakedev/node1"
 for g in 0 1 2 3; do mknod "$S/fakedev/node1/nvidia$g" c 1 3; done
 echo "NodeName=node1 Name=gpu File=$S/fakedev/node1/nvidia[0-3]" > "$S/gres.conf"
@@ -110,29 +116,52 @@ grep -q "head on" "$T/corral-up.log" || cannot_start "corral up: $(tail -5 "$T/c
 CORRAL_TOKEN=$(cat "$T/corral/admin.token")
 export CORRAL_ADDR=http://127.0.0.1:$CPORT CORRAL_TOKEN CORRAL_CONFIG=$T/no-config.json
 "$CORRAL" slurm install-shims "$T/shims" >/dev/null || cannot_start "install-shims failed"
+if [ "$USERS" = 2 ]; then
+  TOKEN1=$("$CORRAL" token create --user ana) || cannot_start "token create ana failed"
+  TOKEN2=$("$CORRAL" token create --user ben) || cannot_start "token create ben failed"
+fi
 for _ in $(seq 1 100); do
   [ "$(PATH=$T/shims:$PATH sinfo -h -N -o '%T' 2>/dev/null)" = idle ] && break
   sleep 0.2
 done
 
 # --- The workload, on one side ------------------------------------------------------------------
+# as_user SIDE U CMD...: CMD as user U (1 or 2) of SIDE; with one user, as the caller.
+as_user() {
+  local side=$1 u=$2
+  shift 2
+  if [ "$USERS" != 2 ]; then
+    "$@"
+  elif [ "$side" = corral ]; then
+    if [ "$u" = 1 ]; then CORRAL_TOKEN=$TOKEN1 "$@"; else CORRAL_TOKEN=$TOKEN2 "$@"; fi
+  elif [ "$u" = 1 ]; then
+    "$@"
+  else
+    runuser -u nobody -- "$@" --chdir=/tmp
+  fi
+}
+
 # side SIDE BIN: the warm-up, then the burst; writes ids-SIDE ("burstK ID"), the first full
 # `squeue --start` listing (start-SIDE, taken at the epoch in told-SIDE) and real starts
 # (started-SIDE: "ID StartTime").
 side() {
-  local side=$1 bin=$2 k=0 spec id
+  local side=$1 bin=$2 k=0 spec id u
   (
     cd "$T/work-$side" || exit 1
     export PATH=$bin:$PATH
-    for _ in 1 2 3 4; do
-      sbatch --parsable -J train -t "$LIMIT" --gres=gpu:1 -o /dev/null --wrap "sleep $WARM" >/dev/null
+    for u in $(seq 1 "$USERS"); do
+      for _ in 1 2 3 4; do
+        as_user "$side" "$u" sbatch --parsable -J train -t "$LIMIT" --gres=gpu:1 -o /dev/null \
+          --wrap "sleep $WARM" >/dev/null
+      done
     done
     for _ in $(seq 1 300); do [ -z "$(squeue -h -o %i)" ] && break; sleep 0.2; done
     : > "$T/ids-$side"
     for spec in $BURST; do
       k=$((k + 1))
-      id=$(sbatch --parsable -J train -t "$LIMIT" --gres=gpu:"${spec%%:*}" -o /dev/null \
-        --wrap "sleep ${spec##*:}" | cut -d';' -f1)
+      u=$(((k - 1) % USERS + 1))
+      id=$(as_user "$side" "$u" sbatch --parsable -J train -t "$LIMIT" --gres=gpu:"${spec%%:*}" \
+        -o /dev/null --wrap "sleep ${spec##*:}" | cut -d';' -f1)
       echo "burst$k $id" >> "$T/ids-$side"
     done
     # As a user reads it: the first listing in which every pending job has a start time.
