@@ -128,6 +128,14 @@ TEST(ServiceFailover, TheStandbyServesAServiceFromItsRunningReplicasAfterTheLead
   }
   EXPECT_EQ(running, 2) << show.dump();
   EXPECT_EQ(ready, 2) << show.dump();
+  // A run outlives its agent by design: the replicas are stopped before the agent is.
+  ASSERT_EQ(c.Corral({"services", "rm", "echo"}).exit_code, 0);
+  EXPECT_TRUE(WaitUntil(30000, [&] {
+    Json jobs =
+        Json::parse(c.Corral({"jobs", "--state", "pending,scheduled,running", "-o", "json"}).out,
+                    nullptr, false);
+    return jobs.is_array() && jobs.empty();
+  }));
 }
 
 }  // namespace
