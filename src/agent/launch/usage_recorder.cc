@@ -43,7 +43,7 @@ UsageRecorder::Replica& UsageRecorder::Load(const RunKey& key, const std::string
   return r;
 }
 
-bool UsageRecorder::Append(const RunKey& key, Replica& r, const Look& look) {
+void UsageRecorder::Append(const RunKey& key, Replica& r, const Look& look) {
   const TimeMs since = r.last_at > 0 ? r.last_at : look.started_at;
   const int64_t cpu_ns = std::max(look.cgroup.cpu_ns - r.last_cpu_ns, int64_t{0});
   const auto cpu_milli =
@@ -56,14 +56,13 @@ bool UsageRecorder::Append(const RunKey& key, Replica& r, const Look& look) {
     if (Status st = AppendRunRecord(r.dir, SampleLine(s), false); !st.ok()) {
       spdlog::warn("run {} replica {}: usage sample not kept: {}", key.run_id, key.replica,
                    st.ToString());
-      return false;
+      return;
     }
   }
   r.last_seq = s.point.seq;
   r.last_at = look.at;
   r.last_cpu_ns = look.cgroup.cpu_ns;
   r.unsent.push_back(s.point);
-  return true;
 }
 
 void UsageRecorder::Sample(const std::vector<LiveReplica>& live,

@@ -80,9 +80,9 @@ class UsageRecorder {
   };
   // The replica's entry, loaded from its record the first time. REQUIRES: mu_ held.
   Replica& Load(const RunKey& key, const std::string& dir);
-  // Numbers `look` as the replica's next sample, keeps it in the record, queues it to be sent;
-  // false if the record refused it. REQUIRES: mu_ held.
-  bool Append(const RunKey& key, Replica& r, const Look& look);
+  // Numbers `look` as the replica's next sample, keeps it in the record, queues it to be sent
+  // (nothing where the record refuses it). REQUIRES: mu_ held.
+  void Append(const RunKey& key, Replica& r, const Look& look);
 
   const int64_t interval_ms_;
   const Clock* clock_;
