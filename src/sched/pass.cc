@@ -318,14 +318,9 @@ class PassRun {
     r.expected_end = end;
     r.aged = e->aged;
     r.placed_in_pass = st_.pass;
-    st_.queues.Charge(r.queue, r.user, r.gpu_milli, r.cpu, r.mem, +1, j.interactive);
-    st_.CountVictim(r, +1);
+    st_.IndexRun(r);
     if (j.preemptible) st_.PlacedPreemptible(r.queue) += r.gpus;
-    st_.by_end.insert({r.expected_end, j.id});
-    st_.RunsOfQueue(r.queue).insert(j.id);
-    for (const ReplicaPlacement& p : r.placement) st_.runs_on_node[p.node].insert(j.id);
     JobId id = j.id;
-    if (j.resizable) st_.resizable_running.insert(id);
     st_.running[id] = std::move(r);
     d_->place.push_back({id, std::move(placement)});
     ++placements_;

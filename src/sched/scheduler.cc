@@ -63,12 +63,7 @@ void Scheduler::Impl::AddRun(const PendingJob& job, std::vector<ReplicaPlacement
   r.aged = AgedAt(job, st.pending.AgeBound(r.queue)) <= started_at;
   r.placed_in_pass = 0;
   st.BindRun(r, +1);
-  st.CountVictim(r, +1);
-  st.queues.Charge(r.queue, r.user, r.gpu_milli, r.cpu, r.mem, +1, job.interactive);
-  st.by_end.insert({r.expected_end, job.id});
-  st.RunsOfQueue(r.queue).insert(job.id);
-  for (const ReplicaPlacement& p : r.placement) st.runs_on_node[p.node].insert(job.id);
-  if (job.resizable) st.resizable_running.insert(job.id);
+  st.IndexRun(r);
   st.running[job.id] = std::move(r);
 }
 
@@ -78,16 +73,7 @@ void Scheduler::Impl::RemoveRun(JobId id) {
   RunEntry& r = it->second;
   ReleaseHotSpares(st, r);
   st.BindRun(r, -1);
-  st.CountVictim(r, -1);
-  st.queues.Charge(r.queue, r.user, r.gpu_milli, r.cpu, r.mem, -1, r.job.interactive);
-  st.by_end.erase({r.expected_end, id});
-  st.RunsOfQueue(r.queue).erase(id);
-  for (const ReplicaPlacement& p : r.placement) {
-    auto n = st.runs_on_node.find(p.node);
-    if (n == st.runs_on_node.end()) continue;
-    n->second.erase(id);
-    if (n->second.empty()) st.runs_on_node.erase(n);
-  }
+  st.UnindexRun(r);
   if (r.shrink_for != 0) ShrinkDone(id, r.shrink_for);
   if (r.preempted_for != 0) {
     st.AddFreeing(r.queue, -r.gpus);
@@ -101,7 +87,6 @@ void Scheduler::Impl::RemoveRun(JobId id) {
       }
     }
   }
-  st.resizable_running.erase(id);
   st.running.erase(it);
 }
 

@@ -244,6 +244,31 @@ struct SchedState {
     return r.expected_end == kUnknownTime ? kUnknownTime : std::max(now, r.expected_end);
   }
   // Binds (+1) or frees (-1) a run's resources in the model only (not in the queue book).
+  // Charges a run to its queue, counts it as a possible victim and enters it in the indexes
+  // of running work (by end, by queue, by node, resizable). The one step for a run the head
+  // reports (Scheduler::AddRun) and a run a pass places (Bind), so that an index cannot be
+  // kept for one of them only; UnindexRun undoes it.
+  void IndexRun(const RunEntry& r) {
+    queues.Charge(r.queue, r.user, r.gpu_milli, r.cpu, r.mem, +1, r.job.interactive);
+    CountVictim(r, +1);
+    by_end.insert({r.expected_end, r.job.id});
+    RunsOfQueue(r.queue).insert(r.job.id);
+    for (const ReplicaPlacement& p : r.placement) runs_on_node[p.node].insert(r.job.id);
+    if (r.job.resizable) resizable_running.insert(r.job.id);
+  }
+  void UnindexRun(const RunEntry& r) {
+    CountVictim(r, -1);
+    queues.Charge(r.queue, r.user, r.gpu_milli, r.cpu, r.mem, -1, r.job.interactive);
+    by_end.erase({r.expected_end, r.job.id});
+    RunsOfQueue(r.queue).erase(r.job.id);
+    for (const ReplicaPlacement& p : r.placement) {
+      auto n = runs_on_node.find(p.node);
+      if (n == runs_on_node.end()) continue;
+      n->second.erase(r.job.id);
+      if (n->second.empty()) runs_on_node.erase(n);
+    }
+    resizable_running.erase(r.job.id);
+  }
   void BindRun(const RunEntry& r, int sign) {
     const std::vector<int32_t>& slots = SlotsOf(r);
     for (size_t k = 0; k < r.placement.size(); ++k) {
