@@ -64,9 +64,9 @@ struct Encoder {
               {"index", c.index},
               {"exit_code", c.exit_code}});
   }
-  void operator()(const JobSubmitted& c) { j["job"] = ToJson(c.job); }
+  void operator()(const JobSubmitted& c) { j["job"] = ToJson(*c.job); }
   void operator()(const ArraySubmitted& c) {
-    j["job"] = ToJson(c.job);
+    j["job"] = ToJson(*c.job);
     j["indices"] = c.indices;
   }
   void operator()(const RunPlaced& c) {
@@ -147,12 +147,12 @@ struct Encoder {
     j["name"] = c.name;
     if (!c.version.empty()) j["version"] = c.version;
   }
-  void operator()(const ServiceCreated& c) { j["service"] = ToJson(c.service); }
-  void operator()(const ServiceUpdated& c) { j["service"] = ToJson(c.service); }
+  void operator()(const ServiceCreated& c) { j["service"] = ToJson(*c.service); }
+  void operator()(const ServiceUpdated& c) { j["service"] = ToJson(*c.service); }
   void operator()(const ServiceRemoved& c) { j["name"] = c.name; }
   void operator()(const ServiceRolloutStarted& c) {
     j.update(
-        {{"name", c.name}, {"service", ToJson(c.spec)}, {"ready_timeout_ms", c.ready_timeout_ms}});
+        {{"name", c.name}, {"service", ToJson(*c.spec)}, {"ready_timeout_ms", c.ready_timeout_ms}});
   }
   void operator()(const ServiceRolloutEnded& c) {
     j.update({{"name", c.name}, {"rolled_back", c.rolled_back}, {"reason", c.reason}});
@@ -267,7 +267,7 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
   if (type == "job_submitted") return JobSubmitted{Must(JobFromJson(j.at("job")))};
   if (type == "array_submitted") {
     ArraySubmitted a{Must(JobFromJson(j.at("job"))), j.at("indices").get<std::vector<int32_t>>()};
-    if (a.indices.empty() || a.job.array_id != a.job.id) {
+    if (a.indices.empty() || a.job->array_id != a.job->id) {
       throw std::runtime_error("array_submitted: no elements, or its job is not the first");
     }
     return a;
@@ -414,10 +414,10 @@ struct KeyOf {
         {{"kind", "dataset"}, {"key", e.version.empty() ? e.name : DatasetKey(e.name, e.version)}});
   }
   void operator()(const ServiceCreated& e) {
-    j.update({{"kind", "service"}, {"key", e.service.spec.name}});
+    j.update({{"kind", "service"}, {"key", e.service->spec.name}});
   }
   void operator()(const ServiceUpdated& e) {
-    j.update({{"kind", "service"}, {"key", e.service.spec.name}});
+    j.update({{"kind", "service"}, {"key", e.service->spec.name}});
   }
   void operator()(const ServiceRemoved& e) { j.update({{"kind", "service"}, {"key", e.name}}); }
   void operator()(const ServiceRolloutStarted& e) {
@@ -432,9 +432,9 @@ struct KeyOf {
   void operator()(const ServiceScaled& e) { j.update({{"kind", "service"}, {"key", e.name}}); }
   void operator()(const TokenIssued& e) { j.update({{"kind", "token"}, {"key", e.credential.id}}); }
   void operator()(const TokenRevoked& e) { j.update({{"kind", "token"}, {"key", e.id}}); }
-  void operator()(const JobSubmitted& e) { j.update({{"kind", "job"}, {"key", e.job.id}}); }
+  void operator()(const JobSubmitted& e) { j.update({{"kind", "job"}, {"key", e.job->id}}); }
   // The array's id; "indices" lists its elements' array indices, their ids follow it.
-  void operator()(const ArraySubmitted& e) { j.update({{"kind", "job"}, {"key", e.job.id}}); }
+  void operator()(const ArraySubmitted& e) { j.update({{"kind", "job"}, {"key", e.job->id}}); }
   // Many jobs: the key is empty and "jobs" lists them.
   void operator()(const JobsRetired&) { j.update({{"kind", "job"}, {"key", ""}}); }
   void operator()(const auto& e) { j.update({{"kind", "job"}, {"key", e.job}}); }
@@ -443,8 +443,8 @@ struct KeyOf {
 }  // namespace
 
 Job ArraySubmitted::Element(size_t i) const {
-  Job e = job;
-  e.id = job.id + i;
+  Job e = *job;
+  e.id = job->id + i;
   e.array_index = indices[i];
   return e;
 }
@@ -538,8 +538,8 @@ Json EventJson(const Change& c, const Caller& who) {
   if (j.contains("credential")) j["credential"].erase("hash");
   j.erase("step_key");
   const Job* submitted = nullptr;
-  if (const auto* s = std::get_if<JobSubmitted>(&c.what)) submitted = &s->job;
-  if (const auto* a = std::get_if<ArraySubmitted>(&c.what)) submitted = &a->job;
+  if (const auto* s = std::get_if<JobSubmitted>(&c.what)) submitted = &*s->job;
+  if (const auto* a = std::get_if<ArraySubmitted>(&c.what)) submitted = &*a->job;
   if (submitted) {
     bool may_see_env =
         who.IsAdmin() || (who.kind == Caller::Kind::kUser && who.name == submitted->owner);
@@ -547,9 +547,9 @@ Json EventJson(const Change& c, const Caller& who) {
   }
   if (j.contains("step") && j["step"].is_object()) j["step"].erase("env");  // holds its token
   const ServiceSpec* service = nullptr;
-  if (const auto* s = std::get_if<ServiceCreated>(&c.what)) service = &s->service.spec;
-  if (const auto* s = std::get_if<ServiceUpdated>(&c.what)) service = &s->service.spec;
-  if (const auto* s = std::get_if<ServiceRolloutStarted>(&c.what)) service = &s->spec;
+  if (const auto* s = std::get_if<ServiceCreated>(&c.what)) service = &s->service->spec;
+  if (const auto* s = std::get_if<ServiceUpdated>(&c.what)) service = &s->service->spec;
+  if (const auto* s = std::get_if<ServiceRolloutStarted>(&c.what)) service = &*s->spec;
   if (service && !who.IsAdmin() &&
       !(who.kind == Caller::Kind::kUser && who.name == service->owner)) {
     j["service"]["spec"].erase("env");

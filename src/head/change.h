@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/boxed.h"
 #include "core/codec.h"
 #include "core/credential.h"
 #include "core/dataset.h"
@@ -30,14 +31,15 @@ struct HeadStarted {  // a new leadership: agents refuse orders from an older ep
   // and kept by the others ("": unchanged). Never shown in the event stream.
   std::string step_key;
 };
+// A Job is some 1 KB: boxed, as a Service below (core/boxed.h).
 struct JobSubmitted {  // the job as accepted: id, owner, spec, submit time, state pending
-  Job job;
+  Boxed<Job> job;
 };
 // An array as accepted, in one change: a sweep of 1,000 elements is one record to encode and
 // write, not 1,000 copies of the same spec. Its elements are `job` with the ids job.id,
 // job.id + 1, ... and the array indices of `indices`, in that order.
 struct ArraySubmitted {
-  Job job;  // the first element: job.id == job.array_id
+  Boxed<Job> job;  // the first element: job.id == job.array_id
   std::vector<int32_t> indices;
   size_t size() const { return indices.size(); }
   Job Element(size_t i) const;  // as JobSubmitted would carry it
@@ -158,11 +160,12 @@ struct SourceRateMeasured {
 };
 // A service (core/service.h) created; its replicas are jobs the core submits (JobSubmitted with
 // spec.service set) and stops (StopRequested, JobEnded) as it keeps `desired` of them alive.
+// A Service is some 2 KB: boxed, so that every other change is not as large (core/boxed.h).
 struct ServiceCreated {
-  Service service;
+  Boxed<Service> service;
 };
 struct ServiceUpdated {  // its spec or version changed, or it is being removed
-  Service service;
+  Boxed<Service> service;
 };
 struct ServiceRemoved {  // its replicas are stopped by the changes that follow
   std::string name;
@@ -171,7 +174,7 @@ struct ServiceRemoved {  // its replicas are stopped by the changes that follow
 // it replace the old ones one at a time (StartRollout).
 struct ServiceRolloutStarted {
   std::string name;
-  ServiceSpec spec;
+  Boxed<ServiceSpec> spec;
   DurationMs ready_timeout_ms = 0;
 };
 // The update ended: every replica runs the new version, or it was rolled back (EndRollout).

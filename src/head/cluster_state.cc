@@ -98,7 +98,7 @@ struct Applier {
       step.ended_at = at;
     }
   }
-  void operator()(const JobSubmitted& c) { Submitted(c.job); }
+  void operator()(const JobSubmitted& c) { Submitted(*c.job); }
   void operator()(const ArraySubmitted& c) {
     for (size_t i = 0; i < c.size(); ++i) Submitted(c.Element(i));
   }
@@ -304,11 +304,11 @@ struct Applier {
   void operator()(const DatasetAdded& c) { s.datasets.Apply(c); }
   void operator()(const DatasetRemoved& c) { s.datasets.Apply(c); }
   void operator()(const SourceRateMeasured& c) { s.datasets.Apply(c); }
-  void operator()(const ServiceCreated& c) { s.services[c.service.spec.name] = c.service; }
-  void operator()(const ServiceUpdated& c) { s.services[c.service.spec.name] = c.service; }
+  void operator()(const ServiceCreated& c) { s.services[c.service->spec.name] = *c.service; }
+  void operator()(const ServiceUpdated& c) { s.services[c.service->spec.name] = *c.service; }
   void operator()(const ServiceRemoved& c) { s.services.erase(c.name); }
   void operator()(const ServiceRolloutStarted& c) {
-    StartRollout(ServiceNamed(c.name), c.spec, c.ready_timeout_ms, at, s.next_job_id);
+    StartRollout(ServiceNamed(c.name), *c.spec, c.ready_timeout_ms, at, s.next_job_id);
   }
   void operator()(const ServiceRolloutEnded& c) {
     EndRollout(ServiceNamed(c.name), c.rolled_back, c.reason, s.next_job_id);

@@ -10,9 +10,9 @@ bool IsLive(JobState s) { return s == JobState::kScheduled || s == JobState::kRu
 // The ids a submission made: one, or an array's elements.
 template <typename F>
 void ForEachSubmitted(const Change& c, F&& f) {
-  if (const auto* e = std::get_if<JobSubmitted>(&c.what)) f(e->job.id);
+  if (const auto* e = std::get_if<JobSubmitted>(&c.what)) f(e->job->id);
   if (const auto* e = std::get_if<ArraySubmitted>(&c.what)) {
-    for (size_t i = 0; i < e->size(); ++i) f(e->job.id + i);
+    for (size_t i = 0; i < e->size(); ++i) f(e->job->id + i);
   }
 }
 

@@ -55,7 +55,7 @@ void Services::Ended(const ClusterState& s, const Job& job) {
 
 void Services::Apply(const ClusterState& s, const Change& c) {
   if (const auto* e = std::get_if<JobSubmitted>(&c.what)) {
-    if (!e->job.spec.service.empty()) live_[e->job.spec.service].insert(e->job.id);
+    if (!e->job->spec.service.empty()) live_[e->job->spec.service].insert(e->job->id);
     return;
   }
   JobId ended = 0;

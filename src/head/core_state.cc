@@ -15,9 +15,9 @@ struct HeadCore::ChangeFollower {
   HeadCore& core;
   const Change& c;
   void operator()(const HeadStarted&) { core.node_watch_.NewEpoch(core.state_); }
-  void operator()(const JobSubmitted& e) { core.AdmitPending(core.state_.jobs.at(e.job.id)); }
+  void operator()(const JobSubmitted& e) { core.AdmitPending(core.state_.jobs.at(e.job->id)); }
   void operator()(const ArraySubmitted& e) {
-    for (size_t i = 0; i < e.size(); ++i) core.AdmitPending(core.state_.jobs.at(e.job.id + i));
+    for (size_t i = 0; i < e.size(); ++i) core.AdmitPending(core.state_.jobs.at(e.job->id + i));
   }
   void operator()(const RunPlaced& e) {
     core.explained_.Admitted(e.job);
@@ -104,11 +104,11 @@ void HeadCore::MarkDirty(const Change& c) {
     Dirty& d;
     void operator()(const HeadStarted&) { d.meta = true; }
     void operator()(const JobSubmitted& e) {
-      d.jobs.insert(e.job.id);
+      d.jobs.insert(e.job->id);
       d.meta = true;  // next_job_id
     }
     void operator()(const ArraySubmitted& e) {
-      for (size_t i = 0; i < e.size(); ++i) d.jobs.insert(d.jobs.end(), e.job.id + i);
+      for (size_t i = 0; i < e.size(); ++i) d.jobs.insert(d.jobs.end(), e.job->id + i);
       d.meta = true;
     }
     void operator()(const RunPlaced& e) { d.jobs.insert(e.job); }

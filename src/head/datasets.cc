@@ -108,9 +108,9 @@ void DatasetUsers::Update(const ClusterState& s, JobId id) {
 
 void DatasetUsers::Apply(const ClusterState& s, const Change& c) {
   if (const auto* e = std::get_if<JobSubmitted>(&c.what)) {
-    Update(s, e->job.id);
+    Update(s, e->job->id);
   } else if (const auto* e = std::get_if<ArraySubmitted>(&c.what)) {
-    for (size_t i = 0; i < e->size(); ++i) Update(s, e->job.id + i);
+    for (size_t i = 0; i < e->size(); ++i) Update(s, e->job->id + i);
   } else if (const auto* e = std::get_if<RunEnded>(&c.what)) {
     Update(s, e->job);
   } else if (const auto* e = std::get_if<JobEnded>(&c.what)) {

@@ -231,7 +231,7 @@ TEST_F(HeadShell, AnArrayIsOneChangeInTheLogAndRecoversWhole) {
   const auto* array = std::get_if<ArraySubmitted>(&c->what);
   ASSERT_NE(array, nullptr) << changes.back().doc;
   ASSERT_EQ(array->size(), 600u);
-  EXPECT_EQ(array->job.id, r.result->id);
+  EXPECT_EQ(array->job->id, r.result->id);
   EXPECT_EQ(array->Element(599).id, r.result->id + 599);
   EXPECT_EQ(array->Element(599).array_index, 1198);
   head_.reset();

@@ -69,7 +69,7 @@ DurationMs LongestScaleWindow(const ServiceSpec& s) {
 
 void ServiceAutoscaler::Apply(const ClusterState& s, const Change& c) {
   if (const auto* e = std::get_if<ServiceCreated>(&c.what)) {
-    windows_[e->service.spec.name] = Window{c.at, std::nullopt, {}};
+    windows_[e->service->spec.name] = Window{c.at, std::nullopt, {}};
   } else if (const auto* e = std::get_if<ServiceScaled>(&c.what)) {
     // A replica that serves on through the change keeps the idle time going from the change.
     windows_[e->name] = Window{c.at, AutoscalerServingSince(s, e->name, c.at), {}};

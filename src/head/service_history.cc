@@ -20,13 +20,13 @@ std::optional<std::pair<std::string, std::string>> ServiceLine(const ChangeKind&
       [](const auto& c) -> std::optional<std::pair<std::string, std::string>> {
         using T = std::decay_t<decltype(c)>;
         if constexpr (std::is_same_v<T, ServiceCreated>) {
-          return std::pair{c.service.spec.name,
-                           "created with " + std::to_string(c.service.desired) + " replica(s)"};
+          return std::pair{c.service->spec.name,
+                           "created with " + std::to_string(c.service->desired) + " replica(s)"};
         } else if constexpr (std::is_same_v<T, ServiceUpdated>) {
-          return std::pair{c.service.spec.name,
-                           "updated: version " + std::to_string(c.service.version) + ", replicas " +
-                               std::to_string(c.service.spec.min_replicas) + " to " +
-                               std::to_string(c.service.spec.max_replicas)};
+          return std::pair{c.service->spec.name,
+                           "updated: version " + std::to_string(c.service->version) +
+                               ", replicas " + std::to_string(c.service->spec.min_replicas) +
+                               " to " + std::to_string(c.service->spec.max_replicas)};
         } else if constexpr (std::is_same_v<T, ServiceRemoved>) {
           return std::pair{c.name, std::string("removed")};
         } else if constexpr (std::is_same_v<T, ServiceRolloutStarted>) {
@@ -74,7 +74,7 @@ const std::string* ConcernedService(const ChangeKind& what, const std::set<std::
       [](const auto& c) -> const std::string* {
         using T = std::decay_t<decltype(c)>;
         if constexpr (std::is_same_v<T, ServiceCreated> || std::is_same_v<T, ServiceUpdated>) {
-          return &c.service.spec.name;
+          return &c.service->spec.name;
         } else if constexpr (std::is_same_v<T, ServiceRemoved> ||
                              std::is_same_v<T, ServiceRolloutStarted> ||
                              std::is_same_v<T, ServiceRolloutEnded> ||
@@ -88,8 +88,8 @@ const std::string* ConcernedService(const ChangeKind& what, const std::set<std::
       what);
   if (own) return names.count(*own) ? own : nullptr;
   if (const auto* s = std::get_if<JobSubmitted>(&what)) {
-    if (!names.count(s->job.spec.service)) return nullptr;
-    return &(replicas[s->job.id] = s->job.spec.service);
+    if (!names.count(s->job->spec.service)) return nullptr;
+    return &(replicas[s->job->id] = s->job->spec.service);
   }
   JobId job = 0;
   if (const auto* r = std::get_if<StopRequested>(&what)) job = r->job;
@@ -121,8 +121,8 @@ std::map<std::string, ServiceHistory> ServiceHistories(const std::deque<Change>&
       e.text = std::move(line->second);
       if (const auto* m = std::get_if<ServiceReplicaMarked>(&c.what)) e.job = m->job;
     } else if (const auto* s = std::get_if<JobSubmitted>(&c.what)) {
-      e.job = s->job.id;
-      e.text = ReplicaText(s->job.id, "submitted");
+      e.job = s->job->id;
+      e.text = ReplicaText(s->job->id, "submitted");
     } else if (auto r = ReplicaLine(c.what)) {
       std::tie(e.job, e.text) = std::move(*r);
     }
