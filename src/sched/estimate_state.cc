@@ -45,18 +45,20 @@ EstimateConfidence PredictionConfidence(const PendingJob& j) {
 // are skewed, so a run ends after its median more often than not, and estimates resting on it
 // told too early a time: on the philly-users test half at 640 GPUs 41.6% started more than a
 // minute later than told, 28.0% with the mean; docs/simulation.md). Without one, a run under
-// way (`under_way`) ends at the mean of what the last runs of its keys that outlived `done` had
-// left (run_history.h: Philly's runs, predicted by their queue's running mean alone, told a
-// median error of 228 s at 768 GPUs, 166 s so); else, and a job not started yet, at the
-// policy's prediction (the recent runs' mean for those too made the estimates worse there).
+// way (`under_way`) ends at the geometric mean of what the last runs of its keys that outlived
+// `done` had left (run_history.h: Philly's runs, predicted by their queue's running mean alone,
+// told a median error of 273 s at 640 GPUs, 205 s so); else, and a job not started yet, at the
+// policy's prediction (the recent runs for those too made the estimates worse there).
 DurationMs EstimatedRemainingMs(const SchedulerConfig& cfg, const RunHistory& history,
                                 const PendingJob& j, DurationMs attained_gpu_ms, bool under_way) {
   const DurationMs done = attained_gpu_ms / std::max<int64_t>(1, TotalGpus(j));
   if (!j.run_quantiles.empty()) {
     return ConditionalRemainingMs(j.run_quantiles.get(), done, PredictionRule::kMean, 0);
   }
-  if (under_way) {
-    const DurationMs recent = history.MeanRemainingMs(j, done);
+  // A true duration (the simulator's oracle_duration_ms: its baselines and --predict oracle)
+  // keeps the prediction: an oracle is not to be second-guessed.
+  if (under_way && j.oracle_duration_ms <= 0) {
+    const DurationMs recent = history.RemainingMs(j, done);
     if (recent != kUnknownTime) return recent;
   }
   return PredictedRemainingMs(cfg, j, attained_gpu_ms);

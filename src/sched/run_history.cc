@@ -49,18 +49,18 @@ std::vector<const RunHistory::Runs*> RunHistory::KeysOf(const PendingJob& job) c
   return keys;
 }
 
-DurationMs RunHistory::MeanRemainingMs(const PendingJob& job, DurationMs done_ms) const {
+DurationMs RunHistory::RemainingMs(const PendingJob& job, DurationMs done_ms) const {
   for (const Runs* runs : KeysOf(job)) {
     if (static_cast<int>(runs->size()) < kRunHistoryMinRuns) continue;
-    double left = 0;
+    double log_left = 0;
     int longer = 0;
     for (DurationMs run_ms : *runs) {
       if (run_ms <= done_ms) continue;
-      left += static_cast<double>(run_ms - done_ms);
+      log_left += std::log(static_cast<double>(run_ms - done_ms));
       ++longer;
     }
     if (longer == 0) continue;  // it outlived them all: a broader key may know longer runs
-    return std::max<DurationMs>(1, std::llround(left / longer));
+    return std::max<DurationMs>(1, std::llround(std::exp(log_left / longer)));
   }
   return kUnknownTime;
 }

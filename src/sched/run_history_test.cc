@@ -35,27 +35,31 @@ TEST(RunHistoryTest, ARunEndsAtTheNextPassUnlessItsJobIsGivenBack) {
   for (const auto& runs : kept) EXPECT_EQ(runs, std::vector<DurationMs>{15 * kMinute});
 }
 
-TEST(RunHistoryTest, WhatIsLeftIsTheMeanOfTheLongerRunsOfTheMostSpecificKey) {
+TEST(RunHistoryTest, WhatIsLeftIsTheGeometricMeanOfTheLongerRunsOfTheMostSpecificKey) {
   RunHistory h;
-  // User a's 1-GPU runs: 10, 10, 10, 50 minutes; its 8-GPU runs: 100 minutes, once.
-  for (JobId id = 1; id <= 3; ++id) EndRun(h, id, "a", 1, 10);
-  EndRun(h, 4, "a", 1, 50);
-  EndRun(h, 5, "a", 8, 100);
+  // User a's 1-GPU runs: 10, 10, 40, 40 minutes; its 8-GPU run: 20 minutes; user b's 1-GPU run
+  // in the same queue: 100 minutes.
+  EndRun(h, 1, "a", 1, 10);
+  EndRun(h, 2, "a", 1, 10);
+  EndRun(h, 3, "a", 1, 40);
+  EndRun(h, 4, "a", 1, 40);
+  EndRun(h, 5, "a", 8, 20);
+  EndRun(h, 6, "b", 1, 100);
   const PendingJob one = MakeJob(9).Gpus(1).User("a").Queue("q");
-  EXPECT_EQ(h.MeanRemainingMs(one, 0), 20 * kMinute);  // (3 x 10 + 50) / 4
-  // Once it has run 20 minutes, only the 50-minute run outlived it: 30 are left.
-  EXPECT_EQ(h.MeanRemainingMs(one, 20 * kMinute), 30 * kMinute);
-  // Past every run of its key, a broader key answers: the user's 100-minute run.
-  EXPECT_EQ(h.MeanRemainingMs(one, 60 * kMinute), 40 * kMinute);
-  // One 8-GPU run is too few for its own key: the user's last four runs answer.
-  const PendingJob eight = MakeJob(10).Gpus(8).User("a").Queue("q");
-  EXPECT_EQ(h.MeanRemainingMs(eight, 0), 42 * kMinute + 30'000);  // (10 + 10 + 50 + 100) / 4
-  // Another user has no runs of its own: its queue's.
-  const PendingJob other = MakeJob(11).Gpus(1).User("b").Queue("q");
-  EXPECT_EQ(h.MeanRemainingMs(other, 0), 20 * kMinute);  // (queue, 1 GPU)
-  // Past everything: nothing to say.
-  EXPECT_EQ(h.MeanRemainingMs(one, 200 * kMinute), kUnknownTime);
-  EXPECT_EQ(h.MeanRemainingMs(MakeJob(12).Gpus(1).Queue("r"), 0), kUnknownTime);
+  // (10 x 10 x 40 x 40)^(1/4) = 20 minutes (the arithmetic mean would say 25).
+  EXPECT_EQ(h.RemainingMs(one, 0), 20 * kMinute);
+  // Once it has run 20 minutes, only the 40-minute runs outlived it: 20 are left.
+  EXPECT_EQ(h.RemainingMs(one, 20 * kMinute), 20 * kMinute);
+  // Past every run of its own keys, a broader key answers: the queue's 100-minute run.
+  EXPECT_EQ(h.RemainingMs(one, 45 * kMinute), 55 * kMinute);
+  // One 8-GPU run is too few for its own key: the user's five runs answer, (10 x 10 x 40 x 40
+  // x 20)^(1/5) = 20 minutes.
+  EXPECT_EQ(h.RemainingMs(MakeJob(10).Gpus(8).User("a").Queue("q"), 0), 20 * kMinute);
+  // A user without runs of its own: its queue's.
+  EXPECT_EQ(h.RemainingMs(MakeJob(11).Gpus(1).User("c").Queue("q"), 45 * kMinute), 55 * kMinute);
+  // Past everything, or nothing kept: nothing to say.
+  EXPECT_EQ(h.RemainingMs(one, 200 * kMinute), kUnknownTime);
+  EXPECT_EQ(h.RemainingMs(MakeJob(12).Gpus(1).Queue("r"), 0), kUnknownTime);
 }
 
 TEST(RunHistoryTest, KeepsTheLastRunsOfEachKey) {
