@@ -11,7 +11,9 @@
 // AddRunning: a victim requeued, a resize) before the next pass; it ended at that pass's `now`
 // (the head runs a pass after each command). Its run time is what its job had attained before
 // the run (GPU-ms over its GPUs) plus the run's own wall time. Times come from the caller: no
-// clock.
+// clock. Memory: kRunHistoryWindow run times per key seen.
+//
+// Part of the scheduler's state (SchedState::ended_runs), used on its caller's one thread.
 #pragma once
 
 #include <utility>
@@ -45,8 +47,8 @@ class RunHistory {
   // runs longer than that: the geometric mean of what they had left past `done_ms`, from the
   // most specific key with kRunHistoryMinRuns runs of which one ran longer. kUnknownTime: none.
   // Geometric: what is left spans seconds to days, and the median error of the estimates on
-  // Philly was lower with it (436 s against 487 s with the arithmetic mean at 512 GPUs, 205 s
-  // against 222 s at 640, 166 s both at 768; docs/simulation.md).
+  // Philly was lower with it (436 s against 487 s with the arithmetic mean of the last 4 at 512
+  // GPUs, 205 s against 222 s at 640, 166 s both at 768; docs/simulation.md).
   DurationMs RemainingMs(const PendingJob& job, DurationMs done_ms) const;
 
   // The kept run times of the keys of a job, most specific first (for tests).
