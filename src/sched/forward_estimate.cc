@@ -202,7 +202,7 @@ void ForwardRun::Placed(const PlaceDecision& p, TimeMs t, EstimateConfidence ins
   DurationMs left = run.left_when_requeued;
   EstimateConfidence duration_confidence = run.end_confidence;
   if (left == 0) {
-    const EstimatedLeft l = PendingLeft(st_.config, *run.job, options_.use_predictions);
+    const EstimatedLeft l = PendingLeft(st_, *run.job, options_.use_predictions);
     left = l.ms;
     duration_confidence = l.confidence;
   }

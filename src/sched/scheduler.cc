@@ -181,6 +181,7 @@ void Scheduler::SetQueue(const QueueConfig& queue) {
 void Scheduler::AddPending(const PendingJob& job) {
   impl_->st.changed_since_pass = true;
   impl_->st.arrivals.Record(job);
+  impl_->st.ended_runs.GivenBack(job.id);
   if (job.reservation.empty()) {
     impl_->st.reservation_jobs.erase(job.id);
     impl_->st.pending.Add(job);
@@ -203,6 +204,7 @@ void Scheduler::RemovePending(JobId id) {
 void Scheduler::AddRunning(const RunningJob& run) {
   impl_->st.changed_since_pass = true;
   impl_->st.arrivals.Record(run.job);
+  impl_->st.ended_runs.GivenBack(run.job.id);
   impl_->st.pending.Remove(run.job.id);
   impl_->Forget(run.job.id);
   impl_->RemoveRun(run.job.id);
@@ -212,6 +214,10 @@ void Scheduler::AddRunning(const RunningJob& run) {
 
 void Scheduler::RemoveRunning(JobId id) {
   impl_->st.changed_since_pass = true;
+  auto it = impl_->st.running.find(id);
+  if (it != impl_->st.running.end()) {
+    impl_->st.ended_runs.Removed(it->second.job, it->second.gpus, it->second.started_at);
+  }
   impl_->RemoveRun(id);
 }
 
@@ -327,6 +333,7 @@ Fit Scheduler::Admit(const PendingJob& job, std::string* why) const {
 }
 
 Decisions Scheduler::Impl::Pass(TimeMs now) {
+  st.ended_runs.Ended(now);
   Decisions d;
   PassResult r = RunPass(st, class_failed, now, &d);
   last.last_pass_work = st.work;

@@ -113,7 +113,7 @@ struct EstimatedLeft {
 struct RunEntry;
 // Of a run at `now`, and of a pending job once it starts (at least 1 ms).
 EstimatedLeft RunLeft(const SchedState& st, const RunEntry& r, TimeMs now, bool use_predictions);
-EstimatedLeft PendingLeft(const SchedulerConfig& cfg, const PendingJob& j, bool use_predictions);
+EstimatedLeft PendingLeft(const SchedState& st, const PendingJob& j, bool use_predictions);
 
 // Start-time estimates from the production pass run forward (EstimateMethod::kForward).
 //

@@ -146,6 +146,43 @@ TEST(EstimateStartsTest, ARunWithADistributionEndsAtTheMeanOfWhatItsOwnersRunsHa
   EXPECT_EQ(s.EstimateStarts(kMinute, sweep)[0].start, 22 * kMinute + 30'000) << "the same rule";
 }
 
+// A run without a distribution (its prediction is its queue's running mean) ends, as an
+// estimate counts, at the geometric mean of what the last runs of its queue that outlived it
+// had left: the ends the scheduler has seen, not the prediction the policy orders by.
+TEST(EstimateStartsTest, ARunWithoutADistributionEndsAtWhatItsQueuesLastRunsThatOutlivedItHadLeft) {
+  Scheduler s;
+  s.UpsertNode(MakeNode("n1").Gpus(8));
+  const std::vector<ReplicaPlacement> all = {{"n1", {0, 1, 2, 3, 4, 5, 6, 7}}};
+  // The queue's last four runs took 10, 10, 40 and 40 minutes; a preempted run that is given
+  // back is no end.
+  TimeMs t = 0;
+  for (JobId id = 1; id <= 4; ++id) {
+    s.AddRunning(Running(MakeJob(id).Gpus(8).Queue("q"), all, t));
+    t += id >= 3 ? 40 * kMinute : 10 * kMinute;
+    s.RemoveRunning(id);
+    (void)s.Schedule(t);
+  }
+  // Job 5 runs 2 minutes, is preempted and requeued (given back before the pass), and starts
+  // again: had that run counted, the queue's runs would be 10, 10, 40, 40 and 2 minutes.
+  const PendingJob job5 = MakeJob(5).Gpus(8).Queue("q").Predicted(5 * kMinute, 0);
+  s.AddRunning(Running(job5, all, t));
+  s.RemoveRunning(5);
+  s.AddPending(job5);
+  t += 2 * kMinute;
+  (void)s.Schedule(t);
+  s.AddRunning(Running(job5, all, t));
+  s.AddPending(MakeJob(6).Gpus(8).Queue("q"));
+  // (10 x 10 x 40 x 40)^(1/4) = 20 minutes from its start, not the 5 its prediction says.
+  EXPECT_EQ(ById(s.EstimateStarts(t))[6].start, t + 20 * kMinute);
+  // Once it has run 25 minutes only the 40-minute runs outlived it: 15 minutes are left.
+  EXPECT_EQ(ById(s.EstimateStarts(t + 25 * kMinute))[6].start, t + 40 * kMinute);
+  // A prediction that is the true duration (the simulator's oracle) is kept.
+  PendingJob known = job5;
+  known.oracle_duration_ms = known.predicted_ms;
+  s.AddRunning(Running(known, all, t));
+  EXPECT_EQ(ById(s.EstimateStarts(t + kMinute))[6].start, t + 5 * kMinute);
+}
+
 // What an estimate rests on: a run's time limit (high), a prediction from enough of its
 // owner's ended jobs (medium), or from few (low); and the weakest link of a chain.
 TEST(EstimateStartsTest, ConfidenceFollowsWhatTheStartRestsOn) {

@@ -16,6 +16,7 @@
 #include "sched/placement.h"
 #include "sched/policy.h"
 #include "sched/preempt_budget.h"
+#include "sched/run_history.h"
 #include "sched/scheduler.h"
 #include "sched/what_if.h"
 
@@ -88,6 +89,9 @@ struct SchedState {
   // The jobs submitted lately, what the forward estimate expects more of (arrival_history.h).
   // Read by estimates only: no decision depends on it. Not copied by Fork.
   ArrivalHistory arrivals;
+  // The run times of the jobs that ended lately, what the estimates count on for when a run
+  // ends (run_history.h). Read by estimates only; not copied by Fork.
+  RunHistory ended_runs;
   // Admin reservations by name (node_reservations.h), and the pending jobs submitted into one.
   std::map<std::string, NodeReservation> node_reservations;
   std::set<JobId> reservation_jobs;

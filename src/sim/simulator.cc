@@ -288,6 +288,9 @@ class Loop {
                                : NoisyDuration(t.duration_ms, index_[job.id - 1], in.noise_sigma);
       p->predicted_ms = d;
       p->run_quantiles = {};
+      // Estimates count on it too, not on the recent runs (estimate_state.cc); the policy's
+      // decisions do not read it.
+      if (in.oracle) p->oracle_duration_ms = d;
     } else if (in.bound != OracleBound::kNone) {
       const sched::RunTimeQuantiles& d = bound_dists_[index_[job.id - 1]];
       p->predicted_ms = sched::ConditionalRemainingMs(d, 0, sched::PredictionRule::kQuantile, 0.5);
