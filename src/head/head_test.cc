@@ -16,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "head/change.h"
 #include "head/head_shell_fixture.h"
 #include "testing/fakes.h"
 
@@ -28,6 +29,14 @@ using corral::testing::FakeClock;
 using corral::testing::FaultStore;
 using corral::testing::MemoryDisk;
 using corral::testing::MemoryStore;
+
+// The head keeps 20,000 changes for the event stream, each as large as the largest
+// alternative: a Job or a Service held inline in one makes every change that large.
+TEST(Change, IsSmallerThanTheJobsAndServicesItCarries) {
+  EXPECT_LT(sizeof(Change), sizeof(Job));
+  EXPECT_LT(sizeof(Change), sizeof(Service));
+  EXPECT_LT(sizeof(Change), sizeof(ServiceSpec));
+}
 
 TEST_F(HeadShell, AnswersCarryTheRevisionTheyReflectAndSurviveARestart) {
   auto a = Submit();
