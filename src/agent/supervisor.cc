@@ -251,6 +251,28 @@ std::map<RunKey, std::string> Supervisor::RunDirectories() {
   return out;
 }
 
+namespace {
+
+// A note without its last two characters: "... 41%" and "... 47%" read alike, so that the
+// head hears of each tenth of the way, not of every percent.
+std::string CoarseNote(const std::string& note) {
+  return note.substr(0, note.size() > 2 ? note.size() - 2 : 0);
+}
+
+// Whether the head should hear of the node's fetches ahead now: one began, ended (its data is
+// now in the cache, which the head places by), or went a tenth further.
+bool PrefetchNews(const std::vector<PrefetchReport>& told, const std::vector<PrefetchReport>& now) {
+  if (told.size() != now.size()) return true;
+  for (size_t i = 0; i < now.size(); ++i) {
+    if (told[i].job_id != now[i].job_id || CoarseNote(told[i].note) != CoarseNote(now[i].note)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 bool Supervisor::Poll() {
   std::lock_guard lock(mu_);
   const TimeMs now = Now();
@@ -399,28 +421,6 @@ std::vector<PrefetchReport> Supervisor::Prefetching() {
   if (stager_ != nullptr) prefetch_told_ = stager_->Prefetching();
   return prefetch_told_;
 }
-
-namespace {
-
-// A note without its last two characters: "... 41%" and "... 47%" read alike, so that the
-// head hears of each tenth of the way, not of every percent.
-std::string CoarseNote(const std::string& note) {
-  return note.substr(0, note.size() > 2 ? note.size() - 2 : 0);
-}
-
-// Whether the head should hear of the node's fetches ahead now: one began, ended (its data is
-// now in the cache, which the head places by), or went a tenth further.
-bool PrefetchNews(const std::vector<PrefetchReport>& told, const std::vector<PrefetchReport>& now) {
-  if (told.size() != now.size()) return true;
-  for (size_t i = 0; i < now.size(); ++i) {
-    if (told[i].job_id != now[i].job_id || CoarseNote(told[i].note) != CoarseNote(now[i].note)) {
-      return true;
-    }
-  }
-  return false;
-}
-
-}  // namespace
 
 std::string Supervisor::RenderDatasetMetrics() {
   std::lock_guard lock(mu_);
