@@ -595,7 +595,8 @@ TEST(Datasets, TheSourcesMeasuredRatesAreShown) {
       "corral_dataset_source_rate_bytes_per_second{source=\"" + shared + "\"} ";
   const size_t at = metrics.find(metric);
   ASSERT_NE(at, std::string::npos) << metrics;
-  EXPECT_EQ(std::stod(metrics.substr(at + metric.size())), 20000.0 * 1000 / ms) << metrics;
+  EXPECT_EQ(std::stod(metrics.substr(at + metric.size())), static_cast<double>(20000 * 1000 / ms))
+      << metrics;
 }
 
 }  // namespace
