@@ -251,6 +251,28 @@ std::map<RunKey, std::string> Supervisor::RunDirectories() {
   return out;
 }
 
+namespace {
+
+// A note without its last two characters: "... 41%" and "... 47%" read alike, so that the
+// head hears of each tenth of the way, not of every percent.
+std::string CoarseNote(const std::string& note) {
+  return note.substr(0, note.size() > 2 ? note.size() - 2 : 0);
+}
+
+// Whether the head should hear of the node's fetches ahead now: one began, ended (its data is
+// now in the cache, which the head places by), or went a tenth further.
+bool PrefetchNews(const std::vector<PrefetchReport>& told, const std::vector<PrefetchReport>& now) {
+  if (told.size() != now.size()) return true;
+  for (size_t i = 0; i < now.size(); ++i) {
+    if (told[i].job_id != now[i].job_id || CoarseNote(told[i].note) != CoarseNote(now[i].note)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 bool Supervisor::Poll() {
   std::lock_guard lock(mu_);
   const TimeMs now = Now();
@@ -264,6 +286,7 @@ bool Supervisor::Poll() {
     changed = changed || note.substr(0, note.size() > 2 ? note.size() - 2 : 0) !=
                              told.substr(0, told.size() > 2 ? told.size() - 2 : 0);
   }
+  if (stager_ != nullptr) changed = changed || PrefetchNews(prefetch_told_, stager_->Prefetching());
   launcher_->DrainExitFd();  // before looking: an exit after this wakes the next wait
   for (auto& [key, e] : runs_) {
     if (!e.status.running) continue;
@@ -386,6 +409,17 @@ void Supervisor::SetDatasetCache(DatasetCacheConfig config, bool as_owner, const
 std::vector<std::string> Supervisor::HeldDatasets() {
   std::lock_guard lock(mu_);
   return stager_ == nullptr ? std::vector<std::string>{} : stager_->Held();
+}
+
+void Supervisor::Prefetch(const std::vector<PrefetchOrder>& orders) {
+  std::lock_guard lock(mu_);
+  if (stager_ != nullptr) stager_->Prefetch(orders);
+}
+
+std::vector<PrefetchReport> Supervisor::Prefetching() {
+  std::lock_guard lock(mu_);
+  if (stager_ != nullptr) prefetch_told_ = stager_->Prefetching();
+  return prefetch_told_;
 }
 
 std::string Supervisor::RenderDatasetMetrics() {

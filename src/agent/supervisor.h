@@ -72,6 +72,10 @@ class Supervisor {
                        const NodeClock& clock);
   // The digests of the datasets the node's cache holds (after evicting over its watermark).
   std::vector<std::string> HeldDatasets();
+  // Fetches ahead what the head asks for jobs reserved on this node (DatasetStager::Prefetch;
+  // nothing without a cache), and how far those fetches are.
+  void Prefetch(const std::vector<PrefetchOrder>& orders);
+  std::vector<PrefetchReport> Prefetching();
   // The dataset cache's metrics ("" without a cache).
   std::string RenderDatasetMetrics();
   // The jobs of the running runs on each GPU index (several with shared GPUs).
@@ -137,6 +141,7 @@ class Supervisor {
   std::unique_ptr<DatasetStager> stager_ GUARDED_BY(mu_);
   std::map<RunKey, RunOrder> staging_ GUARDED_BY(mu_);           // new runs whose data is staging
   std::map<RunKey, std::string> staging_notes_ GUARDED_BY(mu_);  // as last reported
+  std::vector<PrefetchReport> prefetch_told_ GUARDED_BY(mu_);    // fetches ahead, as reported
   std::unique_ptr<StageOutRunner> stage_outs_ GUARDED_BY(mu_);
 };
 

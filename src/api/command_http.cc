@@ -637,10 +637,12 @@ Json ReservationListAnswer(const std::vector<NodeReservationSpec>& all) {
 
 Json ReservationAnswer(const NodeReservationSpec& r) { return Json{{"reservation", ToJson(r)}}; }
 
-Json DatasetListAnswer(const std::vector<DatasetView>& all) {
+Json DatasetListAnswer(const head::DatasetListing& all) {
   Json arr = Json::array();
-  for (const DatasetView& d : all) arr.push_back(ToJson(d));
-  return Json{{"datasets", arr}};
+  for (const DatasetView& d : all.datasets) arr.push_back(ToJson(d));
+  Json sources = Json::array();
+  for (const DatasetSourceRate& r : all.sources) sources.push_back(ToJson(r));
+  return Json{{"datasets", arr}, {"sources", sources}};
 }
 
 Json DatasetAnswer(const DatasetView& d) { return Json{{"dataset", ToJson(d)}}; }

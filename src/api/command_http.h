@@ -102,7 +102,7 @@ Json QosListAnswer(const std::vector<QosClass>& classes);                 // {"q
 Json QosAnswer(const QosClass& qos);                                      // {"qos": ...}
 Json ReservationListAnswer(const std::vector<NodeReservationSpec>& all);  // {"reservations"}
 Json ReservationAnswer(const NodeReservationSpec& r);                     // {"reservation"}
-Json DatasetListAnswer(const std::vector<DatasetView>& all);              // {"datasets"}
+Json DatasetListAnswer(const head::DatasetListing& all);                  // {"datasets", "sources"}
 Json DatasetAnswer(const DatasetView& d);                                 // {"dataset"}
 Json TokensAnswer(const std::vector<head::Credential>& tokens);
 Json NewTokenAnswer(const head::NewToken& token);  // the secret, shown once

@@ -303,7 +303,7 @@ struct Applier {
   void operator()(const ReservationDeleted& c) { s.reservations.erase(c.name); }
   void operator()(const DatasetAdded& c) { s.datasets.Apply(c); }
   void operator()(const DatasetRemoved& c) { s.datasets.Apply(c); }
-  void operator()(const SourceRateMeasured& c) { s.datasets.Apply(c); }
+  void operator()(const SourceRateMeasured& c) { s.datasets.Apply(c, at); }
   void operator()(const ServiceCreated& c) { s.services[c.service.spec.name] = c.service; }
   void operator()(const ServiceUpdated& c) { s.services[c.service.spec.name] = c.service; }
   void operator()(const ServiceRemoved& c) { s.services.erase(c.name); }

@@ -285,10 +285,16 @@ struct DeleteReservation {
 
 // --- datasets ---
 
+// Every dataset version, and each source's measured stage-in rate.
+struct DatasetListing {
+  std::vector<DatasetView> datasets;
+  std::vector<DatasetSourceRate> sources;
+};
+
 struct ListDatasets {
-  using Answer = std::vector<DatasetView>;
+  using Answer = DatasetListing;
   Result<Answer> operator()(HeadCore& core, const Caller&, TimeMs) && {
-    return Result<Answer>(core.ListDatasets());
+    return Result<Answer>(DatasetListing{core.ListDatasets(), core.state().datasets.SourceRates()});
   }
 };
 

@@ -87,6 +87,7 @@ Result<bool> HeadCore::Report(const Caller& by, const SyncRequest& req, TimeMs n
   node_watch_.ObservePorts(req.node, req.busy_ports);
   node_watch_.ObserveImageCache(req.node, req.image_cache);
   ObserveDatasets(req.node, req.datasets);
+  prefetch_.Observe(req.node, req.prefetching);
   if (!req.gpu_samples.empty()) {
     gpus_.Observe(req.node, req.gpu_samples);
     ObserveUse(req.node, now);
@@ -178,6 +179,7 @@ SyncResponse HeadCore::DesiredFor(const std::string& node) const {
   r.head_epoch = state_.epoch;
   r.desired_version = NodeVersion(node);
   for (JobId id : active().OnNode(node)) AddJobOrders(state_.jobs.at(id), node, &r);
+  r.prefetch = prefetch_.For(node);
   return r;
 }
 
@@ -201,6 +203,7 @@ SyncResponse HeadCore::AnswerFor(const std::string& node, uint64_t from) const {
   for (JobId id : r.changed_jobs) {
     if (runs.count(id)) AddJobOrders(state_.jobs.at(id), node, &r);
   }
+  r.prefetch = prefetch_.For(node);  // whole in every answer
   return r;
 }
 

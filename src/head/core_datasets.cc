@@ -125,7 +125,9 @@ void HeadCore::NoteLacking(const Job& job, int32_t attempt,
   l.attempt = attempt;
   const DatasetHolders& holders = node_watch_.dataset_holders();
   for (const ReplicaPlacement& p : where) {
-    if (l.bytes.count(p.node)) continue;
+    // A node that fetched ahead for the job took part of the fetch before its placement: its
+    // start says nothing of the source's rate.
+    if (l.bytes.count(p.node) || prefetch_.Asked(job.id, p.node)) continue;
     auto held = holders.find(p.node);
     std::map<std::string, int64_t>& lacks = l.bytes[p.node];
     for (const DatasetRef& d : job.spec.datasets) {
@@ -153,6 +155,15 @@ void HeadCore::MeasureStageIn(const Job& job, const std::string& node, TimeMs st
   const DurationMs ms = started_at - run.scheduled_at;
   if (bytes <= 0 || ms <= 0) return;
   Emit(Caller::Node(node), now, SourceRateMeasured{source, bytes, ms});
+}
+
+// The pass's reservations: their nodes are asked to fetch ahead what they lack of the first
+// few reserved jobs' datasets (dataset_prefetch.h); a node whose orders changed is answered.
+void HeadCore::PlanPrefetch(const std::vector<sched::Reservation>& reservations) {
+  for (const auto& [node, job] :
+       prefetch_.Plan(reservations, state_.jobs, node_watch_.dataset_holders())) {
+    Bump(node, job);
+  }
 }
 
 Status HeadCore::ResolveDatasets(JobSpec* spec) const {

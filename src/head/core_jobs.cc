@@ -382,6 +382,7 @@ Result<Job> HeadCore::GetJob(const Caller& by, JobId id) const {
   if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
   Job job = JobAsSeenBy(by, it->second);
   explained_.Explain(&job);
+  prefetch_.Explain(&job);
   if (job.spec.hot_spares > 0 && active().IsActive(id)) {
     for (const ReplicaPlacement& p : model_.scheduler().HotSpares(id)) {
       job.hot_spare_nodes.push_back(p.node);
@@ -440,6 +441,7 @@ void HeadCore::Schedule(TimeMs now) {
   }
   for (const sched::ResizeDecision& r : d.resize) ResizeRun(r, now);
   for (const sched::WaitReason& w : d.waiting) explained_.Waiting(w.job, {w.code, w.reason});
+  PlanPrefetch(d.reservations);
   // A pass cut short by its work budget that got somewhere goes on at once, not a tick later.
   if (model_.scheduler().GetStats().last_pass_budget_exhausted &&
       (!d.place.empty() || !d.preempt.empty() || !d.resize.empty())) {

@@ -30,8 +30,16 @@ void DatasetCatalog::Apply(const DatasetRemoved& c) {
 
 // The last measurement stands for the source: a source's rate changes with its load, and the
 // latest stage-in says most about the next one.
-void DatasetCatalog::Apply(const SourceRateMeasured& c) {
-  if (c.bytes > 0 && c.ms > 0) sources_[c.source] = SourceRate{c.bytes, c.ms};
+void DatasetCatalog::Apply(const SourceRateMeasured& c, TimeMs at) {
+  if (c.bytes > 0 && c.ms > 0) sources_[c.source] = SourceRate{c.bytes, c.ms, at};
+}
+
+std::vector<DatasetSourceRate> DatasetCatalog::SourceRates() const {
+  std::vector<DatasetSourceRate> out;
+  for (const auto& [source, r] : sources_) {
+    out.push_back(DatasetSourceRate{source, r.BytesPerSecond(), r.bytes, r.ms, r.at});
+  }
+  return out;
 }
 
 const Dataset* DatasetCatalog::Find(const std::string& name) const {
@@ -68,7 +76,9 @@ Result<DatasetCatalog> DatasetCatalog::FromJson(const Json& j) {
 
 Json DatasetCatalog::SourcesToJson() const {
   Json all = Json::object();
-  for (const auto& [source, r] : sources_) all[source] = Json{{"bytes", r.bytes}, {"ms", r.ms}};
+  for (const auto& [source, r] : sources_) {
+    all[source] = Json{{"bytes", r.bytes}, {"ms", r.ms}, {"at", r.at}};
+  }
   return all;
 }
 
@@ -79,7 +89,8 @@ Status DatasetCatalog::SourcesFromJson(const Json& j) {
     if (!r.is_object() || !r.contains("bytes") || !r.contains("ms")) {
       return Internal("dataset sources: '" + source + "' wants bytes and ms");
     }
-    sources_[source] = SourceRate{r.at("bytes").get<int64_t>(), r.at("ms").get<DurationMs>()};
+    sources_[source] = SourceRate{r.at("bytes").get<int64_t>(), r.at("ms").get<DurationMs>(),
+                                  r.value("at", TimeMs{0})};
   }
   return Status::Ok();
 }

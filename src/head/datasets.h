@@ -11,8 +11,10 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "core/dataset.h"
+#include "core/source_rate.h"
 #include "head/change.h"
 
 namespace corral::head {
@@ -24,7 +26,7 @@ class DatasetCatalog {
   // Called by ApplyChange only: the catalog changes with the rest of the state.
   void Apply(const DatasetAdded& c);
   void Apply(const DatasetRemoved& c);
-  void Apply(const SourceRateMeasured& c);
+  void Apply(const SourceRateMeasured& c, TimeMs at);
   // "NAME@VERSION": that version; "NAME": the name's latest. nullptr: none.
   const Dataset* Find(const std::string& name) const;
   const std::map<std::string, Dataset>& all() const { return datasets_; }
@@ -33,10 +35,13 @@ class DatasetCatalog {
   struct SourceRate {
     int64_t bytes = 0;
     DurationMs ms = 0;
+    TimeMs at = 0;  // when it was measured (0: before measurements kept their time)
     int64_t BytesPerSecond() const { return ms > 0 ? bytes * 1000 / ms : 0; }
     bool operator==(const SourceRate&) const = default;
   };
   const std::map<std::string, SourceRate>& sources() const { return sources_; }
+  // The same as shown (corral datasets, GET /v1/datasets, /metrics), by source.
+  std::vector<DatasetSourceRate> SourceRates() const;
 
   Json ToJson() const;  // the snapshot row: an array of datasets
   static Result<DatasetCatalog> FromJson(const Json& j);

@@ -27,6 +27,7 @@
 #include "head/admission.h"
 #include "head/cluster_state.h"
 #include "head/core_indexes.h"
+#include "head/dataset_prefetch.h"
 #include "head/desired_log.h"
 #include "head/explanations.h"
 #include "head/gpu_watch.h"
@@ -574,6 +575,9 @@ class HeadCore {
   std::map<JobId, Lacking> lacking_;
   void NoteLacking(const Job& job, int32_t attempt, const std::vector<ReplicaPlacement>& where);
   void MeasureStageIn(const Job& job, const std::string& node, TimeMs started_at, TimeMs now);
+  // Fetches ahead for the jobs the pass reserved nodes for (core_datasets.cc).
+  DatasetPrefetch prefetch_;
+  void PlanPrefetch(const std::vector<sched::Reservation>& reservations);
   DatasetView ViewOfDataset(const Dataset& d) const;
   bool settling_ = false;  // in Settle: a change it emits must not settle again
   CoreAgenda agenda_;

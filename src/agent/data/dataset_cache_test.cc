@@ -4,6 +4,7 @@
 // changed refused, and the stager's note and environment.
 #include "agent/data/dataset_cache.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -419,6 +420,50 @@ TEST(DatasetStager, MetricsCountHitsFetchesBytesFailuresAndEvictions) {
   EXPECT_EQ(Series(text, "corral_dataset_evictions_total"), "1");
   EXPECT_EQ(Series(text, "corral_dataset_cache_datasets"), "1");
   stager.Release({"4.1", 0});
+}
+
+// A fetch ahead for a job reserved here: fetched into the cache and left unpinned (evictable),
+// reported while it goes on and not after; a job whose data would not fit under the high
+// watermark is not fetched, and says so; a run then staged with the data finds it cached (a
+// hit), and the fetch ahead was no stage-in of its own.
+TEST(DatasetStager, FetchesAheadUnpinnedOnlyIntoFreeSpace) {
+  TempDir tmp;
+  DatasetRef a = MakeSource(tmp.path() + "/a", "a", 4, 10000);
+  DatasetRef big = MakeSource(tmp.path() + "/big", "big", 4, 30000);
+  DatasetCacheConfig config{tmp.path() + "/cache"};
+  config.limit_bytes = a.bytes + big.bytes / 2;  // a fits, then big does not
+  DatasetStager stager(config, /*as_owner=*/false, "node7", RealNodeEnv().clock);
+  stager.Prefetch({PrefetchOrder{7, "", {a}}});
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return stager.Held() == std::vector<std::string>{a.digest}; }));
+  ASSERT_TRUE(testing::WaitFor([&] { return stager.Prefetching().empty(); }));
+  std::string text = stager.RenderMetrics();
+  EXPECT_EQ(Series(text, "corral_dataset_stage_ins_total{result=\"fetched\"}"), "0");
+  EXPECT_EQ(Series(text, "corral_dataset_source_read_bytes_total{source=\"" + a.source + "\"}"),
+            std::to_string(a.bytes));
+  // Not pinned: an exclusive lock on its use file is free (eviction takes it so).
+  const std::string use = tmp.path() + "/cache/data/" + DigestHex(a.digest) + ".use";
+  const int fd = open(use.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0) << "a fetch ahead pins nothing";
+  close(fd);
+
+  stager.Prefetch({PrefetchOrder{7, "", {a}}, PrefetchOrder{8, "", {big}}});
+  std::vector<PrefetchReport> reports = stager.Prefetching();
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].job_id, 8u);
+  EXPECT_NE(reports[0].note.find("not fetching big ahead on node7"), std::string::npos)
+      << reports[0].note;
+  EXPECT_EQ(stager.Held(), std::vector<std::string>{a.digest});
+  stager.Prefetch({});  // no longer asked: forgotten
+  EXPECT_TRUE(stager.Prefetching().empty());
+
+  ASSERT_TRUE(StageAndWait(stager, "7.1", a)->ok());
+  text = stager.RenderMetrics();
+  EXPECT_EQ(Series(text, "corral_dataset_stage_ins_total{result=\"cached\"}"), "1");
+  EXPECT_EQ(Series(text, "corral_dataset_stage_ins_total{result=\"fetched\"}"), "0");
+  EXPECT_EQ(Fetches(tmp.path() + "/cache"), 1);
+  stager.Release({"7.1", 0});
 }
 
 // The gate of a source: with one fetch at a time, three threads go one after another in the
