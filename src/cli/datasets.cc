@@ -149,8 +149,11 @@ int DatasetsList(const ParsedArgs& args, CliContext& ctx) {
 }  // namespace
 
 int RunDatasets(const std::vector<std::string>& argv, CliContext& ctx) {
-  static const std::vector<FlagDef> kFlags = {
-      {"output", 'o', true}, {"source", 0, true}, {"version", 0, true}};
+  static const std::vector<FlagDef> kFlags = {{"output", 'o', true},
+                                              {"source", 0, true},
+                                              {"version", 0, true},
+                                              {"rate", 0, true},
+                                              {"fetches", 0, true}};
   auto parsed = ParseArgs(argv, kFlags, false);
   if (!parsed.ok()) return UsageError(ctx, "datasets", parsed.status().message());
   const ParsedArgs& args = *parsed;
@@ -163,7 +166,9 @@ int RunDatasets(const std::vector<std::string>& argv, CliContext& ctx) {
   if (sub == "show") return DatasetsShow(args, ctx);
   if (sub == "rm") return DatasetsRemove(args, ctx);
   if (sub == "list") return DatasetsList(args, ctx);
-  return UsageError(ctx, "datasets", "unknown subcommand '" + sub + "' (add, show, rm, list)");
+  if (sub == "limits" || sub == "source-limit") return RunDatasetLimits(args, ctx);
+  return UsageError(ctx, "datasets",
+                    "unknown subcommand '" + sub + "' (add, show, rm, list, limits, source-limit)");
 }
 
 }  // namespace corral::cli
