@@ -2,7 +2,9 @@
 // (docs/datasets.md, "Sharing a source's bandwidth"). Admins set one per source; every node's
 // stage-ins from it together stay within it, queued at the head in the scheduler's order.
 #include <cstdio>
+#include <iterator>
 #include <ostream>
+#include <string>
 
 #include "cli/commands.h"
 #include "cli/table.h"
