@@ -400,6 +400,70 @@ TEST(Datasets, FetchesFromOneSourceAreQueuedAndPaced) {
   }
 }
 
+// A cluster-wide budget for one source: 4 MiB/s for at most 2 nodes at once. Three jobs on
+// three nodes each fetch 8 MiB from it, and no agent paces anything itself: two fetch at once,
+// each capped at 2 MiB/s by the head, the third waits at the head, saying so, until one of them
+// starts. Together, as the agents' own records of their fetches say, they never read faster
+// than the budget; without it each fetch runs at the disk's speed.
+TEST(Datasets, ASourceBudgetHoldsForEveryNodesFetchesTogether) {
+  constexpr int64_t kBudget = 4 << 20;
+  constexpr int64_t kCap = kBudget / 2;
+  LocalCluster c("datasets-budget", 3, 1, {}, {"--run-as", "agent"});
+  const std::string shared = c.dir() + "/shared";
+  auto limit = c.Corral({"datasets", "source-limit", shared, "--rate", "4M", "--fetches", "2"});
+  ASSERT_EQ(limit.exit_code, 0) << limit.err;
+  std::vector<std::string> ids;
+  for (int d = 0; d < 3; ++d) {
+    const std::string name = "part" + std::to_string(d);
+    MakeSource(shared + "/" + name, 8, 1 << 20);
+    std::ofstream(shared + "/" + name + "/which") << name;  // each its own content
+    ASSERT_EQ(c.Corral({"datasets", "add", name, "--source", shared + "/" + name}).exit_code, 0);
+  }
+  for (int d = 0; d < 3; ++d) {
+    ids.push_back(c.Submit({"--gpus", "1", "--dataset", "part" + std::to_string(d), "--", "true"}));
+  }
+  std::string seen;
+  EXPECT_TRUE(WaitUntil(30000, [&] {
+    for (const std::string& id : ids) {
+      const std::string j = ShowJob(c, id).dump();
+      if (j.find("(cluster budget)") != std::string::npos) seen = j;
+    }
+    return !seen.empty();
+  })) << "a job waiting for its turn at the head says so";
+  EXPECT_NE(seen.find("queued for " + shared + " (cluster budget), 1 (next)"), std::string::npos)
+      << seen;
+  auto listed = c.Corral({"datasets", "limits", "-o", "json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const Json limits = Json::parse(listed.out, nullptr, false);
+  ASSERT_TRUE(limits.is_array() && limits.size() == 1u) << listed.out;
+  EXPECT_EQ(limits[0]["source"], shared);
+  EXPECT_EQ(limits[0]["rate"], kBudget);
+  for (const std::string& id : ids) ASSERT_TRUE(WaitState(c, id, "succeeded")) << id;
+
+  std::vector<FetchRecord> f;
+  for (const char* node : {"node1", "node2", "node3"}) {
+    std::vector<FetchRecord> mine = Fetches(c.dir() + "/agents/" + node + "/datasets/fetches");
+    ASSERT_EQ(mine.size(), 1u) << node;
+    f.push_back(mine[0]);
+  }
+  std::sort(f.begin(), f.end(),
+            [](const FetchRecord& a, const FetchRecord& b) { return a.start < b.start; });
+  int64_t bytes = 0;
+  for (size_t i = 0; i < f.size(); ++i) {
+    bytes += f[i].bytes;
+    EXPECT_GE(f[i].ms, f[i].bytes * 1000 / kCap - 50) << "fetch " << i << " ran over its cap";
+    int overlapping = 0;  // fetches under way when this one began
+    for (size_t j = 0; j < i; ++j) overlapping += f[j].end > f[i].start;
+    EXPECT_LE(overlapping, 1) << "at most 2 nodes fetch at once";
+  }
+  EXPECT_GT(f[1].start, 0);
+  EXPECT_LT(f[1].start, f[0].end) << "the first two shared the budget at once";
+  const int64_t span_ms = f.back().end - f.front().start;
+  EXPECT_GE(span_ms, bytes * 1000 / kBudget - 100)
+      << "all of them together read at most the budget: " << bytes << " bytes in " << span_ms
+      << " ms";
+}
+
 // Stage-out, as root (agents run jobs as their owners): what a job leaves in its directory on
 // the node is copied to shared storage as its owner once its processes end and before its GPU
 // goes to the next job; a copy the owner may not make fails the job, naming the path, and

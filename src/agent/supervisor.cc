@@ -186,7 +186,11 @@ std::vector<RunReport> Supervisor::Report() {
   std::vector<RunReport> out;
   for (auto& [key, e] : runs_) {
     if (StagingOut(key, e)) {  // its GPUs stay held until what it made is back
-      out.push_back(RunReport{key.run_id, key.replica, true, 0, e.run.started_at, 0});
+      RunReport r{key.run_id, key.replica, true, 0, e.run.started_at, 0};
+      r.staging = true;  // started: its stage-out copies, and the note says how far
+      r.note = stage_outs_->Note(key);
+      e.stage_out_told_tenth = stage_outs_->Percent(key) / 10;
+      out.push_back(std::move(r));
       continue;
     }
     if (!e.status.running) e.exit_reported = true;
@@ -308,6 +312,10 @@ bool Supervisor::Poll() {
   for (auto& [key, e] : runs_) {  // the head hears at once that a stage-out is over
     if (!e.stage_out_told && stage_outs_->Result(key)) {
       e.stage_out_told = true;
+      changed = true;
+    }
+    // and of each tenth of its copy while it goes on
+    if (StagingOut(key, e) && stage_outs_->Percent(key) / 10 != e.stage_out_told_tenth) {
       changed = true;
     }
   }

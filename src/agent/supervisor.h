@@ -107,8 +107,9 @@ class Supervisor {
     int32_t peers_lost_seen = 0;  // of the order's `peers_lost`
     TimeMs kill_at = 0;           // SIGKILL the group at this time if still running
     bool killed = false;
-    std::string error;            // why it could not start (refused by the node's policy)
-    bool stage_out_told = false;  // Poll has noticed its stage-out end
+    std::string error;                  // why it could not start (refused by the node's policy)
+    bool stage_out_told = false;        // Poll has noticed its stage-out end
+    int32_t stage_out_told_tenth = -1;  // the tenth of its copy the head last heard of
   };
 
   void BeginStop(Entry& e, int signal, int64_t grace_ms, TimeMs now);

@@ -182,8 +182,11 @@ int DatasetsSources(const ParsedArgs& args, CliContext& ctx) {
 }  // namespace
 
 int RunDatasets(const std::vector<std::string>& argv, CliContext& ctx) {
-  static const std::vector<FlagDef> kFlags = {
-      {"output", 'o', true}, {"source", 0, true}, {"version", 0, true}};
+  static const std::vector<FlagDef> kFlags = {{"output", 'o', true},
+                                              {"source", 0, true},
+                                              {"version", 0, true},
+                                              {"rate", 0, true},
+                                              {"fetches", 0, true}};
   auto parsed = ParseArgs(argv, kFlags, false);
   if (!parsed.ok()) return UsageError(ctx, "datasets", parsed.status().message());
   const ParsedArgs& args = *parsed;
@@ -197,8 +200,10 @@ int RunDatasets(const std::vector<std::string>& argv, CliContext& ctx) {
   if (sub == "rm") return DatasetsRemove(args, ctx);
   if (sub == "list") return DatasetsList(args, ctx);
   if (sub == "sources") return DatasetsSources(args, ctx);
-  return UsageError(ctx, "datasets",
-                    "unknown subcommand '" + sub + "' (add, show, rm, list, sources)");
+  if (sub == "limits" || sub == "source-limit") return RunDatasetLimits(args, ctx);
+  return UsageError(
+      ctx, "datasets",
+      "unknown subcommand '" + sub + "' (add, show, rm, list, sources, limits, source-limit)");
 }
 
 }  // namespace corral::cli

@@ -76,8 +76,10 @@ struct RunReport {
   // last active (0: a kernel is running a cell, in use until a report says otherwise; -1: not
   // known). A duration, not a time: the head's clock and the node's need not agree.
   int64_t notebook_idle_ms = -1;
-  // Running: its datasets are being staged and its processes not started yet; `note` says how
-  // far ("staging imagenet on node2: 41%"), shown as the job's reason, never an event.
+  // Running: its datasets are being staged and its processes not started yet, or its processes
+  // have ended and its stage-out copies; `note` says how far ("staging imagenet on node2: 41%",
+  // "staging out to /shared/out on node2: 41% (1.2 GiB of 2.9 GiB)"), shown as the job's
+  // reason, never an event.
   bool staging = false;
   // Exited, with a stage-out declared: what it did (its bytes, or why it failed). The agent
   // reports the replica as running until its stage-out is over, so that its GPUs stay held.
@@ -166,6 +168,10 @@ struct RunOrder {
   // The datasets the node stages into its cache before it starts the tasks (resolved: each
   // names its digest and source), docs/datasets.md.
   std::vector<DatasetRef> datasets;
+  // The head's cap on this replica's fetches from each source (DatasetSourceKey), bytes per
+  // second: its share of the source's cluster-wide budget (docs/datasets.md). The agent paces
+  // each fetch to the lower of this and its own --dataset-source-rate. Absent: no cap.
+  std::map<std::string, int64_t> source_rates;
   // Variables the node adds to every task's environment (where its datasets are): set by the
   // agent, never sent.
   std::map<std::string, std::string> local_env;

@@ -147,6 +147,7 @@ Json ToJson(const RunOrder& r) {
     for (const DatasetRef& d : r.datasets) all.push_back(ToJson(d));
     j["datasets"] = all;
   }
+  if (!r.source_rates.empty()) j["source_rates"] = r.source_rates;
   if (!r.stage_out.empty()) j["stage_out"] = ToJson(r.stage_out);
   if (r.notebook) j["notebook"] = true;
   if (r.interactive) j["interactive"] = true;
@@ -281,6 +282,9 @@ void DecodeRunOrderInputs(const Json& x, RunOrder& o) {
       if (!ref.ok()) throw std::runtime_error(ref.status().message());
       o.datasets.push_back(std::move(*ref));
     }
+  }
+  if (auto rates = x.find("source_rates"); rates != x.end()) {
+    o.source_rates = rates->get<std::map<std::string, int64_t>>();
   }
   if (auto so = x.find("stage_out"); so != x.end()) o.stage_out = StageOutFromJson(*so);
 }

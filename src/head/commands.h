@@ -322,6 +322,23 @@ struct RemoveDataset {
   }
 };
 
+struct ListSourceBudgets {
+  using Answer = std::vector<SourceBudget>;
+  Result<Answer> operator()(HeadCore& core, const Caller&, TimeMs) && {
+    return Result<Answer>(core.ListSourceBudgets());
+  }
+};
+
+struct SetSourceLimit {  // rate and fetches both 0: the budget is removed
+  using Answer = SourceBudget;
+  std::string source;
+  int64_t rate = 0;
+  int32_t fetches = 0;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.SetSourceLimit(by, source, rate, fetches, now);
+  }
+};
+
 // --- services (core/service.h) ---
 
 struct CreateService {
@@ -540,6 +557,8 @@ constexpr bool ForAgents() {
   X(GetDataset)                 \
   X(AddDataset)                 \
   X(RemoveDataset)              \
+  X(ListSourceBudgets)          \
+  X(SetSourceLimit)             \
   X(CreateService)              \
   X(RemoveService)              \
   X(ListServices)               \

@@ -2,6 +2,8 @@
 // may declare only registered ones, and the head resolves each to the content it names at
 // submission, so that a later re-registration never changes what a queued job reads. A name
 // may hold several versions at once (core/dataset_key.h): "NAME" is its latest, "NAME@V" one.
+#include <set>
+
 #include "core/dataset_key.h"
 #include "head/head_core.h"
 
@@ -160,8 +162,10 @@ void HeadCore::MeasureStageIn(const Job& job, const std::string& node, TimeMs st
 // The pass's reservations: their nodes are asked to fetch ahead what they lack of the first
 // few reserved jobs' datasets (dataset_prefetch.h); a node whose orders changed is answered.
 void HeadCore::PlanPrefetch(const std::vector<sched::Reservation>& reservations) {
+  std::set<std::string> budgeted;
+  for (const auto& [source, limit] : state_.datasets.limits()) budgeted.insert(source);
   for (const auto& [node, job] :
-       prefetch_.Plan(reservations, state_.jobs, node_watch_.dataset_holders())) {
+       prefetch_.Plan(reservations, state_.jobs, node_watch_.dataset_holders(), budgeted)) {
     Bump(node, job);
   }
 }

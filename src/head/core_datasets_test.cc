@@ -207,6 +207,37 @@ TEST_P(Scenario, AStageOutIsRecordedAndOneThatFailedFailsTheJob) {
   EXPECT_NE(b.runs.back().reason.find("stays in /scratch/out"), std::string::npos);
 }
 
+// While a replica's stage-out copies, its node reports it running and staging, with a note: the
+// job stays running, says how far the copy is as its reason (never an event), and the note goes
+// once the copy is over.
+TEST_P(Scenario, AStageOutUnderWaySaysHowFarItIs) {
+  Register("n1", 1);
+  JobSpec spec = Spec(1);
+  spec.stage_out = {"/scratch/out", "/shared/results"};
+  Job job = Submit(spec);
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(job.id))}));
+  RunReport copying = Running(Get(job.id));
+  copying.started_at = now() - kSecond;
+  copying.staging = true;
+  copying.note = "staging out to /shared/results on n1: 41% (1.2 GiB of 2.9 GiB)";
+  SyncRequest req;
+  req.node = "n1";
+  req.agent_epoch = epochs_["n1"];
+  req.runs = {copying};
+  ASSERT_TRUE(core().Report(Caller::Node("n1"), req, now()).ok());
+  Job seen = Get(job.id);
+  EXPECT_EQ(seen.state, JobState::kRunning);
+  EXPECT_EQ(seen.pending_reason, copying.note);
+  for (const JobEvent& e : seen.events) EXPECT_EQ(e.reason.find("staging out"), std::string::npos);
+  Step();
+  RunReport done = Exited(Get(job.id), 0, 0);
+  done.stage_out = {true, 4096, 2, 15, "/scratch/out", "/shared/results", ""};
+  ASSERT_TRUE(*Report("n1", {done}));
+  EXPECT_EQ(Get(job.id).state, JobState::kSucceeded);
+  EXPECT_EQ(Get(job.id).pending_reason, "");
+}
+
 // A run's stage-in measures its source: placed on a node lacking 6 GB of imagenet from /shared,
 // it starts 60 s later, so /shared fetches at 100 MB/s (a change, durable). The next job that
 // reads imagenet then waits 30 s for n1, which holds it, rather than fetch it on the free n2
@@ -331,6 +362,33 @@ TEST_P(Scenario, AReservedJobsDatasetsAreFetchedAheadOnItsReservedNode) {
   ASSERT_EQ(Get(reserved.id).state, JobState::kScheduled);
   EXPECT_EQ(Get(reserved.id).CurrentRun()->placement.at(0).node, "n1");
   EXPECT_TRUE(core().DesiredFor("n1").prefetch.empty());
+  h_.Commit();
+  h_.ExpectReplayEqualsLive();
+}
+
+// A source with a cluster budget is read only by the runs its line admits: no fetch ahead of
+// it is planned beside them.
+TEST_P(Scenario, NothingIsFetchedAheadFromABudgetedSource) {
+  Register("n1", 1);
+  ASSERT_TRUE(core().AddDataset(kAna, Imagenet(), now()).ok());
+  ASSERT_TRUE(core().SetSourceLimit(kAdmin, "/shared", 1000, 2, now()).ok());
+  Step();
+  JobSpec busy = Spec(1);
+  busy.time_limit_ms = 10 * kMinute;
+  Job first = Submit(busy);
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(first.id))}));
+  Job reserved = Submit(Using(Spec(1), "imagenet"), kBob);
+  core().Schedule(now());
+  ASSERT_EQ(Get(reserved.id).state, JobState::kPending);
+  EXPECT_TRUE(core().DesiredFor("n1").prefetch.empty());
+  EXPECT_EQ(Get(reserved.id).pending_reason.find("fetched ahead"), std::string::npos)
+      << Get(reserved.id).pending_reason;
+
+  // Without the budget it is.
+  ASSERT_TRUE(core().SetSourceLimit(kAdmin, "/shared", 0, 0, now()).ok());
+  core().Schedule(now());
+  ASSERT_EQ(core().DesiredFor("n1").prefetch.size(), 1u);
   h_.Commit();
   h_.ExpectReplayEqualsLive();
 }

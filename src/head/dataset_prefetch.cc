@@ -3,15 +3,19 @@
 #include <algorithm>
 #include <set>
 
+#include "core/dataset_key.h"
+
 namespace corral::head {
 namespace {
 
-// The job's datasets that `node` does not hold.
+// The job's datasets that `node` does not hold, but those of budgeted sources.
 std::vector<DatasetRef> DatasetsLackedOn(const Job& job, const std::string& node,
-                                         const DatasetHolders& holders) {
+                                         const DatasetHolders& holders,
+                                         const std::set<std::string>& budgeted) {
   auto held = holders.find(node);
   std::vector<DatasetRef> out;
   for (const DatasetRef& d : job.spec.datasets) {
+    if (budgeted.count(DatasetSourceKey(d.source))) continue;
     if (held == holders.end() || !held->second.count(d.digest)) out.push_back(d);
   }
   return out;
@@ -41,7 +45,7 @@ std::vector<std::pair<std::string, JobId>> OrdersChanged(
 
 std::vector<std::pair<std::string, JobId>> DatasetPrefetch::Plan(
     const std::vector<sched::Reservation>& reservations, const std::map<JobId, Job>& jobs,
-    const DatasetHolders& holders) {
+    const DatasetHolders& holders, const std::set<std::string>& budgeted) {
   std::map<std::string, std::vector<PrefetchOrder>> orders;
   reserved_.clear();
   for (const sched::Reservation& r : reservations) {
@@ -54,7 +58,7 @@ std::vector<std::pair<std::string, JobId>> DatasetPrefetch::Plan(
     const Job& job = it->second;
     reserved_[job.id] = r.nodes;
     for (const std::string& node : r.nodes) {
-      std::vector<DatasetRef> lacked = DatasetsLackedOn(job, node, holders);
+      std::vector<DatasetRef> lacked = DatasetsLackedOn(job, node, holders, budgeted);
       if (!lacked.empty()) orders[node].push_back(PrefetchOrder{job.id, job.owner, lacked});
     }
   }

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,9 +29,11 @@ class DatasetPrefetch {
 
   // Replaces the plan with one for this pass's reservations (in the pass's order). Returns the
   // (node, job) pairs whose orders were added or dropped, so that those nodes are answered.
+  // Nothing is fetched ahead from a source in `budgeted` (source keys, DatasetSourceKey): a
+  // cluster budget's line admits placed runs only, and a fetch ahead would read beside it.
   std::vector<std::pair<std::string, JobId>> Plan(
       const std::vector<sched::Reservation>& reservations, const std::map<JobId, Job>& jobs,
-      const DatasetHolders& holders);
+      const DatasetHolders& holders, const std::set<std::string>& budgeted);
 
   // What `node` is asked to fetch ahead now, by job.
   const std::vector<PrefetchOrder>& For(const std::string& node) const;

@@ -20,6 +20,7 @@
 
 #include "agent/data/dataset_stager.h"
 #include "agent/data/source_gate.h"
+#include "agent/data/stage_out_copy.h"
 #include "agent/node/fake_node_env.h"
 #include "agent/test_util.h"
 #include "core/dataset_files.h"
@@ -537,5 +538,46 @@ TEST(SourceGate, ReadsOfASourceGoNoFasterThanItsRate) {
   }
   reader.join();
 }
+// The head's cap on one fetch (its share of a cluster-wide budget) paces that fetch alone, on a
+// bucket of its own, even where the node sets no rate of its own.
+TEST(SourceGate, AFetchGoesNoFasterThanTheHeadsCapOnIt) {
+  testing::FakeNodeClock clock;
+  SourceGate gate(SourceGateConfig{0, 0}, clock);
+  std::atomic<int> paced{0};
+  std::thread reader([&] {
+    double bucket = 0;
+    for (int i = 0; i < 2; ++i) {
+      gate.PaceFetch(&bucket, 1 << 20, 2 << 20);
+      ++paced;
+    }
+  });
+  for (int mib = 1; mib <= 2; ++mib) {
+    ASSERT_TRUE(clock.BlockUntilWaiting(1));
+    double other = 0;
+    gate.PaceFetch(&other, 1 << 10, 0);  // no cap: at once
+    clock.Advance(499);
+    ASSERT_TRUE(clock.BlockUntilWaiting(1));
+    EXPECT_EQ(paced.load(), mib - 1) << "MiB " << mib << " a millisecond early";
+    clock.Advance(1);
+    ASSERT_TRUE(testing::WaitFor([&] { return paced.load() == mib; }));
+  }
+  reader.join();
+}
+
+// A stage-out's progress: what it will copy is counted first, and what it copied grows to it.
+TEST(StageOutCopy, CountsWhatItCopiesAgainstWhatThereIs) {
+  TempDir dir;
+  const std::string from = dir.path() + "/out";
+  fs::create_directories(from + "/sub");
+  std::ofstream(from + "/a") << std::string(100000, 'a');
+  std::ofstream(from + "/sub/b") << std::string(50000, 'b');
+  StageOutProgress progress;
+  StageOutResult r = CopyStageOut(from, dir.path() + "/dest", nullptr, &progress);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  EXPECT_EQ(progress.total.load(), 150000);
+  EXPECT_EQ(progress.copied.load(), 150000);
+  EXPECT_EQ(r.bytes, 150000);
+}
+
 }  // namespace
 }  // namespace corral::agent

@@ -7,6 +7,8 @@
 #include <set>
 #include <thread>
 
+#include "core/dataset_key.h"
+
 namespace corral::agent {
 
 struct DatasetStager::Job {
@@ -130,7 +132,10 @@ void DatasetStager::Stage(std::shared_ptr<Job> job) {
                   std::to_string(place) + (place == 1 ? " (next)" : " in line");
     };
     progress(0);
-    auto staged = cache_.Acquire(r, who ? &*who : nullptr, progress, queued);
+    // The head's cap on this node's fetch from the source: its share of the source's budget.
+    auto cap = job->order.source_rates.find(DatasetSourceKey(r.source));
+    auto staged = cache_.Acquire(r, who ? &*who : nullptr, progress, queued,
+                                 cap == job->order.source_rates.end() ? 0 : cap->second);
     Count(r, staged, job->ahead);
     if (!staged.ok()) {
       status = staged.status();
