@@ -192,6 +192,58 @@ TEST(Browser, TheServicesPagesShowAServicesTrafficReplicasAndEventsAsTheApiGives
   c.Corral({"services", "rm", "echo"});
 }
 
+// `files` files of `size` bytes each under `dir`, a dataset's source.
+void MakeDatasetSource(const std::string& dir, int files, int size) {
+  std::filesystem::create_directories(dir);
+  for (int i = 0; i < files; ++i) {
+    std::ofstream(dir + "/" + std::to_string(i) + ".bin")
+        << std::string(size, static_cast<char>('a' + i % 26));
+  }
+}
+
+// The Datasets page shows what the API gives: two datasets, one staged on a node by a job that
+// ran there (tests/browser/datasets_test.mjs checks each table against the API).
+TEST(Browser, TheDatasetsPageShowsEachDatasetTheNodesCachesAndTheSourcesRates) {
+  if (access(kChromium, X_OK) != 0) {
+    GTEST_SKIP()
+        << "Chromium not installed (Debian package chromium; scripts/setup.sh installs it)";
+  }
+  const std::string dir = CORRAL_BROWSER_DIR;
+  if (!std::filesystem::exists(dir + "/node_modules/puppeteer-core")) {
+    GTEST_SKIP() << "puppeteer-core not installed in " << dir;
+  }
+  LocalCluster c("browser-data", 2, 1);
+  MakeDatasetSource(c.dir() + "/shared/cifar", 40, 50000);
+  MakeDatasetSource(c.dir() + "/shared/mnist", 10, 1000);
+  ASSERT_EQ(c.Corral({"datasets", "add", "cifar", "--source", c.dir() + "/shared/cifar"}).exit_code,
+            0);
+  ASSERT_EQ(c.Corral({"datasets", "add", "mnist", "--source", c.dir() + "/shared/mnist"}).exit_code,
+            0);
+  const std::string id = c.Submit({"--gpus", "1", "--dataset", "cifar", "--", "true"});
+  std::string node;
+  ASSERT_TRUE(WaitUntil(60000, [&] {
+    auto j = nlohmann::json::parse(c.Corral({"show", id, "-o", "json"}).out, nullptr, false);
+    if (!j.is_object() || j.value("state", "") != "succeeded") return false;
+    node = j["runs"].back()["placement"][0].value("node", "");
+    return true;
+  }));
+  ASSERT_TRUE(WaitUntil(30000, [&] {
+    auto d = nlohmann::json::parse(c.Corral({"datasets", "show", "cifar", "-o", "json"}).out,
+                                   nullptr, false);
+    return d.is_object() && d["nodes"] == nlohmann::json::array({node});
+  }));
+  const char* shots = getenv("SCREENSHOT_DIR");
+  auto r = RunCommand({"/usr/bin/node", dir + "/datasets_test.mjs"},
+                      {{"CORRAL_ADDR", c.addr()},
+                       {"CORRAL_TOKEN", c.token()},
+                       {"WANT_NODE", node},
+                       {"CHROMIUM", kChromium},
+                       {"SCREENSHOT_DIR", shots ? shots : c.dir() + "/screenshots"},
+                       {"HOME", c.dir()}});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err << "\n(cluster and screenshots in " << c.dir() << ")";
+  std::cout << r.out;
+}
+
 // The owner opens their notebook from the dashboard and runs a cell in it; another user cannot.
 TEST(Browser, ANotebookOpensFromMySessionsAndRunsACell) {
   if (access(kChromium, X_OK) != 0) {

@@ -342,9 +342,9 @@ TEST(Datasets, AnotherUsersJobCannotReadAPrivateArchive) {
 }
 
 // Fetches from one source are queued and paced: with one fetch at a time per source and 4 MiB/s,
-// three jobs' different datasets (8 MiB each) on one file system are fetched one after another, each no
-// faster than the rate, as the agent's own record of its fetches says; a job waiting its turn
-// says where it is in line.
+// three jobs' different datasets (8 MiB each) on one file system are fetched one after another,
+// each no faster than the rate, as the agent's own record of its fetches says; a job waiting its
+// turn says where it is in line.
 struct FetchRecord {
   int64_t bytes = 0, ms = 0, start = 0, end = 0;
 };
@@ -398,6 +398,70 @@ TEST(Datasets, FetchesFromOneSourceAreQueuedAndPaced) {
       EXPECT_GE(f[i].start, f[i - 1].end) << "one fetch at a time from the source";
     }
   }
+}
+
+// A cluster-wide budget for one source: 4 MiB/s for at most 2 nodes at once. Three jobs on
+// three nodes each fetch 8 MiB from it, and no agent paces anything itself: two fetch at once,
+// each capped at 2 MiB/s by the head, the third waits at the head, saying so, until one of them
+// starts. Together, as the agents' own records of their fetches say, they never read faster
+// than the budget; without it each fetch runs at the disk's speed.
+TEST(Datasets, ASourceBudgetHoldsForEveryNodesFetchesTogether) {
+  constexpr int64_t kBudget = 4 << 20;
+  constexpr int64_t kCap = kBudget / 2;
+  LocalCluster c("datasets-budget", 3, 1, {}, {"--run-as", "agent"});
+  const std::string shared = c.dir() + "/shared";
+  auto limit = c.Corral({"datasets", "source-limit", shared, "--rate", "4M", "--fetches", "2"});
+  ASSERT_EQ(limit.exit_code, 0) << limit.err;
+  std::vector<std::string> ids;
+  for (int d = 0; d < 3; ++d) {
+    const std::string name = "part" + std::to_string(d);
+    MakeSource(shared + "/" + name, 8, 1 << 20);
+    std::ofstream(shared + "/" + name + "/which") << name;  // each its own content
+    ASSERT_EQ(c.Corral({"datasets", "add", name, "--source", shared + "/" + name}).exit_code, 0);
+  }
+  for (int d = 0; d < 3; ++d) {
+    ids.push_back(c.Submit({"--gpus", "1", "--dataset", "part" + std::to_string(d), "--", "true"}));
+  }
+  std::string seen;
+  EXPECT_TRUE(WaitUntil(30000, [&] {
+    for (const std::string& id : ids) {
+      const std::string j = ShowJob(c, id).dump();
+      if (j.find("(cluster budget)") != std::string::npos) seen = j;
+    }
+    return !seen.empty();
+  })) << "a job waiting for its turn at the head says so";
+  EXPECT_NE(seen.find("queued for " + shared + " (cluster budget), 1 (next)"), std::string::npos)
+      << seen;
+  auto listed = c.Corral({"datasets", "limits", "-o", "json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const Json limits = Json::parse(listed.out, nullptr, false);
+  ASSERT_TRUE(limits.is_array() && limits.size() == 1u) << listed.out;
+  EXPECT_EQ(limits[0]["source"], shared);
+  EXPECT_EQ(limits[0]["rate"], kBudget);
+  for (const std::string& id : ids) ASSERT_TRUE(WaitState(c, id, "succeeded")) << id;
+
+  std::vector<FetchRecord> f;
+  for (const char* node : {"node1", "node2", "node3"}) {
+    std::vector<FetchRecord> mine = Fetches(c.dir() + "/agents/" + node + "/datasets/fetches");
+    ASSERT_EQ(mine.size(), 1u) << node;
+    f.push_back(mine[0]);
+  }
+  std::sort(f.begin(), f.end(),
+            [](const FetchRecord& a, const FetchRecord& b) { return a.start < b.start; });
+  int64_t bytes = 0;
+  for (size_t i = 0; i < f.size(); ++i) {
+    bytes += f[i].bytes;
+    EXPECT_GE(f[i].ms, f[i].bytes * 1000 / kCap - 50) << "fetch " << i << " ran over its cap";
+    int overlapping = 0;  // fetches under way when this one began
+    for (size_t j = 0; j < i; ++j) overlapping += f[j].end > f[i].start;
+    EXPECT_LE(overlapping, 1) << "at most 2 nodes fetch at once";
+  }
+  EXPECT_GT(f[1].start, 0);
+  EXPECT_LT(f[1].start, f[0].end) << "the first two shared the budget at once";
+  const int64_t span_ms = f.back().end - f.front().start;
+  EXPECT_GE(span_ms, bytes * 1000 / kBudget - 100)
+      << "all of them together read at most the budget: " << bytes << " bytes in " << span_ms
+      << " ms";
 }
 
 // Stage-out, as root (agents run jobs as their owners): what a job leaves in its directory on
@@ -504,6 +568,99 @@ TEST(Datasets, StageOutCopiesBackAsTheOwnerBeforeTheGpuIsFreed) {
   std::string line;
   std::getline(kept, line);
   EXPECT_EQ(line, "mine") << "what the job made is kept";
+}
+
+// Staging while a job waits for a reservation: node1's one GPU is busy with a run that has a
+// time limit, so the next job, which reads a dataset, is reserved node1 for when that run
+// ends. The agent fetches the dataset ahead while the job waits (the job's reason says so),
+// through its paced queue for the source, and once the run ahead ends the job starts there
+// with its data cached: one fetch, ended before the job was placed, and a stage-in hit.
+TEST(Datasets, AJobWaitingForAReservationHasItsDataFetchedAheadAndStartsWithAHit) {
+  LocalCluster c("datasets-ahead", 1, 1, {}, {"--run-as", "agent", "--dataset-source-rate", "4M"});
+  const std::string src = c.dir() + "/shared/slow";
+  MakeSource(src, 12, 1 << 20);  // 12 MiB: three seconds at the rate
+  ASSERT_EQ(c.Corral({"datasets", "add", "slow", "--source", src}).exit_code, 0);
+  const std::string ahead = c.Submit({"--gpus", "1", "--time-limit", "10m", "--", "sleep", "600"});
+  ASSERT_TRUE(WaitState(c, ahead, "running"));
+  const std::string waiting = c.Submit({"--gpus", "1", "--dataset", "slow", "--", "/bin/sh", "-c",
+                                        "ls \"$CORRAL_DATASET_SLOW/train\" | wc -l"});
+  std::string seen;
+  EXPECT_TRUE(WaitUntil(30000,
+                        [&] {
+                          Json j = ShowJob(c, waiting);
+                          seen = j.dump();
+                          return j.value("pending_reason", "").find("staging slow on node1") !=
+                                 std::string::npos;
+                        }))
+      << "the waiting job says how far its data is fetched ahead: " << seen;
+  const std::string cache = c.dir() + "/agents/node1/datasets";
+  ASSERT_TRUE(WaitUntil(30000, [&] { return Lines(cache + "/fetches") == 1; }));
+  ASSERT_TRUE(WaitUntil(30000, [&] {
+    return ShowJob(c, waiting).value("pending_reason", "").find("its data is cached on node1") !=
+           std::string::npos;
+  })) << ShowJob(c, waiting).dump();
+  EXPECT_EQ(State(c, waiting), "pending") << "fetched while it waited";
+  EXPECT_EQ(State(c, ahead), "running");
+
+  ASSERT_EQ(c.Corral({"cancel", ahead}).exit_code, 0);
+  ASSERT_TRUE(WaitState(c, waiting, "succeeded")) << ShowJob(c, waiting).dump();
+  EXPECT_EQ(NodeOf(c, waiting), "node1");
+  EXPECT_EQ(c.Corral({"logs", waiting}).out, "9\n");
+  std::vector<FetchRecord> f = Fetches(cache + "/fetches");
+  ASSERT_EQ(f.size(), 1u) << "fetched once, ahead";
+  const Json job = ShowJob(c, waiting);
+  EXPECT_LT(f[0].end, job["runs"][0]["scheduled_at"].get<int64_t>()) << job.dump();
+  // The agent counts the job's stage-in a hit, and the fetch ahead as no stage-in.
+  Json nodes = Json::parse(c.Corral({"nodes", "-o", "json"}).out, nullptr, false);
+  if (nodes.is_object() && nodes.contains("nodes")) nodes = nodes["nodes"];
+  ASSERT_TRUE(nodes.is_array() && !nodes.empty()) << nodes.dump();
+  const std::string metrics =
+      RunCommand(
+          {"/usr/bin/curl", "-sf", "http://" + nodes[0]["address"].get<std::string>() + "/metrics"})
+          .out;
+  EXPECT_NE(metrics.find("corral_dataset_stage_ins_total{result=\"cached\"} 1"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("corral_dataset_stage_ins_total{result=\"fetched\"} 0"), std::string::npos)
+      << metrics;
+}
+
+// Each source's measured stage-in rate is shown: a job placed on a node lacking its dataset
+// measures the dataset's source (the directory holding it) by its stage-in, and `corral
+// datasets sources` (the API's GET /v1/datasets) and the head's /metrics show the rate, when
+// it was measured and from how many bytes.
+TEST(Datasets, TheSourcesMeasuredRatesAreShown) {
+  LocalCluster c("datasets-rates", 1, 1);
+  const std::string shared = c.dir() + "/shared";
+  MakeSource(shared + "/cifar", 20, 1000);
+  ASSERT_EQ(c.Corral({"datasets", "add", "cifar", "--source", shared + "/cifar"}).exit_code, 0);
+  auto none = c.Corral({"datasets", "sources", "-o", "json"});
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_EQ(Json::parse(none.out, nullptr, false), Json::array()) << "nothing measured yet";
+  const int64_t before = static_cast<int64_t>(time(nullptr)) * 1000;
+  const std::string id = c.Submit({"--gpus", "1", "--dataset", "cifar", "--", "true"});
+  ASSERT_TRUE(WaitState(c, id, "succeeded")) << ShowJob(c, id).dump();
+  auto shown = c.Corral({"datasets", "sources", "-o", "json"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  Json sources = Json::parse(shown.out, nullptr, false);
+  ASSERT_TRUE(sources.is_array() && sources.size() == 1u) << shown.out;
+  const Json& s = sources[0];
+  EXPECT_EQ(s.value("source", ""), shared);
+  EXPECT_EQ(s.value("bytes", int64_t{0}), 20000);
+  const int64_t ms = s.value("ms", int64_t{0});
+  ASSERT_GT(ms, 0);
+  EXPECT_EQ(s.value("bytes_per_second", int64_t{0}), 20000 * 1000 / ms);
+  EXPECT_GE(s.value("measured_at", int64_t{0}), before);
+  auto table = c.Corral({"datasets", "sources"});
+  EXPECT_NE(table.out.find(shared), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("19.5 KiB in " + std::to_string(ms) + " ms"), std::string::npos)
+      << table.out;
+  const std::string metrics = RunCommand({"/usr/bin/curl", "-sf", c.addr() + "/metrics"}).out;
+  const std::string metric =
+      "corral_dataset_source_rate_bytes_per_second{source=\"" + shared + "\"} ";
+  const size_t at = metrics.find(metric);
+  ASSERT_NE(at, std::string::npos) << metrics;
+  EXPECT_EQ(std::stod(metrics.substr(at + metric.size())), static_cast<double>(20000 * 1000 / ms))
+      << metrics;
 }
 
 }  // namespace

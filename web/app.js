@@ -8,6 +8,7 @@ import { clusterView, queuesView } from "./view_cluster.js";
 import { jobView, jobsView } from "./view_jobs.js";
 import { nodesView } from "./view_nodes.js";
 import { serviceView, servicesView } from "./view_services.js";
+import { datasetsView } from "./view_datasets.js";
 import { sessionsView } from "./view_sessions.js";
 
 const main = document.getElementById("main");
@@ -110,6 +111,7 @@ const routes = [
   [/^#\/sessions$/, () => sessionsView],
   [/^#\/services$/, () => servicesView],
   [/^#\/services\/([^/?]+)$/, () => serviceView],
+  [/^#\/datasets$/, () => datasetsView],
 ];
 
 function route() {

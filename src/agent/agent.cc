@@ -193,6 +193,7 @@ Status Agent::SyncOnce(int64_t wait_ms) {
     req.image_cache = {u.bytes, u.images, u.limit_bytes};
   }
   req.datasets = supervisor_->HeldDatasets();
+  req.prefetching = supervisor_->Prefetching();
   monitor_->MapJobs(supervisor_->GpuHolders());  // exits: a GPU's file goes with its run
   Result<SyncResponse> resp = head_->Sync(req);
   if (!resp.ok()) return resp.status();
@@ -206,6 +207,7 @@ Status Agent::SyncOnce(int64_t wait_ms) {
   uint64_t save = 0;
   bool apply = false;
   SyncResponse desired;
+  const std::vector<PrefetchOrder> prefetch = resp->prefetch;  // the head's wish now, in any answer
   {
     std::lock_guard lock(mu_);
     if (resp->head_epoch < max_head_epoch_) {
@@ -228,6 +230,7 @@ Status Agent::SyncOnce(int64_t wait_ms) {
   }
   if (save != 0) SaveHeadEpoch(save);
   if (reregister) spdlog::info("the head asks this agent to register again");
+  if (!reregister) supervisor_->Prefetch(prefetch);
   if (apply) {
     supervisor_->Reconcile(desired);
     monitor_->MapJobs(supervisor_->GpuHolders());  // starts

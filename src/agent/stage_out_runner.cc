@@ -3,14 +3,34 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <iterator>
 #include <mutex>
 #include <thread>
 
 #include "agent/data/stage_out_copy.h"
 
 namespace corral::agent {
+namespace {
+
+std::string FormatStageOutBytes(int64_t bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (v >= 1024 && unit + 1 < std::size(kUnits)) {
+    v /= 1024;
+    ++unit;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, unit == 0 ? "%.0f %s" : "%.1f %s", v, kUnits[unit]);
+  return buf;
+}
+
+}  // namespace
 
 struct StageOutRunner::Task {
+  std::string to;
+  StageOutProgress progress;  // its own atomics: read without the lock
   std::mutex mu;
   bool done = false;      // GUARDED_BY(mu)
   StageOutResult result;  // GUARDED_BY(mu)
@@ -27,6 +47,7 @@ void StageOutRunner::Start(const RunKey& key, const RunOrder& order) {
   const int32_t replicas =
       std::max<int32_t>(1, static_cast<int32_t>(order.layout.placement.size()));
   const std::string to = StageOutTarget(order.stage_out, order.replica, replicas);
+  task->to = to;
   std::optional<UnixIdentity> who;
   std::string refused;
   if (as_owner_) {  // looked up here, not in the thread: getpwnam is not for every thread
@@ -44,7 +65,7 @@ void StageOutRunner::Start(const RunKey& key, const RunOrder& order) {
     if (!refused.empty()) {
       r = StageOutResult{true, 0, 0, 0, from, to, refused};
     } else {
-      r = CopyStageOut(from, to, who ? &*who : nullptr);
+      r = CopyStageOut(from, to, who ? &*who : nullptr, &task->progress);
     }
     if (r.error.empty()) {
       spdlog::info("stage-out of run {} replica {}: {} bytes, {} files in {} ms", key.run_id,
@@ -64,6 +85,22 @@ std::optional<StageOutResult> StageOutRunner::Result(const RunKey& key) const {
   std::lock_guard lock(it->second->mu);
   if (!it->second->done) return std::nullopt;
   return it->second->result;
+}
+
+int32_t StageOutRunner::Percent(const RunKey& key) const {
+  auto it = tasks_.find(key);
+  if (it == tasks_.end()) return -1;
+  const int64_t total = it->second->progress.total;
+  const int64_t copied = it->second->progress.copied;
+  return total > 0 ? static_cast<int32_t>(std::min<int64_t>(100, copied * 100 / total)) : 0;
+}
+
+std::string StageOutRunner::Note(const RunKey& key) const {
+  auto it = tasks_.find(key);
+  if (it == tasks_.end()) return "";
+  return "staging out to " + it->second->to + " on " + node_ + ": " + std::to_string(Percent(key)) +
+         "% (" + FormatStageOutBytes(it->second->progress.copied) + " of " +
+         FormatStageOutBytes(it->second->progress.total) + ")";
 }
 
 bool WantsStageOut(const RunOrder& order, int32_t pgid, bool running, const std::string& error) {

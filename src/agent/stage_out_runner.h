@@ -30,6 +30,10 @@ class StageOutRunner {
   bool Started(const RunKey& key) const { return tasks_.count(key) > 0; }
   // Its result once it is over; nullopt while it goes on (or was never started).
   std::optional<StageOutResult> Result(const RunKey& key) const;
+  // How far it is while it copies: "staging out to /shared/out on node1: 41% (1.2 GiB of
+  // 2.9 GiB)", and the percent alone (-1: none under way).
+  std::string Note(const RunKey& key) const;
+  int32_t Percent(const RunKey& key) const;
   // The run is released: its task is forgotten (a thread still copying keeps its own).
   void Forget(const RunKey& key) { tasks_.erase(key); }
 

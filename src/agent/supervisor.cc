@@ -186,7 +186,11 @@ std::vector<RunReport> Supervisor::Report() {
   std::vector<RunReport> out;
   for (auto& [key, e] : runs_) {
     if (StagingOut(key, e)) {  // its GPUs stay held until what it made is back
-      out.push_back(RunReport{key.run_id, key.replica, true, 0, e.run.started_at, 0});
+      RunReport r{key.run_id, key.replica, true, 0, e.run.started_at, 0};
+      r.staging = true;  // started: its stage-out copies, and the note says how far
+      r.note = stage_outs_->Note(key);
+      e.stage_out_told_tenth = stage_outs_->Percent(key) / 10;
+      out.push_back(std::move(r));
       continue;
     }
     if (!e.status.running) e.exit_reported = true;
@@ -251,6 +255,28 @@ std::map<RunKey, std::string> Supervisor::RunDirectories() {
   return out;
 }
 
+namespace {
+
+// A note without its last two characters: "... 41%" and "... 47%" read alike, so that the
+// head hears of each tenth of the way, not of every percent.
+std::string CoarseNote(const std::string& note) {
+  return note.substr(0, note.size() > 2 ? note.size() - 2 : 0);
+}
+
+// Whether the head should hear of the node's fetches ahead now: one began, ended (its data is
+// now in the cache, which the head places by), or went a tenth further.
+bool PrefetchNews(const std::vector<PrefetchReport>& told, const std::vector<PrefetchReport>& now) {
+  if (told.size() != now.size()) return true;
+  for (size_t i = 0; i < now.size(); ++i) {
+    if (told[i].job_id != now[i].job_id || CoarseNote(told[i].note) != CoarseNote(now[i].note)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 bool Supervisor::Poll() {
   std::lock_guard lock(mu_);
   const TimeMs now = Now();
@@ -264,6 +290,7 @@ bool Supervisor::Poll() {
     changed = changed || note.substr(0, note.size() > 2 ? note.size() - 2 : 0) !=
                              told.substr(0, told.size() > 2 ? told.size() - 2 : 0);
   }
+  if (stager_ != nullptr) changed = changed || PrefetchNews(prefetch_told_, stager_->Prefetching());
   launcher_->DrainExitFd();  // before looking: an exit after this wakes the next wait
   for (auto& [key, e] : runs_) {
     if (!e.status.running) continue;
@@ -285,6 +312,10 @@ bool Supervisor::Poll() {
   for (auto& [key, e] : runs_) {  // the head hears at once that a stage-out is over
     if (!e.stage_out_told && stage_outs_->Result(key)) {
       e.stage_out_told = true;
+      changed = true;
+    }
+    // and of each tenth of its copy while it goes on
+    if (StagingOut(key, e) && stage_outs_->Percent(key) / 10 != e.stage_out_told_tenth) {
       changed = true;
     }
   }
@@ -386,6 +417,17 @@ void Supervisor::SetDatasetCache(DatasetCacheConfig config, bool as_owner, const
 std::vector<std::string> Supervisor::HeldDatasets() {
   std::lock_guard lock(mu_);
   return stager_ == nullptr ? std::vector<std::string>{} : stager_->Held();
+}
+
+void Supervisor::Prefetch(const std::vector<PrefetchOrder>& orders) {
+  std::lock_guard lock(mu_);
+  if (stager_ != nullptr) stager_->Prefetch(orders);
+}
+
+std::vector<PrefetchReport> Supervisor::Prefetching() {
+  std::lock_guard lock(mu_);
+  if (stager_ != nullptr) prefetch_told_ = stager_->Prefetching();
+  return prefetch_told_;
 }
 
 std::string Supervisor::RenderDatasetMetrics() {

@@ -72,6 +72,10 @@ class Supervisor {
                        const NodeClock& clock);
   // The digests of the datasets the node's cache holds (after evicting over its watermark).
   std::vector<std::string> HeldDatasets();
+  // Fetches ahead what the head asks for jobs reserved on this node (DatasetStager::Prefetch;
+  // nothing without a cache), and how far those fetches are.
+  void Prefetch(const std::vector<PrefetchOrder>& orders);
+  std::vector<PrefetchReport> Prefetching();
   // The dataset cache's metrics ("" without a cache).
   std::string RenderDatasetMetrics();
   // The jobs of the running runs on each GPU index (several with shared GPUs).
@@ -103,8 +107,9 @@ class Supervisor {
     int32_t peers_lost_seen = 0;  // of the order's `peers_lost`
     TimeMs kill_at = 0;           // SIGKILL the group at this time if still running
     bool killed = false;
-    std::string error;            // why it could not start (refused by the node's policy)
-    bool stage_out_told = false;  // Poll has noticed its stage-out end
+    std::string error;                  // why it could not start (refused by the node's policy)
+    bool stage_out_told = false;        // Poll has noticed its stage-out end
+    int32_t stage_out_told_tenth = -1;  // the tenth of its copy the head last heard of
   };
 
   void BeginStop(Entry& e, int signal, int64_t grace_ms, TimeMs now);
@@ -137,6 +142,7 @@ class Supervisor {
   std::unique_ptr<DatasetStager> stager_ GUARDED_BY(mu_);
   std::map<RunKey, RunOrder> staging_ GUARDED_BY(mu_);           // new runs whose data is staging
   std::map<RunKey, std::string> staging_notes_ GUARDED_BY(mu_);  // as last reported
+  std::vector<PrefetchReport> prefetch_told_ GUARDED_BY(mu_);    // fetches ahead, as reported
   std::unique_ptr<StageOutRunner> stage_outs_ GUARDED_BY(mu_);
 };
 

@@ -458,6 +458,32 @@ Result<head::AddDataset> DecodeAddDataset(const HttpRequest& req, const PathArgs
   return head::AddDataset{std::move(*d)};
 }
 
+Result<head::SetSourceLimit> DecodeSetSourceLimit(const HttpRequest& req, const PathArgs&) {
+  auto body = BodyObject(req, "");
+  if (!body.ok()) return body.status();
+  head::SetSourceLimit c;
+  auto source = body->find("source");
+  if (source == body->end() || !source->is_string()) {
+    return InvalidArgument("field 'source': want the source's directory or URL, as a string");
+  }
+  c.source = source->get<std::string>();
+  if (auto rate = body->find("rate"); rate != body->end()) {
+    if (!rate->is_number_integer()) {
+      return InvalidArgument("field 'rate': got " + rate->dump() + ", want bytes per second");
+    }
+    c.rate = rate->get<int64_t>();
+  }
+  if (auto fetches = body->find("fetches"); fetches != body->end()) {
+    if (!fetches->is_number_integer() || fetches->get<int64_t>() > INT32_MAX ||
+        fetches->get<int64_t>() < INT32_MIN) {
+      return InvalidArgument("field 'fetches': got " + fetches->dump() +
+                             ", want how many nodes may fetch at once");
+    }
+    c.fetches = fetches->get<int32_t>();
+  }
+  return c;
+}
+
 Result<head::GetDataset> DecodeGetDataset(const HttpRequest&, const PathArgs& args) {
   return head::GetDataset{args.at(0)};
 }
@@ -637,13 +663,23 @@ Json ReservationListAnswer(const std::vector<NodeReservationSpec>& all) {
 
 Json ReservationAnswer(const NodeReservationSpec& r) { return Json{{"reservation", ToJson(r)}}; }
 
-Json DatasetListAnswer(const std::vector<DatasetView>& all) {
+Json DatasetListAnswer(const head::DatasetListing& all) {
   Json arr = Json::array();
-  for (const DatasetView& d : all) arr.push_back(ToJson(d));
-  return Json{{"datasets", arr}};
+  for (const DatasetView& d : all.datasets) arr.push_back(ToJson(d));
+  Json sources = Json::array();
+  for (const DatasetSourceRate& r : all.sources) sources.push_back(ToJson(r));
+  return Json{{"datasets", arr}, {"sources", sources}};
 }
 
 Json DatasetAnswer(const DatasetView& d) { return Json{{"dataset", ToJson(d)}}; }
+
+Json SourceBudgetAnswer(const SourceBudget& b) { return Json{{"limit", ToJson(b)}}; }
+
+Json SourceBudgetListAnswer(const std::vector<SourceBudget>& all) {
+  Json arr = Json::array();
+  for (const SourceBudget& b : all) arr.push_back(ToJson(b));
+  return Json{{"limits", arr}};
+}
 
 Json TokensAnswer(const std::vector<head::Credential>& tokens) {
   Json arr = Json::array();

@@ -69,6 +69,9 @@ Result<head::DeleteQos> DecodeDeleteQos(const net::HttpRequest& req, const PathA
 Result<head::CreateReservation> DecodeCreateReservation(const net::HttpRequest& req,
                                                         const PathArgs& args);
 Result<head::AddDataset> DecodeAddDataset(const net::HttpRequest& req, const PathArgs& args);
+// {"source": S, "rate": bytes per second, "fetches": N}; rate and fetches default to 0.
+Result<head::SetSourceLimit> DecodeSetSourceLimit(const net::HttpRequest& req,
+                                                  const PathArgs& args);
 Result<head::GetDataset> DecodeGetDataset(const net::HttpRequest& req, const PathArgs& args);
 Result<head::RemoveDataset> DecodeRemoveDataset(const net::HttpRequest& req, const PathArgs& args);
 Result<head::DeleteReservation> DecodeDeleteReservation(const net::HttpRequest& req,
@@ -102,8 +105,10 @@ Json QosListAnswer(const std::vector<QosClass>& classes);                 // {"q
 Json QosAnswer(const QosClass& qos);                                      // {"qos": ...}
 Json ReservationListAnswer(const std::vector<NodeReservationSpec>& all);  // {"reservations"}
 Json ReservationAnswer(const NodeReservationSpec& r);                     // {"reservation"}
-Json DatasetListAnswer(const std::vector<DatasetView>& all);              // {"datasets"}
+Json DatasetListAnswer(const head::DatasetListing& all);                  // {"datasets", "sources"}
 Json DatasetAnswer(const DatasetView& d);                                 // {"dataset"}
+Json SourceBudgetAnswer(const SourceBudget& b);                           // {"limit"}
+Json SourceBudgetListAnswer(const std::vector<SourceBudget>& all);        // {"limits": [...]}
 Json TokensAnswer(const std::vector<head::Credential>& tokens);
 Json NewTokenAnswer(const head::NewToken& token);  // the secret, shown once
 Json RevokedAnswer(const head::Credential& token);

@@ -93,10 +93,15 @@ const CommandInfo kCommands[] = {
     {"datasets", RunDatasets,
      "corral datasets [-o json] |\n"
      "       corral datasets add NAME --source DIR|ARCHIVE|URL [--version V] |\n"
-     "       corral datasets show NAME[@V] [-o json] | corral datasets rm NAME[@V]",
+     "       corral datasets show NAME[@V] [-o json] | corral datasets rm NAME[@V] |\n"
+     "       corral datasets sources [-o json] |\n"
+     "       corral datasets limits [-o json] |\n"
+     "       corral datasets source-limit SOURCE --rate RATE [--fetches N] (RATE: 200M; 0: none)",
      "register directories or archives on shared storage, or archives at URLs, as datasets "
      "that jobs declare (--dataset); list "
-     "them with their size, files, state and the nodes that cache them; remove unused ones"},
+     "them with their size, files, state and the nodes that cache them; remove unused ones; "
+     "show each source's measured stage-in rate; admins budget a source's bandwidth for every "
+     "node's stage-ins together"},
     {"serve", RunServe,
      "corral serve NAME [--replicas N | --min-replicas A --max-replicas B] --port PORT\n"
      "       [--health PATH] [--live PATH] [--any-user] [--drain-timeout 30s]\n"

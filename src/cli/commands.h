@@ -77,6 +77,9 @@ int RunQueues(const std::vector<std::string>& args, CliContext& ctx);
 int RunQos(const std::vector<std::string>& args, CliContext& ctx);
 int RunReservations(const std::vector<std::string>& args, CliContext& ctx);
 int RunDatasets(const std::vector<std::string>& args, CliContext& ctx);
+// `corral datasets limits` and `corral datasets source-limit` (dataset_limits.cc); `args` as
+// RunDatasets parsed them.
+int RunDatasetLimits(const ParsedArgs& args, CliContext& ctx);
 // Services (services.cc): corral serve, corral services.
 int RunServe(const std::vector<std::string>& args, CliContext& ctx);
 int RunServices(const std::vector<std::string>& args, CliContext& ctx);

@@ -14,6 +14,7 @@
 #include "core/dataset.h"
 #include "core/dataset_files.h"
 #include "core/dataset_source.h"
+#include "core/source_rate.h"
 
 namespace corral::cli {
 namespace {
@@ -146,11 +147,46 @@ int DatasetsList(const ParsedArgs& args, CliContext& ctx) {
   return kExitOk;
 }
 
+// Each source's measured stage-in rate, as the head answers GET /v1/datasets ("sources").
+int DatasetsSources(const ParsedArgs& args, CliContext& ctx) {
+  const std::string o = args.Get("output", "table");
+  if (o != "json" && o != "table") {
+    return UsageError(ctx, "datasets", "flag -o: got \"" + o + "\", want json or table");
+  }
+  ApiClient api(ctx);
+  auto reply = api.CallJson("GET", "/v1/datasets");
+  if (!reply.ok() || !reply->contains("sources")) {
+    PrintError(ctx, "datasets",
+               reply.ok() ? "the head's answer has no 'sources'" : reply.status().message());
+    return kExitError;
+  }
+  if (o == "json") {
+    *ctx.out << (*reply)["sources"].dump(2) << "\n";
+    return kExitOk;
+  }
+  Table t({"SOURCE", "RATE", "MEASURED", "FROM"});
+  for (const Json& x : (*reply)["sources"]) {
+    auto r = DatasetSourceRateFromJson(x);
+    if (!r.ok()) {
+      PrintError(ctx, "datasets", "the head's answer: " + r.status().message());
+      return kExitError;
+    }
+    t.AddRow({r->source, FormatDatasetBytes(r->bytes_per_second) + "/s",
+              r->measured_at > 0 ? FormatUtc(r->measured_at) : "-",
+              FormatDatasetBytes(r->bytes) + " in " + std::to_string(r->ms) + " ms"});
+  }
+  *ctx.out << t.Render();
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunDatasets(const std::vector<std::string>& argv, CliContext& ctx) {
-  static const std::vector<FlagDef> kFlags = {
-      {"output", 'o', true}, {"source", 0, true}, {"version", 0, true}};
+  static const std::vector<FlagDef> kFlags = {{"output", 'o', true},
+                                              {"source", 0, true},
+                                              {"version", 0, true},
+                                              {"rate", 0, true},
+                                              {"fetches", 0, true}};
   auto parsed = ParseArgs(argv, kFlags, false);
   if (!parsed.ok()) return UsageError(ctx, "datasets", parsed.status().message());
   const ParsedArgs& args = *parsed;
@@ -163,7 +199,11 @@ int RunDatasets(const std::vector<std::string>& argv, CliContext& ctx) {
   if (sub == "show") return DatasetsShow(args, ctx);
   if (sub == "rm") return DatasetsRemove(args, ctx);
   if (sub == "list") return DatasetsList(args, ctx);
-  return UsageError(ctx, "datasets", "unknown subcommand '" + sub + "' (add, show, rm, list)");
+  if (sub == "sources") return DatasetsSources(args, ctx);
+  if (sub == "limits" || sub == "source-limit") return RunDatasetLimits(args, ctx);
+  return UsageError(
+      ctx, "datasets",
+      "unknown subcommand '" + sub + "' (add, show, rm, list, sources, limits, source-limit)");
 }
 
 }  // namespace corral::cli

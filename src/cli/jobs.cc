@@ -80,7 +80,10 @@ std::string ReasonOf(const Job& j) {
     case JobState::kCancelled:
     case JobState::kSucceeded:
       return run != nullptr ? run->reason : "";
+    case JobState::kScheduled:
+      return j.pending_reason;  // how far its staging is
     case JobState::kRunning:
+      if (!j.pending_reason.empty()) return j.pending_reason;  // how far its stage-out is
       return j.idle_since > 0 ? "idle" : "";  // its GPUs stayed under the head's threshold
     default:
       return "";
@@ -272,6 +275,11 @@ class JobPage {
     if (IsTerminal(j_.state)) Kv("exit code", ExitCodeText(j_.exit_code));
     if (j_.state == JobState::kPending && !j_.pending_reason.empty()) {
       Kv("pending reason", j_.pending_reason);
+    }
+    // A placed job's staging, a running one's stage-out: how far it is.
+    if ((j_.state == JobState::kScheduled || j_.state == JobState::kRunning) &&
+        !j_.pending_reason.empty()) {
+      Kv("staging", j_.pending_reason);
     }
     if (j_.state == JobState::kPending) {
       TimeMs t = j_.estimated_start;

@@ -33,6 +33,7 @@
 #include "cmd/local_socket.h"
 #include "cmd/service_notifier.h"
 #include "cmd/signals.h"
+#include "core/source_budget.h"
 #include "core/spec.h"
 #include "net/head_client.h"
 #include "net/http_server.h"
@@ -125,34 +126,7 @@ Result<std::unique_ptr<agent::GpuProbe>> MakeGpuProbe(const AgentFlags& f) {
 
 // --dataset-source-rate: bytes per second, with K, M or G (powers of 1024); 0: no limit.
 Result<int64_t> ParseDatasetSourceRate(const std::string& text) {
-  auto bad = [&] {
-    return InvalidArgument("flag '--dataset-source-rate': got \"" + text +
-                           "\", want bytes per second such as 0 (no limit), 500K, 100M or 1G");
-  };
-  if (text.empty()) return bad();
-  std::string digits = text;
-  int64_t mult = 1;
-  switch (std::toupper(static_cast<unsigned char>(text.back()))) {
-    case 'K':
-      mult = int64_t{1} << 10;
-      break;
-    case 'M':
-      mult = int64_t{1} << 20;
-      break;
-    case 'G':
-      mult = int64_t{1} << 30;
-      break;
-    default:
-      break;
-  }
-  if (mult > 1) digits.pop_back();
-  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos ||
-      digits.size() > 12) {
-    return bad();
-  }
-  const int64_t value = std::stoll(digits);
-  if (value > std::numeric_limits<int64_t>::max() / mult) return bad();
-  return value * mult;
+  return ParseByteRate("flag '--dataset-source-rate'", text);
 }
 
 // The dataset and image caches, and the CDI specs containers find GPUs by.

@@ -20,8 +20,8 @@ namespace corral {
 // a GPU's drain) and run jobs wrongly. An agent that sends none predates the exchange: version 1.
 // Raise kAgentProtocol when a message gains a field an older peer would silently ignore, and
 // kMinAgentProtocol when ignoring it would run a job wrongly.
-inline constexpr int32_t kAgentProtocol = 5;  // 3: RunOrder::notebook; 4: ::interactive;
-                                              // 5: RunOrder::stage_out
+inline constexpr int32_t kAgentProtocol = 6;  // 3: RunOrder::notebook; 4: ::interactive;
+                                              // 5: RunOrder::stage_out; 6: prefetches
 inline constexpr int32_t kMinAgentProtocol = 2;
 
 struct RegisterRequest {
@@ -76,8 +76,10 @@ struct RunReport {
   // last active (0: a kernel is running a cell, in use until a report says otherwise; -1: not
   // known). A duration, not a time: the head's clock and the node's need not agree.
   int64_t notebook_idle_ms = -1;
-  // Running: its datasets are being staged and its processes not started yet; `note` says how
-  // far ("staging imagenet on node2: 41%"), shown as the job's reason, never an event.
+  // Running: its datasets are being staged and its processes not started yet, or its processes
+  // have ended and its stage-out copies; `note` says how far ("staging imagenet on node2: 41%",
+  // "staging out to /shared/out on node2: 41% (1.2 GiB of 2.9 GiB)"), shown as the job's
+  // reason, never an event.
   bool staging = false;
   // Exited, with a stage-out declared: what it did (its bytes, or why it failed). The agent
   // reports the replica as running until its stage-out is over, so that its GPUs stay held.
@@ -115,6 +117,13 @@ struct ImageCacheReport {
   bool operator==(const ImageCacheReport&) const = default;
 };
 
+// How far the node's fetch ahead for one pending job (PrefetchOrder) has got, while it goes on.
+struct PrefetchReport {
+  JobId job_id = 0;
+  std::string note;  // "staging imagenet on node2: 41%", or why it does not fetch
+  bool operator==(const PrefetchReport&) const = default;
+};
+
 struct SyncRequest {
   std::string node;
   uint64_t agent_epoch = 0;
@@ -127,6 +136,8 @@ struct SyncRequest {
   // The digests of the datasets its cache holds (docs/datasets.md); the head prefers nodes
   // holding a job's datasets.
   std::vector<std::string> datasets;
+  // Its fetches ahead under way (SyncResponse::prefetch), one per job.
+  std::vector<PrefetchReport> prefetching;
   // The agent applies delta answers (SyncResponse::delta); an older agent sends false and is
   // answered in full.
   bool deltas = false;
@@ -157,6 +168,10 @@ struct RunOrder {
   // The datasets the node stages into its cache before it starts the tasks (resolved: each
   // names its digest and source), docs/datasets.md.
   std::vector<DatasetRef> datasets;
+  // The head's cap on this replica's fetches from each source (DatasetSourceKey), bytes per
+  // second: its share of the source's cluster-wide budget (docs/datasets.md). The agent paces
+  // each fetch to the lower of this and its own --dataset-source-rate. Absent: no cap.
+  std::map<std::string, int64_t> source_rates;
   // Variables the node adds to every task's environment (where its datasets are): set by the
   // agent, never sent.
   std::map<std::string, std::string> local_env;
@@ -199,6 +214,17 @@ Status CheckOrderLayout(const RunOrder& order);
 // runs it starts, not for every order of every answer.
 Status ExpandOrderEnv(RunOrder* o);
 
+// Datasets the head asks a node to fetch into its cache ahead of a pending job that holds a
+// reservation there (docs/datasets.md, "Staging while a job waits"): fetched through the node's
+// queue for their source, read as the job's owner, only into free cache space, and pinned by
+// nothing once fetched (evictable like any unused copy, should the job start elsewhere).
+struct PrefetchOrder {
+  JobId job_id = 0;
+  std::string user;                  // the job's owner
+  std::vector<DatasetRef> datasets;  // those the node lacks, resolved (digest, source)
+  bool operator==(const PrefetchOrder&) const = default;
+};
+
 struct SyncResponse {
   uint64_t head_epoch = 0;
   uint64_t desired_version = 0;
@@ -211,6 +237,9 @@ struct SyncResponse {
   bool delta = false;
   uint64_t base_version = 0;
   std::vector<JobId> changed_jobs;  // ascending
+  // Every fetch ahead the head wants of this node now, in full in every answer (a delta's
+  // too): one absent from the latest answer is no longer wanted.
+  std::vector<PrefetchOrder> prefetch;
 };
 
 }  // namespace corral

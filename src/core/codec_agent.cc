@@ -87,6 +87,9 @@ Json ToJson(const SyncRequest& r) {
   if (r.deltas) j["deltas"] = true;
   if (r.image_cache.limit_bytes > 0) j["image_cache"] = ImageCacheJson(r.image_cache);
   if (!r.datasets.empty()) j["datasets"] = r.datasets;
+  for (const PrefetchReport& p : r.prefetching) {
+    j["prefetching"].push_back(Json{{"job_id", p.job_id}, {"note", p.note}});
+  }
   return j;
 }
 
@@ -144,6 +147,7 @@ Json ToJson(const RunOrder& r) {
     for (const DatasetRef& d : r.datasets) all.push_back(ToJson(d));
     j["datasets"] = all;
   }
+  if (!r.source_rates.empty()) j["source_rates"] = r.source_rates;
   if (!r.stage_out.empty()) j["stage_out"] = ToJson(r.stage_out);
   if (r.notebook) j["notebook"] = true;
   if (r.interactive) j["interactive"] = true;
@@ -162,6 +166,11 @@ Json ToJson(const SyncResponse& r) {
     j["delta"] = true;
     j["base_version"] = r.base_version;
     j["changed_jobs"] = r.changed_jobs;
+  }
+  for (const PrefetchOrder& p : r.prefetch) {
+    Json datasets = Json::array();
+    for (const DatasetRef& d : p.datasets) datasets.push_back(ToJson(d));
+    j["prefetch"].push_back(Json{{"job_id", p.job_id}, {"user", p.user}, {"datasets", datasets}});
   }
   return j;
 }
@@ -231,6 +240,10 @@ Result<SyncRequest> SyncRequestFromJson(const Json& j) {
       r.gpu_samples.push_back(Must(GpuSampleFromJson(x)));
     }
     r.deltas = Get<bool>(j, "deltas", false);
+    for (const Json& x : j.value("prefetching", Json::array())) {
+      r.prefetching.push_back(
+          PrefetchReport{Req<JobId>(x, "job_id"), Get<std::string>(x, "note", "")});
+    }
     return r;
   });
 }
@@ -269,6 +282,9 @@ void DecodeRunOrderInputs(const Json& x, RunOrder& o) {
       if (!ref.ok()) throw std::runtime_error(ref.status().message());
       o.datasets.push_back(std::move(*ref));
     }
+  }
+  if (auto rates = x.find("source_rates"); rates != x.end()) {
+    o.source_rates = rates->get<std::map<std::string, int64_t>>();
   }
   if (auto so = x.find("stage_out"); so != x.end()) o.stage_out = StageOutFromJson(*so);
 }
@@ -323,6 +339,22 @@ void DecodeSyncDelta(const Json& j, SyncResponse& r) {
   }
 }
 
+// A fetch ahead: its job, its owner and the datasets, each resolved (a digest and a source).
+PrefetchOrder DecodePrefetch(const Json& x) {
+  PrefetchOrder p;
+  p.job_id = Req<JobId>(x, "job_id");
+  p.user = Get<std::string>(x, "user", "");
+  for (const Json& e : x.value("datasets", Json::array())) {
+    auto ref = DatasetRefFromJson(e);
+    if (!ref.ok()) throw std::runtime_error("field 'prefetch': " + ref.status().message());
+    if (ref->digest.empty()) {
+      throw std::runtime_error("field 'prefetch': dataset '" + ref->name + "' has no digest");
+    }
+    p.datasets.push_back(std::move(*ref));
+  }
+  return p;
+}
+
 }  // namespace
 
 Result<SyncResponse> SyncResponseFromJson(const Json& j) {
@@ -334,6 +366,8 @@ Result<SyncResponse> SyncResponseFromJson(const Json& j) {
     for (const Json& x : j.value("runs", Json::array())) r.runs.push_back(DecodeRunOrder(x));
     r.delta = Get<bool>(j, "delta", false);
     if (r.delta) DecodeSyncDelta(j, r);
+    for (const Json& x : j.value("prefetch", Json::array()))
+      r.prefetch.push_back(DecodePrefetch(x));
     return r;
   });
 }

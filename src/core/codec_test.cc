@@ -412,6 +412,45 @@ TEST(Codec, ADeltaAnswerTravelsWithItsBaseAndChangedJobs) {
   ExpectErrorNaming(no_base, "base_version");
 }
 
+// Fetches ahead travel in every answer, a delta's too, and their progress in the sync; a
+// dataset without a digest (unresolved) is refused, naming the field; both are optional.
+TEST(Codec, FetchesAheadAndTheirProgressRoundTrip) {
+  DatasetRef d;
+  d.name = "imagenet";
+  d.version = "v1";
+  d.digest = "sha256:" + std::string(64, 'a');
+  d.source = "/shared/imagenet";
+  d.files = 3;
+  d.bytes = 3000;
+  SyncResponse r;
+  r.head_epoch = 1;
+  r.desired_version = 5;
+  r.delta = true;
+  r.base_version = 4;
+  r.prefetch = {PrefetchOrder{12, "ana", {d}}};
+  auto back = SyncResponseFromJson(Json::parse(ToJson(r).dump()));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->prefetch, r.prefetch);
+  Json unresolved = ToJson(r);
+  unresolved["prefetch"][0]["datasets"][0].erase("digest");
+  auto bad = SyncResponseFromJson(unresolved);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("field 'prefetch'"), std::string::npos)
+      << bad.status().message();
+  r.prefetch.clear();
+  EXPECT_FALSE(ToJson(r).contains("prefetch"));
+
+  SyncRequest q;
+  q.node = "n1";
+  q.agent_epoch = 2;
+  q.prefetching = {{12, "staging imagenet on n1: 41%"}};
+  auto req = SyncRequestFromJson(Json::parse(ToJson(q).dump()));
+  ASSERT_TRUE(req.ok()) << req.status().message();
+  EXPECT_EQ(req->prefetching, q.prefetching);
+  q.prefetching.clear();
+  EXPECT_FALSE(ToJson(q).contains("prefetching"));
+}
+
 TEST(RunId, ParsesOnlyWellFormed) {
   RunId id;
   ASSERT_TRUE(ParseRunId("17.3", &id));

@@ -164,6 +164,13 @@ struct Encoder {
   void operator()(const SourceRateMeasured& c) {
     j.update({{"source", c.source}, {"bytes", c.bytes}, {"ms", c.ms}});
   }
+  void operator()(const SourceLimitSet& c) {
+    j.update({{"source", c.source}, {"rate", c.rate}, {"fetches", c.fetches}});
+  }
+  void operator()(const StageInQueued& c) {
+    j.update({{"job", c.job}, {"attempt", c.attempt}, {"fetches", c.fetches}});
+  }
+  void operator()(const StageInAdmitted& c) { j.update({{"job", c.job}, {"attempt", c.attempt}}); }
   void operator()(const RunUsageSampled& c) {
     j.update({{"job", c.job},
               {"attempt", c.attempt},
@@ -368,6 +375,14 @@ ChangeKind DecodeKind(const std::string& type, const Json& j) {
     return SourceRateMeasured{j.at("source").get<std::string>(), j.at("bytes").get<int64_t>(),
                               j.at("ms").get<DurationMs>()};
   }
+  if (type == "source_limit_set") {
+    return SourceLimitSet{j.at("source").get<std::string>(), j.at("rate").get<int64_t>(),
+                          j.at("fetches").get<int32_t>()};
+  }
+  if (type == "stage_in_queued") {
+    return StageInQueued{job(), attempt(), j.at("fetches").get<std::map<std::string, int32_t>>()};
+  }
+  if (type == "stage_in_admitted") return StageInAdmitted{job(), attempt()};
   if (type == "token_issued") return TokenIssued{Must(CredentialFromJson(j.at("credential")))};
   if (type == "token_revoked") return TokenRevoked{j.at("id").get<std::string>()};
   if (type == "job_resized") {
@@ -409,6 +424,7 @@ struct KeyOf {
   void operator()(const SourceRateMeasured& e) {
     j.update({{"kind", "dataset"}, {"key", e.source}});
   }
+  void operator()(const SourceLimitSet& e) { j.update({{"kind", "dataset"}, {"key", e.source}}); }
   void operator()(const DatasetRemoved& e) {
     j.update(
         {{"kind", "dataset"}, {"key", e.version.empty() ? e.name : DatasetKey(e.name, e.version)}});
@@ -522,7 +538,10 @@ const char* ChangeName(const ChangeKind& what) {
                                        "service_replica_marked",
                                        "service_scaled",
                                        "run_usage_sampled",
-                                       "source_rate_measured"};
+                                       "source_rate_measured",
+                                       "source_limit_set",
+                                       "stage_in_queued",
+                                       "stage_in_admitted"};
   static_assert(std::size(kNames) == std::variant_size_v<ChangeKind>);
   return kNames[what.index()];
 }

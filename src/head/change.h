@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <variant>
 #include <vector>
@@ -158,6 +159,25 @@ struct SourceRateMeasured {
   int64_t bytes = 0;
   DurationMs ms = 0;
 };
+// An admin's budget for one source (DatasetSourceKey), shared by every node's stage-ins from
+// it: `rate` bytes per second in all, at most `fetches` nodes fetching from it at once. Both 0:
+// the budget is removed.
+struct SourceLimitSet {
+  std::string source;
+  int64_t rate = 0;
+  int32_t fetches = 0;
+};
+// A placed run joins the line of stage-ins from budgeted sources: `fetches` is, per source, how
+// many of its nodes lack data from it. Its orders wait at the head until StageInAdmitted.
+struct StageInQueued {
+  JobId job = 0;
+  int32_t attempt = 0;
+  std::map<std::string, int32_t> fetches;
+};
+struct StageInAdmitted {  // the run's turn came: its nodes get its orders and fetch
+  JobId job = 0;
+  int32_t attempt = 0;
+};
 // A service (core/service.h) created; its replicas are jobs the core submits (JobSubmitted with
 // spec.service set) and stops (StopRequested, JobEnded) as it keeps `desired` of them alive.
 // A Service is some 2 KB: boxed, so that every other change is not as large (core/boxed.h).
@@ -284,14 +304,16 @@ struct RunUsageSampled {
   std::vector<UsagePoint> points;  // ascending seq
 };
 
-using ChangeKind = std::variant<
-    HeadStarted, JobSubmitted, RunPlaced, RunStarted, ReplicaExited, StopRequested, RunEnded,
-    JobEnded, CheckpointReported, NodeRegistered, NodeLivenessSet, QueueSet, TokenIssued,
-    TokenRevoked, IdleWarned, StepStarted, StepExited, JobHoldSet, RunSignalled, NodeHealthSet,
-    JobsRetired, ArraySubmitted, NodeDrainSet, GpuDrainSet, RunNoted, QosSet, QosDeleted,
-    ReservationSet, ReservationDeleted, JobUpdated, JobResized, DatasetAdded, DatasetRemoved,
-    ServiceCreated, ServiceUpdated, ServiceRemoved, NodeRemoved, ServiceRolloutStarted,
-    ServiceRolloutEnded, ServiceReplicaMarked, ServiceScaled, RunUsageSampled, SourceRateMeasured>;
+using ChangeKind =
+    std::variant<HeadStarted, JobSubmitted, RunPlaced, RunStarted, ReplicaExited, StopRequested,
+                 RunEnded, JobEnded, CheckpointReported, NodeRegistered, NodeLivenessSet, QueueSet,
+                 TokenIssued, TokenRevoked, IdleWarned, StepStarted, StepExited, JobHoldSet,
+                 RunSignalled, NodeHealthSet, JobsRetired, ArraySubmitted, NodeDrainSet,
+                 GpuDrainSet, RunNoted, QosSet, QosDeleted, ReservationSet, ReservationDeleted,
+                 JobUpdated, JobResized, DatasetAdded, DatasetRemoved, ServiceCreated,
+                 ServiceUpdated, ServiceRemoved, NodeRemoved, ServiceRolloutStarted,
+                 ServiceRolloutEnded, ServiceReplicaMarked, ServiceScaled, RunUsageSampled,
+                 SourceRateMeasured, SourceLimitSet, StageInQueued, StageInAdmitted>;
 
 struct Change {
   uint64_t revision = 0;

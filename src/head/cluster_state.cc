@@ -303,7 +303,10 @@ struct Applier {
   void operator()(const ReservationDeleted& c) { s.reservations.erase(c.name); }
   void operator()(const DatasetAdded& c) { s.datasets.Apply(c); }
   void operator()(const DatasetRemoved& c) { s.datasets.Apply(c); }
-  void operator()(const SourceRateMeasured& c) { s.datasets.Apply(c); }
+  void operator()(const SourceRateMeasured& c) { s.datasets.Apply(c, at); }
+  void operator()(const SourceLimitSet& c) { s.datasets.Apply(c); }
+  void operator()(const StageInQueued& c) { s.datasets.Apply(c); }
+  void operator()(const StageInAdmitted& c) { s.datasets.Apply(c); }
   void operator()(const ServiceCreated& c) { s.services[c.service->spec.name] = *c.service; }
   void operator()(const ServiceUpdated& c) { s.services[c.service->spec.name] = *c.service; }
   void operator()(const ServiceRemoved& c) { s.services.erase(c.name); }
@@ -383,6 +386,8 @@ void ApplyChange(ClusterState& state, const Change& change) {
                                                           " applied at revision " +
                                                           std::to_string(state.revision));
   std::visit(Applier{state, change.at}, change.what);
+  // A stage-in leaves its sources' line once its run starts or ends, whichever change did it.
+  if (!state.datasets.stage_ins().empty()) state.datasets.PruneStageIns(state.jobs);
   state.revision = change.revision;
 }
 
@@ -426,6 +431,7 @@ Json StateToJson(const ClusterState& s) {
               {"reservations", reservations},
               {"datasets", s.datasets.ToJson()},
               {"dataset_sources", s.datasets.SourcesToJson()},
+              {"dataset_budgets", s.datasets.BudgetsToJson()},
               {"services", services}};
 }
 

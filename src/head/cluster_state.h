@@ -70,6 +70,7 @@ struct SnapshotMeta {
   static constexpr char kReservations[] = "reservations";       // every reservation, one array
   static constexpr char kDatasets[] = "datasets";               // every dataset, one array
   static constexpr char kDatasetSources[] = "dataset_sources";  // each source's measured rate
+  static constexpr char kDatasetBudgets[] = "dataset_budgets";  // sources' budgets, their line
   static constexpr char kServices[] = "services";               // every service, one array
 };
 Json RetiredUsageToJson(const std::map<RetiredUsageKey, RetiredUsage>& usage);

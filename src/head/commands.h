@@ -285,10 +285,16 @@ struct DeleteReservation {
 
 // --- datasets ---
 
+// Every dataset version, and each source's measured stage-in rate.
+struct DatasetListing {
+  std::vector<DatasetView> datasets;
+  std::vector<DatasetSourceRate> sources;
+};
+
 struct ListDatasets {
-  using Answer = std::vector<DatasetView>;
+  using Answer = DatasetListing;
   Result<Answer> operator()(HeadCore& core, const Caller&, TimeMs) && {
-    return Result<Answer>(core.ListDatasets());
+    return Result<Answer>(DatasetListing{core.ListDatasets(), core.state().datasets.SourceRates()});
   }
 };
 
@@ -313,6 +319,23 @@ struct RemoveDataset {
   std::string name;
   Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
     return core.RemoveDataset(by, name, now);
+  }
+};
+
+struct ListSourceBudgets {
+  using Answer = std::vector<SourceBudget>;
+  Result<Answer> operator()(HeadCore& core, const Caller&, TimeMs) && {
+    return Result<Answer>(core.ListSourceBudgets());
+  }
+};
+
+struct SetSourceLimit {  // rate and fetches both 0: the budget is removed
+  using Answer = SourceBudget;
+  std::string source;
+  int64_t rate = 0;
+  int32_t fetches = 0;
+  Result<Answer> operator()(HeadCore& core, const Caller& by, TimeMs now) && {
+    return core.SetSourceLimit(by, source, rate, fetches, now);
   }
 };
 
@@ -534,6 +557,8 @@ constexpr bool ForAgents() {
   X(GetDataset)                 \
   X(AddDataset)                 \
   X(RemoveDataset)              \
+  X(ListSourceBudgets)          \
+  X(SetSourceLimit)             \
   X(CreateService)              \
   X(RemoveService)              \
   X(ListServices)               \

@@ -87,6 +87,7 @@ Result<bool> HeadCore::Report(const Caller& by, const SyncRequest& req, TimeMs n
   node_watch_.ObservePorts(req.node, req.busy_ports);
   node_watch_.ObserveImageCache(req.node, req.image_cache);
   ObserveDatasets(req.node, req.datasets);
+  prefetch_.Observe(req.node, req.prefetching);
   if (!req.gpu_samples.empty()) {
     gpus_.Observe(req.node, req.gpu_samples);
     ObserveUse(req.node, now);
@@ -162,6 +163,7 @@ RunOrder HeadCore::ReplicaOrder(const Job& job, const Run& run, int32_t replica)
   o.gpus = run.placement[replica].gpus;
   o.container = job.spec.container;  // a job step runs in a container of the job's image too
   o.datasets = job.spec.datasets;
+  o.source_rates = StageInRates(job.id);  // its share of its sources' budgets
   o.stage_out = job.spec.stage_out;
   // A replica an elastic run gave up stops alone, with the checkpoint signal and grace.
   o.stop = run.stop_requested || run.Departed(replica);
@@ -178,6 +180,7 @@ SyncResponse HeadCore::DesiredFor(const std::string& node) const {
   r.head_epoch = state_.epoch;
   r.desired_version = NodeVersion(node);
   for (JobId id : active().OnNode(node)) AddJobOrders(state_.jobs.at(id), node, &r);
+  r.prefetch = prefetch_.For(node);
   return r;
 }
 
@@ -201,11 +204,15 @@ SyncResponse HeadCore::AnswerFor(const std::string& node, uint64_t from) const {
   for (JobId id : r.changed_jobs) {
     if (runs.count(id)) AddJobOrders(state_.jobs.at(id), node, &r);
   }
+  r.prefetch = prefetch_.For(node);  // whole in every answer
   return r;
 }
 
 void HeadCore::AddJobOrders(const Job& job, const std::string& node, SyncResponse* out) const {
   const Run& run = *job.CurrentRun();
+  // Waiting for its turn at a budgeted source: its nodes hear of it once it is admitted (a
+  // stop is still sent: the node answers it as stopped before it started).
+  if (StageInWaits(job.id) && !run.stop_requested) return;
   const RunLayout layout = LayoutFor(job, run);
   for (int32_t replica = 0; replica < static_cast<int32_t>(run.placement.size()); ++replica) {
     if (run.placement[replica].node != node || run.exit_codes[replica] != kNotExited) continue;

@@ -2,6 +2,8 @@
 // may declare only registered ones, and the head resolves each to the content it names at
 // submission, so that a later re-registration never changes what a queued job reads. A name
 // may hold several versions at once (core/dataset_key.h): "NAME" is its latest, "NAME@V" one.
+#include <set>
+
 #include "core/dataset_key.h"
 #include "head/head_core.h"
 
@@ -125,7 +127,9 @@ void HeadCore::NoteLacking(const Job& job, int32_t attempt,
   l.attempt = attempt;
   const DatasetHolders& holders = node_watch_.dataset_holders();
   for (const ReplicaPlacement& p : where) {
-    if (l.bytes.count(p.node)) continue;
+    // A node that fetched ahead for the job took part of the fetch before its placement: its
+    // start says nothing of the source's rate.
+    if (l.bytes.count(p.node) || prefetch_.Asked(job.id, p.node)) continue;
     auto held = holders.find(p.node);
     std::map<std::string, int64_t>& lacks = l.bytes[p.node];
     for (const DatasetRef& d : job.spec.datasets) {
@@ -153,6 +157,17 @@ void HeadCore::MeasureStageIn(const Job& job, const std::string& node, TimeMs st
   const DurationMs ms = started_at - run.scheduled_at;
   if (bytes <= 0 || ms <= 0) return;
   Emit(Caller::Node(node), now, SourceRateMeasured{source, bytes, ms});
+}
+
+// The pass's reservations: their nodes are asked to fetch ahead what they lack of the first
+// few reserved jobs' datasets (dataset_prefetch.h); a node whose orders changed is answered.
+void HeadCore::PlanPrefetch(const std::vector<sched::Reservation>& reservations) {
+  std::set<std::string> budgeted;
+  for (const auto& [source, limit] : state_.datasets.limits()) budgeted.insert(source);
+  for (const auto& [node, job] :
+       prefetch_.Plan(reservations, state_.jobs, node_watch_.dataset_holders(), budgeted)) {
+    Bump(node, job);
+  }
 }
 
 Status HeadCore::ResolveDatasets(JobSpec* spec) const {

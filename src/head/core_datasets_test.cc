@@ -207,6 +207,37 @@ TEST_P(Scenario, AStageOutIsRecordedAndOneThatFailedFailsTheJob) {
   EXPECT_NE(b.runs.back().reason.find("stays in /scratch/out"), std::string::npos);
 }
 
+// While a replica's stage-out copies, its node reports it running and staging, with a note: the
+// job stays running, says how far the copy is as its reason (never an event), and the note goes
+// once the copy is over.
+TEST_P(Scenario, AStageOutUnderWaySaysHowFarItIs) {
+  Register("n1", 1);
+  JobSpec spec = Spec(1);
+  spec.stage_out = {"/scratch/out", "/shared/results"};
+  Job job = Submit(spec);
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(job.id))}));
+  RunReport copying = Running(Get(job.id));
+  copying.started_at = now() - kSecond;
+  copying.staging = true;
+  copying.note = "staging out to /shared/results on n1: 41% (1.2 GiB of 2.9 GiB)";
+  SyncRequest req;
+  req.node = "n1";
+  req.agent_epoch = epochs_["n1"];
+  req.runs = {copying};
+  ASSERT_TRUE(core().Report(Caller::Node("n1"), req, now()).ok());
+  Job seen = Get(job.id);
+  EXPECT_EQ(seen.state, JobState::kRunning);
+  EXPECT_EQ(seen.pending_reason, copying.note);
+  for (const JobEvent& e : seen.events) EXPECT_EQ(e.reason.find("staging out"), std::string::npos);
+  Step();
+  RunReport done = Exited(Get(job.id), 0, 0);
+  done.stage_out = {true, 4096, 2, 15, "/scratch/out", "/shared/results", ""};
+  ASSERT_TRUE(*Report("n1", {done}));
+  EXPECT_EQ(Get(job.id).state, JobState::kSucceeded);
+  EXPECT_EQ(Get(job.id).pending_reason, "");
+}
+
 // A run's stage-in measures its source: placed on a node lacking 6 GB of imagenet from /shared,
 // it starts 60 s later, so /shared fetches at 100 MB/s (a change, durable). The next job that
 // reads imagenet then waits 30 s for n1, which holds it, rather than fetch it on the free n2
@@ -240,6 +271,10 @@ TEST_P(Scenario, AStageInMeasuresItsSourceAndPlacementWeighsTheFetchAgainstTheWa
   const auto& sources = core().state().datasets.sources();
   ASSERT_EQ(sources.count("/shared"), 1u);
   EXPECT_EQ(sources.at("/shared").BytesPerSecond(), 100'000'000);
+  // As shown (corral datasets sources, GET /v1/datasets, /metrics): when, and from what.
+  const std::vector<DatasetSourceRate> shown = core().state().datasets.SourceRates();
+  ASSERT_EQ(shown.size(), 1u);
+  EXPECT_EQ(shown[0], (DatasetSourceRate{"/shared", 100'000'000, 6'000'000'000, kMinute, now()}));
 
   now() += kMinute;  // the first run ends in 30 s; a fetch on the other node takes 60 s
   Job second = Submit(spec);
@@ -259,6 +294,102 @@ TEST_P(Scenario, AStageInMeasuresItsSourceAndPlacementWeighsTheFetchAgainstTheWa
   Step();
   ASSERT_EQ(Get(second.id).state, JobState::kScheduled);
   EXPECT_EQ(Get(second.id).CurrentRun()->placement.at(0).node, node);
+  h_.ExpectReplayEqualsLive();
+}
+
+// A job waiting for a reservation has its data fetched ahead on its reserved node: every answer
+// to that node asks for what it lacks (a held job, which has no reservation, is asked for
+// nowhere), the job's reason says how far the node's fetch is, and once the node holds the
+// data it is asked for no more. The job then starts there. The plan is remade by every pass
+// (not durable): each check follows a pass.
+TEST_P(Scenario, AReservedJobsDatasetsAreFetchedAheadOnItsReservedNode) {
+  Register("n1", 1);
+  ASSERT_TRUE(core().AddDataset(kAna, Imagenet(), now()).ok());
+  Step();
+  JobSpec busy = Spec(1);
+  busy.time_limit_ms = 10 * kMinute;
+  Job first = Submit(busy);
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(first.id))}));
+  const uint64_t before = core().DesiredFor("n1").desired_version;
+  JobSpec held_spec = Using(Spec(1), "imagenet");
+  held_spec.hold = true;
+  Job held = Submit(held_spec);
+  Job reserved = Submit(Using(Spec(1), "imagenet"), kBob);
+  core().Schedule(now());
+  ASSERT_EQ(Get(reserved.id).state, JobState::kPending);
+  const SyncResponse answer = core().DesiredFor("n1");
+  ASSERT_EQ(answer.prefetch.size(), 1u) << "the held job has no reservation";
+  EXPECT_EQ(answer.prefetch[0].job_id, reserved.id);
+  EXPECT_EQ(answer.prefetch[0].user, "bob") << "the source is read as the job's owner";
+  ASSERT_EQ(answer.prefetch[0].datasets.size(), 1u);
+  EXPECT_EQ(answer.prefetch[0].datasets[0].digest, Imagenet().digest);
+  EXPECT_EQ(answer.prefetch[0].datasets[0].source, "/shared/imagenet");
+  // The order woke the node's held sync: a delta from before names the job and carries it.
+  const SyncResponse delta = core().AnswerFor("n1", before);
+  EXPECT_GT(delta.desired_version, before);
+  EXPECT_EQ(delta.prefetch, answer.prefetch);
+  EXPECT_NE(Get(reserved.id).pending_reason.find("its data is to be fetched ahead on n1"),
+            std::string::npos)
+      << Get(reserved.id).pending_reason;
+  EXPECT_EQ(Get(held.id).pending_reason.find("fetched ahead"), std::string::npos);
+
+  // The agent reports how far it is: the job's reason says so.
+  SyncRequest req;
+  req.node = "n1";
+  req.agent_epoch = epochs_["n1"];
+  req.runs = {Running(Get(first.id))};
+  req.prefetching = {{reserved.id, "staging imagenet on n1: 41%"}};
+  ASSERT_TRUE(*core().Report(Caller::Node("n1"), req, now()));
+  EXPECT_NE(Get(reserved.id).pending_reason.find("; staging imagenet on n1: 41%"),
+            std::string::npos)
+      << Get(reserved.id).pending_reason;
+
+  // Fetched: the node holds it and is asked for it no more.
+  req.prefetching.clear();
+  req.datasets = {Imagenet().digest};
+  ASSERT_TRUE(*core().Report(Caller::Node("n1"), req, now()));
+  core().Schedule(now());
+  EXPECT_TRUE(core().DesiredFor("n1").prefetch.empty());
+  EXPECT_NE(Get(reserved.id).pending_reason.find("its data is cached on n1"), std::string::npos)
+      << Get(reserved.id).pending_reason;
+  h_.Commit();
+
+  // The run ahead ends: the reserved job is placed on the node that fetched its data.
+  req.runs = {Exited(Get(first.id), 0, 0)};
+  ASSERT_TRUE(*core().Report(Caller::Node("n1"), req, now()));
+  core().Schedule(now());
+  ASSERT_EQ(Get(reserved.id).state, JobState::kScheduled);
+  EXPECT_EQ(Get(reserved.id).CurrentRun()->placement.at(0).node, "n1");
+  EXPECT_TRUE(core().DesiredFor("n1").prefetch.empty());
+  h_.Commit();
+  h_.ExpectReplayEqualsLive();
+}
+
+// A source with a cluster budget is read only by the runs its line admits: no fetch ahead of
+// it is planned beside them.
+TEST_P(Scenario, NothingIsFetchedAheadFromABudgetedSource) {
+  Register("n1", 1);
+  ASSERT_TRUE(core().AddDataset(kAna, Imagenet(), now()).ok());
+  ASSERT_TRUE(core().SetSourceLimit(kAdmin, "/shared", 1000, 2, now()).ok());
+  Step();
+  JobSpec busy = Spec(1);
+  busy.time_limit_ms = 10 * kMinute;
+  Job first = Submit(busy);
+  Schedule();
+  ASSERT_TRUE(*Report("n1", {Running(Get(first.id))}));
+  Job reserved = Submit(Using(Spec(1), "imagenet"), kBob);
+  core().Schedule(now());
+  ASSERT_EQ(Get(reserved.id).state, JobState::kPending);
+  EXPECT_TRUE(core().DesiredFor("n1").prefetch.empty());
+  EXPECT_EQ(Get(reserved.id).pending_reason.find("fetched ahead"), std::string::npos)
+      << Get(reserved.id).pending_reason;
+
+  // Without the budget it is.
+  ASSERT_TRUE(core().SetSourceLimit(kAdmin, "/shared", 0, 0, now()).ok());
+  core().Schedule(now());
+  ASSERT_EQ(core().DesiredFor("n1").prefetch.size(), 1u);
+  h_.Commit();
   h_.ExpectReplayEqualsLive();
 }
 

@@ -41,6 +41,7 @@ void HeadCore::Settle(TimeMs now) {
       WantSchedule();
     }
   }
+  AdmitStageIns(now);  // a run that started or ended may have made room at its sources
   settling_ = false;
 }
 

@@ -382,6 +382,7 @@ Result<Job> HeadCore::GetJob(const Caller& by, JobId id) const {
   if (it == state_.jobs.end()) return NotFound("no job " + std::to_string(id));
   Job job = JobAsSeenBy(by, it->second);
   explained_.Explain(&job);
+  prefetch_.Explain(&job);
   if (job.spec.hot_spares > 0 && active().IsActive(id)) {
     for (const ReplicaPlacement& p : model_.scheduler().HotSpares(id)) {
       job.hot_spare_nodes.push_back(p.node);
@@ -440,6 +441,7 @@ void HeadCore::Schedule(TimeMs now) {
   }
   for (const sched::ResizeDecision& r : d.resize) ResizeRun(r, now);
   for (const sched::WaitReason& w : d.waiting) explained_.Waiting(w.job, {w.code, w.reason});
+  PlanPrefetch(d.reservations);
   // A pass cut short by its work budget that got somewhere goes on at once, not a tick later.
   if (model_.scheduler().GetStats().last_pass_budget_exhausted &&
       (!d.place.empty() || !d.preempt.empty() || !d.resize.empty())) {
@@ -478,7 +480,9 @@ void HeadCore::PlaceRun(const sched::PlaceDecision& d, TimeMs now) {
   int32_t attempt = static_cast<int32_t>(job.runs.size()) + 1;
   int32_t port = placement.empty() ? 0 : PickMasterPort(placement[0].node);
   NoteLacking(job, attempt, placement);
+  const std::vector<ReplicaPlacement> where = placement;
   Emit(Caller::System(), now, RunPlaced{job.id, attempt, std::move(placement), port});
+  QueueStageIn(state_.jobs.at(d.job), attempt, where, now);
 }
 
 void HeadCore::RequestStop(const Job& job, StopCause cause, const std::string& reason, TimeMs now,
@@ -497,17 +501,24 @@ void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const Ru
   }
   RecordUsage(job, node, r, now);
   if (IsRunOver(run.state)) return;
-  if (r.staging && r.running) {  // not started yet: the note is its reason while it waits
+  if (r.staging && r.running && r.started_at <= 0) {  // its datasets: the note is its reason
     if (run.state == RunState::kScheduled) explained_.Staging(job.id, r.note);
     return;
   }
-  explained_.StagingDone(job.id);
+  // Started, and staging: its processes have ended and its stage-out copies. It stays running
+  // (its GPUs held) and its note says how far, as its reason, never an event.
+  const bool staging_out = r.staging && r.running;
+  if (staging_out) {
+    explained_.Staging(job.id, r.note);
+  } else {
+    explained_.StagingDone(job.id);
+  }
   if (run.state == RunState::kScheduled) {
     const TimeMs started_at = r.started_at ? r.started_at : now;
     MeasureStageIn(job, node, started_at, now);
     Emit(Caller::Node(node), now, RunStarted{job.id, run.attempt, started_at});
   }
-  for (auto& [what, note] : NewNotes(state_.jobs.at(job.id), r.note)) {
+  for (auto& [what, note] : NewNotes(state_.jobs.at(job.id), staging_out ? "" : r.note)) {
     Emit(Caller::Node(node), now, RunNoted{job.id, run.attempt, what, std::move(note)});
   }
   if (run.Departed(r.replica)) {  // it left an elastic run: only its exit is recorded

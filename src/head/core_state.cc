@@ -152,6 +152,9 @@ void HeadCore::MarkDirty(const Change& c) {
     void operator()(const DatasetAdded&) { d.datasets = true; }
     void operator()(const DatasetRemoved&) { d.datasets = true; }
     void operator()(const SourceRateMeasured&) { d.datasets = true; }
+    void operator()(const SourceLimitSet&) { d.datasets = true; }
+    void operator()(const StageInQueued&) { d.datasets = true; }
+    void operator()(const StageInAdmitted&) { d.datasets = true; }
     void operator()(const ServiceCreated&) { d.services = true; }
     void operator()(const ServiceUpdated&) { d.services = true; }
     void operator()(const ServiceRemoved&) { d.services = true; }
@@ -163,6 +166,11 @@ void HeadCore::MarkDirty(const Change& c) {
     void operator()(const TokenRevoked&) { d.credentials = true; }
   };
   std::visit(Visitor{dirty_}, c.what);
+  // The line of stage-ins also loses runs by their own changes (a start, an end).
+  if (state_.datasets.budget_version() != budget_version_seen_) {
+    budget_version_seen_ = state_.datasets.budget_version();
+    dirty_.datasets = true;
+  }
 }
 
 Json HeadCore::DerivedSummary() const {

@@ -88,6 +88,8 @@ void EditLog::MaybeSnapshot(HeadCore& core, bool force, std::vector<store::State
     batch->push_back(store::PutMeta{SnapshotMeta::kDatasets, s.datasets.ToJson().dump()});
     batch->push_back(
         store::PutMeta{SnapshotMeta::kDatasetSources, s.datasets.SourcesToJson().dump()});
+    batch->push_back(
+        store::PutMeta{SnapshotMeta::kDatasetBudgets, s.datasets.BudgetsToJson().dump()});
   }
   if (dirty.services) {
     Json all = Json::array();
@@ -179,6 +181,11 @@ Status AddStoredCatalogs(const store::StoredState& stored, ClusterState* s) {
   if (auto it = stored.meta.find(SnapshotMeta::kDatasetSources); it != stored.meta.end()) {
     Status st = s->datasets.SourcesFromJson(Json::parse(it->second, nullptr, false));
     if (!st.ok()) return Internal("store meta 'dataset_sources': " + st.message());
+  }
+  // A store written before budgets existed has no row: no budget, no line.
+  if (auto it = stored.meta.find(SnapshotMeta::kDatasetBudgets); it != stored.meta.end()) {
+    Status st = s->datasets.BudgetsFromJson(Json::parse(it->second, nullptr, false));
+    if (!st.ok()) return Internal("store meta 'dataset_budgets': " + st.message());
   }
   return ForEachStoredMetaItem(stored, SnapshotMeta::kServices, "services", ServiceFromJson,
                                [&](Service v) { s->services[v.spec.name] = std::move(v); });

@@ -27,8 +27,10 @@ void Explanations::Explain(Job* view) const {
     view->pending_code = r->second.code;
     view->pending_reason = r->second.text;
   }
+  // A placed run's staging, or a running one's stage-out.
   if (auto s = staging_.find(view->id);
-      s != staging_.end() && view->state == JobState::kScheduled) {
+      s != staging_.end() &&
+      (view->state == JobState::kScheduled || view->state == JobState::kRunning)) {
     view->pending_reason = s->second;
   }
   if (auto e = estimates_.find(view->id);

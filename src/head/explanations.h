@@ -22,7 +22,8 @@ class Explanations {
   void Admitted(JobId job) { waiting_.erase(job); }
   const std::map<JobId, PendingReason>& waiting() const { return waiting_; }
 
-  // A placed run's staging note (`staging imagenet on node2: 41%`) until it starts.
+  // A placed run's staging note (`staging imagenet on node2: 41%`) until it starts, or a running
+  // one's stage-out (`staging out to /shared/out on node2: 41% (...)`) until it is over.
   void Staging(JobId job, std::string note) { staging_[job] = std::move(note); }
   void StagingDone(JobId job) { staging_.erase(job); }
 
@@ -34,7 +35,7 @@ class Explanations {
   void Ended(JobId job);
 
   // Fills a view of the job with what is known of it: its reason while pending (or its
-  // staging note while placed), its estimate while pending and not held.
+  // staging note while placed or staging out), its estimate while pending and not held.
   void Explain(Job* view) const;
 
   void ServiceShort(const std::string& service, std::string why) {

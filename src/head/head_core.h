@@ -21,12 +21,14 @@
 
 #include "core/agent_protocol.h"
 #include "core/identity.h"
+#include "core/source_budget.h"
 #include "core/task_env.h"
 #include "core/usage.h"
 #include "core/views.h"
 #include "head/admission.h"
 #include "head/cluster_state.h"
 #include "head/core_indexes.h"
+#include "head/dataset_prefetch.h"
 #include "head/desired_log.h"
 #include "head/explanations.h"
 #include "head/gpu_watch.h"
@@ -294,6 +296,11 @@ class HeadCore {
   Result<DatasetView> GetDataset(const std::string& name) const;
   Result<DatasetView> AddDataset(const Caller& by, Dataset d, TimeMs now);
   Result<DatasetView> RemoveDataset(const Caller& by, const std::string& name, TimeMs now);
+  // The sources' cluster-wide budgets (core/source_budget.h): admins set and remove them
+  // (rate and fetches both 0); anyone lists them with the line of stage-ins each paces.
+  Result<SourceBudget> SetSourceLimit(const Caller& by, const std::string& source, int64_t rate,
+                                      int32_t fetches, TimeMs now);
+  std::vector<SourceBudget> ListSourceBudgets() const;
   // Each of a submission's datasets must be registered (at the version it names, if any): its
   // reference gets the version, digest, source and size it stands for now.
   Status ResolveDatasets(JobSpec* spec) const;
@@ -574,8 +581,20 @@ class HeadCore {
   std::map<JobId, Lacking> lacking_;
   void NoteLacking(const Job& job, int32_t attempt, const std::vector<ReplicaPlacement>& where);
   void MeasureStageIn(const Job& job, const std::string& node, TimeMs started_at, TimeMs now);
+  // Fetches ahead for the jobs the pass reserved nodes for (core_datasets.cc).
+  DatasetPrefetch prefetch_;
+  void PlanPrefetch(const std::vector<sched::Reservation>& reservations);
   DatasetView ViewOfDataset(const Dataset& d) const;
-  bool settling_ = false;  // in Settle: a change it emits must not settle again
+  // Stage-ins from budgeted sources (core_stage_ins.cc): a placed run whose nodes lack their
+  // data joins its sources' line (StageInQueued) and gets its orders only once admitted.
+  void QueueStageIn(const Job& job, int32_t attempt, const std::vector<ReplicaPlacement>& where,
+                    TimeMs now);
+  void AdmitStageIns(TimeMs now);  // from Settle: whoever's turn it is, and the others' places
+  const DatasetCatalog::StageIn* StageInOf(JobId job) const;
+  bool StageInWaits(JobId job) const;                            // its orders are held at the head
+  std::map<std::string, int64_t> StageInRates(JobId job) const;  // an admitted one's caps
+  uint64_t budget_version_seen_ = 0;  // the catalog's budget_version() last marked dirty
+  bool settling_ = false;             // in Settle: a change it emits must not settle again
   CoreAgenda agenda_;
 
   CoreOutput out_;

@@ -88,6 +88,10 @@ void Head::DescribeMetrics() {
   m.Describe("corral_service_replicas_ready", T::kGauge,
              "Replicas of each service that answer their health check.");
   m.Describe("corral_service_replicas_desired", T::kGauge, "Replicas each service wants running.");
+  m.Describe("corral_dataset_source_rate_bytes_per_second", T::kGauge,
+             "Each dataset source's last measured stage-in rate.");
+  m.Describe("corral_dataset_source_rate_measured_timestamp_seconds", T::kGauge,
+             "When each dataset source's rate was measured (Unix time; 0: not known).");
 }
 
 void Head::CountDurable(const Change& c) {
@@ -234,7 +238,9 @@ void Head::RenderMetrics(Callback<std::string> done) {
     for (const char* g :
          {"corral_jobs", "corral_pending_jobs", "corral_queue_gpus_allocated",
           "corral_queue_gpu_quota", "corral_nodes", "corral_gpus", "corral_gpu_shares",
-          "corral_gpu_shared_milli", "corral_gpu_shared_memory_bytes"}) {
+          "corral_gpu_shared_milli", "corral_gpu_shared_memory_bytes",
+          "corral_dataset_source_rate_bytes_per_second",
+          "corral_dataset_source_rate_measured_timestamp_seconds"}) {
       m.Clear(g);
     }
     m.Set("corral_head_epoch", {}, static_cast<double>(s.epoch));
@@ -244,6 +250,12 @@ void Head::RenderMetrics(Callback<std::string> done) {
     SetJobGauges(s, core_, m);
     const int64_t gpus_allocated = SetAllocationGauges(s, core_, m);
     SetNodeGauges(s, core_, gpus_allocated, m);
+    for (const DatasetSourceRate& r : s.datasets.SourceRates()) {
+      m.Set("corral_dataset_source_rate_bytes_per_second", {{"source", r.source}},
+            static_cast<double>(r.bytes_per_second));
+      m.Set("corral_dataset_source_rate_measured_timestamp_seconds", {{"source", r.source}},
+            static_cast<double>(r.measured_at) / 1000.0);
+    }
     done(m.Render());
   });
 }

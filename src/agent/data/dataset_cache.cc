@@ -165,7 +165,8 @@ DatasetCache::DatasetCache(DatasetCacheConfig config, const NodeClock& clock)
 
 Result<StagedDataset> DatasetCache::Acquire(const DatasetRef& ref, const UnixIdentity* who,
                                             const std::function<void(int64_t)>& progress,
-                                            const std::function<void(int32_t)>& queued) {
+                                            const std::function<void(int32_t)>& queued,
+                                            int64_t cap_bytes_per_second) {
   const std::string hex = DigestHex(ref.digest);
   if (hex.empty()) return DatasetError(ref, "no valid digest ('" + ref.digest + "')");
   if (who != nullptr) CORRAL_RETURN_IF_ERROR(CheckReadable(ref, *who));
@@ -187,8 +188,11 @@ Result<StagedDataset> DatasetCache::Acquire(const DatasetRef& ref, const UnixIde
       const auto start = std::chrono::steady_clock::now();
       const int64_t started_ms = UnixMs();
       int64_t paced = 0;
+      double capped_until_ms = 0;  // this fetch's own bucket, for the head's cap
       FetchProgress p{progress, [&](int64_t read_so_far) {
-                        gate_->Pace(source, read_so_far - paced);
+                        const int64_t more = read_so_far - paced;
+                        gate_->Pace(source, more);
+                        gate_->PaceFetch(&capped_until_ms, more, cap_bytes_per_second);
                         paced = std::max(paced, read_so_far);
                       }};
       auto read = Fetch(ref, hex, p);

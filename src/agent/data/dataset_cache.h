@@ -72,11 +72,14 @@ class DatasetCache {
   // The dataset `ref` (resolved: digest and source set) in the cache and pinned. `who`: the
   // job's owner, whose right to read the source is checked first (nullptr: not checked, for
   // an agent that runs every job as itself). `progress` gets the bytes fetched so far; `queued`
-  // the fetch's place in its source's line while it waits for it (source_gate.h). Errors
-  // name the dataset and its source.
+  // the fetch's place in its source's line while it waits for it (source_gate.h).
+  // `cap_bytes_per_second`: the head's cap on this fetch (its share of the source's
+  // cluster-wide budget), applied beside the node's own pacing; 0: none. Errors name the
+  // dataset and its source.
   Result<StagedDataset> Acquire(const DatasetRef& ref, const UnixIdentity* who,
                                 const std::function<void(int64_t)>& progress = {},
-                                const std::function<void(int32_t)>& queued = {});
+                                const std::function<void(int32_t)>& queued = {},
+                                int64_t cap_bytes_per_second = 0);
 
   // Over the high watermark, removes whole unpinned datasets, least recently used first,
   // until under the low one. Returns how many it removed.

@@ -4,6 +4,7 @@
 // changed refused, and the stager's note and environment.
 #include "agent/data/dataset_cache.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -19,6 +20,7 @@
 
 #include "agent/data/dataset_stager.h"
 #include "agent/data/source_gate.h"
+#include "agent/data/stage_out_copy.h"
 #include "agent/node/fake_node_env.h"
 #include "agent/test_util.h"
 #include "core/dataset_files.h"
@@ -421,6 +423,50 @@ TEST(DatasetStager, MetricsCountHitsFetchesBytesFailuresAndEvictions) {
   stager.Release({"4.1", 0});
 }
 
+// A fetch ahead for a job reserved here: fetched into the cache and left unpinned (evictable),
+// reported while it goes on and not after; a job whose data would not fit under the high
+// watermark is not fetched, and says so; a run then staged with the data finds it cached (a
+// hit), and the fetch ahead was no stage-in of its own.
+TEST(DatasetStager, FetchesAheadUnpinnedOnlyIntoFreeSpace) {
+  TempDir tmp;
+  DatasetRef a = MakeSource(tmp.path() + "/a", "a", 4, 10000);
+  DatasetRef big = MakeSource(tmp.path() + "/big", "big", 4, 30000);
+  DatasetCacheConfig config{tmp.path() + "/cache"};
+  config.limit_bytes = a.bytes + big.bytes / 2;  // a fits, then big does not
+  DatasetStager stager(config, /*as_owner=*/false, "node7", RealNodeEnv().clock);
+  stager.Prefetch({PrefetchOrder{7, "", {a}}});
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return stager.Held() == std::vector<std::string>{a.digest}; }));
+  ASSERT_TRUE(testing::WaitFor([&] { return stager.Prefetching().empty(); }));
+  std::string text = stager.RenderMetrics();
+  EXPECT_EQ(Series(text, "corral_dataset_stage_ins_total{result=\"fetched\"}"), "0");
+  EXPECT_EQ(Series(text, "corral_dataset_source_read_bytes_total{source=\"" + a.source + "\"}"),
+            std::to_string(a.bytes));
+  // Not pinned: an exclusive lock on its use file is free (eviction takes it so).
+  const std::string use = tmp.path() + "/cache/data/" + DigestHex(a.digest) + ".use";
+  const int fd = open(use.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0) << "a fetch ahead pins nothing";
+  close(fd);
+
+  stager.Prefetch({PrefetchOrder{7, "", {a}}, PrefetchOrder{8, "", {big}}});
+  std::vector<PrefetchReport> reports = stager.Prefetching();
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].job_id, 8u);
+  EXPECT_NE(reports[0].note.find("not fetching big ahead on node7"), std::string::npos)
+      << reports[0].note;
+  EXPECT_EQ(stager.Held(), std::vector<std::string>{a.digest});
+  stager.Prefetch({});  // no longer asked: forgotten
+  EXPECT_TRUE(stager.Prefetching().empty());
+
+  ASSERT_TRUE(StageAndWait(stager, "7.1", a)->ok());
+  text = stager.RenderMetrics();
+  EXPECT_EQ(Series(text, "corral_dataset_stage_ins_total{result=\"cached\"}"), "1");
+  EXPECT_EQ(Series(text, "corral_dataset_stage_ins_total{result=\"fetched\"}"), "0");
+  EXPECT_EQ(Fetches(tmp.path() + "/cache"), 1);
+  stager.Release({"7.1", 0});
+}
+
 // The gate of a source: with one fetch at a time, three threads go one after another in the
 // order they came, the later ones told their place in line.
 TEST(SourceGate, OneFetchAtATimeInOrder) {
@@ -492,5 +538,46 @@ TEST(SourceGate, ReadsOfASourceGoNoFasterThanItsRate) {
   }
   reader.join();
 }
+// The head's cap on one fetch (its share of a cluster-wide budget) paces that fetch alone, on a
+// bucket of its own, even where the node sets no rate of its own.
+TEST(SourceGate, AFetchGoesNoFasterThanTheHeadsCapOnIt) {
+  testing::FakeNodeClock clock;
+  SourceGate gate(SourceGateConfig{0, 0}, clock);
+  std::atomic<int> paced{0};
+  std::thread reader([&] {
+    double bucket = 0;
+    for (int i = 0; i < 2; ++i) {
+      gate.PaceFetch(&bucket, 1 << 20, 2 << 20);
+      ++paced;
+    }
+  });
+  for (int mib = 1; mib <= 2; ++mib) {
+    ASSERT_TRUE(clock.BlockUntilWaiting(1));
+    double other = 0;
+    gate.PaceFetch(&other, 1 << 10, 0);  // no cap: at once
+    clock.Advance(499);
+    ASSERT_TRUE(clock.BlockUntilWaiting(1));
+    EXPECT_EQ(paced.load(), mib - 1) << "MiB " << mib << " a millisecond early";
+    clock.Advance(1);
+    ASSERT_TRUE(testing::WaitFor([&] { return paced.load() == mib; }));
+  }
+  reader.join();
+}
+
+// A stage-out's progress: what it will copy is counted first, and what it copied grows to it.
+TEST(StageOutCopy, CountsWhatItCopiesAgainstWhatThereIs) {
+  TempDir dir;
+  const std::string from = dir.path() + "/out";
+  fs::create_directories(from + "/sub");
+  std::ofstream(from + "/a") << std::string(100000, 'a');
+  std::ofstream(from + "/sub/b") << std::string(50000, 'b');
+  StageOutProgress progress;
+  StageOutResult r = CopyStageOut(from, dir.path() + "/dest", nullptr, &progress);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  EXPECT_EQ(progress.total.load(), 150000);
+  EXPECT_EQ(progress.copied.load(), 150000);
+  EXPECT_EQ(r.bytes, 150000);
+}
+
 }  // namespace
 }  // namespace corral::agent

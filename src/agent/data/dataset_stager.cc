@@ -3,13 +3,20 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <set>
 #include <thread>
+
+#include "core/dataset_key.h"
 
 namespace corral::agent {
 
 struct DatasetStager::Job {
   RunOrder order;
-  std::string note;  // GUARDED_BY(DatasetStager::mu_) and the rest below
+  bool ahead = false;    // a fetch ahead (Prefetch): unpinned once done
+  std::string note;      // GUARDED_BY(DatasetStager::mu_) and the rest below
+  bool dropped = false;  // a fetch ahead no longer asked: stop after the current dataset
+  bool no_room = false;  // a fetch ahead not begun for want of space (note says why)
   bool done = false;
   Status status;
   std::vector<std::string> paths;
@@ -47,7 +54,7 @@ void DescribeDatasetMetrics(MetricsRegistry& m) {
 
 DatasetStager::DatasetStager(DatasetCacheConfig config, bool as_owner, std::string node,
                              const NodeClock& clock)
-    : cache_(std::move(config), clock), as_owner_(as_owner), node_(std::move(node)) {
+    : cache_(config, clock), as_owner_(as_owner), node_(std::move(node)), config_(config) {
   cache_.CleanInterrupted();
   DescribeDatasetMetrics(metrics_);
   for (const char* result : {"cached", "fetched", "failed"}) {
@@ -56,9 +63,14 @@ DatasetStager::DatasetStager(DatasetCacheConfig config, bool as_owner, std::stri
   metrics_.Add(kEvictions, {}, 0);
 }
 
-void DatasetStager::Count(const DatasetRef& r, const Result<StagedDataset>& staged) {
-  if (!staged.ok()) return metrics_.Add(kStageIns, {{"result", "failed"}}, 1);
-  metrics_.Add(kStageIns, {{"result", staged->fetched ? "fetched" : "cached"}}, 1);
+// A fetch ahead is no run's stage-in (the run's own staging counts, a hit once it is fetched
+// ahead); what it reads from the source counts all the same.
+void DatasetStager::Count(const DatasetRef& r, const Result<StagedDataset>& staged, bool ahead) {
+  if (!staged.ok()) {
+    if (!ahead) metrics_.Add(kStageIns, {{"result", "failed"}}, 1);
+    return;
+  }
+  if (!ahead) metrics_.Add(kStageIns, {{"result", staged->fetched ? "fetched" : "cached"}}, 1);
   if (!staged->fetched) return;
   metrics_.Add(kSourceBytes, {{"source", r.source}}, static_cast<double>(staged->source_bytes));
   metrics_.Observe(kFetchSeconds, {}, static_cast<double>(staged->fetch_ms) / 1000.0);
@@ -108,6 +120,7 @@ void DatasetStager::Stage(std::shared_ptr<Job> job) {
   int64_t before = 0;
   for (const DatasetRef& r : job->order.datasets) {
     if (!status.ok()) break;
+    if (std::lock_guard lock(mu_); job->dropped) break;
     auto progress = [&](int64_t bytes) {
       const int64_t pct = total > 0 ? (before + bytes) * 100 / total : 100;
       std::lock_guard lock(mu_);
@@ -119,15 +132,19 @@ void DatasetStager::Stage(std::shared_ptr<Job> job) {
                   std::to_string(place) + (place == 1 ? " (next)" : " in line");
     };
     progress(0);
-    auto staged = cache_.Acquire(r, who ? &*who : nullptr, progress, queued);
-    Count(r, staged);
+    // The head's cap on this node's fetch from the source: its share of the source's budget.
+    auto cap = job->order.source_rates.find(DatasetSourceKey(r.source));
+    auto staged = cache_.Acquire(r, who ? &*who : nullptr, progress, queued,
+                                 cap == job->order.source_rates.end() ? 0 : cap->second);
+    Count(r, staged, job->ahead);
     if (!staged.ok()) {
       status = staged.status();
       break;
     }
     if (staged->fetched) {
-      spdlog::info("dataset {} ({}) fetched from {} in {} ms", r.name, r.digest, r.source,
-                   staged->fetch_ms);
+      spdlog::info("dataset {} ({}) fetched from {} in {} ms{}", r.name, r.digest, r.source,
+                   staged->fetch_ms,
+                   job->ahead ? " ahead of job " + std::to_string(job->order.job_id) : "");
     }
     before += r.bytes;
     paths.push_back(staged->path);
@@ -139,7 +156,75 @@ void DatasetStager::Stage(std::shared_ptr<Job> job) {
   job->status = status;
   job->note.clear();
   job->done = true;
-  if (!status.ok()) job->Unpin();
+  if (!status.ok() || job->ahead) job->Unpin();
+}
+
+std::string DatasetStager::NoRoomFor(const std::vector<DatasetRef>& datasets) const {
+  if (config_.limit_bytes <= 0) return "";
+  const DatasetCacheUsage u = cache_.Usage();
+  int64_t lacking = 0;
+  std::string names;
+  for (const DatasetRef& d : datasets) {
+    if (std::find(u.digests.begin(), u.digests.end(), d.digest) != u.digests.end()) continue;
+    lacking += d.bytes;
+    names += (names.empty() ? "" : ", ") + d.name;
+  }
+  const auto room = static_cast<int64_t>(config_.high_watermark * config_.limit_bytes) - u.bytes;
+  if (lacking <= room) return "";
+  return "not fetching " + names + " ahead on " + node_ + ": " + std::to_string(lacking) +
+         " bytes wanted, " + std::to_string(std::max<int64_t>(0, room)) +
+         " free in its cache (it starts once the job is placed)";
+}
+
+std::shared_ptr<DatasetStager::Job> DatasetStager::NewPrefetch(const PrefetchOrder& order) {
+  auto job = std::make_shared<Job>();
+  job->ahead = true;
+  job->order.run_id = "ahead." + std::to_string(order.job_id);
+  job->order.job_id = order.job_id;
+  job->order.user = order.user;
+  job->order.datasets = order.datasets;
+  ahead_[order.job_id] = job;
+  return job;
+}
+
+void DatasetStager::Prefetch(const std::vector<PrefetchOrder>& orders) {
+  std::vector<std::shared_ptr<Job>> to_start;
+  std::lock_guard lock(mu_);
+  std::set<JobId> asked;
+  for (const PrefetchOrder& o : orders) asked.insert(o.job_id);
+  for (auto it = ahead_.begin(); it != ahead_.end();) {
+    // Forgotten when no longer asked; left out for want of room: weighed again below.
+    const bool forget = !asked.count(it->first) || it->second->no_room;
+    if (forget) it->second->dropped = true;  // its thread, if any, stops at the next dataset
+    it = forget ? ahead_.erase(it) : std::next(it);
+  }
+  for (const PrefetchOrder& o : orders) {
+    if (ahead_.count(o.job_id) || o.datasets.empty()) continue;
+    std::shared_ptr<Job> job = NewPrefetch(o);
+    if (std::string why = NoRoomFor(o.datasets); !why.empty()) {
+      job->no_room = job->done = true;
+      job->note = std::move(why);
+      continue;
+    }
+    to_start.push_back(std::move(job));
+  }
+  for (auto& job : to_start) {
+    spdlog::info("fetching the datasets of job {} ahead (reserved here)", job->order.job_id);
+    std::thread([this, job] { Stage(job); }).detach();
+  }
+}
+
+std::vector<PrefetchReport> DatasetStager::Prefetching() const {
+  std::vector<PrefetchReport> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [id, job] : ahead_) {
+    if (!job->done || job->no_room) {
+      out.push_back({id, job->note});
+    } else if (!job->status.ok()) {
+      out.push_back({id, "fetching ahead on " + node_ + " failed: " + job->status.message()});
+    }
+  }
+  return out;
 }
 
 bool DatasetStager::Started(const StagingKey& key) const {

@@ -49,6 +49,15 @@ class DatasetStager {
   void Repin(const RunOrder& order);
   // The run is over: its datasets may be evicted again.
   void Release(const StagingKey& key);
+  // Fetches ahead what the head asks of this node for jobs reserved here (PrefetchOrder), each
+  // job's datasets in turn on a thread of its own, as its owner, through the same queue per
+  // source as a run's staging. Once per job while it is asked; a job no longer asked stops
+  // after the dataset it is fetching, and is forgotten. Only into free space: a job whose
+  // lacking datasets would take the cache over its high watermark is not fetched (its report
+  // says so) until the head asks again and they fit. Nothing fetched ahead stays pinned.
+  void Prefetch(const std::vector<PrefetchOrder>& orders);
+  // The fetches ahead under way (their progress), failed, or left out for want of space.
+  std::vector<PrefetchReport> Prefetching() const;
   // Evicts over the high watermark; the digests the cache holds.
   std::vector<std::string> Held();
   // The cache's metrics for the agent's /metrics: its size and limit now, stage-ins by result
@@ -59,7 +68,10 @@ class DatasetStager {
  private:
   struct Job;
   void Stage(std::shared_ptr<Job> job);
-  void Count(const DatasetRef& r, const Result<StagedDataset>& staged);
+  void Count(const DatasetRef& r, const Result<StagedDataset>& staged, bool ahead);
+  // Why `datasets` cannot be fetched ahead now ("" when they fit in the cache's free space).
+  std::string NoRoomFor(const std::vector<DatasetRef>& datasets) const;
+  std::shared_ptr<Job> NewPrefetch(const PrefetchOrder& order);  // REQUIRES: mu_ held
 
   DatasetCache cache_;
   const bool as_owner_;
@@ -67,6 +79,8 @@ class DatasetStager {
   mutable MetricsRegistry metrics_;  // thread-safe itself
   mutable std::mutex mu_;
   std::map<StagingKey, std::shared_ptr<Job>> jobs_;  // GUARDED_BY(mu_)
+  std::map<JobId, std::shared_ptr<Job>> ahead_;      // GUARDED_BY(mu_): fetches ahead, by job
+  const DatasetCacheConfig config_;
 };
 
 // Where a staged dataset is for the tasks: its mount point in a container, else its copy.

@@ -69,4 +69,15 @@ void SourceGate::Pace(const std::string& source, int64_t bytes) {
   if (wait_ms > 0) (void)clock_.WaitFor(lock, changed_, wait_ms, [] { return false; });
 }
 
+void SourceGate::PaceFetch(double* paid_until_ms, int64_t bytes, int64_t bytes_per_second) {
+  if (bytes_per_second <= 0 || bytes <= 0) return;
+  std::unique_lock lock(mu_);
+  const double cost_ms =
+      static_cast<double>(bytes) * 1000.0 / static_cast<double>(bytes_per_second);
+  const TimeMs now = clock_.Steady().Now();
+  *paid_until_ms = std::max(*paid_until_ms, static_cast<double>(now)) + cost_ms;
+  const auto wait_ms = static_cast<DurationMs>(*paid_until_ms - static_cast<double>(now));
+  if (wait_ms > 0) (void)clock_.WaitFor(lock, changed_, wait_ms, [] { return false; });
+}
+
 }  // namespace corral::agent

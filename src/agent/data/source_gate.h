@@ -56,6 +56,10 @@ class SourceGate {
 
   // Counts `bytes` more read from `source` and waits until the source's rate allows them.
   void Pace(const std::string& source, int64_t bytes);
+  // Counts `bytes` more read by one fetch and waits until `bytes_per_second` allows them:
+  // the head's cap on that fetch alone, its share of a cluster-wide budget (docs/datasets.md).
+  // `paid_until_ms` is the fetch's own bucket (start at 0); a rate <= 0 paces nothing.
+  void PaceFetch(double* paid_until_ms, int64_t bytes, int64_t bytes_per_second);
 
   const SourceGateConfig& config() const { return config_; }
 

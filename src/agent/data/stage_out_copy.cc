@@ -31,7 +31,8 @@ struct StageOutFd {
 };
 
 // One regular file's bytes; "" or the path and why it failed.
-std::string StageOutFile(const fs::path& from, const fs::path& to, mode_t mode, int64_t* bytes) {
+std::string StageOutFile(const fs::path& from, const fs::path& to, mode_t mode, int64_t* bytes,
+                         StageOutProgress* progress) {
   StageOutFd in(open(from.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (in.fd < 0) return StageOutErrno(from.string());
   StageOutFd out(
@@ -50,13 +51,15 @@ std::string StageOutFile(const fs::path& from, const fs::path& to, mode_t mode, 
       done += w;
     }
     *bytes += n;
+    if (progress != nullptr) progress->copied += n;
   }
   if (fchmod(out.fd, mode & 0777) != 0) return StageOutErrno(to.string());
   return "";
 }
 
 // One entry of the tree: "" or the path and why it failed.
-std::string StageOutEntry(const fs::directory_entry& e, const fs::path& target, StageOutResult* r) {
+std::string StageOutEntry(const fs::directory_entry& e, const fs::path& target, StageOutResult* r,
+                          StageOutProgress* progress) {
   struct stat st {};
   if (lstat(e.path().c_str(), &st) != 0) return StageOutErrno(e.path().string());
   if (S_ISDIR(st.st_mode)) {
@@ -76,10 +79,24 @@ std::string StageOutEntry(const fs::directory_entry& e, const fs::path& target, 
   }
   if (!S_ISREG(st.st_mode)) return "";  // a FIFO, a socket, a device: not data
   ++r->files;
-  return StageOutFile(e.path(), target, st.st_mode, &r->bytes);
+  return StageOutFile(e.path(), target, st.st_mode, &r->bytes, progress);
 }
 
-StageOutResult CopyStageOutAs(const std::string& from, const std::string& to) {
+// The bytes of the regular files under `from`, what the copy's progress is measured against
+// (what cannot be listed counts nothing: the copy itself says why).
+int64_t StageOutTotalBytes(const std::string& from) {
+  int64_t total = 0;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(from, fs::directory_options::none, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    struct stat st {};
+    if (lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) total += st.st_size;
+  }
+  return total;
+}
+
+StageOutResult CopyStageOutAs(const std::string& from, const std::string& to,
+                              StageOutProgress* progress) {
   StageOutResult r;
   r.done = true;
   r.from = from;
@@ -93,6 +110,7 @@ StageOutResult CopyStageOutAs(const std::string& from, const std::string& to) {
     r.error = from + ": not a directory";
     return r;
   }
+  if (progress != nullptr) progress->total = StageOutTotalBytes(from);
   std::error_code ec;
   fs::create_directories(to, ec);
   if (ec) {
@@ -102,7 +120,7 @@ StageOutResult CopyStageOutAs(const std::string& from, const std::string& to) {
   fs::recursive_directory_iterator it(from, fs::directory_options::none, ec), end;
   for (; !ec && it != end; it.increment(ec)) {
     const fs::path target = fs::path(to) / it->path().lexically_relative(from);
-    r.error = StageOutEntry(*it, target, &r);
+    r.error = StageOutEntry(*it, target, &r, progress);
     if (!r.error.empty()) return r;
   }
   if (ec) {
@@ -116,12 +134,12 @@ StageOutResult CopyStageOutAs(const std::string& from, const std::string& to) {
 
 }  // namespace
 
-StageOutResult CopyStageOut(const std::string& from, const std::string& to,
-                            const UnixIdentity* who) {
+StageOutResult CopyStageOut(const std::string& from, const std::string& to, const UnixIdentity* who,
+                            StageOutProgress* progress) {
   const auto start = std::chrono::steady_clock::now();
   std::optional<ActAs> as;
   if (who != nullptr) as.emplace(*who);
-  StageOutResult r = CopyStageOutAs(from, to);
+  StageOutResult r = CopyStageOutAs(from, to, progress);
   r.ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
                                                                start)
              .count();
