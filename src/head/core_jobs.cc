@@ -1,6 +1,8 @@
 // Jobs through their lifecycle (DESIGN §5) in the head's core: submit, schedule, stop,
 // finish, requeue. Every change goes through Emit.
 #include <algorithm>
+#include <optional>
+#include <utility>
 
 #include "core/spec.h"
 #include "core/task_env.h"
@@ -492,6 +494,29 @@ void HeadCore::RequestStop(const Job& job, StopCause cause, const std::string& r
   Emit(Caller::System(), now, StopRequested{job.id, run->attempt, reason, cause, preempt});
 }
 
+namespace {
+
+// Why a replica that ended unrecorded stops its run, if it does: it could not start, its
+// stage-out failed (what it made is not where it belongs) or it ran out of memory.
+std::optional<std::pair<StopCause, std::string>> ReplicaFailure(const std::string& node,
+                                                                const RunReport& r) {
+  const std::string replica = "replica " + std::to_string(r.replica) + " on node " + node;
+  if (!r.error.empty()) {
+    return std::pair{StopCause::kCannotStart,
+                     std::string(kReasonCannotStart) + " " + replica + ": " + r.error};
+  }
+  if (!r.stage_out.error.empty()) {
+    return std::pair{StopCause::kFailed, DescribeStageOut(r.stage_out, node)};
+  }
+  if (r.oom_killed) {
+    return std::pair{StopCause::kOutOfMemory, std::string(kReasonOutOfMemory) + ": " + replica +
+                                                  " exceeded its memory limit"};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const RunReport& r,
                                TimeMs now) {
   const Run& run = *job.CurrentRun();
@@ -537,21 +562,9 @@ void HeadCore::OnReplicaReport(const Job& job, const std::string& node, const Ru
       FinishRun(job, RunState::kLost, *loss, now);
       return;
     }
-  }
-  if (ended_unrecorded && !r.error.empty()) {
-    RequestStop(job, StopCause::kCannotStart,
-                std::string(kReasonCannotStart) + " replica " + std::to_string(r.replica) +
-                    " on node " + node + ": " + r.error,
-                now);
-  }
-  if (ended_unrecorded && !r.stage_out.error.empty()) {  // what it made is not where it belongs
-    RequestStop(job, StopCause::kFailed, DescribeStageOut(r.stage_out, node), now);
-  }
-  if (ended_unrecorded && r.oom_killed) {
-    RequestStop(job, StopCause::kOutOfMemory,
-                std::string(kReasonOutOfMemory) + ": replica " + std::to_string(r.replica) +
-                    " on node " + node + " exceeded its memory limit",
-                now);
+    if (std::optional<std::pair<StopCause, std::string>> why = ReplicaFailure(node, r)) {
+      RequestStop(job, why->first, why->second, now);
+    }
   }
   if (!r.running && run.exit_codes[r.replica] == kNotExited) {
     if (r.stage_out.done) {  // the job's record keeps what its stage-out did, once
