@@ -1,8 +1,9 @@
 // Jobs through their lifecycle (DESIGN §5) in the head's core: submit, schedule, stop,
 // finish, requeue. Every change goes through Emit.
+#include <utility>
+
 #include <algorithm>
 #include <optional>
-#include <utility>
 
 #include "core/spec.h"
 #include "core/task_env.h"
