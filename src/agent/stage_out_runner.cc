@@ -9,25 +9,9 @@
 #include <thread>
 
 #include "agent/data/stage_out_copy.h"
+#include "core/byte_units.h"
 
 namespace corral::agent {
-namespace {
-
-std::string FormatStageOutBytes(int64_t bytes) {
-  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  size_t unit = 0;
-  while (v >= 1024 && unit + 1 < std::size(kUnits)) {
-    v /= 1024;
-    ++unit;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, unit == 0 ? "%.0f %s" : "%.1f %s", v, kUnits[unit]);
-  return buf;
-}
-
-}  // namespace
-
 struct StageOutRunner::Task {
   std::string to;
   StageOutProgress progress;  // its own atomics: read without the lock
@@ -99,8 +83,8 @@ std::string StageOutRunner::Note(const RunKey& key) const {
   auto it = tasks_.find(key);
   if (it == tasks_.end()) return "";
   return "staging out to " + it->second->to + " on " + node_ + ": " + std::to_string(Percent(key)) +
-         "% (" + FormatStageOutBytes(it->second->progress.copied) + " of " +
-         FormatStageOutBytes(it->second->progress.total) + ")";
+         "% (" + FormatBytes(it->second->progress.copied) + " of " +
+         FormatBytes(it->second->progress.total) + ")";
 }
 
 bool WantsStageOut(const RunOrder& order, int32_t pgid, bool running, const std::string& error) {

@@ -8,23 +8,14 @@
 
 #include "cli/commands.h"
 #include "cli/table.h"
+#include "core/byte_units.h"
 #include "core/source_budget.h"
 
 namespace corral::cli {
 namespace {
 
 std::string FormatBudgetRate(int64_t bytes_per_second) {
-  if (bytes_per_second <= 0) return "-";
-  static const char* const kUnits[] = {"B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"};
-  double v = static_cast<double>(bytes_per_second);
-  size_t unit = 0;
-  while (v >= 1024 && unit + 1 < std::size(kUnits)) {
-    v /= 1024;
-    ++unit;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, unit == 0 ? "%.0f %s" : "%.1f %s", v, kUnits[unit]);
-  return buf;
+  return bytes_per_second <= 0 ? "-" : FormatBytes(bytes_per_second) + "/s";
 }
 
 int DatasetLimitsList(const ParsedArgs& args, CliContext& ctx) {

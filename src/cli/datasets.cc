@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/table.h"
+#include "core/byte_units.h"
 #include "core/dataset.h"
 #include "core/dataset_files.h"
 #include "core/dataset_source.h"
@@ -18,19 +19,6 @@
 
 namespace corral::cli {
 namespace {
-
-std::string FormatDatasetBytes(int64_t bytes) {
-  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  size_t unit = 0;
-  while (v >= 1024 && unit + 1 < std::size(kUnits)) {
-    v /= 1024;
-    ++unit;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, unit == 0 ? "%.0f %s" : "%.1f %s", v, kUnits[unit]);
-  return buf;
-}
 
 std::string DatasetNodesOrNone(const std::vector<std::string>& nodes) {
   return nodes.empty() ? "-" : Join(nodes, ",");
@@ -74,8 +62,7 @@ int DatasetsAdd(const ParsedArgs& args, CliContext& ctx) {
     return kExitError;
   }
   *ctx.out << "Dataset " << v->dataset.name << "@" << v->dataset.version << ": " << v->dataset.files
-           << " files, " << FormatDatasetBytes(v->dataset.bytes) << ", " << v->dataset.digest
-           << "\n";
+           << " files, " << FormatBytes(v->dataset.bytes) << ", " << v->dataset.digest << "\n";
   return kExitOk;
 }
 
@@ -97,7 +84,7 @@ int DatasetsShow(const ParsedArgs& args, CliContext& ctx) {
   for (uint64_t id : v->users) users += (users.empty() ? "" : ",") + std::to_string(id);
   *ctx.out << "Name:     " << d.name << "\nVersion:  " << d.version << "\nDigest:   " << d.digest
            << "\nSource:   " << d.source << "\nFiles:    " << d.files
-           << "\nSize:     " << FormatDatasetBytes(d.bytes) << " (" << d.bytes << " bytes)"
+           << "\nSize:     " << FormatBytes(d.bytes) << " (" << d.bytes << " bytes)"
            << "\nOwner:    " << d.owner << "\nAdded:    " << FormatTimestamp(d.added_at, true)
            << "\nState:    " << v->State() << "\nJobs:     " << (users.empty() ? "-" : users)
            << "\nNodes:    " << DatasetNodesOrNone(v->nodes) << "\n";
@@ -140,7 +127,7 @@ int DatasetsList(const ParsedArgs& args, CliContext& ctx) {
       return kExitError;
     }
     const Dataset& d = v->dataset;
-    t.AddRow({d.name, d.version, FormatDatasetBytes(d.bytes), std::to_string(d.files), v->State(),
+    t.AddRow({d.name, d.version, FormatBytes(d.bytes), std::to_string(d.files), v->State(),
               DatasetNodesOrNone(v->nodes), d.source});
   }
   *ctx.out << t.Render();
@@ -171,9 +158,9 @@ int DatasetsSources(const ParsedArgs& args, CliContext& ctx) {
       PrintError(ctx, "datasets", "the head's answer: " + r.status().message());
       return kExitError;
     }
-    t.AddRow({r->source, FormatDatasetBytes(r->bytes_per_second) + "/s",
+    t.AddRow({r->source, FormatBytes(r->bytes_per_second) + "/s",
               r->measured_at > 0 ? FormatUtc(r->measured_at) : "-",
-              FormatDatasetBytes(r->bytes) + " in " + std::to_string(r->ms) + " ms"});
+              FormatBytes(r->bytes) + " in " + std::to_string(r->ms) + " ms"});
   }
   *ctx.out << t.Render();
   return kExitOk;
