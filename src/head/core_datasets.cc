@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/dataset_key.h"
+#include "head/datasets_lacked.h"
 #include "head/head_core.h"
 
 namespace corral::head {
@@ -130,12 +131,9 @@ void HeadCore::NoteLacking(const Job& job, int32_t attempt,
     // A node that fetched ahead for the job took part of the fetch before its placement: its
     // start says nothing of the source's rate.
     if (l.bytes.count(p.node) || prefetch_.Asked(job.id, p.node)) continue;
-    auto held = holders.find(p.node);
     std::map<std::string, int64_t>& lacks = l.bytes[p.node];
-    for (const DatasetRef& d : job.spec.datasets) {
-      if (held == holders.end() || !held->second.count(d.digest)) {
-        lacks[DatasetSourceKey(d.source)] += d.bytes;
-      }
+    for (const DatasetRef* d : DatasetsLacked(job, p.node, holders)) {
+      lacks[DatasetSourceKey(d->source)] += d->bytes;
     }
   }
   lacking_[job.id] = std::move(l);

@@ -5,6 +5,7 @@
 // (StageInQueued) and its orders stay at the head until its turn (StageInAdmitted), in the
 // scheduler's order; its admitted orders carry each node's cap (RunOrder::source_rates).
 #include "core/dataset_key.h"
+#include "head/datasets_lacked.h"
 #include "head/head_core.h"
 
 namespace corral::head {
@@ -68,11 +69,9 @@ void HeadCore::QueueStageIn(const Job& job, int32_t attempt,
   const DatasetHolders& holders = node_watch_.dataset_holders();
   std::map<std::string, std::set<std::string>> lacking;  // budgeted source -> nodes
   for (const ReplicaPlacement& p : where) {
-    auto held = holders.find(p.node);
-    for (const DatasetRef& d : job.spec.datasets) {
-      const std::string source = DatasetSourceKey(d.source);
-      if (!limits.count(source)) continue;
-      if (held == holders.end() || !held->second.count(d.digest)) lacking[source].insert(p.node);
+    for (const DatasetRef* d : DatasetsLacked(job, p.node, holders)) {
+      const std::string source = DatasetSourceKey(d->source);
+      if (limits.count(source)) lacking[source].insert(p.node);
     }
   }
   if (lacking.empty()) return;

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/dataset_key.h"
+#include "head/datasets_lacked.h"
 
 namespace corral::head {
 namespace {
@@ -12,11 +13,9 @@ namespace {
 std::vector<DatasetRef> DatasetsLackedOn(const Job& job, const std::string& node,
                                          const DatasetHolders& holders,
                                          const std::set<std::string>& budgeted) {
-  auto held = holders.find(node);
   std::vector<DatasetRef> out;
-  for (const DatasetRef& d : job.spec.datasets) {
-    if (budgeted.count(DatasetSourceKey(d.source))) continue;
-    if (held == holders.end() || !held->second.count(d.digest)) out.push_back(d);
+  for (const DatasetRef* d : DatasetsLacked(job, node, holders)) {
+    if (!budgeted.count(DatasetSourceKey(d->source))) out.push_back(*d);
   }
   return out;
 }
