@@ -1,8 +1,5 @@
 #include "core/dataset_source.h"
 
-#include <archive.h>
-#include <archive_entry.h>
-#include <curl/curl.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,11 +9,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <vector>
 
 #include "core/dataset.h"
+#include "core/fetch_libraries.h"
 
 namespace corral {
 namespace {
@@ -24,10 +21,6 @@ namespace {
 Status ArchiveError(const std::string& path, const std::string& why) {
   return Status{ErrorCode::kFailedPrecondition, "archive " + path + ": " + why};
 }
-
-struct ArchiveFree {
-  void operator()(archive* a) const { archive_read_free(a); }
-};
 
 // A descriptor closed when it goes.
 class SourceFd {
@@ -101,9 +94,9 @@ class MemberTree {
   std::set<std::string> files_;
 };
 
-const char* MemberKind(archive_entry* e) {
-  if (archive_entry_hardlink(e) != nullptr) return "a hard link";
-  switch (archive_entry_filetype(e)) {
+const char* MemberKind(const ArchiveCalls& ar, archive_entry* e) {
+  if (ar.entry_hardlink(e) != nullptr) return "a hard link";
+  switch (ar.entry_filetype(e)) {
     case AE_IFREG:
       return nullptr;
     case AE_IFDIR:
@@ -133,16 +126,16 @@ Status MakeMemberDirs(const std::string& into, const std::vector<std::string>& r
 }
 
 // Reads the current member's data, hashing it and writing it to `out` (-1: nowhere).
-Result<ManifestFile> ReadMember(archive* a, int out, const std::string& rel, int64_t* done,
-                                const std::function<void(int64_t)>& on_bytes) {
+Result<ManifestFile> ReadMember(const ArchiveCalls& ar, archive* a, int out, const std::string& rel,
+                                int64_t* done, const std::function<void(int64_t)>& on_bytes) {
   Sha256Stream hash;
   ManifestFile f;
   f.path = rel;
   std::vector<char> buf(1 << 20);
   int64_t reported = *done;
   for (;;) {
-    const la_ssize_t n = archive_read_data(a, buf.data(), buf.size());
-    if (n < 0) return InvalidArgument(std::string("cannot read it: ") + archive_error_string(a));
+    const la_ssize_t n = ar.read_data(a, buf.data(), buf.size());
+    if (n < 0) return InvalidArgument(std::string("cannot read it: ") + ar.error_string(a));
     if (n == 0) break;
     hash.Update(buf.data(), static_cast<size_t>(n));
     for (la_ssize_t w = 0; out >= 0 && w < n;) {
@@ -163,18 +156,19 @@ Result<ManifestFile> ReadMember(archive* a, int out, const std::string& rel, int
 }
 
 // One member: checked, its directories made and its data read (and written under `into`).
-Status ReadEntry(archive* a, archive_entry* e, const std::string& into, MemberTree& tree,
-                 Manifest& m, int64_t* done, const std::function<void(int64_t)>& on_bytes) {
-  const char* raw = archive_entry_pathname(e);
+Status ReadEntry(const ArchiveCalls& ar, archive* a, archive_entry* e, const std::string& into,
+                 MemberTree& tree, Manifest& m, int64_t* done,
+                 const std::function<void(int64_t)>& on_bytes) {
+  const char* raw = ar.entry_pathname(e);
   const std::string name = raw ? raw : "";
   auto refuse = [&](const std::string& why) {
     return InvalidArgument("member '" + name + "' is " + why +
                            " (a dataset holds regular files and directories under its root only)");
   };
-  if (const char* kind = MemberKind(e)) return refuse(kind);
+  if (const char* kind = MemberKind(ar, e)) return refuse(kind);
   auto rel = MemberPath(name);
   if (!rel.ok()) return refuse(rel.status().message());
-  const bool dir = archive_entry_filetype(e) == AE_IFDIR;
+  const bool dir = ar.entry_filetype(e) == AE_IFDIR;
   Status placed = dir ? tree.AddDir(*rel) : tree.AddFile(*rel);
   if (!placed.ok()) return refuse(placed.message());
   if (!dir && rel->empty()) return refuse("a file named like the root");
@@ -191,23 +185,18 @@ Status ReadEntry(archive* a, archive_entry* e, const std::string& into, MemberTr
     if (fd < 0) return InvalidArgument("cannot create " + *rel + ": " + std::strerror(errno));
   }
   SourceFd out(fd);
-  auto f = ReadMember(a, out.get(), *rel, done, on_bytes);
+  auto f = ReadMember(ar, a, out.get(), *rel, done, on_bytes);
   if (!f.ok()) return InvalidArgument("member '" + name + "': " + f.status().message());
   m.bytes += f->size;
   m.files.push_back(std::move(*f));
   return Status::Ok();
 }
 
-// libcurl's global state, set up once before the first transfer (any thread).
-void InitCurlOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
 struct DownloadState {
   int fd = -1;
   int64_t bytes = 0;
   int write_errno = 0;
+  const CurlCalls* calls = nullptr;
   CURL* curl = nullptr;
   const std::function<void(int64_t, int64_t)>* on_bytes = nullptr;
   int64_t reported = 0;
@@ -228,7 +217,7 @@ size_t WriteDownload(char* data, size_t size, size_t count, void* user) {
   st->bytes += static_cast<int64_t>(n);
   if (*st->on_bytes && st->bytes - st->reported >= (4 << 20)) {
     curl_off_t total = -1;
-    curl_easy_getinfo(st->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &total);
+    st->calls->easy_getinfo(st->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &total);
     (*st->on_bytes)(st->bytes, total > 0 ? total : 0);
     st->reported = st->bytes;
   }
@@ -239,23 +228,26 @@ size_t WriteDownload(char* data, size_t size, size_t count, void* user) {
 
 Result<Manifest> ReadArchive(const std::string& path, const std::string& into,
                              const std::function<void(int64_t)>& on_bytes) {
-  std::unique_ptr<archive, ArchiveFree> a(archive_read_new());
-  archive_read_support_filter_gzip(a.get());
-  archive_read_support_format_tar(a.get());
-  if (archive_read_open_filename(a.get(), path.c_str(), 1 << 20) != ARCHIVE_OK) {
-    return ArchiveError(path, archive_error_string(a.get()));
+  auto lib = Libarchive();
+  if (!lib.ok()) return ArchiveError(path, lib.status().message());
+  const ArchiveCalls& ar = **lib;
+  std::unique_ptr<archive, decltype(ar.read_free)> a(ar.read_new(), ar.read_free);
+  ar.support_filter_gzip(a.get());
+  ar.support_format_tar(a.get());
+  if (ar.open_filename(a.get(), path.c_str(), 1 << 20) != ARCHIVE_OK) {
+    return ArchiveError(path, ar.error_string(a.get()));
   }
   Manifest m;
   MemberTree tree;
   int64_t done = 0;
   for (;;) {
     archive_entry* e = nullptr;
-    const int r = archive_read_next_header(a.get(), &e);
+    const int r = ar.next_header(a.get(), &e);
     if (r == ARCHIVE_EOF) break;
     if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
-      return ArchiveError(path, archive_error_string(a.get()));
+      return ArchiveError(path, ar.error_string(a.get()));
     }
-    Status s = ReadEntry(a.get(), e, into, tree, m, &done, on_bytes);
+    Status s = ReadEntry(ar, a.get(), e, into, tree, m, &done, on_bytes);
     if (!s.ok()) return ArchiveError(path, s.message());
   }
   if (on_bytes) on_bytes(done);
@@ -267,37 +259,42 @@ Result<Manifest> ReadArchive(const std::string& path, const std::string& into,
 
 Result<int64_t> DownloadUrl(const std::string& url, const std::string& to,
                             const std::function<void(int64_t, int64_t)>& on_bytes) {
-  InitCurlOnce();
+  auto lib = Libcurl();
+  if (!lib.ok())
+    return Status{ErrorCode::kUnavailable,
+                  "cannot download " + url + ": " + lib.status().message()};
+  const CurlCalls& cc = **lib;
   SourceFd out(open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (out.get() < 0) {
     return Status{ErrorCode::kFailedPrecondition,
                   "cannot create " + to + ": " + std::strerror(errno)};
   }
-  std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
+  std::unique_ptr<CURL, decltype(cc.easy_cleanup)> curl(cc.easy_init(), cc.easy_cleanup);
   if (!curl) return Status{ErrorCode::kInternal, "cannot start a download of " + url};
   DownloadState st;
   st.fd = out.get();
+  st.calls = &cc;
   st.curl = curl.get();
   st.on_bytes = &on_bytes;
   char error[CURL_ERROR_SIZE] = {};
   CURL* c = curl.get();
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
-  curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);  // the agent's staging threads
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);  // a stalled source fails, never hangs
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
-  curl_easy_setopt(c, CURLOPT_USERAGENT, "corral");
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, WriteDownload);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &st);
-  const CURLcode rc = curl_easy_perform(c);
+  cc.easy_setopt(c, CURLOPT_URL, url.c_str());
+  cc.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  cc.easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  cc.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+  cc.easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+  cc.easy_setopt(c, CURLOPT_FAILONERROR, 1L);
+  cc.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);  // the agent's staging threads
+  cc.easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
+  cc.easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);  // a stalled source fails, never hangs
+  cc.easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
+  cc.easy_setopt(c, CURLOPT_USERAGENT, "corral");
+  cc.easy_setopt(c, CURLOPT_ERRORBUFFER, error);
+  cc.easy_setopt(c, CURLOPT_WRITEFUNCTION, WriteDownload);
+  cc.easy_setopt(c, CURLOPT_WRITEDATA, &st);
+  const CURLcode rc = cc.easy_perform(c);
   if (rc != CURLE_OK) {
-    std::string why = error[0] ? error : curl_easy_strerror(rc);
+    std::string why = error[0] ? error : cc.easy_strerror(rc);
     if (st.write_errno != 0) why = "cannot write " + to + ": " + std::strerror(st.write_errno);
     return Status{ErrorCode::kUnavailable, "cannot download " + url + ": " + why};
   }
