@@ -56,7 +56,8 @@ Agent::Agent(AgentConfig config, std::unique_ptr<GpuProbe> probe, std::unique_pt
           }(),
           &env_.clock.Wall())),
       monitor_(std::make_unique<GpuMonitor>(probe_.get(), config_.job_map_dir, env_)),
-      usage_(config_.usage_interval_ms, &env_.clock.Wall()) {
+      usage_(config_.usage_interval_ms, &env_.clock.Wall()),
+      busy_ports_(config_.port_lo, config_.port_hi, config_.busy_ports_every_ms) {
   DatasetCacheConfig datasets = config_.datasets;
   if (datasets.dir.empty()) datasets.dir = config_.state_dir + "/datasets";
   supervisor_->SetDatasetCache(datasets, config_.run_as.as_owner, config_.name, env_.clock);
@@ -186,7 +187,7 @@ Status Agent::SyncOnce(int64_t wait_ms) {
   req.deltas = true;
   req.runs = supervisor_->Report();
   usage_.Attach(&req.runs, supervisor_->RunDirectories());
-  req.busy_ports = PortsInUse(config_.port_lo, config_.port_hi);
+  req.busy_ports = busy_ports_.At(env_.clock.Steady().Now());
   req.gpu_samples = monitor_->SampleAndCheck();
   if (config_.containers.enabled() && !config_.containers.cache.dir.empty()) {
     ImageCacheUsage u = ImageCache(config_.containers.cache).Usage();

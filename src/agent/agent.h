@@ -32,6 +32,7 @@
 #include "agent/launch/cgroup.h"
 #include "agent/launch/usage_recorder.h"
 #include "agent/node/node_env.h"
+#include "agent/node/ports.h"
 #include "agent/node/run_as.h"
 #include "agent/supervisor.h"
 #include "core/agent_protocol.h"
@@ -79,6 +80,7 @@ struct AgentConfig {
   std::string mps_control;   // nvidia-cuda-mps-control: a daemon per owner per GPU (mps.h)
   int32_t port_lo = 29500;   // MASTER_PORT range of runs whose replica 0 is here
   int32_t port_hi = 29999;
+  int64_t busy_ports_every_ms = 1000;  // how often the range's busy ports are probed (ports.h)
   // Where the DCGM exporter's HPC job mapping files go (gpu_monitor.h); empty: none.
   std::string job_map_dir;
   // An operator's health check program (health_program.h); empty: none. It runs at Init, then
@@ -159,6 +161,7 @@ class Agent {
   std::unique_ptr<Supervisor> supervisor_;               // thread-safe itself
   std::unique_ptr<GpuMonitor> monitor_;                  // thread-safe itself
   UsageRecorder usage_;                                  // thread-safe itself
+  BusyPortsProbe busy_ports_;                            // thread-safe itself
   TimeMs usage_checked_at_ = 0;                          // the poller's own
   std::unique_ptr<HealthProgramRunner> health_program_;  // none without --health-program
   std::vector<Gpu> gpus_;                                // set by Init, then read-only

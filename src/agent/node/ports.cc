@@ -120,4 +120,16 @@ std::vector<int32_t> PortsInUse(int32_t lo, int32_t hi) {
   return ProcPortsInUse(lo, hi);
 }
 
+BusyPortsProbe::BusyPortsProbe(int32_t lo, int32_t hi, int64_t every_ms, Probe probe)
+    : lo_(lo), hi_(hi), every_ms_(every_ms), probe_(std::move(probe)) {}
+
+std::vector<int32_t> BusyPortsProbe::At(int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  if (!asked_at_ || now_ms - *asked_at_ >= every_ms_ || now_ms < *asked_at_) {
+    ports_ = probe_(lo_, hi_);
+    asked_at_ = now_ms;
+  }
+  return ports_;
+}
+
 }  // namespace corral::agent

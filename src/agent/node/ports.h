@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,5 +24,29 @@ std::vector<int32_t> PortsInUse(int32_t lo, int32_t hi);
 // The two ways, for tests: nullopt where the kernel refuses the netlink dump.
 std::optional<std::vector<int32_t>> DiagPortsInUse(int32_t lo, int32_t hi);
 std::vector<int32_t> ProcPortsInUse(int32_t lo, int32_t hi);
+
+// The ports PortsInUse says, asked again only once `every_ms` have passed since the last ask.
+// A dump of the kernel's TCP sockets walks every bucket of its established-connection table,
+// whatever few sockets it holds (one for IPv4, one for IPv6), and an agent syncs a few times a
+// job: at every sync that was a sixth of the agents' CPU on a node starting 1,000 short jobs
+// (docs/benchmarks.md). The head's view was already as old as the last sync, which waits up to
+// the long poll; a port taken in between is seen at the next ask. Thread-safe: the agent's sync
+// loop and its report-at-once loop both sync.
+class BusyPortsProbe {
+ public:
+  using Probe = std::function<std::vector<int32_t>(int32_t lo, int32_t hi)>;
+  BusyPortsProbe(int32_t lo, int32_t hi, int64_t every_ms, Probe probe = PortsInUse);
+  // The ports at `now_ms` (a steady clock's milliseconds).
+  std::vector<int32_t> At(int64_t now_ms);
+
+ private:
+  const int32_t lo_;
+  const int32_t hi_;
+  const int64_t every_ms_;
+  Probe probe_;
+  std::mutex mu_;
+  std::optional<int64_t> asked_at_;
+  std::vector<int32_t> ports_;
+};
 
 }  // namespace corral::agent

@@ -100,5 +100,35 @@ TEST(Ports, SocketDiagnosticsAndProcAgree) {
   close(v6);
 }
 
+TEST(BusyPortsProbe, AsksAgainOnlyOnceTheIntervalHasPassed) {
+  int asks = 0;
+  std::vector<int32_t> held{29501};
+  BusyPortsProbe probe(29500, 29999, 1000, [&](int32_t lo, int32_t hi) {
+    ++asks;
+    EXPECT_EQ(lo, 29500);
+    EXPECT_EQ(hi, 29999);
+    return held;
+  });
+  EXPECT_EQ(probe.At(5000), (std::vector<int32_t>{29501}));
+  held = {29501, 29502};
+  EXPECT_EQ(probe.At(5999), (std::vector<int32_t>{29501})) << "asked again within the interval";
+  EXPECT_EQ(asks, 1);
+  EXPECT_EQ(probe.At(6000), (std::vector<int32_t>{29501, 29502}));
+  EXPECT_EQ(asks, 2);
+  EXPECT_EQ(probe.At(6001), (std::vector<int32_t>{29501, 29502}));
+  EXPECT_EQ(asks, 2);
+}
+
+TEST(BusyPortsProbe, AZeroIntervalAsksEveryTime) {
+  int asks = 0;
+  BusyPortsProbe probe(1, 2, 0, [&](int32_t, int32_t) {
+    ++asks;
+    return std::vector<int32_t>{};
+  });
+  probe.At(10);
+  probe.At(10);
+  EXPECT_EQ(asks, 2);
+}
+
 }  // namespace
 }  // namespace corral::agent
