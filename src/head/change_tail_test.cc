@@ -26,7 +26,7 @@ class ChangeTail : public ::testing::Test {
       edits.push_back(store::AppendChange{RecordOf(record, doc)});
     ASSERT_TRUE(store_.Commit(edits).ok());
   }
-  testing::MemoryStore store_{std::make_shared<testing::MemoryDisk>()};
+  corral::testing::MemoryStore store_{std::make_shared<corral::testing::MemoryDisk>()};
 };
 
 TEST_F(ChangeTail, ReadsTheChangesAfterARevisionInOrder) {

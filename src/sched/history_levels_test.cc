@@ -18,18 +18,13 @@ using testing::JobBuilder;
 using testing::MakeJob;
 using testing::MakeNode;
 using testing::Running;
+using testing::Victims;
 
 // Every point at `ms`: a user whose jobs all ran that long.
 RunTimeQuantiles AllAt(DurationMs ms) {
   RunTimeQuantiles d;
   d.at.fill(ms);
   return d;
-}
-
-std::vector<JobId> Victims(const Decisions& d) {
-  std::vector<JobId> out;
-  for (const PreemptDecision& p : d.preempt) out.push_back(p.job);
-  return out;
 }
 
 TEST(HistoryLevelsTest, OnlyAJobWithADistributionCountsTheHistoryLevel) {

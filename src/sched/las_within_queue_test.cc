@@ -17,18 +17,13 @@ namespace {
 using testing::MakeJob;
 using testing::MakeNode;
 using testing::Running;
+using testing::Victims;
 
 // One node of `gpus` GPUs; queue "q" owns all of them, queue "r" none.
 void OneNodeTwoQueues(Scheduler& s, int gpus) {
   s.UpsertNode(MakeNode("n1").Gpus(gpus));
   s.SetQueue({"q", gpus, -1, 1.0});
   s.SetQueue({"r", 0, -1, 1.0});
-}
-
-std::vector<JobId> Victims(const Decisions& d) {
-  std::vector<JobId> out;
-  for (const PreemptDecision& p : d.preempt) out.push_back(p.job);
-  return out;
 }
 
 std::vector<JobId> Placed(const Decisions& d) {

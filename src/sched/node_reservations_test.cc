@@ -27,7 +27,7 @@ NodeReservation Window(std::string name, std::vector<std::string> nodes, TimeMs 
   return r;
 }
 
-const WaitReason* ReasonOf(const Decisions& d, JobId id) {
+const WaitReason* WaitOf(const Decisions& d, JobId id) {
   for (const WaitReason& w : d.waiting) {
     if (w.job == id) return &w;
   }
@@ -55,7 +55,7 @@ TEST(NodeReservations, AJobWhoseLimitOverlapsWaitsOneThatEndsBeforeIsBackfilled)
   Decisions d = s.Schedule(0);
   EXPECT_FALSE(Placed(d, 1));
   EXPECT_TRUE(Placed(d, 2));  // ends exactly when the window starts
-  const WaitReason* why = ReasonOf(d, 1);
+  const WaitReason* why = WaitOf(d, 1);
   ASSERT_NE(why, nullptr);
   EXPECT_EQ(why->code, PendingCode::kReservationWait);
   EXPECT_NE(why->reason.find("reservation maint (maintenance)"), std::string::npos) << why->reason;
@@ -77,9 +77,9 @@ TEST(NodeReservations, AJobWithoutALimitWaitsUntilTheWindowIsOver) {
   Decisions d = s.Schedule(0);
   EXPECT_EQ(NodeOf(d, 1), "n2");  // the unreserved node takes the first
   EXPECT_FALSE(Placed(d, 2));
-  ASSERT_NE(ReasonOf(d, 2), nullptr);
-  EXPECT_EQ(ReasonOf(d, 2)->code, PendingCode::kReservationWait);
-  EXPECT_NE(ReasonOf(d, 2)->reason.find("without a time limit"), std::string::npos);
+  ASSERT_NE(WaitOf(d, 2), nullptr);
+  EXPECT_EQ(WaitOf(d, 2)->code, PendingCode::kReservationWait);
+  EXPECT_NE(WaitOf(d, 2)->reason.find("without a time limit"), std::string::npos);
   EXPECT_FALSE(Placed(s.Schedule(11 * kHour), 2));  // during it
   EXPECT_EQ(NodeOf(s.Schedule(12 * kHour), 2), "n1");
 }
@@ -118,11 +118,11 @@ TEST(NodeReservations, AReservationsJobRunsOnlyInsideItOnItsNodes) {
   s.AddPending(InReservation(MakeJob(3).Gpus(2).User("bob").Limit(kHour).Submit(2), "train"));
   Decisions before = s.Schedule(0);
   EXPECT_TRUE(before.place.empty());  // n2 is free, but not theirs
-  ASSERT_NE(ReasonOf(before, 1), nullptr);
-  EXPECT_EQ(ReasonOf(before, 1)->code, PendingCode::kReservationWait);
-  EXPECT_NE(ReasonOf(before, 1)->reason.find("reservation train, which starts"), std::string::npos);
-  ASSERT_NE(ReasonOf(before, 3), nullptr);  // reasons are reported when they change
-  EXPECT_NE(ReasonOf(before, 3)->reason.find("not allowed"), std::string::npos);
+  ASSERT_NE(WaitOf(before, 1), nullptr);
+  EXPECT_EQ(WaitOf(before, 1)->code, PendingCode::kReservationWait);
+  EXPECT_NE(WaitOf(before, 1)->reason.find("reservation train, which starts"), std::string::npos);
+  ASSERT_NE(WaitOf(before, 3), nullptr);  // reasons are reported when they change
+  EXPECT_NE(WaitOf(before, 3)->reason.find("not allowed"), std::string::npos);
   // During it: job 1 on n1; job 2's limit runs past the end; bob is not allowed.
   s.AddPending(MakeJob(4).Gpus(2).Submit(3));  // no reservation: n2 only
   Decisions during = s.Schedule(10 * kHour);
@@ -130,8 +130,8 @@ TEST(NodeReservations, AReservationsJobRunsOnlyInsideItOnItsNodes) {
   EXPECT_FALSE(Placed(during, 2));
   EXPECT_FALSE(Placed(during, 3));
   EXPECT_EQ(NodeOf(during, 4), "n2");
-  ASSERT_NE(ReasonOf(during, 2), nullptr);
-  EXPECT_NE(ReasonOf(during, 2)->reason.find("runs past the end"), std::string::npos);
+  ASSERT_NE(WaitOf(during, 2), nullptr);
+  EXPECT_NE(WaitOf(during, 2)->reason.find("runs past the end"), std::string::npos);
 }
 
 TEST(NodeReservations, AMaintenanceWindowTakesNoJobOfItsOwn) {
@@ -141,8 +141,8 @@ TEST(NodeReservations, AMaintenanceWindowTakesNoJobOfItsOwn) {
   s.AddPending(InReservation(MakeJob(1).Gpus(1).Limit(kMinute), "maint"));
   Decisions d = s.Schedule(kMinute);
   EXPECT_FALSE(Placed(d, 1));
-  ASSERT_NE(ReasonOf(d, 1), nullptr);
-  EXPECT_NE(ReasonOf(d, 1)->reason.find("maintenance window"), std::string::npos);
+  ASSERT_NE(WaitOf(d, 1), nullptr);
+  EXPECT_NE(WaitOf(d, 1)->reason.find("maintenance window"), std::string::npos);
 }
 
 TEST(NodeReservations, ANodeAddedAfterTheReservationIsReservedToo) {

@@ -19,12 +19,7 @@ namespace {
 using testing::MakeJob;
 using testing::MakeNode;
 using testing::Running;
-
-std::vector<JobId> Victims(const Decisions& d) {
-  std::vector<JobId> out;
-  for (const PreemptDecision& p : d.preempt) out.push_back(p.job);
-  return out;
-}
+using testing::Victims;
 
 SchedulerConfig Unlimited() {
   SchedulerConfig c;

@@ -13,6 +13,7 @@ namespace {
 
 using testing::MakeJob;
 using testing::MakeNode;
+using testing::ReasonOf;
 using testing::Running;
 
 const PlaceDecision* FindPlace(const Decisions& d, JobId id) {
@@ -28,13 +29,6 @@ std::set<std::string> NodesOf(const PlaceDecision* p) {
     for (const ReplicaPlacement& r : p->placement) out.insert(r.node);
   }
   return out;
-}
-
-std::string ReasonOf(const Decisions& d, JobId id) {
-  for (const WaitReason& w : d.waiting) {
-    if (w.job == id) return w.reason;
-  }
-  return "";
 }
 
 SchedulerConfig NoPreemptDelay() {

@@ -11,13 +11,8 @@ namespace {
 
 using testing::MakeJob;
 using testing::MakeNode;
+using testing::NoMinimumRuntime;
 using testing::Running;
-
-SchedulerConfig NoMinimumRuntime() {
-  SchedulerConfig c;
-  c.min_runtime_before_preempt_ms = 0;
-  return c;
-}
 
 TEST(ServingPreemptionTest, AReplicaPreemptsPreemptibleTrainingOfItsPriority) {
   Scheduler s(NoMinimumRuntime());

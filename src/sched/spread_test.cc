@@ -12,6 +12,7 @@ namespace {
 
 using testing::MakeJob;
 using testing::MakeNode;
+using testing::ReasonOf;
 using testing::Running;
 
 // Replicas of job `id` on each node, in the pass's decisions; empty if it was not placed.
@@ -22,13 +23,6 @@ std::map<std::string, int> PerNode(const Decisions& d, JobId id) {
     for (const ReplicaPlacement& r : p.placement) ++out[r.node];
   }
   return out;
-}
-
-std::string ReasonOf(const Decisions& d, JobId id) {
-  for (const WaitReason& w : d.waiting) {
-    if (w.job == id) return w.reason;
-  }
-  return "";
 }
 
 TEST(SpreadTest, OnePerNodePutsEachReplicaOnADifferentNode) {

@@ -216,6 +216,21 @@ inline const ResizeDecision* ResizeOf(const Decisions& d, JobId id) {
   return nullptr;
 }
 
+// The jobs a pass preempts, in its order.
+inline std::vector<JobId> Victims(const Decisions& d) {
+  std::vector<JobId> out;
+  for (const PreemptDecision& p : d.preempt) out.push_back(p.job);
+  return out;
+}
+
+// Why a pass left `id` waiting ("" if it did not).
+inline std::string ReasonOf(const Decisions& d, JobId id) {
+  for (const WaitReason& w : d.waiting) {
+    if (w.job == id) return w.reason;
+  }
+  return "";
+}
+
 // A config where a run may be preempted as soon as it starts.
 inline SchedulerConfig NoMinimumRuntime() {
   SchedulerConfig c;

@@ -12,8 +12,8 @@ namespace {
 
 using testing::Jobs;
 
-SimResult Sim(const std::vector<TraceJob>& jobs, sched::OrderPolicy policy, int32_t every,
-              int32_t nodes = 1) {
+SimResult SimWithEstimates(const std::vector<TraceJob>& jobs, sched::OrderPolicy policy,
+                           int32_t every, int32_t nodes = 1) {
   SimConfig c;
   c.cluster = {nodes, 8, 1};
   c.policy = policy;
@@ -39,7 +39,7 @@ TEST(EstimateAccuracy, AnEstimateOnOneEndedJobIsLowConfidence) {
       "X,0,60,8,default,u,x\n"
       "A,100,3600,8,default,u,x\n"
       "B,130,600,8,default,v,b\n");
-  SimResult r = Sim(jobs, sched::OrderPolicy::kCorral, 1);
+  SimResult r = SimWithEstimates(jobs, sched::OrderPolicy::kCorral, 1);
   ASSERT_GE(r.jobs[2].estimated_start, 0);
   EXPECT_EQ(r.jobs[2].estimate_confidence, EstimateConfidence::kLow);
   EXPECT_LT(r.jobs[2].estimated_start, r.jobs[2].first_start - 60 * 1000) << "told too early";
@@ -52,7 +52,7 @@ TEST(EstimateAccuracy, AnEstimateOnOneEndedJobIsLowConfidence) {
 
 TEST(EstimateAccuracy, AJobBehindALimitedRunIsToldItsLimit) {
   auto jobs = Jobs(kBehindALimit);
-  SimResult r = Sim(jobs, sched::OrderPolicy::kFifo, 1);
+  SimResult r = SimWithEstimates(jobs, sched::OrderPolicy::kFifo, 1);
   ASSERT_TRUE(r.jobs[0].estimate_sampled);
   EXPECT_EQ(r.jobs[0].estimated_start, -1) << "A started at once";
   EXPECT_EQ(r.jobs[0].first_start, 0);
@@ -89,7 +89,7 @@ TEST(EstimateAccuracy, AJobBehindARunOfUnknownLengthHasNone) {
       "job_id,submit_time,duration,num_gpus\n"
       "A,0,3600,8\n"
       "B,600,60,8\n");
-  SimResult r = Sim(jobs, sched::OrderPolicy::kFifo, 1);
+  SimResult r = SimWithEstimates(jobs, sched::OrderPolicy::kFifo, 1);
   EstimateAccuracy a = MeasureEstimateAccuracy(jobs, r);
   EXPECT_EQ(a.sampled, 2);
   EXPECT_EQ(a.started_at_once, 1);
@@ -99,11 +99,11 @@ TEST(EstimateAccuracy, AJobBehindARunOfUnknownLengthHasNone) {
 
 TEST(EstimateAccuracy, OnlyEveryNthJobIsSampled) {
   auto jobs = Jobs(kBehindALimit);
-  SimResult r = Sim(jobs, sched::OrderPolicy::kFifo, 2);
+  SimResult r = SimWithEstimates(jobs, sched::OrderPolicy::kFifo, 2);
   EXPECT_TRUE(r.jobs[0].estimate_sampled);
   EXPECT_FALSE(r.jobs[1].estimate_sampled);
   EXPECT_TRUE(r.jobs[2].estimate_sampled);
-  EXPECT_EQ(Sim(jobs, sched::OrderPolicy::kFifo, 0).jobs[1].estimate_sampled, false);
+  EXPECT_EQ(SimWithEstimates(jobs, sched::OrderPolicy::kFifo, 0).jobs[1].estimate_sampled, false);
 }
 
 // Estimating reads the scheduler's state and must change no decision: the same runs, at the
@@ -119,8 +119,8 @@ TEST(EstimateAccuracy, EstimatingChangesNoDecision) {
   auto jobs = Jobs(csv);
   std::sort(jobs.begin(), jobs.end(),
             [](const TraceJob& x, const TraceJob& y) { return x.submit_ms < y.submit_ms; });
-  SimResult plain = Sim(jobs, sched::OrderPolicy::kCorral, 0, 2);
-  SimResult estimated = Sim(jobs, sched::OrderPolicy::kCorral, 1, 2);
+  SimResult plain = SimWithEstimates(jobs, sched::OrderPolicy::kCorral, 0, 2);
+  SimResult estimated = SimWithEstimates(jobs, sched::OrderPolicy::kCorral, 1, 2);
   EXPECT_EQ(RunsCsv(jobs, plain), RunsCsv(jobs, estimated));
   EstimateAccuracy a = MeasureEstimateAccuracy(jobs, estimated);
   EXPECT_EQ(a.sampled, 60);
@@ -172,8 +172,8 @@ TEST(EstimateAccuracy, ForwardEstimatesAreExactWithTrueDurationsAndNoArrivals) {
 
 TEST(EstimateAccuracy, TheReportShowsItOnlyWhenAsked) {
   auto jobs = Jobs(kBehindALimit);
-  Summary with = Summarize("fifo", jobs, Sim(jobs, sched::OrderPolicy::kFifo, 1));
-  Summary without = Summarize("fifo", jobs, Sim(jobs, sched::OrderPolicy::kFifo, 0));
+  Summary with = Summarize("fifo", jobs, SimWithEstimates(jobs, sched::OrderPolicy::kFifo, 1));
+  Summary without = Summarize("fifo", jobs, SimWithEstimates(jobs, sched::OrderPolicy::kFifo, 0));
   EXPECT_NE(SummaryJson(with).find("\"estimates\": {\"sampled\": 3,"), std::string::npos)
       << SummaryJson(with);
   EXPECT_EQ(SummaryJson(without).find("estimates"), std::string::npos);

@@ -44,7 +44,7 @@ TEST(OracleBoundsTest, QuantilePointsAreTheEstimatorsOfEqualWeights) {
 }
 
 // Jobs in submission order: "a" has six 1-GPU jobs and two 8-GPU ones, "b" one job.
-std::vector<TraceJob> Trace() {
+std::vector<TraceJob> TwoUsersJobs() {
   std::vector<TraceJob> jobs;
   for (DurationMs ms : {10, 20, 30, 40, 50, 60}) jobs.push_back(Job("a", 1, ms));
   jobs.push_back(Job("a", 8, 7000));
@@ -54,7 +54,7 @@ std::vector<TraceJob> Trace() {
 }
 
 TEST(OracleBoundsTest, UserGpusIsEveryOtherJobOfTheGroupThenTheUsersThenTheTraces) {
-  const std::vector<TraceJob> jobs = Trace();
+  const std::vector<TraceJob> jobs = TwoUsersJobs();
   const auto d = BoundDistributions(jobs, OracleBound::kUserGpus);
   ASSERT_EQ(d.size(), jobs.size());
   // Row 2 (30 ms): the other five 1-GPU jobs of "a", not its own 30.
@@ -105,7 +105,7 @@ TEST(OracleBoundsTest, WindowIsTheSixteenNearestInSubmissionOrder) {
 }
 
 TEST(OracleBoundsTest, WindowFallsBackToTheUsersNearestJobs) {
-  const std::vector<TraceJob> jobs = Trace();
+  const std::vector<TraceJob> jobs = TwoUsersJobs();
   const auto d = BoundDistributions(jobs, OracleBound::kWindow);
   EXPECT_EQ(d[7], Of({10, 20, 30, 40, 50, 60, 7000}));  // "a" has 8 jobs: all 7 others
   EXPECT_EQ(d[8], Of({10, 20, 30, 40, 50, 60, 7000, 8000}));

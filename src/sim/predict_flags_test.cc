@@ -23,7 +23,7 @@ std::string RunSimulate(const std::vector<std::string>& args, int* rc) {
 // five 300-s jobs. Then both submit while another user's job holds the GPU: flaky's running
 // mean (about an hour, the newest weighing half) puts steady's job first, its distribution
 // (the median: 30 s) flaky's.
-std::string Trace() {
+std::string TwoUsersTraceFile() {
   // One file a test: ctest runs this binary's tests as processes side by side.
   std::string path = ::testing::TempDir() + "/two_users." +
                      ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".csv";
@@ -47,7 +47,7 @@ std::string Field(const std::string& out, const std::string& key) {
 }
 
 TEST(PredictFlagsTest, DistributionsReachTheSchedulerAndRunsStayValid) {
-  const std::string trace = Trace();
+  const std::string trace = TwoUsersTraceFile();
   auto sim = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = {
         "--trace",     trace, "--nodes", "1",       "--gpus-per-node", "1",
@@ -76,7 +76,7 @@ TEST(PredictFlagsTest, DistributionsReachTheSchedulerAndRunsStayValid) {
 }
 
 TEST(PredictFlagsTest, ReportFromCountsOnlyTheJobsAfterTheSplit) {
-  const std::string trace = Trace();
+  const std::string trace = TwoUsersTraceFile();
   auto jobs = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = {"--trace", trace,         "--nodes", "1",    "--gpus-per-node",
                                      "1",       "--no-timing", "-o",      "json", "--policy",
@@ -93,7 +93,7 @@ TEST(PredictFlagsTest, ReportFromCountsOnlyTheJobsAfterTheSplit) {
 }
 
 TEST(PredictFlagsTest, HistoryLevelsTakeNoneOrAscendingTimesAboveTheLasThresholds) {
-  const std::string trace = Trace();
+  const std::string trace = TwoUsersTraceFile();
   for (std::vector<std::string> good : std::vector<std::vector<std::string>>{
            {"--predict-levels", "none"},
            {"--predict-levels", "50h,500h"},
@@ -107,7 +107,7 @@ TEST(PredictFlagsTest, HistoryLevelsTakeNoneOrAscendingTimesAboveTheLasThreshold
 }
 
 TEST(PredictFlagsTest, BadValuesNameTheirFlag) {
-  const std::string trace = Trace();
+  const std::string trace = TwoUsersTraceFile();
   for (std::vector<std::string> bad :
        std::vector<std::vector<std::string>>{{"--report-from", "150%"},
                                              {"--report-from", "soon"},

@@ -11,11 +11,12 @@
 #include "sim/report.h"
 #include "sim/simulate_command.h"
 #include "sim/simulator.h"
+#include "sim/test_traces.h"
 
 namespace corral::sim {
 namespace {
 
-std::string Data(const std::string& name) { return std::string(CORRAL_SIM_TESTDATA) + "/" + name; }
+using testing::Data;
 
 TraceJob Share(const std::string& id, TimeMs submit_s, DurationMs duration_s, int32_t milli,
                int64_t memory_mb = 0) {

@@ -14,7 +14,7 @@
 namespace corral::sim {
 namespace {
 
-std::string Data(const std::string& name) { return std::string(CORRAL_SIM_TESTDATA) + "/" + name; }
+using testing::Data;
 
 using testing::Jobs;
 

@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "sim/test_traces.h"
+
 namespace corral::sim {
 namespace {
 
-std::string Data(const std::string& name) { return std::string(CORRAL_SIM_TESTDATA) + "/" + name; }
+using testing::Data;
 
 Result<Trace> Parse(const std::string& text, TraceFormat f = TraceFormat::kAuto,
                     double max_bad = 0.01) {

@@ -102,15 +102,6 @@ TEST(OpenStore, TheUrlPicksTheBackend) {
       << pg.status().message();
 }
 
-Job MakeJob(JobId id, JobState state) {
-  Job j;
-  j.id = id;
-  j.owner = "ana";
-  j.spec.command = {"true"};
-  j.state = state;
-  return j;
-}
-
 // Job `id` and the change of revision `id` that made it, in one commit.
 Status CommitJob(Store& store, JobId id) {
   return store.Commit({PutJob{MakeJob(id, JobState::kPending)}, AppendChange{{id, "{}"}}});

@@ -23,15 +23,6 @@ std::string BackendName(const ::testing::TestParamInfo<BackendParam>& info) {
 
 namespace {
 
-Job MakeJob(JobId id, JobState state) {
-  Job j;
-  j.id = id;
-  j.owner = "ana";
-  j.spec.command = {"true"};
-  j.state = state;
-  return j;
-}
-
 Node MakeNode(const std::string& name) {
   Node n;
   n.name = name;

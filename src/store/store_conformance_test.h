@@ -13,6 +13,16 @@
 
 namespace corral::store {
 
+// A job of ana's running `true`, in `state`: what the stores' tests write.
+inline Job MakeJob(JobId id, JobState state) {
+  Job j;
+  j.id = id;
+  j.owner = "ana";
+  j.spec.command = {"true"};
+  j.state = state;
+  return j;
+}
+
 // One place a store lives (a file, a database), reached both through the Store and around it.
 class StoreBackend {
  public:
