@@ -11,8 +11,8 @@ namespace {
 ApiReply Reply(const Json& body) { return test::JsonReply(200, body); }
 
 // The shared harness on a clock that stands still.
-struct Harness : test::Harness {
-  Harness() {
+struct StillClockHarness : test::Harness {
+  StillClockHarness() {
     ctx.now = [] { return TimeMs{1'700'000'000'000}; };
     ctx.sleep = [](DurationMs) {};
   }
@@ -28,7 +28,7 @@ Json Submitted(uint64_t rev) {
 }
 
 TEST(CliEvents, PrintsEachChangeOnceAndResumesFromTheLast) {
-  Harness h;
+  StillClockHarness h;
   h.fake->OnPath([](const std::string& path) -> Result<ApiReply> {
     if (path.find("since=0&") != std::string::npos) {
       return Reply({{"events", {Submitted(1), Submitted(2)}}, {"revision", 3}});
@@ -48,7 +48,7 @@ TEST(CliEvents, PrintsEachChangeOnceAndResumesFromTheLast) {
 }
 
 TEST(CliEvents, ARetirementSaysHowManyJobsLeftMemory) {
-  Harness h;
+  StillClockHarness h;
   h.fake->OnPath([](const std::string& path) -> Result<ApiReply> {
     if (path.find("since=0&") == std::string::npos) {
       return Reply({{"events", Json::array()}, {"revision", 1}});
@@ -66,7 +66,7 @@ TEST(CliEvents, ARetirementSaysHowManyJobsLeftMemory) {
 }
 
 TEST(CliEvents, AnArraySaysHowManyElementsItHas) {
-  Harness h;
+  StillClockHarness h;
   h.fake->OnPath([](const std::string& path) -> Result<ApiReply> {
     if (path.find("since=0&") == std::string::npos) {
       return Reply({{"events", Json::array()}, {"revision", 1}});
@@ -84,7 +84,7 @@ TEST(CliEvents, AnArraySaysHowManyElementsItHas) {
 }
 
 TEST(CliEvents, FollowHoldsTheCallAndReportsAReset) {
-  Harness h;
+  StillClockHarness h;
   h.fake->OnPath([](const std::string& path) -> Result<ApiReply> {
     if (path.find("since=0&") != std::string::npos) {
       return Reply({{"events", Json::array()}, {"revision", 40}, {"reset", true}});
@@ -101,13 +101,13 @@ TEST(CliEvents, AMalformedAnswerIsAnErrorNamingTheField) {
   for (const Json& body : {Json{{"events", Json::array()}},
                            Json{{"events", {Json{{"type", "job_submitted"}}}}, {"revision", 3}},
                            Json{{"events", "none"}, {"revision", 3}}}) {
-    Harness h;
+    StillClockHarness h;
     h.fake->OnPath([&](const std::string&) -> Result<ApiReply> { return Reply(body); });
     EXPECT_EQ(RunEvents({}, h.ctx), 1) << body.dump();
     EXPECT_NE(h.err.str().find("the head's events answer: "), std::string::npos) << h.err.str();
     EXPECT_TRUE(h.out.str().empty()) << h.out.str();
   }
-  Harness h;
+  StillClockHarness h;
   h.fake->OnPath([](const std::string&) -> Result<ApiReply> {
     return Reply({{"events", Json::array()}});
   });
@@ -116,7 +116,7 @@ TEST(CliEvents, AMalformedAnswerIsAnErrorNamingTheField) {
 }
 
 TEST(CliJobsWatch, RedrawsOnlyWhenTheStreamSaysSomethingChanged) {
-  Harness h;
+  StillClockHarness h;
   int lists = 0;
   int waits = 0;
   h.fake->OnPath([&](const std::string& path) -> Result<ApiReply> {

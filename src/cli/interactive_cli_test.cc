@@ -34,11 +34,11 @@ ApiReply Reply(int status, const Json& body) {
   return ApiReply{status, "application/json", body.dump(), {}};
 }
 
-struct Harness {
+struct InteractiveHarness {
   std::shared_ptr<FakeHead> head = std::make_shared<FakeHead>();
   std::ostringstream out, err;
   CliContext ctx;
-  Harness() {
+  InteractiveHarness() {
     ctx.out = &out;
     ctx.err = &err;
     ctx.env = [](const std::string& k) -> std::optional<std::string> {
@@ -56,7 +56,7 @@ struct Harness {
 };
 
 TEST(RunCommandTest, SubmitsAnInteractiveSessionThatCanNeverStartAndSaysWhy) {
-  Harness h;
+  InteractiveHarness h;
   h.head->answer = [](const Sent& s) {
     if (s.path == "/v1/jobs") return Reply(201, {{"job", {{"id", 9}}}});
     if (s.path == "/v1/jobs/9/touch") {  // what the head answers: the whole job
@@ -87,7 +87,7 @@ TEST(RunCommandTest, SrunTakesPtyAfterOtherOptions) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"-N", "1", "--pty", "--gres=gpu:1", "bash"},
         std::vector<std::string>{"--gres=gpu:1", "--overlap", "-N", "1", "--pty", "bash"}}) {
-    Harness h;
+    InteractiveHarness h;
     h.head->answer = [](const Sent& s) {
       if (s.path == "/v1/jobs") return Reply(201, {{"job", {{"id", 9}}}});
       Job job;
@@ -106,7 +106,7 @@ TEST(RunCommandTest, SrunTakesPtyAfterOtherOptions) {
 }
 
 TEST(RunCommandTest, ARefusedSubmissionFailsAtOnce) {
-  Harness h;
+  InteractiveHarness h;
   h.head->answer = [](const Sent&) {
     return Reply(400, {{"error",
                         {{"code", "invalid_argument"},
@@ -118,7 +118,7 @@ TEST(RunCommandTest, ARefusedSubmissionFailsAtOnce) {
 }
 
 TEST(RunCommandTest, BadUsageChangesNothing) {
-  Harness h;
+  InteractiveHarness h;
   h.head->answer = [](const Sent&) { return Reply(500, Json::object()); };
   EXPECT_EQ(RunCommand("run", {"--gpus", "1"}, h.ctx), kExitUsage);
   EXPECT_EQ(RunCommand("run", {"--array", "0-3", "--", "true"}, h.ctx), kExitUsage);
@@ -130,7 +130,7 @@ TEST(RunCommandTest, BadUsageChangesNothing) {
 }
 
 TEST(ExecCommandTest, SaysWhyTheHeadRefused) {
-  Harness h;
+  InteractiveHarness h;
   h.head->answer = [](const Sent&) {
     return Reply(403, {{"error",
                         {{"code", "permission_denied"},
@@ -174,7 +174,7 @@ class SharedHead : public ApiTransport {
 // ended the job. The client asks after the job at once, says why and exits 255, without waiting
 // on the node; the allocation is given back.
 TEST(RunCommandTest, ASessionWhoseJobEndedIsLostWithoutWaitingForItsNode) {
-  Harness h;
+  InteractiveHarness h;
   auto head = std::make_shared<SharedHead>();
   auto failed = std::make_shared<std::atomic<bool>>(false);  // an output request has failed
   head->answer = [failed](const std::string& method, const std::string& path, const std::string&) {
@@ -231,7 +231,7 @@ TEST(RunCommandTest, ASessionWhoseJobEndedIsLostWithoutWaitingForItsNode) {
 // ends, rather than after the output's retries (11 s).
 TEST(ExecCommandTest, ASessionInABatchJobWhoseNodeIsLostEndsAtOnce) {
   for (const bool runs_again : {false, true}) {
-    Harness h;
+    InteractiveHarness h;
     auto head = std::make_shared<SharedHead>();
     auto failed = std::make_shared<std::atomic<bool>>(false);
     head->answer = [failed, runs_again](const std::string&, const std::string& path,
@@ -295,7 +295,7 @@ TEST(ExecCommandTest, ASessionInABatchJobWhoseNodeIsLostEndsAtOnce) {
 // output's retries allow for a head that fails (10), but the job still runs there, so the
 // session goes on and ends with its command's code once the agent answers again.
 TEST(ExecCommandTest, AnAgentUnreachableForAWhileEndsNoSessionWhoseJobRuns) {
-  Harness h;
+  InteractiveHarness h;
   auto head = std::make_shared<SharedHead>();
   auto mu = std::make_shared<std::mutex>();
   auto refused = std::make_shared<std::map<std::string, int>>();  // per stream

@@ -15,8 +15,8 @@ namespace {
 using ::testing::HasSubstr;
 
 // The shared harness at time 0, running `corral usage`.
-struct Harness : test::Harness {
-  Harness() {
+struct UsageHarness : test::Harness {
+  UsageHarness() {
     ctx.now = [] { return TimeMs{0}; };
   }
   int Run(const std::vector<std::string>& args) { return test::Harness::Run("usage", args); }
@@ -32,19 +32,19 @@ Json Report() {
 }
 
 TEST(CliUsage, AsksForThePeriodInSecondsAndGrouping) {
-  Harness h;
+  UsageHarness h;
   h.fake->AnswerAll(Report());
   ASSERT_EQ(h.Run({"--by", "queue", "--since", "2h"}), kExitOk) << h.err.str();
   ASSERT_EQ(h.fake->paths().size(), 1u);
   EXPECT_EQ(h.fake->paths()[0], "GET /v1/usage?by=queue&since=7200");
-  Harness d;
+  UsageHarness d;
   d.fake->AnswerAll(Report());
   ASSERT_EQ(d.Run({}), kExitOk);
   EXPECT_EQ(d.fake->paths()[0], "GET /v1/usage?by=user&since=604800");  // a week, by user
 }
 
 TEST(CliUsage, TableShowsHoursAverageWaitAndTotal) {
-  Harness h;
+  UsageHarness h;
   h.fake->AnswerAll(Report());
   ASSERT_EQ(h.Run({"--by", "queue"}), kExitOk);
   std::string out = h.out.str();
@@ -56,7 +56,7 @@ TEST(CliUsage, TableShowsHoursAverageWaitAndTotal) {
 }
 
 TEST(CliUsage, CsvHasAHeaderAndQuotesFieldsWithCommas) {
-  Harness h;
+  UsageHarness h;
   h.fake->AnswerAll(Report());
   ASSERT_EQ(h.Run({"--by", "queue", "-o", "csv"}), kExitOk);
   std::string out = h.out.str();
@@ -70,7 +70,7 @@ TEST(CliUsage, CsvHasAHeaderAndQuotesFieldsWithCommas) {
 }
 
 TEST(CliUsage, JsonIsTheHeadsAnswer) {
-  Harness h;
+  UsageHarness h;
   h.fake->AnswerAll(Report());
   ASSERT_EQ(h.Run({"-o", "json"}), kExitOk);
   EXPECT_EQ(Json::parse(h.out.str()), Report());
@@ -87,7 +87,7 @@ TEST(CliUsage, BadFlagsNameTheFlagAndTheValueWithoutCallingTheHead) {
            {{"--by", "color"}, "flag --by: got \"color\", want user or queue"},
            {{"-o", "xml"}, "flag -o: got \"xml\""},
        }) {
-    Harness h;
+    UsageHarness h;
     EXPECT_EQ(h.Run(c.args), kExitUsage) << c.args[1];
     EXPECT_THAT(h.err.str(), HasSubstr(c.want));
     EXPECT_THAT(h.err.str(), HasSubstr(c.args[1]));
@@ -96,7 +96,7 @@ TEST(CliUsage, BadFlagsNameTheFlagAndTheValueWithoutCallingTheHead) {
 }
 
 TEST(CliUsage, AnAnswerItCannotReadIsAnError) {
-  Harness h;
+  UsageHarness h;
   h.fake->AnswerAll(Json{{"by", "team"}, {"rows", Json::array()}});
   EXPECT_EQ(h.Run({}), kExitError);
   EXPECT_THAT(h.err.str(), HasSubstr("by: got \"team\""));
