@@ -21,8 +21,8 @@ namespace {
 // A job the forward run has not started within its bound gets the sweep's estimate, no earlier
 // than the instant the run reached. Where the sweep would have started it before that instant,
 // the run, with its arrivals and preemption, had not: it is told that instant's lead from now
-// stretched by this. Told the instant itself, on the philly-users test half at 512 GPUs 59% of
-// those jobs started later than told, and 32.7% of all jobs; 2 is the smallest of 1.5, 1.75
+// stretched by this. Told the instant itself, on the philly-users test half at 512 GPUs 61% of
+// the `low` estimates and 32.7% of all started later than told; 2 is the smallest of 1.5, 1.75
 // and 2 that brought the share of all within 30% there (29.9%, median error 224 to 233 s;
 // docs/simulation.md). A later start of the sweep's own is left as it is (stretching those too
 // doubled the p90 error on Philly).
