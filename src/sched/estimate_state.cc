@@ -68,7 +68,8 @@ DurationMs CentreRemainingMs(const SchedulerConfig& cfg, const RunHistory& histo
 // the rule that was closest lately for its owner's runs (RunHistory::RuleFor: as long again as
 // it has run, or the geometric mean of that and the centre, where those were closer). Heavy
 // tails: on the philly-users test half at 640 GPUs the median error fell from 168 to 159 s, on
-// Philly at 768 GPUs from 166 to 157 s (docs/simulation.md). A true duration is kept.
+// Philly at 768 GPUs from 166 to 157 s (the rule alone; docs/simulation.md). A true duration is
+// kept.
 DurationMs EstimatedRemainingMs(const SchedulerConfig& cfg, const RunHistory& history,
                                 const PendingJob& j, DurationMs attained_gpu_ms, bool under_way) {
   const DurationMs centre = CentreRemainingMs(cfg, history, j, attained_gpu_ms, under_way);

@@ -19,7 +19,7 @@ namespace corral::sched {
 namespace {
 
 // A job the forward run has not started within its bound gets the sweep's estimate, no earlier
-// than the instant the run reached. Where the sweep would have started it before that instant,
+// than the instant the run reached. Where the sweep would have started it by that instant,
 // the run, with its arrivals and preemption, had not: it is told that instant's lead from now
 // stretched by this. Told the instant itself, on the philly-users test half at 512 GPUs 61% of
 // the `low` estimates and 32.7% of all started later than told; 2 is the smallest of 1.5, 1.75
