@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "sched/testing_builders.h"
@@ -70,6 +71,52 @@ TEST(RunHistoryTest, KeepsTheLastRunsOfEachKey) {
   ASSERT_EQ(kept[0].size(), static_cast<size_t>(kRunHistoryWindow));
   EXPECT_EQ(kept[0].front(), 5 * kMinute);  // the oldest four are gone
   EXPECT_EQ(kept[0].back(), (kRunHistoryWindow + 4) * kMinute);
+}
+
+// Runs of `minutes` of user `user` (queue "q", 1 GPU) whose owner's distribution says every run
+// takes `says_minutes`, one after another from `*t`.
+void EndRunsSaid(RunHistory& h, JobId* id, TimeMs* t, const std::string& user, int64_t minutes,
+                 int64_t says_minutes, int runs) {
+  RunTimeQuantiles d;
+  d.at.fill(says_minutes * kMinute);
+  for (int i = 0; i < runs; ++i) {
+    h.Removed(MakeJob((*id)++).Gpus(1).User(user).Queue("q").Distribution(d), 1, *t);
+    *t += minutes * kMinute;
+    h.Ended(*t);
+  }
+}
+
+TEST(RunHistoryTest, TheRulesCountAsLongAgainAsARunHasRunOrTheGeometricMeanWithTheCentre) {
+  EXPECT_EQ(ApplyRemainingRule(RemainingRule::kCentre, 100 * kMinute, 30'000), 100 * kMinute);
+  EXPECT_EQ(ApplyRemainingRule(RemainingRule::kElapsed, 100 * kMinute, 20 * kMinute), 20 * kMinute);
+  EXPECT_EQ(ApplyRemainingRule(RemainingRule::kElapsed, 100 * kMinute, 30'000), kElapsedFloorMs);
+  EXPECT_EQ(ApplyRemainingRule(RemainingRule::kBlend, 100 * kMinute, kMinute), 10 * kMinute);
+}
+
+TEST(RunHistoryTest, EachOwnerIsCountedOnTheRuleThatWasClosestForItsRunsThatEnded) {
+  RunHistory h;
+  JobId id = 1;
+  TimeMs t = 0;
+  const auto rule_of = [&h](const std::string& user) {
+    return h.RuleFor(MakeJob(99).Gpus(1).User(user).Queue("q"));
+  };
+  // a's distribution says 1,000 minutes, its runs take 2: scored at 0 and 1 minute each, the
+  // minute it has run (at least one) is closest. Three runs are six points, too few.
+  EndRunsSaid(h, &id, &t, "a", 2, 1000, 3);
+  EXPECT_EQ(rule_of("a"), RemainingRule::kCentre);
+  EndRunsSaid(h, &id, &t, "a", 2, 1000, 1);
+  EXPECT_EQ(rule_of("a"), RemainingRule::kElapsed);
+  // b's says 100 minutes, its runs take 10: at 0, 1 and 4 minutes the geometric mean of the
+  // two (10, 9.9 and 19.6 minutes, against 10, 9 and 6 left) is closest.
+  EndRunsSaid(h, &id, &t, "b", 10, 100, 3);
+  EXPECT_EQ(rule_of("b"), RemainingRule::kBlend);
+  // c's distribution is right: its centre stays.
+  EndRunsSaid(h, &id, &t, "c", 10, 10, 3);
+  EXPECT_EQ(rule_of("c"), RemainingRule::kCentre);
+  // An owner without ended runs: the centre. A job without an owner: its queue's runs, scored
+  // for jobs without owners alone (none here).
+  EXPECT_EQ(rule_of("d"), RemainingRule::kCentre);
+  EXPECT_EQ(h.RuleFor(MakeJob(98).Gpus(1).Queue("q")), RemainingRule::kCentre);
 }
 
 }  // namespace

@@ -139,7 +139,8 @@ EstimatedLeft PendingLeft(const SchedState& st, const PendingJob& j, bool use_pr
 //
 // Bound: options.max_passes passes in all, and options.max_work (kForwardMaxWork, scheduler.h)
 // work units of those passes. Jobs not started by then get the sweep's estimate
-// (EstimateFromState), no earlier than the instant reached, at kLow; jobs that cannot start once
+// (EstimateFromState), no earlier than the instant reached (that instant's lead from now doubled
+// where the sweep's start was before it: forward_estimate.cc), at kLow; jobs that cannot start once
 // nothing is left to end get none. Stops early once options.stop_when_started (or every pending
 // job) has started. Cost: a copy of the state plus up to max_passes passes.
 // Above this many pending jobs the head estimates by the sweep alone (HeadCore::EstimateStarts):

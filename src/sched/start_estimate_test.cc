@@ -183,6 +183,36 @@ TEST(EstimateStartsTest, ARunWithoutADistributionEndsAtWhatItsQueuesLastRunsThat
   EXPECT_EQ(ById(s.EstimateStarts(t + kMinute))[6].start, t + 5 * kMinute);
 }
 
+// A run whose owner's runs ended far sooner than the owner's distribution said is counted on to
+// run as long again as it has run, once enough of them ended (RunHistory::RuleFor); a job the
+// forward run starts keeps the centre.
+TEST(EstimateStartsTest, ARunOfAnOwnerWhoseRunsEndedSoonerThanSaidEndsAsLongAgainAsItHasRun) {
+  RunTimeQuantiles d;
+  d.at.fill(1000 * kMinute);
+  const std::vector<ReplicaPlacement> all = {{"n1", {0, 1, 2, 3, 4, 5, 6, 7}}};
+  const auto job = [&d](JobId id) { return MakeJob(id).Gpus(8).User("a").Distribution(d); };
+  // After `ended` runs of 2 minutes, one that has run 10 minutes: when the job behind it starts.
+  const auto start_behind = [&](JobId ended) {
+    Scheduler s;
+    s.UpsertNode(MakeNode("n1").Gpus(8));
+    TimeMs t = 0;
+    for (JobId id = 1; id <= ended; ++id) {
+      s.AddRunning(Running(job(id), all, t));
+      t += 2 * kMinute;
+      s.RemoveRunning(id);
+      (void)s.Schedule(t);
+    }
+    s.AddRunning(Running(job(10), all, t));
+    s.AddPending(MakeJob(11).Gpus(8));
+    return ById(s.EstimateStarts(t + 10 * kMinute))[11].start - t;
+  };
+  // Three runs are six points scored, too few: the mean of what the distribution's runs that
+  // outlived 10 minutes had left, 990 minutes.
+  EXPECT_EQ(start_behind(3), 1000 * kMinute);
+  // Four: as long again as it has run.
+  EXPECT_EQ(start_behind(4), 20 * kMinute);
+}
+
 // What an estimate rests on: a run's time limit (high), a prediction from enough of its
 // owner's ended jobs (medium), or from few (low); and the weakest link of a chain.
 TEST(EstimateStartsTest, ConfidenceFollowsWhatTheStartRestsOn) {
