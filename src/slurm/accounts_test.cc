@@ -15,7 +15,7 @@
 namespace corral::slurm {
 namespace {
 
-constexpr TimeMs kT0 = 1'800'000'000'000;  // 2027-01-15T08:00:00Z
+constexpr TimeMs kAccountsT0 = 1'800'000'000'000;  // 2027-01-15T08:00:00Z
 
 void ExpectGoldenFile(const std::string& name, const std::string& actual) {
   const std::string path = std::string(CORRAL_SLURM_TESTDATA) + "/" + name;
@@ -47,7 +47,7 @@ std::vector<NodeView> Nodes() {
 std::string Sinfo(const SinfoOptions& o) {
   setenv("TZ", "UTC", 1);
   tzset();
-  auto out = RenderSinfo(Nodes(), {"default", "long-queue-name"}, o, kT0);
+  auto out = RenderSinfo(Nodes(), {"default", "long-queue-name"}, o, kAccountsT0);
   EXPECT_TRUE(out.ok()) << out.status().message();
   return out.ok() ? *out : "";
 }
@@ -75,11 +75,12 @@ TEST(SinfoFormats, LayoutsAndFormatsAsSlurmPrintsThem) {
 }
 
 TEST(SinfoFormats, UnknownFieldsAreErrorsNamingThem) {
-  auto bad = RenderSinfo(Nodes(), {"default"}, {.format = "%P %W"}, kT0);
+  auto bad = RenderSinfo(Nodes(), {"default"}, {.format = "%P %W"}, kAccountsT0);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message().rfind("option --format: unknown field %W; known: %a", 0), 0u)
       << bad.status().message();
-  auto bad_long = RenderSinfo(Nodes(), {"default"}, {.long_format = "partition,bogus:5"}, kT0);
+  auto bad_long =
+      RenderSinfo(Nodes(), {"default"}, {.long_format = "partition,bogus:5"}, kAccountsT0);
   ASSERT_FALSE(bad_long.ok());
   EXPECT_NE(bad_long.status().message().find("unknown field \"bogus\""), std::string::npos);
 }
@@ -122,10 +123,10 @@ Job UsageJob(JobId id, const std::string& owner, const std::string& queue, int g
 }
 
 ShareUsage Usage() {
-  return ComputeShareUsage({UsageJob(1, "alice", "gpu", 4, kT0, kT0 + 3'600'000),
-                            UsageJob(2, "bob", "ml", 2, kT0, kT0 + 1'800'000),
-                            UsageJob(3, "alice", "default", 1, kT0 + 3'000'000, 0)},
-                           kT0 - 1000, kT0 + 3'600'000);
+  return ComputeShareUsage({UsageJob(1, "alice", "gpu", 4, kAccountsT0, kAccountsT0 + 3'600'000),
+                            UsageJob(2, "bob", "ml", 2, kAccountsT0, kAccountsT0 + 1'800'000),
+                            UsageJob(3, "alice", "default", 1, kAccountsT0 + 3'000'000, 0)},
+                           kAccountsT0 - 1000, kAccountsT0 + 3'600'000);
 }
 
 TEST(Accounts, QueuesAdmitUsersByTheirAccessLists) {
@@ -182,11 +183,11 @@ TEST(Accounts, SshareAndSprioFromUsage) {
   sshare("sshare (as alice)", {.users = {"alice"}}, {});
   sshare("sshare -a -l", {.long_output = true, .all_users = true}, {});
   sshare("sshare -a -P -A ml", {.all_users = true, .accounts = {"ml"}}, {.parsable2 = true});
-  Job a = UsageJob(40, "alice", "gpu", 1, kT0, 0);
+  Job a = UsageJob(40, "alice", "gpu", 1, kAccountsT0, 0);
   a.state = JobState::kPending;
   a.runs.clear();
   a.spec.priority = 5;
-  Job b = UsageJob(41, "bob", "ml", 1, kT0 + 1'800'000, 0);
+  Job b = UsageJob(41, "bob", "ml", 1, kAccountsT0 + 1'800'000, 0);
   b.state = JobState::kPending;
   b.runs.clear();
   Job held = b;
@@ -196,7 +197,7 @@ TEST(Accounts, SshareAndSprioFromUsage) {
   waits.id = 43;
   waits.pending_code = PendingCode::kDependency;  // left out too
   auto sprio = [&](const std::string& title, const SprioOptions& o) {
-    auto out = RenderSprio(v, u, {a, b, held, waits}, o, kT0 + 3'600'000);
+    auto out = RenderSprio(v, u, {a, b, held, waits}, o, kAccountsT0 + 3'600'000);
     ASSERT_TRUE(out.ok()) << out.status().message();
     all += "== " + title + "\n" + *out;
   };
@@ -206,7 +207,7 @@ TEST(Accounts, SshareAndSprioFromUsage) {
   sprio("sprio -n -h", {.normalized = true, .header = false});
   sprio("sprio -o '%i %u %Y %A %F'", {.format = "%i %u %Y %A %F"});
   ExpectGoldenFile("sshare_sprio.txt", all);
-  auto bad = RenderSprio(v, u, {a}, {.format = "%i %W"}, kT0);
+  auto bad = RenderSprio(v, u, {a}, {.format = "%i %W"}, kAccountsT0);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("unknown field %W"), std::string::npos);
 }
