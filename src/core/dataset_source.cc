@@ -260,9 +260,10 @@ Result<Manifest> ReadArchive(const std::string& path, const std::string& into,
 Result<int64_t> DownloadUrl(const std::string& url, const std::string& to,
                             const std::function<void(int64_t, int64_t)>& on_bytes) {
   auto lib = Libcurl();
-  if (!lib.ok())
+  if (!lib.ok()) {
     return Status{ErrorCode::kUnavailable,
                   "cannot download " + url + ": " + lib.status().message()};
+  }
   const CurlCalls& cc = **lib;
   SourceFd out(open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (out.get() < 0) {

@@ -105,8 +105,7 @@ DurationMs PredictedRemainingMs(const SchedulerConfig& config, const PendingJob&
                    (1 - a) * std::log(static_cast<double>(std::max<DurationMs>(1, left)));
     return std::max<DurationMs>(1, static_cast<DurationMs>(std::llround(std::exp(blend))));
   }
-  if (job.predicted_ms <= 0) return 0;
-  return done < job.predicted_ms ? job.predicted_ms - done : done;
+  return PredictionLeftMs(job.predicted_ms, done);
 }
 
 DurationMs AttainedNow(const PendingJob& job, int64_t gpus, TimeMs started_at, TimeMs now) {

@@ -61,6 +61,12 @@ inline bool HasPrediction(const PendingJob& job) {
 }
 DurationMs PredictedRemainingMs(const SchedulerConfig& config, const PendingJob& job,
                                 DurationMs attained_gpu_ms);
+// The rule above for a point prediction alone: what `predicted_ms` leaves of a run that has
+// run `done_ms` (as long again once outlived; 0 without a prediction).
+inline DurationMs PredictionLeftMs(DurationMs predicted_ms, DurationMs done_ms) {
+  if (predicted_ms <= 0) return 0;
+  return done_ms < predicted_ms ? predicted_ms - done_ms : done_ms;
+}
 
 // When a job started (or starting) at `start` is expected to end: start + its time limit;
 // kUnknownTime without one. Reservations and backfill count on limits, never on predictions.

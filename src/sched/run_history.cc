@@ -72,9 +72,12 @@ std::vector<const RunHistory::Runs*> RunHistory::KeysOf(const std::string& user,
   return keys;
 }
 
+std::vector<const RunHistory::Runs*> RunHistory::KeysOf(const PendingJob& job) const {
+  return KeysOf(job.user, job.queue, std::max<int64_t>(1, TotalGpus(job)));
+}
+
 DurationMs RunHistory::RemainingMs(const PendingJob& job, DurationMs done_ms) const {
-  return RemainingByKeys(KeysOf(job.user, job.queue, std::max<int64_t>(1, TotalGpus(job))),
-                         done_ms);
+  return RemainingByKeys(KeysOf(job), done_ms);
 }
 
 DurationMs RunHistory::RemainingByKeys(const std::vector<const Runs*>& keys, DurationMs done_ms) {
@@ -104,8 +107,7 @@ DurationMs CentreLeftMs(const SharedQuantiles& quantiles, DurationMs recent_ms,
     return ConditionalRemainingMs(quantiles.get(), done_ms, PredictionRule::kMean, 0);
   }
   if (recent_ms != kUnknownTime) return recent_ms;
-  if (predicted_ms <= 0) return 0;
-  return done_ms < predicted_ms ? predicted_ms - done_ms : done_ms;
+  return PredictionLeftMs(predicted_ms, done_ms);
 }
 
 }  // namespace
@@ -142,8 +144,7 @@ RemainingRule RunHistory::RuleFor(const PendingJob& job) const {
 
 std::vector<std::vector<DurationMs>> RunHistory::KeptFor(const PendingJob& job) const {
   std::vector<std::vector<DurationMs>> out;
-  for (const Runs* runs : KeysOf(job.user, job.queue, std::max<int64_t>(1, TotalGpus(job))))
-    out.emplace_back(runs->begin(), runs->end());
+  for (const Runs* runs : KeysOf(job)) out.emplace_back(runs->begin(), runs->end());
   return out;
 }
 

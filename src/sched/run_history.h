@@ -103,6 +103,7 @@ class RunHistory {
   void Keep(Runs& runs, DurationMs run_ms);
   std::vector<const Runs*> KeysOf(const std::string& user, const std::string& queue,
                                   int64_t gpus) const;
+  std::vector<const Runs*> KeysOf(const PendingJob& job) const;
   static DurationMs RemainingByKeys(const std::vector<const Runs*>& keys, DurationMs done_ms);
   void Score(const Removal& r, DurationMs run_ms);
 
